@@ -1,0 +1,64 @@
+"""The physics of lbgen: exact, symbolic, and free of any code text.
+
+``velocity_set`` solves lattices from the Gauss-Hermite conditions; ``hermite`` has the
+tensor Hermite polynomials and Maxwellian moments; ``collision`` turns them into CSE'd
+assignment lists.  ``collide``/``equilibrium_assignments``/``macroscopic_assignments``
+here are the cached entry points (cache key: the model's own source, sympy's version and
+the arguments), so only the first process pays for sympy.
+"""
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+import sympy
+
+from ..cache import cached_pickle, digest
+from .assignments import AssignmentList
+from .collision import OPERATORS
+from .velocity_set import VelocitySet, d2q9, d2q37, velocity_set
+
+__all__ = ["AssignmentList", "OPERATORS", "VelocitySet", "d2q9", "d2q37", "velocity_set",
+           "collide", "equilibrium_assignments", "macroscopic_assignments"]
+
+
+@lru_cache(maxsize=1)
+def _source_hash() -> str:
+    h = hashlib.sha256()
+    for p in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _cached(what: str, vs_name: str, *args):
+    from . import collision as c
+
+    def build():
+        vs = velocity_set(vs_name)
+        if what == "collide":
+            return c.collision(vs, *args)
+        if what == "equilibrium":
+            return c.equilibrium(vs)
+        return c.macroscopic(vs)
+
+    key = digest(_source_hash(), sympy.__version__, what, vs_name, *args)
+    return cached_pickle("model", key, build)
+
+
+@lru_cache(maxsize=None)
+def collide(operator: str, vs_name: str = "d2q37") -> AssignmentList:
+    """Collide kernel body (cached on disk)."""
+    if operator not in OPERATORS:
+        raise ValueError(f"unknown collision operator {operator!r}; choose one of {', '.join(OPERATORS)}")
+    return _cached("collide", vs_name, operator)
+
+
+@lru_cache(maxsize=None)
+def equilibrium_assignments(vs_name: str = "d2q37") -> AssignmentList:
+    return _cached("equilibrium", vs_name)
+
+
+@lru_cache(maxsize=None)
+def macroscopic_assignments(vs_name: str = "d2q37") -> AssignmentList:
+    return _cached("macroscopic", vs_name)

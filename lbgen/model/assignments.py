@@ -1,0 +1,88 @@
+"""Ordered lists of sympy assignments: the model's hand-off to code generation."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Sequence, Tuple
+
+import numpy as np
+import sympy as sp
+from sympy.printing.numpy import NumPyPrinter
+
+
+@dataclass(frozen=True)
+class AssignmentList:
+    """``inputs`` and ``parameters`` -> ``outputs`` through ordered ``assignments``.
+
+    Each assignment is (symbol, expression); an expression uses only inputs, parameters
+    and symbols assigned before it.  The symbols named in ``outputs`` are the results
+    (for collide: the post-collision populations, in population order).
+    """
+
+    name: str
+    inputs: Tuple[sp.Symbol, ...]
+    parameters: Tuple[sp.Symbol, ...]
+    assignments: Tuple[Tuple[sp.Symbol, sp.Expr], ...]
+    outputs: Tuple[sp.Symbol, ...]
+    description: str = ""
+
+    @property
+    def temporaries(self) -> Tuple[Tuple[sp.Symbol, sp.Expr], ...]:
+        out = set(self.outputs)
+        return tuple(a for a in self.assignments if a[0] not in out)
+
+    def op_count(self) -> Dict[str, int]:
+        """Floating-point operations of the assignments, counted the way they are printed.
+
+        Walks each expression: an Add of n terms is n - 1 add/sub; a Mul of n factors is
+        n - 1 multiply/divide (a -1 coefficient is folded into a subtraction, free); an
+        integer power x**n is |n| - 1 multiplies, plus one division when n < 0 and the
+        power stands alone (inside a Mul the division replaces a multiply).
+        """
+        flops = sum(_flops(expr) for _, expr in self.assignments)
+        return {"flops": flops, "assignments": len(self.assignments),
+                "temporaries": len(self.assignments) - len(self.outputs)}
+
+    @property
+    def flops(self) -> int:
+        return self.op_count()["flops"]
+
+    def numpy_source(self) -> str:
+        printer = NumPyPrinter({"fully_qualified_modules": True})
+        args = [str(s) for s in self.inputs + self.parameters]
+        lines = [f"def {self.name}({', '.join(args)}):"]
+        for sym, expr in self.assignments:
+            lines.append(f"    {sym} = {printer.doprint(expr)}")
+        lines.append(f"    return ({', '.join(str(s) for s in self.outputs)},)")
+        return "\n".join(lines) + "\n"
+
+    def numpy_function(self):
+        """A Python function of (inputs..., parameters...) evaluating with numpy (broadcasting)."""
+        namespace: dict = {"numpy": np}
+        exec(compile(self.numpy_source(), f"<lbgen {self.name}>", "exec"), namespace)
+        return namespace[self.name]
+
+    def evaluate(self, inputs: Sequence, **parameters) -> np.ndarray:
+        """Evaluate on arrays: ``inputs`` has len(self.inputs) entries (e.g. f of shape (Q, ...))."""
+        missing = [str(p) for p in self.parameters if str(p) not in parameters]
+        if missing:
+            raise TypeError(f"{self.name}: missing parameters {missing}; expected {[str(p) for p in self.parameters]}")
+        fn = self.numpy_function()
+        values = [parameters[str(p)] for p in self.parameters]
+        out = fn(*list(inputs), *values)
+        shape = np.broadcast(*[np.asarray(x) for x in out]).shape
+        return np.array([np.broadcast_to(np.asarray(o, dtype=float), shape) for o in out])
+
+
+def _flops(expr: sp.Expr, in_mul: bool = False) -> int:
+    if expr.is_Atom:
+        return 0
+    if isinstance(expr, sp.Add):
+        return len(expr.args) - 1 + sum(_flops(a) for a in expr.args)
+    if isinstance(expr, sp.Mul):
+        factors = [a for a in expr.args if a not in (sp.S.NegativeOne, sp.S.One)]
+        return max(len(factors) - 1, 0) + sum(_flops(a, in_mul=True) for a in factors)
+    if isinstance(expr, sp.Pow) and expr.exp.is_Integer:
+        n = int(expr.exp)
+        return abs(n) - 1 + (1 if n < 0 and not in_mul else 0) + _flops(expr.base)
+    # anything else (functions, non-integer powers) counts as one operation
+    return 1 + sum(_flops(a) for a in expr.args)

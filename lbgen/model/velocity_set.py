@@ -1,0 +1,212 @@
+"""Velocity sets built from integer shells, with weights and scale factor *solved*.
+
+A shell is one integer vector (a, b) with a >= b >= 0; its members are all signed
+permutations.  Given the shells and the quadrature degree, the unknowns are the shell
+weights and t = 1/r^2 (xi_i = r e_i).  The Gauss-Hermite conditions
+
+    sum_i w_i (r e_ix)^m (r e_iy)^n = E[X^m] E[Y^n],   X, Y ~ N(0, 1)
+
+for even m >= n >= 0, m + n < degree, are linear in the weights once divided by
+r^(m+n):  S w = g(t).  They are solvable only where det([S | g(t)]) = 0, a polynomial
+in t whose admissible root (real, positive, all weights positive) fixes r.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Tuple
+
+import numpy as np
+import sympy as sp
+
+#: digits kept when the exact algebraic numbers are turned into floats
+PRECISION_DIGITS = 40
+
+
+def _gauss_moment(n: int) -> int:
+    """E[X^n] for X ~ N(0, 1): (n-1)!! for even n, 0 for odd n."""
+    return 0 if n % 2 else int(sp.factorial2(n - 1))
+
+
+def _shell_members(shell: Tuple[int, int]) -> set:
+    a, b = shell
+    return {(sx * p, sy * q) for (p, q) in ((a, b), (b, a)) for sx in (1, -1) for sy in (1, -1)}
+
+
+def _moment_indices(degree: int):
+    """(m, n) with m >= n >= 0, both even, m + n < degree (m + n <= degree - 1)."""
+    return [(m, n) for order in range(0, degree, 2) for n in range(0, order // 2 + 1, 2)
+            for m in [order - n] if m >= n and m % 2 == 0]
+
+
+@dataclass(frozen=True)
+class VelocitySet:
+    """A velocity set with exact (sympy) and float (numpy) views.
+
+    ``velocities`` are the integer hops e_i in the population order of the reference
+    code: c_x descending, then c_y ascending, so ``opposite[p] == Q - 1 - p``.
+    """
+
+    name: str
+    shells: Tuple[Tuple[int, int], ...]
+    degree: int
+    velocities: Tuple[Tuple[int, int], ...]
+    shell_of: Tuple[int, ...]              # shell index of each population
+    t_exact: sp.Expr = field(repr=False)   # 1/r^2, exact algebraic number
+    shell_weights_exact: Tuple[sp.Expr, ...] = field(repr=False)
+    minimal_polynomial: sp.Expr = field(repr=False)  # in t
+
+    # --- sizes and tables -------------------------------------------------------------
+    @property
+    def Q(self) -> int:
+        return len(self.velocities)
+
+    @property
+    def D(self) -> int:
+        return 2
+
+    @cached_property
+    def e(self) -> np.ndarray:
+        """Integer hops, shape (Q, 2)."""
+        return np.array(self.velocities, dtype=np.int64)
+
+    @cached_property
+    def opposite(self) -> Tuple[int, ...]:
+        index = {v: i for i, v in enumerate(self.velocities)}
+        return tuple(index[(-a, -b)] for a, b in self.velocities)
+
+    @property
+    def propagate_offsets(self) -> Tuple[Tuple[int, int], ...]:
+        """Pull scheme: population p at site x comes from site x - e_p."""
+        return tuple((-a, -b) for a, b in self.velocities)
+
+    @property
+    def max_hop(self) -> int:
+        return int(np.abs(self.e).max())
+
+    # --- exact values -----------------------------------------------------------------
+    @cached_property
+    def r_exact(self) -> sp.Expr:
+        return 1 / sp.sqrt(self.t_exact)
+
+    @cached_property
+    def weights_exact(self) -> Tuple[sp.Expr, ...]:
+        return tuple(self.shell_weights_exact[s] for s in self.shell_of)
+
+    def r_float(self, digits: int = PRECISION_DIGITS) -> sp.Float:
+        return sp.Float(sp.N(self.r_exact, digits + 10), digits)
+
+    def weights_float(self, digits: int = PRECISION_DIGITS) -> Tuple[sp.Float, ...]:
+        sw = [sp.Float(sp.N(w, digits + 10), digits) for w in self.shell_weights_exact]
+        return tuple(sw[s] for s in self.shell_of)
+
+    # --- float views ------------------------------------------------------------------
+    @cached_property
+    def r(self) -> float:
+        return float(self.r_float())
+
+    @cached_property
+    def weights(self) -> np.ndarray:
+        return np.array([float(w) for w in self.weights_float()])
+
+    @cached_property
+    def xi(self) -> np.ndarray:
+        """Molecular velocities xi_i = r e_i, shape (Q, 2)."""
+        return self.r * self.e.astype(float)
+
+    def summary(self) -> dict:
+        return {
+            "name": self.name,
+            "Q": self.Q,
+            "degree": self.degree,
+            "r": self.r,
+            "r_digits": str(self.r_float(25)),
+            "minimal_polynomial_of_t": str(self.minimal_polynomial),
+            "velocities": [list(v) for v in self.velocities],
+            "weights": [float(w) for w in self.weights],
+            "shells": [
+                {"shell": list(s), "count": self.shell_of.count(i),
+                 "weight": float(sp.N(self.shell_weights_exact[i], 30)),
+                 "weight_digits": str(sp.Float(sp.N(self.shell_weights_exact[i], 35), 23))}
+                for i, s in enumerate(self.shells)
+            ],
+            "opposite": list(self.opposite),
+        }
+
+
+def solve_weights(shells, degree):
+    """Solve the moment conditions; returns (t, shell weights, polynomial in t)."""
+    t = sp.Symbol("t", positive=True)
+    conditions = _moment_indices(degree)
+    nshell = len(shells)
+    if len(conditions) != nshell + 1:
+        raise ValueError(
+            f"{len(shells)} shells need {nshell + 1} moment conditions to fix weights and r; "
+            f"degree {degree} gives {len(conditions)}: {conditions}")
+    members = [sorted(_shell_members(s)) for s in shells]
+    # S[k, s] = sum over shell s of e_x^m e_y^n; rhs_k = E[X^m]E[Y^n] * t^((m+n)/2)
+    S = sp.Matrix(len(conditions), nshell,
+                  lambda k, s: sum(a ** conditions[k][0] * b ** conditions[k][1] for a, b in members[s]))
+    g = sp.Matrix([_gauss_moment(m) * _gauss_moment(n) * t ** ((m + n) // 2) for m, n in conditions])
+    poly = sp.factor(S.row_join(g).det())
+    # drop one condition so that the remaining square system is regular
+    drop = next(k for k in range(nshell + 1)
+                if S.extract([j for j in range(nshell + 1) if j != k], list(range(nshell))).det() != 0)
+    candidates = []
+    for factor, _ in sp.factor_list(poly)[1]:
+        if not factor.has(t):
+            continue
+        for root in sp.Poly(factor, t).all_roots():
+            if not root.is_real or not root.is_positive:
+                continue
+            keep = [k for k in range(nshell + 1) if k != drop]
+            sol = S.extract(keep, list(range(nshell))).LUsolve(g.extract(keep, [0])).subs(t, root)
+            weights = [sp.radsimp(w) for w in sol]
+            # the dropped condition holds by construction of the determinant; check anyway
+            residual = (S[drop, :] * sp.Matrix(weights))[0] - g[drop].subs(t, root)
+            if abs(sp.N(residual, 50)) > 1e-35:
+                continue
+            if all(sp.N(w, 30) > 0 for w in weights):
+                candidates.append((root, tuple(weights), factor))
+    if len(candidates) != 1:
+        raise ValueError(f"expected one admissible lattice, found {len(candidates)} for shells {shells}")
+    root, weights, factor = candidates[0]
+    return root, weights, sp.Poly(factor, t).monic().as_expr()
+
+
+def build_velocity_set(name: str, shells, degree: int) -> VelocitySet:
+    shells = tuple(tuple(int(c) for c in s) for s in shells)
+    t, shell_weights, poly = solve_weights(shells, degree)
+    vel = []
+    for s_index, s in enumerate(shells):
+        vel += [(v, s_index) for v in _shell_members(s)]
+    # reference order: c_x descending, then c_y ascending
+    vel.sort(key=lambda vs: (-vs[0][0], vs[0][1]))
+    return VelocitySet(
+        name=name, shells=shells, degree=degree,
+        velocities=tuple(v for v, _ in vel), shell_of=tuple(s for _, s in vel),
+        t_exact=t, shell_weights_exact=shell_weights, minimal_polynomial=poly)
+
+
+D2Q37_SHELLS = ((0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (2, 2), (3, 0), (3, 1))
+D2Q9_SHELLS = ((0, 0), (1, 0), (1, 1))
+
+
+@lru_cache(maxsize=None)
+def d2q37() -> VelocitySet:
+    """The D2Q37 set: 8 shells, degree-9 Gauss-Hermite quadrature."""
+    return build_velocity_set("D2Q37", D2Q37_SHELLS, degree=9)
+
+
+@lru_cache(maxsize=None)
+def d2q9() -> VelocitySet:
+    """The D2Q9 set: 3 shells, degree-5 quadrature (the check that the machinery is general)."""
+    return build_velocity_set("D2Q9", D2Q9_SHELLS, degree=5)
+
+
+def velocity_set(name: str) -> VelocitySet:
+    known = {"d2q37": d2q37, "d2q9": d2q9}
+    try:
+        return known[name.lower()]()
+    except KeyError:
+        raise ValueError(f"unknown velocity set {name!r}; known: {', '.join(sorted(known))}") from None
