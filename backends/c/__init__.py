@@ -1,0 +1,155 @@
+"""C/OpenMP backend: gcc builds a shared library, cffi (ABI mode) loads it.
+
+Compiled libraries are cached on disk under ``<cache>/c/<key>/`` where the key hashes
+the generated source, the compiler flags and the compiler's version; a file lock makes
+two processes that compile the same kernel at once build it only once.  A failed build
+raises ``CompileError`` naming the generated file and carrying gcc's log.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+from cffi import FFI
+from filelock import FileLock
+
+from ...cache import atomic_write_bytes, cache_dir, digest
+from ..base import BackendUnavailable, CompileError, Program
+
+DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp")
+STRICT_FLAGS = ("-ffp-contract=off",)
+_BASE_FLAGS = ("-std=gnu11", "-fPIC", "-shared")
+
+
+def compiler() -> str:
+    import os
+    cc = os.environ.get("CC", "gcc")
+    if shutil.which(cc) is None:
+        raise BackendUnavailable(f"C backend: compiler {cc!r} not found on PATH (set CC or install gcc)")
+    return cc
+
+
+@lru_cache(maxsize=None)
+def compiler_version(cc: str) -> str:
+    out = subprocess.run([cc, "--version"], capture_output=True, text=True)
+    return out.stdout.splitlines()[0] if out.stdout else cc
+
+
+def available():
+    cc = compiler()
+    return True, f"C/OpenMP via {compiler_version(cc)}"
+
+
+def flags_for(flags: Optional[Sequence[str]] = None, strict: bool = False) -> tuple:
+    chosen = tuple(DEFAULT_FLAGS if flags is None else flags)
+    if strict:
+        chosen = tuple(f for f in chosen if not f.startswith("-ffp-contract")) + STRICT_FLAGS
+    return chosen
+
+
+def api_declarations(header: str) -> str:
+    """The plain declarations between BEGIN API and END API, for cffi's cdef."""
+    m = re.search(r"/\* BEGIN API.*?\*/(.*)/\* END API \*/", header, re.S)
+    if not m:
+        raise ValueError("generated header has no BEGIN API / END API block")
+    return re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+
+
+def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -> Path:
+    """Compile (or find in the cache) the shared library for a C KernelSource."""
+    if source.spec.backend != "c":
+        raise ValueError(f"the C backend compiles C sources, not {source.spec.backend!r}")
+    cc = compiler()
+    all_flags = flags_for(flags, strict) + _BASE_FLAGS
+    key = digest(source.digest, all_flags, compiler_version(cc))
+    directory = cache_dir("c") / key
+    lib = directory / "libkernels.so"
+    if lib.exists():
+        return lib
+    directory.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(directory) + ".lock"):
+        if lib.exists():
+            return lib
+        for name, text in source.files.items():
+            (directory / name).write_text(text)
+        c_file = directory / source.main_file
+        tmp = directory / f"libkernels.so.{key}.tmp"
+        cmd = [cc, *all_flags, "-o", str(tmp), str(c_file), "-lm"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=directory)
+        log = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+        atomic_write_bytes(directory / "build.log", log.encode())
+        if proc.returncode != 0:
+            if tmp.exists():
+                tmp.unlink()
+            raise CompileError(f"gcc failed to compile the generated file {c_file}\n"
+                               f"(flags: {' '.join(all_flags)}; log also in {directory / 'build.log'})\n{log}")
+        tmp.replace(lib)
+    return lib
+
+
+def aligned_zeros(n: int, dtype, align: int = 64) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    raw = np.zeros(n * dtype.itemsize + align, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset:offset + n * dtype.itemsize].view(dtype)
+
+
+class CProgram(Program):
+    def __init__(self, source, lx: int, ly: int, flags=None, strict: bool = False, threads: int = 0):
+        super().__init__(source, lx, ly)
+        self.library_path = build(source, flags, strict)
+        self.ffi = FFI()
+        self.ffi.cdef(api_declarations(source.files[source.main_file.replace(".c", ".h")]))
+        self.lib = self.ffi.dlopen(str(self.library_path))
+        self.prefix = source.spec.prefix
+        self.real_c = "double" if self.spec.precision == "double" else "float"
+        self.threads = self._fn("set_threads")(int(threads))
+        self._sizes = () if source.spec.compile_time_sizes else (lx, ly)
+
+    def _fn(self, name):
+        return getattr(self.lib, f"{self.prefix}_{name}")
+
+    def _ptr(self, a: np.ndarray):
+        return self.ffi.cast(f"{self.real_c} *", a.ctypes.data)
+
+    def allocate(self) -> np.ndarray:
+        return aligned_zeros(self.layout.size, self.dtype)
+
+    def upload(self, host, buffer=None):
+        buf = self.allocate() if buffer is None else buffer
+        buf[...] = np.asarray(host, dtype=self.dtype).reshape(-1)
+        return buf
+
+    def download(self, buffer):
+        return np.array(buffer, copy=True)
+
+    def halo(self, f):
+        self._fn("halo")(self._ptr(f), *self._sizes)
+
+    def propagate(self, prv, nxt):
+        self._fn("propagate")(self._ptr(prv), self._ptr(nxt), *self._sizes)
+
+    def collide(self, src, dst, **params):
+        self._fn("collide")(self._ptr(src), self._ptr(dst), *self._sizes, *self._param_values(params))
+
+    def fused(self, prv, nxt, **params):
+        self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, *self._param_values(params))
+
+    def init_equilibrium(self, f, rho, ux, uy, T):
+        arrays = [np.ascontiguousarray(a, dtype=np.float64).reshape(self.lx, self.ly) for a in (rho, ux, uy, T)]
+        ptrs = [self.ffi.cast("double *", a.ctypes.data) for a in arrays]
+        self._fn("init_equilibrium")(self._ptr(f), *self._sizes, *ptrs)
+
+    def fields(self, f):
+        out = [np.empty((self.lx, self.ly)) for _ in range(4)]
+        self._fn("fields")(self._ptr(f), *self._sizes, *[self.ffi.cast("double *", a.ctypes.data) for a in out])
+        return tuple(out)
+
+
+def compile(source, lx: int, ly: int, flags=None, strict: bool = False, threads: int = 0, **_ignored) -> CProgram:
+    return CProgram(source, lx, ly, flags=flags, strict=strict, threads=threads)

@@ -1,0 +1,259 @@
+"""From a kernel spec to source text: sympy assignments printed as C99, Jinja templates.
+
+The model hands over assignment lists; this module prints them with sympy's C printer
+(float or double literals, integer powers as products) and renders the templates of one
+backend dialect.  Output: a ``KernelSource`` value (files, entry points, the parameters
+that made it, a content hash).  Templates know no sympy, the model knows no C.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Dict, List, Optional, Tuple
+
+import jinja2
+import sympy as sp
+from sympy.printing.c import C99CodePrinter
+
+from . import __version__
+from .layouts import HALO, LAYOUTS, Layout, LayoutError, make_layout
+from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assignments, velocity_set
+from .model.assignments import AssignmentList
+
+BACKENDS = ("c", "opencl", "cuda")
+PRECISIONS = ("double", "single")
+
+#: parameters of each collision operator as they appear in the C API, in order
+OPERATOR_PARAMETERS = {
+    "bgk": ("tau", "ax", "ay"),
+    "regularized": ("C1", "C2", "C3", "ax", "ay"),
+}
+
+
+class SpecError(ValueError):
+    """An invalid kernel specification (raised before any code is generated)."""
+
+
+class RealPrinter(C99CodePrinter):
+    """C99 printer for one floating type: typed literals, no pow() for integer powers."""
+
+    def __init__(self, precision: str = "double"):
+        super().__init__({"strict": False})
+        self.single = precision == "single"
+
+    def _literal(self, value: float) -> str:
+        text = repr(float(value))
+        if "e" not in text and "." not in text and "inf" not in text:
+            text += ".0"
+        return text + ("f" if self.single else "")
+
+    def _print_Float(self, expr):
+        return self._literal(float(expr))
+
+    def _print_Rational(self, expr):
+        return self._literal(float(expr))
+
+    def _print_Integer(self, expr):
+        return self._literal(int(expr))
+
+    def _print_Pow(self, expr):
+        base, exp = expr.args
+        if exp.is_Integer and exp != 0:
+            n = abs(int(exp))
+            b = self.parenthesize(base, sp.printing.precedence.PRECEDENCE["Mul"] + 1)
+            prod = "*".join([b] * n)
+            if int(exp) < 0:
+                return f"({self._literal(1)}/({prod}))"
+            return f"({prod})" if n > 1 else prod
+        return super()._print_Pow(expr)
+
+
+def print_assignments(asg: AssignmentList, precision: str, declare: str = "const real",
+                      suffix_parameters: str = "") -> List[str]:
+    """C statements for the temporaries and outputs of an assignment list.
+
+    Parameters are printed with ``suffix_parameters`` appended (the kernels convert the
+    double arguments of the API once, to locals of the working precision).
+    """
+    printer = RealPrinter(precision)
+    rename = {p: sp.Symbol(f"{p}{suffix_parameters}", real=True) for p in asg.parameters}
+    return [f"{declare} {sym} = {printer.doprint(expr.xreplace(rename))};" for sym, expr in asg.assignments]
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """Everything that determines the emitted code."""
+
+    backend: str = "c"
+    layout: str = "caosoa"
+    vl: Optional[int] = 8
+    precision: str = "double"
+    collision: str = "bgk"
+    lx: Optional[int] = None      # compile-time sizes when both given
+    ly: Optional[int] = None
+    velocity_set: str = "d2q37"
+    streaming_stores: bool = True
+    block_size: int = 0           # GPU work-group / block size (0: backend default)
+    prefix: str = "lbgen"
+
+    @property
+    def compile_time_sizes(self) -> bool:
+        return self.lx is not None and self.ly is not None
+
+    @property
+    def tag(self) -> str:
+        return f"{self.layout}-vl{self.vl}" if self.layout in ("csoa", "caosoa") else self.layout
+
+    def validate(self, lx: Optional[int] = None, ly: Optional[int] = None) -> "KernelSpec":
+        """Check every field; with sizes, also the layout rules.  Returns a normalised spec."""
+        if self.backend not in BACKENDS:
+            raise SpecError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
+        if self.layout not in LAYOUTS:
+            raise SpecError(f"unknown layout {self.layout!r}; choose one of {', '.join(LAYOUTS)}")
+        if self.precision not in PRECISIONS:
+            raise SpecError(f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}")
+        if self.collision not in OPERATORS:
+            raise SpecError(f"unknown collision operator {self.collision!r}; choose one of {', '.join(OPERATORS)}")
+        if not self.prefix.isidentifier():
+            raise SpecError(f"prefix {self.prefix!r} is not a C identifier")
+        if (self.lx is None) != (self.ly is None):
+            raise SpecError("give both lx and ly for compile-time sizes, or neither for run-time sizes")
+        vs = velocity_set(self.velocity_set)
+        spec = self
+        clustered = self.layout in ("csoa", "caosoa")
+        if not clustered and self.vl not in (None, 1):
+            raise SpecError(f"layout {self.layout} takes no VL (got VL={self.vl}); VL applies to csoa and caosoa")
+        if clustered:
+            if self.vl is None:
+                raise SpecError(f"layout {self.layout} needs a cluster length VL (a power of two)")
+            if not isinstance(self.vl, int) or self.vl < 1 or self.vl & (self.vl - 1):
+                raise SpecError(f"VL={self.vl!r} is not a power of two; VL must be a power of two (1, 2, 4, 8, ...) dividing LY")
+        else:
+            spec = _replace(self, vl=None)
+        check_lx, check_ly = (lx, ly) if lx is not None else (self.lx, self.ly)
+        if check_lx is not None:
+            try:
+                make_layout(self.layout, vs.Q, check_lx, check_ly, spec.vl)
+            except LayoutError as e:
+                raise SpecError(str(e)) from None
+        return spec
+
+
+def _replace(spec: KernelSpec, **kw) -> KernelSpec:
+    d = asdict(spec)
+    d.update(kw)
+    return KernelSpec(**d)
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    spec: KernelSpec
+    files: Dict[str, str]                 # file name -> text
+    main_file: str                        # the file a backend compiles
+    entry_points: Tuple[str, ...]
+    flops: Dict[str, int] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return self.files[self.main_file]
+
+    @property
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for name in sorted(self.files):
+            h.update(name.encode() + b"\0" + self.files[name].encode() + b"\0")
+        return h.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    loader = jinja2.FunctionLoader(lambda name: resources.files("lbgen.templates").joinpath(name).read_text())
+    env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True)
+    return env
+
+
+def _index_terms(layout_name: str, velocities) -> Dict[str, list]:
+    """C offsets of population p (relative to p = 0 at the same site) and pull offsets."""
+    pop = [f"{p}*SP" if p else "0" for p in range(len(velocities))]
+    pull = []
+    for p, (ex, ey) in enumerate(velocities):
+        terms = [f"{p}*SP"] if p else []
+        if ex:
+            terms.append(f"{-ex}*SX")
+        if ey:
+            terms.append(f"{-ey}*SR")
+        pull.append(" + ".join(terms).replace("+ -", "- ") if terms else "0")
+    return {"site": pop, "pull": pull}
+
+
+def template_context(spec: KernelSpec) -> dict:
+    vs = velocity_set(spec.velocity_set)
+    col = collide(spec.collision, spec.velocity_set)
+    eq = equilibrium_assignments(spec.velocity_set)
+    mac = macroscopic_assignments(spec.velocity_set)
+    clustered = spec.layout in ("csoa", "caosoa")
+    vl = spec.vl if clustered else 1
+    real_bytes = 8 if spec.precision == "double" else 4
+    strides = Layout.stride_formulas(spec.layout)
+    return {
+        "spec": spec,
+        "version": __version__,
+        "P": spec.prefix,
+        "Q": vs.Q,
+        "HALO": HALO,
+        "VL": vl,
+        "clustered": clustered,
+        "real": "double" if spec.precision == "double" else "float",
+        "real_bytes": real_bytes,
+        "single": spec.precision == "single",
+        "lit": (lambda v: RealPrinter(spec.precision)._literal(v)),
+        "strides": strides,
+        "layout_description": make_layout(spec.layout, vs.Q, 64, 64, spec.vl if clustered else None).description,
+        "velocities": vs.velocities,
+        "offsets": _index_terms(spec.layout, vs.velocities),
+        "collide_params": OPERATOR_PARAMETERS[spec.collision],
+        "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
+        "collide_outputs": [str(s) for s in col.outputs],
+        "collide_flops": col.flops,
+        "collide_description": col.description,
+        "uses_wall": spec.collision == "regularized",
+        "equilibrium_body": print_assignments(eq, spec.precision),
+        "equilibrium_outputs": [str(s) for s in eq.outputs],
+        "fields_body": print_assignments(mac, spec.precision),
+        "fields_outputs": [str(s) for s in mac.outputs],
+        "compile_time_sizes": spec.compile_time_sizes,
+        "lx": spec.lx,
+        "ly": spec.ly,
+        "r": vs.r,
+        # streaming stores: whole clusters of at least one 32-byte vector
+        "stream": spec.streaming_stores and clustered and (vl * real_bytes) % 32 == 0,
+        "align": min(64, vl * real_bytes) if clustered else real_bytes,
+        "block_size": spec.block_size,
+    }
+
+
+_MAIN_TEMPLATES = {
+    "c": [("lbgen_kernels.c", "c/kernels.c.j2"), ("lbgen_kernels.h", "c/kernels.h.j2")],
+}
+
+
+def generate(spec: KernelSpec) -> KernelSource:
+    """Render the kernels of one spec (validated first: nothing is generated for bad input)."""
+    spec = spec.validate()
+    if spec.backend not in _MAIN_TEMPLATES:
+        raise SpecError(f"backend {spec.backend!r} has no templates yet; available: {', '.join(_MAIN_TEMPLATES)}")
+    ctx = template_context(spec)
+    env = _environment()
+    files = {}
+    for out_name, template in _MAIN_TEMPLATES[spec.backend]:
+        name = out_name.replace("lbgen", spec.prefix)
+        files[name] = env.get_template(template).render(**ctx)
+    main = next(iter(files))
+    entry = tuple(f"{spec.prefix}_{n}" for n in ("halo", "propagate", "collide", "fused", "init_equilibrium",
+                                                 "fields", "pack", "unpack"))
+    col = collide(spec.collision, spec.velocity_set)
+    return KernelSource(spec=spec, files=files, main_file=main, entry_points=entry,
+                        flops={"collide": col.flops, "fused": col.flops, "propagate": 0})

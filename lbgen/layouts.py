@@ -1,0 +1,203 @@
+"""The four data layouts of the paper, each defined once by its strides.
+
+Coordinates.  A site is (x, y), 0 <= x < LX, 0 <= y < LY.  Clustered layouts cut every
+column into VL partitions of NR = LY/VL sites; lane k of cluster row r is site
+y = r + k*NR (paper Fig. 5), so a hop along Y moves a whole cluster (r -> r + dy, same
+lane).  AoS and SoA are the same picture with VL = 1 and NR = LY.  Every layout carries
+a halo of 3 in X (x = -3..LX+2) and of 3 cluster rows in Y (r = -3..NR+2).
+
+Storage.  The element of population p at (x, r, lane k) is at
+
+    index = p*SP + (x + 3)*SX + (r + 3)*SR + k*SK
+
+with strides per layout (NX = LX + 6, NRP = NR + 6):
+
+    AoS     site[x][y].p[i]         SP = 1,           SR = Q,        SX = Q*NRP,     SK = 0
+    SoA     pop[i].s[x][y]          SP = NX*NRP,      SR = 1,        SX = NRP,       SK = 0
+    CSoA    pop[i].s[x][r].c[k]     SP = NX*NRP*VL,   SR = VL,       SX = NRP*VL,    SK = 1
+    CAoSoA  site[x][r].p[i].c[k]    SP = VL,          SR = Q*VL,     SX = NRP*Q*VL,  SK = 1
+
+The same strides give the C index macro, the propagate offsets and the numpy pack and
+unpack, so the three cannot disagree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+HALO = 3
+LAYOUTS = ("aos", "soa", "csoa", "caosoa")
+CLUSTERED = ("csoa", "caosoa")
+
+
+class LayoutError(ValueError):
+    """An invalid layout/VL/lattice combination (raised before any code is generated)."""
+
+
+# stride formulas in terms of (Q, NX, NRP, VL); written once, used for C text and numpy
+_STRIDES: Dict[str, Dict[str, str]] = {
+    "aos": {"SP": "1", "SR": "Q", "SX": "Q*NRP", "SK": "0"},
+    "soa": {"SP": "NX*NRP", "SR": "1", "SX": "NRP", "SK": "0"},
+    "csoa": {"SP": "NX*NRP*VL", "SR": "VL", "SX": "NRP*VL", "SK": "1"},
+    "caosoa": {"SP": "VL", "SR": "Q*VL", "SX": "NRP*Q*VL", "SK": "1"},
+}
+
+_DESCRIPTION = {
+    "aos": "site[x][y].p[i]: the 37 populations of a site adjacent",
+    "soa": "pop[i].s[x][y]: one array per population",
+    "csoa": "pop[i].s[x][r].c[k]: population arrays cut into clusters of VL strided sites",
+    "caosoa": "site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent",
+}
+
+
+def _is_power_of_two(n: int) -> bool:
+    return n >= 1 and (n & (n - 1)) == 0
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    Q: int
+    LX: int
+    LY: int
+    VL: int = 1
+
+    # --- derived sizes ------------------------------------------------------------------
+    @property
+    def clustered(self) -> bool:
+        return self.name in CLUSTERED
+
+    @property
+    def NR(self) -> int:
+        """Cluster rows per column (sites per lane)."""
+        return self.LY // self.VL
+
+    @property
+    def NX(self) -> int:
+        return self.LX + 2 * HALO
+
+    @property
+    def NRP(self) -> int:
+        return self.NR + 2 * HALO
+
+    @property
+    def size(self) -> int:
+        """Number of elements of the flat buffer (halos included)."""
+        return self.Q * self.NX * self.NRP * self.VL
+
+    @property
+    def description(self) -> str:
+        return _DESCRIPTION[self.name]
+
+    @property
+    def tag(self) -> str:
+        return f"{self.name}-vl{self.VL}" if self.clustered else self.name
+
+    @cached_property
+    def strides(self) -> Dict[str, int]:
+        env = {"Q": self.Q, "NX": self.NX, "NRP": self.NRP, "VL": self.VL}
+        return {k: int(eval(v, {}, env)) for k, v in _STRIDES[self.name].items()}
+
+    @staticmethod
+    def stride_formulas(name: str) -> Dict[str, str]:
+        """Strides as C expressions of Q, NX, NRP, VL (for the templates)."""
+        return dict(_STRIDES[name])
+
+    # --- indexing -----------------------------------------------------------------------
+    def index(self, p, x, r, k=0):
+        """Flat index of population p at (x, cluster row r, lane k); numpy-broadcasting."""
+        s = self.strides
+        return p * s["SP"] + (np.asarray(x) + HALO) * s["SX"] + (np.asarray(r) + HALO) * s["SR"] + np.asarray(k) * s["SK"]
+
+    def site_index(self, p, x, y):
+        """Flat index of population p at site (x, y) of the interior."""
+        y = np.asarray(y)
+        return self.index(p, x, y % self.NR, y // self.NR)
+
+    def propagate_offsets(self, velocities) -> Tuple[int, ...]:
+        """Pull scheme: nxt[i] at idx reads prv[i] at idx + offset_i (offset of site - e_i)."""
+        s = self.strides
+        return tuple(-(ex * s["SX"] + ey * s["SR"]) for ex, ey in velocities)
+
+    # --- numpy pack / unpack ---------------------------------------------------------------
+    @cached_property
+    def _interior_index(self) -> np.ndarray:
+        p = np.arange(self.Q)[:, None, None]
+        x = np.arange(self.LX)[None, :, None]
+        y = np.arange(self.LY)[None, None, :]
+        return self.site_index(p, x, y)
+
+    @cached_property
+    def _halo_maps(self):
+        """(destination, source) index arrays that refresh the halo periodically.
+
+        Halo cluster rows take the lane-shifted neighbour sites (for clustered layouts the
+        rows r < 0 of lane k hold sites of lane k - 1), then halo columns copy whole
+        padded columns, corners included.
+        """
+        dst, src = [], []
+        p = np.arange(self.Q)[:, None, None]
+        rows = np.r_[-HALO:0, self.NR:self.NR + HALO]
+        x = np.arange(self.LX)[None, :, None]
+        for k in range(self.VL):
+            y = (rows + k * self.NR) % self.LY
+            dst.append(np.broadcast_to(self.index(p, x, rows[None, None, :], k), (self.Q, self.LX, rows.size)).ravel())
+            src.append(np.broadcast_to(self.site_index(p, x, y[None, None, :]), (self.Q, self.LX, rows.size)).ravel())
+        xs = np.r_[-HALO:0, self.LX:self.LX + HALO]
+        r = np.arange(-HALO, self.NR + HALO)[None, None, :, None]
+        kk = np.arange(self.VL)[None, None, None, :]
+        pp = p[..., None]
+        d2 = self.index(pp, xs[None, :, None, None], r, kk)
+        s2 = self.index(pp, (xs % self.LX)[None, :, None, None], r, kk)
+        return (np.concatenate(dst), np.concatenate(src)), (d2.ravel(), s2.ravel())
+
+    def fill_halo(self, buf: np.ndarray) -> np.ndarray:
+        """Refresh the halo of a flat buffer in place (periodic in X and Y)."""
+        (d1, s1), (d2, s2) = self._halo_maps
+        buf[d1] = buf[s1]
+        buf[d2] = buf[s2]
+        return buf
+
+    def pack(self, f: np.ndarray, dtype=None) -> np.ndarray:
+        """(Q, LX, LY) array -> flat buffer of this layout, halos filled periodically."""
+        f = np.asarray(f)
+        if f.shape != (self.Q, self.LX, self.LY):
+            raise ValueError(f"pack expects shape {(self.Q, self.LX, self.LY)}, got {f.shape}")
+        buf = np.zeros(self.size, dtype=dtype or f.dtype)
+        buf[self._interior_index] = f
+        return self.fill_halo(buf)
+
+    def unpack(self, buf: np.ndarray) -> np.ndarray:
+        """Flat buffer -> (Q, LX, LY) array of the interior."""
+        buf = np.asarray(buf).reshape(-1)
+        if buf.size != self.size:
+            raise ValueError(f"unpack expects {self.size} elements for {self.tag} {self.LX}x{self.LY}, got {buf.size}")
+        return buf[self._interior_index]
+
+
+def make_layout(name: str, Q: int, LX: int, LY: int, VL: Optional[int] = None) -> Layout:
+    """Validated layout.  Raises LayoutError naming the bad value and the rule."""
+    key = str(name).lower()
+    if key not in LAYOUTS:
+        raise LayoutError(f"unknown layout {name!r}; choose one of {', '.join(LAYOUTS)}")
+    for label, v in (("LX", LX), ("LY", LY)):
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise LayoutError(f"{label}={v!r} is not a valid lattice size; {label} must be an integer >= 1")
+    if key not in CLUSTERED:
+        if VL not in (None, 1):
+            raise LayoutError(f"layout {key} takes no VL (got VL={VL}); VL applies to csoa and caosoa")
+        return Layout(key, Q, int(LX), int(LY), 1)
+    if VL is None:
+        raise LayoutError(f"layout {key} needs a cluster length VL (a power of two dividing LY={LY})")
+    if not isinstance(VL, (int, np.integer)) or not _is_power_of_two(int(VL)):
+        raise LayoutError(f"VL={VL!r} is not a power of two; VL must be a power of two (1, 2, 4, 8, ...) dividing LY")
+    if LY % VL:
+        raise LayoutError(f"VL={VL} does not divide LY={LY}; VL must divide LY and be a power of two")
+    if LY // VL < HALO:
+        raise LayoutError(
+            f"LY/VL = {LY}/{VL} = {LY // VL} cluster rows is too small for the {HALO}-wide halo; "
+            f"need LY/VL >= {HALO}, i.e. a smaller VL or a larger LY")
+    return Layout(key, Q, int(LX), int(LY), int(VL))

@@ -1,0 +1,243 @@
+"""A deliberately plain NumPy oracle for D2Q37 on a periodic box.
+
+Everything here is typed straight from the model description (docs/d2q37.md) so that
+the sympy-generated kernels in :mod:`lbgen.model.collision` can be checked against an
+independent implementation.  It uses only the velocity set (xi_i = r e_i, w_i); it must
+not import the Hermite/collision machinery it is meant to test.
+
+Populations are arrays ``f`` of shape (Q, LX, LY) (any trailing field shape works for
+the local operators); tensors carry their Cartesian indices first, fields last.
+Speed is not a goal: clarity is.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lbgen.model.velocity_set import d2q37
+
+__all__ = ["equilibrium", "fields", "propagate", "collide_bgk", "collide_regularized",
+           "collide", "step", "run", "force_from_gravity", "hermite_tensors", "projections",
+           "equilibrium_moments", "energy"]
+
+
+def _vs(vs):
+    return d2q37() if vs is None else vs
+
+
+def _col(v, ndim):
+    """A per-population vector (Q,) shaped to broadcast against fields of ndim dims."""
+    return np.asarray(v).reshape((-1,) + (1,) * ndim)
+
+
+def _lift(x, ndim):
+    """A constant tensor (e.g. delta) shaped to broadcast against trailing field dims."""
+    x = np.asarray(x, dtype=float)
+    return x.reshape(x.shape + (1,) * ndim)
+
+
+# --- equilibrium: the explicit 4th-order formula ------------------------------------------
+
+def equilibrium(rho, ux, uy, T, vs=None):
+    """f_eq from the explicit formula of d2q37.md (not via Hermite tensors), shape (Q, *field)."""
+    vs = _vs(vs)
+    rho, ux, uy, T = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (rho, ux, uy, T)))
+    nd = rho.ndim
+    xx, xy = _col(vs.xi[:, 0], nd), _col(vs.xi[:, 1], nd)
+    w = _col(vs.weights, nd)
+    s = xx * ux + xy * uy              # xi_i . u
+    c2 = xx ** 2 + xy ** 2             # |xi_i|^2
+    u2 = ux ** 2 + uy ** 2
+    t1 = T - 1.0                       # theta - 1
+    bracket = (1.0 + s + 0.5 * (s ** 2 - u2) + 0.5 * t1 * (c2 - 2.0)
+               + (s / 6.0) * (s ** 2 - 3.0 * u2 + 3.0 * t1 * (c2 - 4.0))
+               + (s ** 4 - 6.0 * s ** 2 * u2 + 3.0 * u2 ** 2) / 24.0
+               + (t1 / 4.0) * ((c2 - 4.0) * (s ** 2 - u2) - 2.0 * s ** 2)
+               + (t1 ** 2 / 8.0) * (c2 ** 2 - 8.0 * c2 + 8.0))
+    return w * rho * bracket
+
+
+# --- macroscopic fields ----------------------------------------------------------------------
+
+def fields(f, vs=None):
+    """(rho, ux, uy, T): rho = sum f, rho u = sum xi f, rho T = sum |xi - u|^2 f / 2 (D = 2)."""
+    vs = _vs(vs)
+    f = np.asarray(f, dtype=float)
+    nd = f.ndim - 1
+    xx, xy = _col(vs.xi[:, 0], nd), _col(vs.xi[:, 1], nd)
+    rho = f.sum(axis=0)
+    ux = (xx * f).sum(axis=0) / rho
+    uy = (xy * f).sum(axis=0) / rho
+    T = (0.5 * ((xx - ux) ** 2 + (xy - uy) ** 2) * f).sum(axis=0) / rho
+    return rho, ux, uy, T
+
+
+def energy(f, vs=None):
+    """Total energy density sum_i |xi_i|^2 f_i / 2 per site (= rho (T + |u|^2/2))."""
+    vs = _vs(vs)
+    f = np.asarray(f, dtype=float)
+    c2 = _col((vs.xi ** 2).sum(axis=1), f.ndim - 1)
+    return 0.5 * (c2 * f).sum(axis=0)
+
+
+# --- streaming -------------------------------------------------------------------------------
+
+def propagate(f, vs=None):
+    """Pull scheme, periodic: f'_p(x, y) = f_p(x - e_px, y - e_py) (np.roll by +e_p)."""
+    vs = _vs(vs)
+    out = np.empty_like(f)
+    for p, (ex, ey) in enumerate(vs.e):
+        out[p] = np.roll(f[p], shift=(int(ex), int(ey)), axis=(0, 1))
+    return out
+
+
+# --- BGK -------------------------------------------------------------------------------------
+
+def collide_bgk(f, tau, force=(0.0, 0.0), vs=None):
+    """BGK with shifted equilibrium (paper Eq. 1); force = a, the velocity gain per step.
+
+    u* = u + tau a, T* = T + tau (1 - tau) |a|^2 / 2, f <- f - (f - f_eq(rho, u*, T*)) / tau.
+    """
+    vs = _vs(vs)
+    ax, ay = force
+    rho, ux, uy, T = fields(f, vs)
+    us_x, us_y = ux + tau * ax, uy + tau * ay
+    Ts = T + 0.5 * tau * (1.0 - tau) * (np.square(ax) + np.square(ay))
+    return f - (f - equilibrium(rho, us_x, us_y, Ts, vs)) / tau
+
+
+# --- regularized: the literal two-stage recipe ---------------------------------------------
+
+def hermite_tensors(vs=None):
+    """Full Hermite tensors H0..H4 at xi_i (unit temperature), shapes (Q,), (Q,2), ... (Q,2,2,2,2).
+
+    Written with the explicit symmetrised sums: H2 = xx - d, H3 = xxx - 3[x d],
+    H4 = xxxx - 6[x x d] + 3[d d].
+    """
+    vs = _vs(vs)
+    x = vs.xi
+    d = np.eye(2)
+    H0 = np.ones(vs.Q)
+    H1 = x.copy()
+    H2 = np.einsum("ia,ib->iab", x, x) - d[None]
+    xxx = np.einsum("ia,ib,ic->iabc", x, x, x)
+    xd = (np.einsum("ia,bc->iabc", x, d) + np.einsum("ib,ac->iabc", x, d)
+          + np.einsum("ic,ab->iabc", x, d))
+    H3 = xxx - xd
+    xxxx = np.einsum("ia,ib,ic,id->iabcd", x, x, x, x)
+    xxd = (np.einsum("ia,ib,cd->iabcd", x, x, d) + np.einsum("ia,ic,bd->iabcd", x, x, d)
+           + np.einsum("ia,id,bc->iabcd", x, x, d) + np.einsum("ib,ic,ad->iabcd", x, x, d)
+           + np.einsum("ib,id,ac->iabcd", x, x, d) + np.einsum("ic,id,ab->iabcd", x, x, d))
+    dd = (np.einsum("ab,cd->abcd", d, d) + np.einsum("ac,bd->abcd", d, d)
+          + np.einsum("ad,bc->abcd", d, d))
+    H4 = xxxx - xxd + dd[None]
+    return H0, H1, H2, H3, H4
+
+
+def projections(f, vs=None):
+    """A_n = sum_i f_i H_n(xi_i), n = 0..4, tensor indices first: A2 has shape (2, 2, *field)."""
+    H = hermite_tensors(vs)
+    specs = ["i,i...->...", "ia,i...->a...", "iab,i...->ab...", "iabc,i...->abc...",
+             "iabcd,i...->abcd..."]
+    return [np.einsum(s, h, f) for s, h in zip(specs, H)]
+
+
+def equilibrium_moments(rho, ux, uy, T):
+    """Maxwellian Hermite coefficients a^(0..4) of d2q37.md at (rho, u, theta = T)."""
+    rho, ux, uy, T = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (rho, ux, uy, T)))
+    nd = rho.ndim
+    d = _lift(np.eye(2), nd)
+    u = np.stack([ux, uy])                                   # (2, *field)
+    t1 = T - 1.0
+    uu = np.einsum("a...,b...->ab...", u, u)
+    uuu = np.einsum("a...,b...,c...->abc...", u, u, u)
+    uuuu = np.einsum("a...,b...,c...,d...->abcd...", u, u, u, u)
+    a0 = rho
+    a1 = rho * u
+    a2 = rho * (uu + t1 * d)
+    du = (np.einsum("ab...,c...->abc...", d, u) + np.einsum("ac...,b...->abc...", d, u)
+          + np.einsum("bc...,a...->abc...", d, u))
+    a3 = rho * (uuu + t1 * du)
+    duu = (np.einsum("ab...,cd...->abcd...", d, uu) + np.einsum("ac...,bd...->abcd...", d, uu)
+           + np.einsum("ad...,bc...->abcd...", d, uu) + np.einsum("bc...,ad...->abcd...", d, uu)
+           + np.einsum("bd...,ac...->abcd...", d, uu) + np.einsum("cd...,ab...->abcd...", d, uu))
+    dd = (np.einsum("ab...,cd...->abcd...", d, d) + np.einsum("ac...,bd...->abcd...", d, d)
+          + np.einsum("ad...,bc...->abcd...", d, d))
+    a4 = rho * (uuuu + t1 * duu + t1 ** 2 * dd)
+    return [a0, a1, a2, a3, a4]
+
+
+def _contract(H, A, n):
+    """w_i-less sum A_n : H_n(xi_i) over all 2^n index tuples, shape (Q, *field)."""
+    letters = "abcd"[:n]
+    return np.einsum(f"i{letters},{letters}...->i...", H, A)
+
+
+def collide_regularized(f, C1=1e-3, C2=1e-3, C3=0.5, force=(0.0, 0.0), wall=False, vs=None):
+    """The reference production operator, literally in two stages (d2q37.md).
+
+    1. f <- f + w_i [rho a.xi_i - (A2 - A2eq):H2/(2 tau1) - (A3 - A3eq):H3/(6 tau2)
+       - (A4 - A4eq):H4/(24 tau3)] with the equilibrium at (rho, u*, T*),
+       u* = u + tau1 a, T* = T + tau1 (1 - tau1) |a|^2 / 2;
+    2. re-project: f_i = w_i sum_{n<=4} A_n(f):H_n(xi_i)/n!.
+    tau1, tau2 = 1/2 + C/(rho T), tau3 = 1/2 + C3; all 1 where ``wall`` is true.
+    """
+    vs = _vs(vs)
+    f = np.asarray(f, dtype=float)
+    nd = f.ndim - 1
+    w = _col(vs.weights, nd)
+    H = hermite_tensors(vs)
+    ax, ay = force
+    rho, ux, uy, T = fields(f, vs)
+    wall = np.asarray(wall, dtype=bool)
+    tau1 = np.where(wall, 1.0, 0.5 + C1 / (rho * T))
+    tau2 = np.where(wall, 1.0, 0.5 + C2 / (rho * T))
+    tau3 = np.where(wall, 1.0, 0.5 + C3 + 0.0 * rho)
+    us_x, us_y = ux + tau1 * ax, uy + tau1 * ay
+    Ts = T + 0.5 * tau1 * (1.0 - tau1) * (np.square(ax) + np.square(ay))
+    A = projections(f, vs)
+    Aeq = equilibrium_moments(rho, us_x, us_y, Ts)
+    force_term = rho * (_col(vs.xi[:, 0], nd) * ax + _col(vs.xi[:, 1], nd) * ay)
+    stage1 = f + w * (force_term
+                      - _contract(H[2], A[2] - Aeq[2], 2) / (2.0 * tau1)
+                      - _contract(H[3], A[3] - Aeq[3], 3) / (6.0 * tau2)
+                      - _contract(H[4], A[4] - Aeq[4], 4) / (24.0 * tau3))
+    B = projections(stage1, vs)
+    out = (H[0].reshape((-1,) + (1,) * nd) * B[0]
+           + _contract(H[1], B[1], 1)
+           + _contract(H[2], B[2], 2) / 2.0
+           + _contract(H[3], B[3], 3) / 6.0
+           + _contract(H[4], B[4], 4) / 24.0)
+    return w * out
+
+
+# --- driving ---------------------------------------------------------------------------------
+
+_COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized}
+
+
+def collide(f, operator="bgk", **params):
+    """Dispatch to collide_bgk / collide_regularized by name."""
+    try:
+        op = _COLLIDE[operator]
+    except KeyError:
+        raise ValueError(f"unknown operator {operator!r}; choose one of {sorted(_COLLIDE)}") from None
+    return op(f, **params)
+
+
+def step(f, operator="bgk", **params):
+    """One time step in the production order: collide(propagate(f))."""
+    return collide(propagate(f, params.get("vs")), operator, **params)
+
+
+def run(f, steps, operator="bgk", **params):
+    """``steps`` calls of :func:`step`."""
+    for _ in range(steps):
+        f = step(f, operator, **params)
+    return f
+
+
+def force_from_gravity(g, vs=None):
+    """Acceleration per step a = g dt with dt = 1/r (d2q37.md: F = rho g dt)."""
+    vs = _vs(vs)
+    dt = 1.0 / vs.r
+    return (g[0] * dt, g[1] * dt)
