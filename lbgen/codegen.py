@@ -189,6 +189,23 @@ def _index_terms(layout_name: str, velocities) -> Dict[str, list]:
     return {"site": pop, "pull": pull}
 
 
+def emit_command(spec: KernelSpec) -> str:
+    """The `lbgen emit` command line that reproduces a spec."""
+    words = ["lbgen emit", f"--backend {spec.backend}", f"--layout {spec.layout}"]
+    if spec.layout in ("csoa", "caosoa"):
+        words.append(f"--vl {spec.vl}")
+    words += [f"--precision {spec.precision}", f"--collision {spec.collision}"]
+    if spec.compile_time_sizes:
+        words.append(f"--lx {spec.lx} --ly {spec.ly}")
+    if spec.prefix != "lbgen":
+        words.append(f"--prefix {spec.prefix}")
+    if not spec.streaming_stores:
+        words.append("--no-streaming-stores")
+    if spec.block_size:
+        words.append(f"--block-size {spec.block_size}")
+    return " ".join(words)
+
+
 def template_context(spec: KernelSpec) -> dict:
     vs = velocity_set(spec.velocity_set)
     col = collide(spec.collision, spec.velocity_set)
@@ -200,6 +217,7 @@ def template_context(spec: KernelSpec) -> dict:
     strides = Layout.stride_formulas(spec.layout)
     return {
         "spec": spec,
+        "emit_command": emit_command(spec),
         "version": __version__,
         "P": spec.prefix,
         "Q": vs.Q,
@@ -211,7 +229,7 @@ def template_context(spec: KernelSpec) -> dict:
         "single": spec.precision == "single",
         "lit": (lambda v: RealPrinter(spec.precision)._literal(v)),
         "strides": strides,
-        "layout_description": make_layout(spec.layout, vs.Q, 64, 64, spec.vl if clustered else None).description,
+        "layout_description": Layout(spec.layout, vs.Q, 1, 1, vl).description,
         "velocities": vs.velocities,
         "offsets": _index_terms(spec.layout, vs.velocities),
         "collide_params": OPERATOR_PARAMETERS[spec.collision],
@@ -238,6 +256,22 @@ def template_context(spec: KernelSpec) -> dict:
 _MAIN_TEMPLATES = {
     "c": [("lbgen_kernels.c", "c/kernels.c.j2"), ("lbgen_kernels.h", "c/kernels.h.j2")],
 }
+
+
+#: files that `lbgen emit` writes besides the kernels (examples, build files, README)
+_EMIT_TEMPLATES = {
+    "c": [("example.c", "c/example.c.j2"), ("Makefile", "c/Makefile.j2"), ("README.md", "c/README.md.j2")],
+}
+
+
+def emit_files(spec: KernelSpec) -> Dict[str, str]:
+    """Everything `lbgen emit` writes for a spec: kernels, header, example, Makefile, README."""
+    source = generate(spec)
+    ctx = template_context(source.spec)
+    files = dict(source.files)
+    for out_name, template in _EMIT_TEMPLATES.get(source.spec.backend, []):
+        files[out_name] = _environment().get_template(template).render(**ctx)
+    return files
 
 
 def generate(spec: KernelSpec) -> KernelSource:

@@ -1,0 +1,249 @@
+"""The host-side runner: a periodic-box ``Simulation`` on any backend, layout and VL.
+
+Units: lattice sites and time steps.  Velocities are those of the model,
+u = sum(xi_i f_i) / rho with xi_i = r e_i (so one lattice hop per step is a speed of r);
+gravity g is an acceleration in the same units per unit of the model time Delta t = 1/r,
+so the force per unit mass per step is a = g / r (d2q37.md: F = rho g Delta t).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Optional, Tuple
+
+import numpy as np
+
+from .codegen import BACKENDS, KernelSpec, SpecError, generate
+from .layouts import CLUSTERED, HALO
+from .model import OPERATORS, velocity_set
+
+#: preferred cluster lengths per backend, fastest first (see README: default layout/VL)
+PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (32, 16, 64, 8, 4)}
+
+
+class SimulationError(RuntimeError):
+    """A run went wrong in a way the user must see (divergence, bad parameters)."""
+
+
+def default_layout(backend: str, ly: int) -> Tuple[str, Optional[int]]:
+    """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.
+
+    On the CPU CAoSoA with VL = 8 (one AVX-512 vector of doubles) is the best combined
+    propagate + collide layout (paper Table 2; measured with `lbgen bench`); on GPUs a
+    cluster of 32 lanes maps to one warp.  When no preferred VL divides LY with
+    LY/VL >= 3 the unclustered SoA layout is used.
+    """
+    for vl in PREFERRED_VL.get(backend, (8,)):
+        if ly % vl == 0 and ly // vl >= HALO:
+            return "caosoa", vl
+    return "soa", None
+
+
+@dataclass
+class Parameters:
+    """Physical parameters of a run, checked on construction."""
+
+    collision: str = "bgk"
+    tau: float = 0.8
+    C1: float = 1e-3
+    C2: float = 1e-3
+    C3: float = 0.5
+    gravity: Tuple[float, float] = (0.0, 0.0)
+
+    def __post_init__(self):
+        if self.collision not in OPERATORS:
+            raise SimulationError(f"unknown collision operator {self.collision!r}; choose one of {', '.join(OPERATORS)}")
+        if self.collision == "bgk" and not (self.tau > 0.5 and np.isfinite(self.tau)):
+            raise SimulationError(f"tau={self.tau} must be > 0.5 (viscosity (tau - 1/2) T / r^2 must be positive)")
+        if self.collision == "regularized":
+            for name in ("C1", "C2", "C3"):
+                v = getattr(self, name)
+                if not (v > 0 and np.isfinite(v)):
+                    raise SimulationError(f"{name}={v} must be > 0 (relaxation times 1/2 + {name}/(rho T) must exceed 1/2)")
+        g = tuple(float(x) for x in self.gravity)
+        if len(g) != 2 or not all(np.isfinite(g)):
+            raise SimulationError(f"gravity={self.gravity} must be two finite numbers (gx, gy)")
+        self.gravity = g
+
+    def force(self, r: float) -> Tuple[float, float]:
+        return (self.gravity[0] / r, self.gravity[1] / r)
+
+    def kernel_parameters(self, r: float) -> Dict[str, float]:
+        ax, ay = self.force(r)
+        if self.collision == "bgk":
+            return {"tau": self.tau, "ax": ax, "ay": ay}
+        return {"C1": self.C1, "C2": self.C2, "C3": self.C3, "ax": ax, "ay": ay}
+
+
+@dataclass
+class RunStats:
+    steps: int
+    seconds: float
+    sites: int
+
+    @property
+    def mlups(self) -> float:
+        return self.steps * self.sites / self.seconds / 1e6 if self.seconds > 0 else float("nan")
+
+
+class Simulation:
+    """A periodic box of LX x LY sites driven by one backend.
+
+    >>> sim = Simulation(64, 256, collision="bgk", tau=0.8)
+    >>> sim.set_fields(rho, ux, uy, T)      # populations at equilibrium
+    >>> sim.run(1000)
+    >>> fields = sim.fields()               # dict of (LX, LY) arrays: rho, ux, uy, T
+    """
+
+    def __init__(self, lx: int, ly: int, *, backend: str = "c", layout: Optional[str] = None,
+                 vl: Optional[int] = None, precision: str = "double", collision: str = "bgk",
+                 tau: float = 0.8, C1: float = 1e-3, C2: float = 1e-3, C3: float = 0.5,
+                 gravity: Tuple[float, float] = (0.0, 0.0), fused: bool = True, threads: int = 0,
+                 strict: bool = False, check_every: int = 100, **backend_options):
+        if backend not in BACKENDS:
+            raise SpecError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        self.params = Parameters(collision, tau, C1, C2, C3, tuple(gravity))
+        if layout is None:
+            layout, auto_vl = default_layout(backend, ly)
+            vl = vl if vl is not None else auto_vl
+        if layout in CLUSTERED and vl is None:
+            vl = default_layout(backend, ly)[1] or 1
+        self.spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision,
+                               collision=collision).validate(lx, ly)
+        self.vs = velocity_set(self.spec.velocity_set)
+        self.lx, self.ly = lx, ly
+        self.fused = fused
+        self.check_every = check_every
+        from . import backends
+        self.source = generate(self.spec)
+        self.program = backends.load(backend).compile(self.source, lx, ly, threads=threads, strict=strict,
+                                                      **backend_options)
+        self.kernel_parameters = self.params.kernel_parameters(self.vs.r)
+        self._f = self.program.allocate()
+        self._g = self.program.allocate()
+        self.time_step = 0
+
+    # --- state -------------------------------------------------------------------------
+    def set_fields(self, rho, ux, uy, T) -> None:
+        """Populations at the equilibrium of the given fields (arrays of shape (LX, LY))."""
+        from . import reference
+        arrays = [np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)) for a in (rho, ux, uy, T)]
+        for name, a in zip(("rho", "ux", "uy", "T"), arrays):
+            if not np.all(np.isfinite(a)):
+                raise SimulationError(f"initial field {name} contains NaN or Inf")
+        if np.any(arrays[0] <= 0) or np.any(arrays[3] <= 0):
+            raise SimulationError("initial density and temperature must be positive everywhere")
+        self.set_populations(reference.equilibrium(*arrays, vs=self.vs))
+
+    def set_populations(self, f: np.ndarray) -> None:
+        f = np.asarray(f, dtype=np.float64)
+        expected = (self.vs.Q, self.lx, self.ly)
+        if f.shape != expected:
+            raise ValueError(f"populations must have shape {expected}, got {f.shape}")
+        self._f = self.program.upload_fields(f, self._f)
+
+    def populations(self) -> np.ndarray:
+        """(Q, LX, LY) float64 copy of the current populations."""
+        self.program.synchronize()
+        return self.program.download_fields(self._f)
+
+    def fields(self) -> Dict[str, np.ndarray]:
+        """rho, ux, uy, T as (LX, LY) arrays (u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho))."""
+        from . import reference
+        rho, ux, uy, T = reference.fields(self.populations(), vs=self.vs)
+        return {"rho": rho, "ux": ux, "uy": uy, "T": T}
+
+    # --- stepping ----------------------------------------------------------------------
+    def step(self, n: int = 1) -> None:
+        p = self.program
+        for _ in range(n):
+            p.halo(self._f)
+            if self.fused:
+                p.fused(self._f, self._g, **self.kernel_parameters)
+                self._f, self._g = self._g, self._f
+            else:
+                p.propagate(self._f, self._g)
+                p.collide(self._g, self._f, **self.kernel_parameters)
+            self.time_step += 1
+
+    def check_finite(self) -> None:
+        """Raise SimulationError naming the step and the first bad site if the state went bad."""
+        f = self.populations()
+        bad = ~np.isfinite(f).all(axis=0)
+        rho = f.sum(axis=0)
+        bad |= ~(rho > 0)
+        if bad.any():
+            x, y = (int(v[0]) for v in np.nonzero(bad))
+            fields = self.fields()
+            values = ", ".join(f"{k}={fields[k][x, y]:.6g}" for k in ("rho", "ux", "uy", "T"))
+            raise SimulationError(
+                f"the run diverged by step {self.time_step}: first bad site (x={x}, y={y}) has {values}. "
+                f"Hint: tau={self.params.tau} too close to 1/2, velocities too large for the lattice "
+                f"(|u| should stay well below r = {self.vs.r:.3f}), or gravity too strong.")
+
+    def run(self, steps: int, progress: bool = False, callback: Optional[Callable[[int], None]] = None) -> RunStats:
+        """Advance `steps` steps, checking for NaN/Inf every `check_every` steps."""
+        if steps < 0:
+            raise ValueError(f"steps={steps} must be >= 0")
+        bar = None
+        if progress:
+            from tqdm import tqdm
+            bar = tqdm(total=steps, unit="step", dynamic_ncols=True, leave=False)
+        elapsed = 0.0
+        done = 0
+        chunk = max(1, min(self.check_every or steps or 1, 50))
+        try:
+            while done < steps:
+                n = min(chunk, steps - done)
+                t0 = time.perf_counter()
+                self.step(n)
+                self.program.synchronize()
+                elapsed += time.perf_counter() - t0
+                done += n
+                if bar is not None:
+                    bar.update(n)
+                    bar.set_postfix(MLUPS=f"{done * self.lx * self.ly / max(elapsed, 1e-12) / 1e6:.1f}")
+                if self.check_every and (done % self.check_every < n or done == steps):
+                    self.check_finite()
+                if callback:
+                    callback(self.time_step)
+        finally:
+            if bar is not None:
+                bar.close()
+        return RunStats(steps=steps, seconds=elapsed, sites=self.lx * self.ly)
+
+
+# --- named set-ups --------------------------------------------------------------------
+def shear_wave(lx: int, ly: int, amplitude: float = 0.05, **_) -> Dict[str, np.ndarray]:
+    """Transverse wave u_y = A sin(2 pi x / LX) at rho = T = 1."""
+    x = np.arange(lx)[:, None] * np.ones((1, ly))
+    return {"rho": np.ones((lx, ly)), "ux": np.zeros((lx, ly)),
+            "uy": amplitude * np.sin(2 * np.pi * x / lx), "T": np.ones((lx, ly))}
+
+
+def uniform_noise(lx: int, ly: int, amplitude: float = 0.01, seed: int = 0, **_) -> Dict[str, np.ndarray]:
+    """Uniform state rho = T = 1, u = 0, with random noise of the given amplitude on every field."""
+    rng = np.random.default_rng(seed)
+    noise = lambda: amplitude * rng.standard_normal((lx, ly))  # noqa: E731
+    return {"rho": 1 + noise(), "ux": noise(), "uy": noise(), "T": 1 + noise()}
+
+
+SETUPS = {"shear-wave": shear_wave, "uniform-noise": uniform_noise}
+
+
+def load_fields(path) -> Dict[str, np.ndarray]:
+    """Fields from an .npz with arrays rho, ux, uy, T of one shape (LX, LY)."""
+    with np.load(path) as data:
+        missing = [k for k in ("rho", "ux", "uy", "T") if k not in data]
+        if missing:
+            raise SimulationError(f"{path}: missing arrays {missing}; an --init file needs rho, ux, uy, T of shape (LX, LY)")
+        fields = {k: np.array(data[k], dtype=np.float64) for k in ("rho", "ux", "uy", "T")}
+    shapes = {k: v.shape for k, v in fields.items()}
+    if len(set(shapes.values())) != 1 or len(fields["rho"].shape) != 2:
+        raise SimulationError(f"{path}: arrays must share one 2D shape (LX, LY); got {shapes}")
+    return fields
+
+
+def save_fields(path, fields: Dict[str, np.ndarray], **metadata) -> None:
+    np.savez(path, **{k: fields[k] for k in ("rho", "ux", "uy", "T")},
+             **{k: np.asarray(v) for k, v in metadata.items()})
