@@ -1,0 +1,306 @@
+"""The four data layouts: numpy pack/unpack, halo, propagate offsets, the C index macros
+and C pack/halo kernels agree; bad layout inputs are refused before anything is generated
+or compiled, with a message naming the value and the rule."""
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import LAYOUT_CONFIGS, LX, LY, config_id
+from lbgen import reference as ref
+from lbgen.codegen import KernelSpec, SpecError, generate
+from lbgen.layouts import HALO, LAYOUTS, LayoutError, make_layout
+
+Q = 37
+CONFIG_IDS = [config_id(c) for c in LAYOUT_CONFIGS]
+#: pack/unpack round trips also at VL = 1 for the clustered layouts and on a lattice
+#: whose LY is not a multiple of anything in particular for aos/soa
+ROUND_TRIP = [("aos", None, 5, 7), ("soa", None, 5, 7), ("csoa", 1, 4, 9), ("caosoa", 1, 4, 9)] + [
+    (name, vl, LX, LY) for name in ("csoa", "caosoa") for vl in (4, 8, 16, 32)]
+
+
+def coded_fields(lx=LX, ly=LY):
+    """f[p, x, y] = a distinct integer code for every (p, x, y)."""
+    return np.arange(Q * lx * ly, dtype=np.float64).reshape(Q, lx, ly)
+
+
+def code(p, x, y, lx=LX, ly=LY):
+    return (np.asarray(p) * lx + x) * ly + y
+
+
+# --- numpy pack / unpack / index -------------------------------------------------------------
+
+def test_layout_names_are_the_four_of_the_paper():
+    assert set(LAYOUTS) == {"aos", "soa", "csoa", "caosoa"}
+
+
+@pytest.mark.parametrize("name, vl, lx, ly", ROUND_TRIP, ids=[f"{n}-vl{v}-{x}x{y}" for n, v, x, y in ROUND_TRIP])
+def test_pack_then_unpack_returns_the_fields_exactly(name, vl, lx, ly):
+    layout = make_layout(name, Q, lx, ly, vl)
+    f = np.random.default_rng(0).standard_normal((Q, lx, ly))
+    buf = layout.pack(f)
+    assert buf.shape == (layout.size,)
+    assert layout.size == Q * (lx + 2 * HALO) * (ly // layout.VL + 2 * HALO) * layout.VL
+    np.testing.assert_array_equal(layout.unpack(buf), f)
+    # the dtype argument converts (single precision buffers)
+    buf32 = layout.pack(f, dtype=np.float32)
+    assert buf32.dtype == np.float32
+    np.testing.assert_array_equal(layout.unpack(buf32), f.astype(np.float32))
+
+
+@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+def test_index_is_a_bijection_of_the_padded_lattice_onto_the_buffer(name, vl):
+    layout = make_layout(name, Q, LX, LY, vl)
+    p = np.arange(Q)[:, None, None, None]
+    x = np.arange(-HALO, LX + HALO)[None, :, None, None]
+    r = np.arange(-HALO, layout.NR + HALO)[None, None, :, None]
+    k = np.arange(layout.VL)[None, None, None, :]
+    idx = np.broadcast_to(layout.index(p, x, r, k), (Q, layout.NX, layout.NRP, layout.VL)).ravel()
+    np.testing.assert_array_equal(np.sort(idx), np.arange(layout.size))
+
+
+@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+def test_site_index_puts_lane_k_of_cluster_row_r_at_y_equal_r_plus_k_times_NR(name, vl):
+    layout = make_layout(name, Q, LX, LY, vl)
+    nr = LY // (vl or 1)
+    assert layout.NR == nr
+    for p, x, y in [(0, 0, 0), (5, 2, nr - 1), (36, LX - 1, nr), (17, 3, LY - 1)]:
+        assert layout.site_index(p, x, y) == layout.index(p, x, y % nr, y // nr)
+    s = layout.strides
+    # the documented stride formulas (layouts.py docstring / paper)
+    NX, NRP, V = LX + 2 * HALO, nr + 2 * HALO, layout.VL
+    expected = {"aos": dict(SP=1, SR=Q, SX=Q * NRP, SK=0),
+                "soa": dict(SP=NX * NRP, SR=1, SX=NRP, SK=0),
+                "csoa": dict(SP=NX * NRP * V, SR=V, SX=NRP * V, SK=1),
+                "caosoa": dict(SP=V, SR=Q * V, SX=NRP * Q * V, SK=1)}[name]
+    assert s == expected
+
+
+# --- halo ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+def test_every_halo_element_after_pack_holds_its_periodic_image(name, vl):
+    layout = make_layout(name, Q, LX, LY, vl)
+    buf = layout.pack(coded_fields())
+    nr, V = layout.NR, layout.VL
+    p = np.arange(Q)[:, None, None, None]
+    x = np.arange(-HALO, LX + HALO)[None, :, None, None]
+    r = np.arange(-HALO, nr + HALO)[None, None, :, None]
+    k = np.arange(V)[None, None, None, :]
+    # (x, r, k) is the periodic image of site (x mod LX, (r + k NR) mod LY)
+    want = code(p, x % LX, (r + k * nr) % LY)
+    got = buf[layout.index(p, x, r, k)]
+    np.testing.assert_array_equal(got, np.broadcast_to(want, got.shape))
+
+
+@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+def test_fill_halo_rewrites_only_the_halo(name, vl):
+    layout = make_layout(name, Q, LX, LY, vl)
+    rng = np.random.default_rng(1)
+    buf = np.zeros(layout.size)
+    interior = layout.site_index(np.arange(Q)[:, None, None], np.arange(LX)[None, :, None], np.arange(LY)[None, None, :])
+    buf[interior] = rng.standard_normal(interior.shape)
+    before = buf.copy()
+    layout.fill_halo(buf)
+    np.testing.assert_array_equal(buf[interior], before[interior])
+    halo = np.ones(layout.size, bool)
+    halo[interior.ravel()] = False
+    assert np.all(buf[halo] != 0.0), "some halo element was not filled"
+
+
+# --- propagate offsets -------------------------------------------------------------------------
+
+def _numpy_propagate(layout, offsets, buf):
+    interior = layout.site_index(np.arange(Q)[:, None, None], np.arange(LX)[None, :, None], np.arange(LY)[None, None, :])
+    off = np.asarray(offsets)[:, None, None]
+    return buf[interior + off]
+
+
+@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+def test_propagate_offsets_pull_exactly_like_the_reference_propagate(name, vl, vs):
+    layout = make_layout(name, Q, LX, LY, vl)
+    offsets = layout.propagate_offsets(vs.velocities)
+    f = np.random.default_rng(2).standard_normal((Q, LX, LY))
+    np.testing.assert_array_equal(_numpy_propagate(layout, offsets, layout.pack(f)), ref.propagate(f))
+
+
+@pytest.mark.parametrize("name, vl", [("aos", None), ("csoa", 8), ("caosoa", 32)], ids=["aos", "csoa-vl8", "caosoa-vl32"])
+@pytest.mark.parametrize("x0, y0", [(0, 0), (LX - 1, LY - 1), (2, 11), (1, LY // 2)])
+def test_a_single_population_moves_by_its_own_hop_across_lane_and_column_boundaries(name, vl, x0, y0, vs):
+    layout = make_layout(name, Q, LX, LY, vl)
+    offsets = layout.propagate_offsets(vs.velocities)
+    for p, (ex, ey) in enumerate(vs.velocities):
+        f = np.zeros((Q, LX, LY))
+        f[p, x0, y0] = 1.0
+        out = _numpy_propagate(layout, offsets, layout.pack(f))
+        nz = np.argwhere(out)
+        assert nz.tolist() == [[p, (x0 + ex) % LX, (y0 + ey) % LY]], f"population {p} hop {(ex, ey)}"
+        np.testing.assert_array_equal(out, ref.propagate(f))
+
+
+# --- the C index macros and C pack/halo agree with numpy ------------------------------------
+
+C_PRINTER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "lbgen_kernels.h"
+int main(int argc, char **argv)
+{
+    const int LX = atoi(argv[1]), LY = atoi(argv[2]);
+    const int NR = LY / LBGEN_VL;
+    printf("%zu\n", (size_t)LBGEN_BUFFER_SIZE(LX, LY));
+    for (int p = 0; p < LBGEN_Q; ++p)
+        for (int x = 0; x < LX; ++x)
+            for (int y = 0; y < LY; ++y)
+                printf("%td\n", (ptrdiff_t)LBGEN_SITE(p, x, y, LX, LY));
+    for (int p = 0; p < LBGEN_Q; ++p)
+        for (int x = -LBGEN_HALO; x < LX + LBGEN_HALO; ++x)
+            for (int r = -LBGEN_HALO; r < NR + LBGEN_HALO; ++r)
+                for (int k = 0; k < LBGEN_VL; ++k)
+                    printf("%td\n", (ptrdiff_t)LBGEN_IDX(p, x, r, k, LX, LY));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+def test_c_index_macros_agree_with_the_numpy_layout(name, vl, tmp_path):
+    src = generate(KernelSpec(backend="c", layout=name, vl=vl))
+    for fname, text in src.files.items():
+        (tmp_path / fname).write_text(text)
+    assert "lbgen_kernels.h" in src.files
+    (tmp_path / "printer.c").write_text(C_PRINTER)
+    exe = tmp_path / "printer"
+    subprocess.run(["gcc", "-std=gnu11", "-O0", "-o", str(exe), str(tmp_path / "printer.c")],
+                   check=True, capture_output=True, text=True, cwd=tmp_path)
+    out = subprocess.run([str(exe), str(LX), str(LY)], check=True, capture_output=True, text=True).stdout.split()
+    values = np.array(out, dtype=np.int64)
+
+    layout = make_layout(name, Q, LX, LY, vl)
+    assert values[0] == layout.size
+    n_site = Q * LX * LY
+    site = layout.site_index(np.arange(Q)[:, None, None], np.arange(LX)[None, :, None], np.arange(LY)[None, None, :])
+    np.testing.assert_array_equal(values[1:1 + n_site], site.ravel())
+    p = np.arange(Q)[:, None, None, None]
+    x = np.arange(-HALO, LX + HALO)[None, :, None, None]
+    r = np.arange(-HALO, layout.NR + HALO)[None, None, :, None]
+    k = np.arange(layout.VL)[None, None, None, :]
+    full = np.broadcast_to(layout.index(p, x, r, k), (Q, layout.NX, layout.NRP, layout.VL)).ravel()
+    np.testing.assert_array_equal(values[1 + n_site:], full)
+
+
+@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_c_pack_and_unpack_agree_with_the_numpy_pack(name, vl, precision, program):
+    prog = program(name, vl, precision)
+    f = np.random.default_rng(3).standard_normal((Q, LX, LY))
+    assert prog.lib.lbgen_buffer_size(LX, LY) == prog.layout.size
+    from_numpy = prog.upload_fields(f)                # numpy pack, halo filled
+    from_c = prog.allocate()
+    from_c[...] = -7.0                                # junk, to be overwritten everywhere
+    plain = np.ascontiguousarray(f, dtype=np.float64)
+    prog.lib.lbgen_pack(prog._ptr(from_c), prog.ffi.cast("double *", plain.ctypes.data), LX, LY)
+    np.testing.assert_array_equal(from_c, from_numpy)  # interior and halo, bit for bit
+    back = np.empty_like(plain)
+    prog.lib.lbgen_unpack(prog._ptr(from_c), prog.ffi.cast("double *", back.ctypes.data), LX, LY)
+    np.testing.assert_array_equal(back, f.astype(prog.dtype).astype(np.float64))
+
+
+@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+def test_c_halo_kernel_matches_numpy_fill_halo_exactly(name, vl, program):
+    prog = program(name, vl)
+    layout = prog.layout
+    interior = layout.site_index(np.arange(Q)[:, None, None], np.arange(LX)[None, :, None], np.arange(LY)[None, None, :])
+    buf = prog.allocate()
+    buf[interior] = np.random.default_rng(4).standard_normal(interior.shape)
+    expected = layout.fill_halo(buf.copy())
+    assert not np.array_equal(expected, buf)          # the halo did need filling
+    prog.halo(buf)
+    np.testing.assert_array_equal(buf, expected)
+
+
+# --- bad inputs: clear messages, nothing generated or compiled -------------------------------
+
+BAD_LAYOUTS = [
+    # (layout, LX, LY, VL, words the message must contain)
+    ("caosoa", LX, 96, 6, ["VL=6", "power of two"]),
+    ("csoa", LX, 100, 8, ["VL=8", "LY=100", "divide"]),
+    ("caosoa", LX, 64, 32, ["64/32", "2", "LY/VL >= 3"]),
+    ("csoa", 0, 64, 8, ["LX=0", "LX must be an integer >= 1"]),
+    ("aos", -2, 64, None, ["LX=-2", ">= 1"]),
+    ("aosoa", LX, 64, 8, ["'aosoa'", "unknown layout", "caosoa"]),
+    ("aos", LX, 64, 4, ["aos", "VL=4", "takes no VL"]),
+    ("soa", LX, 64, 8, ["soa", "VL=8", "takes no VL"]),
+    ("csoa", LX, 64, None, ["csoa", "needs", "VL"]),
+]
+BAD_IDS = ["vl-not-power-of-two", "vl-not-dividing-ly", "ly-over-vl-below-3", "lx-zero", "lx-negative",
+           "unknown-layout", "vl-for-aos", "vl-for-soa", "no-vl-for-csoa"]
+
+
+@pytest.fixture
+def forbid_generation_and_compilation(monkeypatch):
+    """Make any template rendering, library build or subprocess fail the test."""
+    import lbgen.backends.c as cbackend
+    import lbgen.codegen as codegen
+
+    def forbidden(*args, **kwargs):
+        pytest.fail("code was generated or compiled for an invalid input")
+
+    monkeypatch.setattr(codegen, "template_context", forbidden)
+    monkeypatch.setattr(cbackend, "build", forbidden)
+    monkeypatch.setattr(cbackend.subprocess, "run", forbidden)
+    monkeypatch.setattr(subprocess, "Popen", forbidden)
+
+
+@pytest.mark.parametrize("name, lx, ly, vl, words", BAD_LAYOUTS, ids=BAD_IDS)
+def test_make_layout_rejects_bad_input_naming_value_and_rule(name, lx, ly, vl, words):
+    with pytest.raises(LayoutError) as info:
+        make_layout(name, Q, lx, ly, vl)
+    for w in words:
+        assert w in str(info.value), f"{w!r} not in {info.value}"
+
+
+@pytest.mark.parametrize("name, lx, ly, vl, words", BAD_LAYOUTS, ids=BAD_IDS)
+def test_bad_spec_raises_spec_error_before_anything_is_generated_or_compiled(
+        name, lx, ly, vl, words, forbid_generation_and_compilation):
+    spec = KernelSpec(backend="c", layout=name, vl=vl)
+    with pytest.raises(SpecError) as info:
+        spec.validate(lx, ly)
+    for w in words:
+        assert w in str(info.value), f"{w!r} not in {info.value}"
+    # compile-time sizes: generate itself refuses, before rendering any template
+    with pytest.raises(SpecError) as info:
+        generate(KernelSpec(backend="c", layout=name, vl=vl, lx=lx, ly=ly))
+    for w in words:
+        assert w in str(info.value), f"{w!r} not in {info.value}"
+
+
+def test_unknown_backend_is_refused_by_name(forbid_generation_and_compilation):
+    with pytest.raises(SpecError, match=r"unknown backend 'fortran'.*c, opencl, cuda"):
+        KernelSpec(backend="fortran").validate()
+    with pytest.raises(SpecError, match="unknown backend 'fortran'"):
+        generate(KernelSpec(backend="fortran"))
+
+
+def test_valid_source_on_a_bad_lattice_fails_before_gcc_runs(monkeypatch):
+    from lbgen.backends import c as cbackend
+    src = generate(KernelSpec(backend="c", layout="caosoa", vl=32))
+
+    def forbidden(*args, **kwargs):
+        pytest.fail("the C backend compiled for an invalid lattice")
+
+    monkeypatch.setattr(cbackend, "build", forbidden)
+    monkeypatch.setattr(cbackend.subprocess, "run", forbidden)
+    with pytest.raises(LayoutError, match=r"LY/VL = 64/32 = 2"):
+        cbackend.compile(src, LX, 64)
+    with pytest.raises(LayoutError, match=r"VL=32 does not divide LY=80"):
+        cbackend.compile(src, LX, 80)
+
+
+@pytest.mark.parametrize("vl", [32, 64])
+def test_large_vl_generates_with_run_time_sizes(vl):
+    """Generation must not validate against a fixed lattice (64 x 64 refused VL = 32)."""
+    src = generate(KernelSpec(backend="c", layout="caosoa", vl=vl))
+    assert f"#define LBGEN_VL   {vl}" in src.files["lbgen_kernels.h"]
