@@ -29,3 +29,5 @@ def available(name: str) -> tuple:
         return False, str(e)
     except ImportError as e:
         return False, f"{name}: {e}"
+    except Exception as e:  # a broken installation must not break `lbgen info`
+        return False, f"{name}: {type(e).__name__}: {e}"
