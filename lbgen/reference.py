@@ -241,3 +241,109 @@ def force_from_gravity(g, vs=None):
     vs = _vs(vs)
     dt = 1.0 / vs.r
     return (g[0] * dt, g[1] * dt)
+
+
+# --- thermal walls (bottom y = 0 side, top y = LY-1 side), periodic in X -----------------------
+
+WALL_ROWS = 3
+
+
+def _wall_sets(vs, side, row):
+    """Unknown populations at `row` from the wall (arriving from outside) and their opposites."""
+    sign = 1 if side == "bottom" else -1
+    unknown = [i for i, (_, ey) in enumerate(vs.velocities) if sign * ey >= row + 1]
+    return unknown, [vs.opposite[i] for i in unknown]
+
+
+def wall_row_temperatures(T_wall, T_fourth, adiabatic):
+    """Temperatures of rows 0, 1, 2: fixed walls extrapolate T_wall (row 2) through row 3."""
+    if adiabatic:
+        return [T_fourth, T_fourth, T_fourth]
+    return [T_wall + (2 - j) * (T_wall - T_fourth) for j in range(WALL_ROWS)]
+
+
+def _rebuild_row(g, known, unknown, N, Tw, a, vs):
+    """Unknown populations of one wall row (arrays over x), numerically, per site.
+
+    Conditions: momentum -rho a/2, energy rho (Tw + |a|^2/8).  With N given the unknowns are
+    N b_i / S, b_i = w_i (1 + xi_i.p + |xi_i|^2 E/2), which makes the conditions linear in
+    (p, E) after multiplying by S.  With N None (3 unknowns) the unknowns are solved directly.
+    """
+    xi = vs.xi
+    half_c2 = 0.5 * (xi ** 2).sum(1)
+    ax, ay = a
+    rhoK = g[known].sum(0)
+    MK = np.einsum("ia,ix->ax", xi[known], g[known])
+    EK = np.einsum("i,ix->x", half_c2[known], g[known])
+    nx = g.shape[1]
+    out = np.empty((len(unknown), nx))
+    for x in range(nx):
+        if N is None:
+            # unknowns g_u: sum xi g + rho a/2 = -MK, sum |xi|^2/2 g - rho e = -EK, rho = rhoK + sum g
+            e = Tw[x] + (ax ** 2 + ay ** 2) / 8
+            A = np.array([xi[unknown, 0] + ax / 2, xi[unknown, 1] + ay / 2, half_c2[unknown] - e])
+            rhs = np.array([-MK[0, x] - rhoK[x] * ax / 2, -MK[1, x] - rhoK[x] * ay / 2, -EK[x] + rhoK[x] * e])
+            out[:, x] = np.linalg.solve(A, rhs)
+            continue
+        rho = rhoK[x] + N[x]
+        m = np.array([-rho * ax / 2 - MK[0, x], -rho * ay / 2 - MK[1, x]])
+        en = rho * (Tw[x] + (ax ** 2 + ay ** 2) / 8) - EK[x]
+        w = vs.weights[unknown]
+        basis = w[:, None] * np.column_stack([np.ones(len(unknown)), xi[unknown], half_c2[unknown]])  # b = basis @ (1, px, py, E)
+        targets = np.array([m[0], m[1], en])
+        moments = np.array([xi[unknown, 0], xi[unknown, 1], half_c2[unknown]])           # weights of the 3 conditions
+        # t_k * sum_i b_i - N * sum_i moment_k,i b_i = 0 for k = 0..2, with b_i = basis_i . (1, z)
+        M = np.outer(targets, basis.sum(0)) - N[x] * moments @ basis
+        z = np.linalg.solve(M[:, 1:], -M[:, 0])
+        b = basis @ np.concatenate([[1.0], z])
+        out[:, x] = N[x] * b / b.sum()
+    return out
+
+
+def apply_walls(g, f_before, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), force=(0.0, 0.0), vs=None):
+    """The bc step after propagate: rebuild the unknown populations of the 3 rows at each wall.
+
+    `g` is the propagated state (modified in place and returned), `f_before` the state before
+    propagate (the populations that left towards the wall).  Zero net mass flux per column:
+    rows 2 and 1 first, row 0 takes the remaining mass.
+    """
+    vs = _vs(vs)
+    ly = g.shape[2]
+    for side, T_wall, adiabatic_side in (("bottom", T_bottom, adiabatic[0]), ("top", T_top, adiabatic[1])):
+        y_of = (lambda j: j) if side == "bottom" else (lambda j: ly - 1 - j)
+        T_fourth = fields(g[:, :, y_of(3)], vs)[3]
+        temps = wall_row_temperatures(T_wall, T_fourth, adiabatic_side)
+        left = [f_before[_wall_sets(vs, side, j)[1], :, y_of(j)].sum(0) for j in range(WALL_ROWS)]
+        entered = 0.0
+        for j in (2, 1, 0):
+            unknown, _ = _wall_sets(vs, side, j)
+            known = [i for i in range(vs.Q) if i not in unknown]
+            col = g[:, :, y_of(j)]
+            Tw = np.broadcast_to(np.asarray(temps[j], dtype=float), (g.shape[1],))
+            if len(unknown) == 3:
+                N = None
+            elif j == 0:
+                N = left[0] + left[1] + left[2] - entered
+            else:
+                N = left[j]
+            new = _rebuild_row(col, known, unknown, N, Tw, force, vs)
+            g[unknown, :, y_of(j)] = new
+            entered = entered + new.sum(0)
+    return g
+
+
+def wall_mask(lx, ly):
+    """True on the 3 rows next to each wall (where the regularized operator uses tau = 1)."""
+    mask = np.zeros((lx, ly), dtype=bool)
+    mask[:, :WALL_ROWS] = True
+    mask[:, ly - WALL_ROWS:] = True
+    return mask
+
+
+def step_walls(f, operator="bgk", T_bottom=1.0, T_top=1.0, adiabatic=(False, False), **params):
+    """propagate -> bc -> collide with thermal walls at the bottom and top."""
+    vs = params.get("vs")
+    g = apply_walls(propagate(f, vs), f, T_bottom, T_top, adiabatic, params.get("force", (0.0, 0.0)), vs)
+    if operator == "regularized":
+        params = dict(params, wall=wall_mask(f.shape[1], f.shape[2]))
+    return collide(g, operator, **params)
