@@ -50,6 +50,15 @@ class Program(abc.ABC):
     @abc.abstractmethod
     def fused(self, prv: Any, nxt: Any, **params) -> None: ...
 
+    def bc(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
+           adiabatic=(False, False), ax: float = 0.0, ay: float = 0.0) -> None:
+        """Thermal walls after propagate(prv -> nxt); only for specs generated with walls."""
+        raise NotImplementedError(f"the {self.spec.backend} backend has no bc kernel yet")
+
+    def _require_walls(self) -> None:
+        if not self.spec.walls:
+            raise ValueError("these kernels were generated without walls (KernelSpec(walls=True) adds the bc kernel)")
+
     def synchronize(self) -> None:
         pass
 

@@ -23,6 +23,7 @@ from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assi
 from .model.assignments import AssignmentList
 
 BACKENDS = ("c", "opencl", "cuda")
+MIN_LY_WALLS = 8
 PRECISIONS = ("double", "single")
 
 #: parameters of each collision operator as they appear in the C API, in order
@@ -97,6 +98,7 @@ class KernelSpec:
     streaming_stores: bool = True
     block_size: int = 0           # GPU work-group / block size (0: backend default)
     prefix: str = "lbgen"
+    walls: bool = False           # thermal walls at bottom and top: bc kernel, tau = 1 rows
 
     @property
     def compile_time_sizes(self) -> bool:
@@ -133,6 +135,9 @@ class KernelSpec:
         else:
             spec = _replace(self, vl=None)
         check_lx, check_ly = (lx, ly) if lx is not None else (self.lx, self.ly)
+        if self.walls and check_ly is not None and check_ly < MIN_LY_WALLS:
+            raise SpecError(f"LY={check_ly} is too small for walls: the 3 wall rows at each side and the "
+                            f"fourth row they extrapolate from need LY >= {MIN_LY_WALLS}")
         if check_lx is not None:
             try:
                 make_layout(self.layout, vs.Q, check_lx, check_ly, spec.vl)
@@ -189,7 +194,7 @@ def _index_terms(layout_name: str, velocities) -> Dict[str, list]:
     return {"site": pop, "pull": pull}
 
 
-def emit_command(spec: KernelSpec) -> str:
+def emit_command(spec: KernelSpec) -> str:  # noqa: C901
     """The `lbgen emit` command line that reproduces a spec."""
     words = ["lbgen emit", f"--backend {spec.backend}", f"--layout {spec.layout}"]
     if spec.layout in ("csoa", "caosoa"):
@@ -203,6 +208,8 @@ def emit_command(spec: KernelSpec) -> str:
         words.append("--no-streaming-stores")
     if spec.block_size:
         words.append(f"--block-size {spec.block_size}")
+    if spec.walls:
+        words.append("--walls")
     return " ".join(words)
 
 
@@ -231,6 +238,7 @@ def template_context(spec: KernelSpec) -> dict:
         "strides": strides,
         "layout_description": Layout(spec.layout, vs.Q, 1, 1, vl).description,
         "velocities": vs.velocities,
+        "weights": [float(w) for w in vs.weights],
         "offsets": _index_terms(spec.layout, vs.velocities),
         "collide_params": OPERATOR_PARAMETERS[spec.collision],
         "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
@@ -250,7 +258,31 @@ def template_context(spec: KernelSpec) -> dict:
         "stream": spec.streaming_stores and clustered and (vl * real_bytes) % 32 == 0,
         "align": min(64, vl * real_bytes) if clustered else real_bytes,
         "block_size": spec.block_size,
+        "walls": wall_context(spec) if spec.walls else None,
     }
+
+
+def wall_context(spec: KernelSpec) -> dict:
+    """What the bc templates need: per side and row the unknown/leaving sets and the body."""
+    from .model import wall_assignments
+    vs = velocity_set(spec.velocity_set)
+    sides = []
+    for side in ("bottom", "top"):
+        rows = []
+        for row in (2, 1, 0):   # row 0 takes the mass the other two rows did not
+            asg = wall_assignments(side, row, spec.velocity_set)
+            rows.append({
+                "row": row,
+                "unknown": [int(str(s)[4:]) for s in asg.outputs],
+                "leaving": [vs.opposite[int(str(s)[4:])] for s in asg.outputs],
+                "inputs": [int(str(s)[1:]) for s in asg.inputs],
+                "free_mass": "N" not in [str(p) for p in asg.parameters],
+                "body": print_assignments(asg, spec.precision, suffix_parameters="_"),
+                "outputs": [str(s) for s in asg.outputs],
+                "flops": asg.flops,
+            })
+        sides.append({"side": side, "rows": rows})
+    return {"sides": sides, "rows": 3}
 
 
 #: (file written, template) per backend; the first file is the one the backend compiles.

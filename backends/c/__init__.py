@@ -140,6 +140,11 @@ class CProgram(Program):
     def fused(self, prv, nxt, **params):
         self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, *self._param_values(params))
 
+    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0):
+        self._require_walls()
+        self._fn("bc")(self._ptr(prv), self._ptr(nxt), *self._sizes, float(T_bottom), float(T_top),
+                       int(bool(adiabatic[0])), int(bool(adiabatic[1])), float(ax), float(ay))
+
     def init_equilibrium(self, f, rho, ux, uy, T):
         arrays = [np.ascontiguousarray(a, dtype=np.float64).reshape(self.lx, self.ly) for a in (rho, ux, uy, T)]
         ptrs = [self.ffi.cast("double *", a.ctypes.data) for a in arrays]

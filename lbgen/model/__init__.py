@@ -20,7 +20,7 @@ from .collision import OPERATORS
 from .velocity_set import VelocitySet, d2q9, d2q37, velocity_set
 
 __all__ = ["AssignmentList", "OPERATORS", "VelocitySet", "d2q9", "d2q37", "velocity_set",
-           "collide", "equilibrium_assignments", "macroscopic_assignments"]
+           "collide", "equilibrium_assignments", "macroscopic_assignments", "wall_assignments"]
 
 
 @lru_cache(maxsize=1)
@@ -33,11 +33,14 @@ def _source_hash() -> str:
 
 def _cached(what: str, vs_name: str, *args):
     from . import collision as c
+    from . import walls as w
 
     def build():
         vs = velocity_set(vs_name)
         if what == "collide":
             return c.collision(vs, *args)
+        if what == "wall":
+            return w.wall_assignments(vs, *args)
         if what == "equilibrium":
             return c.equilibrium(vs)
         return c.macroscopic(vs)
@@ -52,6 +55,12 @@ def collide(operator: str, vs_name: str = "d2q37") -> AssignmentList:
     if operator not in OPERATORS:
         raise ValueError(f"unknown collision operator {operator!r}; choose one of {', '.join(OPERATORS)}")
     return _cached("collide", vs_name, operator)
+
+
+@lru_cache(maxsize=None)
+def wall_assignments(side: str, row: int, vs_name: str = "d2q37") -> AssignmentList:
+    """bc body of one wall row (cached on disk); see lbgen.model.walls."""
+    return _cached("wall", vs_name, side, row)
 
 
 @lru_cache(maxsize=None)

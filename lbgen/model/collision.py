@@ -66,8 +66,12 @@ def _hermite_values(vs: VelocitySet, order: int) -> Dict[Component, List[sp.Floa
     return out
 
 
-def _grouped_sum(terms) -> sp.Expr:
-    """sum c_k x_k with equal constants factored: c (x_1 + x_2 + ...)."""
+def _grouped_sum(terms, builder=None) -> sp.Expr:
+    """sum c_k x_k with equal constants factored: c (x_1 + x_2 + ...).
+
+    sympy distributes a number over a sum (2.0*(x + y) -> 2.0*x + 2.0*y), so with a
+    builder each multi-term group becomes its own assignment, which keeps the factoring.
+    """
     groups: "OrderedDict[sp.Float, list]" = OrderedDict()
     for c, x in terms:
         c = _const(c)
@@ -84,12 +88,15 @@ def _grouped_sum(terms) -> sp.Expr:
             groups[key].append(x if key == c else -x)
     total = 0
     for c, xs in groups.items():
-        if c == 1:
-            total += sp.Add(*xs)
-        elif c == -1:
-            total -= sp.Add(*xs)
+        group = sp.Add(*xs)
+        if builder is not None and len(xs) > 1 and abs(float(c)) != 1.0:
+            group = builder.let(builder.fresh("g"), group)
+        if float(c) == 1.0:
+            total += group
+        elif float(c) == -1.0:
+            total -= group
         else:
-            total += c * sp.Add(*xs)
+            total += c * group
     return total
 
 
@@ -98,6 +105,11 @@ class _Builder:
 
     def __init__(self):
         self.assignments: List[Tuple[sp.Symbol, sp.Expr]] = []
+        self._counter = 0
+
+    def fresh(self, prefix: str) -> str:
+        self._counter += 1
+        return f"{prefix}{self._counter}"
 
     def let(self, name: str, expr) -> sp.Symbol:
         sym = sp.Symbol(name, real=True)
@@ -117,7 +129,7 @@ def _moments(b: _Builder, vs: VelocitySet, f, H) -> Dict[Component, sp.Symbol]:
                 terms = [(H[c][i], s[i]) for i, _ in pairs] + [(H[c][i], f[i]) for i in rest]
             else:
                 terms = [(H[c][i], d[i]) for i, _ in pairs]
-            A[c] = b.let(f"A{c[0]}{c[1]}", _grouped_sum(terms))
+            A[c] = b.let(f"A{c[0]}{c[1]}", _grouped_sum(terms, b))
     return A
 
 
@@ -145,7 +157,7 @@ def _reconstruct(b: _Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f
             for c in components(n):
                 coef = w[i] * H[c][i] * multiplicity(c) / sp.factorial(n)
                 terms.append((coef, B[c]))
-        return _grouped_sum(terms)
+        return _grouped_sum(terms, b)
 
     for i, o in pairs:
         E = b.let(f"E{i}", part(i, 0))
@@ -288,7 +300,7 @@ def macroscopic(vs: VelocitySet) -> AssignmentList:
             terms = [(H[c][i], s[i]) for i, _ in pairs] + [(H[c][i], f[i]) for i in rest]
         else:
             terms = [(H[c][i], d[i]) for i, _ in pairs]
-        A[c] = b.let(f"A{c[0]}{c[1]}", _grouped_sum(terms))
+        A[c] = b.let(f"A{c[0]}{c[1]}", _grouped_sum(terms, b))
     rho, ux, uy, T = _macroscopic(b, A)
     outputs = tuple(b.let(n, v) for n, v in (("rho_out", rho), ("ux_out", ux), ("uy_out", uy), ("T_out", T)))
     assignments = _cse_assignments(b.assignments, outputs)
