@@ -24,6 +24,9 @@ class Program(abc.ABC):
         self.source = source
         self.spec = source.spec
         self.lx, self.ly = lx, ly
+        if self.spec.compile_time_sizes and (lx, ly) != (self.spec.lx, self.spec.ly):
+            raise ValueError(f"these kernels were generated for the lattice lx={self.spec.lx}, ly={self.spec.ly} "
+                             f"(compile-time sizes); they cannot run on {lx} x {ly}")
         self.layout = make_layout(self.spec.layout, velocity_set(self.spec.velocity_set).Q, lx, ly, self.spec.vl)
         self.dtype = np.float64 if self.spec.precision == "double" else np.float32
 

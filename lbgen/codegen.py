@@ -14,6 +14,7 @@ from importlib import resources
 from typing import Dict, List, Optional, Tuple
 
 import jinja2
+import numpy as np
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
@@ -127,6 +128,9 @@ class KernelSpec:
         clustered = self.layout in ("csoa", "caosoa")
         if not clustered and self.vl not in (None, 1):
             raise SpecError(f"layout {self.layout} takes no VL (got VL={self.vl}); VL applies to csoa and caosoa")
+        if isinstance(self.vl, np.integer):
+            spec = _replace(self, vl=int(self.vl))
+            return spec.validate(lx, ly)
         if clustered:
             if self.vl is None:
                 raise SpecError(f"layout {self.layout} needs a cluster length VL (a power of two)")

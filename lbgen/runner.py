@@ -75,6 +75,26 @@ class Parameters:
         return {"C1": self.C1, "C2": self.C2, "C3": self.C3, "ax": ax, "ay": ay}
 
 
+@dataclass(frozen=True)
+class Walls:
+    """Thermal no-slip walls below y = 0 and above y = LY-1 (X stays periodic).
+
+    A fixed wall imposes its temperature at the third row (extrapolated into rows 1, 0);
+    an adiabatic wall copies the fourth row's temperature (see lbgen.model.walls).
+    """
+
+    T_bottom: float = 1.0
+    T_top: float = 1.0
+    adiabatic_bottom: bool = False
+    adiabatic_top: bool = False
+
+    def __post_init__(self):
+        for name in ("T_bottom", "T_top"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v > 0):
+                raise SimulationError(f"{name}={v} must be a positive temperature")
+
+
 @dataclass
 class RunStats:
     steps: int
@@ -99,7 +119,8 @@ class Simulation:
                  vl: Optional[int] = None, precision: str = "double", collision: str = "bgk",
                  tau: float = 0.8, C1: float = 1e-3, C2: float = 1e-3, C3: float = 0.5,
                  gravity: Tuple[float, float] = (0.0, 0.0), fused: bool = True, threads: int = 0,
-                 strict: bool = False, check_every: int = 100, **backend_options):
+                 strict: bool = False, check_every: int = 100, walls: Optional[Walls] = None,
+                 **backend_options):
         if backend not in BACKENDS:
             raise SpecError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         self.params = Parameters(collision, tau, C1, C2, C3, tuple(gravity))
@@ -108,11 +129,13 @@ class Simulation:
             vl = vl if vl is not None else auto_vl
         if layout in CLUSTERED and vl is None:
             vl = default_layout(backend, ly)[1] or 1
+        self.walls = walls
         self.spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision,
-                               collision=collision).validate(lx, ly)
+                               collision=collision, walls=walls is not None).validate(lx, ly)
         self.vs = velocity_set(self.spec.velocity_set)
         self.lx, self.ly = lx, ly
-        self.fused = fused
+        # with walls the step is propagate -> bc -> collide (the fused kernel has no bc)
+        self.fused = fused and walls is None
         self.check_every = check_every
         from . import backends
         self.source = generate(self.spec)
@@ -161,6 +184,12 @@ class Simulation:
             if self.fused:
                 p.fused(self._f, self._g, **self.kernel_parameters)
                 self._f, self._g = self._g, self._f
+            elif self.walls is not None:
+                w = self.walls
+                p.propagate(self._f, self._g)
+                p.bc(self._f, self._g, w.T_bottom, w.T_top, (w.adiabatic_bottom, w.adiabatic_top),
+                     self.kernel_parameters["ax"], self.kernel_parameters["ay"])
+                p.collide(self._g, self._f, **self.kernel_parameters)
             else:
                 p.propagate(self._f, self._g)
                 p.collide(self._g, self._f, **self.kernel_parameters)
@@ -228,7 +257,34 @@ def uniform_noise(lx: int, ly: int, amplitude: float = 0.01, seed: int = 0, **_)
     return {"rho": 1 + noise(), "ux": noise(), "uy": noise(), "T": 1 + noise()}
 
 
-SETUPS = {"shear-wave": shear_wave, "uniform-noise": uniform_noise}
+def rayleigh_taylor(lx: int, ly: int, gravity: Tuple[float, float] = (0.0, -8.33e-5 / 32),
+                    T_hot: float = 1.05, T_cold: float = 0.95, width: float = 10.0, amplitude: float = None,
+                    seed: int = 0, **_) -> Dict[str, np.ndarray]:
+    """Thermal Rayleigh-Taylor (d2q37.md): cold, heavy fluid on top of hot, light fluid.
+
+    T = (T_hot + T_cold)/2 - (T_hot - T_cold)/2 tanh((y - h(x)) / width) around an interface
+    h(x) at mid-height perturbed by a random superposition of the first 8 Fourier modes
+    (amplitude: a fraction of LX, default LX/100 split over the modes, phases from `seed`);
+    density in discrete hydrostatic balance rho_y = rho_{y-1} (T_{y-1} + g_y) / T_y with
+    rho = 1 at y = 0, fluid at rest.  g is the gravity of the run (same units as --gravity).
+    """
+    rng = np.random.default_rng(seed)
+    x = np.arange(lx)
+    amp = (lx / 100.0) if amplitude is None else amplitude
+    modes = np.arange(1, 9)
+    a = rng.standard_normal(modes.size) * amp / np.sqrt(modes.size)
+    phase = rng.uniform(0, 2 * np.pi, modes.size)
+    h = ly / 2 + (a[:, None] * np.cos(2 * np.pi * modes[:, None] * x[None, :] / lx + phase[:, None])).sum(0)
+    y = np.arange(ly)
+    T = 0.5 * (T_hot + T_cold) - 0.5 * (T_hot - T_cold) * np.tanh((y[None, :] - h[:, None]) / width)
+    gy = float(gravity[1])
+    rho = np.ones((lx, ly))
+    for j in range(1, ly):
+        rho[:, j] = rho[:, j - 1] * (T[:, j - 1] + gy) / T[:, j]
+    return {"rho": rho, "ux": np.zeros((lx, ly)), "uy": np.zeros((lx, ly)), "T": T}
+
+
+SETUPS = {"shear-wave": shear_wave, "uniform-noise": uniform_noise, "rayleigh-taylor": rayleigh_taylor}
 
 
 def load_fields(path) -> Dict[str, np.ndarray]:

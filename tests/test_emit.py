@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 #: the canonical emitted sources checked into generated/ (regenerated and compared below)
 CANONICAL = [
     KernelSpec(backend="c", layout="caosoa", vl=8),
+    KernelSpec(backend="opencl", layout="caosoa", vl=32),
 ]
 
 

@@ -10,7 +10,7 @@
  * VL          8
  * precision   double (double)
  * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4)
- *             689 floating-point operations per site (counted on the generated code)
+ *             602 floating-point operations per site (counted on the generated code)
  * sizes       run-time (lx, ly arguments)
  * streaming   non-temporal stores for whole clusters (intrinsics, portable fallback)
  * halo        3 columns in X and 3 cluster rows in Y around every region

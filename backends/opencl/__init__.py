@@ -1,0 +1,358 @@
+"""OpenCL backend: pyopencl builds the generated ``.cl`` for one device and launches it.
+
+Device choice (first that applies): the ``device`` argument (``"P:D"`` platform and device
+indices, ``"P"`` for the first device of platform P, or a case-insensitive substring of the
+device name), the ``PYOPENCL_CTX`` environment variable (same forms), else the first
+device found.  Double precision needs ``cl_khr_fp64`` (``device.double_fp_config``).
+
+Compiled programs are cached in this process (per context, source digest and build
+options) and by pyopencl on disk (its binary cache).  The source is also written to
+``<cache>/opencl/<key>/`` so that a build failure can name the file; the build log goes
+into the ``CompileError``.  Strict mode builds with ``-DLBGEN_STRICT`` (the kernels then
+say ``#pragma OPENCL FP_CONTRACT OFF``); this backend never passes ``-cl-mad-enable``
+or ``-cl-fast-relaxed-math``.
+
+One work-item per site; the global size is rounded up to a multiple of the work-group
+size (the kernels return early past the last site).  Default work-group size: the
+spec's ``block_size``, else 64 (a multiple of every VL up to 64), capped by the device.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import warnings
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+from ...cache import atomic_write_bytes, cache_dir, digest
+from ..base import BackendUnavailable, CompileError, Program
+
+DEFAULT_BLOCK_SIZE = 64
+STRICT_OPTIONS = ("-DLBGEN_STRICT",)
+#: options this backend refuses: they change results (contraction, relaxed math)
+FORBIDDEN_OPTIONS = ("-cl-mad-enable", "-cl-fast-relaxed-math", "-cl-unsafe-math-optimizations")
+
+_lock = threading.Lock()
+_contexts: Dict[int, tuple] = {}          # device int_ptr -> (context, queue)
+_programs: Dict[tuple, object] = {}       # (device int_ptr, source digest, options) -> cl.Program
+
+
+def _installed_icds() -> list:
+    """(file name, library path) of the OpenCL runtimes installed as Python packages.
+
+    pyopencl's wheel bundles pocl (its loader finds that by itself); the Intel CPU runtime
+    (``pip install intel-opencl-rt intel-cmplr-lib-rt``) puts ``libintelocl.so`` into
+    ``<prefix>/lib`` with an .icd file whose path is a build-time placeholder, so the ICD
+    loader never finds it on its own.
+    """
+    import glob
+    import sys
+    found = []
+    intel = os.path.join(sys.prefix, "lib", "libintelocl.so")
+    if os.path.exists(intel):
+        found.append(("00-intel-cpu.icd", intel))
+    for icd in sorted(glob.glob("/etc/OpenCL/vendors/*.icd")):
+        found.append((f"90-{os.path.basename(icd)}", open(icd).read().strip()))
+    return found
+
+
+def _setup_icd_vendors() -> None:
+    """Make pip-installed OpenCL runtimes visible to the ICD loader (before it starts).
+
+    Only when ``OCL_ICD_VENDORS`` is unset and the Intel CPU runtime is installed in this
+    environment: then a vendors folder under the lbgen cache lists it next to pyopencl's
+    system ICDs (pyopencl's bundled pocl is found by its loader regardless).  (pocl 3.0 cannot build for CPUs its LLVM 14 does not
+    know, e.g. AMD Zen 5: "unknown target CPU 'generic'".)
+    """
+    if os.environ.get("OCL_ICD_VENDORS"):
+        return
+    icds = _installed_icds()
+    if not any(name.startswith("00-intel") for name, _ in icds):
+        return
+    folder = cache_dir("opencl") / "vendors"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, lib in icds:
+        path = folder / name
+        if not path.exists() or path.read_text().strip() != lib:
+            atomic_write_bytes(path, (lib + "\n").encode())
+    os.environ["OCL_ICD_VENDORS"] = str(folder)
+
+
+def _cl():
+    if "pyopencl" not in __import__("sys").modules:
+        _setup_icd_vendors()
+    try:
+        import pyopencl as cl
+    except ImportError as e:
+        raise BackendUnavailable(
+            f"OpenCL backend: pyopencl is not importable ({e}); install it with "
+            f"`pip install pyopencl pocl-binary-distribution` (pocl runs OpenCL on the CPU)") from None
+    return cl
+
+
+def _platforms():
+    cl = _cl()
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as e:
+        platforms = []
+        reason = str(e)
+    else:
+        reason = "no OpenCL platform (ICD) found"
+    if not platforms:
+        raise BackendUnavailable(
+            f"OpenCL backend: {reason}; install a driver or `pip install pocl-binary-distribution`")
+    return platforms
+
+
+def devices() -> list:
+    """[(platform index, device index, platform, device)] for every device of every platform."""
+    out = []
+    for pi, platform in enumerate(_platforms()):
+        try:
+            devs = platform.get_devices()
+        except Exception:          # a platform without devices raises DEVICE_NOT_FOUND
+            devs = []
+        for di, dev in enumerate(devs):
+            out.append((pi, di, platform, dev))
+    if not out:
+        raise BackendUnavailable("OpenCL backend: OpenCL platforms found, but none has a device")
+    return out
+
+
+@contextlib.contextmanager
+def _quiet_build():
+    """pyopencl warns on any non-empty build log (and on log access before a build); the
+    log of a failed build goes into CompileError instead.  PYOPENCL_COMPILER_OUTPUT=1
+    still shows everything."""
+    with warnings.catch_warnings():
+        if not os.environ.get("PYOPENCL_COMPILER_OUTPUT"):
+            warnings.simplefilter("ignore", _cl().CompilerWarning)
+            warnings.filterwarnings("ignore", message="Pre-build attribute access")
+        yield
+
+
+def _describe(entry) -> str:
+    pi, di, platform, dev = entry
+    return f"{pi}:{di} {dev.name.strip()} ({platform.name.strip()}, {dev.version.strip()})"
+
+
+def select_device(device: Optional[str] = None):
+    """The cl.Device chosen by ``device``, else ``$PYOPENCL_CTX``, else the first one.
+
+    Raises BackendUnavailable (listing the devices there are) when nothing matches.
+    """
+    found = devices()
+    origin = "device"
+    choice = device
+    if choice is None or str(choice).strip() == "":
+        choice = os.environ.get("PYOPENCL_CTX") or None
+        origin = "PYOPENCL_CTX"
+    if choice is None:
+        return _first_working_device(found)
+    text = str(choice).strip()
+    listing = "; ".join(_describe(e) for e in found)
+    parts = text.split(":")
+    if all(p.strip().isdigit() for p in parts if p.strip() != "") and 1 <= len(parts) <= 2 and parts[0].strip():
+        pi = int(parts[0])
+        di = int(parts[1]) if len(parts) == 2 and parts[1].strip() else 0
+        for e in found:
+            if e[0] == pi and e[1] == di:
+                return e[3]
+        raise BackendUnavailable(f"OpenCL backend: no device {pi}:{di} ({origin}={text!r}); devices here: {listing}")
+    matches = [e for e in found if text.lower() in e[3].name.lower()]
+    if not matches:
+        raise BackendUnavailable(f"OpenCL backend: no device whose name contains {text!r} ({origin}={text!r}); "
+                                 f"devices here: {listing}")
+    return matches[0][3]
+
+
+_working: Dict[int, Optional[str]] = {}   # device int_ptr -> None (builds) or why not
+
+
+def _probe(dev) -> Optional[str]:
+    """None when the device builds a trivial kernel, else the build error (cached)."""
+    cl = _cl()
+    key = dev.int_ptr
+    if key not in _working:
+        try:
+            ctx, _ = _context(dev)
+            with _quiet_build():
+                cl.Program(ctx, "__kernel void lbgen_probe(__global float *a) { a[0] = 1.0f; }").build(devices=[dev])
+            _working[key] = None
+        except cl.Error as e:
+            _working[key] = " ".join(str(e).split())[:300]
+    return _working[key]
+
+
+def _first_working_device(found):
+    """The first device that can build kernels (a device whose compiler fails is passed over)."""
+    failures = []
+    for entry in found:
+        why = _probe(entry[3])
+        if why is None:
+            return entry[3]
+        failures.append(f"{_describe(entry)}: {why}")
+    raise BackendUnavailable("OpenCL backend: no device can build kernels here: " + "; ".join(failures))
+
+
+def available() -> Tuple[bool, str]:
+    found = devices()
+    return True, "OpenCL via pyopencl: " + "; ".join(_describe(e) for e in found)
+
+
+def _context(dev):
+    cl = _cl()
+    key = dev.int_ptr
+    with _lock:
+        if key not in _contexts:
+            ctx = cl.Context([dev])
+            _contexts[key] = (ctx, cl.CommandQueue(ctx, dev))
+        return _contexts[key]
+
+
+def build_options(strict: bool = False, single: bool = False, dev=None) -> tuple:
+    opts = list(STRICT_OPTIONS) if strict else []
+    if strict and single and dev is not None:
+        cl = _cl()
+        if dev.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
+            opts.append("-cl-fp32-correctly-rounded-divide-sqrt")
+    return tuple(opts)
+
+
+def build(source, dev, options: tuple):
+    """The built cl.Program for a source on a device (cached in this process)."""
+    cl = _cl()
+    if source.spec.backend != "opencl":
+        raise ValueError(f"the OpenCL backend compiles OpenCL sources, not {source.spec.backend!r}")
+    bad = [o for o in options if o in FORBIDDEN_OPTIONS]
+    if bad:
+        raise ValueError(f"OpenCL backend: build options {bad} change results and are not allowed")
+    ctx, _ = _context(dev)
+    key = (dev.int_ptr, source.digest, options)
+    with _lock:
+        if key in _programs:
+            return _programs[key]
+    directory = cache_dir("opencl") / digest(source.digest, options, dev.name, dev.driver_version)
+    cl_file = directory / source.main_file
+    if not cl_file.exists():
+        for name, text in source.files.items():
+            atomic_write_bytes(directory / name, text.encode())
+    program = cl.Program(ctx, source.text)
+    try:
+        with _quiet_build():
+            program.build(options=list(options), devices=[dev])
+    except cl.Error as e:
+        try:
+            with _quiet_build():
+                log = program.get_build_info(dev, cl.program_build_info.LOG)
+        except Exception:
+            log = ""
+        log = log or str(e)
+        atomic_write_bytes(directory / "build.log", log.encode())
+        raise CompileError(f"OpenCL failed to build the generated file {cl_file} for {dev.name.strip()}\n"
+                           f"(options: {' '.join(options) or '(none)'}; log also in {directory / 'build.log'})\n"
+                           f"{log}") from None
+    with _lock:
+        _programs[key] = program
+    return program
+
+
+class OpenCLProgram(Program):
+    def __init__(self, source, lx: int, ly: int, strict: bool = False, device=None,
+                 block_size: Optional[int] = None):
+        super().__init__(source, lx, ly)
+        if self.spec.compile_time_sizes and (lx, ly) != (self.spec.lx, self.spec.ly):
+            raise ValueError(f"these kernels were generated for LX x LY = {self.spec.lx} x {self.spec.ly}, "
+                             f"not {lx} x {ly}")
+        cl = self.cl = _cl()
+        self.device = select_device(device)
+        single = self.spec.precision == "single"
+        if not single and not self.device.double_fp_config:
+            raise BackendUnavailable(
+                f"OpenCL backend: device {self.device.name.strip()!r} has no double precision "
+                f"(cl_khr_fp64, double_fp_config = 0); use precision='single' or another device")
+        self.context, self.queue = _context(self.device)
+        self.strict = strict
+        self.options = build_options(strict, single, self.device)
+        self.program = build(source, self.device, self.options)
+        prefix = self.spec.prefix
+        self.kernels = {n: cl.Kernel(self.program, f"{prefix}_{n}") for n in ("halo", "propagate", "collide", "fused")}
+        bs = block_size or self.spec.block_size or DEFAULT_BLOCK_SIZE
+        limit = min(self.device.max_work_group_size,
+                    min(k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device)
+                        for k in self.kernels.values()))
+        if bs > limit:
+            if block_size or self.spec.block_size:
+                raise ValueError(f"OpenCL backend: work-group size {bs} exceeds the limit {limit} "
+                                 f"of {self.device.name.strip()} for these kernels")
+            bs = limit
+        self.block_size = int(bs)
+        self._sizes = () if self.spec.compile_time_sizes else (np.int32(lx), np.int32(ly))
+        L = self.layout
+        sites = lx * ly
+        self._site_range = self._ranges(sites)
+        self._halo_ranges = (self._ranges(lx * 2 * 3 * L.VL), self._ranges(2 * 3 * L.NRP * L.VL))
+        self.nbytes = L.size * np.dtype(self.dtype).itemsize
+
+    def _ranges(self, n: int):
+        bs = self.block_size
+        return ((n + bs - 1) // bs * bs,), (bs,)
+
+    @property
+    def device_name(self) -> str:
+        return self.device.name.strip()
+
+    # --- buffers ----------------------------------------------------------------------------
+    def allocate(self):
+        mf = self.cl.mem_flags
+        return self.cl.Buffer(self.context, mf.READ_WRITE | mf.COPY_HOST_PTR,
+                              hostbuf=np.zeros(self.layout.size, dtype=self.dtype))
+
+    def upload(self, host, buffer=None):
+        host = np.ascontiguousarray(np.asarray(host, dtype=self.dtype).reshape(-1))
+        if host.size != self.layout.size:
+            raise ValueError(f"upload expects {self.layout.size} elements, got {host.size}")
+        buf = self.allocate() if buffer is None else buffer
+        self.cl.enqueue_copy(self.queue, buf, host, is_blocking=True)
+        return buf
+
+    def download(self, buffer):
+        host = np.empty(self.layout.size, dtype=self.dtype)
+        self.cl.enqueue_copy(self.queue, host, buffer, is_blocking=True)
+        return host
+
+    # --- kernels ----------------------------------------------------------------------------
+    def _params(self, params):
+        return [self.dtype(v) for v in self._param_values(params)]
+
+    def _launch(self, name, ranges, *args):
+        return self.kernels[name](self.queue, ranges[0], ranges[1], *args)
+
+    def halo(self, f):
+        for phase, ranges in enumerate(self._halo_ranges):
+            self._launch("halo", ranges, f, np.int32(phase), *self._sizes)
+
+    def propagate(self, prv, nxt):
+        self._launch("propagate", self._site_range, prv, nxt, *self._sizes)
+
+    def collide(self, src, dst, **params):
+        self._launch("collide", self._site_range, src, dst, *self._sizes, *self._params(params))
+
+    def fused(self, prv, nxt, **params):
+        self._launch("fused", self._site_range, prv, nxt, *self._sizes, *self._params(params))
+
+    def synchronize(self) -> None:
+        self.queue.finish()
+
+
+def compile(source, lx: int, ly: int, threads: int = 0, strict: bool = False, device=None,
+            block_size: Optional[int] = None, **_ignored) -> OpenCLProgram:
+    """Build (or reuse) the kernels of an OpenCL KernelSource for an LX x LY lattice.
+
+    ``threads`` is accepted for interface symmetry and ignored (pocl sizes its own pool;
+    set POCL_MAX_PTHREAD_COUNT before the first OpenCL call to limit it).
+    """
+    return OpenCLProgram(source, lx, ly, strict=strict, device=device, block_size=block_size)

@@ -1,0 +1,261 @@
+"""The C/OpenMP backend against the NumPy oracle: every layout, VL, operator and precision,
+unfused and fused; bit-identical layouts in strict mode; the equilibrium/fields kernels;
+the on-disk compile cache (reuse, concurrency); compile errors; compiler flags."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from conftest import FORCE, LAYOUT_CONFIGS, LX, LY, OPERATOR_PARAMS, config_id, random_fields
+from lbgen import reference as ref
+from lbgen.backends import c as cbackend
+from lbgen.backends.base import CompileError
+from lbgen.codegen import KernelSpec, generate
+
+STEPS = 20
+TOLERANCE = {"double": 1e-12, "single": 1e-5}
+OPERATORS = ("bgk", "regularized")
+CONFIG_IDS = [config_id(c) for c in LAYOUT_CONFIGS]
+
+
+def relative_error(got, want):
+    return float(np.abs(got - want).max() / np.abs(want).max())
+
+
+# --- against the reference -------------------------------------------------------------------
+
+def test_reference_trajectory_is_sensitive_to_the_force_and_the_operator(reference_run, initial_state):
+    """So the tolerances below can see a dropped force or a wrong operator."""
+    with_force = reference_run("bgk", STEPS)
+    assert relative_error(reference_run("bgk", STEPS, force=(0.0, 0.0)), with_force) > 100 * TOLERANCE["single"]
+    assert relative_error(reference_run("regularized", STEPS), with_force) > 100 * TOLERANCE["single"]
+    assert relative_error(initial_state, with_force) > 100 * TOLERANCE["single"]
+
+
+@pytest.mark.parametrize("path", ["unfused", "fused"])
+@pytest.mark.parametrize("precision", ["double", "single"])
+@pytest.mark.parametrize("operator", OPERATORS)
+@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+def test_c_kernels_match_the_reference_after_20_steps_with_force(
+        name, vl, operator, precision, path, program, run_program, reference_run, initial_state):
+    prog = program(name, vl, precision, operator)
+    got = run_program(prog, initial_state, STEPS, path, operator)
+    err = relative_error(got, reference_run(operator, STEPS))
+    assert err <= TOLERANCE[precision], f"{name} vl={vl} {operator} {precision} {path}: relative error {err:.3g}"
+
+
+def test_collide_may_run_in_place_and_propagate_leaves_its_input_untouched(program, initial_state):
+    prog = program("caosoa", 8)
+    a = prog.upload_fields(initial_state)
+    b = prog.allocate()
+    prog.halo(a)
+    a_before = a.copy()
+    prog.propagate(a, b)
+    np.testing.assert_array_equal(a, a_before)
+    np.testing.assert_array_equal(prog.download_fields(b), ref.propagate(initial_state))
+    params = dict(OPERATOR_PARAMS["bgk"], ax=FORCE[0], ay=FORCE[1])
+    out = prog.allocate()
+    prog.collide(b, out, **params)
+    prog.collide(b, b, **params)          # in place
+    np.testing.assert_array_equal(prog.download_fields(b), prog.download_fields(out))
+
+
+def test_wrong_collision_parameters_are_refused_by_name(program):
+    prog = program("caosoa", 8)
+    a, b = prog.allocate(), prog.allocate()
+    with pytest.raises(TypeError, match=r"missing \['ay'\].*unexpected \['C1'\]"):
+        prog.collide(a, b, tau=0.8, ax=0.0, C1=0.1)
+
+
+# --- strict mode: bit-identical across layouts -----------------------------------------------
+
+STRICT_STEPS = 10
+
+
+@pytest.fixture(scope="session")
+def strict_baseline(program, run_program, initial_state):
+    memo = {}
+
+    def get(operator):
+        if operator not in memo:
+            prog = program("aos", None, "double", operator, strict=True)
+            memo[operator] = run_program(prog, initial_state, STRICT_STEPS, "unfused", operator)
+        return memo[operator]
+
+    return get
+
+
+@pytest.mark.parametrize("operator", OPERATORS)
+@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+def test_strict_mode_gives_bit_identical_fields_in_every_layout_fused_or_not(
+        name, vl, operator, program, run_program, initial_state, strict_baseline):
+    prog = program(name, vl, "double", operator, strict=True)
+    assert "-ffp-contract=off" in (prog.library_path.parent / "build.log").read_text()
+    baseline = strict_baseline(operator)
+    for path in ("unfused", "fused"):
+        got = run_program(prog, initial_state, STRICT_STEPS, path, operator)
+        diff = np.abs(got - baseline).max()
+        assert np.array_equal(got, baseline), f"{name} vl={vl} {path} differs from aos by up to {diff:.3g}"
+
+
+# --- equilibrium and fields kernels ----------------------------------------------------------
+
+@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+def test_c_init_equilibrium_and_fields_agree_with_the_reference(name, vl, program):
+    prog = program(name, vl)
+    rho, ux, uy, T = random_fields(11)
+    buf = prog.allocate()
+    prog.init_equilibrium(buf, rho, ux, uy, T)
+    want = ref.equilibrium(rho, ux, uy, T)
+    got = prog.download_fields(buf)
+    assert relative_error(got, want) <= 1e-13
+    # the halo was refreshed by init_equilibrium
+    np.testing.assert_array_equal(buf, prog.layout.fill_halo(buf.copy()))
+    # fields of the equilibrium give the inputs back, and agree with ref.fields on any state
+    for c_field, field in zip(prog.fields(buf), (rho, ux, uy, T)):
+        np.testing.assert_allclose(c_field, field, rtol=0, atol=1e-13)
+    f = want * (1.0 + 1e-2 * np.random.default_rng(5).standard_normal(want.shape))
+    for c_field, r_field in zip(prog.fields(prog.upload_fields(f)), ref.fields(f)):
+        np.testing.assert_allclose(c_field, r_field, rtol=0, atol=1e-13)
+
+
+def test_single_precision_init_equilibrium_is_accurate_to_float_rounding(program):
+    prog = program("csoa", 16, "single")
+    rho, ux, uy, T = random_fields(12)
+    buf = prog.allocate()
+    assert buf.dtype == np.float32
+    prog.init_equilibrium(buf, rho, ux, uy, T)
+    assert relative_error(prog.download_fields(buf), ref.equilibrium(rho, ux, uy, T)) <= 1e-6
+
+
+# --- the compile cache ---------------------------------------------------------------------------
+
+def test_second_compile_of_the_same_source_reuses_the_library_without_gcc(monkeypatch):
+    src = generate(KernelSpec(backend="c", layout="csoa", vl=8))
+    first = cbackend.compile(src, LX, LY)
+    mtime = first.library_path.stat().st_mtime_ns
+
+    def no_gcc(*args, **kwargs):
+        raise AssertionError(f"gcc ran again: {args}")
+
+    monkeypatch.setattr(cbackend.subprocess, "run", no_gcc)
+    second = cbackend.compile(src, LX, 2 * LY)        # a different lattice: same library
+    assert second.library_path == first.library_path
+    assert second.library_path.stat().st_mtime_ns == mtime
+    # other flags are another cache entry
+    monkeypatch.undo()
+    strict = cbackend.compile(src, LX, LY, strict=True)
+    assert strict.library_path != first.library_path
+
+
+_CHILD = textwrap.dedent("""
+    import os, pickle, sys, time
+    import numpy as np
+    from lbgen.backends import c as cbackend
+    src = pickle.load(open(sys.argv[1], "rb"))
+    while not os.path.exists(sys.argv[2]):       # start together
+        time.sleep(0.005)
+    prog = cbackend.compile(src, 6, 96)
+    a = prog.allocate(); b = prog.allocate()
+    a[...] = 1.0
+    prog.halo(a); prog.fused(a, b, tau=0.8, ax=0.0, ay=0.0)
+    print(prog.library_path)
+    print(repr(float(b.sum())))
+""")
+
+
+def test_two_processes_compiling_the_same_new_kernel_both_succeed_and_gcc_runs_once(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("LBGEN_CACHE_DIR", str(cache))
+    # a compiler wrapper that records every compilation (not the --version probe)
+    calls = tmp_path / "gcc-calls.log"
+    wrapper = tmp_path / "cc-wrapper"
+    wrapper.write_text(f'#!/bin/sh\ncase "$1" in --version) ;; *) echo "$$" >> "{calls}"; sleep 0.5 ;; esac\n'
+                       f'exec gcc "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CC", str(wrapper))
+    src_file = tmp_path / "source.pickle"
+    src_file.write_bytes(pickle.dumps(generate(KernelSpec(backend="c", layout="caosoa", vl=8, prefix="concurrent"))))
+    go = tmp_path / "go"
+    children = [subprocess.Popen([sys.executable, "-c", _CHILD, str(src_file), str(go)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    time.sleep(0.2)
+    go.touch()
+    results = [child.communicate(timeout=120) for child in children]
+    for child, (out, err) in zip(children, results):
+        assert child.returncode == 0, err
+    outputs = [out.split() for out, _ in results]
+    assert outputs[0] == outputs[1]                        # same library, same result
+    assert outputs[0][0].startswith(str(cache))
+    assert float(outputs[0][1]) == pytest.approx(37 * LX * LY)  # uniform state stays uniform, mass kept
+    assert len(calls.read_text().split()) == 1, "gcc ran more than once for one kernel"
+    leftovers = [p.name for p in (cache / "c").rglob("*.tmp")]
+    assert not leftovers
+
+
+def test_compile_error_names_the_generated_file_and_carries_the_gcc_log(tmp_path, monkeypatch):
+    monkeypatch.setenv("LBGEN_CACHE_DIR", str(tmp_path))
+    src = generate(KernelSpec(backend="c", layout="soa", vl=None))
+    files = dict(src.files)
+    files[src.main_file] += "\nint broken_by_the_test(void) { return 1 +; }\n"
+    broken = dataclasses.replace(src, files=files)
+    with pytest.raises(CompileError) as info:
+        cbackend.compile(broken, LX, LY)
+    message = str(info.value)
+    c_files = list((tmp_path / "c").rglob(src.main_file))
+    assert len(c_files) == 1
+    assert str(c_files[0]) in message
+    assert "error" in message and "broken_by_the_test" in message
+    # a failed build leaves no library behind: trying again fails again
+    assert not list((tmp_path / "c").rglob("*.so"))
+    with pytest.raises(CompileError):
+        cbackend.compile(broken, LX, LY)
+
+
+# --- flags ------------------------------------------------------------------------------------------
+
+def test_flags_for_defaults_and_strict_mode():
+    assert cbackend.flags_for() == cbackend.DEFAULT_FLAGS
+    assert "-ffp-contract=off" not in cbackend.flags_for()
+    assert cbackend.flags_for(strict=True)[-1] == "-ffp-contract=off"
+    assert set(cbackend.DEFAULT_FLAGS) <= set(cbackend.flags_for(strict=True))
+    # strict overrides a user's contraction setting, keeps the rest
+    assert cbackend.flags_for(["-O2", "-ffp-contract=fast"], strict=True) == ("-O2", "-ffp-contract=off")
+    assert cbackend.flags_for(["-O1"]) == ("-O1",)
+
+
+@pytest.mark.parametrize("operator", OPERATORS)
+def test_flags_override_reaches_gcc_and_still_matches_the_reference(
+        operator, program, run_program, reference_run, initial_state):
+    prog = program("caosoa", 8, "double", operator, flags=["-O0"])
+    log = (prog.library_path.parent / "build.log").read_text()
+    command = log.splitlines()[0]
+    assert " -O0 " in command and "-O3" not in command
+    assert prog.library_path != program("caosoa", 8, "double", operator).library_path
+    got = run_program(prog, initial_state, STEPS, "fused", operator)
+    assert relative_error(got, reference_run(operator, STEPS)) <= TOLERANCE["double"]
+
+
+# --- compile-time sizes -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, vl", [("soa", None), ("caosoa", 32)], ids=["soa", "caosoa-vl32"])
+def test_compile_time_sizes_match_the_reference(name, vl, run_program, reference_run, initial_state):
+    src = generate(KernelSpec(backend="c", layout=name, vl=vl, collision="regularized", lx=LX, ly=LY))
+    assert f"#define LBGEN_LY   {LY}" in src.files["lbgen_kernels.h"]
+    prog = cbackend.compile(src, LX, LY)
+    got = run_program(prog, initial_state, STEPS, "fused", "regularized")
+    assert relative_error(got, reference_run("regularized", STEPS)) <= TOLERANCE["double"]
+
+
+def test_a_compile_time_sized_source_refuses_another_lattice():
+    src = generate(KernelSpec(backend="c", layout="caosoa", vl=8, lx=LX, ly=LY))
+    with pytest.raises((ValueError, RuntimeError), match="96"):
+        cbackend.compile(src, LX, LY // 2)     # never run: its kernels would index past the buffers

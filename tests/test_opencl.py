@@ -1,0 +1,210 @@
+"""The OpenCL backend (pyopencl; on a CPU through pocl or the Intel CPU runtime) against the
+NumPy oracle: every layout and VL, both operators, double and single, unfused and fused;
+strict mode bit-identical to the C backend's strict build; the halo kernel against
+``layout.fill_halo``; device selection and build errors; the emitted example.py.
+
+Skipped as a whole when no OpenCL device can build kernels here -- except under CI=true,
+where that is a failure (CI must exercise this backend)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import FORCE, LX, LY, OPERATOR_PARAMS, config_id
+from lbgen.backends.base import BackendUnavailable, CompileError
+from lbgen.codegen import KernelSpec, emit_files, generate
+
+
+def _opencl_or_skip():
+    try:
+        from lbgen.backends import opencl as ob
+        ob.available()
+        return ob, ob.select_device()
+    except (BackendUnavailable, ImportError) as e:
+        reason = f"OpenCL backend unavailable: {e}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason} (CI=true: the OpenCL tests must run, not skip)", pytrace=False)
+        pytest.skip(reason, allow_module_level=True)
+
+
+ob, DEVICE = _opencl_or_skip()
+
+STEPS = 20
+STRICT_STEPS = 10
+TOLERANCE = {"double": 1e-12, "single": 1e-5}
+OPERATORS = ("bgk", "regularized")
+#: VL 4, 8 and 32 (32: one warp-sized cluster, LY/VL = 3 rows)
+CONFIGS = [("aos", None), ("soa", None)] + [(n, vl) for n in ("csoa", "caosoa") for vl in (4, 8, 32)]
+IDS = [config_id(c) for c in CONFIGS]
+
+
+def relative_error(got, want):
+    return float(np.abs(got - want).max() / np.abs(want).max())
+
+
+@pytest.fixture(scope="module")
+def ocl_program():
+    memo = {}
+
+    def get(layout, vl, precision="double", collision="bgk", strict=False):
+        key = (layout, vl, precision, collision, strict)
+        if key not in memo:
+            src = generate(KernelSpec(backend="opencl", layout=layout, vl=vl, precision=precision,
+                                      collision=collision))
+            memo[key] = ob.compile(src, LX, LY, strict=strict)
+        return memo[key]
+
+    return get
+
+
+# --- against the reference ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("precision", ["double", "single"])
+@pytest.mark.parametrize("operator", OPERATORS)
+@pytest.mark.parametrize("name, vl", CONFIGS, ids=IDS)
+def test_opencl_kernels_match_the_reference_after_20_steps_with_force_fused_and_unfused(
+        name, vl, operator, precision, ocl_program, run_program, reference_run, initial_state):
+    prog = ocl_program(name, vl, precision, operator)
+    want = reference_run(operator, STEPS)
+    for path in ("unfused", "fused"):
+        got = run_program(prog, initial_state, STEPS, path, operator)
+        err = relative_error(got, want)
+        assert err <= TOLERANCE[precision], f"{name} vl={vl} {operator} {precision} {path}: relative error {err:.3g}"
+
+
+@pytest.mark.parametrize("name, vl", [("aos", None), ("csoa", 4), ("caosoa", 32)],
+                         ids=["aos", "csoa-vl4", "caosoa-vl32"])
+def test_halo_kernel_equals_numpy_fill_halo(name, vl, ocl_program):
+    prog = ocl_program(name, vl)
+    host = np.random.default_rng(3).standard_normal(prog.layout.size)
+    buf = prog.upload(host)                       # raw upload: the halo holds noise
+    prog.halo(buf)
+    np.testing.assert_array_equal(prog.download(buf), prog.layout.fill_halo(host.copy()))
+
+
+def test_collide_in_place_and_propagate_leave_results_consistent(ocl_program, initial_state):
+    from lbgen import reference as ref
+    prog = ocl_program("caosoa", 8)
+    a = prog.upload_fields(initial_state)
+    b = prog.allocate()
+    prog.halo(a)
+    before = prog.download(a)
+    prog.propagate(a, b)
+    np.testing.assert_array_equal(prog.download(a), before)
+    np.testing.assert_array_equal(prog.download_fields(b), ref.propagate(initial_state))
+    params = dict(OPERATOR_PARAMS["bgk"], ax=FORCE[0], ay=FORCE[1])
+    out = prog.allocate()
+    prog.collide(b, out, **params)
+    prog.collide(b, b, **params)
+    prog.synchronize()
+    np.testing.assert_array_equal(prog.download(b), prog.download(out))
+
+
+def test_wrong_collision_parameters_are_refused_by_name(ocl_program):
+    prog = ocl_program("caosoa", 8)
+    a, b = prog.allocate(), prog.allocate()
+    with pytest.raises(TypeError, match=r"missing \['ay'\].*unexpected \['C1'\]"):
+        prog.collide(a, b, tau=0.8, ax=0.0, C1=0.1)
+
+
+# --- strict mode: bit-identical to the C backend ----------------------------------------------
+
+@pytest.mark.parametrize("operator", OPERATORS)
+@pytest.mark.parametrize("name, vl", [("aos", None), ("csoa", 8), ("caosoa", 32)],
+                         ids=["aos", "csoa-vl8", "caosoa-vl32"])
+def test_strict_opencl_is_bit_identical_to_strict_c(name, vl, operator, ocl_program, program, run_program,
+                                                    initial_state):
+    prog = ocl_program(name, vl, "double", operator, strict=True)
+    assert "-DLBGEN_STRICT" in prog.options
+    assert not set(prog.options) & set(ob.FORBIDDEN_OPTIONS)
+    c_result = run_program(program(name, vl, "double", operator, strict=True), initial_state, STRICT_STEPS,
+                           "unfused", operator)
+    for path in ("unfused", "fused"):
+        got = run_program(prog, initial_state, STRICT_STEPS, path, operator)
+        diff = np.abs(got - c_result).max()
+        assert np.array_equal(got, c_result), f"{name} vl={vl} {operator} {path}: differs from C by {diff:.3g}"
+
+
+def test_strict_pragma_and_precision_handling_in_the_source():
+    double = generate(KernelSpec(backend="opencl", layout="caosoa", vl=8)).text
+    single = generate(KernelSpec(backend="opencl", layout="caosoa", vl=8, precision="single")).text
+    for text in (double, single):
+        assert re.search(r"#ifdef LBGEN_STRICT\s*#pragma OPENCL FP_CONTRACT OFF\s*#endif", text)
+    assert "cl_khr_fp64" in double
+    assert "cl_khr_fp64" not in single and not re.search(r"\bdouble\b", single.split("*/", 2)[-1])
+
+
+# --- device selection, capabilities, build errors -------------------------------------------
+
+def test_bad_device_selection_names_the_devices_there_are(monkeypatch):
+    src = generate(KernelSpec(backend="opencl", layout="caosoa", vl=8))
+    with pytest.raises(BackendUnavailable, match=r"no device whose name contains 'no-such-device-xyz'.*devices here"):
+        ob.compile(src, LX, LY, device="no-such-device-xyz")
+    with pytest.raises(BackendUnavailable, match=r"no device 97:3"):
+        ob.compile(src, LX, LY, device="97:3")
+    monkeypatch.setenv("PYOPENCL_CTX", "no-such-device-xyz")
+    with pytest.raises(BackendUnavailable, match=r"PYOPENCL_CTX"):
+        ob.select_device()
+
+
+def test_device_selection_by_index_and_name_substring():
+    entry = next(e for e in ob.devices() if e[3].int_ptr == DEVICE.int_ptr)
+    assert ob.select_device(f"{entry[0]}:{entry[1]}").int_ptr == DEVICE.int_ptr
+    assert DEVICE.name.strip().lower() in ob.select_device(DEVICE.name.strip()[2:].upper()).name.lower()
+
+
+def test_double_precision_on_a_device_without_fp64_is_a_clear_error(monkeypatch):
+    class NoFP64:
+        name = "Tiny Embedded GPU"
+        double_fp_config = 0
+    monkeypatch.setattr(ob, "select_device", lambda device=None: NoFP64())
+    src = generate(KernelSpec(backend="opencl", layout="soa", vl=None))
+    with pytest.raises(BackendUnavailable, match=r"'Tiny Embedded GPU' has no double precision"):
+        ob.compile(src, LX, LY)
+
+
+def test_build_failure_raises_compile_error_with_the_cl_path_and_the_log():
+    src = generate(KernelSpec(backend="opencl", layout="aos", vl=None, prefix="broken"))
+    bad = src.text.replace("SITE_OF_WORK_ITEM;", "SITE_OF_WORK_ITEM; undeclared_identifier_zz = 1;", 1)
+    broken = dataclasses.replace(src, files={src.main_file: bad})
+    with pytest.raises(CompileError) as info:
+        ob.compile(broken, LX, LY)
+    message = str(info.value)
+    assert "broken_kernels.cl" in message and "undeclared_identifier_zz" in message
+    path = re.search(r"generated file (\S+\.cl)", message).group(1)
+    assert open(path).read() == bad
+
+
+def test_programs_are_cached_in_process_and_work_group_size_is_configurable():
+    src = generate(KernelSpec(backend="opencl", layout="caosoa", vl=32))
+    first = ob.compile(src, LX, LY)
+    second = ob.compile(src, LX, 2 * LY, block_size=32)
+    assert second.program is first.program
+    assert first.block_size == ob.DEFAULT_BLOCK_SIZE and second.block_size == 32
+    assert second._site_range[0][0] % 32 == 0
+
+
+# --- the emitted example -------------------------------------------------------------------------
+
+def test_emitted_example_runs_and_conserves_mass_while_the_force_adds_momentum(tmp_path):
+    for name, text in emit_files(KernelSpec(backend="opencl", layout="caosoa", vl=32, collision="bgk")).items():
+        (tmp_path / name).write_text(text)
+    entry = next(e for e in ob.devices() if e[3].int_ptr == DEVICE.int_ptr)
+    env = dict(os.environ, PYOPENCL_CTX=f"{entry[0]}:{entry[1]}", PYTHONWARNINGS="ignore")
+    proc = subprocess.run([sys.executable, "example.py", "30"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = re.findall(r"step\s+(\d+)\s+mass (\S+)\s+momentum \((\S+), (\S+)\)\s+expected \((\S+), (\S+)\)", proc.stdout)
+    assert len(rows) >= 2 and rows[-1][0] == "30", proc.stdout
+    mass0 = float(rows[0][1])
+    for step, mass, px, py, ex, ey in rows:
+        assert abs(float(mass) - mass0) <= 1e-10 * mass0
+        assert float(px) == pytest.approx(float(ex), rel=1e-8, abs=1e-10)
+        assert abs(float(py)) < 1e-9
+    assert float(rows[-1][2]) > 0
