@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 CANONICAL = [
     KernelSpec(backend="c", layout="caosoa", vl=8),
     KernelSpec(backend="opencl", layout="caosoa", vl=32),
+    KernelSpec(backend="cuda", layout="caosoa", vl=32),
 ]
 
 

@@ -1,0 +1,255 @@
+"""CUDA backend: the emitted ``.cu`` kernels run through pycuda (optional extra ``lbgen[cuda]``).
+
+Three ways to use the same generated ``.cu`` text:
+
+* here, ``compile(source, lx, ly)``: pycuda's ``SourceModule`` (nvcc) for the compute
+  capability of device 0, device buffers, kernel launches -- needs pycuda and a GPU;
+* :mod:`.nvcc`: ``compile_cu`` / ``ptxas_report`` -- nvcc only, no GPU: does the text
+  compile for sm_80/sm_90, how many registers, any spills;
+* :mod:`.shim`: the text compiled as C++ on the CPU with a host shim, launched with the
+  same geometry as here -- checks indexing and bodies against the NumPy reference.
+
+Launch geometry (shared by the runtime and the shim): 1-D grids, blocks of BLOCK threads
+(``spec.block_size``, 128 by default; the kernels carry ``__launch_bounds__(BLOCK)``);
+one thread per site for propagate/collide/fused with the VL lanes of a cluster on
+consecutive threads; the halo refresh is two launches (rows, then columns).
+"""
+from __future__ import annotations
+
+import atexit
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from ...layouts import HALO
+from ..base import BackendUnavailable, CompileError, Program
+
+DEFAULT_BLOCK = 128
+
+#: the kernels of a CUDA source, without the prefix, in launch order of one unfused step
+KERNELS = ("halo_rows", "halo_cols", "propagate", "collide", "fused", "init_equilibrium", "fields")
+#: with KernelSpec(walls=True) also "bc" (one thread per column)
+
+
+def block_bound(spec) -> int:
+    """The BLOCK the kernels were generated with (their __launch_bounds__)."""
+    return spec.block_size or DEFAULT_BLOCK
+
+
+def thread_counts(layout) -> Dict[str, int]:
+    """Threads each kernel is launched with, for a layout (LX, LY, VL)."""
+    sites = layout.LX * layout.LY
+    return {
+        "halo_rows": layout.LX * 2 * HALO * layout.VL,
+        "halo_cols": 2 * HALO * layout.NRP * layout.VL,
+        "propagate": sites, "collide": sites, "fused": sites,
+        "init_equilibrium": sites, "fields": sites, "bc": layout.LX,
+    }
+
+
+def grid_size(threads: int, block: int) -> int:
+    return (threads + block - 1) // block
+
+
+class LaunchProgram(Program):
+    """Program logic common to the pycuda runtime and the host shim.
+
+    Subclasses provide ``_launch(kernel, blocks, threads, *args)`` (args: buffers, then the
+    sizes and parameters as Python numbers), allocate/upload/download.
+    """
+
+    def __init__(self, source, lx: int, ly: int, block_size: Optional[int] = None):
+        if source.spec.backend != "cuda":
+            raise ValueError(f"the CUDA backend runs CUDA sources, not {source.spec.backend!r}")
+        super().__init__(source, lx, ly)
+        bound = block_bound(self.spec)
+        self.block = int(block_size or bound)
+        if not 1 <= self.block <= bound:
+            raise ValueError(f"block_size={block_size} exceeds the kernels' __launch_bounds__({bound}); "
+                             f"regenerate with KernelSpec(block_size=...) for larger blocks")
+        self.prefix = self.spec.prefix
+        self.launch_threads = thread_counts(self.layout)
+        self._sizes = () if self.spec.compile_time_sizes else (lx, ly)
+
+    def geometry(self, kernel: str) -> Tuple[int, int]:
+        """(blocks, threads per block) of a kernel's 1-D launch."""
+        return grid_size(self.launch_threads[kernel], self.block), self.block
+
+    def _run(self, kernel: str, *args) -> None:
+        blocks, threads = self.geometry(kernel)
+        self._launch(kernel, blocks, threads, *args)
+
+    def _launch(self, kernel: str, blocks: int, threads: int, *args) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def halo(self, f):
+        self._run("halo_rows", f, *self._sizes)
+        self._run("halo_cols", f, *self._sizes)
+
+    def propagate(self, prv, nxt):
+        self._run("propagate", prv, nxt, *self._sizes)
+
+    def collide(self, src, dst, **params):
+        self._run("collide", src, dst, *self._sizes, *self._param_values(params))
+
+    def fused(self, prv, nxt, **params):
+        self._run("fused", prv, nxt, *self._sizes, *self._param_values(params))
+
+    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0):
+        self._require_walls()
+        self._run("bc", prv, nxt, *self._sizes, float(T_bottom), float(T_top),
+                  int(bool(adiabatic[0])), int(bool(adiabatic[1])), float(ax), float(ay))
+
+
+# --- pycuda runtime ----------------------------------------------------------------------
+
+_STATE: Dict[str, Any] = {}
+
+
+def _driver():
+    """pycuda.driver, initialised, with a context on device 0 (made once, popped at exit)."""
+    if "context" in _STATE:
+        return _STATE["driver"]
+    try:
+        import pycuda.driver as cuda
+    except ImportError as e:   # not installed, or installed without a loadable libcuda
+        raise BackendUnavailable(f"CUDA: pycuda cannot be imported ({e}); pip install 'lbgen[cuda]' "
+                                 "on a machine with an NVIDIA driver") from None
+    try:
+        cuda.init()
+        count = cuda.Device.count()
+    except Exception as e:  # cuda.Error / RuntimeError: no driver, no device
+        raise BackendUnavailable(f"CUDA: the driver could not be initialised ({e}); no usable GPU here") from None
+    if count == 0:
+        raise BackendUnavailable("CUDA: pycuda found no CUDA device")
+    device = cuda.Device(0)
+    try:
+        context = device.retain_primary_context()
+        context.push()
+    except Exception as e:
+        raise BackendUnavailable(f"CUDA: could not create a context on {device.name()} ({e})") from None
+
+    def _pop():
+        try:
+            context.pop()
+        except Exception:
+            pass
+
+    atexit.register(_pop)
+    _STATE.update(driver=cuda, device=device, context=context)
+    return cuda
+
+
+def device_arch() -> str:
+    """sm_XY of device 0 (from its compute capability)."""
+    _driver()
+    major, minor = _STATE["device"].compute_capability()
+    return f"sm_{major}{minor}"
+
+
+def available() -> Tuple[bool, str]:
+    try:
+        cuda = _driver()
+        from .nvcc import find_nvcc
+        find_nvcc()   # SourceModule runs nvcc
+        import pycuda.compiler  # noqa: F401
+    except BackendUnavailable as e:
+        return False, str(e)
+    except ImportError as e:
+        return False, f"CUDA: {e}"
+    dev = _STATE["device"]
+    return True, f"CUDA via pycuda on {dev.name()} ({device_arch()}, driver {cuda.get_driver_version()})"
+
+
+class CudaProgram(LaunchProgram):
+    """Kernels of one CUDA source compiled by pycuda for device 0."""
+
+    def __init__(self, source, lx: int, ly: int, strict: bool = False, block_size: Optional[int] = None,
+                 options=None):
+        super().__init__(source, lx, ly, block_size)
+        self.cuda = _driver()
+        from pycuda.compiler import SourceModule
+        self.arch = device_arch()
+        opts = list(options or []) + (["--fmad=false"] if strict else [])
+        try:
+            self.module = SourceModule(source.text, options=opts, arch=self.arch, no_extern_c=True)
+        except Exception as e:  # pycuda.driver.CompileError carries nvcc's log
+            raise CompileError(f"pycuda/nvcc failed to compile {source.main_file} for {self.arch} "
+                               f"(options {opts}):\n{e}") from None
+        real = "d" if self.spec.precision == "double" else "f"
+        self.real_np = np.float64 if real == "d" else np.float32
+        sizes = "" if self.spec.compile_time_sizes else "ii"
+        nparams = len(self._param_signature())
+        formats = {
+            "halo_rows": "P" + sizes, "halo_cols": "P" + sizes, "propagate": "PP" + sizes,
+            "collide": "PP" + sizes + real * nparams, "fused": "PP" + sizes + real * nparams,
+            "init_equilibrium": "P" + sizes + "PPPP", "fields": "P" + sizes + "PPPP",
+        }
+        if self.spec.walls:
+            formats["bc"] = "PP" + sizes + real + real + "ii" + real + real
+        self.functions = {}
+        for k, fmt in formats.items():
+            fn = self.module.get_function(f"{self.prefix}_{k}")
+            fn.prepare(fmt)
+            self.functions[k] = fn
+        self.nbytes = self.layout.size * np.dtype(self.dtype).itemsize
+
+    def _param_signature(self):
+        from ...codegen import OPERATOR_PARAMETERS
+        return OPERATOR_PARAMETERS[self.spec.collision]
+
+    def _launch(self, kernel, blocks, threads, *args):
+        conv = []
+        for a in args:
+            if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+                conv.append(np.int32(a))
+            elif isinstance(a, (float, np.floating)):
+                conv.append(self.real_np(a))
+            else:
+                conv.append(int(a))   # DeviceAllocation -> device pointer
+        self.functions[kernel].prepared_call((blocks, 1), (threads, 1, 1), *conv)
+
+    def allocate(self):
+        buf = self.cuda.mem_alloc(self.nbytes)
+        self.cuda.memset_d8(buf, 0, self.nbytes)
+        return buf
+
+    def upload(self, host, buffer=None):
+        host = np.ascontiguousarray(np.asarray(host, dtype=self.dtype).reshape(-1))
+        if host.size != self.layout.size:
+            raise ValueError(f"upload expects {self.layout.size} elements, got {host.size}")
+        buf = self.allocate() if buffer is None else buffer
+        self.cuda.memcpy_htod(buf, host)
+        return buf
+
+    def download(self, buffer):
+        out = np.empty(self.layout.size, dtype=self.dtype)
+        self.cuda.memcpy_dtoh(out, buffer)
+        return out
+
+    def synchronize(self):
+        self.cuda.Context.synchronize()
+
+    def init_equilibrium(self, f, rho, ux, uy, T):
+        arrays = [self.cuda.to_device(np.ascontiguousarray(np.broadcast_to(a, (self.lx, self.ly)), dtype=np.float64))
+                  for a in (rho, ux, uy, T)]
+        self._run("init_equilibrium", f, *self._sizes, *arrays)
+        self.halo(f)
+        self.synchronize()
+
+    def fields(self, f):
+        n = self.lx * self.ly * 8
+        outs = [self.cuda.mem_alloc(n) for _ in range(4)]
+        self._run("fields", f, *self._sizes, *outs)
+        result = []
+        for d in outs:
+            h = np.empty((self.lx, self.ly))
+            self.cuda.memcpy_dtoh(h, d)
+            result.append(h)
+        return tuple(result)
+
+
+def compile(source, lx: int, ly: int, strict: bool = False, block_size: Optional[int] = None,
+            **_ignored) -> CudaProgram:
+    """Compile a CUDA KernelSource with pycuda for device 0 (BackendUnavailable without one)."""
+    return CudaProgram(source, lx, ly, strict=strict, block_size=block_size)

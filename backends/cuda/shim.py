@@ -1,0 +1,213 @@
+"""Run the emitted ``.cu`` text on the CPU: g++ with a host shim, cffi to call it.
+
+The generated CUDA source is compiled unchanged as C++ (``g++ -x c++``) after
+``cuda_host_shim.h``, which defines the CUDA qualifiers away and turns ``blockIdx``,
+``threadIdx``, ``blockDim`` and ``gridDim`` into globals.  For every ``__global__``
+kernel of the source a launcher ``<kernel>__launch(blocks, threads, args...)`` is
+generated: it loops over the 1-D grid (block by block, thread by thread), setting those
+globals and calling the kernel.  ``ShimProgram`` launches them with the same geometry
+as the pycuda runtime (:class:`lbgen.backends.cuda.LaunchProgram`), so the thread ->
+site mapping, the halo split and the kernel bodies are all checked on a machine
+without a GPU.  Builds are cached on disk under ``<cache>/cuda-shim/<key>/``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+from cffi import FFI
+from filelock import FileLock
+
+from ...cache import atomic_write_bytes, cache_dir, digest
+from ..base import BackendUnavailable, CompileError
+from . import LaunchProgram
+
+SHIM_HEADER = "cuda_host_shim.h"
+DEFAULT_FLAGS = ("-O2",)
+STRICT_FLAGS = ("-ffp-contract=off",)
+_BASE_FLAGS = ("-x", "c++", "-std=c++14", "-fPIC", "-shared", "-w")
+
+_KERNEL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?(\w+)\s*\(([^)]*)\)", re.S)
+
+
+def compiler() -> str:
+    cxx = os.environ.get("CXX", "g++")
+    if shutil.which(cxx) is None:
+        raise BackendUnavailable(f"CUDA host shim: C++ compiler {cxx!r} not found on PATH (set CXX or install g++)")
+    return cxx
+
+
+@lru_cache(maxsize=None)
+def compiler_version(cxx: str) -> str:
+    out = subprocess.run([cxx, "--version"], capture_output=True, text=True)
+    return out.stdout.splitlines()[0] if out.stdout else cxx
+
+
+def available() -> Tuple[bool, str]:
+    try:
+        cxx = compiler()
+    except BackendUnavailable as e:
+        return False, str(e)
+    return True, f"CUDA source on the CPU through a host shim ({compiler_version(cxx)})"
+
+
+def shim_header_text() -> str:
+    return resources.files(__package__).joinpath(SHIM_HEADER).read_text()
+
+
+def kernels_of(text: str) -> List[Tuple[str, List[Tuple[str, str]]]]:
+    """[(kernel name, [(parameter type, parameter name), ...]), ...] of every __global__ function."""
+    out = []
+    for name, params in _KERNEL.findall(text):
+        plist = []
+        for p in (q.strip() for q in params.split(",")):
+            if not p or p == "void":
+                continue
+            m = re.match(r"(.*?)(\w+)$", p, re.S)
+            if not m:
+                raise ValueError(f"cannot parse parameter {p!r} of kernel {name}")
+            plist.append((" ".join(m.group(1).split()), m.group(2)))
+        out.append((name, plist))
+    if not out:
+        raise ValueError("no __global__ kernels found in the CUDA source")
+    return out
+
+
+def launcher_source(main_file: str, text: str) -> str:
+    """C++ translation unit: shim header, the .cu text, one extern "C" launcher per kernel."""
+    lines = [f'#include "{SHIM_HEADER}"', f'#include "{main_file}"', "", 'extern "C" {']
+    for name, params in kernels_of(text):
+        decl = ", ".join(["unsigned int lbgen_blocks", "unsigned int lbgen_threads"]
+                         + [f"{t} {n}" if not t.endswith("*") else f"{t}{n}" for t, n in params])
+        args = ", ".join(n for _, n in params)
+        lines += [f"void {name}__launch({decl})",
+                  "{",
+                  f"    LBGEN_SHIM_LAUNCH(lbgen_blocks, lbgen_threads, {name}({args}));",
+                  "}"]
+    lines.append('}  /* extern "C" */')
+    return "\n".join(lines) + "\n"
+
+
+def cdef_source(text: str, real: str) -> str:
+    """cffi declarations of the launchers (real -> double/float, __restrict__ dropped)."""
+    decls = []
+    for name, params in kernels_of(text):
+        ps = ["unsigned int", "unsigned int"]
+        for t, _ in params:
+            t = re.sub(r"\b__restrict__\b", "", t)
+            t = re.sub(r"\breal\b", real, t)
+            ps.append(" ".join(t.split()))
+        decls.append(f"void {name}__launch({', '.join(ps)});")
+    return "\n".join(decls)
+
+
+def flags_for(flags: Optional[Sequence[str]] = None, strict: bool = False) -> tuple:
+    chosen = tuple(DEFAULT_FLAGS if flags is None else flags)
+    if strict:
+        chosen = tuple(f for f in chosen if not f.startswith("-ffp-contract")) + STRICT_FLAGS
+    return chosen
+
+
+def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -> Path:
+    """Compile (or find in the cache) the shim library of a CUDA KernelSource."""
+    if source.spec.backend != "cuda":
+        raise ValueError(f"the CUDA host shim compiles CUDA sources, not {source.spec.backend!r}")
+    cxx = compiler()
+    all_flags = flags_for(flags, strict) + _BASE_FLAGS
+    header = shim_header_text()
+    key = digest(source.digest, header, all_flags, compiler_version(cxx), "shim-1")
+    directory = cache_dir("cuda-shim") / key
+    lib = directory / "libshim.so"
+    if lib.exists():
+        return lib
+    directory.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(directory) + ".lock"):
+        if lib.exists():
+            return lib
+        for name, text in source.files.items():
+            (directory / name).write_text(text)
+        (directory / SHIM_HEADER).write_text(header)
+        unit = directory / "shim_launchers.cpp"
+        unit.write_text(launcher_source(source.main_file, source.text))
+        tmp = directory / f"libshim.so.{key}.tmp"
+        # -x c++ applies to the launcher unit; the .cu is #included, so it is C++ too
+        cmd = [cxx, *all_flags, "-I", str(directory), "-o", str(tmp), str(unit), "-lm"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=directory)
+        log = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+        atomic_write_bytes(directory / "build.log", log.encode())
+        if proc.returncode != 0:
+            if tmp.exists():
+                tmp.unlink()
+            raise CompileError(f"g++ failed to compile {directory / source.main_file} through the CUDA host shim "
+                               f"({unit})\n(flags: {' '.join(all_flags)}; log also in {directory / 'build.log'})\n{log}")
+        tmp.replace(lib)
+    return lib
+
+
+def aligned_zeros(n: int, dtype, align: int = 64) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    raw = np.zeros(n * dtype.itemsize + align, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset:offset + n * dtype.itemsize].view(dtype)
+
+
+class ShimProgram(LaunchProgram):
+    """The CUDA kernels of one source run on the CPU, launched like the GPU runtime would."""
+
+    def __init__(self, source, lx: int, ly: int, strict: bool = False, flags=None,
+                 block_size: Optional[int] = None):
+        super().__init__(source, lx, ly, block_size)
+        self.library_path = build(source, flags, strict)
+        self.real_c = "double" if self.spec.precision == "double" else "float"
+        self.ffi = FFI()
+        self.ffi.cdef(cdef_source(source.text, self.real_c))
+        self.lib = self.ffi.dlopen(str(self.library_path))
+
+    def _ptr(self, a: np.ndarray, ctype: Optional[str] = None):
+        if not (isinstance(a, np.ndarray) and a.flags.c_contiguous):
+            raise TypeError("shim buffers are contiguous numpy arrays (from allocate/upload)")
+        return self.ffi.cast(f"{ctype or self.real_c} *", a.ctypes.data)
+
+    def _launch(self, kernel, blocks, threads, *args):
+        fn = getattr(self.lib, f"{self.prefix}_{kernel}__launch")
+        conv = [self._ptr(a, "double" if a.dtype == np.float64 else "float") if isinstance(a, np.ndarray) else a
+                for a in args]
+        fn(blocks, threads, *conv)
+
+    def allocate(self) -> np.ndarray:
+        return aligned_zeros(self.layout.size, self.dtype)
+
+    def upload(self, host, buffer=None):
+        host = np.asarray(host, dtype=self.dtype).reshape(-1)
+        if host.size != self.layout.size:
+            raise ValueError(f"upload expects {self.layout.size} elements, got {host.size}")
+        buf = self.allocate() if buffer is None else buffer
+        buf[...] = host
+        return buf
+
+    def download(self, buffer):
+        return np.array(buffer, copy=True)
+
+    def init_equilibrium(self, f, rho, ux, uy, T):
+        arrays = [np.ascontiguousarray(np.broadcast_to(a, (self.lx, self.ly)), dtype=np.float64)
+                  for a in (rho, ux, uy, T)]
+        self._run("init_equilibrium", f, *self._sizes, *arrays)
+        self.halo(f)
+
+    def fields(self, f):
+        out = [np.empty((self.lx, self.ly)) for _ in range(4)]
+        self._run("fields", f, *self._sizes, *out)
+        return tuple(out)
+
+
+def compile(source, lx: int, ly: int, strict: bool = False, flags=None, block_size: Optional[int] = None,
+            **_ignored) -> ShimProgram:
+    """The host-shim Program of a CUDA KernelSource (same interface as the GPU runtime)."""
+    return ShimProgram(source, lx, ly, strict=strict, flags=flags, block_size=block_size)
