@@ -128,7 +128,9 @@ def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_st
 
 # --- run ---------------------------------------------------------------------------------
 _RUN_KEYS = ("lx", "ly", "steps", "tau", "collision", "c1", "c2", "c3", "gravity", "backend", "layout", "vl",
-             "precision", "init", "save", "seed", "amplitude", "threads", "fused", "strict", "setup")
+             "precision", "init", "save", "seed", "amplitude", "threads", "fused", "strict", "setup", "out",
+             "output_every", "checkpoint_every", "check_every", "pictures", "fields_format", "walls", "t_bottom",
+             "t_top", "adiabatic")
 
 
 def _apply_config(ctx, config_path, values):
@@ -168,19 +170,39 @@ def _parse_gravity(value):
     return g
 
 
+def _parse_pictures(value):
+    from .output import PICTURE_QUANTITIES
+    if isinstance(value, (list, tuple)):
+        items = [str(v) for v in value]
+    else:
+        items = [v for v in str(value).replace(" ", "").split(",") if v and v != "none"]
+    bad = [v for v in items if v not in PICTURE_QUANTITIES]
+    if bad:
+        raise UserError(f"--pictures: unknown quantities {bad}; choose from {', '.join(PICTURE_QUANTITIES)} or none")
+    return tuple(items)
+
+
+_ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, True), "both": (True, True)}
+
+
 @main.command()
 @click.argument("setup", required=False, default=None)
 @click.option("--config", type=click.Path(exists=True, dir_okay=False), default=None,
               help="TOML file with any of these options (flags given on the command line win).")
 @click.option("--lx", type=int, default=64, show_default=True)
 @click.option("--ly", type=int, default=256, show_default=True)
-@click.option("--steps", type=int, default=1000, show_default=True)
+@click.option("--steps", type=int, default=1000, show_default=True, help="Total steps (also when resuming).")
 @click.option("--tau", type=float, default=0.8, show_default=True, help="BGK relaxation time (> 1/2).")
-@click.option("--collision", default="bgk", show_default=True, help=f"One of {', '.join(OPERATORS)}.")
+@click.option("--collision", default=None, help=f"One of {', '.join(OPERATORS)} (default: bgk; regularized for rayleigh-taylor).")
 @click.option("--c1", type=float, default=1e-3, show_default=True, help="Regularized: tau1 = 1/2 + C1/(rho T).")
 @click.option("--c2", type=float, default=1e-3, show_default=True, help="Regularized: tau2 = 1/2 + C2/(rho T).")
 @click.option("--c3", type=float, default=0.5, show_default=True, help="Regularized: tau3 = 1/2 + C3.")
-@click.option("--gravity", default="0,0", show_default=True, help="GX,GY: acceleration (force per step a = g/r).")
+@click.option("--gravity", default=None, help="GX,GY acceleration, force per step g/r (default 0,0; RT: 0,-8.33e-5/32).")
+@click.option("--walls/--periodic", default=None, help="Thermal walls at bottom and top (default: periodic; RT: walls).")
+@click.option("--t-bottom", type=float, default=None, help="Bottom wall temperature (default 1; RT: 1.05).")
+@click.option("--t-top", type=float, default=None, help="Top wall temperature (default 1; RT: 0.95).")
+@click.option("--adiabatic", type=click.Choice(list(_ADIABATIC)), default="none", show_default=True,
+              help="Which walls are adiabatic (copy the fourth row's temperature).")
 @click.option("--backend", default="c", show_default=True, help=f"One of {', '.join(BACKENDS)}.")
 @click.option("--layout", default=None, help="Default: fastest valid for the backend (caosoa, VL 8 on C).")
 @click.option("--vl", default=None, help="Cluster length for csoa/caosoa (power of two dividing LY).")
@@ -188,55 +210,93 @@ def _parse_gravity(value):
 @click.option("--init", type=click.Path(exists=True, dir_okay=False), default=None,
               help=".npz with rho, ux, uy, T of shape (LX, LY); sets the lattice size.")
 @click.option("--save", type=click.Path(dir_okay=False), default=None, help="Write final fields to this .npz.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Run folder: fields (h5 + vti), pictures, series.csv/png, manifest.json, checkpoints.")
+@click.option("--output-every", type=int, default=0, show_default=True, help="Outputs every K steps (0: start and end).")
+@click.option("--checkpoint-every", type=int, default=0, show_default=True, help="Checkpoint every K steps (needs --out).")
+@click.option("--check-every", type=int, default=100, show_default=True, help="NaN / negative rho or T guard every K steps.")
+@click.option("--pictures", default="T", show_default=True, help="Comma list of T, rho, vorticity, speed (or none).")
+@click.option("--fields-format", type=click.Choice(["h5", "npz"]), default="h5", show_default=True)
+@click.option("--resume", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Continue the run in this folder from its newest checkpoint (up to --steps if given).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of random set-ups.")
-@click.option("--amplitude", type=float, default=None, help="Amplitude of the set-up (wave or noise).")
+@click.option("--amplitude", type=float, default=None, help="Amplitude of the set-up (wave, noise or interface).")
 @click.option("--threads", type=int, default=0, help="OpenMP threads (0: OMP_NUM_THREADS or all cores).")
-@click.option("--fused/--no-fused", default=True, show_default=True, help="Fused propagate+collide kernel.")
+@click.option("--fused/--no-fused", default=True, show_default=True, help="Fused propagate+collide (periodic runs).")
 @click.option("--strict", is_flag=True, default=False, help="No FMA contraction (bitwise-comparable builds).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.pass_context
 @_friendly
 def run(ctx, setup, config, **opts):
-    """Simulate a periodic box.  SETUP: shear-wave (default) or uniform-noise; or --init FILE.npz."""
-    from .runner import SETUPS, Simulation, load_fields, save_fields
+    """Simulate.  SETUP: shear-wave (default), uniform-noise or rayleigh-taylor; or --init FILE.npz.
+
+    \b
+    lbgen run --lx 256 --ly 1024 --steps 2000 --save out.npz
+    lbgen run rayleigh-taylor --lx 256 --ly 1024 --steps 20000 --out runs/rt --output-every 1000 --checkpoint-every 5000
+    lbgen run --resume runs/rt --steps 40000
+    """
+    from .driver import RT_GRAVITY, Run, RunConfig
+    from .runner import SETUPS, save_fields
+    show_progress = opts.pop("progress") and sys.stderr.isatty()
+    resume = opts.pop("resume")
+    echo = lambda m: click.echo(m, err=True)  # noqa: E731
+    if resume:
+        given = ctx.get_parameter_source("steps").name != "DEFAULT"
+        runner = Run.resume(resume, steps=opts["steps"] if given else None, echo=echo)
+        result = runner.execute(progress=show_progress)
+        _report(runner, result, opts.get("save"))
+        return
     opts["setup"] = setup
     opts = _apply_config(ctx, config, opts)
-    gravity = _parse_gravity(opts["gravity"])
-    vl = _vl_option(opts["vl"])
-    if opts["init"]:
-        if opts["setup"]:
-            raise UserError("give either a SETUP name or --init FILE, not both")
-        fields = load_fields(opts["init"])
-        lx, ly = fields["rho"].shape
-        what = f"fields from {opts['init']}"
-    else:
-        name = opts["setup"] or "shear-wave"
+    name = opts["setup"]
+    if opts["init"] and name:
+        raise UserError("give either a SETUP name or --init FILE, not both")
+    if not opts["init"]:
+        name = name or "shear-wave"
         if name not in SETUPS:
             raise UserError(f"unknown set-up {name!r}; choose one of {', '.join(SETUPS)} or give --init FILE.npz")
-        lx, ly = int(opts["lx"]), int(opts["ly"])
-        extra = {"seed": opts["seed"]}
-        if opts["amplitude"] is not None:
-            extra["amplitude"] = opts["amplitude"]
-        fields = None
-        what = name
-    sim = Simulation(lx, ly, backend=opts["backend"], layout=opts["layout"], vl=vl, precision=opts["precision"],
-                     collision=opts["collision"], tau=opts["tau"], C1=opts["c1"], C2=opts["c2"], C3=opts["c3"],
-                     gravity=gravity, fused=opts["fused"], threads=opts["threads"], strict=opts["strict"])
-    if fields is None:
-        fields = SETUPS[what](lx, ly, **extra)
-    sim.set_fields(**fields)
-    spec = sim.spec
-    click.echo(f"lbgen run: {what}, {lx} x {ly}, {opts['steps']} steps, {spec.collision}, "
-               f"backend {spec.backend}, layout {spec.tag}, {spec.precision}", err=True)
-    stats = sim.run(int(opts["steps"]), progress=opts["progress"] and sys.stderr.isatty())
+    rt = name == "rayleigh-taylor"
+    gravity = _parse_gravity(opts["gravity"]) if opts["gravity"] is not None else (RT_GRAVITY if rt else (0.0, 0.0))
+    walls_on = opts["walls"] if opts["walls"] is not None else rt
+    walls = None
+    if walls_on:
+        ad = _ADIABATIC[opts["adiabatic"]]
+        walls = {"T_bottom": opts["t_bottom"] if opts["t_bottom"] is not None else (1.05 if rt else 1.0),
+                 "T_top": opts["t_top"] if opts["t_top"] is not None else (0.95 if rt else 1.0),
+                 "adiabatic_bottom": ad[0], "adiabatic_top": ad[1]}
+    elif opts["t_bottom"] is not None or opts["t_top"] is not None or opts["adiabatic"] != "none":
+        raise UserError("wall temperatures and --adiabatic need walls (--walls, or the rayleigh-taylor set-up)")
+    cfg = RunConfig(
+        setup=name or "init", lx=int(opts["lx"]), ly=int(opts["ly"]), steps=int(opts["steps"]),
+        collision=opts["collision"] or ("regularized" if rt else "bgk"), tau=opts["tau"], C1=opts["c1"],
+        C2=opts["c2"], C3=opts["c3"], gravity=gravity, backend=opts["backend"], layout=opts["layout"],
+        vl=_vl_option(opts["vl"]), precision=opts["precision"], fused=opts["fused"], strict=opts["strict"],
+        threads=opts["threads"], seed=opts["seed"], amplitude=opts["amplitude"],
+        init=str(opts["init"]) if opts["init"] else None, walls=walls,
+        out=str(opts["out"]) if opts["out"] else None, output_every=opts["output_every"],
+        checkpoint_every=opts["checkpoint_every"], check_every=opts["check_every"],
+        pictures=_parse_pictures(opts["pictures"]), fields_format=opts["fields_format"])
+    runner = Run(cfg, echo=echo)
+    spec = runner.sim.spec
+    echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.lx} x {cfg.ly}, "
+         f"{cfg.steps} steps, {spec.collision}, {'walls' if walls else 'periodic'}, backend {spec.backend}, "
+         f"layout {spec.tag}, {spec.precision}")
+    result = runner.execute(progress=show_progress)
+    _report(runner, result, opts["save"])
+
+
+def _report(runner, result, save):
+    from .runner import save_fields
+    sim = runner.sim
     out = sim.fields()
-    mass = float(out["rho"].sum())
-    click.echo(f"done: {stats.steps} steps in {stats.seconds:.3f} s, {stats.mlups:.2f} MLUPS; "
-               f"total mass {mass:.12g}")
-    if opts["save"]:
-        save_fields(opts["save"], out, steps=stats.steps, lx=lx, ly=ly, r=sim.vs.r,
-                    spec=json.dumps(spec.__dict__))
-        click.echo(f"saved rho, ux, uy, T ({lx} x {ly}) to {opts['save']}")
+    click.echo(f"done: {result['steps_run']} steps in {result['seconds']:.3f} s, {result['mlups']:.2f} MLUPS; "
+               f"step {result['steps']}, total mass {float(out['rho'].sum()):.12g}")
+    if runner.cfg.out:
+        click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
+    if save:
+        save_fields(save, out, steps=result["steps"], lx=sim.lx, ly=sim.ly, r=sim.vs.r,
+                    spec=json.dumps(sim.spec.__dict__))
+        click.echo(f"saved rho, ux, uy, T ({sim.lx} x {sim.ly}) to {save}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -195,20 +195,58 @@ class Simulation:
                 p.collide(self._g, self._f, **self.kernel_parameters)
             self.time_step += 1
 
+    def state(self) -> np.ndarray:
+        """The populations as (Q, LX, LY) in the working precision (exact, for checkpoints)."""
+        self.program.synchronize()
+        return self.layout.unpack(self.program.download(self._f))
+
+    def restore(self, populations: np.ndarray, time_step: int) -> None:
+        """Continue from a saved state (bit-identical to never having stopped)."""
+        populations = np.asarray(populations)
+        expected = (self.vs.Q, self.lx, self.ly)
+        if populations.shape != expected:
+            raise SimulationError(f"saved populations have shape {populations.shape}; this run needs {expected}")
+        if populations.dtype != self.program.dtype:
+            raise SimulationError(f"saved populations are {populations.dtype}; this run computes in "
+                                  f"{np.dtype(self.program.dtype)} (precision mismatch)")
+        self._f = self.program.upload(self.layout.pack(populations), self._f)
+        self.time_step = int(time_step)
+
+    @property
+    def layout(self):
+        return self.program.layout
+
     def check_finite(self) -> None:
-        """Raise SimulationError naming the step and the first bad site if the state went bad."""
+        """Raise SimulationError naming the step and the first bad site if the state went bad.
+
+        Bad: NaN or Inf anywhere, or a non-positive density or temperature.
+        """
         f = self.populations()
-        bad = ~np.isfinite(f).all(axis=0)
         rho = f.sum(axis=0)
-        bad |= ~(rho > 0)
-        if bad.any():
-            x, y = (int(v[0]) for v in np.nonzero(bad))
-            fields = self.fields()
-            values = ", ".join(f"{k}={fields[k][x, y]:.6g}" for k in ("rho", "ux", "uy", "T"))
-            raise SimulationError(
-                f"the run diverged by step {self.time_step}: first bad site (x={x}, y={y}) has {values}. "
-                f"Hint: tau={self.params.tau} too close to 1/2, velocities too large for the lattice "
-                f"(|u| should stay well below r = {self.vs.r:.3f}), or gravity too strong.")
+        finite = np.isfinite(f).all(axis=0)
+        with np.errstate(all="ignore"):
+            fields = self.fields() if finite.all() else None
+            bad = ~finite | ~(rho > 0)
+            if fields is not None:
+                bad |= ~(fields["T"] > 0)
+        if not bad.any():
+            return
+        x, y = (int(v[0]) for v in np.nonzero(bad))
+        if fields is None:
+            with np.errstate(all="ignore"):
+                from . import reference
+                values = dict(zip(("rho", "ux", "uy", "T"), reference.fields(f[:, x:x + 1, y:y + 1], vs=self.vs)))
+                values = {k: float(np.asarray(v).ravel()[0]) for k, v in values.items()}
+        else:
+            values = {k: float(fields[k][x, y]) for k in ("rho", "ux", "uy", "T")}
+        text = ", ".join(f"{k}={v:.6g}" for k, v in values.items())
+        what = "NaN/Inf" if not finite[x, y] else ("negative density" if not rho[x, y] > 0 else "negative temperature")
+        tau = self.params.tau if self.params.collision == "bgk" else f"1/2 + C1/(rho T) with C1={self.params.C1}"
+        raise SimulationError(
+            f"the run diverged by step {self.time_step} ({what}): first bad site (x={x}, y={y}) has {text}. "
+            f"Hint: tau = {tau} may be too close to 1/2, velocities too large for the lattice "
+            f"(|u| should stay well below r = {self.vs.r:.3f}), or gravity {self.params.gravity} too strong "
+            f"for the lattice.")
 
     def run(self, steps: int, progress: bool = False, callback: Optional[Callable[[int], None]] = None) -> RunStats:
         """Advance `steps` steps, checking for NaN/Inf every `check_every` steps."""

@@ -1,0 +1,258 @@
+"""A whole run: set-up, stepping with guards, outputs every K steps, checkpoints, resume.
+
+Everything that defines a run is a ``RunConfig``; it is written to the run folder's
+manifest.json, so ``resume(run_dir)`` needs nothing else.  A resumed run continues from
+the newest checkpoint that verifies and is bit-identical to an uninterrupted one: the
+populations are saved exactly, in the working precision, and nothing random happens
+after the set-up.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import __version__
+from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, prune_checkpoints, read_checkpoint, write_checkpoint
+from .runner import SETUPS, Simulation, SimulationError, Walls, load_fields
+
+RT_GRAVITY = (0.0, -8.33e-5 / 32)
+
+
+@dataclass
+class RunConfig:
+    setup: str = "shear-wave"
+    lx: int = 64
+    ly: int = 256
+    steps: int = 1000
+    collision: str = "bgk"
+    tau: float = 0.8
+    C1: float = 1e-3
+    C2: float = 1e-3
+    C3: float = 0.5
+    gravity: Tuple[float, float] = (0.0, 0.0)
+    backend: str = "c"
+    layout: Optional[str] = None
+    vl: Optional[int] = None
+    precision: str = "double"
+    fused: bool = True
+    strict: bool = False
+    threads: int = 0
+    seed: int = 0
+    amplitude: Optional[float] = None
+    init: Optional[str] = None
+    walls: Optional[Dict] = None          # {"T_bottom", "T_top", "adiabatic_bottom", "adiabatic_top"}
+    out: Optional[str] = None             # run folder (outputs, checkpoints, manifest)
+    output_every: int = 0                 # 0: only at the start and the end
+    checkpoint_every: int = 0             # 0: none
+    check_every: int = 100                # NaN / negative density or temperature guard
+    pictures: Tuple[str, ...] = ("T",)
+    fields_format: str = "h5"
+    keep_checkpoints: int = 2
+
+    def to_json(self) -> dict:
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_json(cls, data: dict) -> "RunConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SimulationError(f"manifest has unknown run parameters {unknown}")
+        data = dict(data)
+        for key in ("gravity", "pictures"):
+            if key in data and data[key] is not None:
+                data[key] = tuple(data[key])
+        return cls(**data)
+
+
+def _initial_fields(cfg: RunConfig):
+    if cfg.init:
+        return load_fields(cfg.init)
+    if cfg.setup not in SETUPS:
+        raise SimulationError(f"unknown set-up {cfg.setup!r}; choose one of {', '.join(SETUPS)} or give --init FILE.npz")
+    extra = {"seed": cfg.seed, "gravity": cfg.gravity}
+    if cfg.amplitude is not None:
+        extra["amplitude"] = cfg.amplitude
+    if cfg.setup == "rayleigh-taylor" and cfg.walls:
+        extra["T_hot"], extra["T_cold"] = cfg.walls["T_bottom"], cfg.walls["T_top"]
+    return SETUPS[cfg.setup](cfg.lx, cfg.ly, **extra)
+
+
+def make_simulation(cfg: RunConfig) -> Simulation:
+    walls = Walls(**cfg.walls) if cfg.walls else None
+    return Simulation(cfg.lx, cfg.ly, backend=cfg.backend, layout=cfg.layout, vl=cfg.vl, precision=cfg.precision,
+                      collision=cfg.collision, tau=cfg.tau, C1=cfg.C1, C2=cfg.C2, C3=cfg.C3, gravity=cfg.gravity,
+                      fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0, walls=walls)
+
+
+def _device_description(sim: Simulation) -> dict:
+    info = {"backend": sim.spec.backend, "layout": sim.spec.tag, "precision": sim.spec.precision,
+            "kernel_digest": sim.source.digest}
+    prog = sim.program
+    for attr in ("device_name", "library_path", "threads", "flags"):
+        if hasattr(prog, attr):
+            info[attr] = str(getattr(prog, attr))
+    return info
+
+
+class Run:
+    """Drives one run folder.  ``Run(cfg).execute()`` or ``Run.resume(dir).execute()``."""
+
+    def __init__(self, cfg: RunConfig, echo: Callable[[str], None] = print):
+        self.cfg = cfg
+        self.echo = echo
+        if cfg.steps < 0:
+            raise SimulationError(f"steps={cfg.steps} must be >= 0")
+        for name in ("output_every", "checkpoint_every", "check_every"):
+            if getattr(cfg, name) < 0:
+                raise SimulationError(f"{name}={getattr(cfg, name)} must be >= 0")
+        if cfg.checkpoint_every and not cfg.out:
+            raise SimulationError("--checkpoint-every needs a run folder (--out DIR)")
+        fields = _initial_fields(cfg)
+        shape = fields["rho"].shape
+        if cfg.init:
+            cfg.lx, cfg.ly = int(shape[0]), int(shape[1])
+        self.sim = make_simulation(cfg)
+        self.sim.set_fields(**fields)
+        T0 = fields["T"]
+        if cfg.walls:
+            self.T_hot, self.T_cold = cfg.walls["T_bottom"], cfg.walls["T_top"]
+        else:
+            self.T_hot, self.T_cold = float(T0.max()), float(T0.min())
+        if self.T_hot == self.T_cold:
+            self.T_hot = self.T_cold + 1.0   # no temperature contrast: the mixing width is 0
+        self.output = None
+        if cfg.out:
+            from .output import RunOutput
+            self.output = RunOutput(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format)
+        self.resumed_from: Optional[int] = None
+        self.seconds = 0.0
+        self.steps_run = 0
+
+    # --- resume ----------------------------------------------------------------------------
+    @classmethod
+    def resume(cls, run_dir, steps: Optional[int] = None, echo: Callable[[str], None] = print) -> "Run":
+        from .output import read_manifest
+        run_dir = Path(run_dir)
+        try:
+            manifest = read_manifest(run_dir)
+        except (OSError, ValueError) as e:
+            raise SimulationError(f"cannot resume {run_dir}: no readable manifest.json ({e})") from None
+        cfg = RunConfig.from_json(manifest["config"])
+        cfg.out = str(run_dir)
+        if steps is not None:
+            cfg.steps = steps
+        run = cls(cfg, echo=echo)
+        path = latest_checkpoint(run_dir, verify=False)
+        if path is None:
+            raise SimulationError(f"cannot resume {run_dir}: it has no checkpoint (run with --checkpoint-every K)")
+        try:
+            populations, step, meta = read_checkpoint(path)
+        except CheckpointError as e:
+            good = latest_checkpoint(run_dir, verify=True)
+            if good is None:
+                raise SimulationError(f"cannot resume {run_dir}: {e}; no other checkpoint verifies") from None
+            echo(f"warning: {e}; resuming from the previous good checkpoint {good.name}")
+            populations, step, meta = read_checkpoint(good)
+        if meta.get("kernel_digest") not in (None, run.sim.source.digest):
+            echo("note: the kernels differ from the ones that wrote the checkpoint (lbgen or compiler changed)")
+        run.sim.restore(populations, step)
+        run.output.truncate(step)
+        run.resumed_from = step
+        echo(f"resuming {run_dir} at step {step} of {cfg.steps}")
+        return run
+
+    # --- the loop --------------------------------------------------------------------------
+    def _outputs(self, final: bool = False) -> None:
+        if self.output is None:
+            return
+        from .output import diagnostics
+        step = self.sim.time_step
+        fields = self.sim.fields()
+        self.output.append_series(step, step / self.sim.vs.r, diagnostics(fields, self.T_hot, self.T_cold))
+        self.output.write_fields(step, fields, time=step / self.sim.vs.r)
+        if self.cfg.pictures:
+            self.output.write_pictures(step, fields)
+        if final:
+            self.output.plot_series()
+
+    def _checkpoint(self) -> None:
+        step = self.sim.time_step
+        write_checkpoint(checkpoint_path(self.cfg.out, step), self.sim.state(), step,
+                         {"kernel_digest": self.sim.source.digest, "lbgen": __version__})
+        prune_checkpoints(self.cfg.out, keep=max(1, self.cfg.keep_checkpoints))
+
+    def _manifest(self, status: str, error: Optional[str] = None) -> None:
+        if self.output is None:
+            return
+        from .output import environment_versions
+        mlups = self.steps_run * self.cfg.lx * self.cfg.ly / self.seconds / 1e6 if self.seconds > 0 else None
+        self.output.write_manifest({
+            "lbgen": __version__,
+            "status": status,
+            "error": error,
+            "config": self.cfg.to_json(),
+            "step": self.sim.time_step,
+            "resumed_from": self.resumed_from,
+            "device": _device_description(self.sim),
+            "mlups": mlups,
+            "seconds": self.seconds,
+            "versions": environment_versions(),
+            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        })
+
+    def execute(self, progress: bool = False) -> dict:
+        cfg, sim = self.cfg, self.sim
+        events = [k for k in (cfg.output_every, cfg.checkpoint_every, cfg.check_every) if k]
+        if self.output is not None and self.resumed_from is None:
+            self._manifest("running")
+            self._outputs()
+        bar = None
+        if progress:
+            from tqdm import tqdm
+            bar = tqdm(total=cfg.steps, initial=sim.time_step, unit="step", dynamic_ncols=True,
+                       desc=cfg.setup if not cfg.init else "run")
+        try:
+            while sim.time_step < cfg.steps:
+                # advance to the next multiple of any event period (or the end)
+                nxt = min([cfg.steps] + [(sim.time_step // k + 1) * k for k in events])
+                n = nxt - sim.time_step
+                t0 = time.perf_counter()
+                sim.step(n)
+                sim.program.synchronize()
+                self.seconds += time.perf_counter() - t0
+                self.steps_run += n
+                if bar is not None:
+                    bar.update(n)
+                    bar.set_postfix(MLUPS=f"{self.steps_run * cfg.lx * cfg.ly / max(self.seconds, 1e-12) / 1e6:.1f}")
+                step = sim.time_step
+                last = step == cfg.steps
+                if (cfg.check_every and step % cfg.check_every == 0) or last:
+                    sim.check_finite()       # before any output: a bad state never overwrites a good checkpoint
+                if cfg.output_every and step % cfg.output_every == 0 and not last:
+                    self._outputs()
+                if cfg.checkpoint_every and step % cfg.checkpoint_every == 0:
+                    self._checkpoint()
+                    self._manifest("running")
+        except SimulationError as e:
+            if bar is not None:
+                bar.close()
+            kept = latest_checkpoint(cfg.out) if cfg.out else None
+            message = str(e) + (f" The last good checkpoint is kept: {kept}." if kept else "")
+            self._manifest("diverged", message)
+            raise SimulationError(message) from None
+        except KeyboardInterrupt:
+            self._manifest("interrupted")
+            raise
+        if bar is not None:
+            bar.close()
+        self._outputs(final=True)
+        self._manifest("finished")
+        mlups = self.steps_run * cfg.lx * cfg.ly / self.seconds / 1e6 if self.seconds > 0 else float("nan")
+        return {"steps": sim.time_step, "steps_run": self.steps_run, "seconds": self.seconds, "mlups": mlups}
