@@ -108,10 +108,14 @@ def info(as_json, velocity_set):
 @click.option("--prefix", default="lbgen", show_default=True, help="Prefix of the C symbols and file names.")
 @click.option("--streaming-stores/--no-streaming-stores", default=True, show_default=True,
               help="Non-temporal stores for whole clusters (C, clustered layouts).")
+@click.option("--walls", is_flag=True, help="Thermal walls: add the bc kernel (tau = 1 wall rows for regularized).")
+@click.option("--block-size", type=int, default=0, help="GPU work-group / block size (0: backend default).")
+@click.option("--report", is_flag=True, help="CUDA: compile with nvcc for sm_80 and sm_90 and show registers/spills.")
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @_friendly
-def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_stores, output):
+def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_stores, walls, block_size, report,
+         output):
     """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
     from .emit import emit as do_emit
     from .runner import PREFERRED_VL
@@ -119,11 +123,18 @@ def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_st
     if vl is None and layout in ("csoa", "caosoa"):
         vl = PREFERRED_VL.get(backend, (8,))[0]
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
-                      lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores)
+                      lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
+                      block_size=block_size)
     spec = spec.validate()
+    if report and spec.backend != "cuda":
+        raise UserError("--report shows nvcc's register and spill figures: it needs --backend cuda")
     written = do_emit(spec, output)
     folder = next(iter(written.values())).parent
     click.echo(f"wrote {len(written)} files to {folder}/: {', '.join(written)}")
+    if report:
+        from .backends.cuda.nvcc import format_report, ptxas_report
+        from .codegen import generate
+        click.echo(format_report(ptxas_report(generate(spec))))
 
 
 # --- run ---------------------------------------------------------------------------------
@@ -297,6 +308,58 @@ def _report(runner, result, save):
         save_fields(save, out, steps=result["steps"], lx=sim.lx, ly=sim.ly, r=sim.vs.r,
                     spec=json.dumps(sim.spec.__dict__))
         click.echo(f"saved rho, ux, uy, T ({sim.lx} x {sim.ly}) to {save}")
+
+
+# --- verify ------------------------------------------------------------------------------
+def _parse_layouts(text):
+    out = []
+    for item in [t for t in text.replace(" ", "").split(",") if t]:
+        name, _, vl = item.partition("-vl")
+        if name in ("csoa", "caosoa") and not vl:
+            raise UserError(f"layout {item!r} needs a VL, e.g. {name}-vl8")
+        try:
+            out.append((name, int(vl) if vl else None))
+        except ValueError:
+            raise UserError(f"layout {item!r}: VL {vl!r} is not an integer") from None
+    return out
+
+
+@main.command()
+@click.option("--backends", default="c,opencl,cuda,cuda-shim", show_default=True,
+              help="Comma list of c, opencl, cuda (pycuda, needs a GPU), cuda-shim (the .cu text on the CPU).")
+@click.option("--layouts", default="aos,soa,csoa-vl8,caosoa-vl8,caosoa-vl32", show_default=True,
+              help="Comma list of aos, soa, csoa-vlN, caosoa-vlN.")
+@click.option("--collision", "collisions", default="bgk,regularized", show_default=True)
+@click.option("--precision", "precisions", default="double", show_default=True, help="double, single or both: double,single")
+@click.option("--steps", type=int, default=20, show_default=True)
+@click.option("--lx", type=int, default=6, show_default=True)
+@click.option("--ly", type=int, default=96, show_default=True)
+@click.option("--walls", is_flag=True, help="Check the bc kernel too (thermal walls, unfused steps).")
+@click.option("--strict", is_flag=True, help="No FMA contraction: backends must agree bit for bit.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@_friendly
+def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, strict, seed, as_json):
+    """Kernel equivalence: every available backend x layout against the NumPy reference.
+
+    Exit status 1 when any kernel differs beyond tolerance (1e-12 double, 1e-5 single;
+    bit-identical across backends with --strict)."""
+    from .verify import verify as run_verify
+    from .model import OPERATORS as ops
+    cols = [c for c in collisions.split(",") if c]
+    bad = [c for c in cols if c not in ops]
+    if bad:
+        raise UserError(f"unknown collision operator {bad[0]!r}; choose one of {', '.join(ops)}")
+    precs = [p for p in precisions.split(",") if p]
+    bad = [p for p in precs if p not in PRECISIONS]
+    if bad:
+        raise UserError(f"unknown precision {bad[0]!r}; choose one of {', '.join(PRECISIONS)}")
+    report = run_verify(backends=[b for b in backends.split(",") if b], layouts=_parse_layouts(layouts),
+                        collisions=cols, precisions=precs, steps=steps, lx=lx, ly=ly, strict=strict,
+                        walls=walls, seed=seed)
+    click.echo(json.dumps(report.to_json(), indent=2) if as_json else report.table())
+    if not report.ok:
+        sys.exit(1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -143,3 +143,24 @@ def test_run_that_goes_nan_stops_and_names_step_and_site(tmp_path):
                                        "--layout", "soa", "--no-progress"])
     assert result.exit_code == 2, result.output
     assert "diverged by step" in result.output and "first bad site" in result.output
+
+
+def test_emit_report_shows_ptxas_registers_and_spills_for_cuda(tmp_path):
+    import os
+    from lbgen.backends.cuda.nvcc import available
+    if not available()[0]:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"nvcc is required under CI: {available()[1]}")
+        pytest.skip(available()[1])
+    result = invoke("emit", "--backend", "cuda", "--layout", "caosoa", "--vl", 32, "--report", "-o", tmp_path)
+    assert result.exit_code == 0, result.output
+    lines = [l.split() for l in result.output.splitlines() if l.startswith("sm_90") and "collide" in l]
+    assert lines, result.output
+    regs, spill_stores = int(lines[0][2]), int(lines[0][4])
+    assert 0 < regs <= 255 and spill_stores == 0
+    assert "sm_80" in result.output
+
+
+def test_emit_report_needs_the_cuda_backend(tmp_path):
+    result = CliRunner().invoke(main, ["emit", "--report", "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "--backend cuda" in result.output

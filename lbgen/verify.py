@@ -1,0 +1,182 @@
+"""`lbgen verify`: every available backend x layout x VL against the NumPy reference.
+
+All runs start from the same random near-equilibrium state (seeded), take N steps with a
+force (unfused: halo, propagate[, bc], collide; fused: halo, fused) and are compared with
+``lbgen.reference`` (max |f - f_ref| / max |f_ref|) and with the C backend's result for
+the same configuration.  Tolerances: 1e-12 (double) and 1e-5 (single) against the
+reference; across backends the same, or exact equality in strict mode (no FMA
+contraction anywhere), where C, OpenCL and the CUDA shim are bit-identical.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import reference as ref
+from .codegen import KernelSpec, SpecError, generate
+from .layouts import CLUSTERED
+
+TOLERANCE = {"double": 1e-12, "single": 1e-5}
+#: "cuda-shim" runs the CUDA source on the CPU (g++ and a host shim)
+VERIFY_BACKENDS = ("c", "opencl", "cuda", "cuda-shim")
+PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 1e-3, "C2": 1e-3, "C3": 0.5}}
+FORCE = (1e-4, -2e-4)
+WALLS = dict(T_bottom=1.02, T_top=0.98, adiabatic=(False, True))
+
+
+@dataclass
+class Row:
+    backend: str
+    layout: str
+    vl: Optional[int]
+    collision: str
+    precision: str
+    path: str
+    error: Optional[float] = None        # vs reference
+    vs_c: Optional[float] = None         # vs the C backend, same configuration
+    ok: bool = False
+    note: str = ""
+
+
+@dataclass
+class Report:
+    rows: List[Row] = field(default_factory=list)
+    skipped: Dict[str, str] = field(default_factory=dict)
+    strict: bool = False
+    steps: int = 0
+    lattice: Tuple[int, int] = (0, 0)
+    walls: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.rows) and all(r.ok for r in self.rows)
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "strict": self.strict, "steps": self.steps, "lattice": list(self.lattice),
+                "walls": self.walls, "skipped": self.skipped, "rows": [asdict(r) for r in self.rows],
+                "tolerance": TOLERANCE}
+
+    def table(self) -> str:
+        head = f"{'backend':<10}{'layout':<13}{'collision':<13}{'precision':<10}{'path':<9}{'vs reference':>14}{'vs c':>12}  status"
+        lines = [head, "-" * len(head)]
+        for r in self.rows:
+            tag = f"{r.layout}-vl{r.vl}" if r.vl else r.layout
+            err = "-" if r.error is None else f"{r.error:.2e}"
+            vsc = "-" if r.vs_c is None else ("0 (bitwise)" if r.vs_c == 0 else f"{r.vs_c:.2e}")
+            lines.append(f"{r.backend:<10}{tag:<13}{r.collision:<13}{r.precision:<10}{r.path:<9}{err:>14}{vsc:>12}  "
+                         f"{'ok' if r.ok else 'MISMATCH'}{('  ' + r.note) if r.note else ''}")
+        for b, why in self.skipped.items():
+            lines.append(f"skipped {b}: {why}")
+        lines.append(f"{'all kernels agree' if self.ok else 'MISMATCH: some kernels disagree'} "
+                     f"({len(self.rows)} runs, {self.steps} steps on {self.lattice[0]} x {self.lattice[1]}"
+                     f"{', walls' if self.walls else ''}{', strict' if self.strict else ''})")
+        return "\n".join(lines)
+
+
+def _backend_module(name: str):
+    from . import backends
+    if name == "cuda-shim":
+        from .backends.cuda import shim
+        return shim
+    return backends.load(name)
+
+
+def available_backends(names: Sequence[str]) -> Tuple[List[str], Dict[str, str]]:
+    ok, skipped = [], {}
+    for name in names:
+        if name not in VERIFY_BACKENDS:
+            raise SpecError(f"unknown backend {name!r}; choose from {', '.join(VERIFY_BACKENDS)}")
+        try:
+            good, why = _backend_module(name).available()
+        except Exception as e:  # noqa: BLE001 - any failure means: not available here
+            good, why = False, f"{type(e).__name__}: {e}"
+        (ok.append(name) if good else skipped.__setitem__(name, why))
+    return ok, skipped
+
+
+def initial_state(lx: int, ly: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    shape = (lx, ly)
+    f = ref.equilibrium(1 + 0.05 * rng.standard_normal(shape), 0.05 * rng.standard_normal(shape),
+                        0.05 * rng.standard_normal(shape), 1 + 0.05 * rng.standard_normal(shape))
+    return f * (1 + 1e-3 * rng.standard_normal(f.shape))
+
+
+def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool) -> np.ndarray:
+    f = f0.copy()
+    for _ in range(steps):
+        if walls:
+            f = ref.step_walls(f, collision, force=FORCE, **WALLS, **PARAMS[collision])
+        else:
+            f = ref.step(f, collision, force=FORCE, **PARAMS[collision])
+    return f
+
+
+def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, walls: bool) -> np.ndarray:
+    params = dict(PARAMS[collision], ax=FORCE[0], ay=FORCE[1])
+    a = prog.upload_fields(f0)
+    b = prog.allocate()
+    for _ in range(steps):
+        prog.halo(a)
+        if path == "fused":
+            prog.fused(a, b, **params)
+            a, b = b, a
+        else:
+            prog.propagate(a, b)
+            if walls:
+                prog.bc(a, b, WALLS["T_bottom"], WALLS["T_top"], WALLS["adiabatic"], FORCE[0], FORCE[1])
+            prog.collide(b, a, **params)
+    prog.synchronize()
+    return prog.download_fields(a)
+
+
+def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[str, Optional[int]]] = (),
+           collisions: Sequence[str] = ("bgk", "regularized"), precisions: Sequence[str] = ("double",),
+           steps: int = 20, lx: int = 6, ly: int = 96, strict: bool = False, walls: bool = False,
+           seed: int = 0, progress=None) -> Report:
+    names, skipped = available_backends(backends)
+    layouts = list(layouts) or [("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32)]
+    for name, vl in layouts:   # refuse bad combinations before compiling anything
+        KernelSpec(layout=name, vl=vl, walls=walls).validate(lx, ly)
+    report = Report(skipped=skipped, strict=strict, steps=steps, lattice=(lx, ly), walls=walls)
+    f0 = initial_state(lx, ly, seed)
+    references = {c: reference_run(f0, c, steps, walls) for c in collisions}
+    paths = ("unfused",) if walls else ("unfused", "fused")
+    results: Dict[tuple, np.ndarray] = {}
+    order = sorted(names, key=lambda n: n != "c")     # C first: the others are compared with it
+    combos = list(itertools.product(order, layouts, collisions, precisions, paths))
+    for backend, (layout, vl), collision, precision, path in combos:
+        row = Row(backend, layout, vl if layout in CLUSTERED else None, collision, precision, path)
+        spec_backend = "cuda" if backend == "cuda-shim" else backend
+        try:
+            source = generate(KernelSpec(backend=spec_backend, layout=layout, vl=row.vl, precision=precision,
+                                         collision=collision, walls=walls))
+            prog = _backend_module(backend).compile(source, lx, ly, strict=strict)
+            got = run_program(prog, f0, steps, path, collision, walls)
+        except Exception as e:  # noqa: BLE001 - report, don't crash the whole table
+            row.note = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+            report.rows.append(row)
+            continue
+        expected = references[collision]
+        scale = np.abs(expected).max()
+        row.error = float(np.abs(got - expected).max() / scale) if np.isfinite(got).all() else float("inf")
+        key = (layout, row.vl, collision, precision, path)
+        results[(backend,) + key] = got
+        tol = TOLERANCE[precision]
+        row.ok = bool(row.error <= tol)
+        if backend != "c" and ("c",) + key in results:
+            diff = np.abs(got - results[("c",) + key]).max() / scale
+            row.vs_c = float(diff)
+            if strict:
+                row.ok = bool(row.ok and diff == 0)
+                if diff != 0:
+                    row.note = "strict builds must be bit-identical to C"
+            else:
+                row.ok = bool(row.ok and diff <= tol)
+        report.rows.append(row)
+        if progress:
+            progress(row)
+    return report
