@@ -5,7 +5,15 @@ cache, so repeated runs are fast) and in memory for the session by ``program``.
 """
 from __future__ import annotations
 
-import numpy as np
+import os
+
+# pytest -n 2 already uses both cores: one OpenMP thread per worker, sleeping (not spinning)
+# when idle, or every parallel region waits for a descheduled thread.  Tests that need
+# several threads ask for them explicitly (Program threads=2).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+import numpy as np  # noqa: E402
 import pytest
 
 from lbgen import reference as ref

@@ -259,3 +259,22 @@ def test_a_compile_time_sized_source_refuses_another_lattice():
     src = generate(KernelSpec(backend="c", layout="caosoa", vl=8, lx=LX, ly=LY))
     with pytest.raises((ValueError, RuntimeError), match="96"):
         cbackend.compile(src, LX, LY // 2)     # never run: its kernels would index past the buffers
+
+
+@pytest.mark.parametrize("name, vl", [("aos", None), ("caosoa", 8), ("csoa", 32)])
+def test_two_openmp_threads_give_the_same_bits_as_one(name, vl, initial_state):
+    """Threads split the X loop: the result must not depend on their number."""
+    src = generate(KernelSpec(backend="c", layout=name, vl=vl, collision="regularized", walls=True))
+    results = []
+    for threads in (1, 2):
+        prog = cbackend.compile(src, LX, LY, threads=threads)
+        assert prog.threads == threads
+        a = prog.upload_fields(initial_state)
+        b = prog.allocate()
+        for _ in range(5):
+            prog.halo(a)
+            prog.propagate(a, b)
+            prog.bc(a, b, 1.02, 0.98, (False, True), *FORCE)
+            prog.collide(b, a, C1=0.2, C2=0.1, C3=0.5, ax=FORCE[0], ay=FORCE[1])
+        results.append(prog.download_fields(a))
+    assert np.array_equal(results[0], results[1])
