@@ -128,6 +128,12 @@ class CProgram(Program):
     def download(self, buffer):
         return np.array(buffer, copy=True)
 
+    def _read_range(self, f, offset, out):
+        out[...] = f[offset:offset + out.size]
+
+    def _write_range(self, f, offset, data):
+        f[offset:offset + data.size] = data
+
     def halo(self, f):
         self._fn("halo")(self._ptr(f), *self._sizes)
 

@@ -230,6 +230,12 @@ class CudaProgram(LaunchProgram):
     def synchronize(self):
         self.cuda.Context.synchronize()
 
+    def _read_range(self, f, offset, out):
+        self.cuda.memcpy_dtoh(out, int(f) + offset * self.dtype().itemsize)
+
+    def _write_range(self, f, offset, data):
+        self.cuda.memcpy_htod(int(f) + offset * self.dtype().itemsize, data)
+
     def init_equilibrium(self, f, rho, ux, uy, T):
         arrays = [self.cuda.to_device(np.ascontiguousarray(np.broadcast_to(a, (self.lx, self.ly)), dtype=np.float64))
                   for a in (rho, ux, uy, T)]

@@ -279,7 +279,8 @@ class OpenCLProgram(Program):
         self.options = build_options(strict, single, self.device)
         self.program = build(source, self.device, self.options)
         prefix = self.spec.prefix
-        self.kernels = {n: cl.Kernel(self.program, f"{prefix}_{n}") for n in ("halo", "propagate", "collide", "fused")}
+        names = ("halo", "propagate", "collide", "fused") + (("bc",) if self.spec.walls else ())
+        self.kernels = {n: cl.Kernel(self.program, f"{prefix}_{n}") for n in names}
         bs = block_size or self.spec.block_size or DEFAULT_BLOCK_SIZE
         limit = min(self.device.max_work_group_size,
                     min(k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device)
@@ -294,6 +295,7 @@ class OpenCLProgram(Program):
         L = self.layout
         sites = lx * ly
         self._site_range = self._ranges(sites)
+        self._column_range = self._ranges(lx)
         self._halo_ranges = (self._ranges(lx * 2 * 3 * L.VL), self._ranges(2 * 3 * L.NRP * L.VL))
         self.nbytes = L.size * np.dtype(self.dtype).itemsize
 
@@ -343,6 +345,12 @@ class OpenCLProgram(Program):
 
     def fused(self, prv, nxt, **params):
         self._launch("fused", self._site_range, prv, nxt, *self._sizes, *self._params(params))
+
+    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0):
+        """Thermal walls after propagate(prv -> nxt): one work-item per column."""
+        self._require_walls()
+        self._launch("bc", self._column_range, prv, nxt, *self._sizes, self.dtype(T_bottom), self.dtype(T_top),
+                     np.int32(bool(adiabatic[0])), np.int32(bool(adiabatic[1])), self.dtype(ax), self.dtype(ay))
 
     def synchronize(self) -> None:
         self.queue.finish()
