@@ -362,5 +362,9 @@ def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, stri
         sys.exit(1)
 
 
+from .cli_bench import bench, tune  # noqa: E402
+main.add_command(bench); main.add_command(tune)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

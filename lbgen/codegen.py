@@ -249,7 +249,7 @@ def template_context(spec: KernelSpec) -> dict:
         "collide_outputs": [str(s) for s in col.outputs],
         "collide_flops": col.flops,
         "collide_description": col.description,
-        "uses_wall": spec.collision == "regularized",
+        "uses_wall": "wall" in [str(p) for p in col.parameters],
         "equilibrium_body": print_assignments(eq, spec.precision),
         "equilibrium_outputs": [str(s) for s in eq.outputs],
         "fields_body": print_assignments(mac, spec.precision),

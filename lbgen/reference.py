@@ -92,13 +92,16 @@ def propagate(f, vs=None):
 
 # --- BGK -------------------------------------------------------------------------------------
 
-def collide_bgk(f, tau, force=(0.0, 0.0), vs=None):
+def collide_bgk(f, tau, force=(0.0, 0.0), wall=False, vs=None):
     """BGK with shifted equilibrium (paper Eq. 1); force = a, the velocity gain per step.
 
     u* = u + tau a, T* = T + tau (1 - tau) |a|^2 / 2, f <- f - (f - f_eq(rho, u*, T*)) / tau.
+    Where `wall` is true (rows next to a thermal wall) tau = 1, as in the regularized operator.
     """
     vs = _vs(vs)
     ax, ay = force
+    if np.any(wall):
+        tau = np.where(np.broadcast_to(wall, f.shape[1:]), 1.0, tau)
     rho, ux, uy, T = fields(f, vs)
     us_x, us_y = ux + tau * ax, uy + tau * ay
     Ts = T + 0.5 * tau * (1.0 - tau) * (np.square(ax) + np.square(ay))
@@ -344,6 +347,5 @@ def step_walls(f, operator="bgk", T_bottom=1.0, T_top=1.0, adiabatic=(False, Fal
     """propagate -> bc -> collide with thermal walls at the bottom and top."""
     vs = params.get("vs")
     g = apply_walls(propagate(f, vs), f, T_bottom, T_top, adiabatic, params.get("force", (0.0, 0.0)), vs)
-    if operator == "regularized":
-        params = dict(params, wall=wall_mask(f.shape[1], f.shape[2]))
+    params = dict(params, wall=wall_mask(f.shape[1], f.shape[2]))
     return collide(g, operator, **params)

@@ -150,7 +150,14 @@ def test_force_adds_rho_a_momentum_and_u_dot_F_plus_F2_over_2rho_energy(vs, op, 
 def test_generated_bgk_collision_matches_reference(generated, force):
     f = near_equilibrium(6)
     want = ref.collide_bgk(f, 0.8, force=force)
-    got = generated["bgk"].evaluate(f, tau=0.8, ax=force[0], ay=force[1])
+    got = generated["bgk"].evaluate(f, tau=0.8, ax=force[0], ay=force[1], wall=0)
+    assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
+
+
+def test_generated_bgk_uses_tau_one_on_wall_rows(generated):
+    f = near_equilibrium(7)
+    want = ref.collide_bgk(f, 1.0, force=(1e-3, -2e-3))
+    got = generated["bgk"].evaluate(f, tau=0.8, ax=1e-3, ay=-2e-3, wall=1)
     assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
 
 

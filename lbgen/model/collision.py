@@ -13,6 +13,9 @@ Everything is phrased through Hermite moments, which is what makes the kernels c
 
 BGK (shifted equilibrium, paper Eq. 1):  f' = f - (f - f_eq(rho, u*, T*)) / tau with
 u* = u + tau a, T* = T + tau (1 - tau) |a|^2 / 2, a = force per unit mass per step.
+On the rows next to a thermal wall (input ``wall`` = 1) tau = 1: the wall rows relax to
+the equilibrium of the moments the bc imposed (without it BGK walls are unstable for
+tau <~ 0.75).
 
 Regularized (the reference production operator): relax A_2, A_3, A_4 towards the
 equilibrium moments at (rho, u*, T*) with tau1, tau2, tau3, add the force to A_1, and
@@ -228,9 +231,12 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     A = _moments(b, vs, f, H)
     rho, ux, uy, T = _macroscopic(b, A)
     a2 = ax ** 2 + ay ** 2
+    wall = sp.Symbol("wall", real=True)
     if operator == "bgk":
-        tau = sp.Symbol("tau", positive=True)
-        params = (tau, ax, ay)
+        tau_in = sp.Symbol("tau", positive=True)
+        params = (tau_in, ax, ay, wall)
+        # rows next to a thermal wall (wall = 1) relax with tau = 1, as in the regularized operator
+        tau = b.let("tau_w", wall + (1 - wall) * tau_in)
         inv_tau = b.let("inv_tau", 1 / tau)
         us = (b.let("usx", ux + tau * ax), b.let("usy", uy + tau * ay))
         Ts = b.let("Ts", T + tau * (1 - tau) * a2 / 2)
@@ -240,9 +246,9 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
             for c in components(n):
                 B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho * inv_tau, us, Ts)))
         outputs = _reconstruct(b, vs, H, B, f_scale=1 - inv_tau, f=f)
-        description = "BGK with shifted-equilibrium forcing (Hermite order 4)"
+        description = "BGK with shifted-equilibrium forcing (Hermite order 4), tau = 1 where wall = 1"
     else:
-        C1, C2, C3, wall = sp.symbols("C1 C2 C3 wall", real=True)
+        C1, C2, C3 = sp.symbols("C1 C2 C3", real=True)
         params = (C1, C2, C3, ax, ay, wall)
         inv_rhoT = b.let("inv_rhoT", inv_rho_T(rho, T))
         # wall rows (wall = 1) relax everything with tau = 1

@@ -9,8 +9,8 @@
  * layout      caosoa: site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent
  * VL          8
  * precision   double (double)
- * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4)
- *             602 floating-point operations per site (counted on the generated code)
+ * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4), tau = 1 where wall = 1
+ *             605 floating-point operations per site (counted on the generated code)
  * sizes       run-time (lx, ly arguments)
  * streaming   non-temporal stores for whole clusters (intrinsics, portable fallback)
  * halo        3 columns in X and 3 cluster rows in Y around every region
@@ -194,6 +194,7 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, doub
     const real tau_ = (real)tau;
     const real ax_ = (real)ax;
     const real ay_ = (real)ay;
+    const real wall_ = 0.0;   /* periodic box: no wall rows */
 
     #pragma omp parallel
     {
@@ -316,7 +317,8 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, doub
                     const real t39 = s16 + t0 + t6;
                     const real t40 = s15 + t3;
                     const real t41 = f18 + s1 + s11 + s5;
-                    const real inv_tau = (1.0/(tau_));
+                    const real tau_w = -tau_*(wall_ - 1.0) + wall_;
+                    const real inv_tau = (1.0/(tau_w));
                     const real A00 = t0 + t1 + t11 + t4 + t7;
                     const real rho = A00;
                     const real t45 = inv_tau*rho;
@@ -326,14 +328,14 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, doub
                     const real A10 = 3.590939311179223*g1 + 2.393959540786149*g2 + 1.1969797703930745*g3;
                     const real inv_rho = (1.0/(rho));
                     const real ux = A10*inv_rho;
-                    const real usx = ax_*tau_ + ux;
+                    const real usx = ax_*tau_w + ux;
                     const real t46 = t45*usx;
                     const real g5 = t25;
                     const real g7 = t28;
                     const real g8 = t29;
                     const real A01 = -1.1969797703930745*g5 - 2.393959540786149*g7 - 3.590939311179223*g8;
                     const real uy = A01*inv_rho;
-                    const real usy = ay_*tau_ + uy;
+                    const real usy = ay_*tau_w + uy;
                     const real t47 = t45*usy;
                     const real t48 = (usx*usx);
                     const real g17 = t38;
@@ -345,7 +347,7 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, doub
                     const real g9 = t30;
                     const real A20 = 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t33;
                     const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
-                    const real Ts = T - 0.5*tau_*((ax_*ax_) + (ay_*ay_))*(tau_ - 1.0);
+                    const real Ts = T - 0.5*tau_w*((ax_*ax_) + (ay_*ay_))*(tau_w - 1.0);
                     const real t49 = Ts - 1.0;
                     const real t50 = t48 + t49;
                     const real t51 = t46*usy;
@@ -615,6 +617,7 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
     const real tau_ = (real)tau;
     const real ax_ = (real)ax;
     const real ay_ = (real)ay;
+    const real wall_ = 0.0;   /* periodic box: no wall rows */
 
     #pragma omp parallel
     {
@@ -737,7 +740,8 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
                     const real t39 = s16 + t0 + t6;
                     const real t40 = s15 + t3;
                     const real t41 = f18 + s1 + s11 + s5;
-                    const real inv_tau = (1.0/(tau_));
+                    const real tau_w = -tau_*(wall_ - 1.0) + wall_;
+                    const real inv_tau = (1.0/(tau_w));
                     const real A00 = t0 + t1 + t11 + t4 + t7;
                     const real rho = A00;
                     const real t45 = inv_tau*rho;
@@ -747,14 +751,14 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
                     const real A10 = 3.590939311179223*g1 + 2.393959540786149*g2 + 1.1969797703930745*g3;
                     const real inv_rho = (1.0/(rho));
                     const real ux = A10*inv_rho;
-                    const real usx = ax_*tau_ + ux;
+                    const real usx = ax_*tau_w + ux;
                     const real t46 = t45*usx;
                     const real g5 = t25;
                     const real g7 = t28;
                     const real g8 = t29;
                     const real A01 = -1.1969797703930745*g5 - 2.393959540786149*g7 - 3.590939311179223*g8;
                     const real uy = A01*inv_rho;
-                    const real usy = ay_*tau_ + uy;
+                    const real usy = ay_*tau_w + uy;
                     const real t47 = t45*usy;
                     const real t48 = (usx*usx);
                     const real g17 = t38;
@@ -766,7 +770,7 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
                     const real g9 = t30;
                     const real A20 = 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t33;
                     const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
-                    const real Ts = T - 0.5*tau_*((ax_*ax_) + (ay_*ay_))*(tau_ - 1.0);
+                    const real Ts = T - 0.5*tau_w*((ax_*ax_) + (ay_*ay_))*(tau_w - 1.0);
                     const real t49 = Ts - 1.0;
                     const real t50 = t48 + t49;
                     const real t51 = t46*usy;

@@ -1,0 +1,248 @@
+"""Auto-tuning of the layout and cluster length (VL) per machine and lattice shape.
+
+``best_choice`` times a few steps of the runner's own time step (halo + fused, or
+propagate + bc + collide with walls) for every candidate layout/VL (and optionally a few
+thread counts), stores the ranking in ``<cache>/tune/choices.json`` under a key made of
+the machine (hostname + CPU model from /proc/cpuinfo), the backend and its device, the
+lattice shape, precision, collision operator, walls and the thread count asked for, and
+returns the fastest (layout, vl).  ``cached_choice`` returns a stored choice without
+timing anything (None when this machine never tuned that case); ``auto_choice`` is the
+one for ``--vl auto``: the cached choice, else tune now.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from filelock import FileLock
+
+from .cache import atomic_write_bytes, cache_dir, digest
+
+Choice = Tuple[str, Optional[int]]
+CHOICES_FILE = "choices.json"
+
+
+def _device(backend: str) -> str:
+    """What the backend runs on: compiler for C, device name for OpenCL/CUDA."""
+    try:
+        if backend == "c":
+            from .backends.c import compiler, compiler_version
+            return compiler_version(compiler())
+        if backend == "opencl":
+            from .backends.opencl import select_device
+            return select_device(None).name.strip()
+        if backend == "cuda":
+            from .backends.cuda import _STATE, _driver
+            _driver()
+            return _STATE["device"].name()
+    except Exception as e:  # unavailable backend: still a stable key
+        return f"{backend} ({type(e).__name__})"
+    return backend
+
+
+def machine_key(backend: str) -> Dict[str, str]:
+    from .bench import cpu_model
+    return {"hostname": socket.gethostname(), "cpu": cpu_model(), "backend": backend, "device": _device(backend)}
+
+
+def _case_key(backend: str, lx: int, ly: int, precision: str, collision: str, walls: bool, threads: int) -> Tuple[str, Dict]:
+    fields = dict(machine_key(backend), lx=int(lx), ly=int(ly), precision=precision, collision=collision,
+                  walls=bool(walls), threads=int(threads))
+    return digest(json.dumps(fields, sort_keys=True)), fields
+
+
+def _path():
+    return cache_dir("tune") / CHOICES_FILE
+
+
+def _load() -> Dict:
+    path = _path()
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _store(key: str, entry: Dict) -> None:
+    path = _path()
+    with FileLock(str(path) + ".lock"):
+        data = _load()
+        data[key] = entry
+        atomic_write_bytes(path, json.dumps(data, indent=1, sort_keys=True).encode())
+
+
+def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
+               vls: Sequence[int] = (4, 8, 16, 32)) -> List[Choice]:
+    """Every valid (layout, VL) for a column of LY sites (VL | LY and LY/VL >= 3)."""
+    from .layouts import HALO
+    from .runner import PREFERRED_VL
+    names = list(layouts) if layouts else ["caosoa", "csoa", "soa", "aos"]
+    order = list(dict.fromkeys(list(PREFERRED_VL.get(backend, ())) + list(vls)))
+    out: List[Choice] = []
+    for name in names:
+        if name in ("csoa", "caosoa"):
+            out += [(name, v) for v in order if v in vls and ly % v == 0 and ly // v >= HALO]
+        else:
+            out.append((name, None))
+    return out
+
+
+def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str, collision: str,
+                walls: bool, threads: int, steps: int, samples: int) -> Dict:
+    from . import backends
+    from .bench import _init_buffers, kernel_parameters, stats
+    from .codegen import KernelSpec, generate
+    spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
+                      walls=walls).validate(lx, ly)
+    program = backends.load(backend).compile(generate(spec), lx, ly, threads=threads)
+    params = kernel_parameters(collision)
+    f, g = _init_buffers(program, lx, ly)
+
+    def step():
+        program.halo(f)
+        if walls:
+            program.propagate(f, g)
+            program.bc(f, g, 1.0, 1.0, (False, False), params["ax"], params["ay"])
+            program.collide(g, f, **params)
+        else:
+            program.fused(f, g, **params)
+
+    step()
+    program.synchronize()
+    t0 = time.perf_counter()
+    step()
+    program.synchronize()
+    once = max(time.perf_counter() - t0, 1e-7)
+    n = max(1, min(steps, int(0.05 / once) + 1)) if steps else max(1, int(0.05 / once) + 1)
+    times = []
+    for _ in range(max(1, samples)):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        program.synchronize()
+        times.append((time.perf_counter() - t0) / n * 1e3)
+    st = stats(times)
+    return {"ms_per_step": st["median"], "ms": st, "steps_per_sample": n,
+            "threads": getattr(program, "threads", None), "mlups": lx * ly / (st["median"] / 1e3) / 1e6}
+
+
+def rank(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk", walls: bool = False,
+         threads: int = 0, layouts: Optional[Sequence[str]] = None, vls: Sequence[int] = (4, 8, 16, 32),
+         thread_counts: Optional[Sequence[int]] = None, steps: int = 20, samples: int = 3,
+         progress: bool = False) -> List[Dict]:
+    """Time every candidate; a list of dicts sorted fastest first."""
+    from .codegen import SpecError
+    cands = candidates(backend, ly, layouts, vls)
+    tcs = list(thread_counts) if thread_counts else [threads]
+    work = [(c, t) for c in cands for t in tcs]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=len(work), unit="candidate", leave=False, dynamic_ncols=True)
+    out = []
+    try:
+        for (layout, vl), t in work:
+            if bar is not None:
+                bar.set_description(f"{layout}{'-vl' + str(vl) if vl else ''} threads={t or 'all'}")
+            try:
+                r = _time_steps(backend, layout, vl, lx, ly, precision, collision, walls, t, steps, samples)
+            except (SpecError, ValueError, NotImplementedError) as e:
+                r = {"error": str(e).splitlines()[0]}
+            r.update(layout=layout, vl=vl, threads_asked=t)
+            out.append(r)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    ok = sorted((r for r in out if "error" not in r), key=lambda r: r["ms_per_step"])
+    return ok + [r for r in out if "error" in r]
+
+
+def best_choice(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
+                walls: bool = False, threads: int = 0, **rank_options) -> Choice:
+    """Tune now: time the candidates, store the ranking for this machine and lattice, return (layout, vl)."""
+    entry = tune(backend, lx, ly, precision, collision, walls, threads, **rank_options)
+    return entry["layout"], entry["vl"]
+
+
+def tune(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk", walls: bool = False,
+         threads: int = 0, **rank_options) -> Dict:
+    """Like best_choice, returning the stored entry (choice, ranking, machine)."""
+    ranking = rank(backend, lx, ly, precision, collision, walls, threads, **rank_options)
+    good = [r for r in ranking if "error" not in r]
+    if not good:
+        raise ValueError(f"no layout/VL candidate runs for {backend} at {lx} x {ly}: "
+                         + "; ".join(r.get("error", "") for r in ranking[:3]))
+    key, fields = _case_key(backend, lx, ly, precision, collision, walls, threads)
+    from . import __version__
+    best = good[0]
+    entry = {"key": fields, "layout": best["layout"], "vl": best["vl"], "threads": best.get("threads_asked", threads),
+             "ms_per_step": best["ms_per_step"], "mlups": best["mlups"], "ranking": ranking,
+             "lbgen_version": __version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    _store(key, entry)
+    return entry
+
+
+def cached_entry(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
+                 walls: bool = False, threads: int = 0) -> Optional[Dict]:
+    key, _ = _case_key(backend, lx, ly, precision, collision, walls, threads)
+    return _load().get(key)
+
+
+def cached_choice(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
+                  walls: bool = False, threads: int = 0) -> Optional[Choice]:
+    """The stored best (layout, vl) for this machine and case, or None (never times anything)."""
+    entry = cached_entry(backend, lx, ly, precision, collision, walls, threads)
+    if not entry or "layout" not in entry:
+        return None
+    from .layouts import HALO
+    layout, vl = entry["layout"], entry.get("vl")
+    if vl is not None and (ly % vl or ly // vl < HALO):   # a damaged entry: ignore it
+        return None
+    return layout, (int(vl) if vl is not None else None)
+
+
+def auto_choice(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
+                walls: bool = False, threads: int = 0, layout: Optional[str] = None, **rank_options) -> Choice:
+    """For `--vl auto`: the cached choice (restricted to `layout` when given), else tune now and store.
+
+    With a fixed layout only that layout's VLs are timed, and the result is not stored as the
+    machine's overall best.
+    """
+    if layout is None:
+        hit = cached_choice(backend, lx, ly, precision, collision, walls, threads)
+        if hit is not None:
+            return hit
+        return best_choice(backend, lx, ly, precision, collision, walls, threads, **rank_options)
+    entry = cached_entry(backend, lx, ly, precision, collision, walls, threads)
+    for r in (entry or {}).get("ranking", []):
+        if r.get("layout") == layout and "error" not in r:
+            return layout, r.get("vl")
+    ranking = [r for r in rank(backend, lx, ly, precision, collision, walls, threads, layouts=[layout],
+                               **rank_options) if "error" not in r]
+    if not ranking:
+        raise ValueError(f"no VL of layout {layout} runs at {lx} x {ly}")
+    return layout, ranking[0]["vl"]
+
+
+def format_ranking(entry: Dict) -> str:
+    k = entry["key"]
+    lines = [f"tuning {k['backend']} on {k['hostname']} ({k['cpu']}; {k['device']}), {k['lx']} x {k['ly']}, "
+             f"{k['precision']}, {k['collision']}{', walls' if k['walls'] else ''}, threads={k['threads'] or 'all'}",
+             f"{'rank':>4} {'layout':<12} {'threads':>7} {'ms/step':>10} {'[min-max]':>21} {'MLUPS':>8}"]
+    for i, r in enumerate(entry["ranking"], 1):
+        tag = r["layout"] + (f"-vl{r['vl']}" if r.get("vl") else "")
+        if "error" in r:
+            lines.append(f"{'-':>4} {tag:<12} {'':>7} {'':>10} {'':>21} {'':>8}  skipped: {r['error']}")
+            continue
+        ms = r["ms"]
+        lines.append(f"{i:>4} {tag:<12} {str(r.get('threads') or r.get('threads_asked') or 'all'):>7} "
+                     f"{r['ms_per_step']:>10.3f} {'[' + format(ms['min'], '.3f') + '-' + format(ms['max'], '.3f') + ']':>21} "
+                     f"{r['mlups']:>8.1f}")
+    best = entry["layout"] + (f"-vl{entry['vl']}" if entry.get("vl") else "")
+    lines.append(f"best: {best} (stored in {_path()})")
+    return "\n".join(lines)

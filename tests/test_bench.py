@@ -1,0 +1,138 @@
+"""`lbgen bench` / `lbgen tune` on tiny lattices: they run, and report well-formed numbers.
+
+Benchmarks are not tests: nothing here checks a timing against a threshold, only that the
+figures exist, are positive and finite, and that the outputs (JSON, table, PNG) are valid.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from lbgen import bench as B
+from lbgen import tune as T
+from lbgen.cli import main
+
+TINY = ["--lx", "8", "--ly", "64", "--repeat", "1", "--no-progress"]
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _positive(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+@pytest.fixture(scope="module")
+def bench_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    result = CliRunner().invoke(main, ["bench", *TINY, "--layouts", "soa,caosoa-vl8", "--limit-mb", "16",
+                                       "--json", "-o", str(out / "report.json"), "--plots", str(out / "plots")])
+    return result, out
+
+
+def test_bench_json(bench_run):
+    result, out = bench_run
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    report = json.loads(result.stdout)
+    assert json.loads((out / "report.json").read_text()) == report
+    for key in ("machine", "limits", "results", "counting", "config"):
+        assert key in report
+    m = report["machine"]
+    assert _positive(m["bandwidth"]["normal"]["gbs"]) and _positive(m["bandwidth"]["streaming"]["gbs"])
+    assert _positive(m["peak"]["double"]["gflops"])
+    rs = report["results"]
+    assert {(r["tag"], r["kernel"]) for r in rs} == {(t, k) for t in ("soa", "caosoa-vl8") for k in B.KERNELS}
+    for r in rs:
+        for key in ("mlups", "gbs", "bytes_per_site", "frac_bw", "frac_bw_normal"):
+            assert _positive(r[key]), (key, r)
+        for key in ("median", "min", "max", "q1", "q3"):
+            assert _positive(r["ms"][key])
+        assert r["ms"]["min"] <= r["ms"]["median"] <= r["ms"]["max"]
+        if r["kernel"] == "propagate":
+            assert r["flops_per_site"] == 0 and r["bytes_per_site"] == 2 * 37 * 8
+        else:
+            assert _positive(r["flops_per_site"]) and _positive(r["gflops"]) and _positive(r["frac_peak"])
+        if r["kernel"] == "bc":
+            assert r["sites"] == 6 * 8 and r["walls_program"]
+
+
+def test_bench_plots_are_png(bench_run):
+    result, out = bench_run
+    pngs = sorted((out / "plots").glob("*.png"))
+    assert {p.name for p in pngs} == {"mlups_vs_vl_c_double_bgk.png", "roofline_c_double.png"}
+    for p in pngs:
+        assert p.read_bytes()[:8] == PNG and p.stat().st_size > 1000
+
+
+def test_bench_table_and_single_precision():
+    result = CliRunner().invoke(main, ["bench", *TINY, "--layouts", "caosoa-vl8", "--kernels", "propagate",
+                                       "--precision", "single", "--no-limits"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert "caosoa-vl8" in result.stdout and "single" in result.stdout and "propagate" in result.stdout
+
+
+def test_bench_skips_invalid_vl():
+    # VL = 32 needs LY/VL >= 3: skipped with a reason, not an error
+    result = CliRunner().invoke(main, ["bench", *TINY, "--layouts", "caosoa-vl32", "--kernels", "propagate",
+                                       "--no-limits", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["results"] == [] and report["skipped"]
+
+
+def test_paper_table():
+    result = CliRunner().invoke(main, ["bench", "--paper-table", *TINY, "--vls", "8"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    rows = [line for line in result.stdout.splitlines() if line.startswith(("propagate ", "collide "))]
+    assert len(rows) == 8
+    for kernel, paper in B.PAPER_HASWELL.items():
+        for layout, ms in paper.items():
+            assert any(r.split()[0] == kernel and r.split()[1] == B.LAYOUT_NAMES[layout] and str(ms) in r.split()
+                       for r in rows), (kernel, layout)
+    assert "winner here:" in result.stdout
+
+
+def test_parse_layouts():
+    assert B.parse_layouts("aos,csoa-vl8") == [("aos", None), ("csoa", 8)]
+    assert len(B.parse_layouts("all")) == 10
+    assert B.parse_layouts("caosoa") == [("caosoa", v) for v in B.VLS]
+    with pytest.raises(ValueError):
+        B.parse_layouts("foo")
+
+
+def test_machine_limits_are_positive():
+    bw = B.measure_bandwidth(nbytes=8 << 20, repeat=1)
+    assert _positive(bw["normal"]["gbs"]) and _positive(bw["streaming"]["gbs"])
+    for p in ("double", "single"):
+        pk = B.measure_peak(p, repeat=1, seconds=0.01)
+        assert _positive(pk["gflops"]) and pk["finite_result"]
+
+
+def test_bc_counts_are_honest():
+    c = B.bc_counts("caosoa", 8, "double")
+    # both walls: the 4th row is read whole; fewer than all 37 populations are written per wall row
+    assert c["sites_per_column"] == 6 and c["reads"] >= 2 * 37 and 0 < c["writes"] < 6 * 37
+    assert c["bytes_per_site"] < 2 * 37 * 8 * 4
+
+
+def test_tune_stores_and_returns_choice(tmp_path, monkeypatch):
+    monkeypatch.setattr(T, "_path", lambda: tmp_path / "choices.json")
+    assert T.cached_choice("c", 8, 64, "double", "bgk") is None
+    choice = T.best_choice("c", 8, 64, "double", "bgk", layouts=["caosoa", "soa"], vls=(8,), samples=1)
+    assert choice in {("caosoa", 8), ("soa", None)}
+    assert T.cached_choice("c", 8, 64, "double", "bgk") == choice
+    assert T.auto_choice("c", 8, 64, "double", "bgk") == choice
+    assert T.cached_choice("c", 8, 128, "double", "bgk") is None       # another lattice shape
+    stored = json.loads((tmp_path / "choices.json").read_text())
+    (entry,) = stored.values()
+    assert entry["key"]["lx"] == 8 and entry["key"]["cpu"] and entry["ranking"]
+
+
+def test_tune_cli(tmp_path, monkeypatch):
+    monkeypatch.setattr(T, "_path", lambda: tmp_path / "choices.json")
+    result = CliRunner().invoke(main, ["tune", "--lx", "8", "--ly", "64", "--layouts", "caosoa", "--vls", "8",
+                                       "--samples", "1", "--no-progress"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert "best: caosoa-vl8" in result.stdout
+    assert T.cached_choice("c", 8, 64) == ("caosoa", 8)
