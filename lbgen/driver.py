@@ -93,11 +93,14 @@ def make_simulation(cfg: RunConfig) -> Simulation:
 
 def _device_description(sim: Simulation) -> dict:
     info = {"backend": sim.spec.backend, "layout": sim.spec.tag, "precision": sim.spec.precision,
-            "kernel_digest": sim.source.digest}
-    prog = sim.program
-    for attr in ("device_name", "library_path", "threads", "flags"):
-        if hasattr(prog, attr):
-            info[attr] = str(getattr(prog, attr))
+            "kernel_digest": sim.source.digest, "regions": []}
+    for region in sim.regions:
+        prog = region.program
+        entry = {"backend": prog.spec.backend, "layout": prog.layout.tag, "columns": [region.x_start, region.width]}
+        for attr in ("device_name", "library_path", "threads", "flags"):
+            if hasattr(prog, attr):
+                entry[attr] = str(getattr(prog, attr))
+        info["regions"].append(entry)
     return info
 
 
@@ -225,7 +228,7 @@ class Run:
                 n = nxt - sim.time_step
                 t0 = time.perf_counter()
                 sim.step(n)
-                sim.program.synchronize()
+                sim.synchronize()
                 self.seconds += time.perf_counter() - t0
                 self.steps_run += n
                 if bar is not None:

@@ -106,13 +106,49 @@ class RunStats:
         return self.steps * self.sites / self.seconds / 1e6 if self.seconds > 0 else float("nan")
 
 
+@dataclass
+class Region:
+    """A band of whole columns [x_start, x_start + width) (mod LX) run by one program."""
+
+    program: object
+    x_start: int
+    width: int
+    f: object = None
+    g: object = None
+
+    @property
+    def columns(self) -> np.ndarray:
+        return np.arange(self.x_start, self.x_start + self.width)
+
+
+def split_columns(lx: int, host_columns: int) -> Tuple[int, int]:
+    """Validate a host/accelerator split: M host columns at each side of the device bulk."""
+    M = int(host_columns)
+    if M < 0 or 2 * M > lx:
+        raise SimulationError(f"host columns M={M} must satisfy 0 <= 2M <= LX={lx}")
+    if M and 2 * M < HALO:
+        raise SimulationError(f"host columns M={M}: the host region (2M = {2 * M} columns) must be at least "
+                              f"{HALO} columns wide (the halo width), so M >= 2 or M = 0")
+    if lx - 2 * M and lx - 2 * M < HALO:
+        raise SimulationError(f"host columns M={M} leave the device {lx - 2 * M} columns; it needs at least "
+                              f"{HALO} (or none: M = LX/2)")
+    return M, lx - 2 * M
+
+
 class Simulation:
-    """A periodic box of LX x LY sites driven by one backend.
+    """A box of LX x LY sites (periodic in X; periodic or walled in Y) on one or more backends.
 
     >>> sim = Simulation(64, 256, collision="bgk", tau=0.8)
     >>> sim.set_fields(rho, ux, uy, T)      # populations at equilibrium
     >>> sim.run(1000)
     >>> fields = sim.fields()               # dict of (LX, LY) arrays: rho, ux, uy, T
+
+    Heterogeneous runs (paper, "host + accelerator"): with ``device_backend`` the lattice
+    is split along X; the device owns the bulk LX - 2M columns, the host backend
+    (``backend``) the M columns at each side -- one region of 2M columns, since the two
+    sides are neighbours through the periodic boundary.  Every step the regions trade
+    their 3-wide halo columns, the device works asynchronously while the host computes,
+    and the result equals a single-backend run (bit-identical in strict mode).
     """
 
     def __init__(self, lx: int, ly: int, *, backend: str = "c", layout: Optional[str] = None,
@@ -120,31 +156,74 @@ class Simulation:
                  tau: float = 0.8, C1: float = 1e-3, C2: float = 1e-3, C3: float = 0.5,
                  gravity: Tuple[float, float] = (0.0, 0.0), fused: bool = True, threads: int = 0,
                  strict: bool = False, check_every: int = 100, walls: Optional[Walls] = None,
-                 **backend_options):
-        if backend not in BACKENDS:
-            raise SpecError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+                 device_backend: Optional[str] = None, host_columns: int = 0,
+                 device_options: Optional[dict] = None, **backend_options):
+        for b in (backend, device_backend):
+            if b is not None and b not in BACKENDS:
+                raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(BACKENDS)}")
         self.params = Parameters(collision, tau, C1, C2, C3, tuple(gravity))
-        if layout is None:
-            layout, auto_vl = default_layout(backend, ly)
-            vl = vl if vl is not None else auto_vl
-        if layout in CLUSTERED and vl is None:
-            vl = default_layout(backend, ly)[1] or 1
         self.walls = walls
-        self.spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision,
-                               collision=collision, walls=walls is not None).validate(lx, ly)
-        self.vs = velocity_set(self.spec.velocity_set)
         self.lx, self.ly = lx, ly
         # with walls the step is propagate -> bc -> collide (the fused kernel has no bc)
         self.fused = fused and walls is None
         self.check_every = check_every
-        from . import backends
-        self.source = generate(self.spec)
-        self.program = backends.load(backend).compile(self.source, lx, ly, threads=threads, strict=strict,
-                                                      **backend_options)
-        self.kernel_parameters = self.params.kernel_parameters(self.vs.r)
-        self._f = self.program.allocate()
-        self._g = self.program.allocate()
         self.time_step = 0
+
+        def spec_for(b):
+            lay, v = layout, vl
+            if lay is None:
+                lay, auto_vl = default_layout(b, ly)
+                v = v if v is not None else auto_vl
+            if lay in CLUSTERED and v is None:
+                v = default_layout(b, ly)[1] or 1
+            return KernelSpec(backend=b, layout=lay, vl=v, precision=precision, collision=collision,
+                              walls=walls is not None)
+
+        plan = []   # (backend, x_start, width, options)
+        if device_backend is None:
+            if host_columns:
+                raise SimulationError("host columns need a device backend (device_backend='opencl' or 'cuda')")
+            plan.append((backend, 0, lx, backend_options))
+        else:
+            M, bulk = split_columns(lx, host_columns)
+            if bulk:
+                plan.append((device_backend, M, bulk, dict(device_options or {})))
+            if M:
+                plan.append((backend, lx - M, 2 * M, backend_options))
+        for b, _, width, _ in plan:   # every rule checked before anything is compiled
+            spec_for(b).validate(width, ly)
+        from . import backends
+        self.vs = None
+        self.regions: list = []
+        sources = {}
+        for b, x_start, width, options in plan:
+            spec = spec_for(b).validate(width, ly)
+            source = sources.setdefault(spec, generate(spec))
+            program = backends.load(b).compile(source, width, ly, threads=threads, strict=strict, **options)
+            self.regions.append(Region(program, x_start, width, program.allocate(), program.allocate()))
+        self.spec = self.regions[0].program.spec
+        self.source = self.regions[0].program.source
+        self.vs = velocity_set(self.spec.velocity_set)
+        self.kernel_parameters = self.params.kernel_parameters(self.vs.r)
+        self.dtype = self.regions[0].program.dtype
+        if any(r.program.dtype != self.dtype for r in self.regions):
+            raise SimulationError("all regions must compute in the same precision")
+        # regions with the same layout trade raw columns; otherwise layout-independent ones
+        tags = {r.program.layout.tag for r in self.regions}
+        self._plain_exchange = len(tags) > 1
+
+    @property
+    def program(self):
+        """The program of the first region (the only one in a single-backend run)."""
+        return self.regions[0].program
+
+    @property
+    def layout(self):
+        return self.regions[0].program.layout
+
+    def synchronize(self) -> None:
+        for r in self.regions:
+            r.program.synchronize()
 
     # --- state -------------------------------------------------------------------------
     def set_fields(self, rho, ux, uy, T) -> None:
@@ -163,12 +242,12 @@ class Simulation:
         expected = (self.vs.Q, self.lx, self.ly)
         if f.shape != expected:
             raise ValueError(f"populations must have shape {expected}, got {f.shape}")
-        self._f = self.program.upload_fields(f, self._f)
+        for r in self.regions:
+            r.f = r.program.upload_fields(f[:, r.columns % self.lx, :], r.f)
 
     def populations(self) -> np.ndarray:
         """(Q, LX, LY) float64 copy of the current populations."""
-        self.program.synchronize()
-        return self.program.download_fields(self._f)
+        return self.state().astype(np.float64)
 
     def fields(self) -> Dict[str, np.ndarray]:
         """rho, ux, uy, T as (LX, LY) arrays (u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho))."""
@@ -177,28 +256,52 @@ class Simulation:
         return {"rho": rho, "ux": ux, "uy": uy, "T": T}
 
     # --- stepping ----------------------------------------------------------------------
+    def exchange_halos(self) -> None:
+        """Fill every region's halo: Y rows by its own halo kernel, X columns from its neighbours."""
+        for r in self.regions:
+            r.program.halo(r.f)
+        k = len(self.regions)
+        if k == 1:
+            return   # the halo kernel already wrapped X periodically
+        read = "read_columns_plain" if self._plain_exchange else "read_columns"
+        write = "write_columns_plain" if self._plain_exchange else "write_columns"
+        edges = [(getattr(r.program, read)(r.f, 0, HALO), getattr(r.program, read)(r.f, r.width - HALO, HALO))
+                 for r in self.regions]
+        for i, r in enumerate(self.regions):
+            getattr(r.program, write)(r.f, -HALO, edges[i - 1][1])          # left halo <- left neighbour's right edge
+            getattr(r.program, write)(r.f, r.width, edges[(i + 1) % k][0])  # right halo <- right neighbour's left edge
+
+    def advance(self, region: Region) -> None:
+        """One step of one region whose halos are fresh (asynchronous on devices)."""
+        p, kp = region.program, self.kernel_parameters
+        if self.fused:
+            p.fused(region.f, region.g, **kp)
+            region.f, region.g = region.g, region.f
+        elif self.walls is not None:
+            w = self.walls
+            p.propagate(region.f, region.g)
+            p.bc(region.f, region.g, w.T_bottom, w.T_top, (w.adiabatic_bottom, w.adiabatic_top), kp["ax"], kp["ay"])
+            p.collide(region.g, region.f, **kp)
+        else:
+            p.propagate(region.f, region.g)
+            p.collide(region.g, region.f, **kp)
+
     def step(self, n: int = 1) -> None:
-        p = self.program
         for _ in range(n):
-            p.halo(self._f)
-            if self.fused:
-                p.fused(self._f, self._g, **self.kernel_parameters)
-                self._f, self._g = self._g, self._f
-            elif self.walls is not None:
-                w = self.walls
-                p.propagate(self._f, self._g)
-                p.bc(self._f, self._g, w.T_bottom, w.T_top, (w.adiabatic_bottom, w.adiabatic_top),
-                     self.kernel_parameters["ax"], self.kernel_parameters["ay"])
-                p.collide(self._g, self._f, **self.kernel_parameters)
-            else:
-                p.propagate(self._f, self._g)
-                p.collide(self._g, self._f, **self.kernel_parameters)
+            self.exchange_halos()
+            for r in self.regions:      # the device bulk first: it runs while the host computes
+                self.advance(r)
+            if len(self.regions) > 1:
+                self.synchronize()
             self.time_step += 1
 
     def state(self) -> np.ndarray:
         """The populations as (Q, LX, LY) in the working precision (exact, for checkpoints)."""
-        self.program.synchronize()
-        return self.layout.unpack(self.program.download(self._f))
+        self.synchronize()
+        out = np.empty((self.vs.Q, self.lx, self.ly), dtype=self.dtype)
+        for r in self.regions:
+            out[:, r.columns % self.lx, :] = r.program.layout.unpack(r.program.download(r.f))
+        return out
 
     def restore(self, populations: np.ndarray, time_step: int) -> None:
         """Continue from a saved state (bit-identical to never having stopped)."""
@@ -206,15 +309,13 @@ class Simulation:
         expected = (self.vs.Q, self.lx, self.ly)
         if populations.shape != expected:
             raise SimulationError(f"saved populations have shape {populations.shape}; this run needs {expected}")
-        if populations.dtype != self.program.dtype:
+        if populations.dtype != self.dtype:
             raise SimulationError(f"saved populations are {populations.dtype}; this run computes in "
-                                  f"{np.dtype(self.program.dtype)} (precision mismatch)")
-        self._f = self.program.upload(self.layout.pack(populations), self._f)
+                                  f"{np.dtype(self.dtype)} (precision mismatch)")
+        for r in self.regions:
+            block = np.ascontiguousarray(populations[:, r.columns % self.lx, :])
+            r.f = r.program.upload(r.program.layout.pack(block), r.f)
         self.time_step = int(time_step)
-
-    @property
-    def layout(self):
-        return self.program.layout
 
     def check_finite(self) -> None:
         """Raise SimulationError naming the step and the first bad site if the state went bad.
@@ -264,7 +365,7 @@ class Simulation:
                 n = min(chunk, steps - done)
                 t0 = time.perf_counter()
                 self.step(n)
-                self.program.synchronize()
+                self.synchronize()
                 elapsed += time.perf_counter() - t0
                 done += n
                 if bar is not None:

@@ -321,6 +321,12 @@ class OpenCLProgram(Program):
         self.cl.enqueue_copy(self.queue, buf, host, is_blocking=True)
         return buf
 
+    def _read_range(self, f, offset, out):
+        self.cl.enqueue_copy(self.queue, out, f, src_offset=offset * out.itemsize, is_blocking=True)
+
+    def _write_range(self, f, offset, data):
+        self.cl.enqueue_copy(self.queue, f, data, dst_offset=offset * data.itemsize, is_blocking=True)
+
     def download(self, buffer):
         host = np.empty(self.layout.size, dtype=self.dtype)
         self.cl.enqueue_copy(self.queue, host, buffer, is_blocking=True)
