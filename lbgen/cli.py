@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+import numpy as np
 
 from . import __version__
 from .codegen import BACKENDS, PRECISIONS, KernelSpec, SpecError
@@ -141,7 +142,7 @@ def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_st
 _RUN_KEYS = ("lx", "ly", "steps", "tau", "collision", "c1", "c2", "c3", "gravity", "backend", "layout", "vl",
              "precision", "init", "save", "seed", "amplitude", "threads", "fused", "strict", "setup", "out",
              "output_every", "checkpoint_every", "check_every", "pictures", "fields_format", "walls", "t_bottom",
-             "t_top", "adiabatic")
+             "t_top", "adiabatic", "hetero", "split", "device")
 
 
 def _apply_config(ctx, config_path, values):
@@ -235,6 +236,10 @@ _ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, Tr
 @click.option("--threads", type=int, default=0, help="OpenMP threads (0: OMP_NUM_THREADS or all cores).")
 @click.option("--fused/--no-fused", default=True, show_default=True, help="Fused propagate+collide (periodic runs).")
 @click.option("--strict", is_flag=True, default=False, help="No FMA contraction (bitwise-comparable builds).")
+@click.option("--hetero", type=click.Choice(["opencl", "cuda"]), default=None,
+              help="Host + device: the device backend runs the bulk, --backend (C) the 2M border columns.")
+@click.option("--split", default=None, help="With --hetero: 'auto' (performance model, default) or the host fraction 2M/LX.")
+@click.option("--device", default=None, help="OpenCL device for --hetero or --backend opencl ('P:D' or a name).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.pass_context
 @_friendly
@@ -286,12 +291,16 @@ def run(ctx, setup, config, **opts):
         init=str(opts["init"]) if opts["init"] else None, walls=walls,
         out=str(opts["out"]) if opts["out"] else None, output_every=opts["output_every"],
         checkpoint_every=opts["checkpoint_every"], check_every=opts["check_every"],
-        pictures=_parse_pictures(opts["pictures"]), fields_format=opts["fields_format"])
+        pictures=_parse_pictures(opts["pictures"]), fields_format=opts["fields_format"],
+        hetero=opts["hetero"], split=opts["split"], device=opts["device"])
+    if opts["split"] is not None and not opts["hetero"]:
+        raise UserError("--split needs --hetero opencl|cuda")
     runner = Run(cfg, echo=echo)
     spec = runner.sim.spec
+    where = ", ".join(f"{r.program.spec.backend} {r.program.layout.tag} x={r.x_start % cfg.lx}..+{r.width}"
+                      for r in runner.sim.regions)
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.lx} x {cfg.ly}, "
-         f"{cfg.steps} steps, {spec.collision}, {'walls' if walls else 'periodic'}, backend {spec.backend}, "
-         f"layout {spec.tag}, {spec.precision}")
+         f"{cfg.steps} steps, {spec.collision}, {'walls' if walls else 'periodic'}, {spec.precision}; {where}")
     result = runner.execute(progress=show_progress)
     _report(runner, result, opts["save"])
 
@@ -308,6 +317,68 @@ def _report(runner, result, save):
         save_fields(save, out, steps=result["steps"], lx=sim.lx, ly=sim.ly, r=sim.vs.r,
                     spec=json.dumps(sim.spec.__dict__))
         click.echo(f"saved rho, ux, uy, T ({sim.lx} x {sim.ly}) to {save}")
+
+
+# --- model -------------------------------------------------------------------------------
+@main.command()
+@click.option("--lx", type=int, default=256, show_default=True)
+@click.option("--ly", type=int, default=1024, show_default=True)
+@click.option("--hetero", type=click.Choice(["opencl", "cuda"]), default="opencl", show_default=True,
+              help="The device backend; the host backend is --backend.")
+@click.option("--backend", default="c", show_default=True)
+@click.option("--collision", default="bgk", show_default=True)
+@click.option("--precision", default="double", show_default=True)
+@click.option("--layout", default=None)
+@click.option("--vl", default=None)
+@click.option("--walls", is_flag=True, help="Model the walled step (propagate, bc, collide).")
+@click.option("--device", default=None, help="OpenCL device ('P:D' or a name).")
+@click.option("--steps", type=int, default=5, show_default=True, help="Steps per micro-benchmark.")
+@click.option("--measure", "measure_points", type=int, default=0,
+              help="Also run the full lattice at this many splits and show measured MLUPS beside the model.")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="PNG of MLUPS against 2M/LX (paper Fig. 8).")
+@click.option("--json", "as_json", is_flag=True)
+@_friendly
+def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, device, steps, measure_points, plot,
+          as_json):
+    """The host + device performance model (paper Eq. 4-8): predicted MLUPS against the split.
+
+    Measures tau_d (device), tau_h (host) and the halo swap with short runs, solves
+    T_acc(M*) = T_host(M*) + T_mpi(M*), prints the curve and, with --measure K, K measured
+    points beside it."""
+    from . import perfmodel
+    from .driver import RunConfig, make_simulation
+    cfg = RunConfig(setup="uniform-noise", lx=lx, ly=ly, collision=collision, precision=precision, backend=backend,
+                    layout=layout, vl=_vl_option(vl), hetero=hetero, device=device,
+                    walls={"T_bottom": 1.0, "T_top": 1.0, "adiabatic_bottom": False, "adiabatic_top": False}
+                    if walls else None)
+
+    def make(width, M, dev):
+        sim = make_simulation(cfg, M, width, dev)
+        from .runner import uniform_noise
+        sim.set_fields(**uniform_noise(width, ly, amplitude=0.01))
+        return sim
+
+    params = perfmodel.measure(make, lx, ly, steps=steps)
+    m_star = perfmodel.optimal_split(params, lx, ly)
+    measured = None
+    if measure_points:
+        Ms = perfmodel.valid_splits(lx)
+        pick = sorted({Ms[int(i)] for i in np.linspace(0, len(Ms) - 1, measure_points)} | {m_star})
+        measured = perfmodel.measure_curve(make, lx, ly, pick, steps=steps)
+    if plot:
+        perfmodel.plot(params, lx, ly, plot, measured, title=f"{backend} host + {hetero} device, {lx} x {ly}")
+    if as_json:
+        click.echo(json.dumps({"parameters": params.to_json(), "M_best": m_star,
+                               "M_balance": perfmodel.balance_split(params, lx, ly), "lx": lx, "ly": ly,
+                               "predicted": {str(M): perfmodel.predicted_mlups(params, lx, ly, M)
+                                             for M in perfmodel.valid_splits(lx)},
+                               "measured": {str(k): v for k, v in (measured or {}).items()}}, indent=2))
+    else:
+        click.echo(perfmodel.table(params, lx, ly, measured))
+        click.echo(f"balance point M* = {perfmodel.balance_split(params, lx, ly):.2f}; best valid split M = {m_star}: "
+                   f"host fraction 2M/LX = {2 * m_star / lx:.3f} (what --split auto uses)")
+        if plot:
+            click.echo(f"plot written to {plot}")
 
 
 # --- verify ------------------------------------------------------------------------------

@@ -54,6 +54,10 @@ class RunConfig:
     pictures: Tuple[str, ...] = ("T",)
     fields_format: str = "h5"
     keep_checkpoints: int = 2
+    hetero: Optional[str] = None          # device backend of a host + device run ("opencl", "cuda")
+    split: Optional[str] = None           # "auto" (performance model) or the host fraction 2M/LX
+    host_columns: Optional[int] = None    # M, resolved from split (kept for resume)
+    device: Optional[str] = None          # device selection for the device backend
 
     def to_json(self) -> dict:
         return json.loads(json.dumps(dataclasses.asdict(self)))
@@ -84,11 +88,43 @@ def _initial_fields(cfg: RunConfig):
     return SETUPS[cfg.setup](cfg.lx, cfg.ly, **extra)
 
 
-def make_simulation(cfg: RunConfig) -> Simulation:
+def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Optional[int] = None,
+                    device: bool = True) -> Simulation:
+    """The Simulation of a config; for host + device runs with `host_columns` M (or cfg's)."""
     walls = Walls(**cfg.walls) if cfg.walls else None
-    return Simulation(cfg.lx, cfg.ly, backend=cfg.backend, layout=cfg.layout, vl=cfg.vl, precision=cfg.precision,
-                      collision=cfg.collision, tau=cfg.tau, C1=cfg.C1, C2=cfg.C2, C3=cfg.C3, gravity=cfg.gravity,
-                      fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0, walls=walls)
+    common = dict(layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision, tau=cfg.tau,
+                  C1=cfg.C1, C2=cfg.C2, C3=cfg.C3, gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads,
+                  strict=cfg.strict, check_every=0, walls=walls)
+    lx = cfg.lx if lx is None else lx
+    if not cfg.hetero:
+        return Simulation(lx, cfg.ly, backend=cfg.backend, **common)
+    if not device:
+        return Simulation(lx, cfg.ly, backend=cfg.backend, **common)
+    M = cfg.host_columns if host_columns is None else host_columns
+    options = {"device": cfg.device} if cfg.device and cfg.hetero == "opencl" else {}
+    return Simulation(lx, cfg.ly, backend=cfg.backend, device_backend=cfg.hetero, host_columns=M or 0,
+                      device_options=options, **common)
+
+
+def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print) -> int:
+    """M for a host + device run: from --split F (2M/LX = F) or the performance model (auto)."""
+    from . import perfmodel
+    if cfg.split in (None, "auto"):
+        params = perfmodel.measure(lambda lx, M, dev: make_simulation(cfg, M, lx, dev), cfg.lx, cfg.ly)
+        M = perfmodel.optimal_split(params, cfg.lx, cfg.ly)
+        echo(f"performance model: tau_d = {params.tau_d:.3e} s, tau_h = {params.tau_h:.3e} s per site, "
+             f"swap {params.t_swap * 1e3:.3f} ms -> M = {M} (balance point M* = "
+             f"{perfmodel.balance_split(params, cfg.lx, cfg.ly):.1f}; 2M/LX = {2 * M / cfg.lx:.3f}, "
+             f"predicted {perfmodel.predicted_mlups(params, cfg.lx, cfg.ly, M):.1f} MLUPS)")
+        return M
+    try:
+        fraction = float(cfg.split)
+    except ValueError:
+        raise SimulationError(f"--split {cfg.split!r}: expected 'auto' or a host fraction 2M/LX in [0, 1]") from None
+    if not 0 <= fraction <= 1:
+        raise SimulationError(f"--split {fraction}: the host fraction 2M/LX must lie in [0, 1]")
+    want = fraction * cfg.lx / 2
+    return min(perfmodel.valid_splits(cfg.lx), key=lambda M: (abs(M - want), M))
 
 
 def _device_description(sim: Simulation) -> dict:
@@ -121,6 +157,8 @@ class Run:
         shape = fields["rho"].shape
         if cfg.init:
             cfg.lx, cfg.ly = int(shape[0]), int(shape[1])
+        if cfg.hetero and cfg.host_columns is None:
+            cfg.host_columns = resolve_split(cfg, echo)
         self.sim = make_simulation(cfg)
         self.sim.set_fields(**fields)
         T0 = fields["T"]
