@@ -942,7 +942,8 @@ def make_plots(report: Dict, directory) -> List[Path]:
         ax.set_ylabel("GFLOP/s")
         ax.set_title(f"roofline: {backend} {precision}")
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8, loc="lower right")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8, loc="lower right")
         fig.tight_layout()
         p = directory / f"roofline_{backend}_{precision}.png"
         fig.savefig(p, dpi=100)

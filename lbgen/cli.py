@@ -42,9 +42,11 @@ def _friendly(fn):
     return wrapper
 
 
-def _vl_option(value):
+def _vl_option(value, allow_auto=False):
     if value is None or value == "":
         return None
+    if allow_auto and str(value) == "auto":
+        return "auto"
     try:
         return int(value)
     except ValueError:
@@ -217,7 +219,8 @@ _ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, Tr
               help="Which walls are adiabatic (copy the fourth row's temperature).")
 @click.option("--backend", default="c", show_default=True, help=f"One of {', '.join(BACKENDS)}.")
 @click.option("--layout", default=None, help="Default: fastest valid for the backend (caosoa, VL 8 on C).")
-@click.option("--vl", default=None, help="Cluster length for csoa/caosoa (power of two dividing LY).")
+@click.option("--vl", default=None, help="Cluster length for csoa/caosoa (power of two dividing LY), or 'auto' "
+              "(time the candidates once and remember the best for this machine and lattice; see lbgen tune).")
 @click.option("--precision", default="double", show_default=True, help=f"One of {', '.join(PRECISIONS)}.")
 @click.option("--init", type=click.Path(exists=True, dir_okay=False), default=None,
               help=".npz with rho, ux, uy, T of shape (LX, LY); sets the lattice size.")
@@ -286,7 +289,8 @@ def run(ctx, setup, config, **opts):
         setup=name or "init", lx=int(opts["lx"]), ly=int(opts["ly"]), steps=int(opts["steps"]),
         collision=opts["collision"] or ("regularized" if rt else "bgk"), tau=opts["tau"], C1=opts["c1"],
         C2=opts["c2"], C3=opts["c3"], gravity=gravity, backend=opts["backend"], layout=opts["layout"],
-        vl=_vl_option(opts["vl"]), precision=opts["precision"], fused=opts["fused"], strict=opts["strict"],
+        vl=_vl_option(opts["vl"], allow_auto=True), precision=opts["precision"], fused=opts["fused"],
+        strict=opts["strict"],
         threads=opts["threads"], seed=opts["seed"], amplitude=opts["amplitude"],
         init=str(opts["init"]) if opts["init"] else None, walls=walls,
         out=str(opts["out"]) if opts["out"] else None, output_every=opts["output_every"],

@@ -38,7 +38,7 @@ class RunConfig:
     gravity: Tuple[float, float] = (0.0, 0.0)
     backend: str = "c"
     layout: Optional[str] = None
-    vl: Optional[int] = None
+    vl: Optional[object] = None           # int, or "auto" (tuned)
     precision: str = "double"
     fused: bool = True
     strict: bool = False

@@ -28,6 +28,8 @@ class SimulationError(RuntimeError):
 def default_layout(backend: str, ly: int) -> Tuple[str, Optional[int]]:
     """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.
 
+    (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
+
     On the CPU CAoSoA with VL = 8 (one AVX-512 vector of doubles) is the best combined
     propagate + collide layout (paper Table 2; measured with `lbgen bench`); on GPUs a
     cluster of 32 lanes maps to one warp.  When no preferred VL divides LY with
@@ -169,8 +171,14 @@ class Simulation:
         self.check_every = check_every
         self.time_step = 0
 
-        def spec_for(b):
+        def spec_for(b, width):
             lay, v = layout, vl
+            if v == "auto":     # time the candidates now (or take the tuned choice stored for this machine)
+                from .tune import auto_choice
+                lay, v = auto_choice(b, width, ly, precision, collision, walls is not None, threads, layout=lay)
+            elif lay is None and v is None:
+                from .tune import cached_choice
+                lay, v = cached_choice(b, width, ly, precision, collision, walls is not None, threads) or (None, None)
             if lay is None:
                 lay, auto_vl = default_layout(b, ly)
                 v = v if v is not None else auto_vl
@@ -179,25 +187,13 @@ class Simulation:
             return KernelSpec(backend=b, layout=lay, vl=v, precision=precision, collision=collision,
                               walls=walls is not None)
 
-        plan = []   # (backend, x_start, width, options)
-        if device_backend is None:
-            if host_columns:
-                raise SimulationError("host columns need a device backend (device_backend='opencl' or 'cuda')")
-            plan.append((backend, 0, lx, backend_options))
-        else:
-            M, bulk = split_columns(lx, host_columns)
-            if bulk:
-                plan.append((device_backend, M, bulk, dict(device_options or {})))
-            if M:
-                plan.append((backend, lx - M, 2 * M, backend_options))
-        for b, _, width, _ in plan:   # every rule checked before anything is compiled
-            spec_for(b).validate(width, ly)
+        plan = self._region_plan(lx, backend, device_backend, host_columns, backend_options, device_options)
+        specs = [spec_for(b, width).validate(width, ly) for b, _, width, _ in plan]   # all rules before compiling
         from . import backends
         self.vs = None
         self.regions: list = []
         sources = {}
-        for b, x_start, width, options in plan:
-            spec = spec_for(b).validate(width, ly)
+        for (b, x_start, width, options), spec in zip(plan, specs):
             source = sources.setdefault(spec, generate(spec))
             program = backends.load(b).compile(source, width, ly, threads=threads, strict=strict, **options)
             self.regions.append(Region(program, x_start, width, program.allocate(), program.allocate()))
@@ -211,6 +207,22 @@ class Simulation:
         # regions with the same layout trade raw columns; otherwise layout-independent ones
         tags = {r.program.layout.tag for r in self.regions}
         self._plain_exchange = len(tags) > 1
+
+    def _region_plan(self, lx, backend, device_backend, host_columns, backend_options, device_options) -> list:
+        """The regions to build, as (backend, x_start, width, options); a hook for subclasses
+        (lbgen.mpi.DistributedSimulation builds one rank's slab from it)."""
+        plan = []
+        if device_backend is None:
+            if host_columns:
+                raise SimulationError("host columns need a device backend (device_backend='opencl' or 'cuda')")
+            plan.append((backend, 0, lx, backend_options))
+        else:
+            M, bulk = split_columns(lx, host_columns)
+            if bulk:
+                plan.append((device_backend, M, bulk, dict(device_options or {})))
+            if M:
+                plan.append((backend, lx - M, 2 * M, backend_options))
+        return plan
 
     @property
     def program(self):
@@ -228,6 +240,10 @@ class Simulation:
     # --- state -------------------------------------------------------------------------
     def set_fields(self, rho, ux, uy, T) -> None:
         """Populations at the equilibrium of the given fields (arrays of shape (LX, LY))."""
+        self.set_populations(self._equilibrium(rho, ux, uy, T))
+
+    def _equilibrium(self, rho, ux, uy, T) -> np.ndarray:
+        """Checked fields -> (Q, LX, LY) equilibrium populations."""
         from . import reference
         arrays = [np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)) for a in (rho, ux, uy, T)]
         for name, a in zip(("rho", "ux", "uy", "T"), arrays):
@@ -235,7 +251,7 @@ class Simulation:
                 raise SimulationError(f"initial field {name} contains NaN or Inf")
         if np.any(arrays[0] <= 0) or np.any(arrays[3] <= 0):
             raise SimulationError("initial density and temperature must be positive everywhere")
-        self.set_populations(reference.equilibrium(*arrays, vs=self.vs))
+        return reference.equilibrium(*arrays, vs=self.vs)
 
     def set_populations(self, f: np.ndarray) -> None:
         f = np.asarray(f, dtype=np.float64)
@@ -322,28 +338,36 @@ class Simulation:
 
         Bad: NaN or Inf anywhere, or a non-positive density or temperature.
         """
-        f = self.populations()
+        bad = self._first_bad_site(self.populations())
+        if bad is not None:
+            raise self._divergence_error(*bad)
+
+    def _first_bad_site(self, f: np.ndarray):
+        """(x, y, what, fields at the site) of the first bad site of populations f, or None."""
+        from . import reference
         rho = f.sum(axis=0)
         finite = np.isfinite(f).all(axis=0)
         with np.errstate(all="ignore"):
-            fields = self.fields() if finite.all() else None
+            fields = dict(zip(("rho", "ux", "uy", "T"), reference.fields(f, vs=self.vs))) if finite.all() else None
             bad = ~finite | ~(rho > 0)
             if fields is not None:
                 bad |= ~(fields["T"] > 0)
         if not bad.any():
-            return
+            return None
         x, y = (int(v[0]) for v in np.nonzero(bad))
         if fields is None:
             with np.errstate(all="ignore"):
-                from . import reference
                 values = dict(zip(("rho", "ux", "uy", "T"), reference.fields(f[:, x:x + 1, y:y + 1], vs=self.vs)))
                 values = {k: float(np.asarray(v).ravel()[0]) for k, v in values.items()}
         else:
             values = {k: float(fields[k][x, y]) for k in ("rho", "ux", "uy", "T")}
-        text = ", ".join(f"{k}={v:.6g}" for k, v in values.items())
         what = "NaN/Inf" if not finite[x, y] else ("negative density" if not rho[x, y] > 0 else "negative temperature")
+        return x, y, what, values
+
+    def _divergence_error(self, x: int, y: int, what: str, values: Dict[str, float]) -> SimulationError:
+        text = ", ".join(f"{k}={v:.6g}" for k, v in values.items())
         tau = self.params.tau if self.params.collision == "bgk" else f"1/2 + C1/(rho T) with C1={self.params.C1}"
-        raise SimulationError(
+        return SimulationError(
             f"the run diverged by step {self.time_step} ({what}): first bad site (x={x}, y={y}) has {text}. "
             f"Hint: tau = {tau} may be too close to 1/2, velocities too large for the lattice "
             f"(|u| should stay well below r = {self.vs.r:.3f}), or gravity {self.params.gravity} too strong "

@@ -118,6 +118,7 @@ def test_bc_counts_are_honest():
 
 def test_tune_stores_and_returns_choice(tmp_path, monkeypatch):
     monkeypatch.setattr(T, "_path", lambda: tmp_path / "choices.json")
+    monkeypatch.setenv("LBGEN_TUNED", "on")
     assert T.cached_choice("c", 8, 64, "double", "bgk") is None
     choice = T.best_choice("c", 8, 64, "double", "bgk", layouts=["caosoa", "soa"], vls=(8,), samples=1)
     assert choice in {("caosoa", 8), ("soa", None)}
@@ -131,6 +132,7 @@ def test_tune_stores_and_returns_choice(tmp_path, monkeypatch):
 
 def test_tune_cli(tmp_path, monkeypatch):
     monkeypatch.setattr(T, "_path", lambda: tmp_path / "choices.json")
+    monkeypatch.setenv("LBGEN_TUNED", "on")
     result = CliRunner().invoke(main, ["tune", "--lx", "8", "--ly", "64", "--layouts", "caosoa", "--vls", "8",
                                        "--samples", "1", "--no-progress"])
     assert result.exit_code == 0, result.output + repr(result.exception)

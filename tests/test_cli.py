@@ -107,7 +107,7 @@ def test_run_reads_toml_config_and_flags_win(tmp_path):
     out = tmp_path / "o.npz"
     result = invoke("run", "--config", cfg, "--ly", 32, "--save", out, "--no-progress")
     assert result.exit_code == 0, result.output
-    assert "8 x 32" in result.output and "regularized" in result.output and "layout aos" in result.output
+    assert "8 x 32" in result.output and "regularized" in result.output and "c aos" in result.output
     with np.load(out) as data:
         assert data["rho"].shape == (8, 32)
 
