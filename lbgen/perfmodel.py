@@ -72,32 +72,46 @@ def optimal_split(p: ModelParameters, lx: int, ly: int) -> int:
     return min(valid_splits(lx), key=lambda M: (round(step_time(p, lx, ly, M), 15), abs(M - m_star)))
 
 
-def _time_steps(sim, steps: int) -> float:
+def _time_steps(sim, steps: int, repeats: int = 3) -> float:
+    """Median seconds per step over `repeats` timings of `steps` steps (after a warm-up step)."""
     sim.step(1)            # warm-up (first launches, page faults)
     sim.synchronize()
-    t0 = time.perf_counter()
-    sim.step(steps)
-    sim.synchronize()
-    return (time.perf_counter() - t0) / steps
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        sim.step(steps)
+        sim.synchronize()
+        samples.append((time.perf_counter() - t0) / steps)
+    return float(np.median(samples))
+
+
+def _time_swap(sim, repeats: int = 5) -> float:
+    """Median seconds of one halo exchange between the regions (the host <-> device swap)."""
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        sim.exchange_halos()
+        sim.synchronize()
+        samples.append(time.perf_counter() - t0)
+    return float(np.median(samples))
 
 
 def measure(make_simulation, lx: int, ly: int, steps: int = 5, width: Optional[int] = None) -> ModelParameters:
     """Start-up micro-benchmarks: tau_d, tau_h on a test band, the swap cost of one split.
 
     `make_simulation(lx, host_columns, device)` builds a Simulation of width lx: device only
-    (host_columns = 0, device=True), host only (device=False) or split.
+    (host_columns = 0, device=True), host only (device=False) or split.  The swap is timed
+    directly (a halo exchange of a split run minus that of one region), so it does not mix
+    with the kernel times.
     """
     width = width or max(2 * HALO + 2, min(lx, 64))
     dev = make_simulation(width, 0, True)
     host = make_simulation(width, 0, False)
     tau_d = _time_steps(dev, steps) / (width * ly)
     tau_h = _time_steps(host, steps) / (width * ly)
-    # the swap: a split run minus the kernel time the model already counts
-    M = max(2, HALO)
-    split = make_simulation(width, M, True)
-    t_split = _time_steps(split, steps)
-    t_kernels = max((width - 2 * M) * ly * tau_d, 2 * M * ly * tau_h)
-    return ModelParameters(tau_d=tau_d, tau_h=tau_h, tau_c=0.0, t_swap=max(0.0, t_split - t_kernels))
+    split = make_simulation(width, max(2, HALO), True)
+    t_swap = max(0.0, _time_swap(split) - _time_swap(host))
+    return ModelParameters(tau_d=tau_d, tau_h=tau_h, tau_c=0.0, t_swap=t_swap)
 
 
 def measure_curve(make_simulation, lx: int, ly: int, splits: Sequence[int], steps: int = 5) -> Dict[int, float]:
