@@ -15,6 +15,53 @@ class CompileError(RuntimeError):
     """A kernel failed to compile; the message carries the source path and the compiler log."""
 
 
+def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: str, what: str,
+                  library: str = "lib.so"):
+    """Compile once into ``<cache>/<kind>/<key>/<library>`` and return its path.
+
+    ``files`` (name -> text) are written to the entry's folder; ``command(folder, output)``
+    gives the compiler command line.  A file lock makes concurrent processes build once;
+    the library appears atomically (rename).  On failure: CompileError naming the source
+    file and carrying the compiler's log (also kept in build.log).
+    """
+    import subprocess
+
+    from filelock import FileLock
+
+    from ..cache import atomic_write_bytes, cache_dir, digest
+    key = digest(*key_parts)
+    directory = cache_dir(kind) / key
+    lib = directory / library
+    if lib.exists():
+        return lib
+    directory.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(directory) + ".lock"):
+        if lib.exists():
+            return lib
+        for name, text in files.items():
+            (directory / name).write_text(text)
+        tmp = directory / f"{library}.{key}.tmp"
+        cmd = [str(c) for c in command(directory, tmp)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=directory)
+        log = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+        atomic_write_bytes(directory / "build.log", log.encode())
+        if proc.returncode != 0:
+            if tmp.exists():
+                tmp.unlink()
+            raise CompileError(f"{what} failed to compile {directory / main_file}\n"
+                               f"(log also in {directory / 'build.log'})\n{log}")
+        tmp.replace(lib)
+    return lib
+
+
+def aligned_zeros(n: int, dtype, align: int = 64) -> np.ndarray:
+    """A zeroed 1-D array whose data starts on an `align`-byte boundary (aligned vector loads)."""
+    dtype = np.dtype(dtype)
+    raw = np.zeros(n * dtype.itemsize + align, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset:offset + n * dtype.itemsize].view(dtype)
+
+
 class Program(abc.ABC):
     """Compiled kernels of one spec for one lattice size."""
 

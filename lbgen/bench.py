@@ -41,10 +41,8 @@ Benchmarks are not tests: nothing here passes or fails on a timing.
 from __future__ import annotations
 
 import math
-import os
 import platform
 import socket
-import subprocess
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -54,7 +52,6 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import __version__
-from .cache import atomic_write_bytes, cache_dir, digest
 
 KERNELS = ("propagate", "bc", "collide", "fused")
 VLS = (4, 8, 16, 32)
@@ -217,30 +214,14 @@ double bench_peak_single(long iters, double *flops);
 def _machine_lib():
     """(ffi, lib) of the micro-benchmarks, compiled once and cached under cache_dir('bench')."""
     from cffi import FFI
-    from filelock import FileLock
 
-    from .backends.base import CompileError
+    from .backends.base import build_library
     from .backends.c import compiler, compiler_version
     cc = compiler()
     flags = ("-O3", "-march=native", "-fopenmp", "-std=gnu11", "-fPIC", "-shared")
-    key = digest(MACHINE_C_SOURCE, flags, compiler_version(cc))
-    directory = cache_dir("bench") / key
-    lib_path = directory / "libmachine.so"
-    if not lib_path.exists():
-        directory.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(directory) + ".lock"):
-            if not lib_path.exists():
-                c_file = directory / "machine.c"
-                atomic_write_bytes(c_file, MACHINE_C_SOURCE.encode())
-                tmp = directory / f"libmachine.so.{os.getpid()}.tmp"
-                cmd = [cc, *flags, "-o", str(tmp), str(c_file)]
-                proc = subprocess.run(cmd, capture_output=True, text=True, cwd=directory)
-                if proc.returncode != 0:
-                    if tmp.exists():
-                        tmp.unlink()
-                    raise CompileError(f"gcc failed on the bench micro-kernels {c_file}:\n$ {' '.join(cmd)}\n"
-                                       f"{proc.stdout}{proc.stderr}")
-                tmp.replace(lib_path)
+    lib_path = build_library("bench", (MACHINE_C_SOURCE, flags, compiler_version(cc)), {"machine.c": MACHINE_C_SOURCE},
+                             lambda folder, out: [cc, *flags, "-o", out, folder / "machine.c"], "machine.c",
+                             "gcc (bench micro-kernels)", library="libmachine.so")
     ffi = FFI()
     ffi.cdef(MACHINE_C_DECLS)
     return ffi, ffi.dlopen(str(lib_path))

@@ -35,11 +35,34 @@ def _friendly(fn):
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except (SpecError, SimulationError, BackendUnavailable, ValueError) as e:
-            raise UserError(str(e)) from None
-        except CompileError as e:
-            raise click.ClickException(str(e)) from None
+        except Exception as e:
+            comm = _mpi_comm()
+            if comm is not None:
+                _mpi_failure(comm, e)
+            if isinstance(e, (SpecError, SimulationError, BackendUnavailable, ValueError)):
+                raise UserError(str(e)) from None
+            if isinstance(e, CompileError):
+                raise click.ClickException(str(e)) from None
+            raise
     return wrapper
+
+
+def _mpi_comm():
+    """The communicator of an MPI launch (``mpiexec -n N lbgen ...``), else None; mpi4py is
+    imported only when a launcher's environment variables are present."""
+    from . import mpi
+    return mpi.active()
+
+
+def _mpi_failure(comm, e):
+    """An error in an MPI run: one every rank raised together is printed once (rank 0) and
+    every rank exits with status 2; an error of one rank is printed there and aborts all."""
+    from . import mpi
+    if mpi.is_collective(e):
+        if comm.rank == 0:
+            raise UserError(str(e)) from None
+        sys.exit(2)
+    mpi.abort(comm, e, code=2)
 
 
 def _vl_option(value, allow_auto=False):
@@ -254,14 +277,19 @@ def run(ctx, setup, config, **opts):
     lbgen run rayleigh-taylor --lx 256 --ly 1024 --steps 20000 --out runs/rt --output-every 1000 --checkpoint-every 5000
     lbgen run --resume runs/rt --steps 40000
     """
+    from . import mpi
     from .driver import RT_GRAVITY, Run, RunConfig
-    from .runner import SETUPS, save_fields
-    show_progress = opts.pop("progress") and sys.stderr.isatty()
+    from .runner import SETUPS
+    comm = mpi.world()                     # several ranks under mpiexec: a distributed run
+    if comm is not None:
+        mpi.install_excepthook(comm)
+    root = comm is None or comm.rank == 0
+    show_progress = opts.pop("progress") and sys.stderr.isatty() and root
     resume = opts.pop("resume")
-    echo = lambda m: click.echo(m, err=True)  # noqa: E731
+    echo = (lambda m: click.echo(m, err=True)) if root else (lambda m: None)  # noqa: E731
     if resume:
         given = ctx.get_parameter_source("steps").name != "DEFAULT"
-        runner = Run.resume(resume, steps=opts["steps"] if given else None, echo=echo)
+        runner = Run.resume(resume, steps=opts["steps"] if given else None, echo=echo, comm=comm)
         result = runner.execute(progress=show_progress)
         _report(runner, result, opts.get("save"))
         return
@@ -299,10 +327,15 @@ def run(ctx, setup, config, **opts):
         hetero=opts["hetero"], split=opts["split"], device=opts["device"])
     if opts["split"] is not None and not opts["hetero"]:
         raise UserError("--split needs --hetero opencl|cuda")
-    runner = Run(cfg, echo=echo)
+    runner = Run(cfg, echo=echo, comm=comm)
     spec = runner.sim.spec
-    where = ", ".join(f"{r.program.spec.backend} {r.program.layout.tag} x={r.x_start % cfg.lx}..+{r.width}"
-                      for r in runner.sim.regions)
+    regions = getattr(runner.sim, "rank_regions", None) or [
+        {"backend": r.program.spec.backend, "layout": r.program.layout.tag, "columns": [r.x_start, r.width]}
+        for r in runner.sim.regions]
+    where = ", ".join((f"rank {d['rank']} " if "rank" in d else "") + f"{d['backend']} {d['layout']} "
+                      f"x={d['columns'][0] % cfg.lx}..+{d['columns'][1]}" for d in regions)
+    if comm is not None:
+        where = f"{comm.size} MPI ranks: {where}"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.lx} x {cfg.ly}, "
          f"{cfg.steps} steps, {spec.collision}, {'walls' if walls else 'periodic'}, {spec.precision}; {where}")
     result = runner.execute(progress=show_progress)
@@ -312,7 +345,9 @@ def run(ctx, setup, config, **opts):
 def _report(runner, result, save):
     from .runner import save_fields
     sim = runner.sim
-    out = sim.fields()
+    out = sim.fields()                     # collective with MPI: rank 0 gets the fields
+    if not runner.root:
+        return
     click.echo(f"done: {result['steps_run']} steps in {result['seconds']:.3f} s, {result['mlups']:.2f} MLUPS; "
                f"step {result['steps']}, total mass {float(out['rho'].sum()):.12g}")
     if runner.cfg.out:
@@ -340,17 +375,32 @@ def _report(runner, result, save):
 @click.option("--measure", "measure_points", type=int, default=0,
               help="Also run the full lattice at this many splits and show measured MLUPS beside the model.")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="PNG of MLUPS against 2M/LX (paper Fig. 8).")
+@click.option("--ranks", type=int, default=0,
+              help="Multi-rank model instead: predicted step time and MLUPS for N = 1..RANKS MPI ranks "
+                   "(measured beside it when run under mpiexec).")
+@click.option("--latency", type=float, default=None, help="With --ranks: message latency L [s] (default: "
+              "measured by a ring shift under mpiexec, else 1e-6).")
+@click.option("--bandwidth", type=float, default=None, help="With --ranks: bandwidth B [bytes/s] (default: "
+              "measured under mpiexec, else 5e9).")
+@click.option("--no-overlap", is_flag=True, help="With --ranks: model communication not hidden behind the bulk.")
 @click.option("--json", "as_json", is_flag=True)
 @_friendly
 def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, device, steps, measure_points, plot,
-          as_json):
+          ranks, latency, bandwidth, no_overlap, as_json):
     """The host + device performance model (paper Eq. 4-8): predicted MLUPS against the split.
 
     Measures tau_d (device), tau_h (host) and the halo swap with short runs, solves
     T_acc(M*) = T_host(M*) + T_mpi(M*), prints the curve and, with --measure K, K measured
-    points beside it."""
+    points beside it.
+
+    With --ranks N: the multi-rank model (slabs along X, seeds 002/003): per-rank compute
+    from tau of --backend measured on each slab width, plus 2 halo messages per step,
+    T = L + bytes/B from a ring-shift fit (under mpiexec) or --latency/--bandwidth."""
     from . import perfmodel
     from .driver import RunConfig, make_simulation
+    if ranks:
+        return _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps, ranks, latency,
+                            bandwidth, not no_overlap, as_json)
     cfg = RunConfig(setup="uniform-noise", lx=lx, ly=ly, collision=collision, precision=precision, backend=backend,
                     layout=layout, vl=_vl_option(vl), hetero=hetero, device=device,
                     walls={"T_bottom": 1.0, "T_top": 1.0, "adiabatic_bottom": False, "adiabatic_top": False}
@@ -383,6 +433,73 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
                    f"host fraction 2M/LX = {2 * m_star / lx:.3f} (what --split auto uses)")
         if plot:
             click.echo(f"plot written to {plot}")
+
+
+def _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps, ranks, latency, bandwidth,
+                 overlap, as_json):
+    from . import mpi
+    from .driver import RunConfig, make_simulation
+    from .runner import uniform_noise
+    if ranks < 1:
+        raise UserError(f"--ranks {ranks} must be >= 1")
+    comm = mpi.world()
+    if comm is not None:
+        mpi.install_excepthook(comm)
+    root = comm is None or comm.rank == 0
+    cfg = RunConfig(setup="uniform-noise", lx=lx, ly=ly, collision=collision, precision=precision, backend=backend,
+                    layout=layout, vl=_vl_option(vl),
+                    walls={"T_bottom": 1.0, "T_top": 1.0, "adiabatic_bottom": False, "adiabatic_top": False}
+                    if walls else None)
+    if min(ranks, lx // 3) < ranks:
+        raise UserError(f"--ranks {ranks}: LX={lx} allows at most {lx // 3} ranks (every slab needs >= 3 columns)")
+
+    def make(width):
+        sim = make_simulation(cfg, lx=width)
+        sim.set_fields(**uniform_noise(width, ly, amplitude=0.01))
+        return sim
+    # tau per slab width: measured by rank 0 alone (the others wait), then shared
+    widths = sorted({-(-lx // n) for n in range(1, ranks + 1)})
+    taus = mpi.root_call(comm, lambda: {w: mpi.measure_tau(make, w, ly, steps) for w in widths}, share=True)
+    itemsize = 8 if precision == "double" else 4
+    source = "assumed"
+    if comm is not None and latency is None and bandwidth is None:
+        times = mpi.ring_shift(comm)
+        fit = mpi.fit_latency_bandwidth(list(times), list(times.values()))
+        source = f"ring shift over {comm.size} ranks"
+    else:
+        fit = mpi.DEFAULT_COMM
+        if latency is not None or bandwidth is not None:
+            source = "given"
+    cm = mpi.CommModel(latency if latency is not None else fit.latency,
+                       bandwidth if bandwidth is not None else fit.bandwidth)
+    rows = []
+    for n in range(1, ranks + 1):
+        row = mpi.predict(taus[-(-lx // n)], lx, ly, n, cm, overlap=overlap, itemsize=itemsize)
+        row["tau"] = taus[-(-lx // n)]
+        row["measured_mlups"] = None
+        if comm is not None and n <= comm.size:
+            t = mpi.measure_ranks(comm, lambda sub: _distributed(cfg, sub), n, steps=steps)
+            row["measured_mlups"] = lx * ly / t / 1e6
+            row["measured_t_step"] = t
+        rows.append(row)
+    if not root:
+        return
+    if as_json:
+        click.echo(json.dumps({"lx": lx, "ly": ly, "communication": cm.to_json(), "communication_source": source,
+                               "halo_bytes": mpi.halo_bytes(ly, itemsize=itemsize), "overlap": overlap,
+                               "ranks": rows}, indent=2))
+        return
+    note = (f"communication parameters: {source}" + ("" if comm is not None else
+            "; run under 'mpiexec -n N lbgen model --ranks N' to measure them and the real step time"))
+    click.echo(mpi.rank_table(rows, cm, lx, ly, note))
+
+
+def _distributed(cfg, comm):
+    from .driver import make_simulation
+    from .runner import uniform_noise
+    sim = make_simulation(cfg, comm=comm)
+    sim.set_fields(**(uniform_noise(cfg.lx, cfg.ly, amplitude=0.01) if comm.rank == 0 else {}))
+    return sim
 
 
 # --- verify ------------------------------------------------------------------------------

@@ -11,11 +11,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
-import numpy as np
 
 from . import __version__
 from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, prune_checkpoints, read_checkpoint, write_checkpoint
@@ -89,13 +88,24 @@ def _initial_fields(cfg: RunConfig):
 
 
 def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Optional[int] = None,
-                    device: bool = True) -> Simulation:
-    """The Simulation of a config; for host + device runs with `host_columns` M (or cfg's)."""
+                    device: bool = True, comm=None) -> Simulation:
+    """The Simulation of a config; for host + device runs with `host_columns` M (or cfg's).
+
+    With an MPI communicator `comm` of several ranks: this rank's part of a
+    ``lbgen.mpi.DistributedSimulation`` (collective)."""
     walls = Walls(**cfg.walls) if cfg.walls else None
     common = dict(layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision, tau=cfg.tau,
                   C1=cfg.C1, C2=cfg.C2, C3=cfg.C3, gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads,
                   strict=cfg.strict, check_every=0, walls=walls)
     lx = cfg.lx if lx is None else lx
+    if comm is not None:
+        from .mpi import DistributedSimulation
+        M = cfg.host_columns if host_columns is None else host_columns
+        if cfg.hetero:
+            options = {"device": cfg.device} if cfg.device and cfg.hetero == "opencl" else {}
+            return DistributedSimulation(comm, lx, cfg.ly, backend=cfg.backend, device_backend=cfg.hetero,
+                                         host_columns=M or 0, device_options=options, **common)
+        return DistributedSimulation(comm, lx, cfg.ly, backend=cfg.backend, **common)
     if not cfg.hetero:
         return Simulation(lx, cfg.ly, backend=cfg.backend, **common)
     if not device:
@@ -106,16 +116,24 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
                       device_options=options, **common)
 
 
-def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print) -> int:
-    """M for a host + device run: from --split F (2M/LX = F) or the performance model (auto)."""
+def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print, lx: Optional[int] = None) -> int:
+    """M for a host + device run: from --split F (2M/LX = F) or the performance model (auto).
+
+    `lx`: the width to split (an MPI rank's slab; default the lattice).  With several ranks
+    every side of a slab's device bulk is its own host region, so M is 0 or >= 3 there."""
     from . import perfmodel
+    width = cfg.lx if lx is None else lx
+    valid = perfmodel.valid_splits(width)
+    if lx is not None:
+        valid = [M for M in valid if M == 0 or 2 * M == width or (M >= 3 and width - 2 * M >= 3)]
     if cfg.split in (None, "auto"):
-        params = perfmodel.measure(lambda lx, M, dev: make_simulation(cfg, M, lx, dev), cfg.lx, cfg.ly)
-        M = perfmodel.optimal_split(params, cfg.lx, cfg.ly)
+        params = perfmodel.measure(lambda w, M, dev: make_simulation(cfg, M, w, dev), width, cfg.ly)
+        M = min(valid, key=lambda m: (round(perfmodel.step_time(params, width, cfg.ly, m), 15),
+                                      abs(m - perfmodel.balance_split(params, width, cfg.ly))))
         echo(f"performance model: tau_d = {params.tau_d:.3e} s, tau_h = {params.tau_h:.3e} s per site, "
              f"swap {params.t_swap * 1e3:.3f} ms -> M = {M} (balance point M* = "
-             f"{perfmodel.balance_split(params, cfg.lx, cfg.ly):.1f}; 2M/LX = {2 * M / cfg.lx:.3f}, "
-             f"predicted {perfmodel.predicted_mlups(params, cfg.lx, cfg.ly, M):.1f} MLUPS)")
+             f"{perfmodel.balance_split(params, width, cfg.ly):.1f}; 2M/LX = {2 * M / width:.3f}, "
+             f"predicted {perfmodel.predicted_mlups(params, width, cfg.ly, M):.1f} MLUPS)")
         return M
     try:
         fraction = float(cfg.split)
@@ -123,13 +141,16 @@ def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print) -> int:
         raise SimulationError(f"--split {cfg.split!r}: expected 'auto' or a host fraction 2M/LX in [0, 1]") from None
     if not 0 <= fraction <= 1:
         raise SimulationError(f"--split {fraction}: the host fraction 2M/LX must lie in [0, 1]")
-    want = fraction * cfg.lx / 2
-    return min(perfmodel.valid_splits(cfg.lx), key=lambda M: (abs(M - want), M))
+    want = fraction * width / 2
+    return min(valid, key=lambda M: (abs(M - want), M))
 
 
 def _device_description(sim: Simulation) -> dict:
     info = {"backend": sim.spec.backend, "layout": sim.spec.tag, "precision": sim.spec.precision,
             "kernel_digest": sim.source.digest, "regions": []}
+    if hasattr(sim, "rank_regions"):        # MPI: every rank's regions (global columns)
+        info["ranks"] = sim.nranks
+        info["rank_regions"] = sim.rank_regions
     for region in sim.regions:
         prog = region.program
         entry = {"backend": prog.spec.backend, "layout": prog.layout.tag, "columns": [region.x_start, region.width]}
@@ -141,11 +162,76 @@ def _device_description(sim: Simulation) -> dict:
 
 
 class Run:
-    """Drives one run folder.  ``Run(cfg).execute()`` or ``Run.resume(dir).execute()``."""
+    """Drives one run folder.  ``Run(cfg).execute()`` or ``Run.resume(dir).execute()``.
 
-    def __init__(self, cfg: RunConfig, echo: Callable[[str], None] = print):
+    With an MPI communicator ``comm`` of several ranks (``mpiexec -n N lbgen run``) every
+    rank builds its slab of a ``lbgen.mpi.DistributedSimulation``; the ranks check that
+    they share one RunConfig (hash), rank 0 alone sets up the fields, writes every file
+    (outputs, checkpoints, manifest) from states gathered to it, reads the checkpoint of a
+    resume and scatters it, and shows the progress bar.  Everything else is the same.
+    """
+
+    def __init__(self, cfg: RunConfig, echo: Callable[[str], None] = print, comm=None):
         self.cfg = cfg
-        self.echo = echo
+        self.comm = comm
+        self.root = comm is None or comm.rank == 0
+        self.echo = echo if self.root else (lambda message: None)
+        if comm is not None:
+            from .mpi import check_same_config, collective
+            check_same_config(comm, cfg.to_json())
+            try:
+                self._validate(cfg)
+            except SimulationError as e:       # same config on every rank: every rank raises it
+                raise collective(e)
+        else:
+            self._validate(cfg)
+        from .mpi import root_call
+
+        def setup():
+            fields = _initial_fields(cfg)
+            return fields, tuple(int(n) for n in fields["rho"].shape)
+        fields = root_call(comm, setup)
+        shape = root_call(comm, lambda: fields[1], share=True) if comm is not None else fields[1]
+        fields = fields[0] if fields is not None else None
+        if cfg.init:
+            cfg.lx, cfg.ly = shape
+        if cfg.hetero and cfg.host_columns is None:
+            if comm is None:
+                cfg.host_columns = resolve_split(cfg, echo)
+            else:   # rank 0 models its slab (the widest one); every rank uses its M
+                from .mpi import check_decomposition, slab_widths
+                check_decomposition(cfg.lx, comm.size)
+                cfg.host_columns = root_call(comm, lambda: resolve_split(cfg, self.echo, slab_widths(
+                    cfg.lx, comm.size)[0]), share=True)
+        self.sim = make_simulation(cfg, comm=comm)
+        if fields is not None:
+            self.sim.set_fields(**fields)
+        else:
+            self.sim.set_fields()          # MPI ranks > 0: rank 0's fields are scattered
+        self.T_hot = self.T_cold = None
+        if fields is not None:
+            T0 = fields["T"]
+            if cfg.walls:
+                self.T_hot, self.T_cold = cfg.walls["T_bottom"], cfg.walls["T_top"]
+            else:
+                self.T_hot, self.T_cold = float(T0.max()), float(T0.min())
+            if self.T_hot == self.T_cold:
+                self.T_hot = self.T_cold + 1.0   # no temperature contrast: the mixing width is 0
+        self.output = None
+        if cfg.out and self.root:
+
+            def open_output():
+                from .output import RunOutput
+                return RunOutput(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format)
+            self.output = root_call(comm, open_output)
+        elif cfg.out:
+            root_call(comm, lambda: None)
+        self.resumed_from: Optional[int] = None
+        self.seconds = 0.0
+        self.steps_run = 0
+
+    @staticmethod
+    def _validate(cfg: RunConfig) -> None:
         if cfg.steps < 0:
             raise SimulationError(f"steps={cfg.steps} must be >= 0")
         for name in ("output_every", "checkpoint_every", "check_every"):
@@ -153,69 +239,64 @@ class Run:
                 raise SimulationError(f"{name}={getattr(cfg, name)} must be >= 0")
         if cfg.checkpoint_every and not cfg.out:
             raise SimulationError("--checkpoint-every needs a run folder (--out DIR)")
-        fields = _initial_fields(cfg)
-        shape = fields["rho"].shape
-        if cfg.init:
-            cfg.lx, cfg.ly = int(shape[0]), int(shape[1])
-        if cfg.hetero and cfg.host_columns is None:
-            cfg.host_columns = resolve_split(cfg, echo)
-        self.sim = make_simulation(cfg)
-        self.sim.set_fields(**fields)
-        T0 = fields["T"]
-        if cfg.walls:
-            self.T_hot, self.T_cold = cfg.walls["T_bottom"], cfg.walls["T_top"]
-        else:
-            self.T_hot, self.T_cold = float(T0.max()), float(T0.min())
-        if self.T_hot == self.T_cold:
-            self.T_hot = self.T_cold + 1.0   # no temperature contrast: the mixing width is 0
-        self.output = None
-        if cfg.out:
-            from .output import RunOutput
-            self.output = RunOutput(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format)
-        self.resumed_from: Optional[int] = None
-        self.seconds = 0.0
-        self.steps_run = 0
 
     # --- resume ----------------------------------------------------------------------------
     @classmethod
-    def resume(cls, run_dir, steps: Optional[int] = None, echo: Callable[[str], None] = print) -> "Run":
+    def resume(cls, run_dir, steps: Optional[int] = None, echo: Callable[[str], None] = print,
+               comm=None) -> "Run":
+        """Continue a run folder; with MPI, rank 0 reads the manifest and checkpoint, the
+        state is scattered to every rank."""
+        from .mpi import root_call
         from .output import read_manifest
         run_dir = Path(run_dir)
-        try:
-            manifest = read_manifest(run_dir)
-        except (OSError, ValueError) as e:
-            raise SimulationError(f"cannot resume {run_dir}: no readable manifest.json ({e})") from None
-        cfg = RunConfig.from_json(manifest["config"])
+        if comm is not None and comm.rank != 0:
+            echo = lambda message: None  # noqa: E731
+
+        def load_manifest():
+            try:
+                return read_manifest(run_dir)["config"]
+            except (OSError, ValueError, KeyError) as e:
+                raise SimulationError(f"cannot resume {run_dir}: no readable manifest.json ({e})") from None
+        cfg = RunConfig.from_json(root_call(comm, load_manifest, share=True))
         cfg.out = str(run_dir)
         if steps is not None:
             cfg.steps = steps
-        run = cls(cfg, echo=echo)
-        path = latest_checkpoint(run_dir, verify=False)
-        if path is None:
-            raise SimulationError(f"cannot resume {run_dir}: it has no checkpoint (run with --checkpoint-every K)")
-        try:
-            populations, step, meta = read_checkpoint(path)
-        except CheckpointError as e:
-            good = latest_checkpoint(run_dir, verify=True)
-            if good is None:
-                raise SimulationError(f"cannot resume {run_dir}: {e}; no other checkpoint verifies") from None
-            echo(f"warning: {e}; resuming from the previous good checkpoint {good.name}")
-            populations, step, meta = read_checkpoint(good)
-        if meta.get("kernel_digest") not in (None, run.sim.source.digest):
-            echo("note: the kernels differ from the ones that wrote the checkpoint (lbgen or compiler changed)")
+        run = cls(cfg, echo=echo, comm=comm)
+
+        def load_checkpoint():
+            path = latest_checkpoint(run_dir, verify=False)
+            if path is None:
+                raise SimulationError(f"cannot resume {run_dir}: it has no checkpoint (run with --checkpoint-every K)")
+            try:
+                populations, step, meta = read_checkpoint(path)
+            except CheckpointError as e:
+                good = latest_checkpoint(run_dir, verify=True)
+                if good is None:
+                    raise SimulationError(f"cannot resume {run_dir}: {e}; no other checkpoint verifies") from None
+                echo(f"warning: {e}; resuming from the previous good checkpoint {good.name}")
+                populations, step, meta = read_checkpoint(good)
+            if meta.get("kernel_digest") not in (None, run.sim.source.digest):
+                echo("note: the kernels differ from the ones that wrote the checkpoint (lbgen or compiler changed)")
+            return populations, step
+        loaded = root_call(comm, load_checkpoint)
+        populations, step = loaded if loaded is not None else (None, None)
         run.sim.restore(populations, step)
-        run.output.truncate(step)
+        step = run.sim.time_step
+        if run.output is not None:
+            run.output.truncate(step)
         run.resumed_from = step
         echo(f"resuming {run_dir} at step {step} of {cfg.steps}")
         return run
 
     # --- the loop --------------------------------------------------------------------------
     def _outputs(self, final: bool = False) -> None:
-        if self.output is None:
+        if not self.cfg.out:
             return
         from .output import diagnostics
         step = self.sim.time_step
-        fields = self.sim.fields()
+        fields = self.sim.fields()           # collective with MPI: gathered to rank 0
+        if self.output is None:
+            return
         self.output.append_series(step, step / self.sim.vs.r, diagnostics(fields, self.T_hot, self.T_cold))
         self.output.write_fields(step, fields, time=step / self.sim.vs.r)
         if self.cfg.pictures:
@@ -225,7 +306,10 @@ class Run:
 
     def _checkpoint(self) -> None:
         step = self.sim.time_step
-        write_checkpoint(checkpoint_path(self.cfg.out, step), self.sim.state(), step,
+        state = self.sim.state()             # collective with MPI: gathered to rank 0
+        if not self.root:
+            return
+        write_checkpoint(checkpoint_path(self.cfg.out, step), state, step,
                          {"kernel_digest": self.sim.source.digest, "lbgen": __version__})
         prune_checkpoints(self.cfg.out, keep=max(1, self.cfg.keep_checkpoints))
 
@@ -251,11 +335,11 @@ class Run:
     def execute(self, progress: bool = False) -> dict:
         cfg, sim = self.cfg, self.sim
         events = [k for k in (cfg.output_every, cfg.checkpoint_every, cfg.check_every) if k]
-        if self.output is not None and self.resumed_from is None:
+        if self.cfg.out and self.resumed_from is None:
             self._manifest("running")
             self._outputs()
         bar = None
-        if progress:
+        if progress and self.root:
             from tqdm import tqdm
             bar = tqdm(total=cfg.steps, initial=sim.time_step, unit="step", dynamic_ncols=True,
                        desc=cfg.setup if not cfg.init else "run")
@@ -284,10 +368,13 @@ class Run:
         except SimulationError as e:
             if bar is not None:
                 bar.close()
-            kept = latest_checkpoint(cfg.out) if cfg.out else None
+            kept = latest_checkpoint(cfg.out) if cfg.out and self.root else None
             message = str(e) + (f" The last good checkpoint is kept: {kept}." if kept else "")
             self._manifest("diverged", message)
-            raise SimulationError(message) from None
+            error = SimulationError(message)
+            if getattr(e, "collective", False):
+                error.collective = True
+            raise error from None
         except KeyboardInterrupt:
             self._manifest("interrupted")
             raise

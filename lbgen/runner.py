@@ -8,7 +8,7 @@ so the force per unit mass per step is a = g / r (d2q37.md: F = rho g Delta t).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np

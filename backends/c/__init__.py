@@ -16,10 +16,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 from cffi import FFI
-from filelock import FileLock
 
-from ...cache import atomic_write_bytes, cache_dir, digest
-from ..base import BackendUnavailable, CompileError, Program
+from ..base import BackendUnavailable, CompileError, Program, aligned_zeros, build_library  # noqa: F401 (re-exported)
 
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp")
 STRICT_FLAGS = ("-ffp-contract=off",)
@@ -66,37 +64,10 @@ def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -
         raise ValueError(f"the C backend compiles C sources, not {source.spec.backend!r}")
     cc = compiler()
     all_flags = flags_for(flags, strict) + _BASE_FLAGS
-    key = digest(source.digest, all_flags, compiler_version(cc))
-    directory = cache_dir("c") / key
-    lib = directory / "libkernels.so"
-    if lib.exists():
-        return lib
-    directory.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(directory) + ".lock"):
-        if lib.exists():
-            return lib
-        for name, text in source.files.items():
-            (directory / name).write_text(text)
-        c_file = directory / source.main_file
-        tmp = directory / f"libkernels.so.{key}.tmp"
-        cmd = [cc, *all_flags, "-o", str(tmp), str(c_file), "-lm"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=directory)
-        log = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
-        atomic_write_bytes(directory / "build.log", log.encode())
-        if proc.returncode != 0:
-            if tmp.exists():
-                tmp.unlink()
-            raise CompileError(f"gcc failed to compile the generated file {c_file}\n"
-                               f"(flags: {' '.join(all_flags)}; log also in {directory / 'build.log'})\n{log}")
-        tmp.replace(lib)
-    return lib
-
-
-def aligned_zeros(n: int, dtype, align: int = 64) -> np.ndarray:
-    dtype = np.dtype(dtype)
-    raw = np.zeros(n * dtype.itemsize + align, dtype=np.uint8)
-    offset = (-raw.ctypes.data) % align
-    return raw[offset:offset + n * dtype.itemsize].view(dtype)
+    return build_library(
+        "c", (source.digest, all_flags, compiler_version(cc)), source.files,
+        lambda folder, out: [cc, *all_flags, "-o", out, folder / source.main_file, "-lm"],
+        source.main_file, f"gcc ({' '.join(all_flags)})", library="libkernels.so")
 
 
 class CProgram(Program):

@@ -23,10 +23,8 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 from cffi import FFI
-from filelock import FileLock
 
-from ...cache import atomic_write_bytes, cache_dir, digest
-from ..base import BackendUnavailable, CompileError
+from ..base import BackendUnavailable, CompileError, aligned_zeros, build_library  # noqa: F401 (re-exported)
 from . import LaunchProgram
 
 SHIM_HEADER = "cuda_host_shim.h"
@@ -122,40 +120,14 @@ def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -
     cxx = compiler()
     all_flags = flags_for(flags, strict) + _BASE_FLAGS
     header = shim_header_text()
-    key = digest(source.digest, header, all_flags, compiler_version(cxx), "shim-1")
-    directory = cache_dir("cuda-shim") / key
-    lib = directory / "libshim.so"
-    if lib.exists():
-        return lib
-    directory.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(directory) + ".lock"):
-        if lib.exists():
-            return lib
-        for name, text in source.files.items():
-            (directory / name).write_text(text)
-        (directory / SHIM_HEADER).write_text(header)
-        unit = directory / "shim_launchers.cpp"
-        unit.write_text(launcher_source(source.main_file, source.text))
-        tmp = directory / f"libshim.so.{key}.tmp"
-        # -x c++ applies to the launcher unit; the .cu is #included, so it is C++ too
-        cmd = [cxx, *all_flags, "-I", str(directory), "-o", str(tmp), str(unit), "-lm"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=directory)
-        log = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
-        atomic_write_bytes(directory / "build.log", log.encode())
-        if proc.returncode != 0:
-            if tmp.exists():
-                tmp.unlink()
-            raise CompileError(f"g++ failed to compile {directory / source.main_file} through the CUDA host shim "
-                               f"({unit})\n(flags: {' '.join(all_flags)}; log also in {directory / 'build.log'})\n{log}")
-        tmp.replace(lib)
-    return lib
-
-
-def aligned_zeros(n: int, dtype, align: int = 64) -> np.ndarray:
-    dtype = np.dtype(dtype)
-    raw = np.zeros(n * dtype.itemsize + align, dtype=np.uint8)
-    offset = (-raw.ctypes.data) % align
-    return raw[offset:offset + n * dtype.itemsize].view(dtype)
+    files = dict(source.files)
+    files[SHIM_HEADER] = header
+    files["shim_launchers.cpp"] = launcher_source(source.main_file, source.text)
+    # -x c++ applies to the launcher unit; the .cu is #included, so it is C++ too
+    return build_library(
+        "cuda-shim", (source.digest, header, all_flags, compiler_version(cxx), "shim-1"), files,
+        lambda folder, out: [cxx, *all_flags, "-I", folder, "-o", out, folder / "shim_launchers.cpp", "-lm"],
+        source.main_file, f"g++ through the CUDA host shim ({' '.join(all_flags)})", library="libshim.so")
 
 
 class ShimProgram(LaunchProgram):
