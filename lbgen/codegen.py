@@ -25,6 +25,9 @@ from .model.assignments import AssignmentList
 
 BACKENDS = ("c", "opencl", "cuda")
 MIN_LY_WALLS = 8
+#: cluster length when a clustered layout is asked for without one: one AVX-512 vector of
+#: doubles on the CPU, one warp on GPUs
+DEFAULT_VL = {"c": 8, "opencl": 32, "cuda": 32}
 PRECISIONS = ("double", "single")
 
 #: parameters of each collision operator as they appear in the C API, in order
@@ -90,7 +93,7 @@ class KernelSpec:
 
     backend: str = "c"
     layout: str = "caosoa"
-    vl: Optional[int] = 8
+    vl: Optional[int] = None      # csoa/caosoa: None means the backend's DEFAULT_VL
     precision: str = "double"
     collision: str = "bgk"
     lx: Optional[int] = None      # compile-time sizes when both given
@@ -133,7 +136,7 @@ class KernelSpec:
             return spec.validate(lx, ly)
         if clustered:
             if self.vl is None:
-                raise SpecError(f"layout {self.layout} needs a cluster length VL (a power of two)")
+                return _replace(self, vl=DEFAULT_VL[self.backend]).validate(lx, ly)
             if not isinstance(self.vl, int) or self.vl < 1 or self.vl & (self.vl - 1):
                 raise SpecError(f"VL={self.vl!r} is not a power of two; VL must be a power of two (1, 2, 4, 8, ...) dividing LY")
         else:
