@@ -233,10 +233,10 @@ BAD_LAYOUTS = [
     ("aosoa", LX, 64, 8, ["'aosoa'", "unknown layout", "caosoa"]),
     ("aos", LX, 64, 4, ["aos", "VL=4", "takes no VL"]),
     ("soa", LX, 64, 8, ["soa", "VL=8", "takes no VL"]),
-    ("csoa", LX, 64, None, ["csoa", "needs", "VL"]),
+    ("csoa", LX, 64, 0, ["VL=0", "power of two"]),
 ]
 BAD_IDS = ["vl-not-power-of-two", "vl-not-dividing-ly", "ly-over-vl-below-3", "lx-zero", "lx-negative",
-           "unknown-layout", "vl-for-aos", "vl-for-soa", "no-vl-for-csoa"]
+           "unknown-layout", "vl-for-aos", "vl-for-soa", "vl-zero-for-csoa"]
 
 
 @pytest.fixture
