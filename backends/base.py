@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import abc
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,24 @@ class BackendUnavailable(RuntimeError):
 
 class CompileError(RuntimeError):
     """A kernel failed to compile; the message carries the source path and the compiler log."""
+
+
+def find_compiler(env_var: str, default: str, who: str) -> str:
+    """The compiler named by $env_var (or `default`), which must be on PATH."""
+    import os
+    import shutil
+    cmd = os.environ.get(env_var, default)
+    if shutil.which(cmd) is None:
+        raise BackendUnavailable(f"{who}: compiler {cmd!r} not found on PATH (set {env_var} or install {default})")
+    return cmd
+
+
+@lru_cache(maxsize=None)
+def compiler_version(cmd: str) -> str:
+    """First line of `cmd --version` (part of every compile cache key)."""
+    import subprocess
+    out = subprocess.run([cmd, "--version"], capture_output=True, text=True)
+    return out.stdout.splitlines()[0] if out.stdout else cmd
 
 
 def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: str, what: str,

@@ -146,7 +146,7 @@ def test_second_compile_of_the_same_source_reuses_the_library_without_gcc(monkey
     def no_gcc(*args, **kwargs):
         raise AssertionError(f"gcc ran again: {args}")
 
-    monkeypatch.setattr(cbackend.subprocess, "run", no_gcc)
+    monkeypatch.setattr(subprocess, "run", no_gcc)
     second = cbackend.compile(src, LX, 2 * LY)        # a different lattice: same library
     assert second.library_path == first.library_path
     assert second.library_path.stat().st_mtime_ns == mtime

@@ -250,7 +250,7 @@ def forbid_generation_and_compilation(monkeypatch):
 
     monkeypatch.setattr(codegen, "template_context", forbidden)
     monkeypatch.setattr(cbackend, "build", forbidden)
-    monkeypatch.setattr(cbackend.subprocess, "run", forbidden)
+    monkeypatch.setattr(subprocess, "run", forbidden)
     monkeypatch.setattr(subprocess, "Popen", forbidden)
 
 
@@ -292,7 +292,7 @@ def test_valid_source_on_a_bad_lattice_fails_before_gcc_runs(monkeypatch):
         pytest.fail("the C backend compiled for an invalid lattice")
 
     monkeypatch.setattr(cbackend, "build", forbidden)
-    monkeypatch.setattr(cbackend.subprocess, "run", forbidden)
+    monkeypatch.setattr(subprocess, "run", forbidden)
     with pytest.raises(LayoutError, match=r"LY/VL = 64/32 = 2"):
         cbackend.compile(src, LX, 64)
     with pytest.raises(LayoutError, match=r"VL=32 does not divide LY=80"):

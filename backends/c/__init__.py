@@ -8,16 +8,14 @@ raises ``CompileError`` naming the generated file and carrying gcc's log.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 from cffi import FFI
 
-from ..base import BackendUnavailable, CompileError, Program, aligned_zeros, build_library  # noqa: F401 (re-exported)
+from ..base import (BackendUnavailable, CompileError, Program, aligned_zeros, build_library,  # noqa: F401
+                    compiler_version, find_compiler)
 
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp")
 # strict: no FMA contraction, and no basic-block (SLP) vectorisation -- with AVX-512 gcc 12's
@@ -28,17 +26,7 @@ _BASE_FLAGS = ("-std=gnu11", "-fPIC", "-shared")
 
 
 def compiler() -> str:
-    import os
-    cc = os.environ.get("CC", "gcc")
-    if shutil.which(cc) is None:
-        raise BackendUnavailable(f"C backend: compiler {cc!r} not found on PATH (set CC or install gcc)")
-    return cc
-
-
-@lru_cache(maxsize=None)
-def compiler_version(cc: str) -> str:
-    out = subprocess.run([cc, "--version"], capture_output=True, text=True)
-    return out.stdout.splitlines()[0] if out.stdout else cc
+    return find_compiler("CC", "gcc", "C backend")
 
 
 def available():

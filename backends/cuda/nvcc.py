@@ -17,7 +17,6 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
 from ...cache import atomic_write_bytes, cache_dir, cached_pickle, digest

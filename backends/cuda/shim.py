@@ -12,11 +12,7 @@ without a GPU.  Builds are cached on disk under ``<cache>/cuda-shim/<key>/``.
 """
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
@@ -24,7 +20,8 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 from cffi import FFI
 
-from ..base import BackendUnavailable, CompileError, aligned_zeros, build_library  # noqa: F401 (re-exported)
+from ..base import (BackendUnavailable, CompileError, aligned_zeros, build_library,  # noqa: F401
+                    compiler_version, find_compiler)
 from . import LaunchProgram
 
 SHIM_HEADER = "cuda_host_shim.h"
@@ -36,16 +33,7 @@ _KERNEL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?
 
 
 def compiler() -> str:
-    cxx = os.environ.get("CXX", "g++")
-    if shutil.which(cxx) is None:
-        raise BackendUnavailable(f"CUDA host shim: C++ compiler {cxx!r} not found on PATH (set CXX or install g++)")
-    return cxx
-
-
-@lru_cache(maxsize=None)
-def compiler_version(cxx: str) -> str:
-    out = subprocess.run([cxx, "--version"], capture_output=True, text=True)
-    return out.stdout.splitlines()[0] if out.stdout else cxx
+    return find_compiler("CXX", "g++", "CUDA host shim")
 
 
 def available() -> Tuple[bool, str]:
