@@ -97,6 +97,8 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     common = dict(layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision, tau=cfg.tau,
                   C1=cfg.C1, C2=cfg.C2, C3=cfg.C3, gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads,
                   strict=cfg.strict, check_every=0, walls=walls)
+    if cfg.device and cfg.backend == "opencl":
+        common["device"] = cfg.device          # the OpenCL device of a plain OpenCL run
     lx = cfg.lx if lx is None else lx
     if comm is not None:
         from .mpi import DistributedSimulation

@@ -145,3 +145,10 @@ def test_cli_run_hetero_and_model(tmp_path):
     data = json.loads(result.output)
     assert data["M_best"] in perfmodel.valid_splits(32) and len(data["measured"]) >= 3
     assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_run_passes_the_device_choice_to_a_plain_opencl_run():
+    _opencl_or_skip()
+    result = CliRunner().invoke(main, ["run", "--backend", "opencl", "--device", "9:9", "--lx", 16, "--ly", 64,
+                                       "--steps", 1, "--no-progress"])
+    assert result.exit_code == 2 and "no device 9:9" in result.output
