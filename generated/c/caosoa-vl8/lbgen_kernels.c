@@ -31,6 +31,10 @@
 
 typedef lbgen_real real;
 enum { Q = 37, HALO = 3, VL = 8 };
+/* software prefetch distance in cluster rows (0: off); -DLBGEN_PREFETCH=n overrides */
+#ifndef LBGEN_PREFETCH
+#define LBGEN_PREFETCH 1
+#endif
 
 #define SIZES const int LX = lx, LY = ly
 
@@ -54,6 +58,7 @@ static inline void store_fence(void)
     _mm_sfence();
 #endif
 }
+
 
 size_t lbgen_buffer_size(int lx, int ly)
 {
@@ -139,6 +144,47 @@ void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, i
         for (ptrdiff_t x = 0; x < LX; ++x)
             for (ptrdiff_t r = 0; r < NR; ++r) {
                 const ptrdiff_t base = (x + HALO)*SX + (r + HALO)*SR;
+#if LBGEN_PREFETCH > 0
+                /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
+                   hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + -3*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 1*SP - 3*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 2*SP - 3*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 3*SP - 2*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 4*SP - 2*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 5*SP - 2*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 6*SP - 2*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 7*SP - 2*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 8*SP - 1*SX + 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 9*SP - 1*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 10*SP - 1*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 11*SP - 1*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 12*SP - 1*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 13*SP - 1*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 14*SP - 1*SX - 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 15*SP + 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 16*SP + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 17*SP + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 18*SP + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 19*SP - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 20*SP - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 21*SP - 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 22*SP + 1*SX + 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 23*SP + 1*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 24*SP + 1*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 25*SP + 1*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 26*SP + 1*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 27*SP + 1*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 28*SP + 1*SX - 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 29*SP + 2*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 30*SP + 2*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 31*SP + 2*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 32*SP + 2*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 33*SP + 2*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 34*SP + 3*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
+#endif
                 stream_cluster(nxt + base + 0, prv + base + -3*SX + 1*SR);
                 stream_cluster(nxt + base + 1*SP, prv + base + 1*SP - 3*SX);
                 stream_cluster(nxt + base + 2*SP, prv + base + 2*SP - 3*SX - 1*SR);
@@ -182,6 +228,8 @@ void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, i
 }
 
 
+
+
 void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, double tau, double ax, double ay)
 {
     /* in and out_f may alias: each site reads all its populations before writing */
@@ -202,6 +250,13 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, doub
         for (ptrdiff_t x = 0; x < LX; ++x)
             for (ptrdiff_t r = 0; r < NR; ++r) {
                 const ptrdiff_t base = (x + HALO)*SX + (r + HALO)*SR;
+#if LBGEN_PREFETCH > 0
+                /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
+                   hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
+                for (int p = 0; p < Q; ++p)
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(real))
+                        __builtin_prefetch(in + base + LBGEN_PREFETCH*SR + p*SP + o, 0, 0);
+#endif
                 _Alignas(64) real out[Q*VL];
                 #pragma omp simd
                 for (ptrdiff_t k = 0; k < VL; ++k) {
@@ -625,6 +680,47 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
         for (ptrdiff_t x = 0; x < LX; ++x)
             for (ptrdiff_t r = 0; r < NR; ++r) {
                 const ptrdiff_t base = (x + HALO)*SX + (r + HALO)*SR;
+#if LBGEN_PREFETCH > 0
+                /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
+                   hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + -3*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 1*SP - 3*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 2*SP - 3*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 3*SP - 2*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 4*SP - 2*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 5*SP - 2*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 6*SP - 2*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 7*SP - 2*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 8*SP - 1*SX + 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 9*SP - 1*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 10*SP - 1*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 11*SP - 1*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 12*SP - 1*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 13*SP - 1*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 14*SP - 1*SX - 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 15*SP + 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 16*SP + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 17*SP + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 18*SP + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 19*SP - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 20*SP - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 21*SP - 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 22*SP + 1*SX + 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 23*SP + 1*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 24*SP + 1*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 25*SP + 1*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 26*SP + 1*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 27*SP + 1*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 28*SP + 1*SX - 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 29*SP + 2*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 30*SP + 2*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 31*SP + 2*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 32*SP + 2*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 33*SP + 2*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 34*SP + 3*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
+#endif
                 _Alignas(64) real out[Q*VL];
                 #pragma omp simd
                 for (ptrdiff_t k = 0; k < VL; ++k) {
