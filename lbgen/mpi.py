@@ -44,6 +44,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -160,6 +161,7 @@ def install_excepthook(comm) -> None:
             sys.stderr.write(f"lbgen: rank {comm.rank} of {comm.size} failed; aborting all ranks\n")
             previous(tp, value, tb)
             sys.stderr.flush()
+            time.sleep(0.3)
         finally:
             comm.Abort(1)
     sys.excepthook = hook
@@ -177,6 +179,7 @@ def abort(comm, exc: BaseException, code: int = 2) -> None:
     sys.stderr.write(f"lbgen: aborting all {comm.size} ranks\n")
     sys.stderr.flush()
     sys.stdout.flush()
+    time.sleep(0.3)    # let mpiexec forward this rank's last lines before Abort kills the job
     comm.Abort(code)
 
 
