@@ -4,7 +4,6 @@ the on-disk compile cache (reuse, concurrency); compile errors; compiler flags."
 from __future__ import annotations
 
 import dataclasses
-import os
 import pickle
 import subprocess
 import sys

@@ -9,7 +9,6 @@ from click.testing import CliRunner
 
 from lbgen import reference as ref
 from lbgen.cli import main
-from lbgen.model import d2q37
 
 
 def invoke(*args, **kw):

@@ -3,14 +3,13 @@ import itertools
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 import sympy as sp
 
 from lbgen.model import collide, d2q9, d2q37
-from lbgen.model.collision import collision, equilibrium
+from lbgen.model.collision import equilibrium
 from lbgen.model.hermite import (components, gaussian_hermite_moment, hermite, hermite_tensor_rodrigues,
                                  maxwellian_coefficient, expansion)
 
