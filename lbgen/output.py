@@ -10,13 +10,12 @@ Layout of a run directory written by :class:`RunOutput`::
       manifest.json                    write_manifest / read_manifest
       series.csv, series.png           append_series / plot_series
       fields/step-000001000.h5         write_fields (or .npz)
-      vtk/step-000001000.vti           write_fields (VTK XML ImageData, point data)
+      vtk/step-000001000.vti           write_fields (VTK XML ImageData via pyevtk, point data)
       vtk/fields.pvd                   ParaView time-series collection of the .vti files
       pictures/T-000001000.png         write_pictures
 """
 from __future__ import annotations
 
-import base64
 import csv
 import importlib.metadata
 import io
@@ -140,128 +139,57 @@ def speed(ux: np.ndarray, uy: np.ndarray) -> np.ndarray:
 
 
 # =========================================================================== VTK
-_VTK_TYPES = {"float32": "Float32", "float64": "Float64", "int32": "Int32", "int64": "Int64",
-              "uint8": "UInt8", "int8": "Int8", "int16": "Int16", "uint16": "UInt16", "uint32": "UInt32",
-              "uint64": "UInt64"}
-_NUMPY_TYPES = {v: k for k, v in _VTK_TYPES.items()}
+_NUMPY_TYPES = {"Float32": "float32", "Float64": "float64", "Int32": "int32", "Int64": "int64",
+                "UInt8": "uint8", "UInt32": "uint32", "UInt64": "uint64"}
 
 
-def _vtk_array(arr: np.ndarray) -> tuple[str, str]:
-    """(VTK type name, base64 text) for an inline binary DataArray, UInt64 header, little endian."""
-    arr = np.asarray(arr)
-    vtk_type = _VTK_TYPES.get(arr.dtype.name)
-    if vtk_type is None:
-        arr, vtk_type = arr.astype(np.float64), "Float64"
-    data = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
-    # uncompressed "binary": base64 of (UInt64 byte count + data) encoded as one stream, as VTK writes it
-    return vtk_type, base64.b64encode(np.uint64(len(data)).astype("<u8").tobytes() + data).decode("ascii")
+def write_vti(path: PathLike, fields: dict) -> Path:
+    """VTK XML ImageData (.vti) of rho, ux, uy, T and the velocity vector, via pyevtk.
 
-
-def write_vti(path: PathLike, point_data: dict, origin=(0.0, 0.0, 0.0), spacing=(1.0, 1.0, 1.0),
-              field_data: Optional[dict] = None) -> Path:
-    """Write a VTK XML ImageData file (well-formed XML, inline base64 binary arrays).
-
-    ``point_data`` maps names to arrays of shape (LX, LY) (scalars) or (LX, LY, ncomp)
-    (vectors; 2-component vectors are padded to 3). Lattice node (x, y) is the point
-    at ``origin + (x, y) * spacing``. ``field_data`` holds small 1-D arrays (e.g. TimeValue).
-    Written atomically; ParaView/VTK read it directly.
-    """
-    path = Path(path)
-    shape = None
-    arrays = []
-    for name, arr in point_data.items():
-        arr = np.asarray(arr)
-        if arr.ndim == 2:
-            ncomp, flat = 1, arr.T.reshape(-1)  # VTK order: x fastest
-        elif arr.ndim == 3:
-            if arr.shape[2] == 2:
-                arr = np.concatenate([arr, np.zeros(arr.shape[:2] + (1,), arr.dtype)], axis=2)
-            ncomp, flat = arr.shape[2], arr.transpose(1, 0, 2).reshape(-1, arr.shape[2])
-        else:
-            raise ValueError(f"point data {name!r} must be 2-D or 3-D, got shape {arr.shape}")
-        if shape is None:
-            shape = arr.shape[:2]
-        elif arr.shape[:2] != shape:
-            raise ValueError(f"point data {name!r} has shape {arr.shape[:2]}, expected {shape}")
-        arrays.append((name, ncomp, flat))
-    if shape is None:
-        raise ValueError("write_vti needs at least one point-data array")
-    lx, ly = shape
-    extent = f"0 {lx - 1} 0 {ly - 1} 0 0"
-    scalars = next((n for n, c, _ in arrays if c == 1), None)
-    vectors = next((n for n, c, _ in arrays if c == 3), None)
-
-    def writer(fh):
-        out = io.TextIOWrapper(fh, encoding="ascii", newline="\n")
-        out.write('<?xml version="1.0"?>\n')
-        out.write('<VTKFile type="ImageData" version="1.0" byte_order="LittleEndian" header_type="UInt64">\n')
-        out.write(f'  <ImageData WholeExtent="{extent}" Origin="{" ".join(map(repr, map(float, origin)))}" '
-                  f'Spacing="{" ".join(map(repr, map(float, spacing)))}">\n')
-        if field_data:
-            out.write("    <FieldData>\n")
-            for name, values in field_data.items():
-                values = np.atleast_1d(np.asarray(values))
-                vtk_type, text = _vtk_array(values)
-                out.write(f'      <DataArray type="{vtk_type}" Name="{name}" NumberOfTuples="{values.size}" '
-                          f'format="binary">{text}</DataArray>\n')
-            out.write("    </FieldData>\n")
-        out.write(f'    <Piece Extent="{extent}">\n')
-        attrs = (f' Scalars="{scalars}"' if scalars else "") + (f' Vectors="{vectors}"' if vectors else "")
-        out.write(f"      <PointData{attrs}>\n")
-        for name, ncomp, flat in arrays:
-            vtk_type, text = _vtk_array(flat)
-            out.write(f'        <DataArray type="{vtk_type}" Name="{name}" NumberOfComponents="{ncomp}" '
-                      f'format="binary">{text}</DataArray>\n')
-        out.write("      </PointData>\n      <CellData>\n      </CellData>\n")
-        out.write("    </Piece>\n  </ImageData>\n</VTKFile>\n")
-        out.flush()
-        out.detach()
-
-    return atomic_write(path, writer)
-
-
-def read_vti(path: PathLike) -> dict:
-    """Read back a .vti written by :func:`write_vti` (inline base64 arrays).
-
-    Returns ``{name: array}`` with scalars shaped (LX, LY) and vectors (LX, LY, ncomp).
-    Mainly for tests and quick checks.
-    """
-    root = ET.parse(path).getroot()
-    image = root.find("ImageData")
-    x0, x1, y0, y1, _z0, _z1 = (int(v) for v in image.get("WholeExtent").split())
-    lx, ly = x1 - x0 + 1, y1 - y0 + 1
-    out = {}
-    for da in root.iter("DataArray"):
-        raw = base64.b64decode(da.text.strip())
-        nbytes = int(np.frombuffer(raw[:8], "<u8")[0])
-        values = np.frombuffer(raw[8:8 + nbytes], dtype=np.dtype(_NUMPY_TYPES[da.get("type")]).newbyteorder("<"))
-        ncomp = int(da.get("NumberOfComponents", "1"))
-        if da.get("NumberOfTuples") is not None:  # field data
-            out[da.get("Name")] = values.copy()
-        elif ncomp == 1:
-            out[da.get("Name")] = values.reshape(ly, lx).T.copy()
-        else:
-            out[da.get("Name")] = values.reshape(ly, lx, ncomp).transpose(1, 0, 2).copy()
-    return out
-
-
-def _write_vti_pyevtk(path: Path, fields: dict) -> Path:
-    """Same content written through pyevtk's imageToVTK (raw appended binary data).
-
-    Note: pyevtk's raw appended block is standard VTK but is *not* well-formed XML
-    (binary bytes after ``<AppendedData encoding="raw">``); only the part before it parses.
+    Point (x, y) of the image is lattice site (x, y).  pyevtk stores the arrays as raw
+    appended binary data, which ParaView and VTK read directly.  Written atomically.
     """
     from pyevtk.hl import imageToVTK
 
-    def as3d(a):
-        return np.ascontiguousarray(np.asarray(a, dtype=np.float64).reshape(a.shape[0], a.shape[1], 1))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
 
-    point = {name: as3d(np.asarray(fields[name])) for name in FIELD_NAMES}
+    def as3d(a):
+        a = np.asarray(a, dtype=np.float64)
+        return np.ascontiguousarray(a.reshape(a.shape[0], a.shape[1], 1))
+
+    point = {name: as3d(_field(fields, name)) for name in FIELD_NAMES}
     point["velocity"] = (point["ux"], point["uy"], np.zeros_like(point["ux"]))
     tmp_base = path.with_name(f".{path.stem}.pyevtk-{os.getpid()}")
     written = Path(imageToVTK(str(tmp_base), pointData=point))
     os.replace(written, path)
     return path
+
+
+def read_vti(path: PathLike) -> dict:
+    """Read a .vti written by :func:`write_vti` (raw appended arrays) back into numpy.
+
+    Returns ``{name: array}``: scalars shaped (LX, LY), vectors (LX, LY, ncomp).  For tests
+    and quick checks; ParaView is the real reader.
+    """
+    raw = Path(path).read_bytes()
+    marker = raw.index(b"<AppendedData")
+    root = ET.fromstring(raw[:marker].decode("ascii") + "</VTKFile>")
+    header = np.dtype("<u8") if root.get("header_type") == "UInt64" else np.dtype("<u4")
+    data = raw[raw.index(b"_", marker) + 1:]
+    x0, x1, y0, y1, _z0, _z1 = (int(v) for v in root.find("ImageData").get("WholeExtent").split())
+    lx, ly = x1 - x0 + 1, y1 - y0 + 1
+    out = {}
+    for da in root.iter("DataArray"):
+        offset = int(da.get("offset"))
+        nbytes = int(np.frombuffer(data[offset:offset + header.itemsize], header)[0])
+        start = offset + header.itemsize
+        values = np.frombuffer(data[start:start + nbytes], dtype=np.dtype(_NUMPY_TYPES[da.get("type")]).newbyteorder("<"))
+        ncomp = int(da.get("NumberOfComponents", "1"))
+        # VTK order: x fastest
+        out[da.get("Name")] = (values.reshape(ly, lx).T if ncomp == 1
+                               else values.reshape(ly, lx, ncomp).transpose(1, 0, 2)).copy()
+    return out
 
 
 def _write_pvd(pvd: Path, entries: dict) -> Path:
@@ -400,12 +328,11 @@ class RunOutput:
     """Writes everything a run produces into *run_dir* (see the module docstring for the layout).
 
     ``pictures``: quantities drawn by :meth:`write_pictures` by default (subset of
-    ``PICTURE_QUANTITIES``). ``vtk``: True (or ``"xml"``) writes VTK XML ImageData with inline
-    base64 arrays (well-formed XML); ``"pyevtk"`` writes it through pyevtk's ``imageToVTK``
-    (raw appended binary); False writes none. ``fields_format``: ``"h5"``, ``"npz"`` or None.
+    ``PICTURE_QUANTITIES``). ``vtk``: write VTK ImageData (.vti, through pyevtk) and keep the
+    ParaView collection (.pvd) up to date. ``fields_format``: ``"h5"``, ``"npz"`` or None.
     """
 
-    def __init__(self, run_dir: PathLike, pictures: Sequence[str] = ("T",), vtk: Union[bool, str] = True,
+    def __init__(self, run_dir: PathLike, pictures: Sequence[str] = ("T",), vtk: bool = True,
                  fields_format: Optional[str] = "h5"):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -413,11 +340,7 @@ class RunOutput:
         for q in self.pictures:
             if q not in PICTURE_QUANTITIES:
                 raise ValueError(f"unknown picture quantity {q!r}; choose from {PICTURE_QUANTITIES}")
-        if vtk is True:
-            vtk = "xml"
-        if vtk not in (False, None, "xml", "pyevtk"):
-            raise ValueError(f"vtk must be True, False, 'xml' or 'pyevtk', not {vtk!r}")
-        self.vtk = vtk or None
+        self.vtk = bool(vtk)
         if fields_format not in ("h5", "npz", None):
             raise ValueError(f"fields_format must be 'h5', 'npz' or None, not {fields_format!r}")
         self.fields_format = fields_format
@@ -475,15 +398,7 @@ class RunOutput:
             written.append(atomic_write(self.fields_path(step),
                                         lambda fh: np.savez(fh, **arrays, **extra)))
         if self.vtk:
-            vti = self.vti_path(step)
-            if self.vtk == "pyevtk":
-                vti.parent.mkdir(parents=True, exist_ok=True)
-                _write_vti_pyevtk(vti, arrays)
-            else:
-                point = dict(arrays)
-                point["velocity"] = np.stack([arrays["ux"], arrays["uy"], np.zeros_like(arrays["ux"])], axis=-1)
-                field = {"TimeValue": np.float64(step if time is None else time), "Step": np.int64(step)}
-                write_vti(vti, point, field_data=field)
+            vti = write_vti(self.vti_path(step), arrays)
             written.append(vti)
             entries = {f: t for f, t in _read_pvd(self.pvd_path).items() if (self.pvd_path.parent / f).is_file()}
             entries[vti.name] = float(step if time is None else time)
