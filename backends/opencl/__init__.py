@@ -62,9 +62,9 @@ def _setup_icd_vendors() -> None:
     """Make pip-installed OpenCL runtimes visible to the ICD loader (before it starts).
 
     Only when ``OCL_ICD_VENDORS`` is unset and the Intel CPU runtime is installed in this
-    environment: then a vendors folder under the lbgen cache lists it next to pyopencl's
-    system ICDs (pyopencl's bundled pocl is found by its loader regardless).  (pocl 3.0 cannot build for CPUs its LLVM 14 does not
-    know, e.g. AMD Zen 5: "unknown target CPU 'generic'".)
+    environment: then a vendors folder under the lbgen cache lists it next to the system
+    ICDs (pyopencl's bundled pocl is found by its loader regardless).  (pocl 3.0 cannot
+    build for CPUs its LLVM 14 does not know, e.g. AMD Zen 5: "unknown target CPU".)
     """
     if os.environ.get("OCL_ICD_VENDORS"):
         return
@@ -88,7 +88,8 @@ def _cl():
     except ImportError as e:
         raise BackendUnavailable(
             f"OpenCL backend: pyopencl is not importable ({e}); install it with "
-            f"`pip install pyopencl pocl-binary-distribution` (pocl runs OpenCL on the CPU)") from None
+            f"`pip install 'lbgen[opencl]'` (for OpenCL on an x86 CPU add intel-opencl-rt "
+            f"intel-cmplr-lib-rt, or use pyopencl's bundled pocl where its LLVM knows the CPU)") from None
     return cl
 
 
