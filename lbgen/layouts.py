@@ -122,6 +122,20 @@ class Layout:
         s = self.strides
         return tuple(-(ex * s["SX"] + ey * s["SR"]) for ex, ey in velocities)
 
+    def population_view(self, buf: np.ndarray):
+        """(view, axis): the flat buffer as an nd-array with the populations along `axis`.
+
+        The other axes enumerate every stored site (halo copies included), in storage
+        order, so per-site sums over populations need no gather (cheap health checks).
+        """
+        s = self.strides
+        dims = {"SX": self.NX, "SR": self.NRP, "SP": self.Q, "SK": self.VL}
+        order = sorted((k for k in dims if s[k] > 0 or k == "SK"), key=lambda k: -s[k] if s[k] else 0)
+        if s["SK"] == 0:
+            order = [k for k in order if k != "SK"]
+        view = np.asarray(buf).reshape([dims[k] for k in order])
+        return view, order.index("SP")
+
     # --- numpy pack / unpack ---------------------------------------------------------------
     @cached_property
     def _interior_index(self) -> np.ndarray:

@@ -431,6 +431,8 @@ class DistributedSimulation(Simulation):
     def check_finite(self) -> None:
         """Raise the same SimulationError on every rank if any rank's slab went bad (collective)."""
         from mpi4py import MPI
+        if self.comm.allreduce(int(self.looks_healthy()), op=MPI.MIN):
+            return     # the cheap test passed on every rank
         bad = self._first_bad_site(self._local_state().astype(np.float64))
         if not self.comm.allreduce(int(bad is not None), op=MPI.MAX):
             return

@@ -304,3 +304,16 @@ def test_large_vl_generates_with_run_time_sizes(vl):
     """Generation must not validate against a fixed lattice (64 x 64 refused VL = 32)."""
     src = generate(KernelSpec(backend="c", layout="caosoa", vl=vl))
     assert f"#define LBGEN_VL   {vl}" in src.files["lbgen_kernels.h"]
+
+
+@pytest.mark.parametrize("cfg", LAYOUT_CONFIGS, ids=config_id)
+def test_population_view_puts_the_37_populations_of_every_stored_site_on_one_axis(cfg, vs):
+    name, vl = cfg
+    layout = make_layout(name, vs.Q, LX, LY, vl)
+    f = np.random.default_rng(7).random((vs.Q, LX, LY))
+    view, axis = layout.population_view(layout.pack(f))
+    per_site = np.moveaxis(view, axis, -1).reshape(-1, vs.Q)
+    assert per_site.shape[0] * vs.Q == layout.size
+    interior = {tuple(np.round(f[:, x, y], 12)) for x in range(LX) for y in range(LY)}
+    stored = {tuple(np.round(row, 12)) for row in per_site if row.any()}
+    assert stored == interior       # every stored site (halos are periodic copies) is an interior site
