@@ -385,12 +385,8 @@ class DistributedSimulation(Simulation):
         return None if s is None else s.astype(np.float64)
 
     def fields(self) -> Optional[Dict[str, np.ndarray]]:
-        from . import reference
         f = self.populations()
-        if f is None:
-            return None
-        rho, ux, uy, T = reference.fields(f, vs=self.vs)
-        return {"rho": rho, "ux": ux, "uy": uy, "T": T}
+        return None if f is None else self._fields_of(f)
 
     def set_fields(self, rho=None, ux=None, uy=None, T=None) -> None:
         """Equilibrium of rank 0's fields, scattered (the other ranks' arguments are ignored)."""

@@ -265,10 +265,20 @@ class Simulation:
         """(Q, LX, LY) float64 copy of the current populations."""
         return self.state().astype(np.float64)
 
+    def _moment_matrix(self) -> np.ndarray:
+        """(Q, 4) weights of rho, energy sum |xi|^2 f / 2, and momentum sum xi f."""
+        xi = self.vs.xi
+        return np.column_stack([np.ones(self.vs.Q), 0.5 * (xi ** 2).sum(1), xi[:, 0], xi[:, 1]])
+
     def fields(self) -> Dict[str, np.ndarray]:
         """rho, ux, uy, T as (LX, LY) arrays (u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho))."""
-        from . import reference
-        rho, ux, uy, T = reference.fields(self.populations(), vs=self.vs)
+        return self._fields_of(self.populations())
+
+    def _fields_of(self, f: np.ndarray) -> Dict[str, np.ndarray]:
+        m = np.moveaxis(f, 0, -1) @ self._moment_matrix()       # one pass over the populations
+        rho = m[..., 0]
+        ux, uy = m[..., 2] / rho, m[..., 3] / rho
+        T = (m[..., 1] - 0.5 * rho * (ux * ux + uy * uy)) / rho    # D = 2: rho T = E - rho |u|^2 / 2
         return {"rho": rho, "ux": ux, "uy": uy, "T": T}
 
     # --- stepping ----------------------------------------------------------------------
@@ -340,9 +350,8 @@ class Simulation:
         population axis; halo copies are included, which only repeats interior sites.
         """
         self.synchronize()
-        xi = self.vs.xi
         # one matrix product gives rho, energy and momentum of every stored site
-        moments = np.column_stack([np.ones(self.vs.Q), 0.5 * (xi ** 2).sum(1), xi[:, 0], xi[:, 1]])
+        moments = self._moment_matrix()
         with np.errstate(all="ignore"):
             for r in self.regions:
                 view, q = r.program.layout.population_view(r.program.download(r.f))
