@@ -11,6 +11,7 @@ With CI=true the nvcc and shim tests must run: a missing nvcc or g++ fails inste
 from __future__ import annotations
 
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -334,3 +335,20 @@ def test_gpu_halo_and_fields(gpu):
     rho, ux, uy, T = random_fields(2)
     prog.init_equilibrium(a, rho, ux, uy, T)
     assert rel_err(prog.download_fields(a), ref.equilibrium(rho, ux, uy, T)) <= 1e-12
+
+
+@pytest.mark.parametrize("spec", [KernelSpec(backend="cuda", layout="caosoa", vl=32),
+                                  KernelSpec(backend="cuda", layout="aos", precision="single",
+                                             collision="regularized", walls=True)],
+                         ids=["caosoa-vl32", "aos-single-regularized-walls"])
+def test_emitted_cuda_example_builds_with_its_makefile(nvcc, spec, tmp_path):
+    """`make ARCH=sm_90` in an emitted folder links the host example (it runs only on a GPU)."""
+    import shutil
+    from lbgen.emit import emit
+    if shutil.which("make") is None:
+        pytest.skip("make is needed for the emitted Makefile")
+    emit(spec, tmp_path)
+    proc = subprocess.run(["make", "-s", "ARCH=sm_90", f"NVCC={nvcc.find_nvcc()}"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "example").exists()
