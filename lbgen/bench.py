@@ -305,7 +305,7 @@ def measure_peak(precision: str = "double", threads: int = 0, repeat: int = 5, s
     """Peak flop rate (GFLOP/s) of independent vector FMA chains, all threads."""
     ffi, lib = _machine_lib()
     used = set_threads(threads)
-    fn = lib.bench_peak_double if precision == "double" else lib.bench_peak_single
+    fn = lib.bench_peak_single if precision == "single" else lib.bench_peak_double   # mixed computes in double
     flops = ffi.new("double *")
     iters = 1000
     fn(iters, flops)

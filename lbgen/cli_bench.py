@@ -15,10 +15,11 @@ def _split(text: str):
 
 def _precisions(text: str):
     from .codegen import PRECISIONS
-    items = list(PRECISIONS) if text.strip() in ("both", "all") else _split(text)
+    words = {"both": ["double", "single"], "all": list(PRECISIONS)}
+    items = words.get(text.strip()) or _split(text)
     bad = [p for p in items if p not in PRECISIONS]
     if bad:
-        raise UserError(f"unknown precision {bad[0]!r}; choose double, single or both")
+        raise UserError(f"unknown precision {bad[0]!r}; choose {', '.join(PRECISIONS)}, both or all")
     return items
 
 
@@ -50,7 +51,8 @@ def _emit_json(data, output, to_stdout):
 @click.option("--kernels", default="propagate,bc,collide,fused", show_default=True,
               help="Comma list of propagate, bc (timed on a walls program), collide, fused.")
 @click.option("--collision", "collisions", default="bgk", show_default=True, help="bgk, regularized or all.")
-@click.option("--precision", "precisions", default="double", show_default=True, help="double, single or both.")
+@click.option("--precision", "precisions", default="double", show_default=True,
+              help="double, single, mixed (float storage, double arithmetic; C), both (double,single) or all.")
 @click.option("--lx", type=int, default=1024, show_default=True)
 @click.option("--ly", type=int, default=4096, show_default=True)
 @click.option("--threads", type=int, default=0, show_default=True, help="OpenMP threads (0: all cores).")
@@ -133,7 +135,7 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
 @click.option("--backend", default="c", show_default=True, type=click.Choice(["c", "opencl", "cuda"]))
 @click.option("--lx", type=int, default=1024, show_default=True)
 @click.option("--ly", type=int, default=4096, show_default=True)
-@click.option("--precision", default="double", show_default=True, type=click.Choice(["double", "single"]))
+@click.option("--precision", default="double", show_default=True, type=click.Choice(["double", "single", "mixed"]))
 @click.option("--collision", default="bgk", show_default=True)
 @click.option("--walls", is_flag=True, help="Tune the unfused step with thermal walls (propagate, bc, collide).")
 @click.option("--threads", type=int, default=0, show_default=True, help="OpenMP threads (0: all).")

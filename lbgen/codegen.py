@@ -28,7 +28,8 @@ MIN_LY_WALLS = 8
 #: cluster length when a clustered layout is asked for without one: one AVX-512 vector of
 #: doubles on the CPU, one warp on GPUs
 DEFAULT_VL = {"c": 8, "opencl": 32, "cuda": 32}
-PRECISIONS = ("double", "single")
+#: "mixed": populations stored as float, arithmetic in double (C backend)
+PRECISIONS = ("double", "single", "mixed")
 
 #: parameters of each collision operator as they appear in the C API, in order
 OPERATOR_PARAMETERS = {
@@ -122,6 +123,9 @@ class KernelSpec:
             raise SpecError(f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}")
         if self.collision not in OPERATORS:
             raise SpecError(f"unknown collision operator {self.collision!r}; choose one of {', '.join(OPERATORS)}")
+        if self.precision == "mixed" and self.backend != "c":
+            raise SpecError(f"precision 'mixed' (float storage, double arithmetic) is available on the C backend "
+                            f"only, not {self.backend!r}; use double or single there")
         if not self.prefix.isidentifier():
             raise SpecError(f"prefix {self.prefix!r} is not a C identifier")
         if (self.lx is None) != (self.ly is None):
@@ -227,7 +231,7 @@ def template_context(spec: KernelSpec) -> dict:
     mac = macroscopic_assignments(spec.velocity_set)
     clustered = spec.layout in ("csoa", "caosoa")
     vl = spec.vl if clustered else 1
-    real_bytes = 8 if spec.precision == "double" else 4
+    real_bytes = 8 if spec.precision == "double" else 4     # bytes of one stored population
     strides = Layout.stride_formulas(spec.layout)
     return {
         "spec": spec,
@@ -238,7 +242,8 @@ def template_context(spec: KernelSpec) -> dict:
         "HALO": HALO,
         "VL": vl,
         "clustered": clustered,
-        "real": "double" if spec.precision == "double" else "float",
+        "real": "float" if spec.precision == "single" else "double",     # arithmetic
+        "storage": "double" if spec.precision == "double" else "float",  # storage of the populations
         "real_bytes": real_bytes,
         "single": spec.precision == "single",
         "lit": (lambda v: RealPrinter(spec.precision)._literal(v)),

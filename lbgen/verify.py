@@ -19,7 +19,8 @@ from . import reference as ref
 from .codegen import KernelSpec, SpecError, generate
 from .layouts import CLUSTERED
 
-TOLERANCE = {"double": 1e-12, "single": 1e-5}
+#: mixed (float storage, double arithmetic, C only): one float rounding per step, ~6e-8 after 20
+TOLERANCE = {"double": 1e-12, "single": 1e-5, "mixed": 1e-6}
 #: "cuda-shim" runs the CUDA source on the CPU (g++ and a host shim)
 VERIFY_BACKENDS = ("c", "opencl", "cuda", "cuda-shim")
 PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 1e-3, "C2": 1e-3, "C3": 0.5}}
@@ -149,6 +150,8 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     order = sorted(names, key=lambda n: n != "c")     # C first: the others are compared with it
     combos = list(itertools.product(order, layouts, collisions, precisions, paths))
     for backend, (layout, vl), collision, precision, path in combos:
+        if precision == "mixed" and backend != "c":
+            continue     # float storage with double arithmetic exists on the C backend only
         row = Row(backend, layout, vl if layout in CLUSTERED else None, collision, precision, path)
         spec_backend = "cuda" if backend == "cuda-shim" else backend
         try:

@@ -17,7 +17,7 @@ from conftest import FORCE, LAYOUT_CONFIGS, LX, LY, OPERATOR_PARAMS, config_id, 
 from lbgen import reference as ref
 from lbgen.backends import c as cbackend
 from lbgen.backends.base import CompileError
-from lbgen.codegen import KernelSpec, generate
+from lbgen.codegen import KernelSpec, SpecError, generate
 
 STEPS = 20
 TOLERANCE = {"double": 1e-12, "single": 1e-5}
@@ -278,3 +278,29 @@ def test_two_openmp_threads_give_the_same_bits_as_one(name, vl, initial_state):
             prog.collide(b, a, C1=0.2, C2=0.1, C3=0.5, ax=FORCE[0], ay=FORCE[1])
         results.append(prog.download_fields(a))
     assert np.array_equal(results[0], results[1])
+
+
+#: float storage with double arithmetic: one float rounding of each population per step
+MIXED_TOLERANCE = 1e-6
+
+
+@pytest.mark.parametrize("cfg", LAYOUT_CONFIGS, ids=config_id)
+@pytest.mark.parametrize("operator", OPERATORS)
+@pytest.mark.parametrize("path", ["unfused", "fused"])
+def test_mixed_precision_matches_the_reference_within_its_documented_tolerance(
+        cfg, operator, path, program, run_program, reference_run, initial_state):
+    name, vl = cfg
+    prog = program(name, vl, precision="mixed", collision=operator)
+    assert prog.dtype == np.float32                      # stored as float ...
+    got = run_program(prog, initial_state, STEPS, path, operator)
+    want = reference_run(operator, STEPS)
+    err = relative_error(got, want)
+    assert err <= MIXED_TOLERANCE
+    single = run_program(program(name, vl, precision="single", collision=operator), initial_state, STEPS, path,
+                         operator)
+    assert err < relative_error(single, want) / 4          # ... but computed in double: far closer than single
+
+
+def test_mixed_precision_is_refused_off_the_c_backend():
+    with pytest.raises(SpecError, match="precision 'mixed'.*C backend only"):
+        generate(KernelSpec(backend="opencl", precision="mixed"))

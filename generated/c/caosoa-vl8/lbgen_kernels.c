@@ -29,7 +29,8 @@
 #include <immintrin.h>
 #endif
 
-typedef lbgen_real real;
+typedef double real;          /* arithmetic */
+typedef lbgen_real store;       /* storage */
 enum { Q = 37, HALO = 3, VL = 8 };
 /* software prefetch distance in cluster rows (0: off); -DLBGEN_PREFETCH=n overrides */
 #ifndef LBGEN_PREFETCH
@@ -41,7 +42,7 @@ enum { Q = 37, HALO = 3, VL = 8 };
 /* Non-temporal store of one whole cluster (VL = 8 x 8 bytes, aligned):
    written once and not re-read in this sweep, so it bypasses the caches (gcc ignores
    `omp simd nontemporal`, hence intrinsics).  Portable fallback: plain stores. */
-static inline void stream_cluster(real *restrict dst, const real *restrict src)
+static inline void stream_cluster(store *restrict dst, const store *restrict src)
 {
 #if defined(__AVX512F__)
     for (int i = 0; i < VL; i += 8) _mm512_stream_pd(dst + i, _mm512_load_pd(src + i));
@@ -73,9 +74,9 @@ size_t lbgen_buffer_size(int lx, int ly)
 
 lbgen_real *lbgen_alloc(int lx, int ly)
 {
-    size_t bytes = lbgen_buffer_size(lx, ly) * sizeof(real);
+    size_t bytes = lbgen_buffer_size(lx, ly) * sizeof(store);
     bytes = (bytes + 63) / 64 * 64;
-    real *f = (real *)aligned_alloc(64, bytes);
+    store *f = (store *)aligned_alloc(64, bytes);
     if (f) memset(f, 0, bytes);
     return f;
 }
@@ -147,43 +148,43 @@ void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, i
 #if LBGEN_PREFETCH > 0
                 /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
                    hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + -3*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 1*SP - 3*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 2*SP - 3*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 3*SP - 2*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 4*SP - 2*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 5*SP - 2*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 6*SP - 2*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 7*SP - 2*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 8*SP - 1*SX + 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 9*SP - 1*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 10*SP - 1*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 11*SP - 1*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 12*SP - 1*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 13*SP - 1*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 14*SP - 1*SX - 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 15*SP + 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 16*SP + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 17*SP + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 18*SP + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 19*SP - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 20*SP - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 21*SP - 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 22*SP + 1*SX + 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 23*SP + 1*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 24*SP + 1*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 25*SP + 1*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 26*SP + 1*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 27*SP + 1*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 28*SP + 1*SX - 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 29*SP + 2*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 30*SP + 2*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 31*SP + 2*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 32*SP + 2*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 33*SP + 2*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 34*SP + 3*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + -3*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 1*SP - 3*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 2*SP - 3*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 3*SP - 2*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 4*SP - 2*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 5*SP - 2*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 6*SP - 2*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 7*SP - 2*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 8*SP - 1*SX + 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 9*SP - 1*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 10*SP - 1*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 11*SP - 1*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 12*SP - 1*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 13*SP - 1*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 14*SP - 1*SX - 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 15*SP + 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 16*SP + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 17*SP + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 18*SP + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 19*SP - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 20*SP - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 21*SP - 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 22*SP + 1*SX + 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 23*SP + 1*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 24*SP + 1*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 25*SP + 1*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 26*SP + 1*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 27*SP + 1*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 28*SP + 1*SX - 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 29*SP + 2*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 30*SP + 2*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 31*SP + 2*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 32*SP + 2*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 33*SP + 2*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 34*SP + 3*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
 #endif
                 stream_cluster(nxt + base + 0, prv + base + -3*SX + 1*SR);
                 stream_cluster(nxt + base + 1*SP, prv + base + 1*SP - 3*SX);
@@ -254,10 +255,10 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, doub
                 /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
                    hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
                 for (int p = 0; p < Q; ++p)
-                    for (int o = 0; o < VL; o += 64 / (int)sizeof(real))
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store))
                         __builtin_prefetch(in + base + LBGEN_PREFETCH*SR + p*SP + o, 0, 0);
 #endif
-                _Alignas(64) real out[Q*VL];
+                _Alignas(64) store out[Q*VL];
                 #pragma omp simd
                 for (ptrdiff_t k = 0; k < VL; ++k) {
                     const ptrdiff_t site = base + k;
@@ -683,45 +684,45 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
 #if LBGEN_PREFETCH > 0
                 /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
                    hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + -3*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 1*SP - 3*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 2*SP - 3*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 3*SP - 2*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 4*SP - 2*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 5*SP - 2*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 6*SP - 2*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 7*SP - 2*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 8*SP - 1*SX + 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 9*SP - 1*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 10*SP - 1*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 11*SP - 1*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 12*SP - 1*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 13*SP - 1*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 14*SP - 1*SX - 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 15*SP + 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 16*SP + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 17*SP + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 18*SP + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 19*SP - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 20*SP - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 21*SP - 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 22*SP + 1*SX + 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 23*SP + 1*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 24*SP + 1*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 25*SP + 1*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 26*SP + 1*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 27*SP + 1*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 28*SP + 1*SX - 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 29*SP + 2*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 30*SP + 2*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 31*SP + 2*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 32*SP + 2*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 33*SP + 2*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 34*SP + 3*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(real)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + -3*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 1*SP - 3*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 2*SP - 3*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 3*SP - 2*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 4*SP - 2*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 5*SP - 2*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 6*SP - 2*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 7*SP - 2*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 8*SP - 1*SX + 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 9*SP - 1*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 10*SP - 1*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 11*SP - 1*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 12*SP - 1*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 13*SP - 1*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 14*SP - 1*SX - 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 15*SP + 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 16*SP + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 17*SP + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 18*SP + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 19*SP - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 20*SP - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 21*SP - 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 22*SP + 1*SX + 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 23*SP + 1*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 24*SP + 1*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 25*SP + 1*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 26*SP + 1*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 27*SP + 1*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 28*SP + 1*SX - 3*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 29*SP + 2*SX + 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 30*SP + 2*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 31*SP + 2*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 32*SP + 2*SX - 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 33*SP + 2*SX - 2*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 34*SP + 3*SX + 1*SR + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
+                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
 #endif
-                _Alignas(64) real out[Q*VL];
+                _Alignas(64) store out[Q*VL];
                 #pragma omp simd
                 for (ptrdiff_t k = 0; k < VL; ++k) {
                     const ptrdiff_t site = base + k;
@@ -1481,7 +1482,7 @@ void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly)
     for (ptrdiff_t x = 0; x < LX; ++x)
         for (int p = 0; p < Q; ++p)
             for (ptrdiff_t y = 0; y < LY; ++y)
-                f[p*SP + (x + HALO)*SX + (y % NR + HALO)*SR + (y / NR)*SK] = (real)plain[((ptrdiff_t)p*LX + x)*LY + y];
+                f[p*SP + (x + HALO)*SX + (y % NR + HALO)*SR + (y / NR)*SK] = (store)plain[((ptrdiff_t)p*LX + x)*LY + y];
     lbgen_halo(f, lx, ly);
 }
 

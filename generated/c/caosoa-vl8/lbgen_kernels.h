@@ -43,7 +43,7 @@
 #define LBGEN_SITE(p, x, y, LX, LY) LBGEN_IDX(p, x, (y) % LBGEN_NR(LY), (y) / LBGEN_NR(LY), LX, LY)
 
 /* BEGIN API (plain declarations: also read by lbgen's cffi loader) */
-typedef double lbgen_real;
+typedef double lbgen_real;   /* storage of the populations */
 /* Elements (not bytes) of one lattice buffer, halos included. */
 size_t lbgen_buffer_size(int lx, int ly);
 /* A zeroed buffer aligned to 64 bytes; release with lbgen_free. */
