@@ -229,3 +229,27 @@ class Program(abc.ABC):
             raise TypeError(f"{self.spec.collision} collide takes parameters {', '.join(names)}; "
                             f"missing {missing}, unexpected {extra}")
         return [float(params[n]) for n in names]
+
+
+class HostBuffers:
+    """Buffers in host memory (numpy, 64-byte aligned): for the backends that run on the CPU."""
+
+    def allocate(self) -> np.ndarray:
+        return aligned_zeros(self.layout.size, self.dtype)
+
+    def upload(self, host, buffer=None):
+        host = np.asarray(host, dtype=self.dtype).reshape(-1)
+        if host.size != self.layout.size:
+            raise ValueError(f"upload expects {self.layout.size} elements, got {host.size}")
+        buf = self.allocate() if buffer is None else buffer
+        buf[...] = host
+        return buf
+
+    def download(self, buffer):
+        return np.array(buffer, copy=True)
+
+    def _read_range(self, f, offset, out):
+        out[...] = f[offset:offset + out.size]
+
+    def _write_range(self, f, offset, data):
+        f[offset:offset + data.size] = data

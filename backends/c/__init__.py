@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 import numpy as np
 from cffi import FFI
 
-from ..base import (BackendUnavailable, CompileError, Program, aligned_zeros, build_library,  # noqa: F401
+from ..base import (BackendUnavailable, CompileError, HostBuffers, Program, aligned_zeros, build_library,  # noqa: F401
                     compiler_version, find_compiler)
 
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp")
@@ -61,7 +61,7 @@ def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -
         source.main_file, f"gcc ({' '.join(all_flags)})", library="libkernels.so")
 
 
-class CProgram(Program):
+class CProgram(HostBuffers, Program):
     def __init__(self, source, lx: int, ly: int, flags=None, strict: bool = False, threads: int = 0):
         super().__init__(source, lx, ly)
         self.library_path = build(source, flags, strict)
@@ -78,23 +78,6 @@ class CProgram(Program):
 
     def _ptr(self, a: np.ndarray):
         return self.ffi.cast(f"{self.real_c} *", a.ctypes.data)
-
-    def allocate(self) -> np.ndarray:
-        return aligned_zeros(self.layout.size, self.dtype)
-
-    def upload(self, host, buffer=None):
-        buf = self.allocate() if buffer is None else buffer
-        buf[...] = np.asarray(host, dtype=self.dtype).reshape(-1)
-        return buf
-
-    def download(self, buffer):
-        return np.array(buffer, copy=True)
-
-    def _read_range(self, f, offset, out):
-        out[...] = f[offset:offset + out.size]
-
-    def _write_range(self, f, offset, data):
-        f[offset:offset + data.size] = data
 
     def halo(self, f):
         self._fn("halo")(self._ptr(f), *self._sizes)

@@ -20,7 +20,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 from cffi import FFI
 
-from ..base import (BackendUnavailable, CompileError, aligned_zeros, build_library,  # noqa: F401
+from ..base import (BackendUnavailable, CompileError, HostBuffers, aligned_zeros, build_library,  # noqa: F401
                     compiler_version, find_compiler)
 from . import LaunchProgram
 
@@ -118,7 +118,7 @@ def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -
         source.main_file, f"g++ through the CUDA host shim ({' '.join(all_flags)})", library="libshim.so")
 
 
-class ShimProgram(LaunchProgram):
+class ShimProgram(HostBuffers, LaunchProgram):
     """The CUDA kernels of one source run on the CPU, launched like the GPU runtime would."""
 
     def __init__(self, source, lx: int, ly: int, strict: bool = False, flags=None,
@@ -140,26 +140,6 @@ class ShimProgram(LaunchProgram):
         conv = [self._ptr(a, "double" if a.dtype == np.float64 else "float") if isinstance(a, np.ndarray) else a
                 for a in args]
         fn(blocks, threads, *conv)
-
-    def allocate(self) -> np.ndarray:
-        return aligned_zeros(self.layout.size, self.dtype)
-
-    def upload(self, host, buffer=None):
-        host = np.asarray(host, dtype=self.dtype).reshape(-1)
-        if host.size != self.layout.size:
-            raise ValueError(f"upload expects {self.layout.size} elements, got {host.size}")
-        buf = self.allocate() if buffer is None else buffer
-        buf[...] = host
-        return buf
-
-    def download(self, buffer):
-        return np.array(buffer, copy=True)
-
-    def _read_range(self, f, offset, out):
-        out[...] = f[offset:offset + out.size]
-
-    def _write_range(self, f, offset, data):
-        f[offset:offset + data.size] = data
 
     def init_equilibrium(self, f, rho, ux, uy, T):
         arrays = [np.ascontiguousarray(np.broadcast_to(a, (self.lx, self.ly)), dtype=np.float64)
