@@ -18,7 +18,7 @@ from typing import Callable, Dict, Optional, Tuple
 
 from . import __version__
 from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, prune_checkpoints, read_checkpoint, write_checkpoint
-from .runner import SETUPS, Simulation, SimulationError, Walls, load_fields
+from .runner import SETUPS, Parameters, Simulation, SimulationError, Walls, load_fields
 
 RT_GRAVITY = (0.0, -8.33e-5 / 32)
 
@@ -29,12 +29,12 @@ class RunConfig:
     lx: int = 64
     ly: int = 256
     steps: int = 1000
-    collision: str = "bgk"
-    tau: float = 0.8
-    C1: float = 1e-3
-    C2: float = 1e-3
-    C3: float = 0.5
-    gravity: Tuple[float, float] = (0.0, 0.0)
+    collision: str = Parameters.collision      # physical defaults: one place, runner.Parameters
+    tau: float = Parameters.tau
+    C1: float = Parameters.C1
+    C2: float = Parameters.C2
+    C3: float = Parameters.C3
+    gravity: Tuple[float, float] = Parameters.gravity
     backend: str = "c"
     layout: Optional[str] = None
     vl: Optional[object] = None           # int, or "auto" (tuned)

@@ -194,7 +194,9 @@ class Simulation:
         self.regions: list = []
         sources = {}
         for (b, x_start, width, options), spec in zip(plan, specs):
-            source = sources.setdefault(spec, generate(spec))
+            if spec not in sources:       # regions with the same spec share one rendering
+                sources[spec] = generate(spec)
+            source = sources[spec]
             program = backends.load(b).compile(source, width, ly, threads=threads, strict=strict, **options)
             self.regions.append(Region(program, x_start, width, program.allocate(), program.allocate()))
         self.spec = self.regions[0].program.spec
