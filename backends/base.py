@@ -119,6 +119,19 @@ class Program(abc.ABC):
     @abc.abstractmethod
     def fused(self, prv: Any, nxt: Any, **params) -> None: ...
 
+    def fused_tb(self, prv: Any, nxt: Any, depth: int, walls=None, **params) -> None:
+        """`depth` time steps in one sweep through cache (temporal blocking; C backend)."""
+        raise NotImplementedError(f"temporal blocking (time_block > 1) runs on the C backend only, "
+                                  f"not on {self.spec.backend!r}")
+
+    @staticmethod
+    def _check_time_block(depth) -> int:
+        from ..codegen import MAX_TIME_BLOCK
+        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not 1 <= depth <= MAX_TIME_BLOCK:
+            raise ValueError(f"time block {depth!r} is not an integer from 1 to {MAX_TIME_BLOCK} "
+                             f"(time steps per sweep; 1 is no temporal blocking)")
+        return int(depth)
+
     def bc(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
            adiabatic=(False, False), ax: float = 0.0, ay: float = 0.0) -> None:
         """Thermal walls after propagate(prv -> nxt); only for specs generated with walls."""

@@ -28,6 +28,8 @@ MIN_LY_WALLS = 8
 #: cluster length when a clustered layout is asked for without one: one AVX-512 vector of
 #: doubles on the CPU, one warp on GPUs
 DEFAULT_VL = {"c": 8, "opencl": 32, "cuda": 32}
+#: deepest temporal blocking (time steps per sweep) of the C backend's fused_tb kernel
+MAX_TIME_BLOCK = 8
 #: "mixed": populations stored as float, arithmetic in double (C backend)
 PRECISIONS = ("double", "single", "mixed")
 
@@ -202,7 +204,14 @@ def _index_terms(layout_name: str, velocities) -> Dict[str, list]:
         if ey:
             terms.append(f"{-ey}*SR")
         pull.append(" + ".join(terms).replace("+ -", "- ") if terms else "0")
-    return {"site": pop, "pull": pull}
+    # the pull offsets split for sweeps that address each source column by its own pointer
+    # (temporal blocking): column c[HALO - e_x] and the offset within that column
+    pull_column = [HALO - ex for ex, _ in velocities]
+    pull_within = []
+    for p, (_, ey) in enumerate(velocities):
+        terms = ([f"{p}*SP"] if p else []) + ([f"{-ey}*SR"] if ey else [])
+        pull_within.append(" + ".join(terms).replace("+ -", "- ") if terms else "0")
+    return {"site": pop, "pull": pull, "pull_column": pull_column, "pull_within": pull_within}
 
 
 def emit_command(spec: KernelSpec) -> str:  # noqa: C901
@@ -271,6 +280,7 @@ def template_context(spec: KernelSpec) -> dict:
         "align": min(64, vl * real_bytes) if clustered else real_bytes,
         "block_size": spec.block_size,
         "walls": wall_context(spec) if spec.walls else None,
+        "tb_max_depth": MAX_TIME_BLOCK,
     }
 
 

@@ -91,6 +91,24 @@ class CProgram(HostBuffers, Program):
     def fused(self, prv, nxt, **params):
         self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, *self._param_values(params))
 
+    def fused_tb(self, prv, nxt, depth: int, walls=None, **params):
+        """`depth` steps in one sweep (temporal blocking): prv (fresh halo) -> nxt (interior)."""
+        depth = self._check_time_block(depth)
+        extra = []
+        if self.spec.walls:
+            if walls is None:
+                raise ValueError("these kernels were generated with walls: fused_tb needs walls=Walls(...)")
+            extra = [float(walls.T_bottom), float(walls.T_top), int(bool(walls.adiabatic_bottom)),
+                     int(bool(walls.adiabatic_top))]
+        elif walls is not None:
+            self._require_walls()
+        status = self._fn("fused_tb")(self._ptr(prv), self._ptr(nxt), *self._sizes, depth,
+                                      *self._param_values(params), *extra)
+        if status == 1:
+            raise MemoryError(f"fused_tb: no memory for the per-thread ring of {depth - 1} time levels")
+        if status:
+            raise ValueError(f"fused_tb refused depth {depth}")
+
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0):
         self._require_walls()
         self._fn("bc")(self._ptr(prv), self._ptr(nxt), *self._sizes, float(T_bottom), float(T_top),
