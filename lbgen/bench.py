@@ -54,6 +54,15 @@ import numpy as np
 from . import __version__
 
 KERNELS = ("propagate", "bc", "collide", "fused")
+#: fused with temporal blocking, `depth` steps per sweep (C backend): "fused-tb<depth>"
+TIME_BLOCK_PREFIX = "fused-tb"
+
+
+def time_block_depth(kernel: str) -> Optional[int]:
+    """The depth of a "fused-tb<depth>" kernel name (2..MAX_TIME_BLOCK), None for other names."""
+    from .codegen import MAX_TIME_BLOCK
+    rest = kernel[len(TIME_BLOCK_PREFIX):] if kernel.startswith(TIME_BLOCK_PREFIX) else ""
+    return int(rest) if rest.isdigit() and 2 <= int(rest) <= MAX_TIME_BLOCK else None
 VLS = (4, 8, 16, 32)
 ALL_LAYOUTS: Tuple[Tuple[str, Optional[int]], ...] = (
     (("aos", None), ("soa", None)) + tuple(("csoa", v) for v in VLS) + tuple(("caosoa", v) for v in VLS))
@@ -68,9 +77,11 @@ LAYOUT_NAMES = {"aos": "AoS", "soa": "SoA", "csoa": "CSoA", "caosoa": "CAoSoA"}
 
 COUNTING = {
     "mlups": "million lattice-site updates per second; LX*LY sites for propagate/collide/fused, "
-             "the 6*LX wall sites for bc",
+             "the 6*LX wall sites for bc, depth*LX*LY site updates per call for fused-tb<depth>",
     "bytes_per_site": "propagate, collide, fused: 2*37*sizeof(real) (each population read and written once); "
-                      "bc: elements actually accessed per column / 6 wall sites (useful traffic)",
+                      "bc: elements actually accessed per column / 6 wall sites (useful traffic); "
+                      "fused-tb<depth>: the same per site update as fused (the traffic of single steps, so "
+                      "frac_bw > 1 is beyond the single-step memory wall)",
     "flops_per_site": "operations of the generated assignments as printed (KernelSource.flops, "
                       "lbgen.model.collide(op).flops; AssignmentList.op_count): +,-,*,/ one flop each, "
                       "an FMA two; propagate 0; bc: wall-row assignments + moments of the 4th row, per wall site",
@@ -601,11 +612,15 @@ def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: in
             "fused": lambda: program.fused(f, g, **params),
             "bc": lambda: program.bc(f, g, 1.0, 1.0, (False, False), params["ax"], params["ay"]),
         }
+        for name in names:
+            depth = time_block_depth(name)
+            if depth:
+                calls[name] = lambda depth=depth: program.fused_tb(f, g, depth, **params)
         device = _device_name(case.backend, program)
         for name in names:
             t, inner = time_call(calls[name], program.synchronize, repeat=repeat, warmup=warmup)
             counts = kernel_counts(name, source, case.collision)
-            sites = 6 * lx if name == "bc" else lx * ly
+            sites = 6 * lx if name == "bc" else lx * ly * (time_block_depth(name) or 1)
             sec = t["median"] / 1e3
             r = {
                 "backend": case.backend, "device": device, "layout": case.layout, "vl": case.vl, "tag": case.tag,
@@ -727,13 +742,19 @@ def run_bench(cfg: BenchConfig) -> Dict:
     try:
         for case in cases:
             bar.set_description(f"{case.backend} {case.tag} {case.precision} {case.collision}")
+            kernels = list(cfg.kernels)
+            if case.backend != "c" and any(time_block_depth(k) for k in kernels):
+                kernels = [k for k in kernels if not time_block_depth(k)]
+                bar.update(len(cfg.kernels) - len(kernels))
+                report["skipped"].append({"backend": case.backend, "layout": case.tag, "kernel": TIME_BLOCK_PREFIX,
+                                          "reason": "temporal blocking runs on the C backend only"})
             try:
-                rs = bench_case(case, cfg.kernels, cfg.lx, cfg.ly, cfg.threads, cfg.repeat, cfg.warmup,
+                rs = bench_case(case, kernels, cfg.lx, cfg.ly, cfg.threads, cfg.repeat, cfg.warmup,
                                 on_kernel=lambda r: bar.update(1))
             except (SpecError, ValueError, NotImplementedError) as e:
                 report["skipped"].append({"backend": case.backend, "layout": case.tag, "precision": case.precision,
                                           "collision": case.collision, "reason": str(e).splitlines()[0]})
-                bar.update(len(cfg.kernels))
+                bar.update(len(kernels))
                 continue
             report["results"].extend(rs)
     finally:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from .cli import UserError, _friendly
+from .codegen import MAX_TIME_BLOCK
 
 
 def _split(text: str):
@@ -48,8 +49,9 @@ def _emit_json(data, output, to_stdout):
 @click.option("--layouts", default="all", show_default=True,
               help="Comma list: aos, soa, csoa-vlN, caosoa-vlN; a clustered name alone (csoa) sweeps VL 4,8,16,32; "
                    "'all' = the four layouts with that sweep.")
-@click.option("--kernels", default="propagate,bc,collide,fused", show_default=True,
-              help="Comma list of propagate, bc (timed on a walls program), collide, fused.")
+@click.option("--kernels", default="propagate,bc,collide,fused,fused-tb2", show_default=True,
+              help="Comma list of propagate, bc (timed on a walls program), collide, fused, fused-tb<depth> "
+                   f"(C: depth steps per sweep, temporal blocking; depth 2..{MAX_TIME_BLOCK}).")
 @click.option("--collision", "collisions", default="bgk", show_default=True, help="bgk, regularized or all.")
 @click.option("--precision", "precisions", default="double", show_default=True,
               help="double, single, mixed (float storage, double arithmetic; C), both (double,single) or all.")
@@ -115,9 +117,10 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
         _emit_json(data, output, as_json)
         return
     kern = _split(kernels)
-    bad = [k for k in kern if k not in B.KERNELS]
+    bad = [k for k in kern if k not in B.KERNELS and not B.time_block_depth(k)]
     if bad:
-        raise UserError(f"unknown kernel {bad[0]!r}; choose from {', '.join(B.KERNELS)}")
+        raise UserError(f"unknown kernel {bad[0]!r}; choose from {', '.join(B.KERNELS)} or "
+                        f"{B.TIME_BLOCK_PREFIX}<depth> (depth 2..{MAX_TIME_BLOCK})")
     cfg = B.BenchConfig(backends=backend_list, layouts=B.parse_layouts(layouts), kernels=kern, collisions=cols,
                         precisions=precs, lx=lx, ly=ly, threads=threads, repeat=repeat, warmup=warmup,
                         limits=not no_limits, limit_bytes=(limit_mb << 20) if limit_mb else None, progress=progress)
