@@ -9,7 +9,7 @@ import click
 import numpy as np
 
 from . import __version__
-from .codegen import BACKENDS, PRECISIONS, KernelSpec, SpecError
+from .codegen import BACKENDS, MAX_TIME_BLOCK, PRECISIONS, KernelSpec, SpecError
 from .layouts import LAYOUTS
 from .model import OPERATORS
 
@@ -165,7 +165,7 @@ def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_st
 
 # --- run ---------------------------------------------------------------------------------
 _RUN_KEYS = ("lx", "ly", "steps", "tau", "collision", "c1", "c2", "c3", "gravity", "backend", "layout", "vl",
-             "precision", "init", "save", "seed", "amplitude", "threads", "fused", "strict", "setup", "out",
+             "precision", "init", "save", "seed", "amplitude", "threads", "fused", "time_block", "strict", "setup", "out",
              "output_every", "checkpoint_every", "check_every", "pictures", "fields_format", "walls", "t_bottom",
              "t_top", "adiabatic", "hetero", "split", "device")
 
@@ -219,6 +219,17 @@ def _parse_pictures(value):
     return tuple(items)
 
 
+def _time_block_option(value):
+    """--time-block: 'auto' or an integer 1..MAX_TIME_BLOCK."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        return "auto"
+    if not text.isdigit() or not 1 <= int(text) <= MAX_TIME_BLOCK:
+        raise UserError(f"--time-block {value!r}: give 'auto' or an integer from 1 to {MAX_TIME_BLOCK} "
+                        f"(steps per sweep; 1 is no temporal blocking)")
+    return int(text)
+
+
 _ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, True), "both": (True, True)}
 
 
@@ -261,6 +272,10 @@ _ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, Tr
 @click.option("--amplitude", type=float, default=None, help="Amplitude of the set-up (wave, noise or interface).")
 @click.option("--threads", type=int, default=0, help="OpenMP threads (0: OMP_NUM_THREADS or all cores).")
 @click.option("--fused/--no-fused", default=True, show_default=True, help="Fused propagate+collide (periodic runs).")
+@click.option("--time-block", default="1", show_default=True,
+              help="Steps per sweep through cache (temporal blocking, C backend, periodic or walls), or 'auto' "
+                   "(the depth `lbgen tune` stored). Outputs, checkpoints and guards see the state only between "
+                   "sweeps: cadences that are multiples of it keep every sweep blocked, other steps run singly.")
 @click.option("--strict", is_flag=True, default=False, help="No FMA contraction (bitwise-comparable builds).")
 @click.option("--hetero", type=click.Choice(["opencl", "cuda"]), default=None,
               help="Host + device: the device backend runs the bulk, --backend (C) the 2M border columns.")
@@ -318,7 +333,7 @@ def run(ctx, setup, config, **opts):
         collision=opts["collision"] or ("regularized" if rt else "bgk"), tau=opts["tau"], C1=opts["c1"],
         C2=opts["c2"], C3=opts["c3"], gravity=gravity, backend=opts["backend"], layout=opts["layout"],
         vl=_vl_option(opts["vl"], allow_auto=True), precision=opts["precision"], fused=opts["fused"],
-        strict=opts["strict"],
+        time_block=_time_block_option(opts["time_block"]), strict=opts["strict"],
         threads=opts["threads"], seed=opts["seed"], amplitude=opts["amplitude"],
         init=str(opts["init"]) if opts["init"] else None, walls=walls,
         out=str(opts["out"]) if opts["out"] else None, output_every=opts["output_every"],
@@ -338,6 +353,13 @@ def run(ctx, setup, config, **opts):
         where = f"{comm.size} MPI ranks: {where}"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.lx} x {cfg.ly}, "
          f"{cfg.steps} steps, {spec.collision}, {'walls' if walls else 'periodic'}, {spec.precision}; {where}")
+    depth = runner.sim.time_block
+    if depth > 1:
+        odd = [f"--{k.replace('_', '-')} {getattr(cfg, k)}" for k in ("output_every", "checkpoint_every", "check_every")
+               if getattr(cfg, k) % depth]
+        echo(f"time block {depth}: {depth} steps per sweep" + (
+            f"; {', '.join(odd)} not a multiple of it: the steps before those events that do not fill a "
+            f"block run singly" if odd else ""))
     result = runner.execute(progress=show_progress)
     _report(runner, result, opts["save"])
 

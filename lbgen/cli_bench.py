@@ -146,11 +146,13 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
 @click.option("--vls", default="4,8,16,32", show_default=True, help="Cluster lengths to try.")
 @click.option("--thread-counts", default=None, help="Also try these thread counts (comma list), e.g. 1,2.")
 @click.option("--samples", type=int, default=3, show_default=True, help="Timed samples per candidate.")
+@click.option("--time-blocks", default="1,2,3,4", show_default=True,
+              help="C: temporal-blocking depths (steps per sweep) tried on the best layout; the fastest is stored.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored entry as JSON.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @_friendly
-def tune(backend, lx, ly, precision, collision, walls, threads, layouts, vls, thread_counts, samples, as_json,
-         progress):
+def tune(backend, lx, ly, precision, collision, walls, threads, layouts, vls, thread_counts, samples, time_blocks,
+         as_json, progress):
     """Time short runs of every layout/VL, print the ranking, store the best for this machine.
 
     The choice is kept per machine (hostname, CPU model, backend, device) and lattice
@@ -160,11 +162,15 @@ def tune(backend, lx, ly, precision, collision, walls, threads, layouts, vls, th
     try:
         vl_list = tuple(int(v) for v in _split(vls))
         tcs = [int(t) for t in _split(thread_counts)] if thread_counts else None
+        blocks = tuple(int(d) for d in _split(time_blocks))
     except ValueError:
-        raise UserError("--vls and --thread-counts take comma lists of integers") from None
+        raise UserError("--vls, --thread-counts and --time-blocks take comma lists of integers") from None
+    bad = [d for d in blocks if not 1 <= d <= MAX_TIME_BLOCK]
+    if bad or not blocks:
+        raise UserError(f"--time-blocks {time_blocks!r}: depths are integers from 1 to {MAX_TIME_BLOCK}")
     entry = T.tune(backend, lx, ly, precision, collision, walls, threads,
                    layouts=_split(layouts) if layouts else None, vls=vl_list, thread_counts=tcs,
-                   samples=samples, progress=progress)
+                   samples=samples, progress=progress, time_blocks=blocks)
     if as_json:
         _emit_json(entry, None, True)
     else:

@@ -40,6 +40,7 @@ class RunConfig:
     vl: Optional[object] = None           # int, or "auto" (tuned)
     precision: str = "double"
     fused: bool = True
+    time_block: object = 1                # steps per sweep (temporal blocking, C), or "auto" (tuned)
     strict: bool = False
     threads: int = 0
     seed: int = 0
@@ -96,7 +97,7 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     walls = Walls(**cfg.walls) if cfg.walls else None
     common = dict(layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision, tau=cfg.tau,
                   C1=cfg.C1, C2=cfg.C2, C3=cfg.C3, gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads,
-                  strict=cfg.strict, check_every=0, walls=walls)
+                  strict=cfg.strict, check_every=0, walls=walls, time_block=cfg.time_block)
     if cfg.device and cfg.backend == "opencl":
         common["device"] = cfg.device          # the OpenCL device of a plain OpenCL run
     lx = cfg.lx if lx is None else lx

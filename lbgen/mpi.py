@@ -245,7 +245,12 @@ class DistributedSimulation(Simulation):
         self.left, self.right = (self.rank - 1) % self.nranks, (self.rank + 1) % self.nranks
         self.overlap = overlap
         error = None
+        if kw.get("time_block") == "auto":
+            kw["time_block"] = 1      # ranks trade 3-wide halos every step: no temporal blocking
         try:
+            if kw.get("time_block", 1) != 1:
+                raise SimulationError(f"time_block={kw['time_block']!r}: temporal blocking runs in one process; "
+                                      f"MPI ranks trade their halos every step (use time_block=1)")
             super().__init__(lx, ly, **kw)
         except Exception as e:   # noqa: BLE001 - made collective below
             error = e

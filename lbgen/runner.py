@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from .codegen import BACKENDS, KernelSpec, SpecError, generate
+from .codegen import BACKENDS, MAX_TIME_BLOCK, KernelSpec, SpecError, generate
 from .layouts import CLUSTERED, HALO
 from .model import OPERATORS, velocity_set
 
@@ -151,6 +151,11 @@ class Simulation:
     sides are neighbours through the periodic boundary.  Every step the regions trade
     their 3-wide halo columns, the device works asynchronously while the host computes,
     and the result equals a single-backend run (bit-identical in strict mode).
+
+    ``time_block=N`` (C backend, one region) advances N steps per sweep through cache
+    (temporal blocking, ``fused_tb``), bit-identical to single steps in strict mode;
+    ``step(n)`` does n // N such sweeps, then n % N single steps.  ``'auto'`` takes the
+    depth ``lbgen tune`` stored for this machine and layout, or times depths 1-4 now.
     """
 
     def __init__(self, lx: int, ly: int, *, backend: str = "c", layout: Optional[str] = None,
@@ -159,10 +164,17 @@ class Simulation:
                  gravity: Tuple[float, float] = (0.0, 0.0), fused: bool = True, threads: int = 0,
                  strict: bool = False, check_every: int = 100, walls: Optional[Walls] = None,
                  device_backend: Optional[str] = None, host_columns: int = 0,
-                 device_options: Optional[dict] = None, **backend_options):
+                 device_options: Optional[dict] = None, time_block: Union[int, str] = 1, **backend_options):
         for b in (backend, device_backend):
             if b is not None and b not in BACKENDS:
                 raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(BACKENDS)}")
+        check_time_block(time_block)
+        if time_block not in (1, "auto") and not fused:
+            raise SimulationError(f"time_block={time_block} blocks the fused step; it cannot run with fused=False")
+        if time_block not in (1, "auto") and (backend != "c" or device_backend is not None):
+            raise SimulationError(f"time_block={time_block} (temporal blocking) runs on the C backend alone, "
+                                  f"not backend={backend!r}" + (f" with device_backend={device_backend!r}"
+                                                                 if device_backend else ""))
         self.params = Parameters(collision, tau, C1, C2, C3, tuple(gravity))
         self.walls = walls
         self.lx, self.ly = lx, ly
@@ -209,6 +221,12 @@ class Simulation:
         # regions with the same layout trade raw columns; otherwise layout-independent ones
         tags = {r.program.layout.tag for r in self.regions}
         self._plain_exchange = len(tags) > 1
+        if time_block == "auto":
+            from .tune import auto_time_block
+            time_block = 1 if len(self.regions) > 1 or not fused else auto_time_block(
+                self.spec.backend, self.spec.layout, self.spec.vl, lx, ly, precision, collision, walls is not None,
+                threads)
+        self.time_block = time_block
 
     def _region_plan(self, lx, backend, device_backend, host_columns, backend_options, device_options) -> list:
         """The regions to build, as (backend, x_start, width, options); a hook for subclasses
@@ -315,6 +333,16 @@ class Simulation:
             p.collide(region.g, region.f, **kp)
 
     def step(self, n: int = 1) -> None:
+        """n steps: with a time block N, n // N sweeps of N steps, then n % N single steps."""
+        depth = self.time_block
+        if depth > 1:
+            r, kp = self.regions[0], self.kernel_parameters
+            for _ in range(n // depth):
+                self.exchange_halos()
+                r.program.fused_tb(r.f, r.g, depth, walls=self.walls, **kp)
+                r.f, r.g = r.g, r.f
+                self.time_step += depth
+            n %= depth
         for _ in range(n):
             self.exchange_halos()
             for r in self.regions:      # the device bulk first: it runs while the host computes
@@ -419,6 +447,8 @@ class Simulation:
         elapsed = 0.0
         done = 0
         chunk = max(1, min(self.check_every or steps or 1, 50))
+        if self.time_block > 1:       # whole sweeps per chunk where the guard's cadence allows
+            chunk = max(chunk // self.time_block, 1) * self.time_block
         try:
             while done < steps:
                 n = min(chunk, steps - done)
@@ -438,6 +468,15 @@ class Simulation:
             if bar is not None:
                 bar.close()
         return RunStats(steps=steps, seconds=elapsed, sites=self.lx * self.ly)
+
+
+def check_time_block(value) -> None:
+    """time_block must be 'auto' or an integer 1..MAX_TIME_BLOCK (1: one step per sweep)."""
+    if value == "auto":
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_TIME_BLOCK:
+        raise SimulationError(f"time_block={value!r}: give 'auto' or an integer from 1 to {MAX_TIME_BLOCK} "
+                              f"(time steps per sweep; 1 is no temporal blocking)")
 
 
 # --- named set-ups --------------------------------------------------------------------

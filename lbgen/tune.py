@@ -8,6 +8,10 @@ lattice shape, precision, collision operator, walls and the thread count asked f
 returns the fastest (layout, vl).  ``cached_choice`` returns a stored choice without
 timing anything (None when this machine never tuned that case); ``auto_choice`` is the
 one for ``--vl auto``: the cached choice, else tune now.
+
+On the C backend the winner's temporal-blocking depth (time steps per sweep, see
+``fused_tb``) is tuned too, among ``TIME_BLOCKS``, and stored with the choice as
+``time_block``; ``auto_time_block`` is the one for ``time_block='auto'``.
 """
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ from .cache import atomic_write_bytes, cache_dir, digest
 
 Choice = Tuple[str, Optional[int]]
 CHOICES_FILE = "choices.json"
+#: temporal-blocking depths tried by `lbgen tune` (1: one step per sweep)
+TIME_BLOCKS = (1, 2, 3, 4)
 
 
 def _device(backend: str) -> str:
@@ -92,7 +98,7 @@ def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
 
 
 def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str, collision: str,
-                walls: bool, threads: int, steps: int, samples: int) -> Dict:
+                walls: bool, threads: int, steps: int, samples: int, time_block: int = 1) -> Dict:
     from . import backends
     from .bench import _init_buffers, kernel_parameters, stats
     from .codegen import KernelSpec, generate
@@ -102,9 +108,16 @@ def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, 
     params = kernel_parameters(collision)
     f, g = _init_buffers(program, lx, ly)
 
+    walls_arg = None
+    if walls:
+        from .runner import Walls
+        walls_arg = Walls()
+
     def step():
         program.halo(f)
-        if walls:
+        if time_block > 1:
+            program.fused_tb(f, g, time_block, walls=walls_arg, **params)
+        elif walls:
             program.propagate(f, g)
             program.bc(f, g, 1.0, 1.0, (False, False), params["ax"], params["ay"])
             program.collide(g, f, **params)
@@ -124,9 +137,9 @@ def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, 
         for _ in range(n):
             step()
         program.synchronize()
-        times.append((time.perf_counter() - t0) / n * 1e3)
+        times.append((time.perf_counter() - t0) / n / time_block * 1e3)
     st = stats(times)
-    return {"ms_per_step": st["median"], "ms": st, "steps_per_sample": n,
+    return {"ms_per_step": st["median"], "ms": st, "steps_per_sample": n * time_block, "time_block": time_block,
             "threads": getattr(program, "threads", None), "mlups": lx * ly / (st["median"] / 1e3) / 1e6}
 
 
@@ -171,7 +184,7 @@ def best_choice(backend: str, lx: int, ly: int, precision: str = "double", colli
 
 
 def tune(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk", walls: bool = False,
-         threads: int = 0, **rank_options) -> Dict:
+         threads: int = 0, time_blocks: Sequence[int] = TIME_BLOCKS, **rank_options) -> Dict:
     """Like best_choice, returning the stored entry (choice, ranking, machine)."""
     ranking = rank(backend, lx, ly, precision, collision, walls, threads, **rank_options)
     good = [r for r in ranking if "error" not in r]
@@ -184,8 +197,34 @@ def tune(backend: str, lx: int, ly: int, precision: str = "double", collision: s
     entry = {"key": fields, "layout": best["layout"], "vl": best["vl"], "threads": best.get("threads_asked", threads),
              "ms_per_step": best["ms_per_step"], "mlups": best["mlups"], "ranking": ranking,
              "lbgen_version": __version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if backend == "c":
+        blocks = rank_time_blocks(backend, best["layout"], best["vl"], lx, ly, precision, collision, walls,
+                                  best.get("threads_asked", threads), time_blocks=time_blocks,
+                                  samples=rank_options.get("samples", 3))
+        entry.update(time_block=blocks[0]["time_block"], time_block_ranking=blocks)
     _store(key, entry)
     return entry
+
+
+def rank_time_blocks(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str = "double",
+                     collision: str = "bgk", walls: bool = False, threads: int = 0,
+                     time_blocks: Sequence[int] = TIME_BLOCKS, samples: int = 3) -> List[Dict]:
+    """Time the step of one layout with each temporal-blocking depth; fastest first."""
+    out = [_time_steps(backend, layout, vl, lx, ly, precision, collision, walls, threads, 20, samples, time_block=d)
+           for d in dict.fromkeys(time_blocks)]
+    return sorted(out, key=lambda r: r["ms_per_step"])
+
+
+def auto_time_block(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str = "double",
+                    collision: str = "bgk", walls: bool = False, threads: int = 0) -> int:
+    """For `time_block='auto'`: the depth stored with this machine's tuned choice when it is the
+    same layout, else timed now (not stored); 1 off the C backend (no temporal blocking there)."""
+    if backend != "c":
+        return 1
+    entry = (cached_entry(backend, lx, ly, precision, collision, walls, threads) if _use_stored() else None) or {}
+    if (entry.get("layout"), entry.get("vl")) == (layout, vl) and isinstance(entry.get("time_block"), int):
+        return entry["time_block"]
+    return rank_time_blocks(backend, layout, vl, lx, ly, precision, collision, walls, threads)[0]["time_block"]
 
 
 def cached_entry(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
@@ -194,13 +233,18 @@ def cached_entry(backend: str, lx: int, ly: int, precision: str = "double", coll
     return _load().get(key)
 
 
+def _use_stored() -> bool:
+    """LBGEN_TUNED=off: ignore the stored choices (the tests use it)."""
+    return os.environ.get("LBGEN_TUNED", "").lower() not in ("off", "0", "no")
+
+
 def cached_choice(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
                   walls: bool = False, threads: int = 0) -> Optional[Choice]:
     """The stored best (layout, vl) for this machine and case, or None (never times anything).
 
     LBGEN_TUNED=off ignores stored choices (the built-in defaults apply; the tests use it).
     """
-    if os.environ.get("LBGEN_TUNED", "").lower() in ("off", "0", "no"):
+    if not _use_stored():
         return None
     entry = cached_entry(backend, lx, ly, precision, collision, walls, threads)
     if not entry or "layout" not in entry:
@@ -250,5 +294,9 @@ def format_ranking(entry: Dict) -> str:
                      f"{r['ms_per_step']:>10.3f} {'[' + format(ms['min'], '.3f') + '-' + format(ms['max'], '.3f') + ']':>21} "
                      f"{r['mlups']:>8.1f}")
     best = entry["layout"] + (f"-vl{entry['vl']}" if entry.get("vl") else "")
+    for r in entry.get("time_block_ranking", []):
+        lines.append(f"     {best} time block {r['time_block']}: {r['ms_per_step']:.3f} ms/step, {r['mlups']:.1f} MLUPS")
+    if "time_block" in entry:
+        best += f", time block {entry['time_block']}"
     lines.append(f"best: {best} (stored in {_path()})")
     return "\n".join(lines)

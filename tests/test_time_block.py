@@ -12,7 +12,7 @@ import pytest
 from lbgen import reference as ref
 from lbgen.backends import c as cbackend
 from lbgen.codegen import MAX_TIME_BLOCK, KernelSpec, generate
-from lbgen.runner import Walls
+from lbgen.runner import Simulation, SimulationError, Walls
 
 LX, LY = 7, 24
 STEPS = 6                                   # a multiple of both depths
@@ -105,3 +105,65 @@ def test_walls_program_needs_the_walls(two_thread_program):
     a, b = prog.allocate(), prog.allocate()
     with pytest.raises(ValueError, match="walls=Walls"):
         prog.fused_tb(a, b, 2, **PARAMS["bgk"])
+
+
+@pytest.mark.parametrize("walls", [None, WALLS], ids=["periodic", "walls"])
+def test_simulation_time_block_equals_single_steps_with_a_remainder(walls):
+    """10 steps with time_block=3: three sweeps and one single step, bit-identical (strict)."""
+    from lbgen.runner import rayleigh_taylor
+    fields = rayleigh_taylor(8, 32, amplitude=0.02)
+    out = []
+    for depth in (1, 3):
+        sim = Simulation(8, 32, strict=True, time_block=depth, walls=walls, collision="regularized",
+                         gravity=(0.0, -1e-4), check_every=4)
+        sim.set_fields(**fields)
+        sim.run(10)
+        assert sim.time_step == 10 and sim.time_block == depth
+        out.append(sim.populations())
+    assert np.array_equal(out[0], out[1])
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(time_block=0), "time_block=0: give 'auto' or an integer from 1 to"),
+    (dict(time_block=MAX_TIME_BLOCK + 1), f"time_block={MAX_TIME_BLOCK + 1}: give 'auto'"),
+    (dict(time_block="2"), "time_block='2': give 'auto'"),
+    (dict(time_block=2, fused=False), "cannot run with fused=False"),
+    (dict(time_block=2, backend="opencl"), "runs on the C backend alone, not backend='opencl'"),
+])
+def test_simulation_refuses_bad_time_blocks_before_compiling(kw, message):
+    with pytest.raises(SimulationError, match=message):
+        Simulation(8, 32, **kw)
+
+
+def test_time_block_auto_takes_the_tuned_depth_off_the_c_backend_as_one():
+    from lbgen.tune import auto_time_block
+    assert auto_time_block("opencl", "caosoa", 32, 8, 96) == 1
+
+
+def test_cli_run_with_a_time_block(tmp_path):
+    from click.testing import CliRunner
+
+    from lbgen.cli import main
+    result = CliRunner().invoke(main, ["run", "--lx", "8", "--ly", "32", "--steps", "7", "--time-block", "2",
+                                       "--check-every", "3", "--save", str(tmp_path / "f.npz"), "--no-progress"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "time block 2: 2 steps per sweep; --check-every 3 not a multiple of it" in result.output
+    assert "done: 7 steps" in result.output
+    bad = CliRunner().invoke(main, ["run", "--time-block", "deep"])
+    assert bad.exit_code == 2 and "--time-block 'deep': give 'auto' or an integer from 1 to" in bad.output
+
+
+def test_tune_chooses_and_stores_the_time_block(tmp_path, monkeypatch):
+    from lbgen import tune as T
+    monkeypatch.setattr(T, "_path", lambda: tmp_path / "choices.json")
+    monkeypatch.setenv("LBGEN_TUNED", "on")
+    entry = T.tune("c", 8, 64, layouts=["caosoa"], vls=(8,), samples=1, time_blocks=(1, 2))
+    ranking = entry["time_block_ranking"]
+    assert sorted(r["time_block"] for r in ranking) == [1, 2]
+    assert entry["time_block"] == ranking[0]["time_block"]
+    assert ranking[0]["ms_per_step"] <= ranking[1]["ms_per_step"]
+    assert T.auto_time_block("c", "caosoa", 8, 8, 64) == entry["time_block"]
+    sim = Simulation(8, 64, time_block="auto")
+    assert (sim.spec.layout, sim.spec.vl, sim.time_block) == ("caosoa", 8, entry["time_block"])
+    assert "time block" in T.format_ranking(entry)
