@@ -1,0 +1,227 @@
+"""lbgen's fused BGK kernels beside lbmpy's generated stream-collide kernels, same work.
+
+Not a test and not a CI dependency: it needs lbmpy (pip install lbmpy, e.g. in a separate
+virtual environment that also has lbgen: ``pip install lbmpy -e .``).
+
+Same lattice, same OpenMP thread count, double precision, kernel calls only (no boundary
+or halo updates on either side), timed interleaved in one process: every sample times
+each kernel in turn, so a shared machine slows them alike; the ratio is taken per sample
+and the median reported.
+
+    python benchmarks/lbmpy_compare.py --lx 1024 --ly 4096 --threads 2
+
+Pairs (lbgen kernel vs lbmpy kernel):
+* lbgen thermal D2Q37 BGK (``fused``, and ``fused_tb`` with --time-block) vs lbmpy's
+  isothermal D2V37 SRT (37 velocities, the same stencil reach) -- lbgen does more work
+  per site (the thermal 4th-order equilibrium and forcing);
+* lbgen D2Q9 BGK vs lbmpy's D2Q9 SRT (when lbgen has the D2Q9 velocity set).
+
+lbmpy kernels: pull stream + collide fused in one sweep (lbmpy's default), compressible
+SRT, SoA field layout (fzyx: the populations' outermost, x innermost), OpenMP and
+pystencils' SIMD vectorisation for the host CPU with non-temporal stores when it offers
+them (the script reports which options were accepted).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+
+def _srt_any_moments(stencil, omega: float):
+    from collections import OrderedDict
+
+    import sympy as sp
+    from lbmpy.methods.creationfunctions import create_with_continuous_maxwellian_equilibrium
+    from lbmpy.moments import MOMENT_SYMBOLS
+    x, y = MOMENT_SYMBOLS[:2]
+    chosen, rows = [], []
+    for degree in range(13):
+        for a in range(degree + 1):
+            row = [float(cx ** a * cy ** (degree - a)) for cx, cy in stencil]
+            if np.linalg.matrix_rank(np.array(rows + [row])) > len(rows):
+                rows.append(row)
+                chosen.append(x ** a * y ** (degree - a) if degree else sp.Integer(1))
+        if len(chosen) == stencil.Q:
+            break
+    rates = OrderedDict((m, omega) for m in chosen)
+    return create_with_continuous_maxwellian_equilibrium(stencil, rates, compressible=True, equilibrium_order=2)
+
+
+def lbmpy_kernel(stencil_name: str, lx: int, ly: int, threads: int, tau: float):
+    """(kernel call, description) for lbmpy's stream-collide kernel of one stencil."""
+    import pystencils as ps
+    from lbmpy import LBMConfig, LBMOptimisation, LBStencil, Method, Stencil, create_lb_method, create_lb_function
+    from pystencils.codegen.config import CpuOptions, OpenMpOptions, VectorizationOptions
+
+    stencil = LBStencil(getattr(Stencil, stencil_name))
+    q = stencil.Q
+    reach = max(max(abs(c) for c in v) for v in stencil)
+    src_f, dst_f = ps.fields(f"src({q}), dst({q}): double[2D]", layout="fzyx")
+    lbm_config = LBMConfig(stencil=stencil, method=Method.SRT, relaxation_rate=1.0 / tau, compressible=True)
+    try:
+        method = create_lb_method(lbm_config=lbm_config)
+    except NotImplementedError:
+        # lbmpy has no default moment set for D2V37: SRT relaxes every moment alike, so any
+        # 37 independent monomials do; second-order (isothermal) continuous Maxwellian equilibrium
+        method = _srt_any_moments(stencil, 1.0 / tau)
+        lbm_config = LBMConfig(stencil=stencil, lb_method=method, compressible=True)
+    tried = []
+    kernel = None
+    targets = [t for t in ("CurrentCPU", "X86_AVX512", "X86_AVX") if hasattr(ps.Target, t)] + ["GenericCPU"]
+    for target in targets:
+        vectorize = target != "GenericCPU"
+        cpu = CpuOptions(openmp=OpenMpOptions(enable=True, num_threads=threads))
+        if vectorize:
+            cpu = CpuOptions(openmp=OpenMpOptions(enable=True, num_threads=threads),
+                             vectorize=VectorizationOptions(enable=True, assume_inner_stride_one=True,
+                                                            use_nontemporal_stores=True))
+        config = ps.CreateKernelConfig(target=getattr(ps.Target, target), ghost_layers=reach, cpu=cpu)
+        try:
+            kernel = create_lb_function(lbm_config=lbm_config,
+                                        lbm_optimisation=LBMOptimisation(symbolic_field=src_f,
+                                                                         symbolic_temporary_field=dst_f),
+                                        config=config)
+            tried.append(f"{target}: ok")
+            break
+        except Exception as e:   # noqa: BLE001 - report and fall back to the scalar kernel
+            tried.append(f"{target}: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+    if kernel is None:
+        raise RuntimeError("lbmpy could not build a kernel: " + "; ".join(tried))
+    nx, ny = lx + 2 * reach, ly + 2 * reach
+    weights = np.array([float(w) for w in method.weights])
+    arrays = []
+    for _ in range(2):
+        a = np.empty((q, ny, nx))
+        a[...] = weights[:, None, None]
+        arrays.append(a.transpose(2, 1, 0))      # index (x, y, f), x fastest: fzyx
+    state = {"i": 0}
+
+    def call():
+        a, b = arrays[state["i"]], arrays[1 - state["i"]]
+        kernel(src=a, dst=b)
+        state["i"] ^= 1
+
+    return call, f"lbmpy SRT {stencil_name} ({'; '.join(tried)})"
+
+
+def lbgen_kernel(velocity_set: str, lx: int, ly: int, threads: int, tau: float, time_block: int):
+    """(kernel call, sites per call, description) for lbgen's fused BGK (tuned layout or caosoa VL 8)."""
+    from lbgen.backends import c as cbackend
+    from lbgen.codegen import KernelSpec, generate
+    spec = KernelSpec(backend="c", layout="caosoa", vl=8, collision="bgk", velocity_set=velocity_set)
+    prog = cbackend.compile(generate(spec), lx, ly, threads=threads)
+    f, g = prog.allocate(), prog.allocate()
+    ones, zeros = np.ones((lx, ly)), np.zeros((lx, ly))
+    prog.init_equilibrium(f, ones, zeros, zeros, ones)
+    prog.halo(f)
+    params = {"tau": tau, "ax": 0.0, "ay": 0.0}
+    bufs = [f, g]
+    state = {"i": 0}
+
+    def call():
+        a, b = bufs[state["i"]], bufs[1 - state["i"]]
+        if time_block > 1:
+            prog.fused_tb(a, b, time_block, **params)
+        else:
+            prog.fused(a, b, **params)
+        state["i"] ^= 1
+
+    name = "fused" if time_block == 1 else f"fused-tb{time_block}"
+    return call, lx * ly * time_block, f"lbgen {velocity_set} BGK {name} ({spec.tag}, {prog.threads} threads)"
+
+
+def time_pair(calls, sites, repeat: int, min_seconds: float):
+    """Interleaved samples: MLUPS per kernel per sample."""
+    for c in calls:       # warm-up (and page faults)
+        c()
+        c()
+    inner = []
+    for c in calls:
+        t0 = time.perf_counter()
+        c()
+        inner.append(max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-6))))
+    samples = [[] for _ in calls]
+    for _ in range(repeat):
+        for j, c in enumerate(calls):
+            t0 = time.perf_counter()
+            for _ in range(inner[j]):
+                c()
+            samples[j].append(sites[j] * inner[j] / (time.perf_counter() - t0) / 1e6)
+    return samples
+
+
+def cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lx", type=int, default=1024)
+    ap.add_argument("--ly", type=int, default=4096)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=7, help="interleaved samples per kernel")
+    ap.add_argument("--min-seconds", type=float, default=0.3, help="least time of one sample")
+    ap.add_argument("--tau", type=float, default=0.8)
+    ap.add_argument("--time-block", type=int, default=0, help="also time lbgen's fused_tb at this depth (C)")
+    ap.add_argument("--only", choices=["d2q37", "d2q9"], default=None)
+    ap.add_argument("--json", default=None, help="write the figures here")
+    args = ap.parse_args(argv)
+    try:
+        import lbmpy  # noqa: F401
+    except ImportError:
+        print("lbmpy is not installed here: pip install lbmpy (a separate virtual environment is fine)",
+              file=sys.stderr)
+        return 2
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    pairs = [("d2q37", "D2V37"), ("d2q9", "D2Q9")]
+    if args.only:
+        pairs = [p for p in pairs if p[0] == args.only]
+    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_model(),
+              "lattice": [args.lx, args.ly], "threads": args.threads, "load_average": os.getloadavg(),
+              "pairs": []}
+    print(f"{report['date']}  {report['cpu']}  {args.lx} x {args.ly}, {args.threads} threads, "
+          f"load average {report['load_average'][0]:.1f}")
+    for ours, theirs in pairs:
+        try:
+            mine = [lbgen_kernel(ours, args.lx, args.ly, args.threads, args.tau, 1)]
+            if args.time_block > 1:
+                mine.append(lbgen_kernel(ours, args.lx, args.ly, args.threads, args.tau, args.time_block))
+        except Exception as e:  # noqa: BLE001 - e.g. lbgen without this velocity set
+            print(f"{ours}: lbgen cannot build it here ({type(e).__name__}: {str(e).splitlines()[0]}); skipped")
+            continue
+        other, other_name = lbmpy_kernel(theirs, args.lx, args.ly, args.threads, args.tau)
+        calls = [other] + [m[0] for m in mine]
+        sites = [args.lx * args.ly] + [m[1] for m in mine]
+        names = [other_name] + [m[2] for m in mine]
+        samples = time_pair(calls, sites, args.repeat, args.min_seconds)
+        for j in range(1, len(calls)):
+            ratios = [samples[j][i] / samples[0][i] for i in range(args.repeat)]
+            entry = {"lbgen": names[j], "lbmpy": names[0],
+                     "lbgen_mlups_median": statistics.median(samples[j]),
+                     "lbmpy_mlups_median": statistics.median(samples[0]),
+                     "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios)}
+            report["pairs"].append(entry)
+            print(f"{names[j]}: {entry['lbgen_mlups_median']:.1f} MLUPS | {names[0]}: "
+                  f"{entry['lbmpy_mlups_median']:.1f} MLUPS | ratio {entry['ratio_median']:.2f} "
+                  f"[{entry['ratio_min']:.2f}-{entry['ratio_max']:.2f}]")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
