@@ -12,6 +12,7 @@ from . import __version__
 from .codegen import BACKENDS, PRECISIONS, KernelSpec, SpecError
 from .layouts import LAYOUTS
 from .model import OPERATORS
+from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
 try:  # Python >= 3.11
     import tomllib
@@ -122,6 +123,20 @@ def info(as_json, velocity_set):
     click.echo(f"  cache   {data['cache_dir']}")
 
 
+# --- wall scheme (emit, run, verify, bench) -------------------------------------------------
+def _wall_scheme_option(fn):
+    return click.option("--wall-scheme", default=None,
+                        callback=lambda ctx, param, value: None if value is None else _check_wall_scheme(value),
+                        help=f"With walls: {' or '.join(WALL_SCHEMES)} (default {DEFAULT_WALL_SCHEME}); 'reference' is "
+                             "the production code's bc (see README).")(fn)
+
+
+def _check_wall_scheme(value):
+    if value not in WALL_SCHEMES:
+        raise UserError(f"--wall-scheme {value!r}: choose one of {', '.join(WALL_SCHEMES)}")
+    return value
+
+
 # --- emit --------------------------------------------------------------------------------
 @main.command()
 @click.option("--backend", default="c", show_default=True, help=f"One of {', '.join(BACKENDS)}.")
@@ -135,13 +150,14 @@ def info(as_json, velocity_set):
 @click.option("--streaming-stores/--no-streaming-stores", default=True, show_default=True,
               help="Non-temporal stores for whole clusters (C, clustered layouts).")
 @click.option("--walls", is_flag=True, help="Thermal walls: add the bc kernel (tau = 1 wall rows for regularized).")
+@_wall_scheme_option
 @click.option("--block-size", type=int, default=0, help="GPU work-group / block size (0: backend default).")
 @click.option("--report", is_flag=True, help="CUDA: compile with nvcc for sm_80 and sm_90 and show registers/spills.")
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @_friendly
-def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_stores, walls, block_size, report,
-         output):
+def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_stores, walls, wall_scheme, block_size,
+         report, output):
     """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
     from .emit import emit as do_emit
     from .runner import PREFERRED_VL
@@ -150,7 +166,7 @@ def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_st
         vl = PREFERRED_VL.get(backend, (8,))[0]
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                       lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
-                      block_size=block_size)
+                      wall_scheme=wall_scheme or DEFAULT_WALL_SCHEME, block_size=block_size)
     spec = spec.validate()
     if report and spec.backend != "cuda":
         raise UserError("--report shows nvcc's register and spill figures: it needs --backend cuda")
@@ -167,7 +183,7 @@ def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_st
 _RUN_KEYS = ("lx", "ly", "steps", "tau", "collision", "c1", "c2", "c3", "gravity", "backend", "layout", "vl",
              "precision", "init", "save", "seed", "amplitude", "threads", "fused", "strict", "setup", "out",
              "output_every", "checkpoint_every", "check_every", "pictures", "fields_format", "walls", "t_bottom",
-             "t_top", "adiabatic", "hetero", "split", "device")
+             "t_top", "adiabatic", "wall_scheme", "hetero", "split", "device")
 
 
 def _apply_config(ctx, config_path, values):
@@ -240,6 +256,7 @@ _ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, Tr
 @click.option("--t-top", type=float, default=None, help="Top wall temperature (default 1; RT: 0.95).")
 @click.option("--adiabatic", type=click.Choice(list(_ADIABATIC)), default="none", show_default=True,
               help="Which walls are adiabatic (copy the fourth row's temperature).")
+@_wall_scheme_option
 @click.option("--backend", default="c", show_default=True, help=f"One of {', '.join(BACKENDS)}.")
 @click.option("--layout", default=None, help="Default: fastest valid for the backend (caosoa, VL 8 on C).")
 @click.option("--vl", default=None, help="Cluster length for csoa/caosoa (power of two dividing LY), or 'auto' "
@@ -311,8 +328,12 @@ def run(ctx, setup, config, **opts):
         walls = {"T_bottom": opts["t_bottom"] if opts["t_bottom"] is not None else (1.05 if rt else 1.0),
                  "T_top": opts["t_top"] if opts["t_top"] is not None else (0.95 if rt else 1.0),
                  "adiabatic_bottom": ad[0], "adiabatic_top": ad[1]}
-    elif opts["t_bottom"] is not None or opts["t_top"] is not None or opts["adiabatic"] != "none":
-        raise UserError("wall temperatures and --adiabatic need walls (--walls, or the rayleigh-taylor set-up)")
+        if opts["wall_scheme"] is not None:
+            walls["scheme"] = _check_wall_scheme(opts["wall_scheme"])
+    elif (opts["t_bottom"] is not None or opts["t_top"] is not None or opts["adiabatic"] != "none"
+          or opts["wall_scheme"] is not None):
+        raise UserError("wall temperatures, --adiabatic and --wall-scheme need walls "
+                        "(--walls, or the rayleigh-taylor set-up)")
     cfg = RunConfig(
         setup=name or "init", lx=int(opts["lx"]), ly=int(opts["ly"]), steps=int(opts["steps"]),
         collision=opts["collision"] or ("regularized" if rt else "bgk"), tau=opts["tau"], C1=opts["c1"],
@@ -527,11 +548,12 @@ def _parse_layouts(text):
 @click.option("--lx", type=int, default=6, show_default=True)
 @click.option("--ly", type=int, default=96, show_default=True)
 @click.option("--walls", is_flag=True, help="Check the bc kernel too (thermal walls, unfused steps).")
+@_wall_scheme_option
 @click.option("--strict", is_flag=True, help="No FMA contraction: backends must agree bit for bit.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @_friendly
-def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, strict, seed, as_json):
+def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, wall_scheme, strict, seed, as_json):
     """Kernel equivalence: every available backend x layout against the NumPy reference.
 
     Exit status 1 when any kernel differs beyond tolerance (1e-12 double, 1e-5 single;
@@ -548,7 +570,7 @@ def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, stri
         raise UserError(f"unknown precision {bad[0]!r}; choose one of {', '.join(PRECISIONS)}")
     report = run_verify(backends=[b for b in backends.split(",") if b], layouts=_parse_layouts(layouts),
                         collisions=cols, precisions=precs, steps=steps, lx=lx, ly=ly, strict=strict,
-                        walls=walls, seed=seed)
+                        walls=walls, seed=seed, wall_scheme=wall_scheme or DEFAULT_WALL_SCHEME)
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else report.table())
     if not report.ok:
         sys.exit(1)

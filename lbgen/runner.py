@@ -16,6 +16,7 @@ import numpy as np
 from .codegen import BACKENDS, KernelSpec, SpecError, generate
 from .layouts import CLUSTERED, HALO
 from .model import OPERATORS, velocity_set
+from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
 #: preferred cluster lengths per backend, fastest first (see README: default layout/VL)
 PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (32, 16, 64, 8, 4)}
@@ -83,14 +84,19 @@ class Walls:
 
     A fixed wall imposes its temperature at the third row (extrapolated into rows 1, 0);
     an adiabatic wall copies the fourth row's temperature (see lbgen.model.walls).
+    ``scheme``: "lbgen" (default) or "reference", the production code's bc (every row keeps
+    its own mass, bare bracket, fourth-row temperature T + |a|^2/8).
     """
 
     T_bottom: float = 1.0
     T_top: float = 1.0
     adiabatic_bottom: bool = False
     adiabatic_top: bool = False
+    scheme: str = DEFAULT_WALL_SCHEME
 
     def __post_init__(self):
+        if self.scheme not in WALL_SCHEMES:
+            raise SimulationError(f"wall scheme {self.scheme!r} is not one of {', '.join(WALL_SCHEMES)}")
         for name in ("T_bottom", "T_top"):
             v = getattr(self, name)
             if not (np.isfinite(v) and v > 0):
@@ -185,7 +191,8 @@ class Simulation:
             if lay in CLUSTERED and v is None:
                 v = default_layout(b, ly)[1] or 1
             return KernelSpec(backend=b, layout=lay, vl=v, precision=precision, collision=collision,
-                              walls=walls is not None)
+                              walls=walls is not None,
+                              wall_scheme=walls.scheme if walls is not None else DEFAULT_WALL_SCHEME)
 
         plan = self._region_plan(lx, backend, device_backend, host_columns, backend_options, device_options)
         specs = [spec_for(b, width).validate(width, ly) for b, _, width, _ in plan]   # all rules before compiling
