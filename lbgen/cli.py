@@ -357,8 +357,9 @@ def run(ctx, setup, config, **opts):
                       f"x={d['columns'][0] % cfg.lx}..+{d['columns'][1]}" for d in regions)
     if comm is not None:
         where = f"{comm.size} MPI ranks: {where}"
+    box = f"walls ({spec.wall_scheme} scheme)" if walls else "periodic"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.lx} x {cfg.ly}, "
-         f"{cfg.steps} steps, {spec.collision}, {'walls' if walls else 'periodic'}, {spec.precision}; {where}")
+         f"{cfg.steps} steps, {spec.collision}, {box}, {spec.precision}; {where}")
     result = runner.execute(progress=show_progress)
     _report(runner, result, opts["save"])
 
