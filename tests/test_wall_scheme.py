@@ -218,7 +218,10 @@ def test_issue_comparison_case_runs_with_both_schemes():
         assert abs(f.sum() - m0) / m0 <= 1e-13, scheme
         out[scheme] = sim.fields()
     diff = np.abs(out["reference"]["rho"] - out["lbgen"]["rho"])
-    assert 1e-12 < diff[:, :3].max() < 1e-3        # the schemes differ at the wall rows, slightly
+    # the schemes differ at the wall rows by ~1e-5 (measured 7.5e-6), as lbgen's default did from
+    # the production output in the issue
+    wall = max(diff[:, :3].max(), diff[:, -3:].max())
+    assert 1e-6 < wall < 5e-5
 
 
 # --- (6) bad input ---------------------------------------------------------------------------
