@@ -131,6 +131,23 @@ class Program(abc.ABC):
     def synchronize(self) -> None:
         pass
 
+    # --- the step sequence: written once, for the runner, tune, verify and bench ----------
+    def step(self, f: Any, g: Any, params: dict, walls=None, fused: bool = True):
+        """One time step of a region whose halos are fresh: ``f`` holds the state, ``g`` is
+        spare.  Returns (state, spare) after the step (asynchronous on devices).
+
+        Periodic: the fused kernel (or propagate then collide).  With ``walls`` (anything
+        with T_bottom, T_top, adiabatic_bottom, adiabatic_top): propagate, bc, collide."""
+        if walls is None and fused:
+            self.fused(f, g, **params)
+            return g, f
+        self.propagate(f, g)
+        if walls is not None:
+            self.bc(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
+                    params["ax"], params["ay"])
+        self.collide(g, f, **params)
+        return f, g
+
     # --- whole padded columns (halo exchange between regions, ranks and devices) ------------
     def column_ranges(self, x0: int, n: int):
         """Contiguous (offset, length) element ranges holding padded columns x0 .. x0+n-1.

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .cli import UserError, _friendly
+from .cli_common import UserError, friendly
 
 
 def _split(text: str):
@@ -70,7 +70,7 @@ def _emit_json(data, output, to_stdout):
 @click.option("--plots", type=click.Path(file_okay=False), default=None,
               help="Write PNG plots here: MLUPS vs VL per layout, roofline.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
-@_friendly
+@friendly
 def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, repeat, warmup, vls, paper_table,
           no_limits, limit_mb, as_json, output, plots, progress):
     """Time the kernels (ms, MLUPS, GB/s, GFLOP/s) against this machine's measured limits.
@@ -145,7 +145,7 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
 @click.option("--samples", type=int, default=3, show_default=True, help="Timed samples per candidate.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored entry as JSON.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
-@_friendly
+@friendly
 def tune(backend, lx, ly, precision, collision, walls, threads, layouts, vls, thread_counts, samples, as_json,
          progress):
     """Time short runs of every layout/VL, print the ranking, store the best for this machine.

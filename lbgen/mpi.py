@@ -405,6 +405,7 @@ class DistributedSimulation(Simulation):
         local = self._scatter(a, np.float64)
         for r in self.regions:
             r.f = r.program.upload_fields(self._local_block(local, r), r.f)
+        self._fields_set = True
 
     def restore(self, populations: Optional[np.ndarray], time_step: Optional[int]) -> None:
         """Rank 0's saved state, scattered; bit-identical to never having stopped."""
@@ -423,6 +424,7 @@ class DistributedSimulation(Simulation):
         for r in self.regions:
             r.f = r.program.upload(r.program.layout.pack(self._local_block(local, r)), r.f)
         self.time_step = int(self.comm.bcast(time_step, root=0))
+        self._fields_set = True
 
     def check_finite(self) -> None:
         """Raise the same SimulationError on every rank if any rank's slab went bad (collective)."""

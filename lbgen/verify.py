@@ -18,12 +18,15 @@ import numpy as np
 from . import reference as ref
 from .codegen import KernelSpec, SpecError, generate
 from .layouts import CLUSTERED
+from .model.operators import OPERATOR_RECORDS
+from .runner import Walls
 
 #: mixed (float storage, double arithmetic, C only): one float rounding per step, ~6e-8 after 20
 TOLERANCE = {"double": 1e-12, "single": 1e-5, "mixed": 1e-6}
 #: "cuda-shim" runs the CUDA source on the CPU (g++ and a host shim)
 VERIFY_BACKENDS = ("c", "opencl", "cuda", "cuda-shim")
-PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 1e-3, "C2": 1e-3, "C3": 0.5}}
+#: each operator at its record's default parameters
+PARAMS = {name: op.defaults() for name, op in OPERATOR_RECORDS.items()}
 FORCE = (1e-4, -2e-4)
 WALLS = dict(T_bottom=1.02, T_top=0.98, adiabatic=(False, True))
 
@@ -118,18 +121,12 @@ def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool) -> np
 
 def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, walls: bool) -> np.ndarray:
     params = dict(PARAMS[collision], ax=FORCE[0], ay=FORCE[1])
+    wall_spec = Walls(WALLS["T_bottom"], WALLS["T_top"], *WALLS["adiabatic"]) if walls else None
     a = prog.upload_fields(f0)
     b = prog.allocate()
     for _ in range(steps):
         prog.halo(a)
-        if path == "fused":
-            prog.fused(a, b, **params)
-            a, b = b, a
-        else:
-            prog.propagate(a, b)
-            if walls:
-                prog.bc(a, b, WALLS["T_bottom"], WALLS["T_top"], WALLS["adiabatic"], FORCE[0], FORCE[1])
-            prog.collide(b, a, **params)
+        a, b = prog.step(a, b, params, wall_spec, fused=path == "fused")
     prog.synchronize()
     return prog.download_fields(a)
 

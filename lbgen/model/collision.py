@@ -35,13 +35,13 @@ import sympy as sp
 
 from .assignments import AssignmentList
 from .hermite import Component, components, hermite, maxwellian_coefficient, multiplicity
+from .operators import FORCE_ARGUMENTS, operator as operator_record
 from .velocity_set import VelocitySet
 
 #: significant digits of the numeric constants written into the generated code
 CONSTANT_DIGITS = 20
 ORDER = 4  # Hermite order of equilibrium and regularization
 
-OPERATORS = ("bgk", "regularized")
 
 
 def _const(x) -> sp.Float:
@@ -222,10 +222,9 @@ def _topological(assignments):
 
 def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     """The collide kernel body for one site: inputs f0..f{Q-1}, outputs fout0..."""
-    if operator not in OPERATORS:
-        raise ValueError(f"unknown collision operator {operator!r}; choose one of {', '.join(OPERATORS)}")
+    record = operator_record(operator)          # ParameterError (a ValueError) for unknown names
     f = population_symbols(vs.Q)
-    ax, ay = sp.symbols("ax ay", real=True)
+    ax, ay = (sp.Symbol(n, real=True) for n in FORCE_ARGUMENTS)
     H = _hermite_values(vs, ORDER)
     b = _Builder()
     A = _moments(b, vs, f, H)
@@ -233,7 +232,7 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     a2 = ax ** 2 + ay ** 2
     wall = sp.Symbol("wall", real=True)
     if operator == "bgk":
-        tau_in = sp.Symbol("tau", positive=True)
+        tau_in, = (sp.Symbol(n, positive=True) for n in record.parameter_names)
         params = (tau_in, ax, ay, wall)
         # rows next to a thermal wall (wall = 1) relax with tau = 1, as in the regularized operator
         tau = b.let("tau_w", wall + (1 - wall) * tau_in)
@@ -246,9 +245,9 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
             for c in components(n):
                 B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho * inv_tau, us, Ts)))
         outputs = _reconstruct(b, vs, H, B, f_scale=1 - inv_tau, f=f)
-        description = "BGK with shifted-equilibrium forcing (Hermite order 4), tau = 1 where wall = 1"
+        description = f"{record.description}; wall rows: {record.wall_rows}"
     else:
-        C1, C2, C3 = sp.symbols("C1 C2 C3", real=True)
+        C1, C2, C3 = (sp.Symbol(n, real=True) for n in record.parameter_names)
         params = (C1, C2, C3, ax, ay, wall)
         inv_rhoT = b.let("inv_rhoT", inv_rho_T(rho, T))
         # wall rows (wall = 1) relax everything with tau = 1
@@ -264,9 +263,8 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
                 eq = b.let(f"Aeq{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, us, Ts)))
                 B[c] = b.let(f"B{c[0]}{c[1]}", A[c] + (eq - A[c]) * rates[n])
         outputs = _reconstruct(b, vs, H, B)
-        description = ("regularized: A2, A3, A4 relaxed with tau1 = 1/2 + C1/(rho T), "
-                       "tau2 = 1/2 + C2/(rho T), tau3 = 1/2 + C3 (all 1 where wall = 1), "
-                       "force on A1, f rebuilt from A0..A4")
+        description = f"{record.description}; wall rows: {record.wall_rows}"
+    assert tuple(map(str, params[:-1])) == record.kernel_arguments, "collision symbols != operator record"
     assignments = _cse_assignments(b.assignments, outputs)
     return AssignmentList(name=f"collide_{operator}", inputs=f, parameters=params,
                           assignments=assignments, outputs=outputs, description=description)
