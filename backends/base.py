@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import abc
 from functools import lru_cache
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -81,8 +81,26 @@ def aligned_zeros(n: int, dtype, align: int = 64) -> np.ndarray:
     return raw[offset:offset + n * dtype.itemsize].view(dtype)
 
 
+def cpu_model() -> str:
+    """The host CPU's model name (/proc/cpuinfo), else what platform knows."""
+    import platform
+    from pathlib import Path as _Path
+    try:
+        for line in _Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 class Program(abc.ABC):
     """Compiled kernels of one spec for one lattice size."""
+
+    #: OpenMP threads of a host program (None where the device decides)
+    threads: Optional[int] = None
+    #: the shared library a host program loaded (None for device programs)
+    library_path: Any = None
 
     def __init__(self, source, lx: int, ly: int):
         from ..layouts import make_layout
@@ -123,6 +141,31 @@ class Program(abc.ABC):
            adiabatic=(False, False), ax: float = 0.0, ay: float = 0.0) -> None:
         """Thermal walls after propagate(prv -> nxt); only for specs generated with walls."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no bc kernel yet")
+
+    def init_equilibrium(self, f: Any, rho, ux, uy, T) -> None:
+        """Populations at the equilibrium of (LX, LY) fields.  Backends with a generated
+        init_equilibrium kernel override this; the fallback computes it on the host."""
+        from ..reference import equilibrium
+        self.upload_fields(equilibrium(*(np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly))
+                                         for a in (rho, ux, uy, T))), f)
+
+    def describe(self) -> str:
+        """What the kernels run on (a CPU model, a device name)."""
+        return cpu_model()
+
+    def provenance(self) -> dict:
+        """What a run records about these kernels (manifest.json)."""
+        out = {"device": self.describe()}
+        if self.threads is not None:
+            out["threads"] = str(self.threads)
+        if self.library_path is not None:
+            out["library_path"] = str(self.library_path)
+        return out
+
+    def copy_bandwidth(self, repeat: int = 5) -> Optional[dict]:
+        """The device's own copy bandwidth (GB/s, read + write) for accelerator backends;
+        None where the kernels run on the host (its limits are measured by lbgen.machine)."""
+        return None
 
     def _require_walls(self) -> None:
         if not self.spec.walls:

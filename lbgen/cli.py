@@ -88,10 +88,7 @@ def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_st
          output):
     """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
     from .emit import emit as do_emit
-    from .runner import PREFERRED_VL
-    vl = vl_option(vl)
-    if vl is None and layout in ("csoa", "caosoa"):
-        vl = PREFERRED_VL.get(backend, (8,))[0]
+    vl = vl_option(vl)      # None: the backend's DEFAULT_VL for clustered layouts
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                       lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
                       block_size=block_size)
@@ -184,9 +181,7 @@ def run(ctx, setup, config, resume, progress, **given):
     cfg = RunConfig.build(setup, *layers)
     runner = Run(cfg, echo=echo, comm=comm)
     spec = runner.sim.spec
-    regions = getattr(runner.sim, "rank_regions", None) or [
-        {"backend": r.program.spec.backend, "layout": r.program.layout.tag, "columns": [r.x_start, r.width]}
-        for r in runner.sim.regions]
+    regions = runner.sim.region_table()
     where = ", ".join((f"rank {d['rank']} " if "rank" in d else "") + f"{d['backend']} {d['layout']} "
                       f"x={d['columns'][0] % cfg.lx}..+{d['columns'][1]}" for d in regions)
     if comm is not None:

@@ -80,6 +80,7 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
     fails on a timing: benchmarks are not tests.
     """
     from . import bench as B
+    from . import bench_report as R
     if lx < 1 or ly < 1:
         raise UserError(f"lattice {lx} x {ly}: sizes must be positive")
     if repeat < 1:
@@ -100,16 +101,16 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
         for backend in backend_list:
             for p in precs:
                 for c in cols:
-                    t = B.run_paper_table(backend, lx, ly, vl_list, p, c, threads, repeat, warmup, progress)
+                    t = R.run_paper_table(backend, lx, ly, vl_list, p, c, threads, repeat, warmup, progress)
                     t.update(backend=backend, precision=p, collision=c)
                     tables.append(t)
         data = {"paper_tables": tables}
         if plots:
-            data["plots"] = [str(p) for t in tables for p in B.make_plots(t["sweep"], plots)]
+            data["plots"] = [str(p) for t in tables for p in R.make_plots(t["sweep"], plots)]
         if not as_json:
             for t in tables:
                 click.echo(f"[{t['backend']} {t['precision']} {t['collision']}]")
-                click.echo(B.format_paper_table(t))
+                click.echo(R.format_paper_table(t))
                 for s in t["sweep"].get("skipped", []):
                     click.echo(f"skipped {s.get('layout', s.get('backend'))}: {s['reason']}")
         _emit_json(data, output, as_json)
@@ -123,9 +124,9 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
                         limits=not no_limits, limit_bytes=(limit_mb << 20) if limit_mb else None, progress=progress)
     report = B.run_bench(cfg)
     if plots:
-        report["plots"] = [str(p) for p in B.make_plots(report, plots)]
+        report["plots"] = [str(p) for p in R.make_plots(report, plots)]
     if not as_json:
-        click.echo(B.format_table(report))
+        click.echo(R.format_table(report))
         if plots:
             click.echo("plots: " + ", ".join(report["plots"]))
     _emit_json(report, output, as_json)

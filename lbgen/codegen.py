@@ -26,15 +26,34 @@ from .model.assignments import AssignmentList
 
 BACKENDS = ("c", "opencl", "cuda")
 MIN_LY_WALLS = 8
+#: preferred cluster lengths per backend, fastest first (measured with `lbgen bench`; see
+#: README: default layout/VL)
+PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (32, 16, 64, 8, 4)}
 #: cluster length when a clustered layout is asked for without one: one AVX-512 vector of
 #: doubles on the CPU, one warp on GPUs
-DEFAULT_VL = {"c": 8, "opencl": 32, "cuda": 32}
+DEFAULT_VL = {backend: vls[0] for backend, vls in PREFERRED_VL.items()}
 #: "mixed": populations stored as float, arithmetic in double (C backend)
 PRECISIONS = ("double", "single", "mixed")
 
 #: parameters of each collision operator as they appear in the kernel API, in order (from the
 #: operator records of lbgen.model.operators)
 OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORDS.items()}
+
+
+def default_layout(backend: str, ly: int) -> Tuple[str, Optional[int]]:
+    """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.
+
+    (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
+
+    On the CPU CAoSoA with VL = 8 (one AVX-512 vector of doubles) is the best combined
+    propagate + collide layout (paper Table 2; measured with `lbgen bench`); on GPUs a
+    cluster of 32 lanes maps to one warp.  When no preferred VL divides LY with
+    LY/VL >= the halo width the unclustered SoA layout is used.
+    """
+    for vl in PREFERRED_VL.get(backend, (8,)):
+        if ly % vl == 0 and ly // vl >= HALO:
+            return "caosoa", vl
+    return "soa", None
 
 
 class SpecError(ValueError):

@@ -90,15 +90,13 @@ def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print, lx: Optio
 def _device_description(sim: Simulation) -> dict:
     info = {"backend": sim.spec.backend, "layout": sim.spec.tag, "precision": sim.spec.precision,
             "kernel_digest": sim.source.digest, "regions": []}
-    if hasattr(sim, "rank_regions"):        # MPI: every rank's regions (global columns)
+    if sim.nranks > 1:                      # MPI: every rank's regions (global columns)
         info["ranks"] = sim.nranks
-        info["rank_regions"] = sim.rank_regions
+        info["rank_regions"] = sim.region_table()
     for region in sim.regions:
         prog = region.program
         entry = {"backend": prog.spec.backend, "layout": prog.layout.tag, "columns": [region.x_start, region.width]}
-        for attr in ("device_name", "library_path", "threads", "flags"):
-            if hasattr(prog, attr):
-                entry[attr] = str(getattr(prog, attr))
+        entry.update(prog.provenance())
         info["regions"].append(entry)
     return info
 

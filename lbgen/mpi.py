@@ -250,13 +250,12 @@ class DistributedSimulation(Simulation):
         except Exception as e:   # noqa: BLE001 - made collective below
             error = e
         agree(comm, error)
-        fail = os.environ.get("LBGEN_TEST_FAIL_RANK")
-        self._fail_at = None
-        if fail not in (None, "") and int(fail) == self.rank:
-            self._fail_at = int(os.environ.get("LBGEN_TEST_FAIL_STEP", "1"))
         mine = [{"rank": self.rank, "backend": r.program.spec.backend, "layout": r.program.layout.tag,
                  "columns": [r.x_start, r.width]} for r in self.regions]
         self.rank_regions = [d for part in comm.allgather(mine) for d in part]
+
+    def region_table(self) -> list:
+        return self.rank_regions
 
     def _region_plan(self, lx, backend, device_backend, host_columns, backend_options, device_options) -> list:
         w, x0 = self.local_lx, self.x0
@@ -327,9 +326,6 @@ class DistributedSimulation(Simulation):
         """n steps; the bulk is updated while the halo messages are in flight (collective)."""
         regs = self.regions
         for _ in range(n):
-            if self._fail_at is not None and self.time_step >= self._fail_at:
-                raise RuntimeError(f"injected failure on rank {self.rank} at step {self.time_step} "
-                                   f"(LBGEN_TEST_FAIL_RANK={self.rank}, a test hook)")
             pending = self._exchange_begin()
             for r in regs[1:-1]:          # the bulk: needs only local halos
                 self.advance(r)
@@ -530,8 +526,8 @@ def predict(tau: float, lx: int, ly: int, ranks: int, comm_model: CommModel, ove
 
 def measure_tau(make_simulation: Callable[[int], Simulation], width: int, ly: int, steps: int = 5) -> float:
     """Seconds per site per step of one process on a slab of `width` columns."""
-    from .perfmodel import _time_steps
-    return _time_steps(make_simulation(width), steps) / (width * ly)
+    from .timing import time_steps
+    return time_steps(make_simulation(width), steps) / (width * ly)
 
 
 def measure_ranks(comm, make_distributed: Callable, n: int, steps: int = 5) -> Optional[float]:

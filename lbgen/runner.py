@@ -13,33 +13,13 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from .codegen import BACKENDS, KernelSpec, SpecError, generate
+from .codegen import BACKENDS, KernelSpec, SpecError, default_layout, generate
 from .layouts import CLUSTERED, HALO
 from .model import velocity_set
 from .model.operators import DEFAULT_OPERATOR, ParameterError, all_parameters, operator
 
-#: preferred cluster lengths per backend, fastest first (see README: default layout/VL)
-PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (32, 16, 64, 8, 4)}
-
-
 class SimulationError(RuntimeError):
     """A run went wrong in a way the user must see (divergence, bad parameters)."""
-
-
-def default_layout(backend: str, ly: int) -> Tuple[str, Optional[int]]:
-    """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.
-
-    (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
-
-    On the CPU CAoSoA with VL = 8 (one AVX-512 vector of doubles) is the best combined
-    propagate + collide layout (paper Table 2; measured with `lbgen bench`); on GPUs a
-    cluster of 32 lanes maps to one warp.  When no preferred VL divides LY with
-    LY/VL >= 3 the unclustered SoA layout is used.
-    """
-    for vl in PREFERRED_VL.get(backend, (8,)):
-        if ly % vl == 0 and ly // vl >= HALO:
-            return "caosoa", vl
-    return "soa", None
 
 
 class Parameters:
@@ -276,6 +256,14 @@ class Simulation:
             if M:
                 plan.append((backend, lx - M, 2 * M, backend_options))
         return plan
+
+    #: processes that share this lattice (lbgen.mpi.DistributedSimulation: the ranks)
+    nranks = 1
+
+    def region_table(self) -> list:
+        """Every region of the lattice (all ranks): backend, layout tag, [x_start, width]."""
+        return [{"backend": r.program.spec.backend, "layout": r.program.layout.tag, "columns": [r.x_start, r.width]}
+                for r in self.regions]
 
     @property
     def program(self):

@@ -137,8 +137,21 @@ def test_outputs_checkpoints_and_resume_with_two_ranks(tmp_path):
 
 
 def test_a_failing_rank_ends_every_rank(tmp_path):
-    proc = mpirun(2, ["run", "--lx", 24, "--ly", 32, "--steps", 40, "--no-progress"], tmp_path,
-                  LBGEN_TEST_FAIL_RANK="1", LBGEN_TEST_FAIL_STEP="3")
+    script = tmp_path / "fail.py"      # rank 1 fails in its 3rd step (the failure is injected here, not in lbgen)
+    script.write_text(
+        "import sys\n"
+        "from lbgen.cli import main\n"
+        "from lbgen.mpi import DistributedSimulation\n"
+        "real_step = DistributedSimulation.step\n"
+        "def step(self, n=1):\n"
+        "    if self.rank == 1 and self.time_step >= 3:\n"
+        "        raise RuntimeError(f'injected failure on rank {self.rank} at step {self.time_step}')\n"
+        "    return real_step(self, n)\n"
+        "DistributedSimulation.step = step\n"
+        "sys.argv = ['lbgen', 'run', '--lx', '24', '--ly', '32', '--steps', '40', '--check-every', '1', "
+        "'--no-progress']\n"
+        "main()\n")
+    proc = mpirun(2, [], tmp_path, script=script)
     assert proc.returncode != 0
     assert "rank 1 of 2 failed" in proc.stderr and "injected failure" in proc.stderr
     assert "aborting all 2 ranks" in proc.stderr
