@@ -90,7 +90,7 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
 
 def _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps, ranks, latency, bandwidth,
                  overlap, as_json):
-    from . import mpi
+    from . import mpi, mpi_model
     from .config import RunConfig
     from .driver import make_simulation
     from .setups import uniform_noise
@@ -113,26 +113,26 @@ def _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps
         return sim
     # tau per slab width: measured by rank 0 alone (the others wait), then shared
     widths = sorted({-(-lx // n) for n in range(1, ranks + 1)})
-    taus = mpi.root_call(comm, lambda: {w: mpi.measure_tau(make, w, ly, steps) for w in widths}, share=True)
+    taus = mpi.root_call(comm, lambda: {w: mpi_model.measure_tau(make, w, ly, steps) for w in widths}, share=True)
     itemsize = 8 if precision == "double" else 4
     source = "assumed"
     if comm is not None and latency is None and bandwidth is None:
-        times = mpi.ring_shift(comm)
-        fit = mpi.fit_latency_bandwidth(list(times), list(times.values()))
+        times = mpi_model.ring_shift(comm)
+        fit = mpi_model.fit_latency_bandwidth(list(times), list(times.values()))
         source = f"ring shift over {comm.size} ranks"
     else:
-        fit = mpi.DEFAULT_COMM
+        fit = mpi_model.DEFAULT_COMM
         if latency is not None or bandwidth is not None:
             source = "given"
-    cm = mpi.CommModel(latency if latency is not None else fit.latency,
+    cm = mpi_model.CommModel(latency if latency is not None else fit.latency,
                        bandwidth if bandwidth is not None else fit.bandwidth)
     rows = []
     for n in range(1, ranks + 1):
-        row = mpi.predict(taus[-(-lx // n)], lx, ly, n, cm, overlap=overlap, itemsize=itemsize)
+        row = mpi_model.predict(taus[-(-lx // n)], lx, ly, n, cm, overlap=overlap, itemsize=itemsize)
         row["tau"] = taus[-(-lx // n)]
         row["measured_mlups"] = None
         if comm is not None and n <= comm.size:
-            t = mpi.measure_ranks(comm, lambda sub: _distributed(cfg, sub), n, steps=steps)
+            t = mpi_model.measure_ranks(comm, lambda sub: _distributed(cfg, sub), n, steps=steps)
             row["measured_mlups"] = lx * ly / t / 1e6
             row["measured_t_step"] = t
         rows.append(row)
@@ -140,12 +140,12 @@ def _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps
         return
     if as_json:
         click.echo(json.dumps({"lx": lx, "ly": ly, "communication": cm.to_json(), "communication_source": source,
-                               "halo_bytes": mpi.halo_bytes(ly, itemsize=itemsize), "overlap": overlap,
+                               "halo_bytes": mpi_model.halo_bytes(ly, itemsize=itemsize), "overlap": overlap,
                                "ranks": rows}, indent=2))
         return
     note = (f"communication parameters: {source}" + ("" if comm is not None else
             "; run under 'mpiexec -n N lbgen model --ranks N' to measure them and the real step time"))
-    click.echo(mpi.rank_table(rows, cm, lx, ly, note))
+    click.echo(mpi_model.rank_table(rows, cm, lx, ly, note))
 
 
 def _distributed(cfg, comm):

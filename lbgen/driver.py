@@ -32,7 +32,7 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     """The Simulation of a config; for host + device runs with `host_columns` M (or cfg's).
 
     With an MPI communicator `comm` of several ranks: this rank's part of a
-    ``lbgen.mpi.DistributedSimulation`` (collective)."""
+    ``lbgen.mpi_simulation.DistributedSimulation`` (collective)."""
     walls = Walls(**cfg.walls) if cfg.walls else None
     common = dict(layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision,
                   gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
@@ -41,7 +41,7 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
         common["backend_options"] = {"device": cfg.device}   # the OpenCL device of a plain OpenCL run
     lx = cfg.lx if lx is None else lx
     if comm is not None:
-        from .mpi import DistributedSimulation
+        from .mpi_simulation import DistributedSimulation
         M = cfg.host_columns if host_columns is None else host_columns
         if cfg.hetero:
             options = {"device": cfg.device} if cfg.device and cfg.hetero == "opencl" else {}
@@ -105,7 +105,7 @@ class Run:
     """Drives one run folder.  ``Run(cfg).execute()`` or ``Run.resume(dir).execute()``.
 
     With an MPI communicator ``comm`` of several ranks (``mpiexec -n N lbgen run``) every
-    rank builds its slab of a ``lbgen.mpi.DistributedSimulation``; the ranks check that
+    rank builds its slab of a ``lbgen.mpi_simulation.DistributedSimulation``; the ranks check that
     they share one RunConfig (hash), rank 0 alone sets up the fields, writes every file
     (outputs, checkpoints, manifest) from states gathered to it, reads the checkpoint of a
     resume and scatters it, and shows the progress bar.  Everything else is the same.

@@ -9,99 +9,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, Mapping, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
 from .codegen import BACKENDS, KernelSpec, SpecError, default_layout, generate
 from .layouts import CLUSTERED, HALO
 from .model import velocity_set
-from .model.operators import DEFAULT_OPERATOR, ParameterError, all_parameters, operator
+from .model.operators import DEFAULT_OPERATOR, all_parameters
+from .parameters import Parameters, SimulationError, Walls
 
-class SimulationError(RuntimeError):
-    """A run went wrong in a way the user must see (divergence, bad parameters)."""
-
-
-class Parameters:
-    """The physics of a run: collision operator, its parameters (checked against the
-    operator's record, ``lbgen.model.operators``) and gravity.  Fixed once built:
-    ``Simulation.set_parameters`` makes a new one and passes it to the kernels.
-
-    >>> Parameters("bgk", {"tau": 0.7}).tau
-    0.7
-    """
-
-    __slots__ = ("collision", "values", "gravity")
-
-    def __init__(self, collision: str = DEFAULT_OPERATOR, values: Optional[Mapping[str, float]] = None,
-                 gravity: Tuple[float, float] = (0.0, 0.0)):
-        try:
-            op = operator(collision)
-            checked = op.check(dict(values or {}))
-        except ParameterError as e:
-            raise SimulationError(str(e)) from None
-        try:
-            g = tuple(float(x) for x in gravity)
-        except (TypeError, ValueError):
-            g = ()
-        if len(g) != 2 or not all(np.isfinite(g)):
-            raise SimulationError(f"gravity={gravity!r} must be two finite numbers (gx, gy)")
-        object.__setattr__(self, "collision", op.name)
-        object.__setattr__(self, "values", checked)
-        object.__setattr__(self, "gravity", g)
-
-    def __getattr__(self, name):
-        values = object.__getattribute__(self, "values")
-        if name in values:
-            return values[name]
-        raise AttributeError(f"{name!r}: the {self.collision} operator has the parameters "
-                             f"{', '.join(values) or 'none'}")
-
-    def __setattr__(self, name, value):
-        raise AttributeError(f"the parameters of a simulation are fixed; use sim.set_parameters({name}=...) "
-                             f"to change {name} for the following steps")
-
-    def __eq__(self, other):
-        return isinstance(other, Parameters) and (self.collision, self.values, self.gravity) == (
-            other.collision, other.values, other.gravity)
-
-    def __repr__(self):
-        return f"Parameters({self.collision!r}, {self.values!r}, gravity={self.gravity!r})"
-
-    def replace(self, **changes) -> "Parameters":
-        values = dict(self.values)
-        gravity = changes.pop("gravity", self.gravity)
-        values.update(changes)
-        return Parameters(self.collision, values, gravity)
-
-    def force(self, r: float) -> Tuple[float, float]:
-        return (self.gravity[0] / r, self.gravity[1] / r)
-
-    def kernel_parameters(self, r: float) -> Dict[str, float]:
-        """The collide/fused kernel arguments, in the operator record's order."""
-        ax, ay = self.force(r)
-        return {**self.values, "ax": ax, "ay": ay}
-
-
-@dataclass(frozen=True)
-class Walls:
-    """Thermal no-slip walls below y = 0 and above y = LY-1 (X stays periodic).
-
-    A fixed wall imposes its temperature at the third row (extrapolated into rows 1, 0);
-    an adiabatic wall copies the fourth row's temperature (see lbgen.model.walls).
-    """
-
-    T_bottom: float = 1.0
-    T_top: float = 1.0
-    adiabatic_bottom: bool = False
-    adiabatic_top: bool = False
-
-    def __post_init__(self):
-        for name in ("T_bottom", "T_top"):
-            v = getattr(self, name)
-            if not (np.isfinite(v) and v > 0):
-                raise SimulationError(f"{name}={v} must be a positive temperature")
-
+__all__ = ["Parameters", "Region", "RunStats", "Simulation", "SimulationError", "Walls", "load_fields",
+           "save_fields", "split_columns"]
 
 @dataclass
 class RunStats:
@@ -243,7 +162,7 @@ class Simulation:
 
     def _region_plan(self, lx, backend, device_backend, host_columns, backend_options, device_options) -> list:
         """The regions to build, as (backend, x_start, width, options); a hook for subclasses
-        (lbgen.mpi.DistributedSimulation builds one rank's slab from it)."""
+        (lbgen.mpi_simulation.DistributedSimulation builds one rank's slab from it)."""
         plan = []
         if device_backend is None:
             if host_columns:
@@ -257,7 +176,7 @@ class Simulation:
                 plan.append((backend, lx - M, 2 * M, backend_options))
         return plan
 
-    #: processes that share this lattice (lbgen.mpi.DistributedSimulation: the ranks)
+    #: processes that share this lattice (lbgen.mpi_simulation.DistributedSimulation: the ranks)
     nranks = 1
 
     def region_table(self) -> list:
@@ -415,11 +334,10 @@ class Simulation:
 
     def _first_bad_site(self, f: np.ndarray):
         """(x, y, what, fields at the site) of the first bad site of populations f, or None."""
-        from . import reference
         rho = f.sum(axis=0)
         finite = np.isfinite(f).all(axis=0)
         with np.errstate(all="ignore"):
-            fields = dict(zip(("rho", "ux", "uy", "T"), reference.fields(f, vs=self.vs))) if finite.all() else None
+            fields = self._fields_of(f) if finite.all() else None
             bad = ~finite | ~(rho > 0)
             if fields is not None:
                 bad |= ~(fields["T"] > 0)
@@ -428,8 +346,7 @@ class Simulation:
         x, y = (int(v[0]) for v in np.nonzero(bad))
         if fields is None:
             with np.errstate(all="ignore"):
-                values = dict(zip(("rho", "ux", "uy", "T"), reference.fields(f[:, x:x + 1, y:y + 1], vs=self.vs)))
-                values = {k: float(np.asarray(v).ravel()[0]) for k, v in values.items()}
+                values = {k: float(v.ravel()[0]) for k, v in self._fields_of(f[:, x:x + 1, y:y + 1]).items()}
         else:
             values = {k: float(fields[k][x, y]) for k in ("rho", "ux", "uy", "T")}
         what = "NaN/Inf" if not finite[x, y] else ("negative density" if not rho[x, y] > 0 else "negative temperature")
@@ -437,10 +354,11 @@ class Simulation:
 
     def _divergence_error(self, x: int, y: int, what: str, values: Dict[str, float]) -> SimulationError:
         text = ", ".join(f"{k}={v:.6g}" for k, v in values.items())
-        tau = self.params.tau if self.params.collision == "bgk" else f"1/2 + C1/(rho T) with C1={self.params.C1}"
+        params = ", ".join(f"{k} = {v:g}" for k, v in self.params.values.items())
         return SimulationError(
             f"the run diverged by step {self.time_step} ({what}): first bad site (x={x}, y={y}) has {text}. "
-            f"Hint: tau = {tau} may be too close to 1/2, velocities too large for the lattice "
+            f"Hint: the {self.params.collision} parameters ({params}) may put a relaxation time too close to 1/2 "
+            f"(too little viscosity), velocities too large for the lattice "
             f"(|u| should stay well below r = {self.vs.r:.3f}), or gravity {self.params.gravity} too strong "
             f"for the lattice.")
 
