@@ -28,7 +28,8 @@ from lbgen.backends import BackendUnavailable
 from lbgen.cli import main
 from lbgen.codegen import KernelSpec, SpecError, generate
 from lbgen.model.velocity_set import d2q37
-from lbgen.runner import Simulation, SimulationError, Walls, rayleigh_taylor
+from lbgen.runner import Simulation, SimulationError, Walls
+from lbgen.setups import rayleigh_taylor
 from lbgen.verify import verify
 
 LX, LY = 4, 24
@@ -240,7 +241,7 @@ def test_cli_wall_scheme_options(tmp_path):
     r = runner.invoke(main, ["run", "--lx", "8", "--ly", "24", "--steps", "2", "--wall-scheme", "reference"])
     assert r.exit_code != 0 and "need walls" in r.output
     r = runner.invoke(main, ["run", "--walls", "--wall-scheme", "prod"])
-    assert r.exit_code != 0 and "--wall-scheme 'prod': choose one of lbgen, reference" in r.output
+    assert r.exit_code != 0 and "unknown wall scheme 'prod'; choose one of lbgen, reference" in r.output
     r = runner.invoke(main, ["emit", "--wall-scheme", "reference", "-o", str(tmp_path / "x")])
     assert r.exit_code != 0 and "add walls" in r.output
     r = runner.invoke(main, ["emit", "--walls", "--wall-scheme", "reference", "--layout", "soa",

@@ -57,7 +57,7 @@ from typing import List, Tuple
 import sympy as sp
 
 from .assignments import AssignmentList
-from .collision import CONSTANT_DIGITS, _Builder, _cse_assignments, population_symbols
+from .collision import CONSTANT_DIGITS, Builder, cse_assignments, population_symbols
 from .velocity_set import VelocitySet
 
 WALL_ROWS = 3  # rows next to each wall with unknown populations (= the largest hop)
@@ -158,7 +158,7 @@ def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT
     V = [_c(r ** 3 * sums["V"][a]) for a in range(2)]
     W = _c(r ** 4 * sums["W"])
 
-    b = _Builder()
+    b = Builder()
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
     MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
     MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
@@ -188,7 +188,7 @@ def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT
     S = b.let("S", sp.Add(*bracket.values()))
     scale = b.let("NoS", N / S)
     outputs = tuple(b.let(f"fout{i}", scale * bracket[i]) for i in U)
-    assignments = _cse_assignments(b.assignments, outputs)
+    assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
     return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=(N, Tw, ax, ay),
@@ -204,7 +204,7 @@ def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignm
     Tw, ax, ay = sp.symbols("Tw ax ay", real=True)
     r = vs.r_float(CONSTANT_DIGITS + 10)
     xi = [(r * a, r * b) for a, b in vs.velocities]
-    b = _Builder()
+    b = Builder()
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
     MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
     MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
@@ -226,7 +226,7 @@ def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignm
         Ai[:, col] = rhs
         outputs.append(b.let(f"fout{i}", sp.expand(Ai.det(method="berkowitz")) * inv_det))
     outputs = tuple(outputs)
-    assignments = _cse_assignments(b.assignments, outputs)
+    assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
     return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=(Tw, ax, ay),
@@ -259,7 +259,7 @@ def _rest_mass_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignmen
     Vx, W = _c(r ** 3 * sums["V"][0]), _c(r ** 4 * sums["W"])
     xi_y = _c(xi[U[0]][1])
 
-    b = _Builder()
+    b = Builder()
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
     MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
     MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
@@ -284,7 +284,7 @@ def _rest_mass_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignmen
     scale = b.let("NoS", N / S)
     outputs = tuple(b.let(f"fout{i}", scale * phi[i]) for i in U)
     outputs += (b.let(f"fout{rest}", f[rest] + L - N),)
-    assignments = _cse_assignments(b.assignments, outputs)
+    assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
     return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=(L, Tw, ax, ay),
