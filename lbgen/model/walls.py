@@ -47,8 +47,10 @@ Two schemes (``SCHEMES``), chosen per kernel:
   unknown), and hands N - L back to the rest population of the same site (f_0 += L - N),
   so the site gains exactly the mass L that left it; (3) the fourth-row temperature it
   extrapolates from (or copies, adiabatic) is T_3 + |a|^2/8 instead of T_3 (the bc kernel
-  adds it; the production code calls it ``localTempfic``).  Total mass is conserved to
-  round-off by both.
+  adds it; the production code calls it ``localTempfic``).  The wall is at rest in every
+  row (the production code's bottom row 1 reads its wall velocity ``vtilde2``
+  uninitialised; its output behaves as 0, which is what is used here).  Total mass is
+  conserved to round-off by both.
 """
 from __future__ import annotations
 
