@@ -272,3 +272,39 @@ def test_verify_cli_takes_the_wall_scheme():
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     assert data["ok"] and data["wall_scheme"] == "reference"
+
+
+# --- the sympy derivation, for any velocity set --------------------------------------------
+
+@pytest.mark.parametrize("vs_name, rows", [("d2q37", (0, 1, 2)), ("d2q9", (0,))])
+def test_derived_reference_rows_meet_their_conditions(vs_name, rows):
+    """Evaluate the model's assignments: momentum -rho a/2, energy rho (Tw + |a|^2/8), mass rule."""
+    import sympy as sp
+
+    from lbgen.model import velocity_set
+    from lbgen.model.walls import mass_rule, unknown_set, wall_assignments
+    vs = velocity_set(vs_name)
+    rng = np.random.default_rng(1)
+    f = ref.equilibrium(1.02, 0.01, -0.02, 1.03, vs) * (1 + 1e-3 * rng.standard_normal(vs.Q))
+    a, Tw, L = np.array([1e-3, -2e-3]), 1.01, 0.3
+    for side in ("bottom", "top"):
+        for row in rows:
+            asg = wall_assignments(vs, side, row, "reference")
+            rule = mass_rule(vs, side, row, "reference")
+            vals = {sp.Symbol(f"f{i}", real=True): f[i] for i in range(vs.Q)}
+            vals.update({sp.Symbol(n, real=True): v for n, v in
+                         (("ax", a[0]), ("ay", a[1]), ("Tw", Tw), ("L", L), ("N", L))})
+            for sym, expr in asg.assignments:
+                vals[sym] = float(expr.xreplace(vals))
+            U = list(unknown_set(vs, side, row))
+            g = f.copy()
+            g[U] = [vals[o] for o in asg.outputs[:len(U)]]
+            if rule == "rest":
+                g[vs.velocities.index((0, 0))] = vals[asg.outputs[-1]]
+            else:
+                assert rule == "leaving" and np.isclose(g[U].sum(), L, rtol=1e-14)
+            rho = g.sum()
+            known = [i for i in range(vs.Q) if i not in U]
+            assert np.isclose(rho, f[known].sum() + L, rtol=1e-14)            # the site gains L
+            assert np.allclose(vs.xi.T @ g, -rho * a / 2, rtol=0, atol=1e-14)
+            assert np.isclose(ref.energy(g, vs), rho * (Tw + a @ a / 8), rtol=1e-13)

@@ -1,4 +1,4 @@
-"""Thermal no-slip walls (the bc kernel): the reference scheme, derived for any velocity set.
+"""Thermal no-slip walls (the bc kernel): lbgen's and the production ("reference") scheme, any velocity set.
 
 Walls bound the lattice at the bottom (below y = 0) and the top (above y = LY-1); X stays
 periodic.  After propagate, at row j = 0, 1, 2 from a wall the populations that would
