@@ -9,7 +9,7 @@
  * layout      caosoa: site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent
  * VL          8
  * precision   double (double)
- * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4), tau = 1 where wall = 1
+ * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
  *             605 floating-point operations per site (counted on the generated code)
  * sizes       run-time (lx, ly arguments)
  * streaming   non-temporal stores for whole clusters (intrinsics, portable fallback)
@@ -1123,6 +1123,931 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
         store_fence();
     }
 
+}
+
+/* ---- temporal blocking ----------------------------------------------------------------
+   fused_tb(depth) = depth x (halo, fused) -- and with walls depth x (halo, propagate, bc,
+   collide) -- in one sweep.  Each thread owns the columns [x0, x1) and walks a wavefront
+   along X: at position i it computes step 1 of column i, step 2 of column i - 3, ...,
+   step s of column i - 3(s-1) (column x at step s needs columns x-3..x+3 at step s-1).
+   Steps 1..depth-1 live in a per-thread ring of TB_RING columns per step, which stays in
+   cache: per `depth` steps memory sees one read of prv and one write of nxt.  Neighbouring
+   threads overlap instead of waiting for each other: step s is computed on the columns
+   [x0 - 3(depth-s), x1 + 3(depth-s)), the ones outside the block redundantly.  X wraps
+   periodically by column pointer (no wider halo needed).
+   Tall columns would not fit in cache, so a periodic box is cut into bands of H cluster
+   rows (H from the cache budget LBGEN_TB_KB per thread); a band's step s is computed on
+   its rows widened by 3(depth-s) on each side (overlapped again, in Y), and the bands at
+   the Y ends, whose widened rows go beyond prv's 3 halo rows, read step 0 from a ring
+   copy of prv with those rows filled lane-shifted (y = r + k*NR mod LY).  With walls (or
+   when a whole column fits) a band is the whole column and the 3 Y halo rows of every
+   ring column are refilled from the column itself, as the halo kernel does.
+   prv needs fresh Y halo rows (halo); nxt gets its interior (call halo before the next sweep).
+   Returns 0, 1 when the ring could not be allocated, 2 for a depth outside 1..TB_MAX_DEPTH. */
+enum { TB_RING = 2*HALO + 1, TB_MAX_DEPTH = 8 };
+#ifndef LBGEN_TB_KB
+#define LBGEN_TB_KB 4096        /* cache budget of one thread's rings, KiB: sets the band height */
+#endif
+
+static inline ptrdiff_t tb_mod(ptrdiff_t a, ptrdiff_t m) { a %= m; return a < 0 ? a + m : a; }
+
+
+
+
+int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, int depth, double tau, double ax, double ay)
+{
+    SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const real tau_ = (real)tau;
+    const real ax_ = (real)ax;
+    const real ay_ = (real)ay;
+    const real wall_ = 0.0;   /* periodic box: no wall rows */
+
+    if (depth < 1 || depth > TB_MAX_DEPTH) return 2;
+    /* band height H (cluster rows) and the rows RH a ring column holds */
+    ptrdiff_t H = NR;
+    {
+        const ptrdiff_t fit = (ptrdiff_t)LBGEN_TB_KB * 1024 / ((ptrdiff_t)TB_RING * depth * Q * VL * (ptrdiff_t)sizeof(store))
+                              - 2*HALO*depth;
+        if (fit < NR) {
+            const ptrdiff_t least = 2*HALO*depth > 8 ? 2*HALO*depth : 8;
+            const ptrdiff_t bands = (NR + (fit > least ? fit : least) - 1) / (fit > least ? fit : least);
+            H = (NR + bands - 1) / bands;
+        }
+    }
+    const int full = H >= NR;                  /* one band: whole columns, halo rows copied */
+    const ptrdiff_t RH = full ? NRP : H + 2*HALO*depth;
+    const ptrdiff_t NXS = TB_RING;             /* a ring: the layout with TB_RING columns of RH rows */
+    const ptrdiff_t SPS = VL;
+    const ptrdiff_t SXS = RH*Q*VL;
+    const ptrdiff_t LEVEL = (ptrdiff_t)Q * NXS * RH * VL;
+    int failed = 0;
+    #pragma omp parallel
+    {
+        int nt = 1, t = 0;
+#ifdef _OPENMP
+        nt = omp_get_num_threads();
+        t = omp_get_thread_num();
+#endif
+        const ptrdiff_t x0 = (ptrdiff_t)LX * t / nt, x1 = (ptrdiff_t)LX * (t + 1) / nt;
+        const ptrdiff_t W = (ptrdiff_t)HALO * (depth - 1);
+        store *ring = NULL;             /* ring level s (0..depth-1) at ring + s*LEVEL; level 0: edge bands' prv copy */
+        if (x1 > x0 && depth > 1) {
+            ring = (store *)aligned_alloc(64, ((size_t)depth * LEVEL * sizeof(store) + 63) / 64 * 64);
+            if (!ring) {
+                #pragma omp atomic write
+                failed = 1;
+            }
+        }
+        if (x1 > x0 && (depth == 1 || ring))
+            for (ptrdiff_t r0 = 0; r0 < NR; r0 += H) {
+                const ptrdiff_t r1 = r0 + H < NR ? r0 + H : NR;
+                const ptrdiff_t g = full ? 0 : HALO;      /* rows added per remaining step */
+                const ptrdiff_t rbase = full ? -HALO : r0 - HALO*depth;   /* first row a ring column holds */
+                const int edge = !full && (r0 - HALO*depth < -HALO || r1 + HALO*depth > NR + HALO);
+                ptrdiff_t copied = x0 - W - HALO;         /* next prv column to copy into level 0 (edge bands) */
+                for (ptrdiff_t i = x0 - W; i < x1 + W; ++i)
+                    for (int s = 1; s <= depth; ++s) {
+                        const ptrdiff_t x = i - (ptrdiff_t)HALO * (s - 1);
+                        const ptrdiff_t reach = (ptrdiff_t)HALO * (depth - s);
+                        if (x < x0 - reach || x >= x1 + reach)
+                            continue;
+                        const ptrdiff_t lo = r0 - g*(depth - s), hi = r1 + g*(depth - s);
+                        const store *cs[TB_RING];
+                        ptrdiff_t SPI = SPS;
+                        int pf = 0;
+                        if (s == 1 && edge) {   /* step 0 rows beyond prv's halo: a lane-shifted copy */
+                            store *lev0 = ring - rbase*SR;
+                            for (; copied <= x + HALO; ++copied) {
+                                const store *src = prv + (tb_mod(copied, LX) + HALO)*SX + HALO*SR;
+                                store *dst = lev0 + tb_mod(copied, NXS)*SXS;
+                                for (ptrdiff_t r = rbase; r < rbase + RH; ++r)
+                                    for (ptrdiff_t k = 0; k < VL; ++k) {
+                                        const ptrdiff_t y = tb_mod(r + k*NR, LY);
+                                        const store *from = src + (y % NR)*SR + (y / NR)*SK;
+                                        store *to = dst + r*SR + k*SK;
+                                        for (int p = 0; p < Q; ++p) to[p*SPS] = from[p*SP];
+                                    }
+                            }
+                            for (int j = 0; j < TB_RING; ++j) cs[j] = lev0 + tb_mod(x + j - HALO, NXS)*SXS;
+                        } else if (s == 1) {    /* step 1 reads prv, wrapping X by pointer */
+                            for (int j = 0; j < TB_RING; ++j) cs[j] = prv + (tb_mod(x + j - HALO, LX) + HALO)*SX + HALO*SR;
+                            SPI = SP;
+                            pf = 1;
+                        } else {                /* later steps read the previous step's ring */
+                            const store *src = ring + (ptrdiff_t)(s - 1)*LEVEL - rbase*SR;
+                            for (int j = 0; j < TB_RING; ++j) cs[j] = src + tb_mod(x + j - HALO, NXS)*SXS;
+                        }
+                        (void)pf;
+                        const store *restrict c0 = cs[0];
+                        const store *restrict c1 = cs[1];
+                        const store *restrict c2 = cs[2];
+                        const store *restrict c3 = cs[3];
+                        const store *restrict c4 = cs[4];
+                        const store *restrict c5 = cs[5];
+                        const store *restrict c6 = cs[6];
+                        if (s == depth) {       /* the last step goes to nxt */
+                            store *restrict d = nxt + (x + HALO)*SX + HALO*SR;
+                            const ptrdiff_t SPO = SP;
+                            for (ptrdiff_t r = lo; r < hi; ++r) {
+                                const ptrdiff_t base = r*SR;
+#if LBGEN_PREFETCH > 0
+                                if (pf)      /* step 1 from prv: column x+3 is new, the others are in cache */
+                                    for (int p = 0; p < Q; ++p)
+                                        for (int o = 0; o < VL; o += 64 / (int)sizeof(store))
+                                            __builtin_prefetch(c6 + base + LBGEN_PREFETCH*SR + p*SPI + o, 0, 0);
+#endif
+                                _Alignas(64) store out[Q*VL];
+                                #pragma omp simd
+                                for (ptrdiff_t k = 0; k < VL; ++k) {
+                                    const ptrdiff_t site = base + k;
+
+                                    const real f0 = c0[site + 1*SR];
+                                    const real f1 = c0[site + 1*SPI];
+                                    const real f2 = c0[site + 2*SPI - 1*SR];
+                                    const real f3 = c1[site + 3*SPI + 2*SR];
+                                    const real f4 = c1[site + 4*SPI + 1*SR];
+                                    const real f5 = c1[site + 5*SPI];
+                                    const real f6 = c1[site + 6*SPI - 1*SR];
+                                    const real f7 = c1[site + 7*SPI - 2*SR];
+                                    const real f8 = c2[site + 8*SPI + 3*SR];
+                                    const real f9 = c2[site + 9*SPI + 2*SR];
+                                    const real f10 = c2[site + 10*SPI + 1*SR];
+                                    const real f11 = c2[site + 11*SPI];
+                                    const real f12 = c2[site + 12*SPI - 1*SR];
+                                    const real f13 = c2[site + 13*SPI - 2*SR];
+                                    const real f14 = c2[site + 14*SPI - 3*SR];
+                                    const real f15 = c3[site + 15*SPI + 3*SR];
+                                    const real f16 = c3[site + 16*SPI + 2*SR];
+                                    const real f17 = c3[site + 17*SPI + 1*SR];
+                                    const real f18 = c3[site + 18*SPI];
+                                    const real f19 = c3[site + 19*SPI - 1*SR];
+                                    const real f20 = c3[site + 20*SPI - 2*SR];
+                                    const real f21 = c3[site + 21*SPI - 3*SR];
+                                    const real f22 = c4[site + 22*SPI + 3*SR];
+                                    const real f23 = c4[site + 23*SPI + 2*SR];
+                                    const real f24 = c4[site + 24*SPI + 1*SR];
+                                    const real f25 = c4[site + 25*SPI];
+                                    const real f26 = c4[site + 26*SPI - 1*SR];
+                                    const real f27 = c4[site + 27*SPI - 2*SR];
+                                    const real f28 = c4[site + 28*SPI - 3*SR];
+                                    const real f29 = c5[site + 29*SPI + 2*SR];
+                                    const real f30 = c5[site + 30*SPI + 1*SR];
+                                    const real f31 = c5[site + 31*SPI];
+                                    const real f32 = c5[site + 32*SPI - 1*SR];
+                                    const real f33 = c5[site + 33*SPI - 2*SR];
+                                    const real f34 = c6[site + 34*SPI + 1*SR];
+                                    const real f35 = c6[site + 35*SPI];
+                                    const real f36 = c6[site + 36*SPI - 1*SR];
+
+                                    const real s3 = f3 + f33;
+                                    const real s7 = f29 + f7;
+                                    const real t0 = s3 + s7;
+                                    const real s10 = f10 + f26;
+                                    const real s12 = f12 + f24;
+                                    const real t1 = s10 + s12;
+                                    const real s0 = f0 + f36;
+                                    const real s2 = f2 + f34;
+                                    const real t2 = s0 + s2;
+                                    const real s14 = f14 + f22;
+                                    const real s8 = f28 + f8;
+                                    const real t3 = s14 + s8;
+                                    const real t4 = t2 + t3;
+                                    const real s4 = f32 + f4;
+                                    const real s6 = f30 + f6;
+                                    const real t5 = s4 + s6;
+                                    const real s13 = f13 + f23;
+                                    const real s9 = f27 + f9;
+                                    const real t6 = s13 + s9;
+                                    const real t7 = t5 + t6;
+                                    const real s1 = f1 + f35;
+                                    const real s15 = f15 + f21;
+                                    const real t8 = s1 + s15;
+                                    const real s16 = f16 + f20;
+                                    const real s5 = f31 + f5;
+                                    const real t9 = s16 + s5;
+                                    const real s11 = f11 + f25;
+                                    const real s17 = f17 + f19;
+                                    const real t10 = s11 + s17;
+                                    const real t11 = f18 + t10 + t8 + t9;
+                                    const real d0 = f0 - f36;
+                                    const real d2 = f2 - f34;
+                                    const real t12 = d0 + d2;
+                                    const real d1 = f1 - f35;
+                                    const real t13 = d1 + t12;
+                                    const real d3 = f3 - f33;
+                                    const real d7 = -f29 + f7;
+                                    const real t14 = d3 + d7;
+                                    const real d4 = -f32 + f4;
+                                    const real d6 = -f30 + f6;
+                                    const real t15 = d4 + d6;
+                                    const real d5 = -f31 + f5;
+                                    const real t16 = d5 + t14 + t15;
+                                    const real d14 = f14 - f22;
+                                    const real d8 = -f28 + f8;
+                                    const real t17 = d14 + d8;
+                                    const real d13 = f13 - f23;
+                                    const real d9 = -f27 + f9;
+                                    const real t18 = d13 + d9;
+                                    const real d10 = f10 - f26;
+                                    const real d12 = f12 - f24;
+                                    const real t19 = d10 + d12;
+                                    const real d11 = f11 - f25;
+                                    const real t20 = d11 + t17 + t18 + t19;
+                                    const real d15 = f15 - f21;
+                                    const real d16 = f16 - f20;
+                                    const real d17 = f17 - f19;
+                                    const real t22 = d0 - d2;
+                                    const real t23 = d4 - d6;
+                                    const real t24 = d10 - d12;
+                                    const real t25 = d17 + t22 + t23 + t24;
+                                    const real t27 = d3 - d7;
+                                    const real t28 = -d13 + d16 + d9 + t27;
+                                    const real t29 = -d14 + d15 + d8;
+                                    const real t30 = s1 + t2;
+                                    const real t31 = s5 + t0 + t5;
+                                    const real t32 = s11 + t1 + t3 + t6;
+                                    const real t33 = f18 + s15 + s16 + s17;
+                                    const real t38 = s17 + t1 + t2 + t5;
+                                    const real t39 = s16 + t0 + t6;
+                                    const real t40 = s15 + t3;
+                                    const real t41 = f18 + s1 + s11 + s5;
+                                    const real tau_w = -tau_*(wall_ - 1.0) + wall_;
+                                    const real inv_tau = (1.0/(tau_w));
+                                    const real A00 = t0 + t1 + t11 + t4 + t7;
+                                    const real rho = A00;
+                                    const real t45 = inv_tau*rho;
+                                    const real g1 = t13;
+                                    const real g2 = t16;
+                                    const real g3 = t20;
+                                    const real A10 = 3.590939311179223*g1 + 2.393959540786149*g2 + 1.1969797703930745*g3;
+                                    const real inv_rho = (1.0/(rho));
+                                    const real ux = A10*inv_rho;
+                                    const real usx = ax_*tau_w + ux;
+                                    const real t46 = t45*usx;
+                                    const real g5 = t25;
+                                    const real g7 = t28;
+                                    const real g8 = t29;
+                                    const real A01 = -1.1969797703930745*g5 - 2.393959540786149*g7 - 3.590939311179223*g8;
+                                    const real uy = A01*inv_rho;
+                                    const real usy = ay_*tau_w + uy;
+                                    const real t47 = t45*usy;
+                                    const real t48 = (usx*usx);
+                                    const real g17 = t38;
+                                    const real g18 = t39;
+                                    const real g19 = t40;
+                                    const real A02 = 0.43276057073025703*g17 + 4.731042282921028*g18 + 11.894845136572313*g19 - t41;
+                                    const real g10 = t31;
+                                    const real g11 = t32;
+                                    const real g9 = t30;
+                                    const real A20 = 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t33;
+                                    const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
+                                    const real Ts = T - 0.5*tau_w*((ax_*ax_) + (ay_*ay_))*(tau_w - 1.0);
+                                    const real t49 = Ts - 1.0;
+                                    const real t50 = t48 + t49;
+                                    const real t51 = t46*usy;
+                                    const real t52 = (usy*usy);
+                                    const real t53 = t49 + t52;
+                                    const real t54 = 3.0*Ts - 3.0;
+                                    const real t55 = t48 + t54;
+                                    const real t56 = t52 + t54;
+                                    const real t57 = 6.0*Ts;
+                                    const real t58 = (Ts*Ts);
+                                    const real t59 = -t57 + 3.0*t58 + 3.0;
+                                    const real B13 = t51*t56;
+                                    const real t60 = 0.0003182003567403405*B13;
+                                    const real B31 = t51*t55;
+                                    const real t61 = 0.0020089739918136185*B31;
+                                    const real B11 = t51;
+                                    const real t62 = 0.0012181943006191708*B11;
+                                    const real B00 = t45;
+                                    const real B22 = t45*(Ts*t48 + Ts*t52 - 2.0*Ts + t48*t52 - t48 - t52 + t58 + 1.0);
+                                    const real t63 = 0.00028341425299419824*B00 + 0.00036472721712750924*B22;
+                                    const real t64 = -t62 + t63;
+                                    const real B02 = t45*t53;
+                                    const real B04 = t45*(t52*t57 - 6.0*t52 + t59 + (usy*usy*usy*usy));
+                                    const real B20 = t45*t50;
+                                    const real B40 = t45*(t48*t57 - 6.0*t48 + t59 + (usx*usx*usx*usx));
+                                    const real t65 = 6.132525693942934e-05*B02 - 4.184801062988571e-05*B04 + 0.0016855843244316568*B20 + 0.0010853344127522997*B40;
+                                    const real B03 = t47*t56;
+                                    const real t66 = 8.861201183482188e-05*B03;
+                                    const real B21 = t47*t50;
+                                    const real t67 = 0.0020176103376363702*B21;
+                                    const real B01 = t47;
+                                    const real t68 = 0.0003392411274751201*B01;
+                                    const real B10 = t46;
+                                    const real B12 = t46*t53;
+                                    const real B30 = t46*t55;
+                                    const real t69 = 0.0010177233824253602*B10 + 0.00022021527591196326*B12 + 0.00167836921016125*B30;
+                                    const real t70 = B13 + B31;
+                                    const real t72 = 0.00024530102775771736*B00 - 0.0007294544342550185*B22;
+                                    const real t74 = t62 + t63;
+                                    const real t75 = B02 + B20;
+                                    const real t76 = B04 + B40;
+                                    const real t77 = 0.005799457131289577*B11;
+                                    const real t78 = 0.0010119375926735754*B00 + 0.005662489341875719*B22;
+                                    const real t79 = -B01 + B10;
+                                    const real t80 = -B03 + B30;
+                                    const real t81 = -B12 + B21;
+                                    const real t82 = 0.004006719454218546*B13;
+                                    const real t83 = 0.006982034806495261*B31;
+                                    const real t84 = 0.015339275082246298*B11;
+                                    const real t85 = 0.005353049000513775*B00 + 0.0027399695844383155*B22;
+                                    const real t86 = -t84 + t85;
+                                    const real t87 = 0.0011582942703046867*B02 - 0.0007904134993534899*B04 + 0.012662750581989408*B20 + 0.0003253297577502783*B40;
+                                    const real t88 = 0.0016736788512736458*B03;
+                                    const real t89 = 0.015157056284174452*B21;
+                                    const real t90 = 0.006407491363537855*B01;
+                                    const real t91 = 0.01281498272707571*B10 + 0.0027729096194338346*B12 + 0.005833043280424398*B30;
+                                    const real t92 = 0.01420821615845075*B00 - 0.016804917852628068*B22;
+                                    const real t93 = t84 + t85;
+                                    const real t94 = B01 + B10;
+                                    const real t95 = B03 + B30;
+                                    const real t96 = B12 + B21;
+                                    const real t97 = 0.0003182003567403405*B31;
+                                    const real t98 = 0.0020089739918136185*B13;
+                                    const real t99 = 0.0016855843244316568*B02 + 0.0010853344127522997*B04 + 6.132525693942934e-05*B20 - 4.184801062988571e-05*B40;
+                                    const real t100 = 8.861201183482188e-05*B30;
+                                    const real t101 = 0.0010177233824253602*B01 + 0.00167836921016125*B03 + 0.00022021527591196326*B21;
+                                    const real t102 = 0.004006719454218546*B31;
+                                    const real t103 = 0.006982034806495261*B13;
+                                    const real t104 = 0.012662750581989408*B02 + 0.0003253297577502783*B04 + 0.0011582942703046867*B20 - 0.0007904134993534899*B40;
+                                    const real t105 = 0.0016736788512736458*B30;
+                                    const real t106 = 0.01281498272707571*B01 + 0.005833043280424398*B03 + 0.0027729096194338346*B21;
+                                    const real t107 = 0.08262423584706224*B11;
+                                    const real t108 = 0.05766785988879488*B00 + 0.0027000338757646627*B22;
+                                    const real t109 = 0.107306091542219*B00 - 0.011609461354660976*B22;
+                                    const real t111 = inv_tau - 1.0;
+                                    const real E0 = t60 - t61 + t64 + t65;
+                                    const real O0 = t66 - t67 - t68 + t69;
+                                    const real E1 = -0.00012265051387885868*B02 + 3.066262846971467e-05*B04 + 0.001458908868510037*B20 + 0.0009393798797917471*B40 + t72;
+                                    const real O1 = 0.000880861103647853*B10 - 0.0004404305518239265*B12 + 0.0014526640345709464*B30;
+                                    const real E2 = -t60 + t61 + t65 + t74;
+                                    const real O2 = -t66 + t67 + t68 + t69;
+                                    const real g73 = t75;
+                                    const real g74 = t76;
+                                    const real g75 = t70;
+                                    const real E3 = 0.002393759769308001*g73 + 6.150016782048825e-05*g74 - 0.002639760440589954*g75 - t77 + t78;
+                                    const real g76 = t79;
+                                    const real g77 = t80;
+                                    const real g78 = t81;
+                                    const real O3 = 0.0024225376546610734*g76 + 0.0011026754611412886*g77 - 0.005730564038084939*g78;
+                                    const real E4 = t82 - t83 + t86 + t87;
+                                    const real O4 = t88 - t89 - t90 + t91;
+                                    const real E5 = -0.007104108079225375*B02 + 0.0017760270198063437*B04 + 0.033609835705256136*B20 + 0.0008634995720100315*B40 + t92;
+                                    const real O5 = 0.0340138946300751*B10 - 0.01700694731503755*B12 + 0.015482230740259265*B30;
+                                    const real E6 = -t82 + t83 + t87 + t93;
+                                    const real O6 = -t88 + t89 + t90 + t91;
+                                    const real g81 = t75;
+                                    const real g82 = t76;
+                                    const real g83 = t70;
+                                    const real E7 = 0.002393759769308001*g81 + 6.150016782048825e-05*g82 + 0.002639760440589954*g83 + t77 + t78;
+                                    const real g84 = t94;
+                                    const real g85 = t95;
+                                    const real g86 = t96;
+                                    const real O7 = 0.0024225376546610734*g84 + 0.0011026754611412886*g85 + 0.005730564038084939*g86;
+                                    const real E8 = t64 + t97 - t98 + t99;
+                                    const real O8 = 0.0003392411274751201*B10 + 0.0020176103376363702*B12 - t100 - t101;
+                                    const real E9 = t102 - t103 + t104 + t86;
+                                    const real O9 = 0.006407491363537855*B10 + 0.015157056284174452*B12 - t105 - t106;
+                                    const real g87 = t75;
+                                    const real g88 = t76;
+                                    const real g89 = t70;
+                                    const real E10 = 0.012478187979133684*g87 - 0.008515045337816692*g88 + 0.021581993372133082*g89 - t107 + t108;
+                                    const real g90 = t79;
+                                    const real g91 = t80;
+                                    const real g92 = t81;
+                                    const real O10 = 0.06902726168874967*g90 - 0.018030374368854876*g91 - 0.014936138582185059*g92;
+                                    const real E11 = -0.0536530457711095*B02 + 0.013413261442777375*B04 + 0.02321892270932195*B20 - 0.01584446234467324*B40 + t109;
+                                    const real O11 = 0.12844322081598353*B10 - 0.06422161040799176*B12 - 0.033550213347534934*B30;
+                                    const real g95 = t75;
+                                    const real g96 = t76;
+                                    const real g97 = t70;
+                                    const real E12 = 0.012478187979133684*g95 - 0.008515045337816692*g96 - 0.021581993372133082*g97 + t107 + t108;
+                                    const real g98 = t94;
+                                    const real g99 = t95;
+                                    const real g100 = t96;
+                                    const real O12 = 0.014936138582185059*g100 + 0.06902726168874967*g98 - 0.018030374368854876*g99;
+                                    const real E13 = -t102 + t103 + t104 + t93;
+                                    const real O13 = 0.006407491363537855*B10 + 0.015157056284174452*B12 - t105 + t106;
+                                    const real E14 = t74 - t97 + t98 + t99;
+                                    const real O14 = 0.0003392411274751201*B10 + 0.0020176103376363702*B12 - t100 + t101;
+                                    const real E15 = 0.001458908868510037*B02 + 0.0009393798797917471*B04 - 0.00012265051387885868*B20 + 3.066262846971467e-05*B40 + t72;
+                                    const real O15 = -0.000880861103647853*B01 - 0.0014526640345709464*B03 + 0.0004404305518239265*B21;
+                                    const real E16 = 0.033609835705256136*B02 + 0.0008634995720100315*B04 - 0.007104108079225375*B20 + 0.0017760270198063437*B40 + t92;
+                                    const real O16 = -0.0340138946300751*B01 - 0.015482230740259265*B03 + 0.01700694731503755*B21;
+                                    const real E17 = 0.02321892270932195*B02 - 0.01584446234467324*B04 - 0.0536530457711095*B20 + 0.013413261442777375*B40 + t109;
+                                    const real O17 = -0.12844322081598353*B01 + 0.033550213347534934*B03 + 0.06422161040799176*B21;
+                                    const real g107 = t75;
+                                    const real g109 = t76;
+                                    const real fout0 = E0 + O0 - f0*t111;
+                                    const real fout1 = E1 + O1 - f1*t111;
+                                    const real fout2 = E2 + O2 - f2*t111;
+                                    const real fout3 = E3 + O3 - f3*t111;
+                                    const real fout4 = E4 + O4 - f4*t111;
+                                    const real fout5 = E5 + O5 - f5*t111;
+                                    const real fout6 = E6 + O6 - f6*t111;
+                                    const real fout7 = E7 + O7 - f7*t111;
+                                    const real fout8 = E8 + O8 - f8*t111;
+                                    const real fout9 = E9 + O9 - f9*t111;
+                                    const real fout10 = E10 + O10 - f10*t111;
+                                    const real fout11 = E11 + O11 - f11*t111;
+                                    const real fout12 = E12 + O12 - f12*t111;
+                                    const real fout13 = E13 + O13 - f13*t111;
+                                    const real fout14 = E14 + O14 - f14*t111;
+                                    const real fout15 = E15 + O15 - f15*t111;
+                                    const real fout16 = E16 + O16 - f16*t111;
+                                    const real fout17 = E17 + O17 - f17*t111;
+                                    const real fout18 = 0.2331506691323525*B00 + 0.058287667283088124*B22 - f18*t111 - 0.11657533456617625*g107 + 0.029143833641544062*g109;
+                                    const real fout19 = E17 - O17 - f19*t111;
+                                    const real fout20 = E16 - O16 - f20*t111;
+                                    const real fout21 = E15 - O15 - f21*t111;
+                                    const real fout22 = E14 - O14 - f22*t111;
+                                    const real fout23 = E13 - O13 - f23*t111;
+                                    const real fout24 = E12 - O12 - f24*t111;
+                                    const real fout25 = E11 - O11 - f25*t111;
+                                    const real fout26 = E10 - O10 - f26*t111;
+                                    const real fout27 = E9 - O9 - f27*t111;
+                                    const real fout28 = E8 - O8 - f28*t111;
+                                    const real fout29 = E7 - O7 - f29*t111;
+                                    const real fout30 = E6 - O6 - f30*t111;
+                                    const real fout31 = E5 - O5 - f31*t111;
+                                    const real fout32 = E4 - O4 - f32*t111;
+                                    const real fout33 = E3 - O3 - f33*t111;
+                                    const real fout34 = E2 - O2 - f34*t111;
+                                    const real fout35 = E1 - O1 - f35*t111;
+                                    const real fout36 = E0 - O0 - f36*t111;
+
+                                    out[k + 0*VL] = fout0;
+                                    out[k + 1*VL] = fout1;
+                                    out[k + 2*VL] = fout2;
+                                    out[k + 3*VL] = fout3;
+                                    out[k + 4*VL] = fout4;
+                                    out[k + 5*VL] = fout5;
+                                    out[k + 6*VL] = fout6;
+                                    out[k + 7*VL] = fout7;
+                                    out[k + 8*VL] = fout8;
+                                    out[k + 9*VL] = fout9;
+                                    out[k + 10*VL] = fout10;
+                                    out[k + 11*VL] = fout11;
+                                    out[k + 12*VL] = fout12;
+                                    out[k + 13*VL] = fout13;
+                                    out[k + 14*VL] = fout14;
+                                    out[k + 15*VL] = fout15;
+                                    out[k + 16*VL] = fout16;
+                                    out[k + 17*VL] = fout17;
+                                    out[k + 18*VL] = fout18;
+                                    out[k + 19*VL] = fout19;
+                                    out[k + 20*VL] = fout20;
+                                    out[k + 21*VL] = fout21;
+                                    out[k + 22*VL] = fout22;
+                                    out[k + 23*VL] = fout23;
+                                    out[k + 24*VL] = fout24;
+                                    out[k + 25*VL] = fout25;
+                                    out[k + 26*VL] = fout26;
+                                    out[k + 27*VL] = fout27;
+                                    out[k + 28*VL] = fout28;
+                                    out[k + 29*VL] = fout29;
+                                    out[k + 30*VL] = fout30;
+                                    out[k + 31*VL] = fout31;
+                                    out[k + 32*VL] = fout32;
+                                    out[k + 33*VL] = fout33;
+                                    out[k + 34*VL] = fout34;
+                                    out[k + 35*VL] = fout35;
+                                    out[k + 36*VL] = fout36;
+
+                                }
+                                stream_cluster(d + base + 0*SPO, out + 0*VL);
+                                stream_cluster(d + base + 1*SPO, out + 1*VL);
+                                stream_cluster(d + base + 2*SPO, out + 2*VL);
+                                stream_cluster(d + base + 3*SPO, out + 3*VL);
+                                stream_cluster(d + base + 4*SPO, out + 4*VL);
+                                stream_cluster(d + base + 5*SPO, out + 5*VL);
+                                stream_cluster(d + base + 6*SPO, out + 6*VL);
+                                stream_cluster(d + base + 7*SPO, out + 7*VL);
+                                stream_cluster(d + base + 8*SPO, out + 8*VL);
+                                stream_cluster(d + base + 9*SPO, out + 9*VL);
+                                stream_cluster(d + base + 10*SPO, out + 10*VL);
+                                stream_cluster(d + base + 11*SPO, out + 11*VL);
+                                stream_cluster(d + base + 12*SPO, out + 12*VL);
+                                stream_cluster(d + base + 13*SPO, out + 13*VL);
+                                stream_cluster(d + base + 14*SPO, out + 14*VL);
+                                stream_cluster(d + base + 15*SPO, out + 15*VL);
+                                stream_cluster(d + base + 16*SPO, out + 16*VL);
+                                stream_cluster(d + base + 17*SPO, out + 17*VL);
+                                stream_cluster(d + base + 18*SPO, out + 18*VL);
+                                stream_cluster(d + base + 19*SPO, out + 19*VL);
+                                stream_cluster(d + base + 20*SPO, out + 20*VL);
+                                stream_cluster(d + base + 21*SPO, out + 21*VL);
+                                stream_cluster(d + base + 22*SPO, out + 22*VL);
+                                stream_cluster(d + base + 23*SPO, out + 23*VL);
+                                stream_cluster(d + base + 24*SPO, out + 24*VL);
+                                stream_cluster(d + base + 25*SPO, out + 25*VL);
+                                stream_cluster(d + base + 26*SPO, out + 26*VL);
+                                stream_cluster(d + base + 27*SPO, out + 27*VL);
+                                stream_cluster(d + base + 28*SPO, out + 28*VL);
+                                stream_cluster(d + base + 29*SPO, out + 29*VL);
+                                stream_cluster(d + base + 30*SPO, out + 30*VL);
+                                stream_cluster(d + base + 31*SPO, out + 31*VL);
+                                stream_cluster(d + base + 32*SPO, out + 32*VL);
+                                stream_cluster(d + base + 33*SPO, out + 33*VL);
+                                stream_cluster(d + base + 34*SPO, out + 34*VL);
+                                stream_cluster(d + base + 35*SPO, out + 35*VL);
+                                stream_cluster(d + base + 36*SPO, out + 36*VL);
+                            }
+
+                        } else {
+                            store *restrict d = ring + (ptrdiff_t)s*LEVEL - rbase*SR + tb_mod(x, NXS)*SXS;
+                            const ptrdiff_t SPO = SPS;
+                            for (ptrdiff_t r = lo; r < hi; ++r) {
+                                const ptrdiff_t base = r*SR;
+#if LBGEN_PREFETCH > 0
+                                if (pf)      /* step 1 from prv: column x+3 is new, the others are in cache */
+                                    for (int p = 0; p < Q; ++p)
+                                        for (int o = 0; o < VL; o += 64 / (int)sizeof(store))
+                                            __builtin_prefetch(c6 + base + LBGEN_PREFETCH*SR + p*SPI + o, 0, 0);
+#endif
+                                #pragma omp simd
+                                for (ptrdiff_t k = 0; k < VL; ++k) {
+                                    const ptrdiff_t site = base + k;
+
+                                    const real f0 = c0[site + 1*SR];
+                                    const real f1 = c0[site + 1*SPI];
+                                    const real f2 = c0[site + 2*SPI - 1*SR];
+                                    const real f3 = c1[site + 3*SPI + 2*SR];
+                                    const real f4 = c1[site + 4*SPI + 1*SR];
+                                    const real f5 = c1[site + 5*SPI];
+                                    const real f6 = c1[site + 6*SPI - 1*SR];
+                                    const real f7 = c1[site + 7*SPI - 2*SR];
+                                    const real f8 = c2[site + 8*SPI + 3*SR];
+                                    const real f9 = c2[site + 9*SPI + 2*SR];
+                                    const real f10 = c2[site + 10*SPI + 1*SR];
+                                    const real f11 = c2[site + 11*SPI];
+                                    const real f12 = c2[site + 12*SPI - 1*SR];
+                                    const real f13 = c2[site + 13*SPI - 2*SR];
+                                    const real f14 = c2[site + 14*SPI - 3*SR];
+                                    const real f15 = c3[site + 15*SPI + 3*SR];
+                                    const real f16 = c3[site + 16*SPI + 2*SR];
+                                    const real f17 = c3[site + 17*SPI + 1*SR];
+                                    const real f18 = c3[site + 18*SPI];
+                                    const real f19 = c3[site + 19*SPI - 1*SR];
+                                    const real f20 = c3[site + 20*SPI - 2*SR];
+                                    const real f21 = c3[site + 21*SPI - 3*SR];
+                                    const real f22 = c4[site + 22*SPI + 3*SR];
+                                    const real f23 = c4[site + 23*SPI + 2*SR];
+                                    const real f24 = c4[site + 24*SPI + 1*SR];
+                                    const real f25 = c4[site + 25*SPI];
+                                    const real f26 = c4[site + 26*SPI - 1*SR];
+                                    const real f27 = c4[site + 27*SPI - 2*SR];
+                                    const real f28 = c4[site + 28*SPI - 3*SR];
+                                    const real f29 = c5[site + 29*SPI + 2*SR];
+                                    const real f30 = c5[site + 30*SPI + 1*SR];
+                                    const real f31 = c5[site + 31*SPI];
+                                    const real f32 = c5[site + 32*SPI - 1*SR];
+                                    const real f33 = c5[site + 33*SPI - 2*SR];
+                                    const real f34 = c6[site + 34*SPI + 1*SR];
+                                    const real f35 = c6[site + 35*SPI];
+                                    const real f36 = c6[site + 36*SPI - 1*SR];
+
+                                    const real s3 = f3 + f33;
+                                    const real s7 = f29 + f7;
+                                    const real t0 = s3 + s7;
+                                    const real s10 = f10 + f26;
+                                    const real s12 = f12 + f24;
+                                    const real t1 = s10 + s12;
+                                    const real s0 = f0 + f36;
+                                    const real s2 = f2 + f34;
+                                    const real t2 = s0 + s2;
+                                    const real s14 = f14 + f22;
+                                    const real s8 = f28 + f8;
+                                    const real t3 = s14 + s8;
+                                    const real t4 = t2 + t3;
+                                    const real s4 = f32 + f4;
+                                    const real s6 = f30 + f6;
+                                    const real t5 = s4 + s6;
+                                    const real s13 = f13 + f23;
+                                    const real s9 = f27 + f9;
+                                    const real t6 = s13 + s9;
+                                    const real t7 = t5 + t6;
+                                    const real s1 = f1 + f35;
+                                    const real s15 = f15 + f21;
+                                    const real t8 = s1 + s15;
+                                    const real s16 = f16 + f20;
+                                    const real s5 = f31 + f5;
+                                    const real t9 = s16 + s5;
+                                    const real s11 = f11 + f25;
+                                    const real s17 = f17 + f19;
+                                    const real t10 = s11 + s17;
+                                    const real t11 = f18 + t10 + t8 + t9;
+                                    const real d0 = f0 - f36;
+                                    const real d2 = f2 - f34;
+                                    const real t12 = d0 + d2;
+                                    const real d1 = f1 - f35;
+                                    const real t13 = d1 + t12;
+                                    const real d3 = f3 - f33;
+                                    const real d7 = -f29 + f7;
+                                    const real t14 = d3 + d7;
+                                    const real d4 = -f32 + f4;
+                                    const real d6 = -f30 + f6;
+                                    const real t15 = d4 + d6;
+                                    const real d5 = -f31 + f5;
+                                    const real t16 = d5 + t14 + t15;
+                                    const real d14 = f14 - f22;
+                                    const real d8 = -f28 + f8;
+                                    const real t17 = d14 + d8;
+                                    const real d13 = f13 - f23;
+                                    const real d9 = -f27 + f9;
+                                    const real t18 = d13 + d9;
+                                    const real d10 = f10 - f26;
+                                    const real d12 = f12 - f24;
+                                    const real t19 = d10 + d12;
+                                    const real d11 = f11 - f25;
+                                    const real t20 = d11 + t17 + t18 + t19;
+                                    const real d15 = f15 - f21;
+                                    const real d16 = f16 - f20;
+                                    const real d17 = f17 - f19;
+                                    const real t22 = d0 - d2;
+                                    const real t23 = d4 - d6;
+                                    const real t24 = d10 - d12;
+                                    const real t25 = d17 + t22 + t23 + t24;
+                                    const real t27 = d3 - d7;
+                                    const real t28 = -d13 + d16 + d9 + t27;
+                                    const real t29 = -d14 + d15 + d8;
+                                    const real t30 = s1 + t2;
+                                    const real t31 = s5 + t0 + t5;
+                                    const real t32 = s11 + t1 + t3 + t6;
+                                    const real t33 = f18 + s15 + s16 + s17;
+                                    const real t38 = s17 + t1 + t2 + t5;
+                                    const real t39 = s16 + t0 + t6;
+                                    const real t40 = s15 + t3;
+                                    const real t41 = f18 + s1 + s11 + s5;
+                                    const real tau_w = -tau_*(wall_ - 1.0) + wall_;
+                                    const real inv_tau = (1.0/(tau_w));
+                                    const real A00 = t0 + t1 + t11 + t4 + t7;
+                                    const real rho = A00;
+                                    const real t45 = inv_tau*rho;
+                                    const real g1 = t13;
+                                    const real g2 = t16;
+                                    const real g3 = t20;
+                                    const real A10 = 3.590939311179223*g1 + 2.393959540786149*g2 + 1.1969797703930745*g3;
+                                    const real inv_rho = (1.0/(rho));
+                                    const real ux = A10*inv_rho;
+                                    const real usx = ax_*tau_w + ux;
+                                    const real t46 = t45*usx;
+                                    const real g5 = t25;
+                                    const real g7 = t28;
+                                    const real g8 = t29;
+                                    const real A01 = -1.1969797703930745*g5 - 2.393959540786149*g7 - 3.590939311179223*g8;
+                                    const real uy = A01*inv_rho;
+                                    const real usy = ay_*tau_w + uy;
+                                    const real t47 = t45*usy;
+                                    const real t48 = (usx*usx);
+                                    const real g17 = t38;
+                                    const real g18 = t39;
+                                    const real g19 = t40;
+                                    const real A02 = 0.43276057073025703*g17 + 4.731042282921028*g18 + 11.894845136572313*g19 - t41;
+                                    const real g10 = t31;
+                                    const real g11 = t32;
+                                    const real g9 = t30;
+                                    const real A20 = 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t33;
+                                    const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
+                                    const real Ts = T - 0.5*tau_w*((ax_*ax_) + (ay_*ay_))*(tau_w - 1.0);
+                                    const real t49 = Ts - 1.0;
+                                    const real t50 = t48 + t49;
+                                    const real t51 = t46*usy;
+                                    const real t52 = (usy*usy);
+                                    const real t53 = t49 + t52;
+                                    const real t54 = 3.0*Ts - 3.0;
+                                    const real t55 = t48 + t54;
+                                    const real t56 = t52 + t54;
+                                    const real t57 = 6.0*Ts;
+                                    const real t58 = (Ts*Ts);
+                                    const real t59 = -t57 + 3.0*t58 + 3.0;
+                                    const real B13 = t51*t56;
+                                    const real t60 = 0.0003182003567403405*B13;
+                                    const real B31 = t51*t55;
+                                    const real t61 = 0.0020089739918136185*B31;
+                                    const real B11 = t51;
+                                    const real t62 = 0.0012181943006191708*B11;
+                                    const real B00 = t45;
+                                    const real B22 = t45*(Ts*t48 + Ts*t52 - 2.0*Ts + t48*t52 - t48 - t52 + t58 + 1.0);
+                                    const real t63 = 0.00028341425299419824*B00 + 0.00036472721712750924*B22;
+                                    const real t64 = -t62 + t63;
+                                    const real B02 = t45*t53;
+                                    const real B04 = t45*(t52*t57 - 6.0*t52 + t59 + (usy*usy*usy*usy));
+                                    const real B20 = t45*t50;
+                                    const real B40 = t45*(t48*t57 - 6.0*t48 + t59 + (usx*usx*usx*usx));
+                                    const real t65 = 6.132525693942934e-05*B02 - 4.184801062988571e-05*B04 + 0.0016855843244316568*B20 + 0.0010853344127522997*B40;
+                                    const real B03 = t47*t56;
+                                    const real t66 = 8.861201183482188e-05*B03;
+                                    const real B21 = t47*t50;
+                                    const real t67 = 0.0020176103376363702*B21;
+                                    const real B01 = t47;
+                                    const real t68 = 0.0003392411274751201*B01;
+                                    const real B10 = t46;
+                                    const real B12 = t46*t53;
+                                    const real B30 = t46*t55;
+                                    const real t69 = 0.0010177233824253602*B10 + 0.00022021527591196326*B12 + 0.00167836921016125*B30;
+                                    const real t70 = B13 + B31;
+                                    const real t72 = 0.00024530102775771736*B00 - 0.0007294544342550185*B22;
+                                    const real t74 = t62 + t63;
+                                    const real t75 = B02 + B20;
+                                    const real t76 = B04 + B40;
+                                    const real t77 = 0.005799457131289577*B11;
+                                    const real t78 = 0.0010119375926735754*B00 + 0.005662489341875719*B22;
+                                    const real t79 = -B01 + B10;
+                                    const real t80 = -B03 + B30;
+                                    const real t81 = -B12 + B21;
+                                    const real t82 = 0.004006719454218546*B13;
+                                    const real t83 = 0.006982034806495261*B31;
+                                    const real t84 = 0.015339275082246298*B11;
+                                    const real t85 = 0.005353049000513775*B00 + 0.0027399695844383155*B22;
+                                    const real t86 = -t84 + t85;
+                                    const real t87 = 0.0011582942703046867*B02 - 0.0007904134993534899*B04 + 0.012662750581989408*B20 + 0.0003253297577502783*B40;
+                                    const real t88 = 0.0016736788512736458*B03;
+                                    const real t89 = 0.015157056284174452*B21;
+                                    const real t90 = 0.006407491363537855*B01;
+                                    const real t91 = 0.01281498272707571*B10 + 0.0027729096194338346*B12 + 0.005833043280424398*B30;
+                                    const real t92 = 0.01420821615845075*B00 - 0.016804917852628068*B22;
+                                    const real t93 = t84 + t85;
+                                    const real t94 = B01 + B10;
+                                    const real t95 = B03 + B30;
+                                    const real t96 = B12 + B21;
+                                    const real t97 = 0.0003182003567403405*B31;
+                                    const real t98 = 0.0020089739918136185*B13;
+                                    const real t99 = 0.0016855843244316568*B02 + 0.0010853344127522997*B04 + 6.132525693942934e-05*B20 - 4.184801062988571e-05*B40;
+                                    const real t100 = 8.861201183482188e-05*B30;
+                                    const real t101 = 0.0010177233824253602*B01 + 0.00167836921016125*B03 + 0.00022021527591196326*B21;
+                                    const real t102 = 0.004006719454218546*B31;
+                                    const real t103 = 0.006982034806495261*B13;
+                                    const real t104 = 0.012662750581989408*B02 + 0.0003253297577502783*B04 + 0.0011582942703046867*B20 - 0.0007904134993534899*B40;
+                                    const real t105 = 0.0016736788512736458*B30;
+                                    const real t106 = 0.01281498272707571*B01 + 0.005833043280424398*B03 + 0.0027729096194338346*B21;
+                                    const real t107 = 0.08262423584706224*B11;
+                                    const real t108 = 0.05766785988879488*B00 + 0.0027000338757646627*B22;
+                                    const real t109 = 0.107306091542219*B00 - 0.011609461354660976*B22;
+                                    const real t111 = inv_tau - 1.0;
+                                    const real E0 = t60 - t61 + t64 + t65;
+                                    const real O0 = t66 - t67 - t68 + t69;
+                                    const real E1 = -0.00012265051387885868*B02 + 3.066262846971467e-05*B04 + 0.001458908868510037*B20 + 0.0009393798797917471*B40 + t72;
+                                    const real O1 = 0.000880861103647853*B10 - 0.0004404305518239265*B12 + 0.0014526640345709464*B30;
+                                    const real E2 = -t60 + t61 + t65 + t74;
+                                    const real O2 = -t66 + t67 + t68 + t69;
+                                    const real g73 = t75;
+                                    const real g74 = t76;
+                                    const real g75 = t70;
+                                    const real E3 = 0.002393759769308001*g73 + 6.150016782048825e-05*g74 - 0.002639760440589954*g75 - t77 + t78;
+                                    const real g76 = t79;
+                                    const real g77 = t80;
+                                    const real g78 = t81;
+                                    const real O3 = 0.0024225376546610734*g76 + 0.0011026754611412886*g77 - 0.005730564038084939*g78;
+                                    const real E4 = t82 - t83 + t86 + t87;
+                                    const real O4 = t88 - t89 - t90 + t91;
+                                    const real E5 = -0.007104108079225375*B02 + 0.0017760270198063437*B04 + 0.033609835705256136*B20 + 0.0008634995720100315*B40 + t92;
+                                    const real O5 = 0.0340138946300751*B10 - 0.01700694731503755*B12 + 0.015482230740259265*B30;
+                                    const real E6 = -t82 + t83 + t87 + t93;
+                                    const real O6 = -t88 + t89 + t90 + t91;
+                                    const real g81 = t75;
+                                    const real g82 = t76;
+                                    const real g83 = t70;
+                                    const real E7 = 0.002393759769308001*g81 + 6.150016782048825e-05*g82 + 0.002639760440589954*g83 + t77 + t78;
+                                    const real g84 = t94;
+                                    const real g85 = t95;
+                                    const real g86 = t96;
+                                    const real O7 = 0.0024225376546610734*g84 + 0.0011026754611412886*g85 + 0.005730564038084939*g86;
+                                    const real E8 = t64 + t97 - t98 + t99;
+                                    const real O8 = 0.0003392411274751201*B10 + 0.0020176103376363702*B12 - t100 - t101;
+                                    const real E9 = t102 - t103 + t104 + t86;
+                                    const real O9 = 0.006407491363537855*B10 + 0.015157056284174452*B12 - t105 - t106;
+                                    const real g87 = t75;
+                                    const real g88 = t76;
+                                    const real g89 = t70;
+                                    const real E10 = 0.012478187979133684*g87 - 0.008515045337816692*g88 + 0.021581993372133082*g89 - t107 + t108;
+                                    const real g90 = t79;
+                                    const real g91 = t80;
+                                    const real g92 = t81;
+                                    const real O10 = 0.06902726168874967*g90 - 0.018030374368854876*g91 - 0.014936138582185059*g92;
+                                    const real E11 = -0.0536530457711095*B02 + 0.013413261442777375*B04 + 0.02321892270932195*B20 - 0.01584446234467324*B40 + t109;
+                                    const real O11 = 0.12844322081598353*B10 - 0.06422161040799176*B12 - 0.033550213347534934*B30;
+                                    const real g95 = t75;
+                                    const real g96 = t76;
+                                    const real g97 = t70;
+                                    const real E12 = 0.012478187979133684*g95 - 0.008515045337816692*g96 - 0.021581993372133082*g97 + t107 + t108;
+                                    const real g98 = t94;
+                                    const real g99 = t95;
+                                    const real g100 = t96;
+                                    const real O12 = 0.014936138582185059*g100 + 0.06902726168874967*g98 - 0.018030374368854876*g99;
+                                    const real E13 = -t102 + t103 + t104 + t93;
+                                    const real O13 = 0.006407491363537855*B10 + 0.015157056284174452*B12 - t105 + t106;
+                                    const real E14 = t74 - t97 + t98 + t99;
+                                    const real O14 = 0.0003392411274751201*B10 + 0.0020176103376363702*B12 - t100 + t101;
+                                    const real E15 = 0.001458908868510037*B02 + 0.0009393798797917471*B04 - 0.00012265051387885868*B20 + 3.066262846971467e-05*B40 + t72;
+                                    const real O15 = -0.000880861103647853*B01 - 0.0014526640345709464*B03 + 0.0004404305518239265*B21;
+                                    const real E16 = 0.033609835705256136*B02 + 0.0008634995720100315*B04 - 0.007104108079225375*B20 + 0.0017760270198063437*B40 + t92;
+                                    const real O16 = -0.0340138946300751*B01 - 0.015482230740259265*B03 + 0.01700694731503755*B21;
+                                    const real E17 = 0.02321892270932195*B02 - 0.01584446234467324*B04 - 0.0536530457711095*B20 + 0.013413261442777375*B40 + t109;
+                                    const real O17 = -0.12844322081598353*B01 + 0.033550213347534934*B03 + 0.06422161040799176*B21;
+                                    const real g107 = t75;
+                                    const real g109 = t76;
+                                    const real fout0 = E0 + O0 - f0*t111;
+                                    const real fout1 = E1 + O1 - f1*t111;
+                                    const real fout2 = E2 + O2 - f2*t111;
+                                    const real fout3 = E3 + O3 - f3*t111;
+                                    const real fout4 = E4 + O4 - f4*t111;
+                                    const real fout5 = E5 + O5 - f5*t111;
+                                    const real fout6 = E6 + O6 - f6*t111;
+                                    const real fout7 = E7 + O7 - f7*t111;
+                                    const real fout8 = E8 + O8 - f8*t111;
+                                    const real fout9 = E9 + O9 - f9*t111;
+                                    const real fout10 = E10 + O10 - f10*t111;
+                                    const real fout11 = E11 + O11 - f11*t111;
+                                    const real fout12 = E12 + O12 - f12*t111;
+                                    const real fout13 = E13 + O13 - f13*t111;
+                                    const real fout14 = E14 + O14 - f14*t111;
+                                    const real fout15 = E15 + O15 - f15*t111;
+                                    const real fout16 = E16 + O16 - f16*t111;
+                                    const real fout17 = E17 + O17 - f17*t111;
+                                    const real fout18 = 0.2331506691323525*B00 + 0.058287667283088124*B22 - f18*t111 - 0.11657533456617625*g107 + 0.029143833641544062*g109;
+                                    const real fout19 = E17 - O17 - f19*t111;
+                                    const real fout20 = E16 - O16 - f20*t111;
+                                    const real fout21 = E15 - O15 - f21*t111;
+                                    const real fout22 = E14 - O14 - f22*t111;
+                                    const real fout23 = E13 - O13 - f23*t111;
+                                    const real fout24 = E12 - O12 - f24*t111;
+                                    const real fout25 = E11 - O11 - f25*t111;
+                                    const real fout26 = E10 - O10 - f26*t111;
+                                    const real fout27 = E9 - O9 - f27*t111;
+                                    const real fout28 = E8 - O8 - f28*t111;
+                                    const real fout29 = E7 - O7 - f29*t111;
+                                    const real fout30 = E6 - O6 - f30*t111;
+                                    const real fout31 = E5 - O5 - f31*t111;
+                                    const real fout32 = E4 - O4 - f32*t111;
+                                    const real fout33 = E3 - O3 - f33*t111;
+                                    const real fout34 = E2 - O2 - f34*t111;
+                                    const real fout35 = E1 - O1 - f35*t111;
+                                    const real fout36 = E0 - O0 - f36*t111;
+
+                                    d[site + 0*SPO] = fout0;
+                                    d[site + 1*SPO] = fout1;
+                                    d[site + 2*SPO] = fout2;
+                                    d[site + 3*SPO] = fout3;
+                                    d[site + 4*SPO] = fout4;
+                                    d[site + 5*SPO] = fout5;
+                                    d[site + 6*SPO] = fout6;
+                                    d[site + 7*SPO] = fout7;
+                                    d[site + 8*SPO] = fout8;
+                                    d[site + 9*SPO] = fout9;
+                                    d[site + 10*SPO] = fout10;
+                                    d[site + 11*SPO] = fout11;
+                                    d[site + 12*SPO] = fout12;
+                                    d[site + 13*SPO] = fout13;
+                                    d[site + 14*SPO] = fout14;
+                                    d[site + 15*SPO] = fout15;
+                                    d[site + 16*SPO] = fout16;
+                                    d[site + 17*SPO] = fout17;
+                                    d[site + 18*SPO] = fout18;
+                                    d[site + 19*SPO] = fout19;
+                                    d[site + 20*SPO] = fout20;
+                                    d[site + 21*SPO] = fout21;
+                                    d[site + 22*SPO] = fout22;
+                                    d[site + 23*SPO] = fout23;
+                                    d[site + 24*SPO] = fout24;
+                                    d[site + 25*SPO] = fout25;
+                                    d[site + 26*SPO] = fout26;
+                                    d[site + 27*SPO] = fout27;
+                                    d[site + 28*SPO] = fout28;
+                                    d[site + 29*SPO] = fout29;
+                                    d[site + 30*SPO] = fout30;
+                                    d[site + 31*SPO] = fout31;
+                                    d[site + 32*SPO] = fout32;
+                                    d[site + 33*SPO] = fout33;
+                                    d[site + 34*SPO] = fout34;
+                                    d[site + 35*SPO] = fout35;
+                                    d[site + 36*SPO] = fout36;
+
+                                }
+                            }
+
+                            if (full)           /* Y halo rows: lane k of row r holds y = r + k*NR (mod LY) */
+                                for (int h = 0; h < 2*HALO; ++h) {
+                                    const ptrdiff_t r = h < HALO ? h - HALO : NR + h - HALO;
+                                    for (ptrdiff_t k = 0; k < VL; ++k) {
+                                        const ptrdiff_t y = tb_mod(r + k*NR, LY);
+                                        const ptrdiff_t to = r*SR + k*SK, from = (y % NR)*SR + (y / NR)*SK;
+                                        for (int p = 0; p < Q; ++p) d[to + p*SPS] = d[from + p*SPS];
+                                    }
+                                }
+                        }
+                    }
+            }
+        store_fence();
+        free(ring);
+    }
+    return failed;
 }
 
 void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in)

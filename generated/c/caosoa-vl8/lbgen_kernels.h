@@ -9,7 +9,7 @@
  * layout      caosoa: site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent
  * VL          8
  * precision   double (double)
- * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4), tau = 1 where wall = 1
+ * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
  *             605 floating-point operations per site (counted on the generated code)
  * sizes       run-time (lx, ly arguments)
  * streaming   non-temporal stores for whole clusters (intrinsics, portable fallback)
@@ -60,6 +60,10 @@ void lbgen_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly);
 void lbgen_collide(const lbgen_real *in, lbgen_real *out, int lx, int ly, double tau, double ax, double ay);
 /* propagate + collide in one sweep: prv (fresh halo) -> nxt. */
 void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, double tau, double ax, double ay);
+/* `depth` steps in one sweep through cache (temporal blocking), bit-identical to depth x
+   (halo, fused); prv needs a fresh halo, nxt
+   gets the interior.  Returns 0, 1 (out of memory) or 2 (depth outside 1..8). */
+int lbgen_fused_tb(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int depth, double tau, double ax, double ay);
 /* f = equilibrium of the fields (arrays of LX*LY doubles, index x*LY + y); halo refreshed.
    Velocities in the units of sum(xi_i f_i)/rho with xi_i = r e_i. */
 void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho, const double *ux, const double *uy, const double *T);
