@@ -162,7 +162,7 @@ def convert(key: str, value: Any, where: str = "") -> Any:
         if kind == "time_block":
             if isinstance(value, str) and value.strip().lower() == "auto":
                 return "auto"
-            v = as_int(value)
+            v = as_int(value) if not isinstance(value, str) or value.strip().isdigit() else 0
             if not 1 <= v <= MAX_TIME_BLOCK:
                 raise ValueError(f"must be 'auto' or an integer from 1 to {MAX_TIME_BLOCK} (steps per sweep; "
                                  f"1 is no temporal blocking)")

@@ -137,7 +137,7 @@ def test_walls_program_needs_the_walls(two_thread_program):
 @pytest.mark.parametrize("walls", [None, WALLS], ids=["periodic", "walls"])
 def test_simulation_time_block_equals_single_steps_with_a_remainder(walls):
     """10 steps with time_block=3: three sweeps and one single step, bit-identical (strict)."""
-    from lbgen.runner import rayleigh_taylor
+    from lbgen.setups import rayleigh_taylor
     fields = rayleigh_taylor(8, 32, amplitude=0.02)
     out = []
     for depth in (1, 3):
@@ -178,7 +178,7 @@ def test_cli_run_with_a_time_block(tmp_path):
     assert "time block 2: 2 steps per sweep; --check-every 3 not a multiple of it" in result.output
     assert "done: 7 steps" in result.output
     bad = CliRunner().invoke(main, ["run", "--time-block", "deep"])
-    assert bad.exit_code == 2 and "--time-block 'deep': give 'auto' or an integer from 1 to" in bad.output
+    assert bad.exit_code == 2 and "time_block='deep' must be 'auto' or an integer from 1 to" in bad.output
 
 
 def test_tune_chooses_and_stores_the_time_block(tmp_path, monkeypatch):
