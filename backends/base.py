@@ -144,11 +144,10 @@ class Program(abc.ABC):
 
     @staticmethod
     def _check_time_block(depth) -> int:
-        from ..codegen import MAX_TIME_BLOCK
-        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not 1 <= depth <= MAX_TIME_BLOCK:
-            raise ValueError(f"time block {depth!r} is not an integer from 1 to {MAX_TIME_BLOCK} "
-                             f"(time steps per sweep; 1 is no temporal blocking)")
-        return int(depth)
+        from ..codegen import time_block_value
+        if isinstance(depth, str):
+            raise ValueError(f"time block {depth!r} is not an integer (time steps per sweep)")
+        return time_block_value(depth, allow_auto=False)
 
     def bc(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
            adiabatic=(False, False), ax: float = 0.0, ay: float = 0.0) -> None:

@@ -35,6 +35,19 @@ PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (3
 DEFAULT_VL = {backend: vls[0] for backend, vls in PREFERRED_VL.items()}
 #: deepest temporal blocking (time steps per sweep) of the C backend's fused_tb kernel
 MAX_TIME_BLOCK = 8
+
+
+def time_block_value(value, allow_auto: bool = True):
+    """A temporal-blocking depth: an integer 1..MAX_TIME_BLOCK (1: one step per sweep), or
+    'auto' (tuned); anything else raises ValueError naming it and what is allowed."""
+    if allow_auto and isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_TIME_BLOCK:
+        raise ValueError(f"time block {value!r} is not {'auto or ' if allow_auto else ''}an integer from 1 to "
+                         f"{MAX_TIME_BLOCK} (time steps per sweep; 1 is no temporal blocking)")
+    return int(value)
 #: "mixed": populations stored as float, arithmetic in double (C backend)
 PRECISIONS = ("double", "single", "mixed")
 

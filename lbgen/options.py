@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Optional, Tuple
 
-from .codegen import BACKENDS, MAX_TIME_BLOCK, PRECISIONS
+from .codegen import BACKENDS, PRECISIONS, time_block_value
 from .layouts import LAYOUTS
 from .model.operators import DEFAULT_OPERATOR, OPERATORS, all_parameters, operator
 from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
@@ -160,13 +160,10 @@ def convert(key: str, value: Any, where: str = "") -> Any:
                 raise ValueError("must be a power of two (1, 2, 4, 8, ...) or 'auto'")
             return v
         if kind == "time_block":
-            if isinstance(value, str) and value.strip().lower() == "auto":
-                return "auto"
-            v = as_int(value) if not isinstance(value, str) or value.strip().isdigit() else 0
-            if not 1 <= v <= MAX_TIME_BLOCK:
-                raise ValueError(f"must be 'auto' or an integer from 1 to {MAX_TIME_BLOCK} (steps per sweep; "
-                                 f"1 is no temporal blocking)")
-            return v
+            try:
+                return time_block_value(value)
+            except ValueError as e:
+                raise ConfigError(f"{where + ': ' if where else ''}{e}") from None
         if kind == "split":
             if isinstance(value, str) and value.strip().lower() == "auto":
                 return "auto"

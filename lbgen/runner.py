@@ -13,7 +13,7 @@ from typing import Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from .codegen import BACKENDS, MAX_TIME_BLOCK, KernelSpec, SpecError, default_layout, generate
+from .codegen import BACKENDS, KernelSpec, SpecError, default_layout, generate, time_block_value
 from .layouts import CLUSTERED, HALO
 from .model import velocity_set
 from .model.operators import DEFAULT_OPERATOR, all_parameters
@@ -116,7 +116,10 @@ class Simulation:
         for b in (backend, device_backend):
             if b is not None and b not in BACKENDS:
                 raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(BACKENDS)}")
-        check_time_block(time_block)
+        try:
+            time_block = time_block_value(time_block)
+        except ValueError as e:
+            raise SimulationError(str(e)) from None
         if time_block not in (1, "auto") and not fused:
             raise SimulationError(f"time_block={time_block} blocks the fused step; it cannot run with fused=False")
         if time_block not in (1, "auto") and (backend != "c" or device_backend is not None):
@@ -433,15 +436,6 @@ class Simulation:
             if bar is not None:
                 bar.close()
         return RunStats(steps=steps, seconds=elapsed, sites=self.lx * self.ly)
-
-
-def check_time_block(value) -> None:
-    """time_block must be 'auto' or an integer 1..MAX_TIME_BLOCK (1: one step per sweep)."""
-    if value == "auto":
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_TIME_BLOCK:
-        raise SimulationError(f"time_block={value!r}: give 'auto' or an integer from 1 to {MAX_TIME_BLOCK} "
-                              f"(time steps per sweep; 1 is no temporal blocking)")
 
 
 def load_fields(path) -> Dict[str, np.ndarray]:

@@ -123,7 +123,7 @@ def test_time_block_beyond_the_walls_changes_the_result(state, two_thread_progra
 def test_bad_depth_is_refused_by_name(depth, two_thread_program):
     prog = two_thread_program("caosoa", 4, "bgk", False)
     a, b = prog.allocate(), prog.allocate()
-    with pytest.raises(ValueError, match=f"time block {depth!r} is not an integer from 1 to {MAX_TIME_BLOCK}"):
+    with pytest.raises(ValueError, match=f"time block {depth!r} is not an integer"):
         prog.fused_tb(a, b, depth, **PARAMS["bgk"])
 
 
@@ -151,9 +151,9 @@ def test_simulation_time_block_equals_single_steps_with_a_remainder(walls):
 
 
 @pytest.mark.parametrize("kw, message", [
-    (dict(time_block=0), "time_block=0: give 'auto' or an integer from 1 to"),
-    (dict(time_block=MAX_TIME_BLOCK + 1), f"time_block={MAX_TIME_BLOCK + 1}: give 'auto'"),
-    (dict(time_block="2"), "time_block='2': give 'auto'"),
+    (dict(time_block=0), "time block 0 is not auto or an integer from 1 to"),
+    (dict(time_block=MAX_TIME_BLOCK + 1), f"time block {MAX_TIME_BLOCK + 1} is not auto or an integer"),
+    (dict(time_block="deep"), "time block 'deep' is not auto or an integer"),
     (dict(time_block=2, fused=False), "cannot run with fused=False"),
     (dict(time_block=2, backend="opencl"), "runs on the C backend alone, not backend='opencl'"),
 ])
@@ -178,7 +178,7 @@ def test_cli_run_with_a_time_block(tmp_path):
     assert "time block 2: 2 steps per sweep; --check-every 3 not a multiple of it" in result.output
     assert "done: 7 steps" in result.output
     bad = CliRunner().invoke(main, ["run", "--time-block", "deep"])
-    assert bad.exit_code == 2 and "time_block='deep' must be 'auto' or an integer from 1 to" in bad.output
+    assert bad.exit_code == 2 and "time block 'deep' is not auto or an integer from 1 to" in bad.output
 
 
 def test_tune_chooses_and_stores_the_time_block(tmp_path, monkeypatch):
