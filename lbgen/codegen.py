@@ -25,6 +25,10 @@ from .model.assignments import AssignmentList
 
 BACKENDS = ("c", "opencl", "cuda")
 MIN_LY_WALLS = 8
+#: error codes of the emitted `<prefix>_check(lx, ly, ...)` (0: the sizes are valid)
+SIZE_ERRORS = ("SIZE", "VL", "HALO", "WALLS", "COMPILED")
+#: the entry points every backend emits (with the prefix), in this order; "bc" with walls
+ENTRY_POINTS = ("halo", "propagate", "bc", "collide", "fused", "init_equilibrium", "fields", "pack", "unpack")
 #: cluster length when a clustered layout is asked for without one: one AVX-512 vector of
 #: doubles on the CPU, one warp on GPUs
 DEFAULT_VL = {"c": 8, "opencl": 32, "cuda": 32}
@@ -224,6 +228,39 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
     return " ".join(words)
 
 
+def size_rules(spec: KernelSpec) -> List[dict]:
+    """The lattice sizes the emitted kernels accept, as the emitted checks state them.
+
+    Each rule: ``code`` (a name of SIZE_ERRORS), ``c`` (a C condition on ``lx``, ``ly`` that
+    holds for valid sizes; ``/`` is integer division), ``message`` (printf format naming the
+    bad value and the rule), ``args`` (its C arguments) and ``text`` (the rule in words).
+    """
+    vl = spec.vl if spec.layout in ("csoa", "caosoa") else 1
+    rules = [dict(code="SIZE", c="lx >= 1 && ly >= 1", message="lattice %d x %d: lx and ly must be >= 1",
+                  args="lx, ly", text="LX >= 1 and LY >= 1")]
+    if vl > 1:
+        rules.append(dict(code="VL", c=f"ly % {vl} == 0", message=f"ly=%d is not a multiple of VL={vl}",
+                          args="ly", text=f"LY a multiple of VL = {vl}"))
+        rules.append(dict(code="HALO", c=f"ly / {vl} >= {HALO}",
+                          message=f"ly=%d gives LY/VL = %d cluster rows; the {HALO}-row halo needs "
+                                  f"LY/VL >= {HALO} (ly >= {HALO * vl})",
+                          args=f"ly, ly / {vl}", text=f"LY/VL >= {HALO}, i.e. LY >= {HALO * vl} (the halo is "
+                                                      f"{HALO} cluster rows)"))
+    if spec.walls:
+        rules.append(dict(code="WALLS", c=f"ly >= {MIN_LY_WALLS}",
+                          message=f"ly=%d is too small for walls: they need ly >= {MIN_LY_WALLS}", args="ly",
+                          text=f"walls: LY >= {MIN_LY_WALLS} (3 wall rows at each side and the fourth row "
+                               f"they read)"))
+    if spec.compile_time_sizes:
+        rules.append(dict(code="COMPILED", c=f"lx == {spec.lx} && ly == {spec.ly}",
+                          message=f"lattice %d x %d: these kernels were generated for {spec.lx} x {spec.ly}",
+                          args="lx, ly", text=f"LX = {spec.lx}, LY = {spec.ly} (compile-time sizes)"))
+    for rule in rules:
+        rule["value"] = SIZE_ERRORS.index(rule["code"]) + 1
+        rule["py"] = rule["c"].replace("&&", "and").replace(" / ", " // ")
+    return rules
+
+
 def template_context(spec: KernelSpec) -> dict:
     vs = velocity_set(spec.velocity_set)
     col = collide(spec.collision, spec.velocity_set)
@@ -271,6 +308,13 @@ def template_context(spec: KernelSpec) -> dict:
         "align": min(64, vl * real_bytes) if clustered else real_bytes,
         "block_size": spec.block_size,
         "walls": wall_context(spec) if spec.walls else None,
+        "cx": [int(e[0]) for e in vs.velocities],
+        "cy": [int(e[1]) for e in vs.velocities],
+        "opposite": list(vs.opposite),
+        "min_ly_walls": MIN_LY_WALLS,
+        "size_rules": size_rules(spec),
+        "size_errors": SIZE_ERRORS,
+        "entry_points": [n for n in ENTRY_POINTS if n != "bc" or spec.walls],
     }
 
 
@@ -302,7 +346,7 @@ def wall_context(spec: KernelSpec) -> dict:
 _MAIN_TEMPLATES = {
     "c": [("lbgen_kernels.c", "c/kernels.c.j2"), ("lbgen_kernels.h", "c/kernels.h.j2")],
     "opencl": [("lbgen_kernels.cl", "opencl/kernels.cl.j2")],
-    "cuda": [("lbgen_kernels.cu", "cuda/kernels.cu.j2")],
+    "cuda": [("lbgen_kernels.cu", "cuda/kernels.cu.j2"), ("lbgen_kernels.cuh", "cuda/kernels.cuh.j2")],
 }
 
 
@@ -334,8 +378,7 @@ def generate(spec: KernelSpec) -> KernelSource:
         name = out_name.replace("lbgen", spec.prefix)
         files[name] = env.get_template(template).render(**ctx)
     main = next(iter(files))
-    entry = tuple(f"{spec.prefix}_{n}" for n in ("halo", "propagate", "collide", "fused", "init_equilibrium",
-                                                 "fields", "pack", "unpack"))
+    entry = tuple(f"{spec.prefix}_{n}" for n in ctx["entry_points"])
     col = collide(spec.collision, spec.velocity_set)
     return KernelSource(spec=spec, files=files, main_file=main, entry_points=entry,
                         flops={"collide": col.flops, "fused": col.flops, "propagate": 0})
