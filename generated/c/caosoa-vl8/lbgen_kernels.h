@@ -84,16 +84,16 @@ int lbgen_set_threads(int n);
 void lbgen_halo(lbgen_real *f, int lx, int ly);
 /* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py); needs a fresh halo in prv. */
 void lbgen_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly);
-/* Collision (bgk) of every interior site of in, written to out (may equal in).
+/* Collision (bgk) of every interior site of in, written to out_f (may equal in).
    tau: relaxation time; (ax, ay): force per unit mass per step (momentum gains rho*a). */
-void lbgen_collide(const lbgen_real *in, lbgen_real *out, int lx, int ly, double tau, double ax, double ay);
+void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, double tau, double ax, double ay);
 /* propagate + collide in one sweep: prv (fresh halo) -> nxt. */
 void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, double tau, double ax, double ay);
 /* f = equilibrium of the fields (arrays of LX*LY doubles, index x*LY + y); halo refreshed.
    Velocities in the units of sum(xi_i f_i)/rho with xi_i = r e_i. */
-void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho, const double *ux, const double *uy, const double *T);
+void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in);
 /* Fields of f: rho = sum f, u = sum xi f / rho, T = sum |xi - u|^2 f / (2 rho). */
-void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho, double *ux, double *uy, double *T);
+void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o);
 /* Plain array plain[(p*LX + x)*LY + y] (Q x LX x LY doubles) to and from the layout. */
 void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly);   /* halo refreshed */
 void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly);

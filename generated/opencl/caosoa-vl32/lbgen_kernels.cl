@@ -195,9 +195,9 @@ __kernel void lbgen_propagate(__global const real *restrict prv, __global real *
     nxt[site + 36*SP] = f36;
 }
 
-__kernel void lbgen_collide(__global const real *src, __global real *dst, int lx, int ly, real tau, real ax, real ay)
+__kernel void lbgen_collide(__global const real *in, __global real *out_f, int lx, int ly, real tau, real ax, real ay)
 {
-    /* src and dst may alias: each site reads all its populations before writing */
+    /* in and out_f may alias: each site reads all its populations before writing */
     SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
@@ -211,43 +211,43 @@ __kernel void lbgen_collide(__global const real *src, __global real *dst, int lx
 
     SITE_OF_WORK_ITEM;
 
-    const real f0 = src[site + 0];
-    const real f1 = src[site + 1*SP];
-    const real f2 = src[site + 2*SP];
-    const real f3 = src[site + 3*SP];
-    const real f4 = src[site + 4*SP];
-    const real f5 = src[site + 5*SP];
-    const real f6 = src[site + 6*SP];
-    const real f7 = src[site + 7*SP];
-    const real f8 = src[site + 8*SP];
-    const real f9 = src[site + 9*SP];
-    const real f10 = src[site + 10*SP];
-    const real f11 = src[site + 11*SP];
-    const real f12 = src[site + 12*SP];
-    const real f13 = src[site + 13*SP];
-    const real f14 = src[site + 14*SP];
-    const real f15 = src[site + 15*SP];
-    const real f16 = src[site + 16*SP];
-    const real f17 = src[site + 17*SP];
-    const real f18 = src[site + 18*SP];
-    const real f19 = src[site + 19*SP];
-    const real f20 = src[site + 20*SP];
-    const real f21 = src[site + 21*SP];
-    const real f22 = src[site + 22*SP];
-    const real f23 = src[site + 23*SP];
-    const real f24 = src[site + 24*SP];
-    const real f25 = src[site + 25*SP];
-    const real f26 = src[site + 26*SP];
-    const real f27 = src[site + 27*SP];
-    const real f28 = src[site + 28*SP];
-    const real f29 = src[site + 29*SP];
-    const real f30 = src[site + 30*SP];
-    const real f31 = src[site + 31*SP];
-    const real f32 = src[site + 32*SP];
-    const real f33 = src[site + 33*SP];
-    const real f34 = src[site + 34*SP];
-    const real f35 = src[site + 35*SP];
-    const real f36 = src[site + 36*SP];
+    const real f0 = in[site + 0];
+    const real f1 = in[site + 1*SP];
+    const real f2 = in[site + 2*SP];
+    const real f3 = in[site + 3*SP];
+    const real f4 = in[site + 4*SP];
+    const real f5 = in[site + 5*SP];
+    const real f6 = in[site + 6*SP];
+    const real f7 = in[site + 7*SP];
+    const real f8 = in[site + 8*SP];
+    const real f9 = in[site + 9*SP];
+    const real f10 = in[site + 10*SP];
+    const real f11 = in[site + 11*SP];
+    const real f12 = in[site + 12*SP];
+    const real f13 = in[site + 13*SP];
+    const real f14 = in[site + 14*SP];
+    const real f15 = in[site + 15*SP];
+    const real f16 = in[site + 16*SP];
+    const real f17 = in[site + 17*SP];
+    const real f18 = in[site + 18*SP];
+    const real f19 = in[site + 19*SP];
+    const real f20 = in[site + 20*SP];
+    const real f21 = in[site + 21*SP];
+    const real f22 = in[site + 22*SP];
+    const real f23 = in[site + 23*SP];
+    const real f24 = in[site + 24*SP];
+    const real f25 = in[site + 25*SP];
+    const real f26 = in[site + 26*SP];
+    const real f27 = in[site + 27*SP];
+    const real f28 = in[site + 28*SP];
+    const real f29 = in[site + 29*SP];
+    const real f30 = in[site + 30*SP];
+    const real f31 = in[site + 31*SP];
+    const real f32 = in[site + 32*SP];
+    const real f33 = in[site + 33*SP];
+    const real f34 = in[site + 34*SP];
+    const real f35 = in[site + 35*SP];
+    const real f36 = in[site + 36*SP];
 
     const real s3 = f3 + f33;
     const real s7 = f29 + f7;
@@ -527,43 +527,43 @@ __kernel void lbgen_collide(__global const real *src, __global real *dst, int lx
     const real fout35 = E1 - O1 - f35*t111;
     const real fout36 = E0 - O0 - f36*t111;
 
-    dst[site + 0*SP] = fout0;
-    dst[site + 1*SP] = fout1;
-    dst[site + 2*SP] = fout2;
-    dst[site + 3*SP] = fout3;
-    dst[site + 4*SP] = fout4;
-    dst[site + 5*SP] = fout5;
-    dst[site + 6*SP] = fout6;
-    dst[site + 7*SP] = fout7;
-    dst[site + 8*SP] = fout8;
-    dst[site + 9*SP] = fout9;
-    dst[site + 10*SP] = fout10;
-    dst[site + 11*SP] = fout11;
-    dst[site + 12*SP] = fout12;
-    dst[site + 13*SP] = fout13;
-    dst[site + 14*SP] = fout14;
-    dst[site + 15*SP] = fout15;
-    dst[site + 16*SP] = fout16;
-    dst[site + 17*SP] = fout17;
-    dst[site + 18*SP] = fout18;
-    dst[site + 19*SP] = fout19;
-    dst[site + 20*SP] = fout20;
-    dst[site + 21*SP] = fout21;
-    dst[site + 22*SP] = fout22;
-    dst[site + 23*SP] = fout23;
-    dst[site + 24*SP] = fout24;
-    dst[site + 25*SP] = fout25;
-    dst[site + 26*SP] = fout26;
-    dst[site + 27*SP] = fout27;
-    dst[site + 28*SP] = fout28;
-    dst[site + 29*SP] = fout29;
-    dst[site + 30*SP] = fout30;
-    dst[site + 31*SP] = fout31;
-    dst[site + 32*SP] = fout32;
-    dst[site + 33*SP] = fout33;
-    dst[site + 34*SP] = fout34;
-    dst[site + 35*SP] = fout35;
-    dst[site + 36*SP] = fout36;
+    out_f[site + 0*SP] = fout0;
+    out_f[site + 1*SP] = fout1;
+    out_f[site + 2*SP] = fout2;
+    out_f[site + 3*SP] = fout3;
+    out_f[site + 4*SP] = fout4;
+    out_f[site + 5*SP] = fout5;
+    out_f[site + 6*SP] = fout6;
+    out_f[site + 7*SP] = fout7;
+    out_f[site + 8*SP] = fout8;
+    out_f[site + 9*SP] = fout9;
+    out_f[site + 10*SP] = fout10;
+    out_f[site + 11*SP] = fout11;
+    out_f[site + 12*SP] = fout12;
+    out_f[site + 13*SP] = fout13;
+    out_f[site + 14*SP] = fout14;
+    out_f[site + 15*SP] = fout15;
+    out_f[site + 16*SP] = fout16;
+    out_f[site + 17*SP] = fout17;
+    out_f[site + 18*SP] = fout18;
+    out_f[site + 19*SP] = fout19;
+    out_f[site + 20*SP] = fout20;
+    out_f[site + 21*SP] = fout21;
+    out_f[site + 22*SP] = fout22;
+    out_f[site + 23*SP] = fout23;
+    out_f[site + 24*SP] = fout24;
+    out_f[site + 25*SP] = fout25;
+    out_f[site + 26*SP] = fout26;
+    out_f[site + 27*SP] = fout27;
+    out_f[site + 28*SP] = fout28;
+    out_f[site + 29*SP] = fout29;
+    out_f[site + 30*SP] = fout30;
+    out_f[site + 31*SP] = fout31;
+    out_f[site + 32*SP] = fout32;
+    out_f[site + 33*SP] = fout33;
+    out_f[site + 34*SP] = fout34;
+    out_f[site + 35*SP] = fout35;
+    out_f[site + 36*SP] = fout36;
 }
 
 __kernel void lbgen_fused(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, real tau, real ax, real ay)
