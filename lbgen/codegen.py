@@ -19,27 +19,42 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
 from . import __version__
-from .layouts import HALO, LAYOUTS, Layout, LayoutError, make_layout
+from .layouts import CLUSTERED, HALO, LAYOUTS, Layout, LayoutError, make_layout, tag as layout_tag
 from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assignments, velocity_set
+from .model.operators import OPERATOR_RECORDS
 from .model.assignments import AssignmentList
+from .kernel_api import ENTRY_POINTS, SIZE_ERRORS, size_rules
 
 BACKENDS = ("c", "opencl", "cuda")
 MIN_LY_WALLS = 8
-#: error codes of the emitted `<prefix>_check(lx, ly, ...)` (0: the sizes are valid)
-SIZE_ERRORS = ("SIZE", "VL", "HALO", "WALLS", "COMPILED")
-#: the entry points every backend emits (with the prefix), in this order; "bc" with walls
-ENTRY_POINTS = ("halo", "propagate", "bc", "collide", "fused", "init_equilibrium", "fields", "pack", "unpack")
+#: preferred cluster lengths per backend, fastest first (measured with `lbgen bench`; see
+#: README: default layout/VL)
+PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (32, 16, 64, 8, 4)}
 #: cluster length when a clustered layout is asked for without one: one AVX-512 vector of
 #: doubles on the CPU, one warp on GPUs
-DEFAULT_VL = {"c": 8, "opencl": 32, "cuda": 32}
+DEFAULT_VL = {backend: vls[0] for backend, vls in PREFERRED_VL.items()}
 #: "mixed": populations stored as float, arithmetic in double (C backend)
 PRECISIONS = ("double", "single", "mixed")
 
-#: parameters of each collision operator as they appear in the C API, in order
-OPERATOR_PARAMETERS = {
-    "bgk": ("tau", "ax", "ay"),
-    "regularized": ("C1", "C2", "C3", "ax", "ay"),
-}
+#: parameters of each collision operator as they appear in the kernel API, in order (from the
+#: operator records of lbgen.model.operators)
+OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORDS.items()}
+
+
+def default_layout(backend: str, ly: int) -> Tuple[str, Optional[int]]:
+    """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.
+
+    (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
+
+    On the CPU CAoSoA with VL = 8 (one AVX-512 vector of doubles) is the best combined
+    propagate + collide layout (paper Table 2; measured with `lbgen bench`); on GPUs a
+    cluster of 32 lanes maps to one warp.  When no preferred VL divides LY with
+    LY/VL >= the halo width the unclustered SoA layout is used.
+    """
+    for vl in PREFERRED_VL.get(backend, (8,)):
+        if ly % vl == 0 and ly // vl >= HALO:
+            return "caosoa", vl
+    return "soa", None
 
 
 class SpecError(ValueError):
@@ -115,7 +130,7 @@ class KernelSpec:
 
     @property
     def tag(self) -> str:
-        return f"{self.layout}-vl{self.vl}" if self.layout in ("csoa", "caosoa") else self.layout
+        return layout_tag(self.layout, self.vl)
 
     def validate(self, lx: Optional[int] = None, ly: Optional[int] = None) -> "KernelSpec":
         """Check every field; with sizes, also the layout rules.  Returns a normalised spec."""
@@ -136,7 +151,7 @@ class KernelSpec:
             raise SpecError("give both lx and ly for compile-time sizes, or neither for run-time sizes")
         vs = velocity_set(self.velocity_set)
         spec = self
-        clustered = self.layout in ("csoa", "caosoa")
+        clustered = self.layout in CLUSTERED
         if not clustered and self.vl not in (None, 1):
             raise SpecError(f"layout {self.layout} takes no VL (got VL={self.vl}); VL applies to csoa and caosoa")
         if isinstance(self.vl, np.integer):
@@ -212,7 +227,7 @@ def _index_terms(layout_name: str, velocities) -> Dict[str, list]:
 def emit_command(spec: KernelSpec) -> str:  # noqa: C901
     """The `lbgen emit` command line that reproduces a spec."""
     words = ["lbgen emit", f"--backend {spec.backend}", f"--layout {spec.layout}"]
-    if spec.layout in ("csoa", "caosoa"):
+    if spec.layout in CLUSTERED:
         words.append(f"--vl {spec.vl}")
     words += [f"--precision {spec.precision}", f"--collision {spec.collision}"]
     if spec.compile_time_sizes:
@@ -228,45 +243,12 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
     return " ".join(words)
 
 
-def size_rules(spec: KernelSpec) -> List[dict]:
-    """The lattice sizes the emitted kernels accept, as the emitted checks state them.
-
-    Each rule: ``code`` (a name of SIZE_ERRORS), ``c`` (a C condition on ``lx``, ``ly`` that
-    holds for valid sizes; ``/`` is integer division), ``message`` (printf format naming the
-    bad value and the rule), ``args`` (its C arguments) and ``text`` (the rule in words).
-    """
-    vl = spec.vl if spec.layout in ("csoa", "caosoa") else 1
-    rules = [dict(code="SIZE", c="lx >= 1 && ly >= 1", message="lattice %d x %d: lx and ly must be >= 1",
-                  args="lx, ly", text="LX >= 1 and LY >= 1")]
-    if vl > 1:
-        rules.append(dict(code="VL", c=f"ly % {vl} == 0", message=f"ly=%d is not a multiple of VL={vl}",
-                          args="ly", text=f"LY a multiple of VL = {vl}"))
-        rules.append(dict(code="HALO", c=f"ly / {vl} >= {HALO}",
-                          message=f"ly=%d gives LY/VL = %d cluster rows; the {HALO}-row halo needs "
-                                  f"LY/VL >= {HALO} (ly >= {HALO * vl})",
-                          args=f"ly, ly / {vl}", text=f"LY/VL >= {HALO}, i.e. LY >= {HALO * vl} (the halo is "
-                                                      f"{HALO} cluster rows)"))
-    if spec.walls:
-        rules.append(dict(code="WALLS", c=f"ly >= {MIN_LY_WALLS}",
-                          message=f"ly=%d is too small for walls: they need ly >= {MIN_LY_WALLS}", args="ly",
-                          text=f"walls: LY >= {MIN_LY_WALLS} (3 wall rows at each side and the fourth row "
-                               f"they read)"))
-    if spec.compile_time_sizes:
-        rules.append(dict(code="COMPILED", c=f"lx == {spec.lx} && ly == {spec.ly}",
-                          message=f"lattice %d x %d: these kernels were generated for {spec.lx} x {spec.ly}",
-                          args="lx, ly", text=f"LX = {spec.lx}, LY = {spec.ly} (compile-time sizes)"))
-    for rule in rules:
-        rule["value"] = SIZE_ERRORS.index(rule["code"]) + 1
-        rule["py"] = rule["c"].replace("&&", "and").replace(" / ", " // ")
-    return rules
-
-
 def template_context(spec: KernelSpec) -> dict:
     vs = velocity_set(spec.velocity_set)
     col = collide(spec.collision, spec.velocity_set)
     eq = equilibrium_assignments(spec.velocity_set)
     mac = macroscopic_assignments(spec.velocity_set)
-    clustered = spec.layout in ("csoa", "caosoa")
+    clustered = spec.layout in CLUSTERED
     vl = spec.vl if clustered else 1
     real_bytes = 8 if spec.precision == "double" else 4     # bytes of one stored population
     strides = Layout.stride_formulas(spec.layout)
@@ -312,7 +294,7 @@ def template_context(spec: KernelSpec) -> dict:
         "cy": [int(e[1]) for e in vs.velocities],
         "opposite": list(vs.opposite),
         "min_ly_walls": MIN_LY_WALLS,
-        "size_rules": size_rules(spec),
+        "size_rules": size_rules(spec, MIN_LY_WALLS),
         "size_errors": SIZE_ERRORS,
         "entry_points": [n for n in ENTRY_POINTS if n != "bc" or spec.walls],
     }
