@@ -257,7 +257,7 @@ def test_c_makefile_defaults_to_gcc_but_takes_cc(tmp_path):
 def test_header_comment_names_no_wall_argument():
     periodic = generate(KernelSpec(layout="soa")).files["lbgen_kernels.h"]
     walls = generate(KernelSpec(layout="soa", walls=True)).files["lbgen_kernels.h"]
-    assert "`wall` is no argument: 0 everywhere" in periodic
-    assert "`wall` is no argument: 1 on the 3 rows next to each wall" in walls
+    assert "wall rows here: none (periodic box: generated without walls); fixed when generated, not an argument" in periodic
+    assert "wall rows here: the 3 rows next to each wall; fixed when generated, not an argument" in walls
     collide = re.search(r"void lbgen_collide\(([^)]*)\)", periodic).group(1)
     assert "wall" not in collide

@@ -11,7 +11,8 @@
  * precision   double (double)
  * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
  *             605 floating-point operations per site (counted on the generated code)
- *             `wall` is no argument: 0 everywhere (periodic box: generated without walls)
+ *             wall rows here: none (periodic box: generated without walls); fixed when generated, not an argument
+
  * sizes       run-time (lx, ly arguments)
  * streaming   non-temporal stores for whole clusters (intrinsics, portable fallback)
  * halo        3 columns in X and 3 cluster rows in Y around every region
