@@ -9,6 +9,10 @@ globals and calling the kernel.  ``ShimProgram`` launches them with the same geo
 as the pycuda runtime (:class:`lbgen.backends.cuda.LaunchProgram`), so the thread ->
 site mapping, the halo split and the kernel bodies are all checked on a machine
 without a GPU.  Builds are cached on disk under ``<cache>/cuda-shim/<key>/``.
+
+The shim also stands in for ``cuda_runtime.h`` (memory, events, ``cudaLaunchKernel``), so
+the emitted host launch wrappers and a whole host program (``build_host_program``: e.g.
+the emitted ``example.cu`` with ``<prefix>_kernels.cu``) run on the CPU as well.
 """
 from __future__ import annotations
 
