@@ -29,7 +29,9 @@ def _friendly(fn):
     import functools
 
     from .backends.base import BackendUnavailable, CompileError
+    from .paths import describe_os_error
     from .runner import SimulationError
+    from .stopping import RunInterrupted
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -43,6 +45,11 @@ def _friendly(fn):
                 raise UserError(str(e)) from None
             if isinstance(e, CompileError):
                 raise click.ClickException(str(e)) from None
+            if isinstance(e, RunInterrupted):
+                click.echo(str(e), err=True)
+                sys.exit(e.exit_code)
+            if isinstance(e, OSError):          # read-only folders, HOME=/, a full disk: no traceback
+                raise UserError(describe_os_error(e, "a file")) from None
             raise
     return wrapper
 
@@ -257,6 +264,8 @@ _ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, Tr
 @click.option("--fields-format", type=click.Choice(["h5", "npz"]), default="h5", show_default=True)
 @click.option("--resume", type=click.Path(exists=True, file_okay=False), default=None,
               help="Continue the run in this folder from its newest checkpoint (up to --steps if given).")
+@click.option("--overwrite", is_flag=True, default=False,
+              help="Replace the run already in --out (otherwise a new run into it is refused).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of random set-ups.")
 @click.option("--amplitude", type=float, default=None, help="Amplitude of the set-up (wave, noise or interface).")
 @click.option("--threads", type=int, default=0, help="OpenMP threads (0: OMP_NUM_THREADS or all cores).")
@@ -286,6 +295,10 @@ def run(ctx, setup, config, **opts):
     root = comm is None or comm.rank == 0
     show_progress = opts.pop("progress") and sys.stderr.isatty() and root
     resume = opts.pop("resume")
+    overwrite = opts.pop("overwrite")
+    if opts.get("save"):
+        from .paths import writable_file
+        writable_file(opts["save"], "--save")     # before the run, not after it
     echo = (lambda m: click.echo(m, err=True)) if root else (lambda m: None)  # noqa: E731
     if resume:
         given = ctx.get_parameter_source("steps").name != "DEFAULT"
@@ -327,7 +340,7 @@ def run(ctx, setup, config, **opts):
         hetero=opts["hetero"], split=opts["split"], device=opts["device"])
     if opts["split"] is not None and not opts["hetero"]:
         raise UserError("--split needs --hetero opencl|cuda")
-    runner = Run(cfg, echo=echo, comm=comm)
+    runner = Run(cfg, echo=echo, comm=comm, overwrite=overwrite)
     spec = runner.sim.spec
     regions = getattr(runner.sim, "rank_regions", None) or [
         {"backend": r.program.spec.backend, "layout": r.program.layout.tag, "columns": [r.x_start, r.width]}
@@ -348,7 +361,8 @@ def _report(runner, result, save):
     out = sim.fields()                     # collective with MPI: rank 0 gets the fields
     if not runner.root:
         return
-    click.echo(f"done: {result['steps_run']} steps in {result['seconds']:.3f} s, {result['mlups']:.2f} MLUPS; "
+    speed = f"{result['mlups']:.2f} MLUPS" if result["mlups"] is not None else "no steps timed"
+    click.echo(f"done: {result['steps_run']} steps in {result['seconds']:.3f} s, {speed}; "
                f"step {result['steps']}, total mass {float(out['rho'].sum()):.12g}")
     if runner.cfg.out:
         click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
