@@ -233,9 +233,9 @@ _ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, Tr
 @click.argument("setup", required=False, default=None)
 @click.option("--config", type=click.Path(exists=True, dir_okay=False), default=None,
               help="TOML file with any of these options (flags given on the command line win).")
-@click.option("--lx", type=int, default=64, show_default=True)
-@click.option("--ly", type=int, default=256, show_default=True)
-@click.option("--steps", type=int, default=1000, show_default=True, help="Total steps (also when resuming).")
+@click.option("--lx", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--ly", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--steps", type=click.IntRange(min=0), default=1000, show_default=True, help="Total steps (also when resuming).")
 @click.option("--tau", type=float, default=0.8, show_default=True, help="BGK relaxation time (> 1/2).")
 @click.option("--collision", default=None, help=f"One of {', '.join(OPERATORS)} (default: bgk; regularized for rayleigh-taylor).")
 @click.option("--c1", type=float, default=1e-3, show_default=True, help="Regularized: tau1 = 1/2 + C1/(rho T).")
@@ -374,8 +374,8 @@ def _report(runner, result, save):
 
 # --- model -------------------------------------------------------------------------------
 @main.command()
-@click.option("--lx", type=int, default=256, show_default=True)
-@click.option("--ly", type=int, default=1024, show_default=True)
+@click.option("--lx", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--ly", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--hetero", type=click.Choice(["opencl", "cuda"]), default="opencl", show_default=True,
               help="The device backend; the host backend is --backend.")
 @click.option("--backend", default="c", show_default=True)
@@ -385,16 +385,16 @@ def _report(runner, result, save):
 @click.option("--vl", default=None)
 @click.option("--walls", is_flag=True, help="Model the walled step (propagate, bc, collide).")
 @click.option("--device", default=None, help="OpenCL device ('P:D' or a name).")
-@click.option("--steps", type=int, default=5, show_default=True, help="Steps per micro-benchmark.")
-@click.option("--measure", "measure_points", type=int, default=0,
+@click.option("--steps", type=click.IntRange(min=1), default=5, show_default=True, help="Steps per micro-benchmark.")
+@click.option("--measure", "measure_points", type=click.IntRange(min=0), default=0,
               help="Also run the full lattice at this many splits and show measured MLUPS beside the model.")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="PNG of MLUPS against 2M/LX (paper Fig. 8).")
-@click.option("--ranks", type=int, default=0,
+@click.option("--ranks", type=click.IntRange(min=1), default=None,
               help="Multi-rank model instead: predicted step time and MLUPS for N = 1..RANKS MPI ranks "
                    "(measured beside it when run under mpiexec).")
-@click.option("--latency", type=float, default=None, help="With --ranks: message latency L [s] (default: "
+@click.option("--latency", type=click.FloatRange(min=0), default=None, help="With --ranks: message latency L [s] (default: "
               "measured by a ring shift under mpiexec, else 1e-6).")
-@click.option("--bandwidth", type=float, default=None, help="With --ranks: bandwidth B [bytes/s] (default: "
+@click.option("--bandwidth", type=click.FloatRange(min=0, min_open=True), default=None, help="With --ranks: bandwidth B [bytes/s] (default: "
               "measured under mpiexec, else 5e9).")
 @click.option("--no-overlap", is_flag=True, help="With --ranks: model communication not hidden behind the bulk.")
 @click.option("--json", "as_json", is_flag=True)
@@ -412,7 +412,7 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
     T = L + bytes/B from a ring-shift fit (under mpiexec) or --latency/--bandwidth."""
     from . import perfmodel
     from .driver import RunConfig, make_simulation
-    if ranks:
+    if ranks is not None:
         return _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps, ranks, latency,
                             bandwidth, not no_overlap, as_json)
     cfg = RunConfig(setup="uniform-noise", lx=lx, ly=ly, collision=collision, precision=precision, backend=backend,
@@ -537,9 +537,9 @@ def _parse_layouts(text):
               help="Comma list of aos, soa, csoa-vlN, caosoa-vlN.")
 @click.option("--collision", "collisions", default="bgk,regularized", show_default=True)
 @click.option("--precision", "precisions", default="double", show_default=True, help="double, single or both: double,single")
-@click.option("--steps", type=int, default=20, show_default=True)
-@click.option("--lx", type=int, default=6, show_default=True)
-@click.option("--ly", type=int, default=96, show_default=True)
+@click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--lx", type=click.IntRange(min=1), default=6, show_default=True)
+@click.option("--ly", type=click.IntRange(min=1), default=96, show_default=True)
 @click.option("--walls", is_flag=True, help="Check the bc kernel too (thermal walls, unfused steps).")
 @click.option("--strict", is_flag=True, help="No FMA contraction: backends must agree bit for bit.")
 @click.option("--seed", type=int, default=0, show_default=True)

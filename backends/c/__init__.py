@@ -14,6 +14,8 @@ from typing import Optional, Sequence
 import numpy as np
 from cffi import FFI
 
+from ...limits import resolve_threads
+
 from ..base import (BackendUnavailable, CompileError, HostBuffers, Program, aligned_zeros, build_library,  # noqa: F401
                     compiler_version, find_compiler)
 
@@ -70,7 +72,8 @@ class CProgram(HostBuffers, Program):
         self.lib = self.ffi.dlopen(str(self.library_path))
         self.prefix = source.spec.prefix
         self.real_c = "double" if self.spec.precision == "double" else "float"
-        self.threads = self._fn("set_threads")(int(threads))
+        # a thread count beyond the cap (also from OMP_NUM_THREADS) would crash libgomp
+        self.threads = self._fn("set_threads")(resolve_threads(int(threads)))
         self._sizes = () if source.spec.compile_time_sizes else (lx, ly)
 
     def _fn(self, name):
