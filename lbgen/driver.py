@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +18,8 @@ from typing import Callable, Dict, Optional, Tuple
 
 from . import __version__
 from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, prune_checkpoints, read_checkpoint, write_checkpoint
-from .limits import check_memory, check_threads, resolve_threads
-from .paths import describe_os_error, is_disk_full
-from .runfolder import RunFolder, RunFolderError
+from .limits import check_run_memory, check_threads, resolve_threads
+from .runfolder import RunFolder, RunFolderError, resume_command, write_failure
 from .stopping import RunInterrupted, StopSignals
 from .runner import SETUPS, Parameters, Simulation, SimulationError, Walls, load_fields
 
@@ -168,22 +166,6 @@ def _device_description(sim: Simulation) -> dict:
     return info
 
 
-def _check_memory(cfg: RunConfig) -> None:
-    """Refuse a lattice larger than the available memory, before the set-up allocates it."""
-    from .model import velocity_set
-    lx, ly = cfg.lx, cfg.ly
-    if cfg.init:
-        from .fieldfile import inspect_fields
-        lx, ly = inspect_fields(cfg.init)
-    itemsize = 8 if cfg.precision == "double" else 4
-    check_memory(lx, ly, velocity_set("d2q37").Q, itemsize, cfg.precision)
-
-
-def resume_command(cfg: RunConfig) -> str:
-    """The exact command that continues the run folder of cfg to cfg.steps."""
-    return f"lbgen run --resume {shlex.quote(str(cfg.out))} --steps {cfg.steps}"
-
-
 class Run:
     """Drives one run folder.  ``Run(cfg).execute()`` or ``Run.resume(dir).execute()``.
 
@@ -215,7 +197,7 @@ class Run:
         from .mpi import root_call
 
         def claim():          # before anything is allocated or compiled
-            _check_memory(cfg)
+            check_run_memory(cfg.lx, cfg.ly, cfg.precision, cfg.init)
             if cfg.out:
                 self.folder = RunFolder.claim(cfg.out, resume=resume, overwrite=overwrite, echo=self.echo)
         root_call(comm, claim)
@@ -402,11 +384,7 @@ class Run:
         try:
             what()
         except OSError as e:
-            kept = latest_checkpoint(self.cfg.out, verify=True) if self.cfg.out else None
-            reason = "the disk is full: " if is_disk_full(e) else ""
-            message = (f"{reason}{describe_os_error(e, 'to the run folder ' + str(self.cfg.out))} at step {step}. "
-                       + (f"The last good checkpoint is kept: {kept}; after freeing space continue with: "
-                          f"{resume_command(self.cfg)}" if kept else "No checkpoint was kept."))
+            message = write_failure(e, self.cfg.out, step, self.cfg.steps)
             try:
                 self._manifest("failed", message)
             except OSError:
@@ -426,7 +404,7 @@ class Run:
         self._manifest("interrupted", f"interrupted by {where}")
         kept = checkpoint_path(self.cfg.out, step)
         raise RunInterrupted(f"interrupted by {where}; checkpoint written: {kept}. Continue with:\n"
-                             f"  {resume_command(self.cfg)}", stop.signal)
+                             f"  {resume_command(self.cfg.out, self.cfg.steps)}", stop.signal)
 
     def execute(self, progress: bool = False) -> dict:
         cfg, sim = self.cfg, self.sim

@@ -100,3 +100,12 @@ def check_memory(lx: int, ly: int, Q: int, itemsize: int, precision: str) -> int
                          f"({Q} populations per site, two buffers, plus gathered copies and fields), "
                          f"but only {_gib(have)} are available here; choose a smaller --lx/--ly")
     return need
+
+
+def check_run_memory(lx: int, ly: int, precision: str, init=None) -> int:
+    """check_memory for a run of LX x LY (or of an --init file's size, read from its headers)."""
+    from .fieldfile import inspect_fields
+    from .model import velocity_set
+    if init:
+        lx, ly = inspect_fields(init)
+    return check_memory(lx, ly, velocity_set("d2q37").Q, 8 if precision == "double" else 4, precision)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import socket
 import time
@@ -25,8 +26,8 @@ from typing import Callable, List, Optional
 
 from filelock import FileLock, Timeout
 
-from .checkpoint import CHECKPOINT_DIRNAME, list_checkpoints
-from .paths import writable_folder
+from .checkpoint import CHECKPOINT_DIRNAME, latest_checkpoint, list_checkpoints
+from .paths import describe_os_error, is_disk_full, writable_folder
 
 LOCK_NAME = ".lbgen.lock"
 OWNER_NAME = ".lbgen-owner.json"
@@ -38,6 +39,22 @@ RUN_FOLDERS = (CHECKPOINT_DIRNAME, "fields", "vtk", "pictures")
 
 class RunFolderError(ValueError):
     """A run folder that cannot be used by this run; the message says why and what to do."""
+
+
+def resume_command(out, steps: int) -> str:
+    """The exact command that continues the run folder `out` up to `steps`."""
+    return f"lbgen run --resume {shlex.quote(str(out))} --steps {steps}"
+
+
+def write_failure(e: OSError, out, step: int, steps: int) -> str:
+    """The message of a write into run folder `out` that failed at `step` (a full disk, a
+    folder made read-only): what failed, the last good checkpoint (older ones are intact:
+    every write is atomic) and the command that continues the run."""
+    kept = latest_checkpoint(out, verify=True) if out else None
+    reason = "the disk is full: " if is_disk_full(e) else ""
+    return (f"{reason}{describe_os_error(e, f'to the run folder {out}')} at step {step}. "
+            + (f"The last good checkpoint is kept: {kept}; after freeing space continue with: "
+               f"{resume_command(out, steps)}" if kept else "No checkpoint was kept."))
 
 
 def read_status(path) -> Optional[dict]:
