@@ -116,6 +116,23 @@ def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: 
     return lib
 
 
+#: every library loaded stays loaded for the life of the process: unloading one whose
+#: OpenMP threads exist (libgomp goes with it when no other library holds it) crashes the
+#: process later, at its next fork or parallel region
+_LOADED: dict = {}
+
+
+def load_library(path, declarations: str):
+    """(ffi, lib) of a compiled library (cffi ABI mode), loaded once per process and path."""
+    from cffi import FFI
+    key = str(path)
+    if key not in _LOADED:
+        ffi = FFI()
+        ffi.cdef(declarations)
+        _LOADED[key] = (ffi, ffi.dlopen(key))
+    return _LOADED[key]
+
+
 def aligned_zeros(n: int, dtype, align: int = 64) -> np.ndarray:
     """A zeroed 1-D array whose data starts on an `align`-byte boundary (aligned vector loads)."""
     dtype = np.dtype(dtype)

@@ -296,6 +296,8 @@ def run(ctx, setup, config, **opts):
     show_progress = opts.pop("progress") and sys.stderr.isatty() and root
     resume = opts.pop("resume")
     overwrite = opts.pop("overwrite")
+    if resume and overwrite:
+        raise UserError("--overwrite replaces the run in --out; it cannot be combined with --resume")
     if opts.get("save"):
         from .paths import writable_file
         writable_file(opts["save"], "--save")     # before the run, not after it
