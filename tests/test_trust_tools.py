@@ -100,8 +100,8 @@ def test_emit_never_overwrites_a_file_it_did_not_write(tmp_path):
     (["model", "--ranks", "0"], "Invalid value for '--ranks': 0 is not in the range x>=1"),
     (["model", "--ranks", "2", "--latency", "-1"], "Invalid value for '--latency': -1.0 is not in the range x>=0"),
     (["model", "--ranks", "2", "--bandwidth", "0"], "Invalid value for '--bandwidth': 0.0 is not in the range x>0"),
-    (["run", "--steps", "-2"], "Invalid value for '--steps': -2 is not in the range x>=0"),
-    (["run", "--ly", "-8"], "Invalid value for '--ly': -8 is not in the range x>=1"),
+    (["run", "--steps", "-2"], "steps=-2 must be >= 0"),            # the run description's checks
+    (["run", "--ly", "-8"], "ly=-8 must be >= 1"),
 ])
 def test_out_of_range_arguments_are_refused_before_any_work(args, message, monkeypatch):
     from lbgen import driver, emit, verify
