@@ -168,7 +168,7 @@ class Run:
             cfg.lx, cfg.ly = shape
         if cfg.hetero and cfg.host_columns is None:
             if comm is None:
-                cfg.host_columns = resolve_split(cfg, echo)
+                cfg.host_columns = resolve_split(cfg, self.echo)
             else:   # rank 0 models its slab (the widest one); every rank uses its M
                 from .mpi import check_decomposition, slab_widths
                 check_decomposition(cfg.lx, comm.size)
