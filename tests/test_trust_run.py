@@ -13,7 +13,6 @@ from lbgen.checkpoint import checkpoint_path, latest_checkpoint, list_checkpoint
 from lbgen.cli import main
 from lbgen.driver import Run, RunConfig
 from lbgen.runfolder import OWNER_NAME, RunFolderError
-from lbgen.runner import SimulationError
 from lbgen.stopping import RunInterrupted
 
 quiet = dict(echo=lambda m: None)
