@@ -273,8 +273,12 @@ def test_thread_counts_beyond_the_cap(monkeypatch):
 def test_omp_num_threads_beyond_the_cap_is_lowered_with_a_message(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "100000")
     messages = []
-    run = Run(RunConfig(**SMALL, steps=2), echo=messages.append)
-    run.execute()
-    cap = limits.max_threads()
-    assert f"OMP_NUM_THREADS=100000 is beyond the cap of {cap} threads" in "\n".join(messages)
-    assert run.sim.program.threads == cap
+    try:
+        run = Run(RunConfig(**SMALL, steps=2), echo=messages.append)
+        run.execute()
+        cap = limits.max_threads()
+        assert f"OMP_NUM_THREADS=100000 is beyond the cap of {cap} threads" in "\n".join(messages)
+        assert run.sim.program.threads == cap
+    finally:    # the OpenMP thread count is per process: back to one for the other tests here
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        Run(RunConfig(**SMALL, steps=0, threads=1), **quiet)
