@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 from .codegen import BACKENDS, PRECISIONS
 from .layouts import LAYOUTS
 from .model.operators import DEFAULT_OPERATOR, OPERATORS, all_parameters, operator
+from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 from .output import PICTURE_QUANTITIES
 from .setups import SETUPS
 
@@ -59,6 +60,8 @@ SCHEMA: Tuple[Option, ...] = (
     Option("t_top", "float", 1.0, "Top wall temperature.", minimum=0.0),
     Option("adiabatic", "choice", "none", "Which walls are adiabatic (copy the fourth row's temperature).",
            choices=tuple(ADIABATIC)),
+    Option("wall_scheme", "choice", DEFAULT_WALL_SCHEME, "Wall scheme: lbgen, or reference (the production code's "
+           "bc: every row keeps its mass, bare bracket, fourth-row T + |a|^2/8; see README).", choices=WALL_SCHEMES),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
     Option("layout", "choice", None, "Data layout (default: the fastest valid for the backend, or the tuned one).",
            choices=tuple(LAYOUTS), optional=True),
@@ -91,7 +94,7 @@ SCHEMA: Tuple[Option, ...] = (
 OPTIONS: Dict[str, Option] = {o.key: o for o in SCHEMA}
 OPERATOR_KEYS = tuple(all_parameters())
 #: keys that describe the walls (the RunConfig keeps them as one `walls` record)
-WALL_KEYS = ("t_bottom", "t_top", "adiabatic")
+WALL_KEYS = ("t_bottom", "t_top", "adiabatic", "wall_scheme")
 
 
 def normalise_key(key: str) -> str:
@@ -159,6 +162,8 @@ def convert(key: str, value: Any, where: str = "") -> Any:
             if not 0 <= v <= 1:
                 raise ValueError("must be 'auto' or a host fraction 2M/LX in [0, 1]")
             return str(v)
+    except ConfigError:
+        raise
     except ValueError as e:
         raise ConfigError(f"{label}={value!r} {e}") from None
     raise AssertionError(kind)  # pragma: no cover
