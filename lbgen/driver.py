@@ -263,7 +263,11 @@ class Run:
             if meta.get("kernel_digest") not in (None, run.sim.source.digest):
                 echo("note: the kernels differ from the ones that wrote the checkpoint (lbgen or compiler changed)")
             return populations, step
-        loaded = root_call(comm, load_checkpoint)
+        try:
+            loaded = root_call(comm, load_checkpoint)
+        except BaseException:
+            run.close()                      # the folder is free again for a corrected command
+            raise
         populations, step = loaded if loaded is not None else (None, None)
         run.sim.restore(populations, step)
         step = run.sim.time_step
