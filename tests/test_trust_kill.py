@@ -86,7 +86,7 @@ def test_cli_signal_writes_a_checkpoint_and_prints_the_resume_command(tmp_path, 
     assert proc.returncode == 128 + signum, err
     manifest = json.loads((out / "manifest.json").read_text())
     step = manifest["step"]
-    assert manifest["status"] == "interrupted" and 0 < step < 100000
+    assert manifest["status"] == "interrupted" and 0 <= step < 100000    # step 0: stopped before the first step
     assert f"checkpoint written: {checkpoint_path(out, step)}" in err
     assert f"lbgen run --resume {out} --steps 100000" in err and "Traceback" not in err
     assert read_checkpoint(checkpoint_path(out, step))[1] == step      # resumed: test_trust_run
