@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from .cli_common import UserError, friendly
+from .codegen import MAX_TIME_BLOCK
 from .limits import max_threads
 from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
-from .codegen import MAX_TIME_BLOCK
 
 
 def _split(text: str):
