@@ -124,6 +124,12 @@ class Program(abc.ABC):
         """Thermal walls after propagate(prv -> nxt); only for specs generated with walls."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no bc kernel yet")
 
+    def diagnostics(self, f: Any) -> np.ndarray:
+        """Per-row reductions over x of the state in f: an (LY, ND) float64 array whose
+        columns are ``lbgen.diagnostics.ROW_QUANTITIES`` (the generated diagnostics kernel;
+        only LY x ND numbers leave the device)."""
+        raise NotImplementedError(f"the {self.spec.backend} backend has no diagnostics kernel")
+
     def _require_walls(self) -> None:
         if not self.spec.walls:
             raise ValueError("these kernels were generated without walls (KernelSpec(walls=True) adds the bc kernel)")

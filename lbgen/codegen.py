@@ -19,6 +19,7 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
 from . import __version__
+from .diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
 from .layouts import HALO, LAYOUTS, Layout, LayoutError, make_layout
 from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assignments, velocity_set
 from .model.assignments import AssignmentList
@@ -271,6 +272,7 @@ def template_context(spec: KernelSpec) -> dict:
         "align": min(64, vl * real_bytes) if clustered else real_bytes,
         "block_size": spec.block_size,
         "walls": wall_context(spec) if spec.walls else None,
+        "diag": {"ND": ND, "quantities": ROW_QUANTITIES, "index": ROW_INDEX},
     }
 
 
@@ -335,7 +337,7 @@ def generate(spec: KernelSpec) -> KernelSource:
         files[name] = env.get_template(template).render(**ctx)
     main = next(iter(files))
     entry = tuple(f"{spec.prefix}_{n}" for n in ("halo", "propagate", "collide", "fused", "init_equilibrium",
-                                                 "fields", "pack", "unpack"))
+                                                 "fields", "diagnostics", "pack", "unpack"))
     col = collide(spec.collision, spec.velocity_set)
     return KernelSource(spec=spec, files=files, main_file=main, entry_points=entry,
                         flops={"collide": col.flops, "fused": col.flops, "propagate": 0})
