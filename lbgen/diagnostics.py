@@ -25,6 +25,7 @@ ROW_QUANTITIES = (
     ("max_u2", "max"),            # max |u|^2
     ("min_rho", "min"),           # min rho
     ("min_T", "min"),             # min T
+    ("max_T", "max"),             # max T
     ("nonfinite", "sum"),         # sites with a NaN or Inf in rho, ux, uy or T
 )
 ROW_INDEX = {name: j for j, (name, _) in enumerate(ROW_QUANTITIES)}
@@ -32,7 +33,7 @@ ND = len(ROW_QUANTITIES)
 
 #: the scalars of :func:`scalars` (and of every row of series.csv after step and time)
 SCALARS = ("mass", "momentum_x", "momentum_y", "energy", "kinetic_energy", "mixing_width", "max_speed",
-           "min_rho", "min_T", "nonfinite")
+           "min_rho", "min_T", "max_T", "nonfinite")
 
 
 def rows_of_fields(fields: Dict[str, np.ndarray]) -> np.ndarray:
@@ -50,7 +51,7 @@ def rows_of_fields(fields: Dict[str, np.ndarray]) -> np.ndarray:
             "mass": rho.sum(0), "momentum_x": (rho * ux).sum(0), "momentum_y": (rho * uy).sum(0),
             "energy": (rho * T).sum(0) + kinetic.sum(0), "kinetic_energy": kinetic.sum(0), "T_sum": T.sum(0),
             "max_u2": masked(u2, 0.0).max(0), "min_rho": masked(rho, np.inf).min(0),
-            "min_T": masked(T, np.inf).min(0), "nonfinite": bad.sum(0).astype(np.float64),
+            "min_T": masked(T, np.inf).min(0), "max_T": masked(T, -np.inf).max(0), "nonfinite": bad.sum(0).astype(np.float64),
         }
     return np.stack([columns[name] for name, _ in ROW_QUANTITIES], axis=1)
 
@@ -85,7 +86,7 @@ def scalars(rows: np.ndarray, lx: int, T_hot: Optional[float] = None, T_cold: Op
     mass = sum rho; momentum_x/y = sum rho u; energy = sum rho (T + |u|^2/2) (D = 2: internal
     rho T plus kinetic); kinetic_energy = sum rho |u|^2 / 2; mixing_width (see
     :func:`mixing_width`; NaN without a temperature contrast T_hot != T_cold); max_speed =
-    max |u|; min_rho, min_T; nonfinite = number of sites with NaN/Inf fields.
+    max |u|; min_rho, min_T, max_T; nonfinite = number of sites with NaN/Inf fields.
     """
     rows = np.asarray(rows, dtype=np.float64)
     col = {name: rows[:, j] for j, (name, _) in enumerate(ROW_QUANTITIES)}
@@ -98,5 +99,6 @@ def scalars(rows: np.ndarray, lx: int, T_hot: Optional[float] = None, T_cold: Op
     out["max_speed"] = float(math.sqrt(max(float(np.max(col["max_u2"])), 0.0))) if rows.size else 0.0
     out["min_rho"] = float(np.min(col["min_rho"]))
     out["min_T"] = float(np.min(col["min_T"]))
+    out["max_T"] = float(np.max(col["max_T"]))
     out["nonfinite"] = float(col["nonfinite"].sum())
     return out

@@ -1480,7 +1480,7 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out)
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     #pragma omp parallel for schedule(static)
     for (ptrdiff_t y = 0; y < LY; ++y) {
-        double d_[10];
+        double d_[11];
         d_[0] = 0;   /* mass (sum) */
         d_[1] = 0;   /* momentum_x (sum) */
         d_[2] = 0;   /* momentum_y (sum) */
@@ -1490,7 +1490,8 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out)
         d_[6] = 0;   /* max_u2 (max) */
         d_[7] = 1e300;   /* min_rho (min) */
         d_[8] = 1e300;   /* min_T (min) */
-        d_[9] = 0;   /* nonfinite (sum) */
+        d_[9] = -1e300;   /* max_T (max) */
+        d_[10] = 0;   /* nonfinite (sum) */
         for (ptrdiff_t x = 0; x < LX; ++x) {
             const ptrdiff_t site = (x + HALO)*SX + (y % NR + HALO)*SR + (y / NR)*SK;
             const real f0 = f[site + 0];
@@ -1602,11 +1603,12 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out)
                 if (d_u2 > d_[6]) d_[6] = d_u2;
                 if (d_rho < d_[7]) d_[7] = d_rho;
                 if (d_T < d_[8]) d_[8] = d_T;
+                if (d_T > d_[9]) d_[9] = d_T;
             } else {
-                d_[9] += 1;
+                d_[10] += 1;
             }
         }
-        for (int j = 0; j < 10; ++j) out[y*10 + j] = d_[j];
+        for (int j = 0; j < 11; ++j) out[y*11 + j] = d_[j];
     }
 }
 

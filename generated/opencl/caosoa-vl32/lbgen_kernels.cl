@@ -912,8 +912,8 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
     nxt[site + 36*SP] = fout36;
 }
 
-/* Per-row reductions over x (LY work-items, one per row y): out[y*10 + j], j in the order of
-   lbgen.diagnostics.ROW_QUANTITIES (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, sum nonfinite).
+/* Per-row reductions over x (LY work-items, one per row y): out[y*11 + j], j in the order of
+   lbgen.diagnostics.ROW_QUANTITIES (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite).
    Accumulated in double. */
 __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly, __global double *restrict out)
 {
@@ -925,7 +925,7 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const ptrdiff_t y = (ptrdiff_t)get_global_id(0);
     if (y >= LY) return;
-    double d_[10];
+    double d_[11];
     d_[0] = 0;   /* mass (sum) */
     d_[1] = 0;   /* momentum_x (sum) */
     d_[2] = 0;   /* momentum_y (sum) */
@@ -935,7 +935,8 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
     d_[6] = 0;   /* max_u2 (max) */
     d_[7] = 1e300;   /* min_rho (min) */
     d_[8] = 1e300;   /* min_T (min) */
-    d_[9] = 0;   /* nonfinite (sum) */
+    d_[9] = -1e300;   /* max_T (max) */
+    d_[10] = 0;   /* nonfinite (sum) */
     for (ptrdiff_t x = 0; x < LX; ++x) {
         const ptrdiff_t site = (x + HALO)*SX + (y % NR + HALO)*SR + (y / NR)*SK;
         const real f0 = f[site + 0];
@@ -1047,9 +1048,10 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
             if (d_u2 > d_[6]) d_[6] = d_u2;
             if (d_rho < d_[7]) d_[7] = d_rho;
             if (d_T < d_[8]) d_[8] = d_T;
+            if (d_T > d_[9]) d_[9] = d_T;
         } else {
-            d_[9] += 1;
+            d_[10] += 1;
         }
     }
-    for (int j = 0; j < 10; ++j) out[y*10 + j] = d_[j];
+    for (int j = 0; j < 11; ++j) out[y*11 + j] = d_[j];
 }
