@@ -167,7 +167,7 @@ def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_st
 _RUN_KEYS = ("lx", "ly", "steps", "tau", "collision", "c1", "c2", "c3", "gravity", "backend", "layout", "vl",
              "precision", "init", "save", "seed", "amplitude", "threads", "fused", "strict", "setup", "out",
              "output_every", "checkpoint_every", "check_every", "pictures", "fields_format", "walls", "t_bottom",
-             "t_top", "adiabatic", "hetero", "split", "device")
+             "t_top", "adiabatic", "hetero", "split", "device", "series_every", "dpi", "clim")
 
 
 def _apply_config(ctx, config_path, values):
@@ -255,6 +255,9 @@ _ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, Tr
 @click.option("--check-every", type=int, default=100, show_default=True, help="NaN / negative rho or T guard every K steps.")
 @click.option("--pictures", default="T", show_default=True, help="Comma list of T, rho, vorticity, speed (or none).")
 @click.option("--fields-format", type=click.Choice(["h5", "npz"]), default="h5", show_default=True)
+@click.option("--series-every", type=int, default=0, help="series.csv row every K steps (0: ~200 per run).")
+@click.option("--dpi", type=float, default=None, help="Picture resolution (default: 1200 px on the long side).")
+@click.option("--clim", multiple=True, help="FIELD=LO,HI colour limits of a picture field (repeatable).")
 @click.option("--resume", type=click.Path(exists=True, file_okay=False), default=None,
               help="Continue the run in this folder from its newest checkpoint (up to --steps if given).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of random set-ups.")
@@ -324,7 +327,8 @@ def run(ctx, setup, config, **opts):
         out=str(opts["out"]) if opts["out"] else None, output_every=opts["output_every"],
         checkpoint_every=opts["checkpoint_every"], check_every=opts["check_every"],
         pictures=_parse_pictures(opts["pictures"]), fields_format=opts["fields_format"],
-        hetero=opts["hetero"], split=opts["split"], device=opts["device"])
+        hetero=opts["hetero"], split=opts["split"], device=opts["device"],
+        series_every=int(opts["series_every"] or 0), dpi=opts["dpi"], clim=opts["clim"] or None)
     if opts["split"] is not None and not opts["hetero"]:
         raise UserError("--split needs --hetero opencl|cuda")
     runner = Run(cfg, echo=echo, comm=comm)
@@ -555,7 +559,8 @@ def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, stri
 
 
 from .cli_bench import bench, tune  # noqa: E402
-main.add_command(bench); main.add_command(tune)
+from .cli_output import movie, plot  # noqa: E402
+main.add_command(bench); main.add_command(tune); main.add_command(movie); main.add_command(plot)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -57,6 +57,9 @@ class RunConfig:
     split: Optional[str] = None           # "auto" (performance model) or the host fraction 2M/LX
     host_columns: Optional[int] = None    # M, resolved from split (kept for resume)
     device: Optional[str] = None          # device selection for the device backend
+    series_every: int = 0                 # series.csv row every K steps (0: lbgen.output.default_series_every)
+    dpi: Optional[float] = None           # pictures: dots per inch (None: 1200 px on the long side)
+    clim: Optional[Dict] = None           # {picture quantity: [lo, hi]} overriding the physical colour limits
 
     def to_json(self) -> dict:
         return json.loads(json.dumps(dataclasses.asdict(self)))
@@ -219,12 +222,19 @@ class Run:
                 self.T_hot, self.T_cold = float(T0.max()), float(T0.min())
             if self.T_hot == self.T_cold:
                 self.T_hot = self.T_cold + 1.0   # no temperature contrast: the mixing width is 0
+        self.colour_limits = None
+        if fields is not None and cfg.out:
+            from .output import PICTURE_QUANTITIES, colour_limits
+            T_range = (cfg.walls["T_bottom"], cfg.walls["T_top"]) if cfg.walls else None
+            self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity, T_range=T_range,
+                                               overrides=cfg.clim)
         self.output = None
         if cfg.out and self.root:
 
             def open_output():
                 from .output import RunOutput
-                return RunOutput(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format)
+                return RunOutput(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format,
+                                 colour_limits=self.colour_limits, dpi=cfg.dpi)
             self.output = root_call(comm, open_output)
         elif cfg.out:
             root_call(comm, lambda: None)
@@ -236,11 +246,25 @@ class Run:
     def _validate(cfg: RunConfig) -> None:
         if cfg.steps < 0:
             raise SimulationError(f"steps={cfg.steps} must be >= 0")
-        for name in ("output_every", "checkpoint_every", "check_every"):
+        for name in ("output_every", "checkpoint_every", "check_every", "series_every"):
             if getattr(cfg, name) < 0:
                 raise SimulationError(f"{name}={getattr(cfg, name)} must be >= 0")
         if cfg.checkpoint_every and not cfg.out:
             raise SimulationError("--checkpoint-every needs a run folder (--out DIR)")
+        if cfg.dpi is not None and not (cfg.dpi > 0 and cfg.dpi <= 2000):
+            raise SimulationError(f"dpi={cfg.dpi} must be a number in (0, 2000]")
+        if cfg.clim:
+            from .output import parse_clim
+            try:
+                cfg.clim = parse_clim(cfg.clim)
+            except ValueError as e:
+                raise SimulationError(str(e)) from None
+
+    @property
+    def series_every(self) -> int:
+        """Steps between two rows of series.csv (``--series-every``, else about 200 per run)."""
+        from .output import default_series_every
+        return self.cfg.series_every or default_series_every(self.cfg.steps)
 
     # --- resume ----------------------------------------------------------------------------
     @classmethod
@@ -291,20 +315,42 @@ class Run:
         return run
 
     # --- the loop --------------------------------------------------------------------------
+    def _series(self) -> None:
+        """One row of series.csv from the backends' diagnostics kernels (per-row sums, gathered
+        to rank 0 with MPI); a bad sample (NaN/Inf, rho or T <= 0) runs the guard at once."""
+        if not self.cfg.out:
+            return
+        from .diagnostics import combine_rows, scalars
+        rows = self.sim.diagnostic_rows()
+        if self.comm is not None:
+            parts = self.comm.gather(rows, root=0)
+            rows = combine_rows(parts) if self.root else None
+        bad = False
+        if rows is not None:
+            d = scalars(rows, self.cfg.lx, self.T_hot, self.T_cold)
+            bad = bool(d["nonfinite"] or not d["min_rho"] > 0 or not d["min_T"] > 0)
+            if self.output is not None and not bad:
+                step = self.sim.time_step
+                self.output.append_series(step, step / self.sim.vs.r, d)
+        if self.comm is not None:
+            bad = self.comm.bcast(bad, root=0)
+        if bad:
+            self.sim.check_finite()
+
     def _outputs(self, final: bool = False) -> None:
         if not self.cfg.out:
             return
-        from .output import diagnostics
         step = self.sim.time_step
         fields = self.sim.fields()           # collective with MPI: gathered to rank 0
         if self.output is None:
             return
-        self.output.append_series(step, step / self.sim.vs.r, diagnostics(fields, self.T_hot, self.T_cold))
-        self.output.write_fields(step, fields, time=step / self.sim.vs.r)
+        time = step / self.sim.vs.r
+        self.output.write_fields(step, fields, time=time)
         if self.cfg.pictures:
-            self.output.write_pictures(step, fields)
+            self.output.write_pictures(step, fields, time=time)
         if final:
-            self.output.plot_series()
+            walls = self.cfg.walls
+            self.output.plot_series(T_walls=(walls["T_bottom"], walls["T_top"]) if walls else None)
 
     def _checkpoint(self) -> None:
         step = self.sim.time_step
@@ -325,6 +371,8 @@ class Run:
             "status": status,
             "error": error,
             "config": self.cfg.to_json(),
+            "colour_limits": self.colour_limits,
+            "series_every": self.series_every,
             "step": self.sim.time_step,
             "resumed_from": self.resumed_from,
             "device": _device_description(self.sim),
@@ -336,9 +384,11 @@ class Run:
 
     def execute(self, progress: bool = False) -> dict:
         cfg, sim = self.cfg, self.sim
-        events = [k for k in (cfg.output_every, cfg.checkpoint_every, cfg.check_every) if k]
+        series_every = self.series_every
+        events = [k for k in (cfg.output_every, cfg.checkpoint_every, cfg.check_every, series_every) if k]
         if self.cfg.out and self.resumed_from is None:
             self._manifest("running")
+            self._series()
             self._outputs()
         bar = None
         if progress and self.root:
@@ -362,6 +412,8 @@ class Run:
                 last = step == cfg.steps
                 if (cfg.check_every and step % cfg.check_every == 0) or last:
                     sim.check_finite()       # before any output: a bad state never overwrites a good checkpoint
+                if step % series_every == 0 or last:
+                    self._series()
                 if cfg.output_every and step % cfg.output_every == 0 and not last:
                     self._outputs()
                 if cfg.checkpoint_every and step % cfg.checkpoint_every == 0:
