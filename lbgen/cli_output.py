@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from .output.folder import MOVIE_SUFFIXES, RunFolder, RunFolderError, check_output, parse_steps, write_movie
-from .output.pictures import PICTURE_QUANTITIES, field_figure, parse_clim, save_png
+from .output.pictures import PICTURE_QUANTITIES, parse_clim, save_png
 
 
 class OutputError(click.ClickException):
@@ -110,10 +110,7 @@ def plot(run_dir, quantity, step, output, clim, cmap, dpi, overwrite):
         targets = [check_output(t, (".png",), overwrite) for t in targets]
         written = []
         for s, target in tqdm(list(zip(steps, targets)), desc=f"plot {quantity}", unit="picture", disable=None):
-            data = run.fields(s)
-            fig = field_figure(quantity, data, limits=run.limits(quantity, limits), step=s, time=data["time"],
-                               cmap=cmap, dpi=dpi)
-            written.append(save_png(fig, target))
+            written.append(save_png(run.figure(quantity, s, clim=limits, cmap=cmap, dpi=dpi), target))
     except RunFolderError as e:
         raise OutputError(str(e)) from None
     click.echo(f"wrote {len(written)} picture{'s' if len(written) != 1 else ''}: "

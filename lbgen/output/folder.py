@@ -81,8 +81,9 @@ class RunFolder:
 
     def figure(self, quantity: str = "T", step: Optional[int] = None, clim: Optional[Sequence[float]] = None,
                cmap: Optional[str] = None, dpi: Optional[float] = None):
-        """A picture of a saved step with the run's colour limits (or *clim*)."""
+        """A picture of a saved step with the run's colour limits (or *clim*) and its dpi (or *dpi*)."""
         data = self.fields(step)
+        dpi = self.manifest.get("config", {}).get("dpi") if dpi is None else dpi
         return field_figure(quantity, data, limits=self.limits(quantity, clim), step=data["step"],
                             time=data["time"], cmap=cmap, dpi=dpi)
 

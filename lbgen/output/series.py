@@ -108,8 +108,8 @@ def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 10
     from .pictures import new_figure
 
     fig = new_figure((13.0, 8.0), dpi)
-    fig.set_layout_engine("constrained")
     axes = fig.subplots(2, 3).ravel()
+    fig.subplots_adjust(left=0.065, right=0.99, bottom=0.07, top=0.96, wspace=0.32, hspace=0.3)   # fixed: cheap
     t = series.get("time", np.empty(0))
     if t.size and np.isnan(t).all():
         t = series.get("step", t)
