@@ -5,13 +5,9 @@ from pathlib import Path
 
 import click
 
+from .cli_common import UserError
 from .output.folder import MOVIE_SUFFIXES, RunFolder, RunFolderError, check_output, parse_steps, write_movie
 from .output.pictures import PICTURE_QUANTITIES, parse_clim, save_png
-
-
-class OutputError(click.ClickException):
-    """Shown as 'Error: ...' with exit status 2, without a traceback."""
-    exit_code = 2
 
 
 def _clim(field, text):
@@ -20,12 +16,12 @@ def _clim(field, text):
     try:
         return parse_clim([f"{field}={text}"])[field]
     except ValueError as e:
-        raise OutputError(str(e)) from None
+        raise UserError(str(e)) from None
 
 
 def _check_dpi(dpi):
     if dpi is not None and not 0 < dpi <= 2000:
-        raise OutputError(f"--dpi {dpi} must be a number in (0, 2000]")
+        raise UserError(f"--dpi {dpi} must be a number in (0, 2000]")
 
 
 def _check_cmap(cmap):
@@ -33,7 +29,7 @@ def _check_cmap(cmap):
         return
     import matplotlib
     if cmap not in matplotlib.colormaps:
-        raise OutputError(f"--cmap {cmap!r} is not a matplotlib colour map (e.g. inferno, viridis, RdBu_r, cividis)")
+        raise UserError(f"--cmap {cmap!r} is not a matplotlib colour map (e.g. inferno, viridis, RdBu_r, cividis)")
 
 
 _FIELD = click.option("--field", "quantity", default="T", show_default=True,
@@ -70,7 +66,7 @@ def movie(run_dir, quantity, output, fps, clim, cmap, dpi, overwrite):
         result = write_movie(run, quantity, output, fps=fps, clim=_clim(quantity, clim), cmap=cmap, dpi=dpi,
                              overwrite=overwrite)
     except RunFolderError as e:
-        raise OutputError(str(e)) from None
+        raise UserError(str(e)) from None
     w, h = result["size"]
     click.echo(f"wrote {result['path']}: {result['frames']} frames of {w} x {h} px ({quantity}, steps "
                f"{run.steps[0]}..{run.steps[-1]}, {fps:g} fps)")
@@ -105,14 +101,14 @@ def plot(run_dir, quantity, step, output, clim, cmap, dpi, overwrite):
         else:
             folder = output or Path(".")
             if folder.suffix:
-                raise OutputError(f"-o {folder}: several steps need a folder, not a file name")
+                raise UserError(f"-o {folder}: several steps need a folder, not a file name")
             targets = [folder / f"{quantity}-{s}.png" for s in steps]
         targets = [check_output(t, (".png",), overwrite) for t in targets]
         written = []
         for s, target in tqdm(list(zip(steps, targets)), desc=f"plot {quantity}", unit="picture", disable=None):
             written.append(save_png(run.figure(quantity, s, clim=limits, cmap=cmap, dpi=dpi), target))
     except RunFolderError as e:
-        raise OutputError(str(e)) from None
+        raise UserError(str(e)) from None
     click.echo(f"wrote {len(written)} picture{'s' if len(written) != 1 else ''}: "
                f"{', '.join(str(p) for p in written[:4])}{' ...' if len(written) > 4 else ''}")
 

@@ -18,12 +18,16 @@ import numpy as np
 from . import reference as ref
 from .codegen import KernelSpec, SpecError, generate
 from .layouts import CLUSTERED
+from .model.operators import OPERATOR_RECORDS
+from .backends import RUNTIMES, runtime, spec_backend
+from .runner import Walls
 
 #: mixed (float storage, double arithmetic, C only): one float rounding per step, ~6e-8 after 20
 TOLERANCE = {"double": 1e-12, "single": 1e-5, "mixed": 1e-6}
-#: "cuda-shim" runs the CUDA source on the CPU (g++ and a host shim)
-VERIFY_BACKENDS = ("c", "opencl", "cuda", "cuda-shim")
-PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 1e-3, "C2": 1e-3, "C3": 0.5}}
+#: every runtime ("cuda-shim" runs the CUDA source on the CPU with g++ and a host shim)
+VERIFY_BACKENDS = tuple(RUNTIMES)
+#: each operator at its record's default parameters
+PARAMS = {name: op.defaults() for name, op in OPERATOR_RECORDS.items()}
 FORCE = (1e-4, -2e-4)
 WALLS = dict(T_bottom=1.02, T_top=0.98, adiabatic=(False, True))
 
@@ -77,21 +81,13 @@ class Report:
         return "\n".join(lines)
 
 
-def _backend_module(name: str):
-    from . import backends
-    if name == "cuda-shim":
-        from .backends.cuda import shim
-        return shim
-    return backends.load(name)
-
-
 def available_backends(names: Sequence[str]) -> Tuple[List[str], Dict[str, str]]:
     ok, skipped = [], {}
     for name in names:
         if name not in VERIFY_BACKENDS:
             raise SpecError(f"unknown backend {name!r}; choose from {', '.join(VERIFY_BACKENDS)}")
         try:
-            good, why = _backend_module(name).available()
+            good, why = runtime(name).available()
         except Exception as e:  # noqa: BLE001 - any failure means: not available here
             good, why = False, f"{type(e).__name__}: {e}"
         (ok.append(name) if good else skipped.__setitem__(name, why))
@@ -118,18 +114,12 @@ def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool) -> np
 
 def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, walls: bool) -> np.ndarray:
     params = dict(PARAMS[collision], ax=FORCE[0], ay=FORCE[1])
+    wall_spec = Walls(WALLS["T_bottom"], WALLS["T_top"], *WALLS["adiabatic"]) if walls else None
     a = prog.upload_fields(f0)
     b = prog.allocate()
     for _ in range(steps):
         prog.halo(a)
-        if path == "fused":
-            prog.fused(a, b, **params)
-            a, b = b, a
-        else:
-            prog.propagate(a, b)
-            if walls:
-                prog.bc(a, b, WALLS["T_bottom"], WALLS["T_top"], WALLS["adiabatic"], FORCE[0], FORCE[1])
-            prog.collide(b, a, **params)
+        a, b = prog.step(a, b, params, wall_spec, fused=path == "fused")
     prog.synchronize()
     return prog.download_fields(a)
 
@@ -150,14 +140,16 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     order = sorted(names, key=lambda n: n != "c")     # C first: the others are compared with it
     combos = list(itertools.product(order, layouts, collisions, precisions, paths))
     for backend, (layout, vl), collision, precision, path in combos:
-        if precision == "mixed" and backend != "c":
-            continue     # float storage with double arithmetic exists on the C backend only
         row = Row(backend, layout, vl if layout in CLUSTERED else None, collision, precision, path)
-        spec_backend = "cuda" if backend == "cuda-shim" else backend
+        spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=row.vl, precision=precision,
+                          collision=collision, walls=walls)
         try:
-            source = generate(KernelSpec(backend=spec_backend, layout=layout, vl=row.vl, precision=precision,
-                                         collision=collision, walls=walls))
-            prog = _backend_module(backend).compile(source, lx, ly, strict=strict)
+            spec.validate()
+        except SpecError:
+            continue     # a combination this backend does not offer (e.g. mixed precision off the C backend)
+        try:
+            source = generate(spec)
+            prog = runtime(backend).compile(source, lx, ly, strict=strict)
             got = run_program(prog, f0, steps, path, collision, walls)
         except Exception as e:  # noqa: BLE001 - report, don't crash the whole table
             row.note = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"

@@ -15,7 +15,8 @@ from conftest import LAYOUT_CONFIGS, config_id
 from lbgen import reference as ref
 from lbgen.codegen import KernelSpec, generate
 from lbgen.diagnostics import ND, ROW_INDEX, combine_rows, rows_of_fields, scalars
-from lbgen.runner import Simulation, rayleigh_taylor
+from lbgen.runner import Simulation
+from lbgen.setups import rayleigh_taylor
 
 CI = os.environ.get("CI", "").lower() == "true"
 LX, LY = 6, 96

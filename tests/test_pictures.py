@@ -75,7 +75,7 @@ def test_clim_option_overrides_and_is_recorded(tmp_path):
     limits = json.loads((out / "manifest.json").read_text())["colour_limits"]
     assert limits["T"] == [0.9, 1.1] and limits["vorticity"] == [-0.5, 0.5]
     config = tmp_path / "c.toml"
-    config.write_text('[run]\nclim = {T = [0.8, 1.2]}\n')
+    config.write_text('[run]\nclim = ["T=0.8,1.2"]\n')
     result = invoke(*RT, "--steps", 2, "--out", tmp_path / "toml", "--config", config, "--pictures", "none")
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "toml" / "manifest.json").read_text())["colour_limits"]["T"] == [0.8, 1.2]

@@ -40,7 +40,7 @@ from typing import List, Tuple
 import sympy as sp
 
 from .assignments import AssignmentList
-from .collision import CONSTANT_DIGITS, _Builder, _cse_assignments, population_symbols
+from .collision import CONSTANT_DIGITS, Builder, cse_assignments, population_symbols
 from .velocity_set import VelocitySet
 
 WALL_ROWS = 3  # rows next to each wall with unknown populations (= the largest hop)
@@ -109,7 +109,7 @@ def wall_assignments(vs: VelocitySet, side: str, row: int) -> AssignmentList:
     V = [_c(r ** 3 * sums["V"][a]) for a in range(2)]
     W = _c(r ** 4 * sums["W"])
 
-    b = _Builder()
+    b = Builder()
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
     MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
     MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
@@ -139,7 +139,7 @@ def wall_assignments(vs: VelocitySet, side: str, row: int) -> AssignmentList:
     S = b.let("S", sp.Add(*bracket.values()))
     scale = b.let("NoS", N / S)
     outputs = tuple(b.let(f"fout{i}", scale * bracket[i]) for i in U)
-    assignments = _cse_assignments(b.assignments, outputs)
+    assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
     return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=(N, Tw, ax, ay),
@@ -155,7 +155,7 @@ def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignm
     Tw, ax, ay = sp.symbols("Tw ax ay", real=True)
     r = vs.r_float(CONSTANT_DIGITS + 10)
     xi = [(r * a, r * b) for a, b in vs.velocities]
-    b = _Builder()
+    b = Builder()
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
     MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
     MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
@@ -177,7 +177,7 @@ def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignm
         Ai[:, col] = rhs
         outputs.append(b.let(f"fout{i}", sp.expand(Ai.det(method="berkowitz")) * inv_det))
     outputs = tuple(outputs)
-    assignments = _cse_assignments(b.assignments, outputs)
+    assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
     return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=(Tw, ax, ay),
