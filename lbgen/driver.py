@@ -326,16 +326,16 @@ class Run:
         cfg, sim = self.cfg, self.sim
         series_every = self.series_every
         events = [k for k in (cfg.output_every, cfg.checkpoint_every, cfg.check_every, series_every) if k]
-        if self.cfg.out and self.resumed_from is None:
-            self._manifest("running")
-            self._series()
-            self._outputs()
         bar = None
-        if progress and self.root:
-            from tqdm import tqdm
-            bar = tqdm(total=cfg.steps, initial=sim.time_step, unit="step", dynamic_ncols=True,
-                       desc=cfg.setup if not cfg.init else "run")
         try:
+            if self.cfg.out and self.resumed_from is None:
+                self._manifest("running")
+                self._series()              # its guard sees a bad initial state before any file is written
+                self._outputs()
+            if progress and self.root:
+                from tqdm import tqdm
+                bar = tqdm(total=cfg.steps, initial=sim.time_step, unit="step", dynamic_ncols=True,
+                           desc=cfg.setup if not cfg.init else "run")
             while sim.time_step < cfg.steps:
                 # advance to the next multiple of any event period (or the end)
                 nxt = min([cfg.steps] + [(sim.time_step // k + 1) * k for k in events])
