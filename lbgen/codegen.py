@@ -24,6 +24,7 @@ from .layouts import CLUSTERED, HALO, LAYOUTS, Layout, LayoutError, make_layout,
 from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assignments, velocity_set
 from .model.operators import OPERATOR_RECORDS
 from .model.assignments import AssignmentList
+from .model.walls import DEFAULT_SCHEME, SCHEMES, mass_rule
 
 BACKENDS = ("c", "opencl", "cuda")
 MIN_LY_WALLS = 8
@@ -123,6 +124,7 @@ class KernelSpec:
     block_size: int = 0           # GPU work-group / block size (0: backend default)
     prefix: str = "lbgen"
     walls: bool = False           # thermal walls at bottom and top: bc kernel, tau = 1 rows
+    wall_scheme: str = DEFAULT_SCHEME   # bc scheme with walls: lbgen.model.walls.SCHEMES
 
     @property
     def compile_time_sizes(self) -> bool:
@@ -145,6 +147,11 @@ class KernelSpec:
         if self.precision == "mixed" and self.backend != "c":
             raise SpecError(f"precision 'mixed' (float storage, double arithmetic) is available on the C backend "
                             f"only, not {self.backend!r}; use double or single there")
+        if self.wall_scheme not in SCHEMES:
+            raise SpecError(f"unknown wall scheme {self.wall_scheme!r}; choose one of {', '.join(SCHEMES)}")
+        if self.wall_scheme != DEFAULT_SCHEME and not self.walls:
+            raise SpecError(f"wall scheme {self.wall_scheme!r} applies to the bc kernel only: add walls "
+                            f"(--walls) or leave the scheme at {DEFAULT_SCHEME!r}")
         if not self.prefix.isidentifier():
             raise SpecError(f"prefix {self.prefix!r} is not a C identifier")
         if (self.lx is None) != (self.ly is None):
@@ -240,6 +247,8 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
         words.append(f"--block-size {spec.block_size}")
     if spec.walls:
         words.append("--walls")
+    if spec.wall_scheme != DEFAULT_SCHEME:
+        words.append(f"--wall-scheme {spec.wall_scheme}")
     return " ".join(words)
 
 
@@ -297,24 +306,29 @@ def template_context(spec: KernelSpec) -> dict:
 def wall_context(spec: KernelSpec) -> dict:
     """What the bc templates need: per side and row the unknown/leaving sets and the body."""
     from .model import wall_assignments
+    from .model.walls import unknown_set
     vs = velocity_set(spec.velocity_set)
     sides = []
     for side in ("bottom", "top"):
         rows = []
-        for row in (2, 1, 0):   # row 0 takes the mass the other two rows did not
-            asg = wall_assignments(side, row, spec.velocity_set)
+        for row in (2, 1, 0):   # lbgen scheme: row 0 takes the mass the other two rows did not
+            asg = wall_assignments(side, row, spec.velocity_set, spec.wall_scheme)
+            unknown = list(unknown_set(vs, side, row))
+            written = [int(str(s)[4:]) for s in asg.outputs]   # the unknown ones (+ the rest population)
             rows.append({
                 "row": row,
-                "unknown": [int(str(s)[4:]) for s in asg.outputs],
-                "leaving": [vs.opposite[int(str(s)[4:])] for s in asg.outputs],
+                "unknown": unknown,
+                "leaving": [vs.opposite[i] for i in unknown],
+                "written": written,
                 "inputs": [int(str(s)[1:]) for s in asg.inputs],
-                "free_mass": "N" not in [str(p) for p in asg.parameters],
+                "mass": mass_rule(vs, side, row, spec.wall_scheme),
                 "body": print_assignments(asg, spec.precision, suffix_parameters="_"),
                 "outputs": [str(s) for s in asg.outputs],
+                "entering": [str(s) for s in asg.outputs[:len(unknown)]],
                 "flops": asg.flops,
             })
         sides.append({"side": side, "rows": rows})
-    return {"sides": sides, "rows": 3}
+    return {"sides": sides, "rows": 3, "scheme": spec.wall_scheme}
 
 
 #: (file written, template) per backend; the first file is the one the backend compiles.

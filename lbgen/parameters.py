@@ -9,6 +9,7 @@ from typing import Dict, Mapping, Optional, Tuple
 import numpy as np
 
 from .model.operators import DEFAULT_OPERATOR, ParameterError, operator
+from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
 
 class SimulationError(RuntimeError):
@@ -82,14 +83,19 @@ class Walls:
 
     A fixed wall imposes its temperature at the third row (extrapolated into rows 1, 0);
     an adiabatic wall copies the fourth row's temperature (see lbgen.model.walls).
+    ``scheme``: "lbgen" (default) or "reference", the production code's bc (every row keeps
+    its own mass, bare bracket, fourth-row temperature T + |a|^2/8).
     """
 
     T_bottom: float = 1.0
     T_top: float = 1.0
     adiabatic_bottom: bool = False
     adiabatic_top: bool = False
+    scheme: str = DEFAULT_WALL_SCHEME
 
     def __post_init__(self):
+        if self.scheme not in WALL_SCHEMES:
+            raise SimulationError(f"wall scheme {self.scheme!r} is not one of {', '.join(WALL_SCHEMES)}")
         for name in ("T_bottom", "T_top"):
             v = getattr(self, name)
             if not (np.isfinite(v) and v > 0):

@@ -19,6 +19,7 @@ from . import reference as ref
 from .codegen import KernelSpec, SpecError, generate
 from .layouts import CLUSTERED
 from .model.operators import OPERATOR_RECORDS
+from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME
 from .backends import RUNTIMES, runtime, spec_backend
 from .runner import Walls
 
@@ -54,6 +55,7 @@ class Report:
     steps: int = 0
     lattice: Tuple[int, int] = (0, 0)
     walls: bool = False
+    wall_scheme: str = DEFAULT_WALL_SCHEME
 
     @property
     def ok(self) -> bool:
@@ -61,7 +63,7 @@ class Report:
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "strict": self.strict, "steps": self.steps, "lattice": list(self.lattice),
-                "walls": self.walls, "skipped": self.skipped, "rows": [asdict(r) for r in self.rows],
+                "walls": self.walls, "wall_scheme": self.wall_scheme, "skipped": self.skipped, "rows": [asdict(r) for r in self.rows],
                 "tolerance": TOLERANCE}
 
     def table(self) -> str:
@@ -77,7 +79,7 @@ class Report:
             lines.append(f"skipped {b}: {why}")
         lines.append(f"{'all kernels agree' if self.ok else 'MISMATCH: some kernels disagree'} "
                      f"({len(self.rows)} runs, {self.steps} steps on {self.lattice[0]} x {self.lattice[1]}"
-                     f"{', walls' if self.walls else ''}{', strict' if self.strict else ''})")
+                     f"{f', walls ({self.wall_scheme} scheme)' if self.walls else ''}{', strict' if self.strict else ''})")
         return "\n".join(lines)
 
 
@@ -102,11 +104,12 @@ def initial_state(lx: int, ly: int, seed: int = 0) -> np.ndarray:
     return f * (1 + 1e-3 * rng.standard_normal(f.shape))
 
 
-def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool) -> np.ndarray:
+def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool,
+                  wall_scheme: str = DEFAULT_WALL_SCHEME) -> np.ndarray:
     f = f0.copy()
     for _ in range(steps):
         if walls:
-            f = ref.step_walls(f, collision, force=FORCE, **WALLS, **PARAMS[collision])
+            f = ref.step_walls(f, collision, scheme=wall_scheme, force=FORCE, **WALLS, **PARAMS[collision])
         else:
             f = ref.step(f, collision, force=FORCE, **PARAMS[collision])
     return f
@@ -127,14 +130,15 @@ def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, wal
 def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[str, Optional[int]]] = (),
            collisions: Sequence[str] = ("bgk", "regularized"), precisions: Sequence[str] = ("double",),
            steps: int = 20, lx: int = 6, ly: int = 96, strict: bool = False, walls: bool = False,
-           seed: int = 0, progress=None) -> Report:
+           seed: int = 0, progress=None, wall_scheme: str = DEFAULT_WALL_SCHEME) -> Report:
     names, skipped = available_backends(backends)
     layouts = list(layouts) or [("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32)]
     for name, vl in layouts:   # refuse bad combinations before compiling anything
-        KernelSpec(layout=name, vl=vl, walls=walls).validate(lx, ly)
-    report = Report(skipped=skipped, strict=strict, steps=steps, lattice=(lx, ly), walls=walls)
+        KernelSpec(layout=name, vl=vl, walls=walls, wall_scheme=wall_scheme).validate(lx, ly)
+    report = Report(skipped=skipped, strict=strict, steps=steps, lattice=(lx, ly), walls=walls,
+                    wall_scheme=wall_scheme)
     f0 = initial_state(lx, ly, seed)
-    references = {c: reference_run(f0, c, steps, walls) for c in collisions}
+    references = {c: reference_run(f0, c, steps, walls, wall_scheme) for c in collisions}
     paths = ("unfused",) if walls else ("unfused", "fused")
     results: Dict[tuple, np.ndarray] = {}
     order = sorted(names, key=lambda n: n != "c")     # C first: the others are compared with it
@@ -142,7 +146,7 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     for backend, (layout, vl), collision, precision, path in combos:
         row = Row(backend, layout, vl if layout in CLUSTERED else None, collision, precision, path)
         spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=row.vl, precision=precision,
-                          collision=collision, walls=walls)
+                          collision=collision, walls=walls, wall_scheme=wall_scheme)
         try:
             spec.validate()
         except SpecError:

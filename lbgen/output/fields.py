@@ -14,7 +14,7 @@ from typing import Dict, Optional, Union
 
 import numpy as np
 
-from ..checkpoint import atomic_write
+from ..cache import atomic_output, atomic_write
 from ..diagnostics import rows_of_fields, scalars
 
 PathLike = Union[str, os.PathLike]
@@ -95,9 +95,7 @@ def write_h5(path: Path, step: int, arrays: dict, time: Optional[float]) -> Path
     """HDF5 datasets rho, ux, uy, T (LX, LY) with attributes step (and time); atomic."""
     import h5py
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+    with atomic_output(path) as tmp:
         with h5py.File(tmp, "w") as f:
             for name, arr in arrays.items():
                 f.create_dataset(name, data=arr)
@@ -106,10 +104,6 @@ def write_h5(path: Path, step: int, arrays: dict, time: Optional[float]) -> Path
                 f.attrs["time"] = float(time)
             f.attrs["shape"] = np.asarray(next(iter(arrays.values())).shape, dtype=np.int64)
             f.attrs["index_order"] = "[x, y]; x periodic, y from bottom wall (0) to top wall (LY-1)"
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return path
 
 
@@ -173,9 +167,9 @@ def write_vti(path: PathLike, fields: dict) -> Path:
 
     point = {name: as3d(field_array(fields, name)) for name in FIELD_NAMES}
     point["velocity"] = (point["ux"], point["uy"], np.zeros_like(point["ux"]))
-    tmp_base = path.with_name(f".{path.stem}.pyevtk-{os.getpid()}")
-    written = Path(imageToVTK(str(tmp_base), pointData=point))
-    os.replace(written, path)
+    with atomic_output(path) as tmp:        # pyevtk appends ".vti" to the name it is given
+        written = Path(imageToVTK(str(tmp.with_suffix("")), pointData=point))
+        os.replace(written, tmp)
     return path
 
 

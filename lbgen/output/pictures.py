@@ -15,7 +15,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..checkpoint import atomic_write
+from ..cache import atomic_write
 from .fields import field_array, speed, vorticity
 
 PathLike = Union[str, os.PathLike]

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
-from ..checkpoint import atomic_write
+from ..cache import atomic_write
 from . import series as series_mod
 from .fields import (FIELDS_DIR, PVD_NAME, VTK_DIR, check_fields, read_pvd, stem, write_h5, write_npz, write_pvd,
                      write_vti)

@@ -10,7 +10,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from ..checkpoint import atomic_write
+from ..cache import atomic_write
 from ..diagnostics import SCALARS
 
 PathLike = Union[str, os.PathLike]
