@@ -118,3 +118,19 @@ def test_simulation_diagnostics_scalars_equal_host_fields():
     split = combine_rows([rows_of_fields({k: v[:3] for k, v in sim.fields().items()}),
                           rows_of_fields({k: v[3:] for k, v in sim.fields().items()})])
     np.testing.assert_allclose(split, rows_of_fields(sim.fields()), rtol=1e-13, atol=1e-16)
+
+
+def test_host_plus_device_regions_combine_to_the_whole_lattice():
+    """A host + device run: each region's kernel reduces its own columns; the rows combine."""
+    if _backend("opencl")[0] is None:
+        if CI:
+            pytest.fail("opencl must run under CI=true")
+        pytest.skip("no OpenCL here")
+    from lbgen.setups import uniform_noise
+    sim = Simulation(12, 32, device_backend="opencl", host_columns=3, gravity=(0, -1e-3))
+    assert len(sim.regions) == 2
+    sim.set_fields(**uniform_noise(12, 32, amplitude=0.02, seed=5))
+    sim.run(4)
+    expected = rows_of_fields(sim.fields())
+    err = np.abs(sim.diagnostic_rows() - expected)
+    assert np.all(err <= 1e-12 * np.abs(expected).max(axis=0)), err.max(axis=0)
