@@ -153,10 +153,12 @@ def _config_file(path) -> dict:
 @_schema_options
 @click.option("--resume", type=click.Path(file_okay=False), default=None,
               help="Continue the run in this folder from its newest checkpoint (up to --steps if given).")
+@click.option("--overwrite", is_flag=True, default=False,
+              help="Replace the run already in --out (otherwise a new run into it is refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.pass_context
 @friendly
-def run(ctx, setup, config, resume, progress, **given):
+def run(ctx, setup, config, resume, overwrite, progress, **given):
     """Simulate.  SETUP: shear-wave (default), uniform-noise or rayleigh-taylor; or --init FILE.npz.
 
     \b
@@ -175,6 +177,8 @@ def run(ctx, setup, config, resume, progress, **given):
     echo = (lambda m: click.echo(m, err=True)) if root else (lambda m: None)  # noqa: E731
     given = {k: v for k, v in given.items() if v is not None and v != ()}
     if resume:
+        if overwrite:
+            raise UserError("--overwrite replaces the run in --out; it cannot be combined with --resume")
         if setup or config:
             raise UserError("--resume continues the run in its folder: give no SETUP and no --config")
         runner = Run.resume(resume, echo=echo, comm=comm, overrides=given)
@@ -184,7 +188,7 @@ def run(ctx, setup, config, resume, progress, **given):
     layers = [(f"--config {config}", _config_file(config))] if config else []
     layers.append(("command line", given))
     cfg = RunConfig.build(setup, *layers)
-    runner = Run(cfg, echo=echo, comm=comm)
+    runner = Run(cfg, echo=echo, comm=comm, overwrite=overwrite)
     spec = runner.sim.spec
     regions = runner.sim.region_table()
     where = ", ".join((f"rank {d['rank']} " if "rank" in d else "") + f"{d['backend']} {d['layout']} "
@@ -204,7 +208,8 @@ def _report(runner, result, save):
     out = sim.fields()                     # collective with MPI: rank 0 gets the fields
     if not runner.root:
         return
-    click.echo(f"done: {result['steps_run']} steps in {result['seconds']:.3f} s, {result['mlups']:.2f} MLUPS; "
+    speed = f"{result['mlups']:.2f} MLUPS" if result["mlups"] is not None else "no steps timed"
+    click.echo(f"done: {result['steps_run']} steps in {result['seconds']:.3f} s, {speed}; "
                f"step {result['steps']}, total mass {float(out['rho'].sum()):.12g}")
     if runner.cfg.out:
         click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
@@ -227,9 +232,9 @@ def _parse_layouts(text):
               help="Comma list of aos, soa, csoa-vlN, caosoa-vlN.")
 @click.option("--collision", "collisions", default="bgk,regularized", show_default=True)
 @click.option("--precision", "precisions", default="double", show_default=True, help="double, single or both: double,single")
-@click.option("--steps", type=int, default=20, show_default=True)
-@click.option("--lx", type=int, default=6, show_default=True)
-@click.option("--ly", type=int, default=96, show_default=True)
+@click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--lx", type=click.IntRange(min=1), default=6, show_default=True)
+@click.option("--ly", type=click.IntRange(min=1), default=96, show_default=True)
 @click.option("--walls", is_flag=True, help="Check the bc kernel too (thermal walls, unfused steps).")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
               help="With --walls: the scheme of the bc kernel checked (lbgen or reference).")

@@ -109,6 +109,9 @@ def print_assignments(asg: AssignmentList, precision: str, declare: str = "const
     return [f"{declare} {sym} = {printer.doprint(expr.xreplace(rename))};" for sym, expr in asg.assignments]
 
 
+#: the largest GPU block / work-group size (CUDA and common OpenCL devices)
+MAX_BLOCK_SIZE = 1024
+
 @dataclass(frozen=True)
 class KernelSpec:
     """Everything that determines the emitted code."""
@@ -148,6 +151,10 @@ class KernelSpec:
         if self.precision == "mixed" and self.backend != "c":
             raise SpecError(f"precision 'mixed' (float storage, double arithmetic) is available on the C backend "
                             f"only, not {self.backend!r}; use double or single there")
+        if isinstance(self.block_size, bool) or not isinstance(self.block_size, int) or \
+                not 0 <= self.block_size <= MAX_BLOCK_SIZE:
+            raise SpecError(f"block size {self.block_size!r}: allowed 0 (the backend's default) or 1 to "
+                            f"{MAX_BLOCK_SIZE} (GPU work-group / block size)")
         if self.wall_scheme not in SCHEMES:
             raise SpecError(f"unknown wall scheme {self.wall_scheme!r}; choose one of {', '.join(SCHEMES)}")
         if self.wall_scheme != DEFAULT_SCHEME and not self.walls:

@@ -424,16 +424,10 @@ class Simulation:
 
 
 def load_fields(path) -> Dict[str, np.ndarray]:
-    """Fields from an .npz with arrays rho, ux, uy, T of one shape (LX, LY)."""
-    with np.load(path) as data:
-        missing = [k for k in ("rho", "ux", "uy", "T") if k not in data]
-        if missing:
-            raise SimulationError(f"{path}: missing arrays {missing}; an --init file needs rho, ux, uy, T of shape (LX, LY)")
-        fields = {k: np.array(data[k], dtype=np.float64) for k in ("rho", "ux", "uy", "T")}
-    shapes = {k: v.shape for k, v in fields.items()}
-    if len(set(shapes.values())) != 1 or len(fields["rho"].shape) != 2:
-        raise SimulationError(f"{path}: arrays must share one 2D shape (LX, LY); got {shapes}")
-    return fields
+    """Fields from an .npz with arrays rho, ux, uy, T of one shape (LX, LY), checked
+    (lbgen.fieldfile: kind, keys, shapes, dtypes, finite and positive values)."""
+    from .fieldfile import load_fields as load_checked
+    return load_checked(path)
 
 
 def save_fields(path, fields: Dict[str, np.ndarray], **metadata) -> None:

