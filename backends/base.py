@@ -214,6 +214,12 @@ class Program(abc.ABC):
         """Thermal walls after propagate(prv -> nxt); only for specs generated with walls."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no bc kernel yet")
 
+    def diagnostics(self, f: Any) -> np.ndarray:
+        """Per-row reductions over x of the state in f: an (LY, ND) float64 array whose
+        columns are ``lbgen.diagnostics.ROW_QUANTITIES`` (the generated diagnostics kernel;
+        only LY x ND numbers leave the device)."""
+        raise NotImplementedError(f"the {self.spec.backend} backend has no diagnostics kernel")
+
     def init_equilibrium(self, f: Any, rho, ux, uy, T) -> None:
         """Populations at the equilibrium of (LX, LY) fields.  Backends with a generated
         init_equilibrium kernel override this; the fallback computes it on the host."""

@@ -123,6 +123,8 @@ def _schema_options(fn):
         if opt.kind == "choice":
             help_text = f"{help_text} One of: {', '.join(opt.choices)}."
         attrs = dict(default=None, help=help_text)
+        if opt.kind == "clim":
+            attrs["multiple"] = True       # --clim T=0.95,1.05 --clim vorticity=-0.01,0.01
         if kind is not None:
             attrs["type"] = kind
         fn = click.option(decl, opt.key, **attrs)(fn)
@@ -173,7 +175,7 @@ def run(ctx, setup, config, resume, overwrite, progress, **given):
     root = comm is None or comm.rank == 0
     show_progress = progress and sys.stderr.isatty() and root
     echo = (lambda m: click.echo(m, err=True)) if root else (lambda m: None)  # noqa: E731
-    given = {k: v for k, v in given.items() if v is not None}
+    given = {k: v for k, v in given.items() if v is not None and v != ()}
     if resume:
         if overwrite:
             raise UserError("--overwrite replaces the run in --out; it cannot be combined with --resume")
@@ -272,7 +274,8 @@ def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, wall
 
 from .cli_bench import bench, tune  # noqa: E402
 from .cli_model import model  # noqa: E402
-for _command in (bench, tune, model):
+from .cli_output import movie, plot  # noqa: E402
+for _command in (bench, tune, model, movie, plot):
     main.add_command(_command)
 
 

@@ -19,6 +19,7 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
 from . import __version__
+from .diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
 from .layouts import CLUSTERED, HALO, LAYOUTS, Layout, LayoutError, make_layout, tag as layout_tag
 from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assignments, velocity_set
 from .model.operators import OPERATOR_RECORDS
@@ -329,6 +330,7 @@ def template_context(spec: KernelSpec) -> dict:
         "block_size": spec.block_size,
         "walls": wall_context(spec) if spec.walls else None,
         "tb_max_depth": MAX_TIME_BLOCK,
+        "diag": {"ND": ND, "quantities": ROW_QUANTITIES, "index": ROW_INDEX},
         "cx": [int(e[0]) for e in vs.velocities],
         "cy": [int(e[1]) for e in vs.velocities],
         "opposite": list(vs.opposite),

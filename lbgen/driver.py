@@ -188,12 +188,19 @@ class Run:
                 self.T_hot, self.T_cold = float(T0.max()), float(T0.min())
             if self.T_hot == self.T_cold:
                 self.T_hot = self.T_cold + 1.0   # no temperature contrast: the mixing width is 0
+        self.colour_limits = None
+        if fields is not None and cfg.out:
+            from .output import PICTURE_QUANTITIES, colour_limits
+            T_range = (cfg.walls["T_bottom"], cfg.walls["T_top"]) if cfg.walls else None
+            self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity, T_range=T_range,
+                                               overrides=cfg.clim)
         self.output = None
         if cfg.out and self.root:
 
             def open_output():
                 from .output import RunOutput
-                return RunOutput(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format)
+                return RunOutput(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format,
+                                 colour_limits=self.colour_limits, dpi=cfg.dpi)
             self.output = root_call(comm, open_output)
         elif cfg.out:
             root_call(comm, lambda: None)
@@ -212,6 +219,12 @@ class Run:
         if cfg.checkpoint_every and not cfg.out:
             raise SimulationError("--checkpoint-every needs a run folder (--out DIR)")
         check_threads(cfg.threads)
+
+    @property
+    def series_every(self) -> int:
+        """Steps between two rows of series.csv (``--series-every``, else about 200 per run)."""
+        from .output import default_series_every
+        return self.cfg.series_every or default_series_every(self.cfg.steps)
 
     # --- resume ----------------------------------------------------------------------------
     @classmethod
@@ -285,20 +298,42 @@ class Run:
         return run
 
     # --- the loop --------------------------------------------------------------------------
+    def _series(self) -> None:
+        """One row of series.csv from the backends' diagnostics kernels (per-row sums, gathered
+        to rank 0 with MPI); a bad sample (NaN/Inf, rho or T <= 0) runs the guard at once."""
+        if not self.cfg.out:
+            return
+        from .diagnostics import combine_rows, scalars
+        rows = self.sim.diagnostic_rows()
+        if self.comm is not None:
+            parts = self.comm.gather(rows, root=0)
+            rows = combine_rows(parts) if self.root else None
+        bad = False
+        if rows is not None:
+            d = scalars(rows, self.cfg.lx, self.T_hot, self.T_cold)
+            bad = bool(d["nonfinite"] or not d["min_rho"] > 0 or not d["min_T"] > 0)
+            if self.output is not None and not bad:
+                step = self.sim.time_step
+                self.output.append_series(step, step / self.sim.vs.r, d)
+        if self.comm is not None:
+            bad = self.comm.bcast(bad, root=0)
+        if bad:
+            self.sim.check_finite()
+
     def _outputs(self, final: bool = False) -> None:
         if not self.cfg.out:
             return
-        from .output import diagnostics
         step = self.sim.time_step
         fields = self.sim.fields()           # collective with MPI: gathered to rank 0
         if self.output is None:
             return
-        self.output.append_series(step, step / self.sim.vs.r, diagnostics(fields, self.T_hot, self.T_cold))
-        self.output.write_fields(step, fields, time=step / self.sim.vs.r)
+        time = step / self.sim.vs.r
+        self.output.write_fields(step, fields, time=time)
         if self.cfg.pictures:
-            self.output.write_pictures(step, fields)
+            self.output.write_pictures(step, fields, time=time)
         if final:
-            self.output.plot_series()
+            walls = self.cfg.walls
+            self.output.plot_series(T_walls=(walls["T_bottom"], walls["T_top"]) if walls else None)
 
     def _checkpoint(self) -> None:
         """Write a checkpoint of the current state -- the caller has checked its health, so
@@ -322,6 +357,8 @@ class Run:
             "status": status,
             "error": error,
             "config": self.cfg.to_json(),
+            "colour_limits": self.colour_limits,
+            "series_every": self.series_every,
             "step": self.sim.time_step,
             "resumed_from": self.resumed_from,
             "device": _device_description(self.sim),
@@ -377,19 +414,21 @@ class Run:
 
     def _loop(self, cfg: RunConfig, sim: Simulation, progress: bool, stop: StopSignals) -> dict:
         first, self.started = not self.started, True
-        events = [k for k in (cfg.output_every, cfg.checkpoint_every, cfg.check_every) if k]
+        series_every = self.series_every
+        events = [k for k in (cfg.output_every, cfg.checkpoint_every, cfg.check_every, series_every) if k]
         if self.cfg.out and self.resumed_from is None and first:
             sim.check_finite()
             self._persist(lambda: self._manifest("running"), sim.time_step)
+            self._persist(self._series, sim.time_step)
             self._persist(self._outputs, sim.time_step)
         elif self.cfg.out:
             self._persist(lambda: self._manifest("running"), sim.time_step)
         bar = None
-        if progress and self.root:
-            from tqdm import tqdm
-            bar = tqdm(total=cfg.steps, initial=sim.time_step, unit="step", dynamic_ncols=True,
-                       desc=cfg.setup if not cfg.init else "run")
         try:
+            if progress and self.root:
+                from tqdm import tqdm
+                bar = tqdm(total=cfg.steps, initial=sim.time_step, unit="step", dynamic_ncols=True,
+                           desc=cfg.setup if not cfg.init else "run")
             while sim.time_step < cfg.steps:
                 # advance to the next multiple of any event period (or the end)
                 nxt = min([cfg.steps] + [(sim.time_step // k + 1) * k for k in events])
@@ -416,6 +455,8 @@ class Run:
                 checkpoint_due = bool(cfg.checkpoint_every and step % cfg.checkpoint_every == 0)
                 if (cfg.check_every and step % cfg.check_every == 0) or last or output_due or checkpoint_due:
                     sim.check_finite()       # health before persistence: a bad state is never written
+                if step % series_every == 0 or last:
+                    self._persist(self._series, step)   # its guard runs the full check on a bad sample
                 if output_due:
                     self._persist(self._outputs, step)
                 if checkpoint_due:

@@ -276,6 +276,24 @@ class Simulation:
         T = (m[..., 1] - 0.5 * rho * (ux * ux + uy * uy)) / rho    # D = 2: rho T = E - rho |u|^2 / 2
         return {"rho": rho, "ux": ux, "uy": uy, "T": T}
 
+    def diagnostic_rows(self) -> np.ndarray:
+        """(LY, ND) per-row reductions over this process's columns (the backends' generated
+        diagnostics kernels; columns: ``lbgen.diagnostics.ROW_QUANTITIES``).  Only LY x ND
+        numbers per region leave the device, never the lattice."""
+        from .diagnostics import combine_rows
+        self.synchronize()
+        return combine_rows([r.program.diagnostics(r.f) for r in self.regions])
+
+    def diagnostics(self, T_hot: Optional[float] = None, T_cold: Optional[float] = None) -> Dict[str, float]:
+        """Global diagnostics of the current state as Python floats (``lbgen.diagnostics.scalars``):
+        mass, momentum_x, momentum_y, energy, kinetic_energy, mixing_width, max_speed, min_rho,
+        min_T, nonfinite.  The mixing width needs a temperature contrast: T_hot and T_cold
+        (default: the wall temperatures; NaN without one)."""
+        from .diagnostics import scalars
+        if T_hot is None and T_cold is None and self.walls is not None:
+            T_hot, T_cold = self.walls.T_bottom, self.walls.T_top
+        return scalars(self.diagnostic_rows(), self.lx, T_hot, T_cold)
+
     # --- stepping ----------------------------------------------------------------------
     def exchange_halos(self) -> None:
         """Fill every region's halo: Y rows by its own halo kernel, X columns from its neighbours."""

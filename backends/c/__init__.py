@@ -131,5 +131,11 @@ class CProgram(HostBuffers, Program):
         return tuple(out)
 
 
+    def diagnostics(self, f):
+        from ...diagnostics import ND
+        out = np.empty((self.ly, ND))
+        self._fn("diagnostics")(self._ptr(f), *self._sizes, self.ffi.cast("double *", out.ctypes.data))
+        return out
+
 def compile(source, lx: int, ly: int, flags=None, strict: bool = False, threads: int = 0, **_ignored) -> CProgram:
     return CProgram(source, lx, ly, flags=flags, strict=strict, threads=threads)

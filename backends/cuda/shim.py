@@ -185,6 +185,12 @@ class ShimProgram(HostBuffers, LaunchProgram):
         return tuple(out)
 
 
+    def diagnostics(self, f):
+        from ...diagnostics import ND
+        out = np.empty((self.ly, ND))
+        self._run("diagnostics", f, *self._sizes, out)
+        return out
+
 def compile(source, lx: int, ly: int, strict: bool = False, flags=None, block_size: Optional[int] = None,
             **_ignored) -> ShimProgram:
     """The host-shim Program of a CUDA KernelSource (same interface as the GPU runtime)."""
