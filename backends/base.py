@@ -124,6 +124,11 @@ class Program(abc.ABC):
         """Thermal walls after propagate(prv -> nxt); only for specs generated with walls."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no bc kernel yet")
 
+    def fused_walls(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
+                    adiabatic=(False, False), **params) -> None:
+        """propagate + bc + collide in one sweep (prv -> nxt); only for specs generated with walls."""
+        raise NotImplementedError(f"the {self.spec.backend} backend has no fused walls kernel yet")
+
     def _require_walls(self) -> None:
         if not self.spec.walls:
             raise ValueError("these kernels were generated without walls (KernelSpec(walls=True) adds the bc kernel)")

@@ -85,7 +85,13 @@ def print_assignments(asg: AssignmentList, precision: str, declare: str = "const
     """
     printer = RealPrinter(precision)
     rename = {p: sp.Symbol(f"{p}{suffix_parameters}", real=True) for p in asg.parameters}
-    return [f"{declare} {sym} = {printer.doprint(expr.xreplace(rename))};" for sym, expr in asg.assignments]
+    titles = dict(asg.blocks)
+    lines = []
+    for i, (sym, expr) in enumerate(asg.assignments):
+        if i in titles:     # a comment opening each block: what it computes, which model function made it
+            lines.append(f"/* --- {titles[i]} --- */")
+        lines.append(f"{declare} {sym} = {printer.doprint(expr.xreplace(rename))};")
+    return lines
 
 
 @dataclass(frozen=True)
@@ -255,6 +261,7 @@ def template_context(spec: KernelSpec) -> dict:
         "collide_params": OPERATOR_PARAMETERS[spec.collision],
         "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
         "collide_outputs": [str(s) for s in col.outputs],
+        "site_outputs": [f"fout{p}" for p in range(vs.Q)],   # what collide_call leaves
         "collide_flops": col.flops,
         "collide_description": col.description,
         "uses_wall": "wall" in [str(p) for p in col.parameters],

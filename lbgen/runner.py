@@ -166,8 +166,9 @@ class Simulation:
         self.params = Parameters(collision, tau, C1, C2, C3, tuple(gravity))
         self.walls = walls
         self.lx, self.ly = lx, ly
-        # with walls the step is propagate -> bc -> collide (the fused kernel has no bc)
-        self.fused = fused and walls is None
+        # one sweep per step: fused (periodic) or fused_walls (propagate + bc + collide);
+        # fused=False gives the separate kernels (the same bits in strict mode)
+        self.fused = fused
         self.check_every = check_every
         self.time_step = 0
 
@@ -302,7 +303,11 @@ class Simulation:
     def advance(self, region: Region) -> None:
         """One step of one region whose halos are fresh (asynchronous on devices)."""
         p, kp = region.program, self.kernel_parameters
-        if self.fused:
+        if self.fused and self.walls is not None:
+            w = self.walls
+            p.fused_walls(region.f, region.g, w.T_bottom, w.T_top, (w.adiabatic_bottom, w.adiabatic_top), **kp)
+            region.f, region.g = region.g, region.f
+        elif self.fused:
             p.fused(region.f, region.g, **kp)
             region.f, region.g = region.g, region.f
         elif self.walls is not None:

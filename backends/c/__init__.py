@@ -96,6 +96,11 @@ class CProgram(HostBuffers, Program):
         self._fn("bc")(self._ptr(prv), self._ptr(nxt), *self._sizes, float(T_bottom), float(T_top),
                        int(bool(adiabatic[0])), int(bool(adiabatic[1])), float(ax), float(ay))
 
+    def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), **params):
+        self._require_walls()
+        self._fn("fused_walls")(self._ptr(prv), self._ptr(nxt), *self._sizes, *self._param_values(params),
+                                float(T_bottom), float(T_top), int(bool(adiabatic[0])), int(bool(adiabatic[1])))
+
     def init_equilibrium(self, f, rho, ux, uy, T):
         arrays = [np.ascontiguousarray(a, dtype=np.float64).reshape(self.lx, self.ly) for a in (rho, ux, uy, T)]
         ptrs = [self.ffi.cast("double *", a.ctypes.data) for a in arrays]

@@ -24,6 +24,9 @@ class AssignmentList:
     assignments: Tuple[Tuple[sp.Symbol, sp.Expr], ...]
     outputs: Tuple[sp.Symbol, ...]
     description: str = ""
+    #: (index of the first assignment, title) of each block -- moments, equilibrium, ... --
+    #: in order; the title names the model function that produced the block
+    blocks: Tuple[Tuple[int, str], ...] = ()
 
     @property
     def temporaries(self) -> Tuple[Tuple[sp.Symbol, sp.Expr], ...]:
