@@ -225,6 +225,20 @@ class Program(abc.ABC):
     def download_fields(self, buffer: Any) -> np.ndarray:
         return self.layout.unpack(self.download(buffer)).astype(np.float64)
 
+    # Backends with generated init_equilibrium / fields kernels override these two; this
+    # host path evaluates the same model assignments with NumPy (bit for bit what a strict
+    # build of the kernels computes in double precision).
+    def init_equilibrium(self, f: Any, rho, ux, uy, T) -> None:
+        """f (in place) = equilibrium of the fields, (LX, LY) arrays each; halo filled."""
+        from ..model import equilibrium_assignments
+        fields = [np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)) for a in (rho, ux, uy, T)]
+        self.upload_fields(equilibrium_assignments(self.spec.velocity_set).evaluate(fields), f)
+
+    def fields(self, f: Any):
+        """(rho, ux, uy, T), (LX, LY) float64 arrays each, of the populations in f."""
+        from ..model import macroscopic_assignments
+        return tuple(macroscopic_assignments(self.spec.velocity_set).evaluate(self.download_fields(f)))
+
     def _param_values(self, params: dict):
         from ..codegen import OPERATOR_PARAMETERS
         names = OPERATOR_PARAMETERS[self.spec.collision]
