@@ -276,11 +276,6 @@ class Simulation:
         """(Q, LX, LY) float64 copy of the current populations."""
         return self.state().astype(np.float64)
 
-    def _moment_matrix(self) -> np.ndarray:
-        """(Q, 4) weights of rho, energy sum |xi|^2 f / 2, and momentum sum xi f."""
-        xi = self.vs.xi
-        return np.column_stack([np.ones(self.vs.Q), 0.5 * (xi ** 2).sum(1), xi[:, 0], xi[:, 1]])
-
     def fields(self) -> Dict[str, np.ndarray]:
         """rho, ux, uy, T as (LX, LY) arrays (u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho)),
         computed by each region's fields kernel on its backend."""
@@ -292,11 +287,11 @@ class Simulation:
         return out
 
     def _fields_of(self, f: np.ndarray) -> Dict[str, np.ndarray]:
-        m = np.moveaxis(f, 0, -1) @ self._moment_matrix()       # one pass over the populations
-        rho = m[..., 0]
-        ux, uy = m[..., 2] / rho, m[..., 3] / rho
-        T = (m[..., 1] - 0.5 * rho * (ux * ux + uy * uy)) / rho    # D = 2: rho T = E - rho |u|^2 / 2
-        return {"rho": rho, "ux": ux, "uy": uy, "T": T}
+        """Fields of (Q, LX, LY) populations on the host: the model's assignments through
+        NumPy, in double the bits of a strict build of the fields kernel."""
+        from .model import macroscopic_assignments
+        values = macroscopic_assignments(self.spec.velocity_set).evaluate(np.asarray(f, dtype=np.float64))
+        return dict(zip(("rho", "ux", "uy", "T"), values))
 
     # --- stepping ----------------------------------------------------------------------
     def exchange_halos(self) -> None:

@@ -17,6 +17,22 @@ from cffi import FFI
 from ..base import (BackendUnavailable, CompileError, HostBuffers, Program, aligned_zeros, build_library,  # noqa: F401
                     compiler_version, find_compiler)
 
+#: OpenMP waiting when the user set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT: idle threads
+#: sleep instead of spinning 300000 rounds between the parallel regions of a step, so that
+#: on a busy machine a spinning thread does not steal the core a working one needs
+#: (docs/performance.md: measured quiet and busy).  libgomp reads it once, when it loads
+#: (the first kernel library dlopen'ed below), so it is set at import.
+WAIT_POLICY = "passive"
+
+
+def _default_wait_policy() -> None:
+    import os
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = WAIT_POLICY
+
+
+_default_wait_policy()
+
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp")
 # strict: no FMA contraction, and no basic-block (SLP) vectorisation -- with AVX-512 gcc 12's
 # SLP vectoriser changed the last bit of the AoS bc kernel (x = 0, top wall) against every
