@@ -385,11 +385,10 @@ class Simulation:
 
     def _first_bad_site(self, f: np.ndarray):
         """(x, y, what, fields at the site) of the first bad site of populations f, or None."""
-        from . import reference
         rho = f.sum(axis=0)
         finite = np.isfinite(f).all(axis=0)
         with np.errstate(all="ignore"):
-            fields = dict(zip(("rho", "ux", "uy", "T"), reference.fields(f, vs=self.vs))) if finite.all() else None
+            fields = self._fields_of(f) if finite.all() else None
             bad = ~finite | ~(rho > 0)
             if fields is not None:
                 bad |= ~(fields["T"] > 0)
@@ -398,7 +397,7 @@ class Simulation:
         x, y = (int(v[0]) for v in np.nonzero(bad))
         if fields is None:
             with np.errstate(all="ignore"):
-                values = dict(zip(("rho", "ux", "uy", "T"), reference.fields(f[:, x:x + 1, y:y + 1], vs=self.vs)))
+                values = self._fields_of(f[:, x:x + 1, y:y + 1])
                 values = {k: float(np.asarray(v).ravel()[0]) for k, v in values.items()}
         else:
             values = {k: float(fields[k][x, y]) for k in ("rho", "ux", "uy", "T")}
