@@ -1,0 +1,11 @@
+"""Guard cost: looks_healthy against one step (1024 x 4096, 2 threads).  Run it from two
+checkouts alternately for an A/B (docs/performance.md).  Not a test."""
+import time, numpy as np
+from lbgen.runner import Simulation, uniform_noise
+s = Simulation(1024, 4096, backend="c", threads=2, check_every=0)
+s.set_fields(**uniform_noise(1024, 4096)); s.step(2)
+g, st = [], []
+for i in range(3):
+    t = time.perf_counter(); s.looks_healthy(); g.append(time.perf_counter() - t)
+    t = time.perf_counter(); s.step(1); st.append(time.perf_counter() - t)
+print(f"guard {np.median(g):.3f} s, step {np.median(st):.3f} s, guard/step {np.median(g) / np.median(st):.2f}")
