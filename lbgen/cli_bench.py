@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from .cli import UserError, _friendly
+from .cli_common import UserError, friendly
+from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
 
 def _split(text: str):
@@ -53,6 +54,8 @@ def _emit_json(data, output, to_stdout):
 @click.option("--collision", "collisions", default="bgk", show_default=True, help="bgk, regularized or all.")
 @click.option("--precision", "precisions", default="double", show_default=True,
               help="double, single, mixed (float storage, double arithmetic; C), both (double,single) or all.")
+@click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME,
+              show_default=True, help="Scheme of the timed bc kernel.")
 @click.option("--lx", type=int, default=1024, show_default=True)
 @click.option("--ly", type=int, default=4096, show_default=True)
 @click.option("--threads", type=int, default=0, show_default=True, help="OpenMP threads (0: all cores).")
@@ -70,9 +73,9 @@ def _emit_json(data, output, to_stdout):
 @click.option("--plots", type=click.Path(file_okay=False), default=None,
               help="Write PNG plots here: MLUPS vs VL per layout, roofline.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
-@_friendly
-def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, repeat, warmup, vls, paper_table,
-          no_limits, limit_mb, as_json, output, plots, progress):
+@friendly
+def bench(backends, layouts, kernels, collisions, precisions, wall_scheme, lx, ly, threads, repeat, warmup, vls,
+          paper_table, no_limits, limit_mb, as_json, output, plots, progress):
     """Time the kernels (ms, MLUPS, GB/s, GFLOP/s) against this machine's measured limits.
 
     The memory bandwidth (37 + 37 stream copy, normal and streaming stores) and the FMA
@@ -80,6 +83,7 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
     fails on a timing: benchmarks are not tests.
     """
     from . import bench as B
+    from . import bench_report as R
     if lx < 1 or ly < 1:
         raise UserError(f"lattice {lx} x {ly}: sizes must be positive")
     if repeat < 1:
@@ -91,6 +95,9 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
     bad = [b for b in backend_list if b not in BACKENDS]
     if bad:
         raise UserError(f"unknown backend {bad[0]!r}; choose from {', '.join(BACKENDS)}")
+    if wall_scheme != DEFAULT_WALL_SCHEME and (paper_table or "bc" not in _split(kernels)):
+        raise UserError(f"--wall-scheme {wall_scheme} applies to the bc kernel: add bc to --kernels "
+                        "(the paper table times propagate and collide only)")
     if paper_table:
         try:
             vl_list = [int(v) for v in _split(vls)]
@@ -100,16 +107,16 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
         for backend in backend_list:
             for p in precs:
                 for c in cols:
-                    t = B.run_paper_table(backend, lx, ly, vl_list, p, c, threads, repeat, warmup, progress)
+                    t = R.run_paper_table(backend, lx, ly, vl_list, p, c, threads, repeat, warmup, progress)
                     t.update(backend=backend, precision=p, collision=c)
                     tables.append(t)
         data = {"paper_tables": tables}
         if plots:
-            data["plots"] = [str(p) for t in tables for p in B.make_plots(t["sweep"], plots)]
+            data["plots"] = [str(p) for t in tables for p in R.make_plots(t["sweep"], plots)]
         if not as_json:
             for t in tables:
                 click.echo(f"[{t['backend']} {t['precision']} {t['collision']}]")
-                click.echo(B.format_paper_table(t))
+                click.echo(R.format_paper_table(t))
                 for s in t["sweep"].get("skipped", []):
                     click.echo(f"skipped {s.get('layout', s.get('backend'))}: {s['reason']}")
         _emit_json(data, output, as_json)
@@ -120,12 +127,13 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
         raise UserError(f"unknown kernel {bad[0]!r}; choose from {', '.join(B.KERNELS)}")
     cfg = B.BenchConfig(backends=backend_list, layouts=B.parse_layouts(layouts), kernels=kern, collisions=cols,
                         precisions=precs, lx=lx, ly=ly, threads=threads, repeat=repeat, warmup=warmup,
-                        limits=not no_limits, limit_bytes=(limit_mb << 20) if limit_mb else None, progress=progress)
+                        limits=not no_limits, limit_bytes=(limit_mb << 20) if limit_mb else None, progress=progress,
+                        wall_scheme=wall_scheme)
     report = B.run_bench(cfg)
     if plots:
-        report["plots"] = [str(p) for p in B.make_plots(report, plots)]
+        report["plots"] = [str(p) for p in R.make_plots(report, plots)]
     if not as_json:
-        click.echo(B.format_table(report))
+        click.echo(R.format_table(report))
         if plots:
             click.echo("plots: " + ", ".join(report["plots"]))
     _emit_json(report, output, as_json)
@@ -145,7 +153,7 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
 @click.option("--samples", type=int, default=3, show_default=True, help="Timed samples per candidate.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored entry as JSON.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
-@_friendly
+@friendly
 def tune(backend, lx, ly, precision, collision, walls, threads, layouts, vls, thread_counts, samples, as_json,
          progress):
     """Time short runs of every layout/VL, print the ranking, store the best for this machine.

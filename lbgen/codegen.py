@@ -19,23 +19,42 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
 from . import __version__
-from .layouts import HALO, LAYOUTS, Layout, LayoutError, make_layout
+from .layouts import CLUSTERED, HALO, LAYOUTS, Layout, LayoutError, make_layout, tag as layout_tag
 from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assignments, velocity_set
+from .model.operators import OPERATOR_RECORDS
 from .model.assignments import AssignmentList
+from .model.walls import DEFAULT_SCHEME, SCHEMES, mass_rule
 
 BACKENDS = ("c", "opencl", "cuda")
 MIN_LY_WALLS = 8
+#: preferred cluster lengths per backend, fastest first (measured with `lbgen bench`; see
+#: README: default layout/VL)
+PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (32, 16, 64, 8, 4)}
 #: cluster length when a clustered layout is asked for without one: one AVX-512 vector of
 #: doubles on the CPU, one warp on GPUs
-DEFAULT_VL = {"c": 8, "opencl": 32, "cuda": 32}
+DEFAULT_VL = {backend: vls[0] for backend, vls in PREFERRED_VL.items()}
 #: "mixed": populations stored as float, arithmetic in double (C backend)
 PRECISIONS = ("double", "single", "mixed")
 
-#: parameters of each collision operator as they appear in the C API, in order
-OPERATOR_PARAMETERS = {
-    "bgk": ("tau", "ax", "ay"),
-    "regularized": ("C1", "C2", "C3", "ax", "ay"),
-}
+#: parameters of each collision operator as they appear in the kernel API, in order (from the
+#: operator records of lbgen.model.operators)
+OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORDS.items()}
+
+
+def default_layout(backend: str, ly: int) -> Tuple[str, Optional[int]]:
+    """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.
+
+    (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
+
+    On the CPU CAoSoA with VL = 8 (one AVX-512 vector of doubles) is the best combined
+    propagate + collide layout (paper Table 2; measured with `lbgen bench`); on GPUs a
+    cluster of 32 lanes maps to one warp.  When no preferred VL divides LY with
+    LY/VL >= the halo width the unclustered SoA layout is used.
+    """
+    for vl in PREFERRED_VL.get(backend, (8,)):
+        if ly % vl == 0 and ly // vl >= HALO:
+            return "caosoa", vl
+    return "soa", None
 
 
 class SpecError(ValueError):
@@ -110,6 +129,7 @@ class KernelSpec:
     block_size: int = 0           # GPU work-group / block size (0: backend default)
     prefix: str = "lbgen"
     walls: bool = False           # thermal walls at bottom and top: bc kernel, tau = 1 rows
+    wall_scheme: str = DEFAULT_SCHEME   # bc scheme with walls: lbgen.model.walls.SCHEMES
 
     @property
     def compile_time_sizes(self) -> bool:
@@ -117,7 +137,7 @@ class KernelSpec:
 
     @property
     def tag(self) -> str:
-        return f"{self.layout}-vl{self.vl}" if self.layout in ("csoa", "caosoa") else self.layout
+        return layout_tag(self.layout, self.vl)
 
     def validate(self, lx: Optional[int] = None, ly: Optional[int] = None) -> "KernelSpec":
         """Check every field; with sizes, also the layout rules.  Returns a normalised spec."""
@@ -132,13 +152,18 @@ class KernelSpec:
         if self.precision == "mixed" and self.backend != "c":
             raise SpecError(f"precision 'mixed' (float storage, double arithmetic) is available on the C backend "
                             f"only, not {self.backend!r}; use double or single there")
+        if self.wall_scheme not in SCHEMES:
+            raise SpecError(f"unknown wall scheme {self.wall_scheme!r}; choose one of {', '.join(SCHEMES)}")
+        if self.wall_scheme != DEFAULT_SCHEME and not self.walls:
+            raise SpecError(f"wall scheme {self.wall_scheme!r} applies to the bc kernel only: add walls "
+                            f"(--walls) or leave the scheme at {DEFAULT_SCHEME!r}")
         if not self.prefix.isidentifier():
             raise SpecError(f"prefix {self.prefix!r} is not a C identifier")
         if (self.lx is None) != (self.ly is None):
             raise SpecError("give both lx and ly for compile-time sizes, or neither for run-time sizes")
         vs = velocity_set(self.velocity_set)
         spec = self
-        clustered = self.layout in ("csoa", "caosoa")
+        clustered = self.layout in CLUSTERED
         if not clustered and self.vl not in (None, 1):
             raise SpecError(f"layout {self.layout} takes no VL (got VL={self.vl}); VL applies to csoa and caosoa")
         if isinstance(self.vl, np.integer):
@@ -214,7 +239,7 @@ def _index_terms(layout_name: str, velocities) -> Dict[str, list]:
 def emit_command(spec: KernelSpec) -> str:  # noqa: C901
     """The `lbgen emit` command line that reproduces a spec."""
     words = ["lbgen emit", f"--backend {spec.backend}", f"--layout {spec.layout}"]
-    if spec.layout in ("csoa", "caosoa"):
+    if spec.layout in CLUSTERED:
         words.append(f"--vl {spec.vl}")
     words += [f"--precision {spec.precision}", f"--collision {spec.collision}"]
     if spec.compile_time_sizes:
@@ -227,6 +252,8 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
         words.append(f"--block-size {spec.block_size}")
     if spec.walls:
         words.append("--walls")
+    if spec.wall_scheme != DEFAULT_SCHEME:
+        words.append(f"--wall-scheme {spec.wall_scheme}")
     return " ".join(words)
 
 
@@ -235,7 +262,7 @@ def template_context(spec: KernelSpec) -> dict:
     col = collide(spec.collision, spec.velocity_set)
     eq = equilibrium_assignments(spec.velocity_set)
     mac = macroscopic_assignments(spec.velocity_set)
-    clustered = spec.layout in ("csoa", "caosoa")
+    clustered = spec.layout in CLUSTERED
     vl = spec.vl if clustered else 1
     real_bytes = 8 if spec.precision == "double" else 4     # bytes of one stored population
     strides = Layout.stride_formulas(spec.layout)
@@ -284,24 +311,29 @@ def template_context(spec: KernelSpec) -> dict:
 def wall_context(spec: KernelSpec) -> dict:
     """What the bc templates need: per side and row the unknown/leaving sets and the body."""
     from .model import wall_assignments
+    from .model.walls import unknown_set
     vs = velocity_set(spec.velocity_set)
     sides = []
     for side in ("bottom", "top"):
         rows = []
-        for row in (2, 1, 0):   # row 0 takes the mass the other two rows did not
-            asg = wall_assignments(side, row, spec.velocity_set)
+        for row in (2, 1, 0):   # lbgen scheme: row 0 takes the mass the other two rows did not
+            asg = wall_assignments(side, row, spec.velocity_set, spec.wall_scheme)
+            unknown = list(unknown_set(vs, side, row))
+            written = [int(str(s)[4:]) for s in asg.outputs]   # the unknown ones (+ the rest population)
             rows.append({
                 "row": row,
-                "unknown": [int(str(s)[4:]) for s in asg.outputs],
-                "leaving": [vs.opposite[int(str(s)[4:])] for s in asg.outputs],
+                "unknown": unknown,
+                "leaving": [vs.opposite[i] for i in unknown],
+                "written": written,
                 "inputs": [int(str(s)[1:]) for s in asg.inputs],
-                "free_mass": "N" not in [str(p) for p in asg.parameters],
+                "mass": mass_rule(vs, side, row, spec.wall_scheme),
                 "body": print_assignments(asg, spec.precision, suffix_parameters="_"),
                 "outputs": [str(s) for s in asg.outputs],
+                "entering": [str(s) for s in asg.outputs[:len(unknown)]],
                 "flops": asg.flops,
             })
         sides.append({"side": side, "rows": rows})
-    return {"sides": sides, "rows": 3}
+    return {"sides": sides, "rows": 3, "scheme": spec.wall_scheme}
 
 
 #: (file written, template) per backend; the first file is the one the backend compiles.

@@ -18,12 +18,17 @@ import numpy as np
 from . import reference as ref
 from .codegen import KernelSpec, SpecError, generate
 from .layouts import CLUSTERED
+from .model.operators import OPERATOR_RECORDS
+from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME
+from .backends import RUNTIMES, runtime, spec_backend
+from .runner import Walls
 
 #: mixed (float storage, double arithmetic, C only): one float rounding per step, ~6e-8 after 20
 TOLERANCE = {"double": 1e-12, "single": 1e-5, "mixed": 1e-6}
-#: "cuda-shim" runs the CUDA source on the CPU (g++ and a host shim)
-VERIFY_BACKENDS = ("c", "opencl", "cuda", "cuda-shim")
-PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 1e-3, "C2": 1e-3, "C3": 0.5}}
+#: every runtime ("cuda-shim" runs the CUDA source on the CPU with g++ and a host shim)
+VERIFY_BACKENDS = tuple(RUNTIMES)
+#: each operator at its record's default parameters
+PARAMS = {name: op.defaults() for name, op in OPERATOR_RECORDS.items()}
 FORCE = (1e-4, -2e-4)
 WALLS = dict(T_bottom=1.02, T_top=0.98, adiabatic=(False, True))
 
@@ -50,6 +55,7 @@ class Report:
     steps: int = 0
     lattice: Tuple[int, int] = (0, 0)
     walls: bool = False
+    wall_scheme: str = DEFAULT_WALL_SCHEME
 
     @property
     def ok(self) -> bool:
@@ -57,7 +63,7 @@ class Report:
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "strict": self.strict, "steps": self.steps, "lattice": list(self.lattice),
-                "walls": self.walls, "skipped": self.skipped, "rows": [asdict(r) for r in self.rows],
+                "walls": self.walls, "wall_scheme": self.wall_scheme, "skipped": self.skipped, "rows": [asdict(r) for r in self.rows],
                 "tolerance": TOLERANCE}
 
     def table(self) -> str:
@@ -73,16 +79,8 @@ class Report:
             lines.append(f"skipped {b}: {why}")
         lines.append(f"{'all kernels agree' if self.ok else 'MISMATCH: some kernels disagree'} "
                      f"({len(self.rows)} runs, {self.steps} steps on {self.lattice[0]} x {self.lattice[1]}"
-                     f"{', walls' if self.walls else ''}{', strict' if self.strict else ''})")
+                     f"{f', walls ({self.wall_scheme} scheme)' if self.walls else ''}{', strict' if self.strict else ''})")
         return "\n".join(lines)
-
-
-def _backend_module(name: str):
-    from . import backends
-    if name == "cuda-shim":
-        from .backends.cuda import shim
-        return shim
-    return backends.load(name)
 
 
 def available_backends(names: Sequence[str]) -> Tuple[List[str], Dict[str, str]]:
@@ -91,7 +89,7 @@ def available_backends(names: Sequence[str]) -> Tuple[List[str], Dict[str, str]]
         if name not in VERIFY_BACKENDS:
             raise SpecError(f"unknown backend {name!r}; choose from {', '.join(VERIFY_BACKENDS)}")
         try:
-            good, why = _backend_module(name).available()
+            good, why = runtime(name).available()
         except Exception as e:  # noqa: BLE001 - any failure means: not available here
             good, why = False, f"{type(e).__name__}: {e}"
         (ok.append(name) if good else skipped.__setitem__(name, why))
@@ -106,11 +104,12 @@ def initial_state(lx: int, ly: int, seed: int = 0) -> np.ndarray:
     return f * (1 + 1e-3 * rng.standard_normal(f.shape))
 
 
-def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool) -> np.ndarray:
+def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool,
+                  wall_scheme: str = DEFAULT_WALL_SCHEME) -> np.ndarray:
     f = f0.copy()
     for _ in range(steps):
         if walls:
-            f = ref.step_walls(f, collision, force=FORCE, **WALLS, **PARAMS[collision])
+            f = ref.step_walls(f, collision, scheme=wall_scheme, force=FORCE, **WALLS, **PARAMS[collision])
         else:
             f = ref.step(f, collision, force=FORCE, **PARAMS[collision])
     return f
@@ -118,21 +117,12 @@ def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool) -> np
 
 def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, walls: bool) -> np.ndarray:
     params = dict(PARAMS[collision], ax=FORCE[0], ay=FORCE[1])
+    wall_spec = Walls(WALLS["T_bottom"], WALLS["T_top"], *WALLS["adiabatic"]) if walls else None
     a = prog.upload_fields(f0)
     b = prog.allocate()
     for _ in range(steps):
         prog.halo(a)
-        if path == "fused" and walls:
-            prog.fused_walls(a, b, WALLS["T_bottom"], WALLS["T_top"], WALLS["adiabatic"], **params)
-            a, b = b, a
-        elif path == "fused":
-            prog.fused(a, b, **params)
-            a, b = b, a
-        else:
-            prog.propagate(a, b)
-            if walls:
-                prog.bc(a, b, WALLS["T_bottom"], WALLS["T_top"], WALLS["adiabatic"], FORCE[0], FORCE[1])
-            prog.collide(b, a, **params)
+        a, b = prog.step(a, b, params, wall_spec, fused=path == "fused")
     prog.synchronize()
     return prog.download_fields(a)
 
@@ -140,27 +130,30 @@ def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, wal
 def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[str, Optional[int]]] = (),
            collisions: Sequence[str] = ("bgk", "regularized"), precisions: Sequence[str] = ("double",),
            steps: int = 20, lx: int = 6, ly: int = 96, strict: bool = False, walls: bool = False,
-           seed: int = 0, progress=None) -> Report:
+           seed: int = 0, progress=None, wall_scheme: str = DEFAULT_WALL_SCHEME) -> Report:
     names, skipped = available_backends(backends)
     layouts = list(layouts) or [("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32)]
     for name, vl in layouts:   # refuse bad combinations before compiling anything
-        KernelSpec(layout=name, vl=vl, walls=walls).validate(lx, ly)
-    report = Report(skipped=skipped, strict=strict, steps=steps, lattice=(lx, ly), walls=walls)
+        KernelSpec(layout=name, vl=vl, walls=walls, wall_scheme=wall_scheme).validate(lx, ly)
+    report = Report(skipped=skipped, strict=strict, steps=steps, lattice=(lx, ly), walls=walls,
+                    wall_scheme=wall_scheme)
     f0 = initial_state(lx, ly, seed)
-    references = {c: reference_run(f0, c, steps, walls) for c in collisions}
+    references = {c: reference_run(f0, c, steps, walls, wall_scheme) for c in collisions}
     paths = ("unfused", "fused")        # with walls "fused" is the fused_walls kernel
     results: Dict[tuple, np.ndarray] = {}
     order = sorted(names, key=lambda n: n != "c")     # C first: the others are compared with it
     combos = list(itertools.product(order, layouts, collisions, precisions, paths))
     for backend, (layout, vl), collision, precision, path in combos:
-        if precision == "mixed" and backend != "c":
-            continue     # float storage with double arithmetic exists on the C backend only
         row = Row(backend, layout, vl if layout in CLUSTERED else None, collision, precision, path)
-        spec_backend = "cuda" if backend == "cuda-shim" else backend
+        spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=row.vl, precision=precision,
+                          collision=collision, walls=walls, wall_scheme=wall_scheme)
         try:
-            source = generate(KernelSpec(backend=spec_backend, layout=layout, vl=row.vl, precision=precision,
-                                         collision=collision, walls=walls))
-            prog = _backend_module(backend).compile(source, lx, ly, strict=strict)
+            spec.validate()
+        except SpecError:
+            continue     # a combination this backend does not offer (e.g. mixed precision off the C backend)
+        try:
+            source = generate(spec)
+            prog = runtime(backend).compile(source, lx, ly, strict=strict)
             got = run_program(prog, f0, steps, path, collision, walls)
         except Exception as e:  # noqa: BLE001 - report, don't crash the whole table
             row.note = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"

@@ -64,16 +64,31 @@ def test_fused_walls_needs_a_walls_spec():
 def test_simulation_with_walls_steps_with_the_fused_kernel(monkeypatch):
     """The default step with walls is one fused_walls call; fused=False keeps the three sweeps,
     and both give the same bits in strict mode."""
-    from lbgen.runner import Simulation, Walls, uniform_noise
+    from lbgen.runner import Simulation, Walls
+    from lbgen.setups import uniform_noise
     walls = Walls(T_bottom=1.02, T_top=0.98, adiabatic_top=True)
     kw = dict(backend="c", layout="caosoa", vl=4, collision="regularized", gravity=(0.0, -1e-4), walls=walls,
               strict=True, check_every=0)
     fused, split = Simulation(8, 32, **kw), Simulation(8, 32, fused=False, **kw)
     calls = []
+    real = type(fused.program).fused_walls
     monkeypatch.setattr(type(fused.program), "fused_walls",
-                        lambda self, *a, _f=type(fused.program).fused_walls, **k: calls.append(1) or _f(self, *a, **k))
+                        lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
     for sim in (fused, split):
         sim.set_fields(**uniform_noise(8, 32))
         sim.run(5)
     assert len(calls) == 5
     assert np.array_equal(fused.populations(), split.populations())
+
+
+@pytest.mark.parametrize("case", [("c", "caosoa", 8), ("opencl", "soa", None), ("cuda", "aos", None)], ids=case_id)
+def test_fused_walls_with_the_reference_wall_scheme_is_bit_identical_too(case, wall_state):
+    from lbgen.codegen import KernelSpec, generate
+    from test_walls import LX, LY, _backend
+    backend, layout, vl = case
+    spec = KernelSpec(backend=backend, layout=layout, vl=vl, collision="regularized", walls=True,
+                      wall_scheme="reference")
+    prog = _backend(backend).compile(generate(spec), LX, LY, strict=True)
+    want = run_three_sweeps(prog, wall_state, STEPS, "regularized", (False, True))
+    got = run_fused_walls(prog, wall_state, STEPS, "regularized", (False, True))
+    assert np.array_equal(got, want)

@@ -35,13 +35,13 @@ import sympy as sp
 
 from .assignments import AssignmentList
 from .hermite import Component, components, hermite, maxwellian_coefficient, multiplicity
+from .operators import FORCE_ARGUMENTS, operator as operator_record
 from .velocity_set import VelocitySet
 
 #: significant digits of the numeric constants written into the generated code
 CONSTANT_DIGITS = 20
 ORDER = 4  # Hermite order of equilibrium and regularization
 
-OPERATORS = ("bgk", "regularized")
 
 
 def _const(x) -> sp.Float:
@@ -103,7 +103,7 @@ def _grouped_sum(terms, builder=None) -> sp.Expr:
     return total
 
 
-class _Builder:
+class Builder:
     """Accumulates ordered assignments with fresh symbol names, each tagged with the block
     (moments, equilibrium, relaxation, reconstruction, ...) that produced it."""
 
@@ -128,7 +128,7 @@ class _Builder:
         return sym
 
 
-def _moments(b: _Builder, vs: VelocitySet, f, H) -> Dict[Component, sp.Symbol]:
+def _moments(b: Builder, vs: VelocitySet, f, H) -> Dict[Component, sp.Symbol]:
     """Hermite projections A[c] = sum_i f_i H[c](xi_i) for all components up to ORDER."""
     pairs, rest = _pairs(vs)
     b.block("moments: pair sums s_i and differences d_i, Hermite projections A_n, n <= 4 "
@@ -146,7 +146,7 @@ def _moments(b: _Builder, vs: VelocitySet, f, H) -> Dict[Component, sp.Symbol]:
     return A
 
 
-def _macroscopic(b: _Builder, A):
+def _macroscopic(b: Builder, A):
     b.block("macroscopic fields rho, u, T from A_0, A_1, A_2 (lbgen.model.collision._macroscopic)")
     rho = b.let("rho", A[(0, 0)])
     inv_rho = b.let("inv_rho", 1 / rho)
@@ -157,7 +157,7 @@ def _macroscopic(b: _Builder, A):
     return rho, ux, uy, T
 
 
-def _reconstruct(b: _Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_scale=None, f=None):
+def _reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_scale=None, f=None):
     """Outputs fout_i = [f_scale * f_i +] w_i sum_c B[c] H[c](xi_i) mult(c)/n!  (even/odd split)."""
     pairs, rest = _pairs(vs)
     w = vs.weights_float(CONSTANT_DIGITS + 10)
@@ -192,7 +192,7 @@ def _reconstruct(b: _Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f
     return tuple(result)
 
 
-def _cse_assignments(assignments, outputs):
+def cse_assignments(assignments, outputs):
     """Common-subexpression elimination over the whole ordered list (outputs keep their names)."""
     syms = [s for s, _ in assignments]
     exprs = [e for _, e in assignments]
@@ -204,7 +204,7 @@ def _cse_assignments(assignments, outputs):
     return _drop_unused(_topological(out), outputs)
 
 
-def _in_blocks(assignments, b: _Builder):
+def _in_blocks(assignments, b: Builder):
     """Stable-sort the assignments by block, and the (start index, title) of each block.
 
     A named symbol belongs to the block it was built in; a CSE temporary to the earliest
@@ -258,18 +258,17 @@ def _topological(assignments):
 
 def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     """The collide kernel body for one site: inputs f0..f{Q-1}, outputs fout0..."""
-    if operator not in OPERATORS:
-        raise ValueError(f"unknown collision operator {operator!r}; choose one of {', '.join(OPERATORS)}")
+    record = operator_record(operator)          # ParameterError (a ValueError) for unknown names
     f = population_symbols(vs.Q)
-    ax, ay = sp.symbols("ax ay", real=True)
+    ax, ay = (sp.Symbol(n, real=True) for n in FORCE_ARGUMENTS)
     H = _hermite_values(vs, ORDER)
-    b = _Builder()
+    b = Builder()
     A = _moments(b, vs, f, H)
     rho, ux, uy, T = _macroscopic(b, A)
     a2 = ax ** 2 + ay ** 2
     wall = sp.Symbol("wall", real=True)
     if operator == "bgk":
-        tau_in = sp.Symbol("tau", positive=True)
+        tau_in, = (sp.Symbol(n, positive=True) for n in record.parameter_names)
         params = (tau_in, ax, ay, wall)
         # rows next to a thermal wall (wall = 1) relax with tau = 1, as in the regularized operator
         b.block("relaxation: tau (1 on wall rows) and 1/tau (lbgen.model.collision.collision, bgk)")
@@ -285,9 +284,9 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
             for c in components(n):
                 B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho * inv_tau, us, Ts)))
         outputs = _reconstruct(b, vs, H, B, f_scale=1 - inv_tau, f=f)
-        description = "BGK with shifted-equilibrium forcing (Hermite order 4), tau = 1 where wall = 1"
+        description = f"{record.description}; wall rows: {record.wall_rows}"
     else:
-        C1, C2, C3 = sp.symbols("C1 C2 C3", real=True)
+        C1, C2, C3 = (sp.Symbol(n, real=True) for n in record.parameter_names)
         params = (C1, C2, C3, ax, ay, wall)
         b.block("relaxation times tau1, tau2, tau3 (1 on wall rows) (lbgen.model.collision.collision, regularized)")
         inv_rhoT = b.let("inv_rhoT", inv_rho_T(rho, T))
@@ -309,10 +308,9 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
             for c in components(n):
                 B[c] = b.let(f"B{c[0]}{c[1]}", A[c] + (eqs[c] - A[c]) * rates[n])
         outputs = _reconstruct(b, vs, H, B)
-        description = ("regularized: A2, A3, A4 relaxed with tau1 = 1/2 + C1/(rho T), "
-                       "tau2 = 1/2 + C2/(rho T), tau3 = 1/2 + C3 (all 1 where wall = 1), "
-                       "force on A1, f rebuilt from A0..A4")
-    assignments, blocks = _in_blocks(_cse_assignments(b.assignments, outputs), b)
+        description = f"{record.description}; wall rows: {record.wall_rows}"
+    assert tuple(map(str, params[:-1])) == record.kernel_arguments, "collision symbols != operator record"
+    assignments, blocks = _in_blocks(cse_assignments(b.assignments, outputs), b)
     return AssignmentList(name=f"collide_{operator}", inputs=f, parameters=params,
                           assignments=assignments, outputs=outputs, description=description, blocks=blocks)
 
@@ -325,13 +323,13 @@ def equilibrium(vs: VelocitySet) -> AssignmentList:
     """Populations at equilibrium from the fields: inputs rho, ux, uy, T -> fout_i."""
     rho, ux, uy, T = sp.symbols("rho ux uy T", real=True)
     H = _hermite_values(vs, ORDER)
-    b = _Builder()
+    b = Builder()
     B = {}
     for n in range(ORDER + 1):
         for c in components(n):
             B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, (ux, uy), T)))
     outputs = _reconstruct(b, vs, H, B)
-    assignments = _cse_assignments(b.assignments, outputs)
+    assignments = cse_assignments(b.assignments, outputs)
     return AssignmentList(name="equilibrium", inputs=(rho, ux, uy, T), parameters=(),
                           assignments=assignments, outputs=outputs,
                           description="4th-order Hermite expansion of the Maxwellian")
@@ -341,7 +339,7 @@ def macroscopic(vs: VelocitySet) -> AssignmentList:
     """Fields from populations: inputs f_i -> rho, ux, uy, T (u = sum xi f / rho)."""
     f = population_symbols(vs.Q)
     H = _hermite_values(vs, 2)
-    b = _Builder()
+    b = Builder()
     pairs, rest = _pairs(vs)
     A = {}
     s = {i: f[i] + f[o] for i, o in pairs}
@@ -354,6 +352,6 @@ def macroscopic(vs: VelocitySet) -> AssignmentList:
         A[c] = b.let(f"A{c[0]}{c[1]}", _grouped_sum(terms, b))
     rho, ux, uy, T = _macroscopic(b, A)
     outputs = tuple(b.let(n, v) for n, v in (("rho_out", rho), ("ux_out", ux), ("uy_out", uy), ("T_out", T)))
-    assignments = _cse_assignments(b.assignments, outputs)
+    assignments = cse_assignments(b.assignments, outputs)
     return AssignmentList(name="macroscopic", inputs=f, parameters=(), assignments=assignments,
                           outputs=outputs, description="rho, u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho)")

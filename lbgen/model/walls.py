@@ -1,4 +1,4 @@
-"""Thermal no-slip walls (the bc kernel): the reference scheme, derived for any velocity set.
+"""Thermal no-slip walls (the bc kernel): lbgen's and the production ("reference") scheme, any velocity set.
 
 Walls bound the lattice at the bottom (below y = 0) and the top (above y = LY-1); X stays
 periodic.  After propagate, at row j = 0, 1, 2 from a wall the populations that would
@@ -32,6 +32,25 @@ the bare bracket, whose lattice sums are the integers 15, 26, 40, 47, 54, 91, 36
 relax with tau = 1 to the equilibrium of the imposed moments, but under BGK it would
 not even keep a wall at rest in equilibrium.  With w_i the rest state at T = 1 is an
 exact fixed point for both operators.
+
+Two schemes (``SCHEMES``), chosen per kernel:
+
+* ``"lbgen"`` (default): the scheme above, weighted bracket, the raw temperature T_3 of
+  the fourth row, column mass balance closed by row 0.
+* ``"reference"``: the production code's wall scheme, derived here for any velocity set.
+  Its differences: (1) the bare bracket 1 + xi.p + |xi|^2 E/2 (no w_i); (2) every row
+  keeps its own mass: rows with a mixed unknown set take N_j = L_j, and the farthest row,
+  whose unknown populations all share one e_y (3 of them for D2Q37), takes its total N
+  from the y-momentum condition alone (those populations carry y-momentum xi_y N, so
+  -rho a_y/2 = M_Ky + xi_y N with rho = rho_K + L fixes N), solves (p_x, E) from the
+  x-momentum and energy conditions (p_y is redundant there: xi_y is the same for every
+  unknown), and hands N - L back to the rest population of the same site (f_0 += L - N),
+  so the site gains exactly the mass L that left it; (3) the fourth-row temperature it
+  extrapolates from (or copies, adiabatic) is T_3 + |a|^2/8 instead of T_3 (the bc kernel
+  adds it; the production code calls it ``localTempfic``).  The wall is at rest in every
+  row (the production code's bottom row 1 reads its wall velocity ``vtilde2``
+  uninitialised; its output behaves as 0, which is what is used here).  Total mass is
+  conserved to round-off by both.
 """
 from __future__ import annotations
 
@@ -40,11 +59,39 @@ from typing import List, Tuple
 import sympy as sp
 
 from .assignments import AssignmentList
-from .collision import CONSTANT_DIGITS, _Builder, _cse_assignments, population_symbols
+from .collision import CONSTANT_DIGITS, Builder, cse_assignments, population_symbols
 from .velocity_set import VelocitySet
 
 WALL_ROWS = 3  # rows next to each wall with unknown populations (= the largest hop)
 SIDES = ("bottom", "top")
+#: wall schemes: lbgen's own (the default) and the production code's (see the module docstring)
+SCHEMES = ("lbgen", "reference")
+DEFAULT_SCHEME = "lbgen"
+
+
+def check_scheme(scheme: str) -> str:
+    """The scheme name, or a ValueError naming the bad value and the choices."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown wall scheme {scheme!r}; choose one of {', '.join(SCHEMES)}")
+    return scheme
+
+
+def mass_rule(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT_SCHEME) -> str:
+    """How a wall row gets the mass N of its unknown populations.
+
+    ``"leaving"``: N = L, the mass that left this site towards the wall;
+    ``"column"``: N = the column's leaving mass minus what rows 1 and 2 took (lbgen, row 0);
+    ``"free"``: no N, the 3 unknowns meet the 3 conditions directly (lbgen, 3 unknowns);
+    ``"rest"``: N from the y-momentum condition, the rest population takes L - N (reference,
+    the row whose unknowns share one e_y).
+    """
+    check_scheme(scheme)
+    U = unknown_set(vs, side, row)
+    if scheme == "reference":
+        return "rest" if len({vs.velocities[i][1] for i in U}) == 1 else "leaving"
+    if len(U) == 3:
+        return "free"
+    return "column" if row == 0 else "leaving"
 
 
 def unknown_set(vs: VelocitySet, side: str, row: int) -> Tuple[int, ...]:
@@ -83,24 +130,28 @@ def lattice_sums(vs: VelocitySet, unknown, weighted: bool = True) -> dict:
     }
 
 
-def wall_assignments(vs: VelocitySet, side: str, row: int) -> AssignmentList:
-    """bc body for one wall row.
+def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT_SCHEME) -> AssignmentList:
+    """bc body for one wall row under a scheme (see :func:`mass_rule`).
 
-    Rows with more than 3 unknown populations: parameters (N, Tw, ax, ay).  A row with
-    exactly 3 (the one farthest from the wall): parameters (Tw, ax, ay), N is free.
+    Mass rules "leaving"/"column": parameters (N, Tw, ax, ay).  "free": (Tw, ax, ay).
+    "rest": (L, Tw, ax, ay), and the rest population is the last output.
     Inputs are the known populations the body uses; outputs the unknown ones, in order.
     """
     U = unknown_set(vs, side, row)
     if len(U) < 3:
         raise ValueError(f"{side} row {row} has {len(U)} unknown populations; the scheme needs at least 3")
-    if len(U) == 3:
+    rule = mass_rule(vs, side, row, scheme)
+    if rule == "free":
         return _direct_wall_assignments(vs, side, row, U)
+    if rule == "rest":
+        return _rest_mass_assignments(vs, side, row, U)
+    weighted = scheme == "lbgen"
     K = [i for i in range(vs.Q) if i not in U]
     f = population_symbols(vs.Q)
     N, Tw, ax, ay = sp.symbols("N Tw ax ay", real=True)
     r = vs.r_float(CONSTANT_DIGITS + 10)
     xi = [(r * a, r * b) for a, b in vs.velocities]
-    sums = lattice_sums(vs, U)
+    sums = lattice_sums(vs, U, weighted)
     # lattice sums in xi units: every xi carries one factor r
     s0 = _c(sums["s0"])
     s1 = [_c(r * sums["s1"][a]) for a in range(2)]
@@ -109,7 +160,7 @@ def wall_assignments(vs: VelocitySet, side: str, row: int) -> AssignmentList:
     V = [_c(r ** 3 * sums["V"][a]) for a in range(2)]
     W = _c(r ** 4 * sums["W"])
 
-    b = _Builder()
+    b = Builder()
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
     MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
     MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
@@ -133,19 +184,19 @@ def wall_assignments(vs: VelocitySet, side: str, row: int) -> AssignmentList:
         Ai[:, col] = rhs
         z.append(b.let(name, sp.expand(Ai.det(method="berkowitz")) * inv_det))
     px, py, E = z
-    w = vs.weights_float(CONSTANT_DIGITS + 10)
+    w = vs.weights_float(CONSTANT_DIGITS + 10) if weighted else [1] * vs.Q
     bracket = {i: b.let(f"b{i}", _c(w[i]) + _c(w[i] * xi[i][0]) * px + _c(w[i] * xi[i][1]) * py
                         + _c(w[i] * (xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * E) for i in U}
     S = b.let("S", sp.Add(*bracket.values()))
     scale = b.let("NoS", N / S)
     outputs = tuple(b.let(f"fout{i}", scale * bracket[i]) for i in U)
-    assignments = _cse_assignments(b.assignments, outputs)
+    assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
     return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=(N, Tw, ax, ay),
                           assignments=assignments, outputs=outputs,
-                          description=f"thermal wall, {side} row {row}: {len(U)} unknown populations "
-                                      f"{list(U)} rebuilt for zero mass flux, u = -a/2, T = Tw")
+                          description=f"thermal wall ({scheme} scheme), {side} row {row}: {len(U)} unknown "
+                                      f"populations {list(U)} rebuilt for zero mass flux, u = -a/2, T = Tw")
 
 
 def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> AssignmentList:
@@ -155,7 +206,7 @@ def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignm
     Tw, ax, ay = sp.symbols("Tw ax ay", real=True)
     r = vs.r_float(CONSTANT_DIGITS + 10)
     xi = [(r * a, r * b) for a, b in vs.velocities]
-    b = _Builder()
+    b = Builder()
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
     MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
     MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
@@ -177,7 +228,7 @@ def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignm
         Ai[:, col] = rhs
         outputs.append(b.let(f"fout{i}", sp.expand(Ai.det(method="berkowitz")) * inv_det))
     outputs = tuple(outputs)
-    assignments = _cse_assignments(b.assignments, outputs)
+    assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
     return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=(Tw, ax, ay),
@@ -186,7 +237,66 @@ def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignm
                                       f"{list(U)} fixed by u = -a/2 and T = Tw (mass free)")
 
 
-def wall_rows(vs: VelocitySet) -> List[Tuple[str, int, Tuple[int, ...], AssignmentList]]:
+def _rest_mass_assignments(vs: VelocitySet, side: str, row: int, U) -> AssignmentList:
+    """Reference scheme, the row whose unknowns share one e_y: N from y-momentum, rest takes L - N.
+
+    With f_0 -> f_0 + L - N the site's mass becomes rho = rho_K + L (rho_K: the known
+    populations, rest included), so the y-momentum condition M_Ky + xi_y N = -rho a_y/2 gives
+    N.  Then f_i = (N/S) phi_i, phi_i = 1 + xi_x,i p_x + |xi_i|^2 E/2 (bare bracket, no p_y:
+    xi_y,i is the same for all i and would duplicate the constant), and the x-momentum and
+    energy conditions, multiplied by S, are linear in (p_x, E):
+        m_x S - N sum_U xi_x phi = 0,   e S - N sum_U |xi|^2/2 phi = 0.
+    """
+    if (0, 0) not in vs.velocities:
+        raise ValueError(f"the reference wall scheme needs a rest population; {vs.name} has none")
+    rest = vs.velocities.index((0, 0))
+    K = [i for i in range(vs.Q) if i not in U]
+    f = population_symbols(vs.Q)
+    L, Tw, ax, ay = sp.symbols("L Tw ax ay", real=True)
+    r = vs.r_float(CONSTANT_DIGITS + 10)
+    xi = [(r * a, r * b) for a, b in vs.velocities]
+    sums = lattice_sums(vs, U, weighted=False)
+    s0 = _c(sums["s0"])
+    s1x, Txx, s2 = _c(r * sums["s1"][0]), _c(r ** 2 * sums["T"][0, 0]), _c(r ** 2 * sums["s2"])
+    Vx, W = _c(r ** 3 * sums["V"][0]), _c(r ** 4 * sums["W"])
+    xi_y = _c(xi[U[0]][1])
+
+    b = Builder()
+    rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
+    MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
+    MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
+    EK = b.let("EK", sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * f[i] for i in K]))
+    rho = b.let("rho", rhoK + L)
+    N = b.let("N", (-rho * ay / 2 - MKy) / xi_y)
+    mx = b.let("mx", -rho * ax / 2 - MKx)
+    e = b.let("en", rho * (Tw + (ax ** 2 + ay ** 2) / 8) - EK)
+    A = sp.Matrix([[mx * s1x - N * Txx, mx * s2 - N * Vx],
+                   [e * s1x - N * Vx, e * s2 - N * W]])
+    rhs = sp.Matrix([N * s1x - mx * s0, N * s2 - e * s0])
+    det = b.let("det", sp.expand(A.det()))
+    inv_det = b.let("inv_det", 1 / det)
+    z = []
+    for col, name in enumerate(("px", "E")):
+        Ai = A.copy()
+        Ai[:, col] = rhs
+        z.append(b.let(name, sp.expand(Ai.det()) * inv_det))
+    px, E = z
+    phi = {i: b.let(f"b{i}", 1 + _c(xi[i][0]) * px + _c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * E) for i in U}
+    S = b.let("S", sp.Add(*phi.values()))
+    scale = b.let("NoS", N / S)
+    outputs = tuple(b.let(f"fout{i}", scale * phi[i]) for i in U)
+    outputs += (b.let(f"fout{rest}", f[rest] + L - N),)
+    assignments = cse_assignments(b.assignments, outputs)
+    used = {s for _, ex in assignments for s in ex.free_symbols}
+    inputs = tuple(f[i] for i in K if f[i] in used)
+    return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=(L, Tw, ax, ay),
+                          assignments=assignments, outputs=outputs,
+                          description=f"thermal wall (reference scheme), {side} row {row}: {len(U)} unknown "
+                                      f"populations {list(U)} carry N from y-momentum, rest population "
+                                      f"{rest} takes L - N, u = -a/2, T = Tw")
+
+
+def wall_rows(vs: VelocitySet, scheme: str = DEFAULT_SCHEME) -> List[Tuple[str, int, Tuple[int, ...], AssignmentList]]:
     """(side, row, unknown set, assignments) for the 2 x 3 wall rows."""
-    return [(side, row, unknown_set(vs, side, row), wall_assignments(vs, side, row))
+    return [(side, row, unknown_set(vs, side, row), wall_assignments(vs, side, row, scheme))
             for side in SIDES for row in range(WALL_ROWS)]

@@ -9,7 +9,7 @@
  * layout      caosoa: site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent
  * VL          8
  * precision   double (double)
- * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4), tau = 1 where wall = 1
+ * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
  *             605 floating-point operations per site (counted on the generated code)
  * sizes       run-time (lx, ly arguments)
  * streaming   non-temporal stores for whole clusters (intrinsics, portable fallback)
@@ -231,7 +231,7 @@ void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, i
 
 
 /* The collision of one site, written once: collide and fused call it.
-   bgk: BGK with shifted-equilibrium forcing (Hermite order 4), tau = 1 where wall = 1.
+   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed).
    In: the site's populations f0..f36, the parameters tau_ ax_ ay_ and wall_ (1 on the rows
    next to a thermal wall).  Out: *o0..*o36.  605 floating-point operations.
    (Scalars in, pointers to scalars out: after inlining the compiler vectorises the calling
