@@ -24,6 +24,7 @@ from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assi
 from .model.operators import OPERATOR_RECORDS
 from .model.assignments import AssignmentList
 from .model.walls import DEFAULT_SCHEME, SCHEMES, mass_rule
+from .kernel_api import ENTRY_POINTS, SIZE_ERRORS, size_rules
 
 BACKENDS = ("c", "opencl", "cuda")
 MIN_LY_WALLS = 8
@@ -305,6 +306,13 @@ def template_context(spec: KernelSpec) -> dict:
         "align": min(64, vl * real_bytes) if clustered else real_bytes,
         "block_size": spec.block_size,
         "walls": wall_context(spec) if spec.walls else None,
+        "cx": [int(e[0]) for e in vs.velocities],
+        "cy": [int(e[1]) for e in vs.velocities],
+        "opposite": list(vs.opposite),
+        "min_ly_walls": MIN_LY_WALLS,
+        "size_rules": size_rules(spec, MIN_LY_WALLS),
+        "size_errors": SIZE_ERRORS,
+        "entry_points": [n for n in ENTRY_POINTS if n != "bc" or spec.walls],
     }
 
 
@@ -341,7 +349,7 @@ def wall_context(spec: KernelSpec) -> dict:
 _MAIN_TEMPLATES = {
     "c": [("lbgen_kernels.c", "c/kernels.c.j2"), ("lbgen_kernels.h", "c/kernels.h.j2")],
     "opencl": [("lbgen_kernels.cl", "opencl/kernels.cl.j2")],
-    "cuda": [("lbgen_kernels.cu", "cuda/kernels.cu.j2")],
+    "cuda": [("lbgen_kernels.cu", "cuda/kernels.cu.j2"), ("lbgen_kernels.cuh", "cuda/kernels.cuh.j2")],
 }
 
 
@@ -373,8 +381,7 @@ def generate(spec: KernelSpec) -> KernelSource:
         name = out_name.replace("lbgen", spec.prefix)
         files[name] = env.get_template(template).render(**ctx)
     main = next(iter(files))
-    entry = tuple(f"{spec.prefix}_{n}" for n in ("halo", "propagate", "collide", "fused", "init_equilibrium",
-                                                 "fields", "pack", "unpack"))
+    entry = tuple(f"{spec.prefix}_{n}" for n in ctx["entry_points"])
     col = collide(spec.collision, spec.velocity_set)
     return KernelSource(spec=spec, files=files, main_file=main, entry_points=entry,
                         flops={"collide": col.flops, "fused": col.flops, "propagate": 0})

@@ -162,6 +162,8 @@ def convert(key: str, value: Any, where: str = "") -> Any:
             if not 0 <= v <= 1:
                 raise ValueError("must be 'auto' or a host fraction 2M/LX in [0, 1]")
             return str(v)
+    except ConfigError:
+        raise
     except ValueError as e:
         raise ConfigError(f"{label}={value!r} {e}") from None
     raise AssertionError(kind)  # pragma: no cover
