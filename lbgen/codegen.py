@@ -24,7 +24,7 @@ from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assi
 from .model.operators import OPERATOR_RECORDS
 from .model.assignments import AssignmentList
 from .model.walls import DEFAULT_SCHEME, SCHEMES, mass_rule
-from .kernel_api import ENTRY_POINTS, SIZE_ERRORS, size_rules
+from .kernel_api import ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules
 
 BACKENDS = ("c", "opencl", "cuda")
 MIN_LY_WALLS = 8
@@ -312,7 +312,7 @@ def template_context(spec: KernelSpec) -> dict:
         "min_ly_walls": MIN_LY_WALLS,
         "size_rules": size_rules(spec, MIN_LY_WALLS),
         "size_errors": SIZE_ERRORS,
-        "entry_points": [n for n in ENTRY_POINTS if n != "bc" or spec.walls],
+        "entry_points": [n for n in ENTRY_POINTS if n not in WALL_ENTRY_POINTS or spec.walls],
     }
 
 
