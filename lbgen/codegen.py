@@ -19,12 +19,13 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
 from . import __version__
-from .layouts import HALO, LAYOUTS, Layout, LayoutError, make_layout
+from .layouts import LAYOUTS, Layout, LayoutError, make_layout
 from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assignments, velocity_set
 from .model.assignments import AssignmentList
+from .model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
+from .model.walls import min_ly_walls, wall_row_count
 
 BACKENDS = ("c", "opencl", "cuda")
-MIN_LY_WALLS = 8
 #: cluster length when a clustered layout is asked for without one: one AVX-512 vector of
 #: doubles on the CPU, one warp on GPUs
 DEFAULT_VL = {"c": 8, "opencl": 32, "cuda": 32}
@@ -99,7 +100,7 @@ class KernelSpec:
     collision: str = "bgk"
     lx: Optional[int] = None      # compile-time sizes when both given
     ly: Optional[int] = None
-    velocity_set: str = "d2q37"
+    velocity_set: str = DEFAULT_VELOCITY_SET
     streaming_stores: bool = True
     block_size: int = 0           # GPU work-group / block size (0: backend default)
     prefix: str = "lbgen"
@@ -130,6 +131,10 @@ class KernelSpec:
             raise SpecError(f"prefix {self.prefix!r} is not a C identifier")
         if (self.lx is None) != (self.ly is None):
             raise SpecError("give both lx and ly for compile-time sizes, or neither for run-time sizes")
+        if str(self.velocity_set).lower() not in VELOCITY_SETS:
+            raise SpecError(f"unknown velocity set {self.velocity_set!r}; choose one of {', '.join(VELOCITY_SETS)}")
+        if self.velocity_set != self.velocity_set.lower():
+            return _replace(self, velocity_set=self.velocity_set.lower()).validate(lx, ly)
         vs = velocity_set(self.velocity_set)
         spec = self
         clustered = self.layout in ("csoa", "caosoa")
@@ -146,12 +151,12 @@ class KernelSpec:
         else:
             spec = _replace(self, vl=None)
         check_lx, check_ly = (lx, ly) if lx is not None else (self.lx, self.ly)
-        if self.walls and check_ly is not None and check_ly < MIN_LY_WALLS:
-            raise SpecError(f"LY={check_ly} is too small for walls: the 3 wall rows at each side and the "
-                            f"fourth row they extrapolate from need LY >= {MIN_LY_WALLS}")
+        if self.walls and check_ly is not None and check_ly < min_ly_walls(vs):
+            raise SpecError(f"LY={check_ly} is too small for walls: the {wall_row_count(vs)} wall rows of "
+                            f"{vs.name} at each side and the bulk row next to them need LY >= {min_ly_walls(vs)}")
         if check_lx is not None:
             try:
-                make_layout(self.layout, vs.Q, check_lx, check_ly, spec.vl)
+                make_layout(self.layout, vs.Q, check_lx, check_ly, spec.vl, halo=vs.max_hop)
             except LayoutError as e:
                 raise SpecError(str(e)) from None
         return spec
@@ -211,6 +216,8 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
     if spec.layout in ("csoa", "caosoa"):
         words.append(f"--vl {spec.vl}")
     words += [f"--precision {spec.precision}", f"--collision {spec.collision}"]
+    if spec.velocity_set != DEFAULT_VELOCITY_SET:
+        words.append(f"--velocity-set {spec.velocity_set}")
     if spec.compile_time_sizes:
         words.append(f"--lx {spec.lx} --ly {spec.ly}")
     if spec.prefix != "lbgen":
@@ -239,7 +246,7 @@ def template_context(spec: KernelSpec) -> dict:
         "version": __version__,
         "P": spec.prefix,
         "Q": vs.Q,
-        "HALO": HALO,
+        "HALO": vs.max_hop,
         "VL": vl,
         "clustered": clustered,
         "real": "float" if spec.precision == "single" else "double",     # arithmetic
@@ -248,7 +255,8 @@ def template_context(spec: KernelSpec) -> dict:
         "single": spec.precision == "single",
         "lit": (lambda v: RealPrinter(spec.precision)._literal(v)),
         "strides": strides,
-        "layout_description": Layout(spec.layout, vs.Q, 1, 1, vl).description,
+        "layout_description": Layout(spec.layout, vs.Q, 1, 1, vl, vs.max_hop).description,
+        "isothermal": vs.isothermal,
         "velocities": vs.velocities,
         "weights": [float(w) for w in vs.weights],
         "offsets": _index_terms(spec.layout, vs.velocities),
@@ -278,23 +286,26 @@ def wall_context(spec: KernelSpec) -> dict:
     """What the bc templates need: per side and row the unknown/leaving sets and the body."""
     from .model import wall_assignments
     vs = velocity_set(spec.velocity_set)
+    H = wall_row_count(vs)
     sides = []
     for side in ("bottom", "top"):
         rows = []
-        for row in (2, 1, 0):   # row 0 takes the mass the other two rows did not
+        for row in range(H - 1, -1, -1):   # row 0 takes the mass the other rows did not
             asg = wall_assignments(side, row, spec.velocity_set)
+            params = [str(p) for p in asg.parameters]
             rows.append({
                 "row": row,
                 "unknown": [int(str(s)[4:]) for s in asg.outputs],
                 "leaving": [vs.opposite[int(str(s)[4:])] for s in asg.outputs],
                 "inputs": [int(str(s)[1:]) for s in asg.inputs],
-                "free_mass": "N" not in [str(p) for p in asg.parameters],
+                "free_mass": "N" not in params,
+                "uses_Tw": "Tw" in params,
                 "body": print_assignments(asg, spec.precision, suffix_parameters="_"),
                 "outputs": [str(s) for s in asg.outputs],
                 "flops": asg.flops,
             })
         sides.append({"side": side, "rows": rows})
-    return {"sides": sides, "rows": 3}
+    return {"sides": sides, "rows": H, "thermal": not vs.isothermal}
 
 
 #: (file written, template) per backend; the first file is the one the backend compiles.

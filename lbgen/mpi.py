@@ -50,7 +50,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .layouts import HALO
+from .model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
 from .runner import Simulation, SimulationError
 
 #: environment variables set by MPI launchers (MPICH/hydra, Intel MPI, Open MPI, PMIx)
@@ -216,14 +216,14 @@ def slab_starts(lx: int, n: int) -> List[int]:
     return [sum(w[:r]) for r in range(n)]
 
 
-def check_decomposition(lx: int, n: int) -> None:
+def check_decomposition(lx: int, n: int, halo: int) -> None:
     if n < 1:
         raise collective(SimulationError(f"the number of ranks N={n} must be >= 1"))
-    if lx // n < HALO:
+    if lx // n < halo:
         raise collective(SimulationError(
             f"LX={lx} is too narrow for N={n} MPI ranks: rank r owns w_r = LX // N columns (one more for the "
-            f"first LX % N ranks), here as few as {lx // n}, and every rank needs at least {HALO} columns (the "
-            f"halo width). Use at most {lx // HALO} ranks or a lattice with LX >= {HALO * n}."))
+            f"first LX % N ranks), here as few as {lx // n}, and every rank needs at least {halo} columns (the "
+            f"halo width). Use at most {lx // halo} ranks or a lattice with LX >= {halo * n}."))
 
 
 class DistributedSimulation(Simulation):
@@ -238,7 +238,7 @@ class DistributedSimulation(Simulation):
     def __init__(self, comm, lx: int, ly: int, *, overlap: bool = True, **kw):
         self.comm = comm
         self.rank, self.nranks = comm.rank, comm.size
-        check_decomposition(lx, self.nranks)
+        check_decomposition(lx, self.nranks, velocity_set(kw.get("velocity_set", DEFAULT_VELOCITY_SET)).max_hop)
         self.slab_widths = slab_widths(lx, self.nranks)
         self.slab_starts = slab_starts(lx, self.nranks)
         self.x0, self.local_lx = self.slab_starts[self.rank], self.slab_widths[self.rank]
@@ -259,13 +259,13 @@ class DistributedSimulation(Simulation):
         self.rank_regions = [d for part in comm.allgather(mine) for d in part]
 
     def _region_plan(self, lx, backend, device_backend, host_columns, backend_options, device_options) -> list:
-        w, x0 = self.local_lx, self.x0
+        w, x0, H = self.local_lx, self.x0, self.vs.max_hop
         if device_backend is None:
             if host_columns:
                 raise SimulationError("host columns need a device backend (device_backend='opencl' or 'cuda')")
-            if self.overlap and w >= 3 * HALO:
-                return [(backend, x0, HALO, backend_options), (backend, x0 + HALO, w - 2 * HALO, backend_options),
-                        (backend, x0 + w - HALO, HALO, backend_options)]
+            if self.overlap and w >= 3 * H:
+                return [(backend, x0, H, backend_options), (backend, x0 + H, w - 2 * H, backend_options),
+                        (backend, x0 + w - H, H, backend_options)]
             return [(backend, x0, w, backend_options)]
         M = int(host_columns or 0)
         dev = dict(device_options or {})
@@ -273,35 +273,35 @@ class DistributedSimulation(Simulation):
             return [(device_backend, x0, w, dev)]
         if 2 * M == w:
             return [(backend, x0, w, backend_options)]
-        if M < HALO or w - 2 * M < HALO:
+        if M < H or w - 2 * M < H:
             raise SimulationError(
                 f"host columns M={M} do not fit a slab of {w} columns: with several ranks each side of a rank's "
-                f"device bulk is its own host region, so M >= {HALO} and the bulk w - 2M >= {HALO} (or M = 0, "
+                f"device bulk is its own host region, so M >= {H} and the bulk w - 2M >= {H} (or M = 0, "
                 f"or M = w/2)")
         return [(backend, x0, M, backend_options), (device_backend, x0 + M, w - 2 * M, dev),
                 (backend, x0 + w - M, M, backend_options)]
 
     # --- the exchange ------------------------------------------------------------------------
     def _local_links(self) -> None:
-        regs = self.regions
+        regs, H = self.regions, self.vs.max_hop
         if len(regs) < 2:
             return
         read = "read_columns_plain" if self._plain_exchange else "read_columns"
         write = "write_columns_plain" if self._plain_exchange else "write_columns"
-        edges = [(getattr(r.program, read)(r.f, 0, HALO), getattr(r.program, read)(r.f, r.width - HALO, HALO))
+        edges = [(getattr(r.program, read)(r.f, 0, H), getattr(r.program, read)(r.f, r.width - H, H))
                  for r in regs]
         for i in range(len(regs) - 1):
             a, b = regs[i], regs[i + 1]
-            getattr(b.program, write)(b.f, -HALO, edges[i][1])     # b's left halo <- a's right edge
+            getattr(b.program, write)(b.f, -H, edges[i][1])     # b's left halo <- a's right edge
             getattr(a.program, write)(a.f, a.width, edges[i + 1][0])  # a's right halo <- b's left edge
 
     def _exchange_begin(self):
         """Y halos of every region, post the MPI exchange of the slab's outer columns, local links."""
         for r in self.regions:
             r.program.halo(r.f)
-        first, last = self.regions[0], self.regions[-1]
-        send_left = np.ascontiguousarray(first.program.read_columns_plain(first.f, 0, HALO))
-        send_right = np.ascontiguousarray(last.program.read_columns_plain(last.f, last.width - HALO, HALO))
+        first, last, H = self.regions[0], self.regions[-1], self.vs.max_hop
+        send_left = np.ascontiguousarray(first.program.read_columns_plain(first.f, 0, H))
+        send_right = np.ascontiguousarray(last.program.read_columns_plain(last.f, last.width - H, H))
         recv_left, recv_right = np.empty_like(send_left), np.empty_like(send_right)
         c = self.comm
         requests = [c.Irecv(recv_left, source=self.left, tag=TAG_RIGHTWARD),
@@ -316,7 +316,7 @@ class DistributedSimulation(Simulation):
         requests, (_, _, recv_left, recv_right) = pending
         MPI.Request.Waitall(requests)
         first, last = self.regions[0], self.regions[-1]
-        first.program.write_columns_plain(first.f, -HALO, recv_left)
+        first.program.write_columns_plain(first.f, -self.vs.max_hop, recv_left)
         last.program.write_columns_plain(last.f, last.width, recv_right)
 
     def exchange_halos(self) -> None:
@@ -499,13 +499,20 @@ def fit_latency_bandwidth(sizes: Sequence[float], times: Sequence[float]) -> Com
     return CommModel(latency=L, bandwidth=1.0 / inv_b)
 
 
-def halo_bytes(ly: int, Q: int = 37, itemsize: int = 8) -> int:
-    """One halo message: 3 padded columns of Q populations."""
-    return HALO * (ly + 2 * HALO) * Q * itemsize
+def _default_set():
+    """The velocity set of the performance model (the production case)."""
+    return velocity_set(DEFAULT_VELOCITY_SET)
+
+
+def halo_bytes(ly: int, Q: Optional[int] = None, itemsize: int = 8) -> int:
+    """One halo message: H padded columns of Q populations (default: the default velocity set)."""
+    vs = _default_set()
+    Q = vs.Q if Q is None else Q
+    return vs.max_hop * (ly + 2 * vs.max_hop) * Q * itemsize
 
 
 def predict(tau: float, lx: int, ly: int, ranks: int, comm_model: CommModel, overlap: bool = True,
-            Q: int = 37, itemsize: int = 8) -> dict:
+            Q: Optional[int] = None, itemsize: int = 8) -> dict:
     """Per-step time and MLUPS of N ranks (the slowest, widest slab sets the pace).
 
     T_comp = w_max LY tau;  T_comm = 2 (L + bytes/B), bytes = 3 (LY+6) Q itemsize (the two
@@ -518,8 +525,9 @@ def predict(tau: float, lx: int, ly: int, ranks: int, comm_model: CommModel, ove
     t_comm = 0.0 if ranks == 1 else 2 * comm_model.time(halo_bytes(ly, Q, itemsize))
     if ranks == 1:
         t = t_comp
-    elif overlap and w >= 3 * HALO:
-        t = max((w - 2 * HALO) * ly * tau, t_comm) + 2 * HALO * ly * tau
+    elif overlap and w >= 3 * _default_set().max_hop:
+        H = _default_set().max_hop
+        t = max((w - 2 * H) * ly * tau, t_comm) + 2 * H * ly * tau
     else:
         t = t_comp + t_comm
     return {"ranks": ranks, "width": w, "t_comp": t_comp, "t_comm": t_comm, "t_step": t,
@@ -552,7 +560,8 @@ def measure_ranks(comm, make_distributed: Callable, n: int, steps: int = 5) -> O
 
 def rank_table(rows: List[dict], comm_model: CommModel, lx: int, ly: int, measured_source: str = "") -> str:
     lines = [f"communication: L = {comm_model.latency * 1e6:.2f} us, B = {comm_model.bandwidth / 1e9:.3f} GB/s; "
-             f"halo message {halo_bytes(ly)} bytes (3 x {ly + 6} x 37 x 8); lattice {lx} x {ly}",
+             f"halo message {halo_bytes(ly)} bytes ({_default_set().max_hop} x {ly + 2 * _default_set().max_hop} x "
+             f"{_default_set().Q} x 8); lattice {lx} x {ly}",
              f"{'ranks':>5} {'slab':>5} {'tau [s/site]':>13} {'T_comp [ms]':>12} {'T_comm [ms]':>12} "
              f"{'T_step [ms]':>12} {'model MLUPS':>12} {'measured MLUPS':>15}"]
     for r in rows:

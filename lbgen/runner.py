@@ -14,8 +14,10 @@ from typing import Callable, Dict, Optional, Tuple
 import numpy as np
 
 from .codegen import BACKENDS, KernelSpec, SpecError, generate
-from .layouts import CLUSTERED, HALO
-from .model import OPERATORS, velocity_set
+from .layouts import CLUSTERED
+from .model import OPERATORS
+from .model import velocity_set as get_velocity_set
+from .model.velocity_set import DEFAULT_VELOCITY_SET
 
 #: preferred cluster lengths per backend, fastest first (see README: default layout/VL)
 PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (32, 16, 64, 8, 4)}
@@ -25,7 +27,7 @@ class SimulationError(RuntimeError):
     """A run went wrong in a way the user must see (divergence, bad parameters)."""
 
 
-def default_layout(backend: str, ly: int) -> Tuple[str, Optional[int]]:
+def default_layout(backend: str, ly: int, halo: int) -> Tuple[str, Optional[int]]:
     """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.
 
     (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
@@ -33,10 +35,10 @@ def default_layout(backend: str, ly: int) -> Tuple[str, Optional[int]]:
     On the CPU CAoSoA with VL = 8 (one AVX-512 vector of doubles) is the best combined
     propagate + collide layout (paper Table 2; measured with `lbgen bench`); on GPUs a
     cluster of 32 lanes maps to one warp.  When no preferred VL divides LY with
-    LY/VL >= 3 the unclustered SoA layout is used.
+    LY/VL >= halo the unclustered SoA layout is used.
     """
     for vl in PREFERRED_VL.get(backend, (8,)):
-        if ly % vl == 0 and ly // vl >= HALO:
+        if ly % vl == 0 and ly // vl >= halo:
             return "caosoa", vl
     return "soa", None
 
@@ -96,6 +98,13 @@ class Walls:
             if not (np.isfinite(v) and v > 0):
                 raise SimulationError(f"{name}={v} must be a positive temperature")
 
+    def check(self, vs) -> None:
+        """Isothermal sets (D2Q9) have no wall temperature: only the defaults are allowed."""
+        if vs.isothermal and (self != Walls()):
+            raise SimulationError(f"{vs.name} is isothermal: its walls impose no temperature, so T_bottom, "
+                                  f"T_top (got {self.T_bottom}, {self.T_top}) must stay 1 and no wall can be "
+                                  f"adiabatic; use d2q37 for thermal walls")
+
 
 @dataclass
 class RunStats:
@@ -123,17 +132,17 @@ class Region:
         return np.arange(self.x_start, self.x_start + self.width)
 
 
-def split_columns(lx: int, host_columns: int) -> Tuple[int, int]:
+def split_columns(lx: int, host_columns: int, halo: int) -> Tuple[int, int]:
     """Validate a host/accelerator split: M host columns at each side of the device bulk."""
     M = int(host_columns)
     if M < 0 or 2 * M > lx:
         raise SimulationError(f"host columns M={M} must satisfy 0 <= 2M <= LX={lx}")
-    if M and 2 * M < HALO:
+    if M and 2 * M < halo:
         raise SimulationError(f"host columns M={M}: the host region (2M = {2 * M} columns) must be at least "
-                              f"{HALO} columns wide (the halo width), so M >= 2 or M = 0")
-    if lx - 2 * M and lx - 2 * M < HALO:
+                              f"{halo} columns wide (the halo width), so M >= {(halo + 1) // 2} or M = 0")
+    if lx - 2 * M and lx - 2 * M < halo:
         raise SimulationError(f"host columns M={M} leave the device {lx - 2 * M} columns; it needs at least "
-                              f"{HALO} (or none: M = LX/2)")
+                              f"{halo} (or none: M = LX/2)")
     return M, lx - 2 * M
 
 
@@ -159,11 +168,16 @@ class Simulation:
                  gravity: Tuple[float, float] = (0.0, 0.0), fused: bool = True, threads: int = 0,
                  strict: bool = False, check_every: int = 100, walls: Optional[Walls] = None,
                  device_backend: Optional[str] = None, host_columns: int = 0,
-                 device_options: Optional[dict] = None, **backend_options):
+                 device_options: Optional[dict] = None, velocity_set: str = DEFAULT_VELOCITY_SET,
+                 **backend_options):
         for b in (backend, device_backend):
             if b is not None and b not in BACKENDS:
                 raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(BACKENDS)}")
         self.params = Parameters(collision, tau, C1, C2, C3, tuple(gravity))
+        vs_name = KernelSpec(velocity_set=velocity_set).validate().velocity_set
+        self.vs = vs = get_velocity_set(vs_name)
+        if walls is not None:
+            walls.check(vs)
         self.walls = walls
         self.lx, self.ly = lx, ly
         # with walls the step is propagate -> bc -> collide (the fused kernel has no bc)
@@ -173,24 +187,27 @@ class Simulation:
 
         def spec_for(b, width):
             lay, v = layout, vl
+            tuned = vs_name == DEFAULT_VELOCITY_SET     # lbgen tune measures the default set's kernels
+            if v == "auto" and not tuned:
+                raise SimulationError(f"vl='auto' tunes the {DEFAULT_VELOCITY_SET} kernels; give the layout and VL "
+                                      f"of {vs.name} explicitly (or leave both out for the default)")
             if v == "auto":     # time the candidates now (or take the tuned choice stored for this machine)
                 from .tune import auto_choice
                 lay, v = auto_choice(b, width, ly, precision, collision, walls is not None, threads, layout=lay)
-            elif lay is None and v is None:
+            elif lay is None and v is None and tuned:
                 from .tune import cached_choice
                 lay, v = cached_choice(b, width, ly, precision, collision, walls is not None, threads) or (None, None)
             if lay is None:
-                lay, auto_vl = default_layout(b, ly)
+                lay, auto_vl = default_layout(b, ly, vs.max_hop)
                 v = v if v is not None else auto_vl
             if lay in CLUSTERED and v is None:
-                v = default_layout(b, ly)[1] or 1
+                v = default_layout(b, ly, vs.max_hop)[1] or 1
             return KernelSpec(backend=b, layout=lay, vl=v, precision=precision, collision=collision,
-                              walls=walls is not None)
+                              walls=walls is not None, velocity_set=vs_name)
 
         plan = self._region_plan(lx, backend, device_backend, host_columns, backend_options, device_options)
         specs = [spec_for(b, width).validate(width, ly) for b, _, width, _ in plan]   # all rules before compiling
         from . import backends
-        self.vs = None
         self.regions: list = []
         sources = {}
         for (b, x_start, width, options), spec in zip(plan, specs):
@@ -201,7 +218,6 @@ class Simulation:
             self.regions.append(Region(program, x_start, width, program.allocate(), program.allocate()))
         self.spec = self.regions[0].program.spec
         self.source = self.regions[0].program.source
-        self.vs = velocity_set(self.spec.velocity_set)
         self.kernel_parameters = self.params.kernel_parameters(self.vs.r)
         self.dtype = self.regions[0].program.dtype
         if any(r.program.dtype != self.dtype for r in self.regions):
@@ -219,7 +235,7 @@ class Simulation:
                 raise SimulationError("host columns need a device backend (device_backend='opencl' or 'cuda')")
             plan.append((backend, 0, lx, backend_options))
         else:
-            M, bulk = split_columns(lx, host_columns)
+            M, bulk = split_columns(lx, host_columns, self.vs.max_hop)
             if bulk:
                 plan.append((device_backend, M, bulk, dict(device_options or {})))
             if M:
@@ -253,6 +269,10 @@ class Simulation:
                 raise SimulationError(f"initial field {name} contains NaN or Inf")
         if np.any(arrays[0] <= 0) or np.any(arrays[3] <= 0):
             raise SimulationError("initial density and temperature must be positive everywhere")
+        if self.vs.isothermal and not np.allclose(arrays[3], 1.0, rtol=0, atol=1e-12):
+            raise SimulationError(f"{self.vs.name} is isothermal (T = 1): the initial temperature must be 1 "
+                                  f"everywhere, got {arrays[3].min():.6g} .. {arrays[3].max():.6g}; use d2q37 "
+                                  f"for thermal flows")
         return reference.equilibrium(*arrays, vs=self.vs)
 
     def set_populations(self, f: np.ndarray) -> None:
@@ -273,7 +293,9 @@ class Simulation:
         return np.column_stack([np.ones(self.vs.Q), 0.5 * (xi ** 2).sum(1), xi[:, 0], xi[:, 1]])
 
     def fields(self) -> Dict[str, np.ndarray]:
-        """rho, ux, uy, T as (LX, LY) arrays (u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho))."""
+        """rho, ux, uy, T as (LX, LY) arrays (u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho)).
+
+        Isothermal sets (D2Q9) report the constant T = 1 of the model."""
         return self._fields_of(self.populations())
 
     def _fields_of(self, f: np.ndarray) -> Dict[str, np.ndarray]:
@@ -281,6 +303,8 @@ class Simulation:
         rho = m[..., 0]
         ux, uy = m[..., 2] / rho, m[..., 3] / rho
         T = (m[..., 1] - 0.5 * rho * (ux * ux + uy * uy)) / rho    # D = 2: rho T = E - rho |u|^2 / 2
+        if self.vs.isothermal:
+            T = np.ones_like(rho)
         return {"rho": rho, "ux": ux, "uy": uy, "T": T}
 
     # --- stepping ----------------------------------------------------------------------
@@ -293,10 +317,11 @@ class Simulation:
             return   # the halo kernel already wrapped X periodically
         read = "read_columns_plain" if self._plain_exchange else "read_columns"
         write = "write_columns_plain" if self._plain_exchange else "write_columns"
-        edges = [(getattr(r.program, read)(r.f, 0, HALO), getattr(r.program, read)(r.f, r.width - HALO, HALO))
+        H = self.vs.max_hop
+        edges = [(getattr(r.program, read)(r.f, 0, H), getattr(r.program, read)(r.f, r.width - H, H))
                  for r in self.regions]
         for i, r in enumerate(self.regions):
-            getattr(r.program, write)(r.f, -HALO, edges[i - 1][1])          # left halo <- left neighbour's right edge
+            getattr(r.program, write)(r.f, -H, edges[i - 1][1])          # left halo <- left neighbour's right edge
             getattr(r.program, write)(r.f, r.width, edges[(i + 1) % k][0])  # right halo <- right neighbour's left edge
 
     def advance(self, region: Region) -> None:

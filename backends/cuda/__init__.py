@@ -21,7 +21,6 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ...layouts import HALO
 from ..base import BackendUnavailable, CompileError, Program
 
 DEFAULT_BLOCK = 128
@@ -40,8 +39,8 @@ def thread_counts(layout) -> Dict[str, int]:
     """Threads each kernel is launched with, for a layout (LX, LY, VL)."""
     sites = layout.LX * layout.LY
     return {
-        "halo_rows": layout.LX * 2 * HALO * layout.VL,
-        "halo_cols": 2 * HALO * layout.NRP * layout.VL,
+        "halo_rows": layout.LX * 2 * layout.halo * layout.VL,
+        "halo_cols": 2 * layout.halo * layout.NRP * layout.VL,
         "propagate": sites, "collide": sites, "fused": sites,
         "init_equilibrium": sites, "fields": sites, "bc": layout.LX,
     }

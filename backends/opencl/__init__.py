@@ -297,7 +297,7 @@ class OpenCLProgram(Program):
         sites = lx * ly
         self._site_range = self._ranges(sites)
         self._column_range = self._ranges(lx)
-        self._halo_ranges = (self._ranges(lx * 2 * 3 * L.VL), self._ranges(2 * 3 * L.NRP * L.VL))
+        self._halo_ranges = (self._ranges(lx * 2 * L.halo * L.VL), self._ranges(2 * L.halo * L.NRP * L.VL))
         self.nbytes = L.size * np.dtype(self.dtype).itemsize
 
     def _ranges(self, n: int):
