@@ -52,6 +52,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import __version__
+from .model.velocity_set import DEFAULT_VELOCITY_SET
 
 KERNELS = ("propagate", "bc", "collide", "fused")
 VLS = (4, 8, 16, 32)
@@ -247,13 +248,17 @@ def vector_bits() -> int:
     return int(_machine_lib()[1].bench_vector_bits())
 
 
-def measure_bandwidth(nbytes: int = 512 << 20, threads: int = 0, repeat: int = 5, streams: int = 37) -> Dict:
+def measure_bandwidth(nbytes: int = 512 << 20, threads: int = 0, repeat: int = 5,
+                      streams: Optional[int] = None) -> Dict:
     """Copy bandwidth (GB/s, read + write bytes) of a `streams`-stream copy, normal and streaming stores.
 
     ``nbytes`` is the size of each of the two buffers (rounded to whole 64-byte blocks per
     stream); keep it well above the last-level cache.
     """
     from .backends.c import aligned_zeros
+    if streams is None:      # the kernels' shape: Q read and Q write streams of the default set
+        from .model import velocity_set
+        streams = velocity_set(DEFAULT_VELOCITY_SET).Q
     ffi, lib = _machine_lib()
     used = set_threads(threads)
     n = max(8, (int(nbytes) // (8 * streams)) // 8 * 8)
@@ -431,19 +436,22 @@ def _real_bytes(precision: str) -> int:
 
 
 @lru_cache(maxsize=None)
-def bc_counts(layout: str, vl: Optional[int], precision: str, collision: str = "bgk") -> Dict[str, float]:
+def bc_counts(layout: str, vl: Optional[int], precision: str, collision: str = "bgk",
+              velocity_set_name: str = DEFAULT_VELOCITY_SET) -> Dict[str, float]:
     """Elements accessed and flops of the bc kernel per column (both walls), from its template context."""
     from .codegen import KernelSpec, wall_context
     from .model import macroscopic_assignments, velocity_set
-    spec = KernelSpec(layout=layout, vl=vl, precision=precision, collision=collision, walls=True).validate()
+    spec = KernelSpec(layout=layout, vl=vl, precision=precision, collision=collision, walls=True,
+                      velocity_set=velocity_set_name).validate()
     ctx = wall_context(spec)
     Q = velocity_set(spec.velocity_set).Q
     moments = macroscopic_assignments(spec.velocity_set).flops
     reads = writes = 0
     flops = 0
     for side in ctx["sides"]:
-        reads += Q            # all populations of the 4th row (its temperature)
-        flops += moments
+        if ctx["thermal"]:
+            reads += Q            # all populations of the first bulk row (its temperature)
+            flops += moments
         for row in side["rows"]:
             reads += len(row["leaving"]) + len(row["inputs"])
             writes += len(row["unknown"])
@@ -459,7 +467,7 @@ def kernel_counts(kernel: str, source, collision: str) -> Dict[str, float]:
     spec = source.spec
     rb = _real_bytes(spec.precision)
     if kernel == "bc":
-        return dict(bc_counts(spec.layout, spec.vl, spec.precision, collision))
+        return dict(bc_counts(spec.layout, spec.vl, spec.precision, collision, spec.velocity_set))
     from .model import velocity_set
     Q = velocity_set(spec.velocity_set).Q
     flops = source.flops.get(kernel)
@@ -478,6 +486,7 @@ class Case:
     vl: Optional[int]
     precision: str
     collision: str
+    velocity_set: str = DEFAULT_VELOCITY_SET
 
     @property
     def tag(self) -> str:
@@ -517,10 +526,10 @@ def parse_layouts(text: str) -> List[Tuple[str, Optional[int]]]:
     return unique
 
 
-def kernel_parameters(collision: str) -> Dict[str, float]:
+def kernel_parameters(collision: str, velocity_set_name: str = DEFAULT_VELOCITY_SET) -> Dict[str, float]:
     from .model import velocity_set
     from .runner import Parameters
-    return Parameters(collision=collision).kernel_parameters(velocity_set("d2q37").r)
+    return Parameters(collision=collision).kernel_parameters(velocity_set(velocity_set_name).r)
 
 
 def _device_name(backend: str, program) -> str:
@@ -579,7 +588,7 @@ def _program(case: Case, lx: int, ly: int, threads: int, walls: bool = False):
     from . import backends
     from .codegen import KernelSpec, generate
     spec = KernelSpec(backend=case.backend, layout=case.layout, vl=case.vl, precision=case.precision,
-                      collision=case.collision, walls=walls).validate(lx, ly)
+                      collision=case.collision, walls=walls, velocity_set=case.velocity_set).validate(lx, ly)
     source = generate(spec)
     return source, backends.load(case.backend).compile(source, lx, ly, threads=threads)
 
@@ -588,7 +597,7 @@ def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: in
                warmup: int = 1, on_kernel=None) -> List[Dict]:
     """Time the kernels of one case; a result dict per kernel (limits are added later)."""
     results = []
-    params = kernel_parameters(case.collision)
+    params = kernel_parameters(case.collision, case.velocity_set)
     groups = [(False, [k for k in kernels if k != "bc"]), (True, [k for k in kernels if k == "bc"])]
     for walls, names in groups:
         if not names:
@@ -605,10 +614,11 @@ def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: in
         for name in names:
             t, inner = time_call(calls[name], program.synchronize, repeat=repeat, warmup=warmup)
             counts = kernel_counts(name, source, case.collision)
-            sites = 6 * lx if name == "bc" else lx * ly
+            sites = counts["sites_per_column"] * lx if name == "bc" else lx * ly
             sec = t["median"] / 1e3
             r = {
                 "backend": case.backend, "device": device, "layout": case.layout, "vl": case.vl, "tag": case.tag,
+                "velocity_set": case.velocity_set,
                 "precision": case.precision, "collision": case.collision, "kernel": name,
                 "lx": lx, "ly": ly, "sites": sites, "threads": getattr(program, "threads", None),
                 "walls_program": walls, "calls_per_sample": inner,
@@ -658,12 +668,16 @@ class BenchConfig:
     limit_bytes: Optional[int] = None    # copy buffer size; default: the lattice size clamped to [256 MB, 1 GB]
     progress: bool = True
     notes: List[str] = field(default_factory=list)
+    velocity_set: str = DEFAULT_VELOCITY_SET
 
 
 def _limit_bytes(cfg: BenchConfig) -> int:
     if cfg.limit_bytes:
         return int(cfg.limit_bytes)
-    lattice = 37 * (cfg.lx + 6) * (cfg.ly + 6 * 32) * 8
+    from .model import velocity_set
+    vs = velocity_set(cfg.velocity_set)
+    H = vs.max_hop
+    lattice = vs.Q * (cfg.lx + 2 * H) * (cfg.ly + 2 * H * 32) * 8
     return int(min(max(lattice, 256 << 20), 1 << 30))
 
 
@@ -705,7 +719,8 @@ def run_bench(cfg: BenchConfig) -> Dict:
                     "config": {"backends": list(cfg.backends), "layouts": [_tag(*l) for l in cfg.layouts],
                                "kernels": list(cfg.kernels), "collisions": list(cfg.collisions),
                                "precisions": list(cfg.precisions), "lx": cfg.lx, "ly": cfg.ly,
-                               "threads": cfg.threads, "repeat": cfg.repeat, "warmup": cfg.warmup},
+                               "threads": cfg.threads, "repeat": cfg.repeat, "warmup": cfg.warmup,
+                               "velocity_set": cfg.velocity_set},
                     "notes": list(cfg.notes), "skipped": [], "results": []}
     usable = []
     for b in cfg.backends:
@@ -720,7 +735,7 @@ def run_bench(cfg: BenchConfig) -> Dict:
     if want_host:
         host = measure_machine(cfg.threads, limit_repeat, _limit_bytes(cfg), cfg.precisions)
 
-    cases = [Case(b, l, v, p, c) for b in usable for p in cfg.precisions for c in cfg.collisions
+    cases = [Case(b, l, v, p, c, cfg.velocity_set) for b in usable for p in cfg.precisions for c in cfg.collisions
              for (l, v) in cfg.layouts]
     bar = tqdm(total=len(cases) * len(cfg.kernels), unit="kernel", disable=not cfg.progress, leave=False,
                dynamic_ncols=True)

@@ -12,6 +12,7 @@ from . import __version__
 from .codegen import BACKENDS, PRECISIONS, KernelSpec, SpecError
 from .layouts import LAYOUTS
 from .model import OPERATORS
+from .model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
 
 try:  # Python >= 3.11
     import tomllib
@@ -65,6 +66,14 @@ def _mpi_failure(comm, e):
     mpi.abort(comm, e, code=2)
 
 
+def velocity_set_option(fn):
+    """--velocity-set, shared by info, emit, run, verify and bench."""
+    return click.option("--velocity-set", default=DEFAULT_VELOCITY_SET, show_default=True,
+                        type=click.Choice(list(VELOCITY_SETS), case_sensitive=False),
+                        help="Lattice: d2q37 (thermal, Hermite order 4), d2q9 (isothermal, order 2), "
+                             "d2v17 (thermal, order 3).")(fn)
+
+
 def _vl_option(value, allow_auto=False):
     if value is None or value == "":
         return None
@@ -85,22 +94,22 @@ def main():
 # --- info --------------------------------------------------------------------------------
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-@click.option("--velocity-set", default="d2q37", show_default=True, type=click.Choice(["d2q37", "d2q9"]))
+@velocity_set_option
 @_friendly
 def info(as_json, velocity_set):
     """Model summary: Q, r, shell weights, op counts per operator, backends found."""
     from . import backends
     from .cache import cache_dir
     from .model import collide, velocity_set as get_vs
-    vs = get_vs(velocity_set)
+    vs_name = velocity_set.lower()
+    vs = get_vs(vs_name)
     summary = vs.summary()
     operators = {}
-    if velocity_set == "d2q37":
-        for op in OPERATORS:
-            asg = collide(op, velocity_set)
-            operators[op] = {"op_count": asg.flops, "flops_per_site": asg.flops,
-                             "assignments": len(asg.assignments), "parameters": [str(p) for p in asg.parameters],
-                             "description": asg.description}
+    for op in OPERATORS:
+        asg = collide(op, vs_name)
+        operators[op] = {"op_count": asg.flops, "flops_per_site": asg.flops,
+                         "assignments": len(asg.assignments), "parameters": [str(p) for p in asg.parameters],
+                         "description": asg.description}
     found = {}
     for b in BACKENDS:
         ok, why = backends.available(b)
@@ -110,7 +119,9 @@ def info(as_json, velocity_set):
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
-    click.echo(f"lbgen {__version__}: {vs.name}, Q = {vs.Q}, quadrature degree {vs.degree}")
+    click.echo(f"lbgen {__version__}: {vs.name}, Q = {vs.Q}, quadrature degree {vs.degree}, Hermite order "
+               f"{vs.hermite_order} ({'isothermal: T = 1 throughout' if vs.isothermal else 'thermal'}), "
+               f"halo and wall rows {vs.max_hop}")
     click.echo(f"  r = {summary['r_digits']}  (t = 1/r^2 is the root of {summary['minimal_polynomial_of_t']} = 0)")
     click.echo("  shell      count  weight")
     for s in summary["shells"]:
@@ -137,11 +148,12 @@ def info(as_json, velocity_set):
 @click.option("--walls", is_flag=True, help="Thermal walls: add the bc kernel (tau = 1 wall rows for regularized).")
 @click.option("--block-size", type=int, default=0, help="GPU work-group / block size (0: backend default).")
 @click.option("--report", is_flag=True, help="CUDA: compile with nvcc for sm_80 and sm_90 and show registers/spills.")
+@velocity_set_option
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @_friendly
 def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_stores, walls, block_size, report,
-         output):
+         velocity_set, output):
     """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
     from .emit import emit as do_emit
     from .runner import PREFERRED_VL
@@ -150,7 +162,7 @@ def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_st
         vl = PREFERRED_VL.get(backend, (8,))[0]
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                       lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
-                      block_size=block_size)
+                      block_size=block_size, velocity_set=velocity_set.lower())
     spec = spec.validate()
     if report and spec.backend != "cuda":
         raise UserError("--report shows nvcc's register and spill figures: it needs --backend cuda")
@@ -167,7 +179,7 @@ def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_st
 _RUN_KEYS = ("lx", "ly", "steps", "tau", "collision", "c1", "c2", "c3", "gravity", "backend", "layout", "vl",
              "precision", "init", "save", "seed", "amplitude", "threads", "fused", "strict", "setup", "out",
              "output_every", "checkpoint_every", "check_every", "pictures", "fields_format", "walls", "t_bottom",
-             "t_top", "adiabatic", "hetero", "split", "device")
+             "t_top", "adiabatic", "hetero", "split", "device", "velocity_set")
 
 
 def _apply_config(ctx, config_path, values):
@@ -267,6 +279,7 @@ _ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, Tr
 @click.option("--split", default=None, help="With --hetero: 'auto' (performance model, default) or the host fraction 2M/LX.")
 @click.option("--device", default=None, help="OpenCL device for --hetero or --backend opencl ('P:D' or a name).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
+@velocity_set_option
 @click.pass_context
 @_friendly
 def run(ctx, setup, config, **opts):
@@ -324,7 +337,8 @@ def run(ctx, setup, config, **opts):
         out=str(opts["out"]) if opts["out"] else None, output_every=opts["output_every"],
         checkpoint_every=opts["checkpoint_every"], check_every=opts["check_every"],
         pictures=_parse_pictures(opts["pictures"]), fields_format=opts["fields_format"],
-        hetero=opts["hetero"], split=opts["split"], device=opts["device"])
+        hetero=opts["hetero"], split=opts["split"], device=opts["device"],
+        velocity_set=str(opts["velocity_set"]).lower())
     if opts["split"] is not None and not opts["hetero"]:
         raise UserError("--split needs --hetero opencl|cuda")
     runner = Run(cfg, echo=echo, comm=comm)
@@ -530,8 +544,9 @@ def _parse_layouts(text):
 @click.option("--strict", is_flag=True, help="No FMA contraction: backends must agree bit for bit.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@velocity_set_option
 @_friendly
-def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, strict, seed, as_json):
+def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, strict, seed, as_json, velocity_set):
     """Kernel equivalence: every available backend x layout against the NumPy reference.
 
     Exit status 1 when any kernel differs beyond tolerance (1e-12 double, 1e-5 single;
@@ -548,7 +563,7 @@ def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, stri
         raise UserError(f"unknown precision {bad[0]!r}; choose one of {', '.join(PRECISIONS)}")
     report = run_verify(backends=[b for b in backends.split(",") if b], layouts=_parse_layouts(layouts),
                         collisions=cols, precisions=precs, steps=steps, lx=lx, ly=ly, strict=strict,
-                        walls=walls, seed=seed)
+                        walls=walls, seed=seed, velocity_set=velocity_set.lower())
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else report.table())
     if not report.ok:
         sys.exit(1)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .cli import UserError, _friendly
+from .cli import UserError, _friendly, velocity_set_option
 
 
 def _split(text: str):
@@ -70,9 +70,10 @@ def _emit_json(data, output, to_stdout):
 @click.option("--plots", type=click.Path(file_okay=False), default=None,
               help="Write PNG plots here: MLUPS vs VL per layout, roofline.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
+@velocity_set_option
 @_friendly
 def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, repeat, warmup, vls, paper_table,
-          no_limits, limit_mb, as_json, output, plots, progress):
+          no_limits, limit_mb, as_json, output, plots, progress, velocity_set):
     """Time the kernels (ms, MLUPS, GB/s, GFLOP/s) against this machine's measured limits.
 
     The memory bandwidth (37 + 37 stream copy, normal and streaming stores) and the FMA
@@ -91,6 +92,10 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
     bad = [b for b in backend_list if b not in BACKENDS]
     if bad:
         raise UserError(f"unknown backend {bad[0]!r}; choose from {', '.join(BACKENDS)}")
+    velocity_set = velocity_set.lower()
+    if paper_table and velocity_set != B.DEFAULT_VELOCITY_SET:
+        raise UserError(f"--paper-table is the paper's {B.DEFAULT_VELOCITY_SET} table; it takes no "
+                        f"--velocity-set {velocity_set}")
     if paper_table:
         try:
             vl_list = [int(v) for v in _split(vls)]
@@ -120,7 +125,8 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
         raise UserError(f"unknown kernel {bad[0]!r}; choose from {', '.join(B.KERNELS)}")
     cfg = B.BenchConfig(backends=backend_list, layouts=B.parse_layouts(layouts), kernels=kern, collisions=cols,
                         precisions=precs, lx=lx, ly=ly, threads=threads, repeat=repeat, warmup=warmup,
-                        limits=not no_limits, limit_bytes=(limit_mb << 20) if limit_mb else None, progress=progress)
+                        limits=not no_limits, limit_bytes=(limit_mb << 20) if limit_mb else None, progress=progress,
+                        velocity_set=velocity_set)
     report = B.run_bench(cfg)
     if plots:
         report["plots"] = [str(p) for p in B.make_plots(report, plots)]

@@ -18,6 +18,7 @@ from typing import Callable, Dict, Optional, Tuple
 
 from . import __version__
 from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, prune_checkpoints, read_checkpoint, write_checkpoint
+from .model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set as get_velocity_set
 from .runner import SETUPS, Parameters, Simulation, SimulationError, Walls, load_fields
 
 RT_GRAVITY = (0.0, -8.33e-5 / 32)
@@ -57,6 +58,7 @@ class RunConfig:
     split: Optional[str] = None           # "auto" (performance model) or the host fraction 2M/LX
     host_columns: Optional[int] = None    # M, resolved from split (kept for resume)
     device: Optional[str] = None          # device selection for the device backend
+    velocity_set: str = DEFAULT_VELOCITY_SET
 
     def to_json(self) -> dict:
         return json.loads(json.dumps(dataclasses.asdict(self)))
@@ -79,7 +81,11 @@ def _initial_fields(cfg: RunConfig):
         return load_fields(cfg.init)
     if cfg.setup not in SETUPS:
         raise SimulationError(f"unknown set-up {cfg.setup!r}; choose one of {', '.join(SETUPS)} or give --init FILE.npz")
-    extra = {"seed": cfg.seed, "gravity": cfg.gravity}
+    vs = get_velocity_set(cfg.velocity_set)
+    if vs.isothermal and cfg.setup == "rayleigh-taylor":
+        raise SimulationError(f"rayleigh-taylor is a thermal flow; {vs.name} is isothermal (T = 1): use d2q37 "
+                              f"(or d2v17)")
+    extra = {"seed": cfg.seed, "gravity": cfg.gravity, "thermal": not vs.isothermal}
     if cfg.amplitude is not None:
         extra["amplitude"] = cfg.amplitude
     if cfg.setup == "rayleigh-taylor" and cfg.walls:
@@ -96,7 +102,7 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     walls = Walls(**cfg.walls) if cfg.walls else None
     common = dict(layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision, tau=cfg.tau,
                   C1=cfg.C1, C2=cfg.C2, C3=cfg.C3, gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads,
-                  strict=cfg.strict, check_every=0, walls=walls)
+                  strict=cfg.strict, check_every=0, walls=walls, velocity_set=cfg.velocity_set)
     if cfg.device and cfg.backend == "opencl":
         common["device"] = cfg.device          # the OpenCL device of a plain OpenCL run
     lx = cfg.lx if lx is None else lx

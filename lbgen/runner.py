@@ -473,11 +473,16 @@ def shear_wave(lx: int, ly: int, amplitude: float = 0.05, **_) -> Dict[str, np.n
             "uy": amplitude * np.sin(2 * np.pi * x / lx), "T": np.ones((lx, ly))}
 
 
-def uniform_noise(lx: int, ly: int, amplitude: float = 0.01, seed: int = 0, **_) -> Dict[str, np.ndarray]:
-    """Uniform state rho = T = 1, u = 0, with random noise of the given amplitude on every field."""
+def uniform_noise(lx: int, ly: int, amplitude: float = 0.01, seed: int = 0, thermal: bool = True,
+                  **_) -> Dict[str, np.ndarray]:
+    """Uniform state rho = T = 1, u = 0, with random noise of the given amplitude on every field
+    (T stays 1 for isothermal velocity sets: ``thermal=False``)."""
     rng = np.random.default_rng(seed)
     noise = lambda: amplitude * rng.standard_normal((lx, ly))  # noqa: E731
-    return {"rho": 1 + noise(), "ux": noise(), "uy": noise(), "T": 1 + noise()}
+    fields = {"rho": 1 + noise(), "ux": noise(), "uy": noise(), "T": 1 + noise()}
+    if not thermal:
+        fields["T"] = np.ones((lx, ly))
+    return fields
 
 
 def rayleigh_taylor(lx: int, ly: int, gravity: Tuple[float, float] = (0.0, -8.33e-5 / 32),

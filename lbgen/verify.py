@@ -18,6 +18,7 @@ import numpy as np
 from . import reference as ref
 from .codegen import KernelSpec, SpecError, generate
 from .layouts import CLUSTERED
+from .model.velocity_set import DEFAULT_VELOCITY_SET
 
 #: mixed (float storage, double arithmetic, C only): one float rounding per step, ~6e-8 after 20
 TOLERANCE = {"double": 1e-12, "single": 1e-5, "mixed": 1e-6}
@@ -26,6 +27,8 @@ VERIFY_BACKENDS = ("c", "opencl", "cuda", "cuda-shim")
 PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 1e-3, "C2": 1e-3, "C3": 0.5}}
 FORCE = (1e-4, -2e-4)
 WALLS = dict(T_bottom=1.02, T_top=0.98, adiabatic=(False, True))
+#: isothermal sets (D2Q9): walls take no temperature
+ISOTHERMAL_WALLS = dict(T_bottom=1.0, T_top=1.0, adiabatic=(False, False))
 
 
 @dataclass
@@ -50,6 +53,7 @@ class Report:
     steps: int = 0
     lattice: Tuple[int, int] = (0, 0)
     walls: bool = False
+    velocity_set: str = DEFAULT_VELOCITY_SET
 
     @property
     def ok(self) -> bool:
@@ -57,7 +61,7 @@ class Report:
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "strict": self.strict, "steps": self.steps, "lattice": list(self.lattice),
-                "walls": self.walls, "skipped": self.skipped, "rows": [asdict(r) for r in self.rows],
+                "walls": self.walls, "velocity_set": self.velocity_set, "skipped": self.skipped, "rows": [asdict(r) for r in self.rows],
                 "tolerance": TOLERANCE}
 
     def table(self) -> str:
@@ -72,7 +76,7 @@ class Report:
         for b, why in self.skipped.items():
             lines.append(f"skipped {b}: {why}")
         lines.append(f"{'all kernels agree' if self.ok else 'MISMATCH: some kernels disagree'} "
-                     f"({len(self.rows)} runs, {self.steps} steps on {self.lattice[0]} x {self.lattice[1]}"
+                     f"({len(self.rows)} runs, {self.velocity_set}, {self.steps} steps on {self.lattice[0]} x {self.lattice[1]}"
                      f"{', walls' if self.walls else ''}{', strict' if self.strict else ''})")
         return "\n".join(lines)
 
@@ -98,25 +102,31 @@ def available_backends(names: Sequence[str]) -> Tuple[List[str], Dict[str, str]]
     return ok, skipped
 
 
-def initial_state(lx: int, ly: int, seed: int = 0) -> np.ndarray:
+def initial_state(lx: int, ly: int, seed: int = 0, vs=None) -> np.ndarray:
     rng = np.random.default_rng(seed)
     shape = (lx, ly)
     f = ref.equilibrium(1 + 0.05 * rng.standard_normal(shape), 0.05 * rng.standard_normal(shape),
-                        0.05 * rng.standard_normal(shape), 1 + 0.05 * rng.standard_normal(shape))
+                        0.05 * rng.standard_normal(shape), 1 + 0.05 * rng.standard_normal(shape), vs=vs)
     return f * (1 + 1e-3 * rng.standard_normal(f.shape))
 
 
-def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool) -> np.ndarray:
+def wall_settings(vs) -> dict:
+    return ISOTHERMAL_WALLS if vs is not None and vs.isothermal else WALLS
+
+
+def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool, vs=None) -> np.ndarray:
     f = f0.copy()
     for _ in range(steps):
         if walls:
-            f = ref.step_walls(f, collision, force=FORCE, **WALLS, **PARAMS[collision])
+            f = ref.step_walls(f, collision, force=FORCE, vs=vs, **wall_settings(vs), **PARAMS[collision])
         else:
-            f = ref.step(f, collision, force=FORCE, **PARAMS[collision])
+            f = ref.step(f, collision, force=FORCE, vs=vs, **PARAMS[collision])
     return f
 
 
 def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, walls: bool) -> np.ndarray:
+    from .model import velocity_set
+    wall = wall_settings(velocity_set(prog.spec.velocity_set))
     params = dict(PARAMS[collision], ax=FORCE[0], ay=FORCE[1])
     a = prog.upload_fields(f0)
     b = prog.allocate()
@@ -128,7 +138,7 @@ def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, wal
         else:
             prog.propagate(a, b)
             if walls:
-                prog.bc(a, b, WALLS["T_bottom"], WALLS["T_top"], WALLS["adiabatic"], FORCE[0], FORCE[1])
+                prog.bc(a, b, wall["T_bottom"], wall["T_top"], wall["adiabatic"], FORCE[0], FORCE[1])
             prog.collide(b, a, **params)
     prog.synchronize()
     return prog.download_fields(a)
@@ -137,14 +147,17 @@ def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, wal
 def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[str, Optional[int]]] = (),
            collisions: Sequence[str] = ("bgk", "regularized"), precisions: Sequence[str] = ("double",),
            steps: int = 20, lx: int = 6, ly: int = 96, strict: bool = False, walls: bool = False,
-           seed: int = 0, progress=None) -> Report:
+           seed: int = 0, progress=None, velocity_set: str = DEFAULT_VELOCITY_SET) -> Report:
+    from .model import velocity_set as get_velocity_set
     names, skipped = available_backends(backends)
     layouts = list(layouts) or [("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32)]
     for name, vl in layouts:   # refuse bad combinations before compiling anything
-        KernelSpec(layout=name, vl=vl, walls=walls).validate(lx, ly)
-    report = Report(skipped=skipped, strict=strict, steps=steps, lattice=(lx, ly), walls=walls)
-    f0 = initial_state(lx, ly, seed)
-    references = {c: reference_run(f0, c, steps, walls) for c in collisions}
+        KernelSpec(layout=name, vl=vl, walls=walls, velocity_set=velocity_set).validate(lx, ly)
+    vs = get_velocity_set(velocity_set)
+    report = Report(skipped=skipped, strict=strict, steps=steps, lattice=(lx, ly), walls=walls,
+                    velocity_set=velocity_set)
+    f0 = initial_state(lx, ly, seed, vs)
+    references = {c: reference_run(f0, c, steps, walls, vs) for c in collisions}
     paths = ("unfused",) if walls else ("unfused", "fused")
     results: Dict[tuple, np.ndarray] = {}
     order = sorted(names, key=lambda n: n != "c")     # C first: the others are compared with it
@@ -156,7 +169,7 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
         spec_backend = "cuda" if backend == "cuda-shim" else backend
         try:
             source = generate(KernelSpec(backend=spec_backend, layout=layout, vl=row.vl, precision=precision,
-                                         collision=collision, walls=walls))
+                                         collision=collision, walls=walls, velocity_set=velocity_set))
             prog = _backend_module(backend).compile(source, lx, ly, strict=strict)
             got = run_program(prog, f0, steps, path, collision, walls)
         except Exception as e:  # noqa: BLE001 - report, don't crash the whole table
