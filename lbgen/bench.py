@@ -9,7 +9,8 @@ What is measured
   seconds; on big lattices that is one call); the median and the spread (min, max,
   quartiles) are reported.
 * Machine limits, in the same run and with the same thread count:
-  - memory bandwidth from a copy kernel of the kernels' shape: 37 read + 37 write streams
+  - memory bandwidth from a copy kernel of the kernels' shape: Q read + Q write streams
+    (Q of the default velocity set, D2Q37)
     (aligned AVX-512/AVX2 vectors, OpenMP), once with normal stores and once with
     streaming (non-temporal) stores, counting read + write bytes;
   - peak flop rate (double and single) from independent FMA chains (AVX-512/AVX2 vector
@@ -20,13 +21,13 @@ What is measured
 How the numbers are counted
 ---------------------------
 * MLUPS: lattice sites updated per second / 1e6 (LX*LY sites for propagate, collide and
-  fused; the 6*LX wall sites for bc).
-* bytes per site: propagate, collide, fused read and write all 37 populations once:
-  2 * 37 * sizeof(real).  bc: the elements it really accesses per column (all 37
-  populations of the 4th row to get its temperature, the populations that left towards
-  the wall from prv, the known populations of the wall rows, and the unknown ones it
-  writes), divided by the 6 wall sites; it is the useful traffic, the cache lines moved
-  can be larger.
+  fused; the 2H*LX wall sites for bc, H = the largest hop).
+* bytes per site: propagate, collide, fused read and write all Q populations once:
+  2 * Q * sizeof(real).  bc: the elements it really accesses per column (all Q
+  populations of the first bulk row to get its temperature (thermal sets), the populations
+  that left towards the wall from prv, the known populations of the wall rows, and the
+  unknown ones it writes), divided by the 2H wall sites; it is the useful traffic, the
+  cache lines moved can be larger.
 * flops per site: operations of the generated assignments as printed
   (``KernelSource.flops`` / ``lbgen.model.collide(op).flops``, see
   ``AssignmentList.op_count``: an add, subtract, multiply or divide is one flop, a fused
@@ -69,13 +70,13 @@ LAYOUT_NAMES = {"aos": "AoS", "soa": "SoA", "csoa": "CSoA", "caosoa": "CAoSoA"}
 
 COUNTING = {
     "mlups": "million lattice-site updates per second; LX*LY sites for propagate/collide/fused, "
-             "the 6*LX wall sites for bc",
-    "bytes_per_site": "propagate, collide, fused: 2*37*sizeof(real) (each population read and written once); "
-                      "bc: elements actually accessed per column / 6 wall sites (useful traffic)",
+             "the 2H*LX wall sites for bc (H: the largest hop)",
+    "bytes_per_site": "propagate, collide, fused: 2*Q*sizeof(real) (each population read and written once); "
+                      "bc: elements actually accessed per column / 2H wall sites (useful traffic)",
     "flops_per_site": "operations of the generated assignments as printed (KernelSource.flops, "
                       "lbgen.model.collide(op).flops; AssignmentList.op_count): +,-,*,/ one flop each, "
-                      "an FMA two; propagate 0; bc: wall-row assignments + moments of the 4th row, per wall site",
-    "bandwidth": "copy kernel with 37 read + 37 write streams of aligned vectors, OpenMP, same threads; "
+                      "an FMA two; propagate 0; bc: wall-row assignments + moments of the first bulk row, per wall site",
+    "bandwidth": "copy kernel with Q read + Q write streams (Q of D2Q37) of aligned vectors, OpenMP, same threads; "
                  "GB/s counts read + write bytes; measured with normal and with streaming (non-temporal) stores",
     "peak": "independent FMA chains on vectors (AVX-512 or AVX2), OpenMP, same threads; an FMA counts 2 flops",
     "limits": "bandwidth and peak are measured before and after the kernels (samples pooled); the limit used "
@@ -121,7 +122,7 @@ int bench_vector_bits(void)
 
 /* dst[i*n + j] = src[i*n + j] for `streams` arrays of n doubles (n a multiple of 8, both
    64-byte aligned): per block of 8 sites every stream is read and written, like a
-   propagate over 37 population arrays. */
+   propagate over Q population arrays. */
 void bench_copy(const double *restrict src, double *restrict dst, ptrdiff_t n, int streams, int streaming,
                 int prefetch)
 {
@@ -293,7 +294,7 @@ def measure_bandwidth(nbytes: int = 512 << 20, threads: int = 0, repeat: int = 5
                          without_prefetch_gbs=variants[0]["max"], with_prefetch_gbs=variants[4]["max"])
         out[name]["gbs"] = out[name]["max"]   # the limit: the best sample (noise only slows a copy down)
     # the same bytes as one contiguous read and one write stream (how AoS and CAoSoA walk
-    # memory in collide): for information; the 37+37-stream copy stays the denominator
+    # memory in collide): for information; the Q+Q-stream copy stays the denominator
     samples = []
     for _ in range(max(1, repeat)):
         t0 = time.perf_counter()
@@ -847,14 +848,14 @@ def format_limits(report: Dict) -> str:
              f"{m.get('vector_bits', '?')}-bit vectors"]
     bw = m.get("bandwidth")
     if bw:
-        lines.append(f"copy bandwidth (37+37 streams, {bw['bytes_per_buffer'] / 2**20:.0f} MiB per buffer, "
+        lines.append(f"copy bandwidth ({bw['streams']}+{bw['streams']} streams, {bw['bytes_per_buffer'] / 2**20:.0f} MiB per buffer, "
                      f"read+write bytes; best [median, min]): normal stores {bw['normal']['gbs']:.1f} GB/s "
                      f"[{bw['normal']['median']:.1f}, {bw['normal']['min']:.1f}], streaming stores "
                      f"{bw['streaming']['gbs']:.1f} GB/s [{bw['streaming']['median']:.1f}, {bw['streaming']['min']:.1f}]")
         if bw.get("contiguous_streaming"):
             lines.append(f"  (for comparison, 1+1 contiguous streams with streaming stores: "
                          f"{bw['contiguous_streaming']['gbs']:.1f} GB/s -- AoS and CAoSoA walk memory like that "
-                         f"in collide, so they can pass 100% of the 37+37-stream copy)")
+                         f"in collide, so they can pass 100% of the {bw['streams']}+{bw['streams']}-stream copy)")
     for p, pk in (m.get("peak") or {}).items():
         lines.append(f"peak {p} (FMA chains, FMA = 2 flops; best [median, min]): {pk['gflops']:.1f} GFLOP/s "
                      f"[{pk['median']:.1f}, {pk['min']:.1f}]")

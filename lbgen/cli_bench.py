@@ -76,7 +76,7 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
           no_limits, limit_mb, as_json, output, plots, progress, velocity_set):
     """Time the kernels (ms, MLUPS, GB/s, GFLOP/s) against this machine's measured limits.
 
-    The memory bandwidth (37 + 37 stream copy, normal and streaming stores) and the FMA
+    The memory bandwidth (Q + Q stream copy, normal and streaming stores) and the FMA
     peak are measured in the same run; fractions use them as denominators.  Nothing here
     fails on a timing: benchmarks are not tests.
     """

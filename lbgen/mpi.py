@@ -1,12 +1,13 @@
 """Several MPI ranks: X slabs of one lattice, halos exchanged with the neighbouring ranks.
 
 ``mpiexec -n N lbgen run ...`` runs one process per rank (paper, "Multi-node": one MPI
-process per accelerator, slabs along X, halos of 3 columns every step).  Nothing here
-imports mpi4py at module level: a normal run never needs it.
+process per accelerator, slabs along X, halos of H columns every step, H the velocity
+set's largest hop).  Nothing here imports mpi4py at module level: a normal run never
+needs it.
 
 Decomposition
     rank r of N owns the global columns [x_r, x_r + w_r) with w_r = LX // N, plus one for
-    the first LX % N ranks; every w_r must be >= 3 (the halo width), else the run is
+    the first LX % N ranks; every w_r must be >= H (the halo width), else the run is
     refused.  The ranks form a periodic ring in X.
 
 Inside a rank

@@ -158,8 +158,8 @@ class Simulation:
     is split along X; the device owns the bulk LX - 2M columns, the host backend
     (``backend``) the M columns at each side -- one region of 2M columns, since the two
     sides are neighbours through the periodic boundary.  Every step the regions trade
-    their 3-wide halo columns, the device works asynchronously while the host computes,
-    and the result equals a single-backend run (bit-identical in strict mode).
+    their H-wide halo columns (H: the largest hop of the velocity set), the device works
+    asynchronously while the host computes, and the result equals a single-backend run (bit-identical in strict mode).
     """
 
     def __init__(self, lx: int, ly: int, *, backend: str = "c", layout: Optional[str] = None,
