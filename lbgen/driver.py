@@ -131,7 +131,7 @@ def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print, lx: Optio
     every side of a slab's device bulk is its own host region, so M is 0 or >= 3 there."""
     from . import perfmodel
     width = cfg.lx if lx is None else lx
-    valid = perfmodel.valid_splits(width)
+    valid = perfmodel.valid_splits(width, get_velocity_set(cfg.velocity_set).max_hop)
     if lx is not None:
         valid = [M for M in valid if M == 0 or 2 * M == width or (M >= 3 and width - 2 * M >= 3)]
     if cfg.split in (None, "auto"):
@@ -208,7 +208,7 @@ class Run:
                 cfg.host_columns = resolve_split(cfg, echo)
             else:   # rank 0 models its slab (the widest one); every rank uses its M
                 from .mpi import check_decomposition, slab_widths
-                check_decomposition(cfg.lx, comm.size)
+                check_decomposition(cfg.lx, comm.size, get_velocity_set(cfg.velocity_set).max_hop)
                 cfg.host_columns = root_call(comm, lambda: resolve_split(cfg, self.echo, slab_widths(
                     cfg.lx, comm.size)[0]), share=True)
         self.sim = make_simulation(cfg, comm=comm)
