@@ -1,8 +1,19 @@
-"""Backends: compile a ``KernelSource`` and run its kernels.
+"""Backends: a registry of runtimes that compile a ``KernelSource`` and run its kernels.
 
-Every backend offers the same small interface (``Program``), so the runner and the
-tests never branch on the backend: ``allocate``, ``upload``, ``download``, ``halo``,
-``propagate``, ``collide``, ``fused``, ``synchronize``.
+A runtime is a module with one small interface:
+
+* ``available() -> (ok, why)``: whether it works here, or why not;
+* ``describe() -> str``: what it runs on (compiler, device);
+* ``compile(source, lx, ly, threads=0, strict=False, **options) -> Program``.
+
+Its ``Program`` (lbgen.backends.base) has the buffers (``allocate``, ``upload``,
+``download``, ...), the kernels (``halo``, ``propagate``, ``bc``, ``collide``, ``fused``,
+``init_equilibrium``, ``fields``), ``step`` (the step sequence), ``synchronize``,
+``describe`` and ``copy_bandwidth`` (the device's own limit, None on the host).  The
+runner, bench, tune and verify never branch on a runtime's name.
+
+Runtimes: ``c`` (gcc + OpenMP via cffi), ``opencl`` (pyopencl), ``cuda`` (pycuda, needs a
+GPU) and ``cuda-shim`` (the CUDA source compiled for the CPU with g++ and a host shim).
 """
 from __future__ import annotations
 
@@ -10,7 +21,25 @@ import importlib
 
 from .base import BackendUnavailable, Program
 
-__all__ = ["BackendUnavailable", "Program", "load", "available"]
+__all__ = ["BackendUnavailable", "Program", "RUNTIMES", "load", "runtime", "spec_backend", "available"]
+
+#: runtime name -> (module under lbgen.backends, the KernelSpec backend whose source it runs)
+RUNTIMES = {"c": ("c", "c"), "opencl": ("opencl", "opencl"), "cuda": ("cuda", "cuda"),
+            "cuda-shim": ("cuda.shim", "cuda")}
+
+
+def runtime(name: str):
+    """The runtime module for a name in RUNTIMES."""
+    if name not in RUNTIMES:
+        raise ValueError(f"unknown backend {name!r}; choose from {', '.join(RUNTIMES)}")
+    return importlib.import_module(f"{__name__}.{RUNTIMES[name][0]}")
+
+
+def spec_backend(name: str) -> str:
+    """The KernelSpec backend a runtime compiles ('cuda' for 'cuda-shim')."""
+    if name not in RUNTIMES:
+        raise ValueError(f"unknown backend {name!r}; choose from {', '.join(RUNTIMES)}")
+    return RUNTIMES[name][1]
 
 
 def load(name: str):
@@ -22,9 +51,9 @@ def load(name: str):
 
 
 def available(name: str) -> tuple:
-    """(True, description) when the backend can run here, else (False, reason)."""
+    """(True, description) when the runtime can run here, else (False, reason)."""
     try:
-        return load(name).available()
+        return runtime(name).available()
     except BackendUnavailable as e:
         return False, str(e)
     except ImportError as e:

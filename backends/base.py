@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import abc
 from functools import lru_cache
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -81,8 +81,26 @@ def aligned_zeros(n: int, dtype, align: int = 64) -> np.ndarray:
     return raw[offset:offset + n * dtype.itemsize].view(dtype)
 
 
+def cpu_model() -> str:
+    """The host CPU's model name (/proc/cpuinfo), else what platform knows."""
+    import platform
+    from pathlib import Path as _Path
+    try:
+        for line in _Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 class Program(abc.ABC):
     """Compiled kernels of one spec for one lattice size."""
+
+    #: OpenMP threads of a host program (None where the device decides)
+    threads: Optional[int] = None
+    #: the shared library a host program loaded (None for device programs)
+    library_path: Any = None
 
     def __init__(self, source, lx: int, ly: int):
         from ..layouts import make_layout
@@ -125,12 +143,54 @@ class Program(abc.ABC):
         """Thermal walls after propagate(prv -> nxt); only for specs generated with walls."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no bc kernel yet")
 
+    def init_equilibrium(self, f: Any, rho, ux, uy, T) -> None:
+        """Populations at the equilibrium of (LX, LY) fields.  Backends with a generated
+        init_equilibrium kernel override this; the fallback computes it on the host."""
+        from ..reference import equilibrium
+        self.upload_fields(equilibrium(*(np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly))
+                                         for a in (rho, ux, uy, T))), f)
+
+    def describe(self) -> str:
+        """What the kernels run on (a CPU model, a device name)."""
+        return cpu_model()
+
+    def provenance(self) -> dict:
+        """What a run records about these kernels (manifest.json)."""
+        out = {"device": self.describe()}
+        if self.threads is not None:
+            out["threads"] = str(self.threads)
+        if self.library_path is not None:
+            out["library_path"] = str(self.library_path)
+        return out
+
+    def copy_bandwidth(self, repeat: int = 5) -> Optional[dict]:
+        """The device's own copy bandwidth (GB/s, read + write) for accelerator backends;
+        None where the kernels run on the host (its limits are measured by lbgen.machine)."""
+        return None
+
     def _require_walls(self) -> None:
         if not self.spec.walls:
             raise ValueError("these kernels were generated without walls (KernelSpec(walls=True) adds the bc kernel)")
 
     def synchronize(self) -> None:
         pass
+
+    # --- the step sequence: written once, for the runner, tune, verify and bench ----------
+    def step(self, f: Any, g: Any, params: dict, walls=None, fused: bool = True):
+        """One time step of a region whose halos are fresh: ``f`` holds the state, ``g`` is
+        spare.  Returns (state, spare) after the step (asynchronous on devices).
+
+        Periodic: the fused kernel (or propagate then collide).  With ``walls`` (anything
+        with T_bottom, T_top, adiabatic_bottom, adiabatic_top): propagate, bc, collide."""
+        if walls is None and fused:
+            self.fused(f, g, **params)
+            return g, f
+        self.propagate(f, g)
+        if walls is not None:
+            self.bc(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
+                    params["ax"], params["ay"])
+        self.collide(g, f, **params)
+        return f, g
 
     # --- whole padded columns (halo exchange between regions, ranks and devices) ------------
     def column_ranges(self, x0: int, n: int):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .cli import UserError, _friendly, velocity_set_option
+from .cli_common import UserError, friendly, velocity_set_option
 
 
 def _split(text: str):
@@ -71,7 +71,7 @@ def _emit_json(data, output, to_stdout):
               help="Write PNG plots here: MLUPS vs VL per layout, roofline.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @velocity_set_option
-@_friendly
+@friendly
 def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, repeat, warmup, vls, paper_table,
           no_limits, limit_mb, as_json, output, plots, progress, velocity_set):
     """Time the kernels (ms, MLUPS, GB/s, GFLOP/s) against this machine's measured limits.
@@ -81,6 +81,7 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
     fails on a timing: benchmarks are not tests.
     """
     from . import bench as B
+    from . import bench_report as R
     if lx < 1 or ly < 1:
         raise UserError(f"lattice {lx} x {ly}: sizes must be positive")
     if repeat < 1:
@@ -105,16 +106,16 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
         for backend in backend_list:
             for p in precs:
                 for c in cols:
-                    t = B.run_paper_table(backend, lx, ly, vl_list, p, c, threads, repeat, warmup, progress)
+                    t = R.run_paper_table(backend, lx, ly, vl_list, p, c, threads, repeat, warmup, progress)
                     t.update(backend=backend, precision=p, collision=c)
                     tables.append(t)
         data = {"paper_tables": tables}
         if plots:
-            data["plots"] = [str(p) for t in tables for p in B.make_plots(t["sweep"], plots)]
+            data["plots"] = [str(p) for t in tables for p in R.make_plots(t["sweep"], plots)]
         if not as_json:
             for t in tables:
                 click.echo(f"[{t['backend']} {t['precision']} {t['collision']}]")
-                click.echo(B.format_paper_table(t))
+                click.echo(R.format_paper_table(t))
                 for s in t["sweep"].get("skipped", []):
                     click.echo(f"skipped {s.get('layout', s.get('backend'))}: {s['reason']}")
         _emit_json(data, output, as_json)
@@ -129,9 +130,9 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
                         velocity_set=velocity_set)
     report = B.run_bench(cfg)
     if plots:
-        report["plots"] = [str(p) for p in B.make_plots(report, plots)]
+        report["plots"] = [str(p) for p in R.make_plots(report, plots)]
     if not as_json:
-        click.echo(B.format_table(report))
+        click.echo(R.format_table(report))
         if plots:
             click.echo("plots: " + ", ".join(report["plots"]))
     _emit_json(report, output, as_json)
@@ -151,7 +152,7 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
 @click.option("--samples", type=int, default=3, show_default=True, help="Timed samples per candidate.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored entry as JSON.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
-@_friendly
+@friendly
 def tune(backend, lx, ly, precision, collision, walls, threads, layouts, vls, thread_counts, samples, as_json,
          progress):
     """Time short runs of every layout/VL, print the ranking, store the best for this machine.

@@ -19,24 +19,42 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
 from . import __version__
-from .layouts import LAYOUTS, Layout, LayoutError, make_layout
+from .layouts import CLUSTERED, LAYOUTS, Layout, LayoutError, make_layout, tag as layout_tag
 from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assignments, velocity_set
+from .model.operators import OPERATOR_RECORDS
 from .model.assignments import AssignmentList
 from .model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
 from .model.walls import min_ly_walls, wall_row_count
 
 BACKENDS = ("c", "opencl", "cuda")
+#: preferred cluster lengths per backend, fastest first (measured with `lbgen bench`; see
+#: README: default layout/VL)
+PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (32, 16, 64, 8, 4)}
 #: cluster length when a clustered layout is asked for without one: one AVX-512 vector of
 #: doubles on the CPU, one warp on GPUs
-DEFAULT_VL = {"c": 8, "opencl": 32, "cuda": 32}
+DEFAULT_VL = {backend: vls[0] for backend, vls in PREFERRED_VL.items()}
 #: "mixed": populations stored as float, arithmetic in double (C backend)
 PRECISIONS = ("double", "single", "mixed")
 
-#: parameters of each collision operator as they appear in the C API, in order
-OPERATOR_PARAMETERS = {
-    "bgk": ("tau", "ax", "ay"),
-    "regularized": ("C1", "C2", "C3", "ax", "ay"),
-}
+#: parameters of each collision operator as they appear in the kernel API, in order (from the
+#: operator records of lbgen.model.operators)
+OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORDS.items()}
+
+
+def default_layout(backend: str, ly: int, halo: int) -> Tuple[str, Optional[int]]:
+    """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.
+
+    (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
+
+    On the CPU CAoSoA with VL = 8 (one AVX-512 vector of doubles) is the best combined
+    propagate + collide layout (paper Table 2; measured with `lbgen bench`); on GPUs a
+    cluster of 32 lanes maps to one warp.  When no preferred VL divides LY with
+    LY/VL >= the halo width the unclustered SoA layout is used.
+    """
+    for vl in PREFERRED_VL.get(backend, (8,)):
+        if ly % vl == 0 and ly // vl >= halo:
+            return "caosoa", vl
+    return "soa", None
 
 
 class SpecError(ValueError):
@@ -112,7 +130,7 @@ class KernelSpec:
 
     @property
     def tag(self) -> str:
-        return f"{self.layout}-vl{self.vl}" if self.layout in ("csoa", "caosoa") else self.layout
+        return layout_tag(self.layout, self.vl)
 
     def validate(self, lx: Optional[int] = None, ly: Optional[int] = None) -> "KernelSpec":
         """Check every field; with sizes, also the layout rules.  Returns a normalised spec."""
@@ -137,7 +155,7 @@ class KernelSpec:
             return _replace(self, velocity_set=self.velocity_set.lower()).validate(lx, ly)
         vs = velocity_set(self.velocity_set)
         spec = self
-        clustered = self.layout in ("csoa", "caosoa")
+        clustered = self.layout in CLUSTERED
         if not clustered and self.vl not in (None, 1):
             raise SpecError(f"layout {self.layout} takes no VL (got VL={self.vl}); VL applies to csoa and caosoa")
         if isinstance(self.vl, np.integer):
@@ -213,7 +231,7 @@ def _index_terms(layout_name: str, velocities) -> Dict[str, list]:
 def emit_command(spec: KernelSpec) -> str:  # noqa: C901
     """The `lbgen emit` command line that reproduces a spec."""
     words = ["lbgen emit", f"--backend {spec.backend}", f"--layout {spec.layout}"]
-    if spec.layout in ("csoa", "caosoa"):
+    if spec.layout in CLUSTERED:
         words.append(f"--vl {spec.vl}")
     words += [f"--precision {spec.precision}", f"--collision {spec.collision}"]
     if spec.velocity_set != DEFAULT_VELOCITY_SET:
@@ -236,7 +254,7 @@ def template_context(spec: KernelSpec) -> dict:
     col = collide(spec.collision, spec.velocity_set)
     eq = equilibrium_assignments(spec.velocity_set)
     mac = macroscopic_assignments(spec.velocity_set)
-    clustered = spec.layout in ("csoa", "caosoa")
+    clustered = spec.layout in CLUSTERED
     vl = spec.vl if clustered else 1
     real_bytes = 8 if spec.precision == "double" else 4     # bytes of one stored population
     strides = Layout.stride_formulas(spec.layout)

@@ -8,89 +8,24 @@ after the set-up.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Mapping, Optional
 
 
 from . import __version__
 from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, prune_checkpoints, read_checkpoint, write_checkpoint
-from .model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set as get_velocity_set
-from .runner import SETUPS, Parameters, Simulation, SimulationError, Walls, load_fields
-
-RT_GRAVITY = (0.0, -8.33e-5 / 32)
-
-
-@dataclass
-class RunConfig:
-    setup: str = "shear-wave"
-    lx: int = 64
-    ly: int = 256
-    steps: int = 1000
-    collision: str = Parameters.collision      # physical defaults: one place, runner.Parameters
-    tau: float = Parameters.tau
-    C1: float = Parameters.C1
-    C2: float = Parameters.C2
-    C3: float = Parameters.C3
-    gravity: Tuple[float, float] = Parameters.gravity
-    backend: str = "c"
-    layout: Optional[str] = None
-    vl: Optional[object] = None           # int, or "auto" (tuned)
-    precision: str = "double"
-    fused: bool = True
-    strict: bool = False
-    threads: int = 0
-    seed: int = 0
-    amplitude: Optional[float] = None
-    init: Optional[str] = None
-    walls: Optional[Dict] = None          # {"T_bottom", "T_top", "adiabatic_bottom", "adiabatic_top"}
-    out: Optional[str] = None             # run folder (outputs, checkpoints, manifest)
-    output_every: int = 0                 # 0: only at the start and the end
-    checkpoint_every: int = 0             # 0: none
-    check_every: int = 100                # NaN / negative density or temperature guard
-    pictures: Tuple[str, ...] = ("T",)
-    fields_format: str = "h5"
-    keep_checkpoints: int = 2
-    hetero: Optional[str] = None          # device backend of a host + device run ("opencl", "cuda")
-    split: Optional[str] = None           # "auto" (performance model) or the host fraction 2M/LX
-    host_columns: Optional[int] = None    # M, resolved from split (kept for resume)
-    device: Optional[str] = None          # device selection for the device backend
-    velocity_set: str = DEFAULT_VELOCITY_SET
-
-    def to_json(self) -> dict:
-        return json.loads(json.dumps(dataclasses.asdict(self)))
-
-    @classmethod
-    def from_json(cls, data: dict) -> "RunConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SimulationError(f"manifest has unknown run parameters {unknown}")
-        data = dict(data)
-        for key in ("gravity", "pictures"):
-            if key in data and data[key] is not None:
-                data[key] = tuple(data[key])
-        return cls(**data)
-
+from .config import RunConfig
+from .model.velocity_set import velocity_set as get_velocity_set
+from .runner import Simulation, SimulationError, Walls, load_fields
+from .setups import SETUPS
 
 def _initial_fields(cfg: RunConfig):
     if cfg.init:
         return load_fields(cfg.init)
-    if cfg.setup not in SETUPS:
-        raise SimulationError(f"unknown set-up {cfg.setup!r}; choose one of {', '.join(SETUPS)} or give --init FILE.npz")
-    vs = get_velocity_set(cfg.velocity_set)
-    if vs.isothermal and cfg.setup == "rayleigh-taylor":
-        raise SimulationError(f"rayleigh-taylor is a thermal flow; {vs.name} is isothermal (T = 1): use d2q37 "
-                              f"(or d2v17)")
-    extra = {"seed": cfg.seed, "gravity": cfg.gravity, "thermal": not vs.isothermal}
-    if cfg.amplitude is not None:
-        extra["amplitude"] = cfg.amplitude
-    if cfg.setup == "rayleigh-taylor" and cfg.walls:
-        extra["T_hot"], extra["T_cold"] = cfg.walls["T_bottom"], cfg.walls["T_top"]
-    return SETUPS[cfg.setup](cfg.lx, cfg.ly, **extra)
+    return SETUPS[cfg.setup].fields(cfg.lx, cfg.ly, seed=cfg.seed, amplitude=cfg.amplitude, gravity=cfg.gravity,
+                                    walls=cfg.walls, thermal=not get_velocity_set(cfg.velocity_set).isothermal)
 
 
 def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Optional[int] = None,
@@ -98,16 +33,16 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     """The Simulation of a config; for host + device runs with `host_columns` M (or cfg's).
 
     With an MPI communicator `comm` of several ranks: this rank's part of a
-    ``lbgen.mpi.DistributedSimulation`` (collective)."""
+    ``lbgen.mpi_simulation.DistributedSimulation`` (collective)."""
     walls = Walls(**cfg.walls) if cfg.walls else None
-    common = dict(layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision, tau=cfg.tau,
-                  C1=cfg.C1, C2=cfg.C2, C3=cfg.C3, gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads,
-                  strict=cfg.strict, check_every=0, walls=walls, velocity_set=cfg.velocity_set)
+    common = dict(layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision,
+                  gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
+                  walls=walls, velocity_set=cfg.velocity_set, **cfg.parameters)
     if cfg.device and cfg.backend == "opencl":
-        common["device"] = cfg.device          # the OpenCL device of a plain OpenCL run
+        common["backend_options"] = {"device": cfg.device}   # the OpenCL device of a plain OpenCL run
     lx = cfg.lx if lx is None else lx
     if comm is not None:
-        from .mpi import DistributedSimulation
+        from .mpi_simulation import DistributedSimulation
         M = cfg.host_columns if host_columns is None else host_columns
         if cfg.hetero:
             options = {"device": cfg.device} if cfg.device and cfg.hetero == "opencl" else {}
@@ -128,12 +63,14 @@ def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print, lx: Optio
     """M for a host + device run: from --split F (2M/LX = F) or the performance model (auto).
 
     `lx`: the width to split (an MPI rank's slab; default the lattice).  With several ranks
-    every side of a slab's device bulk is its own host region, so M is 0 or >= 3 there."""
+    every side of a slab's device bulk is its own host region, so M is 0 or >= H (the halo
+    width) there."""
     from . import perfmodel
     width = cfg.lx if lx is None else lx
-    valid = perfmodel.valid_splits(width, get_velocity_set(cfg.velocity_set).max_hop)
+    H = get_velocity_set(cfg.velocity_set).max_hop
+    valid = perfmodel.valid_splits(width, H)
     if lx is not None:
-        valid = [M for M in valid if M == 0 or 2 * M == width or (M >= 3 and width - 2 * M >= 3)]
+        valid = [M for M in valid if M == 0 or 2 * M == width or (M >= H and width - 2 * M >= H)]
     if cfg.split in (None, "auto"):
         params = perfmodel.measure(lambda w, M, dev: make_simulation(cfg, M, w, dev), width, cfg.ly)
         M = min(valid, key=lambda m: (round(perfmodel.step_time(params, width, cfg.ly, m), 15),
@@ -156,15 +93,13 @@ def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print, lx: Optio
 def _device_description(sim: Simulation) -> dict:
     info = {"backend": sim.spec.backend, "layout": sim.spec.tag, "precision": sim.spec.precision,
             "kernel_digest": sim.source.digest, "regions": []}
-    if hasattr(sim, "rank_regions"):        # MPI: every rank's regions (global columns)
+    if sim.nranks > 1:                      # MPI: every rank's regions (global columns)
         info["ranks"] = sim.nranks
-        info["rank_regions"] = sim.rank_regions
+        info["rank_regions"] = sim.region_table()
     for region in sim.regions:
         prog = region.program
         entry = {"backend": prog.spec.backend, "layout": prog.layout.tag, "columns": [region.x_start, region.width]}
-        for attr in ("device_name", "library_path", "threads", "flags"):
-            if hasattr(prog, attr):
-                entry[attr] = str(getattr(prog, attr))
+        entry.update(prog.provenance())
         info["regions"].append(entry)
     return info
 
@@ -173,7 +108,7 @@ class Run:
     """Drives one run folder.  ``Run(cfg).execute()`` or ``Run.resume(dir).execute()``.
 
     With an MPI communicator ``comm`` of several ranks (``mpiexec -n N lbgen run``) every
-    rank builds its slab of a ``lbgen.mpi.DistributedSimulation``; the ranks check that
+    rank builds its slab of a ``lbgen.mpi_simulation.DistributedSimulation``; the ranks check that
     they share one RunConfig (hash), rank 0 alone sets up the fields, writes every file
     (outputs, checkpoints, manifest) from states gathered to it, reads the checkpoint of a
     resume and scatters it, and shows the progress bar.  Everything else is the same.
@@ -251,9 +186,13 @@ class Run:
     # --- resume ----------------------------------------------------------------------------
     @classmethod
     def resume(cls, run_dir, steps: Optional[int] = None, echo: Callable[[str], None] = print,
-               comm=None) -> "Run":
+               comm=None, overrides: Optional[Mapping[str, Any]] = None) -> "Run":
         """Continue a run folder; with MPI, rank 0 reads the manifest and checkpoint, the
-        state is scattered to every rank."""
+        state is scattered to every rank.
+
+        ``overrides``: options given again (flat keys of lbgen.config); harmless ones (steps,
+        cadences, pictures, threads) are applied and recorded, any that would change the
+        physics, lattice or kernels is refused, naming each."""
         from .mpi import root_call
         from .output import read_manifest
         run_dir = Path(run_dir)
@@ -266,9 +205,12 @@ class Run:
             except (OSError, ValueError, KeyError) as e:
                 raise SimulationError(f"cannot resume {run_dir}: no readable manifest.json ({e})") from None
         cfg = RunConfig.from_json(root_call(comm, load_manifest, share=True))
-        cfg.out = str(run_dir)
+        overrides = dict(overrides or {})
+        overrides.pop("out", None)
         if steps is not None:
-            cfg.steps = steps
+            overrides["steps"] = steps
+        cfg = cfg.changes(overrides)
+        cfg.out = str(run_dir)
         run = cls(cfg, echo=echo, comm=comm)
 
         def load_checkpoint():
@@ -283,6 +225,11 @@ class Run:
                     raise SimulationError(f"cannot resume {run_dir}: {e}; no other checkpoint verifies") from None
                 echo(f"warning: {e}; resuming from the previous good checkpoint {good.name}")
                 populations, step, meta = read_checkpoint(good)
+            saved = meta.get("physics")
+            if saved is not None and saved != json.loads(json.dumps(cfg.physics())):
+                diff = [k for k in saved if saved.get(k) != json.loads(json.dumps(cfg.physics())).get(k)]
+                raise SimulationError(f"cannot resume {run_dir}: its checkpoint {path.name} was written by another run "
+                                      f"(it differs in {', '.join(diff)}: {', '.join(f'{k}={saved.get(k)!r}' for k in diff)})")
             if meta.get("kernel_digest") not in (None, run.sim.source.digest):
                 echo("note: the kernels differ from the ones that wrote the checkpoint (lbgen or compiler changed)")
             return populations, step
@@ -318,7 +265,8 @@ class Run:
         if not self.root:
             return
         write_checkpoint(checkpoint_path(self.cfg.out, step), state, step,
-                         {"kernel_digest": self.sim.source.digest, "lbgen": __version__})
+                         {"kernel_digest": self.sim.source.digest, "lbgen": __version__,
+                          "physics": self.cfg.physics(), "config": self.cfg.to_json()})
         prune_checkpoints(self.cfg.out, keep=max(1, self.cfg.keep_checkpoints))
 
     def _manifest(self, status: str, error: Optional[str] = None) -> None:

@@ -95,7 +95,7 @@ class Layout:
 
     @property
     def tag(self) -> str:
-        return f"{self.name}-vl{self.VL}" if self.clustered else self.name
+        return tag(self.name, self.VL)
 
     @cached_property
     def strides(self) -> Dict[str, int]:
@@ -217,3 +217,70 @@ def make_layout(name: str, Q: int, LX: int, LY: int, VL: Optional[int] = None, *
             f"LY/VL = {LY}/{VL} = {LY // VL} cluster rows is too small for the {halo}-wide halo; "
             f"need LY/VL >= {halo}, i.e. a smaller VL or a larger LY")
     return Layout(key, Q, int(LX), int(LY), int(VL), int(halo))
+
+
+#: cluster lengths a clustered name without -vlN stands for in a list of layouts
+VL_SWEEP = (4, 8, 16, 32)
+
+
+@dataclass(frozen=True)
+class LayoutChoice:
+    """A layout name with its cluster length: the one value, parser and tag format.
+
+    ``tag`` is 'aos', 'soa', 'csoa-vl8', 'caosoa-vl32'; ``parse`` reads the same text (and
+    a comma list); the lattice-dependent rules are ``make_layout``'s."""
+
+    name: str
+    vl: Optional[int] = None
+
+    @property
+    def clustered(self) -> bool:
+        return self.name in CLUSTERED
+
+    @property
+    def tag(self) -> str:
+        return tag(self.name, self.vl)
+
+    @classmethod
+    def of(cls, name: Optional[str], vl: Optional[int] = None, need_vl: bool = True) -> "LayoutChoice":
+        """Checked: a known name; VL a power of two for clustered layouts (needed unless
+        ``need_vl`` is False), none for the others."""
+        key = str(name).lower() if name is not None else None
+        if key is not None and key not in LAYOUTS:
+            raise LayoutError(f"unknown layout {name!r}; choose one of {', '.join(LAYOUTS)} "
+                              "(clustered ones as csoa-vl8, caosoa-vl16, ...)")
+        if vl is not None:
+            if isinstance(vl, bool) or not isinstance(vl, (int, np.integer)) or not _is_power_of_two(int(vl)):
+                raise LayoutError(f"VL={vl!r} is not a power of two; VL must be a power of two (1, 2, 4, 8, ...) "
+                                  "dividing LY")
+            vl = int(vl)
+            if key is not None and key not in CLUSTERED and vl != 1:
+                raise LayoutError(f"layout {key} takes no VL (got VL={vl}); VL applies to {' and '.join(CLUSTERED)}")
+        if key in CLUSTERED and vl is None and need_vl:
+            raise LayoutError(f"layout {key} needs a VL (cluster length), e.g. {key}-vl8")
+        return cls(key, vl if key in CLUSTERED or key is None else None)
+
+    @classmethod
+    def parse(cls, text: str, sweep: Optional[Tuple[int, ...]] = None) -> Tuple["LayoutChoice", ...]:
+        """'aos,soa,csoa-vl8,caosoa-vl32' -> choices.  A clustered name without -vlN is
+        refused, or stands for every VL of ``sweep`` when given; 'all' is every layout
+        (with the sweep)."""
+        out = []
+        for item in [t.strip().lower() for t in str(text).split(",") if t.strip()]:
+            if item == "all" and sweep:
+                out += [cls(n) for n in LAYOUTS if n not in CLUSTERED]
+                out += [cls(n, v) for n in CLUSTERED for v in sweep]
+                continue
+            name, sep, vl = item.partition("-vl")
+            if sep and not vl.isdigit():
+                raise LayoutError(f"layout {item!r}: VL {vl!r} is not an integer")
+            if name in CLUSTERED and not sep and sweep:
+                out += [cls(name, v) for v in sweep]
+                continue
+            out.append(cls.of(name, int(vl) if sep else None))
+        return tuple(dict.fromkeys(out))
+
+
+def tag(name: str, vl: Optional[int]) -> str:
+    """The one tag format: 'soa', 'caosoa-vl8'."""
+    return f"{name}-vl{vl}" if name in CLUSTERED else name

@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from .model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
+from .timing import time_steps
 
 
 @dataclass(frozen=True)
@@ -75,19 +76,6 @@ def optimal_split(p: ModelParameters, lx: int, ly: int) -> int:
     return min(valid_splits(lx), key=lambda M: (round(step_time(p, lx, ly, M), 15), abs(M - m_star)))
 
 
-def _time_steps(sim, steps: int, repeats: int = 3) -> float:
-    """Median seconds per step over `repeats` timings of `steps` steps (after a warm-up step)."""
-    sim.step(1)            # warm-up (first launches, page faults)
-    sim.synchronize()
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        sim.step(steps)
-        sim.synchronize()
-        samples.append((time.perf_counter() - t0) / steps)
-    return float(np.median(samples))
-
-
 def _time_swap(sim, repeats: int = 5) -> float:
     """Median seconds of one halo exchange between the regions (the host <-> device swap)."""
     samples = []
@@ -111,8 +99,8 @@ def measure(make_simulation, lx: int, ly: int, steps: int = 5, width: Optional[i
     width = width or max(2 * H + 2, min(lx, 64))
     dev = make_simulation(width, 0, True)
     host = make_simulation(width, 0, False)
-    tau_d = _time_steps(dev, steps) / (width * ly)
-    tau_h = _time_steps(host, steps) / (width * ly)
+    tau_d = time_steps(dev, steps) / (width * ly)
+    tau_h = time_steps(host, steps) / (width * ly)
     split = make_simulation(width, max(2, H), True)
     t_swap = max(0.0, _time_swap(split) - _time_swap(host))
     return ModelParameters(tau_d=tau_d, tau_h=tau_h, tau_c=0.0, t_swap=t_swap)
@@ -123,7 +111,7 @@ def measure_curve(make_simulation, lx: int, ly: int, splits: Sequence[int], step
     out = {}
     for M in splits:
         sim = make_simulation(lx, M, True)
-        out[M] = lx * ly / _time_steps(sim, steps) / 1e6
+        out[M] = lx * ly / time_steps(sim, steps) / 1e6
     return out
 
 

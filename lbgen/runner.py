@@ -13,98 +13,15 @@ from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from .codegen import BACKENDS, KernelSpec, SpecError, generate
+from .codegen import BACKENDS, KernelSpec, SpecError, default_layout, generate
 from .layouts import CLUSTERED
-from .model import OPERATORS
 from .model import velocity_set as get_velocity_set
 from .model.velocity_set import DEFAULT_VELOCITY_SET
+from .model.operators import DEFAULT_OPERATOR, all_parameters
+from .parameters import Parameters, SimulationError, Walls
 
-#: preferred cluster lengths per backend, fastest first (see README: default layout/VL)
-PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (32, 16, 64, 8, 4)}
-
-
-class SimulationError(RuntimeError):
-    """A run went wrong in a way the user must see (divergence, bad parameters)."""
-
-
-def default_layout(backend: str, ly: int, halo: int) -> Tuple[str, Optional[int]]:
-    """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.
-
-    (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
-
-    On the CPU CAoSoA with VL = 8 (one AVX-512 vector of doubles) is the best combined
-    propagate + collide layout (paper Table 2; measured with `lbgen bench`); on GPUs a
-    cluster of 32 lanes maps to one warp.  When no preferred VL divides LY with
-    LY/VL >= halo the unclustered SoA layout is used.
-    """
-    for vl in PREFERRED_VL.get(backend, (8,)):
-        if ly % vl == 0 and ly // vl >= halo:
-            return "caosoa", vl
-    return "soa", None
-
-
-@dataclass
-class Parameters:
-    """Physical parameters of a run, checked on construction."""
-
-    collision: str = "bgk"
-    tau: float = 0.8
-    C1: float = 1e-3
-    C2: float = 1e-3
-    C3: float = 0.5
-    gravity: Tuple[float, float] = (0.0, 0.0)
-
-    def __post_init__(self):
-        if self.collision not in OPERATORS:
-            raise SimulationError(f"unknown collision operator {self.collision!r}; choose one of {', '.join(OPERATORS)}")
-        if self.collision == "bgk" and not (self.tau > 0.5 and np.isfinite(self.tau)):
-            raise SimulationError(f"tau={self.tau} must be > 0.5 (viscosity (tau - 1/2) T / r^2 must be positive)")
-        if self.collision == "regularized":
-            for name in ("C1", "C2", "C3"):
-                v = getattr(self, name)
-                if not (v > 0 and np.isfinite(v)):
-                    raise SimulationError(f"{name}={v} must be > 0 (relaxation times 1/2 + {name}/(rho T) must exceed 1/2)")
-        g = tuple(float(x) for x in self.gravity)
-        if len(g) != 2 or not all(np.isfinite(g)):
-            raise SimulationError(f"gravity={self.gravity} must be two finite numbers (gx, gy)")
-        self.gravity = g
-
-    def force(self, r: float) -> Tuple[float, float]:
-        return (self.gravity[0] / r, self.gravity[1] / r)
-
-    def kernel_parameters(self, r: float) -> Dict[str, float]:
-        ax, ay = self.force(r)
-        if self.collision == "bgk":
-            return {"tau": self.tau, "ax": ax, "ay": ay}
-        return {"C1": self.C1, "C2": self.C2, "C3": self.C3, "ax": ax, "ay": ay}
-
-
-@dataclass(frozen=True)
-class Walls:
-    """Thermal no-slip walls below y = 0 and above y = LY-1 (X stays periodic).
-
-    A fixed wall imposes its temperature at the third row (extrapolated into rows 1, 0);
-    an adiabatic wall copies the fourth row's temperature (see lbgen.model.walls).
-    """
-
-    T_bottom: float = 1.0
-    T_top: float = 1.0
-    adiabatic_bottom: bool = False
-    adiabatic_top: bool = False
-
-    def __post_init__(self):
-        for name in ("T_bottom", "T_top"):
-            v = getattr(self, name)
-            if not (np.isfinite(v) and v > 0):
-                raise SimulationError(f"{name}={v} must be a positive temperature")
-
-    def check(self, vs) -> None:
-        """Isothermal sets (D2Q9) have no wall temperature: only the defaults are allowed."""
-        if vs.isothermal and (self != Walls()):
-            raise SimulationError(f"{vs.name} is isothermal: its walls impose no temperature, so T_bottom, "
-                                  f"T_top (got {self.T_bottom}, {self.T_top}) must stay 1 and no wall can be "
-                                  f"adiabatic; use d2q37 for thermal walls")
-
+__all__ = ["Parameters", "Region", "RunStats", "Simulation", "SimulationError", "Walls", "load_fields",
+           "save_fields", "split_columns"]
 
 @dataclass
 class RunStats:
@@ -146,6 +63,14 @@ def split_columns(lx: int, host_columns: int, halo: int) -> Tuple[int, int]:
     return M, lx - 2 * M
 
 
+def _did_you_mean(name: str) -> str:
+    import difflib
+    import inspect
+    names = [p for p in inspect.signature(Simulation.__init__).parameters if p not in ("self", "operator_parameters")]
+    close = difflib.get_close_matches(name, names + list(all_parameters()), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 class Simulation:
     """A box of LX x LY sites (periodic in X; periodic or walled in Y) on one or more backends.
 
@@ -159,21 +84,37 @@ class Simulation:
     (``backend``) the M columns at each side -- one region of 2M columns, since the two
     sides are neighbours through the periodic boundary.  Every step the regions trade
     their H-wide halo columns (H: the largest hop of the velocity set), the device works
-    asynchronously while the host computes, and the result equals a single-backend run (bit-identical in strict mode).
+    asynchronously while the host computes, and the result equals a single-backend run
+    (bit-identical in strict mode).
     """
 
-    def __init__(self, lx: int, ly: int, *, backend: str = "c", layout: Optional[str] = None,
-                 vl: Optional[int] = None, precision: str = "double", collision: str = "bgk",
-                 tau: float = 0.8, C1: float = 1e-3, C2: float = 1e-3, C3: float = 0.5,
-                 gravity: Tuple[float, float] = (0.0, 0.0), fused: bool = True, threads: int = 0,
-                 strict: bool = False, check_every: int = 100, walls: Optional[Walls] = None,
+    def __init__(self, lx: int, ly: int, *, collision: str = DEFAULT_OPERATOR,
+                 gravity: Tuple[float, float] = (0.0, 0.0), walls: Optional[Walls] = None, backend: str = "c",
+                 layout: Optional[str] = None, vl: Optional[int] = None, precision: str = "double",
+                 fused: bool = True, threads: int = 0, strict: bool = False, check_every: int = 100,
                  device_backend: Optional[str] = None, host_columns: int = 0,
-                 device_options: Optional[dict] = None, velocity_set: str = DEFAULT_VELOCITY_SET,
-                 **backend_options):
+                 backend_options: Optional[dict] = None, device_options: Optional[dict] = None,
+                 velocity_set: str = DEFAULT_VELOCITY_SET, **operator_parameters):
+        """``operator_parameters``: the collision operator's own (tau for bgk; C1, C2, C3 for
+        regularized; see ``lbgen.model.operators``), defaults from its record.  Any other
+        keyword is refused, naming it."""
+        known = set(all_parameters())
+        unknown = sorted(set(operator_parameters) - known)
+        if unknown:
+            raise SimulationError(f"Simulation() got unknown keyword(s) {', '.join(unknown)}{_did_you_mean(unknown[0])}")
+        for name, value in (("lx", lx), ("ly", ly)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise SimulationError(f"{name}={value!r} must be a positive integer (lattice sites)")
+        for name, value in (("threads", threads), ("check_every", check_every)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise SimulationError(f"{name}={value!r} must be an integer >= 0")
+        if walls is not None and not isinstance(walls, Walls):
+            raise SimulationError(f"walls={walls!r} must be a lbgen.runner.Walls (or None for a periodic box)")
         for b in (backend, device_backend):
             if b is not None and b not in BACKENDS:
                 raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(BACKENDS)}")
-        self.params = Parameters(collision, tau, C1, C2, C3, tuple(gravity))
+        backend_options = dict(backend_options or {})
+        self.params = Parameters(collision, operator_parameters, gravity)
         vs_name = KernelSpec(velocity_set=velocity_set).validate().velocity_set
         self.vs = vs = get_velocity_set(vs_name)
         if walls is not None:
@@ -219,6 +160,7 @@ class Simulation:
         self.spec = self.regions[0].program.spec
         self.source = self.regions[0].program.source
         self.kernel_parameters = self.params.kernel_parameters(self.vs.r)
+        self._fields_set = False
         self.dtype = self.regions[0].program.dtype
         if any(r.program.dtype != self.dtype for r in self.regions):
             raise SimulationError("all regions must compute in the same precision")
@@ -228,7 +170,7 @@ class Simulation:
 
     def _region_plan(self, lx, backend, device_backend, host_columns, backend_options, device_options) -> list:
         """The regions to build, as (backend, x_start, width, options); a hook for subclasses
-        (lbgen.mpi.DistributedSimulation builds one rank's slab from it)."""
+        (lbgen.mpi_simulation.DistributedSimulation builds one rank's slab from it)."""
         plan = []
         if device_backend is None:
             if host_columns:
@@ -241,6 +183,14 @@ class Simulation:
             if M:
                 plan.append((backend, lx - M, 2 * M, backend_options))
         return plan
+
+    #: processes that share this lattice (lbgen.mpi_simulation.DistributedSimulation: the ranks)
+    nranks = 1
+
+    def region_table(self) -> list:
+        """Every region of the lattice (all ranks): backend, layout tag, [x_start, width]."""
+        return [{"backend": r.program.spec.backend, "layout": r.program.layout.tag, "columns": [r.x_start, r.width]}
+                for r in self.regions]
 
     @property
     def program(self):
@@ -282,6 +232,12 @@ class Simulation:
             raise ValueError(f"populations must have shape {expected}, got {f.shape}")
         for r in self.regions:
             r.f = r.program.upload_fields(f[:, r.columns % self.lx, :], r.f)
+        self._fields_set = True
+
+    def set_parameters(self, **changes) -> None:
+        """Change the operator's parameters (tau, C1, ...) or gravity for the following steps."""
+        self.params = self.params.replace(**changes)
+        self.kernel_parameters = self.params.kernel_parameters(self.vs.r)
 
     def populations(self) -> np.ndarray:
         """(Q, LX, LY) float64 copy of the current populations."""
@@ -326,18 +282,8 @@ class Simulation:
 
     def advance(self, region: Region) -> None:
         """One step of one region whose halos are fresh (asynchronous on devices)."""
-        p, kp = region.program, self.kernel_parameters
-        if self.fused:
-            p.fused(region.f, region.g, **kp)
-            region.f, region.g = region.g, region.f
-        elif self.walls is not None:
-            w = self.walls
-            p.propagate(region.f, region.g)
-            p.bc(region.f, region.g, w.T_bottom, w.T_top, (w.adiabatic_bottom, w.adiabatic_top), kp["ax"], kp["ay"])
-            p.collide(region.g, region.f, **kp)
-        else:
-            p.propagate(region.f, region.g)
-            p.collide(region.g, region.f, **kp)
+        region.f, region.g = region.program.step(region.f, region.g, self.kernel_parameters, self.walls,
+                                                 self.fused)
 
     def step(self, n: int = 1) -> None:
         for _ in range(n):
@@ -369,6 +315,7 @@ class Simulation:
             block = np.ascontiguousarray(populations[:, r.columns % self.lx, :])
             r.f = r.program.upload(r.program.layout.pack(block), r.f)
         self.time_step = int(time_step)
+        self._fields_set = True
 
     def looks_healthy(self) -> bool:
         """Cheap test on the raw buffers: every stored site has finite, positive rho and T.
@@ -404,11 +351,10 @@ class Simulation:
 
     def _first_bad_site(self, f: np.ndarray):
         """(x, y, what, fields at the site) of the first bad site of populations f, or None."""
-        from . import reference
         rho = f.sum(axis=0)
         finite = np.isfinite(f).all(axis=0)
         with np.errstate(all="ignore"):
-            fields = dict(zip(("rho", "ux", "uy", "T"), reference.fields(f, vs=self.vs))) if finite.all() else None
+            fields = self._fields_of(f) if finite.all() else None
             bad = ~finite | ~(rho > 0)
             if fields is not None:
                 bad |= ~(fields["T"] > 0)
@@ -417,8 +363,7 @@ class Simulation:
         x, y = (int(v[0]) for v in np.nonzero(bad))
         if fields is None:
             with np.errstate(all="ignore"):
-                values = dict(zip(("rho", "ux", "uy", "T"), reference.fields(f[:, x:x + 1, y:y + 1], vs=self.vs)))
-                values = {k: float(np.asarray(v).ravel()[0]) for k, v in values.items()}
+                values = {k: float(v.ravel()[0]) for k, v in self._fields_of(f[:, x:x + 1, y:y + 1]).items()}
         else:
             values = {k: float(fields[k][x, y]) for k in ("rho", "ux", "uy", "T")}
         what = "NaN/Inf" if not finite[x, y] else ("negative density" if not rho[x, y] > 0 else "negative temperature")
@@ -426,17 +371,21 @@ class Simulation:
 
     def _divergence_error(self, x: int, y: int, what: str, values: Dict[str, float]) -> SimulationError:
         text = ", ".join(f"{k}={v:.6g}" for k, v in values.items())
-        tau = self.params.tau if self.params.collision == "bgk" else f"1/2 + C1/(rho T) with C1={self.params.C1}"
+        params = ", ".join(f"{k} = {v:g}" for k, v in self.params.values.items())
         return SimulationError(
             f"the run diverged by step {self.time_step} ({what}): first bad site (x={x}, y={y}) has {text}. "
-            f"Hint: tau = {tau} may be too close to 1/2, velocities too large for the lattice "
+            f"Hint: the {self.params.collision} parameters ({params}) may put a relaxation time too close to 1/2 "
+            f"(too little viscosity), velocities too large for the lattice "
             f"(|u| should stay well below r = {self.vs.r:.3f}), or gravity {self.params.gravity} too strong "
             f"for the lattice.")
 
     def run(self, steps: int, progress: bool = False, callback: Optional[Callable[[int], None]] = None) -> RunStats:
         """Advance `steps` steps, checking for NaN/Inf every `check_every` steps."""
-        if steps < 0:
-            raise ValueError(f"steps={steps} must be >= 0")
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+            raise SimulationError(f"steps={steps!r} must be an integer >= 0")
+        if not self._fields_set:
+            raise SimulationError("the simulation has no state yet: call set_fields(rho, ux, uy, T) or "
+                                  "set_populations(f) before run()")
         bar = None
         if progress:
             from tqdm import tqdm
@@ -463,56 +412,6 @@ class Simulation:
             if bar is not None:
                 bar.close()
         return RunStats(steps=steps, seconds=elapsed, sites=self.lx * self.ly)
-
-
-# --- named set-ups --------------------------------------------------------------------
-def shear_wave(lx: int, ly: int, amplitude: float = 0.05, **_) -> Dict[str, np.ndarray]:
-    """Transverse wave u_y = A sin(2 pi x / LX) at rho = T = 1."""
-    x = np.arange(lx)[:, None] * np.ones((1, ly))
-    return {"rho": np.ones((lx, ly)), "ux": np.zeros((lx, ly)),
-            "uy": amplitude * np.sin(2 * np.pi * x / lx), "T": np.ones((lx, ly))}
-
-
-def uniform_noise(lx: int, ly: int, amplitude: float = 0.01, seed: int = 0, thermal: bool = True,
-                  **_) -> Dict[str, np.ndarray]:
-    """Uniform state rho = T = 1, u = 0, with random noise of the given amplitude on every field
-    (T stays 1 for isothermal velocity sets: ``thermal=False``)."""
-    rng = np.random.default_rng(seed)
-    noise = lambda: amplitude * rng.standard_normal((lx, ly))  # noqa: E731
-    fields = {"rho": 1 + noise(), "ux": noise(), "uy": noise(), "T": 1 + noise()}
-    if not thermal:
-        fields["T"] = np.ones((lx, ly))
-    return fields
-
-
-def rayleigh_taylor(lx: int, ly: int, gravity: Tuple[float, float] = (0.0, -8.33e-5 / 32),
-                    T_hot: float = 1.05, T_cold: float = 0.95, width: float = 10.0, amplitude: float = None,
-                    seed: int = 0, **_) -> Dict[str, np.ndarray]:
-    """Thermal Rayleigh-Taylor (d2q37.md): cold, heavy fluid on top of hot, light fluid.
-
-    T = (T_hot + T_cold)/2 - (T_hot - T_cold)/2 tanh((y - h(x)) / width) around an interface
-    h(x) at mid-height perturbed by a random superposition of the first 8 Fourier modes
-    (amplitude: a fraction of LX, default LX/100 split over the modes, phases from `seed`);
-    density in discrete hydrostatic balance rho_y = rho_{y-1} (T_{y-1} + g_y) / T_y with
-    rho = 1 at y = 0, fluid at rest.  g is the gravity of the run (same units as --gravity).
-    """
-    rng = np.random.default_rng(seed)
-    x = np.arange(lx)
-    amp = (lx / 100.0) if amplitude is None else amplitude
-    modes = np.arange(1, 9)
-    a = rng.standard_normal(modes.size) * amp / np.sqrt(modes.size)
-    phase = rng.uniform(0, 2 * np.pi, modes.size)
-    h = ly / 2 + (a[:, None] * np.cos(2 * np.pi * modes[:, None] * x[None, :] / lx + phase[:, None])).sum(0)
-    y = np.arange(ly)
-    T = 0.5 * (T_hot + T_cold) - 0.5 * (T_hot - T_cold) * np.tanh((y[None, :] - h[:, None]) / width)
-    gy = float(gravity[1])
-    rho = np.ones((lx, ly))
-    for j in range(1, ly):
-        rho[:, j] = rho[:, j - 1] * (T[:, j - 1] + gy) / T[:, j]
-    return {"rho": rho, "ux": np.zeros((lx, ly)), "uy": np.zeros((lx, ly)), "T": T}
-
-
-SETUPS = {"shear-wave": shear_wave, "uniform-noise": uniform_noise, "rayleigh-taylor": rayleigh_taylor}
 
 
 def load_fields(path) -> Dict[str, np.ndarray]:

@@ -26,25 +26,16 @@ CHOICES_FILE = "choices.json"
 
 
 def _device(backend: str) -> str:
-    """What the backend runs on: compiler for C, device name for OpenCL/CUDA."""
+    """What the runtime runs on (its compiler or device); a stable key even when unavailable."""
+    from .backends import runtime
     try:
-        if backend == "c":
-            from .backends.c import compiler, compiler_version
-            return compiler_version(compiler())
-        if backend == "opencl":
-            from .backends.opencl import select_device
-            return select_device(None).name.strip()
-        if backend == "cuda":
-            from .backends.cuda import _STATE, _driver
-            _driver()
-            return _STATE["device"].name()
-    except Exception as e:  # unavailable backend: still a stable key
+        return runtime(backend).describe()
+    except Exception as e:  # noqa: BLE001 - unavailable backend: still a stable key
         return f"{backend} ({type(e).__name__})"
-    return backend
 
 
 def machine_key(backend: str) -> Dict[str, str]:
-    from .bench import cpu_model
+    from .backends.base import cpu_model
     return {"hostname": socket.gethostname(), "cpu": cpu_model(), "backend": backend, "device": _device(backend)}
 
 
@@ -84,12 +75,13 @@ def _halo() -> int:
 def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
                vls: Sequence[int] = (4, 8, 16, 32)) -> List[Choice]:
     """Every valid (layout, VL) for a column of LY sites (VL | LY and LY/VL >= the halo width)."""
-    from .runner import PREFERRED_VL
+    from .codegen import PREFERRED_VL
+    from .layouts import CLUSTERED
     names = list(layouts) if layouts else ["caosoa", "csoa", "soa", "aos"]
     order = list(dict.fromkeys(list(PREFERRED_VL.get(backend, ())) + list(vls)))
     out: List[Choice] = []
     for name in names:
-        if name in ("csoa", "caosoa"):
+        if name in CLUSTERED:
             out += [(name, v) for v in order if v in vls and ly % v == 0 and ly // v >= _halo()]
         else:
             out.append((name, None))
@@ -98,41 +90,31 @@ def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
 
 def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str, collision: str,
                 walls: bool, threads: int, steps: int, samples: int) -> Dict:
-    from . import backends
-    from .bench import _init_buffers, kernel_parameters, stats
+    from .backends import runtime, spec_backend
     from .codegen import KernelSpec, generate
-    spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
+    from .timing import default_kernel_parameters, quiet_buffers, time_call
+    spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, precision=precision, collision=collision,
                       walls=walls).validate(lx, ly)
-    program = backends.load(backend).compile(generate(spec), lx, ly, threads=threads)
-    params = kernel_parameters(collision)
-    f, g = _init_buffers(program, lx, ly)
+    program = runtime(backend).compile(generate(spec), lx, ly, threads=threads)
+    params = default_kernel_parameters(collision)
+    buffers = list(quiet_buffers(program, lx, ly))
+    wall_spec = _QuietWalls() if walls else None
 
     def step():
-        program.halo(f)
-        if walls:
-            program.propagate(f, g)
-            program.bc(f, g, 1.0, 1.0, (False, False), params["ax"], params["ay"])
-            program.collide(g, f, **params)
-        else:
-            program.fused(f, g, **params)
+        program.halo(buffers[0])
+        buffers[:] = program.step(buffers[0], buffers[1], params, wall_spec)
 
-    step()
-    program.synchronize()
-    t0 = time.perf_counter()
-    step()
-    program.synchronize()
-    once = max(time.perf_counter() - t0, 1e-7)
-    n = max(1, min(steps, int(0.05 / once) + 1)) if steps else max(1, int(0.05 / once) + 1)
-    times = []
-    for _ in range(max(1, samples)):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        program.synchronize()
-        times.append((time.perf_counter() - t0) / n * 1e3)
-    st = stats(times)
+    st, n = time_call(step, program.synchronize, repeat=max(1, samples), warmup=1, min_sample=0.05)
+    if steps:
+        n = min(n, steps)
     return {"ms_per_step": st["median"], "ms": st, "steps_per_sample": n,
-            "threads": getattr(program, "threads", None), "mlups": lx * ly / (st["median"] / 1e3) / 1e6}
+            "threads": program.threads, "mlups": lx * ly / (st["median"] / 1e3) / 1e6}
+
+
+class _QuietWalls:
+    """Walls at T = 1 on both sides (timing only)."""
+    T_bottom = T_top = 1.0
+    adiabatic_bottom = adiabatic_top = False
 
 
 def rank(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk", walls: bool = False,

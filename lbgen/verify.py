@@ -19,12 +19,16 @@ from . import reference as ref
 from .codegen import KernelSpec, SpecError, generate
 from .layouts import CLUSTERED
 from .model.velocity_set import DEFAULT_VELOCITY_SET
+from .model.operators import OPERATOR_RECORDS
+from .backends import RUNTIMES, runtime, spec_backend
+from .runner import Walls
 
 #: mixed (float storage, double arithmetic, C only): one float rounding per step, ~6e-8 after 20
 TOLERANCE = {"double": 1e-12, "single": 1e-5, "mixed": 1e-6}
-#: "cuda-shim" runs the CUDA source on the CPU (g++ and a host shim)
-VERIFY_BACKENDS = ("c", "opencl", "cuda", "cuda-shim")
-PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 1e-3, "C2": 1e-3, "C3": 0.5}}
+#: every runtime ("cuda-shim" runs the CUDA source on the CPU with g++ and a host shim)
+VERIFY_BACKENDS = tuple(RUNTIMES)
+#: each operator at its record's default parameters
+PARAMS = {name: op.defaults() for name, op in OPERATOR_RECORDS.items()}
 FORCE = (1e-4, -2e-4)
 WALLS = dict(T_bottom=1.02, T_top=0.98, adiabatic=(False, True))
 #: isothermal sets (D2Q9): walls take no temperature
@@ -61,7 +65,8 @@ class Report:
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "strict": self.strict, "steps": self.steps, "lattice": list(self.lattice),
-                "walls": self.walls, "velocity_set": self.velocity_set, "skipped": self.skipped, "rows": [asdict(r) for r in self.rows],
+                "walls": self.walls, "velocity_set": self.velocity_set, "skipped": self.skipped,
+                "rows": [asdict(r) for r in self.rows],
                 "tolerance": TOLERANCE}
 
     def table(self) -> str:
@@ -76,17 +81,10 @@ class Report:
         for b, why in self.skipped.items():
             lines.append(f"skipped {b}: {why}")
         lines.append(f"{'all kernels agree' if self.ok else 'MISMATCH: some kernels disagree'} "
-                     f"({len(self.rows)} runs, {self.velocity_set}, {self.steps} steps on {self.lattice[0]} x {self.lattice[1]}"
+                     f"({len(self.rows)} runs, {self.velocity_set}, {self.steps} steps on "
+                     f"{self.lattice[0]} x {self.lattice[1]}"
                      f"{', walls' if self.walls else ''}{', strict' if self.strict else ''})")
         return "\n".join(lines)
-
-
-def _backend_module(name: str):
-    from . import backends
-    if name == "cuda-shim":
-        from .backends.cuda import shim
-        return shim
-    return backends.load(name)
 
 
 def available_backends(names: Sequence[str]) -> Tuple[List[str], Dict[str, str]]:
@@ -95,7 +93,7 @@ def available_backends(names: Sequence[str]) -> Tuple[List[str], Dict[str, str]]
         if name not in VERIFY_BACKENDS:
             raise SpecError(f"unknown backend {name!r}; choose from {', '.join(VERIFY_BACKENDS)}")
         try:
-            good, why = _backend_module(name).available()
+            good, why = runtime(name).available()
         except Exception as e:  # noqa: BLE001 - any failure means: not available here
             good, why = False, f"{type(e).__name__}: {e}"
         (ok.append(name) if good else skipped.__setitem__(name, why))
@@ -128,18 +126,12 @@ def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, wal
     from .model import velocity_set
     wall = wall_settings(velocity_set(prog.spec.velocity_set))
     params = dict(PARAMS[collision], ax=FORCE[0], ay=FORCE[1])
+    wall_spec = Walls(wall["T_bottom"], wall["T_top"], *wall["adiabatic"]) if walls else None
     a = prog.upload_fields(f0)
     b = prog.allocate()
     for _ in range(steps):
         prog.halo(a)
-        if path == "fused":
-            prog.fused(a, b, **params)
-            a, b = b, a
-        else:
-            prog.propagate(a, b)
-            if walls:
-                prog.bc(a, b, wall["T_bottom"], wall["T_top"], wall["adiabatic"], FORCE[0], FORCE[1])
-            prog.collide(b, a, **params)
+        a, b = prog.step(a, b, params, wall_spec, fused=path == "fused")
     prog.synchronize()
     return prog.download_fields(a)
 
@@ -163,14 +155,16 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     order = sorted(names, key=lambda n: n != "c")     # C first: the others are compared with it
     combos = list(itertools.product(order, layouts, collisions, precisions, paths))
     for backend, (layout, vl), collision, precision, path in combos:
-        if precision == "mixed" and backend != "c":
-            continue     # float storage with double arithmetic exists on the C backend only
         row = Row(backend, layout, vl if layout in CLUSTERED else None, collision, precision, path)
-        spec_backend = "cuda" if backend == "cuda-shim" else backend
+        spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=row.vl, precision=precision,
+                          collision=collision, walls=walls, velocity_set=velocity_set)
         try:
-            source = generate(KernelSpec(backend=spec_backend, layout=layout, vl=row.vl, precision=precision,
-                                         collision=collision, walls=walls, velocity_set=velocity_set))
-            prog = _backend_module(backend).compile(source, lx, ly, strict=strict)
+            spec.validate()
+        except SpecError:
+            continue     # a combination this backend does not offer (e.g. mixed precision off the C backend)
+        try:
+            source = generate(spec)
+            prog = runtime(backend).compile(source, lx, ly, strict=strict)
             got = run_program(prog, f0, steps, path, collision, walls)
         except Exception as e:  # noqa: BLE001 - report, don't crash the whole table
             row.note = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from lbgen import bench as B
+from lbgen import machine as M
 from lbgen import tune as T
 from lbgen.cli import main
 
@@ -102,10 +103,10 @@ def test_parse_layouts():
 
 
 def test_machine_limits_are_positive():
-    bw = B.measure_bandwidth(nbytes=8 << 20, repeat=1)
+    bw = M.measure_bandwidth(nbytes=8 << 20, repeat=1)
     assert _positive(bw["normal"]["gbs"]) and _positive(bw["streaming"]["gbs"])
     for p in ("double", "single"):
-        pk = B.measure_peak(p, repeat=1, seconds=0.01)
+        pk = M.measure_peak(p, repeat=1, seconds=0.01)
         assert _positive(pk["gflops"]) and pk["finite_result"]
 
 

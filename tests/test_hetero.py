@@ -8,8 +8,10 @@ from click.testing import CliRunner
 
 from lbgen import perfmodel
 from lbgen.cli import main
-from lbgen.driver import Run, RunConfig
-from lbgen.runner import Simulation, SimulationError, Walls, uniform_noise
+from lbgen.config import RunConfig
+from lbgen.driver import Run
+from lbgen.runner import Simulation, SimulationError, Walls
+from lbgen.setups import uniform_noise
 
 LX, LY = 16, 64
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lbgen import mpi
+from lbgen import mpi, mpi_model
 from lbgen.cli import main
 
 TIMEOUT = 90
@@ -137,8 +137,21 @@ def test_outputs_checkpoints_and_resume_with_two_ranks(tmp_path):
 
 
 def test_a_failing_rank_ends_every_rank(tmp_path):
-    proc = mpirun(2, ["run", "--lx", 24, "--ly", 32, "--steps", 40, "--no-progress"], tmp_path,
-                  LBGEN_TEST_FAIL_RANK="1", LBGEN_TEST_FAIL_STEP="3")
+    script = tmp_path / "fail.py"      # rank 1 fails in its 3rd step (the failure is injected here, not in lbgen)
+    script.write_text(
+        "import sys\n"
+        "from lbgen.cli import main\n"
+        "from lbgen.mpi_simulation import DistributedSimulation\n"
+        "real_step = DistributedSimulation.step\n"
+        "def step(self, n=1):\n"
+        "    if self.rank == 1 and self.time_step >= 3:\n"
+        "        raise RuntimeError(f'injected failure on rank {self.rank} at step {self.time_step}')\n"
+        "    return real_step(self, n)\n"
+        "DistributedSimulation.step = step\n"
+        "sys.argv = ['lbgen', 'run', '--lx', '24', '--ly', '32', '--steps', '40', '--check-every', '1', "
+        "'--no-progress']\n"
+        "main()\n")
+    proc = mpirun(2, [], tmp_path, script=script)
     assert proc.returncode != 0
     assert "rank 1 of 2 failed" in proc.stderr and "injected failure" in proc.stderr
     assert "aborting all 2 ranks" in proc.stderr
@@ -170,24 +183,24 @@ def test_ring_shift_fit_recovers_latency_and_bandwidth():
     sizes = np.array([8, 1024, 16384, 131072, 1048576], dtype=float)
     L, B = 3e-6, 8e9
     times = (L + sizes / B) * (1 + 0.01 * rng.standard_normal(sizes.size))
-    fit = mpi.fit_latency_bandwidth(sizes, times)
+    fit = mpi_model.fit_latency_bandwidth(sizes, times)
     assert fit.latency > 0 and fit.bandwidth > 0
     assert fit.bandwidth == pytest.approx(B, rel=0.05) and fit.latency == pytest.approx(L, rel=0.5)
-    flat = mpi.fit_latency_bandwidth([8, 16, 32], [1e-6, 0.9e-6, 1e-6])   # noise: clamped, still positive
+    flat = mpi_model.fit_latency_bandwidth([8, 16, 32], [1e-6, 0.9e-6, 1e-6])   # noise: clamped, still positive
     assert flat.latency > 0 and flat.bandwidth > 0
     with pytest.raises(ValueError):
-        mpi.fit_latency_bandwidth([8], [1e-6])
+        mpi_model.fit_latency_bandwidth([8], [1e-6])
 
 
 def test_rank_model_and_decomposition():
     assert mpi.slab_widths(20, 3) == [7, 7, 6] and mpi.slab_starts(20, 3) == [0, 7, 14]
-    cm = mpi.CommModel(latency=1e-5, bandwidth=1e9)
-    assert mpi.halo_bytes(32) == 3 * 38 * 37 * 8
-    one = mpi.predict(1e-8, 256, 1024, 1, cm)
+    cm = mpi_model.CommModel(latency=1e-5, bandwidth=1e9)
+    assert mpi_model.halo_bytes(32) == 3 * 38 * 37 * 8
+    one = mpi_model.predict(1e-8, 256, 1024, 1, cm)
     assert one["t_comm"] == 0 and one["t_step"] == pytest.approx(256 * 1024 * 1e-8)
-    two = mpi.predict(1e-8, 256, 1024, 2, cm)
-    assert two["t_comm"] == pytest.approx(2 * (1e-5 + mpi.halo_bytes(1024) / 1e9))
-    assert two["t_step"] <= mpi.predict(1e-8, 256, 1024, 2, cm, overlap=False)["t_step"]
+    two = mpi_model.predict(1e-8, 256, 1024, 2, cm)
+    assert two["t_comm"] == pytest.approx(2 * (1e-5 + mpi_model.halo_bytes(1024) / 1e9))
+    assert two["t_step"] <= mpi_model.predict(1e-8, 256, 1024, 2, cm, overlap=False)["t_step"]
     with pytest.raises(Exception, match="LX=8 is too narrow for N=3"):
         mpi.check_decomposition(8, 3, 3)
 

@@ -7,8 +7,10 @@ from click.testing import CliRunner
 
 from lbgen.checkpoint import checkpoint_path, read_checkpoint
 from lbgen.cli import main
-from lbgen.driver import Run, RunConfig
-from lbgen.runner import SimulationError, rayleigh_taylor
+from lbgen.config import RunConfig
+from lbgen.driver import Run
+from lbgen.runner import SimulationError
+from lbgen.setups import rayleigh_taylor
 
 RT = dict(setup="rayleigh-taylor", lx=16, ly=64, collision="regularized", gravity=(0.0, -1e-4),
           walls={"T_bottom": 1.05, "T_top": 0.95, "adiabatic_bottom": False, "adiabatic_top": False})

@@ -24,7 +24,8 @@ from lbgen.backends import BackendUnavailable
 from lbgen.codegen import KernelSpec, generate
 from lbgen.model.velocity_set import d2q37
 from lbgen.output import diagnostics
-from lbgen.runner import Simulation, Walls, rayleigh_taylor
+from lbgen.runner import Simulation, Walls
+from lbgen.setups import rayleigh_taylor
 
 LX, LY = 4, 24                      # walls need LY >= 8; LY/VL >= 3 for VL = 8
 STEPS = 20

@@ -34,6 +34,11 @@ def available():
     return True, f"C/OpenMP via {compiler_version(cc)}"
 
 
+def describe() -> str:
+    """The compiler the C kernels are built with."""
+    return compiler_version(compiler())
+
+
 def flags_for(flags: Optional[Sequence[str]] = None, strict: bool = False) -> tuple:
     chosen = tuple(DEFAULT_FLAGS if flags is None else flags)
     if strict:

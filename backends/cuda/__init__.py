@@ -160,6 +160,43 @@ def available() -> Tuple[bool, str]:
     return True, f"CUDA via pycuda on {dev.name()} ({device_arch()}, driver {cuda.get_driver_version()})"
 
 
+def describe() -> str:
+    """The GPU a CUDA run uses (device 0)."""
+    _driver()
+    return _STATE["device"].name()
+
+
+def copy_bandwidth(repeat: int = 5, nbytes: int = 1 << 30) -> dict:
+    """Device-to-device copy bandwidth (GB/s, read + write) of GPU 0: cuMemcpyDtoD of one
+    large buffer, timed with CUDA events.  BackendUnavailable without pycuda or a GPU."""
+    from ...timing import stats
+    cuda = _driver()
+    free, _total = cuda.mem_get_info()
+    nbytes = int(min(nbytes, free // 4)) // 256 * 256
+    a = cuda.mem_alloc(nbytes)
+    b = cuda.mem_alloc(nbytes)
+    try:
+        cuda.memset_d8(a, 1, nbytes)
+        cuda.memset_d8(b, 0, nbytes)
+        cuda.memcpy_dtod(b, a, nbytes)   # warm-up
+        cuda.Context.synchronize()
+        start, end = cuda.Event(), cuda.Event()
+        samples = []
+        for _ in range(max(1, repeat)):
+            start.record()
+            cuda.memcpy_dtod_async(b, a, nbytes)
+            end.record()
+            end.synchronize()
+            samples.append(2 * nbytes / (end.time_since(start) * 1e-3) / 1e9)
+    finally:
+        a.free()
+        b.free()
+    out = stats(samples)
+    out.update(gbs=out["max"], bytes_per_buffer=nbytes, device=describe(),
+               method="cuMemcpyDtoD of one buffer, CUDA events; read + write bytes")
+    return out
+
+
 class CudaProgram(LaunchProgram):
     """Kernels of one CUDA source compiled by pycuda for device 0."""
 
@@ -225,6 +262,12 @@ class CudaProgram(LaunchProgram):
         out = np.empty(self.layout.size, dtype=self.dtype)
         self.cuda.memcpy_dtoh(out, buffer)
         return out
+
+    def describe(self) -> str:
+        return describe()
+
+    def copy_bandwidth(self, repeat: int = 5):
+        return copy_bandwidth(repeat)
 
     def synchronize(self):
         self.cuda.Context.synchronize()

@@ -44,6 +44,11 @@ def available() -> Tuple[bool, str]:
     return True, f"CUDA source on the CPU through a host shim ({compiler_version(cxx)})"
 
 
+def describe() -> str:
+    """The host compiler that runs the CUDA source on the CPU."""
+    return f"host shim ({compiler_version(compiler())})"
+
+
 def shim_header_text() -> str:
     return resources.files(__package__).joinpath(SHIM_HEADER).read_text()
 

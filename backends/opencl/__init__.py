@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 import warnings
 from typing import Dict, Optional, Tuple
 
@@ -308,6 +309,34 @@ class OpenCLProgram(Program):
     def device_name(self) -> str:
         return self.device.name.strip()
 
+    def describe(self) -> str:
+        return self.device_name
+
+    def copy_bandwidth(self, repeat: int = 5, nbytes: int = 512 << 20):
+        """clEnqueueCopyBuffer bandwidth (GB/s, read + write) of a GPU device; None on a CPU
+        device (the host's limits apply)."""
+        if not int(self.device.type) & int(self.cl.device_type.GPU):
+            return None
+        from lbgen.timing import stats
+        cl, ctx, queue = self.cl, self.context, self.queue
+        nbytes = int(min(nbytes, self.device.max_mem_alloc_size // 2)) // 256 * 256
+        a = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
+        b = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
+        cl.enqueue_fill_buffer(queue, a, np.uint8(1), 0, nbytes)
+        cl.enqueue_fill_buffer(queue, b, np.uint8(0), 0, nbytes)
+        cl.enqueue_copy(queue, b, a, byte_count=nbytes)
+        queue.finish()
+        samples = []
+        for _ in range(max(1, repeat)):
+            t0 = time.perf_counter()
+            cl.enqueue_copy(queue, b, a, byte_count=nbytes)
+            queue.finish()
+            samples.append(2 * nbytes / (time.perf_counter() - t0) / 1e9)
+        out = stats(samples)
+        out.update(gbs=out["max"], bytes_per_buffer=nbytes, device=self.device_name,
+                   method="clEnqueueCopyBuffer of one buffer; read + write bytes")
+        return out
+
     # --- buffers ----------------------------------------------------------------------------
     def allocate(self):
         mf = self.cl.mem_flags
@@ -361,6 +390,11 @@ class OpenCLProgram(Program):
 
     def synchronize(self) -> None:
         self.queue.finish()
+
+
+def describe(device=None) -> str:
+    """The OpenCL device a run would use."""
+    return select_device(device).name.strip()
 
 
 def compile(source, lx: int, ly: int, threads: int = 0, strict: bool = False, device=None,

@@ -16,10 +16,10 @@ import sympy
 
 from ..cache import cached_pickle, digest
 from .assignments import AssignmentList
-from .collision import OPERATORS
+from .operators import OPERATOR_RECORDS, OPERATORS, Operator, Parameter, ParameterError, operator
 from .velocity_set import VelocitySet, d2q9, d2q37, velocity_set
 
-__all__ = ["AssignmentList", "OPERATORS", "VelocitySet", "d2q9", "d2q37", "velocity_set",
+__all__ = ["AssignmentList", "OPERATORS", "OPERATOR_RECORDS", "Operator", "Parameter", "ParameterError", "operator", "VelocitySet", "d2q9", "d2q37", "velocity_set",
            "collide", "equilibrium_assignments", "macroscopic_assignments", "wall_assignments"]
 
 
@@ -52,8 +52,8 @@ def _cached(what: str, vs_name: str, *args):
 @lru_cache(maxsize=None)
 def collide(operator: str, vs_name: str = "d2q37") -> AssignmentList:
     """Collide kernel body (cached on disk)."""
-    if operator not in OPERATORS:
-        raise ValueError(f"unknown collision operator {operator!r}; choose one of {', '.join(OPERATORS)}")
+    from .operators import operator as record
+    record(operator)                      # ParameterError naming the choices
     return _cached("collide", vs_name, operator)
 
 

@@ -40,12 +40,12 @@ import sympy as sp
 
 from .assignments import AssignmentList
 from .hermite import Component, components, hermite, maxwellian_coefficient, multiplicity
+from .operators import FORCE_ARGUMENTS, operator as operator_record
 from .velocity_set import VelocitySet
 
 #: significant digits of the numeric constants written into the generated code
 CONSTANT_DIGITS = 20
 
-OPERATORS = ("bgk", "regularized")
 
 
 def _const(x) -> sp.Float:
@@ -107,7 +107,7 @@ def _grouped_sum(terms, builder=None) -> sp.Expr:
     return total
 
 
-class _Builder:
+class Builder:
     """Accumulates ordered assignments with fresh symbol names."""
 
     def __init__(self):
@@ -124,8 +124,8 @@ class _Builder:
         return sym
 
 
-def _moments(b: _Builder, vs: VelocitySet, f, H) -> Dict[Component, sp.Symbol]:
-    """Hermite projections A[c] = sum_i f_i H[c](xi_i) for all components up to ORDER."""
+def _moments(b: Builder, vs: VelocitySet, f, H) -> Dict[Component, sp.Symbol]:
+    """Hermite projections A[c] = sum_i f_i H[c](xi_i) for all components up to the set's order."""
     pairs, rest = _pairs(vs)
     s = {i: b.let(f"s{i}", f[i] + f[o]) for i, o in pairs}
     d = {i: b.let(f"d{i}", f[i] - f[o]) for i, o in pairs}
@@ -140,7 +140,7 @@ def _moments(b: _Builder, vs: VelocitySet, f, H) -> Dict[Component, sp.Symbol]:
     return A
 
 
-def _macroscopic(b: _Builder, A, vs: VelocitySet):
+def _macroscopic(b: Builder, A, vs: VelocitySet):
     rho = b.let("rho", A[(0, 0)])
     inv_rho = b.let("inv_rho", 1 / rho)
     ux = b.let("ux", A[(1, 0)] * inv_rho)
@@ -152,7 +152,7 @@ def _macroscopic(b: _Builder, A, vs: VelocitySet):
     return rho, ux, uy, T
 
 
-def _reconstruct(b: _Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_scale=None, f=None):
+def _reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_scale=None, f=None):
     """Outputs fout_i = [f_scale * f_i +] w_i sum_c B[c] H[c](xi_i) mult(c)/n!  (even/odd split)."""
     pairs, rest = _pairs(vs)
     w = vs.weights_float(CONSTANT_DIGITS + 10)
@@ -184,7 +184,7 @@ def _reconstruct(b: _Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f
     return tuple(result)
 
 
-def _cse_assignments(assignments, outputs):
+def cse_assignments(assignments, outputs):
     """Common-subexpression elimination over the whole ordered list (outputs keep their names)."""
     syms = [s for s, _ in assignments]
     exprs = [e for _, e in assignments]
@@ -226,21 +226,33 @@ def _topological(assignments):
     return tuple(order)
 
 
+def _description(record, vs: VelocitySet) -> str:
+    """The operator record's description (written for D2Q37, order 4), or one for the set's order."""
+    order = vs.hermite_order
+    if order == 4:
+        return record.description
+    if record.name == "bgk":
+        return (f"BGK with shifted-equilibrium forcing (Hermite order {order}"
+                f"{', isothermal: T = 1' if vs.isothermal else ''})")
+    taus = ["tau1 = 1/2 + C1/(rho T)", "tau2 = 1/2 + C2/(rho T)", "tau3 = 1/2 + C3"][:order - 1]
+    return (f"regularized: {', '.join(f'A{n}' for n in range(2, order + 1))} relaxed with {', '.join(taus)}, "
+            f"force on A1, f rebuilt from A0..A{order}" + (" (isothermal: T = 1)" if vs.isothermal else ""))
+
+
 def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     """The collide kernel body for one site: inputs f0..f{Q-1}, outputs fout0..."""
-    if operator not in OPERATORS:
-        raise ValueError(f"unknown collision operator {operator!r}; choose one of {', '.join(OPERATORS)}")
+    record = operator_record(operator)          # ParameterError (a ValueError) for unknown names
     f = population_symbols(vs.Q)
-    ax, ay = sp.symbols("ax ay", real=True)
+    ax, ay = (sp.Symbol(n, real=True) for n in FORCE_ARGUMENTS)
     order = vs.hermite_order
     H = _hermite_values(vs, order)
-    b = _Builder()
+    b = Builder()
     A = _moments(b, vs, f, H)
     rho, ux, uy, T = _macroscopic(b, A, vs)
     a2 = ax ** 2 + ay ** 2
     wall = sp.Symbol("wall", real=True)
     if operator == "bgk":
-        tau_in = sp.Symbol("tau", positive=True)
+        tau_in, = (sp.Symbol(n, positive=True) for n in record.parameter_names)
         params = (tau_in, ax, ay, wall)
         # rows next to a thermal wall (wall = 1) relax with tau = 1, as in the regularized operator
         tau = b.let("tau_w", wall + (1 - wall) * tau_in)
@@ -253,10 +265,9 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
             for c in components(n):
                 B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho * inv_tau, us, Ts)))
         outputs = _reconstruct(b, vs, H, B, f_scale=1 - inv_tau, f=f)
-        description = (f"BGK with shifted-equilibrium forcing (Hermite order {order}"
-                       f"{', isothermal' if vs.isothermal else ''}), tau = 1 where wall = 1")
+        description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
     else:
-        C1, C2, C3 = sp.symbols("C1 C2 C3", real=True)
+        C1, C2, C3 = (sp.Symbol(n, real=True) for n in record.parameter_names)
         params = (C1, C2, C3, ax, ay, wall)
         inv_rhoT = b.let("inv_rhoT", inv_rho_T(rho, T))
         # wall rows (wall = 1) relax everything with tau = 1
@@ -272,11 +283,9 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
                 eq = b.let(f"Aeq{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, us, Ts)))
                 B[c] = b.let(f"B{c[0]}{c[1]}", A[c] + (eq - A[c]) * rates[n])
         outputs = _reconstruct(b, vs, H, B)
-        taus = ["tau1 = 1/2 + C1/(rho T)", "tau2 = 1/2 + C2/(rho T)", "tau3 = 1/2 + C3"][:order - 1]
-        description = (f"regularized: {', '.join(f'A{n}' for n in range(2, order + 1))} relaxed with "
-                       f"{', '.join(taus)} (all 1 where wall = 1), force on A1, f rebuilt from A0..A{order}"
-                       + (" (isothermal: T = 1)" if vs.isothermal else ""))
-    assignments = _cse_assignments(b.assignments, outputs)
+        description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
+    assert tuple(map(str, params[:-1])) == record.kernel_arguments, "collision symbols != operator record"
+    assignments = cse_assignments(b.assignments, outputs)
     return AssignmentList(name=f"collide_{operator}", inputs=f, parameters=params,
                           assignments=assignments, outputs=outputs, description=description)
 
@@ -290,14 +299,14 @@ def equilibrium(vs: VelocitySet) -> AssignmentList:
     rho, ux, uy, T = sp.symbols("rho ux uy T", real=True)
     order = vs.hermite_order
     H = _hermite_values(vs, order)
-    b = _Builder()
+    b = Builder()
     B = {}
     theta = sp.Integer(1) if vs.isothermal else T     # isothermal sets ignore the T input
     for n in range(order + 1):
         for c in components(n):
             B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, (ux, uy), theta)))
     outputs = _reconstruct(b, vs, H, B)
-    assignments = _cse_assignments(b.assignments, outputs)
+    assignments = cse_assignments(b.assignments, outputs)
     return AssignmentList(name="equilibrium", inputs=(rho, ux, uy, T), parameters=(),
                           assignments=assignments, outputs=outputs,
                           description=f"order-{order} Hermite expansion of the Maxwellian"
@@ -308,7 +317,7 @@ def macroscopic(vs: VelocitySet) -> AssignmentList:
     """Fields from populations: inputs f_i -> rho, ux, uy, T (u = sum xi f / rho)."""
     f = population_symbols(vs.Q)
     H = _hermite_values(vs, 2)
-    b = _Builder()
+    b = Builder()
     pairs, rest = _pairs(vs)
     A = {}
     s = {i: f[i] + f[o] for i, o in pairs}
@@ -321,6 +330,6 @@ def macroscopic(vs: VelocitySet) -> AssignmentList:
         A[c] = b.let(f"A{c[0]}{c[1]}", _grouped_sum(terms, b))
     rho, ux, uy, T = _macroscopic(b, A, vs)
     outputs = tuple(b.let(n, v) for n, v in (("rho_out", rho), ("ux_out", ux), ("uy_out", uy), ("T_out", T)))
-    assignments = _cse_assignments(b.assignments, outputs)
+    assignments = cse_assignments(b.assignments, outputs)
     return AssignmentList(name="macroscopic", inputs=f, parameters=(), assignments=assignments,
                           outputs=outputs, description="rho, u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho)")

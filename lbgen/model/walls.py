@@ -47,7 +47,7 @@ from typing import List, Tuple
 import sympy as sp
 
 from .assignments import AssignmentList
-from .collision import CONSTANT_DIGITS, _Builder, _cse_assignments, population_symbols
+from .collision import CONSTANT_DIGITS, Builder, cse_assignments, population_symbols
 from .velocity_set import VelocitySet
 
 SIDES = ("bottom", "top")
@@ -152,7 +152,7 @@ def wall_assignments(vs: VelocitySet, side: str, row: int) -> AssignmentList:
         total = sum((w_exact[i] * sp.Mul(*[phi[k](*vs.velocities[i]) for k in ks]) for i in U), sp.Integer(0))
         return _c(r ** sum(degree[k] for k in ks) * total)
 
-    b = _Builder()
+    b = Builder()
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
     known = {1: b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0])),
              2: b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))}
@@ -185,7 +185,7 @@ def wall_assignments(vs: VelocitySet, side: str, row: int) -> AssignmentList:
     S = b.let("S", sp.Add(*bracket.values()))
     scale = b.let("NoS", N / S)
     outputs = tuple(b.let(f"fout{i}", scale * bracket[i]) for i in U)
-    assignments = _cse_assignments(b.assignments, outputs)
+    assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
     imposed = ["u_x = -a_x/2" if 1 in free else None, "u_y = -a_y/2" if 2 in free else None,
@@ -205,7 +205,7 @@ def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignm
     Tw, ax, ay = sp.symbols("Tw ax ay", real=True)
     r = vs.r_float(CONSTANT_DIGITS + 10)
     xi = [(r * a, r * b) for a, b in vs.velocities]
-    b = _Builder()
+    b = Builder()
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
     MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
     MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
@@ -229,7 +229,7 @@ def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignm
         Ai[:, col] = rhs
         outputs.append(b.let(f"fout{i}", sp.expand(Ai.det(method="berkowitz")) * inv_det))
     outputs = tuple(outputs)
-    assignments = _cse_assignments(b.assignments, outputs)
+    assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
     return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs,
