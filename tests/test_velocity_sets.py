@@ -15,7 +15,8 @@ from lbgen.cli import main
 from lbgen.codegen import KernelSpec, SpecError, emit_files, generate
 from lbgen.model import velocity_set
 from lbgen.model.walls import unknown_set, wall_assignments, wall_row_count
-from lbgen.runner import Simulation, SimulationError, Walls, shear_wave
+from lbgen.runner import Simulation, SimulationError, Walls
+from lbgen.setups import shear_wave
 from lbgen.verify import verify
 
 #: every layout; VL 8 keeps LY/VL = 2 >= the 1-wide halo of D2Q9 on a 16-row lattice
