@@ -9,7 +9,7 @@
  * layout      caosoa: site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent
  * VL          8
  * precision   double (double)
- * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4), tau = 1 where wall = 1
+ * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
  *             605 floating-point operations per site (counted on the generated code)
  * sizes       run-time (lx, ly arguments)
  * streaming   non-temporal stores for whole clusters (intrinsics, portable fallback)
