@@ -7,12 +7,13 @@ half-written entry.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import platformdirs
 from filelock import FileLock
@@ -33,17 +34,54 @@ def digest(*parts: Any) -> str:
     return h.hexdigest()[:24]
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+def _fsync_dir(folder: Path) -> None:
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_output(path, mode: int = 0o644) -> Iterator[Path]:
+    """A temporary path next to ``path`` to write; on success it is fsync'ed and renamed
+    over ``path``, on any exception removed (``path`` is left as it was).  For writers
+    that need a file name (h5py, pyevtk); ``atomic_write`` is the file-handle form."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        tmp.unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write(path, writer, mode: int = 0o644) -> Path:
+    """Call ``writer(fh)`` on a temporary file next to ``path``, fsync it, then rename it
+    over ``path`` -- the one atomic writer of lbgen (cache entries, checkpoints, outputs,
+    manifests).  On any exception the temporary file is removed and ``path`` is left as it was."""
+    path = Path(path)
+    with atomic_output(path, mode) as tmp:
+        with open(tmp, "wb") as fh:
+            writer(fh)
+    return path
+
+
+def atomic_write_bytes(path, data: bytes) -> Path:
+    return atomic_write(path, lambda fh: fh.write(data))
 
 
 def cached_pickle(kind: str, key: str, build: Callable[[], Any]) -> Any:

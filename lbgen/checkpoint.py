@@ -32,12 +32,13 @@ import json
 import os
 import re
 import struct
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO, Optional, Union
 
 import numpy as np
+
+from .cache import atomic_write
 
 __all__ = [
     "CheckpointError",
@@ -82,50 +83,12 @@ def _checksum(array: np.ndarray, step: int, metadata: dict) -> str:
     return h.hexdigest()
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
 def _write_payload(fh: BinaryIO, array: np.ndarray, header: bytes) -> None:
     """Write the ZIP archive (header member + .npy member) to an open binary file."""
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         zf.writestr(_HEADER_MEMBER, header)
         with zf.open(_DATA_MEMBER, "w", force_zip64=True) as member:
             np.lib.format.write_array(member, array, allow_pickle=False)
-
-
-def atomic_write(path: PathLike, writer, mode: int = 0o644) -> Path:
-    """Call ``writer(fh)`` on a temporary file next to *path*, fsync it, then rename it over *path*.
-
-    On any exception the temporary file is removed and *path* is left as it was.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            writer(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_dir(path.parent)
-    return path
 
 
 # --------------------------------------------------------------------------- write / read

@@ -112,7 +112,7 @@ def _schema_options(fn):
     """The `lbgen run` options, one per option of the run description (lbgen.config):
     names, help, choices and defaults all come from there.  Every default is None here, so
     that what the user gave is known (TOML files and set-ups fill the rest)."""
-    from .config import cli_options, describe_defaults
+    from .options import cli_options, describe_defaults
     for opt in reversed(list(cli_options())):
         decl = opt.flag or "--" + opt.key.lower().replace("_", "-")
         kind = {"int": int, "float": float}.get(opt.kind)

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 import numpy as np
 
-from .checkpoint import atomic_write
+from .cache import atomic_output, atomic_write
 
 __all__ = [
     "FIELD_NAMES",
@@ -160,9 +160,9 @@ def write_vti(path: PathLike, fields: dict) -> Path:
 
     point = {name: as3d(_field(fields, name)) for name in FIELD_NAMES}
     point["velocity"] = (point["ux"], point["uy"], np.zeros_like(point["ux"]))
-    tmp_base = path.with_name(f".{path.stem}.pyevtk-{os.getpid()}")
-    written = Path(imageToVTK(str(tmp_base), pointData=point))
-    os.replace(written, path)
+    with atomic_output(path) as tmp:        # pyevtk appends ".vti" to the name it is given
+        written = Path(imageToVTK(str(tmp.with_suffix("")), pointData=point))
+        os.replace(written, tmp)
     return path
 
 
@@ -409,9 +409,7 @@ class RunOutput:
     def _write_h5(path: Path, step: int, arrays: dict, time: Optional[float]) -> Path:
         import h5py
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
+        with atomic_output(path) as tmp:
             with h5py.File(tmp, "w") as f:
                 for name, arr in arrays.items():
                     f.create_dataset(name, data=arr)
@@ -420,10 +418,6 @@ class RunOutput:
                     f.attrs["time"] = float(time)
                 f.attrs["shape"] = np.asarray(next(iter(arrays.values())).shape, dtype=np.int64)
                 f.attrs["index_order"] = "[x, y]; x periodic, y from bottom wall (0) to top wall (LY-1)"
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
         return path
 
     # ------------------------------------------------------------------ pictures

@@ -213,7 +213,14 @@ class Simulation:
     def _equilibrium(self, rho, ux, uy, T) -> np.ndarray:
         """Checked fields -> (Q, LX, LY) equilibrium populations."""
         from . import reference
-        arrays = [np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)) for a in (rho, ux, uy, T)]
+        arrays = []
+        for name, a in zip(("rho", "ux", "uy", "T"), (rho, ux, uy, T)):
+            try:
+                arrays.append(np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)))
+            except (TypeError, ValueError):
+                shape = getattr(a, "shape", type(a).__name__)
+                raise SimulationError(f"set_fields: {name} must be a number or an array of shape (LX, LY) = "
+                                      f"({self.lx}, {self.ly}); got {shape}") from None
         for name, a in zip(("rho", "ux", "uy", "T"), arrays):
             if not np.all(np.isfinite(a)):
                 raise SimulationError(f"initial field {name} contains NaN or Inf")

@@ -158,3 +158,9 @@ def test_cli_config_values_are_checked_and_resume_options_compared(tmp_path):
     assert result.exit_code == 2 and "tau (0.9 in the run, 0.95 given)" in result.output
     result = CliRunner().invoke(main, ["run", "--resume", str(out), "--steps", "6", "--no-progress"])
     assert result.exit_code == 0, result.output
+
+
+def test_set_fields_names_a_field_of_the_wrong_shape():
+    sim = Simulation(8, 32, layout="soa", check_every=0)
+    with pytest.raises(SimulationError, match=r"set_fields: ux must be .* shape \(LX, LY\) = \(8, 32\); got \(4, 4\)"):
+        sim.set_fields(1.0, np.zeros((4, 4)), 0.0, 1.0)

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
-from ...cache import atomic_write_bytes, cache_dir, cached_pickle, digest
-from ..base import BackendUnavailable, CompileError
+from ...cache import cached_pickle, digest
+from ..base import BackendUnavailable, CompileError, build_library
 
 STRICT_FLAGS = ("--fmad=false",)
 
@@ -129,23 +129,18 @@ def _source_text(source) -> Tuple[str, str]:
 
 def _build(text: str, name: str, arch: str, strict: bool, output: str, flags: Tuple[str, ...],
            nvcc: str, key: str) -> CompileResult:
-    directory = cache_dir("nvcc") / key
-    directory.mkdir(parents=True, exist_ok=True)
-    cu = directory / name
-    cu.write_text(text)
-    target = directory / f"kernels.{output}"
-    cmd = [nvcc, f"-{output}", f"-arch={arch}", "-Xptxas", "-v", *flags, "-o", str(target), str(cu)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=directory)
-    log = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
-    atomic_write_bytes(directory / "build.log", log.encode())
-    if proc.returncode != 0:
-        raise CompileError(f"nvcc failed to compile {cu} for {arch}\n"
-                           f"(log also in {directory / 'build.log'})\n{log}")
+    """nvcc through the one compile cache (hash-keyed folder, file lock, atomic rename)."""
+    target_name = f"kernels.{output}"
+    target = build_library(
+        "nvcc", (key,), {name: text},
+        lambda folder, out: [nvcc, f"-{output}", f"-arch={arch}", "-Xptxas", "-v", *flags, "-o", out, folder / name],
+        name, f"nvcc ({arch})", library=target_name)
+    log = (target.parent / "build.log").read_text()
     kernels = parse_ptxas(log).get(arch, {})
     if output == "cubin" and not kernels:
-        raise CompileError(f"nvcc compiled {cu} for {arch} but ptxas reported no kernels\n{log}")
+        raise CompileError(f"nvcc compiled {target.parent / name} for {arch} but ptxas reported no kernels\n{log}")
     return CompileResult(arch=arch, strict=strict, output=output, kernels=kernels, log=log,
-                         binary=target.read_bytes(), source_path=str(cu))
+                         binary=target.read_bytes(), source_path=str(target.parent / name))
 
 
 def compile_cu(source: Union[str, object], arch: str = "sm_90", strict: bool = False, output: str = "cubin",
