@@ -94,12 +94,12 @@ def _real_bytes(precision: str) -> int:
 
 @lru_cache(maxsize=None)
 def bc_counts(layout: str, vl: Optional[int], precision: str, collision: str = "bgk",
-              velocity_set_name: str = DEFAULT_VELOCITY_SET) -> Dict[str, float]:
+              wall_scheme: str = "lbgen", velocity_set_name: str = DEFAULT_VELOCITY_SET) -> Dict[str, float]:
     """Elements accessed and flops of the bc kernel per column (both walls), from its template context."""
     from .codegen import KernelSpec, wall_context
     from .model import macroscopic_assignments, velocity_set
     spec = KernelSpec(layout=layout, vl=vl, precision=precision, collision=collision, walls=True,
-                      velocity_set=velocity_set_name).validate()
+                      wall_scheme=wall_scheme, velocity_set=velocity_set_name).validate()
     ctx = wall_context(spec)
     Q = velocity_set(spec.velocity_set).Q
     moments = macroscopic_assignments(spec.velocity_set).flops
@@ -111,7 +111,7 @@ def bc_counts(layout: str, vl: Optional[int], precision: str, collision: str = "
             flops += moments
         for row in side["rows"]:
             reads += len(row["leaving"]) + len(row["inputs"])
-            writes += len(row["unknown"])
+            writes += len(row["written"])
             flops += row["flops"] + len(row["leaving"]) + len(row["outputs"])  # + the sums L, entered
     rb = _real_bytes(precision)
     sites = 2 * ctx["rows"]
@@ -124,7 +124,7 @@ def kernel_counts(kernel: str, source, collision: str) -> Dict[str, float]:
     spec = source.spec
     rb = _real_bytes(spec.precision)
     if kernel == "bc":
-        return dict(bc_counts(spec.layout, spec.vl, spec.precision, collision, spec.velocity_set))
+        return dict(bc_counts(spec.layout, spec.vl, spec.precision, collision, spec.wall_scheme, spec.velocity_set))
     from .model import velocity_set
     Q = velocity_set(spec.velocity_set).Q
     flops = source.flops.get(kernel)
@@ -156,25 +156,26 @@ def parse_layouts(text: str) -> List[Tuple[str, Optional[int]]]:
     return [(c.name, c.vl) for c in LayoutChoice.parse(text, sweep=VLS)]
 
 
-def _program(case: Case, lx: int, ly: int, threads: int, walls: bool = False):
+def _program(case: Case, lx: int, ly: int, threads: int, walls: bool = False, wall_scheme: str = "lbgen"):
     from .backends import runtime, spec_backend
     from .codegen import KernelSpec, generate
     spec = KernelSpec(backend=spec_backend(case.backend), layout=case.layout, vl=case.vl, precision=case.precision,
-                      collision=case.collision, walls=walls, velocity_set=case.velocity_set).validate(lx, ly)
+                      collision=case.collision, walls=walls,
+                      wall_scheme=wall_scheme if walls else "lbgen", velocity_set=case.velocity_set).validate(lx, ly)
     source = generate(spec)
     return source, runtime(case.backend).compile(source, lx, ly, threads=threads)
 
 
 def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: int = 0, repeat: int = 5,
-               warmup: int = 1, on_kernel=None) -> List[Dict]:
-    """Time the kernels of one case; a result dict per kernel (limits are added later)."""
+               warmup: int = 1, on_kernel=None, wall_scheme: str = "lbgen") -> List[Dict]:
+    """Time the kernels of one case (bc: with `wall_scheme`); a result dict per kernel (limits are added later)."""
     results = []
     params = default_kernel_parameters(case.collision)
     groups = [(False, [k for k in kernels if k != "bc"]), (True, [k for k in kernels if k == "bc"])]
     for walls, names in groups:
         if not names:
             continue
-        source, program = _program(case, lx, ly, threads, walls=walls)
+        source, program = _program(case, lx, ly, threads, walls=walls, wall_scheme=wall_scheme)
         f, g = quiet_buffers(program, lx, ly)
         calls = {
             "propagate": lambda: program.propagate(f, g),
@@ -193,6 +194,7 @@ def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: in
                 "velocity_set": case.velocity_set, "precision": case.precision, "collision": case.collision, "kernel": name,
                 "lx": lx, "ly": ly, "sites": sites, "threads": program.threads,
                 "walls_program": walls, "calls_per_sample": inner,
+                "wall_scheme": source.spec.wall_scheme if walls else None,
                 "ms": t,
                 "mlups": sites / sec / 1e6,
                 "mlups_min": sites / (t["max"] / 1e3) / 1e6, "mlups_max": sites / (t["min"] / 1e3) / 1e6,
@@ -240,6 +242,7 @@ class BenchConfig:
     progress: bool = True
     notes: List[str] = field(default_factory=list)
     velocity_set: str = DEFAULT_VELOCITY_SET
+    wall_scheme: str = "lbgen"            # scheme of the bc kernel (lbgen.model.walls.SCHEMES)
 
 
 def _limit_bytes(cfg: BenchConfig) -> int:
@@ -280,7 +283,7 @@ def run_bench(cfg: BenchConfig) -> Dict:
                                "kernels": list(cfg.kernels), "collisions": list(cfg.collisions),
                                "precisions": list(cfg.precisions), "lx": cfg.lx, "ly": cfg.ly,
                                "threads": cfg.threads, "repeat": cfg.repeat, "warmup": cfg.warmup,
-                               "velocity_set": cfg.velocity_set},
+                               "wall_scheme": cfg.wall_scheme, "velocity_set": cfg.velocity_set},
                     "notes": list(cfg.notes), "skipped": [], "results": []}
     usable = []
     for b in cfg.backends:
@@ -304,7 +307,7 @@ def run_bench(cfg: BenchConfig) -> Dict:
             bar.set_description(f"{case.backend} {case.tag} {case.precision} {case.collision}")
             try:
                 rs = bench_case(case, cfg.kernels, cfg.lx, cfg.ly, cfg.threads, cfg.repeat, cfg.warmup,
-                                on_kernel=lambda r: bar.update(1))
+                                on_kernel=lambda r: bar.update(1), wall_scheme=cfg.wall_scheme)
             except (SpecError, ValueError, NotImplementedError) as e:
                 report["skipped"].append({"backend": case.backend, "layout": case.tag, "precision": case.precision,
                                           "collision": case.collision, "reason": str(e).splitlines()[0]})

@@ -11,6 +11,7 @@ from . import __version__
 from .codegen import BACKENDS, PRECISIONS, KernelSpec
 from .layouts import LAYOUTS
 from .model import OPERATORS
+from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
 from .cli_common import UserError, friendly, velocity_set_option, vl_option
 
@@ -81,20 +82,22 @@ def info(as_json, velocity_set):
 @click.option("--streaming-stores/--no-streaming-stores", default=True, show_default=True,
               help="Non-temporal stores for whole clusters (C, clustered layouts).")
 @click.option("--walls", is_flag=True, help="Thermal walls: add the bc kernel (tau = 1 wall rows for regularized).")
+@click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
+              help="With --walls: lbgen, or reference (the production code's bc; see README).")
 @click.option("--block-size", type=int, default=0, help="GPU work-group / block size (0: backend default).")
 @click.option("--report", is_flag=True, help="CUDA: compile with nvcc for sm_80 and sm_90 and show registers/spills.")
 @velocity_set_option
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @friendly
-def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_stores, walls, block_size, report,
-         velocity_set, output):
+def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_stores, walls, wall_scheme, block_size,
+         report, velocity_set, output):
     """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
     from .emit import emit as do_emit
     vl = vl_option(vl)      # None: the backend's DEFAULT_VL for clustered layouts
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                       lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
-                      block_size=block_size, velocity_set=velocity_set.lower())
+                      wall_scheme=wall_scheme, block_size=block_size, velocity_set=velocity_set.lower())
     spec = spec.validate()
     if report and spec.backend != "cuda":
         raise UserError("--report shows nvcc's register and spill figures: it needs --backend cuda")
@@ -189,9 +192,10 @@ def run(ctx, setup, config, resume, progress, **given):
                       f"x={d['columns'][0] % cfg.lx}..+{d['columns'][1]}" for d in regions)
     if comm is not None:
         where = f"{comm.size} MPI ranks: {where}"
+    box = f"walls ({cfg.walls['scheme']} scheme)" if cfg.walls else "periodic"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
          f"{cfg.lx} x {cfg.ly}, "
-         f"{cfg.steps} steps, {spec.collision}, {'walls' if cfg.walls else 'periodic'}, {spec.precision}; {where}")
+         f"{cfg.steps} steps, {spec.collision}, {box}, {spec.precision}; {where}")
     result = runner.execute(progress=show_progress)
     _report(runner, result, cfg.save)
 
@@ -229,12 +233,15 @@ def _parse_layouts(text):
 @click.option("--lx", type=int, default=6, show_default=True)
 @click.option("--ly", type=int, default=96, show_default=True)
 @click.option("--walls", is_flag=True, help="Check the bc kernel too (thermal walls, unfused steps).")
+@click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
+              help="With --walls: the scheme of the bc kernel checked (lbgen or reference).")
 @click.option("--strict", is_flag=True, help="No FMA contraction: backends must agree bit for bit.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @velocity_set_option
 @friendly
-def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, strict, seed, as_json, velocity_set):
+def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, wall_scheme, strict, seed, as_json,
+           velocity_set):
     """Kernel equivalence: every available backend x layout against the NumPy reference.
 
     Exit status 1 when any kernel differs beyond tolerance (1e-12 double, 1e-5 single;
@@ -251,7 +258,7 @@ def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, stri
         raise UserError(f"unknown precision {bad[0]!r}; choose one of {', '.join(PRECISIONS)}")
     report = run_verify(backends=[b for b in backends.split(",") if b], layouts=_parse_layouts(layouts),
                         collisions=cols, precisions=precs, steps=steps, lx=lx, ly=ly, strict=strict,
-                        walls=walls, seed=seed, velocity_set=velocity_set.lower())
+                        walls=walls, seed=seed, wall_scheme=wall_scheme, velocity_set=velocity_set.lower())
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else report.table())
     if not report.ok:
         sys.exit(1)

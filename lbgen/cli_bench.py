@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 
 from .cli_common import UserError, friendly, velocity_set_option
+from .model.velocity_set import DEFAULT_VELOCITY_SET
+from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
 
 def _split(text: str):
@@ -53,6 +55,8 @@ def _emit_json(data, output, to_stdout):
 @click.option("--collision", "collisions", default="bgk", show_default=True, help="bgk, regularized or all.")
 @click.option("--precision", "precisions", default="double", show_default=True,
               help="double, single, mixed (float storage, double arithmetic; C), both (double,single) or all.")
+@click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME,
+              show_default=True, help="Scheme of the timed bc kernel.")
 @click.option("--lx", type=int, default=1024, show_default=True)
 @click.option("--ly", type=int, default=4096, show_default=True)
 @click.option("--threads", type=int, default=0, show_default=True, help="OpenMP threads (0: all cores).")
@@ -72,8 +76,8 @@ def _emit_json(data, output, to_stdout):
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @velocity_set_option
 @friendly
-def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, repeat, warmup, vls, paper_table,
-          no_limits, limit_mb, as_json, output, plots, progress, velocity_set):
+def bench(backends, layouts, kernels, collisions, precisions, wall_scheme, lx, ly, threads, repeat, warmup, vls,
+          paper_table, no_limits, limit_mb, as_json, output, plots, progress, velocity_set):
     """Time the kernels (ms, MLUPS, GB/s, GFLOP/s) against this machine's measured limits.
 
     The memory bandwidth (Q + Q stream copy, normal and streaming stores) and the FMA
@@ -93,9 +97,12 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
     bad = [b for b in backend_list if b not in BACKENDS]
     if bad:
         raise UserError(f"unknown backend {bad[0]!r}; choose from {', '.join(BACKENDS)}")
+    if wall_scheme != DEFAULT_WALL_SCHEME and (paper_table or "bc" not in _split(kernels)):
+        raise UserError(f"--wall-scheme {wall_scheme} applies to the bc kernel: add bc to --kernels "
+                        "(the paper table times propagate and collide only)")
     velocity_set = velocity_set.lower()
-    if paper_table and velocity_set != B.DEFAULT_VELOCITY_SET:
-        raise UserError(f"--paper-table is the paper's {B.DEFAULT_VELOCITY_SET} table; it takes no "
+    if paper_table and velocity_set != DEFAULT_VELOCITY_SET:
+        raise UserError(f"--paper-table is the paper's {DEFAULT_VELOCITY_SET} table; it takes no "
                         f"--velocity-set {velocity_set}")
     if paper_table:
         try:
@@ -127,7 +134,7 @@ def bench(backends, layouts, kernels, collisions, precisions, lx, ly, threads, r
     cfg = B.BenchConfig(backends=backend_list, layouts=B.parse_layouts(layouts), kernels=kern, collisions=cols,
                         precisions=precs, lx=lx, ly=ly, threads=threads, repeat=repeat, warmup=warmup,
                         limits=not no_limits, limit_bytes=(limit_mb << 20) if limit_mb else None, progress=progress,
-                        velocity_set=velocity_set)
+                        wall_scheme=wall_scheme, velocity_set=velocity_set)
     report = B.run_bench(cfg)
     if plots:
         report["plots"] = [str(p) for p in R.make_plots(report, plots)]

@@ -25,6 +25,7 @@ from .model.operators import OPERATOR_RECORDS
 from .model.assignments import AssignmentList
 from .model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
 from .model.walls import min_ly_walls, wall_row_count
+from .model.walls import DEFAULT_SCHEME, SCHEMES, mass_rule
 
 BACKENDS = ("c", "opencl", "cuda")
 #: preferred cluster lengths per backend, fastest first (measured with `lbgen bench`; see
@@ -123,6 +124,7 @@ class KernelSpec:
     block_size: int = 0           # GPU work-group / block size (0: backend default)
     prefix: str = "lbgen"
     walls: bool = False           # thermal walls at bottom and top: bc kernel, tau = 1 rows
+    wall_scheme: str = DEFAULT_SCHEME   # bc scheme with walls: lbgen.model.walls.SCHEMES
 
     @property
     def compile_time_sizes(self) -> bool:
@@ -145,6 +147,11 @@ class KernelSpec:
         if self.precision == "mixed" and self.backend != "c":
             raise SpecError(f"precision 'mixed' (float storage, double arithmetic) is available on the C backend "
                             f"only, not {self.backend!r}; use double or single there")
+        if self.wall_scheme not in SCHEMES:
+            raise SpecError(f"unknown wall scheme {self.wall_scheme!r}; choose one of {', '.join(SCHEMES)}")
+        if self.wall_scheme != DEFAULT_SCHEME and not self.walls:
+            raise SpecError(f"wall scheme {self.wall_scheme!r} applies to the bc kernel only: add walls "
+                            f"(--walls) or leave the scheme at {DEFAULT_SCHEME!r}")
         if not self.prefix.isidentifier():
             raise SpecError(f"prefix {self.prefix!r} is not a C identifier")
         if (self.lx is None) != (self.ly is None):
@@ -246,6 +253,8 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
         words.append(f"--block-size {spec.block_size}")
     if spec.walls:
         words.append("--walls")
+    if spec.wall_scheme != DEFAULT_SCHEME:
+        words.append(f"--wall-scheme {spec.wall_scheme}")
     return " ".join(words)
 
 
@@ -303,27 +312,33 @@ def template_context(spec: KernelSpec) -> dict:
 def wall_context(spec: KernelSpec) -> dict:
     """What the bc templates need: per side and row the unknown/leaving sets and the body."""
     from .model import wall_assignments
+    from .model.walls import unknown_set
     vs = velocity_set(spec.velocity_set)
     H = wall_row_count(vs)
     sides = []
     for side in ("bottom", "top"):
         rows = []
-        for row in range(H - 1, -1, -1):   # row 0 takes the mass the other rows did not
-            asg = wall_assignments(side, row, spec.velocity_set)
+        for row in range(H - 1, -1, -1):   # lbgen scheme: row 0 takes the mass the other rows did not
+            asg = wall_assignments(side, row, spec.velocity_set, spec.wall_scheme)
             params = [str(p) for p in asg.parameters]
+            unknown = list(unknown_set(vs, side, row))
+            written = [int(str(s)[4:]) for s in asg.outputs]   # the unknown ones (+ the rest population)
             rows.append({
                 "row": row,
-                "unknown": [int(str(s)[4:]) for s in asg.outputs],
-                "leaving": [vs.opposite[int(str(s)[4:])] for s in asg.outputs],
+                "unknown": unknown,
+                "leaving": [vs.opposite[i] for i in unknown],
+                "written": written,
                 "inputs": [int(str(s)[1:]) for s in asg.inputs],
+                "mass": mass_rule(vs, side, row, spec.wall_scheme),
                 "free_mass": "N" not in params,
                 "uses_Tw": "Tw" in params,
                 "body": print_assignments(asg, spec.precision, suffix_parameters="_"),
                 "outputs": [str(s) for s in asg.outputs],
+                "entering": [str(s) for s in asg.outputs[:len(unknown)]],
                 "flops": asg.flops,
             })
         sides.append({"side": side, "rows": rows})
-    return {"sides": sides, "rows": H, "thermal": not vs.isothermal}
+    return {"sides": sides, "rows": H, "scheme": spec.wall_scheme, "thermal": not vs.isothermal}
 
 
 #: (file written, template) per backend; the first file is the one the backend compiles.

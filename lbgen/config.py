@@ -54,7 +54,7 @@ class RunConfig:
     seed: int = OPTIONS["seed"].default
     amplitude: Optional[float] = None
     init: Optional[str] = None
-    walls: Optional[Dict] = None           # {"T_bottom", "T_top", "adiabatic_bottom", "adiabatic_top"}
+    walls: Optional[Dict] = None           # {"T_bottom", "T_top", "adiabatic_bottom", "adiabatic_top", "scheme"}
     save: Optional[str] = None
     out: Optional[str] = None              # run folder (outputs, checkpoints, manifest)
     output_every: int = OPTIONS["output_every"].default
@@ -92,7 +92,7 @@ class RunConfig:
         if vs.isothermal and self.setup == "rayleigh-taylor":
             raise ConfigError(f"rayleigh-taylor is a thermal flow; {vs.name} is isothermal (T = 1): use d2q37 "
                               f"(or d2v17)")
-        if vs.isothermal and self.walls is not None and self.walls != _check_walls({}):
+        if vs.isothermal and self.walls is not None and self.walls != _check_walls({"scheme": self.walls["scheme"]}):
             raise ConfigError(f"{vs.name} is isothermal: its walls impose no temperature, so t_bottom, t_top "
                               f"(got {self.walls['T_bottom']}, {self.walls['T_top']}) must stay 1 and no wall can "
                               f"be adiabatic; use d2q37 for thermal walls")
@@ -152,7 +152,7 @@ class RunConfig:
         if values["walls"]:
             ad = ADIABATIC[values["adiabatic"]]
             walls = {"T_bottom": values["t_bottom"], "T_top": values["t_top"],
-                     "adiabatic_bottom": ad[0], "adiabatic_top": ad[1]}
+                     "adiabatic_bottom": ad[0], "adiabatic_top": ad[1], "scheme": values["wall_scheme"]}
         else:
             wall_keys = [k for k in WALL_KEYS if k in given]
             if wall_keys:
@@ -208,9 +208,11 @@ class RunConfig:
         if w is not None:
             d["t_bottom"], d["t_top"] = w["T_bottom"], w["T_top"]
             d["adiabatic"] = next(k for k, v in ADIABATIC.items() if v == (w["adiabatic_bottom"], w["adiabatic_top"]))
+            d["wall_scheme"] = w["scheme"]
         else:
             d["t_bottom"], d["t_top"], d["adiabatic"] = (OPTIONS["t_bottom"].default, OPTIONS["t_top"].default,
                                                          OPTIONS["adiabatic"].default)
+            d["wall_scheme"] = OPTIONS["wall_scheme"].default
         return d
 
     def physics(self) -> Dict[str, Any]:
@@ -222,12 +224,12 @@ class RunConfig:
 
 
 def _check_walls(walls: Mapping) -> Dict:
-    keys = ("T_bottom", "T_top", "adiabatic_bottom", "adiabatic_top")
+    keys = ("T_bottom", "T_top", "adiabatic_bottom", "adiabatic_top", "scheme")
     extra = sorted(set(walls) - set(keys))
     if extra:
         raise ConfigError(f"walls: unknown keys {extra}; allowed: {', '.join(keys)}")
-    out = {}
-    for k in keys:
+    out = {"scheme": convert("wall_scheme", walls.get("scheme", OPTIONS["wall_scheme"].default), "walls")}
+    for k in keys[:4]:
         v = walls.get(k, 1.0 if k.startswith("T") else False)
         try:
             out[k] = as_bool(v) if k.startswith("adiabatic") else as_float(v)

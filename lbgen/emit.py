@@ -5,10 +5,11 @@ from pathlib import Path
 from typing import Dict, Optional
 
 from .codegen import KernelSpec, emit_files
+from .model.walls import DEFAULT_SCHEME
 
 
 def default_output_dir(spec: KernelSpec) -> Path:
-    """generated/<backend>/<layout tag>[-<precision>][-<collision>] under the current directory.
+    """generated/<backend>/<layout tag>[-<precision>][-<collision>][-wall-<scheme>] under the current directory.
 
     The defaults (double precision, BGK) add no suffix, so the canonical folders checked
     into the repository (generated/c/caosoa-vl8, ...) are exactly what this writes.
@@ -19,6 +20,8 @@ def default_output_dir(spec: KernelSpec) -> Path:
         name += f"-{spec.precision}"
     if spec.collision != "bgk":
         name += f"-{spec.collision}"
+    if spec.wall_scheme != DEFAULT_SCHEME:
+        name += f"-wall-{spec.wall_scheme}"
     if spec.compile_time_sizes:
         name += f"-{spec.lx}x{spec.ly}"
     return Path("generated") / spec.backend / name

@@ -14,6 +14,7 @@ from .codegen import BACKENDS, PRECISIONS
 from .layouts import LAYOUTS
 from .model.operators import DEFAULT_OPERATOR, OPERATORS, all_parameters, operator
 from .model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
+from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 from .output import PICTURE_QUANTITIES
 from .setups import SETUPS
 
@@ -60,6 +61,8 @@ SCHEMA: Tuple[Option, ...] = (
     Option("t_top", "float", 1.0, "Top wall temperature.", minimum=0.0),
     Option("adiabatic", "choice", "none", "Which walls are adiabatic (copy the fourth row's temperature).",
            choices=tuple(ADIABATIC)),
+    Option("wall_scheme", "choice", DEFAULT_WALL_SCHEME, "Wall scheme: lbgen, or reference (the production code's "
+           "bc: every row keeps its mass, bare bracket, fourth-row T + |a|^2/8; see README).", choices=WALL_SCHEMES),
     Option("velocity_set", "choice", DEFAULT_VELOCITY_SET, "Velocity set: d2q37 (thermal), d2q9 (isothermal, "
            "T = 1), d2v17 (thermal, third order).", choices=tuple(VELOCITY_SETS)),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
@@ -94,7 +97,7 @@ SCHEMA: Tuple[Option, ...] = (
 OPTIONS: Dict[str, Option] = {o.key: o for o in SCHEMA}
 OPERATOR_KEYS = tuple(all_parameters())
 #: keys that describe the walls (the RunConfig keeps them as one `walls` record)
-WALL_KEYS = ("t_bottom", "t_top", "adiabatic")
+WALL_KEYS = ("t_bottom", "t_top", "adiabatic", "wall_scheme")
 
 
 def normalise_key(key: str) -> str:
@@ -162,6 +165,8 @@ def convert(key: str, value: Any, where: str = "") -> Any:
             if not 0 <= v <= 1:
                 raise ValueError("must be 'auto' or a host fraction 2M/LX in [0, 1]")
             return str(v)
+    except ConfigError:
+        raise
     except ValueError as e:
         raise ConfigError(f"{label}={value!r} {e}") from None
     raise AssertionError(kind)  # pragma: no cover

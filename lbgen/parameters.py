@@ -9,6 +9,7 @@ from typing import Dict, Mapping, Optional, Tuple
 import numpy as np
 
 from .model.operators import DEFAULT_OPERATOR, ParameterError, operator
+from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
 
 class SimulationError(RuntimeError):
@@ -82,15 +83,20 @@ class Walls:
 
     A fixed wall imposes its temperature at the last wall row (extrapolated into the rows
     nearer the wall); an adiabatic wall copies the first bulk row's temperature (see
-    lbgen.model.walls).  Isothermal velocity sets (D2Q9) take only the defaults.
+    lbgen.model.walls).  Isothermal velocity sets (D2Q9) take only the default temperatures.
+    ``scheme``: "lbgen" (default) or "reference", the production code's bc (every row keeps
+    its own mass, bare bracket, first-bulk-row temperature T + |a|^2/8).
     """
 
     T_bottom: float = 1.0
     T_top: float = 1.0
     adiabatic_bottom: bool = False
     adiabatic_top: bool = False
+    scheme: str = DEFAULT_WALL_SCHEME
 
     def __post_init__(self):
+        if self.scheme not in WALL_SCHEMES:
+            raise SimulationError(f"wall scheme {self.scheme!r} is not one of {', '.join(WALL_SCHEMES)}")
         for name in ("T_bottom", "T_top"):
             v = getattr(self, name)
             if not (np.isfinite(v) and v > 0):
@@ -98,7 +104,7 @@ class Walls:
 
     def check(self, vs) -> None:
         """Isothermal sets (D2Q9) have no wall temperature: only the defaults are allowed."""
-        if vs.isothermal and self != Walls():
+        if vs.isothermal and self != Walls(scheme=self.scheme):
             raise SimulationError(f"{vs.name} is isothermal: its walls impose no temperature, so T_bottom, "
                                   f"T_top (got {self.T_bottom}, {self.T_top}) must stay 1 and no wall can be "
                                   f"adiabatic; use d2q37 for thermal walls")

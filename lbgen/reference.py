@@ -352,22 +352,73 @@ def _rebuild_row(g, known, unknown, N, Tw, a, vs):
     return out
 
 
-def apply_walls(g, f_before, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), force=(0.0, 0.0), vs=None):
+def _reference_row(g, known, unknown, L, Tw, a, vs):
+    """The production code's wall row, as a moment fit: f_i = c0 + c1 xi_x + [c2 xi_y] + c3 |xi|^2/2.
+
+    That is the bare bracket N (1 + xi.p + |xi|^2 E/2) / S with its factors merged, so the
+    four (three) conditions are linear in c: mass N, momentum -rho a/2, energy
+    rho (Tw + |a|^2/8).  A row whose unknowns share one e_y has no separate xi_y term; its N
+    comes from the y-momentum with rho = known + L, and the rest population takes L - N.
+    Returns (unknown populations, change of the rest population), arrays over x.
+    """
+    xi = vs.xi
+    half_c2 = 0.5 * (xi ** 2).sum(1)
+    ax, ay = a
+    rhoK = g[known].sum(0)
+    MK = xi[known].T @ g[known]
+    EK = half_c2[known] @ g[known]
+    rho = rhoK + L
+    one_shell = len({int(vs.e[i, 1]) for i in unknown}) == 1
+    N = (-rho * ay / 2 - MK[1]) / xi[unknown[0], 1] if one_shell else L
+    rows = [(np.ones(len(unknown)), N), (xi[unknown, 0], -rho * ax / 2 - MK[0]),
+            (xi[unknown, 1], -rho * ay / 2 - MK[1])]
+    if not _isothermal(vs):
+        rows.append((half_c2[unknown], rho * (Tw + (ax ** 2 + ay ** 2) / 8) - EK))
+    kept = []                                                # conditions independent on the unknown set
+    for row in rows:
+        if np.linalg.matrix_rank(np.array([r for r, _ in kept + [row]])) == len(kept) + 1:
+            kept.append(row)
+    B = np.array([r for r, _ in kept])
+    targets = [t for _, t in kept]
+    c = np.linalg.solve(B @ B.T, np.array(targets))          # moments B f = B B^T c = targets
+    return B.T @ c, (L - N if one_shell else 0.0 * L)
+
+
+def apply_walls(g, f_before, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), force=(0.0, 0.0), vs=None,
+                scheme="lbgen"):
     """The bc step after propagate: rebuild the unknown populations of the H = max hop rows
     at each wall.
 
     `g` is the propagated state (modified in place and returned), `f_before` the state before
-    propagate (the populations that left towards the wall).  Zero net mass flux per column:
-    rows H-1 .. 1 first (each its own leaving mass, or free where it has exactly as many
-    unknowns as conditions), row 0 takes the remaining mass.
+    propagate (the populations that left towards the wall).  scheme "lbgen": zero net mass
+    flux per column, rows H-1 .. 1 first (each its own leaving mass, or free where it has
+    exactly as many unknowns as conditions), row 0 takes the remaining mass.  scheme
+    "reference" (the production code's): each row takes the mass L that left it (the row
+    whose unknowns share one e_y through its rest population, see _reference_row), bare
+    bracket, and the first bulk row's temperature plus |a|^2/8.
     """
     vs = _vs(vs)
+    if scheme not in ("lbgen", "reference"):
+        raise ValueError(f"unknown wall scheme {scheme!r}; choose lbgen or reference")
     ly = g.shape[2]
+    rest = vs.velocities.index((0, 0)) if scheme == "reference" else None
     H = vs.max_hop
     n_conditions = _conditions(vs).shape[0]
     for side, T_wall, adiabatic_side in (("bottom", T_bottom, adiabatic[0]), ("top", T_top, adiabatic[1])):
         y_of = (lambda j: j) if side == "bottom" else (lambda j: ly - 1 - j)
         T_bulk = fields(g[:, :, y_of(H)], vs)[3]
+        if scheme == "reference":
+            T_bulk = T_bulk + (force[0] ** 2 + force[1] ** 2) / 8
+            temps = wall_row_temperatures(T_wall, T_bulk, adiabatic_side, H)
+            for j in range(H):
+                unknown, leaving = _wall_sets(vs, side, j)
+                known = [i for i in range(vs.Q) if i not in unknown]
+                Tw = np.broadcast_to(np.asarray(temps[j], dtype=float), (g.shape[1],))
+                new, to_rest = _reference_row(g[:, :, y_of(j)], known, unknown, f_before[leaving, :, y_of(j)].sum(0),
+                                              Tw, force, vs)
+                g[unknown, :, y_of(j)] = new
+                g[rest, :, y_of(j)] += to_rest
+            continue
         temps = wall_row_temperatures(T_wall, T_bulk, adiabatic_side, H)
         left = [f_before[_wall_sets(vs, side, j)[1], :, y_of(j)].sum(0) for j in range(H)]
         entered = 0.0
@@ -397,9 +448,9 @@ def wall_mask(lx, ly, vs=None):
     return mask
 
 
-def step_walls(f, operator="bgk", T_bottom=1.0, T_top=1.0, adiabatic=(False, False), **params):
-    """propagate -> bc -> collide with thermal walls at the bottom and top."""
+def step_walls(f, operator="bgk", T_bottom=1.0, T_top=1.0, adiabatic=(False, False), scheme="lbgen", **params):
+    """propagate -> bc (wall `scheme`) -> collide with thermal walls at the bottom and top."""
     vs = params.get("vs")
-    g = apply_walls(propagate(f, vs), f, T_bottom, T_top, adiabatic, params.get("force", (0.0, 0.0)), vs)
+    g = apply_walls(propagate(f, vs), f, T_bottom, T_top, adiabatic, params.get("force", (0.0, 0.0)), vs, scheme)
     params = dict(params, wall=wall_mask(f.shape[1], f.shape[2], vs))
     return collide(g, operator, **params)

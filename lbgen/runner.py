@@ -144,7 +144,8 @@ class Simulation:
             if lay in CLUSTERED and v is None:
                 v = default_layout(b, ly, vs.max_hop)[1] or 1
             return KernelSpec(backend=b, layout=lay, vl=v, precision=precision, collision=collision,
-                              walls=walls is not None, velocity_set=vs_name)
+                              walls=walls is not None, velocity_set=vs_name,
+                              wall_scheme=walls.scheme if walls is not None else KernelSpec.wall_scheme)
 
         plan = self._region_plan(lx, backend, device_backend, host_columns, backend_options, device_options)
         specs = [spec_for(b, width).validate(width, ly) for b, _, width, _ in plan]   # all rules before compiling

@@ -20,6 +20,7 @@ from .codegen import KernelSpec, SpecError, generate
 from .layouts import CLUSTERED
 from .model.velocity_set import DEFAULT_VELOCITY_SET
 from .model.operators import OPERATOR_RECORDS
+from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME
 from .backends import RUNTIMES, runtime, spec_backend
 from .runner import Walls
 
@@ -58,6 +59,7 @@ class Report:
     lattice: Tuple[int, int] = (0, 0)
     walls: bool = False
     velocity_set: str = DEFAULT_VELOCITY_SET
+    wall_scheme: str = DEFAULT_WALL_SCHEME
 
     @property
     def ok(self) -> bool:
@@ -65,8 +67,8 @@ class Report:
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "strict": self.strict, "steps": self.steps, "lattice": list(self.lattice),
-                "walls": self.walls, "velocity_set": self.velocity_set, "skipped": self.skipped,
-                "rows": [asdict(r) for r in self.rows],
+                "walls": self.walls, "wall_scheme": self.wall_scheme, "velocity_set": self.velocity_set,
+                "skipped": self.skipped, "rows": [asdict(r) for r in self.rows],
                 "tolerance": TOLERANCE}
 
     def table(self) -> str:
@@ -83,7 +85,7 @@ class Report:
         lines.append(f"{'all kernels agree' if self.ok else 'MISMATCH: some kernels disagree'} "
                      f"({len(self.rows)} runs, {self.velocity_set}, {self.steps} steps on "
                      f"{self.lattice[0]} x {self.lattice[1]}"
-                     f"{', walls' if self.walls else ''}{', strict' if self.strict else ''})")
+                     f"{f', walls ({self.wall_scheme} scheme)' if self.walls else ''}{', strict' if self.strict else ''})")
         return "\n".join(lines)
 
 
@@ -108,6 +110,13 @@ def initial_state(lx: int, ly: int, seed: int = 0, vs=None) -> np.ndarray:
     return f * (1 + 1e-3 * rng.standard_normal(f.shape))
 
 
+def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool,
+                  wall_scheme: str = DEFAULT_WALL_SCHEME, vs=None) -> np.ndarray:
+    f = f0.copy()
+    for _ in range(steps):
+        if walls:
+            f = ref.step_walls(f, collision, scheme=wall_scheme, force=FORCE, vs=vs, **wall_settings(vs),
+                               **PARAMS[collision])
 def wall_settings(vs) -> dict:
     return ISOTHERMAL_WALLS if vs is not None and vs.isothermal else WALLS
 
@@ -139,17 +148,18 @@ def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, wal
 def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[str, Optional[int]]] = (),
            collisions: Sequence[str] = ("bgk", "regularized"), precisions: Sequence[str] = ("double",),
            steps: int = 20, lx: int = 6, ly: int = 96, strict: bool = False, walls: bool = False,
-           seed: int = 0, progress=None, velocity_set: str = DEFAULT_VELOCITY_SET) -> Report:
+           seed: int = 0, progress=None, wall_scheme: str = DEFAULT_WALL_SCHEME,
+           velocity_set: str = DEFAULT_VELOCITY_SET) -> Report:
     from .model import velocity_set as get_velocity_set
     names, skipped = available_backends(backends)
     layouts = list(layouts) or [("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32)]
     for name, vl in layouts:   # refuse bad combinations before compiling anything
-        KernelSpec(layout=name, vl=vl, walls=walls, velocity_set=velocity_set).validate(lx, ly)
+        KernelSpec(layout=name, vl=vl, walls=walls, wall_scheme=wall_scheme, velocity_set=velocity_set).validate(lx, ly)
     vs = get_velocity_set(velocity_set)
     report = Report(skipped=skipped, strict=strict, steps=steps, lattice=(lx, ly), walls=walls,
-                    velocity_set=velocity_set)
+                    wall_scheme=wall_scheme, velocity_set=velocity_set)
     f0 = initial_state(lx, ly, seed, vs)
-    references = {c: reference_run(f0, c, steps, walls, vs) for c in collisions}
+    references = {c: reference_run(f0, c, steps, walls, wall_scheme, vs) for c in collisions}
     paths = ("unfused",) if walls else ("unfused", "fused")
     results: Dict[tuple, np.ndarray] = {}
     order = sorted(names, key=lambda n: n != "c")     # C first: the others are compared with it
@@ -157,7 +167,7 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     for backend, (layout, vl), collision, precision, path in combos:
         row = Row(backend, layout, vl if layout in CLUSTERED else None, collision, precision, path)
         spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=row.vl, precision=precision,
-                          collision=collision, walls=walls, velocity_set=velocity_set)
+                          collision=collision, walls=walls, wall_scheme=wall_scheme, velocity_set=velocity_set)
         try:
             spec.validate()
         except SpecError:

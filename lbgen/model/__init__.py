@@ -58,9 +58,10 @@ def collide(operator: str, vs_name: str = "d2q37") -> AssignmentList:
 
 
 @lru_cache(maxsize=None)
-def wall_assignments(side: str, row: int, vs_name: str = "d2q37") -> AssignmentList:
-    """bc body of one wall row (cached on disk); see lbgen.model.walls."""
-    return _cached("wall", vs_name, side, row)
+def wall_assignments(side: str, row: int, vs_name: str = "d2q37", scheme: str = "lbgen") -> AssignmentList:
+    """bc body of one wall row under a wall scheme (cached on disk); see lbgen.model.walls."""
+    from .walls import check_scheme
+    return _cached("wall", vs_name, side, row, check_scheme(scheme))
 
 
 @lru_cache(maxsize=None)

@@ -1,4 +1,4 @@
-"""Thermal no-slip walls (the bc kernel): the reference scheme, derived for any velocity set.
+"""Thermal no-slip walls (the bc kernel): lbgen's and the production ("reference") scheme, any velocity set.
 
 Walls bound the lattice at the bottom (below y = 0) and the top (above y = LY-1); X stays
 periodic.  The wall rows are the H = ``VelocitySet.max_hop`` rows next to each wall (3
@@ -39,6 +39,25 @@ the bare bracket, whose lattice sums are the integers 15, 26, 40, 47, 54, 91, 36
 relax with tau = 1 to the equilibrium of the imposed moments, but under BGK it would
 not even keep a wall at rest in equilibrium.  With w_i the rest state at T = 1 is an
 exact fixed point for both operators.
+
+Two schemes (``SCHEMES``), chosen per kernel:
+
+* ``"lbgen"`` (default): the scheme above, weighted bracket, the raw temperature T_3 of
+  the fourth row, column mass balance closed by row 0.
+* ``"reference"``: the production code's wall scheme, derived here for any velocity set.
+  Its differences: (1) the bare bracket 1 + xi.p + |xi|^2 E/2 (no w_i); (2) every row
+  keeps its own mass: rows with a mixed unknown set take N_j = L_j, and the farthest row,
+  whose unknown populations all share one e_y (3 of them for D2Q37), takes its total N
+  from the y-momentum condition alone (those populations carry y-momentum xi_y N, so
+  -rho a_y/2 = M_Ky + xi_y N with rho = rho_K + L fixes N), solves (p_x, E) from the
+  x-momentum and energy conditions (p_y is redundant there: xi_y is the same for every
+  unknown), and hands N - L back to the rest population of the same site (f_0 += L - N),
+  so the site gains exactly the mass L that left it; (3) the fourth-row temperature it
+  extrapolates from (or copies, adiabatic) is T_3 + |a|^2/8 instead of T_3 (the bc kernel
+  adds it; the production code calls it ``localTempfic``).  The wall is at rest in every
+  row (the production code's bottom row 1 reads its wall velocity ``vtilde2``
+  uninitialised; its output behaves as 0, which is what is used here).  Total mass is
+  conserved to round-off by both.
 """
 from __future__ import annotations
 
@@ -51,6 +70,35 @@ from .collision import CONSTANT_DIGITS, Builder, cse_assignments, population_sym
 from .velocity_set import VelocitySet
 
 SIDES = ("bottom", "top")
+#: wall schemes: lbgen's own (the default) and the production code's (see the module docstring)
+SCHEMES = ("lbgen", "reference")
+DEFAULT_SCHEME = "lbgen"
+
+
+def check_scheme(scheme: str) -> str:
+    """The scheme name, or a ValueError naming the bad value and the choices."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown wall scheme {scheme!r}; choose one of {', '.join(SCHEMES)}")
+    return scheme
+
+
+def mass_rule(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT_SCHEME) -> str:
+    """How a wall row gets the mass N of its unknown populations.
+
+    ``"leaving"``: N = L, the mass that left this site towards the wall;
+    ``"column"``: N = the column's leaving mass minus what the other rows took (lbgen, row 0);
+    ``"free"``: no N, a row j > 0 whose unknowns are as many as its momentum and energy
+    conditions meets them directly (lbgen; D2Q37's row 2);
+    ``"rest"``: N from the y-momentum condition, the rest population takes L - N (reference,
+    the row whose unknowns share one e_y).
+    """
+    check_scheme(scheme)
+    U = unknown_set(vs, side, row)
+    if scheme == "reference":
+        return "rest" if len({vs.velocities[i][1] for i in U}) == 1 else "leaving"
+    if row > 0 and len(U) == condition_count(vs):
+        return "free"
+    return "column" if row == 0 else "leaving"
 
 
 def wall_row_count(vs: VelocitySet) -> int:
@@ -66,11 +114,6 @@ def min_ly_walls(vs: VelocitySet) -> int:
 def condition_count(vs: VelocitySet) -> int:
     """Momentum (x, y) and, for thermal sets, energy: the conditions of a wall row besides mass."""
     return 2 if vs.isothermal else 3
-
-
-def free_mass(vs: VelocitySet, side: str, row: int) -> bool:
-    """True where the row's unknowns just meet the momentum/energy conditions (N left free)."""
-    return row > 0 and len(unknown_set(vs, side, row)) == condition_count(vs)
 
 
 def _moment_functions(vs: VelocitySet, unknown) -> List[int]:
@@ -124,19 +167,24 @@ def lattice_sums(vs: VelocitySet, unknown, weighted: bool = True) -> dict:
     }
 
 
-def wall_assignments(vs: VelocitySet, side: str, row: int) -> AssignmentList:
-    """bc body for one wall row.
+def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT_SCHEME) -> AssignmentList:
+    """bc body for one wall row under a scheme (see :func:`mass_rule`).
 
-    Parameters (N, [Tw,] ax, ay); a row with free mass (``free_mass``): ([Tw,] ax, ay).
-    Tw only for thermal sets.  Inputs are the known populations the body uses; outputs
-    the unknown ones, in order.
+    Mass rules "leaving"/"column": parameters (N, Tw, ax, ay).  "free": (Tw, ax, ay).
+    "rest": (L, Tw, ax, ay), and the rest population is the last output.  Isothermal sets
+    (D2Q9) take no Tw.  Inputs are the known populations the body uses; outputs the
+    unknown ones, in order.
     """
     H = wall_row_count(vs)
     if not 0 <= row < H:
         raise ValueError(f"wall row {row} does not exist; {vs.name} has rows 0..{H - 1}")
     U = unknown_set(vs, side, row)
-    if free_mass(vs, side, row):
+    rule = mass_rule(vs, side, row, scheme)
+    if rule == "free":
         return _direct_wall_assignments(vs, side, row, U)
+    if rule == "rest":
+        return _rest_mass_assignments(vs, side, row, U)
+    weighted = scheme == "lbgen"
     K = [i for i in range(vs.Q) if i not in U]
     f = population_symbols(vs.Q)
     N, Tw, ax, ay = sp.symbols("N Tw ax ay", real=True)
@@ -146,7 +194,7 @@ def wall_assignments(vs: VelocitySet, side: str, row: int) -> AssignmentList:
     # moment functions in hop units and their degree in xi (each xi carries one factor r)
     phi = [lambda a, b: 1, lambda a, b: a, lambda a, b: b, lambda a, b: sp.Rational(a * a + b * b, 2)]
     degree = [0, 1, 1, 2]
-    w_exact = vs.weights_exact
+    w_exact = vs.weights_exact if weighted else [sp.Integer(1)] * vs.Q
 
     def lattice_sum(*ks):
         total = sum((w_exact[i] * sp.Mul(*[phi[k](*vs.velocities[i]) for k in ks]) for i in U), sp.Integer(0))
@@ -178,7 +226,7 @@ def wall_assignments(vs: VelocitySet, side: str, row: int) -> AssignmentList:
             Ai = A.copy()
             Ai[:, col] = rhs
             z[k] = b.let(names[k], sp.expand(Ai.det(method="berkowitz")) * inv_det)
-    w = vs.weights_float(CONSTANT_DIGITS + 10)
+    w = vs.weights_float(CONSTANT_DIGITS + 10) if weighted else [1] * vs.Q
     bracket = {i: b.let(f"b{i}", _c(w[i]) + sp.Add(*[_c(w[i] * r ** degree[k] * phi[k](*vs.velocities[i])) * z[k]
                                                       for k in free]))
                for i in U}
@@ -193,8 +241,9 @@ def wall_assignments(vs: VelocitySet, side: str, row: int) -> AssignmentList:
     parameters = (N, ax, ay) if vs.isothermal else (N, Tw, ax, ay)
     return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=parameters,
                           assignments=assignments, outputs=outputs,
-                          description=f"{'isothermal' if vs.isothermal else 'thermal'} wall, {side} row {row}: "
-                                      f"{len(U)} unknown populations {list(U)} rebuilt for zero mass flux"
+                          description=f"{'isothermal' if vs.isothermal else 'thermal'} wall ({scheme} scheme), "
+                                      f"{side} row {row}: {len(U)} unknown populations {list(U)} rebuilt for "
+                                      f"zero mass flux"
                                       + "".join(f", {c}" for c in imposed if c))
 
 
@@ -240,7 +289,74 @@ def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignm
                                       f"{'' if vs.isothermal else ' and T = Tw'} (mass free)")
 
 
-def wall_rows(vs: VelocitySet) -> List[Tuple[str, int, Tuple[int, ...], AssignmentList]]:
+def _rest_mass_assignments(vs: VelocitySet, side: str, row: int, U) -> AssignmentList:
+    """Reference scheme, the row whose unknowns share one e_y: N from y-momentum, rest takes L - N.
+
+    With f_0 -> f_0 + L - N the site's mass becomes rho = rho_K + L (rho_K: the known
+    populations, rest included), so the y-momentum condition M_Ky + xi_y N = -rho a_y/2 gives
+    N.  Then f_i = (N/S) phi_i, phi_i = 1 + xi_x,i p_x + |xi_i|^2 E/2 (bare bracket, no p_y:
+    xi_y,i is the same for all i and would duplicate the constant), and the x-momentum and
+    energy conditions, multiplied by S, are linear in (p_x, E):
+        m_x S - N sum_U xi_x phi = 0,   e S - N sum_U |xi|^2/2 phi = 0.
+    Only the moments independent on U are imposed (``_moment_functions``): isothermal sets
+    have no E, and a single unknown population just carries N.
+    """
+    if (0, 0) not in vs.velocities:
+        raise ValueError(f"the reference wall scheme needs a rest population; {vs.name} has none")
+    rest = vs.velocities.index((0, 0))
+    K = [i for i in range(vs.Q) if i not in U]
+    f = population_symbols(vs.Q)
+    L, Tw, ax, ay = sp.symbols("L Tw ax ay", real=True)
+    r = vs.r_float(CONSTANT_DIGITS + 10)
+    xi = [(r * a, r * b) for a, b in vs.velocities]
+    free = [k for k in _moment_functions(vs, U)[1:] if k != 2]      # of (x-momentum 1, energy 3)
+    # bare-bracket lattice sums over U in xi units
+    phi = {1: lambda i: xi[i][0], 3: lambda i: (xi[i][0] ** 2 + xi[i][1] ** 2) / 2}
+
+    def lattice_sum(*ks):
+        return _c(sum((sp.Mul(*[phi[k](i) for k in ks]) for i in U), sp.Integer(0)))
+
+    xi_y = _c(xi[U[0]][1])
+    b = Builder()
+    rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
+    MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
+    MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
+    rho = b.let("rho", rhoK + L)
+    N = b.let("N", (-rho * ay / 2 - MKy) / xi_y)
+    target = {1: b.let("mx", -rho * ax / 2 - MKx)}
+    if 3 in free:
+        EK = b.let("EK", sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * f[i] for i in K]))
+        target[3] = b.let("en", rho * (Tw + (ax ** 2 + ay ** 2) / 8) - EK)
+    s0 = lattice_sum()
+    A = sp.Matrix(len(free), len(free), lambda m, n: target[free[m]] * lattice_sum(free[n])
+                  - N * lattice_sum(free[m], free[n]))
+    rhs = sp.Matrix([N * lattice_sum(k) - target[k] * s0 for k in free])
+    z = {}
+    if free:
+        det = b.let("det", sp.expand(A.det()))
+        inv_det = b.let("inv_det", 1 / det)
+        for col, k in enumerate(free):
+            Ai = A.copy()
+            Ai[:, col] = rhs
+            z[k] = b.let({1: "px", 3: "E"}[k], sp.expand(Ai.det()) * inv_det)
+    bracket = {i: b.let(f"b{i}", 1 + sp.Add(*[_c(phi[k](i)) * z[k] for k in free])) for i in U}
+    S = b.let("S", sp.Add(*bracket.values()))
+    scale = b.let("NoS", N / S)
+    outputs = tuple(b.let(f"fout{i}", scale * bracket[i]) for i in U)
+    outputs += (b.let(f"fout{rest}", f[rest] + L - N),)
+    assignments = cse_assignments(b.assignments, outputs)
+    used = {s for _, ex in assignments for s in ex.free_symbols}
+    inputs = tuple(f[i] for i in K if f[i] in used)
+    imposed = ", T = Tw" if 3 in free else ""
+    return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs,
+                          parameters=(L, ax, ay) if vs.isothermal else (L, Tw, ax, ay),
+                          assignments=assignments, outputs=outputs,
+                          description=f"{'isothermal' if vs.isothermal else 'thermal'} wall (reference scheme), "
+                                      f"{side} row {row}: {len(U)} unknown populations {list(U)} carry N from "
+                                      f"y-momentum, rest population {rest} takes L - N, u = -a/2{imposed}")
+
+
+def wall_rows(vs: VelocitySet, scheme: str = DEFAULT_SCHEME) -> List[Tuple[str, int, Tuple[int, ...], AssignmentList]]:
     """(side, row, unknown set, assignments) for the 2 x H wall rows."""
-    return [(side, row, unknown_set(vs, side, row), wall_assignments(vs, side, row))
+    return [(side, row, unknown_set(vs, side, row), wall_assignments(vs, side, row, scheme))
             for side in SIDES for row in range(wall_row_count(vs))]
