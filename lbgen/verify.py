@@ -110,6 +110,10 @@ def initial_state(lx: int, ly: int, seed: int = 0, vs=None) -> np.ndarray:
     return f * (1 + 1e-3 * rng.standard_normal(f.shape))
 
 
+def wall_settings(vs) -> dict:
+    return ISOTHERMAL_WALLS if vs is not None and vs.isothermal else WALLS
+
+
 def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool,
                   wall_scheme: str = DEFAULT_WALL_SCHEME, vs=None) -> np.ndarray:
     f = f0.copy()
@@ -117,15 +121,6 @@ def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool,
         if walls:
             f = ref.step_walls(f, collision, scheme=wall_scheme, force=FORCE, vs=vs, **wall_settings(vs),
                                **PARAMS[collision])
-def wall_settings(vs) -> dict:
-    return ISOTHERMAL_WALLS if vs is not None and vs.isothermal else WALLS
-
-
-def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool, vs=None) -> np.ndarray:
-    f = f0.copy()
-    for _ in range(steps):
-        if walls:
-            f = ref.step_walls(f, collision, force=FORCE, vs=vs, **wall_settings(vs), **PARAMS[collision])
         else:
             f = ref.step(f, collision, force=FORCE, vs=vs, **PARAMS[collision])
     return f
