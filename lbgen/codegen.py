@@ -26,6 +26,7 @@ from .model.assignments import AssignmentList
 from .model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
 from .model.walls import min_ly_walls, wall_row_count
 from .model.walls import DEFAULT_SCHEME, SCHEMES, mass_rule
+from .kernel_api import ENTRY_POINTS, SIZE_ERRORS, size_rules
 
 BACKENDS = ("c", "opencl", "cuda")
 #: preferred cluster lengths per backend, fastest first (measured with `lbgen bench`; see
@@ -306,6 +307,13 @@ def template_context(spec: KernelSpec) -> dict:
         "align": min(64, vl * real_bytes) if clustered else real_bytes,
         "block_size": spec.block_size,
         "walls": wall_context(spec) if spec.walls else None,
+        "cx": [int(e[0]) for e in vs.velocities],
+        "cy": [int(e[1]) for e in vs.velocities],
+        "opposite": list(vs.opposite),
+        "min_ly_walls": min_ly_walls(vs),
+        "size_rules": size_rules(spec, min_ly_walls(vs)),
+        "size_errors": SIZE_ERRORS,
+        "entry_points": [n for n in ENTRY_POINTS if n != "bc" or spec.walls],
     }
 
 
@@ -346,7 +354,7 @@ def wall_context(spec: KernelSpec) -> dict:
 _MAIN_TEMPLATES = {
     "c": [("lbgen_kernels.c", "c/kernels.c.j2"), ("lbgen_kernels.h", "c/kernels.h.j2")],
     "opencl": [("lbgen_kernels.cl", "opencl/kernels.cl.j2")],
-    "cuda": [("lbgen_kernels.cu", "cuda/kernels.cu.j2")],
+    "cuda": [("lbgen_kernels.cu", "cuda/kernels.cu.j2"), ("lbgen_kernels.cuh", "cuda/kernels.cuh.j2")],
 }
 
 
@@ -378,8 +386,7 @@ def generate(spec: KernelSpec) -> KernelSource:
         name = out_name.replace("lbgen", spec.prefix)
         files[name] = env.get_template(template).render(**ctx)
     main = next(iter(files))
-    entry = tuple(f"{spec.prefix}_{n}" for n in ("halo", "propagate", "collide", "fused", "init_equilibrium",
-                                                 "fields", "pack", "unpack"))
+    entry = tuple(f"{spec.prefix}_{n}" for n in ctx["entry_points"])
     col = collide(spec.collision, spec.velocity_set)
     return KernelSource(spec=spec, files=files, main_file=main, entry_points=entry,
                         flops={"collide": col.flops, "fused": col.flops, "propagate": 0})

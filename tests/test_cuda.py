@@ -89,8 +89,8 @@ def test_nvcc_compiles(nvcc, cfg, collision, precision):
     results = nvcc.compile_many([(src, a) for a in ARCHS])
     for arch, res in zip(ARCHS, results):
         assert res.arch == arch and res.binary
-        names = {f"lbgen_{k}" for k in ("halo_rows", "halo_cols", "propagate", "collide", "fused",
-                                        "init_equilibrium", "fields")}
+        names = {f"lbgen_{k}" for k in ("halo", "propagate", "collide", "fused",
+                                        "init_equilibrium", "fields", "pack", "unpack")}
         assert set(res.kernels) == names, res.log
         for name, r in res.kernels.items():
             assert r.registers > 0, f"{arch} {name}: no register count parsed\n{res.log}"
@@ -111,8 +111,7 @@ def test_ptxas_report_shape(nvcc):
     report = nvcc.ptxas_report(cuda_source("csoa", 32, collision="regularized"))
     assert list(report) == list(ARCHS)
     for arch, kernels in report.items():
-        assert list(kernels)[:5] == ["lbgen_halo_rows", "lbgen_halo_cols", "lbgen_propagate",
-                                     "lbgen_collide", "lbgen_fused"]
+        assert list(kernels)[:4] == ["lbgen_halo", "lbgen_propagate", "lbgen_collide", "lbgen_fused"]
         for r in kernels.values():
             assert set(r) == {"registers", "stack", "spill_stores", "spill_loads", "shared"}
             assert r["registers"] > 0
@@ -196,7 +195,8 @@ def test_shim_compile_time_sizes_and_block(shim_program, initial_state, referenc
     """Compile-time sizes and a non-default block (grid not a multiple of the block)."""
     from lbgen.backends.cuda import shim as mod
     src = generate(KernelSpec(backend="cuda", layout="caosoa", vl=8, lx=LX, ly=LY, block_size=96))
-    assert "int lx" not in src.text and "__launch_bounds__(BLOCK)" in src.text and "BLOCK = 96" in src.text
+    assert all("lx" not in [n for _, n in params] for _, params in mod.kernels_of(src.text))
+    assert "__launch_bounds__(BLOCK)" in src.text and "BLOCK = 96" in src.text
     prog = mod.compile(src, LX, LY)
     assert prog.geometry("fused") == (6, 96)
     a = prog.upload_fields(initial_state)
@@ -216,10 +216,11 @@ def test_cuda_source_structure():
     src = cuda_source("caosoa", 32, precision="single", collision="regularized")
     text = src.text
     assert src.main_file == "lbgen_kernels.cu"
-    for k in ("halo_rows", "halo_cols", "propagate", "collide", "fused"):
+    for k in ("halo", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack", "unpack"):
         assert f"__global__ void __launch_bounds__(BLOCK) lbgen_{k}(" in text
     assert 'extern "C"' in text and "__restrict__" in text
-    assert "typedef float real;" in text and "real C1, real C2, real C3, real ax, real ay" in text
+    assert "typedef float lbgen_real;" in src.files["lbgen_kernels.cuh"] and "typedef lbgen_real real;" in text
+    assert "real C1, real C2, real C3, real ax, real ay" in text
     assert "const ptrdiff_t k = g % VL;" in text
 
 

@@ -6,9 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lbgen import reference as ref
 from lbgen.codegen import KernelSpec, emit_files
 from lbgen.emit import default_output_dir, emit
+
+from conftest import example_reference
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -18,20 +19,6 @@ CANONICAL = [
     KernelSpec(backend="opencl", layout="caosoa", vl=32),
     KernelSpec(backend="cuda", layout="caosoa", vl=32),
 ]
-
-
-def _example_reference(lx, ly, steps, collision):
-    x = np.arange(lx)[:, None] * np.ones((1, ly))
-    y = np.ones((lx, 1)) * np.arange(ly)[None, :]
-    rho = 1 + 0.01 * np.cos(2 * np.pi * y / ly)
-    ux = np.zeros((lx, ly))
-    uy = 0.05 * np.sin(2 * np.pi * x / lx)
-    T = 1 + 0.02 * np.sin(2 * np.pi * (x + y) / lx)
-    f = ref.equilibrium(rho, ux, uy, T)
-    params = {"tau": 0.8} if collision == "bgk" else {"C1": 1e-3, "C2": 1e-3, "C3": 0.5}
-    for _ in range(steps):
-        f = ref.collide(ref.propagate(f), collision, force=(0.0, -1e-5), **params)
-    return ref.fields(f)
 
 
 @pytest.mark.parametrize("spec, size", [
@@ -52,7 +39,7 @@ def test_emitted_example_builds_with_plain_gcc_and_reproduces_the_reference(tmp_
     assert f"{steps} steps on {lx} x {ly}" in out
     data = np.loadtxt(tmp_path / "example_fields.txt")
     assert data.shape == (lx * ly, 6)
-    expected = _example_reference(lx, ly, steps, spec.collision)
+    expected = example_reference(lx, ly, steps, spec.collision)
     tol = 1e-12 if spec.precision == "double" else 1e-5
     for column, field in zip(range(2, 6), expected):
         got = data[:, column].reshape(lx, ly)

@@ -1,7 +1,7 @@
 """The OpenCL backend (pyopencl; on a CPU through pocl or the Intel CPU runtime) against the
 NumPy oracle: every layout and VL, both operators, double and single, unfused and fused;
 strict mode bit-identical to the C backend's strict build; the halo kernel against
-``layout.fill_halo``; device selection and build errors; the emitted example.py.
+``layout.fill_halo``; device selection and build errors (the emitted example.py runs in test_api.py).
 
 Skipped as a whole when no OpenCL device can build kernels here -- except under CI=true,
 where that is a failure (CI must exercise this backend)."""
@@ -10,15 +10,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from conftest import FORCE, LX, LY, OPERATOR_PARAMS, config_id
 from lbgen.backends.base import BackendUnavailable, CompileError
-from lbgen.codegen import KernelSpec, emit_files, generate
+from lbgen.codegen import KernelSpec, generate
 
 
 def _opencl_or_skip():
@@ -188,23 +186,3 @@ def test_programs_are_cached_in_process_and_work_group_size_is_configurable():
     assert second.program is first.program
     assert first.block_size == ob.DEFAULT_BLOCK_SIZE and second.block_size == 32
     assert second._site_range[0][0] % 32 == 0
-
-
-# --- the emitted example -------------------------------------------------------------------------
-
-def test_emitted_example_runs_and_conserves_mass_while_the_force_adds_momentum(tmp_path):
-    for name, text in emit_files(KernelSpec(backend="opencl", layout="caosoa", vl=32, collision="bgk")).items():
-        (tmp_path / name).write_text(text)
-    entry = next(e for e in ob.devices() if e[3].int_ptr == DEVICE.int_ptr)
-    env = dict(os.environ, PYOPENCL_CTX=f"{entry[0]}:{entry[1]}", PYTHONWARNINGS="ignore")
-    proc = subprocess.run([sys.executable, "example.py", "30"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    rows = re.findall(r"step\s+(\d+)\s+mass (\S+)\s+momentum \((\S+), (\S+)\)\s+expected \((\S+), (\S+)\)", proc.stdout)
-    assert len(rows) >= 2 and rows[-1][0] == "30", proc.stdout
-    mass0 = float(rows[0][1])
-    for step, mass, px, py, ex, ey in rows:
-        assert abs(float(mass) - mass0) <= 1e-10 * mass0
-        assert float(px) == pytest.approx(float(ex), rel=1e-8, abs=1e-10)
-        assert abs(float(py)) < 1e-9
-    assert float(rows[-1][2]) > 0

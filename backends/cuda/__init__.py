@@ -12,7 +12,7 @@ Three ways to use the same generated ``.cu`` text:
 Launch geometry (shared by the runtime and the shim): 1-D grids, blocks of BLOCK threads
 (``spec.block_size``, 128 by default; the kernels carry ``__launch_bounds__(BLOCK)``);
 one thread per site for propagate/collide/fused with the VL lanes of a cluster on
-consecutive threads; the halo refresh is two launches (rows, then columns).
+consecutive threads; one thread per halo element for the halo refresh.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from ..base import BackendUnavailable, CompileError, Program
 DEFAULT_BLOCK = 128
 
 #: the kernels of a CUDA source, without the prefix, in launch order of one unfused step
-KERNELS = ("halo_rows", "halo_cols", "propagate", "collide", "fused", "init_equilibrium", "fields")
+KERNELS = ("halo", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack", "unpack")
 #: with KernelSpec(walls=True) also "bc" (one thread per column)
 
 
@@ -39,10 +39,9 @@ def thread_counts(layout) -> Dict[str, int]:
     """Threads each kernel is launched with, for a layout (LX, LY, VL)."""
     sites = layout.LX * layout.LY
     return {
-        "halo_rows": layout.LX * 2 * layout.halo * layout.VL,
-        "halo_cols": 2 * layout.halo * layout.NRP * layout.VL,
+        "halo": layout.LX * 2 * layout.halo * layout.VL + 2 * layout.halo * layout.NRP * layout.VL,
         "propagate": sites, "collide": sites, "fused": sites,
-        "init_equilibrium": sites, "fields": sites, "bc": layout.LX,
+        "init_equilibrium": sites, "fields": sites, "pack": sites, "unpack": sites, "bc": layout.LX,
     }
 
 
@@ -82,8 +81,7 @@ class LaunchProgram(Program):
         raise NotImplementedError
 
     def halo(self, f):
-        self._run("halo_rows", f, *self._sizes)
-        self._run("halo_cols", f, *self._sizes)
+        self._run("halo", f, *self._sizes)
 
     def propagate(self, prv, nxt):
         self._run("propagate", prv, nxt, *self._sizes)
@@ -160,6 +158,16 @@ def available() -> Tuple[bool, str]:
     return True, f"CUDA via pycuda on {dev.name()} ({device_arch()}, driver {cuda.get_driver_version()})"
 
 
+def _source_folder(source):
+    """A cache folder holding the files of a source (the .cu includes its .cuh)."""
+    from ...cache import atomic_write_bytes, cache_dir
+    folder = cache_dir("cuda") / source.digest
+    for name, text in source.files.items():
+        if not (folder / name).exists():
+            atomic_write_bytes(folder / name, text.encode())
+    return folder
+
+
 def describe() -> str:
     """The GPU a CUDA run uses (device 0)."""
     _driver()
@@ -208,7 +216,8 @@ class CudaProgram(LaunchProgram):
         self.arch = device_arch()
         opts = list(options or []) + (["--fmad=false"] if strict else [])
         try:
-            self.module = SourceModule(source.text, options=opts, arch=self.arch, no_extern_c=True)
+            self.module = SourceModule(source.text, options=opts, arch=self.arch, no_extern_c=True,
+                                       include_dirs=[str(_source_folder(source))])
         except Exception as e:  # pycuda.driver.CompileError carries nvcc's log
             raise CompileError(f"pycuda/nvcc failed to compile {source.main_file} for {self.arch} "
                                f"(options {opts}):\n{e}") from None
@@ -217,7 +226,7 @@ class CudaProgram(LaunchProgram):
         sizes = "" if self.spec.compile_time_sizes else "ii"
         nparams = len(self._param_signature())
         formats = {
-            "halo_rows": "P" + sizes, "halo_cols": "P" + sizes, "propagate": "PP" + sizes,
+            "halo": "P" + sizes, "propagate": "PP" + sizes, "pack": "PP" + sizes, "unpack": "PP" + sizes,
             "collide": "PP" + sizes + real * nparams, "fused": "PP" + sizes + real * nparams,
             "init_equilibrium": "P" + sizes + "PPPP", "fields": "P" + sizes + "PPPP",
         }

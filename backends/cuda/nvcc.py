@@ -118,21 +118,22 @@ def parse_ptxas(log: str) -> Dict[str, Dict[str, KernelResources]]:
     return out
 
 
-def _source_text(source) -> Tuple[str, str]:
-    """(text, file name) from .cu text or a CUDA KernelSource."""
+def _source_files(source) -> Tuple[Dict[str, str], str]:
+    """({file name: text}, name of the .cu) from .cu text or a CUDA KernelSource (whose
+    ``.cu`` includes its ``.cuh``)."""
     if isinstance(source, str):
-        return source, "kernels.cu"
+        return {"kernels.cu": source}, "kernels.cu"
     if getattr(source, "spec", None) is not None and source.spec.backend != "cuda":
         raise ValueError(f"nvcc compiles CUDA sources, not {source.spec.backend!r}")
-    return source.text, source.main_file
+    return dict(source.files), source.main_file
 
 
-def _build(text: str, name: str, arch: str, strict: bool, output: str, flags: Tuple[str, ...],
+def _build(files: Dict[str, str], name: str, arch: str, strict: bool, output: str, flags: Tuple[str, ...],
            nvcc: str, key: str) -> CompileResult:
     """nvcc through the one compile cache (hash-keyed folder, file lock, atomic rename)."""
     target_name = f"kernels.{output}"
     target = build_library(
-        "nvcc", (key,), {name: text},
+        "nvcc", (key,), files,
         lambda folder, out: [nvcc, f"-{output}", f"-arch={arch}", "-Xptxas", "-v", *flags, "-o", out, folder / name],
         name, f"nvcc ({arch})", library=target_name)
     log = (target.parent / "build.log").read_text()
@@ -155,12 +156,12 @@ def compile_cu(source: Union[str, object], arch: str = "sm_90", strict: bool = F
         raise ValueError(f"output must be 'cubin' or 'ptx', not {output!r}")
     if not re.fullmatch(r"(sm|compute)_\d+[a-z]?", arch):
         raise ValueError(f"arch {arch!r} is not like 'sm_90'")
-    text, name = _source_text(source)
+    files, name = _source_files(source)
     nvcc = find_nvcc()
     all_flags = tuple(flags) + (STRICT_FLAGS if strict else ())
-    key = digest(text, arch, output, all_flags, nvcc_version(nvcc))
+    key = digest(sorted(files.items()), arch, output, all_flags, nvcc_version(nvcc))
     return cached_pickle("nvcc-results", key,
-                         lambda: _build(text, name, arch, strict, output, all_flags, nvcc, key))
+                         lambda: _build(files, name, arch, strict, output, all_flags, nvcc, key))
 
 
 def compile_many(jobs: Iterable[Tuple[object, str]], strict: bool = False, workers: Optional[int] = None):
@@ -179,7 +180,8 @@ def ptxas_report(source, archs: Sequence[str] = ("sm_80", "sm_90"), strict: bool
     "spill_loads": int, "shared": int}}}`` (sizes in bytes), archs in the given order and
     kernels in source order.  Raises BackendUnavailable without nvcc, CompileError on failure.
     """
-    text, _ = _source_text(source)
+    files, name = _source_files(source)
+    text = files[name]
     order = re.findall(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(", text)
     results = compile_many([(source, a) for a in archs], strict=strict)
     report = {}

@@ -9,10 +9,15 @@ globals and calling the kernel.  ``ShimProgram`` launches them with the same geo
 as the pycuda runtime (:class:`lbgen.backends.cuda.LaunchProgram`), so the thread ->
 site mapping, the halo split and the kernel bodies are all checked on a machine
 without a GPU.  Builds are cached on disk under ``<cache>/cuda-shim/<key>/``.
+
+The shim also stands in for ``cuda_runtime.h`` (memory, events, ``cudaLaunchKernel``), so
+the emitted host launch wrappers and a whole host program (``build_host_program``: e.g.
+the emitted ``example.cu`` with ``<prefix>_kernels.cu``) run on the CPU as well.
 """
 from __future__ import annotations
 
 import re
+import subprocess
 from importlib import resources
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
@@ -25,6 +30,7 @@ from ..base import (BackendUnavailable, CompileError, HostBuffers, aligned_zeros
 from . import LaunchProgram
 
 SHIM_HEADER = "cuda_host_shim.h"
+RUNTIME_HEADER = "cuda_runtime.h"
 DEFAULT_FLAGS = ("-O2",)
 STRICT_FLAGS = ("-ffp-contract=off",)
 _BASE_FLAGS = ("-x", "c++", "-std=c++14", "-fPIC", "-shared", "-w")
@@ -51,6 +57,11 @@ def describe() -> str:
 
 def shim_header_text() -> str:
     return resources.files(__package__).joinpath(SHIM_HEADER).read_text()
+
+
+def runtime_header_text() -> str:
+    """``cuda_runtime.h`` for host builds: the emitted ``.cuh`` includes it; here it is the shim."""
+    return f'#include "{SHIM_HEADER}"\n'
 
 
 def kernels_of(text: str) -> List[Tuple[str, List[Tuple[str, str]]]]:
@@ -115,12 +126,31 @@ def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -
     header = shim_header_text()
     files = dict(source.files)
     files[SHIM_HEADER] = header
+    files[RUNTIME_HEADER] = runtime_header_text()
     files["shim_launchers.cpp"] = launcher_source(source.main_file, source.text)
     # -x c++ applies to the launcher unit; the .cu is #included, so it is C++ too
     return build_library(
-        "cuda-shim", (source.digest, header, all_flags, compiler_version(cxx), "shim-1"), files,
+        "cuda-shim", (source.digest, header, all_flags, compiler_version(cxx), "shim-2"), files,
         lambda folder, out: [cxx, *all_flags, "-I", folder, "-o", out, folder / "shim_launchers.cpp", "-lm"],
         source.main_file, f"g++ through the CUDA host shim ({' '.join(all_flags)})", library="libshim.so")
+
+
+def build_host_program(folder: Path, sources: Sequence[str], output: str = "example",
+                       flags: Optional[Sequence[str]] = None) -> Path:
+    """Compile a CUDA host program (e.g. an emitted ``example.cu`` with ``<prefix>_kernels.cu``)
+    for the CPU: g++ with the shim standing in for ``cuda_runtime.h``.  Returns the executable."""
+    folder = Path(folder)
+    include = folder / "shim-include"
+    include.mkdir(exist_ok=True)
+    (include / SHIM_HEADER).write_text(shim_header_text())
+    (include / RUNTIME_HEADER).write_text(runtime_header_text())
+    cmd = [compiler(), *flags_for(flags), "-x", "c++", "-std=c++14", "-w", "-I", str(include),
+           "-o", output, *sources, "-lm"]
+    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CompileError(f"g++ through the CUDA host shim failed to build {output} in {folder}\n"
+                           f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+    return folder / output
 
 
 class ShimProgram(HostBuffers, LaunchProgram):

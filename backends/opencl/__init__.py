@@ -298,7 +298,8 @@ class OpenCLProgram(Program):
         sites = lx * ly
         self._site_range = self._ranges(sites)
         self._column_range = self._ranges(lx)
-        self._halo_ranges = (self._ranges(lx * 2 * L.halo * L.VL), self._ranges(2 * L.halo * L.NRP * L.VL))
+        # one work-item per halo element: the halo cluster rows, then the whole halo columns
+        self._halo_range = self._ranges(lx * 2 * L.halo * L.VL + 2 * L.halo * L.NRP * L.VL)
         self.nbytes = L.size * np.dtype(self.dtype).itemsize
 
     def _ranges(self, n: int):
@@ -370,8 +371,7 @@ class OpenCLProgram(Program):
         return self.kernels[name](self.queue, ranges[0], ranges[1], *args)
 
     def halo(self, f):
-        for phase, ranges in enumerate(self._halo_ranges):
-            self._launch("halo", ranges, f, np.int32(phase), *self._sizes)
+        self._launch("halo", self._halo_range, f, *self._sizes)
 
     def propagate(self, prv, nxt):
         self._launch("propagate", self._site_range, prv, nxt, *self._sizes)

@@ -11,6 +11,8 @@
  * precision   double (double)
  * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
  *             605 floating-point operations per site (counted on the generated code)
+ *             wall rows here: none (periodic box: generated without walls); fixed when generated, not an argument
+
  * sizes       run-time (lx, ly arguments)
  * streaming   non-temporal stores for whole clusters (intrinsics, portable fallback)
  * halo        3 columns in X and 3 cluster rows in Y around every region
@@ -20,6 +22,8 @@
  */
 #include "lbgen_kernels.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -61,6 +65,29 @@ static inline void store_fence(void)
 }
 
 
+const int lbgen_cx[37] = { 3, 3, 3, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -2, -2, -2, -2, -2, -3, -3, -3 };
+const int lbgen_cy[37] = { -1, 0, 1, -2, -1, 0, 1, 2, -3, -2, -1, 0, 1, 2, 3, -3, -2, -1, 0, 1, 2, 3, -3, -2, -1, 0, 1, 2, 3, -2, -1, 0, 1, 2, -1, 0, 1 };
+const double lbgen_w[37] = { 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.00024530102775771736, 0.01420821615845075, 0.107306091542219, 0.23315066913235249, 0.107306091542219, 0.01420821615845075, 0.00024530102775771736, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824 };
+const int lbgen_opposite[37] = { 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+
+int lbgen_check(int lx, int ly, char *message, size_t size)
+{
+    if (!(lx >= 1 && ly >= 1)) {
+        if (message && size) snprintf(message, size, "lattice %d x %d: lx and ly must be >= 1", lx, ly);
+        return LBGEN_ERR_SIZE;
+    }
+    if (!(ly % 8 == 0)) {
+        if (message && size) snprintf(message, size, "ly=%d is not a multiple of VL=8", ly);
+        return LBGEN_ERR_VL;
+    }
+    if (!(ly / 8 >= 3)) {
+        if (message && size) snprintf(message, size, "ly=%d gives LY/VL = %d cluster rows; the 3-row halo needs LY/VL >= 3 (ly >= 24)", ly, ly / 8);
+        return LBGEN_ERR_HALO;
+    }
+    if (message && size) message[0] = '\0';
+    return LBGEN_OK;
+}
+
 size_t lbgen_buffer_size(int lx, int ly)
 {
     SIZES;
@@ -74,6 +101,7 @@ size_t lbgen_buffer_size(int lx, int ly)
 
 lbgen_real *lbgen_alloc(int lx, int ly)
 {
+    if (lbgen_check(lx, ly, NULL, 0) != LBGEN_OK) { errno = EINVAL; return NULL; }
     size_t bytes = lbgen_buffer_size(lx, ly) * sizeof(store);
     bytes = (bytes + 63) / 64 * 64;
     store *f = (store *)aligned_alloc(64, bytes);

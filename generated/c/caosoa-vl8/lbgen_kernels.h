@@ -11,6 +11,8 @@
  * precision   double (double)
  * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
  *             605 floating-point operations per site (counted on the generated code)
+ *             wall rows here: none (periodic box: generated without walls); fixed when generated, not an argument
+
  * sizes       run-time (lx, ly arguments)
  * streaming   non-temporal stores for whole clusters (intrinsics, portable fallback)
  * halo        3 columns in X and 3 cluster rows in Y around every region
@@ -23,9 +25,10 @@
 
 #include <stddef.h>
 
-#define LBGEN_Q    37
-#define LBGEN_HALO 3
-#define LBGEN_VL   8
+#define LBGEN_Q    37   /* populations */
+#define LBGEN_R    1.1969797703930745   /* lattice scale: xi_i = R * (cx[i], cy[i]) */
+#define LBGEN_HALO 3   /* halo width: columns in X, cluster rows in Y */
+#define LBGEN_VL   8   /* cluster length (1: AoS, SoA) */
 
 /* Index of population p at column x (-3 <= x < LX+3), cluster row r (-3 <= r < NR+3,
    NR = LY/VL) and lane k (0 <= k < VL) in a buffer of LBGEN_BUFFER_SIZE(LX, LY)
@@ -42,11 +45,38 @@
 /* Index of population p at site (x, y) of the interior. */
 #define LBGEN_SITE(p, x, y, LX, LY) LBGEN_IDX(p, x, (y) % LBGEN_NR(LY), (y) / LBGEN_NR(LY), LX, LY)
 
+/*
+ * Valid lattice sizes (lbgen_check tests them; lbgen_alloc refuses others):
+ *   LBGEN_ERR_SIZE (1): LX >= 1 and LY >= 1
+ *   LBGEN_ERR_VL (2): LY a multiple of VL = 8
+ *   LBGEN_ERR_HALO (3): LY/VL >= 3, i.e. LY >= 24 (the halo is 3 cluster rows)
+ */
+/* Return codes of lbgen_check (0: valid sizes) */
+#define LBGEN_OK 0
+#define LBGEN_ERR_SIZE 1
+#define LBGEN_ERR_VL 2
+#define LBGEN_ERR_HALO 3
+#define LBGEN_ERR_WALLS 4
+#define LBGEN_ERR_COMPILED 5
+
+/* Argument order of every entry point (the same on the C, OpenCL and CUDA backends): the
+   lattice buffers (and the plain array of pack/unpack), then the sizes lx, ly, then the parameters or field arrays. */
 /* BEGIN API (plain declarations: also read by lbgen's cffi loader) */
 typedef double lbgen_real;   /* storage of the populations */
+/* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
+   xi_i = LBGEN_R * (cx, cy)), has weight lbgen_w[i] and opposite lbgen_opposite[i]. */
+extern const int lbgen_cx[37];
+extern const int lbgen_cy[37];
+extern const double lbgen_w[37];
+extern const int lbgen_opposite[37];
+/* 0 (LBGEN_OK) when these kernels can run an lx x ly lattice, else the LBGEN_ERR_* code of
+   the first broken rule; message (when not NULL) receives a line that names the bad value
+   and the rule (at most size bytes, terminated). */
+int lbgen_check(int lx, int ly, char *message, size_t size);
 /* Elements (not bytes) of one lattice buffer, halos included. */
 size_t lbgen_buffer_size(int lx, int ly);
-/* A zeroed buffer aligned to 64 bytes; release with lbgen_free. */
+/* A zeroed buffer aligned to 64 bytes; release with lbgen_free.  NULL when out of memory,
+   or (errno = EINVAL) when lbgen_check rejects the sizes: call it for the reason. */
 lbgen_real *lbgen_alloc(int lx, int ly);
 void lbgen_free(lbgen_real *f);
 /* Set the number of OpenMP threads (n > 0); returns the number in use. */
@@ -55,18 +85,18 @@ int lbgen_set_threads(int n);
 void lbgen_halo(lbgen_real *f, int lx, int ly);
 /* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py); needs a fresh halo in prv. */
 void lbgen_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly);
-/* Collision (bgk) of every interior site of in, written to out (may equal in).
+/* Collision (bgk) of every interior site of in, written to out_f (may equal in).
    tau: relaxation time; (ax, ay): force per unit mass per step (momentum gains rho*a). */
-void lbgen_collide(const lbgen_real *in, lbgen_real *out, int lx, int ly, double tau, double ax, double ay);
+void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, double tau, double ax, double ay);
 /* propagate + collide in one sweep: prv (fresh halo) -> nxt. */
 void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, double tau, double ax, double ay);
 /* f = equilibrium of the fields (arrays of LX*LY doubles, index x*LY + y); halo refreshed.
    Velocities in the units of sum(xi_i f_i)/rho with xi_i = r e_i. */
-void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho, const double *ux, const double *uy, const double *T);
+void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in);
 /* Fields of f: rho = sum f, u = sum xi f / rho, T = sum |xi - u|^2 f / (2 rho). */
-void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho, double *ux, double *uy, double *T);
+void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o);
 /* Plain array plain[(p*LX + x)*LY + y] (Q x LX x LY doubles) to and from the layout. */
-void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly);
+void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly);   /* halo refreshed */
 void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly);
 /* END API */
 

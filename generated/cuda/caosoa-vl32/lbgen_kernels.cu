@@ -11,6 +11,8 @@
  * precision   double (double)
  * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
  *             605 floating-point operations per site (counted on the generated code)
+ *             wall rows here: none (periodic box: generated without walls); fixed when generated, not an argument
+
  * sizes       run-time (lx, ly arguments)
  * streaming   non-temporal stores for whole clusters (intrinsics, portable fallback)
  * halo        3 columns in X and 3 cluster rows in Y around every region
@@ -19,21 +21,25 @@
  *             NX = LX + 6, NR = LY/VL, NRP = NR + 6
  */
 /*
- * Kernels (extern "C", launch with blocks of at most BLOCK = 128 threads, 1-D grids):
- *   lbgen_halo_rows    LX * 2*HALO * VL threads      then
- *   lbgen_halo_cols    2*HALO * NRP * VL threads     (together: the periodic halo refresh)
- *   lbgen_propagate    LX * LY threads (one per site)
- *   lbgen_collide      LX * LY threads (in and out may be the same buffer)
- *   lbgen_fused        LX * LY threads (propagate + collide, prv -> nxt)
- *   lbgen_init_equilibrium, lbgen_fields   LX * LY threads (field arrays index x*LY + y)
- * grid = ceil(threads / BLOCK); surplus threads return at once.
+ * The declarations, launch geometry and validity rules are in lbgen_kernels.cuh.  Kernels
+ * (extern "C", 1-D grids, blocks of at most BLOCK = 128 threads; surplus threads return):
+ *   lbgen_halo               LBGEN_HALO_THREADS(LX, LY) threads (one per halo element)
+ *   lbgen_propagate          LX * LY threads (one per site)
+ *   lbgen_collide            LX * LY threads (in and out may be the same buffer)
+ *   lbgen_fused              LX * LY threads (propagate + collide, prv -> nxt)
+ *   lbgen_init_equilibrium, lbgen_fields, lbgen_pack, lbgen_unpack   LX * LY threads
  * Thread g of a site kernel works on lane k = g % VL, cluster row r = (g / VL) % NR,
  * column x = g / (VL*NR): the VL lanes of a cluster are consecutive threads (coalesced
  * loads of VL consecutive values); with VL = 1 (AoS, SoA) y is the fastest index.
+ * After the kernels: the host helpers (lbgen_check, lbgen_alloc, ...) and the launch
+ * wrappers lbgen_launch_<kernel> (not compiled under NVRTC).
  */
-#include <stddef.h>
+#include "lbgen_kernels.cuh"
+#ifndef __CUDACC_RTC__
+#include <stdio.h>
+#endif
 
-typedef double real;
+typedef lbgen_real real;
 enum { Q = 37, HALO = 3, VL = 32, BLOCK = 128 };
 
 #define SIZES const int LX = lx, LY = ly
@@ -52,9 +58,15 @@ enum { Q = 37, HALO = 3, VL = 32, BLOCK = 128 };
 
 extern "C" {
 
-/* Halo, part 1: halo cluster rows of the interior columns.  Lane k of row r holds site
-   y = r + k*NR (mod LY), so rows r < 0 of lane k take sites of lane k - 1. */
-__global__ void __launch_bounds__(BLOCK) lbgen_halo_rows(real *__restrict__ f, int lx, int ly)
+/* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
+   xi_i = LBGEN_R * (cx, cy)), has weight lbgen_w[i] and opposite lbgen_opposite[i]. */
+const int lbgen_cx[37] = { 3, 3, 3, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -2, -2, -2, -2, -2, -3, -3, -3 };
+const int lbgen_cy[37] = { -1, 0, 1, -2, -1, 0, 1, 2, -3, -2, -1, 0, 1, 2, 3, -3, -2, -1, 0, 1, 2, 3, -3, -2, -1, 0, 1, 2, 3, -2, -1, 0, 1, 2, -1, 0, 1 };
+const double lbgen_w[37] = { 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.00024530102775771736, 0.01420821615845075, 0.107306091542219, 0.23315066913235249, 0.107306091542219, 0.01420821615845075, 0.00024530102775771736, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824 };
+const int lbgen_opposite[37] = { 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+
+/* Periodic halo refresh (before propagate / fused): one thread per halo element. */
+__global__ void __launch_bounds__(BLOCK) lbgen_halo(real *__restrict__ f, int lx, int ly)
 {
     SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -63,37 +75,30 @@ __global__ void __launch_bounds__(BLOCK) lbgen_halo_rows(real *__restrict__ f, i
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const ptrdiff_t g = THREAD_ID;
-    if (g >= (ptrdiff_t)LX * 2*HALO * VL) return;
+    /* one element of the halo per thread: first the halo cluster rows of the interior
+       columns (LX*2*HALO*VL), then the whole padded halo columns (2*HALO*NRP*VL) */
+    const ptrdiff_t n_rows = (ptrdiff_t)LX * 2*HALO * VL;
+    if (g >= n_rows + (ptrdiff_t)2*HALO * NRP * VL) return;
     const ptrdiff_t k = g % VL;
-    const int h = (int)((g / VL) % (2*HALO));
-    const ptrdiff_t x = g / ((ptrdiff_t)VL * 2*HALO);
-    const ptrdiff_t r = h < HALO ? h - HALO : NR + h - HALO;
-    ptrdiff_t y = (r + k*NR) % LY;
+    ptrdiff_t x, r;
+    if (g < n_rows) {
+        const ptrdiff_t h = (g / VL) % (2*HALO);
+        x = g / ((ptrdiff_t)VL * 2*HALO);
+        r = h < HALO ? h - HALO : NR + h - HALO;
+    } else {
+        const ptrdiff_t c = g - n_rows;
+        const ptrdiff_t h = c / ((ptrdiff_t)VL * NRP);
+        r = (c / VL) % NRP - HALO;
+        x = h < HALO ? h - HALO : LX + h - HALO;
+    }
+    /* element (x, r, k) is a periodic copy of the interior site (x mod LX, (r + k*NR) mod LY):
+       rows r < 0 of lane k hold sites of lane k - 1 */
+    ptrdiff_t xs = x % LX, y = (r + k*NR) % LY;
+    if (xs < 0) xs += LX;
     if (y < 0) y += LY;
     const ptrdiff_t dst = (x + HALO)*SX + (r + HALO)*SR + k*SK;
-    const ptrdiff_t src = (x + HALO)*SX + (y % NR + HALO)*SR + (y / NR)*SK;
+    const ptrdiff_t src = (xs + HALO)*SX + (y % NR + HALO)*SR + (y / NR)*SK;
     for (int p = 0; p < Q; ++p) f[dst + p*SP] = f[src + p*SP];
-}
-
-/* Halo, part 2 (after part 1): whole padded halo columns, corners included. */
-__global__ void __launch_bounds__(BLOCK) lbgen_halo_cols(real *__restrict__ f, int lx, int ly)
-{
-    SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
-    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const ptrdiff_t g = THREAD_ID;
-    if (g >= (ptrdiff_t)2*HALO * NRP * VL) return;
-    const ptrdiff_t k = g % VL;
-    const ptrdiff_t r = (g / VL) % NRP - HALO;
-    const int h = (int)(g / ((ptrdiff_t)VL * NRP));
-    const ptrdiff_t x = h < HALO ? h - HALO : LX + h - HALO;
-    ptrdiff_t xs = x % LX;
-    if (xs < 0) xs += LX;
-    const ptrdiff_t o = (r + HALO)*SR + k*SK;
-    for (int p = 0; p < Q; ++p) f[(x + HALO)*SX + o + p*SP] = f[(xs + HALO)*SX + o + p*SP];
 }
 
 /* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py); needs a fresh halo in prv. */
@@ -891,7 +896,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
 }
 
 /* f = equilibrium of the fields (LX*LY doubles each, index x*LY + y) on the interior;
-   refresh the halo afterwards (halo_rows, then halo_cols). */
+   refresh the halo afterwards (lbgen_launch_init_equilibrium does). */
 __global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in)
 {
     SIZES;
@@ -1228,5 +1233,157 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f
 
     rho_o[i] = rho_out; ux_o[i] = ux_out; uy_o[i] = uy_out; T_o[i] = T_out;
 }
+
+/* Plain array plain[(p*LX + x)*LY + y] into the layout's interior (refresh the halo next). */
+__global__ void __launch_bounds__(BLOCK) lbgen_pack(real *__restrict__ f, const double *__restrict__ plain, int lx, int ly)
+{
+    SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    SITE_OF_THREAD;
+    const ptrdiff_t y = r + k*NR;
+    for (int p = 0; p < Q; ++p) f[site + p*SP] = (real)plain[((ptrdiff_t)p*LX + x)*LY + y];
+}
+
+/* The layout's interior into the plain array plain[(p*LX + x)*LY + y]. */
+__global__ void __launch_bounds__(BLOCK) lbgen_unpack(const real *__restrict__ f, double *__restrict__ plain, int lx, int ly)
+{
+    SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    SITE_OF_THREAD;
+    const ptrdiff_t y = r + k*NR;
+    for (int p = 0; p < Q; ++p) plain[((ptrdiff_t)p*LX + x)*LY + y] = f[site + p*SP];
+}
+
+#ifndef __CUDACC_RTC__
+/* ---- host side: size checks, buffers, launch wrappers ------------------------------------ */
+
+int lbgen_check(int lx, int ly, char *message, size_t size)
+{
+    if (!(lx >= 1 && ly >= 1)) {
+        if (message && size) snprintf(message, size, "lattice %d x %d: lx and ly must be >= 1", lx, ly);
+        return LBGEN_ERR_SIZE;
+    }
+    if (!(ly % 32 == 0)) {
+        if (message && size) snprintf(message, size, "ly=%d is not a multiple of VL=32", ly);
+        return LBGEN_ERR_VL;
+    }
+    if (!(ly / 32 >= 3)) {
+        if (message && size) snprintf(message, size, "ly=%d gives LY/VL = %d cluster rows; the 3-row halo needs LY/VL >= 3 (ly >= 96)", ly, ly / 32);
+        return LBGEN_ERR_HALO;
+    }
+    if (message && size) message[0] = '\0';
+    return LBGEN_OK;
+}
+
+size_t lbgen_buffer_size(int lx, int ly)
+{
+    SIZES;
+    return LBGEN_BUFFER_SIZE(LX, LY);
+}
+
+cudaError_t lbgen_alloc(lbgen_real **f, int lx, int ly)
+{
+    SIZES;
+    *f = NULL;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    const size_t bytes = LBGEN_BUFFER_SIZE(LX, LY) * sizeof(real);
+    cudaError_t err = cudaMalloc((void **)f, bytes);
+    if (err == cudaSuccess) err = cudaMemset(*f, 0, bytes);
+    return err;
+}
+
+cudaError_t lbgen_free(lbgen_real *f) { return cudaFree(f); }
+
+static unsigned int blocks_for(ptrdiff_t threads) { return (unsigned int)((threads + BLOCK - 1) / BLOCK); }
+
+cudaError_t lbgen_launch_halo(lbgen_real *f, int lx, int ly, cudaStream_t stream)
+{
+    SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    void *args[] = { (void *)&f, (void *)&lx, (void *)&ly };
+    cudaError_t err = cudaLaunchKernel(lbgen_halo, dim3(blocks_for(LBGEN_HALO_THREADS(LX, LY))), dim3(BLOCK), args, 0, stream);
+    return err;
+}
+
+cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, cudaStream_t stream)
+{
+    SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    void *args[] = { (void *)&prv, (void *)&nxt, (void *)&lx, (void *)&ly };
+    cudaError_t err = cudaLaunchKernel(lbgen_propagate, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
+    return err;
+}
+
+cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, double tau, double ax, double ay, cudaStream_t stream)
+{
+    SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    real tau_ = (real)tau;
+    real ax_ = (real)ax;
+    real ay_ = (real)ay;
+    void *args[] = { (void *)&in, (void *)&out_f, (void *)&lx, (void *)&ly, (void *)&tau_, (void *)&ax_, (void *)&ay_ };
+    cudaError_t err = cudaLaunchKernel(lbgen_collide, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
+    return err;
+}
+
+cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, double tau, double ax, double ay, cudaStream_t stream)
+{
+    SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    real tau_ = (real)tau;
+    real ax_ = (real)ax;
+    real ay_ = (real)ay;
+    void *args[] = { (void *)&prv, (void *)&nxt, (void *)&lx, (void *)&ly, (void *)&tau_, (void *)&ax_, (void *)&ay_ };
+    cudaError_t err = cudaLaunchKernel(lbgen_fused, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
+    return err;
+}
+
+cudaError_t lbgen_launch_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in, cudaStream_t stream)
+{
+    SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&rho_in, (void *)&ux_in, (void *)&uy_in, (void *)&T_in };
+    cudaError_t err = cudaLaunchKernel(lbgen_init_equilibrium, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
+    if (err == cudaSuccess) err = lbgen_launch_halo(f, lx, ly, stream);
+    return err;
+}
+
+cudaError_t lbgen_launch_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o, cudaStream_t stream)
+{
+    SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&rho_o, (void *)&ux_o, (void *)&uy_o, (void *)&T_o };
+    cudaError_t err = cudaLaunchKernel(lbgen_fields, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
+    return err;
+}
+
+cudaError_t lbgen_launch_pack(lbgen_real *f, const double *plain, int lx, int ly, cudaStream_t stream)
+{
+    SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    void *args[] = { (void *)&f, (void *)&plain, (void *)&lx, (void *)&ly };
+    cudaError_t err = cudaLaunchKernel(lbgen_pack, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
+    if (err == cudaSuccess) err = lbgen_launch_halo(f, lx, ly, stream);
+    return err;
+}
+
+cudaError_t lbgen_launch_unpack(const lbgen_real *f, double *plain, int lx, int ly, cudaStream_t stream)
+{
+    SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    void *args[] = { (void *)&f, (void *)&plain, (void *)&lx, (void *)&ly };
+    cudaError_t err = cudaLaunchKernel(lbgen_unpack, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
+    return err;
+}
+
+#endif  /* !__CUDACC_RTC__ */
 
 }  /* extern "C" */

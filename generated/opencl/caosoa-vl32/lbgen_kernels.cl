@@ -11,6 +11,8 @@
  * precision   double (double)
  * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
  *             605 floating-point operations per site (counted on the generated code)
+ *             wall rows here: none (periodic box: generated without walls); fixed when generated, not an argument
+
  * sizes       run-time (lx, ly arguments)
  * streaming   off
  * halo        3 columns in X and 3 cluster rows in Y around every region
@@ -24,8 +26,17 @@
  * so the VL lanes of one cluster are VL consecutive work-items (VL = 32: one warp reads
  * 32 consecutive values of a population).  AoS/SoA: VL = 1, y fastest.
  * Launch LX*LY work-items (rounded up to the work-group size; the excess returns at once).
- * Halo: launch lbgen_halo twice, phase 0 (LX*2*HALO*VL work-items: halo cluster rows), then
- * phase 1 (2*HALO*NRP*VL work-items: halo columns, corners included).
+ * lbgen_halo: LBGEN_HALO_THREADS(LX, LY) = LX*2*HALO*VL + 2*HALO*NRP*VL work-items (one per
+ * halo element: halo cluster rows, then whole halo columns with the corners).
+ * lbgen_init_equilibrium, lbgen_fields, lbgen_pack, lbgen_unpack: LX*LY work-items; field arrays
+ * are LX*LY values of `real` indexed x*LY + y, plain arrays Q*LX*LY values indexed
+ * (p*LX + x)*LY + y.  init_equilibrium and pack write the interior only: launch lbgen_halo next.
+ * Argument order as in the C API: lattice buffers (and the plain array of pack/unpack), then
+ * the sizes lx, ly, then the parameters or field arrays.
+ * Valid lattice sizes (OpenCL C has no host code: example.py's check() tests them before allocating):
+ *   LX >= 1 and LY >= 1
+ *   LY a multiple of VL = 32
+ *   LY/VL >= 3, i.e. LY >= 96 (the halo is 3 cluster rows)
  * Build with -DLBGEN_STRICT for bitwise reproducible results (no FMA contraction); never
  * with -cl-mad-enable or -cl-fast-relaxed-math if results must match other backends.
  * Collision parameters are passed as `real`.
@@ -38,6 +49,19 @@
 typedef double real;
 enum { Q = 37, HALO = 3, VL = 32 };
 
+#define LBGEN_Q    37   /* populations */
+#define LBGEN_R    1.1969797703930745   /* lattice scale: xi_i = R * (cx[i], cy[i]) */
+#define LBGEN_HALO 3   /* halo width: columns in X, cluster rows in Y */
+#define LBGEN_VL   32   /* cluster length (1: AoS, SoA) */
+/* threads (work-items) of lbgen_halo: LX*2*HALO*VL halo row elements + 2*HALO*NRP*VL halo column elements */
+#define LBGEN_HALO_THREADS(LX, LY) ((ptrdiff_t)(LX) * 192 + 6 * ((ptrdiff_t)(LY) / 32 + 6) * 32)
+/* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
+   xi_i = LBGEN_R * (cx, cy)), has weight lbgen_w[i] and opposite lbgen_opposite[i]. */
+__constant int lbgen_cx[37] = { 3, 3, 3, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -2, -2, -2, -2, -2, -3, -3, -3 };
+__constant int lbgen_cy[37] = { -1, 0, 1, -2, -1, 0, 1, 2, -3, -2, -1, 0, 1, 2, 3, -3, -2, -1, 0, 1, 2, 3, -3, -2, -1, 0, 1, 2, 3, -2, -1, 0, 1, 2, -1, 0, 1 };
+__constant real lbgen_w[37] = { 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.00024530102775771736, 0.01420821615845075, 0.107306091542219, 0.23315066913235249, 0.107306091542219, 0.01420821615845075, 0.00024530102775771736, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824 };
+__constant int lbgen_opposite[37] = { 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+
 #define SIZES const int LX = lx, LY = ly
 
 /* (x, r, k) of this work-item; returns from the kernel when past the last site */
@@ -49,7 +73,8 @@ enum { Q = 37, HALO = 3, VL = 32 };
     const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);                            \
     const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK
 
-__kernel void lbgen_halo(__global real *f, int phase, int lx, int ly)
+/* Periodic halo refresh (call before propagate / fused): one work-item per halo element. */
+__kernel void lbgen_halo(__global real *f, int lx, int ly)
 {
     SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -58,29 +83,30 @@ __kernel void lbgen_halo(__global real *f, int phase, int lx, int ly)
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
+    /* one element of the halo per thread: first the halo cluster rows of the interior
+       columns (LX*2*HALO*VL), then the whole padded halo columns (2*HALO*NRP*VL) */
+    const ptrdiff_t n_rows = (ptrdiff_t)LX * 2*HALO * VL;
+    if (g >= n_rows + (ptrdiff_t)2*HALO * NRP * VL) return;
     const ptrdiff_t k = g % VL;
-    if (phase == 0) {
-        /* halo cluster rows: lane k of row r holds site y = r + k*NR (mod LY) */
-        if (g >= (ptrdiff_t)LX * 2*HALO * VL) return;
+    ptrdiff_t x, r;
+    if (g < n_rows) {
         const ptrdiff_t h = (g / VL) % (2*HALO);
-        const ptrdiff_t x = g / ((ptrdiff_t)VL * 2*HALO);
-        const ptrdiff_t r = h < HALO ? h - HALO : NR + h - HALO;
-        ptrdiff_t y = (r + k*NR) % LY;
-        if (y < 0) y += LY;
-        const ptrdiff_t dst = (x + HALO)*SX + (r + HALO)*SR + k*SK;
-        const ptrdiff_t src = (x + HALO)*SX + (y % NR + HALO)*SR + (y / NR)*SK;
-        for (int p = 0; p < Q; ++p) f[dst + p*SP] = f[src + p*SP];
+        x = g / ((ptrdiff_t)VL * 2*HALO);
+        r = h < HALO ? h - HALO : NR + h - HALO;
     } else {
-        /* halo columns: whole padded columns (rows of phase 0 included), corners included */
-        if (g >= (ptrdiff_t)2*HALO * NRP * VL) return;
-        const ptrdiff_t r = (g / VL) % NRP - HALO;
-        const ptrdiff_t h = g / ((ptrdiff_t)VL * NRP);
-        const ptrdiff_t x = h < HALO ? h - HALO : LX + h - HALO;
-        ptrdiff_t xs = x % LX;
-        if (xs < 0) xs += LX;
-        const ptrdiff_t o = (r + HALO)*SR + k*SK;
-        for (int p = 0; p < Q; ++p) f[(x + HALO)*SX + o + p*SP] = f[(xs + HALO)*SX + o + p*SP];
+        const ptrdiff_t c = g - n_rows;
+        const ptrdiff_t h = c / ((ptrdiff_t)VL * NRP);
+        r = (c / VL) % NRP - HALO;
+        x = h < HALO ? h - HALO : LX + h - HALO;
     }
+    /* element (x, r, k) is a periodic copy of the interior site (x mod LX, (r + k*NR) mod LY):
+       rows r < 0 of lane k hold sites of lane k - 1 */
+    ptrdiff_t xs = x % LX, y = (r + k*NR) % LY;
+    if (xs < 0) xs += LX;
+    if (y < 0) y += LY;
+    const ptrdiff_t dst = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    const ptrdiff_t src = (xs + HALO)*SX + (y % NR + HALO)*SR + (y / NR)*SK;
+    for (int p = 0; p < Q; ++p) f[dst + p*SP] = f[src + p*SP];
 }
 
 __kernel void lbgen_propagate(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly)
@@ -170,9 +196,9 @@ __kernel void lbgen_propagate(__global const real *restrict prv, __global real *
     nxt[site + 36*SP] = f36;
 }
 
-__kernel void lbgen_collide(__global const real *src, __global real *dst, int lx, int ly, real tau, real ax, real ay)
+__kernel void lbgen_collide(__global const real *in, __global real *out_f, int lx, int ly, real tau, real ax, real ay)
 {
-    /* src and dst may alias: each site reads all its populations before writing */
+    /* in and out_f may alias: each site reads all its populations before writing */
     SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
@@ -186,43 +212,43 @@ __kernel void lbgen_collide(__global const real *src, __global real *dst, int lx
 
     SITE_OF_WORK_ITEM;
 
-    const real f0 = src[site + 0];
-    const real f1 = src[site + 1*SP];
-    const real f2 = src[site + 2*SP];
-    const real f3 = src[site + 3*SP];
-    const real f4 = src[site + 4*SP];
-    const real f5 = src[site + 5*SP];
-    const real f6 = src[site + 6*SP];
-    const real f7 = src[site + 7*SP];
-    const real f8 = src[site + 8*SP];
-    const real f9 = src[site + 9*SP];
-    const real f10 = src[site + 10*SP];
-    const real f11 = src[site + 11*SP];
-    const real f12 = src[site + 12*SP];
-    const real f13 = src[site + 13*SP];
-    const real f14 = src[site + 14*SP];
-    const real f15 = src[site + 15*SP];
-    const real f16 = src[site + 16*SP];
-    const real f17 = src[site + 17*SP];
-    const real f18 = src[site + 18*SP];
-    const real f19 = src[site + 19*SP];
-    const real f20 = src[site + 20*SP];
-    const real f21 = src[site + 21*SP];
-    const real f22 = src[site + 22*SP];
-    const real f23 = src[site + 23*SP];
-    const real f24 = src[site + 24*SP];
-    const real f25 = src[site + 25*SP];
-    const real f26 = src[site + 26*SP];
-    const real f27 = src[site + 27*SP];
-    const real f28 = src[site + 28*SP];
-    const real f29 = src[site + 29*SP];
-    const real f30 = src[site + 30*SP];
-    const real f31 = src[site + 31*SP];
-    const real f32 = src[site + 32*SP];
-    const real f33 = src[site + 33*SP];
-    const real f34 = src[site + 34*SP];
-    const real f35 = src[site + 35*SP];
-    const real f36 = src[site + 36*SP];
+    const real f0 = in[site + 0];
+    const real f1 = in[site + 1*SP];
+    const real f2 = in[site + 2*SP];
+    const real f3 = in[site + 3*SP];
+    const real f4 = in[site + 4*SP];
+    const real f5 = in[site + 5*SP];
+    const real f6 = in[site + 6*SP];
+    const real f7 = in[site + 7*SP];
+    const real f8 = in[site + 8*SP];
+    const real f9 = in[site + 9*SP];
+    const real f10 = in[site + 10*SP];
+    const real f11 = in[site + 11*SP];
+    const real f12 = in[site + 12*SP];
+    const real f13 = in[site + 13*SP];
+    const real f14 = in[site + 14*SP];
+    const real f15 = in[site + 15*SP];
+    const real f16 = in[site + 16*SP];
+    const real f17 = in[site + 17*SP];
+    const real f18 = in[site + 18*SP];
+    const real f19 = in[site + 19*SP];
+    const real f20 = in[site + 20*SP];
+    const real f21 = in[site + 21*SP];
+    const real f22 = in[site + 22*SP];
+    const real f23 = in[site + 23*SP];
+    const real f24 = in[site + 24*SP];
+    const real f25 = in[site + 25*SP];
+    const real f26 = in[site + 26*SP];
+    const real f27 = in[site + 27*SP];
+    const real f28 = in[site + 28*SP];
+    const real f29 = in[site + 29*SP];
+    const real f30 = in[site + 30*SP];
+    const real f31 = in[site + 31*SP];
+    const real f32 = in[site + 32*SP];
+    const real f33 = in[site + 33*SP];
+    const real f34 = in[site + 34*SP];
+    const real f35 = in[site + 35*SP];
+    const real f36 = in[site + 36*SP];
 
     const real s3 = f3 + f33;
     const real s7 = f29 + f7;
@@ -502,43 +528,43 @@ __kernel void lbgen_collide(__global const real *src, __global real *dst, int lx
     const real fout35 = E1 - O1 - f35*t111;
     const real fout36 = E0 - O0 - f36*t111;
 
-    dst[site + 0*SP] = fout0;
-    dst[site + 1*SP] = fout1;
-    dst[site + 2*SP] = fout2;
-    dst[site + 3*SP] = fout3;
-    dst[site + 4*SP] = fout4;
-    dst[site + 5*SP] = fout5;
-    dst[site + 6*SP] = fout6;
-    dst[site + 7*SP] = fout7;
-    dst[site + 8*SP] = fout8;
-    dst[site + 9*SP] = fout9;
-    dst[site + 10*SP] = fout10;
-    dst[site + 11*SP] = fout11;
-    dst[site + 12*SP] = fout12;
-    dst[site + 13*SP] = fout13;
-    dst[site + 14*SP] = fout14;
-    dst[site + 15*SP] = fout15;
-    dst[site + 16*SP] = fout16;
-    dst[site + 17*SP] = fout17;
-    dst[site + 18*SP] = fout18;
-    dst[site + 19*SP] = fout19;
-    dst[site + 20*SP] = fout20;
-    dst[site + 21*SP] = fout21;
-    dst[site + 22*SP] = fout22;
-    dst[site + 23*SP] = fout23;
-    dst[site + 24*SP] = fout24;
-    dst[site + 25*SP] = fout25;
-    dst[site + 26*SP] = fout26;
-    dst[site + 27*SP] = fout27;
-    dst[site + 28*SP] = fout28;
-    dst[site + 29*SP] = fout29;
-    dst[site + 30*SP] = fout30;
-    dst[site + 31*SP] = fout31;
-    dst[site + 32*SP] = fout32;
-    dst[site + 33*SP] = fout33;
-    dst[site + 34*SP] = fout34;
-    dst[site + 35*SP] = fout35;
-    dst[site + 36*SP] = fout36;
+    out_f[site + 0*SP] = fout0;
+    out_f[site + 1*SP] = fout1;
+    out_f[site + 2*SP] = fout2;
+    out_f[site + 3*SP] = fout3;
+    out_f[site + 4*SP] = fout4;
+    out_f[site + 5*SP] = fout5;
+    out_f[site + 6*SP] = fout6;
+    out_f[site + 7*SP] = fout7;
+    out_f[site + 8*SP] = fout8;
+    out_f[site + 9*SP] = fout9;
+    out_f[site + 10*SP] = fout10;
+    out_f[site + 11*SP] = fout11;
+    out_f[site + 12*SP] = fout12;
+    out_f[site + 13*SP] = fout13;
+    out_f[site + 14*SP] = fout14;
+    out_f[site + 15*SP] = fout15;
+    out_f[site + 16*SP] = fout16;
+    out_f[site + 17*SP] = fout17;
+    out_f[site + 18*SP] = fout18;
+    out_f[site + 19*SP] = fout19;
+    out_f[site + 20*SP] = fout20;
+    out_f[site + 21*SP] = fout21;
+    out_f[site + 22*SP] = fout22;
+    out_f[site + 23*SP] = fout23;
+    out_f[site + 24*SP] = fout24;
+    out_f[site + 25*SP] = fout25;
+    out_f[site + 26*SP] = fout26;
+    out_f[site + 27*SP] = fout27;
+    out_f[site + 28*SP] = fout28;
+    out_f[site + 29*SP] = fout29;
+    out_f[site + 30*SP] = fout30;
+    out_f[site + 31*SP] = fout31;
+    out_f[site + 32*SP] = fout32;
+    out_f[site + 33*SP] = fout33;
+    out_f[site + 34*SP] = fout34;
+    out_f[site + 35*SP] = fout35;
+    out_f[site + 36*SP] = fout36;
 }
 
 __kernel void lbgen_fused(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, real tau, real ax, real ay)
@@ -910,4 +936,373 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
     nxt[site + 34*SP] = fout34;
     nxt[site + 35*SP] = fout35;
     nxt[site + 36*SP] = fout36;
+}
+
+/* f = equilibrium of the fields on the interior (launch lbgen_halo next). */
+__kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, __global const real *restrict rho_in,
+                                   __global const real *restrict ux_in, __global const real *restrict uy_in,
+                                   __global const real *restrict T_in)
+{
+    SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    SITE_OF_WORK_ITEM;
+    const ptrdiff_t i = x*LY + r + k*NR;
+    const real rho = (real)rho_in[i], ux = (real)ux_in[i], uy = (real)uy_in[i], T = (real)T_in[i];
+    const real t0 = rho*ux;
+    const real t1 = rho*uy;
+    const real t2 = (ux*ux);
+    const real t3 = T - 1.0;
+    const real t4 = t2 + t3;
+    const real t5 = t0*uy;
+    const real t6 = (uy*uy);
+    const real t7 = t3 + t6;
+    const real t8 = 3.0*T - 3.0;
+    const real t9 = t2 + t8;
+    const real t10 = t6 + t8;
+    const real t11 = 6.0*T;
+    const real t12 = (T*T);
+    const real t13 = -t11 + 3.0*t12 + 3.0;
+    const real B13 = t10*t5;
+    const real t14 = 0.0003182003567403405*B13;
+    const real B31 = t5*t9;
+    const real t15 = 0.0020089739918136185*B31;
+    const real B11 = t5;
+    const real t16 = 0.0012181943006191708*B11;
+    const real B00 = rho;
+    const real B22 = rho*(T*t2 + T*t6 - 2.0*T + t12 + t2*t6 - t2 - t6 + 1.0);
+    const real t17 = 0.00028341425299419824*B00 + 0.00036472721712750924*B22;
+    const real t18 = -t16 + t17;
+    const real B02 = rho*t7;
+    const real B04 = rho*(t11*t6 + t13 - 6.0*t6 + (uy*uy*uy*uy));
+    const real B20 = rho*t4;
+    const real B40 = rho*(t11*t2 + t13 - 6.0*t2 + (ux*ux*ux*ux));
+    const real t19 = 6.132525693942934e-05*B02 - 4.184801062988571e-05*B04 + 0.0016855843244316568*B20 + 0.0010853344127522997*B40;
+    const real B03 = t1*t10;
+    const real t20 = 8.861201183482188e-05*B03;
+    const real B21 = t1*t4;
+    const real t21 = 0.0020176103376363702*B21;
+    const real B01 = t1;
+    const real t22 = 0.0003392411274751201*B01;
+    const real B10 = t0;
+    const real B12 = t0*t7;
+    const real B30 = t0*t9;
+    const real t23 = 0.0010177233824253602*B10 + 0.00022021527591196326*B12 + 0.00167836921016125*B30;
+    const real t24 = B13 + B31;
+    const real t26 = 0.00024530102775771736*B00 - 0.0007294544342550185*B22;
+    const real t28 = t16 + t17;
+    const real t29 = B02 + B20;
+    const real t30 = B04 + B40;
+    const real t31 = 0.005799457131289577*B11;
+    const real t32 = 0.0010119375926735754*B00 + 0.005662489341875719*B22;
+    const real t33 = -B01 + B10;
+    const real t34 = -B03 + B30;
+    const real t35 = -B12 + B21;
+    const real t36 = 0.004006719454218546*B13;
+    const real t37 = 0.006982034806495261*B31;
+    const real t38 = 0.015339275082246298*B11;
+    const real t39 = 0.005353049000513775*B00 + 0.0027399695844383155*B22;
+    const real t40 = -t38 + t39;
+    const real t41 = 0.0011582942703046867*B02 - 0.0007904134993534899*B04 + 0.012662750581989408*B20 + 0.0003253297577502783*B40;
+    const real t42 = 0.0016736788512736458*B03;
+    const real t43 = 0.015157056284174452*B21;
+    const real t44 = 0.006407491363537855*B01;
+    const real t45 = 0.01281498272707571*B10 + 0.0027729096194338346*B12 + 0.005833043280424398*B30;
+    const real t46 = 0.01420821615845075*B00 - 0.016804917852628068*B22;
+    const real t47 = t38 + t39;
+    const real t48 = B01 + B10;
+    const real t49 = B03 + B30;
+    const real t50 = B12 + B21;
+    const real t51 = 0.0003182003567403405*B31;
+    const real t52 = 0.0020089739918136185*B13;
+    const real t53 = 0.0016855843244316568*B02 + 0.0010853344127522997*B04 + 6.132525693942934e-05*B20 - 4.184801062988571e-05*B40;
+    const real t54 = 8.861201183482188e-05*B30;
+    const real t55 = 0.0010177233824253602*B01 + 0.00167836921016125*B03 + 0.00022021527591196326*B21;
+    const real t56 = 0.004006719454218546*B31;
+    const real t57 = 0.006982034806495261*B13;
+    const real t58 = 0.012662750581989408*B02 + 0.0003253297577502783*B04 + 0.0011582942703046867*B20 - 0.0007904134993534899*B40;
+    const real t59 = 0.0016736788512736458*B30;
+    const real t60 = 0.01281498272707571*B01 + 0.005833043280424398*B03 + 0.0027729096194338346*B21;
+    const real t61 = 0.08262423584706224*B11;
+    const real t62 = 0.05766785988879488*B00 + 0.0027000338757646627*B22;
+    const real t63 = 0.107306091542219*B00 - 0.011609461354660976*B22;
+    const real E0 = t14 - t15 + t18 + t19;
+    const real O0 = t20 - t21 - t22 + t23;
+    const real E1 = -0.00012265051387885868*B02 + 3.066262846971467e-05*B04 + 0.001458908868510037*B20 + 0.0009393798797917471*B40 + t26;
+    const real O1 = 0.000880861103647853*B10 - 0.0004404305518239265*B12 + 0.0014526640345709464*B30;
+    const real E2 = -t14 + t15 + t19 + t28;
+    const real O2 = -t20 + t21 + t22 + t23;
+    const real g3 = t29;
+    const real g4 = t30;
+    const real g5 = t24;
+    const real E3 = 0.002393759769308001*g3 + 6.150016782048825e-05*g4 - 0.002639760440589954*g5 - t31 + t32;
+    const real g6 = t33;
+    const real g7 = t34;
+    const real g8 = t35;
+    const real O3 = 0.0024225376546610734*g6 + 0.0011026754611412886*g7 - 0.005730564038084939*g8;
+    const real E4 = t36 - t37 + t40 + t41;
+    const real O4 = t42 - t43 - t44 + t45;
+    const real E5 = -0.007104108079225375*B02 + 0.0017760270198063437*B04 + 0.033609835705256136*B20 + 0.0008634995720100315*B40 + t46;
+    const real O5 = 0.0340138946300751*B10 - 0.01700694731503755*B12 + 0.015482230740259265*B30;
+    const real E6 = -t36 + t37 + t41 + t47;
+    const real O6 = -t42 + t43 + t44 + t45;
+    const real g11 = t29;
+    const real g12 = t30;
+    const real g13 = t24;
+    const real E7 = 0.002393759769308001*g11 + 6.150016782048825e-05*g12 + 0.002639760440589954*g13 + t31 + t32;
+    const real g14 = t48;
+    const real g15 = t49;
+    const real g16 = t50;
+    const real O7 = 0.0024225376546610734*g14 + 0.0011026754611412886*g15 + 0.005730564038084939*g16;
+    const real E8 = t18 + t51 - t52 + t53;
+    const real O8 = 0.0003392411274751201*B10 + 0.0020176103376363702*B12 - t54 - t55;
+    const real E9 = t40 + t56 - t57 + t58;
+    const real O9 = 0.006407491363537855*B10 + 0.015157056284174452*B12 - t59 - t60;
+    const real g17 = t29;
+    const real g18 = t30;
+    const real g19 = t24;
+    const real E10 = 0.012478187979133684*g17 - 0.008515045337816692*g18 + 0.021581993372133082*g19 - t61 + t62;
+    const real g20 = t33;
+    const real g21 = t34;
+    const real g22 = t35;
+    const real O10 = 0.06902726168874967*g20 - 0.018030374368854876*g21 - 0.014936138582185059*g22;
+    const real E11 = -0.0536530457711095*B02 + 0.013413261442777375*B04 + 0.02321892270932195*B20 - 0.01584446234467324*B40 + t63;
+    const real O11 = 0.12844322081598353*B10 - 0.06422161040799176*B12 - 0.033550213347534934*B30;
+    const real g25 = t29;
+    const real g26 = t30;
+    const real g27 = t24;
+    const real E12 = 0.012478187979133684*g25 - 0.008515045337816692*g26 - 0.021581993372133082*g27 + t61 + t62;
+    const real g28 = t48;
+    const real g29 = t49;
+    const real g30 = t50;
+    const real O12 = 0.06902726168874967*g28 - 0.018030374368854876*g29 + 0.014936138582185059*g30;
+    const real E13 = t47 - t56 + t57 + t58;
+    const real O13 = 0.006407491363537855*B10 + 0.015157056284174452*B12 - t59 + t60;
+    const real E14 = t28 - t51 + t52 + t53;
+    const real O14 = 0.0003392411274751201*B10 + 0.0020176103376363702*B12 - t54 + t55;
+    const real E15 = 0.001458908868510037*B02 + 0.0009393798797917471*B04 - 0.00012265051387885868*B20 + 3.066262846971467e-05*B40 + t26;
+    const real O15 = -0.000880861103647853*B01 - 0.0014526640345709464*B03 + 0.0004404305518239265*B21;
+    const real E16 = 0.033609835705256136*B02 + 0.0008634995720100315*B04 - 0.007104108079225375*B20 + 0.0017760270198063437*B40 + t46;
+    const real O16 = -0.0340138946300751*B01 - 0.015482230740259265*B03 + 0.01700694731503755*B21;
+    const real E17 = 0.02321892270932195*B02 - 0.01584446234467324*B04 - 0.0536530457711095*B20 + 0.013413261442777375*B40 + t63;
+    const real O17 = -0.12844322081598353*B01 + 0.033550213347534934*B03 + 0.06422161040799176*B21;
+    const real g37 = t29;
+    const real g39 = t30;
+    const real fout0 = E0 + O0;
+    const real fout1 = E1 + O1;
+    const real fout2 = E2 + O2;
+    const real fout3 = E3 + O3;
+    const real fout4 = E4 + O4;
+    const real fout5 = E5 + O5;
+    const real fout6 = E6 + O6;
+    const real fout7 = E7 + O7;
+    const real fout8 = E8 + O8;
+    const real fout9 = E9 + O9;
+    const real fout10 = E10 + O10;
+    const real fout11 = E11 + O11;
+    const real fout12 = E12 + O12;
+    const real fout13 = E13 + O13;
+    const real fout14 = E14 + O14;
+    const real fout15 = E15 + O15;
+    const real fout16 = E16 + O16;
+    const real fout17 = E17 + O17;
+    const real fout18 = 0.2331506691323525*B00 + 0.058287667283088124*B22 - 0.11657533456617625*g37 + 0.029143833641544062*g39;
+    const real fout19 = E17 - O17;
+    const real fout20 = E16 - O16;
+    const real fout21 = E15 - O15;
+    const real fout22 = E14 - O14;
+    const real fout23 = E13 - O13;
+    const real fout24 = E12 - O12;
+    const real fout25 = E11 - O11;
+    const real fout26 = E10 - O10;
+    const real fout27 = E9 - O9;
+    const real fout28 = E8 - O8;
+    const real fout29 = E7 - O7;
+    const real fout30 = E6 - O6;
+    const real fout31 = E5 - O5;
+    const real fout32 = E4 - O4;
+    const real fout33 = E3 - O3;
+    const real fout34 = E2 - O2;
+    const real fout35 = E1 - O1;
+    const real fout36 = E0 - O0;
+
+    f[site + 0*SP] = fout0;
+    f[site + 1*SP] = fout1;
+    f[site + 2*SP] = fout2;
+    f[site + 3*SP] = fout3;
+    f[site + 4*SP] = fout4;
+    f[site + 5*SP] = fout5;
+    f[site + 6*SP] = fout6;
+    f[site + 7*SP] = fout7;
+    f[site + 8*SP] = fout8;
+    f[site + 9*SP] = fout9;
+    f[site + 10*SP] = fout10;
+    f[site + 11*SP] = fout11;
+    f[site + 12*SP] = fout12;
+    f[site + 13*SP] = fout13;
+    f[site + 14*SP] = fout14;
+    f[site + 15*SP] = fout15;
+    f[site + 16*SP] = fout16;
+    f[site + 17*SP] = fout17;
+    f[site + 18*SP] = fout18;
+    f[site + 19*SP] = fout19;
+    f[site + 20*SP] = fout20;
+    f[site + 21*SP] = fout21;
+    f[site + 22*SP] = fout22;
+    f[site + 23*SP] = fout23;
+    f[site + 24*SP] = fout24;
+    f[site + 25*SP] = fout25;
+    f[site + 26*SP] = fout26;
+    f[site + 27*SP] = fout27;
+    f[site + 28*SP] = fout28;
+    f[site + 29*SP] = fout29;
+    f[site + 30*SP] = fout30;
+    f[site + 31*SP] = fout31;
+    f[site + 32*SP] = fout32;
+    f[site + 33*SP] = fout33;
+    f[site + 34*SP] = fout34;
+    f[site + 35*SP] = fout35;
+    f[site + 36*SP] = fout36;
+
+}
+
+/* Fields of f: rho = sum f, u = sum xi f / rho, T = sum |xi - u|^2 f / (2 rho). */
+__kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __global real *restrict rho_o,
+                         __global real *restrict ux_o, __global real *restrict uy_o, __global real *restrict T_o)
+{
+    SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    SITE_OF_WORK_ITEM;
+    const ptrdiff_t i = x*LY + r + k*NR;
+    const real f0 = f[site + 0];
+    const real f1 = f[site + 1*SP];
+    const real f2 = f[site + 2*SP];
+    const real f3 = f[site + 3*SP];
+    const real f4 = f[site + 4*SP];
+    const real f5 = f[site + 5*SP];
+    const real f6 = f[site + 6*SP];
+    const real f7 = f[site + 7*SP];
+    const real f8 = f[site + 8*SP];
+    const real f9 = f[site + 9*SP];
+    const real f10 = f[site + 10*SP];
+    const real f11 = f[site + 11*SP];
+    const real f12 = f[site + 12*SP];
+    const real f13 = f[site + 13*SP];
+    const real f14 = f[site + 14*SP];
+    const real f15 = f[site + 15*SP];
+    const real f16 = f[site + 16*SP];
+    const real f17 = f[site + 17*SP];
+    const real f18 = f[site + 18*SP];
+    const real f19 = f[site + 19*SP];
+    const real f20 = f[site + 20*SP];
+    const real f21 = f[site + 21*SP];
+    const real f22 = f[site + 22*SP];
+    const real f23 = f[site + 23*SP];
+    const real f24 = f[site + 24*SP];
+    const real f25 = f[site + 25*SP];
+    const real f26 = f[site + 26*SP];
+    const real f27 = f[site + 27*SP];
+    const real f28 = f[site + 28*SP];
+    const real f29 = f[site + 29*SP];
+    const real f30 = f[site + 30*SP];
+    const real f31 = f[site + 31*SP];
+    const real f32 = f[site + 32*SP];
+    const real f33 = f[site + 33*SP];
+    const real f34 = f[site + 34*SP];
+    const real f35 = f[site + 35*SP];
+    const real f36 = f[site + 36*SP];
+
+    const real t0 = f1 + f35;
+    const real t1 = f0 + f2 + f34 + f36;
+    const real t2 = t0 + t1;
+    const real t3 = f21 + f28;
+    const real t4 = f14 + f22 + f8;
+    const real t5 = t3 + t4;
+    const real t6 = f29 + f31 + f32;
+    const real t7 = f3 + f33;
+    const real t8 = f30 + f4 + f6;
+    const real t9 = t6 + t7 + t8;
+    const real t10 = f15 + f16;
+    const real t11 = f17 + f19;
+    const real t12 = f18 + t10 + t11;
+    const real t13 = f20 + f27 + f7;
+    const real t14 = f13 + f23 + f9;
+    const real t15 = t13 + t14;
+    const real t16 = f11 + f5;
+    const real t17 = f25 + t16;
+    const real t18 = f10 + f24 + f26;
+    const real t19 = f12 + t18;
+    const real t20 = f1 - f35;
+    const real t21 = f0 - f36;
+    const real t22 = -f3 + f33;
+    const real t23 = f30 - f6;
+    const real t24 = -f25;
+    const real t25 = f14 - f22;
+    const real t26 = f13 - f23;
+    const real t27 = f10 - f26;
+    const real t28 = f11 + f12;
+    const real t29 = f17 - f19;
+    const real A00 = t12 + t15 + t17 + t19 + t2 + t5 + t9;
+    const real g1 = f2 - f34 + t20 + t21;
+    const real g2 = f4 + f5 + f7 - t22 - t23 - t6;
+    const real g3 = -f24 - f27 - f28 + f8 + f9 + t24 + t25 + t26 + t27 + t28;
+    const real A10 = 3.590939311179223*g1 + 2.393959540786149*g2 + 1.1969797703930745*g3;
+    const real g5 = -f12 - f2 + f24 - f32 + f34 + f4 + t21 + t23 + t27 + t29;
+    const real g7 = f16 + f29 + f9 - t13 - t22 - t26;
+    const real g8 = f15 + f8 - t25 - t3;
+    const real A01 = -1.1969797703930745*g5 - 2.393959540786149*g7 - 3.590939311179223*g8;
+    const real g9 = t2;
+    const real g10 = f5 + f7 + t9;
+    const real g11 = f25 + f27 + f28 + t14 + t18 + t28 + t4;
+    const real A20 = -f20 - f21 + 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t12;
+    const real g12 = f32 + t1 + t11 + t19 + t8;
+    const real g13 = f16 + f29 + t15 + t7;
+    const real g14 = f15 + t5;
+    const real A02 = -f18 - f31 + 0.43276057073025703*g12 + 4.731042282921028*g13 + 11.894845136572313*g14 - t0 - t17;
+    const real rho = A00;
+    const real inv_rho = (1.0/(rho));
+    const real ux = A10*inv_rho;
+    const real uy = A01*inv_rho;
+    const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
+    const real rho_out = rho;
+    const real ux_out = ux;
+    const real uy_out = uy;
+    const real T_out = T;
+
+    rho_o[i] = rho_out; ux_o[i] = ux_out; uy_o[i] = uy_out; T_o[i] = T_out;
+}
+
+/* Plain array plain[(p*LX + x)*LY + y] into the layout (interior; launch lbgen_halo next). */
+__kernel void lbgen_pack(__global real *restrict f, __global const real *restrict plain, int lx, int ly)
+{
+    SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    SITE_OF_WORK_ITEM;
+    const ptrdiff_t y = r + k*NR;
+    for (int p = 0; p < Q; ++p) f[site + p*SP] = (real)plain[((ptrdiff_t)p*LX + x)*LY + y];
+}
+
+/* The layout's interior into the plain array plain[(p*LX + x)*LY + y]. */
+__kernel void lbgen_unpack(__global const real *restrict f, __global real *restrict plain, int lx, int ly)
+{
+    SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    SITE_OF_WORK_ITEM;
+    const ptrdiff_t y = r + k*NR;
+    for (int p = 0; p < Q; ++p) plain[((ptrdiff_t)p*LX + x)*LY + y] = f[site + p*SP];
 }

@@ -1,0 +1,297 @@
+"""One kernel API on every backend (issue 12, part 2).
+
+The emitted C, OpenCL and CUDA sources offer the same entry points with the same arguments
+in the same order, carry the model tables under the prefix and state (and check) the
+lattice-size rules; the three emitted examples -- C built with gcc, OpenCL through
+pyopencl on the CPU, CUDA through the host shim -- start from the same state and print
+the same numbers, which are the NumPy reference's.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import FORCE, LX, LY, OPERATOR_PARAMS, example_reference
+from lbgen.backends import BackendUnavailable
+from lbgen.codegen import ENTRY_POINTS, KernelSpec, generate
+from lbgen.emit import emit
+from lbgen.model import velocity_set
+
+CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _need(condition, why):
+    if not condition:
+        if CI:
+            pytest.fail(f"required under CI=true: {why}")
+        pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def opencl_env():
+    """Environment for a standalone pyopencl script: the device lbgen's backend would use."""
+    try:
+        from lbgen.backends import opencl
+        device = opencl.select_device()
+        entry = next(e for e in opencl.devices() if e[3].int_ptr == device.int_ptr)
+    except (BackendUnavailable, ImportError) as e:
+        _need(False, f"OpenCL unavailable: {e}")
+    # select_device() has pointed the ICD loader at the pip-installed runtimes (OCL_ICD_VENDORS)
+    return dict(os.environ, PYOPENCL_CTX=f"{entry[0]}:{entry[1]}", PYTHONWARNINGS="ignore")
+
+
+@pytest.fixture(scope="module")
+def shim():
+    from lbgen.backends.cuda import shim as mod
+    ok, why = mod.available()
+    _need(ok, why)
+    return mod
+
+
+def _run(cmd, folder, env=None):
+    return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _examples(tmp_path, spec_kw, opencl_env, shim):
+    """{backend: (folder, argv prefix, env)} with each emitted example built."""
+    _need(shutil.which("make") and shutil.which("gcc"), "make and gcc build the emitted C example")
+    built = {}
+    for backend in ("c", "opencl", "cuda"):
+        folder = tmp_path / backend
+        emit(KernelSpec(backend=backend, **spec_kw), folder)
+        if backend == "c":
+            proc = _run(["make", "-s"], folder)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            built[backend] = (folder, ["./example"], None)
+        elif backend == "opencl":
+            built[backend] = (folder, [sys.executable, "example.py"], opencl_env)
+        else:
+            exe = shim.build_host_program(folder, ["example.cu", f"{spec_kw.get('prefix', 'lbgen')}_kernels.cu"])
+            built[backend] = (folder, [str(exe)], None)
+    return built
+
+
+@pytest.mark.parametrize("spec_kw", [dict(layout="caosoa", vl=8), dict(layout="soa", collision="regularized")],
+                         ids=["caosoa-vl8-bgk", "soa-regularized"])
+def test_the_three_emitted_examples_give_the_same_numbers(tmp_path, spec_kw, opencl_env, shim):
+    steps, lx, ly = 10, 12, 48
+    examples = _examples(tmp_path, spec_kw, opencl_env, shim)
+    expected = example_reference(lx, ly, steps, spec_kw.get("collision", "bgk"))
+    assert not np.allclose(expected[2], example_reference(lx, ly, 0, "bgk")[2])   # the state evolved
+    results = {}
+    for backend, (folder, argv, env) in examples.items():
+        proc = _run(argv + [str(steps), str(lx), str(ly)], folder, env)
+        assert proc.returncode == 0, f"{backend}: {proc.stdout}{proc.stderr}"
+        assert f"{steps} steps on {lx} x {ly}: mass " in proc.stdout, proc.stdout
+        data = np.loadtxt(folder / "example_fields.txt")
+        assert data.shape == (lx * ly, 6)
+        for column, field in zip(range(2, 6), expected):
+            err = np.abs(data[:, column].reshape(lx, ly) - field).max()
+            assert err <= 1e-12 * max(1.0, np.abs(field).max()), (backend, column, err)
+        results[backend] = data
+    for backend, data in results.items():
+        assert np.array_equal(data[:, :2], results["c"][:, :2])
+        assert np.abs(data - results["c"]).max() <= 1e-13, backend
+    # bad sizes are refused, naming the value and the rule, before anything is allocated
+    for backend, (folder, argv, env) in examples.items():
+        proc = _run(argv + ["1", str(lx), "20" if spec_kw.get("vl") else "0"], folder, env)
+        assert proc.returncode != 0, backend
+        rule = "ly=20 is not a multiple of VL=8" if spec_kw.get("vl") else "lattice 12 x 0: lx and ly must be >= 1"
+        assert rule in proc.stderr, (backend, proc.stderr)
+
+
+def _c_api(header):
+    block = re.search(r"BEGIN API.*?\*/(.*)/\* END API", header, re.S).group(1)
+    block = re.sub(r"/\*.*?\*/", "", block, flags=re.S)
+    return {m.group(1): m.group(2) for m in re.finditer(r"\blbgen_(\w+)\(([^)]*)\);", block)}
+
+
+def _names(params):
+    """Parameter names of a C parameter list, in order ('void' -> [])."""
+    out = []
+    for p in params.split(","):
+        p = p.strip()
+        if p and p != "void":
+            out.append(re.search(r"(\w+)$", p).group(1))
+    return out
+
+
+@pytest.mark.parametrize("walls", [False, True], ids=["periodic", "walls"])
+def test_every_backend_emits_the_same_entry_points_with_the_same_arguments(walls, shim):
+    spec = dict(layout="csoa", vl=8, collision="regularized", walls=walls)
+    c = generate(KernelSpec(backend="c", **spec))
+    ocl = generate(KernelSpec(backend="opencl", **spec))
+    cuda = generate(KernelSpec(backend="cuda", **spec))
+    expected = [n for n in ENTRY_POINTS if walls or n != "bc"]
+    assert [e.replace("lbgen_", "") for e in c.entry_points] == expected
+    assert c.entry_points == ocl.entry_points == cuda.entry_points
+
+    c_api = _c_api(c.files["lbgen_kernels.h"])
+    cl_kernels = {m.group(1): m.group(2) for m in
+                  re.finditer(r"__kernel void lbgen_(\w+)\(([^)]*)\)", ocl.text)}
+    cu_kernels = {name[len("lbgen_"):]: ", ".join(f"{t} {n}" for t, n in params)
+                  for name, params in shim.kernels_of(cuda.text)}
+    wrappers = {m.group(1): m.group(2) for m in
+                re.finditer(r"cudaError_t lbgen_launch_(\w+)\(([^)]*)\);", cuda.files["lbgen_kernels.cuh"])}
+    assert sorted(cl_kernels) == sorted(cu_kernels) == sorted(wrappers) == sorted(expected)
+    for name in expected:
+        want = _names(c_api[name])
+        assert _names(cl_kernels[name]) == want, name
+        assert _names(cu_kernels[name]) == want, name
+        assert _names(wrappers[name]) == want + ["stream"], name
+    for text in (c.files["lbgen_kernels.h"], cuda.files["lbgen_kernels.cuh"]):
+        assert "int lbgen_check(int lx, int ly, char *message, size_t size);" in text
+    assert "lbgen_halo_rows" not in cuda.text and "phase" not in ocl.text
+
+
+def _table(text, name):
+    m = re.search(rf"\blbgen_{name}\[(\d+)\] = \{{([^}}]*)\}}", text)
+    return int(m.group(1)), [float(v.strip().rstrip("f")) for v in m.group(2).split(",")]
+
+
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_every_source_carries_the_model_tables(precision):
+    vs = velocity_set("d2q37")
+    e = np.asarray(vs.velocities)
+    for backend in ("c", "opencl", "cuda"):
+        src = generate(KernelSpec(backend=backend, layout="aos", precision=precision))
+        text = src.text
+        header = "".join(src.files.values())
+        for name, want in (("cx", e[:, 0]), ("cy", e[:, 1]), ("opposite", vs.opposite)):
+            q, values = _table(text, name)
+            assert q == vs.Q and values == [float(v) for v in want], (backend, name)
+        q, w = _table(text, "w")
+        assert q == vs.Q
+        np.testing.assert_allclose(w, [float(x) for x in vs.weights], rtol=1e-16, atol=0)
+        assert f"#define LBGEN_Q    {vs.Q}" in header
+        r = float(re.search(r"#define LBGEN_R\s+(\S+)", header).group(1))
+        assert r == float(vs.r), backend
+
+
+def test_c_tables_and_size_checks_through_the_library(program):
+    prog = program("caosoa", 8)
+    lib, ffi = prog.lib, prog.ffi
+    vs = velocity_set("d2q37")
+    assert [(lib.lbgen_cx[i], lib.lbgen_cy[i]) for i in range(vs.Q)] == [tuple(v) for v in vs.velocities]
+    assert list(lib.lbgen_opposite) == list(vs.opposite)
+    assert list(lib.lbgen_w) == [float(w) for w in vs.weights]
+    message = ffi.new("char[200]")
+    assert lib.lbgen_check(LX, LY, message, 200) == 0 and ffi.string(message) == b""
+    cases = {(12, 20): (2, "ly=20 is not a multiple of VL=8"),
+             (12, 16): (3, "ly=16 gives LY/VL = 2 cluster rows; the 3-row halo needs LY/VL >= 3 (ly >= 24)"),
+             (0, 48): (1, "lattice 0 x 48: lx and ly must be >= 1")}
+    for (lx, ly), (code, text) in cases.items():
+        assert lib.lbgen_check(lx, ly, message, 200) == code
+        assert ffi.string(message).decode() == text
+        assert lib.lbgen_alloc(lx, ly) == ffi.NULL
+    assert lib.lbgen_check(12, 20, ffi.NULL, 0) == 2          # no message wanted
+    assert lib.lbgen_check(12, 20, message, 8) == 2 and len(ffi.string(message)) == 7   # truncated
+
+
+def test_walls_and_compile_time_sizes_are_checked_too(tmp_path):
+    _need(shutil.which("make") and shutil.which("gcc"), "make and gcc build the emitted C example")
+    from lbgen.backends import c as cbackend
+    emit(KernelSpec(layout="aos", walls=True), tmp_path)
+    assert "LBGEN_ERR_WALLS (4): walls: LY >= 8" in (tmp_path / "lbgen_kernels.h").read_text()
+    proc = _run(["make", "-s"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    proc = _run(["./example", "1", "4", "6"], tmp_path)
+    assert proc.returncode == 2 and "ly=6 is too small for walls: they need ly >= 8" in proc.stderr
+    fixed = generate(KernelSpec(layout="aos", lx=LX, ly=LY))
+    assert f"LBGEN_ERR_COMPILED (5): LX = {LX}, LY = {LY}" in fixed.files["lbgen_kernels.h"]
+    prog = cbackend.compile(fixed, LX, LY)
+    message = prog.ffi.new("char[100]")
+    assert prog.lib.lbgen_check(LX, LY, message, 100) == 0
+    assert prog.lib.lbgen_check(LX, 2 * LY, message, 100) == 5
+    assert prog.ffi.string(message).decode() == f"lattice {LX} x {2 * LY}: these kernels were generated for {LX} x {LY}"
+
+
+def test_gpu_pack_unpack_and_one_launch_halo(shim, opencl_env):
+    """The OpenCL and CUDA pack/unpack kernels against the NumPy layout (halo via <prefix>_halo)."""
+    import pyopencl as cl
+
+    from lbgen.backends import opencl
+    plain = np.random.default_rng(8).standard_normal((velocity_set("d2q37").Q, LX, LY))
+    back = np.empty_like(plain)
+    # CUDA through the shim
+    prog = shim.compile(generate(KernelSpec(backend="cuda", layout="csoa", vl=8)), LX, LY)
+    f = prog.allocate()
+    blocks, threads = prog.geometry("pack")
+    p_f, p_plain, p_back = (prog.ffi.cast("double *", a.ctypes.data) for a in (f, plain, back))
+    prog.lib.lbgen_pack__launch(blocks, threads, p_f, p_plain, LX, LY)
+    prog.halo(f)
+    assert np.array_equal(prog.download(f), prog.layout.pack(plain))
+    prog.lib.lbgen_unpack__launch(blocks, threads, p_f, p_back, LX, LY)
+    assert np.array_equal(back, plain)
+    # OpenCL
+    ocl = opencl.compile(generate(KernelSpec(backend="opencl", layout="caosoa", vl=32)), LX, LY)
+    f = ocl.allocate()
+    mf = cl.mem_flags
+    d_plain = cl.Buffer(ocl.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=plain)
+    sites = ((LX * LY + 63) // 64 * 64,)
+    cl.Kernel(ocl.program, "lbgen_pack")(ocl.queue, sites, (64,), f, d_plain, np.int32(LX), np.int32(LY))
+    ocl.halo(f)
+    assert np.array_equal(ocl.download(f), ocl.layout.pack(plain))
+    d_back = cl.Buffer(ocl.context, mf.READ_WRITE, size=plain.nbytes)
+    cl.Kernel(ocl.program, "lbgen_unpack")(ocl.queue, sites, (64,), f, d_back, np.int32(LX), np.int32(LY))
+    cl.enqueue_copy(ocl.queue, back, d_back, is_blocking=True)
+    assert np.array_equal(back, plain)
+
+
+def test_cuda_launch_wrappers_run_an_unfused_step_through_the_shim(shim, initial_state, reference_run):
+    """pack, halo, propagate, collide and unpack through the host wrappers of the emitted .cu."""
+    from cffi import FFI
+    prog = shim.compile(generate(KernelSpec(backend="cuda", layout="caosoa", vl=8)), LX, LY)
+    ffi = FFI()
+    ffi.cdef("""
+        int lbgen_launch_halo(double *f, int lx, int ly, void *stream);
+        int lbgen_launch_propagate(const double *prv, double *nxt, int lx, int ly, void *stream);
+        int lbgen_launch_collide(const double *in, double *out_f, int lx, int ly, double tau, double ax, double ay,
+                                 void *stream);
+        int lbgen_launch_pack(double *f, const double *plain, int lx, int ly, void *stream);
+        int lbgen_launch_unpack(const double *f, double *plain, int lx, int ly, void *stream);
+    """)
+    lib = ffi.dlopen(str(prog.library_path))
+    ptr = lambda a: ffi.cast("double *", a.ctypes.data)   # noqa: E731
+    a, b = prog.allocate(), prog.allocate()
+    plain = np.ascontiguousarray(initial_state)
+    assert lib.lbgen_launch_pack(ptr(a), ptr(plain), LX, LY, ffi.NULL) == 0
+    assert np.array_equal(prog.download(a), prog.layout.pack(plain))          # halo refreshed too
+    for _ in range(5):
+        assert lib.lbgen_launch_halo(ptr(a), LX, LY, ffi.NULL) == 0
+        assert lib.lbgen_launch_propagate(ptr(a), ptr(b), LX, LY, ffi.NULL) == 0
+        assert lib.lbgen_launch_collide(ptr(b), ptr(a), LX, LY, OPERATOR_PARAMS["bgk"]["tau"], *FORCE, ffi.NULL) == 0
+    out = np.empty_like(plain)
+    assert lib.lbgen_launch_unpack(ptr(a), ptr(out), LX, LY, ffi.NULL) == 0
+    want = reference_run("bgk", 5)
+    assert np.abs(out - want).max() <= 1e-12 * np.abs(want).max()
+    # sizes the kernels cannot run: cudaErrorInvalidValue (1), nothing launched
+    before = prog.download(a)
+    assert lib.lbgen_launch_halo(ptr(a), LX, LY - 4, ffi.NULL) == 1
+    assert np.array_equal(prog.download(a), before)
+
+
+def test_c_makefile_defaults_to_gcc_but_takes_cc(tmp_path):
+    _need(shutil.which("make"), "make reads the emitted Makefile")
+    emit(KernelSpec(layout="soa"), tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "CC"}
+    dry = _run(["make", "-n", "example"], tmp_path, env).stdout
+    assert dry.startswith("gcc "), dry
+    assert _run(["make", "-n", "example", "CC=clang"], tmp_path, env).stdout.startswith("clang ")
+    assert _run(["make", "-n", "example"], tmp_path, dict(env, CC="icx")).stdout.startswith("icx ")
+
+
+def test_header_comment_names_no_wall_argument():
+    periodic = generate(KernelSpec(layout="soa")).files["lbgen_kernels.h"]
+    walls = generate(KernelSpec(layout="soa", walls=True)).files["lbgen_kernels.h"]
+    fixed = "; fixed when generated, not an argument"
+    assert "wall rows here: none (periodic box: generated without walls)" + fixed in periodic
+    assert "wall rows here: the 3 rows next to each wall" + fixed in walls
+    collide = re.search(r"void lbgen_collide\(([^)]*)\)", periodic).group(1)
+    assert "wall" not in collide
