@@ -27,6 +27,34 @@ def find_compiler(env_var: str, default: str, who: str) -> str:
 
 
 @lru_cache(maxsize=None)
+def native_target(cmd: str = "") -> str:
+    """What ``-march=native`` means on this machine: gcc's resolved -march and a digest of
+    every target option it enables, so a cache shared by two CPU kinds (an NFS home) keeps
+    their libraries apart."""
+    import hashlib
+    import os
+    import re
+    import subprocess
+    cmd = cmd or os.environ.get("CC", "gcc")
+    try:
+        out = subprocess.run([cmd, "-march=native", "-Q", "--help=target"], capture_output=True, text=True,
+                             timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    march = re.search(r"^\s*-march=\s*(\S+)", out, re.M)
+    return f"{march.group(1) if march else 'unknown'}-{hashlib.sha256(out.encode()).hexdigest()[:16]}"
+
+
+def _resolve_native(parts):
+    """Key parts with every "-march=native" replaced by the CPU it resolves to here."""
+    if isinstance(parts, (tuple, list)):
+        return type(parts)(_resolve_native(p) for p in parts)
+    if isinstance(parts, str) and parts == "-march=native":
+        return f"-march=native={native_target()}"
+    return parts
+
+
+@lru_cache(maxsize=None)
 def compiler_version(cmd: str) -> str:
     """First line of `cmd --version` (part of every compile cache key)."""
     import subprocess
@@ -40,23 +68,37 @@ def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: 
 
     ``files`` (name -> text) are written to the entry's folder; ``command(folder, output)``
     gives the compiler command line.  A file lock makes concurrent processes build once;
-    the library appears atomically (rename).  On failure: CompileError naming the source
+    the library appears atomically (rename) with its SHA-256 recorded beside it, checked
+    before every use: a damaged library is rebuilt.  "-march=native" in the key stands for
+    the CPU it resolves to (native_target).  On failure: CompileError naming the source
     file and carrying the compiler's log (also kept in build.log).
     """
     import subprocess
 
     from filelock import FileLock
 
-    from ..cache import atomic_write_bytes, cache_dir, digest
-    key = digest(*key_parts)
+    from ..cache import atomic_write_bytes, cache_dir, digest, file_digest
+    key = digest(*_resolve_native(key_parts))
     directory = cache_dir(kind) / key
     lib = directory / library
-    if lib.exists():
+    recorded = directory / f"{library}.sha256"
+
+    def intact() -> bool:          # a truncated or corrupted library would SIGBUS/SIGILL on load
+        try:
+            return lib.exists() and recorded.read_text().strip() == file_digest(lib)
+        except OSError:
+            return False
+    if intact():
         return lib
     directory.mkdir(parents=True, exist_ok=True)
     with FileLock(str(directory) + ".lock"):
-        if lib.exists():
+        if intact():
             return lib
+        if lib.exists():
+            import sys
+            print(f"lbgen: warning: cached library {lib} failed its checksum (damaged); rebuilding it",
+                  file=sys.stderr)
+            lib.unlink()
         for name, text in files.items():
             (directory / name).write_text(text)
         tmp = directory / f"{library}.{key}.tmp"
@@ -69,8 +111,26 @@ def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: 
                 tmp.unlink()
             raise CompileError(f"{what} failed to compile {directory / main_file}\n"
                                f"(log also in {directory / 'build.log'})\n{log}")
+        atomic_write_bytes(recorded, file_digest(tmp).encode())
         tmp.replace(lib)
     return lib
+
+
+#: every library loaded stays loaded for the life of the process: unloading one whose
+#: OpenMP threads exist (libgomp goes with it when no other library holds it) crashes the
+#: process later, at its next fork or parallel region
+_LOADED: dict = {}
+
+
+def load_library(path, declarations: str):
+    """(ffi, lib) of a compiled library (cffi ABI mode), loaded once per process and path."""
+    from cffi import FFI
+    key = str(path)
+    if key not in _LOADED:
+        ffi = FFI()
+        ffi.cdef(declarations)
+        _LOADED[key] = (ffi, ffi.dlopen(key))
+    return _LOADED[key]
 
 
 def aligned_zeros(n: int, dtype, align: int = 64) -> np.ndarray:
@@ -142,6 +202,12 @@ class Program(abc.ABC):
            adiabatic=(False, False), ax: float = 0.0, ay: float = 0.0) -> None:
         """Thermal walls after propagate(prv -> nxt); only for specs generated with walls."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no bc kernel yet")
+
+    def diagnostics(self, f: Any) -> np.ndarray:
+        """Per-row reductions over x of the state in f: an (LY, ND) float64 array whose
+        columns are ``lbgen.diagnostics.ROW_QUANTITIES`` (the generated diagnostics kernel;
+        only LY x ND numbers leave the device)."""
+        raise NotImplementedError(f"the {self.spec.backend} backend has no diagnostics kernel")
 
     def init_equilibrium(self, f: Any, rho, ux, uy, T) -> None:
         """Populations at the equilibrium of (LX, LY) fields.  Backends with a generated

@@ -1,7 +1,8 @@
 """The on-disk cache: the one deliberate piece of shared state, keyed and locked.
 
 Used for sympy derivations (pickled assignment lists) and compiled kernels.  Location:
-``$LBGEN_CACHE_DIR`` or the user cache dir (platformdirs).  Entries are written to a
+``$LBGEN_CACHE_DIR`` or the user cache dir (platformdirs); when that cannot be written, a
+private folder in the system's temporary folder (with a warning).  Entries are written to a
 temporary file and renamed, under a file lock, so concurrent processes never see a
 half-written entry.
 """
@@ -11,19 +12,63 @@ import contextlib
 import hashlib
 import os
 import pickle
+import sys
 import tempfile
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import platformdirs
 from filelock import FileLock
 
 
+def _usable(folder: Path) -> Optional[str]:
+    """None when `folder` can be created and written, else the reason."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
+            pass
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
+@lru_cache(maxsize=None)
+def _root(configured: str) -> Path:
+    """The configured cache folder, or -- when it cannot be written (HOME=/, a read-only
+    home, a full disk) -- a private folder under the system's temporary folder, with a warning."""
+    folder = Path(configured)
+    reason = _usable(folder)
+    if reason is None:
+        return folder
+    fallback = Path(tempfile.gettempdir()) / f"lbgen-cache-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
+    second = _usable(fallback)
+    if second is not None:
+        raise CacheError(f"no usable cache folder: {folder} ({reason}) and {fallback} ({second}); "
+                         f"set LBGEN_CACHE_DIR to a writable folder")
+    print(f"lbgen: warning: the cache folder {folder} is not writable ({reason}); using {fallback} "
+          f"(set LBGEN_CACHE_DIR to choose another)", file=sys.stderr)
+    return fallback
+
+
+class CacheError(OSError):
+    """Neither the cache folder nor its fallback can be written."""
+
+
 def cache_dir(kind: str = "") -> Path:
-    root = Path(os.environ.get("LBGEN_CACHE_DIR") or platformdirs.user_cache_dir("lbgen"))
+    root = _root(os.environ.get("LBGEN_CACHE_DIR") or platformdirs.user_cache_dir("lbgen"))
     path = root / kind if kind else root
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes (recorded beside each cached library, checked before loading)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def digest(*parts: Any) -> str:

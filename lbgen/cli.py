@@ -126,6 +126,8 @@ def _schema_options(fn):
         if opt.kind == "choice":
             help_text = f"{help_text} One of: {', '.join(opt.choices)}."
         attrs = dict(default=None, help=help_text)
+        if opt.kind == "clim":
+            attrs["multiple"] = True       # --clim T=0.95,1.05 --clim vorticity=-0.01,0.01
         if kind is not None:
             attrs["type"] = kind
         fn = click.option(decl, opt.key, **attrs)(fn)
@@ -154,10 +156,12 @@ def _config_file(path) -> dict:
 @_schema_options
 @click.option("--resume", type=click.Path(file_okay=False), default=None,
               help="Continue the run in this folder from its newest checkpoint (up to --steps if given).")
+@click.option("--overwrite", is_flag=True, default=False,
+              help="Replace the run already in --out (otherwise a new run into it is refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.pass_context
 @friendly
-def run(ctx, setup, config, resume, progress, **given):
+def run(ctx, setup, config, resume, overwrite, progress, **given):
     """Simulate.  SETUP: shear-wave (default), uniform-noise or rayleigh-taylor; or --init FILE.npz.
 
     \b
@@ -174,8 +178,10 @@ def run(ctx, setup, config, resume, progress, **given):
     root = comm is None or comm.rank == 0
     show_progress = progress and sys.stderr.isatty() and root
     echo = (lambda m: click.echo(m, err=True)) if root else (lambda m: None)  # noqa: E731
-    given = {k: v for k, v in given.items() if v is not None}
+    given = {k: v for k, v in given.items() if v is not None and v != ()}
     if resume:
+        if overwrite:
+            raise UserError("--overwrite replaces the run in --out; it cannot be combined with --resume")
         if setup or config:
             raise UserError("--resume continues the run in its folder: give no SETUP and no --config")
         runner = Run.resume(resume, echo=echo, comm=comm, overrides=given)
@@ -185,7 +191,7 @@ def run(ctx, setup, config, resume, progress, **given):
     layers = [(f"--config {config}", _config_file(config))] if config else []
     layers.append(("command line", given))
     cfg = RunConfig.build(setup, *layers)
-    runner = Run(cfg, echo=echo, comm=comm)
+    runner = Run(cfg, echo=echo, comm=comm, overwrite=overwrite)
     spec = runner.sim.spec
     regions = runner.sim.region_table()
     where = ", ".join((f"rank {d['rank']} " if "rank" in d else "") + f"{d['backend']} {d['layout']} "
@@ -206,7 +212,8 @@ def _report(runner, result, save):
     out = sim.fields()                     # collective with MPI: rank 0 gets the fields
     if not runner.root:
         return
-    click.echo(f"done: {result['steps_run']} steps in {result['seconds']:.3f} s, {result['mlups']:.2f} MLUPS; "
+    speed = f"{result['mlups']:.2f} MLUPS" if result["mlups"] is not None else "no steps timed"
+    click.echo(f"done: {result['steps_run']} steps in {result['seconds']:.3f} s, {speed}; "
                f"step {result['steps']}, total mass {float(out['rho'].sum()):.12g}")
     if runner.cfg.out:
         click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
@@ -229,9 +236,9 @@ def _parse_layouts(text):
               help="Comma list of aos, soa, csoa-vlN, caosoa-vlN.")
 @click.option("--collision", "collisions", default="bgk,regularized", show_default=True)
 @click.option("--precision", "precisions", default="double", show_default=True, help="double, single or both: double,single")
-@click.option("--steps", type=int, default=20, show_default=True)
-@click.option("--lx", type=int, default=6, show_default=True)
-@click.option("--ly", type=int, default=96, show_default=True)
+@click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--lx", type=click.IntRange(min=1), default=6, show_default=True)
+@click.option("--ly", type=click.IntRange(min=1), default=96, show_default=True)
 @click.option("--walls", is_flag=True, help="Check the bc kernel too (thermal walls, unfused steps).")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
               help="With --walls: the scheme of the bc kernel checked (lbgen or reference).")
@@ -266,7 +273,8 @@ def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, wall
 
 from .cli_bench import bench, tune  # noqa: E402
 from .cli_model import model  # noqa: E402
-for _command in (bench, tune, model):
+from .cli_output import movie, plot  # noqa: E402
+for _command in (bench, tune, model, movie, plot):
     main.add_command(_command)
 
 

@@ -8,6 +8,7 @@ import click
 
 from .cli_common import UserError, friendly, velocity_set_option
 from .model.velocity_set import DEFAULT_VELOCITY_SET
+from .limits import max_threads
 from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
 
@@ -57,17 +58,17 @@ def _emit_json(data, output, to_stdout):
               help="double, single, mixed (float storage, double arithmetic; C), both (double,single) or all.")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME,
               show_default=True, help="Scheme of the timed bc kernel.")
-@click.option("--lx", type=int, default=1024, show_default=True)
-@click.option("--ly", type=int, default=4096, show_default=True)
-@click.option("--threads", type=int, default=0, show_default=True, help="OpenMP threads (0: all cores).")
-@click.option("--repeat", type=int, default=5, show_default=True, help="Timed samples per kernel.")
-@click.option("--warmup", type=int, default=1, show_default=True, help="Untimed calls before timing.")
+@click.option("--lx", type=click.IntRange(min=1), default=1024, show_default=True)
+@click.option("--ly", type=click.IntRange(min=1), default=4096, show_default=True)
+@click.option("--threads", type=click.IntRange(0, max_threads()), default=0, show_default=True, help="OpenMP threads (0: all cores).")
+@click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Timed samples per kernel.")
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Untimed calls before timing.")
 @click.option("--vls", default="4,8,16,32", show_default=True, help="VL sweep of --paper-table.")
 @click.option("--paper-table", is_flag=True,
               help="Propagate and collide for AoS/SoA/CSoA/CAoSoA at each layout's best VL, next to the "
                    "paper's Haswell column (Table 2), scaled to 2160 x 8192.")
 @click.option("--no-limits", is_flag=True, help="Skip the bandwidth/peak micro-benchmarks (no fractions).")
-@click.option("--limit-mb", type=int, default=None,
+@click.option("--limit-mb", type=click.IntRange(min=1), default=None,
               help="Buffer size (MiB, each of two) of the copy benchmark; default: lattice size in [256, 1024].")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON instead of the table.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="Also write the JSON report here.")
@@ -147,16 +148,16 @@ def bench(backends, layouts, kernels, collisions, precisions, wall_scheme, lx, l
 
 @click.command()
 @click.option("--backend", default="c", show_default=True, type=click.Choice(["c", "opencl", "cuda"]))
-@click.option("--lx", type=int, default=1024, show_default=True)
-@click.option("--ly", type=int, default=4096, show_default=True)
+@click.option("--lx", type=click.IntRange(min=1), default=1024, show_default=True)
+@click.option("--ly", type=click.IntRange(min=1), default=4096, show_default=True)
 @click.option("--precision", default="double", show_default=True, type=click.Choice(["double", "single", "mixed"]))
 @click.option("--collision", default="bgk", show_default=True)
 @click.option("--walls", is_flag=True, help="Tune the unfused step with thermal walls (propagate, bc, collide).")
-@click.option("--threads", type=int, default=0, show_default=True, help="OpenMP threads (0: all).")
+@click.option("--threads", type=click.IntRange(0, max_threads()), default=0, show_default=True, help="OpenMP threads (0: all).")
 @click.option("--layouts", default=None, help="Restrict to these layout names (comma list: caosoa,csoa,soa,aos).")
 @click.option("--vls", default="4,8,16,32", show_default=True, help="Cluster lengths to try.")
 @click.option("--thread-counts", default=None, help="Also try these thread counts (comma list), e.g. 1,2.")
-@click.option("--samples", type=int, default=3, show_default=True, help="Timed samples per candidate.")
+@click.option("--samples", type=click.IntRange(min=1), default=3, show_default=True, help="Timed samples per candidate.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored entry as JSON.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @friendly

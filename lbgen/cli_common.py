@@ -18,7 +18,9 @@ def friendly(fn):
 
     from .backends.base import BackendUnavailable, CompileError
     from .codegen import SpecError
+    from .paths import describe_os_error
     from .runner import SimulationError
+    from .stopping import RunInterrupted
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -32,6 +34,11 @@ def friendly(fn):
                 raise UserError(str(e)) from None
             if isinstance(e, CompileError):
                 raise click.ClickException(str(e)) from None
+            if isinstance(e, RunInterrupted):     # Ctrl-C / SIGTERM: what was kept, how to resume
+                click.echo(str(e), err=True)
+                sys.exit(e.exit_code)
+            if isinstance(e, OSError):            # read-only folders, HOME=/, a full disk: no traceback
+                raise UserError(describe_os_error(e, "a file")) from None
             raise
     return wrapper
 

@@ -12,8 +12,8 @@ from .cli_common import UserError, friendly, vl_option
 
 # --- model -------------------------------------------------------------------------------
 @click.command()
-@click.option("--lx", type=int, default=256, show_default=True)
-@click.option("--ly", type=int, default=1024, show_default=True)
+@click.option("--lx", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--ly", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--hetero", type=click.Choice(["opencl", "cuda"]), default="opencl", show_default=True,
               help="The device backend; the host backend is --backend.")
 @click.option("--backend", default="c", show_default=True)
@@ -23,16 +23,16 @@ from .cli_common import UserError, friendly, vl_option
 @click.option("--vl", default=None)
 @click.option("--walls", is_flag=True, help="Model the walled step (propagate, bc, collide).")
 @click.option("--device", default=None, help="OpenCL device ('P:D' or a name).")
-@click.option("--steps", type=int, default=5, show_default=True, help="Steps per micro-benchmark.")
-@click.option("--measure", "measure_points", type=int, default=0,
+@click.option("--steps", type=click.IntRange(min=1), default=5, show_default=True, help="Steps per micro-benchmark.")
+@click.option("--measure", "measure_points", type=click.IntRange(min=0), default=0,
               help="Also run the full lattice at this many splits and show measured MLUPS beside the model.")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="PNG of MLUPS against 2M/LX (paper Fig. 8).")
-@click.option("--ranks", type=int, default=0,
+@click.option("--ranks", type=click.IntRange(min=1), default=None,
               help="Multi-rank model instead: predicted step time and MLUPS for N = 1..RANKS MPI ranks "
                    "(measured beside it when run under mpiexec).")
-@click.option("--latency", type=float, default=None, help="With --ranks: message latency L [s] (default: "
+@click.option("--latency", type=click.FloatRange(min=0), default=None, help="With --ranks: message latency L [s] (default: "
               "measured by a ring shift under mpiexec, else 1e-6).")
-@click.option("--bandwidth", type=float, default=None, help="With --ranks: bandwidth B [bytes/s] (default: "
+@click.option("--bandwidth", type=click.FloatRange(min=0, min_open=True), default=None, help="With --ranks: bandwidth B [bytes/s] (default: "
               "measured under mpiexec, else 5e9).")
 @click.option("--no-overlap", is_flag=True, help="With --ranks: model communication not hidden behind the bulk.")
 @click.option("--json", "as_json", is_flag=True)
@@ -51,7 +51,7 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
     from . import perfmodel
     from .config import RunConfig
     from .driver import make_simulation
-    if ranks:
+    if ranks is not None:
         return _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps, ranks, latency,
                             bandwidth, not no_overlap, as_json)
     cfg = RunConfig(setup="uniform-noise", lx=lx, ly=ly, collision=collision, precision=precision, backend=backend,

@@ -19,6 +19,7 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
 from . import __version__
+from .diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
 from .layouts import CLUSTERED, LAYOUTS, Layout, LayoutError, make_layout, tag as layout_tag
 from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assignments, velocity_set
 from .model.operators import OPERATOR_RECORDS
@@ -109,6 +110,9 @@ def print_assignments(asg: AssignmentList, precision: str, declare: str = "const
     return [f"{declare} {sym} = {printer.doprint(expr.xreplace(rename))};" for sym, expr in asg.assignments]
 
 
+#: the largest GPU block / work-group size (CUDA and common OpenCL devices)
+MAX_BLOCK_SIZE = 1024
+
 @dataclass(frozen=True)
 class KernelSpec:
     """Everything that determines the emitted code."""
@@ -148,6 +152,10 @@ class KernelSpec:
         if self.precision == "mixed" and self.backend != "c":
             raise SpecError(f"precision 'mixed' (float storage, double arithmetic) is available on the C backend "
                             f"only, not {self.backend!r}; use double or single there")
+        if isinstance(self.block_size, bool) or not isinstance(self.block_size, int) or \
+                not 0 <= self.block_size <= MAX_BLOCK_SIZE:
+            raise SpecError(f"block size {self.block_size!r}: allowed 0 (the backend's default) or 1 to "
+                            f"{MAX_BLOCK_SIZE} (GPU work-group / block size)")
         if self.wall_scheme not in SCHEMES:
             raise SpecError(f"unknown wall scheme {self.wall_scheme!r}; choose one of {', '.join(SCHEMES)}")
         if self.wall_scheme != DEFAULT_SCHEME and not self.walls:
@@ -307,6 +315,7 @@ def template_context(spec: KernelSpec) -> dict:
         "align": min(64, vl * real_bytes) if clustered else real_bytes,
         "block_size": spec.block_size,
         "walls": wall_context(spec) if spec.walls else None,
+        "diag": {"ND": ND, "quantities": ROW_QUANTITIES, "index": ROW_INDEX},
         "cx": [int(e[0]) for e in vs.velocities],
         "cy": [int(e[1]) for e in vs.velocities],
         "opposite": list(vs.opposite),

@@ -68,6 +68,9 @@ class RunConfig:
     host_columns: Optional[int] = None
     device: Optional[str] = None
     velocity_set: str = OPTIONS["velocity_set"].default
+    series_every: int = OPTIONS["series_every"].default
+    dpi: Optional[float] = None
+    clim: Optional[Dict[str, list]] = None     # {picture quantity: [lo, hi]} over the physical colour limits
 
     def __post_init__(self):
         for f in dataclasses.fields(self):

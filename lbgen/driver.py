@@ -18,8 +18,13 @@ from . import __version__
 from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, prune_checkpoints, read_checkpoint, write_checkpoint
 from .config import RunConfig
 from .model.velocity_set import velocity_set as get_velocity_set
+from .limits import check_run_memory, check_threads, resolve_threads
+from .paths import writable_file
+from .runfolder import RunFolder, RunFolderError, resume_command, write_failure
 from .runner import Simulation, SimulationError, Walls, load_fields
 from .setups import SETUPS
+from .stopping import RunInterrupted, StopSignals
+
 
 def _initial_fields(cfg: RunConfig):
     if cfg.init:
@@ -114,11 +119,15 @@ class Run:
     resume and scatters it, and shows the progress bar.  Everything else is the same.
     """
 
-    def __init__(self, cfg: RunConfig, echo: Callable[[str], None] = print, comm=None):
+    def __init__(self, cfg: RunConfig, echo: Callable[[str], None] = print, comm=None, resume: bool = False,
+                 overwrite: bool = False):
+        """`resume`: the run folder holds this run (Run.resume); `overwrite`: a run already in
+        cfg.out may be replaced (otherwise a new run into it is refused before any work)."""
         self.cfg = cfg
         self.comm = comm
         self.root = comm is None or comm.rank == 0
         self.echo = echo if self.root else (lambda message: None)
+        self.folder: Optional[RunFolder] = None
         if comm is not None:
             from .mpi import check_same_config, collective
             check_same_config(comm, cfg.to_json())
@@ -130,6 +139,28 @@ class Run:
             self._validate(cfg)
         from .mpi import root_call
 
+        def claim():          # before anything is allocated or compiled
+            check_run_memory(cfg.lx, cfg.ly, cfg.precision, cfg.init)
+            if cfg.save:
+                writable_file(cfg.save, "--save")     # created and checked before the run, not after
+            if cfg.out:
+                self.folder = RunFolder.claim(cfg.out, resume=resume, overwrite=overwrite, echo=self.echo)
+        root_call(comm, claim)
+        try:
+            self._build(cfg, comm)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Release the run folder (execute() does at its end; a later execute() takes it again)."""
+        if self.folder is not None:
+            self.folder.release()
+
+    def _build(self, cfg: RunConfig, comm) -> None:
+        from .mpi import root_call
+        cfg.threads = resolve_threads(cfg.threads, self.echo)
+
         def setup():
             fields = _initial_fields(cfg)
             return fields, tuple(int(n) for n in fields["rho"].shape)
@@ -140,7 +171,7 @@ class Run:
             cfg.lx, cfg.ly = shape
         if cfg.hetero and cfg.host_columns is None:
             if comm is None:
-                cfg.host_columns = resolve_split(cfg, echo)
+                cfg.host_columns = resolve_split(cfg, self.echo)
             else:   # rank 0 models its slab (the widest one); every rank uses its M
                 from .mpi import check_decomposition, slab_widths
                 check_decomposition(cfg.lx, comm.size, get_velocity_set(cfg.velocity_set).max_hop)
@@ -160,18 +191,26 @@ class Run:
                 self.T_hot, self.T_cold = float(T0.max()), float(T0.min())
             if self.T_hot == self.T_cold:
                 self.T_hot = self.T_cold + 1.0   # no temperature contrast: the mixing width is 0
+        self.colour_limits = None
+        if fields is not None and cfg.out:
+            from .output import PICTURE_QUANTITIES, colour_limits
+            T_range = (cfg.walls["T_bottom"], cfg.walls["T_top"]) if cfg.walls else None
+            self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity, T_range=T_range,
+                                               overrides=cfg.clim)
         self.output = None
         if cfg.out and self.root:
 
             def open_output():
                 from .output import RunOutput
-                return RunOutput(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format)
+                return RunOutput(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format,
+                                 colour_limits=self.colour_limits, dpi=cfg.dpi)
             self.output = root_call(comm, open_output)
         elif cfg.out:
             root_call(comm, lambda: None)
         self.resumed_from: Optional[int] = None
         self.seconds = 0.0
         self.steps_run = 0
+        self.started = False                 # the start's outputs are written once
 
     @staticmethod
     def _validate(cfg: RunConfig) -> None:
@@ -182,6 +221,13 @@ class Run:
                 raise SimulationError(f"{name}={getattr(cfg, name)} must be >= 0")
         if cfg.checkpoint_every and not cfg.out:
             raise SimulationError("--checkpoint-every needs a run folder (--out DIR)")
+        check_threads(cfg.threads)
+
+    @property
+    def series_every(self) -> int:
+        """Steps between two rows of series.csv (``--series-every``, else about 200 per run)."""
+        from .output import default_series_every
+        return self.cfg.series_every or default_series_every(self.cfg.steps)
 
     # --- resume ----------------------------------------------------------------------------
     @classmethod
@@ -211,7 +257,7 @@ class Run:
             overrides["steps"] = steps
         cfg = cfg.changes(overrides)
         cfg.out = str(run_dir)
-        run = cls(cfg, echo=echo, comm=comm)
+        run = cls(cfg, echo=echo, comm=comm, resume=True)
 
         def load_checkpoint():
             path = latest_checkpoint(run_dir, verify=False)
@@ -233,10 +279,21 @@ class Run:
             if meta.get("kernel_digest") not in (None, run.sim.source.digest):
                 echo("note: the kernels differ from the ones that wrote the checkpoint (lbgen or compiler changed)")
             return populations, step
-        loaded = root_call(comm, load_checkpoint)
+        try:
+            loaded = root_call(comm, load_checkpoint)
+        except BaseException:
+            run.close()                      # the folder is free again for a corrected command
+            raise
         populations, step = loaded if loaded is not None else (None, None)
         run.sim.restore(populations, step)
         step = run.sim.time_step
+        if cfg.steps < step:
+            run.close()
+            raise SimulationError(f"--steps {cfg.steps} is below the step of the newest good checkpoint of "
+                                  f"{run_dir} ({step}): a run cannot go back; give --steps above {step} to "
+                                  f"continue it")
+        if cfg.steps == step:
+            echo(f"{run_dir} is already at step {step}: nothing to run (give --steps above {step} to continue)")
         if run.output is not None:
             run.output.truncate(step)
         run.resumed_from = step
@@ -244,28 +301,53 @@ class Run:
         return run
 
     # --- the loop --------------------------------------------------------------------------
+    def _series(self) -> None:
+        """One row of series.csv from the backends' diagnostics kernels (per-row sums, gathered
+        to rank 0 with MPI); a bad sample (NaN/Inf, rho or T <= 0) runs the guard at once."""
+        if not self.cfg.out:
+            return
+        from .diagnostics import combine_rows, scalars
+        rows = self.sim.diagnostic_rows()
+        if self.comm is not None:
+            parts = self.comm.gather(rows, root=0)
+            rows = combine_rows(parts) if self.root else None
+        bad = False
+        if rows is not None:
+            d = scalars(rows, self.cfg.lx, self.T_hot, self.T_cold)
+            bad = bool(d["nonfinite"] or not d["min_rho"] > 0 or not d["min_T"] > 0)
+            if self.output is not None and not bad:
+                step = self.sim.time_step
+                self.output.append_series(step, step / self.sim.vs.r, d)
+        if self.comm is not None:
+            bad = self.comm.bcast(bad, root=0)
+        if bad:
+            self.sim.check_finite()
+
     def _outputs(self, final: bool = False) -> None:
         if not self.cfg.out:
             return
-        from .output import diagnostics
         step = self.sim.time_step
         fields = self.sim.fields()           # collective with MPI: gathered to rank 0
         if self.output is None:
             return
-        self.output.append_series(step, step / self.sim.vs.r, diagnostics(fields, self.T_hot, self.T_cold))
-        self.output.write_fields(step, fields, time=step / self.sim.vs.r)
+        time = step / self.sim.vs.r
+        self.output.write_fields(step, fields, time=time)
         if self.cfg.pictures:
-            self.output.write_pictures(step, fields)
+            self.output.write_pictures(step, fields, time=time)
         if final:
-            self.output.plot_series()
+            walls = self.cfg.walls
+            self.output.plot_series(T_walls=(walls["T_bottom"], walls["T_top"]) if walls else None)
 
     def _checkpoint(self) -> None:
+        """Write a checkpoint of the current state -- the caller has checked its health, so
+        every checkpoint is a healthy one and pruning (the newest kept) keeps the newest
+        healthy one."""
         step = self.sim.time_step
         state = self.sim.state()             # collective with MPI: gathered to rank 0
         if not self.root:
             return
         write_checkpoint(checkpoint_path(self.cfg.out, step), state, step,
-                         {"kernel_digest": self.sim.source.digest, "lbgen": __version__,
+                         {"kernel_digest": self.sim.source.digest, "lbgen": __version__, "healthy": True,
                           "physics": self.cfg.physics(), "config": self.cfg.to_json()})
         prune_checkpoints(self.cfg.out, keep=max(1, self.cfg.keep_checkpoints))
 
@@ -273,70 +355,131 @@ class Run:
         if self.output is None:
             return
         from .output import environment_versions
-        mlups = self.steps_run * self.cfg.lx * self.cfg.ly / self.seconds / 1e6 if self.seconds > 0 else None
         self.output.write_manifest({
             "lbgen": __version__,
             "status": status,
             "error": error,
             "config": self.cfg.to_json(),
+            "colour_limits": self.colour_limits,
+            "series_every": self.series_every,
             "step": self.sim.time_step,
             "resumed_from": self.resumed_from,
             "device": _device_description(self.sim),
-            "mlups": mlups,
+            "mlups": self.mlups(),
             "seconds": self.seconds,
             "versions": environment_versions(),
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         })
 
+    def mlups(self) -> Optional[float]:
+        """Million lattice updates per second of the steps run (None when none were timed)."""
+        if self.steps_run <= 0 or self.seconds <= 0:
+            return None
+        return self.steps_run * self.cfg.lx * self.cfg.ly / self.seconds / 1e6
+
+    def _persist(self, what: Callable[[], None], step: int) -> None:
+        """Write outputs or a checkpoint; a full disk or an unwritable folder ends the run with
+        a message naming the last good checkpoint (older ones are intact: writes are atomic)."""
+        try:
+            what()
+        except OSError as e:
+            message = write_failure(e, self.cfg.out, step, self.cfg.steps)
+            try:
+                self._manifest("failed", message)
+            except OSError:
+                pass
+            raise RunFolderError(message) from None
+
+    def _stop(self, stop: StopSignals) -> None:
+        """End the run on SIGINT/SIGTERM after a whole step: checkpoint (with a run folder),
+        manifest 'interrupted', and the command that resumes it."""
+        step = self.sim.time_step
+        where = f"{stop.name} at step {step} of {self.cfg.steps}"
+        if not self.cfg.out:
+            raise RunInterrupted(f"interrupted by {where}; nothing was saved (no run folder: give --out DIR "
+                                 f"to keep checkpoints)", stop.signal)
+        self.sim.check_finite()              # a diverged state is reported, never checkpointed
+        self._persist(self._checkpoint, step)
+        self._manifest("interrupted", f"interrupted by {where}")
+        kept = checkpoint_path(self.cfg.out, step)
+        raise RunInterrupted(f"interrupted by {where}; checkpoint written: {kept}. Continue with:\n"
+                             f"  {resume_command(self.cfg.out, self.cfg.steps)}", stop.signal)
+
     def execute(self, progress: bool = False) -> dict:
         cfg, sim = self.cfg, self.sim
-        events = [k for k in (cfg.output_every, cfg.checkpoint_every, cfg.check_every) if k]
-        if self.cfg.out and self.resumed_from is None:
-            self._manifest("running")
-            self._outputs()
-        bar = None
-        if progress and self.root:
-            from tqdm import tqdm
-            bar = tqdm(total=cfg.steps, initial=sim.time_step, unit="step", dynamic_ncols=True,
-                       desc=cfg.setup if not cfg.init else "run")
+        if self.folder is not None:
+            self.folder.acquire(self.echo)
         try:
+            with StopSignals(enabled=self.comm is None) as stop:
+                return self._loop(cfg, sim, progress, stop)
+        finally:
+            self.close()
+
+    def _loop(self, cfg: RunConfig, sim: Simulation, progress: bool, stop: StopSignals) -> dict:
+        first, self.started = not self.started, True
+        series_every = self.series_every
+        events = [k for k in (cfg.output_every, cfg.checkpoint_every, cfg.check_every, series_every) if k]
+        if self.cfg.out and self.resumed_from is None and first:
+            sim.check_finite()
+            self._persist(lambda: self._manifest("running"), sim.time_step)
+            self._persist(self._series, sim.time_step)
+            self._persist(self._outputs, sim.time_step)
+        elif self.cfg.out:
+            self._persist(lambda: self._manifest("running"), sim.time_step)
+        bar = None
+        try:
+            if progress and self.root:
+                from tqdm import tqdm
+                bar = tqdm(total=cfg.steps, initial=sim.time_step, unit="step", dynamic_ncols=True,
+                           desc=cfg.setup if not cfg.init else "run")
             while sim.time_step < cfg.steps:
                 # advance to the next multiple of any event period (or the end)
                 nxt = min([cfg.steps] + [(sim.time_step // k + 1) * k for k in events])
                 n = nxt - sim.time_step
                 t0 = time.perf_counter()
-                sim.step(n)
+                done = 0
+                while done < n and not stop.signal:    # step by step: a signal ends the current step
+                    sim.step(1)
+                    done += 1
                 sim.synchronize()
                 self.seconds += time.perf_counter() - t0
-                self.steps_run += n
+                self.steps_run += done
                 if bar is not None:
-                    bar.update(n)
+                    bar.update(done)
                     bar.set_postfix(MLUPS=f"{self.steps_run * cfg.lx * cfg.ly / max(self.seconds, 1e-12) / 1e6:.1f}")
+                if stop.signal:
+                    if bar is not None:
+                        bar.close()
+                        bar = None
+                    self._stop(stop)
                 step = sim.time_step
                 last = step == cfg.steps
-                if (cfg.check_every and step % cfg.check_every == 0) or last:
-                    sim.check_finite()       # before any output: a bad state never overwrites a good checkpoint
-                if cfg.output_every and step % cfg.output_every == 0 and not last:
-                    self._outputs()
-                if cfg.checkpoint_every and step % cfg.checkpoint_every == 0:
-                    self._checkpoint()
-                    self._manifest("running")
+                output_due = bool(cfg.output_every and step % cfg.output_every == 0 and not last)
+                checkpoint_due = bool(cfg.checkpoint_every and step % cfg.checkpoint_every == 0)
+                if (cfg.check_every and step % cfg.check_every == 0) or last or output_due or checkpoint_due:
+                    sim.check_finite()       # health before persistence: a bad state is never written
+                if step % series_every == 0 or last:
+                    self._persist(self._series, step)   # its guard runs the full check on a bad sample
+                if output_due:
+                    self._persist(self._outputs, step)
+                if checkpoint_due:
+                    self._persist(self._checkpoint, step)
+                    self._persist(lambda: self._manifest("running"), step)
         except SimulationError as e:
             if bar is not None:
                 bar.close()
-            kept = latest_checkpoint(cfg.out) if cfg.out and self.root else None
-            message = str(e) + (f" The last good checkpoint is kept: {kept}." if kept else "")
+            kept = latest_checkpoint(cfg.out, verify=True) if cfg.out and self.root else None
+            message = str(e) + (f" The last healthy checkpoint is kept: {kept}." if kept else "")
             self._manifest("diverged", message)
             error = SimulationError(message)
             if getattr(e, "collective", False):
                 error.collective = True
             raise error from None
         except KeyboardInterrupt:
-            self._manifest("interrupted")
+            self._manifest("interrupted", f"interrupted at step {sim.time_step} (second signal: no checkpoint)")
             raise
         if bar is not None:
             bar.close()
-        self._outputs(final=True)
-        self._manifest("finished")
-        mlups = self.steps_run * cfg.lx * cfg.ly / self.seconds / 1e6 if self.seconds > 0 else float("nan")
-        return {"steps": sim.time_step, "steps_run": self.steps_run, "seconds": self.seconds, "mlups": mlups}
+        self._persist(lambda: self._outputs(final=True), sim.time_step)
+        self._persist(lambda: self._manifest("finished"), sim.time_step)
+        return {"steps": sim.time_step, "steps_run": self.steps_run, "seconds": self.seconds, "mlups": self.mlups()}

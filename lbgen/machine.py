@@ -50,8 +50,9 @@ def _machine_lib():
 
 def set_threads(threads: int = 0) -> int:
     """Set the OpenMP thread count of the micro-benchmarks (0: all); returns the count used."""
+    from .limits import resolve_threads
     _, lib = _machine_lib()
-    return int(lib.bench_set_threads(int(threads)))
+    return int(lib.bench_set_threads(resolve_threads(int(threads))))   # OMP_NUM_THREADS capped
 
 
 def vector_bits() -> int:

@@ -15,7 +15,7 @@ from .layouts import LAYOUTS
 from .model.operators import DEFAULT_OPERATOR, OPERATORS, all_parameters, operator
 from .model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
 from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
-from .output import PICTURE_QUANTITIES
+from .output import PICTURE_QUANTITIES, parse_clim
 from .setups import SETUPS
 
 ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, True), "both": (True, True)}
@@ -83,7 +83,14 @@ SCHEMA: Tuple[Option, ...] = (
     Option("output_every", "int", 0, "Outputs every K steps (0: start and end).", minimum=0, resumable=True),
     Option("checkpoint_every", "int", 0, "Checkpoint every K steps (needs --out).", minimum=0, resumable=True),
     Option("check_every", "int", 100, "NaN / negative rho or T guard every K steps.", minimum=0, resumable=True),
-    Option("pictures", "pictures", ("T",), "Comma list of T, rho, vorticity, speed (or none).", resumable=True),
+    Option("pictures", "pictures", ("T",), f"Comma list of {', '.join(PICTURE_QUANTITIES)} (or none).",
+           resumable=True),
+    Option("series_every", "int", 0, "series.csv row every K steps (0: about 200 rows, every step for short runs).",
+           minimum=0, resumable=True),
+    Option("dpi", "float", None, "Picture resolution in dots per inch (default: 1200 px on the long side).",
+           minimum=0.0, optional=True, resumable=True),
+    Option("clim", "clim", None, "FIELD=LO,HI colour limits of a picture field, repeatable (TOML: a list of "
+           "such strings); default: from the set-up's physics, recorded in manifest.json.", optional=True),
     Option("fields_format", "choice", "h5", "File format of the field outputs.", choices=("h5", "npz")),
     Option("keep_checkpoints", "int", 2, "Checkpoints kept in the run folder.", minimum=1, resumable=True),
     Option("hetero", "choice", None, "Host + device: the device backend runs the bulk, --backend (C) the 2M "
@@ -151,6 +158,8 @@ def convert(key: str, value: Any, where: str = "") -> Any:
             return as_gravity(value)
         if kind == "pictures":
             return as_pictures(value)
+        if kind == "clim":
+            return parse_clim(value) or None
         if kind == "vl":
             if isinstance(value, str) and value.strip().lower() == "auto":
                 return "auto"

@@ -271,6 +271,24 @@ class Simulation:
             T = np.ones_like(rho)
         return {"rho": rho, "ux": ux, "uy": uy, "T": T}
 
+    def diagnostic_rows(self) -> np.ndarray:
+        """(LY, ND) per-row reductions over this process's columns (the backends' generated
+        diagnostics kernels; columns: ``lbgen.diagnostics.ROW_QUANTITIES``).  Only LY x ND
+        numbers per region leave the device, never the lattice."""
+        from .diagnostics import combine_rows
+        self.synchronize()
+        return combine_rows([r.program.diagnostics(r.f) for r in self.regions])
+
+    def diagnostics(self, T_hot: Optional[float] = None, T_cold: Optional[float] = None) -> Dict[str, float]:
+        """Global diagnostics of the current state as Python floats (``lbgen.diagnostics.scalars``):
+        mass, momentum_x, momentum_y, energy, kinetic_energy, mixing_width, max_speed, min_rho,
+        min_T, nonfinite.  The mixing width needs a temperature contrast: T_hot and T_cold
+        (default: the wall temperatures; NaN without one)."""
+        from .diagnostics import scalars
+        if T_hot is None and T_cold is None and self.walls is not None:
+            T_hot, T_cold = self.walls.T_bottom, self.walls.T_top
+        return scalars(self.diagnostic_rows(), self.lx, T_hot, T_cold)
+
     # --- stepping ----------------------------------------------------------------------
     def exchange_halos(self) -> None:
         """Fill every region's halo: Y rows by its own halo kernel, X columns from its neighbours."""
@@ -423,16 +441,10 @@ class Simulation:
 
 
 def load_fields(path) -> Dict[str, np.ndarray]:
-    """Fields from an .npz with arrays rho, ux, uy, T of one shape (LX, LY)."""
-    with np.load(path) as data:
-        missing = [k for k in ("rho", "ux", "uy", "T") if k not in data]
-        if missing:
-            raise SimulationError(f"{path}: missing arrays {missing}; an --init file needs rho, ux, uy, T of shape (LX, LY)")
-        fields = {k: np.array(data[k], dtype=np.float64) for k in ("rho", "ux", "uy", "T")}
-    shapes = {k: v.shape for k, v in fields.items()}
-    if len(set(shapes.values())) != 1 or len(fields["rho"].shape) != 2:
-        raise SimulationError(f"{path}: arrays must share one 2D shape (LX, LY); got {shapes}")
-    return fields
+    """Fields from an .npz with arrays rho, ux, uy, T of one shape (LX, LY), checked
+    (lbgen.fieldfile: kind, keys, shapes, dtypes, finite and positive values)."""
+    from .fieldfile import load_fields as load_checked
+    return load_checked(path)
 
 
 def save_fields(path, fields: Dict[str, np.ndarray], **metadata) -> None:

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
-from cffi import FFI
+
+from ...limits import resolve_threads
 
 from ..base import (BackendUnavailable, CompileError, HostBuffers, Program, aligned_zeros, build_library,  # noqa: F401
-                    compiler_version, find_compiler)
+                    compiler_version, find_compiler, load_library)
 
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp")
 # strict: no FMA contraction, and no basic-block (SLP) vectorisation -- with AVX-512 gcc 12's
@@ -70,12 +71,12 @@ class CProgram(HostBuffers, Program):
     def __init__(self, source, lx: int, ly: int, flags=None, strict: bool = False, threads: int = 0):
         super().__init__(source, lx, ly)
         self.library_path = build(source, flags, strict)
-        self.ffi = FFI()
-        self.ffi.cdef(api_declarations(source.files[source.main_file.replace(".c", ".h")]))
-        self.lib = self.ffi.dlopen(str(self.library_path))
+        self.ffi, self.lib = load_library(self.library_path,
+                                          api_declarations(source.files[source.main_file.replace(".c", ".h")]))
         self.prefix = source.spec.prefix
         self.real_c = "double" if self.spec.precision == "double" else "float"
-        self.threads = self._fn("set_threads")(int(threads))
+        # a thread count beyond the cap (also from OMP_NUM_THREADS) would crash libgomp
+        self.threads = self._fn("set_threads")(resolve_threads(int(threads)))
         self._sizes = () if source.spec.compile_time_sizes else (lx, ly)
 
     def _fn(self, name):
@@ -111,6 +112,12 @@ class CProgram(HostBuffers, Program):
         self._fn("fields")(self._ptr(f), *self._sizes, *[self.ffi.cast("double *", a.ctypes.data) for a in out])
         return tuple(out)
 
+
+    def diagnostics(self, f):
+        from ...diagnostics import ND
+        out = np.empty((self.ly, ND))
+        self._fn("diagnostics")(self._ptr(f), *self._sizes, self.ffi.cast("double *", out.ctypes.data))
+        return out
 
 def compile(source, lx: int, ly: int, flags=None, strict: bool = False, threads: int = 0, **_ignored) -> CProgram:
     return CProgram(source, lx, ly, flags=flags, strict=strict, threads=threads)

@@ -26,7 +26,7 @@ from ..base import BackendUnavailable, CompileError, Program
 DEFAULT_BLOCK = 128
 
 #: the kernels of a CUDA source, without the prefix, in launch order of one unfused step
-KERNELS = ("halo", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack", "unpack")
+KERNELS = ("halo", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack", "unpack", "diagnostics")
 #: with KernelSpec(walls=True) also "bc" (one thread per column)
 
 
@@ -42,6 +42,7 @@ def thread_counts(layout) -> Dict[str, int]:
         "halo": layout.LX * 2 * layout.halo * layout.VL + 2 * layout.halo * layout.NRP * layout.VL,
         "propagate": sites, "collide": sites, "fused": sites,
         "init_equilibrium": sites, "fields": sites, "pack": sites, "unpack": sites, "bc": layout.LX,
+        "diagnostics": layout.LY,
     }
 
 
@@ -228,7 +229,7 @@ class CudaProgram(LaunchProgram):
         formats = {
             "halo": "P" + sizes, "propagate": "PP" + sizes, "pack": "PP" + sizes, "unpack": "PP" + sizes,
             "collide": "PP" + sizes + real * nparams, "fused": "PP" + sizes + real * nparams,
-            "init_equilibrium": "P" + sizes + "PPPP", "fields": "P" + sizes + "PPPP",
+            "init_equilibrium": "P" + sizes + "PPPP", "fields": "P" + sizes + "PPPP", "diagnostics": "P" + sizes + "P",
         }
         if self.spec.walls:
             formats["bc"] = "PP" + sizes + real + real + "ii" + real + real
@@ -305,6 +306,15 @@ class CudaProgram(LaunchProgram):
             result.append(h)
         return tuple(result)
 
+
+    def diagnostics(self, f):
+        from ...diagnostics import ND
+        out = self.cuda.mem_alloc(self.ly * ND * 8)
+        self._run("diagnostics", f, *self._sizes, out)
+        host = np.empty((self.ly, ND))
+        self.cuda.memcpy_dtoh(host, out)
+        out.free()
+        return host
 
 def compile(source, lx: int, ly: int, strict: bool = False, block_size: Optional[int] = None,
             **_ignored) -> CudaProgram:

@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
-from cffi import FFI
 
 from ..base import (BackendUnavailable, CompileError, HostBuffers, aligned_zeros, build_library,  # noqa: F401
-                    compiler_version, find_compiler)
+                    compiler_version, find_compiler, load_library)
 from . import LaunchProgram
 
 SHIM_HEADER = "cuda_host_shim.h"
@@ -161,9 +160,7 @@ class ShimProgram(HostBuffers, LaunchProgram):
         super().__init__(source, lx, ly, block_size)
         self.library_path = build(source, flags, strict)
         self.real_c = "double" if self.spec.precision == "double" else "float"
-        self.ffi = FFI()
-        self.ffi.cdef(cdef_source(source.text, self.real_c))
-        self.lib = self.ffi.dlopen(str(self.library_path))
+        self.ffi, self.lib = load_library(self.library_path, cdef_source(source.text, self.real_c))
 
     def _ptr(self, a: np.ndarray, ctype: Optional[str] = None):
         if not (isinstance(a, np.ndarray) and a.flags.c_contiguous):
@@ -187,6 +184,12 @@ class ShimProgram(HostBuffers, LaunchProgram):
         self._run("fields", f, *self._sizes, *out)
         return tuple(out)
 
+
+    def diagnostics(self, f):
+        from ...diagnostics import ND
+        out = np.empty((self.ly, ND))
+        self._run("diagnostics", f, *self._sizes, out)
+        return out
 
 def compile(source, lx: int, ly: int, strict: bool = False, flags=None, block_size: Optional[int] = None,
             **_ignored) -> ShimProgram:

@@ -281,7 +281,7 @@ class OpenCLProgram(Program):
         self.options = build_options(strict, single, self.device)
         self.program = build(source, self.device, self.options)
         prefix = self.spec.prefix
-        names = ("halo", "propagate", "collide", "fused") + (("bc",) if self.spec.walls else ())
+        names = ("halo", "propagate", "collide", "fused", "diagnostics") + (("bc",) if self.spec.walls else ())
         self.kernels = {n: cl.Kernel(self.program, f"{prefix}_{n}") for n in names}
         bs = block_size or self.spec.block_size or DEFAULT_BLOCK_SIZE
         limit = min(self.device.max_work_group_size,
@@ -300,6 +300,7 @@ class OpenCLProgram(Program):
         self._column_range = self._ranges(lx)
         # one work-item per halo element: the halo cluster rows, then the whole halo columns
         self._halo_range = self._ranges(lx * 2 * L.halo * L.VL + 2 * L.halo * L.NRP * L.VL)
+        self._row_range = self._ranges(ly)
         self.nbytes = L.size * np.dtype(self.dtype).itemsize
 
     def _ranges(self, n: int):
@@ -387,6 +388,16 @@ class OpenCLProgram(Program):
         self._require_walls()
         self._launch("bc", self._column_range, prv, nxt, *self._sizes, self.dtype(T_bottom), self.dtype(T_top),
                      np.int32(bool(adiabatic[0])), np.int32(bool(adiabatic[1])), self.dtype(ax), self.dtype(ay))
+
+    def diagnostics(self, f):
+        """Per-row reductions (LY work-items); accumulated in float for single precision."""
+        from ...diagnostics import ND
+        acc = np.float32 if self.spec.precision == "single" else np.float64
+        host = np.empty((self.ly, ND), dtype=acc)
+        out = self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, host.nbytes)
+        self._launch("diagnostics", self._row_range, f, *self._sizes, out)
+        self.cl.enqueue_copy(self.queue, host, out, is_blocking=True)
+        return host.astype(np.float64)
 
     def synchronize(self) -> None:
         self.queue.finish()

@@ -95,6 +95,12 @@ void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, double 
 void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in);
 /* Fields of f: rho = sum f, u = sum xi f / rho, T = sum |xi - u|^2 f / (2 rho). */
 void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o);
+/* Per-row reductions over x for time series and run guards: out[y*11 + j] (LY*11 doubles) with j =
+   0: sum mass, 1: sum momentum_x, 2: sum momentum_y, 3: sum energy, 4: sum kinetic_energy, 5: sum
+   T_sum, 6: max max_u2, 7: min min_rho, 8: min min_T, 9: max max_T, 10: sum nonfinite; mass = rho,
+   energy = rho (T + |u|^2/2), kinetic_energy = rho |u|^2/2, max_u2 = |u|^2, nonfinite counts sites
+   with NaN/Inf (min/max skip them).  See lbgen.diagnostics. */
+void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out);
 /* Plain array plain[(p*LX + x)*LY + y] (Q x LX x LY doubles) to and from the layout. */
 void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly);   /* halo refreshed */
 void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly);

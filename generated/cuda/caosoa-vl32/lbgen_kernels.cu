@@ -27,7 +27,9 @@
  *   lbgen_propagate          LX * LY threads (one per site)
  *   lbgen_collide            LX * LY threads (in and out may be the same buffer)
  *   lbgen_fused              LX * LY threads (propagate + collide, prv -> nxt)
+ *   lbgen_diagnostics        LY threads (per-row sums over x, one thread per lane of a cluster row)
  *   lbgen_init_equilibrium, lbgen_fields, lbgen_pack, lbgen_unpack   LX * LY threads
+ * grid = ceil(threads / BLOCK); surplus threads return at once.
  * Thread g of a site kernel works on lane k = g % VL, cluster row r = (g / VL) % NR,
  * column x = g / (VL*NR): the VL lanes of a cluster are consecutive threads (coalesced
  * loads of VL consecutive values); with VL = 1 (AoS, SoA) y is the fastest index.
@@ -1232,6 +1234,153 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f
     const real T_out = T;
 
     rho_o[i] = rho_out; ux_o[i] = ux_out; uy_o[i] = uy_out; T_o[i] = T_out;
+}
+
+/* Per-row reductions over x (LY threads, one per row y): out[y*11 + j], j in the order of
+   lbgen.diagnostics.ROW_QUANTITIES (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite). */
+__global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restrict__ f, int lx, int ly, double *__restrict__ out)
+{
+    SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t g = THREAD_ID;
+    if (g >= LY) return;
+    const ptrdiff_t k = g % VL, r = g / VL;     /* row y = r + k*NR: consecutive lanes coalesce */
+    double d_[11];
+    d_[0] = 0;   /* mass (sum) */
+    d_[1] = 0;   /* momentum_x (sum) */
+    d_[2] = 0;   /* momentum_y (sum) */
+    d_[3] = 0;   /* energy (sum) */
+    d_[4] = 0;   /* kinetic_energy (sum) */
+    d_[5] = 0;   /* T_sum (sum) */
+    d_[6] = 0;   /* max_u2 (max) */
+    d_[7] = 1e300;   /* min_rho (min) */
+    d_[8] = 1e300;   /* min_T (min) */
+    d_[9] = -1e300;   /* max_T (max) */
+    d_[10] = 0;   /* nonfinite (sum) */
+
+    for (ptrdiff_t x = 0; x < LX; ++x) {
+        const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+        {
+            const real f0 = f[site + 0];
+            const real f1 = f[site + 1*SP];
+            const real f2 = f[site + 2*SP];
+            const real f3 = f[site + 3*SP];
+            const real f4 = f[site + 4*SP];
+            const real f5 = f[site + 5*SP];
+            const real f6 = f[site + 6*SP];
+            const real f7 = f[site + 7*SP];
+            const real f8 = f[site + 8*SP];
+            const real f9 = f[site + 9*SP];
+            const real f10 = f[site + 10*SP];
+            const real f11 = f[site + 11*SP];
+            const real f12 = f[site + 12*SP];
+            const real f13 = f[site + 13*SP];
+            const real f14 = f[site + 14*SP];
+            const real f15 = f[site + 15*SP];
+            const real f16 = f[site + 16*SP];
+            const real f17 = f[site + 17*SP];
+            const real f18 = f[site + 18*SP];
+            const real f19 = f[site + 19*SP];
+            const real f20 = f[site + 20*SP];
+            const real f21 = f[site + 21*SP];
+            const real f22 = f[site + 22*SP];
+            const real f23 = f[site + 23*SP];
+            const real f24 = f[site + 24*SP];
+            const real f25 = f[site + 25*SP];
+            const real f26 = f[site + 26*SP];
+            const real f27 = f[site + 27*SP];
+            const real f28 = f[site + 28*SP];
+            const real f29 = f[site + 29*SP];
+            const real f30 = f[site + 30*SP];
+            const real f31 = f[site + 31*SP];
+            const real f32 = f[site + 32*SP];
+            const real f33 = f[site + 33*SP];
+            const real f34 = f[site + 34*SP];
+            const real f35 = f[site + 35*SP];
+            const real f36 = f[site + 36*SP];
+
+            const real t0 = f1 + f35;
+            const real t1 = f0 + f2 + f34 + f36;
+            const real t2 = t0 + t1;
+            const real t3 = f21 + f28;
+            const real t4 = f14 + f22 + f8;
+            const real t5 = t3 + t4;
+            const real t6 = f29 + f31 + f32;
+            const real t7 = f3 + f33;
+            const real t8 = f30 + f4 + f6;
+            const real t9 = t6 + t7 + t8;
+            const real t10 = f15 + f16;
+            const real t11 = f17 + f19;
+            const real t12 = f18 + t10 + t11;
+            const real t13 = f20 + f27 + f7;
+            const real t14 = f13 + f23 + f9;
+            const real t15 = t13 + t14;
+            const real t16 = f11 + f5;
+            const real t17 = f25 + t16;
+            const real t18 = f10 + f24 + f26;
+            const real t19 = f12 + t18;
+            const real t20 = f1 - f35;
+            const real t21 = f0 - f36;
+            const real t22 = -f3 + f33;
+            const real t23 = f30 - f6;
+            const real t24 = -f25;
+            const real t25 = f14 - f22;
+            const real t26 = f13 - f23;
+            const real t27 = f10 - f26;
+            const real t28 = f11 + f12;
+            const real t29 = f17 - f19;
+            const real A00 = t12 + t15 + t17 + t19 + t2 + t5 + t9;
+            const real g1 = f2 - f34 + t20 + t21;
+            const real g2 = f4 + f5 + f7 - t22 - t23 - t6;
+            const real g3 = -f24 - f27 - f28 + f8 + f9 + t24 + t25 + t26 + t27 + t28;
+            const real A10 = 3.590939311179223*g1 + 2.393959540786149*g2 + 1.1969797703930745*g3;
+            const real g5 = -f12 - f2 + f24 - f32 + f34 + f4 + t21 + t23 + t27 + t29;
+            const real g7 = f16 + f29 + f9 - t13 - t22 - t26;
+            const real g8 = f15 + f8 - t25 - t3;
+            const real A01 = -1.1969797703930745*g5 - 2.393959540786149*g7 - 3.590939311179223*g8;
+            const real g9 = t2;
+            const real g10 = f5 + f7 + t9;
+            const real g11 = f25 + f27 + f28 + t14 + t18 + t28 + t4;
+            const real A20 = -f20 - f21 + 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t12;
+            const real g12 = f32 + t1 + t11 + t19 + t8;
+            const real g13 = f16 + f29 + t15 + t7;
+            const real g14 = f15 + t5;
+            const real A02 = -f18 - f31 + 0.43276057073025703*g12 + 4.731042282921028*g13 + 11.894845136572313*g14 - t0 - t17;
+            const real rho = A00;
+            const real inv_rho = (1.0/(rho));
+            const real ux = A10*inv_rho;
+            const real uy = A01*inv_rho;
+            const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
+            const real rho_out = rho;
+            const real ux_out = ux;
+            const real uy_out = uy;
+            const real T_out = T;
+
+            const double d_rho = (double)rho_out, d_ux = (double)ux_out, d_uy = (double)uy_out, d_T = (double)T_out;
+            const double d_u2 = d_ux*d_ux + d_uy*d_uy, d_kin = (double)0.5*d_rho*d_u2;
+            const double d_s = d_rho + d_ux + d_uy + d_T;
+            const int d_finite = (d_s - d_s == 0);   /* false for NaN or Inf in any field */
+            d_[0] += d_rho;
+            d_[1] += d_rho*d_ux;
+            d_[2] += d_rho*d_uy;
+            d_[3] += d_rho*d_T + d_kin;
+            d_[4] += d_kin;
+            d_[5] += d_T;
+            if (d_finite) {
+                if (d_u2 > d_[6]) d_[6] = d_u2;
+                if (d_rho < d_[7]) d_[7] = d_rho;
+                if (d_T < d_[8]) d_[8] = d_T;
+                if (d_T > d_[9]) d_[9] = d_T;
+            } else {
+                d_[10] += 1;
+            }
+        }
+    }
+    for (int j = 0; j < 11; ++j) out[(r + k*NR)*11 + j] = d_[j];
 }
 
 /* Plain array plain[(p*LX + x)*LY + y] into the layout's interior (refresh the halo next). */

@@ -1,0 +1,104 @@
+"""Global diagnostics of a state from per-row sums: one definition for the kernels and the host.
+
+The generated ``<prefix>_diagnostics`` kernel (templates/common.j2, ``diagnostics_row``)
+writes, for every row y, the reductions over x named in :data:`ROW_QUANTITIES` (in this
+order, ``out[y * ND + j]``).  :func:`rows_of_fields` computes the same rows on the host
+from (LX, LY) fields, :func:`combine_rows` merges the rows of several column bands
+(regions, MPI slabs) and :func:`scalars` turns rows into the global numbers of a time
+series.  Units: lattice units (one site, one step; velocities u = sum(xi f) / rho).
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, Iterable, Optional
+
+import numpy as np
+
+#: (name, reduction over x) of every column the diagnostics kernel writes per row y
+ROW_QUANTITIES = (
+    ("mass", "sum"),              # sum rho
+    ("momentum_x", "sum"),        # sum rho ux
+    ("momentum_y", "sum"),        # sum rho uy
+    ("energy", "sum"),            # sum rho (T + |u|^2 / 2)
+    ("kinetic_energy", "sum"),    # sum rho |u|^2 / 2
+    ("T_sum", "sum"),             # sum T (the horizontal mean profile <T>_x(y) = T_sum / LX)
+    ("max_u2", "max"),            # max |u|^2
+    ("min_rho", "min"),           # min rho
+    ("min_T", "min"),             # min T
+    ("max_T", "max"),             # max T
+    ("nonfinite", "sum"),         # sites with a NaN or Inf in rho, ux, uy or T
+)
+ROW_INDEX = {name: j for j, (name, _) in enumerate(ROW_QUANTITIES)}
+ND = len(ROW_QUANTITIES)
+
+#: the scalars of :func:`scalars` (and of every row of series.csv after step and time)
+SCALARS = ("mass", "momentum_x", "momentum_y", "energy", "kinetic_energy", "mixing_width", "max_speed",
+           "min_rho", "min_T", "max_T", "nonfinite")
+
+
+def rows_of_fields(fields: Dict[str, np.ndarray]) -> np.ndarray:
+    """(LY, ND) rows of (LX, LY) fields ``rho``, ``ux``, ``uy``, ``T`` (the kernel's result on the host)."""
+    rho, ux, uy, T = (np.asarray(fields[n], dtype=np.float64) for n in ("rho", "ux", "uy", "T"))
+    if rho.ndim != 2:
+        raise ValueError(f"fields must be (LX, LY) arrays, got shape {rho.shape}")
+    u2 = ux * ux + uy * uy
+    kinetic = 0.5 * rho * u2
+    bad = ~(np.isfinite(rho) & np.isfinite(ux) & np.isfinite(uy) & np.isfinite(T))
+    with np.errstate(invalid="ignore"):
+        def masked(a, fill):
+            return np.where(bad, fill, a)
+        columns = {
+            "mass": rho.sum(0), "momentum_x": (rho * ux).sum(0), "momentum_y": (rho * uy).sum(0),
+            "energy": (rho * T).sum(0) + kinetic.sum(0), "kinetic_energy": kinetic.sum(0), "T_sum": T.sum(0),
+            "max_u2": masked(u2, 0.0).max(0), "min_rho": masked(rho, np.inf).min(0),
+            "min_T": masked(T, np.inf).min(0), "max_T": masked(T, -np.inf).max(0), "nonfinite": bad.sum(0).astype(np.float64),
+        }
+    return np.stack([columns[name] for name, _ in ROW_QUANTITIES], axis=1)
+
+
+def combine_rows(parts: Iterable[np.ndarray]) -> np.ndarray:
+    """Rows of the whole lattice from the rows of column bands that together cover it."""
+    parts = [np.asarray(p, dtype=np.float64) for p in parts]
+    if not parts:
+        raise ValueError("combine_rows needs at least one band")
+    out = parts[0].copy()
+    for p in parts[1:]:
+        for j, (_, how) in enumerate(ROW_QUANTITIES):
+            out[:, j] = {"sum": np.add, "max": np.fmax, "min": np.fmin}[how](out[:, j], p[:, j])
+    return out
+
+
+def mixing_width(T_mean: np.ndarray, T_hot: float, T_cold: float) -> float:
+    """W = sum_y 6 c (1 - c), c = (<T>_x - T_cold) / (T_hot - T_cold) clipped to [0, 1].
+
+    The thickness (lattice units) of a linear ramp of c from 0 to 1, 0 for a sharp
+    interface: for Rayleigh-Taylor, the width of the mixing layer.
+    """
+    if T_hot == T_cold:
+        raise ValueError("T_hot and T_cold must differ to define the mixing width")
+    c = np.clip((np.asarray(T_mean, dtype=np.float64) - T_cold) / (T_hot - T_cold), 0.0, 1.0)
+    return float((6.0 * c * (1.0 - c)).sum())
+
+
+def scalars(rows: np.ndarray, lx: int, T_hot: Optional[float] = None, T_cold: Optional[float] = None) -> dict:
+    """Global diagnostics (Python floats) from the (LY, ND) rows of an LX-wide lattice.
+
+    mass = sum rho; momentum_x/y = sum rho u; energy = sum rho (T + |u|^2/2) (D = 2: internal
+    rho T plus kinetic); kinetic_energy = sum rho |u|^2 / 2; mixing_width (see
+    :func:`mixing_width`; NaN without a temperature contrast T_hot != T_cold); max_speed =
+    max |u|; min_rho, min_T, max_T; nonfinite = number of sites with NaN/Inf fields.
+    """
+    rows = np.asarray(rows, dtype=np.float64)
+    col = {name: rows[:, j] for j, (name, _) in enumerate(ROW_QUANTITIES)}
+    out = {name: float(col[name].sum()) for name in ("mass", "momentum_x", "momentum_y", "energy",
+                                                      "kinetic_energy")}
+    if T_hot is None or T_cold is None or T_hot == T_cold:
+        out["mixing_width"] = math.nan
+    else:
+        out["mixing_width"] = mixing_width(col["T_sum"] / lx, T_hot, T_cold)
+    out["max_speed"] = float(math.sqrt(max(float(np.max(col["max_u2"])), 0.0))) if rows.size else 0.0
+    out["min_rho"] = float(np.min(col["min_rho"]))
+    out["min_T"] = float(np.min(col["min_T"]))
+    out["max_T"] = float(np.max(col["max_T"]))
+    out["nonfinite"] = float(col["nonfinite"].sum())
+    return out

@@ -1,0 +1,88 @@
+"""`--init` field files: an .npz with float arrays rho, ux, uy, T of one shape (LX, LY).
+
+`inspect_fields(path)` reads only the archive's array headers (kind, keys, shapes,
+dtypes), so the lattice size is known -- and checked against memory -- before anything
+large is read; `load_fields(path)` then reads and checks the values (finite; density
+and temperature positive).  Messages name the file and the array; pickled data is never
+loaded.
+"""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Dict, Tuple
+
+import numpy as np
+
+FIELD_KEYS = ("rho", "ux", "uy", "T")
+_WHAT = "an --init file is an .npz (numpy.savez) with float arrays rho, ux, uy, T of one shape (LX, LY)"
+
+
+class FieldFileError(ValueError):
+    """An --init file that is not a valid field file; the message names the file and the key."""
+
+
+def _array_header(zf: zipfile.ZipFile, member: str):
+    with zf.open(member) as fh:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            return np.lib.format.read_array_header_1_0(fh)
+        if version == (2, 0):
+            return np.lib.format.read_array_header_2_0(fh)
+        return np.lib.format.read_array_header_2_0(fh) if version[0] >= 2 else None
+
+
+def inspect_fields(path) -> Tuple[int, int]:
+    """Check kind, keys, shapes and dtypes of a field file from its headers; returns (LX, LY)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FieldFileError(f"--init {path}: no such file")
+    if not zipfile.is_zipfile(path):
+        raise FieldFileError(f"--init {path}: not an .npz archive; {_WHAT}")
+    shapes = {}
+    try:
+        with zipfile.ZipFile(path) as zf:
+            members = {name[:-4]: name for name in zf.namelist() if name.endswith(".npy")}
+            missing = [k for k in FIELD_KEYS if k not in members]
+            if missing:
+                raise FieldFileError(f"--init {path}: missing arrays {missing} (has {sorted(members)}); {_WHAT}")
+            for key in FIELD_KEYS:
+                shape, _fortran, dtype = _array_header(zf, members[key])
+                if dtype.hasobject or dtype.kind not in "fiu":
+                    raise FieldFileError(f"--init {path}: array {key!r} has dtype {dtype} "
+                                         f"(allowed: real numbers, float or integer)")
+                shapes[key] = tuple(shape)
+    except FieldFileError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a damaged archive or array header, whatever numpy says
+        raise FieldFileError(f"--init {path}: damaged archive or array header ({type(e).__name__}: {e}); "
+                             f"{_WHAT}") from None
+    if len(set(shapes.values())) != 1 or len(shapes["rho"]) != 2:
+        raise FieldFileError(f"--init {path}: arrays must share one 2-D shape (LX, LY); got {shapes}")
+    lx, ly = shapes["rho"]
+    if lx < 1 or ly < 1:
+        raise FieldFileError(f"--init {path}: empty arrays of shape {shapes['rho']}")
+    return int(lx), int(ly)
+
+
+def load_fields(path) -> Dict[str, np.ndarray]:
+    """The checked fields of a field file as float64 (LX, LY) arrays."""
+    inspect_fields(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            fields = {k: np.array(data[k], dtype=np.float64) for k in FIELD_KEYS}
+    except Exception as e:  # noqa: BLE001 - truncated data after valid headers
+        raise FieldFileError(f"--init {path}: cannot read the arrays ({type(e).__name__}); {_WHAT}") from None
+    for key, a in fields.items():
+        bad = ~np.isfinite(a)
+        if bad.any():
+            x, y = (int(v[0]) for v in np.nonzero(bad))
+            raise FieldFileError(f"--init {path}: array {key!r} has {int(bad.sum())} NaN/Inf values "
+                                 f"(first at x={x}, y={y})")
+    for key in ("rho", "T"):
+        bad = fields[key] <= 0
+        if bad.any():
+            x, y = (int(v[0]) for v in np.nonzero(bad))
+            raise FieldFileError(f"--init {path}: array {key!r} must be positive everywhere; "
+                                 f"{fields[key][x, y]:g} at x={x}, y={y}")
+    return fields

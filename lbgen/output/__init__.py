@@ -1,0 +1,29 @@
+"""Run output: field files (HDF5/npz + VTK), pictures, time series, manifest.
+
+Layout of a run directory written by :class:`RunOutput`::
+
+    run_dir/
+      manifest.json                    write_manifest / read_manifest (config, colour_limits, versions, MLUPS)
+      series.csv, series.png           append_series / plot_series (one row every --series-every K steps)
+      fields/step-000001000.h5         write_fields (or .npz)
+      vtk/step-000001000.vti           write_fields (VTK XML ImageData via pyevtk, point data)
+      vtk/fields.pvd                   ParaView time-series collection of the .vti files
+      pictures/T-000001000.png         write_pictures (the run's fixed colour limits)
+
+Modules: :mod:`.fields` (files, vorticity, speed, host diagnostics), :mod:`.pictures`
+(colour limits, figures), :mod:`.series` (series.csv / series.png), :mod:`.manifest`,
+:mod:`.run` (RunOutput).
+"""
+from .fields import (FIELD_NAMES, diagnostics, read_field_file, read_vti, saved_steps, speed, vorticity,
+                     write_vti)
+from .manifest import environment_versions, read_manifest
+from .pictures import PICTURE_QUANTITIES, colour_limits, drawn_data, field_figure, parse_clim
+from .run import RunOutput
+from .series import SERIES_COLUMNS, default_series_every, read_series, series_figure
+
+__all__ = [
+    "FIELD_NAMES", "PICTURE_QUANTITIES", "SERIES_COLUMNS", "diagnostics", "vorticity", "speed", "RunOutput",
+    "write_vti", "read_vti", "read_manifest", "read_series", "environment_versions", "read_field_file",
+    "saved_steps", "colour_limits", "drawn_data", "field_figure", "parse_clim", "default_series_every",
+    "series_figure",
+]

@@ -1,0 +1,223 @@
+"""Field files of a run folder: HDF5/npz, VTK ImageData (+ ParaView .pvd), and derived fields.
+
+Conventions: every field is a numpy array of shape ``(LX, LY)`` indexed ``[x, y]``; x is
+periodic, y runs from the bottom wall (y = 0) to the top wall (y = LY - 1) and gravity
+points in -y.  Velocities are in model units (u = sum(xi f) / rho).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Dict, Optional, Union
+
+import numpy as np
+
+from ..cache import atomic_output, atomic_write
+from ..diagnostics import rows_of_fields, scalars
+
+PathLike = Union[str, os.PathLike]
+
+#: the fields written to every field file, in this order
+FIELD_NAMES = ("rho", "ux", "uy", "T")
+FIELDS_DIR, VTK_DIR, PVD_NAME = "fields", "vtk", "fields.pvd"
+FIELD_FORMATS = ("h5", "npz")
+
+
+def stem(step: int) -> str:
+    """The zero-padded step of every per-step file name (``step-000001000``)."""
+    return f"{int(step):09d}"
+
+
+def field_array(fields: dict, name: str) -> np.ndarray:
+    try:
+        return np.asarray(fields[name], dtype=np.float64)
+    except KeyError:
+        raise KeyError(f"fields must contain {name!r} (have {sorted(fields)})") from None
+
+
+def diagnostics(fields: dict, T_hot: float, T_cold: float) -> dict:
+    """Global diagnostics of one state on the host (Python floats), the same numbers as
+    ``Simulation.diagnostics`` computes on the backend (``lbgen.diagnostics.scalars``).
+
+    mass = Σ ρ; momentum_x/y = Σ ρ u; energy = Σ ρ (T + |u|²/2); kinetic_energy = Σ ½ ρ|u|²;
+    max_speed = max |u|; min_rho, min_T, max_T; nonfinite; mixing_width W = Σ_y 6c(1 − c)
+    with c = (⟨T⟩_x − T_cold)/(T_hot − T_cold) clipped to [0, 1] (the thickness of a linear
+    ramp, 0 for a sharp interface).
+    """
+    if T_hot == T_cold:
+        raise ValueError("T_hot and T_cold must differ to define the mixing width")
+    rho = field_array(fields, "rho")
+    return scalars(rows_of_fields({n: field_array(fields, n) for n in FIELD_NAMES}), rho.shape[0], T_hot, T_cold)
+
+
+def vorticity(ux: np.ndarray, uy: np.ndarray, periodic_y: bool = False) -> np.ndarray:
+    """ω = ∂x u_y − ∂y u_x on the (LX, LY) lattice (unit spacing).
+
+    ∂x: periodic central difference. ∂y: ``np.gradient`` (central inside, first-order
+    one-sided at the walls y = 0 and y = LY - 1), or periodic central when *periodic_y*.
+    """
+    ux = np.asarray(ux, dtype=np.float64)
+    uy = np.asarray(uy, dtype=np.float64)
+    if ux.shape != uy.shape or ux.ndim != 2:
+        raise ValueError(f"ux and uy must be 2-D arrays of the same shape, got {ux.shape} and {uy.shape}")
+    duy_dx = 0.5 * (np.roll(uy, -1, axis=0) - np.roll(uy, 1, axis=0))
+    if periodic_y:
+        dux_dy = 0.5 * (np.roll(ux, -1, axis=1) - np.roll(ux, 1, axis=1))
+    elif ux.shape[1] >= 2:
+        dux_dy = np.gradient(ux, axis=1, edge_order=1)
+    else:
+        dux_dy = np.zeros_like(ux)
+    return duy_dx - dux_dy
+
+
+def speed(ux: np.ndarray, uy: np.ndarray) -> np.ndarray:
+    """|u| per site."""
+    return np.hypot(np.asarray(ux, dtype=np.float64), np.asarray(uy, dtype=np.float64))
+
+
+def check_fields(fields: dict) -> Dict[str, np.ndarray]:
+    """The four fields as arrays of one 2-D shape (KeyError / ValueError naming what is wrong)."""
+    arrays = {name: np.asarray(fields[name]) if name in fields else None for name in FIELD_NAMES}
+    missing = [n for n, a in arrays.items() if a is None]
+    if missing:
+        raise KeyError(f"fields lack {missing} (need {list(FIELD_NAMES)})")
+    shapes = {a.shape for a in arrays.values()}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 2:
+        raise ValueError(f"fields must be 2-D arrays of one shape (LX, LY), got shapes "
+                         f"{ {n: a.shape for n, a in arrays.items()} }")
+    return arrays
+
+
+# --------------------------------------------------------------------------- HDF5 / npz
+def write_h5(path: Path, step: int, arrays: dict, time: Optional[float]) -> Path:
+    """HDF5 datasets rho, ux, uy, T (LX, LY) with attributes step (and time); atomic."""
+    import h5py
+
+    with atomic_output(path) as tmp:
+        with h5py.File(tmp, "w") as f:
+            for name, arr in arrays.items():
+                f.create_dataset(name, data=arr)
+            f.attrs["step"] = int(step)
+            if time is not None:
+                f.attrs["time"] = float(time)
+            f.attrs["shape"] = np.asarray(next(iter(arrays.values())).shape, dtype=np.int64)
+            f.attrs["index_order"] = "[x, y]; x periodic, y from bottom wall (0) to top wall (LY-1)"
+    return path
+
+
+def write_npz(path: Path, step: int, arrays: dict, time: Optional[float]) -> Path:
+    extra = {"step": np.int64(step)}
+    if time is not None:
+        extra["time"] = np.float64(time)
+    return atomic_write(path, lambda fh: np.savez(fh, **arrays, **extra))
+
+
+def read_field_file(path: PathLike) -> dict:
+    """rho, ux, uy, T of a saved field file (.h5 or .npz), plus ``step`` and ``time`` (None if absent)."""
+    path = Path(path)
+    if path.suffix == ".h5":
+        import h5py
+        with h5py.File(path, "r") as f:
+            out = {n: np.asarray(f[n]) for n in FIELD_NAMES}
+            out["step"] = int(f.attrs["step"])
+            out["time"] = float(f.attrs["time"]) if "time" in f.attrs else None
+        return out
+    if path.suffix == ".npz":
+        with np.load(path) as z:
+            out = {n: np.asarray(z[n]) for n in FIELD_NAMES}
+            out["step"] = int(z["step"])
+            out["time"] = float(z["time"]) if "time" in z else None
+        return out
+    raise ValueError(f"{path}: not a field file (.h5 or .npz)")
+
+
+def saved_steps(run_dir: PathLike) -> Dict[int, Path]:
+    """{step: field file} of every saved field file of a run folder, in step order."""
+    found = {}
+    for fmt in FIELD_FORMATS:
+        for p in (Path(run_dir) / FIELDS_DIR).glob(f"step-*.{fmt}"):
+            try:
+                found[int(p.stem.split("-")[-1])] = p
+            except ValueError:
+                continue
+    return dict(sorted(found.items()))
+
+
+# --------------------------------------------------------------------------- VTK
+_NUMPY_TYPES = {"Float32": "float32", "Float64": "float64", "Int32": "int32", "Int64": "int64",
+                "UInt8": "uint8", "UInt32": "uint32", "UInt64": "uint64"}
+
+
+def write_vti(path: PathLike, fields: dict) -> Path:
+    """VTK XML ImageData (.vti) of rho, ux, uy, T and the velocity vector, via pyevtk.
+
+    Point (x, y) of the image is lattice site (x, y).  pyevtk stores the arrays as raw
+    appended binary data, which ParaView and VTK read directly.  Written atomically.
+    """
+    from pyevtk.hl import imageToVTK
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def as3d(a):
+        a = np.asarray(a, dtype=np.float64)
+        return np.ascontiguousarray(a.reshape(a.shape[0], a.shape[1], 1))
+
+    point = {name: as3d(field_array(fields, name)) for name in FIELD_NAMES}
+    point["velocity"] = (point["ux"], point["uy"], np.zeros_like(point["ux"]))
+    with atomic_output(path) as tmp:        # pyevtk appends ".vti" to the name it is given
+        written = Path(imageToVTK(str(tmp.with_suffix("")), pointData=point))
+        os.replace(written, tmp)
+    return path
+
+
+def read_vti(path: PathLike) -> dict:
+    """Read a .vti written by :func:`write_vti` (raw appended arrays) back into numpy.
+
+    Returns ``{name: array}``: scalars shaped (LX, LY), vectors (LX, LY, ncomp).  For tests
+    and quick checks; ParaView is the real reader.
+    """
+    raw = Path(path).read_bytes()
+    marker = raw.index(b"<AppendedData")
+    root = ET.fromstring(raw[:marker].decode("ascii") + "</VTKFile>")
+    header = np.dtype("<u8") if root.get("header_type") == "UInt64" else np.dtype("<u4")
+    data = raw[raw.index(b"_", marker) + 1:]
+    x0, x1, y0, y1, _z0, _z1 = (int(v) for v in root.find("ImageData").get("WholeExtent").split())
+    lx, ly = x1 - x0 + 1, y1 - y0 + 1
+    out = {}
+    for da in root.iter("DataArray"):
+        offset = int(da.get("offset"))
+        nbytes = int(np.frombuffer(data[offset:offset + header.itemsize], header)[0])
+        start = offset + header.itemsize
+        values = np.frombuffer(data[start:start + nbytes],
+                               dtype=np.dtype(_NUMPY_TYPES[da.get("type")]).newbyteorder("<"))
+        ncomp = int(da.get("NumberOfComponents", "1"))
+        # VTK order: x fastest
+        out[da.get("Name")] = (values.reshape(ly, lx).T if ncomp == 1
+                               else values.reshape(ly, lx, ncomp).transpose(1, 0, 2)).copy()
+    return out
+
+
+def write_pvd(pvd: Path, entries: dict) -> Path:
+    """ParaView collection; entries: relative file name -> timestep value."""
+    root = ET.Element("VTKFile", type="Collection", version="0.1",
+                      byte_order="LittleEndian" if sys.byteorder == "little" else "BigEndian")
+    coll = ET.SubElement(root, "Collection")
+    for fname, t in sorted(entries.items()):
+        ET.SubElement(coll, "DataSet", timestep=repr(float(t)) if not float(t).is_integer() else str(int(t)),
+                      group="", part="0", file=fname)
+    ET.indent(root, space="  ")
+    text = '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return atomic_write(pvd, lambda fh: fh.write(text.encode("utf-8")))
+
+
+def read_pvd(pvd: Path) -> dict:
+    if not pvd.is_file():
+        return {}
+    try:
+        root = ET.parse(pvd).getroot()
+    except ET.ParseError:
+        return {}
+    return {ds.get("file"): float(ds.get("timestep", "0")) for ds in root.iter("DataSet") if ds.get("file")}

@@ -1,0 +1,143 @@
+"""RunOutput: writes everything a run produces into its folder (layout in lbgen.output)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Iterable, Mapping, Optional, Sequence, Union
+
+from ..cache import atomic_write
+from . import series as series_mod
+from .fields import (FIELDS_DIR, PVD_NAME, VTK_DIR, check_fields, read_pvd, stem, write_h5, write_npz, write_pvd,
+                     write_vti)
+from .manifest import MANIFEST_NAME, json_default, read_manifest
+from .pictures import PICTURES_DIR, check_quantity, field_figure, save_png
+
+PathLike = Union[str, os.PathLike]
+
+
+class RunOutput:
+    """Writes everything a run produces into *run_dir* (see lbgen.output for the layout).
+
+    ``pictures``: quantities drawn by :meth:`write_pictures` by default (subset of
+    ``PICTURE_QUANTITIES``). ``vtk``: write VTK ImageData (.vti, through pyevtk) and keep the
+    ParaView collection (.pvd) up to date. ``fields_format``: ``"h5"``, ``"npz"`` or None.
+    ``colour_limits``: ``{quantity: (lo, hi)}`` used by every picture (fixed for the run);
+    ``dpi``: picture resolution (default: 1200 px on the long side).
+    """
+
+    def __init__(self, run_dir: PathLike, pictures: Sequence[str] = ("T",), vtk: bool = True,
+                 fields_format: Optional[str] = "h5", colour_limits: Optional[Mapping[str, Sequence[float]]] = None,
+                 dpi: Optional[float] = None):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.pictures = tuple(check_quantity(q) for q in (pictures or ()))
+        self.vtk = bool(vtk)
+        if fields_format not in ("h5", "npz", None):
+            raise ValueError(f"fields_format must be 'h5', 'npz' or None, not {fields_format!r}")
+        self.fields_format = fields_format
+        self.colour_limits = {q: tuple(v) for q, v in (colour_limits or {}).items()}
+        self.dpi = dpi
+
+    # ------------------------------------------------------------------ paths
+    @property
+    def series_path(self) -> Path:
+        return self.run_dir / series_mod.SERIES_CSV
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.run_dir / MANIFEST_NAME
+
+    @property
+    def pvd_path(self) -> Path:
+        return self.run_dir / VTK_DIR / PVD_NAME
+
+    def fields_path(self, step: int, fmt: Optional[str] = None) -> Path:
+        return self.run_dir / FIELDS_DIR / f"step-{stem(step)}.{fmt or self.fields_format or 'h5'}"
+
+    def vti_path(self, step: int) -> Path:
+        return self.run_dir / VTK_DIR / f"step-{stem(step)}.vti"
+
+    def picture_path(self, quantity: str, step: int) -> Path:
+        return self.run_dir / PICTURES_DIR / f"{quantity}-{stem(step)}.png"
+
+    # ------------------------------------------------------------------ fields
+    def write_fields(self, step: int, fields: dict, time: Optional[float] = None) -> list[Path]:
+        """Write the field file (HDF5/npz), the .vti and update the .pvd; returns the paths written.
+
+        HDF5: datasets ``rho``, ``ux``, ``uy``, ``T`` of shape (LX, LY) indexed [x, y]; file
+        attributes ``step`` (and ``time`` when given). npz: the same arrays plus ``step``.
+        The .pvd lists every .vti present, with timestep = time if given, else step.
+        """
+        arrays = check_fields(fields)
+        written: list[Path] = []
+        if self.fields_format == "h5":
+            written.append(write_h5(self.fields_path(step), step, arrays, time))
+        elif self.fields_format == "npz":
+            written.append(write_npz(self.fields_path(step), step, arrays, time))
+        if self.vtk:
+            vti = write_vti(self.vti_path(step), arrays)
+            written.append(vti)
+            entries = {f: t for f, t in read_pvd(self.pvd_path).items() if (self.pvd_path.parent / f).is_file()}
+            entries[vti.name] = float(step if time is None else time)
+            written.append(write_pvd(self.pvd_path, entries))
+        return written
+
+    # ------------------------------------------------------------------ pictures
+    def write_pictures(self, step: int, fields: dict, which: Optional[Iterable[str]] = None,
+                       time: Optional[float] = None) -> list[Path]:
+        """One PNG per quantity (``pictures/<q>-<step>.png``) with the run's colour limits;
+        *which* defaults to ``self.pictures``."""
+        quantities = tuple(self.pictures if which is None else which)
+        written = []
+        for q in quantities:
+            fig = field_figure(check_quantity(q), fields, limits=self.colour_limits.get(q), step=step, time=time,
+                               dpi=self.dpi)
+            written.append(save_png(fig, self.picture_path(q, step)))
+        return written
+
+    # ------------------------------------------------------------------ series
+    def append_series(self, step: int, time: Optional[float], diag: dict) -> None:
+        """Append one row to series.csv (header written when the file is new or empty)."""
+        series_mod.append_row(self.series_path, step, time, diag)
+
+    def read_series(self) -> dict:
+        """Columns of series.csv as float64 arrays."""
+        return series_mod.read_series(self.series_path)
+
+    def truncate_series(self, after_step: int) -> int:
+        """Drop rows with step > *after_step* (resuming from a checkpoint); returns rows dropped."""
+        return series_mod.truncate(self.series_path, after_step)
+
+    def truncate(self, after_step: int) -> None:
+        """Resume helper: truncate the series and drop .pvd entries of steps after *after_step*."""
+        self.truncate_series(after_step)
+        if self.pvd_path.is_file():
+            entries = {}
+            for f, t in read_pvd(self.pvd_path).items():
+                try:
+                    s = int(Path(f).stem.split("-")[-1])
+                except ValueError:
+                    s = None
+                if s is None or s <= after_step:
+                    entries[f] = t
+            write_pvd(self.pvd_path, entries)
+
+    def plot_series(self, T_walls: Optional[tuple] = None) -> Path:
+        """series.png: every series quantity against the model time (see series.series_figure)."""
+        fig = series_mod.series_figure(self.read_series(), T_walls=T_walls)
+        return save_png(fig, self.run_dir / series_mod.SERIES_PNG)
+
+    # ------------------------------------------------------------------ manifest
+    def write_manifest(self, data: dict, update: bool = False) -> Path:
+        """Write manifest.json (indented, atomic). With *update*, merge into the existing one."""
+        if update and self.manifest_path.is_file():
+            merged = read_manifest(self.run_dir)
+            merged.update(data)
+            data = merged
+        text = json.dumps(data, indent=2, default=json_default) + "\n"
+        return atomic_write(self.manifest_path, lambda fh: fh.write(text.encode("utf-8")))
+
+    def read_manifest(self, run_dir: Optional[PathLike] = None) -> dict:
+        """Parse manifest.json of this run (or of *run_dir*)."""
+        return read_manifest(self.run_dir if run_dir is None else run_dir)

@@ -1,0 +1,136 @@
+"""The time series of a run: series.csv (one row every K steps) and series.png."""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from ..cache import atomic_write
+from ..diagnostics import SCALARS
+
+PathLike = Union[str, os.PathLike]
+
+#: columns of series.csv
+SERIES_COLUMNS = ("step", "time") + SCALARS
+SERIES_CSV, SERIES_PNG = "series.csv", "series.png"
+#: the default series has about this many samples per run (every step for shorter runs)
+SERIES_SAMPLES = 200
+
+
+def default_series_every(steps: int) -> int:
+    """K of ``--series-every`` when not given: about SERIES_SAMPLES samples, every step for short runs."""
+    return max(1, int(steps) // SERIES_SAMPLES)
+
+
+def series_steps(steps: int, every: int, start: int = 0) -> list:
+    """The steps a run from *start* to *steps* samples: multiples of *every*, and the last step."""
+    out = [s for s in range(start, steps + 1) if s % every == 0]
+    if not out or out[-1] != steps:
+        out.append(steps)
+    return out
+
+
+def read_series(path: PathLike) -> dict:
+    """Columns of a series.csv as float64 arrays (empty arrays when there are no rows)."""
+    path = Path(path)
+    cols: dict[str, list] = {n: [] for n in SERIES_COLUMNS}
+    if path.is_file():
+        with open(path, newline="") as fh:
+            reader = csv.DictReader(fh)
+            names = reader.fieldnames or list(SERIES_COLUMNS)
+            cols = {n: [] for n in names}
+            for row in reader:
+                for n in names:
+                    v = row.get(n)
+                    cols[n].append(float(v) if v not in (None, "") else math.nan)
+    return {n: np.asarray(v, dtype=np.float64) for n, v in cols.items()}
+
+
+def fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return str(int(v))
+    return repr(float(v))
+
+
+def append_row(path: Path, step: int, time: Optional[float], diag: dict) -> None:
+    """Append one row (header written when the file is new or empty)."""
+    new = not path.is_file() or path.stat().st_size == 0
+    row = [fmt(step), fmt(time)] + [fmt(diag.get(c)) for c in SERIES_COLUMNS[2:]]
+    with open(path, "a", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        if new:
+            w.writerow(SERIES_COLUMNS)
+        w.writerow(row)
+
+
+def truncate(path: Path, after_step: int) -> int:
+    """Drop rows with step > *after_step* (resuming from a checkpoint); returns rows dropped."""
+    if not path.is_file():
+        return 0
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    if not rows:
+        return 0
+    header, body = rows[0], rows[1:]
+    keep = [r for r in body if r and float(r[0]) <= after_step]
+    dropped = sum(1 for r in body if r) - len(keep)
+    if dropped:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(keep)
+        atomic_write(path, lambda fh: fh.write(buf.getvalue().encode("utf-8")))
+    return dropped
+
+
+#: (title, [(column, legend label)], y label) of each panel of series.png; "rel:" = relative change
+PANELS = (
+    ("conservation", [("rel:mass", "mass Σρ"), ("rel:energy", "energy Σρ(T + |u|²/2)")],
+     "relative change (X − X₀)/X₀"),
+    ("momentum", [("momentum_x", "Σρu_x"), ("momentum_y", "Σρu_y")], "momentum [lattice units]"),
+    ("kinetic energy", [("kinetic_energy", "Σ½ρ|u|²")], "kinetic energy [lattice units]"),
+    ("mixing width", [("mixing_width", "W = Σ_y 6c(1−c)")], "W [sites]"),
+    ("max |u|", [("max_speed", "max |u|")], "speed [lattice units]"),
+    ("temperature range", [("min_T", "min T"), ("max_T", "max T")], "T [lattice units]"),
+)
+
+
+def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 100.0):
+    """series.png: every quantity against the time t = step / r (model units, lattice units
+    throughout); *T_walls* draws the wall temperatures on the temperature panel."""
+    from .pictures import new_figure
+
+    fig = new_figure((13.0, 8.0), dpi)
+    axes = fig.subplots(2, 3).ravel()
+    fig.subplots_adjust(left=0.065, right=0.99, bottom=0.07, top=0.96, wspace=0.32, hspace=0.3)   # fixed: cheap
+    t = series.get("time", np.empty(0))
+    if t.size and np.isnan(t).all():
+        t = series.get("step", t)
+    for ax, (title, curves, ylabel) in zip(axes, PANELS):
+        ax.set_title(title)
+        ax.set_xlabel("time t = step / r")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        if not t.size:
+            ax.text(0.5, 0.5, "no data yet", ha="center", va="center", transform=ax.transAxes)
+            continue
+        for column, label in curves:
+            name = column.removeprefix("rel:")
+            v = series.get(name, np.full_like(t, np.nan))
+            if column.startswith("rel:"):
+                v = (v - v[0]) / v[0] if v.size and np.isfinite(v[0]) and v[0] != 0 else v * np.nan
+            ax.plot(t, v, label=label, marker="." if t.size < 30 else None)
+        if title == "temperature range" and T_walls:
+            for Tw in T_walls:
+                ax.axhline(Tw, color="0.5", lw=0.8, ls="--")
+            ax.plot([], [], color="0.5", lw=0.8, ls="--", label="wall temperatures")
+        ax.legend(fontsize=8)
+    axes[0].ticklabel_format(axis="y", style="sci", scilimits=(-2, 2), useOffset=False)
+    return fig
