@@ -209,12 +209,10 @@ class Program(abc.ABC):
         only LY x ND numbers leave the device)."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no diagnostics kernel")
 
-    def init_equilibrium(self, f: Any, rho, ux, uy, T) -> None:
-        """Populations at the equilibrium of (LX, LY) fields.  Backends with a generated
-        init_equilibrium kernel override this; the fallback computes it on the host."""
-        from ..reference import equilibrium
-        self.upload_fields(equilibrium(*(np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly))
-                                         for a in (rho, ux, uy, T))), f)
+    def fused_walls(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
+                    adiabatic=(False, False), **params) -> None:
+        """propagate + bc + collide in one sweep (prv -> nxt); only for specs generated with walls."""
+        raise NotImplementedError(f"the {self.spec.backend} backend has no fused walls kernel yet")
 
     def describe(self) -> str:
         """What the kernels run on (a CPU model, a device name)."""
@@ -247,9 +245,14 @@ class Program(abc.ABC):
         spare.  Returns (state, spare) after the step (asynchronous on devices).
 
         Periodic: the fused kernel (or propagate then collide).  With ``walls`` (anything
-        with T_bottom, T_top, adiabatic_bottom, adiabatic_top): propagate, bc, collide."""
+        with T_bottom, T_top, adiabatic_bottom, adiabatic_top): the fused_walls kernel (or
+        propagate, bc, collide: the same bits in strict builds)."""
         if walls is None and fused:
             self.fused(f, g, **params)
+            return g, f
+        if fused:
+            self.fused_walls(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
+                             **params)
             return g, f
         self.propagate(f, g)
         if walls is not None:
@@ -349,6 +352,20 @@ class Program(abc.ABC):
 
     def download_fields(self, buffer: Any) -> np.ndarray:
         return self.layout.unpack(self.download(buffer)).astype(np.float64)
+
+    # Backends with generated init_equilibrium / fields kernels override these two; this
+    # host path evaluates the same model assignments with NumPy (bit for bit what a strict
+    # build of the kernels computes in double precision).
+    def init_equilibrium(self, f: Any, rho, ux, uy, T) -> None:
+        """f (in place) = equilibrium of the fields, (LX, LY) arrays each; halo filled."""
+        from ..model import equilibrium_assignments
+        fields = [np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)) for a in (rho, ux, uy, T)]
+        self.upload_fields(equilibrium_assignments(self.spec.velocity_set).evaluate(fields), f)
+
+    def fields(self, f: Any):
+        """(rho, ux, uy, T), (LX, LY) float64 arrays each, of the populations in f."""
+        from ..model import macroscopic_assignments
+        return tuple(macroscopic_assignments(self.spec.velocity_set).evaluate(self.download_fields(f)))
 
     def _param_values(self, params: dict):
         from ..codegen import OPERATOR_PARAMETERS

@@ -27,7 +27,7 @@ from .model.assignments import AssignmentList
 from .model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
 from .model.walls import min_ly_walls, wall_row_count
 from .model.walls import DEFAULT_SCHEME, SCHEMES, mass_rule
-from .kernel_api import ENTRY_POINTS, SIZE_ERRORS, size_rules
+from .kernel_api import ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules
 
 BACKENDS = ("c", "opencl", "cuda")
 #: preferred cluster lengths per backend, fastest first (measured with `lbgen bench`; see
@@ -107,7 +107,13 @@ def print_assignments(asg: AssignmentList, precision: str, declare: str = "const
     """
     printer = RealPrinter(precision)
     rename = {p: sp.Symbol(f"{p}{suffix_parameters}", real=True) for p in asg.parameters}
-    return [f"{declare} {sym} = {printer.doprint(expr.xreplace(rename))};" for sym, expr in asg.assignments]
+    titles = dict(asg.blocks)
+    lines = []
+    for i, (sym, expr) in enumerate(asg.assignments):
+        if i in titles:     # a comment opening each block: what it computes, which model function made it
+            lines.append(f"/* --- {titles[i]} --- */")
+        lines.append(f"{declare} {sym} = {printer.doprint(expr.xreplace(rename))};")
+    return lines
 
 
 #: the largest GPU block / work-group size (CUDA and common OpenCL devices)
@@ -299,6 +305,7 @@ def template_context(spec: KernelSpec) -> dict:
         "collide_params": OPERATOR_PARAMETERS[spec.collision],
         "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
         "collide_outputs": [str(s) for s in col.outputs],
+        "site_outputs": [f"fout{p}" for p in range(vs.Q)],   # what collide_call leaves
         "collide_flops": col.flops,
         "collide_description": col.description,
         "uses_wall": "wall" in [str(p) for p in col.parameters],
@@ -322,7 +329,7 @@ def template_context(spec: KernelSpec) -> dict:
         "min_ly_walls": min_ly_walls(vs),
         "size_rules": size_rules(spec, min_ly_walls(vs)),
         "size_errors": SIZE_ERRORS,
-        "entry_points": [n for n in ENTRY_POINTS if n != "bc" or spec.walls],
+        "entry_points": [n for n in ENTRY_POINTS if n not in WALL_ENTRY_POINTS or spec.walls],
     }
 
 

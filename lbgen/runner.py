@@ -121,8 +121,9 @@ class Simulation:
             walls.check(vs)
         self.walls = walls
         self.lx, self.ly = lx, ly
-        # with walls the step is propagate -> bc -> collide (the fused kernel has no bc)
-        self.fused = fused and walls is None
+        # one sweep per step: fused (periodic) or fused_walls (propagate + bc + collide);
+        # fused=False gives the separate kernels (the same bits in strict mode)
+        self.fused = fused
         self.check_every = check_every
         self.time_step = 0
 
@@ -208,12 +209,21 @@ class Simulation:
 
     # --- state -------------------------------------------------------------------------
     def set_fields(self, rho, ux, uy, T) -> None:
-        """Populations at the equilibrium of the given fields (arrays of shape (LX, LY))."""
-        self.set_populations(self._equilibrium(rho, ux, uy, T))
+        """Populations at the equilibrium of the given fields (arrays of shape (LX, LY)),
+        computed by each region's init_equilibrium kernel on its backend."""
+        arrays = self._checked_fields(rho, ux, uy, T)
+        for r in self.regions:
+            cols = r.columns % self.lx
+            r.program.init_equilibrium(r.f, *(np.ascontiguousarray(a[cols]) for a in arrays))
+        self._fields_set = True
 
     def _equilibrium(self, rho, ux, uy, T) -> np.ndarray:
-        """Checked fields -> (Q, LX, LY) equilibrium populations."""
-        from . import reference
+        """Checked fields -> (Q, LX, LY) equilibrium populations on the host (the model's
+        assignments through NumPy: in double, the bits of a strict build of the init kernel)."""
+        from .model import equilibrium_assignments
+        return equilibrium_assignments(self.spec.velocity_set).evaluate(self._checked_fields(rho, ux, uy, T))
+
+    def _checked_fields(self, rho, ux, uy, T):
         arrays = []
         for name, a in zip(("rho", "ux", "uy", "T"), (rho, ux, uy, T)):
             try:
@@ -231,7 +241,7 @@ class Simulation:
             raise SimulationError(f"{self.vs.name} is isothermal (T = 1): the initial temperature must be 1 "
                                   f"everywhere, got {arrays[3].min():.6g} .. {arrays[3].max():.6g}; use d2q37 "
                                   f"for thermal flows")
-        return reference.equilibrium(*arrays, vs=self.vs)
+        return arrays
 
     def set_populations(self, f: np.ndarray) -> None:
         f = np.asarray(f, dtype=np.float64)
@@ -251,25 +261,22 @@ class Simulation:
         """(Q, LX, LY) float64 copy of the current populations."""
         return self.state().astype(np.float64)
 
-    def _moment_matrix(self) -> np.ndarray:
-        """(Q, 4) weights of rho, energy sum |xi|^2 f / 2, and momentum sum xi f."""
-        xi = self.vs.xi
-        return np.column_stack([np.ones(self.vs.Q), 0.5 * (xi ** 2).sum(1), xi[:, 0], xi[:, 1]])
-
     def fields(self) -> Dict[str, np.ndarray]:
-        """rho, ux, uy, T as (LX, LY) arrays (u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho)).
-
-        Isothermal sets (D2Q9) report the constant T = 1 of the model."""
-        return self._fields_of(self.populations())
+        """rho, ux, uy, T as (LX, LY) arrays (u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho)),
+        computed by each region's fields kernel on its backend."""
+        self.synchronize()
+        out = {k: np.empty((self.lx, self.ly)) for k in ("rho", "ux", "uy", "T")}
+        for r in self.regions:
+            for k, v in zip(("rho", "ux", "uy", "T"), r.program.fields(r.f)):
+                out[k][r.columns % self.lx] = v
+        return out
 
     def _fields_of(self, f: np.ndarray) -> Dict[str, np.ndarray]:
-        m = np.moveaxis(f, 0, -1) @ self._moment_matrix()       # one pass over the populations
-        rho = m[..., 0]
-        ux, uy = m[..., 2] / rho, m[..., 3] / rho
-        T = (m[..., 1] - 0.5 * rho * (ux * ux + uy * uy)) / rho    # D = 2: rho T = E - rho |u|^2 / 2
-        if self.vs.isothermal:
-            T = np.ones_like(rho)
-        return {"rho": rho, "ux": ux, "uy": uy, "T": T}
+        """Fields of (Q, LX, LY) populations on the host: the model's assignments through
+        NumPy, in double the bits of a strict build of the fields kernel."""
+        from .model import macroscopic_assignments
+        values = macroscopic_assignments(self.spec.velocity_set).evaluate(np.asarray(f, dtype=np.float64))
+        return dict(zip(("rho", "ux", "uy", "T"), values))
 
     def diagnostic_rows(self) -> np.ndarray:
         """(LY, ND) per-row reductions over this process's columns (the backends' generated
@@ -344,22 +351,14 @@ class Simulation:
         self._fields_set = True
 
     def looks_healthy(self) -> bool:
-        """Cheap test on the raw buffers: every stored site has finite, positive rho and T.
-
-        Works in storage order (no gather into a plain array), three dot products over the
-        population axis; halo copies are included, which only repeats interior sites.
-        """
+        """Cheap test: every site has finite, positive rho and T (the fields kernel of each
+        region on its backend: no copy of the populations to the host)."""
         self.synchronize()
-        # one matrix product gives rho, energy and momentum of every stored site
-        moments = self._moment_matrix()
         with np.errstate(all="ignore"):
             for r in self.regions:
-                view, q = r.program.layout.population_view(r.program.download(r.f))
-                m = np.moveaxis(view, q, -1) @ moments.astype(view.dtype)
-                rho, energy, jx, jy = m[..., 0], m[..., 1], m[..., 2], m[..., 3]
-                rho_T = energy - 0.5 * (jx * jx + jy * jy) / rho
-                if not (np.all(rho > 0) and np.all(rho_T > 0) and np.isfinite(rho_T).all()
-                        and np.isfinite(rho).all()):
+                rho, ux, uy, T = r.program.fields(r.f)      # the fields kernel, on the backend
+                # rho > 0 and T > 0 are False for NaN; a non-finite u or rho shows in T
+                if not (np.all(rho > 0) and np.all(T > 0) and np.isfinite(T).all() and np.isfinite(rho).all()):
                     return False
         return True
 

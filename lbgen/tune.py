@@ -1,7 +1,7 @@
 """Auto-tuning of the layout and cluster length (VL) per machine and lattice shape.
 
-``best_choice`` times a few steps of the runner's own time step (halo + fused, or
-propagate + bc + collide with walls) for every candidate layout/VL (and optionally a few
+``best_choice`` times a few steps of the runner's own time step (halo + fused, or halo +
+fused_walls with walls) for every candidate layout/VL (and optionally a few
 thread counts), stores the ranking in ``<cache>/tune/choices.json`` under a key made of
 the machine (hostname + CPU model from /proc/cpuinfo), the backend and its device, the
 lattice shape, precision, collision operator, walls and the thread count asked for, and

@@ -1,7 +1,7 @@
 """`lbgen verify`: every available backend x layout x VL against the NumPy reference.
 
 All runs start from the same random near-equilibrium state (seeded), take N steps with a
-force (unfused: halo, propagate[, bc], collide; fused: halo, fused) and are compared with
+force (unfused: halo, propagate[, bc], collide; fused: halo, fused or fused_walls) and are compared with
 ``lbgen.reference`` (max |f - f_ref| / max |f_ref|) and with the C backend's result for
 the same configuration.  Tolerances: 1e-12 (double) and 1e-5 (single) against the
 reference; across backends the same, or exact equality in strict mode (no FMA
@@ -155,7 +155,7 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
                     wall_scheme=wall_scheme, velocity_set=velocity_set)
     f0 = initial_state(lx, ly, seed, vs)
     references = {c: reference_run(f0, c, steps, walls, wall_scheme, vs) for c in collisions}
-    paths = ("unfused",) if walls else ("unfused", "fused")
+    paths = ("unfused", "fused")        # with walls "fused" is the fused_walls kernel
     results: Dict[tuple, np.ndarray] = {}
     order = sorted(names, key=lambda n: n != "c")     # C first: the others are compared with it
     combos = list(itertools.product(order, layouts, collisions, precisions, paths))

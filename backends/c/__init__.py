@@ -18,6 +18,22 @@ from ...limits import resolve_threads
 from ..base import (BackendUnavailable, CompileError, HostBuffers, Program, aligned_zeros, build_library,  # noqa: F401
                     compiler_version, find_compiler, load_library)
 
+#: OpenMP waiting when the user set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT: idle threads
+#: sleep instead of spinning 300000 rounds between the parallel regions of a step, so that
+#: on a busy machine a spinning thread does not steal the core a working one needs
+#: (docs/performance.md: measured quiet and busy).  libgomp reads it once, when it loads
+#: (the first kernel library dlopen'ed below), so it is set at import.
+WAIT_POLICY = "passive"
+
+
+def _default_wait_policy() -> None:
+    import os
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = WAIT_POLICY
+
+
+_default_wait_policy()
+
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp")
 # strict: no FMA contraction, and no basic-block (SLP) vectorisation -- with AVX-512 gcc 12's
 # SLP vectoriser changed the last bit of the AoS bc kernel (x = 0, top wall) against every
@@ -101,6 +117,11 @@ class CProgram(HostBuffers, Program):
         self._require_walls()
         self._fn("bc")(self._ptr(prv), self._ptr(nxt), *self._sizes, float(T_bottom), float(T_top),
                        int(bool(adiabatic[0])), int(bool(adiabatic[1])), float(ax), float(ay))
+
+    def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), **params):
+        self._require_walls()
+        self._fn("fused_walls")(self._ptr(prv), self._ptr(nxt), *self._sizes, *self._param_values(params),
+                                float(T_bottom), float(T_top), int(bool(adiabatic[0])), int(bool(adiabatic[1])))
 
     def init_equilibrium(self, f, rho, ux, uy, T):
         arrays = [np.ascontiguousarray(a, dtype=np.float64).reshape(self.lx, self.ly) for a in (rho, ux, uy, T)]

@@ -27,7 +27,7 @@ DEFAULT_BLOCK = 128
 
 #: the kernels of a CUDA source, without the prefix, in launch order of one unfused step
 KERNELS = ("halo", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack", "unpack", "diagnostics")
-#: with KernelSpec(walls=True) also "bc" (one thread per column)
+#: with KernelSpec(walls=True) also "bc" (one thread per column) and "fused_walls" (one per site)
 
 
 def block_bound(spec) -> int:
@@ -43,6 +43,7 @@ def thread_counts(layout) -> Dict[str, int]:
         "propagate": sites, "collide": sites, "fused": sites,
         "init_equilibrium": sites, "fields": sites, "pack": sites, "unpack": sites, "bc": layout.LX,
         "diagnostics": layout.LY,
+        "fused_walls": sites,
     }
 
 
@@ -97,6 +98,11 @@ class LaunchProgram(Program):
         self._require_walls()
         self._run("bc", prv, nxt, *self._sizes, float(T_bottom), float(T_top),
                   int(bool(adiabatic[0])), int(bool(adiabatic[1])), float(ax), float(ay))
+
+    def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), **params):
+        self._require_walls()
+        self._run("fused_walls", prv, nxt, *self._sizes, *self._param_values(params), float(T_bottom), float(T_top),
+                  int(bool(adiabatic[0])), int(bool(adiabatic[1])))
 
 
 # --- pycuda runtime ----------------------------------------------------------------------
@@ -233,6 +239,7 @@ class CudaProgram(LaunchProgram):
         }
         if self.spec.walls:
             formats["bc"] = "PP" + sizes + real + real + "ii" + real + real
+            formats["fused_walls"] = "PP" + sizes + real * nparams + real + real + "ii"
         self.functions = {}
         for k, fmt in formats.items():
             fn = self.module.get_function(f"{self.prefix}_{k}")

@@ -281,7 +281,7 @@ class OpenCLProgram(Program):
         self.options = build_options(strict, single, self.device)
         self.program = build(source, self.device, self.options)
         prefix = self.spec.prefix
-        names = ("halo", "propagate", "collide", "fused", "diagnostics") + (("bc",) if self.spec.walls else ())
+        names = ("halo", "propagate", "collide", "fused", "diagnostics") + (("bc", "fused_walls") if self.spec.walls else ())
         self.kernels = {n: cl.Kernel(self.program, f"{prefix}_{n}") for n in names}
         bs = block_size or self.spec.block_size or DEFAULT_BLOCK_SIZE
         limit = min(self.device.max_work_group_size,
@@ -398,6 +398,13 @@ class OpenCLProgram(Program):
         self._launch("diagnostics", self._row_range, f, *self._sizes, out)
         self.cl.enqueue_copy(self.queue, host, out, is_blocking=True)
         return host.astype(np.float64)
+
+    def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), **params):
+        """propagate + bc + collide in one launch (one work-item per site)."""
+        self._require_walls()
+        self._launch("fused_walls", self._site_range, prv, nxt, *self._sizes, *self._params(params),
+                     self.dtype(T_bottom), self.dtype(T_top), np.int32(bool(adiabatic[0])),
+                     np.int32(bool(adiabatic[1])))
 
     def synchronize(self) -> None:
         self.queue.finish()

@@ -24,6 +24,9 @@ class AssignmentList:
     assignments: Tuple[Tuple[sp.Symbol, sp.Expr], ...]
     outputs: Tuple[sp.Symbol, ...]
     description: str = ""
+    #: (index of the first assignment, title) of each block -- moments, equilibrium, ... --
+    #: in order; the title names the model function that produced the block
+    blocks: Tuple[Tuple[int, str], ...] = ()
 
     @property
     def temporaries(self) -> Tuple[Tuple[sp.Symbol, sp.Expr], ...]:
@@ -47,7 +50,7 @@ class AssignmentList:
         return self.op_count()["flops"]
 
     def numpy_source(self) -> str:
-        printer = NumPyPrinter({"fully_qualified_modules": True})
+        printer = _ProductPrinter({"fully_qualified_modules": True})
         args = [str(s) for s in self.inputs + self.parameters]
         lines = [f"def {self.name}({', '.join(args)}):"]
         for sym, expr in self.assignments:
@@ -71,6 +74,23 @@ class AssignmentList:
         out = fn(*list(inputs), *values)
         shape = np.broadcast(*[np.asarray(x) for x in out]).shape
         return np.array([np.broadcast_to(np.asarray(o, dtype=float), shape) for o in out])
+
+
+class _ProductPrinter(NumPyPrinter):
+    """NumPy printer writing integer powers as products, like the C printer of codegen: the
+    NumPy evaluation then does the same IEEE operations as a strict build of the kernels
+    (bit for bit; numpy.power would call pow())."""
+
+    def _print_Pow(self, expr):
+        base, exp = expr.args
+        if exp.is_Integer and exp != 0:
+            n = abs(int(exp))
+            b = self.parenthesize(base, sp.printing.precedence.PRECEDENCE["Mul"] + 1)
+            prod = "*".join([b] * n)
+            if int(exp) < 0:
+                return f"(1.0/({prod}))"
+            return f"({prod})" if n > 1 else prod
+        return super()._print_Pow(expr)
 
 
 def _flops(expr: sp.Expr, in_mul: bool = False) -> int:

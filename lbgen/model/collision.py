@@ -108,11 +108,18 @@ def _grouped_sum(terms, builder=None) -> sp.Expr:
 
 
 class Builder:
-    """Accumulates ordered assignments with fresh symbol names."""
+    """Accumulates ordered assignments with fresh symbol names, each tagged with the block
+    (moments, equilibrium, relaxation, reconstruction, ...) that produced it."""
 
     def __init__(self):
         self.assignments: List[Tuple[sp.Symbol, sp.Expr]] = []
         self._counter = 0
+        self.blocks: List[str] = []              # block titles in order of appearance
+        self.block_of: Dict[sp.Symbol, int] = {}  # symbol -> index into blocks
+
+    def block(self, title: str) -> None:
+        """Tag the assignments that follow: ``title`` names the block and the model function."""
+        self.blocks.append(title)
 
     def fresh(self, prefix: str) -> str:
         self._counter += 1
@@ -121,12 +128,15 @@ class Builder:
     def let(self, name: str, expr) -> sp.Symbol:
         sym = sp.Symbol(name, real=True)
         self.assignments.append((sym, sp.sympify(expr)))
+        self.block_of[sym] = max(len(self.blocks) - 1, 0)
         return sym
 
 
 def _moments(b: Builder, vs: VelocitySet, f, H) -> Dict[Component, sp.Symbol]:
     """Hermite projections A[c] = sum_i f_i H[c](xi_i) for all components up to the set's order."""
     pairs, rest = _pairs(vs)
+    b.block("moments: pair sums s_i and differences d_i, Hermite projections A_n, n <= 4 "
+            "(lbgen.model.collision._moments)")
     s = {i: b.let(f"s{i}", f[i] + f[o]) for i, o in pairs}
     d = {i: b.let(f"d{i}", f[i] - f[o]) for i, o in pairs}
     A = {}
@@ -141,6 +151,7 @@ def _moments(b: Builder, vs: VelocitySet, f, H) -> Dict[Component, sp.Symbol]:
 
 
 def _macroscopic(b: Builder, A, vs: VelocitySet):
+    b.block("macroscopic fields rho, u, T from A_0, A_1, A_2 (lbgen.model.collision._macroscopic)")
     rho = b.let("rho", A[(0, 0)])
     inv_rho = b.let("inv_rho", 1 / rho)
     ux = b.let("ux", A[(1, 0)] * inv_rho)
@@ -157,6 +168,9 @@ def _reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_
     pairs, rest = _pairs(vs)
     w = vs.weights_float(CONSTANT_DIGITS + 10)
     outs = {}
+    b.block("reconstruction: f'_i = w_i sum_n B_n:H_n(xi_i)/n!, even part E_i and odd part O_i"
+            + (" plus (1 - 1/tau) f_i" if f_scale is not None else "")
+            + " (lbgen.model.collision._reconstruct)")
 
     def part(i, parity):
         terms = []
@@ -194,6 +208,28 @@ def cse_assignments(assignments, outputs):
     out = list(replacements)
     out += list(zip(syms, reduced))
     return _drop_unused(_topological(out), outputs)
+
+
+def _in_blocks(assignments, b: Builder):
+    """Stable-sort the assignments by block, and the (start index, title) of each block.
+
+    A named symbol belongs to the block it was built in; a CSE temporary to the earliest
+    block that uses it.  Every dependency then sits in the same or an earlier block, so
+    the stable sort keeps the list in definition-before-use order.
+    """
+    block = {s: b.block_of[s] for s, _ in assignments if s in b.block_of}
+    temporaries = {s for s, _ in assignments if s not in b.block_of}
+    for s, e in reversed(assignments):      # consumers come after their temporaries
+        for dep in e.free_symbols:
+            if dep in temporaries:
+                block[dep] = min(block.get(dep, len(b.blocks)), block[s])
+    ordered = sorted(assignments, key=lambda a: block[a[0]])   # sorted() is stable
+    starts, seen = [], set()
+    for i, (s, _) in enumerate(ordered):
+        if block[s] not in seen:
+            seen.add(block[s])
+            starts.append((i, b.blocks[block[s]]))
+    return tuple(ordered), tuple(starts)
 
 
 def _drop_unused(assignments, outputs):
@@ -255,8 +291,11 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
         tau_in, = (sp.Symbol(n, positive=True) for n in record.parameter_names)
         params = (tau_in, ax, ay, wall)
         # rows next to a thermal wall (wall = 1) relax with tau = 1, as in the regularized operator
+        b.block("relaxation: tau (1 on wall rows) and 1/tau (lbgen.model.collision.collision, bgk)")
         tau = b.let("tau_w", wall + (1 - wall) * tau_in)
         inv_tau = b.let("inv_tau", 1 / tau)
+        b.block("equilibrium: shifted u* = u + tau a, T* and the Maxwellian's Hermite coefficients "
+                "times 1/tau (lbgen.model.hermite.maxwellian_coefficient via collision.collision, bgk)")
         us = (b.let("usx", ux + tau * ax), b.let("usy", uy + tau * ay))
         Ts = T if vs.isothermal else b.let("Ts", T + tau * (1 - tau) * a2 / 2)
         # f' = (1 - 1/tau) f + f_eq*/tau: the equilibrium coefficients carry the 1/tau
@@ -269,25 +308,31 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     else:
         C1, C2, C3 = (sp.Symbol(n, real=True) for n in record.parameter_names)
         params = (C1, C2, C3, ax, ay, wall)
+        b.block("relaxation times tau1, tau2, tau3 (1 on wall rows) (lbgen.model.collision.collision, regularized)")
         inv_rhoT = b.let("inv_rhoT", inv_rho_T(rho, T))
         # wall rows (wall = 1) relax everything with tau = 1
         tau1 = b.let("tau1", wall + (1 - wall) * (sp.Rational(1, 2) + C1 * inv_rhoT))
         tau2 = b.let("tau2", wall + (1 - wall) * (sp.Rational(1, 2) + C2 * inv_rhoT))
         tau3 = b.let("tau3", wall + (1 - wall) * (sp.Rational(1, 2) + C3))
+        rates = {2: b.let("om1", 1 / tau1), 3: b.let("om2", 1 / tau2), 4: b.let("om3", 1 / tau3)}
+        b.block("equilibrium: shifted u* = u + tau1 a, T* and the Maxwellian's Hermite coefficients "
+                "A_eq, n = 2..4 (lbgen.model.hermite.maxwellian_coefficient via collision.collision, regularized)")
         us = (b.let("usx", ux + tau1 * ax), b.let("usy", uy + tau1 * ay))
         Ts = T if vs.isothermal else b.let("Ts", T + tau1 * (1 - tau1) * a2 / 2)
-        rates = {2: b.let("om1", 1 / tau1), 3: b.let("om2", 1 / tau2), 4: b.let("om3", 1 / tau3)}
+        eqs = {c: b.let(f"Aeq{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, us, Ts)))
+               for n in range(2, order + 1) for c in components(n)}
+        b.block("relaxation: B_n = A_n + (A_eq,n - A_n)/tau_n, force on A_1 "
+                "(lbgen.model.collision.collision, regularized)")
         B = {(0, 0): rho, (1, 0): A[(1, 0)] + rho * ax, (0, 1): A[(0, 1)] + rho * ay}
         for n in range(2, order + 1):
             for c in components(n):
-                eq = b.let(f"Aeq{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, us, Ts)))
-                B[c] = b.let(f"B{c[0]}{c[1]}", A[c] + (eq - A[c]) * rates[n])
+                B[c] = b.let(f"B{c[0]}{c[1]}", A[c] + (eqs[c] - A[c]) * rates[n])
         outputs = _reconstruct(b, vs, H, B)
         description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
     assert tuple(map(str, params[:-1])) == record.kernel_arguments, "collision symbols != operator record"
-    assignments = cse_assignments(b.assignments, outputs)
+    assignments, blocks = _in_blocks(cse_assignments(b.assignments, outputs), b)
     return AssignmentList(name=f"collide_{operator}", inputs=f, parameters=params,
-                          assignments=assignments, outputs=outputs, description=description)
+                          assignments=assignments, outputs=outputs, description=description, blocks=blocks)
 
 
 def inv_rho_T(rho, T):

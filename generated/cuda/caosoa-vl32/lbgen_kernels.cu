@@ -58,6 +58,337 @@ enum { Q = 37, HALO = 3, VL = 32, BLOCK = 128 };
     const ptrdiff_t x = g / ((ptrdiff_t)VL * NR); \
     const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK
 
+/* The collision of one site, written once: collide and fused call it.
+   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed).
+   In: the site's populations f0..f36, the parameters tau_ ax_ ay_ and wall_ (1 on the rows
+   next to a thermal wall).  Out: *o0..*o36.  605 floating-point operations.
+   (Scalars in, pointers to scalars out: after inlining the compiler vectorises the calling
+   loop exactly as if the body were written there; arrays would not be.)
+   The blocks are marked with the lbgen.model function that derived them. */
+static __device__ __forceinline__ void lbgen_collide_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36, real *__restrict__ o0, real *__restrict__ o1, real *__restrict__ o2, real *__restrict__ o3, real *__restrict__ o4, real *__restrict__ o5, real *__restrict__ o6, real *__restrict__ o7, real *__restrict__ o8, real *__restrict__ o9, real *__restrict__ o10, real *__restrict__ o11, real *__restrict__ o12, real *__restrict__ o13, real *__restrict__ o14, real *__restrict__ o15, real *__restrict__ o16, real *__restrict__ o17, real *__restrict__ o18, real *__restrict__ o19, real *__restrict__ o20, real *__restrict__ o21, real *__restrict__ o22, real *__restrict__ o23, real *__restrict__ o24, real *__restrict__ o25, real *__restrict__ o26, real *__restrict__ o27, real *__restrict__ o28, real *__restrict__ o29, real *__restrict__ o30, real *__restrict__ o31, real *__restrict__ o32, real *__restrict__ o33, real *__restrict__ o34, real *__restrict__ o35, real *__restrict__ o36, const real tau_, const real ax_, const real ay_, const real wall_)
+{
+    /* --- moments: pair sums s_i and differences d_i, Hermite projections A_n, n <= 4 (lbgen.model.collision._moments) --- */
+    const real s3 = f3 + f33;
+    const real s7 = f29 + f7;
+    const real t0 = s3 + s7;
+    const real s10 = f10 + f26;
+    const real s12 = f12 + f24;
+    const real t1 = s10 + s12;
+    const real s0 = f0 + f36;
+    const real s2 = f2 + f34;
+    const real t2 = s0 + s2;
+    const real s14 = f14 + f22;
+    const real s8 = f28 + f8;
+    const real t3 = s14 + s8;
+    const real t4 = t2 + t3;
+    const real s4 = f32 + f4;
+    const real s6 = f30 + f6;
+    const real t5 = s4 + s6;
+    const real s13 = f13 + f23;
+    const real s9 = f27 + f9;
+    const real t6 = s13 + s9;
+    const real t7 = t5 + t6;
+    const real s1 = f1 + f35;
+    const real s15 = f15 + f21;
+    const real t8 = s1 + s15;
+    const real s16 = f16 + f20;
+    const real s5 = f31 + f5;
+    const real t9 = s16 + s5;
+    const real s11 = f11 + f25;
+    const real s17 = f17 + f19;
+    const real t10 = s11 + s17;
+    const real t11 = f18 + t10 + t8 + t9;
+    const real d0 = f0 - f36;
+    const real d2 = f2 - f34;
+    const real t12 = d0 + d2;
+    const real d1 = f1 - f35;
+    const real t13 = d1 + t12;
+    const real d3 = f3 - f33;
+    const real d7 = -f29 + f7;
+    const real t14 = d3 + d7;
+    const real d4 = -f32 + f4;
+    const real d6 = -f30 + f6;
+    const real t15 = d4 + d6;
+    const real d5 = -f31 + f5;
+    const real t16 = d5 + t14 + t15;
+    const real d14 = f14 - f22;
+    const real d8 = -f28 + f8;
+    const real t17 = d14 + d8;
+    const real d13 = f13 - f23;
+    const real d9 = -f27 + f9;
+    const real t18 = d13 + d9;
+    const real d10 = f10 - f26;
+    const real d12 = f12 - f24;
+    const real t19 = d10 + d12;
+    const real d11 = f11 - f25;
+    const real t20 = d11 + t17 + t18 + t19;
+    const real d15 = f15 - f21;
+    const real d16 = f16 - f20;
+    const real d17 = f17 - f19;
+    const real t22 = d0 - d2;
+    const real t23 = d4 - d6;
+    const real t24 = d10 - d12;
+    const real t25 = d17 + t22 + t23 + t24;
+    const real t27 = d3 - d7;
+    const real t28 = -d13 + d16 + d9 + t27;
+    const real t29 = -d14 + d15 + d8;
+    const real t30 = s1 + t2;
+    const real t31 = s5 + t0 + t5;
+    const real t32 = s11 + t1 + t3 + t6;
+    const real t33 = f18 + s15 + s16 + s17;
+    const real t38 = s17 + t1 + t2 + t5;
+    const real t39 = s16 + t0 + t6;
+    const real t40 = s15 + t3;
+    const real t41 = f18 + s1 + s11 + s5;
+    const real A00 = t0 + t1 + t11 + t4 + t7;
+    const real g1 = t13;
+    const real g2 = t16;
+    const real g3 = t20;
+    const real A10 = 3.590939311179223*g1 + 2.393959540786149*g2 + 1.1969797703930745*g3;
+    const real g5 = t25;
+    const real g7 = t28;
+    const real g8 = t29;
+    const real A01 = -1.1969797703930745*g5 - 2.393959540786149*g7 - 3.590939311179223*g8;
+    const real g17 = t38;
+    const real g18 = t39;
+    const real g19 = t40;
+    const real A02 = 0.43276057073025703*g17 + 4.731042282921028*g18 + 11.894845136572313*g19 - t41;
+    const real g10 = t31;
+    const real g11 = t32;
+    const real g9 = t30;
+    const real A20 = 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t33;
+    /* --- macroscopic fields rho, u, T from A_0, A_1, A_2 (lbgen.model.collision._macroscopic) --- */
+    const real rho = A00;
+    const real inv_rho = (1.0/(rho));
+    const real ux = A10*inv_rho;
+    const real uy = A01*inv_rho;
+    const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
+    /* --- relaxation: tau (1 on wall rows) and 1/tau (lbgen.model.collision.collision, bgk) --- */
+    const real tau_w = -tau_*(wall_ - 1.0) + wall_;
+    const real inv_tau = (1.0/(tau_w));
+    /* --- equilibrium: shifted u* = u + tau a, T* and the Maxwellian's Hermite coefficients times 1/tau (lbgen.model.hermite.maxwellian_coefficient via collision.collision, bgk) --- */
+    const real t45 = inv_tau*rho;
+    const real usx = ax_*tau_w + ux;
+    const real t46 = t45*usx;
+    const real usy = ay_*tau_w + uy;
+    const real t47 = t45*usy;
+    const real t48 = (usx*usx);
+    const real Ts = T - 0.5*tau_w*((ax_*ax_) + (ay_*ay_))*(tau_w - 1.0);
+    const real t49 = Ts - 1.0;
+    const real t50 = t48 + t49;
+    const real t51 = t46*usy;
+    const real t52 = (usy*usy);
+    const real t53 = t49 + t52;
+    const real t54 = 3.0*Ts - 3.0;
+    const real t55 = t48 + t54;
+    const real t56 = t52 + t54;
+    const real t57 = 6.0*Ts;
+    const real t58 = (Ts*Ts);
+    const real t59 = -t57 + 3.0*t58 + 3.0;
+    const real B13 = t51*t56;
+    const real B31 = t51*t55;
+    const real B11 = t51;
+    const real B00 = t45;
+    const real B22 = t45*(Ts*t48 + Ts*t52 - 2.0*Ts + t48*t52 - t48 - t52 + t58 + 1.0);
+    const real B02 = t45*t53;
+    const real B04 = t45*(t52*t57 - 6.0*t52 + t59 + (usy*usy*usy*usy));
+    const real B20 = t45*t50;
+    const real B40 = t45*(t48*t57 - 6.0*t48 + t59 + (usx*usx*usx*usx));
+    const real B03 = t47*t56;
+    const real B21 = t47*t50;
+    const real B01 = t47;
+    const real B10 = t46;
+    const real B12 = t46*t53;
+    const real B30 = t46*t55;
+    /* --- reconstruction: f'_i = w_i sum_n B_n:H_n(xi_i)/n!, even part E_i and odd part O_i plus (1 - 1/tau) f_i (lbgen.model.collision._reconstruct) --- */
+    const real t60 = 0.0003182003567403405*B13;
+    const real t61 = 0.0020089739918136185*B31;
+    const real t62 = 0.0012181943006191708*B11;
+    const real t63 = 0.00028341425299419824*B00 + 0.00036472721712750924*B22;
+    const real t64 = -t62 + t63;
+    const real t65 = 6.132525693942934e-05*B02 - 4.184801062988571e-05*B04 + 0.0016855843244316568*B20 + 0.0010853344127522997*B40;
+    const real t66 = 8.861201183482188e-05*B03;
+    const real t67 = 0.0020176103376363702*B21;
+    const real t68 = 0.0003392411274751201*B01;
+    const real t69 = 0.0010177233824253602*B10 + 0.00022021527591196326*B12 + 0.00167836921016125*B30;
+    const real t70 = B13 + B31;
+    const real t72 = 0.00024530102775771736*B00 - 0.0007294544342550185*B22;
+    const real t74 = t62 + t63;
+    const real t75 = B02 + B20;
+    const real t76 = B04 + B40;
+    const real t77 = 0.005799457131289577*B11;
+    const real t78 = 0.0010119375926735754*B00 + 0.005662489341875719*B22;
+    const real t79 = -B01 + B10;
+    const real t80 = -B03 + B30;
+    const real t81 = -B12 + B21;
+    const real t82 = 0.004006719454218546*B13;
+    const real t83 = 0.006982034806495261*B31;
+    const real t84 = 0.015339275082246298*B11;
+    const real t85 = 0.005353049000513775*B00 + 0.0027399695844383155*B22;
+    const real t86 = -t84 + t85;
+    const real t87 = 0.0011582942703046867*B02 - 0.0007904134993534899*B04 + 0.012662750581989408*B20 + 0.0003253297577502783*B40;
+    const real t88 = 0.0016736788512736458*B03;
+    const real t89 = 0.015157056284174452*B21;
+    const real t90 = 0.006407491363537855*B01;
+    const real t91 = 0.01281498272707571*B10 + 0.0027729096194338346*B12 + 0.005833043280424398*B30;
+    const real t92 = 0.01420821615845075*B00 - 0.016804917852628068*B22;
+    const real t93 = t84 + t85;
+    const real t94 = B01 + B10;
+    const real t95 = B03 + B30;
+    const real t96 = B12 + B21;
+    const real t97 = 0.0003182003567403405*B31;
+    const real t98 = 0.0020089739918136185*B13;
+    const real t99 = 0.0016855843244316568*B02 + 0.0010853344127522997*B04 + 6.132525693942934e-05*B20 - 4.184801062988571e-05*B40;
+    const real t100 = 8.861201183482188e-05*B30;
+    const real t101 = 0.0010177233824253602*B01 + 0.00167836921016125*B03 + 0.00022021527591196326*B21;
+    const real t102 = 0.004006719454218546*B31;
+    const real t103 = 0.006982034806495261*B13;
+    const real t104 = 0.012662750581989408*B02 + 0.0003253297577502783*B04 + 0.0011582942703046867*B20 - 0.0007904134993534899*B40;
+    const real t105 = 0.0016736788512736458*B30;
+    const real t106 = 0.01281498272707571*B01 + 0.005833043280424398*B03 + 0.0027729096194338346*B21;
+    const real t107 = 0.08262423584706224*B11;
+    const real t108 = 0.05766785988879488*B00 + 0.0027000338757646627*B22;
+    const real t109 = 0.107306091542219*B00 - 0.011609461354660976*B22;
+    const real t111 = inv_tau - 1.0;
+    const real E0 = t60 - t61 + t64 + t65;
+    const real O0 = t66 - t67 - t68 + t69;
+    const real E1 = -0.00012265051387885868*B02 + 3.066262846971467e-05*B04 + 0.001458908868510037*B20 + 0.0009393798797917471*B40 + t72;
+    const real O1 = 0.000880861103647853*B10 - 0.0004404305518239265*B12 + 0.0014526640345709464*B30;
+    const real E2 = -t60 + t61 + t65 + t74;
+    const real O2 = -t66 + t67 + t68 + t69;
+    const real g73 = t75;
+    const real g74 = t76;
+    const real g75 = t70;
+    const real E3 = 0.002393759769308001*g73 + 6.150016782048825e-05*g74 - 0.002639760440589954*g75 - t77 + t78;
+    const real g76 = t79;
+    const real g77 = t80;
+    const real g78 = t81;
+    const real O3 = 0.0024225376546610734*g76 + 0.0011026754611412886*g77 - 0.005730564038084939*g78;
+    const real E4 = t82 - t83 + t86 + t87;
+    const real O4 = t88 - t89 - t90 + t91;
+    const real E5 = -0.007104108079225375*B02 + 0.0017760270198063437*B04 + 0.033609835705256136*B20 + 0.0008634995720100315*B40 + t92;
+    const real O5 = 0.0340138946300751*B10 - 0.01700694731503755*B12 + 0.015482230740259265*B30;
+    const real E6 = -t82 + t83 + t87 + t93;
+    const real O6 = -t88 + t89 + t90 + t91;
+    const real g81 = t75;
+    const real g82 = t76;
+    const real g83 = t70;
+    const real E7 = 0.002393759769308001*g81 + 6.150016782048825e-05*g82 + 0.002639760440589954*g83 + t77 + t78;
+    const real g84 = t94;
+    const real g85 = t95;
+    const real g86 = t96;
+    const real O7 = 0.0024225376546610734*g84 + 0.0011026754611412886*g85 + 0.005730564038084939*g86;
+    const real E8 = t64 + t97 - t98 + t99;
+    const real O8 = 0.0003392411274751201*B10 + 0.0020176103376363702*B12 - t100 - t101;
+    const real E9 = t102 - t103 + t104 + t86;
+    const real O9 = 0.006407491363537855*B10 + 0.015157056284174452*B12 - t105 - t106;
+    const real g87 = t75;
+    const real g88 = t76;
+    const real g89 = t70;
+    const real E10 = 0.012478187979133684*g87 - 0.008515045337816692*g88 + 0.021581993372133082*g89 - t107 + t108;
+    const real g90 = t79;
+    const real g91 = t80;
+    const real g92 = t81;
+    const real O10 = 0.06902726168874967*g90 - 0.018030374368854876*g91 - 0.014936138582185059*g92;
+    const real E11 = -0.0536530457711095*B02 + 0.013413261442777375*B04 + 0.02321892270932195*B20 - 0.01584446234467324*B40 + t109;
+    const real O11 = 0.12844322081598353*B10 - 0.06422161040799176*B12 - 0.033550213347534934*B30;
+    const real g95 = t75;
+    const real g96 = t76;
+    const real g97 = t70;
+    const real E12 = 0.012478187979133684*g95 - 0.008515045337816692*g96 - 0.021581993372133082*g97 + t107 + t108;
+    const real g98 = t94;
+    const real g99 = t95;
+    const real g100 = t96;
+    const real O12 = 0.014936138582185059*g100 + 0.06902726168874967*g98 - 0.018030374368854876*g99;
+    const real E13 = -t102 + t103 + t104 + t93;
+    const real O13 = 0.006407491363537855*B10 + 0.015157056284174452*B12 - t105 + t106;
+    const real E14 = t74 - t97 + t98 + t99;
+    const real O14 = 0.0003392411274751201*B10 + 0.0020176103376363702*B12 - t100 + t101;
+    const real E15 = 0.001458908868510037*B02 + 0.0009393798797917471*B04 - 0.00012265051387885868*B20 + 3.066262846971467e-05*B40 + t72;
+    const real O15 = -0.000880861103647853*B01 - 0.0014526640345709464*B03 + 0.0004404305518239265*B21;
+    const real E16 = 0.033609835705256136*B02 + 0.0008634995720100315*B04 - 0.007104108079225375*B20 + 0.0017760270198063437*B40 + t92;
+    const real O16 = -0.0340138946300751*B01 - 0.015482230740259265*B03 + 0.01700694731503755*B21;
+    const real E17 = 0.02321892270932195*B02 - 0.01584446234467324*B04 - 0.0536530457711095*B20 + 0.013413261442777375*B40 + t109;
+    const real O17 = -0.12844322081598353*B01 + 0.033550213347534934*B03 + 0.06422161040799176*B21;
+    const real g107 = t75;
+    const real g109 = t76;
+    const real fout0 = E0 + O0 - f0*t111;
+    const real fout1 = E1 + O1 - f1*t111;
+    const real fout2 = E2 + O2 - f2*t111;
+    const real fout3 = E3 + O3 - f3*t111;
+    const real fout4 = E4 + O4 - f4*t111;
+    const real fout5 = E5 + O5 - f5*t111;
+    const real fout6 = E6 + O6 - f6*t111;
+    const real fout7 = E7 + O7 - f7*t111;
+    const real fout8 = E8 + O8 - f8*t111;
+    const real fout9 = E9 + O9 - f9*t111;
+    const real fout10 = E10 + O10 - f10*t111;
+    const real fout11 = E11 + O11 - f11*t111;
+    const real fout12 = E12 + O12 - f12*t111;
+    const real fout13 = E13 + O13 - f13*t111;
+    const real fout14 = E14 + O14 - f14*t111;
+    const real fout15 = E15 + O15 - f15*t111;
+    const real fout16 = E16 + O16 - f16*t111;
+    const real fout17 = E17 + O17 - f17*t111;
+    const real fout18 = 0.2331506691323525*B00 + 0.058287667283088124*B22 - f18*t111 - 0.11657533456617625*g107 + 0.029143833641544062*g109;
+    const real fout19 = E17 - O17 - f19*t111;
+    const real fout20 = E16 - O16 - f20*t111;
+    const real fout21 = E15 - O15 - f21*t111;
+    const real fout22 = E14 - O14 - f22*t111;
+    const real fout23 = E13 - O13 - f23*t111;
+    const real fout24 = E12 - O12 - f24*t111;
+    const real fout25 = E11 - O11 - f25*t111;
+    const real fout26 = E10 - O10 - f26*t111;
+    const real fout27 = E9 - O9 - f27*t111;
+    const real fout28 = E8 - O8 - f28*t111;
+    const real fout29 = E7 - O7 - f29*t111;
+    const real fout30 = E6 - O6 - f30*t111;
+    const real fout31 = E5 - O5 - f31*t111;
+    const real fout32 = E4 - O4 - f32*t111;
+    const real fout33 = E3 - O3 - f33*t111;
+    const real fout34 = E2 - O2 - f34*t111;
+    const real fout35 = E1 - O1 - f35*t111;
+    const real fout36 = E0 - O0 - f36*t111;
+
+    *o0 = fout0;
+    *o1 = fout1;
+    *o2 = fout2;
+    *o3 = fout3;
+    *o4 = fout4;
+    *o5 = fout5;
+    *o6 = fout6;
+    *o7 = fout7;
+    *o8 = fout8;
+    *o9 = fout9;
+    *o10 = fout10;
+    *o11 = fout11;
+    *o12 = fout12;
+    *o13 = fout13;
+    *o14 = fout14;
+    *o15 = fout15;
+    *o16 = fout16;
+    *o17 = fout17;
+    *o18 = fout18;
+    *o19 = fout19;
+    *o20 = fout20;
+    *o21 = fout21;
+    *o22 = fout22;
+    *o23 = fout23;
+    *o24 = fout24;
+    *o25 = fout25;
+    *o26 = fout26;
+    *o27 = fout27;
+    *o28 = fout28;
+    *o29 = fout29;
+    *o30 = fout30;
+    *o31 = fout31;
+    *o32 = fout32;
+    *o33 = fout33;
+    *o34 = fout34;
+    *o35 = fout35;
+    *o36 = fout36;
+}
+
 extern "C" {
 
 /* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
@@ -169,322 +500,46 @@ __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out
 
     SITE_OF_THREAD;
 
-    const real f0 = in[site + 0];
-    const real f1 = in[site + 1*SP];
-    const real f2 = in[site + 2*SP];
-    const real f3 = in[site + 3*SP];
-    const real f4 = in[site + 4*SP];
-    const real f5 = in[site + 5*SP];
-    const real f6 = in[site + 6*SP];
-    const real f7 = in[site + 7*SP];
-    const real f8 = in[site + 8*SP];
-    const real f9 = in[site + 9*SP];
-    const real f10 = in[site + 10*SP];
-    const real f11 = in[site + 11*SP];
-    const real f12 = in[site + 12*SP];
-    const real f13 = in[site + 13*SP];
-    const real f14 = in[site + 14*SP];
-    const real f15 = in[site + 15*SP];
-    const real f16 = in[site + 16*SP];
-    const real f17 = in[site + 17*SP];
-    const real f18 = in[site + 18*SP];
-    const real f19 = in[site + 19*SP];
-    const real f20 = in[site + 20*SP];
-    const real f21 = in[site + 21*SP];
-    const real f22 = in[site + 22*SP];
-    const real f23 = in[site + 23*SP];
-    const real f24 = in[site + 24*SP];
-    const real f25 = in[site + 25*SP];
-    const real f26 = in[site + 26*SP];
-    const real f27 = in[site + 27*SP];
-    const real f28 = in[site + 28*SP];
-    const real f29 = in[site + 29*SP];
-    const real f30 = in[site + 30*SP];
-    const real f31 = in[site + 31*SP];
-    const real f32 = in[site + 32*SP];
-    const real f33 = in[site + 33*SP];
-    const real f34 = in[site + 34*SP];
-    const real f35 = in[site + 35*SP];
-    const real f36 = in[site + 36*SP];
-
-    const real s3 = f3 + f33;
-    const real s7 = f29 + f7;
-    const real t0 = s3 + s7;
-    const real s10 = f10 + f26;
-    const real s12 = f12 + f24;
-    const real t1 = s10 + s12;
-    const real s0 = f0 + f36;
-    const real s2 = f2 + f34;
-    const real t2 = s0 + s2;
-    const real s14 = f14 + f22;
-    const real s8 = f28 + f8;
-    const real t3 = s14 + s8;
-    const real t4 = t2 + t3;
-    const real s4 = f32 + f4;
-    const real s6 = f30 + f6;
-    const real t5 = s4 + s6;
-    const real s13 = f13 + f23;
-    const real s9 = f27 + f9;
-    const real t6 = s13 + s9;
-    const real t7 = t5 + t6;
-    const real s1 = f1 + f35;
-    const real s15 = f15 + f21;
-    const real t8 = s1 + s15;
-    const real s16 = f16 + f20;
-    const real s5 = f31 + f5;
-    const real t9 = s16 + s5;
-    const real s11 = f11 + f25;
-    const real s17 = f17 + f19;
-    const real t10 = s11 + s17;
-    const real t11 = f18 + t10 + t8 + t9;
-    const real d0 = f0 - f36;
-    const real d2 = f2 - f34;
-    const real t12 = d0 + d2;
-    const real d1 = f1 - f35;
-    const real t13 = d1 + t12;
-    const real d3 = f3 - f33;
-    const real d7 = -f29 + f7;
-    const real t14 = d3 + d7;
-    const real d4 = -f32 + f4;
-    const real d6 = -f30 + f6;
-    const real t15 = d4 + d6;
-    const real d5 = -f31 + f5;
-    const real t16 = d5 + t14 + t15;
-    const real d14 = f14 - f22;
-    const real d8 = -f28 + f8;
-    const real t17 = d14 + d8;
-    const real d13 = f13 - f23;
-    const real d9 = -f27 + f9;
-    const real t18 = d13 + d9;
-    const real d10 = f10 - f26;
-    const real d12 = f12 - f24;
-    const real t19 = d10 + d12;
-    const real d11 = f11 - f25;
-    const real t20 = d11 + t17 + t18 + t19;
-    const real d15 = f15 - f21;
-    const real d16 = f16 - f20;
-    const real d17 = f17 - f19;
-    const real t22 = d0 - d2;
-    const real t23 = d4 - d6;
-    const real t24 = d10 - d12;
-    const real t25 = d17 + t22 + t23 + t24;
-    const real t27 = d3 - d7;
-    const real t28 = -d13 + d16 + d9 + t27;
-    const real t29 = -d14 + d15 + d8;
-    const real t30 = s1 + t2;
-    const real t31 = s5 + t0 + t5;
-    const real t32 = s11 + t1 + t3 + t6;
-    const real t33 = f18 + s15 + s16 + s17;
-    const real t38 = s17 + t1 + t2 + t5;
-    const real t39 = s16 + t0 + t6;
-    const real t40 = s15 + t3;
-    const real t41 = f18 + s1 + s11 + s5;
-    const real tau_w = -tau_*(wall_ - 1.0) + wall_;
-    const real inv_tau = (1.0/(tau_w));
-    const real A00 = t0 + t1 + t11 + t4 + t7;
-    const real rho = A00;
-    const real t45 = inv_tau*rho;
-    const real g1 = t13;
-    const real g2 = t16;
-    const real g3 = t20;
-    const real A10 = 3.590939311179223*g1 + 2.393959540786149*g2 + 1.1969797703930745*g3;
-    const real inv_rho = (1.0/(rho));
-    const real ux = A10*inv_rho;
-    const real usx = ax_*tau_w + ux;
-    const real t46 = t45*usx;
-    const real g5 = t25;
-    const real g7 = t28;
-    const real g8 = t29;
-    const real A01 = -1.1969797703930745*g5 - 2.393959540786149*g7 - 3.590939311179223*g8;
-    const real uy = A01*inv_rho;
-    const real usy = ay_*tau_w + uy;
-    const real t47 = t45*usy;
-    const real t48 = (usx*usx);
-    const real g17 = t38;
-    const real g18 = t39;
-    const real g19 = t40;
-    const real A02 = 0.43276057073025703*g17 + 4.731042282921028*g18 + 11.894845136572313*g19 - t41;
-    const real g10 = t31;
-    const real g11 = t32;
-    const real g9 = t30;
-    const real A20 = 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t33;
-    const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
-    const real Ts = T - 0.5*tau_w*((ax_*ax_) + (ay_*ay_))*(tau_w - 1.0);
-    const real t49 = Ts - 1.0;
-    const real t50 = t48 + t49;
-    const real t51 = t46*usy;
-    const real t52 = (usy*usy);
-    const real t53 = t49 + t52;
-    const real t54 = 3.0*Ts - 3.0;
-    const real t55 = t48 + t54;
-    const real t56 = t52 + t54;
-    const real t57 = 6.0*Ts;
-    const real t58 = (Ts*Ts);
-    const real t59 = -t57 + 3.0*t58 + 3.0;
-    const real B13 = t51*t56;
-    const real t60 = 0.0003182003567403405*B13;
-    const real B31 = t51*t55;
-    const real t61 = 0.0020089739918136185*B31;
-    const real B11 = t51;
-    const real t62 = 0.0012181943006191708*B11;
-    const real B00 = t45;
-    const real B22 = t45*(Ts*t48 + Ts*t52 - 2.0*Ts + t48*t52 - t48 - t52 + t58 + 1.0);
-    const real t63 = 0.00028341425299419824*B00 + 0.00036472721712750924*B22;
-    const real t64 = -t62 + t63;
-    const real B02 = t45*t53;
-    const real B04 = t45*(t52*t57 - 6.0*t52 + t59 + (usy*usy*usy*usy));
-    const real B20 = t45*t50;
-    const real B40 = t45*(t48*t57 - 6.0*t48 + t59 + (usx*usx*usx*usx));
-    const real t65 = 6.132525693942934e-05*B02 - 4.184801062988571e-05*B04 + 0.0016855843244316568*B20 + 0.0010853344127522997*B40;
-    const real B03 = t47*t56;
-    const real t66 = 8.861201183482188e-05*B03;
-    const real B21 = t47*t50;
-    const real t67 = 0.0020176103376363702*B21;
-    const real B01 = t47;
-    const real t68 = 0.0003392411274751201*B01;
-    const real B10 = t46;
-    const real B12 = t46*t53;
-    const real B30 = t46*t55;
-    const real t69 = 0.0010177233824253602*B10 + 0.00022021527591196326*B12 + 0.00167836921016125*B30;
-    const real t70 = B13 + B31;
-    const real t72 = 0.00024530102775771736*B00 - 0.0007294544342550185*B22;
-    const real t74 = t62 + t63;
-    const real t75 = B02 + B20;
-    const real t76 = B04 + B40;
-    const real t77 = 0.005799457131289577*B11;
-    const real t78 = 0.0010119375926735754*B00 + 0.005662489341875719*B22;
-    const real t79 = -B01 + B10;
-    const real t80 = -B03 + B30;
-    const real t81 = -B12 + B21;
-    const real t82 = 0.004006719454218546*B13;
-    const real t83 = 0.006982034806495261*B31;
-    const real t84 = 0.015339275082246298*B11;
-    const real t85 = 0.005353049000513775*B00 + 0.0027399695844383155*B22;
-    const real t86 = -t84 + t85;
-    const real t87 = 0.0011582942703046867*B02 - 0.0007904134993534899*B04 + 0.012662750581989408*B20 + 0.0003253297577502783*B40;
-    const real t88 = 0.0016736788512736458*B03;
-    const real t89 = 0.015157056284174452*B21;
-    const real t90 = 0.006407491363537855*B01;
-    const real t91 = 0.01281498272707571*B10 + 0.0027729096194338346*B12 + 0.005833043280424398*B30;
-    const real t92 = 0.01420821615845075*B00 - 0.016804917852628068*B22;
-    const real t93 = t84 + t85;
-    const real t94 = B01 + B10;
-    const real t95 = B03 + B30;
-    const real t96 = B12 + B21;
-    const real t97 = 0.0003182003567403405*B31;
-    const real t98 = 0.0020089739918136185*B13;
-    const real t99 = 0.0016855843244316568*B02 + 0.0010853344127522997*B04 + 6.132525693942934e-05*B20 - 4.184801062988571e-05*B40;
-    const real t100 = 8.861201183482188e-05*B30;
-    const real t101 = 0.0010177233824253602*B01 + 0.00167836921016125*B03 + 0.00022021527591196326*B21;
-    const real t102 = 0.004006719454218546*B31;
-    const real t103 = 0.006982034806495261*B13;
-    const real t104 = 0.012662750581989408*B02 + 0.0003253297577502783*B04 + 0.0011582942703046867*B20 - 0.0007904134993534899*B40;
-    const real t105 = 0.0016736788512736458*B30;
-    const real t106 = 0.01281498272707571*B01 + 0.005833043280424398*B03 + 0.0027729096194338346*B21;
-    const real t107 = 0.08262423584706224*B11;
-    const real t108 = 0.05766785988879488*B00 + 0.0027000338757646627*B22;
-    const real t109 = 0.107306091542219*B00 - 0.011609461354660976*B22;
-    const real t111 = inv_tau - 1.0;
-    const real E0 = t60 - t61 + t64 + t65;
-    const real O0 = t66 - t67 - t68 + t69;
-    const real E1 = -0.00012265051387885868*B02 + 3.066262846971467e-05*B04 + 0.001458908868510037*B20 + 0.0009393798797917471*B40 + t72;
-    const real O1 = 0.000880861103647853*B10 - 0.0004404305518239265*B12 + 0.0014526640345709464*B30;
-    const real E2 = -t60 + t61 + t65 + t74;
-    const real O2 = -t66 + t67 + t68 + t69;
-    const real g73 = t75;
-    const real g74 = t76;
-    const real g75 = t70;
-    const real E3 = 0.002393759769308001*g73 + 6.150016782048825e-05*g74 - 0.002639760440589954*g75 - t77 + t78;
-    const real g76 = t79;
-    const real g77 = t80;
-    const real g78 = t81;
-    const real O3 = 0.0024225376546610734*g76 + 0.0011026754611412886*g77 - 0.005730564038084939*g78;
-    const real E4 = t82 - t83 + t86 + t87;
-    const real O4 = t88 - t89 - t90 + t91;
-    const real E5 = -0.007104108079225375*B02 + 0.0017760270198063437*B04 + 0.033609835705256136*B20 + 0.0008634995720100315*B40 + t92;
-    const real O5 = 0.0340138946300751*B10 - 0.01700694731503755*B12 + 0.015482230740259265*B30;
-    const real E6 = -t82 + t83 + t87 + t93;
-    const real O6 = -t88 + t89 + t90 + t91;
-    const real g81 = t75;
-    const real g82 = t76;
-    const real g83 = t70;
-    const real E7 = 0.002393759769308001*g81 + 6.150016782048825e-05*g82 + 0.002639760440589954*g83 + t77 + t78;
-    const real g84 = t94;
-    const real g85 = t95;
-    const real g86 = t96;
-    const real O7 = 0.0024225376546610734*g84 + 0.0011026754611412886*g85 + 0.005730564038084939*g86;
-    const real E8 = t64 + t97 - t98 + t99;
-    const real O8 = 0.0003392411274751201*B10 + 0.0020176103376363702*B12 - t100 - t101;
-    const real E9 = t102 - t103 + t104 + t86;
-    const real O9 = 0.006407491363537855*B10 + 0.015157056284174452*B12 - t105 - t106;
-    const real g87 = t75;
-    const real g88 = t76;
-    const real g89 = t70;
-    const real E10 = 0.012478187979133684*g87 - 0.008515045337816692*g88 + 0.021581993372133082*g89 - t107 + t108;
-    const real g90 = t79;
-    const real g91 = t80;
-    const real g92 = t81;
-    const real O10 = 0.06902726168874967*g90 - 0.018030374368854876*g91 - 0.014936138582185059*g92;
-    const real E11 = -0.0536530457711095*B02 + 0.013413261442777375*B04 + 0.02321892270932195*B20 - 0.01584446234467324*B40 + t109;
-    const real O11 = 0.12844322081598353*B10 - 0.06422161040799176*B12 - 0.033550213347534934*B30;
-    const real g95 = t75;
-    const real g96 = t76;
-    const real g97 = t70;
-    const real E12 = 0.012478187979133684*g95 - 0.008515045337816692*g96 - 0.021581993372133082*g97 + t107 + t108;
-    const real g98 = t94;
-    const real g99 = t95;
-    const real g100 = t96;
-    const real O12 = 0.014936138582185059*g100 + 0.06902726168874967*g98 - 0.018030374368854876*g99;
-    const real E13 = -t102 + t103 + t104 + t93;
-    const real O13 = 0.006407491363537855*B10 + 0.015157056284174452*B12 - t105 + t106;
-    const real E14 = t74 - t97 + t98 + t99;
-    const real O14 = 0.0003392411274751201*B10 + 0.0020176103376363702*B12 - t100 + t101;
-    const real E15 = 0.001458908868510037*B02 + 0.0009393798797917471*B04 - 0.00012265051387885868*B20 + 3.066262846971467e-05*B40 + t72;
-    const real O15 = -0.000880861103647853*B01 - 0.0014526640345709464*B03 + 0.0004404305518239265*B21;
-    const real E16 = 0.033609835705256136*B02 + 0.0008634995720100315*B04 - 0.007104108079225375*B20 + 0.0017760270198063437*B40 + t92;
-    const real O16 = -0.0340138946300751*B01 - 0.015482230740259265*B03 + 0.01700694731503755*B21;
-    const real E17 = 0.02321892270932195*B02 - 0.01584446234467324*B04 - 0.0536530457711095*B20 + 0.013413261442777375*B40 + t109;
-    const real O17 = -0.12844322081598353*B01 + 0.033550213347534934*B03 + 0.06422161040799176*B21;
-    const real g107 = t75;
-    const real g109 = t76;
-    const real fout0 = E0 + O0 - f0*t111;
-    const real fout1 = E1 + O1 - f1*t111;
-    const real fout2 = E2 + O2 - f2*t111;
-    const real fout3 = E3 + O3 - f3*t111;
-    const real fout4 = E4 + O4 - f4*t111;
-    const real fout5 = E5 + O5 - f5*t111;
-    const real fout6 = E6 + O6 - f6*t111;
-    const real fout7 = E7 + O7 - f7*t111;
-    const real fout8 = E8 + O8 - f8*t111;
-    const real fout9 = E9 + O9 - f9*t111;
-    const real fout10 = E10 + O10 - f10*t111;
-    const real fout11 = E11 + O11 - f11*t111;
-    const real fout12 = E12 + O12 - f12*t111;
-    const real fout13 = E13 + O13 - f13*t111;
-    const real fout14 = E14 + O14 - f14*t111;
-    const real fout15 = E15 + O15 - f15*t111;
-    const real fout16 = E16 + O16 - f16*t111;
-    const real fout17 = E17 + O17 - f17*t111;
-    const real fout18 = 0.2331506691323525*B00 + 0.058287667283088124*B22 - f18*t111 - 0.11657533456617625*g107 + 0.029143833641544062*g109;
-    const real fout19 = E17 - O17 - f19*t111;
-    const real fout20 = E16 - O16 - f20*t111;
-    const real fout21 = E15 - O15 - f21*t111;
-    const real fout22 = E14 - O14 - f22*t111;
-    const real fout23 = E13 - O13 - f23*t111;
-    const real fout24 = E12 - O12 - f24*t111;
-    const real fout25 = E11 - O11 - f25*t111;
-    const real fout26 = E10 - O10 - f26*t111;
-    const real fout27 = E9 - O9 - f27*t111;
-    const real fout28 = E8 - O8 - f28*t111;
-    const real fout29 = E7 - O7 - f29*t111;
-    const real fout30 = E6 - O6 - f30*t111;
-    const real fout31 = E5 - O5 - f31*t111;
-    const real fout32 = E4 - O4 - f32*t111;
-    const real fout33 = E3 - O3 - f33*t111;
-    const real fout34 = E2 - O2 - f34*t111;
-    const real fout35 = E1 - O1 - f35*t111;
-    const real fout36 = E0 - O0 - f36*t111;
-
+    real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
+    lbgen_collide_site(
+        in[site + 0],
+        in[site + 1*SP],
+        in[site + 2*SP],
+        in[site + 3*SP],
+        in[site + 4*SP],
+        in[site + 5*SP],
+        in[site + 6*SP],
+        in[site + 7*SP],
+        in[site + 8*SP],
+        in[site + 9*SP],
+        in[site + 10*SP],
+        in[site + 11*SP],
+        in[site + 12*SP],
+        in[site + 13*SP],
+        in[site + 14*SP],
+        in[site + 15*SP],
+        in[site + 16*SP],
+        in[site + 17*SP],
+        in[site + 18*SP],
+        in[site + 19*SP],
+        in[site + 20*SP],
+        in[site + 21*SP],
+        in[site + 22*SP],
+        in[site + 23*SP],
+        in[site + 24*SP],
+        in[site + 25*SP],
+        in[site + 26*SP],
+        in[site + 27*SP],
+        in[site + 28*SP],
+        in[site + 29*SP],
+        in[site + 30*SP],
+        in[site + 31*SP],
+        in[site + 32*SP],
+        in[site + 33*SP],
+        in[site + 34*SP],
+        in[site + 35*SP],
+        in[site + 36*SP],
+        &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,         tau_, ax_, ay_, wall_);
     out_f[site + 0*SP] = fout0;
     out_f[site + 1*SP] = fout1;
     out_f[site + 2*SP] = fout2;
@@ -541,322 +596,46 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
 
     SITE_OF_THREAD;
 
-    const real f0 = prv[site + -3*SX + 1*SR];
-    const real f1 = prv[site + 1*SP - 3*SX];
-    const real f2 = prv[site + 2*SP - 3*SX - 1*SR];
-    const real f3 = prv[site + 3*SP - 2*SX + 2*SR];
-    const real f4 = prv[site + 4*SP - 2*SX + 1*SR];
-    const real f5 = prv[site + 5*SP - 2*SX];
-    const real f6 = prv[site + 6*SP - 2*SX - 1*SR];
-    const real f7 = prv[site + 7*SP - 2*SX - 2*SR];
-    const real f8 = prv[site + 8*SP - 1*SX + 3*SR];
-    const real f9 = prv[site + 9*SP - 1*SX + 2*SR];
-    const real f10 = prv[site + 10*SP - 1*SX + 1*SR];
-    const real f11 = prv[site + 11*SP - 1*SX];
-    const real f12 = prv[site + 12*SP - 1*SX - 1*SR];
-    const real f13 = prv[site + 13*SP - 1*SX - 2*SR];
-    const real f14 = prv[site + 14*SP - 1*SX - 3*SR];
-    const real f15 = prv[site + 15*SP + 3*SR];
-    const real f16 = prv[site + 16*SP + 2*SR];
-    const real f17 = prv[site + 17*SP + 1*SR];
-    const real f18 = prv[site + 18*SP];
-    const real f19 = prv[site + 19*SP - 1*SR];
-    const real f20 = prv[site + 20*SP - 2*SR];
-    const real f21 = prv[site + 21*SP - 3*SR];
-    const real f22 = prv[site + 22*SP + 1*SX + 3*SR];
-    const real f23 = prv[site + 23*SP + 1*SX + 2*SR];
-    const real f24 = prv[site + 24*SP + 1*SX + 1*SR];
-    const real f25 = prv[site + 25*SP + 1*SX];
-    const real f26 = prv[site + 26*SP + 1*SX - 1*SR];
-    const real f27 = prv[site + 27*SP + 1*SX - 2*SR];
-    const real f28 = prv[site + 28*SP + 1*SX - 3*SR];
-    const real f29 = prv[site + 29*SP + 2*SX + 2*SR];
-    const real f30 = prv[site + 30*SP + 2*SX + 1*SR];
-    const real f31 = prv[site + 31*SP + 2*SX];
-    const real f32 = prv[site + 32*SP + 2*SX - 1*SR];
-    const real f33 = prv[site + 33*SP + 2*SX - 2*SR];
-    const real f34 = prv[site + 34*SP + 3*SX + 1*SR];
-    const real f35 = prv[site + 35*SP + 3*SX];
-    const real f36 = prv[site + 36*SP + 3*SX - 1*SR];
-
-    const real s3 = f3 + f33;
-    const real s7 = f29 + f7;
-    const real t0 = s3 + s7;
-    const real s10 = f10 + f26;
-    const real s12 = f12 + f24;
-    const real t1 = s10 + s12;
-    const real s0 = f0 + f36;
-    const real s2 = f2 + f34;
-    const real t2 = s0 + s2;
-    const real s14 = f14 + f22;
-    const real s8 = f28 + f8;
-    const real t3 = s14 + s8;
-    const real t4 = t2 + t3;
-    const real s4 = f32 + f4;
-    const real s6 = f30 + f6;
-    const real t5 = s4 + s6;
-    const real s13 = f13 + f23;
-    const real s9 = f27 + f9;
-    const real t6 = s13 + s9;
-    const real t7 = t5 + t6;
-    const real s1 = f1 + f35;
-    const real s15 = f15 + f21;
-    const real t8 = s1 + s15;
-    const real s16 = f16 + f20;
-    const real s5 = f31 + f5;
-    const real t9 = s16 + s5;
-    const real s11 = f11 + f25;
-    const real s17 = f17 + f19;
-    const real t10 = s11 + s17;
-    const real t11 = f18 + t10 + t8 + t9;
-    const real d0 = f0 - f36;
-    const real d2 = f2 - f34;
-    const real t12 = d0 + d2;
-    const real d1 = f1 - f35;
-    const real t13 = d1 + t12;
-    const real d3 = f3 - f33;
-    const real d7 = -f29 + f7;
-    const real t14 = d3 + d7;
-    const real d4 = -f32 + f4;
-    const real d6 = -f30 + f6;
-    const real t15 = d4 + d6;
-    const real d5 = -f31 + f5;
-    const real t16 = d5 + t14 + t15;
-    const real d14 = f14 - f22;
-    const real d8 = -f28 + f8;
-    const real t17 = d14 + d8;
-    const real d13 = f13 - f23;
-    const real d9 = -f27 + f9;
-    const real t18 = d13 + d9;
-    const real d10 = f10 - f26;
-    const real d12 = f12 - f24;
-    const real t19 = d10 + d12;
-    const real d11 = f11 - f25;
-    const real t20 = d11 + t17 + t18 + t19;
-    const real d15 = f15 - f21;
-    const real d16 = f16 - f20;
-    const real d17 = f17 - f19;
-    const real t22 = d0 - d2;
-    const real t23 = d4 - d6;
-    const real t24 = d10 - d12;
-    const real t25 = d17 + t22 + t23 + t24;
-    const real t27 = d3 - d7;
-    const real t28 = -d13 + d16 + d9 + t27;
-    const real t29 = -d14 + d15 + d8;
-    const real t30 = s1 + t2;
-    const real t31 = s5 + t0 + t5;
-    const real t32 = s11 + t1 + t3 + t6;
-    const real t33 = f18 + s15 + s16 + s17;
-    const real t38 = s17 + t1 + t2 + t5;
-    const real t39 = s16 + t0 + t6;
-    const real t40 = s15 + t3;
-    const real t41 = f18 + s1 + s11 + s5;
-    const real tau_w = -tau_*(wall_ - 1.0) + wall_;
-    const real inv_tau = (1.0/(tau_w));
-    const real A00 = t0 + t1 + t11 + t4 + t7;
-    const real rho = A00;
-    const real t45 = inv_tau*rho;
-    const real g1 = t13;
-    const real g2 = t16;
-    const real g3 = t20;
-    const real A10 = 3.590939311179223*g1 + 2.393959540786149*g2 + 1.1969797703930745*g3;
-    const real inv_rho = (1.0/(rho));
-    const real ux = A10*inv_rho;
-    const real usx = ax_*tau_w + ux;
-    const real t46 = t45*usx;
-    const real g5 = t25;
-    const real g7 = t28;
-    const real g8 = t29;
-    const real A01 = -1.1969797703930745*g5 - 2.393959540786149*g7 - 3.590939311179223*g8;
-    const real uy = A01*inv_rho;
-    const real usy = ay_*tau_w + uy;
-    const real t47 = t45*usy;
-    const real t48 = (usx*usx);
-    const real g17 = t38;
-    const real g18 = t39;
-    const real g19 = t40;
-    const real A02 = 0.43276057073025703*g17 + 4.731042282921028*g18 + 11.894845136572313*g19 - t41;
-    const real g10 = t31;
-    const real g11 = t32;
-    const real g9 = t30;
-    const real A20 = 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t33;
-    const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
-    const real Ts = T - 0.5*tau_w*((ax_*ax_) + (ay_*ay_))*(tau_w - 1.0);
-    const real t49 = Ts - 1.0;
-    const real t50 = t48 + t49;
-    const real t51 = t46*usy;
-    const real t52 = (usy*usy);
-    const real t53 = t49 + t52;
-    const real t54 = 3.0*Ts - 3.0;
-    const real t55 = t48 + t54;
-    const real t56 = t52 + t54;
-    const real t57 = 6.0*Ts;
-    const real t58 = (Ts*Ts);
-    const real t59 = -t57 + 3.0*t58 + 3.0;
-    const real B13 = t51*t56;
-    const real t60 = 0.0003182003567403405*B13;
-    const real B31 = t51*t55;
-    const real t61 = 0.0020089739918136185*B31;
-    const real B11 = t51;
-    const real t62 = 0.0012181943006191708*B11;
-    const real B00 = t45;
-    const real B22 = t45*(Ts*t48 + Ts*t52 - 2.0*Ts + t48*t52 - t48 - t52 + t58 + 1.0);
-    const real t63 = 0.00028341425299419824*B00 + 0.00036472721712750924*B22;
-    const real t64 = -t62 + t63;
-    const real B02 = t45*t53;
-    const real B04 = t45*(t52*t57 - 6.0*t52 + t59 + (usy*usy*usy*usy));
-    const real B20 = t45*t50;
-    const real B40 = t45*(t48*t57 - 6.0*t48 + t59 + (usx*usx*usx*usx));
-    const real t65 = 6.132525693942934e-05*B02 - 4.184801062988571e-05*B04 + 0.0016855843244316568*B20 + 0.0010853344127522997*B40;
-    const real B03 = t47*t56;
-    const real t66 = 8.861201183482188e-05*B03;
-    const real B21 = t47*t50;
-    const real t67 = 0.0020176103376363702*B21;
-    const real B01 = t47;
-    const real t68 = 0.0003392411274751201*B01;
-    const real B10 = t46;
-    const real B12 = t46*t53;
-    const real B30 = t46*t55;
-    const real t69 = 0.0010177233824253602*B10 + 0.00022021527591196326*B12 + 0.00167836921016125*B30;
-    const real t70 = B13 + B31;
-    const real t72 = 0.00024530102775771736*B00 - 0.0007294544342550185*B22;
-    const real t74 = t62 + t63;
-    const real t75 = B02 + B20;
-    const real t76 = B04 + B40;
-    const real t77 = 0.005799457131289577*B11;
-    const real t78 = 0.0010119375926735754*B00 + 0.005662489341875719*B22;
-    const real t79 = -B01 + B10;
-    const real t80 = -B03 + B30;
-    const real t81 = -B12 + B21;
-    const real t82 = 0.004006719454218546*B13;
-    const real t83 = 0.006982034806495261*B31;
-    const real t84 = 0.015339275082246298*B11;
-    const real t85 = 0.005353049000513775*B00 + 0.0027399695844383155*B22;
-    const real t86 = -t84 + t85;
-    const real t87 = 0.0011582942703046867*B02 - 0.0007904134993534899*B04 + 0.012662750581989408*B20 + 0.0003253297577502783*B40;
-    const real t88 = 0.0016736788512736458*B03;
-    const real t89 = 0.015157056284174452*B21;
-    const real t90 = 0.006407491363537855*B01;
-    const real t91 = 0.01281498272707571*B10 + 0.0027729096194338346*B12 + 0.005833043280424398*B30;
-    const real t92 = 0.01420821615845075*B00 - 0.016804917852628068*B22;
-    const real t93 = t84 + t85;
-    const real t94 = B01 + B10;
-    const real t95 = B03 + B30;
-    const real t96 = B12 + B21;
-    const real t97 = 0.0003182003567403405*B31;
-    const real t98 = 0.0020089739918136185*B13;
-    const real t99 = 0.0016855843244316568*B02 + 0.0010853344127522997*B04 + 6.132525693942934e-05*B20 - 4.184801062988571e-05*B40;
-    const real t100 = 8.861201183482188e-05*B30;
-    const real t101 = 0.0010177233824253602*B01 + 0.00167836921016125*B03 + 0.00022021527591196326*B21;
-    const real t102 = 0.004006719454218546*B31;
-    const real t103 = 0.006982034806495261*B13;
-    const real t104 = 0.012662750581989408*B02 + 0.0003253297577502783*B04 + 0.0011582942703046867*B20 - 0.0007904134993534899*B40;
-    const real t105 = 0.0016736788512736458*B30;
-    const real t106 = 0.01281498272707571*B01 + 0.005833043280424398*B03 + 0.0027729096194338346*B21;
-    const real t107 = 0.08262423584706224*B11;
-    const real t108 = 0.05766785988879488*B00 + 0.0027000338757646627*B22;
-    const real t109 = 0.107306091542219*B00 - 0.011609461354660976*B22;
-    const real t111 = inv_tau - 1.0;
-    const real E0 = t60 - t61 + t64 + t65;
-    const real O0 = t66 - t67 - t68 + t69;
-    const real E1 = -0.00012265051387885868*B02 + 3.066262846971467e-05*B04 + 0.001458908868510037*B20 + 0.0009393798797917471*B40 + t72;
-    const real O1 = 0.000880861103647853*B10 - 0.0004404305518239265*B12 + 0.0014526640345709464*B30;
-    const real E2 = -t60 + t61 + t65 + t74;
-    const real O2 = -t66 + t67 + t68 + t69;
-    const real g73 = t75;
-    const real g74 = t76;
-    const real g75 = t70;
-    const real E3 = 0.002393759769308001*g73 + 6.150016782048825e-05*g74 - 0.002639760440589954*g75 - t77 + t78;
-    const real g76 = t79;
-    const real g77 = t80;
-    const real g78 = t81;
-    const real O3 = 0.0024225376546610734*g76 + 0.0011026754611412886*g77 - 0.005730564038084939*g78;
-    const real E4 = t82 - t83 + t86 + t87;
-    const real O4 = t88 - t89 - t90 + t91;
-    const real E5 = -0.007104108079225375*B02 + 0.0017760270198063437*B04 + 0.033609835705256136*B20 + 0.0008634995720100315*B40 + t92;
-    const real O5 = 0.0340138946300751*B10 - 0.01700694731503755*B12 + 0.015482230740259265*B30;
-    const real E6 = -t82 + t83 + t87 + t93;
-    const real O6 = -t88 + t89 + t90 + t91;
-    const real g81 = t75;
-    const real g82 = t76;
-    const real g83 = t70;
-    const real E7 = 0.002393759769308001*g81 + 6.150016782048825e-05*g82 + 0.002639760440589954*g83 + t77 + t78;
-    const real g84 = t94;
-    const real g85 = t95;
-    const real g86 = t96;
-    const real O7 = 0.0024225376546610734*g84 + 0.0011026754611412886*g85 + 0.005730564038084939*g86;
-    const real E8 = t64 + t97 - t98 + t99;
-    const real O8 = 0.0003392411274751201*B10 + 0.0020176103376363702*B12 - t100 - t101;
-    const real E9 = t102 - t103 + t104 + t86;
-    const real O9 = 0.006407491363537855*B10 + 0.015157056284174452*B12 - t105 - t106;
-    const real g87 = t75;
-    const real g88 = t76;
-    const real g89 = t70;
-    const real E10 = 0.012478187979133684*g87 - 0.008515045337816692*g88 + 0.021581993372133082*g89 - t107 + t108;
-    const real g90 = t79;
-    const real g91 = t80;
-    const real g92 = t81;
-    const real O10 = 0.06902726168874967*g90 - 0.018030374368854876*g91 - 0.014936138582185059*g92;
-    const real E11 = -0.0536530457711095*B02 + 0.013413261442777375*B04 + 0.02321892270932195*B20 - 0.01584446234467324*B40 + t109;
-    const real O11 = 0.12844322081598353*B10 - 0.06422161040799176*B12 - 0.033550213347534934*B30;
-    const real g95 = t75;
-    const real g96 = t76;
-    const real g97 = t70;
-    const real E12 = 0.012478187979133684*g95 - 0.008515045337816692*g96 - 0.021581993372133082*g97 + t107 + t108;
-    const real g98 = t94;
-    const real g99 = t95;
-    const real g100 = t96;
-    const real O12 = 0.014936138582185059*g100 + 0.06902726168874967*g98 - 0.018030374368854876*g99;
-    const real E13 = -t102 + t103 + t104 + t93;
-    const real O13 = 0.006407491363537855*B10 + 0.015157056284174452*B12 - t105 + t106;
-    const real E14 = t74 - t97 + t98 + t99;
-    const real O14 = 0.0003392411274751201*B10 + 0.0020176103376363702*B12 - t100 + t101;
-    const real E15 = 0.001458908868510037*B02 + 0.0009393798797917471*B04 - 0.00012265051387885868*B20 + 3.066262846971467e-05*B40 + t72;
-    const real O15 = -0.000880861103647853*B01 - 0.0014526640345709464*B03 + 0.0004404305518239265*B21;
-    const real E16 = 0.033609835705256136*B02 + 0.0008634995720100315*B04 - 0.007104108079225375*B20 + 0.0017760270198063437*B40 + t92;
-    const real O16 = -0.0340138946300751*B01 - 0.015482230740259265*B03 + 0.01700694731503755*B21;
-    const real E17 = 0.02321892270932195*B02 - 0.01584446234467324*B04 - 0.0536530457711095*B20 + 0.013413261442777375*B40 + t109;
-    const real O17 = -0.12844322081598353*B01 + 0.033550213347534934*B03 + 0.06422161040799176*B21;
-    const real g107 = t75;
-    const real g109 = t76;
-    const real fout0 = E0 + O0 - f0*t111;
-    const real fout1 = E1 + O1 - f1*t111;
-    const real fout2 = E2 + O2 - f2*t111;
-    const real fout3 = E3 + O3 - f3*t111;
-    const real fout4 = E4 + O4 - f4*t111;
-    const real fout5 = E5 + O5 - f5*t111;
-    const real fout6 = E6 + O6 - f6*t111;
-    const real fout7 = E7 + O7 - f7*t111;
-    const real fout8 = E8 + O8 - f8*t111;
-    const real fout9 = E9 + O9 - f9*t111;
-    const real fout10 = E10 + O10 - f10*t111;
-    const real fout11 = E11 + O11 - f11*t111;
-    const real fout12 = E12 + O12 - f12*t111;
-    const real fout13 = E13 + O13 - f13*t111;
-    const real fout14 = E14 + O14 - f14*t111;
-    const real fout15 = E15 + O15 - f15*t111;
-    const real fout16 = E16 + O16 - f16*t111;
-    const real fout17 = E17 + O17 - f17*t111;
-    const real fout18 = 0.2331506691323525*B00 + 0.058287667283088124*B22 - f18*t111 - 0.11657533456617625*g107 + 0.029143833641544062*g109;
-    const real fout19 = E17 - O17 - f19*t111;
-    const real fout20 = E16 - O16 - f20*t111;
-    const real fout21 = E15 - O15 - f21*t111;
-    const real fout22 = E14 - O14 - f22*t111;
-    const real fout23 = E13 - O13 - f23*t111;
-    const real fout24 = E12 - O12 - f24*t111;
-    const real fout25 = E11 - O11 - f25*t111;
-    const real fout26 = E10 - O10 - f26*t111;
-    const real fout27 = E9 - O9 - f27*t111;
-    const real fout28 = E8 - O8 - f28*t111;
-    const real fout29 = E7 - O7 - f29*t111;
-    const real fout30 = E6 - O6 - f30*t111;
-    const real fout31 = E5 - O5 - f31*t111;
-    const real fout32 = E4 - O4 - f32*t111;
-    const real fout33 = E3 - O3 - f33*t111;
-    const real fout34 = E2 - O2 - f34*t111;
-    const real fout35 = E1 - O1 - f35*t111;
-    const real fout36 = E0 - O0 - f36*t111;
-
+    real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
+    lbgen_collide_site(
+        prv[site + -3*SX + 1*SR],
+        prv[site + 1*SP - 3*SX],
+        prv[site + 2*SP - 3*SX - 1*SR],
+        prv[site + 3*SP - 2*SX + 2*SR],
+        prv[site + 4*SP - 2*SX + 1*SR],
+        prv[site + 5*SP - 2*SX],
+        prv[site + 6*SP - 2*SX - 1*SR],
+        prv[site + 7*SP - 2*SX - 2*SR],
+        prv[site + 8*SP - 1*SX + 3*SR],
+        prv[site + 9*SP - 1*SX + 2*SR],
+        prv[site + 10*SP - 1*SX + 1*SR],
+        prv[site + 11*SP - 1*SX],
+        prv[site + 12*SP - 1*SX - 1*SR],
+        prv[site + 13*SP - 1*SX - 2*SR],
+        prv[site + 14*SP - 1*SX - 3*SR],
+        prv[site + 15*SP + 3*SR],
+        prv[site + 16*SP + 2*SR],
+        prv[site + 17*SP + 1*SR],
+        prv[site + 18*SP],
+        prv[site + 19*SP - 1*SR],
+        prv[site + 20*SP - 2*SR],
+        prv[site + 21*SP - 3*SR],
+        prv[site + 22*SP + 1*SX + 3*SR],
+        prv[site + 23*SP + 1*SX + 2*SR],
+        prv[site + 24*SP + 1*SX + 1*SR],
+        prv[site + 25*SP + 1*SX],
+        prv[site + 26*SP + 1*SX - 1*SR],
+        prv[site + 27*SP + 1*SX - 2*SR],
+        prv[site + 28*SP + 1*SX - 3*SR],
+        prv[site + 29*SP + 2*SX + 2*SR],
+        prv[site + 30*SP + 2*SX + 1*SR],
+        prv[site + 31*SP + 2*SX],
+        prv[site + 32*SP + 2*SX - 1*SR],
+        prv[site + 33*SP + 2*SX - 2*SR],
+        prv[site + 34*SP + 3*SX + 1*SR],
+        prv[site + 35*SP + 3*SX],
+        prv[site + 36*SP + 3*SX - 1*SR],
+        &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,         tau_, ax_, ay_, wall_);
     nxt[site + 0*SP] = fout0;
     nxt[site + 1*SP] = fout1;
     nxt[site + 2*SP] = fout2;
