@@ -171,7 +171,8 @@ class Program(abc.ABC):
         if self.spec.compile_time_sizes and (lx, ly) != (self.spec.lx, self.spec.ly):
             raise ValueError(f"these kernels were generated for the lattice lx={self.spec.lx}, ly={self.spec.ly} "
                              f"(compile-time sizes); they cannot run on {lx} x {ly}")
-        self.layout = make_layout(self.spec.layout, velocity_set(self.spec.velocity_set).Q, lx, ly, self.spec.vl)
+        vs = velocity_set(self.spec.velocity_set)
+        self.layout = make_layout(self.spec.layout, vs.Q, lx, ly, self.spec.vl, halo=vs.max_hop)
         self.dtype = np.float64 if self.spec.precision == "double" else np.float32
 
     @abc.abstractmethod
@@ -276,14 +277,16 @@ class Program(abc.ABC):
     def column_ranges(self, x0: int, n: int):
         """Contiguous (offset, length) element ranges holding padded columns x0 .. x0+n-1.
 
-        x counts from -3 (the left halo) to LX+2; a padded column includes its Y halo rows.
+        x counts from -H (the left halo, H = layout.halo) to LX+H-1; a padded column includes
+        its Y halo rows.
         Layouts whose X stride is the outermost one (AoS, CAoSoA) hold them in one range,
         the others (SoA, CSoA) in one range per population.
         """
-        if x0 < -3 or n < 0 or x0 + n > self.lx + 3:
-            raise ValueError(f"columns {x0}..{x0 + n - 1} outside -3..{self.lx + 2}")
+        H = self.layout.halo
+        if x0 < -H or n < 0 or x0 + n > self.lx + H:
+            raise ValueError(f"columns {x0}..{x0 + n - 1} outside {-H}..{self.lx + H - 1}")
         s = self.layout.strides
-        start = (x0 + 3) * s["SX"]
+        start = (x0 + H) * s["SX"]
         if s["SP"] > s["SX"]:
             return [(p * s["SP"] + start, n * s["SX"]) for p in range(self.layout.Q)]
         return [(start, n * s["SX"])]
@@ -310,33 +313,34 @@ class Program(abc.ABC):
             raise ValueError(f"column data of {data.size} elements does not fit {n} columns of this layout")
 
     # Columns in a layout-independent form, so regions with different layouts or VLs can
-    # trade halos: plain[p, i, y + 3] for y = -3 .. LY+2 (the Y halo rows included).
+    # trade halos: plain[p, i, y + H] for y = -H .. LY+H-1 (the Y halo rows included).
     def _block_maps(self, n: int):
         key = ("_block_maps", n)
         cache = self.__dict__.setdefault("_maps", {})
         if key not in cache:
             L, s = self.layout, self.layout.strides
+            H = L.halo
             per_population = s["SP"] > s["SX"]
             p = np.arange(L.Q)[:, None, None, None]
             i = np.arange(n)[None, :, None, None]
-            r = np.arange(-3, L.NR + 3)[None, None, :, None]
+            r = np.arange(-H, L.NR + H)[None, None, :, None]
             k = np.arange(L.VL)[None, None, None, :]
-            within = i * s["SX"] + (r + 3) * s["SR"] + k * s["SK"]
+            within = i * s["SX"] + (r + H) * s["SR"] + k * s["SK"]
             pos = p * (n * s["SX"]) + within if per_population else p * s["SP"] + within
             y = r + k * L.NR                                     # the site each storage cell holds
-            canonical = (p * n + i) * (L.LY + 6) + (y + 3)
+            canonical = (p * n + i) * (L.LY + 2 * H) + (y + H)
             scatter_pos, scatter_src = np.broadcast_arrays(pos, canonical)
             # one representative storage cell per (p, i, y): the last writer wins, any is exact
-            rep = np.empty(L.Q * n * (L.LY + 6), dtype=np.int64)
+            rep = np.empty(L.Q * n * (L.LY + 2 * H), dtype=np.int64)
             rep[scatter_src.ravel()] = scatter_pos.ravel()
             cache[key] = (scatter_pos.ravel(), scatter_src.ravel(), rep)
         return cache[key]
 
     def read_columns_plain(self, f: Any, x0: int, n: int) -> np.ndarray:
-        """Padded columns x0 .. x0+n-1 as plain[p, i, y + 3], y = -3 .. LY+2."""
+        """Padded columns x0 .. x0+n-1 as plain[p, i, y + H], y = -H .. LY+H-1."""
         raw = self.read_columns(f, x0, n)
         _, _, rep = self._block_maps(n)
-        return raw[rep].reshape(self.layout.Q, n, self.layout.LY + 6)
+        return raw[rep].reshape(self.layout.Q, n, self.layout.LY + 2 * self.layout.halo)
 
     def write_columns_plain(self, f: Any, x0: int, plain: np.ndarray) -> None:
         """Inverse of read_columns_plain (every storage cell, lane-shifted halo copies included)."""

@@ -9,7 +9,8 @@ What is measured
   seconds; on big lattices that is one call); the median and the spread (min, max,
   quartiles) are reported.
 * Machine limits, in the same run and with the same thread count:
-  - memory bandwidth from a copy kernel of the kernels' shape: 37 read + 37 write streams
+  - memory bandwidth from a copy kernel of the kernels' shape: Q read + Q write streams
+    (Q of the default velocity set, D2Q37)
     (aligned AVX-512/AVX2 vectors, OpenMP), once with normal stores and once with
     streaming (non-temporal) stores, counting read + write bytes;
   - peak flop rate (double and single) from independent FMA chains (AVX-512/AVX2 vector
@@ -20,9 +21,9 @@ What is measured
 How the numbers are counted
 ---------------------------
 * MLUPS: lattice sites updated per second / 1e6 (LX*LY sites for propagate, collide and
-  fused; the 6*LX wall sites for bc).
-* bytes per site: propagate, collide, fused read and write all 37 populations once:
-  2 * 37 * sizeof(real).  bc: the elements it really accesses per column (all 37
+  fused; the 2H*LX wall sites for bc, H the largest hop).
+* bytes per site: propagate, collide, fused read and write all Q populations once:
+  2 * Q * sizeof(real).  bc: the elements it really accesses per column (all Q
   populations of the 4th row to get its temperature, the populations that left towards
   the wall from prv, the known populations of the wall rows, and the unknown ones it
   writes), divided by the 6 wall sites; it is the useful traffic, the cache lines moved
@@ -51,6 +52,7 @@ import numpy as np
 from . import __version__
 from .layouts import VL_SWEEP, LayoutChoice, tag as layout_tag
 from .machine import cpu_model, measure_machine, merge_machine
+from .model.velocity_set import DEFAULT_VELOCITY_SET
 from .timing import default_kernel_parameters, quiet_buffers, time_call
 
 KERNELS = ("propagate", "bc", "collide", "fused")
@@ -78,14 +80,14 @@ LAYOUT_NAMES = {"aos": "AoS", "soa": "SoA", "csoa": "CSoA", "caosoa": "CAoSoA"}
 COUNTING = {
     "mlups": "million lattice-site updates per second; LX*LY sites for propagate/collide/fused, "
              "the 6*LX wall sites for bc, depth*LX*LY site updates per call for fused-tb<depth>",
-    "bytes_per_site": "propagate, collide, fused: 2*37*sizeof(real) (each population read and written once); "
+    "bytes_per_site": "propagate, collide, fused: 2*Q*sizeof(real) (each population read and written once); "
                       "bc: elements actually accessed per column / 6 wall sites (useful traffic); "
                       "fused-tb<depth>: the same per site update as fused (the traffic of single steps, so "
                       "frac_bw > 1 is beyond the single-step memory wall)",
     "flops_per_site": "operations of the generated assignments as printed (KernelSource.flops, "
                       "lbgen.model.collide(op).flops; AssignmentList.op_count): +,-,*,/ one flop each, "
                       "an FMA two; propagate 0; bc: wall-row assignments + moments of the 4th row, per wall site",
-    "bandwidth": "copy kernel with 37 read + 37 write streams of aligned vectors, OpenMP, same threads; "
+    "bandwidth": "copy kernel with Q read + Q write streams (Q of D2Q37) of aligned vectors, OpenMP, same threads; "
                  "GB/s counts read + write bytes; measured with normal and with streaming (non-temporal) stores",
     "peak": "independent FMA chains on vectors (AVX-512 or AVX2), OpenMP, same threads; an FMA counts 2 flops",
     "limits": "bandwidth and peak are measured before and after the kernels (samples pooled); the limit used "
@@ -103,20 +105,21 @@ def _real_bytes(precision: str) -> int:
 
 @lru_cache(maxsize=None)
 def bc_counts(layout: str, vl: Optional[int], precision: str, collision: str = "bgk",
-              wall_scheme: str = "lbgen") -> Dict[str, float]:
+              wall_scheme: str = "lbgen", velocity_set_name: str = DEFAULT_VELOCITY_SET) -> Dict[str, float]:
     """Elements accessed and flops of the bc kernel per column (both walls), from its template context."""
     from .codegen import KernelSpec, wall_context
     from .model import macroscopic_assignments, velocity_set
     spec = KernelSpec(layout=layout, vl=vl, precision=precision, collision=collision, walls=True,
-                      wall_scheme=wall_scheme).validate()
+                      wall_scheme=wall_scheme, velocity_set=velocity_set_name).validate()
     ctx = wall_context(spec)
     Q = velocity_set(spec.velocity_set).Q
     moments = macroscopic_assignments(spec.velocity_set).flops
     reads = writes = 0
     flops = 0
     for side in ctx["sides"]:
-        reads += Q            # all populations of the 4th row (its temperature)
-        flops += moments
+        if ctx["thermal"]:
+            reads += Q            # all populations of the first bulk row (its temperature)
+            flops += moments
         for row in side["rows"]:
             reads += len(row["leaving"]) + len(row["inputs"])
             writes += len(row["written"])
@@ -132,7 +135,7 @@ def kernel_counts(kernel: str, source, collision: str) -> Dict[str, float]:
     spec = source.spec
     rb = _real_bytes(spec.precision)
     if kernel == "bc":
-        return dict(bc_counts(spec.layout, spec.vl, spec.precision, collision, spec.wall_scheme))
+        return dict(bc_counts(spec.layout, spec.vl, spec.precision, collision, spec.wall_scheme, spec.velocity_set))
     from .model import velocity_set
     Q = velocity_set(spec.velocity_set).Q
     flops = source.flops.get(kernel)
@@ -151,6 +154,7 @@ class Case:
     vl: Optional[int]
     precision: str
     collision: str
+    velocity_set: str = DEFAULT_VELOCITY_SET
 
     @property
     def tag(self) -> str:
@@ -168,7 +172,7 @@ def _program(case: Case, lx: int, ly: int, threads: int, walls: bool = False, wa
     from .codegen import KernelSpec, generate
     spec = KernelSpec(backend=spec_backend(case.backend), layout=case.layout, vl=case.vl, precision=case.precision,
                       collision=case.collision, walls=walls,
-                      wall_scheme=wall_scheme if walls else "lbgen").validate(lx, ly)
+                      wall_scheme=wall_scheme if walls else "lbgen", velocity_set=case.velocity_set).validate(lx, ly)
     source = generate(spec)
     return source, runtime(case.backend).compile(source, lx, ly, threads=threads)
 
@@ -198,11 +202,11 @@ def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: in
         for name in names:
             t, inner = time_call(calls[name], program.synchronize, repeat=repeat, warmup=warmup)
             counts = kernel_counts(name, source, case.collision)
-            sites = 6 * lx if name == "bc" else lx * ly * (time_block_depth(name) or 1)
+            sites = counts["sites_per_column"] * lx if name == "bc" else lx * ly * (time_block_depth(name) or 1)
             sec = t["median"] / 1e3
             r = {
                 "backend": case.backend, "device": device, "layout": case.layout, "vl": case.vl, "tag": case.tag,
-                "precision": case.precision, "collision": case.collision, "kernel": name,
+                "velocity_set": case.velocity_set, "precision": case.precision, "collision": case.collision, "kernel": name,
                 "lx": lx, "ly": ly, "sites": sites, "threads": program.threads,
                 "walls_program": walls, "calls_per_sample": inner,
                 "wall_scheme": source.spec.wall_scheme if walls else None,
@@ -252,13 +256,17 @@ class BenchConfig:
     limit_bytes: Optional[int] = None    # copy buffer size; default: the lattice size clamped to [256 MB, 1 GB]
     progress: bool = True
     notes: List[str] = field(default_factory=list)
+    velocity_set: str = DEFAULT_VELOCITY_SET
     wall_scheme: str = "lbgen"            # scheme of the bc kernel (lbgen.model.walls.SCHEMES)
 
 
 def _limit_bytes(cfg: BenchConfig) -> int:
     if cfg.limit_bytes:
         return int(cfg.limit_bytes)
-    lattice = 37 * (cfg.lx + 6) * (cfg.ly + 6 * 32) * 8
+    from .model import velocity_set
+    vs = velocity_set(cfg.velocity_set)
+    H = vs.max_hop
+    lattice = vs.Q * (cfg.lx + 2 * H) * (cfg.ly + 2 * H * 32) * 8
     return int(min(max(lattice, 256 << 20), 1 << 30))
 
 
@@ -290,7 +298,7 @@ def run_bench(cfg: BenchConfig) -> Dict:
                                "kernels": list(cfg.kernels), "collisions": list(cfg.collisions),
                                "precisions": list(cfg.precisions), "lx": cfg.lx, "ly": cfg.ly,
                                "threads": cfg.threads, "repeat": cfg.repeat, "warmup": cfg.warmup,
-                               "wall_scheme": cfg.wall_scheme},
+                               "wall_scheme": cfg.wall_scheme, "velocity_set": cfg.velocity_set},
                     "notes": list(cfg.notes), "skipped": [], "results": []}
     usable = []
     for b in cfg.backends:
@@ -305,7 +313,7 @@ def run_bench(cfg: BenchConfig) -> Dict:
     if want_host:
         host = measure_machine(cfg.threads, limit_repeat, _limit_bytes(cfg), cfg.precisions)
 
-    cases = [Case(b, l, v, p, c) for b in usable for p in cfg.precisions for c in cfg.collisions
+    cases = [Case(b, l, v, p, c, cfg.velocity_set) for b in usable for p in cfg.precisions for c in cfg.collisions
              for (l, v) in cfg.layouts]
     bar = tqdm(total=len(cases) * len(cfg.kernels), unit="kernel", disable=not cfg.progress, leave=False,
                dynamic_ncols=True)

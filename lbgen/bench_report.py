@@ -89,14 +89,14 @@ def format_limits(report: Dict) -> str:
              f"{m.get('vector_bits', '?')}-bit vectors"]
     bw = m.get("bandwidth")
     if bw:
-        lines.append(f"copy bandwidth (37+37 streams, {bw['bytes_per_buffer'] / 2**20:.0f} MiB per buffer, "
+        lines.append(f"copy bandwidth ({bw['streams']}+{bw['streams']} streams, {bw['bytes_per_buffer'] / 2**20:.0f} MiB per buffer, "
                      f"read+write bytes; best [median, min]): normal stores {bw['normal']['gbs']:.1f} GB/s "
                      f"[{bw['normal']['median']:.1f}, {bw['normal']['min']:.1f}], streaming stores "
                      f"{bw['streaming']['gbs']:.1f} GB/s [{bw['streaming']['median']:.1f}, {bw['streaming']['min']:.1f}]")
         if bw.get("contiguous_streaming"):
             lines.append(f"  (for comparison, 1+1 contiguous streams with streaming stores: "
                          f"{bw['contiguous_streaming']['gbs']:.1f} GB/s -- AoS and CAoSoA walk memory like that "
-                         f"in collide, so they can pass 100% of the 37+37-stream copy)")
+                         f"in collide, so they can pass 100% of the {bw['streams']}+{bw['streams']}-stream copy)")
     for p, pk in (m.get("peak") or {}).items():
         lines.append(f"peak {p} (FMA chains, FMA = 2 flops; best [median, min]): {pk['gflops']:.1f} GFLOP/s "
                      f"[{pk['median']:.1f}, {pk['min']:.1f}]")

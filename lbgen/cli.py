@@ -13,7 +13,7 @@ from .layouts import LAYOUTS
 from .model import OPERATORS
 from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
-from .cli_common import UserError, friendly, vl_option
+from .cli_common import UserError, friendly, velocity_set_option, vl_option
 
 try:  # Python >= 3.11
     import tomllib
@@ -30,22 +30,22 @@ def main():
 # --- info --------------------------------------------------------------------------------
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-@click.option("--velocity-set", default="d2q37", show_default=True, type=click.Choice(["d2q37", "d2q9"]))
+@velocity_set_option
 @friendly
 def info(as_json, velocity_set):
     """Model summary: Q, r, shell weights, op counts per operator, backends found."""
     from . import backends
     from .cache import cache_dir
     from .model import collide, velocity_set as get_vs
-    vs = get_vs(velocity_set)
+    vs_name = velocity_set.lower()
+    vs = get_vs(vs_name)
     summary = vs.summary()
     operators = {}
-    if velocity_set == "d2q37":
-        for op in OPERATORS:
-            asg = collide(op, velocity_set)
-            operators[op] = {"op_count": asg.flops, "flops_per_site": asg.flops,
-                             "assignments": len(asg.assignments), "parameters": [str(p) for p in asg.parameters],
-                             "description": asg.description}
+    for op in OPERATORS:
+        asg = collide(op, vs_name)
+        operators[op] = {"op_count": asg.flops, "flops_per_site": asg.flops,
+                         "assignments": len(asg.assignments), "parameters": [str(p) for p in asg.parameters],
+                         "description": asg.description}
     found = {}
     for b in BACKENDS:
         ok, why = backends.available(b)
@@ -55,7 +55,9 @@ def info(as_json, velocity_set):
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
-    click.echo(f"lbgen {__version__}: {vs.name}, Q = {vs.Q}, quadrature degree {vs.degree}")
+    click.echo(f"lbgen {__version__}: {vs.name}, Q = {vs.Q}, quadrature degree {vs.degree}, Hermite order "
+               f"{vs.hermite_order} ({'isothermal: T = 1 throughout' if vs.isothermal else 'thermal'}), "
+               f"halo and wall rows {vs.max_hop}")
     click.echo(f"  r = {summary['r_digits']}  (t = 1/r^2 is the root of {summary['minimal_polynomial_of_t']} = 0)")
     click.echo("  shell      count  weight")
     for s in summary["shells"]:
@@ -84,17 +86,18 @@ def info(as_json, velocity_set):
               help="With --walls: lbgen, or reference (the production code's bc; see README).")
 @click.option("--block-size", type=int, default=0, help="GPU work-group / block size (0: backend default).")
 @click.option("--report", is_flag=True, help="CUDA: compile with nvcc for sm_80 and sm_90 and show registers/spills.")
+@velocity_set_option
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @friendly
 def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_stores, walls, wall_scheme, block_size,
-         report, output):
+         report, velocity_set, output):
     """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
     from .emit import emit as do_emit
     vl = vl_option(vl)      # None: the backend's DEFAULT_VL for clustered layouts
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                       lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
-                      wall_scheme=wall_scheme, block_size=block_size)
+                      wall_scheme=wall_scheme, block_size=block_size, velocity_set=velocity_set.lower())
     spec = spec.validate()
     if report and spec.backend != "cuda":
         raise UserError("--report shows nvcc's register and spill figures: it needs --backend cuda")
@@ -196,7 +199,8 @@ def run(ctx, setup, config, resume, overwrite, progress, **given):
     if comm is not None:
         where = f"{comm.size} MPI ranks: {where}"
     box = f"walls ({cfg.walls['scheme']} scheme)" if cfg.walls else "periodic"
-    echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.lx} x {cfg.ly}, "
+    echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
+         f"{cfg.lx} x {cfg.ly}, "
          f"{cfg.steps} steps, {spec.collision}, {box}, {spec.precision}; {where}")
     depth = runner.sim.time_block
     if depth > 1:
@@ -248,8 +252,10 @@ def _parse_layouts(text):
 @click.option("--strict", is_flag=True, help="No FMA contraction: backends must agree bit for bit.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@velocity_set_option
 @friendly
-def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, wall_scheme, strict, seed, as_json):
+def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, wall_scheme, strict, seed, as_json,
+           velocity_set):
     """Kernel equivalence: every available backend x layout against the NumPy reference.
 
     Exit status 1 when any kernel differs beyond tolerance (1e-12 double, 1e-5 single;
@@ -266,7 +272,7 @@ def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, wall
         raise UserError(f"unknown precision {bad[0]!r}; choose one of {', '.join(PRECISIONS)}")
     report = run_verify(backends=[b for b in backends.split(",") if b], layouts=_parse_layouts(layouts),
                         collisions=cols, precisions=precs, steps=steps, lx=lx, ly=ly, strict=strict,
-                        walls=walls, seed=seed, wall_scheme=wall_scheme)
+                        walls=walls, seed=seed, wall_scheme=wall_scheme, velocity_set=velocity_set.lower())
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else report.table())
     if not report.ok:
         sys.exit(1)

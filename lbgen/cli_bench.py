@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from .cli_common import UserError, friendly
+from .cli_common import UserError, friendly, velocity_set_option
 from .codegen import MAX_TIME_BLOCK
+from .model.velocity_set import DEFAULT_VELOCITY_SET
 from .limits import max_threads
 from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
@@ -76,12 +77,13 @@ def _emit_json(data, output, to_stdout):
 @click.option("--plots", type=click.Path(file_okay=False), default=None,
               help="Write PNG plots here: MLUPS vs VL per layout, roofline.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
+@velocity_set_option
 @friendly
 def bench(backends, layouts, kernels, collisions, precisions, wall_scheme, lx, ly, threads, repeat, warmup, vls,
-          paper_table, no_limits, limit_mb, as_json, output, plots, progress):
+          paper_table, no_limits, limit_mb, as_json, output, plots, progress, velocity_set):
     """Time the kernels (ms, MLUPS, GB/s, GFLOP/s) against this machine's measured limits.
 
-    The memory bandwidth (37 + 37 stream copy, normal and streaming stores) and the FMA
+    The memory bandwidth (Q + Q stream copy, normal and streaming stores) and the FMA
     peak are measured in the same run; fractions use them as denominators.  Nothing here
     fails on a timing: benchmarks are not tests.
     """
@@ -101,6 +103,10 @@ def bench(backends, layouts, kernels, collisions, precisions, wall_scheme, lx, l
     if wall_scheme != DEFAULT_WALL_SCHEME and (paper_table or "bc" not in _split(kernels)):
         raise UserError(f"--wall-scheme {wall_scheme} applies to the bc kernel: add bc to --kernels "
                         "(the paper table times propagate and collide only)")
+    velocity_set = velocity_set.lower()
+    if paper_table and velocity_set != DEFAULT_VELOCITY_SET:
+        raise UserError(f"--paper-table is the paper's {DEFAULT_VELOCITY_SET} table; it takes no "
+                        f"--velocity-set {velocity_set}")
     if paper_table:
         try:
             vl_list = [int(v) for v in _split(vls)]
@@ -132,7 +138,7 @@ def bench(backends, layouts, kernels, collisions, precisions, wall_scheme, lx, l
     cfg = B.BenchConfig(backends=backend_list, layouts=B.parse_layouts(layouts), kernels=kern, collisions=cols,
                         precisions=precs, lx=lx, ly=ly, threads=threads, repeat=repeat, warmup=warmup,
                         limits=not no_limits, limit_bytes=(limit_mb << 20) if limit_mb else None, progress=progress,
-                        wall_scheme=wall_scheme)
+                        wall_scheme=wall_scheme, velocity_set=velocity_set)
     report = B.run_bench(cfg)
     if plots:
         report["plots"] = [str(p) for p in R.make_plots(report, plots)]

@@ -43,6 +43,15 @@ def friendly(fn):
     return wrapper
 
 
+def velocity_set_option(fn):
+    """--velocity-set for info, emit, verify and bench (``lbgen run`` takes it from lbgen.config)."""
+    from .model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
+    return click.option("--velocity-set", default=DEFAULT_VELOCITY_SET, show_default=True,
+                        type=click.Choice(list(VELOCITY_SETS), case_sensitive=False),
+                        help="Lattice: d2q37 (thermal, Hermite order 4), d2q9 (isothermal, order 2), "
+                             "d2v17 (thermal, order 3).")(fn)
+
+
 def mpi_comm():
     """The communicator of an MPI launch (``mpiexec -n N lbgen ...``), else None; mpi4py is
     imported only when a launcher's environment variables are present."""

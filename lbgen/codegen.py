@@ -20,15 +20,16 @@ from sympy.printing.c import C99CodePrinter
 
 from . import __version__
 from .diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
-from .layouts import CLUSTERED, HALO, LAYOUTS, Layout, LayoutError, make_layout, tag as layout_tag
+from .layouts import CLUSTERED, LAYOUTS, Layout, LayoutError, make_layout, tag as layout_tag
 from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assignments, velocity_set
 from .model.operators import OPERATOR_RECORDS
 from .model.assignments import AssignmentList
+from .model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
+from .model.walls import min_ly_walls, wall_row_count
 from .model.walls import DEFAULT_SCHEME, SCHEMES, mass_rule
 from .kernel_api import ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules
 
 BACKENDS = ("c", "opencl", "cuda")
-MIN_LY_WALLS = 8
 #: preferred cluster lengths per backend, fastest first (measured with `lbgen bench`; see
 #: README: default layout/VL)
 PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (32, 16, 64, 8, 4)}
@@ -58,7 +59,7 @@ PRECISIONS = ("double", "single", "mixed")
 OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORDS.items()}
 
 
-def default_layout(backend: str, ly: int) -> Tuple[str, Optional[int]]:
+def default_layout(backend: str, ly: int, halo: int) -> Tuple[str, Optional[int]]:
     """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.
 
     (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
@@ -69,7 +70,7 @@ def default_layout(backend: str, ly: int) -> Tuple[str, Optional[int]]:
     LY/VL >= the halo width the unclustered SoA layout is used.
     """
     for vl in PREFERRED_VL.get(backend, (8,)):
-        if ly % vl == 0 and ly // vl >= HALO:
+        if ly % vl == 0 and ly // vl >= halo:
             return "caosoa", vl
     return "soa", None
 
@@ -144,7 +145,7 @@ class KernelSpec:
     collision: str = "bgk"
     lx: Optional[int] = None      # compile-time sizes when both given
     ly: Optional[int] = None
-    velocity_set: str = "d2q37"
+    velocity_set: str = DEFAULT_VELOCITY_SET
     streaming_stores: bool = True
     block_size: int = 0           # GPU work-group / block size (0: backend default)
     prefix: str = "lbgen"
@@ -185,6 +186,10 @@ class KernelSpec:
             raise SpecError(f"prefix {self.prefix!r} is not a C identifier")
         if (self.lx is None) != (self.ly is None):
             raise SpecError("give both lx and ly for compile-time sizes, or neither for run-time sizes")
+        if str(self.velocity_set).lower() not in VELOCITY_SETS:
+            raise SpecError(f"unknown velocity set {self.velocity_set!r}; choose one of {', '.join(VELOCITY_SETS)}")
+        if self.velocity_set != self.velocity_set.lower():
+            return _replace(self, velocity_set=self.velocity_set.lower()).validate(lx, ly)
         vs = velocity_set(self.velocity_set)
         spec = self
         clustered = self.layout in CLUSTERED
@@ -201,12 +206,12 @@ class KernelSpec:
         else:
             spec = _replace(self, vl=None)
         check_lx, check_ly = (lx, ly) if lx is not None else (self.lx, self.ly)
-        if self.walls and check_ly is not None and check_ly < MIN_LY_WALLS:
-            raise SpecError(f"LY={check_ly} is too small for walls: the 3 wall rows at each side and the "
-                            f"fourth row they extrapolate from need LY >= {MIN_LY_WALLS}")
+        if self.walls and check_ly is not None and check_ly < min_ly_walls(vs):
+            raise SpecError(f"LY={check_ly} is too small for walls: the {wall_row_count(vs)} wall rows of "
+                            f"{vs.name} at each side and the bulk row next to them need LY >= {min_ly_walls(vs)}")
         if check_lx is not None:
             try:
-                make_layout(self.layout, vs.Q, check_lx, check_ly, spec.vl)
+                make_layout(self.layout, vs.Q, check_lx, check_ly, spec.vl, halo=vs.max_hop)
             except LayoutError as e:
                 raise SpecError(str(e)) from None
         return spec
@@ -246,7 +251,7 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def _index_terms(layout_name: str, velocities) -> Dict[str, list]:
+def _index_terms(layout_name: str, velocities, halo: int) -> Dict[str, list]:
     """C offsets of population p (relative to p = 0 at the same site) and pull offsets."""
     pop = [f"{p}*SP" if p else "0" for p in range(len(velocities))]
     pull = []
@@ -258,8 +263,8 @@ def _index_terms(layout_name: str, velocities) -> Dict[str, list]:
             terms.append(f"{-ey}*SR")
         pull.append(" + ".join(terms).replace("+ -", "- ") if terms else "0")
     # the pull offsets split for sweeps that address each source column by its own pointer
-    # (temporal blocking): column c[HALO - e_x] and the offset within that column
-    pull_column = [HALO - ex for ex, _ in velocities]
+    # (temporal blocking): column c[halo - e_x] and the offset within that column
+    pull_column = [halo - ex for ex, _ in velocities]
     pull_within = []
     for p, (_, ey) in enumerate(velocities):
         terms = ([f"{p}*SP"] if p else []) + ([f"{-ey}*SR"] if ey else [])
@@ -273,6 +278,8 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
     if spec.layout in CLUSTERED:
         words.append(f"--vl {spec.vl}")
     words += [f"--precision {spec.precision}", f"--collision {spec.collision}"]
+    if spec.velocity_set != DEFAULT_VELOCITY_SET:
+        words.append(f"--velocity-set {spec.velocity_set}")
     if spec.compile_time_sizes:
         words.append(f"--lx {spec.lx} --ly {spec.ly}")
     if spec.prefix != "lbgen":
@@ -303,7 +310,7 @@ def template_context(spec: KernelSpec) -> dict:
         "version": __version__,
         "P": spec.prefix,
         "Q": vs.Q,
-        "HALO": HALO,
+        "HALO": vs.max_hop,
         "VL": vl,
         "clustered": clustered,
         "real": "float" if spec.precision == "single" else "double",     # arithmetic
@@ -312,10 +319,11 @@ def template_context(spec: KernelSpec) -> dict:
         "single": spec.precision == "single",
         "lit": (lambda v: RealPrinter(spec.precision)._literal(v)),
         "strides": strides,
-        "layout_description": Layout(spec.layout, vs.Q, 1, 1, vl).description,
+        "layout_description": Layout(spec.layout, vs.Q, 1, 1, vl, vs.max_hop).description,
+        "isothermal": vs.isothermal,
         "velocities": vs.velocities,
         "weights": [float(w) for w in vs.weights],
-        "offsets": _index_terms(spec.layout, vs.velocities),
+        "offsets": _index_terms(spec.layout, vs.velocities, vs.max_hop),
         "collide_params": OPERATOR_PARAMETERS[spec.collision],
         "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
         "collide_outputs": [str(s) for s in col.outputs],
@@ -341,8 +349,8 @@ def template_context(spec: KernelSpec) -> dict:
         "cx": [int(e[0]) for e in vs.velocities],
         "cy": [int(e[1]) for e in vs.velocities],
         "opposite": list(vs.opposite),
-        "min_ly_walls": MIN_LY_WALLS,
-        "size_rules": size_rules(spec, MIN_LY_WALLS),
+        "min_ly_walls": min_ly_walls(vs),
+        "size_rules": size_rules(spec, min_ly_walls(vs)),
         "size_errors": SIZE_ERRORS,
         "entry_points": [n for n in ENTRY_POINTS if n not in WALL_ENTRY_POINTS or spec.walls],
     }
@@ -353,11 +361,13 @@ def wall_context(spec: KernelSpec) -> dict:
     from .model import wall_assignments
     from .model.walls import unknown_set
     vs = velocity_set(spec.velocity_set)
+    H = wall_row_count(vs)
     sides = []
     for side in ("bottom", "top"):
         rows = []
-        for row in (2, 1, 0):   # lbgen scheme: row 0 takes the mass the other two rows did not
+        for row in range(H - 1, -1, -1):   # lbgen scheme: row 0 takes the mass the other rows did not
             asg = wall_assignments(side, row, spec.velocity_set, spec.wall_scheme)
+            params = [str(p) for p in asg.parameters]
             unknown = list(unknown_set(vs, side, row))
             written = [int(str(s)[4:]) for s in asg.outputs]   # the unknown ones (+ the rest population)
             rows.append({
@@ -367,13 +377,15 @@ def wall_context(spec: KernelSpec) -> dict:
                 "written": written,
                 "inputs": [int(str(s)[1:]) for s in asg.inputs],
                 "mass": mass_rule(vs, side, row, spec.wall_scheme),
+                "free_mass": "N" not in params,
+                "uses_Tw": "Tw" in params,
                 "body": print_assignments(asg, spec.precision, suffix_parameters="_"),
                 "outputs": [str(s) for s in asg.outputs],
                 "entering": [str(s) for s in asg.outputs[:len(unknown)]],
                 "flops": asg.flops,
             })
         sides.append({"side": side, "rows": rows})
-    return {"sides": sides, "rows": 3, "scheme": spec.wall_scheme}
+    return {"sides": sides, "rows": H, "scheme": spec.wall_scheme, "thermal": not vs.isothermal}
 
 
 #: (file written, template) per backend; the first file is the one the backend compiles.

@@ -21,6 +21,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .layouts import LayoutChoice
 from .model.operators import DEFAULT_OPERATOR, OPERATORS, ParameterError, operator
+from .model.velocity_set import velocity_set
 from .options import (ADIABATIC, OPERATOR_KEYS, OPTIONS, SCHEMA, WALL_KEYS, ConfigError, as_bool, as_float, closest,
                       convert, normalise_key)
 from .setups import SETUPS
@@ -67,6 +68,7 @@ class RunConfig:
     split: Optional[str] = None
     host_columns: Optional[int] = None
     device: Optional[str] = None
+    velocity_set: str = OPTIONS["velocity_set"].default
     series_every: int = OPTIONS["series_every"].default
     dpi: Optional[float] = None
     clim: Optional[Dict[str, list]] = None     # {picture quantity: [lo, hi]} over the physical colour limits
@@ -90,6 +92,14 @@ class RunConfig:
             raise ConfigError("checkpoint_every needs a run folder (--out DIR)")
         if self.layout is not None or self.vl not in (None, "auto"):
             LayoutChoice.of(self.layout, self.vl if self.vl != "auto" else None, need_vl=False)
+        vs = velocity_set(self.velocity_set)
+        if vs.isothermal and self.setup == "rayleigh-taylor":
+            raise ConfigError(f"rayleigh-taylor is a thermal flow; {vs.name} is isothermal (T = 1): use d2q37 "
+                              f"(or d2v17)")
+        if vs.isothermal and self.walls is not None and self.walls != _check_walls({"scheme": self.walls["scheme"]}):
+            raise ConfigError(f"{vs.name} is isothermal: its walls impose no temperature, so t_bottom, t_top "
+                              f"(got {self.walls['T_bottom']}, {self.walls['T_top']}) must stay 1 and no wall can "
+                              f"be adiabatic; use d2q37 for thermal walls")
 
     @staticmethod
     def _check_setup(name) -> str:
@@ -213,7 +223,8 @@ class RunConfig:
         """What a checkpoint must agree with to be resumed by this run: the lattice, the
         operator and its parameters, gravity, walls, the kernels' precision."""
         return {"lx": self.lx, "ly": self.ly, "collision": self.collision, "parameters": dict(self.parameters),
-                "gravity": list(self.gravity), "walls": self.walls, "precision": self.precision}
+                "gravity": list(self.gravity), "walls": self.walls, "precision": self.precision,
+                "velocity_set": self.velocity_set}
 
 
 def _check_walls(walls: Mapping) -> Dict:

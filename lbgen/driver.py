@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Optional
 from . import __version__
 from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, prune_checkpoints, read_checkpoint, write_checkpoint
 from .config import RunConfig
+from .model.velocity_set import velocity_set as get_velocity_set
 from .limits import check_run_memory, check_threads, resolve_threads
 from .paths import writable_file
 from .runfolder import RunFolder, RunFolderError, resume_command, write_failure
@@ -29,7 +30,7 @@ def _initial_fields(cfg: RunConfig):
     if cfg.init:
         return load_fields(cfg.init)
     return SETUPS[cfg.setup].fields(cfg.lx, cfg.ly, seed=cfg.seed, amplitude=cfg.amplitude, gravity=cfg.gravity,
-                                    walls=cfg.walls)
+                                    walls=cfg.walls, thermal=not get_velocity_set(cfg.velocity_set).isothermal)
 
 
 def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Optional[int] = None,
@@ -41,7 +42,7 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     walls = Walls(**cfg.walls) if cfg.walls else None
     common = dict(layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision,
                   gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
-                  walls=walls, time_block=cfg.time_block, **cfg.parameters)
+                  walls=walls, time_block=cfg.time_block, velocity_set=cfg.velocity_set, **cfg.parameters)
     if cfg.device and cfg.backend == "opencl":
         common["backend_options"] = {"device": cfg.device}   # the OpenCL device of a plain OpenCL run
     lx = cfg.lx if lx is None else lx
@@ -67,12 +68,14 @@ def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print, lx: Optio
     """M for a host + device run: from --split F (2M/LX = F) or the performance model (auto).
 
     `lx`: the width to split (an MPI rank's slab; default the lattice).  With several ranks
-    every side of a slab's device bulk is its own host region, so M is 0 or >= 3 there."""
+    every side of a slab's device bulk is its own host region, so M is 0 or >= H (the halo
+    width) there."""
     from . import perfmodel
     width = cfg.lx if lx is None else lx
-    valid = perfmodel.valid_splits(width)
+    H = get_velocity_set(cfg.velocity_set).max_hop
+    valid = perfmodel.valid_splits(width, H)
     if lx is not None:
-        valid = [M for M in valid if M == 0 or 2 * M == width or (M >= 3 and width - 2 * M >= 3)]
+        valid = [M for M in valid if M == 0 or 2 * M == width or (M >= H and width - 2 * M >= H)]
     if cfg.split in (None, "auto"):
         params = perfmodel.measure(lambda w, M, dev: make_simulation(cfg, M, w, dev), width, cfg.ly)
         M = min(valid, key=lambda m: (round(perfmodel.step_time(params, width, cfg.ly, m), 15),
@@ -171,7 +174,7 @@ class Run:
                 cfg.host_columns = resolve_split(cfg, self.echo)
             else:   # rank 0 models its slab (the widest one); every rank uses its M
                 from .mpi import check_decomposition, slab_widths
-                check_decomposition(cfg.lx, comm.size)
+                check_decomposition(cfg.lx, comm.size, get_velocity_set(cfg.velocity_set).max_hop)
                 cfg.host_columns = root_call(comm, lambda: resolve_split(cfg, self.echo, slab_widths(
                     cfg.lx, comm.size)[0]), share=True)
         self.sim = make_simulation(cfg, comm=comm)

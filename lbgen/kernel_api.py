@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import List
 
-from .layouts import CLUSTERED, HALO
+from .layouts import CLUSTERED
+from .model import velocity_set
+from .model.walls import wall_row_count
 
 #: the entry points every backend emits (with the prefix), in this order; those of
 #: WALL_ENTRY_POINTS only with walls
@@ -29,6 +31,8 @@ def size_rules(spec, min_ly_walls: int) -> List[dict]:
     bad value and the rule), ``args`` (its C arguments) and ``text`` (the rule in words).
     """
     vl = spec.vl if spec.layout in CLUSTERED else 1
+    vs = velocity_set(spec.velocity_set)
+    HALO, rows = vs.max_hop, wall_row_count(vs)
     rules = [dict(code="SIZE", c="lx >= 1 && ly >= 1", message="lattice %d x %d: lx and ly must be >= 1",
                   args="lx, ly", text="LX >= 1 and LY >= 1")]
     if vl > 1:
@@ -42,8 +46,8 @@ def size_rules(spec, min_ly_walls: int) -> List[dict]:
     if spec.walls:
         rules.append(dict(code="WALLS", c=f"ly >= {min_ly_walls}",
                           message=f"ly=%d is too small for walls: they need ly >= {min_ly_walls}", args="ly",
-                          text=f"walls: LY >= {min_ly_walls} (3 wall rows at each side and the fourth row "
-                               f"they read)"))
+                          text=f"walls: LY >= {min_ly_walls} ({rows} wall row{'s' if rows > 1 else ''} at each "
+                               f"side and the bulk row next to them)"))
     if spec.compile_time_sizes:
         rules.append(dict(code="COMPILED", c=f"lx == {spec.lx} && ly == {spec.ly}",
                           message=f"lattice %d x %d: these kernels were generated for {spec.lx} x {spec.ly}",

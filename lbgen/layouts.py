@@ -4,13 +4,14 @@ Coordinates.  A site is (x, y), 0 <= x < LX, 0 <= y < LY.  Clustered layouts cut
 column into VL partitions of NR = LY/VL sites; lane k of cluster row r is site
 y = r + k*NR (paper Fig. 5), so a hop along Y moves a whole cluster (r -> r + dy, same
 lane).  AoS and SoA are the same picture with VL = 1 and NR = LY.  Every layout carries
-a halo of 3 in X (x = -3..LX+2) and of 3 cluster rows in Y (r = -3..NR+2).
+a halo of H = the velocity set's largest hop (``VelocitySet.max_hop``: 3 for D2Q37, 1 for
+D2Q9) in X (x = -H..LX+H-1) and of H cluster rows in Y (r = -H..NR+H-1).
 
 Storage.  The element of population p at (x, r, lane k) is at
 
-    index = p*SP + (x + 3)*SX + (r + 3)*SR + k*SK
+    index = p*SP + (x + H)*SX + (r + H)*SR + k*SK
 
-with strides per layout (NX = LX + 6, NRP = NR + 6):
+with strides per layout (NX = LX + 2H, NRP = NR + 2H):
 
     AoS     site[x][y].p[i]         SP = 1,           SR = Q,        SX = Q*NRP,     SK = 0
     SoA     pop[i].s[x][y]          SP = NX*NRP,      SR = 1,        SX = NRP,       SK = 0
@@ -28,7 +29,6 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-HALO = 3
 LAYOUTS = ("aos", "soa", "csoa", "caosoa")
 CLUSTERED = ("csoa", "caosoa")
 
@@ -46,10 +46,10 @@ _STRIDES: Dict[str, Dict[str, str]] = {
 }
 
 _DESCRIPTION = {
-    "aos": "site[x][y].p[i]: the 37 populations of a site adjacent",
+    "aos": "site[x][y].p[i]: the {Q} populations of a site adjacent",
     "soa": "pop[i].s[x][y]: one array per population",
     "csoa": "pop[i].s[x][r].c[k]: population arrays cut into clusters of VL strided sites",
-    "caosoa": "site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent",
+    "caosoa": "site[x][r].p[i].c[k]: the {Q} clusters of one cluster-site adjacent",
 }
 
 
@@ -63,7 +63,8 @@ class Layout:
     Q: int
     LX: int
     LY: int
-    VL: int = 1
+    VL: int
+    halo: int      # halo width H in columns and cluster rows (the velocity set's largest hop)
 
     # --- derived sizes ------------------------------------------------------------------
     @property
@@ -77,11 +78,11 @@ class Layout:
 
     @property
     def NX(self) -> int:
-        return self.LX + 2 * HALO
+        return self.LX + 2 * self.halo
 
     @property
     def NRP(self) -> int:
-        return self.NR + 2 * HALO
+        return self.NR + 2 * self.halo
 
     @property
     def size(self) -> int:
@@ -90,7 +91,7 @@ class Layout:
 
     @property
     def description(self) -> str:
-        return _DESCRIPTION[self.name]
+        return _DESCRIPTION[self.name].format(Q=self.Q)
 
     @property
     def tag(self) -> str:
@@ -109,8 +110,8 @@ class Layout:
     # --- indexing -----------------------------------------------------------------------
     def index(self, p, x, r, k=0):
         """Flat index of population p at (x, cluster row r, lane k); numpy-broadcasting."""
-        s = self.strides
-        return p * s["SP"] + (np.asarray(x) + HALO) * s["SX"] + (np.asarray(r) + HALO) * s["SR"] + np.asarray(k) * s["SK"]
+        s, h = self.strides, self.halo
+        return p * s["SP"] + (np.asarray(x) + h) * s["SX"] + (np.asarray(r) + h) * s["SR"] + np.asarray(k) * s["SK"]
 
     def site_index(self, p, x, y):
         """Flat index of population p at site (x, y) of the interior."""
@@ -153,15 +154,16 @@ class Layout:
         padded columns, corners included.
         """
         dst, src = [], []
+        H = self.halo
         p = np.arange(self.Q)[:, None, None]
-        rows = np.r_[-HALO:0, self.NR:self.NR + HALO]
+        rows = np.r_[-H:0, self.NR:self.NR + H]
         x = np.arange(self.LX)[None, :, None]
         for k in range(self.VL):
             y = (rows + k * self.NR) % self.LY
             dst.append(np.broadcast_to(self.index(p, x, rows[None, None, :], k), (self.Q, self.LX, rows.size)).ravel())
             src.append(np.broadcast_to(self.site_index(p, x, y[None, None, :]), (self.Q, self.LX, rows.size)).ravel())
-        xs = np.r_[-HALO:0, self.LX:self.LX + HALO]
-        r = np.arange(-HALO, self.NR + HALO)[None, None, :, None]
+        xs = np.r_[-H:0, self.LX:self.LX + H]
+        r = np.arange(-H, self.NR + H)[None, None, :, None]
         kk = np.arange(self.VL)[None, None, None, :]
         pp = p[..., None]
         d2 = self.index(pp, xs[None, :, None, None], r, kk)
@@ -192,8 +194,8 @@ class Layout:
         return buf[self._interior_index]
 
 
-def make_layout(name: str, Q: int, LX: int, LY: int, VL: Optional[int] = None) -> Layout:
-    """Validated layout.  Raises LayoutError naming the bad value and the rule."""
+def make_layout(name: str, Q: int, LX: int, LY: int, VL: Optional[int] = None, *, halo: int) -> Layout:
+    """Validated layout with a halo of width ``halo``.  Raises LayoutError naming the bad value and the rule."""
     key = str(name).lower()
     if key not in LAYOUTS:
         raise LayoutError(f"unknown layout {name!r}; choose one of {', '.join(LAYOUTS)}")
@@ -203,18 +205,18 @@ def make_layout(name: str, Q: int, LX: int, LY: int, VL: Optional[int] = None) -
     if key not in CLUSTERED:
         if VL not in (None, 1):
             raise LayoutError(f"layout {key} takes no VL (got VL={VL}); VL applies to csoa and caosoa")
-        return Layout(key, Q, int(LX), int(LY), 1)
+        return Layout(key, Q, int(LX), int(LY), 1, int(halo))
     if VL is None:
         raise LayoutError(f"layout {key} needs a cluster length VL (a power of two dividing LY={LY})")
     if not isinstance(VL, (int, np.integer)) or not _is_power_of_two(int(VL)):
         raise LayoutError(f"VL={VL!r} is not a power of two; VL must be a power of two (1, 2, 4, 8, ...) dividing LY")
     if LY % VL:
         raise LayoutError(f"VL={VL} does not divide LY={LY}; VL must divide LY and be a power of two")
-    if LY // VL < HALO:
+    if LY // VL < halo:
         raise LayoutError(
-            f"LY/VL = {LY}/{VL} = {LY // VL} cluster rows is too small for the {HALO}-wide halo; "
-            f"need LY/VL >= {HALO}, i.e. a smaller VL or a larger LY")
-    return Layout(key, Q, int(LX), int(LY), int(VL))
+            f"LY/VL = {LY}/{VL} = {LY // VL} cluster rows is too small for the {halo}-wide halo; "
+            f"need LY/VL >= {halo}, i.e. a smaller VL or a larger LY")
+    return Layout(key, Q, int(LX), int(LY), int(VL), int(halo))
 
 
 #: cluster lengths a clustered name without -vlN stands for in a list of layouts

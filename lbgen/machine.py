@@ -1,7 +1,7 @@
 """The machine's limits, measured: copy bandwidth and FMA peak of this host.
 
-Small C micro-kernels (templates/bench/machine.c: a copy with the kernels' shape, 37 read
-+ 37 write streams, normal and streaming stores, with and without software prefetch; and
+Small C micro-kernels (templates/bench/machine.c: a copy with the kernels' shape, Q read
++ Q write streams (Q of the default velocity set), normal and streaming stores, with and without software prefetch; and
 independent FMA chains) compiled once with the backends' library cache.  Used by
 ``lbgen bench`` (the denominators of its fractions) and the performance models.
 """
@@ -14,7 +14,7 @@ import time
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Dict, Iterable
+from typing import Dict, Iterable, Optional
 
 import numpy as np
 
@@ -59,13 +59,17 @@ def vector_bits() -> int:
     return int(_machine_lib()[1].bench_vector_bits())
 
 
-def measure_bandwidth(nbytes: int = 512 << 20, threads: int = 0, repeat: int = 5, streams: int = 37) -> Dict:
+def measure_bandwidth(nbytes: int = 512 << 20, threads: int = 0, repeat: int = 5,
+                      streams: Optional[int] = None) -> Dict:
     """Copy bandwidth (GB/s, read + write bytes) of a `streams`-stream copy, normal and streaming stores.
 
     ``nbytes`` is the size of each of the two buffers (rounded to whole 64-byte blocks per
     stream); keep it well above the last-level cache.
     """
     from .backends.c import aligned_zeros
+    if streams is None:      # the kernels' shape: Q read and Q write streams of the default set
+        from .model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
+        streams = velocity_set(DEFAULT_VELOCITY_SET).Q
     ffi, lib = _machine_lib()
     used = set_threads(threads)
     n = max(8, (int(nbytes) // (8 * streams)) // 8 * 8)
@@ -100,7 +104,7 @@ def measure_bandwidth(nbytes: int = 512 << 20, threads: int = 0, repeat: int = 5
                          without_prefetch_gbs=variants[0]["max"], with_prefetch_gbs=variants[4]["max"])
         out[name]["gbs"] = out[name]["max"]   # the limit: the best sample (noise only slows a copy down)
     # the same bytes as one contiguous read and one write stream (how AoS and CAoSoA walk
-    # memory in collide): for information; the 37+37-stream copy stays the denominator
+    # memory in collide): for information; the Q+Q-stream copy stays the denominator
     samples = []
     for _ in range(max(1, repeat)):
         t0 = time.perf_counter()

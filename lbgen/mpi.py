@@ -1,12 +1,13 @@
 """Several MPI ranks: X slabs of one lattice, halos exchanged with the neighbouring ranks.
 
 ``mpiexec -n N lbgen run ...`` runs one process per rank (paper, "Multi-node": one MPI
-process per accelerator, slabs along X, halos of 3 columns every step).  Nothing here
-imports mpi4py at module level: a normal run never needs it.
+process per accelerator, slabs along X, halos of H columns every step, H the velocity
+set's largest hop).  Nothing here imports mpi4py at module level: a normal run never
+needs it.
 
 Decomposition
     rank r of N owns the global columns [x_r, x_r + w_r) with w_r = LX // N, plus one for
-    the first LX % N ranks; every w_r must be >= 3 (the halo width), else the run is
+    the first LX % N ranks; every w_r must be >= H (the halo width), else the run is
     refused.  The ranks form a periodic ring in X.
 
 Inside a rank
@@ -50,7 +51,6 @@ import sys
 import time
 from typing import Callable, List, Optional
 
-from .layouts import HALO
 from .runner import SimulationError
 
 #: environment variables set by MPI launchers (MPICH/hydra, Intel MPI, Open MPI, PMIx)
@@ -216,11 +216,11 @@ def slab_starts(lx: int, n: int) -> List[int]:
     return [sum(w[:r]) for r in range(n)]
 
 
-def check_decomposition(lx: int, n: int) -> None:
+def check_decomposition(lx: int, n: int, halo: int) -> None:
     if n < 1:
         raise collective(SimulationError(f"the number of ranks N={n} must be >= 1"))
-    if lx // n < HALO:
+    if lx // n < halo:
         raise collective(SimulationError(
             f"LX={lx} is too narrow for N={n} MPI ranks: rank r owns w_r = LX // N columns (one more for the "
-            f"first LX % N ranks), here as few as {lx // n}, and every rank needs at least {HALO} columns (the "
-            f"halo width). Use at most {lx // HALO} ranks or a lattice with LX >= {HALO * n}."))
+            f"first LX % N ranks), here as few as {lx // n}, and every rank needs at least {halo} columns (the "
+            f"halo width). Use at most {lx // halo} ranks or a lattice with LX >= {halo * n}."))

@@ -10,7 +10,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .layouts import HALO
+from .model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
 from .mpi import TAG_RING
 from .runner import Simulation
 
@@ -69,13 +69,20 @@ def fit_latency_bandwidth(sizes: Sequence[float], times: Sequence[float]) -> Com
     return CommModel(latency=L, bandwidth=1.0 / inv_b)
 
 
-def halo_bytes(ly: int, Q: int = 37, itemsize: int = 8) -> int:
-    """One halo message: 3 padded columns of Q populations."""
-    return HALO * (ly + 2 * HALO) * Q * itemsize
+def _default_set():
+    """The velocity set of the performance model (the production case)."""
+    return velocity_set(DEFAULT_VELOCITY_SET)
+
+
+def halo_bytes(ly: int, Q: Optional[int] = None, itemsize: int = 8) -> int:
+    """One halo message: H padded columns of Q populations (default: the default velocity set)."""
+    vs = _default_set()
+    Q = vs.Q if Q is None else Q
+    return vs.max_hop * (ly + 2 * vs.max_hop) * Q * itemsize
 
 
 def predict(tau: float, lx: int, ly: int, ranks: int, comm_model: CommModel, overlap: bool = True,
-            Q: int = 37, itemsize: int = 8) -> dict:
+            Q: Optional[int] = None, itemsize: int = 8) -> dict:
     """Per-step time and MLUPS of N ranks (the slowest, widest slab sets the pace).
 
     T_comp = w_max LY tau;  T_comm = 2 (L + bytes/B), bytes = 3 (LY+6) Q itemsize (the two
@@ -88,8 +95,9 @@ def predict(tau: float, lx: int, ly: int, ranks: int, comm_model: CommModel, ove
     t_comm = 0.0 if ranks == 1 else 2 * comm_model.time(halo_bytes(ly, Q, itemsize))
     if ranks == 1:
         t = t_comp
-    elif overlap and w >= 3 * HALO:
-        t = max((w - 2 * HALO) * ly * tau, t_comm) + 2 * HALO * ly * tau
+    elif overlap and w >= 3 * _default_set().max_hop:
+        H = _default_set().max_hop
+        t = max((w - 2 * H) * ly * tau, t_comm) + 2 * H * ly * tau
     else:
         t = t_comp + t_comm
     return {"ranks": ranks, "width": w, "t_comp": t_comp, "t_comm": t_comm, "t_step": t,
@@ -122,7 +130,8 @@ def measure_ranks(comm, make_distributed: Callable, n: int, steps: int = 5) -> O
 
 def rank_table(rows: List[dict], comm_model: CommModel, lx: int, ly: int, measured_source: str = "") -> str:
     lines = [f"communication: L = {comm_model.latency * 1e6:.2f} us, B = {comm_model.bandwidth / 1e9:.3f} GB/s; "
-             f"halo message {halo_bytes(ly)} bytes (3 x {ly + 6} x 37 x 8); lattice {lx} x {ly}",
+             f"halo message {halo_bytes(ly)} bytes ({_default_set().max_hop} x {ly + 2 * _default_set().max_hop} x "
+             f"{_default_set().Q} x 8); lattice {lx} x {ly}",
              f"{'ranks':>5} {'slab':>5} {'tau [s/site]':>13} {'T_comp [ms]':>12} {'T_comm [ms]':>12} "
              f"{'T_step [ms]':>12} {'model MLUPS':>12} {'measured MLUPS':>15}"]
     for r in rows:

@@ -16,7 +16,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from .layouts import HALO
+from .model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
 from .mpi import TAG_LEFTWARD, TAG_RIGHTWARD, agree, check_decomposition, collective, root_call, slab_starts, slab_widths
 from .runner import Simulation, SimulationError
 
@@ -33,7 +33,7 @@ class DistributedSimulation(Simulation):
     def __init__(self, comm, lx: int, ly: int, *, overlap: bool = True, **kw):
         self.comm = comm
         self.rank, self.nranks = comm.rank, comm.size
-        check_decomposition(lx, self.nranks)
+        check_decomposition(lx, self.nranks, velocity_set(kw.get("velocity_set", DEFAULT_VELOCITY_SET)).max_hop)
         self.slab_widths = slab_widths(lx, self.nranks)
         self.slab_starts = slab_starts(lx, self.nranks)
         self.x0, self.local_lx = self.slab_starts[self.rank], self.slab_widths[self.rank]
@@ -58,13 +58,13 @@ class DistributedSimulation(Simulation):
         return self.rank_regions
 
     def _region_plan(self, lx, backend, device_backend, host_columns, backend_options, device_options) -> list:
-        w, x0 = self.local_lx, self.x0
+        w, x0, H = self.local_lx, self.x0, self.vs.max_hop
         if device_backend is None:
             if host_columns:
                 raise SimulationError("host columns need a device backend (device_backend='opencl' or 'cuda')")
-            if self.overlap and w >= 3 * HALO:
-                return [(backend, x0, HALO, backend_options), (backend, x0 + HALO, w - 2 * HALO, backend_options),
-                        (backend, x0 + w - HALO, HALO, backend_options)]
+            if self.overlap and w >= 3 * H:
+                return [(backend, x0, H, backend_options), (backend, x0 + H, w - 2 * H, backend_options),
+                        (backend, x0 + w - H, H, backend_options)]
             return [(backend, x0, w, backend_options)]
         M = int(host_columns or 0)
         dev = dict(device_options or {})
@@ -72,35 +72,35 @@ class DistributedSimulation(Simulation):
             return [(device_backend, x0, w, dev)]
         if 2 * M == w:
             return [(backend, x0, w, backend_options)]
-        if M < HALO or w - 2 * M < HALO:
+        if M < H or w - 2 * M < H:
             raise SimulationError(
                 f"host columns M={M} do not fit a slab of {w} columns: with several ranks each side of a rank's "
-                f"device bulk is its own host region, so M >= {HALO} and the bulk w - 2M >= {HALO} (or M = 0, "
+                f"device bulk is its own host region, so M >= {H} and the bulk w - 2M >= {H} (or M = 0, "
                 f"or M = w/2)")
         return [(backend, x0, M, backend_options), (device_backend, x0 + M, w - 2 * M, dev),
                 (backend, x0 + w - M, M, backend_options)]
 
     # --- the exchange ------------------------------------------------------------------------
     def _local_links(self) -> None:
-        regs = self.regions
+        regs, H = self.regions, self.vs.max_hop
         if len(regs) < 2:
             return
         read = "read_columns_plain" if self._plain_exchange else "read_columns"
         write = "write_columns_plain" if self._plain_exchange else "write_columns"
-        edges = [(getattr(r.program, read)(r.f, 0, HALO), getattr(r.program, read)(r.f, r.width - HALO, HALO))
+        edges = [(getattr(r.program, read)(r.f, 0, H), getattr(r.program, read)(r.f, r.width - H, H))
                  for r in regs]
         for i in range(len(regs) - 1):
             a, b = regs[i], regs[i + 1]
-            getattr(b.program, write)(b.f, -HALO, edges[i][1])     # b's left halo <- a's right edge
+            getattr(b.program, write)(b.f, -H, edges[i][1])     # b's left halo <- a's right edge
             getattr(a.program, write)(a.f, a.width, edges[i + 1][0])  # a's right halo <- b's left edge
 
     def _exchange_begin(self):
         """Y halos of every region, post the MPI exchange of the slab's outer columns, local links."""
         for r in self.regions:
             r.program.halo(r.f)
-        first, last = self.regions[0], self.regions[-1]
-        send_left = np.ascontiguousarray(first.program.read_columns_plain(first.f, 0, HALO))
-        send_right = np.ascontiguousarray(last.program.read_columns_plain(last.f, last.width - HALO, HALO))
+        first, last, H = self.regions[0], self.regions[-1], self.vs.max_hop
+        send_left = np.ascontiguousarray(first.program.read_columns_plain(first.f, 0, H))
+        send_right = np.ascontiguousarray(last.program.read_columns_plain(last.f, last.width - H, H))
         recv_left, recv_right = np.empty_like(send_left), np.empty_like(send_right)
         c = self.comm
         requests = [c.Irecv(recv_left, source=self.left, tag=TAG_RIGHTWARD),
@@ -115,7 +115,7 @@ class DistributedSimulation(Simulation):
         requests, (_, _, recv_left, recv_right) = pending
         MPI.Request.Waitall(requests)
         first, last = self.regions[0], self.regions[-1]
-        first.program.write_columns_plain(first.f, -HALO, recv_left)
+        first.program.write_columns_plain(first.f, -self.vs.max_hop, recv_left)
         last.program.write_columns_plain(last.f, last.width, recv_right)
 
     def exchange_halos(self) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 from .codegen import BACKENDS, PRECISIONS, time_block_value
 from .layouts import LAYOUTS
 from .model.operators import DEFAULT_OPERATOR, OPERATORS, all_parameters, operator
+from .model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
 from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 from .output import PICTURE_QUANTITIES, parse_clim
 from .setups import SETUPS
@@ -62,6 +63,8 @@ SCHEMA: Tuple[Option, ...] = (
            choices=tuple(ADIABATIC)),
     Option("wall_scheme", "choice", DEFAULT_WALL_SCHEME, "Wall scheme: lbgen, or reference (the production code's "
            "bc: every row keeps its mass, bare bracket, fourth-row T + |a|^2/8; see README).", choices=WALL_SCHEMES),
+    Option("velocity_set", "choice", DEFAULT_VELOCITY_SET, "Velocity set: d2q37 (thermal), d2q9 (isothermal, "
+           "T = 1), d2v17 (thermal, third order).", choices=tuple(VELOCITY_SETS)),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
     Option("layout", "choice", None, "Data layout (default: the fastest valid for the backend, or the tuned one).",
            choices=tuple(LAYOUTS), optional=True),

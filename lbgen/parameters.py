@@ -81,10 +81,11 @@ class Parameters:
 class Walls:
     """Thermal no-slip walls below y = 0 and above y = LY-1 (X stays periodic).
 
-    A fixed wall imposes its temperature at the third row (extrapolated into rows 1, 0);
-    an adiabatic wall copies the fourth row's temperature (see lbgen.model.walls).
+    A fixed wall imposes its temperature at the last wall row (extrapolated into the rows
+    nearer the wall); an adiabatic wall copies the first bulk row's temperature (see
+    lbgen.model.walls).  Isothermal velocity sets (D2Q9) take only the default temperatures.
     ``scheme``: "lbgen" (default) or "reference", the production code's bc (every row keeps
-    its own mass, bare bracket, fourth-row temperature T + |a|^2/8).
+    its own mass, bare bracket, first-bulk-row temperature T + |a|^2/8).
     """
 
     T_bottom: float = 1.0
@@ -100,3 +101,10 @@ class Walls:
             v = getattr(self, name)
             if not (np.isfinite(v) and v > 0):
                 raise SimulationError(f"{name}={v} must be a positive temperature")
+
+    def check(self, vs) -> None:
+        """Isothermal sets (D2Q9) have no wall temperature: only the defaults are allowed."""
+        if vs.isothermal and self != Walls(scheme=self.scheme):
+            raise SimulationError(f"{vs.name} is isothermal: its walls impose no temperature, so T_bottom, "
+                                  f"T_top (got {self.T_bottom}, {self.T_top}) must stay 1 and no wall can be "
+                                  f"adiabatic; use d2q37 for thermal walls")

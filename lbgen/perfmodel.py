@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .layouts import HALO
+from .model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
 from .timing import time_steps
 
 
@@ -37,12 +37,15 @@ class ModelParameters:
         return asdict(self)
 
 
-def valid_splits(lx: int) -> List[int]:
-    """Every M with a valid geometry: 0, or 2M >= HALO with a device part of 0 or >= HALO columns."""
+def valid_splits(lx: int, halo: Optional[int] = None) -> List[int]:
+    """Every M with a valid geometry: 0, or 2M >= H with a device part of 0 or >= H columns.
+
+    H is the halo width (default: that of the default velocity set, the widest)."""
+    H = velocity_set(DEFAULT_VELOCITY_SET).max_hop if halo is None else halo
     out = [0]
     for M in range(1, lx // 2 + 1):
         bulk = lx - 2 * M
-        if 2 * M >= HALO and (bulk == 0 or bulk >= HALO):
+        if 2 * M >= H and (bulk == 0 or bulk >= H):
             out.append(M)
     return out
 
@@ -92,12 +95,13 @@ def measure(make_simulation, lx: int, ly: int, steps: int = 5, width: Optional[i
     directly (a halo exchange of a split run minus that of one region), so it does not mix
     with the kernel times.
     """
-    width = width or max(2 * HALO + 2, min(lx, 64))
+    H = velocity_set(DEFAULT_VELOCITY_SET).max_hop
+    width = width or max(2 * H + 2, min(lx, 64))
     dev = make_simulation(width, 0, True)
     host = make_simulation(width, 0, False)
     tau_d = time_steps(dev, steps) / (width * ly)
     tau_h = time_steps(host, steps) / (width * ly)
-    split = make_simulation(width, max(2, HALO), True)
+    split = make_simulation(width, max(2, H), True)
     t_swap = max(0.0, _time_swap(split) - _time_swap(host))
     return ModelParameters(tau_d=tau_d, tau_h=tau_h, tau_c=0.0, t_swap=t_swap)
 

@@ -1,9 +1,13 @@
-"""A deliberately plain NumPy oracle for D2Q37 on a periodic box.
+"""A deliberately plain NumPy oracle for D2Q37 (and any other velocity set) on a periodic box.
 
 Everything here is typed straight from the model description (docs/d2q37.md) so that
 the sympy-generated kernels in :mod:`lbgen.model.collision` can be checked against an
-independent implementation.  It uses only the velocity set (xi_i = r e_i, w_i); it must
-not import the Hermite/collision machinery it is meant to test.
+independent implementation.  It uses only the velocity set (xi_i = r e_i, w_i, its
+degree); it must not import the Hermite/collision machinery it is meant to test.
+
+D2Q37 (Hermite order 4) uses the explicit formula of d2q37.md; other sets use the
+generic sum w_i sum_{n<=N} a_n : H_n(xi_i) / n! over the NumPy tensors below, with N
+from the quadrature degree (D2Q9: N = 2 and isothermal, theta = 1 and T reported as 1).
 
 Populations are arrays ``f`` of shape (Q, LX, LY) (any trailing field shape works for
 the local operators); tensors carry their Cartesian indices first, fields last.
@@ -13,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lbgen.model.velocity_set import d2q37
+from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
 
 __all__ = ["equilibrium", "fields", "propagate", "collide_bgk", "collide_regularized",
            "collide", "step", "run", "force_from_gravity", "hermite_tensors", "projections",
@@ -21,7 +25,16 @@ __all__ = ["equilibrium", "fields", "propagate", "collide_bgk", "collide_regular
 
 
 def _vs(vs):
-    return d2q37() if vs is None else vs
+    return velocity_set(DEFAULT_VELOCITY_SET) if vs is None else vs
+
+
+def _order(vs) -> int:
+    """Hermite order the quadrature supports: moments up to degree 2N must be exact."""
+    return (vs.degree - 1) // 2
+
+
+def _isothermal(vs) -> bool:
+    return _order(vs) < 3
 
 
 def _col(v, ndim):
@@ -38,9 +51,12 @@ def _lift(x, ndim):
 # --- equilibrium: the explicit 4th-order formula ------------------------------------------
 
 def equilibrium(rho, ux, uy, T, vs=None):
-    """f_eq from the explicit formula of d2q37.md (not via Hermite tensors), shape (Q, *field)."""
+    """f_eq, shape (Q, *field): the explicit formula of d2q37.md for order-4 sets (not via
+    Hermite tensors), else the generic Hermite sum up to the set's order."""
     vs = _vs(vs)
     rho, ux, uy, T = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (rho, ux, uy, T)))
+    if _order(vs) != 4:
+        return _equilibrium_generic(rho, ux, uy, T, vs)
     nd = rho.ndim
     xx, xy = _col(vs.xi[:, 0], nd), _col(vs.xi[:, 1], nd)
     w = _col(vs.weights, nd)
@@ -56,6 +72,19 @@ def equilibrium(rho, ux, uy, T, vs=None):
     return w * rho * bracket
 
 
+def _equilibrium_generic(rho, ux, uy, T, vs):
+    """w_i sum_{n<=N} a_n(rho, u, theta) : H_n(xi_i) / n!; isothermal sets take theta = 1."""
+    N = _order(vs)
+    theta = np.ones_like(T) if _isothermal(vs) else T
+    a = equilibrium_moments(rho, ux, uy, theta)
+    H = hermite_tensors(vs)
+    nd = rho.ndim
+    out = H[0].reshape((-1,) + (1,) * nd) * a[0]
+    for n in range(1, N + 1):
+        out = out + _contract(H[n], a[n], n) / float(np.prod(np.arange(1, n + 1)))
+    return _col(vs.weights, nd) * out
+
+
 # --- macroscopic fields ----------------------------------------------------------------------
 
 def fields(f, vs=None):
@@ -67,6 +96,8 @@ def fields(f, vs=None):
     rho = f.sum(axis=0)
     ux = (xx * f).sum(axis=0) / rho
     uy = (xy * f).sum(axis=0) / rho
+    if _isothermal(vs):
+        return rho, ux, uy, np.ones_like(rho)     # isothermal sets: T = 1 by construction
     T = (0.5 * ((xx - ux) ** 2 + (xy - uy) ** 2) * f).sum(axis=0) / rho
     return rho, ux, uy, T
 
@@ -183,8 +214,10 @@ def collide_regularized(f, C1=1e-3, C2=1e-3, C3=0.5, force=(0.0, 0.0), wall=Fals
        u* = u + tau1 a, T* = T + tau1 (1 - tau1) |a|^2 / 2;
     2. re-project: f_i = w_i sum_{n<=4} A_n(f):H_n(xi_i)/n!.
     tau1, tau2 = 1/2 + C/(rho T), tau3 = 1/2 + C3; all 1 where ``wall`` is true.
+    Sets of Hermite order N < 4 relax and re-project only up to A_N (isothermal ones at T = 1).
     """
     vs = _vs(vs)
+    N = _order(vs)
     f = np.asarray(f, dtype=float)
     nd = f.ndim - 1
     w = _col(vs.weights, nd)
@@ -197,19 +230,19 @@ def collide_regularized(f, C1=1e-3, C2=1e-3, C3=0.5, force=(0.0, 0.0), wall=Fals
     tau3 = np.where(wall, 1.0, 0.5 + C3 + 0.0 * rho)
     us_x, us_y = ux + tau1 * ax, uy + tau1 * ay
     Ts = T + 0.5 * tau1 * (1.0 - tau1) * (np.square(ax) + np.square(ay))
+    if _isothermal(vs):
+        Ts = np.ones_like(T)
     A = projections(f, vs)
     Aeq = equilibrium_moments(rho, us_x, us_y, Ts)
     force_term = rho * (_col(vs.xi[:, 0], nd) * ax + _col(vs.xi[:, 1], nd) * ay)
-    stage1 = f + w * (force_term
-                      - _contract(H[2], A[2] - Aeq[2], 2) / (2.0 * tau1)
-                      - _contract(H[3], A[3] - Aeq[3], 3) / (6.0 * tau2)
-                      - _contract(H[4], A[4] - Aeq[4], 4) / (24.0 * tau3))
+    relaxed = [(2, 2.0, tau1), (3, 6.0, tau2), (4, 24.0, tau3)]
+    stage1 = f + w * force_term
+    for n, fact, tau in relaxed[:N - 1]:
+        stage1 = stage1 - w * _contract(H[n], A[n] - Aeq[n], n) / (fact * tau)
     B = projections(stage1, vs)
-    out = (H[0].reshape((-1,) + (1,) * nd) * B[0]
-           + _contract(H[1], B[1], 1)
-           + _contract(H[2], B[2], 2) / 2.0
-           + _contract(H[3], B[3], 3) / 6.0
-           + _contract(H[4], B[4], 4) / 24.0)
+    out = H[0].reshape((-1,) + (1,) * nd) * B[0] + _contract(H[1], B[1], 1)
+    for n, fact, _ in relaxed[:N - 1]:
+        out = out + _contract(H[n], B[n], n) / fact
     return w * out
 
 
@@ -248,9 +281,6 @@ def force_from_gravity(g, vs=None):
 
 # --- thermal walls (bottom y = 0 side, top y = LY-1 side), periodic in X -----------------------
 
-WALL_ROWS = 3
-
-
 def _wall_sets(vs, side, row):
     """Unknown populations at `row` from the wall (arriving from outside) and their opposites."""
     sign = 1 if side == "bottom" else -1
@@ -258,45 +288,64 @@ def _wall_sets(vs, side, row):
     return unknown, [vs.opposite[i] for i in unknown]
 
 
-def wall_row_temperatures(T_wall, T_fourth, adiabatic):
-    """Temperatures of rows 0, 1, 2: fixed walls extrapolate T_wall (row 2) through row 3."""
+def wall_row_temperatures(T_wall, T_first_bulk, adiabatic, rows):
+    """Temperatures of the wall rows 0 .. rows-1: fixed walls impose T_wall at the last wall
+    row and extrapolate through the first bulk row (row `rows`); adiabatic ones copy it."""
     if adiabatic:
-        return [T_fourth, T_fourth, T_fourth]
-    return [T_wall + (2 - j) * (T_wall - T_fourth) for j in range(WALL_ROWS)]
+        return [T_first_bulk] * rows
+    return [T_wall + (rows - 1 - j) * (T_wall - T_first_bulk) for j in range(rows)]
+
+
+def _conditions(vs):
+    """Moment functions of the wall conditions besides mass: xi_x, xi_y and (thermal) |xi|^2/2."""
+    xi = vs.xi
+    funcs = [xi[:, 0], xi[:, 1]]
+    if not _isothermal(vs):
+        funcs.append(0.5 * (xi ** 2).sum(1))
+    return np.array(funcs)
 
 
 def _rebuild_row(g, known, unknown, N, Tw, a, vs):
     """Unknown populations of one wall row (arrays over x), numerically, per site.
 
-    Conditions: momentum -rho a/2, energy rho (Tw + |a|^2/8).  With N given the unknowns are
-    N b_i / S, b_i = w_i (1 + xi_i.p + |xi_i|^2 E/2), which makes the conditions linear in
-    (p, E) after multiplying by S.  With N None (3 unknowns) the unknowns are solved directly.
+    Conditions: momentum -rho a/2 and (thermal sets) energy rho (Tw + |a|^2/8).  With N given
+    the unknowns are N b_i / S, b_i = w_i (1 + sum_k z_k phi_k(xi_i)) over the condition
+    functions phi_k that are independent of 1 and of each other on the unknown set (the
+    others are decided by the mass); multiplying by S makes the conditions linear in z.
+    With N None (as many unknowns as conditions) the unknowns are solved directly.
     """
-    xi = vs.xi
-    half_c2 = 0.5 * (xi ** 2).sum(1)
     ax, ay = a
+    phi = _conditions(vs)                                    # (C, Q)
     rhoK = g[known].sum(0)
-    MK = np.einsum("ia,ix->ax", xi[known], g[known])
-    EK = np.einsum("i,ix->x", half_c2[known], g[known])
+    known_moments = phi[:, known] @ g[known]                 # (C, nx)
     nx = g.shape[1]
     out = np.empty((len(unknown), nx))
     for x in range(nx):
+        rho_coef = [ax / 2, ay / 2]                           # target_k = -rho_coef_k * rho
+        if phi.shape[0] == 3:
+            rho_coef.append(-(Tw[x] + (ax ** 2 + ay ** 2) / 8))
+        rho_coef = np.array(rho_coef)
         if N is None:
-            # unknowns g_u: sum xi g + rho a/2 = -MK, sum |xi|^2/2 g - rho e = -EK, rho = rhoK + sum g
-            e = Tw[x] + (ax ** 2 + ay ** 2) / 8
-            A = np.array([xi[unknown, 0] + ax / 2, xi[unknown, 1] + ay / 2, half_c2[unknown] - e])
-            rhs = np.array([-MK[0, x] - rhoK[x] * ax / 2, -MK[1, x] - rhoK[x] * ay / 2, -EK[x] + rhoK[x] * e])
+            # sum phi_k g + rho_coef_k rho = -known_k, rho = rhoK + sum g
+            A = phi[:, unknown] + rho_coef[:, None]
+            rhs = -known_moments[:, x] - rho_coef * rhoK[x]
             out[:, x] = np.linalg.solve(A, rhs)
             continue
         rho = rhoK[x] + N[x]
-        m = np.array([-rho * ax / 2 - MK[0, x], -rho * ay / 2 - MK[1, x]])
-        en = rho * (Tw[x] + (ax ** 2 + ay ** 2) / 8) - EK[x]
+        targets = -rho_coef * rho - known_moments[:, x]      # what the unknowns must carry
+        # independent moment functions on the unknown set (mass first)
+        keep = []
+        for k in range(phi.shape[0]):
+            trial = np.vstack([np.ones(len(unknown))] + [phi[j, unknown] for j in keep + [k]])
+            if np.linalg.matrix_rank(trial) == trial.shape[0]:
+                keep.append(k)
         w = vs.weights[unknown]
-        basis = w[:, None] * np.column_stack([np.ones(len(unknown)), xi[unknown], half_c2[unknown]])  # b = basis @ (1, px, py, E)
-        targets = np.array([m[0], m[1], en])
-        moments = np.array([xi[unknown, 0], xi[unknown, 1], half_c2[unknown]])           # weights of the 3 conditions
-        # t_k * sum_i b_i - N * sum_i moment_k,i b_i = 0 for k = 0..2, with b_i = basis_i . (1, z)
-        M = np.outer(targets, basis.sum(0)) - N[x] * moments @ basis
+        basis = w[:, None] * np.column_stack([np.ones(len(unknown))] + [phi[k, unknown] for k in keep])
+        if not keep:
+            out[:, x] = N[x] * w / w.sum()
+            continue
+        # t_k sum_i b_i - N sum_i phi_k,i b_i = 0 for the kept k, with b_i = basis_i . (1, z)
+        M = np.outer(targets[keep], basis.sum(0)) - N[x] * phi[keep][:, unknown] @ basis
         z = np.linalg.solve(M[:, 1:], -M[:, 0])
         b = basis @ np.concatenate([[1.0], z])
         out[:, x] = N[x] * b / b.sum()
@@ -320,41 +369,48 @@ def _reference_row(g, known, unknown, L, Tw, a, vs):
     EK = half_c2[known] @ g[known]
     rho = rhoK + L
     one_shell = len({int(vs.e[i, 1]) for i in unknown}) == 1
-    if one_shell:
-        N = (-rho * ay / 2 - MK[1]) / xi[unknown[0], 1]
-        B = np.array([np.ones(len(unknown)), xi[unknown, 0], half_c2[unknown]])
-        targets = [N, -rho * ax / 2 - MK[0], rho * (Tw + (ax ** 2 + ay ** 2) / 8) - EK]
-    else:
-        N = L
-        B = np.array([np.ones(len(unknown)), xi[unknown, 0], xi[unknown, 1], half_c2[unknown]])
-        targets = [N, -rho * ax / 2 - MK[0], -rho * ay / 2 - MK[1], rho * (Tw + (ax ** 2 + ay ** 2) / 8) - EK]
+    N = (-rho * ay / 2 - MK[1]) / xi[unknown[0], 1] if one_shell else L
+    rows = [(np.ones(len(unknown)), N), (xi[unknown, 0], -rho * ax / 2 - MK[0]),
+            (xi[unknown, 1], -rho * ay / 2 - MK[1])]
+    if not _isothermal(vs):
+        rows.append((half_c2[unknown], rho * (Tw + (ax ** 2 + ay ** 2) / 8) - EK))
+    kept = []                                                # conditions independent on the unknown set
+    for row in rows:
+        if np.linalg.matrix_rank(np.array([r for r, _ in kept + [row]])) == len(kept) + 1:
+            kept.append(row)
+    B = np.array([r for r, _ in kept])
+    targets = [t for _, t in kept]
     c = np.linalg.solve(B @ B.T, np.array(targets))          # moments B f = B B^T c = targets
     return B.T @ c, (L - N if one_shell else 0.0 * L)
 
 
 def apply_walls(g, f_before, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), force=(0.0, 0.0), vs=None,
                 scheme="lbgen"):
-    """The bc step after propagate: rebuild the unknown populations of the 3 rows at each wall.
+    """The bc step after propagate: rebuild the unknown populations of the H = max hop rows
+    at each wall.
 
     `g` is the propagated state (modified in place and returned), `f_before` the state before
     propagate (the populations that left towards the wall).  scheme "lbgen": zero net mass
-    flux per column, rows 2 and 1 first, row 0 takes the remaining mass.  scheme "reference"
-    (the production code's): each row takes the mass L that left it (the third row through
-    its rest population, see _reference_row), bare bracket, and the fourth row's temperature
-    plus |a|^2/8.
+    flux per column, rows H-1 .. 1 first (each its own leaving mass, or free where it has
+    exactly as many unknowns as conditions), row 0 takes the remaining mass.  scheme
+    "reference" (the production code's): each row takes the mass L that left it (the row
+    whose unknowns share one e_y through its rest population, see _reference_row), bare
+    bracket, and the first bulk row's temperature plus |a|^2/8.
     """
     vs = _vs(vs)
     if scheme not in ("lbgen", "reference"):
         raise ValueError(f"unknown wall scheme {scheme!r}; choose lbgen or reference")
     ly = g.shape[2]
     rest = vs.velocities.index((0, 0)) if scheme == "reference" else None
+    H = vs.max_hop
+    n_conditions = _conditions(vs).shape[0]
     for side, T_wall, adiabatic_side in (("bottom", T_bottom, adiabatic[0]), ("top", T_top, adiabatic[1])):
         y_of = (lambda j: j) if side == "bottom" else (lambda j: ly - 1 - j)
-        T_fourth = fields(g[:, :, y_of(3)], vs)[3]
+        T_bulk = fields(g[:, :, y_of(H)], vs)[3]
         if scheme == "reference":
-            T_fourth = T_fourth + (force[0] ** 2 + force[1] ** 2) / 8
-            temps = wall_row_temperatures(T_wall, T_fourth, adiabatic_side)
-            for j in range(WALL_ROWS):
+            T_bulk = T_bulk + (force[0] ** 2 + force[1] ** 2) / 8
+            temps = wall_row_temperatures(T_wall, T_bulk, adiabatic_side, H)
+            for j in range(H):
                 unknown, leaving = _wall_sets(vs, side, j)
                 known = [i for i in range(vs.Q) if i not in unknown]
                 Tw = np.broadcast_to(np.asarray(temps[j], dtype=float), (g.shape[1],))
@@ -363,18 +419,18 @@ def apply_walls(g, f_before, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), 
                 g[unknown, :, y_of(j)] = new
                 g[rest, :, y_of(j)] += to_rest
             continue
-        temps = wall_row_temperatures(T_wall, T_fourth, adiabatic_side)
-        left = [f_before[_wall_sets(vs, side, j)[1], :, y_of(j)].sum(0) for j in range(WALL_ROWS)]
+        temps = wall_row_temperatures(T_wall, T_bulk, adiabatic_side, H)
+        left = [f_before[_wall_sets(vs, side, j)[1], :, y_of(j)].sum(0) for j in range(H)]
         entered = 0.0
-        for j in (2, 1, 0):
+        for j in range(H - 1, -1, -1):
             unknown, _ = _wall_sets(vs, side, j)
             known = [i for i in range(vs.Q) if i not in unknown]
             col = g[:, :, y_of(j)]
             Tw = np.broadcast_to(np.asarray(temps[j], dtype=float), (g.shape[1],))
-            if len(unknown) == 3:
+            if j > 0 and len(unknown) == n_conditions:
                 N = None
             elif j == 0:
-                N = left[0] + left[1] + left[2] - entered
+                N = sum(left) - entered
             else:
                 N = left[j]
             new = _rebuild_row(col, known, unknown, N, Tw, force, vs)
@@ -383,11 +439,12 @@ def apply_walls(g, f_before, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), 
     return g
 
 
-def wall_mask(lx, ly):
-    """True on the 3 rows next to each wall (where the regularized operator uses tau = 1)."""
+def wall_mask(lx, ly, vs=None):
+    """True on the H = max hop rows next to each wall (where the operators use tau = 1)."""
+    H = _vs(vs).max_hop
     mask = np.zeros((lx, ly), dtype=bool)
-    mask[:, :WALL_ROWS] = True
-    mask[:, ly - WALL_ROWS:] = True
+    mask[:, :H] = True
+    mask[:, ly - H:] = True
     return mask
 
 
@@ -395,5 +452,5 @@ def step_walls(f, operator="bgk", T_bottom=1.0, T_top=1.0, adiabatic=(False, Fal
     """propagate -> bc (wall `scheme`) -> collide with thermal walls at the bottom and top."""
     vs = params.get("vs")
     g = apply_walls(propagate(f, vs), f, T_bottom, T_top, adiabatic, params.get("force", (0.0, 0.0)), vs, scheme)
-    params = dict(params, wall=wall_mask(f.shape[1], f.shape[2]))
+    params = dict(params, wall=wall_mask(f.shape[1], f.shape[2], vs))
     return collide(g, operator, **params)

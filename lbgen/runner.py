@@ -14,8 +14,9 @@ from typing import Callable, Dict, Optional, Tuple, Union
 import numpy as np
 
 from .codegen import BACKENDS, KernelSpec, SpecError, default_layout, generate, time_block_value
-from .layouts import CLUSTERED, HALO
-from .model import velocity_set
+from .layouts import CLUSTERED
+from .model import velocity_set as get_velocity_set
+from .model.velocity_set import DEFAULT_VELOCITY_SET
 from .model.operators import DEFAULT_OPERATOR, all_parameters
 from .parameters import Parameters, SimulationError, Walls
 
@@ -48,17 +49,17 @@ class Region:
         return np.arange(self.x_start, self.x_start + self.width)
 
 
-def split_columns(lx: int, host_columns: int) -> Tuple[int, int]:
+def split_columns(lx: int, host_columns: int, halo: int) -> Tuple[int, int]:
     """Validate a host/accelerator split: M host columns at each side of the device bulk."""
     M = int(host_columns)
     if M < 0 or 2 * M > lx:
         raise SimulationError(f"host columns M={M} must satisfy 0 <= 2M <= LX={lx}")
-    if M and 2 * M < HALO:
+    if M and 2 * M < halo:
         raise SimulationError(f"host columns M={M}: the host region (2M = {2 * M} columns) must be at least "
-                              f"{HALO} columns wide (the halo width), so M >= 2 or M = 0")
-    if lx - 2 * M and lx - 2 * M < HALO:
+                              f"{halo} columns wide (the halo width), so M >= {(halo + 1) // 2} or M = 0")
+    if lx - 2 * M and lx - 2 * M < halo:
         raise SimulationError(f"host columns M={M} leave the device {lx - 2 * M} columns; it needs at least "
-                              f"{HALO} (or none: M = LX/2)")
+                              f"{halo} (or none: M = LX/2)")
     return M, lx - 2 * M
 
 
@@ -82,8 +83,9 @@ class Simulation:
     is split along X; the device owns the bulk LX - 2M columns, the host backend
     (``backend``) the M columns at each side -- one region of 2M columns, since the two
     sides are neighbours through the periodic boundary.  Every step the regions trade
-    their 3-wide halo columns, the device works asynchronously while the host computes,
-    and the result equals a single-backend run (bit-identical in strict mode).
+    their H-wide halo columns (H: the largest hop of the velocity set), the device works
+    asynchronously while the host computes, and the result equals a single-backend run
+    (bit-identical in strict mode).
 
     ``time_block=N`` (C backend, one region) advances N steps per sweep through cache
     (temporal blocking, ``fused_tb``), bit-identical to single steps in strict mode;
@@ -97,7 +99,8 @@ class Simulation:
                  fused: bool = True, threads: int = 0, strict: bool = False, check_every: int = 100,
                  device_backend: Optional[str] = None, host_columns: int = 0,
                  backend_options: Optional[dict] = None, device_options: Optional[dict] = None,
-                 time_block: Union[int, str] = 1, **operator_parameters):
+                 time_block: Union[int, str] = 1, velocity_set: str = DEFAULT_VELOCITY_SET,
+                 **operator_parameters):
         """``operator_parameters``: the collision operator's own (tau for bgk; C1, C2, C3 for
         regularized; see ``lbgen.model.operators``), defaults from its record.  Any other
         keyword is refused, naming it."""
@@ -128,6 +131,10 @@ class Simulation:
                                                                  if device_backend else ""))
         backend_options = dict(backend_options or {})
         self.params = Parameters(collision, operator_parameters, gravity)
+        vs_name = KernelSpec(velocity_set=velocity_set).validate().velocity_set
+        self.vs = vs = get_velocity_set(vs_name)
+        if walls is not None:
+            walls.check(vs)
         self.walls = walls
         self.lx, self.ly = lx, ly
         # one sweep per step: fused (periodic) or fused_walls (propagate + bc + collide);
@@ -138,25 +145,28 @@ class Simulation:
 
         def spec_for(b, width):
             lay, v = layout, vl
+            tuned = vs_name == DEFAULT_VELOCITY_SET     # lbgen tune measures the default set's kernels
+            if v == "auto" and not tuned:
+                raise SimulationError(f"vl='auto' tunes the {DEFAULT_VELOCITY_SET} kernels; give the layout and VL "
+                                      f"of {vs.name} explicitly (or leave both out for the default)")
             if v == "auto":     # time the candidates now (or take the tuned choice stored for this machine)
                 from .tune import auto_choice
                 lay, v = auto_choice(b, width, ly, precision, collision, walls is not None, threads, layout=lay)
-            elif lay is None and v is None:
+            elif lay is None and v is None and tuned:
                 from .tune import cached_choice
                 lay, v = cached_choice(b, width, ly, precision, collision, walls is not None, threads) or (None, None)
             if lay is None:
-                lay, auto_vl = default_layout(b, ly)
+                lay, auto_vl = default_layout(b, ly, vs.max_hop)
                 v = v if v is not None else auto_vl
             if lay in CLUSTERED and v is None:
-                v = default_layout(b, ly)[1] or 1
+                v = default_layout(b, ly, vs.max_hop)[1] or 1
             return KernelSpec(backend=b, layout=lay, vl=v, precision=precision, collision=collision,
-                              walls=walls is not None,
+                              walls=walls is not None, velocity_set=vs_name,
                               wall_scheme=walls.scheme if walls is not None else KernelSpec.wall_scheme)
 
         plan = self._region_plan(lx, backend, device_backend, host_columns, backend_options, device_options)
         specs = [spec_for(b, width).validate(width, ly) for b, _, width, _ in plan]   # all rules before compiling
         from . import backends
-        self.vs = None
         self.regions: list = []
         sources = {}
         for (b, x_start, width, options), spec in zip(plan, specs):
@@ -167,7 +177,6 @@ class Simulation:
             self.regions.append(Region(program, x_start, width, program.allocate(), program.allocate()))
         self.spec = self.regions[0].program.spec
         self.source = self.regions[0].program.source
-        self.vs = velocity_set(self.spec.velocity_set)
         self.kernel_parameters = self.params.kernel_parameters(self.vs.r)
         self._fields_set = False
         self.dtype = self.regions[0].program.dtype
@@ -192,7 +201,7 @@ class Simulation:
                 raise SimulationError("host columns need a device backend (device_backend='opencl' or 'cuda')")
             plan.append((backend, 0, lx, backend_options))
         else:
-            M, bulk = split_columns(lx, host_columns)
+            M, bulk = split_columns(lx, host_columns, self.vs.max_hop)
             if bulk:
                 plan.append((device_backend, M, bulk, dict(device_options or {})))
             if M:
@@ -250,6 +259,10 @@ class Simulation:
                 raise SimulationError(f"initial field {name} contains NaN or Inf")
         if np.any(arrays[0] <= 0) or np.any(arrays[3] <= 0):
             raise SimulationError("initial density and temperature must be positive everywhere")
+        if self.vs.isothermal and not np.allclose(arrays[3], 1.0, rtol=0, atol=1e-12):
+            raise SimulationError(f"{self.vs.name} is isothermal (T = 1): the initial temperature must be 1 "
+                                  f"everywhere, got {arrays[3].min():.6g} .. {arrays[3].max():.6g}; use d2q37 "
+                                  f"for thermal flows")
         return arrays
 
     def set_populations(self, f: np.ndarray) -> None:
@@ -315,10 +328,11 @@ class Simulation:
             return   # the halo kernel already wrapped X periodically
         read = "read_columns_plain" if self._plain_exchange else "read_columns"
         write = "write_columns_plain" if self._plain_exchange else "write_columns"
-        edges = [(getattr(r.program, read)(r.f, 0, HALO), getattr(r.program, read)(r.f, r.width - HALO, HALO))
+        H = self.vs.max_hop
+        edges = [(getattr(r.program, read)(r.f, 0, H), getattr(r.program, read)(r.f, r.width - H, H))
                  for r in self.regions]
         for i, r in enumerate(self.regions):
-            getattr(r.program, write)(r.f, -HALO, edges[i - 1][1])          # left halo <- left neighbour's right edge
+            getattr(r.program, write)(r.f, -H, edges[i - 1][1])          # left halo <- left neighbour's right edge
             getattr(r.program, write)(r.f, r.width, edges[(i + 1) % k][0])  # right halo <- right neighbour's left edge
 
     def advance(self, region: Region) -> None:

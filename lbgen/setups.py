@@ -24,11 +24,16 @@ def shear_wave(lx: int, ly: int, amplitude: float = 0.05, **_) -> Dict[str, np.n
             "uy": amplitude * np.sin(2 * np.pi * x / lx), "T": np.ones((lx, ly))}
 
 
-def uniform_noise(lx: int, ly: int, amplitude: float = 0.01, seed: int = 0, **_) -> Dict[str, np.ndarray]:
-    """Uniform state rho = T = 1, u = 0, with random noise of the given amplitude on every field."""
+def uniform_noise(lx: int, ly: int, amplitude: float = 0.01, seed: int = 0, thermal: bool = True,
+                  **_) -> Dict[str, np.ndarray]:
+    """Uniform state rho = T = 1, u = 0, with random noise of the given amplitude on every field
+    (T stays 1 for isothermal velocity sets: ``thermal=False``)."""
     rng = np.random.default_rng(seed)
     noise = lambda: amplitude * rng.standard_normal((lx, ly))  # noqa: E731
-    return {"rho": 1 + noise(), "ux": noise(), "uy": noise(), "T": 1 + noise()}
+    fields = {"rho": 1 + noise(), "ux": noise(), "uy": noise(), "T": 1 + noise()}
+    if not thermal:
+        fields["T"] = np.ones((lx, ly))
+    return fields
 
 
 def rayleigh_taylor(lx: int, ly: int, gravity: Tuple[float, float] = RT_GRAVITY,
@@ -70,8 +75,9 @@ class Setup:
     run_defaults: Mapping[str, object] = field(default_factory=dict)
 
     def fields(self, lx: int, ly: int, *, seed: int = 0, amplitude: Optional[float] = None,
-               gravity=(0.0, 0.0), walls: Optional[Mapping] = None) -> Dict[str, np.ndarray]:
-        extra = {"seed": seed, "gravity": gravity}
+               gravity=(0.0, 0.0), walls: Optional[Mapping] = None, thermal: bool = True) -> Dict[str, np.ndarray]:
+        """``thermal=False`` (isothermal velocity sets): the set-up keeps T = 1."""
+        extra = {"seed": seed, "gravity": gravity, "thermal": thermal}
         if amplitude is not None:
             extra["amplitude"] = amplitude
         if walls and self.name == "rayleigh-taylor":

@@ -72,17 +72,23 @@ def _store(key: str, entry: Dict) -> None:
         atomic_write_bytes(path, json.dumps(data, indent=1, sort_keys=True).encode())
 
 
+def _halo() -> int:
+    """Halo width of the kernels lbgen tune measures (those of the default velocity set)."""
+    from .model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
+    return velocity_set(DEFAULT_VELOCITY_SET).max_hop
+
+
 def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
                vls: Sequence[int] = (4, 8, 16, 32)) -> List[Choice]:
-    """Every valid (layout, VL) for a column of LY sites (VL | LY and LY/VL >= 3)."""
+    """Every valid (layout, VL) for a column of LY sites (VL | LY and LY/VL >= the halo width)."""
     from .codegen import PREFERRED_VL
-    from .layouts import CLUSTERED, HALO
+    from .layouts import CLUSTERED
     names = list(layouts) if layouts else ["caosoa", "csoa", "soa", "aos"]
     order = list(dict.fromkeys(list(PREFERRED_VL.get(backend, ())) + list(vls)))
     out: List[Choice] = []
     for name in names:
         if name in CLUSTERED:
-            out += [(name, v) for v in order if v in vls and ly % v == 0 and ly // v >= HALO]
+            out += [(name, v) for v in order if v in vls and ly % v == 0 and ly // v >= _halo()]
         else:
             out.append((name, None))
     return out
@@ -229,9 +235,8 @@ def cached_choice(backend: str, lx: int, ly: int, precision: str = "double", col
     entry = cached_entry(backend, lx, ly, precision, collision, walls, threads)
     if not entry or "layout" not in entry:
         return None
-    from .layouts import HALO
     layout, vl = entry["layout"], entry.get("vl")
-    if vl is not None and (ly % vl or ly // vl < HALO):   # a damaged entry: ignore it
+    if vl is not None and (ly % vl or ly // vl < _halo()):   # a damaged entry: ignore it
         return None
     return layout, (int(vl) if vl is not None else None)
 

@@ -18,6 +18,7 @@ import numpy as np
 from . import reference as ref
 from .codegen import KernelSpec, SpecError, generate
 from .layouts import CLUSTERED
+from .model.velocity_set import DEFAULT_VELOCITY_SET
 from .model.operators import OPERATOR_RECORDS
 from .model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME
 from .backends import RUNTIMES, runtime, spec_backend
@@ -31,6 +32,8 @@ VERIFY_BACKENDS = tuple(RUNTIMES)
 PARAMS = {name: op.defaults() for name, op in OPERATOR_RECORDS.items()}
 FORCE = (1e-4, -2e-4)
 WALLS = dict(T_bottom=1.02, T_top=0.98, adiabatic=(False, True))
+#: isothermal sets (D2Q9): walls take no temperature
+ISOTHERMAL_WALLS = dict(T_bottom=1.0, T_top=1.0, adiabatic=(False, False))
 
 
 @dataclass
@@ -55,6 +58,7 @@ class Report:
     steps: int = 0
     lattice: Tuple[int, int] = (0, 0)
     walls: bool = False
+    velocity_set: str = DEFAULT_VELOCITY_SET
     wall_scheme: str = DEFAULT_WALL_SCHEME
 
     @property
@@ -63,7 +67,8 @@ class Report:
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "strict": self.strict, "steps": self.steps, "lattice": list(self.lattice),
-                "walls": self.walls, "wall_scheme": self.wall_scheme, "skipped": self.skipped, "rows": [asdict(r) for r in self.rows],
+                "walls": self.walls, "wall_scheme": self.wall_scheme, "velocity_set": self.velocity_set,
+                "skipped": self.skipped, "rows": [asdict(r) for r in self.rows],
                 "tolerance": TOLERANCE}
 
     def table(self) -> str:
@@ -78,7 +83,8 @@ class Report:
         for b, why in self.skipped.items():
             lines.append(f"skipped {b}: {why}")
         lines.append(f"{'all kernels agree' if self.ok else 'MISMATCH: some kernels disagree'} "
-                     f"({len(self.rows)} runs, {self.steps} steps on {self.lattice[0]} x {self.lattice[1]}"
+                     f"({len(self.rows)} runs, {self.velocity_set}, {self.steps} steps on "
+                     f"{self.lattice[0]} x {self.lattice[1]}"
                      f"{f', walls ({self.wall_scheme} scheme)' if self.walls else ''}{', strict' if self.strict else ''})")
         return "\n".join(lines)
 
@@ -96,28 +102,35 @@ def available_backends(names: Sequence[str]) -> Tuple[List[str], Dict[str, str]]
     return ok, skipped
 
 
-def initial_state(lx: int, ly: int, seed: int = 0) -> np.ndarray:
+def initial_state(lx: int, ly: int, seed: int = 0, vs=None) -> np.ndarray:
     rng = np.random.default_rng(seed)
     shape = (lx, ly)
     f = ref.equilibrium(1 + 0.05 * rng.standard_normal(shape), 0.05 * rng.standard_normal(shape),
-                        0.05 * rng.standard_normal(shape), 1 + 0.05 * rng.standard_normal(shape))
+                        0.05 * rng.standard_normal(shape), 1 + 0.05 * rng.standard_normal(shape), vs=vs)
     return f * (1 + 1e-3 * rng.standard_normal(f.shape))
 
 
+def wall_settings(vs) -> dict:
+    return ISOTHERMAL_WALLS if vs is not None and vs.isothermal else WALLS
+
+
 def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool,
-                  wall_scheme: str = DEFAULT_WALL_SCHEME) -> np.ndarray:
+                  wall_scheme: str = DEFAULT_WALL_SCHEME, vs=None) -> np.ndarray:
     f = f0.copy()
     for _ in range(steps):
         if walls:
-            f = ref.step_walls(f, collision, scheme=wall_scheme, force=FORCE, **WALLS, **PARAMS[collision])
+            f = ref.step_walls(f, collision, scheme=wall_scheme, force=FORCE, vs=vs, **wall_settings(vs),
+                               **PARAMS[collision])
         else:
-            f = ref.step(f, collision, force=FORCE, **PARAMS[collision])
+            f = ref.step(f, collision, force=FORCE, vs=vs, **PARAMS[collision])
     return f
 
 
 def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, walls: bool) -> np.ndarray:
+    from .model import velocity_set
+    wall = wall_settings(velocity_set(prog.spec.velocity_set))
     params = dict(PARAMS[collision], ax=FORCE[0], ay=FORCE[1])
-    wall_spec = Walls(WALLS["T_bottom"], WALLS["T_top"], *WALLS["adiabatic"]) if walls else None
+    wall_spec = Walls(wall["T_bottom"], wall["T_top"], *wall["adiabatic"]) if walls else None
     a = prog.upload_fields(f0)
     b = prog.allocate()
     for _ in range(steps):
@@ -130,15 +143,18 @@ def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, wal
 def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[str, Optional[int]]] = (),
            collisions: Sequence[str] = ("bgk", "regularized"), precisions: Sequence[str] = ("double",),
            steps: int = 20, lx: int = 6, ly: int = 96, strict: bool = False, walls: bool = False,
-           seed: int = 0, progress=None, wall_scheme: str = DEFAULT_WALL_SCHEME) -> Report:
+           seed: int = 0, progress=None, wall_scheme: str = DEFAULT_WALL_SCHEME,
+           velocity_set: str = DEFAULT_VELOCITY_SET) -> Report:
+    from .model import velocity_set as get_velocity_set
     names, skipped = available_backends(backends)
     layouts = list(layouts) or [("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32)]
     for name, vl in layouts:   # refuse bad combinations before compiling anything
-        KernelSpec(layout=name, vl=vl, walls=walls, wall_scheme=wall_scheme).validate(lx, ly)
+        KernelSpec(layout=name, vl=vl, walls=walls, wall_scheme=wall_scheme, velocity_set=velocity_set).validate(lx, ly)
+    vs = get_velocity_set(velocity_set)
     report = Report(skipped=skipped, strict=strict, steps=steps, lattice=(lx, ly), walls=walls,
-                    wall_scheme=wall_scheme)
-    f0 = initial_state(lx, ly, seed)
-    references = {c: reference_run(f0, c, steps, walls, wall_scheme) for c in collisions}
+                    wall_scheme=wall_scheme, velocity_set=velocity_set)
+    f0 = initial_state(lx, ly, seed, vs)
+    references = {c: reference_run(f0, c, steps, walls, wall_scheme, vs) for c in collisions}
     paths = ("unfused", "fused")        # with walls "fused" is the fused_walls kernel
     results: Dict[tuple, np.ndarray] = {}
     order = sorted(names, key=lambda n: n != "c")     # C first: the others are compared with it
@@ -146,7 +162,7 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     for backend, (layout, vl), collision, precision, path in combos:
         row = Row(backend, layout, vl if layout in CLUSTERED else None, collision, precision, path)
         spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=row.vl, precision=precision,
-                          collision=collision, walls=walls, wall_scheme=wall_scheme)
+                          collision=collision, walls=walls, wall_scheme=wall_scheme, velocity_set=velocity_set)
         try:
             spec.validate()
         except SpecError:

@@ -11,9 +11,11 @@ import pytest
 from conftest import LAYOUT_CONFIGS, LX, LY, config_id
 from lbgen import reference as ref
 from lbgen.codegen import KernelSpec, SpecError, generate
-from lbgen.layouts import HALO, LAYOUTS, LayoutError, make_layout
+from lbgen.layouts import LAYOUTS, LayoutError, make_layout
+from lbgen.model import d2q37
 
-Q = 37
+Q = d2q37().Q
+HALO = d2q37().max_hop
 CONFIG_IDS = [config_id(c) for c in LAYOUT_CONFIGS]
 #: pack/unpack round trips also at VL = 1 for the clustered layouts and on a lattice
 #: whose LY is not a multiple of anything in particular for aos/soa
@@ -38,7 +40,7 @@ def test_layout_names_are_the_four_of_the_paper():
 
 @pytest.mark.parametrize("name, vl, lx, ly", ROUND_TRIP, ids=[f"{n}-vl{v}-{x}x{y}" for n, v, x, y in ROUND_TRIP])
 def test_pack_then_unpack_returns_the_fields_exactly(name, vl, lx, ly):
-    layout = make_layout(name, Q, lx, ly, vl)
+    layout = make_layout(name, Q, lx, ly, vl, halo=HALO)
     f = np.random.default_rng(0).standard_normal((Q, lx, ly))
     buf = layout.pack(f)
     assert buf.shape == (layout.size,)
@@ -52,7 +54,7 @@ def test_pack_then_unpack_returns_the_fields_exactly(name, vl, lx, ly):
 
 @pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
 def test_index_is_a_bijection_of_the_padded_lattice_onto_the_buffer(name, vl):
-    layout = make_layout(name, Q, LX, LY, vl)
+    layout = make_layout(name, Q, LX, LY, vl, halo=HALO)
     p = np.arange(Q)[:, None, None, None]
     x = np.arange(-HALO, LX + HALO)[None, :, None, None]
     r = np.arange(-HALO, layout.NR + HALO)[None, None, :, None]
@@ -63,7 +65,7 @@ def test_index_is_a_bijection_of_the_padded_lattice_onto_the_buffer(name, vl):
 
 @pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
 def test_site_index_puts_lane_k_of_cluster_row_r_at_y_equal_r_plus_k_times_NR(name, vl):
-    layout = make_layout(name, Q, LX, LY, vl)
+    layout = make_layout(name, Q, LX, LY, vl, halo=HALO)
     nr = LY // (vl or 1)
     assert layout.NR == nr
     for p, x, y in [(0, 0, 0), (5, 2, nr - 1), (36, LX - 1, nr), (17, 3, LY - 1)]:
@@ -82,7 +84,7 @@ def test_site_index_puts_lane_k_of_cluster_row_r_at_y_equal_r_plus_k_times_NR(na
 
 @pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
 def test_every_halo_element_after_pack_holds_its_periodic_image(name, vl):
-    layout = make_layout(name, Q, LX, LY, vl)
+    layout = make_layout(name, Q, LX, LY, vl, halo=HALO)
     buf = layout.pack(coded_fields())
     nr, V = layout.NR, layout.VL
     p = np.arange(Q)[:, None, None, None]
@@ -97,7 +99,7 @@ def test_every_halo_element_after_pack_holds_its_periodic_image(name, vl):
 
 @pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
 def test_fill_halo_rewrites_only_the_halo(name, vl):
-    layout = make_layout(name, Q, LX, LY, vl)
+    layout = make_layout(name, Q, LX, LY, vl, halo=HALO)
     rng = np.random.default_rng(1)
     buf = np.zeros(layout.size)
     interior = layout.site_index(np.arange(Q)[:, None, None], np.arange(LX)[None, :, None], np.arange(LY)[None, None, :])
@@ -120,7 +122,7 @@ def _numpy_propagate(layout, offsets, buf):
 
 @pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
 def test_propagate_offsets_pull_exactly_like_the_reference_propagate(name, vl, vs):
-    layout = make_layout(name, Q, LX, LY, vl)
+    layout = make_layout(name, Q, LX, LY, vl, halo=HALO)
     offsets = layout.propagate_offsets(vs.velocities)
     f = np.random.default_rng(2).standard_normal((Q, LX, LY))
     np.testing.assert_array_equal(_numpy_propagate(layout, offsets, layout.pack(f)), ref.propagate(f))
@@ -129,7 +131,7 @@ def test_propagate_offsets_pull_exactly_like_the_reference_propagate(name, vl, v
 @pytest.mark.parametrize("name, vl", [("aos", None), ("csoa", 8), ("caosoa", 32)], ids=["aos", "csoa-vl8", "caosoa-vl32"])
 @pytest.mark.parametrize("x0, y0", [(0, 0), (LX - 1, LY - 1), (2, 11), (1, LY // 2)])
 def test_a_single_population_moves_by_its_own_hop_across_lane_and_column_boundaries(name, vl, x0, y0, vs):
-    layout = make_layout(name, Q, LX, LY, vl)
+    layout = make_layout(name, Q, LX, LY, vl, halo=HALO)
     offsets = layout.propagate_offsets(vs.velocities)
     for p, (ex, ey) in enumerate(vs.velocities):
         f = np.zeros((Q, LX, LY))
@@ -178,7 +180,7 @@ def test_c_index_macros_agree_with_the_numpy_layout(name, vl, tmp_path):
     out = subprocess.run([str(exe), str(LX), str(LY)], check=True, capture_output=True, text=True).stdout.split()
     values = np.array(out, dtype=np.int64)
 
-    layout = make_layout(name, Q, LX, LY, vl)
+    layout = make_layout(name, Q, LX, LY, vl, halo=HALO)
     assert values[0] == layout.size
     n_site = Q * LX * LY
     site = layout.site_index(np.arange(Q)[:, None, None], np.arange(LX)[None, :, None], np.arange(LY)[None, None, :])
@@ -257,7 +259,7 @@ def forbid_generation_and_compilation(monkeypatch):
 @pytest.mark.parametrize("name, lx, ly, vl, words", BAD_LAYOUTS, ids=BAD_IDS)
 def test_make_layout_rejects_bad_input_naming_value_and_rule(name, lx, ly, vl, words):
     with pytest.raises(LayoutError) as info:
-        make_layout(name, Q, lx, ly, vl)
+        make_layout(name, Q, lx, ly, vl, halo=HALO)
     for w in words:
         assert w in str(info.value), f"{w!r} not in {info.value}"
 
@@ -309,7 +311,7 @@ def test_large_vl_generates_with_run_time_sizes(vl):
 @pytest.mark.parametrize("cfg", LAYOUT_CONFIGS, ids=config_id)
 def test_population_view_puts_the_37_populations_of_every_stored_site_on_one_axis(cfg, vs):
     name, vl = cfg
-    layout = make_layout(name, vs.Q, LX, LY, vl)
+    layout = make_layout(name, vs.Q, LX, LY, vl, halo=HALO)
     f = np.random.default_rng(7).random((vs.Q, LX, LY))
     view, axis = layout.population_view(layout.pack(f))
     per_site = np.moveaxis(view, axis, -1).reshape(-1, vs.Q)

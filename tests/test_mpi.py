@@ -203,7 +203,7 @@ def test_rank_model_and_decomposition():
     assert two["t_comm"] == pytest.approx(2 * (1e-5 + mpi_model.halo_bytes(1024) / 1e9))
     assert two["t_step"] <= mpi_model.predict(1e-8, 256, 1024, 2, cm, overlap=False)["t_step"]
     with pytest.raises(Exception, match="LX=8 is too narrow for N=3"):
-        mpi.check_decomposition(8, 3)
+        mpi.check_decomposition(8, 3, 3)
 
 
 def test_model_ranks_prints_a_table(tmp_path):

@@ -307,4 +307,5 @@ def test_derived_reference_rows_meet_their_conditions(vs_name, rows):
             known = [i for i in range(vs.Q) if i not in U]
             assert np.isclose(rho, f[known].sum() + L, rtol=1e-14)            # the site gains L
             assert np.allclose(vs.xi.T @ g, -rho * a / 2, rtol=0, atol=1e-14)
-            assert np.isclose(ref.energy(g, vs), rho * (Tw + a @ a / 8), rtol=1e-13)
+            if not vs.isothermal:             # D2Q9 is isothermal: no energy condition
+                assert np.isclose(ref.energy(g, vs), rho * (Tw + a @ a / 8), rtol=1e-13)

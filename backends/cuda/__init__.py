@@ -21,7 +21,6 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ...layouts import HALO
 from ..base import BackendUnavailable, CompileError, Program
 
 DEFAULT_BLOCK = 128
@@ -40,7 +39,7 @@ def thread_counts(layout) -> Dict[str, int]:
     """Threads each kernel is launched with, for a layout (LX, LY, VL)."""
     sites = layout.LX * layout.LY
     return {
-        "halo": layout.LX * 2 * HALO * layout.VL + 2 * HALO * layout.NRP * layout.VL,
+        "halo": layout.LX * 2 * layout.halo * layout.VL + 2 * layout.halo * layout.NRP * layout.VL,
         "propagate": sites, "collide": sites, "fused": sites,
         "init_equilibrium": sites, "fields": sites, "pack": sites, "unpack": sites, "bc": layout.LX,
         "diagnostics": layout.LY,

@@ -28,7 +28,6 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from ...cache import atomic_write_bytes, cache_dir, digest
-from ...layouts import HALO
 from ..base import BackendUnavailable, CompileError, Program
 
 DEFAULT_BLOCK_SIZE = 64
@@ -300,7 +299,7 @@ class OpenCLProgram(Program):
         self._site_range = self._ranges(sites)
         self._column_range = self._ranges(lx)
         # one work-item per halo element: the halo cluster rows, then the whole halo columns
-        self._halo_range = self._ranges(lx * 2 * HALO * L.VL + 2 * HALO * L.NRP * L.VL)
+        self._halo_range = self._ranges(lx * 2 * L.halo * L.VL + 2 * L.halo * L.NRP * L.VL)
         self._row_range = self._ranges(ly)
         self.nbytes = L.size * np.dtype(self.dtype).itemsize
 

@@ -5,7 +5,7 @@ Everything is phrased through Hermite moments, which is what makes the kernels c
 * the populations are paired with their opposites (xi_opp = -xi): even-order Hermite
   polynomials are even in xi and odd-order ones odd, so moments of even order need the
   pair sums s_i = f_i + f_opp and odd ones the differences d_i = f_i - f_opp;
-* the macroscopic fields and all Hermite projections A_n (n <= 4) are computed once;
+* the macroscopic fields and all Hermite projections A_n (n <= N) are computed once;
 * the post-collision populations are rebuilt as w_i sum_n B_n:H_n(xi_i)/n!, again split
   into an even part E_i and an odd part O_i so that f'_i = E_i + O_i, f'_opp = E_i - O_i;
 * numeric coefficients w_i H_n(xi_i) mult/n! are folded into constants, and equal
@@ -25,6 +25,11 @@ The reference code does this in two stages (relax f, then project); by Hermite
 orthogonality under the degree-9 quadrature the moments of the relaxed f are exactly
 the relaxed moments, so one reconstruction suffices (tests check it against the literal
 two-stage NumPy version).
+
+The Hermite order N follows from the quadrature (``VelocitySet.hermite_order``): 4 for
+D2Q37, 3 for D2V17, 2 for D2Q9.  Sets below order 3 are isothermal: the equilibrium is
+taken at theta = 1 (no shift of T), the reported temperature is the constant 1, and the
+regularized operator relaxes A_2 only (C2, C3 have no effect).
 """
 from __future__ import annotations
 
@@ -40,7 +45,6 @@ from .velocity_set import VelocitySet
 
 #: significant digits of the numeric constants written into the generated code
 CONSTANT_DIGITS = 20
-ORDER = 4  # Hermite order of equilibrium and regularization
 
 
 
@@ -129,14 +133,14 @@ class Builder:
 
 
 def _moments(b: Builder, vs: VelocitySet, f, H) -> Dict[Component, sp.Symbol]:
-    """Hermite projections A[c] = sum_i f_i H[c](xi_i) for all components up to ORDER."""
+    """Hermite projections A[c] = sum_i f_i H[c](xi_i) for all components up to the set's order."""
     pairs, rest = _pairs(vs)
     b.block("moments: pair sums s_i and differences d_i, Hermite projections A_n, n <= 4 "
             "(lbgen.model.collision._moments)")
     s = {i: b.let(f"s{i}", f[i] + f[o]) for i, o in pairs}
     d = {i: b.let(f"d{i}", f[i] - f[o]) for i, o in pairs}
     A = {}
-    for n in range(ORDER + 1):
+    for n in range(vs.hermite_order + 1):
         for c in components(n):
             if n % 2 == 0:
                 terms = [(H[c][i], s[i]) for i, _ in pairs] + [(H[c][i], f[i]) for i in rest]
@@ -146,12 +150,14 @@ def _moments(b: Builder, vs: VelocitySet, f, H) -> Dict[Component, sp.Symbol]:
     return A
 
 
-def _macroscopic(b: Builder, A):
+def _macroscopic(b: Builder, A, vs: VelocitySet):
     b.block("macroscopic fields rho, u, T from A_0, A_1, A_2 (lbgen.model.collision._macroscopic)")
     rho = b.let("rho", A[(0, 0)])
     inv_rho = b.let("inv_rho", 1 / rho)
     ux = b.let("ux", A[(1, 0)] * inv_rho)
     uy = b.let("uy", A[(0, 1)] * inv_rho)
+    if vs.isothermal:
+        return rho, ux, uy, sp.Integer(1)
     # D rho T = sum |xi - u|^2 f = tr A2 + 2 rho - rho |u|^2  (D = 2)
     T = b.let("T", (A[(2, 0)] + A[(0, 2)]) * inv_rho * sp.Rational(1, 2) + 1 - (ux ** 2 + uy ** 2) / 2)
     return rho, ux, uy, T
@@ -168,7 +174,7 @@ def _reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_
 
     def part(i, parity):
         terms = []
-        for n in range(ORDER + 1):
+        for n in range(vs.hermite_order + 1):
             if n % 2 != parity:
                 continue
             for c in components(n):
@@ -256,15 +262,29 @@ def _topological(assignments):
     return tuple(order)
 
 
+def _description(record, vs: VelocitySet) -> str:
+    """The operator record's description (written for D2Q37, order 4), or one for the set's order."""
+    order = vs.hermite_order
+    if order == 4:
+        return record.description
+    if record.name == "bgk":
+        return (f"BGK with shifted-equilibrium forcing (Hermite order {order}"
+                f"{', isothermal: T = 1' if vs.isothermal else ''})")
+    taus = ["tau1 = 1/2 + C1/(rho T)", "tau2 = 1/2 + C2/(rho T)", "tau3 = 1/2 + C3"][:order - 1]
+    return (f"regularized: {', '.join(f'A{n}' for n in range(2, order + 1))} relaxed with {', '.join(taus)}, "
+            f"force on A1, f rebuilt from A0..A{order}" + (" (isothermal: T = 1)" if vs.isothermal else ""))
+
+
 def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     """The collide kernel body for one site: inputs f0..f{Q-1}, outputs fout0..."""
     record = operator_record(operator)          # ParameterError (a ValueError) for unknown names
     f = population_symbols(vs.Q)
     ax, ay = (sp.Symbol(n, real=True) for n in FORCE_ARGUMENTS)
-    H = _hermite_values(vs, ORDER)
+    order = vs.hermite_order
+    H = _hermite_values(vs, order)
     b = Builder()
     A = _moments(b, vs, f, H)
-    rho, ux, uy, T = _macroscopic(b, A)
+    rho, ux, uy, T = _macroscopic(b, A, vs)
     a2 = ax ** 2 + ay ** 2
     wall = sp.Symbol("wall", real=True)
     if operator == "bgk":
@@ -277,14 +297,14 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
         b.block("equilibrium: shifted u* = u + tau a, T* and the Maxwellian's Hermite coefficients "
                 "times 1/tau (lbgen.model.hermite.maxwellian_coefficient via collision.collision, bgk)")
         us = (b.let("usx", ux + tau * ax), b.let("usy", uy + tau * ay))
-        Ts = b.let("Ts", T + tau * (1 - tau) * a2 / 2)
+        Ts = T if vs.isothermal else b.let("Ts", T + tau * (1 - tau) * a2 / 2)
         # f' = (1 - 1/tau) f + f_eq*/tau: the equilibrium coefficients carry the 1/tau
         B = {}
-        for n in range(ORDER + 1):
+        for n in range(order + 1):
             for c in components(n):
                 B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho * inv_tau, us, Ts)))
         outputs = _reconstruct(b, vs, H, B, f_scale=1 - inv_tau, f=f)
-        description = f"{record.description}; wall rows: {record.wall_rows}"
+        description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
     else:
         C1, C2, C3 = (sp.Symbol(n, real=True) for n in record.parameter_names)
         params = (C1, C2, C3, ax, ay, wall)
@@ -298,17 +318,17 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
         b.block("equilibrium: shifted u* = u + tau1 a, T* and the Maxwellian's Hermite coefficients "
                 "A_eq, n = 2..4 (lbgen.model.hermite.maxwellian_coefficient via collision.collision, regularized)")
         us = (b.let("usx", ux + tau1 * ax), b.let("usy", uy + tau1 * ay))
-        Ts = b.let("Ts", T + tau1 * (1 - tau1) * a2 / 2)
+        Ts = T if vs.isothermal else b.let("Ts", T + tau1 * (1 - tau1) * a2 / 2)
         eqs = {c: b.let(f"Aeq{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, us, Ts)))
-               for n in (2, 3, 4) for c in components(n)}
+               for n in range(2, order + 1) for c in components(n)}
         b.block("relaxation: B_n = A_n + (A_eq,n - A_n)/tau_n, force on A_1 "
                 "(lbgen.model.collision.collision, regularized)")
         B = {(0, 0): rho, (1, 0): A[(1, 0)] + rho * ax, (0, 1): A[(0, 1)] + rho * ay}
-        for n in (2, 3, 4):
+        for n in range(2, order + 1):
             for c in components(n):
                 B[c] = b.let(f"B{c[0]}{c[1]}", A[c] + (eqs[c] - A[c]) * rates[n])
         outputs = _reconstruct(b, vs, H, B)
-        description = f"{record.description}; wall rows: {record.wall_rows}"
+        description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
     assert tuple(map(str, params[:-1])) == record.kernel_arguments, "collision symbols != operator record"
     assignments, blocks = _in_blocks(cse_assignments(b.assignments, outputs), b)
     return AssignmentList(name=f"collide_{operator}", inputs=f, parameters=params,
@@ -322,17 +342,20 @@ def inv_rho_T(rho, T):
 def equilibrium(vs: VelocitySet) -> AssignmentList:
     """Populations at equilibrium from the fields: inputs rho, ux, uy, T -> fout_i."""
     rho, ux, uy, T = sp.symbols("rho ux uy T", real=True)
-    H = _hermite_values(vs, ORDER)
+    order = vs.hermite_order
+    H = _hermite_values(vs, order)
     b = Builder()
     B = {}
-    for n in range(ORDER + 1):
+    theta = sp.Integer(1) if vs.isothermal else T     # isothermal sets ignore the T input
+    for n in range(order + 1):
         for c in components(n):
-            B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, (ux, uy), T)))
+            B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, (ux, uy), theta)))
     outputs = _reconstruct(b, vs, H, B)
     assignments = cse_assignments(b.assignments, outputs)
     return AssignmentList(name="equilibrium", inputs=(rho, ux, uy, T), parameters=(),
                           assignments=assignments, outputs=outputs,
-                          description="4th-order Hermite expansion of the Maxwellian")
+                          description=f"order-{order} Hermite expansion of the Maxwellian"
+                                      + (" at T = 1 (isothermal)" if vs.isothermal else ""))
 
 
 def macroscopic(vs: VelocitySet) -> AssignmentList:
@@ -350,7 +373,7 @@ def macroscopic(vs: VelocitySet) -> AssignmentList:
         else:
             terms = [(H[c][i], d[i]) for i, _ in pairs]
         A[c] = b.let(f"A{c[0]}{c[1]}", _grouped_sum(terms, b))
-    rho, ux, uy, T = _macroscopic(b, A)
+    rho, ux, uy, T = _macroscopic(b, A, vs)
     outputs = tuple(b.let(n, v) for n, v in (("rho_out", rho), ("ux_out", ux), ("uy_out", uy), ("T_out", T)))
     assignments = cse_assignments(b.assignments, outputs)
     return AssignmentList(name="macroscopic", inputs=f, parameters=(), assignments=assignments,

@@ -82,7 +82,23 @@ class VelocitySet:
 
     @property
     def max_hop(self) -> int:
+        """The largest hop along one axis: the halo width and the number of wall rows."""
         return int(np.abs(self.e).max())
+
+    @property
+    def hermite_order(self) -> int:
+        """Order N of the equilibrium and of the regularized projection.
+
+        A quadrature of this degree integrates polynomials up to degree - 1 exactly; the
+        moments of an order-N expansion against H_0..H_N need degree 2N: N = (degree - 1) // 2
+        (D2Q37: 4, D2V17: 3, D2Q9: 2).
+        """
+        return (self.degree - 1) // 2
+
+    @property
+    def isothermal(self) -> bool:
+        """Below order 3 the heat flux is not recovered: the temperature is fixed at 1."""
+        return self.hermite_order < 3
 
     # --- exact values -----------------------------------------------------------------
     @cached_property
@@ -119,6 +135,9 @@ class VelocitySet:
             "name": self.name,
             "Q": self.Q,
             "degree": self.degree,
+            "hermite_order": self.hermite_order,
+            "isothermal": self.isothermal,
+            "max_hop": self.max_hop,
             "r": self.r,
             "r_digits": str(self.r_float(25)),
             "minimal_polynomial_of_t": str(self.minimal_polynomial),
@@ -190,6 +209,8 @@ def build_velocity_set(name: str, shells, degree: int) -> VelocitySet:
 
 D2Q37_SHELLS = ((0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (2, 2), (3, 0), (3, 1))
 D2Q9_SHELLS = ((0, 0), (1, 0), (1, 1))
+#: Shan, Yuan & Chen (J. Fluid Mech. 550, 2006): 17 velocities, degree 7 (third order, thermal)
+D2V17_SHELLS = ((0, 0), (1, 0), (1, 1), (2, 2), (3, 0))
 
 
 @lru_cache(maxsize=None)
@@ -200,13 +221,23 @@ def d2q37() -> VelocitySet:
 
 @lru_cache(maxsize=None)
 def d2q9() -> VelocitySet:
-    """The D2Q9 set: 3 shells, degree-5 quadrature (the check that the machinery is general)."""
+    """The D2Q9 set: 3 shells, degree-5 quadrature: second order, isothermal."""
     return build_velocity_set("D2Q9", D2Q9_SHELLS, degree=5)
 
 
+@lru_cache(maxsize=None)
+def d2v17() -> VelocitySet:
+    """The D2V17 set: 5 shells, degree-7 quadrature (a third-order thermal lattice)."""
+    return build_velocity_set("D2V17", D2V17_SHELLS, degree=7)
+
+
+#: the velocity sets by their option name (``--velocity-set``)
+VELOCITY_SETS = {"d2q37": d2q37, "d2q9": d2q9, "d2v17": d2v17}
+DEFAULT_VELOCITY_SET = "d2q37"
+
+
 def velocity_set(name: str) -> VelocitySet:
-    known = {"d2q37": d2q37, "d2q9": d2q9}
     try:
-        return known[name.lower()]()
+        return VELOCITY_SETS[str(name).lower()]()
     except KeyError:
-        raise ValueError(f"unknown velocity set {name!r}; known: {', '.join(sorted(known))}") from None
+        raise ValueError(f"unknown velocity set {name!r}; choose one of {', '.join(VELOCITY_SETS)}") from None

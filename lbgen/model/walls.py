@@ -1,30 +1,37 @@
 """Thermal no-slip walls (the bc kernel): lbgen's and the production ("reference") scheme, any velocity set.
 
 Walls bound the lattice at the bottom (below y = 0) and the top (above y = LY-1); X stays
-periodic.  After propagate, at row j = 0, 1, 2 from a wall the populations that would
-have come from outside the fluid are unknown: at the bottom those with e_y >= j + 1
-(15, 8 and 3 of them for D2Q37), at the top those with e_y <= -(j + 1).  They are rebuilt
-as
+periodic.  The wall rows are the H = ``VelocitySet.max_hop`` rows next to each wall (3
+for D2Q37 and D2V17, 1 for D2Q9).  After propagate, at row j = 0 .. H-1 from a wall the
+populations that would have come from outside the fluid are unknown: at the bottom those
+with e_y >= j + 1 (15, 8 and 3 of them for D2Q37), at the top those with e_y <= -(j + 1).
+They are rebuilt as
 
     f_i = (N / S) w_i (1 + xi_i . p + |xi_i|^2 E / 2),   S = sum_{i in U} w_i (1 + xi_i . p + |xi_i|^2 E / 2)
 
 * (p, E) make the site's momentum equal -rho a / 2 (the wall is at rest for the physical,
   half-step-corrected velocity u + a/2) and its energy rho (T_w + |a|^2/8), i.e. the
-  temperature T_w of the row.  Multiplying by S turns both conditions into a 3x3 linear
+  temperature T_w of the row.  Multiplying by S turns the conditions into a linear
   system for (p_x, p_y, E) whose coefficients are lattice sums over the unknown set;
-  sympy computes those sums and solves the system (Cramer's rule), nothing is typed;
+  sympy computes those sums and solves the system (Cramer's rule), nothing is typed.
+  Isothermal sets (``VelocitySet.isothermal``, D2Q9) have no energy condition and no E.
+  A condition whose moment is, on the unknown set, a combination of the ones before it
+  (D2Q9's single row: its three unknowns share e_y, so their y-momentum is r times their
+  mass) cannot be imposed independently of the mass and is dropped with its term of the
+  bracket: the mass balance below decides it;
 * N, the mass they carry, makes the net mass flux through the wall zero: the mass that
-  enters a column through rows 0..2 equals the mass that left it towards the wall in the
-  same propagate (the populations of the opposite sets before propagate, L_0 + L_1 + L_2).
-  Row 1 takes N_1 = L_1.  Row 2 has only 3 unknown populations: with N fixed they could
-  not meet three conditions, so there N is left free and the three populations solve the
-  momentum and energy conditions directly (a 3x3 linear system, still of the form above);
-  row 0 then takes the rest, N_0 = L_0 + L_1 + L_2 - N_1 - N_2.  At rest in equilibrium
-  every row reproduces the equilibrium exactly, and total mass is conserved to round-off.
+  enters a column through the wall rows equals the mass that left it towards the wall in
+  the same propagate (the populations of the opposite sets before propagate, sum of L_j).
+  A row j > 0 takes N_j = L_j, except one whose unknowns are exactly as many as the
+  momentum and energy conditions (D2Q37's row 2: 3 populations): there N is left free and
+  the populations solve those conditions directly (a linear system); row 0 then takes the
+  rest, N_0 = sum L_j - sum_{j>0} N_j.  At rest in equilibrium every row reproduces the
+  equilibrium exactly, and total mass is conserved to round-off.
 
-Row temperatures: fixed walls impose T_w at the third row (j = 2) and extrapolate
-linearly through the fourth row (j = 3) into rows 1 and 0, T_j = T_w + (2 - j)(T_w - T_3);
-adiabatic walls copy T_3 into rows 0..2.  The kernel takes T_j as an input.
+Row temperatures (thermal sets): fixed walls impose T_w at the last wall row (j = H-1) and
+extrapolate linearly through the first bulk row (j = H) into the rows nearer the wall,
+T_j = T_w + (H-1-j)(T_w - T_H); adiabatic walls copy T_H into every wall row.  The kernel
+takes T_j as an input.  Isothermal walls take no temperature.
 
 The weights w_i in the bracket are lbgen's choice.  The reference production code uses
 the bare bracket, whose lattice sums are the integers 15, 26, 40, 47, 54, 91, 367/2
@@ -62,7 +69,6 @@ from .assignments import AssignmentList
 from .collision import CONSTANT_DIGITS, Builder, cse_assignments, population_symbols
 from .velocity_set import VelocitySet
 
-WALL_ROWS = 3  # rows next to each wall with unknown populations (= the largest hop)
 SIDES = ("bottom", "top")
 #: wall schemes: lbgen's own (the default) and the production code's (see the module docstring)
 SCHEMES = ("lbgen", "reference")
@@ -80,8 +86,9 @@ def mass_rule(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT_SCHEME
     """How a wall row gets the mass N of its unknown populations.
 
     ``"leaving"``: N = L, the mass that left this site towards the wall;
-    ``"column"``: N = the column's leaving mass minus what rows 1 and 2 took (lbgen, row 0);
-    ``"free"``: no N, the 3 unknowns meet the 3 conditions directly (lbgen, 3 unknowns);
+    ``"column"``: N = the column's leaving mass minus what the other rows took (lbgen, row 0);
+    ``"free"``: no N, a row j > 0 whose unknowns are as many as its momentum and energy
+    conditions meets them directly (lbgen; D2Q37's row 2);
     ``"rest"``: N from the y-momentum condition, the rest population takes L - N (reference,
     the row whose unknowns share one e_y).
     """
@@ -89,9 +96,39 @@ def mass_rule(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT_SCHEME
     U = unknown_set(vs, side, row)
     if scheme == "reference":
         return "rest" if len({vs.velocities[i][1] for i in U}) == 1 else "leaving"
-    if len(U) == 3:
+    if row > 0 and len(U) == condition_count(vs):
         return "free"
     return "column" if row == 0 else "leaving"
+
+
+def wall_row_count(vs: VelocitySet) -> int:
+    """Rows next to each wall with unknown populations: the largest hop."""
+    return vs.max_hop
+
+
+def min_ly_walls(vs: VelocitySet) -> int:
+    """Smallest LY with walls: the wall rows at each side and the bulk row they extrapolate from."""
+    return 2 * (wall_row_count(vs) + 1)
+
+
+def condition_count(vs: VelocitySet) -> int:
+    """Momentum (x, y) and, for thermal sets, energy: the conditions of a wall row besides mass."""
+    return 2 if vs.isothermal else 3
+
+
+def _moment_functions(vs: VelocitySet, unknown) -> List[int]:
+    """Which of the moments (1, e_x, e_y, |e|^2/2) are independent on the unknown set.
+
+    Index 0 (mass) always; the energy moment only for thermal sets.  A moment that is a
+    combination of the kept ones on U cannot be imposed separately from them.
+    """
+    e = [vs.velocities[i] for i in unknown]
+    rows = [[1] * len(e), [a for a, _ in e], [b for _, b in e], [a * a + b * b for a, b in e]]
+    kept = [0]
+    for k in (1, 2) if vs.isothermal else (1, 2, 3):
+        if sp.Matrix([rows[j] for j in kept + [k]]).rank() == len(kept) + 1:
+            kept.append(k)
+    return kept
 
 
 def unknown_set(vs: VelocitySet, side: str, row: int) -> Tuple[int, ...]:
@@ -134,12 +171,14 @@ def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT
     """bc body for one wall row under a scheme (see :func:`mass_rule`).
 
     Mass rules "leaving"/"column": parameters (N, Tw, ax, ay).  "free": (Tw, ax, ay).
-    "rest": (L, Tw, ax, ay), and the rest population is the last output.
-    Inputs are the known populations the body uses; outputs the unknown ones, in order.
+    "rest": (L, Tw, ax, ay), and the rest population is the last output.  Isothermal sets
+    (D2Q9) take no Tw.  Inputs are the known populations the body uses; outputs the
+    unknown ones, in order.
     """
+    H = wall_row_count(vs)
+    if not 0 <= row < H:
+        raise ValueError(f"wall row {row} does not exist; {vs.name} has rows 0..{H - 1}")
     U = unknown_set(vs, side, row)
-    if len(U) < 3:
-        raise ValueError(f"{side} row {row} has {len(U)} unknown populations; the scheme needs at least 3")
     rule = mass_rule(vs, side, row, scheme)
     if rule == "free":
         return _direct_wall_assignments(vs, side, row, U)
@@ -151,56 +190,65 @@ def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT
     N, Tw, ax, ay = sp.symbols("N Tw ax ay", real=True)
     r = vs.r_float(CONSTANT_DIGITS + 10)
     xi = [(r * a, r * b) for a, b in vs.velocities]
-    sums = lattice_sums(vs, U, weighted)
-    # lattice sums in xi units: every xi carries one factor r
-    s0 = _c(sums["s0"])
-    s1 = [_c(r * sums["s1"][a]) for a in range(2)]
-    Tm = [[_c(r ** 2 * sums["T"][a, b]) for b in range(2)] for a in range(2)]
-    s2 = _c(r ** 2 * sums["s2"])
-    V = [_c(r ** 3 * sums["V"][a]) for a in range(2)]
-    W = _c(r ** 4 * sums["W"])
+    kept = _moment_functions(vs, U)
+    # moment functions in hop units and their degree in xi (each xi carries one factor r)
+    phi = [lambda a, b: 1, lambda a, b: a, lambda a, b: b, lambda a, b: sp.Rational(a * a + b * b, 2)]
+    degree = [0, 1, 1, 2]
+    w_exact = vs.weights_exact if weighted else [sp.Integer(1)] * vs.Q
+
+    def lattice_sum(*ks):
+        total = sum((w_exact[i] * sp.Mul(*[phi[k](*vs.velocities[i]) for k in ks]) for i in U), sp.Integer(0))
+        return _c(r ** sum(degree[k] for k in ks) * total)
 
     b = Builder()
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
-    MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
-    MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
-    EK = b.let("EK", sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * f[i] for i in K]))
+    known = {1: b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0])),
+             2: b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))}
+    if not vs.isothermal:
+        known[3] = b.let("EK", sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * f[i] for i in K]))
     rho = b.let("rho", rhoK + N)
-    # targets: momentum -rho a/2, energy rho (Tw + |a|^2/8); m, e = target - known part
-    m = [b.let("mx", -rho * ax / 2 - MKx), b.let("my", -rho * ay / 2 - MKy)]
-    e = b.let("en", rho * (Tw + (ax ** 2 + ay ** 2) / 8) - EK)
-    # rows: m_a S - N sum_U xi_a b = 0 and e S - N sum_U |xi|^2/2 b = 0, linear in z = (px, py, E)
-    A = sp.Matrix([
-        [m[0] * s1[0] - N * Tm[0][0], m[0] * s1[1] - N * Tm[0][1], m[0] * s2 - N * V[0]],
-        [m[1] * s1[0] - N * Tm[1][0], m[1] * s1[1] - N * Tm[1][1], m[1] * s2 - N * V[1]],
-        [e * s1[0] - N * V[0], e * s1[1] - N * V[1], e * s2 - N * W],
-    ])
-    rhs = sp.Matrix([N * s1[0] - m[0] * s0, N * s1[1] - m[1] * s0, N * s2 - e * s0])
-    det = b.let("det", sp.expand(A.det(method="berkowitz")))
-    inv_det = b.let("inv_det", 1 / det)
-    z = []
-    for col, name in enumerate(("px", "py", "E")):
-        Ai = A.copy()
-        Ai[:, col] = rhs
-        z.append(b.let(name, sp.expand(Ai.det(method="berkowitz")) * inv_det))
-    px, py, E = z
+    # targets: momentum -rho a/2, energy rho (Tw + |a|^2/8); minus the known part
+    target = {1: b.let("mx", -rho * ax / 2 - known[1]), 2: b.let("my", -rho * ay / 2 - known[2])}
+    if not vs.isothermal:
+        target[3] = b.let("en", rho * (Tw + (ax ** 2 + ay ** 2) / 8) - known[3])
+    # b_i = w_i (1 + sum_j z_j phi_j(xi_i)); condition k: target_k S - N sum_U phi_k b = 0, linear in z
+    free = kept[1:]
+    names = {1: "px", 2: "py", 3: "E"}
+    s0 = lattice_sum()
+    A = sp.Matrix(len(free), len(free), lambda m, n: target[free[m]] * lattice_sum(free[n])
+                  - N * lattice_sum(free[m], free[n]))
+    rhs = sp.Matrix([N * lattice_sum(k) - target[k] * s0 for k in free])
+    z = {}
+    if free:
+        det = b.let("det", sp.expand(A.det(method="berkowitz")))
+        inv_det = b.let("inv_det", 1 / det)
+        for col, k in enumerate(free):
+            Ai = A.copy()
+            Ai[:, col] = rhs
+            z[k] = b.let(names[k], sp.expand(Ai.det(method="berkowitz")) * inv_det)
     w = vs.weights_float(CONSTANT_DIGITS + 10) if weighted else [1] * vs.Q
-    bracket = {i: b.let(f"b{i}", _c(w[i]) + _c(w[i] * xi[i][0]) * px + _c(w[i] * xi[i][1]) * py
-                        + _c(w[i] * (xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * E) for i in U}
+    bracket = {i: b.let(f"b{i}", _c(w[i]) + sp.Add(*[_c(w[i] * r ** degree[k] * phi[k](*vs.velocities[i])) * z[k]
+                                                      for k in free]))
+               for i in U}
     S = b.let("S", sp.Add(*bracket.values()))
     scale = b.let("NoS", N / S)
     outputs = tuple(b.let(f"fout{i}", scale * bracket[i]) for i in U)
     assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
-    return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=(N, Tw, ax, ay),
+    imposed = ["u_x = -a_x/2" if 1 in free else None, "u_y = -a_y/2" if 2 in free else None,
+               "T = Tw" if 3 in free else None]
+    parameters = (N, ax, ay) if vs.isothermal else (N, Tw, ax, ay)
+    return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=parameters,
                           assignments=assignments, outputs=outputs,
-                          description=f"thermal wall ({scheme} scheme), {side} row {row}: {len(U)} unknown "
-                                      f"populations {list(U)} rebuilt for zero mass flux, u = -a/2, T = Tw")
+                          description=f"{'isothermal' if vs.isothermal else 'thermal'} wall ({scheme} scheme), "
+                                      f"{side} row {row}: {len(U)} unknown populations {list(U)} rebuilt for "
+                                      f"zero mass flux"
+                                      + "".join(f", {c}" for c in imposed if c))
 
 
 def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> AssignmentList:
-    """Three unknown populations fixed by the momentum (x, y) and energy conditions."""
+    """Unknown populations fixed by the momentum (x, y) and (thermal sets) energy conditions."""
     K = [i for i in range(vs.Q) if i not in U]
     f = population_symbols(vs.Q)
     Tw, ax, ay = sp.symbols("Tw ax ay", real=True)
@@ -210,15 +258,17 @@ def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignm
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
     MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
     MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
-    EK = b.let("EK", sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * f[i] for i in K]))
     g = sp.symbols(f"g0:{len(U)}", real=True)
     rho = rhoK + sp.Add(*g)
-    energy_target = Tw + (ax ** 2 + ay ** 2) / 8
     equations = [
         MKx + sp.Add(*[_c(xi[i][0]) * gi for i, gi in zip(U, g)]) + rho * ax / 2,
         MKy + sp.Add(*[_c(xi[i][1]) * gi for i, gi in zip(U, g)]) + rho * ay / 2,
-        EK + sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * gi for i, gi in zip(U, g)]) - rho * energy_target,
     ]
+    if not vs.isothermal:
+        EK = b.let("EK", sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * f[i] for i in K]))
+        energy_target = Tw + (ax ** 2 + ay ** 2) / 8
+        equations.append(EK + sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * gi for i, gi in zip(U, g)])
+                         - rho * energy_target)
     A, rhs = sp.linear_eq_to_matrix(equations, g)
     det = b.let("det", sp.expand(A.det(method="berkowitz")))
     inv_det = b.let("inv_det", 1 / det)
@@ -231,10 +281,12 @@ def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignm
     assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
-    return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=(Tw, ax, ay),
+    return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs,
+                          parameters=(ax, ay) if vs.isothermal else (Tw, ax, ay),
                           assignments=assignments, outputs=outputs,
-                          description=f"thermal wall, {side} row {row}: {len(U)} unknown populations "
-                                      f"{list(U)} fixed by u = -a/2 and T = Tw (mass free)")
+                          description=f"{'isothermal' if vs.isothermal else 'thermal'} wall, {side} row {row}: "
+                                      f"{len(U)} unknown populations {list(U)} fixed by u = -a/2"
+                                      f"{'' if vs.isothermal else ' and T = Tw'} (mass free)")
 
 
 def _rest_mass_assignments(vs: VelocitySet, side: str, row: int, U) -> AssignmentList:
@@ -246,6 +298,8 @@ def _rest_mass_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignmen
     xi_y,i is the same for all i and would duplicate the constant), and the x-momentum and
     energy conditions, multiplied by S, are linear in (p_x, E):
         m_x S - N sum_U xi_x phi = 0,   e S - N sum_U |xi|^2/2 phi = 0.
+    Only the moments independent on U are imposed (``_moment_functions``): isothermal sets
+    have no E, and a single unknown population just carries N.
     """
     if (0, 0) not in vs.velocities:
         raise ValueError(f"the reference wall scheme needs a rest population; {vs.name} has none")
@@ -255,48 +309,54 @@ def _rest_mass_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignmen
     L, Tw, ax, ay = sp.symbols("L Tw ax ay", real=True)
     r = vs.r_float(CONSTANT_DIGITS + 10)
     xi = [(r * a, r * b) for a, b in vs.velocities]
-    sums = lattice_sums(vs, U, weighted=False)
-    s0 = _c(sums["s0"])
-    s1x, Txx, s2 = _c(r * sums["s1"][0]), _c(r ** 2 * sums["T"][0, 0]), _c(r ** 2 * sums["s2"])
-    Vx, W = _c(r ** 3 * sums["V"][0]), _c(r ** 4 * sums["W"])
-    xi_y = _c(xi[U[0]][1])
+    free = [k for k in _moment_functions(vs, U)[1:] if k != 2]      # of (x-momentum 1, energy 3)
+    # bare-bracket lattice sums over U in xi units
+    phi = {1: lambda i: xi[i][0], 3: lambda i: (xi[i][0] ** 2 + xi[i][1] ** 2) / 2}
 
+    def lattice_sum(*ks):
+        return _c(sum((sp.Mul(*[phi[k](i) for k in ks]) for i in U), sp.Integer(0)))
+
+    xi_y = _c(xi[U[0]][1])
     b = Builder()
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
     MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
     MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
-    EK = b.let("EK", sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * f[i] for i in K]))
     rho = b.let("rho", rhoK + L)
     N = b.let("N", (-rho * ay / 2 - MKy) / xi_y)
-    mx = b.let("mx", -rho * ax / 2 - MKx)
-    e = b.let("en", rho * (Tw + (ax ** 2 + ay ** 2) / 8) - EK)
-    A = sp.Matrix([[mx * s1x - N * Txx, mx * s2 - N * Vx],
-                   [e * s1x - N * Vx, e * s2 - N * W]])
-    rhs = sp.Matrix([N * s1x - mx * s0, N * s2 - e * s0])
-    det = b.let("det", sp.expand(A.det()))
-    inv_det = b.let("inv_det", 1 / det)
-    z = []
-    for col, name in enumerate(("px", "E")):
-        Ai = A.copy()
-        Ai[:, col] = rhs
-        z.append(b.let(name, sp.expand(Ai.det()) * inv_det))
-    px, E = z
-    phi = {i: b.let(f"b{i}", 1 + _c(xi[i][0]) * px + _c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * E) for i in U}
-    S = b.let("S", sp.Add(*phi.values()))
+    target = {1: b.let("mx", -rho * ax / 2 - MKx)}
+    if 3 in free:
+        EK = b.let("EK", sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * f[i] for i in K]))
+        target[3] = b.let("en", rho * (Tw + (ax ** 2 + ay ** 2) / 8) - EK)
+    s0 = lattice_sum()
+    A = sp.Matrix(len(free), len(free), lambda m, n: target[free[m]] * lattice_sum(free[n])
+                  - N * lattice_sum(free[m], free[n]))
+    rhs = sp.Matrix([N * lattice_sum(k) - target[k] * s0 for k in free])
+    z = {}
+    if free:
+        det = b.let("det", sp.expand(A.det()))
+        inv_det = b.let("inv_det", 1 / det)
+        for col, k in enumerate(free):
+            Ai = A.copy()
+            Ai[:, col] = rhs
+            z[k] = b.let({1: "px", 3: "E"}[k], sp.expand(Ai.det()) * inv_det)
+    bracket = {i: b.let(f"b{i}", 1 + sp.Add(*[_c(phi[k](i)) * z[k] for k in free])) for i in U}
+    S = b.let("S", sp.Add(*bracket.values()))
     scale = b.let("NoS", N / S)
-    outputs = tuple(b.let(f"fout{i}", scale * phi[i]) for i in U)
+    outputs = tuple(b.let(f"fout{i}", scale * bracket[i]) for i in U)
     outputs += (b.let(f"fout{rest}", f[rest] + L - N),)
     assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
-    return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=(L, Tw, ax, ay),
+    imposed = ", T = Tw" if 3 in free else ""
+    return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs,
+                          parameters=(L, ax, ay) if vs.isothermal else (L, Tw, ax, ay),
                           assignments=assignments, outputs=outputs,
-                          description=f"thermal wall (reference scheme), {side} row {row}: {len(U)} unknown "
-                                      f"populations {list(U)} carry N from y-momentum, rest population "
-                                      f"{rest} takes L - N, u = -a/2, T = Tw")
+                          description=f"{'isothermal' if vs.isothermal else 'thermal'} wall (reference scheme), "
+                                      f"{side} row {row}: {len(U)} unknown populations {list(U)} carry N from "
+                                      f"y-momentum, rest population {rest} takes L - N, u = -a/2{imposed}")
 
 
 def wall_rows(vs: VelocitySet, scheme: str = DEFAULT_SCHEME) -> List[Tuple[str, int, Tuple[int, ...], AssignmentList]]:
-    """(side, row, unknown set, assignments) for the 2 x 3 wall rows."""
+    """(side, row, unknown set, assignments) for the 2 x H wall rows."""
     return [(side, row, unknown_set(vs, side, row), wall_assignments(vs, side, row, scheme))
-            for side in SIDES for row in range(WALL_ROWS)]
+            for side in SIDES for row in range(wall_row_count(vs))]

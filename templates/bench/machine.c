@@ -30,7 +30,7 @@ int bench_vector_bits(void)
 
 /* dst[i*n + j] = src[i*n + j] for `streams` arrays of n doubles (n a multiple of 8, both
    64-byte aligned): per block of 8 sites every stream is read and written, like a
-   propagate over 37 population arrays. */
+   propagate over Q population arrays (Q = the `streams` argument). */
 void bench_copy(const double *restrict src, double *restrict dst, ptrdiff_t n, int streams, int streaming,
                 int prefetch)
 {
