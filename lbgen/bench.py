@@ -56,6 +56,8 @@ from .model.velocity_set import DEFAULT_VELOCITY_SET
 from .timing import default_kernel_parameters, quiet_buffers, time_call
 
 KERNELS = ("propagate", "bc", "collide", "fused")
+#: what `lbgen bench` times by default: the kernels and the fused sweep with temporal blocking of depth 2
+DEFAULT_KERNELS = KERNELS + ("fused-tb2",)
 #: fused with temporal blocking, `depth` steps per sweep (C backend): "fused-tb<depth>"
 TIME_BLOCK_PREFIX = "fused-tb"
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from .cli_common import UserError, friendly, velocity_set_option
+from .bench import DEFAULT_KERNELS
 from .codegen import MAX_TIME_BLOCK
 from .model.velocity_set import DEFAULT_VELOCITY_SET
 from .limits import max_threads
@@ -52,7 +53,7 @@ def _emit_json(data, output, to_stdout):
 @click.option("--layouts", default="all", show_default=True,
               help="Comma list: aos, soa, csoa-vlN, caosoa-vlN; a clustered name alone (csoa) sweeps VL 4,8,16,32; "
                    "'all' = the four layouts with that sweep.")
-@click.option("--kernels", default="propagate,bc,collide,fused,fused-tb2", show_default=True,
+@click.option("--kernels", default=",".join(DEFAULT_KERNELS), show_default=True,
               help="Comma list of propagate, bc (timed on a walls program), collide, fused, fused-tb<depth> "
                    f"(C: depth steps per sweep, temporal blocking; depth 2..{MAX_TIME_BLOCK}).")
 @click.option("--collision", "collisions", default="bgk", show_default=True, help="bgk, regularized or all.")

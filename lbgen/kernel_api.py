@@ -14,8 +14,8 @@ from .model.walls import wall_row_count
 
 #: the entry points every backend emits (with the prefix), in this order; those of
 #: WALL_ENTRY_POINTS only with walls
-ENTRY_POINTS = ("halo", "propagate", "bc", "collide", "fused", "fused_walls", "init_equilibrium", "fields", "pack",
-                "unpack")
+ENTRY_POINTS = ("halo", "propagate", "bc", "collide", "fused", "fused_walls", "init_equilibrium", "fields",
+                "diagnostics", "pack", "unpack")
 #: with walls only: the bc kernel and the fused propagate + bc + collide sweep
 WALL_ENTRY_POINTS = ("bc", "fused_walls")
 #: error codes of the emitted `<prefix>_check(lx, ly, ...)`, numbered from 1 (0: valid sizes)

@@ -1293,6 +1293,15 @@ cudaError_t lbgen_launch_fields(const lbgen_real *f, int lx, int ly, double *rho
     return err;
 }
 
+cudaError_t lbgen_launch_diagnostics(const lbgen_real *f, int lx, int ly, double *out, cudaStream_t stream)
+{
+    SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&out };
+    cudaError_t err = cudaLaunchKernel(lbgen_diagnostics, dim3(blocks_for((ptrdiff_t)LY)), dim3(BLOCK), args, 0, stream);
+    return err;
+}
+
 cudaError_t lbgen_launch_pack(lbgen_real *f, const double *plain, int lx, int ly, cudaStream_t stream)
 {
     SIZES;

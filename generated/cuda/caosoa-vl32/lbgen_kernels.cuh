@@ -117,6 +117,8 @@ cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, i
 cudaError_t lbgen_launch_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in, cudaStream_t stream);
 /* Fields of f (device arrays): rho = sum f, u = sum xi f / rho, T = sum |xi - u|^2 f / (2 rho). */
 cudaError_t lbgen_launch_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o, cudaStream_t stream);
+/* Per-row sums over x of f into out (LY x ND doubles, device; columns: lbgen.diagnostics.ROW_QUANTITIES). */
+cudaError_t lbgen_launch_diagnostics(const lbgen_real *f, int lx, int ly, double *out, cudaStream_t stream);
 /* Plain device array (Q x LX x LY doubles) into the layout, then the halo refresh; and back. */
 cudaError_t lbgen_launch_pack(lbgen_real *f, const double *plain, int lx, int ly, cudaStream_t stream);
 cudaError_t lbgen_launch_unpack(const lbgen_real *f, double *plain, int lx, int ly, cudaStream_t stream);
@@ -135,6 +137,7 @@ __global__ void __launch_bounds__(128) lbgen_collide(const lbgen_real *in, lbgen
 __global__ void __launch_bounds__(128) lbgen_fused(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, lbgen_real tau, lbgen_real ax, lbgen_real ay);
 __global__ void __launch_bounds__(128) lbgen_init_equilibrium(lbgen_real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in);
 __global__ void __launch_bounds__(128) lbgen_fields(const lbgen_real *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o);
+__global__ void __launch_bounds__(128) lbgen_diagnostics(const lbgen_real *__restrict__ f, int lx, int ly, double *__restrict__ out);
 __global__ void __launch_bounds__(128) lbgen_pack(lbgen_real *__restrict__ f, const double *__restrict__ plain, int lx, int ly);
 __global__ void __launch_bounds__(128) lbgen_unpack(const lbgen_real *__restrict__ f, double *__restrict__ plain, int lx, int ly);
 }
