@@ -214,7 +214,7 @@ def run(ctx, setup, config, resume, overwrite, progress, **given):
 
 
 def _report(runner, result, save):
-    from .runner import save_fields
+    from .fieldfile import save_fields
     sim = runner.sim
     out = sim.fields()                     # collective with MPI: rank 0 gets the fields
     if not runner.root:

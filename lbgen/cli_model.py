@@ -50,7 +50,7 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
     T = L + bytes/B from a ring-shift fit (under mpiexec) or --latency/--bandwidth."""
     from . import perfmodel
     from .config import RunConfig
-    from .driver import make_simulation
+    from .construct import make_simulation
     if ranks is not None:
         return _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps, ranks, latency,
                             bandwidth, not no_overlap, as_json)
@@ -92,7 +92,7 @@ def _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps
                  overlap, as_json):
     from . import mpi, mpi_model
     from .config import RunConfig
-    from .driver import make_simulation
+    from .construct import make_simulation
     from .setups import uniform_noise
     if ranks < 1:
         raise UserError(f"--ranks {ranks} must be >= 1")
@@ -149,7 +149,7 @@ def _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps
 
 
 def _distributed(cfg, comm):
-    from .driver import make_simulation
+    from .construct import make_simulation
     from .setups import uniform_noise
     sim = make_simulation(cfg, comm=comm)
     sim.set_fields(**(uniform_noise(cfg.lx, cfg.ly, amplitude=0.01) if comm.rank == 0 else {}))

@@ -86,3 +86,8 @@ def load_fields(path) -> Dict[str, np.ndarray]:
             raise FieldFileError(f"--init {path}: array {key!r} must be positive everywhere; "
                                  f"{fields[key][x, y]:g} at x={x}, y={y}")
     return fields
+
+
+def save_fields(path, fields: Dict[str, np.ndarray], **metadata) -> None:
+    np.savez(path, **{k: fields[k] for k in ("rho", "ux", "uy", "T")},
+             **{k: np.asarray(v) for k, v in metadata.items()})

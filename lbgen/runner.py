@@ -18,10 +18,10 @@ from .layouts import CLUSTERED
 from .model import velocity_set as get_velocity_set
 from .model.velocity_set import DEFAULT_VELOCITY_SET
 from .model.operators import DEFAULT_OPERATOR, all_parameters
+from .health import HealthChecks
 from .parameters import Parameters, SimulationError, Walls
 
-__all__ = ["Parameters", "Region", "RunStats", "Simulation", "SimulationError", "Walls", "load_fields",
-           "save_fields", "split_columns"]
+__all__ = ["Parameters", "Region", "RunStats", "Simulation", "SimulationError", "Walls", "split_columns"]
 
 @dataclass
 class RunStats:
@@ -71,7 +71,7 @@ def _did_you_mean(name: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-class Simulation:
+class Simulation(HealthChecks):
     """A box of LX x LY sites (periodic in X; periodic or walled in Y) on one or more backends.
 
     >>> sim = Simulation(64, 256, collision="bgk", tau=0.8)
@@ -382,60 +382,6 @@ class Simulation:
         self.time_step = int(time_step)
         self._fields_set = True
 
-    def looks_healthy(self) -> bool:
-        """Cheap test: every site has finite, positive rho and T (the fields kernel of each
-        region on its backend: no copy of the populations to the host)."""
-        self.synchronize()
-        with np.errstate(all="ignore"):
-            for r in self.regions:
-                rho, ux, uy, T = r.program.fields(r.f)      # the fields kernel, on the backend
-                # rho > 0 and T > 0 are False for NaN; a non-finite u or rho shows in T
-                if not (np.all(rho > 0) and np.all(T > 0) and np.isfinite(T).all() and np.isfinite(rho).all()):
-                    return False
-        return True
-
-    def check_finite(self) -> None:
-        """Raise SimulationError naming the step and the first bad site if the state went bad.
-
-        Bad: NaN or Inf anywhere, or a non-positive density or temperature.  The cheap test
-        runs first; only a failing state is gathered to find and describe the first bad site.
-        """
-        if self.looks_healthy():
-            return
-        bad = self._first_bad_site(self.populations())
-        if bad is not None:
-            raise self._divergence_error(*bad)
-
-    def _first_bad_site(self, f: np.ndarray):
-        """(x, y, what, fields at the site) of the first bad site of populations f, or None."""
-        rho = f.sum(axis=0)
-        finite = np.isfinite(f).all(axis=0)
-        with np.errstate(all="ignore"):
-            fields = self._fields_of(f) if finite.all() else None
-            bad = ~finite | ~(rho > 0)
-            if fields is not None:
-                bad |= ~(fields["T"] > 0)
-        if not bad.any():
-            return None
-        x, y = (int(v[0]) for v in np.nonzero(bad))
-        if fields is None:
-            with np.errstate(all="ignore"):
-                values = {k: float(v.ravel()[0]) for k, v in self._fields_of(f[:, x:x + 1, y:y + 1]).items()}
-        else:
-            values = {k: float(fields[k][x, y]) for k in ("rho", "ux", "uy", "T")}
-        what = "NaN/Inf" if not finite[x, y] else ("negative density" if not rho[x, y] > 0 else "negative temperature")
-        return x, y, what, values
-
-    def _divergence_error(self, x: int, y: int, what: str, values: Dict[str, float]) -> SimulationError:
-        text = ", ".join(f"{k}={v:.6g}" for k, v in values.items())
-        params = ", ".join(f"{k} = {v:g}" for k, v in self.params.values.items())
-        return SimulationError(
-            f"the run diverged by step {self.time_step} ({what}): first bad site (x={x}, y={y}) has {text}. "
-            f"Hint: the {self.params.collision} parameters ({params}) may put a relaxation time too close to 1/2 "
-            f"(too little viscosity), velocities too large for the lattice "
-            f"(|u| should stay well below r = {self.vs.r:.3f}), or gravity {self.params.gravity} too strong "
-            f"for the lattice.")
-
     def run(self, steps: int, progress: bool = False, callback: Optional[Callable[[int], None]] = None) -> RunStats:
         """Advance `steps` steps, checking for NaN/Inf every `check_every` steps."""
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
@@ -471,15 +417,3 @@ class Simulation:
             if bar is not None:
                 bar.close()
         return RunStats(steps=steps, seconds=elapsed, sites=self.lx * self.ly)
-
-
-def load_fields(path) -> Dict[str, np.ndarray]:
-    """Fields from an .npz with arrays rho, ux, uy, T of one shape (LX, LY), checked
-    (lbgen.fieldfile: kind, keys, shapes, dtypes, finite and positive values)."""
-    from .fieldfile import load_fields as load_checked
-    return load_checked(path)
-
-
-def save_fields(path, fields: Dict[str, np.ndarray], **metadata) -> None:
-    np.savez(path, **{k: fields[k] for k in ("rho", "ux", "uy", "T")},
-             **{k: np.asarray(v) for k, v in metadata.items()})

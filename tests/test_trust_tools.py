@@ -104,8 +104,9 @@ def test_emit_never_overwrites_a_file_it_did_not_write(tmp_path):
     (["run", "--ly", "-8"], "ly=-8 must be >= 1"),
 ])
 def test_out_of_range_arguments_are_refused_before_any_work(args, message, monkeypatch):
-    from lbgen import driver, emit, verify
-    for module, name in ((verify, "verify"), (emit, "emit"), (driver, "make_simulation")):
+    from lbgen import construct, driver, emit, verify
+    for module, name in ((verify, "verify"), (emit, "emit"), (driver, "make_simulation"),
+                         (construct, "make_simulation")):
         monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("work started before the refusal"))
     result = _cli(*args)
     assert result.exit_code == 2, result.output
