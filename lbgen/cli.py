@@ -270,9 +270,19 @@ def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, wall
     bad = [p for p in precs if p not in PRECISIONS]
     if bad:
         raise UserError(f"unknown precision {bad[0]!r}; choose one of {', '.join(PRECISIONS)}")
-    report = run_verify(backends=[b for b in backends.split(",") if b], layouts=_parse_layouts(layouts),
-                        collisions=cols, precisions=precs, steps=steps, lx=lx, ly=ly, strict=strict,
-                        walls=walls, seed=seed, wall_scheme=wall_scheme, velocity_set=velocity_set.lower())
+    from tqdm import tqdm
+    bar = tqdm(unit="run", desc="verify", disable=not sys.stderr.isatty(), leave=False, dynamic_ncols=True)
+
+    def advance(row):
+        bar.set_postfix_str(f"{row.backend} {row.layout}{'-vl' + str(row.vl) if row.vl else ''} {row.collision}")
+        bar.update(1)
+    try:
+        report = run_verify(backends=[b for b in backends.split(",") if b], layouts=_parse_layouts(layouts),
+                            collisions=cols, precisions=precs, steps=steps, lx=lx, ly=ly, strict=strict,
+                            walls=walls, seed=seed, wall_scheme=wall_scheme, velocity_set=velocity_set.lower(),
+                            progress=advance)
+    finally:
+        bar.close()
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else report.table())
     if not report.ok:
         sys.exit(1)

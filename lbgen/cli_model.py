@@ -71,7 +71,12 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
     if measure_points:
         Ms = perfmodel.valid_splits(lx)
         pick = sorted({Ms[int(i)] for i in np.linspace(0, len(Ms) - 1, measure_points)} | {m_star})
-        measured = perfmodel.measure_curve(make, lx, ly, pick, steps=steps)
+        import sys
+
+        from tqdm import tqdm
+        with tqdm(total=len(pick), unit="split", desc="measure", disable=not sys.stderr.isatty(),
+                  leave=False) as bar:
+            measured = perfmodel.measure_curve(make, lx, ly, pick, steps=steps, progress=lambda M: bar.update(1))
     if plot:
         perfmodel.plot(params, lx, ly, plot, measured, title=f"{backend} host + {hetero} device, {lx} x {ly}")
     if as_json:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -106,12 +106,15 @@ def measure(make_simulation, lx: int, ly: int, steps: int = 5, width: Optional[i
     return ModelParameters(tau_d=tau_d, tau_h=tau_h, tau_c=0.0, t_swap=t_swap)
 
 
-def measure_curve(make_simulation, lx: int, ly: int, splits: Sequence[int], steps: int = 5) -> Dict[int, float]:
-    """Measured MLUPS of full-size runs at the given M."""
+def measure_curve(make_simulation, lx: int, ly: int, splits: Sequence[int], steps: int = 5,
+                  progress: Optional[Callable[[int], None]] = None) -> Dict[int, float]:
+    """Measured MLUPS of full-size runs at the given M (``progress(M)`` after each)."""
     out = {}
     for M in splits:
         sim = make_simulation(lx, M, True)
         out[M] = lx * ly / time_steps(sim, steps) / 1e6
+        if progress:
+            progress(M)
     return out
 
 
