@@ -11,19 +11,17 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import jinja2
 import numpy as np
-import sympy as sp
-from sympy.printing.c import C99CodePrinter
 
 from . import __version__
 from .diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
 from .layouts import CLUSTERED, LAYOUTS, Layout, LayoutError, make_layout, tag as layout_tag
 from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assignments, velocity_set
 from .model.operators import OPERATOR_RECORDS
-from .model.assignments import AssignmentList
+from .cprint import RealPrinter, print_assignments
 from .model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
 from .model.walls import min_ly_walls, wall_row_count
 from .model.walls import DEFAULT_SCHEME, SCHEMES, mass_rule
@@ -77,58 +75,6 @@ def default_layout(backend: str, ly: int, halo: int) -> Tuple[str, Optional[int]
 
 class SpecError(ValueError):
     """An invalid kernel specification (raised before any code is generated)."""
-
-
-class RealPrinter(C99CodePrinter):
-    """C99 printer for one floating type: typed literals, no pow() for integer powers."""
-
-    def __init__(self, precision: str = "double"):
-        super().__init__({"strict": False})
-        self.single = precision == "single"
-
-    def _literal(self, value: float) -> str:
-        text = repr(float(value))
-        if "e" not in text and "." not in text and "inf" not in text:
-            text += ".0"
-        return text + ("f" if self.single else "")
-
-    def _print_Float(self, expr):
-        return self._literal(float(expr))
-
-    def _print_Rational(self, expr):
-        return self._literal(float(expr))
-
-    def _print_Integer(self, expr):
-        return self._literal(int(expr))
-
-    def _print_Pow(self, expr):
-        base, exp = expr.args
-        if exp.is_Integer and exp != 0:
-            n = abs(int(exp))
-            b = self.parenthesize(base, sp.printing.precedence.PRECEDENCE["Mul"] + 1)
-            prod = "*".join([b] * n)
-            if int(exp) < 0:
-                return f"({self._literal(1)}/({prod}))"
-            return f"({prod})" if n > 1 else prod
-        return super()._print_Pow(expr)
-
-
-def print_assignments(asg: AssignmentList, precision: str, declare: str = "const real",
-                      suffix_parameters: str = "") -> List[str]:
-    """C statements for the temporaries and outputs of an assignment list.
-
-    Parameters are printed with ``suffix_parameters`` appended (the kernels convert the
-    double arguments of the API once, to locals of the working precision).
-    """
-    printer = RealPrinter(precision)
-    rename = {p: sp.Symbol(f"{p}{suffix_parameters}", real=True) for p in asg.parameters}
-    titles = dict(asg.blocks)
-    lines = []
-    for i, (sym, expr) in enumerate(asg.assignments):
-        if i in titles:     # a comment opening each block: what it computes, which model function made it
-            lines.append(f"/* --- {titles[i]} --- */")
-        lines.append(f"{declare} {sym} = {printer.doprint(expr.xreplace(rename))};")
-    return lines
 
 
 #: the largest GPU block / work-group size (CUDA and common OpenCL devices)

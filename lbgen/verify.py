@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import reference as ref
+from . import reference_walls as refw
 from .codegen import KernelSpec, SpecError, generate
 from .layouts import CLUSTERED
 from .model.velocity_set import DEFAULT_VELOCITY_SET
@@ -119,7 +120,7 @@ def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool,
     f = f0.copy()
     for _ in range(steps):
         if walls:
-            f = ref.step_walls(f, collision, scheme=wall_scheme, force=FORCE, vs=vs, **wall_settings(vs),
+            f = refw.step_walls(f, collision, scheme=wall_scheme, force=FORCE, vs=vs, **wall_settings(vs),
                                **PARAMS[collision])
         else:
             f = ref.step(f, collision, force=FORCE, vs=vs, **PARAMS[collision])

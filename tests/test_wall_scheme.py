@@ -24,6 +24,7 @@ from click.testing import CliRunner
 
 from conftest import config_id
 from lbgen import reference as ref
+from lbgen import reference_walls as refw
 from lbgen.backends import BackendUnavailable
 from lbgen.cli import main
 from lbgen.codegen import KernelSpec, SpecError, generate
@@ -63,7 +64,7 @@ def _y(side, row, ly=LY):
 def test_reference_oracle_meets_the_production_conditions(adiabatic):
     f = _state()
     g0 = ref.propagate(f)
-    g = ref.apply_walls(g0.copy(), f, T_BOTTOM, T_TOP, adiabatic, FORCE, scheme="reference")
+    g = refw.apply_walls(g0.copy(), f, T_BOTTOM, T_TOP, adiabatic, FORCE, scheme="reference")
     a2 = FORCE[0] ** 2 + FORCE[1] ** 2
     for side, T_wall, ad in (("bottom", T_BOTTOM, adiabatic[0]), ("top", T_TOP, adiabatic[1])):
         T4 = ref.fields(g0[:, :, _y(side, 3)])[3] + a2 / 8          # production's localTempfic
@@ -81,7 +82,7 @@ def test_reference_oracle_meets_the_production_conditions(adiabatic):
             T_row = T4 if ad else T_wall + (2 - row) * (T_wall - T4)
             assert np.allclose(ref.energy(site), rho * (T_row + a2 / 8), rtol=1e-13, atol=0)
         # the bare bracket: rows 0 and 1 are w-less, so they differ from lbgen's weighted rebuild
-    lb = ref.apply_walls(g0.copy(), f, T_BOTTOM, T_TOP, adiabatic, FORCE, scheme="lbgen")
+    lb = refw.apply_walls(g0.copy(), f, T_BOTTOM, T_TOP, adiabatic, FORCE, scheme="lbgen")
     assert np.abs(lb - g).max() > 1e-6
 
 
@@ -128,7 +129,7 @@ def _run_reference(steps, collision, adiabatic, scheme):
     """The oracle from _state() (the kernels' initial state)."""
     f = _state()
     for _ in range(steps):
-        f = ref.step_walls(f, collision, T_BOTTOM, T_TOP, adiabatic, scheme=scheme, force=FORCE,
+        f = refw.step_walls(f, collision, T_BOTTOM, T_TOP, adiabatic, scheme=scheme, force=FORCE,
                            **OPERATOR_PARAMS[collision])
     return f
 

@@ -20,6 +20,7 @@ import pytest
 
 from conftest import config_id
 from lbgen import reference as ref
+from lbgen import reference_walls as refw
 from lbgen.backends import BackendUnavailable
 from lbgen.codegen import KernelSpec, generate
 from lbgen.model.velocity_set import d2q37
@@ -59,7 +60,7 @@ def wall_reference(wall_state):
         if operator not in memo:
             f = wall_state.copy()
             for _ in range(STEPS):
-                f = ref.step_walls(f, operator, T_BOTTOM, T_TOP, ADIABATIC, force=FORCE, **OPERATOR_PARAMS[operator])
+                f = refw.step_walls(f, operator, T_BOTTOM, T_TOP, ADIABATIC, force=FORCE, **OPERATOR_PARAMS[operator])
             memo[operator] = f
         return memo[operator]
 
@@ -294,7 +295,7 @@ def test_regularized_collide_uses_unit_tau_on_wall_rows(cfg, wall_program, wall_
     b = prog.allocate()
     prog.collide(a, b, ax=FORCE[0], ay=FORCE[1], **params)
     got = prog.download_fields(b)
-    want = ref.collide_regularized(wall_state, force=FORCE, wall=ref.wall_mask(LX, LY), **params)
+    want = ref.collide_regularized(wall_state, force=FORCE, wall=refw.wall_mask(LX, LY), **params)
     assert rel_err(got, want) <= 1e-13
     periodic = ref.collide_regularized(wall_state, force=FORCE, **params)
     assert rel_err(got[:, :, :3], periodic[:, :, :3]) > 1e-6        # the wall rows really differ

@@ -139,11 +139,6 @@ def unknown_set(vs: VelocitySet, side: str, row: int) -> Tuple[int, ...]:
     return tuple(i for i, (_, ey) in enumerate(vs.velocities) if sign * ey >= row + 1)
 
 
-def leaving_set(vs: VelocitySet, side: str, row: int) -> Tuple[int, ...]:
-    """Populations that leave the fluid from `row` in one propagate (opposites of the unknown set)."""
-    return tuple(vs.opposite[i] for i in unknown_set(vs, side, row))
-
-
 def _c(x):
     return sp.Float(sp.N(x, CONSTANT_DIGITS + 10), CONSTANT_DIGITS)
 
@@ -354,9 +349,3 @@ def _rest_mass_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignmen
                           description=f"{'isothermal' if vs.isothermal else 'thermal'} wall (reference scheme), "
                                       f"{side} row {row}: {len(U)} unknown populations {list(U)} carry N from "
                                       f"y-momentum, rest population {rest} takes L - N, u = -a/2{imposed}")
-
-
-def wall_rows(vs: VelocitySet, scheme: str = DEFAULT_SCHEME) -> List[Tuple[str, int, Tuple[int, ...], AssignmentList]]:
-    """(side, row, unknown set, assignments) for the 2 x H wall rows."""
-    return [(side, row, unknown_set(vs, side, row), wall_assignments(vs, side, row, scheme))
-            for side in SIDES for row in range(wall_row_count(vs))]
