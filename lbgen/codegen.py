@@ -19,7 +19,7 @@ import numpy as np
 from . import __version__
 from .diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
 from .layouts import CLUSTERED, LAYOUTS, Layout, LayoutError, make_layout, tag as layout_tag
-from .model import OPERATORS, collide, equilibrium_assignments, macroscopic_assignments, velocity_set
+from .model import OPERATORS, Model, build_model, velocity_set
 from .model.operators import OPERATOR_RECORDS
 from .cprint import RealPrinter, print_assignments
 from .model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
@@ -241,11 +241,14 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
     return " ".join(words)
 
 
-def template_context(spec: KernelSpec) -> dict:
-    vs = velocity_set(spec.velocity_set)
-    col = collide(spec.collision, spec.velocity_set)
-    eq = equilibrium_assignments(spec.velocity_set)
-    mac = macroscopic_assignments(spec.velocity_set)
+def model_of(spec: KernelSpec) -> Model:
+    """The one model value a spec's kernels are printed from (derived once, cached)."""
+    return build_model(spec.velocity_set, spec.collision, spec.walls, spec.wall_scheme)
+
+
+def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
+    model = model or model_of(spec)
+    vs, col, eq, mac = model.vs, model.collide, model.equilibrium, model.macroscopic
     clustered = spec.layout in CLUSTERED
     vl = spec.vl if clustered else 1
     real_bytes = 8 if spec.precision == "double" else 4     # bytes of one stored population
@@ -289,7 +292,7 @@ def template_context(spec: KernelSpec) -> dict:
         "stream": spec.streaming_stores and clustered and (vl * real_bytes) % 32 == 0,
         "align": min(64, vl * real_bytes) if clustered else real_bytes,
         "block_size": spec.block_size,
-        "walls": wall_context(spec) if spec.walls else None,
+        "walls": wall_context(spec, model) if spec.walls else None,
         "tb_max_depth": MAX_TIME_BLOCK,
         "diag": {"ND": ND, "quantities": ROW_QUANTITIES, "index": ROW_INDEX},
         "cx": [int(e[0]) for e in vs.velocities],
@@ -302,17 +305,15 @@ def template_context(spec: KernelSpec) -> dict:
     }
 
 
-def wall_context(spec: KernelSpec) -> dict:
+def wall_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
     """What the bc templates need: per side and row the unknown/leaving sets and the body."""
-    from .model import wall_assignments
     from .model.walls import unknown_set
-    vs = velocity_set(spec.velocity_set)
-    H = wall_row_count(vs)
+    model = model or model_of(spec)
+    vs = model.vs
     sides = []
     for side in ("bottom", "top"):
         rows = []
-        for row in range(H - 1, -1, -1):   # lbgen scheme: row 0 takes the mass the other rows did not
-            asg = wall_assignments(side, row, spec.velocity_set, spec.wall_scheme)
+        for _, row, asg in (w for w in model.walls if w[0] == side):   # lbgen scheme: row 0 takes the rest
             params = [str(p) for p in asg.parameters]
             unknown = list(unknown_set(vs, side, row))
             written = [int(str(s)[4:]) for s in asg.outputs]   # the unknown ones (+ the rest population)
@@ -331,7 +332,7 @@ def wall_context(spec: KernelSpec) -> dict:
                 "flops": asg.flops,
             })
         sides.append({"side": side, "rows": rows})
-    return {"sides": sides, "rows": H, "scheme": spec.wall_scheme, "thermal": not vs.isothermal}
+    return {"sides": sides, "rows": wall_row_count(vs), "scheme": spec.wall_scheme, "thermal": not vs.isothermal}
 
 
 #: (file written, template) per backend; the first file is the one the backend compiles.
@@ -364,7 +365,8 @@ def emit_files(spec: KernelSpec) -> Dict[str, str]:
 def generate(spec: KernelSpec) -> KernelSource:
     """Render the kernels of one spec (validated first: nothing is generated for bad input)."""
     spec = spec.validate()
-    ctx = template_context(spec)
+    model = model_of(spec)
+    ctx = template_context(spec, model)
     env = _environment()
     files = {}
     for out_name, template in _MAIN_TEMPLATES[spec.backend]:
@@ -372,6 +374,5 @@ def generate(spec: KernelSpec) -> KernelSource:
         files[name] = env.get_template(template).render(**ctx)
     main = next(iter(files))
     entry = tuple(f"{spec.prefix}_{n}" for n in ctx["entry_points"])
-    col = collide(spec.collision, spec.velocity_set)
     return KernelSource(spec=spec, files=files, main_file=main, entry_points=entry,
-                        flops={"collide": col.flops, "fused": col.flops, "propagate": 0})
+                        flops={"collide": model.collide.flops, "fused": model.collide.flops, "propagate": 0})

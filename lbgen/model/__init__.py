@@ -9,8 +9,10 @@ the arguments), so only the first process pays for sympy.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Optional, Tuple
 
 import sympy
 
@@ -19,7 +21,7 @@ from .assignments import AssignmentList
 from .operators import OPERATOR_RECORDS, OPERATORS, Operator, Parameter, ParameterError, operator
 from .velocity_set import VelocitySet, d2q9, d2q37, velocity_set
 
-__all__ = ["AssignmentList", "OPERATORS", "OPERATOR_RECORDS", "Operator", "Parameter", "ParameterError", "operator", "VelocitySet", "d2q9", "d2q37", "velocity_set",
+__all__ = ["Model", "build_model", "AssignmentList", "OPERATORS", "OPERATOR_RECORDS", "Operator", "Parameter", "ParameterError", "operator", "VelocitySet", "d2q9", "d2q37", "velocity_set",
            "collide", "equilibrium_assignments", "macroscopic_assignments", "wall_assignments"]
 
 
@@ -72,3 +74,33 @@ def equilibrium_assignments(vs_name: str = "d2q37") -> AssignmentList:
 @lru_cache(maxsize=None)
 def macroscopic_assignments(vs_name: str = "d2q37") -> AssignmentList:
     return _cached("macroscopic", vs_name)
+
+
+@dataclass(frozen=True)
+class Model:
+    """One model, derived once and handed down: the velocity set, the collision operator
+    (its record and its assignments), the equilibrium and macroscopic assignments, and the
+    wall rows ((side, row, assignments), nearest the bulk first) when there are walls."""
+
+    vs: VelocitySet
+    operator: Operator
+    collide: AssignmentList
+    equilibrium: AssignmentList
+    macroscopic: AssignmentList
+    wall_scheme: str = "lbgen"
+    walls: Optional[Tuple[Tuple[str, int, AssignmentList], ...]] = None
+
+
+@lru_cache(maxsize=None)
+def build_model(velocity_set_name: str = "d2q37", collision: str = "bgk", walls: bool = False,
+                wall_scheme: str = "lbgen") -> Model:
+    """The Model of a velocity set, an operator and (optionally) thermal walls."""
+    from .walls import SIDES, wall_row_count
+    vs = velocity_set(velocity_set_name)
+    rows = None
+    if walls:
+        rows = tuple((side, row, wall_assignments(side, row, velocity_set_name, wall_scheme))
+                     for side in SIDES for row in range(wall_row_count(vs) - 1, -1, -1))
+    return Model(vs=vs, operator=operator(collision), collide=collide(collision, velocity_set_name),
+                 equilibrium=equilibrium_assignments(velocity_set_name),
+                 macroscopic=macroscopic_assignments(velocity_set_name), wall_scheme=wall_scheme, walls=rows)
