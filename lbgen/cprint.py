@@ -8,7 +8,7 @@ from typing import List
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
-from .model.assignments import AssignmentList
+from .model.assignments import AssignmentList, power_as_product
 
 
 class RealPrinter(C99CodePrinter):
@@ -34,15 +34,8 @@ class RealPrinter(C99CodePrinter):
         return self._literal(int(expr))
 
     def _print_Pow(self, expr):
-        base, exp = expr.args
-        if exp.is_Integer and exp != 0:
-            n = abs(int(exp))
-            b = self.parenthesize(base, sp.printing.precedence.PRECEDENCE["Mul"] + 1)
-            prod = "*".join([b] * n)
-            if int(exp) < 0:
-                return f"({self._literal(1)}/({prod}))"
-            return f"({prod})" if n > 1 else prod
-        return super()._print_Pow(expr)
+        text = power_as_product(self, expr, one=self._literal(1))
+        return text if text is not None else super()._print_Pow(expr)
 
 
 def print_assignments(asg: AssignmentList, precision: str, declare: str = "const real",

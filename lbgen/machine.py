@@ -8,16 +8,15 @@ independent FMA chains) compiled once with the backends' library cache.  Used by
 from __future__ import annotations
 
 import math
-import platform
 import socket
 import time
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Dict, Iterable, Optional
 
 import numpy as np
 
+from .backends.base import cpu_model
 from .timing import stats
 
 MACHINE_C_DECLS = """
@@ -142,16 +141,6 @@ def measure_peak(precision: str = "double", threads: int = 0, repeat: int = 5, s
     out.update(gflops=out["max"], precision=precision, threads=used, vector_bits=vector_bits(),
                finite_result=bool(math.isfinite(sink)))
     return out
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def measure_machine(threads: int = 0, repeat: int = 5, nbytes: int = 512 << 20,

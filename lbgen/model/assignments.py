@@ -76,21 +76,29 @@ class AssignmentList:
         return np.array([np.broadcast_to(np.asarray(o, dtype=float), shape) for o in out])
 
 
+def power_as_product(printer, expr, one: str = "1.0"):
+    """An integer power base**n printed as a product (1/(...) for n < 0), or None for other
+    powers: the one rule by which the C printer (lbgen.cprint) and the NumPy evaluation here
+    do the same IEEE operations (no pow())."""
+    base, exp = expr.args
+    if not (exp.is_Integer and exp != 0):
+        return None
+    n = abs(int(exp))
+    b = printer.parenthesize(base, sp.printing.precedence.PRECEDENCE["Mul"] + 1)
+    prod = "*".join([b] * n)
+    if int(exp) < 0:
+        return f"({one}/({prod}))"
+    return f"({prod})" if n > 1 else prod
+
+
 class _ProductPrinter(NumPyPrinter):
     """NumPy printer writing integer powers as products, like the C printer of codegen: the
     NumPy evaluation then does the same IEEE operations as a strict build of the kernels
     (bit for bit; numpy.power would call pow())."""
 
     def _print_Pow(self, expr):
-        base, exp = expr.args
-        if exp.is_Integer and exp != 0:
-            n = abs(int(exp))
-            b = self.parenthesize(base, sp.printing.precedence.PRECEDENCE["Mul"] + 1)
-            prod = "*".join([b] * n)
-            if int(exp) < 0:
-                return f"(1.0/({prod}))"
-            return f"({prod})" if n > 1 else prod
-        return super()._print_Pow(expr)
+        text = power_as_product(self, expr)
+        return text if text is not None else super()._print_Pow(expr)
 
 
 def _flops(expr: sp.Expr, in_mul: bool = False) -> int:
