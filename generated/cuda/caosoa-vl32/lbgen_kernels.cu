@@ -389,6 +389,69 @@ static __device__ __forceinline__ void lbgen_collide_site(const real f0, const r
     *o36 = fout36;
 }
 
+/* The macroscopic fields of one site, written once: the fields and diagnostics kernels call it (lbgen.model.collision.macroscopic). */
+static __device__ __forceinline__ void lbgen_fields_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36,     real *__restrict__ o_rho, real *__restrict__ o_ux, real *__restrict__ o_uy, real *__restrict__ o_T)
+{
+    const real t0 = f1 + f35;
+    const real t1 = f0 + f2 + f34 + f36;
+    const real t2 = t0 + t1;
+    const real t3 = f21 + f28;
+    const real t4 = f14 + f22 + f8;
+    const real t5 = t3 + t4;
+    const real t6 = f29 + f31 + f32;
+    const real t7 = f3 + f33;
+    const real t8 = f30 + f4 + f6;
+    const real t9 = t6 + t7 + t8;
+    const real t10 = f15 + f16;
+    const real t11 = f17 + f19;
+    const real t12 = f18 + t10 + t11;
+    const real t13 = f20 + f27 + f7;
+    const real t14 = f13 + f23 + f9;
+    const real t15 = t13 + t14;
+    const real t16 = f11 + f5;
+    const real t17 = f25 + t16;
+    const real t18 = f10 + f24 + f26;
+    const real t19 = f12 + t18;
+    const real t20 = f1 - f35;
+    const real t21 = f0 - f36;
+    const real t22 = -f3 + f33;
+    const real t23 = f30 - f6;
+    const real t24 = -f25;
+    const real t25 = f14 - f22;
+    const real t26 = f13 - f23;
+    const real t27 = f10 - f26;
+    const real t28 = f11 + f12;
+    const real t29 = f17 - f19;
+    const real A00 = t12 + t15 + t17 + t19 + t2 + t5 + t9;
+    const real g1 = f2 - f34 + t20 + t21;
+    const real g2 = f4 + f5 + f7 - t22 - t23 - t6;
+    const real g3 = -f24 - f27 - f28 + f8 + f9 + t24 + t25 + t26 + t27 + t28;
+    const real A10 = 3.590939311179223*g1 + 2.393959540786149*g2 + 1.1969797703930745*g3;
+    const real g5 = -f12 - f2 + f24 - f32 + f34 + f4 + t21 + t23 + t27 + t29;
+    const real g7 = f16 + f29 + f9 - t13 - t22 - t26;
+    const real g8 = f15 + f8 - t25 - t3;
+    const real A01 = -1.1969797703930745*g5 - 2.393959540786149*g7 - 3.590939311179223*g8;
+    const real g9 = t2;
+    const real g10 = f5 + f7 + t9;
+    const real g11 = f25 + f27 + f28 + t14 + t18 + t28 + t4;
+    const real A20 = -f20 - f21 + 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t12;
+    const real g12 = f32 + t1 + t11 + t19 + t8;
+    const real g13 = f16 + f29 + t15 + t7;
+    const real g14 = f15 + t5;
+    const real A02 = -f18 - f31 + 0.43276057073025703*g12 + 4.731042282921028*g13 + 11.894845136572313*g14 - t0 - t17;
+    const real rho = A00;
+    const real inv_rho = (1.0/(rho));
+    const real ux = A10*inv_rho;
+    const real uy = A01*inv_rho;
+    const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
+    const real rho_out = rho;
+    const real ux_out = ux;
+    const real uy_out = uy;
+    const real T_out = T;
+
+    *o_rho = rho_out; *o_ux = ux_out; *o_uy = uy_out; *o_T = T_out;
+}
+
 extern "C" {
 
 /* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
@@ -955,63 +1018,8 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f
     const real f35 = f[site + 35*SP];
     const real f36 = f[site + 36*SP];
 
-    const real t0 = f1 + f35;
-    const real t1 = f0 + f2 + f34 + f36;
-    const real t2 = t0 + t1;
-    const real t3 = f21 + f28;
-    const real t4 = f14 + f22 + f8;
-    const real t5 = t3 + t4;
-    const real t6 = f29 + f31 + f32;
-    const real t7 = f3 + f33;
-    const real t8 = f30 + f4 + f6;
-    const real t9 = t6 + t7 + t8;
-    const real t10 = f15 + f16;
-    const real t11 = f17 + f19;
-    const real t12 = f18 + t10 + t11;
-    const real t13 = f20 + f27 + f7;
-    const real t14 = f13 + f23 + f9;
-    const real t15 = t13 + t14;
-    const real t16 = f11 + f5;
-    const real t17 = f25 + t16;
-    const real t18 = f10 + f24 + f26;
-    const real t19 = f12 + t18;
-    const real t20 = f1 - f35;
-    const real t21 = f0 - f36;
-    const real t22 = -f3 + f33;
-    const real t23 = f30 - f6;
-    const real t24 = -f25;
-    const real t25 = f14 - f22;
-    const real t26 = f13 - f23;
-    const real t27 = f10 - f26;
-    const real t28 = f11 + f12;
-    const real t29 = f17 - f19;
-    const real A00 = t12 + t15 + t17 + t19 + t2 + t5 + t9;
-    const real g1 = f2 - f34 + t20 + t21;
-    const real g2 = f4 + f5 + f7 - t22 - t23 - t6;
-    const real g3 = -f24 - f27 - f28 + f8 + f9 + t24 + t25 + t26 + t27 + t28;
-    const real A10 = 3.590939311179223*g1 + 2.393959540786149*g2 + 1.1969797703930745*g3;
-    const real g5 = -f12 - f2 + f24 - f32 + f34 + f4 + t21 + t23 + t27 + t29;
-    const real g7 = f16 + f29 + f9 - t13 - t22 - t26;
-    const real g8 = f15 + f8 - t25 - t3;
-    const real A01 = -1.1969797703930745*g5 - 2.393959540786149*g7 - 3.590939311179223*g8;
-    const real g9 = t2;
-    const real g10 = f5 + f7 + t9;
-    const real g11 = f25 + f27 + f28 + t14 + t18 + t28 + t4;
-    const real A20 = -f20 - f21 + 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t12;
-    const real g12 = f32 + t1 + t11 + t19 + t8;
-    const real g13 = f16 + f29 + t15 + t7;
-    const real g14 = f15 + t5;
-    const real A02 = -f18 - f31 + 0.43276057073025703*g12 + 4.731042282921028*g13 + 11.894845136572313*g14 - t0 - t17;
-    const real rho = A00;
-    const real inv_rho = (1.0/(rho));
-    const real ux = A10*inv_rho;
-    const real uy = A01*inv_rho;
-    const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
-    const real rho_out = rho;
-    const real ux_out = ux;
-    const real uy_out = uy;
-    const real T_out = T;
-
+    real rho_out, ux_out, uy_out, T_out;
+    lbgen_fields_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &rho_out, &ux_out, &uy_out, &T_out);
     rho_o[i] = rho_out; ux_o[i] = ux_out; uy_o[i] = uy_out; T_o[i] = T_out;
 }
 
@@ -1082,63 +1090,8 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
             const real f35 = f[site + 35*SP];
             const real f36 = f[site + 36*SP];
 
-            const real t0 = f1 + f35;
-            const real t1 = f0 + f2 + f34 + f36;
-            const real t2 = t0 + t1;
-            const real t3 = f21 + f28;
-            const real t4 = f14 + f22 + f8;
-            const real t5 = t3 + t4;
-            const real t6 = f29 + f31 + f32;
-            const real t7 = f3 + f33;
-            const real t8 = f30 + f4 + f6;
-            const real t9 = t6 + t7 + t8;
-            const real t10 = f15 + f16;
-            const real t11 = f17 + f19;
-            const real t12 = f18 + t10 + t11;
-            const real t13 = f20 + f27 + f7;
-            const real t14 = f13 + f23 + f9;
-            const real t15 = t13 + t14;
-            const real t16 = f11 + f5;
-            const real t17 = f25 + t16;
-            const real t18 = f10 + f24 + f26;
-            const real t19 = f12 + t18;
-            const real t20 = f1 - f35;
-            const real t21 = f0 - f36;
-            const real t22 = -f3 + f33;
-            const real t23 = f30 - f6;
-            const real t24 = -f25;
-            const real t25 = f14 - f22;
-            const real t26 = f13 - f23;
-            const real t27 = f10 - f26;
-            const real t28 = f11 + f12;
-            const real t29 = f17 - f19;
-            const real A00 = t12 + t15 + t17 + t19 + t2 + t5 + t9;
-            const real g1 = f2 - f34 + t20 + t21;
-            const real g2 = f4 + f5 + f7 - t22 - t23 - t6;
-            const real g3 = -f24 - f27 - f28 + f8 + f9 + t24 + t25 + t26 + t27 + t28;
-            const real A10 = 3.590939311179223*g1 + 2.393959540786149*g2 + 1.1969797703930745*g3;
-            const real g5 = -f12 - f2 + f24 - f32 + f34 + f4 + t21 + t23 + t27 + t29;
-            const real g7 = f16 + f29 + f9 - t13 - t22 - t26;
-            const real g8 = f15 + f8 - t25 - t3;
-            const real A01 = -1.1969797703930745*g5 - 2.393959540786149*g7 - 3.590939311179223*g8;
-            const real g9 = t2;
-            const real g10 = f5 + f7 + t9;
-            const real g11 = f25 + f27 + f28 + t14 + t18 + t28 + t4;
-            const real A20 = -f20 - f21 + 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t12;
-            const real g12 = f32 + t1 + t11 + t19 + t8;
-            const real g13 = f16 + f29 + t15 + t7;
-            const real g14 = f15 + t5;
-            const real A02 = -f18 - f31 + 0.43276057073025703*g12 + 4.731042282921028*g13 + 11.894845136572313*g14 - t0 - t17;
-            const real rho = A00;
-            const real inv_rho = (1.0/(rho));
-            const real ux = A10*inv_rho;
-            const real uy = A01*inv_rho;
-            const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
-            const real rho_out = rho;
-            const real ux_out = ux;
-            const real uy_out = uy;
-            const real T_out = T;
-
+            real rho_out, ux_out, uy_out, T_out;
+            lbgen_fields_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &rho_out, &ux_out, &uy_out, &T_out);
             const double d_rho = (double)rho_out, d_ux = (double)ux_out, d_uy = (double)uy_out, d_T = (double)T_out;
             const double d_u2 = d_ux*d_ux + d_uy*d_uy, d_kin = (double)0.5*d_rho*d_u2;
             const double d_s = d_rho + d_ux + d_uy + d_T;
