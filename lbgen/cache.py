@@ -71,6 +71,20 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+@lru_cache(maxsize=None)
+def source_digest(root: str, patterns: tuple = ("*.py",)) -> str:
+    """SHA-256 of the code under `root` (a file, or every file below a folder matching
+    `patterns`, in sorted order, names included): a cache-key part that changes whenever
+    the code that derives a cached value does."""
+    base = Path(root)
+    files = [base] if base.is_file() else sorted(
+        f for pattern in patterns for f in base.rglob(pattern) if f.is_file() and "__pycache__" not in f.parts)
+    h = hashlib.sha256()
+    for f in files:
+        h.update(str(f.relative_to(base) if f != base else f.name).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def digest(*parts: Any) -> str:
     h = hashlib.sha256()
     for p in parts:

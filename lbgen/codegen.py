@@ -11,12 +11,15 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 import jinja2
 import numpy as np
+import sympy
 
 from . import __version__
+from .cache import cached_pickle, digest, source_digest
 from .diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
 from .layouts import CLUSTERED, LAYOUTS, Layout, LayoutError, make_layout, tag as layout_tag
 from .model import OPERATORS, Model, build_model, velocity_set
@@ -187,6 +190,10 @@ class KernelSource:
         for name in sorted(self.files):
             h.update(name.encode() + b"\0" + self.files[name].encode() + b"\0")
         return h.hexdigest()
+
+
+def _templates_dir() -> Path:
+    return Path(str(resources.files("lbgen.templates")))
 
 
 @lru_cache(maxsize=1)
@@ -363,8 +370,20 @@ def emit_files(spec: KernelSpec) -> Dict[str, str]:
 
 
 def generate(spec: KernelSpec) -> KernelSource:
-    """Render the kernels of one spec (validated first: nothing is generated for bad input)."""
+    """Render the kernels of one spec (validated first: nothing is generated for bad input).
+
+    Rendered sources are cached on disk, keyed by the spec, the code of the lbgen package
+    and its templates and the sympy and Jinja versions: a run whose kernels were rendered
+    before skips sympy printing and the templates (about 2 s).
+    """
     spec = spec.validate()
+    package = Path(__file__).parent
+    key = digest(source_digest(str(package)), source_digest(str(_templates_dir()), ("*",)),
+                 sympy.__version__, jinja2.__version__, repr(spec))
+    return cached_pickle("render", key, lambda: _render(spec))
+
+
+def _render(spec: KernelSpec) -> KernelSource:
     model = model_of(spec)
     ctx = template_context(spec, model)
     env = _environment()

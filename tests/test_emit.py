@@ -82,3 +82,36 @@ def test_generated_folder_matches_a_fresh_emit(spec):
     assert sorted(on_disk) == sorted(fresh), "generated/ has different files than `lbgen emit` writes"
     for name, text in fresh.items():
         assert on_disk[name] == text, f"{folder / name} differs from a fresh emit: regenerate generated/"
+
+
+def test_rendered_sources_are_cached_and_keyed_by_the_code(tmp_path, monkeypatch):
+    """A second generate() of a spec reads the render cache and gives the same files; the key
+    follows the template code, so an edited template is rendered afresh."""
+    import lbgen.cache as cache
+    import lbgen.codegen as codegen
+
+    monkeypatch.setenv("LBGEN_CACHE_DIR", str(tmp_path / "cache"))
+    spec = KernelSpec(backend="c", layout="soa", collision="bgk")
+    first = codegen.generate(spec)
+    entries = list((tmp_path / "cache" / "render").glob("*.pickle"))
+    assert len(entries) == 1
+
+    def no_render(*args, **kwargs):
+        pytest.fail("rendered again although the cache holds this spec")
+
+    with monkeypatch.context() as m:
+        m.setattr(codegen, "_render", no_render)
+        again = codegen.generate(spec)
+    assert again.files == first.files and again.flops == first.flops
+
+    templates = tmp_path / "templates"
+    shutil.copytree(codegen._templates_dir(), templates)
+    (templates / "c" / "kernels.c.j2").write_text((templates / "c" / "kernels.c.j2").read_text() + "\n/* edited */\n")
+    monkeypatch.setattr(codegen, "_templates_dir", lambda: templates)
+    cache.source_digest.cache_clear()
+    rendered = []
+    real = codegen._render
+    monkeypatch.setattr(codegen, "_render", lambda s: rendered.append(s) or real(s))
+    codegen.generate(spec)
+    assert rendered, "an edited template must change the cache key"
+    assert len(list((tmp_path / "cache" / "render").glob("*.pickle"))) == 2

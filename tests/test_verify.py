@@ -34,13 +34,15 @@ def test_verify_strict_requires_bit_identical_backends():
 def test_verify_fails_when_a_kernel_has_a_wrong_offset(monkeypatch):
     real = codegen._index_terms
 
-    def broken(layout_name, velocities):
-        terms = real(layout_name, velocities)
+    def broken(*args):
+        terms = real(*args)
         terms["pull"] = list(terms["pull"])
         terms["pull"][5] = terms["pull"][5] + " + SX"      # population 5 pulled from the wrong column
         return terms
 
     monkeypatch.setattr(codegen, "_index_terms", broken)
+    # render afresh: the on-disk cache of rendered sources is keyed by the code on disk
+    monkeypatch.setattr(codegen, "cached_pickle", lambda kind, key, build: build())
     result = CliRunner().invoke(main, ["verify", "--backends", "c", "--layouts", "soa", "--steps", "5",
                                        "--collision", "bgk"])
     assert result.exit_code == 1, result.output

@@ -8,7 +8,6 @@ the arguments), so only the first process pays for sympy.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -16,21 +15,13 @@ from typing import Optional, Tuple
 
 import sympy
 
-from ..cache import cached_pickle, digest
+from ..cache import cached_pickle, digest, source_digest
 from .assignments import AssignmentList
 from .operators import OPERATOR_RECORDS, OPERATORS, Operator, Parameter, ParameterError, operator
 from .velocity_set import VelocitySet, d2q9, d2q37, velocity_set
 
 __all__ = ["Model", "build_model", "AssignmentList", "OPERATORS", "OPERATOR_RECORDS", "Operator", "Parameter", "ParameterError", "operator", "VelocitySet", "d2q9", "d2q37", "velocity_set",
            "collide", "equilibrium_assignments", "macroscopic_assignments", "wall_assignments"]
-
-
-@lru_cache(maxsize=1)
-def _source_hash() -> str:
-    h = hashlib.sha256()
-    for p in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def _cached(what: str, vs_name: str, *args):
@@ -47,7 +38,7 @@ def _cached(what: str, vs_name: str, *args):
             return c.equilibrium(vs)
         return c.macroscopic(vs)
 
-    key = digest(_source_hash(), sympy.__version__, what, vs_name, *args)
+    key = digest(source_digest(str(Path(__file__).parent)), sympy.__version__, what, vs_name, *args)
     return cached_pickle("model", key, build)
 
 

@@ -19,6 +19,8 @@ from typing import Tuple
 import numpy as np
 import sympy as sp
 
+from ..cache import cached_pickle, digest, source_digest
+
 #: digits kept when the exact algebraic numbers are turned into floats
 PRECISION_DIGITS = 40
 
@@ -195,7 +197,9 @@ def solve_weights(shells, degree):
 
 def build_velocity_set(name: str, shells, degree: int) -> VelocitySet:
     shells = tuple(tuple(int(c) for c in s) for s in shells)
-    t, shell_weights, poly = solve_weights(shells, degree)
+    # the sympy solve takes about a second: cached on disk, keyed by this file and sympy
+    key = digest(source_digest(__file__), sp.__version__, "solve_weights", shells, degree)
+    t, shell_weights, poly = cached_pickle("model", key, lambda: solve_weights(shells, degree))
     vel = []
     for s_index, s in enumerate(shells):
         vel += [(v, s_index) for v in _shell_members(s)]

@@ -153,10 +153,14 @@ _NUMPY_TYPES = {"Float32": "float32", "Float64": "float64", "Int32": "int32", "I
 def write_vti(path: PathLike, fields: dict) -> Path:
     """VTK XML ImageData (.vti) of rho, ux, uy, T and the velocity vector, via pyevtk.
 
-    Point (x, y) of the image is lattice site (x, y).  pyevtk stores the arrays as raw
-    appended binary data, which ParaView and VTK read directly.  Written atomically.
+    Point (x, y) of the image is lattice site (x, y).  pyevtk's ``VtkFile`` writes the XML
+    (grid, piece, data array headers with their offsets); the raw appended binary blocks
+    (a UInt64 byte count, then the values, x fastest) are written here with numpy: pyevtk's
+    own ``appendData`` packs one value per Python call (17 s for the two outputs of a
+    1024 x 4096 run, against 0.3 s).  ParaView and VTK read the file directly.  Written
+    atomically.
     """
-    from pyevtk.hl import imageToVTK
+    from pyevtk.vtk import VtkFile, VtkImageData
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -167,9 +171,28 @@ def write_vti(path: PathLike, fields: dict) -> Path:
 
     point = {name: as3d(field_array(fields, name)) for name in FIELD_NAMES}
     point["velocity"] = (point["ux"], point["uy"], np.zeros_like(point["ux"]))
+    end = tuple(n - 1 for n in point["rho"].shape)
     with atomic_output(path) as tmp:        # pyevtk appends ".vti" to the name it is given
-        written = Path(imageToVTK(str(tmp.with_suffix("")), pointData=point))
-        os.replace(written, tmp)
+        w = VtkFile(str(tmp.with_suffix("")), VtkImageData)
+        w.openGrid(start=(0, 0, 0), end=end, origin=(0.0, 0.0, 0.0), spacing=(1.0, 1.0, 1.0))
+        w.openPiece(start=(0, 0, 0), end=end)
+        w.openData("Point", scalars=FIELD_NAMES[0], vectors="velocity")
+        for name, data in point.items():
+            w.addData(name, data)
+        w.closeData("Point")
+        w.closePiece()
+        w.closeGrid()
+        w.openAppendedData()
+        stream = w.xml.stream
+        for data in point.values():
+            # VTK order: x fastest (Fortran order of the (LX, LY, 1) arrays); a vector's
+            # components interleaved per point
+            block = (np.stack([np.ravel(c, order="F") for c in data], axis=1) if isinstance(data, tuple)
+                     else np.ravel(data, order="F")).astype("<f8", copy=False)
+            stream.write(np.uint64(block.nbytes).astype("<u8").tobytes())
+            stream.write(np.ascontiguousarray(block).tobytes())
+        w.save()
+        os.replace(w.getFileName(), tmp)
     return path
 
 

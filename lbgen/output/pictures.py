@@ -215,8 +215,12 @@ def field_figure(quantity: str, fields: dict, *, limits: Optional[Sequence[float
     fig = new_figure((width, height), float(dpi))
     ax = fig.add_axes((left / width, bottom / height, img_w / width, img_h / height))
     cax = fig.add_axes(((left + img_w + 0.15) / width, bottom / height, 0.2 / width, img_h / height))
-    im = ax.imshow(data.T, origin="lower", aspect="auto", cmap=cmap or default_cmap, vmin=lo, vmax=hi,
-                   extent=(-0.5, lx - 0.5, -0.5, ly - 0.5), interpolation="nearest")
+    # nearest-neighbour sampling at the picture's resolution: keep every s-th site (s =
+    # sites per pixel, rounded down) before matplotlib colour-maps the array, which it
+    # otherwise does for every site (0.7 s a picture at 1024 x 4096, 0.1 s this way)
+    sx, sy = max(1, int(lx // (img_w * dpi))), max(1, int(ly // (img_h * dpi)))
+    im = ax.imshow(data[sx // 2::sx, sy // 2::sy].T, origin="lower", aspect="auto", cmap=cmap or default_cmap,
+                   vmin=lo, vmax=hi, extent=(-0.5, lx - 0.5, -0.5, ly - 0.5), interpolation="nearest")
     ax.set_xlabel("x")
     ax.set_ylabel("y")
     ax.set_title(title_of(quantity, step, time), fontsize=11)

@@ -1700,91 +1700,98 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out)
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    /* one cluster row r per iteration: its VL lanes (rows y = r + k*NR) together, so every
-       cache line loaded along x is used whole */
+    /* blocks of DIAG_RB cluster rows, x outer: per x a block reads DIAG_RB*Q*VL contiguous
+       values (a few pages, not one page per x), its lanes (rows y = r + k*NR) are the vector
+       loop, and each row still sums over x in ascending order, whatever the thread count */
+    enum { DIAG_RB = 16 };
     #pragma omp parallel for schedule(static)
-    for (ptrdiff_t r = 0; r < NR; ++r) {
-        double d_[VL][11];
-        for (ptrdiff_t k = 0; k < VL; ++k) {
-            d_[k][0] = 0;   /* mass (sum) */
-            d_[k][1] = 0;   /* momentum_x (sum) */
-            d_[k][2] = 0;   /* momentum_y (sum) */
-            d_[k][3] = 0;   /* energy (sum) */
-            d_[k][4] = 0;   /* kinetic_energy (sum) */
-            d_[k][5] = 0;   /* T_sum (sum) */
-            d_[k][6] = 0;   /* max_u2 (max) */
-            d_[k][7] = 1e300;   /* min_rho (min) */
-            d_[k][8] = 1e300;   /* min_T (min) */
-            d_[k][9] = -1e300;   /* max_T (max) */
-            d_[k][10] = 0;   /* nonfinite (sum) */
-
-        }
-        for (ptrdiff_t x = 0; x < LX; ++x)
+    for (ptrdiff_t r0 = 0; r0 < NR; r0 += DIAG_RB) {
+        const ptrdiff_t nr = (NR - r0 < DIAG_RB) ? NR - r0 : DIAG_RB;
+        double d_[DIAG_RB][11][VL];
+        for (ptrdiff_t b = 0; b < nr; ++b)
             for (ptrdiff_t k = 0; k < VL; ++k) {
-                const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
-                {
-                    const real f0 = f[site + 0];
-                    const real f1 = f[site + 1*SP];
-                    const real f2 = f[site + 2*SP];
-                    const real f3 = f[site + 3*SP];
-                    const real f4 = f[site + 4*SP];
-                    const real f5 = f[site + 5*SP];
-                    const real f6 = f[site + 6*SP];
-                    const real f7 = f[site + 7*SP];
-                    const real f8 = f[site + 8*SP];
-                    const real f9 = f[site + 9*SP];
-                    const real f10 = f[site + 10*SP];
-                    const real f11 = f[site + 11*SP];
-                    const real f12 = f[site + 12*SP];
-                    const real f13 = f[site + 13*SP];
-                    const real f14 = f[site + 14*SP];
-                    const real f15 = f[site + 15*SP];
-                    const real f16 = f[site + 16*SP];
-                    const real f17 = f[site + 17*SP];
-                    const real f18 = f[site + 18*SP];
-                    const real f19 = f[site + 19*SP];
-                    const real f20 = f[site + 20*SP];
-                    const real f21 = f[site + 21*SP];
-                    const real f22 = f[site + 22*SP];
-                    const real f23 = f[site + 23*SP];
-                    const real f24 = f[site + 24*SP];
-                    const real f25 = f[site + 25*SP];
-                    const real f26 = f[site + 26*SP];
-                    const real f27 = f[site + 27*SP];
-                    const real f28 = f[site + 28*SP];
-                    const real f29 = f[site + 29*SP];
-                    const real f30 = f[site + 30*SP];
-                    const real f31 = f[site + 31*SP];
-                    const real f32 = f[site + 32*SP];
-                    const real f33 = f[site + 33*SP];
-                    const real f34 = f[site + 34*SP];
-                    const real f35 = f[site + 35*SP];
-                    const real f36 = f[site + 36*SP];
+                d_[b][0][k] = 0;   /* mass (sum) */
+                d_[b][1][k] = 0;   /* momentum_x (sum) */
+                d_[b][2][k] = 0;   /* momentum_y (sum) */
+                d_[b][3][k] = 0;   /* energy (sum) */
+                d_[b][4][k] = 0;   /* kinetic_energy (sum) */
+                d_[b][5][k] = 0;   /* T_sum (sum) */
+                d_[b][6][k] = 0;   /* max_u2 (max) */
+                d_[b][7][k] = 1e300;   /* min_rho (min) */
+                d_[b][8][k] = 1e300;   /* min_T (min) */
+                d_[b][9][k] = -1e300;   /* max_T (max) */
+                d_[b][10][k] = 0;   /* nonfinite (sum) */
 
-                    real rho_out, ux_out, uy_out, T_out;
-                    lbgen_fields_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &rho_out, &ux_out, &uy_out, &T_out);
-                    const double d_rho = (double)rho_out, d_ux = (double)ux_out, d_uy = (double)uy_out, d_T = (double)T_out;
-                    const double d_u2 = d_ux*d_ux + d_uy*d_uy, d_kin = (double)0.5*d_rho*d_u2;
-                    const double d_s = d_rho + d_ux + d_uy + d_T;
-                    const int d_finite = (d_s - d_s == 0);   /* false for NaN or Inf in any field */
-                    d_[k][0] += d_rho;
-                    d_[k][1] += d_rho*d_ux;
-                    d_[k][2] += d_rho*d_uy;
-                    d_[k][3] += d_rho*d_T + d_kin;
-                    d_[k][4] += d_kin;
-                    d_[k][5] += d_T;
-                    if (d_finite) {
-                        if (d_u2 > d_[k][6]) d_[k][6] = d_u2;
-                        if (d_rho < d_[k][7]) d_[k][7] = d_rho;
-                        if (d_T < d_[k][8]) d_[k][8] = d_T;
-                        if (d_T > d_[k][9]) d_[k][9] = d_T;
-                    } else {
-                        d_[k][10] += 1;
+            }
+        for (ptrdiff_t x = 0; x < LX; ++x)
+            for (ptrdiff_t b = 0; b < nr; ++b) {
+                const ptrdiff_t r = r0 + b;
+                #pragma omp simd
+                for (ptrdiff_t k = 0; k < VL; ++k) {
+                    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+                    {
+                        const real f0 = f[site + 0];
+                        const real f1 = f[site + 1*SP];
+                        const real f2 = f[site + 2*SP];
+                        const real f3 = f[site + 3*SP];
+                        const real f4 = f[site + 4*SP];
+                        const real f5 = f[site + 5*SP];
+                        const real f6 = f[site + 6*SP];
+                        const real f7 = f[site + 7*SP];
+                        const real f8 = f[site + 8*SP];
+                        const real f9 = f[site + 9*SP];
+                        const real f10 = f[site + 10*SP];
+                        const real f11 = f[site + 11*SP];
+                        const real f12 = f[site + 12*SP];
+                        const real f13 = f[site + 13*SP];
+                        const real f14 = f[site + 14*SP];
+                        const real f15 = f[site + 15*SP];
+                        const real f16 = f[site + 16*SP];
+                        const real f17 = f[site + 17*SP];
+                        const real f18 = f[site + 18*SP];
+                        const real f19 = f[site + 19*SP];
+                        const real f20 = f[site + 20*SP];
+                        const real f21 = f[site + 21*SP];
+                        const real f22 = f[site + 22*SP];
+                        const real f23 = f[site + 23*SP];
+                        const real f24 = f[site + 24*SP];
+                        const real f25 = f[site + 25*SP];
+                        const real f26 = f[site + 26*SP];
+                        const real f27 = f[site + 27*SP];
+                        const real f28 = f[site + 28*SP];
+                        const real f29 = f[site + 29*SP];
+                        const real f30 = f[site + 30*SP];
+                        const real f31 = f[site + 31*SP];
+                        const real f32 = f[site + 32*SP];
+                        const real f33 = f[site + 33*SP];
+                        const real f34 = f[site + 34*SP];
+                        const real f35 = f[site + 35*SP];
+                        const real f36 = f[site + 36*SP];
+
+                        real rho_out, ux_out, uy_out, T_out;
+                        lbgen_fields_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &rho_out, &ux_out, &uy_out, &T_out);
+                        const double d_rho = (double)rho_out, d_ux = (double)ux_out, d_uy = (double)uy_out, d_T = (double)T_out;
+                        const double d_u2 = d_ux*d_ux + d_uy*d_uy, d_kin = (double)0.5*d_rho*d_u2;
+                        const double d_s = d_rho + d_ux + d_uy + d_T;
+                        const double d_nan = d_s - d_s;   /* 0, or NaN when any field is NaN or Inf */
+                        d_[b][0][k] += d_rho;
+                        d_[b][1][k] += d_rho*d_ux;
+                        d_[b][2][k] += d_rho*d_uy;
+                        d_[b][3][k] += d_rho*d_T + d_kin;
+                        d_[b][4][k] += d_kin;
+                        d_[b][5][k] += d_T;
+                        /* + d_nan: a NaN candidate compares false, so a non-finite site leaves min and max alone */
+                        d_[b][6][k] = (d_u2 + d_nan > d_[b][6][k]) ? d_u2 + d_nan : d_[b][6][k];
+                        d_[b][7][k] = (d_rho + d_nan < d_[b][7][k]) ? d_rho + d_nan : d_[b][7][k];
+                        d_[b][8][k] = (d_T + d_nan < d_[b][8][k]) ? d_T + d_nan : d_[b][8][k];
+                        d_[b][9][k] = (d_T + d_nan > d_[b][9][k]) ? d_T + d_nan : d_[b][9][k];
+                        d_[b][10][k] += (d_nan == 0) ? 0 : 1;
                     }
                 }
             }
-        for (ptrdiff_t k = 0; k < VL; ++k)
-            for (int j = 0; j < 11; ++j) out[(r + k*NR)*11 + j] = d_[k][j];
+        for (ptrdiff_t b = 0; b < nr; ++b)
+            for (ptrdiff_t k = 0; k < VL; ++k)
+                for (int j = 0; j < 11; ++j) out[(r0 + b + k*NR)*11 + j] = d_[b][j][k];
     }
 }
 

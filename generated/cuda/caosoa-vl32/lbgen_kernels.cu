@@ -1119,21 +1119,19 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
             const double d_rho = (double)rho_out, d_ux = (double)ux_out, d_uy = (double)uy_out, d_T = (double)T_out;
             const double d_u2 = d_ux*d_ux + d_uy*d_uy, d_kin = (double)0.5*d_rho*d_u2;
             const double d_s = d_rho + d_ux + d_uy + d_T;
-            const int d_finite = (d_s - d_s == 0);   /* false for NaN or Inf in any field */
+            const double d_nan = d_s - d_s;   /* 0, or NaN when any field is NaN or Inf */
             d_[0] += d_rho;
             d_[1] += d_rho*d_ux;
             d_[2] += d_rho*d_uy;
             d_[3] += d_rho*d_T + d_kin;
             d_[4] += d_kin;
             d_[5] += d_T;
-            if (d_finite) {
-                if (d_u2 > d_[6]) d_[6] = d_u2;
-                if (d_rho < d_[7]) d_[7] = d_rho;
-                if (d_T < d_[8]) d_[8] = d_T;
-                if (d_T > d_[9]) d_[9] = d_T;
-            } else {
-                d_[10] += 1;
-            }
+            /* + d_nan: a NaN candidate compares false, so a non-finite site leaves min and max alone */
+            d_[6] = (d_u2 + d_nan > d_[6]) ? d_u2 + d_nan : d_[6];
+            d_[7] = (d_rho + d_nan < d_[7]) ? d_rho + d_nan : d_[7];
+            d_[8] = (d_T + d_nan < d_[8]) ? d_T + d_nan : d_[8];
+            d_[9] = (d_T + d_nan > d_[9]) ? d_T + d_nan : d_[9];
+            d_[10] += (d_nan == 0) ? 0 : 1;
         }
     }
     for (int j = 0; j < 11; ++j) out[(r + k*NR)*11 + j] = d_[j];
