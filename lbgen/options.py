@@ -89,7 +89,7 @@ SCHEMA: Tuple[Option, ...] = (
     Option("check_every", "int", 100, "NaN / negative rho or T guard every K steps.", minimum=0, resumable=True),
     Option("pictures", "pictures", ("T",), f"Comma list of {', '.join(PICTURE_QUANTITIES)} (or none).",
            resumable=True),
-    Option("series_every", "int", 0, "series.csv row every K steps (0: about 200 rows, every step for short runs).",
+    Option("series_every", "int", 0, "series.csv row every K steps (0: about 200 rows, at most one every 10 steps: a row costs about a step).",
            minimum=0, resumable=True),
     Option("dpi", "float", None, "Picture resolution in dots per inch (default: 1200 px on the long side).",
            minimum=0.0, optional=True, resumable=True),

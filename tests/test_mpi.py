@@ -107,7 +107,7 @@ def test_a_lattice_too_narrow_for_the_ranks_is_refused(tmp_path):
 
 def test_outputs_checkpoints_and_resume_with_two_ranks(tmp_path):
     common = ["rayleigh-taylor", "--lx", 24, "--ly", 32, "--gravity", "0,-1e-4", "--strict", "--pictures", "none",
-              "--checkpoint-every", 6, "--output-every", 4]
+              "--checkpoint-every", 6, "--output-every", 4, "--series-every", 1]
     full = mpirun(2, ["run"] + common + ["--steps", 12, "--out", "full", "--save", "full.npz"], tmp_path)
     assert full.returncode == 0, full.stderr
     part = mpirun(2, ["run"] + common + ["--steps", 6, "--out", "r"], tmp_path)

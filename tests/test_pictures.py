@@ -121,10 +121,10 @@ def _series_steps(path):
 
 
 def test_series_rows_do_not_depend_on_output_every(tmp_path, rt_run):
-    assert _series_steps(rt_run) == list(range(STEPS + 1))              # short run: every step
+    assert _series_steps(rt_run) == [0, 10, 20, STEPS]                  # short run: every 10 steps
     other = tmp_path / "other"
     assert invoke(*RT, "--steps", STEPS, "--out", other, "--pictures", "none").exit_code == 0
-    assert _series_steps(other) == list(range(STEPS + 1))
+    assert _series_steps(other) == [0, 10, 20, STEPS]
     a, b = read_series(rt_run / "series.csv"), read_series(other / "series.csv")
     np.testing.assert_allclose(a["mass"], b["mass"], rtol=1e-14)
     every = tmp_path / "every7"
@@ -140,17 +140,18 @@ def test_series_has_every_quantity_and_matches_the_saved_fields(rt_run):
                    "min_T", "max_T"):
         assert np.isfinite(s[column]).all(), column
     run = RunFolder(rt_run)
-    host = diagnostics(run.fields(16), 1.05, 0.95)                      # from the saved fields, on the host
-    row = list(s["step"]).index(16)
+    host = diagnostics(run.fields(STEPS), 1.05, 0.95)                   # from the saved fields, on the host
+    row = list(s["step"]).index(STEPS)
     for key in ("mass", "momentum_y", "energy", "kinetic_energy", "mixing_width", "max_speed", "min_T"):
         assert s[key][row] == pytest.approx(host[key], rel=1e-12, abs=1e-15), key
-    assert s["time"][row] == pytest.approx(run.fields(16)["time"])
+    assert s["time"][row] == pytest.approx(run.fields(STEPS)["time"])
     assert (rt_run / "series.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_default_series_every_gives_about_200_samples():
+def test_default_series_every_gives_about_200_samples_at_most_one_every_10_steps():
     from lbgen.output import default_series_every
-    assert default_series_every(150) == 1 and default_series_every(8000) == 40
+    assert default_series_every(8000) == 40 and default_series_every(2000) == 10
+    assert default_series_every(150) == 10 and default_series_every(3) == 10
 
 
 # --------------------------------------------------------------------------- movie

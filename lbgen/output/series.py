@@ -18,13 +18,18 @@ PathLike = Union[str, os.PathLike]
 #: columns of series.csv
 SERIES_COLUMNS = ("step", "time") + SCALARS
 SERIES_CSV, SERIES_PNG = "series.csv", "series.png"
-#: the default series has about this many samples per run (every step for shorter runs)
+#: the default series has about this many samples per run ...
 SERIES_SAMPLES = 200
+#: ... and at most one every this many steps: a row reads every population once (the
+#: diagnostics kernel costs about as much as a step), so a row every step would halve the
+#: speed of the run loop; with this floor the series costs at most about a tenth of it
+SERIES_MIN_EVERY = 10
 
 
 def default_series_every(steps: int) -> int:
-    """K of ``--series-every`` when not given: about SERIES_SAMPLES samples, every step for short runs."""
-    return max(1, int(steps) // SERIES_SAMPLES)
+    """K of ``--series-every`` when not given: about SERIES_SAMPLES samples, at most one
+    every SERIES_MIN_EVERY steps (the last step always has a row)."""
+    return max(SERIES_MIN_EVERY, int(steps) // SERIES_SAMPLES)
 
 
 def series_steps(steps: int, every: int, start: int = 0) -> list:

@@ -1703,7 +1703,7 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out)
     /* blocks of DIAG_RB cluster rows, x outer: per x a block reads DIAG_RB*Q*VL contiguous
        values (a few pages, not one page per x), its lanes (rows y = r + k*NR) are the vector
        loop, and each row still sums over x in ascending order, whatever the thread count */
-    enum { DIAG_RB = 16 };
+    enum { DIAG_RB = 64 };
     #pragma omp parallel for schedule(static)
     for (ptrdiff_t r0 = 0; r0 < NR; r0 += DIAG_RB) {
         const ptrdiff_t nr = (NR - r0 < DIAG_RB) ? NR - r0 : DIAG_RB;
