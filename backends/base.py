@@ -154,6 +154,25 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def last_level_cache_bytes() -> int:
+    """Size in bytes of the CPU's largest data cache (Linux sysfs, cpu0); 0 when unknown."""
+    from pathlib import Path as _Path
+    best = 0
+    for index in _Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            size = (index / "size").read_text().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
+        try:
+            best = max(best, int(size.rstrip("KMG")) * scale)
+        except ValueError:
+            continue
+    return best
+
+
 class Program(abc.ABC):
     """Compiled kernels of one spec for one lattice size."""
 

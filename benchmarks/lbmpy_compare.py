@@ -134,7 +134,9 @@ def lbgen_kernel(velocity_set: str, lx: int, ly: int, threads: int, tau: float, 
         state["i"] ^= 1
 
     name = "fused" if time_block == 1 else f"fused-tb{time_block}"
-    return call, lx * ly * time_block, f"lbgen {velocity_set} BGK {name} ({spec.tag}, {prog.threads} threads)"
+    stores = "streaming" if prog.streaming_stores else "plain (lattice in cache)"
+    return call, lx * ly * time_block, f"lbgen {velocity_set} BGK {name} ({spec.tag}, {prog.threads} threads, " \
+                                       f"{stores} stores)"
 
 
 def time_pair(calls, sites, repeat: int, min_seconds: float):

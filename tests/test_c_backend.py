@@ -304,3 +304,50 @@ def test_mixed_precision_matches_the_reference_within_its_documented_tolerance(
 def test_mixed_precision_is_refused_off_the_c_backend():
     with pytest.raises(SpecError, match="precision 'mixed'.*C backend only"):
         generate(KernelSpec(backend="opencl", precision="mixed"))
+
+
+@pytest.mark.parametrize("walls", [False, True], ids=["periodic", "walls"])
+def test_streaming_and_plain_stores_give_the_same_bits_and_the_choice_follows_the_cache(walls, initial_state):
+    """The run-time switch of the non-temporal stores (on for lattices larger than the
+    last-level cache) changes no value: every sweep kernel, both ways, bit for bit."""
+    from lbgen.runner import Walls
+    spec = KernelSpec(backend="c", layout="caosoa", vl=8, collision="regularized", walls=walls)
+    prog = cbackend.compile(generate(spec), LX, LY, strict=True)
+    assert prog.lib.lbgen_set_streaming_stores(-1) == int(cbackend.streaming_pays(prog.layout.size, prog.dtype))
+    assert prog.provenance()["streaming_stores"] == bool(prog.streaming_stores)
+    params = dict(OPERATOR_PARAMS["regularized"], ax=FORCE[0], ay=FORCE[1])
+    wall = Walls(1.05, 0.95)
+    results = {}
+    for on in (1, 0):
+        assert prog.lib.lbgen_set_streaming_stores(on) == on
+        f = prog.upload_fields(initial_state)
+        g = prog.allocate()
+        out = []
+        for _ in range(3):
+            prog.halo(f)
+            if walls:
+                prog.fused_walls(f, g, T_bottom=1.05, T_top=0.95, **params)
+            else:
+                prog.fused(f, g, **params)
+            f, g = g, f
+        out.append(f.copy())
+        prog.halo(f)
+        prog.propagate(f, g)
+        if walls:
+            prog.bc(f, g, T_bottom=1.05, T_top=0.95, ax=FORCE[0], ay=FORCE[1])
+        prog.collide(g, f, **params)
+        out.append(f.copy())
+        prog.halo(f)
+        prog.fused_tb(f, g, 2, walls=wall if walls else None, **params)
+        out.append(g.copy())
+        results[on] = out
+    for a, b in zip(results[1], results[0]):
+        assert np.array_equal(a, b)
+
+
+def test_streaming_stores_are_off_for_a_lattice_in_cache_and_on_for_a_large_one(monkeypatch):
+    monkeypatch.setattr(cbackend, "last_level_cache_bytes", lambda: 32 << 20)
+    assert not cbackend.streaming_pays(37 * 70 * 262, np.float64)          # 64 x 256 D2Q37: 11 MB
+    assert cbackend.streaming_pays(37 * 1030 * 4102, np.float64)          # 1024 x 4096: 2.5 GB
+    monkeypatch.setattr(cbackend, "last_level_cache_bytes", lambda: 0)    # unknown cache: stream
+    assert cbackend.streaming_pays(100, np.float64)

@@ -46,8 +46,14 @@ enum { Q = 37, HALO = 3, VL = 8 };
 /* Non-temporal store of one whole cluster (VL = 8 x 8 bytes, aligned):
    written once and not re-read in this sweep, so it bypasses the caches (gcc ignores
    `omp simd nontemporal`, hence intrinsics).  Portable fallback: plain stores. */
+static int lbgen_streaming_ = 1;    /* lbgen_set_streaming_stores */
+
 static inline void stream_cluster(store *restrict dst, const store *restrict src)
 {
+    if (!lbgen_streaming_) {            /* lattice in cache: plain stores keep it there */
+        for (int i = 0; i < VL; ++i) dst[i] = src[i];
+        return;
+    }
 #if defined(__AVX512F__)
     for (int i = 0; i < VL; i += 8) _mm512_stream_pd(dst + i, _mm512_load_pd(src + i));
 #elif defined(__AVX__)
@@ -120,6 +126,12 @@ int lbgen_set_threads(int n)
     (void)n;
     return 1;
 #endif
+}
+
+int lbgen_set_streaming_stores(int on)
+{
+    if (on >= 0) lbgen_streaming_ = on != 0;
+    return lbgen_streaming_;
 }
 
 void lbgen_halo(lbgen_real *f, int lx, int ly)

@@ -81,6 +81,12 @@ lbgen_real *lbgen_alloc(int lx, int ly);
 void lbgen_free(lbgen_real *f);
 /* Set the number of OpenMP threads (n > 0); returns the number in use. */
 int lbgen_set_threads(int n);
+/* Non-temporal (streaming) stores of the sweeps' results: on = 1 (the default) lets them
+   bypass the caches, best when the two lattice buffers are larger than the last-level
+   cache; on = 0 uses plain stores, best when they fit in it (lbgen chooses by that rule);
+   on < 0 only asks.  Returns the setting in use: always 0 for kernels generated without
+   streaming stores (`--no-streaming-stores`, or a cluster narrower than 32 bytes). */
+int lbgen_set_streaming_stores(int on);
 /* Refresh the halo of f periodically in X and Y (call before propagate / fused). */
 void lbgen_halo(lbgen_real *f, int lx, int ly);
 /* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py); needs a fresh halo in prv. */
