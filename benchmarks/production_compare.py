@@ -343,14 +343,14 @@ def lbgen_simulation(args):
     else:
         walls = Walls(RT_T_HOT, RT_T_COLD)
     kw = dict(backend="c", collision="regularized", gravity=RT_GRAVITY, walls=walls, threads=args.threads,
-              precision="double", fused=True, check_every=0)
+              precision="double", fused=True, check_every=0, time_block=args.time_block)
     if args.layout:
         kw["layout"] = args.layout
     if args.vl:
         kw["vl"] = args.vl
     sim = Simulation(args.lx, args.ly, **kw)
     sim.set_fields(**rayleigh_taylor(args.lx, args.ly, gravity=RT_GRAVITY, T_hot=RT_T_HOT, T_cold=RT_T_COLD))
-    sim.step(1)                       # warm-up
+    sim.step(args.time_block)         # warm-up (one sweep)
     sim.synchronize()
     return sim, walls
 
@@ -408,6 +408,9 @@ def main(argv=None) -> int:
                     help="rt (default): lbgen's RT walls, fixed T 1.05 / 0.95, lbgen's wall scheme; production: "
                          "the production code's, both walls adiabatic, scheme='reference'")
     ap.add_argument("--layout", help="lbgen layout (default: lbgen's tuned or default choice)")
+    ap.add_argument("--time-block", type=int, default=1,
+                    help="lbgen steps per sweep through cache (temporal blocking, fused_tb; default 1: one "
+                         "fused_walls sweep per step)")
     ap.add_argument("--vl", type=int, help="lbgen vector length (with --layout)")
     ap.add_argument("--prod-wait-policy", choices=("passive", "active"), default="passive",
                     help="OMP_WAIT_POLICY of the production runs (default passive, lbgen's default).  This "

@@ -89,13 +89,23 @@ def test_time_blocks_equal_single_steps_bit_for_bit(layout, vl, collision, walls
         assert np.array_equal(got, want), f"depth {depth}: max |diff| {np.abs(got - want).max():.3g}"
 
 
-@pytest.mark.parametrize("layout, vl, collision", [("aos", None, "bgk"), ("soa", None, "regularized"),
-                                                   ("csoa", 8, "regularized"), ("caosoa", 4, "bgk")])
-def test_banded_time_blocks_equal_single_steps_bit_for_bit(layout, vl, collision):
-    """Tall periodic columns are cut into bands of rows (a 1 KiB cache budget forces the
-    smallest bands): end bands read lane-shifted copies of prv, inner bands prv itself."""
-    lx, ly = 7, 192
-    spec = KernelSpec(backend="c", layout=layout, vl=vl, collision=collision)
+#: (layout, vl, collision, walls, LY); LY = 181 leaves a last band of 1 row at depth 2 unless
+#: the walls' rule (every band >= 3 depth rows) widens the bands
+BANDED = [("aos", None, "bgk", False, 192), ("soa", None, "regularized", False, 192),
+          ("csoa", 8, "regularized", False, 192), ("caosoa", 4, "bgk", False, 192),
+          ("aos", None, "regularized", True, 181), ("soa", None, "bgk", True, 192), ("csoa", 8, "bgk", True, 192),
+          ("caosoa", 4, "regularized", True, 192), ("caosoa", 2, "bgk", True, 192)]
+
+
+@pytest.mark.parametrize("layout, vl, collision, walls, ly", BANDED,
+                         ids=[f"{l}{'-vl' + str(v) if v else ''}-{c}-{'walls' if w else 'periodic'}-ly{y}"
+                              for l, v, c, w, y in BANDED])
+def test_banded_time_blocks_equal_single_steps_bit_for_bit(layout, vl, collision, walls, ly):
+    """Tall columns are cut into bands of rows (a 1 KiB cache budget forces the smallest
+    bands): end bands read lane-shifted copies of prv, inner bands prv itself; with walls
+    the end bands also complete their wall's sites with the bc."""
+    lx = 7
+    spec = KernelSpec(backend="c", layout=layout, vl=vl, collision=collision, walls=walls)
     flags = cbackend.DEFAULT_FLAGS + ("-DLBGEN_TB_KB=1",)
     prog = cbackend.compile(generate(spec), lx, ly, strict=True, threads=2, flags=flags)
     try:
@@ -103,9 +113,9 @@ def test_banded_time_blocks_equal_single_steps_bit_for_bit(layout, vl, collision
         shape = (lx, ly)
         f0 = ref.equilibrium(1 + 0.05 * rng.uniform(-1, 1, shape), 0.05 * rng.uniform(-1, 1, shape),
                              0.05 * rng.uniform(-1, 1, shape), 1 + 0.05 * rng.uniform(-1, 1, shape))
-        want = single_steps(prog, f0, STEPS, False, PARAMS[collision])
+        want = single_steps(prog, f0, STEPS, walls, PARAMS[collision])
         for depth in (2, 3):
-            got = blocked_steps(prog, f0, STEPS, depth, False, PARAMS[collision])
+            got = blocked_steps(prog, f0, STEPS, depth, walls, PARAMS[collision])
             assert np.array_equal(got, want), f"depth {depth}: max |diff| {np.abs(got - want).max():.3g}"
     finally:
         prog.lib.lbgen_set_threads(1)
