@@ -1036,9 +1036,13 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
    rows (H from the cache budget LBGEN_TB_KB per thread); a band's step s is computed on
    its rows widened by 3(depth-s) on each side (overlapped again, in Y), and the bands at
    the Y ends, whose widened rows go beyond prv's 3 halo rows, read step 0 from a ring
-   copy of prv with those rows filled lane-shifted (y = r + k*NR mod LY).  With walls (or
-   when a whole column fits) a band is the whole column and the 3 Y halo rows of every
-   ring column are refilled from the column itself, as the halo kernel does.
+   copy of prv with those rows filled lane-shifted (y = r + k*NR mod LY).  With walls the
+   band holding cluster row 0 (NR-1) also completes the bottom (top) wall sites with the
+   bc, as the single steps do; a band's rows beyond a wall only feed the populations the
+   bc replaces, and every band is at least 3*depth rows, so no band depends on the wall
+   rows of another.  When a whole column fits, a band is the whole column and the 3 Y
+   halo rows of every ring column are refilled from the column itself, as the halo kernel
+   does.
    prv needs fresh Y halo rows (halo); nxt gets its interior (call halo before the next sweep).
    Returns 0, 1 when the ring could not be allocated, 2 for a depth outside 1..TB_MAX_DEPTH. */
 enum { TB_RING = 2*HALO + 1, TB_MAX_DEPTH = 8 };
