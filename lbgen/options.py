@@ -71,7 +71,8 @@ SCHEMA: Tuple[Option, ...] = (
     Option("vl", "vl", None, "Cluster length for csoa/caosoa (a power of two dividing LY), or 'auto' "
            "(time the candidates once and remember the best; see lbgen tune).", optional=True),
     Option("precision", "choice", "double", "Floating-point precision.", choices=PRECISIONS),
-    Option("fused", "bool", True, "Fused propagate+collide (periodic runs).", flag="--fused/--no-fused"),
+    Option("fused", "bool", True, "One sweep per step: propagate+collide (periodic) or propagate+bc+collide (walls); --no-fused: "
+           "separate sweeps.", flag="--fused/--no-fused"),
     Option("time_block", "time_block", 1, "Steps per sweep through cache (temporal blocking, C backend, periodic "
            "or walls; bit-identical), or 'auto' (the depth lbgen tune stored). Outputs, checkpoints and guards see "
            "the state between sweeps: cadences that are multiples of it keep every sweep blocked, the other steps "
