@@ -7,6 +7,7 @@ from typing import Dict
 
 import numpy as np
 
+from .diagnostics import ROW_INDEX
 from .parameters import SimulationError
 
 
@@ -15,15 +16,16 @@ class HealthChecks:
     ``vs`` and ``time_step`` of the simulation it is mixed into."""
 
     def looks_healthy(self) -> bool:
-        """Cheap test: every site has finite, positive rho and T (the fields kernel of each
-        region on its backend: no copy of the populations to the host)."""
+        """Cheap test: every site has finite fields and positive rho and T.  The per-row
+        diagnostics kernel of each region on its backend answers it: one read of the
+        populations, LY rows of counts and extremes back (no field arrays, no copy)."""
         self.synchronize()
-        with np.errstate(all="ignore"):
-            for r in self.regions:
-                rho, ux, uy, T = r.program.fields(r.f)      # the fields kernel, on the backend
-                # rho > 0 and T > 0 are False for NaN; a non-finite u or rho shows in T
-                if not (np.all(rho > 0) and np.all(T > 0) and np.isfinite(T).all() and np.isfinite(rho).all()):
-                    return False
+        for r in self.regions:
+            rows = r.program.diagnostics(r.f)
+            # sites with a NaN/Inf in any field are counted; min rho and min T skip them
+            if (rows[:, ROW_INDEX["nonfinite"]].any() or not (rows[:, ROW_INDEX["min_rho"]] > 0).all()
+                    or not (rows[:, ROW_INDEX["min_T"]] > 0).all()):
+                return False
         return True
 
     def check_finite(self) -> None:

@@ -120,3 +120,14 @@ def test_negative_temperature_is_caught_by_the_guard():
     run.sim.restore(state, 0)
     with pytest.raises(SimulationError, match=r"negative temperature\): first bad site \(x=2, y=4\)"):
         run.sim.check_finite()
+
+
+def test_negative_density_and_a_healthy_state_by_the_guard():
+    run = Run(RunConfig(lx=8, ly=32, steps=10, check_every=5), echo=lambda m: None)
+    assert run.sim.looks_healthy()
+    state = run.sim.state()
+    state[:, 3, 5] *= -1.0         # every population of one site negative: rho < 0 (T > 0)
+    run.sim.restore(state, 0)
+    assert not run.sim.looks_healthy()
+    with pytest.raises(SimulationError, match=r"negative density\): first bad site \(x=3, y=5\)"):
+        run.sim.check_finite()
