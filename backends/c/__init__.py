@@ -86,8 +86,8 @@ def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -
 #: streaming stores are turned off when the two lattice buffers take at most this share of the
 #: last-level cache: a sweep then finds its input in cache and plain stores keep the output
 #: there.  Measured with `fused`, 2 threads, 32 MB L3 (plain / streaming MLUPS): D2Q37
-#: 64 x 256 (11 MB) 43.8 / 27.2; D2Q9 256 x 512 (19.5 MB) 228 / 160; D2Q37 128 x 256 (21 MB)
-#: 26.6 / 27.8; D2Q9 384 x 512 (29 MB) 181 / 192; D2Q37 1024 x 4096 23.0 / 34.0
+#: 64 x 256 (11 MB) 51.1 / 26.4; D2Q9 256 x 512 (19.5 MB) 253.6 / 171.3; D2Q37 128 x 256
+#: (21 MB) 26.6 / 27.8; D2Q9 384 x 512 (29 MB) 181 / 192; D2Q37 1024 x 4096 23.0 / 34.0
 STREAMING_CACHE_SHARE = 0.75
 
 

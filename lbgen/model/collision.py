@@ -199,7 +199,7 @@ def _symmetric_parts(b: Builder, vs: VelocitySet, H, B, parity: int) -> Dict[int
     for i, _ in pairs:
         if i in parts:
             continue
-        images = []                               # (bits, velocity index) of each group element
+        images = []                               # velocity index of xi_g, g in bit order
         for g in range(2 ** k):
             v = vs.velocities[i]
             for j, gen in enumerate(gens):

@@ -21,8 +21,8 @@ SERIES_CSV, SERIES_PNG = "series.csv", "series.png"
 #: the default series has about this many samples per run ...
 SERIES_SAMPLES = 200
 #: ... and at most one every this many steps: a row reads every population once (the
-#: diagnostics kernel costs about as much as a step), so a row every step would halve the
-#: speed of the run loop; with this floor the series costs at most about a tenth of it
+#: diagnostics kernel costs about 0.7 of a step), so a row every step would cost a short
+#: run's loop 40% of its speed; with this floor the series costs at most about 7% of it
 SERIES_MIN_EVERY = 10
 
 
