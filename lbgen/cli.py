@@ -204,8 +204,9 @@ def run(ctx, setup, config, resume, overwrite, progress, **given):
          f"{cfg.steps} steps, {spec.collision}, {box}, {spec.precision}; {where}")
     depth = runner.sim.time_block
     if depth > 1:
-        odd = [f"--{k.replace('_', '-')} {getattr(cfg, k)}" for k in ("output_every", "checkpoint_every", "check_every")
-               if getattr(cfg, k) % depth]
+        every = {k: getattr(cfg, k) for k in ("output_every", "checkpoint_every", "check_every")}
+        every["series_every"] = runner.series_every
+        odd = [f"--{k.replace('_', '-')} {v}" for k, v in every.items() if v % depth]
         echo(f"time block {depth}: {depth} steps per sweep" + (
             f"; {', '.join(odd)} not a multiple of it: the steps before those events that do not fill a "
             f"block run singly" if odd else ""))

@@ -142,9 +142,10 @@ class Run:
 
     @property
     def series_every(self) -> int:
-        """Steps between two rows of series.csv (``--series-every``, else about 200 per run)."""
+        """Steps between two rows of series.csv (``--series-every``, else about 200 per run,
+        a multiple of the time block so that the rows do not break the blocked sweeps)."""
         from .output import default_series_every
-        return self.cfg.series_every or default_series_every(self.cfg.steps)
+        return self.cfg.series_every or default_series_every(self.cfg.steps, self.sim.time_block)
 
     # --- resume ----------------------------------------------------------------------------
     @classmethod

@@ -152,6 +152,8 @@ def test_default_series_every_gives_about_200_samples_at_most_one_every_10_steps
     from lbgen.output import default_series_every
     assert default_series_every(8000) == 40 and default_series_every(2000) == 10
     assert default_series_every(150) == 10 and default_series_every(3) == 10
+    # a multiple of the time block, so that the rows do not break the blocked sweeps
+    assert default_series_every(150, 3) == 12 and default_series_every(8000, 4) == 40
 
 
 # --------------------------------------------------------------------------- movie

@@ -187,6 +187,18 @@ def test_cli_run_with_a_time_block(tmp_path):
     assert result.exit_code == 0, result.output
     assert "time block 2: 2 steps per sweep; --check-every 3 not a multiple of it" in result.output
     assert "done: 7 steps" in result.output
+    # the default series cadence follows the block (12 = 10 rounded up to a multiple of 3),
+    # an explicit one that does not is named
+    three = CliRunner().invoke(main, ["run", "--lx", "8", "--ly", "32", "--steps", "24", "--time-block", "3",
+                                      "--check-every", "6", "--out", str(tmp_path / "r3"), "--pictures", "none",
+                                      "--no-progress"], catch_exceptions=False)
+    assert three.exit_code == 0, three.output
+    assert "time block 3: 3 steps per sweep\n" in three.output
+    assert [int(r.split(",")[0]) for r in (tmp_path / "r3" / "series.csv").read_text().splitlines()[1:]] == [0, 12, 24]
+    odd = CliRunner().invoke(main, ["run", "--lx", "8", "--ly", "32", "--steps", "6", "--time-block", "3",
+                                    "--check-every", "6", "--series-every", "5", "--no-progress"],
+                             catch_exceptions=False)
+    assert "--series-every 5 not a multiple of it" in odd.output
     bad = CliRunner().invoke(main, ["run", "--time-block", "deep"])
     assert bad.exit_code == 2 and "time block 'deep' is not auto or an integer from 1 to" in bad.output
 

@@ -26,10 +26,13 @@ SERIES_SAMPLES = 200
 SERIES_MIN_EVERY = 10
 
 
-def default_series_every(steps: int) -> int:
+def default_series_every(steps: int, time_block: int = 1) -> int:
     """K of ``--series-every`` when not given: about SERIES_SAMPLES samples, at most one
-    every SERIES_MIN_EVERY steps (the last step always has a row)."""
-    return max(SERIES_MIN_EVERY, int(steps) // SERIES_SAMPLES)
+    every SERIES_MIN_EVERY steps (the last step always has a row), rounded up to a multiple
+    of the time block (steps per sweep)."""
+    k = max(SERIES_MIN_EVERY, int(steps) // SERIES_SAMPLES)
+    block = max(1, int(time_block))
+    return -(-k // block) * block
 
 
 def series_steps(steps: int, every: int, start: int = 0) -> list:
