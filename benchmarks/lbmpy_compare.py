@@ -3,6 +3,8 @@
 Not a test and not a CI dependency: it needs lbmpy (pip install lbmpy, e.g. in a separate
 virtual environment that also has lbgen: ``pip install lbmpy -e .``).
 
+lbgen's layout: CAoSoA, its cluster length chosen among ``--vls`` by a short pre-timing as
+``lbgen tune`` would (in cache D2Q9 runs fastest with VL 4 on a Zen 4, D2Q37 with VL 8).
 Same lattice, same OpenMP thread count, double precision, kernel calls only (no boundary
 or halo updates on either side), timed interleaved in one process: every sample times
 each kernel in turn, so a shared machine slows them alike; the ratio is taken per sample
@@ -111,11 +113,11 @@ def lbmpy_kernel(stencil_name: str, lx: int, ly: int, threads: int, tau: float):
     return call, f"lbmpy SRT {stencil_name} ({'; '.join(tried)})"
 
 
-def lbgen_kernel(velocity_set: str, lx: int, ly: int, threads: int, tau: float, time_block: int):
-    """(kernel call, sites per call, description) for lbgen's fused BGK (tuned layout or caosoa VL 8)."""
+def lbgen_kernel(velocity_set: str, lx: int, ly: int, threads: int, tau: float, time_block: int, vl: int = 8):
+    """(kernel call, sites per call, description) for lbgen's fused BGK, CAoSoA with cluster length vl."""
     from lbgen.backends import c as cbackend
     from lbgen.codegen import KernelSpec, generate
-    spec = KernelSpec(backend="c", layout="caosoa", vl=8, collision="bgk", velocity_set=velocity_set)
+    spec = KernelSpec(backend="c", layout="caosoa", vl=vl, collision="bgk", velocity_set=velocity_set)
     prog = cbackend.compile(generate(spec), lx, ly, threads=threads)
     f, g = prog.allocate(), prog.allocate()
     ones, zeros = np.ones((lx, ly)), np.zeros((lx, ly))
@@ -137,6 +139,17 @@ def lbgen_kernel(velocity_set: str, lx: int, ly: int, threads: int, tau: float, 
     stores = "streaming" if prog.streaming_stores else "plain (lattice in cache)"
     return call, lx * ly * time_block, f"lbgen {velocity_set} BGK {name} ({spec.tag}, {prog.threads} threads, " \
                                        f"{stores} stores)"
+
+
+def fastest_vl(velocity_set: str, lx: int, ly: int, threads: int, tau: float, vls, min_seconds: float):
+    """The cluster length of lbgen's fastest fused kernel among vls (3 interleaved samples,
+    as `lbgen tune` chooses a layout), and the MLUPS of each."""
+    if len(vls) == 1:
+        return vls[0], {}
+    kernels = [lbgen_kernel(velocity_set, lx, ly, threads, tau, 1, vl) for vl in vls]
+    samples = time_pair([k[0] for k in kernels], [k[1] for k in kernels], 3, min_seconds)
+    mlups = {vl: statistics.median(s) for vl, s in zip(vls, samples)}
+    return max(mlups, key=mlups.get), mlups
 
 
 def time_pair(calls, sites, repeat: int, min_seconds: float):
@@ -179,6 +192,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tau", type=float, default=0.8)
     ap.add_argument("--time-block", type=int, default=0, help="also time lbgen's fused_tb at this depth (C)")
     ap.add_argument("--only", choices=["d2q37", "d2q9"], default=None)
+    ap.add_argument("--vls", default="4,8", help="lbgen's CAoSoA cluster lengths to choose from by a short "
+                    "pre-timing, per velocity set, as lbgen tune would (default 4,8; one value: no choice)")
     ap.add_argument("--json", default=None, help="write the figures here")
     args = ap.parse_args(argv)
     try:
@@ -198,9 +213,14 @@ def main(argv=None) -> int:
           f"load average {report['load_average'][0]:.1f}")
     for ours, theirs in pairs:
         try:
-            mine = [lbgen_kernel(ours, args.lx, args.ly, args.threads, args.tau, 1)]
+            vls = [int(v) for v in args.vls.split(",")]
+            vl, tried = fastest_vl(ours, args.lx, args.ly, args.threads, args.tau, vls, args.min_seconds / 3)
+            if tried:
+                print(f"{ours}: lbgen's cluster length by pre-timing: VL {vl} ("
+                      + ", ".join(f"VL {v}: {m:.1f} MLUPS" for v, m in tried.items()) + ")")
+            mine = [lbgen_kernel(ours, args.lx, args.ly, args.threads, args.tau, 1, vl)]
             if args.time_block > 1:
-                mine.append(lbgen_kernel(ours, args.lx, args.ly, args.threads, args.tau, args.time_block))
+                mine.append(lbgen_kernel(ours, args.lx, args.ly, args.threads, args.tau, args.time_block, vl))
         except Exception as e:  # noqa: BLE001 - e.g. lbgen without this velocity set
             print(f"{ours}: lbgen cannot build it here ({type(e).__name__}: {str(e).splitlines()[0]}); skipped")
             continue
