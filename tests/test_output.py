@@ -275,3 +275,19 @@ def test_manifest_round_trip(tmp_path):
     out.write_manifest({"finished": True}, update=True)
     assert out.read_manifest()["finished"] is True and out.read_manifest()["tau"] == 0.8
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]  # no temporaries left
+
+
+def test_vti_is_byte_for_byte_what_pyevtk_writes(tmp_path):
+    """write_vti writes the appended blocks itself (numpy, not pyevtk's per-value packing):
+    the file must be exactly pyevtk's imageToVTK output for the same point data."""
+    from pyevtk.hl import imageToVTK
+
+    from lbgen.output.fields import FIELD_NAMES, write_vti
+    rng = np.random.default_rng(3)
+    lx, ly = 5, 11
+    fields = {n: rng.standard_normal((lx, ly)) for n in FIELD_NAMES}
+    write_vti(tmp_path / "ours.vti", fields)
+    point = {n: np.ascontiguousarray(fields[n].reshape(lx, ly, 1)) for n in FIELD_NAMES}
+    point["velocity"] = (point["ux"], point["uy"], np.zeros_like(point["ux"]))
+    imageToVTK(str(tmp_path / "pyevtk"), pointData=point)
+    assert (tmp_path / "ours.vti").read_bytes() == (tmp_path / "pyevtk.vti").read_bytes()

@@ -184,11 +184,12 @@ def write_vti(path: PathLike, fields: dict) -> Path:
         w.closeGrid()
         w.openAppendedData()
         stream = w.xml.stream
-        for data in point.values():
-            # VTK order: x fastest (Fortran order of the (LX, LY, 1) arrays); a vector's
-            # components interleaved per point
-            block = (np.stack([np.ravel(c, order="F") for c in data], axis=1) if isinstance(data, tuple)
-                     else np.ravel(data, order="F")).astype("<f8", copy=False)
+        # VTK order: x fastest (Fortran order of the (LX, LY, 1) arrays), each field
+        # transposed once; the vector's components interleaved per point
+        flat = {name: np.ravel(point[name], order="F").astype("<f8", copy=False) for name in FIELD_NAMES}
+        velocity = np.zeros((flat["ux"].size, 3), dtype="<f8")
+        velocity[:, 0], velocity[:, 1] = flat["ux"], flat["uy"]
+        for block in [flat[name] for name in FIELD_NAMES] + [velocity]:
             stream.write(np.uint64(block.nbytes).astype("<u8").tobytes())
             stream.write(np.ascontiguousarray(block).tobytes())
         w.save()
