@@ -198,7 +198,7 @@ def _templates_dir() -> Path:
 
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
-    loader = jinja2.FunctionLoader(lambda name: resources.files("lbgen.templates").joinpath(name).read_text())
+    loader = jinja2.FunctionLoader(lambda name: (_templates_dir() / name).read_text())
     env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True)
     return env

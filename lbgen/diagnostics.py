@@ -68,6 +68,16 @@ def combine_rows(parts: Iterable[np.ndarray]) -> np.ndarray:
     return out
 
 
+def healthy(d) -> bool:
+    """The guard's rule on diagnostics (the scalars of :func:`scalars`, or (LY, ND) rows): no
+    site with a NaN or Inf in any field, and rho > 0 and T > 0 everywhere (min rho and min T
+    skip the non-finite sites, which are counted)."""
+    if isinstance(d, np.ndarray):
+        d = {name: d[:, ROW_INDEX[name]] for name in ("nonfinite", "min_rho", "min_T")}
+    return bool(not np.any(d["nonfinite"]) and np.all(np.asarray(d["min_rho"]) > 0)
+                and np.all(np.asarray(d["min_T"]) > 0))
+
+
 def mixing_width(T_mean: np.ndarray, T_hot: float, T_cold: float) -> float:
     """W = sum_y 6 c (1 - c), c = (<T>_x - T_cold) / (T_hot - T_cold) clipped to [0, 1].
 

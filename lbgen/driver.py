@@ -224,7 +224,7 @@ class Run:
         to rank 0 with MPI); a bad sample (NaN/Inf, rho or T <= 0) runs the guard at once."""
         if not self.cfg.out:
             return
-        from .diagnostics import combine_rows, scalars
+        from .diagnostics import combine_rows, healthy, scalars
         rows = self.sim.diagnostic_rows()
         if self.comm is not None:
             parts = self.comm.gather(rows, root=0)
@@ -232,7 +232,7 @@ class Run:
         bad = False
         if rows is not None:
             d = scalars(rows, self.cfg.lx, self.T_hot, self.T_cold)
-            bad = bool(d["nonfinite"] or not d["min_rho"] > 0 or not d["min_T"] > 0)
+            bad = not healthy(d)
             if self.output is not None and not bad:
                 step = self.sim.time_step
                 self.output.append_series(step, step / self.sim.vs.r, d)

@@ -7,26 +7,19 @@ from typing import Dict
 
 import numpy as np
 
-from .diagnostics import ROW_INDEX
+from .diagnostics import healthy
 from .parameters import SimulationError
 
 
 class HealthChecks:
-    """Needs ``regions``, ``synchronize``, ``populations``, ``_fields_of``, ``params``,
+    """Needs ``diagnostic_rows``, ``populations``, ``_fields_of``, ``params``,
     ``vs`` and ``time_step`` of the simulation it is mixed into."""
 
     def looks_healthy(self) -> bool:
         """Cheap test: every site has finite fields and positive rho and T.  The per-row
         diagnostics kernel of each region on its backend answers it: one read of the
         populations, LY rows of counts and extremes back (no field arrays, no copy)."""
-        self.synchronize()
-        for r in self.regions:
-            rows = r.program.diagnostics(r.f)
-            # sites with a NaN/Inf in any field are counted; min rho and min T skip them
-            if (rows[:, ROW_INDEX["nonfinite"]].any() or not (rows[:, ROW_INDEX["min_rho"]] > 0).all()
-                    or not (rows[:, ROW_INDEX["min_T"]] > 0).all()):
-                return False
-        return True
+        return healthy(self.diagnostic_rows())
 
     def check_finite(self) -> None:
         """Raise SimulationError naming the step and the first bad site if the state went bad.

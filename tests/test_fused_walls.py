@@ -27,26 +27,13 @@ def run_fused_walls(prog, f0, steps, operator, adiabatic, force=FORCE):
     return prog.download_fields(a)
 
 
-def run_three_sweeps(prog, f0, steps, operator, adiabatic, force=FORCE):
-    params = dict(OPERATOR_PARAMS[operator], ax=force[0], ay=force[1])
-    a = prog.upload_fields(f0)
-    b = prog.allocate()
-    for _ in range(steps):
-        prog.halo(a)
-        prog.propagate(a, b)
-        prog.bc(a, b, T_BOTTOM, T_TOP, adiabatic, *force)
-        prog.collide(b, a, **params)
-    prog.synchronize()
-    return prog.download_fields(a)
-
-
 @pytest.mark.parametrize("adiabatic", [(False, True), (True, False)], ids=["fixed-adiabatic", "adiabatic-fixed"])
 @pytest.mark.parametrize("operator", OPERATORS)
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_fused_walls_is_bit_identical_to_three_sweeps_in_strict_mode(case, operator, adiabatic, wall_program,
                                                                       wall_state):
     prog = wall_program(*case, collision=operator, strict=True)
-    want = run_three_sweeps(prog, wall_state, STEPS, operator, adiabatic)
+    want = run_walls(prog, wall_state, STEPS, operator, adiabatic)
     got = run_fused_walls(prog, wall_state, STEPS, operator, adiabatic)
     assert np.all(np.isfinite(want))
     diff = np.argwhere(got != want)
@@ -89,6 +76,6 @@ def test_fused_walls_with_the_reference_wall_scheme_is_bit_identical_too(case, w
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, collision="regularized", walls=True,
                       wall_scheme="reference")
     prog = _backend(backend).compile(generate(spec), LX, LY, strict=True)
-    want = run_three_sweeps(prog, wall_state, STEPS, "regularized", (False, True))
+    want = run_walls(prog, wall_state, STEPS, "regularized", (False, True))
     got = run_fused_walls(prog, wall_state, STEPS, "regularized", (False, True))
     assert np.array_equal(got, want)

@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import config_id
+from test_walls import OPERATOR_PARAMS, T_BOTTOM, T_TOP, run_walls
 from lbgen import reference as ref
 from lbgen import reference_walls as refw
 from lbgen.backends import BackendUnavailable
@@ -36,8 +37,6 @@ from lbgen.verify import verify
 LX, LY = 4, 24
 STEPS = 8
 FORCE = (1e-4, -3e-4)
-T_BOTTOM, T_TOP = 1.02, 0.98
-OPERATOR_PARAMS = {"bgk": dict(tau=0.8), "regularized": dict(C1=0.2, C2=0.1, C3=0.5)}
 VS = d2q37()
 
 
@@ -112,18 +111,6 @@ def _program(backend, layout, vl, collision, scheme, strict=False, lx=LX, ly=LY)
     return _backend(backend).compile(generate(spec), lx, ly, strict=strict)
 
 
-def _run_kernels(prog, f0, steps, collision, adiabatic, force=FORCE):
-    params = dict(OPERATOR_PARAMS[collision], ax=force[0], ay=force[1])
-    a, b = prog.upload_fields(f0), prog.allocate()
-    for _ in range(steps):
-        prog.halo(a)
-        prog.propagate(a, b)
-        prog.bc(a, b, T_BOTTOM, T_TOP, adiabatic, *force)
-        prog.collide(b, a, **params)
-    prog.synchronize()
-    return prog.download_fields(a)
-
-
 @lru_cache(maxsize=None)
 def _run_reference(steps, collision, adiabatic, scheme):
     """The oracle from _state() (the kernels' initial state)."""
@@ -140,7 +127,8 @@ def test_reference_scheme_kernels_match_the_oracle(case, walls):
     backend, layout, vl, collision = case
     adiabatic = WALL_CASES[walls]
     f0 = _state()
-    got = _run_kernels(_program(backend, layout, vl, collision, "reference"), f0, STEPS, collision, adiabatic)
+    got = run_walls(_program(backend, layout, vl, collision, "reference"), f0, STEPS, collision, adiabatic,
+                    force=FORCE)
     want = _run_reference(STEPS, collision, adiabatic, "reference")
     err = np.abs(got - want).max() / np.abs(want).max()
     assert err <= 1e-13, f"relative error {err:.3g}"

@@ -187,7 +187,6 @@ def _symmetric_parts(b: Builder, vs: VelocitySet, H, B, parity: int) -> Dict[int
     Per character eps (a sign per generator) V_eps = 2^-k sum_g eps^b P_g is a sum over
     the few components of that symmetry class (most coefficients cancel exactly), and
     P_g = sum_eps eps^b V_eps is a fast Walsh-Hadamard transform: k stages of + and -.
-    A velocity set without these symmetries gets one sum per pair (the same values).
     """
     pairs, _ = _pairs(vs)
     w = vs.weights_float(CONSTANT_DIGITS + 10)
@@ -206,33 +205,27 @@ def _symmetric_parts(b: Builder, vs: VelocitySet, H, B, parity: int) -> Dict[int
                 if g >> j & 1:
                     v = gen(v)
             images.append(index.get(v))
-        if None in images:                        # not closed under the symmetry: per pair
-            images = [i] + [None] * (2 ** k - 1)
-            forms = [_part_form(vs, H, w, i, parity)] + [None] * (2 ** k - 1)
-            values = [_grouped_sum(list((cf, B[c]) for c, cf in forms[0].items()), b)]
-        else:
-            forms = [_part_form(vs, H, w, j, parity) for j in images]
-            scale = max(abs(float(cf)) for f in forms for cf in f.values()) or 1.0
-            values = []
-            for eps in range(2 ** k):             # character: bit j set = sign -1 on generator j
-                terms = []
-                for c in forms[0]:
-                    coef = sum((-1) ** bin(eps & g).count("1") * forms[g][c] for g in range(2 ** k)) / 2 ** k
-                    if abs(float(coef)) > 1e-24 * scale:
-                        terms.append((coef, B[c]))
-                total = _grouped_sum(terms, b)
-                values.append(b.let(b.fresh("V"), total) if total != 0 else sp.Integer(0))
-            for j in range(k):                    # Walsh-Hadamard stages
-                values = list(values)
-                for g in range(2 ** k):
-                    if not g >> j & 1:
-                        lo, hi = values[g], values[g | 1 << j]
-                        s_, d_ = lo + hi, lo - hi
-                        values[g] = s_ if not isinstance(s_, sp.Add) or j == k - 1 else b.let(b.fresh("W"), s_)
-                        values[g | 1 << j] = d_ if not isinstance(d_, sp.Add) or j == k - 1 else b.let(b.fresh("W"), d_)
+        # sets are built from whole shells (all signed permutations): closed under both
+        assert None not in images, f"{vs.name} is not closed under reflection and swap"
+        forms = [_part_form(vs, H, w, j, parity) for j in images]
+        scale = max(abs(float(cf)) for f in forms for cf in f.values()) or 1.0
+        values = []
+        for eps in range(2 ** k):                 # character: bit j set = sign -1 on generator j
+            terms = []
+            for c in forms[0]:
+                coef = sum((-1) ** bin(eps & g).count("1") * forms[g][c] for g in range(2 ** k)) / 2 ** k
+                if abs(float(coef)) > 1e-24 * scale:
+                    terms.append((coef, B[c]))
+            total = _grouped_sum(terms, b)
+            values.append(b.let(b.fresh("V"), total) if total != 0 else sp.Integer(0))
+        for j in range(k):                        # Walsh-Hadamard stages
+            for g in range(2 ** k):
+                if not g >> j & 1:
+                    lo, hi = values[g], values[g | 1 << j]
+                    s_, d_ = lo + hi, lo - hi
+                    values[g] = s_ if not isinstance(s_, sp.Add) or j == k - 1 else b.let(b.fresh("W"), s_)
+                    values[g | 1 << j] = d_ if not isinstance(d_, sp.Add) or j == k - 1 else b.let(b.fresh("W"), d_)
         for j, value in zip(images, values):
-            if j is None:
-                continue
             p, sign = (j, 1) if j < opp[j] else (opp[j], -1 if parity else 1)
             if p not in parts:
                 parts[p] = sign * value

@@ -162,6 +162,28 @@ def lattice_sums(vs: VelocitySet, unknown, weighted: bool = True) -> dict:
     }
 
 
+def _bracket_coefficients(b, free, target, N, lattice_sum, det_method=None) -> dict:
+    """z_k of the bracket b_i = w_i (1 + sum_k z_k phi_k(xi_i)) over the unknowns, both wall
+    schemes: condition k, target_k S - N sum_U phi_k b = 0, is linear in z; solved by
+    Cramer's rule (``det_method``: sympy's determinant method; the two schemes keep theirs
+    so that their emitted code stays as it is)."""
+    def det(M):
+        return M.det(method=det_method) if det_method else M.det()
+
+    s0 = lattice_sum()
+    A = sp.Matrix(len(free), len(free), lambda m, n: target[free[m]] * lattice_sum(free[n])
+                  - N * lattice_sum(free[m], free[n]))
+    rhs = sp.Matrix([N * lattice_sum(k) - target[k] * s0 for k in free])
+    z = {}
+    if free:
+        inv_det = b.let("inv_det", 1 / b.let("det", sp.expand(det(A))))
+        for col, k in enumerate(free):
+            Ai = A.copy()
+            Ai[:, col] = rhs
+            z[k] = b.let({1: "px", 2: "py", 3: "E"}[k], sp.expand(det(Ai)) * inv_det)
+    return z
+
+
 def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT_SCHEME) -> AssignmentList:
     """bc body for one wall row under a scheme (see :func:`mass_rule`).
 
@@ -208,19 +230,7 @@ def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT
         target[3] = b.let("en", rho * (Tw + (ax ** 2 + ay ** 2) / 8) - known[3])
     # b_i = w_i (1 + sum_j z_j phi_j(xi_i)); condition k: target_k S - N sum_U phi_k b = 0, linear in z
     free = kept[1:]
-    names = {1: "px", 2: "py", 3: "E"}
-    s0 = lattice_sum()
-    A = sp.Matrix(len(free), len(free), lambda m, n: target[free[m]] * lattice_sum(free[n])
-                  - N * lattice_sum(free[m], free[n]))
-    rhs = sp.Matrix([N * lattice_sum(k) - target[k] * s0 for k in free])
-    z = {}
-    if free:
-        det = b.let("det", sp.expand(A.det(method="berkowitz")))
-        inv_det = b.let("inv_det", 1 / det)
-        for col, k in enumerate(free):
-            Ai = A.copy()
-            Ai[:, col] = rhs
-            z[k] = b.let(names[k], sp.expand(Ai.det(method="berkowitz")) * inv_det)
+    z = _bracket_coefficients(b, free, target, N, lattice_sum, det_method="berkowitz")
     w = vs.weights_float(CONSTANT_DIGITS + 10) if weighted else [1] * vs.Q
     bracket = {i: b.let(f"b{i}", _c(w[i]) + sp.Add(*[_c(w[i] * r ** degree[k] * phi[k](*vs.velocities[i])) * z[k]
                                                       for k in free]))
@@ -322,18 +332,7 @@ def _rest_mass_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignmen
     if 3 in free:
         EK = b.let("EK", sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * f[i] for i in K]))
         target[3] = b.let("en", rho * (Tw + (ax ** 2 + ay ** 2) / 8) - EK)
-    s0 = lattice_sum()
-    A = sp.Matrix(len(free), len(free), lambda m, n: target[free[m]] * lattice_sum(free[n])
-                  - N * lattice_sum(free[m], free[n]))
-    rhs = sp.Matrix([N * lattice_sum(k) - target[k] * s0 for k in free])
-    z = {}
-    if free:
-        det = b.let("det", sp.expand(A.det()))
-        inv_det = b.let("inv_det", 1 / det)
-        for col, k in enumerate(free):
-            Ai = A.copy()
-            Ai[:, col] = rhs
-            z[k] = b.let({1: "px", 3: "E"}[k], sp.expand(Ai.det()) * inv_det)
+    z = _bracket_coefficients(b, free, target, N, lattice_sum)
     bracket = {i: b.let(f"b{i}", 1 + sp.Add(*[_c(phi[k](i)) * z[k] for k in free])) for i in U}
     S = b.let("S", sp.Add(*bracket.values()))
     scale = b.let("NoS", N / S)
