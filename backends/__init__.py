@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 
-from .base import BackendUnavailable, Program
+from lbgen.backends.base import BackendUnavailable, Program
 
 __all__ = ["BackendUnavailable", "Program", "RUNTIMES", "load", "runtime", "spec_backend", "available"]
 
@@ -44,7 +44,7 @@ def spec_backend(name: str) -> str:
 
 def load(name: str):
     """The backend module for a name ('c', 'opencl', 'cuda')."""
-    from ..codegen import BACKENDS
+    from lbgen.codegen.render import BACKENDS
     if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
     return importlib.import_module(f"{__name__}.{name}")

@@ -77,7 +77,7 @@ def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: 
 
     from filelock import FileLock
 
-    from ..cache import atomic_write_bytes, cache_dir, digest, file_digest
+    from lbgen.system.cache import atomic_write_bytes, cache_dir, digest, file_digest
     key = digest(*_resolve_native(key_parts))
     directory = cache_dir(kind) / key
     lib = directory / library
@@ -182,8 +182,8 @@ class Program(abc.ABC):
     library_path: Any = None
 
     def __init__(self, source, lx: int, ly: int):
-        from ..layouts import make_layout
-        from ..model import velocity_set
+        from lbgen.codegen.layouts import make_layout
+        from lbgen.model import velocity_set
         self.source = source
         self.spec = source.spec
         self.lx, self.ly = lx, ly
@@ -224,7 +224,7 @@ class Program(abc.ABC):
 
     @staticmethod
     def _check_time_block(depth) -> int:
-        from ..codegen import time_block_value
+        from lbgen.codegen.render import time_block_value
         if isinstance(depth, str):
             raise ValueError(f"time block {depth!r} is not an integer (time steps per sweep)")
         return time_block_value(depth, allow_auto=False)
@@ -236,7 +236,7 @@ class Program(abc.ABC):
 
     def diagnostics(self, f: Any) -> np.ndarray:
         """Per-row reductions over x of the state in f: an (LY, ND) float64 array whose
-        columns are ``lbgen.diagnostics.ROW_QUANTITIES`` (the generated diagnostics kernel;
+        columns are ``lbgen.codegen.diagnostics.ROW_QUANTITIES`` (the generated diagnostics kernel;
         only LY x ND numbers leave the device)."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no diagnostics kernel")
 
@@ -260,7 +260,7 @@ class Program(abc.ABC):
 
     def copy_bandwidth(self, repeat: int = 5) -> Optional[dict]:
         """The device's own copy bandwidth (GB/s, read + write) for accelerator backends;
-        None where the kernels run on the host (its limits are measured by lbgen.machine)."""
+        None where the kernels run on the host (its limits are measured by lbgen.perf.machine)."""
         return None
 
     def _require_walls(self) -> None:
@@ -389,17 +389,17 @@ class Program(abc.ABC):
     # build of the kernels computes in double precision).
     def init_equilibrium(self, f: Any, rho, ux, uy, T) -> None:
         """f (in place) = equilibrium of the fields, (LX, LY) arrays each; halo filled."""
-        from ..model import equilibrium_assignments
+        from lbgen.model import equilibrium_assignments
         fields = [np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)) for a in (rho, ux, uy, T)]
         self.upload_fields(equilibrium_assignments(self.spec.velocity_set).evaluate(fields), f)
 
     def fields(self, f: Any):
         """(rho, ux, uy, T), (LX, LY) float64 arrays each, of the populations in f."""
-        from ..model import macroscopic_assignments
+        from lbgen.model import macroscopic_assignments
         return tuple(macroscopic_assignments(self.spec.velocity_set).evaluate(self.download_fields(f)))
 
     def _param_values(self, params: dict):
-        from ..codegen import OPERATOR_PARAMETERS
+        from lbgen.codegen.render import OPERATOR_PARAMETERS
         names = OPERATOR_PARAMETERS[self.spec.collision]
         missing = [n for n in names if n not in params]
         extra = [n for n in params if n not in names]

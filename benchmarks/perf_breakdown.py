@@ -6,11 +6,11 @@ sweep + Python), and the guard (looks_healthy) / fields.  Finely interleaved sin
 medians of REPS rounds."""
 import sys, time
 import numpy as np
-from lbgen.runner import Simulation, Walls
+from lbgen.simulation.runner import Simulation, Walls
 try:
-    from lbgen.setups import rayleigh_taylor, uniform_noise
+    from lbgen.run.setups import rayleigh_taylor, uniform_noise
 except ImportError:      # before the set-ups moved out of the runner
-    from lbgen.runner import rayleigh_taylor, uniform_noise
+    from lbgen.simulation.runner import rayleigh_taylor, uniform_noise
 LX, LY, REPS = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 cases = {
     "periodic-bgk": (dict(collision="bgk"), uniform_noise(LX, LY)),

@@ -5,11 +5,11 @@ propagate -> bc -> collide, same build, interleaved rounds of Simulation.run(5).
 """
 import time, sys
 import numpy as np
-from lbgen.runner import Simulation, Walls
+from lbgen.simulation.runner import Simulation, Walls
 try:
-    from lbgen.setups import rayleigh_taylor
+    from lbgen.run.setups import rayleigh_taylor
 except ImportError:      # before the set-ups moved out of the runner
-    from lbgen.runner import rayleigh_taylor
+    from lbgen.simulation.runner import rayleigh_taylor
 LX, LY = 1024, 4096
 kw = dict(backend="c", collision="regularized", gravity=(0.0, -8.33e-5 / 32), walls=Walls(1.05, 0.95), threads=2, check_every=0)
 sims = {"fused_walls": Simulation(LX, LY, **kw), "three_sweeps": Simulation(LX, LY, fused=False, **kw)}

@@ -2,8 +2,8 @@
 checkouts alternately for an A/B (docs/performance.md).  Not a test."""
 import sys, time
 import numpy as np
-from lbgen.runner import Simulation
-from lbgen.setups import uniform_noise
+from lbgen.simulation.runner import Simulation
+from lbgen.run.setups import uniform_noise
 LX, LY = (int(a) for a in sys.argv[1:3]) if len(sys.argv) > 2 else (1024, 4096)
 s = Simulation(LX, LY, backend="c", threads=2, check_every=0)
 s.set_fields(**uniform_noise(LX, LY)); s.step(2)

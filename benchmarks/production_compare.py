@@ -20,7 +20,7 @@ as published in RRZE-HPC/DisCostiC-Sim, folder ``staticanalysis/multifiles_LBM``
    a file ``control`` in its working folder, written here for every run;
 2. runs, interleaved for ``--rounds`` rounds (the order alternates each round), the
    production binary for ``--steps`` steps with OMP_NUM_THREADS=``--threads``, and lbgen's
-   Rayleigh-Taylor step through ``lbgen.runner.Simulation`` (C backend, regularized
+   Rayleigh-Taylor step through ``lbgen.simulation.runner.Simulation`` (C backend, regularized
    collision, RT gravity, walls, fused walls: one ``fused_walls`` sweep per step, lbgen's
    default or tuned layout) for as many steps, on the same LX x LY lattice, double precision;
 3. prints per round production MLUPS, lbgen MLUPS and their ratio, then the median ratio
@@ -336,8 +336,8 @@ def run_production(binary: Path, scratch: Path, lx: int, ly: int, steps: int, en
 
 def lbgen_simulation(args):
     """lbgen's Rayleigh-Taylor step, set up and warmed by one step."""
-    from lbgen.runner import Simulation, Walls
-    from lbgen.setups import rayleigh_taylor
+    from lbgen.simulation.runner import Simulation, Walls
+    from lbgen.run.setups import rayleigh_taylor
     if args.lbgen_walls == "production":
         walls = Walls(RT_T_HOT, RT_T_COLD, adiabatic_bottom=True, adiabatic_top=True, scheme="reference")
     else:

@@ -16,8 +16,8 @@ import time
 import numpy as np
 
 from lbgen.backends import c as cb
-from lbgen.codegen import KernelSpec, generate
-from lbgen.timing import default_kernel_parameters
+from lbgen.codegen.render import KernelSpec, generate
+from lbgen.perf.timing import default_kernel_parameters
 
 lx, ly = int(sys.argv[1]), int(sys.argv[2])
 layout, vl = sys.argv[3], int(sys.argv[4]) or None

@@ -1,3 +1,3 @@
-from .cli import main
+from lbgen.cli.main import main
 
 main()

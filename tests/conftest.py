@@ -18,7 +18,7 @@ os.environ["LBGEN_TUNED"] = "off"
 import numpy as np  # noqa: E402
 import pytest
 
-from lbgen import reference as ref
+from lbgen.reference import bulk as ref
 from lbgen.model.velocity_set import d2q37
 
 #: a lattice small enough for the reference, big enough for VL = 32 (LY/VL = 3)
@@ -89,7 +89,7 @@ def program():
     Run-time sizes (one library per spec, any lattice), compiled for LX x LY.
     """
     from lbgen.backends import c as cbackend
-    from lbgen.codegen import KernelSpec, generate
+    from lbgen.codegen.render import KernelSpec, generate
 
     memo = {}
 

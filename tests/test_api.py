@@ -19,9 +19,9 @@ import pytest
 
 from conftest import FORCE, LX, LY, OPERATOR_PARAMS, example_reference
 from lbgen.backends import BackendUnavailable
-from lbgen.codegen import ENTRY_POINTS, KernelSpec, generate
-from lbgen.kernel_api import WALL_ENTRY_POINTS
-from lbgen.emit import emit
+from lbgen.codegen.render import ENTRY_POINTS, KernelSpec, generate
+from lbgen.codegen.kernel_api import WALL_ENTRY_POINTS
+from lbgen.codegen.emit import emit
 from lbgen.model import velocity_set
 
 CI = os.environ.get("CI", "").lower() == "true"

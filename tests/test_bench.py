@@ -11,10 +11,10 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from lbgen import bench as B
-from lbgen import machine as M
-from lbgen import tune as T
-from lbgen.cli import main
+from lbgen.perf import bench as B
+from lbgen.perf import machine as M
+from lbgen.perf import tune as T
+from lbgen.cli.main import main
 
 TINY = ["--lx", "8", "--ly", "64", "--repeat", "1", "--no-progress"]
 PNG = b"\x89PNG\r\n\x1a\n"

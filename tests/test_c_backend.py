@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from conftest import FORCE, LAYOUT_CONFIGS, LX, LY, OPERATOR_PARAMS, config_id, random_fields
-from lbgen import reference as ref
+from lbgen.reference import bulk as ref
 from lbgen.backends import c as cbackend
 from lbgen.backends.base import CompileError
-from lbgen.codegen import KernelSpec, SpecError, generate
+from lbgen.codegen.render import KernelSpec, SpecError, generate
 
 STEPS = 20
 TOLERANCE = {"double": 1e-12, "single": 1e-5}
@@ -310,7 +310,7 @@ def test_mixed_precision_is_refused_off_the_c_backend():
 def test_streaming_and_plain_stores_give_the_same_bits_and_the_choice_follows_the_cache(walls, initial_state):
     """The run-time switch of the non-temporal stores (on for lattices larger than the
     last-level cache) changes no value: every sweep kernel, both ways, bit for bit."""
-    from lbgen.runner import Walls
+    from lbgen.simulation.runner import Walls
     spec = KernelSpec(backend="c", layout="caosoa", vl=8, collision="regularized", walls=walls)
     prog = cbackend.compile(generate(spec), LX, LY, strict=True)
     assert prog.lib.lbgen_set_streaming_stores(-1) == int(cbackend.streaming_pays(prog.layout.size, prog.dtype))

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lbgen import reference as ref
-from lbgen.cli import main
+from lbgen.reference import bulk as ref
+from lbgen.cli.main import main
 
 
 def invoke(*args, **kw):

@@ -1,4 +1,4 @@
-"""The run description (lbgen.config) and the operator records: one schema for the CLI, TOML
+"""The run description (lbgen.run.config) and the operator records: one schema for the CLI, TOML
 files and Python, values converted or refused naming the key, resume exact."""
 import json
 
@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lbgen.cli import main
-from lbgen.config import OPTIONS, ConfigError, RunConfig
-from lbgen.driver import Run
+from lbgen.cli.main import main
+from lbgen.run.config import OPTIONS, ConfigError, RunConfig
+from lbgen.run.driver import Run
 from lbgen.model.operators import OPERATOR_RECORDS, ParameterError, operator
-from lbgen.runner import Simulation, SimulationError
-from lbgen.setups import RT_GRAVITY, SETUPS
+from lbgen.simulation.runner import Simulation, SimulationError
+from lbgen.run.setups import RT_GRAVITY, SETUPS
 
 
 def _build(**values):
@@ -74,7 +74,7 @@ def test_wall_options_without_walls_are_refused():
 
 
 def test_operator_records_define_the_kernel_arguments_and_defaults():
-    from lbgen.codegen import OPERATOR_PARAMETERS
+    from lbgen.codegen.render import OPERATOR_PARAMETERS
     from lbgen.model import collide
     for name, op in OPERATOR_RECORDS.items():
         assert OPERATOR_PARAMETERS[name] == op.kernel_arguments

@@ -16,10 +16,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from lbgen import reference as ref
+from lbgen.reference import bulk as ref
 from lbgen.backends import BackendUnavailable
 from lbgen.backends.base import CompileError
-from lbgen.codegen import KernelSpec, generate
+from lbgen.codegen.render import KernelSpec, generate
 
 from conftest import FORCE, LX, LY, OPERATOR_PARAMS, config_id, random_fields, step_fused, step_unfused
 
@@ -345,7 +345,7 @@ def test_gpu_halo_and_fields(gpu):
 def test_emitted_cuda_example_builds_with_its_makefile(nvcc, spec, tmp_path):
     """`make ARCH=sm_90` in an emitted folder links the host example (it runs only on a GPU)."""
     import shutil
-    from lbgen.emit import emit
+    from lbgen.codegen.emit import emit
     if shutil.which("make") is None:
         pytest.skip("make is needed for the emitted Makefile")
     emit(spec, tmp_path)

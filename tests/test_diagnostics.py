@@ -1,7 +1,7 @@
 """The generated per-row diagnostics kernel on every backend against the NumPy reference.
 
 Each backend's ``Program.diagnostics`` reduces a state in its own layout; the oracle is
-``lbgen.diagnostics.rows_of_fields`` of ``lbgen.reference.fields`` of the same state.
+``lbgen.codegen.diagnostics.rows_of_fields`` of ``lbgen.reference.bulk.fields`` of the same state.
 """
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from conftest import LAYOUT_CONFIGS, config_id
-from lbgen import reference as ref
-from lbgen.codegen import KernelSpec, generate
-from lbgen.diagnostics import ND, ROW_INDEX, combine_rows, rows_of_fields, scalars
-from lbgen.runner import Simulation
-from lbgen.setups import rayleigh_taylor
+from lbgen.reference import bulk as ref
+from lbgen.codegen.render import KernelSpec, generate
+from lbgen.codegen.diagnostics import ND, ROW_INDEX, combine_rows, rows_of_fields, scalars
+from lbgen.simulation.runner import Simulation
+from lbgen.run.setups import rayleigh_taylor
 
 CI = os.environ.get("CI", "").lower() == "true"
 LX, LY = 6, 96
@@ -103,7 +103,7 @@ def test_non_finite_sites_are_counted_and_skipped_by_min_max(backend, state):
 
 def test_simulation_diagnostics_scalars_equal_host_fields():
     fields = rayleigh_taylor(8, 48, gravity=(0, -1e-3), T_hot=1.05, T_cold=0.95, width=4)
-    from lbgen.runner import Walls
+    from lbgen.simulation.runner import Walls
     sim = Simulation(8, 48, layout="caosoa", vl=8, collision="regularized", gravity=(0, -1e-3),
                      walls=Walls(T_bottom=1.05, T_top=0.95))
     sim.set_fields(**fields)
@@ -126,7 +126,7 @@ def test_host_plus_device_regions_combine_to_the_whole_lattice():
         if CI:
             pytest.fail("opencl must run under CI=true")
         pytest.skip("no OpenCL here")
-    from lbgen.setups import uniform_noise
+    from lbgen.run.setups import uniform_noise
     sim = Simulation(12, 32, device_backend="opencl", host_columns=3, gravity=(0, -1e-3))
     assert len(sim.regions) == 2
     sim.set_fields(**uniform_noise(12, 32, amplitude=0.02, seed=5))

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lbgen.codegen import KernelSpec, emit_files
-from lbgen.emit import default_output_dir, emit
+from lbgen.codegen.render import KernelSpec, emit_files
+from lbgen.codegen.emit import default_output_dir, emit
 
 from conftest import example_reference
 
@@ -87,8 +87,8 @@ def test_generated_folder_matches_a_fresh_emit(spec):
 def test_rendered_sources_are_cached_and_keyed_by_the_code(tmp_path, monkeypatch):
     """A second generate() of a spec reads the render cache and gives the same files; the key
     follows the template code, so an edited template is rendered afresh."""
-    import lbgen.cache as cache
-    import lbgen.codegen as codegen
+    import lbgen.system.cache as cache
+    import lbgen.codegen.render as codegen
 
     monkeypatch.setenv("LBGEN_CACHE_DIR", str(tmp_path / "cache"))
     spec = KernelSpec(backend="c", layout="soa", collision="bgk")

@@ -42,7 +42,7 @@ def test_fused_walls_is_bit_identical_to_three_sweeps_in_strict_mode(case, opera
 
 def test_fused_walls_needs_a_walls_spec():
     from lbgen.backends import c
-    from lbgen.codegen import KernelSpec, generate
+    from lbgen.codegen.render import KernelSpec, generate
     prog = c.compile(generate(KernelSpec(layout="soa")), 4, 24)
     with pytest.raises(ValueError, match="without walls"):
         prog.fused_walls(prog.allocate(), prog.allocate(), tau=0.8, ax=0.0, ay=0.0)
@@ -51,8 +51,8 @@ def test_fused_walls_needs_a_walls_spec():
 def test_simulation_with_walls_steps_with_the_fused_kernel(monkeypatch):
     """The default step with walls is one fused_walls call; fused=False keeps the three sweeps,
     and both give the same bits in strict mode."""
-    from lbgen.runner import Simulation, Walls
-    from lbgen.setups import uniform_noise
+    from lbgen.simulation.runner import Simulation, Walls
+    from lbgen.run.setups import uniform_noise
     walls = Walls(T_bottom=1.02, T_top=0.98, adiabatic_top=True)
     kw = dict(backend="c", layout="caosoa", vl=4, collision="regularized", gravity=(0.0, -1e-4), walls=walls,
               strict=True, check_every=0)
@@ -70,7 +70,7 @@ def test_simulation_with_walls_steps_with_the_fused_kernel(monkeypatch):
 
 @pytest.mark.parametrize("case", [("c", "caosoa", 8), ("opencl", "soa", None), ("cuda", "aos", None)], ids=case_id)
 def test_fused_walls_with_the_reference_wall_scheme_is_bit_identical_too(case, wall_state):
-    from lbgen.codegen import KernelSpec, generate
+    from lbgen.codegen.render import KernelSpec, generate
     from test_walls import LX, LY, _backend
     backend, layout, vl = case
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, collision="regularized", walls=True,

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lbgen import perfmodel
-from lbgen.cli import main
-from lbgen.config import RunConfig
-from lbgen.driver import Run
-from lbgen.runner import Simulation, SimulationError, Walls
-from lbgen.setups import uniform_noise
+from lbgen.perf import split as perfmodel
+from lbgen.cli.main import main
+from lbgen.run.config import RunConfig
+from lbgen.run.driver import Run
+from lbgen.simulation.runner import Simulation, SimulationError, Walls
+from lbgen.run.setups import uniform_noise
 
 LX, LY = 16, 64
 
@@ -78,12 +78,12 @@ def test_model_balance_point_solves_eq_8():
 class _InjectedDelays:
     """Known per-site costs on a virtual clock (deterministic on a busy machine): the device
     'runs' asynchronously until a deadline, the host advances the clock while it computes;
-    the timing code (lbgen.timing, lbgen.perfmodel) reads this clock."""
+    the timing code (lbgen.perf.timing, lbgen.perf.split) reads this clock."""
 
     def __init__(self, monkeypatch, tau_d, tau_h):
         from types import SimpleNamespace
 
-        from lbgen import timing
+        from lbgen.perf import timing
         self.tau_d, self.tau_h, self.deadline, self.now = tau_d, tau_h, 0.0, 0.0
         real_advance = Simulation.advance
         clock = SimpleNamespace(perf_counter=lambda: self.now)

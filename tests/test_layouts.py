@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from conftest import LAYOUT_CONFIGS, LX, LY, config_id
-from lbgen import reference as ref
-from lbgen.codegen import KernelSpec, SpecError, generate
-from lbgen.layouts import LAYOUTS, LayoutError, make_layout
+from lbgen.reference import bulk as ref
+from lbgen.codegen.render import KernelSpec, SpecError, generate
+from lbgen.codegen.layouts import LAYOUTS, LayoutError, make_layout
 from lbgen.model import d2q37
 
 Q = d2q37().Q
@@ -245,7 +245,7 @@ BAD_IDS = ["vl-not-power-of-two", "vl-not-dividing-ly", "ly-over-vl-below-3", "l
 def forbid_generation_and_compilation(monkeypatch):
     """Make any template rendering, library build or subprocess fail the test."""
     import lbgen.backends.c as cbackend
-    import lbgen.codegen as codegen
+    import lbgen.codegen.render as codegen
 
     def forbidden(*args, **kwargs):
         pytest.fail("code was generated or compiled for an invalid input")

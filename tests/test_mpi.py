@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lbgen import mpi, mpi_model
-from lbgen.cli import main
+from lbgen.parallel import mpi
+from lbgen.parallel import model as mpi_model
+from lbgen.cli.main import main
 
 TIMEOUT = 90
 FIELDS = ("rho", "ux", "uy", "T")
@@ -141,8 +142,8 @@ def test_a_failing_rank_ends_every_rank(tmp_path):
     script = tmp_path / "fail.py"      # rank 1 fails in its 3rd step (the failure is injected here, not in lbgen)
     script.write_text(
         "import sys\n"
-        "from lbgen.cli import main\n"
-        "from lbgen.mpi_simulation import DistributedSimulation\n"
+        "from lbgen.cli.main import main\n"
+        "from lbgen.parallel.simulation import DistributedSimulation\n"
         "real_step = DistributedSimulation.step\n"
         "def step(self, n=1):\n"
         "    if self.rank == 1 and self.time_step >= 3:\n"
@@ -162,7 +163,7 @@ def test_ranks_with_different_configurations_stop_together(tmp_path):
     script = tmp_path / "mismatch.py"
     script.write_text(
         "import os, sys\n"
-        "from lbgen.cli import main\n"
+        "from lbgen.cli.main import main\n"
         "rank = int(os.environ.get('PMI_RANK', os.environ.get('OMPI_COMM_WORLD_RANK', '0')))\n"
         "sys.argv = ['lbgen', 'run', '--lx', '24', '--ly', '32', '--steps', str(4 + rank), '--no-progress']\n"
         "main()\n")

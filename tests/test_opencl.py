@@ -16,7 +16,7 @@ import pytest
 
 from conftest import FORCE, LX, LY, OPERATOR_PARAMS, config_id
 from lbgen.backends.base import BackendUnavailable, CompileError
-from lbgen.codegen import KernelSpec, generate
+from lbgen.codegen.render import KernelSpec, generate
 
 
 def _opencl_or_skip():
@@ -87,7 +87,7 @@ def test_halo_kernel_equals_numpy_fill_halo(name, vl, ocl_program):
 
 
 def test_collide_in_place_and_propagate_leave_results_consistent(ocl_program, initial_state):
-    from lbgen import reference as ref
+    from lbgen.reference import bulk as ref
     prog = ocl_program("caosoa", 8)
     a = prog.upload_fields(initial_state)
     b = prog.allocate()

@@ -26,10 +26,10 @@ def test_wheel_ships_templates_and_backends(wheel):
     for needed in ("lbgen/templates/common.j2", "lbgen/templates/c/kernels.c.j2", "lbgen/templates/c/kernels.h.j2",
                    "lbgen/templates/c/example.c.j2", "lbgen/templates/c/Makefile.j2",
                    "lbgen/backends/__init__.py", "lbgen/backends/c/__init__.py", "lbgen/model/collision.py",
-                   "lbgen/cli.py"):
+                   "lbgen/cli/main.py", "lbgen/backends/c/machine.c"):
         assert needed in names, needed
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "lbgen = lbgen.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "lbgen = lbgen.cli.main:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def test_installed_wheel_emits_and_runs_outside_the_repository(wheel, tmp_path):

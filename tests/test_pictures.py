@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lbgen.cli import main
+from lbgen.cli.main import main
 from lbgen.output import RunOutput, colour_limits, drawn_data, parse_clim, read_series
 from lbgen.output.folder import RunFolder
 from lbgen.output.pictures import field_figure, figure_rgb
@@ -230,7 +230,7 @@ def test_picture_keeps_the_lattice_aspect_and_titles_step_and_time():
 def test_python_api_returns_figures(rt_run):
     from matplotlib.figure import Figure
 
-    from lbgen import plot
+    from lbgen.output import plot
     assert isinstance(plot.run(rt_run, "vorticity", 8), Figure)
     assert isinstance(plot.series(rt_run), Figure)
     assert isinstance(plot.field(RunFolder(rt_run).fields(24), "speed"), Figure)

@@ -1,4 +1,4 @@
-"""The plain NumPy oracle (lbgen.reference): its own physics, and the generated kernels against it.
+"""The plain NumPy oracle (lbgen.reference.bulk): its own physics, and the generated kernels against it.
 
 Lattice units in the physics tests: dx = one hop, dt = one step.  Code velocities are in
 xi units (xi = r e), so a code speed v is v / r hops per step and a code temperature T is
@@ -9,7 +9,7 @@ theta0 = T / r^2 in lattice units.  Hence, per step and with k = 2 pi / LX per h
 import numpy as np
 import pytest
 
-from lbgen import reference as ref
+from lbgen.reference import bulk as ref
 from lbgen.model.collision import collision, equilibrium as generated_equilibrium
 from lbgen.model.velocity_set import d2q37
 

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lbgen.checkpoint import checkpoint_path, read_checkpoint
-from lbgen.cli import main
-from lbgen.config import RunConfig
-from lbgen.driver import Run
-from lbgen.runner import SimulationError
-from lbgen.setups import rayleigh_taylor
+from lbgen.run.checkpoint import checkpoint_path, read_checkpoint
+from lbgen.cli.main import main
+from lbgen.run.config import RunConfig
+from lbgen.run.driver import Run
+from lbgen.simulation.runner import SimulationError
+from lbgen.run.setups import rayleigh_taylor
 
 RT = dict(setup="rayleigh-taylor", lx=16, ly=64, collision="regularized", gravity=(0.0, -1e-4),
           walls={"T_bottom": 1.05, "T_top": 0.95, "adiabatic_bottom": False, "adiabatic_top": False})

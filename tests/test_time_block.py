@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lbgen import reference as ref
+from lbgen.reference import bulk as ref
 from lbgen.backends import c as cbackend
-from lbgen.codegen import MAX_TIME_BLOCK, KernelSpec, generate
-from lbgen.runner import Simulation, SimulationError, Walls
+from lbgen.codegen.render import MAX_TIME_BLOCK, KernelSpec, generate
+from lbgen.simulation.runner import Simulation, SimulationError, Walls
 
 LX, LY = 7, 24
 STEPS = 6                                   # a multiple of both depths
@@ -147,7 +147,7 @@ def test_walls_program_needs_the_walls(two_thread_program):
 @pytest.mark.parametrize("walls", [None, WALLS], ids=["periodic", "walls"])
 def test_simulation_time_block_equals_single_steps_with_a_remainder(walls):
     """10 steps with time_block=3: three sweeps and one single step, bit-identical (strict)."""
-    from lbgen.setups import rayleigh_taylor
+    from lbgen.run.setups import rayleigh_taylor
     fields = rayleigh_taylor(8, 32, amplitude=0.02)
     out = []
     for depth in (1, 3):
@@ -173,14 +173,14 @@ def test_simulation_refuses_bad_time_blocks_before_compiling(kw, message):
 
 
 def test_time_block_auto_takes_the_tuned_depth_off_the_c_backend_as_one():
-    from lbgen.tune import auto_time_block
+    from lbgen.perf.tune import auto_time_block
     assert auto_time_block("opencl", "caosoa", 32, 8, 96) == 1
 
 
 def test_cli_run_with_a_time_block(tmp_path):
     from click.testing import CliRunner
 
-    from lbgen.cli import main
+    from lbgen.cli.main import main
     result = CliRunner().invoke(main, ["run", "--lx", "8", "--ly", "32", "--steps", "7", "--time-block", "2",
                                        "--check-every", "3", "--save", str(tmp_path / "f.npz"), "--no-progress"],
                                 catch_exceptions=False)
@@ -204,7 +204,7 @@ def test_cli_run_with_a_time_block(tmp_path):
 
 
 def test_tune_chooses_and_stores_the_time_block(tmp_path, monkeypatch):
-    from lbgen import tune as T
+    from lbgen.perf import tune as T
     monkeypatch.setattr(T, "_path", lambda: tmp_path / "choices.json")
     monkeypatch.setenv("LBGEN_TUNED", "on")
     entry = T.tune("c", 8, 64, layouts=["caosoa"], vls=(8,), samples=1, time_blocks=(1, 2))

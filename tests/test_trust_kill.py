@@ -15,8 +15,8 @@ import time
 import numpy as np
 import pytest
 
-from lbgen.checkpoint import checkpoint_path, latest_checkpoint, read_checkpoint
-from lbgen.driver import Run, RunConfig
+from lbgen.run.checkpoint import checkpoint_path, latest_checkpoint, read_checkpoint
+from lbgen.run.driver import Run, RunConfig
 
 ARGS = ["--lx", "8", "--ly", "32", "--pictures", "none", "--no-progress"]
 

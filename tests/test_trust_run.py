@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lbgen import driver, limits
-from lbgen.checkpoint import checkpoint_path, latest_checkpoint, list_checkpoints, read_checkpoint
-from lbgen.cli import main
-from lbgen.driver import Run, RunConfig
-from lbgen.runfolder import OWNER_NAME, RunFolderError
-from lbgen.stopping import RunInterrupted
+from lbgen.run import driver
+from lbgen.system import limits
+from lbgen.run.checkpoint import checkpoint_path, latest_checkpoint, list_checkpoints, read_checkpoint
+from lbgen.cli.main import main
+from lbgen.run.driver import Run, RunConfig
+from lbgen.run.folder import OWNER_NAME, RunFolderError
+from lbgen.run.stopping import RunInterrupted
 
 quiet = dict(echo=lambda m: None)
 SMALL = dict(lx=8, ly=32, pictures=())
@@ -176,7 +177,7 @@ def test_signal_without_run_folder_says_nothing_was_saved(tmp_path):
 def test_disk_full_during_a_checkpoint_keeps_the_older_ones(tmp_path, monkeypatch):
     import errno
 
-    from lbgen import checkpoint as ckpt
+    from lbgen.run import checkpoint as ckpt
     out = tmp_path / "run"
     Run(RunConfig(**SMALL, steps=10, out=str(out), checkpoint_every=5), **quiet).execute()
     good = checkpoint_path(out, 10).read_bytes()

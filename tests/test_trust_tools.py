@@ -3,11 +3,11 @@ user's files, argument ranges are refused before any work."""
 import pytest
 from click.testing import CliRunner
 
-from lbgen import cache
+from lbgen.system import cache
 from lbgen.backends import base
 from lbgen.backends import c as cbackend
-from lbgen.cli import main
-from lbgen.codegen import KernelSpec, generate
+from lbgen.cli.main import main
+from lbgen.codegen.render import KernelSpec, generate
 
 
 def _cli(*args):
@@ -104,7 +104,10 @@ def test_emit_never_overwrites_a_file_it_did_not_write(tmp_path):
     (["run", "--ly", "-8"], "ly=-8 must be >= 1"),
 ])
 def test_out_of_range_arguments_are_refused_before_any_work(args, message, monkeypatch):
-    from lbgen import construct, driver, emit, verify
+    from lbgen.run import construct
+    from lbgen.run import driver
+    from lbgen.codegen import emit
+    from lbgen.reference import verify
     for module, name in ((verify, "verify"), (emit, "emit"), (driver, "make_simulation"),
                          (construct, "make_simulation")):
         monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("work started before the refusal"))

@@ -10,14 +10,14 @@ import pytest
 import sympy as sp
 from click.testing import CliRunner
 
-from lbgen import reference as ref
-from lbgen.cli import main
-from lbgen.codegen import KernelSpec, SpecError, emit_files, generate
+from lbgen.reference import bulk as ref
+from lbgen.cli.main import main
+from lbgen.codegen.render import KernelSpec, SpecError, emit_files, generate
 from lbgen.model import velocity_set
 from lbgen.model.walls import unknown_set, wall_assignments, wall_row_count
-from lbgen.runner import Simulation, SimulationError, Walls
-from lbgen.setups import shear_wave
-from lbgen.verify import verify
+from lbgen.simulation.runner import Simulation, SimulationError, Walls
+from lbgen.run.setups import shear_wave
+from lbgen.reference.verify import verify
 
 #: every layout; VL 8 keeps LY/VL = 2 >= the 1-wide halo of D2Q9 on a 16-row lattice
 D2Q9_LAYOUTS = [("aos", None), ("soa", None), ("csoa", 4), ("caosoa", 8)]

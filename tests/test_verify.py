@@ -4,8 +4,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-import lbgen.codegen as codegen
-from lbgen.cli import main
+import lbgen.codegen.render as codegen
+from lbgen.cli.main import main
 
 
 def _verify(*args):

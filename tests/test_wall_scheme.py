@@ -24,15 +24,15 @@ from click.testing import CliRunner
 
 from conftest import config_id
 from test_walls import OPERATOR_PARAMS, T_BOTTOM, T_TOP, run_walls
-from lbgen import reference as ref
-from lbgen import reference_walls as refw
+from lbgen.reference import bulk as ref
+from lbgen.reference import walls as refw
 from lbgen.backends import BackendUnavailable
-from lbgen.cli import main
-from lbgen.codegen import KernelSpec, SpecError, generate
+from lbgen.cli.main import main
+from lbgen.codegen.render import KernelSpec, SpecError, generate
 from lbgen.model.velocity_set import d2q37
-from lbgen.runner import Simulation, SimulationError, Walls
-from lbgen.setups import rayleigh_taylor
-from lbgen.verify import verify
+from lbgen.simulation.runner import Simulation, SimulationError, Walls
+from lbgen.run.setups import rayleigh_taylor
+from lbgen.reference.verify import verify
 
 LX, LY = 4, 24
 STEPS = 8

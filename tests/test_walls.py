@@ -19,14 +19,14 @@ import numpy as np
 import pytest
 
 from conftest import config_id
-from lbgen import reference as ref
-from lbgen import reference_walls as refw
+from lbgen.reference import bulk as ref
+from lbgen.reference import walls as refw
 from lbgen.backends import BackendUnavailable
-from lbgen.codegen import KernelSpec, generate
+from lbgen.codegen.render import KernelSpec, generate
 from lbgen.model.velocity_set import d2q37
 from lbgen.output import diagnostics
-from lbgen.runner import Simulation, Walls
-from lbgen.setups import rayleigh_taylor
+from lbgen.simulation.runner import Simulation, Walls
+from lbgen.run.setups import rayleigh_taylor
 
 LX, LY = 4, 24                      # walls need LY >= 8; LY/VL >= 3 for VL = 8
 STEPS = 20

@@ -13,9 +13,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ...limits import resolve_threads
+from lbgen.system.limits import resolve_threads
 
-from ..base import (BackendUnavailable, CompileError, HostBuffers, Program, aligned_zeros, build_library,  # noqa: F401
+from lbgen.backends.base import (BackendUnavailable, CompileError, HostBuffers, Program, aligned_zeros, build_library,  # noqa: F401
                     compiler_version, find_compiler, last_level_cache_bytes, load_library)
 
 #: OpenMP waiting when the user set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT: idle threads
@@ -173,7 +173,7 @@ class CProgram(HostBuffers, Program):
 
 
     def diagnostics(self, f):
-        from ...diagnostics import ND
+        from lbgen.codegen.diagnostics import ND
         out = np.empty((self.ly, ND))
         self._fn("diagnostics")(self._ptr(f), *self._sizes, self.ffi.cast("double *", out.ctypes.data))
         return out

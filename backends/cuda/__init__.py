@@ -21,7 +21,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ..base import BackendUnavailable, CompileError, Program
+from lbgen.backends.base import BackendUnavailable, CompileError, Program
 
 DEFAULT_BLOCK = 128
 
@@ -154,7 +154,7 @@ def device_arch() -> str:
 def available() -> Tuple[bool, str]:
     try:
         cuda = _driver()
-        from .nvcc import find_nvcc
+        from lbgen.backends.cuda.nvcc import find_nvcc
         find_nvcc()   # SourceModule runs nvcc
         import pycuda.compiler  # noqa: F401
     except BackendUnavailable as e:
@@ -167,7 +167,7 @@ def available() -> Tuple[bool, str]:
 
 def _source_folder(source):
     """A cache folder holding the files of a source (the .cu includes its .cuh)."""
-    from ...cache import atomic_write_bytes, cache_dir
+    from lbgen.system.cache import atomic_write_bytes, cache_dir
     folder = cache_dir("cuda") / source.digest
     for name, text in source.files.items():
         if not (folder / name).exists():
@@ -184,7 +184,7 @@ def describe() -> str:
 def copy_bandwidth(repeat: int = 5, nbytes: int = 1 << 30) -> dict:
     """Device-to-device copy bandwidth (GB/s, read + write) of GPU 0: cuMemcpyDtoD of one
     large buffer, timed with CUDA events.  BackendUnavailable without pycuda or a GPU."""
-    from ...timing import stats
+    from lbgen.perf.timing import stats
     cuda = _driver()
     free, _total = cuda.mem_get_info()
     nbytes = int(min(nbytes, free // 4)) // 256 * 256
@@ -248,7 +248,7 @@ class CudaProgram(LaunchProgram):
         self.nbytes = self.layout.size * np.dtype(self.dtype).itemsize
 
     def _param_signature(self):
-        from ...codegen import OPERATOR_PARAMETERS
+        from lbgen.codegen.render import OPERATOR_PARAMETERS
         return OPERATOR_PARAMETERS[self.spec.collision]
 
     def _launch(self, kernel, blocks, threads, *args):
@@ -315,7 +315,7 @@ class CudaProgram(LaunchProgram):
 
 
     def diagnostics(self, f):
-        from ...diagnostics import ND
+        from lbgen.codegen.diagnostics import ND
         out = self.cuda.mem_alloc(self.ly * ND * 8)
         self._run("diagnostics", f, *self._sizes, out)
         host = np.empty((self.ly, ND))

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
-from ...cache import cached_pickle, digest
-from ..base import BackendUnavailable, CompileError, build_library
+from lbgen.system.cache import cached_pickle, digest
+from lbgen.backends.base import BackendUnavailable, CompileError, build_library
 
 STRICT_FLAGS = ("--fmad=false",)
 

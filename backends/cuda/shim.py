@@ -24,9 +24,9 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..base import (BackendUnavailable, CompileError, HostBuffers, aligned_zeros, build_library,  # noqa: F401
+from lbgen.backends.base import (BackendUnavailable, CompileError, HostBuffers, aligned_zeros, build_library,  # noqa: F401
                     compiler_version, find_compiler, load_library)
-from . import LaunchProgram
+from lbgen.backends.cuda import LaunchProgram
 
 SHIM_HEADER = "cuda_host_shim.h"
 RUNTIME_HEADER = "cuda_runtime.h"
@@ -186,7 +186,7 @@ class ShimProgram(HostBuffers, LaunchProgram):
 
 
     def diagnostics(self, f):
-        from ...diagnostics import ND
+        from lbgen.codegen.diagnostics import ND
         out = np.empty((self.ly, ND))
         self._run("diagnostics", f, *self._sizes, out)
         return out

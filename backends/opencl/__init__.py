@@ -27,8 +27,8 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from ...cache import atomic_write_bytes, cache_dir, digest
-from ..base import BackendUnavailable, CompileError, Program
+from lbgen.system.cache import atomic_write_bytes, cache_dir, digest
+from lbgen.backends.base import BackendUnavailable, CompileError, Program
 
 DEFAULT_BLOCK_SIZE = 64
 STRICT_OPTIONS = ("-DLBGEN_STRICT",)
@@ -319,7 +319,7 @@ class OpenCLProgram(Program):
         device (the host's limits apply)."""
         if not int(self.device.type) & int(self.cl.device_type.GPU):
             return None
-        from lbgen.timing import stats
+        from lbgen.perf.timing import stats
         cl, ctx, queue = self.cl, self.context, self.queue
         nbytes = int(min(nbytes, self.device.max_mem_alloc_size // 2)) // 256 * 256
         a = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
@@ -391,7 +391,7 @@ class OpenCLProgram(Program):
 
     def diagnostics(self, f):
         """Per-row reductions (LY work-items); accumulated in float for single precision."""
-        from ...diagnostics import ND
+        from lbgen.codegen.diagnostics import ND
         acc = np.float32 if self.spec.precision == "single" else np.float64
         host = np.empty((self.ly, ND), dtype=acc)
         out = self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, host.nbytes)

@@ -15,18 +15,18 @@ from typing import Optional, Tuple
 
 import sympy
 
-from ..cache import cached_pickle, digest, source_digest
-from .assignments import AssignmentList
-from .operators import OPERATOR_RECORDS, OPERATORS, Operator, Parameter, ParameterError, operator
-from .velocity_set import VelocitySet, d2q9, d2q37, velocity_set
+from lbgen.system.cache import cached_pickle, digest, source_digest
+from lbgen.model.assignments import AssignmentList
+from lbgen.model.operators import OPERATOR_RECORDS, OPERATORS, Operator, Parameter, ParameterError, operator
+from lbgen.model.velocity_set import VelocitySet, d2q9, d2q37, velocity_set
 
 __all__ = ["Model", "build_model", "AssignmentList", "OPERATORS", "OPERATOR_RECORDS", "Operator", "Parameter", "ParameterError", "operator", "VelocitySet", "d2q9", "d2q37", "velocity_set",
            "collide", "equilibrium_assignments", "macroscopic_assignments", "wall_assignments"]
 
 
 def _cached(what: str, vs_name: str, *args):
-    from . import collision as c
-    from . import walls as w
+    from lbgen.model import collision as c
+    from lbgen.model import walls as w
 
     def build():
         vs = velocity_set(vs_name)
@@ -45,7 +45,7 @@ def _cached(what: str, vs_name: str, *args):
 @lru_cache(maxsize=None)
 def collide(operator: str, vs_name: str = "d2q37") -> AssignmentList:
     """Collide kernel body (cached on disk)."""
-    from .operators import operator as record
+    from lbgen.model.operators import operator as record
     record(operator)                      # ParameterError naming the choices
     return _cached("collide", vs_name, operator)
 
@@ -53,7 +53,7 @@ def collide(operator: str, vs_name: str = "d2q37") -> AssignmentList:
 @lru_cache(maxsize=None)
 def wall_assignments(side: str, row: int, vs_name: str = "d2q37", scheme: str = "lbgen") -> AssignmentList:
     """bc body of one wall row under a wall scheme (cached on disk); see lbgen.model.walls."""
-    from .walls import check_scheme
+    from lbgen.model.walls import check_scheme
     return _cached("wall", vs_name, side, row, check_scheme(scheme))
 
 
@@ -86,7 +86,7 @@ class Model:
 def build_model(velocity_set_name: str = "d2q37", collision: str = "bgk", walls: bool = False,
                 wall_scheme: str = "lbgen") -> Model:
     """The Model of a velocity set, an operator and (optionally) thermal walls."""
-    from .walls import SIDES, wall_row_count
+    from lbgen.model.walls import SIDES, wall_row_count
     vs = velocity_set(velocity_set_name)
     rows = None
     if walls:

@@ -78,7 +78,7 @@ class AssignmentList:
 
 def power_as_product(printer, expr, one: str = "1.0"):
     """An integer power base**n printed as a product (1/(...) for n < 0), or None for other
-    powers: the one rule by which the C printer (lbgen.cprint) and the NumPy evaluation here
+    powers: the one rule by which the C printer (lbgen.codegen.cprint) and the NumPy evaluation here
     do the same IEEE operations (no pow())."""
     base, exp = expr.args
     if not (exp.is_Integer and exp != 0):

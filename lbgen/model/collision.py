@@ -38,10 +38,10 @@ from typing import Dict, List, Tuple
 
 import sympy as sp
 
-from .assignments import AssignmentList
-from .hermite import Component, components, hermite, maxwellian_coefficient, multiplicity
-from .operators import FORCE_ARGUMENTS, operator as operator_record
-from .velocity_set import VelocitySet
+from lbgen.model.assignments import AssignmentList
+from lbgen.model.hermite import Component, components, hermite, maxwellian_coefficient, multiplicity
+from lbgen.model.operators import FORCE_ARGUMENTS, operator as operator_record
+from lbgen.model.velocity_set import VelocitySet
 
 #: significant digits of the numeric constants written into the generated code
 CONSTANT_DIGITS = 20

@@ -19,7 +19,7 @@ from typing import Tuple
 import numpy as np
 import sympy as sp
 
-from ..cache import cached_pickle, digest, source_digest
+from lbgen.system.cache import cached_pickle, digest, source_digest
 
 #: digits kept when the exact algebraic numbers are turned into floats
 PRECISION_DIGITS = 40

@@ -65,9 +65,9 @@ from typing import List, Tuple
 
 import sympy as sp
 
-from .assignments import AssignmentList
-from .collision import CONSTANT_DIGITS, Builder, cse_assignments, population_symbols
-from .velocity_set import VelocitySet
+from lbgen.model.assignments import AssignmentList
+from lbgen.model.collision import CONSTANT_DIGITS, Builder, cse_assignments, population_symbols
+from lbgen.model.velocity_set import VelocitySet
 
 SIDES = ("bottom", "top")
 #: wall schemes: lbgen's own (the default) and the production code's (see the module docstring)

@@ -14,12 +14,12 @@ Modules: :mod:`.fields` (files, vorticity, speed, host diagnostics), :mod:`.pict
 (colour limits, figures), :mod:`.series` (series.csv / series.png), :mod:`.manifest`,
 :mod:`.run` (RunOutput).
 """
-from .fields import (FIELD_NAMES, diagnostics, read_field_file, read_vti, saved_steps, speed, vorticity,
+from lbgen.output.fields import (FIELD_NAMES, diagnostics, read_field_file, read_vti, saved_steps, speed, vorticity,
                      write_vti)
-from .manifest import environment_versions, read_manifest
-from .pictures import PICTURE_QUANTITIES, colour_limits, drawn_data, field_figure, parse_clim
-from .run import RunOutput
-from .series import SERIES_COLUMNS, default_series_every, read_series, series_figure
+from lbgen.output.manifest import environment_versions, read_manifest
+from lbgen.output.pictures import PICTURE_QUANTITIES, colour_limits, drawn_data, field_figure, parse_clim
+from lbgen.output.run import RunOutput
+from lbgen.output.series import SERIES_COLUMNS, default_series_every, read_series, series_figure
 
 __all__ = [
     "FIELD_NAMES", "PICTURE_QUANTITIES", "SERIES_COLUMNS", "diagnostics", "vorticity", "speed", "RunOutput",

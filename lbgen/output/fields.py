@@ -14,8 +14,8 @@ from typing import Dict, Optional, Union
 
 import numpy as np
 
-from ..cache import atomic_output, atomic_write
-from ..diagnostics import rows_of_fields, scalars
+from lbgen.system.cache import atomic_output, atomic_write
+from lbgen.codegen.diagnostics import rows_of_fields, scalars
 
 PathLike = Union[str, os.PathLike]
 
@@ -39,7 +39,7 @@ def field_array(fields: dict, name: str) -> np.ndarray:
 
 def diagnostics(fields: dict, T_hot: float, T_cold: float) -> dict:
     """Global diagnostics of one state on the host (Python floats), the same numbers as
-    ``Simulation.diagnostics`` computes on the backend (``lbgen.diagnostics.scalars``).
+    ``Simulation.diagnostics`` computes on the backend (``lbgen.codegen.diagnostics.scalars``).
 
     mass = Σ ρ; momentum_x/y = Σ ρ u; energy = Σ ρ (T + |u|²/2); kinetic_energy = Σ ½ ρ|u|²;
     max_speed = max |u|; min_rho, min_T, max_T; nonfinite; mixing_width W = Σ_y 6c(1 − c)

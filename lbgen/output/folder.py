@@ -5,10 +5,10 @@ import os
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence, Union
 
-from .fields import read_field_file, saved_steps
-from .manifest import MANIFEST_NAME, read_manifest
-from .pictures import check_quantity, colour_limits, field_figure, figure_rgb
-from .series import SERIES_CSV, read_series
+from lbgen.output.fields import read_field_file, saved_steps
+from lbgen.output.manifest import MANIFEST_NAME, read_manifest
+from lbgen.output.pictures import check_quantity, colour_limits, field_figure, figure_rgb
+from lbgen.output.series import SERIES_CSV, read_series
 
 PathLike = Union[str, os.PathLike]
 MOVIE_SUFFIXES = (".mp4", ".gif")
@@ -50,7 +50,7 @@ class RunFolder:
         """rho, ux, uy, T, step and time of a saved step (default: the last)."""
         data = read_field_file(self.files[self.check_step(step)])
         if data.get("time") is None:
-            from ..model import velocity_set
+            from lbgen.model import velocity_set
             data["time"] = data["step"] / velocity_set("d2q37").r
         return data
 

@@ -46,7 +46,7 @@ def environment_versions() -> dict:
         except importlib.metadata.PackageNotFoundError:
             versions[key] = None
     if versions["lbgen"] is None:
-        from .. import __version__ as lbgen_version
+        from lbgen import __version__ as lbgen_version
         versions["lbgen"] = lbgen_version
     try:
         proc = subprocess.run(["gcc", "--version"], capture_output=True, text=True, timeout=20)

@@ -15,8 +15,8 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..cache import atomic_write
-from .fields import field_array, speed, vorticity
+from lbgen.system.cache import atomic_write
+from lbgen.output.fields import field_array, speed, vorticity
 
 PathLike = Union[str, os.PathLike]
 

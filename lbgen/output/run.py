@@ -6,12 +6,12 @@ import os
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
-from ..cache import atomic_write
-from . import series as series_mod
-from .fields import (FIELDS_DIR, PVD_NAME, VTK_DIR, check_fields, read_pvd, stem, write_h5, write_npz, write_pvd,
+from lbgen.system.cache import atomic_write
+from lbgen.output import series as series_mod
+from lbgen.output.fields import (FIELDS_DIR, PVD_NAME, VTK_DIR, check_fields, read_pvd, stem, write_h5, write_npz, write_pvd,
                      write_vti)
-from .manifest import MANIFEST_NAME, json_default, read_manifest
-from .pictures import PICTURES_DIR, check_quantity, field_figure, save_png
+from lbgen.output.manifest import MANIFEST_NAME, json_default, read_manifest
+from lbgen.output.pictures import PICTURES_DIR, check_quantity, field_figure, save_png
 
 PathLike = Union[str, os.PathLike]
 

@@ -10,8 +10,8 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from ..cache import atomic_write
-from ..diagnostics import SCALARS
+from lbgen.system.cache import atomic_write
+from lbgen.codegen.diagnostics import SCALARS
 
 PathLike = Union[str, os.PathLike]
 
@@ -113,7 +113,7 @@ PANELS = (
 def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 100.0):
     """series.png: every quantity against the time t = step / r (model units, lattice units
     throughout); *T_walls* draws the wall temperatures on the temperature panel."""
-    from .pictures import new_figure
+    from lbgen.output.pictures import new_figure
 
     fig = new_figure((13.0, 8.0), dpi)
     axes = fig.subplots(2, 3).ravel()

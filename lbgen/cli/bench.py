@@ -1,0 +1,193 @@
+"""`lbgen bench` and `lbgen tune` (registered on the `lbgen` group in lbgen/cli.py)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from lbgen.cli.common import UserError, friendly, velocity_set_option
+from lbgen.perf.bench import DEFAULT_KERNELS
+from lbgen.codegen.render import MAX_TIME_BLOCK
+from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET
+from lbgen.system.limits import max_threads
+from lbgen.model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
+
+
+def _split(text: str):
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _precisions(text: str):
+    from lbgen.codegen.render import PRECISIONS
+    words = {"both": ["double", "single"], "all": list(PRECISIONS)}
+    items = words.get(text.strip()) or _split(text)
+    bad = [p for p in items if p not in PRECISIONS]
+    if bad:
+        raise UserError(f"unknown precision {bad[0]!r}; choose {', '.join(PRECISIONS)}, both or all")
+    return items
+
+
+def _collisions(text: str):
+    from lbgen.model import OPERATORS
+    items = list(OPERATORS) if text.strip() == "all" else _split(text)
+    bad = [c for c in items if c not in OPERATORS]
+    if bad:
+        raise UserError(f"unknown collision operator {bad[0]!r}; choose from {', '.join(OPERATORS)}")
+    return items
+
+
+def _emit_json(data, output, to_stdout):
+    from lbgen.perf.bench import to_jsonable
+    text = json.dumps(to_jsonable(data), indent=2, allow_nan=False)
+    if output:
+        from lbgen.system.cache import atomic_write_bytes
+        atomic_write_bytes(Path(output), (text + "\n").encode())
+    if to_stdout:
+        click.echo(text)
+
+
+@click.command()
+@click.option("--backends", default="c", show_default=True,
+              help="Comma list of c, opencl, cuda; unavailable ones are skipped with the reason.")
+@click.option("--layouts", default="all", show_default=True,
+              help="Comma list: aos, soa, csoa-vlN, caosoa-vlN; a clustered name alone (csoa) sweeps VL 4,8,16,32; "
+                   "'all' = the four layouts with that sweep.")
+@click.option("--kernels", default=",".join(DEFAULT_KERNELS), show_default=True,
+              help="Comma list of propagate, bc (timed on a walls program), collide, fused, fused-tb<depth> "
+                   f"(C: depth steps per sweep, temporal blocking; depth 2..{MAX_TIME_BLOCK}).")
+@click.option("--collision", "collisions", default="bgk", show_default=True, help="bgk, regularized or all.")
+@click.option("--precision", "precisions", default="double", show_default=True,
+              help="double, single, mixed (float storage, double arithmetic; C), both (double,single) or all.")
+@click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME,
+              show_default=True, help="Scheme of the timed bc kernel.")
+@click.option("--lx", type=click.IntRange(min=1), default=1024, show_default=True)
+@click.option("--ly", type=click.IntRange(min=1), default=4096, show_default=True)
+@click.option("--threads", type=click.IntRange(0, max_threads()), default=0, show_default=True, help="OpenMP threads (0: all cores).")
+@click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Timed samples per kernel.")
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Untimed calls before timing.")
+@click.option("--vls", default="4,8,16,32", show_default=True, help="VL sweep of --paper-table.")
+@click.option("--paper-table", is_flag=True,
+              help="Propagate and collide for AoS/SoA/CSoA/CAoSoA at each layout's best VL, next to the "
+                   "paper's Haswell column (Table 2), scaled to 2160 x 8192.")
+@click.option("--no-limits", is_flag=True, help="Skip the bandwidth/peak micro-benchmarks (no fractions).")
+@click.option("--limit-mb", type=click.IntRange(min=1), default=None,
+              help="Buffer size (MiB, each of two) of the copy benchmark; default: lattice size in [256, 1024].")
+@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON instead of the table.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="Also write the JSON report here.")
+@click.option("--plots", type=click.Path(file_okay=False), default=None,
+              help="Write PNG plots here: MLUPS vs VL per layout, roofline.")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
+@velocity_set_option
+@friendly
+def bench(backends, layouts, kernels, collisions, precisions, wall_scheme, lx, ly, threads, repeat, warmup, vls,
+          paper_table, no_limits, limit_mb, as_json, output, plots, progress, velocity_set):
+    """Time the kernels (ms, MLUPS, GB/s, GFLOP/s) against this machine's measured limits.
+
+    The memory bandwidth (Q + Q stream copy, normal and streaming stores) and the FMA
+    peak are measured in the same run; fractions use them as denominators.  Nothing here
+    fails on a timing: benchmarks are not tests.
+    """
+    from lbgen.perf import bench as B
+    from lbgen.perf import bench_report as R
+    if lx < 1 or ly < 1:
+        raise UserError(f"lattice {lx} x {ly}: sizes must be positive")
+    if repeat < 1:
+        raise UserError("--repeat must be >= 1")
+    precs = _precisions(precisions)
+    cols = _collisions(collisions)
+    backend_list = _split(backends)
+    from lbgen.codegen.render import BACKENDS
+    bad = [b for b in backend_list if b not in BACKENDS]
+    if bad:
+        raise UserError(f"unknown backend {bad[0]!r}; choose from {', '.join(BACKENDS)}")
+    if wall_scheme != DEFAULT_WALL_SCHEME and (paper_table or "bc" not in _split(kernels)):
+        raise UserError(f"--wall-scheme {wall_scheme} applies to the bc kernel: add bc to --kernels "
+                        "(the paper table times propagate and collide only)")
+    velocity_set = velocity_set.lower()
+    if paper_table and velocity_set != DEFAULT_VELOCITY_SET:
+        raise UserError(f"--paper-table is the paper's {DEFAULT_VELOCITY_SET} table; it takes no "
+                        f"--velocity-set {velocity_set}")
+    if paper_table:
+        try:
+            vl_list = [int(v) for v in _split(vls)]
+        except ValueError:
+            raise UserError(f"--vls {vls!r}: give integers, e.g. 4,8,16,32") from None
+        tables = []
+        for backend in backend_list:
+            for p in precs:
+                for c in cols:
+                    t = R.run_paper_table(backend, lx, ly, vl_list, p, c, threads, repeat, warmup, progress)
+                    t.update(backend=backend, precision=p, collision=c)
+                    tables.append(t)
+        data = {"paper_tables": tables}
+        if plots:
+            data["plots"] = [str(p) for t in tables for p in R.make_plots(t["sweep"], plots)]
+        if not as_json:
+            for t in tables:
+                click.echo(f"[{t['backend']} {t['precision']} {t['collision']}]")
+                click.echo(R.format_paper_table(t))
+                for s in t["sweep"].get("skipped", []):
+                    click.echo(f"skipped {s.get('layout', s.get('backend'))}: {s['reason']}")
+        _emit_json(data, output, as_json)
+        return
+    kern = _split(kernels)
+    bad = [k for k in kern if k not in B.KERNELS and not B.time_block_depth(k)]
+    if bad:
+        raise UserError(f"unknown kernel {bad[0]!r}; choose from {', '.join(B.KERNELS)} or "
+                        f"{B.TIME_BLOCK_PREFIX}<depth> (depth 2..{MAX_TIME_BLOCK})")
+    cfg = B.BenchConfig(backends=backend_list, layouts=B.parse_layouts(layouts), kernels=kern, collisions=cols,
+                        precisions=precs, lx=lx, ly=ly, threads=threads, repeat=repeat, warmup=warmup,
+                        limits=not no_limits, limit_bytes=(limit_mb << 20) if limit_mb else None, progress=progress,
+                        wall_scheme=wall_scheme, velocity_set=velocity_set)
+    report = B.run_bench(cfg)
+    if plots:
+        report["plots"] = [str(p) for p in R.make_plots(report, plots)]
+    if not as_json:
+        click.echo(R.format_table(report))
+        if plots:
+            click.echo("plots: " + ", ".join(report["plots"]))
+    _emit_json(report, output, as_json)
+
+
+@click.command()
+@click.option("--backend", default="c", show_default=True, type=click.Choice(["c", "opencl", "cuda"]))
+@click.option("--lx", type=click.IntRange(min=1), default=1024, show_default=True)
+@click.option("--ly", type=click.IntRange(min=1), default=4096, show_default=True)
+@click.option("--precision", default="double", show_default=True, type=click.Choice(["double", "single", "mixed"]))
+@click.option("--collision", default="bgk", show_default=True)
+@click.option("--walls", is_flag=True, help="Tune the unfused step with thermal walls (propagate, bc, collide).")
+@click.option("--threads", type=click.IntRange(0, max_threads()), default=0, show_default=True, help="OpenMP threads (0: all).")
+@click.option("--layouts", default=None, help="Restrict to these layout names (comma list: caosoa,csoa,soa,aos).")
+@click.option("--vls", default="4,8,16,32", show_default=True, help="Cluster lengths to try.")
+@click.option("--thread-counts", default=None, help="Also try these thread counts (comma list), e.g. 1,2.")
+@click.option("--samples", type=click.IntRange(min=1), default=3, show_default=True, help="Timed samples per candidate.")
+@click.option("--time-blocks", default="1,2,3,4", show_default=True,
+              help="C: temporal-blocking depths (steps per sweep) tried on the best layout; the fastest is stored.")
+@click.option("--json", "as_json", is_flag=True, help="Print the stored entry as JSON.")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@friendly
+def tune(backend, lx, ly, precision, collision, walls, threads, layouts, vls, thread_counts, samples, time_blocks,
+         as_json, progress):
+    """Time short runs of every layout/VL, print the ranking, store the best for this machine.
+
+    The choice is kept per machine (hostname, CPU model, backend, device) and lattice
+    shape in the lbgen cache (tune/choices.json); runs can use it by default."""
+    from lbgen.perf import tune as T
+    _collisions(collision)
+    try:
+        vl_list = tuple(int(v) for v in _split(vls))
+        tcs = [int(t) for t in _split(thread_counts)] if thread_counts else None
+        blocks = tuple(int(d) for d in _split(time_blocks))
+    except ValueError:
+        raise UserError("--vls, --thread-counts and --time-blocks take comma lists of integers") from None
+    bad = [d for d in blocks if not 1 <= d <= MAX_TIME_BLOCK]
+    if bad or not blocks:
+        raise UserError(f"--time-blocks {time_blocks!r}: depths are integers from 1 to {MAX_TIME_BLOCK}")
+    entry = T.tune(backend, lx, ly, precision, collision, walls, threads,
+                   layouts=_split(layouts) if layouts else None, vls=vl_list, thread_counts=tcs,
+                   samples=samples, progress=progress, time_blocks=blocks)
+    if as_json:
+        _emit_json(entry, None, True)
+    else:
+        click.echo(T.format_ranking(entry))

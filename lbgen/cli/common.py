@@ -1,0 +1,81 @@
+"""What every `lbgen` command shares: the error type, turning library errors into clean
+messages, MPI-aware failure handling and small option parsers."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+class UserError(click.ClickException):
+    """Shown as 'Error: ...' with exit status 2, without a traceback."""
+    exit_code = 2
+
+
+def friendly(fn):
+    """Turn the library's validation errors into clean CLI errors."""
+    import functools
+
+    from lbgen.backends.base import BackendUnavailable, CompileError
+    from lbgen.codegen.render import SpecError
+    from lbgen.system.paths import describe_os_error
+    from lbgen.simulation.runner import SimulationError
+    from lbgen.run.stopping import RunInterrupted
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            comm = mpi_comm()
+            if comm is not None:
+                mpi_failure(comm, e)
+            if isinstance(e, (SpecError, SimulationError, BackendUnavailable, ValueError)):
+                raise UserError(str(e)) from None
+            if isinstance(e, CompileError):
+                raise click.ClickException(str(e)) from None
+            if isinstance(e, RunInterrupted):     # Ctrl-C / SIGTERM: what was kept, how to resume
+                click.echo(str(e), err=True)
+                sys.exit(e.exit_code)
+            if isinstance(e, OSError):            # read-only folders, HOME=/, a full disk: no traceback
+                raise UserError(describe_os_error(e, "a file")) from None
+            raise
+    return wrapper
+
+
+def velocity_set_option(fn):
+    """--velocity-set for info, emit, verify and bench (``lbgen run`` takes it from lbgen.run.config)."""
+    from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
+    return click.option("--velocity-set", default=DEFAULT_VELOCITY_SET, show_default=True,
+                        type=click.Choice(list(VELOCITY_SETS), case_sensitive=False),
+                        help="Lattice: d2q37 (thermal, Hermite order 4), d2q9 (isothermal, order 2), "
+                             "d2v17 (thermal, order 3).")(fn)
+
+
+def mpi_comm():
+    """The communicator of an MPI launch (``mpiexec -n N lbgen ...``), else None; mpi4py is
+    imported only when a launcher's environment variables are present."""
+    from lbgen.parallel import mpi
+    return mpi.active()
+
+
+def mpi_failure(comm, e):
+    """An error in an MPI run: one every rank raised together is printed once (rank 0) and
+    every rank exits with status 2; an error of one rank is printed there and aborts all."""
+    from lbgen.parallel import mpi
+    if mpi.is_collective(e):
+        if comm.rank == 0:
+            raise UserError(str(e)) from None
+        sys.exit(2)
+    mpi.abort(comm, e, code=2)
+
+
+def vl_option(value, allow_auto=False):
+    if value is None or value == "":
+        return None
+    if allow_auto and str(value) == "auto":
+        return "auto"
+    try:
+        return int(value)
+    except ValueError:
+        raise click.BadParameter(f"VL={value!r} is not an integer; VL must be a power of two") from None

@@ -1,0 +1,300 @@
+"""The `lbgen` command line: info, emit, run."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from lbgen import __version__
+from lbgen.codegen.render import BACKENDS, PRECISIONS, KernelSpec
+from lbgen.codegen.layouts import LAYOUTS
+from lbgen.model import OPERATORS
+from lbgen.model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
+
+from lbgen.cli.common import UserError, friendly, velocity_set_option, vl_option
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="lbgen")
+def main():
+    """lbgen: JIT-generated D2Q37 lattice Boltzmann kernels for C/OpenMP, OpenCL and CUDA."""
+
+
+# --- info --------------------------------------------------------------------------------
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@velocity_set_option
+@friendly
+def info(as_json, velocity_set):
+    """Model summary: Q, r, shell weights, op counts per operator, backends found."""
+    from lbgen import backends
+    from lbgen.system.cache import cache_dir
+    from lbgen.model import collide, velocity_set as get_vs
+    vs_name = velocity_set.lower()
+    vs = get_vs(vs_name)
+    summary = vs.summary()
+    operators = {}
+    for op in OPERATORS:
+        asg = collide(op, vs_name)
+        operators[op] = {"op_count": asg.flops, "flops_per_site": asg.flops,
+                         "assignments": len(asg.assignments), "parameters": [str(p) for p in asg.parameters],
+                         "description": asg.description}
+    found = {}
+    for b in BACKENDS:
+        ok, why = backends.available(b)
+        found[b] = {"available": ok, "detail": why}
+    data = {"lbgen": __version__, "velocity_set": summary, "operators": operators, "backends": found,
+            "cache_dir": str(cache_dir())}
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(f"lbgen {__version__}: {vs.name}, Q = {vs.Q}, quadrature degree {vs.degree}, Hermite order "
+               f"{vs.hermite_order} ({'isothermal: T = 1 throughout' if vs.isothermal else 'thermal'}), "
+               f"halo and wall rows {vs.max_hop}")
+    click.echo(f"  r = {summary['r_digits']}  (t = 1/r^2 is the root of {summary['minimal_polynomial_of_t']} = 0)")
+    click.echo("  shell      count  weight")
+    for s in summary["shells"]:
+        click.echo(f"  ({s['shell'][0]},{s['shell'][1]})      {s['count']:>5}  {s['weight_digits']}")
+    for op, d in operators.items():
+        click.echo(f"  collide {op:<12} {d['op_count']:>5} flops/site  ({d['description']})")
+    for b, d in found.items():
+        click.echo(f"  backend {b:<7} {'yes' if d['available'] else 'no '}  {d['detail']}")
+    click.echo(f"  cache   {data['cache_dir']}")
+
+
+# --- emit --------------------------------------------------------------------------------
+@main.command()
+@click.option("--backend", default="c", show_default=True, help=f"One of {', '.join(BACKENDS)}.")
+@click.option("--layout", default="caosoa", show_default=True, help=f"One of {', '.join(LAYOUTS)}.")
+@click.option("--vl", default=None, help="Cluster length (csoa/caosoa): a power of two; default 8 (c) or 32 (GPU).")
+@click.option("--precision", default="double", show_default=True, help=f"One of {', '.join(PRECISIONS)}.")
+@click.option("--collision", default="bgk", show_default=True, help=f"One of {', '.join(OPERATORS)}.")
+@click.option("--lx", type=int, default=None, help="Compile-time LX (with --ly); run-time sizes by default.")
+@click.option("--ly", type=int, default=None, help="Compile-time LY (with --lx).")
+@click.option("--prefix", default="lbgen", show_default=True, help="Prefix of the C symbols and file names.")
+@click.option("--streaming-stores/--no-streaming-stores", default=True, show_default=True,
+              help="Non-temporal stores for whole clusters (C, clustered layouts).")
+@click.option("--walls", is_flag=True, help="Thermal walls: add the bc kernel (tau = 1 wall rows for regularized).")
+@click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
+              help="With --walls: lbgen, or reference (the production code's bc; see README).")
+@click.option("--block-size", type=int, default=0, help="GPU work-group / block size (0: backend default).")
+@click.option("--report", is_flag=True, help="CUDA: compile with nvcc for sm_80 and sm_90 and show registers/spills.")
+@velocity_set_option
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
+@friendly
+def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_stores, walls, wall_scheme, block_size,
+         report, velocity_set, output):
+    """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
+    from lbgen.codegen.emit import emit as do_emit
+    vl = vl_option(vl)      # None: the backend's DEFAULT_VL for clustered layouts
+    spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
+                      lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
+                      wall_scheme=wall_scheme, block_size=block_size, velocity_set=velocity_set.lower())
+    spec = spec.validate()
+    if report and spec.backend != "cuda":
+        raise UserError("--report shows nvcc's register and spill figures: it needs --backend cuda")
+    written = do_emit(spec, output)
+    folder = next(iter(written.values())).parent
+    click.echo(f"wrote {len(written)} files to {folder}/: {', '.join(written)}")
+    if report:
+        from lbgen.backends.cuda.nvcc import format_report, ptxas_report
+        from lbgen.codegen.render import generate
+        click.echo(format_report(ptxas_report(generate(spec))))
+
+
+# --- run ---------------------------------------------------------------------------------
+def _schema_options(fn):
+    """The `lbgen run` options, one per option of the run description (lbgen.run.config):
+    names, help, choices and defaults all come from there.  Every default is None here, so
+    that what the user gave is known (TOML files and set-ups fill the rest)."""
+    from lbgen.run.options import cli_options, describe_defaults
+    for opt in reversed(list(cli_options())):
+        decl = opt.flag or "--" + opt.key.lower().replace("_", "-")
+        kind = {"int": int, "float": float}.get(opt.kind)
+        if opt.kind == "bool" and "/" not in decl:
+            decl = f"{decl}/--no-{decl[2:]}"
+        default = describe_defaults(opt.key)
+        help_text = opt.help + (f" [{default}]" if default else "")
+        if opt.kind == "choice":
+            help_text = f"{help_text} One of: {', '.join(opt.choices)}."
+        attrs = dict(default=None, help=help_text)
+        if opt.kind == "clim":
+            attrs["multiple"] = True       # --clim T=0.95,1.05 --clim vorticity=-0.01,0.01
+        if kind is not None:
+            attrs["type"] = kind
+        fn = click.option(decl, opt.key, **attrs)(fn)
+    return fn
+
+
+def _config_file(path) -> dict:
+    """The run options of a TOML file (a [run] table or top-level keys)."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise UserError(f"cannot read config {path}: {e}") from None
+    data = data.get("run", data)
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: the [run] table must hold key = value pairs")
+    nested = [k for k, v in data.items() if isinstance(v, dict)]
+    if nested:
+        raise UserError(f"{path}: unexpected table(s) {nested}; give the run options as key = value pairs")
+    return data
+
+
+@main.command()
+@click.argument("setup", required=False, default=None)
+@click.option("--config", type=click.Path(dir_okay=False), default=None,
+              help="TOML file with any of these options (flags given on the command line win).")
+@_schema_options
+@click.option("--resume", type=click.Path(file_okay=False), default=None,
+              help="Continue the run in this folder from its newest checkpoint (up to --steps if given).")
+@click.option("--overwrite", is_flag=True, default=False,
+              help="Replace the run already in --out (otherwise a new run into it is refused).")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@click.pass_context
+@friendly
+def run(ctx, setup, config, resume, overwrite, progress, **given):
+    """Simulate.  SETUP: shear-wave (default), uniform-noise or rayleigh-taylor; or --init FILE.npz.
+
+    \b
+    lbgen run --lx 256 --ly 1024 --steps 2000 --save out.npz
+    lbgen run rayleigh-taylor --lx 256 --ly 1024 --steps 20000 --out runs/rt --output-every 1000 --checkpoint-every 5000
+    lbgen run --resume runs/rt --steps 40000
+    """
+    from lbgen.parallel import mpi
+    from lbgen.run.config import RunConfig
+    from lbgen.run.driver import Run
+    comm = mpi.world()                     # several ranks under mpiexec: a distributed run
+    if comm is not None:
+        mpi.install_excepthook(comm)
+    root = comm is None or comm.rank == 0
+    show_progress = progress and sys.stderr.isatty() and root
+    echo = (lambda m: click.echo(m, err=True)) if root else (lambda m: None)  # noqa: E731
+    given = {k: v for k, v in given.items() if v is not None and v != ()}
+    if resume:
+        if overwrite:
+            raise UserError("--overwrite replaces the run in --out; it cannot be combined with --resume")
+        if setup or config:
+            raise UserError("--resume continues the run in its folder: give no SETUP and no --config")
+        runner = Run.resume(resume, echo=echo, comm=comm, overrides=given)
+        result = runner.execute(progress=show_progress)
+        _report(runner, result, runner.cfg.save)
+        return
+    layers = [(f"--config {config}", _config_file(config))] if config else []
+    layers.append(("command line", given))
+    cfg = RunConfig.build(setup, *layers)
+    runner = Run(cfg, echo=echo, comm=comm, overwrite=overwrite)
+    spec = runner.sim.spec
+    regions = runner.sim.region_table()
+    where = ", ".join((f"rank {d['rank']} " if "rank" in d else "") + f"{d['backend']} {d['layout']} "
+                      f"x={d['columns'][0] % cfg.lx}..+{d['columns'][1]}" for d in regions)
+    if comm is not None:
+        where = f"{comm.size} MPI ranks: {where}"
+    box = f"walls ({cfg.walls['scheme']} scheme)" if cfg.walls else "periodic"
+    echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
+         f"{cfg.lx} x {cfg.ly}, "
+         f"{cfg.steps} steps, {spec.collision}, {box}, {spec.precision}; {where}")
+    depth = runner.sim.time_block
+    if depth > 1:
+        every = {k: getattr(cfg, k) for k in ("output_every", "checkpoint_every", "check_every")}
+        every["series_every"] = runner.series_every
+        odd = [f"--{k.replace('_', '-')} {v}" for k, v in every.items() if v % depth]
+        echo(f"time block {depth}: {depth} steps per sweep" + (
+            f"; {', '.join(odd)} not a multiple of it: the steps before those events that do not fill a "
+            f"block run singly" if odd else ""))
+    result = runner.execute(progress=show_progress)
+    _report(runner, result, cfg.save)
+
+
+def _report(runner, result, save):
+    from lbgen.run.fieldfile import save_fields
+    sim = runner.sim
+    out = sim.fields()                     # collective with MPI: rank 0 gets the fields
+    if not runner.root:
+        return
+    speed = f"{result['mlups']:.2f} MLUPS" if result["mlups"] is not None else "no steps timed"
+    click.echo(f"done: {result['steps_run']} steps in {result['seconds']:.3f} s, {speed}; "
+               f"step {result['steps']}, total mass {float(out['rho'].sum()):.12g}")
+    if runner.cfg.out:
+        click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
+    if save:
+        save_fields(save, out, steps=result["steps"], lx=sim.lx, ly=sim.ly, r=sim.vs.r,
+                    spec=json.dumps(sim.spec.__dict__))
+        click.echo(f"saved rho, ux, uy, T ({sim.lx} x {sim.ly}) to {save}")
+
+
+# --- verify ------------------------------------------------------------------------------
+def _parse_layouts(text):
+    from lbgen.codegen.layouts import LayoutChoice
+    return [(c.name, c.vl) for c in LayoutChoice.parse(text)]
+
+
+@main.command()
+@click.option("--backends", default="c,opencl,cuda,cuda-shim", show_default=True,
+              help="Comma list of c, opencl, cuda (pycuda, needs a GPU), cuda-shim (the .cu text on the CPU).")
+@click.option("--layouts", default="aos,soa,csoa-vl8,caosoa-vl8,caosoa-vl32", show_default=True,
+              help="Comma list of aos, soa, csoa-vlN, caosoa-vlN.")
+@click.option("--collision", "collisions", default="bgk,regularized", show_default=True)
+@click.option("--precision", "precisions", default="double", show_default=True, help="double, single or both: double,single")
+@click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--lx", type=click.IntRange(min=1), default=6, show_default=True)
+@click.option("--ly", type=click.IntRange(min=1), default=96, show_default=True)
+@click.option("--walls", is_flag=True, help="Check the bc kernel too (thermal walls, unfused steps).")
+@click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
+              help="With --walls: the scheme of the bc kernel checked (lbgen or reference).")
+@click.option("--strict", is_flag=True, help="No FMA contraction: backends must agree bit for bit.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@velocity_set_option
+@friendly
+def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, wall_scheme, strict, seed, as_json,
+           velocity_set):
+    """Kernel equivalence: every available backend x layout against the NumPy reference.
+
+    Exit status 1 when any kernel differs beyond tolerance (1e-12 double, 1e-5 single;
+    bit-identical across backends with --strict)."""
+    from lbgen.reference.verify import verify as run_verify
+    from lbgen.model import OPERATORS as ops
+    cols = [c for c in collisions.split(",") if c]
+    bad = [c for c in cols if c not in ops]
+    if bad:
+        raise UserError(f"unknown collision operator {bad[0]!r}; choose one of {', '.join(ops)}")
+    precs = [p for p in precisions.split(",") if p]
+    bad = [p for p in precs if p not in PRECISIONS]
+    if bad:
+        raise UserError(f"unknown precision {bad[0]!r}; choose one of {', '.join(PRECISIONS)}")
+    from tqdm import tqdm
+    bar = tqdm(unit="run", desc="verify", disable=not sys.stderr.isatty(), leave=False, dynamic_ncols=True)
+
+    def advance(row):
+        bar.set_postfix_str(f"{row.backend} {row.layout}{'-vl' + str(row.vl) if row.vl else ''} {row.collision}")
+        bar.update(1)
+    try:
+        report = run_verify(backends=[b for b in backends.split(",") if b], layouts=_parse_layouts(layouts),
+                            collisions=cols, precisions=precs, steps=steps, lx=lx, ly=ly, strict=strict,
+                            walls=walls, seed=seed, wall_scheme=wall_scheme, velocity_set=velocity_set.lower(),
+                            progress=advance)
+    finally:
+        bar.close()
+    click.echo(json.dumps(report.to_json(), indent=2) if as_json else report.table())
+    if not report.ok:
+        sys.exit(1)
+
+
+from lbgen.cli.bench import bench, tune  # noqa: E402
+from lbgen.cli.model import model  # noqa: E402
+from lbgen.cli.output import movie, plot  # noqa: E402
+for _command in (bench, tune, model, movie, plot):
+    main.add_command(_command)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

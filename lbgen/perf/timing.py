@@ -1,0 +1,76 @@
+"""Measurement: the one home of timing loops and their statistics.
+
+``stats`` (median, spread), ``time_call`` (a kernel call timed in samples long enough to
+measure), ``time_steps`` (a Simulation's seconds per step), ``quiet_buffers`` (two
+buffers at rest for timing kernels).  ``lbgen bench``, ``lbgen tune`` and the performance
+models use these; nothing here passes or fails on a timing.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Dict, Sequence, Tuple
+
+import numpy as np
+
+from lbgen.model.operators import FORCE_ARGUMENTS, operator
+
+
+def stats(samples: Sequence[float]) -> Dict[str, float]:
+    a = np.asarray(list(samples), dtype=float)
+    q1, med, q3 = np.percentile(a, [25, 50, 75])
+    return {"median": float(med), "min": float(a.min()), "max": float(a.max()), "q1": float(q1), "q3": float(q3),
+            "n": int(a.size), "samples": [float(x) for x in a]}
+
+
+def time_call(fn, sync, repeat: int = 5, warmup: int = 1, min_sample: float = 0.02) -> Tuple[Dict, int]:
+    """Median/min/max/quartiles (ms per call) of `fn`, after `warmup` calls."""
+    for _ in range(max(1, warmup)):
+        fn()
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    once = max(time.perf_counter() - t0, 1e-7)
+    inner = max(1, int(math.ceil(min_sample / once)))
+    samples = []
+    for _ in range(max(1, repeat)):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        sync()
+        samples.append((time.perf_counter() - t0) / inner * 1e3)
+    return stats(samples), inner
+
+
+
+def quiet_buffers(program, lx: int, ly: int):
+    """Two buffers of a program at a quiet equilibrium (rho = T = 1, u = 0), halos filled."""
+    rho, ux, uy, T = (np.ones((lx, ly)), np.zeros((lx, ly)), np.zeros((lx, ly)), np.ones((lx, ly)))
+    f = program.allocate()
+    g = program.allocate()
+    program.init_equilibrium(f, rho, ux, uy, T)
+    program.init_equilibrium(g, rho, ux, uy, T)
+    program.halo(f)
+    program.halo(g)
+    program.synchronize()
+    return f, g
+
+
+def default_kernel_parameters(collision: str) -> Dict[str, float]:
+    """The collide/fused arguments of an operator at its record's defaults, no force."""
+    return {**operator(collision).defaults(), **{name: 0.0 for name in FORCE_ARGUMENTS}}
+
+
+def time_steps(sim, steps: int, repeats: int = 3) -> float:
+    """Median seconds per step of a Simulation over `repeats` timings of `steps` steps
+    (after a warm-up step)."""
+    sim.step(1)            # warm-up (first launches, page faults)
+    sim.synchronize()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        sim.step(steps)
+        sim.synchronize()
+        samples.append((time.perf_counter() - t0) / steps)
+    return float(np.median(samples))

@@ -1,0 +1,287 @@
+"""Auto-tuning of the layout and cluster length (VL) per machine and lattice shape.
+
+``best_choice`` times a few steps of the runner's own time step (halo + fused, or halo +
+fused_walls with walls) for every candidate layout/VL (and optionally a few
+thread counts), stores the ranking in ``<cache>/tune/choices.json`` under a key made of
+the machine (hostname + CPU model from /proc/cpuinfo), the backend and its device, the
+lattice shape, precision, collision operator, walls and the thread count asked for, and
+returns the fastest (layout, vl).  ``cached_choice`` returns a stored choice without
+timing anything (None when this machine never tuned that case); ``auto_choice`` is the
+one for ``--vl auto``: the cached choice, else tune now.
+
+On the C backend the winner's temporal-blocking depth (time steps per sweep, see
+``fused_tb``) is tuned too, among ``TIME_BLOCKS``, and stored with the choice as
+``time_block``; ``auto_time_block`` is the one for ``time_block='auto'``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from filelock import FileLock
+
+from lbgen.system.cache import atomic_write_bytes, cache_dir, digest
+
+Choice = Tuple[str, Optional[int]]
+#: temporal-blocking depths tried by `lbgen tune` (1: one step per sweep)
+TIME_BLOCKS = (1, 2, 3, 4)
+CHOICES_FILE = "choices.json"
+
+
+def _device(backend: str) -> str:
+    """What the runtime runs on (its compiler or device); a stable key even when unavailable."""
+    from lbgen.backends import runtime
+    try:
+        return runtime(backend).describe()
+    except Exception as e:  # noqa: BLE001 - unavailable backend: still a stable key
+        return f"{backend} ({type(e).__name__})"
+
+
+def machine_key(backend: str) -> Dict[str, str]:
+    from lbgen.backends.base import cpu_model
+    return {"hostname": socket.gethostname(), "cpu": cpu_model(), "backend": backend, "device": _device(backend)}
+
+
+def _case_key(backend: str, lx: int, ly: int, precision: str, collision: str, walls: bool, threads: int) -> Tuple[str, Dict]:
+    fields = dict(machine_key(backend), lx=int(lx), ly=int(ly), precision=precision, collision=collision,
+                  walls=bool(walls), threads=int(threads))
+    return digest(json.dumps(fields, sort_keys=True)), fields
+
+
+def _path():
+    return cache_dir("tune") / CHOICES_FILE
+
+
+def _load() -> Dict:
+    path = _path()
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _store(key: str, entry: Dict) -> None:
+    path = _path()
+    with FileLock(str(path) + ".lock"):
+        data = _load()
+        data[key] = entry
+        atomic_write_bytes(path, json.dumps(data, indent=1, sort_keys=True).encode())
+
+
+def _halo() -> int:
+    """Halo width of the kernels lbgen tune measures (those of the default velocity set)."""
+    from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
+    return velocity_set(DEFAULT_VELOCITY_SET).max_hop
+
+
+def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
+               vls: Sequence[int] = (4, 8, 16, 32)) -> List[Choice]:
+    """Every valid (layout, VL) for a column of LY sites (VL | LY and LY/VL >= the halo width)."""
+    from lbgen.codegen.render import PREFERRED_VL
+    from lbgen.codegen.layouts import CLUSTERED
+    names = list(layouts) if layouts else ["caosoa", "csoa", "soa", "aos"]
+    order = list(dict.fromkeys(list(PREFERRED_VL.get(backend, ())) + list(vls)))
+    out: List[Choice] = []
+    for name in names:
+        if name in CLUSTERED:
+            out += [(name, v) for v in order if v in vls and ly % v == 0 and ly // v >= _halo()]
+        else:
+            out.append((name, None))
+    return out
+
+
+def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str, collision: str,
+                walls: bool, threads: int, steps: int, samples: int, time_block: int = 1) -> Dict:
+    from lbgen.backends import runtime, spec_backend
+    from lbgen.codegen.render import KernelSpec, generate
+    from lbgen.perf.timing import default_kernel_parameters, quiet_buffers, time_call
+    spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, precision=precision, collision=collision,
+                      walls=walls).validate(lx, ly)
+    program = runtime(backend).compile(generate(spec), lx, ly, threads=threads)
+    params = default_kernel_parameters(collision)
+    buffers = list(quiet_buffers(program, lx, ly))
+    wall_spec = _QuietWalls() if walls else None
+
+    def step():
+        program.halo(buffers[0])
+        if time_block > 1:
+            program.fused_tb(buffers[0], buffers[1], time_block, walls=wall_spec, **params)
+            buffers.reverse()
+        else:
+            buffers[:] = program.step(buffers[0], buffers[1], params, wall_spec)
+
+    st, n = time_call(step, program.synchronize, repeat=max(1, samples), warmup=1, min_sample=0.05)
+    if steps:
+        n = min(n, steps)
+    ms = st["median"] / time_block                       # per time step
+    per_step = {k: (v / time_block if k in ("median", "min", "max", "q1", "q3") else v) for k, v in st.items()}
+    return {"ms_per_step": ms, "ms": per_step, "steps_per_sample": n * time_block,
+            "time_block": time_block, "threads": program.threads, "mlups": lx * ly / (ms / 1e3) / 1e6}
+
+
+class _QuietWalls:
+    """Walls at T = 1 on both sides (timing only)."""
+    T_bottom = T_top = 1.0
+    adiabatic_bottom = adiabatic_top = False
+
+
+def rank(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk", walls: bool = False,
+         threads: int = 0, layouts: Optional[Sequence[str]] = None, vls: Sequence[int] = (4, 8, 16, 32),
+         thread_counts: Optional[Sequence[int]] = None, steps: int = 20, samples: int = 3,
+         progress: bool = False) -> List[Dict]:
+    """Time every candidate; a list of dicts sorted fastest first."""
+    from lbgen.codegen.render import SpecError
+    cands = candidates(backend, ly, layouts, vls)
+    tcs = list(thread_counts) if thread_counts else [threads]
+    work = [(c, t) for c in cands for t in tcs]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=len(work), unit="candidate", leave=False, dynamic_ncols=True)
+    out = []
+    try:
+        for (layout, vl), t in work:
+            if bar is not None:
+                bar.set_description(f"{layout}{'-vl' + str(vl) if vl else ''} threads={t or 'all'}")
+            try:
+                r = _time_steps(backend, layout, vl, lx, ly, precision, collision, walls, t, steps, samples)
+            except (SpecError, ValueError, NotImplementedError) as e:
+                r = {"error": str(e).splitlines()[0]}
+            r.update(layout=layout, vl=vl, threads_asked=t)
+            out.append(r)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    ok = sorted((r for r in out if "error" not in r), key=lambda r: r["ms_per_step"])
+    return ok + [r for r in out if "error" in r]
+
+
+def best_choice(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
+                walls: bool = False, threads: int = 0, **rank_options) -> Choice:
+    """Tune now: time the candidates, store the ranking for this machine and lattice, return (layout, vl)."""
+    entry = tune(backend, lx, ly, precision, collision, walls, threads, **rank_options)
+    return entry["layout"], entry["vl"]
+
+
+def tune(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk", walls: bool = False,
+         threads: int = 0, time_blocks: Sequence[int] = TIME_BLOCKS, **rank_options) -> Dict:
+    """Like best_choice, returning the stored entry (choice, ranking, machine)."""
+    ranking = rank(backend, lx, ly, precision, collision, walls, threads, **rank_options)
+    good = [r for r in ranking if "error" not in r]
+    if not good:
+        raise ValueError(f"no layout/VL candidate runs for {backend} at {lx} x {ly}: "
+                         + "; ".join(r.get("error", "") for r in ranking[:3]))
+    key, fields = _case_key(backend, lx, ly, precision, collision, walls, threads)
+    from lbgen import __version__
+    best = good[0]
+    entry = {"key": fields, "layout": best["layout"], "vl": best["vl"], "threads": best.get("threads_asked", threads),
+             "ms_per_step": best["ms_per_step"], "mlups": best["mlups"], "ranking": ranking,
+             "lbgen_version": __version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if backend == "c":
+        blocks = rank_time_blocks(backend, best["layout"], best["vl"], lx, ly, precision, collision, walls,
+                                  best.get("threads_asked", threads), time_blocks=time_blocks,
+                                  samples=rank_options.get("samples", 3))
+        entry.update(time_block=blocks[0]["time_block"], time_block_ranking=blocks)
+    _store(key, entry)
+    return entry
+
+
+def rank_time_blocks(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str = "double",
+                     collision: str = "bgk", walls: bool = False, threads: int = 0,
+                     time_blocks: Sequence[int] = TIME_BLOCKS, samples: int = 3) -> List[Dict]:
+    """Time the step of one layout with each temporal-blocking depth; fastest first."""
+    out = [_time_steps(backend, layout, vl, lx, ly, precision, collision, walls, threads, 20, samples, time_block=d)
+           for d in dict.fromkeys(time_blocks)]
+    return sorted(out, key=lambda r: r["ms_per_step"])
+
+
+def auto_time_block(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str = "double",
+                    collision: str = "bgk", walls: bool = False, threads: int = 0) -> int:
+    """For `time_block='auto'`: the depth stored with this machine's tuned choice when it is the
+    same layout, else timed now (not stored); 1 off the C backend (no temporal blocking there)."""
+    if backend != "c":
+        return 1
+    entry = (cached_entry(backend, lx, ly, precision, collision, walls, threads) if _use_stored() else None) or {}
+    if (entry.get("layout"), entry.get("vl")) == (layout, vl) and isinstance(entry.get("time_block"), int):
+        return entry["time_block"]
+    return rank_time_blocks(backend, layout, vl, lx, ly, precision, collision, walls, threads)[0]["time_block"]
+
+
+def cached_entry(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
+                 walls: bool = False, threads: int = 0) -> Optional[Dict]:
+    key, _ = _case_key(backend, lx, ly, precision, collision, walls, threads)
+    return _load().get(key)
+
+
+def _use_stored() -> bool:
+    """LBGEN_TUNED=off: ignore the stored choices (the tests use it)."""
+    return os.environ.get("LBGEN_TUNED", "").lower() not in ("off", "0", "no")
+
+
+def cached_choice(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
+                  walls: bool = False, threads: int = 0) -> Optional[Choice]:
+    """The stored best (layout, vl) for this machine and case, or None (never times anything).
+
+    LBGEN_TUNED=off ignores stored choices (the built-in defaults apply; the tests use it).
+    """
+    if not _use_stored():
+        return None
+    entry = cached_entry(backend, lx, ly, precision, collision, walls, threads)
+    if not entry or "layout" not in entry:
+        return None
+    layout, vl = entry["layout"], entry.get("vl")
+    if vl is not None and (ly % vl or ly // vl < _halo()):   # a damaged entry: ignore it
+        return None
+    return layout, (int(vl) if vl is not None else None)
+
+
+def auto_choice(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
+                walls: bool = False, threads: int = 0, layout: Optional[str] = None, **rank_options) -> Choice:
+    """For `--vl auto`: the cached choice (restricted to `layout` when given), else tune now and store.
+
+    With a fixed layout only that layout's VLs are timed, and the result is not stored as the
+    machine's overall best.
+    """
+    if layout is None:
+        hit = cached_choice(backend, lx, ly, precision, collision, walls, threads)
+        if hit is not None:
+            return hit
+        return best_choice(backend, lx, ly, precision, collision, walls, threads, **rank_options)
+    entry = cached_entry(backend, lx, ly, precision, collision, walls, threads)
+    for r in (entry or {}).get("ranking", []):
+        if r.get("layout") == layout and "error" not in r:
+            return layout, r.get("vl")
+    ranking = [r for r in rank(backend, lx, ly, precision, collision, walls, threads, layouts=[layout],
+                               **rank_options) if "error" not in r]
+    if not ranking:
+        raise ValueError(f"no VL of layout {layout} runs at {lx} x {ly}")
+    return layout, ranking[0]["vl"]
+
+
+def format_ranking(entry: Dict) -> str:
+    k = entry["key"]
+    lines = [f"tuning {k['backend']} on {k['hostname']} ({k['cpu']}; {k['device']}), {k['lx']} x {k['ly']}, "
+             f"{k['precision']}, {k['collision']}{', walls' if k['walls'] else ''}, threads={k['threads'] or 'all'}",
+             f"{'rank':>4} {'layout':<12} {'threads':>7} {'ms/step':>10} {'[min-max]':>21} {'MLUPS':>8}"]
+    for i, r in enumerate(entry["ranking"], 1):
+        tag = r["layout"] + (f"-vl{r['vl']}" if r.get("vl") else "")
+        if "error" in r:
+            lines.append(f"{'-':>4} {tag:<12} {'':>7} {'':>10} {'':>21} {'':>8}  skipped: {r['error']}")
+            continue
+        ms = r["ms"]
+        lines.append(f"{i:>4} {tag:<12} {str(r.get('threads') or r.get('threads_asked') or 'all'):>7} "
+                     f"{r['ms_per_step']:>10.3f} {'[' + format(ms['min'], '.3f') + '-' + format(ms['max'], '.3f') + ']':>21} "
+                     f"{r['mlups']:>8.1f}")
+    best = entry["layout"] + (f"-vl{entry['vl']}" if entry.get("vl") else "")
+    for r in entry.get("time_block_ranking", []):
+        lines.append(f"     {best} time block {r['time_block']}: {r['ms_per_step']:.3f} ms/step, {r['mlups']:.1f} MLUPS")
+    if "time_block" in entry:
+        best += f", time block {entry['time_block']}"
+    lines.append(f"best: {best} (stored in {_path()})")
+    return "\n".join(lines)

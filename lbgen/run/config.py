@@ -1,0 +1,244 @@
+"""The run description: one typed, validated schema for the CLI, TOML files and Python.
+
+Every option of a run is one ``Option`` here (key, kind, default, allowed values, help,
+whether it may change on resume).  Everything else derives from this table: the
+``lbgen run`` command-line options and their help, the TOML keys, the checks, the
+manifest's ``config`` and the resume comparison.  The collision operators' parameters
+come from their records (``lbgen.model.operators``) and the set-ups' defaults from
+``lbgen.run.setups`` -- each default is written once.
+
+Values are converted to the option's type or refused with a message that names the
+source ('--config run.toml', 'command line', ...) and the key; unknown keys are refused
+with the closest valid name.  Precedence: schema default < set-up default < TOML file <
+command line (or Python keywords).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from lbgen.codegen.layouts import LayoutChoice
+from lbgen.model.operators import DEFAULT_OPERATOR, OPERATORS, ParameterError, operator
+from lbgen.model.velocity_set import velocity_set
+from lbgen.run.options import (ADIABATIC, OPERATOR_KEYS, OPTIONS, SCHEMA, WALL_KEYS, ConfigError, as_bool, as_float, closest,
+                      convert, normalise_key)
+from lbgen.run.setups import SETUPS
+
+__all__ = ["ConfigError", "OPTIONS", "RunConfig"]
+
+
+@dataclass
+class RunConfig:
+    """Everything that defines a run; written whole to the manifest and every checkpoint.
+
+    Build it with ``RunConfig.build(setup, layer, ...)`` (defaults of the schema and the
+    set-up, then each layer of user values), or directly with keywords: every field is
+    converted and checked on construction either way."""
+
+    setup: str = "shear-wave"
+    lx: int = OPTIONS["lx"].default
+    ly: int = OPTIONS["ly"].default
+    steps: int = OPTIONS["steps"].default
+    collision: str = DEFAULT_OPERATOR
+    parameters: Dict[str, float] = dataclasses.field(default_factory=dict)   # the operator's own parameters
+    gravity: Tuple[float, float] = OPTIONS["gravity"].default
+    backend: str = OPTIONS["backend"].default
+    layout: Optional[str] = None
+    vl: Optional[object] = None            # int, or "auto" (tuned)
+    precision: str = OPTIONS["precision"].default
+    fused: bool = OPTIONS["fused"].default
+    time_block: object = OPTIONS["time_block"].default    # int, or "auto" (tuned)
+    strict: bool = OPTIONS["strict"].default
+    threads: int = OPTIONS["threads"].default
+    seed: int = OPTIONS["seed"].default
+    amplitude: Optional[float] = None
+    init: Optional[str] = None
+    walls: Optional[Dict] = None           # {"T_bottom", "T_top", "adiabatic_bottom", "adiabatic_top", "scheme"}
+    save: Optional[str] = None
+    out: Optional[str] = None              # run folder (outputs, checkpoints, manifest)
+    output_every: int = OPTIONS["output_every"].default
+    checkpoint_every: int = OPTIONS["checkpoint_every"].default
+    check_every: int = OPTIONS["check_every"].default
+    pictures: Tuple[str, ...] = OPTIONS["pictures"].default
+    fields_format: str = OPTIONS["fields_format"].default
+    keep_checkpoints: int = OPTIONS["keep_checkpoints"].default
+    hetero: Optional[str] = None
+    split: Optional[str] = None
+    host_columns: Optional[int] = None
+    device: Optional[str] = None
+    velocity_set: str = OPTIONS["velocity_set"].default
+    series_every: int = OPTIONS["series_every"].default
+    dpi: Optional[float] = None
+    clim: Optional[Dict[str, list]] = None     # {picture quantity: [lo, hi]} over the physical colour limits
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            if f.name in OPTIONS and f.name != "walls":      # walls: the record, checked below
+                setattr(self, f.name, convert(f.name, getattr(self, f.name)) if f.name != "setup"
+                        else self._check_setup(self.setup))
+        try:
+            self.parameters = operator(self.collision).check(dict(self.parameters or {}))
+        except ParameterError as e:
+            raise ConfigError(str(e)) from None
+        self.gravity = tuple(self.gravity)
+        self.pictures = tuple(self.pictures)
+        if self.walls is not None:
+            self.walls = _check_walls(self.walls)
+        if self.split is not None and not self.hetero:
+            raise ConfigError("split needs hetero (--hetero opencl|cuda)")
+        if self.checkpoint_every and not self.out:
+            raise ConfigError("checkpoint_every needs a run folder (--out DIR)")
+        if self.layout is not None or self.vl not in (None, "auto"):
+            LayoutChoice.of(self.layout, self.vl if self.vl != "auto" else None, need_vl=False)
+        vs = velocity_set(self.velocity_set)
+        if vs.isothermal and self.setup == "rayleigh-taylor":
+            raise ConfigError(f"rayleigh-taylor is a thermal flow; {vs.name} is isothermal (T = 1): use d2q37 "
+                              f"(or d2v17)")
+        if vs.isothermal and self.walls is not None and self.walls != _check_walls({"scheme": self.walls["scheme"]}):
+            raise ConfigError(f"{vs.name} is isothermal: its walls impose no temperature, so t_bottom, t_top "
+                              f"(got {self.walls['T_bottom']}, {self.walls['T_top']}) must stay 1 and no wall can "
+                              f"be adiabatic; use d2q37 for thermal walls")
+
+    @staticmethod
+    def _check_setup(name) -> str:
+        if name == "init" or name in SETUPS:
+            return name
+        raise ConfigError(f"unknown set-up {name!r}; choose one of {', '.join(SETUPS)} or give --init FILE.npz")
+
+    # --- the physics of the run, as the kernels need it ------------------------------------
+    @property
+    def operator_parameters(self) -> Dict[str, float]:
+        return dict(self.parameters)
+
+    def __getattr__(self, name):            # cfg.tau, cfg.C1, ... of the run's operator
+        params = self.__dict__.get("parameters")
+        if params is not None and name in params:
+            return params[name]
+        raise AttributeError(name)
+
+    # --- building -------------------------------------------------------------------------
+    @classmethod
+    def build(cls, setup: Optional[str] = None, *layers: Tuple[str, Mapping[str, Any]]) -> "RunConfig":
+        """Schema defaults, then the set-up's defaults, then each (source, values) layer.
+
+        ``values`` use the flat keys of the schema (TOML and CLI spelling: 'tau', 'c1',
+        't_bottom', 'adiabatic', ...); a value None means 'not given'."""
+        merged: Dict[str, Any] = {}
+        given: Dict[str, str] = {}
+        for source, values in layers:
+            for raw_key, value in values.items():
+                key = normalise_key(raw_key)
+                if key not in OPTIONS:
+                    raise ConfigError(f"{source}: unknown key {raw_key!r}{closest(str(raw_key))}; "
+                                      f"valid keys: {', '.join(k for k in OPTIONS if OPTIONS[k].cli or k == 'setup')}")
+                if value is None:
+                    continue
+                merged[key] = convert(key, value, source)
+                given[key] = source
+        name = merged.pop("setup", None) if setup is None else setup
+        if merged.get("init") and name not in (None, "init"):
+            raise ConfigError("give either a SETUP name or --init FILE, not both")
+        name = "init" if merged.get("init") else (name or OPTIONS["setup"].default)
+        cls._check_setup(name)
+        values = {o.key: o.default for o in SCHEMA if o.key != "setup"}
+        if name in SETUPS:
+            values.update(SETUPS[name].run_defaults)
+        values.update(merged)
+        op = operator(values["collision"])
+        for key in OPERATOR_KEYS:               # a parameter of another operator is never silently ignored
+            if key in given and key not in op.parameter_names:
+                raise ConfigError(f"{given[key]}: {key} is a parameter of "
+                                  f"{', '.join(n for n in OPERATORS if key in operator(n).parameter_names)}, "
+                                  f"not of the {op.name} operator (its parameters: {', '.join(op.parameter_names)})")
+        walls = None
+        if values["walls"]:
+            ad = ADIABATIC[values["adiabatic"]]
+            walls = {"T_bottom": values["t_bottom"], "T_top": values["t_top"],
+                     "adiabatic_bottom": ad[0], "adiabatic_top": ad[1], "scheme": values["wall_scheme"]}
+        else:
+            wall_keys = [k for k in WALL_KEYS if k in given]
+            if wall_keys:
+                raise ConfigError(f"{given[wall_keys[0]]}: {', '.join(wall_keys)} need walls "
+                                  f"(--walls, or the rayleigh-taylor set-up)")
+        fields = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in values.items() if k in fields and k != "walls"}
+        kwargs["parameters"] = {k: values[k] for k in op.parameter_names}
+        return cls(setup=name, walls=walls, **kwargs)
+
+    # --- manifest / resume ------------------------------------------------------------------
+    def to_json(self) -> dict:
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "RunConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"the manifest has unknown run parameters {unknown}: it was written by another "
+                              f"version of lbgen")
+        return cls(**dict(data))
+
+    def changes(self, overrides: Mapping[str, Any], source: str = "command line") -> "RunConfig":
+        """This run description with ``overrides`` (flat keys) applied for a resume.
+
+        Options that change the physics, the lattice or the kernels are refused, naming
+        each; the harmless ones (steps, cadences, pictures, threads, ...) are applied."""
+        current = self.flat()
+        refused, applied = [], {}
+        for raw_key, value in overrides.items():
+            key = normalise_key(raw_key)
+            if key not in OPTIONS:
+                raise ConfigError(f"{source}: unknown key {raw_key!r}{closest(str(raw_key))}")
+            if value is None:
+                continue
+            v = convert(key, value, source)
+            if OPTIONS[key].resumable:
+                applied[key] = v
+            elif current.get(key) != v:
+                refused.append(f"{key} ({current.get(key)!r} in the run, {v!r} given)")
+        if refused:
+            raise ConfigError("a resumed run continues exactly the run in its folder; these options would change "
+                              f"it and are refused: {'; '.join(refused)}. Start a new run (another --out) instead.")
+        return dataclasses.replace(self, **applied)
+
+    def flat(self) -> Dict[str, Any]:
+        """The schema's flat keys and values of this run (the inverse of ``build``)."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in OPTIONS and f.name != "walls"}
+        d.update(self.parameters)
+        w = self.walls
+        d["walls"] = w is not None
+        if w is not None:
+            d["t_bottom"], d["t_top"] = w["T_bottom"], w["T_top"]
+            d["adiabatic"] = next(k for k, v in ADIABATIC.items() if v == (w["adiabatic_bottom"], w["adiabatic_top"]))
+            d["wall_scheme"] = w["scheme"]
+        else:
+            d["t_bottom"], d["t_top"], d["adiabatic"] = (OPTIONS["t_bottom"].default, OPTIONS["t_top"].default,
+                                                         OPTIONS["adiabatic"].default)
+            d["wall_scheme"] = OPTIONS["wall_scheme"].default
+        return d
+
+    def physics(self) -> Dict[str, Any]:
+        """What a checkpoint must agree with to be resumed by this run: the lattice, the
+        operator and its parameters, gravity, walls, the kernels' precision."""
+        return {"lx": self.lx, "ly": self.ly, "collision": self.collision, "parameters": dict(self.parameters),
+                "gravity": list(self.gravity), "walls": self.walls, "precision": self.precision,
+                "velocity_set": self.velocity_set}
+
+
+def _check_walls(walls: Mapping) -> Dict:
+    keys = ("T_bottom", "T_top", "adiabatic_bottom", "adiabatic_top", "scheme")
+    extra = sorted(set(walls) - set(keys))
+    if extra:
+        raise ConfigError(f"walls: unknown keys {extra}; allowed: {', '.join(keys)}")
+    out = {"scheme": convert("wall_scheme", walls.get("scheme", OPTIONS["wall_scheme"].default), "walls")}
+    for k in keys[:4]:
+        v = walls.get(k, 1.0 if k.startswith("T") else False)
+        try:
+            out[k] = as_bool(v) if k.startswith("adiabatic") else as_float(v)
+        except ValueError as e:
+            raise ConfigError(f"walls: {k}={v!r} {e}") from None
+        if k.startswith("T") and not out[k] > 0:
+            raise ConfigError(f"walls: {k}={v!r} must be a positive temperature")
+    return out

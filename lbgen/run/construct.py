@@ -1,0 +1,95 @@
+"""From a run description to the objects of a run: the initial fields of its set-up, its
+``Simulation`` (serial, host + device, or one MPI rank's slab), the host/device split of a
+``--hetero`` run, and the description of the kernels a manifest records."""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from lbgen.run.config import RunConfig
+from lbgen.run.fieldfile import load_fields
+from lbgen.model.velocity_set import velocity_set as get_velocity_set
+from lbgen.simulation.runner import Simulation, SimulationError, Walls
+from lbgen.run.setups import SETUPS
+
+
+def initial_fields(cfg: RunConfig):
+    if cfg.init:
+        return load_fields(cfg.init)
+    return SETUPS[cfg.setup].fields(cfg.lx, cfg.ly, seed=cfg.seed, amplitude=cfg.amplitude, gravity=cfg.gravity,
+                                    walls=cfg.walls, thermal=not get_velocity_set(cfg.velocity_set).isothermal)
+
+
+def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Optional[int] = None,
+                    device: bool = True, comm=None) -> Simulation:
+    """The Simulation of a config; for host + device runs with `host_columns` M (or cfg's).
+
+    With an MPI communicator `comm` of several ranks: this rank's part of a
+    ``lbgen.parallel.simulation.DistributedSimulation`` (collective)."""
+    walls = Walls(**cfg.walls) if cfg.walls else None
+    common = dict(layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision,
+                  gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
+                  walls=walls, time_block=cfg.time_block, velocity_set=cfg.velocity_set, **cfg.parameters)
+    if cfg.device and cfg.backend == "opencl":
+        common["backend_options"] = {"device": cfg.device}   # the OpenCL device of a plain OpenCL run
+    lx = cfg.lx if lx is None else lx
+    if comm is not None:
+        from lbgen.parallel.simulation import DistributedSimulation
+        M = cfg.host_columns if host_columns is None else host_columns
+        if cfg.hetero:
+            options = {"device": cfg.device} if cfg.device and cfg.hetero == "opencl" else {}
+            return DistributedSimulation(comm, lx, cfg.ly, backend=cfg.backend, device_backend=cfg.hetero,
+                                         host_columns=M or 0, device_options=options, **common)
+        return DistributedSimulation(comm, lx, cfg.ly, backend=cfg.backend, **common)
+    if not cfg.hetero:
+        return Simulation(lx, cfg.ly, backend=cfg.backend, **common)
+    if not device:
+        return Simulation(lx, cfg.ly, backend=cfg.backend, **common)
+    M = cfg.host_columns if host_columns is None else host_columns
+    options = {"device": cfg.device} if cfg.device and cfg.hetero == "opencl" else {}
+    return Simulation(lx, cfg.ly, backend=cfg.backend, device_backend=cfg.hetero, host_columns=M or 0,
+                      device_options=options, **common)
+
+
+def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print, lx: Optional[int] = None) -> int:
+    """M for a host + device run: from --split F (2M/LX = F) or the performance model (auto).
+
+    `lx`: the width to split (an MPI rank's slab; default the lattice).  With several ranks
+    every side of a slab's device bulk is its own host region, so M is 0 or >= H (the halo
+    width) there."""
+    from lbgen.perf import split as perfmodel
+    width = cfg.lx if lx is None else lx
+    H = get_velocity_set(cfg.velocity_set).max_hop
+    valid = perfmodel.valid_splits(width, H)
+    if lx is not None:
+        valid = [M for M in valid if M == 0 or 2 * M == width or (M >= H and width - 2 * M >= H)]
+    if cfg.split in (None, "auto"):
+        params = perfmodel.measure(lambda w, M, dev: make_simulation(cfg, M, w, dev), width, cfg.ly)
+        M = min(valid, key=lambda m: (round(perfmodel.step_time(params, width, cfg.ly, m), 15),
+                                      abs(m - perfmodel.balance_split(params, width, cfg.ly))))
+        echo(f"performance model: tau_d = {params.tau_d:.3e} s, tau_h = {params.tau_h:.3e} s per site, "
+             f"swap {params.t_swap * 1e3:.3f} ms -> M = {M} (balance point M* = "
+             f"{perfmodel.balance_split(params, width, cfg.ly):.1f}; 2M/LX = {2 * M / width:.3f}, "
+             f"predicted {perfmodel.predicted_mlups(params, width, cfg.ly, M):.1f} MLUPS)")
+        return M
+    try:
+        fraction = float(cfg.split)
+    except ValueError:
+        raise SimulationError(f"--split {cfg.split!r}: expected 'auto' or a host fraction 2M/LX in [0, 1]") from None
+    if not 0 <= fraction <= 1:
+        raise SimulationError(f"--split {fraction}: the host fraction 2M/LX must lie in [0, 1]")
+    want = fraction * width / 2
+    return min(valid, key=lambda M: (abs(M - want), M))
+
+
+def device_description(sim: Simulation) -> dict:
+    info = {"backend": sim.spec.backend, "layout": sim.spec.tag, "precision": sim.spec.precision,
+            "kernel_digest": sim.source.digest, "regions": []}
+    if sim.nranks > 1:                      # MPI: every rank's regions (global columns)
+        info["ranks"] = sim.nranks
+        info["rank_regions"] = sim.region_table()
+    for region in sim.regions:
+        prog = region.program
+        entry = {"backend": prog.spec.backend, "layout": prog.layout.tag, "columns": [region.x_start, region.width]}
+        entry.update(prog.provenance())
+        info["regions"].append(entry)
+    return info

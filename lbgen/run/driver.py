@@ -1,0 +1,403 @@
+"""A whole run: set-up, stepping with guards, outputs every K steps, checkpoints, resume.
+
+Everything that defines a run is a ``RunConfig``; it is written to the run folder's
+manifest.json, so ``resume(run_dir)`` needs nothing else.  A resumed run continues from
+the newest checkpoint that verifies and is bit-identical to an uninterrupted one: the
+populations are saved exactly, in the working precision, and nothing random happens
+after the set-up.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional
+
+
+from lbgen import __version__
+from lbgen.run.checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, prune_checkpoints, read_checkpoint, write_checkpoint
+from lbgen.run.config import RunConfig
+from lbgen.run.construct import device_description, initial_fields, make_simulation, resolve_split
+from lbgen.model.velocity_set import velocity_set as get_velocity_set
+from lbgen.system.limits import check_run_memory, check_threads, resolve_threads
+from lbgen.system.paths import writable_file
+from lbgen.run.folder import RunFolder, RunFolderError, resume_command, write_failure
+from lbgen.simulation.runner import Simulation, SimulationError
+from lbgen.run.stopping import RunInterrupted, StopSignals
+
+
+class Run:
+    """Drives one run folder.  ``Run(cfg).execute()`` or ``Run.resume(dir).execute()``.
+
+    With an MPI communicator ``comm`` of several ranks (``mpiexec -n N lbgen run``) every
+    rank builds its slab of a ``lbgen.parallel.simulation.DistributedSimulation``; the ranks check that
+    they share one RunConfig (hash), rank 0 alone sets up the fields, writes every file
+    (outputs, checkpoints, manifest) from states gathered to it, reads the checkpoint of a
+    resume and scatters it, and shows the progress bar.  Everything else is the same.
+    """
+
+    def __init__(self, cfg: RunConfig, echo: Callable[[str], None] = print, comm=None, resume: bool = False,
+                 overwrite: bool = False):
+        """`resume`: the run folder holds this run (Run.resume); `overwrite`: a run already in
+        cfg.out may be replaced (otherwise a new run into it is refused before any work)."""
+        self.cfg = cfg
+        self.comm = comm
+        self.root = comm is None or comm.rank == 0
+        self.echo = echo if self.root else (lambda message: None)
+        self.folder: Optional[RunFolder] = None
+        if comm is not None:
+            from lbgen.parallel.mpi import check_same_config, collective
+            check_same_config(comm, cfg.to_json())
+            try:
+                self._validate(cfg)
+            except SimulationError as e:       # same config on every rank: every rank raises it
+                raise collective(e)
+        else:
+            self._validate(cfg)
+        from lbgen.parallel.mpi import root_call
+
+        def claim():          # before anything is allocated or compiled
+            check_run_memory(cfg.lx, cfg.ly, cfg.precision, cfg.init)
+            if cfg.save:
+                writable_file(cfg.save, "--save")     # created and checked before the run, not after
+            if cfg.out:
+                self.folder = RunFolder.claim(cfg.out, resume=resume, overwrite=overwrite, echo=self.echo)
+        root_call(comm, claim)
+        try:
+            self._build(cfg, comm)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Release the run folder (execute() does at its end; a later execute() takes it again)."""
+        if self.folder is not None:
+            self.folder.release()
+
+    def _build(self, cfg: RunConfig, comm) -> None:
+        from lbgen.parallel.mpi import root_call
+        cfg.threads = resolve_threads(cfg.threads, self.echo)
+
+        def setup():
+            fields = initial_fields(cfg)
+            return fields, tuple(int(n) for n in fields["rho"].shape)
+        fields = root_call(comm, setup)
+        shape = root_call(comm, lambda: fields[1], share=True) if comm is not None else fields[1]
+        fields = fields[0] if fields is not None else None
+        if cfg.init:
+            cfg.lx, cfg.ly = shape
+        if cfg.hetero and cfg.host_columns is None:
+            if comm is None:
+                cfg.host_columns = resolve_split(cfg, self.echo)
+            else:   # rank 0 models its slab (the widest one); every rank uses its M
+                from lbgen.parallel.mpi import check_decomposition, slab_widths
+                check_decomposition(cfg.lx, comm.size, get_velocity_set(cfg.velocity_set).max_hop)
+                cfg.host_columns = root_call(comm, lambda: resolve_split(cfg, self.echo, slab_widths(
+                    cfg.lx, comm.size)[0]), share=True)
+        self.sim = make_simulation(cfg, comm=comm)
+        if fields is not None:
+            self.sim.set_fields(**fields)
+        else:
+            self.sim.set_fields()          # MPI ranks > 0: rank 0's fields are scattered
+        self.T_hot = self.T_cold = None
+        if fields is not None:
+            T0 = fields["T"]
+            if cfg.walls:
+                self.T_hot, self.T_cold = cfg.walls["T_bottom"], cfg.walls["T_top"]
+            else:
+                self.T_hot, self.T_cold = float(T0.max()), float(T0.min())
+            if self.T_hot == self.T_cold:
+                self.T_hot = self.T_cold + 1.0   # no temperature contrast: the mixing width is 0
+        self.colour_limits = None
+        if fields is not None and cfg.out:
+            from lbgen.output import PICTURE_QUANTITIES, colour_limits
+            T_range = (cfg.walls["T_bottom"], cfg.walls["T_top"]) if cfg.walls else None
+            self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity, T_range=T_range,
+                                               overrides=cfg.clim)
+        self.output = None
+        if cfg.out and self.root:
+
+            def open_output():
+                from lbgen.output import RunOutput
+                return RunOutput(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format,
+                                 colour_limits=self.colour_limits, dpi=cfg.dpi)
+            self.output = root_call(comm, open_output)
+        elif cfg.out:
+            root_call(comm, lambda: None)
+        self.resumed_from: Optional[int] = None
+        self.seconds = 0.0
+        self.steps_run = 0
+        self.started = False                 # the start's outputs are written once
+
+    @staticmethod
+    def _validate(cfg: RunConfig) -> None:
+        if cfg.steps < 0:
+            raise SimulationError(f"steps={cfg.steps} must be >= 0")
+        for name in ("output_every", "checkpoint_every", "check_every"):
+            if getattr(cfg, name) < 0:
+                raise SimulationError(f"{name}={getattr(cfg, name)} must be >= 0")
+        if cfg.checkpoint_every and not cfg.out:
+            raise SimulationError("--checkpoint-every needs a run folder (--out DIR)")
+        check_threads(cfg.threads)
+
+    @property
+    def series_every(self) -> int:
+        """Steps between two rows of series.csv (``--series-every``, else about 200 per run,
+        a multiple of the time block so that the rows do not break the blocked sweeps)."""
+        from lbgen.output import default_series_every
+        return self.cfg.series_every or default_series_every(self.cfg.steps, self.sim.time_block)
+
+    # --- resume ----------------------------------------------------------------------------
+    @classmethod
+    def resume(cls, run_dir, steps: Optional[int] = None, echo: Callable[[str], None] = print,
+               comm=None, overrides: Optional[Mapping[str, Any]] = None) -> "Run":
+        """Continue a run folder; with MPI, rank 0 reads the manifest and checkpoint, the
+        state is scattered to every rank.
+
+        ``overrides``: options given again (flat keys of lbgen.run.config); harmless ones (steps,
+        cadences, pictures, threads) are applied and recorded, any that would change the
+        physics, lattice or kernels is refused, naming each."""
+        from lbgen.parallel.mpi import root_call
+        from lbgen.output import read_manifest
+        run_dir = Path(run_dir)
+        if comm is not None and comm.rank != 0:
+            echo = lambda message: None  # noqa: E731
+
+        def load_manifest():
+            try:
+                return read_manifest(run_dir)["config"]
+            except (OSError, ValueError, KeyError) as e:
+                raise SimulationError(f"cannot resume {run_dir}: no readable manifest.json ({e})") from None
+        cfg = RunConfig.from_json(root_call(comm, load_manifest, share=True))
+        overrides = dict(overrides or {})
+        overrides.pop("out", None)
+        if steps is not None:
+            overrides["steps"] = steps
+        cfg = cfg.changes(overrides)
+        cfg.out = str(run_dir)
+        run = cls(cfg, echo=echo, comm=comm, resume=True)
+
+        def load_checkpoint():
+            path = latest_checkpoint(run_dir, verify=False)
+            if path is None:
+                raise SimulationError(f"cannot resume {run_dir}: it has no checkpoint (run with --checkpoint-every K)")
+            try:
+                populations, step, meta = read_checkpoint(path)
+            except CheckpointError as e:
+                good = latest_checkpoint(run_dir, verify=True)
+                if good is None:
+                    raise SimulationError(f"cannot resume {run_dir}: {e}; no other checkpoint verifies") from None
+                echo(f"warning: {e}; resuming from the previous good checkpoint {good.name}")
+                populations, step, meta = read_checkpoint(good)
+            saved = meta.get("physics")
+            if saved is not None and saved != json.loads(json.dumps(cfg.physics())):
+                diff = [k for k in saved if saved.get(k) != json.loads(json.dumps(cfg.physics())).get(k)]
+                raise SimulationError(f"cannot resume {run_dir}: its checkpoint {path.name} was written by another run "
+                                      f"(it differs in {', '.join(diff)}: {', '.join(f'{k}={saved.get(k)!r}' for k in diff)})")
+            if meta.get("kernel_digest") not in (None, run.sim.source.digest):
+                echo("note: the kernels differ from the ones that wrote the checkpoint (lbgen or compiler changed)")
+            return populations, step
+        try:
+            loaded = root_call(comm, load_checkpoint)
+        except BaseException:
+            run.close()                      # the folder is free again for a corrected command
+            raise
+        populations, step = loaded if loaded is not None else (None, None)
+        run.sim.restore(populations, step)
+        step = run.sim.time_step
+        if cfg.steps < step:
+            run.close()
+            raise SimulationError(f"--steps {cfg.steps} is below the step of the newest good checkpoint of "
+                                  f"{run_dir} ({step}): a run cannot go back; give --steps above {step} to "
+                                  f"continue it")
+        if cfg.steps == step:
+            echo(f"{run_dir} is already at step {step}: nothing to run (give --steps above {step} to continue)")
+        if run.output is not None:
+            run.output.truncate(step)
+        run.resumed_from = step
+        echo(f"resuming {run_dir} at step {step} of {cfg.steps}")
+        return run
+
+    # --- the loop --------------------------------------------------------------------------
+    def _series(self) -> None:
+        """One row of series.csv from the backends' diagnostics kernels (per-row sums, gathered
+        to rank 0 with MPI); a bad sample (NaN/Inf, rho or T <= 0) runs the guard at once."""
+        if not self.cfg.out:
+            return
+        from lbgen.codegen.diagnostics import combine_rows, healthy, scalars
+        rows = self.sim.diagnostic_rows()
+        if self.comm is not None:
+            parts = self.comm.gather(rows, root=0)
+            rows = combine_rows(parts) if self.root else None
+        bad = False
+        if rows is not None:
+            d = scalars(rows, self.cfg.lx, self.T_hot, self.T_cold)
+            bad = not healthy(d)
+            if self.output is not None and not bad:
+                step = self.sim.time_step
+                self.output.append_series(step, step / self.sim.vs.r, d)
+        if self.comm is not None:
+            bad = self.comm.bcast(bad, root=0)
+        if bad:
+            self.sim.check_finite()
+
+    def _outputs(self, final: bool = False) -> None:
+        if not self.cfg.out:
+            return
+        step = self.sim.time_step
+        fields = self.sim.fields()           # collective with MPI: gathered to rank 0
+        if self.output is None:
+            return
+        time = step / self.sim.vs.r
+        self.output.write_fields(step, fields, time=time)
+        if self.cfg.pictures:
+            self.output.write_pictures(step, fields, time=time)
+        if final:
+            walls = self.cfg.walls
+            self.output.plot_series(T_walls=(walls["T_bottom"], walls["T_top"]) if walls else None)
+
+    def _checkpoint(self) -> None:
+        """Write a checkpoint of the current state -- the caller has checked its health, so
+        every checkpoint is a healthy one and pruning (the newest kept) keeps the newest
+        healthy one."""
+        step = self.sim.time_step
+        state = self.sim.state()             # collective with MPI: gathered to rank 0
+        if not self.root:
+            return
+        write_checkpoint(checkpoint_path(self.cfg.out, step), state, step,
+                         {"kernel_digest": self.sim.source.digest, "lbgen": __version__, "healthy": True,
+                          "physics": self.cfg.physics(), "config": self.cfg.to_json()})
+        prune_checkpoints(self.cfg.out, keep=max(1, self.cfg.keep_checkpoints))
+
+    def _manifest(self, status: str, error: Optional[str] = None) -> None:
+        if self.output is None:
+            return
+        from lbgen.output import environment_versions
+        self.output.write_manifest({
+            "lbgen": __version__,
+            "status": status,
+            "error": error,
+            "config": self.cfg.to_json(),
+            "colour_limits": self.colour_limits,
+            "series_every": self.series_every,
+            "step": self.sim.time_step,
+            "resumed_from": self.resumed_from,
+            "device": device_description(self.sim),
+            "mlups": self.mlups(),
+            "seconds": self.seconds,
+            "versions": environment_versions(),
+            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        })
+
+    def mlups(self) -> Optional[float]:
+        """Million lattice updates per second of the steps run (None when none were timed)."""
+        if self.steps_run <= 0 or self.seconds <= 0:
+            return None
+        return self.steps_run * self.cfg.lx * self.cfg.ly / self.seconds / 1e6
+
+    def _persist(self, what: Callable[[], None], step: int) -> None:
+        """Write outputs or a checkpoint; a full disk or an unwritable folder ends the run with
+        a message naming the last good checkpoint (older ones are intact: writes are atomic)."""
+        try:
+            what()
+        except OSError as e:
+            message = write_failure(e, self.cfg.out, step, self.cfg.steps)
+            try:
+                self._manifest("failed", message)
+            except OSError:
+                pass
+            raise RunFolderError(message) from None
+
+    def _stop(self, stop: StopSignals) -> None:
+        """End the run on SIGINT/SIGTERM after a whole step: checkpoint (with a run folder),
+        manifest 'interrupted', and the command that resumes it."""
+        step = self.sim.time_step
+        where = f"{stop.name} at step {step} of {self.cfg.steps}"
+        if not self.cfg.out:
+            raise RunInterrupted(f"interrupted by {where}; nothing was saved (no run folder: give --out DIR "
+                                 f"to keep checkpoints)", stop.signal)
+        self.sim.check_finite()              # a diverged state is reported, never checkpointed
+        self._persist(self._checkpoint, step)
+        self._manifest("interrupted", f"interrupted by {where}")
+        kept = checkpoint_path(self.cfg.out, step)
+        raise RunInterrupted(f"interrupted by {where}; checkpoint written: {kept}. Continue with:\n"
+                             f"  {resume_command(self.cfg.out, self.cfg.steps)}", stop.signal)
+
+    def execute(self, progress: bool = False) -> dict:
+        cfg, sim = self.cfg, self.sim
+        if self.folder is not None:
+            self.folder.acquire(self.echo)
+        try:
+            with StopSignals(enabled=self.comm is None) as stop:
+                return self._loop(cfg, sim, progress, stop)
+        finally:
+            self.close()
+
+    def _loop(self, cfg: RunConfig, sim: Simulation, progress: bool, stop: StopSignals) -> dict:
+        first, self.started = not self.started, True
+        series_every = self.series_every
+        events = [k for k in (cfg.output_every, cfg.checkpoint_every, cfg.check_every, series_every) if k]
+        if self.cfg.out and self.resumed_from is None and first:
+            sim.check_finite()
+            self._persist(lambda: self._manifest("running"), sim.time_step)
+            self._persist(self._series, sim.time_step)
+            self._persist(self._outputs, sim.time_step)
+        elif self.cfg.out:
+            self._persist(lambda: self._manifest("running"), sim.time_step)
+        bar = None
+        try:
+            if progress and self.root:
+                from tqdm import tqdm
+                bar = tqdm(total=cfg.steps, initial=sim.time_step, unit="step", dynamic_ncols=True,
+                           desc=cfg.setup if not cfg.init else "run")
+            while sim.time_step < cfg.steps:
+                # advance to the next multiple of any event period (or the end)
+                nxt = min([cfg.steps] + [(sim.time_step // k + 1) * k for k in events])
+                n = nxt - sim.time_step
+                t0 = time.perf_counter()
+                done = 0
+                while done < n and not stop.signal:    # step by step: a signal ends the current step
+                    sim.step(1)
+                    done += 1
+                sim.synchronize()
+                self.seconds += time.perf_counter() - t0
+                self.steps_run += done
+                if bar is not None:
+                    bar.update(done)
+                    bar.set_postfix(MLUPS=f"{self.steps_run * cfg.lx * cfg.ly / max(self.seconds, 1e-12) / 1e6:.1f}")
+                if stop.signal:
+                    if bar is not None:
+                        bar.close()
+                        bar = None
+                    self._stop(stop)
+                step = sim.time_step
+                last = step == cfg.steps
+                output_due = bool(cfg.output_every and step % cfg.output_every == 0 and not last)
+                checkpoint_due = bool(cfg.checkpoint_every and step % cfg.checkpoint_every == 0)
+                if (cfg.check_every and step % cfg.check_every == 0) or last or output_due or checkpoint_due:
+                    sim.check_finite()       # health before persistence: a bad state is never written
+                if step % series_every == 0 or last:
+                    self._persist(self._series, step)   # its guard runs the full check on a bad sample
+                if output_due:
+                    self._persist(self._outputs, step)
+                if checkpoint_due:
+                    self._persist(self._checkpoint, step)
+                    self._persist(lambda: self._manifest("running"), step)
+        except SimulationError as e:
+            if bar is not None:
+                bar.close()
+            kept = latest_checkpoint(cfg.out, verify=True) if cfg.out and self.root else None
+            message = str(e) + (f" The last healthy checkpoint is kept: {kept}." if kept else "")
+            self._manifest("diverged", message)
+            error = SimulationError(message)
+            if getattr(e, "collective", False):
+                error.collective = True
+            raise error from None
+        except KeyboardInterrupt:
+            self._manifest("interrupted", f"interrupted at step {sim.time_step} (second signal: no checkpoint)")
+            raise
+        if bar is not None:
+            bar.close()
+        self._persist(lambda: self._outputs(final=True), sim.time_step)
+        self._persist(lambda: self._manifest("finished"), sim.time_step)
+        return {"steps": sim.time_step, "steps_run": self.steps_run, "seconds": self.seconds, "mlups": self.mlups()}

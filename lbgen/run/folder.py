@@ -1,0 +1,173 @@
+"""A run folder belongs to one run.
+
+`RunFolder.claim(path, resume=..., overwrite=...)`, before anything is compiled or
+allocated:
+
+* checks that the folder can be created and written (clear message, not a PermissionError);
+* takes a lock (``.lbgen.lock``, an OS file lock: released by the kernel when the process
+  dies) and records the owner (``.lbgen-owner.json``: pid, host, start time); a second run
+  into the same folder is refused naming the owner.  An owner record whose lock is free
+  was left by a process that died (kill -9): reported as a stale lock and taken over;
+* refuses a new run into a folder that already holds one (a manifest or checkpoints)
+  unless it resumes it or `overwrite` replaces it (lbgen's own files only);
+* reports a previous run whose manifest still says "running" (it was killed);
+* removes orphan temporary files left by writes that were cut off.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import socket
+import time
+from pathlib import Path
+from typing import Callable, List, Optional
+
+from filelock import FileLock, Timeout
+
+from lbgen.run.checkpoint import CHECKPOINT_DIRNAME, latest_checkpoint, list_checkpoints
+from lbgen.system.paths import describe_os_error, is_disk_full, writable_folder
+
+LOCK_NAME = ".lbgen.lock"
+OWNER_NAME = ".lbgen-owner.json"
+MANIFEST = "manifest.json"
+#: what a run writes into its folder (removed by --overwrite; nothing else is touched)
+RUN_FILES = (MANIFEST, "series.csv", "series.png")
+RUN_FOLDERS = (CHECKPOINT_DIRNAME, "fields", "vtk", "pictures")
+
+
+class RunFolderError(ValueError):
+    """A run folder that cannot be used by this run; the message says why and what to do."""
+
+
+def resume_command(out, steps: int) -> str:
+    """The exact command that continues the run folder `out` up to `steps`."""
+    return f"lbgen run --resume {shlex.quote(str(out))} --steps {steps}"
+
+
+def write_failure(e: OSError, out, step: int, steps: int) -> str:
+    """The message of a write into run folder `out` that failed at `step` (a full disk, a
+    folder made read-only): what failed, the last good checkpoint (older ones are intact:
+    every write is atomic) and the command that continues the run."""
+    kept = latest_checkpoint(out, verify=True) if out else None
+    reason = "the disk is full: " if is_disk_full(e) else ""
+    return (f"{reason}{describe_os_error(e, f'to the run folder {out}')} at step {step}. "
+            + (f"The last good checkpoint is kept: {kept}; after freeing space continue with: "
+               f"{resume_command(out, steps)}" if kept else "No checkpoint was kept."))
+
+
+def read_status(path) -> Optional[dict]:
+    """The manifest's status, step and start of the run in `path`, or None without one."""
+    try:
+        data = json.loads((Path(path) / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {"status": data.get("status"), "step": data.get("step"), "written": data.get("written")}
+
+
+class RunFolder:
+    def __init__(self, path):
+        self.path = Path(path)
+        self._lock = FileLock(str(self.path / LOCK_NAME), timeout=0)
+        self.held = False
+
+    # --- the lock ----------------------------------------------------------------------
+    @property
+    def owner_path(self) -> Path:
+        return self.path / OWNER_NAME
+
+    def _owner(self) -> Optional[dict]:
+        try:
+            return json.loads(self.owner_path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def acquire(self, echo: Callable[[str], None] = print) -> None:
+        if self.held:
+            return
+        try:
+            self._lock.acquire()
+        except Timeout:
+            owner = self._owner() or {}
+            who = (f" (pid {owner.get('pid')} on {owner.get('host')}, started {owner.get('started')})"
+                   if owner else "")
+            raise RunFolderError(f"run folder {self.path} is in use by another run{who}; wait for it to "
+                                 f"finish or choose another --out") from None
+        stale = self._owner()
+        if stale:
+            echo(f"note: {self.path} was left locked by pid {stale.get('pid')} on {stale.get('host')} "
+                 f"(started {stale.get('started')}), which ended without releasing it (killed?): a stale "
+                 f"lock, taken over")
+        self.held = True
+        self.owner_path.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}))
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        try:
+            self.owner_path.unlink()
+        except OSError:
+            pass
+        self._lock.release(force=True)
+        self.held = False
+
+    # --- contents ----------------------------------------------------------------------
+    def holds_run(self) -> bool:
+        return (self.path / MANIFEST).exists() or bool(list_checkpoints(self.path))
+
+    def clear(self) -> None:
+        """Remove what a run wrote (manifest, series, checkpoints, fields, vtk, pictures)."""
+        for name in RUN_FILES:
+            (self.path / name).unlink(missing_ok=True)
+        for name in RUN_FOLDERS:
+            shutil.rmtree(self.path / name, ignore_errors=True)
+
+    def remove_orphans(self) -> List[Path]:
+        """Delete the temporary files of writes that were cut off (``.<name>.*.tmp``)."""
+        removed = []
+        for folder in (self.path, *(self.path / name for name in RUN_FOLDERS)):
+            if not folder.is_dir():
+                continue
+            for entry in folder.iterdir():
+                if entry.name.startswith(".") and entry.name.endswith(".tmp") and entry.is_file():
+                    try:
+                        entry.unlink()
+                        removed.append(entry)
+                    except OSError:
+                        pass
+        return removed
+
+    # --- the whole check ---------------------------------------------------------------
+    @classmethod
+    def claim(cls, path, resume: bool = False, overwrite: bool = False,
+              echo: Callable[[str], None] = print) -> "RunFolder":
+        """Check, lock and prepare `path` for a new run (or the resumed one); see the module."""
+        writable_folder(path, "run folder" if resume else "--out")
+        folder = cls(path)
+        folder.acquire(echo)
+        try:
+            status = read_status(folder.path)
+            died = status is not None and status["status"] == "running"
+            if not resume and folder.holds_run():
+                if not overwrite:
+                    what = (f"a run (status {status['status']!r} at step {status['step']}"
+                            f"{', its process is gone' if died else ''})" if status else "checkpoints of a run")
+                    raise RunFolderError(f"run folder {folder.path} already holds {what}; continue it with "
+                                         f"--resume {folder.path}, choose another --out, or give --overwrite "
+                                         f"to replace it")
+                folder.clear()
+                echo(f"note: --overwrite: removed the previous run's files from {folder.path}")
+            elif resume and died:
+                echo(f"note: the previous run in {folder.path} did not end cleanly (its manifest still says "
+                     f"'running' at step {status['step']}: killed?); resuming from its newest good checkpoint")
+            orphans = folder.remove_orphans()
+            if orphans:
+                echo(f"note: removed {len(orphans)} temporary file(s) left by interrupted writes in {folder.path}")
+        except BaseException:
+            folder.release()
+            raise
+        return folder

@@ -1,0 +1,276 @@
+"""The options of a run: one table (``SCHEMA``) of keys, kinds, defaults, allowed values,
+help texts and resume rules, and ``convert``, which turns a value from the command line,
+a TOML file or Python into the option's type or refuses it naming the source and the key.
+``lbgen.run.config.RunConfig`` is built from these; the `lbgen run` options are generated
+from them."""
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Optional, Tuple
+
+from lbgen.codegen.render import BACKENDS, PRECISIONS, time_block_value
+from lbgen.codegen.layouts import LAYOUTS
+from lbgen.model.operators import DEFAULT_OPERATOR, OPERATORS, all_parameters, operator
+from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
+from lbgen.model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
+from lbgen.output import PICTURE_QUANTITIES, parse_clim
+from lbgen.run.setups import SETUPS
+
+ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, True), "both": (True, True)}
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+class ConfigError(ValueError):
+    """A run description that cannot be run (the message names the key and the source)."""
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    kind: str                    # int, float, bool, choice, str, path, gravity, pictures, vl, split, time_block
+    default: Any
+    help: str
+    choices: Tuple[str, ...] = ()
+    minimum: Optional[float] = None
+    resumable: bool = False      # may change on --resume (harmless: steps, cadences, pictures, threads)
+    cli: bool = True             # an `lbgen run` option
+    flag: Optional[str] = None   # click declaration when not --<key>
+    optional: bool = False       # None allowed (means: derived / not given)
+
+
+def _operator_options() -> Tuple[Option, ...]:
+    return tuple(Option(p.name, "float", p.default, f"{p.meaning} ({p.allowed}; "
+                        f"{'/'.join(n for n in OPERATORS if p.name in operator(n).parameter_names)} only).")
+                 for p in all_parameters().values())
+
+
+SCHEMA: Tuple[Option, ...] = (
+    Option("setup", "choice", "shear-wave", "Named set-up.", choices=tuple(SETUPS), cli=False),
+    Option("lx", "int", 64, "Lattice width (periodic in X).", minimum=1),
+    Option("ly", "int", 256, "Lattice height.", minimum=1),
+    Option("steps", "int", 1000, "Total steps (also when resuming).", minimum=0, resumable=True),
+    Option("collision", "choice", DEFAULT_OPERATOR, "Collision operator.", choices=OPERATORS),
+    *_operator_options(),
+    Option("gravity", "gravity", (0.0, 0.0), "GX,GY acceleration in model units (force per step g/r)."),
+    Option("walls", "bool", False, "Thermal walls at bottom and top (else periodic in Y).",
+           flag="--walls/--periodic"),
+    Option("t_bottom", "float", 1.0, "Bottom wall temperature.", minimum=0.0),
+    Option("t_top", "float", 1.0, "Top wall temperature.", minimum=0.0),
+    Option("adiabatic", "choice", "none", "Which walls are adiabatic (copy the fourth row's temperature).",
+           choices=tuple(ADIABATIC)),
+    Option("wall_scheme", "choice", DEFAULT_WALL_SCHEME, "Wall scheme: lbgen, or reference (the production code's "
+           "bc: every row keeps its mass, bare bracket, fourth-row T + |a|^2/8; see README).", choices=WALL_SCHEMES),
+    Option("velocity_set", "choice", DEFAULT_VELOCITY_SET, "Velocity set: d2q37 (thermal), d2q9 (isothermal, "
+           "T = 1), d2v17 (thermal, third order).", choices=tuple(VELOCITY_SETS)),
+    Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
+    Option("layout", "choice", None, "Data layout (default: the fastest valid for the backend, or the tuned one).",
+           choices=tuple(LAYOUTS), optional=True),
+    Option("vl", "vl", None, "Cluster length for csoa/caosoa (a power of two dividing LY), or 'auto' "
+           "(time the candidates once and remember the best; see lbgen tune).", optional=True),
+    Option("precision", "choice", "double", "Floating-point precision.", choices=PRECISIONS),
+    Option("fused", "bool", True, "One sweep per step: propagate+collide (periodic) or propagate+bc+collide (walls); --no-fused: "
+           "separate sweeps.", flag="--fused/--no-fused"),
+    Option("time_block", "time_block", 1, "Steps per sweep through cache (temporal blocking, C backend, periodic "
+           "or walls; bit-identical), or 'auto' (the depth lbgen tune stored). Outputs, checkpoints and guards see "
+           "the state between sweeps: cadences that are multiples of it keep every sweep blocked, the other steps "
+           "run singly.", resumable=True),
+    Option("strict", "bool", False, "No FMA contraction (bitwise-comparable builds).", flag="--strict/--no-strict"),
+    Option("threads", "int", 0, "OpenMP threads (0: OMP_NUM_THREADS or all cores).", minimum=0, resumable=True),
+    Option("seed", "int", 0, "Seed of random set-ups.", minimum=0),
+    Option("amplitude", "float", None, "Amplitude of the set-up (wave, noise or interface).", optional=True),
+    Option("init", "path", None, ".npz with rho, ux, uy, T of shape (LX, LY); sets the lattice size.", optional=True),
+    Option("save", "path", None, "Write the final fields to this .npz.", optional=True, resumable=True),
+    Option("out", "path", None, "Run folder: fields (h5 + vti), pictures, series, manifest.json, checkpoints.",
+           optional=True),
+    Option("output_every", "int", 0, "Outputs every K steps (0: start and end).", minimum=0, resumable=True),
+    Option("checkpoint_every", "int", 0, "Checkpoint every K steps (needs --out).", minimum=0, resumable=True),
+    Option("check_every", "int", 100, "NaN / negative rho or T guard every K steps.", minimum=0, resumable=True),
+    Option("pictures", "pictures", ("T",), f"Comma list of {', '.join(PICTURE_QUANTITIES)} (or none).",
+           resumable=True),
+    Option("series_every", "int", 0, "series.csv row every K steps (0: about 200 rows, at most one every 10 steps: a row costs about a step).",
+           minimum=0, resumable=True),
+    Option("dpi", "float", None, "Picture resolution in dots per inch (default: 1200 px on the long side).",
+           minimum=0.0, optional=True, resumable=True),
+    Option("clim", "clim", None, "FIELD=LO,HI colour limits of a picture field, repeatable (TOML: a list of "
+           "such strings); default: from the set-up's physics, recorded in manifest.json.", optional=True),
+    Option("fields_format", "choice", "h5", "File format of the field outputs.", choices=("h5", "npz")),
+    Option("keep_checkpoints", "int", 2, "Checkpoints kept in the run folder.", minimum=1, resumable=True),
+    Option("hetero", "choice", None, "Host + device: the device backend runs the bulk, --backend (C) the 2M "
+           "border columns.", choices=("opencl", "cuda"), optional=True),
+    Option("split", "split", None, "With --hetero: 'auto' (performance model, default) or the host fraction 2M/LX.",
+           optional=True),
+    Option("device", "str", None, "OpenCL device for --hetero or --backend opencl ('P:D' or a name).", optional=True),
+    Option("host_columns", "int", None, "M, resolved from split (recorded for resume).", minimum=0, optional=True,
+           cli=False),
+)
+OPTIONS: Dict[str, Option] = {o.key: o for o in SCHEMA}
+OPERATOR_KEYS = tuple(all_parameters())
+#: keys that describe the walls (the RunConfig keeps them as one `walls` record)
+WALL_KEYS = ("t_bottom", "t_top", "adiabatic", "wall_scheme")
+
+
+def normalise_key(key: str) -> str:
+    """TOML and Python spellings: 'C1', 'c1', 'output-every' -> the schema key."""
+    k = str(key).replace("-", "_")
+    for name in OPTIONS:
+        if name.lower() == k.lower():
+            return name
+    return k
+
+
+def closest(key: str) -> str:
+    close = difflib.get_close_matches(key.lower(), [k.lower() for k in OPTIONS], n=1, cutoff=0.6)
+    return f" (did you mean {normalise_key(close[0])!r}?)" if close else ""
+
+
+def convert(key: str, value: Any, where: str = "") -> Any:
+    """``value`` as the type of option ``key``, or ConfigError naming both."""
+    opt = OPTIONS[key]
+    label = f"{where}: {key}" if where else key
+    if value is None:
+        if opt.optional:
+            return None
+        raise ConfigError(f"{label} must be given (it has no 'none' value)")
+    kind = opt.kind
+    try:
+        if kind == "int":
+            v = as_int(value)
+            if opt.minimum is not None and v < opt.minimum:
+                raise ValueError(f"must be >= {int(opt.minimum)}")
+            return v
+        if kind == "float":
+            v = as_float(value)
+            if opt.minimum is not None and not v > opt.minimum:
+                raise ValueError(f"must be > {opt.minimum:g}")
+            return v
+        if kind == "bool":
+            return as_bool(value)
+        if kind == "choice":
+            v = str(value) if not isinstance(value, bool) else None
+            if v not in opt.choices:
+                noun = "collision operator" if key == "collision" else key.replace("_", " ")
+                raise ConfigError(f"{where + ': ' if where else ''}unknown {noun} {value!r}; "
+                                  f"choose one of {', '.join(opt.choices)}")
+            return v
+        if kind in ("str", "path"):
+            if not isinstance(value, (str, bytes)) and not hasattr(value, "__fspath__"):
+                raise ValueError("must be a string")
+            return str(value)
+        if kind == "gravity":
+            return as_gravity(value)
+        if kind == "pictures":
+            return as_pictures(value)
+        if kind == "clim":
+            return parse_clim(value) or None
+        if kind == "vl":
+            if isinstance(value, str) and value.strip().lower() == "auto":
+                return "auto"
+            v = as_int(value)
+            if v < 1 or v & (v - 1):
+                raise ValueError("must be a power of two (1, 2, 4, 8, ...) or 'auto'")
+            return v
+        if kind == "time_block":
+            try:
+                return time_block_value(value)
+            except ValueError as e:
+                raise ConfigError(f"{where + ': ' if where else ''}{e}") from None
+        if kind == "split":
+            if isinstance(value, str) and value.strip().lower() == "auto":
+                return "auto"
+            v = as_float(value)
+            if not 0 <= v <= 1:
+                raise ValueError("must be 'auto' or a host fraction 2M/LX in [0, 1]")
+            return str(v)
+    except ConfigError:
+        raise
+    except ValueError as e:
+        raise ConfigError(f"{label}={value!r} {e}") from None
+    raise AssertionError(kind)  # pragma: no cover
+
+
+def as_int(value) -> int:
+    if isinstance(value, bool):
+        raise ValueError("must be an integer, not a boolean")
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if value.is_integer():
+            return int(value)
+        raise ValueError("must be an integer")
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            raise ValueError("must be an integer") from None
+    if hasattr(value, "__index__"):
+        return int(value.__index__())
+    raise ValueError("must be an integer")
+
+
+def as_float(value) -> float:
+    if isinstance(value, bool):
+        raise ValueError("must be a number, not a boolean")
+    try:
+        v = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        raise ValueError("must be a number") from None
+    if not math.isfinite(v):
+        raise ValueError("must be a finite number")
+    return v
+
+
+def as_bool(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise ValueError("must be true or false")
+
+
+def as_gravity(value) -> Tuple[float, float]:
+    parts = list(value) if isinstance(value, (list, tuple)) else \
+        [p for p in str(value).replace(" ", "").split(",") if p != ""]
+    try:
+        g = tuple(as_float(p) for p in parts)
+    except ValueError:
+        g = ()
+    if len(g) != 2:
+        raise ValueError("expected two numbers 'GX,GY' (e.g. 0,-2.6e-6)")
+    return g
+
+
+def as_pictures(value) -> Tuple[str, ...]:
+    items = [str(v) for v in value] if isinstance(value, (list, tuple)) else \
+        [v for v in str(value).replace(" ", "").split(",") if v]
+    items = [v for v in items if v != "none"]
+    bad = [v for v in items if v not in PICTURE_QUANTITIES]
+    if bad:
+        raise ValueError(f"has unknown quantities {bad}; choose from {', '.join(PICTURE_QUANTITIES)} or none")
+    return tuple(dict.fromkeys(items))
+
+
+def cli_options() -> Iterable[Option]:
+    return (o for o in SCHEMA if o.cli)
+
+
+def describe_defaults(key: str) -> str:
+    """The default of ``key`` and the set-ups that change it, for --help."""
+    opt = OPTIONS[key]
+    parts = [] if opt.default is None else [f"default {_show(opt.default)}"]
+    for s in SETUPS.values():
+        if key in s.run_defaults:
+            parts.append(f"{s.name}: {_show(s.run_defaults[key])}")
+    return "; ".join(parts)
+
+
+def _show(v) -> str:
+    if isinstance(v, tuple):
+        return ",".join(f"{x:g}" if isinstance(x, float) else str(x) for x in v) or "none"
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    return str(v)

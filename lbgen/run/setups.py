@@ -1,0 +1,95 @@
+"""Named set-ups: initial fields, and the run parameters each set-up implies.
+
+A ``Setup`` carries its own defaults (written once, here): the Rayleigh-Taylor set-up
+implies the regularized operator, gravity and thermal walls at 1.05 / 0.95; the others are
+periodic BGK.  The run description (``lbgen.run.config``) takes a set-up's defaults before
+the user's TOML file and command line.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Mapping, Optional, Tuple
+
+import numpy as np
+
+#: gravity of the reference Rayleigh-Taylor runs (d2q37.md), in model units
+RT_GRAVITY = (0.0, -8.33e-5 / 32)
+RT_T_HOT, RT_T_COLD = 1.05, 0.95
+
+
+def shear_wave(lx: int, ly: int, amplitude: float = 0.05, **_) -> Dict[str, np.ndarray]:
+    """Transverse wave u_y = A sin(2 pi x / LX) at rho = T = 1."""
+    x = np.arange(lx)[:, None] * np.ones((1, ly))
+    return {"rho": np.ones((lx, ly)), "ux": np.zeros((lx, ly)),
+            "uy": amplitude * np.sin(2 * np.pi * x / lx), "T": np.ones((lx, ly))}
+
+
+def uniform_noise(lx: int, ly: int, amplitude: float = 0.01, seed: int = 0, thermal: bool = True,
+                  **_) -> Dict[str, np.ndarray]:
+    """Uniform state rho = T = 1, u = 0, with random noise of the given amplitude on every field
+    (T stays 1 for isothermal velocity sets: ``thermal=False``)."""
+    rng = np.random.default_rng(seed)
+    noise = lambda: amplitude * rng.standard_normal((lx, ly))  # noqa: E731
+    fields = {"rho": 1 + noise(), "ux": noise(), "uy": noise(), "T": 1 + noise()}
+    if not thermal:
+        fields["T"] = np.ones((lx, ly))
+    return fields
+
+
+def rayleigh_taylor(lx: int, ly: int, gravity: Tuple[float, float] = RT_GRAVITY,
+                    T_hot: float = RT_T_HOT, T_cold: float = RT_T_COLD, width: float = 10.0, amplitude: float = None,
+                    seed: int = 0, **_) -> Dict[str, np.ndarray]:
+    """Thermal Rayleigh-Taylor (d2q37.md): cold, heavy fluid on top of hot, light fluid.
+
+    T = (T_hot + T_cold)/2 - (T_hot - T_cold)/2 tanh((y - h(x)) / width) around an interface
+    h(x) at mid-height perturbed by a random superposition of the first 8 Fourier modes
+    (amplitude: a fraction of LX, default LX/100 split over the modes, phases from `seed`);
+    density in discrete hydrostatic balance rho_y = rho_{y-1} (T_{y-1} + g_y) / T_y with
+    rho = 1 at y = 0, fluid at rest.  g is the gravity of the run (same units as --gravity).
+    """
+    rng = np.random.default_rng(seed)
+    x = np.arange(lx)
+    amp = (lx / 100.0) if amplitude is None else amplitude
+    modes = np.arange(1, 9)
+    a = rng.standard_normal(modes.size) * amp / np.sqrt(modes.size)
+    phase = rng.uniform(0, 2 * np.pi, modes.size)
+    h = ly / 2 + (a[:, None] * np.cos(2 * np.pi * modes[:, None] * x[None, :] / lx + phase[:, None])).sum(0)
+    y = np.arange(ly)
+    T = 0.5 * (T_hot + T_cold) - 0.5 * (T_hot - T_cold) * np.tanh((y[None, :] - h[:, None]) / width)
+    gy = float(gravity[1])
+    rho = np.ones((lx, ly))
+    for j in range(1, ly):
+        rho[:, j] = rho[:, j - 1] * (T[:, j - 1] + gy) / T[:, j]
+    return {"rho": rho, "ux": np.zeros((lx, ly)), "uy": np.zeros((lx, ly)), "T": T}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A named initial state: ``make(lx, ly, **options)`` gives rho, ux, uy, T of shape
+    (LX, LY); ``run_defaults`` are the run-description values it implies (keys of
+    ``lbgen.run.config``); ``options`` the keywords of ``make`` that a run passes on."""
+
+    name: str
+    make: Callable[..., Dict[str, np.ndarray]]
+    description: str
+    run_defaults: Mapping[str, object] = field(default_factory=dict)
+
+    def fields(self, lx: int, ly: int, *, seed: int = 0, amplitude: Optional[float] = None,
+               gravity=(0.0, 0.0), walls: Optional[Mapping] = None, thermal: bool = True) -> Dict[str, np.ndarray]:
+        """``thermal=False`` (isothermal velocity sets): the set-up keeps T = 1."""
+        extra = {"seed": seed, "gravity": gravity, "thermal": thermal}
+        if amplitude is not None:
+            extra["amplitude"] = amplitude
+        if walls and self.name == "rayleigh-taylor":
+            extra["T_hot"], extra["T_cold"] = walls["T_bottom"], walls["T_top"]
+        return self.make(lx, ly, **extra)
+
+
+SETUPS: Dict[str, Setup] = {s.name: s for s in (
+    Setup("shear-wave", shear_wave, "transverse wave u_y = A sin(2 pi x / LX), A = 0.05, rho = T = 1 (periodic)"),
+    Setup("uniform-noise", uniform_noise, "rho = T = 1, u = 0 with Gaussian noise of amplitude 0.01 (periodic)"),
+    Setup("rayleigh-taylor", rayleigh_taylor,
+          "cold heavy fluid over hot light fluid, interface at mid-height perturbed by 8 random modes",
+          run_defaults={"collision": "regularized", "gravity": RT_GRAVITY, "walls": True,
+                        "t_bottom": RT_T_HOT, "t_top": RT_T_COLD}),
+)}

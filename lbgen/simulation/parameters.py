@@ -1,0 +1,110 @@
+"""The physics of a run as values: the collision operator with its parameters and gravity
+(``Parameters``), and the thermal walls (``Walls``).  Checked on construction against the
+operator records of ``lbgen.model.operators``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Mapping, Optional, Tuple
+
+import numpy as np
+
+from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, operator
+from lbgen.model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
+
+
+class SimulationError(RuntimeError):
+    """A run went wrong in a way the user must see (divergence, bad parameters)."""
+
+
+class Parameters:
+    """The physics of a run: collision operator, its parameters (checked against the
+    operator's record, ``lbgen.model.operators``) and gravity.  Fixed once built:
+    ``Simulation.set_parameters`` makes a new one and passes it to the kernels.
+
+    >>> Parameters("bgk", {"tau": 0.7}).tau
+    0.7
+    """
+
+    __slots__ = ("collision", "values", "gravity")
+
+    def __init__(self, collision: str = DEFAULT_OPERATOR, values: Optional[Mapping[str, float]] = None,
+                 gravity: Tuple[float, float] = (0.0, 0.0)):
+        try:
+            op = operator(collision)
+            checked = op.check(dict(values or {}))
+        except ParameterError as e:
+            raise SimulationError(str(e)) from None
+        try:
+            g = tuple(float(x) for x in gravity)
+        except (TypeError, ValueError):
+            g = ()
+        if len(g) != 2 or not all(np.isfinite(g)):
+            raise SimulationError(f"gravity={gravity!r} must be two finite numbers (gx, gy)")
+        object.__setattr__(self, "collision", op.name)
+        object.__setattr__(self, "values", checked)
+        object.__setattr__(self, "gravity", g)
+
+    def __getattr__(self, name):
+        values = object.__getattribute__(self, "values")
+        if name in values:
+            return values[name]
+        raise AttributeError(f"{name!r}: the {self.collision} operator has the parameters "
+                             f"{', '.join(values) or 'none'}")
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"the parameters of a simulation are fixed; use sim.set_parameters({name}=...) "
+                             f"to change {name} for the following steps")
+
+    def __eq__(self, other):
+        return isinstance(other, Parameters) and (self.collision, self.values, self.gravity) == (
+            other.collision, other.values, other.gravity)
+
+    def __repr__(self):
+        return f"Parameters({self.collision!r}, {self.values!r}, gravity={self.gravity!r})"
+
+    def replace(self, **changes) -> "Parameters":
+        values = dict(self.values)
+        gravity = changes.pop("gravity", self.gravity)
+        values.update(changes)
+        return Parameters(self.collision, values, gravity)
+
+    def force(self, r: float) -> Tuple[float, float]:
+        return (self.gravity[0] / r, self.gravity[1] / r)
+
+    def kernel_parameters(self, r: float) -> Dict[str, float]:
+        """The collide/fused kernel arguments, in the operator record's order."""
+        ax, ay = self.force(r)
+        return {**self.values, "ax": ax, "ay": ay}
+
+
+@dataclass(frozen=True)
+class Walls:
+    """Thermal no-slip walls below y = 0 and above y = LY-1 (X stays periodic).
+
+    A fixed wall imposes its temperature at the last wall row (extrapolated into the rows
+    nearer the wall); an adiabatic wall copies the first bulk row's temperature (see
+    lbgen.model.walls).  Isothermal velocity sets (D2Q9) take only the default temperatures.
+    ``scheme``: "lbgen" (default) or "reference", the production code's bc (every row keeps
+    its own mass, bare bracket, first-bulk-row temperature T + |a|^2/8).
+    """
+
+    T_bottom: float = 1.0
+    T_top: float = 1.0
+    adiabatic_bottom: bool = False
+    adiabatic_top: bool = False
+    scheme: str = DEFAULT_WALL_SCHEME
+
+    def __post_init__(self):
+        if self.scheme not in WALL_SCHEMES:
+            raise SimulationError(f"wall scheme {self.scheme!r} is not one of {', '.join(WALL_SCHEMES)}")
+        for name in ("T_bottom", "T_top"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v > 0):
+                raise SimulationError(f"{name}={v} must be a positive temperature")
+
+    def check(self, vs) -> None:
+        """Isothermal sets (D2Q9) have no wall temperature: only the defaults are allowed."""
+        if vs.isothermal and self != Walls(scheme=self.scheme):
+            raise SimulationError(f"{vs.name} is isothermal: its walls impose no temperature, so T_bottom, "
+                                  f"T_top (got {self.T_bottom}, {self.T_top}) must stay 1 and no wall can be "
+                                  f"adiabatic; use d2q37 for thermal walls")

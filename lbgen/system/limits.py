@@ -1,0 +1,111 @@
+"""What a run may ask of this machine: thread counts and memory, checked before any work.
+
+One home for the caps: `max_threads()` (MAX_THREADS_PER_CORE per core, at least
+MIN_THREAD_CAP) and `available_memory()`; the driver, the CLI and the C backend use them.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Optional
+
+#: more OpenMP threads than this per core only oversubscribes (libgomp segfaults at ~1e5)
+MAX_THREADS_PER_CORE = 4
+MIN_THREAD_CAP = 16
+
+
+class LimitError(ValueError):
+    """A request beyond what this machine allows; the message names the value and the limit."""
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):   # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+def max_threads() -> int:
+    return max(MIN_THREAD_CAP, MAX_THREADS_PER_CORE * cpu_count())
+
+
+def check_threads(threads, what: str = "--threads") -> int:
+    """Refuse a thread count outside 0 .. max_threads() (0: OMP_NUM_THREADS or all cores)."""
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise LimitError(f"{what} {threads!r}: expected a whole number of threads")
+    cap = max_threads()
+    if not 0 <= threads <= cap:
+        raise LimitError(f"{what} {threads}: allowed 0 (OMP_NUM_THREADS or all cores) to {cap} "
+                         f"({MAX_THREADS_PER_CORE} per core, {cpu_count()} cores here)")
+    return threads
+
+
+def omp_env_threads() -> Optional[int]:
+    """The first number of $OMP_NUM_THREADS, or None when unset or not a number."""
+    text = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def resolve_threads(threads: int, warn: Optional[Callable[[str], None]] = None) -> int:
+    """The thread count to set: `threads`, or with 0 an OMP_NUM_THREADS beyond the cap
+    lowered to the cap (with a message through `warn`); 0 otherwise (OpenMP's default)."""
+    check_threads(threads)
+    if threads:
+        return threads
+    env = omp_env_threads()
+    cap = max_threads()
+    if env is not None and env > cap:
+        if warn is not None:
+            warn(f"warning: OMP_NUM_THREADS={env} is beyond the cap of {cap} threads "
+                 f"({MAX_THREADS_PER_CORE} per core, {cpu_count()} cores here); using {cap}")
+        return cap
+    return 0
+
+
+def available_memory() -> Optional[int]:
+    """Bytes of memory available to a new allocation (MemAvailable), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):   # pragma: no cover
+        return None
+
+
+def run_memory_estimate(lx: int, ly: int, Q: int, itemsize: int, halo: int = 3) -> int:
+    """Host bytes a run of LX x LY needs at its peak, roughly: two population buffers with
+    halos, one gathered state in the working precision and one in float64 (checks,
+    checkpoints, outputs), and a dozen float64 fields (set-up, diagnostics, pictures)."""
+    padded = (lx + 2 * halo) * (ly + 2 * halo)
+    return Q * padded * 2 * itemsize + Q * lx * ly * (itemsize + 8) + 12 * lx * ly * 8
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB"
+
+
+def check_memory(lx: int, ly: int, Q: int, itemsize: int, precision: str) -> int:
+    """Refuse a lattice whose estimate exceeds the available memory; returns the estimate."""
+    need = run_memory_estimate(lx, ly, Q, itemsize)
+    have = available_memory()
+    if have is not None and need > have:
+        raise LimitError(f"the lattice {lx} x {ly} ({precision}) needs about {_gib(need)} of memory "
+                         f"({Q} populations per site, two buffers, plus gathered copies and fields), "
+                         f"but only {_gib(have)} are available here; choose a smaller --lx/--ly")
+    return need
+
+
+def check_run_memory(lx: int, ly: int, precision: str, init=None) -> int:
+    """check_memory for a run of LX x LY (or of an --init file's size, read from its headers)."""
+    from lbgen.run.fieldfile import inspect_fields
+    from lbgen.model import velocity_set
+    if init:
+        lx, ly = inspect_fields(init)
+    return check_memory(lx, ly, velocity_set("d2q37").Q, 8 if precision == "double" else 4, precision)
