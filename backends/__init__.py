@@ -44,7 +44,7 @@ def spec_backend(name: str) -> str:
 
 def load(name: str):
     """The backend module for a name ('c', 'opencl', 'cuda')."""
-    from lbgen.codegen.render import BACKENDS
+    from lbgen.codegen.spec import BACKENDS
     if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
     return importlib.import_module(f"{__name__}.{name}")

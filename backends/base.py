@@ -183,7 +183,7 @@ class Program(abc.ABC):
 
     def __init__(self, source, lx: int, ly: int):
         from lbgen.codegen.layouts import make_layout
-        from lbgen.model import velocity_set
+        from lbgen.model.velocity_set import velocity_set
         self.source = source
         self.spec = source.spec
         self.lx, self.ly = lx, ly
@@ -224,7 +224,7 @@ class Program(abc.ABC):
 
     @staticmethod
     def _check_time_block(depth) -> int:
-        from lbgen.codegen.render import time_block_value
+        from lbgen.codegen.spec import time_block_value
         if isinstance(depth, str):
             raise ValueError(f"time block {depth!r} is not an integer (time steps per sweep)")
         return time_block_value(depth, allow_auto=False)
@@ -399,7 +399,7 @@ class Program(abc.ABC):
         return tuple(macroscopic_assignments(self.spec.velocity_set).evaluate(self.download_fields(f)))
 
     def _param_values(self, params: dict):
-        from lbgen.codegen.render import OPERATOR_PARAMETERS
+        from lbgen.codegen.spec import OPERATOR_PARAMETERS
         names = OPERATOR_PARAMETERS[self.spec.collision]
         missing = [n for n in names if n not in params]
         extra = [n for n in params if n not in names]

@@ -116,7 +116,8 @@ def lbmpy_kernel(stencil_name: str, lx: int, ly: int, threads: int, tau: float):
 def lbgen_kernel(velocity_set: str, lx: int, ly: int, threads: int, tau: float, time_block: int, vl: int = 8):
     """(kernel call, sites per call, description) for lbgen's fused BGK, CAoSoA with cluster length vl."""
     from lbgen.backends import c as cbackend
-    from lbgen.codegen.render import KernelSpec, generate
+    from lbgen.codegen.spec import KernelSpec
+    from lbgen.codegen.render import generate
     spec = KernelSpec(backend="c", layout="caosoa", vl=vl, collision="bgk", velocity_set=velocity_set)
     prog = cbackend.compile(generate(spec), lx, ly, threads=threads)
     f, g = prog.allocate(), prog.allocate()

@@ -16,7 +16,8 @@ import time
 import numpy as np
 
 from lbgen.backends import c as cb
-from lbgen.codegen.render import KernelSpec, generate
+from lbgen.codegen.spec import KernelSpec
+from lbgen.codegen.render import generate
 from lbgen.perf.timing import default_kernel_parameters
 
 lx, ly = int(sys.argv[1]), int(sys.argv[2])

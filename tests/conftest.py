@@ -19,23 +19,8 @@ import numpy as np  # noqa: E402
 import pytest
 
 from lbgen.reference import bulk as ref
+from helpers import FORCE, LX, LY, OPERATOR_PARAMS, random_fields, step_fused, step_unfused
 from lbgen.model.velocity_set import d2q37
-
-#: a lattice small enough for the reference, big enough for VL = 32 (LY/VL = 3)
-LX, LY = 6, 96
-#: the clustered VLs under test; every one divides LY with LY/VL >= 3
-VLS = (4, 8, 16, 32)
-#: every (layout, VL) combination under test; aos/soa take no VL
-LAYOUT_CONFIGS = [("aos", None), ("soa", None)] + [(name, vl) for name in ("csoa", "caosoa") for vl in VLS]
-#: collision parameters per operator (a nonzero force is added by the tests)
-OPERATOR_PARAMS = {"bgk": dict(tau=0.8), "regularized": dict(C1=0.2, C2=0.1, C3=0.5)}
-FORCE = (1e-4, -2e-4)
-
-
-def config_id(cfg) -> str:
-    name, vl = cfg
-    return name if vl is None else f"{name}-vl{vl}"
-
 
 @pytest.fixture(scope="session")
 def vs():
@@ -45,16 +30,6 @@ def vs():
 @pytest.fixture(scope="session")
 def lattice():
     return LX, LY
-
-
-def random_fields(seed: int, shape=(LX, LY)):
-    """rho, T ~ 1 +- 0.05 and |u| ~ 0.05 (smooth enough for stable short runs)."""
-    rng = np.random.default_rng(seed)
-    rho = 1.0 + 0.05 * rng.uniform(-1, 1, shape)
-    ux = 0.05 * rng.uniform(-1, 1, shape)
-    uy = 0.05 * rng.uniform(-1, 1, shape)
-    T = 1.0 + 0.05 * rng.uniform(-1, 1, shape)
-    return rho, ux, uy, T
 
 
 @pytest.fixture(scope="session")
@@ -89,7 +64,8 @@ def program():
     Run-time sizes (one library per spec, any lattice), compiled for LX x LY.
     """
     from lbgen.backends import c as cbackend
-    from lbgen.codegen.render import KernelSpec, generate
+    from lbgen.codegen.spec import KernelSpec
+    from lbgen.codegen.render import generate
 
     memo = {}
 
@@ -101,21 +77,6 @@ def program():
         return memo[key]
 
     return get
-
-
-def step_unfused(prog, a, b, **params):
-    """halo, propagate a -> b, collide b -> a in place: the state stays in a."""
-    prog.halo(a)
-    prog.propagate(a, b)
-    prog.collide(b, a, **params)
-    return a, b
-
-
-def step_fused(prog, a, b, **params):
-    """halo, fused a -> b, swap: the state is in the first returned buffer."""
-    prog.halo(a)
-    prog.fused(a, b, **params)
-    return b, a
 
 
 @pytest.fixture(scope="session")
@@ -133,18 +94,3 @@ def run_program():
 
     return run
 
-
-def example_reference(lx, ly, steps, collision):
-    """The fields (rho, ux, uy, T) the emitted examples (example.c, example.py, example.cu)
-    must print: a shear wave, `steps` propagate + collide steps with the force (0, -1e-5)."""
-    x = np.arange(lx)[:, None] * np.ones((1, ly))
-    y = np.ones((lx, 1)) * np.arange(ly)[None, :]
-    rho = 1 + 0.01 * np.cos(2 * np.pi * y / ly)
-    ux = np.zeros((lx, ly))
-    uy = 0.05 * np.sin(2 * np.pi * x / lx)
-    T = 1 + 0.02 * np.sin(2 * np.pi * (x + y) / lx)
-    f = ref.equilibrium(rho, ux, uy, T)
-    params = {"tau": 0.8} if collision == "bgk" else {"C1": 1e-3, "C2": 1e-3, "C3": 0.5}
-    for _ in range(steps):
-        f = ref.collide(ref.propagate(f), collision, force=(0.0, -1e-5), **params)
-    return ref.fields(f)

@@ -248,7 +248,7 @@ class CudaProgram(LaunchProgram):
         self.nbytes = self.layout.size * np.dtype(self.dtype).itemsize
 
     def _param_signature(self):
-        from lbgen.codegen.render import OPERATOR_PARAMETERS
+        from lbgen.codegen.spec import OPERATOR_PARAMETERS
         return OPERATOR_PARAMETERS[self.spec.collision]
 
     def _launch(self, kernel, blocks, threads, *args):

@@ -8,10 +8,10 @@ import click
 
 from lbgen.cli.common import UserError, friendly, velocity_set_option
 from lbgen.perf.bench import DEFAULT_KERNELS
-from lbgen.codegen.render import MAX_TIME_BLOCK
-from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET
+from lbgen.codegen.spec import MAX_TIME_BLOCK
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 from lbgen.system.limits import max_threads
-from lbgen.model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
+from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
 
 def _split(text: str):
@@ -19,7 +19,7 @@ def _split(text: str):
 
 
 def _precisions(text: str):
-    from lbgen.codegen.render import PRECISIONS
+    from lbgen.codegen.spec import PRECISIONS
     words = {"both": ["double", "single"], "all": list(PRECISIONS)}
     items = words.get(text.strip()) or _split(text)
     bad = [p for p in items if p not in PRECISIONS]
@@ -97,7 +97,7 @@ def bench(backends, layouts, kernels, collisions, precisions, wall_scheme, lx, l
     precs = _precisions(precisions)
     cols = _collisions(collisions)
     backend_list = _split(backends)
-    from lbgen.codegen.render import BACKENDS
+    from lbgen.codegen.spec import BACKENDS
     bad = [b for b in backend_list if b not in BACKENDS]
     if bad:
         raise UserError(f"unknown backend {bad[0]!r}; choose from {', '.join(BACKENDS)}")

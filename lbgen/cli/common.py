@@ -16,17 +16,16 @@ def friendly(fn):
     """Turn the library's validation errors into clean CLI errors."""
     import functools
 
-    from lbgen.backends.base import BackendUnavailable, CompileError
-    from lbgen.codegen.render import SpecError
-    from lbgen.system.paths import describe_os_error
-    from lbgen.simulation.runner import SimulationError
-    from lbgen.run.stopping import RunInterrupted
-
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except Exception as e:
+            from lbgen.backends.base import BackendUnavailable, CompileError
+            from lbgen.codegen.spec import SpecError
+            from lbgen.run.stopping import RunInterrupted
+            from lbgen.simulation.parameters import SimulationError
+            from lbgen.system.paths import describe_os_error
             comm = mpi_comm()
             if comm is not None:
                 mpi_failure(comm, e)
@@ -45,7 +44,7 @@ def friendly(fn):
 
 def velocity_set_option(fn):
     """--velocity-set for info, emit, verify and bench (``lbgen run`` takes it from lbgen.run.config)."""
-    from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
+    from lbgen.model.catalog import DEFAULT_VELOCITY_SET, VELOCITY_SETS
     return click.option("--velocity-set", default=DEFAULT_VELOCITY_SET, show_default=True,
                         type=click.Choice(list(VELOCITY_SETS), case_sensitive=False),
                         help="Lattice: d2q37 (thermal, Hermite order 4), d2q9 (isothermal, order 2), "

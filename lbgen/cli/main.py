@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 
 from lbgen import __version__
-from lbgen.codegen.render import BACKENDS, PRECISIONS, KernelSpec
+from lbgen.codegen.spec import BACKENDS, PRECISIONS, KernelSpec
 from lbgen.codegen.layouts import LAYOUTS
 from lbgen.model import OPERATORS
-from lbgen.model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
+from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
 from lbgen.cli.common import UserError, friendly, velocity_set_option, vl_option
 
@@ -36,7 +36,8 @@ def info(as_json, velocity_set):
     """Model summary: Q, r, shell weights, op counts per operator, backends found."""
     from lbgen import backends
     from lbgen.system.cache import cache_dir
-    from lbgen.model import collide, velocity_set as get_vs
+    from lbgen.model import collide
+    from lbgen.model.velocity_set import velocity_set as get_vs
     vs_name = velocity_set.lower()
     vs = get_vs(vs_name)
     summary = vs.summary()

@@ -4,8 +4,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, Optional
 
-from lbgen.codegen.render import KernelSpec, emit_files
-from lbgen.model.walls import DEFAULT_SCHEME
+from lbgen.codegen.spec import KernelSpec
+from lbgen.codegen.render import emit_files
+from lbgen.model.catalog import DEFAULT_SCHEME
 from lbgen.system.paths import writable_folder
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import List
 
 from lbgen.codegen.layouts import CLUSTERED
-from lbgen.model import velocity_set
+from lbgen.model.velocity_set import velocity_set
 from lbgen.model.walls import wall_row_count
 
 #: the entry points every backend emits (with the prefix), in this order; those of

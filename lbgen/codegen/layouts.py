@@ -53,8 +53,19 @@ _DESCRIPTION = {
 }
 
 
-def _is_power_of_two(n: int) -> bool:
-    return n >= 1 and (n & (n - 1)) == 0
+VL_RULE = "VL must be a power of two (1, 2, 4, 8, ...) dividing LY"
+
+
+def check_vl(vl, allow_auto: bool = False):
+    """The one rule of a cluster length: a power of two (an int, or 'auto' where allowed);
+    anything else raises LayoutError naming the value and the rule."""
+    if allow_auto and isinstance(vl, str) and vl.strip().lower() == "auto":
+        return "auto"
+    if isinstance(vl, str) and vl.strip().isdigit():
+        vl = int(vl.strip())
+    if isinstance(vl, bool) or not isinstance(vl, (int, np.integer)) or vl < 1 or int(vl) & (int(vl) - 1):
+        raise LayoutError(f"VL={vl!r} is not a power of two{' or auto' if allow_auto else ''}; {VL_RULE}")
+    return int(vl)
 
 
 @dataclass(frozen=True)
@@ -208,8 +219,7 @@ def make_layout(name: str, Q: int, LX: int, LY: int, VL: Optional[int] = None, *
         return Layout(key, Q, int(LX), int(LY), 1, int(halo))
     if VL is None:
         raise LayoutError(f"layout {key} needs a cluster length VL (a power of two dividing LY={LY})")
-    if not isinstance(VL, (int, np.integer)) or not _is_power_of_two(int(VL)):
-        raise LayoutError(f"VL={VL!r} is not a power of two; VL must be a power of two (1, 2, 4, 8, ...) dividing LY")
+    VL = check_vl(VL)
     if LY % VL:
         raise LayoutError(f"VL={VL} does not divide LY={LY}; VL must divide LY and be a power of two")
     if LY // VL < halo:
@@ -250,10 +260,7 @@ class LayoutChoice:
             raise LayoutError(f"unknown layout {name!r}; choose one of {', '.join(LAYOUTS)} "
                               "(clustered ones as csoa-vl8, caosoa-vl16, ...)")
         if vl is not None:
-            if isinstance(vl, bool) or not isinstance(vl, (int, np.integer)) or not _is_power_of_two(int(vl)):
-                raise LayoutError(f"VL={vl!r} is not a power of two; VL must be a power of two (1, 2, 4, 8, ...) "
-                                  "dividing LY")
-            vl = int(vl)
+            vl = check_vl(vl)
             if key is not None and key not in CLUSTERED and vl != 1:
                 raise LayoutError(f"layout {key} takes no VL (got VL={vl}); VL applies to {' and '.join(CLUSTERED)}")
         if key in CLUSTERED and vl is None and need_vl:

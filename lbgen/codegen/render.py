@@ -7,190 +7,26 @@ that made it, a content hash).  Templates know no sympy, the model knows no C.
 """
 from __future__ import annotations
 
-import hashlib
-from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 import jinja2
-import numpy as np
 import sympy
 
 from lbgen import __version__
 from lbgen.system.cache import cached_pickle, digest, source_digest
 from lbgen.codegen.diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
-from lbgen.codegen.layouts import CLUSTERED, LAYOUTS, Layout, LayoutError, make_layout, tag as layout_tag
-from lbgen.model import OPERATORS, Model, build_model, velocity_set
-from lbgen.model.operators import OPERATOR_RECORDS
+from lbgen.codegen.layouts import CLUSTERED, Layout
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET
+from lbgen.model.derived import Model, build_model
 from lbgen.codegen.cprint import RealPrinter, print_assignments
-from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
 from lbgen.model.walls import min_ly_walls, wall_row_count
-from lbgen.model.walls import DEFAULT_SCHEME, SCHEMES, mass_rule
+from lbgen.model.catalog import DEFAULT_SCHEME
+from lbgen.model.walls import mass_rule
+from lbgen.codegen.spec import MAX_TIME_BLOCK, OPERATOR_PARAMETERS, KernelSource, KernelSpec
 from lbgen.codegen.kernel_api import ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules
-
-BACKENDS = ("c", "opencl", "cuda")
-#: preferred cluster lengths per backend, fastest first (measured with `lbgen bench`; see
-#: README: default layout/VL)
-PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (32, 16, 64, 8, 4)}
-#: cluster length when a clustered layout is asked for without one: one AVX-512 vector of
-#: doubles on the CPU, one warp on GPUs
-DEFAULT_VL = {backend: vls[0] for backend, vls in PREFERRED_VL.items()}
-#: deepest temporal blocking (time steps per sweep) of the C backend's fused_tb kernel
-MAX_TIME_BLOCK = 8
-
-
-def time_block_value(value, allow_auto: bool = True):
-    """A temporal-blocking depth: an integer 1..MAX_TIME_BLOCK (1: one step per sweep), or
-    'auto' (tuned); anything else raises ValueError naming it and what is allowed."""
-    if allow_auto and isinstance(value, str) and value.strip().lower() == "auto":
-        return "auto"
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_TIME_BLOCK:
-        raise ValueError(f"time block {value!r} is not {'auto or ' if allow_auto else ''}an integer from 1 to "
-                         f"{MAX_TIME_BLOCK} (time steps per sweep; 1 is no temporal blocking)")
-    return int(value)
-#: "mixed": populations stored as float, arithmetic in double (C backend)
-PRECISIONS = ("double", "single", "mixed")
-
-#: parameters of each collision operator as they appear in the kernel API, in order (from the
-#: operator records of lbgen.model.operators)
-OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORDS.items()}
-
-
-def default_layout(backend: str, ly: int, halo: int) -> Tuple[str, Optional[int]]:
-    """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.
-
-    (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
-
-    On the CPU CAoSoA with VL = 8 (one AVX-512 vector of doubles) is the best combined
-    propagate + collide layout (paper Table 2; measured with `lbgen bench`); on GPUs a
-    cluster of 32 lanes maps to one warp.  When no preferred VL divides LY with
-    LY/VL >= the halo width the unclustered SoA layout is used.
-    """
-    for vl in PREFERRED_VL.get(backend, (8,)):
-        if ly % vl == 0 and ly // vl >= halo:
-            return "caosoa", vl
-    return "soa", None
-
-
-class SpecError(ValueError):
-    """An invalid kernel specification (raised before any code is generated)."""
-
-
-#: the largest GPU block / work-group size (CUDA and common OpenCL devices)
-MAX_BLOCK_SIZE = 1024
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """Everything that determines the emitted code."""
-
-    backend: str = "c"
-    layout: str = "caosoa"
-    vl: Optional[int] = None      # csoa/caosoa: None means the backend's DEFAULT_VL
-    precision: str = "double"
-    collision: str = "bgk"
-    lx: Optional[int] = None      # compile-time sizes when both given
-    ly: Optional[int] = None
-    velocity_set: str = DEFAULT_VELOCITY_SET
-    streaming_stores: bool = True
-    block_size: int = 0           # GPU work-group / block size (0: backend default)
-    prefix: str = "lbgen"
-    walls: bool = False           # thermal walls at bottom and top: bc kernel, tau = 1 rows
-    wall_scheme: str = DEFAULT_SCHEME   # bc scheme with walls: lbgen.model.walls.SCHEMES
-
-    @property
-    def compile_time_sizes(self) -> bool:
-        return self.lx is not None and self.ly is not None
-
-    @property
-    def tag(self) -> str:
-        return layout_tag(self.layout, self.vl)
-
-    def validate(self, lx: Optional[int] = None, ly: Optional[int] = None) -> "KernelSpec":
-        """Check every field; with sizes, also the layout rules.  Returns a normalised spec."""
-        if self.backend not in BACKENDS:
-            raise SpecError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
-        if self.layout not in LAYOUTS:
-            raise SpecError(f"unknown layout {self.layout!r}; choose one of {', '.join(LAYOUTS)}")
-        if self.precision not in PRECISIONS:
-            raise SpecError(f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}")
-        if self.collision not in OPERATORS:
-            raise SpecError(f"unknown collision operator {self.collision!r}; choose one of {', '.join(OPERATORS)}")
-        if self.precision == "mixed" and self.backend != "c":
-            raise SpecError(f"precision 'mixed' (float storage, double arithmetic) is available on the C backend "
-                            f"only, not {self.backend!r}; use double or single there")
-        if isinstance(self.block_size, bool) or not isinstance(self.block_size, int) or \
-                not 0 <= self.block_size <= MAX_BLOCK_SIZE:
-            raise SpecError(f"block size {self.block_size!r}: allowed 0 (the backend's default) or 1 to "
-                            f"{MAX_BLOCK_SIZE} (GPU work-group / block size)")
-        if self.wall_scheme not in SCHEMES:
-            raise SpecError(f"unknown wall scheme {self.wall_scheme!r}; choose one of {', '.join(SCHEMES)}")
-        if self.wall_scheme != DEFAULT_SCHEME and not self.walls:
-            raise SpecError(f"wall scheme {self.wall_scheme!r} applies to the bc kernel only: add walls "
-                            f"(--walls) or leave the scheme at {DEFAULT_SCHEME!r}")
-        if not self.prefix.isidentifier():
-            raise SpecError(f"prefix {self.prefix!r} is not a C identifier")
-        if (self.lx is None) != (self.ly is None):
-            raise SpecError("give both lx and ly for compile-time sizes, or neither for run-time sizes")
-        if str(self.velocity_set).lower() not in VELOCITY_SETS:
-            raise SpecError(f"unknown velocity set {self.velocity_set!r}; choose one of {', '.join(VELOCITY_SETS)}")
-        if self.velocity_set != self.velocity_set.lower():
-            return _replace(self, velocity_set=self.velocity_set.lower()).validate(lx, ly)
-        vs = velocity_set(self.velocity_set)
-        spec = self
-        clustered = self.layout in CLUSTERED
-        if not clustered and self.vl not in (None, 1):
-            raise SpecError(f"layout {self.layout} takes no VL (got VL={self.vl}); VL applies to csoa and caosoa")
-        if isinstance(self.vl, np.integer):
-            spec = _replace(self, vl=int(self.vl))
-            return spec.validate(lx, ly)
-        if clustered:
-            if self.vl is None:
-                return _replace(self, vl=DEFAULT_VL[self.backend]).validate(lx, ly)
-            if not isinstance(self.vl, int) or self.vl < 1 or self.vl & (self.vl - 1):
-                raise SpecError(f"VL={self.vl!r} is not a power of two; VL must be a power of two (1, 2, 4, 8, ...) dividing LY")
-        else:
-            spec = _replace(self, vl=None)
-        check_lx, check_ly = (lx, ly) if lx is not None else (self.lx, self.ly)
-        if self.walls and check_ly is not None and check_ly < min_ly_walls(vs):
-            raise SpecError(f"LY={check_ly} is too small for walls: the {wall_row_count(vs)} wall rows of "
-                            f"{vs.name} at each side and the bulk row next to them need LY >= {min_ly_walls(vs)}")
-        if check_lx is not None:
-            try:
-                make_layout(self.layout, vs.Q, check_lx, check_ly, spec.vl, halo=vs.max_hop)
-            except LayoutError as e:
-                raise SpecError(str(e)) from None
-        return spec
-
-
-def _replace(spec: KernelSpec, **kw) -> KernelSpec:
-    d = asdict(spec)
-    d.update(kw)
-    return KernelSpec(**d)
-
-
-@dataclass(frozen=True)
-class KernelSource:
-    spec: KernelSpec
-    files: Dict[str, str]                 # file name -> text
-    main_file: str                        # the file a backend compiles
-    entry_points: Tuple[str, ...]
-    flops: Dict[str, int] = field(default_factory=dict)
-
-    @property
-    def text(self) -> str:
-        return self.files[self.main_file]
-
-    @property
-    def digest(self) -> str:
-        h = hashlib.sha256()
-        for name in sorted(self.files):
-            h.update(name.encode() + b"\0" + self.files[name].encode() + b"\0")
-        return h.hexdigest()
-
 
 def _templates_dir() -> Path:
     return Path(str(resources.files("lbgen.templates")))

@@ -1,97 +1,34 @@
 """The physics of lbgen: exact, symbolic, and free of any code text.
 
-``velocity_set`` solves lattices from the Gauss-Hermite conditions; ``hermite`` has the
-tensor Hermite polynomials and Maxwellian moments; ``collision`` turns them into CSE'd
-assignment lists.  ``collide``/``equilibrium_assignments``/``macroscopic_assignments``
-here are the cached entry points (cache key: the model's own source, sympy's version and
-the arguments), so only the first process pays for sympy.
+``catalog`` names what the model offers (velocity sets as shells, wall schemes) and
+``operators`` the collision operators' records -- both light, for command lines and run
+descriptions.  ``velocity_set`` solves lattices from the Gauss-Hermite conditions;
+``hermite`` has the tensor Hermite polynomials; ``collision`` and ``walls`` turn them into
+CSE'd assignment lists; ``derived`` holds the cached entry points and the one ``Model``
+value.  The names of ``derived`` are reachable from here but loaded (with sympy) only when
+first used; the solved sets come from ``lbgen.model.velocity_set`` (a module of that name
+cannot also be a lazy attribute here).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-from typing import Optional, Tuple
+import importlib
 
-import sympy
-
-from lbgen.system.cache import cached_pickle, digest, source_digest
-from lbgen.model.assignments import AssignmentList
+from lbgen.model.catalog import DEFAULT_SCHEME, DEFAULT_VELOCITY_SET, SCHEMES, SIDES, VELOCITY_SETS, set_entry
 from lbgen.model.operators import OPERATOR_RECORDS, OPERATORS, Operator, Parameter, ParameterError, operator
-from lbgen.model.velocity_set import VelocitySet, d2q9, d2q37, velocity_set
 
-__all__ = ["Model", "build_model", "AssignmentList", "OPERATORS", "OPERATOR_RECORDS", "Operator", "Parameter", "ParameterError", "operator", "VelocitySet", "d2q9", "d2q37", "velocity_set",
-           "collide", "equilibrium_assignments", "macroscopic_assignments", "wall_assignments"]
+#: heavy names (sympy) -> the module that defines them, imported on first use
+_LAZY = {
+    "AssignmentList": "lbgen.model.assignments",
+    "Model": "lbgen.model.derived", "build_model": "lbgen.model.derived", "collide": "lbgen.model.derived",
+    "equilibrium_assignments": "lbgen.model.derived", "macroscopic_assignments": "lbgen.model.derived",
+    "wall_assignments": "lbgen.model.derived",
+}
 
-
-def _cached(what: str, vs_name: str, *args):
-    from lbgen.model import collision as c
-    from lbgen.model import walls as w
-
-    def build():
-        vs = velocity_set(vs_name)
-        if what == "collide":
-            return c.collision(vs, *args)
-        if what == "wall":
-            return w.wall_assignments(vs, *args)
-        if what == "equilibrium":
-            return c.equilibrium(vs)
-        return c.macroscopic(vs)
-
-    key = digest(source_digest(str(Path(__file__).parent)), sympy.__version__, what, vs_name, *args)
-    return cached_pickle("model", key, build)
+__all__ = ["DEFAULT_SCHEME", "DEFAULT_VELOCITY_SET", "SCHEMES", "SIDES", "VELOCITY_SETS", "set_entry",
+           "OPERATOR_RECORDS", "OPERATORS", "Operator", "Parameter", "ParameterError", "operator", *_LAZY]
 
 
-@lru_cache(maxsize=None)
-def collide(operator: str, vs_name: str = "d2q37") -> AssignmentList:
-    """Collide kernel body (cached on disk)."""
-    from lbgen.model.operators import operator as record
-    record(operator)                      # ParameterError naming the choices
-    return _cached("collide", vs_name, operator)
-
-
-@lru_cache(maxsize=None)
-def wall_assignments(side: str, row: int, vs_name: str = "d2q37", scheme: str = "lbgen") -> AssignmentList:
-    """bc body of one wall row under a wall scheme (cached on disk); see lbgen.model.walls."""
-    from lbgen.model.walls import check_scheme
-    return _cached("wall", vs_name, side, row, check_scheme(scheme))
-
-
-@lru_cache(maxsize=None)
-def equilibrium_assignments(vs_name: str = "d2q37") -> AssignmentList:
-    return _cached("equilibrium", vs_name)
-
-
-@lru_cache(maxsize=None)
-def macroscopic_assignments(vs_name: str = "d2q37") -> AssignmentList:
-    return _cached("macroscopic", vs_name)
-
-
-@dataclass(frozen=True)
-class Model:
-    """One model, derived once and handed down: the velocity set, the collision operator
-    (its record and its assignments), the equilibrium and macroscopic assignments, and the
-    wall rows ((side, row, assignments), nearest the bulk first) when there are walls."""
-
-    vs: VelocitySet
-    operator: Operator
-    collide: AssignmentList
-    equilibrium: AssignmentList
-    macroscopic: AssignmentList
-    wall_scheme: str = "lbgen"
-    walls: Optional[Tuple[Tuple[str, int, AssignmentList], ...]] = None
-
-
-@lru_cache(maxsize=None)
-def build_model(velocity_set_name: str = "d2q37", collision: str = "bgk", walls: bool = False,
-                wall_scheme: str = "lbgen") -> Model:
-    """The Model of a velocity set, an operator and (optionally) thermal walls."""
-    from lbgen.model.walls import SIDES, wall_row_count
-    vs = velocity_set(velocity_set_name)
-    rows = None
-    if walls:
-        rows = tuple((side, row, wall_assignments(side, row, velocity_set_name, wall_scheme))
-                     for side in SIDES for row in range(wall_row_count(vs) - 1, -1, -1))
-    return Model(vs=vs, operator=operator(collision), collide=collide(collision, velocity_set_name),
-                 equilibrium=equilibrium_assignments(velocity_set_name),
-                 macroscopic=macroscopic_assignments(velocity_set_name), wall_scheme=wall_scheme, walls=rows)
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'lbgen.model' has no attribute {name!r}")

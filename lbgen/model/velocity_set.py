@@ -19,6 +19,7 @@ from typing import Tuple
 import numpy as np
 import sympy as sp
 
+from lbgen.model.catalog import set_entry
 from lbgen.system.cache import cached_pickle, digest, source_digest
 
 #: digits kept when the exact algebraic numbers are turned into floats
@@ -211,37 +212,27 @@ def build_velocity_set(name: str, shells, degree: int) -> VelocitySet:
         t_exact=t, shell_weights_exact=shell_weights, minimal_polynomial=poly)
 
 
-D2Q37_SHELLS = ((0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (2, 2), (3, 0), (3, 1))
-D2Q9_SHELLS = ((0, 0), (1, 0), (1, 1))
-#: Shan, Yuan & Chen (J. Fluid Mech. 550, 2006): 17 velocities, degree 7 (third order, thermal)
-D2V17_SHELLS = ((0, 0), (1, 0), (1, 1), (2, 2), (3, 0))
+def velocity_set(name: str) -> VelocitySet:
+    """The solved set of a catalogue name (``lbgen.model.catalog``; any case), or ValueError
+    naming the choices.  One object per set for the life of the process."""
+    return _solved(set_entry(name))
 
 
 @lru_cache(maxsize=None)
+def _solved(entry) -> VelocitySet:
+    return build_velocity_set(entry.label, entry.shells, entry.degree)
+
+
 def d2q37() -> VelocitySet:
     """The D2Q37 set: 8 shells, degree-9 Gauss-Hermite quadrature."""
-    return build_velocity_set("D2Q37", D2Q37_SHELLS, degree=9)
+    return velocity_set("d2q37")
 
 
-@lru_cache(maxsize=None)
 def d2q9() -> VelocitySet:
     """The D2Q9 set: 3 shells, degree-5 quadrature: second order, isothermal."""
-    return build_velocity_set("D2Q9", D2Q9_SHELLS, degree=5)
+    return velocity_set("d2q9")
 
 
-@lru_cache(maxsize=None)
 def d2v17() -> VelocitySet:
     """The D2V17 set: 5 shells, degree-7 quadrature (a third-order thermal lattice)."""
-    return build_velocity_set("D2V17", D2V17_SHELLS, degree=7)
-
-
-#: the velocity sets by their option name (``--velocity-set``)
-VELOCITY_SETS = {"d2q37": d2q37, "d2q9": d2q9, "d2v17": d2v17}
-DEFAULT_VELOCITY_SET = "d2q37"
-
-
-def velocity_set(name: str) -> VelocitySet:
-    try:
-        return VELOCITY_SETS[str(name).lower()]()
-    except KeyError:
-        raise ValueError(f"unknown velocity set {name!r}; choose one of {', '.join(VELOCITY_SETS)}") from None
+    return velocity_set("d2v17")

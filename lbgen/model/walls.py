@@ -66,13 +66,10 @@ from typing import List, Tuple
 import sympy as sp
 
 from lbgen.model.assignments import AssignmentList
+from lbgen.model.catalog import DEFAULT_SCHEME, SCHEMES, SIDES
 from lbgen.model.collision import CONSTANT_DIGITS, Builder, cse_assignments, population_symbols
 from lbgen.model.velocity_set import VelocitySet
 
-SIDES = ("bottom", "top")
-#: wall schemes: lbgen's own (the default) and the production code's (see the module docstring)
-SCHEMES = ("lbgen", "reference")
-DEFAULT_SCHEME = "lbgen"
 
 
 def check_scheme(scheme: str) -> str:

@@ -50,7 +50,7 @@ class RunFolder:
         """rho, ux, uy, T, step and time of a saved step (default: the last)."""
         data = read_field_file(self.files[self.check_step(step)])
         if data.get("time") is None:
-            from lbgen.model import velocity_set
+            from lbgen.model.velocity_set import velocity_set
             data["time"] = data["step"] / velocity_set("d2q37").r
         return data
 

@@ -10,7 +10,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET
+from lbgen.model.velocity_set import velocity_set
 from lbgen.parallel.mpi import TAG_RING
 from lbgen.simulation.runner import Simulation
 

@@ -16,7 +16,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET
+from lbgen.model.velocity_set import velocity_set
 from lbgen.parallel.mpi import TAG_LEFTWARD, TAG_RIGHTWARD, agree, check_decomposition, collective, root_call, slab_starts, slab_widths
 from lbgen.simulation.runner import Simulation, SimulationError
 

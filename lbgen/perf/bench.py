@@ -52,7 +52,7 @@ import numpy as np
 from lbgen import __version__
 from lbgen.codegen.layouts import VL_SWEEP, LayoutChoice, tag as layout_tag
 from lbgen.perf.machine import cpu_model, measure_machine, merge_machine
-from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 from lbgen.perf.timing import default_kernel_parameters, quiet_buffers, time_call
 
 KERNELS = ("propagate", "bc", "collide", "fused")
@@ -64,7 +64,7 @@ TIME_BLOCK_PREFIX = "fused-tb"
 
 def time_block_depth(kernel: str) -> Optional[int]:
     """The depth of a "fused-tb<depth>" kernel name (2..MAX_TIME_BLOCK), None for other names."""
-    from lbgen.codegen.render import MAX_TIME_BLOCK
+    from lbgen.codegen.spec import MAX_TIME_BLOCK
     rest = kernel[len(TIME_BLOCK_PREFIX):] if kernel.startswith(TIME_BLOCK_PREFIX) else ""
     return int(rest) if rest.isdigit() and 2 <= int(rest) <= MAX_TIME_BLOCK else None
 VLS = VL_SWEEP
@@ -109,8 +109,10 @@ def _real_bytes(precision: str) -> int:
 def bc_counts(layout: str, vl: Optional[int], precision: str, collision: str = "bgk",
               wall_scheme: str = "lbgen", velocity_set_name: str = DEFAULT_VELOCITY_SET) -> Dict[str, float]:
     """Elements accessed and flops of the bc kernel per column (both walls), from its template context."""
-    from lbgen.codegen.render import KernelSpec, wall_context
-    from lbgen.model import macroscopic_assignments, velocity_set
+    from lbgen.codegen.spec import KernelSpec
+    from lbgen.codegen.render import wall_context
+    from lbgen.model import macroscopic_assignments
+    from lbgen.model.velocity_set import velocity_set
     spec = KernelSpec(layout=layout, vl=vl, precision=precision, collision=collision, walls=True,
                       wall_scheme=wall_scheme, velocity_set=velocity_set_name).validate()
     ctx = wall_context(spec)
@@ -138,7 +140,7 @@ def kernel_counts(kernel: str, source, collision: str) -> Dict[str, float]:
     rb = _real_bytes(spec.precision)
     if kernel == "bc":
         return dict(bc_counts(spec.layout, spec.vl, spec.precision, collision, spec.wall_scheme, spec.velocity_set))
-    from lbgen.model import velocity_set
+    from lbgen.model.velocity_set import velocity_set
     Q = velocity_set(spec.velocity_set).Q
     flops = source.flops.get(kernel)
     if flops is None:
@@ -171,7 +173,8 @@ def parse_layouts(text: str) -> List[Tuple[str, Optional[int]]]:
 
 def _program(case: Case, lx: int, ly: int, threads: int, walls: bool = False, wall_scheme: str = "lbgen"):
     from lbgen.backends import runtime, spec_backend
-    from lbgen.codegen.render import KernelSpec, generate
+    from lbgen.codegen.spec import KernelSpec
+    from lbgen.codegen.render import generate
     spec = KernelSpec(backend=spec_backend(case.backend), layout=case.layout, vl=case.vl, precision=case.precision,
                       collision=case.collision, walls=walls,
                       wall_scheme=wall_scheme if walls else "lbgen", velocity_set=case.velocity_set).validate(lx, ly)
@@ -265,7 +268,7 @@ class BenchConfig:
 def _limit_bytes(cfg: BenchConfig) -> int:
     if cfg.limit_bytes:
         return int(cfg.limit_bytes)
-    from lbgen.model import velocity_set
+    from lbgen.model.velocity_set import velocity_set
     vs = velocity_set(cfg.velocity_set)
     H = vs.max_hop
     lattice = vs.Q * (cfg.lx + 2 * H) * (cfg.ly + 2 * H * 32) * 8
@@ -276,7 +279,8 @@ def backend_limits(backend: str, cfg: BenchConfig, host: Optional[Dict]) -> Dict
     """The limits the kernels of one runtime are compared with: the device's own copy
     bandwidth for accelerators, else the host's measured limits."""
     from lbgen.backends import runtime, spec_backend
-    from lbgen.codegen.render import KernelSpec, generate
+    from lbgen.codegen.spec import KernelSpec
+    from lbgen.codegen.render import generate
     try:
         prog = runtime(backend).compile(generate(KernelSpec(backend=spec_backend(backend), layout="soa")), 8, 64)
         where = prog.describe()
@@ -294,7 +298,7 @@ def run_bench(cfg: BenchConfig) -> Dict:
     from tqdm import tqdm
 
     from lbgen import backends as bk
-    from lbgen.codegen.render import SpecError
+    from lbgen.codegen.spec import SpecError
     report: Dict = {"lbgen_version": __version__, "counting": COUNTING,
                     "config": {"backends": list(cfg.backends), "layouts": [layout_tag(*l) for l in cfg.layouts],
                                "kernels": list(cfg.kernels), "collisions": list(cfg.collisions),

@@ -67,7 +67,8 @@ def measure_bandwidth(nbytes: int = 512 << 20, threads: int = 0, repeat: int = 5
     """
     from lbgen.backends.c import aligned_zeros
     if streams is None:      # the kernels' shape: Q read and Q write streams of the default set
-        from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
+        from lbgen.model.catalog import DEFAULT_VELOCITY_SET
+        from lbgen.model.velocity_set import velocity_set
         streams = velocity_set(DEFAULT_VELOCITY_SET).Q
     ffi, lib = _machine_lib()
     used = set_threads(threads)

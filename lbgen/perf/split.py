@@ -22,7 +22,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET
+from lbgen.model.velocity_set import velocity_set
 from lbgen.perf.timing import time_steps
 
 

@@ -74,14 +74,15 @@ def _store(key: str, entry: Dict) -> None:
 
 def _halo() -> int:
     """Halo width of the kernels lbgen tune measures (those of the default velocity set)."""
-    from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
+    from lbgen.model.catalog import DEFAULT_VELOCITY_SET
+    from lbgen.model.velocity_set import velocity_set
     return velocity_set(DEFAULT_VELOCITY_SET).max_hop
 
 
 def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
                vls: Sequence[int] = (4, 8, 16, 32)) -> List[Choice]:
     """Every valid (layout, VL) for a column of LY sites (VL | LY and LY/VL >= the halo width)."""
-    from lbgen.codegen.render import PREFERRED_VL
+    from lbgen.codegen.spec import PREFERRED_VL
     from lbgen.codegen.layouts import CLUSTERED
     names = list(layouts) if layouts else ["caosoa", "csoa", "soa", "aos"]
     order = list(dict.fromkeys(list(PREFERRED_VL.get(backend, ())) + list(vls)))
@@ -97,7 +98,8 @@ def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
 def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str, collision: str,
                 walls: bool, threads: int, steps: int, samples: int, time_block: int = 1) -> Dict:
     from lbgen.backends import runtime, spec_backend
-    from lbgen.codegen.render import KernelSpec, generate
+    from lbgen.codegen.spec import KernelSpec
+    from lbgen.codegen.render import generate
     from lbgen.perf.timing import default_kernel_parameters, quiet_buffers, time_call
     spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, precision=precision, collision=collision,
                       walls=walls).validate(lx, ly)
@@ -134,7 +136,7 @@ def rank(backend: str, lx: int, ly: int, precision: str = "double", collision: s
          thread_counts: Optional[Sequence[int]] = None, steps: int = 20, samples: int = 3,
          progress: bool = False) -> List[Dict]:
     """Time every candidate; a list of dicts sorted fastest first."""
-    from lbgen.codegen.render import SpecError
+    from lbgen.codegen.spec import SpecError
     cands = candidates(backend, ly, layouts, vls)
     tcs = list(thread_counts) if thread_counts else [threads]
     work = [(c, t) for c in cands for t in tcs]

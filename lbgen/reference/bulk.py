@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET, velocity_set
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET
+from lbgen.model.velocity_set import velocity_set
 
 __all__ = ["equilibrium", "fields", "propagate", "collide_bgk", "collide_regularized",
            "collide", "step", "run", "force_from_gravity", "hermite_tensors", "projections",

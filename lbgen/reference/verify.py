@@ -17,11 +17,12 @@ import numpy as np
 
 from lbgen.reference import bulk as ref
 from lbgen.reference import walls as refw
-from lbgen.codegen.render import KernelSpec, SpecError, generate
+from lbgen.codegen.spec import KernelSpec, SpecError
+from lbgen.codegen.render import generate
 from lbgen.codegen.layouts import CLUSTERED
-from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 from lbgen.model.operators import OPERATOR_RECORDS
-from lbgen.model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME
+from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME
 from lbgen.backends import RUNTIMES, runtime, spec_backend
 from lbgen.simulation.runner import Walls
 
@@ -128,7 +129,7 @@ def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool,
 
 
 def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, walls: bool) -> np.ndarray:
-    from lbgen.model import velocity_set
+    from lbgen.model.velocity_set import velocity_set
     wall = wall_settings(velocity_set(prog.spec.velocity_set))
     params = dict(PARAMS[collision], ax=FORCE[0], ay=FORCE[1])
     wall_spec = Walls(wall["T_bottom"], wall["T_top"], *wall["adiabatic"]) if walls else None
@@ -146,7 +147,7 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
            steps: int = 20, lx: int = 6, ly: int = 96, strict: bool = False, walls: bool = False,
            seed: int = 0, progress=None, wall_scheme: str = DEFAULT_WALL_SCHEME,
            velocity_set: str = DEFAULT_VELOCITY_SET) -> Report:
-    from lbgen.model import velocity_set as get_velocity_set
+    from lbgen.model.velocity_set import velocity_set as get_velocity_set
     names, skipped = available_backends(backends)
     layouts = list(layouts) or [("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32)]
     for name, vl in layouts:   # refuse bad combinations before compiling anything

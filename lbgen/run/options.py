@@ -10,11 +10,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Optional, Tuple
 
-from lbgen.codegen.render import BACKENDS, PRECISIONS, time_block_value
+from lbgen.codegen.spec import BACKENDS, PRECISIONS, time_block_value
 from lbgen.codegen.layouts import LAYOUTS
 from lbgen.model.operators import DEFAULT_OPERATOR, OPERATORS, all_parameters, operator
-from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET, VELOCITY_SETS
-from lbgen.model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET, VELOCITY_SETS
+from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 from lbgen.output import PICTURE_QUANTITIES, parse_clim
 from lbgen.run.setups import SETUPS
 

@@ -9,7 +9,7 @@ from typing import Dict, Mapping, Optional, Tuple
 import numpy as np
 
 from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, operator
-from lbgen.model.walls import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
+from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
 
 class SimulationError(RuntimeError):

@@ -13,10 +13,11 @@ from typing import Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from lbgen.codegen.render import BACKENDS, KernelSpec, SpecError, default_layout, generate, time_block_value
+from lbgen.codegen.spec import BACKENDS, KernelSpec, SpecError, default_layout, time_block_value
+from lbgen.codegen.render import generate
 from lbgen.codegen.layouts import CLUSTERED
-from lbgen.model import velocity_set as get_velocity_set
-from lbgen.model.velocity_set import DEFAULT_VELOCITY_SET
+from lbgen.model.velocity_set import velocity_set as get_velocity_set
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.health import HealthChecks
 from lbgen.simulation.parameters import Parameters, SimulationError, Walls

@@ -105,7 +105,7 @@ def check_memory(lx: int, ly: int, Q: int, itemsize: int, precision: str) -> int
 def check_run_memory(lx: int, ly: int, precision: str, init=None) -> int:
     """check_memory for a run of LX x LY (or of an --init file's size, read from its headers)."""
     from lbgen.run.fieldfile import inspect_fields
-    from lbgen.model import velocity_set
+    from lbgen.model.velocity_set import velocity_set
     if init:
         lx, ly = inspect_fields(init)
     return check_memory(lx, ly, velocity_set("d2q37").Q, 8 if precision == "double" else 4, precision)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from lbgen.model import collide, d2q9, d2q37
+from lbgen.model import collide
+from lbgen.model.velocity_set import d2q9, d2q37
 from lbgen.model.collision import equilibrium
 from lbgen.model.hermite import (components, gaussian_hermite_moment, hermite, hermite_tensor_rodrigues,
                                  maxwellian_coefficient, expansion)

@@ -8,11 +8,12 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import LAYOUT_CONFIGS, LX, LY, config_id
+from helpers import LAYOUT_CONFIGS, LX, LY, config_id
 from lbgen.reference import bulk as ref
-from lbgen.codegen.render import KernelSpec, SpecError, generate
+from lbgen.codegen.spec import KernelSpec, SpecError
+from lbgen.codegen.render import generate
 from lbgen.codegen.layouts import LAYOUTS, LayoutError, make_layout
-from lbgen.model import d2q37
+from lbgen.model.velocity_set import d2q37
 
 Q = d2q37().Q
 HALO = d2q37().max_hop

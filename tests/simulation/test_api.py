@@ -17,12 +17,13 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import FORCE, LX, LY, OPERATOR_PARAMS, example_reference
+from helpers import FORCE, LX, LY, OPERATOR_PARAMS, example_reference
 from lbgen.backends import BackendUnavailable
-from lbgen.codegen.render import ENTRY_POINTS, KernelSpec, generate
+from lbgen.codegen.spec import KernelSpec
+from lbgen.codegen.render import ENTRY_POINTS, generate
 from lbgen.codegen.kernel_api import WALL_ENTRY_POINTS
 from lbgen.codegen.emit import emit
-from lbgen.model import velocity_set
+from lbgen.model.velocity_set import velocity_set
 
 CI = os.environ.get("CI", "").lower() == "true"
 

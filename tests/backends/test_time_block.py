@@ -11,7 +11,8 @@ import pytest
 
 from lbgen.reference import bulk as ref
 from lbgen.backends import c as cbackend
-from lbgen.codegen.render import MAX_TIME_BLOCK, KernelSpec, generate
+from lbgen.codegen.spec import MAX_TIME_BLOCK, KernelSpec
+from lbgen.codegen.render import generate
 from lbgen.simulation.runner import Simulation, SimulationError, Walls
 
 LX, LY = 7, 24

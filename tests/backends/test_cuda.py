@@ -19,9 +19,10 @@ import pytest
 from lbgen.reference import bulk as ref
 from lbgen.backends import BackendUnavailable
 from lbgen.backends.base import CompileError
-from lbgen.codegen.render import KernelSpec, generate
+from lbgen.codegen.spec import KernelSpec
+from lbgen.codegen.render import generate
 
-from conftest import FORCE, LX, LY, OPERATOR_PARAMS, config_id, random_fields, step_fused, step_unfused
+from helpers import FORCE, LX, LY, OPERATOR_PARAMS, config_id, random_fields, step_fused, step_unfused
 
 CI = os.environ.get("CI", "").lower() == "true"
 OPERATORS = ("bgk", "regularized")

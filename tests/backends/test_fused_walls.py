@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from test_walls import CASES, FORCE, OPERATOR_PARAMS, OPERATORS, T_BOTTOM, T_TOP, case_id, run_walls, wall_program, wall_state  # noqa: F401
+from wall_support import CASES, FORCE, OPERATOR_PARAMS, OPERATORS, T_BOTTOM, T_TOP, case_id, run_walls  # noqa: F401
 
 STEPS = 6
 
@@ -42,7 +42,8 @@ def test_fused_walls_is_bit_identical_to_three_sweeps_in_strict_mode(case, opera
 
 def test_fused_walls_needs_a_walls_spec():
     from lbgen.backends import c
-    from lbgen.codegen.render import KernelSpec, generate
+    from lbgen.codegen.spec import KernelSpec
+    from lbgen.codegen.render import generate
     prog = c.compile(generate(KernelSpec(layout="soa")), 4, 24)
     with pytest.raises(ValueError, match="without walls"):
         prog.fused_walls(prog.allocate(), prog.allocate(), tau=0.8, ax=0.0, ay=0.0)
@@ -70,8 +71,9 @@ def test_simulation_with_walls_steps_with_the_fused_kernel(monkeypatch):
 
 @pytest.mark.parametrize("case", [("c", "caosoa", 8), ("opencl", "soa", None), ("cuda", "aos", None)], ids=case_id)
 def test_fused_walls_with_the_reference_wall_scheme_is_bit_identical_too(case, wall_state):
-    from lbgen.codegen.render import KernelSpec, generate
-    from test_walls import LX, LY, _backend
+    from lbgen.codegen.spec import KernelSpec
+    from lbgen.codegen.render import generate
+    from wall_support import LX, LY, _backend
     backend, layout, vl = case
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, collision="regularized", walls=True,
                       wall_scheme="reference")

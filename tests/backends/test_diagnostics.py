@@ -11,9 +11,10 @@ import os
 import numpy as np
 import pytest
 
-from conftest import LAYOUT_CONFIGS, config_id
+from helpers import LAYOUT_CONFIGS, config_id
 from lbgen.reference import bulk as ref
-from lbgen.codegen.render import KernelSpec, generate
+from lbgen.codegen.spec import KernelSpec
+from lbgen.codegen.render import generate
 from lbgen.codegen.diagnostics import ND, ROW_INDEX, combine_rows, rows_of_fields, scalars
 from lbgen.simulation.runner import Simulation
 from lbgen.run.setups import rayleigh_taylor

@@ -6,12 +6,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lbgen.codegen.render import KernelSpec, emit_files
+from lbgen.codegen.spec import KernelSpec
+from lbgen.codegen.render import emit_files
 from lbgen.codegen.emit import default_output_dir, emit
 
-from conftest import example_reference
+from helpers import example_reference
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 #: the canonical emitted sources checked into generated/ (regenerated and compared below)
 CANONICAL = [

@@ -74,7 +74,7 @@ def test_wall_options_without_walls_are_refused():
 
 
 def test_operator_records_define_the_kernel_arguments_and_defaults():
-    from lbgen.codegen.render import OPERATOR_PARAMETERS
+    from lbgen.codegen.spec import OPERATOR_PARAMETERS
     from lbgen.model import collide
     for name, op in OPERATOR_RECORDS.items():
         assert OPERATOR_PARAMETERS[name] == op.kernel_arguments

@@ -22,13 +22,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import config_id
-from test_walls import OPERATOR_PARAMS, T_BOTTOM, T_TOP, run_walls
+from helpers import config_id
+from wall_support import OPERATOR_PARAMS, T_BOTTOM, T_TOP, run_walls
 from lbgen.reference import bulk as ref
 from lbgen.reference import walls as refw
 from lbgen.backends import BackendUnavailable
 from lbgen.cli.main import main
-from lbgen.codegen.render import KernelSpec, SpecError, generate
+from lbgen.codegen.spec import KernelSpec, SpecError
+from lbgen.codegen.render import generate
 from lbgen.model.velocity_set import d2q37
 from lbgen.simulation.runner import Simulation, SimulationError, Walls
 from lbgen.run.setups import rayleigh_taylor
@@ -270,7 +271,7 @@ def test_derived_reference_rows_meet_their_conditions(vs_name, rows):
     """Evaluate the model's assignments: momentum -rho a/2, energy rho (Tw + |a|^2/8), mass rule."""
     import sympy as sp
 
-    from lbgen.model import velocity_set
+    from lbgen.model.velocity_set import velocity_set
     from lbgen.model.walls import mass_rule, unknown_set, wall_assignments
     vs = velocity_set(vs_name)
     rng = np.random.default_rng(1)

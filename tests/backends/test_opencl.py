@@ -14,9 +14,10 @@ import re
 import numpy as np
 import pytest
 
-from conftest import FORCE, LX, LY, OPERATOR_PARAMS, config_id
+from helpers import FORCE, LX, LY, OPERATOR_PARAMS, config_id
 from lbgen.backends.base import BackendUnavailable, CompileError
-from lbgen.codegen.render import KernelSpec, generate
+from lbgen.codegen.spec import KernelSpec
+from lbgen.codegen.render import generate
 
 
 def _opencl_or_skip():

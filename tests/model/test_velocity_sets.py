@@ -12,8 +12,9 @@ from click.testing import CliRunner
 
 from lbgen.reference import bulk as ref
 from lbgen.cli.main import main
-from lbgen.codegen.render import KernelSpec, SpecError, emit_files, generate
-from lbgen.model import velocity_set
+from lbgen.codegen.spec import KernelSpec, SpecError
+from lbgen.codegen.render import emit_files, generate
+from lbgen.model.velocity_set import velocity_set
 from lbgen.model.walls import unknown_set, wall_assignments, wall_row_count
 from lbgen.simulation.runner import Simulation, SimulationError, Walls
 from lbgen.run.setups import shear_wave

@@ -13,11 +13,12 @@ import time
 import numpy as np
 import pytest
 
-from conftest import FORCE, LAYOUT_CONFIGS, LX, LY, OPERATOR_PARAMS, config_id, random_fields
+from helpers import FORCE, LAYOUT_CONFIGS, LX, LY, OPERATOR_PARAMS, config_id, random_fields
 from lbgen.reference import bulk as ref
 from lbgen.backends import c as cbackend
 from lbgen.backends.base import CompileError
-from lbgen.codegen.render import KernelSpec, SpecError, generate
+from lbgen.codegen.spec import KernelSpec, SpecError
+from lbgen.codegen.render import generate
 
 STEPS = 20
 TOLERANCE = {"double": 1e-12, "single": 1e-5}

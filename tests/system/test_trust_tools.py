@@ -7,7 +7,8 @@ from lbgen.system import cache
 from lbgen.backends import base
 from lbgen.backends import c as cbackend
 from lbgen.cli.main import main
-from lbgen.codegen.render import KernelSpec, generate
+from lbgen.codegen.spec import KernelSpec
+from lbgen.codegen.render import generate
 
 
 def _cli(*args):

@@ -1,0 +1,107 @@
+"""The wall tests' shared cases: a small walled lattice, its near-equilibrium state and
+reference run, the programs with the bc kernel per backend, and the three-sweep step."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import config_id
+from lbgen.backends import BackendUnavailable
+from lbgen.codegen.render import generate
+from lbgen.codegen.spec import KernelSpec
+from lbgen.model.velocity_set import d2q37
+from lbgen.reference import bulk as ref
+from lbgen.reference import walls as refw
+
+LX, LY = 4, 24                      # walls need LY >= 8; LY/VL >= 3 for VL = 8
+STEPS = 20
+FORCE = (1e-4, -2e-4)
+T_BOTTOM, T_TOP, ADIABATIC = 1.02, 0.98, (False, True)
+TOLERANCE = {"double": 1e-12, "single": 1e-5}
+OPERATORS = ("bgk", "regularized")
+R = d2q37().r
+OPERATOR_PARAMS = {"bgk": dict(tau=0.8), "regularized": dict(C1=0.2, C2=0.1, C3=0.5)}
+
+
+def rel_err(got, want):
+    return float(np.abs(got - want).max() / np.abs(want).max())
+
+
+@pytest.fixture(scope="module")
+def wall_state():
+    """Near-equilibrium (Q, LX, LY) state: rho, T ~ 1 +- 0.05, |u| ~ 0.05, 1e-3 noise."""
+    rng = np.random.default_rng(2024)
+    shape = (LX, LY)
+    feq = ref.equilibrium(1 + 0.05 * rng.uniform(-1, 1, shape), 0.05 * rng.uniform(-1, 1, shape),
+                          0.05 * rng.uniform(-1, 1, shape), 1 + 0.05 * rng.uniform(-1, 1, shape))
+    return feq * (1.0 + 1e-3 * rng.standard_normal(feq.shape))
+
+
+@pytest.fixture(scope="module")
+def wall_reference(wall_state):
+    memo = {}
+
+    def get(operator):
+        if operator not in memo:
+            f = wall_state.copy()
+            for _ in range(STEPS):
+                f = refw.step_walls(f, operator, T_BOTTOM, T_TOP, ADIABATIC, force=FORCE, **OPERATOR_PARAMS[operator])
+            memo[operator] = f
+        return memo[operator]
+
+    return get
+
+
+def _backend(name):
+    """The module whose compile() runs `name` here: C, OpenCL, or the CUDA host shim."""
+    import importlib
+    try:
+        mod = importlib.import_module("lbgen.backends.cuda.shim" if name == "cuda" else f"lbgen.backends.{name}")
+        ok, why = mod.available()
+    except (BackendUnavailable, ImportError) as e:
+        ok, why = False, str(e)
+    if not ok:
+        pytest.skip(f"{name}: {why}")
+    return mod
+
+
+@pytest.fixture(scope="module")
+def wall_program():
+    """wall_program(backend, layout, vl, collision, precision) -> Program with the bc kernel."""
+    memo = {}
+
+    def get(backend, layout, vl, collision="bgk", precision="double", strict=False, lx=LX, ly=LY):
+        key = (backend, layout, vl, collision, precision, strict, lx, ly)
+        if key not in memo:
+            mod = _backend(backend)
+            spec = KernelSpec(backend=backend, layout=layout, vl=vl, collision=collision, precision=precision,
+                              walls=True)
+            memo[key] = mod.compile(generate(spec), lx, ly, strict=strict)
+        return memo[key]
+
+    return get
+
+
+def run_walls(prog, f0, steps, operator, adiabatic=ADIABATIC, force=FORCE):
+    """`steps` of halo, propagate, bc, collide (the three-sweep step with walls)."""
+    params = dict(OPERATOR_PARAMS[operator], ax=force[0], ay=force[1])
+    a = prog.upload_fields(f0)
+    b = prog.allocate()
+    for _ in range(steps):
+        prog.halo(a)
+        prog.propagate(a, b)
+        prog.bc(a, b, T_BOTTOM, T_TOP, adiabatic, *force)
+        prog.collide(b, a, **params)
+    prog.synchronize()
+    return prog.download_fields(a)
+
+
+
+CPU_CONFIGS = [("aos", None), ("soa", None), ("csoa", 4), ("caosoa", 8)]
+CASES = ([("c", *cfg) for cfg in CPU_CONFIGS] + [("opencl", *cfg) for cfg in CPU_CONFIGS]
+         + [("cuda", "aos", None), ("cuda", "caosoa", 8)])
+SINGLE_CASES = [("c", "caosoa", 8), ("opencl", "soa", None), ("cuda", "aos", None)]
+
+
+def case_id(case):
+    return f"{case[0]}-{config_id(case[1:])}"

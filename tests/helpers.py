@@ -1,0 +1,63 @@
+"""What several test modules share: lattice sizes, layout configurations, operator
+parameters, random states, stepping helpers and the emitted examples' expected output.
+(Fixtures live in conftest.py; plain values and functions here, imported by name.)"""
+from __future__ import annotations
+
+import numpy as np
+
+from lbgen.reference import bulk as ref
+
+#: a lattice small enough for the reference, big enough for VL = 32 (LY/VL = 3)
+LX, LY = 6, 96
+#: the clustered VLs under test; every one divides LY with LY/VL >= 3
+VLS = (4, 8, 16, 32)
+#: every (layout, VL) combination under test; aos/soa take no VL
+LAYOUT_CONFIGS = [("aos", None), ("soa", None)] + [(name, vl) for name in ("csoa", "caosoa") for vl in VLS]
+#: collision parameters per operator (a nonzero force is added by the tests)
+OPERATOR_PARAMS = {"bgk": dict(tau=0.8), "regularized": dict(C1=0.2, C2=0.1, C3=0.5)}
+FORCE = (1e-4, -2e-4)
+
+
+def config_id(cfg) -> str:
+    name, vl = cfg
+    return name if vl is None else f"{name}-vl{vl}"
+
+def random_fields(seed: int, shape=(LX, LY)):
+    """rho, T ~ 1 +- 0.05 and |u| ~ 0.05 (smooth enough for stable short runs)."""
+    rng = np.random.default_rng(seed)
+    rho = 1.0 + 0.05 * rng.uniform(-1, 1, shape)
+    ux = 0.05 * rng.uniform(-1, 1, shape)
+    uy = 0.05 * rng.uniform(-1, 1, shape)
+    T = 1.0 + 0.05 * rng.uniform(-1, 1, shape)
+    return rho, ux, uy, T
+
+
+def step_unfused(prog, a, b, **params):
+    """halo, propagate a -> b, collide b -> a in place: the state stays in a."""
+    prog.halo(a)
+    prog.propagate(a, b)
+    prog.collide(b, a, **params)
+    return a, b
+
+
+def step_fused(prog, a, b, **params):
+    """halo, fused a -> b, swap: the state is in the first returned buffer."""
+    prog.halo(a)
+    prog.fused(a, b, **params)
+    return b, a
+
+
+def example_reference(lx, ly, steps, collision):
+    """The fields (rho, ux, uy, T) the emitted examples (example.c, example.py, example.cu)
+    must print: a shear wave, `steps` propagate + collide steps with the force (0, -1e-5)."""
+    x = np.arange(lx)[:, None] * np.ones((1, ly))
+    y = np.ones((lx, 1)) * np.arange(ly)[None, :]
+    rho = 1 + 0.01 * np.cos(2 * np.pi * y / ly)
+    ux = np.zeros((lx, ly))
+    uy = 0.05 * np.sin(2 * np.pi * x / lx)
+    T = 1 + 0.02 * np.sin(2 * np.pi * (x + y) / lx)
+    f = ref.equilibrium(rho, ux, uy, T)
+    params = {"tau": 0.8} if collision == "bgk" else {"C1": 1e-3, "C2": 1e-3, "C3": 0.5}
+    for _ in range(steps):
+        f = ref.collide(ref.propagate(f), collision, force=(0.0, -1e-5), **params)
+    return ref.fields(f)
