@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import abc
+import collections
 from functools import lru_cache
 from typing import Any, Optional
 
@@ -187,6 +188,9 @@ class Program(abc.ABC):
         self.source = source
         self.spec = source.spec
         self.lx, self.ly = lx, ly
+        #: calls of each kernel entry point so far (the host runtimes count them; a log for tests
+        #: and benchmarks that must observe which kernels ran)
+        self.calls = collections.Counter()
         if self.spec.compile_time_sizes and (lx, ly) != (self.spec.lx, self.spec.ly):
             raise ValueError(f"these kernels were generated for the lattice lx={self.spec.lx}, ly={self.spec.ly} "
                              f"(compile-time sizes); they cannot run on {lx} x {ly}")

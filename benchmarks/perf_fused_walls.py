@@ -3,7 +3,6 @@ propagate -> bc -> collide, same build, interleaved rounds of Simulation.run(5).
 
     python benchmarks/perf_fused_walls.py
 """
-import time, sys
 import numpy as np
 from lbgen.simulation.runner import Simulation, Walls
 try:

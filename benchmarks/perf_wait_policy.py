@@ -1,6 +1,6 @@
 """Periodic BGK, 1024 x 1024, 30 steps; argument: OpenMP threads (0: all).  Driven by
 perf_wait_policy.sh (quiet/busy x wait policy x threads).  Not a test."""
-import sys, time
+import sys
 from lbgen.simulation.runner import Simulation
 try:
     from lbgen.run.setups import uniform_noise

@@ -94,3 +94,27 @@ def run_program():
 
     return run
 
+
+
+# --- the fast subset and the full suite ---------------------------------------------------------
+# One rule for what runs: tests marked `slow` run in CI (CI=true, as .ci/run sets it) or with
+# --slow; a newcomer's plain `pytest` leaves them out (and says how many).  What skips is only
+# what cannot run here (an optional runtime: pycuda without a driver), each with its reason.
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", default=False, help="also run the tests marked slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--slow") or os.environ.get("CI", "").lower() in ("1", "true", "yes") \
+            or "slow" in (config.getoption("-m") or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
+def pytest_report_header(config):
+    full = config.getoption("--slow") or os.environ.get("CI", "").lower() in ("1", "true", "yes")
+    return "lbgen: full suite (slow tests included)" if full else \
+        "lbgen: fast subset (slow tests left out: --slow or CI=true runs them)"

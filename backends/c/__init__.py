@@ -111,6 +111,7 @@ class CProgram(HostBuffers, Program):
         self._sizes = () if source.spec.compile_time_sizes else (lx, ly)
 
     def _fn(self, name):
+        self.calls[name] += 1
         return getattr(self.lib, f"{self.prefix}_{name}")
 
     def provenance(self) -> dict:
@@ -178,5 +179,5 @@ class CProgram(HostBuffers, Program):
         self._fn("diagnostics")(self._ptr(f), *self._sizes, self.ffi.cast("double *", out.ctypes.data))
         return out
 
-def compile(source, lx: int, ly: int, flags=None, strict: bool = False, threads: int = 0, **_ignored) -> CProgram:
+def compile(source, lx: int, ly: int, flags=None, strict: bool = False, threads: int = 0) -> CProgram:
     return CProgram(source, lx, ly, flags=flags, strict=strict, threads=threads)

@@ -324,6 +324,7 @@ class CudaProgram(LaunchProgram):
         return host
 
 def compile(source, lx: int, ly: int, strict: bool = False, block_size: Optional[int] = None,
-            **_ignored) -> CudaProgram:
-    """Compile a CUDA KernelSource with pycuda for device 0 (BackendUnavailable without one)."""
+            threads: int = 0) -> CudaProgram:
+    """Compile a CUDA KernelSource with pycuda for device 0 (BackendUnavailable without one).
+    ``threads`` (the interface's host thread count) does not apply to a GPU."""
     return CudaProgram(source, lx, ly, strict=strict, block_size=block_size)

@@ -192,6 +192,7 @@ class ShimProgram(HostBuffers, LaunchProgram):
         return out
 
 def compile(source, lx: int, ly: int, strict: bool = False, flags=None, block_size: Optional[int] = None,
-            **_ignored) -> ShimProgram:
-    """The host-shim Program of a CUDA KernelSource (same interface as the GPU runtime)."""
+            threads: int = 0) -> ShimProgram:
+    """The host-shim Program of a CUDA KernelSource (same interface as the GPU runtime; the
+    shim runs the launches one after another, ``threads`` does not apply)."""
     return ShimProgram(source, lx, ly, strict=strict, flags=flags, block_size=block_size)

@@ -416,10 +416,11 @@ def describe(device=None) -> str:
 
 
 def compile(source, lx: int, ly: int, threads: int = 0, strict: bool = False, device=None,
-            block_size: Optional[int] = None, **_ignored) -> OpenCLProgram:
+            block_size: Optional[int] = None) -> OpenCLProgram:
     """Build (or reuse) the kernels of an OpenCL KernelSource for an LX x LY lattice.
 
-    ``threads`` is accepted for interface symmetry and ignored (pocl sizes its own pool;
-    set POCL_MAX_PTHREAD_COUNT before the first OpenCL call to limit it).
+    ``threads`` is the runtime interface's host thread count: an OpenCL device sizes its own
+    pool (set POCL_MAX_PTHREAD_COUNT before the first OpenCL call to limit pocl's); any other
+    keyword is refused (TypeError naming it).
     """
     return OpenCLProgram(source, lx, ly, strict=strict, device=device, block_size=block_size)

@@ -27,15 +27,16 @@ def friendly(fn):
             from lbgen.simulation.parameters import SimulationError
             from lbgen.system.paths import describe_os_error
             comm = mpi_comm()
+            if isinstance(e, RunInterrupted):     # Ctrl-C / SIGTERM (MPI: every rank together): what was kept
+                if comm is None or comm.rank == 0:
+                    click.echo(str(e), err=True)
+                sys.exit(e.exit_code)
             if comm is not None:
                 mpi_failure(comm, e)
             if isinstance(e, (SpecError, SimulationError, BackendUnavailable, ValueError)):
                 raise UserError(str(e)) from None
             if isinstance(e, CompileError):
                 raise click.ClickException(str(e)) from None
-            if isinstance(e, RunInterrupted):     # Ctrl-C / SIGTERM: what was kept, how to resume
-                click.echo(str(e), err=True)
-                sys.exit(e.exit_code)
             if isinstance(e, OSError):            # read-only folders, HOME=/, a full disk: no traceback
                 raise UserError(describe_os_error(e, "a file")) from None
             raise
@@ -72,9 +73,8 @@ def mpi_failure(comm, e):
 def vl_option(value, allow_auto=False):
     if value is None or value == "":
         return None
-    if allow_auto and str(value) == "auto":
-        return "auto"
+    from lbgen.codegen.layouts import LayoutError, check_vl
     try:
-        return int(value)
-    except ValueError:
-        raise click.BadParameter(f"VL={value!r} is not an integer; VL must be a power of two") from None
+        return check_vl(value, allow_auto=allow_auto)
+    except LayoutError as e:
+        raise click.BadParameter(str(e)) from None

@@ -118,7 +118,7 @@ def _schema_options(fn):
     that what the user gave is known (TOML files and set-ups fill the rest)."""
     from lbgen.run.options import cli_options, describe_defaults
     for opt in reversed(list(cli_options())):
-        decl = opt.flag or "--" + opt.key.lower().replace("_", "-")
+        decl = opt.flag or opt.flag_name
         kind = {"int": int, "float": float}.get(opt.kind)
         if opt.kind == "bool" and "/" not in decl:
             decl = f"{decl}/--no-{decl[2:]}"
@@ -216,9 +216,8 @@ def run(ctx, setup, config, resume, overwrite, progress, **given):
 
 
 def _report(runner, result, save):
-    from lbgen.run.fieldfile import save_fields
     sim = runner.sim
-    out = sim.fields()                     # collective with MPI: rank 0 gets the fields
+    out = runner.final_fields()            # the final outputs' fields (collective with MPI: rank 0 gets them)
     if not runner.root:
         return
     speed = f"{result['mlups']:.2f} MLUPS" if result["mlups"] is not None else "no steps timed"
@@ -227,8 +226,6 @@ def _report(runner, result, save):
     if runner.cfg.out:
         click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
     if save:
-        save_fields(save, out, steps=result["steps"], lx=sim.lx, ly=sim.ly, r=sim.vs.r,
-                    spec=json.dumps(sim.spec.__dict__))
         click.echo(f"saved rho, ux, uy, T ({sim.lx} x {sim.ly}) to {save}")
 
 
@@ -260,8 +257,11 @@ def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, wall
            velocity_set):
     """Kernel equivalence: every available backend x layout against the NumPy reference.
 
-    Exit status 1 when any kernel differs beyond tolerance (1e-12 double, 1e-5 single;
-    bit-identical across backends with --strict)."""
+    Exit status 1 when a kernel differs beyond its rounding bound (C (eps_s N + eps_a (N Q + W)),
+    shown per run; bit-identical across backends with --strict); 2 when nothing could be verified.
+
+    \b
+    quick: lbgen verify --backends c --layouts soa,caosoa-vl8 --steps 5"""
     from lbgen.reference.verify import verify as run_verify
     from lbgen.model import OPERATORS as ops
     cols = [c for c in collisions.split(",") if c]
@@ -282,7 +282,7 @@ def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, wall
         report = run_verify(backends=[b for b in backends.split(",") if b], layouts=_parse_layouts(layouts),
                             collisions=cols, precisions=precs, steps=steps, lx=lx, ly=ly, strict=strict,
                             walls=walls, seed=seed, wall_scheme=wall_scheme, velocity_set=velocity_set.lower(),
-                            progress=advance)
+                            progress=advance, on_plan=lambda total: (setattr(bar, "total", total), bar.refresh()))
     finally:
         bar.close()
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else report.table())

@@ -3,11 +3,24 @@ the `lbgen` group in lbgen/cli.py)."""
 from __future__ import annotations
 
 import json
+import math
 
 import click
 import numpy as np
 
 from lbgen.cli.common import UserError, friendly, vl_option
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click.FloatRange that also refuses NaN and +-Inf (a NaN compares false with every bound,
+    so FloatRange alone lets ``--latency nan`` through)."""
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            where = "" if self.min is None and self.max is None else f" in the range {self._describe_range()}"
+            self.fail(f"{value!r} is not a finite number; give a finite number{where}", param, ctx)
+        return rv
 
 
 # --- model -------------------------------------------------------------------------------
@@ -30,9 +43,9 @@ from lbgen.cli.common import UserError, friendly, vl_option
 @click.option("--ranks", type=click.IntRange(min=1), default=None,
               help="Multi-rank model instead: predicted step time and MLUPS for N = 1..RANKS MPI ranks "
                    "(measured beside it when run under mpiexec).")
-@click.option("--latency", type=click.FloatRange(min=0), default=None, help="With --ranks: message latency L [s] (default: "
+@click.option("--latency", type=FiniteFloatRange(min=0), default=None, help="With --ranks: message latency L [s] (default: "
               "measured by a ring shift under mpiexec, else 1e-6).")
-@click.option("--bandwidth", type=click.FloatRange(min=0, min_open=True), default=None, help="With --ranks: bandwidth B [bytes/s] (default: "
+@click.option("--bandwidth", type=FiniteFloatRange(min=0, min_open=True), default=None, help="With --ranks: bandwidth B [bytes/s] (default: "
               "measured under mpiexec, else 5e9).")
 @click.option("--no-overlap", is_flag=True, help="With --ranks: model communication not hidden behind the bulk.")
 @click.option("--json", "as_json", is_flag=True)
@@ -51,6 +64,7 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
     from lbgen.perf import split as perfmodel
     from lbgen.run.config import RunConfig
     from lbgen.run.construct import make_simulation
+    _check_model_options(ranks, latency, bandwidth, measure_points, plot, hetero_given=_given("hetero"))
     if ranks is not None:
         return _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps, ranks, latency,
                             bandwidth, not no_overlap, as_json)
@@ -91,6 +105,29 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
                    f"host fraction 2M/LX = {2 * m_star / lx:.3f} (what --split auto uses)")
         if plot:
             click.echo(f"plot written to {plot}")
+
+
+def _given(name: str) -> bool:
+    """Whether option `name` of the running command came from the command line (not its default)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return False
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+def _check_model_options(ranks, latency, bandwidth, measure_points, plot, hetero_given=False) -> None:
+    """Options of one model given to the other are refused, not ignored (before any measurement)."""
+    if ranks is None:
+        given = [n for n, v in (("--latency", latency), ("--bandwidth", bandwidth)) if v is not None]
+        if given:
+            raise UserError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to the multi-rank "
+                            f"model only: add --ranks N (or leave {' and '.join(given)} out)")
+    else:
+        given = [n for n, v in (("--measure", measure_points), ("--plot", plot), ("--hetero", hetero_given)) if v]
+        if given:
+            raise UserError(f"{', '.join(given)}: the host + device model's option(s); the multi-rank model "
+                            f"(--ranks {ranks}) takes --latency, --bandwidth and --no-overlap instead")
 
 
 def _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps, ranks, latency, bandwidth,

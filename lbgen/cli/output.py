@@ -5,23 +5,10 @@ from pathlib import Path
 
 import click
 
-from lbgen.cli.common import UserError
-from lbgen.output.folder import MOVIE_SUFFIXES, RunFolder, RunFolderError, check_output, parse_steps, write_movie
-from lbgen.output.pictures import PICTURE_QUANTITIES, parse_clim, save_png
-
-
-def _clim(field, text):
-    if text is None:
-        return None
-    try:
-        return parse_clim([f"{field}={text}"])[field]
-    except ValueError as e:
-        raise UserError(str(e)) from None
-
-
-def _check_dpi(dpi):
-    if dpi is not None and not 0 < dpi <= 2000:
-        raise UserError(f"--dpi {dpi} must be a number in (0, 2000]")
+from lbgen.cli.common import UserError, friendly
+from lbgen.output.folder import (MOVIE_SUFFIXES, RunResults, check_fps, check_output, output_file, parse_steps,
+                                 write_movie)
+from lbgen.output.pictures import PICTURE_QUANTITIES, clim_of, picture_name
 
 
 def _check_cmap(cmap):
@@ -34,10 +21,13 @@ def _check_cmap(cmap):
 
 _FIELD = click.option("--field", "quantity", default="T", show_default=True,
                       type=click.Choice(PICTURE_QUANTITIES), help="The quantity to draw.")
-_CLIM = click.option("--clim", default=None, metavar="LO,HI", help="Colour limits (default: the run's, manifest.json).")
+_CLIM = click.option("--clim", default=None, metavar="[FIELD=]LO,HI",
+                     help="Colour limits of the field drawn, as for lbgen run (default: the run's, manifest.json).")
 _CMAP = click.option("--cmap", default=None, help="A matplotlib colour map (default: inferno for T, viridis for rho, "
                      "RdBu_r for vorticity and velocities, magma for speed).")
-_DPI = click.option("--dpi", type=float, default=None, help="Resolution (default: 1200 px on the long side).")
+_DPI = click.option("--dpi", type=float, default=None,
+                    help="Resolution in dots per inch, within what gives a long side of 16 to 16384 px "
+                         "(default: 1200 px on the long side for movies, the run's for plot).")
 _OVERWRITE = click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 
 
@@ -46,11 +36,12 @@ _OVERWRITE = click.option("--overwrite", is_flag=True, help="Replace an existing
 @_FIELD
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="The movie file: .mp4 (H.264 via imageio-ffmpeg) or .gif (Pillow); default RUN_DIR/<field>.mp4.")
-@click.option("--fps", type=float, default=5.0, show_default=True, help="Frames per second.")
+@click.option("--fps", type=float, default=5.0, show_default=True, help="Frames per second (0.1 to 100).")
 @_CLIM
 @_CMAP
 @_DPI
 @_OVERWRITE
+@friendly
 def movie(run_dir, quantity, output, fps, clim, cmap, dpi, overwrite):
     """A movie of a run folder: one frame per saved step, with the run's colour limits.
 
@@ -58,15 +49,13 @@ def movie(run_dir, quantity, output, fps, clim, cmap, dpi, overwrite):
     lbgen movie runs/rt --field T -o rt-T.mp4
     lbgen movie runs/rt --field vorticity -o rt-vorticity.gif --fps 3
     """
-    _check_dpi(dpi)
+    fps = check_fps(fps)
+    limits = clim_of(quantity, clim)
     _check_cmap(cmap)
-    try:
-        run = RunFolder(run_dir)
-        output = output or run.path / f"{quantity}.mp4"
-        result = write_movie(run, quantity, output, fps=fps, clim=_clim(quantity, clim), cmap=cmap, dpi=dpi,
-                             overwrite=overwrite)
-    except RunFolderError as e:
-        raise UserError(str(e)) from None
+    run = RunResults(run_dir)
+    dpi = run.check_dpi(dpi)
+    output = output or run.path / f"{quantity}.mp4"
+    result = write_movie(run, quantity, output, fps=fps, clim=limits, cmap=cmap, dpi=dpi, overwrite=overwrite)
     w, h = result["size"]
     click.echo(f"wrote {result['path']}: {result['frames']} frames of {w} x {h} px ({quantity}, steps "
                f"{run.steps[0]}..{run.steps[-1]}, {fps:g} fps)")
@@ -77,38 +66,43 @@ def movie(run_dir, quantity, output, fps, clim, cmap, dpi, overwrite):
 @_FIELD
 @click.option("--step", default=None, help="A saved step, a comma list of them, or 'all' (default: the last).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="PNG file (one step) or folder (several); default ./<field>-<step>.png.")
+              help="PNG file (one step) or folder (several); default ./<field>-<step>.png, named as the run's "
+                   "pictures (T-000004000.png).")
 @_CLIM
 @_CMAP
 @_DPI
 @_OVERWRITE
+@friendly
 def plot(run_dir, quantity, step, output, clim, cmap, dpi, overwrite):
     """Re-render pictures of saved steps with other colour limits, colour map or size.
 
     \b
     lbgen plot runs/rt --field vorticity --step 4000 --clim -0.01,0.01 --cmap PuOr -o w.png
+    lbgen plot runs/rt --field T --clim T=0.93,1.06 -o T.png
     lbgen plot runs/rt --field T --step all -o pictures-hd --dpi 300
     """
     from tqdm import tqdm
-    _check_dpi(dpi)
+    limits = clim_of(quantity, clim)
     _check_cmap(cmap)
-    limits = _clim(quantity, clim)
-    try:
-        run = RunFolder(run_dir)
-        steps = parse_steps(step, run)
-        if len(steps) == 1 and (output is None or output.suffix):
-            targets = [output or Path(f"{quantity}-{steps[0]}.png")]
-        else:
-            folder = output or Path(".")
-            if folder.suffix:
-                raise UserError(f"-o {folder}: several steps need a folder, not a file name")
-            targets = [folder / f"{quantity}-{s}.png" for s in steps]
-        targets = [check_output(t, (".png",), overwrite) for t in targets]
-        written = []
-        for s, target in tqdm(list(zip(steps, targets)), desc=f"plot {quantity}", unit="picture", disable=None):
-            written.append(save_png(run.figure(quantity, s, clim=limits, cmap=cmap, dpi=dpi), target))
-    except RunFolderError as e:
-        raise UserError(str(e)) from None
+    run = RunResults(run_dir)
+    dpi = run.check_dpi(dpi)
+    if dpi is None:
+        run.recorded_dpi()                  # the run's own --dpi must be drawable too
+    steps = parse_steps(step, run)
+    if len(steps) == 1 and (output is None or output.suffix):
+        targets = [output or Path(picture_name(quantity, steps[0]))]
+    else:
+        folder = output or Path(".")
+        if folder.suffix:
+            raise UserError(f"-o {folder}: several steps need a folder, not a file name")
+        targets = [folder / picture_name(quantity, s) for s in steps]
+    targets = [check_output(t, (".png",), overwrite) for t in targets]      # every one before any work
+    written = []
+    for s, target in tqdm(list(zip(steps, targets)), desc=f"plot {quantity}", unit="picture", disable=None):
+        fig = run.figure(quantity, s, clim=limits, cmap=cmap, dpi=dpi)
+        with output_file(target, overwrite) as tmp:
+            fig.savefig(tmp, format="png")
+        written.append(target)
     click.echo(f"wrote {len(written)} picture{'s' if len(written) != 1 else ''}: "
                f"{', '.join(str(p) for p in written[:4])}{' ...' if len(written) > 4 else ''}")
 

@@ -18,8 +18,29 @@ ENTRY_POINTS = ("halo", "propagate", "bc", "collide", "fused", "fused_walls", "i
                 "diagnostics", "pack", "unpack")
 #: with walls only: the bc kernel and the fused propagate + bc + collide sweep
 WALL_ENTRY_POINTS = ("bc", "fused_walls")
-#: error codes of the emitted `<prefix>_check(lx, ly, ...)`, numbered from 1 (0: valid sizes)
-SIZE_ERRORS = ("SIZE", "VL", "HALO", "WALLS", "COMPILED")
+#: error codes of the emitted `<prefix>_check(lx, ly, ...)`, numbered from 1 (0: valid sizes,
+#: `<PREFIX>_STATUS_OK`); OVERFLOW: the lattice buffer's size in bytes or its largest index does
+#: not fit the kernels' types; GRID (CUDA): a launch would need more than 2^31 - 1 blocks
+SIZE_ERRORS = ("SIZE", "VL", "HALO", "WALLS", "COMPILED", "OVERFLOW", "GRID")
+#: the largest index / byte count of a lattice buffer the kernels address (ptrdiff_t is 64-bit
+#: on every target lbgen builds for; the emitted C states the bound with PTRDIFF_MAX itself)
+PTRDIFF_MAX_64 = 2 ** 63 - 1
+#: the largest gridDim.x of a CUDA launch
+CUDA_MAX_BLOCKS = 2 ** 31 - 1
+
+
+def storage_bytes(spec) -> int:
+    """Bytes of one stored population (double: 8; single and mixed store float: 4)."""
+    return 8 if spec.precision == "double" else 4
+
+
+def buffer_fits_condition(Q: int, vl: int, halo: int, nbytes: int, lx: str = "lx", ly: str = "ly") -> str:
+    """C condition (lx, ly >= 1 assumed) that a lattice buffer, Q x (lx + 2 halo) x (ly/vl + 2 halo) x vl
+    values of nbytes each, has its size in bytes rounded up to 64 (hence its largest index) at
+    most PTRDIFF_MAX; evaluated without overflow: every operand is positive and the products
+    are divided out of the bound (a*b <= M  <=>  a <= M / b for positive integers)."""
+    return (f"(ptrdiff_t)({lx}) + {2 * halo} <= (PTRDIFF_MAX - 63) / {Q * vl * nbytes} / "
+            f"((ptrdiff_t)({ly}) / {vl} + {2 * halo})")
 
 
 def size_rules(spec, min_ly_walls: int) -> List[dict]:
@@ -28,7 +49,11 @@ def size_rules(spec, min_ly_walls: int) -> List[dict]:
 
     Each rule: ``code`` (a name of SIZE_ERRORS), ``c`` (a C condition on ``lx``, ``ly`` that
     holds for valid sizes; ``/`` is integer division), ``message`` (printf format naming the
-    bad value and the rule), ``args`` (its C arguments) and ``text`` (the rule in words).
+    bad value and the rule), ``args`` (its C arguments), ``text`` (the rule in words) and
+    ``py`` (the condition in Python, for the OpenCL example's check()); OVERFLOW also has
+    ``macro``, its condition on ``LX``, ``LY`` for the headers' ``<PREFIX>_BUFFER_FITS``.  The rules are
+    tested in this order; OVERFLOW (and CUDA's GRID) follow the rules that make lx, ly >= 1,
+    so their conditions never overflow themselves.
     """
     vl = spec.vl if spec.layout in CLUSTERED else 1
     vs = velocity_set(spec.velocity_set)
@@ -48,11 +73,30 @@ def size_rules(spec, min_ly_walls: int) -> List[dict]:
                           message=f"ly=%d is too small for walls: they need ly >= {min_ly_walls}", args="ly",
                           text=f"walls: LY >= {min_ly_walls} ({rows} wall row{'s' if rows > 1 else ''} at each "
                                f"side and the bulk row next to them)"))
+    nbytes = storage_bytes(spec)
+    fits = buffer_fits_condition(vs.Q, vl, HALO, nbytes)
+    rules.append(dict(code="OVERFLOW", c=fits, macro=buffer_fits_condition(vs.Q, vl, HALO, nbytes, "LX", "LY"),
+                      py=fits.replace("(ptrdiff_t)", "").replace("PTRDIFF_MAX", str(PTRDIFF_MAX_64))
+                             .replace(" / ", " // "),
+                      message=f"lattice %d x %d is too large: one lattice buffer ({vs.Q} x (lx + {2 * HALO}) x "
+                              f"(ly/{vl} + {2 * HALO}) x {vl} values of {nbytes} bytes) overflows the kernels' "
+                              f"index and size types", args="lx, ly",
+                      text=f"one lattice buffer ({vs.Q} x (LX + {2 * HALO}) x (LY/{vl} + {2 * HALO}) x {vl} values "
+                           f"of {nbytes} bytes, rounded up to 64) at most PTRDIFF_MAX bytes"))
+    if spec.backend == "cuda":
+        # after OVERFLOW: LX*LY and the halo's thread count are below the buffer's element count
+        G = spec.prefix.upper()
+        limit = f"(ptrdiff_t){G}_BLOCK * {CUDA_MAX_BLOCKS}"
+        rules.append(dict(code="GRID", c=f"(ptrdiff_t)lx * ly <= {limit} && {G}_HALO_THREADS(lx, ly) <= {limit}",
+                          message=f"lattice %d x %d needs more than {CUDA_MAX_BLOCKS} blocks of %d threads "
+                                  f"in one launch", args=f"lx, ly, {G}_BLOCK",
+                          text=f"CUDA launches: LX*LY and {G}_HALO_THREADS(LX, LY) threads in at most "
+                               f"{CUDA_MAX_BLOCKS} blocks of {G}_BLOCK threads"))
     if spec.compile_time_sizes:
         rules.append(dict(code="COMPILED", c=f"lx == {spec.lx} && ly == {spec.ly}",
                           message=f"lattice %d x %d: these kernels were generated for {spec.lx} x {spec.ly}",
                           args="lx, ly", text=f"LX = {spec.lx}, LY = {spec.ly} (compile-time sizes)"))
     for rule in rules:
         rule["value"] = SIZE_ERRORS.index(rule["code"]) + 1
-        rule["py"] = rule["c"].replace("&&", "and").replace(" / ", " // ")
+        rule.setdefault("py", rule["c"].replace("&&", "and").replace(" / ", " // "))
     return rules

@@ -63,8 +63,10 @@ def check_vl(vl, allow_auto: bool = False):
         return "auto"
     if isinstance(vl, str) and vl.strip().isdigit():
         vl = int(vl.strip())
-    if isinstance(vl, bool) or not isinstance(vl, (int, np.integer)) or vl < 1 or int(vl) & (int(vl) - 1):
-        raise LayoutError(f"VL={vl!r} is not a power of two{' or auto' if allow_auto else ''}; {VL_RULE}")
+    if isinstance(vl, bool) or not isinstance(vl, (int, np.integer)):
+        raise LayoutError(f"VL={vl!r} is not an integer{' or auto' if allow_auto else ''}; {VL_RULE}")
+    if vl < 1 or int(vl) & (int(vl) - 1):
+        raise LayoutError(f"VL={vl!r} is not a power of two; {VL_RULE}")
     return int(vl)
 
 

@@ -20,7 +20,7 @@ from lbgen.system.cache import cached_pickle, digest, source_digest
 from lbgen.codegen.diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
 from lbgen.codegen.layouts import CLUSTERED, Layout
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET
-from lbgen.model.derived import Model, build_model
+from lbgen.model.derived import Model, build_model, model_digest
 from lbgen.codegen.cprint import RealPrinter, print_assignments
 from lbgen.model.walls import min_ly_walls, wall_row_count
 from lbgen.model.catalog import DEFAULT_SCHEME
@@ -205,18 +205,29 @@ def emit_files(spec: KernelSpec) -> Dict[str, str]:
     return files
 
 
+#: the codegen modules that shape the rendered text (lbgen/codegen/*.py)
+CODEGEN_SOURCES = Path(__file__).parent
+
+
+def render_key(spec: KernelSpec) -> str:
+    """The render cache key of a (validated) spec: the spec, the model (``model_digest``:
+    lbgen/model's sources and sympy's version), the codegen modules, the templates, Jinja's
+    version and lbgen's version (printed in the kernels' header).  Nothing else: editing
+    e.g. the driver or the output writers keeps rendered kernels."""
+    return digest(model_digest(), source_digest(str(CODEGEN_SOURCES)),
+                  source_digest(str(_templates_dir()), ("*",)), sympy.__version__, jinja2.__version__,
+                  __version__, repr(spec))
+
+
 def generate(spec: KernelSpec) -> KernelSource:
     """Render the kernels of one spec (validated first: nothing is generated for bad input).
 
-    Rendered sources are cached on disk, keyed by the spec, the code of the lbgen package
-    and its templates and the sympy and Jinja versions: a run whose kernels were rendered
-    before skips sympy printing and the templates (about 2 s).
+    Rendered sources are cached on disk under ``render_key(spec)`` (entries checksummed, a
+    damaged one re-rendered): a run whose kernels were rendered before skips sympy printing
+    and the templates (about 2 s).
     """
     spec = spec.validate()
-    package = Path(__file__).parent
-    key = digest(source_digest(str(package)), source_digest(str(_templates_dir()), ("*",)),
-                 sympy.__version__, jinja2.__version__, repr(spec))
-    return cached_pickle("render", key, lambda: _render(spec))
+    return cached_pickle("render", render_key(spec), lambda: _render(spec))
 
 
 def _render(spec: KernelSpec) -> KernelSource:

@@ -41,6 +41,11 @@ def time_block_value(value, allow_auto: bool = True):
 #: "mixed": populations stored as float, arithmetic in double (C backend)
 PRECISIONS = ("double", "single", "mixed")
 
+
+def storage_bytes(precision: str) -> int:
+    """Bytes of one stored population: 8 in double, 4 in single and mixed (float storage)."""
+    return 8 if precision == "double" else 4
+
 #: parameters of each collision operator as they appear in the kernel API, in order (from the
 #: operator records of lbgen.model.operators)
 OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORDS.items()}

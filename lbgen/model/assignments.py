@@ -1,12 +1,17 @@
 """Ordered lists of sympy assignments: the model's hand-off to code generation."""
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
-from typing import Dict, Sequence, Tuple
+from typing import Callable, Dict, Sequence, Tuple
 
 import numpy as np
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
+
+#: the compiled NumPy function of each live AssignmentList, by identity (an entry leaves
+#: with its list); printing one takes about 0.1 s, so it is done once per list
+_NUMPY_FUNCTIONS: Dict[int, Callable] = {}
 
 
 @dataclass(frozen=True)
@@ -59,10 +64,15 @@ class AssignmentList:
         return "\n".join(lines) + "\n"
 
     def numpy_function(self):
-        """A Python function of (inputs..., parameters...) evaluating with numpy (broadcasting)."""
-        namespace: dict = {"numpy": np}
-        exec(compile(self.numpy_source(), f"<lbgen {self.name}>", "exec"), namespace)
-        return namespace[self.name]
+        """A Python function of (inputs..., parameters...) evaluating with numpy (broadcasting);
+        printed and compiled once per list (memoised by identity for the list's lifetime)."""
+        fn = _NUMPY_FUNCTIONS.get(id(self))
+        if fn is None:
+            namespace: dict = {"numpy": np}
+            exec(compile(self.numpy_source(), f"<lbgen {self.name}>", "exec"), namespace)
+            fn = _NUMPY_FUNCTIONS[id(self)] = namespace[self.name]
+            weakref.finalize(self, _NUMPY_FUNCTIONS.pop, id(self), None)
+        return fn
 
     def evaluate(self, inputs: Sequence, **parameters) -> np.ndarray:
         """Evaluate on arrays: ``inputs`` has len(self.inputs) entries (e.g. f of shape (Q, ...))."""

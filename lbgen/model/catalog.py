@@ -11,6 +11,21 @@ from dataclasses import dataclass
 from typing import Dict, Tuple
 
 
+def hermite_order(degree: int) -> int:
+    """Order N of the equilibrium and of the regularized projection.
+
+    A quadrature of this degree integrates polynomials up to degree - 1 exactly; the
+    moments of an order-N expansion against H_0..H_N need degree 2N: N = (degree - 1) // 2
+    (D2Q37: 4, D2V17: 3, D2Q9: 2).
+    """
+    return (degree - 1) // 2
+
+
+def is_isothermal(order: int) -> bool:
+    """Below order 3 the heat flux is not recovered: the temperature is fixed at 1."""
+    return order < 3
+
+
 @dataclass(frozen=True)
 class SetEntry:
     """A velocity set as its integer shells (a >= b >= 0; members: all signed permutations)
@@ -32,6 +47,14 @@ class SetEntry:
     @property
     def Q(self) -> int:
         return len(self.members)
+
+    @property
+    def order(self) -> int:
+        return hermite_order(self.degree)
+
+    @property
+    def isothermal(self) -> bool:
+        return is_isothermal(self.order)
 
     @property
     def max_hop(self) -> int:

@@ -1,8 +1,9 @@
 """The model's derived assignments, cached: ``collide``, ``equilibrium_assignments``,
 ``macroscopic_assignments``, ``wall_assignments`` and the one ``Model`` value.
 
-These are the cached entry points (cache key: the model's own source, sympy's version and
-the arguments), so only the first process pays for sympy.
+These are the cached entry points (cache key: ``model_digest()`` -- the model's own source
+and sympy's version -- and the arguments; entries checksummed by ``cached_pickle``), so only
+the first process pays for sympy.
 """
 from __future__ import annotations
 
@@ -20,7 +21,16 @@ from lbgen.model.operators import Operator, operator
 from lbgen.model.velocity_set import VelocitySet, velocity_set
 
 __all__ = ["Model", "build_model", "collide", "equilibrium_assignments", "macroscopic_assignments",
-           "wall_assignments"]
+           "model_digest", "wall_assignments"]
+
+#: the sources that derive the model's assignments (every module of lbgen/model)
+MODEL_SOURCES = Path(__file__).parent
+
+
+def model_digest() -> str:
+    """SHA-256 of the model's sources and sympy's version: the cache-key part of everything
+    derived from the model (these assignments, and the kernels rendered from them)."""
+    return digest(source_digest(str(MODEL_SOURCES)), sympy.__version__)
 
 
 def _cached(what: str, vs_name: str, *args):
@@ -37,7 +47,7 @@ def _cached(what: str, vs_name: str, *args):
             return c.equilibrium(vs)
         return c.macroscopic(vs)
 
-    key = digest(source_digest(str(Path(__file__).parent)), sympy.__version__, what, vs_name, *args)
+    key = digest(model_digest(), what, vs_name, *args)
     return cached_pickle("model", key, build)
 
 

@@ -34,6 +34,9 @@ class Parameter:
     meaning: str
     low_inclusive: bool = False
     high: Optional[float] = None
+    #: the Hermite order of the moments it relaxes (0: all of them); a velocity set whose
+    #: order is lower has no such moments, and its kernels never read the parameter
+    order: int = 0
 
     @property
     def allowed(self) -> str:
@@ -99,9 +102,11 @@ OPERATOR_RECORDS: Dict[str, Operator] = {
         "regularized",
         "regularized: A2, A3, A4 relaxed with tau1 = 1/2 + C1/(rho T), tau2 = 1/2 + C2/(rho T), "
         "tau3 = 1/2 + C3, force on A1, f rebuilt from A0..A4 (the production operator)",
-        (Parameter("C1", 1e-3, 0.0, "tau1 = 1/2 + C1/(rho T): relaxation of the second-order moments (viscosity)"),
-         Parameter("C2", 1e-3, 0.0, "tau2 = 1/2 + C2/(rho T): relaxation of the third-order moments (conductivity)"),
-         Parameter("C3", 0.5, 0.0, "tau3 = 1/2 + C3: relaxation of the fourth-order moments")),
+        (Parameter("C1", 1e-3, 0.0, "tau1 = 1/2 + C1/(rho T): relaxation of the second-order moments (viscosity)",
+                   order=2),
+         Parameter("C2", 1e-3, 0.0, "tau2 = 1/2 + C2/(rho T): relaxation of the third-order moments (conductivity)",
+                   order=3),
+         Parameter("C3", 0.5, 0.0, "tau3 = 1/2 + C3: relaxation of the fourth-order moments", order=4)),
         wall_rows="all three relaxation times are 1"),
 }
 #: operator names, in the order the CLI offers them

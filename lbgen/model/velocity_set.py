@@ -19,7 +19,7 @@ from typing import Tuple
 import numpy as np
 import sympy as sp
 
-from lbgen.model.catalog import set_entry
+from lbgen.model.catalog import hermite_order, is_isothermal, set_entry
 from lbgen.system.cache import cached_pickle, digest, source_digest
 
 #: digits kept when the exact algebraic numbers are turned into floats
@@ -90,18 +90,12 @@ class VelocitySet:
 
     @property
     def hermite_order(self) -> int:
-        """Order N of the equilibrium and of the regularized projection.
-
-        A quadrature of this degree integrates polynomials up to degree - 1 exactly; the
-        moments of an order-N expansion against H_0..H_N need degree 2N: N = (degree - 1) // 2
-        (D2Q37: 4, D2V17: 3, D2Q9: 2).
-        """
-        return (self.degree - 1) // 2
+        """Order N of the equilibrium and of the regularized projection (catalog.hermite_order)."""
+        return hermite_order(self.degree)
 
     @property
     def isothermal(self) -> bool:
-        """Below order 3 the heat flux is not recovered: the temperature is fixed at 1."""
-        return self.hermite_order < 3
+        return is_isothermal(self.hermite_order)
 
     # --- exact values -----------------------------------------------------------------
     @cached_property

@@ -3,7 +3,8 @@
 Layout of a run directory written by :class:`RunOutput`::
 
     run_dir/
-      manifest.json                    write_manifest / read_manifest (config, colour_limits, versions, MLUPS)
+      manifest.json                    write_manifest / read_manifest (config, colour_limits, versions, MLUPS,
+                                       "files": every file RunOutput wrote -- what --overwrite may remove)
       series.csv, series.png           append_series / plot_series (one row every --series-every K steps)
       fields/step-000001000.h5         write_fields (or .npz)
       vtk/step-000001000.vti           write_fields (VTK XML ImageData via pyevtk, point data)
@@ -11,19 +12,21 @@ Layout of a run directory written by :class:`RunOutput`::
       pictures/T-000001000.png         write_pictures (the run's fixed colour limits)
 
 Modules: :mod:`.fields` (files, vorticity, speed, host diagnostics), :mod:`.pictures`
-(colour limits, figures), :mod:`.series` (series.csv / series.png), :mod:`.manifest`,
-:mod:`.run` (RunOutput).
+(colour limits, figures, the dpi range ``check_dpi``, picture names), :mod:`.series`
+(series.csv / series.png), :mod:`.manifest`, :mod:`.run` (RunOutput, the file list),
+:mod:`.folder` (RunResults: a run folder read back; movies), :mod:`.plot` (notebooks).
 """
 from lbgen.output.fields import (FIELD_NAMES, diagnostics, read_field_file, read_vti, saved_steps, speed, vorticity,
                      write_vti)
 from lbgen.output.manifest import environment_versions, read_manifest
-from lbgen.output.pictures import PICTURE_QUANTITIES, colour_limits, drawn_data, field_figure, parse_clim
-from lbgen.output.run import RunOutput
+from lbgen.output.pictures import (PICTURE_QUANTITIES, check_dpi, colour_limits, dpi_range, drawn_data, field_figure,
+                                   parse_clim, picture_name)
+from lbgen.output.run import RunOutput, recorded_files
 from lbgen.output.series import SERIES_COLUMNS, default_series_every, read_series, series_figure
 
 __all__ = [
     "FIELD_NAMES", "PICTURE_QUANTITIES", "SERIES_COLUMNS", "diagnostics", "vorticity", "speed", "RunOutput",
     "write_vti", "read_vti", "read_manifest", "read_series", "environment_versions", "read_field_file",
     "saved_steps", "colour_limits", "drawn_data", "field_figure", "parse_clim", "default_series_every",
-    "series_figure",
+    "series_figure", "check_dpi", "dpi_range", "picture_name", "recorded_files",
 ]

@@ -7,6 +7,7 @@ points in -y.  Velocities are in model units (u = sum(xi f) / rho).
 from __future__ import annotations
 
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -25,9 +26,28 @@ FIELDS_DIR, VTK_DIR, PVD_NAME = "fields", "vtk", "fields.pvd"
 FIELD_FORMATS = ("h5", "npz")
 
 
+#: the step part of every per-step file name: 9 digits or more (``000001000``)
+STEM_PATTERN = r"\d{9,}"
+
+
+class OutputFileError(ValueError):
+    """A file of a run folder that cannot be read (damaged, truncated, not what its name
+    says); the message names the file and what is wrong."""
+
+
 def stem(step: int) -> str:
     """The zero-padded step of every per-step file name (``step-000001000``)."""
     return f"{int(step):09d}"
+
+
+def fields_name(step: int, fmt: str) -> str:
+    """``step-000001000.h5``: the name of a field file in ``fields/`` (the one naming rule)."""
+    return f"step-{stem(step)}.{fmt}"
+
+
+def vti_name(step: int) -> str:
+    """``step-000001000.vti``: the name of a VTK file in ``vtk/``."""
+    return f"step-{stem(step)}.vti"
 
 
 def field_array(fields: dict, name: str) -> np.ndarray:
@@ -115,22 +135,46 @@ def write_npz(path: Path, step: int, arrays: dict, time: Optional[float]) -> Pat
 
 
 def read_field_file(path: PathLike) -> dict:
-    """rho, ux, uy, T of a saved field file (.h5 or .npz), plus ``step`` and ``time`` (None if absent)."""
+    """rho, ux, uy, T of a saved field file (.h5 or .npz), plus ``step`` and ``time`` (None if absent).
+
+    A file that cannot be read (truncated, damaged, arrays missing or of different shapes)
+    raises OutputFileError naming the file and what is wrong."""
     path = Path(path)
-    if path.suffix == ".h5":
-        import h5py
-        with h5py.File(path, "r") as f:
-            out = {n: np.asarray(f[n]) for n in FIELD_NAMES}
-            out["step"] = int(f.attrs["step"])
-            out["time"] = float(f.attrs["time"]) if "time" in f.attrs else None
-        return out
-    if path.suffix == ".npz":
-        with np.load(path) as z:
-            out = {n: np.asarray(z[n]) for n in FIELD_NAMES}
-            out["step"] = int(z["step"])
-            out["time"] = float(z["time"]) if "time" in z else None
-        return out
-    raise ValueError(f"{path}: not a field file (.h5 or .npz)")
+    if path.suffix not in (".h5", ".npz"):
+        raise OutputFileError(f"{path}: not a field file (.h5 or .npz)")
+    if not path.is_file():
+        raise OutputFileError(f"{path}: no such field file")
+    try:
+        if path.suffix == ".h5":
+            import h5py
+            with h5py.File(path, "r") as f:
+                missing = [n for n in FIELD_NAMES if n not in f] + (["step"] if "step" not in f.attrs else [])
+                if missing:
+                    raise OutputFileError(f"{path}: damaged field file: no {', '.join(missing)} in it "
+                                          f"(a field file holds {', '.join(FIELD_NAMES)} and the attribute step)")
+                out = {n: np.asarray(f[n]) for n in FIELD_NAMES}
+                out["step"] = int(f.attrs["step"])
+                out["time"] = float(f.attrs["time"]) if "time" in f.attrs else None
+        else:
+            with np.load(path, allow_pickle=False) as z:
+                missing = [n for n in (*FIELD_NAMES, "step") if n not in z.files]
+                if missing:
+                    raise OutputFileError(f"{path}: damaged field file: no {', '.join(missing)} in it "
+                                          f"(a field file holds {', '.join(FIELD_NAMES)} and step)")
+                out = {n: np.asarray(z[n]) for n in FIELD_NAMES}
+                out["step"] = int(z["step"])
+                out["time"] = float(z["time"]) if "time" in z.files else None
+    except OutputFileError:
+        raise
+    except Exception as e:  # noqa: BLE001 - truncated or damaged, whatever h5py / numpy / zipfile says
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise OutputFileError(f"{path}: cannot read the field file, it is truncated or damaged "
+                              f"({type(e).__name__}: {reason})") from None
+    shapes = {a.shape for n, a in out.items() if n in FIELD_NAMES}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 2 or 0 in next(iter(shapes)):
+        raise OutputFileError(f"{path}: damaged field file: {', '.join(FIELD_NAMES)} must be non-empty 2-D arrays "
+                              f"of one shape, got {sorted(shapes)}")
+    return out
 
 
 def saved_steps(run_dir: PathLike) -> Dict[int, Path]:
@@ -138,10 +182,8 @@ def saved_steps(run_dir: PathLike) -> Dict[int, Path]:
     found = {}
     for fmt in FIELD_FORMATS:
         for p in (Path(run_dir) / FIELDS_DIR).glob(f"step-*.{fmt}"):
-            try:
+            if re.fullmatch(rf"step-{STEM_PATTERN}\.{fmt}", p.name):
                 found[int(p.stem.split("-")[-1])] = p
-            except ValueError:
-                continue
     return dict(sorted(found.items()))
 
 

@@ -11,6 +11,8 @@ from typing import Optional, Union
 
 import numpy as np
 
+from lbgen.output.fields import OutputFileError
+
 MANIFEST_NAME = "manifest.json"
 PathLike = Union[str, os.PathLike]
 
@@ -28,9 +30,22 @@ def json_default(obj):
 
 
 def read_manifest(run_dir: PathLike) -> dict:
-    """Parse ``run_dir/manifest.json``."""
-    with open(Path(run_dir) / MANIFEST_NAME, encoding="utf-8") as fh:
-        return json.load(fh)
+    """Parse ``run_dir/manifest.json``.  OSError when it cannot be opened (missing,
+    unreadable); OutputFileError (a ValueError) naming the file when it is not a JSON object
+    (damaged, truncated, not lbgen's)."""
+    path = Path(run_dir) / MANIFEST_NAME
+    raw = path.read_bytes()
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        where = f" at line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) else ""
+        what = "it is empty" if not raw.strip() else f"not valid JSON{where}"
+        raise OutputFileError(f"{path}: damaged manifest ({what}); a run folder's manifest.json is the JSON "
+                              f"object lbgen run writes") from None
+    if not isinstance(data, dict):
+        raise OutputFileError(f"{path}: damaged manifest (a JSON {type(data).__name__}, not an object); a run "
+                              f"folder's manifest.json is the JSON object lbgen run writes")
+    return data
 
 
 _VERSIONED = {"numpy": "numpy", "sympy": "sympy", "jinja2": "Jinja2", "cffi": "cffi", "matplotlib": "matplotlib",
@@ -55,4 +70,23 @@ def environment_versions() -> dict:
         first = None
     versions["gcc"] = first
     versions["platform"] = platform.platform()
+    versions["lbgen_commit"] = source_commit()
     return versions
+
+
+def source_commit() -> Optional[str]:
+    """The git commit of the lbgen source tree this process runs (with '+dirty' for local
+    changes), or None outside a git checkout (an installed wheel)."""
+    here = Path(__file__).resolve().parents[2]
+    if not (here / ".git").exists():
+        return None
+    try:
+        commit = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10)
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if commit.returncode != 0:
+        return None
+    return commit.stdout.strip() + ("+dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")

@@ -16,7 +16,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from lbgen.system.cache import atomic_write
-from lbgen.output.fields import field_array, speed, vorticity
+from lbgen.output.fields import field_array, speed, stem, vorticity
 
 PathLike = Union[str, os.PathLike]
 
@@ -38,13 +38,91 @@ ROUNDOFF = 1e-9
 REST_VELOCITY = 1e-2
 #: default size: the long side of a picture in pixels (``dpi`` overrides it)
 LONG_SIDE_PX = 1200
+#: the dpi range of pictures: at least MIN_DPI (below about 4 dpi the labels' 10-11 pt text
+#: has no pixel size and matplotlib fails; at 8 the smallest picture is ~80 px), and at most
+#: what gives MAX_LONG_SIDE_PX on the long side (a picture of 16384 x 16384 px is 1 GiB of RGBA)
+MIN_DPI, MAX_LONG_SIDE_PX = 8.0, 16384
 PICTURES_DIR = "pictures"
+#: inches around the image box: left (y label), right (colour bar), bottom (x label), top (title)
+MARGINS_IN = (0.85, 1.45, 0.6, 0.55)
 
 
 def check_quantity(quantity: str) -> str:
     if quantity not in STYLE:
         raise ValueError(f"unknown picture quantity {quantity!r}; choose from {', '.join(PICTURE_QUANTITIES)}")
     return quantity
+
+
+def picture_name(quantity: str, step: int) -> str:
+    """``T-000001000.png``: the name of a picture of a step (the run's pictures/ and lbgen plot)."""
+    return f"{check_quantity(quantity)}-{stem(step)}.png"
+
+
+# --------------------------------------------------------------------------- size
+def figure_layout(shape: Tuple[int, int]) -> Tuple[float, float, float, float]:
+    """(width, height, image width, image height) in inches of the picture of an (LX, LY)
+    lattice: the image box has the lattice's aspect; fixed margins for labels and colour bar.
+    Very tall lattices get an image box 1.2 in wide (room for the title) -- but never taller
+    than MAX_LONG_SIDE_PX / MIN_DPI inches with the margins, so every lattice has a dpi range."""
+    lx, ly = (int(n) for n in shape)
+    left, right, bottom, top = MARGINS_IN
+    if ly >= lx:
+        img_h = 9.0
+        img_w = img_h * lx / ly
+        if img_w < 1.2:                    # very tall lattices: keep room for the title
+            img_h = min(1.2 * ly / lx, MAX_LONG_SIDE_PX / MIN_DPI - bottom - top)
+            img_w = img_h * lx / ly
+    else:
+        img_w = 10.0
+        img_h = max(img_w * ly / lx, 0.6)
+    return left + img_w + right, bottom + img_h + top, img_w, img_h
+
+
+def long_side_in(shape: Tuple[int, int]) -> float:
+    """The long side in inches of the picture of an (LX, LY) lattice."""
+    return max(figure_layout(shape)[:2])
+
+
+#: the longest side in inches of the pictures of lattices up to 7.5 times taller than wide
+#: (and of every wider one): the range ``check_dpi`` uses when the lattice is not known
+_NOMINAL_LONG_IN = long_side_in((2, 1))
+
+
+def default_dpi(shape: Tuple[int, int], long_side_px: float = LONG_SIDE_PX) -> float:
+    """The dpi of a picture *long_side_px* pixels on the long side (at least MIN_DPI)."""
+    return max(long_side_px / long_side_in(shape), MIN_DPI)
+
+
+def dpi_range(shape: Optional[Tuple[int, int]] = None) -> Tuple[float, float]:
+    """(lowest, highest) dpi of a picture: MIN_DPI, and what gives MAX_LONG_SIDE_PX pixels on
+    the long side of the picture of the lattice *shape* (LX, LY) -- without it, of every
+    lattice up to 7.5 times taller than wide (8 to 1330)."""
+    long = _NOMINAL_LONG_IN if shape is None else long_side_in(shape)
+    return MIN_DPI, max(_floor3(MAX_LONG_SIDE_PX / long), MIN_DPI)
+
+
+def _floor3(x: float) -> float:
+    """*x* rounded down to 3 significant digits (the range stays inside the exact one)."""
+    scale = 10.0 ** (math.floor(math.log10(x)) - 2)
+    return float(f"{math.floor(x / scale + 1e-9) * scale:.3g}")
+
+
+def check_dpi(dpi, shape: Optional[Tuple[int, int]] = None) -> Optional[float]:
+    """``--dpi``: None (the default, 1200 px on the long side) or a number in :func:`dpi_range`
+    (of the lattice *shape* when known); ValueError naming the value and the range otherwise."""
+    if dpi is None:
+        return None
+    lo, hi = dpi_range(shape)
+    where = (f"for a {int(shape[0])} x {int(shape[1])} lattice, " if shape is not None else "")
+    allowed = (f"allowed {lo:g} to {hi:g} ({where}at least {MIN_DPI:g} dpi for the labels' text and at most "
+               f"{MAX_LONG_SIDE_PX} px on a picture's long side; leave --dpi out for {LONG_SIDE_PX} px)")
+    try:
+        value = float(dpi)
+    except (TypeError, ValueError):
+        raise ValueError(f"--dpi {dpi!r}: not a number; {allowed}") from None
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise ValueError(f"--dpi {dpi:g}: {allowed}" if isinstance(dpi, (int, float)) else f"--dpi {dpi}: {allowed}")
+    return value
 
 
 def picture_data(quantity: str, fields: dict) -> np.ndarray:
@@ -132,11 +210,14 @@ def colour_limits(quantities: Sequence[str], fields: dict, *, gravity: Sequence[
     return out
 
 
-def parse_clim(items) -> Dict[str, list]:
+def parse_clim(items, default_field: Optional[str] = None) -> Dict[str, list]:
     """``FIELD=LO,HI`` strings (command line), or a TOML table ``{FIELD = [LO, HI]}``, to
-    ``{field: [lo, hi]}``; ValueError naming the bad item and what is allowed."""
+    ``{field: [lo, hi]}``; ValueError naming the bad item and what is allowed.  With
+    *default_field* (lbgen movie / plot, which draw one field) a bare ``LO,HI`` is that
+    field's."""
     if items is None:
         return {}
+    syntax = "FIELD=LO,HI" + (" or LO,HI" if default_field else "")
     pairs = []
     if isinstance(items, Mapping):
         pairs = list(items.items())
@@ -144,12 +225,15 @@ def parse_clim(items) -> Dict[str, list]:
         for item in ([items] if isinstance(items, str) else items):
             name, sep, rest = str(item).partition("=")
             if not sep:
-                raise ValueError(f"--clim {item!r}: expected FIELD=LO,HI (e.g. T=0.95,1.05)")
+                if default_field is None:
+                    raise ValueError(f"--clim {item!r}: expected FIELD=LO,HI (e.g. T=0.95,1.05)")
+                name, rest = default_field, str(item)
             pairs.append((name.strip(), [v for v in rest.split(",")]))
     out = {}
     for name, values in pairs:
         if name not in STYLE:
-            raise ValueError(f"--clim {name!r}: unknown field; choose from {', '.join(PICTURE_QUANTITIES)}")
+            raise ValueError(f"--clim {name!r}: unknown field; choose from {', '.join(PICTURE_QUANTITIES)} "
+                             f"(syntax {syntax})")
         try:
             lo, hi = (float(v) for v in values)
         except (TypeError, ValueError):
@@ -158,6 +242,19 @@ def parse_clim(items) -> Dict[str, list]:
             raise ValueError(f"--clim {name}={lo},{hi}: LO and HI must be finite with LO < HI")
         out[name] = [lo, hi]
     return out
+
+
+def clim_of(quantity: str, text: Optional[str]) -> Optional[list]:
+    """The colour limits of ``--clim`` for a command that draws *quantity* (movie, plot):
+    ``LO,HI`` or ``FIELD=LO,HI`` as for ``lbgen run``, FIELD being *quantity*; None when not given."""
+    if text is None:
+        return None
+    limits = parse_clim([text], default_field=quantity)
+    if quantity not in limits:
+        other = next(iter(limits))
+        raise ValueError(f"--clim {text}: this picture draws {quantity} (--field), not {other}; give "
+                         f"{quantity}=LO,HI or LO,HI")
+    return limits[quantity]
 
 
 # --------------------------------------------------------------------------- figures
@@ -187,7 +284,9 @@ def field_figure(quantity: str, fields: dict, *, limits: Optional[Sequence[float
     y up, a colour bar with the fixed *limits* (default: this state's range, symmetric for
     diverging fields), a title with the step and the time in model units (t = step / r).
 
-    Size: the long side is *long_side_px* pixels, or the figure is drawn at *dpi*.
+    Size: the long side is *long_side_px* pixels (more for lattices so tall that this would
+    be under MIN_DPI), or the figure is drawn at *dpi* (within :func:`dpi_range` of the
+    lattice, else ValueError before anything is drawn).
     """
     label, default_cmap, diverging = STYLE[check_quantity(quantity)]
     if limits is None:
@@ -199,19 +298,12 @@ def field_figure(quantity: str, fields: dict, *, limits: Optional[Sequence[float
     lo, hi = float(limits[0]), float(limits[1])
     data = drawn_data(quantity, fields, (lo, hi))
     lx, ly = data.shape
-    # inches: the image box has the lattice's aspect; fixed margins for labels and the colour bar
-    left, right, bottom, top = 0.85, 1.45, 0.6, 0.55
-    if ly >= lx:
-        img_h = 9.0
-        img_w = img_h * lx / ly
-        if img_w < 1.2:                    # very tall lattices: keep room for the title
-            img_w, img_h = 1.2, 1.2 * ly / lx
-    else:
-        img_w = 10.0
-        img_h = max(img_w * ly / lx, 0.6)
-    width, height = left + img_w + right, bottom + img_h + top
+    left, _right, bottom, _top = MARGINS_IN
+    width, height, img_w, img_h = figure_layout((lx, ly))
     if dpi is None:
-        dpi = long_side_px / max(width, height)
+        dpi = default_dpi((lx, ly), long_side_px)
+    else:
+        dpi = check_dpi(dpi, (lx, ly))     # before drawing: no MemoryError, no empty image
     fig = new_figure((width, height), float(dpi))
     ax = fig.add_axes((left / width, bottom / height, img_w / width, img_h / height))
     cax = fig.add_axes(((left + img_w + 0.15) / width, bottom / height, 0.2 / width, img_h / height))

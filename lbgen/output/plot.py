@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from lbgen.output.folder import RunFolder, write_movie
+from lbgen.output.folder import RunResults, write_movie
 from lbgen.output.pictures import field_figure
 from lbgen.output.series import read_series, series_figure
 
@@ -44,7 +44,7 @@ def field(source, quantity: str = "T", *, clim: Optional[Sequence[float]] = None
 def run(run_dir: PathLike, quantity: str = "T", step: Optional[int] = None, *, clim: Optional[Sequence[float]] = None,
         cmap: Optional[str] = None, dpi: Optional[float] = None):
     """A saved step of a run folder (default: the last) with the run's colour limits."""
-    return RunFolder(run_dir).figure(quantity, step, clim=clim, cmap=cmap, dpi=dpi)
+    return RunResults(run_dir).figure(quantity, step, clim=clim, cmap=cmap, dpi=dpi)
 
 
 def series(source: PathLike, T_walls: Optional[tuple] = None):
@@ -53,11 +53,11 @@ def series(source: PathLike, T_walls: Optional[tuple] = None):
         return series_figure(source, T_walls=T_walls)
     path = Path(source)
     if path.is_dir():
-        folder = RunFolder(path)
+        folder = RunResults(path)
         return series_figure(folder.series(), T_walls=T_walls or folder.wall_temperatures())
     return series_figure(read_series(path), T_walls=T_walls)
 
 
 def movie(run_dir: PathLike, quantity: str, path: PathLike, **options) -> dict:
     """Write a movie of a run folder (see ``lbgen.output.folder.write_movie``)."""
-    return write_movie(RunFolder(run_dir), quantity, path, **options)
+    return write_movie(RunResults(run_dir), quantity, path, **options)

@@ -34,6 +34,18 @@ Failures
     only (a crash, a failed write) makes that rank print it and ``comm.Abort`` the job, so
     nothing hangs; ``install_excepthook`` does the same for uncaught exceptions.
 
+Start-up (``world()``, the first MPI call of every command that runs under mpiexec)
+    MPI_Init waits for every process of the launch.  A process that never starts MPI (a
+    mismatched launch such as ``mpiexec -n 1 lbgen run : -n 1 lbgen info``, or a rank that
+    failed before it) would keep the others in MPI_Init for ever, so MPI is started with a
+    deadline (``LBGEN_MPI_TIMEOUT`` seconds, default 10): past it the rank prints why and
+    exits with status 2.  Then ``check_same_command`` compares the ranks' command lines
+    (a nonblocking barrier polled until the same deadline, then an allgather): a
+    difference is refused on every rank (rank 0 names the ranks and their commands),
+    exit status 2.  Until the run loop takes over (``lbgen.run.stopping``), SIGINT and
+    SIGTERM end every rank at once (``comm.Abort(128 + signum)``): a rank interrupted
+    between two collectives would leave the others waiting.
+
 Modules: this one (launch, collective errors, decomposition), ``lbgen.parallel.simulation``
 (the distributed simulation), ``lbgen.parallel.model`` (the communication model).
 
@@ -70,7 +82,10 @@ def launched_under_mpi() -> bool:
 def world():
     """MPI.COMM_WORLD when this process was started by an MPI launcher with > 1 ranks, else None.
 
-    mpi4py is imported only when a launcher's environment variables are present.
+    mpi4py is imported only when a launcher's environment variables are present.  MPI is
+    started with a deadline (``start_timeout()``), the ranks' command lines are compared
+    (``check_same_command``, raises a collective SimulationError) and SIGINT/SIGTERM abort
+    every rank until the run loop installs its own handlers (``abort_on_signals``).
     """
     global _WORLD
     if _WORLD is not None:
@@ -78,7 +93,7 @@ def world():
     if not launched_under_mpi():
         return None
     try:
-        from mpi4py import MPI
+        MPI = _start(start_timeout())
     except ImportError:
         sizes = [os.environ.get(k) for k in _SIZE_ENV if os.environ.get(k)]
         if sizes and sizes[0].isdigit() and int(sizes[0]) > 1:
@@ -89,7 +104,158 @@ def world():
     if comm.size <= 1:
         return None
     _WORLD = comm
+    abort_on_signals(comm)
+    check_same_command(comm, sys.argv[1:], timeout=start_timeout())
     return comm
+
+
+# --- start-up: a deadline for MPI_Init, the same command on every rank ----------------------
+#: seconds the ranks wait for each other at start-up (MPI_Init, the command check)
+START_TIMEOUT = 10.0
+
+
+def start_timeout() -> float:
+    """``LBGEN_MPI_TIMEOUT`` (seconds; raise it for launches whose ranks start slowly), else 10."""
+    try:
+        value = float(os.environ.get("LBGEN_MPI_TIMEOUT", START_TIMEOUT))
+    except ValueError:
+        value = START_TIMEOUT
+    return value if value > 0 else START_TIMEOUT
+
+
+def _launch_rank() -> str:
+    """This process's rank and size from the launcher's environment (before MPI is started)."""
+    rank = next((os.environ[k] for k in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK") if os.environ.get(k)), "?")
+    size = next((os.environ[k] for k in _SIZE_ENV if os.environ.get(k)), "?")
+    return f"rank {rank} of {size}"
+
+
+def _command(argv) -> str:
+    import shlex
+    return shlex.join(["lbgen"] + [str(a) for a in argv])
+
+
+def _start(timeout: float):
+    """Import mpi4py and start MPI; if MPI_Init has not returned after `timeout` seconds (a
+    process of the launch never starts MPI), print why and exit with status 2.
+
+    mpi4py's own MPI_Init holds the GIL, so no Python thread could run meanwhile: MPI_Init_thread
+    is called through ctypes (which releases it) while a timer thread waits; mpi4py then finds
+    MPI started, and finalizes it at exit (``rc.finalize``).  Falls back to mpi4py's start
+    (no deadline) where the C function cannot be found."""
+    if "mpi4py.MPI" not in sys.modules:
+        import mpi4py
+        mpi4py.rc.initialize = False
+        mpi4py.rc.finalize = True
+    from mpi4py import MPI
+    if MPI.Is_initialized():
+        return MPI
+    try:
+        import ctypes
+        init = ctypes.CDLL(MPI.__file__).MPI_Init_thread     # libmpi, a dependency of mpi4py's module
+    except (OSError, AttributeError):
+        MPI.Init_thread()
+        return MPI
+    import threading
+    lock = threading.Lock()
+    started = []
+
+    def too_late():
+        with lock:
+            if started:
+                return
+            sys.stderr.write(
+                f"Error: {_launch_rank()}: MPI did not start within {timeout:g} s: not every process of this "
+                f"mpiexec launch joined it. Every rank must run the same lbgen command (this one runs "
+                f"`{_command(sys.argv[1:])}`); a launch that mixes commands, such as `mpiexec -n 1 lbgen run : "
+                f"-n 1 lbgen info`, is refused, and so is one whose other ranks failed before starting MPI "
+                f"(see their messages). If the ranks only start slowly, raise LBGEN_MPI_TIMEOUT (now {timeout:g} "
+                f"seconds).\n")
+            sys.stderr.flush()
+            os._exit(2)
+
+    timer = threading.Timer(timeout, too_late)
+    timer.daemon = True
+    timer.start()
+    provided = ctypes.c_int(0)
+    try:
+        err = init(None, None, ctypes.c_int(MPI.THREAD_MULTIPLE), ctypes.byref(provided))
+    finally:
+        with lock:
+            started.append(True)
+        timer.cancel()
+    if err != 0:
+        raise SimulationError(f"MPI_Init_thread failed (MPI error code {err})")
+    for comm in (MPI.COMM_SELF, MPI.COMM_WORLD):    # what mpi4py does when it starts MPI: errors raise
+        comm.Set_errhandler(MPI.ERRORS_RETURN)
+    return MPI
+
+
+def check_same_command(comm, argv, timeout: float = START_TIMEOUT) -> None:
+    """Every rank must run the same lbgen command with the same arguments (collective).
+
+    The ranks first meet at a nonblocking barrier polled until `timeout` seconds: a rank that
+    started MPI but never comes here (another program in an MPMD launch) cannot answer, so
+    this rank says so and aborts the job (exit status 2) instead of waiting for ever.  Then
+    the argument lists (``sys.argv[1:]``) are gathered; if any differs, every rank raises
+    the same collective SimulationError, composed by rank 0: each distinct command line
+    with the ranks that run it."""
+    argv = [str(a) for a in argv]
+    request = comm.Ibarrier()
+    deadline = time.monotonic() + timeout
+    pause = 0.0005
+    while not request.Test():
+        if time.monotonic() > deadline:
+            sys.stderr.write(f"Error: rank {comm.rank} of {comm.size} (`{_command(argv)}`): not every MPI rank "
+                             f"reached lbgen's start-up check within {timeout:g} s: another program or a rank "
+                             f"stuck before it is part of this launch. Every rank must run the same lbgen "
+                             f"command. lbgen: aborting all {comm.size} ranks\n")
+            sys.stderr.flush()
+            time.sleep(0.3)
+            try:
+                comm.Abort(2)
+            finally:
+                os._exit(2)
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
+    commands = comm.allgather(argv)
+    if all(c == commands[0] for c in commands):
+        return
+    groups = {}
+    for r, c in enumerate(commands):
+        groups.setdefault(tuple(c), []).append(r)
+    parts = []
+    for c, ranks in groups.items():
+        who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
+        parts.append(f"{who} {'runs' if len(ranks) == 1 else 'run'} `{_command(c)}`")
+    raise collective(SimulationError(
+        f"the {comm.size} MPI ranks were started with different commands: {'; '.join(parts)}. Every rank must "
+        f"run the same lbgen command with the same arguments (mpiexec -n {comm.size} lbgen ...)."))
+
+
+def abort_on_signals(comm) -> None:
+    """SIGINT/SIGTERM end every rank at once (``comm.Abort(128 + signum)``): outside the run
+    loop (set-up, compilation, the final gather) a rank cannot stop on its own without
+    leaving the others waiting in a collective.  The run loop replaces these handlers with
+    its clean stop (``lbgen.run.stopping.StopSignals``) and restores them after."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handle(signum, frame):
+        name = signal.Signals(signum).name
+        try:
+            sys.stderr.write(f"lbgen: rank {comm.rank} of {comm.size}: {name} outside the run loop: nothing "
+                             f"to save; stopping every rank\n")
+            sys.stderr.flush()
+        finally:
+            try:
+                comm.Abort(128 + signum)
+            finally:   # Abort returns when the handler runs inside an MPI wait (mpi4py checks signals there)
+                os._exit(128 + signum)
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, handle)
 
 
 def active():

@@ -125,6 +125,7 @@ class DistributedSimulation(Simulation):
 
     def step(self, n: int = 1) -> None:
         """n steps; the bulk is updated while the halo messages are in flight (collective)."""
+        self._check_can_step(n)
         regs = self.regions
         for _ in range(n):
             pending = self._exchange_begin()
@@ -136,6 +137,7 @@ class DistributedSimulation(Simulation):
                 self.advance(regs[-1])
             self.synchronize()
             self.time_step += 1
+            self.sweeps["single"] += 1
 
     # --- gather / scatter ----------------------------------------------------------------------
     def _local_state(self) -> np.ndarray:
@@ -191,14 +193,7 @@ class DistributedSimulation(Simulation):
         self.set_populations(f)
 
     def set_populations(self, f: Optional[np.ndarray]) -> None:
-        expected = (self.vs.Q, self.lx, self.ly)
-
-        def check():
-            a = np.asarray(f, dtype=np.float64)
-            if a.shape != expected:
-                raise ValueError(f"populations must have shape {expected}, got {a.shape}")
-            return a
-        a = root_call(self.comm, check)
+        a = root_call(self.comm, lambda: self._checked_populations(f))
         local = self._scatter(a, np.float64)
         for r in self.regions:
             r.f = r.program.upload_fields(self._local_block(local, r), r.f)
@@ -209,6 +204,7 @@ class DistributedSimulation(Simulation):
         expected = (self.vs.Q, self.lx, self.ly)
 
         def check():
+            self._check_time_step(time_step)
             p = np.asarray(populations)
             if p.shape != expected:
                 raise SimulationError(f"saved populations have shape {p.shape}; this run needs {expected}")

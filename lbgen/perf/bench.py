@@ -192,17 +192,7 @@ def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: in
         if not names:
             continue
         source, program = _program(case, lx, ly, threads, walls=walls, wall_scheme=wall_scheme)
-        f, g = quiet_buffers(program, lx, ly)
-        calls = {
-            "propagate": lambda: program.propagate(f, g),
-            "collide": lambda: program.collide(f, g, **params),
-            "fused": lambda: program.fused(f, g, **params),
-            "bc": lambda: program.bc(f, g, 1.0, 1.0, (False, False), params["ax"], params["ay"]),
-        }
-        for name in names:
-            depth = time_block_depth(name)
-            if depth:
-                calls[name] = lambda depth=depth: program.fused_tb(f, g, depth, **params)
+        calls = _kernel_calls(program, *quiet_buffers(program, lx, ly), params, names)
         device = program.describe()
         for name in names:
             t, inner = time_call(calls[name], program.synchronize, repeat=repeat, warmup=warmup)
@@ -227,8 +217,23 @@ def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: in
             results.append(r)
             if on_kernel:
                 on_kernel(r)
-        del f, g, program
+        del calls, program
     return results
+
+
+def _kernel_calls(program, f, g, params: dict, names: Sequence[str]) -> Dict[str, object]:
+    """name -> a call of that kernel on the quiet buffers f, g."""
+    calls = {
+        "propagate": lambda: program.propagate(f, g),
+        "collide": lambda: program.collide(f, g, **params),
+        "fused": lambda: program.fused(f, g, **params),
+        "bc": lambda: program.bc(f, g, 1.0, 1.0, (False, False), params["ax"], params["ay"]),
+    }
+    for name in names:
+        depth = time_block_depth(name)
+        if depth:
+            calls[name] = lambda depth=depth: program.fused_tb(f, g, depth, **params)
+    return calls
 
 
 def add_fractions(results: List[Dict], limits: Dict) -> None:

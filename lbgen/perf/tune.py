@@ -2,7 +2,8 @@
 
 ``best_choice`` times a few steps of the runner's own time step (halo + fused, or halo +
 fused_walls with walls) for every candidate layout/VL (and optionally a few
-thread counts), stores the ranking in ``<cache>/tune/choices.json`` under a key made of
+thread counts), stores the ranking in ``<cache>/tune/choices.json`` (JSON after a checksum
+line, see ``lbgen.system.cache.checked_bytes``) under a key made of
 the machine (hostname + CPU model from /proc/cpuinfo), the backend and its device, the
 lattice shape, precision, collision operator, walls and the thread count asked for, and
 returns the fastest (layout, vl).  ``cached_choice`` returns a stored choice without
@@ -23,7 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from filelock import FileLock
 
-from lbgen.system.cache import atomic_write_bytes, cache_dir, digest
+from lbgen.system.cache import DamagedEntry, cache_dir, digest, read_checked, warn_rebuilt, write_checked
 
 Choice = Tuple[str, Optional[int]]
 #: temporal-blocking depths tried by `lbgen tune` (1: one step per sweep)
@@ -55,21 +56,45 @@ def _path():
     return cache_dir("tune") / CHOICES_FILE
 
 
+def _read(path) -> Dict:
+    """The stored choices (empty when none); DamagedEntry when the file fails its checksum."""
+    payload = read_checked(path)
+    if payload is None:
+        return {}
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        raise DamagedEntry("holds no JSON although its checksum holds") from None
+    return data if isinstance(data, dict) else {}
+
+
 def _load() -> Dict:
+    """The stored choices; a damaged file (checksum, truncation, older format) is removed
+    with one warning, so the cases it held are tuned again when asked."""
     path = _path()
     try:
-        data = json.loads(path.read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+        return _read(path)
+    except DamagedEntry:
+        pass
+    with FileLock(str(path) + ".lock"):
+        try:
+            return _read(path)              # rewritten meanwhile by another process
+        except DamagedEntry as e:
+            warn_rebuilt("tune", path, e.reason, "removed: its cases are tuned again when asked")
+            path.unlink(missing_ok=True)
+            return {}
 
 
 def _store(key: str, entry: Dict) -> None:
     path = _path()
     with FileLock(str(path) + ".lock"):
-        data = _load()
+        try:
+            data = _read(path)
+        except DamagedEntry as e:
+            warn_rebuilt("tune", path, e.reason, "rewritten without its old choices")
+            data = {}
         data[key] = entry
-        atomic_write_bytes(path, json.dumps(data, indent=1, sort_keys=True).encode())
+        write_checked(path, json.dumps(data, indent=1, sort_keys=True).encode())
 
 
 def _halo() -> int:
@@ -194,6 +219,12 @@ def tune(backend: str, lx: int, ly: int, precision: str = "double", collision: s
     return entry
 
 
+#: the depth `--time-block auto` takes where `lbgen tune` stored none for the case: the
+#: fastest on the Rayleigh-Taylor step of the paper's size, measured with
+#: benchmarks/production_compare.py and benchmarks/time_block_ab.py (docs/performance.md)
+DEFAULT_TIME_BLOCK = 3
+
+
 def rank_time_blocks(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str = "double",
                      collision: str = "bgk", walls: bool = False, threads: int = 0,
                      time_blocks: Sequence[int] = TIME_BLOCKS, samples: int = 3) -> List[Dict]:
@@ -205,14 +236,15 @@ def rank_time_blocks(backend: str, layout: str, vl: Optional[int], lx: int, ly: 
 
 def auto_time_block(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str = "double",
                     collision: str = "bgk", walls: bool = False, threads: int = 0) -> int:
-    """For `time_block='auto'`: the depth stored with this machine's tuned choice when it is the
-    same layout, else timed now (not stored); 1 off the C backend (no temporal blocking there)."""
+    """For `time_block='auto'` (the default of a run): the depth stored with this machine's tuned
+    choice (`lbgen tune`) when it is the same layout, else DEFAULT_TIME_BLOCK; 1 off the C
+    backend (no temporal blocking there).  Nothing is timed here: a run starts at once."""
     if backend != "c":
         return 1
     entry = (cached_entry(backend, lx, ly, precision, collision, walls, threads) if _use_stored() else None) or {}
     if (entry.get("layout"), entry.get("vl")) == (layout, vl) and isinstance(entry.get("time_block"), int):
         return entry["time_block"]
-    return rank_time_blocks(backend, layout, vl, lx, ly, precision, collision, walls, threads)[0]["time_block"]
+    return DEFAULT_TIME_BLOCK
 
 
 def cached_entry(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",

@@ -3,21 +3,56 @@
 All runs start from the same random near-equilibrium state (seeded), take N steps with a
 force (unfused: halo, propagate[, bc], collide; fused: halo, fused or fused_walls) and are compared with
 ``lbgen.reference.bulk`` (max |f - f_ref| / max |f_ref|) and with the C backend's result for
-the same configuration.  Tolerances: 1e-12 (double) and 1e-5 (single) against the
-reference; across backends the same, or exact equality in strict mode (no FMA
-contraction anywhere), where C, OpenCL and the CUDA shim are bit-identical.
+the same configuration; in strict mode (no FMA contraction anywhere) C, OpenCL and the CUDA
+shim must also be bit-identical.
+
+Tolerance: what rounding can do to *this* computation
+--------------------------------------------------------
+A kernel and the reference compute the same step in different orders, so they differ by
+rounding; the tolerance is a bound on that difference for the case at hand, relative to
+max |f_ref| (the magnitude of the populations), built from three sources (``rounding_bound``):
+
+* storage: every step stores each population once in the kernel's precision, a relative
+  rounding of at most eps_s (the storage type's machine epsilon) of |f| <= max |f|;
+* arithmetic: each step sums Q terms per moment (density, momentum, energy, the Hermite
+  projections of the regularized operator) and evaluates the equilibrium from them, an
+  error of order Q eps_a max |f| per step (eps_a: the arithmetic type's epsilon);
+* the walls: a wall row rebuilds its unknown populations U as N b_i / S, N = sum_U f_i,
+  and hands masses between rows (L - N); where the rebuilt populations nearly cancel
+  (|sum_U f_i| << sum_U |f_i|) the kernel's form loses the ratio in relative precision,
+  an absolute error of eps_a (sum_U |f_i|)^2 / |sum_U f_i| per rebuilt population.
+  ``wall_amplification`` measures it, relative to max |f|, at every wall site of the
+  reference run after its bc; W is the sum over the steps of each step's worst site.
+
+Errors already made are carried by the following steps, not amplified (a stable LB step
+mixes populations with weights of order one), so the bounds add up over the N steps:
+
+    tolerance = C (eps_s N + eps_a (N Q + W)),   C = 8.
+
+C was calibrated: over d2q37, d2v17, d2q9 x periodic, lbgen and reference walls x bgk,
+regularized x 4 x 24 and 6 x 96 lattices x 8 seeds x 1..40 steps, in double, single and
+mixed precision on the C backend, the largest error seen was 2.8 (eps_s N + eps_a (N Q + W));
+C = 8 keeps a margin of ~3 for other backends' summation orders.  (Without the wall term
+reference-wall cases reached 1.3e-11 on 6 x 96 in double, and d2v17 1.9e-12 on 4 x 24: a
+wall row whose rebuilt populations sum to almost nothing, not a wrong kernel.)  Periodic
+double runs of 20 steps get about 1.3e-12 (d2q37), 6.3e-13 (d2v17), 3.5e-13 (d2q9).
+
+A case whose bound exceeds ``MAX_TOLERANCE`` (the comparison could no longer tell a wrong
+kernel from rounding, e.g. a wall row whose rebuilt populations sum to zero) is refused
+before anything is compiled, naming the step and the site; so is a case with nothing to
+run (every backend unavailable, no configuration a backend offers): "nothing was verified".
 """
 from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from lbgen.reference import bulk as ref
 from lbgen.reference import walls as refw
-from lbgen.codegen.spec import KernelSpec, SpecError
+from lbgen.codegen.spec import PRECISIONS, KernelSpec, SpecError
 from lbgen.codegen.render import generate
 from lbgen.codegen.layouts import CLUSTERED
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET
@@ -26,8 +61,14 @@ from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME
 from lbgen.backends import RUNTIMES, runtime, spec_backend
 from lbgen.simulation.runner import Walls
 
-#: mixed (float storage, double arithmetic, C only): one float rounding per step, ~6e-8 after 20
-TOLERANCE = {"double": 1e-12, "single": 1e-5, "mixed": 1e-6}
+#: the safety factor C of the rounding bound (see the module doc: 2.8 measured)
+BOUND_FACTOR = 8.0
+#: (eps of the stored populations, eps of the arithmetic) per kernel precision
+EPSILON = {"double": (float(np.finfo(np.float64).eps),) * 2,
+           "single": (float(np.finfo(np.float32).eps),) * 2,
+           "mixed": (float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps))}
+#: beyond these bounds a comparison cannot tell a wrong kernel from rounding: refused
+MAX_TOLERANCE = {"double": 1e-8, "single": 1e-2, "mixed": 1e-2}
 #: every runtime ("cuda-shim" runs the CUDA source on the CPU with g++ and a host shim)
 VERIFY_BACKENDS = tuple(RUNTIMES)
 #: each operator at its record's default parameters
@@ -36,6 +77,11 @@ FORCE = (1e-4, -2e-4)
 WALLS = dict(T_bottom=1.02, T_top=0.98, adiabatic=(False, True))
 #: isothermal sets (D2Q9): walls take no temperature
 ISOTHERMAL_WALLS = dict(T_bottom=1.0, T_top=1.0, adiabatic=(False, False))
+
+
+class NothingVerified(ValueError):
+    """verify was asked for a case that runs nothing, or one it cannot judge (an error, never OK
+    nor MISMATCH); a ValueError, so the CLI reports it as a usage error (exit status 2)."""
 
 
 @dataclass
@@ -50,6 +96,7 @@ class Row:
     vs_c: Optional[float] = None         # vs the C backend, same configuration
     ok: bool = False
     note: str = ""
+    tolerance: Optional[float] = None    # the rounding bound of this run (module doc)
 
 
 @dataclass
@@ -62,6 +109,10 @@ class Report:
     walls: bool = False
     velocity_set: str = DEFAULT_VELOCITY_SET
     wall_scheme: str = DEFAULT_WALL_SCHEME
+    #: per collision: W, the reference run's summed wall amplification (module doc)
+    wall_amplification: Dict[str, float] = field(default_factory=dict)
+    #: runs planned (the progress total); rows holds those done
+    planned: int = 0
 
     @property
     def ok(self) -> bool:
@@ -70,23 +121,29 @@ class Report:
     def to_json(self) -> dict:
         return {"ok": self.ok, "strict": self.strict, "steps": self.steps, "lattice": list(self.lattice),
                 "walls": self.walls, "wall_scheme": self.wall_scheme, "velocity_set": self.velocity_set,
-                "skipped": self.skipped, "rows": [asdict(r) for r in self.rows],
-                "tolerance": TOLERANCE}
+                "skipped": self.skipped, "runs": len(self.rows), "planned": self.planned,
+                "rows": [asdict(r) for r in self.rows],
+                "tolerance": {"bound": "C (eps_s N + eps_a (N Q + W)) relative to max |f_ref|",
+                              "C": BOUND_FACTOR, "eps": {p: list(e) for p, e in EPSILON.items()},
+                              "W": dict(self.wall_amplification), "max": dict(MAX_TOLERANCE)}}
 
     def table(self) -> str:
-        head = f"{'backend':<10}{'layout':<13}{'collision':<13}{'precision':<10}{'path':<9}{'vs reference':>14}{'vs c':>12}  status"
+        head = (f"{'backend':<10}{'layout':<13}{'collision':<13}{'precision':<10}{'path':<9}{'vs reference':>14}"
+                f"{'tolerance':>11}{'vs c':>12}  status")
         lines = [head, "-" * len(head)]
         for r in self.rows:
             tag = f"{r.layout}-vl{r.vl}" if r.vl else r.layout
             err = "-" if r.error is None else f"{r.error:.2e}"
+            tol = "-" if r.tolerance is None else f"{r.tolerance:.1e}"
             vsc = "-" if r.vs_c is None else ("0 (bitwise)" if r.vs_c == 0 else f"{r.vs_c:.2e}")
-            lines.append(f"{r.backend:<10}{tag:<13}{r.collision:<13}{r.precision:<10}{r.path:<9}{err:>14}{vsc:>12}  "
-                         f"{'ok' if r.ok else 'MISMATCH'}{('  ' + r.note) if r.note else ''}")
+            lines.append(f"{r.backend:<10}{tag:<13}{r.collision:<13}{r.precision:<10}{r.path:<9}{err:>14}{tol:>11}"
+                         f"{vsc:>12}  {'ok' if r.ok else 'MISMATCH'}{('  ' + r.note) if r.note else ''}")
         for b, why in self.skipped.items():
             lines.append(f"skipped {b}: {why}")
-        lines.append(f"{'all kernels agree' if self.ok else 'MISMATCH: some kernels disagree'} "
-                     f"({len(self.rows)} runs, {self.velocity_set}, {self.steps} steps on "
-                     f"{self.lattice[0]} x {self.lattice[1]}"
+        verdict = ("nothing was verified" if not self.rows else
+                   "all kernels agree" if self.ok else "MISMATCH: some kernels disagree")
+        lines.append(f"{verdict} ({len(self.rows)} of {self.planned or len(self.rows)} runs, {self.velocity_set}, "
+                     f"{self.steps} steps on {self.lattice[0]} x {self.lattice[1]}"
                      f"{f', walls ({self.wall_scheme} scheme)' if self.walls else ''}{', strict' if self.strict else ''})")
         return "\n".join(lines)
 
@@ -116,16 +173,74 @@ def wall_settings(vs) -> dict:
     return ISOTHERMAL_WALLS if vs is not None and vs.isothermal else WALLS
 
 
+def wall_amplification(g: np.ndarray, vs) -> Tuple[float, int, int]:
+    """(w, x, y): the worst wall site of the state `g` just after the bc, w = max over the wall
+    rows' sites of (sum_U |g_i|)^2 / (|sum_U g_i| max |g|), U the row's rebuilt populations
+    (module doc); inf where they sum to exactly zero."""
+    H, ly = vs.max_hop, g.shape[2]
+    scale = float(np.abs(g).max())
+    worst = (0.0, 0, 0)
+    for side in ("bottom", "top"):
+        for j in range(H):
+            y = j if side == "bottom" else ly - 1 - j
+            unknown, _ = refw._wall_sets(vs, side, j)
+            if not unknown:
+                continue
+            rebuilt = g[unknown, :, y]
+            total = np.abs(rebuilt).sum(0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                w = np.where(total > 0, total * total / (np.abs(rebuilt.sum(0)) * scale), 0.0)
+            x = int(np.argmax(w))
+            if w[x] > worst[0] or np.isnan(w[x]):
+                worst = (float(w[x]) if not np.isnan(w[x]) else float("inf"), x, y)
+    return worst
+
+
+@dataclass
+class ReferenceRun:
+    """The reference result and what rounding can do to a kernel computing it."""
+    f: np.ndarray
+    #: W: the sum over the steps of each step's worst wall amplification (0 without walls)
+    wall_amplification: float = 0.0
+    #: (step, x, y, w) of the worst wall site of the run, or None
+    worst: Optional[Tuple[int, int, int, float]] = None
+
+    def tolerance(self, precision: str, steps: int, q: int) -> float:
+        return rounding_bound(precision, steps, q, self.wall_amplification)
+
+
+def rounding_bound(precision: str, steps: int, q: int, wall_amplification: float = 0.0) -> float:
+    """C (eps_s N + eps_a (N Q + W)): the largest relative difference rounding can make between
+    a kernel and the reference after N steps (module doc)."""
+    eps_s, eps_a = EPSILON[precision]
+    return BOUND_FACTOR * (eps_s * steps + eps_a * (steps * q + wall_amplification))
+
+
 def reference_run(f0: np.ndarray, collision: str, steps: int, walls: bool,
                   wall_scheme: str = DEFAULT_WALL_SCHEME, vs=None) -> np.ndarray:
+    return reference_trajectory(f0, collision, steps, walls, wall_scheme, vs).f
+
+
+def reference_trajectory(f0: np.ndarray, collision: str, steps: int, walls: bool,
+                         wall_scheme: str = DEFAULT_WALL_SCHEME, vs=None) -> ReferenceRun:
+    """The reference run, and with walls its wall amplification W (the bc state of every step,
+    from the oracle's own ``apply_walls``)."""
     f = f0.copy()
-    for _ in range(steps):
+    settings = wall_settings(vs)
+    total, worst = 0.0, None
+    for step in range(steps):
         if walls:
-            f = refw.step_walls(f, collision, scheme=wall_scheme, force=FORCE, vs=vs, **wall_settings(vs),
-                               **PARAMS[collision])
+            g = refw.apply_walls(ref.propagate(f, vs), f, settings["T_bottom"], settings["T_top"],
+                                 settings["adiabatic"], FORCE, vs, wall_scheme)
+            w, x, y = wall_amplification(g, vs)
+            total += w
+            if worst is None or w > worst[3]:
+                worst = (step + 1, x, y, w)
+            f = refw.step_walls(f, collision, scheme=wall_scheme, force=FORCE, vs=vs, **settings,
+                                **PARAMS[collision])
         else:
             f = ref.step(f, collision, force=FORCE, vs=vs, **PARAMS[collision])
-    return f
+    return ReferenceRun(f, total, worst)
 
 
 def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, walls: bool) -> np.ndarray:
@@ -142,33 +257,88 @@ def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, wal
     return prog.download_fields(a)
 
 
+def _check_arguments(backends, layouts, collisions, precisions, steps, lx, ly, seed) -> None:
+    """Everything verify is given, refused naming the value before any work."""
+    for name, value, low in (("steps", steps, 1), ("lx", lx, 1), ("ly", ly, 1), ("seed", seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise SpecError(f"verify: {name}={value!r} must be an integer >= {low}")
+    for name, values, allowed in (("backends", backends, VERIFY_BACKENDS), ("collisions", collisions, OPERATOR_RECORDS),
+                                  ("precisions", precisions, PRECISIONS)):
+        if isinstance(values, str):
+            raise SpecError(f"verify: {name}={values!r} must be a list of names (of {', '.join(allowed)})")
+        if not list(values):
+            raise NothingVerified(f"nothing was verified: no {name} given (choose from {', '.join(allowed)})")
+        bad = [v for v in values if v not in allowed]
+        if bad:
+            raise SpecError(f"verify: unknown {name[:-1]} {bad[0]!r}; choose from {', '.join(allowed)}")
+    if layouts is not None and isinstance(layouts, str):
+        raise SpecError(f"verify: layouts={layouts!r} must be a list of (name, vl) pairs")
+
+
 def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[str, Optional[int]]] = (),
            collisions: Sequence[str] = ("bgk", "regularized"), precisions: Sequence[str] = ("double",),
            steps: int = 20, lx: int = 6, ly: int = 96, strict: bool = False, walls: bool = False,
-           seed: int = 0, progress=None, wall_scheme: str = DEFAULT_WALL_SCHEME,
-           velocity_set: str = DEFAULT_VELOCITY_SET) -> Report:
+           seed: int = 0, progress: Optional[Callable[[Row], None]] = None, wall_scheme: str = DEFAULT_WALL_SCHEME,
+           velocity_set: str = DEFAULT_VELOCITY_SET, on_plan: Optional[Callable[[int], None]] = None) -> Report:
+    """Run every planned configuration and compare it (module doc).  Raises before any kernel
+    is compiled for bad arguments (SpecError) and for a case that would verify nothing or
+    that rounding alone could fail (NothingVerified).  ``on_plan(total)`` is called once with
+    the number of runs planned, before the first; ``progress(row)`` after each run."""
     from lbgen.model.velocity_set import velocity_set as get_velocity_set
+    _check_arguments(backends, layouts, collisions, precisions, steps, lx, ly, seed)
     names, skipped = available_backends(backends)
     layouts = list(layouts) or [("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32)]
     for name, vl in layouts:   # refuse bad combinations before compiling anything
         KernelSpec(layout=name, vl=vl, walls=walls, wall_scheme=wall_scheme, velocity_set=velocity_set).validate(lx, ly)
+    if not names:
+        why = "; ".join(f"{b}: {w}" for b, w in skipped.items())
+        raise NothingVerified(f"nothing was verified: every backend asked for is unavailable here ({why})")
     vs = get_velocity_set(velocity_set)
     report = Report(skipped=skipped, strict=strict, steps=steps, lattice=(lx, ly), walls=walls,
                     wall_scheme=wall_scheme, velocity_set=velocity_set)
-    f0 = initial_state(lx, ly, seed, vs)
-    references = {c: reference_run(f0, c, steps, walls, wall_scheme, vs) for c in collisions}
     paths = ("unfused", "fused")        # with walls "fused" is the fused_walls kernel
-    results: Dict[tuple, np.ndarray] = {}
     order = sorted(names, key=lambda n: n != "c")     # C first: the others are compared with it
-    combos = list(itertools.product(order, layouts, collisions, precisions, paths))
-    for backend, (layout, vl), collision, precision, path in combos:
-        row = Row(backend, layout, vl if layout in CLUSTERED else None, collision, precision, path)
-        spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=row.vl, precision=precision,
-                          collision=collision, walls=walls, wall_scheme=wall_scheme, velocity_set=velocity_set)
+    plan = []
+    for backend, (layout, vl), collision, precision, path in itertools.product(
+            order, layouts, collisions, precisions, paths):
+        spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl if layout in CLUSTERED else None,
+                          precision=precision, collision=collision, walls=walls, wall_scheme=wall_scheme,
+                          velocity_set=velocity_set)
         try:
             spec.validate()
         except SpecError:
             continue     # a combination this backend does not offer (e.g. mixed precision off the C backend)
+        plan.append((backend, layout, spec, path))
+    if not plan:
+        raise NothingVerified(f"nothing was verified: no backend here ({', '.join(names)}) offers "
+                              f"precision {', '.join(precisions)} with layouts "
+                              f"{', '.join(n if v is None else f'{n}-vl{v}' for n, v in layouts)}")
+    f0 = initial_state(lx, ly, seed, vs)
+    references = {c: reference_trajectory(f0, c, steps, walls, wall_scheme, vs) for c in collisions}
+    report.wall_amplification = {c: r.wall_amplification for c, r in references.items()}
+    for collision, precision in itertools.product(collisions, sorted({s.precision for _, _, s, _ in plan})):
+        r = references[collision]
+        tol = r.tolerance(precision, steps, vs.Q)
+        if not tol <= MAX_TOLERANCE[precision]:
+            where = ""
+            if r.worst is not None:
+                step, x, y, w = r.worst
+                where = (f"; the worst wall site is (x={x}, y={y}) at step {step}, whose rebuilt populations nearly "
+                         f"cancel (amplification {w:.3g})")
+            raise NothingVerified(
+                f"nothing was verified: rounding alone may move {collision} in {precision} precision by {tol:.2g} "
+                f"relative after {steps} steps on this state, more than {MAX_TOLERANCE[precision]:g}, so a wrong "
+                f"kernel could not be told from a right one{where}; try another --seed, fewer --steps or "
+                f"double precision")
+    report.planned = len(plan)
+    if on_plan:
+        on_plan(len(plan))
+    results: Dict[tuple, np.ndarray] = {}
+    for backend, layout, spec, path in plan:
+        collision, precision = spec.collision, spec.precision
+        row = Row(backend, layout, spec.vl, collision, precision, path)
+        reference = references[collision]
+        row.tolerance = tol = reference.tolerance(precision, steps, vs.Q)
         try:
             source = generate(spec)
             prog = runtime(backend).compile(source, lx, ly, strict=strict)
@@ -176,13 +346,14 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
         except Exception as e:  # noqa: BLE001 - report, don't crash the whole table
             row.note = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
             report.rows.append(row)
+            if progress:
+                progress(row)
             continue
-        expected = references[collision]
+        expected = reference.f
         scale = np.abs(expected).max()
         row.error = float(np.abs(got - expected).max() / scale) if np.isfinite(got).all() else float("inf")
         key = (layout, row.vl, collision, precision, path)
         results[(backend,) + key] = got
-        tol = TOLERANCE[precision]
         row.ok = bool(row.error <= tol)
         if backend != "c" and ("c",) + key in results:
             diff = np.abs(got - results[("c",) + key]).max() / scale

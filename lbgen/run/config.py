@@ -16,26 +16,29 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from lbgen.codegen.layouts import LayoutChoice
-from lbgen.model.operators import DEFAULT_OPERATOR, OPERATORS, ParameterError, operator
-from lbgen.model.velocity_set import velocity_set
-from lbgen.run.options import (ADIABATIC, OPERATOR_KEYS, OPTIONS, SCHEMA, WALL_KEYS, ConfigError, as_bool, as_float, closest,
-                      convert, normalise_key)
+from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, all_parameters, operator
+from lbgen.model.catalog import set_entry
+from lbgen.run.options import (ADIABATIC, OPTIONS, SCHEMA, ConfigError, as_bool, as_float,
+                               check_applicable, closest, convert, normalise_key)
 from lbgen.run.setups import SETUPS
 
 __all__ = ["ConfigError", "OPTIONS", "RunConfig"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunConfig:
     """Everything that defines a run; written whole to the manifest and every checkpoint.
 
-    Build it with ``RunConfig.build(setup, layer, ...)`` (defaults of the schema and the
-    set-up, then each layer of user values), or directly with keywords: every field is
-    converted and checked on construction either way."""
+    Frozen: a run never changes its description; what construction decides (layout, VL,
+    time block, threads, the host/device split, an --init file's size) is recorded in a new
+    one (``resolved``).  Build it with ``RunConfig.build(setup, layer, ...)`` (defaults of the
+    schema and the set-up, then each layer of user values, each value converted once and
+    every option given checked for an effect), or directly with keywords (a manifest, Python):
+    every field is converted and checked on construction then."""
 
     setup: str = "shear-wave"
     lx: int = OPTIONS["lx"].default
@@ -72,32 +75,54 @@ class RunConfig:
     series_every: int = OPTIONS["series_every"].default
     dpi: Optional[float] = None
     clim: Optional[Dict[str, list]] = None     # {picture quantity: [lo, hi]} over the physical colour limits
+    _converted: InitVar[bool] = False          # build(): every value is typed already
 
-    def __post_init__(self):
-        for f in dataclasses.fields(self):
-            if f.name in OPTIONS and f.name != "walls":      # walls: the record, checked below
-                setattr(self, f.name, convert(f.name, getattr(self, f.name)) if f.name != "setup"
+    def __post_init__(self, _converted: bool):
+        def put(name, value):
+            object.__setattr__(self, name, value)
+        if not _converted:
+            for f in dataclasses.fields(self):
+                if f.name in OPTIONS and f.name != "walls":      # walls: the record, checked below
+                    put(f.name, convert(f.name, getattr(self, f.name)) if f.name != "setup"
                         else self._check_setup(self.setup))
-        try:
-            self.parameters = operator(self.collision).check(dict(self.parameters or {}))
-        except ParameterError as e:
-            raise ConfigError(str(e)) from None
-        self.gravity = tuple(self.gravity)
-        self.pictures = tuple(self.pictures)
-        if self.walls is not None:
-            self.walls = _check_walls(self.walls)
+            try:
+                put("parameters", operator(self.collision).check(dict(self.parameters or {})))
+            except ParameterError as e:
+                raise ConfigError(str(e)) from None
+            put("gravity", tuple(self.gravity))
+            put("pictures", tuple(self.pictures))
+            if self.walls is not None:
+                put("walls", _check_walls(self.walls))
+            self._check_given()
+        self._check()
+
+    #: fields that construction fills in (``lbgen.run.construct.resolve``): a description read
+    #: back from a manifest has them set without the user giving them
+    RESOLVED = ("lx", "ly", "amplitude", "layout", "vl", "time_block", "threads", "host_columns", "series_every")
+
+    def _check_given(self) -> None:
+        """Keyword construction: the options set to other than their default (the schema's or
+        the set-up's) must have an effect, as in ``build``."""
+        values = self.flat()
+        defaults = {o.key: o.default for o in SCHEMA}
+        defaults.update(SETUPS[self.setup].defaults_for(self.velocity_set) if self.setup in SETUPS else {})
+        defaults.update({k: p.default for k, p in all_parameters().items()})
+        given = {k: "RunConfig" for k, v in values.items()
+                 if k not in self.RESOLVED and k in defaults and v != defaults[k]}
+        check_applicable(values, given)
+
+    def _check(self) -> None:
+        """The rules between options (each value is typed and in its range already)."""
         if self.split is not None and not self.hetero:
             raise ConfigError("split needs hetero (--hetero opencl|cuda)")
-        if self.checkpoint_every and not self.out:
-            raise ConfigError("checkpoint_every needs a run folder (--out DIR)")
         if self.layout is not None or self.vl not in (None, "auto"):
             LayoutChoice.of(self.layout, self.vl if self.vl != "auto" else None, need_vl=False)
-        vs = velocity_set(self.velocity_set)
+        vs = set_entry(self.velocity_set)
         if vs.isothermal and self.setup == "rayleigh-taylor":
-            raise ConfigError(f"rayleigh-taylor is a thermal flow; {vs.name} is isothermal (T = 1): use d2q37 "
+            raise ConfigError(f"rayleigh-taylor is a thermal flow; {vs.label} is isothermal (T = 1): use d2q37 "
                               f"(or d2v17)")
         if vs.isothermal and self.walls is not None and self.walls != _check_walls({"scheme": self.walls["scheme"]}):
-            raise ConfigError(f"{vs.name} is isothermal: its walls impose no temperature, so t_bottom, t_top "
+            raise ConfigError(f"{vs.label} is isothermal: its walls impose no temperature, so t_bottom, t_top "
                               f"(got {self.walls['T_bottom']}, {self.walls['T_top']}) must stay 1 and no wall can "
                               f"be adiabatic; use d2q37 for thermal walls")
 
@@ -108,6 +133,11 @@ class RunConfig:
         raise ConfigError(f"unknown set-up {name!r}; choose one of {', '.join(SETUPS)} or give --init FILE.npz")
 
     # --- the physics of the run, as the kernels need it ------------------------------------
+    @property
+    def wall_temperatures(self) -> Optional[Tuple[float, float]]:
+        """(T_bottom, T_top) of a walled run (the hot and cold ends of its temperature scale), else None."""
+        return (self.walls["T_bottom"], self.walls["T_top"]) if self.walls else None
+
     @property
     def operator_parameters(self) -> Dict[str, float]:
         return dict(self.parameters)
@@ -144,28 +174,25 @@ class RunConfig:
         cls._check_setup(name)
         values = {o.key: o.default for o in SCHEMA if o.key != "setup"}
         if name in SETUPS:
-            values.update(SETUPS[name].run_defaults)
+            values.update(SETUPS[name].defaults_for(merged.get("velocity_set", values["velocity_set"])))
         values.update(merged)
+        values["setup"] = name
+        check_applicable(values, given)          # an option given where it has no effect is refused
         op = operator(values["collision"])
-        for key in OPERATOR_KEYS:               # a parameter of another operator is never silently ignored
-            if key in given and key not in op.parameter_names:
-                raise ConfigError(f"{given[key]}: {key} is a parameter of "
-                                  f"{', '.join(n for n in OPERATORS if key in operator(n).parameter_names)}, "
-                                  f"not of the {op.name} operator (its parameters: {', '.join(op.parameter_names)})")
+        try:
+            parameters = op.check({k: values[k] for k in op.parameter_names})
+        except ParameterError as e:
+            raise ConfigError(str(e)) from None
         walls = None
         if values["walls"]:
             ad = ADIABATIC[values["adiabatic"]]
-            walls = {"T_bottom": values["t_bottom"], "T_top": values["t_top"],
-                     "adiabatic_bottom": ad[0], "adiabatic_top": ad[1], "scheme": values["wall_scheme"]}
-        else:
-            wall_keys = [k for k in WALL_KEYS if k in given]
-            if wall_keys:
-                raise ConfigError(f"{given[wall_keys[0]]}: {', '.join(wall_keys)} need walls "
-                                  f"(--walls, or the rayleigh-taylor set-up)")
+            walls = _check_walls({"T_bottom": values["t_bottom"], "T_top": values["t_top"],
+                                  "adiabatic_bottom": ad[0], "adiabatic_top": ad[1], "scheme": values["wall_scheme"]})
         fields = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: v for k, v in values.items() if k in fields and k != "walls"}
-        kwargs["parameters"] = {k: values[k] for k in op.parameter_names}
-        return cls(setup=name, walls=walls, **kwargs)
+        kwargs = {k: v for k, v in values.items() if k in fields and k not in ("walls", "setup")}
+        kwargs["parameters"] = parameters
+        kwargs["gravity"], kwargs["pictures"] = tuple(kwargs["gravity"]), tuple(kwargs["pictures"])
+        return cls(setup=name, walls=walls, _converted=True, **kwargs)
 
     # --- manifest / resume ------------------------------------------------------------------
     def to_json(self) -> dict:
@@ -201,7 +228,12 @@ class RunConfig:
         if refused:
             raise ConfigError("a resumed run continues exactly the run in its folder; these options would change "
                               f"it and are refused: {'; '.join(refused)}. Start a new run (another --out) instead.")
-        return dataclasses.replace(self, **applied)
+        check_applicable({**current, **applied}, {k: source for k in applied})
+        return self.replace(**applied)
+
+    def replace(self, **changes) -> "RunConfig":
+        """A copy with ``changes`` (typed field values; checked again)."""
+        return dataclasses.replace(self, **changes)
 
     def flat(self) -> Dict[str, Any]:
         """The schema's flat keys and values of this run (the inverse of ``build``)."""

@@ -5,11 +5,71 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from lbgen.codegen.layouts import CLUSTERED
+from lbgen.codegen.spec import DEFAULT_VELOCITY_SET, default_layout
+from lbgen.model.catalog import set_entry
 from lbgen.run.config import RunConfig
 from lbgen.run.fieldfile import load_fields
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
 from lbgen.simulation.runner import Simulation, SimulationError, Walls
 from lbgen.run.setups import SETUPS
+from lbgen.system.limits import resolve_threads
+
+
+def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, distributed: bool = False) -> RunConfig:
+    """The run description with everything construction decides made explicit, so that the
+    manifest records it and a resume rebuilds the same kernels: the lattice size of an
+    --init file (``shape``), the set-up's amplitude, the thread count, the layout and VL
+    (given, the choice ``lbgen tune`` stored for this machine, ``--vl auto`` timed now, or
+    the backend's default) and the time block (given, the stored depth, or timed now for
+    ``auto``; 1 where temporal blocking does not run) and, with a run folder, the series
+    cadence."""
+    from lbgen.perf import tune
+    changes = {}
+    if shape is not None and (cfg.lx, cfg.ly) != tuple(shape):
+        changes["lx"], changes["ly"] = (int(n) for n in shape)
+    lx, ly = changes.get("lx", cfg.lx), changes.get("ly", cfg.ly)
+    if cfg.amplitude is None and not cfg.init:
+        changes["amplitude"] = SETUPS[cfg.setup].default_amplitude(lx)
+    changes["threads"] = resolve_threads(cfg.threads, echo)
+    layout, vl = cfg.layout, cfg.vl
+    walls = cfg.walls is not None
+    width = lx
+    tuned = cfg.velocity_set == DEFAULT_VELOCITY_SET     # lbgen tune measures the default set's kernels
+    if vl == "auto":
+        if not tuned:
+            raise SimulationError(f"--vl auto tunes the {DEFAULT_VELOCITY_SET} kernels; give the layout and VL of "
+                                  f"{cfg.velocity_set} explicitly (or leave both out for the default)")
+        layout, vl = tune.auto_choice(cfg.backend, width, ly, cfg.precision, cfg.collision, walls, cfg.threads,
+                                      layout=layout)
+    elif layout is None and vl is None and tuned and not cfg.hetero:
+        layout, vl = tune.cached_choice(cfg.backend, width, ly, cfg.precision, cfg.collision, walls,
+                                        cfg.threads) or (None, None)
+    halo = set_entry(cfg.velocity_set).max_hop
+    if cfg.hetero and layout is None and vl is None:
+        pass        # host + device: each region takes its backend's default (the manifest's regions record them)
+    else:
+        if layout is None:
+            layout, default_vl = default_layout(cfg.backend, ly, halo)
+            vl = vl if vl is not None else default_vl
+        if layout in CLUSTERED and vl is None:
+            vl = default_layout(cfg.backend, ly, halo)[1] or 1
+        changes["layout"], changes["vl"] = layout, (vl if layout in CLUSTERED else None)
+    depth = cfg.time_block
+    blocking = cfg.backend == "c" and not cfg.hetero and cfg.fused and not distributed
+    if not blocking:
+        if depth not in (1, "auto"):   # the run description refused it already, except under MPI
+            raise SimulationError(f"--time-block {depth}: temporal blocking runs on one process; under MPI "
+                                  f"the ranks trade halos every step (use --time-block 1)")
+        depth = 1
+    elif depth == "auto":
+        depth = tune.auto_time_block(cfg.backend, layout, vl if layout in CLUSTERED else None, lx, ly,
+                                     cfg.precision, cfg.collision, walls, cfg.threads)
+    changes["time_block"] = depth
+    if cfg.out and not cfg.series_every:   # about 200 rows, a multiple of the time block
+        from lbgen.output.series import default_series_every
+        changes["series_every"] = default_series_every(cfg.steps, depth)
+    return cfg.replace(**changes)
 
 
 def initial_fields(cfg: RunConfig):
@@ -25,6 +85,7 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
 
     With an MPI communicator `comm` of several ranks: this rank's part of a
     ``lbgen.parallel.simulation.DistributedSimulation`` (collective)."""
+    cfg = resolve(cfg, echo=lambda m: None, distributed=comm is not None)   # a no-op once resolved
     walls = Walls(**cfg.walls) if cfg.walls else None
     common = dict(layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision,
                   gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,

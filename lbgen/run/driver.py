@@ -9,6 +9,8 @@ after the set-up.
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
@@ -17,13 +19,23 @@ from typing import Any, Callable, Mapping, Optional
 from lbgen import __version__
 from lbgen.run.checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, prune_checkpoints, read_checkpoint, write_checkpoint
 from lbgen.run.config import RunConfig
-from lbgen.run.construct import device_description, initial_fields, make_simulation, resolve_split
+from lbgen.run.fieldfile import check_save_path, inspect_fields
+from lbgen.run.construct import device_description, initial_fields, make_simulation, resolve, resolve_split
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
-from lbgen.system.limits import check_run_memory, check_threads, resolve_threads
-from lbgen.system.paths import writable_file
+from lbgen.system.limits import check_memory, check_threads
 from lbgen.run.folder import RunFolder, RunFolderError, resume_command, write_failure
 from lbgen.simulation.runner import Simulation, SimulationError
 from lbgen.run.stopping import RunInterrupted, StopSignals
+
+
+def check_run_memory(cfg: RunConfig) -> int:
+    """check_memory for the run's lattice (an --init file's size read from its headers) and
+    its velocity set's Q, in its precision."""
+    from lbgen.codegen.spec import storage_bytes
+    from lbgen.model.catalog import set_entry
+    lx, ly = inspect_fields(cfg.init) if cfg.init else (cfg.lx, cfg.ly)
+    entry = set_entry(cfg.velocity_set)
+    return check_memory(lx, ly, entry.Q, storage_bytes(cfg.precision), cfg.precision, halo=entry.max_hop)
 
 
 class Run:
@@ -57,9 +69,12 @@ class Run:
         from lbgen.parallel.mpi import root_call
 
         def claim():          # before anything is allocated or compiled
-            check_run_memory(cfg.lx, cfg.ly, cfg.precision, cfg.init)
+            check_run_memory(cfg)
             if cfg.save:
-                writable_file(cfg.save, "--save")     # created and checked before the run, not after
+                check_save_path(cfg.save)            # an .npz, its folder writable: before the run, not after
+            if cfg.dpi is not None and cfg.out:
+                from lbgen.output.pictures import check_dpi
+                check_dpi(cfg.dpi, inspect_fields(cfg.init) if cfg.init else (cfg.lx, cfg.ly))
             if cfg.out:
                 self.folder = RunFolder.claim(cfg.out, resume=resume, overwrite=overwrite, echo=self.echo)
         root_call(comm, claim)
@@ -76,7 +91,6 @@ class Run:
 
     def _build(self, cfg: RunConfig, comm) -> None:
         from lbgen.parallel.mpi import root_call
-        cfg.threads = resolve_threads(cfg.threads, self.echo)
 
         def setup():
             fields = initial_fields(cfg)
@@ -84,16 +98,17 @@ class Run:
         fields = root_call(comm, setup)
         shape = root_call(comm, lambda: fields[1], share=True) if comm is not None else fields[1]
         fields = fields[0] if fields is not None else None
-        if cfg.init:
-            cfg.lx, cfg.ly = shape
+        cfg = root_call(comm, lambda: resolve(cfg, shape, self.echo, distributed=True), share=True) \
+            if comm is not None else resolve(cfg, shape, self.echo)
         if cfg.hetero and cfg.host_columns is None:
             if comm is None:
-                cfg.host_columns = resolve_split(cfg, self.echo)
+                cfg = cfg.replace(host_columns=resolve_split(cfg, self.echo))
             else:   # rank 0 models its slab (the widest one); every rank uses its M
                 from lbgen.parallel.mpi import check_decomposition, slab_widths
                 check_decomposition(cfg.lx, comm.size, get_velocity_set(cfg.velocity_set).max_hop)
-                cfg.host_columns = root_call(comm, lambda: resolve_split(cfg, self.echo, slab_widths(
-                    cfg.lx, comm.size)[0]), share=True)
+                cfg = cfg.replace(host_columns=root_call(comm, lambda: resolve_split(cfg, self.echo, slab_widths(
+                    cfg.lx, comm.size)[0]), share=True))
+        self.cfg = cfg
         self.sim = make_simulation(cfg, comm=comm)
         if fields is not None:
             self.sim.set_fields(**fields)
@@ -103,7 +118,7 @@ class Run:
         if fields is not None:
             T0 = fields["T"]
             if cfg.walls:
-                self.T_hot, self.T_cold = cfg.walls["T_bottom"], cfg.walls["T_top"]
+                self.T_hot, self.T_cold = cfg.wall_temperatures
             else:
                 self.T_hot, self.T_cold = float(T0.max()), float(T0.min())
             if self.T_hot == self.T_cold:
@@ -111,7 +126,7 @@ class Run:
         self.colour_limits = None
         if fields is not None and cfg.out:
             from lbgen.output import PICTURE_QUANTITIES, colour_limits
-            T_range = (cfg.walls["T_bottom"], cfg.walls["T_top"]) if cfg.walls else None
+            T_range = cfg.wall_temperatures
             self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity, T_range=T_range,
                                                overrides=cfg.clim)
         self.output = None
@@ -127,25 +142,24 @@ class Run:
         self.resumed_from: Optional[int] = None
         self.seconds = 0.0
         self.steps_run = 0
+        self.samples = 0                     # diagnostics samples taken (guard and series share one)
+        self.started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.command = " ".join(shlex.quote(a) for a in [Path(sys.argv[0]).name, *sys.argv[1:]])
+        self._versions = None
+        self.field_evaluations = 0           # fields computed (once per event that needs them)
+        self._fields_at, self._fields_cache = None, None
         self.started = False                 # the start's outputs are written once
 
     @staticmethod
     def _validate(cfg: RunConfig) -> None:
-        if cfg.steps < 0:
-            raise SimulationError(f"steps={cfg.steps} must be >= 0")
-        for name in ("output_every", "checkpoint_every", "check_every"):
-            if getattr(cfg, name) < 0:
-                raise SimulationError(f"{name}={getattr(cfg, name)} must be >= 0")
-        if cfg.checkpoint_every and not cfg.out:
-            raise SimulationError("--checkpoint-every needs a run folder (--out DIR)")
-        check_threads(cfg.threads)
+        check_threads(cfg.threads)           # the cap depends on this machine
 
     @property
     def series_every(self) -> int:
-        """Steps between two rows of series.csv (``--series-every``, else about 200 per run,
-        a multiple of the time block so that the rows do not break the blocked sweeps)."""
-        from lbgen.output import default_series_every
-        return self.cfg.series_every or default_series_every(self.cfg.steps, self.sim.time_block)
+        """Steps between two rows of series.csv (``--series-every``, else resolved at the start:
+        about 200 per run, a multiple of the time block so that the rows do not break the
+        blocked sweeps)."""
+        return self.cfg.series_every
 
     # --- resume ----------------------------------------------------------------------------
     @classmethod
@@ -170,11 +184,14 @@ class Run:
                 raise SimulationError(f"cannot resume {run_dir}: no readable manifest.json ({e})") from None
         cfg = RunConfig.from_json(root_call(comm, load_manifest, share=True))
         overrides = dict(overrides or {})
-        overrides.pop("out", None)
+        out = overrides.pop("out", None)
+        if out is not None and Path(out).resolve() != run_dir.resolve():
+            raise SimulationError(f"--resume {run_dir} continues the run in that folder; --out {out} names another "
+                                  f"folder. Leave --out out (the outputs go on in {run_dir}), or copy the folder "
+                                  f"first and resume the copy")
         if steps is not None:
             overrides["steps"] = steps
-        cfg = cfg.changes(overrides)
-        cfg.out = str(run_dir)
+        cfg = cfg.changes(overrides).replace(out=str(run_dir))
         run = cls(cfg, echo=echo, comm=comm, resume=True)
 
         def load_checkpoint():
@@ -194,6 +211,21 @@ class Run:
                 diff = [k for k in saved if saved.get(k) != json.loads(json.dumps(cfg.physics())).get(k)]
                 raise SimulationError(f"cannot resume {run_dir}: its checkpoint {path.name} was written by another run "
                                       f"(it differs in {', '.join(diff)}: {', '.join(f'{k}={saved.get(k)!r}' for k in diff)})")
+            written = meta.get("config")
+            if isinstance(written, dict):     # the manifest must describe the run that wrote the checkpoint
+                from lbgen.run.options import OPTIONS
+                try:
+                    flat_then = RunConfig.from_json(written).flat()
+                except ValueError:        # written by another lbgen version: its physics is checked above
+                    flat_then = cfg.flat()
+                flat_now = cfg.flat()
+                edited = [k for k in flat_now if k in OPTIONS and not OPTIONS[k].resumable
+                          and k not in RunConfig.RESOLVED + ("out",) and flat_now[k] != flat_then.get(k)]
+                if edited:
+                    raise SimulationError(
+                        f"cannot resume {run_dir}: its manifest.json differs from the run that wrote the checkpoint "
+                        f"{path.name} in {', '.join(f'{k} ({flat_then.get(k)!r} there, {flat_now[k]!r} in the manifest)' for k in edited)}"
+                        f"; was the manifest edited? Restore it, or start a new run")
             if meta.get("kernel_digest") not in (None, run.sim.source.digest):
                 echo("note: the kernels differ from the ones that wrote the checkpoint (lbgen or compiler changed)")
             return populations, step
@@ -219,33 +251,43 @@ class Run:
         return run
 
     # --- the loop --------------------------------------------------------------------------
-    def _series(self) -> None:
-        """One row of series.csv from the backends' diagnostics kernels (per-row sums, gathered
-        to rank 0 with MPI); a bad sample (NaN/Inf, rho or T <= 0) runs the guard at once."""
-        if not self.cfg.out:
-            return
+    def _sample(self):
+        """One diagnostics sample of the current state, shared by the guard and the series: the
+        backends' per-row kernels (gathered to rank 0 with MPI).  A bad sample (NaN/Inf,
+        rho or T <= 0) runs the full check, which names the first bad site.  Returns the
+        global scalars on rank 0 (None elsewhere)."""
         from lbgen.codegen.diagnostics import combine_rows, healthy, scalars
         rows = self.sim.diagnostic_rows()
+        self.samples += 1
         if self.comm is not None:
             parts = self.comm.gather(rows, root=0)
             rows = combine_rows(parts) if self.root else None
-        bad = False
-        if rows is not None:
-            d = scalars(rows, self.cfg.lx, self.T_hot, self.T_cold)
-            bad = not healthy(d)
-            if self.output is not None and not bad:
-                step = self.sim.time_step
-                self.output.append_series(step, step / self.sim.vs.r, d)
+        d = scalars(rows, self.cfg.lx, self.T_hot, self.T_cold) if rows is not None else None
+        bad = d is not None and not healthy(d)
         if self.comm is not None:
             bad = self.comm.bcast(bad, root=0)
         if bad:
             self.sim.check_finite()
+        return d
+
+    def _series(self, d) -> None:
+        if self.output is not None and d is not None:
+            step = self.sim.time_step
+            self.output.append_series(step, step / self.sim.vs.r, d)
+
+    def _fields(self):
+        """The fields of the current state, computed once per event (gathered to rank 0 with MPI)."""
+        if self._fields_at != self.sim.time_step:
+            self._fields_cache = self.sim.fields()
+            self._fields_at = self.sim.time_step
+            self.field_evaluations += 1
+        return self._fields_cache
 
     def _outputs(self, final: bool = False) -> None:
         if not self.cfg.out:
             return
         step = self.sim.time_step
-        fields = self.sim.fields()           # collective with MPI: gathered to rank 0
+        fields = self._fields()              # collective with MPI: gathered to rank 0
         if self.output is None:
             return
         time = step / self.sim.vs.r
@@ -253,8 +295,20 @@ class Run:
         if self.cfg.pictures:
             self.output.write_pictures(step, fields, time=time)
         if final:
-            walls = self.cfg.walls
-            self.output.plot_series(T_walls=(walls["T_bottom"], walls["T_top"]) if walls else None)
+            self.output.plot_series(T_walls=self.cfg.wall_temperatures)
+
+    def _save(self) -> None:
+        """--save: the final fields (the final outputs' own), written by rank 0."""
+        from lbgen.run.fieldfile import save_fields
+        fields = self._fields()              # collective with MPI
+        if self.root:
+            sim = self.sim
+            save_fields(self.cfg.save, fields, steps=sim.time_step, lx=sim.lx, ly=sim.ly, r=sim.vs.r,
+                        spec=json.dumps(sim.spec.__dict__))
+
+    def final_fields(self):
+        """The fields after the last step (the ones the final outputs were written from)."""
+        return self._fields()
 
     def _checkpoint(self) -> None:
         """Write a checkpoint of the current state -- the caller has checked its health, so
@@ -273,6 +327,8 @@ class Run:
         if self.output is None:
             return
         from lbgen.output import environment_versions
+        if self._versions is None:       # once per run: gcc --version and git are processes
+            self._versions = environment_versions()
         self.output.write_manifest({
             "lbgen": __version__,
             "status": status,
@@ -285,7 +341,11 @@ class Run:
             "device": device_description(self.sim),
             "mlups": self.mlups(),
             "seconds": self.seconds,
-            "versions": environment_versions(),
+            "sweeps": dict(self.sim.sweeps),
+            "samples": self.samples,
+            "versions": self._versions,
+            "command": self.command,
+            "started": self.started_at,
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         })
 
@@ -308,57 +368,85 @@ class Run:
                 pass
             raise RunFolderError(message) from None
 
+    def _stop_requested(self, stop: StopSignals) -> bool:
+        """Whether a signal asks the run to end after the current sweep.  With MPI a collective
+        (called once per sweep on every rank): the ranks agree, so all stop after the same step."""
+        return stop.requested()
+
+    def _abandon(self, signum: int) -> None:
+        """A second signal under MPI (every rank is about to be aborted): the manifest says so."""
+        import signal
+        if self.output is not None:
+            name = signal.Signals(signum).name
+            self._manifest("interrupted", f"interrupted by a second {name} at step {self.sim.time_step} of "
+                                          f"{self.cfg.steps}: every rank stopped at once; continue from the newest "
+                                          f"checkpoint with: {self._resume_command()}")
+
+    def _resume_command(self) -> str:
+        command = resume_command(self.cfg.out, self.cfg.steps)
+        return f"mpiexec -n {self.comm.size} {command}" if self.comm is not None else command
+
+    def _interrupted(self, message: str, signum: int) -> RunInterrupted:
+        """RunInterrupted; with MPI every rank raises it together (collective: printed once)."""
+        error = RunInterrupted(message, signum)
+        if self.comm is not None:
+            error.collective = True
+        return error
+
     def _stop(self, stop: StopSignals) -> None:
         """End the run on SIGINT/SIGTERM after a whole step: checkpoint (with a run folder),
         manifest 'interrupted', and the command that resumes it."""
         step = self.sim.time_step
         where = f"{stop.name} at step {step} of {self.cfg.steps}"
         if not self.cfg.out:
-            raise RunInterrupted(f"interrupted by {where}; nothing was saved (no run folder: give --out DIR "
-                                 f"to keep checkpoints)", stop.signal)
+            raise self._interrupted(f"interrupted by {where}; nothing was saved (no run folder: give --out DIR "
+                                    f"to keep checkpoints)", stop.signal)
         self.sim.check_finite()              # a diverged state is reported, never checkpointed
-        self._persist(self._checkpoint, step)
+        self._persist(self._checkpoint, step)   # with MPI: gathered to rank 0, one checkpoint
         self._manifest("interrupted", f"interrupted by {where}")
         kept = checkpoint_path(self.cfg.out, step)
-        raise RunInterrupted(f"interrupted by {where}; checkpoint written: {kept}. Continue with:\n"
-                             f"  {resume_command(self.cfg.out, self.cfg.steps)}", stop.signal)
+        raise self._interrupted(f"interrupted by {where}; checkpoint written: {kept}. Continue with:\n"
+                                f"  {self._resume_command()}", stop.signal)
 
     def execute(self, progress: bool = False) -> dict:
         cfg, sim = self.cfg, self.sim
         if self.folder is not None:
             self.folder.acquire(self.echo)
         try:
-            with StopSignals(enabled=self.comm is None) as stop:
+            with StopSignals(comm=self.comm, on_abort=self._abandon) as stop:   # MPI: the ranks agree
                 return self._loop(cfg, sim, progress, stop)
         finally:
             self.close()
 
     def _loop(self, cfg: RunConfig, sim: Simulation, progress: bool, stop: StopSignals) -> dict:
         first, self.started = not self.started, True
-        series_every = self.series_every
+        series_every = self.series_every if cfg.out else 0
         events = [k for k in (cfg.output_every, cfg.checkpoint_every, cfg.check_every, series_every) if k]
         if self.cfg.out and self.resumed_from is None and first:
-            sim.check_finite()
+            d = self._sample()
             self._persist(lambda: self._manifest("running"), sim.time_step)
-            self._persist(self._series, sim.time_step)
+            self._persist(lambda: self._series(d), sim.time_step)
             self._persist(self._outputs, sim.time_step)
         elif self.cfg.out:
             self._persist(lambda: self._manifest("running"), sim.time_step)
         bar = None
+        depth = sim.time_block
         try:
             if progress and self.root:
                 from tqdm import tqdm
                 bar = tqdm(total=cfg.steps, initial=sim.time_step, unit="step", dynamic_ncols=True,
                            desc=cfg.setup if not cfg.init else "run")
             while sim.time_step < cfg.steps:
-                # advance to the next multiple of any event period (or the end)
+                # advance to the next multiple of any event period (or the end): whole blocked
+                # sweeps while they fit, then single steps; a signal ends the current sweep
                 nxt = min([cfg.steps] + [(sim.time_step // k + 1) * k for k in events])
                 n = nxt - sim.time_step
                 t0 = time.perf_counter()
                 done = 0
-                while done < n and not stop.signal:    # step by step: a signal ends the current step
-                    sim.step(1)
-                    done += 1
+                while done < n and not self._stop_requested(stop):
+                    k = depth if n - done >= depth else 1
+                    sim.step(k)
+                    done += k
                 sim.synchronize()
                 self.seconds += time.perf_counter() - t0
                 self.steps_run += done
@@ -374,10 +462,13 @@ class Run:
                 last = step == cfg.steps
                 output_due = bool(cfg.output_every and step % cfg.output_every == 0 and not last)
                 checkpoint_due = bool(cfg.checkpoint_every and step % cfg.checkpoint_every == 0)
-                if (cfg.check_every and step % cfg.check_every == 0) or last or output_due or checkpoint_due:
-                    sim.check_finite()       # health before persistence: a bad state is never written
-                if step % series_every == 0 or last:
-                    self._persist(self._series, step)   # its guard runs the full check on a bad sample
+                guard_due = bool(cfg.check_every and step % cfg.check_every == 0) or last or output_due \
+                    or checkpoint_due            # health before persistence: a bad state is never written
+                series_due = bool(series_every) and (step % series_every == 0 or last)
+                if guard_due or series_due:
+                    d = self._sample()       # one sample: the guard's and the series row's
+                    if series_due:
+                        self._persist(lambda: self._series(d), step)
                 if output_due:
                     self._persist(self._outputs, step)
                 if checkpoint_due:
@@ -399,5 +490,7 @@ class Run:
         if bar is not None:
             bar.close()
         self._persist(lambda: self._outputs(final=True), sim.time_step)
+        if cfg.save:
+            self._save()
         self._persist(lambda: self._manifest("finished"), sim.time_step)
         return {"steps": sim.time_step, "steps_run": self.steps_run, "seconds": self.seconds, "mlups": self.mlups()}

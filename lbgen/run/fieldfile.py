@@ -88,6 +88,30 @@ def load_fields(path) -> Dict[str, np.ndarray]:
     return fields
 
 
-def save_fields(path, fields: Dict[str, np.ndarray], **metadata) -> None:
-    np.savez(path, **{k: fields[k] for k in ("rho", "ux", "uy", "T")},
-             **{k: np.asarray(v) for k, v in metadata.items()})
+#: the one suffix of a --save file (numpy would append it to any other name)
+SAVE_SUFFIX = ".npz"
+
+
+def check_save_path(path) -> Path:
+    """``--save``, checked before any work: a name ending in .npz (the file is written under
+    exactly that name), not a folder, its folder writable (created when missing); returns it.
+    FieldFileError / PathError (ValueErrors) naming the path and what is allowed."""
+    from lbgen.system.paths import writable_file
+    file = Path(path)
+    if file.suffix.lower() != SAVE_SUFFIX:
+        raise FieldFileError(f"--save {file}: the final fields are written as an .npz archive; give a file name "
+                             f"ending in {SAVE_SUFFIX} (not {file.suffix or 'no suffix'!r})")
+    return writable_file(file, "--save")
+
+
+def save_fields(path, fields: Dict[str, np.ndarray], **metadata) -> Path:
+    """Write rho, ux, uy, T (and *metadata* as arrays) to exactly *path*, an .npz (other
+    suffixes are refused, see check_save_path); atomic: a failed write leaves no file."""
+    from lbgen.system.cache import atomic_write
+    file = Path(path)
+    if file.suffix.lower() != SAVE_SUFFIX:
+        raise FieldFileError(f"--save {file}: give a file name ending in {SAVE_SUFFIX} (not "
+                             f"{file.suffix or 'no suffix'!r})")
+    arrays = {k: fields[k] for k in FIELD_KEYS}
+    extra = {k: np.asarray(v) for k, v in metadata.items()}
+    return atomic_write(file, lambda fh: np.savez(fh, **arrays, **extra))

@@ -9,7 +9,10 @@ allocated:
   into the same folder is refused naming the owner.  An owner record whose lock is free
   was left by a process that died (kill -9): reported as a stale lock and taken over;
 * refuses a new run into a folder that already holds one (a manifest or checkpoints)
-  unless it resumes it or `overwrite` replaces it (lbgen's own files only);
+  unless it resumes it or `overwrite` replaces it: lbgen's own files only -- the files
+  the manifest lists as written by the run (``"files"``; for a manifest of an older lbgen
+  without the list, the files bearing lbgen's output names), its checkpoints and
+  manifest; folders only when that leaves them empty.  Anything else a user put there stays;
 * reports a previous run whose manifest still says "running" (it was killed);
 * removes orphan temporary files left by writes that were cut off.
 """
@@ -18,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import socket
 import time
 from pathlib import Path
@@ -32,8 +34,8 @@ from lbgen.system.paths import describe_os_error, is_disk_full, writable_folder
 LOCK_NAME = ".lbgen.lock"
 OWNER_NAME = ".lbgen-owner.json"
 MANIFEST = "manifest.json"
-#: what a run writes into its folder (removed by --overwrite; nothing else is touched)
-RUN_FILES = (MANIFEST, "series.csv", "series.png")
+#: the folders a run writes into (searched for orphan temporary files; removed by
+#: --overwrite only when empty once the run's files are gone)
 RUN_FOLDERS = (CHECKPOINT_DIRNAME, "fields", "vtk", "pictures")
 
 
@@ -119,12 +121,41 @@ class RunFolder:
     def holds_run(self) -> bool:
         return (self.path / MANIFEST).exists() or bool(list_checkpoints(self.path))
 
-    def clear(self) -> None:
-        """Remove what a run wrote (manifest, series, checkpoints, fields, vtk, pictures)."""
-        for name in RUN_FILES:
-            (self.path / name).unlink(missing_ok=True)
-        for name in RUN_FOLDERS:
-            shutil.rmtree(self.path / name, ignore_errors=True)
+    def run_files(self) -> List[Path]:
+        """The files of the previous run that --overwrite removes: what its manifest lists as
+        written by it (lbgen.output.run.recorded_files: for an older manifest without the
+        list, the files with lbgen's output names), its checkpoints and its manifest."""
+        from lbgen.output.run import recorded_files
+        names = [self.path / rel for rel in recorded_files(self.path)]
+        names += [path for _step, path in list_checkpoints(self.path)]
+        names.append(self.path / MANIFEST)
+        return list(dict.fromkeys(names))
+
+    def clear(self) -> List[Path]:
+        """Remove the previous run's files (``run_files``) and nothing else: a folder goes
+        only when that leaves it empty.  Returns the files removed; the manifest goes last,
+        so a clear cut off half-way can be done again."""
+        removed = []
+        files = self.run_files()
+        manifest = self.path / MANIFEST
+        for path in [p for p in files if p != manifest] + [manifest]:
+            if path.is_dir() and not path.is_symlink():
+                continue                                   # never a folder's contents
+            try:
+                path.unlink()
+                removed.append(path)
+            except FileNotFoundError:
+                continue
+        folders = {p.parent for p in files} | {self.path / name for name in RUN_FOLDERS}
+        root = self.path.resolve()
+        for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+            while folder.resolve() != root and root in folder.resolve().parents:
+                try:
+                    folder.rmdir()                         # only when empty
+                except OSError:
+                    break
+                folder = folder.parent
+        return removed
 
     def remove_orphans(self) -> List[Path]:
         """Delete the temporary files of writes that were cut off (``.<name>.*.tmp``)."""
@@ -159,8 +190,9 @@ class RunFolder:
                     raise RunFolderError(f"run folder {folder.path} already holds {what}; continue it with "
                                          f"--resume {folder.path}, choose another --out, or give --overwrite "
                                          f"to replace it")
-                folder.clear()
-                echo(f"note: --overwrite: removed the previous run's files from {folder.path}")
+                removed = folder.clear()
+                echo(f"note: --overwrite: removed the previous run's {len(removed)} file(s) from {folder.path} "
+                     f"(files lbgen did not write are kept)")
             elif resume and died:
                 echo(f"note: the previous run in {folder.path} did not end cleanly (its manifest still says "
                      f"'running' at step {status['step']}: killed?); resuming from its newest good checkpoint")

@@ -8,12 +8,12 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
 from lbgen.codegen.spec import BACKENDS, PRECISIONS, time_block_value
-from lbgen.codegen.layouts import LAYOUTS
+from lbgen.codegen.layouts import LAYOUTS, LayoutError, check_vl
 from lbgen.model.operators import DEFAULT_OPERATOR, OPERATORS, all_parameters, operator
-from lbgen.model.catalog import DEFAULT_VELOCITY_SET, VELOCITY_SETS
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET, VELOCITY_SETS, set_entry
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 from lbgen.output import PICTURE_QUANTITIES, parse_clim
 from lbgen.run.setups import SETUPS
@@ -39,6 +39,11 @@ class Option:
     cli: bool = True             # an `lbgen run` option
     flag: Optional[str] = None   # click declaration when not --<key>
     optional: bool = False       # None allowed (means: derived / not given)
+
+    @property
+    def flag_name(self) -> str:
+        """The command-line flag: --lx, --c1, --t-bottom (--walls for a --walls/--periodic pair)."""
+        return (self.flag or "--" + self.key.lower().replace("_", "-")).split("/")[0]
 
 
 def _operator_options() -> Tuple[Option, ...]:
@@ -73,10 +78,11 @@ SCHEMA: Tuple[Option, ...] = (
     Option("precision", "choice", "double", "Floating-point precision.", choices=PRECISIONS),
     Option("fused", "bool", True, "One sweep per step: propagate+collide (periodic) or propagate+bc+collide (walls); --no-fused: "
            "separate sweeps.", flag="--fused/--no-fused"),
-    Option("time_block", "time_block", 1, "Steps per sweep through cache (temporal blocking, C backend, periodic "
-           "or walls; bit-identical), or 'auto' (the depth lbgen tune stored). Outputs, checkpoints and guards see "
-           "the state between sweeps: cadences that are multiples of it keep every sweep blocked, the other steps "
-           "run singly.", resumable=True),
+    Option("time_block", "time_block", "auto", "Steps per sweep through cache (temporal blocking, C backend on one "
+           "device, periodic or walls; bit-identical in strict builds), or 'auto': the depth lbgen tune stored for "
+           "this machine, else 3 (1 where blocking does not run: other backends, --hetero, --no-fused, MPI). "
+           "Outputs, checkpoints and guards see the state between sweeps: cadences that are multiples of it keep "
+           "every sweep blocked, the other steps run singly.", resumable=True),
     Option("strict", "bool", False, "No FMA contraction (bitwise-comparable builds).", flag="--strict/--no-strict"),
     Option("threads", "int", 0, "OpenMP threads (0: OMP_NUM_THREADS or all cores).", minimum=0, resumable=True),
     Option("seed", "int", 0, "Seed of random set-ups.", minimum=0),
@@ -107,9 +113,114 @@ SCHEMA: Tuple[Option, ...] = (
            cli=False),
 )
 OPTIONS: Dict[str, Option] = {o.key: o for o in SCHEMA}
-OPERATOR_KEYS = tuple(all_parameters())
-#: keys that describe the walls (the RunConfig keeps them as one `walls` record)
-WALL_KEYS = ("t_bottom", "t_top", "adiabatic", "wall_scheme")
+
+
+# --- when an option has an effect -----------------------------------------------------------
+def _needs_out(v) -> Optional[str]:
+    return None if v["out"] else "it only affects what a run folder gets: give --out DIR"
+
+
+def _from_init(v) -> Optional[str]:
+    return f"the initial state and the lattice size come from the --init file {v['init']}" if v["init"] else None
+
+
+def _needs_walls(v) -> Optional[str]:
+    return None if v["walls"] else "it needs walls (--walls, or the rayleigh-taylor set-up)"
+
+
+def _wall_temperature(side: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
+    def rule(v) -> Optional[str]:
+        if not v["walls"]:
+            return _needs_walls(v)
+        if ADIABATIC[v["adiabatic"]][0 if side == "bottom" else 1]:
+            return (f"the {side} wall is adiabatic (--adiabatic {v['adiabatic']}): it takes the fluid's "
+                    f"temperature, none is imposed")
+        return None
+    return rule
+
+
+def _seed(v) -> Optional[str]:
+    if v["init"]:
+        return _from_init(v)
+    if not SETUPS[v["setup"]].random:
+        return (f"the {v['setup']} set-up is not random (seeded set-ups: "
+                f"{', '.join(n for n, s in SETUPS.items() if s.random)})")
+    return None
+
+
+def _dpi(v) -> Optional[str]:
+    return _needs_out(v) or (None if v["pictures"] else "no pictures are drawn (--pictures none)")
+
+
+def _keep_checkpoints(v) -> Optional[str]:
+    return _needs_out(v) or (None if v["checkpoint_every"] else "no checkpoints are written: give --checkpoint-every K")
+
+
+def _operator_parameter(key: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
+    def rule(v) -> Optional[str]:
+        op = operator(v["collision"])
+        if key not in op.parameter_names:
+            owners = ", ".join(n for n in OPERATORS if key in operator(n).parameter_names)
+            return (f"it is a parameter of {owners}, not of the {op.name} operator (its parameters: "
+                    f"{', '.join(op.parameter_names)})")
+        order, entry = all_parameters()[key].order, set_entry(v["velocity_set"])
+        if order > entry.order:
+            return (f"{entry.label} is a Hermite order-{entry.order} set: its {op.name} kernel has no order-{order} "
+                    f"moments to relax, so {key} is never read")
+        return None
+    return rule
+
+
+def _threads(v) -> Optional[str]:
+    return None if v["backend"] == "c" else f"OpenMP threads apply to the C backend, not --backend {v['backend']}"
+
+
+def _time_block(v) -> Optional[str]:
+    if v["time_block"] in (1, "auto"):
+        return None
+    if v["backend"] != "c" or v["hetero"] or not v["fused"]:
+        what = (f"--backend {v['backend']}" if v["backend"] != "c" else
+                f"--hetero {v['hetero']}" if v["hetero"] else "--no-fused")
+        return f"temporal blocking runs the fused kernels of the C backend on one device, not with {what}"
+    return None
+
+
+def _device(v) -> Optional[str]:
+    if v["backend"] == "opencl" or v["hetero"] == "opencl":
+        return None
+    return "it selects an OpenCL device: it needs --backend opencl or --hetero opencl"
+
+
+#: When each option has an effect: key -> rule(values) giving the reason it has none in the
+#: run described by ``values`` (every flat key, defaults filled in), or None where it has one.
+#: An option given explicitly (command line, TOML, Python) where its rule gives a reason is
+#: refused before any work (``check_applicable``).  Options without a rule always apply;
+#: tests/run/test_effects.py checks that each of those changes something observable.
+APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
+    "lx": _from_init, "ly": _from_init, "amplitude": _from_init, "seed": _seed,
+    **{k: _operator_parameter(k) for k in all_parameters()},
+    "t_bottom": _wall_temperature("bottom"), "t_top": _wall_temperature("top"),
+    "adiabatic": _needs_walls, "wall_scheme": _needs_walls,
+    "threads": _threads, "time_block": _time_block, "device": _device,
+    "split": lambda v: None if v["hetero"] else "it sets the host share of a host + device run: it needs --hetero",
+    "output_every": _needs_out, "checkpoint_every": _needs_out, "series_every": _needs_out,
+    "pictures": _needs_out, "fields_format": _needs_out, "clim": _needs_out, "dpi": _dpi,
+    "keep_checkpoints": _keep_checkpoints,
+}
+
+
+def check_applicable(values: Mapping[str, Any], given: Mapping[str, str]) -> None:
+    """Refuse (ConfigError naming the source, the option and the reason) every option in
+    ``given`` (key -> where it was given) that has no effect in the run ``values`` (an empty
+    value -- none, no pictures -- asks for nothing and passes)."""
+    for key, source in given.items():
+        if values.get(key) in (None, ()):     # asking for nothing (--pictures none) holds trivially
+            continue
+        rule = APPLIES.get(key)
+        reason = rule(values) if rule is not None else None
+        if reason:
+            flag = OPTIONS[key].flag_name if OPTIONS[key].cli else key
+            raise ConfigError(f"{source}: {flag} has no effect in this run: {reason}. Leave it out.")
 
 
 def normalise_key(key: str) -> str:
@@ -166,12 +277,10 @@ def convert(key: str, value: Any, where: str = "") -> Any:
         if kind == "clim":
             return parse_clim(value) or None
         if kind == "vl":
-            if isinstance(value, str) and value.strip().lower() == "auto":
-                return "auto"
-            v = as_int(value)
-            if v < 1 or v & (v - 1):
-                raise ValueError("must be a power of two (1, 2, 4, 8, ...) or 'auto'")
-            return v
+            try:
+                return check_vl(value, allow_auto=True)
+            except LayoutError as e:
+                raise ConfigError(f"{where + ': ' if where else ''}{e}") from None
         if kind == "time_block":
             try:
                 return time_block_value(value)
@@ -265,6 +374,9 @@ def describe_defaults(key: str) -> str:
     for s in SETUPS.values():
         if key in s.run_defaults:
             parts.append(f"{s.name}: {_show(s.run_defaults[key])}")
+        for vs_name, values in s.set_defaults.items():
+            if key in values:
+                parts.append(f"{s.name} with {vs_name}: {_show(values[key])}")
     return "; ".join(parts)
 
 

@@ -77,6 +77,34 @@ class Parameters:
         return {**self.values, "ax": ax, "ay": ay}
 
 
+#: the spellings of a boolean wall flag accepted besides True and False (case and spaces ignored)
+TRUE_WORDS = ("true", "yes", "on", "1")
+FALSE_WORDS = ("false", "no", "off", "0")
+
+
+def _flag(name: str, value) -> bool:
+    """A real boolean (``True``/``False``, NumPy's too) or one of TRUE_WORDS/FALSE_WORDS; never
+    truthiness: ``'no'``, ``'False'`` or ``2`` must not make a wall adiabatic."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in TRUE_WORDS + FALSE_WORDS:
+        return value.strip().lower() in TRUE_WORDS
+    raise SimulationError(f"Walls: {name}={value!r} must be True or False (or one of the strings "
+                          f"{'/'.join(TRUE_WORDS + FALSE_WORDS)})")
+
+
+def _temperature(name: str, value) -> float:
+    """A positive finite real number (int, float or NumPy scalar; not a bool or a string)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise SimulationError(f"Walls: {name}={value!r} must be a number (a positive finite temperature, "
+                              f"in the model's units: T = 1 is the reference temperature)")
+    v = float(value)
+    if not (np.isfinite(v) and v > 0):
+        raise SimulationError(f"Walls: {name}={value!r} must be a positive finite temperature (T > 0, "
+                              f"T = 1 is the reference temperature)")
+    return v
+
+
 @dataclass(frozen=True)
 class Walls:
     """Thermal no-slip walls below y = 0 and above y = LY-1 (X stays periodic).
@@ -86,6 +114,10 @@ class Walls:
     lbgen.model.walls).  Isothermal velocity sets (D2Q9) take only the default temperatures.
     ``scheme``: "lbgen" (default) or "reference", the production code's bc (every row keeps
     its own mass, bare bracket, first-bulk-row temperature T + |a|^2/8).
+
+    Checked on construction: temperatures positive and finite, adiabatic flags real booleans
+    (or the words true/false, yes/no, on/off, 1/0), a known scheme; anything else is refused
+    naming the field and the value.
     """
 
     T_bottom: float = 1.0
@@ -95,12 +127,16 @@ class Walls:
     scheme: str = DEFAULT_WALL_SCHEME
 
     def __post_init__(self):
-        if self.scheme not in WALL_SCHEMES:
-            raise SimulationError(f"wall scheme {self.scheme!r} is not one of {', '.join(WALL_SCHEMES)}")
+        """Every field checked (and normalised: real floats and bools) before any kernel sees it;
+        a bad value is refused naming the field, never read by its truthiness."""
+        scheme = self.scheme
+        if not isinstance(scheme, str) or scheme not in WALL_SCHEMES:
+            raise SimulationError(f"Walls: wall scheme {scheme!r} is not one of {', '.join(WALL_SCHEMES)} "
+                                  f"(the scheme= field)")
         for name in ("T_bottom", "T_top"):
-            v = getattr(self, name)
-            if not (np.isfinite(v) and v > 0):
-                raise SimulationError(f"{name}={v} must be a positive temperature")
+            object.__setattr__(self, name, _temperature(name, getattr(self, name)))
+        for name in ("adiabatic_bottom", "adiabatic_top"):
+            object.__setattr__(self, name, _flag(name, getattr(self, name)))
 
     def check(self, vs) -> None:
         """Isothermal sets (D2Q9) have no wall temperature: only the defaults are allowed."""

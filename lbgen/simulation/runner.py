@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple, Union
+from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -64,6 +64,11 @@ def split_columns(lx: int, host_columns: int, halo: int) -> Tuple[int, int]:
     return M, lx - 2 * M
 
 
+#: what step() and run() say when no state was given
+NO_STATE = ("the simulation has no state yet: call set_fields(rho, ux, uy, T), set_populations(f) or "
+            "restore(populations, time_step) before step() or run()")
+
+
 def _did_you_mean(name: str) -> str:
     import difflib
     import inspect
@@ -90,8 +95,8 @@ class Simulation(HealthChecks):
 
     ``time_block=N`` (C backend, one region) advances N steps per sweep through cache
     (temporal blocking, ``fused_tb``), bit-identical to single steps in strict mode;
-    ``step(n)`` does n // N such sweeps, then n % N single steps.  ``'auto'`` takes the
-    depth ``lbgen tune`` stored for this machine and layout, or times depths 1-4 now.
+    ``step(n)`` does n // N such sweeps, then n % N single steps (``sweeps`` counts both).
+    Choices made by timing (``'auto'``) belong above the simulation: ``lbgen.perf.tune``.
     """
 
     def __init__(self, lx: int, ly: int, *, collision: str = DEFAULT_OPERATOR,
@@ -100,7 +105,7 @@ class Simulation(HealthChecks):
                  fused: bool = True, threads: int = 0, strict: bool = False, check_every: int = 100,
                  device_backend: Optional[str] = None, host_columns: int = 0,
                  backend_options: Optional[dict] = None, device_options: Optional[dict] = None,
-                 time_block: Union[int, str] = 1, velocity_set: str = DEFAULT_VELOCITY_SET,
+                 time_block: int = 1, velocity_set: str = DEFAULT_VELOCITY_SET,
                  **operator_parameters):
         """``operator_parameters``: the collision operator's own (tau for bgk; C1, C2, C3 for
         regularized; see ``lbgen.model.operators``), defaults from its record.  Any other
@@ -120,18 +125,23 @@ class Simulation(HealthChecks):
         for b in (backend, device_backend):
             if b is not None and b not in BACKENDS:
                 raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(BACKENDS)}")
+        for name, value in (("vl", vl), ("time_block", time_block)):
+            if value == "auto":
+                raise SimulationError(f"{name}='auto' is decided by timing kernels, above the simulation: take "
+                                      f"lbgen.perf.tune.auto_choice / auto_time_block, or run through "
+                                      f"lbgen.run (--vl auto, --time-block auto), which records the choice")
         try:
-            time_block = time_block_value(time_block)
+            time_block = time_block_value(time_block, allow_auto=False)
         except ValueError as e:
             raise SimulationError(str(e)) from None
-        if time_block not in (1, "auto") and not fused:
+        if time_block != 1 and not fused:
             raise SimulationError(f"time_block={time_block} blocks the fused step; it cannot run with fused=False")
-        if time_block not in (1, "auto") and (backend != "c" or device_backend is not None):
+        if time_block != 1 and (backend != "c" or device_backend is not None):
             raise SimulationError(f"time_block={time_block} (temporal blocking) runs on the C backend alone, "
                                   f"not backend={backend!r}" + (f" with device_backend={device_backend!r}"
                                                                  if device_backend else ""))
         backend_options = dict(backend_options or {})
-        self.params = Parameters(collision, operator_parameters, gravity)
+        self._params = Parameters(collision, operator_parameters, gravity)
         vs_name = KernelSpec(velocity_set=velocity_set).validate().velocity_set
         self.vs = vs = get_velocity_set(vs_name)
         if walls is not None:
@@ -146,16 +156,6 @@ class Simulation(HealthChecks):
 
         def spec_for(b, width):
             lay, v = layout, vl
-            tuned = vs_name == DEFAULT_VELOCITY_SET     # lbgen tune measures the default set's kernels
-            if v == "auto" and not tuned:
-                raise SimulationError(f"vl='auto' tunes the {DEFAULT_VELOCITY_SET} kernels; give the layout and VL "
-                                      f"of {vs.name} explicitly (or leave both out for the default)")
-            if v == "auto":     # time the candidates now (or take the tuned choice stored for this machine)
-                from lbgen.perf.tune import auto_choice
-                lay, v = auto_choice(b, width, ly, precision, collision, walls is not None, threads, layout=lay)
-            elif lay is None and v is None and tuned:
-                from lbgen.perf.tune import cached_choice
-                lay, v = cached_choice(b, width, ly, precision, collision, walls is not None, threads) or (None, None)
             if lay is None:
                 lay, auto_vl = default_layout(b, ly, vs.max_hop)
                 v = v if v is not None else auto_vl
@@ -186,12 +186,9 @@ class Simulation(HealthChecks):
         # regions with the same layout trade raw columns; otherwise layout-independent ones
         tags = {r.program.layout.tag for r in self.regions}
         self._plain_exchange = len(tags) > 1
-        if time_block == "auto":
-            from lbgen.perf.tune import auto_time_block
-            time_block = 1 if len(self.regions) > 1 or not fused else auto_time_block(
-                self.spec.backend, self.spec.layout, self.spec.vl, lx, ly, precision, collision, walls is not None,
-                threads)
         self.time_block = int(time_block)
+        #: sweeps run so far: "blocked" (time_block steps each, fused_tb) and "single" (one step)
+        self.sweeps = {"blocked": 0, "single": 0}
 
     def _region_plan(self, lx, backend, device_backend, host_columns, backend_options, device_options) -> list:
         """The regions to build, as (backend, x_start, width, options); a hook for subclasses
@@ -208,6 +205,52 @@ class Simulation(HealthChecks):
             if M:
                 plan.append((backend, lx - M, 2 * M, backend_options))
         return plan
+
+    @property
+    def params(self) -> Parameters:
+        """The physics of the run (operator, its parameters, gravity); read-only: change it with
+        ``set_parameters(tau=..., gravity=...)``, which also passes it to the kernels."""
+        return self._params
+
+    @params.setter
+    def params(self, value) -> None:
+        raise AttributeError(f"sim.params is read-only (got an assignment of {value!r}): use "
+                             f"sim.set_parameters(name=value, ...) -- e.g. set_parameters(tau=0.7) or "
+                             f"set_parameters(gravity=(0, -1e-5)) -- which also updates the kernels' "
+                             f"parameters for the following steps")
+
+    def __repr__(self) -> str:
+        """``Simulation(64x256 D2Q37 bgk tau=0.8, c caosoa-vl8, periodic, step 0)``: lattice, velocity
+        set, operator and parameters (gravity when nonzero), backend(s) with layout tag, precision
+        (when not double), time block (when > 1), walls, time step (and 'no state' before one)."""
+        try:
+            p = self._params
+            physics = " ".join([f"{self.lx}x{self.ly}", self.vs.name, p.collision]
+                               + [f"{k}={v:g}" for k, v in p.values.items()])
+            if any(p.gravity):
+                physics += f" g=({p.gravity[0]:g}, {p.gravity[1]:g})"
+            regions = self.region_table()
+            if len(regions) == 1:
+                where = f"{regions[0]['backend']} {regions[0]['layout']}"
+            else:
+                where = " + ".join(f"{d['backend']} {d['layout']} x[{d['columns'][0]}:"
+                                   f"{d['columns'][0] + d['columns'][1]})" for d in regions)
+            if np.dtype(self.dtype) != np.float64 or self.spec.precision != "double":
+                where += f" {self.spec.precision}"
+            if self.time_block > 1:
+                where += f" time-block {self.time_block}"
+            w = self.walls
+            if w is None:
+                box = "periodic"
+            else:
+                adiabatic = [side for side, a in (("bottom", w.adiabatic_bottom), ("top", w.adiabatic_top)) if a]
+                notes = ([f"adiabatic {' and '.join(adiabatic)}"] if adiabatic else []) + (
+                    [f"{w.scheme} scheme"] if w.scheme != Walls.scheme else [])
+                box = f"walls T={w.T_bottom:g}/{w.T_top:g}" + (f" ({', '.join(notes)})" if notes else "")
+            state = f"step {self.time_step}" + ("" if self._fields_set else ", no state yet")
+            return f"{type(self).__name__}({physics}, {where}, {box}, {state})"
+        except Exception:  # noqa: BLE001 - a half-built simulation (its __init__ raised) still prints
+            return f"<{type(self).__name__} (not fully built)>"
 
     #: processes that share this lattice (lbgen.parallel.simulation.DistributedSimulation: the ranks)
     nranks = 1
@@ -247,19 +290,30 @@ class Simulation(HealthChecks):
         return equilibrium_assignments(self.spec.velocity_set).evaluate(self._checked_fields(rho, ux, uy, T))
 
     def _checked_fields(self, rho, ux, uy, T):
+        """Each field a real number (the same at every site) or an array of exactly (LX, LY):
+        no broadcasting of a row or a column, which would silently mean some other layout."""
         arrays = []
         for name, a in zip(("rho", "ux", "uy", "T"), (rho, ux, uy, T)):
             try:
-                arrays.append(np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)))
-            except (TypeError, ValueError):
-                shape = getattr(a, "shape", type(a).__name__)
-                raise SimulationError(f"set_fields: {name} must be a number or an array of shape (LX, LY) = "
-                                      f"({self.lx}, {self.ly}); got {shape}") from None
+                v = np.asarray(a)
+            except Exception:  # noqa: BLE001 - a ragged list or an odd object: refused below
+                v = np.asarray(None)
+            if v.dtype.kind not in "iuf" or (v.ndim and v.shape != (self.lx, self.ly)):
+                got = (f"an array of shape {v.shape}" if v.ndim and v.dtype.kind in "iuf" else
+                       f"an array of {v.dtype} values" if v.ndim else repr(a))
+                raise SimulationError(f"set_fields: {name} must be a real number or an array of shape (LX, LY) = "
+                                      f"({self.lx}, {self.ly}); got {got}")
+            arrays.append(np.broadcast_to(v.astype(np.float64), (self.lx, self.ly)))
         for name, a in zip(("rho", "ux", "uy", "T"), arrays):
             if not np.all(np.isfinite(a)):
-                raise SimulationError(f"initial field {name} contains NaN or Inf")
-        if np.any(arrays[0] <= 0) or np.any(arrays[3] <= 0):
-            raise SimulationError("initial density and temperature must be positive everywhere")
+                x, y = (int(i[0]) for i in np.nonzero(~np.isfinite(a)))
+                raise SimulationError(f"set_fields: {name} is {a[x, y]} at site (x={x}, y={y}); every initial "
+                                      f"field must be finite (no NaN or Inf)")
+        for name, a, what in (("rho", arrays[0], "density"), ("T", arrays[3], "temperature")):
+            if np.any(a <= 0):
+                x, y = (int(i[0]) for i in np.nonzero(a <= 0))
+                raise SimulationError(f"set_fields: {name} is {a[x, y]:.6g} at site (x={x}, y={y}); the initial "
+                                      f"{what} must be positive everywhere")
         if self.vs.isothermal and not np.allclose(arrays[3], 1.0, rtol=0, atol=1e-12):
             raise SimulationError(f"{self.vs.name} is isothermal (T = 1): the initial temperature must be 1 "
                                   f"everywhere, got {arrays[3].min():.6g} .. {arrays[3].max():.6g}; use d2q37 "
@@ -267,18 +321,47 @@ class Simulation(HealthChecks):
         return arrays
 
     def set_populations(self, f: np.ndarray) -> None:
-        f = np.asarray(f, dtype=np.float64)
-        expected = (self.vs.Q, self.lx, self.ly)
-        if f.shape != expected:
-            raise ValueError(f"populations must have shape {expected}, got {f.shape}")
+        """Start from the given (Q, LX, LY) populations, checked first (``_checked_populations``)."""
+        f = self._checked_populations(f)
         for r in self.regions:
             r.f = r.program.upload_fields(f[:, r.columns % self.lx, :], r.f)
         self._fields_set = True
 
+    def _checked_populations(self, f) -> np.ndarray:
+        """(Q, LX, LY) real populations as float64, refused before any upload when: the shape
+        differs; a value is NaN or Inf (or beyond the range of this run's precision); or the
+        density of a site (the sum of its populations) is not positive.  A single population
+        may be negative: a state out of equilibrium can have some, its density cannot."""
+        expected = (self.vs.Q, self.lx, self.ly)
+        a = np.asarray(f)
+        if a.shape != expected:
+            raise SimulationError(f"set_populations: populations must have shape (Q, LX, LY) = {expected}, "
+                                  f"got {a.shape}")
+        if a.dtype.kind not in "iuf":
+            raise SimulationError(f"set_populations: populations must be real numbers, got {a.dtype} values")
+        a = a.astype(np.float64, copy=False)
+        limit = float(np.finfo(self.dtype).max)
+        with np.errstate(invalid="ignore"):
+            bad = ~(np.abs(a) <= limit)
+        if bad.any():
+            q, x, y = (int(i[0]) for i in np.nonzero(bad))
+            what = (f"beyond the range of this run's {np.dtype(self.dtype)} (|f| <= {limit:.3g})"
+                    if np.isfinite(a[q, x, y]) else "not finite")
+            raise SimulationError(f"set_populations: population {q} at site (x={x}, y={y}) is {a[q, x, y]}, "
+                                  f"{what}; populations must be finite numbers")
+        rho = a.sum(axis=0)
+        if np.any(rho <= 0):
+            x, y = (int(i[0]) for i in np.nonzero(rho <= 0))
+            raise SimulationError(f"set_populations: the density at site (x={x}, y={y}) (the sum of its "
+                                  f"populations) is {rho[x, y]:.6g}; it must be positive at every site (single "
+                                  f"populations may be negative, the density may not)")
+        return a
+
     def set_parameters(self, **changes) -> None:
         """Change the operator's parameters (tau, C1, ...) or gravity for the following steps."""
-        self.params = self.params.replace(**changes)
-        self.kernel_parameters = self.params.kernel_parameters(self.vs.r)
+        params = self._params.replace(**changes)          # checked before anything changes
+        kernel_parameters = params.kernel_parameters(self.vs.r)
+        self._params, self.kernel_parameters = params, kernel_parameters
 
     def populations(self) -> np.ndarray:
         """(Q, LX, LY) float64 copy of the current populations."""
@@ -343,6 +426,7 @@ class Simulation(HealthChecks):
 
     def step(self, n: int = 1) -> None:
         """n steps: with a time block N, n // N sweeps of N steps, then n % N single steps."""
+        self._check_can_step(n)
         depth = self.time_block
         if depth > 1:
             r, kp = self.regions[0], self.kernel_parameters
@@ -351,6 +435,7 @@ class Simulation(HealthChecks):
                 r.program.fused_tb(r.f, r.g, depth, walls=self.walls, **kp)
                 r.f, r.g = r.g, r.f
                 self.time_step += depth
+                self.sweeps["blocked"] += 1
             n %= depth
         for _ in range(n):
             self.exchange_halos()
@@ -359,6 +444,7 @@ class Simulation(HealthChecks):
             if len(self.regions) > 1:
                 self.synchronize()
             self.time_step += 1
+            self.sweeps["single"] += 1
 
     def state(self) -> np.ndarray:
         """The populations as (Q, LX, LY) in the working precision (exact, for checkpoints)."""
@@ -370,6 +456,7 @@ class Simulation(HealthChecks):
 
     def restore(self, populations: np.ndarray, time_step: int) -> None:
         """Continue from a saved state (bit-identical to never having stopped)."""
+        self._check_time_step(time_step)
         populations = np.asarray(populations)
         expected = (self.vs.Q, self.lx, self.ly)
         if populations.shape != expected:
@@ -383,13 +470,28 @@ class Simulation(HealthChecks):
         self.time_step = int(time_step)
         self._fields_set = True
 
-    def run(self, steps: int, progress: bool = False, callback: Optional[Callable[[int], None]] = None) -> RunStats:
-        """Advance `steps` steps, checking for NaN/Inf every `check_every` steps."""
+    @staticmethod
+    def _check_time_step(time_step) -> None:
+        if isinstance(time_step, bool) or not isinstance(time_step, (int, np.integer)) or time_step < 0:
+            raise SimulationError(f"restore: time_step={time_step!r} must be an integer >= 0 (the step the "
+                                  f"state was saved at)")
+
+    @property
+    def has_state(self) -> bool:
+        """Whether the populations were set (set_fields, set_populations or restore)."""
+        return bool(getattr(self, "_fields_set", False))
+
+    def _check_can_step(self, steps) -> None:
+        """The one guard of ``step`` and ``run``, before anything runs: a step count that is an
+        integer >= 0, and a state to advance (stepping unset buffers gives NaN, silently)."""
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
             raise SimulationError(f"steps={steps!r} must be an integer >= 0")
-        if not self._fields_set:
-            raise SimulationError("the simulation has no state yet: call set_fields(rho, ux, uy, T) or "
-                                  "set_populations(f) before run()")
+        if not getattr(self, "_fields_set", False):
+            raise SimulationError(NO_STATE)
+
+    def run(self, steps: int, progress: bool = False, callback: Optional[Callable[[int], None]] = None) -> RunStats:
+        """Advance `steps` steps, checking for NaN/Inf every `check_every` steps."""
+        self._check_can_step(steps)
         bar = None
         if progress:
             from tqdm import tqdm

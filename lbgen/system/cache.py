@@ -1,10 +1,13 @@
 """The on-disk cache: the one deliberate piece of shared state, keyed and locked.
 
-Used for sympy derivations (pickled assignment lists) and compiled kernels.  Location:
+Used for sympy derivations (pickled assignment lists), rendered kernels, tune choices and
+compiled kernels.  Location:
 ``$LBGEN_CACHE_DIR`` or the user cache dir (platformdirs); when that cannot be written, a
 private folder in the system's temporary folder (with a warning).  Entries are written to a
 temporary file and renamed, under a file lock, so concurrent processes never see a
-half-written entry.
+half-written entry.  Every entry carries the SHA-256 of its payload (``checked_bytes``,
+``read_checked``; compiled libraries a ``.sha256`` beside them), checked on every read: a
+damaged entry is rebuilt, never used.
 """
 from __future__ import annotations
 
@@ -143,21 +146,97 @@ def atomic_write_bytes(path, data: bytes) -> Path:
     return atomic_write(path, lambda fh: fh.write(data))
 
 
+#: first bytes of every checked cache entry; the SHA-256 (hex) of the payload follows, then
+#: a newline, then the payload
+ENTRY_MAGIC = b"lbgen-cache-entry sha256="
+_DIGEST_CHARS = 64
+
+
+class DamagedEntry(ValueError):
+    """A cache entry that is not what was written: its checksum fails, it is truncated, or
+    it has no checksum header (written by an older lbgen, or the header itself was damaged).
+    ``reason`` completes the sentence "cache entry KIND/FILE ..."."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def checked_bytes(payload: bytes) -> bytes:
+    """``payload`` with its checksum header: what every cache writer stores (see read_checked)."""
+    return ENTRY_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+
+
+def verify_bytes(data: bytes) -> bytes:
+    """The payload of an entry written by ``checked_bytes``; DamagedEntry unless its checksum holds."""
+    if not data.startswith(ENTRY_MAGIC):
+        raise DamagedEntry("has no checksum header (older format or a damaged header)")
+    head = len(ENTRY_MAGIC)
+    recorded, newline = data[head:head + _DIGEST_CHARS], data[head + _DIGEST_CHARS:head + _DIGEST_CHARS + 1]
+    if newline != b"\n":
+        raise DamagedEntry("has no checksum header (older format or a damaged header)")
+    payload = data[head + _DIGEST_CHARS + 1:]
+    if hashlib.sha256(payload).hexdigest().encode() != recorded:
+        raise DamagedEntry("failed its checksum")
+    return payload
+
+
+def write_checked(path, payload: bytes) -> Path:
+    """Write a cache entry atomically, with the checksum of its payload in its header."""
+    return atomic_write_bytes(path, checked_bytes(payload))
+
+
+def read_checked(path) -> Optional[bytes]:
+    """The verified payload of the cache entry at ``path``; None when there is none;
+    DamagedEntry when it cannot be read or fails its checksum."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise DamagedEntry(f"could not be read ({e.strerror or e})") from None
+    return verify_bytes(data)
+
+
+def warn_rebuilt(kind: str, path, reason: str, action: str = "rebuilt") -> None:
+    """The one line written for a damaged cache entry that is being replaced."""
+    path = Path(path)
+    print(f"lbgen: warning: cache entry {kind}/{path.name} {reason}; {action} ({path})", file=sys.stderr)
+
+
+def _load_pickle(path: Path):
+    """(True, value) for an intact entry, (False, None) for none; DamagedEntry otherwise."""
+    payload = read_checked(path)
+    if payload is None:
+        return False, None
+    try:
+        return True, pickle.loads(payload)
+    except Exception as e:  # noqa: BLE001 - checksum holds but the pickle is not loadable here
+        raise DamagedEntry(f"could not be unpickled ({type(e).__name__})") from None
+
+
 def cached_pickle(kind: str, key: str, build: Callable[[], Any]) -> Any:
-    """Return the cached value for key, building (once across processes) if needed."""
+    """Return the cached value for key, building (once across processes) if needed.
+
+    Entries carry the SHA-256 of their pickle (``checked_bytes``), verified on every read:
+    a damaged, truncated or unchecked (older) entry is rebuilt and rewritten, with one
+    warning line on stderr naming it.
+    """
     directory = cache_dir(kind)
     path = directory / f"{key}.pickle"
-    if path.exists():
-        try:
-            return pickle.loads(path.read_bytes())
-        except Exception:
-            pass  # corrupt or incompatible entry: rebuild below
+    try:
+        found, value = _load_pickle(path)
+        if found:
+            return value
+    except DamagedEntry:
+        pass                                    # checked again under the lock: warned once, there
     with FileLock(str(path) + ".lock"):
-        if path.exists():
-            try:
-                return pickle.loads(path.read_bytes())
-            except Exception:
-                path.unlink()
+        try:
+            found, value = _load_pickle(path)   # another process may have built it meanwhile
+            if found:
+                return value
+        except DamagedEntry as e:
+            warn_rebuilt(kind, path, e.reason)
         value = build()
-        atomic_write_bytes(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        write_checked(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         return value

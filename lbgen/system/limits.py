@@ -91,21 +91,12 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:.3g} GiB"
 
 
-def check_memory(lx: int, ly: int, Q: int, itemsize: int, precision: str) -> int:
+def check_memory(lx: int, ly: int, Q: int, itemsize: int, precision: str, halo: int = 3) -> int:
     """Refuse a lattice whose estimate exceeds the available memory; returns the estimate."""
-    need = run_memory_estimate(lx, ly, Q, itemsize)
+    need = run_memory_estimate(lx, ly, Q, itemsize, halo)
     have = available_memory()
     if have is not None and need > have:
         raise LimitError(f"the lattice {lx} x {ly} ({precision}) needs about {_gib(need)} of memory "
                          f"({Q} populations per site, two buffers, plus gathered copies and fields), "
                          f"but only {_gib(have)} are available here; choose a smaller --lx/--ly")
     return need
-
-
-def check_run_memory(lx: int, ly: int, precision: str, init=None) -> int:
-    """check_memory for a run of LX x LY (or of an --init file's size, read from its headers)."""
-    from lbgen.run.fieldfile import inspect_fields
-    from lbgen.model.velocity_set import velocity_set
-    if init:
-        lx, ly = inspect_fields(init)
-    return check_memory(lx, ly, velocity_set("d2q37").Q, 8 if precision == "double" else 4, precision)

@@ -162,9 +162,10 @@ def test_simulation_time_block_equals_single_steps_with_a_remainder(walls):
 
 
 @pytest.mark.parametrize("kw, message", [
-    (dict(time_block=0), "time block 0 is not auto or an integer from 1 to"),
-    (dict(time_block=MAX_TIME_BLOCK + 1), f"time block {MAX_TIME_BLOCK + 1} is not auto or an integer"),
-    (dict(time_block="deep"), "time block 'deep' is not auto or an integer"),
+    (dict(time_block=0), "time block 0 is not an integer from 1 to"),
+    (dict(time_block=MAX_TIME_BLOCK + 1), f"time block {MAX_TIME_BLOCK + 1} is not an integer"),
+    (dict(time_block="deep"), "time block 'deep' is not an integer"),
+    (dict(time_block="auto"), "time_block='auto' is decided by timing kernels"),
     (dict(time_block=2, fused=False), "cannot run with fused=False"),
     (dict(time_block=2, backend="opencl"), "runs on the C backend alone, not backend='opencl'"),
 ])
@@ -178,28 +179,42 @@ def test_time_block_auto_takes_the_tuned_depth_off_the_c_backend_as_one():
     assert auto_time_block("opencl", "caosoa", 32, 8, 96) == 1
 
 
-def test_cli_run_with_a_time_block(tmp_path):
+def _sweeps(run_dir):
+    import json
+    return json.loads((run_dir / "manifest.json").read_text())["sweeps"]
+
+
+def test_cli_run_with_a_time_block_runs_blocked_sweeps(tmp_path):
+    """The command users run: `--time-block N` makes blocked sweeps between events (the
+    manifest's sweep counter), events at non-multiples run the remainder singly, the
+    default (auto) blocks too, and the result equals single steps in strict builds."""
     from click.testing import CliRunner
 
     from lbgen.cli.main import main
-    result = CliRunner().invoke(main, ["run", "--lx", "8", "--ly", "32", "--steps", "7", "--time-block", "2",
-                                       "--check-every", "3", "--save", str(tmp_path / "f.npz"), "--no-progress"],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    assert "time block 2: 2 steps per sweep; --check-every 3 not a multiple of it" in result.output
-    assert "done: 7 steps" in result.output
-    # the default series cadence follows the block (12 = 10 rounded up to a multiple of 3),
-    # an explicit one that does not is named
-    three = CliRunner().invoke(main, ["run", "--lx", "8", "--ly", "32", "--steps", "24", "--time-block", "3",
-                                      "--check-every", "6", "--out", str(tmp_path / "r3"), "--pictures", "none",
-                                      "--no-progress"], catch_exceptions=False)
-    assert three.exit_code == 0, three.output
-    assert "time block 3: 3 steps per sweep\n" in three.output
-    assert [int(r.split(",")[0]) for r in (tmp_path / "r3" / "series.csv").read_text().splitlines()[1:]] == [0, 12, 24]
-    odd = CliRunner().invoke(main, ["run", "--lx", "8", "--ly", "32", "--steps", "6", "--time-block", "3",
-                                    "--check-every", "6", "--series-every", "5", "--no-progress"],
-                             catch_exceptions=False)
-    assert "--series-every 5 not a multiple of it" in odd.output
+
+    def run(name, *extra):
+        result = CliRunner().invoke(main, ["run", "rayleigh-taylor", "--lx", "8", "--ly", "32", "--steps", "24",
+                                           "--strict", "--out", str(tmp_path / name), "--pictures", "none",
+                                           "--save", str(tmp_path / f"{name}.npz"), "--no-progress", *extra],
+                                    catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return np.load(tmp_path / f"{name}.npz")
+    one = run("one", "--time-block", "1", "--check-every", "6")
+    assert _sweeps(tmp_path / "one") == {"blocked": 0, "single": 24}
+    three = run("three", "--time-block", "3", "--check-every", "6")
+    assert _sweeps(tmp_path / "three") == {"blocked": 8, "single": 0}
+    # the default series cadence follows the block: rows at 0, 12, 24 (10 rounded up to 12)
+    assert [int(r.split(",")[0]) for r in (tmp_path / "three" / "series.csv").read_text().splitlines()[1:]] == \
+        [0, 12, 24]
+    # --check-every 5: blocks up to each event, the steps that do not fill a block run singly
+    odd = run("odd", "--time-block", "3", "--check-every", "5")
+    # events at 5, 10, 15, 20 (guard) and 12, 24 (series): 3+2, 3+2, 2, 3, 3+2, 3+1
+    assert _sweeps(tmp_path / "odd") == {"blocked": 5, "single": 9}
+    auto = run("auto", "--check-every", "6")                            # the default: auto, 3 without a tuned depth
+    assert _sweeps(tmp_path / "auto")["blocked"] == 8
+    for other in (three, odd, auto):
+        for k in ("rho", "ux", "uy", "T"):
+            assert np.array_equal(other[k], one[k]), k
     bad = CliRunner().invoke(main, ["run", "--time-block", "deep"])
     assert bad.exit_code == 2 and "time block 'deep' is not auto or an integer from 1 to" in bad.output
 
@@ -214,8 +229,12 @@ def test_tune_chooses_and_stores_the_time_block(tmp_path, monkeypatch):
     assert entry["time_block"] == ranking[0]["time_block"]
     assert ranking[0]["ms_per_step"] <= ranking[1]["ms_per_step"]
     assert T.auto_time_block("c", "caosoa", 8, 8, 64) == entry["time_block"]
-    sim = Simulation(8, 64, time_block="auto")
-    assert (sim.spec.layout, sim.spec.vl, sim.time_block) == ("caosoa", 8, entry["time_block"])
+    from lbgen.run.config import RunConfig
+    from lbgen.run.construct import resolve
+    cfg = resolve(RunConfig(lx=8, ly=64), echo=lambda m: None)        # a run's default: time block auto
+    assert (cfg.layout, cfg.vl, cfg.time_block) == ("caosoa", 8, entry["time_block"])
+    with pytest.raises(SimulationError, match="time_block='auto' is decided by timing kernels"):
+        Simulation(8, 64, time_block="auto")
     assert "time block" in T.format_ranking(entry)
 
 

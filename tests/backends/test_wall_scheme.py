@@ -229,7 +229,7 @@ def test_bad_schemes_are_refused_before_any_work():
 def test_cli_wall_scheme_options(tmp_path):
     runner = CliRunner()
     r = runner.invoke(main, ["run", "--lx", "8", "--ly", "24", "--steps", "2", "--wall-scheme", "reference"])
-    assert r.exit_code != 0 and "need walls" in r.output
+    assert r.exit_code != 0 and "needs walls" in r.output
     r = runner.invoke(main, ["run", "--walls", "--wall-scheme", "prod"])
     assert r.exit_code != 0 and "unknown wall scheme 'prod'; choose one of lbgen, reference" in r.output
     r = runner.invoke(main, ["emit", "--wall-scheme", "reference", "-o", str(tmp_path / "x")])

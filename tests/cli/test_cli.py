@@ -87,8 +87,10 @@ def test_run_from_init_file_matches_reference_and_takes_size_from_file(tmp_path)
     init = tmp_path / "init.npz"
     np.savez(init, **fields)
     out = tmp_path / "out.npz"
+    sized = invoke("run", "--init", init, "--steps", 20, "--save", out, "--no-progress", "--lx", 999)
+    assert sized.exit_code == 2 and "--lx has no effect in this run" in sized.output and not out.exists()
     result = invoke("run", "--init", init, "--steps", 20, "--tau", 0.7, "--gravity", "0,-1e-4",
-                    "--layout", "csoa", "--vl", 4, "--save", out, "--no-progress", "--lx", 999)
+                    "--layout", "csoa", "--vl", 4, "--save", out, "--no-progress")
     assert result.exit_code == 0, result.output
     f = ref.equilibrium(fields["rho"], fields["ux"], fields["uy"], fields["T"])
     a = ref.force_from_gravity((0.0, -1e-4))

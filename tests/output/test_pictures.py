@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from lbgen.cli.main import main
 from lbgen.output import RunOutput, colour_limits, drawn_data, parse_clim, read_series
-from lbgen.output.folder import RunFolder
+from lbgen.output.folder import RunResults
 from lbgen.output.pictures import field_figure, figure_rgb
 
 LX, LY, STEPS = 16, 64, 24
@@ -52,7 +52,7 @@ def test_manifest_records_physical_colour_limits(rt_run):
 
 
 def test_every_frame_uses_the_manifest_colour_limits(rt_run):
-    run = RunFolder(rt_run)
+    run = RunResults(rt_run)
     assert run.steps == [0, 8, 16, 24]
     from PIL import Image
     for quantity in ("T", "vorticity"):
@@ -92,7 +92,7 @@ def test_bad_clim_is_refused_with_a_clear_message(value, message):
 
 # --------------------------------------------------------------------------- at rest
 def test_a_state_at_rest_draws_vorticity_as_exactly_zero(rt_run):
-    run = RunFolder(rt_run)
+    run = RunResults(rt_run)
     rest = run.fields(0)                      # hydrostatic, u = round-off of the populations' moments
     limits = run.limits("vorticity")
     assert np.array_equal(drawn_data("vorticity", rest, limits), np.zeros((LX, LY)))
@@ -109,7 +109,7 @@ def test_uniform_run_at_rest_draws_zero_velocity_fields(tmp_path):
     result = invoke("run", "shear-wave", "--amplitude", 0, "--lx", 8, "--ly", 32, "--steps", 3, "--out", out,
                     "--pictures", "vorticity,speed,ux", "--dpi", DPI, "--no-progress")
     assert result.exit_code == 0, result.output
-    run = RunFolder(out)
+    run = RunResults(out)
     for q in ("vorticity", "speed", "ux", "uy"):
         assert not np.any(drawn_data(q, run.fields(3), run.limits(q))), q
 
@@ -121,10 +121,10 @@ def _series_steps(path):
 
 
 def test_series_rows_do_not_depend_on_output_every(tmp_path, rt_run):
-    assert _series_steps(rt_run) == [0, 10, 20, STEPS]                  # short run: every 10 steps
+    assert _series_steps(rt_run) == [0, 12, STEPS]       # short run: every 10 steps, rounded up to the time block (3)
     other = tmp_path / "other"
     assert invoke(*RT, "--steps", STEPS, "--out", other, "--pictures", "none").exit_code == 0
-    assert _series_steps(other) == [0, 10, 20, STEPS]
+    assert _series_steps(other) == [0, 12, STEPS]
     a, b = read_series(rt_run / "series.csv"), read_series(other / "series.csv")
     np.testing.assert_allclose(a["mass"], b["mass"], rtol=1e-14)
     every = tmp_path / "every7"
@@ -139,7 +139,7 @@ def test_series_has_every_quantity_and_matches_the_saved_fields(rt_run):
     for column in ("mass", "momentum_x", "momentum_y", "energy", "kinetic_energy", "mixing_width", "max_speed",
                    "min_T", "max_T"):
         assert np.isfinite(s[column]).all(), column
-    run = RunFolder(rt_run)
+    run = RunResults(rt_run)
     host = diagnostics(run.fields(STEPS), 1.05, 0.95)                   # from the saved fields, on the host
     row = list(s["step"]).index(STEPS)
     for key in ("mass", "momentum_y", "energy", "kinetic_energy", "mixing_width", "max_speed", "min_T"):
@@ -207,7 +207,7 @@ def test_plot_honours_its_options(rt_run, tmp_path):
     folder = tmp_path / "all"
     result = invoke("plot", rt_run, "--field", "vorticity", "--step", "all", "-o", folder, "--dpi", 30)
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in folder.iterdir()) == [f"vorticity-{s}.png" for s in (0, 16, 24, 8)]
+    assert sorted(p.name for p in folder.iterdir()) == [f"vorticity-{s:09d}.png" for s in (0, 8, 16, 24)]
     bad = invoke("plot", rt_run, "--step", 5, "-o", tmp_path / "x.png")
     assert bad.exit_code == 2 and "saved steps: 0, 8, 16, 24" in bad.output
     bad = invoke("plot", rt_run, "--cmap", "nope", "-o", tmp_path / "y.png")
@@ -233,6 +233,6 @@ def test_python_api_returns_figures(rt_run):
     from lbgen.output import plot
     assert isinstance(plot.run(rt_run, "vorticity", 8), Figure)
     assert isinstance(plot.series(rt_run), Figure)
-    assert isinstance(plot.field(RunFolder(rt_run).fields(24), "speed"), Figure)
-    out = RunOutput(rt_run / "extra", colour_limits=colour_limits(["T"], RunFolder(rt_run).fields(0)))
+    assert isinstance(plot.field(RunResults(rt_run).fields(24), "speed"), Figure)
+    out = RunOutput(rt_run / "extra", colour_limits=colour_limits(["T"], RunResults(rt_run).fields(0)))
     assert out.colour_limits["T"][0] < out.colour_limits["T"][1]

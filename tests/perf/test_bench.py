@@ -9,6 +9,8 @@ import json
 import math
 
 import pytest
+
+from lbgen.system import cache
 from click.testing import CliRunner
 
 from lbgen.perf import bench as B
@@ -126,7 +128,7 @@ def test_tune_stores_and_returns_choice(tmp_path, monkeypatch):
     assert T.cached_choice("c", 8, 64, "double", "bgk") == choice
     assert T.auto_choice("c", 8, 64, "double", "bgk") == choice
     assert T.cached_choice("c", 8, 128, "double", "bgk") is None       # another lattice shape
-    stored = json.loads((tmp_path / "choices.json").read_text())
+    stored = json.loads(cache.read_checked(tmp_path / "choices.json"))
     (entry,) = stored.values()
     assert entry["key"]["lx"] == 8 and entry["key"]["cpu"] and entry["ranking"]
 

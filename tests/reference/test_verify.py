@@ -1,6 +1,7 @@
 """`lbgen verify` passes on correct kernels and fails (non-zero) on a broken one."""
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -65,3 +66,107 @@ def test_verify_with_walls_checks_the_bc_kernel():
 def test_verify_rejects_bad_input(args, message):
     result = CliRunner().invoke(main, ["verify", *args])
     assert result.exit_code == 2 and message in result.output
+
+
+# --- the tolerance follows the case; nothing run is an error ---------------------------------------
+from lbgen.reference import verify as verify_module  # noqa: E402
+from lbgen.model.velocity_set import velocity_set  # noqa: E402
+
+
+def _no_compiling(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("verify compiled a kernel for a case it must refuse first")
+    monkeypatch.setattr(verify_module, "generate", refuse)
+
+
+def test_the_rounding_bound_grows_with_steps_velocities_precision_and_wall_amplification():
+    bound = verify_module.rounding_bound
+    eps = np.finfo(np.float64).eps
+    assert bound("double", 20, 37) == pytest.approx(verify_module.BOUND_FACTOR * eps * (20 + 20 * 37))
+    assert bound("double", 40, 37) > bound("double", 20, 37) > bound("double", 20, 9)
+    assert bound("double", 20, 37, 1e3) > bound("double", 20, 37)
+    assert bound("single", 20, 37) > bound("mixed", 20, 37) > bound("double", 20, 37)
+    # the documented periodic bound of the default case stays close to the old fixed 1e-12
+    assert 1e-12 < bound("double", 20, 37) < 2e-12
+
+
+def test_wall_amplification_sees_rebuilt_populations_that_nearly_cancel():
+    vs = velocity_set("d2v17")
+    f = verify_module.initial_state(4, 24, 0, vs)
+    calm, _, _ = verify_module.wall_amplification(f, vs)
+    assert 0 < calm < 100          # positive populations: at most their count x the largest
+    unknown, _ = verify_module.refw._wall_sets(vs, "top", 1)          # the row y = LY - 2: 3 unknowns
+    assert len(unknown) == 3
+    g = f.copy()
+    g[unknown, 1, 22] = 0.01
+    g[unknown[0], 1, 22] = -0.02 + 1e-9                                # they sum to 1e-9
+    w, x, y = verify_module.wall_amplification(g, vs)
+    assert w > 1e6 and (x, y) == (1, 22)
+
+
+def test_the_d2v17_reference_wall_case_of_the_issue_passes():
+    """4 x 24, d2v17, reference walls: a wall row whose rebuilt populations nearly cancel made
+    a correct kernel differ by 1.9e-12 after 4 steps (seed 0), beyond the old fixed 1e-12."""
+    report = verify_module.verify(backends=["c"], layouts=[("soa", None)], collisions=["regularized"], steps=4,
+                                  lx=4, ly=24, walls=True, wall_scheme="reference", velocity_set="d2v17")
+    assert report.ok, report.table()
+    worst = max(report.rows, key=lambda r: r.error)
+    assert worst.error > 1e-12 and worst.error <= worst.tolerance
+    assert report.wall_amplification["regularized"] > 1e3
+
+
+def test_an_ill_conditioned_case_is_refused_before_compiling(monkeypatch):
+    _no_compiling(monkeypatch)
+    monkeypatch.setattr(verify_module, "wall_amplification", lambda g, vs: (float("inf"), 2, 21))
+    with pytest.raises(verify_module.NothingVerified,
+                       match=r"nothing was verified: rounding alone .* \(x=2, y=21\) at step 1"):
+        verify_module.verify(backends=["c"], layouts=[("soa", None)], steps=2, lx=4, ly=24, walls=True,
+                             wall_scheme="reference", velocity_set="d2v17")
+
+
+def test_every_backend_unavailable_is_an_error_never_ok_nor_mismatch(monkeypatch):
+    _no_compiling(monkeypatch)
+
+    class Missing:
+        def available(self):
+            return False, "no compiler here"
+    monkeypatch.setattr(verify_module, "runtime", lambda name: Missing())
+    with pytest.raises(verify_module.NothingVerified, match="nothing was verified: every backend .* no compiler"):
+        verify_module.verify(backends=["c", "opencl"], layouts=[("soa", None)])
+    result = CliRunner().invoke(main, ["verify", "--backends", "c,opencl", "--layouts", "soa"])
+    assert result.exit_code == 2, result.output
+    assert "nothing was verified" in result.output and "c: no compiler here" in result.output
+    assert "MISMATCH" not in result.output and "agree" not in result.output
+
+
+def test_no_configuration_offered_is_an_error(monkeypatch):
+    _no_compiling(monkeypatch)
+    with pytest.raises(verify_module.NothingVerified, match="nothing was verified: no backend here .* mixed"):
+        verify_module.verify(backends=["cuda-shim"], layouts=[("soa", None)], precisions=["mixed"])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(steps=0), "steps=0 must be an integer >= 1"),
+    (dict(lx=0), "lx=0 must be an integer >= 1"),
+    (dict(collisions=[]), "nothing was verified: no collisions given"),
+    (dict(precisions=["quad"]), "unknown precision 'quad'"),
+])
+def test_bad_arguments_are_refused_before_any_work(monkeypatch, kwargs, message):
+    _no_compiling(monkeypatch)
+    with pytest.raises(ValueError, match=message):
+        verify_module.verify(backends=["c"], layouts=[("soa", None)], **dict(kwargs))
+
+
+def test_progress_knows_its_total():
+    seen = []
+    report = verify_module.verify(backends=["c"], layouts=[("soa", None)], collisions=["bgk"], steps=2,
+                                  on_plan=lambda total: seen.append(("plan", total)),
+                                  progress=lambda row: seen.append(("row", row.path)))
+    assert seen == [("plan", 2), ("row", "unfused"), ("row", "fused")]
+    assert report.planned == 2 and "(2 of 2 runs" in report.table()
+    assert all(r.tolerance is not None and r.error <= r.tolerance for r in report.rows)
+
+
+def test_an_empty_report_says_nothing_was_verified():
+    text = verify_module.Report().table()
+    assert "nothing was verified" in text and "MISMATCH" not in text and not verify_module.Report().ok

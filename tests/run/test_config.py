@@ -54,7 +54,7 @@ def test_unknown_keys_are_refused_with_the_closest_valid_name():
 
 
 def test_parameters_of_another_operator_are_refused_not_ignored():
-    with pytest.raises(ConfigError, match="tau is a parameter of bgk, not of the regularized operator"):
+    with pytest.raises(ConfigError, match="tau has no effect in this run: it is a parameter of bgk, not of the regularized operator"):
         _build(collision="regularized", tau=0.9)
 
 
@@ -69,7 +69,7 @@ def test_setups_carry_their_own_defaults_and_user_values_win():
 
 
 def test_wall_options_without_walls_are_refused():
-    with pytest.raises(ConfigError, match="t_top need walls"):
+    with pytest.raises(ConfigError, match="--t-top has no effect in this run: it needs walls"):
         _build(t_top=0.9)
 
 
@@ -162,5 +162,5 @@ def test_cli_config_values_are_checked_and_resume_options_compared(tmp_path):
 
 def test_set_fields_names_a_field_of_the_wrong_shape():
     sim = Simulation(8, 32, layout="soa", check_every=0)
-    with pytest.raises(SimulationError, match=r"set_fields: ux must be .* shape \(LX, LY\) = \(8, 32\); got \(4, 4\)"):
+    with pytest.raises(SimulationError, match=r"set_fields: ux must be .* shape \(LX, LY\) = \(8, 32\); got an array of shape \(4, 4\)"):
         sim.set_fields(1.0, np.zeros((4, 4)), 0.0, 1.0)

@@ -46,7 +46,7 @@ def test_run_folder_has_fields_vtk_pictures_series_and_manifest(tmp_path):
     assert "step-000000040.vti" in (out / "vtk" / "fields.pvd").read_text()
     rows = (out / "series.csv").read_text().strip().splitlines()
     assert rows[0].startswith("step,time,mass,momentum_x,momentum_y,energy,kinetic_energy,mixing_width")
-    assert [int(r.split(",")[0]) for r in rows[1:]] == [0, 10, 20, 30, 40]  # default: every 10 steps
+    assert [int(r.split(",")[0]) for r in rows[1:]] == [0, 12, 24, 36, 40]  # every 10 steps, rounded up to the time block (3)
     assert (out / "series.png").exists()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "finished" and manifest["step"] == 40
@@ -97,7 +97,7 @@ def test_injected_nan_stops_the_run_naming_step_and_site_and_keeps_the_checkpoin
     out = tmp_path / "run"
     run = Run(RunConfig(**RT, steps=20, out=str(out), checkpoint_every=10, check_every=1), echo=lambda m: None)
     run.execute()
-    run.cfg.steps = 40
+    run.cfg = run.cfg.replace(steps=40)
     state = run.sim.state()
     state[18, 3, 7] = np.nan       # the population at rest: after one step only site (3, 7) is bad
     run.sim.restore(state, run.sim.time_step)

@@ -15,6 +15,7 @@ from lbgen.cli.main import main
 from lbgen.run.driver import Run, RunConfig
 from lbgen.run.folder import OWNER_NAME, RunFolderError
 from lbgen.run.stopping import RunInterrupted
+from lbgen.simulation.parameters import SimulationError
 
 quiet = dict(echo=lambda m: None)
 SMALL = dict(lx=8, ly=32, pictures=())
@@ -134,10 +135,10 @@ def test_save_path_is_checked_and_created_before_the_run(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------- interrupts and full disks
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_signal_ends_the_step_checkpoints_and_resume_is_bit_identical(tmp_path, signum):
-    full = Run(RunConfig(**SMALL, steps=12, seed=1, setup="uniform-noise"), **quiet)
+    full = Run(RunConfig(**SMALL, steps=12, seed=1, setup="uniform-noise", time_block=1), **quiet)
     full.execute()
     out = tmp_path / "run"
-    run = Run(RunConfig(**SMALL, steps=12, seed=1, setup="uniform-noise", out=str(out)), **quiet)
+    run = Run(RunConfig(**SMALL, steps=12, seed=1, setup="uniform-noise", out=str(out), time_block=1), **quiet)
     step = run.sim.step
 
     def step_and_signal(n=1):
@@ -283,3 +284,25 @@ def test_omp_num_threads_beyond_the_cap_is_lowered_with_a_message(monkeypatch):
     finally:    # the OpenMP thread count is per process: back to one for the other tests here
         monkeypatch.setenv("OMP_NUM_THREADS", "1")
         Run(RunConfig(**SMALL, steps=0, threads=1), **quiet)
+
+
+def test_resume_refuses_a_hand_edited_manifest(tmp_path):
+    """A manifest whose non-resumable options were edited (strict flipped) no longer describes
+    the run that wrote the checkpoint: resuming it is refused, naming the option."""
+    out = tmp_path / "run"
+    Run(RunConfig(**SMALL, steps=6, out=str(out), checkpoint_every=3), **quiet).execute()
+    manifest = out / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["config"]["strict"] = not data["config"]["strict"]
+    manifest.write_text(json.dumps(data))
+    with pytest.raises(SimulationError, match=r"manifest.json differs from the run that wrote the checkpoint.*strict"):
+        Run.resume(out, steps=9, **quiet)
+
+
+def test_resume_into_another_out_folder_is_refused(tmp_path):
+    out = tmp_path / "run"
+    Run(RunConfig(**SMALL, steps=6, out=str(out), checkpoint_every=3), **quiet).execute()
+    other = tmp_path / "other"
+    with pytest.raises(SimulationError, match="names another folder"):
+        Run.resume(out, steps=9, overrides={"out": str(other)}, **quiet)
+    assert not other.exists()

@@ -129,15 +129,15 @@ def test_model_finds_the_measured_optimum_with_injected_delays(monkeypatch):
     monkeypatch.setattr(perfmodel, "measure", lambda *a, **k: params)
     cfg = RunConfig(setup="uniform-noise", lx=lx, ly=ly, steps=2, hetero="opencl", split="auto")
     run = Run(cfg, echo=lambda m: None)
-    assert cfg.host_columns == model_M
-    assert sorted(r.width for r in run.sim.regions) == sorted([lx - 2 * cfg.host_columns, 2 * cfg.host_columns])
+    assert run.cfg.host_columns == model_M
+    assert sorted(r.width for r in run.sim.regions) == sorted([lx - 2 * run.cfg.host_columns, 2 * run.cfg.host_columns])
 
 
 def test_split_fraction_sets_the_host_columns():
     _opencl_or_skip()
     cfg = RunConfig(setup="uniform-noise", lx=32, ly=64, steps=1, hetero="opencl", split="0.25")
     run = Run(cfg, echo=lambda m: None)
-    assert cfg.host_columns == 4
+    assert run.cfg.host_columns == 4
     assert {r.program.spec.backend: r.width for r in run.sim.regions} == {"opencl": 24, "c": 8}
 
 

@@ -44,7 +44,7 @@ int main(int argc, char **argv)
     const double ax = 0.0, ay = -1e-5;   /* force per unit mass per step */
     const double pi = 3.14159265358979323846;
     char why[200];
-    if (lbgen_check(lx, ly, why, sizeof why) != LBGEN_OK) {   /* before allocating anything */
+    if (lbgen_check(lx, ly, why, sizeof why) != LBGEN_STATUS_OK) {   /* before allocating anything */
         fprintf(stderr, "example: %s\n", why);
         return 2;
     }

@@ -41,7 +41,7 @@ enum { Q = 37, HALO = 3, VL = 8 };
 #define LBGEN_PREFETCH 1
 #endif
 
-#define SIZES const int LX = lx, LY = ly
+#define LBGEN_SIZES const int LX = lx, LY = ly
 
 /* Non-temporal store of one whole cluster (VL = 8 x 8 bytes, aligned):
    written once and not re-read in this sweep, so it bypasses the caches (gcc ignores
@@ -90,24 +90,32 @@ int lbgen_check(int lx, int ly, char *message, size_t size)
         if (message && size) snprintf(message, size, "ly=%d gives LY/VL = %d cluster rows; the 3-row halo needs LY/VL >= 3 (ly >= 24)", ly, ly / 8);
         return LBGEN_ERR_HALO;
     }
+    if (!((ptrdiff_t)(lx) + 6 <= (PTRDIFF_MAX - 63) / 2368 / ((ptrdiff_t)(ly) / 8 + 6))) {
+        if (message && size) snprintf(message, size, "lattice %d x %d is too large: one lattice buffer (37 x (lx + 6) x (ly/8 + 6) x 8 values of 8 bytes) overflows the kernels' index and size types", lx, ly);
+        return LBGEN_ERR_OVERFLOW;
+    }
     if (message && size) message[0] = '\0';
-    return LBGEN_OK;
+    return LBGEN_STATUS_OK;
 }
 
 size_t lbgen_buffer_size(int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return 0;   /* refused: no wrapped count */
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    return (size_t)Q * NX * NRP * VL;
+    return (size_t)Q * (size_t)NX * (size_t)NRP * VL;
 }
 
 lbgen_real *lbgen_alloc(int lx, int ly)
 {
-    if (lbgen_check(lx, ly, NULL, 0) != LBGEN_OK) { errno = EINVAL; return NULL; }
+    LBGEN_SIZES;
+    /* the check refuses every size whose buffer, in bytes rounded up to 64, exceeds PTRDIFF_MAX:
+       nothing below can wrap around */
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) { errno = EINVAL; return NULL; }
     size_t bytes = lbgen_buffer_size(lx, ly) * sizeof(store);
     bytes = (bytes + 63) / 64 * 64;
     store *f = (store *)aligned_alloc(64, bytes);
@@ -136,7 +144,7 @@ int lbgen_set_streaming_stores(int on)
 
 void lbgen_halo(lbgen_real *f, int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -172,7 +180,7 @@ void lbgen_halo(lbgen_real *f, int lx, int ly)
 
 void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -681,7 +689,7 @@ static inline __attribute__((always_inline)) void lbgen_fields_site(const real f
 void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, double tau, double ax, double ay)
 {
     /* in and out_f may alias: each site reads all its populations before writing */
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -841,7 +849,7 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, doub
 void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, double tau, double ax, double ay)
 {
     /* propagate + collide: populations are pulled from the neighbours, collided, stored */
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -1068,7 +1076,7 @@ static inline ptrdiff_t tb_mod(ptrdiff_t a, ptrdiff_t m) { a %= m; return a < 0 
 
 int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, int depth, double tau, double ax, double ay)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -1380,7 +1388,7 @@ int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int
 
 void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -1628,7 +1636,7 @@ void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in,
 
 void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -1688,7 +1696,7 @@ void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux
 
 void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -1791,7 +1799,7 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out)
 
 void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -1807,7 +1815,7 @@ void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly)
 
 void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;

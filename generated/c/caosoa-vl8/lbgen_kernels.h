@@ -24,6 +24,7 @@
 #define LBGEN_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define LBGEN_Q    37   /* populations */
 #define LBGEN_R    1.1969797703930745   /* lattice scale: xi_i = R * (cx[i], cy[i]) */
@@ -36,7 +37,13 @@
 #define LBGEN_NR(LY)  ((ptrdiff_t)(LY) / 8)
 #define LBGEN_NX(LX)  ((ptrdiff_t)(LX) + 2*3)
 #define LBGEN_NRP(LY) (LBGEN_NR(LY) + 2*3)
-#define LBGEN_BUFFER_SIZE(LX, LY) ((size_t)37 * LBGEN_NX(LX) * LBGEN_NRP(LY) * 8)
+/* 1 when these kernels can address a buffer of an LX x LY lattice (LX, LY >= 1): its size in
+   bytes, rounded up to 64, and so its largest index are at most PTRDIFF_MAX (<stdint.h>). */
+#define LBGEN_BUFFER_FITS(LX, LY) ((LX) >= 1 && (LY) >= 1 && (ptrdiff_t)(LX) + 6 <= (PTRDIFF_MAX - 63) / 2368 / ((ptrdiff_t)(LY) / 8 + 6))
+/* Elements of one lattice buffer, halos included; 0 when LBGEN_BUFFER_FITS(LX, LY) is 0
+   (never a wrapped-around count). */
+#define LBGEN_BUFFER_SIZE(LX, LY) \
+    (LBGEN_BUFFER_FITS(LX, LY) ? (size_t)37 * (size_t)LBGEN_NX(LX) * (size_t)LBGEN_NRP(LY) * 8 : (size_t)0)
 #define LBGEN_IDX(p, x, r, k, LX, LY) ( \
     (ptrdiff_t)(p) * (8) \
   + ((ptrdiff_t)(x) + 3) * (LBGEN_NRP(LY)*37*8) \
@@ -50,17 +57,24 @@
  *   LBGEN_ERR_SIZE (1): LX >= 1 and LY >= 1
  *   LBGEN_ERR_VL (2): LY a multiple of VL = 8
  *   LBGEN_ERR_HALO (3): LY/VL >= 3, i.e. LY >= 24 (the halo is 3 cluster rows)
+ *   LBGEN_ERR_OVERFLOW (6): one lattice buffer (37 x (LX + 6) x (LY/8 + 6) x 8 values of 8 bytes, rounded up to 64) at most PTRDIFF_MAX bytes
  */
-/* Return codes of lbgen_check (0: valid sizes) */
-#define LBGEN_OK 0
+/* Return codes of lbgen_check: LBGEN_STATUS_OK (0) for valid sizes, else the broken rule */
+#define LBGEN_STATUS_OK 0
 #define LBGEN_ERR_SIZE 1
 #define LBGEN_ERR_VL 2
 #define LBGEN_ERR_HALO 3
 #define LBGEN_ERR_WALLS 4
 #define LBGEN_ERR_COMPILED 5
+#define LBGEN_ERR_OVERFLOW 6
+#define LBGEN_ERR_GRID 7
 
 /* Argument order of every entry point (the same on the C, OpenCL and CUDA backends): the
    lattice buffers (and the plain array of pack/unpack), then the sizes lx, ly, then the parameters or field arrays. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* BEGIN API (plain declarations: also read by lbgen's cffi loader) */
 typedef double lbgen_real;   /* storage of the populations */
 /* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
@@ -69,11 +83,12 @@ extern const int lbgen_cx[37];
 extern const int lbgen_cy[37];
 extern const double lbgen_w[37];
 extern const int lbgen_opposite[37];
-/* 0 (LBGEN_OK) when these kernels can run an lx x ly lattice, else the LBGEN_ERR_* code of
+/* 0 (LBGEN_STATUS_OK) when these kernels can run an lx x ly lattice, else the LBGEN_ERR_* code of
    the first broken rule; message (when not NULL) receives a line that names the bad value
    and the rule (at most size bytes, terminated). */
 int lbgen_check(int lx, int ly, char *message, size_t size);
-/* Elements (not bytes) of one lattice buffer, halos included. */
+/* Elements (not bytes) of one lattice buffer, halos included; 0 when lbgen_check rejects the
+   sizes (e.g. LBGEN_ERR_OVERFLOW: the count would not fit), never a wrapped-around value. */
 size_t lbgen_buffer_size(int lx, int ly);
 /* A zeroed buffer aligned to 64 bytes; release with lbgen_free.  NULL when out of memory,
    or (errno = EINVAL) when lbgen_check rejects the sizes: call it for the reason. */
@@ -115,5 +130,9 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out);
 void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly);   /* halo refreshed */
 void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly);
 /* END API */
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
 
 #endif

@@ -37,7 +37,7 @@
 
 #include "lbgen_kernels.cuh"
 
-#define CHECK(call) do { \
+#define LBGEN_CUDA_CHECK(call) do { \
     cudaError_t err_ = (call); \
     if (err_ != cudaSuccess) { \
         fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
@@ -54,7 +54,7 @@ int main(int argc, char **argv)
     const double ax = 0.0, ay = -1e-5;   /* force per unit mass per step */
     const double pi = 3.14159265358979323846;
     char why[200];
-    if (lbgen_check(lx, ly, why, sizeof why) != LBGEN_OK) {   /* before allocating anything */
+    if (lbgen_check(lx, ly, why, sizeof why) != LBGEN_STATUS_OK) {   /* before allocating anything */
         fprintf(stderr, "example: %s\n", why);
         return 2;
     }
@@ -77,32 +77,32 @@ int main(int argc, char **argv)
 
     lbgen_real *f, *g;
     double *d[4];
-    CHECK(lbgen_alloc(&f, lx, ly));
-    CHECK(lbgen_alloc(&g, lx, ly));
+    LBGEN_CUDA_CHECK(lbgen_alloc(&f, lx, ly));
+    LBGEN_CUDA_CHECK(lbgen_alloc(&g, lx, ly));
     for (int i = 0; i < 4; ++i) {
-        CHECK(cudaMalloc((void **)&d[i], n * sizeof(double)));
-        CHECK(cudaMemcpy(d[i], h[i], n * sizeof(double), cudaMemcpyHostToDevice));
+        LBGEN_CUDA_CHECK(cudaMalloc((void **)&d[i], n * sizeof(double)));
+        LBGEN_CUDA_CHECK(cudaMemcpy(d[i], h[i], n * sizeof(double), cudaMemcpyHostToDevice));
     }
     const cudaStream_t stream = 0;
-    CHECK(lbgen_launch_init_equilibrium(f, lx, ly, d[0], d[1], d[2], d[3], stream));   /* halo included */
+    LBGEN_CUDA_CHECK(lbgen_launch_init_equilibrium(f, lx, ly, d[0], d[1], d[2], d[3], stream));   /* halo included */
 
     cudaEvent_t start, stop;
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
-    CHECK(cudaEventRecord(start, stream));
+    LBGEN_CUDA_CHECK(cudaEventCreate(&start));
+    LBGEN_CUDA_CHECK(cudaEventCreate(&stop));
+    LBGEN_CUDA_CHECK(cudaEventRecord(start, stream));
     for (int s = 0; s < steps; ++s) {
-        CHECK(lbgen_launch_halo(f, lx, ly, stream));
-        CHECK(lbgen_launch_fused(f, g, lx, ly, tau, ax, ay, stream));
+        LBGEN_CUDA_CHECK(lbgen_launch_halo(f, lx, ly, stream));
+        LBGEN_CUDA_CHECK(lbgen_launch_fused(f, g, lx, ly, tau, ax, ay, stream));
         lbgen_real *t = f; f = g; g = t;
     }
-    CHECK(cudaEventRecord(stop, stream));
-    CHECK(cudaEventSynchronize(stop));
+    LBGEN_CUDA_CHECK(cudaEventRecord(stop, stream));
+    LBGEN_CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, start, stop));
+    LBGEN_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
 
-    CHECK(lbgen_launch_fields(f, lx, ly, d[0], d[1], d[2], d[3], stream));
+    LBGEN_CUDA_CHECK(lbgen_launch_fields(f, lx, ly, d[0], d[1], d[2], d[3], stream));
     for (int i = 0; i < 4; ++i)
-        CHECK(cudaMemcpy(h[i], d[i], n * sizeof(double), cudaMemcpyDeviceToHost));
+        LBGEN_CUDA_CHECK(cudaMemcpy(h[i], d[i], n * sizeof(double), cudaMemcpyDeviceToHost));
 
     double mass = 0, px = 0, py = 0;
     FILE *out = fopen("example_fields.txt", "w");
@@ -118,8 +118,8 @@ int main(int argc, char **argv)
     if (steps > 0 && ms > 0)
         printf("%.3f ms per step, %.1f MLUPS (halo + fused)\n", ms / steps, 1e-3 * n * steps / ms);
 
-    CHECK(lbgen_free(f)); CHECK(lbgen_free(g));
-    CHECK(cudaEventDestroy(start)); CHECK(cudaEventDestroy(stop));
-    for (int i = 0; i < 4; ++i) { CHECK(cudaFree(d[i])); free(h[i]); }
+    LBGEN_CUDA_CHECK(lbgen_free(f)); LBGEN_CUDA_CHECK(lbgen_free(g));
+    LBGEN_CUDA_CHECK(cudaEventDestroy(start)); LBGEN_CUDA_CHECK(cudaEventDestroy(stop));
+    for (int i = 0; i < 4; ++i) { LBGEN_CUDA_CHECK(cudaFree(d[i])); free(h[i]); }
     return 0;
 }

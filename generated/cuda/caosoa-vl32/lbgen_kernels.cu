@@ -44,14 +44,14 @@
 typedef lbgen_real real;
 enum { Q = 37, HALO = 3, VL = 32, BLOCK = 128 };
 
-#define SIZES const int LX = lx, LY = ly
+#define LBGEN_SIZES const int LX = lx, LY = ly
 
 /* global thread index (64-bit) */
-#define THREAD_ID ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x)
+#define LBGEN_THREAD_ID ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x)
 
 /* the site of thread g: lane k, cluster row r, column x, and its base index (p = 0) */
-#define SITE_OF_THREAD \
-    const ptrdiff_t g = THREAD_ID; \
+#define LBGEN_SITE_OF_THREAD \
+    const ptrdiff_t g = LBGEN_THREAD_ID; \
     if (g >= (ptrdiff_t)LX * LY) return; \
     const ptrdiff_t k = g % VL; \
     const ptrdiff_t r = (g / VL) % NR; \
@@ -476,13 +476,13 @@ const int lbgen_opposite[37] = { 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25,
 /* Periodic halo refresh (before propagate / fused): one thread per halo element. */
 __global__ void __launch_bounds__(BLOCK) lbgen_halo(real *__restrict__ f, int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const ptrdiff_t g = THREAD_ID;
+    const ptrdiff_t g = LBGEN_THREAD_ID;
     /* one element of the halo per thread: first the halo cluster rows of the interior
        columns (LX*2*HALO*VL), then the whole padded halo columns (2*HALO*NRP*VL) */
     const ptrdiff_t n_rows = (ptrdiff_t)LX * 2*HALO * VL;
@@ -512,13 +512,13 @@ __global__ void __launch_bounds__(BLOCK) lbgen_halo(real *__restrict__ f, int lx
 /* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py); needs a fresh halo in prv. */
 __global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    SITE_OF_THREAD;
+    LBGEN_SITE_OF_THREAD;
     nxt[site + 0] = prv[site + -3*SX + 1*SR];
     nxt[site + 1*SP] = prv[site + 1*SP - 3*SX];
     nxt[site + 2*SP] = prv[site + 2*SP - 3*SX - 1*SR];
@@ -562,7 +562,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict_
    buffer (each thread reads all populations of its site before writing them). */
 __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out_f, int lx, int ly, real tau, real ax, real ay)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -573,7 +573,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out
     const real ay_ = (real)ay;
     const real wall_ = 0.0;   /* periodic box: no wall rows */
 
-    SITE_OF_THREAD;
+    LBGEN_SITE_OF_THREAD;
 
     real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
     lbgen_collide_site(
@@ -658,7 +658,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out
 /* propagate + collide: populations are pulled from the neighbours, collided, stored. */
 __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly, real tau, real ax, real ay)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -669,7 +669,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
     const real ay_ = (real)ay;
     const real wall_ = 0.0;   /* periodic box: no wall rows */
 
-    SITE_OF_THREAD;
+    LBGEN_SITE_OF_THREAD;
 
     real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
     lbgen_collide_site(
@@ -755,13 +755,13 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
    refresh the halo afterwards (lbgen_launch_init_equilibrium does). */
 __global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    SITE_OF_THREAD;
+    LBGEN_SITE_OF_THREAD;
     const ptrdiff_t i = x*LY + r + k*NR;
     const real rho = (real)rho_in[i], ux = (real)ux_in[i], uy = (real)uy_in[i], T = (real)T_in[i];
     const real t0 = rho*ux;
@@ -996,13 +996,13 @@ __global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict
 /* Fields of f: rho = sum f, u = sum xi f / rho, T = sum |xi - u|^2 f / (2 rho). */
 __global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    SITE_OF_THREAD;
+    LBGEN_SITE_OF_THREAD;
     const ptrdiff_t i = x*LY + r + k*NR;
     const real f0 = f[site + 0];
     const real f1 = f[site + 1*SP];
@@ -1051,13 +1051,13 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f
    lbgen.diagnostics.ROW_QUANTITIES (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite). */
 __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restrict__ f, int lx, int ly, double *__restrict__ out)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const ptrdiff_t g = THREAD_ID;
+    const ptrdiff_t g = LBGEN_THREAD_ID;
     if (g >= LY) return;
     const ptrdiff_t k = g % VL, r = g / VL;     /* row y = r + k*NR: consecutive lanes coalesce */
     double d_[11];
@@ -1140,13 +1140,13 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
 /* Plain array plain[(p*LX + x)*LY + y] into the layout's interior (refresh the halo next). */
 __global__ void __launch_bounds__(BLOCK) lbgen_pack(real *__restrict__ f, const double *__restrict__ plain, int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    SITE_OF_THREAD;
+    LBGEN_SITE_OF_THREAD;
     const ptrdiff_t y = r + k*NR;
     for (int p = 0; p < Q; ++p) f[site + p*SP] = (real)plain[((ptrdiff_t)p*LX + x)*LY + y];
 }
@@ -1154,13 +1154,13 @@ __global__ void __launch_bounds__(BLOCK) lbgen_pack(real *__restrict__ f, const 
 /* The layout's interior into the plain array plain[(p*LX + x)*LY + y]. */
 __global__ void __launch_bounds__(BLOCK) lbgen_unpack(const real *__restrict__ f, double *__restrict__ plain, int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    SITE_OF_THREAD;
+    LBGEN_SITE_OF_THREAD;
     const ptrdiff_t y = r + k*NR;
     for (int p = 0; p < Q; ++p) plain[((ptrdiff_t)p*LX + x)*LY + y] = f[site + p*SP];
 }
@@ -1182,21 +1182,30 @@ int lbgen_check(int lx, int ly, char *message, size_t size)
         if (message && size) snprintf(message, size, "ly=%d gives LY/VL = %d cluster rows; the 3-row halo needs LY/VL >= 3 (ly >= 96)", ly, ly / 32);
         return LBGEN_ERR_HALO;
     }
+    if (!((ptrdiff_t)(lx) + 6 <= (PTRDIFF_MAX - 63) / 9472 / ((ptrdiff_t)(ly) / 32 + 6))) {
+        if (message && size) snprintf(message, size, "lattice %d x %d is too large: one lattice buffer (37 x (lx + 6) x (ly/32 + 6) x 32 values of 8 bytes) overflows the kernels' index and size types", lx, ly);
+        return LBGEN_ERR_OVERFLOW;
+    }
+    if (!((ptrdiff_t)lx * ly <= (ptrdiff_t)LBGEN_BLOCK * 2147483647 && LBGEN_HALO_THREADS(lx, ly) <= (ptrdiff_t)LBGEN_BLOCK * 2147483647)) {
+        if (message && size) snprintf(message, size, "lattice %d x %d needs more than 2147483647 blocks of %d threads in one launch", lx, ly, LBGEN_BLOCK);
+        return LBGEN_ERR_GRID;
+    }
     if (message && size) message[0] = '\0';
-    return LBGEN_OK;
+    return LBGEN_STATUS_OK;
 }
 
 size_t lbgen_buffer_size(int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return 0;   /* refused: no wrapped count */
     return LBGEN_BUFFER_SIZE(LX, LY);
 }
 
 cudaError_t lbgen_alloc(lbgen_real **f, int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
     *f = NULL;
-    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
     const size_t bytes = LBGEN_BUFFER_SIZE(LX, LY) * sizeof(real);
     cudaError_t err = cudaMalloc((void **)f, bytes);
     if (err == cudaSuccess) err = cudaMemset(*f, 0, bytes);
@@ -1209,8 +1218,8 @@ static unsigned int blocks_for(ptrdiff_t threads) { return (unsigned int)((threa
 
 cudaError_t lbgen_launch_halo(lbgen_real *f, int lx, int ly, cudaStream_t stream)
 {
-    SIZES;
-    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
     void *args[] = { (void *)&f, (void *)&lx, (void *)&ly };
     cudaError_t err = cudaLaunchKernel(lbgen_halo, dim3(blocks_for(LBGEN_HALO_THREADS(LX, LY))), dim3(BLOCK), args, 0, stream);
     return err;
@@ -1218,8 +1227,8 @@ cudaError_t lbgen_launch_halo(lbgen_real *f, int lx, int ly, cudaStream_t stream
 
 cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, cudaStream_t stream)
 {
-    SIZES;
-    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
     void *args[] = { (void *)&prv, (void *)&nxt, (void *)&lx, (void *)&ly };
     cudaError_t err = cudaLaunchKernel(lbgen_propagate, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
     return err;
@@ -1227,8 +1236,8 @@ cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int l
 
 cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, double tau, double ax, double ay, cudaStream_t stream)
 {
-    SIZES;
-    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
     real tau_ = (real)tau;
     real ax_ = (real)ax;
     real ay_ = (real)ay;
@@ -1239,8 +1248,8 @@ cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx
 
 cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, double tau, double ax, double ay, cudaStream_t stream)
 {
-    SIZES;
-    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
     real tau_ = (real)tau;
     real ax_ = (real)ax;
     real ay_ = (real)ay;
@@ -1251,8 +1260,8 @@ cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, i
 
 cudaError_t lbgen_launch_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in, cudaStream_t stream)
 {
-    SIZES;
-    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
     void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&rho_in, (void *)&ux_in, (void *)&uy_in, (void *)&T_in };
     cudaError_t err = cudaLaunchKernel(lbgen_init_equilibrium, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
     if (err == cudaSuccess) err = lbgen_launch_halo(f, lx, ly, stream);
@@ -1261,8 +1270,8 @@ cudaError_t lbgen_launch_init_equilibrium(lbgen_real *f, int lx, int ly, const d
 
 cudaError_t lbgen_launch_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o, cudaStream_t stream)
 {
-    SIZES;
-    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
     void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&rho_o, (void *)&ux_o, (void *)&uy_o, (void *)&T_o };
     cudaError_t err = cudaLaunchKernel(lbgen_fields, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
     return err;
@@ -1270,8 +1279,8 @@ cudaError_t lbgen_launch_fields(const lbgen_real *f, int lx, int ly, double *rho
 
 cudaError_t lbgen_launch_diagnostics(const lbgen_real *f, int lx, int ly, double *out, cudaStream_t stream)
 {
-    SIZES;
-    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
     void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&out };
     cudaError_t err = cudaLaunchKernel(lbgen_diagnostics, dim3(blocks_for((ptrdiff_t)LY)), dim3(BLOCK), args, 0, stream);
     return err;
@@ -1279,8 +1288,8 @@ cudaError_t lbgen_launch_diagnostics(const lbgen_real *f, int lx, int ly, double
 
 cudaError_t lbgen_launch_pack(lbgen_real *f, const double *plain, int lx, int ly, cudaStream_t stream)
 {
-    SIZES;
-    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
     void *args[] = { (void *)&f, (void *)&plain, (void *)&lx, (void *)&ly };
     cudaError_t err = cudaLaunchKernel(lbgen_pack, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
     if (err == cudaSuccess) err = lbgen_launch_halo(f, lx, ly, stream);
@@ -1289,8 +1298,8 @@ cudaError_t lbgen_launch_pack(lbgen_real *f, const double *plain, int lx, int ly
 
 cudaError_t lbgen_launch_unpack(const lbgen_real *f, double *plain, int lx, int ly, cudaStream_t stream)
 {
-    SIZES;
-    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_OK) return cudaErrorInvalidValue;
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
     void *args[] = { (void *)&f, (void *)&plain, (void *)&lx, (void *)&ly };
     cudaError_t err = cudaLaunchKernel(lbgen_unpack, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
     return err;

@@ -39,12 +39,15 @@
  *   LBGEN_ERR_SIZE (1): LX >= 1 and LY >= 1
  *   LBGEN_ERR_VL (2): LY a multiple of VL = 32
  *   LBGEN_ERR_HALO (3): LY/VL >= 3, i.e. LY >= 96 (the halo is 3 cluster rows)
+ *   LBGEN_ERR_OVERFLOW (6): one lattice buffer (37 x (LX + 6) x (LY/32 + 6) x 32 values of 8 bytes, rounded up to 64) at most PTRDIFF_MAX bytes
+ *   LBGEN_ERR_GRID (7): CUDA launches: LX*LY and LBGEN_HALO_THREADS(LX, LY) threads in at most 2147483647 blocks of LBGEN_BLOCK threads
  */
 #ifndef LBGEN_KERNELS_CUH
 #define LBGEN_KERNELS_CUH
 
 #include <stddef.h>
 #ifndef __CUDACC_RTC__
+#include <stdint.h>
 #include <cuda_runtime.h>
 #endif
 
@@ -60,7 +63,13 @@
 #define LBGEN_NR(LY)  ((ptrdiff_t)(LY) / 32)
 #define LBGEN_NX(LX)  ((ptrdiff_t)(LX) + 2*3)
 #define LBGEN_NRP(LY) (LBGEN_NR(LY) + 2*3)
-#define LBGEN_BUFFER_SIZE(LX, LY) ((size_t)37 * LBGEN_NX(LX) * LBGEN_NRP(LY) * 32)
+/* 1 when these kernels can address a buffer of an LX x LY lattice (LX, LY >= 1): its size in
+   bytes, rounded up to 64, and so its largest index are at most PTRDIFF_MAX (<stdint.h>). */
+#define LBGEN_BUFFER_FITS(LX, LY) ((LX) >= 1 && (LY) >= 1 && (ptrdiff_t)(LX) + 6 <= (PTRDIFF_MAX - 63) / 9472 / ((ptrdiff_t)(LY) / 32 + 6))
+/* Elements of one lattice buffer, halos included; 0 when LBGEN_BUFFER_FITS(LX, LY) is 0
+   (never a wrapped-around count). */
+#define LBGEN_BUFFER_SIZE(LX, LY) \
+    (LBGEN_BUFFER_FITS(LX, LY) ? (size_t)37 * (size_t)LBGEN_NX(LX) * (size_t)LBGEN_NRP(LY) * 32 : (size_t)0)
 #define LBGEN_IDX(p, x, r, k, LX, LY) ( \
     (ptrdiff_t)(p) * (32) \
   + ((ptrdiff_t)(x) + 3) * (LBGEN_NRP(LY)*37*32) \
@@ -71,13 +80,15 @@
 /* threads (work-items) of lbgen_halo: LX*2*HALO*VL halo row elements + 2*HALO*NRP*VL halo column elements */
 #define LBGEN_HALO_THREADS(LX, LY) ((ptrdiff_t)(LX) * 192 + 6 * ((ptrdiff_t)(LY) / 32 + 6) * 32)
 
-/* Return codes of lbgen_check (0: valid sizes) */
-#define LBGEN_OK 0
+/* Return codes of lbgen_check: LBGEN_STATUS_OK (0) for valid sizes, else the broken rule */
+#define LBGEN_STATUS_OK 0
 #define LBGEN_ERR_SIZE 1
 #define LBGEN_ERR_VL 2
 #define LBGEN_ERR_HALO 3
 #define LBGEN_ERR_WALLS 4
 #define LBGEN_ERR_COMPILED 5
+#define LBGEN_ERR_OVERFLOW 6
+#define LBGEN_ERR_GRID 7
 
 
 typedef double lbgen_real;   /* storage and arithmetic */
@@ -94,11 +105,12 @@ extern const double lbgen_w[37];
 extern const int lbgen_opposite[37];
 
 #ifndef __CUDACC_RTC__
-/* 0 (LBGEN_OK) when these kernels can run an lx x ly lattice, else the LBGEN_ERR_* code of
+/* 0 (LBGEN_STATUS_OK) when these kernels can run an lx x ly lattice, else the LBGEN_ERR_* code of
    the first broken rule; message (when not NULL) receives a line that names the bad value
    and the rule (at most size bytes, terminated). */
 int lbgen_check(int lx, int ly, char *message, size_t size);
-/* Elements (not bytes) of one lattice buffer, halos included. */
+/* Elements (not bytes) of one lattice buffer, halos included; 0 when lbgen_check rejects the
+   sizes (e.g. LBGEN_ERR_OVERFLOW: the count would not fit), never a wrapped-around value. */
 size_t lbgen_buffer_size(int lx, int ly);
 /* *f = a zeroed device buffer (cudaMalloc); cudaErrorInvalidValue (nothing allocated) when
    lbgen_check rejects the sizes.  Release with lbgen_free. */

@@ -35,6 +35,8 @@ def check(lx, ly):
         return "ly=%d is not a multiple of VL=32" % (ly,)
     if not (ly // 32 >= 3):
         return "ly=%d gives LY/VL = %d cluster rows; the 3-row halo needs LY/VL >= 3 (ly >= 96)" % (ly, ly // 32,)
+    if not ((lx) + 6 <= (9223372036854775807 - 63) // 9472 // ((ly) // 32 + 6)):
+        return "lattice %d x %d is too large: one lattice buffer (37 x (lx + 6) x (ly/32 + 6) x 32 values of 8 bytes) overflows the kernels' index and size types" % (lx, ly,)
     return None
 
 

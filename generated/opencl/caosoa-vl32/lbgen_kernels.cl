@@ -37,6 +37,7 @@
  *   LX >= 1 and LY >= 1
  *   LY a multiple of VL = 32
  *   LY/VL >= 3, i.e. LY >= 96 (the halo is 3 cluster rows)
+ *   one lattice buffer (37 x (LX + 6) x (LY/32 + 6) x 32 values of 8 bytes, rounded up to 64) at most PTRDIFF_MAX bytes
  * Build with -DLBGEN_STRICT for bitwise reproducible results (no FMA contraction); never
  * with -cl-mad-enable or -cl-fast-relaxed-math if results must match other backends.
  * Collision parameters are passed as `real`.
@@ -62,10 +63,10 @@ __constant int lbgen_cy[37] = { -1, 0, 1, -2, -1, 0, 1, 2, -3, -2, -1, 0, 1, 2, 
 __constant real lbgen_w[37] = { 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.00024530102775771736, 0.01420821615845075, 0.107306091542219, 0.23315066913235249, 0.107306091542219, 0.01420821615845075, 0.00024530102775771736, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824 };
 __constant int lbgen_opposite[37] = { 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
 
-#define SIZES const int LX = lx, LY = ly
+#define LBGEN_SIZES const int LX = lx, LY = ly
 
 /* (x, r, k) of this work-item; returns from the kernel when past the last site */
-#define SITE_OF_WORK_ITEM                                                    \
+#define LBGEN_SITE_OF_WORK_ITEM \
     const ptrdiff_t g = (ptrdiff_t)get_global_id(0);                         \
     if (g >= (ptrdiff_t)LX * NR * VL) return;                                \
     const ptrdiff_t k = g % VL;                                              \
@@ -76,7 +77,7 @@ __constant int lbgen_opposite[37] = { 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26
 /* Periodic halo refresh (call before propagate / fused): one work-item per halo element. */
 __kernel void lbgen_halo(__global real *f, int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -111,13 +112,13 @@ __kernel void lbgen_halo(__global real *f, int lx, int ly)
 
 __kernel void lbgen_propagate(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    SITE_OF_WORK_ITEM;
+    LBGEN_SITE_OF_WORK_ITEM;
     /* pull: the population p of site (x, y) comes from site (x, y) - e_p */
     const real f0 = prv[site + -3*SX + 1*SR];
     const real f1 = prv[site + 1*SP - 3*SX];
@@ -605,7 +606,7 @@ static inline void lbgen_fields_site(const real f0, const real f1, const real f2
 __kernel void lbgen_collide(__global const real *in, __global real *out_f, int lx, int ly, real tau, real ax, real ay)
 {
     /* in and out_f may alias: each site reads all its populations before writing */
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -616,7 +617,7 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
     const real ay_ = (real)ay;
     const real wall_ = 0.0;   /* periodic box: no wall rows */
 
-    SITE_OF_WORK_ITEM;
+    LBGEN_SITE_OF_WORK_ITEM;
 
     real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
     lbgen_collide_site(
@@ -700,7 +701,7 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
 __kernel void lbgen_fused(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, real tau, real ax, real ay)
 {
     /* propagate + collide: populations are pulled from the neighbours, collided, stored */
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -711,7 +712,7 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
     const real ay_ = (real)ay;
     const real wall_ = 0.0;   /* periodic box: no wall rows */
 
-    SITE_OF_WORK_ITEM;
+    LBGEN_SITE_OF_WORK_ITEM;
 
     real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
     lbgen_collide_site(
@@ -797,7 +798,7 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
    Accumulated in double. */
 __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly, __global double *restrict out)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
@@ -888,13 +889,13 @@ __kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, 
                                    __global const real *restrict ux_in, __global const real *restrict uy_in,
                                    __global const real *restrict T_in)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    SITE_OF_WORK_ITEM;
+    LBGEN_SITE_OF_WORK_ITEM;
     const ptrdiff_t i = x*LY + r + k*NR;
     const real rho = (real)rho_in[i], ux = (real)ux_in[i], uy = (real)uy_in[i], T = (real)T_in[i];
     const real t0 = rho*ux;
@@ -1130,13 +1131,13 @@ __kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, 
 __kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __global real *restrict rho_o,
                          __global real *restrict ux_o, __global real *restrict uy_o, __global real *restrict T_o)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    SITE_OF_WORK_ITEM;
+    LBGEN_SITE_OF_WORK_ITEM;
     const ptrdiff_t i = x*LY + r + k*NR;
     const real f0 = f[site + 0];
     const real f1 = f[site + 1*SP];
@@ -1184,13 +1185,13 @@ __kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __gl
 /* Plain array plain[(p*LX + x)*LY + y] into the layout (interior; launch lbgen_halo next). */
 __kernel void lbgen_pack(__global real *restrict f, __global const real *restrict plain, int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    SITE_OF_WORK_ITEM;
+    LBGEN_SITE_OF_WORK_ITEM;
     const ptrdiff_t y = r + k*NR;
     for (int p = 0; p < Q; ++p) f[site + p*SP] = (real)plain[((ptrdiff_t)p*LX + x)*LY + y];
 }
@@ -1198,13 +1199,13 @@ __kernel void lbgen_pack(__global real *restrict f, __global const real *restric
 /* The layout's interior into the plain array plain[(p*LX + x)*LY + y]. */
 __kernel void lbgen_unpack(__global const real *restrict f, __global real *restrict plain, int lx, int ly)
 {
-    SIZES;
+    LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    SITE_OF_WORK_ITEM;
+    LBGEN_SITE_OF_WORK_ITEM;
     const ptrdiff_t y = r + k*NR;
     for (int p = 0; p < Q; ++p) plain[((ptrdiff_t)p*LX + x)*LY + y] = f[site + p*SP];
 }

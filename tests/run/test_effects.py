@@ -1,0 +1,195 @@
+"""The effect audit: every option of the run description either has an observable effect or
+is refused where it has none (issue "Trust, round three").
+
+Generated from the schema: ``EFFECTS`` must name every option of ``lbgen.run.options.SCHEMA``
+with a context and two values whose runs differ in something a user can observe (the final
+populations, the files of the run folder, the manifest, the kernel-call log); ``REFUSED``
+must name every option that has an applicability rule (``options.APPLIES``) with a context
+where the rule refuses it, before any work.  A new option without either fails here.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lbgen.run.config import RunConfig
+from lbgen.run.driver import Run
+from lbgen.run.options import APPLIES, SCHEMA, ConfigError
+
+pytestmark = pytest.mark.slow
+
+BASE = {"lx": 8, "ly": 32, "steps": 4}
+RT = {"setup": "rayleigh-taylor", "gravity": "0,-1e-4"}
+HETERO = {"hetero": "opencl", "lx": 16}
+
+
+def _opencl():
+    from lbgen.backends import available
+    ok, why = available("opencl")
+    if not ok:
+        pytest.skip(f"OpenCL: {why}")
+
+
+def fingerprint(tmp_path: Path, name: str, options: dict) -> dict:
+    """Run a tiny case and collect everything observable of it."""
+    options = dict(options)
+    setup = options.pop("setup", None)
+    for key in ("out", "save"):
+        if options.get(key) is True:
+            options[key] = str(tmp_path / f"{name}-{key}" / ("f.npz" if key == "save" else ""))
+    cfg = RunConfig.build(setup, ("test", {**_base(options), **options}))
+    run = Run(cfg, echo=lambda m: None)
+    run.execute()
+    state = run.sim.state()
+    out = {"state": hashlib.sha256(state.tobytes()).hexdigest() + str(state.shape) + str(state.dtype),
+           "step": run.sim.time_step, "sweeps": dict(run.sim.sweeps), "samples": run.samples,
+           "calls": sorted((k, v) for r in run.sim.regions for k, v in r.program.calls.items()),
+           "regions": run.sim.region_table(),
+           "provenance": [r.program.provenance() for r in run.sim.regions]}
+    if cfg.out:
+        root = Path(cfg.out)
+        files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+        out["files"] = files
+        out["bytes"] = {f: hashlib.sha256((root / f).read_bytes()).hexdigest() for f in files
+                        if not f.endswith(("manifest.json", ".owner", ".lock"))}
+        manifest = json.loads((root / "manifest.json").read_text())
+        out["colour_limits"] = manifest.get("colour_limits")
+    if cfg.save:
+        with np.load(cfg.save) as saved:
+            out["saved"] = hashlib.sha256(saved["rho"].tobytes()).hexdigest()
+    return out
+
+
+def _base(options: dict) -> dict:
+    """The tiny lattice, unless an --init file sets the size."""
+    return {k: v for k, v in BASE.items() if not (options.get("init") and k in ("lx", "ly"))}
+
+
+def _init_file(tmp_path):
+    path = tmp_path / "init.npz"
+    rng = np.random.default_rng(1)
+    np.savez(path, rho=1 + 0.01 * rng.standard_normal((8, 32)), ux=np.zeros((8, 32)), uy=np.zeros((8, 32)),
+             T=np.ones((8, 32)))
+    return str(path)
+
+
+#: option -> (context, value A, value B): the runs of A and B must differ observably
+EFFECTS = {
+    "setup": ({}, {"setup": "shear-wave"}, {"setup": "uniform-noise"}),
+    "lx": ({}, 8, 16), "ly": ({}, 32, 64), "steps": ({}, 2, 4),
+    "collision": ({}, "bgk", "regularized"),
+    "tau": ({}, 0.8, 0.9),
+    "C1": ({"collision": "regularized"}, 1e-3, 5e-3),
+    "C2": ({"collision": "regularized", "setup": "uniform-noise"}, 1e-3, 5e-3),
+    "C3": ({"collision": "regularized", "setup": "uniform-noise"}, 0.5, 0.9),
+    "gravity": ({}, "0,0", "0,-1e-4"),
+    "walls": ({}, False, True),
+    "t_bottom": (RT, 1.05, 1.1), "t_top": (RT, 0.95, 0.9),
+    "adiabatic": (RT, "none", "top"),
+    "wall_scheme": (RT, "lbgen", "reference"),
+    "velocity_set": ({}, "d2q37", "d2q9"),
+    "backend": ({}, "c", "opencl"),
+    "layout": ({}, "soa", "aos"), "vl": ({"layout": "caosoa"}, 4, 8),
+    "precision": ({}, "double", "single"),
+    "fused": ({"time_block": 1}, True, False),
+    "time_block": ({}, 1, 2),
+    "strict": ({"setup": "uniform-noise", "collision": "regularized"}, False, True),
+    "threads": ({}, 1, 2),
+    "seed": ({"setup": "uniform-noise"}, 1, 2),
+    "amplitude": ({}, 0.05, 0.02),
+    "init": ({}, None, "INIT"),
+    "save": ({}, None, True),
+    "out": ({}, None, True),
+    "output_every": ({"out": True, "pictures": "none"}, 0, 2),
+    "checkpoint_every": ({"out": True, "pictures": "none"}, 0, 2),
+    "check_every": ({"time_block": 1}, 0, 1),
+    "pictures": ({"out": True}, "none", "T"),
+    "series_every": ({"out": True, "pictures": "none"}, 1, 2),
+    "dpi": ({"out": True}, 20, 40),
+    "clim": ({"out": True}, None, "T=0.9,1.1"),
+    "fields_format": ({"out": True, "pictures": "none"}, "h5", "npz"),
+    "keep_checkpoints": ({"out": True, "pictures": "none", "checkpoint_every": 1}, 1, 3),
+    "hetero": ({"lx": 16}, None, "opencl"),
+    "split": (HETERO, "0.5", "1.0"),
+    "device": ({"backend": "opencl"}, "0:0", "1:0"),
+    "host_columns": (HETERO, None, None),     # internal (cli=False): resolved from split, see below
+}
+
+#: option -> (context, value) where the option has no effect: refused naming it
+REFUSED = {
+    "lx": ({"init": "INIT"}, 16), "ly": ({"init": "INIT"}, 64), "amplitude": ({"init": "INIT"}, 0.1),
+    "seed": ({}, 3),
+    "tau": ({"collision": "regularized"}, 0.9),
+    "C1": ({}, 2e-3),
+    "C2": ({"collision": "regularized", "velocity_set": "d2q9"}, 2e-3),
+    "C3": ({"collision": "regularized", "velocity_set": "d2v17"}, 0.7),
+    "t_bottom": ({"walls": True, "adiabatic": "bottom"}, 1.2),
+    "t_top": ({}, 0.9),
+    "adiabatic": ({}, "top"), "wall_scheme": ({}, "reference"),
+    "threads": ({"backend": "opencl"}, 2),
+    "time_block": ({"backend": "opencl"}, 2),
+    "device": ({}, "0:0"),
+    "split": ({}, "0.5"),
+    "output_every": ({}, 2), "checkpoint_every": ({}, 2), "series_every": ({}, 2), "pictures": ({}, "T"),
+    "fields_format": ({}, "npz"), "clim": ({}, "T=0.9,1.1"),
+    "dpi": ({"out": "OUT", "pictures": "none"}, 50),
+    "keep_checkpoints": ({"out": "OUT"}, 3),
+}
+
+
+def _resolve(value, tmp_path):
+    if value == "INIT":
+        return _init_file(tmp_path)
+    if value == "OUT":
+        return str(tmp_path / "refused-out")
+    return value
+
+
+def test_every_option_has_an_effect_or_a_rule():
+    keys = {o.key for o in SCHEMA}
+    assert set(EFFECTS) == keys, f"options without an effect test: {sorted(keys - set(EFFECTS))}"
+    assert set(REFUSED) == set(APPLIES), f"rules without a refusal test: {sorted(set(APPLIES) ^ set(REFUSED))}"
+
+
+@pytest.mark.parametrize("key", sorted(EFFECTS))
+def test_changing_an_option_changes_what_a_user_observes(key, tmp_path):
+    context, a, b = EFFECTS[key]
+    if "opencl" in (context.get("hetero"), context.get("backend"), a, b):
+        _opencl()
+    if key == "host_columns":       # internal: the split resolved to M, recorded for resume
+        cfg = RunConfig.build(None, ("test", {**BASE, **HETERO, "split": "0.5"}))
+        run = Run(cfg, echo=lambda m: None)
+        assert run.cfg.host_columns == 4 and run.sim.region_table()[1]["columns"][1] == 8
+        return
+
+    def options(value):
+        opts = {k: _resolve(v, tmp_path) for k, v in context.items()}
+        if isinstance(value, dict):
+            opts.update(value)
+        elif value is not None:
+            opts[key] = _resolve(value, tmp_path)
+        return opts
+    first = fingerprint(tmp_path, "a", options(a))
+    try:
+        second = fingerprint(tmp_path, "b", options(b))
+    except Exception as e:          # a second OpenCL device that cannot run here: the option is read
+        if key != "device":
+            raise
+        assert "1:0" in str(e) or "device" in str(e).lower()
+        return
+    assert first != second, f"--{key} {a!r} and {b!r} gave the same observable run"
+
+
+@pytest.mark.parametrize("key", sorted(REFUSED))
+def test_an_option_without_effect_is_refused_before_any_work(key, tmp_path):
+    context, value = REFUSED[key]
+    opts = {k: _resolve(v, tmp_path) for k, v in context.items()}
+    opts[key] = _resolve(value, tmp_path)
+    with pytest.raises(ConfigError) as e:
+        RunConfig.build(opts.pop("setup", None), ("command line", {**_base({"init": context.get("init")}), **opts}))
+    assert "has no effect in this run" in str(e.value) and key.lower().replace("_", "-") in str(e.value)
+    assert not (tmp_path / "refused-out").exists()

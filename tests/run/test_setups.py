@@ -1,0 +1,43 @@
+"""Set-ups resolve what they decide: amplitudes, per-set defaults, the recorded run description."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lbgen.run.config import RunConfig
+from lbgen.run.driver import Run
+from lbgen.run.options import ConfigError
+
+
+def test_rayleigh_taylor_takes_stable_defaults_for_d2v17_and_the_user_still_wins():
+    d2q37 = RunConfig.build("rayleigh-taylor", ("test", {}))
+    d2v17 = RunConfig.build("rayleigh-taylor", ("test", {"velocity_set": "d2v17"}))
+    assert d2q37.parameters["C1"] == 1e-3 and d2v17.parameters["C1"] == 3e-3 and d2v17.parameters["C2"] == 3e-3
+    mine = RunConfig.build("rayleigh-taylor", ("test", {"velocity_set": "d2v17", "c1": 2e-3}))
+    assert mine.parameters["C1"] == 2e-3 and mine.parameters["C2"] == 3e-3
+
+
+def test_the_manifest_records_what_the_run_decided(tmp_path):
+    out = tmp_path / "run"
+    run = Run(RunConfig.build("rayleigh-taylor", ("test", {"lx": 16, "ly": 32, "steps": 6, "out": str(out),
+                                                          "pictures": "none"})), echo=lambda m: None)
+    run.execute()
+    manifest = json.loads((out / "manifest.json").read_text())
+    config = manifest["config"]
+    assert config["layout"] == "caosoa" and config["vl"] == 8 and config["time_block"] == 3
+    assert config["amplitude"] == pytest.approx(16 / 100)
+    assert config["series_every"] == manifest["series_every"] == 12
+    assert manifest["sweeps"] == {"blocked": 2, "single": 0}
+    assert manifest["command"] and manifest["started"] and manifest["versions"]["lbgen"]
+    # the recorded description rebuilds the same run (resume reads it back)
+    assert RunConfig.from_json(config) == run.cfg
+
+
+def test_a_set_up_option_with_an_init_file_is_refused(tmp_path):
+    import numpy as np
+    path = tmp_path / "f.npz"
+    np.savez(path, rho=np.ones((8, 32)), ux=np.zeros((8, 32)), uy=np.zeros((8, 32)), T=np.ones((8, 32)))
+    for key, value in (("seed", 7), ("amplitude", 0.5)):
+        with pytest.raises(ConfigError, match=f"--{key} has no effect in this run: the initial state"):
+            RunConfig.build(None, ("command line", {"init": str(path), key: value}))
