@@ -47,7 +47,7 @@ def _emit_json(data, output, to_stdout):
         click.echo(text)
 
 
-@click.command()
+@click.command(short_help="Time the kernels against this machine's measured limits.")
 @click.option("--backends", default="c", show_default=True,
               help="Comma list of c, opencl, cuda; unavailable ones are skipped with the reason.")
 @click.option("--layouts", default="all", show_default=True,
@@ -86,7 +86,11 @@ def bench(backends, layouts, kernels, collisions, precisions, wall_scheme, lx, l
 
     The memory bandwidth (Q + Q stream copy, normal and streaming stores) and the FMA
     peak are measured in the same run; fractions use them as denominators.  Nothing here
-    fails on a timing: benchmarks are not tests.
+    fails on a timing: benchmarks are not tests.  The defaults (paper size, every layout)
+    take minutes; a quick look at one layout takes seconds:
+
+    \b
+    lbgen bench --layouts caosoa-vl8 --kernels fused --lx 256 --ly 1024
     """
     from lbgen.perf import bench as B
     from lbgen.perf import bench_report as R
@@ -150,7 +154,7 @@ def bench(backends, layouts, kernels, collisions, precisions, wall_scheme, lx, l
     _emit_json(report, output, as_json)
 
 
-@click.command()
+@click.command(short_help="Find and store the fastest layout, VL and time block here.")
 @click.option("--backend", default="c", show_default=True, type=click.Choice(["c", "opencl", "cuda"]))
 @click.option("--lx", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--ly", type=click.IntRange(min=1), default=4096, show_default=True)

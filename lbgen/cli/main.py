@@ -21,14 +21,14 @@ except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
 @click.version_option(__version__, prog_name="lbgen")
 def main():
-    """lbgen: JIT-generated D2Q37 lattice Boltzmann kernels for C/OpenMP, OpenCL and CUDA."""
+    """lbgen: JIT-generated lattice Boltzmann kernels (D2Q37, D2V17, D2Q9) for C/OpenMP, OpenCL and CUDA."""
 
 
 # --- info --------------------------------------------------------------------------------
-@main.command()
+@main.command(short_help="The model: Q, r, weights, op counts, backends, cache folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @velocity_set_option
 @friendly
@@ -71,7 +71,7 @@ def info(as_json, velocity_set):
 
 
 # --- emit --------------------------------------------------------------------------------
-@main.command()
+@main.command(short_help="Write self-contained kernels, header, example and Makefile.")
 @click.option("--backend", default="c", show_default=True, help=f"One of {', '.join(BACKENDS)}.")
 @click.option("--layout", default="caosoa", show_default=True, help=f"One of {', '.join(LAYOUTS)}.")
 @click.option("--vl", default=None, help="Cluster length (csoa/caosoa): a power of two; default 8 (c) or 32 (GPU).")
@@ -150,7 +150,7 @@ def _config_file(path) -> dict:
     return data
 
 
-@main.command()
+@main.command(short_help="Simulate a set-up or an --init file; outputs, checkpoints.")
 @click.argument("setup", required=False, default=None)
 @click.option("--config", type=click.Path(dir_okay=False), default=None,
               help="TOML file with any of these options (flags given on the command line win).")
@@ -235,7 +235,7 @@ def _parse_layouts(text):
     return [(c.name, c.vl) for c in LayoutChoice.parse(text)]
 
 
-@main.command()
+@main.command(short_help="Check every backend and layout against the NumPy reference.")
 @click.option("--backends", default="c,opencl,cuda,cuda-shim", show_default=True,
               help="Comma list of c, opencl, cuda (pycuda, needs a GPU), cuda-shim (the .cu text on the CPU).")
 @click.option("--layouts", default="aos,soa,csoa-vl8,caosoa-vl8,caosoa-vl32", show_default=True,

@@ -24,7 +24,7 @@ class FiniteFloatRange(click.FloatRange):
 
 
 # --- model -------------------------------------------------------------------------------
-@click.command()
+@click.command(short_help="Performance models: host + device split, or MPI ranks.")
 @click.option("--lx", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--ly", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--hetero", type=click.Choice(["opencl", "cuda"]), default="opencl", show_default=True,

@@ -31,7 +31,7 @@ _DPI = click.option("--dpi", type=float, default=None,
 _OVERWRITE = click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 
 
-@click.command()
+@click.command(short_help="A movie of a run folder's saved steps (mp4 or gif).")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @_FIELD
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
@@ -61,7 +61,7 @@ def movie(run_dir, quantity, output, fps, clim, cmap, dpi, overwrite):
                f"{run.steps[0]}..{run.steps[-1]}, {fps:g} fps)")
 
 
-@click.command()
+@click.command(short_help="Re-render saved steps with other limits, colours or size.")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @_FIELD
 @click.option("--step", default=None, help="A saved step, a comma list of them, or 'all' (default: the last).")

@@ -121,8 +121,8 @@ class Run:
                 self.T_hot, self.T_cold = cfg.wall_temperatures
             else:
                 self.T_hot, self.T_cold = float(T0.max()), float(T0.min())
-            if self.T_hot == self.T_cold:
-                self.T_hot = self.T_cold + 1.0   # no temperature contrast: the mixing width is 0
+            if self.T_hot == self.T_cold:       # no temperature contrast: no mixing width (NaN), as in the API
+                self.T_hot = self.T_cold = None
         self.colour_limits = None
         if fields is not None and cfg.out:
             from lbgen.output import PICTURE_QUANTITIES, colour_limits
