@@ -203,6 +203,8 @@ def run(ctx, setup, config, resume, overwrite, progress, **given):
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
          f"{cfg.lx} x {cfg.ly}, "
          f"{cfg.steps} steps, {spec.collision}, {box}, {spec.precision}; {where}")
+    from lbgen.model.physics import summary
+    echo(summary(runner.physics))
     depth = runner.sim.time_block
     if depth > 1:
         every = {k: getattr(cfg, k) for k in ("output_every", "checkpoint_every", "check_every")}

@@ -111,8 +111,9 @@ def check_fields(fields: dict) -> Dict[str, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- HDF5 / npz
-def write_h5(path: Path, step: int, arrays: dict, time: Optional[float]) -> Path:
-    """HDF5 datasets rho, ux, uy, T (LX, LY) with attributes step (and time); atomic."""
+def write_h5(path: Path, step: int, arrays: dict, time: Optional[float], attrs: Optional[dict] = None) -> Path:
+    """HDF5 datasets rho, ux, uy, T (LX, LY) with attributes step (and time) and, given
+    ``attrs``, the run's physical numbers as ``physics_<name>`` (units: ``physics_units``); atomic."""
     import h5py
 
     with atomic_output(path) as tmp:
@@ -124,6 +125,8 @@ def write_h5(path: Path, step: int, arrays: dict, time: Optional[float]) -> Path
                 f.attrs["time"] = float(time)
             f.attrs["shape"] = np.asarray(next(iter(arrays.values())).shape, dtype=np.int64)
             f.attrs["index_order"] = "[x, y]; x periodic, y from bottom wall (0) to top wall (LY-1)"
+            for key, value in (attrs or {}).items():
+                f.attrs[f"physics_{key}"] = value
     return path
 
 

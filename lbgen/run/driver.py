@@ -109,6 +109,11 @@ class Run:
                 cfg = cfg.replace(host_columns=root_call(comm, lambda: resolve_split(cfg, self.echo, slab_widths(
                     cfg.lx, comm.size)[0]), share=True))
         self.cfg = cfg
+        from lbgen.model.physics import run_numbers
+        reference = {"rho": float(fields["rho"].mean()), "T": float(fields["T"].mean())} \
+            if cfg.init and fields is not None else {}
+        #: the run's physical numbers (lattice sites and steps): header, manifest, h5 attributes
+        self.physics = run_numbers(cfg, **reference)
         self.sim = make_simulation(cfg, comm=comm)
         if fields is not None:
             self.sim.set_fields(**fields)
@@ -335,6 +340,7 @@ class Run:
             "error": error,
             "config": self.cfg.to_json(),
             "colour_limits": self.colour_limits,
+            "physics": self.physics,
             "series_every": self.series_every,
             "step": self.sim.time_step,
             "resumed_from": self.resumed_from,

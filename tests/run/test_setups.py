@@ -30,6 +30,10 @@ def test_the_manifest_records_what_the_run_decided(tmp_path):
     assert config["series_every"] == manifest["series_every"] == 12
     assert manifest["sweeps"] == {"blocked": 2, "single": 0}
     assert manifest["command"] and manifest["started"] and manifest["versions"]["lbgen"]
+    from lbgen.model.velocity_set import velocity_set
+    r = velocity_set("d2q37").r
+    assert manifest["physics"]["nu"] == pytest.approx(1e-3 / r ** 2)      # regularized: C1 / (rho r^2)
+    assert manifest["physics"]["Atwood"] == pytest.approx(0.1 / 2.0)
     # the recorded description rebuilds the same run (resume reads it back)
     assert RunConfig.from_json(config) == run.cfg
 

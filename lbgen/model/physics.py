@@ -1,0 +1,255 @@
+"""The physical numbers of a run: transport coefficients, sound speed, dimensionless groups.
+
+The one home of these formulas.  Light: nothing here imports sympy at import time (the
+scale factor r of a velocity set is looked up inside :func:`scale_factor`).
+
+**Unit system: lattice units** -- lengths in lattice sites, times in time steps.  Every
+number this module returns is in these units (or dimensionless).  The kernels take and the
+fields report *model* quantities, whose velocity unit is r sites per step (xi_i = r e_i: one
+hop per step is a speed r) and whose time unit is Delta t = 1/r of a step; the conversions
+are the functions below (:func:`velocity_to_lattice`, :func:`gravity_to_lattice`,
+:func:`steps_to_model_time`, ...).  Temperatures stay the model's (T = 1 is the lattice's
+reference temperature; in lattice units it is theta = T / r^2 sites^2/step^2).
+
+Formulas (D = 2; measured in ``tests/model/test_physics.py`` on decaying waves):
+
+* kinematic viscosity nu = (tau_1 - 1/2) theta, theta = T / r^2, with tau_1 the relaxation time
+  (in steps) of the second-order Hermite moments (Chapman-Enskog; the -1/2 is the
+  discrete-time correction).  BGK: nu = (tau - 1/2) T / r^2.  Regularized: tau_1 = 1/2 +
+  C1/(rho T), so nu = C1 / (rho r^2) -- independent of T (constant dynamic viscosity
+  rho nu = C1 / r^2).  In model time units (Delta t = 1/r) the same viscosity reads r times
+  larger: (tau - 1/2) T / r.
+* thermal diffusivity kappa (the rate kappa k^2 of a temperature wave at constant pressure)
+  = (tau_2 - 1/2) theta, tau_2 the relaxation time of the third-order moments, which carry
+  the heat flux.  BGK: kappa = nu (Prandtl 1).  Regularized: tau_2 = 1/2 + C2/(rho T), so
+  kappa = C2 / (rho r^2).  Isothermal sets (D2Q9) have none.
+* adiabatic sound speed c_s = sqrt(gamma theta) = sqrt(gamma T) / r, gamma = (D + 2)/D = 2 for the
+  thermal sets (ideal gas p = rho T, c_v = D/2); isothermal sets: gamma = 1 (D2Q9: 1/sqrt(3)).
+* Prandtl Pr = nu / kappa.
+* Rayleigh-Taylor: Atwood A = (T_hot - T_cold)/(T_hot + T_cold) (densities ~ 1/T at equal
+  pressure); length L = LX, the box width (the largest wavelength of the interface, and the
+  length of Scagliarini et al.'s time unit); time unit t_RT = sqrt(L / (A g)); free-fall speed
+  U = sqrt(A g L) = L / t_RT; Reynolds Re = U L / nu; Mach Ma = U / c_s.  g = |g_y| / r^2, the
+  gravity across the interface.
+* thermal convection between fixed-temperature walls: Ra = g beta (T_bottom - T_top) H^3 /
+  (nu kappa), beta = 1 / T_mean (ideal gas), g = -g_y / r^2 (positive downwards, so Ra > 0
+  means heated from below), H the distance between the two rows where the wall temperatures
+  are imposed (the last wall row at each side): LY - 2 h + 1 for h wall rows (D2Q37: LY - 5).
+
+The Navier-Stokes values above are the long-wave limit.  Measured departures (regularized,
+D2Q37): a shear wave of k = 2 pi / 16 decays 16 % faster than nu k^2 at C1 = 2e-3 (1.5 % at
+k = 2 pi / 32, 0.2 % at 2 pi / 64); a temperature wave at T = 1.1 (C2 = 5e-3) 15 % faster
+than kappa k^2 at k = 2 pi / 32, 4 % at 2 pi / 64, 1 % at 2 pi / 128 (at T = 1: 2 %, 0.4 %).
+With tau close to 1/2 a wave started at equilibrium also carries a stress oscillation
+~ (1 - 1/tau_1)^n that lives ~ 1 / (4 (tau_1 - 1/2)) steps (125 at C1 = 2e-3).
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, Mapping, Optional, Tuple
+
+#: the unit system of every number here
+UNITS = "lattice sites and time steps"
+#: the unit of each entry of :func:`run_numbers`
+UNIT_OF: Dict[str, str] = {
+    "nu": "sites^2/step", "kappa": "sites^2/step", "Pr": "1", "c_s": "sites/step", "g": "sites/step^2",
+    "Atwood": "1", "L": "sites", "U_ff": "sites/step", "t_unit": "steps", "Re": "1", "Ma": "1",
+    "H": "sites", "Ra": "1", "r": "model velocity / (sites/step)", "rho_ref": "model density",
+    "T_ref": "model temperature",
+}
+#: spatial dimension of every velocity set here
+D = 2
+
+
+# --------------------------------------------------------------------------- the velocity set
+def scale_factor(velocity_set: str = "d2q37") -> float:
+    """r of a velocity set (xi_i = r e_i): one hop per step is a model speed r."""
+    from lbgen.model.velocity_set import velocity_set as solved
+    return float(solved(velocity_set).r)
+
+
+def is_thermal(velocity_set: str = "d2q37") -> bool:
+    from lbgen.model.catalog import set_entry
+    return not set_entry(velocity_set).isothermal
+
+
+def wall_rows(velocity_set: str = "d2q37") -> int:
+    """Rows next to each wall (the largest hop); fixed temperatures are imposed at the last one."""
+    from lbgen.model.catalog import set_entry
+    return set_entry(velocity_set).max_hop
+
+
+# --------------------------------------------------------------------------- conversions
+def velocity_to_lattice(u: float, r: float) -> float:
+    """A model velocity (as the fields report it) in sites/step."""
+    return u / r
+
+
+def velocity_to_model(u: float, r: float) -> float:
+    return u * r
+
+
+def gravity_to_lattice(g: float, r: float) -> float:
+    """A model acceleration (``--gravity``) in sites/step^2: the force per unit mass per
+    step is g / r model velocity, i.e. g / r^2 sites/step each step."""
+    return g / r ** 2
+
+
+def gravity_to_model(g: float, r: float) -> float:
+    return g * r ** 2
+
+
+def temperature_to_lattice(T: float, r: float) -> float:
+    """theta = T / r^2 (sites^2/step^2), the temperature as a squared lattice speed."""
+    return T / r ** 2
+
+
+def steps_to_model_time(steps: float, r: float) -> float:
+    """The model time of a number of steps (t = steps / r; pictures and series.csv use it)."""
+    return steps / r
+
+
+def model_time_to_steps(t: float, r: float) -> float:
+    return t * r
+
+
+def diffusivity_to_model(nu: float, r: float) -> float:
+    """A diffusivity in sites^2/step as sites^2 per model time unit (r times larger)."""
+    return nu * r
+
+
+# --------------------------------------------------------------------------- transport
+def _relaxation_excess(collision: str, parameters: Mapping[str, float], name: str, rho: float, T: float) -> float:
+    """tau_n - 1/2 of the moments whose relaxation sets a transport coefficient, in steps."""
+    if collision == "bgk":
+        return parameters["tau"] - 0.5
+    if collision == "regularized":
+        return parameters[name] / (rho * T)          # tau_n = 1/2 + C_n / (rho T)
+    raise ValueError(f"no transport coefficients known for collision operator {collision!r}")
+
+
+def kinematic_viscosity(collision: str, parameters: Mapping[str, float], *, r: float, T: float = 1.0,
+                        rho: float = 1.0) -> float:
+    """nu (sites^2/step) = (tau_1 - 1/2) T / r^2: BGK (tau - 1/2) T / r^2, regularized C1 / (rho r^2)."""
+    return _relaxation_excess(collision, parameters, "C1", rho, T) * temperature_to_lattice(T, r)
+
+
+def thermal_diffusivity(collision: str, parameters: Mapping[str, float], *, r: float, T: float = 1.0,
+                        rho: float = 1.0) -> float:
+    """kappa (sites^2/step) = (tau_2 - 1/2) T / r^2: BGK (tau - 1/2) T / r^2, regularized
+    C2 / (rho r^2).  Thermal sets only (the caller checks :func:`is_thermal`)."""
+    return _relaxation_excess(collision, parameters, "C2", rho, T) * temperature_to_lattice(T, r)
+
+
+def sound_speed(T: float = 1.0, *, r: float, thermal: bool = True) -> float:
+    """Adiabatic c_s = sqrt(gamma T) / r (sites/step); gamma = (D + 2)/D = 2, or 1 when isothermal."""
+    gamma = (D + 2) / D if thermal else 1.0
+    return math.sqrt(gamma * temperature_to_lattice(T, r))
+
+
+def prandtl(nu: float, kappa: float) -> float:
+    return nu / kappa
+
+
+# --------------------------------------------------------------------------- set-ups
+def atwood(T_hot: float, T_cold: float) -> float:
+    """(rho_heavy - rho_light)/(rho_heavy + rho_light) at equal pressure, rho ~ 1/T."""
+    return (T_hot - T_cold) / (T_hot + T_cold)
+
+
+def free_fall_speed(A: float, g: float, L: float) -> float:
+    """sqrt(A g L) (sites/step for g in sites/step^2 and L in sites)."""
+    return math.sqrt(A * g * L)
+
+
+def rt_time_unit(A: float, g: float, L: float) -> float:
+    """sqrt(L / (A g)) (steps): the Rayleigh-Taylor time unit."""
+    return math.sqrt(L / (A * g))
+
+
+def reynolds(U: float, L: float, nu: float) -> float:
+    return U * L / nu
+
+
+def conduction_depth(ly: int, rows: int) -> int:
+    """Distance (sites) between the rows y = rows - 1 and y = LY - rows where walls impose their temperature."""
+    return ly - 2 * rows + 1
+
+
+def rayleigh(g: float, T_bottom: float, T_top: float, H: float, nu: float, kappa: float) -> float:
+    """g beta (T_bottom - T_top) H^3 / (nu kappa), beta = 1 / T_mean; g > 0 pointing down (-y)."""
+    beta = 2.0 / (T_bottom + T_top)
+    return g * beta * (T_bottom - T_top) * H ** 3 / (nu * kappa)
+
+
+# --------------------------------------------------------------------------- a run
+def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
+                temperatures: Optional[Tuple[float, float]] = None) -> Dict[str, object]:
+    """The physical numbers of a run (a ``lbgen.run.config.RunConfig``, read by its fields
+    collision, parameters, gravity, walls, lx, ly, velocity_set, setup), in lattice units.
+
+    The reference state: density ``rho`` (1: the set-ups' density), temperature ``T``
+    (default: the mean of the wall temperatures, else 1; always 1 on isothermal sets).
+    ``temperatures`` (T_hot, T_cold) gives the contrast of a Rayleigh-Taylor run without
+    walls (with walls it is theirs: T_bottom, T_top).  Entries that do not apply are left out:
+    kappa and Pr on isothermal sets, the Atwood group without a Rayleigh-Taylor contrast,
+    t_unit, U_ff, Re, Ma without gravity across the walls' direction, Ra without two
+    fixed-temperature walls and gravity.  Units: ``UNIT_OF``.
+    """
+    vs = cfg.velocity_set
+    r = scale_factor(vs)
+    thermal = is_thermal(vs)
+    walls = cfg.walls
+    if not thermal:
+        T = 1.0
+    elif T is None:
+        T = 0.5 * (walls["T_bottom"] + walls["T_top"]) if walls else 1.0
+    params = dict(cfg.parameters)
+    out: Dict[str, object] = {"units": UNITS, "r": r, "rho_ref": float(rho), "T_ref": float(T)}
+    nu = kinematic_viscosity(cfg.collision, params, r=r, T=T, rho=rho)
+    out["nu"] = nu
+    kappa = None
+    if thermal:
+        kappa = thermal_diffusivity(cfg.collision, params, r=r, T=T, rho=rho)
+        out["kappa"] = kappa
+        out["Pr"] = prandtl(nu, kappa)
+    c_s = sound_speed(T, r=r, thermal=thermal)
+    out["c_s"] = c_s
+    gx, gy = (float(v) for v in cfg.gravity)
+    if gx or gy:
+        out["g"] = gravity_to_lattice(math.hypot(gx, gy), r)
+    g_down = gravity_to_lattice(-gy, r)               # across the walls / the interface, > 0 downwards
+    if thermal and cfg.setup == "rayleigh-taylor":
+        contrast = (walls["T_bottom"], walls["T_top"]) if walls else temperatures
+        if contrast is not None and contrast[0] != contrast[1]:
+            A = atwood(max(contrast), min(contrast))
+            out["Atwood"] = A
+            if g_down:
+                L = cfg.lx
+                U = free_fall_speed(A, abs(g_down), L)
+                out.update({"L": L, "t_unit": rt_time_unit(A, abs(g_down), L), "U_ff": U,
+                            "Re": reynolds(U, L, nu), "Ma": U / c_s})
+    if (thermal and walls and g_down and not walls.get("adiabatic_bottom") and not walls.get("adiabatic_top")
+            and walls["T_bottom"] != walls["T_top"]):
+        H = conduction_depth(cfg.ly, wall_rows(vs))
+        out["H"] = H
+        out["Ra"] = rayleigh(g_down, walls["T_bottom"], walls["T_top"], H, nu, kappa)
+    return out
+
+
+def summary(numbers: Mapping[str, object]) -> str:
+    """One line for a run's header: the numbers of :func:`run_numbers` with their units."""
+    def fmt(key, label=None, unit=True):
+        u = UNIT_OF.get(key, "1")
+        return f"{label or key} = {numbers[key]:.4g}" + (f" {u}" if unit and u != "1" else "")
+    parts = [fmt("nu")]
+    parts += [fmt(k) for k in ("kappa", "Pr") if k in numbers]
+    parts.append(fmt("c_s"))
+    if "Atwood" in numbers:
+        parts.append(fmt("Atwood"))
+    if "t_unit" in numbers:
+        parts += [f"t_RT = sqrt(LX/(A g)) = {numbers['t_unit']:.4g} steps", fmt("U_ff"), fmt("Re"), fmt("Ma")]
+    if "Ra" in numbers:
+        parts.append(f"Ra = {numbers['Ra']:.3g} (H = {numbers['H']})")
+    return (f"physics in {numbers['units']} (r = {numbers['r']:.6g}: a model velocity u is u/r sites/step, "
+            f"model time = steps/r): " + ", ".join(parts))
