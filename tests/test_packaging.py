@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow       # subprocess builds and launches: CI=true or --slow
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import click
 
 from lbgen.cli.common import UserError, friendly
-from lbgen.output.folder import (MOVIE_SUFFIXES, RunResults, check_fps, check_output, output_file, parse_steps,
-                                 write_movie)
-from lbgen.output.pictures import PICTURE_QUANTITIES, clim_of, picture_name
+from lbgen.output.folder import (DEFAULT_FPS, MIN_SECONDS, MOVIE_SUFFIXES, MovieWarning, RunResults, check_fps,
+                                 check_output, output_file, parse_steps, write_movie)
+from lbgen.output.pictures import PICTURE_QUANTITIES, clim_of, parse_window, picture_name
 
 
 def _check_cmap(cmap):
@@ -29,36 +29,69 @@ _DPI = click.option("--dpi", type=float, default=None,
                     help="Resolution in dots per inch, within what gives a long side of 16 to 16384 px "
                          "(default: 1200 px on the long side for movies, the run's for plot).")
 _OVERWRITE = click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+_WINDOW = click.option("--window", default=None, metavar="x0:x1,y0:y1|auto|full",
+                       help="The part of the lattice to draw, in sites (half-open; an end left out is the edge, "
+                            "e.g. :,100:300); auto: the rows where the flow differs visibly from the wall layers in "
+                            "any recorded step; full: the whole lattice (default: the run's --window).")
 
 
-@click.command(short_help="A movie of a run folder's saved steps (mp4 or gif).")
+def _window(text):
+    try:
+        return parse_window(text)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+@click.command(short_help="A movie of a run folder's frames or saved steps (mp4 or gif).")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @_FIELD
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="The movie file: .mp4 (H.264 via imageio-ffmpeg) or .gif (Pillow); default RUN_DIR/<field>.mp4.")
-@click.option("--fps", type=float, default=5.0, show_default=True, help="Frames per second (0.1 to 100).")
+              help="The movie file: .mp4 (H.264 via imageio-ffmpeg) or .gif (Pillow, one palette for all frames); "
+                   "default RUN_DIR/<field>.mp4.")
+@click.option("--fps", type=float, default=None,
+              help=f"Frames per second, 0.1 to 100 (default {DEFAULT_FPS:g}, fewer for a movie of under "
+                   f"{DEFAULT_FPS * MIN_SECONDS:g} frames so that it lasts {MIN_SECONDS:g} s).")
+@click.option("--from", "source", type=click.Choice(["frames", "fields"]), default=None,
+              help="frames: the run's movie frames (every --pictures-every steps); fields: one frame per saved "
+                   "step (default: frames when the run has frames of the field).")
 @_CLIM
 @_CMAP
 @_DPI
+@_WINDOW
 @_OVERWRITE
 @friendly
-def movie(run_dir, quantity, output, fps, clim, cmap, dpi, overwrite):
-    """A movie of a run folder: one frame per saved step, with the run's colour limits.
+def movie(run_dir, quantity, output, fps, source, clim, cmap, dpi, window, overwrite):
+    """A movie of a run folder, with the run's colour limits and window: one frame per movie
+    frame the run recorded (every --pictures-every steps), or per saved step without them.
 
     \b
     lbgen movie runs/rt --field T -o rt-T.mp4
-    lbgen movie runs/rt --field vorticity -o rt-vorticity.gif --fps 3
+    lbgen movie runs/rt --field vorticity -o rt-vorticity.gif --window auto
     """
-    fps = check_fps(fps)
+    import warnings
+
+    if fps is not None:
+        fps = check_fps(fps)
     limits = clim_of(quantity, clim)
     _check_cmap(cmap)
+    area = _window(window)
     run = RunResults(run_dir)
     dpi = run.check_dpi(dpi)
     output = output or run.path / f"{quantity}.mp4"
-    result = write_movie(run, quantity, output, fps=fps, clim=limits, cmap=cmap, dpi=dpi, overwrite=overwrite)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MovieWarning)
+        result = write_movie(run, quantity, output, fps=fps, clim=limits, cmap=cmap, dpi=dpi, overwrite=overwrite,
+                             window=area, source=source)
     w, h = result["size"]
+    steps = result["steps"]
     click.echo(f"wrote {result['path']}: {result['frames']} frames of {w} x {h} px ({quantity}, steps "
-               f"{run.steps[0]}..{run.steps[-1]}, {fps:g} fps)")
+               f"{steps[0]}..{steps[-1]} from the run's {result['source']}, {result['fps']:g} fps, "
+               f"{result['frames'] / result['fps']:.3g} s)")
+    for warning in caught:
+        if issubclass(warning.category, MovieWarning):
+            click.echo(f"warning: {warning.message}", err=True)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
 
 
 @click.command(short_help="Re-render saved steps with other limits, colours or size.")
@@ -71,20 +104,24 @@ def movie(run_dir, quantity, output, fps, clim, cmap, dpi, overwrite):
 @_CLIM
 @_CMAP
 @_DPI
+@_WINDOW
 @_OVERWRITE
 @friendly
-def plot(run_dir, quantity, step, output, clim, cmap, dpi, overwrite):
+def plot(run_dir, quantity, step, output, clim, cmap, dpi, window, overwrite):
     """Re-render pictures of saved steps with other colour limits, colour map or size.
 
     \b
     lbgen plot runs/rt --field vorticity --step 4000 --clim -0.01,0.01 --cmap PuOr -o w.png
     lbgen plot runs/rt --field T --clim T=0.93,1.06 -o T.png
     lbgen plot runs/rt --field T --step all -o pictures-hd --dpi 300
+    lbgen plot runs/rt --field T --window full -o whole.png
     """
     from tqdm import tqdm
     limits = clim_of(quantity, clim)
     _check_cmap(cmap)
+    area = _window(window)
     run = RunResults(run_dir)
+    area = run.window(area, (quantity,))    # once; a window outside the lattice: refused before any work
     dpi = run.check_dpi(dpi)
     if dpi is None:
         run.recorded_dpi()                  # the run's own --dpi must be drawable too
@@ -99,7 +136,7 @@ def plot(run_dir, quantity, step, output, clim, cmap, dpi, overwrite):
     targets = [check_output(t, (".png",), overwrite) for t in targets]      # every one before any work
     written = []
     for s, target in tqdm(list(zip(steps, targets)), desc=f"plot {quantity}", unit="picture", disable=None):
-        fig = run.figure(quantity, s, clim=limits, cmap=cmap, dpi=dpi)
+        fig = run.figure(quantity, s, clim=limits, cmap=cmap, dpi=dpi, window=area)
         with output_file(target, overwrite) as tmp:
             fig.savefig(tmp, format="png")
         written.append(target)

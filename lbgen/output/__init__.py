@@ -9,18 +9,22 @@ Layout of a run directory written by :class:`RunOutput`::
       fields/step-000001000.h5         write_fields (or .npz)
       vtk/step-000001000.vti           write_fields (VTK XML ImageData via pyevtk, point data)
       vtk/fields.pvd                   ParaView time-series collection of the .vti files
-      pictures/T-000001000.png         write_pictures (the run's fixed colour limits)
+      pictures/T-000001000.png         write_pictures (the run's fixed colour limits, window, time unit)
+      frames/step-000000080.npz        write_frame (movie frames: the picture quantities, 16-bit, every
+                                       --pictures-every K steps and at every picture; lbgen movie draws them)
 
 Modules: :mod:`.fields` (files, vorticity, speed, host diagnostics), :mod:`.pictures`
-(colour limits, figures, the dpi range ``check_dpi``, picture names), :mod:`.series`
+(colour limits, figures, windows, time units, movie frames, the dpi range ``check_dpi``, picture
+names, the default pictures and their cadence), :mod:`.series`
 (series.csv / series.png), :mod:`.manifest`, :mod:`.run` (RunOutput, the file list),
 :mod:`.folder` (RunResults: a run folder read back; movies), :mod:`.plot` (notebooks).
 """
 from lbgen.output.fields import (FIELD_NAMES, diagnostics, read_field_file, read_vti, saved_steps, speed, vorticity,
                      write_vti)
 from lbgen.output.manifest import environment_versions, read_manifest
-from lbgen.output.pictures import (PICTURE_QUANTITIES, check_dpi, colour_limits, dpi_range, drawn_data, field_figure,
-                                   parse_clim, picture_name)
+from lbgen.output.pictures import (PICTURE_QUANTITIES, TimeUnit, check_dpi, check_time_unit, check_window,
+                                   colour_limits, default_pictures, default_pictures_every, dpi_range, drawn_data,
+                                   field_figure, parse_clim, parse_window, picture_name, window_option)
 from lbgen.output.run import RunOutput, recorded_files
 from lbgen.output.series import SERIES_COLUMNS, default_series_every, read_series, series_figure
 
@@ -28,5 +32,6 @@ __all__ = [
     "FIELD_NAMES", "PICTURE_QUANTITIES", "SERIES_COLUMNS", "diagnostics", "vorticity", "speed", "RunOutput",
     "write_vti", "read_vti", "read_manifest", "read_series", "environment_versions", "read_field_file",
     "saved_steps", "colour_limits", "drawn_data", "field_figure", "parse_clim", "default_series_every",
-    "series_figure", "check_dpi", "dpi_range", "picture_name", "recorded_files",
+    "series_figure", "check_dpi", "dpi_range", "picture_name", "recorded_files", "default_pictures",
+    "default_pictures_every", "parse_window", "window_option", "check_window", "check_time_unit", "TimeUnit",
 ]

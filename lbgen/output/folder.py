@@ -9,25 +9,43 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import subprocess
 import tempfile
+import warnings
 from fractions import Fraction
 from pathlib import Path
 from typing import Dict, Iterator, Optional, Sequence, Tuple, Union
 
-from lbgen.output.fields import read_field_file, saved_steps
+import numpy as np
+
+from lbgen.output.fields import STEM_PATTERN, read_field_file, saved_steps
 from lbgen.output.manifest import MANIFEST_NAME, read_manifest
-from lbgen.output.pictures import check_dpi, check_quantity, dpi_range, colour_limits, field_figure, figure_rgb
+from lbgen.output.pictures import (AUTO, FRAMES_DIR, PICTURE_QUANTITIES, FieldPicture, active_rows, auto_window,
+                                   check_dpi, check_quantity, check_time_unit, check_window, colour_limits,
+                                   dpi_range, drawn_data, field_figure, parse_window, read_frame_file, union_rows)
 from lbgen.output.series import SERIES_CSV, read_series
 from lbgen.system.paths import PathError, writable_file
 
 PathLike = Union[str, os.PathLike]
+PICTURE_NAMES = frozenset(PICTURE_QUANTITIES)
 MOVIE_SUFFIXES = (".mp4", ".gif")
 #: frames per second a movie may have: below, ffmpeg's mp4 muxer fails (and a frame would
 #: stay on screen for minutes); above, GIF cannot time frames (its delays are 1/100 s)
 MIN_FPS, MAX_FPS = 0.1, 100.0
 #: H.264 constant rate factor of .mp4 movies (imageio's quality 8)
 MP4_CRF = 10
+#: frames per second of a movie by default: DEFAULT_FPS, fewer for a movie of under
+#: DEFAULT_FPS x MIN_SECONDS frames so that it lasts MIN_SECONDS (at least MIN_DEFAULT_FPS)
+DEFAULT_FPS, MIN_SECONDS, MIN_DEFAULT_FPS = 20.0, 5.0, 1.0
+#: a movie of fewer frames than this is a slide show: lbgen movie warns
+MIN_MOVIE_FRAMES = 20
+#: the pieces of lbgen that draw a movie frame (tests replace them to see that nothing is drawn)
+frame_picture = FieldPicture
+
+
+class MovieWarning(UserWarning):
+    """A movie that is written but will disappoint (a few frames only)."""
 
 
 class RunResultsError(ValueError):
@@ -142,13 +160,98 @@ class RunResults:
             raise RunResultsError(f"{self.manifest_path}: the run's dpi {dpi!r} cannot be drawn; give --dpi "
                                   f"{lo:g} to {hi:g}") from None
 
+    # ------------------------------------------------------------------ windows, time, frames
+    @property
+    def frame_files(self) -> Dict[int, Path]:
+        """{step: movie frame} of ``frames/step-*.npz`` (written every ``--pictures-every`` steps
+        and at every picture), in step order."""
+        folder = self.path / FRAMES_DIR
+        found = {}
+        if folder.is_dir():
+            for p in folder.glob("step-*.npz"):
+                if re.fullmatch(rf"step-{STEM_PATTERN}\.npz", p.name):
+                    found[int(p.stem.split("-")[-1])] = p
+        return dict(sorted(found.items()))
+
+    def frame(self, step: int, quantities: Optional[Sequence[str]] = None):
+        """The movie frame of *step* (lbgen.output.pictures.Frame); a damaged one is an error naming it."""
+        files = self.frame_files
+        if int(step) not in files:
+            raise RunResultsError(f"{self.path} has no movie frame of step {step}")
+        try:
+            return read_frame_file(files[int(step)], quantities)
+        except ValueError as e:
+            raise RunResultsError(str(e)) from None
+
+    def time_unit(self):
+        """The flow's time unit the run's titles use (manifest ``time_unit``), or None."""
+        value = self.manifest.get("time_unit")
+        try:
+            return check_time_unit(value)
+        except ValueError:
+            raise RunResultsError(f"{self.manifest_path}: damaged time_unit ({value!r})") from None
+
+    def shape(self) -> Tuple[int, int]:
+        """(LX, LY): the manifest's, else the first saved field file's or frame's."""
+        if self.lattice is not None:
+            return self.lattice
+        if self.files:
+            return tuple(int(n) for n in self.fields(self.steps[0])["T"].shape)
+        frames = self.frame_files
+        if frames:
+            return self.frame(next(iter(frames)), ()).shape
+        raise RunResultsError(f"{self.path} has no saved fields or frames: its lattice is unknown")
+
+    def flow_rows(self, quantities: Sequence[str] = ()) -> Optional[Tuple[int, int]]:
+        """The rows where any movie frame (all its quantities) -- or, in a run without frames,
+        any saved step of *quantities* and the run's picture quantities -- differs visibly
+        from the wall layers (lbgen.output.pictures.active_rows)."""
+        rows = None
+        frames = self.frame_files
+        if frames:
+            for step in frames:
+                try:
+                    frame = read_frame_file(frames[step], data=False)
+                except ValueError as e:
+                    raise RunResultsError(str(e)) from None
+                rows = union_rows(rows, *frame.rows.values())
+            return rows
+        pictures = _config(self.manifest).get("pictures") or ()
+        wanted = list(dict.fromkeys([q for q in pictures if isinstance(q, str) and q in PICTURE_NAMES] +
+                                    list(quantities)))
+        limits = {q: self.limits(q) for q in wanted}
+        for step in self.steps:
+            data = self.fields(step)
+            rows = union_rows(rows, *(active_rows(drawn_data(q, data, limits[q]), limits[q]) for q in wanted))
+        return rows
+
+    def window(self, override=None, quantities: Sequence[str] = ()):
+        """The window ``((x0, x1), (y0, y1))`` pictures of the run are drawn in: *override*
+        (``--window`` text or value: 'auto', 'full', 'x0:x1,y0:y1'), else the run's (manifest
+        ``picture_window``, else its config's ``window``), else the lattice."""
+        spec = override
+        if spec is None:
+            spec = self.manifest.get("picture_window") or _config(self.manifest).get("window")
+        try:
+            spec = parse_window(spec)
+            shape = self.shape()
+            if spec == AUTO:
+                return auto_window(self.flow_rows(quantities), shape)
+            return check_window(spec, shape)
+        except ValueError as e:
+            where = "" if override is not None else f"{self.manifest_path}: the run's window: "
+            raise RunResultsError(f"{where}{e}") from None
+
     def figure(self, quantity: str = "T", step: Optional[int] = None, clim: Optional[Sequence[float]] = None,
-               cmap: Optional[str] = None, dpi: Optional[float] = None):
-        """A picture of a saved step with the run's colour limits (or *clim*) and its dpi (or *dpi*)."""
+               cmap: Optional[str] = None, dpi: Optional[float] = None, window=None):
+        """A picture of a saved step with the run's colour limits (or *clim*), dpi (or *dpi*),
+        window (or *window*) and time unit."""
         dpi = self.recorded_dpi() if dpi is None else dpi
         limits = self.limits(quantity, clim)
+        area = self.window(window, (quantity,))
         data = self.fields(step)
-        return field_figure(quantity, data, limits=limits, step=data["step"], time=data["time"], cmap=cmap, dpi=dpi)
+        return field_figure(quantity, data, limits=limits, step=data["step"], time=data["time"], cmap=cmap, dpi=dpi,
+                            window=area, time_unit=self.time_unit())
 
 
 # --------------------------------------------------------------------------- output files
@@ -275,42 +378,104 @@ class _Mp4:
         self.log.close()
 
 
-def write_movie(run: RunResults, quantity: str, path: PathLike, fps: float = 5.0,
-                clim: Optional[Sequence[float]] = None, cmap: Optional[str] = None, dpi: Optional[float] = None,
-                overwrite: bool = False, progress: Optional[bool] = None) -> Dict[str, object]:
-    """One frame per saved step (the run's colour limits, the step and time in the title):
-    ``.mp4`` through ffmpeg (imageio-ffmpeg's; H.264), ``.gif`` through Pillow.  Returns
-    ``{"path", "frames", "size"}``.  *progress*: a tqdm bar (None: only on a terminal).
+def movie_fps(frames: int) -> float:
+    """The default frames per second of a movie of *frames* frames: DEFAULT_FPS, fewer for
+    short movies so that they last MIN_SECONDS (at least MIN_DEFAULT_FPS)."""
+    return min(DEFAULT_FPS, max(MIN_DEFAULT_FPS, frames / MIN_SECONDS))
 
-    Everything is checked before the first frame is drawn (field, fps, dpi, the output
-    path); the movie is written to a temporary file in the target's folder and renamed on
-    success, so an encoder failure is an error and leaves no file."""
-    import numpy as np
+
+def movie_source(run: RunResults, quantity: str, source: Optional[str] = None) -> str:
+    """Where a movie's frames come from: ``'frames'`` (the run's movie frames, every
+    ``--pictures-every`` steps) when they hold *quantity*, else ``'fields'`` (one frame per saved
+    step); *source* forces one (RunResultsError when that is not possible)."""
+    if source not in (None, "frames", "fields"):
+        raise RunResultsError(f"--from {source!r}: choose frames or fields")
+    frames = run.frame_files
+    holds = False
+    if frames and source != "fields":
+        first = next(iter(frames.values()))
+        try:
+            with np.load(first, allow_pickle=False) as z:
+                holds = quantity in z.files
+        except Exception:  # noqa: BLE001 - a damaged frame: reading it says so
+            holds = True
+    if source == "frames" and not holds:
+        raise RunResultsError(f"{run.path} has no movie frames of {quantity} ("
+                              + ("its frames hold the run's --pictures only" if frames else
+                                 "run with --pictures including it and --pictures-every K") + "); use --from fields")
+    if source is None:
+        source = "frames" if holds else "fields"
+    if source == "fields" and not run.files:
+        raise RunResultsError(f"{run.path} has no saved fields (fields/step-*.h5 or .npz)"
+                              + (f" and no movie frames of {quantity}" if frames else "") + " to make a movie of")
+    return source
+
+
+def gif_palette(rgb):
+    """The one palette of every frame of a GIF: 256 colours of the first frame (whose colour
+    bar holds the whole colour map, and whose text and frame the others share)."""
+    from PIL import Image
+    return Image.fromarray(rgb).quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+
+
+def write_movie(run: RunResults, quantity: str, path: PathLike, fps: Optional[float] = None,
+                clim: Optional[Sequence[float]] = None, cmap: Optional[str] = None, dpi: Optional[float] = None,
+                overwrite: bool = False, progress: Optional[bool] = None, window=None,
+                source: Optional[str] = None) -> Dict[str, object]:
+    """A movie of *quantity*: one frame per movie frame of the run (``frames/``, every
+    ``--pictures-every`` steps) or, without them, per saved step (*source* forces
+    ``'frames'`` or ``'fields'``), with the run's colour limits, window and time unit (or
+    *clim*, *window*) and the step and time in the title; every frame has the same geometry.
+    ``.mp4`` through ffmpeg (imageio-ffmpeg's; H.264), ``.gif`` through Pillow with one
+    palette for all frames.  *fps*: default :func:`movie_fps`.  Returns ``{"path", "frames",
+    "size", "fps", "source", "steps"}``; a movie of under MIN_MOVIE_FRAMES frames is written
+    with a MovieWarning.  *progress*: a tqdm bar (None: only on a terminal).
+
+    Everything is checked before the first frame is drawn (field, fps, dpi, window, the
+    output path); the movie is written to a temporary file in the target's folder and
+    renamed on success, so an encoder failure is an error and leaves no file."""
     from tqdm import tqdm
 
     check_quantity(quantity)
-    fps = check_fps(fps)
+    if fps is not None:
+        fps = check_fps(fps)
     dpi = run.check_dpi(dpi)
     path = check_output(path, MOVIE_SUFFIXES, overwrite)
-    if not run.files:
-        raise RunResultsError(f"{run.path} has no saved fields (fields/step-*.h5 or .npz) to make a movie of")
+    source = movie_source(run, quantity, source)
+    steps = list(run.frame_files) if source == "frames" else run.steps
+    fps = movie_fps(len(steps)) if fps is None else fps
+    area = run.window(window, (quantity,))
     gif = path.suffix.lower() == ".gif"
     exe = None if gif else ffmpeg_executable()
     limits = run.limits(quantity, clim)
-    frames, encoder, first = [], None, None
+    time_unit = run.time_unit()
+    picture, frames, encoder, first, palette = None, [], None, None, None
     with output_file(path, overwrite) as tmp:
         try:
-            for step in tqdm(run.steps, desc=f"movie {quantity}", unit="frame",
+            for step in tqdm(steps, desc=f"movie {quantity}", unit="frame",
                              disable=None if progress is None else not progress):
-                data = run.fields(step)
-                rgb = figure_rgb(field_figure(quantity, data, limits=limits, step=step, time=data["time"],
-                                              cmap=cmap, dpi=dpi))
+                if source == "frames":
+                    frame = run.frame(step, (quantity,))
+                    data, time, shape, stride = frame.data[quantity], frame.time, frame.shape, frame.stride
+                else:
+                    fields = run.fields(step)
+                    data, time = drawn_data(quantity, fields, limits), fields["time"]
+                    shape, stride = data.shape, (1, 1)
+                if picture is None:
+                    picture = frame_picture(quantity, shape, limits=limits, window=area, cmap=cmap, dpi=dpi,
+                                            time_unit=time_unit, stride=stride)
+                    layout = (shape, stride)
+                elif (shape, stride) != layout:
+                    raise RunResultsError(f"the frame of step {step} is of a {shape[0]} x {shape[1]} lattice "
+                                          f"sampled every {stride}, the first of {layout[0]} every {layout[1]}")
+                rgb = picture.rgb(data, step, time)
                 if first is None:
                     first = rgb.shape
-                elif rgb.shape != first:
-                    raise RunResultsError(f"frame of step {step} has size {rgb.shape[:2]}, not {first[:2]}")
                 if gif:
-                    frames.append(rgb)
+                    from PIL import Image
+                    if palette is None:
+                        palette = gif_palette(rgb)
+                    frames.append(Image.fromarray(rgb).quantize(palette=palette, dither=Image.Dither.NONE))
                     continue
                 h, w = rgb.shape[:2]
                 rgb = np.pad(rgb, ((0, h % 2), (0, w % 2), (0, 0)), mode="edge")  # yuv420p needs even sizes
@@ -318,11 +483,10 @@ def write_movie(run: RunResults, quantity: str, path: PathLike, fps: float = 5.0
                     encoder = _Mp4(exe, path, tmp, (rgb.shape[1], rgb.shape[0]), fps)
                 encoder.append(np.ascontiguousarray(rgb))
             if gif:
-                from PIL import Image
-                images = [Image.fromarray(f) for f in frames]
                 try:
-                    images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
-                                   duration=int(round(1000 / fps)), loop=0)
+                    frames[0].save(tmp, format="GIF", save_all=True, append_images=frames[1:],
+                                   duration=int(round(1000 / fps)), loop=0, optimize=False,
+                                   palette=bytes(palette.getpalette()))        # the global table only
                 except Exception as e:  # noqa: BLE001 - whatever Pillow says: an error, no file
                     raise RunResultsError(f"{path}: the GIF encoder (Pillow) failed ({type(e).__name__}: {e}); "
                                           f"no file made") from None
@@ -334,7 +498,14 @@ def write_movie(run: RunResults, quantity: str, path: PathLike, fps: float = 5.0
                 encoder.abort()
             raise
     h, w = first[:2]
-    return {"path": path, "frames": len(run.steps), "size": (w, h) if gif else (w + w % 2, h + h % 2)}
+    if len(steps) < MIN_MOVIE_FRAMES:
+        hint = ("the run recorded few frames: run with a smaller --pictures-every" if source == "frames" else
+                "it has a frame per saved step only: run with --pictures-every K (movie frames independent of "
+                "--output-every)")
+        warnings.warn(MovieWarning(f"{path}: a movie of only {len(steps)} frame{'s' if len(steps) != 1 else ''} "
+                                   f"({len(steps) / fps:.3g} s at {fps:g} fps); {hint}"), stacklevel=2)
+    return {"path": path, "frames": len(steps), "size": (w, h) if gif else (w + w % 2, h + h % 2), "fps": fps,
+            "source": source, "steps": steps}
 
 
 def parse_steps(text: Optional[str], run: RunResults) -> list:

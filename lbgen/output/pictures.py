@@ -5,34 +5,52 @@ manifest.json under ``colour_limits`` as ``{field: [lo, hi]}``; every frame and 
 the run uses them, so pictures of different steps compare.  Velocity-derived fields
 (vorticity, speed, ux, uy) whose values are at round-off level relative to their colour
 range are drawn as exactly zero, never as amplified noise.
+
+Every picture of a quantity has the same geometry whatever the data: the image box, the
+colour bar (its extension arrows are fixed per quantity, never chosen from the data), its
+ticks and labels (mathtext, lattice units).  A *window* ``((x0, x1), (y0, y1))`` in sites
+(half-open, as Python slices) crops the picture; ``'auto'`` crops y to the rows where any
+recorded step differs visibly from the uniform layers at the walls (:func:`active_rows`,
+:func:`auto_window`).  The title gives the step, the time t = step / r and, with a
+*time_unit* ``(steps per unit, label)``, the time in the flow's own unit.
+
+Movie frames (``frames/step-*.npz``, :func:`write_frame_file`) hold the drawn values of
+the picture quantities, quantized to 16 bits over three times the colour range (a step
+of 1/20000 of the range, 85 times finer than the colour map), so a run can record 100
+frames for a movie at a few per cent of the cost of its field files.
 """
 from __future__ import annotations
 
 import math
 import os
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from lbgen.system.cache import atomic_write
-from lbgen.output.fields import field_array, speed, stem, vorticity
+from lbgen.output.fields import OutputFileError, field_array, speed, stem, vorticity
 
 PathLike = Union[str, os.PathLike]
 
-#: quantities a picture can show: (colour-bar label, colour map, diverging about 0)
+#: quantities a picture can show: (name, mathtext symbol, mathtext definition for the colour
+#: bar, colour map, diverging about 0)
 STYLE = {
-    "T": ("temperature T", "inferno", False),
-    "rho": ("density ρ", "viridis", False),
-    "vorticity": ("vorticity ω = ∂x u_y − ∂y u_x", "RdBu_r", True),
-    "speed": ("speed |u|", "magma", False),
-    "ux": ("velocity u_x", "RdBu_r", True),
-    "uy": ("velocity u_y", "RdBu_r", True),
+    "T": ("temperature", r"$T$", r"$T$", "inferno", False),
+    "rho": ("density", r"$\rho$", r"$\rho$", "viridis", False),
+    "vorticity": ("vorticity", r"$\omega$", r"$\omega = \partial_x u_y - \partial_y u_x$", "RdBu_r", True),
+    "speed": ("speed", r"$|\mathbf{u}|$", r"$|\mathbf{u}|$", "magma", False),
+    "ux": ("velocity", r"$u_x$", r"$u_x$", "RdBu_r", True),
+    "uy": ("velocity", r"$u_y$", r"$u_y$", "RdBu_r", True),
 }
 PICTURE_QUANTITIES = tuple(STYLE)
 #: velocity-derived quantities: at rest they are drawn as exactly zero
 VELOCITY_QUANTITIES = ("vorticity", "speed", "ux", "uy")
-#: |value| below ROUNDOFF x (colour range) is round-off: drawn as 0 (256 colours cannot show it anyway)
+#: the colour bar's extension arrows, fixed per quantity (never chosen from the data, so the
+#: bar and its ticks are the same in every frame): values beyond a limit take the end colour
+EXTEND = {"speed": "max"}            # speed >= 0 = its lower limit; every other quantity: "both"
+#: |value| below ROUNDOFF x (colour range) is round-off: drawn as 0 (256 colours cannot show it
+#: anyway); values beyond a colour limit by less than that are drawn at the limit
 ROUNDOFF = 1e-9
 #: a velocity scale for a set-up with no flow and no driving (nothing will move)
 REST_VELOCITY = 1e-2
@@ -43,8 +61,16 @@ LONG_SIDE_PX = 1200
 #: what gives MAX_LONG_SIDE_PX on the long side (a picture of 16384 x 16384 px is 1 GiB of RGBA)
 MIN_DPI, MAX_LONG_SIDE_PX = 8.0, 16384
 PICTURES_DIR = "pictures"
-#: inches around the image box: left (y label), right (colour bar), bottom (x label), top (title)
-MARGINS_IN = (0.85, 1.45, 0.6, 0.55)
+#: inches around the image box: left (y label), right (colour bar), bottom (x label), top (two-line title)
+MARGINS_IN = (0.85, 1.45, 0.6, 0.8)
+#: a colour-bar axis shorter than this (inches) is labelled with the symbol only
+SHORT_BAR_IN = 4.0
+#: the picture and movie quantities of each kind of velocity set (``default_pictures``):
+#: an isothermal set's T is the constant 1 -- a flat picture -- so it draws vorticity
+THERMAL_PICTURES, ISOTHERMAL_PICTURES = ("T",), ("vorticity",)
+#: movie frames per run at the default ``--pictures-every`` (with the default 20 frames per
+#: second of ``lbgen movie``: a movie of 5 s)
+MOVIE_FRAMES = 100
 
 
 def check_quantity(quantity: str) -> str:
@@ -56,6 +82,21 @@ def check_quantity(quantity: str) -> str:
 def picture_name(quantity: str, step: int) -> str:
     """``T-000001000.png``: the name of a picture of a step (the run's pictures/ and lbgen plot)."""
     return f"{check_quantity(quantity)}-{stem(step)}.png"
+
+
+def default_pictures(velocity_set_name: str) -> Tuple[str, ...]:
+    """The picture quantities of a run by default (``--pictures``): T for a thermal velocity
+    set, vorticity for an isothermal one (whose T is the constant 1)."""
+    from lbgen.model.catalog import set_entry
+    return ISOTHERMAL_PICTURES if set_entry(velocity_set_name).isothermal else THERMAL_PICTURES
+
+
+def default_pictures_every(steps: int, time_block: int = 1) -> int:
+    """K of ``--pictures-every`` when not given: about MOVIE_FRAMES movie frames per run (one
+    every step at least), rounded up to a multiple of the time block (steps per sweep)."""
+    k = max(1, -(-int(steps) // MOVIE_FRAMES))
+    block = max(1, int(time_block))
+    return -(-k // block) * block
 
 
 # --------------------------------------------------------------------------- size
@@ -136,12 +177,21 @@ def picture_data(quantity: str, fields: dict) -> np.ndarray:
 
 
 def drawn_data(quantity: str, fields: dict, limits: Sequence[float]) -> np.ndarray:
-    """What a picture draws: the data, with round-off-level velocity values set to exactly 0."""
-    data = picture_data(quantity, fields)
+    """What a picture draws: the data, with round-off-level velocity values set to exactly 0
+    and values beyond a colour limit by round-off only set to the limit."""
+    return clean(quantity, picture_data(quantity, fields), limits)
+
+
+def clean(quantity: str, data: np.ndarray, limits: Sequence[float]) -> np.ndarray:
+    """*data* of *quantity* as drawn with *limits*: round-off-level velocity values are 0,
+    values within round-off beyond a limit are the limit (see ``drawn_data``)."""
+    lo, hi = (float(v) for v in limits)
+    tol = ROUNDOFF * (hi - lo)
+    data = np.asarray(data, dtype=np.float64)
     if quantity in VELOCITY_QUANTITIES:
-        lo, hi = limits
-        data = np.where(np.abs(data) <= ROUNDOFF * (hi - lo), 0.0, data)
-    return data
+        data = np.where(np.abs(data) <= tol, 0.0, data)
+    data = np.where((data < lo) & (data >= lo - tol), lo, data)
+    return np.where((data > hi) & (data <= hi + tol), hi, data)
 
 
 # --------------------------------------------------------------------------- colour limits
@@ -257,6 +307,312 @@ def clim_of(quantity: str, text: Optional[str]) -> Optional[list]:
     return limits[quantity]
 
 
+# --------------------------------------------------------------------------- time
+class TimeUnit(NamedTuple):
+    """The flow's own unit of time: *steps* lattice steps make one unit, written *label*
+    (e.g. ``TimeUnit(4254.0, r"$\\tau$")`` for a Rayleigh-Taylor time sqrt(L / (A g)))."""
+
+    steps: float
+    label: str
+
+
+def check_time_unit(value) -> Optional[TimeUnit]:
+    """*value* -- None, ``(steps per unit, label)``, ``{"steps": .., "label": ..}`` (manifest)
+    or a TimeUnit -- as a TimeUnit (None stays None); ValueError naming what is wrong."""
+    if value is None:
+        return None
+    try:
+        steps, label = (value.get("steps"), value.get("label")) if isinstance(value, Mapping) else value
+        steps = float(steps)
+    except (TypeError, ValueError):
+        raise ValueError(f"time unit {value!r}: expected (steps per unit, label), e.g. (4254.0, '$\\\\tau$')") from None
+    if not (math.isfinite(steps) and steps > 0):
+        raise ValueError(f"time unit {value!r}: the steps per unit must be a positive number")
+    label = str(label).strip() if label is not None else ""
+    if not label or label.count("$") % 2:
+        raise ValueError(f"time unit {value!r}: the label must be non-empty text (mathtext between pairs of $)")
+    return TimeUnit(steps, label)
+
+
+def _number(t: float) -> str:
+    """A time for a title: whole numbers from 1000 on, else 4 significant digits."""
+    if t == 0:
+        return "0"
+    return f"{t:.0f}" if abs(t) >= 1000 else f"{t:.4g}"
+
+
+def title_of(quantity: str, step: Optional[int], time: Optional[float],
+             time_unit: Optional[TimeUnit] = None) -> str:
+    """Two lines: the quantity (name and symbol), then the step, the time t = step / r and --
+    with *time_unit* -- the time in the flow's unit: ``step 4000,  t = 3342 = 1.32 τ``."""
+    name, symbol = STYLE[check_quantity(quantity)][:2]
+    time_unit = check_time_unit(time_unit)
+    parts = []
+    if step is not None:
+        parts.append(f"step {int(step)}")
+    flow = (f"{int(step) / time_unit.steps:.3g} {time_unit.label}" if time_unit is not None and step
+            else None)                                           # step 0: t = 0 in every unit
+    if time is not None:
+        parts.append(f"$t$ = {_number(float(time))}" + (f" = {flow}" if flow else ""))
+    elif flow:
+        parts.append(f"$t$ = {flow}")
+    return f"{name} {symbol}" + ("\n" + ",  ".join(parts) if parts else "")
+
+
+# --------------------------------------------------------------------------- windows
+#: a window: ((x0, x1), (y0, y1)) in sites, half-open like Python slices
+Window = Tuple[Tuple[int, int], Tuple[int, int]]
+AUTO = "auto"
+#: the whole lattice (``--window full``)
+FULL = ((None, None), (None, None))
+#: 'auto': a row is part of the flow when it differs from the uniform layer at a wall by more
+#: than this fraction of the colour range (half a percent: about one of the colour map's 256
+#: levels; a round-off threshold would keep the whole height, which acoustic waves and the
+#: hydrostatic adjustment stir at the 1e-4 level) ...
+AUTO_TOLERANCE = 5e-3
+#: ... the window adds this fraction of the flow's height above and below it (at least
+#: AUTO_MIN_MARGIN sites) ...
+AUTO_MARGIN, AUTO_MIN_MARGIN = 0.25, 4
+#: ... and a window taller than this fraction of the lattice is the whole height
+AUTO_KEEP = 0.85
+_WINDOW_SYNTAX = "x0:x1,y0:y1 in sites (an end left out is the lattice's edge, e.g. :,100:300), auto or full"
+
+
+def parse_window(text) -> Union[None, str, tuple]:
+    """``--window``: ``'x0:x1,y0:y1'`` (sites, half-open as Python slices; an end left out is
+    the lattice's edge: ``':,100:300'``), ``'auto'`` or ``'full'`` (the whole lattice); also a
+    TOML / JSON ``[[x0, x1], [y0, y1]]`` (null ends allowed).  Returns None (not given),
+    ``'auto'`` or ``((x0, x1), (y0, y1))`` with None for an edge; ValueError naming the value."""
+    if text is None:
+        return None
+    if isinstance(text, str):
+        value = text.strip().lower()
+        if value == AUTO:
+            return AUTO
+        if value in ("full", "none", "all"):
+            return FULL
+        parts = value.split(",")
+        if len(parts) != 2 or any(p.count(":") != 1 for p in parts):
+            raise ValueError(f"--window {text!r}: expected {_WINDOW_SYNTAX}")
+        pairs = [p.split(":") for p in parts]
+    else:
+        try:
+            pairs = [list(p) for p in text]
+        except TypeError:
+            pairs = []
+        if len(pairs) != 2 or any(len(p) != 2 for p in pairs):
+            raise ValueError(f"--window {text!r}: expected {_WINDOW_SYNTAX}")
+    out = []
+    for axis, (a, b) in zip("xy", pairs):
+        ends = []
+        for v in (a, b):
+            if v is None or (isinstance(v, str) and not v.strip()):
+                ends.append(None)
+                continue
+            try:
+                if isinstance(v, bool):
+                    raise ValueError
+                n = int(v) if isinstance(v, (int, np.integer)) else int(str(v).strip())
+            except ValueError:
+                raise ValueError(f"--window {text!r}: {v!r} is not a whole number of sites; expected "
+                                 f"{_WINDOW_SYNTAX}") from None
+            if n < 0:
+                raise ValueError(f"--window {text!r}: {axis} ends must be sites >= 0")
+            ends.append(n)
+        if None not in ends and ends[1] - ends[0] < 2:
+            raise ValueError(f"--window {text!r}: {axis} {ends[0]}:{ends[1]} must span at least 2 sites "
+                             f"(x0 < x1, half-open)")
+        out.append(tuple(ends))
+    return tuple(out)
+
+
+def window_option(value) -> Optional[str]:
+    """``--window`` as a run description keeps it (manifest config, TOML): None (not given),
+    ``'auto'``, ``'full'`` or ``'x0:x1,y0:y1'`` (an end left out stays empty); any spelling
+    :func:`parse_window` takes, ValueError naming a bad one."""
+    window = parse_window(value)
+    if window is None or window == AUTO:
+        return window
+    if window == FULL:
+        return "full"
+    (x0, x1), (y0, y1) = ("" if v is None else str(v) for v in window[0]), \
+        ("" if v is None else str(v) for v in window[1])
+    return f"{x0}:{x1},{y0}:{y1}"
+
+
+def check_window(window, shape: Tuple[int, int]) -> Window:
+    """A window (None or ``FULL``: the whole lattice; ``((x0, x1), (y0, y1))``, None ends at the
+    edges) checked against the lattice *shape* (LX, LY): concrete ends; ValueError when it
+    reaches beyond the lattice or spans under 2 sites.  ``'auto'`` must be resolved first."""
+    lx, ly = (int(n) for n in shape)
+    if window is None:
+        return (0, lx), (0, ly)
+    if isinstance(window, str):
+        if window.strip().lower() == AUTO:
+            raise ValueError("window 'auto' must be resolved from the data first (auto_window)")
+        window = parse_window(window)
+    window = parse_window(window) if not all(isinstance(p, tuple) for p in window) else window
+    out = []
+    for axis, (a, b), n in zip("xy", window, (lx, ly)):
+        a = 0 if a is None else int(a)
+        b = n if b is None else int(b)
+        if not (0 <= a and b <= n and b - a >= 2):
+            raise ValueError(f"--window {axis} {a}:{b}: outside the lattice's {axis} range 0:{n} or under 2 sites")
+        out.append((a, b))
+    return tuple(out)
+
+
+def window_text(window: Window) -> str:
+    """``'0:128,168:351'``: a concrete window as ``--window`` writes it."""
+    (x0, x1), (y0, y1) = window
+    return f"{x0}:{x1},{y0}:{y1}"
+
+
+def active_rows(data: np.ndarray, limits: Sequence[float]) -> Optional[Tuple[int, int]]:
+    """[y0, y1): the rows of *data* (LX, LY) between the uniform layers at the bottom and the
+    top -- a row belongs to a layer while it differs from that wall row's median by at most
+    AUTO_TOLERANCE of the colour range *limits*; None when the whole field is one layer.
+    Rows with NaN or inf count as flow."""
+    a = np.asarray(data, dtype=np.float64)
+    tol = AUTO_TOLERANCE * (float(limits[1]) - float(limits[0]))
+    with np.errstate(invalid="ignore"):
+        off = []
+        for row in (a[:, 0], a[:, -1]):
+            finite = row[np.isfinite(row)]
+            ref = float(np.median(finite)) if finite.size else math.nan
+            off.append(~np.all(np.abs(a - ref) <= tol, axis=0))
+    below, above = (np.flatnonzero(o) for o in off)
+    if not below.size or not above.size:
+        return None
+    y0, y1 = int(below[0]), int(above[-1]) + 1
+    if y1 <= y0:                       # a step between two rows: both rows are the flow
+        y0, y1 = max(0, y1 - 1), min(a.shape[1], y0 + 1)
+    return y0, y1
+
+
+def union_rows(*rows: Optional[Tuple[int, int]]) -> Optional[Tuple[int, int]]:
+    """The smallest row range holding every one of *rows* (None: no rows)."""
+    given = [r for r in rows if r is not None]
+    if not given:
+        return None
+    return min(r[0] for r in given), max(r[1] for r in given)
+
+
+def auto_window(rows: Optional[Tuple[int, int]], shape: Tuple[int, int]) -> Window:
+    """The 'auto' window of a lattice *shape* (LX, LY) whose flow is in *rows* (the union of
+    :func:`active_rows` of every recorded step and quantity): every column, the rows with a
+    margin of AUTO_MARGIN of their height above and below (at least AUTO_MIN_MARGIN sites);
+    the whole lattice when nothing varies or the window would keep more than AUTO_KEEP of it."""
+    lx, ly = (int(n) for n in shape)
+    if rows is None:
+        return (0, lx), (0, ly)
+    y0, y1 = rows
+    margin = max(AUTO_MIN_MARGIN, math.ceil(AUTO_MARGIN * (y1 - y0)))
+    y0, y1 = max(0, y0 - margin), min(ly, y1 + margin)
+    if y1 - y0 > AUTO_KEEP * ly or y1 - y0 < 2:
+        return (0, lx), (0, ly)
+    return (0, lx), (y0, y1)
+
+
+# --------------------------------------------------------------------------- movie frames
+FRAMES_DIR = "frames"
+#: frames keep every site up to this many along an axis, every k-th beyond (k = L // 2048)
+FRAME_MAX_SIDE = 2048
+#: quantization of a frame: codes 0..LEVELS over [lo − span, hi + span]; NAN_CODE is NaN
+_LEVELS, _NAN_CODE = 65534, 65535
+
+
+def frame_name(step: int) -> str:
+    """``step-000001000.npz``: the name of a movie frame in ``frames/``."""
+    return f"step-{stem(step)}.npz"
+
+
+def frame_stride(shape: Tuple[int, int]) -> Tuple[int, int]:
+    """(fx, fy): a frame keeps sites fx i + fx // 2, fy j + fy // 2."""
+    return tuple(max(1, int(n) // FRAME_MAX_SIDE) for n in shape)
+
+
+class Frame(NamedTuple):
+    """A movie frame read back: the drawn values of its quantities at the sites
+    (stride * i + stride // 2) of the lattice *shape*, and each quantity's flow rows."""
+
+    step: int
+    time: Optional[float]
+    shape: Tuple[int, int]
+    stride: Tuple[int, int]
+    data: Dict[str, np.ndarray]
+    rows: Dict[str, Optional[Tuple[int, int]]]
+
+
+def write_frame_file(path: PathLike, step: int, time: Optional[float], drawn: Mapping[str, np.ndarray],
+                     limits: Mapping[str, Sequence[float]]) -> Path:
+    """A movie frame (npz, compressed, atomic): for each quantity *q* of *drawn* ({q: drawn
+    values (LX, LY)}) its 16-bit codes ``q``, the range they span ``q__range`` and its flow
+    rows ``q__rows`` (:func:`active_rows` against ``limits[q]``; -1, -1 for none); and
+    ``step``, ``time`` (NaN when None), ``shape``, ``stride``."""
+    shapes = {np.shape(v) for v in drawn.values()}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 2:
+        raise ValueError(f"frame quantities must be 2-D arrays of one shape, got {shapes}")
+    shape = next(iter(shapes))
+    fx, fy = frame_stride(shape)
+    payload = {"step": np.int64(step), "time": np.float64(math.nan if time is None else time),
+               "shape": np.asarray(shape, dtype=np.int64), "stride": np.asarray((fx, fy), dtype=np.int64)}
+    for q, data in drawn.items():
+        check_quantity(q)
+        lo, hi = (float(v) for v in limits[q])
+        a, b = lo - (hi - lo), hi + (hi - lo)
+        values = np.asarray(data, dtype=np.float64)
+        sampled = values[fx // 2::fx, fy // 2::fy]
+        code = np.full(sampled.shape, _NAN_CODE, dtype=np.uint16)
+        known = ~np.isnan(sampled)
+        code[known] = np.rint((np.clip(sampled[known], a, b) - a) / (b - a) * _LEVELS).astype(np.uint16)
+        payload[q] = code
+        payload[f"{q}__range"] = np.asarray((a, b), dtype=np.float64)
+        payload[f"{q}__rows"] = np.asarray(active_rows(values, (lo, hi)) or (-1, -1), dtype=np.int64)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write(path, lambda fh: np.savez_compressed(fh, **payload))
+
+
+def read_frame_file(path: PathLike, quantities: Optional[Iterable[str]] = None, data: bool = True) -> Frame:
+    """A movie frame (see :func:`write_frame_file`): the values of *quantities* (default: all
+    it holds; with ``data=False`` none, only the flow rows).  OutputFileError naming the file
+    when it is damaged or lacks a quantity asked for."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            held = [n for n in z.files if n in STYLE]
+            wanted = held if quantities is None else list(quantities)
+            missing = [q for q in wanted if q not in held]
+            if missing:
+                raise OutputFileError(f"{path}: this frame has no {', '.join(missing)} (it has "
+                                      f"{', '.join(held) or 'nothing'})")
+            step, time = int(z["step"]), float(z["time"])
+            shape = tuple(int(n) for n in z["shape"])
+            stride = tuple(int(n) for n in z["stride"])
+            rows = {}
+            for q in held:
+                r0, r1 = (int(v) for v in z[f"{q}__rows"])
+                rows[q] = None if r0 < 0 else (r0, r1)
+            values = {}
+            for q in (wanted if data else ()):
+                code = np.asarray(z[q])
+                a, b = (float(v) for v in z[f"{q}__range"])
+                quantum = (b - a) / _LEVELS
+                v = a + code.astype(np.float64) * quantum
+                if a < 0 < b:
+                    v[np.abs(v) < 0.5 * quantum] = 0.0       # the code of 0 is 0, not a round-off
+                v[code == _NAN_CODE] = math.nan
+                values[q] = v
+    except OutputFileError:
+        raise
+    except Exception as e:  # noqa: BLE001 - truncated or damaged, whatever numpy / zipfile says
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise OutputFileError(f"{path}: cannot read the movie frame, it is truncated or damaged "
+                              f"({type(e).__name__}: {reason})") from None
+    return Frame(step, None if math.isnan(time) else time, shape, stride, values, rows)
+
+
 # --------------------------------------------------------------------------- figures
 def new_figure(size_in: Tuple[float, float], dpi: float):
     """A matplotlib Figure that needs no GUI (no pyplot state)."""
@@ -268,61 +624,116 @@ def new_figure(size_in: Tuple[float, float], dpi: float):
     return fig
 
 
-def title_of(quantity: str, step: Optional[int], time: Optional[float]) -> str:
-    words = [quantity]
-    if step is not None:
-        words.append(f"step {int(step)}")
-    if time is not None:
-        words.append(f"t = {time:.6g}")
-    return ", ".join(words)
+def _samples(lo: int, hi: int, stride: int, count: int) -> Tuple[int, int]:
+    """[i0, i1): the samples i (at site stride i + stride // 2) inside sites [lo, hi)."""
+    off = stride // 2
+    i0 = min(max(0, -((off - lo) // stride)), max(count - 1, 0))
+    i1 = min(max(i0 + 1, -((off - hi) // stride)), count)
+    return i0, i1
+
+
+def default_limits(quantity: str, data: np.ndarray) -> Tuple[float, float]:
+    """This state's own colour range (symmetric for diverging quantities): pictures without
+    run limits (notebooks)."""
+    diverging = STYLE[check_quantity(quantity)][4]
+    finite = np.asarray(data)[np.isfinite(data)]
+    if not finite.size:
+        return 0.0, 1.0
+    m = float(np.abs(finite).max())
+    lo, hi = (-m, m) if diverging else _span(float(finite.min()), float(finite.max()))
+    return (lo, hi) if hi > lo else (-1.0, 1.0)
+
+
+class FieldPicture:
+    """One figure of one quantity, drawn again for every frame: the image box, the colour bar,
+    its extension arrows, ticks and label are fixed when it is made -- only the image and the
+    title change (:meth:`draw`) -- so every frame of a movie has the same geometry.
+
+    *shape*: the lattice (LX, LY); the data given to :meth:`draw` are values at the sites
+    (stride * i + stride // 2) (a movie frame's; (1, 1): every site).  *window*: None (the
+    lattice) or ``((x0, x1), (y0, y1))`` in sites.  Size: *long_side_px* pixels on the long
+    side, or *dpi* (checked against :func:`dpi_range` of the window before anything is drawn).
+    """
+
+    def __init__(self, quantity: str, shape: Tuple[int, int], *, limits: Sequence[float], window=None,
+                 cmap: Optional[str] = None, dpi: Optional[float] = None, long_side_px: int = LONG_SIDE_PX,
+                 time_unit=None, stride: Tuple[int, int] = (1, 1)):
+        import matplotlib
+
+        name, _symbol, definition, default_cmap, _diverging = STYLE[check_quantity(quantity)]
+        self.quantity = quantity
+        self.shape = tuple(int(n) for n in shape)
+        self.window = check_window(window, self.shape)
+        self.time_unit = check_time_unit(time_unit)
+        self.limits = (float(limits[0]), float(limits[1]))
+        (x0, x1), (y0, y1) = self.window
+        wx, wy = x1 - x0, y1 - y0
+        left, _right, bottom, _top = MARGINS_IN
+        width, height, img_w, img_h = figure_layout((wx, wy))
+        dpi = default_dpi((wx, wy), long_side_px) if dpi is None else check_dpi(dpi, (wx, wy))
+        fx, fy = (int(s) for s in stride)
+        nx, ny = -(-self.shape[0] // fx), -(-self.shape[1] // fy)
+        ix, iy = _samples(x0, x1, fx, nx), _samples(y0, y1, fy, ny)
+        # nearest-neighbour sampling at the picture's resolution: keep every k-th sample (k =
+        # samples per pixel, rounded down) before matplotlib colour-maps the array, which it
+        # otherwise does for every site (0.7 s a picture at 1024 x 4096, 0.1 s this way)
+        kx, ky = max(1, int(wx // (img_w * dpi)) // fx), max(1, int(wy // (img_h * dpi)) // fy)
+        self._take = (slice(ix[0] + kx // 2, ix[1], kx), slice(iy[0] + ky // 2, iy[1], ky))
+        self._samples = (nx, ny)
+        fig = self.figure = new_figure((width, height), float(dpi))
+        ax = fig.add_axes((left / width, bottom / height, img_w / width, img_h / height))
+        cax = fig.add_axes(((left + img_w + 0.15) / width, bottom / height, 0.2 / width, img_h / height))
+        colours = matplotlib.colormaps[cmap or default_cmap].with_extremes(bad="0.6")   # NaN: grey
+        blank = np.zeros((len(range(*self._take[1].indices(ny))), len(range(*self._take[0].indices(nx)))))
+        self.image = ax.imshow(blank, origin="lower", aspect="auto", cmap=colours, vmin=self.limits[0],
+                               vmax=self.limits[1], extent=(x0 - 0.5, x1 - 0.5, y0 - 0.5, y1 - 0.5),
+                               interpolation="nearest")
+        ax.set_xlabel(r"$x$ (sites)")
+        ax.set_ylabel(r"$y$ (sites)")
+        self.title = ax.set_title("", fontsize=11)
+        self.colorbar = fig.colorbar(self.image, cax=cax, extend=EXTEND.get(quantity, "both"))
+        label = f"{name} {definition}" if img_h >= SHORT_BAR_IN else definition
+        self.colorbar.set_label(f"{label} (lattice units)")
+
+    def draw(self, data: np.ndarray, step: Optional[int] = None, time: Optional[float] = None):
+        """The figure showing *data* (drawn values at the picture's stride, the whole lattice)."""
+        data = np.asarray(data)
+        if data.shape != self._samples:
+            raise ValueError(f"{self.quantity}: data of shape {data.shape}, the picture samples {self._samples}")
+        self.image.set_data(data[self._take].T)
+        self.title.set_text(title_of(self.quantity, step, time, self.time_unit))
+        return self.figure
+
+    def rgb(self, data: np.ndarray, step: Optional[int] = None, time: Optional[float] = None) -> np.ndarray:
+        """(H, W, 3) pixels of the picture of *data*."""
+        return figure_rgb(self.draw(data, step, time))
 
 
 def field_figure(quantity: str, fields: dict, *, limits: Optional[Sequence[float]] = None, step: Optional[int] = None,
                  time: Optional[float] = None, cmap: Optional[str] = None, dpi: Optional[float] = None,
-                 long_side_px: int = LONG_SIDE_PX):
-    """One field as a picture for slides: the lattice's aspect exactly (no empty margins),
-    y up, a colour bar with the fixed *limits* (default: this state's range, symmetric for
-    diverging fields), a title with the step and the time in model units (t = step / r).
+                 long_side_px: int = LONG_SIDE_PX, window=None, time_unit=None):
+    """One field as a picture for slides: the lattice's (or the window's) aspect exactly, y up,
+    axes in sites, a colour bar with the fixed *limits* (default: this state's range,
+    symmetric for diverging fields) and fixed extension arrows, a title with the step, the
+    time in model units (t = step / r) and, with *time_unit* ``(steps per unit, label)``,
+    in the flow's unit.
 
+    *window*: None (the lattice), ``((x0, x1), (y0, y1))`` in sites, or ``'auto'`` (the rows
+    where this field differs visibly from its wall layers, with a margin: :func:`auto_window`).
     Size: the long side is *long_side_px* pixels (more for lattices so tall that this would
     be under MIN_DPI), or the figure is drawn at *dpi* (within :func:`dpi_range` of the
-    lattice, else ValueError before anything is drawn).
+    window, else ValueError before anything is drawn).
     """
-    label, default_cmap, diverging = STYLE[check_quantity(quantity)]
+    check_quantity(quantity)
     if limits is None:
-        raw = picture_data(quantity, fields)
-        finite = raw[np.isfinite(raw)]
-        m = float(np.abs(finite).max()) if finite.size else 1.0
-        limits = (-m, m) if diverging else _span(float(finite.min()), float(finite.max())) if finite.size else (0, 1)
-        limits = limits if limits[1] > limits[0] else (-1.0, 1.0)
+        limits = default_limits(quantity, picture_data(quantity, fields))
     lo, hi = float(limits[0]), float(limits[1])
     data = drawn_data(quantity, fields, (lo, hi))
-    lx, ly = data.shape
-    left, _right, bottom, _top = MARGINS_IN
-    width, height, img_w, img_h = figure_layout((lx, ly))
-    if dpi is None:
-        dpi = default_dpi((lx, ly), long_side_px)
-    else:
-        dpi = check_dpi(dpi, (lx, ly))     # before drawing: no MemoryError, no empty image
-    fig = new_figure((width, height), float(dpi))
-    ax = fig.add_axes((left / width, bottom / height, img_w / width, img_h / height))
-    cax = fig.add_axes(((left + img_w + 0.15) / width, bottom / height, 0.2 / width, img_h / height))
-    # nearest-neighbour sampling at the picture's resolution: keep every s-th site (s =
-    # sites per pixel, rounded down) before matplotlib colour-maps the array, which it
-    # otherwise does for every site (0.7 s a picture at 1024 x 4096, 0.1 s this way)
-    sx, sy = max(1, int(lx // (img_w * dpi))), max(1, int(ly // (img_h * dpi)))
-    im = ax.imshow(data[sx // 2::sx, sy // 2::sy].T, origin="lower", aspect="auto", cmap=cmap or default_cmap,
-                   vmin=lo, vmax=hi, extent=(-0.5, lx - 0.5, -0.5, ly - 0.5), interpolation="nearest")
-    ax.set_xlabel("x")
-    ax.set_ylabel("y")
-    ax.set_title(title_of(quantity, step, time), fontsize=11)
-    finite = data[np.isfinite(data)]
-    extend = ("neither" if not finite.size else
-              {(False, False): "neither", (True, False): "min", (False, True): "max", (True, True): "both"}[
-                  (bool(finite.min() < lo), bool(finite.max() > hi))])
-    cb = fig.colorbar(im, cax=cax, extend=extend)
-    cb.set_label(label)
-    return fig
+    if isinstance(window, str) and window.strip().lower() == AUTO:
+        window = auto_window(active_rows(data, (lo, hi)), data.shape)
+    picture = FieldPicture(quantity, data.shape, limits=(lo, hi), window=window, cmap=cmap, dpi=dpi,
+                           long_side_px=long_side_px, time_unit=time_unit)
+    return picture.draw(data, step, time)
 
 
 def figure_rgb(fig) -> np.ndarray:
@@ -331,7 +742,8 @@ def figure_rgb(fig) -> np.ndarray:
     return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
 
 
-def save_png(fig, path: PathLike) -> Path:
+def save_png(fig, path: PathLike, metadata: Optional[Mapping[str, str]] = None) -> Path:
+    """*fig* as a PNG at *path* (atomic); *metadata*: PNG text entries."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return atomic_write(path, lambda fh: fig.savefig(fh, format="png"))
+    return atomic_write(path, lambda fh: fig.savefig(fh, format="png", metadata=dict(metadata or {})))

@@ -12,8 +12,11 @@ from lbgen.output import series as series_mod
 from lbgen.output.fields import (FIELD_FORMATS, FIELDS_DIR, PVD_NAME, STEM_PATTERN, VTK_DIR, check_fields, fields_name,
                                  read_pvd, vti_name, write_h5, write_npz, write_pvd, write_vti)
 from lbgen.output.manifest import MANIFEST_NAME, json_default, read_manifest
-from lbgen.output.pictures import (PICTURE_QUANTITIES, PICTURES_DIR, check_quantity, field_figure, picture_name,
-                                   save_png)
+from lbgen.output.pictures import (AUTO, FRAMES_DIR, PICTURE_QUANTITIES, PICTURES_DIR, FieldPicture, auto_window,
+                                   check_quantity, check_time_unit, check_window, default_limits, drawn_data,
+                                   frame_name, parse_window, read_frame_file, union_rows, window_text,
+                                   write_frame_file)
+from lbgen.output.pictures import picture_name, save_png
 
 PathLike = Union[str, os.PathLike]
 #: manifest.json key: the files (relative paths, '/'-separated) RunOutput wrote into the run
@@ -26,7 +29,16 @@ OUTPUT_NAME = re.compile("|".join([
     rf"{re.escape(FIELDS_DIR)}/step-{STEM_PATTERN}\.(?:{'|'.join(FIELD_FORMATS)})",
     rf"{re.escape(VTK_DIR)}/step-{STEM_PATTERN}\.vti", rf"{re.escape(VTK_DIR)}/{re.escape(PVD_NAME)}",
     rf"{re.escape(PICTURES_DIR)}/(?:{'|'.join(map(re.escape, PICTURE_QUANTITIES))})-{STEM_PATTERN}\.png",
+    rf"{re.escape(FRAMES_DIR)}/step-{STEM_PATTERN}\.npz",
 ]))
+#: a picture's name: its quantity and step
+PICTURE_NAME = re.compile(rf"{re.escape(PICTURES_DIR)}/({'|'.join(map(re.escape, PICTURE_QUANTITIES))})-"
+                          rf"({STEM_PATTERN})\.png")
+#: manifest.json keys RunOutput keeps: the window its pictures are drawn in ('x0:x1,y0:y1') and
+#: the flow's time unit ({"steps": .., "label": ..}), for lbgen movie / plot to draw the same
+WINDOW_KEY, TIME_UNIT_KEY = "picture_window", "time_unit"
+#: the PNG text entry naming the window a picture was drawn in
+WINDOW_METADATA = "Window"
 
 
 def safe_relative(name) -> Optional[str]:
@@ -55,7 +67,7 @@ def recorded_files(run_dir: PathLike) -> list[str]:
         names = [n for n in map(safe_relative, listed) if n is not None]
     else:
         names = []
-        for folder in ("", FIELDS_DIR, VTK_DIR, PICTURES_DIR):
+        for folder in ("", FIELDS_DIR, VTK_DIR, PICTURES_DIR, FRAMES_DIR):
             where = run_dir / folder
             if not where.is_dir():
                 continue
@@ -70,10 +82,16 @@ class RunOutput:
     """Writes everything a run produces into *run_dir* (see lbgen.output for the layout).
 
     ``pictures``: quantities drawn by :meth:`write_pictures` by default (subset of
-    ``PICTURE_QUANTITIES``). ``vtk``: write VTK ImageData (.vti, through pyevtk) and keep the
-    ParaView collection (.pvd) up to date. ``fields_format``: ``"h5"``, ``"npz"`` or None.
-    ``colour_limits``: ``{quantity: (lo, hi)}`` used by every picture (fixed for the run);
-    ``dpi``: picture resolution (default: 1200 px on the long side).
+    ``PICTURE_QUANTITIES``), and kept in the movie frames (:meth:`write_frame`). ``vtk``:
+    write VTK ImageData (.vti, through pyevtk) and keep the ParaView collection (.pvd) up to
+    date. ``fields_format``: ``"h5"``, ``"npz"`` or None.  ``colour_limits``: ``{quantity:
+    (lo, hi)}`` used by every picture and frame (fixed for the run); ``dpi``: picture
+    resolution (default: 1200 px on the long side).  ``window``: the pictures' window -- None
+    (the lattice), ``((x0, x1), (y0, y1))`` in sites (or its ``--window`` text), or
+    ``'auto'``: the rows where any frame recorded so far differs visibly from the wall layers
+    (:func:`lbgen.output.pictures.auto_window`); :meth:`finish` draws every picture again in
+    the final one.  ``time_unit``: ``(steps per unit, label)``, the flow's time unit of the
+    titles and of series.png.
 
     Every file it writes is recorded (:attr:`files`, relative paths) before it is written
     and kept in manifest.json under ``"files"`` (``FILES_KEY``): ``lbgen run --overwrite``
@@ -83,8 +101,10 @@ class RunOutput:
 
     def __init__(self, run_dir: PathLike, pictures: Sequence[str] = ("T",), vtk: bool = True,
                  fields_format: Optional[str] = "h5", colour_limits: Optional[Mapping[str, Sequence[float]]] = None,
-                 dpi: Optional[float] = None):
+                 dpi: Optional[float] = None, window=None, time_unit=None, physics: Optional[Mapping] = None):
         self.run_dir = Path(run_dir)
+        #: the run's physical numbers (lbgen.model.physics.run_numbers): h5 attributes physics_*
+        self.physics = dict(physics or {})
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.pictures = tuple(check_quantity(q) for q in (pictures or ()))
         self.vtk = bool(vtk)
@@ -93,7 +113,12 @@ class RunOutput:
         self.fields_format = fields_format
         self.colour_limits = {q: tuple(v) for q, v in (colour_limits or {}).items()}
         self.dpi = dpi
+        self.window = parse_window(window) if window is not None else None
+        self.time_unit = check_time_unit(time_unit)
         self._files: dict = dict.fromkeys(recorded_files(self.run_dir) if self.manifest_path.is_file() else [])
+        self._shape: Optional[tuple] = None          # the lattice, once a frame or picture has been drawn
+        self._rows = self._unknown = object()        # the flow's rows over every frame ('auto'), read lazily
+        self._frame_steps: set = set()               # frames written by this process
 
     # ------------------------------------------------------------------ the file list
     @property
@@ -141,6 +166,9 @@ class RunOutput:
     def picture_path(self, quantity: str, step: int) -> Path:
         return self.run_dir / PICTURES_DIR / picture_name(quantity, step)
 
+    def frame_path(self, step: int) -> Path:
+        return self.run_dir / FRAMES_DIR / frame_name(step)
+
     # ------------------------------------------------------------------ fields
     def write_fields(self, step: int, fields: dict, time: Optional[float] = None) -> list[Path]:
         """Write the field file (HDF5/npz), the .vti and update the .pvd; returns the paths written.
@@ -154,7 +182,7 @@ class RunOutput:
                     + ([self.vti_path(step), self.pvd_path] if self.vtk else []))
         written: list[Path] = []
         if self.fields_format == "h5":
-            written.append(write_h5(self.fields_path(step), step, arrays, time))
+            written.append(write_h5(self.fields_path(step), step, arrays, time, attrs=self.physics))
         elif self.fields_format == "npz":
             written.append(write_npz(self.fields_path(step), step, arrays, time))
         if self.vtk:
@@ -165,19 +193,133 @@ class RunOutput:
             written.append(write_pvd(self.pvd_path, entries))
         return written
 
-    # ------------------------------------------------------------------ pictures
+    # ------------------------------------------------------------------ pictures and frames
+    def _limits(self, quantity: str, fields: dict) -> tuple:
+        """The run's colour limits of *quantity*; without them (a RunOutput made by hand) the
+        first state's own range, kept for the rest of the run."""
+        if quantity not in self.colour_limits:
+            from lbgen.output.pictures import picture_data
+            self.colour_limits[quantity] = default_limits(quantity, picture_data(quantity, fields))
+        return self.colour_limits[quantity]
+
+    def flow_rows(self) -> Optional[tuple]:
+        """[y0, y1): the rows where any frame of the run (this process's and those already in
+        the folder) differs visibly from the wall layers, or None."""
+        if self._rows is self._unknown:
+            rows = None
+            for step, path in sorted(self._frame_files().items()):
+                try:
+                    frame = read_frame_file(path, data=False)
+                except ValueError:
+                    continue                  # a damaged frame of an earlier run: not this run's window
+                rows = union_rows(rows, *frame.rows.values())
+                self._shape = self._shape or frame.shape
+            self._rows = rows
+        return self._rows
+
+    def _frame_files(self) -> dict:
+        folder = self.run_dir / FRAMES_DIR
+        out = {}
+        if folder.is_dir():
+            for p in folder.glob("step-*.npz"):
+                rel = f"{FRAMES_DIR}/{p.name}"
+                if OUTPUT_NAME.fullmatch(rel):
+                    out[int(p.stem.split("-")[-1])] = p
+        return out
+
+    def current_window(self, shape: Optional[tuple] = None):
+        """The window pictures are drawn in now, ``((x0, x1), (y0, y1))`` (None when the lattice
+        is not known yet): the given one, or for 'auto' the window of the frames so far."""
+        shape = shape or self._shape
+        if shape is None:
+            return None
+        if self.window == AUTO:
+            return auto_window(self.flow_rows(), shape)
+        return check_window(self.window, shape)
+
+    def write_frame(self, step: int, fields: dict, time: Optional[float] = None) -> Optional[Path]:
+        """A movie frame of the picture quantities (``frames/step-<step>.npz``: their drawn
+        values, 16-bit, with the run's colour limits; see lbgen.output.pictures); None when the
+        run draws no pictures.  ``lbgen movie`` makes its frames from these."""
+        if not self.pictures:
+            return None
+        drawn = {}
+        for q in self.pictures:
+            drawn[q] = drawn_data(q, fields, self._limits(q, fields))
+        path = self.frame_path(step)
+        self.record([path])
+        write_frame_file(path, step, time, drawn, self.colour_limits)
+        shape = next(iter(drawn.values())).shape
+        self._shape = tuple(int(n) for n in shape)
+        if self.window == AUTO:
+            from lbgen.output.pictures import active_rows
+            rows = self.flow_rows()                       # the folder's earlier frames first
+            self._rows = union_rows(rows, *(active_rows(d, self.colour_limits[q]) for q, d in drawn.items()))
+        self._frame_steps.add(int(step))
+        return path
+
+    def _picture(self, quantity: str, fields: dict, step: int, time: Optional[float], window) -> Path:
+        limits = self._limits(quantity, fields)
+        data = drawn_data(quantity, fields, limits)
+        picture = FieldPicture(quantity, data.shape, limits=limits, window=window, dpi=self.dpi,
+                               time_unit=self.time_unit)
+        fig = picture.draw(data, step, time)
+        return save_png(fig, self.picture_path(quantity, step),
+                        metadata={WINDOW_METADATA: window_text(picture.window)})
+
     def write_pictures(self, step: int, fields: dict, which: Optional[Iterable[str]] = None,
                        time: Optional[float] = None) -> list[Path]:
-        """One PNG per quantity (``pictures/<q>-<step>.png``) with the run's colour limits;
-        *which* defaults to ``self.pictures``."""
+        """One PNG per quantity (``pictures/<q>-<step>.png``) with the run's colour limits,
+        window and time unit; *which* defaults to ``self.pictures``.  The step's movie frame
+        is written too (when this process has not written it yet)."""
         quantities = tuple(check_quantity(q) for q in (self.pictures if which is None else which))
+        if self.pictures and int(step) not in self._frame_steps:
+            self.write_frame(step, fields, time)
         self.record(self.picture_path(q, step) for q in quantities)
-        written = []
-        for q in quantities:
-            fig = field_figure(check_quantity(q), fields, limits=self.colour_limits.get(q), step=step, time=time,
-                               dpi=self.dpi)
-            written.append(save_png(fig, self.picture_path(q, step)))
-        return written
+        shape = tuple(int(n) for n in fields["T"].shape) if "T" in fields else None
+        window = self.current_window(shape)
+        return [self._picture(q, fields, step, time, window) for q in quantities]
+
+    def finish(self) -> list[Path]:
+        """At the end of a run: with the 'auto' window, draw every picture of the run that was
+        drawn in another window again, in the final one (from its field file, else its movie
+        frame), so that all pictures of the run show the same rows.  Returns the pictures drawn."""
+        if self.window != AUTO:
+            return []
+        final = self.current_window()
+        if final is None:
+            return []
+        from PIL import Image
+
+        from lbgen.output.fields import FIELD_FORMATS, read_field_file
+        again = []
+        for rel in self.files:
+            match = PICTURE_NAME.fullmatch(rel)
+            path = self.run_dir / rel
+            if match is None or not path.is_file():
+                continue
+            try:
+                with Image.open(path) as im:
+                    drawn_in = im.text.get(WINDOW_METADATA)
+            except OSError:
+                drawn_in = None
+            if drawn_in == window_text(final):
+                continue
+            quantity, step = match.group(1), int(match.group(2))
+            source = next((p for p in (self.fields_path(step, f) for f in FIELD_FORMATS) if p.is_file()), None)
+            if source is not None:
+                fields = read_field_file(source)
+                again.append(self._picture(quantity, fields, step, fields.get("time"), final))
+            elif self.frame_path(step).is_file():
+                frame = read_frame_file(self.frame_path(step))
+                if quantity not in frame.data:
+                    continue
+                picture = FieldPicture(quantity, frame.shape, limits=self.colour_limits.get(quantity) or
+                                       default_limits(quantity, frame.data[quantity]), window=final, dpi=self.dpi,
+                                       time_unit=self.time_unit, stride=frame.stride)
+                fig = picture.draw(frame.data[quantity], step, frame.time)
+                again.append(save_png(fig, path, metadata={WINDOW_METADATA: window_text(final)}))
+        return again
 
     # ------------------------------------------------------------------ series
     def append_series(self, step: int, time: Optional[float], diag: dict) -> None:
@@ -194,8 +336,13 @@ class RunOutput:
         return series_mod.truncate(self.series_path, after_step)
 
     def truncate(self, after_step: int) -> None:
-        """Resume helper: truncate the series and drop .pvd entries of steps after *after_step*."""
+        """Resume helper: truncate the series, drop .pvd entries and movie frames of steps
+        after *after_step*."""
         self.truncate_series(after_step)
+        for step, path in self._frame_files().items():
+            if step > after_step:
+                path.unlink(missing_ok=True)
+        self._rows = self._unknown
         if self.pvd_path.is_file():
             entries = {}
             for f, t in read_pvd(self.pvd_path).items():
@@ -208,8 +355,8 @@ class RunOutput:
             write_pvd(self.pvd_path, entries)
 
     def plot_series(self, T_walls: Optional[tuple] = None) -> Path:
-        """series.png: every series quantity against the model time (see series.series_figure)."""
-        fig = series_mod.series_figure(self.read_series(), T_walls=T_walls)
+        """series.png: every series quantity against the time (see series.series_figure)."""
+        fig = series_mod.series_figure(self.read_series(), T_walls=T_walls, time_unit=self.time_unit)
         self.record([self.run_dir / series_mod.SERIES_PNG])
         return save_png(fig, self.run_dir / series_mod.SERIES_PNG)
 
@@ -226,6 +373,11 @@ class RunOutput:
 
     def _dump_manifest(self, data: dict) -> Path:
         data[FILES_KEY] = self.files
+        window = self.current_window() if self.window is not None else None
+        if window is not None:
+            data[WINDOW_KEY] = window_text(window)
+        if self.time_unit is not None:
+            data[TIME_UNIT_KEY] = {"steps": self.time_unit.steps, "label": self.time_unit.label}
         text = json.dumps(data, indent=2, default=json_default) + "\n"
         return atomic_write(self.manifest_path, lambda fh: fh.write(text.encode("utf-8")))
 

@@ -98,47 +98,84 @@ def truncate(path: Path, after_step: int) -> int:
     return dropped
 
 
-#: (title, [(column, legend label)], y label) of each panel of series.png; "rel:" = relative change
+#: each panel of series.png: (title, [(column, legend label)], y label, y scale); one quantity
+#: per panel where the scales differ.  "drift:" = |X − X₀| / |X₀|, "rel:" = (X − X₀) / X₀
 PANELS = (
-    ("conservation", [("rel:mass", "mass Σρ"), ("rel:energy", "energy Σρ(T + |u|²/2)")],
-     "relative change (X − X₀)/X₀"),
-    ("momentum", [("momentum_x", "Σρu_x"), ("momentum_y", "Σρu_y")], "momentum [lattice units]"),
-    ("kinetic energy", [("kinetic_energy", "Σ½ρ|u|²")], "kinetic energy [lattice units]"),
-    ("mixing width", [("mixing_width", "W = Σ_y 6c(1−c)")], "W [sites]"),
-    ("max |u|", [("max_speed", "max |u|")], "speed [lattice units]"),
-    ("temperature range", [("min_T", "min T"), ("max_T", "max T")], "T [lattice units]"),
+    ("mass drift", [("drift:mass", r"$|M - M_0| / M_0$,  $M = \sum\rho$")], r"$|\Delta M| / M_0$", "log"),
+    ("total energy", [("rel:energy", r"$E = \sum\rho\,(T + |\mathbf{u}|^2/2)$")], r"$(E - E_0) / E_0$",
+     "linear"),
+    ("momentum", [("momentum_x", r"$\sum\rho u_x$"), ("momentum_y", r"$\sum\rho u_y$")],
+     "momentum (lattice units)", "linear"),
+    ("kinetic energy", [("kinetic_energy", r"$\sum\frac{1}{2}\rho|\mathbf{u}|^2$")],
+     "kinetic energy (lattice units)", "log"),
+    ("max |u|", [("max_speed", r"$\max\,|\mathbf{u}|$")], "speed (lattice units)", "linear"),
+    ("mixing width", [("mixing_width", r"$W = \sum_y 6c(1-c)$")], r"$W$ (sites)", "linear"),
+    ("temperature range", [("min_T", r"$\min T$"), ("max_T", r"$\max T$")], r"$T$ (lattice units)", "linear"),
+    ("minimum density", [("min_rho", r"$\min\rho$")], r"$\rho$ (lattice units)", "linear"),
 )
+#: a log panel shows at most this many decades below its largest value (the round-off of a
+#: state at rest would otherwise squash the growth into the top of the panel)
+LOG_DECADES = 6
 
 
-def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 100.0):
+def _curve(series: dict, column: str, like: np.ndarray) -> np.ndarray:
+    name = column.split(":")[-1]
+    v = np.asarray(series.get(name, np.full_like(like, np.nan)), dtype=np.float64)
+    if ":" not in column:
+        return v
+    ok = v.size and np.isfinite(v[0]) and v[0] != 0
+    if not ok:
+        return v * np.nan
+    return np.abs(v - v[0]) / abs(v[0]) if column.startswith("drift:") else (v - v[0]) / v[0]
+
+
+def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 100.0, time_unit=None):
     """series.png: every quantity against the time t = step / r (model units, lattice units
-    throughout); *T_walls* draws the wall temperatures on the temperature panel."""
-    from lbgen.output.pictures import new_figure
+    throughout) -- or, with *time_unit* ``(steps per unit, label)``, in the flow's unit --
+    one quantity per panel where the scales differ: the mass drift |ΔM| / M₀ and the kinetic
+    energy on log axes (round-off and exponential growth show), *T_walls* drawn on the
+    temperature panel."""
+    from lbgen.output.pictures import check_time_unit, new_figure
 
-    fig = new_figure((13.0, 8.0), dpi)
-    axes = fig.subplots(2, 3).ravel()
-    fig.subplots_adjust(left=0.065, right=0.99, bottom=0.07, top=0.96, wspace=0.32, hspace=0.3)   # fixed: cheap
-    t = series.get("time", np.empty(0))
+    time_unit = check_time_unit(time_unit)
+    fig = new_figure((16.0, 8.0), dpi)
+    axes = fig.subplots(2, 4).ravel()
+    fig.subplots_adjust(left=0.055, right=0.99, bottom=0.075, top=0.955, wspace=0.34, hspace=0.32)   # fixed: cheap
+    t = np.asarray(series.get("time", np.empty(0)), dtype=np.float64)
     if t.size and np.isnan(t).all():
-        t = series.get("step", t)
-    for ax, (title, curves, ylabel) in zip(axes, PANELS):
+        t = np.asarray(series.get("step", t), dtype=np.float64)
+    xlabel = "time $t$ = step / r"
+    if time_unit is not None and "step" in series:
+        t = np.asarray(series["step"], dtype=np.float64) / time_unit.steps
+        xlabel = f"time $t$ / {time_unit.label}"
+    for ax, (title, curves, ylabel, scale) in zip(axes, PANELS):
         ax.set_title(title)
-        ax.set_xlabel("time t = step / r")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-        ax.grid(True, alpha=0.3)
+        ax.set_yscale(scale)
+        ax.grid(True, alpha=0.3, which="major")
         if not t.size:
             ax.text(0.5, 0.5, "no data yet", ha="center", va="center", transform=ax.transAxes)
             continue
+        top = 0.0
         for column, label in curves:
-            name = column.removeprefix("rel:")
-            v = series.get(name, np.full_like(t, np.nan))
-            if column.startswith("rel:"):
-                v = (v - v[0]) / v[0] if v.size and np.isfinite(v[0]) and v[0] != 0 else v * np.nan
+            v = _curve(series, column, t)
+            if scale == "log":
+                v = np.where(v > 0, v, np.nan)               # a log axis cannot show 0: a gap
+                if np.isfinite(v).any():
+                    top = max(top, float(np.nanmax(v)))
             ax.plot(t, v, label=label, marker="." if t.size < 30 else None)
+        if scale == "log":
+            if top > 0:
+                ax.set_ylim(bottom=max(ax.get_ylim()[0], top * 10.0 ** -LOG_DECADES))
+            else:
+                what = "the mass is exactly conserved: ΔM = 0" if title == "mass drift" else "all zero"
+                ax.text(0.5, 0.5, what, ha="center", va="center", transform=ax.transAxes)
+        elif title == "total energy":
+            ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 2), useOffset=False)
         if title == "temperature range" and T_walls:
             for Tw in T_walls:
                 ax.axhline(Tw, color="0.5", lw=0.8, ls="--")
             ax.plot([], [], color="0.5", lw=0.8, ls="--", label="wall temperatures")
         ax.legend(fontsize=8)
-    axes[0].ticklabel_format(axis="y", style="sci", scilimits=(-2, 2), useOffset=False)
     return fig

@@ -73,6 +73,8 @@ class RunConfig:
     device: Optional[str] = None
     velocity_set: str = OPTIONS["velocity_set"].default
     series_every: int = OPTIONS["series_every"].default
+    pictures_every: int = OPTIONS["pictures_every"].default
+    window: Optional[str] = OPTIONS["window"].default
     dpi: Optional[float] = None
     clim: Optional[Dict[str, list]] = None     # {picture quantity: [lo, hi]} over the physical colour limits
     _converted: InitVar[bool] = False          # build(): every value is typed already
@@ -98,7 +100,7 @@ class RunConfig:
 
     #: fields that construction fills in (``lbgen.run.construct.resolve``): a description read
     #: back from a manifest has them set without the user giving them
-    RESOLVED = ("lx", "ly", "amplitude", "layout", "vl", "time_block", "threads", "host_columns", "series_every")
+    RESOLVED = ("lx", "ly", "amplitude", "layout", "vl", "time_block", "threads", "host_columns", "series_every", "pictures_every")
 
     def _check_given(self) -> None:
         """Keyword construction: the options set to other than their default (the schema's or
@@ -107,6 +109,8 @@ class RunConfig:
         defaults = {o.key: o.default for o in SCHEMA}
         defaults.update(SETUPS[self.setup].defaults_for(self.velocity_set) if self.setup in SETUPS else {})
         defaults.update({k: p.default for k, p in all_parameters().items()})
+        from lbgen.output.pictures import default_pictures
+        defaults["pictures"] = default_pictures(self.velocity_set)
         given = {k: "RunConfig" for k, v in values.items()
                  if k not in self.RESOLVED and k in defaults and v != defaults[k]}
         check_applicable(values, given)
@@ -173,6 +177,8 @@ class RunConfig:
         name = "init" if merged.get("init") else (name or OPTIONS["setup"].default)
         cls._check_setup(name)
         values = {o.key: o.default for o in SCHEMA if o.key != "setup"}
+        from lbgen.output.pictures import default_pictures
+        values["pictures"] = default_pictures(merged.get("velocity_set", values["velocity_set"]))
         if name in SETUPS:
             values.update(SETUPS[name].defaults_for(merged.get("velocity_set", values["velocity_set"])))
         values.update(merged)

@@ -69,6 +69,9 @@ def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, dis
     if cfg.out and not cfg.series_every:   # about 200 rows, a multiple of the time block
         from lbgen.output.series import default_series_every
         changes["series_every"] = default_series_every(cfg.steps, depth)
+    if cfg.out and cfg.pictures and not cfg.pictures_every:   # about 100 movie frames
+        from lbgen.output.pictures import default_pictures_every
+        changes["pictures_every"] = default_pictures_every(cfg.steps, depth)
     return cfg.replace(**changes)
 
 

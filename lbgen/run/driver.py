@@ -72,9 +72,13 @@ class Run:
             check_run_memory(cfg)
             if cfg.save:
                 check_save_path(cfg.save)            # an .npz, its folder writable: before the run, not after
+            shape = inspect_fields(cfg.init) if cfg.init else (cfg.lx, cfg.ly)
             if cfg.dpi is not None and cfg.out:
                 from lbgen.output.pictures import check_dpi
-                check_dpi(cfg.dpi, inspect_fields(cfg.init) if cfg.init else (cfg.lx, cfg.ly))
+                check_dpi(cfg.dpi, shape)
+            if cfg.out and cfg.pictures and cfg.window not in (None, "auto"):
+                from lbgen.output.pictures import check_window, parse_window
+                check_window(parse_window(cfg.window), shape)
             if cfg.out:
                 self.folder = RunFolder.claim(cfg.out, resume=resume, overwrite=overwrite, echo=self.echo)
         root_call(comm, claim)
@@ -140,7 +144,8 @@ class Run:
             def open_output():
                 from lbgen.output import RunOutput
                 return RunOutput(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format,
-                                 colour_limits=self.colour_limits, dpi=cfg.dpi)
+                                 colour_limits=self.colour_limits, dpi=cfg.dpi, window=cfg.window,
+                                 time_unit=self.time_unit(), physics=self.physics)
             self.output = root_call(comm, open_output)
         elif cfg.out:
             root_call(comm, lambda: None)
@@ -300,6 +305,7 @@ class Run:
         if self.cfg.pictures:
             self.output.write_pictures(step, fields, time=time)
         if final:
+            self.output.finish()             # an 'auto' window: every picture redrawn in the final one
             self.output.plot_series(T_walls=self.cfg.wall_temperatures)
 
     def _save(self) -> None:
@@ -310,6 +316,19 @@ class Run:
             sim = self.sim
             save_fields(self.cfg.save, fields, steps=sim.time_step, lx=sim.lx, ly=sim.ly, r=sim.vs.r,
                         spec=json.dumps(sim.spec.__dict__))
+
+    def time_unit(self):
+        """The flow's own time unit for pictures and series: Rayleigh-Taylor's t_RT (steps,
+        lbgen.model.physics), else None."""
+        t_unit = self.physics.get("t_unit") if self.cfg.setup == "rayleigh-taylor" else None
+        return (t_unit, r"$t_{RT}$") if t_unit else None
+
+    def _frame(self) -> None:
+        """A movie frame of the current state (between field outputs)."""
+        step = self.sim.time_step
+        fields = self._fields()              # collective with MPI
+        if self.output is not None:
+            self.output.write_frame(step, fields, time=step / self.sim.vs.r)
 
     def final_fields(self):
         """The fields after the last step (the ones the final outputs were written from)."""
@@ -427,7 +446,9 @@ class Run:
     def _loop(self, cfg: RunConfig, sim: Simulation, progress: bool, stop: StopSignals) -> dict:
         first, self.started = not self.started, True
         series_every = self.series_every if cfg.out else 0
-        events = [k for k in (cfg.output_every, cfg.checkpoint_every, cfg.check_every, series_every) if k]
+        pictures_every = cfg.pictures_every if cfg.out and cfg.pictures else 0
+        events = [k for k in (cfg.output_every, cfg.checkpoint_every, cfg.check_every, series_every,
+                              pictures_every) if k]
         if self.cfg.out and self.resumed_from is None and first:
             d = self._sample()
             self._persist(lambda: self._manifest("running"), sim.time_step)
@@ -468,13 +489,16 @@ class Run:
                 last = step == cfg.steps
                 output_due = bool(cfg.output_every and step % cfg.output_every == 0 and not last)
                 checkpoint_due = bool(cfg.checkpoint_every and step % cfg.checkpoint_every == 0)
+                frame_due = bool(pictures_every) and step % pictures_every == 0 and not output_due and not last
                 guard_due = bool(cfg.check_every and step % cfg.check_every == 0) or last or output_due \
-                    or checkpoint_due            # health before persistence: a bad state is never written
+                    or checkpoint_due or frame_due   # health before persistence: a bad state is never written
                 series_due = bool(series_every) and (step % series_every == 0 or last)
                 if guard_due or series_due:
                     d = self._sample()       # one sample: the guard's and the series row's
                     if series_due:
                         self._persist(lambda: self._series(d), step)
+                if frame_due:
+                    self._persist(self._frame, step)
                 if output_due:
                     self._persist(self._outputs, step)
                 if checkpoint_due:

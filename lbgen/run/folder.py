@@ -36,7 +36,7 @@ OWNER_NAME = ".lbgen-owner.json"
 MANIFEST = "manifest.json"
 #: the folders a run writes into (searched for orphan temporary files; removed by
 #: --overwrite only when empty once the run's files are gone)
-RUN_FOLDERS = (CHECKPOINT_DIRNAME, "fields", "vtk", "pictures")
+RUN_FOLDERS = (CHECKPOINT_DIRNAME, "fields", "vtk", "pictures", "frames")
 
 
 class RunFolderError(ValueError):

@@ -15,7 +15,7 @@ from lbgen.codegen.layouts import LAYOUTS, LayoutError, check_vl
 from lbgen.model.operators import DEFAULT_OPERATOR, OPERATORS, all_parameters, operator
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET, VELOCITY_SETS, set_entry
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
-from lbgen.output import PICTURE_QUANTITIES, parse_clim
+from lbgen.output import PICTURE_QUANTITIES, parse_clim, window_option
 from lbgen.run.setups import SETUPS
 
 ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, True), "both": (True, True)}
@@ -94,10 +94,15 @@ SCHEMA: Tuple[Option, ...] = (
     Option("output_every", "int", 0, "Outputs every K steps (0: start and end).", minimum=0, resumable=True),
     Option("checkpoint_every", "int", 0, "Checkpoint every K steps (needs --out).", minimum=0, resumable=True),
     Option("check_every", "int", 100, "NaN / negative rho or T guard every K steps.", minimum=0, resumable=True),
-    Option("pictures", "pictures", ("T",), f"Comma list of {', '.join(PICTURE_QUANTITIES)} (or none).",
+    Option("pictures", "pictures", ("T",), f"Comma list of {', '.join(PICTURE_QUANTITIES)} (or none); default T, vorticity for isothermal sets.",
            resumable=True),
     Option("series_every", "int", 0, "series.csv row every K steps (0: about 200 rows, at most one every 10 steps: a row costs about a step).",
            minimum=0, resumable=True),
+    Option("pictures_every", "int", 0, "A movie frame (frames/step-*.npz, what lbgen movie draws) every K steps "
+           "(0: about 100 per run, a multiple of the time block).", minimum=0, resumable=True),
+    Option("window", "window", "auto", "Part of the lattice pictures and movies show, in sites: x0:x1,y0:y1 "
+           "(half-open; an end left out is the edge), auto (the rows where the flow differs visibly from the "
+           "wall layers in any recorded step, with a margin) or full.", resumable=True),
     Option("dpi", "float", None, "Picture resolution in dots per inch (default: 1200 px on the long side).",
            minimum=0.0, optional=True, resumable=True),
     Option("clim", "clim", None, "FIELD=LO,HI colour limits of a picture field, repeatable (TOML: a list of "
@@ -205,6 +210,7 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "split": lambda v: None if v["hetero"] else "it sets the host share of a host + device run: it needs --hetero",
     "output_every": _needs_out, "checkpoint_every": _needs_out, "series_every": _needs_out,
     "pictures": _needs_out, "fields_format": _needs_out, "clim": _needs_out, "dpi": _dpi,
+    "pictures_every": _dpi, "window": _dpi,
     "keep_checkpoints": _keep_checkpoints,
 }
 
@@ -281,6 +287,8 @@ def convert(key: str, value: Any, where: str = "") -> Any:
                 return check_vl(value, allow_auto=True)
             except LayoutError as e:
                 raise ConfigError(f"{where + ': ' if where else ''}{e}") from None
+        if kind == "window":
+            return window_option(value)
         if kind == "time_block":
             try:
                 return time_block_value(value)

@@ -343,6 +343,7 @@ def test_gpu_halo_and_fields(gpu):
                                   KernelSpec(backend="cuda", layout="aos", precision="single",
                                              collision="regularized", walls=True)],
                          ids=["caosoa-vl32", "aos-single-regularized-walls"])
+@pytest.mark.slow
 def test_emitted_cuda_example_builds_with_its_makefile(nvcc, spec, tmp_path):
     """`make ARCH=sm_90` in an emitted folder links the host example (it runs only on a GPU)."""
     import shutil

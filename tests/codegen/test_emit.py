@@ -29,6 +29,7 @@ CANONICAL = [
     (KernelSpec(layout="aos", vl=None, lx=10, ly=40), (10, 40)),
     (KernelSpec(layout="soa", vl=None, precision="single", collision="regularized"), (8, 48)),
 ], ids=["caosoa-vl32-bgk", "csoa-vl8-regularized", "aos-compile-time-sizes", "soa-single-regularized"])
+@pytest.mark.slow
 def test_emitted_example_builds_with_plain_gcc_and_reproduces_the_reference(tmp_path, spec, size):
     if shutil.which("make") is None or shutil.which("gcc") is None:
         pytest.skip("make and gcc are needed to build the emitted example")
@@ -60,6 +61,7 @@ def test_emit_writes_documented_files_with_parameters_in_headers(tmp_path):
     assert "typedef float lbgen_real;" in header
 
 
+@pytest.mark.slow
 def test_prefix_renames_every_symbol_and_file(tmp_path):
     written = emit(KernelSpec(layout="soa", vl=None, prefix="d2q37"), tmp_path)
     assert "d2q37_kernels.c" in written and "d2q37_kernels.h" in written

@@ -58,6 +58,7 @@ def no_work(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a picture was drawn before the refusal")
     monkeypatch.setattr(folder_mod, "field_figure", boom)
+    monkeypatch.setattr(folder_mod, "frame_picture", boom)
     monkeypatch.setattr(RunResults, "figure", boom)
 
 
@@ -106,7 +107,7 @@ def test_movie_at_the_range_ends_is_readable(run_dir, tmp_path):
     import imageio.v2 as imageio
     for fps in (0.1, 100):
         target = tmp_path / f"m{fps}.mp4"
-        result = cli("movie", run_dir, "--fps", fps, "-o", target, "--dpi", DPI)
+        result = cli("movie", run_dir, "--fps", fps, "-o", target, "--dpi", DPI, "--from", "fields")
         assert result.exit_code == 0, result.output
         with imageio.get_reader(target) as reader:
             assert reader.count_frames() == 2
@@ -165,7 +166,8 @@ def test_truncated_field_file_is_named(run_dir, tmp_path, command):
     h5 = copy / "fields" / "step-000000004.h5"
     h5.write_bytes(h5.read_bytes()[:3000])
     target = tmp_path / ("m.gif" if command == "movie" else "p.png")
-    refused(cli(command, copy, "-o", target), str(h5), "truncated or damaged")
+    source = ("--from", "fields") if command == "movie" else ()      # a movie draws the run's frames by default
+    refused(cli(command, copy, "-o", target, *source), str(h5), "truncated or damaged")
     assert not target.exists() and not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 

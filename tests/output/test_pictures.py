@@ -159,8 +159,9 @@ def test_default_series_every_gives_about_200_samples_at_most_one_every_10_steps
 # --------------------------------------------------------------------------- movie
 @pytest.mark.parametrize("suffix", [".gif", ".mp4"])
 def test_movie_has_one_frame_per_saved_step(rt_run, tmp_path, suffix):
+    """--from fields: one frame per saved field step (the default draws the run's frames)."""
     path = tmp_path / f"T{suffix}"
-    result = invoke("movie", rt_run, "--field", "T", "-o", path, "--dpi", 40)
+    result = invoke("movie", rt_run, "--field", "T", "-o", path, "--dpi", 40, "--from", "fields")
     assert result.exit_code == 0, result.output
     if suffix == ".gif":
         from PIL import Image
@@ -171,9 +172,9 @@ def test_movie_has_one_frame_per_saved_step(rt_run, tmp_path, suffix):
         with imageio.get_reader(path) as reader:
             assert reader.count_frames() == 4
     # never overwrite without --overwrite
-    again = invoke("movie", rt_run, "--field", "T", "-o", path, "--dpi", 40)
+    again = invoke("movie", rt_run, "--field", "T", "-o", path, "--dpi", 40, "--from", "fields")
     assert again.exit_code == 2 and "--overwrite" in again.output
-    assert invoke("movie", rt_run, "--field", "T", "-o", path, "--dpi", 40, "--overwrite").exit_code == 0
+    assert invoke("movie", rt_run, "--field", "T", "-o", path, "--dpi", 40, "--overwrite", "--from", "fields").exit_code == 0
 
 
 def test_movie_refuses_bad_input(rt_run, tmp_path):
@@ -223,7 +224,7 @@ def test_picture_keeps_the_lattice_aspect_and_titles_step_and_time():
     fig = field_figure("T", fields, step=400, time=400 / 1.19697977)
     bbox = fig.axes[0].get_window_extent()
     assert bbox.height / bbox.width == pytest.approx(128 / 32, rel=0.01)      # aspect kept, no empty margin
-    assert fig.axes[0].get_title() == "T, step 400, t = 334.174"
+    assert fig.axes[0].get_title() == "temperature $T$\nstep 400,  $t$ = 334.2"
     assert max(figure_rgb(fig).shape[:2]) == 1200
 
 

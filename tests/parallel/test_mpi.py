@@ -18,6 +18,8 @@ from lbgen.parallel import mpi
 from lbgen.parallel import model as mpi_model
 from lbgen.cli.main import main
 
+pytestmark = pytest.mark.slow       # subprocess builds and launches: CI=true or --slow
+
 TIMEOUT = 90
 FIELDS = ("rho", "ux", "uy", "T")
 

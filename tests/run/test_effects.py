@@ -110,6 +110,8 @@ EFFECTS = {
     "pictures": ({"out": True}, "none", "T"),
     "series_every": ({"out": True, "pictures": "none"}, 1, 2),
     "dpi": ({"out": True}, 20, 40),
+    "pictures_every": ({"out": True}, 1, 2),
+    "window": ({"out": True, **RT}, "full", "0:8,8:24"),
     "clim": ({"out": True}, None, "T=0.9,1.1"),
     "fields_format": ({"out": True, "pictures": "none"}, "h5", "npz"),
     "keep_checkpoints": ({"out": True, "pictures": "none", "checkpoint_every": 1}, 1, 3),
@@ -137,6 +139,7 @@ REFUSED = {
     "output_every": ({}, 2), "checkpoint_every": ({}, 2), "series_every": ({}, 2), "pictures": ({}, "T"),
     "fields_format": ({}, "npz"), "clim": ({}, "T=0.9,1.1"),
     "dpi": ({"out": "OUT", "pictures": "none"}, 50),
+    "pictures_every": ({"out": "OUT", "pictures": "none"}, 2), "window": ({"out": "OUT", "pictures": "none"}, "0:8,0:16"),
     "keep_checkpoints": ({"out": "OUT"}, 3),
 }
 

@@ -27,7 +27,7 @@ def test_guard_and_series_share_one_diagnostics_sample_per_event(tmp_path):
 def test_fields_are_computed_once_per_output_event(tmp_path):
     # outputs at 0, 6 and the end (12): three fields evaluations, even with pictures, the
     # series plot and --save at the end
-    run, calls = _run(tmp_path, output_every=6, save=str(tmp_path / "f.npz"), time_block=3)
+    run, calls = _run(tmp_path, output_every=6, pictures_every=6, save=str(tmp_path / "f.npz"), time_block=3)
     assert run.field_evaluations == 3
     assert calls["fields"] == 3
     run.final_fields()                                   # what the CLI's report and --save use

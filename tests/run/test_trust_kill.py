@@ -41,6 +41,7 @@ def _wait_for_checkpoint(out, proc, after=-1, timeout=120):
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_kill_9_loop_while_checkpointing_loses_nothing(tmp_path):
     steps = 150
     Run(RunConfig(lx=8, ly=32, steps=1), echo=lambda m: None)      # the kernels compiled once, cached

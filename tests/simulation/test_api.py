@@ -81,6 +81,7 @@ def _examples(tmp_path, spec_kw, opencl_env, shim):
 
 @pytest.mark.parametrize("spec_kw", [dict(layout="caosoa", vl=8), dict(layout="soa", collision="regularized")],
                          ids=["caosoa-vl8-bgk", "soa-regularized"])
+@pytest.mark.slow
 def test_the_three_emitted_examples_give_the_same_numbers(tmp_path, spec_kw, opencl_env, shim):
     steps, lx, ly = 10, 12, 48
     examples = _examples(tmp_path, spec_kw, opencl_env, shim)

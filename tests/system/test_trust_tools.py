@@ -35,6 +35,7 @@ def _runs(lib_path, source):
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncate", "corrupt"])
 def test_damaged_cached_library_is_rebuilt_not_loaded(fresh_cache, source, damage, capfd):
     lib = cbackend.build(source)
