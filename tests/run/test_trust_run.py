@@ -306,3 +306,12 @@ def test_resume_into_another_out_folder_is_refused(tmp_path):
     with pytest.raises(SimulationError, match="names another folder"):
         Run.resume(out, steps=9, overrides={"out": str(other)}, **quiet)
     assert not other.exists()
+
+
+def test_divergence_with_extreme_wall_temperatures_names_them_first():
+    cfg = RunConfig.build("rayleigh-taylor", ("test", {"lx": 16, "ly": 64, "steps": 50, "check_every": 1,
+                                                       "t_bottom": 5.0, "t_top": 0.1}))
+    with pytest.raises(SimulationError) as err:
+        Run(cfg, **quiet).execute()
+    message = str(err.value)
+    assert "Hint: the wall temperatures (T_bottom = 5, T_top = 0.1)" in message
