@@ -18,29 +18,54 @@ as published in RRZE-HPC/DisCostiC-Sim, folder ``staticanalysis/multifiles_LBM``
    included under SPEC_OPENACC / SPEC_CUDA, which are not defined.  The lattice size and
    the step count are not compile-time: the code reads GSIZEX, GSIZEY, NITER and SEED from
    a file ``control`` in its working folder, written here for every run;
-2. runs, interleaved for ``--rounds`` rounds (the order alternates each round), the
-   production binary for ``--steps`` steps with OMP_NUM_THREADS=``--threads``, and lbgen's
-   Rayleigh-Taylor step through ``lbgen.simulation.runner.Simulation`` (C backend, regularized
-   collision, RT gravity, walls, fused walls: one ``fused_walls`` sweep per step, lbgen's
-   default or tuned layout) for as many steps, on the same LX x LY lattice, double precision;
-3. prints per round production MLUPS, lbgen MLUPS and their ratio, then the median ratio
-   with min-max, with the machine, threads, lattice and both sides' compile flags.
+2. runs, interleaved for ``--rounds`` rounds (the order rotates each round: with one lbgen
+   variant, production first in odd rounds, lbgen first in even ones), the production binary
+   for ``--steps`` steps with OMP_NUM_THREADS=``--threads``, and lbgen's Rayleigh-Taylor
+   step for as many steps, on the same LX x LY lattice, double precision.  lbgen's side is,
+   by default (``--lbgen-path cli``), the command users run, a new process every round::
+
+       python -m lbgen run rayleigh-taylor --lx LX --ly LY --steps N --no-progress --threads T [ARGS]
+
+   (C backend, regularized collision, RT gravity, thermal walls, fused steps, lbgen's default
+   or tuned layout, and lbgen's default ``--time-block auto``: the depth ``lbgen tune`` stored
+   for this machine, else 3); ARGS are ``--lbgen-args`` (one shell-quoted string, e.g.
+   ``--lbgen-args "--time-block 1"``), plus what ``--lbgen-walls production``, ``--layout``,
+   ``--vl`` and ``--time-block`` stand for.  ``--lbgen-args`` given several times times
+   several lbgen variants in every round, each against the same round's production run
+   (an interleaved A/B: ``--lbgen-args '' --lbgen-args '--time-block 1'``).  ``--lbgen-path
+   api`` times ``lbgen.simulation.runner.Simulation.run`` in this process instead (fused_walls,
+   one sweep per step unless ``--time-block``), as this script did before;
+3. prints per round production MLUPS, lbgen MLUPS and their ratio (and, on the cli path, the
+   whole lbgen command's wall clock per step), then per lbgen variant the median ratio with
+   min-max (and the A/B ratio between variants), with the machine, the load average before
+   and after, threads, lattice, both sides' compile flags and the exact lbgen commands.
 
 Timing.  Production: its own timer, the ``ms/iter`` of its ``[GLOBAL-INFO]`` line (MLUPS =
 GSIZEX*GSIZEY / (ms/iter); its printed ``MLUP/s`` is the same figure with 2 decimals, kept as
 a cross-check), ms/iter = Wct / NITER, Wct = gettimeofday around its main loop (all NITER steps,
 the first one included: it has no warm-up; its halo pack / self-exchange / unpack and one
 barrier per step are inside, as lbgen's halo exchange is on its side; initialisation,
-AoS->SoA copy and the mass check are outside).  lbgen: ``Simulation.run(steps)`` (its
-RunStats: perf_counter around the step loop, synchronised), after one warm-up step at
-set-up.  The lbgen simulation is built (and compiled) once and carried on from round to
-round; the production binary starts afresh (new process, new initial state) every round.
-OpenMP: OMP_NUM_THREADS=--threads for the production binary, Simulation(threads=) for
-lbgen; this process (lbgen) always waits passively (lbgen's default; an active policy would
-keep its idle threads spinning on the cores while the production binary runs), the
-production runs with --prod-wait-policy (passive by default).
+AoS->SoA copy and the mass check are outside); its whole process's wall clock is shown too.
+lbgen, cli path: the MLUPS of the run's own last line, ``done: N steps in S s, X MLUPS; ...``,
+i.e. perf_counter around its step loop (all N steps, the first one included, no warm-up step;
+synchronised; set-up, kernel load and the final output are outside; with 20 steps and its
+guard every 100 steps no guard runs inside, and without --out no series row), which is the
+figure users see; beside it the whole command's wall clock (interpreter start-up, set-up,
+kernel load, loop, end) per step, for transparency.  Before the rounds each lbgen command is
+run once untimed, so that its kernels are in lbgen's on-disk cache (a first run compiles
+them); the production binary is built before the rounds.  Both sides start afresh (new
+process, new initial state) every round.  lbgen, api path: ``Simulation.run(steps)`` (its
+RunStats: perf_counter around the step loop, synchronised), after one warm-up sweep at
+set-up; the simulation is built (and compiled) once and carried on from round to round.
+OpenMP: OMP_NUM_THREADS=--threads for the production binary; for lbgen ``--threads`` and
+OMP_NUM_THREADS (cli) or Simulation(threads=) (api).  lbgen always waits passively (lbgen's
+default; an active policy would keep its idle threads spinning on the cores while the
+production binary runs): OMP_WAIT_POLICY=passive in this process and in its ``lbgen run``
+processes; the production runs with --prod-wait-policy (passive by default).
 Its ``Mass check`` (total mass before vs after, relative error < 1e-10, computed outside its
-timer) is reported as a sanity check that it ran a sane simulation.
+timer) is reported as a sanity check that it ran a sane simulation; ``lbgen run`` checks its
+own state at the last step (a NaN or negative density / temperature fails the run) and its
+final total mass is shown.
 
 What the production code computes per step (read from its kernels), against lbgen's:
 * layout: SoA, population-major, y (the walled direction) contiguous, halos of 3 columns in
@@ -52,7 +77,10 @@ What the production code computes per step (read from its kernels), against lbge
   (``propagate``), completed by the bc (``bcBottom`` / ``bcTop``) and collided in place: 3
   sweeps there.  lbgen's ``fused_walls``: one sweep over every row, then per column the 4
   rows next to each wall are re-pulled into a local array, completed by the bc and the 3
-  wall rows re-collided;
+  wall rows re-collided.  With a time block d > 1 (``lbgen run``'s default on the C
+  backend: 3) lbgen runs ``fused_tb`` instead: d steps per sweep through cache, the lattice
+  cut into bands, the bands holding the walls completing them with the same bc: the same
+  arithmetic per step (bit-identical in strict builds), less memory traffic;
 * collision: the same regularized operator.  Hermite projections of orders 2-4 relaxed with
   tau1 = 1/2 + 0.001/(rho T), tau2 = 1/2 + 0.001/(rho T), tau3 = 1/2 + 0.5 (lbgen's C1, C2,
   C3 defaults), all three = 1 on the 3 rows next to each wall; gravity
@@ -86,11 +114,13 @@ build is a ratio against this code, not against those.
 
 Run it on a quiet machine (it compares wall clock between two programs):
 
-    .venv/bin/python benchmarks/production_compare.py                       # 1024 x 4096, 2 threads
-    .venv/bin/python benchmarks/production_compare.py --lx 128 --ly 512 --steps 5 --rounds 1   # smoke test
+    .venv/bin/python benchmarks/production_compare.py                       # 1024 x 4096, 2 threads, lbgen run
+    .venv/bin/python benchmarks/production_compare.py --lx 256 --ly 1024 --steps 20 --rounds 2   # smoke test
+    .venv/bin/python benchmarks/production_compare.py --lbgen-args '' --lbgen-args '--time-block 1'  # A/B
+    .venv/bin/python benchmarks/production_compare.py --lbgen-path api --time-block 3   # Simulation.run
 
 Memory at 1024 x 4096: production about 3.8 GB (two SoA copies + one AoS copy), lbgen
-about 2.5 GB, both alive at the same time.
+about 2.5 GB; on the cli path one at a time, on the api path both alive at the same time.
 """
 from __future__ import annotations
 
@@ -360,6 +390,55 @@ def lbgen_flags() -> str:
     return f"{cbackend.describe()}: {' '.join(cbackend.flags_for(None, strict=False))}"
 
 
+DONE = re.compile(r"^done: (\d+) steps in ([0-9.]+) s, ([0-9.]+) MLUPS; step (\d+), total mass (\S+)", re.M)
+RUN_HEADER = re.compile(r"^lbgen run: .*?; (\S+) (\S+) x=", re.M)
+TIME_BLOCK_LINE = re.compile(r"^time block (\d+):", re.M)
+
+
+def lbgen_common_args(args) -> list:
+    """The lbgen run options this script's own flags stand for (before each variant's --lbgen-args)."""
+    extra = []
+    if args.lbgen_walls == "production":
+        extra += ["--adiabatic", "both", "--wall-scheme", "reference"]
+    if args.layout:
+        extra += ["--layout", args.layout]
+    if args.vl:
+        extra += ["--vl", str(args.vl)]
+    if args.time_block is not None:
+        extra += ["--time-block", str(args.time_block)]
+    return extra
+
+
+def lbgen_command(args, variant: list) -> list:
+    """The command users run: lbgen run rayleigh-taylor, this lattice, steps and threads, plus a variant's options.
+    Options given twice: the last wins (click), so a variant's --lbgen-args override the script's own flags."""
+    return [sys.executable, "-m", "lbgen", "run", "rayleigh-taylor", "--lx", str(args.lx), "--ly", str(args.ly),
+            "--steps", str(args.steps), "--no-progress", "--threads", str(args.threads),
+            *lbgen_common_args(args), *variant]
+
+
+def run_lbgen_cli(cmd: list, cwd: Path, env: dict, lx: int, ly: int, steps: int) -> dict:
+    """One `lbgen run` process: the MLUPS of its own `done:` line (its step loop) and the whole command's wall."""
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    m = DONE.search(done.stdout)
+    if done.returncode != 0 or not m:
+        fail(f"lbgen run failed (exit {done.returncode}):\n  {shlex.join(cmd)}\n{(done.stdout + done.stderr)[-4000:]}")
+    n, seconds, mlups = int(m.group(1)), float(m.group(2)), float(m.group(3))
+    if n != steps or int(m.group(4)) != steps:
+        fail(f"lbgen run reports {n} steps (step {m.group(4)}); asked {steps}:\n  {shlex.join(cmd)}")
+    if mlups <= 0 or seconds <= 0:
+        fail(f"lbgen run reports {seconds} s, {mlups} MLUPS: too few steps or too small a lattice to time")
+    header = RUN_HEADER.search(done.stderr)
+    depth = TIME_BLOCK_LINE.search(done.stderr)
+    return {"mlups": mlups, "loop_s": seconds, "ms_per_step": 1e3 * seconds / n,
+            "process_s": wall, "process_ms_per_step": 1e3 * wall / n,
+            "process_mlups": lx * ly * n / wall / 1e6, "mass": m.group(5),
+            "where": f"{header.group(1)} {header.group(2)}" if header else "?",
+            "time_block": int(depth.group(1)) if depth else 1}
+
+
 # ----------------------------------------------------------------------------- report
 
 def machine() -> str:
@@ -384,11 +463,14 @@ def machine() -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
-        description="Time lbgen's Rayleigh-Taylor step (regularized + walls, fused_walls) against the D2Q37 "
-                    "production code (RRZE-HPC/DisCostiC-Sim staticanalysis/multifiles_LBM), built here, "
-                    "interleaved rounds on one machine.  Prints MLUPS of each and the ratio lbgen/production.",
-        epilog="Run on a quiet machine; the default size takes about 4 GB + 2.5 GB of memory.  "
-               "See the module docstring for what each side computes and how each is timed.")
+        description="Time lbgen's Rayleigh-Taylor step (regularized + walls) against the D2Q37 production code "
+                    "(RRZE-HPC/DisCostiC-Sim staticanalysis/multifiles_LBM), built here, interleaved rounds on one "
+                    "machine.  lbgen's side is by default the command users run, `lbgen run rayleigh-taylor` (its "
+                    "step-loop MLUPS; the whole command's wall is shown too).  Prints MLUPS of each and the ratio "
+                    "lbgen/production.",
+        epilog="Run on a quiet machine; the default size takes about 4 GB (production) and 2.5 GB (lbgen) of memory.  "
+               "See the module docstring for what each side computes and how each is timed.  A/B of lbgen options "
+               "in one sitting: --lbgen-args '' --lbgen-args '--time-block 1' (each variant timed every round).")
     ap.add_argument("--source", metavar="DIR",
                     help=f"a DisCostiC-Sim checkout or its {SUBDIR} folder (default: git archive from {MIRROR}; "
                          f"else: git clone {UPSTREAM})")
@@ -404,18 +486,31 @@ def main(argv=None) -> int:
                          f"backend's); {' '.join(PROD_DEFINES)} are always added")
     ap.add_argument("--mpicc", metavar="CMD", help="build against a real MPI with this compiler wrapper (run as "
                     "one rank, no mpirun) instead of the single-rank mpi.h stub")
+    ap.add_argument("--lbgen-path", choices=("cli", "api"), default="cli",
+                    help="cli (default): time `python -m lbgen run rayleigh-taylor --lx LX --ly LY --steps N "
+                         "--no-progress --threads T [--lbgen-args]`, a new process every round, MLUPS from its "
+                         "`done:` line; api: lbgen.simulation.runner.Simulation.run in this process (built once, "
+                         "one warm-up sweep)")
+    ap.add_argument("--lbgen-args", metavar="ARGS", action="append",
+                    help="extra `lbgen run` options (cli path), one shell-quoted string, e.g. --lbgen-args "
+                         "'--time-block 1' (write --lbgen-args='--x' for a single option without a value).  Give "
+                         "it several times to time several lbgen variants in every round ('' = the plain "
+                         "command); the variants' order rotates with production's from round to round")
     ap.add_argument("--lbgen-walls", choices=("rt", "production"), default="rt",
                     help="rt (default): lbgen's RT walls, fixed T 1.05 / 0.95, lbgen's wall scheme; production: "
-                         "the production code's, both walls adiabatic, scheme='reference'")
+                         "the production code's, both walls adiabatic, scheme='reference' (cli: --adiabatic both "
+                         "--wall-scheme reference)")
     ap.add_argument("--layout", help="lbgen layout (default: lbgen's tuned or default choice)")
-    ap.add_argument("--time-block", type=int, default=1,
-                    help="lbgen steps per sweep through cache (temporal blocking, fused_tb; default 1: one "
-                         "fused_walls sweep per step)")
+    ap.add_argument("--time-block", type=int, default=None,
+                    help="lbgen steps per sweep through cache (temporal blocking, fused_tb).  cli: passed as "
+                         "--time-block N to every variant (default: not given, i.e. lbgen's own default, "
+                         "--time-block auto); api: Simulation(time_block=N) (default 1: one fused_walls sweep "
+                         "per step)")
     ap.add_argument("--vl", type=int, help="lbgen vector length (with --layout)")
     ap.add_argument("--prod-wait-policy", choices=("passive", "active"), default="passive",
-                    help="OMP_WAIT_POLICY of the production runs (default passive, lbgen's default).  This "
-                         "process (lbgen) always runs passive: its idle OpenMP threads must sleep, not spin, "
-                         "while the production binary runs")
+                    help="OMP_WAIT_POLICY of the production runs (default passive, lbgen's default).  lbgen "
+                         "always runs passive (this process and its `lbgen run` processes): its idle OpenMP "
+                         "threads must sleep, not spin, while the production binary runs")
     ap.add_argument("--seed", type=int, default=1, help="the production code's SEED (initial perturbation)")
     ap.add_argument("--keep", metavar="DIR", help="build and run the production code in DIR and keep it "
                     "(default: a temporary folder, removed at the end)")
@@ -425,13 +520,25 @@ def main(argv=None) -> int:
             ap.error(f"--{name} must be >= 1")
     if args.ly < 16 or args.lx < 8:
         ap.error("the production code needs LX >= 8 and LY >= 16 (3-row wall bands, 3-column halos)")
+    if args.time_block is not None and args.time_block < 1:
+        ap.error("--time-block must be >= 1")
+    cli = args.lbgen_path == "cli"
+    if not cli:
+        if args.lbgen_args:
+            ap.error("--lbgen-args are `lbgen run` options: they need --lbgen-path cli (the api path takes "
+                     "--time-block, --layout, --vl, --lbgen-walls)")
+        if args.time_block is None:
+            args.time_block = 1
+    variants = [shlex.split(a) for a in (args.lbgen_args or [""])]
+    names = [shlex.join(v) or "(plain)" for v in variants]
 
-    # lbgen (this process) waits passively, fixed before lbgen (and libgomp) load: with an active
-    # policy its idle OpenMP threads would spin on the cores the production binary runs on
+    # lbgen waits passively, fixed before lbgen (and libgomp) load: with an active policy its
+    # idle OpenMP threads would spin on the cores the production binary runs on
     os.environ["OMP_WAIT_POLICY"] = "passive"
     os.environ.pop("GOMP_SPINCOUNT", None)
     policy = args.prod_wait_policy
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OMP_WAIT_POLICY=policy)
+    lbgen_env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OMP_WAIT_POLICY="passive")
 
     scratch_ctx = None
     if args.keep:
@@ -440,6 +547,9 @@ def main(argv=None) -> int:
     else:
         scratch_ctx = tempfile.TemporaryDirectory(prefix="production_compare_")
         scratch = Path(scratch_ctx.name)
+    load_before = os.getloadavg()
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    healthy, sim, walls, layout = None, None, None, None
     try:
         src, origin = production_sources(args.source, scratch)
         print(f"production sources: {origin}", flush=True)
@@ -448,34 +558,53 @@ def main(argv=None) -> int:
                                     capture_output=True, text=True).stdout.splitlines()[:1]
         print(f"production build: {' '.join(build_cmd)}", flush=True)
 
-        print("lbgen: building the Rayleigh-Taylor simulation ...", flush=True)
-        sim, walls = lbgen_simulation(args)
-        spec = sim.spec
-        layout = f"{spec.layout}" + (f" VL {spec.vl}" if getattr(spec, "vl", None) else "")
+        if cli:
+            lbgen_dir = scratch / "lbgen"           # the runs' working folder (they write nothing without --out)
+            lbgen_dir.mkdir(exist_ok=True)
+            commands = [lbgen_command(args, v) for v in variants]
+            for name, cmd in zip(names, commands):
+                # untimed: fills lbgen's kernel cache (a first run compiles), checks the command works
+                print(f"lbgen {name}: warm-up run (untimed): {shlex.join(cmd)}", flush=True)
+                run_lbgen_cli(cmd, lbgen_dir, lbgen_env, args.lx, args.ly, args.steps)
+        else:
+            print("lbgen: building the Rayleigh-Taylor simulation ...", flush=True)
+            sim, walls = lbgen_simulation(args)
+            spec = sim.spec
+            layout = f"{spec.layout}" + (f" VL {spec.vl}" if getattr(spec, "vl", None) else "")
 
+        sides = ["production"] + list(range(len(variants)))
         rows = []
         for r in range(1, args.rounds + 1):
-            order = ("production", "lbgen") if r % 2 else ("lbgen", "production")
+            k = (r - 1) % len(sides)
+            order = sides[k:] + sides[:k]           # two sides: production first in odd rounds, as before
             res = {}
             for side in order:
                 if side == "production":
                     res[side] = run_production(binary, scratch, args.lx, args.ly, args.steps, env, args.seed)
+                elif cli:
+                    res[side] = run_lbgen_cli(commands[side], lbgen_dir, lbgen_env, args.lx, args.ly, args.steps)
                 else:
                     st = sim.run(args.steps)
                     res[side] = {"mlups": st.mlups, "ms_per_step": 1e3 * st.seconds / st.steps}
-            p, q = res["production"], res["lbgen"]
-            rows.append((r, p, q, q["mlups"] / p["mlups"]))
-            print(f"  round {r} ({order[0]} first): production {p['mlups']:.3f} MLUPS (it printed "
-                  f"{p['printed_mlups']:.2f}), lbgen {q['mlups']:.2f} MLUPS; production {p['mass']}", flush=True)
-        healthy = sim.looks_healthy() if hasattr(sim, "looks_healthy") else None
+            p = res["production"]
+            first = "production" if order[0] == "production" else f"lbgen {names[order[0]]}"
+            rows.append((r, first, p, [res[i] for i in range(len(variants))]))
+            said = ", ".join(f"lbgen {names[i]} {res[i]['mlups']:.2f} MLUPS" for i in range(len(variants)))
+            print(f"  round {r} ({first} first): production {p['mlups']:.3f} MLUPS (it printed "
+                  f"{p['printed_mlups']:.2f}), {said}; production {p['mass']}", flush=True)
+        if sim is not None and hasattr(sim, "looks_healthy"):
+            healthy = sim.looks_healthy()
     finally:
         if scratch_ctx is not None:
             scratch_ctx.cleanup()
+    load_after = os.getloadavg()
 
-    ratios = [row[3] for row in rows]
     print()
     print(f"machine:   {machine()}")
-    print(f"threads:   {args.threads} (production: OMP_NUM_THREADS, lbgen: Simulation(threads=)); "
+    print(f"sitting:   started {started}; load average before {load_before[0]:.2f} {load_before[1]:.2f} "
+          f"{load_before[2]:.2f}, after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
+    print(f"threads:   {args.threads} (production: OMP_NUM_THREADS, lbgen: "
+          f"{'--threads and OMP_NUM_THREADS' if cli else 'Simulation(threads=)'}); "
           f"OMP_WAIT_POLICY production {policy}, lbgen passive; "
           f"OMP_PROC_BIND={os.environ.get('OMP_PROC_BIND', 'unset')}")
     print(f"lattice:   {args.lx} x {args.ly} (x periodic, walls at y = 0 and LY-1), D2Q37, double, "
@@ -485,22 +614,56 @@ def main(argv=None) -> int:
     print(f"  with:    {cc_version[0] if cc_version else args.cc}; "
           f"{'real MPI via ' + args.mpicc if args.mpicc else 'single-rank mpi.h stub'}, empty likwid.h")
     print("  timing:  its own timer: LX*LY / (ms/iter of its [GLOBAL-INFO] line; gettimeofday around its "
-          "main loop, all steps, no warm-up)")
-    print(f"lbgen:     Simulation(backend='c', collision='regularized', walls={walls}, fused=True), "
-          f"layout {layout}, time_block {getattr(sim, 'time_block', 1)}")
+          "main loop, all steps, no warm-up); 'process s': its whole process (init, AoS->SoA, mass check)")
+    if cli:
+        for i, cmd in enumerate(commands):
+            last = rows[-1][3][i]
+            print(f"lbgen [{i}]: {shlex.join(cmd)}")
+            print(f"           ({last['where']}, time block {last['time_block']}; final total mass {last['mass']})")
+        print("  timing:  MLUPS of its `done:` line: perf_counter around its step loop (every step, the first "
+              "one included, no warm-up step; synchronised); a new process every round, after one untimed "
+              "warm-up run of each command (kernel cache filled).  'whole': the whole command's wall clock "
+              "(start-up, set-up, loop, end), shown per step")
+    else:
+        print(f"lbgen:     Simulation(backend='c', collision='regularized', walls={walls}, fused=True), "
+              f"layout {layout}, time_block {getattr(sim, 'time_block', 1)}")
+        print("  timing:  Simulation.run(steps) after one warm-up step (perf_counter around the step loop)")
+        if healthy is not None:
+            print(f"  state after the rounds: {'healthy (finite, rho > 0, T > 0)' if healthy else 'NOT HEALTHY'}")
     print(f"  build:   {lbgen_flags()}")
-    print("  timing:  Simulation.run(steps) after one warm-up step (perf_counter around the step loop)")
-    if healthy is not None:
-        print(f"  state after the rounds: {'healthy (finite, rho > 0, T > 0)' if healthy else 'NOT HEALTHY'}")
     print()
-    print(f"{'round':>5}  {'production MLUPS':>16}  {'ms/step':>9}  {'lbgen MLUPS':>11}  {'ms/step':>9}  "
-          f"{'lbgen/production':>16}")
-    for r, p, q, ratio in rows:
-        print(f"{r:>5}  {p['mlups']:>16.3f}  {p['ms_per_step']:>9.2f}  {q['mlups']:>11.2f}  {q['ms_per_step']:>9.2f}  "
-              f"{ratio:>16.2f}")
+    head = f"{'round':>5}  {'production MLUPS':>16}  {'ms/step':>8}  {'process s':>9}  {'lbgen':>5}  " \
+           f"{'lbgen MLUPS':>11}  {'ms/step':>8}"
+    if cli:
+        head += f"  {'whole s':>8}  {'whole ms/step':>13}"
+    print(head + f"  {'lbgen/production':>16}")
+    for r, first, p, qs in rows:
+        for i, q in enumerate(qs):
+            line = (f"{r:>5}  {p['mlups']:>16.3f}  {p['ms_per_step']:>8.2f}  {p['process_s']:>9.2f}  " if i == 0
+                    else f"{'':>5}  {'':>16}  {'':>8}  {'':>9}  ")
+            line += f"{'[' + str(i) + ']':>5}  {q['mlups']:>11.2f}  {q['ms_per_step']:>8.2f}"
+            if cli:
+                line += f"  {q['process_s']:>8.2f}  {q['process_ms_per_step']:>13.2f}"
+            print(line + f"  {q['mlups'] / p['mlups']:>16.2f}")
     print()
-    print(f"ratio lbgen/production: median {statistics.median(ratios):.2f}x "
-          f"(min {min(ratios):.2f}, max {max(ratios):.2f}, {len(ratios)} rounds); issue 14 target 3 asks >= 12x")
+    prod = [p["mlups"] for _, _, p, _ in rows]
+    print(f"production MLUPS: median {statistics.median(prod):.3f} (min {min(prod):.3f}, max {max(prod):.3f})")
+    for i, name in enumerate(names):
+        ratios = [qs[i]["mlups"] / p["mlups"] for _, _, p, qs in rows]
+        mlups = [qs[i]["mlups"] for _, _, _, qs in rows]
+        label = f"lbgen [{i}] {name}" if cli else "lbgen (api)"
+        print(f"{label}: MLUPS median {statistics.median(mlups):.2f} (min {min(mlups):.2f}, max {max(mlups):.2f})")
+        print(f"  ratio lbgen/production: median {statistics.median(ratios):.2f}x "
+              f"(min {min(ratios):.2f}, max {max(ratios):.2f}, {len(ratios)} rounds); issue 14 target 3 asks >= 12x")
+        if cli:
+            whole = [qs[i]["process_s"] / p["process_s"] for _, _, p, qs in rows]
+            print(f"  whole processes, production s / lbgen s: median "
+                  f"{statistics.median([1 / w for w in whole]):.2f}x (production's includes its set-up and mass "
+                  f"check, lbgen's its start-up, set-up and kernel load; not the target's figure)")
+        if i > 0:
+            ab = [qs[i]["mlups"] / qs[0]["mlups"] for _, _, _, qs in rows]
+            print(f"  A/B against [0] (same rounds): median {statistics.median(ab):.3f}x "
+                  f"(min {min(ab):.3f}, max {max(ab):.3f})")
     return 0
 
 
