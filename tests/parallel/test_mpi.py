@@ -3,18 +3,16 @@
 Each test starts mpiexec from the venv as a subprocess (OMP_NUM_THREADS=1: two ranks on
 two cores) with a timeout, so a hang fails instead of blocking the suite.
 """
-import importlib.util
 import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from lbgen.parallel import mpi
+from mpi_support import launch_env as _env, mpiexec_path as _mpiexec
 from lbgen.parallel import model as mpi_model
 from lbgen.cli.main import main
 
@@ -24,25 +22,8 @@ TIMEOUT = 90
 FIELDS = ("rho", "ux", "uy", "T")
 
 
-def _mpiexec():
-    exe = Path(sys.prefix) / "bin" / "mpiexec"
-    found = str(exe) if exe.exists() else shutil.which("mpiexec")
-    why = None
-    if importlib.util.find_spec("mpi4py") is None:
-        why = "mpi4py is not installed (pip install '.[mpi]')"
-    elif found is None:
-        why = "no mpiexec (pip install mpich)"
-    if why:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"MPI is required under CI: {why}")
-        pytest.skip(why)
-    return found
 
 
-def _env(**extra):
-    env = {k: v for k, v in os.environ.items() if k not in mpi.MPI_ENV and not k.startswith(("PMI_", "OMPI_", "PMIX_"))}
-    env.update(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive", **extra)
-    return env
 
 
 def mpirun(n, args, cwd, script=None, **env):

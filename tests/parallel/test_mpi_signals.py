@@ -13,10 +13,8 @@ Each launch runs in its own session with a timeout; whatever is left of it is ki
 the end, and the tests check that no process of the run is left (pgrep on its unique
 folder).
 """
-import importlib.util
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -26,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lbgen.parallel import mpi
+from mpi_support import launch_env as _env, mpiexec_path as _mpiexec
 from lbgen.run.stopping import StopSignals
 
 FIELDS = ("rho", "ux", "uy", "T")
@@ -36,25 +34,8 @@ FOLDER = ["--pictures", "none", "--series-every", 5]      # what a run folder ta
 END = 1500                 # the resumed and the uninterrupted runs end here
 
 
-def _mpiexec():
-    exe = Path(sys.prefix) / "bin" / "mpiexec"
-    found = str(exe) if exe.exists() else shutil.which("mpiexec")
-    why = None
-    if importlib.util.find_spec("mpi4py") is None:
-        why = "mpi4py is not installed (pip install '.[mpi]')"
-    elif found is None:
-        why = "no mpiexec (pip install mpich)"
-    if why:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"MPI is required under CI: {why}")
-        pytest.skip(why)
-    return found
 
 
-def _env(**extra):
-    env = {k: v for k, v in os.environ.items() if k not in mpi.MPI_ENV and not k.startswith(("PMI_", "OMPI_", "PMIX_"))}
-    env.update(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive", LBGEN_TUNED="off", **extra)
-    return env
 
 
 def _lbgen(*args):
