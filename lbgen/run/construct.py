@@ -21,9 +21,9 @@ def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, dis
     manifest records it and a resume rebuilds the same kernels: the lattice size of an
     --init file (``shape``), the set-up's amplitude, the thread count, the layout and VL
     (given, the choice ``lbgen tune`` stored for this machine, ``--vl auto`` timed now, or
-    the backend's default) and the time block (given, the stored depth, or timed now for
-    ``auto``; 1 where temporal blocking does not run) and, with a run folder, the series
-    cadence."""
+    the backend's default), the time block (given; for ``auto`` the depth ``lbgen tune``
+    stored, else ``tune.DEFAULT_TIME_BLOCK``; 1 where temporal blocking does not run) and,
+    with a run folder, the series and movie-frame cadences."""
     from lbgen.perf import tune
     changes = {}
     if shape is not None and (cfg.lx, cfg.ly) != tuple(shape):
