@@ -403,13 +403,17 @@ class Program(abc.ABC):
         return tuple(macroscopic_assignments(self.spec.velocity_set).evaluate(self.download_fields(f)))
 
     def _param_values(self, params: dict):
+        """The kernel arguments in order; the names are checked once per set of keys (a run
+        passes the same dict every step: no re-validation on the hot path)."""
         from lbgen.codegen.spec import OPERATOR_PARAMETERS
         names = OPERATOR_PARAMETERS[self.spec.collision]
-        missing = [n for n in names if n not in params]
-        extra = [n for n in params if n not in names]
-        if missing or extra:
-            raise TypeError(f"{self.spec.collision} collide takes parameters {', '.join(names)}; "
-                            f"missing {missing}, unexpected {extra}")
+        if params.keys() != getattr(self, "_checked_keys", None):
+            missing = [n for n in names if n not in params]
+            extra = [n for n in params if n not in names]
+            if missing or extra:
+                raise TypeError(f"{self.spec.collision} collide takes parameters {', '.join(names)}; "
+                                f"missing {missing}, unexpected {extra}")
+            self._checked_keys = set(params)
         return [float(params[n]) for n in names]
 
 

@@ -35,6 +35,13 @@ _WINDOW = click.option("--window", default=None, metavar="x0:x1,y0:y1|auto|full"
                             "any recorded step; full: the whole lattice (default: the run's --window).")
 
 
+def _picture_options(fn):
+    """The options movie and plot share: colour limits, colour map, resolution, window, overwrite."""
+    for option in (_OVERWRITE, _WINDOW, _DPI, _CMAP, _CLIM):
+        fn = option(fn)
+    return fn
+
+
 def _window(text):
     try:
         return parse_window(text)
@@ -54,11 +61,7 @@ def _window(text):
 @click.option("--from", "source", type=click.Choice(["frames", "fields"]), default=None,
               help="frames: the run's movie frames (every --pictures-every steps); fields: one frame per saved "
                    "step (default: frames when the run has frames of the field).")
-@_CLIM
-@_CMAP
-@_DPI
-@_WINDOW
-@_OVERWRITE
+@_picture_options
 @friendly
 def movie(run_dir, quantity, output, fps, source, clim, cmap, dpi, window, overwrite):
     """A movie of a run folder, with the run's colour limits and window: one frame per movie
@@ -101,11 +104,7 @@ def movie(run_dir, quantity, output, fps, source, clim, cmap, dpi, window, overw
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="PNG file (one step) or folder (several); default ./<field>-<step>.png, named as the run's "
                    "pictures (T-000004000.png).")
-@_CLIM
-@_CMAP
-@_DPI
-@_WINDOW
-@_OVERWRITE
+@_picture_options
 @friendly
 def plot(run_dir, quantity, step, output, clim, cmap, dpi, window, overwrite):
     """Re-render pictures of saved steps with other colour limits, colour map or size.

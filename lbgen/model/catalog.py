@@ -26,6 +26,12 @@ def is_isothermal(order: int) -> bool:
     return order < 3
 
 
+def shell_members(shell: Tuple[int, ...]) -> set:
+    """The velocities of one integer shell (a, b): all its signed permutations."""
+    a, b = shell
+    return {(sx * p, sy * q) for (p, q) in ((a, b), (b, a)) for sx in (1, -1) for sy in (1, -1)}
+
+
 @dataclass(frozen=True)
 class SetEntry:
     """A velocity set as its integer shells (a >= b >= 0; members: all signed permutations)
@@ -38,11 +44,7 @@ class SetEntry:
 
     @property
     def members(self) -> Tuple[Tuple[int, ...], ...]:
-        out = set()
-        for a, b in self.shells:
-            for p, q in ((a, b), (b, a)):
-                out |= {(sx * p, sy * q) for sx in (1, -1) for sy in (1, -1)}
-        return tuple(sorted(out))
+        return tuple(sorted(set().union(*(shell_members(s) for s in self.shells))))
 
     @property
     def Q(self) -> int:

@@ -19,7 +19,7 @@ from typing import Tuple
 import numpy as np
 import sympy as sp
 
-from lbgen.model.catalog import hermite_order, is_isothermal, set_entry
+from lbgen.model.catalog import hermite_order, is_isothermal, set_entry, shell_members
 from lbgen.system.cache import cached_pickle, digest, source_digest
 
 #: digits kept when the exact algebraic numbers are turned into floats
@@ -29,11 +29,6 @@ PRECISION_DIGITS = 40
 def _gauss_moment(n: int) -> int:
     """E[X^n] for X ~ N(0, 1): (n-1)!! for even n, 0 for odd n."""
     return 0 if n % 2 else int(sp.factorial2(n - 1))
-
-
-def _shell_members(shell: Tuple[int, int]) -> set:
-    a, b = shell
-    return {(sx * p, sy * q) for (p, q) in ((a, b), (b, a)) for sx in (1, -1) for sy in (1, -1)}
 
 
 def _moment_indices(degree: int):
@@ -159,7 +154,7 @@ def solve_weights(shells, degree):
         raise ValueError(
             f"{len(shells)} shells need {nshell + 1} moment conditions to fix weights and r; "
             f"degree {degree} gives {len(conditions)}: {conditions}")
-    members = [sorted(_shell_members(s)) for s in shells]
+    members = [sorted(shell_members(s)) for s in shells]
     # S[k, s] = sum over shell s of e_x^m e_y^n; rhs_k = E[X^m]E[Y^n] * t^((m+n)/2)
     S = sp.Matrix(len(conditions), nshell,
                   lambda k, s: sum(a ** conditions[k][0] * b ** conditions[k][1] for a, b in members[s]))
@@ -197,7 +192,7 @@ def build_velocity_set(name: str, shells, degree: int) -> VelocitySet:
     t, shell_weights, poly = cached_pickle("model", key, lambda: solve_weights(shells, degree))
     vel = []
     for s_index, s in enumerate(shells):
-        vel += [(v, s_index) for v in _shell_members(s)]
+        vel += [(v, s_index) for v in shell_members(s)]
     # reference order: c_x descending, then c_y ascending
     vel.sort(key=lambda vs: (-vs[0][0], vs[0][1]))
     return VelocitySet(

@@ -15,16 +15,24 @@ import numpy as np
 #: gravity of the reference Rayleigh-Taylor runs (d2q37.md), in model units
 RT_GRAVITY = (0.0, -8.33e-5 / 32)
 RT_T_HOT, RT_T_COLD = 1.05, 0.95
+#: the set-ups' amplitudes when none is given (one home: the functions' defaults and the
+#: recorded run description)
+SHEAR_AMPLITUDE, NOISE_AMPLITUDE = 0.05, 0.01
 
 
-def shear_wave(lx: int, ly: int, amplitude: float = 0.05, **_) -> Dict[str, np.ndarray]:
+def rt_amplitude(lx: int) -> float:
+    """The Rayleigh-Taylor interface perturbation when none is given: LX/100."""
+    return lx / 100.0
+
+
+def shear_wave(lx: int, ly: int, amplitude: float = SHEAR_AMPLITUDE, **_) -> Dict[str, np.ndarray]:
     """Transverse wave u_y = A sin(2 pi x / LX) at rho = T = 1."""
     x = np.arange(lx)[:, None] * np.ones((1, ly))
     return {"rho": np.ones((lx, ly)), "ux": np.zeros((lx, ly)),
             "uy": amplitude * np.sin(2 * np.pi * x / lx), "T": np.ones((lx, ly))}
 
 
-def uniform_noise(lx: int, ly: int, amplitude: float = 0.01, seed: int = 0, thermal: bool = True,
+def uniform_noise(lx: int, ly: int, amplitude: float = NOISE_AMPLITUDE, seed: int = 0, thermal: bool = True,
                   **_) -> Dict[str, np.ndarray]:
     """Uniform state rho = T = 1, u = 0, with random noise of the given amplitude on every field
     (T stays 1 for isothermal velocity sets: ``thermal=False``)."""
@@ -49,7 +57,7 @@ def rayleigh_taylor(lx: int, ly: int, gravity: Tuple[float, float] = RT_GRAVITY,
     """
     rng = np.random.default_rng(seed)
     x = np.arange(lx)
-    amp = (lx / 100.0) if amplitude is None else amplitude
+    amp = rt_amplitude(lx) if amplitude is None else amplitude
     modes = np.arange(1, 9)
     a = rng.standard_normal(modes.size) * amp / np.sqrt(modes.size)
     phase = rng.uniform(0, 2 * np.pi, modes.size)
@@ -96,15 +104,15 @@ class Setup:
 
 SETUPS: Dict[str, Setup] = {s.name: s for s in (
     Setup("shear-wave", shear_wave, "transverse wave u_y = A sin(2 pi x / LX), A = 0.05, rho = T = 1 (periodic)",
-          default_amplitude=lambda lx: 0.05),
+          default_amplitude=lambda lx: SHEAR_AMPLITUDE),
     Setup("uniform-noise", uniform_noise, "rho = T = 1, u = 0 with Gaussian noise of amplitude 0.01 (periodic)",
-          default_amplitude=lambda lx: 0.01, random=True),
+          default_amplitude=lambda lx: NOISE_AMPLITUDE, random=True),
     Setup("rayleigh-taylor", rayleigh_taylor,
           "cold heavy fluid over hot light fluid, interface at mid-height perturbed by 8 random modes "
           "(amplitude LX/100)",
           run_defaults={"collision": "regularized", "gravity": RT_GRAVITY, "walls": True,
                         "t_bottom": RT_T_HOT, "t_top": RT_T_COLD},
-          default_amplitude=lambda lx: lx / 100.0, random=True,
+          default_amplitude=rt_amplitude, random=True,
           # D2V17 (third order) diverged by step 6400 of the README's main job (128 x 512, g = 4e-4)
           # with C1 = C2 = 1e-3; with 3e-3 it runs the 8000 steps (tests/run/test_setups.py)
           set_defaults={"d2v17": {"C1": 3e-3, "C2": 3e-3}}),

@@ -14,7 +14,6 @@
 """
 from __future__ import annotations
 
-import importlib
 import json
 from functools import lru_cache
 
@@ -23,10 +22,9 @@ import pytest
 from click.testing import CliRunner
 
 from helpers import config_id
-from wall_support import OPERATOR_PARAMS, T_BOTTOM, T_TOP, run_walls
+from wall_support import OPERATOR_PARAMS, T_BOTTOM, T_TOP, _backend, run_walls
 from lbgen.reference import bulk as ref
 from lbgen.reference import walls as refw
-from lbgen.backends import BackendUnavailable
 from lbgen.cli.main import main
 from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.codegen.render import generate
@@ -95,15 +93,6 @@ CASES = ([("c", *cfg, "regularized") for cfg in CPU_CONFIGS] + [("c", "caosoa", 
 WALL_CASES = {"fixed-bottom": (False, True), "adiabatic-bottom": (True, False)}
 
 
-def _backend(name):
-    try:
-        mod = importlib.import_module("lbgen.backends.cuda.shim" if name == "cuda" else f"lbgen.backends.{name}")
-        ok, why = mod.available()
-    except (BackendUnavailable, ImportError) as e:
-        ok, why = False, str(e)
-    if not ok:
-        pytest.skip(f"{name}: {why}")
-    return mod
 
 
 @lru_cache(maxsize=None)
