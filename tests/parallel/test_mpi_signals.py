@@ -185,14 +185,16 @@ def test_a_second_signal_ends_every_rank_at_once(tmp_path, signum):
     one calls MPI_Abort(143) (rank 0 first marks the manifest, when it can), which ends every
     rank: status 143 -- or 15 in the rare case that the second signal lands while a rank is
     already inside MPI_Finalize after a clean stop (Python's handlers are gone then).
-    SIGINT: hydra does not forward the second one, it kills every rank itself (status 1).
-    Nothing is left running."""
+    SIGINT: hydra does not forward the second one, it kills every rank itself (status 1, or
+    0 when its own proxy trips an assertion while the ranks die: hydra's status is not lbgen's
+    to set).  Either way the run ends at once, unfinished, and nothing is left running."""
     def twice(proc, out):
         proc.send_signal(signum)
         time.sleep(0.02)
         proc.send_signal(signum)
     rc, err, seconds, out = _interrupt(tmp_path, twice)
-    assert rc != 0 and seconds < STOP_TIMEOUT, err
+    assert seconds < STOP_TIMEOUT, err
+    assert json.loads((out / "manifest.json").read_text())["status"] != "finished"
     if signum == signal.SIGTERM:
         assert rc in (143, 15), err
 
