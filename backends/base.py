@@ -137,7 +137,11 @@ def load_library(path, declarations: str):
 def aligned_zeros(n: int, dtype, align: int = 64) -> np.ndarray:
     """A zeroed 1-D array whose data starts on an `align`-byte boundary (aligned vector loads)."""
     dtype = np.dtype(dtype)
-    raw = np.zeros(n * dtype.itemsize + align, dtype=np.uint8)
+    raw = np.empty(n * dtype.itemsize + align, dtype=np.uint8)
+    # Written now, not left to calloc's lazy zero pages: a fresh buffer's page faults (and,
+    # for numpy's huge-page-advised large arrays, the kernel's compaction) happen here, at
+    # set-up, instead of inside the first sweeps that write it.
+    raw.fill(0)
     offset = (-raw.ctypes.data) % align
     return raw[offset:offset + n * dtype.itemsize].view(dtype)
 
