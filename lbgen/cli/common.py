@@ -43,11 +43,24 @@ def friendly(fn):
     return wrapper
 
 
+class _SetChoice(click.Choice):
+    """The velocity sets runs and kernels take; a set of another dimension is refused in words."""
+
+    def convert(self, value, param, ctx):
+        from lbgen.model.catalog import MODEL_SETS, run_set
+        if str(value).lower() in MODEL_SETS:
+            try:
+                run_set(value)
+            except ValueError as e:
+                self.fail(str(e), param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def velocity_set_option(fn):
     """--velocity-set for info, emit, verify and bench (``lbgen run`` takes it from lbgen.run.config)."""
     from lbgen.model.catalog import DEFAULT_VELOCITY_SET, VELOCITY_SETS
     return click.option("--velocity-set", default=DEFAULT_VELOCITY_SET, show_default=True,
-                        type=click.Choice(list(VELOCITY_SETS), case_sensitive=False),
+                        type=_SetChoice(list(VELOCITY_SETS), case_sensitive=False),
                         help="Lattice: d2q37 (thermal, Hermite order 4), d2q9 (isothermal, order 2), "
                              "d2v17 (thermal, order 3).")(fn)
 

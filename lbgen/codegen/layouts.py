@@ -19,7 +19,8 @@ with strides per layout (NX = LX + 2H, NRP = NR + 2H):
     CAoSoA  site[x][r].p[i].c[k]    SP = VL,          SR = Q*VL,     SX = NRP*Q*VL,  SK = 1
 
 The same strides give the C index macro, the propagate offsets and the numpy pack and
-unpack, so the three cannot disagree.
+unpack, so the three cannot disagree.  ``Layout3D`` is the same in three dimensions, with
+the clusters along the fastest axis Z (not yet used by templates or backends).
 """
 from __future__ import annotations
 
@@ -229,6 +230,221 @@ def make_layout(name: str, Q: int, LX: int, LY: int, VL: Optional[int] = None, *
             f"LY/VL = {LY}/{VL} = {LY // VL} cluster rows is too small for the {halo}-wide halo; "
             f"need LY/VL >= {halo}, i.e. a smaller VL or a larger LY")
     return Layout(key, Q, int(LX), int(LY), int(VL), int(halo))
+
+
+# --- three dimensions ----------------------------------------------------------------------
+
+#: 3D strides in terms of (Q, NX, NY, NRP, VL): the clusters cut the fastest axis Z as they
+#: cut Y in 2D (lane k of cluster row r is z = r + k*NR, NR = LZ/VL); X and Y are whole,
+#: X the slowest.  The same formulas give the C index macro (``Layout3D.c_macros``), the
+#: propagate offsets and NumPy pack/unpack.
+_STRIDES_3D: Dict[str, Dict[str, str]] = {
+    "aos": {"SP": "1", "SR": "Q", "SY": "Q*NRP", "SX": "Q*NRP*NY", "SK": "0"},
+    "soa": {"SP": "NX*NY*NRP", "SR": "1", "SY": "NRP", "SX": "NY*NRP", "SK": "0"},
+    "csoa": {"SP": "NX*NY*NRP*VL", "SR": "VL", "SY": "NRP*VL", "SX": "NY*NRP*VL", "SK": "1"},
+    "caosoa": {"SP": "VL", "SR": "Q*VL", "SY": "Q*VL*NRP", "SX": "Q*VL*NRP*NY", "SK": "1"},
+}
+
+_DESCRIPTION_3D = {
+    "aos": "site[x][y][z].p[i]: the {Q} populations of a site adjacent",
+    "soa": "pop[i].s[x][y][z]: one array per population",
+    "csoa": "pop[i].s[x][y][r].c[k]: population arrays cut into clusters of VL sites strided along Z",
+    "caosoa": "site[x][y][r].p[i].c[k]: the {Q} clusters of one cluster-site adjacent",
+}
+
+
+@dataclass(frozen=True)
+class Layout3D:
+    """A layout of an LX x LY x LZ lattice with a halo of H sites in X and Y and H cluster
+    rows in Z (H: the velocity set's largest hop), periodic in all three.  The element of
+    population p at (x, y, cluster row r, lane k) is at
+
+        index = p*SP + (x + H)*SX + (y + H)*SY + (r + H)*SR + k*SK
+
+    with NX = LX + 2H, NY = LY + 2H, NRP = LZ/VL + 2H and the strides of ``_STRIDES_3D``.
+    """
+
+    name: str
+    Q: int
+    LX: int
+    LY: int
+    LZ: int
+    VL: int
+    halo: int
+
+    @property
+    def clustered(self) -> bool:
+        return self.name in CLUSTERED
+
+    @property
+    def NR(self) -> int:
+        """Cluster rows per Z line (sites per lane)."""
+        return self.LZ // self.VL
+
+    @property
+    def NX(self) -> int:
+        return self.LX + 2 * self.halo
+
+    @property
+    def NY(self) -> int:
+        return self.LY + 2 * self.halo
+
+    @property
+    def NRP(self) -> int:
+        return self.NR + 2 * self.halo
+
+    @property
+    def size(self) -> int:
+        return self.Q * self.NX * self.NY * self.NRP * self.VL
+
+    @property
+    def description(self) -> str:
+        return _DESCRIPTION_3D[self.name].format(Q=self.Q)
+
+    @property
+    def tag(self) -> str:
+        return tag(self.name, self.VL)
+
+    @cached_property
+    def strides(self) -> Dict[str, int]:
+        env = {"Q": self.Q, "NX": self.NX, "NY": self.NY, "NRP": self.NRP, "VL": self.VL}
+        return {k: int(eval(v, {}, env)) for k, v in _STRIDES_3D[self.name].items()}
+
+    @staticmethod
+    def stride_formulas(name: str) -> Dict[str, str]:
+        """Strides as C expressions of Q, NX, NY, NRP, VL."""
+        return dict(_STRIDES_3D[name])
+
+    def index(self, p, x, y, r, k=0):
+        """Flat index of population p at (x, y, cluster row r, lane k); numpy-broadcasting."""
+        s, h = self.strides, self.halo
+        return (p * s["SP"] + (np.asarray(x) + h) * s["SX"] + (np.asarray(y) + h) * s["SY"]
+                + (np.asarray(r) + h) * s["SR"] + np.asarray(k) * s["SK"])
+
+    def site_index(self, p, x, y, z):
+        """Flat index of population p at site (x, y, z) of the interior."""
+        z = np.asarray(z)
+        return self.index(p, x, y, z % self.NR, z // self.NR)
+
+    def propagate_offsets(self, velocities) -> Tuple[int, ...]:
+        """Pull scheme: nxt[i] at idx reads prv[i] at idx + offset_i (offset of site - e_i)."""
+        s = self.strides
+        return tuple(-(ex * s["SX"] + ey * s["SY"] + ez * s["SR"]) for ex, ey, ez in velocities)
+
+    def c_macros(self, prefix: str = "LBGEN") -> str:
+        """The C size and index macros of this layout (sizes at run time), from the strides'
+        formulas: <P>_IDX(p, x, y, r, k, LX, LY, LZ) and <P>_SITE(p, x, y, z, LX, LY, LZ)."""
+        G, H, VL = prefix.upper(), self.halo, self.VL
+        names = {"NX": f"{G}_NX(LX)", "NY": f"{G}_NY(LY)", "NRP": f"{G}_NRP(LZ)", "Q": str(self.Q), "VL": str(VL)}
+
+        def c(formula: str) -> str:
+            return "*".join(names[t] for t in formula.split("*")) if formula not in ("0", "1") else formula
+
+        f = self.stride_formulas(self.name)
+        args = "LX, LY, LZ"
+        return "\n".join([
+            f"#define {G}_NR(LZ) ((LZ) / {VL})",
+            f"#define {G}_NX(LX) ((LX) + 2*{H})",
+            f"#define {G}_NY(LY) ((LY) + 2*{H})",
+            f"#define {G}_NRP(LZ) ({G}_NR(LZ) + 2*{H})",
+            f"#define {G}_BUFFER_SIZE({args}) ((size_t){self.Q} * (size_t){G}_NX(LX) * (size_t){G}_NY(LY)"
+            f" * (size_t){G}_NRP(LZ) * {VL})",
+            f"#define {G}_IDX(p, x, y, r, k, {args}) ( \\",
+            f"    (ptrdiff_t)(p) * ({c(f['SP'])}) \\",
+            f"  + ((ptrdiff_t)(x) + {H}) * ({c(f['SX'])}) \\",
+            f"  + ((ptrdiff_t)(y) + {H}) * ({c(f['SY'])}) \\",
+            f"  + ((ptrdiff_t)(r) + {H}) * ({c(f['SR'])}) \\",
+            f"  + (ptrdiff_t)(k) * ({f['SK']}))",
+            f"#define {G}_SITE(p, x, y, z, {args}) {G}_IDX(p, x, y, (z) % {G}_NR(LZ), (z) / {G}_NR(LZ), {args})",
+        ]) + "\n"
+
+    def population_view(self, buf: np.ndarray):
+        """(view, axis): the flat buffer as an nd-array with the populations along `axis`."""
+        s = self.strides
+        dims = {"SX": self.NX, "SY": self.NY, "SR": self.NRP, "SP": self.Q, "SK": self.VL}
+        order = sorted((k for k in dims if s[k] > 0), key=lambda k: -s[k])
+        view = np.asarray(buf).reshape([dims[k] for k in order])
+        return view, order.index("SP")
+
+    @cached_property
+    def _interior_index(self) -> np.ndarray:
+        p = np.arange(self.Q)[:, None, None, None]
+        x = np.arange(self.LX)[None, :, None, None]
+        y = np.arange(self.LY)[None, None, :, None]
+        z = np.arange(self.LZ)[None, None, None, :]
+        return self.site_index(p, x, y, z)
+
+    @cached_property
+    def _halo_maps(self):
+        """(destination, source) index arrays refreshing the halo periodically, in three
+        passes: halo cluster rows (lane-shifted sites) of the interior X-Y sites, then halo
+        Y lines of the interior X planes, then halo X planes whole (edges and corners)."""
+        H, NR, VL = self.halo, self.NR, self.VL
+        p = np.arange(self.Q)[:, None, None, None, None]
+        maps = []
+        # 1. cluster rows r < 0 and r >= NR of interior (x, y): lane k holds z = r + k NR (mod LZ)
+        rows = np.r_[-H:0, NR:NR + H][None, None, None, :, None]
+        k = np.arange(VL)[None, None, None, None, :]
+        x = np.arange(self.LX)[None, :, None, None, None]
+        y = np.arange(self.LY)[None, None, :, None, None]
+        maps.append((self.index(p, x, y, rows, k), self.site_index(p, x, y, (rows + k * NR) % self.LZ)))
+        # 2. halo y of interior x: whole padded cluster lines
+        ys = np.r_[-H:0, self.LY:self.LY + H][None, None, :, None, None]
+        r = np.arange(-H, NR + H)[None, None, None, :, None]
+        maps.append((self.index(p, x, ys, r, k), self.index(p, x, ys % self.LY, r, k)))
+        # 3. halo x: whole padded planes
+        xs = np.r_[-H:0, self.LX:self.LX + H][None, :, None, None, None]
+        ya = np.arange(-H, self.LY + H)[None, None, :, None, None]
+        maps.append((self.index(p, xs, ya, r, k), self.index(p, xs % self.LX, ya, r, k)))
+        return [tuple(np.broadcast_arrays(d, s_)[i].ravel() for i in (0, 1)) for d, s_ in maps]
+
+    def fill_halo(self, buf: np.ndarray) -> np.ndarray:
+        """Refresh the halo of a flat buffer in place (periodic in X, Y and Z)."""
+        for dst, src in self._halo_maps:
+            buf[dst] = buf[src]
+        return buf
+
+    def pack(self, f: np.ndarray, dtype=None) -> np.ndarray:
+        """(Q, LX, LY, LZ) array -> flat buffer of this layout, halos filled periodically."""
+        f = np.asarray(f)
+        if f.shape != (self.Q, self.LX, self.LY, self.LZ):
+            raise ValueError(f"pack expects shape {(self.Q, self.LX, self.LY, self.LZ)}, got {f.shape}")
+        buf = np.zeros(self.size, dtype=dtype or f.dtype)
+        buf[self._interior_index] = f
+        return self.fill_halo(buf)
+
+    def unpack(self, buf: np.ndarray) -> np.ndarray:
+        """Flat buffer -> (Q, LX, LY, LZ) array of the interior."""
+        buf = np.asarray(buf).reshape(-1)
+        if buf.size != self.size:
+            raise ValueError(f"unpack expects {self.size} elements for {self.tag} "
+                             f"{self.LX}x{self.LY}x{self.LZ}, got {buf.size}")
+        return buf[self._interior_index]
+
+
+def make_layout3d(name: str, Q: int, LX: int, LY: int, LZ: int, VL: Optional[int] = None, *,
+                  halo: int) -> Layout3D:
+    """Validated 3D layout (clusters along Z); LayoutError naming the bad value and the rule."""
+    key = str(name).lower()
+    if key not in LAYOUTS:
+        raise LayoutError(f"unknown layout {name!r}; choose one of {', '.join(LAYOUTS)}")
+    for label, v in (("LX", LX), ("LY", LY), ("LZ", LZ)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise LayoutError(f"{label}={v!r} is not a valid lattice size; {label} must be an integer >= 1")
+    if key not in CLUSTERED:
+        if VL not in (None, 1):
+            raise LayoutError(f"layout {key} takes no VL (got VL={VL}); VL applies to csoa and caosoa")
+        return Layout3D(key, Q, int(LX), int(LY), int(LZ), 1, int(halo))
+    if VL is None:
+        raise LayoutError(f"layout {key} needs a cluster length VL (a power of two dividing LZ={LZ})")
+    VL = check_vl(VL)
+    if LZ % VL:
+        raise LayoutError(f"VL={VL} does not divide LZ={LZ}; VL must divide LZ (the clustered, fastest axis) "
+                          f"and be a power of two")
+    if LZ // VL < halo:
+        raise LayoutError(f"LZ/VL = {LZ}/{VL} = {LZ // VL} cluster rows is too small for the {halo}-wide halo; "
+                          f"need LZ/VL >= {halo}, i.e. a smaller VL or a larger LZ")
+    return Layout3D(key, Q, int(LX), int(LY), int(LZ), int(VL), int(halo))
 
 
 #: cluster lengths a clustered name without -vlN stands for in a list of layouts

@@ -13,7 +13,7 @@ from numbers import Integral
 from typing import Dict, Optional, Tuple
 
 from lbgen.codegen.layouts import CLUSTERED, LAYOUTS, LayoutError, check_vl, tag as layout_tag
-from lbgen.model.catalog import DEFAULT_SCHEME, DEFAULT_VELOCITY_SET, SCHEMES, VELOCITY_SETS
+from lbgen.model.catalog import DEFAULT_SCHEME, DEFAULT_VELOCITY_SET, SCHEMES, run_set
 from lbgen.model.operators import OPERATOR_RECORDS, OPERATORS
 
 BACKENDS = ("c", "opencl", "cuda")
@@ -126,8 +126,10 @@ class KernelSpec:
             raise SpecError(f"prefix {self.prefix!r} is not a C identifier")
         if (self.lx is None) != (self.ly is None):
             raise SpecError("give both lx and ly for compile-time sizes, or neither for run-time sizes")
-        if str(self.velocity_set).lower() not in VELOCITY_SETS:
-            raise SpecError(f"unknown velocity set {self.velocity_set!r}; choose one of {', '.join(VELOCITY_SETS)}")
+        try:
+            run_set(self.velocity_set)               # a known set of a dimension the kernels handle
+        except ValueError as e:
+            raise SpecError(str(e)) from None
         if self.velocity_set != self.velocity_set.lower():
             return _replace(self, velocity_set=self.velocity_set.lower()).validate(lx, ly)
         from lbgen.codegen.layouts import make_layout

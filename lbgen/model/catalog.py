@@ -2,12 +2,18 @@
 
 The velocity sets as their integer shells and quadrature degree, the wall schemes and
 sides.  Everything a command line, a run description or a memory estimate needs to know
-of a set before any physics is derived -- its name, Q and largest hop -- follows from its
-shells here; ``lbgen.model.velocity_set`` solves the weights from the same entries.
+of a set before any physics is derived -- its name, Q, dimension and largest hop -- follows
+from its shells here; ``lbgen.model.velocity_set`` solves the weights from the same entries.
+
+The dimension D is the length of a shell: the one place it is set.  ``MODEL_SETS`` holds
+every set the model derives (D = 2 or 3); ``VELOCITY_SETS`` those that runs, kernels and
+the command line offer (``RUN_DIMENSIONS``: 2D only for now), and ``run_set`` refuses the
+others in words.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import permutations, product
 from typing import Dict, Tuple
 
 
@@ -27,20 +33,33 @@ def is_isothermal(order: int) -> bool:
 
 
 def shell_members(shell: Tuple[int, ...]) -> set:
-    """The velocities of one integer shell (a, b): all its signed permutations."""
-    a, b = shell
-    return {(sx * p, sy * q) for (p, q) in ((a, b), (b, a)) for sx in (1, -1) for sy in (1, -1)}
+    """The velocities of one integer shell (a, b) or (a, b, c): all its signed permutations."""
+    return {tuple(s * c for s, c in zip(signs, perm))
+            for perm in set(permutations(shell)) for signs in product((1, -1), repeat=len(shell))}
 
 
 @dataclass(frozen=True)
 class SetEntry:
-    """A velocity set as its integer shells (a >= b >= 0; members: all signed permutations)
-    and the degree of the Gauss-Hermite quadrature it must integrate exactly."""
+    """A velocity set as its integer shells (a >= b [>= c] >= 0; members: all signed
+    permutations; the shell length is the dimension D) and the degree of the Gauss-Hermite
+    quadrature it must integrate exactly."""
 
     label: str
     shells: Tuple[Tuple[int, ...], ...]
     degree: int
     summary: str
+
+    def __post_init__(self):
+        if len({len(s) for s in self.shells}) != 1 or len(self.shells[0]) not in (2, 3):
+            raise ValueError(f"{self.label}: shells must all have 2 or 3 components, got {self.shells}")
+        for s in self.shells:
+            if list(s) != sorted(s, reverse=True) or min(s) < 0:
+                raise ValueError(f"{self.label}: shell {s} must be written a >= b [>= c] >= 0")
+
+    @property
+    def D(self) -> int:
+        """The dimension: the length of a shell."""
+        return len(self.shells[0])
 
     @property
     def members(self) -> Tuple[Tuple[int, ...], ...]:
@@ -64,14 +83,25 @@ class SetEntry:
         return max(max(s) for s in self.shells)
 
 
-#: the velocity sets by their option name (``--velocity-set``)
-VELOCITY_SETS: Dict[str, SetEntry] = {
+#: every velocity set the model derives, by its option name
+MODEL_SETS: Dict[str, SetEntry] = {
     "d2q37": SetEntry("D2Q37", ((0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (2, 2), (3, 0), (3, 1)), 9,
                       "thermal (the paper's model)"),
     "d2q9": SetEntry("D2Q9", ((0, 0), (1, 0), (1, 1)), 5, "isothermal, T = 1"),
     # Shan, Yuan & Chen (J. Fluid Mech. 550, 2006): 17 velocities, degree 7 (third order, thermal)
     "d2v17": SetEntry("D2V17", ((0, 0), (1, 0), (1, 1), (2, 2), (3, 0)), 7, "thermal, third order"),
+    "d3q19": SetEntry("D3Q19", ((0, 0, 0), (1, 0, 0), (1, 1, 0)), 5, "3D, isothermal, T = 1"),
+    # degree 5 leaves one free weight on these 4 shells; the solve adds x^2 y^2 z^2 (the
+    # most mixed moment of order 6): the tensor product of D1Q3 (lbgen.model.velocity_set)
+    "d3q27": SetEntry("D3Q27", ((0, 0, 0), (1, 0, 0), (1, 1, 0), (1, 1, 1)), 5, "3D, isothermal, T = 1"),
+    # Shan, Yuan & Chen (J. Fluid Mech. 550, 2006), D3Q39: degree 7 (third order, thermal)
+    "d3q39": SetEntry("D3Q39", ((0, 0, 0), (1, 0, 0), (1, 1, 1), (2, 0, 0), (2, 2, 0), (3, 0, 0)), 7,
+                      "3D, thermal, third order"),
 }
+#: the dimensions runs, kernels and the command line handle (3D: the model and the oracle only)
+RUN_DIMENSIONS = (2,)
+#: the velocity sets runs offer, by their option name (``--velocity-set``)
+VELOCITY_SETS: Dict[str, SetEntry] = {k: e for k, e in MODEL_SETS.items() if e.D in RUN_DIMENSIONS}
 DEFAULT_VELOCITY_SET = "d2q37"
 
 #: wall sides, and the wall schemes: lbgen's own (the default) and the production code's
@@ -81,8 +111,23 @@ DEFAULT_SCHEME = "lbgen"
 
 
 def set_entry(name: str) -> SetEntry:
-    """The catalogue entry of a set name (any case), or ValueError naming the choices."""
+    """The catalogue entry of a set name (any case, 2D or 3D), or ValueError naming the choices."""
     try:
-        return VELOCITY_SETS[str(name).lower()]
+        return MODEL_SETS[str(name).lower()]
     except KeyError:
-        raise ValueError(f"unknown velocity set {name!r}; choose one of {', '.join(VELOCITY_SETS)}") from None
+        raise ValueError(f"unknown velocity set {name!r}; choose one of {', '.join(MODEL_SETS)}") from None
+
+
+def run_set(name) -> str:
+    """The lower-case name of a set that runs and kernels take (``VELOCITY_SETS``), or
+    ValueError saying why not: a set of another dimension, or an unknown name."""
+    key = str(name).lower()
+    if key in VELOCITY_SETS:
+        return key
+    entry = MODEL_SETS.get(key)
+    if entry is not None:
+        raise ValueError(f"{key} is a {entry.D}D set; {entry.D}D runs are not available yet (lbgen's kernels, "
+                         f"runs and command line are {'/'.join(map(str, RUN_DIMENSIONS))}D: choose one of "
+                         f"{', '.join(VELOCITY_SETS)}; the {entry.D}D model and its NumPy oracle are in "
+                         f"lbgen.model and lbgen.reference.bulk3d)")
+    raise ValueError(f"unknown velocity set {name!r}; choose one of {', '.join(VELOCITY_SETS)}")

@@ -12,7 +12,7 @@ Everything is phrased through Hermite moments, which is what makes the kernels c
   constants are factored out of the sums.
 
 BGK (shifted equilibrium, paper Eq. 1):  f' = f - (f - f_eq(rho, u*, T*)) / tau with
-u* = u + tau a, T* = T + tau (1 - tau) |a|^2 / 2, a = force per unit mass per step.
+u* = u + tau a, T* = T + tau (1 - tau) |a|^2 / D, a = force per unit mass per step.
 On the rows next to a thermal wall (input ``wall`` = 1) tau = 1: the wall rows relax to
 the equilibrium of the moments the bc imposed (without it BGK walls are unstable for
 tau <~ 0.75).
@@ -27,9 +27,15 @@ the relaxed moments, so one reconstruction suffices (tests check it against the 
 two-stage NumPy version).
 
 The Hermite order N follows from the quadrature (``VelocitySet.hermite_order``): 4 for
-D2Q37, 3 for D2V17, 2 for D2Q9.  Sets below order 3 are isothermal: the equilibrium is
-taken at theta = 1 (no shift of T), the reported temperature is the constant 1, and the
-regularized operator relaxes A_2 only (C2, C3 have no effect).
+D2Q37, 3 for D2V17 and D3Q39, 2 for D2Q9, D3Q19 and D3Q27.  Sets below order 3 are
+isothermal: the equilibrium is taken at theta = 1 (no shift of T), the reported
+temperature is the constant 1, and the regularized operator relaxes A_2 only (C2, C3 have
+no effect).
+
+The dimension D is the set's (``VelocitySet.D``, the length of its shells): it enters
+through the Hermite components (``hermite.components(n, D)``), the D velocity and force
+components (ux, uy[, uz], ax, ay[, az]), the temperature (D rho T = sum |xi - u|^2 f, so
+T* - T = tau (1 - tau) |a|^2 / D) and the symmetries the reconstruction shares.
 """
 from __future__ import annotations
 
@@ -40,7 +46,7 @@ import sympy as sp
 
 from lbgen.model.assignments import AssignmentList
 from lbgen.model.hermite import Component, components, hermite, maxwellian_coefficient, multiplicity
-from lbgen.model.operators import FORCE_ARGUMENTS, operator as operator_record
+from lbgen.model.operators import AXES, force_arguments, operator as operator_record
 from lbgen.model.velocity_set import VelocitySet
 
 #: significant digits of the numeric constants written into the generated code
@@ -63,13 +69,23 @@ def _pairs(vs: VelocitySet):
     return pairs, rest
 
 
+def _tag(c: Component) -> str:
+    """The digits of a component in symbol names: A20 (2D), A200 (3D)."""
+    return "".join(map(str, c))
+
+
+def _unit(D: int, k: int, n: int = 1) -> Component:
+    """The component n along axis k: (1, 0) for x in 2D, (0, 0, 2) for zz in 3D."""
+    return tuple(n if j == k else 0 for j in range(D))
+
+
 def _hermite_values(vs: VelocitySet, order: int) -> Dict[Component, List[sp.Float]]:
     """H[c](xi_i) as floats of CONSTANT_DIGITS + 10 digits, for every component up to order."""
     r = vs.r_float()
     out = {}
     for n in range(order + 1):
-        for c in components(n):
-            out[c] = [sp.Float(hermite(c, (r * a, r * b)), CONSTANT_DIGITS + 10) for a, b in vs.velocities]
+        for c in components(n, vs.D):
+            out[c] = [sp.Float(hermite(c, tuple(r * a for a in v)), CONSTANT_DIGITS + 10) for v in vs.velocities]
     return out
 
 
@@ -141,41 +157,48 @@ def _moments(b: Builder, vs: VelocitySet, f, H) -> Dict[Component, sp.Symbol]:
     d = {i: b.let(f"d{i}", f[i] - f[o]) for i, o in pairs}
     A = {}
     for n in range(vs.hermite_order + 1):
-        for c in components(n):
+        for c in components(n, vs.D):
             if n % 2 == 0:
                 terms = [(H[c][i], s[i]) for i, _ in pairs] + [(H[c][i], f[i]) for i in rest]
             else:
                 terms = [(H[c][i], d[i]) for i, _ in pairs]
-            A[c] = b.let(f"A{c[0]}{c[1]}", _grouped_sum(terms, b))
+            A[c] = b.let(f"A{_tag(c)}", _grouped_sum(terms, b))
     return A
 
 
 def _macroscopic(b: Builder, A, vs: VelocitySet):
+    """rho, u (a tuple of D symbols) and T from the projections (T = 1 for isothermal sets)."""
+    D = vs.D
     b.block("macroscopic fields rho, u, T from A_0, A_1, A_2 (lbgen.model.collision._macroscopic)")
-    rho = b.let("rho", A[(0, 0)])
+    rho = b.let("rho", A[(0,) * D])
     inv_rho = b.let("inv_rho", 1 / rho)
-    ux = b.let("ux", A[(1, 0)] * inv_rho)
-    uy = b.let("uy", A[(0, 1)] * inv_rho)
+    u = tuple(b.let(f"u{AXES[k]}", A[_unit(D, k)] * inv_rho) for k in range(D))
     if vs.isothermal:
-        return rho, ux, uy, sp.Integer(1)
-    # D rho T = sum |xi - u|^2 f = tr A2 + 2 rho - rho |u|^2  (D = 2)
-    T = b.let("T", (A[(2, 0)] + A[(0, 2)]) * inv_rho * sp.Rational(1, 2) + 1 - (ux ** 2 + uy ** 2) / 2)
-    return rho, ux, uy, T
+        return rho, u, sp.Integer(1)
+    # D rho T = sum |xi - u|^2 f = tr A2 + D rho - rho |u|^2
+    T = b.let("T", sp.Add(*(A[_unit(D, k, 2)] for k in range(D))) * inv_rho * sp.Rational(1, D) + 1
+              - sp.Add(*(uk ** 2 for uk in u)) / D)
+    return rho, u, T
 
 
-#: symmetries shared between pairs (velocities taken modulo xi -> -xi): reflecting y and
-#: swapping x and y.  Modulo inversion they commute, so the even parts of the pairs of one
-#: orbit are a Walsh-Hadamard transform of one sum per character; the odd parts change
-#: sign under inversion, so only the reflection (which commutes with it) is used for them.
-_REFLECT_Y = lambda v: (v[0], -v[1])      # noqa: E731
-_SWAP = lambda v: (v[1], v[0])            # noqa: E731
-_GENERATORS = {0: (_REFLECT_Y, _SWAP), 1: (_REFLECT_Y,)}
+#: symmetries shared between pairs (velocities taken modulo xi -> -xi), by dimension and
+#: parity.  2D: reflecting y and swapping x and y; modulo inversion they commute, so the even
+#: parts of the pairs of one orbit are a Walsh-Hadamard transform of one sum per character;
+#: the odd parts change sign under inversion, so only the reflection (which commutes with
+#: it) is used for them.  3D: reflecting y and reflecting z (diagonal, so they commute with
+#: each other and with inversion) for both parities.  (The transform is exact for any
+#: generators; commuting ones make most coefficients of a character cancel.)
+_REFLECT_Y = lambda v: (v[0], -v[1]) + tuple(v[2:])      # noqa: E731
+_REFLECT_Z = lambda v: (v[0], v[1], -v[2])               # noqa: E731
+_SWAP = lambda v: (v[1], v[0])                           # noqa: E731
+_GENERATORS = {2: {0: (_REFLECT_Y, _SWAP), 1: (_REFLECT_Y,)},
+               3: {0: (_REFLECT_Y, _REFLECT_Z), 1: (_REFLECT_Y, _REFLECT_Z)}}
 
 
 def _part_form(vs: VelocitySet, H, w, j: int, parity: int) -> Dict[Component, sp.Float]:
     """{c: w_j H_c(xi_j) mult(c)/n!} over the components of even (0) or odd (1) order n."""
     return {c: w[j] * H[c][j] * multiplicity(c) / sp.factorial(n)
-            for n in range(parity, vs.hermite_order + 1, 2) for c in components(n)}
+            for n in range(parity, vs.hermite_order + 1, 2) for c in components(n, vs.D)}
 
 
 def _symmetric_parts(b: Builder, vs: VelocitySet, H, B, parity: int) -> Dict[int, sp.Expr]:
@@ -192,7 +215,7 @@ def _symmetric_parts(b: Builder, vs: VelocitySet, H, B, parity: int) -> Dict[int
     w = vs.weights_float(CONSTANT_DIGITS + 10)
     index = {v: i for i, v in enumerate(vs.velocities)}
     opp = vs.opposite
-    gens = _GENERATORS[parity]
+    gens = _GENERATORS[vs.D][parity]
     k = len(gens)
     parts: Dict[int, sp.Expr] = {}
     for i, _ in pairs:
@@ -339,35 +362,37 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     """The collide kernel body for one site: inputs f0..f{Q-1}, outputs fout0..."""
     record = operator_record(operator)          # ParameterError (a ValueError) for unknown names
     f = population_symbols(vs.Q)
-    ax, ay = (sp.Symbol(n, real=True) for n in FORCE_ARGUMENTS)
+    D = vs.D
+    a = tuple(sp.Symbol(n, real=True) for n in force_arguments(D))
     order = vs.hermite_order
     H = _hermite_values(vs, order)
     b = Builder()
     A = _moments(b, vs, f, H)
-    rho, ux, uy, T = _macroscopic(b, A, vs)
-    a2 = ax ** 2 + ay ** 2
+    rho, u, T = _macroscopic(b, A, vs)
+    a2 = sp.Add(*(ak ** 2 for ak in a))
     wall = sp.Symbol("wall", real=True)
     if operator == "bgk":
         tau_in, = (sp.Symbol(n, positive=True) for n in record.parameter_names)
-        params = (tau_in, ax, ay, wall)
+        params = (tau_in, *a, wall)
         # rows next to a thermal wall (wall = 1) relax with tau = 1, as in the regularized operator
         b.block("relaxation: tau (1 on wall rows) and 1/tau (lbgen.model.collision.collision, bgk)")
         tau = b.let("tau_w", wall + (1 - wall) * tau_in)
         inv_tau = b.let("inv_tau", 1 / tau)
         b.block("equilibrium: shifted u* = u + tau a, T* and the Maxwellian's Hermite coefficients "
                 "times 1/tau (lbgen.model.hermite.maxwellian_coefficient via collision.collision, bgk)")
-        us = (b.let("usx", ux + tau * ax), b.let("usy", uy + tau * ay))
-        Ts = T if vs.isothermal else b.let("Ts", T + tau * (1 - tau) * a2 / 2)
+        us = tuple(b.let(f"us{AXES[k]}", u[k] + tau * a[k]) for k in range(D))
+        # D (T* - T) = tau (1 - tau) |a|^2: the step adds u.F + |F|^2/(2 rho) to the energy
+        Ts = T if vs.isothermal else b.let("Ts", T + tau * (1 - tau) * a2 / D)
         # f' = (1 - 1/tau) f + f_eq*/tau: the equilibrium coefficients carry the 1/tau
         B = {}
         for n in range(order + 1):
-            for c in components(n):
-                B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho * inv_tau, us, Ts)))
+            for c in components(n, D):
+                B[c] = b.let(f"B{_tag(c)}", sp.expand(maxwellian_coefficient(c, rho * inv_tau, us, Ts)))
         outputs = _reconstruct(b, vs, H, B, f_scale=1 - inv_tau, f=f)
         description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
     else:
         C1, C2, C3 = (sp.Symbol(n, real=True) for n in record.parameter_names)
-        params = (C1, C2, C3, ax, ay, wall)
+        params = (C1, C2, C3, *a, wall)
         b.block("relaxation times tau1, tau2, tau3 (1 on wall rows) (lbgen.model.collision.collision, regularized)")
         inv_rhoT = b.let("inv_rhoT", inv_rho_T(rho, T))
         # wall rows (wall = 1) relax everything with tau = 1
@@ -377,19 +402,19 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
         rates = {2: b.let("om1", 1 / tau1), 3: b.let("om2", 1 / tau2), 4: b.let("om3", 1 / tau3)}
         b.block("equilibrium: shifted u* = u + tau1 a, T* and the Maxwellian's Hermite coefficients "
                 "A_eq, n = 2..4 (lbgen.model.hermite.maxwellian_coefficient via collision.collision, regularized)")
-        us = (b.let("usx", ux + tau1 * ax), b.let("usy", uy + tau1 * ay))
-        Ts = T if vs.isothermal else b.let("Ts", T + tau1 * (1 - tau1) * a2 / 2)
-        eqs = {c: b.let(f"Aeq{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, us, Ts)))
-               for n in range(2, order + 1) for c in components(n)}
+        us = tuple(b.let(f"us{AXES[k]}", u[k] + tau1 * a[k]) for k in range(D))
+        Ts = T if vs.isothermal else b.let("Ts", T + tau1 * (1 - tau1) * a2 / D)
+        eqs = {c: b.let(f"Aeq{_tag(c)}", sp.expand(maxwellian_coefficient(c, rho, us, Ts)))
+               for n in range(2, order + 1) for c in components(n, D)}
         b.block("relaxation: B_n = A_n + (A_eq,n - A_n)/tau_n, force on A_1 "
                 "(lbgen.model.collision.collision, regularized)")
-        B = {(0, 0): rho, (1, 0): A[(1, 0)] + rho * ax, (0, 1): A[(0, 1)] + rho * ay}
+        B = {(0,) * D: rho, **{_unit(D, k): A[_unit(D, k)] + rho * a[k] for k in range(D)}}
         for n in range(2, order + 1):
-            for c in components(n):
-                B[c] = b.let(f"B{c[0]}{c[1]}", A[c] + (eqs[c] - A[c]) * rates[n])
+            for c in components(n, D):
+                B[c] = b.let(f"B{_tag(c)}", A[c] + (eqs[c] - A[c]) * rates[n])
         outputs = _reconstruct(b, vs, H, B)
         description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
-    assert tuple(map(str, params[:-1])) == record.kernel_arguments, "collision symbols != operator record"
+    assert tuple(map(str, params[:-1])) == record.kernel_arguments_of(D), "collision symbols != operator record"
     assignments, blocks = _in_blocks(cse_assignments(b.assignments, outputs), b)
     return AssignmentList(name=f"collide_{operator}", inputs=f, parameters=params,
                           assignments=assignments, outputs=outputs, description=description, blocks=blocks)
@@ -400,26 +425,27 @@ def inv_rho_T(rho, T):
 
 
 def equilibrium(vs: VelocitySet) -> AssignmentList:
-    """Populations at equilibrium from the fields: inputs rho, ux, uy, T -> fout_i."""
-    rho, ux, uy, T = sp.symbols("rho ux uy T", real=True)
+    """Populations at equilibrium from the fields: inputs rho, ux, uy[, uz], T -> fout_i."""
+    rho, T = sp.symbols("rho T", real=True)
+    u = tuple(sp.Symbol(f"u{axis}", real=True) for axis in AXES[:vs.D])
     order = vs.hermite_order
     H = _hermite_values(vs, order)
     b = Builder()
     B = {}
     theta = sp.Integer(1) if vs.isothermal else T     # isothermal sets ignore the T input
     for n in range(order + 1):
-        for c in components(n):
-            B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, (ux, uy), theta)))
+        for c in components(n, vs.D):
+            B[c] = b.let(f"B{_tag(c)}", sp.expand(maxwellian_coefficient(c, rho, u, theta)))
     outputs = _reconstruct(b, vs, H, B)
     assignments = cse_assignments(b.assignments, outputs)
-    return AssignmentList(name="equilibrium", inputs=(rho, ux, uy, T), parameters=(),
+    return AssignmentList(name="equilibrium", inputs=(rho, *u, T), parameters=(),
                           assignments=assignments, outputs=outputs,
                           description=f"order-{order} Hermite expansion of the Maxwellian"
                                       + (" at T = 1 (isothermal)" if vs.isothermal else ""))
 
 
 def macroscopic(vs: VelocitySet) -> AssignmentList:
-    """Fields from populations: inputs f_i -> rho, ux, uy, T (u = sum xi f / rho)."""
+    """Fields from populations: inputs f_i -> rho, ux, uy[, uz], T (u = sum xi f / rho)."""
     f = population_symbols(vs.Q)
     H = _hermite_values(vs, 2)
     b = Builder()
@@ -427,14 +453,16 @@ def macroscopic(vs: VelocitySet) -> AssignmentList:
     A = {}
     s = {i: f[i] + f[o] for i, o in pairs}
     d = {i: f[i] - f[o] for i, o in pairs}
-    for c in [(0, 0), (1, 0), (0, 1), (2, 0), (0, 2)]:
+    D = vs.D
+    for c in [(0,) * D] + [_unit(D, k) for k in range(D)] + [_unit(D, k, 2) for k in range(D)]:
         if sum(c) % 2 == 0:
             terms = [(H[c][i], s[i]) for i, _ in pairs] + [(H[c][i], f[i]) for i in rest]
         else:
             terms = [(H[c][i], d[i]) for i, _ in pairs]
-        A[c] = b.let(f"A{c[0]}{c[1]}", _grouped_sum(terms, b))
-    rho, ux, uy, T = _macroscopic(b, A, vs)
-    outputs = tuple(b.let(n, v) for n, v in (("rho_out", rho), ("ux_out", ux), ("uy_out", uy), ("T_out", T)))
+        A[c] = b.let(f"A{_tag(c)}", _grouped_sum(terms, b))
+    rho, u, T = _macroscopic(b, A, vs)
+    outputs = tuple(b.let(n, v) for n, v in (("rho_out", rho), *((f"u{AXES[k]}_out", u[k]) for k in range(D)),
+                                             ("T_out", T)))
     assignments = cse_assignments(b.assignments, outputs)
     return AssignmentList(name="macroscopic", inputs=f, parameters=(), assignments=assignments,
-                          outputs=outputs, description="rho, u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho)")
+                          outputs=outputs, description=f"rho, u = sum xi f / rho, T = sum |xi-u|^2 f / ({D} rho)")

@@ -14,9 +14,18 @@ import math
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 
-#: the force arguments every collide/fused kernel takes after the operator's parameters:
+#: the axes' names, in order: the force, velocity and field components of a D-dimensional set
+AXES = ("x", "y", "z")
+
+
+def force_arguments(D: int = 2) -> Tuple[str, ...]:
+    """The force arguments of a D-dimensional set's collide kernels: ax, ay[, az]."""
+    return tuple(f"a{axis}" for axis in AXES[:D])
+
+
+#: the force arguments every (2D) collide/fused kernel takes after the operator's parameters:
 #: acceleration per step a = g / r (gravity g in model units, d2q37.md: F = rho g dt)
-FORCE_ARGUMENTS = ("ax", "ay")
+FORCE_ARGUMENTS = force_arguments(2)
 
 
 class ParameterError(ValueError):
@@ -78,8 +87,12 @@ class Operator:
 
     @property
     def kernel_arguments(self) -> Tuple[str, ...]:
-        """The arguments of the collide/fused kernels after the buffers (and sizes), in order."""
-        return self.parameter_names + FORCE_ARGUMENTS
+        """The arguments of the (2D) collide/fused kernels after the buffers (and sizes), in order."""
+        return self.kernel_arguments_of(2)
+
+    def kernel_arguments_of(self, D: int) -> Tuple[str, ...]:
+        """The arguments of a D-dimensional set's collide assignments: parameters, then the force."""
+        return self.parameter_names + force_arguments(D)
 
     def defaults(self) -> Dict[str, float]:
         return {p.name: p.default for p in self.parameters}

@@ -1,14 +1,20 @@
 """Velocity sets built from integer shells, with weights and scale factor *solved*.
 
-A shell is one integer vector (a, b) with a >= b >= 0; its members are all signed
-permutations.  Given the shells and the quadrature degree, the unknowns are the shell
-weights and t = 1/r^2 (xi_i = r e_i).  The Gauss-Hermite conditions
+A shell is one integer vector (a, b) or (a, b, c) with a >= b [>= c] >= 0; its members are
+all signed permutations, and its length is the dimension D.  Given the shells and the
+quadrature degree, the unknowns are the shell weights and t = 1/r^2 (xi_i = r e_i).  The
+Gauss-Hermite conditions
 
-    sum_i w_i (r e_ix)^m (r e_iy)^n = E[X^m] E[Y^n],   X, Y ~ N(0, 1)
+    sum_i w_i (r e_ix)^m (r e_iy)^n [(r e_iz)^l] = E[X^m] E[Y^n] [E[Z^l]],   X, Y, Z ~ N(0, 1)
 
-for even m >= n >= 0, m + n < degree, are linear in the weights once divided by
-r^(m+n):  S w = g(t).  They are solvable only where det([S | g(t)]) = 0, a polynomial
-in t whose admissible root (real, positive, all weights positive) fixes r.
+for even m >= n [>= l] >= 0, m + n [+ l] < degree, are linear in the weights once divided
+by r^(m+n+l):  S w = g(t).  They are solvable only where det([S | g(t)]) = 0, a
+polynomial in t whose admissible root (real, positive, all weights positive) fixes r.
+
+When the degree gives fewer conditions than shells + 1 (D3Q27: degree 5 gives 4 for 5
+unknowns, a one-parameter family from D3Q19 to beyond D3Q27), the conditions of the next
+even orders are added, most mixed first (x^2 y^2 z^2 before x^4 y^2 before x^6), until
+the system is square: for D3Q27 this is the tensor product of D1Q3, the standard set.
 """
 from __future__ import annotations
 
@@ -31,10 +37,48 @@ def _gauss_moment(n: int) -> int:
     return 0 if n % 2 else int(sp.factorial2(n - 1))
 
 
-def _moment_indices(degree: int):
-    """(m, n) with m >= n >= 0, both even, m + n < degree (m + n <= degree - 1)."""
-    return [(m, n) for order in range(0, degree, 2) for n in range(0, order // 2 + 1, 2)
-            for m in [order - n] if m >= n and m % 2 == 0]
+def _even_indices(order: int, D: int):
+    """(m, n[, l]) even, non-increasing, summing to ``order``: the symmetry classes of the
+    moments of that order, in descending lexicographic order ((4, 0), (2, 2); ...)."""
+    def split(total, parts, largest):
+        if parts == 1:
+            return [(total,)] if total <= largest else []
+        return [(k,) + rest for k in range(min(total, largest), -1, -2) for rest in split(total - k, parts - 1, k)]
+    return split(order, D, order)
+
+
+def _moment_indices(degree: int, D: int = 2):
+    """(m, n[, l]) even, m >= n [>= l] >= 0, m + n [+ l] < degree (<= degree - 1)."""
+    return [idx for order in range(0, degree, 2) for idx in _even_indices(order, D)]
+
+
+def _conditions(degree: int, D: int, unknowns: int):
+    """The moment conditions of the solve: those of the degree, then, while fewer than the
+    unknowns, those of the next even orders, most mixed first (ascending lexicographic)."""
+    conditions = _moment_indices(degree, D)
+    order = degree + degree % 2                       # the first even order not required
+    while len(conditions) < unknowns and order <= degree + 4:
+        for idx in sorted(_even_indices(order, D)):
+            if len(conditions) < unknowns:
+                conditions.append(idx)
+        order += 2
+    return conditions
+
+
+def _monomial(v, powers) -> int:
+    """e_x^m e_y^n [e_z^l] of one integer velocity."""
+    out = 1
+    for c, k in zip(v, powers, strict=True):
+        out *= c ** k
+    return out
+
+
+def _gaussian_monomial(powers) -> int:
+    """E[X^m] E[Y^n] [E[Z^l]] for independent standard normals."""
+    out = 1
+    for k in powers:
+        out *= _gauss_moment(k)
+    return out
 
 
 @dataclass(frozen=True)
@@ -42,13 +86,14 @@ class VelocitySet:
     """A velocity set with exact (sympy) and float (numpy) views.
 
     ``velocities`` are the integer hops e_i in the population order of the reference
-    code: c_x descending, then c_y ascending, so ``opposite[p] == Q - 1 - p``.
+    code: c_x descending, then c_y ascending (then c_z ascending in 3D), so
+    ``opposite[p] == Q - 1 - p``.
     """
 
     name: str
-    shells: Tuple[Tuple[int, int], ...]
+    shells: Tuple[Tuple[int, ...], ...]
     degree: int
-    velocities: Tuple[Tuple[int, int], ...]
+    velocities: Tuple[Tuple[int, ...], ...]
     shell_of: Tuple[int, ...]              # shell index of each population
     t_exact: sp.Expr = field(repr=False)   # 1/r^2, exact algebraic number
     shell_weights_exact: Tuple[sp.Expr, ...] = field(repr=False)
@@ -61,22 +106,23 @@ class VelocitySet:
 
     @property
     def D(self) -> int:
-        return 2
+        """The dimension: the length of a shell (lbgen.model.catalog.SetEntry.D)."""
+        return len(self.shells[0])
 
     @cached_property
     def e(self) -> np.ndarray:
-        """Integer hops, shape (Q, 2)."""
+        """Integer hops, shape (Q, D)."""
         return np.array(self.velocities, dtype=np.int64)
 
     @cached_property
     def opposite(self) -> Tuple[int, ...]:
         index = {v: i for i, v in enumerate(self.velocities)}
-        return tuple(index[(-a, -b)] for a, b in self.velocities)
+        return tuple(index[tuple(-c for c in v)] for v in self.velocities)
 
     @property
-    def propagate_offsets(self) -> Tuple[Tuple[int, int], ...]:
+    def propagate_offsets(self) -> Tuple[Tuple[int, ...], ...]:
         """Pull scheme: population p at site x comes from site x - e_p."""
-        return tuple((-a, -b) for a, b in self.velocities)
+        return tuple(tuple(-c for c in v) for v in self.velocities)
 
     @property
     def max_hop(self) -> int:
@@ -119,12 +165,13 @@ class VelocitySet:
 
     @cached_property
     def xi(self) -> np.ndarray:
-        """Molecular velocities xi_i = r e_i, shape (Q, 2)."""
+        """Molecular velocities xi_i = r e_i, shape (Q, D)."""
         return self.r * self.e.astype(float)
 
     def summary(self) -> dict:
         return {
             "name": self.name,
+            "D": self.D,
             "Q": self.Q,
             "degree": self.degree,
             "hermite_order": self.hermite_order,
@@ -148,17 +195,17 @@ class VelocitySet:
 def solve_weights(shells, degree):
     """Solve the moment conditions; returns (t, shell weights, polynomial in t)."""
     t = sp.Symbol("t", positive=True)
-    conditions = _moment_indices(degree)
     nshell = len(shells)
+    conditions = _conditions(degree, len(shells[0]), nshell + 1)
     if len(conditions) != nshell + 1:
         raise ValueError(
             f"{len(shells)} shells need {nshell + 1} moment conditions to fix weights and r; "
             f"degree {degree} gives {len(conditions)}: {conditions}")
     members = [sorted(shell_members(s)) for s in shells]
-    # S[k, s] = sum over shell s of e_x^m e_y^n; rhs_k = E[X^m]E[Y^n] * t^((m+n)/2)
+    # S[k, s] = sum over shell s of e_x^m e_y^n [e_z^l]; rhs_k = E[X^m]E[Y^n][E[Z^l]] t^((m+n+l)/2)
     S = sp.Matrix(len(conditions), nshell,
-                  lambda k, s: sum(a ** conditions[k][0] * b ** conditions[k][1] for a, b in members[s]))
-    g = sp.Matrix([_gauss_moment(m) * _gauss_moment(n) * t ** ((m + n) // 2) for m, n in conditions])
+                  lambda k, s: sum(_monomial(v, conditions[k]) for v in members[s]))
+    g = sp.Matrix([_gaussian_monomial(idx) * t ** (sum(idx) // 2) for idx in conditions])
     poly = sp.factor(S.row_join(g).det())
     # drop one condition so that the remaining square system is regular
     drop = next(k for k in range(nshell + 1)
@@ -193,8 +240,8 @@ def build_velocity_set(name: str, shells, degree: int) -> VelocitySet:
     vel = []
     for s_index, s in enumerate(shells):
         vel += [(v, s_index) for v in shell_members(s)]
-    # reference order: c_x descending, then c_y ascending
-    vel.sort(key=lambda vs: (-vs[0][0], vs[0][1]))
+    # reference order: c_x descending, then c_y ascending (then c_z ascending)
+    vel.sort(key=lambda vs: (-vs[0][0],) + vs[0][1:])
     return VelocitySet(
         name=name, shells=shells, degree=degree,
         velocities=tuple(v for v, _ in vel), shell_of=tuple(s for _, s in vel),

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 from lbgen.codegen.spec import BACKENDS, PRECISIONS, time_block_value
 from lbgen.codegen.layouts import LAYOUTS, LayoutError, check_vl
 from lbgen.model.operators import DEFAULT_OPERATOR, OPERATORS, all_parameters, operator
-from lbgen.model.catalog import DEFAULT_VELOCITY_SET, VELOCITY_SETS, set_entry
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET, MODEL_SETS, VELOCITY_SETS, run_set, set_entry
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 from lbgen.output import PICTURE_QUANTITIES, parse_clim, window_option
 from lbgen.run.setups import SETUPS
@@ -268,6 +268,11 @@ def convert(key: str, value: Any, where: str = "") -> Any:
         if kind == "choice":
             v = str(value) if not isinstance(value, bool) else None
             if v not in opt.choices:
+                if key == "velocity_set" and v is not None and v.lower() in MODEL_SETS:
+                    try:
+                        run_set(v)              # a set of another dimension: refused in words
+                    except ValueError as e:
+                        raise ConfigError(f"{where + ': ' if where else ''}{e}") from None
                 noun = "collision operator" if key == "collision" else key.replace("_", " ")
                 raise ConfigError(f"{where + ': ' if where else ''}unknown {noun} {value!r}; "
                                   f"choose one of {', '.join(opt.choices)}")

@@ -1,0 +1,300 @@
+"""A deliberately plain NumPy oracle for 3D lattice Boltzmann: D3Q19 and D3Q27.
+
+Independent of the model on purpose: it imports nothing of lbgen.  The lattices, their
+weights, the equilibrium, the collision operators and the boundaries are typed here from
+the textbook (e.g. Krueger et al., *The Lattice Boltzmann Method*, Springer 2017, ch. 3,
+5, 6 and 7), in **lattice units**: hops c_i in {-1, 0, 1}^3, c_s^2 = 1/3, kinematic
+viscosity nu = c_s^2 (tau - 1/2) = (tau - 1/2)/3.
+
+Relation to lbgen's model units (``lbgen.model``): the model's molecular velocities are
+xi_i = r c_i with r = 1/c_s = sqrt(3), so its velocity and force per step are r times
+the lattice ones (u_model = r u, a_model = r a); its Hermite expansion of order 2 at
+theta = 1 is the polynomial below, term for term (xi.u = c.u / c_s^2, |u_model|^2 =
+|u|^2 / c_s^2).
+
+Populations are arrays ``f`` of shape (Q, LX, LY, LZ) (the local operators take any
+trailing field shape); velocities are arrays of shape (3, ...).  The population order is
+lbgen's: c_x descending, then c_y ascending, then c_z ascending (the opposite of p is
+Q - 1 - p).  One step is ``collide(stream(f))`` on post-collision populations, as in
+the 2D oracle.  Speed is not a goal: clarity is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from itertools import product
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+__all__ = ["CS2", "Lattice", "LATTICES", "lattice", "equilibrium", "fields", "collide_bgk",
+           "collide_regularized", "collide", "stream", "Boundaries", "step", "run", "mass", "momentum",
+           "physical_velocity"]
+
+#: the lattice speed of sound squared
+CS2 = 1.0 / 3.0
+AXES = {"x": 0, "y": 1, "z": 2}
+SIDES = ("low", "high")
+
+
+@dataclass(frozen=True)
+class Lattice:
+    """Hops c (Q, 3) and weights w (Q,) by |c|^2, in lbgen's population order."""
+
+    name: str
+    c: np.ndarray = field(repr=False)
+    w: np.ndarray = field(repr=False)
+    weights_by_norm: Dict[int, Fraction] = field(repr=False)
+
+    @property
+    def Q(self) -> int:
+        return len(self.w)
+
+    @property
+    def opposite(self) -> np.ndarray:
+        index = {tuple(v): i for i, v in enumerate(self.c.tolist())}
+        return np.array([index[tuple(-v for v in c)] for c in self.c.tolist()])
+
+
+def _lattice(name: str, weights_by_norm: Dict[int, Fraction]) -> Lattice:
+    hops = [v for v in product((-1, 0, 1), repeat=3) if sum(x * x for x in v) in weights_by_norm]
+    hops.sort(key=lambda v: (-v[0], v[1], v[2]))
+    c = np.array(hops, dtype=np.int64)
+    w = np.array([float(weights_by_norm[sum(x * x for x in v)]) for v in hops])
+    return Lattice(name, c, w, dict(weights_by_norm))
+
+
+#: the textbook weights by |c|^2
+LATTICES: Dict[str, Lattice] = {
+    "d3q19": _lattice("D3Q19", {0: Fraction(1, 3), 1: Fraction(1, 18), 2: Fraction(1, 36)}),
+    "d3q27": _lattice("D3Q27", {0: Fraction(8, 27), 1: Fraction(2, 27), 2: Fraction(1, 54), 3: Fraction(1, 216)}),
+}
+
+
+def lattice(name) -> Lattice:
+    if isinstance(name, Lattice):
+        return name
+    try:
+        return LATTICES[str(name).lower()]
+    except KeyError:
+        raise ValueError(f"the 3D oracle has no lattice {name!r}; it has {', '.join(LATTICES)}") from None
+
+
+def _col(v, ndim):
+    """A per-population vector (Q,) shaped to broadcast against fields of ndim dims."""
+    return np.asarray(v, dtype=float).reshape((-1,) + (1,) * ndim)
+
+
+def _cdot(lat: Lattice, u):
+    """c_i . u for every population, shape (Q, *field)."""
+    u = np.asarray(u, dtype=float)
+    return np.einsum("ia,a...->i...", lat.c.astype(float), u)
+
+
+# --- equilibrium and fields -------------------------------------------------------------
+
+def equilibrium(rho, u, lat="d3q19"):
+    """f_eq,i = w_i rho [1 + c.u/cs^2 + (c.u)^2/(2 cs^4) - |u|^2/(2 cs^2)]; u shape (3, *field)."""
+    lat = lattice(lat)
+    rho = np.asarray(rho, dtype=float)
+    u = np.asarray(u, dtype=float)
+    cu = _cdot(lat, u)
+    u2 = (u * u).sum(axis=0)
+    return _col(lat.w, rho.ndim) * rho * (1.0 + cu / CS2 + cu * cu / (2.0 * CS2 * CS2) - u2 / (2.0 * CS2))
+
+
+def fields(f, lat="d3q19"):
+    """(rho, u): rho = sum f, rho u = sum c f (the moments of the populations as they are)."""
+    lat = lattice(lat)
+    f = np.asarray(f, dtype=float)
+    rho = f.sum(axis=0)
+    u = np.einsum("ia,i...->a...", lat.c.astype(float), f) / rho
+    return rho, u
+
+
+def physical_velocity(f, force=(0.0, 0.0, 0.0), lat="d3q19"):
+    """The half-step-corrected velocity u + a/2 of populations under acceleration a."""
+    rho, u = fields(f, lat)
+    return u + 0.5 * _vector(force, u.ndim - 1)
+
+
+def _vector(a, ndim):
+    a = np.asarray(a, dtype=float)
+    return a.reshape((3,) + (1,) * ndim) if a.ndim == 1 else a
+
+
+# --- collision ---------------------------------------------------------------------------
+
+def collide_bgk(f, tau, force=(0.0, 0.0, 0.0), lat="d3q19"):
+    """BGK with the shifted-equilibrium force (as lbgen's model): u* = u + tau a,
+    f <- f - (f - f_eq(rho, u*)) / tau; a: the velocity gain per step (lattice units)."""
+    lat = lattice(lat)
+    rho, u = fields(f, lat)
+    us = u + tau * _vector(force, rho.ndim)
+    return f - (f - equilibrium(rho, us, lat)) / tau
+
+
+def collide_regularized(f, C1=1e-3, force=(0.0, 0.0, 0.0), lat="d3q19"):
+    """The regularized operator (Latt & Chopard, Math. Comput. Simul. 72 (2006) 165), with
+    lbgen's forcing, written on the stress tensor:
+
+        f_i <- w_i [rho + c_i.j'/cs^2 + Q_i : S / (2 cs^4)],   Q_i = c_i c_i - cs^2 I,
+        j' = rho (u + a),   S = rho u* u* + (1 - 1/tau) (Pi - rho cs^2 I - rho u* u*),
+
+    Pi = sum c c f, u* = u + tau a, tau = 1/2 + C1/rho (the model's tau1 at T = 1): the
+    non-equilibrium stress about the shifted equilibrium is relaxed with tau, the momentum
+    gains rho a, and the populations are rebuilt on the second-order Hermite basis.
+    """
+    lat = lattice(lat)
+    f = np.asarray(f, dtype=float)
+    nd = f.ndim - 1
+    rho, u = fields(f, lat)
+    a = _vector(force, nd)
+    tau = 0.5 + C1 / rho
+    us = u + tau * a
+    c = lat.c.astype(float)
+    Pi = np.einsum("ia,ib,i...->ab...", c, c, f)
+    eye = np.eye(3).reshape((3, 3) + (1,) * nd)
+    usus = np.einsum("a...,b...->ab...", us, us)
+    S = rho * usus + (1.0 - 1.0 / tau) * (Pi - rho * CS2 * eye - rho * usus)
+    Qi = np.einsum("ia,ib->iab", c, c) - CS2 * np.eye(3)[None]
+    j = rho * (u + a)
+    out = rho + _cdot(lat, j) / CS2 + np.einsum("iab,ab...->i...", Qi, S) / (2.0 * CS2 * CS2)
+    return _col(lat.w, nd) * out
+
+
+_COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized}
+
+
+def collide(f, operator="bgk", solid=None, **params):
+    """Dispatch by name; cells of the boolean ``solid`` mask are not collided (they hold 0)."""
+    try:
+        op = _COLLIDE[operator]
+    except KeyError:
+        raise ValueError(f"unknown operator {operator!r}; choose one of {sorted(_COLLIDE)}") from None
+    if solid is None or not np.any(solid):
+        return op(f, **params)
+    g = np.where(solid, 1.0, f)               # any finite state: its result is discarded
+    return np.where(solid, 0.0, op(g, **params))
+
+
+# --- streaming and boundaries ------------------------------------------------------------
+
+def stream(f, lat="d3q19"):
+    """Pull, periodic: f'_p(x) = f_p(x - c_p) (np.roll by +c_p)."""
+    lat = lattice(lat)
+    out = np.empty_like(f)
+    for p, cp in enumerate(lat.c):
+        out[p] = np.roll(f[p], shift=tuple(int(k) for k in cp), axis=(0, 1, 2))
+    return out
+
+
+@dataclass
+class Boundaries:
+    """Half-way bounce-back on a box of shape (LX, LY, LZ).
+
+    ``walls``: the axes ('x', 'y', 'z') whose two faces are no-slip walls half a cell
+    outside the first and last nodes (the other axes stay periodic).  ``lids``: moving
+    faces, {(axis, 'low' | 'high'): (ux, uy, uz)} (lattice units; the axis must be in
+    ``walls``).  ``solid``: a boolean voxel mask of the box; links into solid cells bounce
+    back, and solid cells hold no populations (0).
+
+    A population p that would arrive at fluid node x from outside (x - c_p across a wall or
+    in a solid cell) is the one that left x towards it, reflected (Ladd 1994):
+
+        f_p(x, t+1) = f*_pbar(x, t) + 2 w_p rho_w (c_p . u_w) / cs^2,   pbar = opposite(p),
+
+    i.e. f_ibar = f*_i - 2 w_i rho_w (c_i . u_w)/cs^2 with i = pbar leaving toward the wall;
+    rho_w is the density of node x.  A link that crosses a moving face takes that face's
+    velocity (the first such axis x, y, z); other links bounce back at rest.
+    """
+
+    shape: Tuple[int, int, int]
+    lat: Lattice
+    walls: Tuple[str, ...] = ()
+    lids: Dict[Tuple[str, str], Tuple[float, float, float]] = field(default_factory=dict)
+    solid: Optional[np.ndarray] = None
+
+    def __post_init__(self):
+        self.lat = lattice(self.lat)
+        self.shape = tuple(int(n) for n in self.shape)
+        if len(self.shape) != 3:
+            raise ValueError(f"shape {self.shape} must be (LX, LY, LZ)")
+        for axis in self.walls:
+            if axis not in AXES:
+                raise ValueError(f"wall axis {axis!r}: choose among x, y, z")
+        for (axis, side), vel in self.lids.items():
+            if axis not in self.walls or side not in SIDES or len(vel) != 3:
+                raise ValueError(f"lid {(axis, side)}: {vel} must be on a wall axis ({self.walls}), side low or high, "
+                                 f"with 3 velocity components")
+        if self.solid is not None:
+            solid = np.asarray(self.solid)
+            if solid.shape != self.shape or solid.dtype != bool:
+                raise ValueError(f"solid mask: shape {solid.shape} dtype {solid.dtype}; a bool array of shape "
+                                 f"{self.shape} is needed")
+        self._links()
+
+    def _links(self):
+        """bounce[p]: fluid nodes whose population p arrives over a wall or from a solid cell;
+        push[p]: per node, 2 w_p (c_p . u_w) / cs^2 of the moving face its link crosses."""
+        Q = self.lat.Q
+        idx = np.indices(self.shape)                       # (3, LX, LY, LZ)
+        fluid = np.ones(self.shape, bool) if self.solid is None else ~np.asarray(self.solid)
+        self.fluid = fluid
+        self.bounce = np.zeros((Q,) + self.shape, bool)
+        self.push = np.zeros((Q,) + self.shape)
+        for p, cp in enumerate(self.lat.c):
+            src = [idx[k] - int(cp[k]) for k in range(3)]
+            outside = np.zeros(self.shape, bool)
+            crossing = []                                  # (face, where the link crosses it)
+            for name in sorted(self.walls, key=AXES.get):
+                k = AXES[name]
+                low, high = src[k] < 0, src[k] >= self.shape[k]
+                outside |= low | high
+                crossing += [((name, "low"), low), ((name, "high"), high)]
+            inside = tuple(np.mod(s, n) for s, n in zip(src, self.shape))
+            self.bounce[p] = fluid & (outside | ~fluid[inside])
+            moved = ~fluid                                 # links already given a face velocity
+            for face, where in crossing:
+                if face in self.lids:
+                    sel = where & ~moved
+                    self.push[p][sel] = 2.0 * self.lat.w[p] * float(np.dot(cp, self.lids[face])) / CS2
+                    moved |= where
+        self.opp = self.lat.opposite
+
+    def apply(self, streamed, post):
+        """The streamed populations with every bounced link replaced (``post``: before streaming)."""
+        out = streamed.copy()
+        rho = post.sum(axis=0)
+        for p in range(self.lat.Q):
+            b = self.bounce[p]
+            out[p][b] = post[self.opp[p]][b] + self.push[p][b] * rho[b]
+        if self.solid is not None:
+            out[:, ~self.fluid] = 0.0
+        return out
+
+
+def step(f, operator="bgk", lat="d3q19", boundaries: Optional[Boundaries] = None, **params):
+    """One step on post-collision populations: stream (with the boundaries), then collide."""
+    lat = lattice(lat)
+    g = stream(f, lat)
+    solid = None
+    if boundaries is not None:
+        g = boundaries.apply(g, f)
+        solid = None if boundaries.solid is None else ~boundaries.fluid
+    return collide(g, operator, solid=solid, lat=lat, **params)
+
+
+def run(f, steps, operator="bgk", lat="d3q19", boundaries=None, **params):
+    for _ in range(steps):
+        f = step(f, operator, lat, boundaries, **params)
+    return f
+
+
+def mass(f) -> float:
+    return float(np.sum(f))
+
+
+def momentum(f, lat="d3q19") -> np.ndarray:
+    lat = lattice(lat)
+    return np.einsum("ia,i...->a", lat.c.astype(float), f)
