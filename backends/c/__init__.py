@@ -181,3 +181,9 @@ class CProgram(HostBuffers, Program):
 
 def compile(source, lx: int, ly: int, flags=None, strict: bool = False, threads: int = 0) -> CProgram:
     return CProgram(source, lx, ly, flags=flags, strict=strict, threads=threads)
+
+
+def compile3d(source, lx: int, ly: int, lz: int, flags=None, strict: bool = False, threads: int = 0):
+    """The 3D kernels of a C source for an lx x ly x lz lattice (``program3d.CProgram3D``)."""
+    from lbgen.backends.c.program3d import CProgram3D
+    return CProgram3D(source, lx, ly, lz, flags=flags, strict=strict, threads=threads)

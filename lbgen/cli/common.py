@@ -65,6 +65,19 @@ def velocity_set_option(fn):
                              "d2v17 (thermal, order 3).")(fn)
 
 
+def kernel_set_option(fn):
+    """--velocity-set for emit: every set some backend generates kernels for (3D sets: the C
+    backend; ``KernelSpec.validate`` refuses the others in words)."""
+    from lbgen.codegen.spec import KERNEL_DIMENSIONS
+    from lbgen.model.catalog import DEFAULT_VELOCITY_SET, MODEL_SETS
+    dims = set().union(*KERNEL_DIMENSIONS.values())
+    return click.option("--velocity-set", default=DEFAULT_VELOCITY_SET, show_default=True,
+                        type=click.Choice([k for k, e in MODEL_SETS.items() if e.D in dims], case_sensitive=False),
+                        help="Lattice: d2q37 (thermal, Hermite order 4), d2q9 (isothermal, order 2), "
+                             "d2v17 (thermal, order 3); 3D (C backend): d3q19, d3q27 (isothermal), "
+                             "d3q39 (thermal, order 3).")(fn)
+
+
 def mpi_comm():
     """The communicator of an MPI launch (``mpiexec -n N lbgen ...``), else None; mpi4py is
     imported only when a launcher's environment variables are present."""

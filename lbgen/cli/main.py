@@ -13,7 +13,7 @@ from lbgen.codegen.layouts import LAYOUTS
 from lbgen.model import OPERATORS
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
-from lbgen.cli.common import UserError, friendly, velocity_set_option, vl_option
+from lbgen.cli.common import UserError, friendly, kernel_set_option, velocity_set_option, vl_option
 
 try:  # Python >= 3.11
     import tomllib
@@ -87,7 +87,7 @@ def info(as_json, velocity_set):
               help="With --walls: lbgen, or reference (the production code's bc; see README).")
 @click.option("--block-size", type=int, default=0, help="GPU work-group / block size (0: backend default).")
 @click.option("--report", is_flag=True, help="CUDA: compile with nvcc for sm_80 and sm_90 and show registers/spills.")
-@velocity_set_option
+@kernel_set_option
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @friendly

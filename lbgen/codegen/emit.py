@@ -12,7 +12,8 @@ from lbgen.system.paths import writable_folder
 
 
 def default_output_dir(spec: KernelSpec) -> Path:
-    """generated/<backend>/<layout tag>[-<precision>][-<collision>][-wall-<scheme>] under the current directory.
+    """generated/<backend>/<layout tag>[-<precision>][-<collision>][-wall-<scheme>][-<3D set>] under the current
+    directory.
 
     The defaults (double precision, BGK) add no suffix, so the canonical folders checked
     into the repository (generated/c/caosoa-vl8, ...) are exactly what this writes.
@@ -27,6 +28,8 @@ def default_output_dir(spec: KernelSpec) -> Path:
         name += f"-wall-{spec.wall_scheme}"
     if spec.compile_time_sizes:
         name += f"-{spec.lx}x{spec.ly}"
+    if spec.dimension == 3:
+        name += f"-{spec.velocity_set}"
     return Path("generated") / spec.backend / name
 
 

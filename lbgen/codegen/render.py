@@ -198,6 +198,9 @@ _EMIT_TEMPLATES = {
 def emit_files(spec: KernelSpec) -> Dict[str, str]:
     """Everything `lbgen emit` writes for a spec: kernels, header, example, Makefile, README."""
     source = generate(spec)
+    if source.spec.dimension == 3:           # 3D: lbgen.codegen.render3d
+        from lbgen.codegen.render3d import emit_files3d
+        return emit_files3d(source)
     ctx = template_context(source.spec)
     files = dict(source.files)
     for out_name, template in _EMIT_TEMPLATES.get(source.spec.backend, []):
@@ -231,6 +234,9 @@ def generate(spec: KernelSpec) -> KernelSource:
 
 
 def _render(spec: KernelSpec) -> KernelSource:
+    if spec.dimension == 3:                  # 3D: lbgen.codegen.render3d
+        from lbgen.codegen.render3d import render3d
+        return render3d(spec)
     model = model_of(spec)
     ctx = template_context(spec, model)
     env = _environment()

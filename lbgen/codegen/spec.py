@@ -13,10 +13,12 @@ from numbers import Integral
 from typing import Dict, Optional, Tuple
 
 from lbgen.codegen.layouts import CLUSTERED, LAYOUTS, LayoutError, check_vl, tag as layout_tag
-from lbgen.model.catalog import DEFAULT_SCHEME, DEFAULT_VELOCITY_SET, SCHEMES, run_set
+from lbgen.model.catalog import DEFAULT_SCHEME, DEFAULT_VELOCITY_SET, MODEL_SETS, SCHEMES, run_set
 from lbgen.model.operators import OPERATOR_RECORDS, OPERATORS
 
 BACKENDS = ("c", "opencl", "cuda")
+#: the dimensions each backend generates kernels for (3D: the C backend so far)
+KERNEL_DIMENSIONS = {"c": (2, 3), "opencl": (2,), "cuda": (2,)}
 #: preferred cluster lengths per backend, fastest first (measured with `lbgen bench`; see
 #: README: default layout/VL)
 PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (32, 16, 64, 8, 4)}
@@ -100,6 +102,13 @@ class KernelSpec:
     def tag(self) -> str:
         return layout_tag(self.layout, self.vl)
 
+    @property
+    def dimension(self) -> int:
+        """D, from the velocity set (``SetEntry.D``: the length of its shells); 2 for unknown names
+        (which ``validate`` refuses)."""
+        entry = MODEL_SETS.get(str(self.velocity_set).lower())
+        return entry.D if entry is not None else 2
+
     def validate(self, lx: Optional[int] = None, ly: Optional[int] = None) -> "KernelSpec":
         """Check every field; with sizes, also the layout rules.  Returns a normalised spec."""
         if self.backend not in BACKENDS:
@@ -126,12 +135,17 @@ class KernelSpec:
             raise SpecError(f"prefix {self.prefix!r} is not a C identifier")
         if (self.lx is None) != (self.ly is None):
             raise SpecError("give both lx and ly for compile-time sizes, or neither for run-time sizes")
-        try:
-            run_set(self.velocity_set)               # a known set of a dimension the kernels handle
-        except ValueError as e:
-            raise SpecError(str(e)) from None
+        if self.dimension == 3:
+            self._check_3d()
+        else:
+            try:
+                run_set(self.velocity_set)           # a known set of a dimension the kernels handle
+            except ValueError as e:
+                raise SpecError(str(e)) from None
         if self.velocity_set != self.velocity_set.lower():
             return _replace(self, velocity_set=self.velocity_set.lower()).validate(lx, ly)
+        if self.dimension == 3:
+            return self._validate_3d()
         from lbgen.codegen.layouts import make_layout
         from lbgen.model.velocity_set import velocity_set
         from lbgen.model.walls import min_ly_walls, wall_row_count
@@ -162,6 +176,37 @@ class KernelSpec:
             except LayoutError as e:
                 raise SpecError(str(e)) from None
         return spec
+
+    def _check_3d(self) -> None:
+        """What a 3D set's kernels do not take (yet), refused in words."""
+        name = str(self.velocity_set).lower()
+        if 3 not in KERNEL_DIMENSIONS[self.backend]:
+            able = [b for b, dims in KERNEL_DIMENSIONS.items() if 3 in dims]
+            raise SpecError(f"{name} is a 3D set: 3D kernels are generated for the {' and '.join(able)} backend only "
+                            f"so far, not {self.backend!r} (OpenCL and CUDA 3D kernels come later); use "
+                            f"--backend c / backend='c'")
+        if self.walls:
+            raise SpecError(f"{name} is a 3D set: walls=True (--walls) adds the 2D thermal walls' bc kernel; 3D "
+                            f"kernels take their boundaries at run time (bounce-back walls per axis, moving lids, "
+                            f"a voxel mask: the boundaries argument of propagate, collide and fused)")
+        if self.lx is not None or self.ly is not None:
+            raise SpecError(f"{name} is a 3D set: compile-time sizes (lx, ly; --lx, --ly) are 2D only; 3D kernels "
+                            f"take lx, ly, lz at run time")
+
+    def _validate_3d(self) -> "KernelSpec":
+        """The normalised 3D spec: a VL for clustered layouts, none for the others (lattice
+        sizes are checked by ``layouts.make_layout3d`` and the emitted ``<prefix>_check``)."""
+        if self.layout in CLUSTERED:
+            if self.vl is None:
+                return _replace(self, vl=DEFAULT_VL[self.backend])._validate_3d()
+            try:
+                vl = check_vl(self.vl)
+            except LayoutError as e:
+                raise SpecError(str(e)) from None
+            return self if vl == self.vl and type(self.vl) is int else _replace(self, vl=vl)
+        if self.vl not in (None, 1):
+            raise SpecError(f"layout {self.layout} takes no VL (got VL={self.vl}); VL applies to csoa and caosoa")
+        return self if self.vl is None else _replace(self, vl=None)
 
 
 def _replace(spec: KernelSpec, **kw) -> KernelSpec:

@@ -98,7 +98,8 @@ MODEL_SETS: Dict[str, SetEntry] = {
     "d3q39": SetEntry("D3Q39", ((0, 0, 0), (1, 0, 0), (1, 1, 1), (2, 0, 0), (2, 2, 0), (3, 0, 0)), 7,
                       "3D, thermal, third order"),
 }
-#: the dimensions runs, kernels and the command line handle (3D: the model and the oracle only)
+#: the dimensions runs and `lbgen run` handle (3D: the model, the oracle, the C kernels
+#: (``codegen.spec.KERNEL_DIMENSIONS``), ``lbgen emit`` and ``lbgen.Simulation3D``)
 RUN_DIMENSIONS = (2,)
 #: the velocity sets runs offer, by their option name (``--velocity-set``)
 VELOCITY_SETS: Dict[str, SetEntry] = {k: e for k, e in MODEL_SETS.items() if e.D in RUN_DIMENSIONS}
@@ -126,8 +127,9 @@ def run_set(name) -> str:
         return key
     entry = MODEL_SETS.get(key)
     if entry is not None:
-        raise ValueError(f"{key} is a {entry.D}D set; {entry.D}D runs are not available yet (lbgen's kernels, "
-                         f"runs and command line are {'/'.join(map(str, RUN_DIMENSIONS))}D: choose one of "
-                         f"{', '.join(VELOCITY_SETS)}; the {entry.D}D model and its NumPy oracle are in "
-                         f"lbgen.model and lbgen.reference.bulk3d)")
+        raise ValueError(f"{key} is a {entry.D}D set; {entry.D}D runs are not available yet (`lbgen run`, "
+                         f"lbgen.Simulation and the run options are {'/'.join(map(str, RUN_DIMENSIONS))}D: choose "
+                         f"one of {', '.join(VELOCITY_SETS)}; in {entry.D}D: lbgen.Simulation3D, `lbgen emit "
+                         f"--velocity-set {key}` (C backend), the model in lbgen.model and its NumPy oracle "
+                         f"lbgen.reference.bulk3d)")
     raise ValueError(f"unknown velocity set {name!r}; choose one of {', '.join(VELOCITY_SETS)}")

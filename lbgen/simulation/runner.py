@@ -17,7 +17,7 @@ from lbgen.codegen.spec import BACKENDS, KernelSpec, SpecError, default_layout, 
 from lbgen.codegen.render import generate
 from lbgen.codegen.layouts import CLUSTERED
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
-from lbgen.model.catalog import DEFAULT_VELOCITY_SET
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET, run_set
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.health import HealthChecks
 from lbgen.simulation.parameters import Parameters, SimulationError, Walls
@@ -142,6 +142,10 @@ class Simulation(HealthChecks):
                                                                  if device_backend else ""))
         backend_options = dict(backend_options or {})
         self._params = Parameters(collision, operator_parameters, gravity)
+        try:
+            run_set(velocity_set)       # 2D: a 3D set is refused in words (3D runs: lbgen.Simulation3D)
+        except ValueError as e:
+            raise SpecError(str(e)) from None
         vs_name = KernelSpec(velocity_set=velocity_set).validate().velocity_set
         self.vs = vs = get_velocity_set(vs_name)
         if walls is not None:

@@ -1,0 +1,202 @@
+"""The 3D C/OpenMP kernels of one spec for one lattice size: ``CProgram3D``.
+
+The 3D counterpart of ``CProgram`` (lbgen.backends.c): the same compile cache
+(``build``), the same cffi loader, host buffers in the layout's order
+(``layouts.Layout3D``).  Its kernels take the boundaries as a ``<prefix>_boundaries``
+struct (``boundaries``: half-way bounce-back walls per axis, moving lids, a voxel mask;
+None: a periodic box), built once and passed to every propagate, collide and fused.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Dict, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from lbgen.backends.base import aligned_zeros, load_library
+from lbgen.system.limits import resolve_threads
+
+#: the axes and faces of the boundaries struct: wall bit a per axis, lid bit 2a + s per face
+AXES = ("x", "y", "z")
+SIDES = ("low", "high")
+
+
+def face_index(axis: str, side: str) -> int:
+    """The bit / row of a face in the boundaries struct: 2a + s (a: x, y, z; s: low, high)."""
+    return 2 * AXES.index(axis) + SIDES.index(side)
+
+
+class Boundaries3D:
+    """A ``<prefix>_boundaries`` struct built once for a program, with the arrays it points to
+    kept alive.  ``walls``: axes ('x', 'y', 'z') whose two faces are no-slip walls; ``lids``:
+    {(axis, side): (ux, uy, uz)} moving faces of wall axes (model units); ``solid``: None or a
+    (LX, LY, LZ) uint8 array (nonzero: a solid voxel)."""
+
+    def __init__(self, program: "CProgram3D", walls: Sequence[str] = (), lids: Optional[Mapping] = None,
+                 solid: Optional[np.ndarray] = None):
+        lids = dict(lids or {})
+        for axis in walls:
+            if axis not in AXES:
+                raise ValueError(f"wall axis {axis!r}: choose among x, y, z")
+        for (axis, side), u in lids.items():
+            if axis not in walls:
+                raise ValueError(f"a lid on the {axis}-{side} face needs walls on the {axis} axis")
+            if len(tuple(u)) != 3:
+                raise ValueError(f"lid {axis}-{side}: velocity {u!r} needs 3 components")
+        self.walls = tuple(a for a in AXES if a in walls)
+        self.lids = {k: tuple(float(c) for c in v) for k, v in lids.items()}
+        self.struct = program.ffi.new(f"{program.prefix}_boundaries *")
+        self.struct.walls = sum(1 << AXES.index(a) for a in self.walls)
+        self.struct.lids = sum(1 << face_index(*face) for face in self.lids)
+        for face, u in self.lids.items():
+            for c in range(3):
+                self.struct.lid[face_index(*face)][c] = u[c]
+        self.solid = None
+        if solid is not None:
+            solid = np.asarray(solid)
+            shape = (program.lx, program.ly, program.lz)
+            if solid.shape != shape or solid.dtype != np.uint8:
+                raise ValueError(f"solid mask: {solid.dtype} array of shape {solid.shape}; the kernels take a "
+                                 f"uint8 array of shape {shape}")
+            self.solid = np.ascontiguousarray(solid)
+            self.struct.solid = program.ffi.cast("const uint8_t *", self.solid.ctypes.data)
+
+    @property
+    def periodic(self) -> bool:
+        return not self.walls and self.solid is None
+
+
+class CProgram3D:
+    """Compiled 3D kernels of one spec for an lx x ly x lz lattice, buffers in host memory."""
+
+    threads: Optional[int] = None
+
+    def __init__(self, source, lx: int, ly: int, lz: int, flags=None, strict: bool = False, threads: int = 0):
+        from lbgen.backends.c import api_declarations, build
+        from lbgen.codegen.layouts import make_layout3d
+        from lbgen.codegen.render3d import check_sizes3d
+        from lbgen.model.velocity_set import velocity_set
+        self.source = source
+        self.spec = spec = source.spec
+        if spec.dimension != 3 or spec.backend != "c":
+            raise ValueError(f"CProgram3D runs 3D C kernels, not a {spec.dimension}D {spec.backend} source")
+        self.vs = vs = velocity_set(spec.velocity_set)
+        problem = check_sizes3d(spec, vs, lx, ly, lz)         # the emitted check's rules, before any work
+        if problem:
+            raise ValueError(problem)
+        self.lx, self.ly, self.lz = int(lx), int(ly), int(lz)
+        self.layout = make_layout3d(spec.layout, vs.Q, self.lx, self.ly, self.lz, spec.vl, halo=vs.max_hop)
+        self.dtype = np.float64 if spec.precision == "double" else np.float32
+        self.calls = collections.Counter()
+        self.library_path = build(source, flags, strict)
+        self.ffi, self.lib = load_library(self.library_path,
+                                          api_declarations(source.files[source.main_file.replace(".c", ".h")]))
+        self.prefix = spec.prefix
+        self.real_c = "double" if spec.precision == "double" else "float"
+        self.threads = self._fn("set_threads")(resolve_threads(int(threads)))
+        self._sizes = (self.lx, self.ly, self.lz)
+        self.parameter_names = _kernel_arguments(spec.collision)
+
+    # --- plumbing ----------------------------------------------------------------------
+    def _fn(self, name):
+        self.calls[name] += 1
+        return getattr(self.lib, f"{self.prefix}_{name}")
+
+    def _ptr(self, a: np.ndarray):
+        if a.dtype != self.dtype or not a.flags.c_contiguous or a.size != self.layout.size:
+            raise ValueError(f"a lattice buffer of this program is a contiguous {np.dtype(self.dtype)} array of "
+                             f"{self.layout.size} elements (allocate())")
+        return self.ffi.cast(f"{self.real_c} *", a.ctypes.data)
+
+    def _bc(self, bc: Optional[Boundaries3D]):
+        return self.ffi.NULL if bc is None else bc.struct
+
+    def _doubles(self, a, shape) -> np.ndarray:
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), shape))
+
+    def _param_values(self, params: Mapping[str, float]):
+        names = self.parameter_names
+        if set(params) != set(names):
+            missing = [n for n in names if n not in params]
+            extra = [n for n in params if n not in names]
+            raise TypeError(f"{self.spec.collision} collide takes parameters {', '.join(names)}; missing {missing}, "
+                            f"unexpected {extra}")
+        return [float(params[n]) for n in names]
+
+    # --- buffers -----------------------------------------------------------------------
+    def allocate(self) -> np.ndarray:
+        return aligned_zeros(self.layout.size, self.dtype)
+
+    def boundaries(self, walls: Sequence[str] = (), lids: Optional[Mapping] = None,
+                   solid: Optional[np.ndarray] = None) -> Optional[Boundaries3D]:
+        """The boundaries struct of these kernels (None for a periodic box without a mask)."""
+        bc = Boundaries3D(self, walls, lids, solid)
+        return None if bc.periodic else bc
+
+    def pack(self, plain: np.ndarray, f: Optional[np.ndarray] = None) -> np.ndarray:
+        """(Q, LX, LY, LZ) populations -> a buffer of this layout (the pack kernel; halo refreshed)."""
+        plain = self._doubles(plain, (self.vs.Q, self.lx, self.ly, self.lz))
+        f = self.allocate() if f is None else f
+        self._fn("pack")(self._ptr(f), self.ffi.cast("double *", plain.ctypes.data), *self._sizes)
+        return f
+
+    def unpack(self, f: np.ndarray) -> np.ndarray:
+        """A buffer -> (Q, LX, LY, LZ) float64 populations (the unpack kernel)."""
+        out = np.empty((self.vs.Q, self.lx, self.ly, self.lz))
+        self._fn("unpack")(self._ptr(f), self.ffi.cast("double *", out.ctypes.data), *self._sizes)
+        return out
+
+    # --- kernels -----------------------------------------------------------------------
+    def halo(self, f) -> None:
+        self._fn("halo")(self._ptr(f), *self._sizes)
+
+    def propagate(self, prv, nxt, bc: Optional[Boundaries3D] = None) -> None:
+        self._fn("propagate")(self._ptr(prv), self._ptr(nxt), *self._sizes, self._bc(bc))
+
+    def collide(self, src, dst, bc: Optional[Boundaries3D] = None, **params) -> None:
+        self._fn("collide")(self._ptr(src), self._ptr(dst), *self._sizes, self._bc(bc), *self._param_values(params))
+
+    def fused(self, prv, nxt, bc: Optional[Boundaries3D] = None, **params) -> None:
+        self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, self._bc(bc), *self._param_values(params))
+
+    def init_equilibrium(self, f, rho, ux, uy, uz, T, force: Tuple[float, float, float] = (0.0, 0.0, 0.0)) -> None:
+        """f = the equilibrium whose physical (half-step) fields are the given ones under ``force``."""
+        shape = (self.lx, self.ly, self.lz)
+        arrays = [self._doubles(a, shape) for a in (rho, ux, uy, uz, T)]
+        self._fn("init_equilibrium")(self._ptr(f), *self._sizes,
+                                     *[self.ffi.cast("double *", a.ctypes.data) for a in arrays],
+                                     *(float(a) for a in force))
+
+    def fields(self, f, force: Tuple[float, float, float] = (0.0, 0.0, 0.0)) -> Dict[str, np.ndarray]:
+        """The physical (half-step) fields of f under ``force``: rho, ux, uy, uz, T, (LX, LY, LZ) each."""
+        out = {k: np.empty((self.lx, self.ly, self.lz)) for k in ("rho", "ux", "uy", "uz", "T")}
+        self._fn("fields")(self._ptr(f), *self._sizes, *[self.ffi.cast("double *", a.ctypes.data) for a in out.values()],
+                           *(float(a) for a in force))
+        return out
+
+    def step(self, f, g, params: Mapping[str, float], bc: Optional[Boundaries3D] = None,
+             fused: bool = True) -> Tuple[np.ndarray, np.ndarray]:
+        """One time step from the state in f (g spare): halo, then fused (or propagate and
+        collide: the same bits in builds without FMA contraction).  Returns (state, spare)."""
+        self.halo(f)
+        if fused:
+            self.fused(f, g, bc, **params)
+            return g, f
+        self.propagate(f, g, bc)
+        self.collide(g, f, bc, **params)
+        return f, g
+
+    def check(self, lx: int, ly: int, lz: int) -> Tuple[int, str]:
+        """The emitted <prefix>_check: (status, message)."""
+        buf = self.ffi.new("char[]", 256)
+        status = self._fn("check")(int(lx), int(ly), int(lz), buf, 256)
+        return int(status), self.ffi.string(buf).decode()
+
+
+def _kernel_arguments(collision: str) -> Tuple[str, ...]:
+    from lbgen.model.operators import operator
+    return operator(collision).kernel_arguments_of(3)
+
+
+def compile3d(source, lx: int, ly: int, lz: int, flags=None, strict: bool = False, threads: int = 0) -> CProgram3D:
+    return CProgram3D(source, lx, ly, lz, flags=flags, strict=strict, threads=threads)

@@ -1,0 +1,199 @@
+"""From a 3D kernel spec to source text: the C/OpenMP kernels of a D3Qn velocity set.
+
+The dimension comes from the velocity set (``KernelSpec.dimension``); ``render.generate``
+hands a 3D spec here.  The per-site bodies are the model's assignment lists, printed by
+the same printer and wrapped by the same ``common.j2`` site function as in 2D; what is
+3D -- the layout's strides (``layouts.Layout3D``: clusters of VL along Z, the fastest
+axis), the loops, the halo, the pull with its boundaries (half-way bounce-back walls per
+axis, moving lids, a voxel mask), the physical (half-step) fields and the size rules --
+is in ``templates/c/kernels3d.c.j2``, ``kernels3d.h.j2`` and ``common3d.j2``.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import sympy as sp
+
+from lbgen import __version__
+from lbgen.codegen.cprint import RealPrinter, print_assignments
+from lbgen.codegen.kernel_api import PTRDIFF_MAX_64, SIZE_ERRORS, storage_bytes
+from lbgen.codegen.layouts import CLUSTERED, Layout3D
+from lbgen.codegen.spec import KernelSource, KernelSpec
+from lbgen.model.derived import Model
+from lbgen.model.operators import AXES, force_arguments
+
+#: the entry points of the 3D C kernels (with the prefix), in the header's order
+ENTRY_POINTS_3D = ("check", "buffer_size", "alloc", "free", "set_threads", "halo", "propagate", "collide", "fused",
+                   "init_equilibrium", "fields", "pack", "unpack")
+#: the boundary faces in the order of the boundaries struct's lid bits and lid velocities:
+#: face 2a + s is the low (s = 0) or high (s = 1) face normal to axis a (x, y, z)
+FACES = tuple(f"{axis}-{side}" for axis in AXES for side in ("low", "high"))
+
+
+def half_step_shift(vs, a):
+    """The physical (half-step) fields as what they add to the stored (post-collision)
+    moments: u_H = u - a/2, T_H = T + |a|^2/(4D) (thermal sets; isothermal sets report T = 1).
+
+    The same definition as ``lbgen.model.collision.half_step_shift`` of the 2D physical
+    fields (branch ``phys``): the stored populations carry the whole force of the last
+    collision, the physical fields the mean of the pre- and post-collision moments.
+    Returns (du, dT) with physical = stored + shift."""
+    du = tuple(-ak / 2 for ak in a)
+    dT = sp.Integer(0) if vs.isothermal else sp.Add(*(ak ** 2 for ak in a)) / (4 * len(a))
+    return du, dT
+
+
+def size_rules3d(spec: KernelSpec, vs) -> List[dict]:
+    """The lattice sizes the 3D kernels of a validated spec accept, in the order the emitted
+    ``<prefix>_check(lx, ly, lz, ...)`` tests them: ``code`` (a name of SIZE_ERRORS), ``c``
+    (the condition on lx, ly, lz that holds for valid sizes), ``message`` (printf format
+    naming the bad value), ``args``, ``text`` (the rule in words); OVERFLOW also ``macro``."""
+    vl = spec.vl if spec.layout in CLUSTERED else 1
+    H, Q, nbytes = vs.max_hop, vs.Q, storage_bytes(spec)
+    rules = [dict(code="SIZE", c="lx >= 1 && ly >= 1 && lz >= 1",
+                  message="lattice %d x %d x %d: lx, ly and lz must be >= 1", args="lx, ly, lz",
+                  text="LX, LY, LZ >= 1")]
+    if vl > 1:
+        rules.append(dict(code="VL", c=f"lz % {vl} == 0", message=f"lz=%d is not a multiple of VL={vl}", args="lz",
+                          text=f"LZ a multiple of VL = {vl} (the clusters cut Z, the fastest axis)"))
+        rules.append(dict(code="HALO", c=f"lz / {vl} >= {H}",
+                          message=f"lz=%d gives LZ/VL = %d cluster rows; the {H}-row halo needs LZ/VL >= {H} "
+                                  f"(lz >= {H * vl})", args=f"lz, lz / {vl}",
+                          text=f"LZ/VL >= {H}, i.e. LZ >= {H * vl} (the halo is {H} cluster row"
+                               f"{'s' if H > 1 else ''})"))
+
+    def fits(lx, ly, lz):
+        return (f"(ptrdiff_t)({lx}) + {2 * H} <= (PTRDIFF_MAX - 63) / {Q * vl * nbytes} / "
+                f"((ptrdiff_t)({ly}) + {2 * H}) / ((ptrdiff_t)({lz}) / {vl} + {2 * H})")
+    rules.append(dict(code="OVERFLOW", c=fits("lx", "ly", "lz"), macro=fits("LX", "LY", "LZ"),
+                      message=f"lattice %d x %d x %d is too large: one lattice buffer ({Q} x (lx + {2 * H}) x "
+                              f"(ly + {2 * H}) x (lz/{vl} + {2 * H}) x {vl} values of {nbytes} bytes) overflows "
+                              f"the kernels' index and size types", args="lx, ly, lz",
+                      text=f"one lattice buffer ({Q} x (LX + {2 * H}) x (LY + {2 * H}) x (LZ/{vl} + {2 * H}) x {vl} "
+                           f"values of {nbytes} bytes, rounded up to 64) at most PTRDIFF_MAX bytes"))
+    for rule in rules:
+        rule["value"] = SIZE_ERRORS.index(rule["code"]) + 1
+        rule["py"] = (rule["c"].replace("&&", "and").replace("(ptrdiff_t)", "")
+                      .replace("PTRDIFF_MAX", str(PTRDIFF_MAX_64)).replace(" / ", " // "))
+    return rules
+
+
+def check_sizes3d(spec: KernelSpec, vs, lx: int, ly: int, lz: int) -> Optional[str]:
+    """None when the 3D kernels of ``spec`` accept an lx x ly x lz lattice, else the message
+    of the first broken rule (the emitted check's, from the same rules)."""
+    env = {"lx": int(lx), "ly": int(ly), "lz": int(lz)}
+    for rule in size_rules3d(spec, vs):
+        if not eval(rule["py"], {}, env):
+            args = eval(f"({rule['args'].replace(' / ', ' // ')},)", {}, env)
+            return rule["message"] % args
+    return None
+
+
+def _pull_terms(velocities) -> Dict[str, list]:
+    """C offsets of population p at the site (p*SP) and of its pull source (site - c_p)."""
+    site, pull = [], []
+    for p, c in enumerate(velocities):
+        site.append(f"{p}*SP" if p else "0")
+        terms = [f"{p}*SP"] if p else []
+        terms += [f"{-ck}*{stride}" for ck, stride in zip(c, ("SX", "SY", "SR")) if ck]
+        pull.append(" + ".join(terms).replace("+ -", "- ") if terms else "0")
+    return {"site": site, "pull": pull}
+
+
+def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
+    """What the 3D templates need (the names common.j2's site function reads included)."""
+    from lbgen.codegen.render import emit_command, model_of
+    model = model or model_of(spec)
+    vs, col, eq, mac = model.vs, model.collide, model.equilibrium, model.macroscopic
+    clustered = spec.layout in CLUSTERED
+    vl = spec.vl if clustered else 1
+    printer = RealPrinter(spec.precision)
+    force = force_arguments(3)
+    a = tuple(sp.Symbol(f"{n}_", real=True) for n in force)
+    du, dT = half_step_shift(vs, a)
+    collide_params = model.operator.kernel_arguments_of(3)
+    layout = Layout3D(spec.layout, vs.Q, 1, 1, vl * vs.max_hop, vl, vs.max_hop)
+    return {
+        "spec": spec,
+        "emit_command": emit_command(spec),
+        "version": __version__,
+        "P": spec.prefix,
+        "Q": vs.Q,
+        "D": 3,
+        "HALO": vs.max_hop,
+        "VL": vl,
+        "clustered": clustered,
+        "real": "float" if spec.precision == "single" else "double",
+        "storage": "double" if spec.precision == "double" else "float",
+        "real_bytes": storage_bytes(spec),
+        "single": spec.precision == "single",
+        "lit": (lambda v: printer._literal(v)),
+        "strides": Layout3D.stride_formulas(spec.layout),
+        "layout_description": layout.description,
+        "layout_macros": layout.c_macros(spec.prefix),
+        "isothermal": vs.isothermal,
+        "velocities": vs.velocities,
+        "weights": [float(w) for w in vs.weights],
+        "offsets": _pull_terms(vs.velocities),
+        "collide_params": collide_params,
+        "operator_params": model.operator.parameter_names,
+        "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
+        "collide_outputs": [str(s) for s in col.outputs],
+        "site_outputs": [f"fout{p}" for p in range(vs.Q)],
+        "collide_flops": col.flops,
+        "collide_description": col.description,
+        "uses_wall": "wall" in [str(p) for p in col.parameters],
+        "walls": None,
+        "equilibrium_body": print_assignments(eq, spec.precision),
+        "equilibrium_inputs": [str(s) for s in eq.inputs],
+        "equilibrium_outputs": [str(s) for s in eq.outputs],
+        "fields_body": print_assignments(mac, spec.precision),
+        "fields_outputs": [str(s) for s in mac.outputs],
+        # physical = stored + shift (fields); stored = physical - shift (init_equilibrium)
+        "shift_u": [printer.doprint(d) for d in du],
+        "shift_T": printer.doprint(dT),
+        "thermal_shift": dT != 0,
+        "compile_time_sizes": False,
+        "r": vs.r,
+        "cx": [int(e[0]) for e in vs.velocities],
+        "cy": [int(e[1]) for e in vs.velocities],
+        "cz": [int(e[2]) for e in vs.velocities],
+        "opposite": list(vs.opposite),
+        "faces": FACES,
+        "size_rules": size_rules3d(spec, vs),
+        "size_errors": SIZE_ERRORS,
+        "entry_points": list(ENTRY_POINTS_3D),
+        "axes": AXES,
+    }
+
+
+#: (file written, template): the kernels (the first is the one the backend compiles), then
+#: what `lbgen emit` adds; "lbgen" in a name is replaced by the spec's prefix
+MAIN_TEMPLATES_3D = [("lbgen_kernels.c", "c/kernels3d.c.j2"), ("lbgen_kernels.h", "c/kernels3d.h.j2")]
+EMIT_TEMPLATES_3D = [("example.c", "c/example3d.c.j2"), ("Makefile", "c/Makefile.j2"),
+                     ("README.md", "c/README3d.md.j2")]
+
+
+def render3d(spec: KernelSpec) -> KernelSource:
+    """The 3D kernels of a validated spec (``render.generate`` caches them on disk)."""
+    from lbgen.codegen.render import _environment, model_of
+    model = model_of(spec)
+    ctx = template_context3d(spec, model)
+    env = _environment()
+    files = {}
+    for out_name, template in MAIN_TEMPLATES_3D:
+        files[out_name.replace("lbgen", spec.prefix)] = env.get_template(template).render(**ctx)
+    main = next(iter(files))
+    entry = tuple(f"{spec.prefix}_{n}" for n in ENTRY_POINTS_3D)
+    return KernelSource(spec=spec, files=files, main_file=main, entry_points=entry,
+                        flops={"collide": model.collide.flops, "fused": model.collide.flops, "propagate": 0})
+
+
+def emit_files3d(source: KernelSource) -> Dict[str, str]:
+    """The kernels of a rendered 3D source plus example.c, Makefile and README.md."""
+    from lbgen.codegen.render import _environment
+    ctx = template_context3d(source.spec)
+    files = dict(source.files)
+    for out_name, template in EMIT_TEMPLATES_3D:
+        files[out_name] = _environment().get_template(template).render(**ctx)
+    return files
