@@ -29,7 +29,7 @@ import numpy as np
 
 __all__ = ["CS2", "Lattice", "LATTICES", "lattice", "equilibrium", "fields", "collide_bgk",
            "collide_regularized", "collide", "stream", "Boundaries", "step", "run", "mass", "momentum",
-           "physical_velocity"]
+           "physical_velocity", "physical_fields", "physical_equilibrium"]
 
 #: the lattice speed of sound squared
 CS2 = 1.0 / 3.0
@@ -116,6 +116,22 @@ def physical_velocity(f, force=(0.0, 0.0, 0.0), lat="d3q19"):
     """The half-step-corrected velocity u + a/2 of populations under acceleration a."""
     rho, u = fields(f, lat)
     return u + 0.5 * _vector(force, u.ndim - 1)
+
+
+def physical_fields(f, force=(0.0, 0.0, 0.0), lat="d3q19"):
+    """(rho, u_H) of **post-collision** populations f (what ``step`` returns): both operators
+    add the force a to the velocity (u_post = u_pre + a), and the physical (half-step)
+    velocity is the mean of the two, u_H = u_post - a/2.  (``physical_velocity`` adds a/2:
+    it is the half step seen from the pre-collision, streamed populations.)"""
+    rho, u = fields(f, lat)
+    return rho, u - 0.5 * _vector(force, rho.ndim)
+
+
+def physical_equilibrium(rho, u, force=(0.0, 0.0, 0.0), lat="d3q19"):
+    """Post-collision populations at equilibrium whose physical fields (``physical_fields``)
+    are (rho, u): the equilibrium at the stored velocity u + a/2."""
+    rho = np.asarray(rho, dtype=float)
+    return equilibrium(rho, np.asarray(u, dtype=float) + 0.5 * _vector(force, rho.ndim), lat)
 
 
 def _vector(a, ndim):

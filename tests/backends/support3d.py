@@ -1,0 +1,62 @@
+"""Shared values of the 3D kernel tests: a small lattice, random states, unit conversion to
+the oracle (lbgen.reference.bulk3d works in lattice units: u_model = r u, a_model = r a),
+and memoised programs."""
+from __future__ import annotations
+
+import numpy as np
+
+from lbgen.reference import bulk3d as oracle
+
+#: the lattice of the kernel tests: LZ = 16 takes VL = 4 and 8 with a one-row halo
+SHAPE = (6, 5, 16)
+#: the force of the oracle comparisons, lattice units (velocity gain per step)
+FORCE = np.array([1e-4, -2e-4, 3e-4])
+#: operator parameters: the oracle's and the kernels' (regularized: tau = 1/2 + C1/rho)
+ORACLE_PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 0.07}}
+KERNEL_PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 0.07, "C2": 1e-3, "C3": 0.5}}
+#: every 3D layout of the kernels: (layout, VL)
+LAYOUTS3D = [("aos", None), ("soa", None), ("csoa", 4), ("csoa", 8), ("caosoa", 4), ("caosoa", 8)]
+R = np.sqrt(3.0)       # d3q19 and d3q27: xi = sqrt(3) c
+
+
+def random_state(name: str, shape=SHAPE, seed: int = 7, noise: float = 1e-2) -> np.ndarray:
+    """Near-equilibrium (Q, LX, LY, LZ) populations with a random non-equilibrium part."""
+    rng = np.random.default_rng(seed)
+    lat = oracle.lattice(name)
+    rho = 1.0 + 0.05 * rng.standard_normal(shape)
+    u = 0.04 * rng.standard_normal((3,) + tuple(shape))
+    return oracle.equilibrium(rho, u, lat) * (1.0 + noise * rng.standard_normal((lat.Q,) + tuple(shape)))
+
+
+def kernel_params(collision: str, force=FORCE) -> dict:
+    """The kernels' arguments for the oracle's parameters and force (model units)."""
+    return {**KERNEL_PARAMS[collision], **dict(zip(("ax", "ay", "az"), R * np.asarray(force, dtype=float)))}
+
+
+def oracle_run(f0, steps, name, collision, boundaries=None, force=FORCE):
+    return oracle.run(f0.copy(), steps, collision, oracle.lattice(name), boundaries, force=force,
+                      **ORACLE_PARAMS[collision])
+
+
+def kernel_run(program, f0, steps, collision, bc=None, force=FORCE, fused=True):
+    f, g = program.pack(f0), program.allocate()
+    params = kernel_params(collision, force)
+    for _ in range(steps):
+        f, g = program.step(f, g, params, bc, fused=fused)
+    return f
+
+
+_PROGRAMS: dict = {}
+
+
+def program3d(layout, vl, name="d3q19", collision="bgk", strict=False, precision="double", shape=SHAPE):
+    """A compiled CProgram3D (one per spec, strictness and lattice, for the session)."""
+    from lbgen.backends.c import compile3d
+    from lbgen.codegen.render import generate
+    from lbgen.codegen.spec import KernelSpec
+    key = (layout, vl, name, collision, strict, precision, tuple(shape))
+    if key not in _PROGRAMS:
+        src = generate(KernelSpec(backend="c", layout=layout, vl=vl, velocity_set=name, collision=collision,
+                                  precision=precision))
+        _PROGRAMS[key] = compile3d(src, *shape, strict=strict)
+    return _PROGRAMS[key]
