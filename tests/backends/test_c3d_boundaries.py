@@ -1,0 +1,126 @@
+"""Boundaries of the 3D C kernels against the oracle (lbgen.reference.bulk3d.Boundaries):
+half-way bounce-back walls on each pair of faces, moving lids (Ladd's correction with the
+node's density; a lid wins on the edges it shares with a resting wall), a random voxel mask
+(links into solid voxels bounce back, solid voxels hold 0); mass conserved to round-off with
+resting walls and a mask; strict builds bit-identical across layouts and fused = propagate +
+collide with every boundary at once; bad boundary inputs refused."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lbgen.reference import bulk3d as oracle
+from support3d import LAYOUTS3D, R, SHAPE, kernel_run, oracle_run, program3d, random_state
+
+STEPS = 4
+#: lid velocities of the cases, lattice units (tangential to their face)
+LID_Z = (0.05, -0.02, 0.0)
+LID_X = (0.0, 0.03, 0.02)
+
+
+def mask(seed=1, fraction=0.15, shape=SHAPE) -> np.ndarray:
+    return np.random.default_rng(seed).random(shape) < fraction
+
+
+#: name -> (walls, lids {(axis, side): lattice velocity}, solid)
+CASES = {
+    "walls-x": (("x",), {}, None),
+    "walls-y": (("y",), {}, None),
+    "walls-z": (("z",), {}, None),
+    "walls-xyz": (("x", "y", "z"), {}, None),
+    "lid-z-high": (("z",), {("z", "high"): LID_Z}, None),
+    "lids-edges": (("x", "y"), {("x", "low"): LID_X, ("y", "high"): (0.01, 0.0, -0.03)}, None),
+    "mask": ((), {}, "mask"),
+    "mask-walls-z-lid": (("z",), {("z", "low"): LID_Z}, "mask"),
+}
+FAST = {("caosoa", 8, "d3q19", "bgk"), ("soa", None, "d3q27", "regularized")}
+
+
+def run_case(case, layout, vl, name, collision, strict=False, fused=True):
+    walls, lids, solid = CASES[case]
+    solid = mask() if solid else None
+    f0 = random_state(name, seed=21)
+    if solid is not None:
+        f0[:, solid] = 0.0
+    prog = program3d(layout, vl, name, collision, strict=strict)
+    bc = prog.boundaries(walls, {face: R * np.asarray(u) for face, u in lids.items()},
+                         None if solid is None else solid.astype(np.uint8))
+    got = prog.unpack(kernel_run(prog, f0, STEPS, collision, bc, fused=fused))
+    b = oracle.Boundaries(SHAPE, oracle.lattice(name), walls=walls, lids=lids, solid=solid)
+    return got, oracle_run(f0, STEPS, name, collision, b), solid
+
+
+def _sweep():
+    for layout, vl in LAYOUTS3D:
+        for name in ("d3q19", "d3q27"):
+            for collision in ("bgk", "regularized"):
+                fast = (layout, vl, name, collision) in FAST
+                yield pytest.param(layout, vl, name, collision, marks=() if fast else (pytest.mark.slow,),
+                                   id=f"{layout}{'-vl' + str(vl) if vl else ''}-{name}-{collision}")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("layout, vl, name, collision", list(_sweep()))
+def test_boundaries_equal_the_oracle(case, layout, vl, name, collision):
+    got, want, solid = run_case(case, layout, vl, name, collision)
+    assert np.max(np.abs(got - want)) < 1e-12 * np.max(np.abs(want))
+    if solid is not None:
+        assert np.all(got[:, solid] == 0.0)                 # solid voxels hold 0
+
+
+@pytest.mark.parametrize("case", ["walls-xyz", "mask-walls-z-lid"])
+def test_separate_kernels_equal_the_oracle_with_boundaries(case):
+    got, want, _ = run_case(case, "csoa", 4, "d3q19", "bgk", fused=False)
+    assert np.max(np.abs(got - want)) < 1e-12 * np.max(np.abs(want))
+
+
+@pytest.mark.parametrize("walls, solid", [(("x", "y", "z"), None), ((), "mask"), (("y",), "mask")])
+def test_mass_is_conserved_to_round_off_with_resting_walls_and_a_mask(walls, solid):
+    prog = program3d("caosoa", 8)
+    solid = mask(seed=5, fraction=0.25) if solid else None
+    f0 = random_state("d3q19", seed=2)
+    if solid is not None:
+        f0[:, solid] = 0.0
+    bc = prog.boundaries(walls, None, None if solid is None else solid.astype(np.uint8))
+    m0 = f0.sum()
+    f, g = prog.pack(f0), prog.allocate()
+    params = {"tau": 0.6, "ax": 1e-4, "ay": -2e-4, "az": 1e-4}
+    for _ in range(30):
+        f, g = prog.step(f, g, params, bc)
+    assert abs(prog.unpack(f).sum() / m0 - 1) < 1e-13
+
+
+def test_a_resting_box_keeps_a_fluid_at_rest():
+    """Walls on every face, no force: a uniform fluid at rest stays exactly so."""
+    prog = program3d("soa", None)
+    bc = prog.boundaries(("x", "y", "z"))
+    f, g = prog.allocate(), prog.allocate()
+    prog.init_equilibrium(f, 1.0, 0.0, 0.0, 0.0, 1.0)
+    f0 = prog.unpack(f)
+    for _ in range(5):
+        f, g = prog.step(f, g, {"tau": 0.7, "ax": 0.0, "ay": 0.0, "az": 0.0}, bc)
+    assert np.max(np.abs(prog.unpack(f) - f0)) < 1e-15
+
+
+def _strict(layout, vl, fused=True):
+    return run_case("mask-walls-z-lid", layout, vl, "d3q19", "regularized", strict=True, fused=fused)[0]
+
+
+@pytest.mark.parametrize("layout, vl", [pytest.param(lay, v, marks=() if (lay, v) in (("aos", None), ("caosoa", 4))
+                                                     else (pytest.mark.slow,)) for lay, v in LAYOUTS3D])
+def test_strict_builds_with_boundaries_are_bit_identical(layout, vl):
+    reference = _strict("soa", None)
+    assert np.array_equal(_strict(layout, vl), reference)
+    assert np.array_equal(_strict(layout, vl, fused=False), reference)
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(walls=("w",)), "wall axis 'w': choose among x, y, z"),
+    (dict(walls=("x",), lids={("z", "low"): (0, 0, 0)}), "a lid on the z-low face needs walls on the z axis"),
+    (dict(walls=("z",), lids={("z", "low"): (0, 0)}), "needs 3 components"),
+    (dict(solid=np.zeros((6, 5, 15), np.uint8)), "uint8 array of shape \\(6, 5, 16\\)"),
+    (dict(solid=np.zeros(SHAPE, bool)), "solid mask: bool array"),
+])
+def test_bad_boundaries_are_refused(kw, message):
+    with pytest.raises(ValueError, match=message):
+        program3d("caosoa", 8).boundaries(**kw)
