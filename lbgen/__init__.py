@@ -7,11 +7,12 @@ tuning, performance models), ``parallel`` (MPI), ``run`` (run descriptions, set-
 driver), ``output`` (files, pictures, movies), ``reference`` (the NumPy oracle) and ``cli``.
 
 The names most scripts need are importable from here (loaded on first use, so that
-``import lbgen`` stays light): ``Simulation``, ``Walls``, ``RunConfig``, ``Run``.
+``import lbgen`` stays light): ``Simulation``, ``Walls``, ``Simulation3D``, ``RunConfig``, ``Run``.
 """
 __version__ = "0.1.0"
 
 _LAZY = {"Simulation": "lbgen.simulation.runner", "Walls": "lbgen.simulation.runner",
+         "Simulation3D": "lbgen.simulation.lattice3d",
          "RunConfig": "lbgen.run.config", "Run": "lbgen.run.driver"}
 
 

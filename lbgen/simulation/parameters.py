@@ -8,7 +8,7 @@ from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, operator
+from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, force_arguments, operator
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
 
@@ -18,31 +18,37 @@ class SimulationError(RuntimeError):
 
 class Parameters:
     """The physics of a run: collision operator, its parameters (checked against the
-    operator's record, ``lbgen.model.operators``) and gravity.  Fixed once built:
-    ``Simulation.set_parameters`` makes a new one and passes it to the kernels.
+    operator's record, ``lbgen.model.operators``) and gravity (``dimension`` components: 2,
+    or 3 for ``Simulation3D``; None: zero).  Fixed once built: ``Simulation.set_parameters``
+    makes a new one and passes it to the kernels.
 
     >>> Parameters("bgk", {"tau": 0.7}).tau
     0.7
     """
 
-    __slots__ = ("collision", "values", "gravity")
+    __slots__ = ("collision", "values", "gravity", "dimension")
 
     def __init__(self, collision: str = DEFAULT_OPERATOR, values: Optional[Mapping[str, float]] = None,
-                 gravity: Tuple[float, float] = (0.0, 0.0)):
+                 gravity: Optional[Tuple[float, ...]] = (0.0, 0.0), dimension: int = 2):
         try:
             op = operator(collision)
             checked = op.check(dict(values or {}))
         except ParameterError as e:
             raise SimulationError(str(e)) from None
+        if gravity is None:
+            gravity = (0.0,) * dimension
         try:
             g = tuple(float(x) for x in gravity)
         except (TypeError, ValueError):
             g = ()
-        if len(g) != 2 or not all(np.isfinite(g)):
-            raise SimulationError(f"gravity={gravity!r} must be two finite numbers (gx, gy)")
+        if len(g) != dimension or not all(np.isfinite(g)):
+            names = ", ".join(f"g{axis}" for axis in "xyz"[:dimension])
+            raise SimulationError(f"gravity={gravity!r} must be {({2: 'two', 3: 'three'}).get(dimension, dimension)} "
+                                  f"finite numbers ({names})")
         object.__setattr__(self, "collision", op.name)
         object.__setattr__(self, "values", checked)
         object.__setattr__(self, "gravity", g)
+        object.__setattr__(self, "dimension", int(dimension))
 
     def __getattr__(self, name):
         values = object.__getattribute__(self, "values")
@@ -56,8 +62,8 @@ class Parameters:
                              f"to change {name} for the following steps")
 
     def __eq__(self, other):
-        return isinstance(other, Parameters) and (self.collision, self.values, self.gravity) == (
-            other.collision, other.values, other.gravity)
+        return isinstance(other, Parameters) and (self.collision, self.values, self.gravity, self.dimension) == (
+            other.collision, other.values, other.gravity, other.dimension)
 
     def __repr__(self):
         return f"Parameters({self.collision!r}, {self.values!r}, gravity={self.gravity!r})"
@@ -66,15 +72,14 @@ class Parameters:
         values = dict(self.values)
         gravity = changes.pop("gravity", self.gravity)
         values.update(changes)
-        return Parameters(self.collision, values, gravity)
+        return Parameters(self.collision, values, gravity, self.dimension)
 
-    def force(self, r: float) -> Tuple[float, float]:
-        return (self.gravity[0] / r, self.gravity[1] / r)
+    def force(self, r: float) -> Tuple[float, ...]:
+        return tuple(g / r for g in self.gravity)
 
     def kernel_parameters(self, r: float) -> Dict[str, float]:
         """The collide/fused kernel arguments, in the operator record's order."""
-        ax, ay = self.force(r)
-        return {**self.values, "ax": ax, "ay": ay}
+        return {**self.values, **dict(zip(force_arguments(self.dimension), self.force(r)))}
 
 
 #: the spellings of a boolean wall flag accepted besides True and False (case and spaces ignored)

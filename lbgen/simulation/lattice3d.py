@@ -1,0 +1,382 @@
+"""A 3D lattice on the C backend: ``Simulation3D``.
+
+Units as in 2D (lbgen.simulation.runner): lengths in sites, time in steps; velocities are
+the model's, u = sum(xi_i f_i) / rho with xi_i = r c_i (r = sqrt(3) for D3Q19 and D3Q27:
+one hop per step is a speed of r, and the lattice-unit velocity of the literature is u / r);
+gravity g is an acceleration in those units per model time Delta t = 1/r, so the force per
+unit mass per step is a = g / r.  The fields are the physical (half-step) ones:
+u_H = u - a/2 of the stored post-collision populations (``lbgen.codegen.render3d.half_step_shift``);
+``set_fields`` takes them and ``fields`` returns them.
+
+Boundaries: ``walls`` -- the axes whose two faces are half-way bounce-back no-slip walls
+(the others periodic); ``lid`` -- moving faces of wall axes, {'z-high': (ux, uy, uz)}
+(velocity in the face's plane, model units; Ladd's momentum correction with the node's
+density); ``mask`` -- a voxel mask (bool or uint8 array of shape (LX, LY, LZ), True/1 =
+solid): links into solid voxels bounce back, solid voxels hold no populations (their fields
+read 0).  Everything is checked before any kernel is built.
+"""
+from __future__ import annotations
+
+import time
+from numbers import Integral
+from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from lbgen.codegen.layouts import CLUSTERED
+from lbgen.codegen.spec import KernelSpec, SpecError, default_layout
+from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
+from lbgen.simulation.parameters import Parameters, SimulationError
+
+__all__ = ["Simulation3D"]
+
+AXES = ("x", "y", "z")
+SIDES = ("low", "high")
+FIELDS3D = ("rho", "ux", "uy", "uz", "T")
+NO_STATE = ("the simulation has no state yet: call set_fields(rho, ux, uy, uz[, T]) or set_populations(f) "
+            "before step() or run()")
+
+
+def _axes(walls) -> Tuple[str, ...]:
+    """'xz', ('x', 'z') or None -> ('x', 'z'); anything else refused naming it."""
+    if walls is None:
+        return ()
+    items = list(walls) if not isinstance(walls, str) else list(walls.replace(",", "").replace(" ", ""))
+    bad = [w for w in items if not isinstance(w, str) or w.lower() not in AXES]
+    if bad:
+        raise SimulationError(f"walls={walls!r}: each wall axis must be 'x', 'y' or 'z' (e.g. walls='z' or "
+                              f"walls=('x', 'y')); got {bad[0]!r}")
+    items = [w.lower() for w in items]
+    if len(set(items)) != len(items):
+        raise SimulationError(f"walls={walls!r} names an axis twice")
+    return tuple(a for a in AXES if a in items)
+
+
+def _face(face) -> Tuple[str, str]:
+    text = "-".join(face) if isinstance(face, tuple) else str(face)
+    axis, _, side = text.lower().partition("-")
+    if axis not in AXES or side not in SIDES:
+        raise SimulationError(f"lid face {face!r}: name a face as 'x-low', 'x-high', 'y-low', ..., 'z-high'")
+    return axis, side
+
+
+def _lids(lid, walls) -> Dict[Tuple[str, str], Tuple[float, float, float]]:
+    if lid is None:
+        return {}
+    if not isinstance(lid, Mapping):
+        raise SimulationError(f"lid={lid!r} must map faces to velocities, e.g. lid={{'z-high': (0.05, 0, 0)}}")
+    out = {}
+    for face, velocity in lid.items():
+        axis, side = _face(face)
+        if axis not in walls:
+            raise SimulationError(f"lid on the {axis}-{side} face: a lid is a moving wall, so the {axis} axis needs "
+                                  f"walls (walls={''.join(walls) + axis!r})")
+        try:
+            u = tuple(float(c) for c in velocity)
+        except (TypeError, ValueError):
+            u = ()
+        if len(u) != 3 or not all(np.isfinite(u)):
+            raise SimulationError(f"lid {axis}-{side}: velocity {velocity!r} must be three finite numbers (ux, uy, uz)")
+        if u[AXES.index(axis)] != 0.0:
+            raise SimulationError(f"lid {axis}-{side}: velocity {velocity!r} has a component normal to the face "
+                                  f"(u{axis} = {u[AXES.index(axis)]:g}); a lid moves in its plane: u{axis} must be 0")
+        out[(axis, side)] = u
+    return out
+
+
+def _mask(mask, shape) -> Optional[np.ndarray]:
+    """The voxel mask as a uint8 (LX, LY, LZ) array of 0 and 1, or None; checked before any work."""
+    if mask is None:
+        return None
+    m = np.asarray(mask)
+    if m.dtype != np.bool_ and m.dtype != np.uint8:
+        raise SimulationError(f"mask: a {m.dtype} array; the voxel mask must be a bool array (True: solid) or "
+                              f"a uint8 array of 0 and 1, of shape (LX, LY, LZ) = {shape}")
+    if m.shape != shape:
+        raise SimulationError(f"mask: shape {m.shape}; the voxel mask must have the lattice's shape "
+                              f"(LX, LY, LZ) = {shape}")
+    if m.dtype == np.uint8 and m.max(initial=0) > 1:
+        x, y, z = (int(i[0]) for i in np.nonzero(m > 1))
+        raise SimulationError(f"mask: value {int(m[x, y, z])} at (x={x}, y={y}, z={z}); a uint8 voxel mask holds "
+                              f"0 (fluid) and 1 (solid)")
+    m = np.ascontiguousarray(m, dtype=np.uint8)
+    if m.all():
+        raise SimulationError("mask: every voxel is solid; the lattice needs at least one fluid site")
+    return m
+
+
+def _count(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise SimulationError(f"{name}={value!r} must be an integer >= {minimum}")
+    return int(value)
+
+
+class Simulation3D:
+    """A box of LX x LY x LZ sites on the C backend's 3D kernels.
+
+    >>> sim = Simulation3D(16, 16, 32, velocity_set="d3q19", tau=0.8, walls="z", lid={"z-high": (0.05, 0, 0)})
+    >>> sim.set_fields(1.0, 0.0, 0.0, 0.0)       # a fluid at rest, at equilibrium
+    >>> sim.run(1000)
+    >>> sim.fields()["ux"]                          # (LX, LY, LZ) arrays: rho, ux, uy, uz, T
+
+    ``collision`` and its parameters (tau for bgk; C1, C2, C3 for regularized) are checked
+    against the operator records, ``gravity`` is (gx, gy, gz); ``walls``, ``lid`` and ``mask``
+    as in the module's docstring.  ``layout``/``vl``: the data layout (default: caosoa with the
+    preferred VL that divides LZ, else soa); ``threads``: OpenMP threads (0: all allowed);
+    ``strict``: no FMA contraction (layouts and fused/unfused agree bit for bit).
+    """
+
+    def __init__(self, lx: int, ly: int, lz: int, *, velocity_set: str = "d3q19", collision: str = DEFAULT_OPERATOR,
+                 gravity: Sequence[float] = (0.0, 0.0, 0.0), walls=None, lid: Optional[Mapping] = None, mask=None,
+                 backend: str = "c", layout: Optional[str] = None, vl: Optional[int] = None,
+                 precision: str = "double", fused: bool = True, threads: int = 0, strict: bool = False,
+                 check_every: int = 100, **operator_parameters):
+        unknown = sorted(set(operator_parameters) - set(all_parameters()))
+        if unknown:
+            raise SimulationError(f"Simulation3D() got unknown keyword(s) {', '.join(unknown)}")
+        self.lx, self.ly, self.lz = (_count(n, v) for n, v in (("lx", lx), ("ly", ly), ("lz", lz)))
+        self.threads = _count("threads", threads, 0)
+        self.check_every = _count("check_every", check_every, 0)
+        from lbgen.model.catalog import set_entry
+        try:
+            entry = set_entry(velocity_set)
+        except ValueError as e:
+            raise SpecError(str(e)) from None
+        if entry.D != 3:
+            raise SpecError(f"{str(velocity_set).lower()} is a {entry.D}D set; Simulation3D runs 3D sets (d3q19, "
+                            f"d3q27, d3q39): use lbgen.Simulation for 2D")
+        self._params = Parameters(collision, operator_parameters, gravity, dimension=3)
+        self.walls = _axes(walls)
+        self.lid = _lids(lid, self.walls)
+        shape = (self.lx, self.ly, self.lz)
+        self.mask = _mask(mask, shape)
+        if layout is None:
+            layout, auto_vl = default_layout(backend, self.lz, entry.max_hop)
+            vl = vl if vl is not None else auto_vl
+        elif str(layout).lower() in CLUSTERED and vl is None:
+            vl = default_layout(backend, self.lz, entry.max_hop)[1] or 1
+        spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
+                          velocity_set=velocity_set).validate()
+        from lbgen.codegen.render3d import check_sizes3d
+        from lbgen.model.velocity_set import velocity_set as get_velocity_set
+        self.vs = get_velocity_set(spec.velocity_set)
+        problem = check_sizes3d(spec, self.vs, *shape)
+        if problem:                                      # before compiling anything
+            raise SimulationError(f"{problem} ({spec.layout}{'-vl' + str(spec.vl) if spec.vl else ''}; "
+                                  f"choose another vl or layout, or another LZ)")
+        from lbgen.backends.c import compile3d
+        from lbgen.codegen.render import generate
+        self.fused = bool(fused)
+        self.source = generate(spec)
+        self.spec = self.source.spec
+        self.program = compile3d(self.source, *shape, strict=strict, threads=self.threads)
+        self.dtype = self.program.dtype
+        self.boundaries = self.program.boundaries(self.walls, self.lid, self.mask)
+        self.f, self.g = self.program.allocate(), self.program.allocate()
+        self.kernel_parameters = self._params.kernel_parameters(self.vs.r)
+        self.time_step = 0
+        self._has_state = False
+        self._solid_index = None
+        if self.mask is not None:
+            solid = np.nonzero(self.mask)
+            p = np.arange(self.vs.Q)[:, None]
+            self._solid_index = self.program.layout.site_index(p, *(s[None, :] for s in solid)).ravel()
+
+    # --- physics -----------------------------------------------------------------------
+    @property
+    def params(self) -> Parameters:
+        """The operator, its parameters and gravity (read-only: ``set_parameters``)."""
+        return self._params
+
+    def set_parameters(self, **changes) -> None:
+        """Change the operator's parameters (tau, C1, ...) or gravity for the following steps."""
+        params = self._params.replace(**changes)
+        self._params, self.kernel_parameters = params, params.kernel_parameters(self.vs.r)
+
+    @property
+    def force(self) -> Tuple[float, float, float]:
+        """The force per unit mass per step, a = g / r (the kernels' ax, ay, az)."""
+        return tuple(self.kernel_parameters[k] for k in ("ax", "ay", "az"))
+
+    @property
+    def layout(self):
+        return self.program.layout
+
+    @property
+    def has_state(self) -> bool:
+        return self._has_state
+
+    def __repr__(self) -> str:
+        try:
+            p = self._params
+            physics = " ".join([f"{self.lx}x{self.ly}x{self.lz}", self.vs.name, p.collision]
+                               + [f"{k}={v:g}" for k, v in p.values.items()])
+            if any(p.gravity):
+                physics += " g=(" + ", ".join(f"{g:g}" for g in p.gravity) + ")"
+            where = f"{self.spec.backend} {self.program.layout.tag}" + (
+                f" {self.spec.precision}" if self.spec.precision != "double" else "")
+            box = []
+            if self.walls:
+                box.append(f"walls {''.join(self.walls)}")
+            for (axis, side), u in self.lid.items():
+                box.append(f"lid {axis}-{side} (" + ", ".join(f"{c:g}" for c in u) + ")")
+            if self.mask is not None:
+                box.append(f"mask {100.0 * self.mask.mean():.3g}% solid")
+            state = f"step {self.time_step}" + ("" if self._has_state else ", no state yet")
+            return f"Simulation3D({physics}, {where}, {', '.join(box) or 'periodic'}, {state})"
+        except Exception:  # noqa: BLE001 - a half-built simulation still prints
+            return "<Simulation3D (not fully built)>"
+
+    # --- state -------------------------------------------------------------------------
+    def _checked_fields(self, values) -> list:
+        shape = (self.lx, self.ly, self.lz)
+        fluid = None if self.mask is None else self.mask == 0
+        arrays = []
+        for name, a in zip(FIELDS3D, values):
+            if isinstance(a, bool):
+                a = None
+            v = np.asarray(a) if a is not None else np.asarray(None)
+            if v.dtype.kind not in "iuf" or (v.ndim and v.shape != shape):
+                got = f"an array of shape {v.shape}" if v.ndim and v.dtype.kind in "iuf" else repr(a)
+                raise SimulationError(f"set_fields: {name} must be a real number or an array of shape (LX, LY, LZ) = "
+                                      f"{shape}; got {got}")
+            v = np.broadcast_to(v.astype(np.float64), shape)
+            if not np.all(np.isfinite(v)):
+                x, y, z = (int(i[0]) for i in np.nonzero(~np.isfinite(v)))
+                raise SimulationError(f"set_fields: {name} is {v[x, y, z]} at (x={x}, y={y}, z={z}); every initial "
+                                      f"field must be finite")
+            arrays.append(v)
+        for name, a, what in (("rho", arrays[0], "density"), ("T", arrays[4], "temperature")):
+            bad = ~(a > 0) if fluid is None else ~(a > 0) & fluid
+            if bad.any():
+                x, y, z = (int(i[0]) for i in np.nonzero(bad))
+                raise SimulationError(f"set_fields: {name} is {a[x, y, z]:.6g} at (x={x}, y={y}, z={z}); the initial "
+                                      f"{what} must be positive at every fluid site")
+        if self.vs.isothermal and not np.allclose(arrays[4], 1.0, rtol=0, atol=1e-12):
+            raise SimulationError(f"{self.vs.name} is isothermal (T = 1): the initial temperature must be 1 "
+                                  f"everywhere, got {arrays[4].min():.6g} .. {arrays[4].max():.6g}")
+        return arrays
+
+    def set_fields(self, rho, ux, uy, uz, T=1.0) -> None:
+        """Populations at the equilibrium whose physical (half-step) fields these are (numbers or
+        (LX, LY, LZ) arrays; velocities in model units); solid voxels get 0."""
+        arrays = self._checked_fields((rho, ux, uy, uz, T))
+        if self.mask is not None:          # any positive state in solid voxels: they are zeroed below
+            arrays = [np.where(self.mask == 1, 1.0 if k in (0, 4) else 0.0, a) for k, a in enumerate(arrays)]
+        self.program.init_equilibrium(self.f, *arrays, force=self.force)
+        self._zero_solid(self.f)
+        self._has_state = True
+
+    def set_populations(self, f: np.ndarray) -> None:
+        """Start from (Q, LX, LY, LZ) populations (finite, positive density at every fluid site);
+        those of solid voxels are set to 0."""
+        expected = (self.vs.Q, self.lx, self.ly, self.lz)
+        a = np.asarray(f)
+        if a.shape != expected:
+            raise SimulationError(f"set_populations: populations must have shape (Q, LX, LY, LZ) = {expected}, "
+                                  f"got {a.shape}")
+        if a.dtype.kind not in "iuf":
+            raise SimulationError(f"set_populations: populations must be real numbers, got {a.dtype} values")
+        a = a.astype(np.float64)
+        if self.mask is not None:
+            a[:, self.mask == 1] = 0.0
+        if not np.all(np.isfinite(a)):
+            q, x, y, z = (int(i[0]) for i in np.nonzero(~np.isfinite(a)))
+            raise SimulationError(f"set_populations: population {q} at (x={x}, y={y}, z={z}) is {a[q, x, y, z]}; "
+                                  f"populations must be finite")
+        rho = a.sum(axis=0)
+        bad = ~(rho > 0) if self.mask is None else ~(rho > 0) & (self.mask == 0)
+        if bad.any():
+            x, y, z = (int(i[0]) for i in np.nonzero(bad))
+            raise SimulationError(f"set_populations: the density at (x={x}, y={y}, z={z}) is {rho[x, y, z]:.6g}; it "
+                                  f"must be positive at every fluid site")
+        self.program.pack(a, self.f)
+        self._has_state = True
+
+    def _zero_solid(self, buf) -> None:
+        if self._solid_index is not None:
+            buf[self._solid_index] = 0.0
+            self.program.halo(buf)
+
+    def populations(self) -> np.ndarray:
+        """(Q, LX, LY, LZ) float64 copy of the populations."""
+        return self.program.unpack(self.f)
+
+    def fields(self) -> Dict[str, np.ndarray]:
+        """The physical (half-step) fields rho, ux, uy, uz, T as (LX, LY, LZ) arrays (the fields
+        kernel); solid voxels read 0."""
+        out = self.program.fields(self.f, force=self.force)
+        if self.mask is not None:
+            solid = self.mask == 1
+            for v in out.values():
+                v[solid] = 0.0
+        return out
+
+    def diagnostics(self) -> Dict[str, float]:
+        """mass (sum rho), momentum_x/y/z (sum rho u_H), kinetic_energy (sum rho |u_H|^2 / 2),
+        max_speed (max |u_H|), min_rho (fluid sites) and nonfinite (sites with a NaN or Inf field),
+        over the fluid sites, as Python floats (lattice sites; velocities in model units)."""
+        fl = self.fields()
+        fluid = np.ones((self.lx, self.ly, self.lz), bool) if self.mask is None else self.mask == 0
+        rho = fl["rho"][fluid]
+        u = np.stack([fl[c][fluid] for c in ("ux", "uy", "uz")])
+        finite = np.isfinite(rho) & np.isfinite(u).all(axis=0)
+        u2 = (u * u).sum(axis=0)
+        return {"mass": float(rho.sum()),
+                "momentum_x": float((rho * u[0]).sum()), "momentum_y": float((rho * u[1]).sum()),
+                "momentum_z": float((rho * u[2]).sum()),
+                "kinetic_energy": float(0.5 * (rho * u2).sum()),
+                "max_speed": float(np.sqrt(u2[finite].max(initial=0.0))),
+                "min_rho": float(rho[finite].min(initial=np.inf)),
+                "nonfinite": float((~finite).sum())}
+
+    # --- stepping ----------------------------------------------------------------------
+    def _check_can_step(self, steps) -> None:
+        if isinstance(steps, bool) or not isinstance(steps, Integral) or steps < 0:
+            raise SimulationError(f"steps={steps!r} must be an integer >= 0")
+        if not self._has_state:
+            raise SimulationError(NO_STATE)
+
+    def step(self, n: int = 1) -> None:
+        """n time steps: halo, then fused (or propagate and collide), with the boundaries."""
+        self._check_can_step(n)
+        prog, params, bc = self.program, self.kernel_parameters, self.boundaries
+        for _ in range(n):
+            self.f, self.g = prog.step(self.f, self.g, params, bc, fused=self.fused)
+            self.time_step += 1
+
+    def check_finite(self) -> None:
+        """SimulationError naming the step and the first bad site when a population is NaN/Inf
+        or a fluid site's density is not positive."""
+        f = self.populations()
+        rho = f.sum(axis=0)
+        bad = ~np.isfinite(f).all(axis=0) | ~(rho > 0)
+        if self.mask is not None:
+            bad &= self.mask == 0
+        if bad.any():
+            x, y, z = (int(i[0]) for i in np.nonzero(bad))
+            params = ", ".join(f"{k} = {v:g}" for k, v in self._params.values.items())
+            raise SimulationError(f"the run diverged by step {self.time_step}: first bad site (x={x}, y={y}, z={z}) "
+                                  f"has rho={rho[x, y, z]:.6g}. Hint: the {self._params.collision} parameters "
+                                  f"({params}) may put a relaxation time too close to 1/2, or velocities are too "
+                                  f"large for the lattice (|u| should stay well below r = {self.vs.r:.3f})")
+
+    def run(self, steps: int, callback: Optional[Callable[[int], None]] = None):
+        """Advance ``steps`` steps, checking the state every ``check_every`` steps (and at the
+        end); returns RunStats (steps, seconds, sites, mlups)."""
+        from lbgen.simulation.runner import RunStats
+        self._check_can_step(steps)
+        chunk = self.check_every or steps or 1
+        done, elapsed = 0, 0.0
+        while done < steps:
+            n = min(chunk, steps - done)
+            t0 = time.perf_counter()
+            self.step(n)
+            elapsed += time.perf_counter() - t0
+            done += n
+            if self.check_every:
+                self.check_finite()
+            if callback:
+                callback(self.time_step)
+        return RunStats(steps=steps, seconds=elapsed, sites=self.lx * self.ly * self.lz)
+
