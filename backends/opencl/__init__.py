@@ -389,13 +389,14 @@ class OpenCLProgram(Program):
         self._launch("bc", self._column_range, prv, nxt, *self._sizes, self.dtype(T_bottom), self.dtype(T_top),
                      np.int32(bool(adiabatic[0])), np.int32(bool(adiabatic[1])), self.dtype(ax), self.dtype(ay))
 
-    def diagnostics(self, f):
-        """Per-row reductions (LY work-items); accumulated in float for single precision."""
+    def diagnostics(self, f, ax=0.0, ay=0.0):
+        """Per-row reductions of the physical fields (LY work-items); accumulated in float for
+        single precision."""
         from lbgen.codegen.diagnostics import ND
         acc = np.float32 if self.spec.precision == "single" else np.float64
         host = np.empty((self.ly, ND), dtype=acc)
         out = self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, host.nbytes)
-        self._launch("diagnostics", self._row_range, f, *self._sizes, out)
+        self._launch("diagnostics", self._row_range, f, *self._sizes, out, self.dtype(ax), self.dtype(ay))
         self.cl.enqueue_copy(self.queue, host, out, is_blocking=True)
         return host.astype(np.float64)
 

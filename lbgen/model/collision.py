@@ -399,27 +399,75 @@ def inv_rho_T(rho, T):
     return 1 / (rho * T)
 
 
+def half_step_shift(vs: VelocitySet, ax, ay):
+    """The one definition of the physical (half-step) fields, as what they add to the stored moments.
+
+    The stored populations are post-collision: their moments (``macroscopic``) are
+    (rho, u, T) with u = u_pre + a, where a (``FORCE_ARGUMENTS``: the kernels' ax, ay) is the
+    force per unit mass per step, in the units of u (a = g / r for gravity g in model units,
+    Delta t = 1/r).  The physical fields are those of the half step, the mean of the
+    pre- and post-collision moments:
+
+    * rho_H = rho (the collision keeps the mass);
+    * u_H = (u_pre + u_post) / 2 = u - a/2;
+    * T_H: the mean total energy rho (T + |u|^2/2) of the two states, less rho |u_H|^2 / 2.
+      Both operators keep the temperature (T_post = T_pre: the shifted equilibrium's
+      T* = T + tau (1 - tau) |a|^2 / 2 adds exactly rho (u.a + |a|^2/2) of energy, with tau = tau1
+      for the regularized operator and tau = 1 on wall rows), so T_H = T + |a|^2/8 (D = 2), the
+      "physical temperature T + |F|^2/(8 rho^2)" of d2q37.md.  Isothermal sets report T = 1.
+
+    Returns (du_x, du_y, dT) with physical = stored + shift (sympy expressions in ax, ay).
+    """
+    dT = sp.Integer(0) if vs.isothermal else (ax ** 2 + ay ** 2) / 8
+    return -ax / 2, -ay / 2, dT
+
+
+def physical(vs: VelocitySet) -> AssignmentList:
+    """Physical (half-step) fields from the stored moments: inputs rho_out, ux_out, uy_out, T_out
+    (the outputs of ``macroscopic``), parameters ax, ay -> rho_phys, ux_phys, uy_phys, T_phys
+    (see ``half_step_shift``)."""
+    rho, ux, uy, T = (sp.Symbol(n, real=True) for n in ("rho_out", "ux_out", "uy_out", "T_out"))
+    ax, ay = (sp.Symbol(n, real=True) for n in FORCE_ARGUMENTS)
+    dux, duy, dT = half_step_shift(vs, ax, ay)
+    b = Builder()
+    outputs = (b.let("rho_phys", rho), b.let("ux_phys", ux + dux), b.let("uy_phys", uy + duy),
+               b.let("T_phys", T + dT))
+    return AssignmentList(name="physical", inputs=(rho, ux, uy, T), parameters=(ax, ay),
+                          assignments=tuple(b.assignments), outputs=outputs,
+                          description="rho, u - a/2, " + ("T = 1 (isothermal)" if vs.isothermal else "T + |a|^2/8"))
+
+
 def equilibrium(vs: VelocitySet) -> AssignmentList:
-    """Populations at equilibrium from the fields: inputs rho, ux, uy, T -> fout_i."""
+    """Populations whose physical fields are the inputs: inputs rho, ux, uy, T (physical,
+    half-step), parameters ax, ay -> fout_i, the Maxwellian at the stored moments
+    (rho, u - du, T - dT) of ``half_step_shift``: the exact inverse of ``macroscopic`` followed
+    by ``physical`` (to round-off), so a fluid given at rest starts at rest."""
     rho, ux, uy, T = sp.symbols("rho ux uy T", real=True)
+    ax, ay = (sp.Symbol(n, real=True) for n in FORCE_ARGUMENTS)
     order = vs.hermite_order
     H = _hermite_values(vs, order)
     b = Builder()
+    dux, duy, dT = half_step_shift(vs, ax, ay)
+    us = (b.let("usx", ux - dux), b.let("usy", uy - duy))
+    # isothermal sets ignore the T input
+    theta = sp.Integer(1) if vs.isothermal else b.let("Ts", T - dT)
     B = {}
-    theta = sp.Integer(1) if vs.isothermal else T     # isothermal sets ignore the T input
     for n in range(order + 1):
         for c in components(n):
-            B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, (ux, uy), theta)))
+            B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, us, theta)))
     outputs = _reconstruct(b, vs, H, B)
     assignments = cse_assignments(b.assignments, outputs)
-    return AssignmentList(name="equilibrium", inputs=(rho, ux, uy, T), parameters=(),
+    return AssignmentList(name="equilibrium", inputs=(rho, ux, uy, T), parameters=(ax, ay),
                           assignments=assignments, outputs=outputs,
-                          description=f"order-{order} Hermite expansion of the Maxwellian"
-                                      + (" at T = 1 (isothermal)" if vs.isothermal else ""))
+                          description=f"order-{order} Hermite expansion of the Maxwellian at the stored "
+                                      f"moments of the physical fields (u + a/2"
+                                      + (", T = 1: isothermal)" if vs.isothermal else ", T - |a|^2/8)"))
 
 
 def macroscopic(vs: VelocitySet) -> AssignmentList:
-    """Fields from populations: inputs f_i -> rho, ux, uy, T (u = sum xi f / rho)."""
+    """The stored (post-collision) moments of populations: inputs f_i -> rho, ux, uy, T
+    (u = sum xi f / rho).  What the walls' algebra works on; what lbgen reports is
+    ``physical`` of these."""
     f = population_symbols(vs.Q)
     H = _hermite_values(vs, 2)
     b = Builder()
@@ -437,4 +485,5 @@ def macroscopic(vs: VelocitySet) -> AssignmentList:
     outputs = tuple(b.let(n, v) for n, v in (("rho_out", rho), ("ux_out", ux), ("uy_out", uy), ("T_out", T)))
     assignments = cse_assignments(b.assignments, outputs)
     return AssignmentList(name="macroscopic", inputs=f, parameters=(), assignments=assignments,
-                          outputs=outputs, description="rho, u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho)")
+                          outputs=outputs, description="stored moments: rho, u = sum xi f / rho, "
+                                                       "T = sum |xi-u|^2 f / (2 rho)")
