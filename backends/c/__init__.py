@@ -163,7 +163,8 @@ class CProgram(HostBuffers, Program):
                                 float(T_bottom), float(T_top), int(bool(adiabatic[0])), int(bool(adiabatic[1])))
 
     def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
-        arrays = [np.ascontiguousarray(a, dtype=np.float64).reshape(self.lx, self.ly) for a in (rho, ux, uy, T)]
+        arrays = [np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)))
+                  for a in (rho, ux, uy, T)]
         ptrs = [self.ffi.cast("double *", a.ctypes.data) for a in arrays]
         self._fn("init_equilibrium")(self._ptr(f), *self._sizes, *ptrs, float(ax), float(ay))
 

@@ -399,40 +399,43 @@ def inv_rho_T(rho, T):
     return 1 / (rho * T)
 
 
-def half_step_shift(vs: VelocitySet, ax, ay):
+def half_step_shift(vs: VelocitySet, a):
     """The one definition of the physical (half-step) fields, as what they add to the stored moments.
 
     The stored populations are post-collision: their moments (``macroscopic``) are
-    (rho, u, T) with u = u_pre + a, where a (``FORCE_ARGUMENTS``: the kernels' ax, ay) is the
-    force per unit mass per step, in the units of u (a = g / r for gravity g in model units,
-    Delta t = 1/r).  The physical fields are those of the half step, the mean of the
-    pre- and post-collision moments:
+    (rho, u, T) with u = u_pre + a, where a = (ax, ay) (``FORCE_ARGUMENTS``, the kernels'
+    force arguments) is the force per unit mass per step, in the units of u: a = g / r for
+    gravity g in model units (d2q37.md: F = rho g Delta t, Delta t = 1/r).  The physical
+    fields are those of the half step, the mean of the pre- and post-collision moments:
 
     * rho_H = rho (the collision keeps the mass);
     * u_H = (u_pre + u_post) / 2 = u - a/2;
-    * T_H: the mean total energy rho (T + |u|^2/2) of the two states, less rho |u_H|^2 / 2.
-      Both operators keep the temperature (T_post = T_pre: the shifted equilibrium's
-      T* = T + tau (1 - tau) |a|^2 / 2 adds exactly rho (u.a + |a|^2/2) of energy, with tau = tau1
-      for the regularized operator and tau = 1 on wall rows), so T_H = T + |a|^2/8 (D = 2), the
-      "physical temperature T + |F|^2/(8 rho^2)" of d2q37.md.  Isothermal sets report T = 1.
+    * T_H: the mean total energy rho (D T/2 + |u|^2/2) of the two states less rho |u_H|^2 / 2,
+      over rho D/2.  Both operators keep the temperature (T_post = T_pre: the shifted
+      equilibrium's T* = T + tau (1 - tau) |a|^2 / D adds exactly rho (u.a + |a|^2/2) of energy,
+      with tau = tau1 for the regularized operator and tau = 1 on wall rows, for any state),
+      so T_H = T + |a|^2 / (4 D): T + |a|^2/8 in D = 2, the "physical temperature
+      T + |F|^2/(8 rho^2)" of d2q37.md.  Isothermal sets report T = 1 (no shift).
 
-    Returns (du_x, du_y, dT) with physical = stored + shift (sympy expressions in ax, ay).
+    ``a``: the D force components (sympy symbols or numbers).  Returns (du, dT), du a tuple of
+    D components, with physical = stored + shift.
     """
-    dT = sp.Integer(0) if vs.isothermal else (ax ** 2 + ay ** 2) / 8
-    return -ax / 2, -ay / 2, dT
+    du = tuple(-ak / 2 for ak in a)
+    dT = sp.Integer(0) if vs.isothermal else sp.Add(*(ak ** 2 for ak in a)) / (4 * len(a))
+    return du, dT
 
 
 def physical(vs: VelocitySet) -> AssignmentList:
     """Physical (half-step) fields from the stored moments: inputs rho_out, ux_out, uy_out, T_out
     (the outputs of ``macroscopic``), parameters ax, ay -> rho_phys, ux_phys, uy_phys, T_phys
-    (see ``half_step_shift``)."""
+    (``half_step_shift``)."""
     rho, ux, uy, T = (sp.Symbol(n, real=True) for n in ("rho_out", "ux_out", "uy_out", "T_out"))
-    ax, ay = (sp.Symbol(n, real=True) for n in FORCE_ARGUMENTS)
-    dux, duy, dT = half_step_shift(vs, ax, ay)
+    a = tuple(sp.Symbol(n, real=True) for n in FORCE_ARGUMENTS)
+    (dux, duy), dT = half_step_shift(vs, a)
     b = Builder()
     outputs = (b.let("rho_phys", rho), b.let("ux_phys", ux + dux), b.let("uy_phys", uy + duy),
                b.let("T_phys", T + dT))
-    return AssignmentList(name="physical", inputs=(rho, ux, uy, T), parameters=(ax, ay),
+    return AssignmentList(name="physical", inputs=(rho, ux, uy, T), parameters=a,
                           assignments=tuple(b.assignments), outputs=outputs,
                           description="rho, u - a/2, " + ("T = 1 (isothermal)" if vs.isothermal else "T + |a|^2/8"))
 
@@ -443,12 +446,12 @@ def equilibrium(vs: VelocitySet) -> AssignmentList:
     (rho, u - du, T - dT) of ``half_step_shift``: the exact inverse of ``macroscopic`` followed
     by ``physical`` (to round-off), so a fluid given at rest starts at rest."""
     rho, ux, uy, T = sp.symbols("rho ux uy T", real=True)
-    ax, ay = (sp.Symbol(n, real=True) for n in FORCE_ARGUMENTS)
+    a = tuple(sp.Symbol(n, real=True) for n in FORCE_ARGUMENTS)
     order = vs.hermite_order
     H = _hermite_values(vs, order)
     b = Builder()
-    dux, duy, dT = half_step_shift(vs, ax, ay)
-    us = (b.let("usx", ux - dux), b.let("usy", uy - duy))
+    du, dT = half_step_shift(vs, a)
+    us = (b.let("usx", ux - du[0]), b.let("usy", uy - du[1]))
     # isothermal sets ignore the T input
     theta = sp.Integer(1) if vs.isothermal else b.let("Ts", T - dT)
     B = {}
@@ -457,7 +460,7 @@ def equilibrium(vs: VelocitySet) -> AssignmentList:
             B[c] = b.let(f"B{c[0]}{c[1]}", sp.expand(maxwellian_coefficient(c, rho, us, theta)))
     outputs = _reconstruct(b, vs, H, B)
     assignments = cse_assignments(b.assignments, outputs)
-    return AssignmentList(name="equilibrium", inputs=(rho, ux, uy, T), parameters=(ax, ay),
+    return AssignmentList(name="equilibrium", inputs=(rho, ux, uy, T), parameters=a,
                           assignments=assignments, outputs=outputs,
                           description=f"order-{order} Hermite expansion of the Maxwellian at the stored "
                                       f"moments of the physical fields (u + a/2"

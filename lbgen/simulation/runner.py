@@ -337,7 +337,7 @@ class Simulation(HealthChecks):
                                   f"for thermal flows")
         if not self.vs.isothermal:
             from lbgen.model.collision import half_step_shift    # the stored T is T - dT: positive too
-            dT = float(half_step_shift(self.vs, *self.force)[2])
+            dT = float(half_step_shift(self.vs, self.force)[1])
             if dT and np.any(arrays[3] <= dT):
                 x, y = (int(i[0]) for i in np.nonzero(arrays[3] <= dT))
                 raise SimulationError(f"set_fields: T is {arrays[3][x, y]:.6g} at site (x={x}, y={y}); under this "
