@@ -401,7 +401,8 @@ static __device__ __forceinline__ void lbgen_collide_site(const real f0, const r
     *o36 = fout36;
 }
 
-/* The macroscopic fields of one site, written once: the fields and diagnostics kernels call it (lbgen.model.collision.macroscopic). */
+/* The stored (post-collision) moments of one site, written once: the fields and diagnostics kernels (which
+   add the half-step correction, lbgen.model.collision.physical) call it (lbgen.model.collision.macroscopic). */
 static __device__ __forceinline__ void lbgen_fields_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36,     real *__restrict__ o_rho, real *__restrict__ o_ux, real *__restrict__ o_uy, real *__restrict__ o_T)
 {
     const real t0 = f1 + f35;
