@@ -242,10 +242,11 @@ class Program(abc.ABC):
         """Thermal walls after propagate(prv -> nxt); only for specs generated with walls."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no bc kernel yet")
 
-    def diagnostics(self, f: Any) -> np.ndarray:
-        """Per-row reductions over x of the state in f: an (LY, ND) float64 array whose
-        columns are ``lbgen.codegen.diagnostics.ROW_QUANTITIES`` (the generated diagnostics kernel;
-        only LY x ND numbers leave the device)."""
+    def diagnostics(self, f: Any, ax: float = 0.0, ay: float = 0.0) -> np.ndarray:
+        """Per-row reductions over x of the physical fields of the state in f (force per unit
+        mass per step (ax, ay), as ``fields``): an (LY, ND) float64 array whose columns are
+        ``lbgen.codegen.diagnostics.ROW_QUANTITIES`` (the generated diagnostics kernel; only
+        LY x ND numbers leave the device)."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no diagnostics kernel")
 
     def fused_walls(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
@@ -395,16 +396,20 @@ class Program(abc.ABC):
     # Backends with generated init_equilibrium / fields kernels override these two; this
     # host path evaluates the same model assignments with NumPy (bit for bit what a strict
     # build of the kernels computes in double precision).
-    def init_equilibrium(self, f: Any, rho, ux, uy, T) -> None:
-        """f (in place) = equilibrium of the fields, (LX, LY) arrays each; halo filled."""
+    def init_equilibrium(self, f: Any, rho, ux, uy, T, ax: float = 0.0, ay: float = 0.0) -> None:
+        """f (in place) = the populations whose physical (half-step) fields are the given ones,
+        (LX, LY) arrays each, under the force per unit mass per step (ax, ay): the exact
+        inverse of ``fields`` (lbgen.model.collision.half_step_shift); halo filled."""
         from lbgen.model import equilibrium_assignments
         fields = [np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)) for a in (rho, ux, uy, T)]
-        self.upload_fields(equilibrium_assignments(self.spec.velocity_set).evaluate(fields), f)
+        self.upload_fields(equilibrium_assignments(self.spec.velocity_set).evaluate(fields, ax=ax, ay=ay), f)
 
-    def fields(self, f: Any):
-        """(rho, ux, uy, T), (LX, LY) float64 arrays each, of the populations in f."""
-        from lbgen.model import macroscopic_assignments
-        return tuple(macroscopic_assignments(self.spec.velocity_set).evaluate(self.download_fields(f)))
+    def fields(self, f: Any, ax: float = 0.0, ay: float = 0.0):
+        """(rho, ux, uy, T), (LX, LY) float64 arrays each: the physical (half-step) fields of the
+        populations in f under the force per unit mass per step (ax, ay) -- rho, u - a/2,
+        T + |a|^2/8 of the stored moments (ax = ay = 0: the stored moments)."""
+        from lbgen.model import physical_fields
+        return tuple(physical_fields(self.spec.velocity_set, self.download_fields(f), ax, ay))
 
     def _param_values(self, params: dict):
         """The kernel arguments in order; the names are checked once per set of keys (a run

@@ -48,16 +48,18 @@ def step_fused(prog, a, b, **params):
 
 
 def example_reference(lx, ly, steps, collision):
-    """The fields (rho, ux, uy, T) the emitted examples (example.c, example.py, example.cu)
-    must print: a shear wave, `steps` propagate + collide steps with the force (0, -1e-5)."""
+    """The physical fields (rho, ux, uy, T) the emitted examples (example.c, example.py, example.cu)
+    must print: a shear wave given as physical fields, `steps` propagate + collide steps with
+    the force (0, -1e-5)."""
     x = np.arange(lx)[:, None] * np.ones((1, ly))
     y = np.ones((lx, 1)) * np.arange(ly)[None, :]
     rho = 1 + 0.01 * np.cos(2 * np.pi * y / ly)
     ux = np.zeros((lx, ly))
     uy = 0.05 * np.sin(2 * np.pi * x / lx)
     T = 1 + 0.02 * np.sin(2 * np.pi * (x + y) / lx)
-    f = ref.equilibrium(rho, ux, uy, T)
+    force = (0.0, -1e-5)
+    f = ref.physical_equilibrium(rho, ux, uy, T, force)
     params = {"tau": 0.8} if collision == "bgk" else {"C1": 1e-3, "C2": 1e-3, "C3": 0.5}
     for _ in range(steps):
-        f = ref.collide(ref.propagate(f), collision, force=(0.0, -1e-5), **params)
-    return ref.fields(f)
+        f = ref.collide(ref.propagate(f), collision, force=force, **params)
+    return ref.physical_fields(f, force)

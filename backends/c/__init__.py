@@ -162,21 +162,23 @@ class CProgram(HostBuffers, Program):
         self._fn("fused_walls")(self._ptr(prv), self._ptr(nxt), *self._sizes, *self._param_values(params),
                                 float(T_bottom), float(T_top), int(bool(adiabatic[0])), int(bool(adiabatic[1])))
 
-    def init_equilibrium(self, f, rho, ux, uy, T):
-        arrays = [np.ascontiguousarray(a, dtype=np.float64).reshape(self.lx, self.ly) for a in (rho, ux, uy, T)]
+    def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
+        arrays = [np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)))
+                  for a in (rho, ux, uy, T)]
         ptrs = [self.ffi.cast("double *", a.ctypes.data) for a in arrays]
-        self._fn("init_equilibrium")(self._ptr(f), *self._sizes, *ptrs)
+        self._fn("init_equilibrium")(self._ptr(f), *self._sizes, *ptrs, float(ax), float(ay))
 
-    def fields(self, f):
+    def fields(self, f, ax=0.0, ay=0.0):
         out = [np.empty((self.lx, self.ly)) for _ in range(4)]
-        self._fn("fields")(self._ptr(f), *self._sizes, *[self.ffi.cast("double *", a.ctypes.data) for a in out])
+        self._fn("fields")(self._ptr(f), *self._sizes, *[self.ffi.cast("double *", a.ctypes.data) for a in out],
+                           float(ax), float(ay))
         return tuple(out)
 
-
-    def diagnostics(self, f):
+    def diagnostics(self, f, ax=0.0, ay=0.0):
         from lbgen.codegen.diagnostics import ND
         out = np.empty((self.ly, ND))
-        self._fn("diagnostics")(self._ptr(f), *self._sizes, self.ffi.cast("double *", out.ctypes.data))
+        self._fn("diagnostics")(self._ptr(f), *self._sizes, self.ffi.cast("double *", out.ctypes.data),
+                                float(ax), float(ay))
         return out
 
 def compile(source, lx: int, ly: int, flags=None, strict: bool = False, threads: int = 0) -> CProgram:

@@ -82,6 +82,11 @@ class LaunchProgram(Program):
     def _launch(self, kernel: str, blocks: int, threads: int, *args) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    @staticmethod
+    def _force(ax, ay) -> Tuple[float, float]:
+        """The force arguments (per unit mass per step) of init_equilibrium, fields, diagnostics."""
+        return float(ax), float(ay)
+
     def halo(self, f):
         self._run("halo", f, *self._sizes)
 
@@ -235,7 +240,8 @@ class CudaProgram(LaunchProgram):
         formats = {
             "halo": "P" + sizes, "propagate": "PP" + sizes, "pack": "PP" + sizes, "unpack": "PP" + sizes,
             "collide": "PP" + sizes + real * nparams, "fused": "PP" + sizes + real * nparams,
-            "init_equilibrium": "P" + sizes + "PPPP", "fields": "P" + sizes + "PPPP", "diagnostics": "P" + sizes + "P",
+            "init_equilibrium": "P" + sizes + "PPPP" + real * 2, "fields": "P" + sizes + "PPPP" + real * 2,
+            "diagnostics": "P" + sizes + "P" + real * 2,
         }
         if self.spec.walls:
             formats["bc"] = "PP" + sizes + real + real + "ii" + real + real
@@ -295,17 +301,17 @@ class CudaProgram(LaunchProgram):
     def _write_range(self, f, offset, data):
         self.cuda.memcpy_htod(int(f) + offset * self.dtype().itemsize, data)
 
-    def init_equilibrium(self, f, rho, ux, uy, T):
+    def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
         arrays = [self.cuda.to_device(np.ascontiguousarray(np.broadcast_to(a, (self.lx, self.ly)), dtype=np.float64))
                   for a in (rho, ux, uy, T)]
-        self._run("init_equilibrium", f, *self._sizes, *arrays)
+        self._run("init_equilibrium", f, *self._sizes, *arrays, *self._force(ax, ay))
         self.halo(f)
         self.synchronize()
 
-    def fields(self, f):
+    def fields(self, f, ax=0.0, ay=0.0):
         n = self.lx * self.ly * 8
         outs = [self.cuda.mem_alloc(n) for _ in range(4)]
-        self._run("fields", f, *self._sizes, *outs)
+        self._run("fields", f, *self._sizes, *outs, *self._force(ax, ay))
         result = []
         for d in outs:
             h = np.empty((self.lx, self.ly))
@@ -314,10 +320,10 @@ class CudaProgram(LaunchProgram):
         return tuple(result)
 
 
-    def diagnostics(self, f):
+    def diagnostics(self, f, ax=0.0, ay=0.0):
         from lbgen.codegen.diagnostics import ND
         out = self.cuda.mem_alloc(self.ly * ND * 8)
-        self._run("diagnostics", f, *self._sizes, out)
+        self._run("diagnostics", f, *self._sizes, out, *self._force(ax, ay))
         host = np.empty((self.ly, ND))
         self.cuda.memcpy_dtoh(host, out)
         out.free()

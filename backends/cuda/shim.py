@@ -173,22 +173,21 @@ class ShimProgram(HostBuffers, LaunchProgram):
                 for a in args]
         fn(blocks, threads, *conv)
 
-    def init_equilibrium(self, f, rho, ux, uy, T):
+    def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
         arrays = [np.ascontiguousarray(np.broadcast_to(a, (self.lx, self.ly)), dtype=np.float64)
                   for a in (rho, ux, uy, T)]
-        self._run("init_equilibrium", f, *self._sizes, *arrays)
+        self._run("init_equilibrium", f, *self._sizes, *arrays, *self._force(ax, ay))
         self.halo(f)
 
-    def fields(self, f):
+    def fields(self, f, ax=0.0, ay=0.0):
         out = [np.empty((self.lx, self.ly)) for _ in range(4)]
-        self._run("fields", f, *self._sizes, *out)
+        self._run("fields", f, *self._sizes, *out, *self._force(ax, ay))
         return tuple(out)
 
-
-    def diagnostics(self, f):
+    def diagnostics(self, f, ax=0.0, ay=0.0):
         from lbgen.codegen.diagnostics import ND
         out = np.empty((self.ly, ND))
-        self._run("diagnostics", f, *self._sizes, out)
+        self._run("diagnostics", f, *self._sizes, out, *self._force(ax, ay))
         return out
 
 def compile(source, lx: int, ly: int, strict: bool = False, flags=None, block_size: Optional[int] = None,

@@ -281,7 +281,8 @@ class OpenCLProgram(Program):
         self.options = build_options(strict, single, self.device)
         self.program = build(source, self.device, self.options)
         prefix = self.spec.prefix
-        names = ("halo", "propagate", "collide", "fused", "diagnostics") + (("bc", "fused_walls") if self.spec.walls else ())
+        names = (("halo", "propagate", "collide", "fused", "diagnostics", "init_equilibrium", "fields")
+                 + (("bc", "fused_walls") if self.spec.walls else ()))
         self.kernels = {n: cl.Kernel(self.program, f"{prefix}_{n}") for n in names}
         bs = block_size or self.spec.block_size or DEFAULT_BLOCK_SIZE
         limit = min(self.device.max_work_group_size,
@@ -389,13 +390,33 @@ class OpenCLProgram(Program):
         self._launch("bc", self._column_range, prv, nxt, *self._sizes, self.dtype(T_bottom), self.dtype(T_top),
                      np.int32(bool(adiabatic[0])), np.int32(bool(adiabatic[1])), self.dtype(ax), self.dtype(ay))
 
-    def diagnostics(self, f):
-        """Per-row reductions (LY work-items); accumulated in float for single precision."""
+    def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
+        """The generated init_equilibrium kernel (physical fields in, arrays of `real`), then the halo."""
+        mf = self.cl.mem_flags
+        bufs = [self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
+                               hostbuf=np.ascontiguousarray(np.broadcast_to(a, (self.lx, self.ly)), dtype=self.dtype))
+                for a in (rho, ux, uy, T)]
+        self._launch("init_equilibrium", self._site_range, f, *self._sizes, *bufs, self.dtype(ax), self.dtype(ay))
+        self.halo(f)
+        self.queue.finish()
+
+    def fields(self, f, ax=0.0, ay=0.0):
+        """The generated fields kernel: the physical fields, (LX, LY) float64 arrays."""
+        hosts = [np.empty((self.lx, self.ly), dtype=self.dtype) for _ in range(4)]
+        bufs = [self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, h.nbytes) for h in hosts]
+        self._launch("fields", self._site_range, f, *self._sizes, *bufs, self.dtype(ax), self.dtype(ay))
+        for h, b in zip(hosts, bufs):
+            self.cl.enqueue_copy(self.queue, h, b, is_blocking=True)
+        return tuple(h.astype(np.float64) for h in hosts)
+
+    def diagnostics(self, f, ax=0.0, ay=0.0):
+        """Per-row reductions of the physical fields (LY work-items); accumulated in float for
+        single precision."""
         from lbgen.codegen.diagnostics import ND
         acc = np.float32 if self.spec.precision == "single" else np.float64
         host = np.empty((self.ly, ND), dtype=acc)
         out = self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, host.nbytes)
-        self._launch("diagnostics", self._row_range, f, *self._sizes, out)
+        self._launch("diagnostics", self._row_range, f, *self._sizes, out, self.dtype(ax), self.dtype(ay))
         self.cl.enqueue_copy(self.queue, host, out, is_blocking=True)
         return host.astype(np.float64)
 

@@ -5,7 +5,9 @@ writes, for every row y, the reductions over x named in :data:`ROW_QUANTITIES` (
 order, ``out[y * ND + j]``).  :func:`rows_of_fields` computes the same rows on the host
 from (LX, LY) fields, :func:`combine_rows` merges the rows of several column bands
 (regions, MPI slabs) and :func:`scalars` turns rows into the global numbers of a time
-series.  Units: lattice units (one site, one step; velocities u = sum(xi f) / rho).
+series.  The fields are the physical (half-step) ones: rho, u = sum(xi f) / rho - a/2 and
+T + |a|^2/8 of the stored moments (lbgen.model.collision.half_step_shift; the kernel takes the
+force a); lengths in sites, velocities in model units (u/r sites per step).
 """
 from __future__ import annotations
 

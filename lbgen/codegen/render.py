@@ -91,7 +91,7 @@ def model_of(spec: KernelSpec) -> Model:
 
 def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
     model = model or model_of(spec)
-    vs, col, eq, mac = model.vs, model.collide, model.equilibrium, model.macroscopic
+    vs, col, eq, mac, phys = model.vs, model.collide, model.equilibrium, model.macroscopic, model.physical
     clustered = spec.layout in CLUSTERED
     vl = spec.vl if clustered else 1
     real_bytes = 8 if spec.precision == "double" else 4     # bytes of one stored population
@@ -123,10 +123,13 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "collide_flops": col.flops,
         "collide_description": col.description,
         "uses_wall": "wall" in [str(p) for p in col.parameters],
-        "equilibrium_body": print_assignments(eq, spec.precision),
+        "equilibrium_body": print_assignments(eq, spec.precision, suffix_parameters="_"),
         "equilibrium_outputs": [str(s) for s in eq.outputs],
         "fields_body": print_assignments(mac, spec.precision),
         "fields_outputs": [str(s) for s in mac.outputs],
+        "physical_body": print_assignments(phys, spec.precision, suffix_parameters="_"),
+        "physical_outputs": [str(s) for s in phys.outputs],
+        "physical_description": phys.description,
         "compile_time_sizes": spec.compile_time_sizes,
         "lx": spec.lx,
         "ly": spec.ly,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-import sympy as sp
 
 from lbgen import __version__
 from lbgen.codegen.cprint import RealPrinter, print_assignments
@@ -20,7 +19,7 @@ from lbgen.codegen.kernel_api import PTRDIFF_MAX_64, SIZE_ERRORS, storage_bytes
 from lbgen.codegen.layouts import CLUSTERED, Layout3D
 from lbgen.codegen.spec import KernelSource, KernelSpec
 from lbgen.model.derived import Model
-from lbgen.model.operators import AXES, force_arguments
+from lbgen.model.operators import AXES
 
 #: the entry points of the 3D C kernels (with the prefix), in the header's order
 ENTRY_POINTS_3D = ("check", "buffer_size", "alloc", "free", "set_threads", "halo", "propagate", "collide", "fused",
@@ -28,19 +27,6 @@ ENTRY_POINTS_3D = ("check", "buffer_size", "alloc", "free", "set_threads", "halo
 #: the boundary faces in the order of the boundaries struct's lid bits and lid velocities:
 #: face 2a + s is the low (s = 0) or high (s = 1) face normal to axis a (x, y, z)
 FACES = tuple(f"{axis}-{side}" for axis in AXES for side in ("low", "high"))
-
-
-def half_step_shift(vs, a):
-    """The physical (half-step) fields as what they add to the stored (post-collision)
-    moments: u_H = u - a/2, T_H = T + |a|^2/(4D) (thermal sets; isothermal sets report T = 1).
-
-    The same definition as ``lbgen.model.collision.half_step_shift`` of the 2D physical
-    fields (branch ``phys``): the stored populations carry the whole force of the last
-    collision, the physical fields the mean of the pre- and post-collision moments.
-    Returns (du, dT) with physical = stored + shift."""
-    du = tuple(-ak / 2 for ak in a)
-    dT = sp.Integer(0) if vs.isothermal else sp.Add(*(ak ** 2 for ak in a)) / (4 * len(a))
-    return du, dT
 
 
 def size_rules3d(spec: KernelSpec, vs) -> List[dict]:
@@ -108,9 +94,6 @@ def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
     clustered = spec.layout in CLUSTERED
     vl = spec.vl if clustered else 1
     printer = RealPrinter(spec.precision)
-    force = force_arguments(3)
-    a = tuple(sp.Symbol(f"{n}_", real=True) for n in force)
-    du, dT = half_step_shift(vs, a)
     collide_params = model.operator.kernel_arguments_of(3)
     layout = Layout3D(spec.layout, vs.Q, 1, 1, vl * vs.max_hop, vl, vs.max_hop)
     return {
@@ -144,15 +127,13 @@ def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "collide_description": col.description,
         "uses_wall": "wall" in [str(p) for p in col.parameters],
         "walls": None,
-        "equilibrium_body": print_assignments(eq, spec.precision),
+        "equilibrium_body": print_assignments(eq, spec.precision, suffix_parameters="_"),
         "equilibrium_inputs": [str(s) for s in eq.inputs],
         "equilibrium_outputs": [str(s) for s in eq.outputs],
         "fields_body": print_assignments(mac, spec.precision),
         "fields_outputs": [str(s) for s in mac.outputs],
-        # physical = stored + shift (fields); stored = physical - shift (init_equilibrium)
-        "shift_u": [printer.doprint(d) for d in du],
-        "shift_T": printer.doprint(dT),
-        "thermal_shift": dT != 0,
+        "physical_body": print_assignments(model.physical, spec.precision, suffix_parameters="_"),
+        "physical_outputs": [str(s) for s in model.physical.outputs],
         "compile_time_sizes": False,
         "r": vs.r,
         "cx": [int(e[0]) for e in vs.velocities],

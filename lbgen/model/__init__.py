@@ -21,6 +21,7 @@ _LAZY = {
     "AssignmentList": "lbgen.model.assignments",
     "Model": "lbgen.model.derived", "build_model": "lbgen.model.derived", "collide": "lbgen.model.derived",
     "equilibrium_assignments": "lbgen.model.derived", "macroscopic_assignments": "lbgen.model.derived",
+    "physical_assignments": "lbgen.model.derived", "physical_fields": "lbgen.model.derived",
     "wall_assignments": "lbgen.model.derived",
 }
 

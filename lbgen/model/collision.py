@@ -424,28 +424,83 @@ def inv_rho_T(rho, T):
     return 1 / (rho * T)
 
 
+def half_step_shift(vs: VelocitySet, a):
+    """The one definition of the physical (half-step) fields, as what they add to the stored moments.
+
+    The stored populations are post-collision: their moments (``macroscopic``) are
+    (rho, u, T) with u = u_pre + a, where a = (ax, ay) (``FORCE_ARGUMENTS``, the kernels'
+    force arguments) is the force per unit mass per step, in the units of u: a = g / r for
+    gravity g in model units (d2q37.md: F = rho g Delta t, Delta t = 1/r).  The physical
+    fields are those of the half step, the mean of the pre- and post-collision moments:
+
+    * rho_H = rho (the collision keeps the mass);
+    * u_H = (u_pre + u_post) / 2 = u - a/2;
+    * T_H: the mean total energy rho (D T/2 + |u|^2/2) of the two states less rho |u_H|^2 / 2,
+      over rho D/2.  Both operators keep the temperature (T_post = T_pre: the shifted
+      equilibrium's T* = T + tau (1 - tau) |a|^2 / D adds exactly rho (u.a + |a|^2/2) of energy,
+      with tau = tau1 for the regularized operator and tau = 1 on wall rows, for any state),
+      so T_H = T + |a|^2 / (4 D): T + |a|^2/8 in D = 2, the "physical temperature
+      T + |F|^2/(8 rho^2)" of d2q37.md.  Isothermal sets report T = 1 (no shift).
+
+    ``a``: the D force components (sympy symbols or numbers).  Returns (du, dT), du a tuple of
+    D components, with physical = stored + shift.
+    """
+    du = tuple(-ak / 2 for ak in a)
+    dT = sp.Integer(0) if vs.isothermal else sp.Add(*(ak ** 2 for ak in a)) / (4 * len(a))
+    return du, dT
+
+
+def physical(vs: VelocitySet) -> AssignmentList:
+    """Physical (half-step) fields from the stored moments: inputs rho_out, ux_out, uy_out[,
+    uz_out], T_out (the outputs of ``macroscopic``), parameters ax, ay[, az] -> rho_phys,
+    ux_phys, uy_phys[, uz_phys], T_phys (``half_step_shift``)."""
+    D = vs.D
+    rho, T = sp.Symbol("rho_out", real=True), sp.Symbol("T_out", real=True)
+    u = tuple(sp.Symbol(f"u{axis}_out", real=True) for axis in AXES[:D])
+    a = tuple(sp.Symbol(n, real=True) for n in force_arguments(D))
+    du, dT = half_step_shift(vs, a)
+    b = Builder()
+    outputs = (b.let("rho_phys", rho), *(b.let(f"u{AXES[k]}_phys", u[k] + du[k]) for k in range(D)),
+               b.let("T_phys", T + dT))
+    return AssignmentList(name="physical", inputs=(rho, *u, T), parameters=a,
+                          assignments=tuple(b.assignments), outputs=outputs,
+                          description="rho, u - a/2, " + ("T = 1 (isothermal)" if vs.isothermal
+                                                          else f"T + |a|^2/{4 * D}"))
+
+
 def equilibrium(vs: VelocitySet) -> AssignmentList:
-    """Populations at equilibrium from the fields: inputs rho, ux, uy[, uz], T -> fout_i."""
+    """Populations whose physical fields are the inputs: inputs rho, ux, uy[, uz], T (physical,
+    half-step), parameters ax, ay[, az] -> fout_i, the Maxwellian at the stored moments
+    (rho, u - du, T - dT) of ``half_step_shift``: the exact inverse of ``macroscopic`` followed
+    by ``physical`` (to round-off), so a fluid given at rest starts at rest."""
+    D = vs.D
     rho, T = sp.symbols("rho T", real=True)
-    u = tuple(sp.Symbol(f"u{axis}", real=True) for axis in AXES[:vs.D])
+    u = tuple(sp.Symbol(f"u{axis}", real=True) for axis in AXES[:D])
+    a = tuple(sp.Symbol(n, real=True) for n in force_arguments(D))
     order = vs.hermite_order
     H = _hermite_values(vs, order)
     b = Builder()
+    du, dT = half_step_shift(vs, a)
+    us = tuple(b.let(f"us{AXES[k]}", u[k] - du[k]) for k in range(D))
+    # isothermal sets ignore the T input
+    theta = sp.Integer(1) if vs.isothermal else b.let("Ts", T - dT)
     B = {}
-    theta = sp.Integer(1) if vs.isothermal else T     # isothermal sets ignore the T input
     for n in range(order + 1):
-        for c in components(n, vs.D):
-            B[c] = b.let(f"B{_tag(c)}", sp.expand(maxwellian_coefficient(c, rho, u, theta)))
+        for c in components(n, D):
+            B[c] = b.let(f"B{_tag(c)}", sp.expand(maxwellian_coefficient(c, rho, us, theta)))
     outputs = _reconstruct(b, vs, H, B)
     assignments = cse_assignments(b.assignments, outputs)
-    return AssignmentList(name="equilibrium", inputs=(rho, *u, T), parameters=(),
+    return AssignmentList(name="equilibrium", inputs=(rho, *u, T), parameters=a,
                           assignments=assignments, outputs=outputs,
-                          description=f"order-{order} Hermite expansion of the Maxwellian"
-                                      + (" at T = 1 (isothermal)" if vs.isothermal else ""))
+                          description=f"order-{order} Hermite expansion of the Maxwellian at the stored "
+                                      f"moments of the physical fields (u + a/2"
+                                      + (", T = 1: isothermal)" if vs.isothermal else f", T - |a|^2/{4 * D})"))
 
 
 def macroscopic(vs: VelocitySet) -> AssignmentList:
-    """Fields from populations: inputs f_i -> rho, ux, uy[, uz], T (u = sum xi f / rho)."""
+    """The stored (post-collision) moments of populations: inputs f_i -> rho, ux, uy[, uz], T
+    (u = sum xi f / rho).  What the walls' algebra works on; what lbgen reports is
+    ``physical`` of these."""
     f = population_symbols(vs.Q)
     H = _hermite_values(vs, 2)
     b = Builder()
@@ -465,4 +520,5 @@ def macroscopic(vs: VelocitySet) -> AssignmentList:
                                              ("T_out", T)))
     assignments = cse_assignments(b.assignments, outputs)
     return AssignmentList(name="macroscopic", inputs=f, parameters=(), assignments=assignments,
-                          outputs=outputs, description=f"rho, u = sum xi f / rho, T = sum |xi-u|^2 f / ({D} rho)")
+                          outputs=outputs, description=f"stored moments: rho, u = sum xi f / rho, "
+                                                       f"T = sum |xi-u|^2 f / ({D} rho)")

@@ -1,5 +1,6 @@
 """The model's derived assignments, cached: ``collide``, ``equilibrium_assignments``,
-``macroscopic_assignments``, ``wall_assignments`` and the one ``Model`` value.
+``macroscopic_assignments``, ``physical_assignments``, ``wall_assignments`` and the one
+``Model`` value.
 
 These are the cached entry points (cache key: ``model_digest()`` -- the model's own source
 and sympy's version -- and the arguments; entries checksummed by ``cached_pickle``), so only
@@ -21,7 +22,7 @@ from lbgen.model.operators import Operator, operator
 from lbgen.model.velocity_set import VelocitySet, velocity_set
 
 __all__ = ["Model", "build_model", "collide", "equilibrium_assignments", "macroscopic_assignments",
-           "model_digest", "wall_assignments"]
+           "model_digest", "physical_assignments", "physical_fields", "wall_assignments"]
 
 #: the sources that derive the model's assignments (every module of lbgen/model)
 MODEL_SOURCES = Path(__file__).parent
@@ -45,6 +46,8 @@ def _cached(what: str, vs_name: str, *args):
             return w.wall_assignments(vs, *args)
         if what == "equilibrium":
             return c.equilibrium(vs)
+        if what == "physical":
+            return c.physical(vs)
         return c.macroscopic(vs)
 
     key = digest(model_digest(), what, vs_name, *args)
@@ -73,20 +76,37 @@ def equilibrium_assignments(vs_name: str = "d2q37") -> AssignmentList:
 
 @lru_cache(maxsize=None)
 def macroscopic_assignments(vs_name: str = "d2q37") -> AssignmentList:
+    """The stored moments of populations (what the walls use; lbgen.model.collision.macroscopic)."""
     return _cached("macroscopic", vs_name)
+
+
+@lru_cache(maxsize=None)
+def physical_assignments(vs_name: str = "d2q37") -> AssignmentList:
+    """The physical (half-step) fields of the stored moments (lbgen.model.collision.physical)."""
+    return _cached("physical", vs_name)
+
+
+def physical_fields(vs_name: str, f, ax: float, ay: float):
+    """(rho, ux, uy, T) physical fields of (Q, ...) populations f under the force per unit
+    mass per step (ax, ay), through NumPy: ``macroscopic`` then ``physical`` -- in double the
+    bits of a strict build of the fields kernel."""
+    moments = macroscopic_assignments(vs_name).evaluate(f)
+    return physical_assignments(vs_name).evaluate(moments, ax=ax, ay=ay)
 
 
 @dataclass(frozen=True)
 class Model:
     """One model, derived once and handed down: the velocity set, the collision operator
-    (its record and its assignments), the equilibrium and macroscopic assignments, and the
-    wall rows ((side, row, assignments), nearest the bulk first) when there are walls."""
+    (its record and its assignments), the equilibrium (of physical fields), macroscopic
+    (stored moments) and physical (half-step correction) assignments, and the wall rows
+    ((side, row, assignments), nearest the bulk first) when there are walls."""
 
     vs: VelocitySet
     operator: Operator
     collide: AssignmentList
     equilibrium: AssignmentList
     macroscopic: AssignmentList
+    physical: AssignmentList
     wall_scheme: str = "lbgen"
     walls: Optional[Tuple[Tuple[str, int, AssignmentList], ...]] = None
 
@@ -105,4 +125,5 @@ def build_model(velocity_set_name: str = "d2q37", collision: str = "bgk", walls:
                      for side in SIDES for row in range(wall_row_count(vs) - 1, -1, -1))
     return Model(vs=vs, operator=operator(collision), collide=collide(collision, velocity_set_name),
                  equilibrium=equilibrium_assignments(velocity_set_name),
-                 macroscopic=macroscopic_assignments(velocity_set_name), wall_scheme=wall_scheme, walls=rows)
+                 macroscopic=macroscopic_assignments(velocity_set_name),
+                 physical=physical_assignments(velocity_set_name), wall_scheme=wall_scheme, walls=rows)

@@ -2,7 +2,7 @@
 
 Conventions: every field is a numpy array of shape ``(LX, LY)`` indexed ``[x, y]``; x is
 periodic, y runs from the bottom wall (y = 0) to the top wall (y = LY - 1) and gravity
-points in -y.  Velocities are in model units (u = sum(xi f) / rho).
+points in -y.  The fields are the physical (half-step) ones the run reports (``FIELDS_MEANING``).
 """
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ PathLike = Union[str, os.PathLike]
 #: the fields written to every field file, in this order
 FIELD_NAMES = ("rho", "ux", "uy", "T")
 FIELDS_DIR, VTK_DIR, PVD_NAME = "fields", "vtk", "fields.pvd"
+#: what rho, ux, uy, T of a field file are (an attribute of every .h5 file; docs/physical-fields.md)
+FIELDS_MEANING = ("physical (half-step) fields: rho, u = sum(xi f)/rho - a/2, T + |a|^2/8 of the stored "
+                  "post-collision moments (a: force per unit mass per step, g/r); lengths in sites, velocities "
+                  "in model units (u/r sites per step), T in units of T0 = 1")
 FIELD_FORMATS = ("h5", "npz")
 
 
@@ -125,6 +129,7 @@ def write_h5(path: Path, step: int, arrays: dict, time: Optional[float], attrs: 
                 f.attrs["time"] = float(time)
             f.attrs["shape"] = np.asarray(next(iter(arrays.values())).shape, dtype=np.int64)
             f.attrs["index_order"] = "[x, y]; x periodic, y from bottom wall (0) to top wall (LY-1)"
+            f.attrs["fields"] = FIELDS_MEANING
             for key, value in (attrs or {}).items():
                 f.attrs[f"physics_{key}"] = value
     return path

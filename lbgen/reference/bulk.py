@@ -20,9 +20,9 @@ import numpy as np
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 from lbgen.model.velocity_set import velocity_set
 
-__all__ = ["equilibrium", "fields", "propagate", "collide_bgk", "collide_regularized",
-           "collide", "step", "run", "force_from_gravity", "hermite_tensors", "projections",
-           "equilibrium_moments", "energy"]
+__all__ = ["equilibrium", "fields", "physical_fields", "physical_equilibrium", "propagate", "collide_bgk",
+           "collide_regularized", "collide", "step", "run", "force_from_gravity", "hermite_tensors",
+           "projections", "equilibrium_moments", "energy"]
 
 
 def set_of(vs):
@@ -101,6 +101,32 @@ def fields(f, vs=None):
         return rho, ux, uy, np.ones_like(rho)     # isothermal sets: T = 1 by construction
     T = (0.5 * ((xx - ux) ** 2 + (xy - uy) ** 2) * f).sum(axis=0) / rho
     return rho, ux, uy, T
+
+
+def physical_fields(f, force=(0.0, 0.0), vs=None):
+    """The physical (half-step) fields of post-collision populations f under the force
+    a = (ax, ay) per unit mass per step, typed from their definition (docs/physical-fields.md),
+    not from the model's code: the mean of the moments before and after the collision that
+    produced f.  The collision adds a to u and keeps T (its energy gain is exactly
+    rho (u.a + |a|^2/2)), so
+
+        rho_H = rho,  u_H = u - a/2,  T_H = (E_before + E_after) / (2 rho) - |u_H|^2 / 2 = T + |a|^2 / 8
+
+    with (rho, u, T) = ``fields(f)`` and E = rho (T + |u|^2/2); isothermal sets report T = 1."""
+    vs = set_of(vs)
+    ax, ay = force
+    rho, ux, uy, T = fields(f, vs)
+    if isothermal(vs):
+        return rho, ux - 0.5 * ax, uy - 0.5 * ay, T
+    return rho, ux - 0.5 * ax, uy - 0.5 * ay, T + (ax * ax + ay * ay) / 8.0
+
+
+def physical_equilibrium(rho, ux, uy, T, force=(0.0, 0.0), vs=None):
+    """The equilibrium populations whose ``physical_fields`` are (rho, ux, uy, T): f_eq at
+    u + a/2 and T - |a|^2/8 (isothermal sets: theta = 1)."""
+    ax, ay = force
+    shift = 0.0 if isothermal(set_of(vs)) else (ax * ax + ay * ay) / 8.0
+    return equilibrium(rho, np.asarray(ux) + 0.5 * ax, np.asarray(uy) + 0.5 * ay, np.asarray(T) - shift, vs)
 
 
 def energy(f, vs=None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lbgen.reference.bulk import collide, fields, isothermal, propagate, set_of
+from lbgen.reference.bulk import collide, fields, isothermal, physical_fields, propagate, set_of
 
 __all__ = ["apply_walls", "step_walls", "wall_mask", "wall_row_temperatures"]
 
@@ -137,7 +137,8 @@ def apply_walls(g, f_before, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), 
         y_of = (lambda j: j) if side == "bottom" else (lambda j: ly - 1 - j)
         T_bulk = fields(g[:, :, y_of(H)], vs)[3]
         if scheme == "reference":
-            T_bulk = T_bulk + (force[0] ** 2 + force[1] ** 2) / 8
+            # the production code's localTempfic: the first bulk row's physical temperature T + |a|^2/8
+            T_bulk = physical_fields(g[:, :, y_of(H)], force, vs)[3]
             temps = wall_row_temperatures(T_wall, T_bulk, adiabatic_side, H)
             for j in range(H):
                 unknown, leaving = _wall_sets(vs, side, j)

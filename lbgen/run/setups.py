@@ -52,8 +52,14 @@ def rayleigh_taylor(lx: int, ly: int, gravity: Tuple[float, float] = RT_GRAVITY,
     T = (T_hot + T_cold)/2 - (T_hot - T_cold)/2 tanh((y - h(x)) / width) around an interface
     h(x) at mid-height perturbed by a random superposition of the first 8 Fourier modes
     (amplitude: a fraction of LX, default LX/100 split over the modes, phases from `seed`);
-    density in discrete hydrostatic balance rho_y = rho_{y-1} (T_{y-1} + g_y) / T_y with
-    rho = 1 at y = 0, fluid at rest.  g is the gravity of the run (same units as --gravity).
+    fluid at rest, density in discrete hydrostatic balance with rho = 1 at y = 0:
+    p_y - p_{y-1} = g_y (rho_y + rho_{y-1}) / 2 with p = rho T, i.e.
+    rho_y = rho_{y-1} (T_{y-1} + g_y/2) / (T_y - g_y/2) -- the balance of the half-step
+    forcing (the force acts on the mean density of the two rows; the production code's
+    rho_y = rho_{y-1} (T_{y-1} + g_y) / T_y leaves a residual flow ~2000 times larger in a
+    fluid at rest: docs/physical-fields.md).  g is the gravity of the run (same units as
+    --gravity).  These are physical fields: a run stores the populations whose half-step
+    velocity is 0, so the fluid starts at rest.
     """
     rng = np.random.default_rng(seed)
     x = np.arange(lx)
@@ -67,7 +73,7 @@ def rayleigh_taylor(lx: int, ly: int, gravity: Tuple[float, float] = RT_GRAVITY,
     gy = float(gravity[1])
     rho = np.ones((lx, ly))
     for j in range(1, ly):
-        rho[:, j] = rho[:, j - 1] * (T[:, j - 1] + gy) / T[:, j]
+        rho[:, j] = rho[:, j - 1] * (T[:, j - 1] + gy / 2) / (T[:, j] - gy / 2)
     return {"rho": rho, "ux": np.zeros((lx, ly)), "uy": np.zeros((lx, ly)), "T": T}
 
 

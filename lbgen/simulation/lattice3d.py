@@ -5,7 +5,7 @@ the model's, u = sum(xi_i f_i) / rho with xi_i = r c_i (r = sqrt(3) for D3Q19 an
 one hop per step is a speed of r, and the lattice-unit velocity of the literature is u / r);
 gravity g is an acceleration in those units per model time Delta t = 1/r, so the force per
 unit mass per step is a = g / r.  The fields are the physical (half-step) ones:
-u_H = u - a/2 of the stored post-collision populations (``lbgen.codegen.render3d.half_step_shift``);
+u_H = u - a/2 of the stored post-collision populations (``lbgen.model.collision.half_step_shift``);
 ``set_fields`` takes them and ``fields`` returns them.
 
 Boundaries: ``walls`` -- the axes whose two faces are half-way bounce-back no-slip walls

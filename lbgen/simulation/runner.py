@@ -4,6 +4,11 @@ Units: lattice sites and time steps.  Velocities are those of the model,
 u = sum(xi_i f_i) / rho with xi_i = r e_i (so one lattice hop per step is a speed of r);
 gravity g is an acceleration in the same units per unit of the model time Delta t = 1/r,
 so the force per unit mass per step is a = g / r (d2q37.md: F = rho g Delta t).
+
+Fields in and out are physical (half-step): ``set_fields`` takes and ``fields`` /
+``diagnostics`` report rho, u - a/2 and T + |a|^2/8 of the stored (post-collision)
+moments (``lbgen.model.collision.half_step_shift``, docs/physics.md), with a the force of
+the current parameters; ``populations``/``state`` stay the stored populations.
 """
 from __future__ import annotations
 
@@ -81,9 +86,9 @@ class Simulation(HealthChecks):
     """A box of LX x LY sites (periodic in X; periodic or walled in Y) on one or more backends.
 
     >>> sim = Simulation(64, 256, collision="bgk", tau=0.8)
-    >>> sim.set_fields(rho, ux, uy, T)      # populations at equilibrium
+    >>> sim.set_fields(rho, ux, uy, T)      # populations at equilibrium (physical fields)
     >>> sim.run(1000)
-    >>> fields = sim.fields()               # dict of (LX, LY) arrays: rho, ux, uy, T
+    >>> fields = sim.fields()               # dict of (LX, LY) arrays: rho, ux, uy, T (physical)
 
     Heterogeneous runs (paper, "host + accelerator"): with ``device_backend`` the lattice
     is split along X; the device owns the bulk LX - 2M columns, the host backend
@@ -279,19 +284,31 @@ class Simulation(HealthChecks):
 
     # --- state -------------------------------------------------------------------------
     def set_fields(self, rho, ux, uy, T) -> None:
-        """Populations at the equilibrium of the given fields (arrays of shape (LX, LY)),
-        computed by each region's init_equilibrium kernel on its backend."""
+        """Start from the given physical fields (numbers or arrays of shape (LX, LY)): the
+        populations at the equilibrium whose physical (half-step) fields under this run's
+        force are these -- u + a/2, T - |a|^2/8 stored -- so ``fields()`` gives them back to
+        round-off and a fluid given at rest starts at rest.  Computed by each region's
+        init_equilibrium kernel on its backend."""
         arrays = self._checked_fields(rho, ux, uy, T)
+        ax, ay = self.force
         for r in self.regions:
             cols = r.columns % self.lx
-            r.program.init_equilibrium(r.f, *(np.ascontiguousarray(a[cols]) for a in arrays))
+            r.program.init_equilibrium(r.f, *(np.ascontiguousarray(a[cols]) for a in arrays), ax=ax, ay=ay)
         self._fields_set = True
 
+    @property
+    def force(self) -> Tuple[float, float]:
+        """(ax, ay): the force per unit mass per step of the current parameters (gravity / r),
+        what the kernels take and what the physical fields are corrected by."""
+        return self._params.force(self.vs.r)
+
     def _equilibrium(self, rho, ux, uy, T) -> np.ndarray:
-        """Checked fields -> (Q, LX, LY) equilibrium populations on the host (the model's
-        assignments through NumPy: in double, the bits of a strict build of the init kernel)."""
+        """Checked physical fields -> (Q, LX, LY) populations on the host, as ``set_fields`` (the
+        model's assignments through NumPy: in double, the bits of a strict build of the init kernel)."""
         from lbgen.model import equilibrium_assignments
-        return equilibrium_assignments(self.spec.velocity_set).evaluate(self._checked_fields(rho, ux, uy, T))
+        ax, ay = self.force
+        return equilibrium_assignments(self.spec.velocity_set).evaluate(self._checked_fields(rho, ux, uy, T),
+                                                                        ax=ax, ay=ay)
 
     def _checked_fields(self, rho, ux, uy, T):
         """Each field a real number (the same at every site) or an array of exactly (LX, LY):
@@ -322,6 +339,14 @@ class Simulation(HealthChecks):
             raise SimulationError(f"{self.vs.name} is isothermal (T = 1): the initial temperature must be 1 "
                                   f"everywhere, got {arrays[3].min():.6g} .. {arrays[3].max():.6g}; use d2q37 "
                                   f"for thermal flows")
+        if not self.vs.isothermal:
+            from lbgen.model.collision import half_step_shift    # the stored T is T - dT: positive too
+            dT = float(half_step_shift(self.vs, self.force)[1])
+            if dT and np.any(arrays[3] <= dT):
+                x, y = (int(i[0]) for i in np.nonzero(arrays[3] <= dT))
+                raise SimulationError(f"set_fields: T is {arrays[3][x, y]:.6g} at site (x={x}, y={y}); under this "
+                                      f"run's force the physical temperature must exceed |a|^2/8 = {dT:.6g} (the "
+                                      f"stored temperature T - |a|^2/8 must be positive)")
         return arrays
 
     def set_populations(self, f: np.ndarray) -> None:
@@ -372,29 +397,32 @@ class Simulation(HealthChecks):
         return self.state().astype(np.float64)
 
     def fields(self) -> Dict[str, np.ndarray]:
-        """rho, ux, uy, T as (LX, LY) arrays (u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho)),
-        computed by each region's fields kernel on its backend."""
+        """The physical (half-step) fields rho, ux, uy, T as (LX, LY) arrays: rho, u - a/2 and
+        T + |a|^2/8 of the stored moments (u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho)),
+        a = ``force``; computed by each region's fields kernel on its backend."""
         self.synchronize()
         out = {k: np.empty((self.lx, self.ly)) for k in ("rho", "ux", "uy", "T")}
+        ax, ay = self.force
         for r in self.regions:
-            for k, v in zip(("rho", "ux", "uy", "T"), r.program.fields(r.f)):
+            for k, v in zip(("rho", "ux", "uy", "T"), r.program.fields(r.f, ax=ax, ay=ay)):
                 out[k][r.columns % self.lx] = v
         return out
 
     def _fields_of(self, f: np.ndarray) -> Dict[str, np.ndarray]:
-        """Fields of (Q, LX, LY) populations on the host: the model's assignments through
-        NumPy, in double the bits of a strict build of the fields kernel."""
-        from lbgen.model import macroscopic_assignments
-        values = macroscopic_assignments(self.spec.velocity_set).evaluate(np.asarray(f, dtype=np.float64))
+        """Physical fields of (Q, LX, LY) populations on the host, as ``fields``: the model's
+        assignments through NumPy, in double the bits of a strict build of the fields kernel."""
+        from lbgen.model import physical_fields
+        values = physical_fields(self.spec.velocity_set, np.asarray(f, dtype=np.float64), *self.force)
         return dict(zip(("rho", "ux", "uy", "T"), values))
 
     def diagnostic_rows(self) -> np.ndarray:
-        """(LY, ND) per-row reductions over this process's columns (the backends' generated
-        diagnostics kernels; columns: ``lbgen.codegen.diagnostics.ROW_QUANTITIES``).  Only LY x ND
-        numbers per region leave the device, never the lattice."""
+        """(LY, ND) per-row reductions of the physical fields over this process's columns (the
+        backends' generated diagnostics kernels; columns: ``lbgen.codegen.diagnostics.ROW_QUANTITIES``).
+        Only LY x ND numbers per region leave the device, never the lattice."""
         from lbgen.codegen.diagnostics import combine_rows
         self.synchronize()
-        return combine_rows([r.program.diagnostics(r.f) for r in self.regions])
+        ax, ay = self.force
+        return combine_rows([r.program.diagnostics(r.f, ax=ax, ay=ay) for r in self.regions])
 
     def diagnostics(self, T_hot: Optional[float] = None, T_cold: Optional[float] = None) -> Dict[str, float]:
         """Global diagnostics of the current state as Python floats (``lbgen.codegen.diagnostics.scalars``):

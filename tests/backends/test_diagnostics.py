@@ -1,7 +1,8 @@
 """The generated per-row diagnostics kernel on every backend against the NumPy reference.
 
-Each backend's ``Program.diagnostics`` reduces a state in its own layout; the oracle is
-``lbgen.codegen.diagnostics.rows_of_fields`` of ``lbgen.reference.bulk.fields`` of the same state.
+Each backend's ``Program.diagnostics`` reduces the physical (half-step) fields of a state in
+its own layout under a force; the oracle is ``lbgen.codegen.diagnostics.rows_of_fields`` of
+``lbgen.reference.bulk.physical_fields`` of the same state and force.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from lbgen.run.setups import rayleigh_taylor
 
 CI = os.environ.get("CI", "").lower() == "true"
 LX, LY = 6, 96
+#: the force per unit mass per step of the state's last collision (what the physical fields correct)
+FORCE = (1e-4, -2e-4)
 
 
 def _backend(name):
@@ -51,37 +54,59 @@ def state():
                           0.05 * rng.uniform(-1, 1, shape), 1 + 0.05 * rng.uniform(-1, 1, shape))
     f = feq * (1 + 1e-3 * rng.standard_normal(feq.shape))
     for _ in range(3):
-        f = ref.collide(ref.propagate(f), "bgk", tau=0.8, force=(1e-4, -2e-4))
+        f = ref.collide(ref.propagate(f), "bgk", tau=0.8, force=FORCE)
     return f
 
 
-def _program(backend, layout, vl, precision="double"):
+def _expected(state):
+    return rows_of_fields(dict(zip(("rho", "ux", "uy", "T"), ref.physical_fields(state, FORCE))))
+
+
+def _program(backend, layout, vl, precision="double", collision="bgk"):
     compile_fn, why = _backend(backend)
     if compile_fn is None:
         if CI and backend in REQUIRED:
             pytest.fail(f"{backend} must run under CI=true: {why}")
         pytest.skip(f"{backend}: {why}")
     spec_backend = "cuda" if backend.startswith("cuda") else backend
-    return compile_fn(generate(KernelSpec(backend=spec_backend, layout=layout, vl=vl, precision=precision)), LX, LY)
+    spec = KernelSpec(backend=spec_backend, layout=layout, vl=vl, precision=precision, collision=collision)
+    return compile_fn(generate(spec), LX, LY)
 
 
 @pytest.mark.parametrize("cfg", [c for c in LAYOUT_CONFIGS if c[1] in (None, 8)] + [("caosoa", 32)], ids=config_id)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_diagnostics_kernel_matches_reference_fields(backend, cfg, state):
     prog = _program(backend, *cfg)
-    rows = prog.diagnostics(prog.upload_fields(state))
-    expected = rows_of_fields(dict(zip(("rho", "ux", "uy", "T"), ref.fields(state))))
+    rows = prog.diagnostics(prog.upload_fields(state), *FORCE)
+    expected = _expected(state)
     assert rows.shape == (LY, ND)
     scale = np.abs(expected).max(axis=0)
     err = np.abs(rows - expected)
     assert np.all(err <= 1e-12 * scale), err.max(axis=0) / scale
+    # the stored moments (force 0) differ: momentum by rho a / 2 per site
+    stored = prog.diagnostics(prog.upload_fields(state))
+    j = ROW_INDEX["momentum_y"]
+    np.testing.assert_allclose(stored[:, j] - rows[:, j], stored[:, ROW_INDEX["mass"]] * FORCE[1] / 2, rtol=1e-9)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fields_kernel_reports_the_physical_fields_of_the_reference(backend, state):
+    """fields(f, ax, ay) = the oracle's half-step fields: rho, u - a/2, T + |a|^2/8 (bgk and regularized kernels)."""
+    for collision in ("bgk", "regularized"):
+        prog = _program(backend, "caosoa", 8, collision=collision)
+        got = prog.fields(prog.upload_fields(state), *FORCE)
+        for name, g, w in zip(("rho", "ux", "uy", "T"), got, ref.physical_fields(state, FORCE)):
+            assert np.abs(g - w).max() <= 1e-13 * max(1.0, np.abs(w).max()), (collision, name)
+        # with no force: the stored moments
+        for g, w in zip(prog.fields(prog.upload_fields(state)), ref.fields(state)):
+            assert np.abs(g - w).max() <= 1e-13 * max(1.0, np.abs(w).max())
 
 
 @pytest.mark.parametrize("backend", ("c", "opencl", "cuda-shim"))
 def test_diagnostics_kernel_single_precision(backend, state):
     prog = _program(backend, "caosoa", 8, precision="single")
-    rows = prog.diagnostics(prog.upload_fields(state))
-    expected = rows_of_fields(dict(zip(("rho", "ux", "uy", "T"), ref.fields(state))))
+    rows = prog.diagnostics(prog.upload_fields(state), *FORCE)
+    expected = _expected(state)
     i = ROW_INDEX
     np.testing.assert_allclose(rows[:, i["mass"]], expected[:, i["mass"]], rtol=1e-5)
     np.testing.assert_allclose(rows[:, i["min_T"]], expected[:, i["min_T"]], rtol=1e-5)

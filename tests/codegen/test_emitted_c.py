@@ -60,13 +60,13 @@ int main(void)
     lbgen_real *f = lbgen_alloc(lx, ly), *g = lbgen_alloc(lx, ly);
     if (!rho || !ux || !uy || !T || !f || !g) return 4;
     for (size_t i = 0; i < n; ++i) { rho[i] = 1.0; T[i] = 1.0; }
-    lbgen_init_equilibrium(f, lx, ly, rho, ux, uy, T);
+    lbgen_init_equilibrium(f, lx, ly, rho, ux, uy, T, 0.0, 0.0);
     for (int s = 0; s < 10; ++s) {
         lbgen_halo(f, lx, ly);
         lbgen_fused(f, g, lx, ly, 0.8, 0.0, 0.0);
         lbgen_real *t = f; f = g; g = t;
     }
-    lbgen_fields(f, lx, ly, rho, ux, uy, T);
+    lbgen_fields(f, lx, ly, rho, ux, uy, T, 0.0, 0.0);
     double mass = 0;
     for (size_t i = 0; i < n; ++i) mass += rho[i];
     printf("buffer_size %zu\nmass %.12f\n", lbgen_buffer_size(lx, ly), mass);
@@ -167,10 +167,10 @@ int main()
     std::vector<double> rho(lx * ly, 1.0), ux(lx * ly, 0.0), uy(lx * ly, 0.0), T(lx * ly, 1.0);
     lbgen_real *f = lbgen_alloc(lx, ly), *g = lbgen_alloc(lx, ly);
     if (!f || !g) return 4;
-    lbgen_init_equilibrium(f, lx, ly, rho.data(), ux.data(), uy.data(), T.data());
+    lbgen_init_equilibrium(f, lx, ly, rho.data(), ux.data(), uy.data(), T.data(), 0.0, 0.0);
     lbgen_halo(f, lx, ly);
     lbgen_fused(f, g, lx, ly, 0.8, 0.0, 0.0);
-    lbgen_fields(g, lx, ly, rho.data(), ux.data(), uy.data(), T.data());
+    lbgen_fields(g, lx, ly, rho.data(), ux.data(), uy.data(), T.data(), 0.0, 0.0);
     double mass = 0;
     for (double r : rho) mass += r;
     std::printf("Q %d mass %.12f\n", LBGEN_Q, mass);

@@ -131,7 +131,7 @@ def test_d3q39_equilibrium_has_the_maxwellian_moments_to_third_order():
     n = 6
     rho, T = 1 + 0.1 * rng.random(n), 1 + 0.1 * rng.standard_normal(n)
     u = 0.1 * rng.standard_normal((3, n))
-    f = derived.equilibrium_assignments("d3q39").evaluate([rho, *u, T])
+    f = derived.equilibrium_assignments("d3q39").evaluate([rho, *u, T], ax=0.0, ay=0.0, az=0.0)  # zero force: the Maxwellian of these moments
     normal = {0: lambda m: np.ones_like(m), 1: lambda m: m, 2: lambda m: m * m + T, 3: lambda m: m ** 3 + 3 * m * T}
     for order in range(4):
         for alpha in itertools.product(range(order + 1), repeat=3):
@@ -149,7 +149,7 @@ def test_3d_bgk_conserves_mass_adds_the_force_and_its_energy(name):
     n = 5
     rho, T = 1 + 0.1 * rng.random(n), np.ones(n) if vs.isothermal else 1 + 0.05 * rng.standard_normal(n)
     u = 0.05 * rng.standard_normal((3, n))
-    feq = derived.equilibrium_assignments(name).evaluate([rho, *u, T])
+    feq = derived.equilibrium_assignments(name).evaluate([rho, *u, T], ax=0.0, ay=0.0, az=0.0)
     f = feq * (1 + 0.02 * rng.standard_normal(feq.shape))
     a = np.array([2e-3, -1e-3, 3e-3])
     out = derived.collide("bgk", name).evaluate(list(f), tau=0.7, ax=a[0], ay=a[1], az=a[2], wall=0.0)

@@ -88,7 +88,12 @@ def test_equilibrium_broadcasts_scalars_and_fields(vs):
 def test_explicit_equilibrium_equals_generated_equilibrium(vs):
     inputs = random_fields(2)
     want = ref.equilibrium(*inputs, vs=vs)
-    got = generated_equilibrium(vs).evaluate(list(inputs))
+    got = generated_equilibrium(vs).evaluate(list(inputs), ax=0.0, ay=0.0)
+    assert np.abs(got - want).max() <= 1e-14 * np.abs(want).max()
+    # with a force the generated init takes physical fields: the oracle's own inverse
+    force = (2e-3, -3e-3)
+    got = generated_equilibrium(vs).evaluate(list(inputs), ax=force[0], ay=force[1])
+    want = ref.physical_equilibrium(*inputs, force, vs=vs)
     assert np.abs(got - want).max() <= 1e-14 * np.abs(want).max()
 
 

@@ -24,11 +24,12 @@
  * Build and run:   make && ./example [steps] [lx ly]
  * Initial fields (x, y integer site coordinates, 0-based; k = 2 pi / lx):
  *   rho = 1 + 0.01 cos(2 pi y / ly),  ux = 0,  uy = 0.05 sin(k x),  T = 1 + 0.02 sin(2 pi (x + y) / lx)
- * populations start at the equilibrium of these fields; each step is
+ * these are physical (half-step) fields: the populations start at the equilibrium whose
+ * physical fields they are under the force (ax, ay) (init_equilibrium); each step is
  *   halo(f); fused(f -> g) (propagate + bgk collide); swap(f, g)
- * At the end it prints total mass and momentum and writes every site's fields to
- * example_fields.txt ("x y rho ux uy T", %.17g) so the result can be compared with
- * lbgen's NumPy reference.
+ * At the end it prints total mass and momentum and writes every site's physical fields
+ * (fields, same force) to example_fields.txt ("x y rho ux uy T", %.17g) so the result can
+ * be compared with lbgen's NumPy reference.
  */
 #include <math.h>
 #include <stdio.h>
@@ -62,13 +63,13 @@ int main(int argc, char **argv)
             uy[i] = 0.05 * sin(2 * pi * x / lx);
             T[i] = 1.0 + 0.02 * sin(2 * pi * (x + y) / lx);
         }
-    lbgen_init_equilibrium(f, lx, ly, rho, ux, uy, T);
+    lbgen_init_equilibrium(f, lx, ly, rho, ux, uy, T, ax, ay);
     for (int s = 0; s < steps; ++s) {
         lbgen_halo(f, lx, ly);
         lbgen_fused(f, g, lx, ly, tau, ax, ay);
         lbgen_real *t = f; f = g; g = t;
     }
-    lbgen_fields(f, lx, ly, rho, ux, uy, T);
+    lbgen_fields(f, lx, ly, rho, ux, uy, T, ax, ay);
     double mass = 0, px = 0, py = 0;
     FILE *out = fopen("example_fields.txt", "w");
     if (!out) { perror("example_fields.txt"); return 1; }

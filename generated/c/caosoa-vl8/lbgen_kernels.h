@@ -115,17 +115,29 @@ void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, double 
    (halo, fused); prv needs a fresh halo, nxt
    gets the interior.  Returns 0, 1 (out of memory) or 2 (depth outside 1..8). */
 int lbgen_fused_tb(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int depth, double tau, double ax, double ay);
-/* f = equilibrium of the fields (arrays of LX*LY doubles, index x*LY + y); halo refreshed.
-   Velocities in the units of sum(xi_i f_i)/rho with xi_i = r e_i. */
-void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in);
-/* Fields of f: rho = sum f, u = sum xi f / rho, T = sum |xi - u|^2 f / (2 rho). */
-void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o);
-/* Per-row reductions over x for time series and run guards: out[y*11 + j] (LY*11 doubles) with j =
-   0: sum mass, 1: sum momentum_x, 2: sum momentum_y, 3: sum energy, 4: sum kinetic_energy, 5: sum
-   T_sum, 6: max max_u2, 7: min min_rho, 8: min min_T, 9: max max_T, 10: sum nonfinite; mass = rho,
-   energy = rho (T + |u|^2/2), kinetic_energy = rho |u|^2/2, max_u2 = |u|^2, nonfinite counts sites
-   with NaN/Inf (min/max skip them).  See lbgen.diagnostics. */
-void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out);
+/* Physical fields.  The stored populations are post-collision: their own moments carry the
+   whole force of the last collision.  init_equilibrium takes, and fields and diagnostics
+   report, the physical (half-step) fields instead: rho, u - a/2, T + |a|^2/8
+   (lbgen.model.collision.half_step_shift), so a fluid at rest under gravity reads u = 0
+   and fields(init_equilibrium(x)) = x to round-off.  (ax, ay): the force per unit mass per
+   step, the values the collision takes (gravity g in model units: a = g / LBGEN_R);
+   ax = ay = 0 gives the stored moments.  Units: lengths in sites; u in model units, where
+   one hop per step is a speed of LBGEN_R (u / LBGEN_R sites per step); T in units of the
+   reference temperature (T0 = 1). */
+/* f = the populations whose physical fields (above) are the given ones (arrays of LX*LY
+   doubles, index x*LY + y): the equilibrium at u + a/2, T - |a|^2/8, the exact inverse of
+   lbgen_fields with the same (ax, ay) -- a fluid given at rest starts at rest.  Halo refreshed. */
+void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in, double ax, double ay);
+/* The physical fields of f (above): rho = sum f, u = sum xi f / rho - a/2,
+   T = sum |xi - u'|^2 f / (2 rho) + |a|^2/8 (u' = sum xi f / rho). */
+void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o, double ax, double ay);
+/* Per-row reductions over x of the physical fields (as lbgen_fields, same (ax, ay)) for time series
+   and run guards: out[y*11 + j] (LY*11 doubles) with j = 0: sum mass, 1: sum momentum_x, 2: sum
+   momentum_y, 3: sum energy, 4: sum kinetic_energy, 5: sum T_sum, 6: max max_u2, 7: min min_rho, 8:
+   min min_T, 9: max max_T, 10: sum nonfinite; mass = rho, energy = rho (T + |u|^2/2), kinetic_energy =
+   rho |u|^2/2, max_u2 = |u|^2, nonfinite counts sites with NaN/Inf (min/max skip them).  See
+   lbgen.codegen.diagnostics. */
+void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double ax, double ay);
 /* Plain array plain[(p*LX + x)*LY + y] (Q x LX x LY doubles) to and from the layout. */
 void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly);   /* halo refreshed */
 void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly);

@@ -26,10 +26,11 @@
  * declarations of lbgen_kernels.cuh and launches through the host wrappers.
  * Initial fields (x, y integer site coordinates, 0-based):
  *   rho = 1 + 0.01 cos(2 pi y / ly),  ux = 0,  uy = 0.05 sin(2 pi x / lx),  T = 1 + 0.02 sin(2 pi (x + y) / lx)
- * populations start at the equilibrium of these fields; each step is
+ * these are physical (half-step) fields: the populations start at the equilibrium whose
+ * physical fields they are under the force (ax, ay) (init_equilibrium); each step is
  *   halo(f); fused(f -> g) (propagate + bgk collide); swap(f, g)
  * At the end it prints total mass and momentum (sum rho, sum rho u) and writes every
- * site's fields to example_fields.txt ("x y rho ux uy T", %.17g).
+ * site's physical fields (fields, same force) to example_fields.txt ("x y rho ux uy T", %.17g).
  */
 #include <math.h>
 #include <stdio.h>
@@ -84,7 +85,7 @@ int main(int argc, char **argv)
         LBGEN_CUDA_CHECK(cudaMemcpy(d[i], h[i], n * sizeof(double), cudaMemcpyHostToDevice));
     }
     const cudaStream_t stream = 0;
-    LBGEN_CUDA_CHECK(lbgen_launch_init_equilibrium(f, lx, ly, d[0], d[1], d[2], d[3], stream));   /* halo included */
+    LBGEN_CUDA_CHECK(lbgen_launch_init_equilibrium(f, lx, ly, d[0], d[1], d[2], d[3], ax, ay, stream));   /* halo included */
 
     cudaEvent_t start, stop;
     LBGEN_CUDA_CHECK(cudaEventCreate(&start));
@@ -100,7 +101,7 @@ int main(int argc, char **argv)
     float ms = 0;
     LBGEN_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
 
-    LBGEN_CUDA_CHECK(lbgen_launch_fields(f, lx, ly, d[0], d[1], d[2], d[3], stream));
+    LBGEN_CUDA_CHECK(lbgen_launch_fields(f, lx, ly, d[0], d[1], d[2], d[3], ax, ay, stream));
     for (int i = 0; i < 4; ++i)
         LBGEN_CUDA_CHECK(cudaMemcpy(h[i], d[i], n * sizeof(double), cudaMemcpyDeviceToHost));
 

@@ -401,7 +401,8 @@ static __device__ __forceinline__ void lbgen_collide_site(const real f0, const r
     *o36 = fout36;
 }
 
-/* The macroscopic fields of one site, written once: the fields and diagnostics kernels call it (lbgen.model.collision.macroscopic). */
+/* The stored (post-collision) moments of one site, written once: the fields and diagnostics kernels (which
+   add the half-step correction, lbgen.model.collision.physical) call it (lbgen.model.collision.macroscopic). */
 static __device__ __forceinline__ void lbgen_fields_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36,     real *__restrict__ o_rho, real *__restrict__ o_ux, real *__restrict__ o_uy, real *__restrict__ o_T)
 {
     const real t0 = f1 + f35;
@@ -751,9 +752,10 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
 
 }
 
-/* f = equilibrium of the fields (LX*LY doubles each, index x*LY + y) on the interior;
+/* f = the populations whose physical fields are the given ones (LX*LY doubles each, index
+   x*LY + y; see the header: u + a/2, T - |a|^2/8 at equilibrium) on the interior;
    refresh the halo afterwards (lbgen_launch_init_equilibrium does). */
-__global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in)
+__global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in, real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -764,25 +766,29 @@ __global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict
     LBGEN_SITE_OF_THREAD;
     const ptrdiff_t i = x*LY + r + k*NR;
     const real rho = (real)rho_in[i], ux = (real)ux_in[i], uy = (real)uy_in[i], T = (real)T_in[i];
-    const real t0 = rho*ux;
-    const real t1 = rho*uy;
-    const real t2 = (ux*ux);
-    const real t3 = T - 1.0;
+    const real ax_ = (real)ax, ay_ = (real)ay;
+    const real usx = (0.5)*ax_ + ux;
+    const real t0 = rho*usx;
+    const real usy = (0.5)*ay_ + uy;
+    const real t1 = rho*usy;
+    const real t2 = (usx*usx);
+    const real Ts = T - 0.125*(ax_*ax_) - 0.125*(ay_*ay_);
+    const real t3 = Ts - 1.0;
     const real t4 = t2 + t3;
-    const real t5 = t0*uy;
-    const real t6 = (uy*uy);
+    const real t5 = t0*usy;
+    const real t6 = (usy*usy);
     const real t7 = t3 + t6;
-    const real t8 = 3.0*T - 3.0;
+    const real t8 = 3.0*Ts - 3.0;
     const real t9 = t2 + t8;
     const real t10 = t6 + t8;
-    const real t11 = 6.0*T;
-    const real t12 = (T*T);
+    const real t11 = 6.0*Ts;
+    const real t12 = (Ts*Ts);
     const real t13 = -t11 + 3.0*t12 + 3.0;
     const real B02 = rho*t7;
     const real B20 = rho*t4;
     const real t14 = B02 + B20;
-    const real B04 = rho*(t11*t6 + t13 - 6.0*t6 + (uy*uy*uy*uy));
-    const real B40 = rho*(t11*t2 + t13 - 6.0*t2 + (ux*ux*ux*ux));
+    const real B04 = rho*(t11*t6 + t13 - 6.0*t6 + (usy*usy*usy*usy));
+    const real B40 = rho*(t11*t2 + t13 - 6.0*t2 + (usx*usx*usx*usx));
     const real t15 = B04 + B40;
     const real B13 = t10*t5;
     const real B31 = t5*t9;
@@ -798,7 +804,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict
     const real B21 = t1*t4;
     const real B12 = t0*t7;
     const real B03 = t1*t10;
-    const real B22 = rho*(T*t2 + T*t6 - 2.0*T + t12 + t2*t6 - t2 - t6 + 1.0);
+    const real B22 = rho*(Ts*t2 + Ts*t6 - 2.0*Ts + t12 + t2*t6 - t2 - t6 + 1.0);
     const real g1 = t14;
     const real g2 = t15;
     const real V3 = 0.00028341425299419824*B00 + 0.00036472721712750924*B22 + 0.0008734547906855432*g1 + 0.000521743201061207*g2;
@@ -993,8 +999,9 @@ __global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict
 
 }
 
-/* Fields of f: rho = sum f, u = sum xi f / rho, T = sum |xi - u|^2 f / (2 rho). */
-__global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o)
+/* Physical (half-step) fields of f under the force (ax, ay): rho, u - a/2, T + |a|^2/8 of the
+   stored moments rho = sum f, u = sum xi f / rho, T = sum |xi - u|^2 f / (2 rho). */
+__global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o, real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1044,12 +1051,17 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f
 
     real rho_out, ux_out, uy_out, T_out;
     lbgen_fields_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &rho_out, &ux_out, &uy_out, &T_out);
-    rho_o[i] = rho_out; ux_o[i] = ux_out; uy_o[i] = uy_out; T_o[i] = T_out;
+    const real ax_ = (real)ax, ay_ = (real)ay;
+    const real rho_phys = rho_out;
+    const real ux_phys = -0.5*ax_ + ux_out;
+    const real uy_phys = -0.5*ay_ + uy_out;
+    const real T_phys = T_out + (0.125)*(ax_*ax_) + (0.125)*(ay_*ay_);
+    rho_o[i] = rho_phys; ux_o[i] = ux_phys; uy_o[i] = uy_phys; T_o[i] = T_phys;
 }
 
-/* Per-row reductions over x (LY threads, one per row y): out[y*11 + j], j in the order of
-   lbgen.diagnostics.ROW_QUANTITIES (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite). */
-__global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restrict__ f, int lx, int ly, double *__restrict__ out)
+/* Per-row reductions over x of the physical fields (as lbgen_fields; LY threads, one per row y):
+   out[y*11 + j], j in the order of lbgen.codegen.diagnostics.ROW_QUANTITIES (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite). */
+__global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restrict__ f, int lx, int ly, double *__restrict__ out, real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1057,6 +1069,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const real ax_ = (real)ax, ay_ = (real)ay;
     const ptrdiff_t g = LBGEN_THREAD_ID;
     if (g >= LY) return;
     const ptrdiff_t k = g % VL, r = g / VL;     /* row y = r + k*NR: consecutive lanes coalesce */
@@ -1116,7 +1129,11 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
 
             real rho_out, ux_out, uy_out, T_out;
             lbgen_fields_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &rho_out, &ux_out, &uy_out, &T_out);
-            const double d_rho = (double)rho_out, d_ux = (double)ux_out, d_uy = (double)uy_out, d_T = (double)T_out;
+            const real rho_phys = rho_out;
+            const real ux_phys = -0.5*ax_ + ux_out;
+            const real uy_phys = -0.5*ay_ + uy_out;
+            const real T_phys = T_out + (0.125)*(ax_*ax_) + (0.125)*(ay_*ay_);
+            const double d_rho = (double)rho_phys, d_ux = (double)ux_phys, d_uy = (double)uy_phys, d_T = (double)T_phys;
             const double d_u2 = d_ux*d_ux + d_uy*d_uy, d_kin = (double)0.5*d_rho*d_u2;
             const double d_s = d_rho + d_ux + d_uy + d_T;
             const double d_nan = d_s - d_s;   /* 0, or NaN when any field is NaN or Inf */
@@ -1258,30 +1275,36 @@ cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, i
     return err;
 }
 
-cudaError_t lbgen_launch_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in, cudaStream_t stream)
+cudaError_t lbgen_launch_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in, double ax, double ay, cudaStream_t stream)
 {
     LBGEN_SIZES;
     if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
-    void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&rho_in, (void *)&ux_in, (void *)&uy_in, (void *)&T_in };
+    real ax_ = (real)ax;
+    real ay_ = (real)ay;
+    void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&rho_in, (void *)&ux_in, (void *)&uy_in, (void *)&T_in, (void *)&ax_, (void *)&ay_ };
     cudaError_t err = cudaLaunchKernel(lbgen_init_equilibrium, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
     if (err == cudaSuccess) err = lbgen_launch_halo(f, lx, ly, stream);
     return err;
 }
 
-cudaError_t lbgen_launch_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o, cudaStream_t stream)
+cudaError_t lbgen_launch_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o, double ax, double ay, cudaStream_t stream)
 {
     LBGEN_SIZES;
     if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
-    void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&rho_o, (void *)&ux_o, (void *)&uy_o, (void *)&T_o };
+    real ax_ = (real)ax;
+    real ay_ = (real)ay;
+    void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&rho_o, (void *)&ux_o, (void *)&uy_o, (void *)&T_o, (void *)&ax_, (void *)&ay_ };
     cudaError_t err = cudaLaunchKernel(lbgen_fields, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
     return err;
 }
 
-cudaError_t lbgen_launch_diagnostics(const lbgen_real *f, int lx, int ly, double *out, cudaStream_t stream)
+cudaError_t lbgen_launch_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double ax, double ay, cudaStream_t stream)
 {
     LBGEN_SIZES;
     if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
-    void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&out };
+    real ax_ = (real)ax;
+    real ay_ = (real)ay;
+    void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&out, (void *)&ax_, (void *)&ay_ };
     cudaError_t err = cudaLaunchKernel(lbgen_diagnostics, dim3(blocks_for((ptrdiff_t)LY)), dim3(BLOCK), args, 0, stream);
     return err;
 }

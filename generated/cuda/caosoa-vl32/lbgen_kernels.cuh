@@ -125,12 +125,25 @@ cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int l
 cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, double tau, double ax, double ay, cudaStream_t stream);
 /* propagate + collide in one sweep: prv (fresh halo) -> nxt. */
 cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, double tau, double ax, double ay, cudaStream_t stream);
-/* f = equilibrium of the fields (device arrays), then the halo refresh. */
-cudaError_t lbgen_launch_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in, cudaStream_t stream);
-/* Fields of f (device arrays): rho = sum f, u = sum xi f / rho, T = sum |xi - u|^2 f / (2 rho). */
-cudaError_t lbgen_launch_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o, cudaStream_t stream);
-/* Per-row sums over x of f into out (LY x ND doubles, device; columns: lbgen.diagnostics.ROW_QUANTITIES). */
-cudaError_t lbgen_launch_diagnostics(const lbgen_real *f, int lx, int ly, double *out, cudaStream_t stream);
+/* Physical fields.  The stored populations are post-collision: their own moments carry the
+   whole force of the last collision.  init_equilibrium takes, and fields and diagnostics
+   report, the physical (half-step) fields instead: rho, u - a/2, T + |a|^2/8
+   (lbgen.model.collision.half_step_shift), so a fluid at rest under gravity reads u = 0
+   and fields(init_equilibrium(x)) = x to round-off.  (ax, ay): the force per unit mass per
+   step, the values the collision takes (gravity g in model units: a = g / LBGEN_R);
+   ax = ay = 0 gives the stored moments.  Units: lengths in sites; u in model units, where
+   one hop per step is a speed of LBGEN_R (u / LBGEN_R sites per step); T in units of the
+   reference temperature (T0 = 1). */
+/* f = the populations whose physical fields (above) are the given ones (device arrays): the
+   equilibrium at u + a/2, T - |a|^2/8, the exact inverse of fields with the same (ax, ay);
+   then the halo refresh. */
+cudaError_t lbgen_launch_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in, const double *ux_in, const double *uy_in, const double *T_in, double ax, double ay, cudaStream_t stream);
+/* The physical fields of f (device arrays, above): rho = sum f, u = sum xi f / rho - a/2,
+   T = sum |xi - u'|^2 f / (2 rho) + |a|^2/8 (u' = sum xi f / rho). */
+cudaError_t lbgen_launch_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o, double ax, double ay, cudaStream_t stream);
+/* Per-row sums over x of the physical fields of f (as fields, same (ax, ay)) into out (LY x ND doubles,
+   device; columns: lbgen.codegen.diagnostics.ROW_QUANTITIES). */
+cudaError_t lbgen_launch_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double ax, double ay, cudaStream_t stream);
 /* Plain device array (Q x LX x LY doubles) into the layout, then the halo refresh; and back. */
 cudaError_t lbgen_launch_pack(lbgen_real *f, const double *plain, int lx, int ly, cudaStream_t stream);
 cudaError_t lbgen_launch_unpack(const lbgen_real *f, double *plain, int lx, int ly, cudaStream_t stream);
@@ -147,9 +160,9 @@ __global__ void __launch_bounds__(128) lbgen_halo(lbgen_real *__restrict__ f, in
 __global__ void __launch_bounds__(128) lbgen_propagate(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly);
 __global__ void __launch_bounds__(128) lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, lbgen_real tau, lbgen_real ax, lbgen_real ay);
 __global__ void __launch_bounds__(128) lbgen_fused(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, lbgen_real tau, lbgen_real ax, lbgen_real ay);
-__global__ void __launch_bounds__(128) lbgen_init_equilibrium(lbgen_real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in);
-__global__ void __launch_bounds__(128) lbgen_fields(const lbgen_real *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o);
-__global__ void __launch_bounds__(128) lbgen_diagnostics(const lbgen_real *__restrict__ f, int lx, int ly, double *__restrict__ out);
+__global__ void __launch_bounds__(128) lbgen_init_equilibrium(lbgen_real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in, lbgen_real ax, lbgen_real ay);
+__global__ void __launch_bounds__(128) lbgen_fields(const lbgen_real *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o, lbgen_real ax, lbgen_real ay);
+__global__ void __launch_bounds__(128) lbgen_diagnostics(const lbgen_real *__restrict__ f, int lx, int ly, double *__restrict__ out, lbgen_real ax, lbgen_real ay);
 __global__ void __launch_bounds__(128) lbgen_pack(lbgen_real *__restrict__ f, const double *__restrict__ plain, int lx, int ly);
 __global__ void __launch_bounds__(128) lbgen_unpack(const lbgen_real *__restrict__ f, double *__restrict__ plain, int lx, int ly);
 }

@@ -7,10 +7,11 @@ D2Q37, layout caosoa VL=32, double, bgk.
 The same run as the C and CUDA examples: a periodic box from a shear wave (x, y integer
 site coordinates, 0-based)
   rho = 1 + 0.01 cos(2 pi y / ly),  ux = 0,  uy = 0.05 sin(2 pi x / lx),  T = 1 + 0.02 sin(2 pi (x + y) / lx)
-populations start at the equilibrium of these fields (lbgen_init_equilibrium, then lbgen_halo);
-each step is  halo(f); fused(f -> g); swap(f, g)  with the force (ax, ay) = (0, -1e-5) per
-unit mass and step.  At the end it prints total mass and momentum and writes every site's
-fields (lbgen_fields) to example_fields.txt ("x y rho ux uy T", %.17g).
+these are physical (half-step) fields: the populations start at the equilibrium whose physical
+fields they are under the force (ax, ay) = (0, -1e-5) per unit mass and step
+(lbgen_init_equilibrium, then lbgen_halo); each step is  halo(f); fused(f -> g); swap(f, g)
+with that force.  At the end it prints total mass and momentum and writes every site's
+physical fields (lbgen_fields, same force) to example_fields.txt ("x y rho ux uy T", %.17g).
 Usage:  python example.py [STEPS] [LX LY]
 Choose the device with PYOPENCL_CTX (e.g. PYOPENCL_CTX=0:0).
 """
@@ -69,6 +70,7 @@ def main():
 
     sizes = [np.int32(lx), np.int32(ly)]
     params = [REAL(v) for v in (*PARAMS.values(), *FORCE)]
+    force = [REAL(v) for v in FORCE]
 
     def launch(name, threads, *args):
         rounded = (threads + WORK_GROUP - 1) // WORK_GROUP * WORK_GROUP
@@ -76,13 +78,13 @@ def main():
 
     sites = lx * ly
     halo_threads = lx * 2 * HALO * VL + 2 * HALO * (nr + 2 * HALO) * VL
-    launch("init_equilibrium", sites, a, *sizes, *field_bufs)
+    launch("init_equilibrium", sites, a, *sizes, *field_bufs, *force)
     launch("halo", halo_threads, a, *sizes)
     for _ in range(steps):
         launch("halo", halo_threads, a, *sizes)
         launch("fused", sites, a, b, *sizes, *params)
         a, b = b, a
-    launch("fields", sites, a, *sizes, *field_bufs)
+    launch("fields", sites, a, *sizes, *field_bufs, *force)
     rho, ux, uy, T = out = [np.empty((lx, ly), dtype=REAL) for _ in range(4)]
     for host, buf in zip(out, field_bufs):
         cl.enqueue_copy(queue, host, buf)

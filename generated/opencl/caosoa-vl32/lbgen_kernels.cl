@@ -31,6 +31,8 @@
  * lbgen_init_equilibrium, lbgen_fields, lbgen_pack, lbgen_unpack: LX*LY work-items; field arrays
  * are LX*LY values of `real` indexed x*LY + y, plain arrays Q*LX*LY values indexed
  * (p*LX + x)*LY + y.  init_equilibrium and pack write the interior only: launch lbgen_halo next.
+ * init_equilibrium takes, fields and diagnostics report, the physical (half-step) fields under
+ * the force (ax, ay) given last (see lbgen_init_equilibrium below).
  * Argument order as in the C API: lattice buffers (and the plain array of pack/unpack), then
  * the sizes lx, ly, then the parameters or field arrays.
  * Valid lattice sizes (OpenCL C has no host code: example.py's check() tests them before allocating):
@@ -540,7 +542,8 @@ static inline void lbgen_collide_site(const real f0, const real f1, const real f
     *o36 = fout36;
 }
 
-/* The macroscopic fields of one site, written once: the fields and diagnostics kernels call it (lbgen.model.collision.macroscopic). */
+/* The stored (post-collision) moments of one site, written once: the fields and diagnostics kernels (which
+   add the half-step correction, lbgen.model.collision.physical) call it (lbgen.model.collision.macroscopic). */
 static inline void lbgen_fields_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36,     real *restrict o_rho, real *restrict o_ux, real *restrict o_uy, real *restrict o_T)
 {
     const real t0 = f1 + f35;
@@ -793,10 +796,11 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
     nxt[site + 36*SP] = fout36;
 }
 
-/* Per-row reductions over x (LY work-items, one per row y): out[y*11 + j], j in the order of
-   lbgen.diagnostics.ROW_QUANTITIES (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite).
+/* Per-row reductions over x of the physical fields (as lbgen_fields; LY work-items, one per row y):
+   out[y*11 + j], j in the order of lbgen.codegen.diagnostics.ROW_QUANTITIES (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite).
    Accumulated in double. */
-__kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly, __global double *restrict out)
+__kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly, __global double *restrict out,
+                              real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -804,6 +808,7 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
     const ptrdiff_t NRP = NR + 2*HALO;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const real ax_ = (real)ax, ay_ = (real)ay;
     const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
     if (g >= LY) return;
     const ptrdiff_t k = g % VL, r = g / VL;     /* row y = r + k*NR: consecutive lanes coalesce */
@@ -863,7 +868,11 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
 
             real rho_out, ux_out, uy_out, T_out;
             lbgen_fields_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &rho_out, &ux_out, &uy_out, &T_out);
-            const double d_rho = (double)rho_out, d_ux = (double)ux_out, d_uy = (double)uy_out, d_T = (double)T_out;
+            const real rho_phys = rho_out;
+            const real ux_phys = -0.5*ax_ + ux_out;
+            const real uy_phys = -0.5*ay_ + uy_out;
+            const real T_phys = T_out + (0.125)*(ax_*ax_) + (0.125)*(ay_*ay_);
+            const double d_rho = (double)rho_phys, d_ux = (double)ux_phys, d_uy = (double)uy_phys, d_T = (double)T_phys;
             const double d_u2 = d_ux*d_ux + d_uy*d_uy, d_kin = (double)0.5*d_rho*d_u2;
             const double d_s = d_rho + d_ux + d_uy + d_T;
             const double d_nan = d_s - d_s;   /* 0, or NaN when any field is NaN or Inf */
@@ -884,10 +893,21 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
     for (int j = 0; j < 11; ++j) out[(r + k*NR)*11 + j] = d_[j];
 }
 
-/* f = equilibrium of the fields on the interior (launch lbgen_halo next). */
+/* Physical fields.  The stored populations are post-collision: their own moments carry the
+   whole force of the last collision.  init_equilibrium takes, and fields and diagnostics
+   report, the physical (half-step) fields instead: rho, u - a/2, T + |a|^2/8
+   (lbgen.model.collision.half_step_shift), so a fluid at rest under gravity reads u = 0
+   and fields(init_equilibrium(x)) = x to round-off.  (ax, ay): the force per unit mass per
+   step, the values the collision takes (gravity g in model units: a = g / LBGEN_R);
+   ax = ay = 0 gives the stored moments.  Units: lengths in sites; u in model units, where
+   one hop per step is a speed of LBGEN_R (u / LBGEN_R sites per step); T in units of the
+   reference temperature (T0 = 1). */
+/* f = the populations whose physical fields (above) are the given ones, on the interior: the
+   equilibrium at u + a/2, T - |a|^2/8, the exact inverse of lbgen_fields with the same (ax, ay)
+   (launch lbgen_halo next). */
 __kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, __global const real *restrict rho_in,
                                    __global const real *restrict ux_in, __global const real *restrict uy_in,
-                                   __global const real *restrict T_in)
+                                   __global const real *restrict T_in, real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -898,25 +918,29 @@ __kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, 
     LBGEN_SITE_OF_WORK_ITEM;
     const ptrdiff_t i = x*LY + r + k*NR;
     const real rho = (real)rho_in[i], ux = (real)ux_in[i], uy = (real)uy_in[i], T = (real)T_in[i];
-    const real t0 = rho*ux;
-    const real t1 = rho*uy;
-    const real t2 = (ux*ux);
-    const real t3 = T - 1.0;
+    const real ax_ = (real)ax, ay_ = (real)ay;
+    const real usx = (0.5)*ax_ + ux;
+    const real t0 = rho*usx;
+    const real usy = (0.5)*ay_ + uy;
+    const real t1 = rho*usy;
+    const real t2 = (usx*usx);
+    const real Ts = T - 0.125*(ax_*ax_) - 0.125*(ay_*ay_);
+    const real t3 = Ts - 1.0;
     const real t4 = t2 + t3;
-    const real t5 = t0*uy;
-    const real t6 = (uy*uy);
+    const real t5 = t0*usy;
+    const real t6 = (usy*usy);
     const real t7 = t3 + t6;
-    const real t8 = 3.0*T - 3.0;
+    const real t8 = 3.0*Ts - 3.0;
     const real t9 = t2 + t8;
     const real t10 = t6 + t8;
-    const real t11 = 6.0*T;
-    const real t12 = (T*T);
+    const real t11 = 6.0*Ts;
+    const real t12 = (Ts*Ts);
     const real t13 = -t11 + 3.0*t12 + 3.0;
     const real B02 = rho*t7;
     const real B20 = rho*t4;
     const real t14 = B02 + B20;
-    const real B04 = rho*(t11*t6 + t13 - 6.0*t6 + (uy*uy*uy*uy));
-    const real B40 = rho*(t11*t2 + t13 - 6.0*t2 + (ux*ux*ux*ux));
+    const real B04 = rho*(t11*t6 + t13 - 6.0*t6 + (usy*usy*usy*usy));
+    const real B40 = rho*(t11*t2 + t13 - 6.0*t2 + (usx*usx*usx*usx));
     const real t15 = B04 + B40;
     const real B13 = t10*t5;
     const real B31 = t5*t9;
@@ -932,7 +956,7 @@ __kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, 
     const real B21 = t1*t4;
     const real B12 = t0*t7;
     const real B03 = t1*t10;
-    const real B22 = rho*(T*t2 + T*t6 - 2.0*T + t12 + t2*t6 - t2 - t6 + 1.0);
+    const real B22 = rho*(Ts*t2 + Ts*t6 - 2.0*Ts + t12 + t2*t6 - t2 - t6 + 1.0);
     const real g1 = t14;
     const real g2 = t15;
     const real V3 = 0.00028341425299419824*B00 + 0.00036472721712750924*B22 + 0.0008734547906855432*g1 + 0.000521743201061207*g2;
@@ -1127,9 +1151,11 @@ __kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, 
 
 }
 
-/* Fields of f: rho = sum f, u = sum xi f / rho, T = sum |xi - u|^2 f / (2 rho). */
+/* The physical fields of f (above): rho = sum f, u = sum xi f / rho - a/2,
+   T = sum |xi - u'|^2 f / (2 rho) + |a|^2/8 (u' = sum xi f / rho). */
 __kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __global real *restrict rho_o,
-                         __global real *restrict ux_o, __global real *restrict uy_o, __global real *restrict T_o)
+                         __global real *restrict ux_o, __global real *restrict uy_o, __global real *restrict T_o,
+                         real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1179,7 +1205,12 @@ __kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __gl
 
     real rho_out, ux_out, uy_out, T_out;
     lbgen_fields_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &rho_out, &ux_out, &uy_out, &T_out);
-    rho_o[i] = rho_out; ux_o[i] = ux_out; uy_o[i] = uy_out; T_o[i] = T_out;
+    const real ax_ = (real)ax, ay_ = (real)ay;
+    const real rho_phys = rho_out;
+    const real ux_phys = -0.5*ax_ + ux_out;
+    const real uy_phys = -0.5*ay_ + uy_out;
+    const real T_phys = T_out + (0.125)*(ax_*ax_) + (0.125)*(ay_*ay_);
+    rho_o[i] = rho_phys; ux_o[i] = ux_phys; uy_o[i] = uy_phys; T_o[i] = T_phys;
 }
 
 /* Plain array plain[(p*LX + x)*LY + y] into the layout (interior; launch lbgen_halo next). */
