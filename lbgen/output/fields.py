@@ -23,7 +23,7 @@ PathLike = Union[str, os.PathLike]
 #: the fields written to every field file, in this order
 FIELD_NAMES = ("rho", "ux", "uy", "T")
 FIELDS_DIR, VTK_DIR, PVD_NAME = "fields", "vtk", "fields.pvd"
-#: what rho, ux, uy, T of a field file are (an attribute of every .h5 file; docs/physical-fields.md)
+#: what rho, ux, uy, T of a field file are (an attribute of every .h5 file; docs/physics.md)
 FIELDS_MEANING = ("physical (half-step) fields: rho, u = sum(xi f)/rho - a/2, T + |a|^2/8 of the stored "
                   "post-collision moments (a: force per unit mass per step, g/r); lengths in sites, velocities "
                   "in model units (u/r sites per step), T in units of T0 = 1")

@@ -105,7 +105,7 @@ def fields(f, vs=None):
 
 def physical_fields(f, force=(0.0, 0.0), vs=None):
     """The physical (half-step) fields of post-collision populations f under the force
-    a = (ax, ay) per unit mass per step, typed from their definition (docs/physical-fields.md),
+    a = (ax, ay) per unit mass per step, typed from their definition (docs/physics.md),
     not from the model's code: the mean of the moments before and after the collision that
     produced f.  The collision adds a to u and keeps T (its energy gain is exactly
     rho (u.a + |a|^2/2)), so

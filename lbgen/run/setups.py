@@ -57,7 +57,7 @@ def rayleigh_taylor(lx: int, ly: int, gravity: Tuple[float, float] = RT_GRAVITY,
     rho_y = rho_{y-1} (T_{y-1} + g_y/2) / (T_y - g_y/2) -- the balance of the half-step
     forcing (the force acts on the mean density of the two rows; the production code's
     rho_y = rho_{y-1} (T_{y-1} + g_y) / T_y leaves a residual flow ~2000 times larger in a
-    fluid at rest: docs/physical-fields.md).  g is the gravity of the run (same units as
+    fluid at rest: docs/physics.md).  g is the gravity of the run (same units as
     --gravity).  These are physical fields: a run stores the populations whose half-step
     velocity is 0, so the fluid starts at rest.
     """

@@ -1,4 +1,4 @@
-"""The physical (half-step) fields (lbgen.model.collision.half_step_shift; docs/physical-fields.md).
+"""The physical (half-step) fields (lbgen.model.collision.half_step_shift; docs/physics.md).
 
 (1) the definition holds for the kernels' own collision assignments: for both operators,
     every velocity set, bulk and wall rows (tau = 1), the collision keeps rho and T and adds

@@ -1,6 +1,6 @@
 """What a run reports is physical (half-step): a fluid at rest under gravity reads u = 0, the
 Rayleigh-Taylor set-up starts balanced (no sloshing mode in momentum_y), set_fields and
-fields are inverses (docs/physical-fields.md).
+fields are inverses (docs/physics.md).
 
 Before: fields, diagnostics and the series reported the stored (post-collision) velocity,
 u_H + a/2 (uy = -g/(2r) at rest), and set_fields stored the given velocity, so the RT
