@@ -1,0 +1,208 @@
+"""Validated 3D flows through lbgen.Simulation3D (the C kernels, not the oracle): Poiseuille
+flow between bounce-back walls and through a square duct (second order against the exact
+profiles), the 3D Taylor-Green vortex's early energy decay at Re = 100 (BGK and regularized),
+and the lid-driven cubic cavity at Re = 100 (self-convergence against a stored 48^3 lbgen
+result: no published Re = 100 table could be cited; see docs/validation3d.md).
+
+Units: lattice units throughout (u_lattice = u_model / r, r = sqrt(3); nu = (tau - 1/2)/3 for
+BGK, nu = C1/(rho r^2) = C1/3 at rho = 1 for the regularized operator, docs/physics.md); the
+fields are the physical (half-step) ones.  Figures and commands: docs/validation3d.md;
+the cavity reference is written by benchmarks/validate_flows3d.py.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lbgen
+from lbgen.reference import bulk3d as oracle
+
+R = np.sqrt(3.0)
+DATA = Path(__file__).parent / "data" / "cavity3d_re100_l48.json"
+
+
+# ---------------------------------------------------------------- Poiseuille: slab and duct
+def duct_series(y, z, half, a, nu, terms=200):
+    """Steady flow through the square duct |y|, |z| <= half under a body force a along x
+    (White, Viscous Fluid Flow, 3rd ed., eq. 3-48 with b = a):
+    u = 16 half^2 a / (nu pi^3) sum_{n odd} (-1)^((n-1)/2) / n^3
+        [1 - cosh(n pi z / 2 half) / cosh(n pi / 2)] cos(n pi y / 2 half)."""
+    u = np.zeros(np.broadcast(y, z).shape)
+    az = np.abs(z) / half
+    for n in range(1, 2 * terms, 2):
+        q = n * np.pi / 2                                    # cosh(q az) / cosh(q), without overflow
+        ratio = np.exp(q * (az - 1)) * (1 + np.exp(-2 * q * az)) / (1 + np.exp(-2 * q))
+        u += (-1) ** ((n - 1) // 2) / n ** 3 * (1 - ratio) * np.cos(n * np.pi * y / (2 * half))
+    return 16 * half * half * a / (nu * np.pi ** 3) * u
+
+
+def test_duct_series_solves_the_poisson_problem():
+    """The series itself: nu lap u = -a inside (finite differences), u = 0 on the walls."""
+    h = 1e-3
+    y = np.linspace(-0.8, 0.8, 7)
+    Y, Z = np.meshgrid(y, y, indexing="ij")
+    def u(y, z):
+        return duct_series(y, z, 1, 1, 1, terms=5000)      # u'' converges like sum 1/n: many terms
+    lap = (u(Y + h, Z) + u(Y - h, Z) + u(Y, Z + h) + u(Y, Z - h) - 4 * u(Y, Z)) / h ** 2
+    assert np.max(np.abs(lap + 1)) < 1e-3
+    assert np.max(np.abs(duct_series(np.ones(5), y[:5], 1, 1, 1))) < 1e-6
+
+
+def poiseuille_error(H, duct, tau=0.8, umax=0.01):
+    """Relative RMS error of the steady profile under half-way bounce-back (walls H sites
+    apart: nodes at s + 1/2, walls at 0 and H), started from the exact profile and run until
+    the largest change per 500 steps is < 1e-10 umax."""
+    nu = (tau - 0.5) / 3
+    s = np.arange(H) + 0.5 - H / 2
+    if duct:
+        a = umax / duct_series(0.0, 0.0, H / 2, 1.0, nu)[()]
+        Y, Z = np.meshgrid(s, s, indexing="ij")
+        shape, exact = (2, H, H), duct_series(Y, Z, H / 2, a, nu)[None]
+    else:
+        a = 8 * nu * umax / H ** 2
+        shape, exact = (2, H, 4), (a / (2 * nu) * ((H / 2) ** 2 - s ** 2))[None, :, None]
+    exact = np.broadcast_to(exact, shape)
+    sim = lbgen.Simulation3D(*shape, tau=tau, walls="yz" if duct else "y", gravity=(R * R * a, 0.0, 0.0),
+                             layout="soa", threads=1)
+    sim.set_fields(1.0, R * exact, 0.0, 0.0)
+    previous = exact
+    while True:
+        sim.run(500)
+        f = sim.fields()
+        u = f["ux"] / R
+        if np.max(np.abs(u - previous)) < 1e-10 * umax:
+            break
+        previous = u
+        assert sim.time_step < 100_000
+    # no cross flow in the slab; in the duct a steady secondary flow of ~5e-5 umax at H = 8 (1e-5 at
+    # H = 16), proportional to umax (so O(Ma^2) in absolute terms) and falling with H: a lattice artifact
+    assert max(np.max(np.abs(f["uy"])), np.max(np.abs(f["uz"]))) < (1e-4 if duct else 1e-12) * R * umax
+    return np.sqrt(np.mean((u - exact) ** 2) / np.mean(exact ** 2))
+
+
+@pytest.mark.parametrize("duct", [False, True], ids=["slab", "duct"])
+def test_poiseuille_converges_at_second_order(duct):
+    """Slab between y walls and square duct (y and z walls), body force along x, periodic x:
+    relative RMS error < 2 % at H = 8 and falling at fitted order >= 1.8 over H = 8, 16, 32
+    (measured: slab 1.1e-2, 2.8e-3, 7.0e-4, order 2.00; duct 1.5e-2, 3.7e-3, 9.3e-4, order 2.00)."""
+    sizes = (8, 16, 32)
+    errors = [poiseuille_error(H, duct) for H in sizes]
+    order = -np.polyfit(np.log(sizes), np.log(errors), 1)[0]
+    assert errors[0] < 0.02 and order >= 1.8, (errors, order)
+
+
+# ---------------------------------------------------------------- Taylor-Green vortex, 3D
+def taylor_green_rate(L, name, collision, U=0.1, Re=100, window=0.05, samples=10):
+    """Energy decay rate of the 3D Taylor-Green vortex u = U (sin x cos y cos z,
+    -cos x sin y cos z, 0) (x = k s, k = 2 pi / L, Re = U L / nu) over its first
+    `window` / (6 nu k^2) steps, divided by the linear (viscous) rate 2 nu 3 k^2.
+
+    Started on the hydrodynamic manifold, so that no start-up transient spoils the early rate:
+    the pressure p = U^2/16 (cos 2x + cos 2y)(cos 2z + 2) in the density (rho = 1 + 3 p) and the
+    first-order non-equilibrium part of the stored (post-collision) populations,
+    f = f_eq - (tau - 1) 3 w_i rho Q_i:S, Q_i = c_i c_i - I/3, S the strain rate."""
+    nu = U * L / Re
+    tau = 0.5 + 3 * nu
+    params = {"tau": tau} if collision == "bgk" else {"C1": 3 * nu}
+    sim = lbgen.Simulation3D(L, L, L, velocity_set=name, collision=collision, threads=2, **params)
+    k = 2 * np.pi / L
+    X, Y, Z = np.meshgrid(*(3 * [k * np.arange(L)]), indexing="ij")
+    sx, cx, sy, cy, sz, cz = np.sin(X), np.cos(X), np.sin(Y), np.cos(Y), np.sin(Z), np.cos(Z)
+    rho = 1 + 3 * U * U / 16 * (np.cos(2 * X) + np.cos(2 * Y)) * (np.cos(2 * Z) + 2)
+    u = np.stack([U * sx * cy * cz, -U * cx * sy * cz, 0 * X])
+    grad = np.zeros((3, 3) + X.shape)                        # grad[a, b] = d u_b / d x_a
+    grad[0, 0], grad[1, 0], grad[2, 0] = U * k * cx * cy * cz, -U * k * sx * sy * cz, -U * k * sx * cy * sz
+    grad[0, 1], grad[1, 1], grad[2, 1] = U * k * sx * sy * cz, -U * k * cx * cy * cz, U * k * cx * sy * sz
+    strain = 0.5 * (grad + grad.swapaxes(0, 1))
+    lat = oracle.lattice(name)
+    c = lat.c.astype(float)
+    QS = np.einsum("ia,ib,ab...->i...", c, c, strain) - np.einsum("aa...->...", strain) / 3
+    sim.set_populations(oracle.equilibrium(rho, u, lat) - (tau - 1) * 3 * lat.w[:, None, None, None] * rho * QS)
+    rate = 6 * nu * k * k
+    every = int(window / rate / samples) + 1
+    t, logE = [], []
+    for _ in range(samples + 1):
+        f = sim.fields()
+        t.append(sim.time_step)
+        logE.append(np.log(np.mean(f["ux"] ** 2 + f["uy"] ** 2 + f["uz"] ** 2)))
+        sim.run(every)
+    return -np.polyfit(t, logE, 1)[0] / rate
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, collision", [("d3q19", "bgk"), ("d3q19", "regularized"), ("d3q27", "bgk")])
+def test_taylor_green_decay_rate_at_re_100(name, collision):
+    """L = 48, U = 0.1, Re = U L / nu = 100 (tau = 0.644, or C1 = 0.144): the early decay rate of
+    the kinetic energy within 1 % of 2 nu 3 k^2 (measured: 1.0014, 0.9966, 0.9997)."""
+    ratio = taylor_green_rate(48, name, collision)
+    assert abs(ratio - 1) < 0.01, ratio
+
+
+# ---------------------------------------------------------------- lid-driven cubic cavity
+def cavity_profiles(L, U=0.1, Re=100, tol=1e-6, threads=2):
+    """Steady cubic cavity, walls on all six faces, the z-high face moving with (U, 0, 0)
+    (lattice units; Re = U L / nu, L sites between the half-way walls), run until the largest
+    change of u/U over 1000 steps is < tol.  Returns (s, ux(z) at x = y = L/2, uz(x) at
+    y = z = L/2, steps), positions s in [0, 1] (nodes at (i + 1/2) / L), velocities over U;
+    the centrelines lie between nodes (L even): the mean of the 4 nearest lines."""
+    nu = U * L / Re
+    sim = lbgen.Simulation3D(L, L, L, tau=0.5 + 3 * nu, walls="xyz", lid={"z-high": (R * U, 0.0, 0.0)},
+                             threads=threads)
+    sim.set_fields(1.0, 0.0, 0.0, 0.0)
+    previous = None
+    while True:
+        sim.run(1000)
+        f = sim.fields()
+        u = np.stack([f["ux"], f["uy"], f["uz"]]) / (R * U)
+        if previous is not None and np.max(np.abs(u - previous)) < tol:
+            break
+        previous = u
+        assert sim.time_step < 400_000
+    h = L // 2
+    ux_z = u[0, h - 1:h + 1, h - 1:h + 1, :].mean(axis=(0, 1))
+    uz_x = u[2, :, h - 1:h + 1, h - 1:h + 1].mean(axis=(1, 2))
+    return (np.arange(L) + 0.5) / L, ux_z, uz_x, sim.time_step
+
+
+def _interpolate(s_fine, v_fine, s):
+    """Cubic (4-point Lagrange) interpolation of a fine profile at the points s."""
+    out = np.empty_like(s)
+    for j, x in enumerate(s):
+        i = int(np.clip(np.searchsorted(s_fine, x) - 2, 0, len(s_fine) - 4))
+        xs, vs = s_fine[i:i + 4], v_fine[i:i + 4]
+        out[j] = sum(vs[m] * np.prod([(x - xs[n]) / (xs[m] - xs[n]) for n in range(4) if n != m]) for m in range(4))
+    return out
+
+
+def cavity_reference():
+    data = json.loads(DATA.read_text())
+    return np.array(data["s"]), np.array(data["ux_z"]), np.array(data["uz_x"])
+
+
+def cavity_deviation(L):
+    """Max |u/U - u_48/U| over both centrelines (the 48^3 reference interpolated)."""
+    s, ux, uz, _ = cavity_profiles(L)
+    s48, ux48, uz48 = cavity_reference()
+    return max(np.max(np.abs(ux - _interpolate(s48, ux48, s))), np.max(np.abs(uz - _interpolate(s48, uz48, s))))
+
+
+@pytest.mark.slow
+def test_lid_driven_cavity_at_re_100_converges_to_the_fine_grid():
+    """Re = 100, U = 0.1: the 16^3 and 24^3 centreline profiles against the stored 48^3 one
+    (benchmarks/validate_flows3d.py; same set-up, same stopping rule).  No published Re = 100
+    table could be cited (docs/validation3d.md), so this is self-convergence at a fixed lattice
+    Mach number: the max deviation (measured 0.035 and 0.0098) falls with resolution.  With an
+    error C/L^p the deviations from the 48^3 result fall by (16^-p - 48^-p)/(24^-p - 48^-p):
+    2.67 for p = 2; > 2.29 (p > 1.5) is asked (measured 3.59, p = 2.9)."""
+    d16, d24 = cavity_deviation(16), cavity_deviation(24)
+    assert d24 < 0.02 and d16 / d24 > 2.29, (d16, d24)
+
+
+def test_cavity_reference_is_a_plausible_cavity_flow():
+    """The stored 48^3 reference: u_x(z) from backflow (min < -0.15) near the bottom to the lid
+    (> 0.4 at the top node), u_z(x) up on the x-low side and down on the x-high side."""
+    s, ux, uz = cavity_reference()
+    assert len(s) == 48 and ux.min() < -0.15 and ux[-1] > 0.4 and uz[:24].max() > 0.1 and uz[24:].min() < -0.1
