@@ -65,9 +65,15 @@ def run_task(task):
     results, guess = [], None
     for ly in lys:
         t = time.perf_counter()
-        m = measure(velocity_set, scheme, collision, params, ly, guess=guess)
+        try:
+            m = measure(velocity_set, scheme, collision, params, ly, guess=guess)
+        except Exception as e:          # diverged or no steady state: recorded, left out of the table
+            m = {"velocity_set": velocity_set, "scheme": scheme, "collision": collision, "params": dict(params),
+                 "ly": ly, "error": f"{type(e).__name__}: {e}"}
         m.update(x=x, seconds=time.perf_counter() - t, key=key(velocity_set, scheme, collision, x, ly))
         results.append(m)
+        if "error" in m:
+            break
         guess = (m["no_slip"], m["isothermal"])
     return results
 
@@ -87,7 +93,7 @@ def table_rows(results: dict, lys):
     rows = {}
     big, small = lys[-1], (lys[-2] if len(lys) > 1 else None)
     for m in results.values():
-        if m["ly"] != big:
+        if m["ly"] != big or "error" in m:
             continue
         k = (m["velocity_set"], m["scheme"], m["collision"])
         other = results.get(key(*k, m["x"], small)) if small else None
@@ -118,6 +124,14 @@ def print_table(results: dict, lys, out=sys.stdout):
             print(f"| {x:g} | {ns_txt} | LY − {1 + 2 * ns:.2f} | {iso_txt} | {depth_iso} | {shift} |", file=out)
 
 
+def print_failures(results: dict, out=sys.stdout):
+    failed = sorted(m["key"] + ": " + m["error"] for m in results.values() if "error" in m)
+    if failed:
+        print("\nnot measured (left out of the table):", file=out)
+        for line in failed:
+            print("  " + line, file=out)
+
+
 def print_literal(results: dict, lys, out=sys.stdout):
     print("\nTABLE = {", file=out)
     for (vs, scheme, collision), rows in table_rows(results, lys).items():
@@ -144,22 +158,29 @@ def main(argv=None):
     path = Path(args.results)
     results = load(path)
     if not args.print_only:
+        def done(vs, scheme, c, x):
+            return key(vs, scheme, c, x, lys[-1]) in results or any(
+                "error" in results.get(key(vs, scheme, c, x, ly), {}) for ly in lys)
         tasks = [(vs, scheme, c, x, params, lys)
                  for vs in args.sets.split(",") for scheme in args.schemes.split(",")
                  for c, x, params in operator_points(args.collisions.split(","))
-                 if key(vs, scheme, c, x, lys[-1]) not in results]
+                 if not done(vs, scheme, c, x)]
         tasks.sort(key=cost, reverse=True)
-        print(f"{len(tasks)} points to measure ({len(results)} already in {path})", flush=True)
+        print(f"{len(tasks)} operator points to measure ({len(results)} results already in {path})", flush=True)
         with Pool(max(1, args.jobs)) as pool, path.open("a") as f:
             for done in pool.imap_unordered(run_task, tasks):
                 for m in done:
                     results[m["key"]] = m
                     f.write(json.dumps(m) + "\n")
                     f.flush()
+                    if "error" in m:
+                        print(f"{m['key']}: {m['error']} ({m['seconds']:.0f} s)", flush=True)
+                        continue
                     iso = "" if m["isothermal"] is None else f", isothermal {m['isothermal']:.4f}"
                     print(f"{m['key']}: no-slip {m['no_slip']:.4f}{iso} ({m['seconds']:.0f} s, "
                           f"{sum(m['steps'])} steps)", flush=True)
     print_table(results, lys)
+    print_failures(results)
     print_literal(results, lys)
 
 

@@ -114,6 +114,8 @@ def _converge(sim: Simulation, estimate, sample: int, tol: float, max_steps: int
     change = math.inf
     while sim.time_step < max_steps:
         sim.run(sample)
+        if not np.isfinite(sim.populations()).all():
+            raise RuntimeError(f"diverged: non-finite populations by step {sim.time_step}")
         history.append(np.asarray(estimate(), dtype=float))
         d1 = history[-1] - history[-2]
         if np.abs(d1).max() < tol / 100:                      # nothing left to decay
