@@ -33,8 +33,13 @@ Formulas (D = 2; measured in ``tests/model/test_physics.py`` on decaying waves):
   gravity across the interface.
 * thermal convection between fixed-temperature walls: Ra = g beta (T_bottom - T_top) H^3 /
   (nu kappa), beta = 1 / T_mean (ideal gas), g = -g_y / r^2 (positive downwards, so Ra > 0
-  means heated from below), H the distance between the two rows where the wall temperatures
-  are imposed (the last wall row at each side): LY - 2 h + 1 for h wall rows (D2Q37: LY - 5).
+  means heated from below), H the *effective* depth: the distance between the isothermal
+  planes measured in ``lbgen.model.wall_planes`` (where the steady conduction profile reaches
+  the wall temperatures), not between the rows where the bc imposes them (the last wall row
+  at each side: LY - 2 h + 1 for h wall rows, D2Q37: LY - 5).  D2Q37 BGK tau = 0.8: LY - 5.6;
+  regularized C1 = C2 = 1e-3: LY - 9.6 (docs/physics.md, "Where the walls are").
+* walled runs: the effective planes themselves (``y_no_slip``, ``y_isothermal``: bottom and
+  top, in row coordinates 0 .. LY - 1) from the same table.
 
 The Navier-Stokes values above are the long-wave limit.  Measured departures (regularized,
 D2Q37): a shear wave of k = 2 pi / 16 decays 16 % faster than nu k^2 at C1 = 2e-3 (1.5 % at
@@ -55,7 +60,7 @@ UNIT_OF: Dict[str, str] = {
     "nu": "sites^2/step", "kappa": "sites^2/step", "Pr": "1", "c_s": "sites/step", "g": "sites/step^2",
     "Atwood": "1", "L": "sites", "U_ff": "sites/step", "t_unit": "steps", "Re": "1", "Ma": "1",
     "H": "sites", "Ra": "1", "r": "model velocity / (sites/step)", "rho_ref": "model density",
-    "T_ref": "model temperature",
+    "T_ref": "model temperature", "y_no_slip": "row", "y_isothermal": "row", "wall_planes_note": "text",
 }
 #: spatial dimension of every velocity set here
 D = 2
@@ -74,7 +79,8 @@ def is_thermal(velocity_set: str = "d2q37") -> bool:
 
 
 def wall_rows(velocity_set: str = "d2q37") -> int:
-    """Rows next to each wall (the largest hop); fixed temperatures are imposed at the last one."""
+    """Rows next to each wall (the largest hop); the bc imposes fixed temperatures at the last
+    one (the effective planes lie elsewhere: :func:`wall_planes`)."""
     from lbgen.model.catalog import set_entry
     return set_entry(velocity_set).max_hop
 
@@ -172,8 +178,21 @@ def reynolds(U: float, L: float, nu: float) -> float:
 
 
 def conduction_depth(ly: int, rows: int) -> int:
-    """Distance (sites) between the rows y = rows - 1 and y = LY - rows where walls impose their temperature."""
+    """Distance (sites) between the rows y = rows - 1 and y = LY - rows where the bc imposes the
+    wall temperatures: *not* the layer's depth (the effective one: :func:`wall_planes`)."""
     return ly - 2 * rows + 1
+
+
+def wall_planes(cfg, T_bottom: float = 1.0, T_top: float = 1.0):
+    """The effective planes of a walled run (``lbgen.model.wall_planes.WallPlanes``), or None
+    where nothing was measured for its set, scheme and operator.  Outside the measured
+    parameter range: the nearest measured point, said in the planes' ``note``."""
+    from lbgen.model.wall_planes import OutsideTable, effective_planes
+    try:
+        return effective_planes(cfg.velocity_set, cfg.walls["scheme"], cfg.collision, cfg.parameters, cfg.ly,
+                                T_bottom, T_top, extrapolate=True)
+    except OutsideTable:
+        return None
 
 
 def rayleigh(g: float, T_bottom: float, T_top: float, H: float, nu: float, kappa: float) -> float:
@@ -229,9 +248,22 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
                 U = free_fall_speed(A, abs(g_down), L)
                 out.update({"L": L, "t_unit": rt_time_unit(A, abs(g_down), L), "U_ff": U,
                             "Re": reynolds(U, L, nu), "Ma": U / c_s})
+    planes = None
+    if walls:
+        planes = wall_planes(cfg, walls["T_bottom"], walls["T_top"])
+        if planes is not None:
+            out["y_no_slip"] = list(planes.no_slip)
+            if planes.isothermal is not None and not (walls.get("adiabatic_bottom") and walls.get("adiabatic_top")):
+                out["y_isothermal"] = list(planes.isothermal)
+            if planes.note:
+                out["wall_planes_note"] = planes.note
+        else:
+            out["wall_planes_note"] = (f"no measured wall planes for {vs} with {walls['scheme']} walls and "
+                                       f"{cfg.collision}: depths between the rows where the bc imposes the "
+                                       f"wall temperatures")
     if (thermal and walls and g_down and not walls.get("adiabatic_bottom") and not walls.get("adiabatic_top")
             and walls["T_bottom"] != walls["T_top"]):
-        H = conduction_depth(cfg.ly, wall_rows(vs))
+        H = planes.depth_isothermal if planes is not None else conduction_depth(cfg.ly, wall_rows(vs))
         out["H"] = H
         out["Ra"] = rayleigh(g_down, walls["T_bottom"], walls["T_top"], H, nu, kappa)
     return out
@@ -249,7 +281,15 @@ def summary(numbers: Mapping[str, object]) -> str:
         parts.append(fmt("Atwood"))
     if "t_unit" in numbers:
         parts += [f"t_RT = sqrt(LX/(A g)) = {numbers['t_unit']:.4g} steps", fmt("U_ff"), fmt("Re"), fmt("Ma")]
+    if "y_no_slip" in numbers:
+        walls = "walls: no-slip planes at rows {:.2f}, {:.2f}".format(*numbers["y_no_slip"])
+        if "y_isothermal" in numbers:
+            walls += ", isothermal at {:.2f}, {:.2f}".format(*numbers["y_isothermal"])
+        parts.append(walls)
+    if "wall_planes_note" in numbers:
+        parts.append(f"({numbers['wall_planes_note']})")
     if "Ra" in numbers:
-        parts.append(f"Ra = {numbers['Ra']:.3g} (H = {numbers['H']})")
+        depth = "between the isothermal planes" if "y_isothermal" in numbers else "between the imposing rows"
+        parts.append(f"Ra = {numbers['Ra']:.3g} (H = {numbers['H']:.4g} sites, {depth})")
     return (f"physics in {numbers['units']} (r = {numbers['r']:.6g}: a model velocity u is u/r sites/step, "
             f"model time = steps/r): " + ", ".join(parts))

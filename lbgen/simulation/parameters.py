@@ -116,7 +116,8 @@ class Walls:
 
     A fixed wall imposes its temperature at the last wall row (extrapolated into the rows
     nearer the wall); an adiabatic wall copies the first bulk row's temperature (see
-    lbgen.model.walls).  Isothermal velocity sets (D2Q9) take only the default temperatures.
+    lbgen.model.walls).  The bulk sees the walls elsewhere: the effective no-slip and
+    isothermal planes, measured per operator, are in lbgen.model.wall_planes (docs/physics.md).  Isothermal velocity sets (D2Q9) take only the default temperatures.
     ``scheme``: "lbgen" (default) or "reference", the production code's bc (every row keeps
     its own mass, bare bracket, first-bulk-row temperature T + |a|^2/8).
 

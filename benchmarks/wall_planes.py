@@ -1,0 +1,188 @@
+"""Measure where the walls effectively are: the table of lbgen.model.wall_planes.
+
+For each velocity set with walls, wall scheme and operator point (BGK tau; regularized
+C = C1 = C2 with C3 = 0.5), two steady states on a 1 x LY lattice (C backend):
+
+* a Poiseuille flow along x driven by a body force: the roots of the parabola fitted to the
+  physical velocity over the central half of the layer are the no-slip planes;
+* conduction between walls at 1.01 and 0.99 (no gravity): where the line fitted over the
+  central half reaches each wall's temperature are the isothermal planes;
+
+(``lbgen.simulation.wall_measure``), first at LY = 64, then at LY = 128 started from the
+64 result; the table takes LY = 128 and prints the change from 64 as the resolution check.
+Offsets are in rows from the wall's edge row (bottom: row 0; top: row LY - 1); the
+effective depth of the layer is LY - (1 + 2 offset).
+
+    python benchmarks/wall_planes.py                       # everything: ~2 h of one core
+    python benchmarks/wall_planes.py --sets d2q37 --jobs 2 --results /tmp/planes.jsonl
+    python benchmarks/wall_planes.py --print-only --results /tmp/planes.jsonl
+
+Results are appended to ``--results`` (JSON lines) as they come, and points already there
+are not measured again, so an interrupted run resumes.  At the end the table is printed as
+the docs show it and as the Python literal of ``lbgen.model.wall_planes.TABLE``.  Not a
+test (tests/model/test_wall_planes.py re-measures one point of the table).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from multiprocessing import Pool
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+TAUS = (0.55, 0.6, 0.7, 0.8, 1.0, 1.2)
+CS = (1e-3, 3e-3, 1e-2, 3e-2, 0.1)
+SETS = ("d2q37", "d2v17", "d2q9")
+SCHEMES = ("lbgen", "reference")
+LYS = (64, 128)
+
+
+def operator_points(collisions):
+    for c in collisions:
+        if c == "bgk":
+            yield from (("bgk", tau, {"tau": tau}) for tau in TAUS)
+        else:
+            yield from (("regularized", C, {"C1": C, "C2": C, "C3": 0.5}) for C in CS)
+
+
+def key(velocity_set, scheme, collision, x, ly):
+    return f"{velocity_set}/{scheme}/{collision}/{x:g}/{ly}"
+
+
+def cost(task) -> float:
+    """Relative cost (steps ~ LY^2 / diffusivity): the slowest first, for load balance."""
+    _, _, collision, x, _, _ = task
+    return 1.0 / ((x - 0.5) if collision == "bgk" else x)
+
+
+def run_task(task):
+    from lbgen.simulation.wall_measure import measure
+    velocity_set, scheme, collision, x, params, lys = task
+    results, guess = [], None
+    for ly in lys:
+        t = time.perf_counter()
+        try:
+            m = measure(velocity_set, scheme, collision, params, ly, guess=guess)
+        except Exception as e:          # diverged or no steady state: recorded, left out of the table
+            m = {"velocity_set": velocity_set, "scheme": scheme, "collision": collision, "params": dict(params),
+                 "ly": ly, "error": f"{type(e).__name__}: {e}"}
+        m.update(x=x, seconds=time.perf_counter() - t, key=key(velocity_set, scheme, collision, x, ly))
+        results.append(m)
+        if "error" in m:
+            break
+        guess = (m["no_slip"], m["isothermal"])
+    return results
+
+
+def load(path: Path) -> dict:
+    out = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                m = json.loads(line)
+                out[m["key"]] = m
+    return out
+
+
+def table_rows(results: dict, lys):
+    """(set, scheme, collision) -> [(x, LY-large record, LY-small record or None)] sorted by x."""
+    rows = {}
+    big, small = lys[-1], (lys[-2] if len(lys) > 1 else None)
+    for m in results.values():
+        if m["ly"] != big or "error" in m:
+            continue
+        k = (m["velocity_set"], m["scheme"], m["collision"])
+        other = results.get(key(*k, m["x"], small)) if small else None
+        rows.setdefault(k, []).append((m["x"], m, other))
+    for k in rows:
+        rows[k].sort(key=lambda r: r[0])
+    return dict(sorted(rows.items(), key=lambda kv: (SETS.index(kv[0][0]), kv[0][1], kv[0][2])))
+
+
+def fmt_change(a, b):
+    return "" if a is None or b is None else f"{a - b:+.3f}"
+
+
+def print_table(results: dict, lys, out=sys.stdout):
+    big, small = lys[-1], (lys[-2] if len(lys) > 1 else None)
+    for (vs, scheme, collision), rows in table_rows(results, lys).items():
+        name = "tau" if collision == "bgk" else "C1 = C2"
+        print(f"\n{vs}, {scheme} walls, {collision} (offsets in rows from the edge row, LY = {big}; "
+              f"change from LY = {small} in brackets)", file=out)
+        print(f"| {name} | no-slip offset | depth | isothermal offset | depth | shift per unit T |", file=out)
+        print("|---|---|---|---|---|---|", file=out)
+        for x, m, o in rows:
+            ns, iso = m["no_slip"], m["isothermal"]
+            ns_txt = f"{ns:.3f} ({fmt_change(ns, o and o['no_slip'])})"
+            iso_txt = "–" if iso is None else f"{iso:.3f} ({fmt_change(iso, o and o['isothermal'])})"
+            depth_iso = "–" if iso is None else f"LY − {1 + 2 * iso:.2f}"
+            shift = "–" if m["shift"] is None else f"{m['shift']:+.2f}"
+            print(f"| {x:g} | {ns_txt} | LY − {1 + 2 * ns:.2f} | {iso_txt} | {depth_iso} | {shift} |", file=out)
+
+
+def print_failures(results: dict, out=sys.stdout):
+    failed = sorted(m["key"] + ": " + m["error"] for m in results.values() if "error" in m)
+    if failed:
+        print("\nnot measured (left out of the table):", file=out)
+        for line in failed:
+            print("  " + line, file=out)
+
+
+def print_literal(results: dict, lys, out=sys.stdout):
+    print("\nTABLE = {", file=out)
+    for (vs, scheme, collision), rows in table_rows(results, lys).items():
+        print(f"    ({vs!r}, {scheme!r}, {collision!r}): (", file=out)
+        for x, m, _ in rows:
+            iso = "None" if m["isothermal"] is None else f"{m['isothermal']:.3f}"
+            shift = "None" if m["shift"] is None else f"{m['shift']:.3f}"
+            print(f"        ({x:g}, {m['no_slip']:.3f}, {iso}, {shift}),", file=out)
+        print("    ),", file=out)
+    print("}", file=out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--schemes", default=",".join(SCHEMES))
+    ap.add_argument("--collisions", default="bgk,regularized")
+    ap.add_argument("--ly", default=",".join(map(str, LYS)), help="lattice heights, smallest first (default 64,128)")
+    ap.add_argument("--jobs", type=int, default=1, help="processes (one core each)")
+    ap.add_argument("--results", default="wall_planes.jsonl", help="JSON lines: appended, and read to resume")
+    ap.add_argument("--print-only", action="store_true", help="print the table of --results, measure nothing")
+    args = ap.parse_args(argv)
+    lys = tuple(int(v) for v in args.ly.split(","))
+    path = Path(args.results)
+    results = load(path)
+    if not args.print_only:
+        def done(vs, scheme, c, x):
+            return key(vs, scheme, c, x, lys[-1]) in results or any(
+                "error" in results.get(key(vs, scheme, c, x, ly), {}) for ly in lys)
+        tasks = [(vs, scheme, c, x, params, lys)
+                 for vs in args.sets.split(",") for scheme in args.schemes.split(",")
+                 for c, x, params in operator_points(args.collisions.split(","))
+                 if not done(vs, scheme, c, x)]
+        tasks.sort(key=cost, reverse=True)
+        print(f"{len(tasks)} operator points to measure ({len(results)} results already in {path})", flush=True)
+        with Pool(max(1, args.jobs)) as pool, path.open("a") as f:
+            for done in pool.imap_unordered(run_task, tasks):
+                for m in done:
+                    results[m["key"]] = m
+                    f.write(json.dumps(m) + "\n")
+                    f.flush()
+                    if "error" in m:
+                        print(f"{m['key']}: {m['error']} ({m['seconds']:.0f} s)", flush=True)
+                        continue
+                    iso = "" if m["isothermal"] is None else f", isothermal {m['isothermal']:.4f}"
+                    print(f"{m['key']}: no-slip {m['no_slip']:.4f}{iso} ({m['seconds']:.0f} s, "
+                          f"{sum(m['steps'])} steps)", flush=True)
+    print_table(results, lys)
+    print_failures(results)
+    print_literal(results, lys)
+
+
+if __name__ == "__main__":
+    main()
