@@ -183,7 +183,7 @@ class KernelSpec:
         if 3 not in KERNEL_DIMENSIONS[self.backend]:
             able = [b for b, dims in KERNEL_DIMENSIONS.items() if 3 in dims]
             raise SpecError(f"{name} is a 3D set: 3D kernels are generated for the {' and '.join(able)} backend only "
-                            f"so far, not {self.backend!r} (OpenCL and CUDA 3D kernels come later); use "
+                            f"so far, not {self.backend!r}; use "
                             f"--backend c / backend='c'")
         if self.walls:
             raise SpecError(f"{name} is a 3D set: walls=True (--walls) adds the 2D thermal walls' bc kernel; 3D "
