@@ -145,12 +145,22 @@ def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "size_errors": SIZE_ERRORS,
         "entry_points": list(ENTRY_POINTS_3D),
         "axes": AXES,
+        "block_size": spec.block_size,
     }
 
 
 #: (file written, template): the kernels (the first is the one the backend compiles), then
 #: what `lbgen emit` adds; "lbgen" in a name is replaced by the spec's prefix
 MAIN_TEMPLATES_3D = [("lbgen_kernels.c", "c/kernels3d.c.j2"), ("lbgen_kernels.h", "c/kernels3d.h.j2")]
+#: the 3D kernels of the GPU dialects (templates/gpu/kernels3d.j2, one text for both)
+GPU_TEMPLATES_3D = {"opencl": [("lbgen_kernels.cl", "opencl/kernels3d.cl.j2")],
+                    "cuda": [("lbgen_kernels.cu", "cuda/kernels3d.cu.j2"), ("lbgen_kernels.cuh", "cuda/kernels3d.cuh.j2")]}
+#: what `lbgen emit` adds for the GPU dialects
+GPU_EMIT_TEMPLATES_3D = {"opencl": [("example.py", "opencl/example3d.py.j2"), ("README.md", "gpu/README3d.md.j2")],
+                         "cuda": [("example.cu", "cuda/example3d.cu.j2"), ("Makefile", "cuda/Makefile3d.j2"),
+                                  ("README.md", "gpu/README3d.md.j2")]}
+#: the GPU kernels' entry points (no host code: sizes are checked by the runtime, check_sizes3d)
+GPU_ENTRY_POINTS_3D = ("halo", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack", "unpack")
 EMIT_TEMPLATES_3D = [("example.c", "c/example3d.c.j2"), ("Makefile", "c/Makefile.j2"),
                      ("README.md", "c/README3d.md.j2")]
 
@@ -162,10 +172,11 @@ def render3d(spec: KernelSpec) -> KernelSource:
     ctx = template_context3d(spec, model)
     env = _environment()
     files = {}
-    for out_name, template in MAIN_TEMPLATES_3D:
+    for out_name, template in GPU_TEMPLATES_3D.get(spec.backend, MAIN_TEMPLATES_3D):
         files[out_name.replace("lbgen", spec.prefix)] = env.get_template(template).render(**ctx)
     main = next(iter(files))
-    entry = tuple(f"{spec.prefix}_{n}" for n in ENTRY_POINTS_3D)
+    names = GPU_ENTRY_POINTS_3D if spec.backend in GPU_TEMPLATES_3D else ENTRY_POINTS_3D
+    entry = tuple(f"{spec.prefix}_{n}" for n in names)
     return KernelSource(spec=spec, files=files, main_file=main, entry_points=entry,
                         flops={"collide": model.collide.flops, "fused": model.collide.flops, "propagate": 0})
 
@@ -175,6 +186,6 @@ def emit_files3d(source: KernelSource) -> Dict[str, str]:
     from lbgen.codegen.render import _environment
     ctx = template_context3d(source.spec)
     files = dict(source.files)
-    for out_name, template in EMIT_TEMPLATES_3D:
+    for out_name, template in GPU_EMIT_TEMPLATES_3D.get(source.spec.backend, EMIT_TEMPLATES_3D):
         files[out_name] = _environment().get_template(template).render(**ctx)
     return files

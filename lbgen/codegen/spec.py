@@ -17,8 +17,8 @@ from lbgen.model.catalog import DEFAULT_SCHEME, DEFAULT_VELOCITY_SET, MODEL_SETS
 from lbgen.model.operators import OPERATOR_RECORDS, OPERATORS
 
 BACKENDS = ("c", "opencl", "cuda")
-#: the dimensions each backend generates kernels for (3D: the C backend so far)
-KERNEL_DIMENSIONS = {"c": (2, 3), "opencl": (2,), "cuda": (2,)}
+#: the dimensions each backend generates kernels for
+KERNEL_DIMENSIONS = {"c": (2, 3), "opencl": (2, 3), "cuda": (2, 3)}
 #: preferred cluster lengths per backend, fastest first (measured with `lbgen bench`; see
 #: README: default layout/VL)
 PREFERRED_VL = {"c": (8, 16, 4, 32, 2), "opencl": (32, 16, 8, 64, 4), "cuda": (32, 16, 64, 8, 4)}
@@ -183,7 +183,7 @@ class KernelSpec:
         if 3 not in KERNEL_DIMENSIONS[self.backend]:
             able = [b for b, dims in KERNEL_DIMENSIONS.items() if 3 in dims]
             raise SpecError(f"{name} is a 3D set: 3D kernels are generated for the {' and '.join(able)} backend only "
-                            f"so far, not {self.backend!r} (OpenCL and CUDA 3D kernels come later); use "
+                            f"so far, not {self.backend!r}; use "
                             f"--backend c / backend='c'")
         if self.walls:
             raise SpecError(f"{name} is a 3D set: walls=True (--walls) adds the 2D thermal walls' bc kernel; 3D "

@@ -1,4 +1,4 @@
-"""A 3D lattice on the C backend: ``Simulation3D``.
+"""A 3D lattice on the C backend (or OpenCL, the CUDA host shim, pycuda): ``Simulation3D``.
 
 Units as in 2D (lbgen.simulation.runner): lengths in sites, time in steps; velocities are
 the model's, u = sum(xi_i f_i) / rho with xi_i = r c_i (r = sqrt(3) for D3Q19 and D3Q27:
@@ -111,8 +111,22 @@ def _count(name: str, value, minimum: int = 1) -> int:
     return int(value)
 
 
+def _compile3d(runtime: str, source, shape, strict: bool, threads: int):
+    """The 3D program of a runtime: 'c' (CProgram3D), 'opencl' (OpenCLProgram3D), 'cuda-shim'
+    (the .cu on the CPU through the host shim), 'cuda' (pycuda on device 0); all take and give
+    host NumPy buffers in the layout's order."""
+    if runtime == "c":
+        from lbgen.backends.c import compile3d
+        return compile3d(source, *shape, strict=strict, threads=threads)
+    if runtime == "opencl":
+        from lbgen.backends.opencl.program3d import compile3d
+        return compile3d(source, *shape, strict=strict)
+    from lbgen.backends.cuda.program3d import compile3d
+    return compile3d(source, *shape, strict=strict, shim=runtime == "cuda-shim")
+
+
 class Simulation3D:
-    """A box of LX x LY x LZ sites on the C backend's 3D kernels.
+    """A box of LX x LY x LZ sites on 3D kernels (backend "c", "opencl", "cuda-shim" or "cuda").
 
     >>> sim = Simulation3D(16, 16, 32, velocity_set="d3q19", tau=0.8, walls="z", lid={"z-high": (0.05, 0, 0)})
     >>> sim.set_fields(1.0, 0.0, 0.0, 0.0)       # a fluid at rest, at equilibrium
@@ -150,6 +164,11 @@ class Simulation3D:
         self.lid = _lids(lid, self.walls)
         shape = (self.lx, self.ly, self.lz)
         self.mask = _mask(mask, shape)
+        from lbgen.backends import RUNTIMES, spec_backend
+        self.runtime = str(backend).lower()
+        if self.runtime not in RUNTIMES:
+            raise SpecError(f"unknown backend {backend!r}; choose from {', '.join(RUNTIMES)}")
+        backend = spec_backend(self.runtime)             # 'cuda' for 'cuda-shim'
         if layout is None:
             layout, auto_vl = default_layout(backend, self.lz, entry.max_hop)
             vl = vl if vl is not None else auto_vl
@@ -164,12 +183,11 @@ class Simulation3D:
         if problem:                                      # before compiling anything
             raise SimulationError(f"{problem} ({spec.layout}{'-vl' + str(spec.vl) if spec.vl else ''}; "
                                   f"choose another vl or layout, or another LZ)")
-        from lbgen.backends.c import compile3d
         from lbgen.codegen.render import generate
         self.fused = bool(fused)
         self.source = generate(spec)
         self.spec = self.source.spec
-        self.program = compile3d(self.source, *shape, strict=strict, threads=self.threads)
+        self.program = _compile3d(self.runtime, self.source, shape, strict, self.threads)
         self.dtype = self.program.dtype
         self.boundaries = self.program.boundaries(self.walls, self.lid, self.mask)
         self.f, self.g = self.program.allocate(), self.program.allocate()

@@ -210,11 +210,9 @@ def test_3d_sets_are_not_offered_to_runs():
 
 
 def test_kernels_and_simulation_refuse_a_3d_set_in_words():
-    # the C backend generates 3D kernels (tests/backends/test_c3d.py); the others refuse them
+    # every backend generates 3D kernels (tests/backends/test_c3d.py, test_gpu3d.py)
     assert KernelSpec(velocity_set="D3Q19").validate().velocity_set == "d3q19"
-    with pytest.raises(SpecError, match="d3q19 is a 3D set: 3D kernels are generated for the c backend only so far, "
-                                        "not 'opencl'"):
-        KernelSpec(velocity_set="d3q19", backend="opencl").validate()
+    assert KernelSpec(velocity_set="d3q19", backend="opencl").validate().dimension == 3
     with pytest.raises(SpecError, match="d3q27 is a 3D set; 3D runs are not available yet.*lbgen.Simulation3D"):
         Simulation(8, 16, velocity_set="D3Q27")
     with pytest.raises(ConfigError, match=MESSAGE):
@@ -233,11 +231,9 @@ def test_cli_refuses_a_3d_set_in_words(args, tmp_path):
     assert "d3q19" not in help_text and "d2q9" in help_text
 
 
-def test_cli_emit_refuses_a_3d_set_on_a_gpu_backend_in_words(tmp_path):
+def test_cli_emit_writes_a_3d_set_on_a_gpu_backend(tmp_path):
     result = CliRunner().invoke(main, ["emit", "--velocity-set", "d3q19", "--backend", "opencl",
                                        "-o", str(tmp_path / "o")])
-    assert result.exit_code == 2, result.output
-    assert "d3q19 is a 3D set: 3D kernels are generated for the c backend only so far, not 'opencl'" in \
-        " ".join(result.output.split()) and "Traceback" not in result.output
-    assert not (tmp_path / "o").exists()
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["README.md", "example.py", "lbgen_kernels.cl"]
     assert "d3q19" in CliRunner().invoke(main, ["emit", "--help"]).output

@@ -138,7 +138,7 @@ def test_repr_and_parameters():
     (dict(mask=np.full(SHAPE, 2, np.uint8)), SimulationError, "mask: value 2 at \\(x=0, y=0, z=0\\)"),
     (dict(mask=np.ones(SHAPE, bool)), SimulationError, "every voxel is solid"),
     (dict(layout="caosoa", vl=32), SimulationError, "lz=16 is not a multiple of VL=32"),
-    (dict(backend="opencl"), SpecError, "d3q19 is a 3D set: 3D kernels are generated for the c backend only"),
+    (dict(backend="metal"), SpecError, "unknown backend 'metal'; choose from c, opencl, cuda, cuda-shim"),
     (dict(velocity_set="d2q9"), SpecError, "d2q9 is a 2D set; Simulation3D runs 3D sets"),
     (dict(gravity=(0, -1e-5)), SimulationError, "gravity=\\(0, -1e-05\\) must be three finite numbers \\(gx, gy, gz\\)"),
     (dict(walls="xw"), SimulationError, "each wall axis must be 'x', 'y' or 'z'"),

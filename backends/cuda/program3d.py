@@ -1,0 +1,97 @@
+"""The 3D CUDA kernels (templates/cuda/kernels3d.cu.j2): ``ShimProgram3D`` runs the ``.cu``
+text on the CPU through the host shim (g++, lbgen.backends.cuda.shim), ``CudaProgram3D``
+through pycuda on device 0 (the 2D CudaProgram's way: SourceModule, --fmad=false when
+strict).  ``CProgram3D``'s interface (lbgen.backends.gpu3d): host NumPy buffers, copied to
+and from the device around each launch.  Blocks of BLOCK threads (the spec's block_size,
+else 128, as in the .cu); field and plain arrays and lid velocities are doubles."""
+from __future__ import annotations
+
+import numpy as np
+
+from lbgen.backends.gpu3d import Boundaries3D, GPUProgram3D  # noqa: F401
+
+DEFAULT_BLOCK = 128
+
+
+class _CudaLaunch(GPUProgram3D):
+    backend = "cuda"
+
+    @property
+    def block(self) -> int:
+        return int(self.spec.block_size or DEFAULT_BLOCK)
+
+    def _blocks(self, items: int) -> int:
+        return (items + self.block - 1) // self.block
+
+
+class ShimProgram3D(_CudaLaunch):
+    """The 3D CUDA kernels on the CPU (host shim; launches run block by block, thread by thread)."""
+
+    def __init__(self, source, lx: int, ly: int, lz: int, strict: bool = False, flags=None):
+        from lbgen.backends.base import load_library
+        from lbgen.backends.cuda import shim
+        super().__init__(source, lx, ly, lz)
+        self.library_path = shim.build(source, flags, strict)
+        self.real_c = "double" if self.spec.precision == "double" else "float"
+        self.ffi, self.lib = load_library(self.library_path, shim.cdef_source(source.text, self.real_c))
+
+    def describe(self) -> str:
+        from lbgen.backends.cuda import shim
+        return shim.describe()
+
+    def _run(self, kernel, items, args, outputs):
+        conv = []
+        for a in args:
+            if a is None:
+                conv.append(self.ffi.NULL)
+            elif isinstance(a, np.ndarray):
+                ctype = {np.float64: "double", np.float32: "float", np.uint8: "unsigned char"}[a.dtype.type]
+                conv.append(self.ffi.cast(f"{ctype} *", a.ctypes.data))
+            elif isinstance(a, np.integer):
+                conv.append(int(a))
+            else:
+                conv.append(float(a))
+        getattr(self.lib, f"{self.prefix}_{kernel}__launch")(self._blocks(items), self.block, *conv)
+
+
+class CudaProgram3D(_CudaLaunch):
+    """The 3D CUDA kernels on device 0 through pycuda (untested without a GPU and pycuda)."""
+
+    def __init__(self, source, lx: int, ly: int, lz: int, strict: bool = False, options=None):
+        from lbgen.backends.base import CompileError
+        from lbgen.backends.cuda import _driver, _source_folder, device_arch
+        super().__init__(source, lx, ly, lz)
+        self.cuda = _driver()
+        from pycuda.compiler import SourceModule
+        self.arch = device_arch()
+        opts = list(options or []) + (["--fmad=false"] if strict else [])
+        try:
+            self.module = SourceModule(source.text, options=opts, arch=self.arch, no_extern_c=True,
+                                       include_dirs=[str(_source_folder(source))])
+        except Exception as e:
+            raise CompileError(f"pycuda/nvcc failed to compile {source.main_file} for {self.arch} "
+                               f"(options {opts}):\n{e}") from None
+        self.functions = {}
+
+    def _run(self, kernel, items, args, outputs):
+        cuda = self.cuda
+        fn = self.functions.get(kernel) or self.module.get_function(f"{self.prefix}_{kernel}")
+        self.functions[kernel] = fn
+        conv, dev = [], {}
+        for i, a in enumerate(args):
+            if a is None:
+                conv.append(np.intp(0))
+            elif isinstance(a, np.ndarray):
+                dev[i] = cuda.to_device(a)
+                conv.append(dev[i])
+            else:
+                conv.append(a)
+        fn(*conv, block=(self.block, 1, 1), grid=(self._blocks(items), 1))
+        cuda.Context.synchronize()
+        for i in outputs:
+            cuda.memcpy_dtoh(args[i], dev[i])
+
+
+def compile3d(source, lx: int, ly: int, lz: int, strict: bool = False, shim: bool = True, **kw):
+    """The host-shim program (``shim=True``) or the pycuda one of a 3D CUDA source."""
+    return (ShimProgram3D if shim else CudaProgram3D)(source, lx, ly, lz, strict=strict, **kw)

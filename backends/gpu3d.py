@@ -1,0 +1,207 @@
+"""The 3D GPU-dialect kernels (OpenCL, CUDA) of one spec for one lattice size: the logic
+shared by ``backends/opencl/program3d.py`` (pyopencl), ``backends/cuda/program3d.py`` (the
+host shim and pycuda).
+
+The interface is ``CProgram3D``'s (lbgen.backends.c.program3d): lattice buffers are host
+NumPy arrays in ``Layout3D`` order (``allocate``), ``pack``/``unpack``/``halo``/
+``propagate``/``collide``/``fused``/``init_equilibrium``/``fields``/``step`` take the same
+arguments, ``boundaries`` builds the boundaries once.  A runtime moves the arrays a kernel
+reads to the device and back those it writes, around each launch (simple, and what the
+tests and ``Simulation3D`` need; device-resident stepping is the runtime's ``_run``).
+
+The kernels take the C API's ``<prefix>_boundaries`` struct as four arguments (walls,
+lids, lid: 6 x 3 velocities, solid: NULL or the uint8 voxel mask): ``Boundaries3D`` here
+holds them.  Launch geometry: one work-item / thread per site (LX*LY*LZ), the halo one per
+element column of the padded lattice (``<P>_HALO_THREADS``), rounded up to the block size.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Dict, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from lbgen.backends.base import aligned_zeros
+
+AXES = ("x", "y", "z")
+SIDES = ("low", "high")
+
+
+def face_index(axis: str, side: str) -> int:
+    return 2 * AXES.index(axis) + SIDES.index(side)
+
+
+class Boundaries3D:
+    """The boundaries of the GPU 3D kernels: ``walls`` and ``lids`` bits, ``lid`` (18 values:
+    face 2a + s at 3(2a + s)), ``solid`` (None or a (LX, LY, LZ) uint8 array); the same inputs
+    and checks as the C backend's ``Boundaries3D``."""
+
+    def __init__(self, program: "GPUProgram3D", walls: Sequence[str] = (), lids: Optional[Mapping] = None,
+                 solid: Optional[np.ndarray] = None):
+        lids = dict(lids or {})
+        for axis in walls:
+            if axis not in AXES:
+                raise ValueError(f"wall axis {axis!r}: choose among x, y, z")
+        for (axis, side), u in lids.items():
+            if axis not in walls:
+                raise ValueError(f"a lid on the {axis}-{side} face needs walls on the {axis} axis")
+            if len(tuple(u)) != 3:
+                raise ValueError(f"lid {axis}-{side}: velocity {u!r} needs 3 components")
+        self.walls_axes = tuple(a for a in AXES if a in walls)
+        self.lids_faces = {k: tuple(float(c) for c in v) for k, v in lids.items()}
+        self.walls = sum(1 << AXES.index(a) for a in self.walls_axes)
+        self.lids = sum(1 << face_index(*face) for face in self.lids_faces)
+        self.lid = np.zeros(18, dtype=program.lid_dtype)
+        for face, u in self.lids_faces.items():
+            self.lid[3 * face_index(*face):3 * face_index(*face) + 3] = u
+        self.solid = None
+        if solid is not None:
+            solid = np.asarray(solid)
+            shape = (program.lx, program.ly, program.lz)
+            if solid.shape != shape or solid.dtype != np.uint8:
+                raise ValueError(f"solid mask: {solid.dtype} array of shape {solid.shape}; the kernels take a "
+                                 f"uint8 array of shape {shape}")
+            self.solid = np.ascontiguousarray(solid)
+
+    @property
+    def periodic(self) -> bool:
+        return not self.walls_axes and self.solid is None
+
+
+class GPUProgram3D:
+    """Common logic; a runtime defines ``_run(kernel, items, args, outputs)`` (args: NumPy
+    arrays, None for a NULL pointer, np.int32 / real scalars; outputs: the indices of the
+    arrays the kernel writes) and sets ``field_dtype`` / ``lid_dtype``."""
+
+    backend = ""
+    field_dtype = np.float64
+    lid_dtype = np.float64
+
+    def __init__(self, source, lx: int, ly: int, lz: int):
+        from lbgen.codegen.layouts import make_layout3d
+        from lbgen.codegen.render3d import check_sizes3d
+        from lbgen.model.velocity_set import velocity_set
+        self.source = source
+        self.spec = spec = source.spec
+        if spec.dimension != 3 or spec.backend != self.backend:
+            raise ValueError(f"{type(self).__name__} runs 3D {self.backend} kernels, not a {spec.dimension}D "
+                             f"{spec.backend} source")
+        self.vs = vs = velocity_set(spec.velocity_set)
+        problem = check_sizes3d(spec, vs, lx, ly, lz)         # the C check's rules, before any work
+        if problem:
+            raise ValueError(problem)
+        self.lx, self.ly, self.lz = int(lx), int(ly), int(lz)
+        self.layout = make_layout3d(spec.layout, vs.Q, self.lx, self.ly, self.lz, spec.vl, halo=vs.max_hop)
+        self.dtype = np.float64 if spec.precision == "double" else np.float32
+        self.calls = collections.Counter()
+        self.prefix = spec.prefix
+        from lbgen.model.operators import operator
+        self.parameter_names = operator(spec.collision).kernel_arguments_of(3)
+        self._sizes = tuple(np.int32(n) for n in (self.lx, self.ly, self.lz))
+        L = self.layout
+        self.site_items = self.lx * self.ly * self.lz
+        self.halo_items = (self.lx + 2 * L.halo) * (self.ly + 2 * L.halo) * (self.lz // L.VL + 2 * L.halo) * L.VL
+        self.threads = None
+
+    # --- to implement -----------------------------------------------------------------------
+    def _run(self, kernel: str, items: int, args, outputs) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    # --- plumbing ---------------------------------------------------------------------------
+    def _call(self, kernel, items, args, outputs):
+        self.calls[kernel] += 1
+        self._run(kernel, items, list(args), tuple(outputs))
+
+    def _buf(self, a: np.ndarray) -> np.ndarray:
+        if not isinstance(a, np.ndarray) or a.dtype != self.dtype or not a.flags.c_contiguous \
+                or a.size != self.layout.size:
+            raise ValueError(f"a lattice buffer of this program is a contiguous {np.dtype(self.dtype)} array of "
+                             f"{self.layout.size} elements (allocate())")
+        return a
+
+    def _fields_in(self, a, shape) -> np.ndarray:
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), shape), dtype=self.field_dtype)
+
+    def _real(self, v) -> np.generic:
+        return self.dtype(v)
+
+    def _param_values(self, params: Mapping[str, float]):
+        names = self.parameter_names
+        if set(params) != set(names):
+            missing = [n for n in names if n not in params]
+            extra = [n for n in params if n not in names]
+            raise TypeError(f"{self.spec.collision} collide takes parameters {', '.join(names)}; missing {missing}, "
+                            f"unexpected {extra}")
+        return [self._real(params[n]) for n in names]
+
+    def _bc_args(self, bc: Optional[Boundaries3D]):
+        if bc is None:
+            return [np.int32(0), np.int32(0), None, None]
+        return [np.int32(bc.walls), np.int32(bc.lids), bc.lid, bc.solid]
+
+    # --- buffers ----------------------------------------------------------------------------
+    def allocate(self) -> np.ndarray:
+        return aligned_zeros(self.layout.size, self.dtype)
+
+    def boundaries(self, walls: Sequence[str] = (), lids: Optional[Mapping] = None,
+                   solid: Optional[np.ndarray] = None) -> Optional[Boundaries3D]:
+        bc = Boundaries3D(self, walls, lids, solid)
+        return None if bc.periodic else bc
+
+    def pack(self, plain: np.ndarray, f: Optional[np.ndarray] = None) -> np.ndarray:
+        """(Q, LX, LY, LZ) populations -> a buffer of this layout (pack, then halo)."""
+        plain = self._fields_in(plain, (self.vs.Q, self.lx, self.ly, self.lz))
+        f = self.allocate() if f is None else self._buf(f)
+        self._call("pack", self.site_items, [f, plain, *self._sizes], (0,))
+        self.halo(f)
+        return f
+
+    def unpack(self, f: np.ndarray) -> np.ndarray:
+        out = np.empty((self.vs.Q, self.lx, self.ly, self.lz), dtype=self.field_dtype)
+        self._call("unpack", self.site_items, [self._buf(f), out, *self._sizes], (1,))
+        return out.astype(np.float64)
+
+    # --- kernels ----------------------------------------------------------------------------
+    def halo(self, f) -> None:
+        self._call("halo", self.halo_items, [self._buf(f), *self._sizes], (0,))
+
+    def propagate(self, prv, nxt, bc: Optional[Boundaries3D] = None) -> None:
+        self._call("propagate", self.site_items, [self._buf(prv), self._buf(nxt), *self._sizes, *self._bc_args(bc)],
+                   (1,))
+
+    def collide(self, src, dst, bc: Optional[Boundaries3D] = None, **params) -> None:
+        if src is dst:
+            args, outputs = [self._buf(src), src], (0,)
+        else:
+            args, outputs = [self._buf(src), self._buf(dst)], (1,)
+        self._call("collide", self.site_items, [*args, *self._sizes, *self._bc_args(bc), *self._param_values(params)],
+                   outputs)
+
+    def fused(self, prv, nxt, bc: Optional[Boundaries3D] = None, **params) -> None:
+        self._call("fused", self.site_items, [self._buf(prv), self._buf(nxt), *self._sizes, *self._bc_args(bc),
+                                              *self._param_values(params)], (1,))
+
+    def init_equilibrium(self, f, rho, ux, uy, uz, T, force: Tuple[float, float, float] = (0.0, 0.0, 0.0)) -> None:
+        shape = (self.lx, self.ly, self.lz)
+        arrays = [self._fields_in(a, shape) for a in (rho, ux, uy, uz, T)]
+        self._call("init_equilibrium", self.site_items,
+                   [self._buf(f), *self._sizes, *arrays, *(self._real(a) for a in force)], (0,))
+        self.halo(f)
+
+    def fields(self, f, force: Tuple[float, float, float] = (0.0, 0.0, 0.0)) -> Dict[str, np.ndarray]:
+        names = ("rho", "ux", "uy", "uz", "T")
+        out = [np.empty((self.lx, self.ly, self.lz), dtype=self.field_dtype) for _ in names]
+        self._call("fields", self.site_items, [self._buf(f), *self._sizes, *out, *(self._real(a) for a in force)],
+                   (4, 5, 6, 7, 8))
+        return {n: a.astype(np.float64) for n, a in zip(names, out)}
+
+    def step(self, f, g, params: Mapping[str, float], bc: Optional[Boundaries3D] = None,
+             fused: bool = True) -> Tuple[np.ndarray, np.ndarray]:
+        """One time step (as CProgram3D.step).  Returns (state, spare)."""
+        self.halo(f)
+        if fused:
+            self.fused(f, g, bc, **params)
+            return g, f
+        self.propagate(f, g, bc)
+        self.collide(g, f, bc, **params)
+        return f, g

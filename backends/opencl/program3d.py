@@ -1,0 +1,61 @@
+"""The 3D OpenCL kernels (templates/opencl/kernels3d.cl.j2) through pyopencl: ``OpenCLProgram3D``.
+
+``CProgram3D``'s interface (lbgen.backends.gpu3d): host NumPy buffers, each launch copies the
+arrays it reads to the device and those it writes back.  Fields and plain arrays are ``real``
+on OpenCL (as in 2D), the lid velocities too.  Strict: ``-DLBGEN_STRICT`` (no contraction)."""
+from __future__ import annotations
+
+import numpy as np
+
+from lbgen.backends.gpu3d import Boundaries3D, GPUProgram3D  # noqa: F401
+
+
+class OpenCLProgram3D(GPUProgram3D):
+    backend = "opencl"
+
+    def __init__(self, source, lx: int, ly: int, lz: int, strict: bool = False, device=None,
+                 block_size=None):
+        from lbgen.backends import opencl as ob
+        from lbgen.backends.base import BackendUnavailable
+        super().__init__(source, lx, ly, lz)
+        self.field_dtype = self.lid_dtype = self.dtype
+        cl = self.cl = ob._cl()
+        self.device = ob.select_device(device)
+        single = self.spec.precision == "single"
+        if not single and not self.device.double_fp_config:
+            raise BackendUnavailable(f"OpenCL backend: device {self.device.name.strip()!r} has no double precision")
+        self.context, self.queue = ob._context(self.device)
+        self.strict = strict
+        self.options = ob.build_options(strict, single, self.device)
+        self.program = ob.build(source, self.device, self.options)
+        self.kernels = {n: cl.Kernel(self.program, f"{self.prefix}_{n}")
+                        for n in ("halo", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack",
+                                  "unpack")}
+        bs = int(block_size or self.spec.block_size or ob.DEFAULT_BLOCK_SIZE)
+        self.block_size = min(bs, self.device.max_work_group_size)
+
+    @property
+    def device_name(self) -> str:
+        return self.device.name.strip()
+
+    def describe(self) -> str:
+        return self.device_name
+
+    def _run(self, kernel, items, args, outputs):
+        cl, mf = self.cl, self.cl.mem_flags
+        dev = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                dev.append(cl.Buffer(self.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a))
+            else:
+                dev.append(a)
+        bs = self.block_size
+        self.kernels[kernel](self.queue, ((items + bs - 1) // bs * bs,), (bs,), *dev)
+        for i in outputs:
+            cl.enqueue_copy(self.queue, args[i], dev[i], is_blocking=True)
+        self.queue.finish()
+
+
+def compile3d(source, lx: int, ly: int, lz: int, strict: bool = False, device=None, block_size=None,
+              threads: int = 0) -> OpenCLProgram3D:
+    return OpenCLProgram3D(source, lx, ly, lz, strict=strict, device=device, block_size=block_size)

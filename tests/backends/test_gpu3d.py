@@ -1,0 +1,250 @@
+"""The 3D kernels of the GPU dialects: OpenCL (templates/opencl/kernels3d.cl.j2 through
+pyopencl, here on the CPU with Intel's runtime) and CUDA (templates/cuda/kernels3d.cu.j2
+through the host shim; nvcc compiles it) -- one text for both, templates/gpu/kernels3d.j2.
+Every layout x operator x set = the oracle (lbgen.reference.bulk3d) to 1e-12 with a force,
+periodic and with walls, a lid and a random voxel mask (fast subset, the rest slow); strict
+builds bit-identical to the C backend's 3D kernels (populations, boundaries, fields,
+init_equilibrium); the GPU default VL 32 on an LZ = 96 lattice; pack/unpack/halo = Layout3D's
+formulas; nvcc compiles the 3D .cu (sm_80, sm_90).  With CI=true nothing skips."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from lbgen.backends.base import BackendUnavailable
+from lbgen.codegen.layouts import make_layout3d
+from lbgen.codegen.render import generate
+from lbgen.codegen.spec import KernelSpec
+from lbgen.reference import bulk3d as oracle
+from support3d import (FORCE, LAYOUTS3D, R, SHAPE, kernel_run, oracle_run, program3d, random_state)
+
+CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+STEPS = 3
+BACKENDS = ("opencl", "cuda")
+#: the fast suite's combinations (backend, layout, vl, set, operator); the rest is slow
+FAST = {("opencl", "caosoa", 8, "d3q19", "bgk"), ("opencl", "soa", None, "d3q27", "regularized"),
+        ("cuda", "csoa", 4, "d3q19", "regularized"), ("cuda", "aos", None, "d3q19", "bgk")}
+
+
+def _need(what, fn):
+    try:
+        return fn()
+    except (BackendUnavailable, ImportError) as e:
+        if CI:
+            pytest.fail(f"{what} is required under CI=true: {e}", pytrace=False)
+        pytest.skip(f"{what} unavailable: {e}")
+
+
+def _opencl():
+    from lbgen.backends import opencl as ob
+    ob.available()
+    ob.select_device()
+
+
+def _shim():
+    from lbgen.backends.cuda import shim
+    ok, why = shim.available()
+    if not ok:
+        raise BackendUnavailable(why)
+
+
+_PROGRAMS: dict = {}
+
+
+def gpu3d(backend, layout, vl, name="d3q19", collision="bgk", strict=False, shape=SHAPE):
+    """A compiled 3D program of a GPU dialect (memoised for the session)."""
+    key = (backend, layout, vl, name, collision, strict, tuple(shape))
+    if key not in _PROGRAMS:
+        src = generate(KernelSpec(backend=backend, layout=layout, vl=vl, velocity_set=name, collision=collision))
+        if backend == "opencl":
+            _need("OpenCL", _opencl)
+            from lbgen.backends.opencl.program3d import compile3d
+        else:
+            _need("g++ for the CUDA host shim", _shim)
+            from lbgen.backends.cuda.program3d import compile3d
+        _PROGRAMS[key] = compile3d(src, *shape, strict=strict)
+    return _PROGRAMS[key]
+
+
+def rel_err(got, want) -> float:
+    return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+
+
+def mask(seed=1, fraction=0.15, shape=SHAPE) -> np.ndarray:
+    return np.random.default_rng(seed).random(shape) < fraction
+
+
+def _sweep(fast=FAST):
+    for backend in BACKENDS:
+        for layout, vl in LAYOUTS3D:
+            for name in ("d3q19", "d3q27"):
+                for collision in ("bgk", "regularized"):
+                    marks = () if (backend, layout, vl, name, collision) in fast else (pytest.mark.slow,)
+                    yield pytest.param(backend, layout, vl, name, collision, marks=marks,
+                                       id=f"{backend}-{layout}{'-vl' + str(vl) if vl else ''}-{name}-{collision}")
+
+
+def boundaries_case(prog, name, solid=None, walls=("y", "z"), lids=None):
+    lids = {("z", "high"): (0.05, -0.02, 0.0)} if lids is None else lids
+    solid = mask() if solid is None else solid
+    bc = prog.boundaries(walls, {f: R * np.asarray(u) for f, u in lids.items()}, solid.astype(np.uint8))
+    return bc, oracle.Boundaries(SHAPE, oracle.lattice(name), walls=walls, lids=lids, solid=solid)
+
+
+@pytest.mark.parametrize("backend, layout, vl, name, collision", list(_sweep()))
+def test_periodic_box_with_force_equals_the_oracle(backend, layout, vl, name, collision):
+    f0 = random_state(name)
+    prog = gpu3d(backend, layout, vl, name, collision)
+    got = prog.unpack(kernel_run(prog, f0, STEPS, collision))
+    assert rel_err(got, oracle_run(f0, STEPS, name, collision)) < 1e-12
+
+
+@pytest.mark.parametrize("backend, layout, vl, name, collision", list(_sweep()))
+def test_walls_lid_and_mask_equal_the_oracle(backend, layout, vl, name, collision):
+    f0 = random_state(name)
+    prog = gpu3d(backend, layout, vl, name, collision)
+    bc, obc = boundaries_case(prog, name)
+    got = prog.unpack(kernel_run(prog, f0, STEPS, collision, bc))
+    want = oracle_run(f0, STEPS, name, collision, obc)
+    assert rel_err(got, want) < 1e-12
+    assert np.all(got[:, mask()] == 0.0)                   # solid voxels hold 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("walls, lids", [(("x",), {("x", "low"): (0.0, 0.03, 0.01)}),
+                                         (("x", "y", "z"), {("y", "high"): (0.04, 0.0, -0.02)})],
+                         ids=["x-walls-lid", "box-lid"])
+def test_separate_kernels_with_walls_on_other_axes_equal_the_oracle(backend, walls, lids):
+    f0 = random_state("d3q19", seed=3)
+    prog = gpu3d(backend, "caosoa", 4)
+    bc, obc = boundaries_case(prog, "d3q19", solid=mask(seed=4, fraction=0.1), walls=walls, lids=lids)
+    got = prog.unpack(kernel_run(prog, f0, STEPS, "bgk", bc, fused=False))
+    assert rel_err(got, oracle_run(f0, STEPS, "d3q19", "bgk", obc)) < 1e-12
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout", ["caosoa", "csoa"])
+def test_gpu_default_vl32_on_lz96_equals_the_oracle(backend, layout):
+    shape = (2, 3, 96)                                   # LZ >= 3 * 32: VL 32 with a one-row halo
+    f0 = random_state("d3q19", shape=shape, seed=9)
+    prog = gpu3d(backend, layout, 32, "d3q19", "bgk", shape=shape)
+    sol = mask(seed=2, fraction=0.1, shape=shape)
+    lids = {("z", "low"): (0.03, 0.01, 0.0)}
+    bc = prog.boundaries(("z",), {f: R * np.asarray(u) for f, u in lids.items()}, sol.astype(np.uint8))
+    obc = oracle.Boundaries(shape, oracle.lattice("d3q19"), walls=("z",), lids=lids, solid=sol)
+    got = prog.unpack(kernel_run(prog, f0, STEPS, "bgk", bc))
+    want = oracle.run(f0.copy(), STEPS, "bgk", oracle.lattice("d3q19"), obc, force=FORCE, tau=0.8)
+    assert rel_err(got, want) < 1e-12
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout, vl", [("aos", None), ("caosoa", 8)])
+def test_pack_unpack_and_halo_kernels_are_layout3d_formulas(backend, layout, vl):
+    prog = gpu3d(backend, layout, vl)
+    lay = make_layout3d(layout, 19, *SHAPE, vl, halo=1)
+    f = random_state("d3q19", seed=11)
+    packed = prog.pack(f)
+    assert np.array_equal(packed, lay.pack(f))
+    assert np.array_equal(prog.unpack(packed), f)
+    buf = np.random.default_rng(5).standard_normal(lay.size)
+    want = lay.fill_halo(buf.copy())
+    prog.halo(buf)
+    assert np.array_equal(buf, want)
+
+
+def _strict_case(backend, layout, vl, name, collision, fused):
+    gpu = gpu3d(backend, layout, vl, name, collision, strict=True)
+    c = program3d(layout, vl, name, collision, strict=True)
+    f0 = random_state(name, seed=13)
+    out = []
+    for prog in (c, gpu):
+        bc = prog.boundaries(("x", "z"), {("z", "low"): (0.02, 0.05, 0.0), ("x", "high"): (0.0, -0.03, 0.01)},
+                             mask(seed=6, fraction=0.12).astype(np.uint8))
+        out.append(prog.unpack(kernel_run(prog, f0, STEPS, collision, bc, fused=fused)))
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout, vl, name, collision, fused",
+                         [("caosoa", 8, "d3q19", "bgk", True), ("soa", None, "d3q27", "regularized", False),
+                          pytest.param("aos", None, "d3q19", "regularized", True, marks=pytest.mark.slow),
+                          pytest.param("csoa", 4, "d3q27", "bgk", True, marks=pytest.mark.slow)])
+def test_strict_builds_are_bit_identical_to_the_c_backend(backend, layout, vl, name, collision, fused):
+    c, gpu = _strict_case(backend, layout, vl, name, collision, fused)
+    assert np.array_equal(gpu, c)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_init_and_fields_are_bit_identical_to_the_c_backend(backend):
+    rng = np.random.default_rng(2)
+    rho = 1.0 + 0.1 * rng.random(SHAPE)
+    u = 0.05 * rng.standard_normal((3,) + SHAPE)
+    a = tuple(R * FORCE)
+    gpu = gpu3d(backend, "caosoa", 8, strict=True)
+    c = program3d("caosoa", 8, strict=True)
+    bufs = []
+    for prog in (c, gpu):
+        f = prog.allocate()
+        prog.init_equilibrium(f, rho, *(R * u), 1.0, force=a)
+        bufs.append(f)
+    assert np.array_equal(bufs[0], bufs[1])
+    fc, fg = c.fields(bufs[0], force=a), gpu.fields(bufs[1], force=a)
+    for k in ("rho", "ux", "uy", "uz", "T"):
+        assert np.array_equal(fc[k], fg[k]), k
+    assert np.max(np.abs(fg["ux"] - R * u[0])) < 1e-14
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sizes_and_boundaries_are_checked_before_any_work(backend):
+    src = generate(KernelSpec(backend=backend, layout="caosoa", vl=8, velocity_set="d3q19"))
+    mod = __import__(f"lbgen.backends.{backend}.program3d", fromlist=["compile3d"])
+    with pytest.raises(ValueError, match="not a multiple of VL=8"):
+        mod.compile3d(src, 4, 4, 12)
+    prog = gpu3d(backend, "caosoa", 8)
+    with pytest.raises(ValueError, match="uint8 array of shape"):
+        prog.boundaries(solid=np.zeros(SHAPE, bool))
+    with pytest.raises(ValueError, match="needs walls on the y axis"):
+        prog.boundaries(("x",), {("y", "low"): (0, 0, 0)})
+
+
+@pytest.mark.parametrize("layout, vl, collision", [("caosoa", 32, "bgk"), ("soa", None, "regularized"),
+                                                   ("csoa", 8, "bgk")])
+@pytest.mark.parametrize("name", ["d3q19", "d3q27"])
+def test_nvcc_compiles_the_3d_cu(layout, vl, collision, name):
+    from lbgen.backends.cuda import nvcc
+    ok, why = nvcc.available()
+    if not ok:
+        if CI:
+            pytest.fail(f"nvcc is required under CI=true: {why}", pytrace=False)
+        pytest.skip(why)
+    src = generate(KernelSpec(backend="cuda", layout=layout, vl=vl, velocity_set=name, collision=collision))
+    for res in nvcc.compile_many([(src, a) for a in ("sm_80", "sm_90")]):
+        assert res.binary
+        assert set(res.kernels) == {f"lbgen_{k}" for k in ("halo", "propagate", "collide", "fused", "init_equilibrium",
+                                                            "fields", "pack", "unpack")}, res.log
+    strict = nvcc.compile_cu(src, "sm_90", strict=True)
+    assert strict.binary
+
+
+@pytest.mark.parametrize("runtime", ["opencl", "cuda-shim"])
+def test_simulation3d_on_a_gpu_runtime_is_bit_identical_to_the_c_backend(runtime):
+    import lbgen
+    if runtime == "opencl":
+        _need("OpenCL", _opencl)
+    else:
+        _need("g++ for the CUDA host shim", _shim)
+    solid = mask(seed=8, fraction=0.1)
+    kw = dict(velocity_set="d3q19", tau=0.8, gravity=(1e-5, 0.0, -2e-5), walls="z", lid={"z-high": (0.05, 0, 0)},
+              mask=solid, layout="caosoa", vl=8, strict=True)
+    sims = [lbgen.Simulation3D(*SHAPE, backend=b, **kw) for b in ("c", runtime)]
+    rho = 1.0 + 1e-2 * np.random.default_rng(3).standard_normal(SHAPE)
+    for sim in sims:
+        sim.set_fields(rho=rho, ux=0.02, uy=0.0, uz=0.0)
+        sim.run(4)
+    c, gpu = (s.populations() for s in sims)
+    assert np.array_equal(c, gpu)
+    assert sims[1].spec.backend == ("cuda" if runtime == "cuda-shim" else "opencl")
+    fc, fg = sims[0].fields(), sims[1].fields()
+    assert all(np.array_equal(fc[k], fg[k]) for k in fc)
