@@ -7,8 +7,6 @@ that made it, a content hash).  Templates know no sympy, the model knows no C.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -19,26 +17,14 @@ from lbgen import __version__
 from lbgen.system.cache import cached_pickle, digest, source_digest
 from lbgen.codegen.diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
 from lbgen.codegen.layouts import CLUSTERED, Layout
-from lbgen.model.catalog import DEFAULT_VELOCITY_SET
-from lbgen.model.derived import Model, build_model, model_digest
+from lbgen.model.derived import Model, model_digest
 from lbgen.codegen.cprint import RealPrinter, print_assignments
 from lbgen.model.walls import min_ly_walls, wall_row_count
-from lbgen.model.catalog import DEFAULT_SCHEME
 from lbgen.model.walls import mass_rule
 from lbgen.codegen.spec import MAX_TIME_BLOCK, OPERATOR_PARAMETERS, KernelSource, KernelSpec
 from lbgen.codegen.kernel_api import ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules
-
-def _templates_dir() -> Path:
-    return Path(str(resources.files("lbgen.templates")))
-
-
-@lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
-    loader = jinja2.FunctionLoader(lambda name: (_templates_dir() / name).read_text())
-    env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True, keep_trailing_newline=True)
-    return env
-
+from lbgen.codegen.templating import emit_command, model_of  # noqa: F401 - part of this module's API
+from lbgen.codegen.templating import environment as _environment, templates_dir as _templates_dir
 
 def _index_terms(layout_name: str, velocities, halo: int) -> Dict[str, list]:
     """C offsets of population p (relative to p = 0 at the same site) and pull offsets."""
@@ -59,34 +45,6 @@ def _index_terms(layout_name: str, velocities, halo: int) -> Dict[str, list]:
         terms = ([f"{p}*SP"] if p else []) + ([f"{-ey}*SR"] if ey else [])
         pull_within.append(" + ".join(terms).replace("+ -", "- ") if terms else "0")
     return {"site": pop, "pull": pull, "pull_column": pull_column, "pull_within": pull_within}
-
-
-def emit_command(spec: KernelSpec) -> str:  # noqa: C901
-    """The `lbgen emit` command line that reproduces a spec."""
-    words = ["lbgen emit", f"--backend {spec.backend}", f"--layout {spec.layout}"]
-    if spec.layout in CLUSTERED:
-        words.append(f"--vl {spec.vl}")
-    words += [f"--precision {spec.precision}", f"--collision {spec.collision}"]
-    if spec.velocity_set != DEFAULT_VELOCITY_SET:
-        words.append(f"--velocity-set {spec.velocity_set}")
-    if spec.compile_time_sizes:
-        words.append(f"--lx {spec.lx} --ly {spec.ly}")
-    if spec.prefix != "lbgen":
-        words.append(f"--prefix {spec.prefix}")
-    if not spec.streaming_stores:
-        words.append("--no-streaming-stores")
-    if spec.block_size:
-        words.append(f"--block-size {spec.block_size}")
-    if spec.walls:
-        words.append("--walls")
-    if spec.wall_scheme != DEFAULT_SCHEME:
-        words.append(f"--wall-scheme {spec.wall_scheme}")
-    return " ".join(words)
-
-
-def model_of(spec: KernelSpec) -> Model:
-    """The one model value a spec's kernels are printed from (derived once, cached)."""
-    return build_model(spec.velocity_set, spec.collision, spec.walls, spec.wall_scheme)
 
 
 def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:

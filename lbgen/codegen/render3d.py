@@ -18,6 +18,7 @@ from lbgen.codegen.cprint import RealPrinter, print_assignments
 from lbgen.codegen.kernel_api import PTRDIFF_MAX_64, SIZE_ERRORS, storage_bytes
 from lbgen.codegen.layouts import CLUSTERED, Layout3D
 from lbgen.codegen.spec import KernelSource, KernelSpec
+from lbgen.codegen.templating import emit_command, environment, model_of
 from lbgen.model.derived import Model
 from lbgen.model.operators import AXES
 
@@ -88,7 +89,6 @@ def _pull_terms(velocities) -> Dict[str, list]:
 
 def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
     """What the 3D templates need (the names common.j2's site function reads included)."""
-    from lbgen.codegen.render import emit_command, model_of
     model = model or model_of(spec)
     vs, col, eq, mac = model.vs, model.collide, model.equilibrium, model.macroscopic
     clustered = spec.layout in CLUSTERED
@@ -167,10 +167,9 @@ EMIT_TEMPLATES_3D = [("example.c", "c/example3d.c.j2"), ("Makefile", "c/Makefile
 
 def render3d(spec: KernelSpec) -> KernelSource:
     """The 3D kernels of a validated spec (``render.generate`` caches them on disk)."""
-    from lbgen.codegen.render import _environment, model_of
     model = model_of(spec)
     ctx = template_context3d(spec, model)
-    env = _environment()
+    env = environment()
     files = {}
     for out_name, template in GPU_TEMPLATES_3D.get(spec.backend, MAIN_TEMPLATES_3D):
         files[out_name.replace("lbgen", spec.prefix)] = env.get_template(template).render(**ctx)
@@ -183,9 +182,8 @@ def render3d(spec: KernelSpec) -> KernelSource:
 
 def emit_files3d(source: KernelSource) -> Dict[str, str]:
     """The kernels of a rendered 3D source plus example.c, Makefile and README.md."""
-    from lbgen.codegen.render import _environment
     ctx = template_context3d(source.spec)
     files = dict(source.files)
     for out_name, template in GPU_EMIT_TEMPLATES_3D.get(source.spec.backend, EMIT_TEMPLATES_3D):
-        files[out_name] = _environment().get_template(template).render(**ctx)
+        files[out_name] = environment().get_template(template).render(**ctx)
     return files
