@@ -74,7 +74,7 @@ def kernel_set_option(fn):
     return click.option("--velocity-set", default=DEFAULT_VELOCITY_SET, show_default=True,
                         type=click.Choice([k for k, e in MODEL_SETS.items() if e.D in dims], case_sensitive=False),
                         help="Lattice: d2q37 (thermal, Hermite order 4), d2q9 (isothermal, order 2), "
-                             "d2v17 (thermal, order 3); 3D (C backend): d3q19, d3q27 (isothermal), "
+                             "d2v17 (thermal, order 3); 3D (emit): d3q19, d3q27 (isothermal), "
                              "d3q39 (thermal, order 3).")(fn)
 
 

@@ -130,6 +130,6 @@ def run_set(name) -> str:
         raise ValueError(f"{key} is a {entry.D}D set; {entry.D}D runs are not available yet (`lbgen run`, "
                          f"lbgen.Simulation and the run options are {'/'.join(map(str, RUN_DIMENSIONS))}D: choose "
                          f"one of {', '.join(VELOCITY_SETS)}; in {entry.D}D: lbgen.Simulation3D, `lbgen emit "
-                         f"--velocity-set {key}` (C backend), the model in lbgen.model and its NumPy oracle "
+                         f"--velocity-set {key}` (C, OpenCL, CUDA), the model in lbgen.model and its NumPy oracle "
                          f"lbgen.reference.bulk3d)")
     raise ValueError(f"unknown velocity set {name!r}; choose one of {', '.join(VELOCITY_SETS)}")
