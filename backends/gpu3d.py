@@ -23,12 +23,7 @@ import numpy as np
 
 from lbgen.backends.base import aligned_zeros
 
-AXES = ("x", "y", "z")
-SIDES = ("low", "high")
-
-
-def face_index(axis: str, side: str) -> int:
-    return 2 * AXES.index(axis) + SIDES.index(side)
+from lbgen.backends.c.program3d import AXES, checked_boundaries, face_index  # the C runtime's struct rules
 
 
 class Boundaries3D:
@@ -38,30 +33,13 @@ class Boundaries3D:
 
     def __init__(self, program: "GPUProgram3D", walls: Sequence[str] = (), lids: Optional[Mapping] = None,
                  solid: Optional[np.ndarray] = None):
-        lids = dict(lids or {})
-        for axis in walls:
-            if axis not in AXES:
-                raise ValueError(f"wall axis {axis!r}: choose among x, y, z")
-        for (axis, side), u in lids.items():
-            if axis not in walls:
-                raise ValueError(f"a lid on the {axis}-{side} face needs walls on the {axis} axis")
-            if len(tuple(u)) != 3:
-                raise ValueError(f"lid {axis}-{side}: velocity {u!r} needs 3 components")
-        self.walls_axes = tuple(a for a in AXES if a in walls)
-        self.lids_faces = {k: tuple(float(c) for c in v) for k, v in lids.items()}
+        self.walls_axes, self.lids_faces, self.solid = checked_boundaries(
+            walls, lids, solid, (program.lx, program.ly, program.lz))
         self.walls = sum(1 << AXES.index(a) for a in self.walls_axes)
         self.lids = sum(1 << face_index(*face) for face in self.lids_faces)
         self.lid = np.zeros(18, dtype=program.lid_dtype)
         for face, u in self.lids_faces.items():
             self.lid[3 * face_index(*face):3 * face_index(*face) + 3] = u
-        self.solid = None
-        if solid is not None:
-            solid = np.asarray(solid)
-            shape = (program.lx, program.ly, program.lz)
-            if solid.shape != shape or solid.dtype != np.uint8:
-                raise ValueError(f"solid mask: {solid.dtype} array of shape {solid.shape}; the kernels take a "
-                                 f"uint8 array of shape {shape}")
-            self.solid = np.ascontiguousarray(solid)
 
     @property
     def periodic(self) -> bool:

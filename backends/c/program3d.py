@@ -26,6 +26,30 @@ def face_index(axis: str, side: str) -> int:
     return 2 * AXES.index(axis) + SIDES.index(side)
 
 
+def checked_boundaries(walls: Sequence[str], lids: Optional[Mapping], solid: Optional[np.ndarray],
+                       shape: Tuple[int, int, int]):
+    """The boundaries every 3D runtime takes, checked once: (wall axes in x, y, z order,
+    {(axis, side): (ux, uy, uz)} of floats, None or the contiguous uint8 mask).  A wall axis
+    outside x, y, z, a lid on a face without walls, a lid velocity without 3 components, or
+    a mask of another shape or dtype is refused, naming it."""
+    lids = dict(lids or {})
+    for axis in walls:
+        if axis not in AXES:
+            raise ValueError(f"wall axis {axis!r}: choose among x, y, z")
+    for (axis, side), u in lids.items():
+        if axis not in walls:
+            raise ValueError(f"a lid on the {axis}-{side} face needs walls on the {axis} axis")
+        if len(tuple(u)) != 3:
+            raise ValueError(f"lid {axis}-{side}: velocity {u!r} needs 3 components")
+    if solid is not None:
+        solid = np.asarray(solid)
+        if solid.shape != tuple(shape) or solid.dtype != np.uint8:
+            raise ValueError(f"solid mask: {solid.dtype} array of shape {solid.shape}; the kernels take a "
+                             f"uint8 array of shape {tuple(shape)}")
+        solid = np.ascontiguousarray(solid)
+    return (tuple(a for a in AXES if a in walls), {k: tuple(float(c) for c in v) for k, v in lids.items()}, solid)
+
+
 class Boundaries3D:
     """A ``<prefix>_boundaries`` struct built once for a program, with the arrays it points to
     kept alive.  ``walls``: axes ('x', 'y', 'z') whose two faces are no-slip walls; ``lids``:
@@ -34,31 +58,14 @@ class Boundaries3D:
 
     def __init__(self, program: "CProgram3D", walls: Sequence[str] = (), lids: Optional[Mapping] = None,
                  solid: Optional[np.ndarray] = None):
-        lids = dict(lids or {})
-        for axis in walls:
-            if axis not in AXES:
-                raise ValueError(f"wall axis {axis!r}: choose among x, y, z")
-        for (axis, side), u in lids.items():
-            if axis not in walls:
-                raise ValueError(f"a lid on the {axis}-{side} face needs walls on the {axis} axis")
-            if len(tuple(u)) != 3:
-                raise ValueError(f"lid {axis}-{side}: velocity {u!r} needs 3 components")
-        self.walls = tuple(a for a in AXES if a in walls)
-        self.lids = {k: tuple(float(c) for c in v) for k, v in lids.items()}
+        self.walls, self.lids, self.solid = checked_boundaries(walls, lids, solid, (program.lx, program.ly, program.lz))
         self.struct = program.ffi.new(f"{program.prefix}_boundaries *")
         self.struct.walls = sum(1 << AXES.index(a) for a in self.walls)
         self.struct.lids = sum(1 << face_index(*face) for face in self.lids)
         for face, u in self.lids.items():
             for c in range(3):
                 self.struct.lid[face_index(*face)][c] = u[c]
-        self.solid = None
-        if solid is not None:
-            solid = np.asarray(solid)
-            shape = (program.lx, program.ly, program.lz)
-            if solid.shape != shape or solid.dtype != np.uint8:
-                raise ValueError(f"solid mask: {solid.dtype} array of shape {solid.shape}; the kernels take a "
-                                 f"uint8 array of shape {shape}")
-            self.solid = np.ascontiguousarray(solid)
+        if self.solid is not None:
             self.struct.solid = program.ffi.cast("const uint8_t *", self.solid.ctypes.data)
 
     @property
