@@ -412,18 +412,23 @@ class Program(abc.ABC):
         return tuple(physical_fields(self.spec.velocity_set, self.download_fields(f), ax, ay))
 
     def _param_values(self, params: dict):
-        """The kernel arguments in order; the names are checked once per set of keys (a run
-        passes the same dict every step: no re-validation on the hot path)."""
+        """The kernel arguments in order (``ordered_parameters``)."""
         from lbgen.codegen.spec import OPERATOR_PARAMETERS
-        names = OPERATOR_PARAMETERS[self.spec.collision]
-        if params.keys() != getattr(self, "_checked_keys", None):
-            missing = [n for n in names if n not in params]
-            extra = [n for n in params if n not in names]
-            if missing or extra:
-                raise TypeError(f"{self.spec.collision} collide takes parameters {', '.join(names)}; "
-                                f"missing {missing}, unexpected {extra}")
-            self._checked_keys = set(params)
-        return [float(params[n]) for n in names]
+        return ordered_parameters(self, OPERATOR_PARAMETERS[self.spec.collision], params)
+
+
+def ordered_parameters(program, names, params: dict, convert=float) -> list:
+    """A collide kernel's parameter values in the order ``names``, for every runtime (2D and
+    3D).  The names are checked once per set of keys and remembered on ``program`` (a run
+    passes the same dict every step: no re-validation on the hot path)."""
+    if params.keys() != getattr(program, "_checked_keys", None):
+        missing = [n for n in names if n not in params]
+        extra = [n for n in params if n not in names]
+        if missing or extra:
+            raise TypeError(f"{program.spec.collision} collide takes parameters {', '.join(names)}; "
+                            f"missing {missing}, unexpected {extra}")
+        program._checked_keys = set(params)
+    return [convert(params[n]) for n in names]
 
 
 class HostBuffers:

@@ -21,7 +21,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from lbgen.backends.base import aligned_zeros
+from lbgen.backends.base import aligned_zeros, ordered_parameters
 
 from lbgen.backends.c.program3d import AXES, checked_boundaries, face_index  # the C runtime's struct rules
 
@@ -104,13 +104,7 @@ class GPUProgram3D:
         return self.dtype(v)
 
     def _param_values(self, params: Mapping[str, float]):
-        names = self.parameter_names
-        if set(params) != set(names):
-            missing = [n for n in names if n not in params]
-            extra = [n for n in params if n not in names]
-            raise TypeError(f"{self.spec.collision} collide takes parameters {', '.join(names)}; missing {missing}, "
-                            f"unexpected {extra}")
-        return [self._real(params[n]) for n in names]
+        return ordered_parameters(self, self.parameter_names, params, convert=self._real)
 
     def _bc_args(self, bc: Optional[Boundaries3D]):
         if bc is None:

@@ -13,7 +13,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from lbgen.backends.base import aligned_zeros, load_library
+from lbgen.backends.base import aligned_zeros, ordered_parameters, load_library
 from lbgen.system.limits import resolve_threads
 
 #: the axes and faces of the boundaries struct: wall bit a per axis, lid bit 2a + s per face
@@ -102,7 +102,8 @@ class CProgram3D:
         self.real_c = "double" if spec.precision == "double" else "float"
         self.threads = self._fn("set_threads")(resolve_threads(int(threads)))
         self._sizes = (self.lx, self.ly, self.lz)
-        self.parameter_names = _kernel_arguments(spec.collision)
+        from lbgen.model.operators import operator
+        self.parameter_names = operator(spec.collision).kernel_arguments_of(3)
 
     # --- plumbing ----------------------------------------------------------------------
     def _fn(self, name):
@@ -122,13 +123,7 @@ class CProgram3D:
         return np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), shape))
 
     def _param_values(self, params: Mapping[str, float]):
-        names = self.parameter_names
-        if set(params) != set(names):
-            missing = [n for n in names if n not in params]
-            extra = [n for n in params if n not in names]
-            raise TypeError(f"{self.spec.collision} collide takes parameters {', '.join(names)}; missing {missing}, "
-                            f"unexpected {extra}")
-        return [float(params[n]) for n in names]
+        return ordered_parameters(self, self.parameter_names, params)
 
     # --- buffers -----------------------------------------------------------------------
     def allocate(self) -> np.ndarray:
@@ -198,11 +193,6 @@ class CProgram3D:
         buf = self.ffi.new("char[]", 256)
         status = self._fn("check")(int(lx), int(ly), int(lz), buf, 256)
         return int(status), self.ffi.string(buf).decode()
-
-
-def _kernel_arguments(collision: str) -> Tuple[str, ...]:
-    from lbgen.model.operators import operator
-    return operator(collision).kernel_arguments_of(3)
 
 
 def compile3d(source, lx: int, ly: int, lz: int, flags=None, strict: bool = False, threads: int = 0) -> CProgram3D:

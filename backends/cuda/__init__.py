@@ -217,6 +217,21 @@ def copy_bandwidth(repeat: int = 5, nbytes: int = 1 << 30) -> dict:
     return out
 
 
+def compile_module(source, strict: bool = False, options=None):
+    """(pycuda SourceModule, arch) of a CUDA source for device 0 (2D and 3D runtimes);
+    ``strict``: no FMA contraction.  nvcc's log is carried in the CompileError."""
+    from pycuda.compiler import SourceModule
+    arch = device_arch()
+    opts = list(options or []) + (["--fmad=false"] if strict else [])
+    try:
+        module = SourceModule(source.text, options=opts, arch=arch, no_extern_c=True,
+                              include_dirs=[str(_source_folder(source))])
+    except Exception as e:  # pycuda.driver.CompileError carries nvcc's log
+        raise CompileError(f"pycuda/nvcc failed to compile {source.main_file} for {arch} "
+                           f"(options {opts}):\n{e}") from None
+    return module, arch
+
+
 class CudaProgram(LaunchProgram):
     """Kernels of one CUDA source compiled by pycuda for device 0."""
 
@@ -224,15 +239,7 @@ class CudaProgram(LaunchProgram):
                  options=None):
         super().__init__(source, lx, ly, block_size)
         self.cuda = _driver()
-        from pycuda.compiler import SourceModule
-        self.arch = device_arch()
-        opts = list(options or []) + (["--fmad=false"] if strict else [])
-        try:
-            self.module = SourceModule(source.text, options=opts, arch=self.arch, no_extern_c=True,
-                                       include_dirs=[str(_source_folder(source))])
-        except Exception as e:  # pycuda.driver.CompileError carries nvcc's log
-            raise CompileError(f"pycuda/nvcc failed to compile {source.main_file} for {self.arch} "
-                               f"(options {opts}):\n{e}") from None
+        self.module, self.arch = compile_module(source, strict, options)
         real = "d" if self.spec.precision == "double" else "f"
         self.real_np = np.float64 if real == "d" else np.float32
         sizes = "" if self.spec.compile_time_sizes else "ii"

@@ -58,19 +58,10 @@ class CudaProgram3D(_CudaLaunch):
     """The 3D CUDA kernels on device 0 through pycuda (untested without a GPU and pycuda)."""
 
     def __init__(self, source, lx: int, ly: int, lz: int, strict: bool = False, options=None):
-        from lbgen.backends.base import CompileError
-        from lbgen.backends.cuda import _driver, _source_folder, device_arch
+        from lbgen.backends.cuda import _driver, compile_module
         super().__init__(source, lx, ly, lz)
         self.cuda = _driver()
-        from pycuda.compiler import SourceModule
-        self.arch = device_arch()
-        opts = list(options or []) + (["--fmad=false"] if strict else [])
-        try:
-            self.module = SourceModule(source.text, options=opts, arch=self.arch, no_extern_c=True,
-                                       include_dirs=[str(_source_folder(source))])
-        except Exception as e:
-            raise CompileError(f"pycuda/nvcc failed to compile {source.main_file} for {self.arch} "
-                               f"(options {opts}):\n{e}") from None
+        self.module, self.arch = compile_module(source, strict, options)
         self.functions = {}
 
     def _run(self, kernel, items, args, outputs):
