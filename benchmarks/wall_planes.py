@@ -5,17 +5,17 @@ C = C1 = C2 with C3 = 0.5), two steady states on a 1 x LY lattice (C backend):
 
 * a Poiseuille flow along x driven by a body force: the roots of the parabola fitted to the
   physical velocity over the central half of the layer are the no-slip planes;
-* conduction between walls at 1.01 and 0.99 (no gravity): where the line fitted over the
-  central half reaches each wall's temperature are the isothermal planes;
+* conduction between walls at 1 +- d/2 (d = 0.02 and 0.1; no gravity): where the line
+  fitted over the central half reaches each wall's temperature are the isothermal planes;
 
 (``lbgen.simulation.wall_measure``), first at LY = 64, then at LY = 128 started from the
 64 result; the table takes LY = 128 and prints the change from 64 as the resolution check.
 Offsets are in rows from the wall's edge row (bottom: row 0; top: row LY - 1); the
 effective depth of the layer is LY - (1 + 2 offset).
 
-    python benchmarks/wall_planes.py                       # everything: ~2 h of one core
-    python benchmarks/wall_planes.py --sets d2q37 --jobs 2 --results /tmp/planes.jsonl
-    python benchmarks/wall_planes.py --print-only --results /tmp/planes.jsonl
+    python benchmarks/wall_planes.py --print-only           # the table from benchmarks/wall_planes.jsonl
+    python benchmarks/wall_planes.py --jobs 2 --results /tmp/planes.jsonl    # measure it all: ~4 h of one core
+    python benchmarks/wall_planes.py --sets d2q37 --collisions bgk --results /tmp/planes.jsonl   # a minute
 
 Results are appended to ``--results`` (JSON lines) as they come, and points already there
 are not measured again, so an interrupted run resumes.  At the end the table is printed as
@@ -184,7 +184,9 @@ def main(argv=None):
     ap.add_argument("--collisions", default="bgk,regularized")
     ap.add_argument("--ly", default=",".join(map(str, LYS)), help="lattice heights, smallest first (default 64,128)")
     ap.add_argument("--jobs", type=int, default=1, help="processes (one core each)")
-    ap.add_argument("--results", default="wall_planes.jsonl", help="JSON lines: appended, and read to resume")
+    ap.add_argument("--results", default=str(Path(__file__).with_suffix(".jsonl")),
+                    help="JSON lines: appended, and read to resume (default: the measurements behind the table, "
+                         "benchmarks/wall_planes.jsonl)")
     ap.add_argument("--print-only", action="store_true", help="print the table of --results, measure nothing")
     args = ap.parse_args(argv)
     lys = tuple(int(v) for v in args.ly.split(","))
