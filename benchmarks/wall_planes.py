@@ -5,17 +5,17 @@ C = C1 = C2 with C3 = 0.5), two steady states on a 1 x LY lattice (C backend):
 
 * a Poiseuille flow along x driven by a body force: the roots of the parabola fitted to the
   physical velocity over the central half of the layer are the no-slip planes;
-* conduction between walls at 1.01 and 0.99 (no gravity): where the line fitted over the
-  central half reaches each wall's temperature are the isothermal planes;
+* conduction between walls at 1 +- d/2 (d = 0.02 and 0.1; no gravity): where the line
+  fitted over the central half reaches each wall's temperature are the isothermal planes;
 
 (``lbgen.simulation.wall_measure``), first at LY = 64, then at LY = 128 started from the
 64 result; the table takes LY = 128 and prints the change from 64 as the resolution check.
 Offsets are in rows from the wall's edge row (bottom: row 0; top: row LY - 1); the
 effective depth of the layer is LY - (1 + 2 offset).
 
-    python benchmarks/wall_planes.py                       # everything: ~2 h of one core
-    python benchmarks/wall_planes.py --sets d2q37 --jobs 2 --results /tmp/planes.jsonl
-    python benchmarks/wall_planes.py --print-only --results /tmp/planes.jsonl
+    python benchmarks/wall_planes.py --print-only           # the table from benchmarks/wall_planes.jsonl
+    python benchmarks/wall_planes.py --jobs 2 --results /tmp/planes.jsonl    # measure it all: ~4 h of one core
+    python benchmarks/wall_planes.py --sets d2q37 --collisions bgk --results /tmp/planes.jsonl   # a minute
 
 Results are appended to ``--results`` (JSON lines) as they come, and points already there
 are not measured again, so an interrupted run resumes.  At the end the table is printed as
@@ -55,26 +55,50 @@ def key(velocity_set, scheme, collision, x, ly):
 
 def cost(task) -> float:
     """Relative cost (steps ~ LY^2 / diffusivity): the slowest first, for load balance."""
-    _, _, collision, x, _, _ = task
+    collision, x = task[2], task[3]
     return 1.0 / ((x - 0.5) if collision == "bgk" else x)
 
 
+def missing_parts(record) -> tuple:
+    """The parts of ``PARTS`` a stored record lacks (a record from an older run may lack some)."""
+    from lbgen.simulation.wall_measure import PARTS
+    if record is None:
+        return PARTS
+    if "error" in record:
+        return ()
+    return tuple(p for p in PARTS if p not in record)
+
+
 def run_task(task):
+    """Measure what the stored records of one operator point lack, smallest LY first."""
     from lbgen.simulation.wall_measure import measure
-    velocity_set, scheme, collision, x, params, lys = task
+    velocity_set, scheme, collision, x, params, lys, stored = task
     results, guess = [], None
     for ly in lys:
-        t = time.perf_counter()
-        try:
-            m = measure(velocity_set, scheme, collision, params, ly, guess=guess)
-        except Exception as e:          # diverged or no steady state: recorded, left out of the table
-            m = {"velocity_set": velocity_set, "scheme": scheme, "collision": collision, "params": dict(params),
-                 "ly": ly, "error": f"{type(e).__name__}: {e}"}
-        m.update(x=x, seconds=time.perf_counter() - t, key=key(velocity_set, scheme, collision, x, ly))
-        results.append(m)
-        if "error" in m:
+        record = stored.get(ly)
+        parts = missing_parts(record)
+        if record is not None and "no_slip" in record:        # its own LY's planes: the best start
+            guess = (record["no_slip"], record.get("isothermal"))
+        if parts:
+            t = time.perf_counter()
+            try:
+                m = measure(velocity_set, scheme, collision, params, ly, guess=guess, parts=parts)
+            except Exception as e:          # diverged or no steady state: recorded, left out of the table
+                m = {"velocity_set": velocity_set, "scheme": scheme, "collision": collision, "params": dict(params),
+                     "ly": ly, "error": f"{type(e).__name__}: {e}"}
+            m.update(x=x, seconds=time.perf_counter() - t, key=key(velocity_set, scheme, collision, x, ly))
+            if record is not None and "error" not in m:         # merge with the stored parts
+                merged = dict(record)
+                for k in ("steps", "residual", "change"):
+                    old = record.get(k)
+                    merged[k] = {**(old if isinstance(old, dict) else {}), **m.pop(k)}
+                merged.update(m)
+                m = merged
+            record = m
+            results.append(m)
+        if "error" in record:
             break
-        guess = (m["no_slip"], m["isothermal"])
+        guess = (record["no_slip"], record["isothermal"])
     return results
 
 
@@ -111,17 +135,25 @@ def print_table(results: dict, lys, out=sys.stdout):
     big, small = lys[-1], (lys[-2] if len(lys) > 1 else None)
     for (vs, scheme, collision), rows in table_rows(results, lys).items():
         name = "tau" if collision == "bgk" else "C1 = C2"
-        print(f"\n{vs}, {scheme} walls, {collision} (offsets in rows from the edge row, LY = {big}; "
-              f"change from LY = {small} in brackets)", file=out)
-        print(f"| {name} | no-slip offset | depth | isothermal offset | depth | shift per unit T |", file=out)
-        print("|---|---|---|---|---|---|", file=out)
+        print(f"\n{vs}, {scheme} walls, {collision}: offsets in rows from the edge row at LY = {big} (in brackets: "
+              f"the change from LY = {small}); delta: the depth is LY - delta; shift: rows per unit T", file=out)
+        if rows[0][1].get("isothermal") is None:
+            print(f"| {name} | no-slip offset | delta |", file=out)
+            print("|---|---|---|", file=out)
+        else:
+            print(f"| {name} | no-slip offset | delta | isothermal offset, dT = 0.02 | delta | shift | "
+                  f"isothermal offset, dT = 0.1 | delta | shift |", file=out)
+            print("|---|---|---|---|---|---|---|---|---|", file=out)
         for x, m, o in rows:
-            ns, iso = m["no_slip"], m["isothermal"]
-            ns_txt = f"{ns:.3f} ({fmt_change(ns, o and o['no_slip'])})"
-            iso_txt = "–" if iso is None else f"{iso:.3f} ({fmt_change(iso, o and o['isothermal'])})"
-            depth_iso = "–" if iso is None else f"LY − {1 + 2 * iso:.2f}"
-            shift = "–" if m["shift"] is None else f"{m['shift']:+.2f}"
-            print(f"| {x:g} | {ns_txt} | LY − {1 + 2 * ns:.2f} | {iso_txt} | {depth_iso} | {shift} |", file=out)
+            cells = [f"{x:g}"]
+            for part, shift in (("no_slip", None), ("isothermal", "shift"), ("isothermal_large", "shift_large")):
+                v = m.get(part)
+                if v is None:
+                    continue
+                cells += [f"{v:.3f} ({fmt_change(v, o and o.get(part))})", f"{1 + 2 * v:.2f}"]
+                if shift:
+                    cells.append(f"{m[shift]:+.2f}")
+            print("| " + " | ".join(cells) + " |", file=out)
 
 
 def print_failures(results: dict, out=sys.stdout):
@@ -133,13 +165,14 @@ def print_failures(results: dict, out=sys.stdout):
 
 
 def print_literal(results: dict, lys, out=sys.stdout):
+    def num(v):
+        return "None" if v is None else f"{v:.3f}"
     print("\nTABLE = {", file=out)
     for (vs, scheme, collision), rows in table_rows(results, lys).items():
         print(f"    ({vs!r}, {scheme!r}, {collision!r}): (", file=out)
         for x, m, _ in rows:
-            iso = "None" if m["isothermal"] is None else f"{m['isothermal']:.3f}"
-            shift = "None" if m["shift"] is None else f"{m['shift']:.3f}"
-            print(f"        ({x:g}, {m['no_slip']:.3f}, {iso}, {shift}),", file=out)
+            values = [m.get(k) for k in ("no_slip", "isothermal", "shift", "isothermal_large", "shift_large")]
+            print(f"        ({x:g}, " + ", ".join(num(v) for v in values) + "),", file=out)
         print("    ),", file=out)
     print("}", file=out)
 
@@ -151,20 +184,25 @@ def main(argv=None):
     ap.add_argument("--collisions", default="bgk,regularized")
     ap.add_argument("--ly", default=",".join(map(str, LYS)), help="lattice heights, smallest first (default 64,128)")
     ap.add_argument("--jobs", type=int, default=1, help="processes (one core each)")
-    ap.add_argument("--results", default="wall_planes.jsonl", help="JSON lines: appended, and read to resume")
+    ap.add_argument("--results", default=str(Path(__file__).with_suffix(".jsonl")),
+                    help="JSON lines: appended, and read to resume (default: the measurements behind the table, "
+                         "benchmarks/wall_planes.jsonl)")
     ap.add_argument("--print-only", action="store_true", help="print the table of --results, measure nothing")
     args = ap.parse_args(argv)
     lys = tuple(int(v) for v in args.ly.split(","))
     path = Path(args.results)
     results = load(path)
     if not args.print_only:
-        def done(vs, scheme, c, x):
-            return key(vs, scheme, c, x, lys[-1]) in results or any(
-                "error" in results.get(key(vs, scheme, c, x, ly), {}) for ly in lys)
-        tasks = [(vs, scheme, c, x, params, lys)
+        def stored(vs, scheme, c, x):
+            return {ly: results[key(vs, scheme, c, x, ly)] for ly in lys if key(vs, scheme, c, x, ly) in results}
+
+        def done(records):
+            return any("error" in r for r in records.values()) or (
+                len(records) == len(lys) and not any(missing_parts(r) for r in records.values()))
+        tasks = [(vs, scheme, c, x, params, lys, stored(vs, scheme, c, x))
                  for vs in args.sets.split(",") for scheme in args.schemes.split(",")
                  for c, x, params in operator_points(args.collisions.split(","))
-                 if not done(vs, scheme, c, x)]
+                 if not done(stored(vs, scheme, c, x))]
         tasks.sort(key=cost, reverse=True)
         print(f"{len(tasks)} operator points to measure ({len(results)} results already in {path})", flush=True)
         with Pool(max(1, args.jobs)) as pool, path.open("a") as f:
@@ -177,8 +215,9 @@ def main(argv=None):
                         print(f"{m['key']}: {m['error']} ({m['seconds']:.0f} s)", flush=True)
                         continue
                     iso = "" if m["isothermal"] is None else f", isothermal {m['isothermal']:.4f}"
+                    steps = m["steps"].values() if isinstance(m["steps"], dict) else m["steps"]
                     print(f"{m['key']}: no-slip {m['no_slip']:.4f}{iso} ({m['seconds']:.0f} s, "
-                          f"{sum(m['steps'])} steps)", flush=True)
+                          f"{sum(steps)} steps)", flush=True)
     print_table(results, lys)
     print_failures(results)
     print_literal(results, lys)

@@ -253,7 +253,7 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
         planes = wall_planes(cfg, walls["T_bottom"], walls["T_top"])
         if planes is not None:
             out["y_no_slip"] = list(planes.no_slip)
-            if planes.isothermal is not None and not (walls.get("adiabatic_bottom") and walls.get("adiabatic_top")):
+            if planes.isothermal is not None and not (walls.get("adiabatic_bottom") or walls.get("adiabatic_top")):
                 out["y_isothermal"] = list(planes.isothermal)
             if planes.note:
                 out["wall_planes_note"] = planes.note

@@ -208,29 +208,44 @@ def conduction_planes(velocity_set: str, collision: str, params: Mapping[str, fl
     return Planes("isothermal", ly, float(y0), float(y1), sim.time_step, fit["residual"], change)
 
 
-def measure(velocity_set: str, scheme: str, collision: str, params: Mapping[str, float], ly: int, *,
-            guess: Optional[Tuple[float, float]] = None, tol: float = 1e-5) -> dict:
-    """Both planes of one operator point as the table stores them (rows from the wall's own
-    edge row: bottom y0, top LY - 1 - y1):
+#: what :func:`measure` measures: the no-slip planes, and the isothermal ones at two wall
+#: temperature differences (the table interpolates between them in the difference)
+PARTS = ("no_slip", "isothermal", "isothermal_large")
+#: the larger wall temperature difference (1.05 / 0.95: the Rayleigh-Taylor set-up's walls)
+DT_LARGE = 0.1
 
-    ``no_slip``: the mean of the two no-slip offsets (they agree to < 1e-6 rows);
-    ``isothermal``: the mean of the two isothermal offsets (thermal sets; else None);
-    ``shift``: (bottom - top isothermal offset) / (T_bottom - T_top), rows per unit of
-    temperature: a hotter wall's isothermal plane lies further from it (measured with the
-    bottom at 1 + DT/2, the top at 1 - DT/2);
-    and the runs' ``steps``, fit ``residual`` and convergence ``change`` for each kind.
+
+def measure(velocity_set: str, scheme: str, collision: str, params: Mapping[str, float], ly: int, *,
+            guess: Optional[Tuple[float, float]] = None, tol: float = 1e-5, parts=PARTS) -> dict:
+    """The planes of one operator point as the table stores them, offsets in rows from the
+    walls' edge rows (bottom: y0; top: LY - 1 - y1):
+
+    ``no_slip``: the mean of the two no-slip offsets (``no_slip_asymmetry``, their difference,
+    is < 1e-6 rows);
+    ``isothermal``, ``shift``: with walls at 1 + DT/2 (bottom) and 1 - DT/2 (top), the mean of
+    the two isothermal offsets and (bottom - top offset) / DT, rows per unit of temperature
+    difference (a hotter wall's plane lies further from it);
+    ``isothermal_large``, ``shift_large``: the same with DT_LARGE;
+    (thermal sets only; None otherwise) and for each part the run's ``steps``, fit
+    ``residual`` and convergence ``change``.  ``parts``: which of ``PARTS`` to measure.
     ``guess``: (no-slip, isothermal) offsets to start from (e.g. a smaller LY's result)."""
     g_ns, g_iso = guess if guess is not None else (None, None)
-    flow = poiseuille_planes(velocity_set, collision, params, scheme, ly, guess=g_ns, tol=tol)
     out = {"velocity_set": velocity_set, "scheme": scheme, "collision": collision, "params": dict(params),
-           "ly": ly, "no_slip": 0.5 * (flow.y0 + (ly - 1 - flow.y1)), "no_slip_asymmetry": flow.y0 - (ly - 1 - flow.y1),
-           "steps": [flow.steps], "residual": [flow.residual], "change": [flow.change],
-           "isothermal": None, "shift": None}
-    if physics.is_thermal(velocity_set):
-        heat = conduction_planes(velocity_set, collision, params, scheme, ly, guess=g_iso, tol=tol)
+           "ly": ly, "steps": {}, "residual": {}, "change": {}}
+    thermal = physics.is_thermal(velocity_set)
+    if "no_slip" in parts:
+        flow = poiseuille_planes(velocity_set, collision, params, scheme, ly, guess=g_ns, tol=tol)
+        out.update(no_slip=0.5 * (flow.y0 + (ly - 1 - flow.y1)), no_slip_asymmetry=flow.y0 - (ly - 1 - flow.y1))
+        out["steps"]["no_slip"], out["residual"]["no_slip"], out["change"]["no_slip"] = \
+            flow.steps, flow.residual, flow.change
+    for part, dT, suffix in (("isothermal", DT, ""), ("isothermal_large", DT_LARGE, "_large")):
+        if part not in parts:
+            continue
+        if not thermal:
+            out.update({"isothermal" + suffix: None, "shift" + suffix: None})
+            continue
+        heat = conduction_planes(velocity_set, collision, params, scheme, ly, guess=g_iso, tol=tol, dT=dT)
         bottom, top = heat.y0, ly - 1 - heat.y1
-        out.update(isothermal=0.5 * (bottom + top), shift=(bottom - top) / DT)
-        out["steps"].append(heat.steps)
-        out["residual"].append(heat.residual)
-        out["change"].append(heat.change)
+        out.update({"isothermal" + suffix: 0.5 * (bottom + top), "shift" + suffix: (bottom - top) / dT})
+        out["steps"][part], out["residual"][part], out["change"][part] = heat.steps, heat.residual, heat.change
     return out

@@ -241,7 +241,7 @@ def test_the_conduction_profile_between_fixed_walls_spans_the_effective_depth():
     """The bc imposes T at the last wall row (y = 2 and LY - 3), but the steady interior gradient
     is (T_bottom - T_top) / H with H the effective depth between the isothermal planes
     (lbgen.model.wall_planes): BGK tau = 0.8, LY = 32: H = 32 - (1 + 2 x 2.304) = 26.39, to
-    0.3 %; LY - 5 = 27 is 2.3 % off (regularized C2 = 1e-3: LY - 9.0, docs/physics.md)."""
+    0.3 %; LY - 5 = 27 is 2.3 % off (regularized C2 = 1e-3: LY - 7.8 to LY - 9.0, docs/physics.md)."""
     ly = 32
     H = physics.conduction_depth(ly, physics.wall_rows("d2q37"))
     assert H == 27
@@ -266,15 +266,16 @@ def test_run_numbers_of_the_main_rayleigh_taylor_job_by_hand():
     3028.15 steps; U_ff = 128 / 3028.15 = 0.042270; nu = kappa = 1e-3 / r^2 = 6.97953e-4;
     Re = 0.042270 * 128 / 6.97953e-4 = 7752.05; Ma = 0.042270 / (sqrt(2) / r) = 0.035777;
     walls (lbgen.model.wall_planes, C = 1e-3): no-slip planes 4.278 rows from each edge row (rows
-    4.278 and 511 - 4.278), isothermal 3.992 moved by 31.816 (T_wall - 1) (rows 5.583, 508.599);
-    H = 512 - (1 + 2 x 3.992) = 503.016 (not LY - 5 = 507);
-    Ra = 2.79181e-4 * 1 * 0.1 * 503.016^3 / 6.97953e-4^2 = 7.29422e9."""
+    4.278 and 511 - 4.278); isothermal, measured at this very difference 0.1: mean offset 3.387,
+    shift 37.446 (T_wall - 1), so rows 5.2593 and 511 - 1.5147 = 509.4853;
+    H = 512 - (1 + 2 x 3.387) = 504.226 (not LY - 5 = 507);
+    Ra = 2.79181e-4 * 1 * 0.1 * 504.226^3 / 6.97953e-4^2 = 7.34699e9."""
     n = numbers("rayleigh-taylor", lx=128, ly=512, gravity=(0, -4e-4))
     assert n["units"] == "lattice sites and time steps"
     expected = {"r": R37, "rho_ref": 1.0, "T_ref": 1.0, "nu": 6.97953e-4, "kappa": 6.97953e-4, "Pr": 1.0,
                 "c_s": 1.181485, "g": 2.79181e-4, "Atwood": 0.05, "L": 128, "t_unit": 3028.15, "U_ff": 0.042270,
-                "Re": 7752.05, "Ma": 0.035777, "H": 503.016, "Ra": 7.29422e9,
-                "y_no_slip": [4.278, 506.722], "y_isothermal": [5.5828, 508.5988]}
+                "Re": 7752.05, "Ma": 0.035777, "H": 504.226, "Ra": 7.34699e9,
+                "y_no_slip": [4.278, 506.722], "y_isothermal": [5.2593, 509.4853]}
     assert set(n) == set(expected) | {"units"}
     for key, value in expected.items():
         assert n[key] == pytest.approx(value, rel=2e-5), key
@@ -283,16 +284,16 @@ def test_run_numbers_of_the_main_rayleigh_taylor_job_by_hand():
 
 def test_run_numbers_of_convection_between_walls_by_hand():
     """64 x 256, hot bottom 1.1, top 1.0, g = (0, -1e-4), regularized C1 = 0.01, C2 = 0.02:
-    nu = 0.01 / r^2 = 6.97953e-3, kappa = 1.395907e-2, Pr = 0.5; beta = 1 / 1.05; H: the
-    isothermal offset at C2 = 0.02, interpolated in log C between 3.148 (0.01) and 2.906 (0.03):
-    2.99531, so H = 256 - (1 + 2 x 2.99531) = 249.0094 (not LY - 5 = 251);
-    Ra = (1e-4 / r^2) (0.1 / 1.05) 249.0094^3 / (nu kappa) = 1.053420e6.  No Atwood: not a
-    Rayleigh-Taylor set-up."""
+    nu = 0.01 / r^2 = 6.97953e-3, kappa = 1.395907e-2, Pr = 0.5; beta = 1 / 1.05; H: the mean
+    isothermal offset at the wall difference 0.1 and C2 = 0.02, interpolated in log C between
+    3.123 (0.01) and 2.901 (0.03): 2.98293, so H = 256 - (1 + 2 x 2.98293) = 249.0341 (not
+    LY - 5 = 251); Ra = (1e-4 / r^2) (0.1 / 1.05) 249.0341^3 / (nu kappa) = 1.053734e6.  No
+    Atwood: not a Rayleigh-Taylor set-up."""
     n = numbers(walls=True, t_bottom=1.1, t_top=1.0, gravity=(0, -1e-4), collision="regularized", c1=0.01, c2=0.02,
                 lx=64, ly=256)
     assert n["Pr"] == pytest.approx(0.5)
     assert n["kappa"] == pytest.approx(1.395907e-2, rel=1e-6)
-    assert n["H"] == pytest.approx(249.0094, abs=1e-4) and n["Ra"] == pytest.approx(1.053420e6, rel=1e-6)
+    assert n["H"] == pytest.approx(249.0341, abs=1e-4) and n["Ra"] == pytest.approx(1.053734e6, rel=1e-6)
     assert n["T_ref"] == pytest.approx(1.05)
     assert not {"Atwood", "t_unit", "Re", "U_ff"} & set(n)
     heated_from_above = numbers(walls=True, t_bottom=1.0, t_top=1.1, gravity=(0, -1e-4), collision="regularized",
@@ -321,6 +322,6 @@ def test_rayleigh_taylor_without_gravity_has_an_atwood_number_but_no_time_unit()
 def test_the_header_line_names_the_units_and_the_groups():
     line = physics.summary(numbers("rayleigh-taylor", lx=128, ly=512, gravity=(0, -4e-4)))
     for text in ("lattice sites and time steps", "nu = 0.000698 sites^2/step", "Pr = 1", "Atwood = 0.05",
-                 "t_RT = sqrt(LX/(A g)) = 3028 steps", "Re = 7752", "Ra = 7.29e+09",
-                 "walls: no-slip planes at rows 4.28, 506.72, isothermal at 5.58, 508.60"):
+                 "t_RT = sqrt(LX/(A g)) = 3028 steps", "Re = 7752", "Ra = 7.35e+09",
+                 "walls: no-slip planes at rows 4.28, 506.72, isothermal at 5.26, 509.49"):
         assert text in line, (text, line)
