@@ -111,6 +111,28 @@ SCHEMES = ("lbgen", "reference")
 DEFAULT_SCHEME = "lbgen"
 
 
+def wall_scheme_refusal(entry: SetEntry, scheme: str):
+    """Why a run with walls of ``scheme`` cannot use this set, or None.
+
+    The ``reference`` scheme (the production code's D2Q37 bc) fills the farthest wall row's
+    unknown populations, which all share one e_y = H, from the x-momentum and energy
+    conditions (x-momentum alone for an isothermal set).  Where that row has fewer unknown
+    populations than conditions (D2V17: only (0, 3)) the conditions cannot be imposed and
+    the scheme does not keep a gas at rest: round-off grows to |u_y| ~ 0.4 within 16 000
+    steps at tau = 0.8 and at tau = 1 (docs/physics.md).  Its kernels still exist (emit,
+    verify); runs are refused."""
+    if scheme != "reference":
+        return None
+    far = [m for m in entry.members if m[1] == entry.max_hop]
+    conditions = ("x-momentum",) if entry.isothermal else ("x-momentum", "energy")
+    if len(far) >= len(conditions):
+        return None
+    return (f"wall scheme 'reference' (the production code's D2Q37 bc) does not hold on {entry.label}: its farthest "
+            f"wall row has {len(far)} unknown population{'s' if len(far) != 1 else ''} "
+            f"({', '.join(map(str, far))}) for {len(conditions)} conditions ({' and '.join(conditions)}), and a gas "
+            f"at rest between such walls does not stay at rest; use the lbgen wall scheme")
+
+
 def set_entry(name: str) -> SetEntry:
     """The catalogue entry of a set name (any case, 2D or 3D), or ValueError naming the choices."""
     try:

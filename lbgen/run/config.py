@@ -21,7 +21,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from lbgen.codegen.layouts import LayoutChoice
 from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, all_parameters, operator
-from lbgen.model.catalog import set_entry
+from lbgen.model.catalog import set_entry, wall_scheme_refusal
 from lbgen.run.options import (ADIABATIC, OPTIONS, SCHEMA, ConfigError, as_bool, as_float,
                                check_applicable, closest, convert, normalise_key)
 from lbgen.run.setups import SETUPS
@@ -125,6 +125,9 @@ class RunConfig:
         if vs.isothermal and self.setup == "rayleigh-taylor":
             raise ConfigError(f"rayleigh-taylor is a thermal flow; {vs.label} is isothermal (T = 1): use d2q37 "
                               f"(or d2v17)")
+        refusal = wall_scheme_refusal(vs, self.walls["scheme"]) if self.walls is not None else None
+        if refusal:
+            raise ConfigError(refusal)
         if vs.isothermal and self.walls is not None and self.walls != _check_walls({"scheme": self.walls["scheme"]}):
             raise ConfigError(f"{vs.label} is isothermal: its walls impose no temperature, so t_bottom, t_top "
                               f"(got {self.walls['T_bottom']}, {self.walls['T_top']}) must stay 1 and no wall can "

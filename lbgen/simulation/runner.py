@@ -22,7 +22,7 @@ from lbgen.codegen.spec import BACKENDS, KernelSpec, SpecError, default_layout, 
 from lbgen.codegen.render import generate
 from lbgen.codegen.layouts import CLUSTERED
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
-from lbgen.model.catalog import DEFAULT_VELOCITY_SET, run_set
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET, run_set, set_entry, wall_scheme_refusal
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.health import HealthChecks
 from lbgen.simulation.parameters import Parameters, SimulationError, Walls
@@ -152,6 +152,9 @@ class Simulation(HealthChecks):
         except ValueError as e:
             raise SpecError(str(e)) from None
         vs_name = KernelSpec(velocity_set=velocity_set).validate().velocity_set
+        refusal = wall_scheme_refusal(set_entry(vs_name), walls.scheme) if walls is not None else None
+        if refusal:
+            raise SimulationError(refusal)
         self.vs = vs = get_velocity_set(vs_name)
         if walls is not None:
             walls.check(vs)
