@@ -4,6 +4,8 @@ lid-driven cavity reference that test compares with (docs/validation3d.md).
     python benchmarks/validate_flows3d.py cavity 48 [--write]    # Re = 100, U = 0.1; --write stores
                                                                  #   tests/simulation/data/cavity3d_re100_l48.json
     python benchmarks/validate_flows3d.py cavity 16 24 32 48     # centreline extrema, steps, seconds
+    python benchmarks/validate_flows3d.py cavity1000 128 [regularized]   # Re = 1000 against Albensoeder &
+                                                                 #   Kuhlmann (2005), Tables 5 and 6
     python benchmarks/validate_flows3d.py poiseuille 8 16 32 64  # slab and duct errors, fitted order
     python benchmarks/validate_flows3d.py taylor-green 32 48     # early decay rate / 6 nu k^2
 
@@ -42,6 +44,15 @@ def main(argv):
                             "|change of u/U| over 1000 steps < 1e-6; centrelines: mean of the 4 nearest lines",
                     "made_by": "python benchmarks/validate_flows3d.py cavity 48 --write",
                     "steps": steps, "s": s.tolist(), "ux_z": ux.tolist(), "uz_x": uz.tolist()}, indent=1) + "\n")
+    elif what == "cavity1000":
+        collision = "regularized" if "regularized" in argv else "bgk"
+        for L in sizes:
+            t = time.time()
+            s, ux, uz, steps = flows.cavity_profiles(L, Re=1000, tol=1e-5, collision=collision)
+            dev5, dev6 = flows.albensoeder_kuhlmann_deviation(s, ux, uz)
+            print(f"L={L} {collision}: {steps} steps, {time.time() - t:.0f} s; max deviation from Albensoeder & "
+                  f"Kuhlmann (2005): Table 5 {dev5:.4f}, Table 6 {dev6:.4f}", flush=True)
+            np.savez(f"cavity3d_re1000_l{L}_{collision}.npz", s=s, ux_z=ux, uz_x=uz)
     elif what == "poiseuille":
         for duct in (False, True):
             errors = [flows.poiseuille_error(H, duct) for H in sizes]

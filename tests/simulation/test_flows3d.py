@@ -22,6 +22,8 @@ from lbgen.reference import bulk3d as oracle
 
 R = np.sqrt(3.0)
 DATA = Path(__file__).parent / "data" / "cavity3d_re100_l48.json"
+#: Albensoeder & Kuhlmann (2005), Re = 1000, Tables 5 and 6 (source and transcription in the file)
+AK2005 = Path(__file__).parent / "data" / "cavity3d_re1000_albensoeder_kuhlmann.json"
 
 
 # ---------------------------------------------------------------- Poiseuille: slab and duct
@@ -142,15 +144,16 @@ def test_taylor_green_decay_rate_at_re_100(name, collision):
 
 
 # ---------------------------------------------------------------- lid-driven cubic cavity
-def cavity_profiles(L, U=0.1, Re=100, tol=1e-6, threads=2):
+def cavity_profiles(L, U=0.1, Re=100, tol=1e-6, threads=2, collision="bgk"):
     """Steady cubic cavity, walls on all six faces, the z-high face moving with (U, 0, 0)
     (lattice units; Re = U L / nu, L sites between the half-way walls), run until the largest
     change of u/U over 1000 steps is < tol.  Returns (s, ux(z) at x = y = L/2, uz(x) at
     y = z = L/2, steps), positions s in [0, 1] (nodes at (i + 1/2) / L), velocities over U;
     the centrelines lie between nodes (L even): the mean of the 4 nearest lines."""
     nu = U * L / Re
-    sim = lbgen.Simulation3D(L, L, L, tau=0.5 + 3 * nu, walls="xyz", lid={"z-high": (R * U, 0.0, 0.0)},
-                             threads=threads)
+    viscosity = {"tau": 0.5 + 3 * nu} if collision == "bgk" else {"C1": 3 * nu}
+    sim = lbgen.Simulation3D(L, L, L, collision=collision, walls="xyz", lid={"z-high": (R * U, 0.0, 0.0)},
+                             threads=threads, **viscosity)
     sim.set_fields(1.0, 0.0, 0.0, 0.0)
     previous = None
     while True:
@@ -175,6 +178,34 @@ def _interpolate(s_fine, v_fine, s):
         xs, vs = s_fine[i:i + 4], v_fine[i:i + 4]
         out[j] = sum(vs[m] * np.prod([(x - xs[n]) / (xs[m] - xs[n]) for n in range(4) if n != m]) for m in range(4))
     return out
+
+
+def albensoeder_kuhlmann_deviation(s, ux_z, uz_x):
+    """lbgen's centreline profiles (as cavity_profiles returns them) against Albensoeder &
+    Kuhlmann's Re = 1000 Tables 5 and 6, mapped as the data file says (x_AK = 1/2 - z/L,
+    y_AK = x/L - 1/2; v_AK = u_x/U, u_AK = -u_z/U) and interpolated linearly between lbgen's
+    nodes and the wall values (0, the lid 1).  Returns (max |dev| Table 5, max |dev| Table 6)."""
+    ak = json.loads(AK2005.read_text())
+    S = np.concatenate([[0.0], s, [1.0]])
+    v = np.interp(0.5 - np.array(ak["table5"]["x"]), S, np.concatenate([[0.0], ux_z, [1.0]]))
+    u = -np.interp(np.array(ak["table6"]["y"]) + 0.5, S, np.concatenate([[0.0], uz_x, [0.0]]))
+    return float(np.max(np.abs(v - ak["table5"]["v"]))), float(np.max(np.abs(u - ak["table6"]["u"])))
+
+
+def test_the_published_re_1000_table_is_read_as_a_cavity_flow():
+    """The transcribed table, through the mapping: at x = y = z = 1/2 of lbgen's cavity both
+    published centrelines cross near 0 (v = 0.008, u = -0.037), the lid side moves with the lid
+    and the bottom side against it; a profile equal to the table deviates by 0 from it."""
+    ak = json.loads(AK2005.read_text())
+    x5, v5 = np.array(ak["table5"]["x"]), np.array(ak["table5"]["v"])
+    y6, u6 = np.array(ak["table6"]["y"]), np.array(ak["table6"]["u"])
+    assert v5[x5 == -0.5] == 1.0 and v5[x5 == 0.5] == 0.0 and v5[(x5 > 0.3) & (x5 < 0.45)].max() < -0.2
+    s = np.linspace(0.01, 0.99, 99)
+    ux_z = np.interp(0.5 - s, x5[::-1], v5[::-1])
+    uz_x = -np.interp(s - 0.5, y6, u6)
+    dev5, dev6 = albensoeder_kuhlmann_deviation(s, ux_z, uz_x)
+    assert dev5 < 0.02 and dev6 < 0.02
+    assert albensoeder_kuhlmann_deviation(s, -ux_z, uz_x)[0] > 0.5      # a reversed flow is seen
 
 
 def cavity_reference():
