@@ -330,23 +330,19 @@ class Simulation3D:
                 v[solid] = 0.0
         return out
 
+    def diagnostic_rows(self) -> np.ndarray:
+        """(LY*LZ, ND3) per-line reductions over x of the physical fields, from the backend's
+        diagnostics kernel (columns: ``lbgen.codegen.diagnostics.ROW_QUANTITIES3D``; solid
+        voxels skipped): one small read, no populations pulled."""
+        return self.program.diagnostics(self.f, self.mask, force=self.force)
+
     def diagnostics(self) -> Dict[str, float]:
         """mass (sum rho), momentum_x/y/z (sum rho u_H), kinetic_energy (sum rho |u_H|^2 / 2),
-        max_speed (max |u_H|), min_rho (fluid sites) and nonfinite (sites with a NaN or Inf field),
-        over the fluid sites, as Python floats (lattice sites; velocities in model units)."""
-        fl = self.fields()
-        fluid = np.ones((self.lx, self.ly, self.lz), bool) if self.mask is None else self.mask == 0
-        rho = fl["rho"][fluid]
-        u = np.stack([fl[c][fluid] for c in ("ux", "uy", "uz")])
-        finite = np.isfinite(rho) & np.isfinite(u).all(axis=0)
-        u2 = (u * u).sum(axis=0)
-        return {"mass": float(rho.sum()),
-                "momentum_x": float((rho * u[0]).sum()), "momentum_y": float((rho * u[1]).sum()),
-                "momentum_z": float((rho * u[2]).sum()),
-                "kinetic_energy": float(0.5 * (rho * u2).sum()),
-                "max_speed": float(np.sqrt(u2[finite].max(initial=0.0))),
-                "min_rho": float(rho[finite].min(initial=np.inf)),
-                "nonfinite": float((~finite).sum())}
+        max_speed (max |u_H|), min_rho, min_T (fluid sites) and nonfinite (sites with a NaN or
+        Inf field), over the fluid sites, as Python floats (lattice sites; velocities in model
+        units): ``lbgen.codegen.diagnostics.scalars3d`` of the diagnostics kernel's rows."""
+        from lbgen.codegen.diagnostics import scalars3d
+        return scalars3d(self.diagnostic_rows())
 
     # --- stepping ----------------------------------------------------------------------
     def _check_can_step(self, steps) -> None:
@@ -365,7 +361,11 @@ class Simulation3D:
 
     def check_finite(self) -> None:
         """SimulationError naming the step and the first bad site when a population is NaN/Inf
-        or a fluid site's density is not positive."""
+        or a fluid site's density is not positive.  The diagnostics kernel answers; only a
+        failed check pulls the populations (to name the site)."""
+        from lbgen.codegen.diagnostics import healthy
+        if healthy(self.diagnostics()):
+            return
         f = self.populations()
         rho = f.sum(axis=0)
         bad = ~np.isfinite(f).all(axis=0) | ~(rho > 0)
