@@ -25,11 +25,11 @@ from lbgen.output.manifest import environment_versions, read_manifest
 from lbgen.output.pictures import (PICTURE_QUANTITIES, TimeUnit, check_dpi, check_time_unit, check_window,
                                    colour_limits, default_pictures, default_pictures_every, dpi_range, drawn_data,
                                    field_figure, parse_clim, parse_window, picture_name, window_option)
-from lbgen.output.run import RunOutput, recorded_files
+from lbgen.output.run import RunOutput, RunOutput3D, recorded_files
 from lbgen.output.series import SERIES_COLUMNS, default_series_every, read_series, series_figure
 
 __all__ = [
-    "FIELD_NAMES", "PICTURE_QUANTITIES", "SERIES_COLUMNS", "diagnostics", "vorticity", "speed", "RunOutput",
+    "FIELD_NAMES", "PICTURE_QUANTITIES", "SERIES_COLUMNS", "diagnostics", "vorticity", "speed", "RunOutput", "RunOutput3D",
     "write_vti", "read_vti", "read_manifest", "read_series", "environment_versions", "read_field_file",
     "saved_steps", "colour_limits", "drawn_data", "field_figure", "parse_clim", "default_series_every",
     "series_figure", "check_dpi", "dpi_range", "picture_name", "recorded_files", "default_pictures",

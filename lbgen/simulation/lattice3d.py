@@ -344,6 +344,39 @@ class Simulation3D:
         from lbgen.codegen.diagnostics import scalars3d
         return scalars3d(self.diagnostic_rows())
 
+    # --- runs: checkpoints and the run driver's interface ------------------------------------
+    #: steps per sweep of a run (no temporal blocking here yet), sweeps run, processes
+    time_block = 1
+    nranks = 1
+
+    @property
+    def sweeps(self) -> Dict[str, int]:
+        return {"blocked": 0, "single": self.time_step}
+
+    def synchronize(self) -> None:
+        """Every runtime returns after its kernels finish: nothing to wait for."""
+
+    def state(self) -> np.ndarray:
+        """The populations as (Q, LX, LY, LZ) in the working precision (exact, for checkpoints)."""
+        return self.program.layout.unpack(self.f).copy()
+
+    def restore(self, populations: np.ndarray, time_step: int) -> None:
+        """Continue from a saved state (``state``): bit-identical to never having stopped."""
+        if isinstance(time_step, bool) or not isinstance(time_step, (Integral, np.integer)) or time_step < 0:
+            raise SimulationError(f"restore: time_step={time_step!r} must be an integer >= 0 (the step the state "
+                                  f"was saved at)")
+        a = np.asarray(populations)
+        expected = (self.vs.Q, self.lx, self.ly, self.lz)
+        if a.shape != expected:
+            raise SimulationError(f"saved populations have shape {a.shape}; this run needs {expected}")
+        if a.dtype != self.dtype:
+            raise SimulationError(f"saved populations are {a.dtype}; this run computes in {np.dtype(self.dtype)} "
+                                  f"(precision mismatch)")
+        self.f[:] = self.program.layout.pack(a)
+        self.program.halo(self.f)
+        self.time_step = int(time_step)
+        self._has_state = True
+
     # --- stepping ----------------------------------------------------------------------
     def _check_can_step(self, steps) -> None:
         if isinstance(steps, bool) or not isinstance(steps, Integral) or steps < 0:
