@@ -145,8 +145,8 @@ class RunConfig:
         if self.setup == "init":
             raise ConfigError("--init files hold 2D fields; a 3D run starts from a set-up")
         if len(self.gravity) != 3:
-            raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: a 3D run takes three components "
-                              f"GX,GY,GZ")
+            raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected three numbers "
+                              f"'GX,GY,GZ' in a 3D run")
         try:
             _lids(self.lid, _axes(self.wall_axes))
         except SimulationError as e:
@@ -161,8 +161,8 @@ class RunConfig:
                 raise ConfigError(f"the {self.setup} set-up is a 3D flow: choose a 3D velocity set (--velocity-set "
                                   f"d3q19 or d3q27)")
             if len(self.gravity) != 2:
-                raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: a 2D run takes two "
-                                  f"components GX,GY")
+                raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected two numbers 'GX,GY' "
+                                  f"in a 2D run (three, GX,GY,GZ, in 3D)")
         if self.split is not None and not self.hetero:
             raise ConfigError("split needs hetero (--hetero opencl|cuda)")
         if self.layout is not None or self.vl not in (None, "auto"):
