@@ -55,9 +55,6 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print) -> RunConfig:
     if cfg.amplitude is None:
         changes["amplitude"] = SETUPS[cfg.setup].default_amplitude(cfg.lx)
     changes["threads"] = resolve_threads(cfg.threads, echo)
-    if cfg.vl == "auto":
-        raise SimulationError("--vl auto tunes the 2D kernels; give the layout and VL of a 3D run explicitly (or "
-                              "leave both out for the default)")
     layout, vl = cfg.layout, cfg.vl
     halo = set_entry(cfg.velocity_set).max_hop
     if layout is None:

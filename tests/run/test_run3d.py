@@ -196,10 +196,33 @@ def test_channel_profile_is_the_poiseuille_parabola(tmp_path):
     (["shear-wave", "--velocity-set", "d2q9", "--lz", "8"], "--lz"),
     (["channel", "--velocity-set", "d2q9"], "channel"),
     (["lid-driven-cavity", "--wall-axes", "y"], "z-high"),
-    (["channel", "--lx", 4000, "--ly", 4000, "--lz", 4000], "--lz"),
+    (["channel", "--lx", 4000, "--ly", 4000, "--lz", 4000], "--lz"),     # the memory estimate: D = 3, Q = 19
+    (["uniform-noise", "--velocity-set", "d3q19"], "uniform-noise"),
+    (["channel", "--save", "final.npz"], "--save"),
+    (["channel", "--window", "full"], "--window"),
+    (["channel", "--pictures-every", 5], "--pictures-every"),
+    (["channel", "--vl", "auto"], "--vl auto"),
+    (["channel", "--t-bottom", 1.1], "--t-bottom"),
+    (["channel", "--wall-scheme", "reference"], "--wall-scheme"),
+    (["channel", "--device", "0:0"], "--device"),
+    (["shear-wave", "--wall-axes", "y"], "--wall-axes"),
+    (["shear-wave", "--geometry", "body.npy"], "--geometry"),
+    (["shear-wave", "--lid", "z-high=0.1,0,0"], "--lid"),
 ])
 def test_options_that_do_not_apply_in_3d_are_refused_before_any_work(args, option, tmp_path):
     out = tmp_path / "refused"
     r = _cli("run", *args, "--out", out, "--no-progress")
     assert r.exit_code != 0 and "Traceback" not in r.output
     assert option in r.output and not out.exists()
+
+
+def test_a_3d_run_refuses_several_mpi_ranks(tmp_path):
+    from lbgen.run.driver3d import Run3D
+    from lbgen.simulation.parameters import SimulationError
+
+    class TwoRanks:
+        size, rank = 2, 0
+    cfg = RunConfig.build("channel", ("test", {"lx": 4, "ly": 6, "lz": 4, "out": str(tmp_path / "mpi")}))
+    with pytest.raises(SimulationError, match="2 ranks"):
+        Run3D(cfg, comm=TwoRanks())
+    assert not (tmp_path / "mpi").exists()
