@@ -175,7 +175,7 @@ def test_geometry_mask_is_used_and_a_bad_one_is_refused_before_any_file(tmp_path
 def test_channel_profile_is_the_poiseuille_parabola(tmp_path):
     out = tmp_path / "channel"
     H, g, tau = 12, 3e-5, 1.0
-    r = _cli("run", "channel", "--lx", 2, "--ly", H, "--lz", 2, "--steps", 1500, "--tau", tau, "--gravity",
+    r = _cli("run", "channel", "--lx", 2, "--ly", H, "--lz", 4, "--steps", 1500, "--tau", tau, "--gravity",
              f"{g},0,0", "--out", out, "--pictures", "none", "--no-progress")
     assert r.exit_code == 0, r.output
     f = read_field_file(out / "fields" / "step-000001500.h5")
