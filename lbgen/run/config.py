@@ -136,7 +136,7 @@ class RunConfig:
 
     def _check_3d(self) -> None:
         """The rules of a 3D run: a 3D set-up, three gravity components, lids on wall axes."""
-        from lbgen.simulation.lattice3d import _axes, _lids
+        from lbgen.simulation.lattice3d import lid_faces, wall_axes
         from lbgen.simulation.parameters import SimulationError
         setup = SETUPS.get(self.setup)
         if setup is not None and 3 not in setup.dimensions:
@@ -151,7 +151,7 @@ class RunConfig:
             raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected three numbers "
                               f"'GX,GY,GZ' in a 3D run")
         try:
-            _lids(self.lid, _axes(self.wall_axes))
+            lid_faces(self.lid, wall_axes(self.wall_axes))
         except SimulationError as e:
             raise ConfigError(str(e).replace("walls=", "--wall-axes ")) from None
 

@@ -22,7 +22,7 @@ from lbgen.model.catalog import set_entry
 from lbgen.run.config import RunConfig
 from lbgen.run.driver import Run
 from lbgen.run.setups import SETUPS
-from lbgen.simulation.lattice3d import Simulation3D, _mask
+from lbgen.simulation.lattice3d import Simulation3D, voxel_mask
 from lbgen.simulation.parameters import SimulationError
 from lbgen.system.limits import resolve_threads
 
@@ -41,7 +41,7 @@ def load_geometry(cfg: RunConfig) -> Optional[np.ndarray]:
     if not isinstance(mask, np.ndarray):
         raise SimulationError(f"--geometry {path}: not a .npy array")
     try:
-        return _mask(mask, cfg.shape)
+        return voxel_mask(mask, cfg.shape)
     except SimulationError as e:
         raise SimulationError(f"--geometry {path}: {e}") from None
 

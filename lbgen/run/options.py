@@ -431,10 +431,10 @@ def as_gravity(value) -> Tuple[float, ...]:
 
 def as_axes(value) -> str:
     """3D wall axes as Simulation3D takes them ('yz', ('y', 'z')) -> 'yz' (x, y, z order)."""
-    from lbgen.simulation.lattice3d import _axes
+    from lbgen.simulation.lattice3d import wall_axes
     from lbgen.simulation.parameters import SimulationError
     try:
-        return "".join(_axes(value))
+        return "".join(wall_axes(value))
     except SimulationError as e:
         raise ValueError(f"is not a set of wall axes: {e}") from None
 

@@ -351,7 +351,12 @@ class Simulation3D:
 
     @property
     def sweeps(self) -> Dict[str, int]:
-        return {"blocked": 0, "single": self.time_step}
+        """Sweeps run (the run manifest's record): one step each, without temporal blocking."""
+        return self.__dict__.get("_sweeps") or {"blocked": 0, "single": self.time_step}
+
+    @sweeps.setter
+    def sweeps(self, value) -> None:
+        self._sweeps = value
 
     def synchronize(self) -> None:
         """Every runtime returns after its kernels finish: nothing to wait for."""
@@ -431,3 +436,10 @@ class Simulation3D:
                 callback(self.time_step)
         return RunStats(steps=steps, seconds=elapsed, sites=self.lx * self.ly * self.lz)
 
+
+
+#: the checks of Simulation3D's boundary arguments, for callers that take the same forms
+#: (the run description: --wall-axes, --lid, --geometry): one home for the rules
+wall_axes = _axes
+lid_faces = _lids
+voxel_mask = _mask
