@@ -129,6 +129,8 @@ def test_cavity_writes_three_mid_plane_pictures_per_quantity_and_h5_attributes(t
     assert manifest["colour_limits"]["speed"] == [0.0, pytest.approx(math.hypot(0.08, 0.02))]   # the lid's speed
     assert manifest["status"] == "finished" and manifest["samples"] >= 2
     _check_series_against_fields(out, 10)
+    r = _cli("plot", out, "-o", tmp_path / "p.png")       # 2D drawing tools refuse a 3D folder
+    assert r.exit_code != 0 and "Traceback" not in r.output and not (tmp_path / "p.png").exists()
 
 
 def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path):
