@@ -89,11 +89,11 @@ def physics3d(cfg: RunConfig) -> dict:
     """The physical numbers of a 3D run in lattice units (as ``lbgen.model.physics.run_numbers``
     for 2D): r, the reference state, nu, c_s, g (with gravity); with a lid: its speed U
     (lattice units), the cavity size L (the lid's axis), Re = U L / nu and Ma = U / c_s."""
-    from lbgen.model.physics import (UNITS, gravity_to_lattice, kinematic_viscosity, reynolds, scale_factor,
-                                     sound_speed, velocity_to_lattice)
+    from lbgen.model.physics import (UNITS, gravity_to_lattice, is_thermal, kinematic_viscosity, reynolds,
+                                     scale_factor, sound_speed, velocity_to_lattice)
     r = scale_factor(cfg.velocity_set)
     nu = kinematic_viscosity(cfg.collision, dict(cfg.parameters), r=r, T=1.0, rho=1.0)
-    c_s = sound_speed(1.0, r=r, thermal=False)
+    c_s = sound_speed(1.0, r=r, thermal=is_thermal(cfg.velocity_set))
     out = {"units": UNITS, "r": r, "rho_ref": 1.0, "T_ref": 1.0, "nu": nu, "c_s": c_s}
     g = float(np.linalg.norm(cfg.gravity))
     if g:

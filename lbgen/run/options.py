@@ -18,8 +18,9 @@ from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES a
 from lbgen.output import PICTURE_QUANTITIES, parse_clim, window_option
 from lbgen.run.setups import SETUPS
 
-#: the 3D velocity sets a run takes (``lbgen.Simulation3D``), from the catalogue
-RUN_SETS_3D = tuple(k for k, e in MODEL_SETS.items() if e.D == 3)
+#: the 3D velocity sets a run takes (``lbgen.Simulation3D``), from the catalogue: the
+#: isothermal ones (3D runs have isothermal set-ups and walls only)
+RUN_SETS_3D = tuple(k for k, e in MODEL_SETS.items() if e.D == 3 and e.isothermal)
 #: the lattice of a 3D run when --lx/--ly/--lz are not given
 DEFAULT_SIZE_3D = {"lx": 32, "ly": 32, "lz": 32}
 
@@ -328,6 +329,11 @@ def convert(key: str, value: Any, where: str = "") -> Any:
             v = str(value) if not isinstance(value, bool) else None
             if v not in opt.choices:
                 if key == "velocity_set" and v is not None and v.lower() in MODEL_SETS:
+                    entry = MODEL_SETS[v.lower()]
+                    if entry.D == 3:
+                        raise ConfigError(f"{where + ': ' if where else ''}{v.lower()} is a thermal 3D set; 3D runs "
+                                          f"take the isothermal {' and '.join(RUN_SETS_3D)} (their set-ups and walls "
+                                          f"are isothermal; {v.lower()} runs in Python: lbgen.Simulation3D)")
                     try:
                         run_set(v)              # a set of another dimension: refused in words
                     except ValueError as e:

@@ -200,6 +200,7 @@ def test_channel_profile_is_the_poiseuille_parabola(tmp_path):
     (["lid-driven-cavity", "--wall-axes", "y"], "z-high"),
     (["channel", "--lx", 4000, "--ly", 4000, "--lz", 4000], "--lz"),     # the memory estimate: D = 3, Q = 19
     (["uniform-noise", "--velocity-set", "d3q19"], "uniform-noise"),
+    (["shear-wave", "--velocity-set", "d3q39"], "d3q39"),
     (["channel", "--save", "final.npz"], "--save"),
     (["channel", "--window", "full"], "--window"),
     (["channel", "--pictures-every", 5], "--pictures-every"),
