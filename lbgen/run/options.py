@@ -170,6 +170,15 @@ def _seed(v) -> Optional[str]:
     return None
 
 
+def _amplitude(v) -> Optional[str]:
+    if v["init"]:
+        return _from_init(v)
+    setup = SETUPS.get(v["setup"])
+    if setup is not None and not setup.uses_amplitude:
+        return f"the {v['setup']} set-up starts at rest: it has no amplitude"
+    return None
+
+
 def _dpi(v) -> Optional[str]:
     return _needs_out(v) or (None if v["pictures"] else "no pictures are drawn (--pictures none)")
 
@@ -259,7 +268,7 @@ def _in_2d(key: str, rule: Optional[Callable[[Mapping[str, Any]], Optional[str]]
 #: refused before any work (``check_applicable``).  Options without a rule always apply;
 #: tests/run/test_effects.py checks that each of those changes something observable.
 APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
-    "lx": _from_init, "ly": _from_init, "amplitude": _from_init, "seed": _seed,
+    "lx": _from_init, "ly": _from_init, "amplitude": _amplitude, "seed": _seed,
     **{k: _operator_parameter(k) for k in all_parameters()},
     "t_bottom": _wall_temperature("bottom"), "t_top": _wall_temperature("top"),
     "adiabatic": _needs_walls, "wall_scheme": _needs_walls,

@@ -137,6 +137,8 @@ class Setup:
     make3d: Optional[Callable[..., Dict[str, np.ndarray]]] = None
     #: run defaults of its 3D runs (on top of ``run_defaults``)
     defaults_3d: Mapping[str, object] = field(default_factory=dict)
+    #: whether --amplitude shapes its state (the fluids at rest have none)
+    uses_amplitude: bool = True
 
     @property
     def dimensions(self) -> Tuple[int, ...]:
@@ -181,9 +183,10 @@ SETUPS: Dict[str, Setup] = {s.name: s for s in (
           "with its pressure in the density (periodic)", default_amplitude=lambda lx: TAYLOR_GREEN_AMPLITUDE,
           make3d=taylor_green3d, run_defaults={"velocity_set": "d3q19"}),
     Setup("lid-driven-cavity", None, "3D cavity at rest, no-slip walls on all six faces, the z-high face moving "
-          "with (0.1, 0, 0) (--lid)", make3d=at_rest3d,
+          "with (0.1, 0, 0) (--lid)", make3d=at_rest3d, uses_amplitude=False,
           run_defaults={"velocity_set": "d3q19", "wall_axes": "xyz", "lid": CAVITY_LID}),
     Setup("channel", None, "3D flow at rest driven by a body force along x (--gravity, default 2.5e-5,0,0) between "
           "no-slip walls on y (--wall-axes y), or through a duct (--wall-axes yz)", make3d=at_rest3d,
+          uses_amplitude=False,
           run_defaults={"velocity_set": "d3q19", "wall_axes": "y", "gravity": CHANNEL_GRAVITY}),
 )}

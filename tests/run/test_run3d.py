@@ -201,6 +201,7 @@ def test_channel_profile_is_the_poiseuille_parabola(tmp_path):
     (["channel", "--lx", 4000, "--ly", 4000, "--lz", 4000], "--lz"),     # the memory estimate: D = 3, Q = 19
     (["uniform-noise", "--velocity-set", "d3q19"], "uniform-noise"),
     (["shear-wave", "--velocity-set", "d3q39"], "d3q39"),
+    (["lid-driven-cavity", "--amplitude", "0.1"], "--amplitude"),
     (["channel", "--save", "final.npz"], "--save"),
     (["channel", "--window", "full"], "--window"),
     (["channel", "--pictures-every", 5], "--pictures-every"),
