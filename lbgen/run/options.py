@@ -510,6 +510,8 @@ def describe_defaults(key: str) -> str:
 
 
 def _show(v) -> str:
+    if isinstance(v, Mapping):                # a lid: FACE=UX,UY,UZ; ...
+        return "; ".join(f"{k}={_show(tuple(u))}" for k, u in v.items())
     if isinstance(v, tuple):
         return ",".join(f"{x:g}" if isinstance(x, float) else str(x) for x in v) or "none"
     if isinstance(v, bool):

@@ -135,8 +135,6 @@ class Setup:
     set_defaults: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     #: the 3D state ``make3d(lx, ly, lz, **options)`` (rho, ux, uy, uz, T), None for a 2D-only set-up
     make3d: Optional[Callable[..., Dict[str, np.ndarray]]] = None
-    #: run defaults of its 3D runs (on top of ``run_defaults``)
-    defaults_3d: Mapping[str, object] = field(default_factory=dict)
     #: whether --amplitude shapes its state (the fluids at rest have none)
     uses_amplitude: bool = True
 
@@ -147,10 +145,7 @@ class Setup:
 
     def defaults_for(self, velocity_set: str) -> Dict[str, object]:
         """The run defaults this set-up implies for a velocity set."""
-        from lbgen.model.catalog import MODEL_SETS
-        entry = MODEL_SETS.get(str(velocity_set).lower())
-        three = self.defaults_3d if entry is not None and entry.D == 3 else {}
-        return {**self.run_defaults, **three, **self.set_defaults.get(velocity_set, {})}
+        return {**self.run_defaults, **self.set_defaults.get(velocity_set, {})}
 
     def fields(self, lx: int, ly: int, *, seed: int = 0, amplitude: Optional[float] = None,
                gravity=(0.0, 0.0), walls: Optional[Mapping] = None, thermal: bool = True,
