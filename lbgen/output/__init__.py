@@ -13,10 +13,14 @@ Layout of a run directory written by :class:`RunOutput`::
       frames/step-000000080.npz        write_frame (movie frames: the picture quantities, 16-bit, every
                                        --pictures-every K steps and at every picture; lbgen movie draws them)
 
+A 3D run (:class:`RunOutput3D`) writes the same folder with (LX, LY, LZ) fields (h5/npz
+datasets rho, ux, uy, uz, T; a 3D .vti image), the 3D series columns and, instead of
+pictures and frames, ``pictures/<q>-<plane>-000001000.png``: the mid-plane slices xy, xz, yz.
+
 Modules: :mod:`.fields` (files, vorticity, speed, host diagnostics), :mod:`.pictures`
 (colour limits, figures, windows, time units, movie frames, the dpi range ``check_dpi``, picture
 names, the default pictures and their cadence), :mod:`.series`
-(series.csv / series.png), :mod:`.manifest`, :mod:`.run` (RunOutput, the file list),
+(series.csv / series.png), :mod:`.manifest`, :mod:`.run` (RunOutput, RunOutput3D, the file list),
 :mod:`.folder` (RunResults: a run folder read back; movies), :mod:`.plot` (notebooks).
 """
 from lbgen.output.fields import (FIELD_NAMES, diagnostics, read_field_file, read_vti, saved_steps, speed, vorticity,
