@@ -81,6 +81,7 @@ class RunConfig:
     wall_axes: Optional[str] = None            # 3D: the no-slip wall axes ('y', 'yz', 'xyz'; Simulation3D's walls)
     lid: Optional[Dict[str, tuple]] = None     # 3D: moving faces {'z-high': (ux, uy, uz)} (Simulation3D's lid)
     geometry: Optional[str] = None             # 3D: voxel mask .npy (Simulation3D's mask)
+    geometry_digest: Optional[str] = None      # 3D: sha256 of the mask the run started with (resolved)
     _converted: InitVar[bool] = False          # build(): every value is typed already
 
     def __post_init__(self, _converted: bool):
@@ -317,8 +318,8 @@ class RunConfig:
     def physics(self) -> Dict[str, Any]:
         """What a checkpoint must agree with to be resumed by this run: the lattice, the
         operator and its parameters, gravity, walls, the kernels' precision."""
-        three = {"lz": self.lz, "wall_axes": self.wall_axes, "lid": self.lid, "geometry": self.geometry} \
-            if self.dimension == 3 else {}
+        three = {"lz": self.lz, "wall_axes": self.wall_axes, "lid": self.lid, "geometry": self.geometry,
+                 "geometry_digest": self.geometry_digest} if self.dimension == 3 else {}
         return {"lx": self.lx, "ly": self.ly, **three, "collision": self.collision, "parameters": dict(self.parameters),
                 "gravity": list(self.gravity), "walls": self.walls, "precision": self.precision,
                 "velocity_set": self.velocity_set}

@@ -46,12 +46,21 @@ def load_geometry(cfg: RunConfig) -> Optional[np.ndarray]:
         raise SimulationError(f"--geometry {path}: {e}") from None
 
 
-def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print) -> RunConfig:
+def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optional[np.ndarray] = None) -> RunConfig:
     """The 3D run description with what construction decides made explicit (recorded in the
     manifest, so a resume builds the same kernels): the set-up's amplitude, the thread count,
     the layout and VL (given, else Simulation3D's default for the backend and LZ), the time
-    block (1), the series cadence and the geometry file's absolute path."""
+    block (1), the series cadence, the geometry file's absolute path and the digest of its
+    ``mask`` (a resumed run whose file now holds another mask is refused)."""
     changes = {}
+    if mask is not None:
+        import hashlib
+        digest = hashlib.sha256(np.ascontiguousarray(mask, dtype=np.uint8).tobytes()).hexdigest()
+        if cfg.geometry_digest not in (None, digest):
+            raise SimulationError(f"--geometry {cfg.geometry}: the file holds another voxel mask than the one this "
+                                  f"run started with (sha256 {cfg.geometry_digest[:12]}..., now {digest[:12]}...); "
+                                  f"restore it to continue the run")
+        changes["geometry_digest"] = digest
     if cfg.amplitude is None:
         changes["amplitude"] = SETUPS[cfg.setup].default_amplitude(cfg.lx)
     changes["threads"] = resolve_threads(cfg.threads, echo)
@@ -126,12 +135,13 @@ class Run3D(Run):
         load_geometry(cfg)                   # dtype and shape: before any file is written
 
     def _build(self, cfg: RunConfig, comm) -> None:
-        cfg = resolve3d(cfg, self.echo)
+        mask = load_geometry(cfg)
+        cfg = resolve3d(cfg, self.echo, mask)
         fields = SETUPS[cfg.setup].fields(cfg.lx, cfg.ly, lz=cfg.lz, seed=cfg.seed, amplitude=cfg.amplitude,
                                           gravity=cfg.gravity, thermal=False)
         self.cfg = cfg
         self.physics = physics3d(cfg)
-        self.sim = make_simulation3d(cfg, load_geometry(cfg))
+        self.sim = make_simulation3d(cfg, mask)
         self.sim.set_fields(**fields)
         self.T_hot = self.T_cold = None
         self.colour_limits = None

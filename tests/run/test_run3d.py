@@ -154,13 +154,19 @@ def test_geometry_mask_is_used_and_a_bad_one_is_refused_before_any_file(tmp_path
     np.save(good, mask)
     out = tmp_path / "post"
     r = _cli("run", "channel", "--lx", 8, "--ly", 10, "--lz", 4, "--steps", 20, "--geometry", good, "--out", out,
-             "--pictures", "none", "--gravity", "1e-4,0,0", "--no-progress")
+             "--pictures", "none", "--gravity", "1e-4,0,0", "--checkpoint-every", 20, "--no-progress")
     assert r.exit_code == 0, r.output
     f = read_field_file(out / "fields" / "step-000000020.h5")
     assert all(np.all(f[k][mask] == 0) for k in NAMES)     # solid voxels read 0
     want = _by_hand(_config(out), _at_rest(shape), 20, mask=mask)
     assert all(np.array_equal(f[k], want[k]) for k in NAMES)
     _check_series_against_fields(out, 20, mask)
+    moved = mask.copy()
+    moved[0, 0, 0] = True
+    np.save(good, moved)                                  # the file changed under the run: its resume is refused
+    r = _cli("run", "--resume", out, "--steps", 30, "--no-progress")
+    assert r.exit_code != 0 and "Traceback" not in r.output and "another voxel mask" in " ".join(r.output.split())
+    assert not (out / "fields" / "step-000000030.h5").exists()
     for name, bad in (("shape", np.zeros((8, 10, 5), bool)), ("dtype", np.zeros(shape, np.float64))):
         path = tmp_path / f"{name}.npy"
         np.save(path, bad)
