@@ -88,3 +88,13 @@ def test_the_guard_and_diagnostics_do_not_pull_populations():
     sim.diagnostics()
     calls = sim.program.calls
     assert calls["diagnostics"] >= 2 and calls["unpack"] == 0 and calls["fields"] == 0
+
+
+def test_rows_do_not_depend_on_the_thread_count():
+    f = _state(np.zeros(SHAPE, bool), seed=5)
+    rows = []
+    for threads in (1, 2):
+        sim = lbgen.Simulation3D(*SHAPE, layout="caosoa", vl=4, tau=0.8, threads=threads)
+        sim.set_populations(f)
+        rows.append(sim.diagnostic_rows())
+    assert np.array_equal(rows[0], rows[1])
