@@ -167,6 +167,18 @@ class GPUProgram3D:
                    (4, 5, 6, 7, 8))
         return {n: a.astype(np.float64) for n, a in zip(names, out)}
 
+    def diagnostics(self, f, solid: Optional[np.ndarray] = None,
+                    force: Tuple[float, float, float] = (0.0, 0.0, 0.0)) -> np.ndarray:
+        """(LY*LZ, ND3) per-line reductions over x of the physical fields (the diagnostics
+        kernel; columns lbgen.codegen.diagnostics.ROW_QUANTITIES3D); ``solid``: None or the
+        uint8 voxel mask (skipped)."""
+        from lbgen.codegen.diagnostics import ND3
+        out = np.empty((self.ly * self.lz, ND3), dtype=self.field_dtype)
+        solid = None if solid is None else checked_boundaries((), None, solid, (self.lx, self.ly, self.lz))[2]
+        self._call("diagnostics", self.ly * self.lz, [self._buf(f), *self._sizes, solid, out,
+                                                       *(self._real(a) for a in force)], (5,))
+        return out.astype(np.float64)
+
     def step(self, f, g, params: Mapping[str, float], bc: Optional[Boundaries3D] = None,
              fused: bool = True) -> Tuple[np.ndarray, np.ndarray]:
         """One time step (as CProgram3D.step).  Returns (state, spare)."""

@@ -176,6 +176,19 @@ class CProgram3D:
                            *(float(a) for a in force))
         return out
 
+    def diagnostics(self, f, solid: Optional[np.ndarray] = None,
+                    force: Tuple[float, float, float] = (0.0, 0.0, 0.0)) -> np.ndarray:
+        """(LY*LZ, ND3) per-line reductions over x of the physical fields (the diagnostics
+        kernel; columns lbgen.codegen.diagnostics.ROW_QUANTITIES3D); ``solid``: None or the
+        uint8 voxel mask (skipped)."""
+        from lbgen.codegen.diagnostics import ND3
+        out = np.empty((self.ly * self.lz, ND3))
+        solid = None if solid is None else checked_boundaries((), None, solid, (self.lx, self.ly, self.lz))[2]
+        mask = self.ffi.NULL if solid is None else self.ffi.cast("const uint8_t *", solid.ctypes.data)
+        self._fn("diagnostics")(self._ptr(f), *self._sizes, mask, self.ffi.cast("double *", out.ctypes.data),
+                                *(float(a) for a in force))
+        return out
+
     def step(self, f, g, params: Mapping[str, float], bc: Optional[Boundaries3D] = None,
              fused: bool = True) -> Tuple[np.ndarray, np.ndarray]:
         """One time step from the state in f (g spare): halo, then fused (or propagate and

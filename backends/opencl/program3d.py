@@ -30,7 +30,7 @@ class OpenCLProgram3D(GPUProgram3D):
         self.program = ob.build(source, self.device, self.options)
         self.kernels = {n: cl.Kernel(self.program, f"{self.prefix}_{n}")
                         for n in ("halo", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack",
-                                  "unpack")}
+                                  "unpack", "diagnostics")}
         bs = int(block_size or self.spec.block_size or ob.DEFAULT_BLOCK_SIZE)
         self.block_size = min(bs, self.device.max_work_group_size)
 

@@ -164,9 +164,11 @@ def _config_file(path) -> dict:
 @friendly
 def run(ctx, setup, config, resume, overwrite, progress, **given):
     """Simulate.  SETUP: shear-wave (default), uniform-noise or rayleigh-taylor; or --init FILE.npz.
+    3D (--velocity-set d3q19 or d3q27, --lz): shear-wave, taylor-green, lid-driven-cavity, channel.
 
     \b
     lbgen run --lx 256 --ly 1024 --steps 2000 --save out.npz
+    lbgen run lid-driven-cavity --lx 32 --ly 32 --lz 32 --steps 5000 --out runs/cavity --output-every 1000
     lbgen run rayleigh-taylor --lx 256 --ly 1024 --steps 20000 --out runs/rt --output-every 1000 --checkpoint-every 5000
     lbgen run --resume runs/rt --steps 40000
     """
@@ -192,6 +194,9 @@ def run(ctx, setup, config, resume, overwrite, progress, **given):
     layers = [(f"--config {config}", _config_file(config))] if config else []
     layers.append(("command line", given))
     cfg = RunConfig.build(setup, *layers)
+    if cfg.dimension == 3:
+        _run3d(cfg, echo, comm, overwrite, show_progress)
+        return
     runner = Run(cfg, echo=echo, comm=comm, overwrite=overwrite)
     spec = runner.sim.spec
     regions = runner.sim.region_table()
@@ -215,6 +220,24 @@ def run(ctx, setup, config, resume, overwrite, progress, **given):
             f"block run singly" if odd else ""))
     result = runner.execute(progress=show_progress)
     _report(runner, result, cfg.save)
+
+
+def _run3d(cfg, echo, comm, overwrite, show_progress):
+    """`lbgen run` with a 3D velocity set: a Run3D (lbgen.run.driver3d)."""
+    from lbgen.model.physics import summary
+    from lbgen.run.driver3d import Run3D
+    runner = Run3D(cfg, echo=echo, comm=comm, overwrite=overwrite)
+    sim = runner.sim
+    box = [f"walls {''.join(sim.walls)}"] if sim.walls else []
+    box += [f"lid {a}-{s} (" + ", ".join(f"{c:g}" for c in u) + ")" for (a, s), u in sim.lid.items()]
+    if sim.mask is not None:
+        box.append(f"geometry {cfg.geometry} ({100.0 * sim.mask.mean():.3g}% solid)")
+    echo(f"lbgen run: {cfg.setup}, {cfg.velocity_set}, {cfg.lx} x {cfg.ly} x {cfg.lz}, {cfg.steps} steps, "
+         f"{sim.spec.collision}, {', '.join(box) or 'periodic'}, {sim.spec.precision}; {sim.spec.backend} "
+         f"{sim.program.layout.tag}")
+    echo(summary(runner.physics))
+    result = runner.execute(progress=show_progress)
+    _report(runner, result, None)
 
 
 def _report(runner, result, save):

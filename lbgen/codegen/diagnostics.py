@@ -114,3 +114,64 @@ def scalars(rows: np.ndarray, lx: int, T_hot: Optional[float] = None, T_cold: Op
     out["max_T"] = float(np.max(col["max_T"]))
     out["nonfinite"] = float(col["nonfinite"].sum())
     return out
+
+
+# --- 3D: per-line reductions over x, one line per (y, z) ------------------------------------
+#: (name, reduction over x) of every column the 3D diagnostics kernel writes per line (y, z):
+#: out[(y*LZ + z)*ND3 + j] (templates/c/common3d.j2, ``diagnostics_line``); solid voxels of a
+#: mask are skipped (they hold no populations)
+ROW_QUANTITIES3D = (
+    ("mass", "sum"),              # sum rho
+    ("momentum_x", "sum"),        # sum rho ux
+    ("momentum_y", "sum"),        # sum rho uy
+    ("momentum_z", "sum"),        # sum rho uz
+    ("kinetic_energy", "sum"),    # sum rho |u|^2 / 2
+    ("max_u2", "max"),            # max |u|^2
+    ("min_rho", "min"),           # min rho
+    ("min_T", "min"),             # min T
+    ("nonfinite", "sum"),         # sites with a NaN or Inf in rho, ux, uy, uz or T
+)
+ROW_INDEX3D = {name: j for j, (name, _) in enumerate(ROW_QUANTITIES3D)}
+ND3 = len(ROW_QUANTITIES3D)
+#: the scalars of :func:`scalars3d` (the 3D series columns after step and time)
+SCALARS3D = ("mass", "momentum_x", "momentum_y", "momentum_z", "kinetic_energy", "max_speed", "min_rho", "min_T",
+             "nonfinite")
+
+
+def rows_of_fields3d(fields: Dict[str, np.ndarray], solid: Optional[np.ndarray] = None) -> np.ndarray:
+    """(LY*LZ, ND3) lines of (LX, LY, LZ) fields rho, ux, uy, uz, T (the 3D kernel's result on
+    the host; line y*LZ + z); voxels where ``solid`` is nonzero are skipped."""
+    rho, ux, uy, uz, T = (np.asarray(fields[n], dtype=np.float64) for n in ("rho", "ux", "uy", "uz", "T"))
+    if rho.ndim != 3:
+        raise ValueError(f"fields must be (LX, LY, LZ) arrays, got shape {rho.shape}")
+    fluid = np.ones(rho.shape, bool) if solid is None else np.asarray(solid) == 0
+    u2 = ux * ux + uy * uy + uz * uz
+    bad = ~(np.isfinite(rho) & np.isfinite(ux) & np.isfinite(uy) & np.isfinite(uz) & np.isfinite(T)) & fluid
+    ok = fluid & ~bad
+    with np.errstate(invalid="ignore"):
+        def total(a):
+            return np.where(fluid, a, 0.0).sum(0)
+
+        def masked(a, fill):
+            return np.where(ok, a, fill)
+        columns = {
+            "mass": total(rho), "momentum_x": total(rho * ux), "momentum_y": total(rho * uy),
+            "momentum_z": total(rho * uz), "kinetic_energy": total(0.5 * rho * u2),
+            "max_u2": masked(u2, 0.0).max(0), "min_rho": masked(rho, np.inf).min(0),
+            "min_T": masked(T, np.inf).min(0), "nonfinite": bad.sum(0).astype(np.float64),
+        }
+    return np.stack([columns[name].ravel() for name, _ in ROW_QUANTITIES3D], axis=1)
+
+
+def scalars3d(rows: np.ndarray) -> dict:
+    """Global 3D diagnostics (Python floats) from the (lines, ND3) rows of the 3D kernel:
+    mass, momentum_x/y/z, kinetic_energy (sums), max_speed = max |u|, min_rho, min_T, nonfinite."""
+    rows = np.asarray(rows, dtype=np.float64)
+    col = {name: rows[:, j] for j, (name, _) in enumerate(ROW_QUANTITIES3D)}
+    out = {name: float(col[name].sum()) for name in ("mass", "momentum_x", "momentum_y", "momentum_z",
+                                                      "kinetic_energy")}
+    out["max_speed"] = float(math.sqrt(max(float(np.max(col["max_u2"])), 0.0))) if rows.size else 0.0
+    out["min_rho"] = float(np.min(col["min_rho"]))
+    out["min_T"] = float(np.min(col["min_T"]))
+    out["nonfinite"] = float(col["nonfinite"].sum())
+    return out

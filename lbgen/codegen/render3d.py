@@ -15,6 +15,7 @@ from typing import Dict, List, Optional
 
 from lbgen import __version__
 from lbgen.codegen.cprint import RealPrinter, print_assignments
+from lbgen.codegen.diagnostics import ND3, ROW_INDEX3D, ROW_QUANTITIES3D
 from lbgen.codegen.kernel_api import PTRDIFF_MAX_64, SIZE_ERRORS, storage_bytes
 from lbgen.codegen.layouts import CLUSTERED, Layout3D
 from lbgen.codegen.spec import KernelSource, KernelSpec
@@ -24,7 +25,7 @@ from lbgen.model.operators import AXES
 
 #: the entry points of the 3D C kernels (with the prefix), in the header's order
 ENTRY_POINTS_3D = ("check", "buffer_size", "alloc", "free", "set_threads", "halo", "propagate", "collide", "fused",
-                   "init_equilibrium", "fields", "pack", "unpack")
+                   "init_equilibrium", "fields", "pack", "unpack", "diagnostics")
 #: the boundary faces in the order of the boundaries struct's lid bits and lid velocities:
 #: face 2a + s is the low (s = 0) or high (s = 1) face normal to axis a (x, y, z)
 FACES = tuple(f"{axis}-{side}" for axis in AXES for side in ("low", "high"))
@@ -146,6 +147,7 @@ def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "entry_points": list(ENTRY_POINTS_3D),
         "axes": AXES,
         "block_size": spec.block_size,
+        "diag": {"quantities": ROW_QUANTITIES3D, "index": ROW_INDEX3D, "ND": ND3},
     }
 
 
@@ -160,7 +162,8 @@ GPU_EMIT_TEMPLATES_3D = {"opencl": [("example.py", "opencl/example3d.py.j2"), ("
                          "cuda": [("example.cu", "cuda/example3d.cu.j2"), ("Makefile", "cuda/Makefile3d.j2"),
                                   ("README.md", "gpu/README3d.md.j2")]}
 #: the GPU kernels' entry points (no host code: sizes are checked by the runtime, check_sizes3d)
-GPU_ENTRY_POINTS_3D = ("halo", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack", "unpack")
+GPU_ENTRY_POINTS_3D = ("halo", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack", "unpack",
+                       "diagnostics")
 EMIT_TEMPLATES_3D = [("example.c", "c/example3d.c.j2"), ("Makefile", "c/Makefile.j2"),
                      ("README.md", "c/README3d.md.j2")]
 

@@ -22,6 +22,13 @@ PathLike = Union[str, os.PathLike]
 
 #: the fields written to every field file, in this order
 FIELD_NAMES = ("rho", "ux", "uy", "T")
+#: ... of a 3D run: arrays of shape (LX, LY, LZ) indexed [x, y, z]
+FIELD_NAMES3D = ("rho", "ux", "uy", "uz", "T")
+
+
+def field_names(fields: dict) -> tuple:
+    """The field names of a state: FIELD_NAMES3D when it has a uz (3D), else FIELD_NAMES."""
+    return FIELD_NAMES3D if "uz" in fields else FIELD_NAMES
 FIELDS_DIR, VTK_DIR, PVD_NAME = "fields", "vtk", "fields.pvd"
 #: what rho, ux, uy, T of a field file are (an attribute of every .h5 file; docs/physics.md)
 FIELDS_MEANING = ("physical (half-step) fields: rho, u = sum(xi f)/rho - a/2, T + |a|^2/8 of the stored "
@@ -102,15 +109,18 @@ def speed(ux: np.ndarray, uy: np.ndarray) -> np.ndarray:
 
 
 def check_fields(fields: dict) -> Dict[str, np.ndarray]:
-    """The four fields as arrays of one 2-D shape (KeyError / ValueError naming what is wrong)."""
-    arrays = {name: np.asarray(fields[name]) if name in fields else None for name in FIELD_NAMES}
+    """The four fields as arrays of one 2-D shape, or -- with a uz -- the five of a 3D state
+    of one 3-D shape (KeyError / ValueError naming what is wrong)."""
+    names = field_names(fields)
+    arrays = {name: np.asarray(fields[name]) if name in fields else None for name in names}
     missing = [n for n, a in arrays.items() if a is None]
     if missing:
-        raise KeyError(f"fields lack {missing} (need {list(FIELD_NAMES)})")
+        raise KeyError(f"fields lack {missing} (need {list(names)})")
     shapes = {a.shape for a in arrays.values()}
-    if len(shapes) != 1 or len(next(iter(shapes))) != 2:
-        raise ValueError(f"fields must be 2-D arrays of one shape (LX, LY), got shapes "
-                         f"{ {n: a.shape for n, a in arrays.items()} }")
+    D = 3 if names is FIELD_NAMES3D else 2
+    if len(shapes) != 1 or len(next(iter(shapes))) != D:
+        raise ValueError(f"fields must be {D}-D arrays of one shape ({'LX, LY, LZ' if D == 3 else 'LX, LY'}), got "
+                         f"shapes { {n: a.shape for n, a in arrays.items()} }")
     return arrays
 
 
@@ -127,8 +137,10 @@ def write_h5(path: Path, step: int, arrays: dict, time: Optional[float], attrs: 
             f.attrs["step"] = int(step)
             if time is not None:
                 f.attrs["time"] = float(time)
-            f.attrs["shape"] = np.asarray(next(iter(arrays.values())).shape, dtype=np.int64)
-            f.attrs["index_order"] = "[x, y]; x periodic, y from bottom wall (0) to top wall (LY-1)"
+            shape = next(iter(arrays.values())).shape
+            f.attrs["shape"] = np.asarray(shape, dtype=np.int64)
+            f.attrs["index_order"] = ("[x, y]; x periodic, y from bottom wall (0) to top wall (LY-1)" if len(shape) == 2
+                                      else "[x, y, z]; site (x, y, z), periodic except on the run's wall axes")
             f.attrs["fields"] = FIELDS_MEANING
             for key, value in (attrs or {}).items():
                 f.attrs[f"physics_{key}"] = value
@@ -156,20 +168,22 @@ def read_field_file(path: PathLike) -> dict:
         if path.suffix == ".h5":
             import h5py
             with h5py.File(path, "r") as f:
-                missing = [n for n in FIELD_NAMES if n not in f] + (["step"] if "step" not in f.attrs else [])
+                names = FIELD_NAMES3D if "uz" in f else FIELD_NAMES
+                missing = [n for n in names if n not in f] + (["step"] if "step" not in f.attrs else [])
                 if missing:
                     raise OutputFileError(f"{path}: damaged field file: no {', '.join(missing)} in it "
-                                          f"(a field file holds {', '.join(FIELD_NAMES)} and the attribute step)")
-                out = {n: np.asarray(f[n]) for n in FIELD_NAMES}
+                                          f"(a field file holds {', '.join(names)} and the attribute step)")
+                out = {n: np.asarray(f[n]) for n in names}
                 out["step"] = int(f.attrs["step"])
                 out["time"] = float(f.attrs["time"]) if "time" in f.attrs else None
         else:
             with np.load(path, allow_pickle=False) as z:
-                missing = [n for n in (*FIELD_NAMES, "step") if n not in z.files]
+                names = FIELD_NAMES3D if "uz" in z.files else FIELD_NAMES
+                missing = [n for n in (*names, "step") if n not in z.files]
                 if missing:
                     raise OutputFileError(f"{path}: damaged field file: no {', '.join(missing)} in it "
-                                          f"(a field file holds {', '.join(FIELD_NAMES)} and step)")
-                out = {n: np.asarray(z[n]) for n in FIELD_NAMES}
+                                          f"(a field file holds {', '.join(names)} and step)")
+                out = {n: np.asarray(z[n]) for n in names}
                 out["step"] = int(z["step"])
                 out["time"] = float(z["time"]) if "time" in z.files else None
     except OutputFileError:
@@ -178,9 +192,10 @@ def read_field_file(path: PathLike) -> dict:
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise OutputFileError(f"{path}: cannot read the field file, it is truncated or damaged "
                               f"({type(e).__name__}: {reason})") from None
-    shapes = {a.shape for n, a in out.items() if n in FIELD_NAMES}
-    if len(shapes) != 1 or len(next(iter(shapes))) != 2 or 0 in next(iter(shapes)):
-        raise OutputFileError(f"{path}: damaged field file: {', '.join(FIELD_NAMES)} must be non-empty 2-D arrays "
+    shapes = {a.shape for n, a in out.items() if n in names}
+    D = 3 if names is FIELD_NAMES3D else 2
+    if len(shapes) != 1 or len(next(iter(shapes))) != D or 0 in next(iter(shapes)):
+        raise OutputFileError(f"{path}: damaged field file: {', '.join(names)} must be non-empty {D}-D arrays "
                               f"of one shape, got {sorted(shapes)}")
     return out
 
@@ -201,9 +216,10 @@ _NUMPY_TYPES = {"Float32": "float32", "Float64": "float64", "Int32": "int32", "I
 
 
 def write_vti(path: PathLike, fields: dict) -> Path:
-    """VTK XML ImageData (.vti) of rho, ux, uy, T and the velocity vector, via pyevtk.
+    """VTK XML ImageData (.vti) of rho, ux, uy, T (3D: and uz) and the velocity vector, via pyevtk.
 
-    Point (x, y) of the image is lattice site (x, y).  pyevtk's ``VtkFile`` writes the XML
+    Point (x, y) of the image is lattice site (x, y); of a 3D state (fields with a uz, of
+    shape (LX, LY, LZ)) point (x, y, z) is site (x, y, z).  pyevtk's ``VtkFile`` writes the XML
     (grid, piece, data array headers with their offsets); the raw appended binary blocks
     (a UInt64 byte count, then the values, x fastest) are written here with numpy: pyevtk's
     own ``appendData`` packs one value per Python call (17 s for the two outputs of a
@@ -215,18 +231,20 @@ def write_vti(path: PathLike, fields: dict) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
 
+    names = field_names(fields)
+
     def as3d(a):
         a = np.asarray(a, dtype=np.float64)
-        return np.ascontiguousarray(a.reshape(a.shape[0], a.shape[1], 1))
+        return np.ascontiguousarray(a.reshape(a.shape[0], a.shape[1], a.shape[2] if a.ndim == 3 else 1))
 
-    point = {name: as3d(field_array(fields, name)) for name in FIELD_NAMES}
-    point["velocity"] = (point["ux"], point["uy"], np.zeros_like(point["ux"]))
+    point = {name: as3d(field_array(fields, name)) for name in names}
+    point["velocity"] = (point["ux"], point["uy"], point["uz"] if "uz" in point else np.zeros_like(point["ux"]))
     end = tuple(n - 1 for n in point["rho"].shape)
     with atomic_output(path) as tmp:        # pyevtk appends ".vti" to the name it is given
         w = VtkFile(str(tmp.with_suffix("")), VtkImageData)
         w.openGrid(start=(0, 0, 0), end=end, origin=(0.0, 0.0, 0.0), spacing=(1.0, 1.0, 1.0))
         w.openPiece(start=(0, 0, 0), end=end)
-        w.openData("Point", scalars=FIELD_NAMES[0], vectors="velocity")
+        w.openData("Point", scalars=names[0], vectors="velocity")
         for name, data in point.items():
             w.addData(name, data)
         w.closeData("Point")
@@ -236,10 +254,12 @@ def write_vti(path: PathLike, fields: dict) -> Path:
         stream = w.xml.stream
         # VTK order: x fastest (Fortran order of the (LX, LY, 1) arrays), each field
         # transposed once; the vector's components interleaved per point
-        flat = {name: np.ravel(point[name], order="F").astype("<f8", copy=False) for name in FIELD_NAMES}
+        flat = {name: np.ravel(point[name], order="F").astype("<f8", copy=False) for name in names}
         velocity = np.zeros((flat["ux"].size, 3), dtype="<f8")
         velocity[:, 0], velocity[:, 1] = flat["ux"], flat["uy"]
-        for block in [flat[name] for name in FIELD_NAMES] + [velocity]:
+        if "uz" in flat:
+            velocity[:, 2] = flat["uz"]
+        for block in [flat[name] for name in names] + [velocity]:
             stream.write(np.uint64(block.nbytes).astype("<u8").tobytes())
             stream.write(np.ascontiguousarray(block).tobytes())
         w.save()
@@ -250,16 +270,16 @@ def write_vti(path: PathLike, fields: dict) -> Path:
 def read_vti(path: PathLike) -> dict:
     """Read a .vti written by :func:`write_vti` (raw appended arrays) back into numpy.
 
-    Returns ``{name: array}``: scalars shaped (LX, LY), vectors (LX, LY, ncomp).  For tests
-    and quick checks; ParaView is the real reader.
+    Returns ``{name: array}``: scalars shaped (LX, LY), vectors (LX, LY, ncomp); of a 3D image
+    (LX, LY, LZ) and (LX, LY, LZ, ncomp).  For tests and quick checks; ParaView is the real reader.
     """
     raw = Path(path).read_bytes()
     marker = raw.index(b"<AppendedData")
     root = ET.fromstring(raw[:marker].decode("ascii") + "</VTKFile>")
     header = np.dtype("<u8") if root.get("header_type") == "UInt64" else np.dtype("<u4")
     data = raw[raw.index(b"_", marker) + 1:]
-    x0, x1, y0, y1, _z0, _z1 = (int(v) for v in root.find("ImageData").get("WholeExtent").split())
-    lx, ly = x1 - x0 + 1, y1 - y0 + 1
+    x0, x1, y0, y1, z0, z1 = (int(v) for v in root.find("ImageData").get("WholeExtent").split())
+    lx, ly, lz = x1 - x0 + 1, y1 - y0 + 1, z1 - z0 + 1
     out = {}
     for da in root.iter("DataArray"):
         offset = int(da.get("offset"))
@@ -269,8 +289,12 @@ def read_vti(path: PathLike) -> dict:
                                dtype=np.dtype(_NUMPY_TYPES[da.get("type")]).newbyteorder("<"))
         ncomp = int(da.get("NumberOfComponents", "1"))
         # VTK order: x fastest
-        out[da.get("Name")] = (values.reshape(ly, lx).T if ncomp == 1
-                               else values.reshape(ly, lx, ncomp).transpose(1, 0, 2)).copy()
+        if lz > 1:
+            out[da.get("Name")] = (values.reshape(lz, ly, lx).transpose(2, 1, 0) if ncomp == 1
+                                   else values.reshape(lz, ly, lx, ncomp).transpose(2, 1, 0, 3)).copy()
+        else:
+            out[da.get("Name")] = (values.reshape(ly, lx).T if ncomp == 1
+                                   else values.reshape(ly, lx, ncomp).transpose(1, 0, 2)).copy()
     return out
 
 

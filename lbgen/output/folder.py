@@ -72,6 +72,10 @@ class RunResults:
             self.manifest = read_manifest(self.path)
         except OSError as e:
             raise RunResultsError(f"{manifest}: cannot read it ({e.strerror or e})") from None
+        if _config(self.manifest).get("lz") is not None:
+            raise RunResultsError(f"{self.path} holds a 3D run: lbgen plot and lbgen movie draw 2D runs; its "
+                                  f"mid-plane slice pictures are in pictures/, its fields in fields/ (h5) and vtk/ "
+                                  f"(ParaView)")
         self.files = saved_steps(self.path)
 
     @property

@@ -167,9 +167,10 @@ def check_dpi(dpi, shape: Optional[Tuple[int, int]] = None) -> Optional[float]:
 
 
 def picture_data(quantity: str, fields: dict) -> np.ndarray:
-    """The (LX, LY) values of a quantity, from rho, ux, uy, T."""
+    """The (LX, LY) values of a quantity, from rho, ux, uy, T (a 3D slice, :func:`mid_planes`,
+    brings its own speed and vorticity)."""
     check_quantity(quantity)
-    if quantity in ("T", "rho", "ux", "uy"):
+    if quantity in ("T", "rho", "ux", "uy") or quantity in fields:
         return field_array(fields, quantity)
     if quantity == "vorticity":
         return vorticity(field_array(fields, "ux"), field_array(fields, "uy"))
@@ -196,12 +197,14 @@ def clean(quantity: str, data: np.ndarray, limits: Sequence[float]) -> np.ndarra
 
 # --------------------------------------------------------------------------- colour limits
 def velocity_scale(fields: dict, gravity: Sequence[float] = (0.0, 0.0), T_range: Optional[Tuple[float, float]] = None,
-                   height: Optional[float] = None) -> float:
-    """A velocity scale of a set-up: the larger of the initial max |u| and the free-fall speed
-    sqrt(A |g| H) of a thermal contrast (Atwood number A = (T_hot − T_cold)/(T_hot + T_cold),
-    densities ∝ 1/T at equal pressure; H the height, LY).  REST_VELOCITY when both are 0."""
+                   height: Optional[float] = None, speeds: Sequence[float] = ()) -> float:
+    """A velocity scale of a set-up: the larger of the initial max |u| (3D fields: with uz),
+    the free-fall speed sqrt(A |g| H) of a thermal contrast (Atwood number A = (T_hot −
+    T_cold)/(T_hot + T_cold), densities ∝ 1/T at equal pressure; H the height, LY) and the
+    ``speeds`` that drive the flow (moving walls).  REST_VELOCITY when all are 0."""
     ux, uy = field_array(fields, "ux"), field_array(fields, "uy")
-    u0 = float(np.nanmax(speed(ux, uy))) if ux.size else 0.0
+    u = speed(ux, uy) if "uz" not in fields else np.sqrt(ux * ux + uy * uy + field_array(fields, "uz") ** 2)
+    u0 = float(np.nanmax(u)) if ux.size else 0.0
     T = field_array(fields, "T")
     lo, hi = float(np.nanmin(T)), float(np.nanmax(T))
     if T_range is not None:
@@ -209,7 +212,7 @@ def velocity_scale(fields: dict, gravity: Sequence[float] = (0.0, 0.0), T_range:
     atwood = (hi - lo) / (hi + lo) if hi + lo > 0 else 0.0
     g = math.hypot(*gravity)
     u_ff = math.sqrt(atwood * g * (T.shape[1] if height is None else height))
-    return max(u0, u_ff) or REST_VELOCITY
+    return max(u0, u_ff, *(abs(float(v)) for v in speeds)) or REST_VELOCITY
 
 
 def _span(lo: float, hi: float) -> Tuple[float, float]:
@@ -223,7 +226,8 @@ def _span(lo: float, hi: float) -> Tuple[float, float]:
 
 def colour_limits(quantities: Sequence[str], fields: dict, *, gravity: Sequence[float] = (0.0, 0.0),
                   T_range: Optional[Tuple[float, float]] = None,
-                  overrides: Optional[Mapping[str, Sequence[float]]] = None) -> Dict[str, list]:
+                  overrides: Optional[Mapping[str, Sequence[float]]] = None,
+                  speeds: Sequence[float] = ()) -> Dict[str, list]:
     """{quantity: [lo, hi]} for a whole run, from its initial fields and set-up.
 
     T: the initial range and the wall temperatures (T_range); rho: the initial range;
@@ -236,7 +240,7 @@ def colour_limits(quantities: Sequence[str], fields: dict, *, gravity: Sequence[
         check_quantity(q)
     out = {}
     T = field_array(fields, "T")
-    U = velocity_scale(fields, gravity, T_range)
+    U = velocity_scale(fields, gravity, T_range, speeds=speeds)
     ell = max(T.shape[0] / 16.0, 1.0)
     for q in dict.fromkeys(list(quantities) + list(overrides)):
         check_quantity(q)
@@ -657,7 +661,7 @@ class FieldPicture:
 
     def __init__(self, quantity: str, shape: Tuple[int, int], *, limits: Sequence[float], window=None,
                  cmap: Optional[str] = None, dpi: Optional[float] = None, long_side_px: int = LONG_SIDE_PX,
-                 time_unit=None, stride: Tuple[int, int] = (1, 1)):
+                 time_unit=None, stride: Tuple[int, int] = (1, 1), axes: Tuple[str, str] = ("x", "y")):
         import matplotlib
 
         name, _symbol, definition, default_cmap, _diverging = STYLE[check_quantity(quantity)]
@@ -688,8 +692,8 @@ class FieldPicture:
         self.image = ax.imshow(blank, origin="lower", aspect="auto", cmap=colours, vmin=self.limits[0],
                                vmax=self.limits[1], extent=(x0 - 0.5, x1 - 0.5, y0 - 0.5, y1 - 0.5),
                                interpolation="nearest")
-        ax.set_xlabel(r"$x$ (sites)")
-        ax.set_ylabel(r"$y$ (sites)")
+        ax.set_xlabel(rf"${axes[0]}$ (sites)")
+        ax.set_ylabel(rf"${axes[1]}$ (sites)")
         self.title = ax.set_title("", fontsize=11)
         self.colorbar = fig.colorbar(self.image, cax=cax, extend=EXTEND.get(quantity, "both"))
         label = f"{name} {definition}" if img_h >= SHORT_BAR_IN else definition
@@ -747,3 +751,46 @@ def save_png(fig, path: PathLike, metadata: Optional[Mapping[str, str]] = None) 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     return atomic_write(path, lambda fh: fig.savefig(fh, format="png", metadata=dict(metadata or {})))
+
+
+# --------------------------------------------------------------------------- 3D: mid-plane slices
+#: the mid-plane slices of a 3D state: (name, normal axis, in-plane axes)
+MID_PLANES = (("xy", 2, (0, 1)), ("xz", 1, (0, 2)), ("yz", 0, (1, 2)))
+_AXIS = "xyz"
+
+
+def mid_planes(fields: dict, periodic: Sequence[bool] = (True, True, True)) -> Dict[str, tuple]:
+    """{plane: (axes, index, slice fields)} of a 3D state (rho, ux, uy, uz, T of shape (LX, LY,
+    LZ)) at the middle of each axis (index L // 2 along the normal): the slice fields are
+    2D arrays over the plane's two axes (a, b): rho, T, ux, uy (the velocity's own x and y
+    components), speed = |u| (all three) and vorticity = the component normal to the plane,
+    omega_n = d_p u_q - d_q u_p with (n, p, q) a cyclic order of (x, y, z) (central
+    differences; one-sided across walls: ``periodic`` per axis).
+    A picture of a slice is drawn by :class:`FieldPicture` like a 2D state's."""
+    u = [field_array(fields, c) for c in ("ux", "uy", "uz")]
+    out = {}
+    for name, normal, (a, b) in MID_PLANES:
+        index = u[0].shape[normal] // 2
+
+        def cut(v, normal=normal, index=index):
+            return np.take(np.asarray(v, dtype=np.float64), index, axis=normal)
+        sl = {k: cut(field_array(fields, k)) for k in ("rho", "T", "ux", "uy")}
+        sl["speed"] = np.sqrt(sum(cut(c) ** 2 for c in u))
+        p, q = (normal + 1) % 3, (normal + 2) % 3           # right-handed: omega_n = d_p u_q - d_q u_p
+        side = {a: 0, b: 1}
+        w = _derivative(cut(u[q]), side[p], periodic[p]) - _derivative(cut(u[p]), side[q], periodic[q])
+        sl["vorticity"] = w
+        out[name] = ((_AXIS[a], _AXIS[b]), index, sl)
+    return out
+
+
+def _derivative(v: np.ndarray, axis: int, periodic: bool) -> np.ndarray:
+    """Central difference along ``axis`` (periodic, or one-sided at the ends: np.gradient)."""
+    if periodic:
+        return 0.5 * (np.roll(v, -1, axis) - np.roll(v, 1, axis))
+    return np.gradient(v, axis=axis, edge_order=1) if v.shape[axis] >= 2 else np.zeros_like(v)
+
+
+def slice_picture_name(quantity: str, plane: str, step: int) -> str:
+    """``speed-xy-000001000.png``: a picture of the mid-plane slice of a 3D run."""
+    return f"{check_quantity(quantity)}-{plane}-{stem(step)}.png"

@@ -384,3 +384,56 @@ class RunOutput:
     def read_manifest(self, run_dir: Optional[PathLike] = None) -> dict:
         """Parse manifest.json of this run (or of *run_dir*)."""
         return read_manifest(self.run_dir if run_dir is None else run_dir)
+
+
+class RunOutput3D(RunOutput):
+    """The outputs of a 3D run (fields of shape (LX, LY, LZ): rho, ux, uy, uz, T): the same
+    folder, field files (h5/npz datasets of shape (LX, LY, LZ)), .vti (3D image) and .pvd,
+    manifest and file list as :class:`RunOutput`; series.csv with the 3D columns
+    (``series.SERIES_COLUMNS3D``); pictures of the three mid-plane slices
+    (``pictures/<q>-<plane>-<step>.png``, :func:`lbgen.output.pictures.mid_planes`) with the
+    run's fixed colour limits.  No movie frames and no picture window (the whole slices).
+    ``periodic``: per axis, False on the run's wall axes (one-sided differences there)."""
+
+    def __init__(self, run_dir: PathLike, *, periodic: Sequence[bool] = (True, True, True), **options):
+        options["window"] = None
+        super().__init__(run_dir, **options)
+        self.periodic = tuple(bool(p) for p in periodic)
+
+    def slice_path(self, quantity: str, plane: str, step: int) -> Path:
+        from lbgen.output.pictures import slice_picture_name
+        return self.run_dir / PICTURES_DIR / slice_picture_name(quantity, plane, step)
+
+    def write_frame(self, step: int, fields: dict, time: Optional[float] = None) -> Optional[Path]:
+        """3D runs keep no movie frames."""
+        return None
+
+    def write_pictures(self, step: int, fields: dict, which: Optional[Iterable[str]] = None,
+                       time: Optional[float] = None) -> list[Path]:
+        """One PNG per quantity and mid-plane slice, with the run's colour limits."""
+        from lbgen.output.pictures import mid_planes, title_of
+        quantities = tuple(check_quantity(q) for q in (self.pictures if which is None else which))
+        planes = mid_planes(fields, self.periodic)
+        self.record(self.slice_path(q, plane, step) for q in quantities for plane in planes)
+        written = []
+        for q in quantities:
+            for plane, (axes, index, sl) in planes.items():
+                limits = self._limits(q, sl)
+                data = drawn_data(q, sl, limits)
+                picture = FieldPicture(q, data.shape, limits=limits, dpi=self.dpi, time_unit=self.time_unit,
+                                       axes=axes)
+                fig = picture.draw(data, step, time)
+                normal = next(c for c in "xyz" if c not in axes)
+                picture.title.set_text(title_of(q, step, time, self.time_unit) + f",  slice {normal} = {index}")
+                if q == "vorticity":                      # its component normal to the slice
+                    n = "xyz".index(normal)
+                    a, b = "xyz"[(n + 1) % 3], "xyz"[(n + 2) % 3]
+                    picture.colorbar.set_label(rf"$\omega_{normal} = \partial_{a} u_{b} - \partial_{b} u_{a}$ "
+                                               f"(lattice units)")
+                written.append(save_png(fig, self.slice_path(q, plane, step)))
+        return written
+
+    def append_series(self, step: int, time: Optional[float], diag: dict) -> None:
+        """One row of the 3D columns (``series.SERIES_COLUMNS3D``)."""
+        self.record([self.series_path])
+        series_mod.append_row(self.series_path, step, time, diag, columns=series_mod.SERIES_COLUMNS3D)

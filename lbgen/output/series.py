@@ -11,12 +11,14 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from lbgen.system.cache import atomic_write
-from lbgen.codegen.diagnostics import SCALARS
+from lbgen.codegen.diagnostics import SCALARS, SCALARS3D
 
 PathLike = Union[str, os.PathLike]
 
 #: columns of series.csv
 SERIES_COLUMNS = ("step", "time") + SCALARS
+#: columns of a 3D run's series.csv (lbgen.codegen.diagnostics.scalars3d)
+SERIES_COLUMNS3D = ("step", "time") + SCALARS3D
 SERIES_CSV, SERIES_PNG = "series.csv", "series.png"
 #: the default series has about this many samples per run ...
 SERIES_SAMPLES = 200
@@ -67,14 +69,15 @@ def fmt(v: Any) -> str:
     return repr(float(v))
 
 
-def append_row(path: Path, step: int, time: Optional[float], diag: dict) -> None:
-    """Append one row (header written when the file is new or empty)."""
+def append_row(path: Path, step: int, time: Optional[float], diag: dict, columns=SERIES_COLUMNS) -> None:
+    """Append one row of ``columns`` (SERIES_COLUMNS; 3D: SERIES_COLUMNS3D); the header is
+    written when the file is new or empty."""
     new = not path.is_file() or path.stat().st_size == 0
-    row = [fmt(step), fmt(time)] + [fmt(diag.get(c)) for c in SERIES_COLUMNS[2:]]
+    row = [fmt(step), fmt(time)] + [fmt(diag.get(c)) for c in columns[2:]]
     with open(path, "a", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         if new:
-            w.writerow(SERIES_COLUMNS)
+            w.writerow(columns)
         w.writerow(row)
 
 
@@ -104,7 +107,8 @@ PANELS = (
     ("mass drift", [("drift:mass", r"$|M - M_0| / M_0$,  $M = \sum\rho$")], r"$|\Delta M| / M_0$", "log"),
     ("total energy", [("rel:energy", r"$E = \sum\rho\,(T + |\mathbf{u}|^2/2)$")], r"$(E - E_0) / E_0$",
      "linear"),
-    ("momentum", [("momentum_x", r"$\sum\rho u_x$"), ("momentum_y", r"$\sum\rho u_y$")],
+    ("momentum", [("momentum_x", r"$\sum\rho u_x$"), ("momentum_y", r"$\sum\rho u_y$"),
+                  ("momentum_z", r"$\sum\rho u_z$")],
      "momentum (lattice units)", "linear"),
     ("kinetic energy", [("kinetic_energy", r"$\sum\frac{1}{2}\rho|\mathbf{u}|^2$")],
      "kinetic energy (lattice units)", "log"),
@@ -159,6 +163,8 @@ def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 10
             continue
         top = 0.0
         for column, label in curves:
+            if column.split(":")[-1] not in series:
+                continue                                     # a column this run has not (3D: no energy, T)
             v = _curve(series, column, t)
             if scale == "log":
                 v = np.where(v > 0, v, np.nan)               # a log axis cannot show 0: a gap
@@ -177,5 +183,6 @@ def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 10
             for Tw in T_walls:
                 ax.axhline(Tw, color="0.5", lw=0.8, ls="--")
             ax.plot([], [], color="0.5", lw=0.8, ls="--", label="wall temperatures")
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
     return fig

@@ -22,8 +22,8 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from lbgen.codegen.layouts import LayoutChoice
 from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, all_parameters, operator
 from lbgen.model.catalog import set_entry, wall_scheme_refusal
-from lbgen.run.options import (ADIABATIC, OPTIONS, SCHEMA, ConfigError, as_bool, as_float,
-                               check_applicable, closest, convert, normalise_key)
+from lbgen.run.options import (ADIABATIC, DEFAULT_SIZE_3D, OPTIONS, SCHEMA, ConfigError, as_bool, as_float,
+                               check_applicable, closest, convert, dimension, normalise_key)
 from lbgen.run.setups import SETUPS
 
 __all__ = ["ConfigError", "OPTIONS", "RunConfig"]
@@ -43,6 +43,7 @@ class RunConfig:
     setup: str = "shear-wave"
     lx: int = OPTIONS["lx"].default
     ly: int = OPTIONS["ly"].default
+    lz: Optional[int] = None               # 3D runs: the depth (None: a 2D run)
     steps: int = OPTIONS["steps"].default
     collision: str = DEFAULT_OPERATOR
     parameters: Dict[str, float] = dataclasses.field(default_factory=dict)   # the operator's own parameters
@@ -77,6 +78,10 @@ class RunConfig:
     window: Optional[str] = OPTIONS["window"].default
     dpi: Optional[float] = None
     clim: Optional[Dict[str, list]] = None     # {picture quantity: [lo, hi]} over the physical colour limits
+    wall_axes: Optional[str] = None            # 3D: the no-slip wall axes ('y', 'yz', 'xyz'; Simulation3D's walls)
+    lid: Optional[Dict[str, tuple]] = None     # 3D: moving faces {'z-high': (ux, uy, uz)} (Simulation3D's lid)
+    geometry: Optional[str] = None             # 3D: voxel mask .npy (Simulation3D's mask)
+    geometry_digest: Optional[str] = None      # 3D: sha256 of the mask the run started with (resolved)
     _converted: InitVar[bool] = False          # build(): every value is typed already
 
     def __post_init__(self, _converted: bool):
@@ -95,12 +100,17 @@ class RunConfig:
             put("pictures", tuple(self.pictures))
             if self.walls is not None:
                 put("walls", _check_walls(self.walls))
+            if self.velocity_set in OPTIONS["velocity_set"].choices and dimension(self.flat()) == 3:
+                if self.gravity == (0.0, 0.0):
+                    put("gravity", (0.0, 0.0, 0.0))      # the schema's default, in 3D
+                if self.lz is None:
+                    put("lz", DEFAULT_SIZE_3D["lz"])
             self._check_given()
         self._check()
 
     #: fields that construction fills in (``lbgen.run.construct.resolve``): a description read
     #: back from a manifest has them set without the user giving them
-    RESOLVED = ("lx", "ly", "amplitude", "layout", "vl", "time_block", "threads", "host_columns", "series_every", "pictures_every")
+    RESOLVED = ("lx", "ly", "lz", "amplitude", "layout", "vl", "time_block", "threads", "host_columns", "series_every", "pictures_every")
 
     def _check_given(self) -> None:
         """Keyword construction: the options set to other than their default (the schema's or
@@ -115,8 +125,48 @@ class RunConfig:
                  if k not in self.RESOLVED and k in defaults and v != defaults[k]}
         check_applicable(values, given)
 
+    @property
+    def dimension(self) -> int:
+        """2 or 3: the velocity set's dimension."""
+        return set_entry(self.velocity_set).D
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """(LX, LY) or, in 3D, (LX, LY, LZ)."""
+        return (self.lx, self.ly) + ((self.lz,) if self.dimension == 3 else ())
+
+    def _check_3d(self) -> None:
+        """The rules of a 3D run: a 3D set-up, three gravity components, lids on wall axes."""
+        from lbgen.simulation.lattice3d import lid_faces, wall_axes
+        from lbgen.simulation.parameters import SimulationError
+        setup = SETUPS.get(self.setup)
+        if setup is not None and 3 not in setup.dimensions:
+            three = ", ".join(n for n, s in SETUPS.items() if 3 in s.dimensions)
+            raise ConfigError(f"the {self.setup} set-up is a 2D flow; 3D set-ups ({self.velocity_set}): {three}")
+        if self.setup == "init":
+            raise ConfigError("--init files hold 2D fields; a 3D run starts from a set-up")
+        if self.vl == "auto":
+            raise ConfigError("--vl auto times the 2D kernels (lbgen tune); give the layout and VL of a 3D run "
+                              "explicitly, or leave both out for the default")
+        if len(self.gravity) != 3:
+            raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected three numbers "
+                              f"'GX,GY,GZ' in a 3D run")
+        try:
+            lid_faces(self.lid, wall_axes(self.wall_axes))
+        except SimulationError as e:
+            raise ConfigError(str(e).replace("walls=", "--wall-axes ")) from None
+
     def _check(self) -> None:
         """The rules between options (each value is typed and in its range already)."""
+        if self.dimension == 3:
+            self._check_3d()
+        else:
+            if self.setup in SETUPS and 2 not in SETUPS[self.setup].dimensions:
+                raise ConfigError(f"the {self.setup} set-up is a 3D flow: choose a 3D velocity set (--velocity-set "
+                                  f"d3q19 or d3q27)")
+            if len(self.gravity) != 2:
+                raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected two numbers 'GX,GY' "
+                                  f"in a 2D run (three, GX,GY,GZ, in 3D)")
         if self.split is not None and not self.hetero:
             raise ConfigError("split needs hetero (--hetero opencl|cuda)")
         if self.layout is not None or self.vl not in (None, "auto"):
@@ -186,6 +236,14 @@ class RunConfig:
             values.update(SETUPS[name].defaults_for(merged.get("velocity_set", values["velocity_set"])))
         values.update(merged)
         values["setup"] = name
+        if dimension(values) == 3:               # 3D: the lattice, pictures and gravity of 3D runs
+            for key, n in DEFAULT_SIZE_3D.items():
+                if key not in merged:
+                    values[key] = n
+            if "pictures" not in merged:
+                values["pictures"] = default_pictures(values["velocity_set"])
+            if "gravity" not in merged and len(values["gravity"]) == 2:
+                values["gravity"] = (0.0, 0.0, 0.0)
         check_applicable(values, given)          # an option given where it has no effect is refused
         op = operator(values["collision"])
         try:
@@ -263,7 +321,9 @@ class RunConfig:
     def physics(self) -> Dict[str, Any]:
         """What a checkpoint must agree with to be resumed by this run: the lattice, the
         operator and its parameters, gravity, walls, the kernels' precision."""
-        return {"lx": self.lx, "ly": self.ly, "collision": self.collision, "parameters": dict(self.parameters),
+        three = {"lz": self.lz, "wall_axes": self.wall_axes, "lid": self.lid, "geometry": self.geometry,
+                 "geometry_digest": self.geometry_digest} if self.dimension == 3 else {}
+        return {"lx": self.lx, "ly": self.ly, **three, "collision": self.collision, "parameters": dict(self.parameters),
                 "gravity": list(self.gravity), "walls": self.walls, "precision": self.precision,
                 "velocity_set": self.velocity_set}
 

@@ -9,6 +9,7 @@ after the set-up.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import sys
 import time
@@ -29,13 +30,13 @@ from lbgen.run.stopping import RunInterrupted, StopSignals
 
 
 def check_run_memory(cfg: RunConfig) -> int:
-    """check_memory for the run's lattice (an --init file's size read from its headers) and
-    its velocity set's Q, in its precision."""
+    """check_memory for the run's lattice (an --init file's size read from its headers; 3D:
+    LX x LY x LZ) and its velocity set's Q, in its precision."""
     from lbgen.codegen.spec import storage_bytes
     from lbgen.model.catalog import set_entry
-    lx, ly = inspect_fields(cfg.init) if cfg.init else (cfg.lx, cfg.ly)
+    shape = inspect_fields(cfg.init) if cfg.init else cfg.shape
     entry = set_entry(cfg.velocity_set)
-    return check_memory(lx, ly, entry.Q, storage_bytes(cfg.precision), cfg.precision, halo=entry.max_hop)
+    return check_memory(shape, entry.Q, storage_bytes(cfg.precision), cfg.precision, halo=entry.max_hop)
 
 
 class Run:
@@ -72,7 +73,7 @@ class Run:
             check_run_memory(cfg)
             if cfg.save:
                 check_save_path(cfg.save)            # an .npz, its folder writable: before the run, not after
-            shape = inspect_fields(cfg.init) if cfg.init else (cfg.lx, cfg.ly)
+            shape = inspect_fields(cfg.init) if cfg.init else cfg.shape[:2]
             if cfg.dpi is not None and cfg.out:
                 from lbgen.output.pictures import check_dpi
                 check_dpi(cfg.dpi, shape)
@@ -149,6 +150,10 @@ class Run:
             self.output = root_call(comm, open_output)
         elif cfg.out:
             root_call(comm, lambda: None)
+        self._reset_counters()
+
+    def _reset_counters(self) -> None:
+        """The run's bookkeeping at its start: timing, samples, provenance, the fields cache."""
         self.resumed_from: Optional[int] = None
         self.seconds = 0.0
         self.steps_run = 0
@@ -193,6 +198,9 @@ class Run:
             except (OSError, ValueError, KeyError) as e:
                 raise SimulationError(f"cannot resume {run_dir}: no readable manifest.json ({e})") from None
         cfg = RunConfig.from_json(root_call(comm, load_manifest, share=True))
+        if cls is Run and cfg.dimension == 3:
+            from lbgen.run.driver3d import Run3D
+            cls = Run3D
         overrides = dict(overrides or {})
         out = overrides.pop("out", None)
         if out is not None and Path(out).resolve() != run_dir.resolve():
@@ -363,7 +371,7 @@ class Run:
             "series_every": self.series_every,
             "step": self.sim.time_step,
             "resumed_from": self.resumed_from,
-            "device": device_description(self.sim),
+            "device": self._device(),
             "mlups": self.mlups(),
             "seconds": self.seconds,
             "sweeps": dict(self.sim.sweeps),
@@ -374,11 +382,15 @@ class Run:
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         })
 
+    def _device(self) -> dict:
+        """The kernels and regions of the run, for the manifest."""
+        return device_description(self.sim)
+
     def mlups(self) -> Optional[float]:
         """Million lattice updates per second of the steps run (None when none were timed)."""
         if self.steps_run <= 0 or self.seconds <= 0:
             return None
-        return self.steps_run * self.cfg.lx * self.cfg.ly / self.seconds / 1e6
+        return self.steps_run * math.prod(self.cfg.shape) / self.seconds / 1e6
 
     def _persist(self, what: Callable[[], None], step: int) -> None:
         """Write outputs or a checkpoint; a full disk or an unwritable folder ends the run with
@@ -479,7 +491,7 @@ class Run:
                 self.steps_run += done
                 if bar is not None:
                     bar.update(done)
-                    bar.set_postfix(MLUPS=f"{self.steps_run * cfg.lx * cfg.ly / max(self.seconds, 1e-12) / 1e6:.1f}")
+                    bar.set_postfix(MLUPS=f"{self.steps_run * math.prod(cfg.shape) / max(self.seconds, 1e-12) / 1e6:.1f}")
                 if stop.signal:
                     if bar is not None:
                         bar.close()

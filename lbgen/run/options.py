@@ -18,6 +18,12 @@ from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES a
 from lbgen.output import PICTURE_QUANTITIES, parse_clim, window_option
 from lbgen.run.setups import SETUPS
 
+#: the 3D velocity sets a run takes (``lbgen.Simulation3D``), from the catalogue: the
+#: isothermal ones (3D runs have isothermal set-ups and walls only)
+RUN_SETS_3D = tuple(k for k, e in MODEL_SETS.items() if e.D == 3 and e.isothermal)
+#: the lattice of a 3D run when --lx/--ly/--lz are not given
+DEFAULT_SIZE_3D = {"lx": 32, "ly": 32, "lz": 32}
+
 ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, True), "both": (True, True)}
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
@@ -30,7 +36,8 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Option:
     key: str
-    kind: str                    # int, float, bool, choice, str, path, gravity, pictures, vl, split, time_block
+    kind: str                    # int, float, bool, choice, str, path, gravity, pictures, vl, split, time_block,
+    #                              axes, lid (3D walls and lids: Simulation3D's forms)
     default: Any
     help: str
     choices: Tuple[str, ...] = ()
@@ -56,10 +63,13 @@ SCHEMA: Tuple[Option, ...] = (
     Option("setup", "choice", "shear-wave", "Named set-up.", choices=tuple(SETUPS), cli=False),
     Option("lx", "int", 64, "Lattice width (periodic in X).", minimum=1),
     Option("ly", "int", 256, "Lattice height.", minimum=1),
+    Option("lz", "int", None, "Lattice depth: a 3D run (a d3q* velocity set; default 32, and 32 x 32 for --lx, "
+           "--ly).", minimum=1, optional=True),
     Option("steps", "int", 1000, "Total steps (also when resuming).", minimum=0, resumable=True),
     Option("collision", "choice", DEFAULT_OPERATOR, "Collision operator.", choices=OPERATORS),
     *_operator_options(),
-    Option("gravity", "gravity", (0.0, 0.0), "GX,GY acceleration in model units (force per step g/r)."),
+    Option("gravity", "gravity", (0.0, 0.0), "GX,GY (3D: GX,GY,GZ) acceleration in model units (force per step "
+           "g/r)."),
     Option("walls", "bool", False, "Thermal walls at bottom and top (else periodic in Y).",
            flag="--walls/--periodic"),
     Option("t_bottom", "float", 1.0, "Bottom wall temperature.", minimum=0.0),
@@ -69,7 +79,14 @@ SCHEMA: Tuple[Option, ...] = (
     Option("wall_scheme", "choice", DEFAULT_WALL_SCHEME, "Wall scheme: lbgen, or reference (the production code's "
            "bc: every row keeps its mass, bare bracket, fourth-row T + |a|^2/8; see README).", choices=WALL_SCHEMES),
     Option("velocity_set", "choice", DEFAULT_VELOCITY_SET, "Velocity set: d2q37 (thermal), d2q9 (isothermal, "
-           "T = 1), d2v17 (thermal, third order).", choices=tuple(VELOCITY_SETS)),
+           "T = 1), d2v17 (thermal, third order); 3D: d3q19, d3q27 (isothermal).",
+           choices=tuple(VELOCITY_SETS) + RUN_SETS_3D),
+    Option("wall_axes", "axes", None, "3D: the axes whose two faces are half-way bounce-back no-slip walls, e.g. y "
+           "(channel between walls) or yz (duct); the others are periodic.", optional=True),
+    Option("lid", "lid", None, "3D: moving walls FACE=UX,UY,UZ (model units, in the face's plane; FACE x-low ... "
+           "z-high of a wall axis), several separated by ';'.", optional=True),
+    Option("geometry", "path", None, "3D: voxel mask .npy of shape (LX, LY, LZ), bool or uint8 0/1 (1: solid); "
+           "links into solid voxels bounce back.", optional=True),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
     Option("layout", "choice", None, "Data layout (default: the fastest valid for the backend, or the tuned one).",
            choices=tuple(LAYOUTS), optional=True),
@@ -153,6 +170,15 @@ def _seed(v) -> Optional[str]:
     return None
 
 
+def _amplitude(v) -> Optional[str]:
+    if v["init"]:
+        return _from_init(v)
+    setup = SETUPS.get(v["setup"])
+    if setup is not None and not setup.uses_amplitude:
+        return f"the {v['setup']} set-up starts at rest: it has no amplitude"
+    return None
+
+
 def _dpi(v) -> Optional[str]:
     return _needs_out(v) or (None if v["pictures"] else "no pictures are drawn (--pictures none)")
 
@@ -196,13 +222,53 @@ def _device(v) -> Optional[str]:
     return "it selects an OpenCL device: it needs --backend opencl or --hetero opencl"
 
 
+def dimension(v) -> int:
+    """2 or 3: the dimension of the run ``v`` describes (its velocity set's)."""
+    return set_entry(v["velocity_set"]).D
+
+
+def _only_3d(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
+    def rule(v) -> Optional[str]:
+        return None if dimension(v) == 3 else (f"{what} of a 3D run: choose a 3D velocity set "
+                                               f"(--velocity-set {' or '.join(RUN_SETS_3D)})")
+    return rule
+
+
+#: why an option of 2D runs has no effect in a 3D run (``_in_2d``)
+NOT_IN_3D = {
+    "walls": "--walls/--periodic are the thermal walls of 2D runs; a 3D run has no-slip walls on the axes --wall-axes "
+             "names (e.g. --wall-axes y)",
+    "t_bottom": "3D runs are isothermal: their walls impose no temperature",
+    "t_top": "3D runs are isothermal: their walls impose no temperature",
+    "adiabatic": "3D runs are isothermal: their walls impose no temperature",
+    "wall_scheme": "the wall schemes are those of 2D thermal walls; 3D walls are half-way bounce-back (--wall-axes)",
+    "hetero": "host + device runs are 2D only",
+    "split": "host + device runs are 2D only",
+    "init": "3D runs start from a set-up (an --init file holds 2D fields)",
+    "save": "--save writes 2D fields; a 3D run writes its fields into its run folder (--out)",
+    "window": "3D pictures show the whole mid-plane slices",
+    "pictures_every": "movie frames are drawn from 2D fields; a 3D run draws its pictures at --output-every",
+    "device": "3D OpenCL runs take the default device",
+}
+
+
+def _in_2d(key: str, rule: Optional[Callable[[Mapping[str, Any]], Optional[str]]]):
+    def checked(v) -> Optional[str]:
+        if dimension(v) == 3:
+            if key == "time_block" and v["time_block"] in (1, "auto"):
+                return None
+            return NOT_IN_3D.get(key, "temporal blocking is not offered in 3D runs yet (--time-block 1)")
+        return rule(v) if rule is not None else None
+    return checked
+
+
 #: When each option has an effect: key -> rule(values) giving the reason it has none in the
 #: run described by ``values`` (every flat key, defaults filled in), or None where it has one.
 #: An option given explicitly (command line, TOML, Python) where its rule gives a reason is
 #: refused before any work (``check_applicable``).  Options without a rule always apply;
 #: tests/run/test_effects.py checks that each of those changes something observable.
 APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
-    "lx": _from_init, "ly": _from_init, "amplitude": _from_init, "seed": _seed,
+    "lx": _from_init, "ly": _from_init, "amplitude": _amplitude, "seed": _seed,
     **{k: _operator_parameter(k) for k in all_parameters()},
     "t_bottom": _wall_temperature("bottom"), "t_top": _wall_temperature("top"),
     "adiabatic": _needs_walls, "wall_scheme": _needs_walls,
@@ -212,7 +278,10 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "pictures": _needs_out, "fields_format": _needs_out, "clim": _needs_out, "dpi": _dpi,
     "pictures_every": _dpi, "window": _dpi,
     "keep_checkpoints": _keep_checkpoints,
+    "lz": _only_3d("it is the depth"), "wall_axes": _only_3d("they are the no-slip walls"),
+    "lid": _only_3d("it is a moving wall"), "geometry": _only_3d("it is the voxel mask"),
 }
+APPLIES.update({k: _in_2d(k, APPLIES.get(k)) for k in list(NOT_IN_3D) + ["time_block"]})
 
 
 def check_applicable(values: Mapping[str, Any], given: Mapping[str, str]) -> None:
@@ -269,6 +338,11 @@ def convert(key: str, value: Any, where: str = "") -> Any:
             v = str(value) if not isinstance(value, bool) else None
             if v not in opt.choices:
                 if key == "velocity_set" and v is not None and v.lower() in MODEL_SETS:
+                    entry = MODEL_SETS[v.lower()]
+                    if entry.D == 3:
+                        raise ConfigError(f"{where + ': ' if where else ''}{v.lower()} is a thermal 3D set; 3D runs "
+                                          f"take the isothermal {' and '.join(RUN_SETS_3D)} (their set-ups and walls "
+                                          f"are isothermal; {v.lower()} runs in Python: lbgen.Simulation3D)")
                     try:
                         run_set(v)              # a set of another dimension: refused in words
                     except ValueError as e:
@@ -283,6 +357,10 @@ def convert(key: str, value: Any, where: str = "") -> Any:
             return str(value)
         if kind == "gravity":
             return as_gravity(value)
+        if kind == "axes":
+            return as_axes(value)
+        if kind == "lid":
+            return as_lid(value)
         if kind == "pictures":
             return as_pictures(value)
         if kind == "clim":
@@ -354,16 +432,54 @@ def as_bool(value) -> bool:
     raise ValueError("must be true or false")
 
 
-def as_gravity(value) -> Tuple[float, float]:
+def as_gravity(value) -> Tuple[float, ...]:
     parts = list(value) if isinstance(value, (list, tuple)) else \
         [p for p in str(value).replace(" ", "").split(",") if p != ""]
     try:
         g = tuple(as_float(p) for p in parts)
     except ValueError:
         g = ()
-    if len(g) != 2:
-        raise ValueError("expected two numbers 'GX,GY' (e.g. 0,-2.6e-6)")
+    if len(g) not in (2, 3):
+        raise ValueError("expected two numbers 'GX,GY' (e.g. 0,-2.6e-6), or three 'GX,GY,GZ' in 3D")
     return g
+
+
+def as_axes(value) -> str:
+    """3D wall axes as Simulation3D takes them ('yz', ('y', 'z')) -> 'yz' (x, y, z order)."""
+    from lbgen.simulation.lattice3d import wall_axes
+    from lbgen.simulation.parameters import SimulationError
+    try:
+        return "".join(wall_axes(value))
+    except SimulationError as e:
+        raise ValueError(f"is not a set of wall axes: {e}") from None
+
+
+def as_lid(value) -> Dict[str, Tuple[float, float, float]]:
+    """'z-high=0.1,0,0; x-low=0,0.05,0' (or a mapping) -> {'z-high': (0.1, 0.0, 0.0), ...}: the
+    faces and velocities of Simulation3D's ``lid`` (checked against the wall axes there)."""
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    else:
+        items = []
+        for part in (p.strip() for p in str(value).split(";")):
+            if not part:
+                continue
+            face, eq, velocity = part.partition("=")
+            if not eq:
+                raise ValueError("expected FACE=UX,UY,UZ (e.g. z-high=0.1,0,0), several separated by ';'")
+            items.append((face.strip(), velocity.split(",")))
+    out = {}
+    for face, velocity in items:
+        try:
+            u = tuple(as_float(c) for c in velocity)
+        except (TypeError, ValueError):
+            u = ()
+        if len(u) != 3:
+            raise ValueError(f"face {face!r}: expected three velocity components UX,UY,UZ")
+        out[str(face).strip().lower()] = u
+    if not out:
+        raise ValueError("names no face: expected FACE=UX,UY,UZ (e.g. z-high=0.1,0,0)")
+    return out
 
 
 def as_pictures(value) -> Tuple[str, ...]:
@@ -394,6 +510,8 @@ def describe_defaults(key: str) -> str:
 
 
 def _show(v) -> str:
+    if isinstance(v, Mapping):                # a lid: FACE=UX,UY,UZ; ...
+        return "; ".join(f"{k}={_show(tuple(u))}" for k, u in v.items())
     if isinstance(v, tuple):
         return ",".join(f"{x:g}" if isinstance(x, float) else str(x) for x in v) or "none"
     if isinstance(v, bool):

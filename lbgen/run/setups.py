@@ -77,6 +77,46 @@ def rayleigh_taylor(lx: int, ly: int, gravity: Tuple[float, float] = RT_GRAVITY,
     return {"rho": rho, "ux": np.zeros((lx, ly)), "uy": np.zeros((lx, ly)), "T": T}
 
 
+# --- 3D set-ups (fields of shape (LX, LY, LZ): rho, ux, uy, uz, T; velocities in model units) -------
+#: the lid speed of the cavity and the body force of the channel when none is given (model
+#: units: u_lattice = u / r, force per unit mass per step g / r; r = sqrt(3) for D3Q19/D3Q27)
+CAVITY_LID = {"z-high": (0.1, 0.0, 0.0)}
+CHANNEL_GRAVITY = (2.5e-5, 0.0, 0.0)
+TAYLOR_GREEN_AMPLITUDE = 0.05
+
+
+def _at_rest3d(lx: int, ly: int, lz: int) -> Dict[str, np.ndarray]:
+    shape = (lx, ly, lz)
+    return {"rho": np.ones(shape), "ux": np.zeros(shape), "uy": np.zeros(shape), "uz": np.zeros(shape),
+            "T": np.ones(shape)}
+
+
+def shear_wave3d(lx: int, ly: int, lz: int, amplitude: float = SHEAR_AMPLITUDE, **_) -> Dict[str, np.ndarray]:
+    """Transverse wave u_y = A sin(2 pi x / LX), uniform in y and z, at rho = 1."""
+    out = _at_rest3d(lx, ly, lz)
+    out["uy"] = amplitude * np.sin(2 * np.pi * np.arange(lx) / lx)[:, None, None] * np.ones((1, ly, lz))
+    return out
+
+
+def taylor_green3d(lx: int, ly: int, lz: int, amplitude: float = TAYLOR_GREEN_AMPLITUDE, r: float = 3 ** 0.5,
+                   **_) -> Dict[str, np.ndarray]:
+    """3D Taylor-Green vortex (docs/validation3d.md): u = U (sin x cos y cos z, -cos x sin y cos z, 0)
+    with x = 2 pi s / L per axis, and its pressure p = U_l^2/16 (cos 2x + cos 2y)(cos 2z + 2) in the
+    density rho = 1 + 3 p (U_l = U / r, lattice units)."""
+    x, y, z = np.meshgrid(*(2 * np.pi * (np.arange(n) + 0.5) / n for n in (lx, ly, lz)), indexing="ij")
+    out = _at_rest3d(lx, ly, lz)
+    out["ux"] = amplitude * np.sin(x) * np.cos(y) * np.cos(z)
+    out["uy"] = -amplitude * np.cos(x) * np.sin(y) * np.cos(z)
+    p = (amplitude / r) ** 2 / 16 * (np.cos(2 * x) + np.cos(2 * y)) * (np.cos(2 * z) + 2)
+    out["rho"] = 1 + 3 * p
+    return out
+
+
+def at_rest3d(lx: int, ly: int, lz: int, **_) -> Dict[str, np.ndarray]:
+    """A fluid at rest, rho = 1 (the walls, a lid or the body force set it moving)."""
+    return _at_rest3d(lx, ly, lz)
+
+
 @dataclass(frozen=True)
 class Setup:
     """A named initial state: ``make(lx, ly, **options)`` gives rho, ux, uy, T of shape
@@ -84,7 +124,7 @@ class Setup:
     ``lbgen.run.config``); ``options`` the keywords of ``make`` that a run passes on."""
 
     name: str
-    make: Callable[..., Dict[str, np.ndarray]]
+    make: Optional[Callable[..., Dict[str, np.ndarray]]]
     description: str
     run_defaults: Mapping[str, object] = field(default_factory=dict)
     #: the amplitude when none is given, from the lattice width (recorded in the run description)
@@ -93,16 +133,28 @@ class Setup:
     random: bool = False
     #: run defaults of one velocity set on top of ``run_defaults`` (what keeps that set stable)
     set_defaults: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    #: the 3D state ``make3d(lx, ly, lz, **options)`` (rho, ux, uy, uz, T), None for a 2D-only set-up
+    make3d: Optional[Callable[..., Dict[str, np.ndarray]]] = None
+    #: whether --amplitude shapes its state (the fluids at rest have none)
+    uses_amplitude: bool = True
+
+    @property
+    def dimensions(self) -> Tuple[int, ...]:
+        """The dimensions this set-up has a state for."""
+        return tuple(d for d, make in ((2, self.make), (3, self.make3d)) if make is not None)
 
     def defaults_for(self, velocity_set: str) -> Dict[str, object]:
         """The run defaults this set-up implies for a velocity set."""
         return {**self.run_defaults, **self.set_defaults.get(velocity_set, {})}
 
     def fields(self, lx: int, ly: int, *, seed: int = 0, amplitude: Optional[float] = None,
-               gravity=(0.0, 0.0), walls: Optional[Mapping] = None, thermal: bool = True) -> Dict[str, np.ndarray]:
-        """``thermal=False`` (isothermal velocity sets): the set-up keeps T = 1."""
+               gravity=(0.0, 0.0), walls: Optional[Mapping] = None, thermal: bool = True,
+               lz: Optional[int] = None) -> Dict[str, np.ndarray]:
+        """``thermal=False`` (isothermal velocity sets): the set-up keeps T = 1; ``lz``: the 3D state."""
         extra = {"seed": seed, "gravity": gravity, "thermal": thermal,
                  "amplitude": self.default_amplitude(lx) if amplitude is None else amplitude}
+        if lz is not None:
+            return self.make3d(lx, ly, lz, **extra)
         if walls and self.name == "rayleigh-taylor":
             extra["T_hot"], extra["T_cold"] = walls["T_bottom"], walls["T_top"]
         return self.make(lx, ly, **extra)
@@ -110,7 +162,7 @@ class Setup:
 
 SETUPS: Dict[str, Setup] = {s.name: s for s in (
     Setup("shear-wave", shear_wave, "transverse wave u_y = A sin(2 pi x / LX), A = 0.05, rho = T = 1 (periodic)",
-          default_amplitude=lambda lx: SHEAR_AMPLITUDE),
+          default_amplitude=lambda lx: SHEAR_AMPLITUDE, make3d=shear_wave3d),
     Setup("uniform-noise", uniform_noise, "rho = T = 1, u = 0 with Gaussian noise of amplitude 0.01 (periodic)",
           default_amplitude=lambda lx: NOISE_AMPLITUDE, random=True),
     Setup("rayleigh-taylor", rayleigh_taylor,
@@ -122,4 +174,14 @@ SETUPS: Dict[str, Setup] = {s.name: s for s in (
           # D2V17 (third order) diverged by step 6400 of the README's main job (128 x 512, g = 4e-4)
           # with C1 = C2 = 1e-3; with 3e-3 it runs the 8000 steps (tests/run/test_setups.py)
           set_defaults={"d2v17": {"C1": 3e-3, "C2": 3e-3}}),
+    Setup("taylor-green", None, "3D Taylor-Green vortex u = U (sin x cos y cos z, -cos x sin y cos z, 0), U = 0.05, "
+          "with its pressure in the density (periodic)", default_amplitude=lambda lx: TAYLOR_GREEN_AMPLITUDE,
+          make3d=taylor_green3d, run_defaults={"velocity_set": "d3q19"}),
+    Setup("lid-driven-cavity", None, "3D cavity at rest, no-slip walls on all six faces, the z-high face moving "
+          "with (0.1, 0, 0) (--lid)", make3d=at_rest3d, uses_amplitude=False,
+          run_defaults={"velocity_set": "d3q19", "wall_axes": "xyz", "lid": CAVITY_LID}),
+    Setup("channel", None, "3D flow at rest driven by a body force along x (--gravity, default 2.5e-5,0,0) between "
+          "no-slip walls on y (--wall-axes y), or through a duct (--wall-axes yz)", make3d=at_rest3d,
+          uses_amplitude=False,
+          run_defaults={"velocity_set": "d3q19", "wall_axes": "y", "gravity": CHANNEL_GRAVITY}),
 )}

@@ -330,23 +330,57 @@ class Simulation3D:
                 v[solid] = 0.0
         return out
 
+    def diagnostic_rows(self) -> np.ndarray:
+        """(LY*LZ, ND3) per-line reductions over x of the physical fields, from the backend's
+        diagnostics kernel (columns: ``lbgen.codegen.diagnostics.ROW_QUANTITIES3D``; solid
+        voxels skipped): one small read, no populations pulled."""
+        return self.program.diagnostics(self.f, self.mask, force=self.force)
+
     def diagnostics(self) -> Dict[str, float]:
         """mass (sum rho), momentum_x/y/z (sum rho u_H), kinetic_energy (sum rho |u_H|^2 / 2),
-        max_speed (max |u_H|), min_rho (fluid sites) and nonfinite (sites with a NaN or Inf field),
-        over the fluid sites, as Python floats (lattice sites; velocities in model units)."""
-        fl = self.fields()
-        fluid = np.ones((self.lx, self.ly, self.lz), bool) if self.mask is None else self.mask == 0
-        rho = fl["rho"][fluid]
-        u = np.stack([fl[c][fluid] for c in ("ux", "uy", "uz")])
-        finite = np.isfinite(rho) & np.isfinite(u).all(axis=0)
-        u2 = (u * u).sum(axis=0)
-        return {"mass": float(rho.sum()),
-                "momentum_x": float((rho * u[0]).sum()), "momentum_y": float((rho * u[1]).sum()),
-                "momentum_z": float((rho * u[2]).sum()),
-                "kinetic_energy": float(0.5 * (rho * u2).sum()),
-                "max_speed": float(np.sqrt(u2[finite].max(initial=0.0))),
-                "min_rho": float(rho[finite].min(initial=np.inf)),
-                "nonfinite": float((~finite).sum())}
+        max_speed (max |u_H|), min_rho, min_T (fluid sites) and nonfinite (sites with a NaN or
+        Inf field), over the fluid sites, as Python floats (lattice sites; velocities in model
+        units): ``lbgen.codegen.diagnostics.scalars3d`` of the diagnostics kernel's rows."""
+        from lbgen.codegen.diagnostics import scalars3d
+        return scalars3d(self.diagnostic_rows())
+
+    # --- runs: checkpoints and the run driver's interface ------------------------------------
+    #: steps per sweep of a run (no temporal blocking here yet), sweeps run, processes
+    time_block = 1
+    nranks = 1
+
+    @property
+    def sweeps(self) -> Dict[str, int]:
+        """Sweeps run (the run manifest's record): one step each, without temporal blocking."""
+        return self.__dict__.get("_sweeps") or {"blocked": 0, "single": self.time_step}
+
+    @sweeps.setter
+    def sweeps(self, value) -> None:
+        self._sweeps = value
+
+    def synchronize(self) -> None:
+        """Every runtime returns after its kernels finish: nothing to wait for."""
+
+    def state(self) -> np.ndarray:
+        """The populations as (Q, LX, LY, LZ) in the working precision (exact, for checkpoints)."""
+        return self.program.layout.unpack(self.f).copy()
+
+    def restore(self, populations: np.ndarray, time_step: int) -> None:
+        """Continue from a saved state (``state``): bit-identical to never having stopped."""
+        if isinstance(time_step, bool) or not isinstance(time_step, (Integral, np.integer)) or time_step < 0:
+            raise SimulationError(f"restore: time_step={time_step!r} must be an integer >= 0 (the step the state "
+                                  f"was saved at)")
+        a = np.asarray(populations)
+        expected = (self.vs.Q, self.lx, self.ly, self.lz)
+        if a.shape != expected:
+            raise SimulationError(f"saved populations have shape {a.shape}; this run needs {expected}")
+        if a.dtype != self.dtype:
+            raise SimulationError(f"saved populations are {a.dtype}; this run computes in {np.dtype(self.dtype)} "
+                                  f"(precision mismatch)")
+        self.f[:] = self.program.layout.pack(a)
+        self.program.halo(self.f)
+        self.time_step = int(time_step)
+        self._has_state = True
 
     # --- stepping ----------------------------------------------------------------------
     def _check_can_step(self, steps) -> None:
@@ -365,7 +399,11 @@ class Simulation3D:
 
     def check_finite(self) -> None:
         """SimulationError naming the step and the first bad site when a population is NaN/Inf
-        or a fluid site's density is not positive."""
+        or a fluid site's density is not positive.  The diagnostics kernel answers; only a
+        failed check pulls the populations (to name the site)."""
+        from lbgen.codegen.diagnostics import healthy
+        if healthy(self.diagnostics()):
+            return
         f = self.populations()
         rho = f.sum(axis=0)
         bad = ~np.isfinite(f).all(axis=0) | ~(rho > 0)
@@ -398,3 +436,10 @@ class Simulation3D:
                 callback(self.time_step)
         return RunStats(steps=steps, seconds=elapsed, sites=self.lx * self.ly * self.lz)
 
+
+
+#: the checks of Simulation3D's boundary arguments, for callers that take the same forms
+#: (the run description: --wall-axes, --lid, --geometry): one home for the rules
+wall_axes = _axes
+lid_faces = _lids
+voxel_mask = _mask

@@ -5,8 +5,9 @@ MIN_THREAD_CAP) and `available_memory()`; the driver, the CLI and the C backend 
 """
 from __future__ import annotations
 
+import math
 import os
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 #: more OpenMP threads than this per core only oversubscribes (libgomp segfaults at ~1e5)
 MAX_THREADS_PER_CORE = 4
@@ -79,24 +80,27 @@ def available_memory() -> Optional[int]:
         return None
 
 
-def run_memory_estimate(lx: int, ly: int, Q: int, itemsize: int, halo: int = 3) -> int:
-    """Host bytes a run of LX x LY needs at its peak, roughly: two population buffers with
-    halos, one gathered state in the working precision and one in float64 (checks,
+def run_memory_estimate(shape: Sequence[int], Q: int, itemsize: int, halo: int = 3) -> int:
+    """Host bytes a run of a lattice ``shape`` ((LX, LY) or (LX, LY, LZ): D from its length)
+    of Q populations needs at its peak, roughly: two population buffers with halos in every
+    direction, one gathered state in the working precision and one in float64 (checks,
     checkpoints, outputs), and a dozen float64 fields (set-up, diagnostics, pictures)."""
-    padded = (lx + 2 * halo) * (ly + 2 * halo)
-    return Q * padded * 2 * itemsize + Q * lx * ly * (itemsize + 8) + 12 * lx * ly * 8
+    sites = math.prod(int(n) for n in shape)
+    padded = math.prod(int(n) + 2 * halo for n in shape)
+    return Q * padded * 2 * itemsize + Q * sites * (itemsize + 8) + 12 * sites * 8
 
 
 def _gib(n: float) -> str:
     return f"{n / 2**30:.3g} GiB"
 
 
-def check_memory(lx: int, ly: int, Q: int, itemsize: int, precision: str, halo: int = 3) -> int:
+def check_memory(shape: Sequence[int], Q: int, itemsize: int, precision: str, halo: int = 3) -> int:
     """Refuse a lattice whose estimate exceeds the available memory; returns the estimate."""
-    need = run_memory_estimate(lx, ly, Q, itemsize, halo)
+    need = run_memory_estimate(shape, Q, itemsize, halo)
     have = available_memory()
     if have is not None and need > have:
-        raise LimitError(f"the lattice {lx} x {ly} ({precision}) needs about {_gib(need)} of memory "
-                         f"({Q} populations per site, two buffers, plus gathered copies and fields), "
-                         f"but only {_gib(have)} are available here; choose a smaller --lx/--ly")
+        names = ("--lx", "--ly", "--lz")[:len(shape)]
+        raise LimitError(f"the lattice {' x '.join(str(int(n)) for n in shape)} ({precision}) needs about "
+                         f"{_gib(need)} of memory ({Q} populations per site, two buffers, plus gathered copies and "
+                         f"fields), but only {_gib(have)} are available here; choose a smaller {'/'.join(names)}")
     return need

@@ -223,7 +223,7 @@ def test_nvcc_compiles_the_3d_cu(layout, vl, collision, name):
     for res in nvcc.compile_many([(src, a) for a in ("sm_80", "sm_90")]):
         assert res.binary
         assert set(res.kernels) == {f"lbgen_{k}" for k in ("halo", "propagate", "collide", "fused", "init_equilibrium",
-                                                            "fields", "pack", "unpack")}, res.log
+                                                            "fields", "pack", "unpack", "diagnostics")}, res.log
     strict = nvcc.compile_cu(src, "sm_90", strict=True)
     assert strict.binary
 

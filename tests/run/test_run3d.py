@@ -1,0 +1,238 @@
+"""`lbgen run` in 3D (Run3D, RunOutput3D): every 3D set-up from the command line, its files
+read back and compared with a Simulation3D built by hand (the .vti and .h5 fields bit for
+bit, the PNG slices' sizes, the series against sums of the saved fields), a bit-identical
+resume, the voxel mask of --geometry (used, and a bad one refused before any file is
+written), a channel's steady profile against the Poiseuille parabola, and the 2D-only
+options refused before any work."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+import lbgen
+from lbgen.cli.main import main
+from lbgen.output import read_field_file, read_series, read_vti
+from lbgen.output.pictures import MID_PLANES, default_dpi, figure_layout
+from lbgen.run.config import RunConfig
+
+R = math.sqrt(3.0)
+SHAPE = (16, 12, 10)
+NAMES = ("rho", "ux", "uy", "uz", "T")
+
+
+def _cli(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def _config(out) -> RunConfig:
+    return RunConfig.from_json(json.loads((out / "manifest.json").read_text())["config"])
+
+
+def _by_hand(cfg: RunConfig, fields: dict, steps: int, mask=None) -> dict:
+    """The same run on a Simulation3D built here from the recorded description."""
+    sim = lbgen.Simulation3D(cfg.lx, cfg.ly, cfg.lz, velocity_set=cfg.velocity_set, collision=cfg.collision,
+                             gravity=cfg.gravity, walls=cfg.wall_axes, lid=cfg.lid, mask=mask, layout=cfg.layout,
+                             vl=cfg.vl, **cfg.parameters)
+    sim.set_fields(fields["rho"], fields["ux"], fields["uy"], fields["uz"])
+    sim.run(steps)
+    return sim.fields()
+
+
+def _shear_wave(A=0.05):
+    x = np.arange(SHAPE[0])[:, None, None] * np.ones(SHAPE)
+    return {"rho": np.ones(SHAPE), "ux": np.zeros(SHAPE), "uy": A * np.sin(2 * np.pi * x / SHAPE[0]),
+            "uz": np.zeros(SHAPE)}
+
+
+def _at_rest(shape=SHAPE):
+    return {"rho": np.ones(shape), "ux": np.zeros(shape), "uy": np.zeros(shape), "uz": np.zeros(shape)}
+
+
+def _check_series_against_fields(out, step, mask=None):
+    """The series row of ``step`` equals the sums of that step's saved fields (fluid sites)."""
+    s = read_series(out / "series.csv")
+    row = {k: v[list(s["step"]).index(step)] for k, v in s.items()}
+    f = read_field_file(out / "fields" / f"step-{step:09d}.h5")
+    fluid = np.ones(f["rho"].shape, bool) if mask is None else ~mask
+    rho, u = f["rho"][fluid], np.stack([f[c][fluid] for c in ("ux", "uy", "uz")])
+    assert row["mass"] == pytest.approx(rho.sum(), rel=1e-13)
+    for k, c in enumerate("xyz"):
+        p = rho * u[k]                                      # summed in another order: round-off of sum |p|
+        assert row[f"momentum_{c}"] == pytest.approx(p.sum(), rel=1e-12, abs=1e-13 * np.abs(p).sum() + 1e-300)
+    assert row["kinetic_energy"] == pytest.approx(0.5 * (rho * (u * u).sum(0)).sum(), rel=1e-12, abs=1e-300)
+    assert row["max_speed"] == pytest.approx(np.sqrt((u * u).sum(0).max()), rel=1e-12, abs=1e-300)
+    assert row["min_rho"] == pytest.approx(rho.min(), rel=1e-14) and row["nonfinite"] == 0
+
+
+@pytest.mark.parametrize("setup, extra, fields", [
+    ("shear-wave", ["--velocity-set", "d3q27"], _shear_wave),
+    ("taylor-green", [], None),
+    ("channel", ["--wall-axes", "yz", "--gravity", "1e-4,0,0"], _at_rest),
+])
+def test_each_setup_runs_from_the_cli_and_its_fields_are_simulation3d_s(setup, extra, fields, tmp_path):
+    out = tmp_path / setup
+    steps = 12
+    r = _cli("run", setup, "--lx", SHAPE[0], "--ly", SHAPE[1], "--lz", SHAPE[2], "--steps", steps, "--out", out,
+             "--pictures", "none", "--no-progress", *extra)
+    assert r.exit_code == 0, r.output
+    cfg = _config(out)
+    assert cfg.shape == SHAPE and cfg.setup == setup
+    start = read_field_file(out / "fields" / "step-000000000.h5")
+    if fields is None:                                   # the 3D Taylor-Green vortex, U = 0.05
+        x, y, z = np.meshgrid(*(2 * np.pi * (np.arange(n) + 0.5) / n for n in SHAPE), indexing="ij")
+        assert np.max(np.abs(start["ux"] - 0.05 * np.sin(x) * np.cos(y) * np.cos(z))) < 1e-15
+        assert np.max(np.abs(start["uy"] + 0.05 * np.cos(x) * np.sin(y) * np.cos(z))) < 1e-15
+        from lbgen.run.setups import taylor_green3d
+        fields = taylor_green3d(*SHAPE, amplitude=0.05)
+    else:
+        fields = fields()
+        assert all(np.max(np.abs(start[k] - fields[k])) < 1e-15 for k in fields)
+    want = _by_hand(cfg, fields, steps)
+    h5 = read_field_file(out / "fields" / f"step-{steps:09d}.h5")
+    vti = read_vti(out / "vtk" / f"step-{steps:09d}.vti")
+    for k in NAMES:
+        assert h5[k].shape == SHAPE and np.array_equal(h5[k], want[k]), k
+        assert vti[k].shape == SHAPE and np.array_equal(vti[k], want[k]), k
+    assert np.array_equal(vti["velocity"], np.stack([want["ux"], want["uy"], want["uz"]], axis=-1))
+    assert np.max(np.abs(want["ux"] - fields["ux"]) + np.abs(want["uy"] - fields["uy"])) > 1e-7   # it moved
+    _check_series_against_fields(out, steps)
+
+
+def test_cavity_writes_three_mid_plane_pictures_per_quantity_and_h5_attributes(tmp_path):
+    out = tmp_path / "cavity"
+    r = _cli("run", "lid-driven-cavity", "--lx", SHAPE[0], "--ly", SHAPE[1], "--lz", SHAPE[2], "--steps", 10,
+             "--out", out, "--pictures", "speed", "--lid", "z-high=0.08,0.02,0", "--no-progress")
+    assert r.exit_code == 0, r.output
+    cfg = _config(out)
+    assert cfg.wall_axes == "xyz" and cfg.lid == {"z-high": (0.08, 0.02, 0.0)}
+    want = _by_hand(cfg, _at_rest(), 10)
+    h5 = read_field_file(out / "fields" / "step-000000010.h5")
+    assert all(np.array_equal(h5[k], want[k]) for k in NAMES)
+    import h5py
+    with h5py.File(out / "fields" / "step-000000010.h5") as f:
+        assert list(f.attrs["shape"]) == list(SHAPE) and f.attrs["step"] == 10
+        assert f.attrs["physics_nu"] == pytest.approx((cfg.tau - 0.5) / 3)
+        assert f.attrs["physics_Re"] == pytest.approx(math.hypot(0.08, 0.02) / R * SHAPE[2] / f.attrs["physics_nu"])
+    for name, normal, (a, b) in MID_PLANES:
+        plane = (SHAPE[a], SHAPE[b])
+        w, h, _, _ = figure_layout(plane)
+        dpi = default_dpi(plane)
+        for step in (0, 10):
+            size = Image.open(out / "pictures" / f"speed-{name}-{step:09d}.png").size
+            assert abs(size[0] - w * dpi) <= 1 and abs(size[1] - h * dpi) <= 1, (name, size)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["colour_limits"]["speed"] == [0.0, pytest.approx(math.hypot(0.08, 0.02))]   # the lid's speed
+    assert manifest["status"] == "finished" and manifest["samples"] >= 2
+    _check_series_against_fields(out, 10)
+    r = _cli("plot", out, "-o", tmp_path / "p.png")       # 2D drawing tools refuse a 3D folder
+    assert r.exit_code != 0 and "Traceback" not in r.output and not (tmp_path / "p.png").exists()
+
+
+def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path):
+    common = ["channel", "--lx", 8, "--ly", 10, "--lz", 4, "--out"]
+    opts = ["--checkpoint-every", 30, "--output-every", 30, "--pictures", "none", "--no-progress"]
+    assert _cli("run", *common, tmp_path / "a", "--steps", 60, *opts).exit_code == 0
+    assert _cli("run", *common, tmp_path / "b", "--steps", 30, *opts).exit_code == 0
+    r = _cli("run", "--resume", tmp_path / "b", "--steps", 60, "--no-progress")
+    assert r.exit_code == 0, r.output
+    a, b = (read_field_file(tmp_path / d / "fields" / "step-000000060.h5") for d in "ab")
+    assert all(np.array_equal(a[k], b[k]) for k in NAMES) and np.abs(a["ux"]).max() > 0
+    assert (tmp_path / "a" / "series.csv").read_bytes() == (tmp_path / "b" / "series.csv").read_bytes()
+    assert (tmp_path / "a" / "vtk" / "fields.pvd").read_bytes() == (tmp_path / "b" / "vtk" / "fields.pvd").read_bytes()
+
+
+def test_geometry_mask_is_used_and_a_bad_one_is_refused_before_any_file(tmp_path):
+    shape = (8, 10, 4)
+    mask = np.zeros(shape, bool)
+    mask[3:5, 4:6, :] = True                              # a square post across the channel
+    good = tmp_path / "post.npy"
+    np.save(good, mask)
+    out = tmp_path / "post"
+    r = _cli("run", "channel", "--lx", 8, "--ly", 10, "--lz", 4, "--steps", 20, "--geometry", good, "--out", out,
+             "--pictures", "none", "--gravity", "1e-4,0,0", "--checkpoint-every", 20, "--no-progress")
+    assert r.exit_code == 0, r.output
+    f = read_field_file(out / "fields" / "step-000000020.h5")
+    assert all(np.all(f[k][mask] == 0) for k in NAMES)     # solid voxels read 0
+    want = _by_hand(_config(out), _at_rest(shape), 20, mask=mask)
+    assert all(np.array_equal(f[k], want[k]) for k in NAMES)
+    _check_series_against_fields(out, 20, mask)
+    moved = mask.copy()
+    moved[0, 0, 0] = True
+    np.save(good, moved)                                  # the file changed under the run: its resume is refused
+    r = _cli("run", "--resume", out, "--steps", 30, "--no-progress")
+    assert r.exit_code != 0 and "Traceback" not in r.output and "another voxel mask" in " ".join(r.output.split())
+    assert not (out / "fields" / "step-000000030.h5").exists()
+    for name, bad in (("shape", np.zeros((8, 10, 5), bool)), ("dtype", np.zeros(shape, np.float64))):
+        path = tmp_path / f"{name}.npy"
+        np.save(path, bad)
+        target = tmp_path / f"bad-{name}"
+        r = _cli("run", "channel", "--lx", 8, "--ly", 10, "--lz", 4, "--steps", 5, "--geometry", path,
+                 "--out", target, "--no-progress")
+        assert r.exit_code != 0 and "Traceback" not in r.output
+        assert not target.exists(), "nothing may be written"
+        words = " ".join(r.output.split())
+        assert str(path) in words
+        assert ("(8, 10, 5)" in words and "(8, 10, 4)" in words) if name == "shape" else "float64" in words
+
+
+def test_channel_profile_is_the_poiseuille_parabola(tmp_path):
+    out = tmp_path / "channel"
+    H, g, tau = 12, 3e-5, 1.0
+    r = _cli("run", "channel", "--lx", 2, "--ly", H, "--lz", 4, "--steps", 1500, "--tau", tau, "--gravity",
+             f"{g},0,0", "--out", out, "--pictures", "none", "--no-progress")
+    assert r.exit_code == 0, r.output
+    f = read_field_file(out / "fields" / "step-000001500.h5")
+    u = f["ux"].mean(axis=(0, 2)) / R                     # lattice units
+    nu, a = (tau - 0.5) / 3, g / R ** 2                    # the force per unit mass per step, lattice units
+    s = np.arange(H) + 0.5 - H / 2                          # walls half a site outside the first and last rows
+    exact = a / (2 * nu) * (H * H / 4 - s * s)
+    assert np.sqrt(np.mean((u - exact) ** 2)) / np.sqrt(np.mean(exact ** 2)) < 1e-2
+    assert np.abs(f["uy"]).max() < 1e-12 * np.abs(f["ux"]).max() and np.abs(f["uz"]).max() < 1e-12 * u.max()
+
+
+@pytest.mark.parametrize("args, option", [
+    (["rayleigh-taylor", "--velocity-set", "d3q19"], "rayleigh-taylor"),
+    (["channel", "--hetero", "opencl"], "--hetero"),
+    (["channel", "--walls"], "--walls"),
+    (["channel", "--time-block", "4"], "--time-block"),
+    (["channel", "--gravity", "1e-5,0"], "gravity"),
+    (["shear-wave", "--velocity-set", "d2q9", "--lz", "8"], "--lz"),
+    (["channel", "--velocity-set", "d2q9"], "channel"),
+    (["lid-driven-cavity", "--wall-axes", "y"], "z-high"),
+    (["channel", "--lx", 4000, "--ly", 4000, "--lz", 4000], "--lz"),     # the memory estimate: D = 3, Q = 19
+    (["uniform-noise", "--velocity-set", "d3q19"], "uniform-noise"),
+    (["shear-wave", "--velocity-set", "d3q39"], "d3q39"),
+    (["lid-driven-cavity", "--amplitude", "0.1"], "--amplitude"),
+    (["channel", "--save", "final.npz"], "--save"),
+    (["channel", "--window", "full"], "--window"),
+    (["channel", "--pictures-every", 5], "--pictures-every"),
+    (["channel", "--vl", "auto"], "--vl auto"),
+    (["channel", "--t-bottom", 1.1], "--t-bottom"),
+    (["channel", "--wall-scheme", "reference"], "--wall-scheme"),
+    (["channel", "--device", "0:0"], "--device"),
+    (["shear-wave", "--wall-axes", "y"], "--wall-axes"),
+    (["shear-wave", "--geometry", "body.npy"], "--geometry"),
+    (["shear-wave", "--lid", "z-high=0.1,0,0"], "--lid"),
+])
+def test_options_that_do_not_apply_in_3d_are_refused_before_any_work(args, option, tmp_path):
+    out = tmp_path / "refused"
+    r = _cli("run", *args, "--out", out, "--no-progress")
+    assert r.exit_code != 0 and "Traceback" not in r.output
+    assert option in r.output and not out.exists()
+
+
+def test_a_3d_run_refuses_several_mpi_ranks(tmp_path):
+    from lbgen.run.driver3d import Run3D
+    from lbgen.simulation.parameters import SimulationError
+
+    class TwoRanks:
+        size, rank = 2, 0
+    cfg = RunConfig.build("channel", ("test", {"lx": 4, "ly": 6, "lz": 4, "out": str(tmp_path / "mpi")}))
+    with pytest.raises(SimulationError, match="2 ranks"):
+        Run3D(cfg, comm=TwoRanks())
+    assert not (tmp_path / "mpi").exists()
