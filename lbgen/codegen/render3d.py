@@ -80,7 +80,8 @@ def _pull_terms(velocities, halo: int) -> Dict[str, list]:
     """C offsets of population p at the site (p*SP) and of its pull source (site - c_p); for
     the temporal blocking's Z lines (rows) also the pull source as a row pointer and an offset
     in it: ``tb_pull`` reads ``c<j>[site + ...]`` with row j = (H - c_x)(2H + 1) + (H - c_y),
-    population stride SPI; ``tb_site`` reads the site's own row c<center>."""
+    population stride SPI; ``tb_site`` reads the site's own row c<center>; ``tb_rows``: the
+    rows j some population reads."""
     site, pull, tb_pull, tb_site = [], [], [], []
     span, center = 2 * halo + 1, halo * (2 * halo + 1) + halo
     for p, c in enumerate(velocities):
@@ -91,7 +92,8 @@ def _pull_terms(velocities, halo: int) -> Dict[str, list]:
         within = " + ".join(([f"{p}*SPI"] if p else []) + ([f"{-c[2]}*SR"] if c[2] else [])).replace("+ -", "- ")
         tb_pull.append(f"c{(halo - c[0]) * span + halo - c[1]}[site{' + ' + within if within else ''}]")
         tb_site.append(f"c{center}[site{f' + {p}*SPI' if p else ''}]")
-    return {"site": site, "pull": pull, "tb_pull": tb_pull, "tb_site": tb_site}
+    rows = sorted({center} | {(halo - c[0]) * span + halo - c[1] for c in velocities})
+    return {"site": site, "pull": pull, "tb_pull": tb_pull, "tb_site": tb_site, "tb_rows": rows}
 
 
 def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
