@@ -89,9 +89,8 @@ def same_bits(prog, tau: float, depth: int, steps_seed: int = 3) -> dict:
 
 
 def main(argv=None) -> int:
-    from lbgen.perf.machine import measure_bandwidth
+    from lbgen.perf.machine import cpu_model, measure_bandwidth
     from lbgen.perf.timing import interleaved_rates
-    from lbmpy_compare import cpu_model
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=128, help="LX = LY = LZ")
     ap.add_argument("--threads", type=int, default=2)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -163,16 +162,6 @@ def time_pair(calls, sites, repeat: int, min_seconds: float):
     return [[v / 1e6 for v in s] for s in interleaved_rates(calls, sites, repeat, min_seconds)]
 
 
-def cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lx", type=int, default=1024)
@@ -197,6 +186,7 @@ def main(argv=None) -> int:
     pairs = [("d2q37", "D2V37"), ("d2q9", "D2Q9")]
     if args.only:
         pairs = [p for p in pairs if p[0] == args.only]
+    from lbgen.perf.machine import cpu_model
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_model(),
               "lattice": [args.lx, args.ly], "threads": args.threads, "load_average": os.getloadavg(),
               "pairs": []}
