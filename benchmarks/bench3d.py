@@ -37,18 +37,16 @@ import numpy as np
 BYTES_PER_SITE = 19 * 2 * 8
 
 
-def lbgen_program3d(shape, threads: int, layout: str, vl, sweep_kb=None):
-    """The D3Q19 BGK C program of the benchmark lattice (default flags; sweep_kb: the
-    kernels' <PREFIX>_SWEEP_KB, the cache budget that sets a sweep's Y band, 0: none)."""
-    from lbgen.backends.c import DEFAULT_FLAGS, compile3d
+def lbgen_program3d(shape, threads: int, layout: str, vl, strict: bool = False):
+    """The D3Q19 BGK C program of the benchmark lattice."""
+    from lbgen.backends.c import compile3d
     from lbgen.codegen.render import generate
     from lbgen.codegen.spec import KernelSpec
-    source = generate(KernelSpec(backend="c", layout=layout, vl=vl, collision="bgk", velocity_set="d3q19"))
-    flags = DEFAULT_FLAGS if sweep_kb is None else DEFAULT_FLAGS + (f"-D{source.spec.prefix.upper()}_SWEEP_KB={sweep_kb}",)
-    return compile3d(source, *shape, flags=flags, threads=threads)
+    spec = KernelSpec(backend="c", layout=layout, vl=vl, collision="bgk", velocity_set="d3q19")
+    return compile3d(generate(spec), *shape, strict=strict, threads=threads)
 
 
-def lbgen_kernel3d(prog, tau: float, depth: int, note: str = ""):
+def lbgen_kernel3d(prog, tau: float, depth: int):
     """(call, site updates per call, name): fused (depth 1) or fused_tb on a fluid at rest."""
     shape = (prog.lx, prog.ly, prog.lz)
     one, zero = np.ones(shape), np.zeros(shape)
@@ -67,7 +65,7 @@ def lbgen_kernel3d(prog, tau: float, depth: int, note: str = ""):
         state["i"] ^= 1
 
     name = "fused" if depth == 1 else f"fused_tb depth {depth}"
-    return call, int(np.prod(shape)) * depth, f"lbgen d3q19 BGK {name} ({prog.layout.tag}, {prog.threads} threads{note})"
+    return call, int(np.prod(shape)) * depth, f"lbgen d3q19 BGK {name} ({prog.layout.tag}, {prog.threads} threads)"
 
 
 def same_bits(prog, tau: float, depth: int, steps_seed: int = 3) -> dict:
@@ -103,8 +101,6 @@ def main(argv=None) -> int:
     ap.add_argument("--min-seconds", type=float, default=1.0, help="least time of one kernel's sample")
     ap.add_argument("--tau", type=float, default=0.8)
     ap.add_argument("--lbmpy", action="store_true", help="time lbmpy's D3Q19 SRT kernel in the same rounds")
-    ap.add_argument("--sweep-kb", default="", help="also time fused built with these <PREFIX>_SWEEP_KB budgets "
-                    "(KiB; 0: no Y bands), e.g. 0,2048")
     ap.add_argument("--json", default=None, help="write the figures here")
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
@@ -114,9 +110,6 @@ def main(argv=None) -> int:
     vl = args.vl if args.layout in ("csoa", "caosoa") else None
     prog = lbgen_program3d(shape, args.threads, args.layout, vl)
     kernels = [lbgen_kernel3d(prog, args.tau, 1)] + [lbgen_kernel3d(prog, args.tau, d) for d in depths]
-    for kb in [int(v) for v in args.sweep_kb.split(",") if v.strip()]:
-        other = lbgen_program3d(shape, args.threads, args.layout, vl, sweep_kb=kb)
-        kernels.append(lbgen_kernel3d(other, args.tau, 1, note=f", SWEEP_KB={kb}"))
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_model(),
               "lattice": list(shape), "threads": args.threads, "load_average_start": os.getloadavg(),
               "bytes_per_site": BYTES_PER_SITE, "kernels": []}
