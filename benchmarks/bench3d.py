@@ -94,8 +94,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=128, help="LX = LY = LZ")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--layout", default="caosoa")
-    ap.add_argument("--vl", type=int, default=8)
+    ap.add_argument("--layouts", default="caosoa-vl8,soa",
+                    help="lbgen layouts to choose from by a short interleaved pre-timing of fused, as lbgen tune "
+                         "would (one value: no choice)")
     ap.add_argument("--depths", default="2,3", help="fused_tb depths to time beside fused")
     ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds")
     ap.add_argument("--min-seconds", type=float, default=1.0, help="least time of one kernel's sample")
@@ -107,14 +108,26 @@ def main(argv=None) -> int:
     shape = (args.size,) * 3
     sites = int(np.prod(shape))
     depths = [int(d) for d in args.depths.split(",") if d.strip()]
-    vl = args.vl if args.layout in ("csoa", "caosoa") else None
-    prog = lbgen_program3d(shape, args.threads, args.layout, vl)
-    kernels = [lbgen_kernel3d(prog, args.tau, 1)] + [lbgen_kernel3d(prog, args.tau, d) for d in depths]
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_model(),
               "lattice": list(shape), "threads": args.threads, "load_average_start": os.getloadavg(),
               "bytes_per_site": BYTES_PER_SITE, "kernels": []}
     print(f"{report['date']}  {report['cpu']}  {'x'.join(map(str, shape))} D3Q19, {args.threads} threads, "
           f"load average {report['load_average_start'][0]:.1f}", flush=True)
+    from lbgen.perf.bench import parse_layouts
+    layouts = parse_layouts(args.layouts)
+    if len(layouts) > 1:
+        progs = [lbgen_program3d(shape, args.threads, lay, vl) for lay, vl in layouts]
+        pre = interleaved_rates([lbgen_kernel3d(p, args.tau, 1)[0] for p in progs], [sites] * len(progs), 2,
+                                args.min_seconds / 3)
+        best = max(range(len(progs)), key=lambda j: statistics.median(pre[j]))
+        print("lbgen layout pre-timing, fused (MLUPS): " + ", ".join(
+            f"{p.layout.tag}: {statistics.median(s) / 1e6:.1f}" for p, s in zip(progs, pre)), flush=True)
+        report["layout_pre_timing"] = {p.layout.tag: statistics.median(s) / 1e6 for p, s in zip(progs, pre)}
+        prog = progs[best]
+        del progs
+    else:
+        prog = lbgen_program3d(shape, args.threads, *layouts[0])
+    kernels = [lbgen_kernel3d(prog, args.tau, 1)] + [lbgen_kernel3d(prog, args.tau, d) for d in depths]
     if args.lbmpy:
         from lbmpy_compare import lbmpy_kernel, time_pair
         options = [lbmpy_kernel("D3Q19", shape, args.threads, args.tau, cse) for cse in (False, True)]

@@ -18,6 +18,10 @@ Pairs (lbgen kernel vs lbmpy kernel):
   per site (the thermal 4th-order equilibrium and forcing);
 * lbgen D2Q9 BGK vs lbmpy's D2Q9 SRT (when lbgen has the D2Q9 velocity set).
 
+The 3D pair -- lbgen D3Q19 BGK (``fused``, ``fused_tb``) vs lbmpy's D3Q19 SRT, with the copy
+bandwidth in the same rounds -- is timed by ``benchmarks/bench3d.py --lbmpy`` with this
+file's ``lbmpy_kernel``.
+
 lbmpy kernels: pull stream + collide fused in one sweep (lbmpy's default), compressible
 SRT, SoA field layout (fzyx: the populations' outermost, x innermost), OpenMP and
 pystencils' SIMD vectorisation for the host CPU with non-temporal stores when it offers
