@@ -18,6 +18,10 @@ Pairs (lbgen kernel vs lbmpy kernel):
   per site (the thermal 4th-order equilibrium and forcing);
 * lbgen D2Q9 BGK vs lbmpy's D2Q9 SRT (when lbgen has the D2Q9 velocity set).
 
+The 3D pair -- lbgen D3Q19 BGK (``fused``, ``fused_tb``) vs lbmpy's D3Q19 SRT, with the copy
+bandwidth in the same rounds -- is timed by ``benchmarks/bench3d.py --lbmpy`` with this
+file's ``lbmpy_kernel``.
+
 lbmpy kernels: pull stream + collide fused in one sweep (lbmpy's default), compressible
 SRT, SoA field layout (fzyx: the populations' outermost, x innermost), OpenMP and
 pystencils' SIMD vectorisation for the host CPU with non-temporal stores when it offers
@@ -28,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -56,8 +59,10 @@ def _srt_any_moments(stencil, omega: float):
     return create_with_continuous_maxwellian_equilibrium(stencil, rates, compressible=True, equilibrium_order=2)
 
 
-def lbmpy_kernel(stencil_name: str, lx: int, ly: int, threads: int, tau: float):
-    """(kernel call, description) for lbmpy's stream-collide kernel of one stencil."""
+def lbmpy_kernel(stencil_name: str, shape, threads: int, tau: float, cse: bool = False):
+    """(kernel call, description) for lbmpy's stream-collide kernel of one stencil on a
+    lattice of ``shape`` (2 or 3 sizes); ``cse``: lbmpy's global and population common
+    subexpression elimination (LBMOptimisation cse_global, cse_pdfs)."""
     import pystencils as ps
     from lbmpy import LBMConfig, LBMOptimisation, LBStencil, Method, Stencil, create_lb_method, create_lb_function
     from pystencils.codegen.config import CpuOptions, OpenMpOptions, VectorizationOptions
@@ -65,7 +70,8 @@ def lbmpy_kernel(stencil_name: str, lx: int, ly: int, threads: int, tau: float):
     stencil = LBStencil(getattr(Stencil, stencil_name))
     q = stencil.Q
     reach = max(max(abs(c) for c in v) for v in stencil)
-    src_f, dst_f = ps.fields(f"src({q}), dst({q}): double[2D]", layout="fzyx")
+    dim = len(shape)
+    src_f, dst_f = ps.fields(f"src({q}), dst({q}): double[{dim}D]", layout="fzyx")
     lbm_config = LBMConfig(stencil=stencil, method=Method.SRT, relaxation_rate=1.0 / tau, compressible=True)
     try:
         method = create_lb_method(lbm_config=lbm_config)
@@ -88,7 +94,8 @@ def lbmpy_kernel(stencil_name: str, lx: int, ly: int, threads: int, tau: float):
         try:
             kernel = create_lb_function(lbm_config=lbm_config,
                                         lbm_optimisation=LBMOptimisation(symbolic_field=src_f,
-                                                                         symbolic_temporary_field=dst_f),
+                                                                         symbolic_temporary_field=dst_f,
+                                                                         cse_global=cse, cse_pdfs=cse),
                                         config=config)
             tried.append(f"{target}: ok")
             break
@@ -96,13 +103,13 @@ def lbmpy_kernel(stencil_name: str, lx: int, ly: int, threads: int, tau: float):
             tried.append(f"{target}: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
     if kernel is None:
         raise RuntimeError("lbmpy could not build a kernel: " + "; ".join(tried))
-    nx, ny = lx + 2 * reach, ly + 2 * reach
+    padded = [n + 2 * reach for n in shape]
     weights = np.array([float(w) for w in method.weights])
     arrays = []
     for _ in range(2):
-        a = np.empty((q, ny, nx))
-        a[...] = weights[:, None, None]
-        arrays.append(a.transpose(2, 1, 0))      # index (x, y, f), x fastest: fzyx
+        a = np.empty((q,) + tuple(reversed(padded)))
+        a[...] = weights.reshape((q,) + (1,) * dim)
+        arrays.append(a.transpose(tuple(range(dim, -1, -1))))   # index (x, y[, z], f), x fastest: fzyx
     state = {"i": 0}
 
     def call():
@@ -110,7 +117,7 @@ def lbmpy_kernel(stencil_name: str, lx: int, ly: int, threads: int, tau: float):
         kernel(src=a, dst=b)
         state["i"] ^= 1
 
-    return call, f"lbmpy SRT {stencil_name} ({'; '.join(tried)})"
+    return call, f"lbmpy SRT {stencil_name}{' cse' if cse else ''} ({'; '.join(tried)})"
 
 
 def lbgen_kernel(velocity_set: str, lx: int, ly: int, threads: int, tau: float, time_block: int, vl: int = 8):
@@ -154,33 +161,9 @@ def fastest_vl(velocity_set: str, lx: int, ly: int, threads: int, tau: float, vl
 
 
 def time_pair(calls, sites, repeat: int, min_seconds: float):
-    """Interleaved samples: MLUPS per kernel per sample."""
-    for c in calls:       # warm-up (and page faults)
-        c()
-        c()
-    inner = []
-    for c in calls:
-        t0 = time.perf_counter()
-        c()
-        inner.append(max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-6))))
-    samples = [[] for _ in calls]
-    for _ in range(repeat):
-        for j, c in enumerate(calls):
-            t0 = time.perf_counter()
-            for _ in range(inner[j]):
-                c()
-            samples[j].append(sites[j] * inner[j] / (time.perf_counter() - t0) / 1e6)
-    return samples
-
-
-def cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+    """Interleaved samples: MLUPS per kernel per sample (lbgen.perf.timing.interleaved_rates)."""
+    from lbgen.perf.timing import interleaved_rates
+    return [[v / 1e6 for v in s] for s in interleaved_rates(calls, sites, repeat, min_seconds)]
 
 
 def main(argv=None) -> int:
@@ -207,6 +190,7 @@ def main(argv=None) -> int:
     pairs = [("d2q37", "D2V37"), ("d2q9", "D2Q9")]
     if args.only:
         pairs = [p for p in pairs if p[0] == args.only]
+    from lbgen.perf.machine import cpu_model
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_model(),
               "lattice": [args.lx, args.ly], "threads": args.threads, "load_average": os.getloadavg(),
               "pairs": []}
@@ -225,7 +209,7 @@ def main(argv=None) -> int:
         except Exception as e:  # noqa: BLE001 - e.g. lbgen without this velocity set
             print(f"{ours}: lbgen cannot build it here ({type(e).__name__}: {str(e).splitlines()[0]}); skipped")
             continue
-        other, other_name = lbmpy_kernel(theirs, args.lx, args.ly, args.threads, args.tau)
+        other, other_name = lbmpy_kernel(theirs, (args.lx, args.ly), args.threads, args.tau)
         calls = [other] + [m[0] for m in mine]
         sites = [args.lx * args.ly] + [m[1] for m in mine]
         names = [other_name] + [m[2] for m in mine]

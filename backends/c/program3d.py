@@ -161,6 +161,20 @@ class CProgram3D:
     def fused(self, prv, nxt, bc: Optional[Boundaries3D] = None, **params) -> None:
         self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, self._bc(bc), *self._param_values(params))
 
+    def fused_tb(self, prv, nxt, depth: int, bc: Optional[Boundaries3D] = None, **params) -> None:
+        """`depth` fused steps in one sweep through cache (temporal blocking along X): prv
+        (fresh halo) -> nxt (interior), the bits of `depth` x (halo, fused)."""
+        from lbgen.codegen.spec import time_block_value
+        if isinstance(depth, str):
+            raise ValueError(f"time block {depth!r} is not an integer (time steps per sweep)")
+        depth = time_block_value(depth, allow_auto=False)
+        status = self._fn("fused_tb")(self._ptr(prv), self._ptr(nxt), *self._sizes, self._bc(bc), depth,
+                                      *self._param_values(params))
+        if status == 1:
+            raise MemoryError(f"fused_tb: no memory for the per-thread ring of {depth - 1} time levels")
+        if status:
+            raise ValueError(f"fused_tb refused depth {depth}")
+
     def init_equilibrium(self, f, rho, ux, uy, uz, T, force: Tuple[float, float, float] = (0.0, 0.0, 0.0)) -> None:
         """f = the equilibrium whose physical (half-step) fields are the given ones under ``force``."""
         shape = (self.lx, self.ly, self.lz)

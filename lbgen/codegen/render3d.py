@@ -18,14 +18,14 @@ from lbgen.codegen.cprint import RealPrinter, print_assignments
 from lbgen.codegen.diagnostics import ND3, ROW_INDEX3D, ROW_QUANTITIES3D
 from lbgen.codegen.kernel_api import PTRDIFF_MAX_64, SIZE_ERRORS, storage_bytes
 from lbgen.codegen.layouts import CLUSTERED, Layout3D
-from lbgen.codegen.spec import KernelSource, KernelSpec
+from lbgen.codegen.spec import MAX_TIME_BLOCK, KernelSource, KernelSpec
 from lbgen.codegen.templating import emit_command, environment, model_of
 from lbgen.model.derived import Model
 from lbgen.model.operators import AXES
 
 #: the entry points of the 3D C kernels (with the prefix), in the header's order
 ENTRY_POINTS_3D = ("check", "buffer_size", "alloc", "free", "set_threads", "halo", "propagate", "collide", "fused",
-                   "init_equilibrium", "fields", "pack", "unpack", "diagnostics")
+                   "fused_tb", "init_equilibrium", "fields", "pack", "unpack", "diagnostics")
 #: the boundary faces in the order of the boundaries struct's lid bits and lid velocities:
 #: face 2a + s is the low (s = 0) or high (s = 1) face normal to axis a (x, y, z)
 FACES = tuple(f"{axis}-{side}" for axis in AXES for side in ("low", "high"))
@@ -77,15 +77,24 @@ def check_sizes3d(spec: KernelSpec, vs, lx: int, ly: int, lz: int) -> Optional[s
     return None
 
 
-def _pull_terms(velocities) -> Dict[str, list]:
-    """C offsets of population p at the site (p*SP) and of its pull source (site - c_p)."""
-    site, pull = [], []
+def _pull_terms(velocities, halo: int) -> Dict[str, list]:
+    """C offsets of population p at the site (p*SP) and of its pull source (site - c_p); for
+    the temporal blocking's Z lines (rows) also the pull source as a row pointer and an offset
+    in it: ``tb_pull`` reads ``c<j>[site + ...]`` with row j = (H - c_x)(2H + 1) + (H - c_y),
+    population stride SPI; ``tb_site`` reads the site's own row c<center>; ``tb_rows``: the
+    rows j some population reads."""
+    site, pull, tb_pull, tb_site = [], [], [], []
+    span, center = 2 * halo + 1, halo * (2 * halo + 1) + halo
     for p, c in enumerate(velocities):
         site.append(f"{p}*SP" if p else "0")
         terms = [f"{p}*SP"] if p else []
         terms += [f"{-ck}*{stride}" for ck, stride in zip(c, ("SX", "SY", "SR")) if ck]
         pull.append(" + ".join(terms).replace("+ -", "- ") if terms else "0")
-    return {"site": site, "pull": pull}
+        within = " + ".join(([f"{p}*SPI"] if p else []) + ([f"{-c[2]}*SR"] if c[2] else [])).replace("+ -", "- ")
+        tb_pull.append(f"c{(halo - c[0]) * span + halo - c[1]}[site{' + ' + within if within else ''}]")
+        tb_site.append(f"c{center}[site{f' + {p}*SPI' if p else ''}]")
+    rows = sorted({center} | {(halo - c[0]) * span + halo - c[1] for c in velocities})
+    return {"site": site, "pull": pull, "tb_pull": tb_pull, "tb_site": tb_site, "tb_rows": rows}
 
 
 def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
@@ -118,7 +127,7 @@ def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "isothermal": vs.isothermal,
         "velocities": vs.velocities,
         "weights": [float(w) for w in vs.weights],
-        "offsets": _pull_terms(vs.velocities),
+        "offsets": _pull_terms(vs.velocities, vs.max_hop),
         "collide_params": collide_params,
         "operator_params": model.operator.parameter_names,
         "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
@@ -148,6 +157,7 @@ def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "axes": AXES,
         "block_size": spec.block_size,
         "diag": {"quantities": ROW_QUANTITIES3D, "index": ROW_INDEX3D, "ND": ND3},
+        "tb_max_depth": MAX_TIME_BLOCK,
     }
 
 

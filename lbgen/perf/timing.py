@@ -1,8 +1,9 @@
 """Measurement: the one home of timing loops and their statistics.
 
 ``stats`` (median, spread), ``time_call`` (a kernel call timed in samples long enough to
-measure), ``time_steps`` (a Simulation's seconds per step), ``quiet_buffers`` (two
-buffers at rest for timing kernels).  ``lbgen bench``, ``lbgen tune`` and the performance
+measure), ``interleaved_rates`` (several calls timed in turn, sample by sample: A/B
+comparisons on a shared machine), ``time_steps`` (a Simulation's seconds per step),
+``quiet_buffers`` (two buffers at rest for timing kernels).  ``lbgen bench``, ``lbgen tune`` and the performance
 models use these; nothing here passes or fails on a timing.
 """
 from __future__ import annotations
@@ -42,6 +43,34 @@ def time_call(fn, sync, repeat: int = 5, warmup: int = 1, min_sample: float = 0.
         samples.append((time.perf_counter() - t0) / inner * 1e3)
     return stats(samples), inner
 
+
+
+def interleaved_rates(calls: Sequence, work: Sequence[float], repeat: int, min_seconds: float,
+                      between=None) -> list:
+    """Work per second (``work[j]`` units per call of ``calls[j]``, e.g. site updates), one
+    list of ``repeat`` samples per call, the calls timed in turn within every sample so that
+    a shared machine slows them alike (ratios are then taken per sample).  Each sample of a
+    call lasts at least ``min_seconds`` (calls per sample from one timed call after two
+    warm-up calls); ``between()``, when given, runs at the start of every round (untimed:
+    e.g. a limit measured in the same rounds)."""
+    for c in calls:       # warm-up (and page faults)
+        c()
+        c()
+    inner = []
+    for c in calls:
+        t0 = time.perf_counter()
+        c()
+        inner.append(max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-6))))
+    samples = [[] for _ in calls]
+    for _ in range(repeat):
+        if between is not None:
+            between()
+        for j, c in enumerate(calls):
+            t0 = time.perf_counter()
+            for _ in range(inner[j]):
+                c()
+            samples[j].append(work[j] * inner[j] / (time.perf_counter() - t0))
+    return samples
 
 
 def quiet_buffers(program, lx: int, ly: int):

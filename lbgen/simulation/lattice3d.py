@@ -111,6 +111,20 @@ def _count(name: str, value, minimum: int = 1) -> int:
     return int(value)
 
 
+def _time_block(value, backend, fused) -> int:
+    """The temporal-blocking depth (1..MAX_TIME_BLOCK), refused where it cannot run."""
+    from lbgen.codegen.spec import time_block_value
+    try:
+        depth = time_block_value(value, allow_auto=False)
+    except ValueError as e:
+        raise SimulationError(f"time_block: {e}") from None
+    if depth != 1 and not fused:
+        raise SimulationError(f"time_block={depth} blocks the fused step; it cannot run with fused=False")
+    if depth != 1 and str(backend).lower() != "c":
+        raise SimulationError(f"time_block={depth} (temporal blocking) runs on the C backend, not backend={backend!r}")
+    return depth
+
+
 def _compile3d(runtime: str, source, shape, strict: bool, threads: int):
     """The 3D program of a runtime: 'c' (CProgram3D), 'opencl' (OpenCLProgram3D), 'cuda-shim'
     (the .cu on the CPU through the host shim), 'cuda' (pycuda on device 0); all take and give
@@ -137,20 +151,25 @@ class Simulation3D:
     against the operator records, ``gravity`` is (gx, gy, gz); ``walls``, ``lid`` and ``mask``
     as in the module's docstring.  ``layout``/``vl``: the data layout (default: caosoa with the
     preferred VL that divides LZ, else soa); ``threads``: OpenMP threads (0: all allowed);
-    ``strict``: no FMA contraction (layouts and fused/unfused agree bit for bit).
+    ``strict``: no FMA contraction (layouts and fused/unfused agree bit for bit);
+    ``time_block=N`` (C backend, fused): N steps per sweep through cache (temporal blocking
+    along X, ``fused_tb``), the bits of N single steps in strict builds.
     """
 
     def __init__(self, lx: int, ly: int, lz: int, *, velocity_set: str = "d3q19", collision: str = DEFAULT_OPERATOR,
                  gravity: Sequence[float] = (0.0, 0.0, 0.0), walls=None, lid: Optional[Mapping] = None, mask=None,
                  backend: str = "c", layout: Optional[str] = None, vl: Optional[int] = None,
                  precision: str = "double", fused: bool = True, threads: int = 0, strict: bool = False,
-                 check_every: int = 100, **operator_parameters):
+                 check_every: int = 100, time_block: int = 1, **operator_parameters):
         unknown = sorted(set(operator_parameters) - set(all_parameters()))
         if unknown:
             raise SimulationError(f"Simulation3D() got unknown keyword(s) {', '.join(unknown)}")
         self.lx, self.ly, self.lz = (_count(n, v) for n, v in (("lx", lx), ("ly", ly), ("lz", lz)))
         self.threads = _count("threads", threads, 0)
         self.check_every = _count("check_every", check_every, 0)
+        self.time_block = _time_block(time_block, backend, fused)
+        #: sweeps run so far: "blocked" (time_block steps each, fused_tb) and "single" (one step)
+        self.sweeps = {"blocked": 0, "single": 0}
         from lbgen.model.catalog import set_entry
         try:
             entry = set_entry(velocity_set)
@@ -390,12 +409,22 @@ class Simulation3D:
             raise SimulationError(NO_STATE)
 
     def step(self, n: int = 1) -> None:
-        """n time steps: halo, then fused (or propagate and collide), with the boundaries."""
+        """n time steps: halo, then fused (or propagate and collide), with the boundaries; with
+        a time block N, n // N sweeps of N steps (halo, fused_tb), then n % N single steps."""
         self._check_can_step(n)
-        prog, params, bc = self.program, self.kernel_parameters, self.boundaries
+        prog, params, bc, depth = self.program, self.kernel_parameters, self.boundaries, self.time_block
+        if depth > 1:
+            for _ in range(n // depth):
+                prog.halo(self.f)
+                prog.fused_tb(self.f, self.g, depth, bc, **params)
+                self.f, self.g = self.g, self.f
+                self.time_step += depth
+                self.sweeps["blocked"] += 1
+            n %= depth
         for _ in range(n):
             self.f, self.g = prog.step(self.f, self.g, params, bc, fused=self.fused)
             self.time_step += 1
+            self.sweeps["single"] += 1
 
     def check_finite(self) -> None:
         """SimulationError naming the step and the first bad site when a population is NaN/Inf
@@ -423,6 +452,8 @@ class Simulation3D:
         from lbgen.simulation.runner import RunStats
         self._check_can_step(steps)
         chunk = self.check_every or steps or 1
+        if self.time_block > 1:       # whole sweeps per chunk where the check's cadence allows
+            chunk = max(chunk // self.time_block, 1) * self.time_block
         done, elapsed = 0, 0.0
         while done < steps:
             n = min(chunk, steps - done)

@@ -1,0 +1,180 @@
+"""D3Q19 fused BGK on the C backend out of cache: MLUPS, fraction of the measured copy
+bandwidth, temporal blocking (fused_tb) against the single-step limit, lbmpy's D3Q19 SRT.
+
+Not a test (nothing passes or fails on a timing); the figures go to docs/performance.md.
+
+    python benchmarks/bench3d.py --size 128 --threads 2 --depths 2,3 --repeat 5 --lbmpy
+
+Every round (``--repeat`` of them) first measures the copy bandwidth of a Q + Q stream copy
+(``lbgen.perf.machine.measure_bandwidth``, Q = 19, buffers of the lattice's size: the
+limit ``lbgen bench`` uses), then times each kernel in turn (``lbgen.perf.timing.
+interleaved_rates``), so a shared machine slows them alike; fractions and ratios are taken
+per round and their medians reported.  Bytes per site of one step: 19 x 2 x 8 (each
+population read once and written once, double); a depth-N sweep is counted as N steps'
+bytes, so a fraction above 1.0 is beyond the single-step memory wall.  Kernel calls only:
+``fused`` and ``fused_tb`` on a periodic box, no halo call between sweeps (its cost is
+the same for both and small: 2/LX of the lattice), as lbmpy's kernel is timed without its
+periodic boundary.  The bits: after timing, a random state is advanced by N single steps
+(halo, fused) and by one fused_tb sweep of depth N with the same build; the script says
+whether they are identical (they must be in strict builds: tests/backends/test_c3d_time_block.py).
+
+lbmpy (``--lbmpy``; pip install lbmpy): its D3Q19 SRT stream-collide kernel (compressible,
+SoA fzyx layout, OpenMP, pystencils' SIMD vectorisation for this CPU with non-temporal
+stores), with and without its common-subexpression options, the faster one by a short
+pre-timing (``benchmarks/lbmpy_compare.lbmpy_kernel``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+BYTES_PER_SITE = 19 * 2 * 8
+
+
+def lbgen_program3d(shape, threads: int, layout: str, vl, strict: bool = False):
+    """The D3Q19 BGK C program of the benchmark lattice."""
+    from lbgen.backends.c import compile3d
+    from lbgen.codegen.render import generate
+    from lbgen.codegen.spec import KernelSpec
+    spec = KernelSpec(backend="c", layout=layout, vl=vl, collision="bgk", velocity_set="d3q19")
+    return compile3d(generate(spec), *shape, strict=strict, threads=threads)
+
+
+def lbgen_kernel3d(prog, tau: float, depth: int):
+    """(call, site updates per call, name): fused (depth 1) or fused_tb on a fluid at rest."""
+    shape = (prog.lx, prog.ly, prog.lz)
+    one, zero = np.ones(shape), np.zeros(shape)
+    bufs = [prog.allocate(), prog.allocate()]
+    for b in bufs:
+        prog.init_equilibrium(b, one, zero, zero, zero, one)
+    params = {"tau": tau, "ax": 0.0, "ay": 0.0, "az": 0.0}
+    state = {"i": 0}
+
+    def call():
+        a, b = bufs[state["i"]], bufs[1 - state["i"]]
+        if depth > 1:
+            prog.fused_tb(a, b, depth, None, **params)
+        else:
+            prog.fused(a, b, None, **params)
+        state["i"] ^= 1
+
+    name = "fused" if depth == 1 else f"fused_tb depth {depth}"
+    return call, int(np.prod(shape)) * depth, f"lbgen d3q19 BGK {name} ({prog.layout.tag}, {prog.threads} threads)"
+
+
+def same_bits(prog, tau: float, depth: int, steps_seed: int = 3) -> dict:
+    """N single steps (halo, fused) against one fused_tb sweep of depth N, from a random
+    near-equilibrium state: identical bits, and the largest difference."""
+    rng = np.random.default_rng(steps_seed)
+    shape = (prog.lx, prog.ly, prog.lz)
+    w = np.array(prog.vs.weights, dtype=float)
+    f0 = w[:, None, None, None] * (1.0 + 0.01 * rng.standard_normal((prog.vs.Q,) + shape))
+    params = {"tau": tau, "ax": 1e-5, "ay": -2e-5, "az": 3e-5}
+    f, g = prog.pack(f0), prog.allocate()
+    for _ in range(depth):
+        f, g = prog.step(f, g, params, None)
+    single = prog.unpack(f)
+    f, g = prog.pack(f0), prog.allocate()
+    prog.halo(f)
+    prog.fused_tb(f, g, depth, None, **params)
+    blocked = prog.unpack(g)
+    return {"depth": depth, "identical": bool(np.array_equal(single, blocked)),
+            "max_abs_difference": float(np.abs(single - blocked).max())}
+
+
+def main(argv=None) -> int:
+    from lbgen.perf.machine import cpu_model, measure_bandwidth
+    from lbgen.perf.timing import interleaved_rates
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=128, help="LX = LY = LZ")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--layouts", default="caosoa-vl8,soa",
+                    help="lbgen layouts to choose from by a short interleaved pre-timing of fused, as lbgen tune "
+                         "would (one value: no choice)")
+    ap.add_argument("--depths", default="2,3", help="fused_tb depths to time beside fused")
+    ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds")
+    ap.add_argument("--min-seconds", type=float, default=1.0, help="least time of one kernel's sample")
+    ap.add_argument("--tau", type=float, default=0.8)
+    ap.add_argument("--lbmpy", action="store_true", help="time lbmpy's D3Q19 SRT kernel in the same rounds")
+    ap.add_argument("--json", default=None, help="write the figures here")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    shape = (args.size,) * 3
+    sites = int(np.prod(shape))
+    depths = [int(d) for d in args.depths.split(",") if d.strip()]
+    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_model(),
+              "lattice": list(shape), "threads": args.threads, "load_average_start": os.getloadavg(),
+              "bytes_per_site": BYTES_PER_SITE, "kernels": []}
+    print(f"{report['date']}  {report['cpu']}  {'x'.join(map(str, shape))} D3Q19, {args.threads} threads, "
+          f"load average {report['load_average_start'][0]:.1f}", flush=True)
+    from lbgen.perf.bench import parse_layouts
+    layouts = parse_layouts(args.layouts)
+    if len(layouts) > 1:
+        progs = [lbgen_program3d(shape, args.threads, lay, vl) for lay, vl in layouts]
+        pre = interleaved_rates([lbgen_kernel3d(p, args.tau, 1)[0] for p in progs], [sites] * len(progs), 2,
+                                args.min_seconds / 3)
+        best = max(range(len(progs)), key=lambda j: statistics.median(pre[j]))
+        print("lbgen layout pre-timing, fused (MLUPS): " + ", ".join(
+            f"{p.layout.tag}: {statistics.median(s) / 1e6:.1f}" for p, s in zip(progs, pre)), flush=True)
+        report["layout_pre_timing"] = {p.layout.tag: statistics.median(s) / 1e6 for p, s in zip(progs, pre)}
+        prog = progs[best]
+        del progs
+    else:
+        prog = lbgen_program3d(shape, args.threads, *layouts[0])
+    kernels = [lbgen_kernel3d(prog, args.tau, 1)] + [lbgen_kernel3d(prog, args.tau, d) for d in depths]
+    if args.lbmpy:
+        from lbmpy_compare import lbmpy_kernel, time_pair
+        options = [lbmpy_kernel("D3Q19", shape, args.threads, args.tau, cse) for cse in (False, True)]
+        pre = time_pair([o[0] for o in options], [sites, sites], 2, args.min_seconds / 3)
+        best = max(range(2), key=lambda j: statistics.median(pre[j]))
+        print("lbmpy pre-timing (MLUPS): " + ", ".join(f"{o[1]}: {statistics.median(p):.1f}"
+                                                        for o, p in zip(options, pre)), flush=True)
+        kernels.append((options[best][0], sites, options[best][1]))
+        del options
+    copy = []
+
+    def measure_copy():
+        bw = measure_bandwidth(nbytes=sites * 19 * 8, threads=args.threads, repeat=1, streams=19)
+        copy.append(bw["streaming"]["gbs"])
+
+    samples = interleaved_rates([k[0] for k in kernels], [k[1] for k in kernels], args.repeat, args.min_seconds,
+                                between=measure_copy)
+    report["load_average_end"] = os.getloadavg()
+    report["copy_gbs"] = copy
+    fused = samples[0]
+    for j, (_, _, name) in enumerate(kernels):
+        mlups = [s / 1e6 for s in samples[j]]
+        frac = [m * 1e6 * BYTES_PER_SITE / 1e9 / c for m, c in zip(mlups, copy)]
+        entry = {"kernel": name, "mlups_median": statistics.median(mlups), "mlups": mlups,
+                 "gbs_median": statistics.median(mlups) * BYTES_PER_SITE / 1e3,
+                 "fraction_of_copy_median": statistics.median(frac), "fraction_of_copy": frac,
+                 "vs_fused_median": statistics.median(s / f for s, f in zip(samples[j], fused))}
+        if args.lbmpy and j < len(kernels) - 1:
+            entry["vs_lbmpy_median"] = statistics.median(s / o for s, o in zip(samples[j], samples[-1]))
+            entry["vs_lbmpy"] = [s / o for s, o in zip(samples[j], samples[-1])]
+        report["kernels"].append(entry)
+        extra = f", {entry['vs_lbmpy_median']:.2f}x lbmpy" if "vs_lbmpy_median" in entry else ""
+        print(f"{name}: {entry['mlups_median']:.1f} MLUPS [{min(mlups):.1f}-{max(mlups):.1f}], "
+              f"{entry['gbs_median']:.1f} GB/s, {entry['fraction_of_copy_median']:.2f} of the copy "
+              f"[{min(frac):.2f}-{max(frac):.2f}], {entry['vs_fused_median']:.2f}x fused{extra}", flush=True)
+    print("copy bandwidth (streaming stores, 19 + 19 streams) per round: "
+          + ", ".join(f"{c:.1f}" for c in copy) + " GB/s", flush=True)
+    report["bits"] = [same_bits(prog, args.tau, d) for d in depths]
+    for b in report["bits"]:
+        print(f"fused_tb depth {b['depth']} against {b['depth']} single steps (this build): "
+              f"{'identical bits' if b['identical'] else 'max |difference| %.3g' % b['max_abs_difference']}")
+    print(f"load average at the end {report['load_average_end'][0]:.1f}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
