@@ -69,7 +69,7 @@ from lbgen.simulation.runner import SimulationError
 MPI_ENV = ("PMI_SIZE", "PMI_RANK", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK")
 _SIZE_ENV = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
 
-TAG_RIGHTWARD, TAG_LEFTWARD, TAG_RING = 11, 12, 13
+TAG_RIGHTWARD, TAG_LEFTWARD, TAG_RING, TAG_UPWARD, TAG_DOWNWARD = 11, 12, 13, 14, 15
 
 _WORLD = None   # the communicator of an MPI-launched CLI run (set by world())
 
@@ -390,3 +390,79 @@ def check_decomposition(lx: int, n: int, halo: int) -> None:
             f"LX={lx} is too narrow for N={n} MPI ranks: rank r owns w_r = LX // N columns (one more for the "
             f"first LX % N ranks), here as few as {lx // n}, and every rank needs at least {halo} columns (the "
             f"halo width). Use at most {lx // halo} ranks or a lattice with LX >= {halo * n}."))
+
+
+# --- Cartesian decomposition (2D) --------------------------------------------------------------
+def parse_ranks_grid(text) -> Optional[tuple]:
+    """'auto' (or None) -> None; 'PXxPY' -> (PX, PY), each a positive integer."""
+    if text is None or (isinstance(text, str) and text.strip().lower() == "auto"):
+        return None
+    if isinstance(text, (tuple, list)):
+        parts = list(text)
+    else:
+        parts = str(text).lower().replace("*", "x").split("x")
+    try:
+        dims = tuple(int(str(p).strip()) for p in parts)
+    except ValueError:
+        dims = ()
+    if len(dims) != 2 or min(dims) < 1:
+        raise collective(SimulationError(
+            f"--ranks-grid {text!r}: give 'auto' or PXxPY (ranks along X times ranks along Y, e.g. 2x2), "
+            f"two positive integers"))
+    return dims
+
+
+def _axis_problem(name: str, n: int, p: int, need: int) -> Optional[str]:
+    if p > 1 and n // p < need:
+        return (f"{name}={n} split over {p} ranks leaves sub-domains of {n // p} sites, fewer than the "
+                f"{need} the halo needs")
+    return None
+
+
+def rank_grid(size: int, lx: int, ly: int, halo: int, grid=None, depth: int = 1, walled: bool = False,
+              x_only: bool = False) -> tuple:
+    """(PX, PY) of `size` ranks for an LX x LY lattice, checked before any work.
+
+    `grid`: (PX, PY), or None for auto: MPI_Dims_create (``MPI.Compute_dims``), and when its
+    sub-domains are too thin the valid factorization with the fewest halo sites.  Every split
+    axis needs sub-domains of at least depth x halo sites (a time block of `depth` steps
+    exchanges depth x halo wide halos).  `walled`: Y has walls, whose kernels every rank would
+    apply at its own Y ends, so Y is not split; `x_only` (host + device ranks): neither."""
+    need = depth * halo
+    if grid is not None:
+        px, py = grid
+        if px * py != size:
+            raise collective(SimulationError(
+                f"--ranks-grid {px}x{py} has {px * py} ranks but mpiexec started {size}: PX x PY must equal "
+                f"the number of ranks"))
+        if py > 1 and walled:
+            raise collective(SimulationError(
+                f"--ranks-grid {px}x{py} splits Y, the walled axis: the wall kernels would run at every rank's "
+                f"Y ends. Split X only (--ranks-grid {size}x1) or run a periodic box (--periodic)"))
+        if py > 1 and x_only:
+            raise collective(SimulationError(
+                f"--ranks-grid {px}x{py} splits Y; host + device ranks (--hetero) split their columns, so only "
+                f"X may be split: use --ranks-grid {size}x1"))
+        problems = [m for m in (_axis_problem("LX", lx, px, need), _axis_problem("LY", ly, py, need)) if m]
+        if problems:
+            raise collective(SimulationError(
+                f"--ranks-grid {px}x{py} on {lx} x {ly}: {'; '.join(problems)} ({depth} x {halo}: time block "
+                f"x largest hop). Use fewer ranks along that axis, a larger lattice or a smaller --time-block"))
+        return px, py
+    if walled or x_only:
+        candidates = [(size, 1)]
+    else:
+        from mpi4py import MPI
+        first = tuple(MPI.Compute_dims(size, 2))
+        pairs = sorted(((a, size // a) for a in range(1, size + 1) if size % a == 0),
+                       key=lambda d: (d[0] * ly + d[1] * lx, -d[0]))
+        candidates = [first] + [d for d in pairs if d != first]
+    for px, py in candidates:
+        if not (_axis_problem("LX", lx, px, need) or _axis_problem("LY", ly, py, need)):
+            return px, py
+    px, py = candidates[0]
+    why = _axis_problem("LX", lx, px, need) or _axis_problem("LY", ly, py, need)
+    raise collective(SimulationError(
+        f"{size} MPI ranks do not fit the {lx} x {ly} lattice: every split needs sub-domains of at least "
+        f"{need} sites ({depth} x {halo}: time block x largest hop); the grid {px}x{py}: {why}. "
+        f"Use fewer ranks, a larger lattice or a smaller --time-block"))
