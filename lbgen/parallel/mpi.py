@@ -72,6 +72,7 @@ _SIZE_ENV = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
 TAG_RIGHTWARD, TAG_LEFTWARD, TAG_RING, TAG_UPWARD, TAG_DOWNWARD = 11, 12, 13, 14, 15
 
 _WORLD = None   # the communicator of an MPI-launched CLI run (set by world())
+_GRID = None    # the rank grid of that launch, (PX, PY) or None for auto (set by set_launch_grid())
 
 
 # --- launch detection ---------------------------------------------------------------------
@@ -261,6 +262,22 @@ def abort_on_signals(comm) -> None:
 def active():
     """The communicator of the current MPI CLI run, or None."""
     return _WORLD
+
+
+def set_launch_grid(text, comm) -> None:
+    """``--ranks-grid`` of the CLI: 'auto' or 'PXxPY', checked before any work.  A grid other
+    than auto needs mpiexec (a single process with '1x1' is accepted: it is one rank)."""
+    global _GRID
+    grid = parse_ranks_grid(text)
+    if comm is None and grid not in (None, (1, 1)):
+        raise SimulationError(f"--ranks-grid {text}: a grid of {grid[0] * grid[1]} ranks needs "
+                              f"mpiexec -n {grid[0] * grid[1]} lbgen ...; this is a single process")
+    _GRID = grid
+
+
+def launch_grid():
+    """The rank grid the CLI was given ((PX, PY)), or None for auto."""
+    return _GRID
 
 
 # --- collective errors -------------------------------------------------------------------

@@ -1,0 +1,104 @@
+"""Cartesian decomposition and multi-halo time blocks: `mpiexec -n P lbgen run --ranks-grid
+PXxPY [--time-block k]` gives the bits of one process (strict builds); refusals before any
+work; a checkpoint of P ranks resumes on P' ranks; the exchange sends what the model counts.
+
+Each test launches the venv's mpiexec (oversubscribed: OMP_NUM_THREADS=1 per rank)."""
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from lbgen.cli.main import main
+from test_mpi import FIELDS, load, mpirun, single
+
+pytestmark = pytest.mark.slow
+
+NOISE = ["uniform-noise", "--collision", "regularized", "--gravity", "0,-1e-4", "--amplitude", 0.02, "--strict"]
+
+
+def lattice(lx, ly, steps):
+    return NOISE + ["--lx", lx, "--ly", ly, "--steps", steps]
+
+
+def same_bits(tmp_path, n, args, grid, tag):
+    """The fields of `mpiexec -n n` with the grid equal those of one process, bit for bit."""
+    ref = single(args + ["--time-block", 1], tmp_path / f"one-{tag}.npz")
+    proc = mpirun(n, ["run"] + args + ["--ranks-grid", grid, "--save", f"{tag}.npz", "--no-progress"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    got = load(tmp_path / f"{tag}.npz")
+    for k in FIELDS:
+        assert np.array_equal(got[k], ref[k]), (grid, k)
+    return proc
+
+
+@pytest.mark.parametrize("n, grid, lx, ly", [
+    (2, "1x2", 24, 32),       # split along Y only
+    (3, "3x1", 37, 24),       # uneven X: 13, 12, 12
+    (3, "1x3", 20, 37),       # uneven Y: 13, 12, 12
+    (4, "2x2", 37, 30),       # uneven X, corners through the two exchanges
+], ids=["1x2", "3x1-uneven", "1x3-uneven", "2x2-uneven"])
+def test_every_grid_is_bit_identical_to_one_process(tmp_path, n, grid, lx, ly):
+    proc = same_bits(tmp_path, n, lattice(lx, ly, 9), grid, grid)
+    assert f"{n} MPI ranks" in proc.stderr
+    if grid == "2x2":          # rank 3 owns x = 19..36 (18 columns), y = 15..29
+        assert "rank 3 c" in proc.stderr and "x=19..+18 y=15..+15" in proc.stderr
+
+
+@pytest.mark.parametrize("n, grid, k", [(2, "2x1", 2), (2, "2x1", 3), (4, "2x2", 2), (4, "2x2", 3)])
+def test_time_blocks_across_ranks_are_bit_identical_to_single_steps(tmp_path, n, grid, k):
+    # 11 steps: whole blocks and a shorter last one
+    same_bits(tmp_path, n, lattice(30, 36, 11) + ["--time-block", k], grid, f"{grid}-k{k}")
+
+
+def test_auto_picks_a_grid_that_fits(tmp_path):
+    # MPI_Dims_create gives 3x1, too narrow for LX=8 (sub-domains of 2 < 3 columns): auto takes 1x3
+    proc = same_bits(tmp_path, 3, lattice(8, 36, 5), "auto", "auto")
+    assert "y=24..+12" in proc.stderr
+
+
+def test_a_split_along_the_walled_axis_is_refused(tmp_path):
+    proc = mpirun(2, ["run", "rayleigh-taylor", "--lx", 24, "--ly", 32, "--steps", 2, "--ranks-grid", "1x2",
+                      "--out", "rt"], tmp_path)
+    assert proc.returncode != 0
+    assert "--ranks-grid 1x2 splits Y, the walled axis" in proc.stderr
+    assert proc.stderr.count("walled axis") == 1
+    assert not (tmp_path / "rt" / "fields").exists()
+
+
+@pytest.mark.parametrize("grid, lx, ly, k, message", [
+    ("2x1", 16, 32, 3, "--ranks-grid 2x1 on 16 x 32: LX=16 split over 2 ranks leaves sub-domains of 8 sites, "
+                       "fewer than the 9 the halo needs (3 x 3: time block x largest hop)"),
+    ("1x2", 16, 32, 6, "--ranks-grid 1x2 on 16 x 32: LY=32 split over 2 ranks leaves sub-domains of 16 sites, "
+                       "fewer than the 18 the halo needs (6 x 3: time block x largest hop)"),
+    ("3x1", 16, 32, 1, "--ranks-grid 3x1 has 3 ranks but mpiexec started 2"),
+])
+def test_a_sub_domain_too_thin_for_the_halo_is_refused_before_any_work(tmp_path, grid, lx, ly, k, message):
+    proc = mpirun(2, ["run", "--lx", lx, "--ly", ly, "--steps", 2, "--time-block", k, "--ranks-grid", grid,
+                      "--out", "o"], tmp_path)
+    assert proc.returncode != 0
+    assert message in proc.stderr
+    assert not (tmp_path / "o" / "fields").exists()
+
+
+def test_a_grid_needs_mpiexec():
+    result = CliRunner().invoke(main, ["run", "--lx", 8, "--ly", 32, "--steps", 1, "--ranks-grid", "2x1"])
+    assert result.exit_code != 0
+    assert "--ranks-grid 2x1: a grid of 2 ranks needs mpiexec -n 2" in result.output
+    result = CliRunner().invoke(main, ["run", "--lx", 8, "--ly", 32, "--steps", 1, "--ranks-grid", "2y1"])
+    assert result.exit_code != 0 and "--ranks-grid '2y1': give 'auto' or PXxPY" in result.output
+
+
+def test_a_checkpoint_of_two_ranks_resumes_on_three(tmp_path):
+    full = single(lattice(24, 36, 12), tmp_path / "full.npz")
+    part = mpirun(2, ["run"] + lattice(24, 36, 6) + ["--out", "r", "--pictures", "none", "--checkpoint-every", 6,
+                                                     "--no-progress"], tmp_path)
+    assert part.returncode == 0, part.stderr
+    resumed = mpirun(3, ["run", "--resume", "r", "--steps", 12, "--save", "resumed.npz", "--no-progress"], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stderr.count("resuming") == 1
+    got = load(tmp_path / "resumed.npz")
+    for k in FIELDS:
+        assert np.array_equal(got[k], full[k]), k
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["device"]["ranks"] == 3
