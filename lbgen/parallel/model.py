@@ -142,3 +142,154 @@ def rank_table(rows: List[dict], comm_model: CommModel, lx: int, ly: int, measur
     if measured_source:
         lines.append(measured_source)
     return "\n".join(lines)
+
+
+# --- the Cartesian step model (seed 002, Section 3.3; multi-halo exchange of seed 004) --------------
+@dataclass(frozen=True)
+class Machine:
+    """What the step model needs of a machine (measured or given).
+
+    latency, bandwidth: intra-node L_a [s] and B_a [bytes/s] (a ring-shift fit);
+    memory_bandwidth: M [bytes/s] of one node (copy with the kernels' Q + Q streams);
+    ranks_per_node: p; latency_inter, bandwidth_inter: L_e, B_e between nodes (default: the
+    intra-node ones)."""
+
+    latency: float
+    bandwidth: float
+    memory_bandwidth: float
+    ranks_per_node: int = 1
+    latency_inter: Optional[float] = None
+    bandwidth_inter: Optional[float] = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def dims_create(size: int) -> tuple:
+    """The balanced 2D grid of MPI_Dims_create (PX >= PY, as close to square as the factors allow)."""
+    py = max(d for d in range(1, int(size ** 0.5) + 1) if size % d == 0)
+    return size // py, py
+
+
+def rank_coords(rank: int, grid) -> tuple:
+    """Row-major coordinates of a rank, as MPI_Cart_create(reorder=False) numbers them."""
+    return rank // grid[1], rank % grid[1]
+
+
+def rank_exchange(lx: int, ly: int, grid, coords, depth: int = 1, Q: Optional[int] = None,
+                  halo: Optional[int] = None, itemsize: int = 8) -> dict:
+    """What one rank sends in one exchange (``DistributedSimulation`` sends exactly this every
+    `depth` steps): per split axis 2 messages of D = depth x H padded columns (rows); the
+    block the rank computes, owned + ghosts ((depth - 1) H per side of a split axis)."""
+    from lbgen.parallel.mpi import slab_widths
+    vs = _default_set()
+    Q = vs.Q if Q is None else Q
+    H = vs.max_hop if halo is None else halo
+    px, py = grid
+    wx, wy = slab_widths(lx, px)[coords[0]], slab_widths(ly, py)[coords[1]]
+    gx, gy = ((depth - 1) * H if px > 1 else 0), ((depth - 1) * H if py > 1 else 0)
+    W, Hy, D = wx + 2 * gx, wy + 2 * gy, depth * H
+    out = {"x messages": 0, "x bytes": 0, "y messages": 0, "y bytes": 0, "owned": wx * wy, "computed": W * Hy}
+    if px > 1:
+        out["x messages"], out["x bytes"] = 2, 2 * D * (Hy + 2 * H) * Q * itemsize
+    if py > 1:
+        out["y messages"], out["y bytes"] = 2, 2 * D * (W + 2 * H) * Q * itemsize
+    return out
+
+
+def predict_grid(lx: int, ly: int, grid, machine: Machine, depth: int = 1, Q: Optional[int] = None,
+                 halo: Optional[int] = None, itemsize: int = 8) -> dict:
+    """Seed 002's step time for a PX x PY grid of ranks, p = ranks_per_node to a node (ranks
+    placed on nodes in rank order, as 002 assumes):
+
+        T_step = T_comm / k + T_calc
+        T_comm = sum over the split axes of (L_a + L_e if the node has such messages)
+                 + intra bytes of the node / (B_a / 2) + inter bytes of the node / (B_e / 2)
+        T_calc = 3 Q itemsize N_computed p / M
+
+    for the busiest node (its ranks' messages of one exchange, every k = depth steps); N_computed
+    includes the ghost sites of a time block (the extra halo work of 004) and M is shared by
+    the node's p ranks (002 writes N^3 / M with M per process).  S = LX LY / T_step."""
+    vs = _default_set()
+    Q = vs.Q if Q is None else Q
+    P = grid[0] * grid[1]
+    p = max(1, min(machine.ranks_per_node, P))
+    L_e = machine.latency if machine.latency_inter is None else machine.latency_inter
+    B_e = machine.bandwidth if machine.bandwidth_inter is None else machine.bandwidth_inter
+    axes = [a for a, n in (("x", grid[0]), ("y", grid[1])) if n > 1]
+    worst = None
+    for node in range(-(-P // p)):
+        intra = inter = 0
+        has_intra, has_inter = set(), set()
+        computed = 0
+        for rank in range(node * p, min(P, (node + 1) * p)):
+            cx, cy = rank_coords(rank, grid)
+            plan = rank_exchange(lx, ly, grid, (cx, cy), depth, Q, halo, itemsize)
+            computed = max(computed, plan["computed"])
+            for axis in axes:
+                n = grid[0] if axis == "x" else grid[1]
+                for step in (-1, 1):
+                    c = ((cx + step) % n, cy) if axis == "x" else (cx, (cy + step) % n)
+                    other = c[0] * grid[1] + c[1]
+                    nbytes = plan[f"{axis} bytes"] // 2
+                    if other // p == node:
+                        intra += nbytes
+                        has_intra.add(axis)
+                    else:
+                        inter += nbytes
+                        has_inter.add(axis)
+        t_comm = (len(has_intra) * machine.latency + intra / (machine.bandwidth / 2)
+                  + len(has_inter) * L_e + inter / (B_e / 2))
+        t_calc = 3 * Q * itemsize * computed * p / machine.memory_bandwidth
+        row = {"t_comm": t_comm / depth, "t_calc": t_calc, "intra_bytes": intra, "inter_bytes": inter}
+        if worst is None or row["t_comm"] + row["t_calc"] > worst["t_comm"] + worst["t_calc"]:
+            worst = row
+    plan0 = rank_exchange(lx, ly, grid, (0, 0), depth, Q, halo, itemsize)
+    t_step = worst["t_comm"] + worst["t_calc"]
+    return {"grid": f"{grid[0]}x{grid[1]}", "ranks": P, "depth": depth, "t_comm": worst["t_comm"],
+            "t_calc": worst["t_calc"], "t_step": t_step, "mlups": lx * ly / t_step / 1e6,
+            "messages_per_step": (plan0["x messages"] + plan0["y messages"]) / depth,
+            "bytes_per_step": (plan0["x bytes"] + plan0["y bytes"]) / depth,
+            "extra_work": plan0["computed"] / plan0["owned"] - 1.0}
+
+
+def scaling_table(machine: Machine, lx: int, ly: int, depth: int = 1, max_ranks: int = 4096,
+                  Q: Optional[int] = None, itemsize: int = 8) -> Dict[str, List[dict]]:
+    """Weak scaling (an lx x ly block per rank) and strong scaling (the lx x ly lattice split)
+    for P = 1, 2, 4, ... max_ranks on the grid dims_create(P); strong stops where a
+    sub-domain gets thinner than depth x H."""
+    H = _default_set().max_hop
+    out = {"weak": [], "strong": []}
+    P = 1
+    while P <= max_ranks:
+        g = dims_create(P)
+        row = predict_grid(lx * g[0], ly * g[1], g, machine, depth, Q, None, itemsize)
+        out["weak"].append(row)
+        if all(n // d >= depth * H for n, d in zip((lx, ly), g) if d > 1):
+            out["strong"].append(predict_grid(lx, ly, g, machine, depth, Q, None, itemsize))
+        P *= 2
+    return out
+
+
+def plot_scaling(table: Dict[str, List[dict]], path, title: str = "") -> None:
+    """PNG: predicted MLUPS against ranks, weak and strong, with the ideal lines."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for name, style in (("weak", "o-"), ("strong", "s-")):
+        rows = table[name]
+        if not rows:
+            continue
+        P = [r["ranks"] for r in rows]
+        ax.plot(P, [r["mlups"] for r in rows], style, label=f"{name} scaling (model)")
+        ax.plot(P, [rows[0]["mlups"] * n / P[0] for n in P], ":", color="grey")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("MPI ranks")
+    ax.set_ylabel("MLUPS")
+    ax.set_title(title or "predicted scaling (dotted: ideal)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
