@@ -102,3 +102,58 @@ def test_a_checkpoint_of_two_ranks_resumes_on_three(tmp_path):
         assert np.array_equal(got[k], full[k]), k
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert manifest["device"]["ranks"] == 3
+
+
+def _json(text):
+    return json.loads(text[text.index("{"):])
+
+
+@pytest.mark.parametrize("n, grid, k", [(2, "2x1", 1), (4, "2x2", 2)])
+def test_the_model_counts_the_messages_the_exchange_sends(tmp_path, n, grid, k):
+    proc = mpirun(n, ["model", "--ranks-grid", grid, "--lx", 40, "--ly", 40, "--time-block", k, "--steps", 2,
+                      "--memory-bandwidth", 1e10, "--max-ranks", 8, "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = _json(proc.stdout)
+    m = out["measured"]
+    assert m["exchanges"] == 2 and m["counts_agree"]
+    assert len(m["ranks"]) == n
+    # by hand, rank 0: 20 x 20 (2x2) or 20 x 40 (2x1) owned, ghosts 3 (k - 1) per split side, D = 3 k wide halos
+    # of 37 doubles: an X message is D columns of (rows + ghosts + 6) sites
+    rows = 40 if grid == "2x1" else 20 + 2 * 3 * (k - 1)
+    x_bytes = 2 * 3 * k * (rows + 6) * 37 * 8
+    counted = m["ranks"][0]["counted"]
+    assert counted["x messages"] == 2 * 2 and counted["x bytes"] == 2 * x_bytes
+    if grid == "2x2":
+        assert counted["y messages"] == 4 and counted["y bytes"] == 2 * x_bytes     # a square block
+    assert out["predicted"]["messages_per_step"] == (2 if grid == "2x1" else 4) / k
+    assert m["t_step"] > 0 and out["sources"]["communication"] == f"ring shift over {n} ranks"
+
+
+def test_the_model_predicts_t_step_from_l_b_m_and_plots_scaling(tmp_path):
+    png = tmp_path / "scaling.png"
+    result = CliRunner().invoke(main, ["model", "--ranks-grid", "2x2", "--lx", 64, "--ly", 64, "--latency", 2e-6,
+                                       "--bandwidth", 4e9, "--memory-bandwidth", 1e10, "--ranks-per-node", 4,
+                                       "--time-block", 3, "--scaling-plot", str(png), "--json"])
+    assert result.exit_code == 0, result.output
+    out = _json(result.output[:result.output.rindex("}") + 1])
+    p = out["predicted"]
+    # rank 0: 32 x 32 owned + 6 ghosts per side = 44 x 44 computed; D = 9: messages of 9 x 50 sites
+    assert out["exchange"]["computed"] == 44 * 44 and out["exchange"]["owned"] == 32 * 32
+    assert p["extra_work"] == pytest.approx(44 * 44 / 1024 - 1)
+    assert p["t_calc"] == pytest.approx(3 * 37 * 8 * 44 * 44 * 4 / 1e10)
+    face = 9 * 50 * 37 * 8
+    # one node: per exchange 2 axes x L + the node's 16 messages / (B/2), every 3 steps
+    assert p["t_comm"] == pytest.approx((2 * 2e-6 + 16 * face / 2e9) / 3)
+    assert p["mlups"] == pytest.approx(64 * 64 / (p["t_comm"] + p["t_calc"]) / 1e6)
+    weak = out["scaling"]["weak"]
+    assert [r["ranks"] for r in weak] == [2 ** i for i in range(13)]          # up to 4096 ranks
+    assert weak[-1]["grid"] == "64x64"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_model_options_of_the_grid_model_need_it():
+    result = CliRunner().invoke(main, ["model", "--time-block", 2, "--lx", 16, "--ly", 16])
+    assert result.exit_code != 0 and "--time-block: option(s) of the Cartesian model" in result.output
+    result = CliRunner().invoke(main, ["model", "--ranks-grid", "2x1", "--lx", 16, "--ly", 16, "--time-block", 3,
+                                       "--memory-bandwidth", 1e10])
+    assert result.exit_code != 0 and "LX=16 split over 2 ranks leaves sub-domains of 8 sites" in result.output
