@@ -284,6 +284,15 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
     measured = None
     if comm is not None:
         measured = _measure_grid(comm, cfg, grid, depth, steps, lx, ly, Q, H, itemsize)
+    elif P == 1:                 # one rank: the plain simulation's step time (no messages)
+        from lbgen.perf.timing import time_steps
+        from lbgen.run.construct import make_simulation
+        from lbgen.run.setups import uniform_noise
+        sim = make_simulation(cfg.replace(time_block=1))
+        sim.set_fields(**uniform_noise(lx, ly, amplitude=0.01))
+        t = time_steps(sim, steps)
+        measured = {"t_step": t, "mlups": lx * ly / t / 1e6, "steps": steps, "exchanges": 0, "ranks": [],
+                    "counts_agree": True}
     block = (lx // grid[0], ly // grid[1])
     table = mpi_model.scaling_table(machine, block[0], block[1], depth, max_ranks, Q, itemsize)
     strong = mpi_model.scaling_table(machine, lx, ly, depth, max_ranks, Q, itemsize)["strong"]
@@ -351,9 +360,10 @@ def _grid_report(lx, ly, grid, depth, machine, sources, predicted, measured, tab
         err = (predicted["t_step"] - measured["t_step"]) / measured["t_step"]
         lines.append(f"{'measured':>10} {'':>12} {'':>12} {measured['t_step'] * 1e3:12.4f} {measured['mlups']:10.2f}"
                      f"   (model error {100 * err:+.1f}% in T_step over {measured['steps']} steps)")
-        lines.append(f"messages counted by the exchange on every rank "
-                     f"{'equal' if measured['counts_agree'] else 'DIFFER FROM'} the model's "
-                     f"({measured['exchanges']} exchanges)")
+        if measured["ranks"]:
+            lines.append(f"messages counted by the exchange on every rank "
+                         f"{'equal' if measured['counts_agree'] else 'DIFFER FROM'} the model's "
+                         f"({measured['exchanges']} exchanges)")
     else:
         lines.append("(run under 'mpiexec -n PX*PY lbgen model --ranks-grid ...' to measure beside it)")
     lines.append(f"scaling (grids of MPI_Dims_create; weak: {lx // grid[0]} x {ly // grid[1]} per rank, "
