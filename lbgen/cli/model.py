@@ -368,12 +368,18 @@ def _grid_report(lx, ly, grid, depth, machine, sources, predicted, measured, tab
         lines.append("(run under 'mpiexec -n PX*PY lbgen model --ranks-grid ...' to measure beside it)")
     lines.append(f"scaling (grids of MPI_Dims_create; weak: {lx // grid[0]} x {ly // grid[1]} per rank, "
                  f"strong: {lx} x {ly}):")
-    lines.append(f"{'ranks':>6} {'grid':>7} {'weak MLUPS':>11} {'weak eff':>9} {'strong MLUPS':>13} {'strong eff':>11}")
+    # efficiency per node against one full node (p ranks): the node's memory bandwidth is the unit
+    p = machine.ranks_per_node
+    lines.append(f"{'ranks':>6} {'grid':>7} {'weak MLUPS':>11} {'weak eff':>9} {'strong MLUPS':>13} {'strong eff':>11}"
+                 f"   (eff: MLUPS / (nodes x MLUPS of one node of {p} ranks))")
     strong = {r["ranks"]: r for r in table["strong"]}
-    w0 = table["weak"][0]["mlups"]
-    s0 = table["strong"][0]["mlups"] if table["strong"] else None
+    w1 = next((r["mlups"] for r in table["weak"] if r["ranks"] >= p), None)
+    s1 = next((r["mlups"] for r in table["strong"] if r["ranks"] >= p), None)
+
+    def eff(mlups, base, ranks):
+        return f"{mlups / (base * ranks / p):.2f}" if base and ranks >= p else "-"
     for r in table["weak"]:
         s = strong.get(r["ranks"])
-        lines.append(f"{r['ranks']:>6} {r['grid']:>7} {r['mlups']:11.1f} {r['mlups'] / (w0 * r['ranks']):9.2f} "
-                     + (f"{s['mlups']:13.1f} {s['mlups'] / (s0 * r['ranks']):11.2f}" if s else f"{'-':>13} {'-':>11}"))
+        lines.append(f"{r['ranks']:>6} {r['grid']:>7} {r['mlups']:11.1f} {eff(r['mlups'], w1, r['ranks']):>9} "
+                     + (f"{s['mlups']:13.1f} {eff(s['mlups'], s1, r['ranks']):>11}" if s else f"{'-':>13} {'-':>11}"))
     return "\n".join(lines)
