@@ -1,7 +1,11 @@
-"""The multi-rank communication model (seeds 002/003): ``ring_shift`` times each rank
+"""The multi-rank communication models (seeds 002/003/004): ``ring_shift`` times each rank
 sending N bytes to its right neighbour while receiving from its left one;
 ``fit_latency_bandwidth`` fits T = L + N/B by least squares; ``predict`` adds 2 halo
-messages per step to the per-rank slab compute time (``lbgen model --ranks N``).
+messages per step to the per-rank slab compute time (``lbgen model --ranks N``);
+``predict_grid`` is seed 002's T_step for a Cartesian grid with k H deep halos every k
+steps, ``rank_exchange`` what one rank sends per exchange (what ``DistributedSimulation``
+counts), ``scaling_table`` / ``plot_scaling`` the weak and strong predictions
+(``lbgen model --ranks-grid``).
 """
 from __future__ import annotations
 

@@ -1,29 +1,25 @@
-"""Several MPI ranks: X slabs of one lattice, halos exchanged with the neighbouring ranks.
+"""Several MPI ranks: a Cartesian grid of blocks of one lattice, halos exchanged with the
+neighbouring ranks.
 
 ``mpiexec -n N lbgen run ...`` runs one process per rank (paper, "Multi-node": one MPI
-process per accelerator, slabs along X, halos of H columns every step, H the velocity
-set's largest hop).  Nothing here imports mpi4py at module level: a normal run never
-needs it.
+process per accelerator; seed 002: Cartesian decomposition, one axis after another).
+Nothing here imports mpi4py at module level: a normal run never needs it.
 
-Decomposition
-    rank r of N owns the global columns [x_r, x_r + w_r) with w_r = LX // N, plus one for
-    the first LX % N ranks; every w_r must be >= H (the halo width), else the run is
-    refused.  The ranks form a periodic ring in X.
+Decomposition (``rank_grid``)
+    PX x PY ranks (``--ranks-grid``, or auto: MPI_Dims_create, X only with walls or
+    ``--hetero``); along each axis coordinate c owns w_c = N // P sites, plus one for the
+    first N % P coordinates (``slab_widths``); every split axis needs w_c >= k H (k the time
+    block, H the halo width), else the run is refused naming the sizes.  ``check_decomposition``
+    is the X-slab form of that rule (``--hetero``).
 
-Inside a rank
-    the slab is split into regions [left edge | bulk | right edge]: 3-column edges and
-    the bulk on the rank's backend (when w_r >= 9; a narrower slab is one region), or with
-    ``device_backend`` (``--hetero``) M host columns on each side of a device bulk.  A
-    step fills every region's Y halos, posts the non-blocking exchange (Isend/Irecv) of
-    the slab's outer 3 padded columns with both neighbours (layout-independent
-    ``read_columns_plain`` form, so ranks may use different layouts), copies the halos
-    between the local regions, advances the bulk *while the messages fly*, waits, writes
-    the received halos and advances the edges.  The result is bit-identical to one process
-    in strict mode (every site sees the same inputs in the same order).
+Inside a rank: ``lbgen.parallel.simulation`` (X slabs with the exchange hidden behind the
+bulk; blocks with ghost zones and k H wide halos every k steps).  The result is
+bit-identical to one process in strict mode.
 
 Collective state (every rank must call these together)
-    ``state() / populations() / fields()`` gather to rank 0: rank 0 gets the global
-    arrays, the other ranks get ``None``.  ``set_fields / set_populations / restore``
+    ``state() / populations() / fields()`` gather to rank 0 (``fields`` gathers the four
+    fields of each rank's fields kernel): rank 0 gets the global arrays, the other ranks
+    get ``None``.  ``set_fields / set_populations / restore``
     scatter from rank 0 (the arguments of the other ranks are ignored, they may pass
     None).  ``check_finite()`` raises on every rank together, with the message (global
     first bad site) composed by rank 0.
@@ -49,10 +45,11 @@ Start-up (``world()``, the first MPI call of every command that runs under mpiex
 Modules: this one (launch, collective errors, decomposition), ``lbgen.parallel.simulation``
 (the distributed simulation), ``lbgen.parallel.model`` (the communication model).
 
-Communication model (seeds 002/003)
+Communication model (seeds 002/003/004)
     ``ring_shift`` times each rank sending N bytes to its right neighbour while receiving
-    from its left one; ``fit_latency_bandwidth`` fits T = L + N/B by least squares, and
-    ``predict`` adds 2 halo messages per step to the per-rank slab compute time.
+    from its left one; ``fit_latency_bandwidth`` fits T = L + N/B by least squares;
+    ``predict`` adds 2 halo messages per step to the per-rank slab compute time;
+    ``predict_grid`` is seed 002's T_step for a grid and a time block.
 """
 from __future__ import annotations
 
