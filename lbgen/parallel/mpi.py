@@ -426,44 +426,50 @@ def parse_ranks_grid(text) -> Optional[tuple]:
     return dims
 
 
-def _axis_problem(name: str, n: int, p: int, need: int) -> Optional[str]:
+def _axis_problem(name: str, n: int, p: int, need: int, what: str = "the halo needs") -> Optional[str]:
     if p > 1 and n // p < need:
         return (f"{name}={n} split over {p} ranks leaves sub-domains of {n // p} sites, fewer than the "
-                f"{need} the halo needs")
+                f"{need} {what}")
     return None
 
 
 def rank_grid(size: int, lx: int, ly: int, halo: int, grid=None, depth: int = 1, walled: bool = False,
-              x_only: bool = False) -> tuple:
+              x_only: bool = False, wall_split: Optional[str] = None, wall_ly: int = 0) -> tuple:
     """(PX, PY) of `size` ranks for an LX x LY lattice, checked before any work.
 
     `grid`: (PX, PY), or None for auto: MPI_Dims_create (``MPI.Compute_dims``), and when its
     sub-domains are too thin the valid factorization with the fewest halo sites.  Every split
     axis needs sub-domains of at least depth x halo sites (a time block of `depth` steps
-    exchanges depth x halo wide halos).  `walled`: Y has walls, whose kernels every rank would
-    apply at its own Y ends, so Y is not split; `x_only` (host + device ranks): neither."""
+    exchanges depth x halo wide halos).  `walled`: Y has walls; split only when the kernels
+    take per-side wall switches (`wall_split` None; else it says why not), with at least
+    `wall_ly` rows per part (``lbgen.model.walls.min_ly_walls``: every part's kernels are
+    generated with walls); `x_only` (host + device ranks): X only."""
     need = depth * halo
+    y_need = max(need, wall_ly) if walled else need
+    halo_what = f"the halo needs ({depth} x {halo}: time block x largest hop)"
+    y_what = halo_what if y_need == need else "a walled part needs (its kernels hold wall rows at both ends)"
+    no_y = x_only or (walled and wall_split is not None)
     if grid is not None:
         px, py = grid
         if px * py != size:
             raise collective(SimulationError(
                 f"--ranks-grid {px}x{py} has {px * py} ranks but mpiexec started {size}: PX x PY must equal "
                 f"the number of ranks"))
-        if py > 1 and walled:
+        if py > 1 and walled and wall_split is not None:
             raise collective(SimulationError(
-                f"--ranks-grid {px}x{py} splits Y, the walled axis: the wall kernels would run at every rank's "
-                f"Y ends. Split X only (--ranks-grid {size}x1) or run a periodic box (--periodic)"))
+                f"--ranks-grid {px}x{py} splits Y, the walled axis: {wall_split}. Split X only (--ranks-grid "
+                f"{size}x1) or run a periodic box (--periodic)"))
         if py > 1 and x_only:
             raise collective(SimulationError(
                 f"--ranks-grid {px}x{py} splits Y; host + device ranks (--hetero) split their columns, so only "
                 f"X may be split: use --ranks-grid {size}x1"))
-        problems = [m for m in (_axis_problem("LX", lx, px, need), _axis_problem("LY", ly, py, need)) if m]
+        problems = [m for m in (_axis_problem("LX", lx, px, need, halo_what), _axis_problem("LY", ly, py, y_need, y_what)) if m]
         if problems:
             raise collective(SimulationError(
-                f"--ranks-grid {px}x{py} on {lx} x {ly}: {'; '.join(problems)} ({depth} x {halo}: time block "
-                f"x largest hop). Use fewer ranks along that axis, a larger lattice or a smaller --time-block"))
+                f"--ranks-grid {px}x{py} on {lx} x {ly}: {'; '.join(problems)}. Use fewer ranks along that axis, "
+                f"a larger lattice or a smaller --time-block"))
         return px, py
-    if walled or x_only:
+    if no_y:
         candidates = [(size, 1)]
     else:
         from mpi4py import MPI
@@ -472,11 +478,10 @@ def rank_grid(size: int, lx: int, ly: int, halo: int, grid=None, depth: int = 1,
                        key=lambda d: (d[0] * ly + d[1] * lx, -d[0]))
         candidates = [first] + [d for d in pairs if d != first]
     for px, py in candidates:
-        if not (_axis_problem("LX", lx, px, need) or _axis_problem("LY", ly, py, need)):
+        if not (_axis_problem("LX", lx, px, need, halo_what) or _axis_problem("LY", ly, py, y_need, y_what)):
             return px, py
     px, py = candidates[0]
-    why = _axis_problem("LX", lx, px, need) or _axis_problem("LY", ly, py, need)
+    why = _axis_problem("LX", lx, px, need, halo_what) or _axis_problem("LY", ly, py, y_need, y_what)
     raise collective(SimulationError(
-        f"{size} MPI ranks do not fit the {lx} x {ly} lattice: every split needs sub-domains of at least "
-        f"{need} sites ({depth} x {halo}: time block x largest hop); the grid {px}x{py}: {why}. "
+        f"{size} MPI ranks do not fit the {lx} x {ly} lattice: the grid {px}x{py}: {why}. "
         f"Use fewer ranks, a larger lattice or a smaller --time-block"))

@@ -48,6 +48,7 @@ import numpy as np
 from lbgen.codegen.spec import KernelSpec, SpecError, time_block_value
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 from lbgen.model.velocity_set import velocity_set
+from lbgen.model.walls import min_ly_walls
 from lbgen.parallel.mpi import (TAG_DOWNWARD, TAG_LEFTWARD, TAG_RIGHTWARD, TAG_UPWARD, agree, collective,
                                 parse_ranks_grid, rank_grid, root_call, slab_starts, slab_widths)
 from lbgen.simulation.runner import Simulation, SimulationError
@@ -80,8 +81,14 @@ class DistributedSimulation(Simulation):
             raise collective(SimulationError(
                 f"time_block={depth} with device_backend={kw['device_backend']!r}: the host + device split "
                 f"trades halos every step; use time_block=1"))
+        backend = kw.get("backend", "c")
+        wall_split = (f"the {backend} kernels hold both walls (per-side wall switches: the C backend)"
+                      if backend != "c" else
+                      "a time block runs on ghost rows, which would lie beyond the wall (use a time block of 1)"
+                      if depth > 1 else None)
         self.dims = rank_grid(self.nranks, lx, ly, H, parse_ranks_grid(ranks_grid), depth,
-                              walled=kw.get("walls") is not None, x_only=kw.get("device_backend") is not None)
+                              walled=kw.get("walls") is not None, x_only=kw.get("device_backend") is not None,
+                              wall_split=wall_split, wall_ly=min_ly_walls(velocity_set(vs_name)))
         px, py = self.dims
         self.cart = comm.Create_cart(list(self.dims), periods=[True, True], reorder=False)
         self.coords = tuple(self.cart.Get_coords(self.rank))
@@ -109,6 +116,8 @@ class DistributedSimulation(Simulation):
         agree(comm, error)
         self.ly = ly
         self.time_block = depth
+        #: the walls this rank holds: the bottom one on the lowest row of ranks, the top on the highest
+        self.wall_sides = (self.coords[1] == 0, self.coords[1] == py - 1)
         mine = [{"rank": self.rank, "backend": r.program.spec.backend, "layout": r.program.layout.tag,
                  "columns": [r.x_start + self.ghost[0], r.width - 2 * self.ghost[0]],
                  "rows": [self.y0, self.local_ly]} for r in self.regions]

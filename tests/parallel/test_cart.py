@@ -57,12 +57,30 @@ def test_auto_picks_a_grid_that_fits(tmp_path):
     assert "y=24..+12" in proc.stderr
 
 
-def test_a_split_along_the_walled_axis_is_refused(tmp_path):
-    proc = mpirun(2, ["run", "rayleigh-taylor", "--lx", 24, "--ly", 32, "--steps", 2, "--ranks-grid", "1x2",
-                      "--out", "rt"], tmp_path)
+@pytest.mark.parametrize("n, grid, lx, ly, extra", [
+    (2, "1x2", 24, 32, []),                                   # each rank one wall
+    (3, "1x3", 16, 26, ["--adiabatic", "bottom"]),            # 9, 9, 8 rows; the middle rank none
+    (4, "2x2", 37, 30, ["--adiabatic", "top"]),
+], ids=["1x2", "1x3-adiabatic", "2x2-adiabatic-top"])
+def test_a_split_along_the_walled_axis_is_bit_identical(tmp_path, n, grid, lx, ly, extra):
+    temperatures = (["--t-bottom", 1.02] if "bottom" not in extra else []) + (["--t-top", 0.98] if "top" not in extra
+                                                                               else [])
+    args = ["uniform-noise", "--walls", "--collision", "regularized", "--gravity", "0,-1e-4", "--amplitude", 0.02,
+            "--strict", "--lx", lx, "--ly", ly, "--steps", 9] + temperatures + extra
+    same_bits(tmp_path, n, args, grid, f"walls-{grid}")
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--ranks-grid", "1x2", "--time-block", 2], "--ranks-grid 1x2 splits Y, the walled axis: a time block runs on "
+                                                 "ghost rows, which would lie beyond the wall"),
+    (["--ranks-grid", "1x2", "--ly", 14], "LY=14 split over 2 ranks leaves sub-domains of 7 sites, fewer than the 8 "
+                                          "a walled part needs"),
+])
+def test_a_split_along_the_walled_axis_is_refused_where_it_cannot_run(tmp_path, extra, message):
+    proc = mpirun(2, ["run", "rayleigh-taylor", "--lx", 24, "--ly", 32, "--steps", 2, "--out", "rt"] + extra, tmp_path)
     assert proc.returncode != 0
-    assert "--ranks-grid 1x2 splits Y, the walled axis" in proc.stderr
-    assert proc.stderr.count("walled axis") == 1
+    assert message in proc.stderr
+    assert proc.stderr.count(message) == 1                  # rank 0 prints it
     assert not (tmp_path / "rt" / "fields").exists()
 
 
