@@ -407,8 +407,9 @@ def check_decomposition(lx: int, n: int, halo: int) -> None:
 
 
 # --- Cartesian decomposition (2D) --------------------------------------------------------------
-def parse_ranks_grid(text) -> Optional[tuple]:
-    """'auto' (or None) -> None; 'PXxPY' -> (PX, PY), each a positive integer."""
+def parse_ranks_grid(text, dimensions: int = 2) -> Optional[tuple]:
+    """'auto' (or None) -> None; 'PXxPY' (2D) or 'PXxPYxPZ' (dimensions=3) -> the counts,
+    each a positive integer."""
     if text is None or (isinstance(text, str) and text.strip().lower() == "auto"):
         return None
     if isinstance(text, (tuple, list)):
@@ -419,10 +420,11 @@ def parse_ranks_grid(text) -> Optional[tuple]:
         dims = tuple(int(str(p).strip()) for p in parts)
     except ValueError:
         dims = ()
-    if len(dims) != 2 or min(dims) < 1:
+    if len(dims) != dimensions or min(dims) < 1:
+        form = "PXxPY (ranks along X times ranks along Y, e.g. 2x2)" if dimensions == 2 else \
+            "PXxPYxPZ (ranks along X, Y and Z, e.g. 2x1x2)"
         raise collective(SimulationError(
-            f"--ranks-grid {text!r}: give 'auto' or PXxPY (ranks along X times ranks along Y, e.g. 2x2), "
-            f"two positive integers"))
+            f"--ranks-grid {text!r}: give 'auto' or {form}, {dimensions} positive integers"))
     return dims
 
 
