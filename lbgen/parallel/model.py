@@ -169,10 +169,21 @@ class Machine:
         return asdict(self)
 
 
-def dims_create(size: int) -> tuple:
-    """The balanced 2D grid of MPI_Dims_create (PX >= PY, as close to square as the factors allow)."""
-    py = max(d for d in range(1, int(size ** 0.5) + 1) if size % d == 0)
-    return size // py, py
+def dims_create(size: int, n: int = 2) -> tuple:
+    """The balanced grid of MPI_Dims_create in n = 2 or 3 dimensions: non-increasing counts,
+    as close to equal as the factors allow."""
+    if n == 2:
+        py = max(d for d in range(1, int(size ** 0.5) + 1) if size % d == 0)
+        return size // py, py
+    best = None
+    for c in range(1, size + 1):
+        if size % c:
+            continue
+        b_a = dims_create(size // c, 2)
+        g = tuple(sorted(b_a + (c,), reverse=True))
+        if best is None or (g[0] - g[-1], tuple(-x for x in g)) < (best[0] - best[-1], tuple(-x for x in best)):
+            best = g
+    return best
 
 
 def rank_coords(rank: int, grid) -> tuple:
@@ -203,39 +214,68 @@ def rank_exchange(lx: int, ly: int, grid, coords, depth: int = 1, Q: Optional[in
 
 def predict_grid(lx: int, ly: int, grid, machine: Machine, depth: int = 1, Q: Optional[int] = None,
                  halo: Optional[int] = None, itemsize: int = 8) -> dict:
-    """Seed 002's step time for a PX x PY grid of ranks, p = ranks_per_node to a node (ranks
-    placed on nodes in rank order, as 002 assumes):
+    """Seed 002's step time for a PX x PY grid of ranks (``predict_blocks`` with the 2D
+    exchange of ``rank_exchange``)."""
+    vs = _default_set()
+    Q = vs.Q if Q is None else Q
+    return predict_blocks((lx, ly), grid, machine, depth,
+                          lambda c: rank_exchange(lx, ly, grid, c, depth, Q, halo, itemsize), Q, itemsize)
+
+
+def rank_exchange3d(shape, grid, coords, depth: int = 1, Q: int = 19, halo: int = 1, itemsize: int = 8) -> dict:
+    """What one rank of ``lbgen.parallel.lattice3d.DistributedSimulation3D`` sends in one
+    exchange: per split axis 2 slabs of D = depth x H planes spanning the other axes' extended
+    extents (k H ghosts per split side), Q values per site."""
+    from lbgen.parallel.mpi import slab_widths
+    size = [slab_widths(n, p)[c] for n, p, c in zip(shape, grid, coords)]
+    ext = [w + (2 * depth * halo if p > 1 else 0) for w, p in zip(size, grid)]
+    D = depth * halo
+    out = {"owned": int(np.prod(size)), "computed": int(np.prod(ext))}
+    for d, axis in enumerate("xyz"):
+        others = int(np.prod([e for i, e in enumerate(ext) if i != d]))
+        split = grid[d] > 1
+        out[f"{axis} messages"] = 2 if split else 0
+        out[f"{axis} bytes"] = 2 * D * others * Q * itemsize if split else 0
+    return out
+
+
+def predict_blocks(shape, grid, machine: Machine, depth: int, plan: Callable, Q: int, itemsize: int = 8) -> dict:
+    """Seed 002's step time for a Cartesian grid of ranks (any dimension), p = ranks_per_node
+    to a node (ranks placed on nodes in rank order, row-major coordinates, as 002 assumes):
 
         T_step = T_comm / k + T_calc
-        T_comm = sum over the split axes of (L_a + L_e if the node has such messages)
+        T_comm = sum over the split axes of (L_a, and L_e where the node sends off-node)
                  + intra bytes of the node / (B_a / 2) + inter bytes of the node / (B_e / 2)
         T_calc = 3 Q itemsize N_computed p / M
 
-    for the busiest node (its ranks' messages of one exchange, every k = depth steps); N_computed
-    includes the ghost sites of a time block (the extra halo work of 004) and M is shared by
-    the node's p ranks (002 writes N^3 / M with M per process).  S = LX LY / T_step."""
-    vs = _default_set()
-    Q = vs.Q if Q is None else Q
-    P = grid[0] * grid[1]
+    for the busiest node (its ranks' messages of one exchange, every k = depth steps; `plan`
+    (coords) gives one rank's: "<axis> bytes", "<axis> messages", "computed", "owned");
+    N_computed includes the ghost sites of a time block (the extra halo work of 004) and M is
+    shared by the node's p ranks (002 writes N^3 / M with M per process).
+    S = prod(shape) / T_step."""
+    grid = tuple(grid)
+    P = int(np.prod(grid))
     p = max(1, min(machine.ranks_per_node, P))
     L_e = machine.latency if machine.latency_inter is None else machine.latency_inter
     B_e = machine.bandwidth if machine.bandwidth_inter is None else machine.bandwidth_inter
-    axes = [a for a, n in (("x", grid[0]), ("y", grid[1])) if n > 1]
+    names = "xyz"[:len(grid)]
     worst = None
     for node in range(-(-P // p)):
         intra = inter = 0
         has_intra, has_inter = set(), set()
         computed = 0
         for rank in range(node * p, min(P, (node + 1) * p)):
-            cx, cy = rank_coords(rank, grid)
-            plan = rank_exchange(lx, ly, grid, (cx, cy), depth, Q, halo, itemsize)
-            computed = max(computed, plan["computed"])
-            for axis in axes:
-                n = grid[0] if axis == "x" else grid[1]
+            coords = tuple(int(c) for c in np.unravel_index(rank, grid))
+            one = plan(coords)
+            computed = max(computed, one["computed"])
+            for d, axis in enumerate(names):
+                if grid[d] == 1:
+                    continue
                 for step in (-1, 1):
-                    c = ((cx + step) % n, cy) if axis == "x" else (cx, (cy + step) % n)
-                    other = c[0] * grid[1] + c[1]
-                    nbytes = plan[f"{axis} bytes"] // 2
+                    c = list(coords)
+                    c[d] = (c[d] + step) % grid[d]
+                    other = int(np.ravel_multi_index(c, grid))
+                    nbytes = one[f"{axis} bytes"] // 2
                     if other // p == node:
                         intra += nbytes
                         has_intra.add(axis)
@@ -248,29 +288,37 @@ def predict_grid(lx: int, ly: int, grid, machine: Machine, depth: int = 1, Q: Op
         row = {"t_comm": t_comm / depth, "t_calc": t_calc, "intra_bytes": intra, "inter_bytes": inter}
         if worst is None or row["t_comm"] + row["t_calc"] > worst["t_comm"] + worst["t_calc"]:
             worst = row
-    plan0 = rank_exchange(lx, ly, grid, (0, 0), depth, Q, halo, itemsize)
+    plan0 = plan((0,) * len(grid))
     t_step = worst["t_comm"] + worst["t_calc"]
-    return {"grid": f"{grid[0]}x{grid[1]}", "ranks": P, "depth": depth, "t_comm": worst["t_comm"],
-            "t_calc": worst["t_calc"], "t_step": t_step, "mlups": lx * ly / t_step / 1e6,
-            "messages_per_step": (plan0["x messages"] + plan0["y messages"]) / depth,
-            "bytes_per_step": (plan0["x bytes"] + plan0["y bytes"]) / depth,
+    return {"grid": "x".join(map(str, grid)), "ranks": P, "depth": depth, "t_comm": worst["t_comm"],
+            "t_calc": worst["t_calc"], "t_step": t_step, "mlups": int(np.prod(shape)) / t_step / 1e6,
+            "messages_per_step": sum(plan0[f"{a} messages"] for a in names) / depth,
+            "bytes_per_step": sum(plan0[f"{a} bytes"] for a in names) / depth,
             "extra_work": plan0["computed"] / plan0["owned"] - 1.0}
 
 
 def scaling_table(machine: Machine, lx: int, ly: int, depth: int = 1, max_ranks: int = 4096,
-                  Q: Optional[int] = None, itemsize: int = 8) -> Dict[str, List[dict]]:
-    """Weak scaling (an lx x ly block per rank) and strong scaling (the lx x ly lattice split)
+                  Q: Optional[int] = None, itemsize: int = 8, lz: Optional[int] = None,
+                  halo: Optional[int] = None) -> Dict[str, List[dict]]:
+    """Weak scaling (an lx x ly [x lz] block per rank) and strong scaling (that lattice split)
     for P = 1, 2, 4, ... max_ranks on the grid dims_create(P); strong stops where a
-    sub-domain gets thinner than depth x H."""
-    H = _default_set().max_hop
+    sub-domain gets thinner than depth x H.  With lz: the 3D exchange (``rank_exchange3d``;
+    Q and halo of the 3D set)."""
+    H = (_default_set().max_hop if halo is None else halo)
+    shape = (lx, ly) if lz is None else (lx, ly, lz)
     out = {"weak": [], "strong": []}
+
+    def predict(sizes, g):
+        if lz is None:
+            return predict_grid(sizes[0], sizes[1], g, machine, depth, Q, halo, itemsize)
+        return predict_blocks(sizes, g, machine, depth,
+                              lambda c: rank_exchange3d(sizes, g, c, depth, Q, H, itemsize), Q, itemsize)
     P = 1
     while P <= max_ranks:
-        g = dims_create(P)
-        row = predict_grid(lx * g[0], ly * g[1], g, machine, depth, Q, None, itemsize)
-        out["weak"].append(row)
-        if all(n // d >= depth * H for n, d in zip((lx, ly), g) if d > 1):
-            out["strong"].append(predict_grid(lx, ly, g, machine, depth, Q, None, itemsize))
+        g = dims_create(P, len(shape))
+        out["weak"].append(predict(tuple(n * d for n, d in zip(shape, g)), g))
+        if all(n // d >= depth * H for n, d in zip(shape, g) if d > 1):
+            out["strong"].append(predict(shape, g))
         P *= 2
     return out
 

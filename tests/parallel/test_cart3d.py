@@ -77,3 +77,19 @@ def test_a_3d_split_along_a_walled_axis_is_refused(tmp_path):
     proc = mpirun(2, [json.dumps(args)], tmp_path, script=tmp_path / "run3d.py")
     assert proc.returncode != 0
     assert "--ranks-grid 1x1x2 on 12 x 10 x 16: it splits Z, a walled axis" in proc.stderr
+
+
+def test_the_3d_model_counts_the_messages_the_exchange_sends(tmp_path):
+    proc = mpirun(4, ["model", "--ranks-grid", "2x1x2", "--lx", 32, "--ly", 16, "--lz", 32, "--time-block", 2,
+                      "--steps", 2, "--memory-bandwidth", 1e10, "--max-ranks", 8, "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout[proc.stdout.index("{"):])
+    assert out["velocity_set"] == "D3Q19" and out["measured"]["counts_agree"]
+    # by hand: 16^3 owned + 2 ghost planes per split side (k H, H = 1) = 20 x 16 x 20 computed; an X slab
+    # is 2 planes of 16 x 20 sites of 19 doubles
+    assert out["exchange"]["computed"] == 20 * 16 * 20 and out["exchange"]["owned"] == 16 ** 3
+    slab = 2 * 16 * 20 * 19 * 8
+    for r in out["measured"]["ranks"]:
+        assert r["counted"] == {"x messages": 2 * 2, "x bytes": 2 * 2 * slab, "z messages": 2 * 2,
+                                "z bytes": 2 * 2 * slab}
+    assert [row["grid"] for row in out["scaling"]["weak"]] == ["1x1x1", "2x1x1", "2x2x1", "2x2x2"]
