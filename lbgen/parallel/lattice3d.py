@@ -9,11 +9,13 @@ populations (the unpack kernel), trades D = k H thick slabs of owned planes with
 neighbours along X, then Y, then Z -- each slab spans the other axes' ghosts, which the
 earlier axes have just filled, so edges and corners travel through the consecutive
 exchanges and no diagonal message is sent (seed 002, Fig. 1) -- with non-blocking
-Isend/Irecv, packs the block back (the pack kernel) and advances k steps.  The ghost sites
+Isend/Irecv, packs the block back (the pack kernel) and advances k steps.  With host
+buffers (the C runtime) the slabs are read and written in place instead, through the
+layout's site indices (the step's halo kernel refreshes the halo copies).  The ghost sites
 are computed redundantly; after step s only sites within (k - s) H of the owned block are
 exact, so the owned block is exact after k steps: bit-identical to one process in strict
-mode.  Whole-block unpack/pack per exchange is host work of the order of a step: this is
-the correct first form, not the fast one.
+mode.  Whole-block unpack/pack per exchange (device buffers) is host work of the order of
+a step.
 
 Walls, lids and masks: walls and lids on unsplit axes only (each block holds both faces);
 a mask is cut per block (ghosts included).  ``fields()`` gathers the five owned field arrays
@@ -74,10 +76,11 @@ def rank_grid3d(size: int, shape, halo: int, grid=None, depth: int = 1, walled=(
 class DistributedSimulation3D:
     """One rank's block of an LX x LY x LZ lattice over a PX x PY x PZ grid of the ranks of
     `comm` (see the module doc).  Same keywords as ``Simulation3D`` (the sizes and the mask
-    global), plus ``ranks_grid`` ('auto'/None, 'PXxPYxPZ' or a triple) and ``time_block``."""
+    global), plus ``ranks_grid`` ('auto'/None, 'PXxPYxPZ' or a triple), ``time_block`` and
+    ``through_pack`` (see ``exchange``)."""
 
     def __init__(self, comm, lx: int, ly: int, lz: int, *, ranks_grid=None, time_block: int = 1, mask=None,
-                 **kw):
+                 through_pack: bool = False, **kw):
         from lbgen.codegen.spec import time_block_value
         from lbgen.model.velocity_set import velocity_set
         from lbgen.simulation.lattice3d import Simulation3D, _axes
@@ -102,6 +105,9 @@ class DistributedSimulation3D:
         self.time_block = depth
         self.time_step = 0
         self.messages = collections.Counter()
+        #: exchange through the unpack/pack kernels (the whole block) even where the buffers are
+        #: host arrays that the slabs could be read from in place (device buffers always do)
+        self.through_pack = bool(through_pack)
         error = None
         try:
             local_mask = None if mask is None else np.asarray(mask)[np.ix_(*self._indices())]
@@ -128,11 +134,57 @@ class DistributedSimulation3D:
         return a[..., g[0]:g[0] + n[0], g[1]:g[1] + n[1], g[2]:g[2] + n[2]]
 
     # --- the exchange --------------------------------------------------------------------------
+    def _slab_index(self, d: int, lo: int, hi: int) -> np.ndarray:
+        """Flat buffer indices (the layout's ``site_index``) of every population at the sites of
+        planes lo..hi-1 along axis d, the other axes over their extended extent, in (p, x, y, z)
+        order: the same order on both sides of a message, whatever the layouts."""
+        key = (d, lo, hi)
+        cache = self.__dict__.setdefault("_slabs", {})
+        if key not in cache:
+            ranges = [np.arange(n) for n in self.extended]
+            ranges[d] = np.arange(lo, hi)
+            p = np.arange(self.sim.vs.Q)[:, None, None, None]
+            x, y, z = (r.reshape(shape) for r, shape in zip(ranges, ((1, -1, 1, 1), (1, 1, -1, 1), (1, 1, 1, -1))))
+            cache[key] = np.ascontiguousarray(self.sim.program.layout.site_index(p, x, y, z).ravel())
+        return cache[key]
+
     def exchange(self) -> None:
-        """Ghost slabs of every split axis from the neighbours, X then Y then Z (collective)."""
-        from mpi4py import MPI
+        """Ghost slabs of every split axis from the neighbours, X then Y then Z (collective).
+
+        Host buffers: the slabs are read and written in place through the layout's site
+        indices (the step's halo kernel then refreshes the halo copies); device buffers go
+        through the unpack and pack kernels (the whole block)."""
         if not any(p > 1 for p in self.dims):
             return
+        if isinstance(self.sim.f, np.ndarray) and not self.through_pack:
+            return self._exchange_in_place(self.sim.f)
+        return self._exchange_unpacked()
+
+    def _post(self, d: int, send_low, send_high):
+        from mpi4py import MPI
+        low, high = self.neighbours[d]
+        recv_low, recv_high = np.empty_like(send_low), np.empty_like(send_high)
+        c = self.comm
+        MPI.Request.Waitall([c.Irecv(recv_low, source=low, tag=TAG_UPWARD),
+                             c.Irecv(recv_high, source=high, tag=TAG_DOWNWARD),
+                             c.Isend(send_high, dest=high, tag=TAG_UPWARD),
+                             c.Isend(send_low, dest=low, tag=TAG_DOWNWARD)])
+        self.messages[f"{AXES[d]} messages"] += 2
+        self.messages[f"{AXES[d]} bytes"] += send_low.nbytes + send_high.nbytes
+        return recv_low, recv_high
+
+    def _exchange_in_place(self, f: np.ndarray) -> None:
+        D = self.halo_width
+        for d in range(3):
+            if self.dims[d] == 1:
+                continue
+            g, n = self.ghost[d], self.size[d]
+            recv_low, recv_high = self._post(d, f[self._slab_index(d, g, g + D)],
+                                             f[self._slab_index(d, g + n - D, g + n)])
+            f[self._slab_index(d, g - D, g)] = recv_low
+            f[self._slab_index(d, g + n, g + n + D)] = recv_high
+
+    def _exchange_unpacked(self) -> None:
         prog = self.sim.program
         a = prog.unpack(self.sim.f)
         D = self.halo_width
@@ -140,23 +192,15 @@ class DistributedSimulation3D:
             if self.dims[d] == 1:
                 continue
             g, n = self.ghost[d], self.size[d]
-            low, high = self.neighbours[d]
 
             def slab(lo, hi):
                 index = [slice(None)] * 4
                 index[d + 1] = slice(lo, hi)
                 return tuple(index)
-            send_low = np.ascontiguousarray(a[slab(g, g + D)])
-            send_high = np.ascontiguousarray(a[slab(g + n - D, g + n)])
-            recv_low, recv_high = np.empty_like(send_low), np.empty_like(send_high)
-            c = self.comm
-            requests = [c.Irecv(recv_low, source=low, tag=TAG_UPWARD), c.Irecv(recv_high, source=high, tag=TAG_DOWNWARD),
-                        c.Isend(send_high, dest=high, tag=TAG_UPWARD), c.Isend(send_low, dest=low, tag=TAG_DOWNWARD)]
-            MPI.Request.Waitall(requests)
+            recv_low, recv_high = self._post(d, np.ascontiguousarray(a[slab(g, g + D)]),
+                                             np.ascontiguousarray(a[slab(g + n - D, g + n)]))
             a[slab(g - D, g)] = recv_low
             a[slab(g + n, g + n + D)] = recv_high
-            self.messages[f"{AXES[d]} messages"] += 2
-            self.messages[f"{AXES[d]} bytes"] += send_low.nbytes + send_high.nbytes
         prog.pack(a, self.sim.f)
 
     def step(self, n: int = 1) -> None:

@@ -18,7 +18,8 @@ from mpi4py import MPI
 from lbgen.parallel.lattice3d import DistributedSimulation3D
 a = json.loads(sys.argv[1])
 comm = MPI.COMM_WORLD
-sim = DistributedSimulation3D(comm, *a["shape"], ranks_grid=a["grid"], time_block=a["k"], **a["kw"])
+sim = DistributedSimulation3D(comm, *a["shape"], ranks_grid=a["grid"], time_block=a["k"],
+                              through_pack=a.get("through_pack", False), **a["kw"])
 if comm.rank == 0:
     f = dict(np.load("initial.npz"))
     sim.set_fields(f["rho"], f["ux"], f["uy"], f["uz"])
@@ -39,21 +40,22 @@ def initial(shape, seed=3):
                 uz=0.01 * rng.random(shape))
 
 
-@pytest.mark.parametrize("n, grid, shape, k, walls", [
-    (2, "2x1x1", (12, 10, 16), 1, None),
-    (4, "2x1x2", (13, 10, 16), 1, None),              # uneven X: 7, 6
-    (3, "1x3x1", (10, 20, 16), 2, None),              # uneven Y (7, 7, 6), a time block
-    (4, "2x2x1", (14, 12, 16), 3, "z"),               # walls on the unsplit axis, k = 3
-], ids=["2x1x1", "2x1x2-uneven", "1x3x1-k2", "2x2x1-walls-k3"])
-def test_every_3d_grid_is_bit_identical_to_one_process(tmp_path, n, grid, shape, k, walls):
+@pytest.mark.parametrize("n, grid, shape, k, walls, through_pack", [
+    (2, "2x1x1", (12, 10, 16), 1, None, False),
+    (4, "2x1x2", (13, 10, 16), 1, None, False),       # uneven X: 7, 6
+    (3, "1x3x1", (10, 20, 16), 2, None, False),       # uneven Y (7, 7, 6), a time block
+    (4, "2x2x1", (14, 12, 16), 3, "z", False),        # walls on the unsplit axis, k = 3
+    (4, "1x2x2", (10, 12, 18), 2, "x", True),         # the unpack/pack path of device buffers
+], ids=["2x1x1", "2x1x2-uneven", "1x3x1-k2", "2x2x1-walls-k3", "1x2x2-through-pack"])
+def test_every_3d_grid_is_bit_identical_to_one_process(tmp_path, n, grid, shape, k, walls, through_pack):
     from lbgen.simulation.lattice3d import Simulation3D
     kw = dict(strict=True, tau=0.8, gravity=[1e-5, 0, -1e-5], **({"walls": walls} if walls else {}))
     f = initial(shape)
     np.savez(tmp_path / "initial.npz", **f)
     (tmp_path / "run3d.py").write_text(SCRIPT)
     steps = 7
-    proc = mpirun(n, [json.dumps({"shape": shape, "grid": grid, "k": k, "kw": kw, "steps": steps})], tmp_path,
-                  script=tmp_path / "run3d.py")
+    args = {"shape": shape, "grid": grid, "k": k, "kw": kw, "steps": steps, "through_pack": through_pack}
+    proc = mpirun(n, [json.dumps(args)], tmp_path, script=tmp_path / "run3d.py")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "x".join(map(str, report["dims"])) == grid
