@@ -61,7 +61,8 @@ def test_auto_picks_a_grid_that_fits(tmp_path):
     (2, "1x2", 24, 32, []),                                   # each rank one wall
     (3, "1x3", 16, 26, ["--adiabatic", "bottom"]),            # 9, 9, 8 rows; the middle rank none
     (4, "2x2", 37, 30, ["--adiabatic", "top"]),
-], ids=["1x2", "1x3-adiabatic", "2x2-adiabatic-top"])
+    (2, "2x1", 30, 32, ["--time-block", 3]),              # walls with a time block: X split (ghost columns)
+], ids=["1x2", "1x3-adiabatic", "2x2-adiabatic-top", "2x1-k3"])
 def test_a_split_along_the_walled_axis_is_bit_identical(tmp_path, n, grid, lx, ly, extra):
     temperatures = (["--t-bottom", 1.02] if "bottom" not in extra else []) + (["--t-top", 0.98] if "top" not in extra
                                                                                else [])
