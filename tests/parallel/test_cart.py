@@ -176,3 +176,17 @@ def test_model_options_of_the_grid_model_need_it():
     result = CliRunner().invoke(main, ["model", "--ranks-grid", "2x1", "--lx", 16, "--ly", 16, "--time-block", 3,
                                        "--memory-bandwidth", 1e10])
     assert result.exit_code != 0 and "LX=16 split over 2 ranks leaves sub-domains of 8 sites" in result.output
+
+
+def test_a_y_split_on_opencl_ranks_is_bit_identical(tmp_path):
+    # device buffers: the rows go through a download and an upload of the rank's buffer
+    import os
+
+    from lbgen.backends import available
+    ok, why = available("opencl")
+    if not ok:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"OpenCL is required under CI: {why}")
+        pytest.skip(why)
+    proc = same_bits(tmp_path, 2, lattice(24, 32, 6) + ["--backend", "opencl"], "1x2", "opencl-1x2")
+    assert "rank 1 opencl" in proc.stderr and "y=16..+16" in proc.stderr
