@@ -267,11 +267,14 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
     if lz is None:
         mpi.rank_grid(P, lx, ly, H, grid, depth)            # too thin: refused before any measurement
 
+        sweep = backend == "c" and depth > 1          # DistributedSimulation.sweep: fused_tb, k H ghosts
+
         def plan(c, sizes=shape, g=grid):
-            return mpi_model.rank_exchange(sizes[0], sizes[1], g, c, depth, Q, H, itemsize)
+            return mpi_model.rank_exchange(sizes[0], sizes[1], g, c, depth, Q, H, itemsize, sweep)
     else:
         from lbgen.parallel.lattice3d import rank_grid3d
         rank_grid3d(P, shape, H, grid, depth)
+        sweep = False
 
         def plan(c, sizes=shape, g=grid):
             return mpi_model.rank_exchange3d(sizes, g, c, depth, Q, H, itemsize)
@@ -317,9 +320,9 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
         measured = {"t_step": t, "mlups": int(np.prod(shape)) / t / 1e6, "steps": steps, "exchanges": 0,
                     "ranks": [], "counts_agree": True}
     block = tuple(n // g for n, g in zip(shape, grid))
-    extra = {} if lz is None else {"lz": block[2], "halo": H}
+    extra = {"sweep": sweep} if lz is None else {"lz": block[2], "halo": H}
     table = mpi_model.scaling_table(machine, block[0], block[1], depth, max_ranks, Q, itemsize, **extra)
-    extra = {} if lz is None else {"lz": lz, "halo": H}
+    extra = {"sweep": sweep} if lz is None else {"lz": lz, "halo": H}
     strong = mpi_model.scaling_table(machine, lx, ly, depth, max_ranks, Q, itemsize, **extra)["strong"]
     table = {"weak": table["weak"], "strong": strong}
     if not root:

@@ -192,17 +192,19 @@ def rank_coords(rank: int, grid) -> tuple:
 
 
 def rank_exchange(lx: int, ly: int, grid, coords, depth: int = 1, Q: Optional[int] = None,
-                  halo: Optional[int] = None, itemsize: int = 8) -> dict:
+                  halo: Optional[int] = None, itemsize: int = 8, sweep: bool = False) -> dict:
     """What one rank sends in one exchange (``DistributedSimulation`` sends exactly this every
     `depth` steps): per split axis 2 messages of D = depth x H padded columns (rows); the
-    block the rank computes, owned + ghosts ((depth - 1) H per side of a split axis)."""
+    block the rank computes, owned + ghosts ((depth - 1) H per side of a split axis, depth x H
+    with `sweep`: the C backend's fused_tb, ``DistributedSimulation.sweep``)."""
     from lbgen.parallel.mpi import slab_widths
     vs = _default_set()
     Q = vs.Q if Q is None else Q
     H = vs.max_hop if halo is None else halo
     px, py = grid
     wx, wy = slab_widths(lx, px)[coords[0]], slab_widths(ly, py)[coords[1]]
-    gx, gy = ((depth - 1) * H if px > 1 else 0), ((depth - 1) * H if py > 1 else 0)
+    g = (depth if sweep and depth > 1 else depth - 1) * H
+    gx, gy = (g if px > 1 else 0), (g if py > 1 else 0)
     W, Hy, D = wx + 2 * gx, wy + 2 * gy, depth * H
     out = {"x messages": 0, "x bytes": 0, "y messages": 0, "y bytes": 0, "owned": wx * wy, "computed": W * Hy}
     if px > 1:
@@ -213,13 +215,13 @@ def rank_exchange(lx: int, ly: int, grid, coords, depth: int = 1, Q: Optional[in
 
 
 def predict_grid(lx: int, ly: int, grid, machine: Machine, depth: int = 1, Q: Optional[int] = None,
-                 halo: Optional[int] = None, itemsize: int = 8) -> dict:
+                 halo: Optional[int] = None, itemsize: int = 8, sweep: bool = False) -> dict:
     """Seed 002's step time for a PX x PY grid of ranks (``predict_blocks`` with the 2D
     exchange of ``rank_exchange``)."""
     vs = _default_set()
     Q = vs.Q if Q is None else Q
     return predict_blocks((lx, ly), grid, machine, depth,
-                          lambda c: rank_exchange(lx, ly, grid, c, depth, Q, halo, itemsize), Q, itemsize)
+                          lambda c: rank_exchange(lx, ly, grid, c, depth, Q, halo, itemsize, sweep), Q, itemsize)
 
 
 def rank_exchange3d(shape, grid, coords, depth: int = 1, Q: int = 19, halo: int = 1, itemsize: int = 8) -> dict:
@@ -299,7 +301,7 @@ def predict_blocks(shape, grid, machine: Machine, depth: int, plan: Callable, Q:
 
 def scaling_table(machine: Machine, lx: int, ly: int, depth: int = 1, max_ranks: int = 4096,
                   Q: Optional[int] = None, itemsize: int = 8, lz: Optional[int] = None,
-                  halo: Optional[int] = None) -> Dict[str, List[dict]]:
+                  halo: Optional[int] = None, sweep: bool = False) -> Dict[str, List[dict]]:
     """Weak scaling (an lx x ly [x lz] block per rank) and strong scaling (that lattice split)
     for P = 1, 2, 4, ... max_ranks on the grid dims_create(P); strong stops where a
     sub-domain gets thinner than depth x H.  With lz: the 3D exchange (``rank_exchange3d``;
@@ -310,7 +312,7 @@ def scaling_table(machine: Machine, lx: int, ly: int, depth: int = 1, max_ranks:
 
     def predict(sizes, g):
         if lz is None:
-            return predict_grid(sizes[0], sizes[1], g, machine, depth, Q, halo, itemsize)
+            return predict_grid(sizes[0], sizes[1], g, machine, depth, Q, halo, itemsize, sweep)
         return predict_blocks(sizes, g, machine, depth,
                               lambda c: rank_exchange3d(sizes, g, c, depth, Q, H, itemsize), Q, itemsize)
     P = 1

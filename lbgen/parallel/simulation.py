@@ -16,15 +16,17 @@ X slabs (PY = 1, time block 1): overlap as before
 Blocks (PY > 1, or a time block k > 1): one region per rank, no overlap
     the rank's program runs on its block extended by g = (k-1) H ghost columns (rows) on
     each side of every split axis (H the largest hop; g = 0 for k = 1 and on an unsplit
-    axis, which the halo kernel wraps locally).  Every k steps: the halo kernel, then the
+    axis, which the halo kernel wraps locally); g = k H where the C backend runs the k steps
+    as one sweep through cache (``fused_tb``, ``sweep``), which wraps the block's ends by
+    pointer instead of reading the halo.  Every k steps: the halo kernel, then the
     exchange of D = k H wide halos one axis after the other -- X first (padded columns,
     ``read_columns_plain``), then Y (padded rows over every column, X halo and ghosts
     included, ``read_rows_plain``), so the corner blocks arrive through the two exchanges
     and no diagonal message is sent; each exchange is non-blocking (Irecv/Isend both
-    ways, then Waitall).  Then k steps of the ordinary kernels (halo kernel + step): the
-    ghost sites are computed redundantly (the "extra halo work" of multi-halo exchange)
-    and after step s only sites within (k - s) H of the owned block are still exact, so
-    the owned block is exact after k steps.  The messages are layout-independent, so
+    ways, then Waitall).  Then k steps: ``fused_tb`` (C), else k times the halo kernel and
+    the step; the ghost sites are computed redundantly (the "extra halo work" of
+    multi-halo exchange) and after step s only sites within g + H - s H of the owned block
+    (g + H - s H >= 0 up to s = k) are still exact, so the owned block is exact after k steps.  The messages are layout-independent, so
     ranks may hold different layouts (a block too short for the configured cluster
     length takes its backend's default layout; the region table records it).
 
@@ -100,7 +102,12 @@ class DistributedSimulation(Simulation):
         self.y0, self.local_ly = self.row_starts[self.coords[1]], self.row_heights[self.coords[1]]
         #: one region per rank, extended by ghosts (Y split or a time block); else the X-slab overlap
         self.blocked = py > 1 or depth > 1
-        self.ghost = ((depth - 1) * H if px > 1 else 0, (depth - 1) * H if py > 1 else 0)
+        #: a time block of the C backend sweeps through cache (fused_tb); it wraps the block's ends
+        #: by pointer instead of reading the halo, so its ghosts are k H deep, not (k - 1) H
+        self.sweep = (depth > 1 and kw.get("backend", "c") == "c" and kw.get("fused", True)
+                      and kw.get("device_backend") is None)
+        g = (depth if self.sweep else depth - 1) * H
+        self.ghost = (g if px > 1 else 0, g if py > 1 else 0)
         #: width of every halo message: k H (H for single steps)
         self.halo_width = depth * H
         self.overlap = overlap
@@ -244,7 +251,11 @@ class DistributedSimulation(Simulation):
             while n > 0:
                 m = min(k, n)
                 self.exchange_halos()
-                for i in range(m):
+                if self.sweep and m > 1:     # m steps in one sweep through cache
+                    r.program.fused_tb(r.f, r.g, m, walls=self.walls, sides=self.wall_sides,
+                                       **self.kernel_parameters)
+                    r.f, r.g = r.g, r.f
+                for i in range(m if not (self.sweep and m > 1) else 0):
                     if i:        # the unsplit axis wraps; split ones fill sites the block no longer needs
                         r.program.halo(r.f)
                     self.advance(r)

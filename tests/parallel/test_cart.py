@@ -136,9 +136,10 @@ def test_the_model_counts_the_messages_the_exchange_sends(tmp_path, n, grid, k):
     m = out["measured"]
     assert m["exchanges"] == 2 and m["counts_agree"]
     assert len(m["ranks"]) == n
-    # by hand, rank 0: 20 x 20 (2x2) or 20 x 40 (2x1) owned, ghosts 3 (k - 1) per split side, D = 3 k wide halos
-    # of 37 doubles: an X message is D columns of (rows + ghosts + 6) sites
-    rows = 40 if grid == "2x1" else 20 + 2 * 3 * (k - 1)
+    # by hand, rank 0: 20 x 20 (2x2) or 20 x 40 (2x1) owned, ghosts 3 k per split side for k > 1 (the C
+    # backend's fused_tb sweep), D = 3 k wide halos of 37 doubles: an X message is D columns of
+    # (rows + ghosts + 6) sites
+    rows = 40 if grid == "2x1" else 20 + 2 * 3 * k
     x_bytes = 2 * 3 * k * (rows + 6) * 37 * 8
     counted = m["ranks"][0]["counted"]
     assert counted["x messages"] == 2 * 2 and counted["x bytes"] == 2 * x_bytes
@@ -156,11 +157,11 @@ def test_the_model_predicts_t_step_from_l_b_m_and_plots_scaling(tmp_path):
     assert result.exit_code == 0, result.output
     out = _json(result.output[:result.output.rindex("}") + 1])
     p = out["predicted"]
-    # rank 0: 32 x 32 owned + 6 ghosts per side = 44 x 44 computed; D = 9: messages of 9 x 50 sites
-    assert out["exchange"]["computed"] == 44 * 44 and out["exchange"]["owned"] == 32 * 32
-    assert p["extra_work"] == pytest.approx(44 * 44 / 1024 - 1)
-    assert p["t_calc"] == pytest.approx(3 * 37 * 8 * 44 * 44 * 4 / 1e10)
-    face = 9 * 50 * 37 * 8
+    # rank 0: 32 x 32 owned + 9 ghosts per side (k H: fused_tb) = 50 x 50 computed; D = 9: messages of 9 x 56 sites
+    assert out["exchange"]["computed"] == 50 * 50 and out["exchange"]["owned"] == 32 * 32
+    assert p["extra_work"] == pytest.approx(50 * 50 / 1024 - 1)
+    assert p["t_calc"] == pytest.approx(3 * 37 * 8 * 50 * 50 * 4 / 1e10)
+    face = 9 * 56 * 37 * 8
     # one node: per exchange 2 axes x L + the node's 16 messages / (B/2), every 3 steps
     assert p["t_comm"] == pytest.approx((2 * 2e-6 + 16 * face / 2e9) / 3)
     assert p["mlups"] == pytest.approx(64 * 64 / (p["t_comm"] + p["t_calc"]) / 1e6)
@@ -190,3 +191,45 @@ def test_a_y_split_on_opencl_ranks_is_bit_identical(tmp_path):
         pytest.skip(why)
     proc = same_bits(tmp_path, 2, lattice(24, 32, 6) + ["--backend", "opencl"], "1x2", "opencl-1x2")
     assert "rank 1 opencl" in proc.stderr and "y=16..+16" in proc.stderr
+
+
+SCRIPT_2D = """
+import json, sys
+import numpy as np
+from mpi4py import MPI
+from lbgen.parallel.simulation import DistributedSimulation
+a = json.loads(sys.argv[1])
+comm = MPI.COMM_WORLD
+sim = DistributedSimulation(comm, a["lx"], a["ly"], ranks_grid=a["grid"], time_block=a["k"], **a["kw"])
+f = dict(np.load("initial.npz")) if comm.rank == 0 else {}
+sim.set_fields(**f)
+sim.step(a["steps"])
+out = sim.fields()
+if comm.rank == 0:
+    np.savez("fields.npz", **out)
+    print(json.dumps({"sweep": sim.sweep, "ghost": list(sim.ghost), "sweeps": sim.sweeps}))
+"""
+
+
+def test_time_blocks_without_the_sweep_kernel_are_bit_identical(tmp_path):
+    # --no-fused: no fused_tb, so k single steps on (k - 1) H ghosts
+    from lbgen.simulation.runner import Simulation
+    lx, ly, k, steps = 30, 36, 3, 8
+    kw = dict(collision="regularized", strict=True, fused=False, gravity=[0, -1e-4])
+    rng = np.random.default_rng(5)
+    f = dict(rho=1 + 0.02 * rng.random((lx, ly)), ux=0.02 * rng.random((lx, ly)), uy=0.01 * rng.random((lx, ly)),
+             T=1 + 0.02 * rng.random((lx, ly)))
+    np.savez(tmp_path / "initial.npz", **f)
+    (tmp_path / "run2d.py").write_text(SCRIPT_2D)
+    args = {"lx": lx, "ly": ly, "grid": "2x2", "k": k, "kw": kw, "steps": steps}
+    proc = mpirun(4, [json.dumps(args)], tmp_path, script=tmp_path / "run2d.py")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["sweep"] is False and report["ghost"] == [6, 6]
+    assert report["sweeps"] == {"blocked": 3, "single": 0}         # 3 + 3 + 2 steps
+    ref = Simulation(lx, ly, **kw)
+    ref.set_fields(**f)
+    ref.step(steps)
+    want, got = ref.fields(), np.load(tmp_path / "fields.npz")
+    for key in want:
+        assert np.array_equal(got[key], want[key]), key
