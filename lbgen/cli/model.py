@@ -299,7 +299,7 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
         M = memory_bandwidth
         sources["memory"] = "given"
     machine = mpi_model.Machine(L, B, M, p, latency_inter, bandwidth_inter)
-    predicted = mpi_model.predict_blocks(shape, grid, machine, depth, plan, Q, itemsize)
+    predicted = mpi_model.predict_blocks(shape, grid, machine, depth, plan, Q, itemsize, sweep=sweep)
     measured = None
     if comm is not None:
         measured = _measure_grid(comm, cfg, shape, grid, depth, steps, plan)

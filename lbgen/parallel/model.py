@@ -221,7 +221,8 @@ def predict_grid(lx: int, ly: int, grid, machine: Machine, depth: int = 1, Q: Op
     vs = _default_set()
     Q = vs.Q if Q is None else Q
     return predict_blocks((lx, ly), grid, machine, depth,
-                          lambda c: rank_exchange(lx, ly, grid, c, depth, Q, halo, itemsize, sweep), Q, itemsize)
+                          lambda c: rank_exchange(lx, ly, grid, c, depth, Q, halo, itemsize, sweep), Q, itemsize,
+                          sweep=sweep)
 
 
 def rank_exchange3d(shape, grid, coords, depth: int = 1, Q: int = 19, halo: int = 1, itemsize: int = 8) -> dict:
@@ -241,20 +242,23 @@ def rank_exchange3d(shape, grid, coords, depth: int = 1, Q: int = 19, halo: int 
     return out
 
 
-def predict_blocks(shape, grid, machine: Machine, depth: int, plan: Callable, Q: int, itemsize: int = 8) -> dict:
+def predict_blocks(shape, grid, machine: Machine, depth: int, plan: Callable, Q: int, itemsize: int = 8,
+                   sweep: bool = False) -> dict:
     """Seed 002's step time for a Cartesian grid of ranks (any dimension), p = ranks_per_node
     to a node (ranks placed on nodes in rank order, row-major coordinates, as 002 assumes):
 
         T_step = T_comm / k + T_calc
         T_comm = sum over the split axes of (L_a, and L_e where the node sends off-node)
                  + intra bytes of the node / (B_a / 2) + inter bytes of the node / (B_e / 2)
-        T_calc = 3 Q itemsize N_computed p / M
+        T_calc = 3 Q itemsize N_computed p / M      (/ k with `sweep`)
 
     for the busiest node (its ranks' messages of one exchange, every k = depth steps; `plan`
     (coords) gives one rank's: "<axis> bytes", "<axis> messages", "computed", "owned");
     N_computed includes the ghost sites of a time block (the extra halo work of 004) and M is
-    shared by the node's p ranks (002 writes N^3 / M with M per process).
-    S = prod(shape) / T_step."""
+    shared by the node's p ranks (002 writes N^3 / M with M per process).  `sweep`: the k
+    steps run as one sweep through cache (fused_tb), whose memory traffic is one read and one
+    write per k steps, so T_calc divides by k (004's temporal blocking; no in-cache limit is
+    modelled, so large k are overestimated).  S = prod(shape) / T_step."""
     grid = tuple(grid)
     P = int(np.prod(grid))
     p = max(1, min(machine.ranks_per_node, P))
@@ -286,7 +290,7 @@ def predict_blocks(shape, grid, machine: Machine, depth: int, plan: Callable, Q:
                         has_inter.add(axis)
         t_comm = (len(has_intra) * machine.latency + intra / (machine.bandwidth / 2)
                   + len(has_inter) * L_e + inter / (B_e / 2))
-        t_calc = 3 * Q * itemsize * computed * p / machine.memory_bandwidth
+        t_calc = 3 * Q * itemsize * computed * p / machine.memory_bandwidth / (depth if sweep else 1)
         row = {"t_comm": t_comm / depth, "t_calc": t_calc, "intra_bytes": intra, "inter_bytes": inter}
         if worst is None or row["t_comm"] + row["t_calc"] > worst["t_comm"] + worst["t_calc"]:
             worst = row
