@@ -162,9 +162,8 @@ def _config_file(path) -> dict:
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option("--ranks-grid", default="auto", show_default=True,
               help="Under mpiexec -n P: the Cartesian grid of ranks, PXxPY (ranks along X times along Y), or "
-                   "auto (MPI_Dims_create; X only with --hetero, or walls with a time block or GPU kernels). A "
-                   "property of the launch: a "
-                   "resume may use another.")
+                   "auto (MPI_Dims_create; X only with --hetero, or walls with a time block or GPU kernels). "
+                   "A property of the launch: a resume may use another.")
 @click.pass_context
 @friendly
 def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
