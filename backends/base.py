@@ -238,8 +238,9 @@ class Program(abc.ABC):
         return time_block_value(depth, allow_auto=False)
 
     def bc(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
-           adiabatic=(False, False), ax: float = 0.0, ay: float = 0.0) -> None:
-        """Thermal walls after propagate(prv -> nxt); only for specs generated with walls."""
+           adiabatic=(False, False), ax: float = 0.0, ay: float = 0.0, sides=(True, True)) -> None:
+        """Thermal walls after propagate(prv -> nxt), on the sides (bottom, top) this lattice
+        holds (``sides``); only for specs generated with walls."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no bc kernel yet")
 
     def diagnostics(self, f: Any, ax: float = 0.0, ay: float = 0.0) -> np.ndarray:
@@ -250,7 +251,7 @@ class Program(abc.ABC):
         raise NotImplementedError(f"the {self.spec.backend} backend has no diagnostics kernel")
 
     def fused_walls(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
-                    adiabatic=(False, False), **params) -> None:
+                    adiabatic=(False, False), sides=(True, True), **params) -> None:
         """propagate + bc + collide in one sweep (prv -> nxt); only for specs generated with walls."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no fused walls kernel yet")
 
@@ -272,6 +273,26 @@ class Program(abc.ABC):
         None where the kernels run on the host (its limits are measured by lbgen.perf.machine)."""
         return None
 
+    @staticmethod
+    def _check_sides(sides) -> tuple:
+        """(bottom, top): which walls a lattice holds, as two real booleans; a lattice split in Y
+        holds the bottom wall only on its lowest part and the top wall only on its highest."""
+        try:
+            bottom, top = sides
+        except (TypeError, ValueError):
+            raise ValueError(f"sides={sides!r} must be a pair (bottom, top) of booleans: the walls this "
+                             f"lattice holds") from None
+        for name, v in (("bottom", bottom), ("top", top)):
+            if not isinstance(v, (bool, np.bool_)):
+                raise ValueError(f"sides: {name}={v!r} is not a boolean (True: this lattice holds the {name} wall)")
+        return bool(bottom), bool(top)
+
+    def _require_both_sides(self, sides) -> None:
+        """Kernels without per-side wall switches (OpenCL, CUDA) run both walls only."""
+        if self._check_sides(sides) != (True, True):
+            raise NotImplementedError(f"the {self.spec.backend} kernels hold both walls; sides={tuple(sides)!r} "
+                                      f"(one wall only, a lattice split in Y) needs the C backend")
+
     def _require_walls(self) -> None:
         if not self.spec.walls:
             raise ValueError("these kernels were generated without walls (KernelSpec(walls=True) adds the bc kernel)")
@@ -280,25 +301,28 @@ class Program(abc.ABC):
         pass
 
     # --- the step sequence: written once, for the runner, tune, verify and bench ----------
-    def step(self, f: Any, g: Any, params: dict, walls=None, fused: bool = True):
+    def step(self, f: Any, g: Any, params: dict, walls=None, fused: bool = True, sides=(True, True)):
         """One time step of a region whose halos are fresh: ``f`` holds the state, ``g`` is
         spare.  Returns (state, spare) after the step (asynchronous on devices).
 
         Periodic: the fused kernel (or propagate then collide).  With ``walls`` (anything
         with T_bottom, T_top, adiabatic_bottom, adiabatic_top): the fused_walls kernel (or
-        propagate, bc, collide: the same bits in strict builds)."""
+        propagate, bc, collide: the same bits in strict builds), on the walls of ``sides``
+        (bottom, top) only: a lattice split in Y holds each wall on one part."""
         if walls is None and fused:
             self.fused(f, g, **params)
             return g, f
         if fused:
             self.fused_walls(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
-                             **params)
+                             sides=sides, **params)
             return g, f
         self.propagate(f, g)
         if walls is not None:
             self.bc(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
-                    params["ax"], params["ay"])
-        self.collide(g, f, **params)
+                    params["ax"], params["ay"], sides=sides)
+            self.collide(g, f, sides=sides, **params)
+        else:
+            self.collide(g, f, **params)
         return f, g
 
     # --- whole padded columns (halo exchange between regions, ranks and devices) ------------
@@ -378,6 +402,50 @@ class Program(abc.ABC):
         raw = np.empty(pos.size, dtype=self.dtype)
         raw[pos] = plain.reshape(-1)[src]
         self.write_columns(f, x0, raw)
+
+    # Whole padded rows in the same layout-independent form (the Y halo exchange between MPI
+    # ranks split along Y): plain[p, x + H, j] for x = -H .. LX+H-1 (the X halo columns
+    # included) and the rows y0 + j, j < n; y counts from -H to LY+H-1 as for columns.
+    def _row_maps(self, y0: int, n: int):
+        key = ("_row_maps", y0, n)
+        cache = self.__dict__.setdefault("_maps", {})
+        if key not in cache:
+            L, s = self.layout, self.layout.strides
+            H = L.halo
+            if y0 < -H or n < 0 or y0 + n > L.LY + H:
+                raise ValueError(f"rows {y0}..{y0 + n - 1} outside {-H}..{L.LY + H - 1}")
+            p = np.arange(L.Q)[:, None, None, None]
+            x = np.arange(L.LX + 2 * H)[None, :, None, None]             # x + H
+            r = np.arange(-H, L.NR + H)[None, None, :, None]
+            k = np.arange(L.VL)[None, None, None, :]
+            pos = p * s["SP"] + x * s["SX"] + (r + H) * s["SR"] + k * s["SK"]
+            y = r + k * L.NR + 0 * (p + x)
+            pos, y = np.broadcast_arrays(pos, y)
+            inside = (y >= y0) & (y < y0 + n)
+            canonical = ((p * (L.LX + 2 * H) + x) * n + (y - y0)) + 0 * pos
+            pos, src = pos[inside], canonical[inside]
+            rep = np.empty(L.Q * (L.LX + 2 * H) * n, dtype=np.int64)
+            rep[src] = pos                     # one storage cell per (p, x, y): any is exact
+            cache[key] = (pos, src, rep)
+        return cache[key]
+
+    def read_rows_plain(self, f: Any, y0: int, n: int) -> np.ndarray:
+        """Padded rows y0 .. y0+n-1 as plain[p, x + H, j] (every column, X halo included).
+        Host buffers are indexed in place; a device buffer is downloaded whole."""
+        _, _, rep = self._row_maps(y0, n)
+        flat = f if isinstance(f, np.ndarray) else self.download(f)
+        return flat[rep].reshape(self.layout.Q, self.layout.LX + 2 * self.layout.halo, n)
+
+    def write_rows_plain(self, f: Any, y0: int, plain: np.ndarray) -> None:
+        """Inverse of read_rows_plain (every storage cell of those rows, lane-shifted copies included)."""
+        plain = np.asarray(plain, dtype=self.dtype)
+        pos, src, _ = self._row_maps(y0, plain.shape[2])
+        if isinstance(f, np.ndarray):
+            f[pos] = plain.reshape(-1)[src]
+            return
+        flat = self.download(f)
+        flat[pos] = plain.reshape(-1)[src]
+        self.upload(flat, f)
 
     def _read_range(self, f: Any, offset: int, out: np.ndarray) -> None:
         raise NotImplementedError(f"the {self.spec.backend} backend cannot read columns")

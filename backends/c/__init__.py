@@ -128,39 +128,51 @@ class CProgram(HostBuffers, Program):
     def propagate(self, prv, nxt):
         self._fn("propagate")(self._ptr(prv), self._ptr(nxt), *self._sizes)
 
-    def collide(self, src, dst, **params):
-        self._fn("collide")(self._ptr(src), self._ptr(dst), *self._sizes, *self._param_values(params))
+    def _walls(self, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True)):
+        """The kernels' `<prefix>_walls` struct (kept alive by the returned cffi object)."""
+        bottom, top = self._check_sides(sides)
+        return self.ffi.new(f"{self.prefix}_walls *", {
+            "T_bottom": float(T_bottom), "T_top": float(T_top), "adiabatic_bottom": int(bool(adiabatic[0])),
+            "adiabatic_top": int(bool(adiabatic[1])), "bottom": int(bottom), "top": int(top)})
+
+    def collide(self, src, dst, sides=(True, True), **params):
+        """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = 1."""
+        extra = [self._walls(sides=sides)] if self.spec.walls else []
+        if not self.spec.walls and tuple(sides) != (True, True):
+            self._require_walls()
+        self._fn("collide")(self._ptr(src), self._ptr(dst), *self._sizes, *extra, *self._param_values(params))
 
     def fused(self, prv, nxt, **params):
         self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, *self._param_values(params))
 
-    def fused_tb(self, prv, nxt, depth: int, walls=None, **params):
-        """`depth` steps in one sweep (temporal blocking): prv (fresh halo) -> nxt (interior)."""
+    def fused_tb(self, prv, nxt, depth: int, walls=None, sides=(True, True), **params):
+        """`depth` steps in one sweep (temporal blocking): prv (fresh halo) -> nxt (interior).
+        With walls, a side off in `sides` is periodic (see the header)."""
         depth = self._check_time_block(depth)
         extra = []
         if self.spec.walls:
             if walls is None:
                 raise ValueError("these kernels were generated with walls: fused_tb needs walls=Walls(...)")
-            extra = [float(walls.T_bottom), float(walls.T_top), int(bool(walls.adiabatic_bottom)),
-                     int(bool(walls.adiabatic_top))]
+            extra = [self._walls(walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top), sides)]
         elif walls is not None:
             self._require_walls()
-        status = self._fn("fused_tb")(self._ptr(prv), self._ptr(nxt), *self._sizes, depth,
-                                      *self._param_values(params), *extra)
+        status = self._fn("fused_tb")(self._ptr(prv), self._ptr(nxt), *self._sizes, *extra, depth,
+                                      *self._param_values(params))
         if status == 1:
             raise MemoryError(f"fused_tb: no memory for the per-thread ring of {depth - 1} time levels")
         if status:
             raise ValueError(f"fused_tb refused depth {depth}")
 
-    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0):
+    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True)):
         self._require_walls()
-        self._fn("bc")(self._ptr(prv), self._ptr(nxt), *self._sizes, float(T_bottom), float(T_top),
-                       int(bool(adiabatic[0])), int(bool(adiabatic[1])), float(ax), float(ay))
+        self._fn("bc")(self._ptr(prv), self._ptr(nxt), *self._sizes, self._walls(T_bottom, T_top, adiabatic, sides),
+                       float(ax), float(ay))
 
-    def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), **params):
+    def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
+                    **params):
         self._require_walls()
-        self._fn("fused_walls")(self._ptr(prv), self._ptr(nxt), *self._sizes, *self._param_values(params),
-                                float(T_bottom), float(T_top), int(bool(adiabatic[0])), int(bool(adiabatic[1])))
+        self._fn("fused_walls")(self._ptr(prv), self._ptr(nxt), *self._sizes,
+                                self._walls(T_bottom, T_top, adiabatic, sides), *self._param_values(params))
 
     def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
         arrays = [np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)))

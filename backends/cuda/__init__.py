@@ -93,19 +93,23 @@ class LaunchProgram(Program):
     def propagate(self, prv, nxt):
         self._run("propagate", prv, nxt, *self._sizes)
 
-    def collide(self, src, dst, **params):
+    def collide(self, src, dst, sides=(True, True), **params):
+        self._require_both_sides(sides)
         self._run("collide", src, dst, *self._sizes, *self._param_values(params))
 
     def fused(self, prv, nxt, **params):
         self._run("fused", prv, nxt, *self._sizes, *self._param_values(params))
 
-    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0):
+    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True)):
         self._require_walls()
+        self._require_both_sides(sides)
         self._run("bc", prv, nxt, *self._sizes, float(T_bottom), float(T_top),
                   int(bool(adiabatic[0])), int(bool(adiabatic[1])), float(ax), float(ay))
 
-    def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), **params):
+    def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
+                    **params):
         self._require_walls()
+        self._require_both_sides(sides)
         self._run("fused_walls", prv, nxt, *self._sizes, *self._param_values(params), float(T_bottom), float(T_top),
                   int(bool(adiabatic[0])), int(bool(adiabatic[1])))
 

@@ -378,15 +378,17 @@ class OpenCLProgram(Program):
     def propagate(self, prv, nxt):
         self._launch("propagate", self._site_range, prv, nxt, *self._sizes)
 
-    def collide(self, src, dst, **params):
+    def collide(self, src, dst, sides=(True, True), **params):
+        self._require_both_sides(sides)
         self._launch("collide", self._site_range, src, dst, *self._sizes, *self._params(params))
 
     def fused(self, prv, nxt, **params):
         self._launch("fused", self._site_range, prv, nxt, *self._sizes, *self._params(params))
 
-    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0):
+    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True)):
         """Thermal walls after propagate(prv -> nxt): one work-item per column."""
         self._require_walls()
+        self._require_both_sides(sides)
         self._launch("bc", self._column_range, prv, nxt, *self._sizes, self.dtype(T_bottom), self.dtype(T_top),
                      np.int32(bool(adiabatic[0])), np.int32(bool(adiabatic[1])), self.dtype(ax), self.dtype(ay))
 
@@ -420,9 +422,11 @@ class OpenCLProgram(Program):
         self.cl.enqueue_copy(self.queue, host, out, is_blocking=True)
         return host.astype(np.float64)
 
-    def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), **params):
+    def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
+                    **params):
         """propagate + bc + collide in one launch (one work-item per site)."""
         self._require_walls()
+        self._require_both_sides(sides)
         self._launch("fused_walls", self._site_range, prv, nxt, *self._sizes, *self._params(params),
                      self.dtype(T_bottom), self.dtype(T_top), np.int32(bool(adiabatic[0])),
                      np.int32(bool(adiabatic[1])))

@@ -160,9 +160,13 @@ def _config_file(path) -> dict:
 @click.option("--overwrite", is_flag=True, default=False,
               help="Replace the run already in --out (otherwise a new run into it is refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
+@click.option("--ranks-grid", default="auto", show_default=True,
+              help="Under mpiexec -n P: the Cartesian grid of ranks, PXxPY (ranks along X times along Y), or "
+                   "auto (MPI_Dims_create; X only with --hetero, or walls with a time block or GPU kernels). "
+                   "A property of the launch: a resume may use another.")
 @click.pass_context
 @friendly
-def run(ctx, setup, config, resume, overwrite, progress, **given):
+def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     """Simulate.  SETUP: shear-wave (default), uniform-noise or rayleigh-taylor; or --init FILE.npz.
     3D (--velocity-set d3q19 or d3q27, --lz): shear-wave, taylor-green, lid-driven-cavity, channel.
 
@@ -178,6 +182,7 @@ def run(ctx, setup, config, resume, overwrite, progress, **given):
     comm = mpi.world()                     # several ranks under mpiexec: a distributed run
     if comm is not None:
         mpi.install_excepthook(comm)
+    mpi.set_launch_grid(ranks_grid, comm)
     root = comm is None or comm.rank == 0
     show_progress = progress and sys.stderr.isatty() and root
     echo = (lambda m: click.echo(m, err=True)) if root else (lambda m: None)  # noqa: E731
@@ -201,7 +206,9 @@ def run(ctx, setup, config, resume, overwrite, progress, **given):
     spec = runner.sim.spec
     regions = runner.sim.region_table()
     where = ", ".join((f"rank {d['rank']} " if "rank" in d else "") + f"{d['backend']} {d['layout']} "
-                      f"x={d['columns'][0] % cfg.lx}..+{d['columns'][1]}" for d in regions)
+                      f"x={d['columns'][0] % cfg.lx}..+{d['columns'][1]}"
+                      + (f" y={d['rows'][0]}..+{d['rows'][1]}" if d.get("rows", [0, cfg.ly]) != [0, cfg.ly] else "")
+                      for d in regions)
     if comm is not None:
         where = f"{comm.size} MPI ranks: {where}"
     box = f"walls ({cfg.walls['scheme']} scheme)" if cfg.walls else "periodic"

@@ -48,10 +48,30 @@ class FiniteFloatRange(click.FloatRange):
 @click.option("--bandwidth", type=FiniteFloatRange(min=0, min_open=True), default=None, help="With --ranks: bandwidth B [bytes/s] (default: "
               "measured under mpiexec, else 5e9).")
 @click.option("--no-overlap", is_flag=True, help="With --ranks: model communication not hidden behind the bulk.")
+@click.option("--ranks-grid", default=None, help="The Cartesian step model (seed 002) for a PXxPY grid of ranks "
+              "(auto under mpiexec: MPI_Dims_create): faces, messages and bytes per step, T_step = comm + "
+              "3 Q 8 N / M, measured beside it under mpiexec -n PX*PY, and a weak/strong scaling table.")
+@click.option("--time-block", "time_block", type=click.IntRange(min=1), default=1, show_default=True,
+              help="With --ranks-grid: k H wide halos every k steps (multi-halo exchange, seed 004).")
+@click.option("--memory-bandwidth", type=FiniteFloatRange(min=0, min_open=True), default=None,
+              help="With --ranks-grid: M [bytes/s] of a node (default: measured, the kernels' Q + Q stream copy).")
+@click.option("--ranks-per-node", type=click.IntRange(min=1), default=None,
+              help="With --ranks-grid: p, ranks sharing a node's M (default: the ranks of this launch, or PX*PY).")
+@click.option("--latency-inter", type=FiniteFloatRange(min=0), default=None,
+              help="With --ranks-grid: L_e [s] between nodes (default: --latency).")
+@click.option("--bandwidth-inter", type=FiniteFloatRange(min=0, min_open=True), default=None,
+              help="With --ranks-grid: B_e [bytes/s] between nodes (default: --bandwidth).")
+@click.option("--max-ranks", type=click.IntRange(min=1), default=4096, show_default=True,
+              help="With --ranks-grid: the scaling table's largest rank count.")
+@click.option("--scaling-plot", type=click.Path(dir_okay=False), default=None,
+              help="With --ranks-grid: PNG of the weak and strong scaling prediction.")
+@click.option("--lz", type=click.IntRange(min=1), default=None,
+              help="With --ranks-grid PXxPYxPZ: a 3D lattice (D3Q19, lbgen.parallel.lattice3d).")
 @click.option("--json", "as_json", is_flag=True)
 @friendly
 def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, device, steps, measure_points, plot,
-          ranks, latency, bandwidth, no_overlap, as_json):
+          ranks, latency, bandwidth, no_overlap, ranks_grid, time_block, memory_bandwidth, ranks_per_node,
+          latency_inter, bandwidth_inter, max_ranks, scaling_plot, lz, as_json):
     """The host + device performance model (paper Eq. 4-8): predicted MLUPS against the split.
 
     Measures tau_d (device), tau_h (host) and the halo swap with short runs, solves
@@ -64,6 +84,23 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
     from lbgen.perf import split as perfmodel
     from lbgen.run.config import RunConfig
     from lbgen.run.construct import make_simulation
+    grid_only = {"--time-block": _given("time_block"), "--memory-bandwidth": memory_bandwidth,
+                 "--ranks-per-node": ranks_per_node, "--latency-inter": latency_inter,
+                 "--bandwidth-inter": bandwidth_inter, "--max-ranks": _given("max_ranks"),
+                 "--scaling-plot": scaling_plot, "--lz": lz}
+    if ranks_grid is not None:
+        given = [n for n, v in (("--ranks", ranks), ("--measure", measure_points), ("--plot", plot),
+                                ("--hetero", _given("hetero")), ("--no-overlap", no_overlap)) if v]
+        if given:
+            raise UserError(f"{', '.join(given)}: not options of the Cartesian model (--ranks-grid {ranks_grid}); "
+                            f"it takes --time-block, --latency, --bandwidth, --memory-bandwidth, --ranks-per-node, "
+                            f"--latency-inter, --bandwidth-inter, --max-ranks and --scaling-plot")
+        return _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_grid, time_block,
+                           latency, bandwidth, memory_bandwidth, ranks_per_node, latency_inter, bandwidth_inter,
+                           max_ranks, scaling_plot, as_json, lz=lz)
+    stray = [n for n, v in grid_only.items() if v]
+    if stray:
+        raise UserError(f"{', '.join(stray)}: option(s) of the Cartesian model: add --ranks-grid PXxPY")
     _check_model_options(ranks, latency, bandwidth, measure_points, plot, hetero_given=_given("hetero"))
     if ranks is not None:
         return _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps, ranks, latency,
@@ -197,3 +234,207 @@ def _distributed(cfg, comm):
     sim = make_simulation(cfg, comm=comm)
     sim.set_fields(**(uniform_noise(cfg.lx, cfg.ly, amplitude=0.01) if comm.rank == 0 else {}))
     return sim
+
+
+def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_grid, depth, latency, bandwidth,
+                memory_bandwidth, ranks_per_node, latency_inter, bandwidth_inter, max_ranks, scaling_plot, as_json,
+                lz=None):
+    """`lbgen model --ranks-grid`: seed 002's step model for a Cartesian grid (2D, or 3D with
+    --lz: D3Q19 through ``DistributedSimulation3D``), measured beside it under mpiexec (step
+    time, and the messages and bytes every rank sent, counted by the exchange)."""
+    from lbgen.model.velocity_set import velocity_set
+    from lbgen.parallel import mpi
+    from lbgen.parallel import model as mpi_model
+    from lbgen.run.config import RunConfig
+    comm = mpi.world()
+    if comm is not None:
+        mpi.install_excepthook(comm)
+    size = 1 if comm is None else comm.size
+    shape = (lx, ly) if lz is None else (lx, ly, lz)
+    grid = mpi.parse_ranks_grid(ranks_grid, len(shape))
+    if grid is None:
+        if comm is None:
+            raise UserError("--ranks-grid auto needs mpiexec -n P (it is MPI_Dims_create of P); give the grid")
+        grid = mpi_model.dims_create(size, len(shape))
+    P = int(np.prod(grid))
+    name = "x".join(map(str, grid))
+    if comm is not None and P != size:
+        raise UserError(f"--ranks-grid {name} has {P} ranks but mpiexec started {size}")
+    cfg = RunConfig(setup="uniform-noise", lx=lx, ly=ly, collision=collision, precision=precision, backend=backend,
+                    layout=layout, vl=vl_option(vl), time_block=depth)
+    vs = velocity_set(cfg.velocity_set if lz is None else "d3q19")
+    H, Q, itemsize = vs.max_hop, vs.Q, 8 if precision == "double" else 4
+    if lz is None:
+        mpi.rank_grid(P, lx, ly, H, grid, depth)            # too thin: refused before any measurement
+
+        sweep = backend == "c" and depth > 1          # DistributedSimulation.sweep: fused_tb, k H ghosts
+
+        def plan(c, sizes=shape, g=grid):
+            return mpi_model.rank_exchange(sizes[0], sizes[1], g, c, depth, Q, H, itemsize, sweep)
+    else:
+        from lbgen.parallel.lattice3d import rank_grid3d
+        rank_grid3d(P, shape, H, grid, depth)
+        sweep = False
+
+        def plan(c, sizes=shape, g=grid):
+            return mpi_model.rank_exchange3d(sizes, g, c, depth, Q, H, itemsize)
+    root = comm is None or comm.rank == 0
+    sources = {}
+    if comm is not None and latency is None and bandwidth is None and P > 1:
+        times = mpi_model.ring_shift(comm)
+        fit = mpi_model.fit_latency_bandwidth(list(times), list(times.values()))
+        sources["communication"] = f"ring shift over {size} ranks"
+    else:
+        fit = mpi_model.DEFAULT_COMM
+        sources["communication"] = "given" if latency is not None or bandwidth is not None else "assumed"
+    L = latency if latency is not None else fit.latency
+    B = bandwidth if bandwidth is not None else fit.bandwidth
+    p = ranks_per_node or (size if comm is not None else P)
+    if memory_bandwidth is None:
+        from lbgen.perf.machine import measure_bandwidth
+        M = mpi.root_call(comm, lambda: measure_bandwidth(64 << 20, threads=min(p, P), repeat=3,
+                                                          streams=Q)["streaming"]["gbs"] * 1e9, share=True)
+        sources["memory"] = f"copy with {Q} + {Q} streams, {min(p, P)} threads"
+    else:
+        M = memory_bandwidth
+        sources["memory"] = "given"
+    machine = mpi_model.Machine(L, B, M, p, latency_inter, bandwidth_inter)
+    predicted = mpi_model.predict_blocks(shape, grid, machine, depth, plan, Q, itemsize, sweep=sweep)
+    measured = None
+    if comm is not None:
+        measured = _measure_grid(comm, cfg, shape, grid, depth, steps, plan)
+    elif P == 1:                 # one rank: the plain simulation's step time (no messages)
+        from lbgen.perf.timing import time_steps
+        sim = _single(cfg, shape)
+        if len(shape) == 2:
+            t = time_steps(sim, steps)
+        else:                                # Simulation3D: its kernels return when done (C runtime)
+            import time
+            sim.step(1)                      # warm-up
+            samples = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                sim.step(steps)
+                samples.append((time.perf_counter() - t0) / steps)
+            t = float(np.median(samples))
+        measured = {"t_step": t, "mlups": int(np.prod(shape)) / t / 1e6, "steps": steps, "exchanges": 0,
+                    "ranks": [], "counts_agree": True}
+    block = tuple(n // g for n, g in zip(shape, grid))
+    extra = {"sweep": sweep} if lz is None else {"lz": block[2], "halo": H}
+    table = mpi_model.scaling_table(machine, block[0], block[1], depth, max_ranks, Q, itemsize, **extra)
+    extra = {"sweep": sweep} if lz is None else {"lz": lz, "halo": H}
+    strong = mpi_model.scaling_table(machine, lx, ly, depth, max_ranks, Q, itemsize, **extra)["strong"]
+    table = {"weak": table["weak"], "strong": strong}
+    if not root:
+        return
+    if scaling_plot:
+        mpi_model.plot_scaling(table, scaling_plot, title=f"model: weak {' x '.join(map(str, block))} per rank, "
+                               f"strong {' x '.join(map(str, shape))}, k = {depth}")
+    ex = plan((0,) * len(grid))
+    if as_json:
+        click.echo(json.dumps({"lx": lx, "ly": ly, "lz": lz, "grid": list(grid), "time_block": depth,
+                               "velocity_set": vs.name, "machine": machine.to_json(), "sources": sources,
+                               "predicted": predicted, "exchange": ex, "measured": measured, "scaling": table},
+                              indent=2))
+        return
+    click.echo(_grid_report(shape, grid, depth, machine, sources, predicted, measured, table, ex, vs.name))
+    if scaling_plot:
+        click.echo(f"plot written to {scaling_plot}")
+
+
+def _single(cfg, shape):
+    """One process's simulation of the model's case (uniform noise; 3D: D3Q19 at rest + noise)."""
+    from lbgen.run.setups import uniform_noise
+    if len(shape) == 2:
+        from lbgen.run.construct import make_simulation
+        sim = make_simulation(cfg.replace(time_block=1))
+        sim.set_fields(**uniform_noise(*shape, amplitude=0.01))
+        return sim
+    from lbgen.simulation.lattice3d import Simulation3D
+    sim = Simulation3D(*shape, velocity_set="d3q19", collision=cfg.collision, precision=cfg.precision,
+                       backend=cfg.backend)
+    sim.set_fields(*_fields3d(shape))
+    return sim
+
+
+def _fields3d(shape):
+    rng = np.random.default_rng(0)
+    return (1.0 + 0.01 * rng.standard_normal(shape), 0.01 * rng.standard_normal(shape), 0.0, 0.0)
+
+
+def _measure_grid(comm, cfg, shape, grid, depth, steps, plan):
+    """Seconds per step of the distributed run (slowest rank) and, per rank, the messages and bytes
+    its exchange counted against the model's `plan` (collective; the result on every rank)."""
+    from mpi4py import MPI
+
+    from lbgen.parallel import mpi
+    if len(shape) == 2:
+        mpi.set_launch_grid("x".join(map(str, grid)), comm)
+        sim = _distributed(cfg, comm)
+    else:
+        from lbgen.parallel.lattice3d import DistributedSimulation3D
+        sim = DistributedSimulation3D(comm, *shape, ranks_grid=grid, time_block=depth, velocity_set="d3q19",
+                                      collision=cfg.collision, precision=cfg.precision, backend=cfg.backend)
+        if comm.rank == 0:
+            sim.set_fields(*_fields3d(shape))
+        else:
+            sim.set_fields()
+    sim.step(depth)                         # warm-up: one exchange
+    sim.messages.clear()
+    n = steps * depth
+    comm.Barrier()
+    t0 = MPI.Wtime()
+    sim.step(n)
+    t = comm.allreduce((MPI.Wtime() - t0) / n, op=MPI.MAX)
+    one = plan(tuple(sim.coords))
+    exchanges = -(-n // depth)
+    mine = {"rank": comm.rank, "coords": list(sim.coords), "counted": dict(sim.messages),
+            "predicted": {k: v * exchanges for k, v in one.items() if k.endswith(("messages", "bytes")) and v}}
+    ranks = comm.allgather(mine)
+    return {"t_step": t, "mlups": int(np.prod(shape)) / t / 1e6, "steps": n, "exchanges": exchanges,
+            "ranks": ranks, "counts_agree": all(r["counted"] == r["predicted"] for r in ranks)}
+
+
+def _grid_report(shape, grid, depth, machine, sources, predicted, measured, table, ex, set_name) -> str:
+    axes = "xyz"[:len(grid)]
+    sent = " and ".join(f"{ex[f'{a} messages']} {a.upper()} message(s) ({ex[f'{a} bytes']} bytes)" for a in axes)
+    lines = [f"machine: L_a = {machine.latency * 1e6:.2f} us, B_a = {machine.bandwidth / 1e9:.3f} GB/s "
+             f"({sources['communication']}); M = {machine.memory_bandwidth / 1e9:.2f} GB/s ({sources['memory']}); "
+             f"p = {machine.ranks_per_node} ranks per node"
+             + ("" if machine.latency_inter is None and machine.bandwidth_inter is None else
+                f"; L_e = {(machine.latency_inter or machine.latency) * 1e6:.2f} us, "
+                f"B_e = {(machine.bandwidth_inter or machine.bandwidth) / 1e9:.3f} GB/s"),
+             f"{set_name}, grid {'x'.join(map(str, grid))} on {' x '.join(map(str, shape))}, time block {depth}: "
+             f"rank 0 computes {ex['computed']} sites for {ex['owned']} owned (extra halo work "
+             f"{100 * predicted['extra_work']:.1f}%); every {depth} step(s) it sends {sent}: "
+             f"{predicted['messages_per_step']:.3g} messages, {predicted['bytes_per_step']:.0f} bytes per step",
+             f"{'':>10} {'T_comm [ms]':>12} {'T_calc [ms]':>12} {'T_step [ms]':>12} {'MLUPS':>10}",
+             f"{'model':>10} {predicted['t_comm'] * 1e3:12.4f} {predicted['t_calc'] * 1e3:12.4f} "
+             f"{predicted['t_step'] * 1e3:12.4f} {predicted['mlups']:10.2f}"]
+    if measured is not None:
+        err = (predicted["t_step"] - measured["t_step"]) / measured["t_step"]
+        lines.append(f"{'measured':>10} {'':>12} {'':>12} {measured['t_step'] * 1e3:12.4f} {measured['mlups']:10.2f}"
+                     f"   (model error {100 * err:+.1f}% in T_step over {measured['steps']} steps)")
+        if measured["ranks"]:
+            lines.append(f"messages counted by the exchange on every rank "
+                         f"{'equal' if measured['counts_agree'] else 'DIFFER FROM'} the model's "
+                         f"({measured['exchanges']} exchanges)")
+    else:
+        lines.append("(run under 'mpiexec -n PX*PY lbgen model --ranks-grid ...' to measure beside it)")
+    lines.append(f"scaling (grids of MPI_Dims_create; weak: {' x '.join(str(n // g) for n, g in zip(shape, grid))} "
+                 f"per rank, strong: {' x '.join(map(str, shape))}):")
+    # efficiency per node against one full node (p ranks): the node's memory bandwidth is the unit
+    p = machine.ranks_per_node
+    lines.append(f"{'ranks':>6} {'grid':>7} {'weak MLUPS':>11} {'weak eff':>9} {'strong MLUPS':>13} {'strong eff':>11}"
+                 f"   (eff: MLUPS / (nodes x MLUPS of one node of {p} ranks))")
+    strong = {r["ranks"]: r for r in table["strong"]}
+    w1 = next((r["mlups"] for r in table["weak"] if r["ranks"] >= p), None)
+    s1 = next((r["mlups"] for r in table["strong"] if r["ranks"] >= p), None)
+
+    def eff(mlups, base, ranks):
+        return f"{mlups / (base * ranks / p):.2f}" if base and ranks >= p else "-"
+    for r in table["weak"]:
+        s = strong.get(r["ranks"])
+        lines.append(f"{r['ranks']:>6} {r['grid']:>7} {r['mlups']:11.1f} {eff(r['mlups'], w1, r['ranks']):>9} "
+                     + (f"{s['mlups']:13.1f} {eff(s['mlups'], s1, r['ranks']):>11}" if s else f"{'-':>13} {'-':>11}"))
+    return "\n".join(lines)

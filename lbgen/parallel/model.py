@@ -1,7 +1,11 @@
-"""The multi-rank communication model (seeds 002/003): ``ring_shift`` times each rank
+"""The multi-rank communication models (seeds 002/003/004): ``ring_shift`` times each rank
 sending N bytes to its right neighbour while receiving from its left one;
 ``fit_latency_bandwidth`` fits T = L + N/B by least squares; ``predict`` adds 2 halo
-messages per step to the per-rank slab compute time (``lbgen model --ranks N``).
+messages per step to the per-rank slab compute time (``lbgen model --ranks N``);
+``predict_grid`` is seed 002's T_step for a Cartesian grid with k H deep halos every k
+steps, ``rank_exchange`` what one rank sends per exchange (what ``DistributedSimulation``
+counts), ``scaling_table`` / ``plot_scaling`` the weak and strong predictions
+(``lbgen model --ranks-grid``).
 """
 from __future__ import annotations
 
@@ -142,3 +146,208 @@ def rank_table(rows: List[dict], comm_model: CommModel, lx: int, ly: int, measur
     if measured_source:
         lines.append(measured_source)
     return "\n".join(lines)
+
+
+# --- the Cartesian step model (seed 002, Section 3.3; multi-halo exchange of seed 004) --------------
+@dataclass(frozen=True)
+class Machine:
+    """What the step model needs of a machine (measured or given).
+
+    latency, bandwidth: intra-node L_a [s] and B_a [bytes/s] (a ring-shift fit);
+    memory_bandwidth: M [bytes/s] of one node (copy with the kernels' Q + Q streams);
+    ranks_per_node: p; latency_inter, bandwidth_inter: L_e, B_e between nodes (default: the
+    intra-node ones)."""
+
+    latency: float
+    bandwidth: float
+    memory_bandwidth: float
+    ranks_per_node: int = 1
+    latency_inter: Optional[float] = None
+    bandwidth_inter: Optional[float] = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def dims_create(size: int, n: int = 2) -> tuple:
+    """The balanced grid of MPI_Dims_create in n = 2 or 3 dimensions: non-increasing counts,
+    as close to equal as the factors allow."""
+    if n == 2:
+        py = max(d for d in range(1, int(size ** 0.5) + 1) if size % d == 0)
+        return size // py, py
+    best = None
+    for c in range(1, size + 1):
+        if size % c:
+            continue
+        b_a = dims_create(size // c, 2)
+        g = tuple(sorted(b_a + (c,), reverse=True))
+        if best is None or (g[0] - g[-1], tuple(-x for x in g)) < (best[0] - best[-1], tuple(-x for x in best)):
+            best = g
+    return best
+
+
+def rank_coords(rank: int, grid) -> tuple:
+    """Row-major coordinates of a rank, as MPI_Cart_create(reorder=False) numbers them."""
+    return rank // grid[1], rank % grid[1]
+
+
+def rank_exchange(lx: int, ly: int, grid, coords, depth: int = 1, Q: Optional[int] = None,
+                  halo: Optional[int] = None, itemsize: int = 8, sweep: bool = False) -> dict:
+    """What one rank sends in one exchange (``DistributedSimulation`` sends exactly this every
+    `depth` steps): per split axis 2 messages of D = depth x H padded columns (rows); the
+    block the rank computes, owned + ghosts ((depth - 1) H per side of a split axis, depth x H
+    with `sweep`: the C backend's fused_tb, ``DistributedSimulation.sweep``)."""
+    from lbgen.parallel.mpi import slab_widths
+    vs = _default_set()
+    Q = vs.Q if Q is None else Q
+    H = vs.max_hop if halo is None else halo
+    px, py = grid
+    wx, wy = slab_widths(lx, px)[coords[0]], slab_widths(ly, py)[coords[1]]
+    g = (depth if sweep and depth > 1 else depth - 1) * H
+    gx, gy = (g if px > 1 else 0), (g if py > 1 else 0)
+    W, Hy, D = wx + 2 * gx, wy + 2 * gy, depth * H
+    out = {"x messages": 0, "x bytes": 0, "y messages": 0, "y bytes": 0, "owned": wx * wy, "computed": W * Hy}
+    if px > 1:
+        out["x messages"], out["x bytes"] = 2, 2 * D * (Hy + 2 * H) * Q * itemsize
+    if py > 1:
+        out["y messages"], out["y bytes"] = 2, 2 * D * (W + 2 * H) * Q * itemsize
+    return out
+
+
+def predict_grid(lx: int, ly: int, grid, machine: Machine, depth: int = 1, Q: Optional[int] = None,
+                 halo: Optional[int] = None, itemsize: int = 8, sweep: bool = False) -> dict:
+    """Seed 002's step time for a PX x PY grid of ranks (``predict_blocks`` with the 2D
+    exchange of ``rank_exchange``)."""
+    vs = _default_set()
+    Q = vs.Q if Q is None else Q
+    return predict_blocks((lx, ly), grid, machine, depth,
+                          lambda c: rank_exchange(lx, ly, grid, c, depth, Q, halo, itemsize, sweep), Q, itemsize,
+                          sweep=sweep)
+
+
+def rank_exchange3d(shape, grid, coords, depth: int = 1, Q: int = 19, halo: int = 1, itemsize: int = 8) -> dict:
+    """What one rank of ``lbgen.parallel.lattice3d.DistributedSimulation3D`` sends in one
+    exchange: per split axis 2 slabs of D = depth x H planes spanning the other axes' extended
+    extents (k H ghosts per split side), Q values per site."""
+    from lbgen.parallel.mpi import slab_widths
+    size = [slab_widths(n, p)[c] for n, p, c in zip(shape, grid, coords)]
+    ext = [w + (2 * depth * halo if p > 1 else 0) for w, p in zip(size, grid)]
+    D = depth * halo
+    out = {"owned": int(np.prod(size)), "computed": int(np.prod(ext))}
+    for d, axis in enumerate("xyz"):
+        others = int(np.prod([e for i, e in enumerate(ext) if i != d]))
+        split = grid[d] > 1
+        out[f"{axis} messages"] = 2 if split else 0
+        out[f"{axis} bytes"] = 2 * D * others * Q * itemsize if split else 0
+    return out
+
+
+def predict_blocks(shape, grid, machine: Machine, depth: int, plan: Callable, Q: int, itemsize: int = 8,
+                   sweep: bool = False) -> dict:
+    """Seed 002's step time for a Cartesian grid of ranks (any dimension), p = ranks_per_node
+    to a node (ranks placed on nodes in rank order, row-major coordinates, as 002 assumes):
+
+        T_step = T_comm / k + T_calc
+        T_comm = sum over the split axes of (L_a, and L_e where the node sends off-node)
+                 + intra bytes of the node / (B_a / 2) + inter bytes of the node / (B_e / 2)
+        T_calc = 3 Q itemsize N_computed p / M      (/ k with `sweep`)
+
+    for the busiest node (its ranks' messages of one exchange, every k = depth steps; `plan`
+    (coords) gives one rank's: "<axis> bytes", "<axis> messages", "computed", "owned");
+    N_computed includes the ghost sites of a time block (the extra halo work of 004) and M is
+    shared by the node's p ranks (002 writes N^3 / M with M per process).  `sweep`: the k
+    steps run as one sweep through cache (fused_tb), whose memory traffic is one read and one
+    write per k steps, so T_calc divides by k (004's temporal blocking; no in-cache limit is
+    modelled, so large k are overestimated).  S = prod(shape) / T_step."""
+    grid = tuple(grid)
+    P = int(np.prod(grid))
+    p = max(1, min(machine.ranks_per_node, P))
+    L_e = machine.latency if machine.latency_inter is None else machine.latency_inter
+    B_e = machine.bandwidth if machine.bandwidth_inter is None else machine.bandwidth_inter
+    names = "xyz"[:len(grid)]
+    worst = None
+    for node in range(-(-P // p)):
+        intra = inter = 0
+        has_intra, has_inter = set(), set()
+        computed = 0
+        for rank in range(node * p, min(P, (node + 1) * p)):
+            coords = tuple(int(c) for c in np.unravel_index(rank, grid))
+            one = plan(coords)
+            computed = max(computed, one["computed"])
+            for d, axis in enumerate(names):
+                if grid[d] == 1:
+                    continue
+                for step in (-1, 1):
+                    c = list(coords)
+                    c[d] = (c[d] + step) % grid[d]
+                    other = int(np.ravel_multi_index(c, grid))
+                    nbytes = one[f"{axis} bytes"] // 2
+                    if other // p == node:
+                        intra += nbytes
+                        has_intra.add(axis)
+                    else:
+                        inter += nbytes
+                        has_inter.add(axis)
+        t_comm = (len(has_intra) * machine.latency + intra / (machine.bandwidth / 2)
+                  + len(has_inter) * L_e + inter / (B_e / 2))
+        t_calc = 3 * Q * itemsize * computed * p / machine.memory_bandwidth / (depth if sweep else 1)
+        row = {"t_comm": t_comm / depth, "t_calc": t_calc, "intra_bytes": intra, "inter_bytes": inter}
+        if worst is None or row["t_comm"] + row["t_calc"] > worst["t_comm"] + worst["t_calc"]:
+            worst = row
+    plan0 = plan((0,) * len(grid))
+    t_step = worst["t_comm"] + worst["t_calc"]
+    return {"grid": "x".join(map(str, grid)), "ranks": P, "depth": depth, "t_comm": worst["t_comm"],
+            "t_calc": worst["t_calc"], "t_step": t_step, "mlups": int(np.prod(shape)) / t_step / 1e6,
+            "messages_per_step": sum(plan0[f"{a} messages"] for a in names) / depth,
+            "bytes_per_step": sum(plan0[f"{a} bytes"] for a in names) / depth,
+            "extra_work": plan0["computed"] / plan0["owned"] - 1.0}
+
+
+def scaling_table(machine: Machine, lx: int, ly: int, depth: int = 1, max_ranks: int = 4096,
+                  Q: Optional[int] = None, itemsize: int = 8, lz: Optional[int] = None,
+                  halo: Optional[int] = None, sweep: bool = False) -> Dict[str, List[dict]]:
+    """Weak scaling (an lx x ly [x lz] block per rank) and strong scaling (that lattice split)
+    for P = 1, 2, 4, ... max_ranks on the grid dims_create(P); strong stops where a
+    sub-domain gets thinner than depth x H.  With lz: the 3D exchange (``rank_exchange3d``;
+    Q and halo of the 3D set)."""
+    H = (_default_set().max_hop if halo is None else halo)
+    shape = (lx, ly) if lz is None else (lx, ly, lz)
+    out = {"weak": [], "strong": []}
+
+    def predict(sizes, g):
+        if lz is None:
+            return predict_grid(sizes[0], sizes[1], g, machine, depth, Q, halo, itemsize, sweep)
+        return predict_blocks(sizes, g, machine, depth,
+                              lambda c: rank_exchange3d(sizes, g, c, depth, Q, H, itemsize), Q, itemsize)
+    P = 1
+    while P <= max_ranks:
+        g = dims_create(P, len(shape))
+        out["weak"].append(predict(tuple(n * d for n, d in zip(shape, g)), g))
+        if all(n // d >= depth * H for n, d in zip(shape, g) if d > 1):
+            out["strong"].append(predict(shape, g))
+        P *= 2
+    return out
+
+
+def plot_scaling(table: Dict[str, List[dict]], path, title: str = "") -> None:
+    """PNG: predicted MLUPS against ranks, weak and strong, with the ideal lines."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for name, style in (("weak", "o-"), ("strong", "s-")):
+        rows = table[name]
+        if not rows:
+            continue
+        P = [r["ranks"] for r in rows]
+        ax.plot(P, [r["mlups"] for r in rows], style, label=f"{name} scaling (model)")
+        ax.plot(P, [rows[0]["mlups"] * n / P[0] for n in P], ":", color="grey")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("MPI ranks")
+    ax.set_ylabel("MLUPS")
+    ax.set_title(title or "predicted scaling (dotted: ideal)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,65 +1,155 @@
-"""Several MPI ranks: one rank's X slab of a lattice (see lbgen.parallel.mpi for the decomposition,
-the collective state and the failure rules).
+"""Several MPI ranks: one rank's block of a lattice split over a Cartesian grid of PX x PY
+ranks (see lbgen.parallel.mpi for the launch, the collective errors and the grid rules).
 
-Inside a rank the slab is split into regions [left edge | bulk | right edge]: 3-column
-edges and the bulk on the rank's backend (when the slab is wide enough; a narrower slab is
-one region), or with ``device_backend`` (``--hetero``) M host columns on each side of a
-device bulk.  A step fills every region's Y halos, posts the non-blocking exchange
-(Isend/Irecv) of the slab's outer padded columns with both neighbours (layout-independent
-``read_columns_plain`` form, so ranks may use different layouts), copies the halos
-between the local regions, advances the bulk *while the messages fly*, waits, writes the
-received halos and advances the edges.  Bit-identical to one process in strict mode.
+Decomposition
+    ``MPI_Cart`` over PX x PY ranks (``ranks_grid``: (PX, PY), or None for MPI_Dims_create),
+    periodic in both axes; rank (cx, cy) owns the columns [x0, x0 + wx) and the rows
+    [y0, y0 + wy), w = N // P plus one for the first N % P coordinates of that axis.
+
+X slabs (PY = 1, time block 1): overlap as before
+    the slab is split into regions [left edge | bulk | right edge] (or host | device | host
+    with ``device_backend``); a step fills every region's Y halos, posts the non-blocking
+    exchange (Isend/Irecv) of the slab's outer H padded columns with both neighbours,
+    copies the halos between the local regions, advances the bulk *while the messages
+    fly*, waits, writes the received halos and advances the edges.
+
+Blocks (PY > 1, or a time block k > 1): one region per rank, no overlap
+    the rank's program runs on its block extended by g = (k-1) H ghost columns (rows) on
+    each side of every split axis (H the largest hop; g = 0 for k = 1 and on an unsplit
+    axis, which the halo kernel wraps locally); g = k H where the C backend runs the k steps
+    as one sweep through cache (``fused_tb``, ``sweep``), which wraps the block's ends by
+    pointer instead of reading the halo.  Every k steps: the halo kernel, then the
+    exchange of D = k H wide halos one axis after the other -- X first (padded columns,
+    ``read_columns_plain``), then Y (padded rows over every column, X halo and ghosts
+    included, ``read_rows_plain``), so the corner blocks arrive through the two exchanges
+    and no diagonal message is sent; each exchange is non-blocking (Irecv/Isend both
+    ways, then Waitall).  Then k steps: ``fused_tb`` (C), else k times the halo kernel and
+    the step; the ghost sites are computed redundantly (the "extra halo work" of
+    multi-halo exchange) and after step s only sites within g + H - s H of the owned block
+    (g + H - s H >= 0 up to s = k) are still exact, so the owned block is exact after k steps.  The messages are layout-independent, so
+    ranks may hold different layouts (a block too short for the configured cluster
+    length takes its backend's default layout; the region table records it).
+
+Bit-identical to one process in strict mode: every owned site sees the same inputs in the
+same order.  ``messages`` counts what this rank sent (messages, bytes) for the model.
+
+Distributed state: ``fields()`` runs each rank's fields kernel and gathers the four field
+arrays (not the populations) to rank 0; ``set_fields`` scatters the four fields and each
+rank runs its init_equilibrium kernel; ``diagnostic_rows`` gives the rank's row reductions
+in global rows (neutral values elsewhere) for the driver to combine.  ``state()`` /
+``restore()`` (checkpoints) still gather / scatter the populations through rank 0, which
+is what lets a checkpoint written by P ranks resume on P' ranks.
 """
 from __future__ import annotations
 
+import collections
 from typing import Dict, Optional
 
 import numpy as np
 
+from lbgen.codegen.spec import KernelSpec, SpecError, time_block_value
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 from lbgen.model.velocity_set import velocity_set
-from lbgen.parallel.mpi import TAG_LEFTWARD, TAG_RIGHTWARD, agree, check_decomposition, collective, root_call, slab_starts, slab_widths
+from lbgen.model.walls import min_ly_walls
+from lbgen.parallel.mpi import (TAG_DOWNWARD, TAG_LEFTWARD, TAG_RIGHTWARD, TAG_UPWARD, agree, collective,
+                                parse_ranks_grid, rank_grid, root_call, slab_starts, slab_widths)
 from lbgen.simulation.runner import Simulation, SimulationError
 
 
 class DistributedSimulation(Simulation):
-    """One rank's slab of an LX x LY lattice split along X over the ranks of `comm`.
+    """One rank's block of an LX x LY lattice split over a PX x PY grid of the ranks of `comm`.
 
-    Same constructor arguments as ``Simulation`` (LX is the global width), plus
-    ``overlap`` (split the slab into edges and bulk so the bulk update hides the MPI
-    exchange; default True).  ``regions`` are this rank's regions; their ``x_start`` are
-    global columns.  See the module doc for which methods are collective.
+    Same constructor arguments as ``Simulation`` (LX, LY are the global sizes), plus
+    ``overlap`` (X slabs: split the slab into edges and bulk so the bulk update hides the
+    MPI exchange; default True) and ``ranks_grid`` ('auto'/None, 'PXxPY' or (PX, PY)).
+    ``time_block=k`` exchanges k H wide halos every k steps (see the module doc).
+    ``regions`` are this rank's regions; their ``x_start`` are global columns.  See the
+    module doc for which methods are collective.
     """
 
-    def __init__(self, comm, lx: int, ly: int, *, overlap: bool = True, **kw):
+    def __init__(self, comm, lx: int, ly: int, *, overlap: bool = True, ranks_grid=None, **kw):
         self.comm = comm
         self.rank, self.nranks = comm.rank, comm.size
-        check_decomposition(lx, self.nranks, velocity_set(kw.get("velocity_set", DEFAULT_VELOCITY_SET)).max_hop)
-        self.slab_widths = slab_widths(lx, self.nranks)
-        self.slab_starts = slab_starts(lx, self.nranks)
-        self.x0, self.local_lx = self.slab_starts[self.rank], self.slab_widths[self.rank]
-        self.left, self.right = (self.rank - 1) % self.nranks, (self.rank + 1) % self.nranks
-        self.overlap = overlap
-        error = None
-        if kw.get("time_block") == "auto":
-            kw["time_block"] = 1      # ranks trade 3-wide halos every step: no temporal blocking
+        vs_name = kw.get("velocity_set", DEFAULT_VELOCITY_SET)
+        H = velocity_set(vs_name).max_hop
+        depth = kw.pop("time_block", 1)
+        if depth == "auto":
+            depth = 1       # the depth under MPI is a choice of the user (no tuning across ranks)
         try:
-            if kw.get("time_block", 1) != 1:
-                raise SimulationError(f"time_block={kw['time_block']!r}: temporal blocking runs in one process; "
-                                      f"MPI ranks trade their halos every step (use time_block=1)")
-            super().__init__(lx, ly, **kw)
+            depth = time_block_value(depth, allow_auto=False)
+        except ValueError as e:
+            raise collective(SimulationError(str(e))) from None
+        if depth > 1 and kw.get("device_backend") is not None:
+            raise collective(SimulationError(
+                f"time_block={depth} with device_backend={kw['device_backend']!r}: the host + device split "
+                f"trades halos every step; use time_block=1"))
+        backend = kw.get("backend", "c")
+        wall_split = (f"the {backend} kernels hold both walls (per-side wall switches: the C backend)"
+                      if backend != "c" else
+                      "a time block runs on ghost rows, which would lie beyond the wall (use a time block of 1)"
+                      if depth > 1 else None)
+        self.dims = rank_grid(self.nranks, lx, ly, H, parse_ranks_grid(ranks_grid), depth,
+                              walled=kw.get("walls") is not None, x_only=kw.get("device_backend") is not None,
+                              wall_split=wall_split, wall_ly=min_ly_walls(velocity_set(vs_name)))
+        px, py = self.dims
+        self.cart = comm.Create_cart(list(self.dims), periods=[True, True], reorder=False)
+        self.coords = tuple(self.cart.Get_coords(self.rank))
+        self.left, self.right = self.cart.Shift(0, 1)
+        self.down, self.up = self.cart.Shift(1, 1)
+        self.slab_widths, self.slab_starts = slab_widths(lx, px), slab_starts(lx, px)
+        self.row_heights, self.row_starts = slab_widths(ly, py), slab_starts(ly, py)
+        self.x0, self.local_lx = self.slab_starts[self.coords[0]], self.slab_widths[self.coords[0]]
+        self.y0, self.local_ly = self.row_starts[self.coords[1]], self.row_heights[self.coords[1]]
+        #: one region per rank, extended by ghosts (Y split or a time block); else the X-slab overlap
+        self.blocked = py > 1 or depth > 1
+        #: a time block of the C backend sweeps through cache (fused_tb); it wraps the block's ends
+        #: by pointer instead of reading the halo, so its ghosts are k H deep, not (k - 1) H
+        self.sweep = (depth > 1 and kw.get("backend", "c") == "c" and kw.get("fused", True)
+                      and kw.get("device_backend") is None)
+        g = (depth if self.sweep else depth - 1) * H
+        self.ghost = (g if px > 1 else 0, g if py > 1 else 0)
+        #: width of every halo message: k H (H for single steps)
+        self.halo_width = depth * H
+        self.overlap = overlap
+        #: what this rank sent so far: messages and bytes per axis ("x", "y")
+        self.messages = collections.Counter()
+        self.program_ly = self.local_ly + 2 * self.ghost[1]
+        error = None
+        try:
+            self._fit_layout(kw, H)
+            super().__init__(lx, self.program_ly, time_block=1, **kw)
         except Exception as e:   # noqa: BLE001 - made collective below
             error = e
         agree(comm, error)
+        self.ly = ly
+        self.time_block = depth
+        #: the walls this rank holds: the bottom one on the lowest row of ranks, the top on the highest
+        self.wall_sides = (self.coords[1] == 0, self.coords[1] == py - 1)
         mine = [{"rank": self.rank, "backend": r.program.spec.backend, "layout": r.program.layout.tag,
-                 "columns": [r.x_start, r.width]} for r in self.regions]
+                 "columns": [r.x_start + self.ghost[0], r.width - 2 * self.ghost[0]],
+                 "rows": [self.y0, self.local_ly]} for r in self.regions]
         self.rank_regions = [d for part in comm.allgather(mine) for d in part]
+
+    def _fit_layout(self, kw: dict, H: int) -> None:
+        """A layout and cluster length resolved for the whole lattice that does not fit this
+        rank's block (LY_local % VL, LY_local / VL >= H) give way to the backend's default."""
+        if not self.blocked or kw.get("layout") is None:
+            return
+        width = self.local_lx + 2 * self.ghost[0]
+        try:
+            KernelSpec(backend=kw.get("backend", "c"), layout=kw["layout"], vl=kw.get("vl"),
+                       velocity_set=kw.get("velocity_set", DEFAULT_VELOCITY_SET)).validate(width, self.program_ly)
+        except SpecError:
+            kw["layout"], kw["vl"] = None, None
 
     def region_table(self) -> list:
         return self.rank_regions
 
     def _region_plan(self, lx, backend, device_backend, host_columns, backend_options, device_options) -> list:
         w, x0, H = self.local_lx, self.x0, self.vs.max_hop
+        if self.blocked:
+            g = self.ghost[0]
+            return [(backend, x0 - g, w + 2 * g, backend_options)]
         if device_backend is None:
             if host_columns:
                 raise SimulationError("host columns need a device backend (device_backend='opencl' or 'cuda')")
@@ -95,38 +185,85 @@ class DistributedSimulation(Simulation):
             getattr(b.program, write)(b.f, -H, edges[i][1])     # b's left halo <- a's right edge
             getattr(a.program, write)(a.f, a.width, edges[i + 1][0])  # a's right halo <- b's left edge
 
-    def _exchange_begin(self):
-        """Y halos of every region, post the MPI exchange of the slab's outer columns, local links."""
-        for r in self.regions:
-            r.program.halo(r.f)
-        first, last, H = self.regions[0], self.regions[-1], self.vs.max_hop
-        send_left = np.ascontiguousarray(first.program.read_columns_plain(first.f, 0, H))
-        send_right = np.ascontiguousarray(last.program.read_columns_plain(last.f, last.width - H, H))
-        recv_left, recv_right = np.empty_like(send_left), np.empty_like(send_right)
+    def _post(self, axis: str, send_low, send_high, low: int, high: int, tag_up: int, tag_down: int):
+        """Irecv from both neighbours along an axis, Isend both edges (counted in ``messages``)."""
+        recv_low, recv_high = np.empty_like(send_low), np.empty_like(send_high)
         c = self.comm
-        requests = [c.Irecv(recv_left, source=self.left, tag=TAG_RIGHTWARD),
-                    c.Irecv(recv_right, source=self.right, tag=TAG_LEFTWARD),
-                    c.Isend(send_right, dest=self.right, tag=TAG_RIGHTWARD),
-                    c.Isend(send_left, dest=self.left, tag=TAG_LEFTWARD)]
-        self._local_links()
-        return requests, (send_left, send_right, recv_left, recv_right)
+        requests = [c.Irecv(recv_low, source=low, tag=tag_up), c.Irecv(recv_high, source=high, tag=tag_down),
+                    c.Isend(send_high, dest=high, tag=tag_up), c.Isend(send_low, dest=low, tag=tag_down)]
+        self.messages[f"{axis} messages"] += 2
+        self.messages[f"{axis} bytes"] += send_low.nbytes + send_high.nbytes
+        return requests, (send_low, send_high, recv_low, recv_high)
 
-    def _exchange_end(self, pending) -> None:
+    def _x_begin(self):
+        """Post the exchange of the rank's outer D = halo_width owned columns with the X neighbours."""
+        first, last, D, g = self.regions[0], self.regions[-1], self.halo_width, self.ghost[0]
+        send_left = np.ascontiguousarray(first.program.read_columns_plain(first.f, g, D))
+        send_right = np.ascontiguousarray(last.program.read_columns_plain(last.f, last.width - g - D, D))
+        return self._post("x", send_left, send_right, self.left, self.right, TAG_RIGHTWARD, TAG_LEFTWARD)
+
+    def _x_end(self, pending) -> None:
         from mpi4py import MPI
         requests, (_, _, recv_left, recv_right) = pending
         MPI.Request.Waitall(requests)
-        first, last = self.regions[0], self.regions[-1]
-        first.program.write_columns_plain(first.f, -self.vs.max_hop, recv_left)
-        last.program.write_columns_plain(last.f, last.width, recv_right)
+        first, last, D, g = self.regions[0], self.regions[-1], self.halo_width, self.ghost[0]
+        first.program.write_columns_plain(first.f, g - D, recv_left)
+        last.program.write_columns_plain(last.f, last.width - g, recv_right)
+
+    def _y_exchange(self) -> None:
+        """The outer D owned rows (every padded column) with the Y neighbours (one region)."""
+        from mpi4py import MPI
+        r, D, g, h = self.regions[0], self.halo_width, self.ghost[1], self.local_ly
+        p = r.program
+        send_down = np.ascontiguousarray(p.read_rows_plain(r.f, g, D))
+        send_up = np.ascontiguousarray(p.read_rows_plain(r.f, g + h - D, D))
+        requests, (_, _, recv_down, recv_up) = self._post("y", send_down, send_up, self.down, self.up,
+                                                          TAG_UPWARD, TAG_DOWNWARD)
+        MPI.Request.Waitall(requests)
+        p.write_rows_plain(r.f, g - D, recv_down)
+        p.write_rows_plain(r.f, g + h, recv_up)
+
+    def _exchange_begin(self):
+        """Y halos of every region (the halo kernel), post the X exchange, local links."""
+        for r in self.regions:
+            r.program.halo(r.f)
+        pending = self._x_begin() if self.dims[0] > 1 else None
+        self._local_links()
+        return pending
+
+    def _exchange_end(self, pending) -> None:
+        if pending is not None:
+            self._x_end(pending)
+        if self.dims[1] > 1:
+            self._y_exchange()
 
     def exchange_halos(self) -> None:
-        """Blocking form: every halo filled (collective)."""
+        """Blocking form: every halo (and ghost) filled, X then Y (collective)."""
         self._exchange_end(self._exchange_begin())
 
     def step(self, n: int = 1) -> None:
-        """n steps; the bulk is updated while the halo messages are in flight (collective)."""
+        """n steps (collective).  X slabs: the bulk is updated while the halo messages are in
+        flight.  Blocks: an exchange of k H wide halos, then up to k steps locally."""
         self._check_can_step(n)
         regs = self.regions
+        if self.blocked:
+            r, k = regs[0], self.time_block
+            while n > 0:
+                m = min(k, n)
+                self.exchange_halos()
+                if self.sweep and m > 1:     # m steps in one sweep through cache
+                    r.program.fused_tb(r.f, r.g, m, walls=self.walls, sides=self.wall_sides,
+                                       **self.kernel_parameters)
+                    r.f, r.g = r.g, r.f
+                for i in range(m if not (self.sweep and m > 1) else 0):
+                    if i:        # the unsplit axis wraps; split ones fill sites the block no longer needs
+                        r.program.halo(r.f)
+                    self.advance(r)
+                self.synchronize()
+                self.time_step += m
+                self.sweeps["blocked" if m > 1 else "single"] += 1
+                n -= m
+            return
         for _ in range(n):
             pending = self._exchange_begin()
             for r in regs[1:-1]:          # the bulk: needs only local halos
@@ -139,44 +276,78 @@ class DistributedSimulation(Simulation):
             self.time_step += 1
             self.sweeps["single"] += 1
 
-    # --- gather / scatter ----------------------------------------------------------------------
-    def _local_state(self) -> np.ndarray:
-        self.synchronize()
-        out = np.empty((self.vs.Q, self.local_lx, self.ly), dtype=self.dtype)
+    # --- this rank's block <-> the regions' arrays ---------------------------------------------
+    def _owned(self, per_region) -> np.ndarray:
+        """(C, wx, wy) owned block from per_region(r) -> (C, r.width, program_ly) arrays."""
+        gy, x0, wx = self.ghost[1], self.x0, self.local_lx
+        out = None
         for r in self.regions:
-            out[:, r.x_start - self.x0:r.x_start - self.x0 + r.width, :] = r.program.layout.unpack(
-                r.program.download(r.f))
+            a = per_region(r)
+            if out is None:
+                out = np.empty((a.shape[0], wx, self.local_ly), dtype=a.dtype)
+            lo, hi = max(0, x0 - r.x_start), min(r.width, x0 + wx - r.x_start)
+            out[:, r.x_start - x0 + lo:r.x_start - x0 + hi, :] = a[:, lo:hi, gy:gy + self.local_ly]
         return out
 
-    def _counts(self):
-        counts = [self.vs.Q * w * self.ly for w in self.slab_widths]
-        return counts, [sum(counts[:r]) for r in range(self.nranks)]
+    def _region_input(self, local: np.ndarray, r) -> np.ndarray:
+        """(C, r.width, program_ly) input of region r from the owned (C, wx, wy) block; ghost sites
+        are filled by wrapping the block (finite values the first exchange replaces)."""
+        gx, gy = self.ghost
+        if self.blocked:
+            return np.ascontiguousarray(np.pad(local, ((0, 0), (gx, gx), (gy, gy)), mode="wrap"))
+        return np.ascontiguousarray(local[:, r.x_start - self.x0:r.x_start - self.x0 + r.width, :])
+
+    def _blocks(self):
+        """(x0, wx, y0, wy) of every rank in rank order."""
+        out = []
+        for rank in range(self.nranks):
+            cx, cy = self.cart.Get_coords(rank)
+            out.append((self.slab_starts[cx], self.slab_widths[cx], self.row_starts[cy], self.row_heights[cy]))
+        return out
 
     def _gather(self, local: np.ndarray) -> Optional[np.ndarray]:
-        counts, displs = self._counts()
+        """Rank 0: the (C, LX, LY) array of every rank's (C, wx, wy) block; None elsewhere."""
+        C = local.shape[0]
+        blocks = self._blocks()
+        counts = [C * wx * wy for _, wx, _, wy in blocks]
+        displs = [sum(counts[:i]) for i in range(len(counts))]
         local = np.ascontiguousarray(local)
         recv = np.empty(sum(counts), dtype=local.dtype) if self.rank == 0 else None
         self.comm.Gatherv(local, [recv, (counts, displs)] if self.rank == 0 else None, root=0)
         if self.rank != 0:
             return None
-        blocks = [recv[d:d + c].reshape(self.vs.Q, w, self.ly) for d, c, w in zip(displs, counts, self.slab_widths)]
-        return np.concatenate(blocks, axis=1)
+        out = np.empty((C, self.lx, self.ly), dtype=local.dtype)
+        for (x0, wx, y0, wy), d, c in zip(blocks, displs, counts):
+            out[:, x0:x0 + wx, y0:y0 + wy] = recv[d:d + c].reshape(C, wx, wy)
+        return out
 
-    def _scatter(self, global_array: Optional[np.ndarray], dtype) -> np.ndarray:
-        counts, displs = self._counts()
+    def _scatter(self, global_array: Optional[np.ndarray], channels: int, dtype) -> np.ndarray:
+        """This rank's (C, wx, wy) block of rank 0's (C, LX, LY) array."""
+        blocks = self._blocks()
+        counts = [channels * wx * wy for _, wx, _, wy in blocks]
+        displs = [sum(counts[:i]) for i in range(len(counts))]
         send = None
         if self.rank == 0:
-            send = np.concatenate([np.ascontiguousarray(global_array[:, s:s + w, :], dtype=dtype).ravel()
-                                   for s, w in zip(self.slab_starts, self.slab_widths)])
+            send = np.concatenate([np.ascontiguousarray(global_array[:, x0:x0 + wx, y0:y0 + wy], dtype=dtype).ravel()
+                                   for x0, wx, y0, wy in blocks])
         local = np.empty(counts[self.rank], dtype=dtype)
         self.comm.Scatterv([send, (counts, displs)] if self.rank == 0 else None, local, root=0)
-        return local.reshape(self.vs.Q, self.local_lx, self.ly)
+        return local.reshape(channels, self.local_lx, self.local_ly)
 
-    def _local_block(self, local: np.ndarray, r) -> np.ndarray:
-        return np.ascontiguousarray(local[:, r.x_start - self.x0:r.x_start - self.x0 + r.width, :])
+    def _local_state(self) -> np.ndarray:
+        self.synchronize()
+        return self._owned(lambda r: r.program.layout.unpack(r.program.download(r.f)))
 
+    def _local_fields(self) -> np.ndarray:
+        """(4, wx, wy): rho, ux, uy, T of the owned block by each region's fields kernel."""
+        self.synchronize()
+        ax, ay = self.force
+        return self._owned(lambda r: np.stack(r.program.fields(r.f, ax=ax, ay=ay)))
+
+    # --- collective state ----------------------------------------------------------------------
     def state(self) -> Optional[np.ndarray]:
-        """Global (Q, LX, LY) populations in the working precision on rank 0, None elsewhere."""
+        """Global (Q, LX, LY) populations in the working precision on rank 0, None elsewhere
+        (checkpoints)."""
         return self._gather(self._local_state())
 
     def populations(self) -> Optional[np.ndarray]:
@@ -184,19 +355,41 @@ class DistributedSimulation(Simulation):
         return None if s is None else s.astype(np.float64)
 
     def fields(self) -> Optional[Dict[str, np.ndarray]]:
-        f = self.populations()
-        return None if f is None else self._fields_of(f)
+        """The physical fields on rank 0 (None elsewhere): each rank's fields kernel, four
+        arrays gathered (no populations leave a rank)."""
+        f = self._gather(self._local_fields())
+        return None if f is None else dict(zip(("rho", "ux", "uy", "T"), f))
+
+    def diagnostic_rows(self) -> np.ndarray:
+        """(LY, ND) row reductions of this rank's owned sites in global rows, the neutral value
+        (0, +inf for a min, -inf for a max) in the rows of other ranks: ``combine_rows`` of
+        every rank's rows gives the lattice's."""
+        from lbgen.codegen.diagnostics import ROW_QUANTITIES, rows_of_fields
+        if self.ghost == (0, 0):
+            local = super().diagnostic_rows()       # the kernels: no ghost sites to leave out
+        else:
+            local = rows_of_fields(dict(zip(("rho", "ux", "uy", "T"), self._local_fields())))
+        neutral = np.array([{"sum": 0.0, "min": np.inf, "max": -np.inf}[how] for _, how in ROW_QUANTITIES])
+        out = np.tile(neutral, (self.ly, 1))
+        out[self.y0:self.y0 + self.local_ly] = local
+        return out
 
     def set_fields(self, rho=None, ux=None, uy=None, T=None) -> None:
-        """Equilibrium of rank 0's fields, scattered (the other ranks' arguments are ignored)."""
-        f = root_call(self.comm, lambda: self._equilibrium(rho, ux, uy, T))
-        self.set_populations(f)
+        """Rank 0's physical fields, checked there and scattered (four arrays); each rank's
+        init_equilibrium kernel makes its populations (the other ranks' arguments are ignored)."""
+        fields = root_call(self.comm, lambda: np.stack(self._checked_fields(rho, ux, uy, T)))
+        local = self._scatter(fields, 4, np.float64)
+        ax, ay = self.force
+        for r in self.regions:
+            block = self._region_input(local, r)
+            r.program.init_equilibrium(r.f, *block, ax=ax, ay=ay)
+        self._fields_set = True
 
     def set_populations(self, f: Optional[np.ndarray]) -> None:
         a = root_call(self.comm, lambda: self._checked_populations(f))
-        local = self._scatter(a, np.float64)
+        local = self._scatter(a, self.vs.Q, np.float64)
         for r in self.regions:
-            r.f = r.program.upload_fields(self._local_block(local, r), r.f)
+            r.f = r.program.upload_fields(self._region_input(local, r), r.f)
         self._fields_set = True
 
     def restore(self, populations: Optional[np.ndarray], time_step: Optional[int]) -> None:
@@ -213,14 +406,14 @@ class DistributedSimulation(Simulation):
                                       f"{np.dtype(self.dtype)} (precision mismatch)")
             return p
         p = root_call(self.comm, check)
-        local = self._scatter(p, self.dtype)
+        local = self._scatter(p, self.vs.Q, self.dtype)
         for r in self.regions:
-            r.f = r.program.upload(r.program.layout.pack(self._local_block(local, r)), r.f)
+            r.f = r.program.upload(r.program.layout.pack(self._region_input(local, r)), r.f)
         self.time_step = int(self.comm.bcast(time_step, root=0))
         self._fields_set = True
 
     def check_finite(self) -> None:
-        """Raise the same SimulationError on every rank if any rank's slab went bad (collective)."""
+        """Raise the same SimulationError on every rank if any rank's block went bad (collective)."""
         from mpi4py import MPI
         if self.comm.allreduce(int(self.looks_healthy()), op=MPI.MIN):
             return     # the cheap test passed on every rank
@@ -232,7 +425,8 @@ class DistributedSimulation(Simulation):
         if self.rank == 0:
             r = next(i for i, s in enumerate(sites) if s is not None)
             x, y, what, values = sites[r]
-            message = str(self._divergence_error(x + self.slab_starts[r], y, what, values))
+            x0, _, y0, _ = self._blocks()[r]
+            message = str(self._divergence_error(x + x0, y + y0, what, values))
         raise collective(SimulationError(self.comm.bcast(message, root=0)))
 
     def run(self, steps: int, progress: bool = False, callback=None):

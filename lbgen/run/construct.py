@@ -56,12 +56,9 @@ def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, dis
             vl = default_layout(cfg.backend, ly, halo)[1] or 1
         changes["layout"], changes["vl"] = layout, (vl if layout in CLUSTERED else None)
     depth = cfg.time_block
-    blocking = cfg.backend == "c" and not cfg.hetero and cfg.fused and not distributed
-    if not blocking:
-        if depth not in (1, "auto"):   # the run description refused it already, except under MPI
-            raise SimulationError(f"--time-block {depth}: temporal blocking runs on one process; under MPI "
-                                  f"the ranks trade halos every step (use --time-block 1)")
-        depth = 1
+    blocking = cfg.backend == "c" and not cfg.hetero and cfg.fused
+    if not blocking or (distributed and depth == "auto"):
+        depth = 1        # under MPI a depth is given (k H wide halos every k steps), not tuned
     elif depth == "auto":
         depth = tune.auto_time_block(cfg.backend, layout, vl if layout in CLUSTERED else None, lx, ly,
                                      cfg.precision, cfg.collision, walls, cfg.threads)
@@ -97,7 +94,9 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
         common["backend_options"] = {"device": cfg.device}   # the OpenCL device of a plain OpenCL run
     lx = cfg.lx if lx is None else lx
     if comm is not None:
+        from lbgen.parallel.mpi import launch_grid
         from lbgen.parallel.simulation import DistributedSimulation
+        common["ranks_grid"] = launch_grid()
         M = cfg.host_columns if host_columns is None else host_columns
         if cfg.hetero:
             options = {"device": cfg.device} if cfg.device and cfg.hetero == "opencl" else {}

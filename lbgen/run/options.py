@@ -97,7 +97,8 @@ SCHEMA: Tuple[Option, ...] = (
            "separate sweeps.", flag="--fused/--no-fused"),
     Option("time_block", "time_block", "auto", "Steps per sweep through cache (temporal blocking, C backend on one "
            "device, periodic or walls; bit-identical in strict builds), or 'auto': the depth lbgen tune stored for "
-           "this machine, else 3 (1 where blocking does not run: other backends, --hetero, --no-fused, MPI). "
+           "this machine, else 3 (1 where blocking does not run: other backends, --hetero, --no-fused; under MPI "
+           "auto is 1 and N exchanges N x 3 wide halos every N steps). "
            "Outputs, checkpoints and guards see the state between sweeps: cadences that are multiples of it keep "
            "every sweep blocked, the other steps run singly.", resumable=True),
     Option("strict", "bool", False, "No FMA contraction (bitwise-comparable builds).", flag="--strict/--no-strict"),

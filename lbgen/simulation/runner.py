@@ -159,6 +159,9 @@ class Simulation(HealthChecks):
         if walls is not None:
             walls.check(vs)
         self.walls = walls
+        #: (bottom, top): the walls this lattice holds; a part of a lattice split in Y (an MPI
+        #: rank, lbgen.parallel) holds only the sides at the global edges (C kernels)
+        self.wall_sides = (True, True)
         self.lx, self.ly = lx, ly
         # one sweep per step: fused (periodic) or fused_walls (propagate + bc + collide);
         # fused=False gives the separate kernels (the same bits in strict mode)
@@ -457,7 +460,7 @@ class Simulation(HealthChecks):
     def advance(self, region: Region) -> None:
         """One step of one region whose halos are fresh (asynchronous on devices)."""
         region.f, region.g = region.program.step(region.f, region.g, self.kernel_parameters, self.walls,
-                                                 self.fused)
+                                                 self.fused, sides=self.wall_sides)
 
     def step(self, n: int = 1) -> None:
         """n steps: with a time block N, n // N sweeps of N steps, then n % N single steps."""
@@ -467,7 +470,7 @@ class Simulation(HealthChecks):
             r, kp = self.regions[0], self.kernel_parameters
             for _ in range(n // depth):
                 self.exchange_halos()
-                r.program.fused_tb(r.f, r.g, depth, walls=self.walls, **kp)
+                r.program.fused_tb(r.f, r.g, depth, walls=self.walls, sides=self.wall_sides, **kp)
                 r.f, r.g = r.g, r.f
                 self.time_step += depth
                 self.sweeps["blocked"] += 1

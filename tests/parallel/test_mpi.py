@@ -83,10 +83,10 @@ def test_three_ranks_with_lx_not_divisible(tmp_path):
 
 
 def test_a_lattice_too_narrow_for_the_ranks_is_refused(tmp_path):
-    proc = mpirun(3, ["run", "--lx", 8, "--ly", 32, "--steps", 2, "--no-progress"], tmp_path)
+    proc = mpirun(3, ["run", "--lx", 8, "--ly", 32, "--steps", 2, "--no-progress", "--ranks-grid", "3x1"], tmp_path)
     assert proc.returncode != 0
-    assert "LX=8" in proc.stderr and "N=3" in proc.stderr and "at least 3 columns" in proc.stderr
-    assert proc.stderr.count("too narrow") == 1               # printed once, by rank 0
+    assert "--ranks-grid 3x1 on 8 x 32: LX=8 split over 3 ranks leaves sub-domains of 2 sites" in proc.stderr
+    assert proc.stderr.count("fewer than the 3 the halo needs") == 1      # printed once, by rank 0
 
 
 def test_outputs_checkpoints_and_resume_with_two_ranks(tmp_path):

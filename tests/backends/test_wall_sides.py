@@ -1,0 +1,108 @@
+"""Per-side wall switches of the C kernels (`<prefix>_walls.bottom / .top`): a lattice split in Y
+holds the bottom wall only on its lowest part and the top wall only on its highest.
+
+Two halves of a walled lattice, the lower with sides (True, False), the upper with
+(False, True), whose Y halo rows are filled from the other half each step (as ranks trade
+them), give the bits of the whole lattice with both walls: with fused_walls and with the
+three sweeps propagate, bc, collide, on plain and clustered layouts, in strict builds.
+fused_tb with a side switched off equals single periodic steps on that side.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from wall_support import FORCE, T_BOTTOM, T_TOP, wall_state  # noqa: F401
+
+LX, LY = 4, 24
+HALF = LY // 2
+STEPS = 5
+PARAMS = dict(C1=0.2, C2=0.1, C3=0.5, ax=FORCE[0], ay=FORCE[1])
+ADIABATIC = (False, True)
+CASES = [("aos", 1), ("soa", 1), ("caosoa", 2), ("csoa", 4)]
+
+
+class _Walls:
+    T_bottom, T_top, adiabatic_bottom, adiabatic_top = T_BOTTOM, T_TOP, *ADIABATIC
+
+
+@pytest.fixture(scope="module")
+def programs():
+    from lbgen.backends import c
+    from lbgen.codegen.render import generate
+    from lbgen.codegen.spec import KernelSpec
+    memo = {}
+
+    def get(layout, vl):
+        if (layout, vl) not in memo:
+            source = generate(KernelSpec(layout=layout, vl=vl, collision="regularized", walls=True))
+            memo[layout, vl] = (c.compile(source, LX, LY, strict=True, threads=2),
+                                c.compile(source, LX, HALF, strict=True, threads=2))
+        return memo[layout, vl]
+
+    return get
+
+
+def fill_y_halo_from(prog, buf, other):
+    """Y halo elements of buf whose row y = r + k*NR lies outside 0..LY-1 (the halo rows of the
+    lowest and highest lane) from `other`'s rows (the periodic neighbour part, same height),
+    in every padded column; the rest of the halo periodically from buf itself."""
+    lay = prog.layout
+    prog.halo(buf)
+    H, NR = lay.halo, lay.NR
+    p = np.arange(lay.Q)[:, None, None]
+    x = np.arange(-H, LX + H)[None, :, None]
+    for r, k in [(r, 0) for r in range(-H, 0)] + [(r, lay.VL - 1) for r in range(NR, NR + H)]:
+        y = r + k * NR                                  # -H..-1 or LY..LY+H-1 of this part
+        buf[lay.index(p, x, r, k)] = other[lay.site_index(p, x % LX, np.full_like(x, y % lay.LY))]
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused_walls", "three-sweeps"])
+@pytest.mark.parametrize("layout,vl", CASES, ids=[f"{a}-vl{b}" for a, b in CASES])
+def test_two_halves_with_one_wall_each_give_the_whole_lattice(programs, wall_state, layout, vl, fused):  # noqa: F811
+    whole, half = programs(layout, vl)
+    f, g = whole.upload_fields(wall_state), whole.allocate()
+    lo, lo2 = half.upload_fields(wall_state[:, :, :HALF]), half.allocate()
+    hi, hi2 = half.upload_fields(wall_state[:, :, HALF:]), half.allocate()
+    for _ in range(STEPS):
+        whole.halo(f)
+        f, g = whole.step(f, g, PARAMS, _Walls, fused=fused)
+        fill_y_halo_from(half, lo, hi)
+        fill_y_halo_from(half, hi, lo)
+        lo, lo2 = half.step(lo, lo2, PARAMS, _Walls, fused=fused, sides=(True, False))
+        hi, hi2 = half.step(hi, hi2, PARAMS, _Walls, fused=fused, sides=(False, True))
+    want = whole.download_fields(f)
+    got = np.concatenate([half.download_fields(lo), half.download_fields(hi)], axis=2)
+    assert np.all(np.isfinite(want))
+    diff = np.argwhere(got != want)
+    assert diff.size == 0, f"{layout}-vl{vl}: {len(diff)} values differ, first (p, x, y) {diff[0]}"
+    # and the switch matters: the lower half stepped with both walls differs at its top rows
+    out = []
+    for sides in ((True, True), (True, False)):
+        s0 = half.upload_fields(wall_state[:, :, :HALF])
+        half.halo(s0)
+        out.append(half.download_fields(half.step(s0, half.allocate(), PARAMS, _Walls, fused=fused, sides=sides)[0]))
+    a, b = out
+    rows = np.unique(np.argwhere(a != b)[:, 2])
+    assert rows.size and rows.min() >= HALF - 3, f"sides=(True, False) changed rows {rows}, not only the top wall's"
+
+
+@pytest.mark.parametrize("sides", [(False, False), (True, False), (False, True)])
+def test_fused_tb_with_a_side_off_is_periodic_there(programs, wall_state, sides):  # noqa: F811
+    prog, _ = programs("caosoa", 2)
+    f, g = prog.upload_fields(wall_state), prog.allocate()
+    for _ in range(3):
+        prog.halo(f)
+        f, g = prog.step(f, g, PARAMS, _Walls, sides=sides)
+    a, b = prog.upload_fields(wall_state), prog.allocate()
+    prog.halo(a)
+    prog.fused_tb(a, b, 3, walls=_Walls, sides=sides, **PARAMS)
+    assert np.array_equal(prog.download_fields(b), prog.download_fields(f))
+
+
+def test_sides_must_be_two_booleans(programs):
+    prog, _ = programs("aos", 1)
+    a, b = prog.allocate(), prog.allocate()
+    for bad in ((1, 0), (True,), "both", None):
+        with pytest.raises(ValueError, match="sides"):
+            prog.bc(a, b, sides=bad)
