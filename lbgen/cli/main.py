@@ -217,7 +217,15 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
          f"{cfg.steps} steps, {spec.collision}, {box}, {spec.precision}; {where}")
     from lbgen.model.physics import summary
     echo(summary(runner.physics))
-    depth = runner.sim.time_block
+    _time_block_note(runner, echo)
+    result = runner.execute(progress=show_progress)
+    _report(runner, result, cfg.save)
+
+
+def _time_block_note(runner, echo):
+    """With a time block (2D and 3D): its depth, and the event cadences that are not multiples
+    of it (the steps before those events that do not fill a block run singly)."""
+    cfg, depth = runner.cfg, runner.sim.time_block
     if depth > 1:
         every = {k: getattr(cfg, k) for k in ("output_every", "checkpoint_every", "check_every")}
         every["series_every"] = runner.series_every
@@ -225,8 +233,6 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
         echo(f"time block {depth}: {depth} steps per sweep" + (
             f"; {', '.join(odd)} not a multiple of it: the steps before those events that do not fill a "
             f"block run singly" if odd else ""))
-    result = runner.execute(progress=show_progress)
-    _report(runner, result, cfg.save)
 
 
 def _run3d(cfg, echo, comm, overwrite, show_progress):
@@ -243,6 +249,7 @@ def _run3d(cfg, echo, comm, overwrite, show_progress):
          f"{sim.spec.collision}, {', '.join(box) or 'periodic'}, {sim.spec.precision}; {sim.spec.backend} "
          f"{sim.program.layout.tag}")
     echo(summary(runner.physics))
+    _time_block_note(runner, echo)
     result = runner.execute(progress=show_progress)
     _report(runner, result, None)
 

@@ -55,13 +55,9 @@ def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, dis
         if layout in CLUSTERED and vl is None:
             vl = default_layout(cfg.backend, ly, halo)[1] or 1
         changes["layout"], changes["vl"] = layout, (vl if layout in CLUSTERED else None)
-    depth = cfg.time_block
-    blocking = cfg.backend == "c" and not cfg.hetero and cfg.fused
-    if not blocking or (distributed and depth == "auto"):
-        depth = 1        # under MPI a depth is given (k H wide halos every k steps), not tuned
-    elif depth == "auto":
-        depth = tune.auto_time_block(cfg.backend, layout, vl if layout in CLUSTERED else None, lx, ly,
-                                     cfg.precision, cfg.collision, walls, cfg.threads)
+    depth = resolve_time_block(cfg, distributed, lambda: tune.auto_time_block(
+        cfg.backend, layout, vl if layout in CLUSTERED else None, lx, ly, cfg.precision, cfg.collision, walls,
+        cfg.threads))
     changes["time_block"] = depth
     if cfg.out and not cfg.series_every:   # about 200 rows, a multiple of the time block
         from lbgen.output.series import default_series_every
@@ -70,6 +66,21 @@ def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, dis
         from lbgen.output.pictures import default_pictures_every
         changes["pictures_every"] = default_pictures_every(cfg.steps, depth)
     return cfg.replace(**changes)
+
+
+def resolve_time_block(cfg: RunConfig, distributed: bool = False, tuned: Optional[Callable[[], int]] = None) -> int:
+    """The time block of a run (2D and 3D): the depth given; 1 where temporal blocking does not
+    run (another backend, --hetero, --no-fused) and for ``auto`` under MPI (a depth is given
+    there: k H wide halos every k steps, not tuned); for ``auto`` otherwise ``tuned()`` (the
+    depth ``lbgen tune`` stored for this 2D case) or, without one (3D: lbgen tune times the 2D
+    kernels), ``tune.DEFAULT_TIME_BLOCK``."""
+    from lbgen.perf import tune
+    depth = cfg.time_block
+    if cfg.backend != "c" or cfg.hetero or not cfg.fused or (distributed and depth == "auto"):
+        return 1
+    if depth == "auto":
+        return tuned() if tuned is not None else tune.DEFAULT_TIME_BLOCK
+    return depth
 
 
 def initial_fields(cfg: RunConfig):

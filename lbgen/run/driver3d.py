@@ -20,6 +20,7 @@ from lbgen.codegen.layouts import CLUSTERED
 from lbgen.codegen.spec import default_layout
 from lbgen.model.catalog import set_entry
 from lbgen.run.config import RunConfig
+from lbgen.run.construct import resolve_time_block
 from lbgen.run.driver import Run
 from lbgen.run.setups import SETUPS
 from lbgen.simulation.lattice3d import Simulation3D, voxel_mask
@@ -46,11 +47,13 @@ def load_geometry(cfg: RunConfig) -> Optional[np.ndarray]:
         raise SimulationError(f"--geometry {path}: {e}") from None
 
 
-def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optional[np.ndarray] = None) -> RunConfig:
+def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optional[np.ndarray] = None,
+              distributed: bool = False) -> RunConfig:
     """The 3D run description with what construction decides made explicit (recorded in the
     manifest, so a resume builds the same kernels): the set-up's amplitude, the thread count,
     the layout and VL (given, else Simulation3D's default for the backend and LZ), the time
-    block (1), the series cadence, the geometry file's absolute path and the digest of its
+    block (``construct.resolve_time_block``: the 2D rule; under MPI, ``distributed``, auto is
+    1), the series cadence (a multiple of the time block), the geometry file's absolute path and the digest of its
     ``mask`` (a resumed run whose file now holds another mask is refused)."""
     changes = {}
     if mask is not None:
@@ -72,10 +75,10 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
     if layout in CLUSTERED and vl is None:
         vl = default_layout(cfg.backend, cfg.lz, halo)[1] or 1
     changes["layout"], changes["vl"] = layout, (vl if layout in CLUSTERED else None)
-    changes["time_block"] = 1
-    if cfg.out and not cfg.series_every:
+    changes["time_block"] = depth = resolve_time_block(cfg, distributed)
+    if cfg.out and not cfg.series_every:      # a multiple of the time block
         from lbgen.output.series import default_series_every
-        changes["series_every"] = default_series_every(cfg.steps)
+        changes["series_every"] = default_series_every(cfg.steps, depth)
     if cfg.geometry:
         changes["geometry"] = str(Path(cfg.geometry).resolve())
     return cfg.replace(**changes)
@@ -86,7 +89,8 @@ def make_simulation3d(cfg: RunConfig, mask: Optional[np.ndarray] = None) -> Simu
     return Simulation3D(cfg.lx, cfg.ly, cfg.lz, velocity_set=cfg.velocity_set, collision=cfg.collision,
                         gravity=cfg.gravity, walls=cfg.wall_axes, lid=cfg.lid, mask=mask, backend=cfg.backend,
                         layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, fused=cfg.fused, threads=cfg.threads,
-                        strict=cfg.strict, check_every=0, **cfg.parameters)
+                        strict=cfg.strict, check_every=0, time_block=cfg.time_block,
+                        **cfg.parameters)
 
 
 def lid_speeds(cfg: RunConfig) -> list:

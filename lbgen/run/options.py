@@ -255,10 +255,8 @@ NOT_IN_3D = {
 
 def _in_2d(key: str, rule: Optional[Callable[[Mapping[str, Any]], Optional[str]]]):
     def checked(v) -> Optional[str]:
-        if dimension(v) == 3:
-            if key == "time_block" and v["time_block"] in (1, "auto"):
-                return None
-            return NOT_IN_3D.get(key, "temporal blocking is not offered in 3D runs yet (--time-block 1)")
+        if dimension(v) == 3 and key in NOT_IN_3D:
+            return NOT_IN_3D[key]
         return rule(v) if rule is not None else None
     return checked
 
@@ -282,7 +280,7 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "lz": _only_3d("it is the depth"), "wall_axes": _only_3d("they are the no-slip walls"),
     "lid": _only_3d("it is a moving wall"), "geometry": _only_3d("it is the voxel mask"),
 }
-APPLIES.update({k: _in_2d(k, APPLIES.get(k)) for k in list(NOT_IN_3D) + ["time_block"]})
+APPLIES.update({k: _in_2d(k, APPLIES.get(k)) for k in NOT_IN_3D})
 
 
 def check_applicable(values: Mapping[str, Any], given: Mapping[str, str]) -> None:

@@ -135,7 +135,8 @@ def test_cavity_writes_three_mid_plane_pictures_per_quantity_and_h5_attributes(t
 
 def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path):
     common = ["channel", "--lx", 8, "--ly", 10, "--lz", 4, "--out"]
-    opts = ["--checkpoint-every", 30, "--output-every", 30, "--pictures", "none", "--no-progress"]
+    opts = ["--checkpoint-every", 30, "--output-every", 30, "--series-every", 10, "--pictures", "none",
+            "--no-progress"]
     assert _cli("run", *common, tmp_path / "a", "--steps", 60, *opts).exit_code == 0
     assert _cli("run", *common, tmp_path / "b", "--steps", 30, *opts).exit_code == 0
     r = _cli("run", "--resume", tmp_path / "b", "--steps", 60, "--no-progress")
@@ -199,7 +200,8 @@ def test_channel_profile_is_the_poiseuille_parabola(tmp_path):
     (["rayleigh-taylor", "--velocity-set", "d3q19"], "rayleigh-taylor"),
     (["channel", "--hetero", "opencl"], "--hetero"),
     (["channel", "--walls"], "--walls"),
-    (["channel", "--time-block", "4"], "--time-block"),
+    (["channel", "--time-block", "4", "--backend", "opencl"], "--time-block"),
+    (["channel", "--time-block", "2", "--no-fused"], "--time-block"),
     (["channel", "--gravity", "1e-5,0"], "gravity"),
     (["shear-wave", "--velocity-set", "d2q9", "--lz", "8"], "--lz"),
     (["channel", "--velocity-set", "d2q9"], "channel"),
