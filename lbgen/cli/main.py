@@ -161,8 +161,9 @@ def _config_file(path) -> dict:
               help="Replace the run already in --out (otherwise a new run into it is refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option("--ranks-grid", default="auto", show_default=True,
-              help="Under mpiexec -n P: the Cartesian grid of ranks, PXxPY (ranks along X times along Y), or "
-                   "auto (MPI_Dims_create; X only with --hetero, or walls with a time block or GPU kernels). "
+              help="Under mpiexec -n P: the Cartesian grid of ranks, PXxPY (ranks along X times along Y; 3D runs: "
+                   "PXxPYxPZ, never along a wall axis), or auto (MPI_Dims_create; X only with --hetero, or walls "
+                   "with a time block or GPU kernels; 3D: the unwalled axes). "
                    "A property of the launch: a resume may use another.")
 @click.pass_context
 @friendly
@@ -182,7 +183,8 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     comm = mpi.world()                     # several ranks under mpiexec: a distributed run
     if comm is not None:
         mpi.install_excepthook(comm)
-    mpi.set_launch_grid(ranks_grid, comm)
+    three = _grid_parts(ranks_grid) == 3          # PXxPYxPZ: a 3D run's grid (lbgen.run.driver3d)
+    mpi.set_launch_grid("auto" if three else ranks_grid, comm)
     root = comm is None or comm.rank == 0
     show_progress = progress and sys.stderr.isatty() and root
     echo = (lambda m: click.echo(m, err=True)) if root else (lambda m: None)  # noqa: E731
@@ -192,6 +194,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
             raise UserError("--overwrite replaces the run in --out; it cannot be combined with --resume")
         if setup or config:
             raise UserError("--resume continues the run in its folder: give no SETUP and no --config")
+        _check_grid_dimension(ranks_grid, _resumed_dimension(resume), comm)
         runner = Run.resume(resume, echo=echo, comm=comm, overrides=given)
         result = runner.execute(progress=show_progress)
         _report(runner, result, runner.cfg.save)
@@ -199,6 +202,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     layers = [(f"--config {config}", _config_file(config))] if config else []
     layers.append(("command line", given))
     cfg = RunConfig.build(setup, *layers)
+    _check_grid_dimension(ranks_grid, cfg.dimension, comm)
     if cfg.dimension == 3:
         _run3d(cfg, echo, comm, overwrite, show_progress)
         return
@@ -220,6 +224,35 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     _time_block_note(runner, echo)
     result = runner.execute(progress=show_progress)
     _report(runner, result, cfg.save)
+
+
+def _grid_parts(text) -> int:
+    """How many counts a --ranks-grid text gives (0 for auto)."""
+    text = str(text).strip().lower()
+    return 0 if text == "auto" else len(text.replace("*", "x").split("x"))
+
+
+def _resumed_dimension(run_dir):
+    """The dimension of the run in a folder to resume (None where its manifest cannot be read:
+    the resume itself says why)."""
+    from lbgen.output import read_manifest
+    from lbgen.run.config import RunConfig
+    try:
+        return RunConfig.from_json(read_manifest(run_dir)["config"]).dimension
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _check_grid_dimension(ranks_grid, dimension, comm):
+    """--ranks-grid against the run's dimension, before any work: PXxPY for 2D runs (checked by
+    lbgen.parallel.mpi), PXxPYxPZ for 3D runs (lbgen.run.driver3d.set_launch_grid)."""
+    if dimension == 3:
+        from lbgen.run.driver3d import set_launch_grid
+        set_launch_grid(ranks_grid, comm)
+    elif dimension == 2 and _grid_parts(ranks_grid) == 3:
+        from lbgen.parallel.mpi import collective
+        raise collective(UserError(f"--ranks-grid {ranks_grid}: a 2D run takes PXxPY (ranks along X times ranks "
+                                   f"along Y); PXxPYxPZ is for 3D runs (--velocity-set d3q19 or d3q27)"))
 
 
 def _time_block_note(runner, echo):
@@ -245,9 +278,11 @@ def _run3d(cfg, echo, comm, overwrite, show_progress):
     box += [f"lid {a}-{s} (" + ", ".join(f"{c:g}" for c in u) + ")" for (a, s), u in sim.lid.items()]
     if sim.mask is not None:
         box.append(f"geometry {cfg.geometry} ({100.0 * sim.mask.mean():.3g}% solid)")
+    where = f"{sim.spec.backend} {sim.program.layout.tag}"
+    if runner.comm is not None:
+        where = f"{runner.comm.size} MPI ranks, grid {'x'.join(map(str, runner.grid))}: {where}"
     echo(f"lbgen run: {cfg.setup}, {cfg.velocity_set}, {cfg.lx} x {cfg.ly} x {cfg.lz}, {cfg.steps} steps, "
-         f"{sim.spec.collision}, {', '.join(box) or 'periodic'}, {sim.spec.precision}; {sim.spec.backend} "
-         f"{sim.program.layout.tag}")
+         f"{sim.spec.collision}, {', '.join(box) or 'periodic'}, {sim.spec.precision}; {where}")
     echo(summary(runner.physics))
     _time_block_note(runner, echo)
     result = runner.execute(progress=show_progress)

@@ -30,6 +30,7 @@ import numpy as np
 
 from lbgen.parallel.mpi import (TAG_DOWNWARD, TAG_UPWARD, agree, collective, parse_ranks_grid, root_call,
                                 slab_starts, slab_widths)
+from lbgen.codegen.diagnostics import ROW_QUANTITIES3D
 from lbgen.simulation.parameters import SimulationError
 
 FIELDS3D = ("rho", "ux", "uy", "uz", "T")
@@ -83,7 +84,7 @@ class DistributedSimulation3D:
                  through_pack: bool = False, **kw):
         from lbgen.codegen.spec import time_block_value
         from lbgen.model.velocity_set import velocity_set
-        from lbgen.simulation.lattice3d import Simulation3D, _axes
+        from lbgen.simulation.lattice3d import Simulation3D, _axes, voxel_mask
         self.comm, self.rank, self.nranks = comm, comm.rank, comm.size
         self.shape = (lx, ly, lz)
         try:
@@ -108,13 +109,22 @@ class DistributedSimulation3D:
         #: exchange through the unpack/pack kernels (the whole block) even where the buffers are
         #: host arrays that the slabs could be read from in place (device buffers always do)
         self.through_pack = bool(through_pack)
+        #: the global voxel mask (uint8) or None; each rank's Simulation3D holds its cut
+        self.mask = None
+        # the rank's own sweep: fused_tb where it runs (C, fused), else single steps
+        local_depth = depth if str(kw.get("backend", "c")).lower() == "c" and kw.get("fused", True) else 1
         error = None
         try:
-            local_mask = None if mask is None else np.asarray(mask)[np.ix_(*self._indices())]
-            self.sim = Simulation3D(*self.extended, mask=local_mask, **kw)
+            self.mask = None if mask is None else voxel_mask(mask, self.shape)
+            local_mask = None if mask is None else self.mask[np.ix_(*self._indices())]
+            self.sim = Simulation3D(*self.extended, mask=local_mask, time_block=local_depth, **kw)
         except Exception as e:  # noqa: BLE001 - made collective below
             error = e
         agree(comm, error)
+        # the diagnostics skip the ghost sites (as solid voxels): each rank reduces its owned ones
+        skip = np.ones(self.extended, np.uint8)
+        self._owned(skip)[...] = 0 if local_mask is None else self._owned(local_mask)
+        self._skip = skip
 
     @property
     def extended(self) -> tuple:
@@ -240,3 +250,91 @@ class DistributedSimulation3D:
             _, nx, ny, nz = block.shape
             out[:, x0:x0 + nx, y0:y0 + ny, z0:z0 + nz] = block
         return dict(zip(FIELDS3D, out))
+
+    # --- the run driver's interface (lbgen.run.driver3d.Run3D) -----------------------------------
+    spec = property(lambda self: self.sim.spec)
+    source = property(lambda self: self.sim.source)
+    vs = property(lambda self: self.sim.vs)
+    program = property(lambda self: self.sim.program)
+    runtime = property(lambda self: self.sim.runtime)
+    dtype = property(lambda self: self.sim.dtype)
+    walls = property(lambda self: self.sim.walls)
+    lid = property(lambda self: self.sim.lid)
+    sweeps = property(lambda self: self.sim.sweeps, doc="This rank's sweeps (every rank runs the same ones).")
+
+    def synchronize(self) -> None:
+        """The ranks' kernels return when done: nothing to wait for."""
+
+    def grid_text(self) -> str:
+        return "x".join(map(str, self.dims))
+
+    def diagnostic_rows(self) -> Optional[np.ndarray]:
+        """The (LY*LZ, ND3) rows of the lattice on rank 0, None elsewhere (collective): each rank's
+        diagnostics kernel over its owned fluid sites (the ghosts skipped as solid voxels), its
+        owned lines sent to rank 0, which combines the parts of a line along X (sums, max, min;
+        in order of X: with X unsplit every line is one rank's, the bits of one process)."""
+        rows = self.program.diagnostics(self.sim.f, self._skip, force=self.sim.force)
+        ext = self.extended
+        g, n = self.ghost, self.size
+        lines = rows.reshape(ext[1], ext[2], -1)[g[1]:g[1] + n[1], g[2]:g[2] + n[2]]
+        parts = self.comm.gather((self.origin, np.ascontiguousarray(lines)), root=0)
+        if self.rank != 0:
+            return None
+        out = None
+        for (x0, y0, z0), block in sorted(parts, key=lambda p: p[0][0]):
+            if out is None:
+                out = np.full((self.shape[1], self.shape[2], block.shape[-1]), np.nan)
+                seen = np.zeros(self.shape[1:], bool)
+            ny, nz = block.shape[:2]
+            where = (slice(y0, y0 + ny), slice(z0, z0 + nz))
+            first = ~seen[where]
+            target = out[where]
+            for j, (_, how) in enumerate(ROW_QUANTITIES3D):
+                combined = {"sum": np.add, "max": np.fmax, "min": np.fmin}[how](target[..., j], block[..., j])
+                target[..., j] = np.where(first, block[..., j], combined)
+            out[where] = target
+            seen[where] = True
+        return out.reshape(self.shape[1] * self.shape[2], -1)
+
+    def check_finite(self) -> None:
+        """Every rank checks its block (collective); a failure (naming the rank's first bad site
+        in block coordinates, shifted here to the lattice's) is raised on every rank."""
+        error = None
+        try:
+            self.sim.check_finite()
+        except Exception as e:  # noqa: BLE001 - made collective below
+            error = SimulationError(f"rank {self.rank} (block at x, y, z = {self.origin} less "
+                                    f"{self.ghost} ghost planes): {e}")
+        agree(self.comm, error)
+
+    def state(self) -> Optional[np.ndarray]:
+        """The populations (Q, LX, LY, LZ) on rank 0 for a checkpoint, None elsewhere (collective):
+        each rank's owned block gathered, as the 2D DistributedSimulation's checkpoints."""
+        mine = np.ascontiguousarray(self._owned(self.sim.state()))
+        parts = self.comm.gather((self.origin, mine), root=0)
+        if self.rank != 0:
+            return None
+        out = np.empty((self.vs.Q,) + self.shape, dtype=mine.dtype)
+        for (x0, y0, z0), block in parts:
+            _, nx, ny, nz = block.shape
+            out[:, x0:x0 + nx, y0:y0 + ny, z0:z0 + nz] = block
+        return out
+
+    def restore(self, populations: Optional[np.ndarray], time_step: Optional[int]) -> None:
+        """Rank 0's saved state (any rank count wrote it), each rank's extended block scattered
+        (collective); bit-identical to never having stopped."""
+        def blocks():
+            a = np.asarray(populations)
+            expected = (self.vs.Q,) + self.shape
+            if a.shape != expected:
+                raise SimulationError(f"saved populations have shape {a.shape}; this run needs {expected}")
+            return [(a[(slice(None),) + np.ix_(*self._indices(r))], int(time_step)) for r in range(self.nranks)]
+        everyone = root_call(self.comm, blocks)
+        block, step = self.comm.scatter(everyone, root=0)
+        error = None
+        try:
+            self.sim.restore(block, step)
+        except Exception as e:  # noqa: BLE001 - made collective below
+            error = e
+        agree(self.comm, error)
+        self.time_step = step

@@ -7,7 +7,8 @@ resume; ``make_simulation3d``: walls, lids and the voxel mask in Simulation3D's 
 the guard and series sample (the 3D diagnostics kernel, ``lbgen.codegen.diagnostics.scalars3d``),
 the outputs (``lbgen.output.RunOutput3D``) and the run's physical numbers (``physics3d``).
 The voxel mask of ``--geometry`` is read and checked (dtype, shape) before any file is
-written.  One process: MPI is refused.
+written.  Under ``mpiexec -n P`` the run is a ``DistributedSimulation3D`` (``--ranks-grid
+PXxPYxPZ`` or auto; ``set_launch_grid``, ``rank_grid``).
 """
 from __future__ import annotations
 
@@ -84,13 +85,18 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
     return cfg.replace(**changes)
 
 
-def make_simulation3d(cfg: RunConfig, mask: Optional[np.ndarray] = None) -> Simulation3D:
-    """The Simulation3D of a resolved 3D run description."""
-    return Simulation3D(cfg.lx, cfg.ly, cfg.lz, velocity_set=cfg.velocity_set, collision=cfg.collision,
-                        gravity=cfg.gravity, walls=cfg.wall_axes, lid=cfg.lid, mask=mask, backend=cfg.backend,
-                        layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, fused=cfg.fused, threads=cfg.threads,
-                        strict=cfg.strict, check_every=0, time_block=cfg.time_block,
-                        **cfg.parameters)
+def make_simulation3d(cfg: RunConfig, mask: Optional[np.ndarray] = None, comm=None, grid=None):
+    """The Simulation3D of a resolved 3D run description; with an MPI communicator `comm` of
+    several ranks, this rank's block of a DistributedSimulation3D on `grid` (collective)."""
+    common = dict(velocity_set=cfg.velocity_set, collision=cfg.collision, gravity=cfg.gravity, walls=cfg.wall_axes,
+                  lid=cfg.lid, mask=mask, backend=cfg.backend, layout=cfg.layout, vl=cfg.vl,
+                  precision=cfg.precision, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
+                  time_block=cfg.time_block, **cfg.parameters)
+    if comm is not None and comm.size > 1:
+        from lbgen.parallel.lattice3d import DistributedSimulation3D
+        common.pop("check_every")
+        return DistributedSimulation3D(comm, cfg.lx, cfg.ly, cfg.lz, ranks_grid=grid, **common)
+    return Simulation3D(cfg.lx, cfg.ly, cfg.lz, **common)
 
 
 def lid_speeds(cfg: RunConfig) -> list:
@@ -120,18 +126,53 @@ def physics3d(cfg: RunConfig) -> dict:
     return out
 
 
+#: ``--ranks-grid`` of a 3D launch (``set_launch_grid``): None for auto, else (PX, PY, PZ)
+_GRID3D = None
+
+
+def set_launch_grid(text, comm) -> None:
+    """``--ranks-grid`` of a 3D run: 'auto' or 'PXxPYxPZ' (checked here); a grid other than
+    auto (or 1x1x1) needs mpiexec."""
+    global _GRID3D
+    from lbgen.parallel.mpi import parse_ranks_grid
+    grid = parse_ranks_grid(text, 3)
+    if (comm is None or comm.size == 1) and grid not in (None, (1, 1, 1)):
+        n = int(np.prod(grid))
+        raise SimulationError(f"--ranks-grid {text}: a grid of {n} ranks needs mpiexec -n {n} lbgen ...; this is "
+                              f"a single process")
+    _GRID3D = grid
+
+
+def rank_grid(cfg: RunConfig, size: int) -> tuple:
+    """(PX, PY, PZ) of a 3D run on `size` ranks (the launch's --ranks-grid, else auto), checked
+    before any work: sub-domains at least time block x largest hop thick, no walled axis split
+    (lbgen.parallel.lattice3d.rank_grid3d names the values)."""
+    from lbgen.parallel.lattice3d import rank_grid3d
+    from lbgen.simulation.lattice3d import wall_axes
+    depth = resolve_time_block(cfg, distributed=True)
+    return rank_grid3d(size, cfg.shape, set_entry(cfg.velocity_set).max_hop, _GRID3D, depth, wall_axes(cfg.wall_axes))
+
+
 class Run3D(Run):
     """A 3D run folder (``Run3D(cfg).execute()`` or ``Run.resume(dir)``, which picks this class
-    for a 3D manifest): the 2D driver's loop with a Simulation3D."""
+    for a 3D manifest): the 2D driver's loop with a Simulation3D; with an MPI communicator of
+    several ranks (``mpiexec -n P lbgen run``), each rank's block of a
+    ``lbgen.parallel.lattice3d.DistributedSimulation3D`` on the grid ``--ranks-grid`` (checked
+    before any work); rank 0 sets up the fields, writes every file from the fields (not the
+    populations) and diagnostics rows the ranks send it."""
 
     def __init__(self, cfg: RunConfig, echo: Callable[[str], None] = print, comm=None, resume: bool = False,
                  overwrite: bool = False):
-        if comm is not None and getattr(comm, "size", 1) > 1:
-            raise SimulationError(f"a 3D run runs on one process; MPI runs ({comm.size} ranks) are 2D only for now: "
-                                  f"run it without mpiexec")
         if cfg.dimension != 3:
             raise SimulationError(f"Run3D runs 3D velocity sets, not {cfg.velocity_set}: use Run")
-        super().__init__(cfg, echo=echo, comm=None, resume=resume, overwrite=overwrite)
+        if comm is not None and comm.size == 1:
+            comm = None
+        self.grid = (1, 1, 1)
+        if comm is not None:
+            from lbgen.parallel.mpi import check_same_config
+            check_same_config(comm, cfg.to_json())
+            self.grid = rank_grid(cfg, comm.size)      # before the run folder is claimed
+        super().__init__(cfg, echo=echo, comm=comm, resume=resume, overwrite=overwrite)
 
     @staticmethod
     def _validate(cfg: RunConfig) -> None:
@@ -139,38 +180,53 @@ class Run3D(Run):
         load_geometry(cfg)                   # dtype and shape: before any file is written
 
     def _build(self, cfg: RunConfig, comm) -> None:
+        from lbgen.parallel.mpi import root_call
         mask = load_geometry(cfg)
-        cfg = resolve3d(cfg, self.echo, mask)
-        fields = SETUPS[cfg.setup].fields(cfg.lx, cfg.ly, lz=cfg.lz, seed=cfg.seed, amplitude=cfg.amplitude,
-                                          gravity=cfg.gravity, thermal=False)
+        cfg = root_call(comm, lambda: resolve3d(cfg, self.echo, mask, distributed=comm is not None), share=True)
+        fields = root_call(comm, lambda: SETUPS[cfg.setup].fields(
+            cfg.lx, cfg.ly, lz=cfg.lz, seed=cfg.seed, amplitude=cfg.amplitude, gravity=cfg.gravity, thermal=False))
         self.cfg = cfg
         self.physics = physics3d(cfg)
-        self.sim = make_simulation3d(cfg, mask)
-        self.sim.set_fields(**fields)
+        self.sim = make_simulation3d(cfg, mask, comm, self.grid)
+        if fields is not None:
+            self.sim.set_fields(**fields)
+        else:
+            self.sim.set_fields()            # MPI ranks > 0: rank 0's fields are scattered
         self.T_hot = self.T_cold = None
         self.colour_limits = None
         self.output = None
         if cfg.out:
             from lbgen.output import PICTURE_QUANTITIES, RunOutput3D, colour_limits
-            self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity, overrides=cfg.clim,
-                                               speeds=lid_speeds(cfg))
-            walls = cfg.wall_axes or ""
-            self.output = RunOutput3D(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format,
-                                      colour_limits=self.colour_limits, dpi=cfg.dpi, physics=self.physics,
-                                      periodic=tuple(a not in walls for a in "xyz"))
+
+            def open_output():
+                self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity,
+                                                   overrides=cfg.clim, speeds=lid_speeds(cfg))
+                walls = cfg.wall_axes or ""
+                return RunOutput3D(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format,
+                                   colour_limits=self.colour_limits, dpi=cfg.dpi, physics=self.physics,
+                                   periodic=tuple(a not in walls for a in "xyz"))
+            self.output = root_call(comm, open_output)
         self._reset_counters()
 
     def _sample(self):
-        """One diagnostics sample (the 3D kernel's per-line rows): the guard's and the series
-        row's; a bad one runs the full check, which names the first bad site."""
+        """One diagnostics sample (the 3D kernel's per-line rows; with MPI the ranks' rows
+        combined on rank 0): the guard's and the series row's; a bad one runs the full check,
+        which names the first bad site.  The scalars on rank 0, None elsewhere."""
         from lbgen.codegen.diagnostics import healthy, scalars3d
-        d = scalars3d(self.sim.diagnostic_rows())
+        rows = self.sim.diagnostic_rows()
         self.samples += 1
-        if not healthy(d):
+        d = scalars3d(rows) if rows is not None else None
+        bad = d is not None and not healthy(d)
+        if self.comm is not None:
+            bad = self.comm.bcast(bad, root=0)
+        if bad:
             self.sim.check_finite()
         return d
 
     def _device(self) -> dict:
         sim = self.sim
-        return {"backend": sim.spec.backend, "layout": sim.program.layout.tag, "precision": sim.spec.precision,
+        info = {"backend": sim.spec.backend, "layout": sim.program.layout.tag, "precision": sim.spec.precision,
                 "kernel_digest": sim.source.digest, "runtime": sim.runtime}
+        if self.comm is not None:
+            info.update(ranks=self.comm.size, ranks_grid="x".join(map(str, self.grid)))
+        return info
