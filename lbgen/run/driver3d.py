@@ -13,7 +13,8 @@ PXxPYxPZ`` or auto; ``set_launch_grid``, ``rank_grid``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Optional
+import math
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -49,10 +50,11 @@ def load_geometry(cfg: RunConfig) -> Optional[np.ndarray]:
 
 
 def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optional[np.ndarray] = None,
-              distributed: bool = False) -> RunConfig:
+              distributed: bool = False, block_depths: Sequence[int] = ()) -> RunConfig:
     """The 3D run description with what construction decides made explicit (recorded in the
     manifest, so a resume builds the same kernels): the set-up's amplitude, the thread count,
-    the layout and VL (given, else Simulation3D's default for the backend and LZ), the time
+    the layout and VL (given, else Simulation3D's default for the backend and LZ; under MPI
+    for every Z extent in ``block_depths``, the ranks' blocks with their ghosts), the time
     block (``construct.resolve_time_block``: the 2D rule; under MPI, ``distributed``, auto is
     1), the series cadence (a multiple of the time block), the geometry file's absolute path and the digest of its
     ``mask`` (a resumed run whose file now holds another mask is refused)."""
@@ -70,11 +72,12 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
     changes["threads"] = resolve_threads(cfg.threads, echo)
     layout, vl = cfg.layout, cfg.vl
     halo = set_entry(cfg.velocity_set).max_hop
+    depth_z = math.gcd(*block_depths) if block_depths else cfg.lz     # a VL dividing it divides every block's
     if layout is None:
-        layout, default_vl = default_layout(cfg.backend, cfg.lz, halo)
+        layout, default_vl = default_layout(cfg.backend, depth_z, halo)
         vl = vl if vl is not None else default_vl
     if layout in CLUSTERED and vl is None:
-        vl = default_layout(cfg.backend, cfg.lz, halo)[1] or 1
+        vl = default_layout(cfg.backend, depth_z, halo)[1] or 1
     changes["layout"], changes["vl"] = layout, (vl if layout in CLUSTERED else None)
     changes["time_block"] = depth = resolve_time_block(cfg, distributed)
     if cfg.out and not cfg.series_every:      # a multiple of the time block
@@ -153,6 +156,15 @@ def rank_grid(cfg: RunConfig, size: int) -> tuple:
     return rank_grid3d(size, cfg.shape, set_entry(cfg.velocity_set).max_hop, _GRID3D, depth, wall_axes(cfg.wall_axes))
 
 
+def block_depths(cfg: RunConfig, grid) -> list:
+    """The Z extents of the ranks' blocks on `grid` (owned planes and, where Z is split, the
+    ghost planes of DistributedSimulation3D: time block x largest hop on each side)."""
+    from lbgen.parallel.mpi import slab_widths
+    pz = grid[2]
+    ghost = resolve_time_block(cfg, distributed=True) * set_entry(cfg.velocity_set).max_hop if pz > 1 else 0
+    return sorted({w + 2 * ghost for w in slab_widths(cfg.lz, pz)})
+
+
 class Run3D(Run):
     """A 3D run folder (``Run3D(cfg).execute()`` or ``Run.resume(dir)``, which picks this class
     for a 3D manifest): the 2D driver's loop with a Simulation3D; with an MPI communicator of
@@ -182,7 +194,8 @@ class Run3D(Run):
     def _build(self, cfg: RunConfig, comm) -> None:
         from lbgen.parallel.mpi import root_call
         mask = load_geometry(cfg)
-        cfg = root_call(comm, lambda: resolve3d(cfg, self.echo, mask, distributed=comm is not None), share=True)
+        cfg = root_call(comm, lambda: resolve3d(cfg, self.echo, mask, distributed=comm is not None,
+                                                block_depths=block_depths(cfg, self.grid)), share=True)
         fields = root_call(comm, lambda: SETUPS[cfg.setup].fields(
             cfg.lx, cfg.ly, lz=cfg.lz, seed=cfg.seed, amplitude=cfg.amplitude, gravity=cfg.gravity, thermal=False))
         self.cfg = cfg

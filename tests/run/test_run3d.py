@@ -228,13 +228,15 @@ def test_options_that_do_not_apply_in_3d_are_refused_before_any_work(args, optio
     assert option in r.output and not out.exists()
 
 
-def test_a_3d_run_refuses_several_mpi_ranks(tmp_path):
-    from lbgen.run.driver3d import Run3D
-    from lbgen.simulation.parameters import SimulationError
-
-    class TwoRanks:
-        size, rank = 2, 0
-    cfg = RunConfig.build("channel", ("test", {"lx": 4, "ly": 6, "lz": 4, "out": str(tmp_path / "mpi")}))
-    with pytest.raises(SimulationError, match="2 ranks"):
-        Run3D(cfg, comm=TwoRanks())
-    assert not (tmp_path / "mpi").exists()
+@pytest.mark.parametrize("args, message", [
+    (["channel", "--ranks-grid", "2x1x1"], "--ranks-grid 2x1x1: a grid of 2 ranks needs mpiexec -n 2"),
+    (["channel", "--ranks-grid", "1x1"], "--ranks-grid '1x1': give 'auto' or PXxPYxPZ"),
+    (["shear-wave", "--lx", 8, "--ly", 8, "--ranks-grid", "1x1x2"], "--ranks-grid 1x1x2: a 2D run takes PXxPY"),
+])
+def test_a_ranks_grid_of_the_wrong_form_is_refused_before_any_work(args, message, tmp_path):
+    """A 3D grid needs mpiexec and three counts; a 2D run refuses three (tests/parallel/test_cli3d.py
+    launches the 3D grids)."""
+    out = tmp_path / "refused"
+    r = _cli("run", *args, "--steps", 2, "--out", out, "--no-progress")
+    assert r.exit_code != 0 and "Traceback" not in r.output
+    assert message in r.output and not out.exists()

@@ -1,0 +1,148 @@
+"""`mpiexec -n P lbgen run` in 3D (Run3D on ``DistributedSimulation3D``, ``--ranks-grid PXxPYxPZ``
+or auto): the run folder of P ranks holds the files of one process -- fields (.h5 datasets,
+.vti bytes), pictures, checkpoint populations, series.csv (bytes where X is not split; to
+round-off where the X lines are summed in parts) -- for 2 and 4 ranks, uneven splits, walls on
+an unsplit axis, a lid, a voxel mask and a time block; a checkpoint of 2 ranks resumes on 4
+ranks and on one process; grids that cannot run are refused before any work, naming the values.
+
+Each case launches the venv's mpiexec (oversubscribed, one OpenMP thread per rank); the
+one-process runs are in this process."""
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from lbgen.cli.main import main
+from lbgen.output import read_field_file, read_series
+from lbgen.run.checkpoint import read_checkpoint
+from test_mpi import mpirun
+
+pytestmark = pytest.mark.slow
+
+NAMES = ("rho", "ux", "uy", "uz", "T")
+EVENTS = ["--strict", "--output-every", 4, "--checkpoint-every", 6, "--keep-checkpoints", 5, "--series-every", 2,
+          "--pictures", "speed", "--no-progress"]
+
+
+def one_process(args, out):
+    r = CliRunner().invoke(main, ["run"] + [str(a) for a in args] + ["--out", str(out), "--time-block", 1])
+    assert r.exit_code == 0, r.output
+
+
+def files(folder):
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
+                  and p.name != ".lbgen.lock")
+
+
+def assert_same_folder(a, b, x_split):
+    """Run folder b (P ranks) holds the files of run folder a (one process)."""
+    assert files(a) == files(b)
+    for name in files(a):
+        if name.startswith(("vtk/", "pictures/")):
+            assert (a / name).read_bytes() == (b / name).read_bytes(), name
+        elif name.startswith("fields/"):
+            fa, fb = read_field_file(a / name), read_field_file(b / name)
+            assert all(np.array_equal(fa[k], fb[k]) for k in NAMES), name
+        elif name.startswith("checkpoints/"):
+            pa, sa, _ = read_checkpoint(a / name)
+            pb, sb, _ = read_checkpoint(b / name)
+            assert sa == sb and np.array_equal(pa, pb), name
+    if not x_split:
+        assert (a / "series.csv").read_bytes() == (b / "series.csv").read_bytes()
+    sa, sb = read_series(a / "series.csv"), read_series(b / "series.csv")
+    for k in ("step", "time", "max_speed", "min_rho", "min_T", "nonfinite"):     # no sums: exact
+        assert np.array_equal(sa[k], sb[k]), k
+    for k in ("mass", "momentum_x", "momentum_y", "momentum_z", "kinetic_energy"):
+        # sums over the sites in another order: round-off of a sum of |terms| <= mass (rho |u| < 1)
+        assert np.allclose(sa[k], sb[k], rtol=0, atol=1e-14 * sa["mass"].max()), k
+
+
+CASES = {
+    # walls on the unsplit y and z axes, a lid on z-high, X split over 2 ranks
+    "2x1x1-walls-lid": (2, "2x1x1", ["lid-driven-cavity", "--lx", 12, "--ly", 10, "--lz", 8, "--wall-axes", "yz",
+                                     "--lid", "z-high=0.1,0,0", "--steps", 12]),
+    # periodic, uneven Y (7, 6) and Z (9, 9: blocks of 11 planes with the ghosts, so SoA) split, X whole:
+    # the series bytes too
+    "1x2x2-uneven": (4, "1x2x2", ["taylor-green", "--lx", 8, "--ly", 13, "--lz", 18, "--steps", 12]),
+    # walls on z (unsplit), X uneven (7, 6) and Y split, a time block of 2 (2-wide ghosts every 2 steps)
+    "2x2x1-walls-k2": (4, "2x2x1", ["channel", "--lx", 13, "--ly", 12, "--lz", 8, "--wall-axes", "z",
+                                    "--gravity", "1e-4,0,0", "--steps", 12, "--time-block", 2]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_p_ranks_write_the_run_folder_of_one_process(tmp_path, case):
+    n, grid, args = CASES[case]
+    single = args[:args.index("--time-block")] + args[args.index("--time-block") + 2:] if "--time-block" in args \
+        else args
+    one_process(single + EVENTS, tmp_path / "one")
+    proc = mpirun(n, ["run"] + args + EVENTS + ["--ranks-grid", grid, "--out", "many"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("done:") == 1                 # rank 0 reports, once
+    many = tmp_path / "many"
+    manifest = json.loads((many / "manifest.json").read_text())
+    assert manifest["status"] == "finished" and manifest["device"]["ranks"] == n
+    assert manifest["device"]["ranks_grid"] == grid
+    if "--time-block" in args:                 # the blocked sweeps ran on each rank (fused_tb)
+        assert manifest["sweeps"]["blocked"] > 0 and manifest["config"]["time_block"] == 2
+    assert_same_folder(tmp_path / "one", many, x_split=grid[0] != "1")
+    assert np.abs(read_field_file(many / "fields" / "step-000000012.h5")["ux"]).max() > 0
+
+
+def test_a_voxel_mask_on_two_ranks(tmp_path):
+    rng = np.random.default_rng(5)
+    mask = rng.random((10, 8, 8)) < 0.15
+    np.save(tmp_path / "body.npy", mask)
+    args = ["channel", "--lx", 10, "--ly", 8, "--lz", 8, "--wall-axes", "z", "--gravity", "1e-4,0,0",
+            "--geometry", tmp_path / "body.npy", "--steps", 8]
+    one_process(args + EVENTS, tmp_path / "one")
+    proc = mpirun(2, ["run"] + args + EVENTS + ["--ranks-grid", "1x2x1", "--out", "two"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert_same_folder(tmp_path / "one", tmp_path / "two", x_split=False)
+    f = read_field_file(tmp_path / "two" / "fields" / "step-000000008.h5")
+    assert np.all(f["rho"][mask] == 0) and np.all(f["rho"][~mask] > 0)
+
+
+def test_a_checkpoint_of_two_ranks_resumes_on_four_and_on_one(tmp_path):
+    # LZ 12: VL 4 (the default layout of the first run) fits the 1x2x2 blocks too (6 + 2 ghost planes)
+    args = ["taylor-green", "--lx", 12, "--ly", 8, "--lz", 12, "--strict", "--checkpoint-every", 6,
+            "--series-every", 2, "--pictures", "none", "--no-progress"]
+    one_process(args + ["--steps", 12], tmp_path / "whole")
+    part = mpirun(2, ["run"] + args + ["--steps", 6, "--ranks-grid", "2x1x1", "--out", "r"], tmp_path)
+    assert part.returncode == 0, part.stderr
+    import shutil
+    shutil.copytree(tmp_path / "r", tmp_path / "r1")
+    resumed = mpirun(4, ["run", "--resume", "r", "--steps", 12, "--ranks-grid", "1x2x2", "--no-progress"], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stderr.count("resuming") == 1
+    r = CliRunner().invoke(main, ["run", "--resume", str(tmp_path / "r1"), "--steps", 12, "--no-progress"])
+    assert r.exit_code == 0, r.output
+    want = read_field_file(tmp_path / "whole" / "fields" / "step-000000012.h5")
+    for folder in ("r", "r1"):
+        got = read_field_file(tmp_path / folder / "fields" / "step-000000012.h5")
+        assert all(np.array_equal(got[k], want[k]) for k in NAMES), folder
+    assert json.loads((tmp_path / "r" / "manifest.json").read_text())["device"]["ranks_grid"] == "1x2x2"
+
+
+@pytest.mark.parametrize("n, args, message", [
+    (2, ["lid-driven-cavity", "--ranks-grid", "1x1x2"],
+     "--ranks-grid 1x1x2 on 32 x 32 x 32: it splits Z, a walled axis (walls and lids stay on unsplit axes)"),
+    (2, ["taylor-green", "--lx", 16, "--ly", 16, "--lz", 8, "--ranks-grid", "1x1x2", "--time-block", 6],
+     "--ranks-grid 1x1x2 on 16 x 16 x 8: Z=8 split over 2 ranks leaves sub-domains of 4 planes, fewer than the "
+     "6 the halo needs (6 x 1: time block x largest hop)"),
+    (2, ["taylor-green", "--ranks-grid", "2x2x1"], "--ranks-grid 2x2x1 has 4 ranks but mpiexec started 2"),
+    (2, ["taylor-green", "--ranks-grid", "2x1"], "--ranks-grid '2x1': give 'auto' or PXxPYxPZ"),
+], ids=["walled-axis", "too-thin", "rank-count", "2d-grid"])
+def test_a_3d_grid_that_cannot_run_is_refused_before_any_work(tmp_path, n, args, message):
+    proc = mpirun(n, ["run"] + args + ["--steps", 2, "--out", "o", "--no-progress"], tmp_path)
+    assert proc.returncode != 0
+    assert message in proc.stderr and proc.stderr.count(message) == 1     # printed once, by rank 0
+    assert not (tmp_path / "o").exists()
+
+
+def test_auto_splits_the_unwalled_axes_only(tmp_path):
+    proc = mpirun(2, ["run", "channel", "--lx", 8, "--ly", 8, "--lz", 8, "--wall-axes", "xy", "--steps", 2,
+                      "--out", "o", "--pictures", "none", "--no-progress"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "o" / "manifest.json").read_text())["device"]["ranks_grid"] == "1x1x2"
