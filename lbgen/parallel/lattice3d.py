@@ -9,7 +9,8 @@ populations (the unpack kernel), trades D = k H thick slabs of owned planes with
 neighbours along X, then Y, then Z -- each slab spans the other axes' ghosts, which the
 earlier axes have just filled, so edges and corners travel through the consecutive
 exchanges and no diagonal message is sent (seed 002, Fig. 1) -- with non-blocking
-Isend/Irecv, packs the block back (the pack kernel) and advances k steps.  With host
+Isend/Irecv, packs the block back (the pack kernel) and advances k steps (one ``fused_tb``
+sweep where the block's Simulation3D blocks: C, fused).  With host
 buffers (the C runtime) the slabs are read and written in place instead, through the
 layout's site indices (the step's halo kernel refreshes the halo copies).  The ghost sites
 are computed redundantly; after step s only sites within (k - s) H of the owned block are
@@ -19,7 +20,10 @@ a step.
 
 Walls, lids and masks: walls and lids on unsplit axes only (each block holds both faces);
 a mask is cut per block (ghosts included).  ``fields()`` gathers the five owned field arrays
-(the fields kernel of each rank) to rank 0; ``set_fields`` scatters rank 0's fields.
+(the fields kernel of each rank) to rank 0; ``set_fields`` scatters rank 0's fields.  For a
+run (``lbgen.run.driver3d.Run3D``): ``diagnostic_rows`` (each rank's kernel over its owned
+fluid sites, combined on rank 0), ``check_finite`` (collective), ``state``/``restore`` (the
+populations of the owned blocks through rank 0: checkpoints of any rank count).
 """
 from __future__ import annotations
 
@@ -297,14 +301,15 @@ class DistributedSimulation3D:
         return out.reshape(self.shape[1] * self.shape[2], -1)
 
     def check_finite(self) -> None:
-        """Every rank checks its block (collective); a failure (naming the rank's first bad site
-        in block coordinates, shifted here to the lattice's) is raised on every rank."""
+        """Every rank checks its block (collective); a failure is raised on every rank, naming
+        the rank, its block's origin and ghost planes and the first bad site in the coordinates
+        of the extended block."""
         error = None
         try:
             self.sim.check_finite()
         except Exception as e:  # noqa: BLE001 - made collective below
-            error = SimulationError(f"rank {self.rank} (block at x, y, z = {self.origin} less "
-                                    f"{self.ghost} ghost planes): {e}")
+            error = SimulationError(f"(its block: owned sites from x, y, z = {self.origin}; the site below is "
+                                    f"counted from the {self.ghost} ghost planes before them) {e}")
         agree(self.comm, error)
 
     def state(self) -> Optional[np.ndarray]:

@@ -98,7 +98,7 @@ SCHEMA: Tuple[Option, ...] = (
     Option("time_block", "time_block", "auto", "Steps per sweep through cache (temporal blocking, C backend on one "
            "device, periodic or walls; bit-identical in strict builds), or 'auto': the depth lbgen tune stored for "
            "this machine, else 3 (1 where blocking does not run: other backends, --hetero, --no-fused; under MPI "
-           "auto is 1 and N exchanges N x 3 wide halos every N steps). "
+           "auto is 1 and N exchanges N x H wide halos every N steps, H = 3 in 2D, 1 in 3D). "
            "Outputs, checkpoints and guards see the state between sweeps: cadences that are multiples of it keep "
            "every sweep blocked, the other steps run singly.", resumable=True),
     Option("strict", "bool", False, "No FMA contraction (bitwise-comparable builds).", flag="--strict/--no-strict"),

@@ -146,3 +146,15 @@ def test_auto_splits_the_unwalled_axes_only(tmp_path):
                       "--out", "o", "--pictures", "none", "--no-progress"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "o" / "manifest.json").read_text())["device"]["ranks_grid"] == "1x1x2"
+
+
+def test_a_diverging_3d_run_stops_every_rank_and_keeps_its_last_healthy_checkpoint(tmp_path):
+    proc = mpirun(2, ["run", "taylor-green", "--lx", 8, "--ly", 8, "--lz", 8, "--amplitude", 1.5, "--tau", 0.5001,
+                      "--steps", 60, "--check-every", 5, "--checkpoint-every", 5, "--ranks-grid", "2x1x1",
+                      "--out", "dv", "--pictures", "none", "--no-progress"], tmp_path)
+    assert proc.returncode == 2                        # every rank stopped together (no abort)
+    manifest = json.loads((tmp_path / "dv" / "manifest.json").read_text())
+    assert manifest["status"] == "diverged" and 0 < manifest["step"] < 60
+    kept = sorted((tmp_path / "dv" / "checkpoints").iterdir())
+    populations, step, _ = read_checkpoint(kept[-1])
+    assert step < manifest["step"] and np.isfinite(populations).all()
