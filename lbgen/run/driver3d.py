@@ -56,8 +56,8 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
     the layout and VL (given, else Simulation3D's default for the backend and LZ; under MPI
     for every Z extent in ``block_depths``, the ranks' blocks with their ghosts), the time
     block (``construct.resolve_time_block``: the 2D rule; under MPI, ``distributed``, auto is
-    1), the series cadence (a multiple of the time block), the geometry file's absolute path and the digest of its
-    ``mask`` (a resumed run whose file now holds another mask is refused)."""
+    1), the series cadence (a multiple of the time block), the geometry file's absolute path
+    and the digest of its ``mask`` (a resumed run whose file now holds another mask is refused)."""
     changes = {}
     if mask is not None:
         import hashlib
