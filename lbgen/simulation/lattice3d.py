@@ -364,18 +364,8 @@ class Simulation3D:
         return scalars3d(self.diagnostic_rows())
 
     # --- runs: checkpoints and the run driver's interface ------------------------------------
-    #: steps per sweep of a run (no temporal blocking here yet), sweeps run, processes
-    time_block = 1
+    #: processes (the run driver's interface; DistributedSimulation3D has several)
     nranks = 1
-
-    @property
-    def sweeps(self) -> Dict[str, int]:
-        """Sweeps run (the run manifest's record): one step each, without temporal blocking."""
-        return self.__dict__.get("_sweeps") or {"blocked": 0, "single": self.time_step}
-
-    @sweeps.setter
-    def sweeps(self, value) -> None:
-        self._sweeps = value
 
     def synchronize(self) -> None:
         """Every runtime returns after its kernels finish: nothing to wait for."""

@@ -18,6 +18,7 @@ import pytest
 
 from lbgen.run.config import RunConfig
 from lbgen.run.driver import Run
+from lbgen.run.driver3d import Run3D
 from lbgen.run.options import APPLIES, SCHEMA, ConfigError
 
 pytestmark = pytest.mark.slow
@@ -25,6 +26,8 @@ pytestmark = pytest.mark.slow
 BASE = {"lx": 8, "ly": 32, "steps": 4}
 RT = {"setup": "rayleigh-taylor", "gravity": "0,-1e-4"}
 HETERO = {"hetero": "opencl", "lx": 16}
+#: a small 3D run: the options of 3D runs are audited in it
+D3 = {"setup": "taylor-green", "velocity_set": "d3q19", "lx": 8, "ly": 8, "lz": 8, "time_block": 1}
 
 
 def _opencl():
@@ -42,14 +45,15 @@ def fingerprint(tmp_path: Path, name: str, options: dict) -> dict:
         if options.get(key) is True:
             options[key] = str(tmp_path / f"{name}-{key}" / ("f.npz" if key == "save" else ""))
     cfg = RunConfig.build(setup, ("test", {**_base(options), **options}))
-    run = Run(cfg, echo=lambda m: None)
+    run = (Run3D if cfg.dimension == 3 else Run)(cfg, echo=lambda m: None)
     run.execute()
     state = run.sim.state()
     out = {"state": hashlib.sha256(state.tobytes()).hexdigest() + str(state.shape) + str(state.dtype),
-           "step": run.sim.time_step, "sweeps": dict(run.sim.sweeps), "samples": run.samples,
-           "calls": sorted((k, v) for r in run.sim.regions for k, v in r.program.calls.items()),
-           "regions": run.sim.region_table(),
-           "provenance": [r.program.provenance() for r in run.sim.regions]}
+           "step": run.sim.time_step, "sweeps": dict(run.sim.sweeps), "samples": run.samples}
+    if cfg.dimension == 2:
+        out.update({"calls": sorted((k, v) for r in run.sim.regions for k, v in r.program.calls.items()),
+                    "regions": run.sim.region_table(),
+                    "provenance": [r.program.provenance() for r in run.sim.regions]})
     if cfg.out:
         root = Path(cfg.out)
         files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
@@ -119,6 +123,10 @@ EFFECTS = {
     "split": (HETERO, "0.5", "1.0"),
     "device": ({"backend": "opencl"}, "0:0", "1:0"),
     "host_columns": (HETERO, None, None),     # internal (cli=False): resolved from split, see below
+    "lz": (D3, 8, 16),
+    "wall_axes": (D3, None, "z"),
+    "lid": ({**D3, "wall_axes": "z"}, None, "z-high=0.05,0,0"),
+    "geometry": (D3, None, "GEOMETRY"),
 }
 
 #: option -> (context, value) where the option has no effect: refused naming it
@@ -141,12 +149,28 @@ REFUSED = {
     "dpi": ({"out": "OUT", "pictures": "none"}, 50),
     "pictures_every": ({"out": "OUT", "pictures": "none"}, 2), "window": ({"out": "OUT", "pictures": "none"}, "0:8,0:16"),
     "keep_checkpoints": ({"out": "OUT"}, 3),
+    "lz": ({}, 16), "wall_axes": ({}, "z"), "lid": ({}, "z-high=0.05,0,0"), "geometry": ({}, "GEOMETRY"),
+    # options of 2D runs only, given to a 3D run
+    "walls": (D3, True), "hetero": (D3, "opencl"), "init": ({k: v for k, v in D3.items() if k != "setup"}, "INIT"), "save": (D3, "SAVE"),
 }
+
+
+def _geometry_file(tmp_path):
+    """An 8^3 voxel mask with a 2^3 solid block in the middle."""
+    path = tmp_path / "body.npy"
+    mask = np.zeros((8, 8, 8), dtype=bool)
+    mask[3:5, 3:5, 3:5] = True
+    np.save(path, mask)
+    return str(path)
 
 
 def _resolve(value, tmp_path):
     if value == "INIT":
         return _init_file(tmp_path)
+    if value == "GEOMETRY":
+        return _geometry_file(tmp_path)
+    if value == "SAVE":
+        return str(tmp_path / "refused-save.npz")
     if value == "OUT":
         return str(tmp_path / "refused-out")
     return value
