@@ -242,6 +242,11 @@ class DistributedSimulation3D:
         return dict(zip(FIELDS3D, out))
 
     # --- checkpoint pieces: no rank gathers the populations --------------------------------
+    @property
+    def lattice(self) -> tuple:
+        """The global sizes (LX, LY, LZ) the pieces tile."""
+        return self.shape
+
     def state_pieces(self) -> list:
         """This rank's pieces of a checkpoint: ``[((x0, y0, z0), (Q, nx, ny, nz) owned
         populations)]`` in the working precision (``lbgen.run.checkpoint.write_pieces``)."""

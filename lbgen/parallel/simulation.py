@@ -439,6 +439,11 @@ class DistributedSimulation(Simulation):
         return super().run(steps, progress=progress and self.rank == 0, callback=callback)
 
     # --- checkpoint pieces: no rank gathers the populations --------------------------------
+    @property
+    def lattice(self) -> tuple:
+        """The global sizes (LX, LY) the pieces tile."""
+        return (self.lx, self.ly)
+
     def state_pieces(self) -> list:
         """This rank's pieces of a checkpoint: ``[((x0, y0), (Q, wx, wy) owned populations)]`` in
         the working precision, layout-independent (``lbgen.run.checkpoint.write_pieces``)."""
