@@ -235,3 +235,65 @@ def test_each_rank_reads_only_the_pieces_over_its_block_and_a_damaged_one_stops_
     resumed = mpirun(2, ["run", "--resume", "r", "--steps", 8, "--no-progress"], tmp_path)
     assert resumed.returncode != 0 and f"{piece.relative_to(tmp_path)}: checksum mismatch" in resumed.stderr
     assert "resuming" not in resumed.stderr
+
+
+# --- 3D: DistributedSimulation3D.state_pieces / restore_pieces ----------------------------------
+SCRIPT3D = """
+import json, sys
+import numpy as np
+from mpi4py import MPI
+from lbgen.parallel.lattice3d import DistributedSimulation3D
+from lbgen.run.checkpoint import CheckpointPieces, write_pieces
+a = json.loads(sys.argv[1])
+comm = MPI.COMM_WORLD
+sim = DistributedSimulation3D(comm, *a["shape"], ranks_grid=a["grid"], time_block=a["k"], **a["kw"])
+if a["write"]:
+    if comm.rank == 0:
+        f = dict(np.load("initial.npz"))
+        sim.set_fields(f["rho"], f["ux"], f["uy"], f["uz"])
+    else:
+        sim.set_fields()
+    sim.step(a["steps"])
+    write_pieces("ck.lbpieces", sim.state_pieces(), sim.time_step, grid=sim.dims, lattice=sim.lattice,
+                 velocity_set="d3q19", comm=comm)
+else:
+    saved = CheckpointPieces("ck.lbpieces")
+    sim.restore_pieces(saved)
+    sim.step(a["steps"])
+    out = sim.fields()
+    read = comm.gather(saved.files_read, root=0)
+    if comm.rank == 0:
+        np.savez("fields.npz", **out)
+        print(json.dumps({"read": read, "step": sim.time_step}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n, grid, k, n2, grid2, k2, walls, read", [
+    # 2 -> 3 ranks (X: 6 + 6 -> 4 + 4 + 4), a time block after the resume: the middle rank reads both pieces
+    (2, "2x1x1", 1, 3, "3x1x1", 2, None, [[0], [0, 6], [6]]),
+    (4, "2x2x1", 1, 1, "1x1x1", 1, "z", [[0, 0, 6, 6]]),        # 2x2 -> 1, walls on the unsplit axis
+    (1, "1x1x1", 2, 2, "1x2x1", 1, "x", [[0], [0]]),            # 1 -> 2, walls, a time block before
+], ids=["2-to-3", "2x2-to-1-walls", "1-to-2-walls"])
+def test_3d_pieces_resume_on_another_grid_bit_identical(tmp_path, n, grid, k, n2, grid2, k2, walls, read):
+    from lbgen.simulation.lattice3d import Simulation3D
+    from test_cart3d import initial
+    shape = (12, 13, 10)
+    kw = dict(strict=True, tau=0.8, gravity=[1e-5, 0, -1e-5], **({"walls": walls} if walls else {}))
+    f = initial(shape)
+    np.savez(tmp_path / "initial.npz", **f)
+    (tmp_path / "run3d.py").write_text(SCRIPT3D)
+    for ranks, g, depth, write, steps in ((n, grid, k, True, 4), (n2, grid2, k2, False, 3)):
+        args = {"shape": shape, "grid": g, "k": depth, "kw": kw, "write": write, "steps": steps}
+        proc = mpirun(ranks, [json.dumps(args)], tmp_path, script=tmp_path / "run3d.py")
+        assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["step"] == 7
+    assert len(list((tmp_path / "ck.lbpieces").glob("piece-*"))) == n
+    assert [sorted(int(name.split("-")[1]) for name in r) for r in report["read"]] == read    # pieces by x0
+    ref = Simulation3D(*shape, **kw)
+    ref.set_fields(f["rho"], f["ux"], f["uy"], f["uz"])
+    ref.step(7)
+    want, got = ref.fields(), np.load(tmp_path / "fields.npz")
+    for key in want:
+        assert np.array_equal(got[key], want[key]), key
