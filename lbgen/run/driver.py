@@ -45,9 +45,11 @@ class Run:
 
     With an MPI communicator ``comm`` of several ranks (``mpiexec -n N lbgen run``) every
     rank builds its slab of a ``lbgen.parallel.simulation.DistributedSimulation``; the ranks check that
-    they share one RunConfig (hash), rank 0 alone sets up the fields, writes every file
-    (outputs, checkpoints, manifest) from states gathered to it, reads the checkpoint of a
-    resume and scatters it, and shows the progress bar.  Everything else is the same.
+    they share one RunConfig (hash), rank 0 alone sets up the fields, writes the outputs and
+    manifest from fields gathered to it and shows the progress bar; checkpoints are written in
+    pieces (each rank its block, rank 0 the manifest) and a resume has each rank read the
+    pieces over its block (a one-file checkpoint: read by rank 0 and scattered).  Everything
+    else is the same.
     """
 
     def __init__(self, cfg: RunConfig, echo: Callable[[str], None] = print, comm=None, resume: bool = False,
@@ -181,8 +183,9 @@ class Run:
     @classmethod
     def resume(cls, run_dir, steps: Optional[int] = None, echo: Callable[[str], None] = print,
                comm=None, overrides: Optional[Mapping[str, Any]] = None) -> "Run":
-        """Continue a run folder; with MPI, rank 0 reads the manifest and checkpoint, the
-        state is scattered to every rank.
+        """Continue a run folder; with MPI, rank 0 reads the manifest and the checkpoint's
+        manifest, and every rank the checkpoint pieces over its block (a one-file checkpoint:
+        read by rank 0 and scattered).
 
         ``overrides``: options given again (flat keys of lbgen.run.config); harmless ones (steps,
         cadences, pictures, threads) are applied and recorded, any that would change the
