@@ -74,6 +74,8 @@ __all__ = [
     "pieces_path",
     "write_pieces",
     "CheckpointPieces",
+    "checkpoint_files",
+    "remove_leftover_pieces",
 ]
 
 FORMAT_NAME = "lbgen-checkpoint"
@@ -88,6 +90,8 @@ PIECES_SUFFIX = ".lbpieces"
 PIECES_MANIFEST = "manifest.json"
 _NAME_RE = re.compile(r"^step-(\d+)" + re.escape(CHECKPOINT_SUFFIX) + r"$")
 _PIECES_RE = re.compile(r"^step-(\d+)" + re.escape(PIECES_SUFFIX) + r"$")
+#: the temporary folders of write_pieces: being written (.tmp), or a replaced step's (.old)
+_LEFTOVER_RE = re.compile(r"^\.step-\d+" + re.escape(PIECES_SUFFIX) + r"\..+\.(tmp|old)$")
 
 PathLike = Union[str, os.PathLike]
 
@@ -301,6 +305,28 @@ def latest_checkpoint(run_dir: PathLike, verify: bool = False) -> Optional[Path]
             continue
         return path
     return None
+
+
+def checkpoint_files(path: PathLike) -> list[Path]:
+    """The files a checkpoint consists of: the file, or a pieces folder's manifest (first:
+    without it the folder is no longer a checkpoint) and pieces -- its own names only."""
+    path = Path(path)
+    if not path.is_dir():
+        return [path]
+    pieces = sorted(p for p in path.iterdir() if p.name.startswith("piece-") and p.name.endswith(CHECKPOINT_SUFFIX))
+    return [path / PIECES_MANIFEST] + pieces
+
+
+def remove_leftover_pieces(folder: PathLike) -> list[Path]:
+    """Delete the temporary folders of pieces writes that were cut off in *folder*
+    (``.step-N.lbpieces.*.tmp``, ``.old``); returns them."""
+    folder, removed = Path(folder), []
+    if folder.is_dir():
+        for entry in folder.iterdir():
+            if _LEFTOVER_RE.match(entry.name) and entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+    return removed
 
 
 def prune_checkpoints(run_dir: PathLike, keep: int = 2) -> list[Path]:

@@ -331,3 +331,19 @@ def test_a_non_finite_block_on_one_rank_means_no_rank_writes(tmp_path):
     errors = json.loads(proc.stdout.strip().splitlines()[-1])
     assert all("not written: the populations of rank 1 are not finite" in e for e in errors)   # on both ranks
     assert not (tmp_path / "ck").exists()
+
+
+def test_overwrite_removes_pieces_folders_and_a_cut_off_write_is_cleaned_but_user_files_stay(tmp_path):
+    from lbgen.run.folder import RunFolder
+    path = write(tmp_path, populations((9, 13, 10)), (2, 2))
+    leftover = tmp_path / "checkpoints" / ".step-000000012.lbpieces.k2j4.tmp"
+    leftover.mkdir()
+    (leftover / "piece-000000-000000.lbchk").write_bytes(b"cut off")
+    mine = tmp_path / "checkpoints" / "notes.txt"
+    mine.write_text("mine")
+    folder = RunFolder(tmp_path)
+    assert leftover in folder.remove_orphans() and not leftover.exists()
+    assert folder.holds_run()
+    removed = folder.clear()
+    assert path / "manifest.json" in removed and len(removed) == 5
+    assert not path.exists() and mine.read_text() == "mine" and not folder.holds_run()
