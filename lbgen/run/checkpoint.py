@@ -300,7 +300,10 @@ def latest_checkpoint(run_dir: PathLike, verify: bool = False) -> Optional[Path]
         if not verify:
             return path
         try:
-            read_checkpoint(path)
+            if path.is_dir():
+                CheckpointPieces(path).verify()       # one piece in memory at a time
+            else:
+                read_checkpoint(path)
         except CheckpointError:
             continue
         return path
@@ -512,13 +515,23 @@ class CheckpointPieces:
             hi = [min(a + n, b + m) for a, n, b, m in zip(o, e, offset, extent)]
             if any(h <= l for l, h in zip(lo, hi)):
                 continue
-            a, step, _meta, got = _read_verified(self.path / name)
-            self.files_read.append(name)
-            if got != digest or a.shape != (self.shape[0],) + e or a.dtype != self.dtype or step != self.step:
-                raise CheckpointError(f"checkpoint {self.path / name}: does not belong to this checkpoint (digest "
-                                      f"{got}, shape {a.shape}, step {step}; the manifest says {digest}, "
-                                      f"{(self.shape[0],) + e}, {self.step})")
+            a = self._piece(name, e, digest)
             src = (slice(None),) + tuple(slice(l - p, h - p) for l, h, p in zip(lo, hi, o))
             dst = (slice(None),) + tuple(slice(l - p, h - p) for l, h, p in zip(lo, hi, offset))
             out[dst] = a[src]
         return out
+
+    def _piece(self, name: str, extent: tuple, digest: str) -> np.ndarray:
+        """A piece's populations, verified: its own checksum, then the manifest's digest."""
+        a, step, _meta, got = _read_verified(self.path / name)
+        self.files_read.append(name)
+        if got != digest or a.shape != (self.shape[0],) + extent or a.dtype != self.dtype or step != self.step:
+            raise CheckpointError(f"checkpoint {self.path / name}: does not belong to this checkpoint (digest "
+                                  f"{got}, shape {a.shape}, step {step}; the manifest says {digest}, "
+                                  f"{(self.shape[0],) + extent}, {self.step})")
+        return a
+
+    def verify(self) -> None:
+        """Verify every piece, one at a time in memory (CheckpointError naming the first bad one)."""
+        for name, _o, e, digest in self.pieces:
+            self._piece(name, e, digest)
