@@ -153,8 +153,12 @@ def write_checkpoint(path: PathLike, populations: np.ndarray, step: int, metadat
 
     Returns the path written. The previous file at *path*, if any, survives any failure.
     """
-    array = _checked_array(populations)
-    step, metadata = _checked_step_metadata(step, metadata)
+    return _write(path, _checked_array(populations), *_checked_step_metadata(step, metadata))[0]
+
+
+def _write(path: PathLike, array: np.ndarray, step: int, metadata: dict) -> tuple:
+    """write_checkpoint of checked arguments; returns ``(path, sha256)``."""
+    digest = _checksum(array, step, metadata)
     header = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -162,10 +166,10 @@ def write_checkpoint(path: PathLike, populations: np.ndarray, step: int, metadat
         "dtype": array.dtype.str,
         "shape": list(array.shape),
         "metadata": metadata,
-        "sha256": _checksum(array, step, metadata),
+        "sha256": digest,
     }
     header_bytes = json.dumps(header, indent=1, sort_keys=True).encode("utf-8")
-    return atomic_write(path, lambda fh: _write_payload(fh, array, header_bytes))
+    return atomic_write(path, lambda fh: _write_payload(fh, array, header_bytes)), digest
 
 
 def _member_data_offset(fh: BinaryIO, info: zipfile.ZipInfo) -> int:
@@ -419,11 +423,10 @@ def write_pieces(path: PathLike, pieces, step: int, *, grid, lattice, velocity_s
         error, mine = None, []
         try:
             for offset, a in arrays:
-                extent = list(a.shape[1:])
-                name = _piece_name(offset)
-                write_checkpoint(tmp / name, a, step, {"offset": list(offset), "extent": extent})
+                extent, name = list(a.shape[1:]), _piece_name(offset)
+                _, digest = _write(tmp / name, a, step, {"offset": list(offset), "extent": extent})
                 mine.append({"file": name, "offset": list(offset), "extent": extent, "dtype": a.dtype.str,
-                             "channels": a.shape[0], "sha256": _checksum(a, step, {"offset": list(offset), "extent": extent})})
+                             "channels": a.shape[0], "sha256": digest})
         except Exception as exc:  # noqa: BLE001 - made collective
             error = exc
         _agree(comm, error)                        # the barrier: every piece is on disk
