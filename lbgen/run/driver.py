@@ -220,21 +220,21 @@ class Run:
             path = latest_checkpoint(run_dir, verify=False)
             if path is None:
                 raise SimulationError(f"cannot resume {run_dir}: it has no checkpoint (run with --checkpoint-every K)")
-            # pieces on several ranks: rank 0 reads the manifest, every rank its pieces (restore_pieces)
-            distributed = comm is not None and comm.size > 1 and path.is_dir()
+            def open_checkpoint(found):
+                """(populations, step, metadata, pieces folder): pieces on several ranks are read by
+                every rank (restore_pieces), so rank 0 reads their manifest only."""
+                if comm is not None and comm.size > 1 and found.is_dir():
+                    saved = CheckpointPieces(found)
+                    return None, saved.step, saved.metadata, str(found)
+                return (*read_checkpoint(found), None)
             try:
-                if distributed:
-                    saved = CheckpointPieces(path)
-                    populations, step, meta = None, saved.step, saved.metadata
-                else:
-                    populations, step, meta = read_checkpoint(path)
+                populations, step, meta, pieces = open_checkpoint(path)
             except CheckpointError as e:
                 good = latest_checkpoint(run_dir, verify=True)
                 if good is None:
                     raise SimulationError(f"cannot resume {run_dir}: {e}; no other checkpoint verifies") from None
                 echo(f"warning: {e}; resuming from the previous good checkpoint {good.name}")
-                populations, step, meta = read_checkpoint(good)
-                distributed = False
+                populations, step, meta, pieces = open_checkpoint(good)
             saved = meta.get("physics")
             if saved is not None and saved != json.loads(json.dumps(cfg.physics())):
                 diff = [k for k in saved if saved.get(k) != json.loads(json.dumps(cfg.physics())).get(k)]
@@ -257,7 +257,7 @@ class Run:
                         f"; was the manifest edited? Restore it, or start a new run")
             if meta.get("kernel_digest") not in (None, run.sim.source.digest):
                 echo("note: the kernels differ from the ones that wrote the checkpoint (lbgen or compiler changed)")
-            return populations, step, str(path) if distributed else None
+            return populations, step, pieces
         try:
             loaded = root_call(comm, load_checkpoint)
             populations, step, pieces = loaded if loaded is not None else (None, None, None)

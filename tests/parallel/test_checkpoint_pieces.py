@@ -347,3 +347,20 @@ def test_overwrite_removes_pieces_folders_and_a_cut_off_write_is_cleaned_but_use
     removed = folder.clear()
     assert path / "manifest.json" in removed and len(removed) == 5
     assert not path.exists() and mine.read_text() == "mine" and not folder.holds_run()
+
+
+@pytest.mark.slow
+def test_a_damaged_newest_manifest_resumes_the_previous_pieces_on_every_rank(tmp_path):
+    full = single(lattice(NOISE, 24, 20, 8), tmp_path / "full.npz")
+    part = mpirun(2, ["run"] + lattice(NOISE, 24, 20, 6) + ["--out", "r", "--pictures", "none", "--checkpoint-every",
+                                                             3, "--no-progress"], tmp_path)
+    assert part.returncode == 0, part.stderr
+    newest = tmp_path / "r" / "checkpoints" / "step-000000006.lbpieces" / "manifest.json"
+    newest.write_text(newest.read_text().replace('"step": 6', '"step": 5'))
+    resumed = mpirun(2, ["run", "--resume", "r", "--steps", 8, "--save", "resumed.npz", "--no-progress"], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "manifest.json: checksum mismatch" in resumed.stderr
+    assert "resuming from the previous good checkpoint step-000000003.lbpieces" in resumed.stderr
+    got = load(tmp_path / "resumed.npz")
+    for k in FIELDS:
+        assert np.array_equal(got[k], full[k]), k
