@@ -36,9 +36,12 @@ same order.  ``messages`` counts what this rank sent (messages, bytes) for the m
 Distributed state: ``fields()`` runs each rank's fields kernel and gathers the four field
 arrays (not the populations) to rank 0; ``set_fields`` scatters the four fields and each
 rank runs its init_equilibrium kernel; ``diagnostic_rows`` gives the rank's row reductions
-in global rows (neutral values elsewhere) for the driver to combine.  ``state()`` /
-``restore()`` (checkpoints) still gather / scatter the populations through rank 0, which
-is what lets a checkpoint written by P ranks resume on P' ranks.
+in global rows (neutral values elsewhere) for the driver to combine.  Checkpoints:
+``state_pieces()`` gives the rank's owned populations with their global offset (each rank
+writes its piece) and ``restore_pieces`` has every rank read the pieces that overlap its
+block, so a checkpoint written by P ranks resumes on P' ranks with no rank holding the
+lattice's populations; ``state()`` / ``restore()`` still gather / scatter them through rank
+0 (a one-file checkpoint).
 """
 from __future__ import annotations
 
@@ -406,11 +409,14 @@ class DistributedSimulation(Simulation):
                                       f"{np.dtype(self.dtype)} (precision mismatch)")
             return p
         p = root_call(self.comm, check)
-        local = self._scatter(p, self.vs.Q, self.dtype)
-        for r in self.regions:
-            r.f = r.program.upload(r.program.layout.pack(self._region_input(local, r)), r.f)
+        self._upload_state(self._scatter(p, self.vs.Q, self.dtype))
         self.time_step = int(self.comm.bcast(time_step, root=0))
         self._fields_set = True
+
+    def _upload_state(self, local: np.ndarray) -> None:
+        """The owned (Q, wx, wy) populations (working precision) into every region."""
+        for r in self.regions:
+            r.f = r.program.upload(r.program.layout.pack(self._region_input(local, r)), r.f)
 
     def check_finite(self) -> None:
         """Raise the same SimulationError on every rank if any rank's block went bad (collective)."""
@@ -431,3 +437,35 @@ class DistributedSimulation(Simulation):
 
     def run(self, steps: int, progress: bool = False, callback=None):
         return super().run(steps, progress=progress and self.rank == 0, callback=callback)
+
+    # --- checkpoint pieces: no rank gathers the populations --------------------------------
+    @property
+    def lattice(self) -> tuple:
+        """The global sizes (LX, LY) the pieces tile."""
+        return (self.lx, self.ly)
+
+    def state_pieces(self) -> list:
+        """This rank's pieces of a checkpoint: ``[((x0, y0), (Q, wx, wy) owned populations)]`` in
+        the working precision, layout-independent (``lbgen.run.checkpoint.write_pieces``)."""
+        return [((self.x0, self.y0), self._local_state())]
+
+    def restore_pieces(self, saved) -> None:
+        """Continue from a pieces checkpoint (collective): ``saved`` has ``shape``, ``dtype``,
+        ``step`` and ``read(offset, extent)`` (``lbgen.run.checkpoint.CheckpointPieces``); each
+        rank reads the pieces that overlap its block only, and every rank checks before any
+        rank changes its state.  Bit-identical to never having stopped."""
+        expected, error, local = (self.vs.Q, self.lx, self.ly), None, None
+        try:
+            self._check_time_step(saved.step)
+            if tuple(saved.shape) != expected:
+                raise SimulationError(f"saved populations have shape {tuple(saved.shape)}; this run needs {expected}")
+            if saved.dtype != self.dtype:
+                raise SimulationError(f"saved populations are {saved.dtype}; this run computes in "
+                                      f"{np.dtype(self.dtype)} (precision mismatch)")
+            local = saved.read((self.x0, self.y0), (self.local_lx, self.local_ly))
+        except Exception as e:  # noqa: BLE001 - made collective
+            error = e
+        agree(self.comm, error)
+        self._upload_state(local)
+        self.time_step = int(saved.step)
+        self._fields_set = True

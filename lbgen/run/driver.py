@@ -18,7 +18,8 @@ from typing import Any, Callable, Mapping, Optional
 
 
 from lbgen import __version__
-from lbgen.run.checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, prune_checkpoints, read_checkpoint, write_checkpoint
+from lbgen.run.checkpoint import (CheckpointError, CheckpointPieces, checkpoint_path, latest_checkpoint, pieces_path,
+                                  prune_checkpoints, read_checkpoint, write_checkpoint, write_pieces)
 from lbgen.run.config import RunConfig
 from lbgen.run.fieldfile import check_save_path, inspect_fields
 from lbgen.run.construct import device_description, initial_fields, make_simulation, resolve, resolve_split
@@ -44,9 +45,11 @@ class Run:
 
     With an MPI communicator ``comm`` of several ranks (``mpiexec -n N lbgen run``) every
     rank builds its slab of a ``lbgen.parallel.simulation.DistributedSimulation``; the ranks check that
-    they share one RunConfig (hash), rank 0 alone sets up the fields, writes every file
-    (outputs, checkpoints, manifest) from states gathered to it, reads the checkpoint of a
-    resume and scatters it, and shows the progress bar.  Everything else is the same.
+    they share one RunConfig (hash), rank 0 alone sets up the fields, writes the outputs and
+    manifest from fields gathered to it and shows the progress bar; checkpoints are written in
+    pieces (each rank its block, rank 0 the manifest) and a resume has each rank read the
+    pieces over its block (a one-file checkpoint: read by rank 0 and scattered).  Everything
+    else is the same.
     """
 
     def __init__(self, cfg: RunConfig, echo: Callable[[str], None] = print, comm=None, resume: bool = False,
@@ -180,8 +183,9 @@ class Run:
     @classmethod
     def resume(cls, run_dir, steps: Optional[int] = None, echo: Callable[[str], None] = print,
                comm=None, overrides: Optional[Mapping[str, Any]] = None) -> "Run":
-        """Continue a run folder; with MPI, rank 0 reads the manifest and checkpoint, the
-        state is scattered to every rank.
+        """Continue a run folder; with MPI, rank 0 reads the manifest and the checkpoint's
+        manifest, and every rank the checkpoint pieces over its block (a one-file checkpoint:
+        read by rank 0 and scattered).
 
         ``overrides``: options given again (flat keys of lbgen.run.config); harmless ones (steps,
         cadences, pictures, threads) are applied and recorded, any that would change the
@@ -216,14 +220,21 @@ class Run:
             path = latest_checkpoint(run_dir, verify=False)
             if path is None:
                 raise SimulationError(f"cannot resume {run_dir}: it has no checkpoint (run with --checkpoint-every K)")
+            def open_checkpoint(found):
+                """(populations, step, metadata, pieces folder): pieces on several ranks are read by
+                every rank (restore_pieces), so rank 0 reads their manifest only."""
+                if comm is not None and comm.size > 1 and found.is_dir():
+                    saved = CheckpointPieces(found)
+                    return None, saved.step, saved.metadata, str(found)
+                return (*read_checkpoint(found), None)
             try:
-                populations, step, meta = read_checkpoint(path)
+                populations, step, meta, pieces = open_checkpoint(path)
             except CheckpointError as e:
                 good = latest_checkpoint(run_dir, verify=True)
                 if good is None:
                     raise SimulationError(f"cannot resume {run_dir}: {e}; no other checkpoint verifies") from None
                 echo(f"warning: {e}; resuming from the previous good checkpoint {good.name}")
-                populations, step, meta = read_checkpoint(good)
+                populations, step, meta, pieces = open_checkpoint(good)
             saved = meta.get("physics")
             if saved is not None and saved != json.loads(json.dumps(cfg.physics())):
                 diff = [k for k in saved if saved.get(k) != json.loads(json.dumps(cfg.physics())).get(k)]
@@ -246,14 +257,19 @@ class Run:
                         f"; was the manifest edited? Restore it, or start a new run")
             if meta.get("kernel_digest") not in (None, run.sim.source.digest):
                 echo("note: the kernels differ from the ones that wrote the checkpoint (lbgen or compiler changed)")
-            return populations, step
+            return populations, step, pieces
         try:
             loaded = root_call(comm, load_checkpoint)
+            populations, step, pieces = loaded if loaded is not None else (None, None, None)
+            if comm is not None:
+                pieces = comm.bcast(pieces, root=0)
+            if pieces is not None:
+                run.sim.restore_pieces(CheckpointPieces(pieces))
+            else:
+                run.sim.restore(populations, step)
         except BaseException:
             run.close()                      # the folder is free again for a corrected command
             raise
-        populations, step = loaded if loaded is not None else (None, None)
-        run.sim.restore(populations, step)
         step = run.sim.time_step
         if cfg.steps < step:
             run.close()
@@ -342,18 +358,22 @@ class Run:
         """The fields after the last step (the ones the final outputs were written from)."""
         return self._fields()
 
-    def _checkpoint(self) -> None:
+    def _checkpoint(self) -> Path:
         """Write a checkpoint of the current state -- the caller has checked its health, so
         every checkpoint is a healthy one and pruning (the newest kept) keeps the newest
         healthy one."""
         step = self.sim.time_step
-        state = self.sim.state()             # collective with MPI: gathered to rank 0
-        if not self.root:
-            return
-        write_checkpoint(checkpoint_path(self.cfg.out, step), state, step,
-                         {"kernel_digest": self.sim.source.digest, "lbgen": __version__, "healthy": True,
-                          "physics": self.cfg.physics(), "config": self.cfg.to_json()})
-        prune_checkpoints(self.cfg.out, keep=max(1, self.cfg.keep_checkpoints))
+        meta = {"kernel_digest": self.sim.source.digest, "lbgen": __version__, "healthy": True,
+                "physics": self.cfg.physics(), "config": self.cfg.to_json()}
+        if self.comm is not None:            # several ranks: each writes its piece, rank 0 the manifest
+            path = write_pieces(pieces_path(self.cfg.out, step), self.sim.state_pieces(), step, grid=self.sim.dims,
+                                lattice=self.sim.lattice, velocity_set=self.cfg.velocity_set, metadata=meta,
+                                comm=self.comm)
+        else:
+            path = write_checkpoint(checkpoint_path(self.cfg.out, step), self.sim.state(), step, meta)
+        if self.root:
+            prune_checkpoints(self.cfg.out, keep=max(1, self.cfg.keep_checkpoints))
+        return path
 
     def _manifest(self, status: str, error: Optional[str] = None) -> None:
         if self.output is None:
@@ -392,11 +412,11 @@ class Run:
             return None
         return self.steps_run * math.prod(self.cfg.shape) / self.seconds / 1e6
 
-    def _persist(self, what: Callable[[], None], step: int) -> None:
+    def _persist(self, what: Callable[[], Any], step: int) -> Any:
         """Write outputs or a checkpoint; a full disk or an unwritable folder ends the run with
         a message naming the last good checkpoint (older ones are intact: writes are atomic)."""
         try:
-            what()
+            return what()
         except OSError as e:
             message = write_failure(e, self.cfg.out, step, self.cfg.steps)
             try:
@@ -439,9 +459,8 @@ class Run:
             raise self._interrupted(f"interrupted by {where}; nothing was saved (no run folder: give --out DIR "
                                     f"to keep checkpoints)", stop.signal)
         self.sim.check_finite()              # a diverged state is reported, never checkpointed
-        self._persist(self._checkpoint, step)   # with MPI: gathered to rank 0, one checkpoint
+        kept = self._persist(self._checkpoint, step)   # with MPI: every rank writes its piece
         self._manifest("interrupted", f"interrupted by {where}")
-        kept = checkpoint_path(self.cfg.out, step)
         raise self._interrupted(f"interrupted by {where}; checkpoint written: {kept}. Continue with:\n"
                                 f"  {self._resume_command()}", stop.signal)
 

@@ -28,7 +28,8 @@ from typing import Callable, List, Optional
 
 from filelock import FileLock, Timeout
 
-from lbgen.run.checkpoint import CHECKPOINT_DIRNAME, latest_checkpoint, list_checkpoints
+from lbgen.run.checkpoint import (CHECKPOINT_DIRNAME, checkpoint_files, latest_checkpoint, list_checkpoints,
+                                  remove_leftover_pieces)
 from lbgen.system.paths import describe_os_error, is_disk_full, writable_folder
 
 LOCK_NAME = ".lbgen.lock"
@@ -127,7 +128,7 @@ class RunFolder:
         list, the files with lbgen's output names), its checkpoints and its manifest."""
         from lbgen.output.run import recorded_files
         names = [self.path / rel for rel in recorded_files(self.path)]
-        names += [path for _step, path in list_checkpoints(self.path)]
+        names += [f for _step, path in list_checkpoints(self.path) for f in checkpoint_files(path)]
         names.append(self.path / MANIFEST)
         return list(dict.fromkeys(names))
 
@@ -158,7 +159,8 @@ class RunFolder:
         return removed
 
     def remove_orphans(self) -> List[Path]:
-        """Delete the temporary files of writes that were cut off (``.<name>.*.tmp``)."""
+        """Delete the temporary files of writes that were cut off (``.<name>.*.tmp``), and the
+        temporary folders of checkpoint pieces (``.step-N.lbpieces.*.tmp``)."""
         removed = []
         for folder in (self.path, *(self.path / name for name in RUN_FOLDERS)):
             if not folder.is_dir():
@@ -170,7 +172,7 @@ class RunFolder:
                         removed.append(entry)
                     except OSError:
                         pass
-        return removed
+        return removed + remove_leftover_pieces(self.path / CHECKPOINT_DIRNAME)
 
     # --- the whole check ---------------------------------------------------------------
     @classmethod

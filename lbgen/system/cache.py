@@ -96,7 +96,7 @@ def digest(*parts: Any) -> str:
     return h.hexdigest()[:24]
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:  # pragma: no cover - e.g. platforms without directory fds
@@ -128,7 +128,7 @@ def atomic_output(path, mode: int = 0o644) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write(path, writer, mode: int = 0o644) -> Path:

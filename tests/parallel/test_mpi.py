@@ -97,7 +97,7 @@ def test_outputs_checkpoints_and_resume_with_two_ranks(tmp_path):
     part = mpirun(2, ["run"] + common + ["--steps", 6, "--out", "r"], tmp_path)
     assert part.returncode == 0, part.stderr
     run_dir = tmp_path / "r"
-    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step-000000006.lbchk"]
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step-000000006.lbpieces"]   # a piece per rank
     resumed = mpirun(2, ["run", "--resume", "r", "--steps", 12, "--save", "resumed.npz", "--no-progress"], tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stderr.count("resuming") == 1

@@ -142,8 +142,8 @@ def _check_stopped_cleanly(rc, err, out, signum, tmp_path, uninterrupted):
     step = manifest["step"]
     assert 0 < step < END, step
     assert f"interrupted by {name} at step {step} of 200000" in manifest["error"]
-    # every rank left the loop after that step: one checkpoint, at it (gathered from both ranks)
-    assert [p.name for p in (out / "checkpoints").iterdir()] == [f"step-{step:09d}.lbchk"]
+    # every rank left the loop after that step: one checkpoint, at it (a piece from each rank)
+    assert [p.name for p in (out / "checkpoints").iterdir()] == [f"step-{step:09d}.lbpieces"]
     assert err.count(f"interrupted by {name} at step {step}") == 1, err        # rank 0 tells, once
     assert f"mpiexec -n 2 lbgen run --resume {out} --steps 200000" in err
     rc, _, err, _ = mpirun(["-n", 2] + _lbgen("run", "--resume", out, "--steps", END, "--save", "resumed.npz",
