@@ -194,8 +194,13 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
             raise UserError("--overwrite replaces the run in --out; it cannot be combined with --resume")
         if setup or config:
             raise UserError("--resume continues the run in its folder: give no SETUP and no --config")
-        _check_grid_dimension(ranks_grid, _resumed_dimension(resume), comm)
-        runner = Run.resume(resume, echo=echo, comm=comm, overrides=given)
+        dimension = _resumed_dimension(resume)
+        _check_grid_dimension(ranks_grid, dimension, comm)
+        if dimension == 3:
+            from lbgen.run.driver3d import Run3D
+            runner = Run3D.resume(resume, echo=echo, comm=comm, overrides=given)
+        else:
+            runner = Run.resume(resume, echo=echo, comm=comm, overrides=given)
         result = runner.execute(progress=show_progress)
         _report(runner, result, runner.cfg.save)
         return

@@ -88,7 +88,7 @@ class DistributedSimulation3D:
                  through_pack: bool = False, **kw):
         from lbgen.codegen.spec import time_block_value
         from lbgen.model.velocity_set import velocity_set
-        from lbgen.simulation.lattice3d import Simulation3D, _axes, voxel_mask
+        from lbgen.simulation.lattice3d import Simulation3D, voxel_mask, wall_axes
         self.comm, self.rank, self.nranks = comm, comm.rank, comm.size
         self.shape = (lx, ly, lz)
         try:
@@ -96,7 +96,7 @@ class DistributedSimulation3D:
         except ValueError as e:
             raise collective(SimulationError(str(e))) from None
         H = velocity_set(kw.get("velocity_set", "d3q19")).max_hop
-        walled = _axes(kw.get("walls"))
+        walled = wall_axes(kw.get("walls"))
         self.dims = rank_grid3d(self.nranks, self.shape, H, parse_ranks_grid(ranks_grid, 3), depth, walled)
         self.cart = comm.Create_cart(list(self.dims), periods=[True] * 3, reorder=False)
         self.coords = tuple(self.cart.Get_coords(self.rank))

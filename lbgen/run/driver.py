@@ -52,6 +52,9 @@ class Run:
     else is the same.
     """
 
+    #: the dimension of the runs this class drives (Run3D: 3)
+    DIMENSION = 2
+
     def __init__(self, cfg: RunConfig, echo: Callable[[str], None] = print, comm=None, resume: bool = False,
                  overwrite: bool = False):
         """`resume`: the run folder holds this run (Run.resume); `overwrite`: a run already in
@@ -202,9 +205,10 @@ class Run:
             except (OSError, ValueError, KeyError) as e:
                 raise SimulationError(f"cannot resume {run_dir}: no readable manifest.json ({e})") from None
         cfg = RunConfig.from_json(root_call(comm, load_manifest, share=True))
-        if cls is Run and cfg.dimension == 3:
-            from lbgen.run.driver3d import Run3D
-            cls = Run3D
+        if cfg.dimension != cls.DIMENSION:
+            raise SimulationError(f"cannot resume {run_dir} with {cls.__name__}: it holds a {cfg.dimension}D run "
+                                  f"(lbgen.run.driver3d.Run3D resumes 3D runs; lbgen run --resume picks the class "
+                                  f"from the manifest)")
         overrides = dict(overrides or {})
         out = overrides.pop("out", None)
         if out is not None and Path(out).resolve() != run_dir.resolve():

@@ -166,12 +166,14 @@ def block_depths(cfg: RunConfig, grid) -> list:
 
 
 class Run3D(Run):
-    """A 3D run folder (``Run3D(cfg).execute()`` or ``Run.resume(dir)``, which picks this class
+    """A 3D run folder (``Run3D(cfg).execute()`` or ``Run3D.resume(dir)``; `lbgen run --resume` picks this class
     for a 3D manifest): the 2D driver's loop with a Simulation3D; with an MPI communicator of
     several ranks (``mpiexec -n P lbgen run``), each rank's block of a
     ``lbgen.parallel.lattice3d.DistributedSimulation3D`` on the grid ``--ranks-grid`` (checked
     before any work); rank 0 sets up the fields, writes every file from the fields (not the
     populations) and diagnostics rows the ranks send it."""
+
+    DIMENSION = 3
 
     def __init__(self, cfg: RunConfig, echo: Callable[[str], None] = print, comm=None, resume: bool = False,
                  overwrite: bool = False):
