@@ -109,6 +109,7 @@ class CProgram(HostBuffers, Program):
         self.threads = self._fn("set_threads")(resolve_threads(int(threads)))
         self.streaming_stores = self._fn("set_streaming_stores")(int(streaming_pays(self.layout.size, self.dtype)))
         self._sizes = () if source.spec.compile_time_sizes else (lx, ly)
+        self._whole = None     # the whole-lattice region struct, made on first use
 
     def _fn(self, name):
         self.calls[name] += 1
@@ -125,8 +126,30 @@ class CProgram(HostBuffers, Program):
     def halo(self, f):
         self._fn("halo")(self._ptr(f), *self._sizes)
 
-    def propagate(self, prv, nxt):
-        self._fn("propagate")(self._ptr(prv), self._ptr(nxt), *self._sizes)
+    def _region(self, region=None):
+        """The kernels' `<prefix>_region` struct: None is the whole lattice, else (x0, x1, y0, y1),
+        interior sites x0 <= x < x1, y0 <= y < y1, checked here (the kernels trust it)."""
+        if region is None:
+            if self._whole is None:
+                self._whole = self.ffi.new(f"{self.prefix}_region *", {"x0": 0, "x1": self.lx, "y0": 0,
+                                                                          "y1": self.ly})
+            return self._whole
+        try:
+            x0, x1, y0, y1 = region
+        except (TypeError, ValueError):
+            raise ValueError(f"region={region!r} must be (x0, x1, y0, y1): interior sites x0 <= x < x1, "
+                             f"y0 <= y < y1") from None
+        for name, v in zip(("x0", "x1", "y0", "y1"), (x0, x1, y0, y1)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ValueError(f"region: {name}={v!r} is not an integer")
+        if not (0 <= x0 <= x1 <= self.lx and 0 <= y0 <= y1 <= self.ly):
+            raise ValueError(f"region (x0, x1, y0, y1) = {(x0, x1, y0, y1)} outside the lattice: allowed "
+                             f"0 <= x0 <= x1 <= {self.lx}, 0 <= y0 <= y1 <= {self.ly}")
+        return self.ffi.new(f"{self.prefix}_region *", {"x0": int(x0), "x1": int(x1), "y0": int(y0), "y1": int(y1)})
+
+    def propagate(self, prv, nxt, region=None):
+        reg = self._region(region)
+        self._fn("propagate")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg)
 
     def _walls(self, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True)):
         """The kernels' `<prefix>_walls` struct (kept alive by the returned cffi object)."""
@@ -135,15 +158,17 @@ class CProgram(HostBuffers, Program):
             "T_bottom": float(T_bottom), "T_top": float(T_top), "adiabatic_bottom": int(bool(adiabatic[0])),
             "adiabatic_top": int(bool(adiabatic[1])), "bottom": int(bottom), "top": int(top)})
 
-    def collide(self, src, dst, sides=(True, True), **params):
+    def collide(self, src, dst, sides=(True, True), region=None, **params):
         """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = 1."""
+        reg = self._region(region)
         extra = [self._walls(sides=sides)] if self.spec.walls else []
         if not self.spec.walls and tuple(sides) != (True, True):
             self._require_walls()
-        self._fn("collide")(self._ptr(src), self._ptr(dst), *self._sizes, *extra, *self._param_values(params))
+        self._fn("collide")(self._ptr(src), self._ptr(dst), *self._sizes, reg, *extra, *self._param_values(params))
 
-    def fused(self, prv, nxt, **params):
-        self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, *self._param_values(params))
+    def fused(self, prv, nxt, region=None, **params):
+        reg = self._region(region)
+        self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, *self._param_values(params))
 
     def fused_tb(self, prv, nxt, depth: int, walls=None, sides=(True, True), **params):
         """`depth` steps in one sweep (temporal blocking): prv (fresh halo) -> nxt (interior).
@@ -163,16 +188,17 @@ class CProgram(HostBuffers, Program):
         if status:
             raise ValueError(f"fused_tb refused depth {depth}")
 
-    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True)):
+    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
+           region=None):
         self._require_walls()
-        self._fn("bc")(self._ptr(prv), self._ptr(nxt), *self._sizes, self._walls(T_bottom, T_top, adiabatic, sides),
-                       float(ax), float(ay))
+        reg, walls = self._region(region), self._walls(T_bottom, T_top, adiabatic, sides)
+        self._fn("bc")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, walls, float(ax), float(ay))
 
     def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
-                    **params):
+                    region=None, **params):
         self._require_walls()
-        self._fn("fused_walls")(self._ptr(prv), self._ptr(nxt), *self._sizes,
-                                self._walls(T_bottom, T_top, adiabatic, sides), *self._param_values(params))
+        reg, walls = self._region(region), self._walls(T_bottom, T_top, adiabatic, sides)
+        self._fn("fused_walls")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, walls, *self._param_values(params))
 
     def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
         arrays = [np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)))

@@ -61,6 +61,7 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "P": spec.prefix,
         "Q": vs.Q,
         "HALO": vs.max_hop,
+        "HALO_Y": vs.max_hop if spec.halo_y is None else spec.halo_y,   # Y halo rows (layouts.Layout.HY)
         "VL": vl,
         "clustered": clustered,
         "real": "float" if spec.precision == "single" else "double",     # arithmetic
@@ -69,7 +70,7 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "single": spec.precision == "single",
         "lit": (lambda v: RealPrinter(spec.precision)._literal(v)),
         "strides": strides,
-        "layout_description": Layout(spec.layout, vs.Q, 1, 1, vl, vs.max_hop).description,
+        "layout_description": Layout(spec.layout, vs.Q, 1, 1, vl, vs.max_hop, spec.halo_y).description,
         "isothermal": vs.isothermal,
         "velocities": vs.velocities,
         "weights": [float(w) for w in vs.weights],

@@ -64,9 +64,10 @@ int main(int argc, char **argv)
             T[i] = 1.0 + 0.02 * sin(2 * pi * (x + y) / lx);
         }
     lbgen_init_equilibrium(f, lx, ly, rho, ux, uy, T, ax, ay);
+    const lbgen_region all = lbgen_whole(lx, ly);   /* every sweep: the whole lattice */
     for (int s = 0; s < steps; ++s) {
         lbgen_halo(f, lx, ly);
-        lbgen_fused(f, g, lx, ly, tau, ax, ay);
+        lbgen_fused(f, g, lx, ly, &all, tau, ax, ay);
         lbgen_real *t = f; f = g; g = t;
     }
     lbgen_fields(f, lx, ly, rho, ux, uy, T, ax, ay);

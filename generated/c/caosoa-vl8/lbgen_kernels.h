@@ -28,7 +28,8 @@
 
 #define LBGEN_Q    37   /* populations */
 #define LBGEN_R    1.1969797703930745   /* lattice scale: xi_i = R * (cx[i], cy[i]) */
-#define LBGEN_HALO 3   /* halo width: columns in X, cluster rows in Y */
+#define LBGEN_HALO 3   /* halo width: columns in X, cluster rows in Y; the reach of the largest hop */
+#define LBGEN_HALO_Y 3   /* halo cluster rows in Y */
 #define LBGEN_VL   8   /* cluster length (1: AoS, SoA) */
 
 /* Index of population p at column x (-3 <= x < LX+3), cluster row r (-3 <= r < NR+3,
@@ -77,6 +78,14 @@ extern "C" {
 
 /* BEGIN API (plain declarations: also read by lbgen's cffi loader) */
 typedef double lbgen_real;   /* storage of the populations */
+/* The sites a sweep computes: interior x0 <= x < x1, y0 <= y < y1 (0 <= x0 <= x1 <= LX,
+   0 <= y0 <= y1 <= LY; an empty region computes nothing); lbgen_whole(lx, ly) is the whole
+   lattice.  A region's sites are written and no other (the bc: see there); what it reads is
+   stated per kernel.  The kernels trust the region; builds with -DLBGEN_DEBUG check it
+   (and abort naming the bad value). */
+typedef struct {
+    int x0, x1, y0, y1;
+} lbgen_region;
 /* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
    xi_i = LBGEN_R * (cx, cy)), has weight lbgen_w[i] and opposite lbgen_opposite[i]. */
 extern const int lbgen_cx[37];
@@ -104,16 +113,22 @@ int lbgen_set_threads(int n);
 int lbgen_set_streaming_stores(int on);
 /* Refresh the halo of f periodically in X and Y (call before propagate / fused). */
 void lbgen_halo(lbgen_real *f, int lx, int ly);
-/* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py); needs a fresh halo in prv. */
-void lbgen_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly);
-/* Collision (bgk) of every interior site of in, written to out_f (may equal in).
+/* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py) for the sites (x, y) of the region.
+   Reads prv within 3 sites of the region (population p only at (x - cx[p], y - cy[p]));
+   where that leaves the interior it reads the halo: fill it first (lbgen_halo, or the
+   neighbours' columns / rows). */
+void lbgen_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const lbgen_region *region);
+/* Collision (bgk) of the region's sites of in, written to out_f (may equal in; reads
+   only the region's sites).
    tau: relaxation time; (ax, ay): force per unit mass per step (momentum gains rho*a). */
-void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, double tau, double ax, double ay);
-/* propagate + collide in one sweep: prv (fresh halo) -> nxt. */
-void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, double tau, double ax, double ay);
+void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, const lbgen_region *region, double tau, double ax, double ay);
+/* propagate + collide in one sweep: prv (fresh halo) -> nxt, the region's sites (reads as propagate). */
+void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const lbgen_region *region, double tau, double ax, double ay);
 /* `depth` steps in one sweep through cache (temporal blocking), bit-identical to depth x
    (halo, fused); prv needs a fresh halo, nxt
-   gets the interior.  Returns 0, 1 (out of memory) or 2 (depth outside 1..8). */
+   gets the interior.  Whole lattice only (no region: its steps beyond the first read cells
+   that only the sweep itself computes).  Returns 0, 1 (out of memory) or 2 (depth outside
+   1..8). */
 int lbgen_fused_tb(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int depth, double tau, double ax, double ay);
 /* Physical fields.  The stored populations are post-collision: their own moments carry the
    whole force of the last collision.  init_equilibrium takes, and fields and diagnostics
@@ -142,6 +157,14 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double 
 void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly);   /* halo refreshed */
 void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly);
 /* END API */
+
+/* The whole lattice as a region. */
+static inline lbgen_region lbgen_whole(int lx, int ly)
+{
+    lbgen_region g;
+    g.x0 = 0; g.x1 = lx; g.y0 = 0; g.y1 = ly;
+    return g;
+}
 
 #ifdef __cplusplus
 }  /* extern "C" */
