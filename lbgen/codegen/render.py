@@ -22,6 +22,7 @@ from lbgen.codegen.cprint import RealPrinter, print_assignments
 from lbgen.model.walls import min_ly_walls, wall_row_count
 from lbgen.model.walls import mass_rule
 from lbgen.codegen.spec import MAX_TIME_BLOCK, OPERATOR_PARAMETERS, KernelSource, KernelSpec
+from lbgen.model.operators import OPERATOR_RECORDS
 from lbgen.codegen.kernel_api import ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules
 from lbgen.codegen.templating import emit_command, model_of  # noqa: F401 - part of this module's API
 from lbgen.codegen.templating import environment as _environment, templates_dir as _templates_dir
@@ -76,6 +77,10 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "weights": [float(w) for w in vs.weights],
         "offsets": _index_terms(spec.layout, vs.velocities, vs.max_hop),
         "collide_params": OPERATOR_PARAMETERS[spec.collision],
+        # what each field of the C <prefix>_params struct means (the operator record's words)
+        "param_meanings": {**{p.name: p.meaning for p in OPERATOR_RECORDS[spec.collision].parameters},
+                           "ax": "force per unit mass per step along x (momentum gains rho*ax; gravity g: ax = g / R)",
+                           "ay": "force per unit mass per step along y (gravity g: ay = g / R)"},
         "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
         "collide_outputs": [str(s) for s in col.outputs],
         "site_outputs": [f"fout{p}" for p in range(vs.Q)],   # what collide_call leaves

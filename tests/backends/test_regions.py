@@ -103,3 +103,16 @@ def test_a_region_outside_the_lattice_is_refused_before_any_kernel_runs(programs
     with pytest.raises(ValueError):
         prog.fused(a, b, region=bad, **PARAMS)
     assert dict(prog.calls) == before
+
+
+def test_each_call_passes_its_own_parameter_values(programs, wall_state):  # noqa: F811
+    """The runtime reuses the parameter record while the values stay the same: a changed value
+    reaches the kernel, and going back gives the first result again."""
+    prog = programs("soa", None)
+    f = _state(prog, wall_state)
+    out = []
+    for c1 in (0.2, 0.3, 0.2):
+        g = prog.allocate()
+        prog.fused(f, g, **dict(PARAMS, C1=c1))
+        out.append(prog.download(g))
+    assert not np.array_equal(out[0], out[1]) and np.array_equal(out[0], out[2])

@@ -65,9 +65,13 @@ int main(int argc, char **argv)
         }
     lbgen_init_equilibrium(f, lx, ly, rho, ux, uy, T, ax, ay);
     const lbgen_region all = lbgen_whole(lx, ly);   /* every sweep: the whole lattice */
+    lbgen_params par = {0};
+    par.tau = tau;
+    par.ax = ax;
+    par.ay = ay;
     for (int s = 0; s < steps; ++s) {
         lbgen_halo(f, lx, ly);
-        lbgen_fused(f, g, lx, ly, &all, tau, ax, ay);
+        lbgen_fused(f, g, lx, ly, &all, &par);
         lbgen_real *t = f; f = g; g = t;
     }
     lbgen_fields(f, lx, ly, rho, ux, uy, T, ax, ay);

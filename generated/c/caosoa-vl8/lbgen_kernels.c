@@ -195,6 +195,12 @@ void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, i
         abort();
     }
 #endif
+#ifdef LBGEN_DEBUG
+    if ((const void *)prv == (const void *)nxt) {
+        fprintf(stderr, "lbgen_propagate: source and destination are the same buffer (%p); the sweep needs two\n", (const void *)prv);
+        abort();
+    }
+#endif
     /* a hop moves whole clusters: aligned vector copies of VL lanes (the lanes in the region) */
     #pragma omp parallel
     {
@@ -778,7 +784,7 @@ static inline __attribute__((always_inline)) void lbgen_fields_site(const real f
 
 
 
-void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, const lbgen_region *region, double tau, double ax, double ay)
+void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
 {
     /* in and out_f may alias: each site reads all its populations before writing */
     LBGEN_SIZES;
@@ -796,6 +802,11 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, cons
         abort();
     }
 #endif
+    const double tau = par->tau;
+    const double ax = par->ax;
+    const double ay = par->ay;
+    (void)tau; (void)ax; (void)ay; 
+
     const real tau_ = (real)tau;
     const real ax_ = (real)ax;
     const real ay_ = (real)ay;
@@ -954,7 +965,7 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, cons
 
 }
 
-void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region, double tau, double ax, double ay)
+void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
 {
     /* propagate + collide: populations are pulled from the neighbours, collided, stored */
     LBGEN_SIZES;
@@ -972,6 +983,17 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
         abort();
     }
 #endif
+    const double tau = par->tau;
+    const double ax = par->ax;
+    const double ay = par->ay;
+    (void)tau; (void)ax; (void)ay; 
+#ifdef LBGEN_DEBUG
+    if ((const void *)prv == (const void *)nxt) {
+        fprintf(stderr, "lbgen_fused: source and destination are the same buffer (%p); the sweep needs two\n", (const void *)prv);
+        abort();
+    }
+#endif
+
     const real tau_ = (real)tau;
     const real ax_ = (real)ax;
     const real ay_ = (real)ay;
@@ -1198,7 +1220,7 @@ static inline ptrdiff_t tb_mod(ptrdiff_t a, ptrdiff_t m) { a %= m; return a < 0 
 
 
 
-int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, int depth, double tau, double ax, double ay)
+int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, int depth, const lbgen_params *par)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1206,6 +1228,17 @@ int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int
     const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const double tau = par->tau;
+    const double ax = par->ax;
+    const double ay = par->ay;
+    (void)tau; (void)ax; (void)ay; 
+#ifdef LBGEN_DEBUG
+    if ((const void *)prv == (const void *)nxt) {
+        fprintf(stderr, "lbgen_fused_tb: source and destination are the same buffer (%p); the sweep needs two\n", (const void *)prv);
+        abort();
+    }
+#endif
+
     const real tau_ = (real)tau;
     const real ax_ = (real)ax;
     const real ay_ = (real)ay;
@@ -1966,4 +1999,62 @@ void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly)
         for (int p = 0; p < Q; ++p)
             for (ptrdiff_t y = 0; y < LY; ++y)
                 plain[((ptrdiff_t)p*LX + x)*LY + y] = (double)f[p*SP + (x + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK];
+}
+
+/* the (cluster row, lane) of row y, -HALO_Y <= y < LY + HALO_Y: rows outside 0..LY-1 are the halo
+   rows of the first and last lane */
+#define LBGEN_ROW_LANE(y) const ptrdiff_t k_ = (y) < 0 ? 0 : ((y) >= LY ? VL - 1 : (y) / NR), r_ = (y) - k_*NR
+
+static void lbgen_check_cells(const char *name, ptrdiff_t X0, ptrdiff_t X1, ptrdiff_t Y0, ptrdiff_t Y1, ptrdiff_t LX, ptrdiff_t LY)
+{
+#ifdef LBGEN_DEBUG
+    if (!(-HALO <= X0 && X0 <= X1 && X1 <= LX + HALO && -HALO_Y <= Y0 && Y0 <= Y1 && Y1 <= LY + HALO_Y)) {
+        fprintf(stderr, "lbgen_%s: cells x %td..%td, y %td..%td outside the padded lattice: need %d <= x0 <= x1 <= %td, %d <= y0 <= y1 <= %td\n",
+                name, X0, X1, Y0, Y1, -HALO, LX + HALO, -HALO_Y, LY + HALO_Y);
+        abort();
+    }
+#else
+    (void)name; (void)X0; (void)X1; (void)Y0; (void)Y1; (void)LX; (void)LY;
+#endif
+}
+
+void lbgen_get_region(const lbgen_real *f, double *buf, int lx, int ly, const lbgen_region *region)
+{
+    LBGEN_SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1, W = X1 - X0, HH = Y1 - Y0;
+    lbgen_check_cells("get_region", X0, X1, Y0, Y1, LX, LY);
+    #pragma omp parallel for schedule(static)
+    for (ptrdiff_t x = X0; x < X1; ++x)
+        for (int p = 0; p < Q; ++p)
+            for (ptrdiff_t y = Y0; y < Y1; ++y) {
+                LBGEN_ROW_LANE(y);
+                buf[((ptrdiff_t)p*W + x - X0)*HH + y - Y0] = (double)f[p*SP + (x + HALO)*SX + (r_ + HALO_Y)*SR + k_*SK];
+            }
+}
+
+void lbgen_put_region(lbgen_real *f, const double *buf, int lx, int ly, const lbgen_region *region)
+{
+    LBGEN_SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1, W = X1 - X0, HH = Y1 - Y0;
+    lbgen_check_cells("put_region", X0, X1, Y0, Y1, LX, LY);
+    #pragma omp parallel for schedule(static)
+    for (ptrdiff_t x = X0; x < X1; ++x)
+        for (int p = 0; p < Q; ++p)
+            for (ptrdiff_t y = Y0; y < Y1; ++y) {
+                const store v = (store)buf[((ptrdiff_t)p*W + x - X0)*HH + y - Y0];
+                for (ptrdiff_t k = 0; k < VL; ++k) {     /* every stored copy of row y */
+                    const ptrdiff_t r = y - k*NR;
+                    if (r >= -HALO_Y && r < NR + HALO_Y) f[p*SP + (x + HALO)*SX + (r + HALO_Y)*SR + k*SK] = v;
+                }
+            }
 }

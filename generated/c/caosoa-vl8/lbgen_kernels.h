@@ -26,6 +26,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The lbgen release that wrote these files, and the revision of this API's calling
+   convention (2: regions, one lbgen_params record, per-side walls; a driver written for one
+   revision refuses another with #if LBGEN_API_VERSION != 2 / #error). */
+#define LBGEN_VERSION "0.1.0"
+#define LBGEN_API_VERSION 2
+
 #define LBGEN_Q    37   /* populations */
 #define LBGEN_R    1.1969797703930745   /* lattice scale: xi_i = R * (cx[i], cy[i]) */
 #define LBGEN_HALO 3   /* halo width: columns in X, cluster rows in Y; the reach of the largest hop */
@@ -70,8 +76,28 @@
 #define LBGEN_ERR_OVERFLOW 6
 #define LBGEN_ERR_GRID 7
 
-/* Argument order of every entry point (the same on the C, OpenCL and CUDA backends): the
-   lattice buffers (and the plain array of pack/unpack), then the sizes lx, ly, then the parameters or field arrays. */
+/* Calling convention.  Every entry point takes the lattice buffers first (source, then
+   destination; sources are const), then the sizes lx, ly, then
+   -- for the sweeps -- the region (const lbgen_region *) and the parameters
+   (const lbgen_params *), or the field arrays.  A sweep's source and destination must be two
+   buffers (collide excepted: it may work in place); builds with -DLBGEN_DEBUG check that and
+   the region bounds, and abort naming the bad value.  The OpenCL and CUDA kernels take the
+   same names in the same order, with the parameters as scalars and the whole lattice.
+
+   Halo: the sweeps read the 3 halo columns and the 3 halo rows next to the interior, and only the populations that move inward from there (population p
+   at (x - cx[p], y - cy[p])).  lbgen_halo fills the whole halo periodically in X and Y: a
+   caller that trades halos with neighbours (MPI) fills them instead, with lbgen_put_region, and
+   does not call lbgen_halo after that (it would overwrite them).
+
+   Threads and re-entrancy: each kernel runs its own OpenMP parallel region(s) over X and
+   returns when its stores are done; kernels keep no state between calls apart from two
+   process-wide settings (lbgen_set_threads, lbgen_set_streaming_stores), so calls on different
+   buffers are independent of each other and of their order.  Calls whose buffers overlap
+   must be ordered by the caller.
+   OpenMP waiting: between the parallel regions of a step libgomp's idle threads spin (about
+   300000 rounds by default); on a machine shared with other work that costs 10x and more.
+   Set OMP_WAIT_POLICY=passive in the environment (before the program starts; the
+   Makefile's run target does; lbgen's own runtime does too) unless the cores are yours. */
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -86,6 +112,14 @@ typedef double lbgen_real;   /* storage of the populations */
 typedef struct {
     int x0, x1, y0, y1;
 } lbgen_region;
+/* The parameters of every sweep kernel, in one record: no argument order to mix up.  Fill it
+   by field name (C99: lbgen_params par = { .tau = ..., .ax = ..., .ay = ... };).
+   propagate takes none; bc reads ax, ay and the wall fields only. */
+typedef struct {
+    double tau;   /* BGK relaxation time; kinematic viscosity (tau - 1/2) T / r^2 per step */
+    double ax;   /* force per unit mass per step along x (momentum gains rho*ax; gravity g: ax = g / R) */
+    double ay;   /* force per unit mass per step along y (gravity g: ay = g / R) */
+} lbgen_params;
 /* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
    xi_i = LBGEN_R * (cx, cy)), has weight lbgen_w[i] and opposite lbgen_opposite[i]. */
 extern const int lbgen_cx[37];
@@ -121,15 +155,15 @@ void lbgen_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, con
 /* Collision (bgk) of the region's sites of in, written to out_f (may equal in; reads
    only the region's sites).
    tau: relaxation time; (ax, ay): force per unit mass per step (momentum gains rho*a). */
-void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, const lbgen_region *region, double tau, double ax, double ay);
+void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, const lbgen_region *region, const lbgen_params *par);
 /* propagate + collide in one sweep: prv (fresh halo) -> nxt, the region's sites (reads as propagate). */
-void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const lbgen_region *region, double tau, double ax, double ay);
+void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par);
 /* `depth` steps in one sweep through cache (temporal blocking), bit-identical to depth x
    (halo, fused); prv needs a fresh halo, nxt
    gets the interior.  Whole lattice only (no region: its steps beyond the first read cells
    that only the sweep itself computes).  Returns 0, 1 (out of memory) or 2 (depth outside
    1..8). */
-int lbgen_fused_tb(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int depth, double tau, double ax, double ay);
+int lbgen_fused_tb(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int depth, const lbgen_params *par);
 /* Physical fields.  The stored populations are post-collision: their own moments carry the
    whole force of the last collision.  init_equilibrium takes, and fields and diagnostics
    report, the physical (half-step) fields instead: rho, u - a/2, T + |a|^2/8
@@ -156,6 +190,17 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double 
 /* Plain array plain[(p*LX + x)*LY + y] (Q x LX x LY doubles) to and from the layout. */
 void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly);   /* halo refreshed */
 void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly);
+/* Halo exchange between ranks (or any copy of a block of cells): the populations of the cells
+   x0 <= x < x1, y0 <= y < y1 of f, halo cells included (-3 <= x0 <= x1 <= LX+3, -3 <= y0 <= y1 <= LY+3),
+   to / from a plain array buf[(p*W + x - x0)*H + y - y0] (Q x W x H doubles, W = x1 - x0,
+   H = y1 - y0), independent of the layout.  get_region reads the cells (a neighbour's halo);
+   put_region writes them, every stored copy (clustered layouts keep the rows next to a lane
+   boundary twice), so a halo it fills is complete.  Typical: get_region of the border strip
+   {0, 3, 0, LY} -> MPI -> put_region into the neighbour's halo strip {LX, LX+3, 0, LY}.
+   Rows beyond 0..LY-1 are the halo rows of the first and last lane.  -DLBGEN_DEBUG checks
+   the bounds. */
+void lbgen_get_region(const lbgen_real *f, double *buf, int lx, int ly, const lbgen_region *region);
+void lbgen_put_region(lbgen_real *f, const double *buf, int lx, int ly, const lbgen_region *region);
 /* END API */
 
 /* The whole lattice as a region. */
