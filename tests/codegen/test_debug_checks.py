@@ -17,6 +17,10 @@ DRIVER = r"""
 #include <string.h>
 #include "lbgen_kernels.h"
 
+#if LBGEN_API_VERSION != 2          /* the calling convention this driver is written for */
+#error "lbgen API version"
+#endif
+
 int main(int argc, char **argv)
 {
     const int lx = 8, ly = 32;
