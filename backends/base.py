@@ -199,7 +199,8 @@ class Program(abc.ABC):
             raise ValueError(f"these kernels were generated for the lattice lx={self.spec.lx}, ly={self.spec.ly} "
                              f"(compile-time sizes); they cannot run on {lx} x {ly}")
         vs = velocity_set(self.spec.velocity_set)
-        self.layout = make_layout(self.spec.layout, vs.Q, lx, ly, self.spec.vl, halo=vs.max_hop)
+        self.layout = make_layout(self.spec.layout, vs.Q, lx, ly, self.spec.vl, halo=vs.max_hop,
+                                  halo_y=self.spec.halo_y)
         self.dtype = np.float64 if self.spec.precision == "double" else np.float32
 
     @abc.abstractmethod

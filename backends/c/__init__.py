@@ -109,6 +109,8 @@ class CProgram(HostBuffers, Program):
         self.threads = self._fn("set_threads")(resolve_threads(int(threads)))
         self.streaming_stores = self._fn("set_streaming_stores")(int(streaming_pays(self.layout.size, self.dtype)))
         self._sizes = () if source.spec.compile_time_sizes else (lx, ly)
+        self._whole = None     # the whole-lattice region struct, made on first use
+        self._last_par = None  # (key, params struct) of the last call: reused while the values stay
 
     def _fn(self, name):
         self.calls[name] += 1
@@ -125,54 +127,95 @@ class CProgram(HostBuffers, Program):
     def halo(self, f):
         self._fn("halo")(self._ptr(f), *self._sizes)
 
-    def propagate(self, prv, nxt):
-        self._fn("propagate")(self._ptr(prv), self._ptr(nxt), *self._sizes)
+    def _region(self, region=None):
+        """The kernels' `<prefix>_region` struct: None is the whole lattice, else (x0, x1, y0, y1),
+        interior sites x0 <= x < x1, y0 <= y < y1, checked here (the kernels trust it)."""
+        if region is None:
+            if self._whole is None:
+                self._whole = self.ffi.new(f"{self.prefix}_region *", {"x0": 0, "x1": self.lx, "y0": 0,
+                                                                          "y1": self.ly})
+            return self._whole
+        try:
+            x0, x1, y0, y1 = region
+        except (TypeError, ValueError):
+            raise ValueError(f"region={region!r} must be (x0, x1, y0, y1): interior sites x0 <= x < x1, "
+                             f"y0 <= y < y1") from None
+        for name, v in zip(("x0", "x1", "y0", "y1"), (x0, x1, y0, y1)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ValueError(f"region: {name}={v!r} is not an integer")
+        if not (0 <= x0 <= x1 <= self.lx and 0 <= y0 <= y1 <= self.ly):
+            raise ValueError(f"region (x0, x1, y0, y1) = {(x0, x1, y0, y1)} outside the lattice: allowed "
+                             f"0 <= x0 <= x1 <= {self.lx}, 0 <= y0 <= y1 <= {self.ly}")
+        return self.ffi.new(f"{self.prefix}_region *", {"x0": int(x0), "x1": int(x1), "y0": int(y0), "y1": int(y1)})
 
-    def _walls(self, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True)):
-        """The kernels' `<prefix>_walls` struct (kept alive by the returned cffi object)."""
-        bottom, top = self._check_sides(sides)
-        return self.ffi.new(f"{self.prefix}_walls *", {
-            "T_bottom": float(T_bottom), "T_top": float(T_top), "adiabatic_bottom": int(bool(adiabatic[0])),
-            "adiabatic_top": int(bool(adiabatic[1])), "bottom": int(bottom), "top": int(top)})
+    def propagate(self, prv, nxt, region=None):
+        reg = self._region(region)
+        self._fn("propagate")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg)
 
-    def collide(self, src, dst, sides=(True, True), **params):
-        """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = 1."""
-        extra = [self._walls(sides=sides)] if self.spec.walls else []
-        if not self.spec.walls and tuple(sides) != (True, True):
+    def _par(self, params: dict, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True)):
+        """The kernels' `<prefix>_params` struct (kept alive by the returned cffi object): the
+        collision parameters (checked by name), with walls also the wall fields."""
+        from lbgen.codegen.spec import OPERATOR_PARAMETERS
+        names = OPERATOR_PARAMETERS[self.spec.collision]
+        values = self._param_values(params)
+        sides = self._check_sides(sides)
+        # exact values as the key (hex: -0.0 and 0.0 differ, NaN equals itself)
+        key = (tuple(float(v).hex() for v in (*values, T_bottom, T_top)), bool(adiabatic[0]), bool(adiabatic[1]),
+               sides)
+        if self._last_par is not None and self._last_par[0] == key:   # a run passes the same values every step
+            return self._last_par[1]
+        fields = dict(zip(names, values))
+        if self.spec.walls:
+            bottom, top = sides
+            fields.update(T_bottom=float(T_bottom), T_top=float(T_top), adiabatic_bottom=int(bool(adiabatic[0])),
+                          adiabatic_top=int(bool(adiabatic[1])), wall_bottom=int(bottom), wall_top=int(top))
+        elif sides != (True, True):
             self._require_walls()
-        self._fn("collide")(self._ptr(src), self._ptr(dst), *self._sizes, *extra, *self._param_values(params))
+        par = self.ffi.new(f"{self.prefix}_params *", fields)
+        self._last_par = (key, par)
+        return par
 
-    def fused(self, prv, nxt, **params):
-        self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, *self._param_values(params))
+    def collide(self, src, dst, sides=(True, True), region=None, **params):
+        """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = 1."""
+        reg, par = self._region(region), self._par(params, sides=sides)
+        self._fn("collide")(self._ptr(src), self._ptr(dst), *self._sizes, reg, par)
+
+    def fused(self, prv, nxt, region=None, **params):
+        reg, par = self._region(region), self._par(params)
+        self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
 
     def fused_tb(self, prv, nxt, depth: int, walls=None, sides=(True, True), **params):
         """`depth` steps in one sweep (temporal blocking): prv (fresh halo) -> nxt (interior).
         With walls, a side off in `sides` is periodic (see the header)."""
         depth = self._check_time_block(depth)
-        extra = []
         if self.spec.walls:
             if walls is None:
                 raise ValueError("these kernels were generated with walls: fused_tb needs walls=Walls(...)")
-            extra = [self._walls(walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top), sides)]
-        elif walls is not None:
-            self._require_walls()
-        status = self._fn("fused_tb")(self._ptr(prv), self._ptr(nxt), *self._sizes, *extra, depth,
-                                      *self._param_values(params))
+            par = self._par(params, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top), sides)
+        else:
+            if walls is not None:
+                self._require_walls()
+            par = self._par(params, sides=sides)
+        status = self._fn("fused_tb")(self._ptr(prv), self._ptr(nxt), *self._sizes, depth, par)
         if status == 1:
             raise MemoryError(f"fused_tb: no memory for the per-thread ring of {depth - 1} time levels")
         if status:
             raise ValueError(f"fused_tb refused depth {depth}")
 
-    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True)):
+    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
+           region=None):
         self._require_walls()
-        self._fn("bc")(self._ptr(prv), self._ptr(nxt), *self._sizes, self._walls(T_bottom, T_top, adiabatic, sides),
-                       float(ax), float(ay))
+        from lbgen.codegen.spec import OPERATOR_PARAMETERS
+        # the bc reads the force and the wall fields; the collision parameters are not its own
+        params = {n: 0.0 for n in OPERATOR_PARAMETERS[self.spec.collision]} | {"ax": ax, "ay": ay}
+        reg, par = self._region(region), self._par(params, T_bottom, T_top, adiabatic, sides)
+        self._fn("bc")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
 
     def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
-                    **params):
+                    region=None, **params):
         self._require_walls()
-        self._fn("fused_walls")(self._ptr(prv), self._ptr(nxt), *self._sizes,
-                                self._walls(T_bottom, T_top, adiabatic, sides), *self._param_values(params))
+        reg, par = self._region(region), self._par(params, T_bottom, T_top, adiabatic, sides)
+        self._fn("fused_walls")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
 
     def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
         arrays = [np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)))

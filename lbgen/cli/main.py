@@ -86,19 +86,22 @@ def info(as_json, velocity_set):
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
               help="With --walls: lbgen, or reference (the production code's bc; see README).")
 @click.option("--block-size", type=int, default=0, help="GPU work-group / block size (0: backend default).")
+@click.option("--halo-y", type=int, default=None,
+              help="C: Y halo rows (cluster rows), at least the set's largest hop (default): padding to match a "
+                   "host code's layout, e.g. 16.")
 @click.option("--report", is_flag=True, help="CUDA: compile with nvcc for sm_80 and sm_90 and show registers/spills.")
 @kernel_set_option
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @friendly
 def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_stores, walls, wall_scheme, block_size,
-         report, velocity_set, output):
+         halo_y, report, velocity_set, output):
     """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
     from lbgen.codegen.emit import emit as do_emit
     vl = vl_option(vl)      # None: the backend's DEFAULT_VL for clustered layouts
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                       lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
-                      wall_scheme=wall_scheme, block_size=block_size, velocity_set=velocity_set.lower())
+                      wall_scheme=wall_scheme, block_size=block_size, velocity_set=velocity_set.lower(), halo_y=halo_y)
     spec = spec.validate()
     if report and spec.backend != "cuda":
         raise UserError("--report shows nvcc's register and spill figures: it needs --backend cuda")

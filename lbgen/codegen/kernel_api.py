@@ -6,7 +6,7 @@ every header and README.
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from lbgen.codegen.layouts import CLUSTERED
 from lbgen.model.velocity_set import velocity_set
@@ -34,13 +34,16 @@ def storage_bytes(spec) -> int:
     return 8 if spec.precision == "double" else 4
 
 
-def buffer_fits_condition(Q: int, vl: int, halo: int, nbytes: int, lx: str = "lx", ly: str = "ly") -> str:
-    """C condition (lx, ly >= 1 assumed) that a lattice buffer, Q x (lx + 2 halo) x (ly/vl + 2 halo) x vl
-    values of nbytes each, has its size in bytes rounded up to 64 (hence its largest index) at
-    most PTRDIFF_MAX; evaluated without overflow: every operand is positive and the products
-    are divided out of the bound (a*b <= M  <=>  a <= M / b for positive integers)."""
+def buffer_fits_condition(Q: int, vl: int, halo: int, nbytes: int, lx: str = "lx", ly: str = "ly",
+                          halo_y: Optional[int] = None) -> str:
+    """C condition (lx, ly >= 1 assumed) that a lattice buffer, Q x (lx + 2 halo) x (ly/vl + 2 halo_y) x vl
+    values of nbytes each (halo_y: the Y halo rows, default halo), has its size in bytes rounded
+    up to 64 (hence its largest index) at most PTRDIFF_MAX; evaluated without overflow: every
+    operand is positive and the products are divided out of the bound (a*b <= M  <=>  a <= M / b
+    for positive integers)."""
+    hy = halo if halo_y is None else halo_y
     return (f"(ptrdiff_t)({lx}) + {2 * halo} <= (PTRDIFF_MAX - 63) / {Q * vl * nbytes} / "
-            f"((ptrdiff_t)({ly}) / {vl} + {2 * halo})")
+            f"((ptrdiff_t)({ly}) / {vl} + {2 * hy})")
 
 
 def size_rules(spec, min_ly_walls: int) -> List[dict]:
@@ -58,6 +61,7 @@ def size_rules(spec, min_ly_walls: int) -> List[dict]:
     vl = spec.vl if spec.layout in CLUSTERED else 1
     vs = velocity_set(spec.velocity_set)
     HALO, rows = vs.max_hop, wall_row_count(vs)
+    HY = HALO if spec.halo_y is None else spec.halo_y
     rules = [dict(code="SIZE", c="lx >= 1 && ly >= 1", message="lattice %d x %d: lx and ly must be >= 1",
                   args="lx, ly", text="LX >= 1 and LY >= 1")]
     if vl > 1:
@@ -74,14 +78,14 @@ def size_rules(spec, min_ly_walls: int) -> List[dict]:
                           text=f"walls: LY >= {min_ly_walls} ({rows} wall row{'s' if rows > 1 else ''} at each "
                                f"side and the bulk row next to them)"))
     nbytes = storage_bytes(spec)
-    fits = buffer_fits_condition(vs.Q, vl, HALO, nbytes)
-    rules.append(dict(code="OVERFLOW", c=fits, macro=buffer_fits_condition(vs.Q, vl, HALO, nbytes, "LX", "LY"),
+    fits = buffer_fits_condition(vs.Q, vl, HALO, nbytes, halo_y=HY)
+    rules.append(dict(code="OVERFLOW", c=fits, macro=buffer_fits_condition(vs.Q, vl, HALO, nbytes, "LX", "LY", HY),
                       py=fits.replace("(ptrdiff_t)", "").replace("PTRDIFF_MAX", str(PTRDIFF_MAX_64))
                              .replace(" / ", " // "),
                       message=f"lattice %d x %d is too large: one lattice buffer ({vs.Q} x (lx + {2 * HALO}) x "
-                              f"(ly/{vl} + {2 * HALO}) x {vl} values of {nbytes} bytes) overflows the kernels' "
+                              f"(ly/{vl} + {2 * HY}) x {vl} values of {nbytes} bytes) overflows the kernels' "
                               f"index and size types", args="lx, ly",
-                      text=f"one lattice buffer ({vs.Q} x (LX + {2 * HALO}) x (LY/{vl} + {2 * HALO}) x {vl} values "
+                      text=f"one lattice buffer ({vs.Q} x (LX + {2 * HALO}) x (LY/{vl} + {2 * HY}) x {vl} values "
                            f"of {nbytes} bytes, rounded up to 64) at most PTRDIFF_MAX bytes"))
     if spec.backend == "cuda":
         # after OVERFLOW: LX*LY and the halo's thread count are below the buffer's element count

@@ -5,13 +5,15 @@ column into VL partitions of NR = LY/VL sites; lane k of cluster row r is site
 y = r + k*NR (paper Fig. 5), so a hop along Y moves a whole cluster (r -> r + dy, same
 lane).  AoS and SoA are the same picture with VL = 1 and NR = LY.  Every layout carries
 a halo of H = the velocity set's largest hop (``VelocitySet.max_hop``: 3 for D2Q37, 1 for
-D2Q9) in X (x = -H..LX+H-1) and of H cluster rows in Y (r = -H..NR+H-1).
+D2Q9) in X (x = -H..LX+H-1) and of HY cluster rows in Y (r = -HY..NR+HY-1): HY = H unless
+the spec asks for more (``KernelSpec.halo_y``, `--halo-y`: padding, e.g. the production
+code's HY = 16 rows); the kernels read only the H rows next to the interior.
 
 Storage.  The element of population p at (x, r, lane k) is at
 
-    index = p*SP + (x + H)*SX + (r + H)*SR + k*SK
+    index = p*SP + (x + H)*SX + (r + HY)*SR + k*SK
 
-with strides per layout (NX = LX + 2H, NRP = NR + 2H):
+with strides per layout (NX = LX + 2H, NRP = NR + 2HY):
 
     AoS     site[x][y].p[i]         SP = 1,           SR = Q,        SX = Q*NRP,     SK = 0
     SoA     pop[i].s[x][y]          SP = NX*NRP,      SR = 1,        SX = NRP,       SK = 0
@@ -78,7 +80,13 @@ class Layout:
     LX: int
     LY: int
     VL: int
-    halo: int      # halo width H in columns and cluster rows (the velocity set's largest hop)
+    halo: int      # halo width H in columns (the velocity set's largest hop)
+    halo_y: Optional[int] = None   # halo rows HY in Y (cluster rows); None: H
+
+    @property
+    def HY(self) -> int:
+        """Halo rows in Y (cluster rows): ``halo_y``, or the halo width H when not given."""
+        return self.halo if self.halo_y is None else self.halo_y
 
     # --- derived sizes ------------------------------------------------------------------
     @property
@@ -96,7 +104,7 @@ class Layout:
 
     @property
     def NRP(self) -> int:
-        return self.NR + 2 * self.halo
+        return self.NR + 2 * self.HY
 
     @property
     def size(self) -> int:
@@ -125,7 +133,7 @@ class Layout:
     def index(self, p, x, r, k=0):
         """Flat index of population p at (x, cluster row r, lane k); numpy-broadcasting."""
         s, h = self.strides, self.halo
-        return p * s["SP"] + (np.asarray(x) + h) * s["SX"] + (np.asarray(r) + h) * s["SR"] + np.asarray(k) * s["SK"]
+        return p * s["SP"] + (np.asarray(x) + h) * s["SX"] + (np.asarray(r) + self.HY) * s["SR"] + np.asarray(k) * s["SK"]
 
     def site_index(self, p, x, y):
         """Flat index of population p at site (x, y) of the interior."""
@@ -168,16 +176,16 @@ class Layout:
         padded columns, corners included.
         """
         dst, src = [], []
-        H = self.halo
+        H, HY = self.halo, self.HY
         p = np.arange(self.Q)[:, None, None]
-        rows = np.r_[-H:0, self.NR:self.NR + H]
+        rows = np.r_[-HY:0, self.NR:self.NR + HY]
         x = np.arange(self.LX)[None, :, None]
         for k in range(self.VL):
             y = (rows + k * self.NR) % self.LY
             dst.append(np.broadcast_to(self.index(p, x, rows[None, None, :], k), (self.Q, self.LX, rows.size)).ravel())
             src.append(np.broadcast_to(self.site_index(p, x, y[None, None, :]), (self.Q, self.LX, rows.size)).ravel())
         xs = np.r_[-H:0, self.LX:self.LX + H]
-        r = np.arange(-H, self.NR + H)[None, None, :, None]
+        r = np.arange(-HY, self.NR + HY)[None, None, :, None]
         kk = np.arange(self.VL)[None, None, None, :]
         pp = p[..., None]
         d2 = self.index(pp, xs[None, :, None, None], r, kk)
@@ -208,8 +216,10 @@ class Layout:
         return buf[self._interior_index]
 
 
-def make_layout(name: str, Q: int, LX: int, LY: int, VL: Optional[int] = None, *, halo: int) -> Layout:
-    """Validated layout with a halo of width ``halo``.  Raises LayoutError naming the bad value and the rule."""
+def make_layout(name: str, Q: int, LX: int, LY: int, VL: Optional[int] = None, *, halo: int,
+                halo_y: Optional[int] = None) -> Layout:
+    """Validated layout with a halo of width ``halo`` (and ``halo_y`` rows in Y when given: at
+    least ``halo``).  Raises LayoutError naming the bad value and the rule."""
     key = str(name).lower()
     if key not in LAYOUTS:
         raise LayoutError(f"unknown layout {name!r}; choose one of {', '.join(LAYOUTS)}")
@@ -219,7 +229,7 @@ def make_layout(name: str, Q: int, LX: int, LY: int, VL: Optional[int] = None, *
     if key not in CLUSTERED:
         if VL not in (None, 1):
             raise LayoutError(f"layout {key} takes no VL (got VL={VL}); VL applies to csoa and caosoa")
-        return Layout(key, Q, int(LX), int(LY), 1, int(halo))
+        return Layout(key, Q, int(LX), int(LY), 1, int(halo), check_halo_y(halo_y, halo))
     if VL is None:
         raise LayoutError(f"layout {key} needs a cluster length VL (a power of two dividing LY={LY})")
     VL = check_vl(VL)
@@ -229,7 +239,22 @@ def make_layout(name: str, Q: int, LX: int, LY: int, VL: Optional[int] = None, *
         raise LayoutError(
             f"LY/VL = {LY}/{VL} = {LY // VL} cluster rows is too small for the {halo}-wide halo; "
             f"need LY/VL >= {halo}, i.e. a smaller VL or a larger LY")
-    return Layout(key, Q, int(LX), int(LY), int(VL), int(halo))
+    return Layout(key, Q, int(LX), int(LY), int(VL), int(halo), check_halo_y(halo_y, halo))
+
+
+HALO_Y_RULE = "the Y halo holds at least the set's largest hop ({hop}) and at most {most} cluster rows"
+#: the most Y halo rows a spec may ask for (padding beyond a few cache lines buys nothing)
+MAX_HALO_Y = 1024
+
+
+def check_halo_y(halo_y, hop: int) -> Optional[int]:
+    """The one rule of a Y halo (``--halo-y``): None (the hop), or an integer hop..MAX_HALO_Y;
+    anything else raises LayoutError naming the value and the rule."""
+    if halo_y is None:
+        return None
+    if isinstance(halo_y, bool) or not isinstance(halo_y, (int, np.integer)) or not hop <= halo_y <= MAX_HALO_Y:
+        raise LayoutError(f"halo_y={halo_y!r} is not allowed: " + HALO_Y_RULE.format(hop=hop, most=MAX_HALO_Y))
+    return int(halo_y)
 
 
 # --- three dimensions ----------------------------------------------------------------------

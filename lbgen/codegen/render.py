@@ -22,6 +22,7 @@ from lbgen.codegen.cprint import RealPrinter, print_assignments
 from lbgen.model.walls import min_ly_walls, wall_row_count
 from lbgen.model.walls import mass_rule
 from lbgen.codegen.spec import MAX_TIME_BLOCK, OPERATOR_PARAMETERS, KernelSource, KernelSpec
+from lbgen.model.operators import OPERATOR_RECORDS
 from lbgen.codegen.kernel_api import ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules
 from lbgen.codegen.templating import emit_command, model_of  # noqa: F401 - part of this module's API
 from lbgen.codegen.templating import environment as _environment, templates_dir as _templates_dir
@@ -61,6 +62,7 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "P": spec.prefix,
         "Q": vs.Q,
         "HALO": vs.max_hop,
+        "HALO_Y": vs.max_hop if spec.halo_y is None else spec.halo_y,   # Y halo rows (layouts.Layout.HY)
         "VL": vl,
         "clustered": clustered,
         "real": "float" if spec.precision == "single" else "double",     # arithmetic
@@ -69,12 +71,16 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "single": spec.precision == "single",
         "lit": (lambda v: RealPrinter(spec.precision)._literal(v)),
         "strides": strides,
-        "layout_description": Layout(spec.layout, vs.Q, 1, 1, vl, vs.max_hop).description,
+        "layout_description": Layout(spec.layout, vs.Q, 1, 1, vl, vs.max_hop, spec.halo_y).description,
         "isothermal": vs.isothermal,
         "velocities": vs.velocities,
         "weights": [float(w) for w in vs.weights],
         "offsets": _index_terms(spec.layout, vs.velocities, vs.max_hop),
         "collide_params": OPERATOR_PARAMETERS[spec.collision],
+        # what each field of the C <prefix>_params struct means (the operator record's words)
+        "param_meanings": {**{p.name: p.meaning for p in OPERATOR_RECORDS[spec.collision].parameters},
+                           "ax": "force per unit mass per step along x (momentum gains rho*ax; gravity g: ax = g / R)",
+                           "ay": "force per unit mass per step along y (gravity g: ay = g / R)"},
         "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
         "collide_outputs": [str(s) for s in col.outputs],
         "site_outputs": [f"fout{p}" for p in range(vs.Q)],   # what collide_call leaves

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from numbers import Integral
 from typing import Dict, Optional, Tuple
 
-from lbgen.codegen.layouts import CLUSTERED, LAYOUTS, LayoutError, check_vl, tag as layout_tag
+from lbgen.codegen.layouts import CLUSTERED, LAYOUTS, LayoutError, check_halo_y, check_vl, tag as layout_tag
 from lbgen.model.catalog import DEFAULT_SCHEME, DEFAULT_VELOCITY_SET, MODEL_SETS, SCHEMES, run_set
 from lbgen.model.operators import OPERATOR_RECORDS, OPERATORS
 
@@ -93,6 +93,7 @@ class KernelSpec:
     prefix: str = "lbgen"
     walls: bool = False           # thermal walls at bottom and top: bc kernel, tau = 1 rows
     wall_scheme: str = DEFAULT_SCHEME   # bc scheme with walls: lbgen.model.walls.SCHEMES
+    halo_y: Optional[int] = None  # C, 2D: Y halo rows (cluster rows), >= the set's hop; None: the hop
 
     @property
     def compile_time_sizes(self) -> bool:
@@ -137,6 +138,8 @@ class KernelSpec:
             raise SpecError("give both lx and ly for compile-time sizes, or neither for run-time sizes")
         if self.dimension == 3:
             self._check_3d()
+            if self.halo_y is not None:
+                raise SpecError(f"halo_y={self.halo_y!r} (--halo-y) applies to 2D kernels only")
         else:
             try:
                 run_set(self.velocity_set)           # a known set of a dimension the kernels handle
@@ -166,13 +169,25 @@ class KernelSpec:
                 raise SpecError(str(e)) from None
         else:
             spec = _replace(self, vl=None)
+        if self.halo_y is not None:
+            if self.backend != "c":
+                raise SpecError(f"halo_y={self.halo_y!r} (--halo-y): a wider Y halo is emitted for the C backend "
+                                f"only, not {self.backend!r}")
+            try:
+                hy = check_halo_y(self.halo_y, vs.max_hop)
+            except LayoutError as e:
+                raise SpecError(str(e)) from None
+            if hy == vs.max_hop:     # the default, spelled out: one spec, one cache entry
+                return _replace(spec, halo_y=None).validate(lx, ly)
+            if type(self.halo_y) is not int:
+                return _replace(spec, halo_y=hy).validate(lx, ly)
         check_lx, check_ly = (lx, ly) if lx is not None else (self.lx, self.ly)
         if self.walls and check_ly is not None and check_ly < min_ly_walls(vs):
             raise SpecError(f"LY={check_ly} is too small for walls: the {wall_row_count(vs)} wall rows of "
                             f"{vs.name} at each side and the bulk row next to them need LY >= {min_ly_walls(vs)}")
         if check_lx is not None:
             try:
-                make_layout(self.layout, vs.Q, check_lx, check_ly, spec.vl, halo=vs.max_hop)
+                make_layout(self.layout, vs.Q, check_lx, check_ly, spec.vl, halo=vs.max_hop, halo_y=self.halo_y)
             except LayoutError as e:
                 raise SpecError(str(e)) from None
         return spec

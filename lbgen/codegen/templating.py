@@ -47,6 +47,8 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
         words.append("--walls")
     if spec.wall_scheme != DEFAULT_SCHEME:
         words.append(f"--wall-scheme {spec.wall_scheme}")
+    if spec.halo_y is not None:
+        words.append(f"--halo-y {spec.halo_y}")
     return " ".join(words)
 
 

@@ -106,3 +106,21 @@ def test_sides_must_be_two_booleans(programs):
     for bad in ((1, 0), (True,), "both", None):
         with pytest.raises(ValueError, match="sides"):
             prog.bc(a, b, sides=bad)
+
+
+def test_simulation_wall_sides_reach_the_kernels(programs, wall_state):  # noqa: F811
+    """Simulation.wall_sides (the hook a Y-split runner sets per rank) is what its steps pass."""
+    from lbgen.simulation.runner import Simulation, Walls
+    prog, _ = programs("caosoa", 2)
+    walls = Walls(T_bottom=T_BOTTOM, T_top=T_TOP, adiabatic_top=True)
+    sim = Simulation(LX, LY, collision="regularized", C1=0.2, C2=0.1, C3=0.5, walls=walls, layout="caosoa", vl=2,
+                     strict=True, threads=2, check_every=0)
+    sim.wall_sides = (True, False)
+    sim.restore(wall_state, 0)
+    sim.step(2)
+    f, g = prog.upload_fields(wall_state), prog.allocate()
+    params = dict(C1=0.2, C2=0.1, C3=0.5, ax=0.0, ay=0.0)
+    for _ in range(2):
+        prog.halo(f)
+        f, g = prog.step(f, g, params, walls, sides=(True, False))
+    assert np.array_equal(sim.populations(), prog.download_fields(f))

@@ -63,7 +63,7 @@ int main(void)
     lbgen_init_equilibrium(f, lx, ly, rho, ux, uy, T, 0.0, 0.0);
     for (int s = 0; s < 10; ++s) {
         lbgen_halo(f, lx, ly);
-        lbgen_fused(f, g, lx, ly, 0.8, 0.0, 0.0);
+        { const lbgen_region all = lbgen_whole(lx, ly); lbgen_params par = {0}; par.tau = 0.8; lbgen_fused(f, g, lx, ly, &all, &par); }
         lbgen_real *t = f; f = g; g = t;
     }
     lbgen_fields(f, lx, ly, rho, ux, uy, T, 0.0, 0.0);
@@ -169,7 +169,7 @@ int main()
     if (!f || !g) return 4;
     lbgen_init_equilibrium(f, lx, ly, rho.data(), ux.data(), uy.data(), T.data(), 0.0, 0.0);
     lbgen_halo(f, lx, ly);
-    lbgen_fused(f, g, lx, ly, 0.8, 0.0, 0.0);
+    { const lbgen_region all = lbgen_whole(lx, ly); lbgen_params par = {0}; par.tau = 0.8; lbgen_fused(f, g, lx, ly, &all, &par); }
     lbgen_fields(g, lx, ly, rho.data(), ux.data(), uy.data(), T.data(), 0.0, 0.0);
     double mass = 0;
     for (double r : rho) mass += r;

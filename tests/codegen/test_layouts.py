@@ -160,7 +160,7 @@ int main(int argc, char **argv)
                 printf("%td\n", (ptrdiff_t)LBGEN_SITE(p, x, y, LX, LY));
     for (int p = 0; p < LBGEN_Q; ++p)
         for (int x = -LBGEN_HALO; x < LX + LBGEN_HALO; ++x)
-            for (int r = -LBGEN_HALO; r < NR + LBGEN_HALO; ++r)
+            for (int r = -LBGEN_HALO_Y; r < NR + LBGEN_HALO_Y; ++r)
                 for (int k = 0; k < LBGEN_VL; ++k)
                     printf("%td\n", (ptrdiff_t)LBGEN_IDX(p, x, r, k, LX, LY));
     return 0;
@@ -168,9 +168,10 @@ int main(int argc, char **argv)
 """
 
 
+@pytest.mark.parametrize("halo_y", [None, 16], ids=["halo-y-hop", "halo-y-16"])
 @pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
-def test_c_index_macros_agree_with_the_numpy_layout(name, vl, tmp_path):
-    src = generate(KernelSpec(backend="c", layout=name, vl=vl))
+def test_c_index_macros_agree_with_the_numpy_layout(name, vl, halo_y, tmp_path):
+    src = generate(KernelSpec(backend="c", layout=name, vl=vl, halo_y=halo_y))
     for fname, text in src.files.items():
         (tmp_path / fname).write_text(text)
     assert "lbgen_kernels.h" in src.files
@@ -181,14 +182,14 @@ def test_c_index_macros_agree_with_the_numpy_layout(name, vl, tmp_path):
     out = subprocess.run([str(exe), str(LX), str(LY)], check=True, capture_output=True, text=True).stdout.split()
     values = np.array(out, dtype=np.int64)
 
-    layout = make_layout(name, Q, LX, LY, vl, halo=HALO)
+    layout = make_layout(name, Q, LX, LY, vl, halo=HALO, halo_y=halo_y)
     assert values[0] == layout.size
     n_site = Q * LX * LY
     site = layout.site_index(np.arange(Q)[:, None, None], np.arange(LX)[None, :, None], np.arange(LY)[None, None, :])
     np.testing.assert_array_equal(values[1:1 + n_site], site.ravel())
     p = np.arange(Q)[:, None, None, None]
     x = np.arange(-HALO, LX + HALO)[None, :, None, None]
-    r = np.arange(-HALO, layout.NR + HALO)[None, None, :, None]
+    r = np.arange(-layout.HY, layout.NR + layout.HY)[None, None, :, None]
     k = np.arange(layout.VL)[None, None, None, :]
     full = np.broadcast_to(layout.index(p, x, r, k), (Q, layout.NX, layout.NRP, layout.VL)).ravel()
     np.testing.assert_array_equal(values[1 + n_site:], full)
@@ -320,3 +321,28 @@ def test_population_view_puts_the_37_populations_of_every_stored_site_on_one_axi
     interior = {tuple(np.round(f[:, x, y], 12)) for x in range(LX) for y in range(LY)}
     stored = {tuple(np.round(row, 12)) for row in per_site if row.any()}
     assert stored == interior       # every stored site (halos are periodic copies) is an interior site
+
+
+def test_halo_y_16_soa_is_the_production_codes_layout():
+    """--halo-y 16 with SoA: element (p, x, y) at p*NX*NY + (x + 3)*NY + y + 16, NX = LX + 6,
+    NY = LY + 32 (the production D2Q37 code's HX = 3, HY = 16 indexing)."""
+    layout = make_layout("soa", Q, LX, LY, None, halo=HALO, halo_y=16)
+    NX, NY = LX + 2 * HALO, LY + 32
+    p, x, y = np.meshgrid(np.arange(Q), np.arange(LX), np.arange(LY), indexing="ij")
+    np.testing.assert_array_equal(layout.site_index(p, x, y), p * NX * NY + (x + HALO) * NY + y + 16)
+    assert layout.size == Q * NX * NY
+
+
+@pytest.mark.parametrize("bad", [HALO - 1, 0, -16, 1025, 2.5, True, "16"])
+def test_halo_y_outside_the_rule_is_refused_before_any_code(bad):
+    with pytest.raises(SpecError):
+        KernelSpec(layout="soa", halo_y=bad).validate()
+    with pytest.raises(LayoutError):
+        make_layout("soa", Q, LX, LY, None, halo=HALO, halo_y=bad)
+
+
+@pytest.mark.parametrize("backend", ["opencl", "cuda"])
+def test_halo_y_is_refused_on_the_gpu_backends(backend):
+    with pytest.raises(SpecError):
+        KernelSpec(backend=backend, layout="soa", halo_y=16).validate()
+    assert KernelSpec(backend="c", layout="soa", halo_y=HALO).validate().halo_y is None   # the default, spelled out

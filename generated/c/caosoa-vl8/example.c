@@ -64,9 +64,14 @@ int main(int argc, char **argv)
             T[i] = 1.0 + 0.02 * sin(2 * pi * (x + y) / lx);
         }
     lbgen_init_equilibrium(f, lx, ly, rho, ux, uy, T, ax, ay);
+    const lbgen_region all = lbgen_whole(lx, ly);   /* every sweep: the whole lattice */
+    lbgen_params par = {0};
+    par.tau = tau;
+    par.ax = ax;
+    par.ay = ay;
     for (int s = 0; s < steps; ++s) {
         lbgen_halo(f, lx, ly);
-        lbgen_fused(f, g, lx, ly, tau, ax, ay);
+        lbgen_fused(f, g, lx, ly, &all, &par);
         lbgen_real *t = f; f = g; g = t;
     }
     lbgen_fields(f, lx, ly, rho, ux, uy, T, ax, ay);

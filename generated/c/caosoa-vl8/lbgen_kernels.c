@@ -35,7 +35,7 @@
 
 typedef double real;          /* arithmetic */
 typedef lbgen_real store;       /* storage */
-enum { Q = 37, HALO = 3, VL = 8 };
+enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 8 };   /* halo: X columns, Y cluster rows */
 /* software prefetch distance in cluster rows (0: off); -DLBGEN_PREFETCH=n overrides */
 #ifndef LBGEN_PREFETCH
 #define LBGEN_PREFETCH 1
@@ -104,7 +104,7 @@ size_t lbgen_buffer_size(int lx, int ly)
     if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return 0;   /* refused: no wrapped count */
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     return (size_t)Q * (size_t)NX * (size_t)NRP * VL;
@@ -147,19 +147,19 @@ void lbgen_halo(lbgen_real *f, int lx, int ly)
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     /* halo cluster rows: lane k of row r holds site y = r + k*NR (mod LY) */
     #pragma omp parallel for schedule(static)
     for (ptrdiff_t x = 0; x < LX; ++x)
-        for (int h = 0; h < 2*HALO; ++h) {
-            const ptrdiff_t r = h < HALO ? h - HALO : NR + h - HALO;
+        for (int h = 0; h < 2*HALO_Y; ++h) {
+            const ptrdiff_t r = h < HALO_Y ? h - HALO_Y : NR + h - HALO_Y;
             for (ptrdiff_t k = 0; k < VL; ++k) {
                 ptrdiff_t y = (r + k*NR) % LY;
                 if (y < 0) y += LY;
-                const ptrdiff_t dst = (x + HALO)*SX + (r + HALO)*SR + k*SK;
-                const ptrdiff_t src = (x + HALO)*SX + (y % NR + HALO)*SR + (y / NR)*SK;
+                const ptrdiff_t dst = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
+                const ptrdiff_t src = (x + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK;
                 for (int p = 0; p < Q; ++p) f[dst + p*SP] = f[src + p*SP];
             }
         }
@@ -170,29 +170,49 @@ void lbgen_halo(lbgen_real *f, int lx, int ly)
         ptrdiff_t xs = x % LX;
         if (xs < 0) xs += LX;
         for (int p = 0; p < Q; ++p)
-            for (ptrdiff_t r = -HALO; r < NR + HALO; ++r)
+            for (ptrdiff_t r = -HALO_Y; r < NR + HALO_Y; ++r)
                 for (ptrdiff_t k = 0; k < VL; ++k) {
-                    const ptrdiff_t o = p*SP + (r + HALO)*SR + k*SK;
+                    const ptrdiff_t o = p*SP + (r + HALO_Y)*SR + k*SK;
                     f[(x + HALO)*SX + o] = f[(xs + HALO)*SX + o];
                 }
     }
 }
 
-void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly)
+void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    /* a hop moves whole clusters: aligned vector copies of VL lanes */
+    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1;
+    (void)Y0; (void)Y1;
+#ifdef LBGEN_DEBUG
+    if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) {
+        fprintf(stderr, "lbgen_propagate: region x %td..%td, y %td..%td outside the lattice: need 0 <= x0 <= x1 <= %d, 0 <= y0 <= y1 <= %d\n",
+                X0, X1, Y0, Y1, (int)LX, (int)LY);
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    if ((const void *)prv == (const void *)nxt) {
+        fprintf(stderr, "lbgen_propagate: source and destination are the same buffer (%p); the sweep needs two\n", (const void *)prv);
+        abort();
+    }
+#endif
+    /* a hop moves whole clusters: aligned vector copies of VL lanes (the lanes in the region) */
     #pragma omp parallel
     {
         #pragma omp for schedule(static)
-        for (ptrdiff_t x = 0; x < LX; ++x)
+        for (ptrdiff_t x = X0; x < X1; ++x)
             for (ptrdiff_t r = 0; r < NR; ++r) {
-                const ptrdiff_t base = (x + HALO)*SX + (r + HALO)*SR;
+                const ptrdiff_t k0 = Y0 > r ? (Y0 - r + NR - 1) / NR : 0;
+                const ptrdiff_t kc = Y1 > r ? (Y1 - r + NR - 1) / NR : 0, k1 = kc < VL ? kc : VL;
+                if (k0 >= k1) continue;
+                const int whole = k0 == 0 && k1 == VL;
+                (void)whole;
+                const ptrdiff_t base = (x + HALO)*SX + (r + HALO_Y)*SR;
 #if LBGEN_PREFETCH > 0
                 /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
                    hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
@@ -234,43 +254,120 @@ void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, i
                 for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
                 for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
 #endif
-                stream_cluster(nxt + base + 0, prv + base + -3*SX + 1*SR);
-                stream_cluster(nxt + base + 1*SP, prv + base + 1*SP - 3*SX);
-                stream_cluster(nxt + base + 2*SP, prv + base + 2*SP - 3*SX - 1*SR);
-                stream_cluster(nxt + base + 3*SP, prv + base + 3*SP - 2*SX + 2*SR);
-                stream_cluster(nxt + base + 4*SP, prv + base + 4*SP - 2*SX + 1*SR);
-                stream_cluster(nxt + base + 5*SP, prv + base + 5*SP - 2*SX);
-                stream_cluster(nxt + base + 6*SP, prv + base + 6*SP - 2*SX - 1*SR);
-                stream_cluster(nxt + base + 7*SP, prv + base + 7*SP - 2*SX - 2*SR);
-                stream_cluster(nxt + base + 8*SP, prv + base + 8*SP - 1*SX + 3*SR);
-                stream_cluster(nxt + base + 9*SP, prv + base + 9*SP - 1*SX + 2*SR);
-                stream_cluster(nxt + base + 10*SP, prv + base + 10*SP - 1*SX + 1*SR);
-                stream_cluster(nxt + base + 11*SP, prv + base + 11*SP - 1*SX);
-                stream_cluster(nxt + base + 12*SP, prv + base + 12*SP - 1*SX - 1*SR);
-                stream_cluster(nxt + base + 13*SP, prv + base + 13*SP - 1*SX - 2*SR);
-                stream_cluster(nxt + base + 14*SP, prv + base + 14*SP - 1*SX - 3*SR);
-                stream_cluster(nxt + base + 15*SP, prv + base + 15*SP + 3*SR);
-                stream_cluster(nxt + base + 16*SP, prv + base + 16*SP + 2*SR);
-                stream_cluster(nxt + base + 17*SP, prv + base + 17*SP + 1*SR);
-                stream_cluster(nxt + base + 18*SP, prv + base + 18*SP);
-                stream_cluster(nxt + base + 19*SP, prv + base + 19*SP - 1*SR);
-                stream_cluster(nxt + base + 20*SP, prv + base + 20*SP - 2*SR);
-                stream_cluster(nxt + base + 21*SP, prv + base + 21*SP - 3*SR);
-                stream_cluster(nxt + base + 22*SP, prv + base + 22*SP + 1*SX + 3*SR);
-                stream_cluster(nxt + base + 23*SP, prv + base + 23*SP + 1*SX + 2*SR);
-                stream_cluster(nxt + base + 24*SP, prv + base + 24*SP + 1*SX + 1*SR);
-                stream_cluster(nxt + base + 25*SP, prv + base + 25*SP + 1*SX);
-                stream_cluster(nxt + base + 26*SP, prv + base + 26*SP + 1*SX - 1*SR);
-                stream_cluster(nxt + base + 27*SP, prv + base + 27*SP + 1*SX - 2*SR);
-                stream_cluster(nxt + base + 28*SP, prv + base + 28*SP + 1*SX - 3*SR);
-                stream_cluster(nxt + base + 29*SP, prv + base + 29*SP + 2*SX + 2*SR);
-                stream_cluster(nxt + base + 30*SP, prv + base + 30*SP + 2*SX + 1*SR);
-                stream_cluster(nxt + base + 31*SP, prv + base + 31*SP + 2*SX);
-                stream_cluster(nxt + base + 32*SP, prv + base + 32*SP + 2*SX - 1*SR);
-                stream_cluster(nxt + base + 33*SP, prv + base + 33*SP + 2*SX - 2*SR);
-                stream_cluster(nxt + base + 34*SP, prv + base + 34*SP + 3*SX + 1*SR);
-                stream_cluster(nxt + base + 35*SP, prv + base + 35*SP + 3*SX);
-                stream_cluster(nxt + base + 36*SP, prv + base + 36*SP + 3*SX - 1*SR);
+                if (whole) {
+                    stream_cluster(nxt + base + 0, prv + base + -3*SX + 1*SR);
+                    stream_cluster(nxt + base + 1*SP, prv + base + 1*SP - 3*SX);
+                    stream_cluster(nxt + base + 2*SP, prv + base + 2*SP - 3*SX - 1*SR);
+                    stream_cluster(nxt + base + 3*SP, prv + base + 3*SP - 2*SX + 2*SR);
+                    stream_cluster(nxt + base + 4*SP, prv + base + 4*SP - 2*SX + 1*SR);
+                    stream_cluster(nxt + base + 5*SP, prv + base + 5*SP - 2*SX);
+                    stream_cluster(nxt + base + 6*SP, prv + base + 6*SP - 2*SX - 1*SR);
+                    stream_cluster(nxt + base + 7*SP, prv + base + 7*SP - 2*SX - 2*SR);
+                    stream_cluster(nxt + base + 8*SP, prv + base + 8*SP - 1*SX + 3*SR);
+                    stream_cluster(nxt + base + 9*SP, prv + base + 9*SP - 1*SX + 2*SR);
+                    stream_cluster(nxt + base + 10*SP, prv + base + 10*SP - 1*SX + 1*SR);
+                    stream_cluster(nxt + base + 11*SP, prv + base + 11*SP - 1*SX);
+                    stream_cluster(nxt + base + 12*SP, prv + base + 12*SP - 1*SX - 1*SR);
+                    stream_cluster(nxt + base + 13*SP, prv + base + 13*SP - 1*SX - 2*SR);
+                    stream_cluster(nxt + base + 14*SP, prv + base + 14*SP - 1*SX - 3*SR);
+                    stream_cluster(nxt + base + 15*SP, prv + base + 15*SP + 3*SR);
+                    stream_cluster(nxt + base + 16*SP, prv + base + 16*SP + 2*SR);
+                    stream_cluster(nxt + base + 17*SP, prv + base + 17*SP + 1*SR);
+                    stream_cluster(nxt + base + 18*SP, prv + base + 18*SP);
+                    stream_cluster(nxt + base + 19*SP, prv + base + 19*SP - 1*SR);
+                    stream_cluster(nxt + base + 20*SP, prv + base + 20*SP - 2*SR);
+                    stream_cluster(nxt + base + 21*SP, prv + base + 21*SP - 3*SR);
+                    stream_cluster(nxt + base + 22*SP, prv + base + 22*SP + 1*SX + 3*SR);
+                    stream_cluster(nxt + base + 23*SP, prv + base + 23*SP + 1*SX + 2*SR);
+                    stream_cluster(nxt + base + 24*SP, prv + base + 24*SP + 1*SX + 1*SR);
+                    stream_cluster(nxt + base + 25*SP, prv + base + 25*SP + 1*SX);
+                    stream_cluster(nxt + base + 26*SP, prv + base + 26*SP + 1*SX - 1*SR);
+                    stream_cluster(nxt + base + 27*SP, prv + base + 27*SP + 1*SX - 2*SR);
+                    stream_cluster(nxt + base + 28*SP, prv + base + 28*SP + 1*SX - 3*SR);
+                    stream_cluster(nxt + base + 29*SP, prv + base + 29*SP + 2*SX + 2*SR);
+                    stream_cluster(nxt + base + 30*SP, prv + base + 30*SP + 2*SX + 1*SR);
+                    stream_cluster(nxt + base + 31*SP, prv + base + 31*SP + 2*SX);
+                    stream_cluster(nxt + base + 32*SP, prv + base + 32*SP + 2*SX - 1*SR);
+                    stream_cluster(nxt + base + 33*SP, prv + base + 33*SP + 2*SX - 2*SR);
+                    stream_cluster(nxt + base + 34*SP, prv + base + 34*SP + 3*SX + 1*SR);
+                    stream_cluster(nxt + base + 35*SP, prv + base + 35*SP + 3*SX);
+                    stream_cluster(nxt + base + 36*SP, prv + base + 36*SP + 3*SX - 1*SR);
+                    continue;
+                }
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 0 + k] = prv[base + -3*SX + 1*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 1*SP + k] = prv[base + 1*SP - 3*SX + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 2*SP + k] = prv[base + 2*SP - 3*SX - 1*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 3*SP + k] = prv[base + 3*SP - 2*SX + 2*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 4*SP + k] = prv[base + 4*SP - 2*SX + 1*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 5*SP + k] = prv[base + 5*SP - 2*SX + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 6*SP + k] = prv[base + 6*SP - 2*SX - 1*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 7*SP + k] = prv[base + 7*SP - 2*SX - 2*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 8*SP + k] = prv[base + 8*SP - 1*SX + 3*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 9*SP + k] = prv[base + 9*SP - 1*SX + 2*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 10*SP + k] = prv[base + 10*SP - 1*SX + 1*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 11*SP + k] = prv[base + 11*SP - 1*SX + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 12*SP + k] = prv[base + 12*SP - 1*SX - 1*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 13*SP + k] = prv[base + 13*SP - 1*SX - 2*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 14*SP + k] = prv[base + 14*SP - 1*SX - 3*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 15*SP + k] = prv[base + 15*SP + 3*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 16*SP + k] = prv[base + 16*SP + 2*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 17*SP + k] = prv[base + 17*SP + 1*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 18*SP + k] = prv[base + 18*SP + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 19*SP + k] = prv[base + 19*SP - 1*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 20*SP + k] = prv[base + 20*SP - 2*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 21*SP + k] = prv[base + 21*SP - 3*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 22*SP + k] = prv[base + 22*SP + 1*SX + 3*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 23*SP + k] = prv[base + 23*SP + 1*SX + 2*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 24*SP + k] = prv[base + 24*SP + 1*SX + 1*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 25*SP + k] = prv[base + 25*SP + 1*SX + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 26*SP + k] = prv[base + 26*SP + 1*SX - 1*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 27*SP + k] = prv[base + 27*SP + 1*SX - 2*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 28*SP + k] = prv[base + 28*SP + 1*SX - 3*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 29*SP + k] = prv[base + 29*SP + 2*SX + 2*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 30*SP + k] = prv[base + 30*SP + 2*SX + 1*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 31*SP + k] = prv[base + 31*SP + 2*SX + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 32*SP + k] = prv[base + 32*SP + 2*SX - 1*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 33*SP + k] = prv[base + 33*SP + 2*SX - 2*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 34*SP + k] = prv[base + 34*SP + 3*SX + 1*SR + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 35*SP + k] = prv[base + 35*SP + 3*SX + k];
+                #pragma omp simd
+                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 36*SP + k] = prv[base + 36*SP + 3*SX - 1*SR + k];
             }
         store_fence();
     }
@@ -687,15 +784,29 @@ static inline __attribute__((always_inline)) void lbgen_fields_site(const real f
 
 
 
-void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, double tau, double ax, double ay)
+void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
 {
     /* in and out_f may alias: each site reads all its populations before writing */
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1;
+    (void)Y0; (void)Y1;
+#ifdef LBGEN_DEBUG
+    if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) {
+        fprintf(stderr, "lbgen_collide: region x %td..%td, y %td..%td outside the lattice: need 0 <= x0 <= x1 <= %d, 0 <= y0 <= y1 <= %d\n",
+                X0, X1, Y0, Y1, (int)LX, (int)LY);
+        abort();
+    }
+#endif
+    const double tau = par->tau;
+    const double ax = par->ax;
+    const double ay = par->ay;
+    (void)tau; (void)ax; (void)ay; 
+
     const real tau_ = (real)tau;
     const real ax_ = (real)ax;
     const real ay_ = (real)ay;
@@ -704,9 +815,14 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, doub
     #pragma omp parallel
     {
         #pragma omp for schedule(static)
-        for (ptrdiff_t x = 0; x < LX; ++x) {
+        for (ptrdiff_t x = X0; x < X1; ++x) {
             for (ptrdiff_t r = 0; r < NR; ++r) {
-                const ptrdiff_t base = (x + HALO)*SX + (r + HALO)*SR;
+                const ptrdiff_t k0 = Y0 > r ? (Y0 - r + NR - 1) / NR : 0;
+                const ptrdiff_t kc = Y1 > r ? (Y1 - r + NR - 1) / NR : 0, k1 = kc < VL ? kc : VL;
+                if (k0 >= k1) continue;
+                const int whole = k0 == 0 && k1 == VL;
+                (void)whole;
+                const ptrdiff_t base = (x + HALO)*SX + (r + HALO_Y)*SR;
 #if LBGEN_PREFETCH > 0
                 /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
                    hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
@@ -714,12 +830,14 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, doub
                     for (int o = 0; o < VL; o += 64 / (int)sizeof(store))
                         __builtin_prefetch(in + base + LBGEN_PREFETCH*SR + p*SP + o, 0, 0);
 #endif
-                /* streaming: stage the cluster row, then non-temporal stores; else store in place */
+                /* streaming (whole clusters only): stage the cluster row, then non-temporal
+                   stores; else store in place */
+                const int staged = lbgen_streaming_ && whole;
                 _Alignas(64) store out[Q*VL];
-                store *restrict tgt = lbgen_streaming_ ? out : out_f + base;
-                const ptrdiff_t TS = lbgen_streaming_ ? VL : SP;
+                store *restrict tgt = staged ? out : out_f + base;
+                const ptrdiff_t TS = staged ? VL : SP;
                 #pragma omp simd
-                for (ptrdiff_t k = 0; k < VL; ++k) {
+                for (ptrdiff_t k = k0; k < k1; ++k) {
                     const ptrdiff_t site = base + k;
 
                     real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
@@ -801,7 +919,7 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, doub
                     tgt[k + 36*TS] = fout36;
 
                 }
-                if (lbgen_streaming_) {
+                if (staged) {
                     stream_cluster(out_f + base + 0, out + 0*VL);
                     stream_cluster(out_f + base + 1*SP, out + 1*VL);
                     stream_cluster(out_f + base + 2*SP, out + 2*VL);
@@ -847,15 +965,35 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, doub
 
 }
 
-void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, double tau, double ax, double ay)
+void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
 {
     /* propagate + collide: populations are pulled from the neighbours, collided, stored */
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1;
+    (void)Y0; (void)Y1;
+#ifdef LBGEN_DEBUG
+    if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) {
+        fprintf(stderr, "lbgen_fused: region x %td..%td, y %td..%td outside the lattice: need 0 <= x0 <= x1 <= %d, 0 <= y0 <= y1 <= %d\n",
+                X0, X1, Y0, Y1, (int)LX, (int)LY);
+        abort();
+    }
+#endif
+    const double tau = par->tau;
+    const double ax = par->ax;
+    const double ay = par->ay;
+    (void)tau; (void)ax; (void)ay; 
+#ifdef LBGEN_DEBUG
+    if ((const void *)prv == (const void *)nxt) {
+        fprintf(stderr, "lbgen_fused: source and destination are the same buffer (%p); the sweep needs two\n", (const void *)prv);
+        abort();
+    }
+#endif
+
     const real tau_ = (real)tau;
     const real ax_ = (real)ax;
     const real ay_ = (real)ay;
@@ -864,9 +1002,14 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
     #pragma omp parallel
     {
         #pragma omp for schedule(static)
-        for (ptrdiff_t x = 0; x < LX; ++x) {
+        for (ptrdiff_t x = X0; x < X1; ++x) {
             for (ptrdiff_t r = 0; r < NR; ++r) {
-                const ptrdiff_t base = (x + HALO)*SX + (r + HALO)*SR;
+                const ptrdiff_t k0 = Y0 > r ? (Y0 - r + NR - 1) / NR : 0;
+                const ptrdiff_t kc = Y1 > r ? (Y1 - r + NR - 1) / NR : 0, k1 = kc < VL ? kc : VL;
+                if (k0 >= k1) continue;
+                const int whole = k0 == 0 && k1 == VL;
+                (void)whole;
+                const ptrdiff_t base = (x + HALO)*SX + (r + HALO_Y)*SR;
 #if LBGEN_PREFETCH > 0
                 /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
                    hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
@@ -908,12 +1051,14 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
                 for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
                 for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
 #endif
-                /* streaming: stage the cluster row, then non-temporal stores; else store in place */
+                /* streaming (whole clusters only): stage the cluster row, then non-temporal
+                   stores; else store in place */
+                const int staged = lbgen_streaming_ && whole;
                 _Alignas(64) store out[Q*VL];
-                store *restrict tgt = lbgen_streaming_ ? out : nxt + base;
-                const ptrdiff_t TS = lbgen_streaming_ ? VL : SP;
+                store *restrict tgt = staged ? out : nxt + base;
+                const ptrdiff_t TS = staged ? VL : SP;
                 #pragma omp simd
-                for (ptrdiff_t k = 0; k < VL; ++k) {
+                for (ptrdiff_t k = k0; k < k1; ++k) {
                     const ptrdiff_t site = base + k;
 
                     real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
@@ -995,7 +1140,7 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
                     tgt[k + 36*TS] = fout36;
 
                 }
-                if (lbgen_streaming_) {
+                if (staged) {
                     stream_cluster(nxt + base + 0, out + 0*VL);
                     stream_cluster(nxt + base + 1*SP, out + 1*VL);
                     stream_cluster(nxt + base + 2*SP, out + 2*VL);
@@ -1075,14 +1220,25 @@ static inline ptrdiff_t tb_mod(ptrdiff_t a, ptrdiff_t m) { a %= m; return a < 0 
 
 
 
-int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, int depth, double tau, double ax, double ay)
+int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, int depth, const lbgen_params *par)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const double tau = par->tau;
+    const double ax = par->ax;
+    const double ay = par->ay;
+    (void)tau; (void)ax; (void)ay; 
+#ifdef LBGEN_DEBUG
+    if ((const void *)prv == (const void *)nxt) {
+        fprintf(stderr, "lbgen_fused_tb: source and destination are the same buffer (%p); the sweep needs two\n", (const void *)prv);
+        abort();
+    }
+#endif
+
     const real tau_ = (real)tau;
     const real ax_ = (real)ax;
     const real ay_ = (real)ay;
@@ -1128,7 +1284,7 @@ int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int
             for (ptrdiff_t r0 = 0; r0 < NR; r0 += H) {
                 const ptrdiff_t r1 = r0 + H < NR ? r0 + H : NR;
                 const ptrdiff_t g = full ? 0 : HALO;      /* rows added per remaining step */
-                const ptrdiff_t rbase = full ? -HALO : r0 - HALO*depth;   /* first row a ring column holds */
+                const ptrdiff_t rbase = full ? -HALO_Y : r0 - HALO*depth;   /* first row a ring column holds */
                 const int edge = !full && (r0 - HALO*depth < -HALO || r1 + HALO*depth > NR + HALO);
                 ptrdiff_t copied = x0 - W - HALO;         /* next prv column to copy into level 0 (edge bands) */
                 for (ptrdiff_t i = x0 - W; i < x1 + W; ++i)
@@ -1144,7 +1300,7 @@ int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int
                         if (s == 1 && edge) {   /* step 0 rows beyond prv's halo: a lane-shifted copy */
                             store *lev0 = ring - rbase*SR;
                             for (; copied <= x + HALO; ++copied) {
-                                const store *src = prv + (tb_mod(copied, LX) + HALO)*SX + HALO*SR;
+                                const store *src = prv + (tb_mod(copied, LX) + HALO)*SX + HALO_Y*SR;
                                 store *dst = lev0 + tb_mod(copied, NXS)*SXS;
                                 for (ptrdiff_t r = rbase; r < rbase + RH; ++r)
                                     for (ptrdiff_t k = 0; k < VL; ++k) {
@@ -1156,7 +1312,7 @@ int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int
                             }
                             for (int j = 0; j < TB_RING; ++j) cs[j] = lev0 + tb_mod(x + j - HALO, NXS)*SXS;
                         } else if (s == 1) {    /* step 1 reads prv, wrapping X by pointer */
-                            for (int j = 0; j < TB_RING; ++j) cs[j] = prv + (tb_mod(x + j - HALO, LX) + HALO)*SX + HALO*SR;
+                            for (int j = 0; j < TB_RING; ++j) cs[j] = prv + (tb_mod(x + j - HALO, LX) + HALO)*SX + HALO_Y*SR;
                             SPI = SP;
                             pf = 1;
                         } else {                /* later steps read the previous step's ring */
@@ -1172,7 +1328,7 @@ int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int
                         const store *restrict c5 = cs[5];
                         const store *restrict c6 = cs[6];
                         if (s == depth) {       /* the last step goes to nxt */
-                            store *restrict d = nxt + (x + HALO)*SX + HALO*SR;
+                            store *restrict d = nxt + (x + HALO)*SX + HALO_Y*SR;
                             const ptrdiff_t SPO = SP;
                             for (ptrdiff_t r = lo; r < hi; ++r) {
                                 const ptrdiff_t base = r*SR;
@@ -1393,7 +1549,7 @@ void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in,
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real ax_ = (real)ax, ay_ = (real)ay;
@@ -1405,7 +1561,7 @@ void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in,
             for (ptrdiff_t k = 0; k < VL; ++k) {
                 const ptrdiff_t i = x*LY + r + k*NR;   /* site y = r + k*NR */
                 const real rho = (real)rho_in[i], ux = (real)ux_in[i], uy = (real)uy_in[i], T = (real)T_in[i];
-                const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+                const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
                 const real usx = (0.5)*ax_ + ux;
                 const real t0 = rho*usx;
                 const real usy = (0.5)*ay_ + uy;
@@ -1646,7 +1802,7 @@ void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real ax_ = (real)ax, ay_ = (real)ay;
@@ -1657,7 +1813,7 @@ void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux
             #pragma omp simd
             for (ptrdiff_t k = 0; k < VL; ++k) {
                 const ptrdiff_t i = x*LY + r + k*NR;   /* site y = r + k*NR */
-                const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+                const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
                 const real f0 = f[site + 0];
                 const real f1 = f[site + 1*SP];
                 const real f2 = f[site + 2*SP];
@@ -1711,7 +1867,7 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double 
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real ax_ = (real)ax, ay_ = (real)ay;
@@ -1743,7 +1899,7 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double 
                 const ptrdiff_t r = r0 + b;
                 #pragma omp simd
                 for (ptrdiff_t k = 0; k < VL; ++k) {
-                    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+                    const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
                     {
                         const real f0 = f[site + 0];
                         const real f1 = f[site + 1*SP];
@@ -1819,14 +1975,14 @@ void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly)
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     #pragma omp parallel for schedule(static)
     for (ptrdiff_t x = 0; x < LX; ++x)
         for (int p = 0; p < Q; ++p)
             for (ptrdiff_t y = 0; y < LY; ++y)
-                f[p*SP + (x + HALO)*SX + (y % NR + HALO)*SR + (y / NR)*SK] = (store)plain[((ptrdiff_t)p*LX + x)*LY + y];
+                f[p*SP + (x + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK] = (store)plain[((ptrdiff_t)p*LX + x)*LY + y];
     lbgen_halo(f, lx, ly);
 }
 
@@ -1835,12 +1991,70 @@ void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly)
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     #pragma omp parallel for schedule(static)
     for (ptrdiff_t x = 0; x < LX; ++x)
         for (int p = 0; p < Q; ++p)
             for (ptrdiff_t y = 0; y < LY; ++y)
-                plain[((ptrdiff_t)p*LX + x)*LY + y] = (double)f[p*SP + (x + HALO)*SX + (y % NR + HALO)*SR + (y / NR)*SK];
+                plain[((ptrdiff_t)p*LX + x)*LY + y] = (double)f[p*SP + (x + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK];
+}
+
+/* the (cluster row, lane) of row y, -HALO_Y <= y < LY + HALO_Y: rows outside 0..LY-1 are the halo
+   rows of the first and last lane */
+#define LBGEN_ROW_LANE(y) const ptrdiff_t k_ = (y) < 0 ? 0 : ((y) >= LY ? VL - 1 : (y) / NR), r_ = (y) - k_*NR
+
+static void lbgen_check_cells(const char *name, ptrdiff_t X0, ptrdiff_t X1, ptrdiff_t Y0, ptrdiff_t Y1, ptrdiff_t LX, ptrdiff_t LY)
+{
+#ifdef LBGEN_DEBUG
+    if (!(-HALO <= X0 && X0 <= X1 && X1 <= LX + HALO && -HALO_Y <= Y0 && Y0 <= Y1 && Y1 <= LY + HALO_Y)) {
+        fprintf(stderr, "lbgen_%s: cells x %td..%td, y %td..%td outside the padded lattice: need %d <= x0 <= x1 <= %td, %d <= y0 <= y1 <= %td\n",
+                name, X0, X1, Y0, Y1, -HALO, LX + HALO, -HALO_Y, LY + HALO_Y);
+        abort();
+    }
+#else
+    (void)name; (void)X0; (void)X1; (void)Y0; (void)Y1; (void)LX; (void)LY;
+#endif
+}
+
+void lbgen_get_region(const lbgen_real *f, double *buf, int lx, int ly, const lbgen_region *region)
+{
+    LBGEN_SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1, W = X1 - X0, HH = Y1 - Y0;
+    lbgen_check_cells("get_region", X0, X1, Y0, Y1, LX, LY);
+    #pragma omp parallel for schedule(static)
+    for (ptrdiff_t x = X0; x < X1; ++x)
+        for (int p = 0; p < Q; ++p)
+            for (ptrdiff_t y = Y0; y < Y1; ++y) {
+                LBGEN_ROW_LANE(y);
+                buf[((ptrdiff_t)p*W + x - X0)*HH + y - Y0] = (double)f[p*SP + (x + HALO)*SX + (r_ + HALO_Y)*SR + k_*SK];
+            }
+}
+
+void lbgen_put_region(lbgen_real *f, const double *buf, int lx, int ly, const lbgen_region *region)
+{
+    LBGEN_SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1, W = X1 - X0, HH = Y1 - Y0;
+    lbgen_check_cells("put_region", X0, X1, Y0, Y1, LX, LY);
+    #pragma omp parallel for schedule(static)
+    for (ptrdiff_t x = X0; x < X1; ++x)
+        for (int p = 0; p < Q; ++p)
+            for (ptrdiff_t y = Y0; y < Y1; ++y) {
+                const store v = (store)buf[((ptrdiff_t)p*W + x - X0)*HH + y - Y0];
+                for (ptrdiff_t k = 0; k < VL; ++k) {     /* every stored copy of row y */
+                    const ptrdiff_t r = y - k*NR;
+                    if (r >= -HALO_Y && r < NR + HALO_Y) f[p*SP + (x + HALO)*SX + (r + HALO_Y)*SR + k*SK] = v;
+                }
+            }
 }

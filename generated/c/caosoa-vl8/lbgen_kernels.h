@@ -26,9 +26,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The lbgen release that wrote these files, and the revision of this API's calling
+   convention (2: regions, one lbgen_params record, per-side walls; a driver written for one
+   revision refuses another with #if LBGEN_API_VERSION != 2 / #error). */
+#define LBGEN_VERSION "0.1.0"
+#define LBGEN_API_VERSION 2
+
 #define LBGEN_Q    37   /* populations */
 #define LBGEN_R    1.1969797703930745   /* lattice scale: xi_i = R * (cx[i], cy[i]) */
-#define LBGEN_HALO 3   /* halo width: columns in X, cluster rows in Y */
+#define LBGEN_HALO 3   /* halo width: columns in X, cluster rows in Y; the reach of the largest hop */
+#define LBGEN_HALO_Y 3   /* halo cluster rows in Y */
 #define LBGEN_VL   8   /* cluster length (1: AoS, SoA) */
 
 /* Index of population p at column x (-3 <= x < LX+3), cluster row r (-3 <= r < NR+3,
@@ -69,14 +76,50 @@
 #define LBGEN_ERR_OVERFLOW 6
 #define LBGEN_ERR_GRID 7
 
-/* Argument order of every entry point (the same on the C, OpenCL and CUDA backends): the
-   lattice buffers (and the plain array of pack/unpack), then the sizes lx, ly, then the parameters or field arrays. */
+/* Calling convention.  Every entry point takes the lattice buffers first (source, then
+   destination; sources are const), then the sizes lx, ly, then
+   -- for the sweeps -- the region (const lbgen_region *) and the parameters
+   (const lbgen_params *), or the field arrays.  A sweep's source and destination must be two
+   buffers (collide excepted: it may work in place); builds with -DLBGEN_DEBUG check that and
+   the region bounds, and abort naming the bad value.  The OpenCL and CUDA kernels take the
+   same names in the same order, with the parameters as scalars and the whole lattice.
+
+   Halo: the sweeps read the 3 halo columns and the 3 halo rows next to the interior, and only the populations that move inward from there (population p
+   at (x - cx[p], y - cy[p])).  lbgen_halo fills the whole halo periodically in X and Y: a
+   caller that trades halos with neighbours (MPI) fills them instead, with lbgen_put_region, and
+   does not call lbgen_halo after that (it would overwrite them).
+
+   Threads and re-entrancy: each kernel runs its own OpenMP parallel region(s) over X and
+   returns when its stores are done; kernels keep no state between calls apart from two
+   process-wide settings (lbgen_set_threads, lbgen_set_streaming_stores), so calls on different
+   buffers are independent of each other and of their order.  Calls whose buffers overlap
+   must be ordered by the caller.
+   OpenMP waiting: between the parallel regions of a step libgomp's idle threads spin (about
+   300000 rounds by default); on a machine shared with other work that costs 10x and more.
+   Set OMP_WAIT_POLICY=passive in the environment (before the program starts; the
+   Makefile's run target does; lbgen's own runtime does too) unless the cores are yours. */
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* BEGIN API (plain declarations: also read by lbgen's cffi loader) */
 typedef double lbgen_real;   /* storage of the populations */
+/* The sites a sweep computes: interior x0 <= x < x1, y0 <= y < y1 (0 <= x0 <= x1 <= LX,
+   0 <= y0 <= y1 <= LY; an empty region computes nothing); lbgen_whole(lx, ly) is the whole
+   lattice.  A region's sites are written and no other (the bc: see there); what it reads is
+   stated per kernel.  The kernels trust the region; builds with -DLBGEN_DEBUG check it
+   (and abort naming the bad value). */
+typedef struct {
+    int x0, x1, y0, y1;
+} lbgen_region;
+/* The parameters of every sweep kernel, in one record: no argument order to mix up.  Fill it
+   by field name (C99: lbgen_params par = { .tau = ..., .ax = ..., .ay = ... };).
+   propagate takes none; bc reads ax, ay and the wall fields only. */
+typedef struct {
+    double tau;   /* BGK relaxation time; kinematic viscosity (tau - 1/2) T / r^2 per step */
+    double ax;   /* force per unit mass per step along x (momentum gains rho*ax; gravity g: ax = g / R) */
+    double ay;   /* force per unit mass per step along y (gravity g: ay = g / R) */
+} lbgen_params;
 /* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
    xi_i = LBGEN_R * (cx, cy)), has weight lbgen_w[i] and opposite lbgen_opposite[i]. */
 extern const int lbgen_cx[37];
@@ -104,17 +147,23 @@ int lbgen_set_threads(int n);
 int lbgen_set_streaming_stores(int on);
 /* Refresh the halo of f periodically in X and Y (call before propagate / fused). */
 void lbgen_halo(lbgen_real *f, int lx, int ly);
-/* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py); needs a fresh halo in prv. */
-void lbgen_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly);
-/* Collision (bgk) of every interior site of in, written to out_f (may equal in).
+/* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py) for the sites (x, y) of the region.
+   Reads prv within 3 sites of the region (population p only at (x - cx[p], y - cy[p]));
+   where that leaves the interior it reads the halo: fill it first (lbgen_halo, or the
+   neighbours' columns / rows). */
+void lbgen_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const lbgen_region *region);
+/* Collision (bgk) of the region's sites of in, written to out_f (may equal in; reads
+   only the region's sites).
    tau: relaxation time; (ax, ay): force per unit mass per step (momentum gains rho*a). */
-void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, double tau, double ax, double ay);
-/* propagate + collide in one sweep: prv (fresh halo) -> nxt. */
-void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, double tau, double ax, double ay);
+void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, const lbgen_region *region, const lbgen_params *par);
+/* propagate + collide in one sweep: prv (fresh halo) -> nxt, the region's sites (reads as propagate). */
+void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par);
 /* `depth` steps in one sweep through cache (temporal blocking), bit-identical to depth x
    (halo, fused); prv needs a fresh halo, nxt
-   gets the interior.  Returns 0, 1 (out of memory) or 2 (depth outside 1..8). */
-int lbgen_fused_tb(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int depth, double tau, double ax, double ay);
+   gets the interior.  Whole lattice only (no region: its steps beyond the first read cells
+   that only the sweep itself computes).  Returns 0, 1 (out of memory) or 2 (depth outside
+   1..8). */
+int lbgen_fused_tb(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int depth, const lbgen_params *par);
 /* Physical fields.  The stored populations are post-collision: their own moments carry the
    whole force of the last collision.  init_equilibrium takes, and fields and diagnostics
    report, the physical (half-step) fields instead: rho, u - a/2, T + |a|^2/8
@@ -141,7 +190,26 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double 
 /* Plain array plain[(p*LX + x)*LY + y] (Q x LX x LY doubles) to and from the layout. */
 void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly);   /* halo refreshed */
 void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly);
+/* Halo exchange between ranks (or any copy of a block of cells): the populations of the cells
+   x0 <= x < x1, y0 <= y < y1 of f, halo cells included (-3 <= x0 <= x1 <= LX+3, -3 <= y0 <= y1 <= LY+3),
+   to / from a plain array buf[(p*W + x - x0)*H + y - y0] (Q x W x H doubles, W = x1 - x0,
+   H = y1 - y0), independent of the layout.  get_region reads the cells (a neighbour's halo);
+   put_region writes them, every stored copy (clustered layouts keep the rows next to a lane
+   boundary twice), so a halo it fills is complete.  Typical: get_region of the border strip
+   {0, 3, 0, LY} -> MPI -> put_region into the neighbour's halo strip {LX, LX+3, 0, LY}.
+   Rows beyond 0..LY-1 are the halo rows of the first and last lane.  -DLBGEN_DEBUG checks
+   the bounds. */
+void lbgen_get_region(const lbgen_real *f, double *buf, int lx, int ly, const lbgen_region *region);
+void lbgen_put_region(lbgen_real *f, const double *buf, int lx, int ly, const lbgen_region *region);
 /* END API */
+
+/* The whole lattice as a region. */
+static inline lbgen_region lbgen_whole(int lx, int ly)
+{
+    lbgen_region g;
+    g.x0 = 0; g.x1 = lx; g.y0 = 0; g.y1 = ly;
+    return g;
+}
 
 #ifdef __cplusplus
 }  /* extern "C" */

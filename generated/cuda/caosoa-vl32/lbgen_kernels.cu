@@ -42,7 +42,7 @@
 #endif
 
 typedef lbgen_real real;
-enum { Q = 37, HALO = 3, VL = 32, BLOCK = 128 };
+enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 32, BLOCK = 128 };
 
 #define LBGEN_SIZES const int LX = lx, LY = ly
 
@@ -480,7 +480,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_halo(real *__restrict__ f, int lx
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const ptrdiff_t g = LBGEN_THREAD_ID;
@@ -505,8 +505,8 @@ __global__ void __launch_bounds__(BLOCK) lbgen_halo(real *__restrict__ f, int lx
     ptrdiff_t xs = x % LX, y = (r + k*NR) % LY;
     if (xs < 0) xs += LX;
     if (y < 0) y += LY;
-    const ptrdiff_t dst = (x + HALO)*SX + (r + HALO)*SR + k*SK;
-    const ptrdiff_t src = (xs + HALO)*SX + (y % NR + HALO)*SR + (y / NR)*SK;
+    const ptrdiff_t dst = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
+    const ptrdiff_t src = (xs + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK;
     for (int p = 0; p < Q; ++p) f[dst + p*SP] = f[src + p*SP];
 }
 
@@ -516,7 +516,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict_
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     LBGEN_SITE_OF_THREAD;
@@ -566,7 +566,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real tau_ = (real)tau;
@@ -662,7 +662,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real tau_ = (real)tau;
@@ -760,7 +760,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     LBGEN_SITE_OF_THREAD;
@@ -1006,7 +1006,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     LBGEN_SITE_OF_THREAD;
@@ -1066,7 +1066,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real ax_ = (real)ax, ay_ = (real)ay;
@@ -1087,7 +1087,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
     d_[10] = 0;   /* nonfinite (sum) */
 
     for (ptrdiff_t x = 0; x < LX; ++x) {
-        const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+        const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
         {
             const real f0 = f[site + 0];
             const real f1 = f[site + 1*SP];
@@ -1160,7 +1160,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_pack(real *__restrict__ f, const 
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     LBGEN_SITE_OF_THREAD;
@@ -1174,7 +1174,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_unpack(const real *__restrict__ f
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     LBGEN_SITE_OF_THREAD;

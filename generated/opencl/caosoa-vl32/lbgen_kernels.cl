@@ -50,11 +50,12 @@
 #endif
 
 typedef double real;
-enum { Q = 37, HALO = 3, VL = 32 };
+enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 32 };
 
 #define LBGEN_Q    37   /* populations */
 #define LBGEN_R    1.1969797703930745   /* lattice scale: xi_i = R * (cx[i], cy[i]) */
-#define LBGEN_HALO 3   /* halo width: columns in X, cluster rows in Y */
+#define LBGEN_HALO 3   /* halo width: columns in X, cluster rows in Y; the reach of the largest hop */
+#define LBGEN_HALO_Y 3   /* halo cluster rows in Y */
 #define LBGEN_VL   32   /* cluster length (1: AoS, SoA) */
 /* threads (work-items) of lbgen_halo: LX*2*HALO*VL halo row elements + 2*HALO*NRP*VL halo column elements */
 #define LBGEN_HALO_THREADS(LX, LY) ((ptrdiff_t)(LX) * 192 + 6 * ((ptrdiff_t)(LY) / 32 + 6) * 32)
@@ -82,7 +83,7 @@ __kernel void lbgen_halo(__global real *f, int lx, int ly)
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
@@ -107,8 +108,8 @@ __kernel void lbgen_halo(__global real *f, int lx, int ly)
     ptrdiff_t xs = x % LX, y = (r + k*NR) % LY;
     if (xs < 0) xs += LX;
     if (y < 0) y += LY;
-    const ptrdiff_t dst = (x + HALO)*SX + (r + HALO)*SR + k*SK;
-    const ptrdiff_t src = (xs + HALO)*SX + (y % NR + HALO)*SR + (y / NR)*SK;
+    const ptrdiff_t dst = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
+    const ptrdiff_t src = (xs + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK;
     for (int p = 0; p < Q; ++p) f[dst + p*SP] = f[src + p*SP];
 }
 
@@ -117,7 +118,7 @@ __kernel void lbgen_propagate(__global const real *restrict prv, __global real *
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     LBGEN_SITE_OF_WORK_ITEM;
@@ -612,7 +613,7 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real tau_ = (real)tau;
@@ -707,7 +708,7 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real tau_ = (real)tau;
@@ -805,7 +806,7 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real ax_ = (real)ax, ay_ = (real)ay;
@@ -826,7 +827,7 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
     d_[10] = 0;   /* nonfinite (sum) */
 
     for (ptrdiff_t x = 0; x < LX; ++x) {
-        const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+        const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
         {
             const real f0 = f[site + 0];
             const real f1 = f[site + 1*SP];
@@ -912,7 +913,7 @@ __kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, 
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     LBGEN_SITE_OF_WORK_ITEM;
@@ -1160,7 +1161,7 @@ __kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __gl
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     LBGEN_SITE_OF_WORK_ITEM;
@@ -1219,7 +1220,7 @@ __kernel void lbgen_pack(__global real *restrict f, __global const real *restric
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     LBGEN_SITE_OF_WORK_ITEM;
@@ -1233,7 +1234,7 @@ __kernel void lbgen_unpack(__global const real *restrict f, __global real *restr
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     LBGEN_SITE_OF_WORK_ITEM;
