@@ -69,6 +69,20 @@ def default_layout(backend: str, ly: int, halo: int) -> Tuple[str, Optional[int]
     return "soa", None
 
 
+def choose_layout(backend: str, depth: int, halo: int, layout: Optional[str] = None,
+                  vl: Optional[int] = None) -> Tuple[str, Optional[int]]:
+    """The layout and VL a lattice gets when the caller leaves either open: ``default_layout``
+    for a missing layout (its VL unless one is given), the default VL (else 1) for a clustered
+    layout given without one; VL is None for the unclustered layouts.  ``depth``: the extent of
+    the clustered axis (LY in 2D, LZ in 3D)."""
+    if layout is None:
+        layout, default_vl = default_layout(backend, depth, halo)
+        vl = vl if vl is not None else default_vl
+    if layout in CLUSTERED and vl is None:
+        vl = default_layout(backend, depth, halo)[1] or 1
+    return layout, (vl if layout in CLUSTERED else None)
+
+
 class SpecError(ValueError):
     """An invalid kernel specification (raised before any code is generated)."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from lbgen.codegen.layouts import CLUSTERED
-from lbgen.codegen.spec import DEFAULT_VELOCITY_SET, default_layout
+from lbgen.codegen.spec import DEFAULT_VELOCITY_SET, choose_layout
 from lbgen.model.catalog import set_entry
 from lbgen.run.config import RunConfig
 from lbgen.run.fieldfile import load_fields
@@ -49,12 +49,8 @@ def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, dis
     if cfg.hetero and layout is None and vl is None:
         pass        # host + device: each region takes its backend's default (the manifest's regions record them)
     else:
-        if layout is None:
-            layout, default_vl = default_layout(cfg.backend, ly, halo)
-            vl = vl if vl is not None else default_vl
-        if layout in CLUSTERED and vl is None:
-            vl = default_layout(cfg.backend, ly, halo)[1] or 1
-        changes["layout"], changes["vl"] = layout, (vl if layout in CLUSTERED else None)
+        layout, vl = choose_layout(cfg.backend, ly, halo, layout, vl)
+        changes["layout"], changes["vl"] = layout, vl
     depth = resolve_time_block(cfg, distributed, lambda: tune.auto_time_block(
         cfg.backend, layout, vl if layout in CLUSTERED else None, lx, ly, cfg.precision, cfg.collision, walls,
         cfg.threads))

@@ -18,8 +18,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from lbgen.codegen.layouts import CLUSTERED
-from lbgen.codegen.spec import default_layout
+from lbgen.codegen.spec import choose_layout
 from lbgen.model.catalog import set_entry
 from lbgen.run.config import RunConfig
 from lbgen.run.construct import resolve_time_block
@@ -73,12 +72,8 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
     layout, vl = cfg.layout, cfg.vl
     halo = set_entry(cfg.velocity_set).max_hop
     depth_z = math.gcd(*block_depths) if block_depths else cfg.lz     # a VL dividing it divides every block's
-    if layout is None:
-        layout, default_vl = default_layout(cfg.backend, depth_z, halo)
-        vl = vl if vl is not None else default_vl
-    if layout in CLUSTERED and vl is None:
-        vl = default_layout(cfg.backend, depth_z, halo)[1] or 1
-    changes["layout"], changes["vl"] = layout, (vl if layout in CLUSTERED else None)
+    layout, vl = choose_layout(cfg.backend, depth_z, halo, layout, vl)
+    changes["layout"], changes["vl"] = layout, vl
     changes["time_block"] = depth = resolve_time_block(cfg, distributed)
     if cfg.out and not cfg.series_every:      # a multiple of the time block
         from lbgen.output.series import default_series_every

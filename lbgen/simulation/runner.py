@@ -18,9 +18,8 @@ from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from lbgen.codegen.spec import BACKENDS, KernelSpec, SpecError, default_layout, time_block_value
+from lbgen.codegen.spec import BACKENDS, KernelSpec, SpecError, choose_layout, time_block_value
 from lbgen.codegen.render import generate
-from lbgen.codegen.layouts import CLUSTERED
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET, run_set, set_entry, wall_scheme_refusal
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
@@ -170,12 +169,7 @@ class Simulation(HealthChecks):
         self.time_step = 0
 
         def spec_for(b, width):
-            lay, v = layout, vl
-            if lay is None:
-                lay, auto_vl = default_layout(b, ly, vs.max_hop)
-                v = v if v is not None else auto_vl
-            if lay in CLUSTERED and v is None:
-                v = default_layout(b, ly, vs.max_hop)[1] or 1
+            lay, v = choose_layout(b, ly, vs.max_hop, layout, vl)
             return KernelSpec(backend=b, layout=lay, vl=v, precision=precision, collision=collision,
                               walls=walls is not None, velocity_set=vs_name,
                               wall_scheme=walls.scheme if walls is not None else KernelSpec.wall_scheme)
