@@ -12,7 +12,10 @@ assembly of every function whose name holds one of `--functions` (OpenMP bodies 
 * insns: instruction lines;
 * spills / reloads: vector moves (`vmov*`) to / from a stack slot (`(%rsp)` or `(%rbp)`);
 * stack ops: other vector instructions with a stack operand (folded reloads);
-* flops: vector floating-point arithmetic (add, sub, mul, div, fma, min, max, sqrt).
+* flops: vector floating-point arithmetic (add, sub, mul, div, fma, min, max, sqrt);
+
+and, per kernel set, the collide list's most values live at once in the scheduler's model
+(`lbgen.model.assignments.peak_live`).
 
 Nothing is timed: the figures depend only on the generated source and the compiler.
 """
@@ -30,6 +33,8 @@ KERNELS = {
     "d2q37-regularized-walls": ["--velocity-set", "d2q37", "--collision", "regularized", "--walls"],
     "d3q19-bgk": ["--velocity-set", "d3q19", "--collision", "bgk"],
 }
+#: (velocity set, operator) of each kernel set's collide list
+COLLIDE = {"d2q37-regularized-walls": ("d2q37", "regularized"), "d3q19-bgk": ("d3q19", "bgk")}
 FUNCTIONS = ("fused",)
 _STACK = re.compile(r"\((%rsp|%rbp)\)")
 _FLOP = re.compile(r"^v(add|sub|mul|div|fn?m(add|sub)\d+|min|max|sqrt)[sp][sd]\b")
@@ -95,7 +100,12 @@ def main(argv=None) -> int:
         ap.error(f"unknown kernels {unknown}; allowed: {sorted(KERNELS)}")
     subs = [s for s in args.functions.split(",") if s]
     print(f"{'kernel':28} {'function':34} {'insns':>6} {'spills':>6} {'reloads':>7} {'stack_ops':>9} {'flops':>6}")
+    from lbgen.model.assignments import peak_live
+    from lbgen.model.derived import collide
     for kernel in wanted:
+        col = collide(COLLIDE[kernel][1], COLLIDE[kernel][0])
+        print(f"{kernel:28} collide list: {len(col.assignments)} assignments, at most "
+              f"{peak_live(col.assignments, col.outputs, col.inputs)} values live")
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(args.keep) / kernel if args.keep else Path(tmp)
             work.mkdir(parents=True, exist_ok=True)
