@@ -54,7 +54,8 @@ OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORD
 
 
 #: backends whose 3D lattices default to SoA: D3Q19 `fused` on the C backend ran faster in SoA
-#: than in CAoSoA VL 8 in every interleaved A/B (docs/performance.md, "3D: the site function")
+#: than in CAoSoA VL 8 in every interleaved comparison of docs/performance.md (the medians of
+#: "3D and 2D: the site function's order, the 3D default layout" and of the 3D pre-timings)
 SOA_IN_3D = ("c",)
 
 
