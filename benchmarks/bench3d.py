@@ -102,8 +102,18 @@ def main(argv=None) -> int:
     ap.add_argument("--min-seconds", type=float, default=1.0, help="least time of one kernel's sample")
     ap.add_argument("--tau", type=float, default=0.8)
     ap.add_argument("--lbmpy", action="store_true", help="time lbmpy's D3Q19 SRT kernel in the same rounds")
+    ap.add_argument("--pre-rounds", type=int, default=None,
+                    help="interleaved rounds of the layout pre-timing (default 2, 3 with --cpu-time); each "
+                         "layout's per-round rate ratio to the first layout's is printed (median [min-max])")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time in process CPU time (time.process_time) instead of wall-clock: with --threads 1, "
+                         "the kernels' own time, which a loaded machine does not stretch; no copy bandwidth")
     ap.add_argument("--json", default=None, help="write the figures here")
     args = ap.parse_args(argv)
+    if args.cpu_time and args.threads != 1:
+        ap.error(f"--cpu-time needs --threads 1 (got {args.threads}): the CPU time of several threads "
+                 "adds up, a rate from it would not be a rate")
+    clock = time.process_time if args.cpu_time else time.perf_counter
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     shape = (args.size,) * 3
     sites = int(np.prod(shape))
@@ -117,11 +127,15 @@ def main(argv=None) -> int:
     layouts = parse_layouts(args.layouts)
     if len(layouts) > 1:
         progs = [lbgen_program3d(shape, args.threads, lay, vl) for lay, vl in layouts]
-        pre = interleaved_rates([lbgen_kernel3d(p, args.tau, 1)[0] for p in progs], [sites] * len(progs), 2,
-                                args.min_seconds / 3)
+        rounds = args.pre_rounds or (3 if args.cpu_time else 2)
+        pre = interleaved_rates([lbgen_kernel3d(p, args.tau, 1)[0] for p in progs], [sites] * len(progs),
+                                rounds, args.min_seconds / 3, clock=clock)
         best = max(range(len(progs)), key=lambda j: statistics.median(pre[j]))
+        ratios = [[a / b for a, b in zip(s, pre[0])] for s in pre]
         print("lbgen layout pre-timing, fused (MLUPS): " + ", ".join(
-            f"{p.layout.tag}: {statistics.median(s) / 1e6:.1f}" for p, s in zip(progs, pre)), flush=True)
+            f"{p.layout.tag}: {statistics.median(s) / 1e6:.1f} ({statistics.median(r):.3f}x "
+            f"[{min(r):.3f}-{max(r):.3f}] {progs[0].layout.tag})" for p, s, r in zip(progs, pre, ratios)),
+            flush=True)
         report["layout_pre_timing"] = {p.layout.tag: statistics.median(s) / 1e6 for p, s in zip(progs, pre)}
         prog = progs[best]
         del progs
@@ -129,9 +143,10 @@ def main(argv=None) -> int:
         prog = lbgen_program3d(shape, args.threads, *layouts[0])
     kernels = [lbgen_kernel3d(prog, args.tau, 1)] + [lbgen_kernel3d(prog, args.tau, d) for d in depths]
     if args.lbmpy:
-        from lbmpy_compare import lbmpy_kernel, time_pair
+        from lbmpy_compare import lbmpy_kernel
         options = [lbmpy_kernel("D3Q19", shape, args.threads, args.tau, cse) for cse in (False, True)]
-        pre = time_pair([o[0] for o in options], [sites, sites], 2, args.min_seconds / 3)
+        pre = [[v / 1e6 for v in s] for s in interleaved_rates([o[0] for o in options], [sites, sites], 2,
+                                                               args.min_seconds / 3, clock=clock)]
         best = max(range(2), key=lambda j: statistics.median(pre[j]))
         print("lbmpy pre-timing (MLUPS): " + ", ".join(f"{o[1]}: {statistics.median(p):.1f}"
                                                         for o, p in zip(options, pre)), flush=True)
@@ -144,7 +159,9 @@ def main(argv=None) -> int:
         copy.append(bw["streaming"]["gbs"])
 
     samples = interleaved_rates([k[0] for k in kernels], [k[1] for k in kernels], args.repeat, args.min_seconds,
-                                between=measure_copy)
+                                between=None if args.cpu_time else measure_copy, clock=clock)
+    if args.cpu_time:
+        copy = [float("nan")] * args.repeat
     report["load_average_end"] = os.getloadavg()
     report["copy_gbs"] = copy
     fused = samples[0]

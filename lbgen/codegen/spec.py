@@ -53,16 +53,28 @@ def storage_bytes(precision: str) -> int:
 OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORDS.items()}
 
 
-def default_layout(backend: str, ly: int, halo: int) -> Tuple[str, Optional[int]]:
-    """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.
+#: backends whose 3D lattices default to SoA: D3Q19 `fused` on the C backend ran faster in SoA
+#: than in CAoSoA VL 8 in every interleaved comparison of docs/performance.md (the medians of
+#: "3D and 2D: the site function's order, the 3D default layout" and of the 3D pre-timings)
+SOA_IN_3D = ("c",)
+
+
+def default_layout(backend: str, ly: int, halo: int, dimension: int = 2) -> Tuple[str, Optional[int]]:
+    """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA; SoA for a
+    3D lattice (``dimension`` 3) on the backends of ``SOA_IN_3D``.
 
     (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
 
     On the CPU CAoSoA with VL = 8 (one AVX-512 vector of doubles) is the best combined
-    propagate + collide layout (paper Table 2; measured with `lbgen bench`); on GPUs a
-    cluster of 32 lanes maps to one warp.  When no preferred VL divides LY with
+    propagate + collide layout in 2D (paper Table 2; measured with `lbgen bench`); in 3D the
+    unclustered SoA (unit stride along Z, no cluster halo rows) measured faster; on GPUs a
+    cluster of 32 lanes maps to one warp.  When no preferred VL divides LY (in 3D: LZ) with
     LY/VL >= the halo width the unclustered SoA layout is used.
     """
+    if dimension not in (2, 3):
+        raise ValueError(f"default_layout: dimension {dimension!r}; allowed: 2 or 3")
+    if dimension == 3 and backend in SOA_IN_3D:
+        return "soa", None
     for vl in PREFERRED_VL.get(backend, (8,)):
         if ly % vl == 0 and ly // vl >= halo:
             return "caosoa", vl

@@ -124,3 +124,72 @@ def _flops(expr: sp.Expr, in_mul: bool = False) -> int:
         return abs(n) - 1 + (1 if n < 0 and not in_mul else 0) + _flops(expr.base)
     # anything else (functions, non-integer powers) counts as one operation
     return 1 + sum(_flops(a) for a in expr.args)
+
+
+def schedule(assignments, outputs) -> Tuple[Tuple[sp.Symbol, sp.Expr], ...]:
+    """The same assignments in an order that keeps few values live (a list scheduler).
+
+    Only the order changes, never an expression, so the values are bit-identical.  Model
+    of the generated code: an input is live from the start until its last use; a
+    temporary from its assignment to its last use; an output from its assignment to the
+    end (the site function's caller stores the outputs after it).  Greedy over the ready
+    assignments (all operands assigned): take the one that frees the most live values
+    (operands it uses for the last time) less the one it defines.  Ties go to the
+    assignment whose result the given list uses first, then to the earlier position in the
+    given list, which keeps the given structure where the pressure does not decide.
+
+    ``assignments``: (symbol, expression) pairs without a cycle; an operand that no
+    assignment defines is free (an input or a parameter).  ValueError for a cycle.
+    """
+    assignments = tuple(assignments)
+    index = {s: i for i, (s, _) in enumerate(assignments)}
+    operands = [sorted(e.free_symbols, key=str) for _, e in assignments]
+    deps = [[d for d in ops if d in index] for ops in operands]
+    users: Dict[sp.Symbol, list] = {}
+    for i, ops in enumerate(operands):
+        for d in ops:
+            users.setdefault(d, []).append(i)
+    remaining = {s: len(u) for s, u in users.items()}
+    waiting = [len(d) for d in deps]
+    ready = {i for i, w in enumerate(waiting) if w == 0}
+    order = []
+    while ready:
+        def key(i):
+            freed = sum(1 for d in set(operands[i]) if remaining[d] == 1)
+            first_user = min(users.get(assignments[i][0], [len(assignments)]))
+            return (1 - freed, first_user, i)
+        i = min(ready, key=key)
+        ready.discard(i)
+        order.append(assignments[i])
+        for d in set(operands[i]):
+            remaining[d] -= 1
+        for u in users.get(assignments[i][0], []):
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                ready.add(u)
+    if len(order) != len(assignments):
+        stuck = sorted(str(assignments[i][0]) for i, w in enumerate(waiting) if w > 0)
+        raise ValueError(f"schedule: the assignments of {stuck} depend on each other in a cycle; "
+                         "allowed: an acyclic list")
+    return tuple(order)
+
+
+def peak_live(assignments, outputs, inputs=()) -> int:
+    """The most values live at once in an ordered list, in the model of ``schedule``."""
+    last = {}
+    for i, (_, e) in enumerate(assignments):
+        for d in e.free_symbols:
+            last[d] = i
+    outs = set(outputs)
+    live = {s for s in inputs if s in last}
+    peak = len(live)
+    for i, (s, e) in enumerate(assignments):
+        # operands used for the last time free their registers for the result
+        for d in e.free_symbols:
+            if last.get(d) == i and d not in outs:
+                live.discard(d)
+        live.add(s)
+        peak = max(peak, len(live))
+        if s not in outs and s not in last:
+            live.discard(s)
+    return peak

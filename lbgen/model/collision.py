@@ -44,7 +44,7 @@ from typing import Dict, List, Tuple
 
 import sympy as sp
 
-from lbgen.model.assignments import AssignmentList
+from lbgen.model.assignments import AssignmentList, schedule
 from lbgen.model.hermite import Component, components, hermite, maxwellian_coefficient, multiplicity
 from lbgen.model.operators import AXES, force_arguments, operator as operator_record
 from lbgen.model.velocity_set import VelocitySet
@@ -282,7 +282,8 @@ def _reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_
 
 
 def cse_assignments(assignments, outputs):
-    """Common-subexpression elimination over the whole ordered list (outputs keep their names)."""
+    """Common-subexpression elimination over the whole ordered list (outputs keep their names),
+    in the order of ``lbgen.model.assignments.schedule`` (few live values)."""
     syms = [s for s, _ in assignments]
     exprs = [e for _, e in assignments]
     # substitute intermediate symbols so CSE sees through them, then let it re-extract
@@ -290,7 +291,7 @@ def cse_assignments(assignments, outputs):
                                    optimizations="basic")
     out = list(replacements)
     out += list(zip(syms, reduced))
-    return _drop_unused(_topological(out), outputs)
+    return schedule(_drop_unused(_topological(out), outputs), outputs)
 
 
 def _in_blocks(assignments, b: Builder):
@@ -298,7 +299,8 @@ def _in_blocks(assignments, b: Builder):
 
     A named symbol belongs to the block it was built in; a CSE temporary to the earliest
     block that uses it.  Every dependency then sits in the same or an earlier block, so
-    the stable sort keeps the list in definition-before-use order.
+    the stable sort keeps the list in definition-before-use order, and each block in the
+    order of ``cse_assignments`` (the schedule).
     """
     block = {s: b.block_of[s] for s, _ in assignments if s in b.block_of}
     temporaries = {s for s, _ in assignments if s not in b.block_of}

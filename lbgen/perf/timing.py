@@ -46,30 +46,32 @@ def time_call(fn, sync, repeat: int = 5, warmup: int = 1, min_sample: float = 0.
 
 
 def interleaved_rates(calls: Sequence, work: Sequence[float], repeat: int, min_seconds: float,
-                      between=None) -> list:
+                      between=None, clock=time.perf_counter) -> list:
     """Work per second (``work[j]`` units per call of ``calls[j]``, e.g. site updates), one
     list of ``repeat`` samples per call, the calls timed in turn within every sample so that
     a shared machine slows them alike (ratios are then taken per sample).  Each sample of a
     call lasts at least ``min_seconds`` (calls per sample from one timed call after two
     warm-up calls); ``between()``, when given, runs at the start of every round (untimed:
-    e.g. a limit measured in the same rounds)."""
+    e.g. a limit measured in the same rounds).  ``clock``: the time measured, wall-clock by
+    default; ``time.process_time`` gives the CPU time of this process (with one thread, the
+    work's own time, which a loaded machine does not stretch)."""
     for c in calls:       # warm-up (and page faults)
         c()
         c()
     inner = []
     for c in calls:
-        t0 = time.perf_counter()
+        t0 = clock()
         c()
-        inner.append(max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-6))))
+        inner.append(max(1, int(min_seconds / max(clock() - t0, 1e-6))))
     samples = [[] for _ in calls]
     for _ in range(repeat):
         if between is not None:
             between()
         for j, c in enumerate(calls):
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(inner[j]):
                 c()
-            samples[j].append(work[j] * inner[j] / (time.perf_counter() - t0))
+            samples[j].append(work[j] * inner[j] / (clock() - t0))
     return samples
 
 

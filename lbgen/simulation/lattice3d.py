@@ -149,8 +149,9 @@ class Simulation3D:
 
     ``collision`` and its parameters (tau for bgk; C1, C2, C3 for regularized) are checked
     against the operator records, ``gravity`` is (gx, gy, gz); ``walls``, ``lid`` and ``mask``
-    as in the module's docstring.  ``layout``/``vl``: the data layout (default: caosoa with the
-    preferred VL that divides LZ, else soa); ``threads``: OpenMP threads (0: all allowed);
+    as in the module's docstring.  ``layout``/``vl``: the data layout (default:
+    ``lbgen.codegen.spec.default_layout`` for a 3D lattice: soa on the C backend, else caosoa
+    with the preferred VL that divides LZ, else soa); ``threads``: OpenMP threads (0: all allowed);
     ``strict``: no FMA contraction (layouts and fused/unfused agree bit for bit);
     ``time_block=N`` (C backend, fused): N steps per sweep through cache (temporal blocking
     along X, ``fused_tb``), the bits of N single steps in strict builds.
@@ -189,7 +190,7 @@ class Simulation3D:
             raise SpecError(f"unknown backend {backend!r}; choose from {', '.join(RUNTIMES)}")
         backend = spec_backend(self.runtime)             # 'cuda' for 'cuda-shim'
         if layout is None:
-            layout, auto_vl = default_layout(backend, self.lz, entry.max_hop)
+            layout, auto_vl = default_layout(backend, self.lz, entry.max_hop, dimension=3)
             vl = vl if vl is not None else auto_vl
         elif str(layout).lower() in CLUSTERED and vl is None:
             vl = default_layout(backend, self.lz, entry.max_hop)[1] or 1

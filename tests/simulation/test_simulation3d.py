@@ -123,7 +123,7 @@ def test_shear_wave_viscosity_is_tau_minus_half_over_three(axis, name, collision
 def test_repr_and_parameters():
     sim = lbgen.Simulation3D(4, 4, 16, tau=0.8, gravity=(0, 0, -1e-5), walls="z", lid={"z-high": (0.05, 0, 0)})
     text = repr(sim)
-    assert text.startswith("Simulation3D(4x4x16 D3Q19 bgk tau=0.8 g=(0, 0, -1e-05), c caosoa-vl8, walls z, "
+    assert text.startswith("Simulation3D(4x4x16 D3Q19 bgk tau=0.8 g=(0, 0, -1e-05), c soa, walls z, "
                            "lid z-high (0.05, 0, 0), step 0, no state yet")
     sim.set_parameters(tau=0.9, gravity=(0, 0, 0))
     assert sim.params.tau == 0.9 and sim.force == (0.0, 0.0, 0.0)
@@ -173,3 +173,17 @@ def test_bad_states_are_refused():
         sim.set_populations(np.ones((19, 6, 5, 8)))
     with pytest.raises(SimulationError, match="steps=-1 must be an integer >= 0"):
         sim.run(-1)
+
+
+def test_default_layout_in_3d_is_soa_on_the_cpu_and_clustered_elsewhere():
+    """The one rule (lbgen.codegen.spec.default_layout, dimension 3): SoA for the C backend,
+    whose D3Q19 fused measured faster in SoA (docs/performance.md); an explicit clustered
+    layout still gets the preferred VL; GPUs keep CAoSoA with a warp-wide cluster."""
+    from lbgen.codegen.spec import default_layout
+    assert lbgen.Simulation3D(4, 4, 16).program.layout.tag == "soa"
+    assert lbgen.Simulation3D(4, 4, 16, layout="caosoa").program.layout.tag == "caosoa-vl8"
+    assert default_layout("c", 16, 1, dimension=3) == ("soa", None)
+    assert default_layout("c", 16, 1) == ("caosoa", 8)
+    assert default_layout("opencl", 64, 1, dimension=3) == ("caosoa", 32)
+    with pytest.raises(ValueError, match="dimension 4; allowed: 2 or 3"):
+        default_layout("c", 16, 1, dimension=4)

@@ -1,0 +1,128 @@
+"""A/B of two emitted versions of the same kernels in CPU time, interleaved (one thread).
+
+    python benchmarks/site_asm.py --keep /tmp/a        # on version A (e.g. main)
+    python benchmarks/site_asm.py --keep /tmp/b        # on version B
+    python benchmarks/kernel_ab.py /tmp/a /tmp/b --rounds 15
+
+For each kernel set of `site_asm.py` (`<dir>/<kernel>/src`, written by `lbgen emit`), both
+versions are built as shared libraries with the runtime's flags (`gcc -O3 -march=native
+-fopenmp -std=gnu11 -fPIC -shared`) and their hot entry points called with OMP_NUM_THREADS=1
+on the same lattice: D3Q19 BGK `fused` (periodic box), D2Q37 regularized `fused_walls` and
+`fused_tb` depth 3 with both thermal walls (the `lbgen run rayleigh-taylor` path).  A round
+times A then B then B then A, each for at least `--seconds` of process CPU time
+(`time.process_time`: a loaded machine stretches wall-clock time, not the CPU time of the
+work), and the ratio time(A) / time(B) of the round is printed with the median over rounds:
+above 1, B is faster.  Not a test: the figures go to docs/performance.md.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-std=gnu11", "-fPIC", "-shared")
+
+
+class Walls(ctypes.Structure):
+    _fields_ = [("T_bottom", ctypes.c_double), ("T_top", ctypes.c_double),
+                ("adiabatic_bottom", ctypes.c_int), ("adiabatic_top", ctypes.c_int),
+                ("bottom", ctypes.c_int), ("top", ctypes.c_int)]
+
+
+def build(src: Path, out: Path) -> ctypes.CDLL:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["gcc", *FLAGS, "-o", str(out), str(src / "lbgen_kernels.c")], check=True)
+    return ctypes.CDLL(str(out))
+
+
+def calls(lib: ctypes.CDLL, kernel: str, size):
+    """{name: (call, sites per call)} of the hot kernels of one library."""
+    D = ctypes.c_double
+    lib.lbgen_alloc.restype = ctypes.POINTER(D)
+    lib.lbgen_buffer_size.restype = ctypes.c_size_t
+    if kernel == "d3q19-bgk":
+        n = size
+        bufs = [lib.lbgen_alloc(n, n, n) for _ in range(2)]
+        count = lib.lbgen_buffer_size(n, n, n)
+        for b in bufs:
+            ctypes.memmove(b, (D * count)(*([1.0 / 19] * count)), count * 8)
+        state = [0]
+
+        def fused():
+            a, b = bufs[state[0]], bufs[1 - state[0]]
+            lib.lbgen_fused(a, b, n, n, n, None, D(0.8), D(0.0), D(0.0), D(0.0))
+            state[0] ^= 1
+        return {"fused": (fused, n ** 3)}
+    lx, ly = size
+    bufs = [lib.lbgen_alloc(lx, ly) for _ in range(2)]
+    count = lib.lbgen_buffer_size(lx, ly)
+    for b in bufs:
+        ctypes.memmove(b, (D * count)(*([1.0 / 37] * count)), count * 8)
+    walls = Walls(1.0, 1.0, 0, 0, 1, 1)
+    params = (D(0.002), D(0.002), D(0.0), D(0.0), D(-1e-5))
+    state = [0]
+
+    def fused_walls():
+        a, b = bufs[state[0]], bufs[1 - state[0]]
+        lib.lbgen_fused_walls(a, b, lx, ly, ctypes.byref(walls), *params)
+        state[0] ^= 1
+
+    def fused_tb():
+        a, b = bufs[state[0]], bufs[1 - state[0]]
+        lib.lbgen_fused_tb(a, b, lx, ly, ctypes.byref(walls), 3, *params)
+        state[0] ^= 1
+    return {"fused_walls": (fused_walls, lx * ly), "fused_tb3": (fused_tb, 3 * lx * ly)}
+
+
+def cpu_time_per_site(call, sites: int, seconds: float) -> float:
+    call()
+    n, t0 = 0, time.process_time()
+    while True:
+        call()
+        n += 1
+        t = time.process_time() - t0
+        if t >= seconds:
+            return t / (n * sites)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("a", type=Path, help="site_asm.py --keep folder of version A")
+    ap.add_argument("b", type=Path, help="site_asm.py --keep folder of version B")
+    ap.add_argument("--kernels", default="d2q37-regularized-walls,d3q19-bgk")
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--seconds", type=float, default=0.5, help="CPU seconds per timing")
+    ap.add_argument("--size2d", default="64x256", help="LXxLY of the D2Q37 lattice")
+    ap.add_argument("--size3d", type=int, default=32, help="edge of the D3Q19 cube")
+    args = ap.parse_args(argv)
+    if args.rounds < 1 or args.seconds <= 0:
+        ap.error(f"--rounds {args.rounds} / --seconds {args.seconds}: allowed: rounds >= 1, seconds > 0")
+    lx, ly = (int(v) for v in args.size2d.split("x"))
+    for kernel in [k for k in args.kernels.split(",") if k]:
+        size = args.size3d if kernel.startswith("d3") else (lx, ly)
+        libs = [build(d / kernel / "src", d / kernel / "ab" / "lib.so") for d in (args.a, args.b)]
+        sets = [calls(lib, kernel, size) for lib in libs]
+        for name in sets[0]:
+            ratios, ns = [], []
+            for _ in range(args.rounds):
+                a1 = cpu_time_per_site(*sets[0][name], args.seconds)
+                b1 = cpu_time_per_site(*sets[1][name], args.seconds)
+                b2 = cpu_time_per_site(*sets[1][name], args.seconds)
+                a2 = cpu_time_per_site(*sets[0][name], args.seconds)
+                ratios.append((a1 + a2) / (b1 + b2))
+                ns.append(((a1 + a2) / 2 * 1e9, (b1 + b2) / 2 * 1e9))
+            med = statistics.median(ratios)
+            print(f"{kernel} {name}: A/B CPU time {med:.3f} [{min(ratios):.3f}-{max(ratios):.3f}] over "
+                  f"{args.rounds} rounds; ns/site A {statistics.median(n[0] for n in ns):.1f}, "
+                  f"B {statistics.median(n[1] for n in ns):.1f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
