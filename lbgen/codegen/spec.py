@@ -82,13 +82,13 @@ def default_layout(backend: str, ly: int, halo: int, dimension: int = 2) -> Tupl
 
 
 def choose_layout(backend: str, depth: int, halo: int, layout: Optional[str] = None,
-                  vl: Optional[int] = None) -> Tuple[str, Optional[int]]:
+                  vl: Optional[int] = None, dimension: int = 2) -> Tuple[str, Optional[int]]:
     """The layout and VL a lattice gets when the caller leaves either open: ``default_layout``
-    for a missing layout (its VL unless one is given), the default VL (else 1) for a clustered
-    layout given without one; VL is None for the unclustered layouts.  ``depth``: the extent of
-    the clustered axis (LY in 2D, LZ in 3D)."""
+    for a missing layout (its VL unless one is given), the backend's preferred VL that fits
+    (else 1) for a clustered layout given without one; VL is None for the unclustered layouts.
+    ``depth``: the extent of the clustered axis (LY in 2D, LZ in 3D)."""
     if layout is None:
-        layout, default_vl = default_layout(backend, depth, halo)
+        layout, default_vl = default_layout(backend, depth, halo, dimension)
         vl = vl if vl is not None else default_vl
     if layout in CLUSTERED and vl is None:
         vl = default_layout(backend, depth, halo)[1] or 1

@@ -23,8 +23,7 @@ from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from lbgen.codegen.layouts import CLUSTERED
-from lbgen.codegen.spec import KernelSpec, SpecError, default_layout
+from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.parameters import Parameters, SimulationError
 
@@ -189,11 +188,8 @@ class Simulation3D:
         if self.runtime not in RUNTIMES:
             raise SpecError(f"unknown backend {backend!r}; choose from {', '.join(RUNTIMES)}")
         backend = spec_backend(self.runtime)             # 'cuda' for 'cuda-shim'
-        if layout is None:
-            layout, auto_vl = default_layout(backend, self.lz, entry.max_hop, dimension=3)
-            vl = vl if vl is not None else auto_vl
-        elif str(layout).lower() in CLUSTERED and vl is None:
-            vl = default_layout(backend, self.lz, entry.max_hop)[1] or 1
+        layout, vl = choose_layout(backend, self.lz, entry.max_hop, None if layout is None else str(layout).lower(),
+                                   vl, dimension=3)
         spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                           velocity_set=velocity_set).validate()
         from lbgen.codegen.render3d import check_sizes3d
