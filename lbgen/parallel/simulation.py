@@ -127,7 +127,9 @@ class DistributedSimulation(Simulation):
         self.ly = ly
         self.time_block = depth
         #: the walls this rank holds: the bottom one on the lowest row of ranks, the top on the highest
-        self.wall_sides = (self.coords[1] == 0, self.coords[1] == py - 1)
+        #: (a periodic lattice has none to hold: the kernels' default, both, is passed on)
+        if self.walls is not None:
+            self.wall_sides = (self.coords[1] == 0, self.coords[1] == py - 1)
         mine = [{"rank": self.rank, "backend": r.program.spec.backend, "layout": r.program.layout.tag,
                  "columns": [r.x_start + self.ghost[0], r.width - 2 * self.ghost[0]],
                  "rows": [self.y0, self.local_ly]} for r in self.regions]
