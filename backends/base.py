@@ -288,12 +288,6 @@ class Program(abc.ABC):
                 raise ValueError(f"sides: {name}={v!r} is not a boolean (True: this lattice holds the {name} wall)")
         return bool(bottom), bool(top)
 
-    def _require_both_sides(self, sides) -> None:
-        """Kernels without per-side wall switches (OpenCL, CUDA) run both walls only."""
-        if self._check_sides(sides) != (True, True):
-            raise NotImplementedError(f"the {self.spec.backend} kernels hold both walls; sides={tuple(sides)!r} "
-                                      f"(one wall only, a lattice split in Y) needs the C backend")
-
     def _require_walls(self) -> None:
         if not self.spec.walls:
             raise ValueError("these kernels were generated without walls (KernelSpec(walls=True) adds the bc kernel)")

@@ -93,25 +93,27 @@ class LaunchProgram(Program):
     def propagate(self, prv, nxt):
         self._run("propagate", prv, nxt, *self._sizes)
 
+    def _sides(self, sides):
+        """The kernels' int arguments wall_bottom, wall_top."""
+        return [int(v) for v in self._check_sides(sides)]
+
     def collide(self, src, dst, sides=(True, True), **params):
-        self._require_both_sides(sides)
-        self._run("collide", src, dst, *self._sizes, *self._param_values(params))
+        walls = self._sides(sides) if self.spec.walls else []
+        self._run("collide", src, dst, *self._sizes, *self._param_values(params), *walls)
 
     def fused(self, prv, nxt, **params):
         self._run("fused", prv, nxt, *self._sizes, *self._param_values(params))
 
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True)):
         self._require_walls()
-        self._require_both_sides(sides)
         self._run("bc", prv, nxt, *self._sizes, float(T_bottom), float(T_top),
-                  int(bool(adiabatic[0])), int(bool(adiabatic[1])), float(ax), float(ay))
+                  int(bool(adiabatic[0])), int(bool(adiabatic[1])), float(ax), float(ay), *self._sides(sides))
 
     def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
                     **params):
         self._require_walls()
-        self._require_both_sides(sides)
         self._run("fused_walls", prv, nxt, *self._sizes, *self._param_values(params), float(T_bottom), float(T_top),
-                  int(bool(adiabatic[0])), int(bool(adiabatic[1])))
+                  int(bool(adiabatic[0])), int(bool(adiabatic[1])), *self._sides(sides))
 
 
 # --- pycuda runtime ----------------------------------------------------------------------

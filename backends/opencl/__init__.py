@@ -378,9 +378,13 @@ class OpenCLProgram(Program):
     def propagate(self, prv, nxt):
         self._launch("propagate", self._site_range, prv, nxt, *self._sizes)
 
+    def _sides(self, sides):
+        """The kernels' int arguments wall_bottom, wall_top."""
+        return [np.int32(v) for v in self._check_sides(sides)]
+
     def collide(self, src, dst, sides=(True, True), **params):
-        self._require_both_sides(sides)
-        self._launch("collide", self._site_range, src, dst, *self._sizes, *self._params(params))
+        walls = self._sides(sides) if self.spec.walls else []
+        self._launch("collide", self._site_range, src, dst, *self._sizes, *self._params(params), *walls)
 
     def fused(self, prv, nxt, **params):
         self._launch("fused", self._site_range, prv, nxt, *self._sizes, *self._params(params))
@@ -388,9 +392,9 @@ class OpenCLProgram(Program):
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True)):
         """Thermal walls after propagate(prv -> nxt): one work-item per column."""
         self._require_walls()
-        self._require_both_sides(sides)
         self._launch("bc", self._column_range, prv, nxt, *self._sizes, self.dtype(T_bottom), self.dtype(T_top),
-                     np.int32(bool(adiabatic[0])), np.int32(bool(adiabatic[1])), self.dtype(ax), self.dtype(ay))
+                     np.int32(bool(adiabatic[0])), np.int32(bool(adiabatic[1])), self.dtype(ax), self.dtype(ay),
+                     *self._sides(sides))
 
     def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
         """The generated init_equilibrium kernel (physical fields in, arrays of `real`), then the halo."""
@@ -426,10 +430,9 @@ class OpenCLProgram(Program):
                     **params):
         """propagate + bc + collide in one launch (one work-item per site)."""
         self._require_walls()
-        self._require_both_sides(sides)
         self._launch("fused_walls", self._site_range, prv, nxt, *self._sizes, *self._params(params),
                      self.dtype(T_bottom), self.dtype(T_top), np.int32(bool(adiabatic[0])),
-                     np.int32(bool(adiabatic[1])))
+                     np.int32(bool(adiabatic[1])), *self._sides(sides))
 
     def synchronize(self) -> None:
         self.queue.finish()
