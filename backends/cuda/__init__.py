@@ -90,30 +90,40 @@ class LaunchProgram(Program):
     def halo(self, f):
         self._run("halo", f, *self._sizes)
 
-    def propagate(self, prv, nxt):
-        self._run("propagate", prv, nxt, *self._sizes)
+    def _sweep(self, kernel: str, region, *args, columns_only: bool = False) -> None:
+        """Launch a sweep over `region` (None: the whole lattice; else (x0, x1, y0, y1), checked):
+        its region arguments follow the sizes, the rest of `args` after them; an empty region
+        launches nothing."""
+        reg = self._check_region(region)
+        n = reg[1] - reg[0] if columns_only else self._region_items(reg)
+        if n > 0:
+            self._launch(kernel, grid_size(n, self.block), self.block, *args[:2], *self._sizes, *reg, *args[2:])
 
     def _sides(self, sides):
         """The kernels' int arguments wall_bottom, wall_top."""
         return [int(v) for v in self._check_sides(sides)]
 
-    def collide(self, src, dst, sides=(True, True), **params):
+    def propagate(self, prv, nxt, region=None):
+        self._sweep("propagate", region, prv, nxt)
+
+    def collide(self, src, dst, sides=(True, True), region=None, **params):
         walls = self._sides(sides) if self.spec.walls else []
-        self._run("collide", src, dst, *self._sizes, *self._param_values(params), *walls)
+        self._sweep("collide", region, src, dst, *self._param_values(params), *walls)
 
-    def fused(self, prv, nxt, **params):
-        self._run("fused", prv, nxt, *self._sizes, *self._param_values(params))
+    def fused(self, prv, nxt, region=None, **params):
+        self._sweep("fused", region, prv, nxt, *self._param_values(params))
 
-    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True)):
+    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
+           region=None):
         self._require_walls()
-        self._run("bc", prv, nxt, *self._sizes, float(T_bottom), float(T_top),
-                  int(bool(adiabatic[0])), int(bool(adiabatic[1])), float(ax), float(ay), *self._sides(sides))
+        self._sweep("bc", region, prv, nxt, float(T_bottom), float(T_top), int(bool(adiabatic[0])),
+                    int(bool(adiabatic[1])), float(ax), float(ay), *self._sides(sides), columns_only=True)
 
     def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
-                    **params):
+                    region=None, **params):
         self._require_walls()
-        self._run("fused_walls", prv, nxt, *self._sizes, *self._param_values(params), float(T_bottom), float(T_top),
-                  int(bool(adiabatic[0])), int(bool(adiabatic[1])), *self._sides(sides))
+        self._sweep("fused_walls", region, prv, nxt, *self._param_values(params), float(T_bottom), float(T_top),
+                    int(bool(adiabatic[0])), int(bool(adiabatic[1])), *self._sides(sides))
 
 
 # --- pycuda runtime ----------------------------------------------------------------------
@@ -251,14 +261,15 @@ class CudaProgram(LaunchProgram):
         sizes = "" if self.spec.compile_time_sizes else "ii"
         nparams = len(self._param_signature())
         formats = {
-            "halo": "P" + sizes, "propagate": "PP" + sizes, "pack": "PP" + sizes, "unpack": "PP" + sizes,
-            "collide": "PP" + sizes + real * nparams, "fused": "PP" + sizes + real * nparams,
+            "halo": "P" + sizes, "propagate": "PP" + sizes + "iiii", "pack": "PP" + sizes, "unpack": "PP" + sizes,
+            "collide": "PP" + sizes + "iiii" + real * nparams + ("ii" if self.spec.walls else ""),
+            "fused": "PP" + sizes + "iiii" + real * nparams,
             "init_equilibrium": "P" + sizes + "PPPP" + real * 2, "fields": "P" + sizes + "PPPP" + real * 2,
             "diagnostics": "P" + sizes + "P" + real * 2,
         }
         if self.spec.walls:
-            formats["bc"] = "PP" + sizes + real + real + "ii" + real + real
-            formats["fused_walls"] = "PP" + sizes + real * nparams + real + real + "ii"
+            formats["bc"] = "PP" + sizes + "iiii" + real + real + "ii" + real + real + "ii"
+            formats["fused_walls"] = "PP" + sizes + "iiii" + real * nparams + real + real + "ii" + "ii"
         self.functions = {}
         for k, fmt in formats.items():
             fn = self.module.get_function(f"{self.prefix}_{k}")
