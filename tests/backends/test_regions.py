@@ -126,3 +126,33 @@ def test_each_call_passes_its_own_parameter_values(programs, wall_state):  # noq
         prog.fused(f, g, **dict(PARAMS, C1=c1))
         out.append(prog.download(g))
     assert not np.array_equal(out[0], out[1]) and np.array_equal(out[0], out[2])
+
+
+@pytest.mark.parametrize("backend,layout,vl", [("opencl", "soa", None), ("opencl", "caosoa", 2),
+                                              ("cuda", "csoa", 4)], ids=["opencl-soa", "opencl-caosoa-vl2", "cuda-csoa-vl4"])
+def test_a_gpu_sweep_launches_the_region_slots_only(programs, backend, layout, vl):
+    """The work-items of a GPU sweep: its columns times the storage slots s = r*VL + k from the
+    lowest to the highest of its rows, for every row range (counted from the layout here), and
+    what the runtime launches for a border strip."""
+    prog = programs(layout, vl, backend)
+    NR, VL = prog.layout.NR, prog.layout.VL
+    for y0 in range(LY):
+        for y1 in range(y0 + 1, LY + 1):
+            slots = [(y % NR) * VL + y // NR for y in range(y0, y1)]
+            assert prog._region_items((2, 5, y0, y1)) == 3 * (max(slots) - min(slots) + 1), (y0, y1)
+    assert prog._region_items((0, LX, 0, LY)) == LX * LY and prog._region_items((0, LX, 4, 4)) == 0
+    launched = []
+    real_launch = prog._launch
+    prog._launch = lambda name, *args: launched.append((name, args[0] if backend == "opencl" else args[:2]))
+    try:
+        f, g = prog.allocate(), prog.allocate()
+        prog.propagate(f, g, region=(H, LX - H, 0, H))
+        prog.propagate(f, g, region=(0, LX, 5, 5))                      # empty: nothing launched
+    finally:
+        prog._launch = real_launch
+    n = prog._region_items((H, LX - H, 0, H))
+    assert n < LX * LY // 2
+    if backend == "opencl":
+        assert launched == [("propagate", prog._ranges(n))]
+    else:
+        assert launched == [("propagate", ((n + prog.block - 1) // prog.block, prog.block))]
