@@ -248,6 +248,26 @@ def compile_module(source, strict: bool = False, options=None):
     return module, arch
 
 
+def launch_formats(spec) -> Dict[str, str]:
+    """pycuda's prepared-call argument formats of the kernels of a CUDA spec (P pointer, i int,
+    d/f real), in the order of their parameter lists (templates/cuda/api.j2)."""
+    from lbgen.codegen.spec import OPERATOR_PARAMETERS
+    real = "d" if spec.precision == "double" else "f"
+    sizes = "" if spec.compile_time_sizes else "ii"
+    nparams = len(OPERATOR_PARAMETERS[spec.collision])
+    formats = {
+        "halo": "P" + sizes, "propagate": "PP" + sizes + "iiii", "pack": "PP" + sizes, "unpack": "PP" + sizes,
+        "collide": "PP" + sizes + "iiii" + real * nparams + ("ii" if spec.walls else ""),
+        "fused": "PP" + sizes + "iiii" + real * nparams,
+        "init_equilibrium": "P" + sizes + "PPPP" + real * 2, "fields": "P" + sizes + "PPPP" + real * 2,
+        "diagnostics": "P" + sizes + "P" + real * 2,
+    }
+    if spec.walls:
+        formats["bc"] = "PP" + sizes + "iiii" + real + real + "ii" + real + real + "ii"
+        formats["fused_walls"] = "PP" + sizes + "iiii" + real * nparams + real + real + "ii" + "ii"
+    return formats
+
+
 class CudaProgram(LaunchProgram):
     """Kernels of one CUDA source compiled by pycuda for device 0."""
 
@@ -258,18 +278,7 @@ class CudaProgram(LaunchProgram):
         self.module, self.arch = compile_module(source, strict, options)
         real = "d" if self.spec.precision == "double" else "f"
         self.real_np = np.float64 if real == "d" else np.float32
-        sizes = "" if self.spec.compile_time_sizes else "ii"
-        nparams = len(self._param_signature())
-        formats = {
-            "halo": "P" + sizes, "propagate": "PP" + sizes + "iiii", "pack": "PP" + sizes, "unpack": "PP" + sizes,
-            "collide": "PP" + sizes + "iiii" + real * nparams + ("ii" if self.spec.walls else ""),
-            "fused": "PP" + sizes + "iiii" + real * nparams,
-            "init_equilibrium": "P" + sizes + "PPPP" + real * 2, "fields": "P" + sizes + "PPPP" + real * 2,
-            "diagnostics": "P" + sizes + "P" + real * 2,
-        }
-        if self.spec.walls:
-            formats["bc"] = "PP" + sizes + "iiii" + real + real + "ii" + real + real + "ii"
-            formats["fused_walls"] = "PP" + sizes + "iiii" + real * nparams + real + real + "ii" + "ii"
+        formats = launch_formats(self.spec)
         self.functions = {}
         for k, fmt in formats.items():
             fn = self.module.get_function(f"{self.prefix}_{k}")
