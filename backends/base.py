@@ -288,11 +288,37 @@ class Program(abc.ABC):
                 raise ValueError(f"sides: {name}={v!r} is not a boolean (True: this lattice holds the {name} wall)")
         return bool(bottom), bool(top)
 
-    def _require_both_sides(self, sides) -> None:
-        """Kernels without per-side wall switches (OpenCL, CUDA) run both walls only."""
-        if self._check_sides(sides) != (True, True):
-            raise NotImplementedError(f"the {self.spec.backend} kernels hold both walls; sides={tuple(sides)!r} "
-                                      f"(one wall only, a lattice split in Y) needs the C backend")
+    def _check_region(self, region) -> tuple:
+        """(x0, x1, y0, y1) of a sweep's region: None is the whole lattice, else interior sites
+        x0 <= x < x1, y0 <= y < y1, checked here (the kernels trust it)."""
+        if region is None:
+            return 0, self.lx, 0, self.ly
+        try:
+            x0, x1, y0, y1 = region
+        except (TypeError, ValueError):
+            raise ValueError(f"region={region!r} must be (x0, x1, y0, y1): interior sites x0 <= x < x1, "
+                             f"y0 <= y < y1") from None
+        for name, v in zip(("x0", "x1", "y0", "y1"), (x0, x1, y0, y1)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ValueError(f"region: {name}={v!r} is not an integer")
+        if not (0 <= x0 <= x1 <= self.lx and 0 <= y0 <= y1 <= self.ly):
+            raise ValueError(f"region (x0, x1, y0, y1) = {(x0, x1, y0, y1)} outside the lattice: allowed "
+                             f"0 <= x0 <= x1 <= {self.lx}, 0 <= y0 <= y1 <= {self.ly}")
+        return int(x0), int(x1), int(y0), int(y1)
+
+    def _region_items(self, region: tuple) -> int:
+        """Work-items (threads) of a GPU sweep over a checked region: its columns times the
+        storage slots s = r*VL + k (k fastest: the lanes of a cluster are consecutive items)
+        from the lowest to the highest slot of its rows (common.j2 region_site, the same rule)."""
+        x0, x1, y0, y1 = region
+        if x1 <= x0 or y1 <= y0:
+            return 0
+        NR, VL = self.layout.NR, self.layout.VL
+        if y0 // NR == (y1 - 1) // NR:
+            slots = ((y1 - 1) % NR - y0 % NR) * VL + 1
+        else:
+            slots = (NR - 1) * VL + y1 // NR - (y0 // NR + (y0 % NR != 0))
+        return (x1 - x0) * slots
 
     def _require_walls(self) -> None:
         if not self.spec.walls:

@@ -135,18 +135,8 @@ class CProgram(HostBuffers, Program):
                 self._whole = self.ffi.new(f"{self.prefix}_region *", {"x0": 0, "x1": self.lx, "y0": 0,
                                                                           "y1": self.ly})
             return self._whole
-        try:
-            x0, x1, y0, y1 = region
-        except (TypeError, ValueError):
-            raise ValueError(f"region={region!r} must be (x0, x1, y0, y1): interior sites x0 <= x < x1, "
-                             f"y0 <= y < y1") from None
-        for name, v in zip(("x0", "x1", "y0", "y1"), (x0, x1, y0, y1)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise ValueError(f"region: {name}={v!r} is not an integer")
-        if not (0 <= x0 <= x1 <= self.lx and 0 <= y0 <= y1 <= self.ly):
-            raise ValueError(f"region (x0, x1, y0, y1) = {(x0, x1, y0, y1)} outside the lattice: allowed "
-                             f"0 <= x0 <= x1 <= {self.lx}, 0 <= y0 <= y1 <= {self.ly}")
-        return self.ffi.new(f"{self.prefix}_region *", {"x0": int(x0), "x1": int(x1), "y0": int(y0), "y1": int(y1)})
+        x0, x1, y0, y1 = self._check_region(region)
+        return self.ffi.new(f"{self.prefix}_region *", {"x0": x0, "x1": x1, "y0": y0, "y1": y1})
 
     def propagate(self, prv, nxt, region=None):
         reg = self._region(region)

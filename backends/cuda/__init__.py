@@ -90,28 +90,40 @@ class LaunchProgram(Program):
     def halo(self, f):
         self._run("halo", f, *self._sizes)
 
-    def propagate(self, prv, nxt):
-        self._run("propagate", prv, nxt, *self._sizes)
+    def _sweep(self, kernel: str, region, *args, columns_only: bool = False) -> None:
+        """Launch a sweep over `region` (None: the whole lattice; else (x0, x1, y0, y1), checked):
+        its region arguments follow the sizes, the rest of `args` after them; an empty region
+        launches nothing."""
+        reg = self._check_region(region)
+        n = reg[1] - reg[0] if columns_only else self._region_items(reg)
+        if n > 0:
+            self._launch(kernel, grid_size(n, self.block), self.block, *args[:2], *self._sizes, *reg, *args[2:])
 
-    def collide(self, src, dst, sides=(True, True), **params):
-        self._require_both_sides(sides)
-        self._run("collide", src, dst, *self._sizes, *self._param_values(params))
+    def _sides(self, sides):
+        """The kernels' int arguments wall_bottom, wall_top."""
+        return [int(v) for v in self._check_sides(sides)]
 
-    def fused(self, prv, nxt, **params):
-        self._run("fused", prv, nxt, *self._sizes, *self._param_values(params))
+    def propagate(self, prv, nxt, region=None):
+        self._sweep("propagate", region, prv, nxt)
 
-    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True)):
+    def collide(self, src, dst, sides=(True, True), region=None, **params):
+        walls = self._sides(sides) if self.spec.walls else []
+        self._sweep("collide", region, src, dst, *self._param_values(params), *walls)
+
+    def fused(self, prv, nxt, region=None, **params):
+        self._sweep("fused", region, prv, nxt, *self._param_values(params))
+
+    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
+           region=None):
         self._require_walls()
-        self._require_both_sides(sides)
-        self._run("bc", prv, nxt, *self._sizes, float(T_bottom), float(T_top),
-                  int(bool(adiabatic[0])), int(bool(adiabatic[1])), float(ax), float(ay))
+        self._sweep("bc", region, prv, nxt, float(T_bottom), float(T_top), int(bool(adiabatic[0])),
+                    int(bool(adiabatic[1])), float(ax), float(ay), *self._sides(sides), columns_only=True)
 
     def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
-                    **params):
+                    region=None, **params):
         self._require_walls()
-        self._require_both_sides(sides)
-        self._run("fused_walls", prv, nxt, *self._sizes, *self._param_values(params), float(T_bottom), float(T_top),
-                  int(bool(adiabatic[0])), int(bool(adiabatic[1])))
+        self._sweep("fused_walls", region, prv, nxt, *self._param_values(params), float(T_bottom), float(T_top),
+                    int(bool(adiabatic[0])), int(bool(adiabatic[1])), *self._sides(sides))
 
 
 # --- pycuda runtime ----------------------------------------------------------------------
@@ -236,6 +248,26 @@ def compile_module(source, strict: bool = False, options=None):
     return module, arch
 
 
+def launch_formats(spec) -> Dict[str, str]:
+    """pycuda's prepared-call argument formats of the kernels of a CUDA spec (P pointer, i int,
+    d/f real), in the order of their parameter lists (templates/cuda/api.j2)."""
+    from lbgen.codegen.spec import OPERATOR_PARAMETERS
+    real = "d" if spec.precision == "double" else "f"
+    sizes = "" if spec.compile_time_sizes else "ii"
+    nparams = len(OPERATOR_PARAMETERS[spec.collision])
+    formats = {
+        "halo": "P" + sizes, "propagate": "PP" + sizes + "iiii", "pack": "PP" + sizes, "unpack": "PP" + sizes,
+        "collide": "PP" + sizes + "iiii" + real * nparams + ("ii" if spec.walls else ""),
+        "fused": "PP" + sizes + "iiii" + real * nparams,
+        "init_equilibrium": "P" + sizes + "PPPP" + real * 2, "fields": "P" + sizes + "PPPP" + real * 2,
+        "diagnostics": "P" + sizes + "P" + real * 2,
+    }
+    if spec.walls:
+        formats["bc"] = "PP" + sizes + "iiii" + real + real + "ii" + real + real + "ii"
+        formats["fused_walls"] = "PP" + sizes + "iiii" + real * nparams + real + real + "ii" + "ii"
+    return formats
+
+
 class CudaProgram(LaunchProgram):
     """Kernels of one CUDA source compiled by pycuda for device 0."""
 
@@ -246,17 +278,7 @@ class CudaProgram(LaunchProgram):
         self.module, self.arch = compile_module(source, strict, options)
         real = "d" if self.spec.precision == "double" else "f"
         self.real_np = np.float64 if real == "d" else np.float32
-        sizes = "" if self.spec.compile_time_sizes else "ii"
-        nparams = len(self._param_signature())
-        formats = {
-            "halo": "P" + sizes, "propagate": "PP" + sizes, "pack": "PP" + sizes, "unpack": "PP" + sizes,
-            "collide": "PP" + sizes + real * nparams, "fused": "PP" + sizes + real * nparams,
-            "init_equilibrium": "P" + sizes + "PPPP" + real * 2, "fields": "P" + sizes + "PPPP" + real * 2,
-            "diagnostics": "P" + sizes + "P" + real * 2,
-        }
-        if self.spec.walls:
-            formats["bc"] = "PP" + sizes + real + real + "ii" + real + real
-            formats["fused_walls"] = "PP" + sizes + real * nparams + real + real + "ii"
+        formats = launch_formats(self.spec)
         self.functions = {}
         for k, fmt in formats.items():
             fn = self.module.get_function(f"{self.prefix}_{k}")

@@ -375,22 +375,48 @@ class OpenCLProgram(Program):
     def halo(self, f):
         self._launch("halo", self._halo_range, f, *self._sizes)
 
-    def propagate(self, prv, nxt):
-        self._launch("propagate", self._site_range, prv, nxt, *self._sizes)
+    def _sweep(self, region, columns_only=False):
+        """(launch ranges, region arguments) of a sweep over `region` (None: the whole lattice);
+        None when the region is empty."""
+        reg = self._check_region(region)
+        n = reg[1] - reg[0] if columns_only else self._region_items(reg)
+        if n <= 0:
+            return None
+        ranges = (self._column_range if columns_only else self._site_range) if region is None else self._ranges(n)
+        return ranges, [np.int32(v) for v in reg]
 
-    def collide(self, src, dst, sides=(True, True), **params):
-        self._require_both_sides(sides)
-        self._launch("collide", self._site_range, src, dst, *self._sizes, *self._params(params))
+    def propagate(self, prv, nxt, region=None):
+        sweep = self._sweep(region)
+        if sweep:
+            self._launch("propagate", sweep[0], prv, nxt, *self._sizes, *sweep[1])
 
-    def fused(self, prv, nxt, **params):
-        self._launch("fused", self._site_range, prv, nxt, *self._sizes, *self._params(params))
+    def _sides(self, sides):
+        """The kernels' int arguments wall_bottom, wall_top."""
+        return [np.int32(v) for v in self._check_sides(sides)]
 
-    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True)):
-        """Thermal walls after propagate(prv -> nxt): one work-item per column."""
+    def collide(self, src, dst, sides=(True, True), region=None, **params):
+        walls = self._sides(sides) if self.spec.walls else []
+        values = self._params(params)
+        sweep = self._sweep(region)
+        if sweep:
+            self._launch("collide", sweep[0], src, dst, *self._sizes, *sweep[1], *values, *walls)
+
+    def fused(self, prv, nxt, region=None, **params):
+        values = self._params(params)
+        sweep = self._sweep(region)
+        if sweep:
+            self._launch("fused", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values)
+
+    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
+           region=None):
+        """Thermal walls after propagate(prv -> nxt): one work-item per column of the region."""
         self._require_walls()
-        self._require_both_sides(sides)
-        self._launch("bc", self._column_range, prv, nxt, *self._sizes, self.dtype(T_bottom), self.dtype(T_top),
-                     np.int32(bool(adiabatic[0])), np.int32(bool(adiabatic[1])), self.dtype(ax), self.dtype(ay))
+        walls = self._sides(sides)
+        sweep = self._sweep(region, columns_only=True)
+        if sweep:
+            self._launch("bc", sweep[0], prv, nxt, *self._sizes, *sweep[1], self.dtype(T_bottom), self.dtype(T_top),
+                         np.int32(bool(adiabatic[0])), np.int32(bool(adiabatic[1])), self.dtype(ax), self.dtype(ay),
+                         *walls)
 
     def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
         """The generated init_equilibrium kernel (physical fields in, arrays of `real`), then the halo."""
@@ -423,13 +449,15 @@ class OpenCLProgram(Program):
         return host.astype(np.float64)
 
     def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
-                    **params):
-        """propagate + bc + collide in one launch (one work-item per site)."""
+                    region=None, **params):
+        """propagate + bc + collide in one launch (one work-item per site of the region)."""
         self._require_walls()
-        self._require_both_sides(sides)
-        self._launch("fused_walls", self._site_range, prv, nxt, *self._sizes, *self._params(params),
-                     self.dtype(T_bottom), self.dtype(T_top), np.int32(bool(adiabatic[0])),
-                     np.int32(bool(adiabatic[1])))
+        walls, values = self._sides(sides), self._params(params)
+        sweep = self._sweep(region)
+        if sweep:
+            self._launch("fused_walls", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values,
+                         self.dtype(T_bottom), self.dtype(T_top), np.int32(bool(adiabatic[0])),
+                         np.int32(bool(adiabatic[1])), *walls)
 
     def synchronize(self) -> None:
         self.queue.finish()

@@ -86,10 +86,9 @@ class DistributedSimulation(Simulation):
             raise collective(SimulationError(
                 f"time_block={depth} with device_backend={kw['device_backend']!r}: the host + device split "
                 f"trades halos every step; use time_block=1"))
-        backend = kw.get("backend", "c")
-        wall_split = (f"the {backend} kernels hold both walls (per-side wall switches: the C backend)"
-                      if backend != "c" else
-                      "a time block runs on ghost rows, which would lie beyond the wall (use a time block of 1)"
+        # every backend's kernels take per-side wall switches (Simulation.wall_sides): a Y split
+        # with walls runs, but not under time blocks
+        wall_split = ("a time block runs on ghost rows, which would lie beyond the wall (use a time block of 1)"
                       if depth > 1 else None)
         self.dims = rank_grid(self.nranks, lx, ly, H, parse_ranks_grid(ranks_grid), depth,
                               walled=kw.get("walls") is not None, x_only=kw.get("device_backend") is not None,

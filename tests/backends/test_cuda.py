@@ -355,3 +355,19 @@ def test_emitted_cuda_example_builds_with_its_makefile(nvcc, spec, tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "example").exists()
+
+
+@pytest.mark.parametrize("walls", [False, True], ids=["periodic", "walls"])
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_pycuda_formats_follow_the_kernel_parameters(walls, precision):
+    """The prepared-call formats of the pycuda runtime (no GPU needed to build them) name one
+    letter per kernel parameter of the emitted source: pointers P, ints i, reals d / f."""
+    from lbgen.backends.cuda import launch_formats
+    from lbgen.backends.cuda.shim import kernels_of
+    spec = KernelSpec(backend="cuda", layout="caosoa", vl=8, collision="regularized", precision=precision,
+                      walls=walls)
+    real = "d" if precision == "double" else "f"
+    want = {name[len("lbgen_"):]: "".join("P" if "*" in t else "i" if t == "int" else real if t == "real"
+                                          else "?" + t for t, _ in params)
+            for name, params in kernels_of(generate(spec).text)}
+    assert launch_formats(spec) == want

@@ -1,9 +1,10 @@
-"""Region arguments of the C sweep kernels (`<prefix>_region`: interior x0..x1-1, y0..y1-1).
+"""Region arguments of the sweep kernels (C: `<prefix>_region`; OpenCL and CUDA: the int
+arguments x0, x1, y0, y1 after the sizes; interior x0..x1-1, y0..y1-1).
 
 The production code's step, bulk first (while the halo exchange would be in flight), then the
 border strips, gives the bits of one whole-lattice sweep: with fused_walls and with the three
 sweeps propagate, bc, collide, on plain and clustered layouts (strips that cut cluster rows
-into part lanes), strict builds.  A region writes its sites and no other.  A region outside
+into part lanes), strict builds, on C, OpenCL and the CUDA host shim.  A region writes its sites and no other.  A region outside
 the lattice is refused by the runtime before any kernel runs.
 """
 from __future__ import annotations
@@ -11,12 +12,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wall_support import FORCE, T_BOTTOM, T_TOP, wall_state  # noqa: F401
+from wall_support import FORCE, T_BOTTOM, T_TOP, _backend, wall_state  # noqa: F401
 
 LX, LY = 12, 24
 PARAMS = dict(C1=0.2, C2=0.1, C3=0.5, ax=FORCE[0], ay=FORCE[1])
 WALLS = dict(T_bottom=T_BOTTOM, T_top=T_TOP, adiabatic=(False, True))
-CASES = [("aos", None), ("soa", None), ("caosoa", 2), ("csoa", 4)]
+CASES = [("c", "aos", None), ("c", "soa", None), ("c", "caosoa", 2), ("c", "csoa", 4),
+         ("opencl", "aos", None), ("opencl", "caosoa", 2), ("opencl", "csoa", 4),
+         ("cuda", "soa", None), ("cuda", "caosoa", 2)]
 H = 3
 #: bulk, then the four border strips (left, right, bottom, top) of the production code's step
 PIECES = [(H, LX - H, H, LY - H), (0, H, 0, LY), (LX - H, LX, 0, LY), (H, LX - H, 0, H), (H, LX - H, LY - H, LY)]
@@ -24,16 +27,17 @@ PIECES = [(H, LX - H, H, LY - H), (0, H, 0, LY), (LX - H, LX, 0, LY), (H, LX - H
 
 @pytest.fixture(scope="module")
 def programs():
-    from lbgen.backends import c
     from lbgen.codegen.render import generate
     from lbgen.codegen.spec import KernelSpec
     memo = {}
 
-    def get(layout, vl):
-        if (layout, vl) not in memo:
-            spec = KernelSpec(layout=layout, vl=vl, collision="regularized", walls=True)
-            memo[layout, vl] = c.compile(generate(spec), LX, LY, strict=True, threads=2)
-        return memo[layout, vl]
+    def get(layout, vl, backend="c"):
+        if (backend, layout, vl) not in memo:
+            mod = _backend(backend)
+            spec = KernelSpec(backend=backend, layout=layout, vl=vl, collision="regularized", walls=True)
+            memo[backend, layout, vl] = mod.compile(generate(spec), LX, LY, strict=True,
+                                                    **(dict(threads=2) if backend == "c" else {}))
+        return memo[backend, layout, vl]
 
     return get
 
@@ -45,9 +49,12 @@ def _state(prog, wall_state):  # noqa: F811
     return f
 
 
+def _nan_buffer(prog):
+    return prog.upload(np.full(prog.layout.size, np.nan))
+
+
 def _sweep(prog, f, regions, fused):
-    g = prog.allocate()
-    g[:] = np.nan
+    g = _nan_buffer(prog)
     if fused:
         for reg in regions:
             prog.fused_walls(f, g, **WALLS, region=reg, **PARAMS)
@@ -62,25 +69,26 @@ def _sweep(prog, f, regions, fused):
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused_walls", "three-sweeps"])
-@pytest.mark.parametrize("layout,vl", CASES, ids=[f"{a}-vl{b}" for a, b in CASES])
-def test_bulk_then_borders_gives_the_whole_sweep(programs, wall_state, layout, vl, fused):  # noqa: F811
-    prog = programs(layout, vl)
+@pytest.mark.parametrize("backend,layout,vl", CASES, ids=[f"{b}-{a}-vl{v}" for b, a, v in CASES])
+def test_bulk_then_borders_gives_the_whole_sweep(programs, wall_state, backend, layout, vl, fused):  # noqa: F811
+    prog = programs(layout, vl, backend)
     f = _state(prog, wall_state)
     want = prog.download_fields(_sweep(prog, f, [None], fused))
     got = prog.download_fields(_sweep(prog, f, PIECES, fused))
     assert np.all(np.isfinite(want))
     diff = np.argwhere(got != want)
-    assert diff.size == 0, f"{layout}: {len(diff)} values differ, first (p, x, y) {diff[0]}"
+    assert diff.size == 0, f"{backend}-{layout}: {len(diff)} values differ, first (p, x, y) {diff[0]}"
 
 
 @pytest.mark.parametrize("kernel", ["propagate", "fused", "fused_walls", "collide"])
-@pytest.mark.parametrize("layout,vl", [("soa", None), ("caosoa", 2)], ids=["soa", "caosoa-vl2"])
-def test_a_region_writes_its_sites_and_no_other(programs, wall_state, layout, vl, kernel):  # noqa: F811
-    prog = programs(layout, vl)
+@pytest.mark.parametrize("backend,layout,vl", [("c", "soa", None), ("c", "caosoa", 2), ("opencl", "caosoa", 2),
+                                              ("opencl", "csoa", 4), ("cuda", "caosoa", 2)],
+                         ids=["c-soa", "c-caosoa-vl2", "opencl-caosoa-vl2", "opencl-csoa-vl4", "cuda-caosoa-vl2"])
+def test_a_region_writes_its_sites_and_no_other(programs, wall_state, backend, layout, vl, kernel):  # noqa: F811
+    prog = programs(layout, vl, backend)
     f = _state(prog, wall_state)
     region = (2, 7, 1, 14)          # cuts cluster rows of the clustered layout into part lanes
-    g = prog.allocate()
-    g[:] = np.nan
+    g = _nan_buffer(prog)
     if kernel == "propagate":
         prog.propagate(f, g, region=region)
     elif kernel == "fused_walls":
@@ -96,13 +104,15 @@ def test_a_region_writes_its_sites_and_no_other(programs, wall_state, layout, vl
 
 
 @pytest.mark.parametrize("bad", [(0, LX + 1, 0, LY), (3, 2, 0, LY), (0, LX, -1, LY), (0, LX, 0), (0.0, LX, 0, LY)])
-def test_a_region_outside_the_lattice_is_refused_before_any_kernel_runs(programs, bad):
-    prog = programs("soa", None)
-    a, b = prog.allocate(), prog.allocate()
+@pytest.mark.parametrize("backend", ["c", "opencl", "cuda"])
+def test_a_region_outside_the_lattice_is_refused_before_any_kernel_runs(programs, bad, backend):
+    prog = programs("soa", None, backend)
+    a, b = prog.allocate(), _nan_buffer(prog)
     before = dict(prog.calls)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="region"):
         prog.fused(a, b, region=bad, **PARAMS)
     assert dict(prog.calls) == before
+    assert np.all(np.isnan(prog.download(b)))             # no kernel wrote the output
 
 
 def test_each_call_passes_its_own_parameter_values(programs, wall_state):  # noqa: F811
@@ -116,3 +126,33 @@ def test_each_call_passes_its_own_parameter_values(programs, wall_state):  # noq
         prog.fused(f, g, **dict(PARAMS, C1=c1))
         out.append(prog.download(g))
     assert not np.array_equal(out[0], out[1]) and np.array_equal(out[0], out[2])
+
+
+@pytest.mark.parametrize("backend,layout,vl", [("opencl", "soa", None), ("opencl", "caosoa", 2),
+                                              ("cuda", "csoa", 4)], ids=["opencl-soa", "opencl-caosoa-vl2", "cuda-csoa-vl4"])
+def test_a_gpu_sweep_launches_the_region_slots_only(programs, backend, layout, vl):
+    """The work-items of a GPU sweep: its columns times the storage slots s = r*VL + k from the
+    lowest to the highest of its rows, for every row range (counted from the layout here), and
+    what the runtime launches for a border strip."""
+    prog = programs(layout, vl, backend)
+    NR, VL = prog.layout.NR, prog.layout.VL
+    for y0 in range(LY):
+        for y1 in range(y0 + 1, LY + 1):
+            slots = [(y % NR) * VL + y // NR for y in range(y0, y1)]
+            assert prog._region_items((2, 5, y0, y1)) == 3 * (max(slots) - min(slots) + 1), (y0, y1)
+    assert prog._region_items((0, LX, 0, LY)) == LX * LY and prog._region_items((0, LX, 4, 4)) == 0
+    launched = []
+    real_launch = prog._launch
+    prog._launch = lambda name, *args: launched.append((name, args[0] if backend == "opencl" else args[:2]))
+    try:
+        f, g = prog.allocate(), prog.allocate()
+        prog.propagate(f, g, region=(H, LX - H, 0, H))
+        prog.propagate(f, g, region=(0, LX, 5, 5))                      # empty: nothing launched
+    finally:
+        prog._launch = real_launch
+    n = prog._region_items((H, LX - H, 0, H))
+    assert n < LX * LY // 2
+    if backend == "opencl":
+        assert launched == [("propagate", prog._ranges(n))]
+    else:
+        assert launched == [("propagate", ((n + prog.block - 1) // prog.block, prog.block))]

@@ -1,10 +1,12 @@
-"""Per-side wall switches of the C kernels (`<prefix>_walls.bottom / .top`): a lattice split in Y
+"""Per-side wall switches of the kernels (C: `<prefix>_params.wall_bottom / .wall_top`; OpenCL and
+CUDA: the int arguments wall_bottom, wall_top of collide, bc, fused_walls): a lattice split in Y
 holds the bottom wall only on its lowest part and the top wall only on its highest.
 
 Two halves of a walled lattice, the lower with sides (True, False), the upper with
 (False, True), whose Y halo rows are filled from the other half each step (as ranks trade
 them), give the bits of the whole lattice with both walls: with fused_walls and with the
-three sweeps propagate, bc, collide, on plain and clustered layouts, in strict builds.
+three sweeps propagate, bc, collide, on plain and clustered layouts, in strict builds, on C,
+OpenCL and the CUDA host shim.
 fused_tb with a side switched off equals single periodic steps on that side.
 """
 from __future__ import annotations
@@ -12,14 +14,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wall_support import FORCE, T_BOTTOM, T_TOP, wall_state  # noqa: F401
+from wall_support import FORCE, T_BOTTOM, T_TOP, _backend, wall_state  # noqa: F401
 
 LX, LY = 4, 24
 HALF = LY // 2
 STEPS = 5
 PARAMS = dict(C1=0.2, C2=0.1, C3=0.5, ax=FORCE[0], ay=FORCE[1])
 ADIABATIC = (False, True)
-CASES = [("aos", 1), ("soa", 1), ("caosoa", 2), ("csoa", 4)]
+CASES = [("c", "aos", 1), ("c", "soa", 1), ("c", "caosoa", 2), ("c", "csoa", 4),
+         ("opencl", "aos", 1), ("opencl", "caosoa", 2), ("cuda", "soa", 1), ("cuda", "csoa", 4)]
 
 
 class _Walls:
@@ -28,17 +31,18 @@ class _Walls:
 
 @pytest.fixture(scope="module")
 def programs():
-    from lbgen.backends import c
     from lbgen.codegen.render import generate
     from lbgen.codegen.spec import KernelSpec
     memo = {}
 
-    def get(layout, vl):
-        if (layout, vl) not in memo:
-            source = generate(KernelSpec(layout=layout, vl=vl, collision="regularized", walls=True))
-            memo[layout, vl] = (c.compile(source, LX, LY, strict=True, threads=2),
-                                c.compile(source, LX, HALF, strict=True, threads=2))
-        return memo[layout, vl]
+    def get(layout, vl, backend="c"):
+        if (backend, layout, vl) not in memo:
+            mod = _backend(backend)
+            source = generate(KernelSpec(backend=backend, layout=layout, vl=vl, collision="regularized", walls=True))
+            extra = dict(threads=2) if backend == "c" else {}
+            memo[backend, layout, vl] = (mod.compile(source, LX, LY, strict=True, **extra),
+                                         mod.compile(source, LX, HALF, strict=True, **extra))
+        return memo[backend, layout, vl]
 
     return get
 
@@ -49,18 +53,20 @@ def fill_y_halo_from(prog, buf, other):
     in every padded column; the rest of the halo periodically from buf itself."""
     lay = prog.layout
     prog.halo(buf)
+    host, other = prog.download(buf), prog.download(other)
     H, NR = lay.halo, lay.NR
     p = np.arange(lay.Q)[:, None, None]
     x = np.arange(-H, LX + H)[None, :, None]
     for r, k in [(r, 0) for r in range(-H, 0)] + [(r, lay.VL - 1) for r in range(NR, NR + H)]:
         y = r + k * NR                                  # -H..-1 or LY..LY+H-1 of this part
-        buf[lay.index(p, x, r, k)] = other[lay.site_index(p, x % LX, np.full_like(x, y % lay.LY))]
+        host[lay.index(p, x, r, k)] = other[lay.site_index(p, x % LX, np.full_like(x, y % lay.LY))]
+    prog.upload(host, buf)
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused_walls", "three-sweeps"])
-@pytest.mark.parametrize("layout,vl", CASES, ids=[f"{a}-vl{b}" for a, b in CASES])
-def test_two_halves_with_one_wall_each_give_the_whole_lattice(programs, wall_state, layout, vl, fused):  # noqa: F811
-    whole, half = programs(layout, vl)
+@pytest.mark.parametrize("backend,layout,vl", CASES, ids=[f"{b}-{a}-vl{v}" for b, a, v in CASES])
+def test_two_halves_with_one_wall_each_give_the_whole_lattice(programs, wall_state, backend, layout, vl, fused):  # noqa: F811
+    whole, half = programs(layout, vl, backend)
     f, g = whole.upload_fields(wall_state), whole.allocate()
     lo, lo2 = half.upload_fields(wall_state[:, :, :HALF]), half.allocate()
     hi, hi2 = half.upload_fields(wall_state[:, :, HALF:]), half.allocate()
@@ -75,7 +81,7 @@ def test_two_halves_with_one_wall_each_give_the_whole_lattice(programs, wall_sta
     got = np.concatenate([half.download_fields(lo), half.download_fields(hi)], axis=2)
     assert np.all(np.isfinite(want))
     diff = np.argwhere(got != want)
-    assert diff.size == 0, f"{layout}-vl{vl}: {len(diff)} values differ, first (p, x, y) {diff[0]}"
+    assert diff.size == 0, f"{backend}-{layout}-vl{vl}: {len(diff)} values differ, first (p, x, y) {diff[0]}"
     # and the switch matters: the lower half stepped with both walls differs at its top rows
     out = []
     for sides in ((True, True), (True, False)):
@@ -100,8 +106,9 @@ def test_fused_tb_with_a_side_off_is_periodic_there(programs, wall_state, sides)
     assert np.array_equal(prog.download_fields(b), prog.download_fields(f))
 
 
-def test_sides_must_be_two_booleans(programs):
-    prog, _ = programs("aos", 1)
+@pytest.mark.parametrize("backend", ["c", "opencl", "cuda"])
+def test_sides_must_be_two_booleans(programs, backend):
+    prog, _ = programs("aos", 1, backend)
     a, b = prog.allocate(), prog.allocate()
     for bad in ((1, 0), (True,), "both", None):
         with pytest.raises(ValueError, match="sides"):

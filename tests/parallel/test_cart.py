@@ -57,6 +57,13 @@ def test_auto_picks_a_grid_that_fits(tmp_path):
     assert "y=24..+12" in proc.stderr
 
 
+def walled(lx, ly, extra=()):
+    temperatures = (["--t-bottom", 1.02] if "bottom" not in extra else []) + (["--t-top", 0.98] if "top" not in extra
+                                                                               else [])
+    return ["uniform-noise", "--walls", "--collision", "regularized", "--gravity", "0,-1e-4", "--amplitude", 0.02,
+            "--strict", "--lx", lx, "--ly", ly, "--steps", 9] + temperatures + list(extra)
+
+
 @pytest.mark.parametrize("n, grid, lx, ly, extra", [
     (2, "1x2", 24, 32, []),                                   # each rank one wall
     (3, "1x3", 16, 26, ["--adiabatic", "bottom"]),            # 9, 9, 8 rows; the middle rank none
@@ -64,11 +71,7 @@ def test_auto_picks_a_grid_that_fits(tmp_path):
     (2, "2x1", 30, 32, ["--time-block", 3]),              # walls with a time block: X split (ghost columns)
 ], ids=["1x2", "1x3-adiabatic", "2x2-adiabatic-top", "2x1-k3"])
 def test_a_split_along_the_walled_axis_is_bit_identical(tmp_path, n, grid, lx, ly, extra):
-    temperatures = (["--t-bottom", 1.02] if "bottom" not in extra else []) + (["--t-top", 0.98] if "top" not in extra
-                                                                               else [])
-    args = ["uniform-noise", "--walls", "--collision", "regularized", "--gravity", "0,-1e-4", "--amplitude", 0.02,
-            "--strict", "--lx", lx, "--ly", ly, "--steps", 9] + temperatures + extra
-    same_bits(tmp_path, n, args, grid, f"walls-{grid}")
+    same_bits(tmp_path, n, walled(lx, ly, extra), grid, f"walls-{grid}")
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -179,8 +182,7 @@ def test_model_options_of_the_grid_model_need_it():
     assert result.exit_code != 0 and "LX=16 split over 2 ranks leaves sub-domains of 8 sites" in result.output
 
 
-def test_a_y_split_on_opencl_ranks_is_bit_identical(tmp_path):
-    # device buffers: the rows go through a download and an upload of the rank's buffer
+def need_opencl():
     import os
 
     from lbgen.backends import available
@@ -189,8 +191,23 @@ def test_a_y_split_on_opencl_ranks_is_bit_identical(tmp_path):
         if os.environ.get("CI") == "true":
             pytest.fail(f"OpenCL is required under CI: {why}")
         pytest.skip(why)
+
+
+def test_a_y_split_on_opencl_ranks_is_bit_identical(tmp_path):
+    # device buffers: the rows go through a download and an upload of the rank's buffer
+    need_opencl()
     proc = same_bits(tmp_path, 2, lattice(24, 32, 6) + ["--backend", "opencl"], "1x2", "opencl-1x2")
     assert "rank 1 opencl" in proc.stderr and "y=16..+16" in proc.stderr
+
+
+@pytest.mark.parametrize("n, grid, lx, ly, extra", [
+    (2, "1x2", 24, 32, []),                                   # each rank one wall (wall_bottom, wall_top)
+    (3, "1x3", 16, 26, ["--adiabatic", "bottom"]),            # the middle rank holds none
+], ids=["1x2", "1x3-adiabatic"])
+def test_a_walled_y_split_on_opencl_ranks_is_bit_identical(tmp_path, n, grid, lx, ly, extra):
+    need_opencl()
+    proc = same_bits(tmp_path, n, walled(lx, ly, extra) + ["--backend", "opencl"], grid, f"opencl-walls-{grid}")
+    assert f"rank {n - 1} opencl" in proc.stderr
 
 
 SCRIPT_2D = """

@@ -145,11 +145,14 @@ def test_every_backend_emits_the_same_entry_points_with_the_same_arguments(walls
     assert sorted(cl_kernels) == sorted(cu_kernels) == sorted(wrappers) == sorted(expected)
     # one difference: the C sweep kernels take a `const lbgen_region *region` (propagate) and a
     # `const lbgen_params *par` (collide, fused, bc, fused_walls) after the sizes, where the GPU
-    # kernels take the whole lattice and the parameters as scalars: each of those scalars is a
-    # field of lbgen_params
+    # kernels take the region's fields as four ints and the parameters as scalars: each of those
+    # scalars is a field of lbgen_params
     header = c.files["lbgen_kernels.h"]
     struct = re.search(r"typedef struct \{(.*?)\} lbgen_params;", header, re.S).group(1)
     fields = re.findall(r"(\w+)(?=[,;])", re.sub(r"/\*.*?\*/", "", struct, flags=re.S))
+    region = re.search(r"typedef struct \{(.*?)\} lbgen_region;", header, re.S).group(1)
+    region_fields = re.findall(r"(\w+)(?=[,;])", re.sub(r"/\*.*?\*/", "", region, flags=re.S))
+    assert region_fields == ["x0", "x1", "y0", "y1"]
     sweeps = {"propagate": ["region"], "collide": ["region", "par"], "fused": ["region", "par"],
               "bc": ["region", "par"], "fused_walls": ["region", "par"]}
     for name in expected:
@@ -157,7 +160,9 @@ def test_every_backend_emits_the_same_entry_points_with_the_same_arguments(walls
         for gpu_names in (_names(cl_kernels[name]), _names(cu_kernels[name]), _names(wrappers[name])[:-1]):
             if name in sweeps:
                 assert c_names[:4] == gpu_names[:4] and c_names[4:] == sweeps[name], name
-                assert set(gpu_names[4:]) <= set(fields), (name, gpu_names[4:], fields)
+                assert gpu_names[4:8] == region_fields, (name, gpu_names[4:8])
+                assert set(gpu_names[8:]) <= set(fields), (name, gpu_names[8:], fields)
+                assert (len(gpu_names) > 8) == ("par" in sweeps[name]), name
             else:
                 assert gpu_names == c_names, name
         assert _names(wrappers[name])[-1] == "stream", name
@@ -267,9 +272,10 @@ def test_cuda_launch_wrappers_run_an_unfused_step_through_the_shim(shim, initial
     ffi = FFI()
     ffi.cdef("""
         int lbgen_launch_halo(double *f, int lx, int ly, void *stream);
-        int lbgen_launch_propagate(const double *prv, double *nxt, int lx, int ly, void *stream);
-        int lbgen_launch_collide(const double *in, double *out_f, int lx, int ly, double tau, double ax, double ay,
-                                 void *stream);
+        int lbgen_launch_propagate(const double *prv, double *nxt, int lx, int ly, int x0, int x1, int y0, int y1,
+                                   void *stream);
+        int lbgen_launch_collide(const double *in, double *out_f, int lx, int ly, int x0, int x1, int y0, int y1,
+                                 double tau, double ax, double ay, void *stream);
         int lbgen_launch_pack(double *f, const double *plain, int lx, int ly, void *stream);
         int lbgen_launch_unpack(const double *f, double *plain, int lx, int ly, void *stream);
     """)
@@ -279,10 +285,12 @@ def test_cuda_launch_wrappers_run_an_unfused_step_through_the_shim(shim, initial
     plain = np.ascontiguousarray(initial_state)
     assert lib.lbgen_launch_pack(ptr(a), ptr(plain), LX, LY, ffi.NULL) == 0
     assert np.array_equal(prog.download(a), prog.layout.pack(plain))          # halo refreshed too
+    whole = (0, LX, 0, LY)
     for _ in range(5):
         assert lib.lbgen_launch_halo(ptr(a), LX, LY, ffi.NULL) == 0
-        assert lib.lbgen_launch_propagate(ptr(a), ptr(b), LX, LY, ffi.NULL) == 0
-        assert lib.lbgen_launch_collide(ptr(b), ptr(a), LX, LY, OPERATOR_PARAMS["bgk"]["tau"], *FORCE, ffi.NULL) == 0
+        assert lib.lbgen_launch_propagate(ptr(a), ptr(b), LX, LY, *whole, ffi.NULL) == 0
+        assert lib.lbgen_launch_collide(ptr(b), ptr(a), LX, LY, *whole, OPERATOR_PARAMS["bgk"]["tau"], *FORCE,
+                                        ffi.NULL) == 0
     out = np.empty_like(plain)
     assert lib.lbgen_launch_unpack(ptr(a), ptr(out), LX, LY, ffi.NULL) == 0
     want = reference_run("bgk", 5)
@@ -290,6 +298,9 @@ def test_cuda_launch_wrappers_run_an_unfused_step_through_the_shim(shim, initial
     # sizes the kernels cannot run: cudaErrorInvalidValue (1), nothing launched
     before = prog.download(a)
     assert lib.lbgen_launch_halo(ptr(a), LX, LY - 4, ffi.NULL) == 1
+    assert np.array_equal(prog.download(a), before)
+    # and a region outside the lattice (y1 = LY + 1): cudaErrorInvalidValue, nothing launched
+    assert lib.lbgen_launch_propagate(ptr(b), ptr(a), LX, LY, 0, LX, 0, LY + 1, ffi.NULL) == 1
     assert np.array_equal(prog.download(a), before)
 
 

@@ -511,7 +511,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_halo(real *__restrict__ f, int lx
 }
 
 /* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py); needs a fresh halo in prv. */
-__global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly)
+__global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -519,7 +519,19 @@ __global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict_
     const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    LBGEN_SITE_OF_THREAD;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (X1 <= X0 || Y1 <= Y0) return;
+    const ptrdiff_t g_ = LBGEN_THREAD_ID;
+    if (g_ >= (X1 - X0)*NS) return;
+    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
+    const ptrdiff_t k = s_ % VL, r = s_ / VL;
+    if (r + k*NR < Y0 || r + k*NR >= Y1) return;
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    (void)X1;
     nxt[site + 0] = prv[site + -3*SX + 1*SR];
     nxt[site + 1*SP] = prv[site + 1*SP - 3*SX];
     nxt[site + 2*SP] = prv[site + 2*SP - 3*SX - 1*SR];
@@ -561,7 +573,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict_
 
 /* Collision (bgk) of every interior site; in and out_f may be the same
    buffer (each thread reads all populations of its site before writing them). */
-__global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out_f, int lx, int ly, real tau, real ax, real ay)
+__global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -574,7 +586,19 @@ __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out
     const real ay_ = (real)ay;
     const real wall_ = 0.0;   /* periodic box: no wall rows */
 
-    LBGEN_SITE_OF_THREAD;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (X1 <= X0 || Y1 <= Y0) return;
+    const ptrdiff_t g_ = LBGEN_THREAD_ID;
+    if (g_ >= (X1 - X0)*NS) return;
+    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
+    const ptrdiff_t k = s_ % VL, r = s_ / VL;
+    if (r + k*NR < Y0 || r + k*NR >= Y1) return;
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    (void)X1;
 
     real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
     lbgen_collide_site(
@@ -657,7 +681,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out
 }
 
 /* propagate + collide: populations are pulled from the neighbours, collided, stored. */
-__global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly, real tau, real ax, real ay)
+__global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -670,7 +694,19 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
     const real ay_ = (real)ay;
     const real wall_ = 0.0;   /* periodic box: no wall rows */
 
-    LBGEN_SITE_OF_THREAD;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (X1 <= X0 || Y1 <= Y0) return;
+    const ptrdiff_t g_ = LBGEN_THREAD_ID;
+    if (g_ >= (X1 - X0)*NS) return;
+    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
+    const ptrdiff_t k = s_ % VL, r = s_ / VL;
+    if (r + k*NR < Y0 || r + k*NR >= Y1) return;
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    (void)X1;
 
     real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
     lbgen_collide_site(
@@ -1242,36 +1278,63 @@ cudaError_t lbgen_launch_halo(lbgen_real *f, int lx, int ly, cudaStream_t stream
     return err;
 }
 
-cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, cudaStream_t stream)
+cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, cudaStream_t stream)
 {
     LBGEN_SIZES;
     if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
-    void *args[] = { (void *)&prv, (void *)&nxt, (void *)&lx, (void *)&ly };
-    cudaError_t err = cudaLaunchKernel(lbgen_propagate, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
+    /* the region's sites only (see region_site in the kernels); an empty region launches nothing */
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) return cudaErrorInvalidValue;
+    if (X1 == X0 || Y1 == Y0) return cudaSuccess;
+    void *args[] = { (void *)&prv, (void *)&nxt, (void *)&lx, (void *)&ly, (void *)&x0, (void *)&x1, (void *)&y0, (void *)&y1 };
+    cudaError_t err = cudaLaunchKernel(lbgen_propagate, dim3(blocks_for((X1 - X0)*NS)), dim3(BLOCK), args, 0, stream);
     return err;
 }
 
-cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, double tau, double ax, double ay, cudaStream_t stream)
+cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, cudaStream_t stream)
 {
     LBGEN_SIZES;
     if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
     real tau_ = (real)tau;
     real ax_ = (real)ax;
     real ay_ = (real)ay;
-    void *args[] = { (void *)&in, (void *)&out_f, (void *)&lx, (void *)&ly, (void *)&tau_, (void *)&ax_, (void *)&ay_ };
-    cudaError_t err = cudaLaunchKernel(lbgen_collide, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
+    /* the region's sites only (see region_site in the kernels); an empty region launches nothing */
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) return cudaErrorInvalidValue;
+    if (X1 == X0 || Y1 == Y0) return cudaSuccess;
+    void *args[] = { (void *)&in, (void *)&out_f, (void *)&lx, (void *)&ly, (void *)&x0, (void *)&x1, (void *)&y0, (void *)&y1, (void *)&tau_, (void *)&ax_, (void *)&ay_ };
+    cudaError_t err = cudaLaunchKernel(lbgen_collide, dim3(blocks_for((X1 - X0)*NS)), dim3(BLOCK), args, 0, stream);
     return err;
 }
 
-cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, double tau, double ax, double ay, cudaStream_t stream)
+cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, cudaStream_t stream)
 {
     LBGEN_SIZES;
     if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
     real tau_ = (real)tau;
     real ax_ = (real)ax;
     real ay_ = (real)ay;
-    void *args[] = { (void *)&prv, (void *)&nxt, (void *)&lx, (void *)&ly, (void *)&tau_, (void *)&ax_, (void *)&ay_ };
-    cudaError_t err = cudaLaunchKernel(lbgen_fused, dim3(blocks_for((ptrdiff_t)LX * LY)), dim3(BLOCK), args, 0, stream);
+    /* the region's sites only (see region_site in the kernels); an empty region launches nothing */
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) return cudaErrorInvalidValue;
+    if (X1 == X0 || Y1 == Y0) return cudaSuccess;
+    void *args[] = { (void *)&prv, (void *)&nxt, (void *)&lx, (void *)&ly, (void *)&x0, (void *)&x1, (void *)&y0, (void *)&y1, (void *)&tau_, (void *)&ax_, (void *)&ay_ };
+    cudaError_t err = cudaLaunchKernel(lbgen_fused, dim3(blocks_for((X1 - X0)*NS)), dim3(BLOCK), args, 0, stream);
     return err;
 }
 

@@ -121,11 +121,11 @@ cudaError_t lbgen_free(lbgen_real *f);
 /* Periodic halo refresh of f (before propagate / fused). */
 cudaError_t lbgen_launch_halo(lbgen_real *f, int lx, int ly, cudaStream_t stream);
 /* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py); needs a fresh halo in prv. */
-cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, cudaStream_t stream);
+cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, cudaStream_t stream);
 /* Collision (bgk) of every interior site of in into out_f (may equal in). */
-cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, double tau, double ax, double ay, cudaStream_t stream);
+cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, cudaStream_t stream);
 /* propagate + collide in one sweep: prv (fresh halo) -> nxt. */
-cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, double tau, double ax, double ay, cudaStream_t stream);
+cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, cudaStream_t stream);
 /* Physical fields.  The stored populations are post-collision: their own moments carry the
    whole force of the last collision.  init_equilibrium takes, and fields and diagnostics
    report, the physical (half-step) fields instead: rho, u - a/2, T + |a|^2/8
@@ -158,9 +158,9 @@ cudaError_t lbgen_launch_unpack(const lbgen_real *f, double *plain, int lx, int 
 /* The kernels, for launches of your own (nvcc translation units). */
 extern "C" {
 __global__ void __launch_bounds__(128) lbgen_halo(lbgen_real *__restrict__ f, int lx, int ly);
-__global__ void __launch_bounds__(128) lbgen_propagate(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly);
-__global__ void __launch_bounds__(128) lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, lbgen_real tau, lbgen_real ax, lbgen_real ay);
-__global__ void __launch_bounds__(128) lbgen_fused(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, lbgen_real tau, lbgen_real ax, lbgen_real ay);
+__global__ void __launch_bounds__(128) lbgen_propagate(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1);
+__global__ void __launch_bounds__(128) lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, lbgen_real tau, lbgen_real ax, lbgen_real ay);
+__global__ void __launch_bounds__(128) lbgen_fused(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, lbgen_real tau, lbgen_real ax, lbgen_real ay);
 __global__ void __launch_bounds__(128) lbgen_init_equilibrium(lbgen_real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in, lbgen_real ax, lbgen_real ay);
 __global__ void __launch_bounds__(128) lbgen_fields(const lbgen_real *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o, lbgen_real ax, lbgen_real ay);
 __global__ void __launch_bounds__(128) lbgen_diagnostics(const lbgen_real *__restrict__ f, int lx, int ly, double *__restrict__ out, lbgen_real ax, lbgen_real ay);

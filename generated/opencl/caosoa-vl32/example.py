@@ -69,6 +69,7 @@ def main():
     b = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.zeros(size, dtype=REAL))
 
     sizes = [np.int32(lx), np.int32(ly)]
+    whole = [np.int32(v) for v in (0, lx, 0, ly)]   # the region fused computes: the whole lattice
     params = [REAL(v) for v in (*PARAMS.values(), *FORCE)]
     force = [REAL(v) for v in FORCE]
 
@@ -82,7 +83,7 @@ def main():
     launch("halo", halo_threads, a, *sizes)
     for _ in range(steps):
         launch("halo", halo_threads, a, *sizes)
-        launch("fused", sites, a, b, *sizes, *params)
+        launch("fused", sites, a, b, *sizes, *whole, *params)
         a, b = b, a
     launch("fields", sites, a, *sizes, *field_bufs, *force)
     rho, ux, uy, T = out = [np.empty((lx, ly), dtype=REAL) for _ in range(4)]

@@ -26,6 +26,11 @@
  * so the VL lanes of one cluster are VL consecutive work-items (VL = 32: one warp reads
  * 32 consecutive values of a population).  AoS/SoA: VL = 1, y fastest.
  * Launch LX*LY work-items (rounded up to the work-group size; the excess returns at once).
+ * The sweeps propagate, collide, fused take the region x0, x1, y0, y1 after the sizes
+ * (interior sites x0 <= x < x1, y0 <= y < y1, as the C region; 0, LX, 0, LY: the whole lattice)
+ * and compute its sites only: launch (x1 - x0) * NS work-items, NS the storage slots r*VL + k
+ * from the lowest to the highest of rows y0..y1-1 (NS = LY for the whole lattice; see
+ * region_site).
  * lbgen_halo: LBGEN_HALO_THREADS(LX, LY) = LX*2*HALO*VL + 2*HALO*NRP*VL work-items (one per
  * halo element: halo cluster rows, then whole halo columns with the corners).
  * lbgen_init_equilibrium, lbgen_fields, lbgen_pack, lbgen_unpack: LX*LY work-items; field arrays
@@ -113,7 +118,7 @@ __kernel void lbgen_halo(__global real *f, int lx, int ly)
     for (int p = 0; p < Q; ++p) f[dst + p*SP] = f[src + p*SP];
 }
 
-__kernel void lbgen_propagate(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly)
+__kernel void lbgen_propagate(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -121,7 +126,19 @@ __kernel void lbgen_propagate(__global const real *restrict prv, __global real *
     const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    LBGEN_SITE_OF_WORK_ITEM;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (X1 <= X0 || Y1 <= Y0) return;
+    const ptrdiff_t g_ = (ptrdiff_t)get_global_id(0);
+    if (g_ >= (X1 - X0)*NS) return;
+    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
+    const ptrdiff_t k = s_ % VL, r = s_ / VL;
+    if (r + k*NR < Y0 || r + k*NR >= Y1) return;
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    (void)X1;
     /* pull: the population p of site (x, y) comes from site (x, y) - e_p */
     const real f0 = prv[site + -3*SX + 1*SR];
     const real f1 = prv[site + 1*SP - 3*SX];
@@ -607,7 +624,7 @@ static inline void lbgen_fields_site(const real f0, const real f1, const real f2
     *o_rho = rho_out; *o_ux = ux_out; *o_uy = uy_out; *o_T = T_out;
 }
 
-__kernel void lbgen_collide(__global const real *in, __global real *out_f, int lx, int ly, real tau, real ax, real ay)
+__kernel void lbgen_collide(__global const real *in, __global real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay)
 {
     /* in and out_f may alias: each site reads all its populations before writing */
     LBGEN_SIZES;
@@ -621,7 +638,19 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
     const real ay_ = (real)ay;
     const real wall_ = 0.0;   /* periodic box: no wall rows */
 
-    LBGEN_SITE_OF_WORK_ITEM;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (X1 <= X0 || Y1 <= Y0) return;
+    const ptrdiff_t g_ = (ptrdiff_t)get_global_id(0);
+    if (g_ >= (X1 - X0)*NS) return;
+    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
+    const ptrdiff_t k = s_ % VL, r = s_ / VL;
+    if (r + k*NR < Y0 || r + k*NR >= Y1) return;
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    (void)X1;
 
     real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
     lbgen_collide_site(
@@ -702,7 +731,7 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
     out_f[site + 36*SP] = fout36;
 }
 
-__kernel void lbgen_fused(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, real tau, real ax, real ay)
+__kernel void lbgen_fused(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay)
 {
     /* propagate + collide: populations are pulled from the neighbours, collided, stored */
     LBGEN_SIZES;
@@ -716,7 +745,19 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
     const real ay_ = (real)ay;
     const real wall_ = 0.0;   /* periodic box: no wall rows */
 
-    LBGEN_SITE_OF_WORK_ITEM;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (X1 <= X0 || Y1 <= Y0) return;
+    const ptrdiff_t g_ = (ptrdiff_t)get_global_id(0);
+    if (g_ >= (X1 - X0)*NS) return;
+    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
+    const ptrdiff_t k = s_ % VL, r = s_ / VL;
+    if (r + k*NR < Y0 || r + k*NR >= Y1) return;
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    (void)X1;
 
     real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
     lbgen_collide_site(
