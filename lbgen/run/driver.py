@@ -294,13 +294,18 @@ class Run:
         backends' per-row kernels (gathered to rank 0 with MPI).  A bad sample (NaN/Inf,
         rho or T <= 0) runs the full check, which names the first bad site.  Returns the
         global scalars on rank 0 (None elsewhere)."""
-        from lbgen.codegen.diagnostics import combine_rows, healthy, scalars
+        from lbgen.codegen.diagnostics import combine_rows, scalars
         rows = self.sim.diagnostic_rows()
         self.samples += 1
         if self.comm is not None:
             parts = self.comm.gather(rows, root=0)
             rows = combine_rows(parts) if self.root else None
-        d = scalars(rows, self.cfg.lx, self.T_hot, self.T_cold) if rows is not None else None
+        return self._guarded(scalars(rows, self.cfg.lx, self.T_hot, self.T_cold) if rows is not None else None)
+
+    def _guarded(self, d):
+        """The sample d (rank 0's scalars, None elsewhere), after the guard: where rank 0 finds it
+        unhealthy every rank runs the full check, which raises naming the first bad site."""
+        from lbgen.codegen.diagnostics import healthy
         bad = d is not None and not healthy(d)
         if self.comm is not None:
             bad = self.comm.bcast(bad, root=0)

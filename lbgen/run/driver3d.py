@@ -222,16 +222,10 @@ class Run3D(Run):
         """One diagnostics sample (the 3D kernel's per-line rows; with MPI the ranks' rows
         combined on rank 0): the guard's and the series row's; a bad one runs the full check,
         which names the first bad site.  The scalars on rank 0, None elsewhere."""
-        from lbgen.codegen.diagnostics import healthy, scalars3d
+        from lbgen.codegen.diagnostics import scalars3d
         rows = self.sim.diagnostic_rows()
         self.samples += 1
-        d = scalars3d(rows) if rows is not None else None
-        bad = d is not None and not healthy(d)
-        if self.comm is not None:
-            bad = self.comm.bcast(bad, root=0)
-        if bad:
-            self.sim.check_finite()
-        return d
+        return self._guarded(scalars3d(rows) if rows is not None else None)
 
     def _device(self) -> dict:
         sim = self.sim
