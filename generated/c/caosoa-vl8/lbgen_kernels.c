@@ -960,7 +960,7 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, cons
                 }
             }
         }
-        store_fence();
+        store_fence();   /* the streamed clusters land before the wall rows overwrite them */
     }
 
 }
@@ -1181,7 +1181,7 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
                 }
             }
         }
-        store_fence();
+        store_fence();   /* the streamed clusters land before the wall rows overwrite them */
     }
 
 }
