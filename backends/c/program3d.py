@@ -79,7 +79,7 @@ class CProgram3D:
     threads: Optional[int] = None
 
     def __init__(self, source, lx: int, ly: int, lz: int, flags=None, strict: bool = False, threads: int = 0):
-        from lbgen.backends.c import api_declarations, build
+        from lbgen.backends.c import api_declarations, build, streaming_pays
         from lbgen.codegen.layouts import make_layout3d
         from lbgen.codegen.render3d import check_sizes3d
         from lbgen.model.velocity_set import velocity_set
@@ -101,6 +101,8 @@ class CProgram3D:
         self.prefix = spec.prefix
         self.real_c = "double" if spec.precision == "double" else "float"
         self.threads = self._fn("set_threads")(resolve_threads(int(threads)))
+        # non-temporal stores when the two buffers do not fit in the last-level cache (as in 2D)
+        self.streaming_stores = self._fn("set_streaming_stores")(int(streaming_pays(self.layout.size, self.dtype)))
         self._sizes = (self.lx, self.ly, self.lz)
         from lbgen.model.operators import operator
         self.parameter_names = operator(spec.collision).kernel_arguments_of(3)

@@ -34,6 +34,14 @@ def storage_bytes(spec) -> int:
     return 8 if spec.precision == "double" else 4
 
 
+def streaming_modes(spec) -> dict:
+    """The non-temporal stores of a C sweep (the templates' ``stream``): whole clusters of at
+    least one 32-byte vector, in clustered layouts, unless the spec turns them off.  (Streaming
+    the Z lines of a 3D SoA was measured not to pay: 0.93x plain stores at 128^3, D3Q19.)"""
+    return {"stream": spec.backend == "c" and spec.streaming_stores and spec.layout in CLUSTERED
+            and (spec.vl * storage_bytes(spec)) % 32 == 0}
+
+
 def buffer_fits_condition(Q: int, vl: int, halo: int, nbytes: int, lx: str = "lx", ly: str = "ly",
                           halo_y: Optional[int] = None) -> str:
     """C condition (lx, ly >= 1 assumed) that a lattice buffer, Q x (lx + 2 halo) x (ly/vl + 2 halo_y) x vl

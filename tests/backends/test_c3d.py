@@ -175,3 +175,23 @@ def test_kernel_parameters_are_checked_by_name():
         prog.fused(f, g, tau=0.8, ax=0.0, ay=0.0)
     with pytest.raises(ValueError, match="contiguous float64 array of"):
         prog.halo(np.zeros(10))
+
+
+@pytest.mark.parametrize("layout, vl, expected", [("caosoa", 8, True), ("csoa", 4, True), ("soa", None, False)])
+def test_streaming_stores_change_no_bit_and_follow_the_cache_rule(layout, vl, expected):
+    """fused streams whole clusters with non-temporal stores (clustered layouts, lattices
+    beyond the last-level cache); on and off give the same bits, in the bulk and next to a
+    wall and a lid (the sites that store plainly).  SoA has no streaming stores: always 0."""
+    from lbgen.backends import c as cbackend
+    prog = program3d(layout, vl, strict=True)
+    want = int(expected and cbackend.streaming_pays(prog.layout.size, prog.dtype))
+    assert prog.lib.lbgen_set_streaming_stores(-1) == want == prog.streaming_stores
+    f0 = random_state("d3q19", seed=11)
+    bc = prog.boundaries(walls=("z",), lids={("z", "high"): (0.05, 0.0, 0.0)})
+    results = {}
+    for on in (1, 0):
+        assert prog.lib.lbgen_set_streaming_stores(on) == (on if expected else 0)
+        results[on] = [prog.unpack(kernel_run(prog, f0, 2, "bgk", bc=b)) for b in (None, bc)]
+    prog.lib.lbgen_set_streaming_stores(want)
+    for a, b in zip(results[1], results[0]):
+        assert np.array_equal(a, b)

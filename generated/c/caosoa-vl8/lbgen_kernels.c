@@ -43,11 +43,17 @@ enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 8 };   /* halo: X columns, Y cluster r
 
 #define LBGEN_SIZES const int LX = lx, LY = ly
 
+static int lbgen_streaming_ = 1;    /* lbgen_set_streaming_stores */
+
+static inline void store_fence(void)
+{
+#if defined(__AVX__)
+    _mm_sfence();
+#endif
+}
 /* Non-temporal store of one whole cluster (VL = 8 x 8 bytes, aligned):
    written once and not re-read in this sweep, so it bypasses the caches (gcc ignores
    `omp simd nontemporal`, hence intrinsics).  Portable fallback: plain stores. */
-static int lbgen_streaming_ = 1;    /* lbgen_set_streaming_stores */
-
 static inline void stream_cluster(store *restrict dst, const store *restrict src)
 {
     if (!lbgen_streaming_) {            /* lattice in cache: plain stores keep it there */
@@ -63,12 +69,6 @@ static inline void stream_cluster(store *restrict dst, const store *restrict src
 #endif
 }
 
-static inline void store_fence(void)
-{
-#if defined(__AVX__)
-    _mm_sfence();
-#endif
-}
 
 
 const int lbgen_cx[37] = { 3, 3, 3, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -2, -2, -2, -2, -2, -3, -3, -3 };

@@ -14,7 +14,7 @@
  *             wall rows here: none (periodic box: generated without walls); fixed when generated, not an argument
 
  * sizes       run-time (lx, ly arguments)
- * streaming   non-temporal stores for whole clusters (intrinsics, portable fallback)
+ * streaming   off
  * halo        3 columns in X and 3 cluster rows in Y around every region
  * index       element of population p at (x, r, k) = p*SP + (x+3)*SX + (r+3)*SR + k*SK with
  *             SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1,
