@@ -59,9 +59,13 @@ OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORD
 SOA_IN_3D = ("c",)
 
 
-def default_layout(backend: str, ly: int, halo: int, dimension: int = 2) -> Tuple[str, Optional[int]]:
+def default_layout(backend: str, ly: int, halo: int, dimension: int = 2,
+                   walls_along_depth: bool = False) -> Tuple[str, Optional[int]]:
     """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA; SoA for a
-    3D lattice (``dimension`` 3) on the backends of ``SOA_IN_3D``.
+    3D lattice (``dimension`` 3) on the backends of ``SOA_IN_3D``, unless it has walls across
+    the clustered axis (``walls_along_depth``: 3D walls on Z), where every SoA Z line meets the
+    walls and takes the boundary path, a cluster row only next to them (D3Q19 cavity, walls on
+    x, y, z, 128^3, time block 3: SoA 44 against CAoSoA VL 8 75 MLUPS; docs/performance.md).
 
     (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
 
@@ -73,7 +77,7 @@ def default_layout(backend: str, ly: int, halo: int, dimension: int = 2) -> Tupl
     """
     if dimension not in (2, 3):
         raise ValueError(f"default_layout: dimension {dimension!r}; allowed: 2 or 3")
-    if dimension == 3 and backend in SOA_IN_3D:
+    if dimension == 3 and backend in SOA_IN_3D and not walls_along_depth:
         return "soa", None
     for vl in PREFERRED_VL.get(backend, (8,)):
         if ly % vl == 0 and ly // vl >= halo:
@@ -82,13 +86,15 @@ def default_layout(backend: str, ly: int, halo: int, dimension: int = 2) -> Tupl
 
 
 def choose_layout(backend: str, depth: int, halo: int, layout: Optional[str] = None,
-                  vl: Optional[int] = None, dimension: int = 2) -> Tuple[str, Optional[int]]:
+                  vl: Optional[int] = None, dimension: int = 2,
+                  walls_along_depth: bool = False) -> Tuple[str, Optional[int]]:
     """The layout and VL a lattice gets when the caller leaves either open: ``default_layout``
     for a missing layout (its VL unless one is given), the backend's preferred VL that fits
     (else 1) for a clustered layout given without one; VL is None for the unclustered layouts.
-    ``depth``: the extent of the clustered axis (LY in 2D, LZ in 3D)."""
+    ``depth``: the extent of the clustered axis (LY in 2D, LZ in 3D); ``walls_along_depth``:
+    walls across it (``default_layout``)."""
     if layout is None:
-        layout, default_vl = default_layout(backend, depth, halo, dimension)
+        layout, default_vl = default_layout(backend, depth, halo, dimension, walls_along_depth)
         vl = vl if vl is not None else default_vl
     if layout in CLUSTERED and vl is None:
         vl = default_layout(backend, depth, halo)[1] or 1

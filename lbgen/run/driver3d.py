@@ -72,7 +72,8 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
     layout, vl = cfg.layout, cfg.vl
     halo = set_entry(cfg.velocity_set).max_hop
     depth_z = math.gcd(*block_depths) if block_depths else cfg.lz     # a VL dividing it divides every block's
-    layout, vl = choose_layout(cfg.backend, depth_z, halo, layout, vl, dimension=3)
+    layout, vl = choose_layout(cfg.backend, depth_z, halo, layout, vl, dimension=3,
+                               walls_along_depth="z" in (cfg.wall_axes or ""))
     changes["layout"], changes["vl"] = layout, vl
     changes["time_block"] = depth = resolve_time_block(cfg, distributed)
     if cfg.out and not cfg.series_every:      # a multiple of the time block

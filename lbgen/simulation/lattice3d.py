@@ -189,7 +189,7 @@ class Simulation3D:
             raise SpecError(f"unknown backend {backend!r}; choose from {', '.join(RUNTIMES)}")
         backend = spec_backend(self.runtime)             # 'cuda' for 'cuda-shim'
         layout, vl = choose_layout(backend, self.lz, entry.max_hop, None if layout is None else str(layout).lower(),
-                                   vl, dimension=3)
+                                   vl, dimension=3, walls_along_depth="z" in self.walls)
         spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                           velocity_set=velocity_set).validate()
         from lbgen.codegen.render3d import check_sizes3d

@@ -123,7 +123,7 @@ def test_shear_wave_viscosity_is_tau_minus_half_over_three(axis, name, collision
 def test_repr_and_parameters():
     sim = lbgen.Simulation3D(4, 4, 16, tau=0.8, gravity=(0, 0, -1e-5), walls="z", lid={"z-high": (0.05, 0, 0)})
     text = repr(sim)
-    assert text.startswith("Simulation3D(4x4x16 D3Q19 bgk tau=0.8 g=(0, 0, -1e-05), c soa, walls z, "
+    assert text.startswith("Simulation3D(4x4x16 D3Q19 bgk tau=0.8 g=(0, 0, -1e-05), c caosoa-vl8, walls z, "
                            "lid z-high (0.05, 0, 0), step 0, no state yet")
     sim.set_parameters(tau=0.9, gravity=(0, 0, 0))
     assert sim.params.tau == 0.9 and sim.force == (0.0, 0.0, 0.0)
@@ -187,3 +187,18 @@ def test_default_layout_in_3d_is_soa_on_the_cpu_and_clustered_elsewhere():
     assert default_layout("opencl", 64, 1, dimension=3) == ("caosoa", 32)
     with pytest.raises(ValueError, match="dimension 4; allowed: 2 or 3"):
         default_layout("c", 16, 1, dimension=4)
+
+
+def test_walls_across_z_take_the_clustered_default_on_the_cpu():
+    """Walls on Z send every SoA Z line down the boundary path, so the one rule gives such a
+    lattice CAoSoA (walls on x or y keep SoA); a run of the lid-driven cavity (walls on x, y
+    and z) records the layout it got in its description."""
+    from lbgen.codegen.spec import default_layout
+    from lbgen.run.config import RunConfig
+    from lbgen.run.driver3d import resolve3d
+    assert default_layout("c", 16, 1, dimension=3, walls_along_depth=True) == ("caosoa", 8)
+    assert lbgen.Simulation3D(4, 4, 16, walls="z").program.layout.tag == "caosoa-vl8"
+    assert lbgen.Simulation3D(4, 4, 16, walls="xy").program.layout.tag == "soa"
+    cfg = RunConfig.build("lid-driven-cavity", ("test", {"lx": 8, "ly": 8, "lz": 16, "steps": 1}))
+    assert "z" in cfg.wall_axes
+    assert (resolve3d(cfg, echo=lambda m: None).layout, resolve3d(cfg, echo=lambda m: None).vl) == ("caosoa", 8)
