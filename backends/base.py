@@ -548,3 +548,54 @@ class HostBuffers:
 
     def _write_range(self, f, offset, data):
         f[offset:offset + data.size] = data
+
+
+class Program3D:
+    """What the 3D runtimes share (the C one, backends/c/program3d.py, and the GPU dialects',
+    backends/gpu3d.py): the spec and size checks before any work, the lattice description,
+    host buffers in ``Layout3D`` order, the boundaries record and the step sequence.  A
+    runtime sets ``backend`` and ``Boundaries`` (its boundaries class: built from a program,
+    walls, lids and a solid mask; ``periodic`` when it holds none) and defines the kernels."""
+
+    backend = ""
+    Boundaries: Any = None
+
+    def _describe(self, source, lx: int, ly: int, lz: int) -> None:
+        from lbgen.codegen.layouts import make_layout3d
+        from lbgen.codegen.render3d import check_sizes3d
+        from lbgen.model.operators import operator
+        from lbgen.model.velocity_set import velocity_set
+        self.source = source
+        self.spec = spec = source.spec
+        if spec.dimension != 3 or spec.backend != self.backend:
+            raise ValueError(f"{type(self).__name__} runs 3D {self.backend} kernels, not a {spec.dimension}D "
+                             f"{spec.backend} source")
+        self.vs = vs = velocity_set(spec.velocity_set)
+        problem = check_sizes3d(spec, vs, lx, ly, lz)         # the emitted check's rules, before any work
+        if problem:
+            raise ValueError(problem)
+        self.lx, self.ly, self.lz = int(lx), int(ly), int(lz)
+        self.layout = make_layout3d(spec.layout, vs.Q, self.lx, self.ly, self.lz, spec.vl, halo=vs.max_hop)
+        self.dtype = np.float64 if spec.precision == "double" else np.float32
+        self.calls = collections.Counter()
+        self.prefix = spec.prefix
+        self.parameter_names = operator(spec.collision).kernel_arguments_of(3)
+
+    def allocate(self) -> np.ndarray:
+        return aligned_zeros(self.layout.size, self.dtype)
+
+    def boundaries(self, walls=(), lids=None, solid=None):
+        """The boundaries record of these kernels (None for a periodic box without a mask)."""
+        bc = self.Boundaries(self, walls, lids, solid)
+        return None if bc.periodic else bc
+
+    def step(self, f, g, params, bc=None, fused: bool = True):
+        """One time step from the state in f (g spare): halo, then fused (or propagate and
+        collide: the same bits in builds without FMA contraction).  Returns (state, spare)."""
+        self.halo(f)
+        if fused:
+            self.fused(f, g, bc, **params)
+            return g, f
+        self.propagate(f, g, bc)
+        self.collide(g, f, bc, **params)
+        return f, g

@@ -16,12 +16,11 @@ element column of the padded lattice (``<P>_HALO_THREADS``), rounded up to the b
 """
 from __future__ import annotations
 
-import collections
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from lbgen.backends.base import aligned_zeros, ordered_parameters
+from lbgen.backends.base import Program3D, ordered_parameters
 
 from lbgen.backends.c.program3d import AXES, checked_boundaries, face_index  # the C runtime's struct rules
 
@@ -46,35 +45,17 @@ class Boundaries3D:
         return not self.walls_axes and self.solid is None
 
 
-class GPUProgram3D:
+class GPUProgram3D(Program3D):
     """Common logic; a runtime defines ``_run(kernel, items, args, outputs)`` (args: NumPy
     arrays, None for a NULL pointer, np.int32 / real scalars; outputs: the indices of the
     arrays the kernel writes) and sets ``field_dtype`` / ``lid_dtype``."""
 
-    backend = ""
+    Boundaries = Boundaries3D
     field_dtype = np.float64
     lid_dtype = np.float64
 
     def __init__(self, source, lx: int, ly: int, lz: int):
-        from lbgen.codegen.layouts import make_layout3d
-        from lbgen.codegen.render3d import check_sizes3d
-        from lbgen.model.velocity_set import velocity_set
-        self.source = source
-        self.spec = spec = source.spec
-        if spec.dimension != 3 or spec.backend != self.backend:
-            raise ValueError(f"{type(self).__name__} runs 3D {self.backend} kernels, not a {spec.dimension}D "
-                             f"{spec.backend} source")
-        self.vs = vs = velocity_set(spec.velocity_set)
-        problem = check_sizes3d(spec, vs, lx, ly, lz)         # the C check's rules, before any work
-        if problem:
-            raise ValueError(problem)
-        self.lx, self.ly, self.lz = int(lx), int(ly), int(lz)
-        self.layout = make_layout3d(spec.layout, vs.Q, self.lx, self.ly, self.lz, spec.vl, halo=vs.max_hop)
-        self.dtype = np.float64 if spec.precision == "double" else np.float32
-        self.calls = collections.Counter()
-        self.prefix = spec.prefix
-        from lbgen.model.operators import operator
-        self.parameter_names = operator(spec.collision).kernel_arguments_of(3)
+        self._describe(source, lx, ly, lz)
         self._sizes = tuple(np.int32(n) for n in (self.lx, self.ly, self.lz))
         L = self.layout
         self.site_items = self.lx * self.ly * self.lz
@@ -112,14 +93,6 @@ class GPUProgram3D:
         return [np.int32(bc.walls), np.int32(bc.lids), bc.lid, bc.solid]
 
     # --- buffers ----------------------------------------------------------------------------
-    def allocate(self) -> np.ndarray:
-        return aligned_zeros(self.layout.size, self.dtype)
-
-    def boundaries(self, walls: Sequence[str] = (), lids: Optional[Mapping] = None,
-                   solid: Optional[np.ndarray] = None) -> Optional[Boundaries3D]:
-        bc = Boundaries3D(self, walls, lids, solid)
-        return None if bc.periodic else bc
-
     def pack(self, plain: np.ndarray, f: Optional[np.ndarray] = None) -> np.ndarray:
         """(Q, LX, LY, LZ) populations -> a buffer of this layout (pack, then halo)."""
         plain = self._fields_in(plain, (self.vs.Q, self.lx, self.ly, self.lz))
@@ -178,14 +151,3 @@ class GPUProgram3D:
         self._call("diagnostics", self.ly * self.lz, [self._buf(f), *self._sizes, solid, out,
                                                        *(self._real(a) for a in force)], (5,))
         return out.astype(np.float64)
-
-    def step(self, f, g, params: Mapping[str, float], bc: Optional[Boundaries3D] = None,
-             fused: bool = True) -> Tuple[np.ndarray, np.ndarray]:
-        """One time step (as CProgram3D.step).  Returns (state, spare)."""
-        self.halo(f)
-        if fused:
-            self.fused(f, g, bc, **params)
-            return g, f
-        self.propagate(f, g, bc)
-        self.collide(g, f, bc, **params)
-        return f, g

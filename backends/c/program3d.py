@@ -8,12 +8,11 @@ None: a periodic box), built once and passed to every propagate, collide and fus
 """
 from __future__ import annotations
 
-import collections
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from lbgen.backends.base import aligned_zeros, ordered_parameters, load_library
+from lbgen.backends.base import Program3D, load_library, ordered_parameters
 from lbgen.system.limits import resolve_threads
 
 #: the axes and faces of the boundaries struct: wall bit a per axis, lid bit 2a + s per face
@@ -73,39 +72,24 @@ class Boundaries3D:
         return not self.walls and self.solid is None
 
 
-class CProgram3D:
+class CProgram3D(Program3D):
     """Compiled 3D kernels of one spec for an lx x ly x lz lattice, buffers in host memory."""
 
+    backend = "c"
+    Boundaries = Boundaries3D
     threads: Optional[int] = None
 
     def __init__(self, source, lx: int, ly: int, lz: int, flags=None, strict: bool = False, threads: int = 0):
         from lbgen.backends.c import api_declarations, build, streaming_pays
-        from lbgen.codegen.layouts import make_layout3d
-        from lbgen.codegen.render3d import check_sizes3d
-        from lbgen.model.velocity_set import velocity_set
-        self.source = source
-        self.spec = spec = source.spec
-        if spec.dimension != 3 or spec.backend != "c":
-            raise ValueError(f"CProgram3D runs 3D C kernels, not a {spec.dimension}D {spec.backend} source")
-        self.vs = vs = velocity_set(spec.velocity_set)
-        problem = check_sizes3d(spec, vs, lx, ly, lz)         # the emitted check's rules, before any work
-        if problem:
-            raise ValueError(problem)
-        self.lx, self.ly, self.lz = int(lx), int(ly), int(lz)
-        self.layout = make_layout3d(spec.layout, vs.Q, self.lx, self.ly, self.lz, spec.vl, halo=vs.max_hop)
-        self.dtype = np.float64 if spec.precision == "double" else np.float32
-        self.calls = collections.Counter()
+        self._describe(source, lx, ly, lz)
         self.library_path = build(source, flags, strict)
         self.ffi, self.lib = load_library(self.library_path,
                                           api_declarations(source.files[source.main_file.replace(".c", ".h")]))
-        self.prefix = spec.prefix
-        self.real_c = "double" if spec.precision == "double" else "float"
+        self.real_c = "double" if self.spec.precision == "double" else "float"
         self.threads = self._fn("set_threads")(resolve_threads(int(threads)))
         # non-temporal stores when the two buffers do not fit in the last-level cache (as in 2D)
         self.streaming_stores = self._fn("set_streaming_stores")(int(streaming_pays(self.layout.size, self.dtype)))
         self._sizes = (self.lx, self.ly, self.lz)
-        from lbgen.model.operators import operator
-        self.parameter_names = operator(spec.collision).kernel_arguments_of(3)
 
     # --- plumbing ----------------------------------------------------------------------
     def _fn(self, name):
@@ -128,15 +112,6 @@ class CProgram3D:
         return ordered_parameters(self, self.parameter_names, params)
 
     # --- buffers -----------------------------------------------------------------------
-    def allocate(self) -> np.ndarray:
-        return aligned_zeros(self.layout.size, self.dtype)
-
-    def boundaries(self, walls: Sequence[str] = (), lids: Optional[Mapping] = None,
-                   solid: Optional[np.ndarray] = None) -> Optional[Boundaries3D]:
-        """The boundaries struct of these kernels (None for a periodic box without a mask)."""
-        bc = Boundaries3D(self, walls, lids, solid)
-        return None if bc.periodic else bc
-
     def pack(self, plain: np.ndarray, f: Optional[np.ndarray] = None) -> np.ndarray:
         """(Q, LX, LY, LZ) populations -> a buffer of this layout (the pack kernel; halo refreshed)."""
         plain = self._doubles(plain, (self.vs.Q, self.lx, self.ly, self.lz))
@@ -204,18 +179,6 @@ class CProgram3D:
         self._fn("diagnostics")(self._ptr(f), *self._sizes, mask, self.ffi.cast("double *", out.ctypes.data),
                                 *(float(a) for a in force))
         return out
-
-    def step(self, f, g, params: Mapping[str, float], bc: Optional[Boundaries3D] = None,
-             fused: bool = True) -> Tuple[np.ndarray, np.ndarray]:
-        """One time step from the state in f (g spare): halo, then fused (or propagate and
-        collide: the same bits in builds without FMA contraction).  Returns (state, spare)."""
-        self.halo(f)
-        if fused:
-            self.fused(f, g, bc, **params)
-            return g, f
-        self.propagate(f, g, bc)
-        self.collide(g, f, bc, **params)
-        return f, g
 
     def check(self, lx: int, ly: int, lz: int) -> Tuple[int, str]:
         """The emitted <prefix>_check: (status, message)."""
