@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wall_support import FORCE, T_BOTTOM, T_TOP, _backend, wall_state  # noqa: F401
+from wall_support import FORCE, T_BOTTOM, T_TOP, strict_walled_programs, wall_state  # noqa: F401
 
 LX, LY = 12, 24
 PARAMS = dict(C1=0.2, C2=0.1, C3=0.5, ax=FORCE[0], ay=FORCE[1])
@@ -27,16 +27,11 @@ PIECES = [(H, LX - H, H, LY - H), (0, H, 0, LY), (LX - H, LX, 0, LY), (H, LX - H
 
 @pytest.fixture(scope="module")
 def programs():
-    from lbgen.codegen.render import generate
-    from lbgen.codegen.spec import KernelSpec
     memo = {}
 
     def get(layout, vl, backend="c"):
         if (backend, layout, vl) not in memo:
-            mod = _backend(backend)
-            spec = KernelSpec(backend=backend, layout=layout, vl=vl, collision="regularized", walls=True)
-            memo[backend, layout, vl] = mod.compile(generate(spec), LX, LY, strict=True,
-                                                    **(dict(threads=2) if backend == "c" else {}))
+            memo[backend, layout, vl], = strict_walled_programs(backend, layout, vl, LX, LY)
         return memo[backend, layout, vl]
 
     return get

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wall_support import FORCE, T_BOTTOM, T_TOP, _backend, wall_state  # noqa: F401
+from wall_support import FORCE, T_BOTTOM, T_TOP, strict_walled_programs, wall_state  # noqa: F401
 
 LX, LY = 4, 24
 HALF = LY // 2
@@ -31,17 +31,11 @@ class _Walls:
 
 @pytest.fixture(scope="module")
 def programs():
-    from lbgen.codegen.render import generate
-    from lbgen.codegen.spec import KernelSpec
     memo = {}
 
     def get(layout, vl, backend="c"):
         if (backend, layout, vl) not in memo:
-            mod = _backend(backend)
-            source = generate(KernelSpec(backend=backend, layout=layout, vl=vl, collision="regularized", walls=True))
-            extra = dict(threads=2) if backend == "c" else {}
-            memo[backend, layout, vl] = (mod.compile(source, LX, LY, strict=True, **extra),
-                                         mod.compile(source, LX, HALF, strict=True, **extra))
+            memo[backend, layout, vl] = strict_walled_programs(backend, layout, vl, LX, LY, HALF)
         return memo[backend, layout, vl]
 
     return get

@@ -65,6 +65,15 @@ def _backend(name):
     return mod
 
 
+def strict_walled_programs(backend, layout, vl, lx, *lys):
+    """The strict regularized kernels with walls of one backend and layout, compiled for
+    lx x ly for each ly given (C with 2 threads): the programs of the region and wall-side tests."""
+    mod = _backend(backend)
+    source = generate(KernelSpec(backend=backend, layout=layout, vl=vl, collision="regularized", walls=True))
+    extra = dict(threads=2) if backend == "c" else {}
+    return tuple(mod.compile(source, lx, ly, strict=True, **extra) for ly in lys)
+
+
 @pytest.fixture(scope="module")
 def wall_program():
     """wall_program(backend, layout, vl, collision, precision) -> Program with the bc kernel."""
