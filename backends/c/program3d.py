@@ -25,13 +25,23 @@ def face_index(axis: str, side: str) -> int:
     return 2 * AXES.index(axis) + SIDES.index(side)
 
 
+def _face_key(face) -> Tuple[str, str]:
+    """A face as (axis, side), from ('z', 'high') or 'z-high'; anything else refused naming it."""
+    parts = tuple(face.split("-")) if isinstance(face, str) else tuple(face) if isinstance(face, tuple) else ()
+    if len(parts) != 2 or parts[0] not in AXES or parts[1] not in SIDES:
+        raise ValueError(f"lid face {face!r}: name it 'z-high' or ('z', 'high'): an axis among x, y, z and a side "
+                         f"among low, high")
+    return parts
+
+
 def checked_boundaries(walls: Sequence[str], lids: Optional[Mapping], solid: Optional[np.ndarray],
                        shape: Tuple[int, int, int]):
     """The boundaries every 3D runtime takes, checked once: (wall axes in x, y, z order,
-    {(axis, side): (ux, uy, uz)} of floats, None or the contiguous uint8 mask).  A wall axis
+    {(axis, side): (ux, uy, uz)} of floats (a face given as (axis, side) or 'axis-side'), None
+    or the contiguous uint8 mask).  A wall axis
     outside x, y, z, a lid on a face without walls, a lid velocity without 3 components, or
     a mask of another shape or dtype is refused, naming it."""
-    lids = dict(lids or {})
+    lids = {_face_key(face): u for face, u in dict(lids or {}).items()}
     for axis in walls:
         if axis not in AXES:
             raise ValueError(f"wall axis {axis!r}: choose among x, y, z")

@@ -120,7 +120,19 @@ def test_strict_builds_with_boundaries_are_bit_identical(layout, vl):
     (dict(walls=("z",), lids={("z", "low"): (0, 0)}), "needs 3 components"),
     (dict(solid=np.zeros((6, 5, 15), np.uint8)), "uint8 array of shape \\(6, 5, 16\\)"),
     (dict(solid=np.zeros(SHAPE, bool)), "solid mask: bool array"),
+    (dict(walls=("z",), lids={"z-top": (0.05, 0, 0)}), "lid face 'z-top': name it 'z-high' or"),
+    (dict(walls=("z",), lids={"zhigh": (0.05, 0, 0)}), "lid face 'zhigh': name it"),
 ])
 def test_bad_boundaries_are_refused(kw, message):
     with pytest.raises(ValueError, match=message):
         program3d("caosoa", 8).boundaries(**kw)
+
+
+def test_a_lid_face_may_be_named_as_simulation3d_names_it():
+    """'z-high' (Simulation3D's spelling) and ('z', 'high') build the same boundaries: same bits."""
+    prog = program3d("caosoa", 8)
+    f0 = random_state("d3q19", seed=5)
+    runs = [prog.unpack(kernel_run(prog, f0, 2, "bgk", bc=prog.boundaries(walls=("z",), lids={face: (0.05, 0.0, 0.0)})))
+            for face in ("z-high", ("z", "high"))]
+    assert np.array_equal(*runs)
+    assert not np.array_equal(runs[0], prog.unpack(kernel_run(prog, f0, 2, "bgk", bc=prog.boundaries(walls=("z",)))))
