@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pytest
 
 from lbgen.reference import bulk as ref
-from helpers import FORCE, LX, LY, OPERATOR_PARAMS, random_fields, step_fused, step_unfused
+from helpers import CI, FORCE, LX, LY, OPERATOR_PARAMS, random_fields, step_fused, step_unfused
 from lbgen.model.velocity_set import d2q37
 
 @pytest.fixture(scope="session")
@@ -105,8 +105,7 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--slow") or os.environ.get("CI", "").lower() in ("1", "true", "yes") \
-            or "slow" in (config.getoption("-m") or ""):
+    if config.getoption("--slow") or CI or "slow" in (config.getoption("-m") or ""):
         return
     slow = [item for item in items if item.get_closest_marker("slow")]
     if slow:
@@ -115,6 +114,6 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_report_header(config):
-    full = config.getoption("--slow") or os.environ.get("CI", "").lower() in ("1", "true", "yes")
+    full = config.getoption("--slow") or CI
     return "lbgen: full suite (slow tests included)" if full else \
         "lbgen: fast subset (slow tests left out: --slow or CI=true runs them)"

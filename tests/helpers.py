@@ -3,9 +3,26 @@ parameters, random states, stepping helpers and the emitted examples' expected o
 (Fixtures live in conftest.py; plain values and functions here, imported by name.)"""
 from __future__ import annotations
 
+import os
+
 import numpy as np
+import pytest
 
 from lbgen.reference import bulk as ref
+
+#: CI=true (as .ci/run sets it): the full suite runs, and a missing optional runtime fails
+CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def require(ok, why: str, what: str = "") -> None:
+    """The one rule for what a test needs beyond the package (OpenCL, nvcc, g++ for the CUDA
+    shim, MPI, make): without it the test skips with the reason here and fails under CI,
+    where it must be installed."""
+    if not ok:
+        if CI:
+            pytest.fail(f"{what + ' is ' if what else ''}required under CI=true: {why}", pytrace=False)
+        pytest.skip(f"{what}: {why}" if what else why)
+
 
 #: a lattice small enough for the reference, big enough for VL = 32 (LY/VL = 3)
 LX, LY = 6, 96

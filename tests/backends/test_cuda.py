@@ -10,7 +10,6 @@ With CI=true the nvcc and shim tests must run: a missing nvcc or g++ fails inste
 """
 from __future__ import annotations
 
-import os
 import subprocess
 
 import numpy as np
@@ -22,9 +21,8 @@ from lbgen.backends.base import CompileError
 from lbgen.codegen.spec import KernelSpec
 from lbgen.codegen.render import generate
 
-from helpers import FORCE, LX, LY, OPERATOR_PARAMS, config_id, random_fields, step_fused, step_unfused
+from helpers import FORCE, LX, LY, OPERATOR_PARAMS, config_id, random_fields, require, step_fused, step_unfused
 
-CI = os.environ.get("CI", "").lower() == "true"
 OPERATORS = ("bgk", "regularized")
 PRECISIONS = ("double", "single")
 TOLERANCE = {"double": 1e-12, "single": 1e-5}
@@ -38,11 +36,7 @@ ARCHS = ("sm_80", "sm_90")
 
 
 def _require(available_fn, what):
-    ok, why = available_fn()
-    if not ok:
-        if CI:
-            pytest.fail(f"{what} is required under CI=true: {why}")
-        pytest.skip(why)
+    require(*available_fn(), what)
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,11 @@ init_equilibrium); the GPU default VL 32 on an LZ = 96 lattice; pack/unpack/halo
 formulas; nvcc compiles the 3D .cu (sm_80, sm_90).  With CI=true nothing skips."""
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
+
+from helpers import require
 
 from lbgen.backends.base import BackendUnavailable
 from lbgen.codegen.layouts import make_layout3d
@@ -20,7 +21,6 @@ from lbgen.codegen.spec import KernelSpec
 from lbgen.reference import bulk3d as oracle
 from support3d import (FORCE, LAYOUTS3D, R, SHAPE, kernel_run, oracle_run, program3d, random_state)
 
-CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 STEPS = 3
 BACKENDS = ("opencl", "cuda")
 #: the fast suite's combinations (backend, layout, vl, set, operator); the rest is slow
@@ -32,9 +32,7 @@ def _need(what, fn):
     try:
         return fn()
     except (BackendUnavailable, ImportError) as e:
-        if CI:
-            pytest.fail(f"{what} is required under CI=true: {e}", pytrace=False)
-        pytest.skip(f"{what} unavailable: {e}")
+        require(False, str(e), what)
 
 
 def _opencl():
@@ -214,11 +212,7 @@ def test_sizes_and_boundaries_are_checked_before_any_work(backend):
 @pytest.mark.parametrize("name", ["d3q19", "d3q27"])
 def test_nvcc_compiles_the_3d_cu(layout, vl, collision, name):
     from lbgen.backends.cuda import nvcc
-    ok, why = nvcc.available()
-    if not ok:
-        if CI:
-            pytest.fail(f"nvcc is required under CI=true: {why}", pytrace=False)
-        pytest.skip(why)
+    require(*nvcc.available(), "nvcc")
     src = generate(KernelSpec(backend="cuda", layout=layout, vl=vl, velocity_set=name, collision=collision))
     for res in nvcc.compile_many([(src, a) for a in ("sm_80", "sm_90")]):
         assert res.binary

@@ -148,12 +148,9 @@ def test_run_that_goes_nan_stops_and_names_step_and_site(tmp_path):
 
 
 def test_emit_report_shows_ptxas_registers_and_spills_for_cuda(tmp_path):
-    import os
+    from helpers import require
     from lbgen.backends.cuda.nvcc import available
-    if not available()[0]:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"nvcc is required under CI: {available()[1]}")
-        pytest.skip(available()[1])
+    require(*available(), "nvcc")
     result = invoke("emit", "--backend", "cuda", "--layout", "caosoa", "--vl", 32, "--report", "-o", tmp_path)
     assert result.exit_code == 0, result.output
     lines = [l.split() for l in result.output.splitlines() if l.startswith("sm_90") and "collide" in l]

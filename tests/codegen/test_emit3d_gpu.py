@@ -10,6 +10,8 @@ import sys
 
 import numpy as np
 import pytest
+
+from helpers import require
 from click.testing import CliRunner
 
 from lbgen.backends.base import BackendUnavailable
@@ -18,16 +20,8 @@ from lbgen.codegen.emit import emit
 from lbgen.codegen.spec import KernelSpec
 from lbgen.reference import bulk3d as oracle
 
-CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 R = np.sqrt(3.0)
 STEPS = 6
-
-
-def _need(ok, why):
-    if not ok:
-        if CI:
-            pytest.fail(f"required under CI=true: {why}", pytrace=False)
-        pytest.skip(why)
 
 
 def _reference(lx, ly, lz, steps, collision, lid):
@@ -82,7 +76,7 @@ def test_emitted_opencl_3d_example_reproduces_the_oracle(tmp_path, spec, size):
         device = opencl.select_device()
         entry = next(e for e in opencl.devices() if e[3].int_ptr == device.int_ptr)
     except (BackendUnavailable, ImportError) as e:
-        _need(False, f"OpenCL unavailable: {e}")
+        require(False, f"OpenCL unavailable: {e}")
     env = dict(os.environ, PYOPENCL_CTX=f"{entry[0]}:{entry[1]}", PYTHONWARNINGS="ignore")
     emit(spec, tmp_path)
     for lid in (False, True):
@@ -103,7 +97,7 @@ def test_emitted_opencl_3d_example_reproduces_the_oracle(tmp_path, spec, size):
 ])
 def test_emitted_cuda_3d_example_runs_through_the_shim_and_reproduces_the_oracle(tmp_path, spec, size):
     from lbgen.backends.cuda import shim
-    _need(*shim.available())
+    require(*shim.available())
     emit(spec, tmp_path)
     exe = shim.build_host_program(tmp_path, ["example.cu"])
     for lid in (False, True):
@@ -119,7 +113,7 @@ def test_emitted_cuda_3d_example_runs_through_the_shim_and_reproduces_the_oracle
 def test_emitted_cuda_3d_example_compiles_with_nvcc(tmp_path):
     from lbgen.backends.cuda import nvcc
     ok, why = nvcc.available()
-    _need(ok, why)
+    require(ok, why)
     emit(KernelSpec(backend="cuda", velocity_set="d3q19"), tmp_path)
     proc = subprocess.run(["make", "-s", "ARCH=sm_90", f"NVCC={nvcc.find_nvcc()}"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=600)

@@ -8,7 +8,8 @@ import shutil
 import sys
 from pathlib import Path
 
-import pytest
+
+from helpers import require
 
 from lbgen.parallel import mpi
 
@@ -21,10 +22,7 @@ def mpiexec_path() -> str:
         why = "mpi4py is not installed (pip install '.[mpi]')"
     elif found is None:
         why = "no mpiexec (pip install mpich)"
-    if why:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"MPI is required under CI: {why}")
-        pytest.skip(why)
+    require(why is None, why, "MPI")
     return found
 
 

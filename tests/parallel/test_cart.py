@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+
+from helpers import require
 from click.testing import CliRunner
 
 from lbgen.cli.main import main
@@ -183,14 +185,8 @@ def test_model_options_of_the_grid_model_need_it():
 
 
 def need_opencl():
-    import os
-
     from lbgen.backends import available
-    ok, why = available("opencl")
-    if not ok:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"OpenCL is required under CI: {why}")
-        pytest.skip(why)
+    require(*available("opencl"), "OpenCL")
 
 
 def test_a_y_split_on_opencl_ranks_is_bit_identical(tmp_path):

@@ -3,12 +3,13 @@
 Each test starts mpiexec from the venv as a subprocess (OMP_NUM_THREADS=1: two ranks on
 two cores) with a timeout, so a hang fails instead of blocking the suite.
 """
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+from helpers import require
 from click.testing import CliRunner
 
 from lbgen.parallel import mpi
@@ -209,11 +210,7 @@ def test_model_ranks_prints_a_table(tmp_path):
 
 def test_each_rank_can_run_host_plus_device(tmp_path):
     from lbgen.backends import available
-    ok, why = available("opencl")
-    if not ok:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"OpenCL is required under CI: {why}")
-        pytest.skip(why)
+    require(*available("opencl"), "OpenCL")
     args = ["--lx", 24, "--ly", 64, "--steps", 8, "--strict"]
     ref = single(args, tmp_path / "one.npz")
     proc = mpirun(2, ["run"] + args + ["--hetero", "opencl", "--split", "0.5", "--save", "two.npz",

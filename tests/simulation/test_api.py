@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import FORCE, LX, LY, OPERATOR_PARAMS, example_reference
+from helpers import FORCE, LX, LY, OPERATOR_PARAMS, example_reference, require
 from lbgen.backends import BackendUnavailable
 from lbgen.codegen.spec import KernelSpec
 from lbgen.codegen.render import ENTRY_POINTS, generate
@@ -25,14 +25,6 @@ from lbgen.codegen.kernel_api import WALL_ENTRY_POINTS
 from lbgen.codegen.emit import emit
 from lbgen.model.velocity_set import velocity_set
 
-CI = os.environ.get("CI", "").lower() == "true"
-
-
-def _need(condition, why):
-    if not condition:
-        if CI:
-            pytest.fail(f"required under CI=true: {why}")
-        pytest.skip(why)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +35,7 @@ def opencl_env():
         device = opencl.select_device()
         entry = next(e for e in opencl.devices() if e[3].int_ptr == device.int_ptr)
     except (BackendUnavailable, ImportError) as e:
-        _need(False, f"OpenCL unavailable: {e}")
+        require(False, f"OpenCL unavailable: {e}")
     # select_device() has pointed the ICD loader at the pip-installed runtimes (OCL_ICD_VENDORS)
     return dict(os.environ, PYOPENCL_CTX=f"{entry[0]}:{entry[1]}", PYTHONWARNINGS="ignore")
 
@@ -52,7 +44,7 @@ def opencl_env():
 def shim():
     from lbgen.backends.cuda import shim as mod
     ok, why = mod.available()
-    _need(ok, why)
+    require(ok, why)
     return mod
 
 
@@ -62,7 +54,7 @@ def _run(cmd, folder, env=None):
 
 def _examples(tmp_path, spec_kw, opencl_env, shim):
     """{backend: (folder, argv prefix, env)} with each emitted example built."""
-    _need(shutil.which("make") and shutil.which("gcc"), "make and gcc build the emitted C example")
+    require(shutil.which("make") and shutil.which("gcc"), "make and gcc build the emitted C example")
     built = {}
     for backend in ("c", "opencl", "cuda"):
         folder = tmp_path / backend
@@ -216,7 +208,7 @@ def test_c_tables_and_size_checks_through_the_library(program):
 
 
 def test_walls_and_compile_time_sizes_are_checked_too(tmp_path):
-    _need(shutil.which("make") and shutil.which("gcc"), "make and gcc build the emitted C example")
+    require(shutil.which("make") and shutil.which("gcc"), "make and gcc build the emitted C example")
     from lbgen.backends import c as cbackend
     emit(KernelSpec(layout="aos", walls=True), tmp_path)
     assert "LBGEN_ERR_WALLS (4): walls: LY >= 8" in (tmp_path / "lbgen_kernels.h").read_text()
@@ -305,7 +297,7 @@ def test_cuda_launch_wrappers_run_an_unfused_step_through_the_shim(shim, initial
 
 
 def test_c_makefile_defaults_to_gcc_but_takes_cc(tmp_path):
-    _need(shutil.which("make"), "make reads the emitted Makefile")
+    require(shutil.which("make"), "make reads the emitted Makefile")
     emit(KernelSpec(layout="soa"), tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "CC"}
     dry = _run(["make", "-n", "example"], tmp_path, env).stdout

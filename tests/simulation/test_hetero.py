@@ -3,6 +3,8 @@ import json
 
 import numpy as np
 import pytest
+
+from helpers import require
 from click.testing import CliRunner
 
 from lbgen.perf import split as perfmodel
@@ -17,12 +19,7 @@ LX, LY = 16, 64
 
 def _opencl_or_skip():
     from lbgen.backends import available
-    ok, why = available("opencl")
-    if not ok:
-        import os
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"OpenCL is required under CI: {why}")
-        pytest.skip(why)
+    require(*available("opencl"), "OpenCL")
 
 
 def _run(steps=15, **kw):
