@@ -144,30 +144,40 @@ def test_taylor_green_decay_rate_at_re_100(name, collision):
 
 
 # ---------------------------------------------------------------- lid-driven cubic cavity
-def cavity_profiles(L, U=0.1, Re=100, tol=1e-6, threads=2, collision="bgk"):
+def _centrelines(u):
+    """ux(z) at x = y = L/2 and uz(x) at y = z = L/2 of u (3, L, L, L): between nodes (L even),
+    the mean of the 4 nearest lines."""
+    h = u.shape[1] // 2
+    return u[0, h - 1:h + 1, h - 1:h + 1, :].mean(axis=(0, 1)), u[2, :, h - 1:h + 1, h - 1:h + 1].mean(axis=(1, 2))
+
+
+def cavity_profiles(L, U=0.1, Re=100, tol=1e-6, threads=2, collision="bgk", check=1000, progress=None,
+                    **options):
     """Steady cubic cavity, walls on all six faces, the z-high face moving with (U, 0, 0)
     (lattice units; Re = U L / nu, L sites between the half-way walls), run until the largest
-    change of u/U over 1000 steps is < tol.  Returns (s, ux(z) at x = y = L/2, uz(x) at
+    change of u/U over `check` steps is < tol.  Returns (s, ux(z) at x = y = L/2, uz(x) at
     y = z = L/2, steps), positions s in [0, 1] (nodes at (i + 1/2) / L), velocities over U;
-    the centrelines lie between nodes (L even): the mean of the 4 nearest lines."""
+    the centrelines lie between nodes (L even): the mean of the 4 nearest lines.
+    ``progress(steps, s, ux_z, uz_x, change)`` is called after every check; ``options`` go to
+    Simulation3D (time_block, layout, vl)."""
     nu = U * L / Re
     viscosity = {"tau": 0.5 + 3 * nu} if collision == "bgk" else {"C1": 3 * nu}
     sim = lbgen.Simulation3D(L, L, L, collision=collision, walls="xyz", lid={"z-high": (R * U, 0.0, 0.0)},
-                             threads=threads, **viscosity)
+                             threads=threads, **viscosity, **options)
     sim.set_fields(1.0, 0.0, 0.0, 0.0)
-    previous = None
+    s, previous = (np.arange(L) + 0.5) / L, None
     while True:
-        sim.run(1000)
+        sim.run(check)
         f = sim.fields()
         u = np.stack([f["ux"], f["uy"], f["uz"]]) / (R * U)
-        if previous is not None and np.max(np.abs(u - previous)) < tol:
+        change = np.inf if previous is None else float(np.max(np.abs(u - previous)))
+        if progress is not None:
+            progress(sim.time_step, s, *_centrelines(u), change)
+        if change < tol:
             break
         previous = u
         assert sim.time_step < 400_000
-    h = L // 2
-    ux_z = u[0, h - 1:h + 1, h - 1:h + 1, :].mean(axis=(0, 1))
-    uz_x = u[2, :, h - 1:h + 1, h - 1:h + 1].mean(axis=(1, 2))
-    return (np.arange(L) + 0.5) / L, ux_z, uz_x, sim.time_step
+    return (s, *_centrelines(u), sim.time_step)
 
 
 def _interpolate(s_fine, v_fine, s):
