@@ -34,12 +34,13 @@ def storage_bytes(spec) -> int:
     return 8 if spec.precision == "double" else 4
 
 
-def streaming_modes(spec) -> dict:
-    """The non-temporal stores of a C sweep (the templates' ``stream``): whole clusters of at
-    least one 32-byte vector, in clustered layouts, unless the spec turns them off.  (Streaming
-    the Z lines of a 3D SoA was measured not to pay: 0.93x plain stores at 128^3, D3Q19.)"""
-    return {"stream": spec.backend == "c" and spec.streaming_stores and spec.layout in CLUSTERED
-            and (spec.vl * storage_bytes(spec)) % 32 == 0}
+def streams_clusters(spec) -> bool:
+    """Whether a C sweep stores whole clusters with non-temporal stores (the templates'
+    ``stream``): clustered layouts with a cluster of at least one 32-byte vector, unless the
+    spec turns them off.  (Streaming the Z lines of a 3D SoA was measured not to pay: 0.93x
+    plain stores at 128^3, D3Q19.)"""
+    return (spec.backend == "c" and spec.streaming_stores and spec.layout in CLUSTERED
+            and (spec.vl * storage_bytes(spec)) % 32 == 0)
 
 
 def buffer_fits_condition(Q: int, vl: int, halo: int, nbytes: int, lx: str = "lx", ly: str = "ly",

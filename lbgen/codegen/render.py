@@ -23,7 +23,7 @@ from lbgen.model.walls import min_ly_walls, wall_row_count
 from lbgen.model.walls import mass_rule
 from lbgen.codegen.spec import MAX_TIME_BLOCK, OPERATOR_PARAMETERS, KernelSource, KernelSpec
 from lbgen.model.operators import OPERATOR_RECORDS
-from lbgen.codegen.kernel_api import ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules, streaming_modes
+from lbgen.codegen.kernel_api import ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules, streams_clusters
 from lbgen.codegen.templating import emit_command, model_of  # noqa: F401 - part of this module's API
 from lbgen.codegen.templating import environment as _environment, templates_dir as _templates_dir
 
@@ -98,7 +98,7 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "lx": spec.lx,
         "ly": spec.ly,
         "r": vs.r,
-        **streaming_modes(spec),
+        "stream": streams_clusters(spec),
         "align": min(64, vl * real_bytes) if clustered else real_bytes,
         "block_size": spec.block_size,
         "walls": wall_context(spec, model) if spec.walls else None,
