@@ -105,14 +105,21 @@ def lid_speeds(cfg: RunConfig) -> list:
 
 def physics3d(cfg: RunConfig) -> dict:
     """The physical numbers of a 3D run in lattice units (as ``lbgen.model.physics.run_numbers``
-    for 2D): r, the reference state, nu, c_s, g (with gravity); with a lid: its speed U
+    for 2D): r, the reference state (rho = T = 1), nu, kappa and Pr (thermal sets), c_s
+    (gamma = 5/3 on thermal sets), g (with gravity); with a lid: its speed U
     (lattice units), the cavity size L (the lid's axis), Re = U L / nu and Ma = U / c_s."""
-    from lbgen.model.physics import (UNITS, gravity_to_lattice, is_thermal, kinematic_viscosity, reynolds,
-                                     scale_factor, sound_speed, velocity_to_lattice)
+    from lbgen.model.physics import (UNITS, gravity_to_lattice, hermite_order, is_thermal, kinematic_viscosity,
+                                     prandtl, reynolds, scale_factor, sound_speed, thermal_diffusivity,
+                                     velocity_to_lattice)
     r = scale_factor(cfg.velocity_set)
-    nu = kinematic_viscosity(cfg.collision, dict(cfg.parameters), r=r, T=1.0, rho=1.0)
-    c_s = sound_speed(1.0, r=r, thermal=is_thermal(cfg.velocity_set))
-    out = {"units": UNITS, "r": r, "rho_ref": 1.0, "T_ref": 1.0, "nu": nu, "c_s": c_s}
+    params = dict(cfg.parameters)
+    thermal = is_thermal(cfg.velocity_set)
+    nu = kinematic_viscosity(cfg.collision, params, r=r, T=1.0, rho=1.0)
+    out = {"units": UNITS, "r": r, "rho_ref": 1.0, "T_ref": 1.0, "nu": nu}
+    if thermal:
+        out["kappa"] = thermal_diffusivity(cfg.collision, params, r=r, order=hermite_order(cfg.velocity_set))
+        out["Pr"] = prandtl(nu, out["kappa"])
+    out["c_s"] = c_s = sound_speed(1.0, r=r, thermal=thermal, dimension=3)
     g = float(np.linalg.norm(cfg.gravity))
     if g:
         out["g"] = gravity_to_lattice(g, r)

@@ -185,7 +185,7 @@ def conduction_planes(velocity_set: str, collision: str, params: Mapping[str, fl
         raise ValueError(f"{velocity_set} is isothermal: its walls impose no temperature")
     h = physics.wall_rows(velocity_set)
     r = physics.scale_factor(velocity_set)
-    kappa = physics.thermal_diffusivity(collision, params, r=r, T=T_mean)
+    kappa = physics.thermal_diffusivity(collision, params, r=r, order=physics.hermite_order(velocity_set), T=T_mean)
     Tb, Tt = T_mean + dT / 2, T_mean - dT / 2
     y = np.arange(ly, dtype=float)
     g0 = h - 0.5 if guess is None else guess
