@@ -172,7 +172,8 @@ def _config_file(path) -> dict:
 @friendly
 def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     """Simulate.  SETUP: shear-wave (default), uniform-noise or rayleigh-taylor; or --init FILE.npz.
-    3D (--velocity-set d3q19 or d3q27, --lz): shear-wave, taylor-green, lid-driven-cavity, channel.
+    3D (--velocity-set d3q19, d3q27 or the thermal d3q39, --lz): shear-wave, taylor-green, lid-driven-cavity,
+    channel, rayleigh-taylor (d3q39: Z up, walls on z).
 
     \b
     lbgen run --lx 256 --ly 1024 --steps 2000 --save out.npz
@@ -260,7 +261,7 @@ def _check_grid_dimension(ranks_grid, dimension, comm):
     elif dimension == 2 and _grid_parts(ranks_grid) == 3:
         from lbgen.parallel.mpi import collective
         raise collective(UserError(f"--ranks-grid {ranks_grid}: a 2D run takes PXxPY (ranks along X times ranks "
-                                   f"along Y); PXxPYxPZ is for 3D runs (--velocity-set d3q19 or d3q27)"))
+                                   f"along Y); PXxPYxPZ is for 3D runs (--velocity-set d3q19, d3q27 or d3q39)"))
 
 
 def _time_block_note(runner, echo):

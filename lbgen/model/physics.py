@@ -195,6 +195,18 @@ def rt_time_unit(A: float, g: float, L: float) -> float:
     return math.sqrt(L / (A * g))
 
 
+def rayleigh_taylor_numbers(T_hot: float, T_cold: float, g: float, L: float, nu: float, c_s: float) -> Dict[str, float]:
+    """The Rayleigh-Taylor entries of a run's numbers: Atwood, and with gravity g (lattice
+    units, across the interface) L, t_unit, U_ff, Re and Ma."""
+    A = atwood(T_hot, T_cold)
+    out = {"Atwood": A}
+    if g:
+        U = free_fall_speed(A, abs(g), L)
+        out.update({"L": L, "t_unit": rt_time_unit(A, abs(g), L), "U_ff": U, "Re": reynolds(U, L, nu),
+                    "Ma": U / c_s})
+    return out
+
+
 def reynolds(U: float, L: float, nu: float) -> float:
     return U * L / nu
 
@@ -263,13 +275,7 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
     if thermal and cfg.setup == "rayleigh-taylor":
         contrast = (walls["T_bottom"], walls["T_top"]) if walls else temperatures
         if contrast is not None and contrast[0] != contrast[1]:
-            A = atwood(max(contrast), min(contrast))
-            out["Atwood"] = A
-            if g_down:
-                L = cfg.lx
-                U = free_fall_speed(A, abs(g_down), L)
-                out.update({"L": L, "t_unit": rt_time_unit(A, abs(g_down), L), "U_ff": U,
-                            "Re": reynolds(U, L, nu), "Ma": U / c_s})
+            out.update(rayleigh_taylor_numbers(max(contrast), min(contrast), g_down, cfg.lx, nu, c_s))
     planes = None
     if walls:
         planes = wall_planes(cfg, walls["T_bottom"], walls["T_top"])

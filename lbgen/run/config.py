@@ -22,7 +22,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from lbgen.codegen.layouts import LayoutChoice
 from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, all_parameters, operator
 from lbgen.model.catalog import set_entry, wall_scheme_refusal
-from lbgen.run.options import (ADIABATIC, DEFAULT_SIZE_3D, OPTIONS, SCHEMA, ConfigError, as_bool, as_float,
+from lbgen.run.options import (ADIABATIC, DEFAULT_SIZE_3D, OPTIONS, RUN_SETS_3D, SCHEMA, ConfigError, as_bool, as_float,
                                check_applicable, closest, convert, dimension, normalise_key)
 from lbgen.run.setups import SETUPS
 
@@ -163,7 +163,7 @@ class RunConfig:
         else:
             if self.setup in SETUPS and 2 not in SETUPS[self.setup].dimensions:
                 raise ConfigError(f"the {self.setup} set-up is a 3D flow: choose a 3D velocity set (--velocity-set "
-                                  f"d3q19 or d3q27)")
+                                  f"{' or '.join(RUN_SETS_3D)})")
             if len(self.gravity) != 2:
                 raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected two numbers 'GX,GY' "
                                   f"in a 2D run (three, GX,GY,GZ, in 3D)")
@@ -174,7 +174,7 @@ class RunConfig:
         vs = set_entry(self.velocity_set)
         if vs.isothermal and self.setup == "rayleigh-taylor":
             raise ConfigError(f"rayleigh-taylor is a thermal flow; {vs.label} is isothermal (T = 1): use d2q37 "
-                              f"(or d2v17)")
+                              f"(or d2v17){', or d3q39 in 3D' if vs.D == 3 else ''}")
         refusal = wall_scheme_refusal(vs, self.walls["scheme"]) if self.walls is not None else None
         if refusal:
             raise ConfigError(refusal)

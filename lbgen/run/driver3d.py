@@ -23,7 +23,7 @@ from lbgen.model.catalog import set_entry
 from lbgen.run.config import RunConfig
 from lbgen.run.construct import resolve_time_block
 from lbgen.run.driver import Run
-from lbgen.run.setups import SETUPS
+from lbgen.run.setups import RT_T_COLD, RT_T_HOT, SETUPS
 from lbgen.simulation.lattice3d import Simulation3D, voxel_mask
 from lbgen.simulation.parameters import SimulationError
 from lbgen.system.limits import resolve_threads
@@ -106,11 +106,12 @@ def lid_speeds(cfg: RunConfig) -> list:
 def physics3d(cfg: RunConfig) -> dict:
     """The physical numbers of a 3D run in lattice units (as ``lbgen.model.physics.run_numbers``
     for 2D): r, the reference state (rho = T = 1), nu, kappa and Pr (thermal sets), c_s
-    (gamma = 5/3 on thermal sets), g (with gravity); with a lid: its speed U
+    (gamma = 5/3 on thermal sets), g (with gravity); Rayleigh-Taylor: the Atwood number of its
+    1.05 / 0.95 contrast and, with gravity along z, t_unit, U_ff, Re, Ma; with a lid: its speed U
     (lattice units), the cavity size L (the lid's axis), Re = U L / nu and Ma = U / c_s."""
     from lbgen.model.physics import (UNITS, gravity_to_lattice, hermite_order, is_thermal, kinematic_viscosity,
-                                     prandtl, reynolds, scale_factor, sound_speed, thermal_diffusivity,
-                                     velocity_to_lattice)
+                                     prandtl, rayleigh_taylor_numbers, reynolds, scale_factor, sound_speed,
+                                     thermal_diffusivity, velocity_to_lattice)
     r = scale_factor(cfg.velocity_set)
     params = dict(cfg.parameters)
     thermal = is_thermal(cfg.velocity_set)
@@ -123,6 +124,9 @@ def physics3d(cfg: RunConfig) -> dict:
     g = float(np.linalg.norm(cfg.gravity))
     if g:
         out["g"] = gravity_to_lattice(g, r)
+    if thermal and cfg.setup == "rayleigh-taylor":      # Z up: gravity across the interface is -g_z
+        out.update(rayleigh_taylor_numbers(RT_T_HOT, RT_T_COLD, gravity_to_lattice(-cfg.gravity[2], r), cfg.lx,
+                                           nu, c_s))
     speeds = lid_speeds(cfg)
     if speeds and max(speeds) > 0:
         face = max(cfg.lid, key=lambda f: np.linalg.norm(cfg.lid[f]))
@@ -202,7 +206,8 @@ class Run3D(Run):
         cfg = root_call(comm, lambda: resolve3d(cfg, self.echo, mask, distributed=comm is not None,
                                                 block_depths=block_depths(cfg, self.grid)), share=True)
         fields = root_call(comm, lambda: SETUPS[cfg.setup].fields(
-            cfg.lx, cfg.ly, lz=cfg.lz, seed=cfg.seed, amplitude=cfg.amplitude, gravity=cfg.gravity, thermal=False))
+            cfg.lx, cfg.ly, lz=cfg.lz, seed=cfg.seed, amplitude=cfg.amplitude, gravity=cfg.gravity,
+            thermal=not set_entry(cfg.velocity_set).isothermal))
         self.cfg = cfg
         self.physics = physics3d(cfg)
         self.sim = make_simulation3d(cfg, mask, comm, self.grid)

@@ -18,9 +18,8 @@ from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES a
 from lbgen.output import PICTURE_QUANTITIES, parse_clim, window_option
 from lbgen.run.setups import SETUPS
 
-#: the 3D velocity sets a run takes (``lbgen.Simulation3D``), from the catalogue: the
-#: isothermal ones (3D runs have isothermal set-ups and walls only)
-RUN_SETS_3D = tuple(k for k, e in MODEL_SETS.items() if e.D == 3 and e.isothermal)
+#: the 3D velocity sets a run takes (``lbgen.Simulation3D``), from the catalogue
+RUN_SETS_3D = tuple(k for k, e in MODEL_SETS.items() if e.D == 3)
 #: the lattice of a 3D run when --lx/--ly/--lz are not given
 DEFAULT_SIZE_3D = {"lx": 32, "ly": 32, "lz": 32}
 
@@ -79,7 +78,8 @@ SCHEMA: Tuple[Option, ...] = (
     Option("wall_scheme", "choice", DEFAULT_WALL_SCHEME, "Wall scheme: lbgen, or reference (the production code's "
            "bc: every row keeps its mass, bare bracket, fourth-row T + |a|^2/8; see README).", choices=WALL_SCHEMES),
     Option("velocity_set", "choice", DEFAULT_VELOCITY_SET, "Velocity set: d2q37 (thermal), d2q9 (isothermal, "
-           "T = 1), d2v17 (thermal, third order); 3D: d3q19, d3q27 (isothermal).",
+           "T = 1), d2v17 (thermal, third order); 3D: d3q19, d3q27 (isothermal), d3q39 (thermal, third order: "
+           "kappa holds near T = 1, docs/physics.md).",
            choices=tuple(VELOCITY_SETS) + RUN_SETS_3D),
     Option("wall_axes", "axes", None, "3D: the axes whose two faces are half-way bounce-back no-slip walls, e.g. y "
            "(channel between walls) or yz (duct); the others are periodic.", optional=True),
@@ -239,9 +239,9 @@ def _only_3d(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
 NOT_IN_3D = {
     "walls": "--walls/--periodic are the thermal walls of 2D runs; a 3D run has no-slip walls on the axes --wall-axes "
              "names (e.g. --wall-axes y)",
-    "t_bottom": "3D runs are isothermal: their walls impose no temperature",
-    "t_top": "3D runs are isothermal: their walls impose no temperature",
-    "adiabatic": "3D runs are isothermal: their walls impose no temperature",
+    "t_bottom": "3D walls (half-way bounce-back, --wall-axes) impose no temperature and conduct no heat",
+    "t_top": "3D walls (half-way bounce-back, --wall-axes) impose no temperature and conduct no heat",
+    "adiabatic": "3D walls (half-way bounce-back, --wall-axes) impose no temperature and conduct no heat",
     "wall_scheme": "the wall schemes are those of 2D thermal walls; 3D walls are half-way bounce-back (--wall-axes)",
     "hetero": "host + device runs are 2D only",
     "split": "host + device runs are 2D only",
@@ -337,11 +337,6 @@ def convert(key: str, value: Any, where: str = "") -> Any:
             v = str(value) if not isinstance(value, bool) else None
             if v not in opt.choices:
                 if key == "velocity_set" and v is not None and v.lower() in MODEL_SETS:
-                    entry = MODEL_SETS[v.lower()]
-                    if entry.D == 3:
-                        raise ConfigError(f"{where + ': ' if where else ''}{v.lower()} is a thermal 3D set; 3D runs "
-                                          f"take the isothermal {' and '.join(RUN_SETS_3D)} (their set-ups and walls "
-                                          f"are isothermal; {v.lower()} runs in Python: lbgen.Simulation3D)")
                     try:
                         run_set(v)              # a set of another dimension: refused in words
                     except ValueError as e:
@@ -502,6 +497,8 @@ def describe_defaults(key: str) -> str:
     for s in SETUPS.values():
         if key in s.run_defaults:
             parts.append(f"{s.name}: {_show(s.run_defaults[key])}")
+        if key in (s.run_defaults3d or {}):
+            parts.append(f"{s.name} in 3D: {_show(s.run_defaults3d[key])}")
         for vs_name, values in s.set_defaults.items():
             if key in values:
                 parts.append(f"{s.name} with {vs_name}: {_show(values[key])}")

@@ -68,13 +68,20 @@ def rayleigh_taylor(lx: int, ly: int, gravity: Tuple[float, float] = RT_GRAVITY,
     a = rng.standard_normal(modes.size) * amp / np.sqrt(modes.size)
     phase = rng.uniform(0, 2 * np.pi, modes.size)
     h = ly / 2 + (a[:, None] * np.cos(2 * np.pi * modes[:, None] * x[None, :] / lx + phase[:, None])).sum(0)
-    y = np.arange(ly)
-    T = 0.5 * (T_hot + T_cold) - 0.5 * (T_hot - T_cold) * np.tanh((y[None, :] - h[:, None]) / width)
-    gy = float(gravity[1])
-    rho = np.ones((lx, ly))
-    for j in range(1, ly):
-        rho[:, j] = rho[:, j - 1] * (T[:, j - 1] + gy / 2) / (T[:, j] - gy / 2)
+    rho, T = _stratified(h, ly, T_hot, T_cold, width, float(gravity[1]))
     return {"rho": rho, "ux": np.zeros((lx, ly)), "uy": np.zeros((lx, ly)), "T": T}
+
+
+def _stratified(h: np.ndarray, depth: int, T_hot: float, T_cold: float, width: float, g: float):
+    """(rho, T) of the Rayleigh-Taylor state along a last axis of `depth` sites, the interface at
+    height h (an array over the other axes): the tanh profile and the discrete hydrostatic
+    balance of :func:`rayleigh_taylor`, g the gravity component along that axis."""
+    s = np.arange(depth)
+    T = 0.5 * (T_hot + T_cold) - 0.5 * (T_hot - T_cold) * np.tanh((s - h[..., None]) / width)
+    rho = np.ones(T.shape)
+    for j in range(1, depth):
+        rho[..., j] = rho[..., j - 1] * (T[..., j - 1] + g / 2) / (T[..., j] - g / 2)
+    return rho, T
 
 
 # --- 3D set-ups (fields of shape (LX, LY, LZ): rho, ux, uy, uz, T; velocities in model units) -------
@@ -112,6 +119,34 @@ def taylor_green3d(lx: int, ly: int, lz: int, amplitude: float = TAYLOR_GREEN_AM
     return out
 
 
+#: the width of the 3D Rayleigh-Taylor interface: LZ / RT_WIDTH_3D sites, at most the 2D width
+RT_WIDTH_3D = 16
+
+
+def rayleigh_taylor3d(lx: int, ly: int, lz: int, gravity: Tuple[float, float, float] = (0.0, 0.0, RT_GRAVITY[1]),
+                      T_hot: float = RT_T_HOT, T_cold: float = RT_T_COLD, width: Optional[float] = None,
+                      amplitude: float = None, seed: int = 0, **_) -> Dict[str, np.ndarray]:
+    """Thermal Rayleigh-Taylor in 3D: the 2D state (:func:`rayleigh_taylor`) with Z up.
+
+    The interface h(x, y) at mid-depth is perturbed by the 8 Fourier modes (mx, my) with
+    0 <= mx, my <= 2, not both 0 (random amplitudes of a total LX/100 by default and random
+    phases from `seed`); T the tanh profile of width min(10, LZ/16) sites across it (cold on
+    top), rho in the discrete hydrostatic balance of the half-step forcing along z
+    (rho = 1 at z = 0), the fluid at rest.  The run's no-slip walls on z (half-way bounce-back)
+    conduct no heat."""
+    rng = np.random.default_rng(seed)
+    amp = rt_amplitude(lx) if amplitude is None else amplitude
+    modes = [(mx, my) for mx in range(3) for my in range(3) if mx or my]
+    a = rng.standard_normal(len(modes)) * amp / np.sqrt(len(modes))
+    phase = rng.uniform(0, 2 * np.pi, len(modes))
+    x, y = np.meshgrid(np.arange(lx) / lx, np.arange(ly) / ly, indexing="ij")
+    h = lz / 2 + sum(ai * np.cos(2 * np.pi * (mx * x + my * y) + p) for ai, (mx, my), p in zip(a, modes, phase))
+    width = min(10.0, lz / RT_WIDTH_3D) if width is None else width
+    rho, T = _stratified(h, lz, T_hot, T_cold, width, float(gravity[2]))
+    zero = np.zeros((lx, ly, lz))
+    return {"rho": rho, "ux": zero, "uy": zero.copy(), "uz": zero.copy(), "T": T}
+
+
 def at_rest3d(lx: int, ly: int, lz: int, **_) -> Dict[str, np.ndarray]:
     """A fluid at rest, rho = 1 (the walls, a lid or the body force set it moving)."""
     return _at_rest3d(lx, ly, lz)
@@ -137,6 +172,8 @@ class Setup:
     make3d: Optional[Callable[..., Dict[str, np.ndarray]]] = None
     #: whether --amplitude shapes its state (the fluids at rest have none)
     uses_amplitude: bool = True
+    #: the run defaults of its 3D runs instead of ``run_defaults`` (a set-up of both dimensions)
+    run_defaults3d: Optional[Mapping[str, object]] = None
 
     @property
     def dimensions(self) -> Tuple[int, ...]:
@@ -144,8 +181,12 @@ class Setup:
         return tuple(d for d, make in ((2, self.make), (3, self.make3d)) if make is not None)
 
     def defaults_for(self, velocity_set: str) -> Dict[str, object]:
-        """The run defaults this set-up implies for a velocity set."""
-        return {**self.run_defaults, **self.set_defaults.get(velocity_set, {})}
+        """The run defaults this set-up implies for a velocity set (its 3D ones for a 3D set)."""
+        from lbgen.model.catalog import set_entry
+        base = self.run_defaults
+        if self.run_defaults3d is not None and set_entry(velocity_set).D == 3:
+            base = self.run_defaults3d
+        return {**base, **self.set_defaults.get(velocity_set, {})}
 
     def fields(self, lx: int, ly: int, *, seed: int = 0, amplitude: Optional[float] = None,
                gravity=(0.0, 0.0), walls: Optional[Mapping] = None, thermal: bool = True,
@@ -167,10 +208,11 @@ SETUPS: Dict[str, Setup] = {s.name: s for s in (
           default_amplitude=lambda lx: NOISE_AMPLITUDE, random=True),
     Setup("rayleigh-taylor", rayleigh_taylor,
           "cold heavy fluid over hot light fluid, interface at mid-height perturbed by 8 random modes "
-          "(amplitude LX/100)",
+          "(amplitude LX/100); 3D (d3q39): Z up, no-slip walls on z that conduct no heat",
           run_defaults={"collision": "regularized", "gravity": RT_GRAVITY, "walls": True,
                         "t_bottom": RT_T_HOT, "t_top": RT_T_COLD},
-          default_amplitude=rt_amplitude, random=True,
+          default_amplitude=rt_amplitude, random=True, make3d=rayleigh_taylor3d,
+          run_defaults3d={"collision": "regularized", "gravity": (0.0, 0.0, RT_GRAVITY[1]), "wall_axes": "z"},
           # D2V17 (third order) diverged by step 6400 of the README's main job (128 x 512, g = 4e-4)
           # with C1 = C2 = 1e-3; with 3e-3 it runs the 8000 steps (tests/run/test_setups.py)
           set_defaults={"d2v17": {"C1": 3e-3, "C2": 3e-3}}),

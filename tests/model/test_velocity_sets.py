@@ -161,7 +161,7 @@ def test_unknown_velocity_set_is_refused_naming_the_choices():
 @pytest.mark.parametrize("args, message", [
     (["run", "rayleigh-taylor", "--velocity-set", "d2q9"], "rayleigh-taylor is a thermal flow"),
     (["run", "--velocity-set", "d2q9", "--walls", "--t-bottom", "1.1"], "D2Q9 is isothermal"),
-    (["run", "--velocity-set", "d3q39"], "d3q39"),         # the thermal 3D set: not in runs yet
+    (["run", "rayleigh-taylor", "--velocity-set", "d3q19"], "rayleigh-taylor is a thermal flow"),   # 3D too
     (["emit", "--velocity-set", "d2q9", "--walls", "--lx", "8", "--ly", "3", "--layout", "soa"], "LY >= 4"),
 ])
 def test_cli_refuses_thermal_set_ups_for_d2q9(args, message, tmp_path):

@@ -1,0 +1,86 @@
+"""The 3D Rayleigh-Taylor set-up (D3Q39, the thermal 3D set): its initial state (the 2D
+state's tanh profile and discrete hydrostatic balance along Z, the interface perturbed by
+eight (mx, my) modes), that the fluid at rest stays quiet with a flat interface and that a
+perturbed one grows (the instability: kinetic energy and the cold fluid sinking), mass
+kept to round-off between walls on z, and the run's physical numbers (Atwood, t_RT, Re, Ma
+with gamma = 5/3) in its manifest."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import lbgen
+from lbgen.cli.main import main
+from lbgen.model import physics
+from lbgen.run.setups import RT_T_COLD, RT_T_HOT, rayleigh_taylor3d
+
+SHAPE = (16, 16, 32)
+G = (0.0, 0.0, -1e-3)
+
+
+def test_the_state_is_the_2d_profile_along_z_in_discrete_hydrostatic_balance():
+    f = rayleigh_taylor3d(*SHAPE, gravity=G, amplitude=2.0, seed=3)
+    T, rho = f["T"], f["rho"]
+    assert T.shape == rho.shape == SHAPE and all(np.all(f[k] == 0) for k in ("ux", "uy", "uz"))
+    assert RT_T_COLD < T.min() < T.max() < RT_T_HOT and np.all(np.diff(T, axis=2) < 0)      # cold on top
+    g = G[2]
+    balance = rho[..., 1:] * (T[..., 1:] - g / 2) - rho[..., :-1] * (T[..., :-1] + g / 2)
+    assert np.abs(balance).max() < 1e-15 and np.all(rho[..., 0] == 1)
+    # the interface (T at its mean) moves with x and y by the perturbation, around mid-depth
+    mean = 0.5 * (RT_T_HOT + RT_T_COLD)
+    height = (T > mean).sum(axis=2)
+    assert abs(height.mean() - SHAPE[2] / 2) < 1.0 and height.max() - height.min() >= 2
+    again = rayleigh_taylor3d(*SHAPE, gravity=G, amplitude=2.0, seed=3)
+    other = rayleigh_taylor3d(*SHAPE, gravity=G, amplitude=2.0, seed=4)
+    assert np.array_equal(again["T"], T) and not np.array_equal(other["T"], T)
+    flat = rayleigh_taylor3d(*SHAPE, gravity=G, amplitude=0.0)
+    assert np.ptp(flat["T"][:, :, 10]) == 0
+
+
+def _run(amplitude, steps=1800):
+    sim = lbgen.Simulation3D(*SHAPE, velocity_set="d3q39", collision="regularized", gravity=G, walls="z",
+                             check_every=0, time_block=3)
+    sim.set_fields(**rayleigh_taylor3d(*SHAPE, gravity=G, amplitude=amplitude))
+    mass0 = sim.diagnostics()["mass"]
+    sim.run(steps)
+    f = sim.fields()
+    speed = np.sqrt(f["ux"] ** 2 + f["uy"] ** 2 + f["uz"] ** 2)
+    return {"ke": 0.5 * float((f["rho"] * speed ** 2).sum()), "max_speed": float(speed.max()),
+            "T_low": float(f["T"][:, :, :SHAPE[2] // 2].mean()), "mass": (mass0, sim.diagnostics()["mass"])}
+
+
+def test_a_perturbed_interface_grows_and_a_flat_one_stays_at_rest():
+    """1800 steps = 2.6 t_RT at LX = 16, g = 1e-3 (model units), regularized C1 = C2 = 1e-3."""
+    r = physics.scale_factor("d3q39")
+    A = physics.atwood(RT_T_HOT, RT_T_COLD)
+    U_ff = physics.free_fall_speed(A, physics.gravity_to_lattice(-G[2], r), SHAPE[0])   # sites/step
+    T_low0 = float(rayleigh_taylor3d(*SHAPE, gravity=G, amplitude=0.0)["T"][:, :, :SHAPE[2] // 2].mean())
+    flat, grown = _run(0.0), _run(1.0)
+    assert physics.velocity_to_lattice(flat["max_speed"], r) < 0.01 * U_ff      # the balance holds
+    assert grown["ke"] > 1e4 * flat["ke"]
+    assert physics.velocity_to_lattice(grown["max_speed"], r) > 0.5 * U_ff
+    assert T_low0 - grown["T_low"] > 4 * (T_low0 - flat["T_low"]) > 0           # cold fluid sinks
+    for m0, m1 in (flat["mass"], grown["mass"]):
+        assert m1 == pytest.approx(m0, rel=1e-12)
+
+
+def test_the_cli_run_records_its_rayleigh_taylor_numbers(tmp_path):
+    out = tmp_path / "rt3"
+    r = CliRunner().invoke(main, ["run", "rayleigh-taylor", "--velocity-set", "d3q39", "--lx", "8", "--ly", "8",
+                                  "--lz", "16", "--steps", "6", "--gravity", "0,0,-1e-3", "--out", str(out),
+                                  "--pictures", "none", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    cfg, numbers = manifest["config"], manifest["physics"]
+    assert cfg["wall_axes"] == "z" and cfg["collision"] == "regularized" and cfg["velocity_set"] == "d3q39"
+    rl = physics.scale_factor("d3q39")
+    g = 1e-3 / rl ** 2
+    A = 0.1 / 2.0
+    assert numbers["Atwood"] == pytest.approx(A, rel=1e-12)
+    assert numbers["t_unit"] == pytest.approx(np.sqrt(8 / (A * g)), rel=1e-12)
+    assert numbers["c_s"] == pytest.approx(np.sqrt(5 / 3) / rl, rel=1e-12)
+    assert numbers["kappa"] == pytest.approx(1e-3 / rl ** 2, rel=1e-12)
+    assert numbers["Ma"] == pytest.approx(np.sqrt(A * g * 8) / numbers["c_s"], rel=1e-12)
