@@ -21,7 +21,7 @@ import importlib
 
 from lbgen.backends.base import BackendUnavailable, Program
 
-__all__ = ["BackendUnavailable", "Program", "RUNTIMES", "load", "runtime", "spec_backend", "available"]
+__all__ = ["BackendUnavailable", "Program", "RUNTIMES", "load", "runtime", "spec_backend", "available", "compile3d"]
 
 #: runtime name -> (module under lbgen.backends, the KernelSpec backend whose source it runs)
 RUNTIMES = {"c": ("c", "c"), "opencl": ("opencl", "opencl"), "cuda": ("cuda", "cuda"),
@@ -60,3 +60,19 @@ def available(name: str) -> tuple:
         return False, f"{name}: {e}"
     except Exception as e:  # a broken installation must not break `lbgen info`
         return False, f"{name}: {type(e).__name__}: {e}"
+
+
+def compile3d(name: str, source, shape, strict: bool = False, threads: int = 0):
+    """The 3D program of a runtime for a 3D source on a lattice ``shape`` (LX, LY, LZ): 'c'
+    (CProgram3D), 'opencl' (OpenCLProgram3D), 'cuda-shim' (the .cu on the CPU through the host
+    shim), 'cuda' (pycuda on device 0); all take and give host NumPy buffers in the layout's
+    order (``Program3D``)."""
+    runtime(name)                       # an unknown name: refused in words
+    if name == "c":
+        from lbgen.backends.c import compile3d as c3d
+        return c3d(source, *shape, strict=strict, threads=threads)
+    if name == "opencl":
+        from lbgen.backends.opencl.program3d import compile3d as cl3d
+        return cl3d(source, *shape, strict=strict)
+    from lbgen.backends.cuda.program3d import compile3d as cu3d
+    return cu3d(source, *shape, strict=strict, shim=name == "cuda-shim")

@@ -57,12 +57,22 @@ class _SetChoice(click.Choice):
 
 
 def velocity_set_option(fn):
-    """--velocity-set for info, emit, verify and bench (``lbgen run`` takes it from lbgen.run.config)."""
+    """--velocity-set for bench (``lbgen run`` takes it from lbgen.run.config): the 2D sets."""
     from lbgen.model.catalog import DEFAULT_VELOCITY_SET, VELOCITY_SETS
     return click.option("--velocity-set", default=DEFAULT_VELOCITY_SET, show_default=True,
                         type=_SetChoice(list(VELOCITY_SETS), case_sensitive=False),
                         help="Lattice: d2q37 (thermal, Hermite order 4), d2q9 (isothermal, order 2), "
                              "d2v17 (thermal, order 3).")(fn)
+
+
+def any_set_option(fn):
+    """--velocity-set for info and verify: every set of the catalogue, 2D and 3D."""
+    from lbgen.model.catalog import DEFAULT_VELOCITY_SET, MODEL_SETS
+    return click.option("--velocity-set", default=DEFAULT_VELOCITY_SET, show_default=True,
+                        type=click.Choice(list(MODEL_SETS), case_sensitive=False),
+                        help="Lattice: d2q37 (thermal, Hermite order 4), d2q9 (isothermal, order 2), "
+                             "d2v17 (thermal, order 3); 3D: d3q19, d3q27 (isothermal), d3q39 (thermal, "
+                             "order 3).")(fn)
 
 
 def kernel_set_option(fn):

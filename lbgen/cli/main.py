@@ -13,7 +13,7 @@ from lbgen.codegen.layouts import LAYOUTS
 from lbgen.model import OPERATORS
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
-from lbgen.cli.common import UserError, friendly, kernel_set_option, velocity_set_option, vl_option
+from lbgen.cli.common import UserError, any_set_option, friendly, kernel_set_option, velocity_set_option, vl_option
 
 try:  # Python >= 3.11
     import tomllib
@@ -326,27 +326,47 @@ def _parse_layouts(text):
 @click.option("--collision", "collisions", default="bgk,regularized", show_default=True)
 @click.option("--precision", "precisions", default="double", show_default=True, help="double, single or both: double,single")
 @click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True)
-@click.option("--lx", type=click.IntRange(min=1), default=6, show_default=True)
-@click.option("--ly", type=click.IntRange(min=1), default=96, show_default=True)
-@click.option("--walls", is_flag=True, help="Check the bc kernel too (thermal walls, unfused steps).")
+@click.option("--lx", type=click.IntRange(min=1), default=None, help="[default: 6]")
+@click.option("--ly", type=click.IntRange(min=1), default=None, help="[default: 96; 3D: 5]")
+@click.option("--lz", type=click.IntRange(min=1), default=None, help="3D sets: the lattice depth [default: 32].")
+@click.option("--walls", is_flag=True, help="Check the bc kernel too (thermal walls, unfused steps); 3D: walls on y "
+              "and z, a lid on z-high and 15% solid voxels.")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
               help="With --walls: the scheme of the bc kernel checked (lbgen or reference).")
 @click.option("--strict", is_flag=True, help="No FMA contraction: backends must agree bit for bit.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@velocity_set_option
+@any_set_option
+@click.pass_context
 @friendly
-def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, wall_scheme, strict, seed, as_json,
-           velocity_set):
+def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, walls, wall_scheme, strict, seed,
+           as_json, velocity_set):
     """Kernel equivalence: every available backend x layout against the NumPy reference.
 
     Exit status 1 when a kernel differs beyond its rounding bound (C (eps_s N + eps_a (N Q + W)),
     shown per run; bit-identical across backends with --strict); 2 when nothing could be verified.
 
     \b
-    quick: lbgen verify --backends c --layouts soa,caosoa-vl8 --steps 5"""
-    from lbgen.reference.verify import verify as run_verify
+    quick: lbgen verify --backends c --layouts soa,caosoa-vl8 --steps 5
+    3D:    lbgen verify --velocity-set d3q19 --walls (the oracle lbgen.reference.bulk3d)"""
     from lbgen.model import OPERATORS as ops
+    from lbgen.model.catalog import set_entry
+    three = set_entry(velocity_set).D == 3
+    if three:
+        if ctx.get_parameter_source("wall_scheme") != click.core.ParameterSource.DEFAULT:
+            raise UserError("--wall-scheme chooses the 2D thermal walls' bc; 3D walls are half-way bounce-back")
+        from functools import partial
+        from lbgen.reference.verify3d import DEFAULT_SHAPE3D, verify3d
+        shape = tuple(d if v is None else v for v, d in zip((lx, ly, lz), DEFAULT_SHAPE3D))
+        run_verify = partial(verify3d, shape=shape, boundaries=walls)
+    else:
+        if lz is not None:
+            raise UserError(f"--lz {lz}: {velocity_set} is a 2D set; --lz is the depth of a 3D verify "
+                            f"(--velocity-set d3q19 or d3q27)")
+        from functools import partial
+        from lbgen.reference.verify import verify as verify2d
+        run_verify = partial(verify2d, lx=6 if lx is None else lx, ly=96 if ly is None else ly, walls=walls,
+                             wall_scheme=wall_scheme)
     cols = [c for c in collisions.split(",") if c]
     bad = [c for c in cols if c not in ops]
     if bad:
@@ -362,10 +382,12 @@ def verify(backends, layouts, collisions, precisions, steps, lx, ly, walls, wall
         bar.set_postfix_str(f"{row.backend} {row.layout}{'-vl' + str(row.vl) if row.vl else ''} {row.collision}")
         bar.update(1)
     try:
-        report = run_verify(backends=[b for b in backends.split(",") if b], layouts=_parse_layouts(layouts),
-                            collisions=cols, precisions=precs, steps=steps, lx=lx, ly=ly, strict=strict,
-                            walls=walls, seed=seed, wall_scheme=wall_scheme, velocity_set=velocity_set.lower(),
-                            progress=advance, on_plan=lambda total: (setattr(bar, "total", total), bar.refresh()))
+        given = ctx.get_parameter_source("layouts") != click.core.ParameterSource.DEFAULT
+        chosen = _parse_layouts(layouts) if given or not three else ()     # 3D default: those the lattice takes
+        report = run_verify(backends=[b for b in backends.split(",") if b], layouts=chosen,
+                            collisions=cols, precisions=precs, steps=steps, strict=strict, seed=seed,
+                            velocity_set=velocity_set.lower(), progress=advance,
+                            on_plan=lambda total: (setattr(bar, "total", total), bar.refresh()))
     finally:
         bar.close()
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else report.table())

@@ -6,9 +6,9 @@ of a set before any physics is derived -- its name, Q, dimension and largest hop
 from its shells here; ``lbgen.model.velocity_set`` solves the weights from the same entries.
 
 The dimension D is the length of a shell: the one place it is set.  ``MODEL_SETS`` holds
-every set the model derives (D = 2 or 3); ``VELOCITY_SETS`` those that runs, kernels and
-the command line offer (``RUN_DIMENSIONS``: 2D only for now), and ``run_set`` refuses the
-others in words.
+every set the model derives (D = 2 or 3); ``VELOCITY_SETS`` the 2D ones that
+``lbgen.Simulation``, the 2D kernels and `lbgen bench` take (``RUN_DIMENSIONS``), and
+``run_set`` refuses the others in words, naming where the 3D sets go.
 """
 from __future__ import annotations
 
@@ -98,10 +98,10 @@ MODEL_SETS: Dict[str, SetEntry] = {
     "d3q39": SetEntry("D3Q39", ((0, 0, 0), (1, 0, 0), (1, 1, 1), (2, 0, 0), (2, 2, 0), (3, 0, 0)), 7,
                       "3D, thermal, third order"),
 }
-#: the dimensions runs and `lbgen run` handle (3D: the model, the oracle, the C kernels
-#: (``codegen.spec.KERNEL_DIMENSIONS``), ``lbgen emit`` and ``lbgen.Simulation3D``)
+#: the dimensions of ``lbgen.Simulation``, `lbgen bench` and `tune` (3D sets: ``lbgen.Simulation3D``,
+#: `lbgen run --lz`, the kernels of ``codegen.spec.KERNEL_DIMENSIONS``, `emit`, `verify` and `info`)
 RUN_DIMENSIONS = (2,)
-#: the velocity sets runs offer, by their option name (``--velocity-set``)
+#: the 2D velocity sets, by their option name (``--velocity-set``)
 VELOCITY_SETS: Dict[str, SetEntry] = {k: e for k, e in MODEL_SETS.items() if e.D in RUN_DIMENSIONS}
 DEFAULT_VELOCITY_SET = "d2q37"
 
@@ -149,9 +149,8 @@ def run_set(name) -> str:
         return key
     entry = MODEL_SETS.get(key)
     if entry is not None:
-        raise ValueError(f"{key} is a {entry.D}D set; {entry.D}D runs are not available yet (`lbgen run`, "
-                         f"lbgen.Simulation and the run options are {'/'.join(map(str, RUN_DIMENSIONS))}D: choose "
-                         f"one of {', '.join(VELOCITY_SETS)}; in {entry.D}D: lbgen.Simulation3D, `lbgen emit "
-                         f"--velocity-set {key}` (C, OpenCL, CUDA), the model in lbgen.model and its NumPy oracle "
-                         f"lbgen.reference.bulk3d)")
+        raise ValueError(f"{key} is a {entry.D}D set; this takes the {'/'.join(map(str, RUN_DIMENSIONS))}D sets "
+                         f"{', '.join(VELOCITY_SETS)}; in {entry.D}D: `lbgen run --velocity-set {key} --lz N`, "
+                         f"lbgen.Simulation3D, `lbgen emit`, `lbgen verify` and `lbgen info --velocity-set {key}`, "
+                         f"benchmarks/bench3d.py")
     raise ValueError(f"unknown velocity set {name!r}; choose one of {', '.join(VELOCITY_SETS)}")

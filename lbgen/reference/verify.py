@@ -105,8 +105,10 @@ class Report:
     skipped: Dict[str, str] = field(default_factory=dict)
     strict: bool = False
     steps: int = 0
-    lattice: Tuple[int, int] = (0, 0)
+    lattice: Tuple[int, ...] = (0, 0)
     walls: bool = False
+    #: 3D: the boundaries of the runs in words ("" for a periodic box or 2D)
+    boundaries: str = ""
     velocity_set: str = DEFAULT_VELOCITY_SET
     wall_scheme: str = DEFAULT_WALL_SCHEME
     #: per collision: W, the reference run's summed wall amplification (module doc)
@@ -121,6 +123,7 @@ class Report:
     def to_json(self) -> dict:
         return {"ok": self.ok, "strict": self.strict, "steps": self.steps, "lattice": list(self.lattice),
                 "walls": self.walls, "wall_scheme": self.wall_scheme, "velocity_set": self.velocity_set,
+                "boundaries": self.boundaries,
                 "skipped": self.skipped, "runs": len(self.rows), "planned": self.planned,
                 "rows": [asdict(r) for r in self.rows],
                 "tolerance": {"bound": "C (eps_s N + eps_a (N Q + W)) relative to max |f_ref|",
@@ -142,9 +145,11 @@ class Report:
             lines.append(f"skipped {b}: {why}")
         verdict = ("nothing was verified" if not self.rows else
                    "all kernels agree" if self.ok else "MISMATCH: some kernels disagree")
+        walls = (f", {self.boundaries}" if self.boundaries else
+                 f", walls ({self.wall_scheme} scheme)" if self.walls else "")
         lines.append(f"{verdict} ({len(self.rows)} of {self.planned or len(self.rows)} runs, {self.velocity_set}, "
-                     f"{self.steps} steps on {self.lattice[0]} x {self.lattice[1]}"
-                     f"{f', walls ({self.wall_scheme} scheme)' if self.walls else ''}{', strict' if self.strict else ''})")
+                     f"{self.steps} steps on {' x '.join(map(str, self.lattice))}{walls}"
+                     f"{', strict' if self.strict else ''})")
         return "\n".join(lines)
 
 
@@ -257,7 +262,7 @@ def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, wal
     return prog.download_fields(a)
 
 
-def _check_arguments(backends, layouts, collisions, precisions, steps, lx, ly, seed) -> None:
+def check_arguments(backends, layouts, collisions, precisions, steps, lx, ly, seed) -> None:
     """Everything verify is given, refused naming the value before any work."""
     for name, value, low in (("steps", steps, 1), ("lx", lx, 1), ("ly", ly, 1), ("seed", seed, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
@@ -285,7 +290,7 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     that rounding alone could fail (NothingVerified).  ``on_plan(total)`` is called once with
     the number of runs planned, before the first; ``progress(row)`` after each run."""
     from lbgen.model.velocity_set import velocity_set as get_velocity_set
-    _check_arguments(backends, layouts, collisions, precisions, steps, lx, ly, seed)
+    check_arguments(backends, layouts, collisions, precisions, steps, lx, ly, seed)
     names, skipped = available_backends(backends)
     layouts = list(layouts) or [("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32)]
     for name, vl in layouts:   # refuse bad combinations before compiling anything

@@ -23,6 +23,7 @@ from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from lbgen.backends import compile3d
 from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.parameters import Parameters, SimulationError
@@ -124,20 +125,6 @@ def _time_block(value, backend, fused) -> int:
     return depth
 
 
-def _compile3d(runtime: str, source, shape, strict: bool, threads: int):
-    """The 3D program of a runtime: 'c' (CProgram3D), 'opencl' (OpenCLProgram3D), 'cuda-shim'
-    (the .cu on the CPU through the host shim), 'cuda' (pycuda on device 0); all take and give
-    host NumPy buffers in the layout's order."""
-    if runtime == "c":
-        from lbgen.backends.c import compile3d
-        return compile3d(source, *shape, strict=strict, threads=threads)
-    if runtime == "opencl":
-        from lbgen.backends.opencl.program3d import compile3d
-        return compile3d(source, *shape, strict=strict)
-    from lbgen.backends.cuda.program3d import compile3d
-    return compile3d(source, *shape, strict=strict, shim=runtime == "cuda-shim")
-
-
 class Simulation3D:
     """A box of LX x LY x LZ sites on 3D kernels (backend "c", "opencl", "cuda-shim" or "cuda").
 
@@ -203,7 +190,7 @@ class Simulation3D:
         self.fused = bool(fused)
         self.source = generate(spec)
         self.spec = self.source.spec
-        self.program = _compile3d(self.runtime, self.source, shape, strict, self.threads)
+        self.program = compile3d(self.runtime, self.source, shape, strict, self.threads)
         self.dtype = self.program.dtype
         self.boundaries = self.program.boundaries(self.walls, self.lid, self.mask)
         self.f, self.g = self.program.allocate(), self.program.allocate()

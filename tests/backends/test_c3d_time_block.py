@@ -128,7 +128,7 @@ def test_time_blocks_that_cannot_run_are_refused_before_any_kernel_is_built(kw, 
     from lbgen import Simulation3D
     from lbgen.simulation import lattice3d
     built = []
-    monkeypatch.setattr(lattice3d, "_compile3d", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(lattice3d, "compile3d", lambda *a, **k: built.append(a))
     with pytest.raises(SimulationError):
         Simulation3D(*SHAPE, **kw)
     assert built == []
