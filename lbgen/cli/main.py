@@ -13,7 +13,7 @@ from lbgen.codegen.layouts import LAYOUTS
 from lbgen.model import OPERATORS
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
-from lbgen.cli.common import UserError, any_set_option, friendly, kernel_set_option, velocity_set_option, vl_option
+from lbgen.cli.common import UserError, any_set_option, friendly, kernel_set_option, vl_option
 
 try:  # Python >= 3.11
     import tomllib
@@ -30,7 +30,7 @@ def main():
 # --- info --------------------------------------------------------------------------------
 @main.command(short_help="The model: Q, r, weights, op counts, backends, cache folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-@velocity_set_option
+@any_set_option
 @friendly
 def info(as_json, velocity_set):
     """Model summary: Q, r, shell weights, op counts per operator, backends found."""
@@ -56,13 +56,13 @@ def info(as_json, velocity_set):
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
-    click.echo(f"lbgen {__version__}: {vs.name}, Q = {vs.Q}, quadrature degree {vs.degree}, Hermite order "
+    click.echo(f"lbgen {__version__}: {vs.name} ({vs.D}D), Q = {vs.Q}, quadrature degree {vs.degree}, Hermite order "
                f"{vs.hermite_order} ({'isothermal: T = 1 throughout' if vs.isothermal else 'thermal'}), "
                f"halo and wall rows {vs.max_hop}")
     click.echo(f"  r = {summary['r_digits']}  (t = 1/r^2 is the root of {summary['minimal_polynomial_of_t']} = 0)")
-    click.echo("  shell      count  weight")
+    click.echo(f"  {'shell':<11}count  weight")
     for s in summary["shells"]:
-        click.echo(f"  ({s['shell'][0]},{s['shell'][1]})      {s['count']:>5}  {s['weight_digits']}")
+        click.echo(f"  {'(' + ','.join(map(str, s['shell'])) + ')':<11}{s['count']:>5}  {s['weight_digits']}")
     for op, d in operators.items():
         click.echo(f"  collide {op:<12} {d['op_count']:>5} flops/site  ({d['description']})")
     for b, d in found.items():

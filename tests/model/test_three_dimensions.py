@@ -4,6 +4,8 @@ them) and by the backends without 3D kernels.  The model against the independent
 tests/reference/test_bulk3d.py."""
 from __future__ import annotations
 
+import json
+
 import itertools
 import subprocess
 import sys
@@ -197,7 +199,7 @@ def test_model_and_catalog_imports_stay_light():
 
 # --- 3D sets: `lbgen run` takes them (Run3D); lbgen.Simulation and `lbgen info` refuse them in words ---
 
-MESSAGE = "d3q19 is a 3D set; 3D runs are not available yet"
+MESSAGE = "d3q19 is a 3D set; this takes the 2D sets"
 
 
 def test_3d_sets_are_not_offered_to_runs():
@@ -213,7 +215,7 @@ def test_kernels_and_simulation_refuse_a_3d_set_in_words():
     # every backend generates 3D kernels (tests/backends/test_c3d.py, test_gpu3d.py)
     assert KernelSpec(velocity_set="D3Q19").validate().velocity_set == "d3q19"
     assert KernelSpec(velocity_set="d3q19", backend="opencl").validate().dimension == 3
-    with pytest.raises(SpecError, match="d3q27 is a 3D set; 3D runs are not available yet.*lbgen.Simulation3D"):
+    with pytest.raises(SpecError, match="d3q27 is a 3D set; this takes the 2D sets.*lbgen.Simulation3D"):
         Simulation(8, 16, velocity_set="D3Q27")
     assert convert("velocity_set", "d3q19") == "d3q19"     # `lbgen run` takes 3D sets (Run3D: tests/run/test_run3d.py)
     with pytest.raises(ConfigError, match="unknown velocity set 'd5q5'"):
@@ -222,7 +224,7 @@ def test_kernels_and_simulation_refuse_a_3d_set_in_words():
         derived.build_model("d3q19", "bgk", walls=True)
 
 
-@pytest.mark.parametrize("args", [["info", "--velocity-set", "d3q19"]])
+@pytest.mark.parametrize("args", [["bench", "--velocity-set", "d3q19"]])
 def test_cli_refuses_a_3d_set_in_words(args, tmp_path):
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2, result.output
@@ -238,3 +240,15 @@ def test_cli_emit_writes_a_3d_set_on_a_gpu_backend(tmp_path):
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["README.md", "example.py", "lbgen_kernels.cl"]
     assert "d3q19" in CliRunner().invoke(main, ["emit", "--help"]).output
+
+
+def test_cli_info_describes_a_3d_set():
+    """`lbgen info` takes every set: D3Q19's three shells and weights from the solve."""
+    data = json.loads(CliRunner().invoke(main, ["info", "--json", "--velocity-set", "d3q19"]).output)
+    vs = data["velocity_set"]
+    assert (vs["D"], vs["Q"], vs["hermite_order"]) == (3, 19, 2)
+    assert [(tuple(s["shell"]), s["count"]) for s in vs["shells"]] == [((0, 0, 0), 1), ((1, 0, 0), 6), ((1, 1, 0), 12)]
+    assert [float(s["weight_digits"]) for s in vs["shells"]] == pytest.approx([1 / 3, 1 / 18, 1 / 36], rel=1e-15)
+    assert data["operators"]["bgk"]["flops_per_site"] > 0
+    text = CliRunner().invoke(main, ["info", "--velocity-set", "d3q39"]).output
+    assert "D3Q39 (3D), Q = 39" in text and "(3,0,0)" in text
