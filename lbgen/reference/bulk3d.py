@@ -1,10 +1,23 @@
-"""A deliberately plain NumPy oracle for 3D lattice Boltzmann: D3Q19 and D3Q27.
+"""A deliberately plain NumPy oracle for 3D lattice Boltzmann: D3Q19, D3Q27 and the thermal D3Q39.
 
 Independent of the model on purpose: it imports nothing of lbgen.  The lattices, their
 weights, the equilibrium, the collision operators and the boundaries are typed here from
 the textbook (e.g. Krueger et al., *The Lattice Boltzmann Method*, Springer 2017, ch. 3,
 5, 6 and 7), in **lattice units**: hops c_i in {-1, 0, 1}^3, c_s^2 = 1/3, kinematic
 viscosity nu = c_s^2 (tau - 1/2) = (tau - 1/2)/3.
+
+D3Q39 (Shan, Yuan & Chen, J. Fluid Mech. 550 (2006) 413: shells (0,0,0), (1,0,0), (1,1,1),
+(2,0,0), (2,2,0), (3,0,0) with weights 1/12, 1/12, 1/27, 2/135, 1/432, 1/1620, c_s^2 = 2/3)
+is thermal: its equilibrium is their third-order Hermite expansion of the Maxwellian at
+temperature theta (T = 1 is the lattice's reference, c_s^2 theta the lattice temperature),
+
+    f_eq = w rho [1 + xi.v + ((xi.v)^2 - v^2 + (theta - 1)(xi^2 - D)) / 2
+                  + xi.v ((xi.v)^2 - 3 v^2 + 3 (theta - 1)(xi^2 - D - 2)) / 6],
+
+xi = c / c_s, v = u / c_s; its BGK takes the shifted equilibrium with u* = u + tau a and
+theta* = theta + tau (1 - tau) |a|^2 / (D c_s^2) (the energy the force adds, kept), as the 2D
+model does (docs/d2q37.md).  The regularized operator here is the second-order one of the
+isothermal sets.
 
 Relation to lbgen's model units (``lbgen.model``): the model's molecular velocities are
 xi_i = r c_i with r = 1/c_s = sqrt(3), so its velocity and force per step are r times
@@ -27,12 +40,13 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["CS2", "Lattice", "LATTICES", "lattice", "equilibrium", "fields", "collide_bgk",
+__all__ = ["CS2", "Lattice", "LATTICES", "lattice", "equilibrium", "fields", "temperature", "collide_bgk",
            "collide_regularized", "collide", "stream", "Boundaries", "step", "run", "mass", "momentum",
            "physical_velocity", "physical_fields", "physical_equilibrium"]
 
-#: the lattice speed of sound squared
+#: the lattice speed of sound squared of D3Q19 and D3Q27 (D3Q39: ``Lattice.cs2``)
 CS2 = 1.0 / 3.0
+D = 3
 AXES = {"x": 0, "y": 1, "z": 2}
 SIDES = ("low", "high")
 
@@ -45,10 +59,17 @@ class Lattice:
     c: np.ndarray = field(repr=False)
     w: np.ndarray = field(repr=False)
     weights_by_norm: Dict[int, Fraction] = field(repr=False)
+    #: the speed of sound squared (lattice units) and the Hermite order of the equilibrium
+    cs2: float = CS2
+    order: int = 2
 
     @property
     def Q(self) -> int:
         return len(self.w)
+
+    @property
+    def thermal(self) -> bool:
+        return self.order >= 3
 
     @property
     def opposite(self) -> np.ndarray:
@@ -64,10 +85,29 @@ def _lattice(name: str, weights_by_norm: Dict[int, Fraction]) -> Lattice:
     return Lattice(name, c, w, dict(weights_by_norm))
 
 
-#: the textbook weights by |c|^2
+def _shell_lattice(name: str, shells: Dict[Tuple[int, int, int], Fraction], cs2: Fraction, order: int) -> Lattice:
+    """A lattice from its shells: every signed permutation of each, weighted by its shell."""
+    from itertools import permutations
+    weight = {}
+    for shell, w in shells.items():
+        for perm in set(permutations(shell)):
+            for signs in product((1, -1), repeat=3):
+                weight[tuple(s * x for s, x in zip(signs, perm))] = w
+    hops = sorted(weight, key=lambda v: (-v[0], v[1], v[2]))
+    c = np.array(hops, dtype=np.int64)
+    w = np.array([float(weight[v]) for v in hops])
+    by_norm = {sum(x * x for x in s): wt for s, wt in shells.items()}
+    return Lattice(name, c, w, by_norm, float(cs2), order)
+
+
+#: the textbook weights by |c|^2 (D3Q39: by shell, Shan, Yuan & Chen 2006, Table 1)
 LATTICES: Dict[str, Lattice] = {
     "d3q19": _lattice("D3Q19", {0: Fraction(1, 3), 1: Fraction(1, 18), 2: Fraction(1, 36)}),
     "d3q27": _lattice("D3Q27", {0: Fraction(8, 27), 1: Fraction(2, 27), 2: Fraction(1, 54), 3: Fraction(1, 216)}),
+    "d3q39": _shell_lattice("D3Q39", {(0, 0, 0): Fraction(1, 12), (1, 0, 0): Fraction(1, 12),
+                                      (1, 1, 1): Fraction(1, 27), (2, 0, 0): Fraction(2, 135),
+                                      (2, 2, 0): Fraction(1, 432), (3, 0, 0): Fraction(1, 1620)},
+                            Fraction(2, 3), order=3),
 }
 
 
@@ -93,14 +133,22 @@ def _cdot(lat: Lattice, u):
 
 # --- equilibrium and fields -------------------------------------------------------------
 
-def equilibrium(rho, u, lat="d3q19"):
-    """f_eq,i = w_i rho [1 + c.u/cs^2 + (c.u)^2/(2 cs^4) - |u|^2/(2 cs^2)]; u shape (3, *field)."""
+def equilibrium(rho, u, lat="d3q19", T=1.0):
+    """f_eq,i = w_i rho [1 + c.u/cs^2 + (c.u)^2/(2 cs^4) - |u|^2/(2 cs^2)]; u shape (3, *field).
+    A thermal lattice (D3Q39): the third-order expansion at temperature T of the module doc."""
     lat = lattice(lat)
     rho = np.asarray(rho, dtype=float)
     u = np.asarray(u, dtype=float)
+    cs2 = lat.cs2
     cu = _cdot(lat, u)
     u2 = (u * u).sum(axis=0)
-    return _col(lat.w, rho.ndim) * rho * (1.0 + cu / CS2 + cu * cu / (2.0 * CS2 * CS2) - u2 / (2.0 * CS2))
+    if not lat.thermal:
+        return _col(lat.w, rho.ndim) * rho * (1.0 + cu / cs2 + cu * cu / (2.0 * cs2 * cs2) - u2 / (2.0 * cs2))
+    xv, v2 = cu / cs2, u2 / cs2                        # xi.v and v^2 with xi = c/c_s, v = u/c_s
+    xi2 = _col((lat.c ** 2).sum(axis=1) / cs2, rho.ndim)
+    dT = np.asarray(T, dtype=float) - 1.0
+    return _col(lat.w, rho.ndim) * rho * (1.0 + xv + 0.5 * (xv * xv - v2 + dT * (xi2 - D))
+                                          + xv * (xv * xv - 3.0 * v2 + 3.0 * dT * (xi2 - D - 2.0)) / 6.0)
 
 
 def fields(f, lat="d3q19"):
@@ -110,6 +158,17 @@ def fields(f, lat="d3q19"):
     rho = f.sum(axis=0)
     u = np.einsum("ia,i...->a...", lat.c.astype(float), f) / rho
     return rho, u
+
+
+def temperature(f, lat="d3q39"):
+    """theta = sum |c - u|^2 f / (D rho cs^2): the model temperature (1 on isothermal lattices)."""
+    lat = lattice(lat)
+    rho, u = fields(f, lat)
+    if not lat.thermal:
+        return np.ones_like(rho)
+    c = lat.c.astype(float)
+    peculiar = ((c.reshape(c.shape + (1,) * rho.ndim) - u[None]) ** 2).sum(axis=1)
+    return (peculiar * np.asarray(f, dtype=float)).sum(axis=0) / (D * rho * lat.cs2)
 
 
 def physical_velocity(f, force=(0.0, 0.0, 0.0), lat="d3q19"):
@@ -143,11 +202,16 @@ def _vector(a, ndim):
 
 def collide_bgk(f, tau, force=(0.0, 0.0, 0.0), lat="d3q19"):
     """BGK with the shifted-equilibrium force (as lbgen's model): u* = u + tau a,
-    f <- f - (f - f_eq(rho, u*)) / tau; a: the velocity gain per step (lattice units)."""
+    f <- f - (f - f_eq(rho, u*)) / tau; a: the velocity gain per step (lattice units).
+    Thermal lattices also shift theta* = theta + tau (1 - tau) |a|^2 / (D cs^2)."""
     lat = lattice(lat)
     rho, u = fields(f, lat)
-    us = u + tau * _vector(force, rho.ndim)
-    return f - (f - equilibrium(rho, us, lat)) / tau
+    a = _vector(force, rho.ndim)
+    us = u + tau * a
+    if not lat.thermal:
+        return f - (f - equilibrium(rho, us, lat)) / tau
+    Ts = temperature(f, lat) + tau * (1.0 - tau) * (a * a).sum(axis=0) / (D * lat.cs2)
+    return f - (f - equilibrium(rho, us, lat, Ts)) / tau
 
 
 def collide_regularized(f, C1=1e-3, force=(0.0, 0.0, 0.0), lat="d3q19"):
@@ -162,6 +226,8 @@ def collide_regularized(f, C1=1e-3, force=(0.0, 0.0, 0.0), lat="d3q19"):
     gains rho a, and the populations are rebuilt on the second-order Hermite basis.
     """
     lat = lattice(lat)
+    if lat.thermal:
+        raise ValueError(f"the oracle's regularized operator is second order (D3Q19, D3Q27), not {lat.name}'s")
     f = np.asarray(f, dtype=float)
     nd = f.ndim - 1
     rho, u = fields(f, lat)
@@ -274,7 +340,7 @@ class Boundaries:
             for face, where in crossing:
                 if face in self.lids:
                     sel = where & ~moved
-                    self.push[p][sel] = 2.0 * self.lat.w[p] * float(np.dot(cp, self.lids[face])) / CS2
+                    self.push[p][sel] = 2.0 * self.lat.w[p] * float(np.dot(cp, self.lids[face])) / self.lat.cs2
                     moved |= where
         self.opp = self.lat.opposite
 

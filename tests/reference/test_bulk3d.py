@@ -219,3 +219,60 @@ def test_moving_lid_drives_the_linear_couette_profile(name):
     exact = U * (np.arange(LY) + 0.5) / LY
     assert np.max(np.abs(ux - exact[None, :, None])) < 1e-6 * U
     assert abs(o.mass(f) - np.prod(shape)) < 1e-13 * np.prod(shape)    # round-off of 1500 steps
+
+
+# --- the thermal D3Q39 --------------------------------------------------------------------------
+
+def _thermal_state(n, rng, noise=0.02):
+    lat = o.lattice("d3q39")
+    rho, u, T = 1 + 0.1 * rng.standard_normal(n), 0.05 * rng.standard_normal((3, n)), 1 + 0.05 * rng.standard_normal(n)
+    return lat, rho, u, T, o.equilibrium(rho, u, lat, T) * (1 + noise * rng.standard_normal((lat.Q, n)))
+
+
+def test_d3q39_oracle_lattice_equilibrium_and_temperature_are_the_models():
+    """Shan, Yuan & Chen's shells and weights typed here = the solve's; the third-order
+    equilibrium at T and the temperature moment = the model's (u_model = r u, r = 1/c_s)."""
+    vs, rng = velocity_set("d3q39"), np.random.default_rng(8)
+    lat, rho, u, T, f = _thermal_state(64, rng)
+    assert [tuple(v) for v in lat.c.tolist()] == list(vs.velocities) and np.array_equal(lat.w, vs.weights)
+    assert vs.r == pytest.approx(1 / np.sqrt(lat.cs2), rel=1e-15)
+    got = equilibrium_assignments("d3q39").evaluate([rho, *(vs.r * u), T], ax=0.0, ay=0.0, az=0.0)
+    assert np.max(np.abs(got - o.equilibrium(rho, u, lat, T))) < 1e-14
+    fields = macroscopic_assignments("d3q39").evaluate(list(f))
+    assert np.max(np.abs(fields[4] - o.temperature(f, lat))) < 1e-13
+
+
+@pytest.mark.parametrize("tau", [0.55, 0.8, 1.7])
+def test_d3q39_model_bgk_with_force_equals_the_oracle(tau):
+    """The force shifts u by tau a and theta by tau (1 - tau) |a|^2 / (D cs^2)."""
+    vs, rng = velocity_set("d3q39"), np.random.default_rng(int(tau * 10))
+    lat, _, _, _, f = _thermal_state(64, rng)
+    a = 2e-3 * rng.standard_normal(3)
+    r = vs.r
+    got = collide("bgk", "d3q39").evaluate(list(f), tau=tau, ax=r * a[0], ay=r * a[1], az=r * a[2], wall=0.0)
+    assert np.max(np.abs(got - o.collide_bgk(f, tau, a, lat))) < 1e-13
+    rho, u = o.fields(f, lat)
+    unshifted = o.equilibrium(rho, u + tau * a[:, None], lat, o.temperature(f, lat))
+    assert np.max(np.abs(got - (f - (f - unshifted) / tau))) > 1e-12      # the temperature shift is seen
+
+
+def test_d3q39_equilibrium_has_the_maxwellian_moments_to_third_order():
+    """sum f = rho, sum c f = rho u, sum c c f = rho (cs^2 T I + u u), and the third moment
+    rho (u u u + cs^2 T (u delta + ...)), at T != 1; the oracle's temperature() gives T back."""
+    lat = o.lattice("d3q39")
+    rho, u, T = np.array([1.3]), np.array([[0.04], [-0.03], [0.02]]), np.array([1.08])
+    f = o.equilibrium(rho, u, lat, T)[..., 0]
+    c, cs2, v = lat.c.astype(float), lat.cs2, u[:, 0]
+    assert f.sum() == pytest.approx(rho[0], rel=1e-15)
+    assert np.allclose(c.T @ f, rho[0] * v, rtol=1e-13, atol=1e-17)
+    Pi = np.einsum("ia,ib,i->ab", c, c, f)
+    assert np.allclose(Pi, rho[0] * (cs2 * T[0] * np.eye(3) + np.outer(v, v)), rtol=1e-13, atol=1e-16)
+    M3 = np.einsum("ia,ib,ic,i->abc", c, c, c, f)
+    d = np.eye(3)
+    want = rho[0] * (np.einsum("a,b,c->abc", v, v, v) + cs2 * T[0] * (np.einsum("a,bc->abc", v, d)
+                                                                       + np.einsum("b,ac->abc", v, d)
+                                                                       + np.einsum("c,ab->abc", v, d)))
+    assert np.allclose(M3, want, rtol=1e-12, atol=1e-16)
+    assert o.temperature(o.equilibrium(rho, u, lat, T), lat) == pytest.approx(T, rel=1e-14)
+    with pytest.raises(ValueError, match="second order"):
+        o.collide_regularized(o.equilibrium(rho, u, lat, T), 1e-3, lat=lat)
