@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -338,37 +338,45 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     report.planned = len(plan)
     if on_plan:
         on_plan(len(plan))
+
+    def runs():
+        for backend, layout, spec, path in plan:
+            reference = references[spec.collision]
+            row = Row(backend, layout, spec.vl, spec.collision, spec.precision, path,
+                      tolerance=reference.tolerance(spec.precision, steps, vs.Q))
+            yield row, (lambda b=backend, s=spec, p=path: run_program(
+                runtime(b).compile(generate(s), lx, ly, strict=strict), f0, steps, p, s.collision, walls)), reference.f
+    return judge_runs(report, runs(), strict, progress)
+
+
+def judge_runs(report: Report, runs: Iterable[Tuple[Row, Callable[[], np.ndarray], np.ndarray]], strict: bool,
+               progress: Optional[Callable[[Row], None]] = None) -> Report:
+    """Each (row, run, expected) of ``runs`` in turn: ``run()`` gives the kernel's populations
+    (an exception becomes the row's note, never a crash of the whole table), judged against
+    ``expected`` within ``row.tolerance`` (relative to max |expected|) and against the C
+    backend's result of the same configuration (bit for bit when ``strict``); the rows are
+    appended to the report, ``progress(row)`` after each."""
     results: Dict[tuple, np.ndarray] = {}
-    for backend, layout, spec, path in plan:
-        collision, precision = spec.collision, spec.precision
-        row = Row(backend, layout, spec.vl, collision, precision, path)
-        reference = references[collision]
-        row.tolerance = tol = reference.tolerance(precision, steps, vs.Q)
+    for row, run, expected in runs:
         try:
-            source = generate(spec)
-            prog = runtime(backend).compile(source, lx, ly, strict=strict)
-            got = run_program(prog, f0, steps, path, collision, walls)
+            got = run()
         except Exception as e:  # noqa: BLE001 - report, don't crash the whole table
             row.note = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
-            report.rows.append(row)
-            if progress:
-                progress(row)
-            continue
-        expected = reference.f
-        scale = np.abs(expected).max()
-        row.error = float(np.abs(got - expected).max() / scale) if np.isfinite(got).all() else float("inf")
-        key = (layout, row.vl, collision, precision, path)
-        results[(backend,) + key] = got
-        row.ok = bool(row.error <= tol)
-        if backend != "c" and ("c",) + key in results:
-            diff = np.abs(got - results[("c",) + key]).max() / scale
-            row.vs_c = float(diff)
-            if strict:
-                row.ok = bool(row.ok and diff == 0)
-                if diff != 0:
-                    row.note = "strict builds must be bit-identical to C"
-            else:
-                row.ok = bool(row.ok and diff <= tol)
+        else:
+            scale = np.abs(expected).max()
+            row.error = float(np.abs(got - expected).max() / scale) if np.isfinite(got).all() else float("inf")
+            key = (row.layout, row.vl, row.collision, row.precision, row.path)
+            results[(row.backend,) + key] = got
+            row.ok = bool(row.error <= row.tolerance)
+            if row.backend != "c" and ("c",) + key in results:
+                diff = np.abs(got - results[("c",) + key]).max() / scale
+                row.vs_c = float(diff)
+                if strict:
+                    row.ok = bool(row.ok and diff == 0)
+                    if diff != 0:
+                        row.note = "strict builds must be bit-identical to C"
+                else:
+                    row.ok = bool(row.ok and diff <= row.tolerance)
         report.rows.append(row)
         if progress:
             progress(row)

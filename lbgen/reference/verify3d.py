@@ -18,7 +18,7 @@ kernels are checked by the tests: the measured nu, kappa and c_s).
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from lbgen.codegen.render3d import check_sizes3d
 from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.reference import bulk3d as oracle
 from lbgen.reference.verify import (MAX_TOLERANCE, PARAMS, VERIFY_BACKENDS, NothingVerified, Report, Row,
-                                    available_backends, check_arguments, rounding_bound)
+                                    available_backends, check_arguments, judge_runs, rounding_bound)
 
 #: the lattice of a 3D verify when none is given: LZ = 32 takes VL 4, 8 and 32
 DEFAULT_SHAPE3D = (6, 5, 32)
@@ -127,6 +127,12 @@ def verify3d(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[
     if not plan:
         raise NothingVerified(f"nothing was verified: no backend here ({', '.join(names)}) offers precision "
                               f"{', '.join(precisions)} on {lx} x {ly} x {lz} with the layouts asked for")
+    for precision in sorted({spec.precision for _, _, spec, _ in plan}):
+        tol = rounding_bound(precision, steps, vs.Q)
+        if not tol <= MAX_TOLERANCE[precision]:
+            raise NothingVerified(f"nothing was verified: rounding alone may move {precision} precision by {tol:.2g} "
+                                  f"relative after {steps} steps, more than {MAX_TOLERANCE[precision]:g}, so a wrong "
+                                  f"kernel could not be told from a right one; try fewer --steps or double precision")
     solid = solid_mask(shape, seed) if boundaries else None
     f0 = initial_state3d(shape, name, seed, solid)
     lat = oracle.lattice(name)
@@ -139,40 +145,15 @@ def verify3d(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[
     if on_plan:
         on_plan(len(plan))
     r = float(vs.r)
-    results: Dict[tuple, np.ndarray] = {}
-    for backend, layout, spec, path in plan:
-        collision, precision = spec.collision, spec.precision
-        row = Row(backend, layout, spec.vl, collision, precision, path)
-        row.tolerance = tol = rounding_bound(precision, steps, vs.Q)
-        try:
-            prog = compile3d(backend, generate(spec), shape, strict=strict)
-            bc = None
-            if boundaries:
-                bc = prog.boundaries(WALL_AXES3D, {face: r * np.asarray(u) for face, u in LID3D.items()},
-                                     solid.astype(np.uint8))
-            got = run_program3d(prog, f0, steps, path, collision, bc, r)
-        except Exception as e:  # noqa: BLE001 - report, don't crash the whole table
-            row.note = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
-            report.rows.append(row)
-            if progress:
-                progress(row)
-            continue
-        expected = references[collision]
-        scale = np.abs(expected).max()
-        row.error = float(np.abs(got - expected).max() / scale) if np.isfinite(got).all() else float("inf")
-        row.ok = bool(row.error <= tol <= MAX_TOLERANCE[precision])
-        key = (layout, row.vl, collision, precision, path)
-        results[(backend,) + key] = got
-        if backend != "c" and ("c",) + key in results:
-            diff = np.abs(got - results[("c",) + key]).max() / scale
-            row.vs_c = float(diff)
-            if strict:
-                row.ok = bool(row.ok and diff == 0)
-                if diff != 0:
-                    row.note = "strict builds must be bit-identical to C"
-            else:
-                row.ok = bool(row.ok and diff <= tol)
-        report.rows.append(row)
-        if progress:
-            progress(row)
-    return report
+    lids = {face: r * np.asarray(u) for face, u in LID3D.items()}
+
+    def run(backend, spec, path):
+        prog = compile3d(backend, generate(spec), shape, strict=strict)
+        bc = prog.boundaries(WALL_AXES3D, lids, solid.astype(np.uint8)) if boundaries else None
+        return run_program3d(prog, f0, steps, path, spec.collision, bc, r)
+
+    runs = ((Row(backend, layout, spec.vl, spec.collision, spec.precision, path,
+                 tolerance=rounding_bound(spec.precision, steps, vs.Q)),
+             (lambda b=backend, s=spec, p=path: run(b, s, p)), references[spec.collision])
+            for backend, layout, spec, path in plan)
+    return judge_runs(report, runs, strict, progress)

@@ -94,6 +94,7 @@ def test_strict_single_precision_with_a_lid_is_bit_identical_across_backends():
     (["--lz", "8"], "--lz 8: d2q37 is a 2D set"),
     (["--velocity-set", "d3q19", "--wall-scheme", "reference"], "--wall-scheme"),
     (["--velocity-set", "d3q19", "--lz", "0"], "--lz"),
+    (["--velocity-set", "d3q19", "--precision", "single", "--steps", "1000"], "rounding alone"),
 ])
 def test_bad_3d_verify_input_is_refused_before_any_work(args, message):
     r = CliRunner().invoke(main, ["verify", *args])
