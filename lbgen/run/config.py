@@ -121,6 +121,8 @@ class RunConfig:
         defaults.update({k: p.default for k, p in all_parameters().items()})
         from lbgen.output.pictures import default_pictures
         defaults["pictures"] = default_pictures(self.velocity_set)
+        if self.walls is None:               # no walls: their keys are not part of the run, not given
+            defaults.update({k: values[k] for k in ("t_bottom", "t_top", "adiabatic", "wall_scheme")})
         given = {k: "RunConfig" for k, v in values.items()
                  if k not in self.RESOLVED and k in defaults and v != defaults[k]}
         check_applicable(values, given)
@@ -172,6 +174,13 @@ class RunConfig:
         if self.layout is not None or self.vl not in (None, "auto"):
             LayoutChoice.of(self.layout, self.vl if self.vl != "auto" else None, need_vl=False)
         vs = set_entry(self.velocity_set)
+        if self.setup == "rayleigh-taylor":
+            axis = "yz"[self.dimension - 2]
+            held = self.walls is not None if self.dimension == 2 else axis in (self.wall_axes or "")
+            if not held and self.gravity[self.dimension - 1] != 0:
+                how = "--periodic removes them" if self.dimension == 2 else f"--wall-axes {self.wall_axes} leaves {axis} periodic"
+                raise ConfigError(f"rayleigh-taylor: gravity along {axis} needs the walls that hold the fluid "
+                                  f"({how}); keep them, or give a gravity with no {axis} component")
         if vs.isothermal and self.setup == "rayleigh-taylor":
             raise ConfigError(f"rayleigh-taylor is a thermal flow; {vs.label} is isothermal (T = 1): use d2q37 "
                               f"(or d2v17){', or d3q39 in 3D' if vs.D == 3 else ''}")

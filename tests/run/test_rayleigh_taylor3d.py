@@ -84,3 +84,21 @@ def test_the_cli_run_records_its_rayleigh_taylor_numbers(tmp_path):
     assert numbers["c_s"] == pytest.approx(np.sqrt(5 / 3) / rl, rel=1e-12)
     assert numbers["kappa"] == pytest.approx(1e-3 / rl ** 2, rel=1e-12)
     assert numbers["Ma"] == pytest.approx(np.sqrt(A * g * 8) / numbers["c_s"], rel=1e-12)
+
+
+@pytest.mark.parametrize("args, axis", [
+    (["--periodic", "--lx", "16", "--ly", "64"], "y"),                                    # 2D: no walls
+    (["--velocity-set", "d3q39", "--wall-axes", "x", "--lx", "8", "--ly", "8", "--lz", "16"], "z"),
+])
+def test_gravity_without_the_walls_that_hold_the_fluid_is_refused_before_any_work(args, axis, tmp_path):
+    """Once refused with a confusing '--t-bottom has no effect' (the set-up's wall defaults
+    taken for given options); a run without gravity across that axis is a periodic box and runs."""
+    out = tmp_path / "rt"
+    r = CliRunner().invoke(main, ["run", "rayleigh-taylor", *args, "--steps", "3", "--out", str(out),
+                                  "--no-progress"])
+    assert r.exit_code == 2 and f"gravity along {axis} needs the walls" in r.output and not out.exists()
+    assert "t-bottom" not in r.output and "Traceback" not in r.output
+    zero = "0,0" if axis == "y" else "0,0,0"
+    r = CliRunner().invoke(main, ["run", "rayleigh-taylor", *args, "--steps", "3", "--gravity", zero,
+                                  "--no-progress"])
+    assert r.exit_code == 0, r.output
