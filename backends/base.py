@@ -584,6 +584,13 @@ class Program3D:
     def allocate(self) -> np.ndarray:
         return aligned_zeros(self.layout.size, self.dtype)
 
+    def describe(self) -> str:
+        """What the kernels run on (the host's CPU model; a GPU runtime names its device)."""
+        return cpu_model()
+
+    def synchronize(self) -> None:
+        """Every 3D kernel call returns with its work done (host buffers): nothing to wait for."""
+
     def boundaries(self, walls=(), lids=None, solid=None):
         """The boundaries record of these kernels (None for a periodic box without a mask)."""
         bc = self.Boundaries(self, walls, lids, solid)

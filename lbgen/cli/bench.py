@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from lbgen.cli.common import UserError, friendly, velocity_set_option
-from lbgen.perf.bench import DEFAULT_KERNELS
+from lbgen.cli.common import UserError, any_set_option, friendly
+from lbgen.perf.bench import DEFAULT_KERNELS, DEFAULT_SHAPE3D
 from lbgen.codegen.spec import MAX_TIME_BLOCK
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 from lbgen.system.limits import max_threads
@@ -63,6 +63,9 @@ def _emit_json(data, output, to_stdout):
               show_default=True, help="Scheme of the timed bc kernel.")
 @click.option("--lx", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--ly", type=click.IntRange(min=1), default=4096, show_default=True)
+@click.option("--lz", type=click.IntRange(min=1), default=None,
+              help=f"3D sets (--velocity-set d3q19, ...): the lattice depth; a 3D lattice is "
+                   f"{'x'.join(map(str, DEFAULT_SHAPE3D))} unless --lx, --ly, --lz say otherwise.")
 @click.option("--threads", type=click.IntRange(0, max_threads()), default=0, show_default=True, help="OpenMP threads (0: all cores).")
 @click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Timed samples per kernel.")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Untimed calls before timing.")
@@ -78,10 +81,11 @@ def _emit_json(data, output, to_stdout):
 @click.option("--plots", type=click.Path(file_okay=False), default=None,
               help="Write PNG plots here: MLUPS vs VL per layout, roofline.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
-@velocity_set_option
+@any_set_option
+@click.pass_context
 @friendly
-def bench(backends, layouts, kernels, collisions, precisions, wall_scheme, lx, ly, threads, repeat, warmup, vls,
-          paper_table, no_limits, limit_mb, as_json, output, plots, progress, velocity_set):
+def bench(ctx, backends, layouts, kernels, collisions, precisions, wall_scheme, lx, ly, lz, threads, repeat, warmup,
+          vls, paper_table, no_limits, limit_mb, as_json, output, plots, progress, velocity_set):
     """Time the kernels (ms, MLUPS, GB/s, GFLOP/s) against this machine's measured limits.
 
     The memory bandwidth (Q + Q stream copy, normal and streaming stores) and the FMA
@@ -109,6 +113,20 @@ def bench(backends, layouts, kernels, collisions, precisions, wall_scheme, lx, l
         raise UserError(f"--wall-scheme {wall_scheme} applies to the bc kernel: add bc to --kernels "
                         "(the paper table times propagate and collide only)")
     velocity_set = velocity_set.lower()
+    from lbgen.model.catalog import set_entry
+    if set_entry(velocity_set).D == 3:
+        if paper_table or "bc" in _split(kernels) or wall_scheme != DEFAULT_WALL_SCHEME:
+            what = "--paper-table" if paper_table else "the bc kernel" if "bc" in _split(kernels) else "--wall-scheme"
+            raise UserError(f"{what} is 2D (the paper's table, the thermal walls' bc); {velocity_set} is a 3D set, "
+                            f"whose boundaries are part of propagate, collide and fused")
+        def given(name):
+            return ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
+        lx = lx if given("lx") else DEFAULT_SHAPE3D[0]
+        ly = ly if given("ly") else DEFAULT_SHAPE3D[1]
+        lz = DEFAULT_SHAPE3D[2] if lz is None else lz
+    elif lz is not None:
+        raise UserError(f"--lz {lz}: {velocity_set} is a 2D set; --lz is the depth of a 3D lattice "
+                        f"(--velocity-set d3q19, d3q27 or d3q39)")
     if paper_table and velocity_set != DEFAULT_VELOCITY_SET:
         raise UserError(f"--paper-table is the paper's {DEFAULT_VELOCITY_SET} table; it takes no "
                         f"--velocity-set {velocity_set}")
@@ -141,7 +159,7 @@ def bench(backends, layouts, kernels, collisions, precisions, wall_scheme, lx, l
         raise UserError(f"unknown kernel {bad[0]!r}; choose from {', '.join(B.KERNELS)} or "
                         f"{B.TIME_BLOCK_PREFIX}<depth> (depth 2..{MAX_TIME_BLOCK})")
     cfg = B.BenchConfig(backends=backend_list, layouts=B.parse_layouts(layouts), kernels=kern, collisions=cols,
-                        precisions=precs, lx=lx, ly=ly, threads=threads, repeat=repeat, warmup=warmup,
+                        precisions=precs, lx=lx, ly=ly, lz=lz, threads=threads, repeat=repeat, warmup=warmup,
                         limits=not no_limits, limit_bytes=(limit_mb << 20) if limit_mb else None, progress=progress,
                         wall_scheme=wall_scheme, velocity_set=velocity_set)
     report = B.run_bench(cfg)

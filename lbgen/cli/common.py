@@ -43,49 +43,15 @@ def friendly(fn):
     return wrapper
 
 
-class _SetChoice(click.Choice):
-    """The velocity sets runs and kernels take; a set of another dimension is refused in words."""
-
-    def convert(self, value, param, ctx):
-        from lbgen.model.catalog import MODEL_SETS, run_set
-        if str(value).lower() in MODEL_SETS:
-            try:
-                run_set(value)
-            except ValueError as e:
-                self.fail(str(e), param, ctx)
-        return super().convert(value, param, ctx)
-
-
-def velocity_set_option(fn):
-    """--velocity-set for bench (``lbgen run`` takes it from lbgen.run.config): the 2D sets."""
-    from lbgen.model.catalog import DEFAULT_VELOCITY_SET, VELOCITY_SETS
-    return click.option("--velocity-set", default=DEFAULT_VELOCITY_SET, show_default=True,
-                        type=_SetChoice(list(VELOCITY_SETS), case_sensitive=False),
-                        help="Lattice: d2q37 (thermal, Hermite order 4), d2q9 (isothermal, order 2), "
-                             "d2v17 (thermal, order 3).")(fn)
-
-
 def any_set_option(fn):
-    """--velocity-set for info and verify: every set of the catalogue, 2D and 3D."""
+    """--velocity-set for info, emit, verify and bench: every set of the catalogue, 2D and 3D (a
+    combination a command cannot take is refused by it in words)."""
     from lbgen.model.catalog import DEFAULT_VELOCITY_SET, MODEL_SETS
     return click.option("--velocity-set", default=DEFAULT_VELOCITY_SET, show_default=True,
                         type=click.Choice(list(MODEL_SETS), case_sensitive=False),
                         help="Lattice: d2q37 (thermal, Hermite order 4), d2q9 (isothermal, order 2), "
                              "d2v17 (thermal, order 3); 3D: d3q19, d3q27 (isothermal), d3q39 (thermal, "
                              "order 3).")(fn)
-
-
-def kernel_set_option(fn):
-    """--velocity-set for emit: every set some backend generates kernels for (3D sets: the C
-    backend; ``KernelSpec.validate`` refuses the others in words)."""
-    from lbgen.codegen.spec import KERNEL_DIMENSIONS
-    from lbgen.model.catalog import DEFAULT_VELOCITY_SET, MODEL_SETS
-    dims = set().union(*KERNEL_DIMENSIONS.values())
-    return click.option("--velocity-set", default=DEFAULT_VELOCITY_SET, show_default=True,
-                        type=click.Choice([k for k, e in MODEL_SETS.items() if e.D in dims], case_sensitive=False),
-                        help="Lattice: d2q37 (thermal, Hermite order 4), d2q9 (isothermal, order 2), "
-                             "d2v17 (thermal, order 3); 3D (emit): d3q19, d3q27 (isothermal), "
-                             "d3q39 (thermal, order 3).")(fn)
 
 
 def mpi_comm():

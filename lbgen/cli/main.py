@@ -13,7 +13,7 @@ from lbgen.codegen.layouts import LAYOUTS
 from lbgen.model import OPERATORS
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
-from lbgen.cli.common import UserError, any_set_option, friendly, kernel_set_option, vl_option
+from lbgen.cli.common import UserError, any_set_option, friendly, vl_option
 
 try:  # Python >= 3.11
     import tomllib
@@ -90,7 +90,7 @@ def info(as_json, velocity_set):
               help="C: Y halo rows (cluster rows), at least the set's largest hop (default): padding to match a "
                    "host code's layout, e.g. 16.")
 @click.option("--report", is_flag=True, help="CUDA: compile with nvcc for sm_80 and sm_90 and show registers/spills.")
-@kernel_set_option
+@any_set_option
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @friendly

@@ -80,8 +80,9 @@ PAPER_HASWELL = {
 LAYOUT_NAMES = {"aos": "AoS", "soa": "SoA", "csoa": "CSoA", "caosoa": "CAoSoA"}
 
 COUNTING = {
-    "mlups": "million lattice-site updates per second; LX*LY sites for propagate/collide/fused, "
-             "the 6*LX wall sites for bc, depth*LX*LY site updates per call for fused-tb<depth>",
+    "mlups": "million lattice-site updates per second; LX*LY sites (3D: LX*LY*LZ, a periodic box) for "
+             "propagate/collide/fused, the 6*LX wall sites for bc, depth times the sites per call for "
+             "fused-tb<depth>",
     "bytes_per_site": "propagate, collide, fused: 2*Q*sizeof(real) (each population read and written once); "
                       "bc: elements actually accessed per column / 6 wall sites (useful traffic); "
                       "fused-tb<depth>: the same per site update as fused (the traffic of single steps, so "
@@ -89,7 +90,8 @@ COUNTING = {
     "flops_per_site": "operations of the generated assignments as printed (KernelSource.flops, "
                       "lbgen.model.collide(op).flops; AssignmentList.op_count): +,-,*,/ one flop each, "
                       "an FMA two; propagate 0; bc: wall-row assignments + moments of the 4th row, per wall site",
-    "bandwidth": "copy kernel with Q read + Q write streams (Q of D2Q37) of aligned vectors, OpenMP, same threads; "
+    "bandwidth": "copy kernel with Q read + Q write streams (Q of the velocity set) of aligned vectors, OpenMP, "
+                 "same threads; "
                  "GB/s counts read + write bytes; measured with normal and with streaming (non-temporal) stores",
     "peak": "independent FMA chains on vectors (AVX-512 or AVX2), OpenMP, same threads; an FMA counts 2 flops",
     "limits": "bandwidth and peak are measured before and after the kernels (samples pooled); the limit used "
@@ -171,38 +173,51 @@ def parse_layouts(text: str) -> List[Tuple[str, Optional[int]]]:
     return [(c.name, c.vl) for c in LayoutChoice.parse(text, sweep=VLS)]
 
 
-def _program(case: Case, lx: int, ly: int, threads: int, walls: bool = False, wall_scheme: str = "lbgen"):
-    from lbgen.backends import runtime, spec_backend
-    from lbgen.codegen.spec import KernelSpec
+def _program(case: Case, lx: int, ly: int, threads: int, walls: bool = False, wall_scheme: str = "lbgen",
+             lz: Optional[int] = None):
+    """(source, program) of a case: 2D, or with ``lz`` a 3D program (its size rules checked first)."""
+    from lbgen.backends import compile3d, runtime, spec_backend
+    from lbgen.codegen.spec import KernelSpec, SpecError
     from lbgen.codegen.render import generate
     spec = KernelSpec(backend=spec_backend(case.backend), layout=case.layout, vl=case.vl, precision=case.precision,
                       collision=case.collision, walls=walls,
-                      wall_scheme=wall_scheme if walls else "lbgen", velocity_set=case.velocity_set).validate(lx, ly)
+                      wall_scheme=wall_scheme if walls else "lbgen", velocity_set=case.velocity_set)
+    if lz is None:
+        source = generate(spec.validate(lx, ly))
+        return source, runtime(case.backend).compile(source, lx, ly, threads=threads)
+    from lbgen.codegen.render3d import check_sizes3d
+    from lbgen.model.velocity_set import velocity_set
+    spec = spec.validate()
+    problem = check_sizes3d(spec, velocity_set(spec.velocity_set), lx, ly, lz)
+    if problem:
+        raise SpecError(problem)
     source = generate(spec)
-    return source, runtime(case.backend).compile(source, lx, ly, threads=threads)
+    return source, compile3d(case.backend, source, (lx, ly, lz), threads=threads)
 
 
 def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: int = 0, repeat: int = 5,
-               warmup: int = 1, on_kernel=None, wall_scheme: str = "lbgen") -> List[Dict]:
-    """Time the kernels of one case (bc: with `wall_scheme`); a result dict per kernel (limits are added later)."""
+               warmup: int = 1, on_kernel=None, wall_scheme: str = "lbgen", lz: Optional[int] = None) -> List[Dict]:
+    """Time the kernels of one case (bc: with `wall_scheme`; ``lz``: a 3D lattice, periodic);
+    a result dict per kernel (limits are added later)."""
     results = []
-    params = default_kernel_parameters(case.collision)
+    params = default_kernel_parameters(case.collision, 2 if lz is None else 3)
     groups = [(False, [k for k in kernels if k != "bc"]), (True, [k for k in kernels if k == "bc"])]
     for walls, names in groups:
         if not names:
             continue
-        source, program = _program(case, lx, ly, threads, walls=walls, wall_scheme=wall_scheme)
-        calls = _kernel_calls(program, *quiet_buffers(program, lx, ly), params, names)
+        source, program = _program(case, lx, ly, threads, walls=walls, wall_scheme=wall_scheme, lz=lz)
+        calls = _kernel_calls(program, *quiet_buffers(program, lx, ly, lz), params, names, three=lz is not None)
         device = program.describe()
         for name in names:
             t, inner = time_call(calls[name], program.synchronize, repeat=repeat, warmup=warmup)
             counts = kernel_counts(name, source, case.collision)
-            sites = counts["sites_per_column"] * lx if name == "bc" else lx * ly * (time_block_depth(name) or 1)
+            sites = counts["sites_per_column"] * lx if name == "bc" else \
+                lx * ly * (lz or 1) * (time_block_depth(name) or 1)
             sec = t["median"] / 1e3
             r = {
                 "backend": case.backend, "device": device, "layout": case.layout, "vl": case.vl, "tag": case.tag,
                 "velocity_set": case.velocity_set, "precision": case.precision, "collision": case.collision, "kernel": name,
-                "lx": lx, "ly": ly, "sites": sites, "threads": program.threads,
+                "lx": lx, "ly": ly, "lz": lz, "sites": sites, "threads": program.threads,
                 "walls_program": walls, "calls_per_sample": inner,
                 "wall_scheme": source.spec.wall_scheme if walls else None,
                 "ms": t,
@@ -221,18 +236,26 @@ def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: in
     return results
 
 
-def _kernel_calls(program, f, g, params: dict, names: Sequence[str]) -> Dict[str, object]:
-    """name -> a call of that kernel on the quiet buffers f, g."""
-    calls = {
-        "propagate": lambda: program.propagate(f, g),
-        "collide": lambda: program.collide(f, g, **params),
-        "fused": lambda: program.fused(f, g, **params),
-        "bc": lambda: program.bc(f, g, 1.0, 1.0, (False, False), params["ax"], params["ay"]),
-    }
+def _kernel_calls(program, f, g, params: dict, names: Sequence[str], three: bool = False) -> Dict[str, object]:
+    """name -> a call of that kernel on the quiet buffers f, g (``three``: a 3D program, whose
+    propagate, collide, fused and fused_tb take a boundaries record: None, a periodic box)."""
+    if three:
+        calls = {"propagate": lambda: program.propagate(f, g, None),
+                 "collide": lambda: program.collide(f, g, None, **params),
+                 "fused": lambda: program.fused(f, g, None, **params)}
+        block = lambda depth: program.fused_tb(f, g, depth, None, **params)  # noqa: E731
+    else:
+        calls = {
+            "propagate": lambda: program.propagate(f, g),
+            "collide": lambda: program.collide(f, g, **params),
+            "fused": lambda: program.fused(f, g, **params),
+            "bc": lambda: program.bc(f, g, 1.0, 1.0, (False, False), params["ax"], params["ay"]),
+        }
+        block = lambda depth: program.fused_tb(f, g, depth, **params)  # noqa: E731
     for name in names:
         depth = time_block_depth(name)
         if depth:
-            calls[name] = lambda depth=depth: program.fused_tb(f, g, depth, **params)
+            calls[name] = lambda depth=depth: block(depth)
     return calls
 
 
@@ -250,6 +273,10 @@ def add_fractions(results: List[Dict], limits: Dict) -> None:
         r["frac_peak"] = r["gflops"] / peak if peak else None
 
 
+#: the lattice of a 3D `lbgen bench` when none is given: 2 x 19 x 8 x 128^3 bytes (640 MB), out of cache
+DEFAULT_SHAPE3D = (128, 128, 128)
+
+
 @dataclass
 class BenchConfig:
     backends: Sequence[str] = ("c",)
@@ -259,6 +286,8 @@ class BenchConfig:
     precisions: Sequence[str] = ("double",)
     lx: int = 1024
     ly: int = 4096
+    #: the depth of a 3D lattice (a 3D velocity set), else None
+    lz: Optional[int] = None
     threads: int = 0
     repeat: int = 5
     warmup: int = 1
@@ -277,6 +306,8 @@ def _limit_bytes(cfg: BenchConfig) -> int:
     vs = velocity_set(cfg.velocity_set)
     H = vs.max_hop
     lattice = vs.Q * (cfg.lx + 2 * H) * (cfg.ly + 2 * H * 32) * 8
+    if cfg.lz:
+        lattice = vs.Q * (cfg.lx + 2 * H) * (cfg.ly + 2 * H) * (cfg.lz + 2 * H) * 8
     return int(min(max(lattice, 256 << 20), 1 << 30))
 
 
@@ -307,7 +338,7 @@ def run_bench(cfg: BenchConfig) -> Dict:
     report: Dict = {"lbgen_version": __version__, "counting": COUNTING,
                     "config": {"backends": list(cfg.backends), "layouts": [layout_tag(*l) for l in cfg.layouts],
                                "kernels": list(cfg.kernels), "collisions": list(cfg.collisions),
-                               "precisions": list(cfg.precisions), "lx": cfg.lx, "ly": cfg.ly,
+                               "precisions": list(cfg.precisions), "lx": cfg.lx, "ly": cfg.ly, "lz": cfg.lz,
                                "threads": cfg.threads, "repeat": cfg.repeat, "warmup": cfg.warmup,
                                "wall_scheme": cfg.wall_scheme, "velocity_set": cfg.velocity_set},
                     "notes": list(cfg.notes), "skipped": [], "results": []}
@@ -321,8 +352,10 @@ def run_bench(cfg: BenchConfig) -> Dict:
     host = None
     limit_repeat = max(cfg.repeat, 5)
     want_host = bool(cfg.limits and usable)
+    from lbgen.model.catalog import set_entry
+    streams = set_entry(cfg.velocity_set).Q              # the kernels' shape: Q read and Q write streams
     if want_host:
-        host = measure_machine(cfg.threads, limit_repeat, _limit_bytes(cfg), cfg.precisions)
+        host = measure_machine(cfg.threads, limit_repeat, _limit_bytes(cfg), cfg.precisions, streams)
 
     cases = [Case(b, l, v, p, c, cfg.velocity_set) for b in usable for p in cfg.precisions for c in cfg.collisions
              for (l, v) in cfg.layouts]
@@ -339,7 +372,7 @@ def run_bench(cfg: BenchConfig) -> Dict:
                                           "reason": "temporal blocking runs on the C backend only"})
             try:
                 rs = bench_case(case, kernels, cfg.lx, cfg.ly, cfg.threads, cfg.repeat, cfg.warmup,
-                                on_kernel=lambda r: bar.update(1), wall_scheme=cfg.wall_scheme)
+                                on_kernel=lambda r: bar.update(1), wall_scheme=cfg.wall_scheme, lz=cfg.lz)
             except (SpecError, ValueError, NotImplementedError) as e:
                 report["skipped"].append({"backend": case.backend, "layout": case.tag, "precision": case.precision,
                                           "collision": case.collision, "reason": str(e).splitlines()[0]})
@@ -349,7 +382,8 @@ def run_bench(cfg: BenchConfig) -> Dict:
     finally:
         bar.close()
     if want_host and report["results"]:   # again after the kernels: the machine is shared and noisy
-        host = merge_machine(host, measure_machine(cfg.threads, limit_repeat, _limit_bytes(cfg), cfg.precisions))
+        host = merge_machine(host, measure_machine(cfg.threads, limit_repeat, _limit_bytes(cfg), cfg.precisions,
+                                                   streams))
     report["machine"] = host or {"hostname": socket.gethostname(), "cpu": cpu_model()}
     limits = {b: backend_limits(b, cfg, host) for b in usable} if cfg.limits else {}
     report["limits"] = {b: {k: v for k, v in lim.items() if k not in ("hostname", "cpu")}

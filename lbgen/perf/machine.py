@@ -145,10 +145,11 @@ def measure_peak(precision: str = "double", threads: int = 0, repeat: int = 5, s
 
 
 def measure_machine(threads: int = 0, repeat: int = 5, nbytes: int = 512 << 20,
-                    precisions: Iterable[str] = ("double", "single")) -> Dict:
-    """The host's limits: copy bandwidth (normal, streaming stores) and FMA peak per precision."""
+                    precisions: Iterable[str] = ("double", "single"), streams: Optional[int] = None) -> Dict:
+    """The host's limits: copy bandwidth (normal, streaming stores; ``streams`` read and write
+    streams, default the default set's Q) and FMA peak per precision."""
     out = {"hostname": socket.gethostname(), "cpu": cpu_model(), "vector_bits": vector_bits(),
-           "bandwidth": measure_bandwidth(nbytes=nbytes, threads=threads, repeat=repeat)}
+           "bandwidth": measure_bandwidth(nbytes=nbytes, threads=threads, repeat=repeat, streams=streams)}
     out["threads"] = out["bandwidth"]["threads"]
     out["peak"] = {p: measure_peak(p, threads=threads, repeat=repeat) for p in precisions}
     return out

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Dict, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from lbgen.model.operators import FORCE_ARGUMENTS, operator
+from lbgen.model.operators import force_arguments, operator
 
 
 def stats(samples: Sequence[float]) -> Dict[str, float]:
@@ -75,22 +75,23 @@ def interleaved_rates(calls: Sequence, work: Sequence[float], repeat: int, min_s
     return samples
 
 
-def quiet_buffers(program, lx: int, ly: int):
-    """Two buffers of a program at a quiet equilibrium (rho = T = 1, u = 0), halos filled."""
-    rho, ux, uy, T = (np.ones((lx, ly)), np.zeros((lx, ly)), np.zeros((lx, ly)), np.ones((lx, ly)))
+def quiet_buffers(program, lx: int, ly: int, lz: Optional[int] = None):
+    """Two buffers of a program at a quiet equilibrium (rho = T = 1, u = 0), halos filled;
+    with ``lz``, of a 3D program (velocity (0, 0, 0))."""
+    shape = (lx, ly) if lz is None else (lx, ly, lz)
+    one, zero = np.ones(shape), np.zeros(shape)
     f = program.allocate()
     g = program.allocate()
-    program.init_equilibrium(f, rho, ux, uy, T)
-    program.init_equilibrium(g, rho, ux, uy, T)
-    program.halo(f)
-    program.halo(g)
+    for buf in (f, g):
+        program.init_equilibrium(buf, one, *([zero] * len(shape)), one)
+        program.halo(buf)
     program.synchronize()
     return f, g
 
 
-def default_kernel_parameters(collision: str) -> Dict[str, float]:
-    """The collide/fused arguments of an operator at its record's defaults, no force."""
-    return {**operator(collision).defaults(), **{name: 0.0 for name in FORCE_ARGUMENTS}}
+def default_kernel_parameters(collision: str, dimension: int = 2) -> Dict[str, float]:
+    """The collide/fused arguments of an operator at its record's defaults, no force (ax, ay[, az])."""
+    return {**operator(collision).defaults(), **{name: 0.0 for name in force_arguments(dimension)}}
 
 
 def time_steps(sim, steps: int, repeats: int = 3) -> float:

@@ -224,16 +224,6 @@ def test_kernels_and_simulation_refuse_a_3d_set_in_words():
         derived.build_model("d3q19", "bgk", walls=True)
 
 
-@pytest.mark.parametrize("args", [["bench", "--velocity-set", "d3q19"]])
-def test_cli_refuses_a_3d_set_in_words(args, tmp_path):
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 2, result.output
-    assert MESSAGE in " ".join(result.output.split()) and "Traceback" not in result.output
-    help_text = CliRunner().invoke(main, [args[0], "--help"]).output
-    assert "d3q19" not in help_text and "d2q9" in help_text
-    assert "d3q19" in CliRunner().invoke(main, ["run", "--help"]).output      # runs take 3D sets
-
-
 def test_cli_emit_writes_a_3d_set_on_a_gpu_backend(tmp_path):
     result = CliRunner().invoke(main, ["emit", "--velocity-set", "d3q19", "--backend", "opencl",
                                        "-o", str(tmp_path / "o")])

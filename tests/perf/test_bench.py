@@ -141,3 +141,43 @@ def test_tune_cli(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert "best: caosoa-vl8" in result.stdout
     assert T.cached_choice("c", 8, 64) == ("caosoa", 8)
+
+
+def test_bench_times_3d_kernels_on_a_3d_lattice(monkeypatch):
+    """`lbgen bench --velocity-set d3q19`: the 3D programs' fused, fused_tb and propagate on
+    LX*LY*LZ sites (a depth-2 sweep counts twice), the copy limit measured with Q = 19
+    streams; bits and timings are not judged, the counts are."""
+    streams = []
+    real = M.measure_bandwidth
+
+    def counted(*args, **kw):
+        streams.append(kw.get("streams"))
+        return real(*args, **kw)
+    monkeypatch.setattr(M, "measure_bandwidth", counted)
+    r = CliRunner().invoke(main, ["bench", "--velocity-set", "d3q19", "--lx", "8", "--ly", "6", "--lz", "16",
+                                  "--layouts", "soa,caosoa-vl8", "--kernels", "fused,fused-tb2,propagate",
+                                  "--repeat", "1", "--limit-mb", "16", "--json", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert report["config"]["lz"] == 16 and set(streams) == {19}
+    rows = {(x["tag"], x["kernel"]): x for x in report["results"]}
+    assert set(rows) == {(t, k) for t in ("soa", "caosoa-vl8") for k in ("fused", "fused-tb2", "propagate")}
+    for (tag, kernel), x in rows.items():
+        assert x["sites"] == 8 * 6 * 16 * (2 if kernel == "fused-tb2" else 1) and x["lz"] == 16
+        assert x["bytes_per_site"] == 2 * 19 * 8 and _positive(x["mlups"]) and _positive(x["frac_bw"])
+    assert rows[("soa", "fused")]["flops_per_site"] > 0 == rows[("soa", "propagate")]["flops_per_site"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--velocity-set", "d3q19", "--kernels", "bc"], "the bc kernel is 2D"),
+    (["--velocity-set", "d3q19", "--paper-table"], "--paper-table is 2D"),
+    (["--lz", "8"], "--lz 8: d2q37 is a 2D set"),
+    (["--velocity-set", "d3q19", "--lz", "7", "--layouts", "caosoa-vl8", "--kernels", "fused", "--no-limits",
+      "--json"], "not a multiple of VL=8"),
+])
+def test_bench_refuses_what_3d_lattices_cannot_time(args, message):
+    r = CliRunner().invoke(main, ["bench", "--repeat", "1", "--no-progress", *args])
+    if "--json" in args:                 # a layout the lattice cannot take: skipped with the reason
+        assert r.exit_code == 0 and message in json.loads(r.stdout)["skipped"][0]["reason"]
+    else:
+        assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
