@@ -15,6 +15,8 @@ import numpy as np
 #: gravity of the reference Rayleigh-Taylor runs (d2q37.md), in model units
 RT_GRAVITY = (0.0, -8.33e-5 / 32)
 RT_T_HOT, RT_T_COLD = 1.05, 0.95
+#: the width of the Rayleigh-Taylor interface (sites; in 3D at most this)
+RT_WIDTH = 10.0
 #: the set-ups' amplitudes when none is given (one home: the functions' defaults and the
 #: recorded run description)
 SHEAR_AMPLITUDE, NOISE_AMPLITUDE = 0.05, 0.01
@@ -45,7 +47,7 @@ def uniform_noise(lx: int, ly: int, amplitude: float = NOISE_AMPLITUDE, seed: in
 
 
 def rayleigh_taylor(lx: int, ly: int, gravity: Tuple[float, float] = RT_GRAVITY,
-                    T_hot: float = RT_T_HOT, T_cold: float = RT_T_COLD, width: float = 10.0, amplitude: float = None,
+                    T_hot: float = RT_T_HOT, T_cold: float = RT_T_COLD, width: float = RT_WIDTH, amplitude: float = None,
                     seed: int = 0, **_) -> Dict[str, np.ndarray]:
     """Thermal Rayleigh-Taylor (d2q37.md): cold, heavy fluid on top of hot, light fluid.
 
@@ -119,7 +121,7 @@ def taylor_green3d(lx: int, ly: int, lz: int, amplitude: float = TAYLOR_GREEN_AM
     return out
 
 
-#: the width of the 3D Rayleigh-Taylor interface: LZ / RT_WIDTH_3D sites, at most the 2D width
+#: the width of the 3D Rayleigh-Taylor interface: LZ / RT_WIDTH_3D sites, at most RT_WIDTH
 RT_WIDTH_3D = 16
 
 
@@ -141,7 +143,7 @@ def rayleigh_taylor3d(lx: int, ly: int, lz: int, gravity: Tuple[float, float, fl
     phase = rng.uniform(0, 2 * np.pi, len(modes))
     x, y = np.meshgrid(np.arange(lx) / lx, np.arange(ly) / ly, indexing="ij")
     h = lz / 2 + sum(ai * np.cos(2 * np.pi * (mx * x + my * y) + p) for ai, (mx, my), p in zip(a, modes, phase))
-    width = min(10.0, lz / RT_WIDTH_3D) if width is None else width
+    width = min(RT_WIDTH, lz / RT_WIDTH_3D) if width is None else width
     rho, T = _stratified(h, lz, T_hot, T_cold, width, float(gravity[2]))
     zero = np.zeros((lx, ly, lz))
     return {"rho": rho, "ux": zero, "uy": zero.copy(), "uz": zero.copy(), "T": T}
