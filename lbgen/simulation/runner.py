@@ -103,7 +103,37 @@ class Simulation(HealthChecks):
     Choices made by timing (``'auto'``) belong above the simulation: ``lbgen.perf.tune``.
     """
 
-    def __init__(self, lx: int, ly: int, *, collision: str = DEFAULT_OPERATOR,
+    def __new__(cls, *args, **kwargs):
+        """``Simulation(lx, ly, lz=...)``, ``Simulation((lx, ly, lz), ...)`` or ``Simulation(lx,
+        ly, lz)``: a ``lbgen.Simulation3D`` (the same interface in three dimensions, default set
+        d3q19); ``Simulation((lx, ly), ...)`` or ``Simulation(lx, ly, ...)``: this 2D one."""
+        if cls is not Simulation:
+            return super().__new__(cls)
+        shape = tuple(args[0]) if args and isinstance(args[0], (tuple, list)) else tuple(args[:3])
+        rest = args[1:] if args and isinstance(args[0], (tuple, list)) else args[3:]
+        if "lz" in kwargs:
+            shape = shape + (kwargs.pop("lz"),)
+        from lbgen.model.catalog import set_entry
+        name = kwargs.get("velocity_set")
+        try:
+            three_set = name is not None and set_entry(name).D == 3
+        except ValueError:
+            three_set = False                  # an unknown name: refused by __init__, naming the choices
+        if len(shape) != 3:
+            if three_set:
+                raise SimulationError(f"{str(name).lower()} is a 3D set: give the depth, Simulation(lx, ly, lz=..., "
+                                      f"velocity_set={str(name).lower()!r}) or a shape (lx, ly, lz)")
+            return super().__new__(cls)
+        if rest:
+            raise SimulationError(f"Simulation() takes the lattice as (lx, ly[, lz]) or one shape tuple; got the extra "
+                                  f"positional arguments {rest!r}")
+        if name is not None and not three_set:
+            raise SimulationError(f"lz={shape[2]!r} makes a 3D lattice; {str(name).lower()} is a 2D set: choose a "
+                                  f"3D one (d3q19, d3q27, d3q39) or leave lz out")
+        from lbgen.simulation.lattice3d import Simulation3D
+        return Simulation3D(*shape, **kwargs)
+
+    def __init__(self, lx: int, ly: Optional[int] = None, *, collision: str = DEFAULT_OPERATOR,
                  gravity: Tuple[float, float] = (0.0, 0.0), walls: Optional[Walls] = None, backend: str = "c",
                  layout: Optional[str] = None, vl: Optional[int] = None, precision: str = "double",
                  fused: bool = True, threads: int = 0, strict: bool = False, check_every: int = 100,
@@ -118,6 +148,10 @@ class Simulation(HealthChecks):
         unknown = sorted(set(operator_parameters) - known)
         if unknown:
             raise SimulationError(f"Simulation() got unknown keyword(s) {', '.join(unknown)}{_did_you_mean(unknown[0])}")
+        if isinstance(lx, (tuple, list)) and ly is None:
+            if len(lx) != 2:
+                raise SimulationError(f"shape {tuple(lx)!r}: give (lx, ly) or (lx, ly, lz)")
+            lx, ly = lx
         for name, value in (("lx", lx), ("ly", ly)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise SimulationError(f"{name}={value!r} must be a positive integer (lattice sites)")

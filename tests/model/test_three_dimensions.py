@@ -16,13 +16,14 @@ import sympy as sp
 from click.testing import CliRunner
 
 from lbgen.cli.main import main
-from lbgen.codegen.spec import KernelSpec, SpecError
+from lbgen.codegen.spec import KernelSpec
 from lbgen.model import derived
 from lbgen.model.catalog import MODEL_SETS, VELOCITY_SETS, run_set, set_entry, shell_members
 from lbgen.model.hermite import components, hermite, hermite_tensor_rodrigues, multiplicity
 from lbgen.model.velocity_set import velocity_set
 from lbgen.run.options import ConfigError, convert
 from lbgen.simulation.runner import Simulation
+from lbgen.simulation.parameters import SimulationError
 
 R = sp.Rational
 
@@ -215,8 +216,8 @@ def test_kernels_and_simulation_refuse_a_3d_set_in_words():
     # every backend generates 3D kernels (tests/backends/test_c3d.py, test_gpu3d.py)
     assert KernelSpec(velocity_set="D3Q19").validate().velocity_set == "d3q19"
     assert KernelSpec(velocity_set="d3q19", backend="opencl").validate().dimension == 3
-    with pytest.raises(SpecError, match="d3q27 is a 3D set; this takes the 2D sets.*lbgen.Simulation3D"):
-        Simulation(8, 16, velocity_set="D3Q27")
+    with pytest.raises(SimulationError, match="d3q27 is a 3D set: give the depth"):
+        Simulation(8, 16, velocity_set="D3Q27")            # with lz: a Simulation3D (tests/simulation/test_simulation3d.py)
     assert convert("velocity_set", "d3q19") == "d3q19"     # `lbgen run` takes 3D sets (Run3D: tests/run/test_run3d.py)
     with pytest.raises(ConfigError, match="unknown velocity set 'd5q5'"):
         convert("velocity_set", "d5q5")

@@ -202,3 +202,27 @@ def test_walls_across_z_take_the_clustered_default_on_the_cpu():
     cfg = RunConfig.build("lid-driven-cavity", ("test", {"lx": 8, "ly": 8, "lz": 16, "steps": 1}))
     assert "z" in cfg.wall_axes
     assert (resolve3d(cfg, echo=lambda m: None).layout, resolve3d(cfg, echo=lambda m: None).vl) == ("caosoa", 8)
+
+
+def test_simulation_with_a_depth_is_a_simulation3d_with_the_same_bits():
+    """`lbgen.Simulation` takes lz (or a shape tuple): it builds the Simulation3D of the same
+    arguments (default set d3q19), whose run is bit for bit that of Simulation3D itself; a 2D
+    shape tuple stays 2D; a 3D set without a depth and a depth with a 2D set are refused."""
+    f = np.random.default_rng(4).standard_normal((3, 6, 5, 8)) * 0.02
+    runs = []
+    for sim in (lbgen.Simulation(6, 5, lz=8, tau=0.7), lbgen.Simulation((6, 5, 8), tau=0.7),
+                lbgen.Simulation(6, 5, 8, tau=0.7), lbgen.Simulation3D(6, 5, 8, tau=0.7)):
+        assert isinstance(sim, lbgen.Simulation3D) and sim.vs.name == "D3Q19" and (sim.lx, sim.ly, sim.lz) == (6, 5, 8)
+        sim.set_fields(1.0 + f[0], f[1], f[2], 0.0)
+        sim.run(5)
+        runs.append(sim.fields()["ux"])
+    assert all(np.array_equal(r, runs[-1]) for r in runs) and np.abs(runs[-1]).max() > 0
+    assert lbgen.Simulation((6, 5, 16), velocity_set="d3q39").vs.name == "D3Q39"
+    flat = lbgen.Simulation((8, 16), tau=0.8)
+    assert isinstance(flat, lbgen.Simulation) and (flat.lx, flat.ly) == (8, 16)
+    for args, kw, message in [((8, 8), {"velocity_set": "d3q27"}, "d3q27 is a 3D set: give the depth"),
+                              ((8, 8), {"lz": 8, "velocity_set": "d2q9"}, "d2q9 is a 2D set"),
+                              (((8, 8, 8, 8),), {}, r"give \(lx, ly\) or \(lx, ly, lz\)"),
+                              ((8, 8, 8, 8), {}, "extra positional")]:
+        with pytest.raises(SimulationError, match=message):
+            lbgen.Simulation(*args, **kw)
