@@ -253,14 +253,15 @@ RE1000_RUN = Path(__file__).parent / "data" / "cavity3d_re1000_l128.json"
 
 
 def test_the_re_1000_cavity_at_128_cubed_is_within_0_02_of_the_published_centrelines():
-    """lbgen's Re = 1000 cubic cavity (D3Q19 BGK, U = 0.1, 128^3: 69 138 steps, 43 minutes on 2
-    cores, too long for CI; stored by benchmarks/validate_flows3d.py cavity1000's set-up and
-    checks) against Albensoeder & Kuhlmann (2005), Tables 5 and 6, recomputed here from the
-    stored centrelines: max deviation 0.0149 (u_x along z) and 0.0188 (u_z along x), both
-    below 0.02; the 64^3 run had a counter-flow under the lid (docs/validation3d.md).  The run
-    had nearly settled: the deviations moved by < 0.0015 over its last 20 000 steps (Table 5's
-    still rising slowly, 0.0135 -> 0.0149; its change per 1002 steps 4.2e-5 at the end)."""
+    """lbgen's Re = 1000 cubic cavity (D3Q19 BGK, U = 0.1, 128^3: 85 170 steps to a change of
+    u/U below 1e-5 per 1002 steps, 47 minutes on 2 cores, too long for CI; stored by
+    `benchmarks/validate_flows3d.py cavity1000 128 --write`) against Albensoeder & Kuhlmann
+    (2005), Tables 5 and 6, recomputed here from the stored centrelines: max deviation 0.0150
+    (u_x along z) and 0.0188 (u_z along x), both below 0.02; the 64^3 run had a counter-flow
+    under the lid (docs/validation3d.md).  Settled: the run stopped by the script's rule, and
+    the deviations moved by < 0.0015 over its last 20 000 steps (0.0148 -> 0.0150, 0.0188)."""
     run = json.loads(RE1000_RUN.read_text())
+    assert run["change"] < 1e-5 and run["history"][-1][0] == run["steps"]
     d5, d6 = albensoeder_kuhlmann_deviation(np.array(run["s"]), np.array(run["ux_z"]), np.array(run["uz_x"]))
     assert (d5, d6) == pytest.approx((run["dev_table5"], run["dev_table6"]), abs=1e-12)
     assert d5 < 0.02 and d6 < 0.02
