@@ -26,7 +26,7 @@ import numpy as np
 from lbgen.backends import compile3d
 from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
-from lbgen.simulation.parameters import Parameters, SimulationError
+from lbgen.simulation.parameters import Parameters, RunStats, SimulationError
 
 __all__ = ["Simulation3D"]
 
@@ -423,7 +423,6 @@ class Simulation3D:
     def run(self, steps: int, callback: Optional[Callable[[int], None]] = None):
         """Advance ``steps`` steps, checking the state every ``check_every`` steps (and at the
         end); returns RunStats (steps, seconds, sites, mlups)."""
-        from lbgen.simulation.runner import RunStats
         self._check_can_step(steps)
         chunk = self.check_every or steps or 1
         if self.time_block > 1:       # whole sweeps per chunk where the check's cadence allows

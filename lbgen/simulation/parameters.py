@@ -1,5 +1,5 @@
 """The physics of a run as values: the collision operator with its parameters and gravity
-(``Parameters``), and the thermal walls (``Walls``).  Checked on construction against the
+(``Parameters``), and the thermal walls (``Walls``); what a run returns (``RunStats``).  Checked on construction against the
 operator records of ``lbgen.model.operators``."""
 from __future__ import annotations
 
@@ -14,6 +14,19 @@ from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES a
 
 class SimulationError(RuntimeError):
     """A run went wrong in a way the user must see (divergence, bad parameters)."""
+
+
+@dataclass
+class RunStats:
+    """What ``run`` returns (2D and 3D simulations): steps, seconds, sites, and the MLUPS."""
+
+    steps: int
+    seconds: float
+    sites: int
+
+    @property
+    def mlups(self) -> float:
+        return self.steps * self.sites / self.seconds / 1e6 if self.seconds > 0 else float("nan")
 
 
 class Parameters:

@@ -24,20 +24,9 @@ from lbgen.model.velocity_set import velocity_set as get_velocity_set
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET, run_set, set_entry, wall_scheme_refusal
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.health import HealthChecks
-from lbgen.simulation.parameters import Parameters, SimulationError, Walls
+from lbgen.simulation.parameters import Parameters, RunStats, SimulationError, Walls
 
 __all__ = ["Parameters", "Region", "RunStats", "Simulation", "SimulationError", "Walls", "split_columns"]
-
-@dataclass
-class RunStats:
-    steps: int
-    seconds: float
-    sites: int
-
-    @property
-    def mlups(self) -> float:
-        return self.steps * self.sites / self.seconds / 1e6 if self.seconds > 0 else float("nan")
-
 
 @dataclass
 class Region:
