@@ -70,11 +70,11 @@ def rayleigh_taylor(lx: int, ly: int, gravity: Tuple[float, float] = RT_GRAVITY,
     a = rng.standard_normal(modes.size) * amp / np.sqrt(modes.size)
     phase = rng.uniform(0, 2 * np.pi, modes.size)
     h = ly / 2 + (a[:, None] * np.cos(2 * np.pi * modes[:, None] * x[None, :] / lx + phase[:, None])).sum(0)
-    rho, T = _stratified(h, ly, T_hot, T_cold, width, float(gravity[1]))
+    rho, T = rayleigh_taylor_profile(h, ly, T_hot, T_cold, width, float(gravity[1]))
     return {"rho": rho, "ux": np.zeros((lx, ly)), "uy": np.zeros((lx, ly)), "T": T}
 
 
-def _stratified(h: np.ndarray, depth: int, T_hot: float, T_cold: float, width: float, g: float):
+def rayleigh_taylor_profile(h: np.ndarray, depth: int, T_hot: float, T_cold: float, width: float, g: float):
     """(rho, T) of the Rayleigh-Taylor state along a last axis of `depth` sites, the interface at
     height h (an array over the other axes): the tanh profile and the discrete hydrostatic
     balance of :func:`rayleigh_taylor`, g the gravity component along that axis."""
@@ -144,7 +144,7 @@ def rayleigh_taylor3d(lx: int, ly: int, lz: int, gravity: Tuple[float, float, fl
     x, y = np.meshgrid(np.arange(lx) / lx, np.arange(ly) / ly, indexing="ij")
     h = lz / 2 + sum(ai * np.cos(2 * np.pi * (mx * x + my * y) + p) for ai, (mx, my), p in zip(a, modes, phase))
     width = min(RT_WIDTH, lz / RT_WIDTH_3D) if width is None else width
-    rho, T = _stratified(h, lz, T_hot, T_cold, width, float(gravity[2]))
+    rho, T = rayleigh_taylor_profile(h, lz, T_hot, T_cold, width, float(gravity[2]))
     zero = np.zeros((lx, ly, lz))
     return {"rho": rho, "ux": zero, "uy": zero.copy(), "uz": zero.copy(), "T": T}
 
