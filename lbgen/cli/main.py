@@ -12,6 +12,7 @@ from lbgen.codegen.spec import BACKENDS, PRECISIONS, KernelSpec
 from lbgen.codegen.layouts import LAYOUTS
 from lbgen.model import OPERATORS
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
+from lbgen.reference import VERIFY_LATTICE_2D, VERIFY_LATTICE_3D
 
 from lbgen.cli.common import UserError, any_set_option, friendly, vl_option
 
@@ -326,9 +327,12 @@ def _parse_layouts(text):
 @click.option("--collision", "collisions", default="bgk,regularized", show_default=True)
 @click.option("--precision", "precisions", default="double", show_default=True, help="double, single or both: double,single")
 @click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True)
-@click.option("--lx", type=click.IntRange(min=1), default=None, help="[default: 6]")
-@click.option("--ly", type=click.IntRange(min=1), default=None, help="[default: 96; 3D: 5]")
-@click.option("--lz", type=click.IntRange(min=1), default=None, help="3D sets: the lattice depth [default: 32].")
+@click.option("--lx", type=click.IntRange(min=1), default=None, help=f"[default: {VERIFY_LATTICE_2D[0]}; 3D: "
+              f"{VERIFY_LATTICE_3D[0]}]")
+@click.option("--ly", type=click.IntRange(min=1), default=None, help=f"[default: {VERIFY_LATTICE_2D[1]}; 3D: "
+              f"{VERIFY_LATTICE_3D[1]}]")
+@click.option("--lz", type=click.IntRange(min=1), default=None,
+              help=f"3D sets: the lattice depth [default: {VERIFY_LATTICE_3D[2]}].")
 @click.option("--walls", is_flag=True, help="Check the bc kernel too (thermal walls, unfused steps); 3D: walls on y "
               "and z, a lid on z-high and 15% solid voxels.")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
@@ -349,24 +353,23 @@ def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, wa
     \b
     quick: lbgen verify --backends c --layouts soa,caosoa-vl8 --steps 5
     3D:    lbgen verify --velocity-set d3q19 --walls (the oracle lbgen.reference.bulk3d)"""
+    from functools import partial
     from lbgen.model import OPERATORS as ops
     from lbgen.model.catalog import set_entry
     three = set_entry(velocity_set).D == 3
     if three:
         if ctx.get_parameter_source("wall_scheme") != click.core.ParameterSource.DEFAULT:
             raise UserError("--wall-scheme chooses the 2D thermal walls' bc; 3D walls are half-way bounce-back")
-        from functools import partial
-        from lbgen.reference.verify3d import DEFAULT_SHAPE3D, verify3d
-        shape = tuple(d if v is None else v for v, d in zip((lx, ly, lz), DEFAULT_SHAPE3D))
+        from lbgen.reference.verify3d import verify3d
+        shape = tuple(d if v is None else v for v, d in zip((lx, ly, lz), VERIFY_LATTICE_3D))
         run_verify = partial(verify3d, shape=shape, boundaries=walls)
     else:
         if lz is not None:
             raise UserError(f"--lz {lz}: {velocity_set} is a 2D set; --lz is the depth of a 3D verify "
-                            f"(--velocity-set d3q19 or d3q27)")
-        from functools import partial
+                            f"(--velocity-set d3q19, d3q27 or d3q39)")
         from lbgen.reference.verify import verify as verify2d
-        run_verify = partial(verify2d, lx=6 if lx is None else lx, ly=96 if ly is None else ly, walls=walls,
-                             wall_scheme=wall_scheme)
+        lx, ly = (d if v is None else v for v, d in zip((lx, ly), VERIFY_LATTICE_2D))
+        run_verify = partial(verify2d, lx=lx, ly=ly, walls=walls, wall_scheme=wall_scheme)
     cols = [c for c in collisions.split(",") if c]
     bad = [c for c in cols if c not in ops]
     if bad:

@@ -50,7 +50,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from lbgen.reference import bulk as ref
+from lbgen.reference import VERIFY_LATTICE_2D, bulk as ref
 from lbgen.reference import walls as refw
 from lbgen.codegen.spec import PRECISIONS, KernelSpec, SpecError
 from lbgen.codegen.render import generate
@@ -282,7 +282,8 @@ def check_arguments(backends, layouts, collisions, precisions, steps, lx, ly, se
 
 def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[str, Optional[int]]] = (),
            collisions: Sequence[str] = ("bgk", "regularized"), precisions: Sequence[str] = ("double",),
-           steps: int = 20, lx: int = 6, ly: int = 96, strict: bool = False, walls: bool = False,
+           steps: int = 20, lx: int = VERIFY_LATTICE_2D[0], ly: int = VERIFY_LATTICE_2D[1], strict: bool = False,
+           walls: bool = False,
            seed: int = 0, progress: Optional[Callable[[Row], None]] = None, wall_scheme: str = DEFAULT_WALL_SCHEME,
            velocity_set: str = DEFAULT_VELOCITY_SET, on_plan: Optional[Callable[[int], None]] = None) -> Report:
     """Run every planned configuration and compare it (module doc).  Raises before any kernel

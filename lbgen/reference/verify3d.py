@@ -27,12 +27,12 @@ from lbgen.codegen.layouts import CLUSTERED
 from lbgen.codegen.render import generate
 from lbgen.codegen.render3d import check_sizes3d
 from lbgen.codegen.spec import KernelSpec, SpecError
-from lbgen.reference import bulk3d as oracle
+from lbgen.reference import VERIFY_LATTICE_3D, bulk3d as oracle
 from lbgen.reference.verify import (MAX_TOLERANCE, PARAMS, VERIFY_BACKENDS, NothingVerified, Report, Row,
                                     available_backends, check_arguments, judge_runs, rounding_bound)
 
-#: the lattice of a 3D verify when none is given: LZ = 32 takes VL 4, 8 and 32
-DEFAULT_SHAPE3D = (6, 5, 32)
+#: the lattice of a 3D verify when none is given
+DEFAULT_SHAPE3D = VERIFY_LATTICE_3D
 #: the layouts checked when none are given (the 2D list)
 DEFAULT_LAYOUTS3D = (("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32))
 #: the force, lattice units (velocity gain per step); the kernels take r times it
