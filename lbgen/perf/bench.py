@@ -175,9 +175,10 @@ def parse_layouts(text: str) -> List[Tuple[str, Optional[int]]]:
 
 def _program(case: Case, lx: int, ly: int, threads: int, walls: bool = False, wall_scheme: str = "lbgen",
              lz: Optional[int] = None):
-    """(source, program) of a case: 2D, or with ``lz`` a 3D program (its size rules checked first)."""
+    """(source, program) of a case: 2D, or with ``lz`` a 3D program (``Program3D`` refuses a lattice
+    its layout cannot take, ValueError, before building anything)."""
     from lbgen.backends import compile3d, runtime, spec_backend
-    from lbgen.codegen.spec import KernelSpec, SpecError
+    from lbgen.codegen.spec import KernelSpec
     from lbgen.codegen.render import generate
     spec = KernelSpec(backend=spec_backend(case.backend), layout=case.layout, vl=case.vl, precision=case.precision,
                       collision=case.collision, walls=walls,
@@ -185,14 +186,8 @@ def _program(case: Case, lx: int, ly: int, threads: int, walls: bool = False, wa
     if lz is None:
         source = generate(spec.validate(lx, ly))
         return source, runtime(case.backend).compile(source, lx, ly, threads=threads)
-    from lbgen.codegen.render3d import check_sizes3d
-    from lbgen.model.velocity_set import velocity_set
-    spec = spec.validate()
-    problem = check_sizes3d(spec, velocity_set(spec.velocity_set), lx, ly, lz)
-    if problem:
-        raise SpecError(problem)
-    source = generate(spec)
-    return source, compile3d(case.backend, source, (lx, ly, lz), threads=threads)
+    source = generate(spec.validate())
+    return source, compile3d(case.backend, source, (lx, ly, lz), threads=threads)   # sizes checked before the build
 
 
 def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: int = 0, repeat: int = 5,
@@ -238,24 +233,20 @@ def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: in
 
 def _kernel_calls(program, f, g, params: dict, names: Sequence[str], three: bool = False) -> Dict[str, object]:
     """name -> a call of that kernel on the quiet buffers f, g (``three``: a 3D program, whose
-    propagate, collide, fused and fused_tb take a boundaries record: None, a periodic box)."""
-    if three:
-        calls = {"propagate": lambda: program.propagate(f, g, None),
-                 "collide": lambda: program.collide(f, g, None, **params),
-                 "fused": lambda: program.fused(f, g, None, **params)}
-        block = lambda depth: program.fused_tb(f, g, depth, None, **params)  # noqa: E731
-    else:
-        calls = {
-            "propagate": lambda: program.propagate(f, g),
-            "collide": lambda: program.collide(f, g, **params),
-            "fused": lambda: program.fused(f, g, **params),
-            "bc": lambda: program.bc(f, g, 1.0, 1.0, (False, False), params["ax"], params["ay"]),
-        }
-        block = lambda depth: program.fused_tb(f, g, depth, **params)  # noqa: E731
+    propagate, collide, fused and fused_tb take a boundaries record: None, a periodic box; it
+    has no bc kernel)."""
+    bc = (None,) if three else ()
+    calls = {
+        "propagate": lambda: program.propagate(f, g, *bc),
+        "collide": lambda: program.collide(f, g, *bc, **params),
+        "fused": lambda: program.fused(f, g, *bc, **params),
+    }
+    if not three:
+        calls["bc"] = lambda: program.bc(f, g, 1.0, 1.0, (False, False), params["ax"], params["ay"])
     for name in names:
         depth = time_block_depth(name)
         if depth:
-            calls[name] = lambda depth=depth: block(depth)
+            calls[name] = lambda depth=depth: program.fused_tb(f, g, depth, *bc, **params)
     return calls
 
 
@@ -305,9 +296,10 @@ def _limit_bytes(cfg: BenchConfig) -> int:
     from lbgen.model.velocity_set import velocity_set
     vs = velocity_set(cfg.velocity_set)
     H = vs.max_hop
-    lattice = vs.Q * (cfg.lx + 2 * H) * (cfg.ly + 2 * H * 32) * 8
     if cfg.lz:
         lattice = vs.Q * (cfg.lx + 2 * H) * (cfg.ly + 2 * H) * (cfg.lz + 2 * H) * 8
+    else:
+        lattice = vs.Q * (cfg.lx + 2 * H) * (cfg.ly + 2 * H * 32) * 8
     return int(min(max(lattice, 256 << 20), 1 << 30))
 
 

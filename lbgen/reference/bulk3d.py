@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from itertools import product
+from itertools import permutations, product
 from typing import Dict, Optional, Tuple
 
 import numpy as np
@@ -77,17 +77,9 @@ class Lattice:
         return np.array([index[tuple(-v for v in c)] for c in self.c.tolist()])
 
 
-def _lattice(name: str, weights_by_norm: Dict[int, Fraction]) -> Lattice:
-    hops = [v for v in product((-1, 0, 1), repeat=3) if sum(x * x for x in v) in weights_by_norm]
-    hops.sort(key=lambda v: (-v[0], v[1], v[2]))
-    c = np.array(hops, dtype=np.int64)
-    w = np.array([float(weights_by_norm[sum(x * x for x in v)]) for v in hops])
-    return Lattice(name, c, w, dict(weights_by_norm))
-
-
-def _shell_lattice(name: str, shells: Dict[Tuple[int, int, int], Fraction], cs2: Fraction, order: int) -> Lattice:
+def _shell_lattice(name: str, shells: Dict[Tuple[int, int, int], Fraction], cs2: Fraction = Fraction(1, 3),
+                   order: int = 2) -> Lattice:
     """A lattice from its shells: every signed permutation of each, weighted by its shell."""
-    from itertools import permutations
     weight = {}
     for shell, w in shells.items():
         for perm in set(permutations(shell)):
@@ -100,10 +92,12 @@ def _shell_lattice(name: str, shells: Dict[Tuple[int, int, int], Fraction], cs2:
     return Lattice(name, c, w, by_norm, float(cs2), order)
 
 
-#: the textbook weights by |c|^2 (D3Q39: by shell, Shan, Yuan & Chen 2006, Table 1)
+#: the textbook weights by shell (D3Q39: Shan, Yuan & Chen 2006, Table 1)
 LATTICES: Dict[str, Lattice] = {
-    "d3q19": _lattice("D3Q19", {0: Fraction(1, 3), 1: Fraction(1, 18), 2: Fraction(1, 36)}),
-    "d3q27": _lattice("D3Q27", {0: Fraction(8, 27), 1: Fraction(2, 27), 2: Fraction(1, 54), 3: Fraction(1, 216)}),
+    "d3q19": _shell_lattice("D3Q19", {(0, 0, 0): Fraction(1, 3), (1, 0, 0): Fraction(1, 18),
+                                      (1, 1, 0): Fraction(1, 36)}),
+    "d3q27": _shell_lattice("D3Q27", {(0, 0, 0): Fraction(8, 27), (1, 0, 0): Fraction(2, 27),
+                                      (1, 1, 0): Fraction(1, 54), (1, 1, 1): Fraction(1, 216)}),
     "d3q39": _shell_lattice("D3Q39", {(0, 0, 0): Fraction(1, 12), (1, 0, 0): Fraction(1, 12),
                                       (1, 1, 1): Fraction(1, 27), (2, 0, 0): Fraction(2, 135),
                                       (2, 2, 0): Fraction(1, 432), (3, 0, 0): Fraction(1, 1620)},

@@ -73,6 +73,8 @@ MAX_TOLERANCE = {"double": 1e-8, "single": 1e-2, "mixed": 1e-2}
 VERIFY_BACKENDS = tuple(RUNTIMES)
 #: each operator at its record's default parameters
 PARAMS = {name: op.defaults() for name, op in OPERATOR_RECORDS.items()}
+#: the layouts checked when none are given (2D and 3D)
+DEFAULT_LAYOUTS = (("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32))
 FORCE = (1e-4, -2e-4)
 WALLS = dict(T_bottom=1.02, T_top=0.98, adiabatic=(False, True))
 #: isothermal sets (D2Q9): walls take no temperature
@@ -293,7 +295,7 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     from lbgen.model.velocity_set import velocity_set as get_velocity_set
     check_arguments(backends, layouts, collisions, precisions, steps, lx, ly, seed)
     names, skipped = available_backends(backends)
-    layouts = list(layouts) or [("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32)]
+    layouts = list(layouts) or list(DEFAULT_LAYOUTS)
     for name, vl in layouts:   # refuse bad combinations before compiling anything
         KernelSpec(layout=name, vl=vl, walls=walls, wall_scheme=wall_scheme, velocity_set=velocity_set).validate(lx, ly)
     if not names:

@@ -28,13 +28,11 @@ from lbgen.codegen.render import generate
 from lbgen.codegen.render3d import check_sizes3d
 from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.reference import VERIFY_LATTICE_3D, bulk3d as oracle
-from lbgen.reference.verify import (MAX_TOLERANCE, PARAMS, VERIFY_BACKENDS, NothingVerified, Report, Row,
+from lbgen.reference.verify import (DEFAULT_LAYOUTS, MAX_TOLERANCE, PARAMS, VERIFY_BACKENDS, NothingVerified, Report, Row,
                                     available_backends, check_arguments, judge_runs, rounding_bound)
 
 #: the lattice of a 3D verify when none is given
 DEFAULT_SHAPE3D = VERIFY_LATTICE_3D
-#: the layouts checked when none are given (the 2D list)
-DEFAULT_LAYOUTS3D = (("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32))
 #: the force, lattice units (velocity gain per step); the kernels take r times it
 FORCE3D = (1e-4, -2e-4, 3e-4)
 #: the boundaries of ``boundaries=True``: wall axes, the moving face and its velocity (lattice
@@ -102,7 +100,7 @@ def verify3d(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[
     vs = get_velocity_set(name)
     explicit = bool(layouts)
     chosen = []
-    for layout, vl in (list(layouts) or DEFAULT_LAYOUTS3D):
+    for layout, vl in (list(layouts) or DEFAULT_LAYOUTS):
         spec = KernelSpec(layout=layout, vl=vl, velocity_set=name).validate()
         problem = check_sizes3d(spec, vs, lx, ly, lz)
         if problem and explicit:     # a layout asked for that this lattice cannot take: refused

@@ -235,13 +235,14 @@ def _only_3d(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
     return rule
 
 
+_NO_WALL_TEMPERATURE = "3D walls (half-way bounce-back, --wall-axes) impose no temperature and conduct no heat"
 #: why an option of 2D runs has no effect in a 3D run (``_in_2d``)
 NOT_IN_3D = {
     "walls": "--walls/--periodic are the thermal walls of 2D runs; a 3D run has no-slip walls on the axes --wall-axes "
              "names (e.g. --wall-axes y)",
-    "t_bottom": "3D walls (half-way bounce-back, --wall-axes) impose no temperature and conduct no heat",
-    "t_top": "3D walls (half-way bounce-back, --wall-axes) impose no temperature and conduct no heat",
-    "adiabatic": "3D walls (half-way bounce-back, --wall-axes) impose no temperature and conduct no heat",
+    "t_bottom": _NO_WALL_TEMPERATURE,
+    "t_top": _NO_WALL_TEMPERATURE,
+    "adiabatic": _NO_WALL_TEMPERATURE,
     "wall_scheme": "the wall schemes are those of 2D thermal walls; 3D walls are half-way bounce-back (--wall-axes)",
     "hetero": "host + device runs are 2D only",
     "split": "host + device runs are 2D only",
