@@ -141,3 +141,22 @@ def test_the_kernel_refuses_a_depth_outside_1_to_8(depth):
     with pytest.raises(ValueError):
         prog.fused_tb(f, g, depth, None, **kernel_params("bgk"))
     assert not g.any()
+
+
+@pytest.mark.parametrize("layout, vl", [("caosoa", 8), ("csoa", 4)])
+@pytest.mark.parametrize("case", ["periodic", "mask-walls-y-lid"])
+def test_streaming_stores_of_the_last_step_change_no_bit(layout, vl, case):
+    """The last step of a sweep stores its clusters to nxt with non-temporal stores when they
+    are on (lattices beyond the cache); forced on and off here, both give the bits of single steps."""
+    prog = program3d(layout, vl, strict=True)
+    bc, solid = boundaries(prog, case)
+    f0, params = initial(SHAPE, solid), kernel_params("bgk")
+    expected = single_steps(prog, f0, 3, bc, params)
+    was = prog.lib.lbgen_set_streaming_stores(-1)
+    try:
+        for on in (1, 0):
+            assert prog.lib.lbgen_set_streaming_stores(on) == on
+            assert np.array_equal(one_sweep(prog, f0, 3, bc, params), expected)
+    finally:
+        prog.lib.lbgen_set_streaming_stores(was)
+
