@@ -160,3 +160,20 @@ def test_streaming_stores_of_the_last_step_change_no_bit(layout, vl, case):
     finally:
         prog.lib.lbgen_set_streaming_stores(was)
 
+
+
+@pytest.mark.parametrize("name, collision", [("d3q39", "bgk"), ("d3q39", "regularized"), ("d3q27", "bgk")])
+@pytest.mark.parametrize("layout, vl", [("caosoa", 4), ("soa", None)])
+def test_sets_with_longer_hops_block_bit_identically(name, collision, layout, vl):
+    """D3Q39 hops 3 sites: 3 halo rows in Z, each a lane-shifted copy of a row of the other end
+    (clustered layouts), with a wall, a lid and a voxel mask; D3Q27 pulls from all 9 rows."""
+    shape = (7, 6, 24)
+    prog = program3d(layout, vl, name=name, collision=collision, strict=True, shape=shape)
+    solid = solid_mask(4, shape)
+    bc = prog.boundaries(("y",), {("y", "low"): R * np.asarray((0.02, 0.0, 0.01))}, solid)
+    f0 = random_state(name, shape, seed=3)
+    f0[:, solid == 1] = 0.0
+    values = {"tau": 0.8, "C1": 0.3, "C2": 0.3, "C3": 0.8, "ax": 1e-5, "ay": -2e-5, "az": 3e-5}
+    params = {n: values[n] for n in prog.parameter_names}
+    for depth in (2, 3):
+        assert np.array_equal(one_sweep(prog, f0, depth, bc, params), single_steps(prog, f0, depth, bc, params))
