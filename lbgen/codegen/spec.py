@@ -53,32 +53,39 @@ def storage_bytes(precision: str) -> int:
 OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORDS.items()}
 
 
-#: backends whose 3D lattices default to SoA: D3Q19 `fused` on the C backend ran faster in SoA
-#: than in CAoSoA VL 8 in every interleaved comparison of docs/performance.md (the medians of
-#: "3D and 2D: the site function's order, the 3D default layout" and of the 3D pre-timings)
+#: backends whose short 3D Z lines default to SoA: a 3D lattice there takes CAoSoA (the preferred
+#: VL) only from CLUSTER_ROWS_3D cluster rows of Z on, since the 2 x halo cluster rows it pads Z
+#: with cost more on shorter lines (docs/performance.md, "3D default layout, again": D3Q19 fused
+#: and fused_tb depth 3, 2 threads, CAoSoA VL 8 against SoA: 0.80x / 0.92x at 32^3 (4 rows),
+#: 1.06x / 1.17x at 48^3, 1.17x / 1.21x at 64^3, 1.54x / 1.45x at 128^3; D3Q27 64^3 1.45x, D3Q39
+#: 96^3 1.65x fused)
 SOA_IN_3D = ("c",)
+CLUSTER_ROWS_3D = 6
 
 
 def default_layout(backend: str, ly: int, halo: int, dimension: int = 2,
                    walls_along_depth: bool = False) -> Tuple[str, Optional[int]]:
-    """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA; SoA for a
-    3D lattice (``dimension`` 3) on the backends of ``SOA_IN_3D``, unless it has walls across
-    the clustered axis (``walls_along_depth``: 3D walls on Z), where every SoA Z line meets the
-    walls and takes the boundary path, a cluster row only next to them (D3Q19 cavity, walls on
-    x, y, z, 128^3, time block 3: SoA 44 against CAoSoA VL 8 75 MLUPS; docs/performance.md).
+    """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.  In 3D
+    (``dimension`` 3; ``ly`` is then LZ, the clustered axis) the backends of ``SOA_IN_3D`` take
+    SoA unless Z holds CLUSTER_ROWS_3D or more whole clusters of their first preferred VL, or the
+    lattice has walls across Z (``walls_along_depth``), where every SoA Z line meets the walls and
+    takes the boundary path, a cluster row only next to them (D3Q19 cavity, walls on x, y, z,
+    128^3, time block 3: SoA 44 against CAoSoA VL 8 75 MLUPS; docs/performance.md).
 
     (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
 
     On the CPU CAoSoA with VL = 8 (one AVX-512 vector of doubles) is the best combined
-    propagate + collide layout in 2D (paper Table 2; measured with `lbgen bench`); in 3D the
-    unclustered SoA (unit stride along Z, no cluster halo rows) measured faster; on GPUs a
-    cluster of 32 lanes maps to one warp.  When no preferred VL divides LY (in 3D: LZ) with
-    LY/VL >= the halo width the unclustered SoA layout is used.
+    propagate + collide layout in 2D (paper Table 2; measured with `lbgen bench`) and in 3D from
+    6 cluster rows on; shorter 3D Z lines ran faster in the unclustered SoA (unit stride along
+    Z, no cluster halo rows); on GPUs a cluster of 32 lanes maps to one warp.  When no preferred
+    VL divides LY (in 3D: LZ) with LY/VL >= the halo width the unclustered SoA layout is used.
     """
     if dimension not in (2, 3):
         raise ValueError(f"default_layout: dimension {dimension!r}; allowed: 2 or 3")
     if dimension == 3 and backend in SOA_IN_3D and not walls_along_depth:
-        return "soa", None
+        vl = PREFERRED_VL[backend][0]
+        if ly % vl or ly // vl < CLUSTER_ROWS_3D:
+            return "soa", None
     for vl in PREFERRED_VL.get(backend, (8,)):
         if ly % vl == 0 and ly // vl >= halo:
             return "caosoa", vl

@@ -69,13 +69,13 @@ def resolve_time_block(cfg: RunConfig, distributed: bool = False, tuned: Optiona
     run (another backend, --hetero, --no-fused) and for ``auto`` under MPI (a depth is given
     there: k H wide halos every k steps, not tuned); for ``auto`` otherwise ``tuned()`` (the
     depth ``lbgen tune`` stored for this 2D case) or, without one (3D: lbgen tune times the 2D
-    kernels), ``tune.DEFAULT_TIME_BLOCK``."""
+    kernels), ``tune.default_time_block3d`` of the set's hop."""
     from lbgen.perf import tune
     depth = cfg.time_block
     if cfg.backend != "c" or cfg.hetero or not cfg.fused or (distributed and depth == "auto"):
         return 1
     if depth == "auto":
-        return tuned() if tuned is not None else tune.DEFAULT_TIME_BLOCK
+        return tuned() if tuned is not None else tune.default_time_block3d(set_entry(cfg.velocity_set).max_hop)
     return depth
 
 

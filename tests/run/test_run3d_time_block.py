@@ -1,7 +1,8 @@
 """`lbgen run` in 3D with a time block (``--time-block N``: Simulation3D's fused_tb on C): the
 sweeps that fit between events are blocked and counted as fused_tb calls, the steps before an
 event at a non-multiple run singly, and a strict run writes the files of ``--time-block 1``;
-``auto`` follows the 2D rule (``construct.resolve_time_block``)."""
+``auto`` follows the 2D rule for the sets with 1-site hops and is 1 for D3Q39
+(``construct.resolve_time_block``)."""
 from __future__ import annotations
 
 import json
@@ -84,12 +85,17 @@ def test_a_3d_time_block_resumes_bit_identically(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("given, expected", [
     ({}, DEFAULT_TIME_BLOCK),                                   # auto on C: the 2D rule's default
+    ({"velocity_set": "d3q27"}, DEFAULT_TIME_BLOCK),            # 1-site hops as D3Q19
+    ({"velocity_set": "d3q39"}, 1),                             # 3-site hops: blocking ran slower
+    ({"velocity_set": "d3q39", "time_block": 3}, 3),            # ... but a given depth stays
     ({"time_block": 2}, 2),
     ({"backend": "opencl"}, 1),                                 # auto where blocking does not run
     ({"fused": False}, 1),
 ])
-def test_auto_follows_the_2d_rule(given, expected):
-    cfg = RunConfig.build("channel", ("test", {"lx": 8, "ly": 6, "lz": 4, **given}))
+def test_auto_follows_the_2d_rule_for_1_site_hops(given, expected):
+    """``auto`` takes the 2D default for D3Q19 and D3Q27, and 1 for D3Q39, whose blocked sweep
+    ran at half the speed of fused (``tune.default_time_block3d``)."""
+    cfg = RunConfig.build("channel", ("test", {"lx": 8, "ly": 6, "lz": 12, **given}))
     assert resolve3d(cfg, echo=lambda m: None).time_block == expected
     assert resolve3d(cfg, echo=lambda m: None, distributed=True).time_block == (
         expected if given.get("time_block") else 1)      # under MPI auto is 1, a given depth stays

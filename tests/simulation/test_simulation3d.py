@@ -175,14 +175,20 @@ def test_bad_states_are_refused():
         sim.run(-1)
 
 
-def test_default_layout_in_3d_is_soa_on_the_cpu_and_clustered_elsewhere():
-    """The one rule (lbgen.codegen.spec.default_layout, dimension 3): SoA for the C backend,
-    whose D3Q19 fused measured faster in SoA (docs/performance.md); an explicit clustered
+def test_default_layout_in_3d_on_the_cpu_is_clustered_from_6_cluster_rows():
+    """The one rule (lbgen.codegen.spec.default_layout, dimension 3): on the C backend CAoSoA
+    VL 8 when Z holds 6 or more whole clusters of 8 (measured faster from 48^3 on), SoA for
+    shorter or indivisible Z lines (faster at 32^3; docs/performance.md); an explicit clustered
     layout still gets the preferred VL; GPUs keep CAoSoA with a warp-wide cluster."""
     from lbgen.codegen.spec import default_layout
     assert lbgen.Simulation3D(4, 4, 16).program.layout.tag == "soa"
+    assert lbgen.Simulation3D(4, 4, 48).program.layout.tag == "caosoa-vl8"
     assert lbgen.Simulation3D(4, 4, 16, layout="caosoa").program.layout.tag == "caosoa-vl8"
     assert default_layout("c", 16, 1, dimension=3) == ("soa", None)
+    assert default_layout("c", 40, 1, dimension=3) == ("soa", None)       # 5 cluster rows
+    assert default_layout("c", 52, 1, dimension=3) == ("soa", None)       # 52 is no multiple of 8
+    assert default_layout("c", 48, 3, dimension=3) == ("caosoa", 8)
+    assert default_layout("c", 128, 1, dimension=3) == ("caosoa", 8)
     assert default_layout("c", 16, 1) == ("caosoa", 8)
     assert default_layout("opencl", 64, 1, dimension=3) == ("caosoa", 32)
     with pytest.raises(ValueError, match="dimension 4; allowed: 2 or 3"):
