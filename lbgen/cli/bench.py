@@ -47,6 +47,27 @@ def _emit_json(data, output, to_stdout):
         click.echo(text)
 
 
+def _lattice(ctx, velocity_set: str, lx: int, ly: int, lz):
+    """(lx, ly, lz) of bench and tune: a 3D set's lattice is DEFAULT_SHAPE3D but for the sizes
+    given; a 2D set takes no --lz (lz None)."""
+    from lbgen.model.catalog import set_entry
+    if set_entry(velocity_set).D == 3:
+        def given(name):
+            return ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
+        return (lx if given("lx") else DEFAULT_SHAPE3D[0], ly if given("ly") else DEFAULT_SHAPE3D[1],
+                DEFAULT_SHAPE3D[2] if lz is None else lz)
+    if lz is not None:
+        raise UserError(f"--lz {lz}: {velocity_set} is a 2D set; --lz is the depth of a 3D lattice "
+                        f"(--velocity-set d3q19, d3q27 or d3q39)")
+    return lx, ly, None
+
+
+def _lz_option(fn):
+    return click.option("--lz", type=click.IntRange(min=1), default=None,
+                        help=f"3D sets (--velocity-set d3q19, ...): the lattice depth; a 3D lattice is "
+                             f"{'x'.join(map(str, DEFAULT_SHAPE3D))} unless --lx, --ly, --lz say otherwise.")(fn)
+
+
 @click.command(short_help="Time the kernels against this machine's measured limits.")
 @click.option("--backends", default="c", show_default=True,
               help="Comma list of c, opencl, cuda; unavailable ones are skipped with the reason.")
@@ -63,9 +84,7 @@ def _emit_json(data, output, to_stdout):
               show_default=True, help="Scheme of the timed bc kernel.")
 @click.option("--lx", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--ly", type=click.IntRange(min=1), default=4096, show_default=True)
-@click.option("--lz", type=click.IntRange(min=1), default=None,
-              help=f"3D sets (--velocity-set d3q19, ...): the lattice depth; a 3D lattice is "
-                   f"{'x'.join(map(str, DEFAULT_SHAPE3D))} unless --lx, --ly, --lz say otherwise.")
+@_lz_option
 @click.option("--threads", type=click.IntRange(0, max_threads()), default=0, show_default=True, help="OpenMP threads (0: all cores).")
 @click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Timed samples per kernel.")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Untimed calls before timing.")
@@ -119,14 +138,7 @@ def bench(ctx, backends, layouts, kernels, collisions, precisions, wall_scheme, 
             what = "--paper-table" if paper_table else "the bc kernel" if "bc" in _split(kernels) else "--wall-scheme"
             raise UserError(f"{what} is 2D (the paper's table, the thermal walls' bc); {velocity_set} is a 3D set, "
                             f"whose boundaries are part of propagate, collide and fused")
-        def given(name):
-            return ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
-        lx = lx if given("lx") else DEFAULT_SHAPE3D[0]
-        ly = ly if given("ly") else DEFAULT_SHAPE3D[1]
-        lz = DEFAULT_SHAPE3D[2] if lz is None else lz
-    elif lz is not None:
-        raise UserError(f"--lz {lz}: {velocity_set} is a 2D set; --lz is the depth of a 3D lattice "
-                        f"(--velocity-set d3q19, d3q27 or d3q39)")
+    lx, ly, lz = _lattice(ctx, velocity_set, lx, ly, lz)
     if paper_table and velocity_set != DEFAULT_VELOCITY_SET:
         raise UserError(f"--paper-table is the paper's {DEFAULT_VELOCITY_SET} table; it takes no "
                         f"--velocity-set {velocity_set}")
@@ -176,6 +188,7 @@ def bench(ctx, backends, layouts, kernels, collisions, precisions, wall_scheme, 
 @click.option("--backend", default="c", show_default=True, type=click.Choice(["c", "opencl", "cuda"]))
 @click.option("--lx", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--ly", type=click.IntRange(min=1), default=4096, show_default=True)
+@_lz_option
 @click.option("--precision", default="double", show_default=True, type=click.Choice(["double", "single", "mixed"]))
 @click.option("--collision", default="bgk", show_default=True)
 @click.option("--walls", is_flag=True, help="Tune the unfused step with thermal walls (propagate, bc, collide).")
@@ -188,14 +201,26 @@ def bench(ctx, backends, layouts, kernels, collisions, precisions, wall_scheme, 
               help="C: temporal-blocking depths (steps per sweep) tried on the best layout; the fastest is stored.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored entry as JSON.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
+@any_set_option
+@click.pass_context
 @friendly
-def tune(backend, lx, ly, precision, collision, walls, threads, layouts, vls, thread_counts, samples, time_blocks,
-         as_json, progress):
+def tune(ctx, backend, lx, ly, lz, precision, collision, walls, threads, layouts, vls, thread_counts, samples,
+         time_blocks, as_json, progress, velocity_set):
     """Time short runs of every layout/VL, print the ranking, store the best for this machine.
 
     The choice is kept per machine (hostname, CPU model, backend, device) and lattice
-    shape in the lbgen cache (tune/choices.json); runs can use it by default."""
+    shape in the lbgen cache (tune/choices.json); runs can use it by default.  2D: the
+    default set's step (d2q37).  3D (--velocity-set d3q19, d3q27, d3q39; a 128^3 box unless
+    --lx/--ly/--lz say otherwise): the set's periodic step, used by 3D runs without walls
+    or a geometry."""
     from lbgen.perf import tune as T
+    velocity_set = velocity_set.lower()
+    lx, ly, lz = _lattice(ctx, velocity_set, lx, ly, lz)
+    if lz is None and velocity_set != DEFAULT_VELOCITY_SET:
+        raise UserError(f"--velocity-set {velocity_set}: 2D tuning times the {DEFAULT_VELOCITY_SET} step, whose "
+                        f"choice 2D runs of that set use; the 3D sets are tuned one by one")
+    if lz is not None and walls:
+        raise UserError(f"--walls: the thermal walls are 2D; 3D tuning ({velocity_set}) times the periodic step")
     _collisions(collision)
     try:
         vl_list = tuple(int(v) for v in _split(vls))
@@ -208,7 +233,8 @@ def tune(backend, lx, ly, precision, collision, walls, threads, layouts, vls, th
         raise UserError(f"--time-blocks {time_blocks!r}: depths are integers from 1 to {MAX_TIME_BLOCK}")
     entry = T.tune(backend, lx, ly, precision, collision, walls, threads,
                    layouts=_split(layouts) if layouts else None, vls=vl_list, thread_counts=tcs,
-                   samples=samples, progress=progress, time_blocks=blocks)
+                   samples=samples, progress=progress, time_blocks=blocks, lz=lz,
+                   velocity_set=velocity_set if lz is not None else None)
     if as_json:
         _emit_json(entry, None, True)
     else:

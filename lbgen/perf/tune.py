@@ -13,6 +13,11 @@ one for ``--vl auto``: the cached choice, else tune now.
 On the C backend the winner's temporal-blocking depth (time steps per sweep, see
 ``fused_tb``) is tuned too, among ``TIME_BLOCKS``, and stored with the choice as
 ``time_block``; ``auto_time_block`` is the one for ``time_block='auto'``.
+
+In 3D (``lz`` and a 3D ``velocity_set`` given: ``lbgen tune --velocity-set d3q19``) the
+candidates are the layouts and VLs that LZ admits for the set's hop, each timed on the
+periodic step of that set (halo + fused, or fused_tb), and the key also holds LZ and the set;
+3D runs without walls or a geometry use such a choice (``lbgen.run.driver3d.resolve3d``).
 """
 from __future__ import annotations
 
@@ -46,9 +51,12 @@ def machine_key(backend: str) -> Dict[str, str]:
     return {"hostname": socket.gethostname(), "cpu": cpu_model(), "backend": backend, "device": _device(backend)}
 
 
-def _case_key(backend: str, lx: int, ly: int, precision: str, collision: str, walls: bool, threads: int) -> Tuple[str, Dict]:
+def _case_key(backend: str, lx: int, ly: int, precision: str, collision: str, walls: bool, threads: int,
+              lz: Optional[int] = None, velocity_set: Optional[str] = None) -> Tuple[str, Dict]:
     fields = dict(machine_key(backend), lx=int(lx), ly=int(ly), precision=precision, collision=collision,
                   walls=bool(walls), threads=int(threads))
+    if lz is not None:                       # 3D: the depth and the set too (2D keys stay as they were)
+        fields.update(lz=int(lz), velocity_set=_set3d(velocity_set))
     return digest(json.dumps(fields, sort_keys=True)), fields
 
 
@@ -97,57 +105,83 @@ def _store(key: str, entry: Dict) -> None:
         write_checked(path, json.dumps(data, indent=1, sort_keys=True).encode())
 
 
-def _halo() -> int:
-    """Halo width of the kernels lbgen tune measures (those of the default velocity set)."""
-    from lbgen.model.catalog import DEFAULT_VELOCITY_SET
-    from lbgen.model.velocity_set import velocity_set
-    return velocity_set(DEFAULT_VELOCITY_SET).max_hop
+def _set3d(velocity_set: Optional[str]) -> str:
+    """The set of a 3D case (lz given), lower case; a missing or 2D set is refused in words."""
+    from lbgen.model.catalog import set_entry
+    if velocity_set is None or set_entry(velocity_set).D != 3:
+        raise ValueError(f"a 3D tuning case (lz given) needs a 3D velocity set, not {velocity_set!r}")
+    return str(velocity_set).lower()
+
+
+def _halo(velocity_set: Optional[str] = None) -> int:
+    """Halo width of the kernels lbgen tune measures: the given set's, else the default set's."""
+    from lbgen.model.catalog import DEFAULT_VELOCITY_SET, set_entry
+    return set_entry(velocity_set or DEFAULT_VELOCITY_SET).max_hop
 
 
 def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
-               vls: Sequence[int] = (4, 8, 16, 32)) -> List[Choice]:
-    """Every valid (layout, VL) for a column of LY sites (VL | LY and LY/VL >= the halo width)."""
+               vls: Sequence[int] = (4, 8, 16, 32), halo: Optional[int] = None) -> List[Choice]:
+    """Every valid (layout, VL) for a column of LY sites (in 3D: a Z line of LZ sites): VL | LY
+    and LY/VL >= the halo width (``halo``, default the default set's)."""
     from lbgen.codegen.spec import PREFERRED_VL
     from lbgen.codegen.layouts import CLUSTERED
+    halo = _halo() if halo is None else halo
     names = list(layouts) if layouts else ["caosoa", "csoa", "soa", "aos"]
     order = list(dict.fromkeys(list(PREFERRED_VL.get(backend, ())) + list(vls)))
     out: List[Choice] = []
     for name in names:
         if name in CLUSTERED:
-            out += [(name, v) for v in order if v in vls and ly % v == 0 and ly // v >= _halo()]
+            out += [(name, v) for v in order if v in vls and ly % v == 0 and ly // v >= halo]
         else:
             out.append((name, None))
     return out
 
 
 def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str, collision: str,
-                walls: bool, threads: int, steps: int, samples: int, time_block: int = 1) -> Dict:
-    from lbgen.backends import runtime, spec_backend
+                walls: bool, threads: int, steps: int, samples: int, time_block: int = 1,
+                lz: Optional[int] = None, velocity_set: Optional[str] = None) -> Dict:
+    from lbgen.backends import compile3d, runtime, spec_backend
     from lbgen.codegen.spec import KernelSpec
     from lbgen.codegen.render import generate
     from lbgen.perf.timing import default_kernel_parameters, quiet_buffers, time_call
-    spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, precision=precision, collision=collision,
-                      walls=walls).validate(lx, ly)
-    program = runtime(backend).compile(generate(spec), lx, ly, threads=threads)
-    params = default_kernel_parameters(collision)
-    buffers = list(quiet_buffers(program, lx, ly))
-    wall_spec = _QuietWalls() if walls else None
+    if lz is not None:                      # 3D: the periodic step of the set (halo + fused, or fused_tb)
+        spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, precision=precision,
+                          collision=collision, velocity_set=_set3d(velocity_set))
+        program = compile3d(backend, generate(spec), (lx, ly, lz), threads=threads)
+        params = default_kernel_parameters(collision, dimension=3)
+        buffers = list(quiet_buffers(program, lx, ly, lz))
 
-    def step():
-        program.halo(buffers[0])
-        if time_block > 1:
-            program.fused_tb(buffers[0], buffers[1], time_block, walls=wall_spec, **params)
-            buffers.reverse()
-        else:
-            buffers[:] = program.step(buffers[0], buffers[1], params, wall_spec)
+        def step():
+            if time_block > 1:
+                program.halo(buffers[0])
+                program.fused_tb(buffers[0], buffers[1], time_block, None, **params)
+                buffers.reverse()
+            else:
+                buffers[:] = program.step(buffers[0], buffers[1], params)
+    else:
+        spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, precision=precision,
+                          collision=collision, walls=walls).validate(lx, ly)
+        program = runtime(backend).compile(generate(spec), lx, ly, threads=threads)
+        params = default_kernel_parameters(collision)
+        buffers = list(quiet_buffers(program, lx, ly))
+        wall_spec = _QuietWalls() if walls else None
+
+        def step():
+            program.halo(buffers[0])
+            if time_block > 1:
+                program.fused_tb(buffers[0], buffers[1], time_block, walls=wall_spec, **params)
+                buffers.reverse()
+            else:
+                buffers[:] = program.step(buffers[0], buffers[1], params, wall_spec)
 
     st, n = time_call(step, program.synchronize, repeat=max(1, samples), warmup=1, min_sample=0.05)
     if steps:
         n = min(n, steps)
     ms = st["median"] / time_block                       # per time step
     per_step = {k: (v / time_block if k in ("median", "min", "max", "q1", "q3") else v) for k, v in st.items()}
+    sites = lx * ly * (lz or 1)
     return {"ms_per_step": ms, "ms": per_step, "steps_per_sample": n * time_block,
-            "time_block": time_block, "threads": program.threads, "mlups": lx * ly / (ms / 1e3) / 1e6}
+            "time_block": time_block, "threads": getattr(program, "threads", None), "mlups": sites / (ms / 1e3) / 1e6}
 
 
 class _QuietWalls:
@@ -159,10 +193,13 @@ class _QuietWalls:
 def rank(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk", walls: bool = False,
          threads: int = 0, layouts: Optional[Sequence[str]] = None, vls: Sequence[int] = (4, 8, 16, 32),
          thread_counts: Optional[Sequence[int]] = None, steps: int = 20, samples: int = 3,
-         progress: bool = False) -> List[Dict]:
-    """Time every candidate; a list of dicts sorted fastest first."""
+         progress: bool = False, lz: Optional[int] = None, velocity_set: Optional[str] = None) -> List[Dict]:
+    """Time every candidate; a list of dicts sorted fastest first (3D with ``lz`` and the set)."""
     from lbgen.codegen.spec import SpecError
-    cands = candidates(backend, ly, layouts, vls)
+    if lz is not None:
+        cands = candidates(backend, lz, layouts, vls, halo=_halo(_set3d(velocity_set)))
+    else:
+        cands = candidates(backend, ly, layouts, vls)
     tcs = list(thread_counts) if thread_counts else [threads]
     work = [(c, t) for c in cands for t in tcs]
     bar = None
@@ -175,7 +212,8 @@ def rank(backend: str, lx: int, ly: int, precision: str = "double", collision: s
             if bar is not None:
                 bar.set_description(f"{layout}{'-vl' + str(vl) if vl else ''} threads={t or 'all'}")
             try:
-                r = _time_steps(backend, layout, vl, lx, ly, precision, collision, walls, t, steps, samples)
+                r = _time_steps(backend, layout, vl, lx, ly, precision, collision, walls, t, steps, samples,
+                                lz=lz, velocity_set=velocity_set)
             except (SpecError, ValueError, NotImplementedError) as e:
                 r = {"error": str(e).splitlines()[0]}
             r.update(layout=layout, vl=vl, threads_asked=t)
@@ -197,14 +235,21 @@ def best_choice(backend: str, lx: int, ly: int, precision: str = "double", colli
 
 
 def tune(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk", walls: bool = False,
-         threads: int = 0, time_blocks: Sequence[int] = TIME_BLOCKS, **rank_options) -> Dict:
-    """Like best_choice, returning the stored entry (choice, ranking, machine)."""
-    ranking = rank(backend, lx, ly, precision, collision, walls, threads, **rank_options)
+         threads: int = 0, time_blocks: Sequence[int] = TIME_BLOCKS, lz: Optional[int] = None,
+         velocity_set: Optional[str] = None, **rank_options) -> Dict:
+    """Like best_choice, returning the stored entry (choice, ranking, machine).  In 3D (``lz``
+    and a 3D ``velocity_set``) on a periodic box only: ``walls`` is refused."""
+    case3d = dict(lz=lz, velocity_set=velocity_set)
+    if lz is not None:
+        _set3d(velocity_set)
+        if walls:
+            raise ValueError("3D tuning times the periodic step of the set: the thermal walls of --walls are 2D")
+    ranking = rank(backend, lx, ly, precision, collision, walls, threads, **case3d, **rank_options)
     good = [r for r in ranking if "error" not in r]
     if not good:
-        raise ValueError(f"no layout/VL candidate runs for {backend} at {lx} x {ly}: "
+        raise ValueError(f"no layout/VL candidate runs for {backend} at {_shape_text(lx, ly, lz)}: "
                          + "; ".join(r.get("error", "") for r in ranking[:3]))
-    key, fields = _case_key(backend, lx, ly, precision, collision, walls, threads)
+    key, fields = _case_key(backend, lx, ly, precision, collision, walls, threads, **case3d)
     from lbgen import __version__
     best = good[0]
     entry = {"key": fields, "layout": best["layout"], "vl": best["vl"], "threads": best.get("threads_asked", threads),
@@ -213,7 +258,7 @@ def tune(backend: str, lx: int, ly: int, precision: str = "double", collision: s
     if backend == "c":
         blocks = rank_time_blocks(backend, best["layout"], best["vl"], lx, ly, precision, collision, walls,
                                   best.get("threads_asked", threads), time_blocks=time_blocks,
-                                  samples=rank_options.get("samples", 3))
+                                  samples=rank_options.get("samples", 3), **case3d)
         entry.update(time_block=blocks[0]["time_block"], time_block_ranking=blocks)
     _store(key, entry)
     return entry
@@ -239,29 +284,35 @@ def default_time_block3d(max_hop: int) -> int:
 
 def rank_time_blocks(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str = "double",
                      collision: str = "bgk", walls: bool = False, threads: int = 0,
-                     time_blocks: Sequence[int] = TIME_BLOCKS, samples: int = 3) -> List[Dict]:
+                     time_blocks: Sequence[int] = TIME_BLOCKS, samples: int = 3, lz: Optional[int] = None,
+                     velocity_set: Optional[str] = None) -> List[Dict]:
     """Time the step of one layout with each temporal-blocking depth; fastest first."""
-    out = [_time_steps(backend, layout, vl, lx, ly, precision, collision, walls, threads, 20, samples, time_block=d)
+    out = [_time_steps(backend, layout, vl, lx, ly, precision, collision, walls, threads, 20, samples, time_block=d,
+                       lz=lz, velocity_set=velocity_set)
            for d in dict.fromkeys(time_blocks)]
     return sorted(out, key=lambda r: r["ms_per_step"])
 
 
 def auto_time_block(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str = "double",
-                    collision: str = "bgk", walls: bool = False, threads: int = 0) -> int:
+                    collision: str = "bgk", walls: bool = False, threads: int = 0, lz: Optional[int] = None,
+                    velocity_set: Optional[str] = None) -> int:
     """For `time_block='auto'` (the default of a run): the depth stored with this machine's tuned
-    choice (`lbgen tune`) when it is the same layout, else DEFAULT_TIME_BLOCK; 1 off the C
-    backend (no temporal blocking there).  Nothing is timed here: a run starts at once."""
+    choice (`lbgen tune`) when it is the same layout, else DEFAULT_TIME_BLOCK (3D:
+    ``default_time_block3d`` of the set's hop); 1 off the C backend (no temporal blocking
+    there).  Nothing is timed here: a run starts at once."""
     if backend != "c":
         return 1
-    entry = (cached_entry(backend, lx, ly, precision, collision, walls, threads) if _use_stored() else None) or {}
+    entry = (cached_entry(backend, lx, ly, precision, collision, walls, threads, lz=lz, velocity_set=velocity_set)
+             if _use_stored() else None) or {}
     if (entry.get("layout"), entry.get("vl")) == (layout, vl) and isinstance(entry.get("time_block"), int):
         return entry["time_block"]
-    return DEFAULT_TIME_BLOCK
+    return DEFAULT_TIME_BLOCK if lz is None else default_time_block3d(_halo(_set3d(velocity_set)))
 
 
 def cached_entry(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
-                 walls: bool = False, threads: int = 0) -> Optional[Dict]:
-    key, _ = _case_key(backend, lx, ly, precision, collision, walls, threads)
+                 walls: bool = False, threads: int = 0, lz: Optional[int] = None,
+                 velocity_set: Optional[str] = None) -> Optional[Dict]:
+    key, _ = _case_key(backend, lx, ly, precision, collision, walls, threads, lz, velocity_set)
     return _load().get(key)
 
 
@@ -271,48 +322,57 @@ def _use_stored() -> bool:
 
 
 def cached_choice(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
-                  walls: bool = False, threads: int = 0) -> Optional[Choice]:
+                  walls: bool = False, threads: int = 0, lz: Optional[int] = None,
+                  velocity_set: Optional[str] = None) -> Optional[Choice]:
     """The stored best (layout, vl) for this machine and case, or None (never times anything).
 
     LBGEN_TUNED=off ignores stored choices (the built-in defaults apply; the tests use it).
     """
     if not _use_stored():
         return None
-    entry = cached_entry(backend, lx, ly, precision, collision, walls, threads)
+    entry = cached_entry(backend, lx, ly, precision, collision, walls, threads, lz, velocity_set)
     if not entry or "layout" not in entry:
         return None
     layout, vl = entry["layout"], entry.get("vl")
-    if vl is not None and (ly % vl or ly // vl < _halo()):   # a damaged entry: ignore it
+    column, halo = (ly, _halo()) if lz is None else (lz, _halo(_set3d(velocity_set)))
+    if vl is not None and (not isinstance(vl, int) or column % vl or column // vl < halo):   # damaged: ignore it
         return None
     return layout, (int(vl) if vl is not None else None)
 
 
 def auto_choice(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
-                walls: bool = False, threads: int = 0, layout: Optional[str] = None, **rank_options) -> Choice:
+                walls: bool = False, threads: int = 0, layout: Optional[str] = None, lz: Optional[int] = None,
+                velocity_set: Optional[str] = None, **rank_options) -> Choice:
     """For `--vl auto`: the cached choice (restricted to `layout` when given), else tune now and store.
 
     With a fixed layout only that layout's VLs are timed, and the result is not stored as the
     machine's overall best.
     """
+    case3d = dict(lz=lz, velocity_set=velocity_set)
     if layout is None:
-        hit = cached_choice(backend, lx, ly, precision, collision, walls, threads)
+        hit = cached_choice(backend, lx, ly, precision, collision, walls, threads, **case3d)
         if hit is not None:
             return hit
-        return best_choice(backend, lx, ly, precision, collision, walls, threads, **rank_options)
-    entry = cached_entry(backend, lx, ly, precision, collision, walls, threads)
+        return best_choice(backend, lx, ly, precision, collision, walls, threads, **case3d, **rank_options)
+    entry = cached_entry(backend, lx, ly, precision, collision, walls, threads, **case3d)
     for r in (entry or {}).get("ranking", []):
         if r.get("layout") == layout and "error" not in r:
             return layout, r.get("vl")
     ranking = [r for r in rank(backend, lx, ly, precision, collision, walls, threads, layouts=[layout],
-                               **rank_options) if "error" not in r]
+                               **case3d, **rank_options) if "error" not in r]
     if not ranking:
-        raise ValueError(f"no VL of layout {layout} runs at {lx} x {ly}")
+        raise ValueError(f"no VL of layout {layout} runs at {_shape_text(lx, ly, lz)}")
     return layout, ranking[0]["vl"]
+
+
+def _shape_text(lx: int, ly: int, lz: Optional[int] = None) -> str:
+    return f"{lx} x {ly}" + (f" x {lz}" if lz is not None else "")
 
 
 def format_ranking(entry: Dict) -> str:
     k = entry["key"]
-    lines = [f"tuning {k['backend']} on {k['hostname']} ({k['cpu']}; {k['device']}), {k['lx']} x {k['ly']}, "
+    shape = _shape_text(k["lx"], k["ly"], k.get("lz")) + (f" {k['velocity_set']}" if "velocity_set" in k else "")
+    lines = [f"tuning {k['backend']} on {k['hostname']} ({k['cpu']}; {k['device']}), {shape}, "
              f"{k['precision']}, {k['collision']}{', walls' if k['walls'] else ''}, threads={k['threads'] or 'all'}",
              f"{'rank':>4} {'layout':<12} {'threads':>7} {'ms/step':>10} {'[min-max]':>21} {'MLUPS':>8}"]
     for i, r in enumerate(entry["ranking"], 1):

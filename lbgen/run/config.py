@@ -147,9 +147,10 @@ class RunConfig:
             raise ConfigError(f"the {self.setup} set-up is a 2D flow; 3D set-ups ({self.velocity_set}): {three}")
         if self.setup == "init":
             raise ConfigError("--init files hold 2D fields; a 3D run starts from a set-up")
-        if self.vl == "auto":
-            raise ConfigError("--vl auto times the 2D kernels (lbgen tune); give the layout and VL of a 3D run "
-                              "explicitly, or leave both out for the default")
+        if self.vl == "auto" and (self.wall_axes or self.geometry):
+            raise ConfigError("--vl auto times the periodic 3D step (lbgen tune --velocity-set "
+                              f"{self.velocity_set}); a 3D run with walls or a geometry takes its layout and VL "
+                              "given explicitly, or by default when both are left out")
         if len(self.gravity) != 3:
             raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected three numbers "
                               f"'GX,GY,GZ' in a 3D run")

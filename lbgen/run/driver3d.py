@@ -19,6 +19,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from lbgen.codegen.spec import choose_layout
+from lbgen.perf import tune
 from lbgen.model.catalog import set_entry
 from lbgen.run.config import RunConfig
 from lbgen.run.construct import resolve_time_block
@@ -52,10 +53,11 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
               distributed: bool = False, block_depths: Sequence[int] = ()) -> RunConfig:
     """The 3D run description with what construction decides made explicit (recorded in the
     manifest, so a resume builds the same kernels): the set-up's amplitude, the thread count,
-    the layout and VL (given, else Simulation3D's default for the backend and LZ; under MPI
-    for every Z extent in ``block_depths``, the ranks' blocks with their ghosts), the time
-    block (``construct.resolve_time_block``: the 2D rule; under MPI, ``distributed``, auto is
-    1), the series cadence (a multiple of the time block), the geometry file's absolute path
+    the layout and VL (given; ``--vl auto`` or, left out, the choice ``lbgen tune`` stored for
+    this periodic 3D case, for runs without walls, a geometry or MPI; else Simulation3D's default
+    for the backend and LZ; under MPI for every Z extent in ``block_depths``, the ranks' blocks
+    with their ghosts), the time block (``construct.resolve_time_block``: the depth stored with
+    a tuned choice, else ``tune.default_time_block3d``; under MPI, ``distributed``, auto is 1), the series cadence (a multiple of the time block), the geometry file's absolute path
     and the digest of its ``mask`` (a resumed run whose file now holds another mask is refused)."""
     changes = {}
     if mask is not None:
@@ -70,12 +72,24 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
         changes["amplitude"] = SETUPS[cfg.setup].default_amplitude(cfg.lx)
     changes["threads"] = resolve_threads(cfg.threads, echo)
     layout, vl = cfg.layout, cfg.vl
+    # lbgen tune's 3D choices were timed on a periodic box of the whole lattice
+    case = dict(lx=cfg.lx, ly=cfg.ly, precision=cfg.precision, collision=cfg.collision, walls=False,
+                threads=cfg.threads, lz=cfg.lz, velocity_set=cfg.velocity_set)
+    tunable = not cfg.wall_axes and not cfg.geometry and not distributed
+    if vl == "auto":
+        if not tunable:
+            raise SimulationError("--vl auto times the periodic 3D step of the whole lattice (lbgen tune); under "
+                                  "MPI give the layout and VL, or leave both out for the default")
+        layout, vl = tune.auto_choice(cfg.backend, layout=layout, **case)
+    elif layout is None and vl is None and tunable:
+        layout, vl = tune.cached_choice(cfg.backend, **case) or (None, None)
     halo = set_entry(cfg.velocity_set).max_hop
     depth_z = math.gcd(*block_depths) if block_depths else cfg.lz     # a VL dividing it divides every block's
     layout, vl = choose_layout(cfg.backend, depth_z, halo, layout, vl, dimension=3,
                                walls_along_depth="z" in (cfg.wall_axes or ""))
     changes["layout"], changes["vl"] = layout, vl
-    changes["time_block"] = depth = resolve_time_block(cfg, distributed)
+    changes["time_block"] = depth = resolve_time_block(
+        cfg, distributed, (lambda: tune.auto_time_block(cfg.backend, layout, vl, **case)) if tunable else None)
     if cfg.out and not cfg.series_every:      # a multiple of the time block
         from lbgen.output.series import default_series_every
         changes["series_every"] = default_series_every(cfg.steps, depth)

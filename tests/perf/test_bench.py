@@ -181,3 +181,49 @@ def test_bench_refuses_what_3d_lattices_cannot_time(args, message):
         assert r.exit_code == 0 and message in json.loads(r.stdout)["skipped"][0]["reason"]
     else:
         assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+
+
+def test_tune_in_3d_stores_a_choice_that_periodic_3d_runs_take(tmp_path, monkeypatch):
+    """`lbgen tune --velocity-set d3q19 --lz N` times the 3D candidates LZ admits (here LZ = 16:
+    VL 8 and 16 clustered, SoA, AoS) and the time blocks of the winner, and stores them under a
+    key with LZ and the set; a periodic 3D run then takes that layout, VL and depth (here forced
+    by restricting the candidates to SoA and the depths to 2), `--vl auto` too; a run with walls
+    keeps the default rule; another set or depth finds nothing."""
+    from lbgen.run.config import RunConfig
+    from lbgen.run.driver3d import resolve3d
+    monkeypatch.setattr(T, "_path", lambda: tmp_path / "choices.json")
+    monkeypatch.setenv("LBGEN_TUNED", "on")
+    base = ["tune", "--velocity-set", "d3q19", "--lx", "6", "--ly", "5", "--lz", "16", "--samples", "1",
+            "--no-progress"]
+    r = CliRunner().invoke(main, base + ["--layouts", "soa,caosoa", "--vls", "8,16", "--time-blocks", "1,2",
+                                         "--json"])
+    assert r.exit_code == 0, r.output
+    entry = json.loads(r.stdout)
+    assert entry["key"]["lz"] == 16 and entry["key"]["velocity_set"] == "d3q19"
+    tags = {(x["layout"], x["vl"]) for x in entry["ranking"] if "error" not in x}
+    assert tags == {("soa", None), ("caosoa", 8), ("caosoa", 16)}
+    assert sorted(x["time_block"] for x in entry["time_block_ranking"]) == [1, 2]
+    r = CliRunner().invoke(main, base + ["--layouts", "soa", "--time-blocks", "2"])
+    assert r.exit_code == 0 and "best: soa, time block 2" in r.output, r.output
+
+    def run(setup="taylor-green", **kw):
+        cfg = RunConfig.build(setup, ("test", {"lx": 6, "ly": 5, "lz": 16, "velocity_set": "d3q19", **kw}))
+        got = resolve3d(cfg, echo=lambda m: None)
+        return got.layout, got.vl, got.time_block
+    assert run() == ("soa", None, 2)                                   # the stored choice and depth
+    assert run(vl="auto") == ("soa", None, 2)
+    assert run(layout="caosoa") == ("caosoa", 8, 3)                   # given: the stored depth is another layout's
+    assert run("lid-driven-cavity") == ("caosoa", 8, 3)               # walls on z: the default rule
+    assert run(velocity_set="d3q27")[:2] == ("soa", None) and T.cached_choice(
+        "c", 6, 5, lz=16, velocity_set="d3q27") is None                # nothing stored for d3q27 (default: SoA)
+    assert T.cached_choice("c", 6, 5, lz=24, velocity_set="d3q19") is None
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--velocity-set", "d2q9"], "2D tuning times the d2q37 step"),
+    (["--velocity-set", "d3q19", "--walls"], "--walls: the thermal walls are 2D"),
+    (["--lz", "16"], "--lz 16: d2q37 is a 2D set"),
+])
+def test_tune_refuses_what_it_cannot_time(args, message):
+    r = CliRunner().invoke(main, ["tune", "--samples", "1", "--no-progress", *args])
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
