@@ -19,8 +19,8 @@ Pairs (lbgen kernel vs lbmpy kernel):
 * lbgen D2Q9 BGK vs lbmpy's D2Q9 SRT (when lbgen has the D2Q9 velocity set).
 
 The 3D pair -- lbgen D3Q19 BGK (``fused``, ``fused_tb``) vs lbmpy's D3Q19 SRT, with the copy
-bandwidth in the same rounds -- is timed by ``benchmarks/bench3d.py --lbmpy`` with this
-file's ``lbmpy_kernel``.
+bandwidth in the same rounds -- is ``--only d3q19 [--lz 128]``, which runs
+``benchmarks/bench3d.py --lbmpy`` (with this file's ``lbmpy_kernel``).
 
 lbmpy kernels: pull stream + collide fused in one sweep (lbmpy's default), compressible
 SRT, SoA field layout (fzyx: the populations' outermost, x innermost), OpenMP and
@@ -175,7 +175,9 @@ def main(argv=None) -> int:
     ap.add_argument("--min-seconds", type=float, default=0.3, help="least time of one sample")
     ap.add_argument("--tau", type=float, default=0.8)
     ap.add_argument("--time-block", type=int, default=0, help="also time lbgen's fused_tb at this depth (C)")
-    ap.add_argument("--only", choices=["d2q37", "d2q9"], default=None)
+    ap.add_argument("--only", choices=["d2q37", "d2q9", "d3q19"], default=None,
+                    help="one pair; d3q19: the 3D pair, run by benchmarks/bench3d.py --lbmpy on an LZ^3 box")
+    ap.add_argument("--lz", type=int, default=128, help="--only d3q19: the edge of the cubic lattice")
     ap.add_argument("--vls", default="4,8", help="lbgen's CAoSoA cluster lengths to choose from by a short "
                     "pre-timing, per velocity set, as lbgen tune would (default 4,8; one value: no choice)")
     ap.add_argument("--json", default=None, help="write the figures here")
@@ -187,6 +189,12 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    if args.only == "d3q19":                # the 3D pair with its copy limit: bench3d's rounds
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import bench3d
+        return bench3d.main(["--size", str(args.lz), "--threads", str(args.threads), "--repeat", str(args.repeat),
+                             "--tau", str(args.tau), "--lbmpy", "--depths", str(args.time_block or 3)]
+                            + (["--json", args.json] if args.json else []))
     pairs = [("d2q37", "D2V37"), ("d2q9", "D2Q9")]
     if args.only:
         pairs = [p for p in pairs if p[0] == args.only]
