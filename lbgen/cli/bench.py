@@ -211,8 +211,8 @@ def tune(ctx, backend, lx, ly, lz, precision, collision, walls, threads, layouts
     The choice is kept per machine (hostname, CPU model, backend, device) and lattice
     shape in the lbgen cache (tune/choices.json); runs can use it by default.  2D: the
     default set's step (d2q37).  3D (--velocity-set d3q19, d3q27, d3q39; a 128^3 box unless
-    --lx/--ly/--lz say otherwise): the set's periodic step, used by 3D runs without walls
-    or a geometry."""
+    --lx/--ly/--lz say otherwise): the set's periodic step, used by 3D runs without walls,
+    a geometry or MPI."""
     from lbgen.perf import tune as T
     velocity_set = velocity_set.lower()
     lx, ly, lz = _lattice(ctx, velocity_set, lx, ly, lz)

@@ -17,7 +17,7 @@ On the C backend the winner's temporal-blocking depth (time steps per sweep, see
 In 3D (``lz`` and a 3D ``velocity_set`` given: ``lbgen tune --velocity-set d3q19``) the
 candidates are the layouts and VLs that LZ admits for the set's hop, each timed on the
 periodic step of that set (halo + fused, or fused_tb), and the key also holds LZ and the set;
-3D runs without walls or a geometry use such a choice (``lbgen.run.driver3d.resolve3d``).
+3D runs without walls, a geometry or MPI use such a choice (``lbgen.run.driver3d.resolve3d``).
 """
 from __future__ import annotations
 
@@ -277,7 +277,7 @@ TIME_BLOCK_MAX_HOP_3D = 1
 
 
 def default_time_block3d(max_hop: int) -> int:
-    """The depth `--time-block auto` takes in 3D (``lbgen tune`` times 2D kernels only):
+    """The depth `--time-block auto` takes in 3D where ``lbgen tune`` stored none for the case:
     DEFAULT_TIME_BLOCK for a set hopping at most TIME_BLOCK_MAX_HOP_3D sites, else 1."""
     return DEFAULT_TIME_BLOCK if max_hop <= TIME_BLOCK_MAX_HOP_3D else 1
 

@@ -68,8 +68,8 @@ def resolve_time_block(cfg: RunConfig, distributed: bool = False, tuned: Optiona
     """The time block of a run (2D and 3D): the depth given; 1 where temporal blocking does not
     run (another backend, --hetero, --no-fused) and for ``auto`` under MPI (a depth is given
     there: k H wide halos every k steps, not tuned); for ``auto`` otherwise ``tuned()`` (the
-    depth ``lbgen tune`` stored for this 2D case) or, without one (3D: lbgen tune times the 2D
-    kernels), ``tune.default_time_block3d`` of the set's hop."""
+    depth ``lbgen tune`` stored for the case, or its default) or, without ``tuned`` (3D runs
+    with walls or a geometry), ``tune.default_time_block3d`` of the set's hop."""
     from lbgen.perf import tune
     depth = cfg.time_block
     if cfg.backend != "c" or cfg.hetero or not cfg.fused or (distributed and depth == "auto"):

@@ -57,8 +57,9 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
     this periodic 3D case, for runs without walls, a geometry or MPI; else Simulation3D's default
     for the backend and LZ; under MPI for every Z extent in ``block_depths``, the ranks' blocks
     with their ghosts), the time block (``construct.resolve_time_block``: the depth stored with
-    a tuned choice, else ``tune.default_time_block3d``; under MPI, ``distributed``, auto is 1), the series cadence (a multiple of the time block), the geometry file's absolute path
-    and the digest of its ``mask`` (a resumed run whose file now holds another mask is refused)."""
+    a tuned choice, else ``tune.default_time_block3d``; under MPI, ``distributed``, auto is 1),
+    the series cadence (a multiple of the time block), the geometry file's absolute path and the
+    digest of its ``mask`` (a resumed run whose file now holds another mask is refused)."""
     changes = {}
     if mask is not None:
         import hashlib
@@ -78,8 +79,9 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
     tunable = not cfg.wall_axes and not cfg.geometry and not distributed
     if vl == "auto":
         if not tunable:
-            raise SimulationError("--vl auto times the periodic 3D step of the whole lattice (lbgen tune); under "
-                                  "MPI give the layout and VL, or leave both out for the default")
+            raise SimulationError("--vl auto times the periodic 3D step of the whole lattice (lbgen tune); a run "
+                                  "with walls, a geometry or several MPI ranks takes its layout and VL given, or "
+                                  "by default when both are left out")
         layout, vl = tune.auto_choice(cfg.backend, layout=layout, **case)
     elif layout is None and vl is None and tunable:
         layout, vl = tune.cached_choice(cfg.backend, **case) or (None, None)
