@@ -62,17 +62,20 @@ def available(name: str) -> tuple:
         return False, f"{name}: {type(e).__name__}: {e}"
 
 
-def compile3d(name: str, source, shape, strict: bool = False, threads: int = 0):
+def compile3d(name: str, source, shape, strict: bool = False, threads: int = 0, device=None):
     """The 3D program of a runtime for a 3D source on a lattice ``shape`` (LX, LY, LZ): 'c'
-    (CProgram3D), 'opencl' (OpenCLProgram3D), 'cuda-shim' (the .cu on the CPU through the host
-    shim), 'cuda' (pycuda on device 0); all take and give host NumPy buffers in the layout's
-    order (``Program3D``)."""
+    (CProgram3D), 'opencl' (OpenCLProgram3D; ``device``: 'P:D' or part of a device name, as
+    ``lbgen.backends.opencl.select_device`` takes it, default the first working device),
+    'cuda-shim' (the .cu on the CPU through the host shim), 'cuda' (pycuda on device 0); all
+    take and give host NumPy buffers in the layout's order (``Program3D``)."""
     runtime(name)                       # an unknown name: refused in words
+    if device is not None and name != "opencl":
+        raise ValueError(f"device={device!r} selects an OpenCL device; the {name} runtime has none to choose")
     if name == "c":
         from lbgen.backends.c import compile3d as c3d
         return c3d(source, *shape, strict=strict, threads=threads)
     if name == "opencl":
         from lbgen.backends.opencl.program3d import compile3d as cl3d
-        return cl3d(source, *shape, strict=strict)
+        return cl3d(source, *shape, strict=strict, device=device)
     from lbgen.backends.cuda.program3d import compile3d as cu3d
     return cu3d(source, *shape, strict=strict, shim=name == "cuda-shim")

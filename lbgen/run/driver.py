@@ -93,6 +93,8 @@ class Run:
             self._build(cfg, comm)
         except BaseException:
             self.close()
+            if self.folder is not None:
+                self.folder.discard_if_unused()      # a folder this run created and left empty
             raise
 
     def close(self) -> None:

@@ -106,7 +106,8 @@ def make_simulation3d(cfg: RunConfig, mask: Optional[np.ndarray] = None, comm=No
     common = dict(velocity_set=cfg.velocity_set, collision=cfg.collision, gravity=cfg.gravity, walls=cfg.wall_axes,
                   lid=cfg.lid, mask=mask, backend=cfg.backend, layout=cfg.layout, vl=cfg.vl,
                   precision=cfg.precision, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
-                  time_block=cfg.time_block, **cfg.parameters)
+                  time_block=cfg.time_block, device=cfg.device if cfg.backend == "opencl" else None,
+                  **cfg.parameters)
     if comm is not None and comm.size > 1:
         from lbgen.parallel.lattice3d import DistributedSimulation3D
         common.pop("check_every")
@@ -259,7 +260,7 @@ class Run3D(Run):
     def _device(self) -> dict:
         sim = self.sim
         info = {"backend": sim.spec.backend, "layout": sim.program.layout.tag, "precision": sim.spec.precision,
-                "kernel_digest": sim.source.digest, "runtime": sim.runtime}
+                "kernel_digest": sim.source.digest, "runtime": sim.runtime, "device": sim.program.describe()}
         if self.comm is not None:
             info.update(ranks=self.comm.size, ranks_grid="x".join(map(str, self.grid)))
         return info

@@ -15,6 +15,11 @@ allocated:
   manifest; folders only when that leaves them empty.  Anything else a user put there stays;
 * reports a previous run whose manifest still says "running" (it was killed);
 * removes orphan temporary files left by writes that were cut off.
+
+A run that fails before writing anything (its kernels cannot be built, say) gives the folder
+back with ``discard_if_unused``: the lock file goes if this claim made it, and a folder this
+claim created goes when that leaves it empty, so bad input leaves no trace; a folder that
+existed is kept as it was.
 """
 from __future__ import annotations
 
@@ -76,6 +81,10 @@ class RunFolder:
         self.path = Path(path)
         self._lock = FileLock(str(self.path / LOCK_NAME), timeout=0)
         self.held = False
+        #: the folders ``claim`` created (the run folder and its missing parents, deepest
+        #: first) and whether ``acquire`` made the lock file: what ``discard_if_unused`` may remove
+        self.created: List[Path] = []
+        self.lock_created = False
 
     # --- the lock ----------------------------------------------------------------------
     @property
@@ -91,6 +100,7 @@ class RunFolder:
     def acquire(self, echo: Callable[[str], None] = print) -> None:
         if self.held:
             return
+        self.lock_created = not (self.path / LOCK_NAME).exists()
         try:
             self._lock.acquire()
         except Timeout:
@@ -117,6 +127,21 @@ class RunFolder:
             pass
         self._lock.release(force=True)
         self.held = False
+
+    def discard_if_unused(self) -> bool:
+        """After ``release`` of a run that failed before writing: remove the lock file when
+        ``acquire`` made it, then the folder when ``claim`` created it and it is empty; True
+        when the folder was removed."""
+        if self.held:
+            return False
+        try:
+            if self.lock_created:
+                (self.path / LOCK_NAME).unlink(missing_ok=True)
+            for folder in self.created:
+                folder.rmdir()                      # only an empty one; the first that is not stops
+        except OSError:
+            return False
+        return bool(self.created)
 
     # --- contents ----------------------------------------------------------------------
     def holds_run(self) -> bool:
@@ -179,8 +204,11 @@ class RunFolder:
     def claim(cls, path, resume: bool = False, overwrite: bool = False,
               echo: Callable[[str], None] = print) -> "RunFolder":
         """Check, lock and prepare `path` for a new run (or the resumed one); see the module."""
+        target = Path(path).absolute()
+        missing = [p for p in (target, *target.parents) if not p.exists()]
         writable_folder(path, "run folder" if resume else "--out")
         folder = cls(path)
+        folder.created = missing
         folder.acquire(echo)
         try:
             status = read_status(folder.path)
@@ -203,5 +231,6 @@ class RunFolder:
                 echo(f"note: removed {len(orphans)} temporary file(s) left by interrupted writes in {folder.path}")
         except BaseException:
             folder.release()
+            folder.discard_if_unused()
             raise
         return folder

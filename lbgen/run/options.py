@@ -250,7 +250,6 @@ NOT_IN_3D = {
     "save": "--save writes 2D fields; a 3D run writes its fields into its run folder (--out)",
     "window": "3D pictures show the whole mid-plane slices",
     "pictures_every": "movie frames are drawn from 2D fields; a 3D run draws its pictures at --output-every",
-    "device": "3D OpenCL runs take the default device",
 }
 
 

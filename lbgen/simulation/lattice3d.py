@@ -136,8 +136,10 @@ class Simulation3D:
     ``collision`` and its parameters (tau for bgk; C1, C2, C3 for regularized) are checked
     against the operator records, ``gravity`` is (gx, gy, gz); ``walls``, ``lid`` and ``mask``
     as in the module's docstring.  ``layout``/``vl``: the data layout (default:
-    ``lbgen.codegen.spec.default_layout`` for a 3D lattice: soa on the C backend, else caosoa
-    with the preferred VL that divides LZ, else soa); ``threads``: OpenMP threads (0: all allowed);
+    ``lbgen.codegen.spec.default_layout`` for a 3D lattice: on the C backend caosoa VL 8 from 6
+    clusters of Z on (or with walls on z), soa below; elsewhere caosoa with the preferred VL that
+    divides LZ, else soa); ``threads``: OpenMP threads (0: all allowed); ``device`` (OpenCL):
+    'P:D' or part of a device name (default: the first device that builds kernels);
     ``strict``: no FMA contraction (layouts and fused/unfused agree bit for bit);
     ``time_block=N`` (C backend, fused): N steps per sweep through cache (temporal blocking
     along X, ``fused_tb``), the bits of N single steps in strict builds.
@@ -147,7 +149,8 @@ class Simulation3D:
                  gravity: Sequence[float] = (0.0, 0.0, 0.0), walls=None, lid: Optional[Mapping] = None, mask=None,
                  backend: str = "c", layout: Optional[str] = None, vl: Optional[int] = None,
                  precision: str = "double", fused: bool = True, threads: int = 0, strict: bool = False,
-                 check_every: int = 100, time_block: int = 1, **operator_parameters):
+                 check_every: int = 100, time_block: int = 1, device: Optional[str] = None,
+                 **operator_parameters):
         unknown = sorted(set(operator_parameters) - set(all_parameters()))
         if unknown:
             raise SimulationError(f"Simulation3D() got unknown keyword(s) {', '.join(unknown)}")
@@ -174,6 +177,9 @@ class Simulation3D:
         self.runtime = str(backend).lower()
         if self.runtime not in RUNTIMES:
             raise SpecError(f"unknown backend {backend!r}; choose from {', '.join(RUNTIMES)}")
+        if device is not None and self.runtime != "opencl":
+            raise SimulationError(f"device={device!r} selects an OpenCL device: it needs backend='opencl' "
+                                  f"(not {self.runtime!r})")
         backend = spec_backend(self.runtime)             # 'cuda' for 'cuda-shim'
         layout, vl = choose_layout(backend, self.lz, entry.max_hop, None if layout is None else str(layout).lower(),
                                    vl, dimension=3, walls_along_depth="z" in self.walls)
@@ -190,7 +196,7 @@ class Simulation3D:
         self.fused = bool(fused)
         self.source = generate(spec)
         self.spec = self.source.spec
-        self.program = compile3d(self.runtime, self.source, shape, strict, self.threads)
+        self.program = compile3d(self.runtime, self.source, shape, strict, self.threads, device)
         self.dtype = self.program.dtype
         self.boundaries = self.program.boundaries(self.walls, self.lid, self.mask)
         self.f, self.g = self.program.allocate(), self.program.allocate()

@@ -244,3 +244,25 @@ def test_a_ranks_grid_of_the_wrong_form_is_refused_before_any_work(args, message
     r = _cli("run", *args, "--steps", 2, "--out", out, "--no-progress")
     assert r.exit_code != 0 and "Traceback" not in r.output
     assert message in r.output and not out.exists()
+
+
+def test_a_3d_opencl_run_takes_the_device_it_is_given(tmp_path):
+    """--device in a 3D OpenCL run picks the device (recorded in the manifest with the config);
+    a device that is not there is refused naming the devices, before any file is written."""
+    pytest.importorskip("pyopencl")
+    from lbgen.backends.opencl import devices
+    found = devices()
+    if not found:
+        pytest.skip("no OpenCL device here")
+    p, d, _platform, device = found[-1]
+    out = tmp_path / "cl"
+    r = _cli("run", "taylor-green", "--velocity-set", "d3q19", "--lx", 8, "--ly", 8, "--lz", 16, "--steps", 2,
+             "--backend", "opencl", "--device", f"{p}:{d}", "--out", out, "--no-progress")
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["device"]["device"] == device.name.strip() and manifest["config"]["device"] == f"{p}:{d}"
+    bad = tmp_path / "bad"
+    r = _cli("run", "taylor-green", "--velocity-set", "d3q19", "--lx", 8, "--ly", 8, "--lz", 16, "--steps", 2,
+             "--backend", "opencl", "--device", "99:0", "--out", bad, "--no-progress")
+    assert r.exit_code != 0 and "no device 99:0" in r.output and "Traceback" not in r.output
+    assert not bad.exists()

@@ -315,3 +315,23 @@ def test_divergence_with_extreme_wall_temperatures_names_them_first():
         Run(cfg, **quiet).execute()
     message = str(err.value)
     assert "Hint: the wall temperatures (T_bottom = 5, T_top = 0.1)" in message
+
+
+@pytest.mark.parametrize("args", [
+    ["--lx", 64, "--ly", 60, "--layout", "caosoa", "--vl", 8],                       # 2D: VL does not divide LY
+    ["taylor-green", "--velocity-set", "d3q19", "--lx", 8, "--ly", 8, "--lz", 7, "--layout", "caosoa",
+     "--vl", 8],                                                                    # 3D: nor LZ
+])
+def test_a_run_refused_at_its_build_leaves_no_trace(tmp_path, args):
+    """The kernels a run asks for cannot be built: the run folder it created (with its missing
+    parents) is gone again, and an existing folder keeps exactly what the user had in it."""
+    new = tmp_path / "new" / "nested" / "run"
+    r = _cli("run", *args, "--steps", 2, "--out", new, "--no-progress")
+    assert r.exit_code == 2 and ("multiple of VL=8" in r.output or "does not divide" in r.output), r.output
+    assert not (tmp_path / "new").exists()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    r = _cli("run", *args, "--steps", 2, "--out", mine, "--no-progress")
+    assert r.exit_code == 2
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"] and (mine / "notes.txt").read_text() == "keep"

@@ -232,3 +232,9 @@ def test_simulation_with_a_depth_is_a_simulation3d_with_the_same_bits():
                               ((8, 8, 8, 8), {}, "extra positional")]:
         with pytest.raises(SimulationError, match=message):
             lbgen.Simulation(*args, **kw)
+
+
+def test_a_device_needs_the_opencl_backend():
+    """device= selects an OpenCL device; with another backend it is refused before any build."""
+    with pytest.raises(SimulationError, match="device='0:0' selects an OpenCL device: it needs backend='opencl'"):
+        lbgen.Simulation3D(4, 4, 16, device="0:0")
