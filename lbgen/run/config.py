@@ -145,8 +145,6 @@ class RunConfig:
         if setup is not None and 3 not in setup.dimensions:
             three = ", ".join(n for n, s in SETUPS.items() if 3 in s.dimensions)
             raise ConfigError(f"the {self.setup} set-up is a 2D flow; 3D set-ups ({self.velocity_set}): {three}")
-        if self.setup == "init":
-            raise ConfigError("--init files hold 2D fields; a 3D run starts from a set-up")
         if self.vl == "auto" and (self.wall_axes or self.geometry):
             raise ConfigError("--vl auto times the periodic 3D step (lbgen tune --velocity-set "
                               f"{self.velocity_set}); a 3D run with walls or a geometry takes its layout and VL "

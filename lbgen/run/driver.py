@@ -30,12 +30,18 @@ from lbgen.simulation.runner import Simulation, SimulationError
 from lbgen.run.stopping import RunInterrupted, StopSignals
 
 
-def check_run_memory(cfg: RunConfig) -> int:
-    """check_memory for the run's lattice (an --init file's size read from its headers; 3D:
-    LX x LY x LZ) and its velocity set's Q, in its precision."""
+def run_shape(cfg: RunConfig, resume: bool = False):
+    """The lattice of a run: an --init file's size read from its headers, unless the run is
+    resumed (its manifest holds the size; the file may be gone); else the config's."""
+    return inspect_fields(cfg.init, cfg.dimension) if cfg.init and not resume else cfg.shape
+
+
+def check_run_memory(cfg: RunConfig, resume: bool = False) -> int:
+    """check_memory for the run's lattice (``run_shape``; 3D: LX x LY x LZ) and its velocity
+    set's Q, in its precision."""
     from lbgen.codegen.spec import storage_bytes
     from lbgen.model.catalog import set_entry
-    shape = inspect_fields(cfg.init) if cfg.init else cfg.shape
+    shape = run_shape(cfg, resume)
     entry = set_entry(cfg.velocity_set)
     return check_memory(shape, entry.Q, storage_bytes(cfg.precision), cfg.precision, halo=entry.max_hop)
 
@@ -76,10 +82,10 @@ class Run:
         from lbgen.parallel.mpi import root_call
 
         def claim():          # before anything is allocated or compiled
-            check_run_memory(cfg)
+            check_run_memory(cfg, resume)
             if cfg.save:
                 check_save_path(cfg.save)            # an .npz, its folder writable: before the run, not after
-            shape = inspect_fields(cfg.init) if cfg.init else cfg.shape[:2]
+            shape = run_shape(cfg, resume)[:2]
             if cfg.dpi is not None and cfg.out:
                 from lbgen.output.pictures import check_dpi
                 check_dpi(cfg.dpi, shape)
@@ -349,8 +355,9 @@ class Run:
         fields = self._fields()              # collective with MPI
         if self.root:
             sim = self.sim
-            save_fields(self.cfg.save, fields, steps=sim.time_step, lx=sim.lx, ly=sim.ly, r=sim.vs.r,
-                        spec=json.dumps(sim.spec.__dict__))
+            shape = dict(zip(("lx", "ly", "lz"), self.cfg.shape))
+            save_fields(self.cfg.save, fields, steps=sim.time_step, r=sim.vs.r, spec=json.dumps(sim.spec.__dict__),
+                        **shape)
 
     def time_unit(self):
         """The flow's own time unit for pictures and series: Rayleigh-Taylor's t_RT (steps,

@@ -69,7 +69,7 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
                                   f"run started with (sha256 {cfg.geometry_digest[:12]}..., now {digest[:12]}...); "
                                   f"restore it to continue the run")
         changes["geometry_digest"] = digest
-    if cfg.amplitude is None:
+    if cfg.amplitude is None and not cfg.init:
         changes["amplitude"] = SETUPS[cfg.setup].default_amplitude(cfg.lx)
     changes["threads"] = resolve_threads(cfg.threads, echo)
     layout, vl = cfg.layout, cfg.vl
@@ -98,6 +98,16 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
     if cfg.geometry:
         changes["geometry"] = str(Path(cfg.geometry).resolve())
     return cfg.replace(**changes)
+
+
+def initial_fields3d(cfg: RunConfig) -> dict:
+    """The fields a 3D run starts from: the --init file's (checked: keys, shape, finite values,
+    positive rho and T), else its set-up's."""
+    if cfg.init:
+        from lbgen.run.fieldfile import load_fields
+        return load_fields(cfg.init, 3)
+    return SETUPS[cfg.setup].fields(cfg.lx, cfg.ly, lz=cfg.lz, seed=cfg.seed, amplitude=cfg.amplitude,
+                                    gravity=cfg.gravity, thermal=not set_entry(cfg.velocity_set).isothermal)
 
 
 def make_simulation3d(cfg: RunConfig, mask: Optional[np.ndarray] = None, comm=None, grid=None):
@@ -203,6 +213,10 @@ class Run3D(Run):
                  overwrite: bool = False):
         if cfg.dimension != 3:
             raise SimulationError(f"Run3D runs 3D velocity sets, not {cfg.velocity_set}: use Run")
+        if cfg.init and not resume:             # the lattice is the --init file's (its headers only)
+            from lbgen.run.fieldfile import inspect_fields
+            lx, ly, lz = inspect_fields(cfg.init, 3)
+            cfg = cfg.replace(lx=lx, ly=ly, lz=lz)
         if comm is not None and comm.size == 1:
             comm = None
         self.grid = (1, 1, 1)
@@ -222,9 +236,7 @@ class Run3D(Run):
         mask = load_geometry(cfg)
         cfg = root_call(comm, lambda: resolve3d(cfg, self.echo, mask, distributed=comm is not None,
                                                 block_depths=block_depths(cfg, self.grid)), share=True)
-        fields = root_call(comm, lambda: SETUPS[cfg.setup].fields(
-            cfg.lx, cfg.ly, lz=cfg.lz, seed=cfg.seed, amplitude=cfg.amplitude, gravity=cfg.gravity,
-            thermal=not set_entry(cfg.velocity_set).isothermal))
+        fields = root_call(comm, lambda: initial_fields3d(cfg))
         self.cfg = cfg
         self.physics = physics3d(cfg)
         self.sim = make_simulation3d(cfg, mask, comm, self.grid)

@@ -1,4 +1,5 @@
-"""`--init` field files: an .npz with float arrays rho, ux, uy, T of one shape (LX, LY).
+"""`--init` field files: an .npz with float arrays rho, ux, uy, T of one shape (LX, LY); in
+3D rho, ux, uy, uz, T of one shape (LX, LY, LZ) (``dimension=3``).
 
 `inspect_fields(path)` reads only the archive's array headers (kind, keys, shapes,
 dtypes), so the lattice size is known -- and checked against memory -- before anything
@@ -15,7 +16,23 @@ from typing import Dict, Tuple
 import numpy as np
 
 FIELD_KEYS = ("rho", "ux", "uy", "T")
-_WHAT = "an --init file is an .npz (numpy.savez) with float arrays rho, ux, uy, T of one shape (LX, LY)"
+#: the arrays of a 3D field file
+FIELD_KEYS_3D = ("rho", "ux", "uy", "uz", "T")
+
+
+def field_keys(dimension: int = 2) -> Tuple[str, ...]:
+    """The arrays of a field file of a 2D or 3D run."""
+    return FIELD_KEYS_3D if dimension == 3 else FIELD_KEYS
+
+
+def _what(dimension: int) -> str:
+    shape = "(LX, LY, LZ)" if dimension == 3 else "(LX, LY)"
+    return (f"an --init file of a {dimension}D run is an .npz (numpy.savez) with float arrays "
+            f"{', '.join(field_keys(dimension))} of one shape {shape}")
+
+
+def _at(index) -> str:
+    return ", ".join(f"{axis}={int(i)}" for axis, i in zip("xyz", index))
 
 
 class FieldFileError(ValueError):
@@ -32,21 +49,23 @@ def _array_header(zf: zipfile.ZipFile, member: str):
         return np.lib.format.read_array_header_2_0(fh) if version[0] >= 2 else None
 
 
-def inspect_fields(path) -> Tuple[int, int]:
-    """Check kind, keys, shapes and dtypes of a field file from its headers; returns (LX, LY)."""
+def inspect_fields(path, dimension: int = 2) -> Tuple[int, ...]:
+    """Check kind, keys, shapes and dtypes of a field file from its headers; returns (LX, LY),
+    or (LX, LY, LZ) for ``dimension`` 3."""
     path = Path(path)
+    keys, what = field_keys(dimension), _what(dimension)
     if not path.is_file():
         raise FieldFileError(f"--init {path}: no such file")
     if not zipfile.is_zipfile(path):
-        raise FieldFileError(f"--init {path}: not an .npz archive; {_WHAT}")
+        raise FieldFileError(f"--init {path}: not an .npz archive; {what}")
     shapes = {}
     try:
         with zipfile.ZipFile(path) as zf:
             members = {name[:-4]: name for name in zf.namelist() if name.endswith(".npy")}
-            missing = [k for k in FIELD_KEYS if k not in members]
+            missing = [k for k in keys if k not in members]
             if missing:
-                raise FieldFileError(f"--init {path}: missing arrays {missing} (has {sorted(members)}); {_WHAT}")
-            for key in FIELD_KEYS:
+                raise FieldFileError(f"--init {path}: missing arrays {missing} (has {sorted(members)}); {what}")
+            for key in keys:
                 shape, _fortran, dtype = _array_header(zf, members[key])
                 if dtype.hasobject or dtype.kind not in "fiu":
                     raise FieldFileError(f"--init {path}: array {key!r} has dtype {dtype} "
@@ -56,35 +75,37 @@ def inspect_fields(path) -> Tuple[int, int]:
         raise
     except Exception as e:  # noqa: BLE001 - a damaged archive or array header, whatever numpy says
         raise FieldFileError(f"--init {path}: damaged archive or array header ({type(e).__name__}: {e}); "
-                             f"{_WHAT}") from None
-    if len(set(shapes.values())) != 1 or len(shapes["rho"]) != 2:
-        raise FieldFileError(f"--init {path}: arrays must share one 2-D shape (LX, LY); got {shapes}")
-    lx, ly = shapes["rho"]
-    if lx < 1 or ly < 1:
+                             f"{what}") from None
+    if len(set(shapes.values())) != 1 or len(shapes["rho"]) != dimension:
+        names = "(LX, LY, LZ)" if dimension == 3 else "(LX, LY)"
+        raise FieldFileError(f"--init {path}: arrays must share one {dimension}-D shape {names} (a {dimension}D "
+                             f"run); got {shapes}")
+    if min(shapes["rho"]) < 1:
         raise FieldFileError(f"--init {path}: empty arrays of shape {shapes['rho']}")
-    return int(lx), int(ly)
+    return tuple(int(n) for n in shapes["rho"])
 
 
-def load_fields(path) -> Dict[str, np.ndarray]:
-    """The checked fields of a field file as float64 (LX, LY) arrays."""
-    inspect_fields(path)
+def load_fields(path, dimension: int = 2) -> Dict[str, np.ndarray]:
+    """The checked fields of a field file as float64 (LX, LY) arrays ((LX, LY, LZ) in 3D)."""
+    inspect_fields(path, dimension)
     try:
         with np.load(path, allow_pickle=False) as data:
-            fields = {k: np.array(data[k], dtype=np.float64) for k in FIELD_KEYS}
+            fields = {k: np.array(data[k], dtype=np.float64) for k in field_keys(dimension)}
     except Exception as e:  # noqa: BLE001 - truncated data after valid headers
-        raise FieldFileError(f"--init {path}: cannot read the arrays ({type(e).__name__}); {_WHAT}") from None
+        raise FieldFileError(f"--init {path}: cannot read the arrays ({type(e).__name__}); "
+                             f"{_what(dimension)}") from None
     for key, a in fields.items():
         bad = ~np.isfinite(a)
         if bad.any():
-            x, y = (int(v[0]) for v in np.nonzero(bad))
+            first = tuple(v[0] for v in np.nonzero(bad))
             raise FieldFileError(f"--init {path}: array {key!r} has {int(bad.sum())} NaN/Inf values "
-                                 f"(first at x={x}, y={y})")
+                                 f"(first at {_at(first)})")
     for key in ("rho", "T"):
         bad = fields[key] <= 0
         if bad.any():
-            x, y = (int(v[0]) for v in np.nonzero(bad))
+            first = tuple(v[0] for v in np.nonzero(bad))
             raise FieldFileError(f"--init {path}: array {key!r} must be positive everywhere; "
-                                 f"{fields[key][x, y]:g} at x={x}, y={y}")
+                                 f"{fields[key][first]:g} at {_at(first)}")
     return fields
 
 
@@ -105,13 +126,14 @@ def check_save_path(path) -> Path:
 
 
 def save_fields(path, fields: Dict[str, np.ndarray], **metadata) -> Path:
-    """Write rho, ux, uy, T (and *metadata* as arrays) to exactly *path*, an .npz (other
-    suffixes are refused, see check_save_path); atomic: a failed write leaves no file."""
+    """Write rho, ux, uy, T (3D fields, those with uz: rho, ux, uy, uz, T) and *metadata* as
+    arrays to exactly *path*, an .npz (other suffixes are refused, see check_save_path);
+    atomic: a failed write leaves no file."""
     from lbgen.system.cache import atomic_write
     file = Path(path)
     if file.suffix.lower() != SAVE_SUFFIX:
         raise FieldFileError(f"--save {file}: give a file name ending in {SAVE_SUFFIX} (not "
                              f"{file.suffix or 'no suffix'!r})")
-    arrays = {k: fields[k] for k in FIELD_KEYS}
+    arrays = {k: fields[k] for k in field_keys(3 if "uz" in fields else 2)}
     extra = {k: np.asarray(v) for k, v in metadata.items()}
     return atomic_write(file, lambda fh: np.savez(fh, **arrays, **extra))

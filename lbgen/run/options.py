@@ -105,7 +105,7 @@ SCHEMA: Tuple[Option, ...] = (
     Option("threads", "int", 0, "OpenMP threads (0: OMP_NUM_THREADS or all cores).", minimum=0, resumable=True),
     Option("seed", "int", 0, "Seed of random set-ups.", minimum=0),
     Option("amplitude", "float", None, "Amplitude of the set-up (wave, noise or interface).", optional=True),
-    Option("init", "path", None, ".npz with rho, ux, uy, T of shape (LX, LY) (physical fields, as --save writes them); sets the lattice size.", optional=True),
+    Option("init", "path", None, ".npz with rho, ux, uy, T of shape (LX, LY) (3D: rho, ux, uy, uz, T of shape (LX, LY, LZ); physical fields, as --save writes them); sets the lattice size.", optional=True),
     Option("save", "path", None, "Write the final (physical, half-step) fields to this .npz.", optional=True, resumable=True),
     Option("out", "path", None, "Run folder: fields (h5 + vti), pictures, series, manifest.json, checkpoints.",
            optional=True),
@@ -246,8 +246,6 @@ NOT_IN_3D = {
     "wall_scheme": "the wall schemes are those of 2D thermal walls; 3D walls are half-way bounce-back (--wall-axes)",
     "hetero": "host + device runs are 2D only",
     "split": "host + device runs are 2D only",
-    "init": "3D runs start from a set-up (an --init file holds 2D fields)",
-    "save": "--save writes 2D fields; a 3D run writes its fields into its run folder (--out)",
     "window": "3D pictures show the whole mid-plane slices",
     "pictures_every": "movie frames are drawn from 2D fields; a 3D run draws its pictures at --output-every",
 }
@@ -277,7 +275,7 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "pictures": _needs_out, "fields_format": _needs_out, "clim": _needs_out, "dpi": _dpi,
     "pictures_every": _dpi, "window": _dpi,
     "keep_checkpoints": _keep_checkpoints,
-    "lz": _only_3d("it is the depth"), "wall_axes": _only_3d("they are the no-slip walls"),
+    "lz": lambda v: _only_3d("it is the depth")(v) or _from_init(v), "wall_axes": _only_3d("they are the no-slip walls"),
     "lid": _only_3d("it is a moving wall"), "geometry": _only_3d("it is the voxel mask"),
 }
 APPLIES.update({k: _in_2d(k, APPLIES.get(k)) for k in NOT_IN_3D})

@@ -214,7 +214,6 @@ def test_channel_profile_is_the_poiseuille_parabola(tmp_path):
     (["rayleigh-taylor", "--velocity-set", "d3q39", "--t-bottom", 1.1], "--t-bottom"),   # no thermal walls in 3D
     (["rayleigh-taylor", "--velocity-set", "d3q39", "--walls"], "--walls"),
     (["lid-driven-cavity", "--amplitude", "0.1"], "--amplitude"),
-    (["channel", "--save", "final.npz"], "--save"),
     (["channel", "--window", "full"], "--window"),
     (["channel", "--pictures-every", 5], "--pictures-every"),
     (["channel", "--vl", "auto"], "--vl auto"),
@@ -266,3 +265,51 @@ def test_a_3d_opencl_run_takes_the_device_it_is_given(tmp_path):
              "--backend", "opencl", "--device", "99:0", "--out", bad, "--no-progress")
     assert r.exit_code != 0 and "no device 99:0" in r.output and "Traceback" not in r.output
     assert not bad.exists()
+
+
+def test_a_3d_run_saves_its_final_fields_and_another_starts_from_them(tmp_path):
+    """--save in 3D writes rho, ux, uy, uz, T of the final state (the final h5 output's own
+    values) and the lattice size; --init with that file starts a 3D run on the file's lattice
+    from those fields (the run's step-0 output equals them to round-off)."""
+    import h5py
+    saved = tmp_path / "final.npz"
+    r = _cli("run", "taylor-green", "--velocity-set", "d3q19", "--lx", 8, "--ly", 6, "--lz", 16, "--steps", 10,
+             "--save", saved, "--out", tmp_path / "a", "--no-progress")
+    assert r.exit_code == 0, r.output
+    with np.load(saved) as data, h5py.File(tmp_path / "a" / "fields" / "step-000000010.h5") as h5:
+        assert {"rho", "ux", "uy", "uz", "T"} <= set(data) and (int(data["lz"]), int(data["steps"])) == (16, 10)
+        assert all(np.array_equal(data[k], h5[k][...]) for k in ("rho", "ux", "uy", "uz", "T"))
+        assert np.abs(data["ux"]).max() > 1e-3
+        saved_fields = {k: data[k] for k in ("rho", "ux", "uy", "uz")}
+    r = _cli("run", "--init", saved, "--velocity-set", "d3q19", "--steps", 4, "--out", tmp_path / "b",
+             "--no-progress")
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert (manifest["config"]["lx"], manifest["config"]["ly"], manifest["config"]["lz"]) == (8, 6, 16)
+    with h5py.File(tmp_path / "b" / "fields" / "step-000000000.h5") as h5:
+        for k, a in saved_fields.items():
+            assert np.abs(h5[k][...] - a).max() < 1e-14, k
+
+
+def _fields3d(path, shape=(4, 5, 8), **change):
+    arrays = {"rho": np.ones(shape), "ux": np.zeros(shape), "uy": np.zeros(shape), "uz": np.zeros(shape),
+              "T": np.ones(shape)}
+    arrays.update(change)
+    arrays = {k: v for k, v in arrays.items() if v is not None}
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.mark.parametrize("change, extra, message", [
+    ({"uz": None}, [], "missing arrays ['uz']"),                                  # a 2D file for a 3D run
+    ({k: np.ones((4, 5)) for k in ("rho", "ux", "uy", "uz", "T")}, [], "one 3-D shape (LX, LY, LZ)"),
+    ({"rho": np.where(np.arange(8) == 5, np.nan, 1.0) * np.ones((4, 5, 8))}, [], "(first at x=0, y=0, z=5)"),
+    ({"T": -np.ones((4, 5, 8))}, [], "'T' must be positive everywhere; -1 at x=0, y=0, z=0"),
+    ({}, ["--lz", 8], "--lz"),                                                    # the size comes from the file
+])
+def test_bad_3d_init_files_are_refused_naming_the_file_and_array(tmp_path, change, extra, message):
+    out = tmp_path / "run"
+    r = _cli("run", "--init", _fields3d(tmp_path / "f.npz", **change), "--velocity-set", "d3q19", *extra,
+             "--steps", 2, "--out", out, "--no-progress")
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+    assert not out.exists()
