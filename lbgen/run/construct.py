@@ -3,6 +3,7 @@
 ``--hetero`` run, and the description of the kernels a manifest records."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable, Optional
 
 from lbgen.codegen.layouts import CLUSTERED
@@ -26,6 +27,8 @@ def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, dis
     with a run folder, the series and movie-frame cadences."""
     from lbgen.perf import tune
     changes = {}
+    if cfg.init:                            # absolute: a resume from another folder finds it
+        changes["init"] = str(Path(cfg.init).resolve())
     if shape is not None and (cfg.lx, cfg.ly) != tuple(shape):
         changes["lx"], changes["ly"] = (int(n) for n in shape)
     lx, ly = changes.get("lx", cfg.lx), changes.get("ly", cfg.ly)

@@ -226,6 +226,10 @@ class Run:
         if steps is not None:
             overrides["steps"] = steps
         cfg = cfg.changes(overrides).replace(out=str(run_dir))
+        if cfg.init and not Path(cfg.init).is_file():
+            raise SimulationError(f"cannot resume {run_dir}: it started from --init {cfg.init}, whose fields set its "
+                                  f"colour limits and reference numbers, and that file is no longer there; put it "
+                                  f"back to resume")
         run = cls(cfg, echo=echo, comm=comm, resume=True)
 
         def load_checkpoint():

@@ -97,6 +97,8 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
         changes["series_every"] = default_series_every(cfg.steps, depth)
     if cfg.geometry:
         changes["geometry"] = str(Path(cfg.geometry).resolve())
+    if cfg.init:                              # absolute: a resume from another folder finds it
+        changes["init"] = str(Path(cfg.init).resolve())
     return cfg.replace(**changes)
 
 

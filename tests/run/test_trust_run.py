@@ -335,3 +335,23 @@ def test_a_run_refused_at_its_build_leaves_no_trace(tmp_path, args):
     r = _cli("run", *args, "--steps", 2, "--out", mine, "--no-progress")
     assert r.exit_code == 2
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"] and (mine / "notes.txt").read_text() == "keep"
+
+
+def test_a_run_from_a_relative_init_file_resumes_from_anywhere_and_names_a_lost_file(tmp_path, monkeypatch):
+    """The manifest records the --init file's absolute path (a resume from another folder finds
+    it); a resume whose --init file is gone says so, and what the file is needed for."""
+    work = tmp_path / "work"
+    work.mkdir()
+    shape = (8, 32)
+    np.savez(work / "start.npz", rho=np.ones(shape), ux=np.full(shape, 0.01), uy=np.zeros(shape), T=np.ones(shape))
+    monkeypatch.chdir(work)
+    r = _cli("run", "--init", "start.npz", "--steps", 4, "--checkpoint-every", 2, "--out", "run", "--no-progress")
+    assert r.exit_code == 0, r.output
+    assert _manifest(work / "run")["config"]["init"] == str(work / "start.npz")
+    monkeypatch.chdir(tmp_path)
+    r = _cli("run", "--resume", work / "run", "--steps", 6, "--no-progress")
+    assert r.exit_code == 0, r.output
+    assert _manifest(work / "run")["step"] == 6
+    (work / "start.npz").rename(work / "moved.npz")
+    r = _cli("run", "--resume", work / "run", "--steps", 8, "--no-progress")
+    assert r.exit_code == 2 and f"started from --init {work / 'start.npz'}" in r.output and "put it back" in r.output
