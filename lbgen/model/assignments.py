@@ -82,7 +82,7 @@ class AssignmentList:
         fn = self.numpy_function()
         values = [parameters[str(p)] for p in self.parameters]
         out = fn(*list(inputs), *values)
-        shape = np.broadcast(*[np.asarray(x) for x in out]).shape
+        shape = np.broadcast_shapes(*[np.shape(x) for x in out])   # any count (np.broadcast takes 64 at most)
         return np.array([np.broadcast_to(np.asarray(o, dtype=float), shape) for o in out])
 
 

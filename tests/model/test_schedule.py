@@ -64,3 +64,17 @@ def test_schedule_refuses_a_cycle_naming_it():
     a, b, c = sp.symbols("a b c", real=True)
     with pytest.raises(ValueError, match=r"\['a', 'b'\].*cycle"):
         schedule(((a, b + 1), (b, a + 1), (c, sp.Integer(2))), (c,))
+
+
+def test_an_assignment_list_of_more_than_64_outputs_evaluates():
+    """A set of Q > 64 populations (the degree-9 3D D3Q103 solves on hop-3 shells) has more
+    outputs than numpy.broadcast takes at once (64): evaluate still gives every output, a
+    constant one broadcast to the inputs' shape."""
+    from lbgen.model.assignments import AssignmentList
+    x, a = sp.Symbol("x"), sp.Symbol("a")
+    outs = sp.symbols("o0:70")
+    assignments = tuple((o, x * k + a if k else sp.Integer(2)) for k, o in enumerate(outs))
+    lst = AssignmentList("many", (x,), (a,), assignments, outs)
+    got = lst.evaluate([np.arange(3.0)], a=0.5)
+    assert got.shape == (70, 3)
+    assert np.array_equal(got[0], [2.0, 2.0, 2.0]) and np.array_equal(got[69], 69 * np.arange(3.0) + 0.5)
