@@ -34,13 +34,22 @@ def storage_bytes(spec) -> int:
     return 8 if spec.precision == "double" else 4
 
 
+#: the bytes a cluster's non-temporal stores must fill in CSoA, where each population's
+#: cluster lies apart from the others: a whole cache line.  Half-line streams ran at 0.45x
+#: plain stores (2D D2Q37 CSoA VL 4 double, 1024 x 2048, 2 threads: 14.2 against 31.4 MLUPS;
+#: VL 8 single 0.60x; 3D D3Q19 CSoA VL 4, 128^3: 31.8 against 89.9) where whole lines ran at
+#: 2.2x (CSoA VL 8 double).  In CAoSoA the next population's cluster completes the line.
+CSOA_STREAM_BYTES = 64
+
+
 def streams_clusters(spec) -> bool:
     """Whether a C sweep stores whole clusters with non-temporal stores (the templates'
-    ``stream``): clustered layouts with a cluster of at least one 32-byte vector, unless the
-    spec turns them off.  (Streaming the Z lines of a 3D SoA was measured not to pay: 0.93x
-    plain stores at 128^3, D3Q19.)"""
-    return (spec.backend == "c" and spec.streaming_stores and spec.layout in CLUSTERED
-            and (spec.vl * storage_bytes(spec)) % 32 == 0)
+    ``stream``): clustered layouts with a cluster of at least one 32-byte vector (CSoA: of
+    whole cache lines, CSOA_STREAM_BYTES), unless the spec turns them off.  (Streaming the Z
+    lines of a 3D SoA was measured not to pay: 0.93x plain stores at 128^3, D3Q19.)"""
+    cluster = spec.vl * storage_bytes(spec) if spec.layout in CLUSTERED else 0
+    return (spec.backend == "c" and spec.streaming_stores and spec.layout in CLUSTERED and cluster % 32 == 0
+            and (spec.layout != "csoa" or cluster % CSOA_STREAM_BYTES == 0))
 
 
 def buffer_fits_condition(Q: int, vl: int, halo: int, nbytes: int, lx: str = "lx", ly: str = "ly",

@@ -143,7 +143,7 @@ def test_the_kernel_refuses_a_depth_outside_1_to_8(depth):
     assert not g.any()
 
 
-@pytest.mark.parametrize("layout, vl", [("caosoa", 8), ("csoa", 4)])
+@pytest.mark.parametrize("layout, vl", [("caosoa", 8), ("caosoa", 4), ("csoa", 8)])
 @pytest.mark.parametrize("case", ["periodic", "mask-walls-y-lid"])
 def test_streaming_stores_of_the_last_step_change_no_bit(layout, vl, case):
     """The last step of a sweep stores its clusters to nxt with non-temporal stores when they

@@ -352,3 +352,18 @@ def test_streaming_stores_are_off_for_a_lattice_in_cache_and_on_for_a_large_one(
     assert cbackend.streaming_pays(37 * 1030 * 4102, np.float64)          # 1024 x 4096: 2.5 GB
     monkeypatch.setattr(cbackend, "last_level_cache_bytes", lambda: 0)    # unknown cache: stream
     assert cbackend.streaming_pays(100, np.float64)
+
+
+@pytest.mark.parametrize("layout, vl, precision, streams", [
+    ("caosoa", 4, "double", True), ("csoa", 8, "double", True),      # whole lines, or lines the next cluster fills
+    ("csoa", 4, "double", False), ("csoa", 8, "single", False),      # half-line streams: 0.45x, 0.60x plain stores
+])
+def test_csoa_streams_whole_cache_lines_only(layout, vl, precision, streams):
+    """CSoA keeps each population's cluster apart, so its non-temporal stores fill a cache
+    line only with clusters of 64 bytes; with 32-byte clusters the switch stays off (it
+    reports 0 when turned on)."""
+    spec = KernelSpec(backend="c", layout=layout, vl=vl, precision=precision)
+    prog = cbackend.compile(generate(spec), 8, 64)
+    was = prog.lib.lbgen_set_streaming_stores(-1)
+    assert prog.lib.lbgen_set_streaming_stores(1) == int(streams)
+    prog.lib.lbgen_set_streaming_stores(was)

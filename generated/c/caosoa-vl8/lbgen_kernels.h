@@ -143,7 +143,7 @@ int lbgen_set_threads(int n);
    bypass the caches, best when the two lattice buffers are larger than the last-level
    cache; on = 0 uses plain stores, best when they fit in it (lbgen chooses by that rule);
    on < 0 only asks.  Returns the setting in use: always 0 for kernels generated without
-   streaming stores (`--no-streaming-stores`, or a cluster narrower than 32 bytes). */
+   streaming stores (`--no-streaming-stores`, or a cluster narrower than 32 bytes; in CSoA, than a 64-byte cache line). */
 int lbgen_set_streaming_stores(int on);
 /* Refresh the halo of f periodically in X and Y (call before propagate / fused). */
 void lbgen_halo(lbgen_real *f, int lx, int ly);
