@@ -151,7 +151,7 @@ REFUSED = {
     "keep_checkpoints": ({"out": "OUT"}, 3),
     "lz": ({}, 16), "wall_axes": ({}, "z"), "lid": ({}, "z-high=0.05,0,0"), "geometry": ({}, "GEOMETRY"),
     # options of 2D runs only, given to a 3D run
-    "walls": (D3, True), "hetero": (D3, "opencl"), "init": ({k: v for k, v in D3.items() if k != "setup"}, "INIT"), "save": (D3, "SAVE"),
+    "walls": (D3, True), "hetero": (D3, "opencl"),
 }
 
 
@@ -169,8 +169,6 @@ def _resolve(value, tmp_path):
         return _init_file(tmp_path)
     if value == "GEOMETRY":
         return _geometry_file(tmp_path)
-    if value == "SAVE":
-        return str(tmp_path / "refused-save.npz")
     if value == "OUT":
         return str(tmp_path / "refused-out")
     return value
