@@ -251,6 +251,11 @@ NOT_IN_3D = {
 }
 
 
+def _depth(v) -> Optional[str]:
+    """--lz: the depth of a 3D run, unless an --init file gives the lattice."""
+    return _only_3d("it is the depth")(v) or _from_init(v)
+
+
 def _in_2d(key: str, rule: Optional[Callable[[Mapping[str, Any]], Optional[str]]]):
     def checked(v) -> Optional[str]:
         if dimension(v) == 3 and key in NOT_IN_3D:
@@ -275,7 +280,7 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "pictures": _needs_out, "fields_format": _needs_out, "clim": _needs_out, "dpi": _dpi,
     "pictures_every": _dpi, "window": _dpi,
     "keep_checkpoints": _keep_checkpoints,
-    "lz": lambda v: _only_3d("it is the depth")(v) or _from_init(v), "wall_axes": _only_3d("they are the no-slip walls"),
+    "lz": _depth, "wall_axes": _only_3d("they are the no-slip walls"),
     "lid": _only_3d("it is a moving wall"), "geometry": _only_3d("it is the voxel mask"),
 }
 APPLIES.update({k: _in_2d(k, APPLIES.get(k)) for k in NOT_IN_3D})
