@@ -31,8 +31,6 @@ from lbgen.reference import VERIFY_LATTICE_3D, bulk3d as oracle
 from lbgen.reference.verify import (DEFAULT_LAYOUTS, MAX_TOLERANCE, PARAMS, VERIFY_BACKENDS, NothingVerified, Report, Row,
                                     available_backends, check_arguments, judge_runs, rounding_bound)
 
-#: the lattice of a 3D verify when none is given
-DEFAULT_SHAPE3D = VERIFY_LATTICE_3D
 #: the force, lattice units (velocity gain per step); the kernels take r times it
 FORCE3D = (1e-4, -2e-4, 3e-4)
 #: the boundaries of ``boundaries=True``: wall axes, the moving face and its velocity (lattice
@@ -81,7 +79,7 @@ def run_program3d(prog, f0: np.ndarray, steps: int, path: str, collision: str, b
 
 def verify3d(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[str, Optional[int]]] = (),
              collisions: Sequence[str] = ("bgk", "regularized"), precisions: Sequence[str] = ("double",),
-             steps: int = 20, shape: Tuple[int, int, int] = DEFAULT_SHAPE3D, strict: bool = False,
+             steps: int = 20, shape: Tuple[int, int, int] = VERIFY_LATTICE_3D, strict: bool = False,
              boundaries: bool = False, seed: int = 0, progress: Optional[Callable[[Row], None]] = None,
              velocity_set: str = "d3q19", on_plan: Optional[Callable[[int], None]] = None) -> Report:
     """Run every planned 3D configuration and compare it (module doc).  Bad arguments raise

@@ -25,10 +25,13 @@ def field_keys(dimension: int = 2) -> Tuple[str, ...]:
     return FIELD_KEYS_3D if dimension == 3 else FIELD_KEYS
 
 
+def _shape_names(dimension: int) -> str:
+    return "(LX, LY, LZ)" if dimension == 3 else "(LX, LY)"
+
+
 def _what(dimension: int) -> str:
-    shape = "(LX, LY, LZ)" if dimension == 3 else "(LX, LY)"
     return (f"an --init file of a {dimension}D run is an .npz (numpy.savez) with float arrays "
-            f"{', '.join(field_keys(dimension))} of one shape {shape}")
+            f"{', '.join(field_keys(dimension))} of one shape {_shape_names(dimension)}")
 
 
 def _at(index) -> str:
@@ -77,8 +80,7 @@ def inspect_fields(path, dimension: int = 2) -> Tuple[int, ...]:
         raise FieldFileError(f"--init {path}: damaged archive or array header ({type(e).__name__}: {e}); "
                              f"{what}") from None
     if len(set(shapes.values())) != 1 or len(shapes["rho"]) != dimension:
-        names = "(LX, LY, LZ)" if dimension == 3 else "(LX, LY)"
-        raise FieldFileError(f"--init {path}: arrays must share one {dimension}-D shape {names} (a {dimension}D "
+        raise FieldFileError(f"--init {path}: arrays must share one {dimension}-D shape {_shape_names(dimension)} (a {dimension}D "
                              f"run); got {shapes}")
     if min(shapes["rho"]) < 1:
         raise FieldFileError(f"--init {path}: empty arrays of shape {shapes['rho']}")
