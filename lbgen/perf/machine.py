@@ -22,7 +22,7 @@ from lbgen.perf.timing import stats
 MACHINE_C_DECLS = """
 int bench_set_threads(int n);
 int bench_vector_bits(void);
-void bench_copy(const double *src, double *dst, ptrdiff_t n, int streams, int streaming, int prefetch);
+void bench_copy(const double *src, double *dst, ptrdiff_t n, ptrdiff_t stride, int streams, int streaming, int prefetch);
 double bench_peak_double(long iters, double *flops);
 double bench_peak_single(long iters, double *flops);
 """
@@ -58,6 +58,22 @@ def vector_bits() -> int:
     return int(_machine_lib()[1].bench_vector_bits())
 
 
+#: the copy's streams lie this many doubles past a whole number of 4 KiB pages apart
+#: (one 64-byte line): stream i starts i lines into its page, so no two of up to 64 streams
+#: share their cache sets.  Streams exactly a power of two apart (a 128^3 lattice's 19
+#: population arrays copied back to back) ran the streaming copy at 5.3 GB/s against
+#: 32 GB/s with this spacing on a Zen 3 VM (docs/performance.md), which made kernels
+#: "faster than the copy".
+STREAM_SKEW = 8
+PAGE_DOUBLES = 4096 // 8
+
+
+def stream_stride(n: int) -> int:
+    """Doubles from one copy stream's start to the next for streams of n doubles: n rounded
+    up to whole 4 KiB pages, plus STREAM_SKEW (so never a multiple of 4 KiB)."""
+    return -(-int(n) // PAGE_DOUBLES) * PAGE_DOUBLES + STREAM_SKEW
+
+
 def measure_bandwidth(nbytes: int = 512 << 20, threads: int = 0, repeat: int = 5,
                       streams: Optional[int] = None) -> Dict:
     """Copy bandwidth (GB/s, read + write bytes) of a `streams`-stream copy, normal and streaming stores.
@@ -73,19 +89,21 @@ def measure_bandwidth(nbytes: int = 512 << 20, threads: int = 0, repeat: int = 5
     ffi, lib = _machine_lib()
     used = set_threads(threads)
     n = max(8, (int(nbytes) // (8 * streams)) // 8 * 8)
-    src = aligned_zeros(n * streams, np.float64)
-    dst = aligned_zeros(n * streams, np.float64)
+    stride = stream_stride(n)
+    src = aligned_zeros(stride * streams, np.float64)
+    dst = aligned_zeros(stride * streams, np.float64)
     src[:] = 1.0
     dst[:] = 0.0
     ps, pd = ffi.cast("double *", src.ctypes.data), ffi.cast("double *", dst.ctypes.data)
     moved = 2 * 8 * n * streams
     # one call should last >= 20 ms; small (test) buffers are copied several times per sample
-    lib.bench_copy(ps, pd, n, streams, 0, 0)
+    lib.bench_copy(ps, pd, n, stride, streams, 0, 0)
     t0 = time.perf_counter()
-    lib.bench_copy(ps, pd, n, streams, 1, 0)
+    lib.bench_copy(ps, pd, n, stride, streams, 1, 0)
     once = max(time.perf_counter() - t0, 1e-7)
     inner = max(1, int(math.ceil(0.02 / once)))
-    out = {"bytes_per_buffer": 8 * n * streams, "streams": streams, "threads": used, "calls_per_sample": inner}
+    out = {"bytes_per_buffer": 8 * n * streams, "streams": streams, "stream_stride_bytes": 8 * stride,
+           "threads": used, "calls_per_sample": inner}
     # each store kind with and without software prefetch (4 lines ahead per stream, as the
     # kernels prefetch their next clusters): the limit is the better of the two
     for name, streaming in (("normal", 0), ("streaming", 1)):
@@ -95,7 +113,7 @@ def measure_bandwidth(nbytes: int = 512 << 20, threads: int = 0, repeat: int = 5
             for _ in range(max(1, repeat)):
                 t0 = time.perf_counter()
                 for _ in range(inner):
-                    lib.bench_copy(ps, pd, n, streams, streaming, prefetch)
+                    lib.bench_copy(ps, pd, n, stride, streams, streaming, prefetch)
                 dt = time.perf_counter() - t0
                 samples.append(moved * inner / dt / 1e9)
             variants[prefetch] = stats(samples)
@@ -109,10 +127,10 @@ def measure_bandwidth(nbytes: int = 512 << 20, threads: int = 0, repeat: int = 5
     for _ in range(max(1, repeat)):
         t0 = time.perf_counter()
         for _ in range(inner):
-            lib.bench_copy(ps, pd, n * streams, 1, 1, 4)
+            lib.bench_copy(ps, pd, n * streams, n * streams, 1, 1, 4)
         samples.append(moved * inner / (time.perf_counter() - t0) / 1e9)
     out["contiguous_streaming"] = dict(stats(samples), gbs=max(samples))
-    if not np.all(dst[:: max(1, dst.size // 97)] == 1.0):  # pragma: no cover - a broken copy kernel
+    if not np.all(dst.reshape(streams, stride)[:, :n][:, :: max(1, n // 97)] == 1.0):  # pragma: no cover - a broken copy kernel
         raise RuntimeError("bench copy kernel produced wrong data")
     return out
 
