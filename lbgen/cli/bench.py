@@ -9,7 +9,7 @@ import click
 from lbgen.cli.common import UserError, any_set_option, friendly
 from lbgen.perf.bench import DEFAULT_KERNELS, DEFAULT_SHAPE3D
 from lbgen.codegen.spec import MAX_TIME_BLOCK
-from lbgen.model.catalog import DEFAULT_VELOCITY_SET
+from lbgen.model.catalog import DEFAULT_VELOCITY_SET, SETS_3D, set_names
 from lbgen.system.limits import max_threads
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
@@ -58,7 +58,7 @@ def _lattice(ctx, velocity_set: str, lx: int, ly: int, lz):
                 DEFAULT_SHAPE3D[2] if lz is None else lz)
     if lz is not None:
         raise UserError(f"--lz {lz}: {velocity_set} is a 2D set; --lz is the depth of a 3D lattice "
-                        f"(--velocity-set d3q19, d3q27 or d3q39)")
+                        f"(--velocity-set {set_names(SETS_3D)})")
     return lx, ly, None
 
 
@@ -210,7 +210,7 @@ def tune(ctx, backend, lx, ly, lz, precision, collision, walls, threads, layouts
 
     The choice is kept per machine (hostname, CPU model, backend, device) and lattice
     shape in the lbgen cache (tune/choices.json); runs can use it by default.  2D: the
-    default set's step (d2q37).  3D (--velocity-set d3q19, d3q27, d3q39; a 128^3 box unless
+    default set's step (d2q37).  3D (a 3D --velocity-set; a 128^3 box unless
     --lx/--ly/--lz say otherwise): the set's periodic step, used by 3D runs without walls,
     a geometry or MPI."""
     from lbgen.perf import tune as T

@@ -46,12 +46,10 @@ def friendly(fn):
 def any_set_option(fn):
     """--velocity-set for info, emit, verify and bench: every set of the catalogue, 2D and 3D (a
     combination a command cannot take is refused by it in words)."""
-    from lbgen.model.catalog import DEFAULT_VELOCITY_SET, MODEL_SETS
+    from lbgen.model.catalog import DEFAULT_VELOCITY_SET, MODEL_SETS, sets_help
     return click.option("--velocity-set", default=DEFAULT_VELOCITY_SET, show_default=True,
                         type=click.Choice(list(MODEL_SETS), case_sensitive=False),
-                        help="Lattice: d2q37 (thermal, Hermite order 4), d2q9 (isothermal, order 2), "
-                             "d2v17 (thermal, order 3); 3D: d3q19, d3q27 (isothermal), d3q39 (thermal, "
-                             "order 3).")(fn)
+                        help=f"Lattice: {sets_help()}.")(fn)
 
 
 def mpi_comm():

@@ -11,7 +11,7 @@ from lbgen import __version__
 from lbgen.codegen.spec import BACKENDS, PRECISIONS, KernelSpec
 from lbgen.codegen.layouts import LAYOUTS
 from lbgen.model import OPERATORS
-from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
+from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES, SETS_3D, set_names
 from lbgen.reference import VERIFY_LATTICE_2D, VERIFY_LATTICE_3D
 
 from lbgen.cli.common import UserError, any_set_option, friendly, vl_option
@@ -173,8 +173,8 @@ def _config_file(path) -> dict:
 @friendly
 def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     """Simulate.  SETUP: shear-wave (default), uniform-noise or rayleigh-taylor; or --init FILE.npz.
-    3D (--velocity-set d3q19, d3q27 or the thermal d3q39, --lz): shear-wave, taylor-green, lid-driven-cavity,
-    channel, rayleigh-taylor (d3q39: Z up, walls on z).
+    3D (a 3D --velocity-set, --lz; `lbgen run --help` lists them): shear-wave, taylor-green, lid-driven-cavity,
+    channel, rayleigh-taylor (a thermal set: Z up, walls on z).
 
     \b
     lbgen run --lx 256 --ly 1024 --steps 2000 --save out.npz
@@ -262,7 +262,7 @@ def _check_grid_dimension(ranks_grid, dimension, comm):
     elif dimension == 2 and _grid_parts(ranks_grid) == 3:
         from lbgen.parallel.mpi import collective
         raise collective(UserError(f"--ranks-grid {ranks_grid}: a 2D run takes PXxPY (ranks along X times ranks "
-                                   f"along Y); PXxPYxPZ is for 3D runs (--velocity-set d3q19, d3q27 or d3q39)"))
+                                   f"along Y); PXxPYxPZ is for 3D runs (--velocity-set {set_names(SETS_3D)})"))
 
 
 def _time_block_note(runner, echo):
@@ -366,7 +366,7 @@ def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, wa
     else:
         if lz is not None:
             raise UserError(f"--lz {lz}: {velocity_set} is a 2D set; --lz is the depth of a 3D verify "
-                            f"(--velocity-set d3q19, d3q27 or d3q39)")
+                            f"(--velocity-set {set_names(SETS_3D)})")
         from lbgen.reference.verify import verify as verify2d
         lx, ly = (d if v is None else v for v, d in zip((lx, ly), VERIFY_LATTICE_2D))
         run_verify = partial(verify2d, lx=lx, ly=ly, walls=walls, wall_scheme=wall_scheme)

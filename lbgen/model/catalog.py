@@ -86,17 +86,17 @@ class SetEntry:
 #: every velocity set the model derives, by its option name
 MODEL_SETS: Dict[str, SetEntry] = {
     "d2q37": SetEntry("D2Q37", ((0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (2, 2), (3, 0), (3, 1)), 9,
-                      "thermal (the paper's model)"),
+                      "thermal, fourth order: the paper's model"),
     "d2q9": SetEntry("D2Q9", ((0, 0), (1, 0), (1, 1)), 5, "isothermal, T = 1"),
     # Shan, Yuan & Chen (J. Fluid Mech. 550, 2006): 17 velocities, degree 7 (third order, thermal)
     "d2v17": SetEntry("D2V17", ((0, 0), (1, 0), (1, 1), (2, 2), (3, 0)), 7, "thermal, third order"),
-    "d3q19": SetEntry("D3Q19", ((0, 0, 0), (1, 0, 0), (1, 1, 0)), 5, "3D, isothermal, T = 1"),
+    "d3q19": SetEntry("D3Q19", ((0, 0, 0), (1, 0, 0), (1, 1, 0)), 5, "isothermal, T = 1"),
     # degree 5 leaves one free weight on these 4 shells; the solve adds x^2 y^2 z^2 (the
     # most mixed moment of order 6): the tensor product of D1Q3 (lbgen.model.velocity_set)
-    "d3q27": SetEntry("D3Q27", ((0, 0, 0), (1, 0, 0), (1, 1, 0), (1, 1, 1)), 5, "3D, isothermal, T = 1"),
+    "d3q27": SetEntry("D3Q27", ((0, 0, 0), (1, 0, 0), (1, 1, 0), (1, 1, 1)), 5, "isothermal, T = 1"),
     # Shan, Yuan & Chen (J. Fluid Mech. 550, 2006), D3Q39: degree 7 (third order, thermal)
     "d3q39": SetEntry("D3Q39", ((0, 0, 0), (1, 0, 0), (1, 1, 1), (2, 0, 0), (2, 2, 0), (3, 0, 0)), 7,
-                      "3D, thermal, third order"),
+                      "thermal, third order"),
 }
 #: the dimensions of ``lbgen.Simulation``, `lbgen bench` and `tune` (3D sets: ``lbgen.Simulation3D``,
 #: `lbgen run --lz`, the kernels of ``codegen.spec.KERNEL_DIMENSIONS``, `emit`, `verify` and `info`)
@@ -104,6 +104,23 @@ RUN_DIMENSIONS = (2,)
 #: the 2D velocity sets, by their option name (``--velocity-set``)
 VELOCITY_SETS: Dict[str, SetEntry] = {k: e for k, e in MODEL_SETS.items() if e.D in RUN_DIMENSIONS}
 DEFAULT_VELOCITY_SET = "d2q37"
+#: the 3D velocity sets, by their option name (``lbgen.Simulation3D``, `lbgen run --lz`)
+SETS_3D: Tuple[str, ...] = tuple(k for k, e in MODEL_SETS.items() if e.D == 3)
+
+
+def set_names(names, last: str = "or") -> str:
+    """A list of set names for a message: 'd3q19, d3q27 or d3q39'."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
+
+
+def sets_help() -> str:
+    """--velocity-set's help: every set of the catalogue with its summary, 2D first, then 3D."""
+    parts = []
+    for D in sorted({e.D for e in MODEL_SETS.values()}):
+        listed = ", ".join(f"{k} ({e.summary})" for k, e in MODEL_SETS.items() if e.D == D)
+        parts.append(listed if D == 2 else f"{D}D: {listed}")
+    return "; ".join(parts)
 
 #: wall sides, and the wall schemes: lbgen's own (the default) and the production code's
 SIDES = ("bottom", "top")

@@ -21,8 +21,8 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from lbgen.codegen.layouts import LayoutChoice
 from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, all_parameters, operator
-from lbgen.model.catalog import set_entry, wall_scheme_refusal
-from lbgen.run.options import (ADIABATIC, DEFAULT_SIZE_3D, OPTIONS, RUN_SETS_3D, SCHEMA, ConfigError, as_bool, as_float,
+from lbgen.model.catalog import SETS_3D, set_entry, set_names, wall_scheme_refusal
+from lbgen.run.options import (ADIABATIC, DEFAULT_SIZE_3D, OPTIONS, SCHEMA, ConfigError, as_bool, as_float,
                                check_applicable, closest, convert, dimension, normalise_key)
 from lbgen.run.setups import SETUPS
 
@@ -164,7 +164,7 @@ class RunConfig:
         else:
             if self.setup in SETUPS and 2 not in SETUPS[self.setup].dimensions:
                 raise ConfigError(f"the {self.setup} set-up is a 3D flow: choose a 3D velocity set (--velocity-set "
-                                  f"{' or '.join(RUN_SETS_3D)})")
+                                  f"{set_names(SETS_3D)})")
             if len(self.gravity) != 2:
                 raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected two numbers 'GX,GY' "
                                   f"in a 2D run (three, GX,GY,GZ, in 3D)")

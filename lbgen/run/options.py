@@ -13,13 +13,13 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 from lbgen.codegen.spec import BACKENDS, PRECISIONS, time_block_value
 from lbgen.codegen.layouts import LAYOUTS, LayoutError, check_vl
 from lbgen.model.operators import DEFAULT_OPERATOR, OPERATORS, all_parameters, operator
-from lbgen.model.catalog import DEFAULT_VELOCITY_SET, MODEL_SETS, VELOCITY_SETS, run_set, set_entry
+from lbgen.model.catalog import (DEFAULT_VELOCITY_SET, MODEL_SETS, SETS_3D, VELOCITY_SETS, run_set, set_entry,
+                                 set_names, sets_help)
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 from lbgen.output import PICTURE_QUANTITIES, parse_clim, window_option
 from lbgen.run.setups import SETUPS
 
 #: the 3D velocity sets a run takes (``lbgen.Simulation3D``), from the catalogue
-RUN_SETS_3D = tuple(k for k, e in MODEL_SETS.items() if e.D == 3)
 #: the lattice of a 3D run when --lx/--ly/--lz are not given
 DEFAULT_SIZE_3D = {"lx": 32, "ly": 32, "lz": 32}
 
@@ -77,10 +77,9 @@ SCHEMA: Tuple[Option, ...] = (
            choices=tuple(ADIABATIC)),
     Option("wall_scheme", "choice", DEFAULT_WALL_SCHEME, "Wall scheme: lbgen, or reference (the production code's "
            "bc: every row keeps its mass, bare bracket, fourth-row T + |a|^2/8; see README).", choices=WALL_SCHEMES),
-    Option("velocity_set", "choice", DEFAULT_VELOCITY_SET, "Velocity set: d2q37 (thermal), d2q9 (isothermal, "
-           "T = 1), d2v17 (thermal, third order); 3D: d3q19, d3q27 (isothermal), d3q39 (thermal, third order: "
-           "kappa holds near T = 1, docs/physics.md).",
-           choices=tuple(VELOCITY_SETS) + RUN_SETS_3D),
+    Option("velocity_set", "choice", DEFAULT_VELOCITY_SET, f"Velocity set: {sets_help()}.  The third-order "
+           "sets conduct heat as kappa/T^2: use d2q37 for large temperature contrasts (docs/physics.md).",
+           choices=tuple(VELOCITY_SETS) + SETS_3D),
     Option("wall_axes", "axes", None, "3D: the axes whose two faces are half-way bounce-back no-slip walls, e.g. y "
            "(channel between walls) or yz (duct); the others are periodic.", optional=True),
     Option("lid", "lid", None, "3D: moving walls FACE=UX,UY,UZ (model units, in the face's plane; FACE x-low ... "
@@ -231,7 +230,7 @@ def dimension(v) -> int:
 def _only_3d(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
     def rule(v) -> Optional[str]:
         return None if dimension(v) == 3 else (f"{what} of a 3D run: choose a 3D velocity set "
-                                               f"(--velocity-set {' or '.join(RUN_SETS_3D)})")
+                                               f"(--velocity-set {set_names(SETS_3D)})")
     return rule
 
 

@@ -160,14 +160,14 @@ class Simulation3D:
         self.time_block = _time_block(time_block, backend, fused)
         #: sweeps run so far: "blocked" (time_block steps each, fused_tb) and "single" (one step)
         self.sweeps = {"blocked": 0, "single": 0}
-        from lbgen.model.catalog import set_entry
+        from lbgen.model.catalog import SETS_3D, set_entry, set_names
         try:
             entry = set_entry(velocity_set)
         except ValueError as e:
             raise SpecError(str(e)) from None
         if entry.D != 3:
-            raise SpecError(f"{str(velocity_set).lower()} is a {entry.D}D set; Simulation3D runs 3D sets (d3q19, "
-                            f"d3q27, d3q39): use lbgen.Simulation for 2D")
+            raise SpecError(f"{str(velocity_set).lower()} is a {entry.D}D set; Simulation3D runs 3D sets "
+                            f"({set_names(SETS_3D)}): use lbgen.Simulation for 2D")
         self._params = Parameters(collision, operator_parameters, gravity, dimension=3)
         self.walls = _axes(walls)
         self.lid = _lids(lid, self.walls)

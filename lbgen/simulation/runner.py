@@ -102,7 +102,7 @@ class Simulation(HealthChecks):
         rest = args[1:] if args and isinstance(args[0], (tuple, list)) else args[3:]
         if "lz" in kwargs:
             shape = shape + (kwargs.pop("lz"),)
-        from lbgen.model.catalog import set_entry
+        from lbgen.model.catalog import SETS_3D, set_entry, set_names
         name = kwargs.get("velocity_set")
         try:
             three_set = name is not None and set_entry(name).D == 3
@@ -118,7 +118,7 @@ class Simulation(HealthChecks):
                                   f"positional arguments {rest!r}")
         if name is not None and not three_set:
             raise SimulationError(f"lz={shape[2]!r} makes a 3D lattice; {str(name).lower()} is a 2D set: choose a "
-                                  f"3D one (d3q19, d3q27, d3q39) or leave lz out")
+                                  f"3D one ({set_names(SETS_3D)}) or leave lz out")
         from lbgen.simulation.lattice3d import Simulation3D
         return Simulation3D(*shape, **kwargs)
 

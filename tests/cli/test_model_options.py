@@ -37,3 +37,30 @@ def test_model_refuses_bad_numbers_and_misplaced_options_naming_them(args, messa
     result = CliRunner().invoke(main, ["model", *args])
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+def test_every_set_is_offered_and_named_from_the_catalogue():
+    """The sets a command offers and the 3D sets its refusals name come from the catalogue
+    (one home): every command's --velocity-set help lists each set with its summary, and a
+    2D set given --lz is refused naming exactly the catalogue's 3D sets."""
+    import re
+
+    from click.testing import CliRunner
+
+    from lbgen.cli.main import main
+    from lbgen.model.catalog import MODEL_SETS, SETS_3D, set_names, sets_help
+
+    assert SETS_3D == tuple(k for k, e in MODEL_SETS.items() if e.D == 3) and len(SETS_3D) >= 2
+    for k, e in MODEL_SETS.items():
+        assert f"{k} ({e.summary})" in sets_help()
+    flat = " ".join(sets_help().split())
+    for command in ("run", "emit", "info", "verify", "bench"):
+        out = CliRunner().invoke(main, [command, "--help"], terminal_width=200).output
+        assert flat in " ".join(out.split()), command
+    for args in (["run", "--lx", "8", "--ly", "8", "--lz", "8", "--velocity-set", "d2q9"],
+                 ["bench", "--velocity-set", "d2q9", "--lz", "8"],
+                 ["verify", "--velocity-set", "d2q9", "--lz", "8"]):
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 2, (args, res.output)
+        named = re.search(r"--velocity-set ([a-z0-9, ]+ or [a-z0-9]+)\)", res.output)
+        assert named and named.group(1) == set_names(SETS_3D), (args, res.output)
