@@ -45,11 +45,19 @@ CSOA_STREAM_BYTES = 64
 def streams_clusters(spec) -> bool:
     """Whether a C sweep stores whole clusters with non-temporal stores (the templates'
     ``stream``): clustered layouts with a cluster of at least one 32-byte vector (CSoA: of
-    whole cache lines, CSOA_STREAM_BYTES), unless the spec turns them off.  (Streaming the Z
-    lines of a 3D SoA was measured not to pay: 0.93x plain stores at 128^3, D3Q19.)"""
+    whole cache lines, CSOA_STREAM_BYTES), unless the spec turns them off.  3D SoA streams
+    whole lines of its Z lines instead (``streams_soa_lines``)."""
     cluster = spec.vl * storage_bytes(spec) if spec.layout in CLUSTERED else 0
     return (spec.backend == "c" and spec.streaming_stores and spec.layout in CLUSTERED and cluster % 32 == 0
             and (spec.layout != "csoa" or cluster % CSOA_STREAM_BYTES == 0))
+
+
+def streams_soa_lines(spec) -> bool:
+    """Whether the 3D C SoA fused kernel streams the whole 64-byte lines of each Z line (staged
+    per line, the lines ahead prefetched), unless the spec turns streaming off.  Plain stores
+    read every line before writing it: D3Q19 128^3 fused ran at 0.63x of the streamed sweep
+    on 2 threads of a Zen 3 (AVX2; docs/performance.md).  (2D SoA sweeps store plainly.)"""
+    return spec.backend == "c" and spec.streaming_stores and spec.layout == "soa"
 
 
 def buffer_fits_condition(Q: int, vl: int, halo: int, nbytes: int, lx: str = "lx", ly: str = "ly",

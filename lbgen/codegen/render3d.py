@@ -16,7 +16,7 @@ from typing import Dict, List, Optional
 from lbgen import __version__
 from lbgen.codegen.cprint import RealPrinter, print_assignments
 from lbgen.codegen.diagnostics import ND3, ROW_INDEX3D, ROW_QUANTITIES3D
-from lbgen.codegen.kernel_api import PTRDIFF_MAX_64, SIZE_ERRORS, storage_bytes, streams_clusters
+from lbgen.codegen.kernel_api import PTRDIFF_MAX_64, SIZE_ERRORS, storage_bytes, streams_clusters, streams_soa_lines
 from lbgen.codegen.layouts import CLUSTERED, Layout3D
 from lbgen.codegen.spec import MAX_TIME_BLOCK, KernelSource, KernelSpec
 from lbgen.codegen.templating import emit_command, environment, model_of
@@ -116,7 +116,7 @@ def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "HALO": vs.max_hop,
         "VL": vl,
         "clustered": clustered,
-        "stream": streams_clusters(spec),
+        "stream": streams_clusters(spec) or streams_soa_lines(spec),
         "real": "float" if spec.precision == "single" else "double",
         "storage": "double" if spec.precision == "double" else "float",
         "real_bytes": storage_bytes(spec),
