@@ -55,7 +55,7 @@ def streams_clusters(spec) -> bool:
 def streams_soa_lines(spec) -> bool:
     """Whether the 3D C SoA fused kernel streams the whole 64-byte lines of each Z line (staged
     per line, the lines ahead prefetched), unless the spec turns streaming off.  Plain stores
-    read every line before writing it: D3Q19 128^3 fused ran at 0.63x of the streamed sweep
+    read every line before writing it: D3Q19 128^3 fused ran at 0.6x of the streamed sweep
     on 2 threads of a Zen 3 (AVX2; docs/performance.md).  (2D SoA sweeps store plainly.)"""
     return spec.backend == "c" and spec.streaming_stores and spec.layout == "soa"
 
