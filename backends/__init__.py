@@ -12,7 +12,7 @@ Its ``Program`` (lbgen.backends.base) has the buffers (``allocate``, ``upload``,
 ``describe`` and ``copy_bandwidth`` (the device's own limit, None on the host).  The
 runner, bench, tune and verify never branch on a runtime's name.
 
-Runtimes: ``c`` (gcc + OpenMP via cffi), ``opencl`` (pyopencl), ``cuda`` (pycuda, needs a
+Runtimes: ``c`` (gcc + OpenMP via cffi), ``opencl`` (pyopencl), ``cuda`` (CuPy, needs a
 GPU) and ``cuda-shim`` (the CUDA source compiled for the CPU with g++ and a host shim).
 """
 from __future__ import annotations
@@ -66,8 +66,9 @@ def compile3d(name: str, source, shape, strict: bool = False, threads: int = 0, 
     """The 3D program of a runtime for a 3D source on a lattice ``shape`` (LX, LY, LZ): 'c'
     (CProgram3D), 'opencl' (OpenCLProgram3D; ``device``: 'P:D' or part of a device name, as
     ``lbgen.backends.opencl.select_device`` takes it, default the first working device),
-    'cuda-shim' (the .cu on the CPU through the host shim), 'cuda' (pycuda on device 0); all
-    take and give host NumPy buffers in the layout's order (``Program3D``)."""
+    'cuda-shim' (the .cu on the CPU through the host shim), 'cuda' (CuPy on device 0); all take
+    host NumPy buffers in the layout's order (``Program3D``); the 'cuda' program's own buffers
+    (``allocate``) stay on the GPU (``download`` / ``upload`` move them)."""
     runtime(name)                       # an unknown name: refused in words
     if device is not None and name != "opencl":
         raise ValueError(f"device={device!r} selects an OpenCL device; the {name} runtime has none to choose")

@@ -584,12 +584,29 @@ class Program3D:
     def allocate(self) -> np.ndarray:
         return aligned_zeros(self.layout.size, self.dtype)
 
+    def download(self, buffer) -> np.ndarray:
+        """A flat host copy (layout order) of a lattice buffer (one on a GPU too)."""
+        return np.array(buffer, dtype=self.dtype)
+
+    def upload(self, host, buffer=None):
+        """Copy a flat host array (layout order) into a (new or given) lattice buffer."""
+        host = np.asarray(host, dtype=self.dtype).reshape(-1)
+        if host.size != self.layout.size:
+            raise ValueError(f"upload expects {self.layout.size} elements, got {host.size}")
+        buffer = self.allocate() if buffer is None else buffer
+        self._copy_in(buffer, host)
+        return buffer
+
+    @staticmethod
+    def _copy_in(buffer, host: np.ndarray) -> None:
+        buffer[...] = host
+
     def describe(self) -> str:
         """What the kernels run on (the host's CPU model; a GPU runtime names its device)."""
         return cpu_model()
 
     def synchronize(self) -> None:
-        """Every 3D kernel call returns with its work done (host buffers): nothing to wait for."""
+        """Wait for the kernels launched so far (the host runtimes return with their work done)."""
 
     def boundaries(self, walls=(), lids=None, solid=None):
         """The boundaries record of these kernels (None for a periodic box without a mask)."""

@@ -1,6 +1,6 @@
 """The 3D GPU-dialect kernels (OpenCL, CUDA) of one spec for one lattice size: the logic
 shared by ``backends/opencl/program3d.py`` (pyopencl), ``backends/cuda/program3d.py`` (the
-host shim and pycuda).
+host shim and CuPy).
 
 The interface is ``CProgram3D``'s (lbgen.backends.c.program3d): lattice buffers are host
 NumPy arrays in ``Layout3D`` order (``allocate``), ``pack``/``unpack``/``halo``/

@@ -99,7 +99,7 @@ def run_program():
 # --- the fast subset and the full suite ---------------------------------------------------------
 # One rule for what runs: tests marked `slow` run in CI (CI=true, as .ci/run sets it) or with
 # --slow; a newcomer's plain `pytest` leaves them out (and says how many).  What skips is only
-# what cannot run here (an optional runtime: pycuda without a driver), each with its reason.
+# what cannot run here (an optional runtime: CuPy without a GPU), each with its reason.
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", default=False, help="also run the tests marked slow")
 

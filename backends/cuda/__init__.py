@@ -1,9 +1,9 @@
-"""CUDA backend: the emitted ``.cu`` kernels run through pycuda (optional extra ``lbgen[cuda]``).
+"""CUDA backend: the emitted ``.cu`` kernels run through CuPy (optional extra ``lbgen[cuda]``).
 
 Three ways to use the same generated ``.cu`` text:
 
-* here, ``compile(source, lx, ly)``: pycuda's ``SourceModule`` (nvcc) for the compute
-  capability of device 0, device buffers, kernel launches -- needs pycuda and a GPU;
+* here, ``compile(source, lx, ly)``: CuPy's ``RawModule`` (nvcc) for the compute
+  capability of device 0, device buffers (CuPy arrays), kernel launches -- needs CuPy and a GPU;
 * :mod:`.nvcc`: ``compile_cu`` / ``ptxas_report`` -- nvcc only, no GPU: does the text
   compile for sm_80/sm_90, how many registers, any spills;
 * :mod:`.shim`: the text compiled as C++ on the CPU with a host shim, launched with the
@@ -16,7 +16,6 @@ consecutive threads; one thread per halo element for the halo refresh.
 """
 from __future__ import annotations
 
-import atexit
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
@@ -52,7 +51,7 @@ def grid_size(threads: int, block: int) -> int:
 
 
 class LaunchProgram(Program):
-    """Program logic common to the pycuda runtime and the host shim.
+    """Program logic common to the GPU runtime (CuPy) and the host shim.
 
     Subclasses provide ``_launch(kernel, blocks, threads, *args)`` (args: buffers, then the
     sizes and parameters as Python numbers), allocate/upload/download.
@@ -126,64 +125,54 @@ class LaunchProgram(Program):
                     int(bool(adiabatic[0])), int(bool(adiabatic[1])), *self._sides(sides))
 
 
-# --- pycuda runtime ----------------------------------------------------------------------
+# --- the GPU runtime: CuPy ------------------------------------------------------------------
 
 _STATE: Dict[str, Any] = {}
 
+INSTALL_HINT = ("pip install 'lbgen[cuda]' (CuPy for CUDA 13; for a CUDA 12 driver: pip install cupy-cuda12x) "
+                "on a machine with an NVIDIA driver and nvcc")
 
-def _driver():
-    """pycuda.driver, initialised, with a context on device 0 (made once, popped at exit)."""
-    if "context" in _STATE:
-        return _STATE["driver"]
+
+def _cupy():
+    """cupy, with device 0 usable (checked once)."""
+    if "cupy" in _STATE:
+        return _STATE["cupy"]
     try:
-        import pycuda.driver as cuda
-    except ImportError as e:   # not installed, or installed without a loadable libcuda
-        raise BackendUnavailable(f"CUDA: pycuda cannot be imported ({e}); pip install 'lbgen[cuda]' "
-                                 "on a machine with an NVIDIA driver") from None
+        import cupy
+    except ImportError as e:   # not installed, or installed for another CUDA
+        raise BackendUnavailable(f"CUDA: CuPy cannot be imported ({e}); {INSTALL_HINT}") from None
     try:
-        cuda.init()
-        count = cuda.Device.count()
-    except Exception as e:  # cuda.Error / RuntimeError: no driver, no device
-        raise BackendUnavailable(f"CUDA: the driver could not be initialised ({e}); no usable GPU here") from None
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # CUDARuntimeError: no driver, a driver older than CuPy's CUDA, no device
+        raise BackendUnavailable(f"CUDA: the CUDA runtime could not start ({e}); no usable GPU here") from None
     if count == 0:
-        raise BackendUnavailable("CUDA: pycuda found no CUDA device")
-    device = cuda.Device(0)
-    try:
-        context = device.retain_primary_context()
-        context.push()
-    except Exception as e:
-        raise BackendUnavailable(f"CUDA: could not create a context on {device.name()} ({e})") from None
-
-    def _pop():
-        try:
-            context.pop()
-        except Exception:
-            pass
-
-    atexit.register(_pop)
-    _STATE.update(driver=cuda, device=device, context=context)
-    return cuda
+        raise BackendUnavailable("CUDA: CuPy found no CUDA device")
+    cupy.cuda.Device(0).use()
+    _STATE["cupy"] = cupy
+    return cupy
 
 
 def device_arch() -> str:
     """sm_XY of device 0 (from its compute capability)."""
-    _driver()
-    major, minor = _STATE["device"].compute_capability()
-    return f"sm_{major}{minor}"
+    return f"sm_{_cupy().cuda.Device(0).compute_capability}"
+
+
+def describe() -> str:
+    """The GPU a CUDA run uses (device 0)."""
+    cupy = _cupy()
+    return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
 
 
 def available() -> Tuple[bool, str]:
     try:
-        cuda = _driver()
+        cupy = _cupy()
         from lbgen.backends.cuda.nvcc import find_nvcc
-        find_nvcc()   # SourceModule runs nvcc
-        import pycuda.compiler  # noqa: F401
+        find_nvcc()   # the kernels are compiled by nvcc (their host helpers include cuda_runtime.h)
     except BackendUnavailable as e:
         return False, str(e)
-    except ImportError as e:
-        return False, f"CUDA: {e}"
-    dev = _STATE["device"]
-    return True, f"CUDA via pycuda on {dev.name()} ({device_arch()}, driver {cuda.get_driver_version()})"
+    driver = cupy.cuda.runtime.driverGetVersion()
+    return True, (f"CUDA via CuPy {cupy.__version__} on {describe()} ({device_arch()}, "
+                  f"driver CUDA {driver // 1000}.{driver % 1000 // 10})")
 
 
 def _source_folder(source):
@@ -196,61 +185,56 @@ def _source_folder(source):
     return folder
 
 
-def describe() -> str:
-    """The GPU a CUDA run uses (device 0)."""
-    _driver()
-    return _STATE["device"].name()
-
-
 def copy_bandwidth(repeat: int = 5, nbytes: int = 1 << 30) -> dict:
-    """Device-to-device copy bandwidth (GB/s, read + write) of GPU 0: cuMemcpyDtoD of one
-    large buffer, timed with CUDA events.  BackendUnavailable without pycuda or a GPU."""
+    """Device-to-device copy bandwidth (GB/s, read + write) of GPU 0: cudaMemcpy of one
+    large buffer, timed with CUDA events.  BackendUnavailable without CuPy or a GPU."""
     from lbgen.perf.timing import stats
-    cuda = _driver()
-    free, _total = cuda.mem_get_info()
+    cupy = _cupy()
+    rt = cupy.cuda.runtime
+    free, _total = rt.memGetInfo()
     nbytes = int(min(nbytes, free // 4)) // 256 * 256
-    a = cuda.mem_alloc(nbytes)
-    b = cuda.mem_alloc(nbytes)
-    try:
-        cuda.memset_d8(a, 1, nbytes)
-        cuda.memset_d8(b, 0, nbytes)
-        cuda.memcpy_dtod(b, a, nbytes)   # warm-up
-        cuda.Context.synchronize()
-        start, end = cuda.Event(), cuda.Event()
-        samples = []
-        for _ in range(max(1, repeat)):
-            start.record()
-            cuda.memcpy_dtod_async(b, a, nbytes)
-            end.record()
-            end.synchronize()
-            samples.append(2 * nbytes / (end.time_since(start) * 1e-3) / 1e9)
-    finally:
-        a.free()
-        b.free()
+    a = cupy.ones(nbytes, dtype=cupy.uint8)
+    b = cupy.zeros(nbytes, dtype=cupy.uint8)
+    stream = cupy.cuda.get_current_stream()
+
+    def copy():
+        rt.memcpyAsync(b.data.ptr, a.data.ptr, nbytes, rt.memcpyDeviceToDevice, stream.ptr)
+
+    copy()   # warm-up
+    stream.synchronize()
+    samples = []
+    for _ in range(max(1, repeat)):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record(stream)
+        copy()
+        end.record(stream)
+        end.synchronize()
+        samples.append(2 * nbytes / (cupy.cuda.get_elapsed_time(start, end) * 1e-3) / 1e9)
+    del a, b
     out = stats(samples)
     out.update(gbs=out["max"], bytes_per_buffer=nbytes, device=describe(),
-               method="cuMemcpyDtoD of one buffer, CUDA events; read + write bytes")
+               method="cudaMemcpy device to device of one buffer, CUDA events; read + write bytes")
     return out
 
 
 def compile_module(source, strict: bool = False, options=None):
-    """(pycuda SourceModule, arch) of a CUDA source for device 0 (2D and 3D runtimes);
-    ``strict``: no FMA contraction.  nvcc's log is carried in the CompileError."""
-    from pycuda.compiler import SourceModule
+    """(cupy RawModule, arch) of a CUDA source for device 0 (2D and 3D runtimes), compiled by
+    nvcc; ``strict``: no FMA contraction.  nvcc's log is carried in the CompileError."""
+    cupy = _cupy()
     arch = device_arch()
-    opts = list(options or []) + (["--fmad=false"] if strict else [])
+    opts = list(options or []) + (["--fmad=false"] if strict else []) + [f"-I{_source_folder(source)}"]
     try:
-        module = SourceModule(source.text, options=opts, arch=arch, no_extern_c=True,
-                              include_dirs=[str(_source_folder(source))])
-    except Exception as e:  # pycuda.driver.CompileError carries nvcc's log
-        raise CompileError(f"pycuda/nvcc failed to compile {source.main_file} for {arch} "
+        module = cupy.RawModule(code=source.text, options=tuple(opts), backend="nvcc")
+        module.compile()
+    except Exception as e:  # cupy.cuda.compiler.CompileException carries nvcc's log
+        raise CompileError(f"nvcc (through CuPy) failed to compile {source.main_file} for {arch} "
                            f"(options {opts}):\n{e}") from None
     return module, arch
 
 
-def launch_formats(spec) -> Dict[str, str]:
-    """pycuda's prepared-call argument formats of the kernels of a CUDA spec (P pointer, i int,
-    d/f real), in the order of their parameter lists (templates/cuda/api.j2)."""
+def kernel_arguments(spec) -> Dict[str, str]:
+    """The argument kinds of the kernels of a CUDA spec, one letter per parameter in the order
+    of their parameter lists (templates/cuda/api.j2): P pointer, i int, d / f real."""
     from lbgen.codegen.spec import OPERATOR_PARAMETERS
     real = "d" if spec.precision == "double" else "f"
     sizes = "" if spec.compile_time_sizes else "ii"
@@ -269,55 +253,40 @@ def launch_formats(spec) -> Dict[str, str]:
 
 
 class CudaProgram(LaunchProgram):
-    """Kernels of one CUDA source compiled by pycuda for device 0."""
+    """Kernels of one CUDA source compiled for device 0; buffers are CuPy arrays on the GPU."""
 
     def __init__(self, source, lx: int, ly: int, strict: bool = False, block_size: Optional[int] = None,
                  options=None):
         super().__init__(source, lx, ly, block_size)
-        self.cuda = _driver()
+        self.cupy = _cupy()
         self.module, self.arch = compile_module(source, strict, options)
-        real = "d" if self.spec.precision == "double" else "f"
-        self.real_np = np.float64 if real == "d" else np.float32
-        formats = launch_formats(self.spec)
-        self.functions = {}
-        for k, fmt in formats.items():
-            fn = self.module.get_function(f"{self.prefix}_{k}")
-            fn.prepare(fmt)
-            self.functions[k] = fn
-        self.nbytes = self.layout.size * np.dtype(self.dtype).itemsize
-
-    def _param_signature(self):
-        from lbgen.codegen.spec import OPERATOR_PARAMETERS
-        return OPERATOR_PARAMETERS[self.spec.collision]
+        real = np.float64 if self.spec.precision == "double" else np.float32
+        kinds = {"P": None, "i": np.int32, "d": real, "f": real}
+        self.functions, self.kinds = {}, {}
+        for k, fmt in kernel_arguments(self.spec).items():
+            self.functions[k] = self.module.get_function(f"{self.prefix}_{k}")
+            self.kinds[k] = [kinds[c] for c in fmt]
 
     def _launch(self, kernel, blocks, threads, *args):
-        conv = []
-        for a in args:
-            if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
-                conv.append(np.int32(a))
-            elif isinstance(a, (float, np.floating)):
-                conv.append(self.real_np(a))
-            else:
-                conv.append(int(a))   # DeviceAllocation -> device pointer
-        self.functions[kernel].prepared_call((blocks, 1), (threads, 1, 1), *conv)
+        kinds = self.kinds[kernel]
+        if len(args) != len(kinds):
+            raise TypeError(f"{self.prefix}_{kernel} takes {len(kinds)} arguments, got {len(args)}")
+        conv = tuple(a if kind is None else kind(a) for a, kind in zip(args, kinds))
+        self.functions[kernel]((blocks,), (threads,), conv)
 
     def allocate(self):
-        buf = self.cuda.mem_alloc(self.nbytes)
-        self.cuda.memset_d8(buf, 0, self.nbytes)
-        return buf
+        return self.cupy.zeros(self.layout.size, dtype=self.dtype)
 
     def upload(self, host, buffer=None):
         host = np.ascontiguousarray(np.asarray(host, dtype=self.dtype).reshape(-1))
         if host.size != self.layout.size:
             raise ValueError(f"upload expects {self.layout.size} elements, got {host.size}")
         buf = self.allocate() if buffer is None else buffer
-        self.cuda.memcpy_htod(buf, host)
+        buf.set(host)
         return buf
 
     def download(self, buffer):
-        out = np.empty(self.layout.size, dtype=self.dtype)
-        self.cuda.memcpy_dtoh(out, buffer)
-        return out
+        return buffer.get()
 
     def describe(self) -> str:
         return describe()
@@ -326,44 +295,35 @@ class CudaProgram(LaunchProgram):
         return copy_bandwidth(repeat)
 
     def synchronize(self):
-        self.cuda.Context.synchronize()
+        self.cupy.cuda.get_current_stream().synchronize()
 
     def _read_range(self, f, offset, out):
-        self.cuda.memcpy_dtoh(out, int(f) + offset * self.dtype().itemsize)
+        out[...] = f[offset:offset + out.size].get()
 
     def _write_range(self, f, offset, data):
-        self.cuda.memcpy_htod(int(f) + offset * self.dtype().itemsize, data)
+        f[offset:offset + data.size].set(np.ascontiguousarray(data, dtype=self.dtype))
 
     def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
-        arrays = [self.cuda.to_device(np.ascontiguousarray(np.broadcast_to(a, (self.lx, self.ly)), dtype=np.float64))
+        arrays = [self.cupy.asarray(np.ascontiguousarray(np.broadcast_to(a, (self.lx, self.ly)), dtype=np.float64))
                   for a in (rho, ux, uy, T)]
         self._run("init_equilibrium", f, *self._sizes, *arrays, *self._force(ax, ay))
         self.halo(f)
         self.synchronize()
 
     def fields(self, f, ax=0.0, ay=0.0):
-        n = self.lx * self.ly * 8
-        outs = [self.cuda.mem_alloc(n) for _ in range(4)]
+        outs = [self.cupy.empty((self.lx, self.ly), dtype=np.float64) for _ in range(4)]
         self._run("fields", f, *self._sizes, *outs, *self._force(ax, ay))
-        result = []
-        for d in outs:
-            h = np.empty((self.lx, self.ly))
-            self.cuda.memcpy_dtoh(h, d)
-            result.append(h)
-        return tuple(result)
-
+        return tuple(d.get() for d in outs)
 
     def diagnostics(self, f, ax=0.0, ay=0.0):
         from lbgen.codegen.diagnostics import ND
-        out = self.cuda.mem_alloc(self.ly * ND * 8)
+        out = self.cupy.empty((self.ly, ND), dtype=np.float64)
         self._run("diagnostics", f, *self._sizes, out, *self._force(ax, ay))
-        host = np.empty((self.ly, ND))
-        self.cuda.memcpy_dtoh(host, out)
-        out.free()
-        return host
+        return out.get()
+
 
 def compile(source, lx: int, ly: int, strict: bool = False, block_size: Optional[int] = None,
             threads: int = 0) -> CudaProgram:
-    """Compile a CUDA KernelSource with pycuda for device 0 (BackendUnavailable without one).
+    """Compile a CUDA KernelSource for device 0 (BackendUnavailable without CuPy and a GPU).
     ``threads`` (the interface's host thread count) does not apply to a GPU."""
     return CudaProgram(source, lx, ly, strict=strict, block_size=block_size)

@@ -1,8 +1,8 @@
 """The 3D CUDA kernels (templates/cuda/kernels3d.cu.j2): ``ShimProgram3D`` runs the ``.cu``
 text on the CPU through the host shim (g++, lbgen.backends.cuda.shim), ``CudaProgram3D``
-through pycuda on device 0 (the 2D CudaProgram's way: SourceModule, --fmad=false when
-strict).  ``CProgram3D``'s interface (lbgen.backends.gpu3d): host NumPy buffers, copied to
-and from the device around each launch.  Blocks of BLOCK threads (the spec's block_size,
+through CuPy on device 0 (the 2D CudaProgram's way: RawModule and nvcc, --fmad=false when
+strict), its lattice buffers on the GPU.  ``CProgram3D``'s interface (lbgen.backends.gpu3d);
+the host shim's buffers are host NumPy arrays.  Blocks of BLOCK threads (the spec's block_size,
 else 128, as in the .cu); field and plain arrays and lid velocities are doubles."""
 from __future__ import annotations
 
@@ -55,34 +55,75 @@ class ShimProgram3D(_CudaLaunch):
 
 
 class CudaProgram3D(_CudaLaunch):
-    """The 3D CUDA kernels on device 0 through pycuda (untested without a GPU and pycuda)."""
+    """The 3D CUDA kernels on device 0 through CuPy.  Its lattice buffers (``allocate``) are
+    CuPy arrays that stay on the GPU, so stepping copies nothing; host arrays given to a kernel
+    (fields in and out, a buffer from elsewhere) are copied around its launch.  ``download`` /
+    ``upload`` move a lattice buffer to and from the host."""
 
     def __init__(self, source, lx: int, ly: int, lz: int, strict: bool = False, options=None):
-        from lbgen.backends.cuda import _driver, compile_module
+        from lbgen.backends.cuda import _cupy, compile_module
         super().__init__(source, lx, ly, lz)
-        self.cuda = _driver()
+        self.cupy = _cupy()
         self.module, self.arch = compile_module(source, strict, options)
         self.functions = {}
 
+    def describe(self) -> str:
+        from lbgen.backends.cuda import describe
+        return describe()
+
+    def allocate(self):
+        return self.cupy.zeros(self.layout.size, dtype=self.dtype)
+
+    def download(self, buffer) -> np.ndarray:
+        return self.cupy.asnumpy(buffer) if isinstance(buffer, self.cupy.ndarray) else np.array(buffer)
+
+    def _copy_in(self, buffer, host: np.ndarray) -> None:
+        if isinstance(buffer, self.cupy.ndarray):
+            buffer.set(host)
+        else:
+            buffer[...] = host
+
+    def _buf(self, a):
+        if isinstance(a, self.cupy.ndarray):
+            if a.dtype != self.dtype or not a.flags.c_contiguous or a.size != self.layout.size:
+                raise ValueError(f"a lattice buffer of this program is a contiguous {np.dtype(self.dtype)} array of "
+                                 f"{self.layout.size} elements (allocate())")
+            return a
+        return super()._buf(a)
+
+    def _bc_args(self, bc):
+        """The boundaries' lid velocities and voxel mask, copied to the GPU once per record."""
+        if bc is None:
+            return super()._bc_args(bc)
+        walls, lids, lid, solid = super()._bc_args(bc)
+        held = getattr(bc, "_on_gpu", None)
+        if held is None or held[0] is not lid or held[1] is not solid:
+            held = (lid, solid, self.cupy.asarray(lid), None if solid is None else self.cupy.asarray(solid))
+            bc._on_gpu = held
+        return [walls, lids, held[2], held[3]]
+
+    def synchronize(self) -> None:
+        self.cupy.cuda.get_current_stream().synchronize()
+
     def _run(self, kernel, items, args, outputs):
-        cuda = self.cuda
+        cupy = self.cupy
         fn = self.functions.get(kernel) or self.module.get_function(f"{self.prefix}_{kernel}")
         self.functions[kernel] = fn
-        conv, dev = [], {}
+        conv, host = [], {}
         for i, a in enumerate(args):
             if a is None:
-                conv.append(np.intp(0))
+                conv.append(np.uintp(0))
             elif isinstance(a, np.ndarray):
-                dev[i] = cuda.to_device(a)
-                conv.append(dev[i])
+                host[i] = cupy.asarray(a)
+                conv.append(host[i])
             else:
                 conv.append(a)
-        fn(*conv, block=(self.block, 1, 1), grid=(self._blocks(items), 1))
-        cuda.Context.synchronize()
+        fn((self._blocks(items),), (self.block,), tuple(conv))
         for i in outputs:
-            cuda.memcpy_dtoh(args[i], dev[i])
+            if i in host:
+                host[i].get(out=args[i])
 
 
 def compile3d(source, lx: int, ly: int, lz: int, strict: bool = False, shim: bool = True, **kw):
-    """The host-shim program (``shim=True``) or the pycuda one of a 3D CUDA source."""
+    """The host-shim program (``shim=True``) or the CuPy one of a 3D CUDA source."""
     return (ShimProgram3D if shim else CudaProgram3D)(source, lx, ly, lz, strict=strict, **kw)

@@ -6,7 +6,7 @@ The generated CUDA source is compiled unchanged as C++ (``g++ -x c++``) after
 kernel of the source a launcher ``<kernel>__launch(blocks, threads, args...)`` is
 generated: it loops over the 1-D grid (block by block, thread by thread), setting those
 globals and calling the kernel.  ``ShimProgram`` launches them with the same geometry
-as the pycuda runtime (:class:`lbgen.backends.cuda.LaunchProgram`), so the thread ->
+as the GPU runtime (:class:`lbgen.backends.cuda.LaunchProgram`), so the thread ->
 site mapping, the halo split and the kernel bodies are all checked on a machine
 without a GPU.  Builds are cached on disk under ``<cache>/cuda-shim/<key>/``.
 

@@ -321,7 +321,7 @@ def _parse_layouts(text):
 
 @main.command(short_help="Check every backend and layout against the NumPy reference.")
 @click.option("--backends", default="c,opencl,cuda,cuda-shim", show_default=True,
-              help="Comma list of c, opencl, cuda (pycuda, needs a GPU), cuda-shim (the .cu text on the CPU).")
+              help="Comma list of c, opencl, cuda (CuPy, needs a GPU), cuda-shim (the .cu text on the CPU).")
 @click.option("--layouts", default="aos,soa,csoa-vl8,caosoa-vl8,caosoa-vl32", show_default=True,
               help="Comma list of aos, soa, csoa-vlN, caosoa-vlN.")
 @click.option("--collision", "collisions", default="bgk,regularized", show_default=True)

@@ -1,4 +1,4 @@
-"""A 3D lattice on the C backend (or OpenCL, the CUDA host shim, pycuda): ``Simulation3D``.
+"""A 3D lattice on the C backend (or OpenCL, the CUDA host shim, CuPy on a GPU): ``Simulation3D``.
 
 Units as in 2D (lbgen.simulation.runner): lengths in sites, time in steps; velocities are
 the model's, u = sum(xi_i f_i) / rho with xi_i = r c_i (r = sqrt(3) for D3Q19 and D3Q27:
@@ -322,7 +322,9 @@ class Simulation3D:
 
     def _zero_solid(self, buf) -> None:
         if self._solid_index is not None:
-            buf[self._solid_index] = 0.0
+            host = self.program.download(buf)
+            host[self._solid_index] = 0.0
+            self.program.upload(host, buf)
             self.program.halo(buf)
 
     def populations(self) -> np.ndarray:
@@ -358,11 +360,12 @@ class Simulation3D:
     nranks = 1
 
     def synchronize(self) -> None:
-        """Every runtime returns after its kernels finish: nothing to wait for."""
+        """Wait for the kernels launched so far (a GPU runtime returns before they finish)."""
+        self.program.synchronize()
 
     def state(self) -> np.ndarray:
         """The populations as (Q, LX, LY, LZ) in the working precision (exact, for checkpoints)."""
-        return self.program.layout.unpack(self.f).copy()
+        return self.program.layout.unpack(self.program.download(self.f))
 
     def restore(self, populations: np.ndarray, time_step: int) -> None:
         """Continue from a saved state (``state``): bit-identical to never having stopped."""
@@ -376,7 +379,7 @@ class Simulation3D:
         if a.dtype != self.dtype:
             raise SimulationError(f"saved populations are {a.dtype}; this run computes in {np.dtype(self.dtype)} "
                                   f"(precision mismatch)")
-        self.f[:] = self.program.layout.pack(a)
+        self.program.upload(self.program.layout.pack(a), self.f)
         self.program.halo(self.f)
         self.time_step = int(time_step)
         self._has_state = True
@@ -438,6 +441,7 @@ class Simulation3D:
             n = min(chunk, steps - done)
             t0 = time.perf_counter()
             self.step(n)
+            self.program.synchronize()
             elapsed += time.perf_counter() - t0
             done += n
             if self.check_every:

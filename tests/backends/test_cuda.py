@@ -4,7 +4,7 @@
 (b) the same .cu text, compiled as C++ with the host shim and launched with the GPU
     launch geometry, matches the NumPy reference after tens of steps;
 (c) strict builds (no FMA contraction) of the shim and of the C backend agree bit for bit;
-(d) the pycuda runtime runs only where a GPU is present (skipped with the reason otherwise).
+(d) the GPU runtime (CuPy) runs only where a GPU is present (skipped with the reason otherwise).
 
 With CI=true the nvcc and shim tests must run: a missing nvcc or g++ fails instead of skipping.
 """
@@ -277,7 +277,7 @@ def test_bc_needs_walls(shim_program):
         prog.bc(prog.allocate(), prog.allocate())
 
 
-# --- (d) pycuda runtime (GPU only) ----------------------------------------------------------------
+# --- (d) the GPU runtime, CuPy (GPU only) ----------------------------------------------------------------
 
 def test_cuda_available_is_honest():
     from lbgen.backends import available
@@ -353,10 +353,10 @@ def test_emitted_cuda_example_builds_with_its_makefile(nvcc, spec, tmp_path):
 
 @pytest.mark.parametrize("walls", [False, True], ids=["periodic", "walls"])
 @pytest.mark.parametrize("precision", ["double", "single"])
-def test_pycuda_formats_follow_the_kernel_parameters(walls, precision):
-    """The prepared-call formats of the pycuda runtime (no GPU needed to build them) name one
+def test_launch_arguments_follow_the_kernel_parameters(walls, precision):
+    """The argument kinds of the GPU runtime's launches (no GPU needed to build them) name one
     letter per kernel parameter of the emitted source: pointers P, ints i, reals d / f."""
-    from lbgen.backends.cuda import launch_formats
+    from lbgen.backends.cuda import kernel_arguments
     from lbgen.backends.cuda.shim import kernels_of
     spec = KernelSpec(backend="cuda", layout="caosoa", vl=8, collision="regularized", precision=precision,
                       walls=walls)
@@ -364,4 +364,4 @@ def test_pycuda_formats_follow_the_kernel_parameters(walls, precision):
     want = {name[len("lbgen_"):]: "".join("P" if "*" in t else "i" if t == "int" else real if t == "real"
                                           else "?" + t for t, _ in params)
             for name, params in kernels_of(generate(spec).text)}
-    assert launch_formats(spec) == want
+    assert kernel_arguments(spec) == want

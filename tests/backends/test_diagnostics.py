@@ -41,7 +41,7 @@ def _backend(name):
 
 
 BACKENDS = ("c", "opencl", "cuda-shim", "cuda")
-#: backends that must run under CI=true (pycuda needs a GPU)
+#: backends that must run under CI=true (the CUDA runtime, CuPy, needs a GPU)
 REQUIRED = ("c", "opencl", "cuda-shim")
 
 

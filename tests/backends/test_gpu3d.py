@@ -1,6 +1,7 @@
 """The 3D kernels of the GPU dialects: OpenCL (templates/opencl/kernels3d.cl.j2 through
 pyopencl, here on the CPU with Intel's runtime) and CUDA (templates/cuda/kernels3d.cu.j2
-through the host shim; nvcc compiles it) -- one text for both, templates/gpu/kernels3d.j2.
+through the host shim, "cuda-shim"; nvcc compiles it; and on a GPU through CuPy, "cuda",
+skipped without one, CI included) -- one text for both, templates/gpu/kernels3d.j2.
 Every layout x operator x set = the oracle (lbgen.reference.bulk3d) to 1e-12 with a force,
 periodic and with walls, a lid and a random voxel mask (fast subset, the rest slow); strict
 builds bit-identical to the C backend's 3D kernels (populations, boundaries, fields,
@@ -14,6 +15,7 @@ import pytest
 
 from helpers import require
 
+from lbgen.backends import compile3d, spec_backend
 from lbgen.backends.base import BackendUnavailable
 from lbgen.codegen.layouts import make_layout3d
 from lbgen.codegen.render import generate
@@ -22,10 +24,12 @@ from lbgen.reference import bulk3d as oracle
 from support3d import (FORCE, LAYOUTS3D, R, SHAPE, kernel_run, oracle_run, program3d, random_state)
 
 STEPS = 3
-BACKENDS = ("opencl", "cuda")
-#: the fast suite's combinations (backend, layout, vl, set, operator); the rest is slow
+#: the runtimes under test (lbgen.backends.RUNTIMES names); "cuda" needs a GPU and CuPy
+BACKENDS = ("opencl", "cuda-shim", "cuda")
+#: the fast suite's combinations (backend, layout, vl, set, operator); the rest is slow, except
+#: on a GPU, where the whole sweep is quick (and skipped without one)
 FAST = {("opencl", "caosoa", 8, "d3q19", "bgk"), ("opencl", "soa", None, "d3q27", "regularized"),
-        ("cuda", "csoa", 4, "d3q19", "regularized"), ("cuda", "aos", None, "d3q19", "bgk")}
+        ("cuda-shim", "csoa", 4, "d3q19", "regularized"), ("cuda-shim", "aos", None, "d3q19", "bgk")}
 
 
 def _need(what, fn):
@@ -39,6 +43,14 @@ def _opencl():
     from lbgen.backends import opencl as ob
     ob.available()
     ob.select_device()
+
+
+def _gpu():
+    """A GPU runtime is never required (CI has no GPU): without one the test skips."""
+    from lbgen.backends import available
+    ok, why = available("cuda")
+    if not ok:
+        pytest.skip(f"no CUDA GPU here: {why}")
 
 
 def _shim():
@@ -55,14 +67,15 @@ def gpu3d(backend, layout, vl, name="d3q19", collision="bgk", strict=False, shap
     """A compiled 3D program of a GPU dialect (memoised for the session)."""
     key = (backend, layout, vl, name, collision, strict, tuple(shape))
     if key not in _PROGRAMS:
-        src = generate(KernelSpec(backend=backend, layout=layout, vl=vl, velocity_set=name, collision=collision))
+        src = generate(KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, velocity_set=name,
+                                  collision=collision))
         if backend == "opencl":
             _need("OpenCL", _opencl)
-            from lbgen.backends.opencl.program3d import compile3d
+        elif backend == "cuda":
+            _gpu()
         else:
             _need("g++ for the CUDA host shim", _shim)
-            from lbgen.backends.cuda.program3d import compile3d
-        _PROGRAMS[key] = compile3d(src, *shape, strict=strict)
+        _PROGRAMS[key] = compile3d(backend, src, shape, strict=strict)
     return _PROGRAMS[key]
 
 
@@ -79,7 +92,8 @@ def _sweep(fast=FAST):
         for layout, vl in LAYOUTS3D:
             for name in ("d3q19", "d3q27"):
                 for collision in ("bgk", "regularized"):
-                    marks = () if (backend, layout, vl, name, collision) in fast else (pytest.mark.slow,)
+                    marks = () if (backend, layout, vl, name, collision) in fast or backend == "cuda" \
+                        else (pytest.mark.slow,)
                     yield pytest.param(backend, layout, vl, name, collision, marks=marks,
                                        id=f"{backend}-{layout}{'-vl' + str(vl) if vl else ''}-{name}-{collision}")
 
@@ -144,11 +158,14 @@ def test_pack_unpack_and_halo_kernels_are_layout3d_formulas(backend, layout, vl)
     lay = make_layout3d(layout, 19, *SHAPE, vl, halo=1)
     f = random_state("d3q19", seed=11)
     packed = prog.pack(f)
-    assert np.array_equal(packed, lay.pack(f))
+    assert np.array_equal(prog.download(packed), lay.pack(f))
     assert np.array_equal(prog.unpack(packed), f)
     buf = np.random.default_rng(5).standard_normal(lay.size)
     want = lay.fill_halo(buf.copy())
-    prog.halo(buf)
+    dev = prog.upload(buf)
+    prog.halo(dev)
+    assert np.array_equal(prog.download(dev), want)
+    prog.halo(buf)                                       # a host buffer: copied around the launch
     assert np.array_equal(buf, want)
 
 
@@ -187,7 +204,7 @@ def test_init_and_fields_are_bit_identical_to_the_c_backend(backend):
         f = prog.allocate()
         prog.init_equilibrium(f, rho, *(R * u), 1.0, force=a)
         bufs.append(f)
-    assert np.array_equal(bufs[0], bufs[1])
+    assert np.array_equal(c.download(bufs[0]), gpu.download(bufs[1]))
     fc, fg = c.fields(bufs[0], force=a), gpu.fields(bufs[1], force=a)
     for k in ("rho", "ux", "uy", "uz", "T"):
         assert np.array_equal(fc[k], fg[k]), k
@@ -196,10 +213,9 @@ def test_init_and_fields_are_bit_identical_to_the_c_backend(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sizes_and_boundaries_are_checked_before_any_work(backend):
-    src = generate(KernelSpec(backend=backend, layout="caosoa", vl=8, velocity_set="d3q19"))
-    mod = __import__(f"lbgen.backends.{backend}.program3d", fromlist=["compile3d"])
+    src = generate(KernelSpec(backend=spec_backend(backend), layout="caosoa", vl=8, velocity_set="d3q19"))
     with pytest.raises(ValueError, match="not a multiple of VL=8"):
-        mod.compile3d(src, 4, 4, 12)
+        compile3d(backend, src, (4, 4, 12))
     prog = gpu3d(backend, "caosoa", 8)
     with pytest.raises(ValueError, match="uint8 array of shape"):
         prog.boundaries(solid=np.zeros(SHAPE, bool))
@@ -222,11 +238,13 @@ def test_nvcc_compiles_the_3d_cu(layout, vl, collision, name):
     assert strict.binary
 
 
-@pytest.mark.parametrize("runtime", ["opencl", "cuda-shim"])
+@pytest.mark.parametrize("runtime", ["opencl", "cuda-shim", "cuda"])
 def test_simulation3d_on_a_gpu_runtime_is_bit_identical_to_the_c_backend(runtime):
     import lbgen
     if runtime == "opencl":
         _need("OpenCL", _opencl)
+    elif runtime == "cuda":
+        _gpu()
     else:
         _need("g++ for the CUDA host shim", _shim)
     solid = mask(seed=8, fraction=0.1)
@@ -239,6 +257,6 @@ def test_simulation3d_on_a_gpu_runtime_is_bit_identical_to_the_c_backend(runtime
         sim.run(4)
     c, gpu = (s.populations() for s in sims)
     assert np.array_equal(c, gpu)
-    assert sims[1].spec.backend == ("cuda" if runtime == "cuda-shim" else "opencl")
+    assert sims[1].spec.backend == spec_backend(runtime)
     fc, fg = sims[0].fields(), sims[1].fields()
     assert all(np.array_equal(fc[k], fg[k]) for k in fc)
