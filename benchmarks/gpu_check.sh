@@ -41,8 +41,8 @@ stage bench 180 bash -c "lbgen bench --backends cuda --layouts soa,caosoa-vl32 -
     --lx 4096 --ly 4096 --repeat 10 --warmup 3 -o '$out/bench2d.json' && \
     lbgen bench --backends cuda --velocity-set d3q19 --layouts aos,soa,csoa-vl32,caosoa-vl32 --kernels propagate,fused \
     --lx 256 --ly 256 --lz 256 --repeat 10 --warmup 3 -o '$out/bench3d.json'"
-stage verify 150 bash -c "lbgen verify --backends c,cuda --layouts aos,caosoa-vl32 --walls --strict --steps 20 && \
-    lbgen verify --velocity-set d3q19 --backends c,cuda --layouts aos,soa,caosoa-vl32 --walls --strict --lz 96"
+stage verify 300 bash -c "lbgen verify --backends c,cuda --layouts aos,caosoa-vl32 --walls --strict --steps 20 && \
+    lbgen verify --velocity-set d3q19 --backends c,cuda --layouts caosoa-vl32 --walls --strict --lz 96"
 stage run3d 90 lbgen run taylor-green --lx 128 --ly 128 --lz 128 --steps 500 --backend cuda --no-progress \
     --out "$(mktemp -d)/tg3d"
 if python3 -c "import lbgen.backends as b; ok, why = b.available('opencl'); raise SystemExit(not (ok and 'NVIDIA' in why))"
