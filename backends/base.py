@@ -613,10 +613,15 @@ class Program3D:
         bc = self.Boundaries(self, walls, lids, solid)
         return None if bc.periodic else bc
 
-    def step(self, f, g, params, bc=None, fused: bool = True):
-        """One time step from the state in f (g spare): halo, then fused (or propagate and
-        collide: the same bits in builds without FMA contraction).  Returns (state, spare)."""
+    def step_halo(self, f) -> None:
+        """The halo refresh of a step (the GPU runtimes refresh only what their kernels read)."""
         self.halo(f)
+
+    def step(self, f, g, params, bc=None, fused: bool = True):
+        """One time step from the state in f (g spare): the halo refresh, then fused (or
+        propagate and collide: the same bits in builds without FMA contraction).  Returns
+        (state, spare)."""
+        self.step_halo(f)
         if fused:
             self.fused(f, g, bc, **params)
             return g, f

@@ -60,6 +60,7 @@ class GPUProgram3D(Program3D):
         L = self.layout
         self.site_items = self.lx * self.ly * self.lz
         self.halo_items = (self.lx + 2 * L.halo) * (self.ly + 2 * L.halo) * (self.lz // L.VL + 2 * L.halo) * L.VL
+        self.plane_items = ((self.lx + 2 * L.halo) * (self.ly + 2 * L.halo) - self.lx * self.ly) * self.lz
         self.threads = None
 
     # --- to implement -----------------------------------------------------------------------
@@ -109,6 +110,15 @@ class GPUProgram3D(Program3D):
     # --- kernels ----------------------------------------------------------------------------
     def halo(self, f) -> None:
         self._call("halo", self.halo_items, [self._buf(f), *self._sizes], (0,))
+
+    def halo_planes(self, f) -> None:
+        """The X and Y halo planes only (the halo kernel's values there): all that propagate and
+        fused read, as they wrap Z within the line themselves; the clustered layouts' halo rows,
+        2 of every NR rows, are left as they are."""
+        self._call("halo_planes", self.plane_items, [self._buf(f), *self._sizes], (0,))
+
+    def step_halo(self, f) -> None:
+        self.halo_planes(f)
 
     def propagate(self, prv, nxt, bc: Optional[Boundaries3D] = None) -> None:
         self._call("propagate", self.site_items, [self._buf(prv), self._buf(nxt), *self._sizes, *self._bc_args(bc)],

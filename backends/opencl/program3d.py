@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from lbgen.backends.gpu3d import Boundaries3D, GPUProgram3D  # noqa: F401
+from lbgen.codegen.render3d import GPU_ENTRY_POINTS_3D
 
 
 class OpenCLProgram3D(GPUProgram3D):
@@ -28,9 +29,7 @@ class OpenCLProgram3D(GPUProgram3D):
         self.strict = strict
         self.options = ob.build_options(strict, single, self.device)
         self.program = ob.build(source, self.device, self.options)
-        self.kernels = {n: cl.Kernel(self.program, f"{self.prefix}_{n}")
-                        for n in ("halo", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack",
-                                  "unpack", "diagnostics")}
+        self.kernels = {n: cl.Kernel(self.program, f"{self.prefix}_{n}") for n in GPU_ENTRY_POINTS_3D}
         bs = int(block_size or self.spec.block_size or ob.DEFAULT_BLOCK_SIZE)
         self.block_size = min(bs, self.device.max_work_group_size)
 

@@ -78,23 +78,35 @@ def check_sizes3d(spec: KernelSpec, vs, lx: int, ly: int, lz: int) -> Optional[s
 
 
 def _pull_terms(velocities, halo: int) -> Dict[str, list]:
-    """C offsets of population p at the site (p*SP) and of its pull source (site - c_p); for
+    """C offsets of population p at the site (p*SP) and of its pull source (site - c_p);
+    ``pull_zw`` the same source with its Z part taken from a variable per shift (``z_rows``:
+    (dz, ``z_row_name(dz)``)) that wraps within the Z line instead of reading the halo rows; for
     the temporal blocking's Z lines (rows) also the pull source as a row pointer and an offset
     in it: ``tb_pull`` reads ``c<j>[site + ...]`` with row j = (H - c_x)(2H + 1) + (H - c_y),
     population stride SPI; ``tb_site`` reads the site's own row c<center>; ``tb_rows``: the
     rows j some population reads."""
-    site, pull, tb_pull, tb_site = [], [], [], []
+    site, pull, pull_zw, tb_pull, tb_site = [], [], [], [], []
     span, center = 2 * halo + 1, halo * (2 * halo + 1) + halo
     for p, c in enumerate(velocities):
         site.append(f"{p}*SP" if p else "0")
         terms = [f"{p}*SP"] if p else []
-        terms += [f"{-ck}*{stride}" for ck, stride in zip(c, ("SX", "SY", "SR")) if ck]
+        terms += [f"{-ck}*{stride}" for ck, stride in zip(c[:2], ("SX", "SY")) if ck]
+        zw = terms + ([z_row_name(-c[2])] if c[2] else [])
+        terms += [f"{-c[2]}*SR"] if c[2] else []
         pull.append(" + ".join(terms).replace("+ -", "- ") if terms else "0")
+        pull_zw.append(" + ".join(zw).replace("+ -", "- ") if zw else "0")
         within = " + ".join(([f"{p}*SPI"] if p else []) + ([f"{-c[2]}*SR"] if c[2] else [])).replace("+ -", "- ")
         tb_pull.append(f"c{(halo - c[0]) * span + halo - c[1]}[site{' + ' + within if within else ''}]")
         tb_site.append(f"c{center}[site{f' + {p}*SPI' if p else ''}]")
     rows = sorted({center} | {(halo - c[0]) * span + halo - c[1] for c in velocities})
-    return {"site": site, "pull": pull, "tb_pull": tb_pull, "tb_site": tb_site, "tb_rows": rows}
+    return {"site": site, "pull": pull, "pull_zw": pull_zw, "tb_pull": tb_pull, "tb_site": tb_site, "tb_rows": rows,
+            "z_rows": [(dz, z_row_name(dz)) for dz in sorted({-c[2] for c in velocities if c[2]})]}
+
+
+def z_row_name(dz: int) -> str:
+    """The GPU kernels' variable holding the offset from a site to the element dz sites away
+    along Z, wrapped within the Z line (``pull_zw``: no halo row is read)."""
+    return f"zo_{'p' if dz > 0 else 'm'}{abs(dz)}"
 
 
 def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
@@ -173,8 +185,8 @@ GPU_EMIT_TEMPLATES_3D = {"opencl": [("example.py", "opencl/example3d.py.j2"), ("
                          "cuda": [("example.cu", "cuda/example3d.cu.j2"), ("Makefile", "cuda/Makefile3d.j2"),
                                   ("README.md", "gpu/README3d.md.j2")]}
 #: the GPU kernels' entry points (no host code: sizes are checked by the runtime, check_sizes3d)
-GPU_ENTRY_POINTS_3D = ("halo", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack", "unpack",
-                       "diagnostics")
+GPU_ENTRY_POINTS_3D = ("halo", "halo_planes", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack",
+                       "unpack", "diagnostics")
 EMIT_TEMPLATES_3D = [("example.c", "c/example3d.c.j2"), ("Makefile", "c/Makefile.j2"),
                      ("README.md", "c/README3d.md.j2")]
 
