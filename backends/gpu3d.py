@@ -16,6 +16,7 @@ element column of the padded lattice (``<P>_HALO_THREADS``), rounded up to the b
 """
 from __future__ import annotations
 
+import weakref
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -47,12 +48,16 @@ class Boundaries3D:
 
 class GPUProgram3D(Program3D):
     """Common logic; a runtime defines ``_run(kernel, items, args, outputs)`` (args: NumPy
-    arrays, None for a NULL pointer, np.int32 / real scalars; outputs: the indices of the
-    arrays the kernel writes) and sets ``field_dtype`` / ``lid_dtype``."""
+    arrays or its device buffers, None for a NULL pointer, np.int32 / real scalars; outputs:
+    the indices of the arrays the kernel writes: host arrays among them are copied back) and
+    sets ``field_dtype`` / ``lid_dtype``.  A runtime whose lattice buffers live on the device
+    (``allocate``) defines the four device hooks below; the host shim keeps host buffers."""
 
     Boundaries = Boundaries3D
     field_dtype = np.float64
     lid_dtype = np.float64
+    #: allocate() gives device buffers (the _is_device ... _host_into hooks are defined)
+    device_buffers = False
 
     def __init__(self, source, lx: int, ly: int, lz: int):
         self._describe(source, lx, ly, lz)
@@ -72,9 +77,39 @@ class GPUProgram3D(Program3D):
         self.calls[kernel] += 1
         self._run(kernel, items, list(args), tuple(outputs))
 
-    def _buf(self, a: np.ndarray) -> np.ndarray:
-        if not isinstance(a, np.ndarray) or a.dtype != self.dtype or not a.flags.c_contiguous \
-                or a.size != self.layout.size:
+    # --- device buffers: a runtime with its own defines these ----------------------------------
+    def _is_device(self, a) -> bool:
+        return False
+
+    def _device_elements(self, a) -> int:
+        """Elements of this program's dtype a device buffer holds (-1: another dtype)."""
+        raise NotImplementedError
+
+    def _to_device(self, host: np.ndarray):
+        raise NotImplementedError
+
+    def _to_host(self, buffer) -> np.ndarray:
+        raise NotImplementedError
+
+    def _host_into(self, buffer, host: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def download(self, buffer) -> np.ndarray:
+        return self._to_host(buffer) if self._is_device(buffer) else super().download(buffer)
+
+    def _copy_in(self, buffer, host: np.ndarray) -> None:
+        if self._is_device(buffer):
+            self._host_into(buffer, host)
+        else:
+            buffer[...] = host
+
+    def _buf(self, a):
+        if self._is_device(a):
+            ok = self._device_elements(a) == self.layout.size
+        else:
+            ok = isinstance(a, np.ndarray) and a.dtype == self.dtype and a.flags.c_contiguous \
+                and a.size == self.layout.size
+        if not ok:
             raise ValueError(f"a lattice buffer of this program is a contiguous {np.dtype(self.dtype)} array of "
                              f"{self.layout.size} elements (allocate())")
         return a
@@ -89,9 +124,17 @@ class GPUProgram3D(Program3D):
         return ordered_parameters(self, self.parameter_names, params, convert=self._real)
 
     def _bc_args(self, bc: Optional[Boundaries3D]):
+        """The boundaries as kernel arguments; a runtime with device buffers gets device copies
+        of the lid velocities and the mask, made once per record and program."""
         if bc is None:
             return [np.int32(0), np.int32(0), None, None]
-        return [np.int32(bc.walls), np.int32(bc.lids), bc.lid, bc.solid]
+        lid, solid = bc.lid, bc.solid
+        if self.device_buffers:
+            held = bc.__dict__.setdefault("_on_device", weakref.WeakKeyDictionary())
+            if self not in held:
+                held[self] = (self._to_device(lid), None if solid is None else self._to_device(solid))
+            lid, solid = held[self]
+        return [np.int32(bc.walls), np.int32(bc.lids), lid, solid]
 
     # --- buffers ----------------------------------------------------------------------------
     def pack(self, plain: np.ndarray, f: Optional[np.ndarray] = None) -> np.ndarray:

@@ -60,6 +60,8 @@ class CudaProgram3D(_CudaLaunch):
     (fields in and out, a buffer from elsewhere) are copied around its launch.  ``download`` /
     ``upload`` move a lattice buffer to and from the host."""
 
+    device_buffers = True
+
     def __init__(self, source, lx: int, ly: int, lz: int, strict: bool = False, options=None):
         from lbgen.backends.cuda import _cupy, compile_module
         super().__init__(source, lx, ly, lz)
@@ -74,39 +76,25 @@ class CudaProgram3D(_CudaLaunch):
     def allocate(self):
         return self.cupy.zeros(self.layout.size, dtype=self.dtype)
 
-    def download(self, buffer) -> np.ndarray:
-        return self.cupy.asnumpy(buffer) if isinstance(buffer, self.cupy.ndarray) else np.array(buffer)
+    def _is_device(self, a) -> bool:
+        return isinstance(a, self.cupy.ndarray)
 
-    def _copy_in(self, buffer, host: np.ndarray) -> None:
-        if isinstance(buffer, self.cupy.ndarray):
-            buffer.set(host)
-        else:
-            buffer[...] = host
+    def _device_elements(self, a) -> int:
+        return a.size if a.dtype == self.dtype and a.flags.c_contiguous else -1
 
-    def _buf(self, a):
-        if isinstance(a, self.cupy.ndarray):
-            if a.dtype != self.dtype or not a.flags.c_contiguous or a.size != self.layout.size:
-                raise ValueError(f"a lattice buffer of this program is a contiguous {np.dtype(self.dtype)} array of "
-                                 f"{self.layout.size} elements (allocate())")
-            return a
-        return super()._buf(a)
+    def _to_device(self, host):
+        return self.cupy.asarray(host)
 
-    def _bc_args(self, bc):
-        """The boundaries' lid velocities and voxel mask, copied to the GPU once per record."""
-        if bc is None:
-            return super()._bc_args(bc)
-        walls, lids, lid, solid = super()._bc_args(bc)
-        held = getattr(bc, "_on_gpu", None)
-        if held is None or held[0] is not lid or held[1] is not solid:
-            held = (lid, solid, self.cupy.asarray(lid), None if solid is None else self.cupy.asarray(solid))
-            bc._on_gpu = held
-        return [walls, lids, held[2], held[3]]
+    def _to_host(self, buffer) -> np.ndarray:
+        return self.cupy.asnumpy(buffer)
+
+    def _host_into(self, buffer, host) -> None:
+        buffer.set(host)
 
     def synchronize(self) -> None:
         self.cupy.cuda.get_current_stream().synchronize()
 
     def _run(self, kernel, items, args, outputs):
-        cupy = self.cupy
         fn = self.functions.get(kernel) or self.module.get_function(f"{self.prefix}_{kernel}")
         self.functions[kernel] = fn
         conv, host = [], {}
@@ -114,7 +102,7 @@ class CudaProgram3D(_CudaLaunch):
             if a is None:
                 conv.append(np.uintp(0))
             elif isinstance(a, np.ndarray):
-                host[i] = cupy.asarray(a)
+                host[i] = self._to_device(a)
                 conv.append(host[i])
             else:
                 conv.append(a)

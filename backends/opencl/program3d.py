@@ -1,8 +1,10 @@
 """The 3D OpenCL kernels (templates/opencl/kernels3d.cl.j2) through pyopencl: ``OpenCLProgram3D``.
 
-``CProgram3D``'s interface (lbgen.backends.gpu3d): host NumPy buffers, each launch copies the
-arrays it reads to the device and those it writes back.  Fields and plain arrays are ``real``
-on OpenCL (as in 2D), the lid velocities too.  Strict: ``-DLBGEN_STRICT`` (no contraction)."""
+``CProgram3D``'s interface (lbgen.backends.gpu3d).  The lattice buffers (``allocate``) are
+``cl.Buffer``s on the device, so stepping copies nothing; host arrays given to a kernel (fields
+in and out, a NumPy lattice buffer) are copied to the device and, when written, back.
+``download`` / ``upload`` move a lattice buffer.  Fields and plain arrays are ``real`` on
+OpenCL (as in 2D), the lid velocities too.  Strict: ``-DLBGEN_STRICT`` (no contraction)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +15,7 @@ from lbgen.codegen.render3d import GPU_ENTRY_POINTS_3D
 
 class OpenCLProgram3D(GPUProgram3D):
     backend = "opencl"
+    device_buffers = True
 
     def __init__(self, source, lx: int, ly: int, lz: int, strict: bool = False, device=None,
                  block_size=None):
@@ -40,19 +43,38 @@ class OpenCLProgram3D(GPUProgram3D):
     def describe(self) -> str:
         return self.device_name
 
+    # --- device buffers ---------------------------------------------------------------------------
+    def allocate(self):
+        return self._to_device(np.zeros(self.layout.size, dtype=self.dtype))
+
+    def _is_device(self, a) -> bool:
+        return isinstance(a, self.cl.Buffer)
+
+    def _device_elements(self, a) -> int:
+        return a.size // np.dtype(self.dtype).itemsize
+
+    def _to_device(self, host):
+        mf = self.cl.mem_flags
+        return self.cl.Buffer(self.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(host))
+
+    def _to_host(self, buffer) -> np.ndarray:
+        host = np.empty(buffer.size // np.dtype(self.dtype).itemsize, dtype=self.dtype)
+        self.cl.enqueue_copy(self.queue, host, buffer, is_blocking=True)
+        return host
+
+    def _host_into(self, buffer, host) -> None:
+        self.cl.enqueue_copy(self.queue, buffer, np.ascontiguousarray(host), is_blocking=True)
+
+    def synchronize(self) -> None:
+        self.queue.finish()
+
     def _run(self, kernel, items, args, outputs):
-        cl, mf = self.cl, self.cl.mem_flags
-        dev = []
-        for a in args:
-            if isinstance(a, np.ndarray):
-                dev.append(cl.Buffer(self.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a))
-            else:
-                dev.append(a)
+        dev = [self._to_device(a) if isinstance(a, np.ndarray) else a for a in args]
         bs = self.block_size
         self.kernels[kernel](self.queue, ((items + bs - 1) // bs * bs,), (bs,), *dev)
         for i in outputs:
-            cl.enqueue_copy(self.queue, args[i], dev[i], is_blocking=True)
-        self.queue.finish()
+            if isinstance(args[i], np.ndarray):
+                self.cl.enqueue_copy(self.queue, args[i], dev[i], is_blocking=True)
 
 
 def compile3d(source, lx: int, ly: int, lz: int, strict: bool = False, device=None, block_size=None,
