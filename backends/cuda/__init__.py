@@ -210,7 +210,6 @@ def copy_bandwidth(repeat: int = 5, nbytes: int = 1 << 30) -> dict:
         end.record(stream)
         end.synchronize()
         samples.append(2 * nbytes / (cupy.cuda.get_elapsed_time(start, end) * 1e-3) / 1e9)
-    del a, b
     out = stats(samples)
     out.update(gbs=out["max"], bytes_per_buffer=nbytes, device=describe(),
                method="cudaMemcpy device to device of one buffer, CUDA events; read + write bytes")
