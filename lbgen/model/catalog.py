@@ -97,6 +97,11 @@ MODEL_SETS: Dict[str, SetEntry] = {
     # Shan, Yuan & Chen (J. Fluid Mech. 550, 2006), D3Q39: degree 7 (third order, thermal)
     "d3q39": SetEntry("D3Q39", ((0, 0, 0), (1, 0, 0), (1, 1, 1), (2, 0, 0), (2, 2, 0), (3, 0, 0)), 7,
                       "thermal, third order"),
+    # degree 9 on hop-3 shells: the Q, hop and r of Shan's D3Q103 (Phys. Rev. E 81, 036702, 2010);
+    # the only 10-shell set with hops up to 3, Q <= 103 and positive weights (docs/validation3d.md)
+    "d3q103": SetEntry("D3Q103", ((0, 0, 0), (1, 0, 0), (1, 1, 1), (2, 0, 0), (2, 1, 0), (2, 2, 0), (2, 2, 2),
+                                  (3, 0, 0), (3, 1, 1), (3, 3, 3)), 9,
+                       "thermal, fourth order: D2Q37's order in 3D"),
 }
 #: the dimensions of ``lbgen.Simulation``, `lbgen bench` and `tune` (3D sets: ``lbgen.Simulation3D``,
 #: `lbgen run --lz`, the kernels of ``codegen.spec.KERNEL_DIMENSIONS``, `emit`, `verify` and `info`)

@@ -14,6 +14,15 @@ temperature theta (T = 1 is the lattice's reference, c_s^2 theta the lattice tem
     f_eq = w rho [1 + xi.v + ((xi.v)^2 - v^2 + (theta - 1)(xi^2 - D)) / 2
                   + xi.v ((xi.v)^2 - 3 v^2 + 3 (theta - 1)(xi^2 - D - 2)) / 6],
 
+D3Q103 (Shan, Phys. Rev. E 81 (2010) 036702; degree 9 on hop-3 shells, c_s^2 that of D2Q37)
+is of fourth order: its weights come from this module's own solve of the moment conditions
+(``gauss_hermite_weights``), and its equilibrium adds the fourth-order terms
+
+    + [(xi.v)^4 - 6 (xi.v)^2 v^2 + 3 v^4] / 24
+    + (theta - 1) [(xi^2 - D - 2)((xi.v)^2 - v^2) - 2 (xi.v)^2] / 4
+    + (theta - 1)^2 [xi^4 - 2 (D + 2) xi^2 + D (D + 2)] / 8
+
+(the D = 2 case is the D2Q37 formula of docs/d2q37.md);
 xi = c / c_s, v = u / c_s; its BGK takes the shifted equilibrium with u* = u + tau a and
 theta* = theta + tau (1 - tau) |a|^2 / (D c_s^2) (the energy the force adds, kept), as the 2D
 model does (docs/d2q37.md).  The regularized operator here is the second-order one of the
@@ -79,7 +88,8 @@ class Lattice:
 
 def _shell_lattice(name: str, shells: Dict[Tuple[int, int, int], Fraction], cs2: Fraction = Fraction(1, 3),
                    order: int = 2) -> Lattice:
-    """A lattice from its shells: every signed permutation of each, weighted by its shell."""
+    """A lattice from its shells: every signed permutation of each, weighted by its shell
+    (Fractions, or floats where the weights are irrational)."""
     weight = {}
     for shell, w in shells.items():
         for perm in set(permutations(shell)):
@@ -92,7 +102,49 @@ def _shell_lattice(name: str, shells: Dict[Tuple[int, int, int], Fraction], cs2:
     return Lattice(name, c, w, by_norm, float(cs2), order)
 
 
-#: the textbook weights by shell (D3Q39: Shan, Yuan & Chen 2006, Table 1)
+def _members(shell) -> set:
+    return {tuple(s * x for s, x in zip(signs, perm)) for perm in set(permutations(shell))
+            for signs in product((1, -1), repeat=3)}
+
+
+def _double_factorial(n: int) -> int:
+    return 1 if n <= 0 else n * _double_factorial(n - 2)
+
+
+def gauss_hermite_weights(shells, cs2_poly, degree: int) -> Tuple[float, Dict[Tuple[int, int, int], float]]:
+    """(cs^2, weights by shell) of a 3D quadrature of ``degree`` whose cs^2 is the root in
+    (0, 1) of the polynomial ``cs2_poly`` (coefficients, highest first) that admits one:
+    sum_i w_i xi_i^(a, b, c) equals the standard normal's moment (a-1)!! (b-1)!! (c-1)!! for
+    every even monomial of degree below ``degree`` (the odd ones vanish by symmetry),
+    xi = c / sqrt(cs^2).  Solved in 40 digits (mpmath: least squares on the conditions), checked
+    to 1e-30, rounded to double; ValueError where no root gives one.  The oracle's own solve,
+    written from the definition (``lbgen.model.velocity_set`` solves in sympy)."""
+    import mpmath
+    with mpmath.workdps(40):
+        monomials = [(a, b, c) for a in range(0, degree, 2) for b in range(0, a + 1, 2) for c in range(0, b + 1, 2)
+                     if a + b + c < degree]
+        want = mpmath.matrix([_double_factorial(a - 1) * _double_factorial(b - 1) * _double_factorial(c - 1)
+                              for a, b, c in monomials])
+        for root in mpmath.polyroots([mpmath.mpf(k) for k in cs2_poly], maxsteps=200, extraprec=100):
+            if abs(mpmath.im(root)) > 1e-30 or not 0 < mpmath.re(root) < 1:
+                continue
+            cs2 = mpmath.re(root)
+            A = mpmath.matrix([[sum(mpmath.mpf(x ** a * y ** b * z ** c) for x, y, z in _members(shell))
+                                / cs2 ** mpmath.mpf((a + b + c) / 2) for shell in shells] for a, b, c in monomials])
+            w, residual = mpmath.qr_solve(A, want)
+            if residual < 1e-30 and all(v > 0 for v in w):
+                return float(cs2), {shell: float(v) for shell, v in zip(shells, w)}
+    raise ValueError(f"no quadrature of degree {degree} on these shells with cs^2 a root of {cs2_poly}")
+
+
+#: D3Q103 (Shan, Phys. Rev. E 81, 036702, 2010): its c_s^2 = 1/r^2 is that of D2Q37, the root
+#: of 35 t^3 - 70 t^2 + 49 t - 12 (Philippi et al., Phys. Rev. E 73, 056702, 2006; r = 1.19697977...)
+D3Q103_SHELLS = ((0, 0, 0), (1, 0, 0), (1, 1, 1), (2, 0, 0), (2, 1, 0), (2, 2, 0), (2, 2, 2), (3, 0, 0), (3, 1, 1),
+                 (3, 3, 3))
+D3Q103_CS2, D3Q103_WEIGHTS = gauss_hermite_weights(D3Q103_SHELLS, (35, -70, 49, -12), 9)
+
+#: the textbook weights by shell (D3Q39: Shan, Yuan & Chen 2006, Table 1); D3Q103 (Shan, Phys.
+#: Rev. E 81, 036702, 2010; degree 9, fourth order) from the oracle's own solve of its moments
 LATTICES: Dict[str, Lattice] = {
     "d3q19": _shell_lattice("D3Q19", {(0, 0, 0): Fraction(1, 3), (1, 0, 0): Fraction(1, 18),
                                       (1, 1, 0): Fraction(1, 36)}),
@@ -102,6 +154,7 @@ LATTICES: Dict[str, Lattice] = {
                                       (1, 1, 1): Fraction(1, 27), (2, 0, 0): Fraction(2, 135),
                                       (2, 2, 0): Fraction(1, 432), (3, 0, 0): Fraction(1, 1620)},
                             Fraction(2, 3), order=3),
+    "d3q103": _shell_lattice("D3Q103", D3Q103_WEIGHTS, D3Q103_CS2, order=4),
 }
 
 
@@ -129,7 +182,8 @@ def _cdot(lat: Lattice, u):
 
 def equilibrium(rho, u, lat="d3q19", T=1.0):
     """f_eq,i = w_i rho [1 + c.u/cs^2 + (c.u)^2/(2 cs^4) - |u|^2/(2 cs^2)]; u shape (3, *field).
-    A thermal lattice (D3Q39): the third-order expansion at temperature T of the module doc."""
+    A thermal lattice: the third-order expansion at temperature T of the module doc (D3Q39),
+    and on a fourth-order one (D3Q103) its fourth-order terms too."""
     lat = lattice(lat)
     rho = np.asarray(rho, dtype=float)
     u = np.asarray(u, dtype=float)
@@ -141,8 +195,13 @@ def equilibrium(rho, u, lat="d3q19", T=1.0):
     xv, v2 = cu / cs2, u2 / cs2                        # xi.v and v^2 with xi = c/c_s, v = u/c_s
     xi2 = _col((lat.c ** 2).sum(axis=1) / cs2, rho.ndim)
     dT = np.asarray(T, dtype=float) - 1.0
-    return _col(lat.w, rho.ndim) * rho * (1.0 + xv + 0.5 * (xv * xv - v2 + dT * (xi2 - D))
-                                          + xv * (xv * xv - 3.0 * v2 + 3.0 * dT * (xi2 - D - 2.0)) / 6.0)
+    bracket = (1.0 + xv + 0.5 * (xv * xv - v2 + dT * (xi2 - D))
+               + xv * (xv * xv - 3.0 * v2 + 3.0 * dT * (xi2 - D - 2.0)) / 6.0)
+    if lat.order >= 4:
+        bracket = bracket + ((xv ** 4 - 6.0 * xv * xv * v2 + 3.0 * v2 * v2) / 24.0
+                             + dT / 4.0 * ((xi2 - D - 2.0) * (xv * xv - v2) - 2.0 * xv * xv)
+                             + dT * dT / 8.0 * (xi2 * xi2 - 2.0 * (D + 2) * xi2 + D * (D + 2)))
+    return _col(lat.w, rho.ndim) * rho * bracket
 
 
 def fields(f, lat="d3q19"):

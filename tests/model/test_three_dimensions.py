@@ -32,8 +32,8 @@ R = sp.Rational
 
 def test_the_dimension_is_the_shell_length():
     assert {n: set_entry(n).D for n in MODEL_SETS} == {"d2q37": 2, "d2q9": 2, "d2v17": 2, "d3q19": 3, "d3q27": 3,
-                                                       "d3q39": 3}
-    assert [set_entry(n).Q for n in ("d3q19", "d3q27", "d3q39")] == [19, 27, 39]
+                                                       "d3q39": 3, "d3q103": 3}
+    assert [set_entry(n).Q for n in ("d3q19", "d3q27", "d3q39", "d3q103")] == [19, 27, 39, 103]
     assert [velocity_set(n).D for n in MODEL_SETS] == [set_entry(n).D for n in MODEL_SETS]
     assert shell_members((1, 1, 0)) == {v for v in itertools.product((-1, 0, 1), repeat=3)
                                         if sorted(map(abs, v)) == [0, 1, 1]}
@@ -87,13 +87,13 @@ def test_d3q27_is_the_tensor_product_of_d1q3():
 
 
 def test_3d_population_order_and_opposites():
-    for name in ("d3q19", "d3q27", "d3q39"):
+    for name in ("d3q19", "d3q27", "d3q39", "d3q103"):
         vs = velocity_set(name)
         keys = [(-v[0], v[1], v[2]) for v in vs.velocities]
         assert keys == sorted(keys)
         assert vs.opposite == tuple(range(vs.Q - 1, -1, -1))
         assert vs.e.shape == (vs.Q, 3) and vs.propagate_offsets[0] == tuple(-vs.e[0])
-    assert velocity_set("d3q39").max_hop == 3 and velocity_set("d3q19").max_hop == 1
+    assert velocity_set("d3q39").max_hop == 3 == velocity_set("d3q103").max_hop and velocity_set("d3q19").max_hop == 1
 
 
 def test_2d_sets_are_unchanged():

@@ -276,3 +276,63 @@ def test_d3q39_equilibrium_has_the_maxwellian_moments_to_third_order():
     assert o.temperature(o.equilibrium(rho, u, lat, T), lat) == pytest.approx(T, rel=1e-14)
     with pytest.raises(ValueError, match="second order"):
         o.collide_regularized(o.equilibrium(rho, u, lat, T), 1e-3, lat=lat)
+
+
+# --- the fourth-order D3Q103 ----------------------------------------------------------------------
+
+def test_d3q103_oracle_solve_lattice_and_equilibrium_are_the_models():
+    """The oracle's own 40-digit solve (cs^2 the D2Q37 root) gives the model's sympy weights to
+    round-off; its fourth-order equilibrium at T != 1 is the model's, and its temperature moment."""
+    vs, rng = velocity_set("d3q103"), np.random.default_rng(11)
+    lat = o.lattice("d3q103")
+    assert [tuple(v) for v in lat.c.tolist()] == list(vs.velocities) and lat.order == 4 and lat.Q == 103
+    assert np.max(np.abs(lat.w / vs.weights - 1)) < 1e-15 and np.all(lat.w > 0)
+    assert vs.r == pytest.approx(1 / np.sqrt(lat.cs2), rel=1e-15)
+    n = 64
+    rho, u, T = 1 + 0.1 * rng.standard_normal(n), 0.05 * rng.standard_normal((3, n)), 1 + 0.3 * rng.standard_normal(n)
+    f = o.equilibrium(rho, u, lat, T)
+    got = equilibrium_assignments("d3q103").evaluate([rho, *(vs.r * u), T], ax=0.0, ay=0.0, az=0.0)
+    assert np.max(np.abs(got - f)) < 1e-14
+    f = f * (1 + 0.02 * rng.standard_normal(f.shape))
+    fields = macroscopic_assignments("d3q103").evaluate(list(f))
+    assert np.max(np.abs(fields[4] - o.temperature(f, lat))) < 1e-13
+
+
+def test_d3q103_quadrature_holds_to_degree_nine_and_no_further():
+    """sum_i w_i xi^m = the Gaussian moment for every monomial up to degree 9, not at 10."""
+    lat = o.lattice("d3q103")
+    xi = lat.c / np.sqrt(lat.cs2)
+
+    def gauss(k):
+        return 0.0 if k % 2 else float(np.prod(np.arange(k - 1, 0, -2))) if k else 1.0
+
+    def error(a, b, c):
+        return abs((lat.w * xi[:, 0] ** a * xi[:, 1] ** b * xi[:, 2] ** c).sum() - gauss(a) * gauss(b) * gauss(c))
+
+    assert max(error(a, b, c) for a in range(10) for b in range(10 - a) for c in range(10 - a - b)) < 1e-11
+    assert max(error(a, b, c) for a in range(11) for b in range(11 - a) for c in range(11 - a - b)
+               if a + b + c == 10) > 1e-3
+
+
+def test_d3q103_equilibrium_has_the_maxwellian_fourth_moment_and_bgk_is_the_models():
+    """The fourth moment at T != 1 is the Maxwellian's (a third-order equilibrium misses it);
+    the model's BGK with a force equals the oracle's (u and theta shifted)."""
+    lat = o.lattice("d3q103")
+    rho, u, T = np.array([1.2]), np.array([[0.05], [-0.04], [0.03]]), np.array([1.3])
+    f = o.equilibrium(rho, u, lat, T)[..., 0]
+    c, v, s = lat.c.astype(float), u[:, 0], lat.cs2 * T[0]
+    d = np.eye(3)
+    M4 = np.einsum("ia,ib,ic,id,i->abcd", c, c, c, c, f)
+    vvvv = np.einsum("a,b,c,d->abcd", v, v, v, v)
+    dvv = sum(np.einsum(spec, d, np.outer(v, v)) for spec in ("ab,cd->abcd", "ac,bd->abcd", "ad,bc->abcd",
+                                                              "bc,ad->abcd", "bd,ac->abcd", "cd,ab->abcd"))
+    dd = sum(np.einsum(spec, d, d) for spec in ("ab,cd->abcd", "ac,bd->abcd", "ad,bc->abcd"))
+    want = rho[0] * (vvvv + s * dvv + s * s * dd)
+    assert np.allclose(M4, want, rtol=1e-12, atol=1e-15)
+    vs, rng = velocity_set("d3q103"), np.random.default_rng(5)
+    n, tau, a = 32, 0.7, 2e-3 * rng.standard_normal(3)
+    g = o.equilibrium(1 + 0.1 * rng.random(n), 0.05 * rng.standard_normal((3, n)), lat, 1 + 0.2 * rng.random(n))
+    g = g * (1 + 0.02 * rng.standard_normal(g.shape))
+    r = vs.r
+    got = collide("bgk", "d3q103").evaluate(list(g), tau=tau, ax=r * a[0], ay=r * a[1], az=r * a[2], wall=0.0)
+    assert np.max(np.abs(got - o.collide_bgk(g, tau, a, lat))) < 1e-13
