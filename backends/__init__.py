@@ -67,8 +67,8 @@ def compile3d(name: str, source, shape, strict: bool = False, threads: int = 0, 
     (CProgram3D), 'opencl' (OpenCLProgram3D; ``device``: 'P:D' or part of a device name, as
     ``lbgen.backends.opencl.select_device`` takes it, default the first working device),
     'cuda-shim' (the .cu on the CPU through the host shim), 'cuda' (CuPy on device 0); all take
-    host NumPy buffers in the layout's order (``Program3D``); the 'cuda' program's own buffers
-    (``allocate``) stay on the GPU (``download`` / ``upload`` move them)."""
+    host NumPy buffers in the layout's order (``Program3D``); the OpenCL and 'cuda' programs'
+    own buffers (``allocate``) stay on the device (``download`` / ``upload`` move them)."""
     runtime(name)                       # an unknown name: refused in words
     if device is not None and name != "opencl":
         raise ValueError(f"device={device!r} selects an OpenCL device; the {name} runtime has none to choose")

@@ -597,8 +597,7 @@ class Program3D:
         self._copy_in(buffer, host)
         return buffer
 
-    @staticmethod
-    def _copy_in(buffer, host: np.ndarray) -> None:
+    def _copy_in(self, buffer, host: np.ndarray) -> None:
         buffer[...] = host
 
     def describe(self) -> str:

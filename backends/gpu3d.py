@@ -2,12 +2,14 @@
 shared by ``backends/opencl/program3d.py`` (pyopencl), ``backends/cuda/program3d.py`` (the
 host shim and CuPy).
 
-The interface is ``CProgram3D``'s (lbgen.backends.c.program3d): lattice buffers are host
-NumPy arrays in ``Layout3D`` order (``allocate``), ``pack``/``unpack``/``halo``/
+The interface is ``CProgram3D``'s (lbgen.backends.c.program3d): ``pack``/``unpack``/``halo``/
 ``propagate``/``collide``/``fused``/``init_equilibrium``/``fields``/``step`` take the same
-arguments, ``boundaries`` builds the boundaries once.  A runtime moves the arrays a kernel
-reads to the device and back those it writes, around each launch (simple, and what the
-tests and ``Simulation3D`` need; device-resident stepping is the runtime's ``_run``).
+arguments, ``boundaries`` builds the boundaries once.  Lattice buffers hold ``Layout3D``'s
+order: the OpenCL and CuPy runtimes' (``allocate``) live on the device, so stepping copies
+nothing, and ``download``/``upload`` move them; the host shim's are NumPy arrays.  Host arrays
+given to a kernel (fields in and out, a NumPy lattice buffer) are copied to the device around
+its launch, and back when it writes them.  A step refreshes only the X and Y halo planes
+(``halo_planes``): the kernels wrap Z within the line themselves.
 
 The kernels take the C API's ``<prefix>_boundaries`` struct as four arguments (walls,
 lids, lid: 6 x 3 velocities, solid: NULL or the uint8 voxel mask): ``Boundaries3D`` here

@@ -1,4 +1,4 @@
-"""A deliberately plain NumPy oracle for 3D lattice Boltzmann: D3Q19, D3Q27 and the thermal D3Q39.
+"""A deliberately plain NumPy oracle for 3D lattice Boltzmann: D3Q19, D3Q27, the thermal D3Q39 and D3Q103.
 
 Independent of the model on purpose: it imports nothing of lbgen.  The lattices, their
 weights, the equilibrium, the collision operators and the boundaries are typed here from
@@ -14,19 +14,20 @@ temperature theta (T = 1 is the lattice's reference, c_s^2 theta the lattice tem
     f_eq = w rho [1 + xi.v + ((xi.v)^2 - v^2 + (theta - 1)(xi^2 - D)) / 2
                   + xi.v ((xi.v)^2 - 3 v^2 + 3 (theta - 1)(xi^2 - D - 2)) / 6],
 
+xi = c / c_s, v = u / c_s; its BGK takes the shifted equilibrium with u* = u + tau a and
+theta* = theta + tau (1 - tau) |a|^2 / (D c_s^2) (the energy the force adds, kept), as the 2D
+model does (docs/d2q37.md).  The regularized operator here is the second-order one of the
+isothermal sets.
+
 D3Q103 (Shan, Phys. Rev. E 81 (2010) 036702; degree 9 on hop-3 shells, c_s^2 that of D2Q37)
 is of fourth order: its weights come from this module's own solve of the moment conditions
-(``gauss_hermite_weights``), and its equilibrium adds the fourth-order terms
+(``gauss_hermite_weights``), its BGK is D3Q39's, and its equilibrium adds the fourth-order terms
 
     + [(xi.v)^4 - 6 (xi.v)^2 v^2 + 3 v^4] / 24
     + (theta - 1) [(xi^2 - D - 2)((xi.v)^2 - v^2) - 2 (xi.v)^2] / 4
     + (theta - 1)^2 [xi^4 - 2 (D + 2) xi^2 + D (D + 2)] / 8
 
-(the D = 2 case is the D2Q37 formula of docs/d2q37.md);
-xi = c / c_s, v = u / c_s; its BGK takes the shifted equilibrium with u* = u + tau a and
-theta* = theta + tau (1 - tau) |a|^2 / (D c_s^2) (the energy the force adds, kept), as the 2D
-model does (docs/d2q37.md).  The regularized operator here is the second-order one of the
-isothermal sets.
+(with D = 2, the D2Q37 formula of docs/d2q37.md).
 
 Relation to lbgen's model units (``lbgen.model``): the model's molecular velocities are
 xi_i = r c_i with r = 1/c_s = sqrt(3), so its velocity and force per step are r times
