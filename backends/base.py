@@ -553,7 +553,8 @@ class HostBuffers:
 class Program3D:
     """What the 3D runtimes share (the C one, backends/c/program3d.py, and the GPU dialects',
     backends/gpu3d.py): the spec and size checks before any work, the lattice description,
-    host buffers in ``Layout3D`` order, the boundaries record and the step sequence.  A
+    buffers in ``Layout3D`` order (host arrays here; a device runtime's own, moved by
+    ``download``/``upload``), the boundaries record and the step sequence.  A
     runtime sets ``backend`` and ``Boundaries`` (its boundaries class: built from a program,
     walls, lids and a solid mask; ``periodic`` when it holds none) and defines the kernels."""
 
