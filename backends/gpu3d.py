@@ -103,7 +103,7 @@ class GPUProgram3D(Program3D):
         if self._is_device(buffer):
             self._host_into(buffer, host)
         else:
-            buffer[...] = host
+            super()._copy_in(buffer, host)
 
     def _buf(self, a):
         if self._is_device(a):

@@ -87,25 +87,22 @@ class Lattice:
         return np.array([index[tuple(-v for v in c)] for c in self.c.tolist()])
 
 
+def _members(shell) -> set:
+    """The hops of one shell: every signed permutation of it."""
+    return {tuple(s * x for s, x in zip(signs, perm)) for perm in set(permutations(shell))
+            for signs in product((1, -1), repeat=3)}
+
+
 def _shell_lattice(name: str, shells: Dict[Tuple[int, int, int], Fraction], cs2: Fraction = Fraction(1, 3),
                    order: int = 2) -> Lattice:
     """A lattice from its shells: every signed permutation of each, weighted by its shell
     (Fractions, or floats where the weights are irrational)."""
-    weight = {}
-    for shell, w in shells.items():
-        for perm in set(permutations(shell)):
-            for signs in product((1, -1), repeat=3):
-                weight[tuple(s * x for s, x in zip(signs, perm))] = w
+    weight = {v: w for shell, w in shells.items() for v in _members(shell)}
     hops = sorted(weight, key=lambda v: (-v[0], v[1], v[2]))
     c = np.array(hops, dtype=np.int64)
     w = np.array([float(weight[v]) for v in hops])
     by_norm = {sum(x * x for x in s): wt for s, wt in shells.items()}
     return Lattice(name, c, w, by_norm, float(cs2), order)
-
-
-def _members(shell) -> set:
-    return {tuple(s * x for s, x in zip(signs, perm)) for perm in set(permutations(shell))
-            for signs in product((1, -1), repeat=3)}
 
 
 def _double_factorial(n: int) -> int:
