@@ -46,17 +46,19 @@ def streams_clusters(spec) -> bool:
     """Whether a C sweep stores whole clusters with non-temporal stores (the templates'
     ``stream``): clustered layouts with a cluster of at least one 32-byte vector (CSoA: of
     whole cache lines, CSOA_STREAM_BYTES), unless the spec turns them off.  3D SoA streams
-    whole lines of its Z lines instead (``streams_soa_lines``)."""
+    whole lines of its runs of rows instead (``streams_soa_lines``)."""
     cluster = spec.vl * storage_bytes(spec) if spec.layout in CLUSTERED else 0
     return (spec.backend == "c" and spec.streaming_stores and spec.layout in CLUSTERED and cluster % 32 == 0
             and (spec.layout != "csoa" or cluster % CSOA_STREAM_BYTES == 0))
 
 
 def streams_soa_lines(spec) -> bool:
-    """Whether the 3D C SoA fused kernel streams the whole 64-byte lines of each Z line (staged
-    per line, the lines ahead prefetched), unless the spec turns streaming off.  Plain stores
-    read every line before writing it: D3Q19 128^3 fused ran at 0.6x of the streamed sweep
-    on 2 threads of a Zen 3 (AVX2; docs/performance.md).  (2D SoA sweeps store plainly.)"""
+    """Whether the 3D C SoA fused kernel streams whole 64-byte lines (staged per line, the lines
+    ahead prefetched), unless the spec turns streaming off; it then sweeps each chunk's
+    consecutive rows (x, y) that no boundary reaches as one run of sites.  Plain stores read
+    every line before writing it: D3Q19 128^3 fused ran at 0.6x of the streamed sweep on 2
+    threads of a Zen 3 (AVX2), one Z line at a time at 0.6-0.7x of the runs of rows
+    (docs/performance.md).  (2D SoA sweeps store plainly.)"""
     return spec.backend == "c" and spec.streaming_stores and spec.layout == "soa"
 
 

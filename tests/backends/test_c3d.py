@@ -180,17 +180,19 @@ def test_kernel_parameters_are_checked_by_name():
 @pytest.mark.parametrize("layout, vl, expected, precision, shape", [
     ("caosoa", 8, True, "double", SHAPE), ("caosoa", 4, True, "double", SHAPE), ("csoa", 8, True, "double", SHAPE),
     ("csoa", 4, False, "double", SHAPE), ("soa", None, True, "double", SHAPE), ("soa", None, True, "single", (4, 6, 40)),
-    ("soa", None, True, "double", (4, 6, 30)), ("soa", None, True, "double", (7, 4, 20))])
+    ("soa", None, True, "double", (6, 5, 15)), ("soa", None, True, "double", (4, 6, 30)),
+    ("soa", None, True, "double", (7, 4, 20))])
 def test_streaming_stores_change_no_bit_and_follow_the_cache_rule(layout, vl, expected, precision, shape):
     """fused streams whole clusters with non-temporal stores (clustered layouts, lattices
     beyond the last-level cache); on and off give the same bits, in the bulk and next to a
     wall and a lid (the sites that store plainly).  CSoA with clusters of half a cache line
     (VL 4 of doubles: they ran at 0.35x plain stores) has none: always 0.  SoA streams the
-    whole lines of its Z lines, the sites before and after them plainly: in SHAPE (6, 5, 16) a
-    Z line's first whole line starts 0 to 7 sites in; (4, 6, 30) has two whole lines and more
-    per Z line, as (4, 6, 40) has in single precision (16-site lines); (7, 4, 20)'s population
-    arrays are no whole number of lines (9 x 6 x 22 doubles), so it stores plainly whatever
-    the switch says."""
+    whole lines of each run of rows it sweeps (here one X plane's rows), the sites before and
+    after them plainly: a plane's first whole line starts 1, 3, 5 or 7 sites in in SHAPE
+    (6, 5, 16), 0 to 4 or 7 sites in in (6, 5, 15); (4, 6, 30) has 22 whole lines a plane, as
+    (4, 6, 40) has 15 in single precision (16-site lines); (7, 4, 20)'s population arrays are
+    no whole number of lines (9 x 6 x 22 doubles), so it stores plainly whatever the switch
+    says."""
     from lbgen.backends import c as cbackend
     prog = program3d(layout, vl, strict=True, precision=precision, shape=shape)
     want = int(expected and cbackend.streaming_pays(prog.layout.size, prog.dtype))
