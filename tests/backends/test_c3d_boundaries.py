@@ -36,18 +36,24 @@ CASES = {
 FAST = {("caosoa", 8, "d3q19", "bgk"), ("soa", None, "d3q27", "regularized")}
 
 
-def run_case(case, layout, vl, name, collision, strict=False, fused=True):
+def case_inputs(case, prog, name, collision):
+    """The initial state, the kernels' boundaries, the oracle's result after STEPS and the
+    solid mask (or None) of a case."""
     walls, lids, solid = CASES[case]
     solid = mask() if solid else None
     f0 = random_state(name, seed=21)
     if solid is not None:
         f0[:, solid] = 0.0
-    prog = program3d(layout, vl, name, collision, strict=strict)
     bc = prog.boundaries(walls, {face: R * np.asarray(u) for face, u in lids.items()},
                          None if solid is None else solid.astype(np.uint8))
-    got = prog.unpack(kernel_run(prog, f0, STEPS, collision, bc, fused=fused))
     b = oracle.Boundaries(SHAPE, oracle.lattice(name), walls=walls, lids=lids, solid=solid)
-    return got, oracle_run(f0, STEPS, name, collision, b), solid
+    return f0, bc, oracle_run(f0, STEPS, name, collision, b), solid
+
+
+def run_case(case, layout, vl, name, collision, strict=False, fused=True):
+    prog = program3d(layout, vl, name, collision, strict=strict)
+    f0, bc, want, solid = case_inputs(case, prog, name, collision)
+    return prog.unpack(kernel_run(prog, f0, STEPS, collision, bc, fused=fused)), want, solid
 
 
 def _sweep():
@@ -120,16 +126,8 @@ def test_soa_fused_in_runs_of_rows_equals_the_oracle(chunked_soa, case):
     sites (Z halo sites between the lines included), the others row by row: with runs cut by
     chunk ends and by wall rows, streamed (whole lines non-temporal) or plainly, it equals the
     oracle, and the two give the same bits."""
-    walls, lids, solid = CASES[case]
-    solid = mask() if solid else None
-    f0 = random_state("d3q19", seed=21)
-    if solid is not None:
-        f0[:, solid] = 0.0
     prog = chunked_soa
-    bc = prog.boundaries(walls, {face: R * np.asarray(u) for face, u in lids.items()},
-                         None if solid is None else solid.astype(np.uint8))
-    want = oracle_run(f0, STEPS, "d3q19", "bgk", oracle.Boundaries(SHAPE, oracle.lattice("d3q19"), walls=walls,
-                                                                     lids=lids, solid=solid))
+    f0, bc, want, _ = case_inputs(case, prog, "d3q19", "bgk")
     got = {}
     for on in (1, 0):
         assert prog.lib.lbgen_set_streaming_stores(on) == on
