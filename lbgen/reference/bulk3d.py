@@ -45,8 +45,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from itertools import permutations, product
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -139,30 +140,44 @@ def gauss_hermite_weights(shells, cs2_poly, degree: int) -> Tuple[float, Dict[Tu
 #: of 35 t^3 - 70 t^2 + 49 t - 12 (Philippi et al., Phys. Rev. E 73, 056702, 2006; r = 1.19697977...)
 D3Q103_SHELLS = ((0, 0, 0), (1, 0, 0), (1, 1, 1), (2, 0, 0), (2, 1, 0), (2, 2, 0), (2, 2, 2), (3, 0, 0), (3, 1, 1),
                  (3, 3, 3))
-D3Q103_CS2, D3Q103_WEIGHTS = gauss_hermite_weights(D3Q103_SHELLS, (35, -70, 49, -12), 9)
 
-#: the textbook weights by shell (D3Q39: Shan, Yuan & Chen 2006, Table 1); D3Q103 (Shan, Phys.
-#: Rev. E 81, 036702, 2010; degree 9, fourth order) from the oracle's own solve of its moments
-LATTICES: Dict[str, Lattice] = {
-    "d3q19": _shell_lattice("D3Q19", {(0, 0, 0): Fraction(1, 3), (1, 0, 0): Fraction(1, 18),
-                                      (1, 1, 0): Fraction(1, 36)}),
-    "d3q27": _shell_lattice("D3Q27", {(0, 0, 0): Fraction(8, 27), (1, 0, 0): Fraction(2, 27),
-                                      (1, 1, 0): Fraction(1, 54), (1, 1, 1): Fraction(1, 216)}),
-    "d3q39": _shell_lattice("D3Q39", {(0, 0, 0): Fraction(1, 12), (1, 0, 0): Fraction(1, 12),
-                                      (1, 1, 1): Fraction(1, 27), (2, 0, 0): Fraction(2, 135),
-                                      (2, 2, 0): Fraction(1, 432), (3, 0, 0): Fraction(1, 1620)},
-                            Fraction(2, 3), order=3),
-    "d3q103": _shell_lattice("D3Q103", D3Q103_WEIGHTS, D3Q103_CS2, order=4),
+
+def _d3q103() -> Lattice:
+    cs2, weights = gauss_hermite_weights(D3Q103_SHELLS, (35, -70, 49, -12), 9)
+    return _shell_lattice("D3Q103", weights, cs2, order=4)
+
+
+#: name -> how the lattice is built: the textbook weights by shell (D3Q39: Shan, Yuan & Chen
+#: 2006, Table 1); D3Q103 (Shan, Phys. Rev. E 81, 036702, 2010; degree 9, fourth order) from
+#: the oracle's own solve of its moments.  Each is built once, on first use (``lattice``): the
+#: D3Q103 solve takes ~0.2 s, which importing this module need not pay.
+_BUILDERS: Dict[str, Callable[[], Lattice]] = {
+    "d3q19": lambda: _shell_lattice("D3Q19", {(0, 0, 0): Fraction(1, 3), (1, 0, 0): Fraction(1, 18),
+                                              (1, 1, 0): Fraction(1, 36)}),
+    "d3q27": lambda: _shell_lattice("D3Q27", {(0, 0, 0): Fraction(8, 27), (1, 0, 0): Fraction(2, 27),
+                                              (1, 1, 0): Fraction(1, 54), (1, 1, 1): Fraction(1, 216)}),
+    "d3q39": lambda: _shell_lattice("D3Q39", {(0, 0, 0): Fraction(1, 12), (1, 0, 0): Fraction(1, 12),
+                                              (1, 1, 1): Fraction(1, 27), (2, 0, 0): Fraction(2, 135),
+                                              (2, 2, 0): Fraction(1, 432), (3, 0, 0): Fraction(1, 1620)},
+                                    Fraction(2, 3), order=3),
+    "d3q103": _d3q103,
 }
+#: the oracle's lattice names
+LATTICES: Tuple[str, ...] = tuple(_BUILDERS)
+
+
+@lru_cache(maxsize=None)
+def _built(name: str) -> Lattice:
+    return _BUILDERS[name]()
 
 
 def lattice(name) -> Lattice:
     if isinstance(name, Lattice):
         return name
-    try:
-        return LATTICES[str(name).lower()]
-    except KeyError:
-        raise ValueError(f"the 3D oracle has no lattice {name!r}; it has {', '.join(LATTICES)}") from None
+    key = str(name).lower()
+    if key not in _BUILDERS:
+        raise ValueError(f"the 3D oracle has no lattice {name!r}; it has {', '.join(LATTICES)}")
+    return _built(key)
 
 
 def _col(v, ndim):
