@@ -63,6 +63,16 @@ def compiler_version(cmd: str) -> str:
     return out.stdout.splitlines()[0] if out.stdout else cmd
 
 
+def record_build(kind: str, key: str, main_file: str, what: str, seconds: float) -> None:
+    """One line per compiler run, appended to ``$LBGEN_BUILD_LOG`` when it is set: the test
+    suite's account of what it compiles and how long each build takes."""
+    import os
+    log = os.environ.get("LBGEN_BUILD_LOG")
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"{kind}\t{seconds:.2f}\t{key}\t{main_file}\t{what}\n")
+
+
 def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: str, what: str,
                   library: str = "lib.so"):
     """Compile once into ``<cache>/<kind>/<key>/<library>`` and return its path.
@@ -75,6 +85,7 @@ def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: 
     file and carrying the compiler's log (also kept in build.log).
     """
     import subprocess
+    import time
 
     from filelock import FileLock
 
@@ -104,7 +115,9 @@ def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: 
             (directory / name).write_text(text)
         tmp = directory / f"{library}.{key}.tmp"
         cmd = [str(c) for c in command(directory, tmp)]
+        started = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=directory)
+        record_build(kind, key, main_file, what, time.perf_counter() - started)
         log = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
         atomic_write_bytes(directory / "build.log", log.encode())
         if proc.returncode != 0:
