@@ -183,7 +183,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     lbgen run --resume runs/rt --steps 40000
     """
     from lbgen.parallel import mpi
-    from lbgen.run.config import RunConfig
+    from lbgen.run.config import RunConfig, normalise_key
     from lbgen.run.driver import Run
     comm = mpi.world()                     # several ranks under mpiexec: a distributed run
     if comm is not None:
@@ -212,9 +212,10 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     layers = [(f"--config {config}", _config_file(config))] if config else []
     layers.append(("command line", given))
     cfg = RunConfig.build(setup, *layers)
+    chosen = {normalise_key(k) for _, values in layers for k, v in values.items() if v is not None}
     _check_grid_dimension(ranks_grid, cfg.dimension, comm)
     if cfg.dimension == 3:
-        _run3d(cfg, echo, comm, overwrite, show_progress)
+        _run3d(cfg, echo, comm, overwrite, show_progress, chosen)
         return
     runner = Run(cfg, echo=echo, comm=comm, overwrite=overwrite)
     spec = runner.sim.spec
@@ -231,7 +232,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
          f"{cfg.steps} steps, {spec.collision}, {box}, {spec.precision}; {where}")
     from lbgen.model.physics import summary
     echo(summary(runner.physics))
-    _time_block_note(runner, echo)
+    _time_block_note(runner, echo, chosen)
     result = runner.execute(progress=show_progress)
     _report(runner, result, cfg.save)
 
@@ -265,20 +266,22 @@ def _check_grid_dimension(ranks_grid, dimension, comm):
                                    f"along Y); PXxPYxPZ is for 3D runs (--velocity-set {set_names(SETS_3D)})"))
 
 
-def _time_block_note(runner, echo):
-    """With a time block (2D and 3D): its depth, and the event cadences that are not multiples
-    of it (the steps before those events that do not fill a block run singly)."""
+def _time_block_note(runner, echo, given):
+    """With a time block (2D and 3D): its depth; and, where the user chose the depth, the event
+    cadences the user also chose that are not multiples of it (the steps before those events
+    that do not fill a block run singly).  Cadences lbgen chose itself (defaults, auto) are
+    never named: they cost a few single steps, and the manifest records them."""
     cfg, depth = runner.cfg, runner.sim.time_block
     if depth > 1:
-        every = {k: getattr(cfg, k) for k in ("output_every", "checkpoint_every", "check_every")}
-        every["series_every"] = runner.series_every
-        odd = [f"--{k.replace('_', '-')} {v}" for k, v in every.items() if v % depth]
+        every = {k: getattr(cfg, k) for k in ("output_every", "checkpoint_every", "check_every", "series_every")}
+        odd = [f"--{k.replace('_', '-')} {v}" for k, v in every.items() if v % depth and k in given] \
+            if "time_block" in given else []
         echo(f"time block {depth}: {depth} steps per sweep" + (
             f"; {', '.join(odd)} not a multiple of it: the steps before those events that do not fill a "
             f"block run singly" if odd else ""))
 
 
-def _run3d(cfg, echo, comm, overwrite, show_progress):
+def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     """`lbgen run` with a 3D velocity set: a Run3D (lbgen.run.driver3d)."""
     from lbgen.model.physics import summary
     from lbgen.run.driver3d import Run3D
@@ -294,7 +297,7 @@ def _run3d(cfg, echo, comm, overwrite, show_progress):
     echo(f"lbgen run: {cfg.setup}, {cfg.velocity_set}, {cfg.lx} x {cfg.ly} x {cfg.lz}, {cfg.steps} steps, "
          f"{sim.spec.collision}, {', '.join(box) or 'periodic'}, {sim.spec.precision}; {where}")
     echo(summary(runner.physics))
-    _time_block_note(runner, echo)
+    _time_block_note(runner, echo, chosen)
     result = runner.execute(progress=show_progress)
     _report(runner, result, None)
 

@@ -163,3 +163,19 @@ def test_emit_report_shows_ptxas_registers_and_spills_for_cuda(tmp_path):
 def test_emit_report_needs_the_cuda_backend(tmp_path):
     result = CliRunner().invoke(main, ["emit", "--report", "-o", str(tmp_path)])
     assert result.exit_code == 2 and "--backend cuda" in result.output
+
+
+def test_notes_name_only_options_the_user_gave(tmp_path):
+    """lbgen's own cadences (the default --check-every, the auto time block) never appear in a
+    note; a user who chose both a time block and a cadence that does not fit it is told, naming
+    just those."""
+    base = ["run", "rayleigh-taylor", "--lx", 16, "--ly", 64, "--steps", 12, "--gravity", "0,-4e-4",
+            "--no-progress", "--pictures", "none"]
+    quiet = invoke(*base, "--out", tmp_path / "a", "--output-every", 10)          # the README's kind of run
+    assert quiet.exit_code == 0, quiet.output
+    assert "not a multiple" not in quiet.output and "--check-every" not in quiet.output
+    told = invoke(*base, "--out", tmp_path / "b", "--output-every", 10, "--time-block", 3)
+    assert told.exit_code == 0, told.output
+    note = [line for line in told.output.splitlines() if "not a multiple" in line]
+    assert len(note) == 1 and "--output-every 10" in note[0], told.output
+    assert "--check-every" not in note[0] and "--series-every" not in note[0], note
