@@ -63,6 +63,25 @@ def compiler_version(cmd: str) -> str:
     return out.stdout.splitlines()[0] if out.stdout else cmd
 
 
+#: the levels $LBGEN_OPT_LEVEL may name
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Og")
+
+
+def optimisation(default: str) -> str:
+    """The optimisation level of a default kernel build (C, and the CUDA host shim): ``default``,
+    or ``$LBGEN_OPT_LEVEL`` where it is set.  The test suite sets -O1 for its correctness
+    builds (gcc takes a fifth of the -O3 time on the generated kernels); strict builds give the
+    same bits at every level (tests/backends/test_opt_level.py), runs and benchmarks keep -O3."""
+    import os
+    level = os.environ.get("LBGEN_OPT_LEVEL", "").strip()
+    if not level:
+        return default
+    if level not in OPT_LEVELS:
+        raise ValueError(f"LBGEN_OPT_LEVEL={level!r}: not an optimisation level; use one of {', '.join(OPT_LEVELS)} "
+                         f"(or unset it for {default})")
+    return level
+
+
 def record_build(kind: str, key: str, main_file: str, what: str, seconds: float) -> None:
     """One line per compiler run, appended to ``$LBGEN_BUILD_LOG`` when it is set: the test
     suite's account of what it compiles and how long each build takes."""

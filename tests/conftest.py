@@ -12,6 +12,10 @@ import os
 # several threads ask for them explicitly (Program threads=2).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+# correctness builds at -O1: gcc takes a fifth of the -O3 time on the generated kernels, and a
+# strict build's bits are the same at every level (tests/backends/test_opt_level.py holds them
+# against -O3); LBGEN_OPT_LEVEL=-O3 pytest ... tests what runs use
+os.environ.setdefault("LBGEN_OPT_LEVEL", "-O1")
 # layouts chosen by `lbgen tune` on this machine must not change what the tests run
 os.environ["LBGEN_TUNED"] = "off"
 

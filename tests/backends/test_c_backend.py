@@ -222,7 +222,8 @@ def test_compile_error_names_the_generated_file_and_carries_the_gcc_log(tmp_path
 
 # --- flags ------------------------------------------------------------------------------------------
 
-def test_flags_for_defaults_and_strict_mode():
+def test_flags_for_defaults_and_strict_mode(monkeypatch):
+    monkeypatch.delenv("LBGEN_OPT_LEVEL", raising=False)
     assert cbackend.flags_for() == cbackend.DEFAULT_FLAGS
     assert "-ffp-contract=off" not in cbackend.flags_for()
     assert cbackend.flags_for(strict=True)[-2:] == ("-ffp-contract=off", "-fno-tree-slp-vectorize")
