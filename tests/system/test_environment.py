@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -57,3 +59,14 @@ def test_ci_lints_when_the_tests_fail_and_fails_if_either_failed(tmp_path):
         code, ran_tests, ran_lint = _fake_ci(case, tests_exit, lint_exit)
         assert ran_tests and ran_lint, (tests_exit, lint_exit)
         assert (code == 0) == passes, (tests_exit, lint_exit, code)
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_the_fast_subset_says_how_many_slow_tests_it_left_out(workers):
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *(workers or ["-p", "no:xdist"]),
+         "tests/system/test_readme_commands.py", "tests/system/test_environment.py::test_ci_lints_when_the_tests_fail_and_fails_if_either_failed"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "lbgen: 3 slow tests left out" in proc.stdout and "--slow" in proc.stdout, proc.stdout
