@@ -1,7 +1,7 @@
 """D3Q19 fused BGK on the C backend out of cache: MLUPS, fraction of the measured copy
 bandwidth, temporal blocking (fused_tb) against the single-step limit, lbmpy's D3Q19 SRT.
 
-Not a test (nothing passes or fails on a timing); the figures go to docs/performance.md.
+Not a test (nothing passes or fails on a timing); the figures go to docs/performance-history.md.
 
     python benchmarks/bench3d.py --size 128 --threads 2 --depths 2,3 --repeat 5 --lbmpy
 

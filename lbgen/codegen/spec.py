@@ -55,7 +55,7 @@ OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORD
 
 #: backends whose short 3D Z lines default to SoA: a 3D lattice there takes CAoSoA (the preferred
 #: VL) only from CLUSTER_ROWS_3D cluster rows of Z on, since the 2 x halo cluster rows it pads Z
-#: with cost more on shorter lines (docs/performance.md, "3D default layout, again": D3Q19 fused
+#: with cost more on shorter lines (docs/performance-history.md, "3D default layout, again": D3Q19 fused
 #: and fused_tb depth 3, 2 threads, CAoSoA VL 8 against SoA: 0.80x / 0.92x at 32^3 (4 rows),
 #: 1.06x / 1.17x at 48^3, 1.17x / 1.21x at 64^3, 1.54x / 1.45x at 128^3; D3Q27 64^3 1.45x, D3Q39
 #: 96^3 1.65x fused)
@@ -70,7 +70,7 @@ def default_layout(backend: str, ly: int, halo: int, dimension: int = 2,
     SoA unless Z holds CLUSTER_ROWS_3D or more whole clusters of their first preferred VL, or the
     lattice has walls across Z (``walls_along_depth``), where every SoA Z line meets the walls and
     takes the boundary path, a cluster row only next to them (D3Q19 cavity, walls on x, y, z,
-    128^3, time block 3: SoA 44 against CAoSoA VL 8 75 MLUPS; docs/performance.md).
+    128^3, time block 3: SoA 44 against CAoSoA VL 8 75 MLUPS; docs/performance-history.md).
 
     (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
 

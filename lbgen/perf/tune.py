@@ -266,13 +266,13 @@ def tune(backend: str, lx: int, ly: int, precision: str = "double", collision: s
 
 #: the depth `--time-block auto` takes where `lbgen tune` stored none for the case: the
 #: fastest on the Rayleigh-Taylor step of the paper's size, measured with
-#: benchmarks/production_compare.py and benchmarks/time_block_ab.py (docs/performance.md)
+#: benchmarks/production_compare.py and benchmarks/time_block_ab.py (docs/performance-history.md)
 DEFAULT_TIME_BLOCK = 3
 #: 3D sets hopping farther than this many sites take no temporal blocking under `auto`: D3Q39's
 #: 3-site hop makes each level a ring of 7 X planes and widens every overlap to 3 sites per
 #: level, and its fused_tb ran at 0.49x / 0.43x of fused at depth 3 and 0.86x / 0.80x at depth
 #: 2 (64^3 / 96^3, CAoSoA VL 8, 2 threads), where D3Q19 and D3Q27 (1-site hops) ran at
-#: 1.4-1.5x at depth 3 (docs/performance.md, "3D temporal blocking")
+#: 1.4-1.5x at depth 3 (docs/performance-history.md, "3D temporal blocking")
 TIME_BLOCK_MAX_HOP_3D = 1
 
 
