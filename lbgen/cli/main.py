@@ -11,7 +11,8 @@ from lbgen import __version__
 from lbgen.codegen.spec import BACKENDS, PRECISIONS, KernelSpec
 from lbgen.codegen.layouts import LAYOUTS
 from lbgen.model import OPERATORS
-from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES, SETS_3D, set_names
+from lbgen.model.catalog import (DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, MODEL_SETS, SCHEMES as WALL_SCHEMES, SETS_3D,
+                                 set_names)
 from lbgen.reference import VERIFY_LATTICE_2D, VERIFY_LATTICE_3D
 
 from lbgen.cli.common import UserError, any_set_option, friendly, vl_option
@@ -25,7 +26,11 @@ except ModuleNotFoundError:  # pragma: no cover
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
 @click.version_option(__version__, prog_name="lbgen")
 def main():
-    """lbgen: JIT-generated lattice Boltzmann kernels (D2Q37, D2V17, D2Q9) for C/OpenMP, OpenCL and CUDA."""
+    """lbgen: JIT-generated lattice Boltzmann kernels for C/OpenMP, OpenCL and CUDA."""
+
+
+main.help = (f"lbgen: JIT-generated lattice Boltzmann kernels for C/OpenMP, OpenCL and CUDA; velocity sets "
+             f"{set_names([s for s in MODEL_SETS if s not in SETS_3D], 'and')} (2D), {set_names(SETS_3D, 'and')} (3D).")
 
 
 # --- info --------------------------------------------------------------------------------
@@ -52,6 +57,7 @@ def info(as_json, velocity_set):
     for b in BACKENDS:
         ok, why = backends.available(b)
         found[b] = {"available": ok, "detail": why}
+    found["cuda-shim"] = _cuda_without_gpu()
     data = {"lbgen": __version__, "velocity_set": summary, "operators": operators, "backends": found,
             "cache_dir": str(cache_dir())}
     if as_json:
@@ -67,8 +73,19 @@ def info(as_json, velocity_set):
     for op, d in operators.items():
         click.echo(f"  collide {op:<12} {d['op_count']:>5} flops/site  ({d['description']})")
     for b, d in found.items():
-        click.echo(f"  backend {b:<7} {'yes' if d['available'] else 'no '}  {d['detail']}")
+        click.echo(f"  backend {b:<9} {'yes' if d['available'] else 'no '}  {d['detail']}")
     click.echo(f"  cache   {data['cache_dir']}")
+
+
+def _cuda_without_gpu() -> dict:
+    """What of the CUDA backend works without a GPU: the .cu kernels run on the CPU through
+    the host shim (g++; `lbgen verify --backends cuda-shim`), and nvcc, where installed,
+    compiles them for GPUs."""
+    from lbgen.backends.cuda import nvcc, shim
+    ok, why = shim.available()
+    compiles, how = nvcc.available()
+    detail = f"{why}; `lbgen verify --backends cuda-shim` runs them" if ok else why
+    return {"available": ok, "detail": detail + (f"; compiled for GPUs by {how}" if compiles else f"; {how}")}
 
 
 # --- emit --------------------------------------------------------------------------------
@@ -85,7 +102,7 @@ def info(as_json, velocity_set):
               help="Non-temporal stores for whole clusters (C, clustered layouts).")
 @click.option("--walls", is_flag=True, help="Thermal walls: add the bc kernel (tau = 1 wall rows for regularized).")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
-              help="With --walls: lbgen, or reference (the production code's bc; see README).")
+              help="With --walls: lbgen, or reference (the production code's bc; docs/physics.md, Walls).")
 @click.option("--block-size", type=int, default=0, help="GPU work-group / block size (0: backend default).")
 @click.option("--halo-y", type=int, default=None,
               help="C: Y halo rows (cluster rows), at least the set's largest hop (default): padding to match a "
@@ -173,7 +190,7 @@ def _config_file(path) -> dict:
 @friendly
 def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     """Simulate.  SETUP: shear-wave (default), uniform-noise or rayleigh-taylor; or --init FILE.npz.
-    3D (a 3D --velocity-set, --lz; `lbgen run --help` lists them): shear-wave, taylor-green, lid-driven-cavity,
+    3D (a 3D --velocity-set: see --velocity-set below; --lz): shear-wave, taylor-green, lid-driven-cavity,
     channel, rayleigh-taylor (a thermal set: Z up, walls on z).
 
     \b

@@ -75,7 +75,7 @@ SCHEMA: Tuple[Option, ...] = (
     Option("adiabatic", "choice", "none", "Which walls are adiabatic (copy the fourth row's temperature).",
            choices=tuple(ADIABATIC)),
     Option("wall_scheme", "choice", DEFAULT_WALL_SCHEME, "Wall scheme: lbgen, or reference (the production code's "
-           "bc: every row keeps its mass, bare bracket, fourth-row T + |a|^2/8; see README).", choices=WALL_SCHEMES),
+           "bc: every row keeps its mass, bare bracket, fourth-row T + |a|^2/8; docs/physics.md, Walls).", choices=WALL_SCHEMES),
     Option("velocity_set", "choice", DEFAULT_VELOCITY_SET, f"Velocity set: {sets_help()}.  The third-order "
            "sets conduct heat as kappa/T^2: use d2q37 for large temperature contrasts (docs/physics.md).",
            choices=tuple(VELOCITY_SETS) + SETS_3D),

@@ -179,3 +179,12 @@ def test_notes_name_only_options_the_user_gave(tmp_path):
     note = [line for line in told.output.splitlines() if "not a multiple" in line]
     assert len(note) == 1 and "--output-every 10" in note[0], told.output
     assert "--check-every" not in note[0] and "--series-every" not in note[0], note
+
+
+def test_help_lists_every_velocity_set_and_info_says_what_cuda_does_without_a_gpu():
+    from lbgen.model.catalog import MODEL_SETS
+    text = invoke("--help").output
+    assert all(name in text for name in MODEL_SETS), text
+    data = json.loads(invoke("info", "--json").output)
+    assert data["backends"]["cuda-shim"]["available"]          # g++ runs the .cu kernels here
+    assert "cuda-shim" in data["backends"]["cuda-shim"]["detail"]
