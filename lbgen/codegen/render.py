@@ -78,6 +78,8 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "offsets": _index_terms(spec.layout, vs.velocities, vs.max_hop),
         "collide_params": OPERATOR_PARAMETERS[spec.collision],
         # what each field of the C <prefix>_params struct means (the operator record's words)
+        # each operator parameter's record (range, meaning): the debug builds check the range
+        "param_records": {p.name: p for p in OPERATOR_RECORDS[spec.collision].parameters},
         "param_meanings": {**{p.name: p.meaning for p in OPERATOR_RECORDS[spec.collision].parameters},
                            "ax": "force per unit mass per step along x (momentum gains rho*ax; gravity g: ax = g / R)",
                            "ay": "force per unit mass per step along y (gravity g: ay = g / R)"},

@@ -143,6 +143,8 @@ def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "offsets": _pull_terms(vs.velocities, vs.max_hop),
         "collide_params": collide_params,
         "operator_params": model.operator.parameter_names,
+        # each operator parameter's record (range, meaning): the debug builds check the range
+        "param_records": {p.name: p for p in model.operator.parameters},
         "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
         "collide_outputs": [str(s) for s in col.outputs],
         "site_outputs": [f"fout{p}" for p in range(vs.Q)],
