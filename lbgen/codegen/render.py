@@ -81,8 +81,9 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         # each operator parameter's record (range, meaning): the debug builds check the range
         "param_records": {p.name: p for p in OPERATOR_RECORDS[spec.collision].parameters},
         "param_meanings": {**{p.name: p.meaning for p in OPERATOR_RECORDS[spec.collision].parameters},
-                           "ax": "force per unit mass per step along x (momentum gains rho*ax; gravity g: ax = g / R)",
-                           "ay": "force per unit mass per step along y (gravity g: ay = g / R)"},
+                           "ax": "force per unit mass per step along x (momentum gains rho*ax; gravity g: ax = g_x / R)",
+                           "ay": "force per unit mass per step along y (gravity g: ay = g_y / R, g_y < 0 "
+                                 "towards row 0)"},
         "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
         "collide_outputs": [str(s) for s in col.outputs],
         "site_outputs": [f"fout{p}" for p in range(vs.Q)],   # what collide_call leaves

@@ -6,6 +6,7 @@
  * model       D2Q37: Q = 37 populations, lattice scale r = 1.1969797703930745
  *             population order: c_x descending, then c_y ascending (opposite of p is 36 - p)
  * backend     c
+ * language    C11 (aligned_alloc, _Alignas): compile with -std=c11 or later (gnu11, c17); OpenMP optional
  * layout      caosoa: site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent
  * VL          8
  * precision   double (double)
@@ -26,6 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef LBGEN_DEBUG
+#include <math.h>            /* isfinite: the debug builds' argument checks */
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -145,6 +149,21 @@ int lbgen_set_streaming_stores(int on)
 void lbgen_halo(lbgen_real *f, int lx, int ly)
 {
     LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (f == NULL) {
+        fprintf(stderr, "lbgen_halo: f is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_halo: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO_Y;
@@ -181,6 +200,29 @@ void lbgen_halo(lbgen_real *f, int lx, int ly)
 void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region)
 {
     LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (prv == NULL) {
+        fprintf(stderr, "lbgen_propagate: prv is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (nxt == NULL) {
+        fprintf(stderr, "lbgen_propagate: nxt is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (region == NULL) {
+        fprintf(stderr, "lbgen_propagate: region is NULL: need a region (lbgen_whole(lx, ly): the whole lattice)\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_propagate: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO_Y;
@@ -197,7 +239,7 @@ void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, i
 #endif
 #ifdef LBGEN_DEBUG
     if ((const void *)prv == (const void *)nxt) {
-        fprintf(stderr, "lbgen_propagate: source and destination are the same buffer (%p); the sweep needs two\n", (const void *)prv);
+        fprintf(stderr, "lbgen_propagate: prv and nxt are the same buffer (%p): need two distinct buffers (the sweep reads one while writing the other)\n", (const void *)prv);
         abort();
     }
 #endif
@@ -788,6 +830,33 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, cons
 {
     /* in and out_f may alias: each site reads all its populations before writing */
     LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (in == NULL) {
+        fprintf(stderr, "lbgen_collide: in is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (out_f == NULL) {
+        fprintf(stderr, "lbgen_collide: out_f is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (region == NULL) {
+        fprintf(stderr, "lbgen_collide: region is NULL: need a region (lbgen_whole(lx, ly): the whole lattice)\n");
+        abort();
+    }
+    if (par == NULL) {
+        fprintf(stderr, "lbgen_collide: par is NULL: need a parameter record (lbgen_params)\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_collide: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO_Y;
@@ -806,6 +875,20 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, cons
     const double ax = par->ax;
     const double ay = par->ay;
     (void)tau; (void)ax; (void)ay; 
+#ifdef LBGEN_DEBUG
+    if (!(isfinite(tau) && tau > 0.5)) {
+        fprintf(stderr, "lbgen_collide: par->tau = %g outside its range: need a finite tau > 0.5 (BGK relaxation time; kinematic viscosity (tau - 1/2) T / r^2 per step)\n", tau);
+        abort();
+    }
+    if (!isfinite(ax)) {
+        fprintf(stderr, "lbgen_collide: par->ax = %g: need a finite force per unit mass per step\n", ax);
+        abort();
+    }
+    if (!isfinite(ay)) {
+        fprintf(stderr, "lbgen_collide: par->ay = %g: need a finite force per unit mass per step\n", ay);
+        abort();
+    }
+#endif
 
     const real tau_ = (real)tau;
     const real ax_ = (real)ax;
@@ -969,6 +1052,33 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
 {
     /* propagate + collide: populations are pulled from the neighbours, collided, stored */
     LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (prv == NULL) {
+        fprintf(stderr, "lbgen_fused: prv is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (nxt == NULL) {
+        fprintf(stderr, "lbgen_fused: nxt is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (region == NULL) {
+        fprintf(stderr, "lbgen_fused: region is NULL: need a region (lbgen_whole(lx, ly): the whole lattice)\n");
+        abort();
+    }
+    if (par == NULL) {
+        fprintf(stderr, "lbgen_fused: par is NULL: need a parameter record (lbgen_params)\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_fused: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO_Y;
@@ -989,7 +1099,21 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
     (void)tau; (void)ax; (void)ay; 
 #ifdef LBGEN_DEBUG
     if ((const void *)prv == (const void *)nxt) {
-        fprintf(stderr, "lbgen_fused: source and destination are the same buffer (%p); the sweep needs two\n", (const void *)prv);
+        fprintf(stderr, "lbgen_fused: prv and nxt are the same buffer (%p): need two distinct buffers (the sweep reads one while writing the other)\n", (const void *)prv);
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    if (!(isfinite(tau) && tau > 0.5)) {
+        fprintf(stderr, "lbgen_fused: par->tau = %g outside its range: need a finite tau > 0.5 (BGK relaxation time; kinematic viscosity (tau - 1/2) T / r^2 per step)\n", tau);
+        abort();
+    }
+    if (!isfinite(ax)) {
+        fprintf(stderr, "lbgen_fused: par->ax = %g: need a finite force per unit mass per step\n", ax);
+        abort();
+    }
+    if (!isfinite(ay)) {
+        fprintf(stderr, "lbgen_fused: par->ay = %g: need a finite force per unit mass per step\n", ay);
         abort();
     }
 #endif
@@ -1223,6 +1347,29 @@ static inline ptrdiff_t tb_mod(ptrdiff_t a, ptrdiff_t m) { a %= m; return a < 0 
 int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, int depth, const lbgen_params *par)
 {
     LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (prv == NULL) {
+        fprintf(stderr, "lbgen_fused_tb: prv is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (nxt == NULL) {
+        fprintf(stderr, "lbgen_fused_tb: nxt is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (par == NULL) {
+        fprintf(stderr, "lbgen_fused_tb: par is NULL: need a parameter record (lbgen_params)\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_fused_tb: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO_Y;
@@ -1234,7 +1381,21 @@ int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int
     (void)tau; (void)ax; (void)ay; 
 #ifdef LBGEN_DEBUG
     if ((const void *)prv == (const void *)nxt) {
-        fprintf(stderr, "lbgen_fused_tb: source and destination are the same buffer (%p); the sweep needs two\n", (const void *)prv);
+        fprintf(stderr, "lbgen_fused_tb: prv and nxt are the same buffer (%p): need two distinct buffers (the sweep reads one while writing the other)\n", (const void *)prv);
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    if (!(isfinite(tau) && tau > 0.5)) {
+        fprintf(stderr, "lbgen_fused_tb: par->tau = %g outside its range: need a finite tau > 0.5 (BGK relaxation time; kinematic viscosity (tau - 1/2) T / r^2 per step)\n", tau);
+        abort();
+    }
+    if (!isfinite(ax)) {
+        fprintf(stderr, "lbgen_fused_tb: par->ax = %g: need a finite force per unit mass per step\n", ax);
+        abort();
+    }
+    if (!isfinite(ay)) {
+        fprintf(stderr, "lbgen_fused_tb: par->ay = %g: need a finite force per unit mass per step\n", ay);
         abort();
     }
 #endif
@@ -1547,6 +1708,37 @@ void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in,
                              double ax, double ay)
 {
     LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (f == NULL) {
+        fprintf(stderr, "lbgen_init_equilibrium: f is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (rho_in == NULL) {
+        fprintf(stderr, "lbgen_init_equilibrium: rho_in is NULL: need an array of LX*LY doubles\n");
+        abort();
+    }
+    if (ux_in == NULL) {
+        fprintf(stderr, "lbgen_init_equilibrium: ux_in is NULL: need an array of LX*LY doubles\n");
+        abort();
+    }
+    if (uy_in == NULL) {
+        fprintf(stderr, "lbgen_init_equilibrium: uy_in is NULL: need an array of LX*LY doubles\n");
+        abort();
+    }
+    if (T_in == NULL) {
+        fprintf(stderr, "lbgen_init_equilibrium: T_in is NULL: need an array of LX*LY doubles\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_init_equilibrium: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO_Y;
@@ -1800,6 +1992,37 @@ void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux
                    double ax, double ay)
 {
     LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (f == NULL) {
+        fprintf(stderr, "lbgen_fields: f is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (rho_o == NULL) {
+        fprintf(stderr, "lbgen_fields: rho_o is NULL: need an array of LX*LY doubles\n");
+        abort();
+    }
+    if (ux_o == NULL) {
+        fprintf(stderr, "lbgen_fields: ux_o is NULL: need an array of LX*LY doubles\n");
+        abort();
+    }
+    if (uy_o == NULL) {
+        fprintf(stderr, "lbgen_fields: uy_o is NULL: need an array of LX*LY doubles\n");
+        abort();
+    }
+    if (T_o == NULL) {
+        fprintf(stderr, "lbgen_fields: T_o is NULL: need an array of LX*LY doubles\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_fields: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO_Y;
@@ -1865,6 +2088,25 @@ void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux
 void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double ax, double ay)
 {
     LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (f == NULL) {
+        fprintf(stderr, "lbgen_diagnostics: f is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (out == NULL) {
+        fprintf(stderr, "lbgen_diagnostics: out is NULL: need an array of LY*11 doubles\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_diagnostics: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO_Y;
@@ -1973,6 +2215,25 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double 
 void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly)
 {
     LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (f == NULL) {
+        fprintf(stderr, "lbgen_pack: f is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (plain == NULL) {
+        fprintf(stderr, "lbgen_pack: plain is NULL: need an array of Q*LX*LY doubles\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_pack: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO_Y;
@@ -1989,6 +2250,25 @@ void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly)
 void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly)
 {
     LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (f == NULL) {
+        fprintf(stderr, "lbgen_unpack: f is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (plain == NULL) {
+        fprintf(stderr, "lbgen_unpack: plain is NULL: need an array of Q*LX*LY doubles\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_unpack: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO_Y;
@@ -2021,6 +2301,29 @@ static void lbgen_check_cells(const char *name, ptrdiff_t X0, ptrdiff_t X1, ptrd
 void lbgen_get_region(const lbgen_real *f, double *buf, int lx, int ly, const lbgen_region *region)
 {
     LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (f == NULL) {
+        fprintf(stderr, "lbgen_get_region: f is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (buf == NULL) {
+        fprintf(stderr, "lbgen_get_region: buf is NULL: need an array of Q*W*H doubles\n");
+        abort();
+    }
+    if (region == NULL) {
+        fprintf(stderr, "lbgen_get_region: region is NULL: need a region (lbgen_whole(lx, ly): the whole lattice)\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_get_region: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO_Y;
@@ -2040,6 +2343,29 @@ void lbgen_get_region(const lbgen_real *f, double *buf, int lx, int ly, const lb
 void lbgen_put_region(lbgen_real *f, const double *buf, int lx, int ly, const lbgen_region *region)
 {
     LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (f == NULL) {
+        fprintf(stderr, "lbgen_put_region: f is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (buf == NULL) {
+        fprintf(stderr, "lbgen_put_region: buf is NULL: need an array of Q*W*H doubles\n");
+        abort();
+    }
+    if (region == NULL) {
+        fprintf(stderr, "lbgen_put_region: region is NULL: need a region (lbgen_whole(lx, ly): the whole lattice)\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_put_region: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
     const ptrdiff_t NRP = NR + 2*HALO_Y;

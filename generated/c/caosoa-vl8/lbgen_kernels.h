@@ -6,6 +6,7 @@
  * model       D2Q37: Q = 37 populations, lattice scale r = 1.1969797703930745
  *             population order: c_x descending, then c_y ascending (opposite of p is 36 - p)
  * backend     c
+ * language    C11 (aligned_alloc, _Alignas): compile with -std=c11 or later (gnu11, c17); OpenMP optional
  * layout      caosoa: site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent
  * VL          8
  * precision   double (double)
@@ -33,7 +34,7 @@
 #define LBGEN_API_VERSION 2
 
 #define LBGEN_Q    37   /* populations */
-#define LBGEN_R    1.1969797703930745   /* lattice scale: xi_i = R * (cx[i], cy[i]) */
+#define LBGEN_R    1.1969797703930745   /* lattice scale: xi_i = R * (cx[i], cy[i]); the production D2Q37 code's UNIT */
 #define LBGEN_HALO 3   /* halo width: columns in X, cluster rows in Y; the reach of the largest hop */
 #define LBGEN_HALO_Y 3   /* halo cluster rows in Y */
 #define LBGEN_VL   8   /* cluster length (1: AoS, SoA) */
@@ -80,8 +81,11 @@
    destination; sources are const), then the sizes lx, ly, then
    -- for the sweeps -- the region (const lbgen_region *) and the parameters
    (const lbgen_params *), or the field arrays.  A sweep's source and destination must be two
-   buffers (collide excepted: it may work in place); builds with -DLBGEN_DEBUG check that and
-   the region bounds, and abort naming the bad value.  The OpenCL and CUDA kernels take the
+   buffers (collide excepted: it may work in place).  The kernels trust their arguments; builds
+   with -DLBGEN_DEBUG check them before any work -- no NULL pointer, sizes lbgen_check accepts,
+   two distinct buffers, the region inside the lattice, each parameter in the range its field
+   states (tau > 1/2 or C > 0, finite forces, wall switches 0 or 1, wall temperatures > 0) --
+   and abort() after one line on stderr naming the kernel, the argument and what it needs.  The OpenCL and CUDA kernels take the
    same names in the same order, with the parameters as scalars and the whole lattice.
 
    Halo: the sweeps read the 3 halo columns and the 3 halo rows next to the interior, and only the populations that move inward from there (population p
@@ -108,7 +112,7 @@ typedef double lbgen_real;   /* storage of the populations */
    0 <= y0 <= y1 <= LY; an empty region computes nothing); lbgen_whole(lx, ly) is the whole
    lattice.  A region's sites are written and no other (the bc: see there); what it reads is
    stated per kernel.  The kernels trust the region; builds with -DLBGEN_DEBUG check it
-   (and abort naming the bad value). */
+   (and abort naming the bad value).  NULL is no region: pass lbgen_whole(lx, ly) for the lattice. */
 typedef struct {
     int x0, x1, y0, y1;
 } lbgen_region;
@@ -116,9 +120,12 @@ typedef struct {
    by field name (C99: lbgen_params par = { .tau = ..., .ax = ..., .ay = ... };).
    propagate takes none; bc reads ax, ay and the wall fields only. */
 typedef struct {
-    double tau;   /* BGK relaxation time; kinematic viscosity (tau - 1/2) T / r^2 per step */
-    double ax;   /* force per unit mass per step along x (momentum gains rho*ax; gravity g: ax = g / R) */
-    double ay;   /* force per unit mass per step along y (gravity g: ay = g / R) */
+    double tau;   /* BGK relaxation time; kinematic viscosity (tau - 1/2) T / r^2 per step; allowed: finite, > 0.5 */
+    double ax;   /* force per unit mass per step along x (momentum gains rho*ax; gravity g: ax = g_x / R); any finite value, sign included */
+    double ay;   /* force per unit mass per step along y (gravity g: ay = g_y / R, g_y < 0 towards row 0); any finite value, sign included */
+    /* Signs: +x to higher x; +y to higher y, away from row 0: gravity pulling
+       towards row 0 is ay = -g / LBGEN_R < 0 (LBGEN_R: the lattice scale, the production
+       D2Q37 code's UNIT). */
 } lbgen_params;
 /* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
    xi_i = LBGEN_R * (cx, cy)), has weight lbgen_w[i] and opposite lbgen_opposite[i]. */
@@ -154,7 +161,8 @@ void lbgen_halo(lbgen_real *f, int lx, int ly);
 void lbgen_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const lbgen_region *region);
 /* Collision (bgk) of the region's sites of in, written to out_f (may equal in; reads
    only the region's sites).
-   tau: relaxation time; (ax, ay): force per unit mass per step (momentum gains rho*a). */
+   tau: relaxation time, > 1/2; (ax, ay): force per unit mass per step (momentum gains rho*a; signs
+   as in lbgen_params). */
 void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, const lbgen_region *region, const lbgen_params *par);
 /* propagate + collide in one sweep: prv (fresh halo) -> nxt, the region's sites (reads as propagate). */
 void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par);
