@@ -175,8 +175,9 @@ class CProgram(HostBuffers, Program):
         reg, par = self._region(region), self._par(params, sides=sides)
         self._fn("collide")(self._ptr(src), self._ptr(dst), *self._sizes, reg, par)
 
-    def fused(self, prv, nxt, region=None, **params):
-        reg, par = self._region(region), self._par(params)
+    def fused(self, prv, nxt, region=None, sides=(True, True), **params):
+        """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = 1 (no bc)."""
+        reg, par = self._region(region), self._par(params, sides=sides)
         self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
 
     def fused_tb(self, prv, nxt, depth: int, walls=None, sides=(True, True), **params):

@@ -109,8 +109,10 @@ class LaunchProgram(Program):
         walls = self._sides(sides) if self.spec.walls else []
         self._sweep("collide", region, src, dst, *self._param_values(params), *walls)
 
-    def fused(self, prv, nxt, region=None, **params):
-        self._sweep("fused", region, prv, nxt, *self._param_values(params))
+    def fused(self, prv, nxt, region=None, sides=(True, True), **params):
+        """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = 1 (no bc)."""
+        walls = self._sides(sides) if self.spec.walls else []
+        self._sweep("fused", region, prv, nxt, *self._param_values(params), *walls)
 
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
            region=None):
@@ -241,7 +243,7 @@ def kernel_arguments(spec) -> Dict[str, str]:
     formats = {
         "halo": "P" + sizes, "propagate": "PP" + sizes + "iiii", "pack": "PP" + sizes, "unpack": "PP" + sizes,
         "collide": "PP" + sizes + "iiii" + real * nparams + ("ii" if spec.walls else ""),
-        "fused": "PP" + sizes + "iiii" + real * nparams,
+        "fused": "PP" + sizes + "iiii" + real * nparams + ("ii" if spec.walls else ""),
         "init_equilibrium": "P" + sizes + "PPPP" + real * 2, "fields": "P" + sizes + "PPPP" + real * 2,
         "diagnostics": "P" + sizes + "P" + real * 2,
     }

@@ -404,11 +404,13 @@ class OpenCLProgram(Program):
         if sweep:
             self._launch("collide", sweep[0], src, dst, *self._sizes, *sweep[1], *values, *walls)
 
-    def fused(self, prv, nxt, region=None, **params):
+    def fused(self, prv, nxt, region=None, sides=(True, True), **params):
+        """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = 1 (no bc)."""
+        walls = self._sides(sides) if self.spec.walls else []
         values = self._params(params)
         sweep = self._sweep(region)
         if sweep:
-            self._launch("fused", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values)
+            self._launch("fused", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values, *walls)
 
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
            region=None):

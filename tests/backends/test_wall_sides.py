@@ -1,5 +1,5 @@
 """Per-side wall switches of the kernels (C: `<prefix>_params.wall_bottom / .wall_top`; OpenCL and
-CUDA: the int arguments wall_bottom, wall_top of collide, bc, fused_walls): a lattice split in Y
+CUDA: the int arguments wall_bottom, wall_top of collide, fused, bc, fused_walls): a lattice split in Y
 holds the bottom wall only on its lowest part and the top wall only on its highest.
 
 Two halves of a walled lattice, the lower with sides (True, False), the upper with
@@ -85,6 +85,30 @@ def test_two_halves_with_one_wall_each_give_the_whole_lattice(programs, wall_sta
     a, b = out
     rows = np.unique(np.argwhere(a != b)[:, 2])
     assert rows.size and rows.min() >= HALF - 3, f"sides=(True, False) changed rows {rows}, not only the top wall's"
+
+
+@pytest.mark.parametrize("backend,layout,vl", CASES, ids=[f"{b}-{a}-vl{v}" for b, a, v in CASES])
+def test_fused_without_bc_honours_the_sides_too(programs, wall_state, backend, layout, vl):  # noqa: F811
+    """fused (propagate + collide, no bc) relaxes only the rows next to the walls held: two halves
+    stepped with it, each holding one wall, give the bits of the whole lattice holding both."""
+    whole, half = programs(layout, vl, backend)
+    f, g = whole.upload_fields(wall_state), whole.allocate()
+    lo, lo2 = half.upload_fields(wall_state[:, :, :HALF]), half.allocate()
+    hi, hi2 = half.upload_fields(wall_state[:, :, HALF:]), half.allocate()
+    for _ in range(STEPS):
+        whole.halo(f)
+        whole.fused(f, g, **PARAMS)
+        f, g = g, f
+        fill_y_halo_from(half, lo, hi)
+        fill_y_halo_from(half, hi, lo)
+        half.fused(lo, lo2, sides=(True, False), **PARAMS)
+        half.fused(hi, hi2, sides=(False, True), **PARAMS)
+        lo, lo2, hi, hi2 = lo2, lo, hi2, hi
+    want = whole.download_fields(f)
+    got = np.concatenate([half.download_fields(lo), half.download_fields(hi)], axis=2)
+    assert np.all(np.isfinite(want))
+    diff = np.argwhere(got != want)
+    assert diff.size == 0, f"{backend}-{layout}-vl{vl}: {len(diff)} values differ, first (p, x, y) {diff[0]}"
 
 
 @pytest.mark.parametrize("sides", [(False, False), (True, False), (False, True)])
