@@ -51,3 +51,25 @@ def test_a_bad_argument_gets_the_usage_and_exit_2_before_any_work(examples, whic
 def test_good_arguments_run(examples, which, args):
     proc, wrote = _run(examples[which], args)
     assert proc.returncode == 0 and wrote, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def cuda_examples(tmp_path_factory):
+    if shutil.which("make") is None or shutil.which("nvcc") is None:
+        pytest.skip("make and nvcc are needed to build the emitted CUDA examples")
+    out = {}
+    for name, spec in (("2d", KernelSpec(backend="cuda")), ("3d", KernelSpec(backend="cuda", velocity_set="d3q19"))):
+        folder = tmp_path_factory.mktemp(f"cuda_example{name}")
+        emit(spec, folder)
+        subprocess.run(["make", "-s"], cwd=folder, check=True, capture_output=True, timeout=900)
+        out[name] = folder
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which, args", [("2d", ["-5"]), ("2d", ["abc"]), ("2d", ["3", "16"]), ("3d", ["-5"]),
+                                         ("3d", ["3", "8", "6"]), ("3d", ["3", "8", "6", "x", "lid"])])
+def test_the_cuda_examples_check_their_arguments_too(cuda_examples, which, args):
+    """Before any CUDA call (so without a GPU too): usage and exit 2."""
+    proc, wrote = _run(cuda_examples[which], args)
+    assert proc.returncode == 2 and not wrote and "usage: ./example" in proc.stderr, (proc.returncode, proc.stderr)

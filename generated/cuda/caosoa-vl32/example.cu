@@ -32,11 +32,22 @@
  * At the end it prints total mass and momentum (sum rho, sum rho u) and writes every
  * site's physical fields (fields, same force) to example_fields.txt ("x y rho ux uy T", %.17g).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "lbgen_kernels.cuh"
+
+/* argv[i] as a whole number lo..hi, or -1 when it is not one (a sign, garbage, overflow) */
+static long example_arg(char **argv, int i, long lo, long hi)
+{
+    char *end = NULL;
+    errno = 0;
+    const long v = strtol(argv[i], &end, 10);
+    if (errno != 0 || end == argv[i] || *end != '\0' || v < lo || v > hi) return -1;
+    return v;
+}
 
 #define LBGEN_CUDA_CHECK(call) do { \
     cudaError_t err_ = (call); \
@@ -48,9 +59,19 @@
 
 int main(int argc, char **argv)
 {
-    const int steps = argc > 1 ? atoi(argv[1]) : 20;
-    const int lx = argc > 3 ? atoi(argv[2]) : 16;
-    const int ly = argc > 3 ? atoi(argv[3]) : 96;
+    /* the arguments, checked: a bad one (or a wrong count) prints the usage and exits 2 */
+    if (argc == 3 || argc > 4) {
+        fprintf(stderr, "example: %d arguments\nusage: ./example [steps] [lx ly]  (steps 0..1000000000, lx and ly 1..1000000000)\n", argc - 1);
+        return 2;
+    }
+    for (int i = 1; i < argc; ++i)
+        if (example_arg(argv, i, i == 1 ? 0 : 1, 1000000000L) < 0) {
+            fprintf(stderr, "example: argument %d '%s' is not a whole number in range\nusage: ./example [steps] [lx ly]  (steps 0..1000000000, lx and ly 1..1000000000)\n", i, argv[i]);
+            return 2;
+        }
+    const int steps = argc > 1 ? (int)example_arg(argv, 1, 0, 1000000000L) : 20;
+    const int lx = argc > 3 ? (int)example_arg(argv, 2, 1, 1000000000L) : 16;
+    const int ly = argc > 3 ? (int)example_arg(argv, 3, 1, 1000000000L) : 96;
     const double tau = 0.8;
     const double ax = 0.0, ay = -1e-5;   /* force per unit mass per step */
     const double pi = 3.14159265358979323846;
