@@ -52,17 +52,17 @@ int main(int argc, char **argv)
 {
     /* the arguments, checked: a bad one (or a wrong count) prints the usage and exits 2 */
     if (argc == 3 || argc > 4) {
-        fprintf(stderr, "example: %d arguments\nusage: ./example [steps] [lx ly]  (steps 0..1000000000, lx and ly 1..1000000000)\n", argc - 1);
+        fprintf(stderr, "example: %d arguments\nusage: ./example [steps] [lx ly]  (steps 0..1000000000, lx and ly 0..1000000000: the check names the sizes that run)\n", argc - 1);
         return 2;
     }
     for (int i = 1; i < argc; ++i)
-        if (example_arg(argv, i, i == 1 ? 0 : 1, 1000000000L) < 0) {
-            fprintf(stderr, "example: argument %d '%s' is not a whole number in range\nusage: ./example [steps] [lx ly]  (steps 0..1000000000, lx and ly 1..1000000000)\n", i, argv[i]);
+        if (example_arg(argv, i, 0, 1000000000L) < 0) {
+            fprintf(stderr, "example: argument %d '%s' is not a whole number in range\nusage: ./example [steps] [lx ly]  (steps 0..1000000000, lx and ly 0..1000000000: the check names the sizes that run)\n", i, argv[i]);
             return 2;
         }
     const int steps = argc > 1 ? (int)example_arg(argv, 1, 0, 1000000000L) : 20;
-    const int lx = argc > 3 ? (int)example_arg(argv, 2, 1, 1000000000L) : 16;
-    const int ly = argc > 3 ? (int)example_arg(argv, 3, 1, 1000000000L) : 64;
+    const int lx = argc > 3 ? (int)example_arg(argv, 2, 0, 1000000000L) : 16;
+    const int ly = argc > 3 ? (int)example_arg(argv, 3, 0, 1000000000L) : 64;
     const double tau = 0.8;
     const double ax = 0.0, ay = -1e-5;   /* force per unit mass per step */
     const double pi = 3.14159265358979323846;
