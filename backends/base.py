@@ -89,7 +89,8 @@ def record_build(kind: str, key: str, main_file: str, what: str, seconds: float)
     log = os.environ.get("LBGEN_BUILD_LOG")
     if log:
         with open(log, "a") as fh:
-            fh.write(f"{kind}\t{seconds:.2f}\t{key}\t{main_file}\t{what}\n")
+            fh.write(f"{kind}\t{seconds:.2f}\t{key}\t{main_file}\t{what}\t"
+                     f"{os.environ.get('PYTEST_CURRENT_TEST', '')}\n")
 
 
 def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: str, what: str,
