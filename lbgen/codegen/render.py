@@ -145,11 +145,11 @@ def wall_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
 
 
 #: (file written, template) per backend; the first file is the one the backend compiles.
-#: "lbgen" in a file name is replaced by the spec's prefix.
+#: "{P}" in a file name is the spec's prefix.
 _MAIN_TEMPLATES = {
-    "c": [("lbgen_kernels.c", "c/kernels.c.j2"), ("lbgen_kernels.h", "c/kernels.h.j2")],
-    "opencl": [("lbgen_kernels.cl", "opencl/kernels.cl.j2")],
-    "cuda": [("lbgen_kernels.cu", "cuda/kernels.cu.j2"), ("lbgen_kernels.cuh", "cuda/kernels.cuh.j2")],
+    "c": [("{P}_kernels.c", "c/kernels.c.j2"), ("{P}_kernels.h", "c/kernels.h.j2")],
+    "opencl": [("{P}_kernels.cl", "opencl/kernels.cl.j2")],
+    "cuda": [("{P}_kernels.cu", "cuda/kernels.cu.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")],
 }
 
 
@@ -208,7 +208,7 @@ def _render(spec: KernelSpec) -> KernelSource:
     env = _environment()
     files = {}
     for out_name, template in _MAIN_TEMPLATES[spec.backend]:
-        name = out_name.replace("lbgen", spec.prefix)
+        name = out_name.format(P=spec.prefix)
         files[name] = env.get_template(template).render(**ctx)
     main = next(iter(files))
     entry = tuple(f"{spec.prefix}_{n}" for n in ctx["entry_points"])
