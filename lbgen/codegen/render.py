@@ -17,6 +17,7 @@ from lbgen import __version__
 from lbgen.system.cache import cached_pickle, digest, source_digest
 from lbgen.codegen.diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
 from lbgen.codegen.layouts import CLUSTERED, Layout
+from lbgen.model.catalog import CHANNEL_WALLS
 from lbgen.model.derived import Model, model_digest
 from lbgen.codegen.cprint import RealPrinter, print_assignments
 from lbgen.model.walls import min_ly_walls, wall_row_count
@@ -120,7 +121,7 @@ def wall_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
     model = model or model_of(spec)
     vs = model.vs
     sides = []
-    for side in ("bottom", "top"):
+    for side in CHANNEL_WALLS:
         rows = []
         for _, row, asg in (w for w in model.walls if w[0] == side):   # lbgen scheme: row 0 takes the rest
             params = [str(p) for p in asg.parameters]

@@ -21,14 +21,14 @@ from lbgen.codegen.layouts import CLUSTERED, Layout3D
 from lbgen.codegen.spec import MAX_TIME_BLOCK, KernelSource, KernelSpec
 from lbgen.codegen.templating import emit_command, environment, model_of
 from lbgen.model.derived import Model
-from lbgen.model.operators import AXES
+from lbgen.model.catalog import AXES, SIDES
 
 #: the entry points of the 3D C kernels (with the prefix), in the header's order
 ENTRY_POINTS_3D = ("check", "buffer_size", "alloc", "free", "set_threads", "halo", "propagate", "collide", "fused",
                    "fused_tb", "init_equilibrium", "fields", "pack", "unpack", "diagnostics")
 #: the boundary faces in the order of the boundaries struct's lid bits and lid velocities:
 #: face 2a + s is the low (s = 0) or high (s = 1) face normal to axis a (x, y, z)
-FACES = tuple(f"{axis}-{side}" for axis in AXES for side in ("low", "high"))
+FACES = tuple(f"{axis}-{side}" for axis in AXES for side in SIDES)
 
 
 def size_rules3d(spec: KernelSpec, vs) -> List[dict]:
