@@ -11,6 +11,8 @@ import subprocess
 
 import pytest
 
+from helpers import require
+from lbgen.backends.base import BackendUnavailable
 from lbgen.codegen.emit import emit
 from lbgen.codegen.layouts import Layout3D, make_layout
 from lbgen.codegen.spec import PREFIX_RULE, KernelSpec, SpecError
@@ -137,3 +139,46 @@ def test_prefixes_that_cannot_prefix_c_symbols_are_refused_naming_the_rule(prefi
     with pytest.raises(SpecError) as err:
         KernelSpec(prefix=prefix).validate()
     assert repr(prefix) in str(err.value) and PREFIX_RULE in str(err.value)
+
+
+#: a host unit of a CUDA user: the header's size and index macros in host code
+CUDA_USER = r"""
+#include <stdio.h>
+#include "{p}_kernels.cuh"
+int main(void)
+{{
+    printf("%zu %td\n", (size_t){G}_BUFFER_SIZE({sizes}), (ptrdiff_t){G}_SITE(1, 2, {site}{sizes}));
+    return 0;
+}}
+"""
+
+
+@pytest.mark.parametrize("vset", ["d2q37", "d3q19"])
+def test_the_cuda_kernels_example_and_a_user_unit_build_with_nvcc_for_prefix_vl(tmp_path, vset):
+    from lbgen.backends.cuda import nvcc
+    require(*nvcc.available(), "nvcc")
+    three = vset == "d3q19"
+    emit(KernelSpec(backend="cuda", layout="caosoa", vl=8, velocity_set=vset, prefix="vl"), tmp_path)
+    sizes = "3, 4, 16" if three else "5, 128"
+    (tmp_path / "user.cu").write_text(CUDA_USER.format(p="vl", G="VL", sizes=sizes, site="3, 5, " if three else "3, "))
+    proc = subprocess.run(["make", "-s", "ARCH=sm_90", f"NVCC={nvcc.find_nvcc()}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = subprocess.run([nvcc.find_nvcc(), "-arch=sm_90", "-c", "-o", "user.o", "user.cu"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("vset", ["d2q37", "d3q19"])
+def test_the_opencl_kernels_build_for_prefixes_that_are_words_of_the_macros(tmp_path, vset):
+    try:
+        import pyopencl as cl
+        from lbgen.backends import opencl
+        device = opencl.select_device()
+    except (BackendUnavailable, ImportError) as e:
+        require(False, f"OpenCL unavailable: {e}", "OpenCL")
+    ctx = cl.Context([device])
+    for prefix in ("vl", "nrp"):
+        written = emit(KernelSpec(backend="opencl", layout="caosoa", vl=8, velocity_set=vset, prefix=prefix),
+                       tmp_path / prefix)
+        cl.Program(ctx, written[f"{prefix}_kernels.cl"].read_text()).build()

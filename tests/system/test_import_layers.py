@@ -1,6 +1,7 @@
 """The import arrows of the repository: no circle (lbgen, its backends and the benchmark
 scripts, which import each other as top-level modules), and the backends take nothing from
-``lbgen.perf`` (a layer above them: the timing primitives they need are ``lbgen.system.timing``)."""
+``lbgen.perf`` (a layer above them: the timing primitives they need are ``lbgen.system.timing``); the
+names of axes and sides have one home."""
 import ast
 from pathlib import Path
 
@@ -75,3 +76,19 @@ def test_backends_import_nothing_from_perf():
     wrong = {m: sorted(t for t in targets if t == "lbgen.perf" or t.startswith("lbgen.perf."))
              for m, targets in _graph().items() if m.startswith("lbgen.backends")}
     assert not {m: t for m, t in wrong.items() if t}, wrong
+
+
+def test_the_names_of_axes_and_sides_are_defined_once():
+    """AXES, SIDES and CHANNEL_WALLS are assigned in lbgen.model.catalog only (the 3D NumPy
+    oracle, lbgen.reference.bulk3d, keeps its own: it imports nothing from lbgen on purpose)."""
+    homes = {}
+    for name, path in _modules().items():
+        for node in ast.parse(path.read_text(), str(path)).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, ast.AnnAssign) else []
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id in ("AXES", "SIDES", "CHANNEL_WALLS"):
+                    homes.setdefault(t.id, []).append(name)
+    oracle = "lbgen.reference.bulk3d"
+    assert {k: [m for m in v if m != oracle] for k, v in homes.items()} == \
+        {"AXES": ["lbgen.model.catalog"], "SIDES": ["lbgen.model.catalog"], "CHANNEL_WALLS": ["lbgen.model.catalog"]}
