@@ -26,9 +26,9 @@ the clusters along the fastest axis Z (not yet used by templates or backends).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
-import re
 from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
