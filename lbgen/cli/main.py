@@ -97,7 +97,9 @@ def _cuda_without_gpu() -> dict:
 @click.option("--collision", default="bgk", show_default=True, help=f"One of {', '.join(OPERATORS)}.")
 @click.option("--lx", type=int, default=None, help="Compile-time LX (with --ly); run-time sizes by default.")
 @click.option("--ly", type=int, default=None, help="Compile-time LY (with --lx).")
-@click.option("--prefix", default="lbgen", show_default=True, help="Prefix of the C symbols and file names.")
+@click.option("--prefix", default="lbgen", show_default=True,
+              help="Prefix of the C symbols and file names: an ASCII letter, then ASCII letters, digits and "
+                   "single underscores (no trailing underscore, no C or C++ keyword).")
 @click.option("--streaming-stores/--no-streaming-stores", default=True, show_default=True,
               help="Non-temporal stores for whole clusters (C, clustered layouts).")
 @click.option("--walls", is_flag=True, help="Thermal walls: add the bc kernel (tau = 1 wall rows for regularized).")

@@ -35,10 +35,10 @@ import numpy as np
 from lbgen.parallel.mpi import (TAG_DOWNWARD, TAG_UPWARD, agree, collective, parse_ranks_grid, root_call,
                                 slab_starts, slab_widths)
 from lbgen.codegen.diagnostics import ROW_QUANTITIES3D
+from lbgen.model.catalog import AXES
 from lbgen.simulation.parameters import SimulationError
 
 FIELDS3D = ("rho", "ux", "uy", "uz", "T")
-AXES = ("x", "y", "z")
 
 
 def rank_grid3d(size: int, shape, halo: int, grid=None, depth: int = 1, walled=()) -> tuple:

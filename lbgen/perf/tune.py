@@ -143,7 +143,8 @@ def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, 
     from lbgen.backends import compile3d, runtime, spec_backend
     from lbgen.codegen.spec import KernelSpec
     from lbgen.codegen.render import generate
-    from lbgen.perf.timing import default_kernel_parameters, quiet_buffers, time_call
+    from lbgen.perf.timing import default_kernel_parameters, quiet_buffers
+    from lbgen.system.timing import time_call
     if lz is not None:                      # 3D: the periodic step of the set (halo + fused, or fused_tb)
         spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, precision=precision,
                           collision=collision, velocity_set=_set3d(velocity_set))

@@ -25,13 +25,12 @@ import numpy as np
 
 from lbgen.backends import compile3d
 from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
+from lbgen.model.catalog import AXES, SIDES
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.parameters import Parameters, RunStats, SimulationError
 
 __all__ = ["Simulation3D"]
 
-AXES = ("x", "y", "z")
-SIDES = ("low", "high")
 FIELDS3D = ("rho", "ux", "uy", "uz", "T")
 NO_STATE = ("the simulation has no state yet: call set_fields(rho, ux, uy, uz[, T]) or set_populations(f) "
             "before step() or run()")
