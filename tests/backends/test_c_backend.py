@@ -98,7 +98,8 @@ def strict_baseline(program, run_program, initial_state):
 def test_strict_mode_gives_bit_identical_fields_in_every_layout_fused_or_not(
         name, vl, operator, program, run_program, initial_state, strict_baseline):
     prog = program(name, vl, "double", operator, strict=True)
-    assert "-ffp-contract=off" in (prog.library_path.parent / "build.log").read_text()
+    command = (prog.library_path.parent / "build.log").read_text().splitlines()[0].split()
+    assert set(cbackend.flags_for(strict=True)) <= set(command)
     baseline = strict_baseline(operator)
     for path in ("unfused", "fused"):
         got = run_program(prog, initial_state, STRICT_STEPS, path, operator)
@@ -232,6 +233,9 @@ def test_flags_for_defaults_and_strict_mode(monkeypatch):
     assert cbackend.flags_for(["-O2", "-ffp-contract=fast"], strict=True) == (
         "-O2", "-ffp-contract=off", "-fno-tree-slp-vectorize")
     assert cbackend.flags_for(["-O1"]) == ("-O1",)
+    assert cbackend.flags_for(["-O1"], strict=True)[-2:] == ("-ffp-contract=off", "-fno-tree-slp-vectorize")  # given: kept
+    monkeypatch.setenv("LBGEN_OPT_LEVEL", "-O1")         # the default at -O1 is already strict: one library
+    assert cbackend.flags_for(strict=True) == cbackend.flags_for() == ("-O1",) + cbackend.DEFAULT_FLAGS[1:]
 
 
 @pytest.mark.parametrize("operator", OPERATORS)
