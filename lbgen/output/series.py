@@ -139,7 +139,7 @@ def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 10
     one quantity per panel where the scales differ: the mass drift |ΔM| / M₀ and the kinetic
     energy on log axes (round-off and exponential growth show), *T_walls* drawn on the
     temperature panel."""
-    from lbgen.output.pictures import check_time_unit, new_figure
+    from lbgen.output.look import check_time_unit, new_figure
 
     time_unit = check_time_unit(time_unit)
     fig = new_figure((16.0, 8.0), dpi)
