@@ -255,7 +255,13 @@ class RunResults:
         area = self.window(window, (quantity,))
         data = self.fields(step)
         return field_figure(quantity, data, limits=limits, step=data["step"], time=data["time"], cmap=cmap, dpi=dpi,
-                            window=area, time_unit=self.time_unit())
+                            window=area, time_unit=self.time_unit(), r=self.velocity_scale_factor())
+
+    def velocity_scale_factor(self) -> Optional[float]:
+        """r of the run's velocity set (manifest ``physics``): pictures draw velocities in sites
+        per step; None for a run folder without it (model units, named so)."""
+        r = (self.manifest.get("physics") or {}).get("r")
+        return float(r) if isinstance(r, (int, float)) and r > 0 else None
 
 
 # --------------------------------------------------------------------------- output files
@@ -467,7 +473,7 @@ def write_movie(run: RunResults, quantity: str, path: PathLike, fps: Optional[fl
                     shape, stride = data.shape, (1, 1)
                 if picture is None:
                     picture = frame_picture(quantity, shape, limits=limits, window=area, cmap=cmap, dpi=dpi,
-                                            time_unit=time_unit, stride=stride)
+                                            time_unit=time_unit, stride=stride, r=run.velocity_scale_factor())
                     layout = (shape, stride)
                 elif (shape, stride) != layout:
                     raise RunResultsError(f"the frame of step {step} is of a {shape[0]} x {shape[1]} lattice "

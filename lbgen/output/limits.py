@@ -14,6 +14,9 @@ from lbgen.output.look import PICTURE_QUANTITIES, STYLE, VELOCITY_QUANTITIES, ch
 #: |value| below ROUNDOFF x (colour range) is round-off: drawn as 0 (256 colours cannot show it
 #: anyway); values beyond a colour limit by less than that are drawn at the limit
 ROUNDOFF = 1e-9
+#: the velocity colours of a Rayleigh-Taylor run span this many free-fall speeds U_ff (the
+#: README's main job reaches max |u| = 0.73 U_ff at 2.6 t_RT)
+FREE_FALL_COLOURS = 2.0
 #: a velocity scale for a set-up with no flow and no driving (nothing will move)
 REST_VELOCITY = 1e-2
 
@@ -48,11 +51,14 @@ def clean(quantity: str, data: np.ndarray, limits: Sequence[float]) -> np.ndarra
 
 # --------------------------------------------------------------------------- colour limits
 def velocity_scale(fields: dict, gravity: Sequence[float] = (0.0, 0.0), T_range: Optional[Tuple[float, float]] = None,
-                   height: Optional[float] = None, speeds: Sequence[float] = ()) -> float:
-    """A velocity scale of a set-up: the larger of the initial max |u| (3D fields: with uz),
-    the free-fall speed sqrt(A |g| H) of a thermal contrast (Atwood number A = (T_hot −
-    T_cold)/(T_hot + T_cold), densities ∝ 1/T at equal pressure; H the height, LY) and the
-    ``speeds`` that drive the flow (moving walls).  REST_VELOCITY when all are 0."""
+                   speeds: Sequence[float] = ()) -> float:
+    """A velocity scale of a set-up (model units): the larger of the initial max |u| (3D fields:
+    with uz), FREE_FALL_COLOURS times the free-fall speed of a thermal contrast
+    (``lbgen.model.physics.free_fall_speed``: sqrt(A |g| L), the run header's U_ff, here in
+    model units; Atwood number A = (T_hot − T_cold)/(T_hot + T_cold), densities ∝ 1/T at equal
+    pressure; L = LX, the box width) and the ``speeds`` that drive the flow (moving walls).
+    REST_VELOCITY when all are 0."""
+    from lbgen.model.physics import atwood, free_fall_speed
     ux, uy = field_array(fields, "ux"), field_array(fields, "uy")
     u = speed(ux, uy) if "uz" not in fields else np.sqrt(ux * ux + uy * uy + field_array(fields, "uz") ** 2)
     u0 = float(np.nanmax(u)) if ux.size else 0.0
@@ -60,9 +66,8 @@ def velocity_scale(fields: dict, gravity: Sequence[float] = (0.0, 0.0), T_range:
     lo, hi = float(np.nanmin(T)), float(np.nanmax(T))
     if T_range is not None:
         lo, hi = min(lo, *T_range), max(hi, *T_range)
-    atwood = (hi - lo) / (hi + lo) if hi + lo > 0 else 0.0
-    g = math.hypot(*gravity)
-    u_ff = math.sqrt(atwood * g * (T.shape[1] if height is None else height))
+    A = atwood(hi, lo) if hi + lo > 0 else 0.0
+    u_ff = FREE_FALL_COLOURS * free_fall_speed(A, math.hypot(*gravity), T.shape[0])
     return max(u0, u_ff, *(abs(float(v)) for v in speeds)) or REST_VELOCITY
 
 

@@ -1,7 +1,7 @@
 """The look shared by every picture and plot of a run: the quantities and their style, the
 picture names and defaults, the size and dpi range, the flow's time unit and the titles that
-use it, and figures without pyplot.  Imports nothing else of lbgen.output (the other picture
-modules import it)."""
+use it, and figures without pyplot.  Of lbgen.output it imports only .fields (the other
+picture modules import it)."""
 from __future__ import annotations
 
 import math
@@ -46,9 +46,26 @@ SHORT_BAR_IN = 4.0
 #: the picture and movie quantities of each kind of velocity set (``default_pictures``):
 #: an isothermal set's T is the constant 1 -- a flat picture -- so it draws vorticity
 THERMAL_PICTURES, ISOTHERMAL_PICTURES = ("T",), ("vorticity",)
+#: the default pictures of the set-ups whose flow is driven along walls: the speed, with arrows
+#: of the in-plane velocity (lbgen.output.pictures.ARROW_QUANTITIES)
+FLOW_PICTURES = {"lid-driven-cavity": ("speed",), "channel": ("speed",)}
 #: movie frames per run at the default ``--pictures-every`` (with the default 20 frames per
 #: second of ``lbgen movie``: a movie of 5 s)
 MOVIE_FRAMES = 100
+
+
+def unit_text(quantity: str, r: Optional[float] = None) -> str:
+    """The unit of a quantity's values in pictures: T and rho in units of the reference T = 1,
+    rho = 1; velocities in sites per step (vorticity: per step) when the velocity set's *r* is
+    known (pictures draw model values / r), else in model units (u/r sites per step)."""
+    check_quantity(quantity)
+    if quantity == "T":
+        return "units of the reference $T = 1$"
+    if quantity == "rho":
+        return r"units of the reference $\rho = 1$"
+    if r:
+        return "per step" if quantity == "vorticity" else "sites per step"
+    return r"model units: $\omega/r$ per step" if quantity == "vorticity" else "model units: $u/r$ sites per step"
 
 
 def check_quantity(quantity: str) -> str:
@@ -62,10 +79,14 @@ def picture_name(quantity: str, step: int) -> str:
     return f"{check_quantity(quantity)}-{stem(step)}.png"
 
 
-def default_pictures(velocity_set_name: str) -> Tuple[str, ...]:
-    """The picture quantities of a run by default (``--pictures``): T for a thermal velocity
-    set, vorticity for an isothermal one (whose T is the constant 1)."""
+def default_pictures(velocity_set_name: str, setup: Optional[str] = None) -> Tuple[str, ...]:
+    """The picture quantities of a run by default (``--pictures``): the speed with arrows of
+    the velocity for the driven flows of FLOW_PICTURES (cavities, channels: the direction of the
+    circulation shows); else T for a thermal velocity set, vorticity for an isothermal one
+    (whose T is the constant 1)."""
     from lbgen.model.catalog import set_entry
+    if setup in FLOW_PICTURES:
+        return FLOW_PICTURES[setup]
     return ISOTHERMAL_PICTURES if set_entry(velocity_set_name).isothermal else THERMAL_PICTURES
 
 
@@ -171,29 +192,32 @@ def check_time_unit(value) -> Optional[TimeUnit]:
     return TimeUnit(steps, label)
 
 
-def _number(t: float) -> str:
-    """A time for a title: whole numbers from 1000 on, else 4 significant digits."""
-    if t == 0:
-        return "0"
-    return f"{t:.0f}" if abs(t) >= 1000 else f"{t:.4g}"
-
-
-def title_of(quantity: str, step: Optional[int], time: Optional[float],
-             time_unit: Optional[TimeUnit] = None) -> str:
-    """Two lines: the quantity (name and symbol), then the step, the time t = step / r and --
-    with *time_unit* -- the time in the flow's unit: ``step 4000,  t = 3342 = 1.32 τ``."""
-    name, symbol = STYLE[check_quantity(quantity)][:2]
+def flow_time(step: int, time_unit: Optional[TimeUnit]) -> Optional[float]:
+    """The time of *step* in the flow's unit (step / steps per unit), None without one."""
     time_unit = check_time_unit(time_unit)
-    parts = []
+    return None if time_unit is None else int(step) / time_unit.steps
+
+
+def time_text(step: Optional[int], time_unit: Optional[TimeUnit] = None, time: Optional[float] = None) -> str:
+    """The time of a picture: ``step 2000 = 0.66 $t_{RT}$`` (in steps and, with *time_unit*, in
+    the flow's unit); ``step 2000`` without a unit; with no step, the model *time* named as
+    such (``t = 1671 model time units (steps / r)``); '' when there is neither."""
     if step is not None:
-        parts.append(f"step {int(step)}")
-    flow = (f"{int(step) / time_unit.steps:.3g} {time_unit.label}" if time_unit is not None and step
-            else None)                                           # step 0: t = 0 in every unit
+        flow = flow_time(step, time_unit)
+        return f"step {int(step)}" + (f" = {flow:.3g} {check_time_unit(time_unit).label}" if flow is not None else "")
     if time is not None:
-        parts.append(f"$t$ = {_number(float(time))}" + (f" = {flow}" if flow else ""))
-    elif flow:
-        parts.append(f"$t$ = {flow}")
-    return f"{name} {symbol}" + ("\n" + ",  ".join(parts) if parts else "")
+        return f"$t$ = {float(time):.4g} model time units (steps / r)"
+    return ""
+
+
+def title_of(quantity: str, step: Optional[int], time: Optional[float] = None,
+             time_unit: Optional[TimeUnit] = None) -> str:
+    """Two lines: the quantity (name and symbol), then its time (:func:`time_text`):
+    ``temperature T`` / ``step 4000 = 1.32 t_RT``."""
+    name, symbol = STYLE[check_quantity(quantity)][:2]
+    when = time_text(step, time_unit, time)
+    return f"{name} {symbol}" + (f"\n{when}" if when else "")
+
 
 # --------------------------------------------------------------------------- figures
 def new_figure(size_in: Tuple[float, float], dpi: float):

@@ -30,7 +30,8 @@ from lbgen.output.look import (EXTEND, ISOTHERMAL_PICTURES, LONG_SIDE_PX, MARGIN
                                MIN_DPI, MOVIE_FRAMES, PICTURE_QUANTITIES, PICTURES_DIR, SHORT_BAR_IN, STYLE,
                                THERMAL_PICTURES, VELOCITY_QUANTITIES, TimeUnit, check_dpi, check_quantity,
                                check_time_unit, default_dpi, default_pictures, default_pictures_every, dpi_range,
-                               figure_layout, figure_rgb, long_side_in, new_figure, picture_name, save_png, title_of)
+                               figure_layout, figure_rgb, long_side_in, new_figure, picture_name, save_png, title_of,
+                               unit_text)
 from lbgen.output.fields import stem
 from lbgen.output.windows import (AUTO, AUTO_KEEP, AUTO_MARGIN, AUTO_MIN_MARGIN, AUTO_TOLERANCE,  # noqa: F401
                                   FULL, Window, active_rows, auto_window, check_window, parse_window, union_rows,
@@ -60,7 +61,8 @@ class FieldPicture:
 
     def __init__(self, quantity: str, shape: Tuple[int, int], *, limits: Sequence[float], window=None,
                  cmap: Optional[str] = None, dpi: Optional[float] = None, long_side_px: int = LONG_SIDE_PX,
-                 time_unit=None, stride: Tuple[int, int] = (1, 1), axes: Tuple[str, str] = ("x", "y")):
+                 time_unit=None, stride: Tuple[int, int] = (1, 1), axes: Tuple[str, str] = ("x", "y"),
+                 r: Optional[float] = None):
         import matplotlib
 
         name, _symbol, definition, default_cmap, _diverging = STYLE[check_quantity(quantity)]
@@ -69,6 +71,10 @@ class FieldPicture:
         self.window = check_window(window, self.shape)
         self.time_unit = check_time_unit(time_unit)
         self.limits = (float(limits[0]), float(limits[1]))
+        #: velocity-derived quantities are drawn in sites per step (model values / r) when the
+        #: velocity set's r is known; the data given to draw() stay model values
+        self._scale = 1.0 / float(r) if r and quantity in VELOCITY_QUANTITIES else 1.0
+        self._quiver = None
         (x0, x1), (y0, y1) = self.window
         wx, wy = x1 - x0, y1 - y0
         left, _right, bottom, _top = MARGINS_IN
@@ -88,22 +94,23 @@ class FieldPicture:
         cax = fig.add_axes(((left + img_w + 0.15) / width, bottom / height, 0.2 / width, img_h / height))
         colours = matplotlib.colormaps[cmap or default_cmap].with_extremes(bad="0.6")   # NaN: grey
         blank = np.zeros((len(range(*self._take[1].indices(ny))), len(range(*self._take[0].indices(nx)))))
-        self.image = ax.imshow(blank, origin="lower", aspect="auto", cmap=colours, vmin=self.limits[0],
-                               vmax=self.limits[1], extent=(x0 - 0.5, x1 - 0.5, y0 - 0.5, y1 - 0.5),
+        self.axes = ax
+        self.image = ax.imshow(blank, origin="lower", aspect="auto", cmap=colours, vmin=self.limits[0] * self._scale,
+                               vmax=self.limits[1] * self._scale, extent=(x0 - 0.5, x1 - 0.5, y0 - 0.5, y1 - 0.5),
                                interpolation="nearest")
         ax.set_xlabel(rf"${axes[0]}$ (sites)")
         ax.set_ylabel(rf"${axes[1]}$ (sites)")
         self.title = ax.set_title("", fontsize=11)
         self.colorbar = fig.colorbar(self.image, cax=cax, extend=EXTEND.get(quantity, "both"))
         label = f"{name} {definition}" if img_h >= SHORT_BAR_IN else definition
-        self.colorbar.set_label(f"{label} (lattice units)")
+        self.colorbar.set_label(f"{label} ({unit_text(quantity, r)})")
 
     def draw(self, data: np.ndarray, step: Optional[int] = None, time: Optional[float] = None):
         """The figure showing *data* (drawn values at the picture's stride, the whole lattice)."""
         data = np.asarray(data)
         if data.shape != self._samples:
             raise ValueError(f"{self.quantity}: data of shape {data.shape}, the picture samples {self._samples}")
-        self.image.set_data(data[self._take].T)
+        self.image.set_data(data[self._take].T * self._scale)
         self.title.set_text(title_of(self.quantity, step, time, self.time_unit))
         return self.figure
 
@@ -111,15 +118,42 @@ class FieldPicture:
         """(H, W, 3) pixels of the picture of *data*."""
         return figure_rgb(self.draw(data, step, time))
 
+    def arrows(self, u: np.ndarray, v: np.ndarray, scale: Optional[float] = None):
+        """Arrows of the in-plane velocity (*u*, *v*: model values at every site of the lattice)
+        over the picture: the direction of the flow, on a grid of about ARROWS sites along the
+        window's long side; an arrow of the length of one grid spacing is a speed *scale* (model
+        units; default: the picture's upper colour limit), so their lengths compare between
+        pictures of a run.  Drawn again (same arrows, new values) on every call."""
+        u, v = np.nan_to_num(np.asarray(u, dtype=np.float64)), np.nan_to_num(np.asarray(v, dtype=np.float64))
+        if u.shape != self.shape or v.shape != self.shape:
+            raise ValueError(f"arrows: velocity of shape {u.shape}, the picture shows {self.shape}")
+        (x0, x1), (y0, y1) = self.window
+        step = max(1, -(-max(x1 - x0, y1 - y0) // ARROWS))
+        xs, ys = np.arange(x0 + step // 2, x1, step), np.arange(y0 + step // 2, y1, step)
+        U, V = u[np.ix_(xs, ys)].T, v[np.ix_(xs, ys)].T
+        scale = float(scale if scale is not None else self.limits[1]) or 1.0
+        if self._quiver is None:
+            X, Y = np.meshgrid(xs, ys)
+            # scale_units="xy" and scale: a speed `scale` draws an arrow `step` sites long
+            self._quiver = self.axes.quiver(X, Y, U, V, angles="xy", scale_units="xy", scale=scale / step,
+                                            color="white", edgecolor="black", linewidth=0.3, width=0.004,
+                                            pivot="mid", minlength=0.0)
+        else:
+            self._quiver.set_UVC(U, V)
+        return self.figure
+
 
 def field_figure(quantity: str, fields: dict, *, limits: Optional[Sequence[float]] = None, step: Optional[int] = None,
                  time: Optional[float] = None, cmap: Optional[str] = None, dpi: Optional[float] = None,
-                 long_side_px: int = LONG_SIDE_PX, window=None, time_unit=None):
+                 long_side_px: int = LONG_SIDE_PX, window=None, time_unit=None, r: Optional[float] = None,
+                 arrows: Optional[bool] = None):
     """One field as a picture for slides: the lattice's (or the window's) aspect exactly, y up,
     axes in sites, a colour bar with the fixed *limits* (default: this state's range,
-    symmetric for diverging fields) and fixed extension arrows, a title with the step, the
-    time in model units (t = step / r) and, with *time_unit* ``(steps per unit, label)``,
-    in the flow's unit.
+    symmetric for diverging fields) and fixed extension arrows, a title with the step and,
+    with *time_unit* ``(steps per unit, label)``, the time in the flow's unit.  With the
+    velocity set's *r*, velocities are drawn in sites per step (else in model units, named so).
+    *arrows* (default: for the speed) draws the in-plane velocity's direction over it
+    (:meth:`FieldPicture.arrows`).
 
     *window*: None (the lattice), ``((x0, x1), (y0, y1))`` in sites, or ``'auto'`` (the rows
     where this field differs visibly from its wall layers, with a margin: :func:`auto_window`).
@@ -135,8 +169,26 @@ def field_figure(quantity: str, fields: dict, *, limits: Optional[Sequence[float
     if isinstance(window, str) and window.strip().lower() == AUTO:
         window = auto_window(active_rows(data, (lo, hi)), data.shape)
     picture = FieldPicture(quantity, data.shape, limits=(lo, hi), window=window, cmap=cmap, dpi=dpi,
-                           long_side_px=long_side_px, time_unit=time_unit)
-    return picture.draw(data, step, time)
+                           long_side_px=long_side_px, time_unit=time_unit, r=r)
+    picture.draw(data, step, time)
+    if (quantity in ARROW_QUANTITIES if arrows is None else arrows):
+        u, v = in_plane_velocity(fields)
+        picture.arrows(u, v)
+    return picture.figure
+
+
+#: quantities whose pictures carry arrows of the in-plane velocity by default
+ARROW_QUANTITIES = ("speed",)
+#: about this many arrows along the long side of a picture
+ARROWS = 24
+
+
+def in_plane_velocity(fields: dict) -> Tuple[np.ndarray, np.ndarray]:
+    """The velocity's components in a picture's plane: ``ua``, ``ub`` of a 3D slice
+    (:func:`mid_planes`), else ``ux``, ``uy`` of a 2D state."""
+    if "ua" in fields:
+        return field_array(fields, "ua"), field_array(fields, "ub")
+    return field_array(fields, "ux"), field_array(fields, "uy")
 
 
 # --------------------------------------------------------------------------- 3D: mid-plane slices
@@ -149,7 +201,7 @@ def mid_planes(fields: dict, periodic: Sequence[bool] = (True, True, True)) -> D
     """{plane: (axes, index, slice fields)} of a 3D state (rho, ux, uy, uz, T of shape (LX, LY,
     LZ)) at the middle of each axis (index L // 2 along the normal): the slice fields are
     2D arrays over the plane's two axes (a, b): rho, T, ux, uy (the velocity's own x and y
-    components), speed = |u| (all three) and vorticity = the component normal to the plane,
+    components), ua, ub (its components along a and b), speed = |u| (all three) and vorticity = the component normal to the plane,
     omega_n = d_p u_q - d_q u_p with (n, p, q) a cyclic order of (x, y, z) (central
     differences; one-sided across walls: ``periodic`` per axis).
     A picture of a slice is drawn by :class:`FieldPicture` like a 2D state's."""
@@ -162,6 +214,7 @@ def mid_planes(fields: dict, periodic: Sequence[bool] = (True, True, True)) -> D
             return np.take(np.asarray(v, dtype=np.float64), index, axis=normal)
         sl = {k: cut(field_array(fields, k)) for k in ("rho", "T", "ux", "uy")}
         sl["speed"] = np.sqrt(sum(cut(c) ** 2 for c in u))
+        sl["ua"], sl["ub"] = cut(u[a]), cut(u[b])              # the in-plane components (arrows)
         p, q = (normal + 1) % 3, (normal + 2) % 3           # right-handed: omega_n = d_p u_q - d_q u_p
         side = {a: 0, b: 1}
         w = _derivative(cut(u[q]), side[p], periodic[p]) - _derivative(cut(u[p]), side[q], periodic[q])

@@ -16,7 +16,7 @@ from lbgen.output.pictures import (AUTO, FRAMES_DIR, PICTURE_QUANTITIES, PICTURE
                                    check_quantity, check_time_unit, check_window, default_limits, drawn_data,
                                    frame_name, parse_window, read_frame_file, union_rows, window_text,
                                    write_frame_file)
-from lbgen.output.pictures import picture_name, save_png
+from lbgen.output.pictures import ARROW_QUANTITIES, in_plane_velocity, picture_name, save_png, unit_text
 
 PathLike = Union[str, os.PathLike]
 #: manifest.json key: the files (relative paths, '/'-separated) RunOutput wrote into the run
@@ -262,8 +262,10 @@ class RunOutput:
         limits = self._limits(quantity, fields)
         data = drawn_data(quantity, fields, limits)
         picture = FieldPicture(quantity, data.shape, limits=limits, window=window, dpi=self.dpi,
-                               time_unit=self.time_unit)
+                               time_unit=self.time_unit, r=self.physics.get("r"))
         fig = picture.draw(data, step, time)
+        if quantity in ARROW_QUANTITIES:
+            picture.arrows(*in_plane_velocity(fields))
         return save_png(fig, self.picture_path(quantity, step),
                         metadata={WINDOW_METADATA: window_text(picture.window)})
 
@@ -316,7 +318,7 @@ class RunOutput:
                     continue
                 picture = FieldPicture(quantity, frame.shape, limits=self.colour_limits.get(quantity) or
                                        default_limits(quantity, frame.data[quantity]), window=final, dpi=self.dpi,
-                                       time_unit=self.time_unit, stride=frame.stride)
+                                       time_unit=self.time_unit, stride=frame.stride, r=self.physics.get("r"))
                 fig = picture.draw(frame.data[quantity], step, frame.time)
                 again.append(save_png(fig, path, metadata={WINDOW_METADATA: window_text(final)}))
         return again
@@ -421,15 +423,17 @@ class RunOutput3D(RunOutput):
                 limits = self._limits(q, sl)
                 data = drawn_data(q, sl, limits)
                 picture = FieldPicture(q, data.shape, limits=limits, dpi=self.dpi, time_unit=self.time_unit,
-                                       axes=axes)
+                                       axes=axes, r=self.physics.get("r"))
                 fig = picture.draw(data, step, time)
+                if q in ARROW_QUANTITIES:
+                    picture.arrows(sl["ua"], sl["ub"])
                 normal = next(c for c in "xyz" if c not in axes)
                 picture.title.set_text(title_of(q, step, time, self.time_unit) + f",  slice {normal} = {index}")
                 if q == "vorticity":                      # its component normal to the slice
                     n = "xyz".index(normal)
                     a, b = "xyz"[(n + 1) % 3], "xyz"[(n + 2) % 3]
                     picture.colorbar.set_label(rf"$\omega_{normal} = \partial_{a} u_{b} - \partial_{b} u_{a}$ "
-                                               f"(lattice units)")
+                                               f"({unit_text(q, self.physics.get('r'))})")
                 written.append(save_png(fig, self.slice_path(q, plane, step)))
         return written
 
