@@ -192,6 +192,11 @@ def check_time_unit(value) -> Optional[TimeUnit]:
     return TimeUnit(steps, label)
 
 
+def plain_label(label: str) -> str:
+    """A time unit's mathtext label as plain text: ``$t_{RT}$`` -> ``t_RT``, ``$H^2/\\nu$`` -> ``H^2/nu``."""
+    return str(label).replace("$", "").replace("{", "").replace("}", "").replace("\\", "")
+
+
 def flow_time(step: int, time_unit: Optional[TimeUnit]) -> Optional[float]:
     """The time of *step* in the flow's unit (step / steps per unit), None without one."""
     time_unit = check_time_unit(time_unit)

@@ -16,6 +16,7 @@ from lbgen.output.pictures import (AUTO, FRAMES_DIR, PICTURE_QUANTITIES, PICTURE
                                    check_quantity, check_time_unit, check_window, default_limits, drawn_data,
                                    frame_name, parse_window, read_frame_file, union_rows, window_text,
                                    write_frame_file)
+from lbgen.output.look import flow_time, plain_label
 from lbgen.output.pictures import ARROW_QUANTITIES, in_plane_velocity, picture_name, save_png, unit_text
 
 PathLike = Union[str, os.PathLike]
@@ -39,6 +40,22 @@ PICTURE_NAME = re.compile(rf"{re.escape(PICTURES_DIR)}/({'|'.join(map(re.escape,
 WINDOW_KEY, TIME_UNIT_KEY = "picture_window", "time_unit"
 #: the PNG text entry naming the window a picture was drawn in
 WINDOW_METADATA = "Window"
+
+
+def vtk_field_data(step: int, time_unit=None) -> dict:
+    """The field data of a run's .vti: ``step`` and, with the flow's *time_unit*, the time in it,
+    named ``time/<unit>`` (``time/t_RT``, ``time/L/U_lid``: :func:`lbgen.output.look.plain_label`)."""
+    out = {"step": int(step)}
+    time_unit = check_time_unit(time_unit)
+    if time_unit is not None:
+        out[f"time/{plain_label(time_unit.label)}"] = flow_time(step, time_unit)
+    return out
+
+
+def _step_of(name: str, default: float) -> float:
+    """The step in a .vti's name (``step-000001000.vti``), else *default*."""
+    match = re.fullmatch(rf"step-({STEM_PATTERN})\.vti", Path(name).name)
+    return int(match.group(1)) if match else default
 
 
 def safe_relative(name) -> Optional[str]:
@@ -174,8 +191,10 @@ class RunOutput:
         """Write the field file (HDF5/npz), the .vti and update the .pvd; returns the paths written.
 
         HDF5: datasets ``rho``, ``ux``, ``uy``, ``T`` of shape (LX, LY) indexed [x, y]; file
-        attributes ``step`` (and ``time`` when given). npz: the same arrays plus ``step``.
-        The .pvd lists every .vti present, with timestep = time if given, else step.
+        attributes ``step`` (and ``time`` when given: model time, steps / r). npz: the same
+        arrays plus ``step``.  The .vti carries ``step`` and, with the run's time unit, the time
+        in it (``time/t_RT``, :func:`vtk_field_data`) as field data; the .pvd lists every .vti
+        present with timestep = its step.
         """
         arrays = check_fields(fields)
         self.record(([self.fields_path(step)] if self.fields_format else [])
@@ -186,10 +205,11 @@ class RunOutput:
         elif self.fields_format == "npz":
             written.append(write_npz(self.fields_path(step), step, arrays, time))
         if self.vtk:
-            vti = write_vti(self.vti_path(step), arrays)
+            vti = write_vti(self.vti_path(step), arrays, field_data=vtk_field_data(step, self.time_unit))
             written.append(vti)
-            entries = {f: t for f, t in read_pvd(self.pvd_path).items() if (self.pvd_path.parent / f).is_file()}
-            entries[vti.name] = float(step if time is None else time)
+            entries = {f: _step_of(f, t) for f, t in read_pvd(self.pvd_path).items()
+                       if (self.pvd_path.parent / f).is_file()}            # an older lbgen's model times: steps
+            entries[vti.name] = int(step)
             written.append(write_pvd(self.pvd_path, entries))
         return written
 
