@@ -291,7 +291,9 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
     walls (with walls it is theirs: T_bottom, T_top).  Entries that do not apply are left out:
     kappa and Pr on isothermal sets, the Atwood group without a Rayleigh-Taylor contrast,
     t_unit, U_ff, Re, Ma without gravity across the walls' direction, Ra without two
-    fixed-temperature walls and gravity.  Units: ``UNIT_OF``.
+    fixed-temperature walls and gravity.  The flow's own time unit and reference speed
+    (``t_unit``, ``t_unit_name``; ``U_ff`` or ``U``; :func:`time_unit`): Rayleigh-Taylor's
+    t_RT, a periodic shear wave's decay time (:func:`wave_numbers`).  Units: ``UNIT_OF``.
     """
     vs = cfg.velocity_set
     r = scale_factor(vs)
@@ -320,7 +322,7 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
         contrast = (walls["T_bottom"], walls["T_top"]) if walls else temperatures
         if contrast is not None and contrast[0] != contrast[1]:
             out.update(rayleigh_taylor_numbers(max(contrast), min(contrast), g_down, cfg.lx, nu, c_s))
-    if cfg.setup == "shear-wave" and not getattr(cfg, "init", None):
+    if cfg.setup == "shear-wave" and not getattr(cfg, "init", None) and not walls and not (gx or gy):
         from lbgen.run.setups import SETUPS
         A = cfg.amplitude if cfg.amplitude is not None else SETUPS[cfg.setup].default_amplitude(cfg.lx)
         if A:
