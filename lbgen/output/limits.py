@@ -9,7 +9,14 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from lbgen.output.fields import field_array, speed, vorticity
-from lbgen.output.look import PICTURE_QUANTITIES, STYLE, VELOCITY_QUANTITIES, check_quantity
+from lbgen.output.look import PICTURE_QUANTITIES, STYLE, VELOCITY_QUANTITIES, check_quantity, drawn_scale
+
+
+def model_limits(quantity: str, limits: Sequence[float], r: Optional[float] = None) -> Tuple[float, float]:
+    """Colour limits given in a picture's units (``--clim``: velocities in sites per step when the
+    velocity set's *r* is known) as the fields' model values, which pictures and frames keep."""
+    scale = drawn_scale(quantity, r)
+    return float(limits[0]) / scale, float(limits[1]) / scale
 
 #: |value| below ROUNDOFF x (colour range) is round-off: drawn as 0 (256 colours cannot show it
 #: anyway); values beyond a colour limit by less than that are drawn at the limit
@@ -83,13 +90,15 @@ def _span(lo: float, hi: float) -> Tuple[float, float]:
 def colour_limits(quantities: Sequence[str], fields: dict, *, gravity: Sequence[float] = (0.0, 0.0),
                   T_range: Optional[Tuple[float, float]] = None,
                   overrides: Optional[Mapping[str, Sequence[float]]] = None,
-                  speeds: Sequence[float] = ()) -> Dict[str, list]:
+                  speeds: Sequence[float] = (), r: Optional[float] = None) -> Dict[str, list]:
     """{quantity: [lo, hi]} for a whole run, from its initial fields and set-up.
 
     T: the initial range and the wall temperatures (T_range); rho: the initial range;
     speed [0, U], ux and uy [−U, U], vorticity [−U/ℓ, U/ℓ] with U = :func:`velocity_scale`
     and ℓ = LX/16 (the half-width of the shortest of the 8 modes that perturb a
-    Rayleigh–Taylor interface).  *overrides* ``{quantity: (lo, hi)}`` win.
+    Rayleigh–Taylor interface).  *overrides* ``{quantity: (lo, hi)}`` win; they are in the
+    pictures' units (velocities in sites per step with the velocity set's *r*:
+    :func:`model_limits`), the limits returned in the fields' model units.
     """
     overrides = dict(overrides or {})
     for q in overrides:
@@ -115,7 +124,7 @@ def colour_limits(quantities: Sequence[str], fields: dict, *, gravity: Sequence[
         else:
             lim = (-U, U)
         if q in overrides:
-            lim = tuple(float(v) for v in overrides[q])
+            lim = model_limits(q, overrides[q], r)
         out[q] = [float(lim[0]), float(lim[1])]
     return out
 

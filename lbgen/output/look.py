@@ -54,6 +54,13 @@ FLOW_PICTURES = {"lid-driven-cavity": ("speed",), "channel": ("speed",)}
 MOVIE_FRAMES = 100
 
 
+def drawn_scale(quantity: str, r: Optional[float] = None) -> float:
+    """What a picture multiplies a quantity's (model) values by: 1/r for the velocity-derived
+    quantities when the velocity set's *r* is known (sites per step; vorticity: per step), else 1.
+    ``--clim`` is given in these drawn units (``lbgen.output.limits.model_limits``)."""
+    return 1.0 / float(r) if r and quantity in VELOCITY_QUANTITIES else 1.0
+
+
 def unit_text(quantity: str, r: Optional[float] = None) -> str:
     """The unit of a quantity's values in pictures: T and rho in units of the reference T = 1,
     rho = 1; velocities in sites per step (vorticity: per step) when the velocity set's *r* is

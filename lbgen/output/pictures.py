@@ -30,8 +30,8 @@ from lbgen.output.look import (EXTEND, ISOTHERMAL_PICTURES, LONG_SIDE_PX, MARGIN
                                MIN_DPI, MOVIE_FRAMES, PICTURE_QUANTITIES, PICTURES_DIR, SHORT_BAR_IN, STYLE,
                                THERMAL_PICTURES, VELOCITY_QUANTITIES, TimeUnit, check_dpi, check_quantity,
                                check_time_unit, default_dpi, default_pictures, default_pictures_every, dpi_range,
-                               figure_layout, figure_rgb, long_side_in, new_figure, picture_name, save_png, title_of,
-                               unit_text)
+                               drawn_scale, figure_layout, figure_rgb, long_side_in, new_figure, picture_name,
+                               save_png, title_of, unit_text)
 from lbgen.output.fields import stem
 from lbgen.output.windows import (AUTO, AUTO_KEEP, AUTO_MARGIN, AUTO_MIN_MARGIN, AUTO_TOLERANCE,  # noqa: F401
                                   FULL, Window, active_rows, auto_window, check_window, parse_window, union_rows,
@@ -73,7 +73,7 @@ class FieldPicture:
         self.limits = (float(limits[0]), float(limits[1]))
         #: velocity-derived quantities are drawn in sites per step (model values / r) when the
         #: velocity set's r is known; the data given to draw() stay model values
-        self._scale = 1.0 / float(r) if r and quantity in VELOCITY_QUANTITIES else 1.0
+        self._scale = drawn_scale(quantity, r)
         self._quiver = None
         (x0, x1), (y0, y1) = self.window
         wx, wy = x1 - x0, y1 - y0

@@ -152,7 +152,7 @@ class Run:
             from lbgen.output import PICTURE_QUANTITIES, colour_limits
             T_range = cfg.wall_temperatures
             self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity, T_range=T_range,
-                                               overrides=cfg.clim)
+                                               overrides=cfg.clim, r=self.physics["r"])
         self.output = None
         if cfg.out and self.root:
 

@@ -263,7 +263,7 @@ class Run3D(Run):
 
             def open_output():
                 self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity,
-                                                   overrides=cfg.clim, speeds=lid_speeds(cfg))
+                                                   overrides=cfg.clim, speeds=lid_speeds(cfg), r=self.physics["r"])
                 walls = cfg.wall_axes or ""
                 return RunOutput3D(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format,
                                    colour_limits=self.colour_limits, dpi=cfg.dpi, physics=self.physics,

@@ -72,8 +72,10 @@ def test_clim_option_overrides_and_is_recorded(tmp_path):
     result = invoke(*RT, "--steps", 2, "--out", out, "--clim", "T=0.9,1.1", "--clim", "vorticity=-0.5,0.5",
                     "--pictures", "none")
     assert result.exit_code == 0, result.output
-    limits = json.loads((out / "manifest.json").read_text())["colour_limits"]
-    assert limits["T"] == [0.9, 1.1] and limits["vorticity"] == [-0.5, 0.5]
+    manifest = json.loads((out / "manifest.json").read_text())
+    limits, r = manifest["colour_limits"], manifest["physics"]["r"]
+    # --clim is in the pictures' units (vorticity per step); the manifest keeps the fields' model values
+    assert limits["T"] == [0.9, 1.1] and limits["vorticity"] == [pytest.approx(-0.5 * r), pytest.approx(0.5 * r)]
     config = tmp_path / "c.toml"
     config.write_text('[run]\nclim = ["T=0.8,1.2"]\n')
     result = invoke(*RT, "--steps", 2, "--out", tmp_path / "toml", "--config", config, "--pictures", "none")

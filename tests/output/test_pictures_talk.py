@@ -109,6 +109,13 @@ def test_velocities_are_drawn_in_sites_per_step_when_r_is_known():
     assert fig.axes[1].get_ylabel().endswith("(sites per step)")
     w = field_figure("vorticity", fields, dpi=DPI, r=r).axes[1].get_ylabel()
     assert w.endswith("(per step)")
+    # --clim is given as drawn (sites per step) and kept as model values: the bar shows what was typed
+    from lbgen.output.limits import model_limits
+    limits = colour_limits(["speed", "T"], fields, overrides={"speed": (0.0, 0.05), "T": (0.9, 1.1)}, r=r)
+    assert limits["speed"] == [0.0, pytest.approx(0.05 * r)] and limits["T"] == [0.9, 1.1]
+    assert model_limits("vorticity", (-0.01, 0.01), r) == pytest.approx((-0.01 * r, 0.01 * r))
+    typed = field_figure("speed", fields, limits=limits["speed"], dpi=DPI, r=r, arrows=False)
+    assert typed.axes[0].get_images()[0].get_clim() == pytest.approx((0.0, 0.05))
     plain = field_figure("speed", fields, limits=(0.0, 0.12), dpi=DPI, arrows=False)
     assert plain.axes[0].get_images()[0].get_clim() == pytest.approx((0.0, 0.12))
     assert "model units: $u/r$ sites per step" in plain.axes[1].get_ylabel()
