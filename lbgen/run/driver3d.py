@@ -132,6 +132,12 @@ def lid_speeds(cfg: RunConfig) -> list:
     return [float(np.linalg.norm(u)) for u in (cfg.lid or {}).values()]
 
 
+def reference_speeds(physics: dict) -> list:
+    """The flow's reference speed of a run's numbers (``U``: a lid's, a channel's Poiseuille
+    centre speed, a wave's amplitude) in model units, for the colour range of its pictures."""
+    return [physics["U"] * physics["r"]] if "U" in physics else []
+
+
 def physics3d(cfg: RunConfig) -> dict:
     """The physical numbers of a 3D run in lattice units (as ``lbgen.model.physics.run_numbers``
     for 2D): r, the reference state (rho = T = 1), nu, kappa and Pr (thermal sets), c_s
@@ -263,7 +269,8 @@ class Run3D(Run):
 
             def open_output():
                 self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity,
-                                                   overrides=cfg.clim, speeds=lid_speeds(cfg), r=self.physics["r"])
+                                                   overrides=cfg.clim, r=self.physics["r"],
+                                                   speeds=lid_speeds(cfg) + reference_speeds(self.physics))
                 walls = cfg.wall_axes or ""
                 return RunOutput3D(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format,
                                    colour_limits=self.colour_limits, dpi=cfg.dpi, physics=self.physics,
