@@ -203,6 +203,11 @@ def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 10
             if column.split(":")[-1] not in series:
                 continue                                     # a column this run has not (3D: no energy, T)
             v = _curve(series, column, t)
+            if title == "total energy" and np.isfinite(v).any() and np.nanmax(np.abs(v)) > 0:
+                power = int(math.floor(math.log10(float(np.nanmax(np.abs(v))))))
+                if abs(power) > 2:          # the power in the label, not above the axis (the flow's time is there)
+                    v = v / 10.0 ** power
+                    ax.set_ylabel(f"{ylabel} / $10^{{{power}}}$")
             if scale == "log":
                 v = np.where(v > 0, v, np.nan)               # a log axis cannot show 0: a gap
                 if np.isfinite(v).any():
@@ -215,7 +220,7 @@ def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 10
                 what = "the mass is exactly conserved: ΔM = 0" if title == "mass drift" else "all zero"
                 ax.text(0.5, 0.5, what, ha="center", va="center", transform=ax.transAxes)
         elif title == "total energy":
-            ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 2), useOffset=False)
+            ax.ticklabel_format(axis="y", useOffset=False)
         if title == "temperature range" and T_walls:
             for Tw in T_walls:
                 ax.axhline(Tw, color="0.5", lw=0.8, ls="--")
