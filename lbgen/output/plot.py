@@ -66,6 +66,7 @@ def series(source: PathLike, T_walls: Optional[tuple] = None, time_unit=None):
     if path.is_dir():
         folder = RunResults(path)
         return series_figure(folder.series(), T_walls=T_walls or folder.wall_temperatures(),
+                             r=folder.velocity_scale_factor(),
                              time_unit=time_unit or folder.time_unit())
     return series_figure(read_series(path), T_walls=T_walls, time_unit=time_unit)
 

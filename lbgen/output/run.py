@@ -378,7 +378,8 @@ class RunOutput:
 
     def plot_series(self, T_walls: Optional[tuple] = None) -> Path:
         """series.png: every series quantity against the time (see series.series_figure)."""
-        fig = series_mod.series_figure(self.read_series(), T_walls=T_walls, time_unit=self.time_unit)
+        fig = series_mod.series_figure(self.read_series(), T_walls=T_walls, time_unit=self.time_unit,
+                                       r=self.physics.get("r"))
         self.record([self.run_dir / series_mod.SERIES_PNG])
         return save_png(fig, self.run_dir / series_mod.SERIES_PNG)
 

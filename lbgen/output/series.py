@@ -158,13 +158,15 @@ def _curve(series: dict, column: str, like: np.ndarray) -> np.ndarray:
     return np.abs(v - v[0]) / abs(v[0]) if column.startswith("drift:") else (v - v[0]) / v[0]
 
 
-def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 100.0, time_unit=None):
+def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 100.0, time_unit=None,
+                  r: Optional[float] = None):
     """series.png: the quantities the run has (:func:`series_panels`) against the step and --
     with *time_unit* ``(steps per unit, label)`` -- the time in the flow's unit on the top
     axis of each panel, one quantity per panel where the scales differ: the mass drift
     |ΔM| / M₀ and the kinetic energy on log axes (round-off and exponential growth show),
-    *T_walls* drawn on the temperature panel.  Without a step column (a series of an older
-    lbgen), against its model time."""
+    *T_walls* drawn on the temperature panel; with the velocity set's *r*, max |u| in sites per
+    step (the run header's unit; series.csv keeps model values).  Without a step column (a
+    series of an older lbgen), against its model time."""
     from lbgen.output.look import check_time_unit, new_figure
 
     time_unit = check_time_unit(time_unit)
@@ -203,6 +205,9 @@ def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 10
             if column.split(":")[-1] not in series:
                 continue                                     # a column this run has not (3D: no energy, T)
             v = _curve(series, column, t)
+            if column == "max_speed" and r:
+                v = v / float(r)
+                ax.set_ylabel("speed (sites per step)")
             if title == "total energy" and np.isfinite(v).any() and np.nanmax(np.abs(v)) > 0:
                 power = int(math.floor(math.log10(float(np.nanmax(np.abs(v))))))
                 if abs(power) > 2:          # the power in the label, not above the axis (the flow's time is there)

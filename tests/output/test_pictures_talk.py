@@ -430,6 +430,9 @@ def test_series_png_has_one_quantity_per_panel_and_log_axes_for_drift_and_growth
     flow.canvas.draw()
     assert top.get_xlim() == pytest.approx(tuple(x / 1000.0 for x in ax.get_xlim()))
     assert not series_figure(_series()).axes[0].child_axes       # no unit, no top axis
+    speed = {ax.get_title(): ax for ax in series_figure(_series(), r=2.0).axes}["max |u|"]
+    assert speed.get_ylabel() == "speed (sites per step)"          # the header's unit: model values / r
+    assert np.nanmax(speed.get_lines()[0].get_ydata()) == pytest.approx(np.sqrt(_series()["kinetic_energy"][-1]) / 2)
 
 
 def _isothermal_3d_series(n=20):
