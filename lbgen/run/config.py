@@ -120,7 +120,7 @@ class RunConfig:
         defaults.update(SETUPS[self.setup].defaults_for(self.velocity_set) if self.setup in SETUPS else {})
         defaults.update({k: p.default for k, p in all_parameters().items()})
         from lbgen.output.pictures import default_pictures
-        defaults["pictures"] = default_pictures(self.velocity_set)
+        defaults["pictures"] = default_pictures(self.velocity_set, self.setup)
         if self.walls is None:               # no walls: their keys are not part of the run, not given
             defaults.update({k: values[k] for k in ("t_bottom", "t_top", "adiabatic", "wall_scheme")})
         given = {k: "RunConfig" for k, v in values.items()
@@ -239,7 +239,7 @@ class RunConfig:
         cls._check_setup(name)
         values = {o.key: o.default for o in SCHEMA if o.key != "setup"}
         from lbgen.output.pictures import default_pictures
-        values["pictures"] = default_pictures(merged.get("velocity_set", values["velocity_set"]))
+        values["pictures"] = default_pictures(merged.get("velocity_set", values["velocity_set"]), name)
         if name in SETUPS:
             values.update(SETUPS[name].defaults_for(merged.get("velocity_set", values["velocity_set"])))
         values.update(merged)
@@ -249,7 +249,7 @@ class RunConfig:
                 if key not in merged:
                     values[key] = n
             if "pictures" not in merged:
-                values["pictures"] = default_pictures(values["velocity_set"])
+                values["pictures"] = default_pictures(values["velocity_set"], name)
             if "gravity" not in merged and len(values["gravity"]) == 2:
                 values["gravity"] = (0.0, 0.0, 0.0)
         check_applicable(values, given)          # an option given where it has no effect is refused

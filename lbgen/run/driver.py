@@ -152,7 +152,7 @@ class Run:
             from lbgen.output import PICTURE_QUANTITIES, colour_limits
             T_range = cfg.wall_temperatures
             self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity, T_range=T_range,
-                                               overrides=cfg.clim)
+                                               overrides=cfg.clim, r=self.physics["r"])
         self.output = None
         if cfg.out and self.root:
 
@@ -364,10 +364,10 @@ class Run:
                         **shape)
 
     def time_unit(self):
-        """The flow's own time unit for pictures and series: Rayleigh-Taylor's t_RT (steps,
-        lbgen.model.physics), else None."""
-        t_unit = self.physics.get("t_unit") if self.cfg.setup == "rayleigh-taylor" else None
-        return (t_unit, r"$t_{RT}$") if t_unit else None
+        """The flow's own time unit for pictures, series and VTK files, (steps, label):
+        ``lbgen.model.physics.time_unit`` of the run's numbers (t_RT, a lid transit, ...), or None."""
+        from lbgen.model.physics import time_unit
+        return time_unit(self.physics)
 
     def _frame(self) -> None:
         """A movie frame of the current state (between field outputs)."""

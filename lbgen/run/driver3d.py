@@ -132,15 +132,25 @@ def lid_speeds(cfg: RunConfig) -> list:
     return [float(np.linalg.norm(u)) for u in (cfg.lid or {}).values()]
 
 
+def reference_speeds(physics: dict) -> list:
+    """The flow's reference speed of a run's numbers (``U``: a lid's, a channel's Poiseuille
+    centre speed, a wave's amplitude) in model units, for the colour range of its pictures."""
+    return [physics["U"] * physics["r"]] if "U" in physics else []
+
+
 def physics3d(cfg: RunConfig) -> dict:
     """The physical numbers of a 3D run in lattice units (as ``lbgen.model.physics.run_numbers``
     for 2D): r, the reference state (rho = T = 1), nu, kappa and Pr (thermal sets), c_s
     (gamma = 5/3 on thermal sets), g (with gravity); Rayleigh-Taylor: the Atwood number of its
     1.05 / 0.95 contrast and, with gravity along z, t_unit, U_ff, Re, Ma; with a lid: its speed U
-    (lattice units), the cavity size L (the lid's axis), Re = U L / nu and Ma = U / c_s."""
-    from lbgen.model.physics import (UNITS, gravity_to_lattice, hermite_order, is_thermal, kinematic_viscosity,
-                                     prandtl, rayleigh_taylor_numbers, reynolds, scale_factor, sound_speed,
-                                     thermal_diffusivity, velocity_to_lattice)
+    (lattice units), the cavity size L (the lid's axis), Re = U L / nu, Ma = U / c_s and the
+    lid transit L / U; a channel: its Poiseuille centre speed, Re, Ma and viscous time; a
+    shear wave or Taylor-Green vortex: its amplitude, Re, Ma and decay time
+    (``lbgen.model.physics.lid_numbers``, ``channel_numbers``, ``wave_numbers``)."""
+    from lbgen.model.physics import (UNITS, channel_numbers, gravity_to_lattice, hermite_order, is_thermal,
+                                     kinematic_viscosity, lid_numbers, prandtl, rayleigh_taylor_numbers,
+                                     scale_factor, sound_speed, thermal_diffusivity, velocity_to_lattice,
+                                     wave_numbers)
     r = scale_factor(cfg.velocity_set)
     params = dict(cfg.parameters)
     thermal = is_thermal(cfg.velocity_set)
@@ -161,7 +171,12 @@ def physics3d(cfg: RunConfig) -> dict:
         face = max(cfg.lid, key=lambda f: np.linalg.norm(cfg.lid[f]))
         U = velocity_to_lattice(max(speeds), r)
         L = cfg.shape["xyz".index(face[0])]
-        out.update({"U": U, "L": L, "Re": reynolds(U, L, nu), "Ma": U / c_s})
+        out.update(lid_numbers(U, L, nu, c_s))
+    elif cfg.setup == "channel" and g and cfg.wall_axes and not cfg.init:
+        H = min(cfg.shape["xyz".index(a)] for a in cfg.wall_axes)   # half-way walls: the lattice's width
+        out.update(channel_numbers(gravity_to_lattice(g, r), H, nu, c_s))
+    elif cfg.setup in ("shear-wave", "taylor-green") and cfg.amplitude and not cfg.init:
+        out.update(wave_numbers(velocity_to_lattice(abs(cfg.amplitude), r), cfg.lx, nu, c_s))
     return out
 
 
@@ -254,10 +269,12 @@ class Run3D(Run):
 
             def open_output():
                 self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity,
-                                                   overrides=cfg.clim, speeds=lid_speeds(cfg))
+                                                   overrides=cfg.clim, r=self.physics["r"],
+                                                   speeds=lid_speeds(cfg) + reference_speeds(self.physics))
                 walls = cfg.wall_axes or ""
                 return RunOutput3D(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format,
                                    colour_limits=self.colour_limits, dpi=cfg.dpi, physics=self.physics,
+                                   time_unit=self.time_unit(),
                                    periodic=tuple(a not in walls for a in "xyz"))
             self.output = root_call(comm, open_output)
         self._reset_counters()
