@@ -153,6 +153,7 @@ int main(void)
 """
 
 
+@pytest.mark.slow                  # nvcc: 5-20 s a build
 @pytest.mark.parametrize("vset", ["d2q37", "d3q19"])
 def test_the_cuda_kernels_example_and_a_user_unit_build_with_nvcc_for_prefix_vl(tmp_path, vset):
     from lbgen.backends.cuda import nvcc
