@@ -159,7 +159,7 @@ def _config_file(path) -> dict:
 @click.option("--config", type=click.Path(dir_okay=False), default=None,
               help="TOML file with any of these options (flags given on the command line win).")
 @_schema_options
-@click.option("--resume", type=click.Path(file_okay=False), default=None,
+@click.option("--resume", type=click.Path(), default=None,
               help="Continue the run in this folder from its newest checkpoint (up to --steps if given).")
 @click.option("--overwrite", is_flag=True, default=False,
               help="Replace the run already in --out (otherwise a new run into it is refused).")
@@ -217,6 +217,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
         _run3d(cfg, echo, comm, overwrite, show_progress)
         return
     runner = Run(cfg, echo=echo, comm=comm, overwrite=overwrite)
+    cfg = runner.cfg                       # the lattice run: an --init file's, not the default
     spec = runner.sim.spec
     regions = runner.sim.region_table()
     where = ", ".join((f"rank {d['rank']} " if "rank" in d else "") + f"{d['backend']} {d['layout']} "
@@ -283,7 +284,7 @@ def _run3d(cfg, echo, comm, overwrite, show_progress):
     from lbgen.model.physics import summary
     from lbgen.run.driver3d import Run3D
     runner = Run3D(cfg, echo=echo, comm=comm, overwrite=overwrite)
-    sim = runner.sim
+    cfg, sim = runner.cfg, runner.sim      # the lattice run: an --init file's, not the default
     box = [f"walls {''.join(sim.walls)}"] if sim.walls else []
     box += [f"lid {a}-{s} (" + ", ".join(f"{c:g}" for c in u) + ")" for (a, s), u in sim.lid.items()]
     if sim.mask is not None:
@@ -291,16 +292,21 @@ def _run3d(cfg, echo, comm, overwrite, show_progress):
     where = f"{sim.spec.backend} {sim.program.layout.tag}"
     if runner.comm is not None:
         where = f"{runner.comm.size} MPI ranks, grid {'x'.join(map(str, runner.grid))}: {where}"
-    echo(f"lbgen run: {cfg.setup}, {cfg.velocity_set}, {cfg.lx} x {cfg.ly} x {cfg.lz}, {cfg.steps} steps, "
+    echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
+         f"{sim.lx} x {sim.ly} x {sim.lz}, {cfg.steps} steps, "
          f"{sim.spec.collision}, {', '.join(box) or 'periodic'}, {sim.spec.precision}; {where}")
     echo(summary(runner.physics))
+    from lbgen.model.physics import lid_mach_check
+    for (a, s), u in sim.lid.items():      # the unstable band below the refusal (lbgen.model.physics)
+        note = lid_mach_check(f"{a}-{s}", u, cfg.velocity_set)
+        if note:
+            echo(note)
     _time_block_note(runner, echo)
     result = runner.execute(progress=show_progress)
-    _report(runner, result, None)
+    _report(runner, result, cfg.save)
 
 
 def _report(runner, result, save):
-    sim = runner.sim
     out = runner.final_fields()            # the final outputs' fields (collective with MPI: rank 0 gets them)
     if not runner.root:
         return
@@ -310,7 +316,8 @@ def _report(runner, result, save):
     if runner.cfg.out:
         click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
     if save:
-        click.echo(f"saved rho, ux, uy, T ({sim.lx} x {sim.ly}) to {save}")
+        names = ", ".join(("rho", "ux", "uy", "uz", "T") if runner.cfg.dimension == 3 else ("rho", "ux", "uy", "T"))
+        click.echo(f"saved {names} ({' x '.join(str(n) for n in runner.cfg.shape)}) to {save}")
 
 
 # --- verify ------------------------------------------------------------------------------

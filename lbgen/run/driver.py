@@ -208,10 +208,22 @@ class Run:
             echo = lambda message: None  # noqa: E731
 
         def load_manifest():
+            if run_dir.is_file():
+                raise SimulationError(f"cannot resume {run_dir}: it is a file, not a run folder (give the --out DIR "
+                                      f"of a run)")
+            if not run_dir.is_dir():
+                raise SimulationError(f"cannot resume {run_dir}: no such run folder (give the --out DIR of a run)")
             try:
-                return read_manifest(run_dir)["config"]
-            except (OSError, ValueError, KeyError) as e:
-                raise SimulationError(f"cannot resume {run_dir}: no readable manifest.json ({e})") from None
+                manifest = read_manifest(run_dir)
+            except (OSError, ValueError) as e:
+                reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+                raise SimulationError(f"cannot resume {run_dir}: no readable manifest.json ({reason})") from None
+            config = manifest.get("config")
+            if not isinstance(config, dict) or not config:
+                raise SimulationError(f"cannot resume {run_dir}: its manifest.json holds no run description (no "
+                                      f"'config' object; keys: {', '.join(sorted(manifest)) or 'none'}); it is not a "
+                                      f"manifest lbgen run wrote, or it was emptied")
+            return config
         cfg = RunConfig.from_json(root_call(comm, load_manifest, share=True))
         if cfg.dimension != cls.DIMENSION:
             raise SimulationError(f"cannot resume {run_dir} with {cls.__name__}: it holds a {cfg.dimension}D run "
@@ -293,7 +305,11 @@ class Run:
                                   f"{run_dir} ({step}): a run cannot go back; give --steps above {step} to "
                                   f"continue it")
         if cfg.steps == step:
-            echo(f"{run_dir} is already at step {step}: nothing to run (give --steps above {step} to continue)")
+            echo(f"{run_dir} is already at step {step}: nothing to run (give --steps above {step} to continue); "
+                 f"its outputs are left as they are")
+            run.nothing_to_run = True
+            run.resumed_from = step
+            return run
         if run.output is not None:
             run.output.truncate(step)
         run.resumed_from = step
@@ -486,8 +502,16 @@ class Run:
         raise self._interrupted(f"interrupted by {where}; checkpoint written: {kept}. Continue with:\n"
                                 f"  {self._resume_command()}", stop.signal)
 
+    #: a resumed run already at its --steps (Run.resume): execute writes nothing
+    nothing_to_run = False
+
     def execute(self, progress: bool = False) -> dict:
         cfg, sim = self.cfg, self.sim
+        if self.nothing_to_run:             # the folder's outputs and manifest stay as they are
+            self.close()
+            if cfg.save:
+                self._save()
+            return {"steps": sim.time_step, "steps_run": 0, "seconds": 0.0, "mlups": None}
         if self.folder is not None:
             self.folder.acquire(self.echo)
         try:
