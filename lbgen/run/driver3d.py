@@ -31,9 +31,9 @@ from lbgen.system.limits import resolve_threads
 
 
 def _npy_header(path: Path):
-    """(shape, dtype) of a .npy file from its header alone, or SimulationError naming the file
-    and the reason (missing, empty, not a .npy file, pickled objects, a header numpy cannot
-    read, fewer bytes than the header promises)."""
+    """(shape, dtype, bytes of data after the header) of a .npy file from its header alone, or
+    SimulationError naming the file and the reason (a folder, empty, not a .npy file, pickled
+    objects, a header numpy cannot read)."""
     where = f"--geometry {path}"
     if path.is_dir():
         raise SimulationError(f"{where}: is a folder, not a .npy voxel mask")
@@ -59,11 +59,7 @@ def _npy_header(path: Path):
     if dtype.hasobject:
         raise SimulationError(f"{where}: holds Python objects (a pickled {dtype} array), which lbgen never "
                               f"unpickles; the voxel mask must be a bool or uint8 array")
-    nbytes = math.prod(shape) * dtype.itemsize
-    if size - offset < nbytes:
-        raise SimulationError(f"{where}: truncated: its header promises {nbytes} bytes of data for shape "
-                              f"{tuple(shape)} {dtype}, the file holds {size - offset}")
-    return tuple(int(n) for n in shape), dtype, nbytes
+    return tuple(int(n) for n in shape), dtype, size - offset
 
 
 def load_geometry(cfg: RunConfig) -> Optional[np.ndarray]:
@@ -78,7 +74,7 @@ def load_geometry(cfg: RunConfig) -> Optional[np.ndarray]:
     path = Path(cfg.geometry)
     if not path.exists():
         raise SimulationError(f"--geometry {path}: no such file")
-    shape, dtype, nbytes = _npy_header(path)
+    shape, dtype, stored = _npy_header(path)
     expected = tuple(cfg.shape)
     if dtype != np.bool_ and dtype != np.uint8:
         raise SimulationError(f"--geometry {path}: a {dtype} array; the voxel mask must be a bool array (True: "
@@ -86,10 +82,14 @@ def load_geometry(cfg: RunConfig) -> Optional[np.ndarray]:
     if shape != expected:
         raise SimulationError(f"--geometry {path}: shape {shape}; the voxel mask must have the lattice's shape "
                               f"(LX, LY, LZ) = {expected}")
+    nbytes = math.prod(shape) * dtype.itemsize
     have = available_memory()
     if have is not None and nbytes > have:
         raise SimulationError(f"--geometry {path}: its {nbytes / 2**30:.3g} GiB do not fit in the "
                               f"{have / 2**30:.3g} GiB of memory available here")
+    if stored < nbytes:
+        raise SimulationError(f"--geometry {path}: truncated: its header promises {nbytes} bytes of data for shape "
+                              f"{shape} {dtype}, the file holds {stored}")
     try:
         mask = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as e:
