@@ -417,6 +417,7 @@ class Simulation(HealthChecks):
 
     def populations(self) -> np.ndarray:
         """(Q, LX, LY) float64 copy of the current populations."""
+        self._require_state("populations()")
         return self.state().astype(np.float64)
 
     def fields(self) -> Dict[str, np.ndarray]:
