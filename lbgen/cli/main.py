@@ -1,6 +1,7 @@
 """The `lbgen` command line: info, emit, run."""
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES a
 from lbgen.reference import VERIFY_LATTICE_2D, VERIFY_LATTICE_3D
 
 from lbgen.cli.common import UserError, any_set_option, friendly, vl_option
+from lbgen.simulation.parameters import SimulationError
 
 try:  # Python >= 3.11
     import tomllib
@@ -22,7 +24,30 @@ except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
+class _Commands(click.Group):
+    """The `lbgen` group: under an MPI launcher, a command line that click refuses (an unknown
+    option, a value of the wrong type) is the same on every rank, so only rank 0 prints the
+    refusal; every rank exits with its status (no MPI is started for it)."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        from lbgen.cli.common import mpi_launch_rank, mpi_launch_size
+        if not standalone_mode or mpi_launch_size() <= 1 or mpi_launch_rank() == 0:
+            return super().main(*args, standalone_mode=standalone_mode, **kwargs)
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as e:
+            sys.exit(e.exit_code)
+        except click.exceptions.Exit as e:
+            sys.exit(e.exit_code)
+        except click.ClickException as e:        # rank 0 words it (or it was not collective: say it here)
+            if not getattr(e, "collective", False):
+                e.show()
+            sys.exit(e.exit_code)
+        except click.exceptions.Abort:
+            sys.exit(1)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
 @click.version_option(__version__, prog_name="lbgen")
 def main():
     """lbgen: JIT-generated lattice Boltzmann kernels (D2Q37, D2V17, D2Q9) for C/OpenMP, OpenCL and CUDA."""
@@ -209,9 +234,10 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
         result = runner.execute(progress=show_progress)
         _report(runner, result, runner.cfg.save)
         return
-    layers = [(f"--config {config}", _config_file(config))] if config else []
-    layers.append(("command line", given))
-    cfg = RunConfig.build(setup, *layers)
+    with _same_on_every_rank(comm):        # every rank refuses the same option: rank 0 says it once
+        layers = [(f"--config {config}", _config_file(config))] if config else []
+        layers.append(("command line", given))
+        cfg = RunConfig.build(setup, *layers)
     _check_grid_dimension(ranks_grid, cfg.dimension, comm)
     if cfg.dimension == 3:
         _run3d(cfg, echo, comm, overwrite, show_progress)
@@ -235,6 +261,20 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     _time_block_note(runner, echo)
     result = runner.execute(progress=show_progress)
     _report(runner, result, cfg.save)
+
+
+@contextlib.contextmanager
+def _same_on_every_rank(comm):
+    """Checks that read only the command line and its files, with no communication: under MPI
+    every rank refuses the same input together (a collective error: one message, from rank 0,
+    the exit status of one process) instead of aborting the job rank by rank."""
+    try:
+        yield
+    except (ValueError, UserError, SimulationError) as e:
+        if comm is not None:
+            from lbgen.parallel.mpi import collective
+            collective(e)
+        raise
 
 
 def _grid_parts(text) -> int:

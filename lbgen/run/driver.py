@@ -461,7 +461,10 @@ class Run:
                 self._manifest("failed", message)
             except OSError:
                 pass
-            raise RunFolderError(message) from None
+            error = RunFolderError(message)
+            if getattr(e, "collective", False):      # MPI: every rank failed this write together
+                error.collective = True
+            raise error from None
 
     def _stop_requested(self, stop: StopSignals) -> bool:
         """Whether a signal asks the run to end after the current sweep.  With MPI a collective
