@@ -316,6 +316,10 @@ class DistributedSimulation3D:
                     error = self.sim.divergence(x, y, z, site[3], where=f"on rank {self.rank}")
         except Exception as e:  # noqa: BLE001 - made collective below
             error = e
+        report = str(error) if isinstance(error, SimulationError) else None   # a divergence report
+        reports = [m for m in self.comm.allgather(report) if m is not None]
+        if reports:                          # the first failing rank's report, once, on every rank
+            raise collective(SimulationError(reports[0])) from error
         agree(self.comm, error)
 
     def state(self) -> Optional[np.ndarray]:
