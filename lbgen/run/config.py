@@ -155,7 +155,8 @@ class RunConfig:
         try:
             lid_faces(self.lid, wall_axes(self.wall_axes), self.velocity_set)
         except SimulationError as e:
-            raise ConfigError(str(e).replace("walls=", "--wall-axes ")) from None
+            text = str(e).replace("walls=", "--wall-axes ")
+            raise ConfigError(f"--{text}" if text.startswith("lid") else text) from None
 
     def _check(self) -> None:
         """The rules between options (each value is typed and in its range already)."""
