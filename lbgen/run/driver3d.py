@@ -266,12 +266,13 @@ class Run3D(Run):
                  overwrite: bool = False):
         if cfg.dimension != 3:
             raise SimulationError(f"Run3D runs 3D velocity sets, not {cfg.velocity_set}: use Run")
-        if cfg.init and not resume:             # the lattice is the --init file's (its headers only)
-            from lbgen.run.fieldfile import inspect_fields
-            lx, ly, lz = inspect_fields(cfg.init, 3)
-            cfg = cfg.replace(lx=lx, ly=ly, lz=lz)
         if comm is not None and comm.size == 1:
             comm = None
+        if cfg.init and not resume:             # the lattice is the --init file's (its headers only)
+            from lbgen.parallel.mpi import root_call
+            from lbgen.run.fieldfile import inspect_fields
+            lx, ly, lz = root_call(comm, lambda: inspect_fields(cfg.init, 3), share=True)   # MPI: one refusal
+            cfg = cfg.replace(lx=lx, ly=ly, lz=lz)
         self.grid = (1, 1, 1)
         if comm is not None:
             from lbgen.parallel.mpi import check_same_config

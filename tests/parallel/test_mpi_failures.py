@@ -38,6 +38,9 @@ def _one_message(result):
     (["--bogus", 3], "No such option '--bogus'"),
     (["--velocity-set", "d3q19", "--wall-axes", "z", "--lid", "z-high=nan,0,0"], "UX=nan is not finite"),
     (["--velocity-set", "d3q19", "--wall-axes", "z", "--lid", "z-high=0.1,0,0;Z-HIGH=0,0.1,0"], "twice"),
+    (["--velocity-set", "d3q19", "--init", "missing.npz"], "--init missing.npz: no such file"),
+    (["--init", "missing.npz"], "--init missing.npz: no such file"),
+    (["--velocity-set", "d3q19", "--lx", 8, "--ly", 8, "--lz", 8, "--geometry", "missing.npy"], "no such file"),
 ])
 def test_a_refused_option_under_mpiexec_is_one_message_from_rank_0(tmp_path, args, word):
     """Broken in round four: a traceback per rank plus MPI_Abort noise around the one line."""
