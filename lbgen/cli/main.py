@@ -1,7 +1,6 @@
 """The `lbgen` command line: info, emit, run."""
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -16,7 +15,6 @@ from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES a
 from lbgen.reference import VERIFY_LATTICE_2D, VERIFY_LATTICE_3D
 
 from lbgen.cli.common import UserError, any_set_option, friendly, vl_option
-from lbgen.simulation.parameters import SimulationError
 
 try:  # Python >= 3.11
     import tomllib
@@ -234,7 +232,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
         result = runner.execute(progress=show_progress)
         _report(runner, result, runner.cfg.save)
         return
-    with _same_on_every_rank(comm):        # every rank refuses the same option: rank 0 says it once
+    with mpi.same_on_every_rank(comm):        # every rank refuses the same option: rank 0 says it once
         layers = [(f"--config {config}", _config_file(config))] if config else []
         layers.append(("command line", given))
         cfg = RunConfig.build(setup, *layers)
@@ -261,20 +259,6 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     _time_block_note(runner, echo)
     result = runner.execute(progress=show_progress)
     _report(runner, result, cfg.save)
-
-
-@contextlib.contextmanager
-def _same_on_every_rank(comm):
-    """Checks that read only the command line and its files, with no communication: under MPI
-    every rank refuses the same input together (a collective error: one message, from rank 0,
-    the exit status of one process) instead of aborting the job rank by rank."""
-    try:
-        yield
-    except (ValueError, UserError, SimulationError) as e:
-        if comm is not None:
-            from lbgen.parallel.mpi import collective
-            collective(e)
-        raise
 
 
 def _grid_parts(text) -> int:

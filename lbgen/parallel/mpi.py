@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import contextlib
 import os
 import sys
 import time
@@ -282,6 +283,24 @@ def collective(exc: BaseException) -> BaseException:
     """Mark an exception that every rank raises together (no abort needed)."""
     exc.collective = True
     return exc
+
+
+@contextlib.contextmanager
+def same_on_every_rank(comm):
+    """Checks that every rank runs on the same inputs (the command line, its files, shared
+    values) with no communication inside: under MPI every rank refuses the same input
+    together, so the refusal is a collective error (one message, from rank 0, the exit status
+    of one process) instead of an abort rank by rank."""
+    try:
+        yield
+    except (ValueError, SimulationError) as e:    # ConfigError, UserError's ClickException: below
+        if comm is not None:
+            collective(e)
+        raise
+    except Exception as e:
+        if comm is not None and type(e).__name__ in ("UserError", "ClickException"):
+            collective(e)
+        raise
 
 
 def is_collective(exc: BaseException) -> bool:

@@ -224,11 +224,21 @@ class Run:
                                       f"'config' object; keys: {', '.join(sorted(manifest)) or 'none'}); it is not a "
                                       f"manifest lbgen run wrote, or it was emptied")
             return config
-        cfg = RunConfig.from_json(root_call(comm, load_manifest, share=True))
-        if cfg.dimension != cls.DIMENSION:
-            raise SimulationError(f"cannot resume {run_dir} with {cls.__name__}: it holds a {cfg.dimension}D run "
-                                  f"(lbgen.run.driver3d.Run3D resumes 3D runs; lbgen run --resume picks the class "
-                                  f"from the manifest)")
+        from lbgen.parallel.mpi import same_on_every_rank
+        config = root_call(comm, load_manifest, share=True)
+        with same_on_every_rank(comm):       # the same manifest and options on every rank: one refusal
+            cfg = RunConfig.from_json(config)
+            if cfg.dimension != cls.DIMENSION:
+                raise SimulationError(f"cannot resume {run_dir} with {cls.__name__}: it holds a {cfg.dimension}D "
+                                      f"run (lbgen.run.driver3d.Run3D resumes 3D runs; lbgen run --resume picks the "
+                                      f"class from the manifest)")
+            cfg = cls._resumed_config(cfg, run_dir, steps, overrides)
+        run = cls(cfg, echo=echo, comm=comm, resume=True)
+        return cls._restore(run, cfg, run_dir, comm, echo)
+
+    @staticmethod
+    def _resumed_config(cfg: RunConfig, run_dir: Path, steps: Optional[int], overrides) -> RunConfig:
+        """The manifest's run description with the options given again (harmless ones only)."""
         overrides = dict(overrides or {})
         out = overrides.pop("out", None)
         if out is not None and Path(out).resolve() != run_dir.resolve():
@@ -242,7 +252,13 @@ class Run:
             raise SimulationError(f"cannot resume {run_dir}: it started from --init {cfg.init}, whose fields set its "
                                   f"colour limits and reference numbers, and that file is no longer there; put it "
                                   f"back to resume")
-        run = cls(cfg, echo=echo, comm=comm, resume=True)
+        return cfg
+
+    @staticmethod
+    def _restore(run: "Run", cfg: RunConfig, run_dir: Path, comm, echo) -> "Run":
+        """Load the newest good checkpoint of ``run_dir`` into ``run`` (checked against the
+        manifest), or mark a run already at its --steps as having nothing to run."""
+        from lbgen.parallel.mpi import root_call, same_on_every_rank
 
         def load_checkpoint():
             path = latest_checkpoint(run_dir, verify=False)
@@ -301,9 +317,10 @@ class Run:
         step = run.sim.time_step
         if cfg.steps < step:
             run.close()
-            raise SimulationError(f"--steps {cfg.steps} is below the step of the newest good checkpoint of "
-                                  f"{run_dir} ({step}): a run cannot go back; give --steps above {step} to "
-                                  f"continue it")
+            with same_on_every_rank(comm):
+                raise SimulationError(f"--steps {cfg.steps} is below the step of the newest good checkpoint "
+                                      f"of {run_dir} ({step}): a run cannot go back; give --steps above {step} to "
+                                      f"continue it")
         if cfg.steps == step:
             echo(f"{run_dir} is already at step {step}: nothing to run (give --steps above {step} to continue); "
                  f"its outputs are left as they are")

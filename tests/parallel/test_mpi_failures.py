@@ -138,3 +138,21 @@ def test_a_divergence_under_mpiexec_names_the_global_site(tmp_path):
     assert r.returncode == 2, r.stderr
     line = _one_message(r)
     assert line.startswith("Error: the run diverged by step 0: first bad site (x=6, y=2, z=5, on rank 1)"), line
+
+
+def test_resume_refusals_under_mpiexec_are_one_message_and_change_nothing(tmp_path):
+    """Broken before: each rank refused a resume option on its own, then MPI_Abort."""
+    out = tmp_path / "run"
+    first = CliRunner().invoke(main, ["run", "taylor-green", *[str(a) for a in CUBE], "--steps", 6,
+                                      "--checkpoint-every", 3, "--out", str(out)])
+    assert first.exit_code == 0, first.output
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and p.name != ".lbgen.lock"}
+    for args, word in ((["--amplitude", 0.3], "amplitude (0.05 in the run, 0.3 given)"),
+                       (["--steps", 3], "--steps 3 is below the step of the newest good checkpoint"),
+                       (["--out", tmp_path / "other"], "names another folder"),
+                       (["--velocity-set", "d3q27"], "velocity_set")):
+        r = mpirun(2, ["run", "--resume", out, "--no-progress", *args], tmp_path)
+        assert r.returncode == 2, r.stderr
+        assert word in _one_message(r)
+    after = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and p.name != ".lbgen.lock"}
+    assert after == before and not (tmp_path / "other").exists()
