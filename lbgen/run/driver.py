@@ -469,9 +469,21 @@ class Run:
 
     def _persist(self, what: Callable[[], Any], step: int) -> Any:
         """Write outputs or a checkpoint; a full disk or an unwritable folder ends the run with
-        a message naming the last good checkpoint (older ones are intact: writes are atomic)."""
+        a message naming the last good checkpoint (older ones are intact: writes are atomic).
+        With MPI the ranks agree on the outcome first (rank 0 writes most files alone), so a
+        write that failed on any rank fails on every rank alike: one message, status "failed"."""
         try:
-            return what()
+            failed, result = None, None
+            try:
+                result = what()
+            except OSError as e:
+                if self.comm is None:
+                    raise
+                failed = e
+            if self.comm is not None:
+                from lbgen.parallel.mpi import agree
+                agree(self.comm, failed)         # an OSError on any rank: the same OSError on every rank
+            return result
         except OSError as e:
             message = write_failure(e, self.cfg.out, step, self.cfg.steps)
             try:

@@ -156,3 +156,31 @@ def test_resume_refusals_under_mpiexec_are_one_message_and_change_nothing(tmp_pa
         assert word in _one_message(r)
     after = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and p.name != ".lbgen.lock"}
     assert after == before and not (tmp_path / "other").exists()
+
+
+OUTPUT_FULL = textwrap.dedent("""
+    import errno, sys
+    from lbgen.output import RunOutput3D
+    real = RunOutput3D.write_fields
+    def full(self, step, fields, **kw):
+        if step == 6:
+            raise OSError(errno.ENOSPC, "No space left on device", "fields/step-000000006.h5")
+        return real(self, step, fields, **kw)
+    RunOutput3D.write_fields = full
+    from lbgen.cli.main import main
+    sys.argv[0] = "lbgen"
+    main()
+""")
+
+
+def test_a_full_disk_while_rank_0_writes_outputs_fails_every_rank_alike(tmp_path):
+    """Rank 0 writes the field files alone: its OSError is agreed on by every rank (no abort)."""
+    script = tmp_path / "full.py"
+    script.write_text(OUTPUT_FULL)
+    out = tmp_path / "run"
+    r = mpirun(2, ["run", "taylor-green", *CUBE, "--steps", 9, "--checkpoint-every", 3, "--output-every", 3,
+                   "--out", out], tmp_path, script=script)
+    assert r.returncode == 2, r.stderr
+    line = _one_message(r)
+    assert "the disk is full" in line and "at step 6" in line and f"lbgen run --resume {out} --steps 9" in line
+    assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
