@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from lbgen.cli.common import UserError, friendly
+from lbgen.cli.common import UserError, friendly, one_process_only
 from lbgen.output.folder import (DEFAULT_FPS, MIN_SECONDS, MOVIE_SUFFIXES, MovieWarning, RunResults, check_fps,
                                  check_output, output_file, parse_steps, write_movie)
 from lbgen.output.pictures import PICTURE_QUANTITIES, PICTURES_DIR, clim_of, parse_window, picture_name
@@ -48,6 +48,20 @@ def _picture_options(fn):
     return fn
 
 
+def _results(run_dir, command: str) -> RunResults:
+    """The run folder a post-processing command reads: refused, before any work, when it is a
+    file, or when the command was started under mpiexec with several ranks (it would render
+    once per rank)."""
+    from lbgen.cli.common import mpi_launch_size
+    size = mpi_launch_size()
+    if size > 1:
+        one_process_only(f"lbgen {command} renders on one process; run it without mpiexec (under mpiexec -n "
+                         f"{size} each rank would render it)")
+    if Path(run_dir).is_file():
+        raise UserError(f"{run_dir} is a file, not a run folder (give the --out DIR of a run)")
+    return RunResults(run_dir)
+
+
 def _window(text):
     try:
         return parse_window(text)
@@ -84,7 +98,7 @@ def movie(run_dir, quantity, output, fps, source, clim, cmap, dpi, window, overw
     limits = clim_of(quantity, clim)
     _check_cmap(cmap)
     area = _window(window)
-    run = RunResults(run_dir)
+    run = _results(run_dir, "movie")
     dpi = run.check_dpi(dpi)
     output = output or run.path / f"{quantity}.mp4"
     with warnings.catch_warnings(record=True) as caught:
@@ -125,7 +139,7 @@ def plot(run_dir, quantity, step, output, clim, cmap, dpi, window, overwrite):
     limits = clim_of(quantity, clim)
     _check_cmap(cmap)
     area = _window(window)
-    run = RunResults(run_dir)
+    run = _results(run_dir, "plot")
     area = run.window(area, (quantity,))    # once; a window outside the lattice: refused before any work
     dpi = run.check_dpi(dpi)
     if dpi is None:

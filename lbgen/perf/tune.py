@@ -119,6 +119,21 @@ def _halo(velocity_set: Optional[str] = None) -> int:
     return set_entry(velocity_set or DEFAULT_VELOCITY_SET).max_hop
 
 
+def vl_misfit(n: int, vl: int, halo: int) -> Optional[str]:
+    """Why a cluster length cannot cluster a line of ``n`` sites (LY; 3D: LZ) with kernels of
+    halo width ``halo`` (the one rule of ``candidates``), or None when it can."""
+    from lbgen.codegen.layouts import LayoutError, check_vl
+    try:
+        check_vl(vl)
+    except LayoutError:
+        return f"VL={vl} is not a power of two"
+    if n % vl:
+        return f"VL={vl} does not divide {n}"
+    if n // vl < halo:
+        return f"VL={vl} leaves {n // vl} clusters, fewer than the halo width {halo}"
+    return None
+
+
 def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
                vls: Sequence[int] = (4, 8, 16, 32), halo: Optional[int] = None) -> List[Choice]:
     """Every valid (layout, VL) for a column of LY sites (in 3D: a Z line of LZ sites): VL | LY
@@ -131,7 +146,7 @@ def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
     out: List[Choice] = []
     for name in names:
         if name in CLUSTERED:
-            out += [(name, v) for v in order if v in vls and ly % v == 0 and ly // v >= halo]
+            out += [(name, v) for v in order if v in vls and vl_misfit(ly, v, halo) is None]
         else:
             out.append((name, None))
     return out

@@ -153,9 +153,10 @@ class RunConfig:
             raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected three numbers "
                               f"'GX,GY,GZ' in a 3D run")
         try:
-            lid_faces(self.lid, wall_axes(self.wall_axes))
+            lid_faces(self.lid, wall_axes(self.wall_axes), self.velocity_set)
         except SimulationError as e:
-            raise ConfigError(str(e).replace("walls=", "--wall-axes ")) from None
+            text = str(e).replace("walls=", "--wall-axes ")
+            raise ConfigError(f"--{text}" if text.startswith("lid") else text) from None
 
     def _check(self) -> None:
         """The rules between options (each value is typed and in its range already)."""
