@@ -82,6 +82,13 @@ def optimisation(default: str) -> str:
     return level
 
 
+#: levels at which gcc neither contracts a*b + c into an FMA nor SLP-vectorises (both start at
+#: -O2: -fexpensive-optimizations, -ftree-slp-vectorize): a default build there is already what
+#: the strict flags ask for (the assembly is the same, tests/backends/test_opt_level.py), so a
+#: default and a strict build at these levels are one library
+UNCONTRACTED_LEVELS = ("-O0", "-O1", "-Og")
+
+
 def record_build(kind: str, key: str, main_file: str, what: str, seconds: float) -> None:
     """One line per compiler run, appended to ``$LBGEN_BUILD_LOG`` when it is set: the test
     suite's account of what it compiles and how long each build takes."""
@@ -89,7 +96,8 @@ def record_build(kind: str, key: str, main_file: str, what: str, seconds: float)
     log = os.environ.get("LBGEN_BUILD_LOG")
     if log:
         with open(log, "a") as fh:
-            fh.write(f"{kind}\t{seconds:.2f}\t{key}\t{main_file}\t{what}\n")
+            fh.write(f"{kind}\t{seconds:.2f}\t{key}\t{main_file}\t{what}\t"
+                     f"{os.environ.get('PYTEST_CURRENT_TEST', '')}\n")
 
 
 def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: str, what: str,

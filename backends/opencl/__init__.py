@@ -323,7 +323,7 @@ class OpenCLProgram(Program):
         device (the host's limits apply)."""
         if not int(self.device.type) & int(self.cl.device_type.GPU):
             return None
-        from lbgen.perf.timing import stats
+        from lbgen.system.timing import stats
         cl, ctx, queue = self.cl, self.context, self.queue
         nbytes = int(min(nbytes, self.device.max_mem_alloc_size // 2)) // 256 * 256
         a = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)

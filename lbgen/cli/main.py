@@ -23,7 +23,30 @@ except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
+class _Commands(click.Group):
+    """The `lbgen` group: under an MPI launcher, a command line that click refuses (an unknown
+    option, a value of the wrong type) is the same on every rank, so only rank 0 prints the
+    refusal; every rank exits with its status (no MPI is started for it)."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        from lbgen.cli.common import mpi_launch_rank, mpi_launch_size
+        if not standalone_mode or mpi_launch_size() <= 1 or mpi_launch_rank() == 0:
+            return super().main(*args, standalone_mode=standalone_mode, **kwargs)
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as e:
+            sys.exit(e.exit_code)
+        except click.exceptions.Exit as e:
+            sys.exit(e.exit_code)
+        except click.ClickException as e:        # rank 0 words it (or it was not collective: say it here)
+            if not getattr(e, "collective", False):
+                e.show()
+            sys.exit(e.exit_code)
+        except click.exceptions.Abort:
+            sys.exit(1)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
 @click.version_option(__version__, prog_name="lbgen")
 def main():
     """lbgen: JIT-generated lattice Boltzmann kernels for C/OpenMP, OpenCL and CUDA."""
@@ -97,7 +120,9 @@ def _cuda_without_gpu() -> dict:
 @click.option("--collision", default="bgk", show_default=True, help=f"One of {', '.join(OPERATORS)}.")
 @click.option("--lx", type=int, default=None, help="Compile-time LX (with --ly); run-time sizes by default.")
 @click.option("--ly", type=int, default=None, help="Compile-time LY (with --lx).")
-@click.option("--prefix", default="lbgen", show_default=True, help="Prefix of the C symbols and file names.")
+@click.option("--prefix", default="lbgen", show_default=True,
+              help="Prefix of the C symbols and file names: an ASCII letter, then ASCII letters, digits and "
+                   "single underscores (no trailing underscore, no C or C++ keyword).")
 @click.option("--streaming-stores/--no-streaming-stores", default=True, show_default=True,
               help="Non-temporal stores for whole clusters (C, clustered layouts).")
 @click.option("--walls", is_flag=True, help="Thermal walls: add the bc kernel (tau = 1 wall rows for regularized).")
@@ -176,7 +201,7 @@ def _config_file(path) -> dict:
 @click.option("--config", type=click.Path(dir_okay=False), default=None,
               help="TOML file with any of these options (flags given on the command line win).")
 @_schema_options
-@click.option("--resume", type=click.Path(file_okay=False), default=None,
+@click.option("--resume", type=click.Path(), default=None,
               help="Continue the run in this folder from its newest checkpoint (up to --steps if given).")
 @click.option("--overwrite", is_flag=True, default=False,
               help="Replace the run already in --out (otherwise a new run into it is refused).")
@@ -226,15 +251,17 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
         result = runner.execute(progress=show_progress)
         _report(runner, result, runner.cfg.save)
         return
-    layers = [(f"--config {config}", _config_file(config))] if config else []
-    layers.append(("command line", given))
-    cfg = RunConfig.build(setup, *layers)
+    with mpi.same_on_every_rank(comm):        # every rank refuses the same option: rank 0 says it once
+        layers = [(f"--config {config}", _config_file(config))] if config else []
+        layers.append(("command line", given))
+        cfg = RunConfig.build(setup, *layers)
     chosen = {normalise_key(k) for _, values in layers for k, v in values.items() if v is not None}
     _check_grid_dimension(ranks_grid, cfg.dimension, comm)
     if cfg.dimension == 3:
         _run3d(cfg, echo, comm, overwrite, show_progress, chosen)
         return
     runner = Run(cfg, echo=echo, comm=comm, overwrite=overwrite)
+    cfg = runner.cfg                       # the lattice run: an --init file's, not the default
     spec = runner.sim.spec
     regions = runner.sim.region_table()
     where = ", ".join((f"rank {d['rank']} " if "rank" in d else "") + f"{d['backend']} {d['layout']} "
@@ -303,7 +330,7 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     from lbgen.model.physics import summary
     from lbgen.run.driver3d import Run3D
     runner = Run3D(cfg, echo=echo, comm=comm, overwrite=overwrite)
-    sim = runner.sim
+    cfg, sim = runner.cfg, runner.sim      # the lattice run: an --init file's, not the default
     box = [f"walls {''.join(sim.walls)}"] if sim.walls else []
     box += [f"lid {a}-{s} (" + ", ".join(f"{c:g}" for c in u) + ")" for (a, s), u in sim.lid.items()]
     if sim.mask is not None:
@@ -311,16 +338,21 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     where = f"{sim.spec.backend} {sim.program.layout.tag}"
     if runner.comm is not None:
         where = f"{runner.comm.size} MPI ranks, grid {'x'.join(map(str, runner.grid))}: {where}"
-    echo(f"lbgen run: {cfg.setup}, {cfg.velocity_set}, {cfg.lx} x {cfg.ly} x {cfg.lz}, {cfg.steps} steps, "
+    echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
+         f"{sim.lx} x {sim.ly} x {sim.lz}, {cfg.steps} steps, "
          f"{sim.spec.collision}, {', '.join(box) or 'periodic'}, {sim.spec.precision}; {where}")
     echo(summary(runner.physics))
+    from lbgen.model.physics import lid_mach_check
+    for (a, s), u in sim.lid.items():      # the unstable band below the refusal (lbgen.model.physics)
+        note = lid_mach_check(f"{a}-{s}", u, cfg.velocity_set)
+        if note:
+            echo(note)
     _time_block_note(runner, echo, chosen)
     result = runner.execute(progress=show_progress)
-    _report(runner, result, None)
+    _report(runner, result, cfg.save)
 
 
 def _report(runner, result, save):
-    sim = runner.sim
     out = runner.final_fields()            # the final outputs' fields (collective with MPI: rank 0 gets them)
     if not runner.root:
         return
@@ -330,7 +362,8 @@ def _report(runner, result, save):
     if runner.cfg.out:
         click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
     if save:
-        click.echo(f"saved rho, ux, uy, T ({sim.lx} x {sim.ly}) to {save}")
+        names = ", ".join(("rho", "ux", "uy", "uz", "T") if runner.cfg.dimension == 3 else ("rho", "ux", "uy", "T"))
+        click.echo(f"saved {names} ({' x '.join(str(n) for n in runner.cfg.shape)}) to {save}")
 
 
 # --- verify ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ names from here; ``lbgen.codegen.render`` turns a spec into source text.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import asdict, dataclass, field
 from numbers import Integral
 from typing import Dict, Optional, Tuple
@@ -115,6 +116,30 @@ class SpecError(ValueError):
 #: the largest GPU block / work-group size (CUDA and common OpenCL devices)
 MAX_BLOCK_SIZE = 1024
 
+PREFIX_RULE = ("a prefix starts with an ASCII letter, holds only ASCII letters, digits and single underscores, "
+               "does not end with an underscore and is not a C or C++ keyword (every emitted name is "
+               "<prefix>_<name> or <PREFIX>_<NAME>: C reserves names that start with an underscore and C++ "
+               "(CUDA) names that hold a double underscore, and the prefix itself names the files)")
+#: the keywords of C (C11/C23) and C++ (CUDA): refused as prefixes
+C_KEYWORDS = frozenset("""
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t
+    class compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield
+    decltype default delete do double dynamic_cast else enum explicit export extern false float for friend
+    goto if inline int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private
+    protected public register reinterpret_cast requires restrict return short signed sizeof static
+    static_assert static_cast struct switch template this thread_local throw true try typedef typeid typename
+    typeof typeof_unqual union unsigned using virtual void volatile wchar_t while xor xor_eq
+""".split())
+_PREFIX = re.compile(r"[A-Za-z](?:_?[A-Za-z0-9])*")
+
+
+def check_prefix(prefix) -> str:
+    """The one rule of a symbol prefix (PREFIX_RULE); anything else raises SpecError naming the
+    value and the rule."""
+    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix) or prefix in C_KEYWORDS:
+        raise SpecError(f"prefix {prefix!r} is not allowed: {PREFIX_RULE}")
+    return prefix
+
 @dataclass(frozen=True)
 class KernelSpec:
     """Everything that determines the emitted code."""
@@ -171,8 +196,7 @@ class KernelSpec:
         if self.wall_scheme != DEFAULT_SCHEME and not self.walls:
             raise SpecError(f"wall scheme {self.wall_scheme!r} applies to the bc kernel only: add walls "
                             f"(--walls) or leave the scheme at {DEFAULT_SCHEME!r}")
-        if not self.prefix.isidentifier():
-            raise SpecError(f"prefix {self.prefix!r} is not a C identifier")
+        check_prefix(self.prefix)
         if (self.lx is None) != (self.ly is None):
             raise SpecError("give both lx and ly for compile-time sizes, or neither for run-time sizes")
         if self.dimension == 3:

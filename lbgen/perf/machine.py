@@ -17,7 +17,7 @@ from typing import Dict, Iterable, Optional
 import numpy as np
 
 from lbgen.backends.base import cpu_model
-from lbgen.perf.timing import stats
+from lbgen.system.timing import stats
 
 MACHINE_C_DECLS = """
 int bench_set_threads(int n);

@@ -119,6 +119,21 @@ def _halo(velocity_set: Optional[str] = None) -> int:
     return set_entry(velocity_set or DEFAULT_VELOCITY_SET).max_hop
 
 
+def vl_misfit(n: int, vl: int, halo: int) -> Optional[str]:
+    """Why a cluster length cannot cluster a line of ``n`` sites (LY; 3D: LZ) with kernels of
+    halo width ``halo`` (the one rule of ``candidates``), or None when it can."""
+    from lbgen.codegen.layouts import LayoutError, check_vl
+    try:
+        check_vl(vl)
+    except LayoutError:
+        return f"VL={vl} is not a power of two"
+    if n % vl:
+        return f"VL={vl} does not divide {n}"
+    if n // vl < halo:
+        return f"VL={vl} leaves {n // vl} clusters, fewer than the halo width {halo}"
+    return None
+
+
 def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
                vls: Sequence[int] = (4, 8, 16, 32), halo: Optional[int] = None) -> List[Choice]:
     """Every valid (layout, VL) for a column of LY sites (in 3D: a Z line of LZ sites): VL | LY
@@ -131,7 +146,7 @@ def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
     out: List[Choice] = []
     for name in names:
         if name in CLUSTERED:
-            out += [(name, v) for v in order if v in vls and ly % v == 0 and ly // v >= halo]
+            out += [(name, v) for v in order if v in vls and vl_misfit(ly, v, halo) is None]
         else:
             out.append((name, None))
     return out
@@ -143,7 +158,8 @@ def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, 
     from lbgen.backends import compile3d, runtime, spec_backend
     from lbgen.codegen.spec import KernelSpec
     from lbgen.codegen.render import generate
-    from lbgen.perf.timing import default_kernel_parameters, quiet_buffers, time_call
+    from lbgen.perf.timing import default_kernel_parameters, quiet_buffers
+    from lbgen.system.timing import time_call
     if lz is not None:                      # 3D: the periodic step of the set (halo + fused, or fused_tb)
         spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, precision=precision,
                           collision=collision, velocity_set=_set3d(velocity_set))

@@ -463,15 +463,28 @@ def as_lid(value) -> Dict[str, Tuple[float, float, float]]:
             if not eq:
                 raise ValueError("expected FACE=UX,UY,UZ (e.g. z-high=0.1,0,0), several separated by ';'")
             items.append((face.strip(), velocity.split(",")))
+    from lbgen.simulation.boundaries3d import lid_face
     out = {}
     for face, velocity in items:
         try:
-            u = tuple(as_float(c) for c in velocity)
-        except (TypeError, ValueError):
-            u = ()
-        if len(u) != 3:
-            raise ValueError(f"face {face!r}: expected three velocity components UX,UY,UZ")
-        out[str(face).strip().lower()] = u
+            key = lid_face(str(face).strip())
+        except (ValueError, RuntimeError) as e:      # SimulationError: the face's rule
+            raise ValueError(f"has an unknown face: {e}") from None
+        if key in out:
+            raise ValueError(f"gives the {key} face twice; give each face once")
+        parts = (velocity.split(",") if isinstance(velocity, str) else
+                 list(velocity) if isinstance(velocity, (list, tuple)) else [velocity])
+        if len(parts) != 3:
+            raise ValueError(f"face {face!r}: expected three velocity components UX,UY,UZ, got {len(parts)}")
+        u = []
+        for name, c in zip(("UX", "UY", "UZ"), parts):
+            try:
+                u.append(as_float(c))
+            except ValueError as e:
+                what = "is not finite" if "finite" in str(e) else "is not a number"
+                raise ValueError(f"face {face!r}: {name}={str(c).strip()} {what}; a lid's velocity is three finite "
+                                 f"numbers UX,UY,UZ") from None
+        out[key] = tuple(u)
     if not out:
         raise ValueError("names no face: expected FACE=UX,UY,UZ (e.g. z-high=0.1,0,0)")
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wall_support import CASES, FORCE, OPERATOR_PARAMS, OPERATORS, T_BOTTOM, T_TOP, case_id, run_walls  # noqa: F401
+from wall_support import CASES, case_params, FORCE, OPERATOR_PARAMS, OPERATORS, T_BOTTOM, T_TOP, case_id, run_walls  # noqa: F401
 
 STEPS = 6
 
@@ -29,7 +29,7 @@ def run_fused_walls(prog, f0, steps, operator, adiabatic, force=FORCE):
 
 @pytest.mark.parametrize("adiabatic", [(False, True), (True, False)], ids=["fixed-adiabatic", "adiabatic-fixed"])
 @pytest.mark.parametrize("operator", OPERATORS)
-@pytest.mark.parametrize("case", CASES, ids=case_id)
+@pytest.mark.parametrize("case", case_params())
 def test_fused_walls_is_bit_identical_to_three_sweeps_in_strict_mode(case, operator, adiabatic, wall_program,
                                                                       wall_state):
     prog = wall_program(*case, collision=operator, strict=True)

@@ -82,3 +82,27 @@ def test_a_bad_level_is_refused_naming_it(monkeypatch):
     monkeypatch.setenv("LBGEN_OPT_LEVEL", "-O9")
     with pytest.raises(ValueError, match=r"LBGEN_OPT_LEVEL='-O9'.*-O0, -O1"):
         cbackend.flags_for()
+
+
+@pytest.mark.parametrize("velocity_set, layout, vl", [("d2q37", "caosoa", 8), ("d3q19", "soa", None)])
+def test_at_O1_a_default_build_is_already_strict(tmp_path, velocity_set, layout, vl):
+    """At -O1 gcc neither contracts nor SLP-vectorises, so the strict flags change nothing: the
+    assembly of a generated kernel is the same with and without them.  That is why a strict
+    and a default build at -O1 share one library (backends.base.UNCONTRACTED_LEVELS)."""
+    import subprocess
+    from lbgen.backends import c as cbackend
+    from lbgen.backends.base import UNCONTRACTED_LEVELS
+    from lbgen.codegen.render import generate
+    from lbgen.codegen.spec import KernelSpec
+    assert "-O1" in UNCONTRACTED_LEVELS
+    src = generate(KernelSpec(backend="c", layout=layout, vl=vl, velocity_set=velocity_set, collision="regularized"))
+    for name, text in src.files.items():
+        (tmp_path / name).write_text(text)
+    assembly = []
+    for extra in ((), cbackend.STRICT_FLAGS):
+        out = tmp_path / f"k{len(assembly)}.s"
+        subprocess.run([cbackend.compiler(), "-O1", *NATIVE, *extra, "-std=gnu11", "-fPIC", "-S", "-o", out,
+                        tmp_path / src.main_file], check=True, capture_output=True)
+        assembly.append(out.read_text())
+    assert assembly[0] == assembly[1]
+    assert "vfmadd" not in assembly[0]

@@ -26,11 +26,11 @@ from lbgen.codegen.render import generate
 from lbgen.output import diagnostics
 from lbgen.simulation.runner import Simulation, Walls
 from lbgen.run.setups import rayleigh_taylor
-from wall_support import (ADIABATIC, CASES, FORCE, LX, LY, OPERATORS, OPERATOR_PARAMS, R, SINGLE_CASES, STEPS, T_BOTTOM, T_TOP, TOLERANCE, _backend, case_id, rel_err, run_walls)  # noqa: F401
+from wall_support import (ADIABATIC, CASES, case_params, FORCE, LX, LY, OPERATORS, OPERATOR_PARAMS, R, SINGLE_CASES, STEPS, T_BOTTOM, T_TOP, TOLERANCE, _backend, case_id, rel_err, run_walls)  # noqa: F401
 
 
 @pytest.mark.parametrize("operator", OPERATORS)
-@pytest.mark.parametrize("case", CASES, ids=case_id)
+@pytest.mark.parametrize("case", case_params())
 def test_bc_matches_reference_after_20_steps(case, operator, wall_program, wall_state, wall_reference):
     prog = wall_program(*case, collision=operator)
     want = wall_reference(operator)

@@ -110,6 +110,16 @@ CPU_CONFIGS = [("aos", None), ("soa", None), ("csoa", 4), ("caosoa", 8)]
 CASES = ([("c", *cfg) for cfg in CPU_CONFIGS] + [("opencl", *cfg) for cfg in CPU_CONFIGS]
          + [("cuda", "aos", None), ("cuda", "caosoa", 8)])
 SINGLE_CASES = [("c", "caosoa", 8), ("opencl", "soa", None), ("cuda", "aos", None)]
+#: the fast subset's wall cases: each layout family once over the two CPU backends, and the CUDA
+#: source once; the other CASES run in the slow set
+FAST_CASES = [("c", "aos", None), ("c", "caosoa", 8), ("opencl", "soa", None), ("opencl", "csoa", 4),
+              ("cuda", "caosoa", 8)]
+
+
+def case_params(cases=None):
+    """pytest params of wall cases (default CASES), those outside FAST_CASES marked slow."""
+    return [pytest.param(case, id=case_id(case), marks=() if case in FAST_CASES else (pytest.mark.slow,))
+            for case in (CASES if cases is None else cases)]
 
 
 def case_id(case):
