@@ -83,11 +83,11 @@ BANDED = (7, 13, 16)
 def banded_program():
     """Kernels whose cache budget is 1 KiB: Y is cut into bands of max(2 HALO (depth-1), 4)
     rows (13 rows: 4 bands at depth 2 and 3), X split between 2 threads."""
-    from lbgen.backends.c import DEFAULT_FLAGS, compile3d
+    from lbgen.backends.c import compile3d, default_flags
     from lbgen.codegen.render import generate
     from lbgen.codegen.spec import KernelSpec
     src = generate(KernelSpec(backend="c", layout="csoa", vl=4, velocity_set="d3q19"))
-    flags = DEFAULT_FLAGS + (f"-D{src.spec.prefix.upper()}_TB_KB=1",)
+    flags = default_flags() + (f"-D{src.spec.prefix.upper()}_TB_KB=1",)
     return compile3d(src, *BANDED, flags=flags, strict=True, threads=2)
 
 

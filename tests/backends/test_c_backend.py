@@ -13,7 +13,8 @@ import time
 import numpy as np
 import pytest
 
-from helpers import FORCE, LAYOUT_CONFIGS, LX, LY, OPERATOR_PARAMS, config_id, layout_params, random_fields
+from helpers import (FAST_LAYOUT_CONFIGS, FORCE, LAYOUT_CONFIGS, LX, LY, OPERATOR_PARAMS, config_id, layout_params,
+                     random_fields)
 from lbgen.reference import bulk as ref
 from lbgen.backends import c as cbackend
 from lbgen.backends.base import CompileError
@@ -40,10 +41,20 @@ def test_reference_trajectory_is_sensitive_to_the_force_and_the_operator(referen
     assert relative_error(initial_state, with_force) > 100 * TOLERANCE["single"]
 
 
+#: the layouts whose single and mixed precision builds the fast subset runs (the rest: slow)
+PRECISION_FAST = [("aos", None), ("caosoa", 8)]
+
+
+def _precision_params():
+    return [pytest.param(name, vl, precision, id=f"{config_id((name, vl))}-{precision}",
+                         marks=() if (name, vl) in FAST_LAYOUT_CONFIGS and
+                         (precision == "double" or (name, vl) in PRECISION_FAST) else (pytest.mark.slow,))
+            for name, vl in LAYOUT_CONFIGS for precision in ("double", "single")]
+
+
 @pytest.mark.parametrize("path", ["unfused", "fused"])
-@pytest.mark.parametrize("precision", ["double", "single"])
 @pytest.mark.parametrize("operator", OPERATORS)
-@pytest.mark.parametrize("name, vl", layout_params())
+@pytest.mark.parametrize("name, vl, precision", _precision_params())
 def test_c_kernels_match_the_reference_after_20_steps_with_force(
         name, vl, operator, precision, path, program, run_program, reference_run, initial_state):
     prog = program(name, vl, precision, operator)
@@ -290,7 +301,8 @@ def test_two_openmp_threads_give_the_same_bits_as_one(name, vl, initial_state):
 MIXED_TOLERANCE = 1e-6
 
 
-@pytest.mark.parametrize("cfg", layout_params(as_pair=False))
+@pytest.mark.parametrize("cfg", [pytest.param(cfg, id=config_id(cfg), marks=() if cfg in PRECISION_FAST else
+                                              (pytest.mark.slow,)) for cfg in LAYOUT_CONFIGS])
 @pytest.mark.parametrize("operator", OPERATORS)
 @pytest.mark.parametrize("path", ["unfused", "fused"])
 def test_mixed_precision_matches_the_reference_within_its_documented_tolerance(

@@ -64,9 +64,16 @@ def ocl_program():
 
 # --- against the reference ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("precision", ["double", "single"])
+#: the fast subset: one VL per clustered layout family (those the other OpenCL tests build too),
+#: single precision on two layouts; every other case is slow
+OPENCL_FAST = [("aos", None), ("soa", None), ("csoa", 4), ("caosoa", 32)]
+
+
 @pytest.mark.parametrize("operator", OPERATORS)
-@pytest.mark.parametrize("name, vl", CONFIGS, ids=IDS)
+@pytest.mark.parametrize("name, vl, precision", [
+    pytest.param(name, vl, precision, id=f"{config_id((name, vl))}-{precision}",
+                 marks=() if (name, vl) in OPENCL_FAST and (precision == "double" or (name, vl) in (("aos", None), ("caosoa", 32)))
+                 else (pytest.mark.slow,)) for name, vl in CONFIGS for precision in ("double", "single")])
 def test_opencl_kernels_match_the_reference_after_20_steps_with_force_fused_and_unfused(
         name, vl, operator, precision, ocl_program, run_program, reference_run, initial_state):
     prog = ocl_program(name, vl, precision, operator)

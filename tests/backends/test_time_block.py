@@ -73,13 +73,21 @@ def blocked_steps(prog, f0, steps, depth, walls, params):
 
 
 #: periodic: every layout with both operators; walls: every layout, the operators alternating
+#: (the fast subset: the walled cases and the periodic ones with the other operator, so each
+#: layout meets both operators; the rest is slow)
 CASES = ([(layout, vl, collision, False) for layout, vl in LAYOUTS for collision in ("bgk", "regularized")]
          + [(layout, vl, ("bgk", "regularized")[i % 2], True) for i, (layout, vl) in enumerate(LAYOUTS)])
 
 
-@pytest.mark.parametrize("layout, vl, collision, walls", CASES,
-                         ids=[f"{l}{'-vl' + str(v) if v else ''}-{c}-{'walls' if w else 'periodic'}"
-                              for l, v, c, w in CASES])
+def _fast(case) -> bool:
+    layout, vl, collision, walls = case
+    i = LAYOUTS.index((layout, vl))
+    return walls or collision != ("bgk", "regularized")[i % 2]
+
+
+@pytest.mark.parametrize("layout, vl, collision, walls", [
+    pytest.param(*case, id=f"{case[0]}{'-vl' + str(case[1]) if case[1] else ''}-{case[2]}-{'walls' if case[3] else 'periodic'}",
+                 marks=() if _fast(case) else (pytest.mark.slow,)) for case in CASES])
 def test_time_blocks_equal_single_steps_bit_for_bit(layout, vl, collision, walls, state, two_thread_program):
     prog = two_thread_program(layout, vl, collision, walls)
     params = PARAMS[collision]
@@ -98,16 +106,21 @@ BANDED = [("aos", None, "bgk", False, 192), ("soa", None, "regularized", False, 
           ("caosoa", 4, "regularized", True, 192), ("caosoa", 2, "bgk", True, 192)]
 
 
-@pytest.mark.parametrize("layout, vl, collision, walls, ly", BANDED,
-                         ids=[f"{l}{'-vl' + str(v) if v else ''}-{c}-{'walls' if w else 'periodic'}-ly{y}"
-                              for l, v, c, w, y in BANDED])
+#: the fast subset's banded cases (the odd last band with walls, a clustered periodic one)
+BANDED_FAST = [("aos", None, "regularized", True, 181), ("caosoa", 4, "bgk", False, 192)]
+
+
+@pytest.mark.parametrize("layout, vl, collision, walls, ly", [
+    pytest.param(*case, id=f"{case[0]}{'-vl' + str(case[1]) if case[1] else ''}-{case[2]}-"
+                           f"{'walls' if case[3] else 'periodic'}-ly{case[4]}",
+                 marks=() if case in BANDED_FAST else (pytest.mark.slow,)) for case in BANDED])
 def test_banded_time_blocks_equal_single_steps_bit_for_bit(layout, vl, collision, walls, ly):
     """Tall columns are cut into bands of rows (a 1 KiB cache budget forces the smallest
     bands): end bands read lane-shifted copies of prv, inner bands prv itself; with walls
     the end bands also complete their wall's sites with the bc."""
     lx = 7
     spec = KernelSpec(backend="c", layout=layout, vl=vl, collision=collision, walls=walls)
-    flags = cbackend.DEFAULT_FLAGS + ("-DLBGEN_TB_KB=1",)
+    flags = cbackend.default_flags() + ("-DLBGEN_TB_KB=1",)       # the suite's level (LBGEN_OPT_LEVEL)
     prog = cbackend.compile(generate(spec), lx, ly, strict=True, threads=2, flags=flags)
     try:
         rng = np.random.default_rng(5)
