@@ -29,7 +29,8 @@ Pieces (``.lbpieces`` folder, written by several MPI ranks)
 ------------------------------------------------------------
 ``step-000001000.lbpieces/`` holds one ``piece-<offset>.lbchk`` per block (the format
 above: the block's (Q, wx, wy[, wz]) populations in the plain, layout-independent order,
-its metadata ``{"offset": [...], "extent": [...]}``), each written by the rank that owns
+its metadata ``{"offset": [...], "extent": [...]}`` and the run's ``identity_sha256``, see
+lbgen.run.identity), each written by the rank that owns
 the block, and ``manifest.json`` written by rank 0 last: ``{"format":
 "lbgen-checkpoint-pieces", "version": 1, "step", "dtype", "shape": [Q, LX, LY(, LZ)],
 "grid": [PX, PY(, PZ)], "velocity_set", "metadata", "pieces": [{"file", "offset",
@@ -88,6 +89,9 @@ _TAG = b"lbgen-checkpoint-v1\n"
 PIECES_FORMAT = "lbgen-checkpoint-pieces"
 PIECES_SUFFIX = ".lbpieces"
 PIECES_MANIFEST = "manifest.json"
+#: the metadata key of a run's identity digest (lbgen.run.identity.IDENTITY_DIGEST_KEY): a pieces
+#: checkpoint's manifest and every one of its pieces carry it
+RUN_KEY = "identity_sha256"
 _NAME_RE = re.compile(r"^step-(\d+)" + re.escape(CHECKPOINT_SUFFIX) + r"$")
 _PIECES_RE = re.compile(r"^step-(\d+)" + re.escape(PIECES_SUFFIX) + r"$")
 #: the temporary folders of write_pieces: being written (.tmp), or a replaced step's (.old)
@@ -424,7 +428,10 @@ def write_pieces(path: PathLike, pieces, step: int, *, grid, lattice, velocity_s
         try:
             for offset, a in arrays:
                 extent, name = list(a.shape[1:]), _piece_name(offset)
-                _, digest = _write(tmp / name, a, step, {"offset": list(offset), "extent": extent})
+                own = {"offset": list(offset), "extent": extent}
+                if RUN_KEY in metadata:            # every piece names its run (lbgen.run.identity)
+                    own[RUN_KEY] = metadata[RUN_KEY]
+                _, digest = _write(tmp / name, a, step, own)
                 mine.append({"file": name, "offset": list(offset), "extent": extent, "dtype": a.dtype.str,
                              "channels": a.shape[0], "sha256": digest})
         except Exception as exc:  # noqa: BLE001 - made collective
@@ -526,8 +533,12 @@ class CheckpointPieces:
 
     def _piece(self, name: str, extent: tuple, digest: str) -> np.ndarray:
         """A piece's populations, verified: its own checksum, then the manifest's digest."""
-        a, step, _meta, got = _read_verified(self.path / name)
+        a, step, meta, got = _read_verified(self.path / name)
         self.files_read.append(name)
+        run = self.metadata.get(RUN_KEY) if isinstance(self.metadata, dict) else None
+        if isinstance(meta, dict) and meta.get(RUN_KEY, run) != run:
+            raise CheckpointError(f"checkpoint {self.path / name}: a piece of another run (run identity "
+                                  f"{str(meta.get(RUN_KEY))[:12]}..., the manifest's {str(run)[:12]}...)")
         if got != digest or a.shape != (self.shape[0],) + extent or a.dtype != self.dtype or step != self.step:
             raise CheckpointError(f"checkpoint {self.path / name}: does not belong to this checkpoint (digest "
                                   f"{got}, shape {a.shape}, step {step}; the manifest says {digest}, "

@@ -251,11 +251,9 @@ class Run:
                     raise SimulationError(f"cannot resume {run_dir}: {e}; no other checkpoint verifies") from None
                 echo(f"warning: {e}; resuming from the previous good checkpoint {good.name}")
                 populations, step, meta, pieces = open_checkpoint(good)
-            saved = meta.get("physics")
-            if saved is not None and saved != json.loads(json.dumps(cfg.physics())):
-                diff = [k for k in saved if saved.get(k) != json.loads(json.dumps(cfg.physics())).get(k)]
-                raise SimulationError(f"cannot resume {run_dir}: its checkpoint {path.name} was written by another run "
-                                      f"(it differs in {', '.join(diff)}: {', '.join(f'{k}={saved.get(k)!r}' for k in diff)})")
+                path = good
+            from lbgen.run.identity import check_checkpoint
+            check_checkpoint(meta, run.cfg, path.name, run_dir, echo)    # a checkpoint of another run: refused
             written = meta.get("config")
             if isinstance(written, dict):     # the manifest must describe the run that wrote the checkpoint
                 from lbgen.run.options import OPTIONS
@@ -385,8 +383,9 @@ class Run:
         every checkpoint is a healthy one and pruning (the newest kept) keeps the newest
         healthy one."""
         step = self.sim.time_step
+        from lbgen.run.identity import identity_metadata
         meta = {"kernel_digest": self.sim.source.digest, "lbgen": __version__, "healthy": True,
-                "physics": self.cfg.physics(), "config": self.cfg.to_json()}
+                "physics": self.cfg.physics(), "config": self.cfg.to_json(), **identity_metadata(self.cfg)}
         if self.comm is not None:            # several ranks: each writes its piece, rank 0 the manifest
             path = write_pieces(pieces_path(self.cfg.out, step), self.sim.state_pieces(), step, grid=self.sim.dims,
                                 lattice=self.sim.lattice, velocity_set=self.cfg.velocity_set, metadata=meta,
