@@ -22,6 +22,10 @@ PathLike = Union[str, os.PathLike]
 #: manifest.json key: the files (relative paths, '/'-separated) RunOutput wrote into the run
 #: folder -- what ``lbgen run --overwrite`` may remove, and nothing else
 FILES_KEY = "files"
+#: manifest.json key: {relative path: SHA-256} of every file RunOutput wrote, taken right after
+#: each write -- ``lbgen run --overwrite`` removes a recorded file only while its content still
+#: has that digest (a file the user changed since is kept)
+DIGESTS_KEY = "file_sha256"
 #: the names RunOutput gives its files (``fields/step-000001000.h5``, ...): for run folders
 #: whose manifest has no file list (written by an older lbgen)
 OUTPUT_NAME = re.compile("|".join([
@@ -30,6 +34,7 @@ OUTPUT_NAME = re.compile("|".join([
     rf"{re.escape(VTK_DIR)}/step-{STEM_PATTERN}\.vti", rf"{re.escape(VTK_DIR)}/{re.escape(PVD_NAME)}",
     rf"{re.escape(PICTURES_DIR)}/(?:{'|'.join(map(re.escape, PICTURE_QUANTITIES))})-{STEM_PATTERN}\.png",
     rf"{re.escape(FRAMES_DIR)}/step-{STEM_PATTERN}\.npz",
+    rf"{re.escape(PICTURES_DIR)}/(?:{'|'.join(map(re.escape, PICTURE_QUANTITIES))})-[xyz]{{2}}-{STEM_PATTERN}\.png",
 ]))
 #: a picture's name: its quantity and step
 PICTURE_NAME = re.compile(rf"{re.escape(PICTURES_DIR)}/({'|'.join(map(re.escape, PICTURE_QUANTITIES))})-"
@@ -50,6 +55,18 @@ def safe_relative(name) -> Optional[str]:
     if path.is_absolute() or any(part in ("..", ".", "") for part in name.split("/")):
         return None
     return path.as_posix()
+
+
+def recorded_digests(run_dir: PathLike) -> Optional[dict]:
+    """{relative path: SHA-256} the manifest of *run_dir* records for the files lbgen wrote
+    (``DIGESTS_KEY``), or None when it records none (an older lbgen, no or a damaged manifest)."""
+    try:
+        digests = read_manifest(run_dir).get(DIGESTS_KEY)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(digests, dict):
+        return None
+    return {rel: d for rel, d in digests.items() if safe_relative(rel) is not None and isinstance(d, str)}
 
 
 def recorded_files(run_dir: PathLike) -> list[str]:
@@ -116,6 +133,8 @@ class RunOutput:
         self.window = parse_window(window) if window is not None else None
         self.time_unit = check_time_unit(time_unit)
         self._files: dict = dict.fromkeys(recorded_files(self.run_dir) if self.manifest_path.is_file() else [])
+        #: {relative path: SHA-256} of the files written (DIGESTS_KEY), a resumed run's first
+        self._digests: dict = (recorded_digests(self.run_dir) or {}) if self.manifest_path.is_file() else {}
         self._shape: Optional[tuple] = None          # the lattice, once a frame or picture has been drawn
         self._rows = self._unknown = object()        # the flow's rows over every frame ('auto'), read lazily
         self._frame_steps: set = set()               # frames written by this process
@@ -142,6 +161,26 @@ class RunOutput:
                 data = read_manifest(self.run_dir)
             except (OSError, ValueError):
                 return           # a damaged manifest: the run writes the whole one again soon
+            self._dump_manifest(data)
+
+    def seal(self, paths: Iterable[PathLike]) -> None:
+        """Take the digests of *paths* (just written, inside the run folder) and, when the folder
+        has a manifest, write it with them at once: the manifest always knows the content of the
+        files this run wrote, so that --overwrite can tell them from files changed since."""
+        from lbgen.system.cache import file_digest
+        changed = False
+        for path in paths:
+            path = Path(path)
+            if not path.is_file():
+                continue
+            rel, digest = self._relative(path), file_digest(path)
+            if self._digests.get(rel) != digest:
+                self._digests[rel], changed = digest, True
+        if changed and self.manifest_path.is_file():
+            try:
+                data = read_manifest(self.run_dir)
+            except (OSError, ValueError):
+                return
             self._dump_manifest(data)
 
     # ------------------------------------------------------------------ paths
@@ -191,6 +230,7 @@ class RunOutput:
             entries = {f: t for f, t in read_pvd(self.pvd_path).items() if (self.pvd_path.parent / f).is_file()}
             entries[vti.name] = float(step if time is None else time)
             written.append(write_pvd(self.pvd_path, entries))
+        self.seal(written)
         return written
 
     # ------------------------------------------------------------------ pictures and frames
@@ -249,6 +289,7 @@ class RunOutput:
         path = self.frame_path(step)
         self.record([path])
         write_frame_file(path, step, time, drawn, self.colour_limits)
+        self.seal([path])
         shape = next(iter(drawn.values())).shape
         self._shape = tuple(int(n) for n in shape)
         if self.window == AUTO:
@@ -278,7 +319,9 @@ class RunOutput:
         self.record(self.picture_path(q, step) for q in quantities)
         shape = tuple(int(n) for n in fields["T"].shape) if "T" in fields else None
         window = self.current_window(shape)
-        return [self._picture(q, fields, step, time, window) for q in quantities]
+        written = [self._picture(q, fields, step, time, window) for q in quantities]
+        self.seal(written)
+        return written
 
     def finish(self) -> list[Path]:
         """At the end of a run: with the 'auto' window, draw every picture of the run that was
@@ -319,6 +362,7 @@ class RunOutput:
                                        time_unit=self.time_unit, stride=frame.stride)
                 fig = picture.draw(frame.data[quantity], step, frame.time)
                 again.append(save_png(fig, path, metadata={WINDOW_METADATA: window_text(final)}))
+        self.seal(again)
         return again
 
     # ------------------------------------------------------------------ series
@@ -326,6 +370,7 @@ class RunOutput:
         """Append one row to series.csv (header written when the file is new or empty)."""
         self.record([self.series_path])
         series_mod.append_row(self.series_path, step, time, diag)
+        self.seal([self.series_path])
 
     def read_series(self) -> dict:
         """Columns of series.csv as float64 arrays."""
@@ -353,12 +398,15 @@ class RunOutput:
                 if s is None or s <= after_step:
                     entries[f] = t
             write_pvd(self.pvd_path, entries)
+        self.seal([self.series_path, self.pvd_path])
 
     def plot_series(self, T_walls: Optional[tuple] = None) -> Path:
         """series.png: every series quantity against the time (see series.series_figure)."""
         fig = series_mod.series_figure(self.read_series(), T_walls=T_walls, time_unit=self.time_unit)
         self.record([self.run_dir / series_mod.SERIES_PNG])
-        return save_png(fig, self.run_dir / series_mod.SERIES_PNG)
+        path = save_png(fig, self.run_dir / series_mod.SERIES_PNG)
+        self.seal([path])
+        return path
 
     # ------------------------------------------------------------------ manifest
     def write_manifest(self, data: dict, update: bool = False) -> Path:
@@ -373,6 +421,7 @@ class RunOutput:
 
     def _dump_manifest(self, data: dict) -> Path:
         data[FILES_KEY] = self.files
+        data[DIGESTS_KEY] = {rel: self._digests[rel] for rel in self.files if rel in self._digests}
         window = self.current_window() if self.window is not None else None
         if window is not None:
             data[WINDOW_KEY] = window_text(window)
@@ -431,9 +480,11 @@ class RunOutput3D(RunOutput):
                     picture.colorbar.set_label(rf"$\omega_{normal} = \partial_{a} u_{b} - \partial_{b} u_{a}$ "
                                                f"(lattice units)")
                 written.append(save_png(fig, self.slice_path(q, plane, step)))
+        self.seal(written)
         return written
 
     def append_series(self, step: int, time: Optional[float], diag: dict) -> None:
         """One row of the 3D columns (``series.SERIES_COLUMNS3D``)."""
         self.record([self.series_path])
         series_mod.append_row(self.series_path, step, time, diag, columns=series_mod.SERIES_COLUMNS3D)
+        self.seal([self.series_path])

@@ -20,7 +20,7 @@ from lbgen.system.limits import resolve_threads
 def init_digest(cfg: RunConfig) -> str:
     """The SHA-256 of the run's --init file (part of its identity, lbgen.run.identity); a run
     that started from other content is refused, naming the file."""
-    from lbgen.run.identity import file_digest
+    from lbgen.system.cache import file_digest
     try:
         digest = file_digest(cfg.init)
     except OSError as e:

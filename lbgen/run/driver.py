@@ -36,6 +36,17 @@ def run_shape(cfg: RunConfig, resume: bool = False):
     return inspect_fields(cfg.init, cfg.dimension) if cfg.init and not resume else cfg.shape
 
 
+def saved_record(run_dir) -> Optional[dict]:
+    """The --save file the run in *run_dir* wrote, as its manifest records it ({"path", "sha256"}),
+    or None."""
+    from lbgen.output import read_manifest
+    try:
+        saved = read_manifest(run_dir).get("saved")
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) and isinstance(saved.get("sha256"), str) else None
+
+
 def check_run_memory(cfg: RunConfig, resume: bool = False) -> int:
     """check_memory for the run's lattice (``run_shape``; 3D: LX x LY x LZ) and its velocity
     set's Q, in its precision."""
@@ -81,10 +92,14 @@ class Run:
             self._validate(cfg)
         from lbgen.parallel.mpi import root_call
 
+        #: the --save file this run wrote ({"path", "sha256"}; a resumed run's from its manifest)
+        self.saved = saved_record(cfg.out) if resume and cfg.out else None
+
         def claim():          # before anything is allocated or compiled
             check_run_memory(cfg, resume)
-            if cfg.save:
-                check_save_path(cfg.save)            # an .npz, its folder writable: before the run, not after
+            if cfg.save:                             # an .npz, its folder writable, not another file: before the run
+                mine = self.saved if self.saved and self.saved.get("path") == str(Path(cfg.save).resolve()) else {}
+                check_save_path(cfg.save, overwrite, mine.get("sha256"), resume=resume)
             shape = run_shape(cfg, resume)[:2]
             if cfg.dpi is not None and cfg.out:
                 from lbgen.output.pictures import check_dpi
@@ -358,8 +373,10 @@ class Run:
         if self.root:
             sim = self.sim
             shape = dict(zip(("lx", "ly", "lz"), self.cfg.shape))
-            save_fields(self.cfg.save, fields, steps=sim.time_step, r=sim.vs.r, spec=json.dumps(sim.spec.__dict__),
-                        **shape)
+            path = save_fields(self.cfg.save, fields, steps=sim.time_step, r=sim.vs.r,
+                               spec=json.dumps(sim.spec.__dict__), **shape)
+            from lbgen.system.cache import file_digest
+            self.saved = {"path": str(Path(path).resolve()), "sha256": file_digest(path)}
 
     def time_unit(self):
         """The flow's own time unit for pictures and series: Rayleigh-Taylor's t_RT (steps,
@@ -412,6 +429,7 @@ class Run:
             "series_every": self.series_every,
             "step": self.sim.time_step,
             "resumed_from": self.resumed_from,
+            "saved": self.saved,
             "device": self._device(),
             "mlups": self.mlups(),
             "seconds": self.seconds,

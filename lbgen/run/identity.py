@@ -60,15 +60,6 @@ def identity_metadata(cfg) -> Dict[str, Any]:
     return {IDENTITY_KEY: identity, IDENTITY_DIGEST_KEY: identity_digest(identity)}
 
 
-def file_digest(path) -> str:
-    """SHA-256 of a file's bytes (read in chunks)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _show(value) -> str:
     if value is None:
         return "none"

@@ -142,6 +142,16 @@ def atomic_write(path, writer, mode: int = 0o644) -> Path:
     return path
 
 
+def file_digest(path) -> str:
+    """SHA-256 (hex) of a file's bytes, read in chunks: the content digests of run folders
+    (files a run wrote) and run identities (--init, --geometry files)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def atomic_write_bytes(path, data: bytes) -> Path:
     return atomic_write(path, lambda fh: fh.write(data))
 
