@@ -155,12 +155,12 @@ class RunFolder:
         return (self.path / MANIFEST).exists() or bool(list_checkpoints(self.path))
 
     def holds_lbgen_manifest(self) -> bool:
-        """Whether the folder's manifest.json is a run's (a JSON object with its ``config``)."""
+        """Whether the folder's manifest.json is a run's (a JSON object with lbgen's keys)."""
         try:
             data = json.loads((self.path / MANIFEST).read_text())
         except (OSError, ValueError):
             return False
-        return isinstance(data, dict) and isinstance(data.get("config"), dict)
+        return isinstance(data, dict) and any(key in data for key in ("config", "status", "files"))
 
     def run_files(self) -> List[Path]:
         """The files of the previous run that --overwrite removes: what its manifest lists as
@@ -234,7 +234,7 @@ class RunFolder:
         removed = []
         files = self.run_files() if files is None else files
         manifest = self.path / MANIFEST
-        for path in [p for p in files if p != manifest] + [manifest]:
+        for path in [p for p in files if p != manifest] + [manifest] * (manifest in files):
             if path.is_dir() and not path.is_symlink():
                 continue                                   # never a folder's contents
             try:
