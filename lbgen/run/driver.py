@@ -21,7 +21,7 @@ from lbgen import __version__
 from lbgen.run.checkpoint import (CheckpointError, CheckpointPieces, checkpoint_path, latest_checkpoint, pieces_path,
                                   prune_checkpoints, read_checkpoint, write_checkpoint, write_pieces)
 from lbgen.run.config import RunConfig
-from lbgen.run.fieldfile import check_save_path, inspect_fields
+from lbgen.run.fieldfile import check_save_path, inspect_fields, saved_record
 from lbgen.run.construct import device_description, initial_fields, make_simulation, resolve, resolve_split
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
 from lbgen.system.limits import check_memory, check_threads
@@ -34,17 +34,6 @@ def run_shape(cfg: RunConfig, resume: bool = False):
     """The lattice of a run: an --init file's size read from its headers, unless the run is
     resumed (its manifest holds the size; the file may be gone); else the config's."""
     return inspect_fields(cfg.init, cfg.dimension) if cfg.init and not resume else cfg.shape
-
-
-def saved_record(run_dir) -> Optional[dict]:
-    """The --save file the run in *run_dir* wrote, as its manifest records it ({"path", "sha256"}),
-    or None."""
-    from lbgen.output import read_manifest
-    try:
-        saved = read_manifest(run_dir).get("saved")
-    except (OSError, ValueError):
-        return None
-    return saved if isinstance(saved, dict) and isinstance(saved.get("sha256"), str) else None
 
 
 def check_run_memory(cfg: RunConfig, resume: bool = False) -> int:
@@ -267,23 +256,9 @@ class Run:
                 echo(f"warning: {e}; resuming from the previous good checkpoint {good.name}")
                 populations, step, meta, pieces = open_checkpoint(good)
                 path = good
-            from lbgen.run.identity import check_checkpoint
+            from lbgen.run.identity import check_checkpoint, check_manifest
             check_checkpoint(meta, run.cfg, path.name, run_dir, echo)    # a checkpoint of another run: refused
-            written = meta.get("config")
-            if isinstance(written, dict):     # the manifest must describe the run that wrote the checkpoint
-                from lbgen.run.options import OPTIONS
-                try:
-                    flat_then = RunConfig.from_json(written).flat()
-                except ValueError:        # written by another lbgen version: its physics is checked above
-                    flat_then = cfg.flat()
-                flat_now = cfg.flat()
-                edited = [k for k in flat_now if k in OPTIONS and not OPTIONS[k].resumable
-                          and k not in RunConfig.RESOLVED + ("out",) and flat_now[k] != flat_then.get(k)]
-                if edited:
-                    raise SimulationError(
-                        f"cannot resume {run_dir}: its manifest.json differs from the run that wrote the checkpoint "
-                        f"{path.name} in {', '.join(f'{k} ({flat_then.get(k)!r} there, {flat_now[k]!r} in the manifest)' for k in edited)}"
-                        f"; was the manifest edited? Restore it, or start a new run")
+            check_manifest(meta, cfg, path.name, run_dir)     # the manifest describes the run that wrote it
             if meta.get("kernel_digest") not in (None, run.sim.source.digest):
                 echo("note: the kernels differ from the ones that wrote the checkpoint (lbgen or compiler changed)")
             return populations, step, pieces

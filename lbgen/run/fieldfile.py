@@ -153,3 +153,14 @@ def save_fields(path, fields: Dict[str, np.ndarray], **metadata) -> Path:
     arrays = {k: fields[k] for k in field_keys(3 if "uz" in fields else 2)}
     extra = {k: np.asarray(v) for k, v in metadata.items()}
     return atomic_write(file, lambda fh: np.savez(fh, **arrays, **extra))
+
+
+def saved_record(run_dir) -> Optional[dict]:
+    """The --save file the run in *run_dir* wrote, as its manifest records it ({"path", "sha256"}),
+    or None."""
+    from lbgen.output.manifest import read_manifest
+    try:
+        saved = read_manifest(run_dir).get("saved")
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) and isinstance(saved.get("sha256"), str) else None

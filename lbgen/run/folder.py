@@ -197,7 +197,7 @@ class RunFolder:
     def foreign_files(self, owned) -> List[str]:
         """The files in the folder (relative, sorted) that are not in *owned* and not lbgen's
         bookkeeping (the lock, the owner record, temporary files of cut-off writes)."""
-        owned = {p.resolve() for p in owned}
+        owned = set(owned)
         found = []
         for path in sorted(self.path.rglob("*")):
             rel = path.relative_to(self.path).as_posix()
@@ -205,7 +205,7 @@ class RunFolder:
                 continue
             if rel in (LOCK_NAME, OWNER_NAME) or (path.name.startswith(".") and path.name.endswith(".tmp")):
                 continue
-            if path.resolve() not in owned:
+            if path not in owned:
                 found.append(rel)
         return found
 

@@ -127,3 +127,27 @@ def check_checkpoint(meta: Dict[str, Any], cfg, name: str, run_dir, echo: Callab
             f"cannot resume {run_dir}: its checkpoint {name} was written by another run: "
             f"{describe(key, saved.get(key), now.get(key))} (manifest.json). A checkpoint continues only the run "
             f"that wrote it: put back the run's own checkpoints, or start a new run (another --out)")
+
+
+def check_manifest(meta: Dict[str, Any], cfg, name: str, run_dir) -> None:
+    """Refuse (SimulationError naming each option and both values) a resume whose manifest.json
+    no longer describes the run that wrote the checkpoint ``name`` (its recorded ``config``):
+    an option that may not change on resume, other than those construction resolves, edited by
+    hand (``strict``, ``backend``, ...; the identity is checked by ``check_checkpoint``)."""
+    written = meta.get("config")
+    if not isinstance(written, dict):
+        return
+    from lbgen.run.config import RunConfig
+    from lbgen.run.options import OPTIONS
+    try:
+        flat_then = RunConfig.from_json(written).flat()
+    except ValueError:        # written by another lbgen version: its identity is checked by check_checkpoint
+        return
+    flat_now = cfg.flat()
+    edited = [k for k in flat_now if k in OPTIONS and not OPTIONS[k].resumable
+              and k not in RunConfig.RESOLVED + ("out",) and flat_now[k] != flat_then.get(k)]
+    if edited:
+        raise SimulationError(
+            f"cannot resume {run_dir}: its manifest.json differs from the run that wrote the checkpoint {name} in "
+            + ", ".join(f"{k} ({flat_then.get(k)!r} there, {flat_now[k]!r} in the manifest)" for k in edited)
+            + "; was the manifest edited? Restore it, or start a new run")

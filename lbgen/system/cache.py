@@ -66,7 +66,9 @@ def cache_dir(kind: str = "") -> Path:
 
 
 def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes (recorded beside each cached library, checked before loading)."""
+    """SHA-256 of a file's bytes: recorded beside each cached library (checked before loading),
+    for every file a run writes (manifest ``file_sha256``), and of a run's --init, --geometry and
+    --save files."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -140,16 +142,6 @@ def atomic_write(path, writer, mode: int = 0o644) -> Path:
         with open(tmp, "wb") as fh:
             writer(fh)
     return path
-
-
-def file_digest(path) -> str:
-    """SHA-256 (hex) of a file's bytes, read in chunks: the content digests of run folders
-    (files a run wrote) and run identities (--init, --geometry files)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def atomic_write_bytes(path, data: bytes) -> Path:
