@@ -76,6 +76,7 @@ __all__ = [
     "write_pieces",
     "CheckpointPieces",
     "checkpoint_files",
+    "is_checkpoint",
     "remove_leftover_pieces",
 ]
 
@@ -316,6 +317,21 @@ def latest_checkpoint(run_dir: PathLike, verify: bool = False) -> Optional[Path]
             continue
         return path
     return None
+
+
+def is_checkpoint(path: PathLike) -> bool:
+    """Whether *path* is an lbgen checkpoint by its header (a file's ``header.json``, a pieces
+    folder's manifest) -- what ``lbgen run --overwrite`` may remove; the data is not verified."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            m = json.loads((path / PIECES_MANIFEST).read_text(encoding="utf-8"))
+            return isinstance(m, dict) and m.get("format") == PIECES_FORMAT
+        with zipfile.ZipFile(path, "r") as zf:
+            header = json.loads(zf.read(_HEADER_MEMBER).decode("utf-8"))
+        return isinstance(header, dict) and header.get("format") == FORMAT_NAME
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError):
+        return False
 
 
 def checkpoint_files(path: PathLike) -> list[Path]:

@@ -13,7 +13,7 @@ allocated:
   the manifest lists as written by the run (``"files"``) whose content still has the
   SHA-256 it recorded (``"file_sha256"``; for a manifest of an older lbgen without digests,
   the files it lists, or without the list the files bearing lbgen's output names), its
-  checkpoints and manifest; folders only when that leaves them empty.  Anything else a user
+  checkpoints (files whose header is an lbgen checkpoint's) and manifest; folders only when that leaves them empty.  Anything else a user
   put there, or changed since lbgen wrote it, stays (the note names what was kept);
 * refuses a new run (with or without `overwrite`, before anything is removed or written)
   into a folder in which a file lbgen did not write -- or changed since it wrote it -- bears
@@ -40,8 +40,8 @@ from typing import Callable, List, Optional
 
 from filelock import FileLock, Timeout
 
-from lbgen.run.checkpoint import (CHECKPOINT_DIRNAME, checkpoint_files, latest_checkpoint, list_checkpoints,
-                                  remove_leftover_pieces)
+from lbgen.run.checkpoint import (CHECKPOINT_DIRNAME, checkpoint_files, is_checkpoint, latest_checkpoint,
+                                  list_checkpoints, remove_leftover_pieces)
 from lbgen.system.paths import describe_os_error, is_disk_full, writable_folder
 
 LOCK_NAME = ".lbgen.lock"
@@ -189,7 +189,8 @@ class RunFolder:
                 names.append(path)
             else:
                 changed.append(rel)
-        names += [f for _step, path in list_checkpoints(self.path) for f in checkpoint_files(path)]
+        names += [f for _step, path in list_checkpoints(self.path) if is_checkpoint(path)
+                  for f in checkpoint_files(path)]
         if ours:
             names.append(self.path / MANIFEST)
         return list(dict.fromkeys(names)), changed

@@ -144,3 +144,14 @@ def test_a_resume_saves_again_over_its_own_file_but_never_over_a_changed_one(tmp
     before = save.read_bytes()
     refused(cli("run", "--resume", out, "--steps", 6, "--no-progress"), str(save), "not the file this run saved")
     assert save.read_bytes() == before and manifest(out)["step"] == 4
+
+
+def test_overwrite_never_removes_a_file_named_like_a_checkpoint_that_is_not_one(tmp_path):
+    out = tmp_path / "run"
+    assert cli("run", *RUN_2D, "--steps", 2, "--pictures", "none", "--out", out, "--checkpoint-every", 2).exit_code == 0
+    fake = out / "checkpoints" / "step-000000001.lbchk"
+    fake.write_bytes(b"my own data, not a checkpoint")
+    before = snapshot(out)
+    refused(cli("run", *RUN_2D, "--steps", 2, "--pictures", "none", "--out", out, "--overwrite"),
+            "checkpoints/step-000000001.lbchk")
+    assert snapshot(out) == before
