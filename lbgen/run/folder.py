@@ -13,8 +13,9 @@ allocated:
   the manifest lists as written by the run (``"files"``) whose content still has the
   SHA-256 it recorded (``"file_sha256"``; for a manifest of an older lbgen without digests,
   the files it lists, or without the list the files bearing lbgen's output names), its
-  checkpoints (files whose header is an lbgen checkpoint's) and manifest; folders only when that leaves them empty.  Anything else a user
-  put there, or changed since lbgen wrote it, stays (the note names what was kept);
+  checkpoints (files whose header is an lbgen checkpoint's) and manifest; folders only
+  when that leaves them empty.  Anything else a user put there, or changed since lbgen
+  wrote it, stays (the note names what was kept);
 * refuses a new run (with or without `overwrite`, before anything is removed or written)
   into a folder in which a file lbgen did not write -- or changed since it wrote it -- bears
   a name the run writes (``manifest.json``, ``series.csv``, ``fields/step-*.h5``, ...,
