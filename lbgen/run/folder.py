@@ -20,7 +20,8 @@ allocated:
   into a folder in which a file lbgen did not write -- or changed since it wrote it -- bears
   a name the run writes (``manifest.json``, ``series.csv``, ``fields/step-*.h5``, ...,
   ``checkpoints/step-*``), naming the files: a run never appends to or replaces a file it
-  did not create.  Other files (notes, scripts) are left alone;
+  did not create.  Other files (notes, scripts) are left alone.  A resume refuses, the same
+  way, a file under such a name that the run's manifest does not list;
 * reports a previous run whose manifest still says "running" (it was killed);
 * removes orphan temporary files left by writes that were cut off.
 
@@ -211,22 +212,34 @@ class RunFolder:
                 found.append(rel)
         return found
 
-    def check_ownership(self, overwrite: bool) -> tuple:
-        """Before a new run writes anything: ``(owned, kept)``, the previous run's files that
+    def recorded(self) -> List[Path]:
+        """Every file the run in the folder may have written: what its manifest lists (listed
+        before it is written, so a killed run leaves none unlisted), its checkpoints, its manifest."""
+        from lbgen.output.run import recorded_files
+        names = [self.path / rel for rel in recorded_files(self.path)]
+        names += [f for _step, path in list_checkpoints(self.path) if is_checkpoint(path)
+                  for f in checkpoint_files(path)]
+        return list(dict.fromkeys(names))
+
+    def check_ownership(self, overwrite: bool, resume: bool = False) -> tuple:
+        """Before a run writes anything: ``(owned, kept)``, the previous run's files that
         --overwrite removes and the others, which stay.  RunFolderError, naming them, when a
-        file lbgen did not write (or that changed since it wrote it) bears a name the run writes
+        file lbgen did not write -- for a new run also one that changed since lbgen wrote it;
+        for a resume one its manifest does not list -- bears a name the run writes
         (manifest.json, series.csv, fields/step-*.h5, ...): a run never appends to or replaces
         a file it did not create."""
         from lbgen.output.run import OUTPUT_NAME
-        owned, changed = self.ownership() if overwrite else ([], [])
+        owned, changed = (self.recorded(), []) if resume else self.ownership() if overwrite else ([], [])
         kept = self.foreign_files(owned)
         clash = [rel for rel in kept if OUTPUT_NAME.fullmatch(rel) or rel.startswith(CHECKPOINT_DIRNAME + "/step-")]
         if clash:
             shown = [f"{rel} (changed since lbgen wrote it)" if rel in changed else rel for rel in clash[:5]]
             more = f" and {len(clash) - 5} more" if len(clash) > 5 else ""
+            what = f"move them out of {self.path} to continue the run" if resume else \
+                f"choose another --out, or move them out of {self.path}"
             raise RunFolderError(f"run folder {self.path} holds files lbgen did not write under the names a run "
                                  f"writes: {', '.join(shown)}{more}; a run never appends to or replaces a file it "
-                                 f"did not write: choose another --out, or move them out of {self.path}")
+                                 f"did not write: {what}")
         return owned, kept
 
     def clear(self, files: Optional[List[Path]] = None) -> List[Path]:
@@ -293,8 +306,8 @@ class RunFolder:
                 raise RunFolderError(f"run folder {folder.path} already holds {what}; continue it with "
                                      f"--resume {folder.path}, choose another --out, or give --overwrite "
                                      f"to replace it")
+            owned, kept = folder.check_ownership(overwrite, resume)     # before anything is removed or written
             if not resume:
-                owned, kept = folder.check_ownership(overwrite)     # before anything is removed or written
                 if overwrite and folder.holds_run():
                     removed = folder.clear(owned)
                     shown = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")

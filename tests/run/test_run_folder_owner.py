@@ -155,3 +155,13 @@ def test_overwrite_never_removes_a_file_named_like_a_checkpoint_that_is_not_one(
     refused(cli("run", *RUN_2D, "--steps", 2, "--pictures", "none", "--out", out, "--overwrite"),
             "checkpoints/step-000000001.lbchk")
     assert snapshot(out) == before
+
+
+def test_a_resume_refuses_a_file_under_an_output_name_its_manifest_does_not_list(tmp_path):
+    out = tmp_path / "run"
+    assert cli("run", *RUN_2D, "--steps", 2, "--pictures", "none", "--out", out, "--checkpoint-every", 2).exit_code == 0
+    (out / "fields" / "step-000000004.h5").write_bytes(b"my own h5 of step 4")
+    before = snapshot(out)
+    refused(cli("run", "--resume", out, "--steps", 4, "--no-progress"), "fields/step-000000004.h5",
+            "move them out")
+    assert snapshot(out) == before
