@@ -181,7 +181,7 @@ class RunOutput:
                 data = read_manifest(self.run_dir)
             except (OSError, ValueError):
                 return
-            self._dump_manifest(data)
+            self._dump_manifest(data, sync=False)       # after every series row: no fsync (kill-safe)
 
     # ------------------------------------------------------------------ paths
     @property
@@ -419,7 +419,7 @@ class RunOutput:
         self._files.setdefault(MANIFEST_NAME)
         return self._dump_manifest(dict(data))
 
-    def _dump_manifest(self, data: dict) -> Path:
+    def _dump_manifest(self, data: dict, sync: bool = True) -> Path:
         data[FILES_KEY] = self.files
         data[DIGESTS_KEY] = {rel: self._digests[rel] for rel in self.files if rel in self._digests}
         window = self.current_window() if self.window is not None else None
@@ -428,7 +428,7 @@ class RunOutput:
         if self.time_unit is not None:
             data[TIME_UNIT_KEY] = {"steps": self.time_unit.steps, "label": self.time_unit.label}
         text = json.dumps(data, indent=2, default=json_default) + "\n"
-        return atomic_write(self.manifest_path, lambda fh: fh.write(text.encode("utf-8")))
+        return atomic_write(self.manifest_path, lambda fh: fh.write(text.encode("utf-8")), sync=sync)
 
     def read_manifest(self, run_dir: Optional[PathLike] = None) -> dict:
         """Parse manifest.json of this run (or of *run_dir*)."""
