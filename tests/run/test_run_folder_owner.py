@@ -122,13 +122,15 @@ def test_overwrite_keeps_a_file_the_manifest_lists_but_whose_content_is_not_what
 
 
 # --------------------------------------------------------------------------- --save
-def test_save_onto_an_existing_file_is_refused_without_overwrite_and_the_file_kept(tmp_path):
+@pytest.mark.parametrize("run", [RUN_2D, RUN_3D], ids=["2d", "3d"])
+def test_save_onto_an_existing_file_is_refused_without_overwrite_and_the_file_kept(tmp_path, run):
     mine = tmp_path / "mine.npz"
     np.savez(mine, a=np.arange(3))
     before = snapshot(tmp_path)
-    refused(cli("run", *RUN_2D, "--steps", 2, "--save", mine), str(mine), "exists", "--overwrite")
-    assert snapshot(tmp_path) == before
-    assert cli("run", *RUN_2D, "--steps", 2, "--save", mine, "--overwrite").exit_code == 0
+    refused(cli("run", *run, "--steps", 2, "--save", mine, "--out", tmp_path / "run", "--pictures", "none"),
+            str(mine), "exists", "--overwrite")
+    assert snapshot(tmp_path) == before and not (tmp_path / "run").exists()      # nothing written, no folder
+    assert cli("run", *run, "--steps", 2, "--save", mine, "--overwrite").exit_code == 0
     with np.load(mine) as z:
         assert "rho" in z.files and int(z["steps"]) == 2
 
