@@ -299,10 +299,12 @@ class RunFolder:
             status = read_status(folder.path)
             died = status is not None and status["status"] == "running"
             if not resume and folder.holds_run() and not overwrite:
+                if (folder.path / MANIFEST).exists() and not folder.holds_lbgen_manifest():
+                    raise RunFolderError(f"run folder {folder.path} holds a {MANIFEST} that lbgen did not write; a "
+                                         f"run never replaces a file it did not write: choose another --out, or "
+                                         f"move it out of {folder.path}")
                 what = (f"a run (status {status['status']!r} at step {status['step']}"
-                        f"{', its process is gone' if died else ''})" if status else
-                        f"a {MANIFEST} that is not an lbgen run's" if (folder.path / MANIFEST).exists() else
-                        "checkpoints of a run")
+                        f"{', its process is gone' if died else ''})" if status else "checkpoints of a run")
                 raise RunFolderError(f"run folder {folder.path} already holds {what}; continue it with "
                                      f"--resume {folder.path}, choose another --out, or give --overwrite "
                                      f"to replace it")

@@ -167,3 +167,14 @@ def test_a_resume_refuses_a_file_under_an_output_name_its_manifest_does_not_list
     refused(cli("run", "--resume", out, "--steps", 4, "--no-progress"), "fields/step-000000004.h5",
             "move them out")
     assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("overwrite", [(), ("--overwrite",)], ids=["new", "overwrite"])
+def test_a_manifest_json_lbgen_did_not_write_is_never_replaced(tmp_path, overwrite):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "manifest.json").write_bytes(b'{"name": "my web app"}')
+    before = snapshot(out)
+    refused(cli("run", *RUN_2D, "--steps", 2, "--pictures", "none", "--out", out, *overwrite), "manifest.json",
+            "did not write")
+    assert snapshot(out) == before
