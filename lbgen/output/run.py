@@ -26,6 +26,9 @@ FILES_KEY = "files"
 #: each write -- ``lbgen run --overwrite`` removes a recorded file only while its content still
 #: has that digest (a file the user changed since is kept)
 DIGESTS_KEY = "file_sha256"
+#: manifest.json key: the files being written now (listed before each write, dropped once its
+#: digest is taken): a file a killed run was writing is still its own for --overwrite
+WRITING_KEY = "writing"
 #: the names RunOutput gives its files (``fields/step-000001000.h5``, ...): for run folders
 #: whose manifest has no file list (written by an older lbgen)
 OUTPUT_NAME = re.compile("|".join([
@@ -67,6 +70,15 @@ def recorded_digests(run_dir: PathLike) -> Optional[dict]:
     if not isinstance(digests, dict):
         return None
     return {rel: d for rel, d in digests.items() if safe_relative(rel) is not None and isinstance(d, str)}
+
+
+def recorded_writing(run_dir: PathLike) -> set:
+    """The files the run in *run_dir* was writing when its manifest was last written (``WRITING_KEY``)."""
+    try:
+        listed = read_manifest(run_dir).get(WRITING_KEY)
+    except (OSError, ValueError):
+        return set()
+    return {n for n in map(safe_relative, listed) if n is not None} if isinstance(listed, list) else set()
 
 
 def recorded_files(run_dir: PathLike) -> list[str]:
@@ -135,6 +147,7 @@ class RunOutput:
         self._files: dict = dict.fromkeys(recorded_files(self.run_dir) if self.manifest_path.is_file() else [])
         #: {relative path: SHA-256} of the files written (DIGESTS_KEY), a resumed run's first
         self._digests: dict = (recorded_digests(self.run_dir) or {}) if self.manifest_path.is_file() else {}
+        self._writing: set = set()                   # files being written (WRITING_KEY)
         self._shape: Optional[tuple] = None          # the lattice, once a frame or picture has been drawn
         self._rows = self._unknown = object()        # the flow's rows over every frame ('auto'), read lazily
         self._frame_steps: set = set()               # frames written by this process
@@ -149,39 +162,47 @@ class RunOutput:
         return Path(path).relative_to(self.run_dir).as_posix()
 
     def record(self, paths: Iterable[PathLike]) -> None:
-        """Add *paths* (inside the run folder) to the file list; when the folder has a
-        manifest and the list grew, write it there at once -- before the files themselves, so
-        a run killed in between still lists everything it may have written."""
-        new = [rel for rel in (self._relative(p) for p in paths) if rel not in self._files]
-        if not new:
+        """Add *paths* (inside the run folder) to the file list and mark them being written
+        (``WRITING_KEY``); when the folder has a manifest, write it there at once -- before the
+        files themselves, so a run killed in between still lists everything it may have written,
+        and a file it was writing when it was killed (whose content no digest records) is known
+        as its own.  ``seal`` ends the write."""
+        rels = [self._relative(p) for p in paths]
+        new = [rel for rel in rels if rel not in self._files]
+        writing = [rel for rel in rels if rel not in self._writing]
+        if not new and not writing:
             return
         self._files.update(dict.fromkeys(new))
-        if self.manifest_path.is_file():
-            try:
-                data = read_manifest(self.run_dir)
-            except (OSError, ValueError):
-                return           # a damaged manifest: the run writes the whole one again soon
-            self._dump_manifest(data)
+        self._writing.update(writing)
+        self._update_manifest(sync=bool(new))
 
     def seal(self, paths: Iterable[PathLike]) -> None:
-        """Take the digests of *paths* (just written, inside the run folder) and, when the folder
-        has a manifest, write it with them at once: the manifest always knows the content of the
+        """Take the digests of *paths* (just written, inside the run folder), end their write,
+        and write the manifest with them at once: the manifest always knows the content of the
         files this run wrote, so that --overwrite can tell them from files changed since."""
         from lbgen.system.cache import file_digest
         changed = False
         for path in paths:
             path = Path(path)
+            rel = self._relative(path)
+            if rel in self._writing:
+                self._writing.discard(rel)
+                changed = True
             if not path.is_file():
                 continue
-            rel, digest = self._relative(path), file_digest(path)
+            digest = file_digest(path)
             if self._digests.get(rel) != digest:
                 self._digests[rel], changed = digest, True
-        if changed and self.manifest_path.is_file():
+        if changed:
+            self._update_manifest(sync=False)       # after every series row: no fsync (kill-safe)
+
+    def _update_manifest(self, sync: bool) -> None:
+        if self.manifest_path.is_file():
             try:
                 data = read_manifest(self.run_dir)
             except (OSError, ValueError):
-                return
-            self._dump_manifest(data, sync=False)       # after every series row: no fsync (kill-safe)
+                return           # a damaged manifest: the run writes the whole one again soon
+            self._dump_manifest(data, sync=sync)
 
     # ------------------------------------------------------------------ paths
     @property
@@ -335,7 +356,7 @@ class RunOutput:
         from PIL import Image
 
         from lbgen.output.fields import FIELD_FORMATS, read_field_file
-        again = []
+        again, marked = [], []
         for rel in self.files:
             match = PICTURE_NAME.fullmatch(rel)
             path = self.run_dir / rel
@@ -349,6 +370,8 @@ class RunOutput:
             if drawn_in == window_text(final):
                 continue
             quantity, step = match.group(1), int(match.group(2))
+            self.record([path])
+            marked.append(path)
             source = next((p for p in (self.fields_path(step, f) for f in FIELD_FORMATS) if p.is_file()), None)
             if source is not None:
                 fields = read_field_file(source)
@@ -362,7 +385,7 @@ class RunOutput:
                                        time_unit=self.time_unit, stride=frame.stride)
                 fig = picture.draw(frame.data[quantity], step, frame.time)
                 again.append(save_png(fig, path, metadata={WINDOW_METADATA: window_text(final)}))
-        self.seal(again)
+        self.seal(marked)
         return again
 
     # ------------------------------------------------------------------ series
@@ -383,6 +406,7 @@ class RunOutput:
     def truncate(self, after_step: int) -> None:
         """Resume helper: truncate the series, drop .pvd entries and movie frames of steps
         after *after_step*."""
+        self.record([self.series_path, self.pvd_path])
         self.truncate_series(after_step)
         for step, path in self._frame_files().items():
             if step > after_step:
@@ -422,6 +446,7 @@ class RunOutput:
     def _dump_manifest(self, data: dict, sync: bool = True) -> Path:
         data[FILES_KEY] = self.files
         data[DIGESTS_KEY] = {rel: self._digests[rel] for rel in self.files if rel in self._digests}
+        data[WRITING_KEY] = sorted(self._writing)
         window = self.current_window() if self.window is not None else None
         if window is not None:
             data[WINDOW_KEY] = window_text(window)

@@ -11,7 +11,8 @@ allocated:
 * refuses a new run into a folder that already holds one (a manifest or checkpoints)
   unless it resumes it or `overwrite` replaces it: lbgen's own files only -- the files
   the manifest lists as written by the run (``"files"``) whose content still has the
-  SHA-256 it recorded (``"file_sha256"``; for a manifest of an older lbgen without digests,
+  SHA-256 it recorded (``"file_sha256"``) or that it was writing when it was killed
+  (``"writing"``; for a manifest of an older lbgen without digests,
   the files it lists, or without the list the files bearing lbgen's output names), its
   checkpoints (files whose header is an lbgen checkpoint's) and manifest; folders only
   when that leaves them empty.  Anything else a user put there, or changed since lbgen
@@ -176,10 +177,11 @@ class RunFolder:
         """``(owned, changed)``: the previous run's files (``run_files``), and the files its
         manifest lists whose content is no longer what lbgen wrote (relative paths) -- those
         are the user's now and are kept."""
-        from lbgen.output.run import recorded_digests, recorded_files
+        from lbgen.output.run import recorded_digests, recorded_files, recorded_writing
         from lbgen.system.cache import file_digest
         ours = self.holds_lbgen_manifest()
         digests = recorded_digests(self.path) if ours else None
+        writing = recorded_writing(self.path) if ours else set()
         names, changed = [], []
         for rel in recorded_files(self.path) if ours else []:
             path = self.path / rel
@@ -187,8 +189,8 @@ class RunFolder:
                 names.append(path)
             elif not path.is_file() or path.is_symlink():
                 continue
-            elif rel in digests and file_digest(path) == digests[rel]:
-                names.append(path)
+            elif rel in writing or (rel in digests and file_digest(path) == digests[rel]):
+                names.append(path)                  # unchanged, or being written when the run was killed
             else:
                 changed.append(rel)
         names += [f for _step, path in list_checkpoints(self.path) if is_checkpoint(path)

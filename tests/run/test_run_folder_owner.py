@@ -178,3 +178,19 @@ def test_a_manifest_json_lbgen_did_not_write_is_never_replaced(tmp_path, overwri
     refused(cli("run", *RUN_2D, "--steps", 2, "--pictures", "none", "--out", out, *overwrite), "manifest.json",
             "did not write")
     assert snapshot(out) == before
+
+
+def test_a_file_a_killed_run_was_writing_is_still_its_own_for_overwrite(tmp_path):
+    """Killed between a write and its digest: the manifest lists the file as being written."""
+    from lbgen.output.run import WRITING_KEY
+    out = tmp_path / "run"
+    assert cli("run", *RUN_2D, "--steps", 2, "--pictures", "none", "--out", out).exit_code == 0
+    assert manifest(out)[WRITING_KEY] == []                 # every write ended with its digest
+    data = manifest(out)
+    data["status"], data[WRITING_KEY] = "running", ["series.csv"]
+    (out / "manifest.json").write_text(json.dumps(data))
+    with open(out / "series.csv", "ab") as fh:              # the row whose digest the kill cut off
+        fh.write(b"3,0.1,1,1,1,1\n")
+    result = cli("run", *RUN_2D, "--steps", 2, "--pictures", "none", "--out", out, "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert "kept" not in result.output
