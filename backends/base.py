@@ -63,6 +63,43 @@ def compiler_version(cmd: str) -> str:
     return out.stdout.splitlines()[0] if out.stdout else cmd
 
 
+#: the levels $LBGEN_OPT_LEVEL may name
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Og")
+
+
+def optimisation(default: str) -> str:
+    """The optimisation level of a default kernel build (C, and the CUDA host shim): ``default``,
+    or ``$LBGEN_OPT_LEVEL`` where it is set.  The test suite sets -O1 for its correctness
+    builds (gcc takes a fifth of the -O3 time on the generated kernels); strict builds give the
+    same bits at every level (tests/backends/test_opt_level.py), runs and benchmarks keep -O3."""
+    import os
+    level = os.environ.get("LBGEN_OPT_LEVEL", "").strip()
+    if not level:
+        return default
+    if level not in OPT_LEVELS:
+        raise ValueError(f"LBGEN_OPT_LEVEL={level!r}: not an optimisation level; use one of {', '.join(OPT_LEVELS)} "
+                         f"(or unset it for {default})")
+    return level
+
+
+#: levels at which gcc neither contracts a*b + c into an FMA nor SLP-vectorises (both start at
+#: -O2: -fexpensive-optimizations, -ftree-slp-vectorize): a default build there is already what
+#: the strict flags ask for (the assembly is the same, tests/backends/test_opt_level.py), so a
+#: default and a strict build at these levels are one library
+UNCONTRACTED_LEVELS = ("-O0", "-O1", "-Og")
+
+
+def record_build(kind: str, key: str, main_file: str, what: str, seconds: float) -> None:
+    """One line per compiler run, appended to ``$LBGEN_BUILD_LOG`` when it is set: the test
+    suite's account of what it compiles and how long each build takes."""
+    import os
+    log = os.environ.get("LBGEN_BUILD_LOG")
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"{kind}\t{seconds:.2f}\t{key}\t{main_file}\t{what}\t"
+                     f"{os.environ.get('PYTEST_CURRENT_TEST', '')}\n")
+
+
 def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: str, what: str,
                   library: str = "lib.so"):
     """Compile once into ``<cache>/<kind>/<key>/<library>`` and return its path.
@@ -75,6 +112,7 @@ def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: 
     file and carrying the compiler's log (also kept in build.log).
     """
     import subprocess
+    import time
 
     from filelock import FileLock
 
@@ -104,7 +142,9 @@ def build_library(kind: str, key_parts: tuple, files: dict, command, main_file: 
             (directory / name).write_text(text)
         tmp = directory / f"{library}.{key}.tmp"
         cmd = [str(c) for c in command(directory, tmp)]
+        started = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=directory)
+        record_build(kind, key, main_file, what, time.perf_counter() - started)
         log = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
         atomic_write_bytes(directory / "build.log", log.encode())
         if proc.returncode != 0:

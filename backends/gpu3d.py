@@ -25,7 +25,8 @@ import numpy as np
 
 from lbgen.backends.base import Program3D, ordered_parameters
 
-from lbgen.backends.c.program3d import AXES, checked_boundaries, face_index  # the C runtime's struct rules
+from lbgen.backends.c.program3d import checked_boundaries, face_index  # the C runtime's struct rules
+from lbgen.model.catalog import AXES
 
 
 class Boundaries3D:

@@ -1,13 +1,13 @@
 """D3Q19 fused BGK on the C backend out of cache: MLUPS, fraction of the measured copy
 bandwidth, temporal blocking (fused_tb) against the single-step limit, lbmpy's D3Q19 SRT.
 
-Not a test (nothing passes or fails on a timing); the figures go to docs/performance.md.
+Not a test (nothing passes or fails on a timing); the figures go to docs/performance-history.md.
 
     python benchmarks/bench3d.py --size 128 --threads 2 --depths 2,3 --repeat 5 --lbmpy
 
 Every round (``--repeat`` of them) first measures the copy bandwidth of a Q + Q stream copy
 (``lbgen.perf.machine.measure_bandwidth``, Q = 19, buffers of the lattice's size: the
-limit ``lbgen bench`` uses), then times each kernel in turn (``lbgen.perf.timing.
+limit ``lbgen bench`` uses), then times each kernel in turn (``lbgen.system.timing.
 interleaved_rates``), so a shared machine slows them alike; fractions and ratios are taken
 per round and their medians reported.  Bytes per site of one step: 19 x 2 x 8 (each
 population read once and written once, double); a depth-N sweep is counted as N steps'
@@ -21,7 +21,8 @@ whether they are identical (they must be in strict builds: tests/backends/test_c
 lbmpy (``--lbmpy``; pip install lbmpy): its D3Q19 SRT stream-collide kernel (compressible,
 SoA fzyx layout, OpenMP, pystencils' SIMD vectorisation for this CPU with non-temporal
 stores), with and without its common-subexpression options, the faster one by a short
-pre-timing (``benchmarks/lbmpy_compare.lbmpy_kernel``).
+pre-timing (``benchmarks/lbmpy_kernels.lbmpy_kernel``, which ``benchmarks/lbmpy_compare.py``
+uses too).
 """
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def same_bits(prog, tau: float, depth: int, steps_seed: int = 3) -> dict:
 
 def main(argv=None) -> int:
     from lbgen.perf.machine import cpu_model, measure_bandwidth
-    from lbgen.perf.timing import interleaved_rates
+    from lbgen.system.timing import interleaved_rates
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=128, help="LX = LY = LZ")
     ap.add_argument("--threads", type=int, default=2)
@@ -143,7 +144,7 @@ def main(argv=None) -> int:
         prog = lbgen_program3d(shape, args.threads, *layouts[0])
     kernels = [lbgen_kernel3d(prog, args.tau, 1)] + [lbgen_kernel3d(prog, args.tau, d) for d in depths]
     if args.lbmpy:
-        from lbmpy_compare import lbmpy_kernel
+        from lbmpy_kernels import lbmpy_kernel
         options = [lbmpy_kernel("D3Q19", shape, args.threads, args.tau, cse) for cse in (False, True)]
         pre = [[v / 1e6 for v in s] for s in interleaved_rates([o[0] for o in options], [sites, sites], 2,
                                                                args.min_seconds / 3, clock=clock)]

@@ -12,7 +12,7 @@ on the same lattice: D3Q19 BGK `fused` (periodic box), D2Q37 regularized `fused_
 times A then B then B then A, each for at least `--seconds` of process CPU time
 (`time.process_time`: a loaded machine stretches wall-clock time, not the CPU time of the
 work), and the ratio time(A) / time(B) of the round is printed with the median over rounds:
-above 1, B is faster.  Not a test: the figures go to docs/performance.md.
+above 1, B is faster.  Not a test: the figures go to docs/performance-history.md.
 """
 from __future__ import annotations
 

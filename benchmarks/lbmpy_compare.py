@@ -20,7 +20,7 @@ Pairs (lbgen kernel vs lbmpy kernel):
 
 The 3D pair -- lbgen D3Q19 BGK (``fused``, ``fused_tb``) vs lbmpy's D3Q19 SRT, with the copy
 bandwidth in the same rounds -- is ``--only d3q19 [--lz 128]``, which runs
-``benchmarks/bench3d.py --lbmpy`` (with this file's ``lbmpy_kernel``).
+``benchmarks/bench3d.py --lbmpy`` (both build lbmpy's kernels with ``benchmarks/lbmpy_kernels.py``).
 
 lbmpy kernels: pull stream + collide fused in one sweep (lbmpy's default), compressible
 SRT, SoA field layout (fzyx: the populations' outermost, x innermost), OpenMP and
@@ -38,86 +38,8 @@ import time
 
 import numpy as np
 
-
-def _srt_any_moments(stencil, omega: float):
-    from collections import OrderedDict
-
-    import sympy as sp
-    from lbmpy.methods.creationfunctions import create_with_continuous_maxwellian_equilibrium
-    from lbmpy.moments import MOMENT_SYMBOLS
-    x, y = MOMENT_SYMBOLS[:2]
-    chosen, rows = [], []
-    for degree in range(13):
-        for a in range(degree + 1):
-            row = [float(cx ** a * cy ** (degree - a)) for cx, cy in stencil]
-            if np.linalg.matrix_rank(np.array(rows + [row])) > len(rows):
-                rows.append(row)
-                chosen.append(x ** a * y ** (degree - a) if degree else sp.Integer(1))
-        if len(chosen) == stencil.Q:
-            break
-    rates = OrderedDict((m, omega) for m in chosen)
-    return create_with_continuous_maxwellian_equilibrium(stencil, rates, compressible=True, equilibrium_order=2)
-
-
-def lbmpy_kernel(stencil_name: str, shape, threads: int, tau: float, cse: bool = False):
-    """(kernel call, description) for lbmpy's stream-collide kernel of one stencil on a
-    lattice of ``shape`` (2 or 3 sizes); ``cse``: lbmpy's global and population common
-    subexpression elimination (LBMOptimisation cse_global, cse_pdfs)."""
-    import pystencils as ps
-    from lbmpy import LBMConfig, LBMOptimisation, LBStencil, Method, Stencil, create_lb_method, create_lb_function
-    from pystencils.codegen.config import CpuOptions, OpenMpOptions, VectorizationOptions
-
-    stencil = LBStencil(getattr(Stencil, stencil_name))
-    q = stencil.Q
-    reach = max(max(abs(c) for c in v) for v in stencil)
-    dim = len(shape)
-    src_f, dst_f = ps.fields(f"src({q}), dst({q}): double[{dim}D]", layout="fzyx")
-    lbm_config = LBMConfig(stencil=stencil, method=Method.SRT, relaxation_rate=1.0 / tau, compressible=True)
-    try:
-        method = create_lb_method(lbm_config=lbm_config)
-    except NotImplementedError:
-        # lbmpy has no default moment set for D2V37: SRT relaxes every moment alike, so any
-        # 37 independent monomials do; second-order (isothermal) continuous Maxwellian equilibrium
-        method = _srt_any_moments(stencil, 1.0 / tau)
-        lbm_config = LBMConfig(stencil=stencil, lb_method=method, compressible=True)
-    tried = []
-    kernel = None
-    targets = [t for t in ("CurrentCPU", "X86_AVX512", "X86_AVX") if hasattr(ps.Target, t)] + ["GenericCPU"]
-    for target in targets:
-        vectorize = target != "GenericCPU"
-        cpu = CpuOptions(openmp=OpenMpOptions(enable=True, num_threads=threads))
-        if vectorize:
-            cpu = CpuOptions(openmp=OpenMpOptions(enable=True, num_threads=threads),
-                             vectorize=VectorizationOptions(enable=True, assume_inner_stride_one=True,
-                                                            use_nontemporal_stores=True))
-        config = ps.CreateKernelConfig(target=getattr(ps.Target, target), ghost_layers=reach, cpu=cpu)
-        try:
-            kernel = create_lb_function(lbm_config=lbm_config,
-                                        lbm_optimisation=LBMOptimisation(symbolic_field=src_f,
-                                                                         symbolic_temporary_field=dst_f,
-                                                                         cse_global=cse, cse_pdfs=cse),
-                                        config=config)
-            tried.append(f"{target}: ok")
-            break
-        except Exception as e:   # noqa: BLE001 - report and fall back to the scalar kernel
-            tried.append(f"{target}: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
-    if kernel is None:
-        raise RuntimeError("lbmpy could not build a kernel: " + "; ".join(tried))
-    padded = [n + 2 * reach for n in shape]
-    weights = np.array([float(w) for w in method.weights])
-    arrays = []
-    for _ in range(2):
-        a = np.empty((q,) + tuple(reversed(padded)))
-        a[...] = weights.reshape((q,) + (1,) * dim)
-        arrays.append(a.transpose(tuple(range(dim, -1, -1))))   # index (x, y[, z], f), x fastest: fzyx
-    state = {"i": 0}
-
-    def call():
-        a, b = arrays[state["i"]], arrays[1 - state["i"]]
-        kernel(src=a, dst=b)
-        state["i"] ^= 1
-
-    return call, f"lbmpy SRT {stencil_name}{' cse' if cse else ''} ({'; '.join(tried)})"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lbmpy_kernels import lbmpy_kernel  # noqa: E402
 
 
 def lbgen_kernel(velocity_set: str, lx: int, ly: int, threads: int, tau: float, time_block: int, vl: int = 8):
@@ -161,8 +83,8 @@ def fastest_vl(velocity_set: str, lx: int, ly: int, threads: int, tau: float, vl
 
 
 def time_pair(calls, sites, repeat: int, min_seconds: float):
-    """Interleaved samples: MLUPS per kernel per sample (lbgen.perf.timing.interleaved_rates)."""
-    from lbgen.perf.timing import interleaved_rates
+    """Interleaved samples: MLUPS per kernel per sample (lbgen.system.timing.interleaved_rates)."""
+    from lbgen.system.timing import interleaved_rates
     return [[v / 1e6 for v in s] for s in interleaved_rates(calls, sites, repeat, min_seconds)]
 
 
@@ -190,7 +112,6 @@ def main(argv=None) -> int:
         return 2
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     if args.only == "d3q19":                # the 3D pair with its copy limit: bench3d's rounds
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import bench3d
         return bench3d.main(["--size", str(args.lz), "--threads", str(args.threads), "--repeat", str(args.repeat),
                              "--tau", str(args.tau), "--lbmpy", "--depths", str(args.time_block or 3)]

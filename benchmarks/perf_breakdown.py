@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Usage: python benchmarks/perf_breakdown.py LX LY ROUNDS  (docs/performance.md used 1024 4096 6).
+"""Usage: python benchmarks/perf_breakdown.py LX LY ROUNDS  (docs/performance-history.md used 1024 4096 6).
 
 Where a step's time goes: the sweep kernel alone, the halo kernel, Simulation.step (halo +
 sweep + Python), and the guard (looks_healthy) / fields.  Finely interleaved single calls,

@@ -1,5 +1,5 @@
 """Guard cost: looks_healthy against one step (LX LY arguments, default 1024 x 4096; 2 threads).  Run it from two
-checkouts alternately for an A/B (docs/performance.md).  Not a test."""
+checkouts alternately for an A/B (docs/performance-history.md).  Not a test."""
 import sys, time
 import numpy as np
 from lbgen.simulation.runner import Simulation

@@ -12,6 +12,10 @@ import os
 # several threads ask for them explicitly (Program threads=2).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+# correctness builds at -O1: gcc takes a fifth of the -O3 time on the generated kernels, and a
+# strict build's bits are the same at every level (tests/backends/test_opt_level.py holds them
+# against -O3); LBGEN_OPT_LEVEL=-O3 pytest ... tests what runs use
+os.environ.setdefault("LBGEN_OPT_LEVEL", "-O1")
 # layouts chosen by `lbgen tune` on this machine must not change what the tests run
 os.environ["LBGEN_TUNED"] = "off"
 
@@ -108,9 +112,28 @@ def pytest_collection_modifyitems(config, items):
     if config.getoption("--slow") or CI or "slow" in (config.getoption("-m") or ""):
         return
     slow = [item for item in items if item.get_closest_marker("slow")]
+    _LEFT_OUT["slow"] = len(slow)
+    if hasattr(config, "workeroutput"):            # an xdist worker: the controller prints the count
+        config.workeroutput["lbgen_slow_left_out"] = len(slow)
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
+#: how many slow tests this session left out (every xdist worker collects the same items)
+_LEFT_OUT = {"slow": 0}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    _LEFT_OUT["slow"] = max(_LEFT_OUT["slow"], getattr(node, "workeroutput", {}).get("lbgen_slow_left_out", 0))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if _LEFT_OUT["slow"]:
+        terminalreporter.write_line(
+            f"lbgen: {_LEFT_OUT['slow']} slow tests left out (whole-run audits, MPI launches, example builds); "
+            f"run them too with: .venv/bin/python -m pytest -n 2 -q --slow   (CI=true does the same)")
 
 
 def pytest_report_header(config):

@@ -39,6 +39,18 @@ def config_id(cfg) -> str:
     name, vl = cfg
     return name if vl is None else f"{name}-vl{vl}"
 
+
+#: the fast subset's representative of each layout family (CAoSoA VL 8: the C default; CSoA VL
+#: 32: the GPUs' cluster length); every other VL runs in the slow set (CI=true, --slow)
+FAST_LAYOUT_CONFIGS = [("aos", None), ("soa", None), ("csoa", 32), ("caosoa", 8)]
+
+
+def layout_params(configs=LAYOUT_CONFIGS, as_pair: bool = True):
+    """pytest params of (layout, VL) configs, those outside FAST_LAYOUT_CONFIGS marked slow:
+    ``(name, vl)`` arguments, or one ``cfg`` tuple with ``as_pair=False``."""
+    return [pytest.param(*(cfg if as_pair else (cfg,)), id=config_id(cfg),
+                         marks=() if cfg in FAST_LAYOUT_CONFIGS else (pytest.mark.slow,)) for cfg in configs]
+
 def random_fields(seed: int, shape=(LX, LY)):
     """rho, T ~ 1 +- 0.05 and |u| ~ 0.05 (smooth enough for stable short runs)."""
     rng = np.random.default_rng(seed)

@@ -16,7 +16,8 @@ import numpy as np
 from lbgen.system.limits import resolve_threads
 
 from lbgen.backends.base import (BackendUnavailable, CompileError, HostBuffers, Program, aligned_zeros, build_library,  # noqa: F401
-                    compiler_version, find_compiler, last_level_cache_bytes, load_library)
+                    compiler_version, find_compiler, last_level_cache_bytes, load_library, optimisation,
+                    UNCONTRACTED_LEVELS)
 
 #: OpenMP waiting when the user set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT: idle threads
 #: sleep instead of spinning 300000 rounds between the parallel regions of a step, so that
@@ -56,9 +57,14 @@ def describe() -> str:
     return compiler_version(compiler())
 
 
+def default_flags() -> tuple:
+    """DEFAULT_FLAGS with the optimisation level of $LBGEN_OPT_LEVEL, where it is set."""
+    return (optimisation(DEFAULT_FLAGS[0]),) + DEFAULT_FLAGS[1:]
+
+
 def flags_for(flags: Optional[Sequence[str]] = None, strict: bool = False) -> tuple:
-    chosen = tuple(DEFAULT_FLAGS if flags is None else flags)
-    if strict:
+    chosen = tuple(default_flags() if flags is None else flags)
+    if strict and not (flags is None and chosen[0] in UNCONTRACTED_LEVELS):     # else already strict
         chosen = tuple(f for f in chosen if not f.startswith("-ffp-contract") and f not in STRICT_FLAGS) + STRICT_FLAGS
     return chosen
 

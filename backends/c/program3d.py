@@ -13,15 +13,12 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from lbgen.backends.base import Program3D, load_library, ordered_parameters
+from lbgen.model.catalog import AXES, SIDES
 from lbgen.system.limits import resolve_threads
 
-#: the axes and faces of the boundaries struct: wall bit a per axis, lid bit 2a + s per face
-AXES = ("x", "y", "z")
-SIDES = ("low", "high")
-
-
 def face_index(axis: str, side: str) -> int:
-    """The bit / row of a face in the boundaries struct: 2a + s (a: x, y, z; s: low, high)."""
+    """The bit / row of a face in the boundaries struct: 2a + s (a: the axis' place in AXES, x y z;
+    s: the side's in SIDES, low high); wall bit a marks an axis."""
     return 2 * AXES.index(axis) + SIDES.index(side)
 
 

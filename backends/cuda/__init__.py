@@ -188,7 +188,7 @@ def _source_folder(source):
 def copy_bandwidth(repeat: int = 5, nbytes: int = 1 << 30) -> dict:
     """Device-to-device copy bandwidth (GB/s, read + write) of GPU 0: cudaMemcpy of one
     large buffer, timed with CUDA events.  BackendUnavailable without CuPy or a GPU."""
-    from lbgen.perf.timing import stats
+    from lbgen.system.timing import stats
     cupy = _cupy()
     rt = cupy.cuda.runtime
     free, _total = rt.memGetInfo()

@@ -25,7 +25,8 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from lbgen.backends.base import (BackendUnavailable, CompileError, HostBuffers, aligned_zeros, build_library,  # noqa: F401
-                    compiler_version, find_compiler, load_library)
+                    compiler_version, find_compiler, load_library, optimisation,
+                    UNCONTRACTED_LEVELS)
 from lbgen.backends.cuda import LaunchProgram
 
 SHIM_HEADER = "cuda_host_shim.h"
@@ -110,8 +111,8 @@ def cdef_source(text: str, real: str) -> str:
 
 
 def flags_for(flags: Optional[Sequence[str]] = None, strict: bool = False) -> tuple:
-    chosen = tuple(DEFAULT_FLAGS if flags is None else flags)
-    if strict:
+    chosen = tuple((optimisation(DEFAULT_FLAGS[0]),) + DEFAULT_FLAGS[1:] if flags is None else flags)
+    if strict and not (flags is None and chosen[0] in UNCONTRACTED_LEVELS):     # else already strict
         chosen = tuple(f for f in chosen if not f.startswith("-ffp-contract")) + STRICT_FLAGS
     return chosen
 

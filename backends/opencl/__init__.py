@@ -28,7 +28,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from lbgen.system.cache import atomic_write_bytes, cache_dir, digest
-from lbgen.backends.base import BackendUnavailable, CompileError, Program
+from lbgen.backends.base import BackendUnavailable, CompileError, Program, record_build
 
 DEFAULT_BLOCK_SIZE = 64
 STRICT_OPTIONS = ("-DLBGEN_STRICT",)
@@ -243,9 +243,12 @@ def build(source, dev, options: tuple):
         for name, text in source.files.items():
             atomic_write_bytes(directory / name, text.encode())
     program = cl.Program(ctx, source.text)
+    started = time.perf_counter()
     try:
         with _quiet_build():
             program.build(options=list(options), devices=[dev])
+        record_build("opencl", directory.name, source.main_file, f"OpenCL ({dev.name.strip()})",
+                     time.perf_counter() - started)
     except cl.Error as e:
         try:
             with _quiet_build():
@@ -320,7 +323,7 @@ class OpenCLProgram(Program):
         device (the host's limits apply)."""
         if not int(self.device.type) & int(self.cl.device_type.GPU):
             return None
-        from lbgen.perf.timing import stats
+        from lbgen.system.timing import stats
         cl, ctx, queue = self.cl, self.context, self.queue
         nbytes = int(min(nbytes, self.device.max_mem_alloc_size // 2)) // 256 * 256
         a = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)

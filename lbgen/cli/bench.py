@@ -164,6 +164,9 @@ def bench(ctx, backends, layouts, kernels, collisions, precisions, wall_scheme, 
                 for s in t["sweep"].get("skipped", []):
                     click.echo(f"skipped {s.get('layout', s.get('backend'))}: {s['reason']}")
         _emit_json(data, output, as_json)
+        if not any(t["sweep"].get("results") for t in tables):
+            raise UserError("nothing was timed: every case of the paper table was skipped (the reasons are in the "
+                            "report)")
         return
     kern = _split(kernels)
     bad = [k for k in kern if k not in B.KERNELS and not B.time_block_depth(k)]
@@ -182,6 +185,9 @@ def bench(ctx, backends, layouts, kernels, collisions, precisions, wall_scheme, 
         if plots:
             click.echo("plots: " + ", ".join(report["plots"]))
     _emit_json(report, output, as_json)
+    if not report["results"]:             # every case skipped: nothing was timed
+        raise UserError(f"nothing was timed: every case was skipped ({len(report['skipped'])} skipped; the reasons "
+                        f"are in the report)")
 
 
 @click.command(short_help="Find and store the fastest layout, VL and time block here.")
@@ -228,6 +234,17 @@ def tune(ctx, backend, lx, ly, lz, precision, collision, walls, threads, layouts
         blocks = tuple(int(d) for d in _split(time_blocks))
     except ValueError:
         raise UserError("--vls, --thread-counts and --time-blocks take comma lists of integers") from None
+    from lbgen.codegen.layouts import CLUSTERED
+    clustered = [n for n in (_split(layouts) if layouts else CLUSTERED) if n in CLUSTERED]
+    if ctx.get_parameter_source("vls") != click.core.ParameterSource.DEFAULT and clustered:
+        axis, n = ("LZ", lz) if lz is not None else ("LY", ly)
+        halo = T._halo(velocity_set if lz is not None else None)
+        misfits = {v: T.vl_misfit(n, v, halo) for v in vl_list}
+        dropped = [f"{why}" for v, why in misfits.items() if why]
+        if dropped or not vl_list:
+            fits = [v for v in (2 ** k for k in range(0, 11)) if T.vl_misfit(n, v, halo) is None]
+            raise UserError(f"--vls {vls}: {'; '.join(dropped) or 'no cluster length given'}. The clustered "
+                            f"layouts of {axis} = {n} (halo {halo}) take VL {', '.join(map(str, fits)) or 'none'}")
     bad = [d for d in blocks if not 1 <= d <= MAX_TIME_BLOCK]
     if bad or not blocks:
         raise UserError(f"--time-blocks {time_blocks!r}: depths are integers from 1 to {MAX_TIME_BLOCK}")

@@ -26,6 +26,8 @@ def friendly(fn):
             from lbgen.run.stopping import RunInterrupted
             from lbgen.simulation.parameters import SimulationError
             from lbgen.system.paths import describe_os_error
+            if isinstance(e, BrokenPipeError):    # `lbgen info | head`: the reader left; nothing to say
+                stdout_gone()
             comm = mpi_comm()
             if isinstance(e, RunInterrupted):     # Ctrl-C / SIGTERM (MPI: every rank together): what was kept
                 if comm is None or comm.rank == 0:
@@ -43,6 +45,18 @@ def friendly(fn):
     return wrapper
 
 
+def stdout_gone():
+    """The reader of stdout went away (a pipe into head): point stdout at /dev/null so that
+    nothing more fails at exit, and end with status 1, quietly (as click does)."""
+    import os
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(1)
+
+
 def any_set_option(fn):
     """--velocity-set for info, emit, verify and bench: every set of the catalogue, 2D and 3D (a
     combination a command cannot take is refused by it in words)."""
@@ -57,6 +71,35 @@ def mpi_comm():
     imported only when a launcher's environment variables are present."""
     from lbgen.parallel import mpi
     return mpi.active()
+
+
+def _launch_env(names, default: int) -> int:
+    import os
+    for k in names:
+        v = os.environ.get(k, "")
+        if v.isdigit():
+            return int(v)
+    return default
+
+
+def mpi_launch_size() -> int:
+    """How many ranks an MPI launcher started (its environment; 1 outside mpiexec); MPI itself
+    is not started."""
+    from lbgen.parallel.mpi import _SIZE_ENV
+    return _launch_env(_SIZE_ENV, 1)
+
+
+def mpi_launch_rank() -> int:
+    """This process's rank from the launcher's environment (0 outside mpiexec)."""
+    return _launch_env(("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"), 0)
+
+
+def one_process_only(message: str):
+    """Refuse a command that runs on one process when an MPI launcher started several: the
+    message once, from rank 0; every rank exits with status 2 (no MPI is started, nothing waits)."""
+    if mpi_launch_rank() == 0:
+        raise UserError(message)
+    sys.exit(UserError.exit_code)
 
 
 def mpi_failure(comm, e):

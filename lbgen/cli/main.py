@@ -11,7 +11,8 @@ from lbgen import __version__
 from lbgen.codegen.spec import BACKENDS, PRECISIONS, KernelSpec
 from lbgen.codegen.layouts import LAYOUTS
 from lbgen.model import OPERATORS
-from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES, SETS_3D, set_names
+from lbgen.model.catalog import (DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, MODEL_SETS, SCHEMES as WALL_SCHEMES, SETS_3D,
+                                 set_names)
 from lbgen.reference import VERIFY_LATTICE_2D, VERIFY_LATTICE_3D
 
 from lbgen.cli.common import UserError, any_set_option, friendly, vl_option
@@ -22,10 +23,37 @@ except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
+class _Commands(click.Group):
+    """The `lbgen` group: under an MPI launcher, a command line that click refuses (an unknown
+    option, a value of the wrong type) is the same on every rank, so only rank 0 prints the
+    refusal; every rank exits with its status (no MPI is started for it)."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        from lbgen.cli.common import mpi_launch_rank, mpi_launch_size
+        if not standalone_mode or mpi_launch_size() <= 1 or mpi_launch_rank() == 0:
+            return super().main(*args, standalone_mode=standalone_mode, **kwargs)
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as e:
+            sys.exit(e.exit_code)
+        except click.exceptions.Exit as e:
+            sys.exit(e.exit_code)
+        except click.ClickException as e:        # rank 0 words it (or it was not collective: say it here)
+            if not getattr(e, "collective", False):
+                e.show()
+            sys.exit(e.exit_code)
+        except click.exceptions.Abort:
+            sys.exit(1)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
 @click.version_option(__version__, prog_name="lbgen")
 def main():
-    """lbgen: JIT-generated lattice Boltzmann kernels (D2Q37, D2V17, D2Q9) for C/OpenMP, OpenCL and CUDA."""
+    """lbgen: JIT-generated lattice Boltzmann kernels for C/OpenMP, OpenCL and CUDA."""
+
+
+main.help = (f"lbgen: JIT-generated lattice Boltzmann kernels for C/OpenMP, OpenCL and CUDA; velocity sets "
+             f"{set_names([s for s in MODEL_SETS if s not in SETS_3D], 'and')} (2D), {set_names(SETS_3D, 'and')} (3D).")
 
 
 # --- info --------------------------------------------------------------------------------
@@ -52,6 +80,7 @@ def info(as_json, velocity_set):
     for b in BACKENDS:
         ok, why = backends.available(b)
         found[b] = {"available": ok, "detail": why}
+    found["cuda-shim"] = _cuda_without_gpu()
     data = {"lbgen": __version__, "velocity_set": summary, "operators": operators, "backends": found,
             "cache_dir": str(cache_dir())}
     if as_json:
@@ -67,8 +96,19 @@ def info(as_json, velocity_set):
     for op, d in operators.items():
         click.echo(f"  collide {op:<12} {d['op_count']:>5} flops/site  ({d['description']})")
     for b, d in found.items():
-        click.echo(f"  backend {b:<7} {'yes' if d['available'] else 'no '}  {d['detail']}")
+        click.echo(f"  backend {b:<9} {'yes' if d['available'] else 'no '}  {d['detail']}")
     click.echo(f"  cache   {data['cache_dir']}")
+
+
+def _cuda_without_gpu() -> dict:
+    """What of the CUDA backend works without a GPU: the .cu kernels run on the CPU through
+    the host shim (g++; `lbgen verify --backends cuda-shim`), and nvcc, where installed,
+    compiles them for GPUs."""
+    from lbgen.backends.cuda import nvcc, shim
+    ok, why = shim.available()
+    compiles, how = nvcc.available()
+    detail = f"{why}; `lbgen verify --backends cuda-shim` runs them" if ok else why
+    return {"available": ok, "detail": detail + (f"; compiled for GPUs by {how}" if compiles else f"; {how}")}
 
 
 # --- emit --------------------------------------------------------------------------------
@@ -80,12 +120,14 @@ def info(as_json, velocity_set):
 @click.option("--collision", default="bgk", show_default=True, help=f"One of {', '.join(OPERATORS)}.")
 @click.option("--lx", type=int, default=None, help="Compile-time LX (with --ly); run-time sizes by default.")
 @click.option("--ly", type=int, default=None, help="Compile-time LY (with --lx).")
-@click.option("--prefix", default="lbgen", show_default=True, help="Prefix of the C symbols and file names.")
+@click.option("--prefix", default="lbgen", show_default=True,
+              help="Prefix of the C symbols and file names: an ASCII letter, then ASCII letters, digits and "
+                   "single underscores (no trailing underscore, no C or C++ keyword).")
 @click.option("--streaming-stores/--no-streaming-stores", default=True, show_default=True,
               help="Non-temporal stores for whole clusters (C, clustered layouts).")
 @click.option("--walls", is_flag=True, help="Thermal walls: add the bc kernel (tau = 1 wall rows for regularized).")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
-              help="With --walls: lbgen, or reference (the production code's bc; see README).")
+              help="With --walls: lbgen, or reference (the production code's bc; docs/physics.md, Walls).")
 @click.option("--block-size", type=int, default=0, help="GPU work-group / block size (0: backend default).")
 @click.option("--halo-y", type=int, default=None,
               help="C: Y halo rows (cluster rows), at least the set's largest hop (default): padding to match a "
@@ -159,7 +201,7 @@ def _config_file(path) -> dict:
 @click.option("--config", type=click.Path(dir_okay=False), default=None,
               help="TOML file with any of these options (flags given on the command line win).")
 @_schema_options
-@click.option("--resume", type=click.Path(file_okay=False), default=None,
+@click.option("--resume", type=click.Path(), default=None,
               help="Continue the run in this folder from its newest checkpoint (up to --steps if given).")
 @click.option("--overwrite", is_flag=True, default=False,
               help="Replace the run already in --out -- only the files it wrote, as it wrote them; files lbgen did "
@@ -175,7 +217,7 @@ def _config_file(path) -> dict:
 @friendly
 def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     """Simulate.  SETUP: shear-wave (default), uniform-noise or rayleigh-taylor; or --init FILE.npz.
-    3D (a 3D --velocity-set, --lz; `lbgen run --help` lists them): shear-wave, taylor-green, lid-driven-cavity,
+    3D (a 3D --velocity-set: see --velocity-set below; --lz): shear-wave, taylor-green, lid-driven-cavity,
     channel, rayleigh-taylor (a thermal set: Z up, walls on z).
 
     \b
@@ -185,7 +227,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     lbgen run --resume runs/rt --steps 40000
     """
     from lbgen.parallel import mpi
-    from lbgen.run.config import RunConfig
+    from lbgen.run.config import RunConfig, normalise_key
     from lbgen.run.driver import Run
     comm = mpi.world()                     # several ranks under mpiexec: a distributed run
     if comm is not None:
@@ -211,14 +253,17 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
         result = runner.execute(progress=show_progress)
         _report(runner, result, runner.cfg.save)
         return
-    layers = [(f"--config {config}", _config_file(config))] if config else []
-    layers.append(("command line", given))
-    cfg = RunConfig.build(setup, *layers)
+    with mpi.same_on_every_rank(comm):        # every rank refuses the same option: rank 0 says it once
+        layers = [(f"--config {config}", _config_file(config))] if config else []
+        layers.append(("command line", given))
+        cfg = RunConfig.build(setup, *layers)
+    chosen = {normalise_key(k) for _, values in layers for k, v in values.items() if v is not None}
     _check_grid_dimension(ranks_grid, cfg.dimension, comm)
     if cfg.dimension == 3:
-        _run3d(cfg, echo, comm, overwrite, show_progress)
+        _run3d(cfg, echo, comm, overwrite, show_progress, chosen)
         return
     runner = Run(cfg, echo=echo, comm=comm, overwrite=overwrite)
+    cfg = runner.cfg                       # the lattice run: an --init file's, not the default
     spec = runner.sim.spec
     regions = runner.sim.region_table()
     where = ", ".join((f"rank {d['rank']} " if "rank" in d else "") + f"{d['backend']} {d['layout']} "
@@ -233,7 +278,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
          f"{cfg.steps} steps, {spec.collision}, {box}, {spec.precision}; {where}")
     from lbgen.model.physics import summary
     echo(summary(runner.physics))
-    _time_block_note(runner, echo)
+    _time_block_note(runner, echo, chosen)
     result = runner.execute(progress=show_progress)
     _report(runner, result, cfg.save)
 
@@ -267,25 +312,27 @@ def _check_grid_dimension(ranks_grid, dimension, comm):
                                    f"along Y); PXxPYxPZ is for 3D runs (--velocity-set {set_names(SETS_3D)})"))
 
 
-def _time_block_note(runner, echo):
-    """With a time block (2D and 3D): its depth, and the event cadences that are not multiples
-    of it (the steps before those events that do not fill a block run singly)."""
+def _time_block_note(runner, echo, given):
+    """With a time block (2D and 3D): its depth; and, where the user chose the depth, the event
+    cadences the user also chose that are not multiples of it (the steps before those events
+    that do not fill a block run singly).  Cadences lbgen chose itself (defaults, auto) are
+    never named: they cost a few single steps, and the manifest records them."""
     cfg, depth = runner.cfg, runner.sim.time_block
     if depth > 1:
-        every = {k: getattr(cfg, k) for k in ("output_every", "checkpoint_every", "check_every")}
-        every["series_every"] = runner.series_every
-        odd = [f"--{k.replace('_', '-')} {v}" for k, v in every.items() if v % depth]
+        every = {k: getattr(cfg, k) for k in ("output_every", "checkpoint_every", "check_every", "series_every")}
+        odd = [f"--{k.replace('_', '-')} {v}" for k, v in every.items() if v % depth and k in given] \
+            if "time_block" in given else []
         echo(f"time block {depth}: {depth} steps per sweep" + (
             f"; {', '.join(odd)} not a multiple of it: the steps before those events that do not fill a "
             f"block run singly" if odd else ""))
 
 
-def _run3d(cfg, echo, comm, overwrite, show_progress):
+def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     """`lbgen run` with a 3D velocity set: a Run3D (lbgen.run.driver3d)."""
     from lbgen.model.physics import summary
     from lbgen.run.driver3d import Run3D
     runner = Run3D(cfg, echo=echo, comm=comm, overwrite=overwrite)
-    sim = runner.sim
+    cfg, sim = runner.cfg, runner.sim      # the lattice run: an --init file's, not the default
     box = [f"walls {''.join(sim.walls)}"] if sim.walls else []
     box += [f"lid {a}-{s} (" + ", ".join(f"{c:g}" for c in u) + ")" for (a, s), u in sim.lid.items()]
     if sim.mask is not None:
@@ -293,16 +340,21 @@ def _run3d(cfg, echo, comm, overwrite, show_progress):
     where = f"{sim.spec.backend} {sim.program.layout.tag}"
     if runner.comm is not None:
         where = f"{runner.comm.size} MPI ranks, grid {'x'.join(map(str, runner.grid))}: {where}"
-    echo(f"lbgen run: {cfg.setup}, {cfg.velocity_set}, {cfg.lx} x {cfg.ly} x {cfg.lz}, {cfg.steps} steps, "
+    echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
+         f"{sim.lx} x {sim.ly} x {sim.lz}, {cfg.steps} steps, "
          f"{sim.spec.collision}, {', '.join(box) or 'periodic'}, {sim.spec.precision}; {where}")
     echo(summary(runner.physics))
-    _time_block_note(runner, echo)
+    from lbgen.model.physics import lid_mach_check
+    for (a, s), u in sim.lid.items():      # the unstable band below the refusal (lbgen.model.physics)
+        note = lid_mach_check(f"{a}-{s}", u, cfg.velocity_set)
+        if note:
+            echo(note)
+    _time_block_note(runner, echo, chosen)
     result = runner.execute(progress=show_progress)
-    _report(runner, result, None)
+    _report(runner, result, cfg.save)
 
 
 def _report(runner, result, save):
-    sim = runner.sim
     out = runner.final_fields()            # the final outputs' fields (collective with MPI: rank 0 gets them)
     if not runner.root:
         return
@@ -312,7 +364,8 @@ def _report(runner, result, save):
     if runner.cfg.out:
         click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
     if save:
-        click.echo(f"saved rho, ux, uy, T ({sim.lx} x {sim.ly}) to {save}")
+        names = ", ".join(("rho", "ux", "uy", "uz", "T") if runner.cfg.dimension == 3 else ("rho", "ux", "uy", "T"))
+        click.echo(f"saved {names} ({' x '.join(str(n) for n in runner.cfg.shape)}) to {save}")
 
 
 # --- verify ------------------------------------------------------------------------------

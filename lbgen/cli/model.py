@@ -9,6 +9,7 @@ import click
 import numpy as np
 
 from lbgen.cli.common import UserError, friendly, vl_option
+from lbgen.system.limits import MAX_MODEL_RANKS
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -62,7 +63,8 @@ class FiniteFloatRange(click.FloatRange):
 @click.option("--bandwidth-inter", type=FiniteFloatRange(min=0, min_open=True), default=None,
               help="With --ranks-grid: B_e [bytes/s] between nodes (default: --bandwidth).")
 @click.option("--max-ranks", type=click.IntRange(min=1), default=4096, show_default=True,
-              help="With --ranks-grid: the scaling table's largest rank count.")
+              help=f"With --ranks-grid: the scaling table's largest rank count (at most {MAX_MODEL_RANKS}, "
+                   f"lbgen.parallel.model.MAX_MODEL_RANKS; the table's cost grows with it).")
 @click.option("--scaling-plot", type=click.Path(dir_okay=False), default=None,
               help="With --ranks-grid: PNG of the weak and strong scaling prediction.")
 @click.option("--lz", type=click.IntRange(min=1), default=None,
@@ -258,6 +260,11 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
         grid = mpi_model.dims_create(size, len(shape))
     P = int(np.prod(grid))
     name = "x".join(map(str, grid))
+    try:                                  # bounded work: before anything is measured or built
+        mpi_model.check_model_ranks(max_ranks, "--max-ranks")
+        mpi_model.check_model_ranks(P, f"--ranks-grid {name}")
+    except ValueError as e:
+        raise UserError(str(e)) from None
     if comm is not None and P != size:
         raise UserError(f"--ranks-grid {name} has {P} ranks but mpiexec started {size}")
     cfg = RunConfig(setup="uniform-noise", lx=lx, ly=ly, collision=collision, precision=precision, backend=backend,

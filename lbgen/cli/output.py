@@ -5,10 +5,16 @@ from pathlib import Path
 
 import click
 
-from lbgen.cli.common import UserError, friendly
+from lbgen.cli.common import UserError, friendly, one_process_only
 from lbgen.output.folder import (DEFAULT_FPS, MIN_SECONDS, MOVIE_SUFFIXES, MovieWarning, RunResults, check_fps,
                                  check_output, output_file, parse_steps, write_movie)
-from lbgen.output.pictures import PICTURE_QUANTITIES, clim_of, parse_window, picture_name
+from lbgen.output.pictures import PICTURE_QUANTITIES, PICTURES_DIR, clim_of, parse_window, picture_name
+
+
+def plot_name(quantity: str, step: int) -> str:
+    """``plot-T-000004000.png``: a picture lbgen plot writes into a run's pictures/ (beside, never
+    over, the run's own ``T-000004000.png``)."""
+    return f"plot-{picture_name(quantity, step)}"
 
 
 def _check_cmap(cmap):
@@ -40,6 +46,20 @@ def _picture_options(fn):
     for option in (_OVERWRITE, _WINDOW, _DPI, _CMAP, _CLIM):
         fn = option(fn)
     return fn
+
+
+def _results(run_dir, command: str) -> RunResults:
+    """The run folder a post-processing command reads: refused, before any work, when it is a
+    file, or when the command was started under mpiexec with several ranks (it would render
+    once per rank)."""
+    from lbgen.cli.common import mpi_launch_size
+    size = mpi_launch_size()
+    if size > 1:
+        one_process_only(f"lbgen {command} renders on one process; run it without mpiexec (under mpiexec -n "
+                         f"{size} each rank would render it)")
+    if Path(run_dir).is_file():
+        raise UserError(f"{run_dir} is a file, not a run folder (give the --out DIR of a run)")
+    return RunResults(run_dir)
 
 
 def _window(text):
@@ -78,7 +98,7 @@ def movie(run_dir, quantity, output, fps, source, clim, cmap, dpi, window, overw
     limits = clim_of(quantity, clim)
     _check_cmap(cmap)
     area = _window(window)
-    run = RunResults(run_dir)
+    run = _results(run_dir, "movie")
     dpi = run.check_dpi(dpi)
     output = output or run.path / f"{quantity}.mp4"
     with warnings.catch_warnings(record=True) as caught:
@@ -102,8 +122,8 @@ def movie(run_dir, quantity, output, fps, source, clim, cmap, dpi, window, overw
 @_FIELD
 @click.option("--step", default=None, help="A saved step, a comma list of them, or 'all' (default: the last).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="PNG file (one step) or folder (several); default ./<field>-<step>.png, named as the run's "
-                   "pictures (T-000004000.png).")
+              help="PNG file (one step) or folder (several); default: the run's pictures/ folder, as "
+                   "plot-<field>-<step>.png (plot-T-000004000.png; the run's own pictures keep their names).")
 @_picture_options
 @friendly
 def plot(run_dir, quantity, step, output, clim, cmap, dpi, window, overwrite):
@@ -111,7 +131,7 @@ def plot(run_dir, quantity, step, output, clim, cmap, dpi, window, overwrite):
 
     \b
     lbgen plot runs/rt --field vorticity --step 4000 --clim -0.01,0.01 --cmap PuOr -o w.png
-    lbgen plot runs/rt --field T --clim T=0.93,1.06 -o T.png
+    lbgen plot runs/rt --field T --clim T=0.93,1.06          # runs/rt/pictures/plot-T-<last step>.png
     lbgen plot runs/rt --field T --step all -o pictures-hd --dpi 300
     lbgen plot runs/rt --field T --window full -o whole.png
     """
@@ -119,19 +139,20 @@ def plot(run_dir, quantity, step, output, clim, cmap, dpi, window, overwrite):
     limits = clim_of(quantity, clim)
     _check_cmap(cmap)
     area = _window(window)
-    run = RunResults(run_dir)
+    run = _results(run_dir, "plot")
     area = run.window(area, (quantity,))    # once; a window outside the lattice: refused before any work
     dpi = run.check_dpi(dpi)
     if dpi is None:
         run.recorded_dpi()                  # the run's own --dpi must be drawable too
     steps = parse_steps(step, run)
-    if len(steps) == 1 and (output is None or output.suffix):
-        targets = [output or Path(picture_name(quantity, steps[0]))]
+    if output is None:
+        targets = [run.path / PICTURES_DIR / plot_name(quantity, s) for s in steps]
+    elif len(steps) == 1 and output.suffix:
+        targets = [output]
     else:
-        folder = output or Path(".")
-        if folder.suffix:
-            raise UserError(f"-o {folder}: several steps need a folder, not a file name")
-        targets = [folder / picture_name(quantity, s) for s in steps]
+        if output.suffix:
+            raise UserError(f"-o {output}: several steps need a folder, not a file name")
+        targets = [output / picture_name(quantity, s) for s in steps]
     targets = [check_output(t, (".png",), overwrite) for t in targets]      # every one before any work
     written = []
     for s, target in tqdm(list(zip(steps, targets)), desc=f"plot {quantity}", unit="picture", disable=None):
@@ -140,7 +161,8 @@ def plot(run_dir, quantity, step, output, clim, cmap, dpi, window, overwrite):
             fig.savefig(tmp, format="png")
         written.append(target)
     click.echo(f"wrote {len(written)} picture{'s' if len(written) != 1 else ''}: "
-               f"{', '.join(str(p) for p in written[:4])}{' ...' if len(written) > 4 else ''}")
+               f"{', '.join(str(p) for p in written[:4])}{' ...' if len(written) > 4 else ''}"
+               + (f" (all in {written[0].parent})" if len(written) > 4 else ""))
 
 
 __all__ = ["movie", "plot", "MOVIE_SUFFIXES"]

@@ -58,7 +58,7 @@ def streams_soa_lines(spec) -> bool:
     consecutive rows (x, y) that no boundary reaches as one run of sites.  Plain stores read
     every line before writing it: D3Q19 128^3 fused ran at 0.6x of the streamed sweep on 2
     threads of a Zen 3 (AVX2), one Z line at a time at 0.6-0.7x of the runs of rows
-    (docs/performance.md).  (2D SoA sweeps store plainly.)"""
+    (docs/performance-history.md).  (2D SoA sweeps store plainly.)"""
     return spec.backend == "c" and spec.streaming_stores and spec.layout == "soa"
 
 

@@ -26,9 +26,10 @@ the clusters along the fastest axis Z (not yet used by templates or backends).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Dict, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -54,6 +55,18 @@ _DESCRIPTION = {
     "csoa": "pop[i].s[x][r].c[k]: population arrays cut into clusters of VL strided sites",
     "caosoa": "site[x][r].p[i].c[k]: the {Q} clusters of one cluster-site adjacent",
 }
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def c_formula(formula: str, names: Mapping[str, object]) -> str:
+    """A stride formula (``"NRP*Q*VL"``) as C text: every whole name of ``names`` replaced by
+    its value (``{"NRP": "VL_NRP(LY)", "Q": 37, "VL": 8}`` gives ``VL_NRP(LY)*37*8``), the
+    other names and numbers kept.  Names are matched as whole C identifiers, never as parts of
+    one, so no value (a macro with any prefix) is rewritten by a later name.  The templates
+    (filter ``c_formula``) and ``Layout3D.c_macros`` print strides through it."""
+    return _NAME.sub(lambda m: str(names.get(m.group(0), m.group(0))), str(formula))
 
 
 VL_RULE = "VL must be a power of two (1, 2, 4, 8, ...) dividing LY"
@@ -360,10 +373,10 @@ class Layout3D:
         """The C size and index macros of this layout (sizes at run time), from the strides'
         formulas: <P>_IDX(p, x, y, r, k, LX, LY, LZ) and <P>_SITE(p, x, y, z, LX, LY, LZ)."""
         G, H, VL = prefix.upper(), self.halo, self.VL
-        names = {"NX": f"{G}_NX(LX)", "NY": f"{G}_NY(LY)", "NRP": f"{G}_NRP(LZ)", "Q": str(self.Q), "VL": str(VL)}
+        names = {"NX": f"{G}_NX(LX)", "NY": f"{G}_NY(LY)", "NRP": f"{G}_NRP(LZ)", "Q": self.Q, "VL": VL}
 
         def c(formula: str) -> str:
-            return "*".join(names[t] for t in formula.split("*")) if formula not in ("0", "1") else formula
+            return c_formula(formula, names)
 
         f = self.stride_formulas(self.name)
         args = "LX, LY, LZ"

@@ -17,6 +17,7 @@ from lbgen import __version__
 from lbgen.system.cache import cached_pickle, digest, source_digest
 from lbgen.codegen.diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
 from lbgen.codegen.layouts import CLUSTERED, Layout
+from lbgen.model.catalog import CHANNEL_WALLS
 from lbgen.model.derived import Model, model_digest
 from lbgen.codegen.cprint import RealPrinter, print_assignments
 from lbgen.model.walls import min_ly_walls, wall_row_count
@@ -120,7 +121,7 @@ def wall_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
     model = model or model_of(spec)
     vs = model.vs
     sides = []
-    for side in ("bottom", "top"):
+    for side in CHANNEL_WALLS:
         rows = []
         for _, row, asg in (w for w in model.walls if w[0] == side):   # lbgen scheme: row 0 takes the rest
             params = [str(p) for p in asg.parameters]
@@ -145,11 +146,11 @@ def wall_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
 
 
 #: (file written, template) per backend; the first file is the one the backend compiles.
-#: "lbgen" in a file name is replaced by the spec's prefix.
+#: "{P}" in a file name is the spec's prefix.
 _MAIN_TEMPLATES = {
-    "c": [("lbgen_kernels.c", "c/kernels.c.j2"), ("lbgen_kernels.h", "c/kernels.h.j2")],
-    "opencl": [("lbgen_kernels.cl", "opencl/kernels.cl.j2")],
-    "cuda": [("lbgen_kernels.cu", "cuda/kernels.cu.j2"), ("lbgen_kernels.cuh", "cuda/kernels.cuh.j2")],
+    "c": [("{P}_kernels.c", "c/kernels.c.j2"), ("{P}_kernels.h", "c/kernels.h.j2")],
+    "opencl": [("{P}_kernels.cl", "opencl/kernels.cl.j2")],
+    "cuda": [("{P}_kernels.cu", "cuda/kernels.cu.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")],
 }
 
 
@@ -208,7 +209,7 @@ def _render(spec: KernelSpec) -> KernelSource:
     env = _environment()
     files = {}
     for out_name, template in _MAIN_TEMPLATES[spec.backend]:
-        name = out_name.replace("lbgen", spec.prefix)
+        name = out_name.format(P=spec.prefix)
         files[name] = env.get_template(template).render(**ctx)
     main = next(iter(files))
     entry = tuple(f"{spec.prefix}_{n}" for n in ctx["entry_points"])

@@ -21,14 +21,14 @@ from lbgen.codegen.layouts import CLUSTERED, Layout3D
 from lbgen.codegen.spec import MAX_TIME_BLOCK, KernelSource, KernelSpec
 from lbgen.codegen.templating import emit_command, environment, model_of
 from lbgen.model.derived import Model
-from lbgen.model.operators import AXES
+from lbgen.model.catalog import AXES, SIDES
 
 #: the entry points of the 3D C kernels (with the prefix), in the header's order
 ENTRY_POINTS_3D = ("check", "buffer_size", "alloc", "free", "set_threads", "halo", "propagate", "collide", "fused",
                    "fused_tb", "init_equilibrium", "fields", "pack", "unpack", "diagnostics")
 #: the boundary faces in the order of the boundaries struct's lid bits and lid velocities:
 #: face 2a + s is the low (s = 0) or high (s = 1) face normal to axis a (x, y, z)
-FACES = tuple(f"{axis}-{side}" for axis in AXES for side in ("low", "high"))
+FACES = tuple(f"{axis}-{side}" for axis in AXES for side in SIDES)
 
 
 def size_rules3d(spec: KernelSpec, vs) -> List[dict]:
@@ -175,11 +175,11 @@ def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
 
 
 #: (file written, template): the kernels (the first is the one the backend compiles), then
-#: what `lbgen emit` adds; "lbgen" in a name is replaced by the spec's prefix
-MAIN_TEMPLATES_3D = [("lbgen_kernels.c", "c/kernels3d.c.j2"), ("lbgen_kernels.h", "c/kernels3d.h.j2")]
+#: what `lbgen emit` adds; "{P}" in a name is the spec's prefix
+MAIN_TEMPLATES_3D = [("{P}_kernels.c", "c/kernels3d.c.j2"), ("{P}_kernels.h", "c/kernels3d.h.j2")]
 #: the 3D kernels of the GPU dialects (templates/gpu/kernels3d.j2, one text for both)
-GPU_TEMPLATES_3D = {"opencl": [("lbgen_kernels.cl", "opencl/kernels3d.cl.j2")],
-                    "cuda": [("lbgen_kernels.cu", "cuda/kernels3d.cu.j2"), ("lbgen_kernels.cuh", "cuda/kernels3d.cuh.j2")]}
+GPU_TEMPLATES_3D = {"opencl": [("{P}_kernels.cl", "opencl/kernels3d.cl.j2")],
+                    "cuda": [("{P}_kernels.cu", "cuda/kernels3d.cu.j2"), ("{P}_kernels.cuh", "cuda/kernels3d.cuh.j2")]}
 #: what `lbgen emit` adds for the GPU dialects
 GPU_EMIT_TEMPLATES_3D = {"opencl": [("example.py", "opencl/example3d.py.j2"), ("README.md", "gpu/README3d.md.j2")],
                          "cuda": [("example.cu", "cuda/example3d.cu.j2"), ("Makefile", "cuda/Makefile3d.j2"),
@@ -198,7 +198,7 @@ def render3d(spec: KernelSpec) -> KernelSource:
     env = environment()
     files = {}
     for out_name, template in GPU_TEMPLATES_3D.get(spec.backend, MAIN_TEMPLATES_3D):
-        files[out_name.replace("lbgen", spec.prefix)] = env.get_template(template).render(**ctx)
+        files[out_name.format(P=spec.prefix)] = env.get_template(template).render(**ctx)
     main = next(iter(files))
     names = GPU_ENTRY_POINTS_3D if spec.backend in GPU_TEMPLATES_3D else ENTRY_POINTS_3D
     entry = tuple(f"{spec.prefix}_{n}" for n in names)

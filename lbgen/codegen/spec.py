@@ -8,6 +8,7 @@ names from here; ``lbgen.codegen.render`` turns a spec into source text.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import asdict, dataclass, field
 from numbers import Integral
 from typing import Dict, Optional, Tuple
@@ -55,7 +56,7 @@ OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORD
 
 #: backends whose short 3D Z lines default to SoA: a 3D lattice there takes CAoSoA (the preferred
 #: VL) only from CLUSTER_ROWS_3D cluster rows of Z on, since the 2 x halo cluster rows it pads Z
-#: with cost more on shorter lines (docs/performance.md, "3D default layout, again": D3Q19 fused
+#: with cost more on shorter lines (docs/performance-history.md, "3D default layout, again": D3Q19 fused
 #: and fused_tb depth 3, 2 threads, CAoSoA VL 8 against SoA: 0.80x / 0.92x at 32^3 (4 rows),
 #: 1.06x / 1.17x at 48^3, 1.17x / 1.21x at 64^3, 1.54x / 1.45x at 128^3; D3Q27 64^3 1.45x, D3Q39
 #: 96^3 1.65x fused)
@@ -70,7 +71,7 @@ def default_layout(backend: str, ly: int, halo: int, dimension: int = 2,
     SoA unless Z holds CLUSTER_ROWS_3D or more whole clusters of their first preferred VL, or the
     lattice has walls across Z (``walls_along_depth``), where every SoA Z line meets the walls and
     takes the boundary path, a cluster row only next to them (D3Q19 cavity, walls on x, y, z,
-    128^3, time block 3: SoA 44 against CAoSoA VL 8 75 MLUPS; docs/performance.md).
+    128^3, time block 3: SoA 44 against CAoSoA VL 8 75 MLUPS; docs/performance-history.md).
 
     (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
 
@@ -114,6 +115,30 @@ class SpecError(ValueError):
 
 #: the largest GPU block / work-group size (CUDA and common OpenCL devices)
 MAX_BLOCK_SIZE = 1024
+
+PREFIX_RULE = ("a prefix starts with an ASCII letter, holds only ASCII letters, digits and single underscores, "
+               "does not end with an underscore and is not a C or C++ keyword (every emitted name is "
+               "<prefix>_<name> or <PREFIX>_<NAME>: C reserves names that start with an underscore and C++ "
+               "(CUDA) names that hold a double underscore, and the prefix itself names the files)")
+#: the keywords of C (C11/C23) and C++ (CUDA): refused as prefixes
+C_KEYWORDS = frozenset("""
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t
+    class compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield
+    decltype default delete do double dynamic_cast else enum explicit export extern false float for friend
+    goto if inline int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private
+    protected public register reinterpret_cast requires restrict return short signed sizeof static
+    static_assert static_cast struct switch template this thread_local throw true try typedef typeid typename
+    typeof typeof_unqual union unsigned using virtual void volatile wchar_t while xor xor_eq
+""".split())
+_PREFIX = re.compile(r"[A-Za-z](?:_?[A-Za-z0-9])*")
+
+
+def check_prefix(prefix) -> str:
+    """The one rule of a symbol prefix (PREFIX_RULE); anything else raises SpecError naming the
+    value and the rule."""
+    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix) or prefix in C_KEYWORDS:
+        raise SpecError(f"prefix {prefix!r} is not allowed: {PREFIX_RULE}")
+    return prefix
 
 @dataclass(frozen=True)
 class KernelSpec:
@@ -171,8 +196,7 @@ class KernelSpec:
         if self.wall_scheme != DEFAULT_SCHEME and not self.walls:
             raise SpecError(f"wall scheme {self.wall_scheme!r} applies to the bc kernel only: add walls "
                             f"(--walls) or leave the scheme at {DEFAULT_SCHEME!r}")
-        if not self.prefix.isidentifier():
-            raise SpecError(f"prefix {self.prefix!r} is not a C identifier")
+        check_prefix(self.prefix)
         if (self.lx is None) != (self.ly is None):
             raise SpecError("give both lx and ly for compile-time sizes, or neither for run-time sizes")
         if self.dimension == 3:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jinja2
 
-from lbgen.codegen.layouts import CLUSTERED
+from lbgen.codegen.layouts import CLUSTERED, c_formula
 from lbgen.codegen.spec import KernelSpec
 from lbgen.model.catalog import DEFAULT_SCHEME, DEFAULT_VELOCITY_SET
 from lbgen.model.derived import Model, build_model
@@ -24,6 +24,7 @@ def environment() -> jinja2.Environment:
     loader = jinja2.FunctionLoader(lambda name: (templates_dir() / name).read_text())
     env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["c_formula"] = c_formula     # strides as C: whole names replaced, never parts of names
     return env
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import importlib
 
-from lbgen.model.catalog import DEFAULT_SCHEME, DEFAULT_VELOCITY_SET, SCHEMES, SIDES, VELOCITY_SETS, set_entry
+from lbgen.model.catalog import (AXES, CHANNEL_WALLS, DEFAULT_SCHEME, DEFAULT_VELOCITY_SET, SCHEMES, SIDES, VELOCITY_SETS,
+                                 set_entry)
 from lbgen.model.operators import OPERATOR_RECORDS, OPERATORS, Operator, Parameter, ParameterError, operator
 
 #: heavy names (sympy) -> the module that defines them, imported on first use
@@ -25,7 +26,7 @@ _LAZY = {
     "wall_assignments": "lbgen.model.derived",
 }
 
-__all__ = ["DEFAULT_SCHEME", "DEFAULT_VELOCITY_SET", "SCHEMES", "SIDES", "VELOCITY_SETS", "set_entry",
+__all__ = ["AXES", "CHANNEL_WALLS", "DEFAULT_SCHEME", "DEFAULT_VELOCITY_SET", "SCHEMES", "SIDES", "VELOCITY_SETS", "set_entry",
            "OPERATOR_RECORDS", "OPERATORS", "Operator", "Parameter", "ParameterError", "operator", *_LAZY]
 
 

@@ -127,8 +127,17 @@ def sets_help() -> str:
         parts.append(listed if D == 2 else f"{D}D: {listed}")
     return "; ".join(parts)
 
-#: wall sides, and the wall schemes: lbgen's own (the default) and the production code's
-SIDES = ("bottom", "top")
+#: the axes' names, in order: the components of a D-dimensional set's vectors (force, velocity,
+#: fields: ax, ux, ...) and the axes of walls and faces
+AXES = ("x", "y", "z")
+#: the two faces normal to an axis: low (the side of coordinate 0) and high; face "z-high" is
+#: (axis, side) = ("z", "high")
+SIDES = ("low", "high")
+#: the walls of the 2D thermal channel (--walls): bottom is the face y-low, top the face y-high.
+#: Their own names (the sides of one channel, not the faces of any axis), as the bc kernels,
+#: wall rows and run descriptions call them
+CHANNEL_WALLS = ("bottom", "top")
+#: the wall schemes: lbgen's own (the default) and the production code's
 SCHEMES = ("lbgen", "reference")
 DEFAULT_SCHEME = "lbgen"
 

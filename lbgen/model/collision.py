@@ -46,7 +46,8 @@ import sympy as sp
 
 from lbgen.model.assignments import AssignmentList, schedule
 from lbgen.model.hermite import Component, components, hermite, maxwellian_coefficient, multiplicity
-from lbgen.model.operators import AXES, force_arguments, operator as operator_record
+from lbgen.model.catalog import AXES
+from lbgen.model.operators import force_arguments, operator as operator_record
 from lbgen.model.velocity_set import VelocitySet
 
 #: significant digits of the numeric constants written into the generated code

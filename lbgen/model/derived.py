@@ -17,7 +17,7 @@ import sympy
 
 from lbgen.system.cache import cached_pickle, digest, source_digest
 from lbgen.model.assignments import AssignmentList
-from lbgen.model.catalog import SIDES
+from lbgen.model.catalog import CHANNEL_WALLS
 from lbgen.model.operators import Operator, operator
 from lbgen.model.velocity_set import VelocitySet, velocity_set
 
@@ -122,7 +122,7 @@ def build_model(velocity_set_name: str = "d2q37", collision: str = "bgk", walls:
         raise ValueError(f"{vs.name}: the thermal walls (bottom and top rows) are 2D; a {vs.D}D set has none yet")
     if walls:
         rows = tuple((side, row, wall_assignments(side, row, velocity_set_name, wall_scheme))
-                     for side in SIDES for row in range(wall_row_count(vs) - 1, -1, -1))
+                     for side in CHANNEL_WALLS for row in range(wall_row_count(vs) - 1, -1, -1))
     return Model(vs=vs, operator=operator(collision), collide=collide(collision, velocity_set_name),
                  equilibrium=equilibrium_assignments(velocity_set_name),
                  macroscopic=macroscopic_assignments(velocity_set_name),

@@ -14,8 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 
-#: the axes' names, in order: the force, velocity and field components of a D-dimensional set
-AXES = ("x", "y", "z")
+from lbgen.model.catalog import AXES
 
 
 def force_arguments(D: int = 2) -> Tuple[str, ...]:

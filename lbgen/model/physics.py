@@ -70,6 +70,7 @@ UNIT_OF: Dict[str, str] = {
     "nu": "sites^2/step", "kappa": "sites^2/step", "Pr": "1", "c_s": "sites/step", "g": "sites/step^2",
     "Atwood": "1", "L": "sites", "U_ff": "sites/step", "t_unit": "steps", "Re": "1", "Ma": "1",
     "H": "sites", "Ra": "1", "r": "model velocity / (sites/step)", "rho_ref": "model density",
+    "U": "sites/step", "t_unit_name": "text",
     "T_ref": "model temperature", "y_no_slip": "row", "y_isothermal": "row", "wall_planes_note": "text",
 }
 #: spatial dimension of the 2D velocity sets (the default of :func:`sound_speed`)
@@ -137,6 +138,49 @@ def diffusivity_to_model(nu: float, r: float) -> float:
     return nu * r
 
 
+# --------------------------------------------------------------------------- the flow's own units
+#: the flow's own time unit of each kind of set-up (``t_unit_name`` of :func:`run_numbers`):
+#: how the header writes it, and its mathtext label in picture titles and series.png
+TIME_UNIT_LABELS: Dict[str, str] = {
+    "t_RT": r"$t_{RT}$",            # Rayleigh-Taylor: sqrt(L / (A g))
+    "L/U_lid": r"$L/U_{lid}$",      # a cavity: one lid transit
+    "H^2/nu": r"$H^2/\nu$",         # a channel: the viscous time across it (steady after ~0.2 of it)
+    "t_nu": r"$t_\nu$",             # a decaying wave or vortex: 1 / (nu k^2), k = 2 pi / L
+}
+
+
+def time_unit(numbers: Mapping[str, object]) -> Optional[Tuple[float, str]]:
+    """(steps per unit, mathtext label) of the flow's own time unit of a run's numbers
+    (:func:`run_numbers`, ``lbgen.run.driver3d.physics3d``), or None when the flow has none:
+    the one definition that titles, series.png, the .vti field data and the header share."""
+    steps, name = numbers.get("t_unit"), numbers.get("t_unit_name")
+    if not steps or name not in TIME_UNIT_LABELS:
+        return None
+    return float(steps), TIME_UNIT_LABELS[name]
+
+
+def lid_numbers(U: float, L: float, nu: float, c_s: float) -> Dict[str, float]:
+    """A lid-driven cavity of size L (sites) whose lid moves at U (sites/step): U, L, Re = U L / nu,
+    Ma = U / c_s and the time unit of one lid transit L / U (steps)."""
+    return {"U": U, "L": L, "Re": reynolds(U, L, nu), "Ma": U / c_s, "t_unit": L / U, "t_unit_name": "L/U_lid"}
+
+
+def channel_numbers(g: float, H: float, nu: float, c_s: float) -> Dict[str, float]:
+    """A channel of width H (sites) between no-slip walls driven by g (sites/step^2): the
+    centre speed of its steady plane Poiseuille flow U = g H^2 / (8 nu) (a square duct's is
+    0.59 of it), H, Re = U H / nu, Ma = U / c_s and the viscous time H^2 / nu (steps)."""
+    U = g * H * H / (8.0 * nu)
+    return {"U": U, "H": H, "Re": reynolds(U, H, nu), "Ma": U / c_s, "t_unit": H * H / nu, "t_unit_name": "H^2/nu"}
+
+
+def wave_numbers(U: float, L: float, nu: float, c_s: float) -> Dict[str, float]:
+    """A decaying wave or vortex of amplitude U (sites/step) and wavelength L (sites): U, L,
+    Re = U L / nu, Ma = U / c_s and the viscous decay time 1 / (nu k^2), k = 2 pi / L (steps)."""
+    k = 2.0 * math.pi / L
+    return {"U": U, "L": L, "Re": reynolds(U, L, nu), "Ma": U / c_s, "t_unit": 1.0 / (nu * k * k),
+            "t_unit_name": "t_nu"}
+
+
 # --------------------------------------------------------------------------- transport
 def _relaxation_excess(collision: str, parameters: Mapping[str, float], name: str, rho: float, T: float) -> float:
     """tau_n - 1/2 of the moments whose relaxation sets a transport coefficient, in steps."""
@@ -175,6 +219,41 @@ def sound_speed(T: float = 1.0, *, r: float, thermal: bool = True, dimension: in
     return math.sqrt(gamma * temperature_to_lattice(T, r))
 
 
+#: the fastest moving wall (lid) a run takes, as a Mach number |u| / c_s (c_s at the reference
+#: temperature T = 1, :func:`sound_speed`): beyond it the weakly compressible lattice Boltzmann
+#: equations do not hold (compressibility errors ~ Ma^2 = 25 %) and a D3Q19 cavity diverges at
+#: every relaxation time measured (tau = 0.51 from Ma 0.2; tau = 0.8 runs, far off the
+#: incompressible flow, to Ma 1).  Refused above it (:func:`lid_mach_check`).
+LID_MACH_MAX = 0.5
+#: above this Mach number (and up to LID_MACH_MAX) a lid is taken with a warning: errors
+#: ~ Ma^2 > 9 %, and runs with a relaxation time near 1/2 go unstable (tau = 0.51 from Ma 0.2)
+LID_MACH_WARN = 0.3
+
+
+def lid_mach(u, velocity_set: str) -> float:
+    """Mach number |u| / c_s of a moving wall of model velocity ``u`` (three components) on a
+    set's lattice: |u| / r against c_s = :func:`sound_speed` at T = 1."""
+    from lbgen.model.catalog import set_entry
+    r = scale_factor(velocity_set)
+    c_s = sound_speed(1.0, r=r, thermal=is_thermal(velocity_set), dimension=set_entry(velocity_set).D)
+    return velocity_to_lattice(math.sqrt(sum(float(c) ** 2 for c in u)), r) / c_s
+
+
+def lid_mach_check(face: str, u, velocity_set: str) -> Optional[str]:
+    """The one rule of lid speeds: ValueError (naming the lid, its Mach number and the limit)
+    above LID_MACH_MAX; a warning line in the band above LID_MACH_WARN; else None."""
+    ma = lid_mach(u, velocity_set)
+    if ma > LID_MACH_MAX:
+        speed = LID_MACH_MAX * math.sqrt(sum(float(c) ** 2 for c in u)) / ma
+        raise ValueError(f"lid {face}: velocity ({', '.join(f'{float(c):g}' for c in u)}) is Mach {ma:.3g} on "
+                         f"{velocity_set}; a lid may move at most at Mach {LID_MACH_MAX:g} (|u| <= {speed:.4g} in "
+                         f"model units)")
+    if ma > LID_MACH_WARN:
+        return (f"warning: lid {face} moves at Mach {ma:.3g} ({LID_MACH_WARN:g} < Ma <= {LID_MACH_MAX:g}): "
+                f"compressibility errors ~ Ma^2, and runs with a relaxation time near 1/2 go unstable")
+    return None
+
+
 def prandtl(nu: float, kappa: float) -> float:
     return nu / kappa
 
@@ -202,8 +281,8 @@ def rayleigh_taylor_numbers(T_hot: float, T_cold: float, g: float, L: float, nu:
     out = {"Atwood": A}
     if g:
         U = free_fall_speed(A, abs(g), L)
-        out.update({"L": L, "t_unit": rt_time_unit(A, abs(g), L), "U_ff": U, "Re": reynolds(U, L, nu),
-                    "Ma": U / c_s})
+        out.update({"L": L, "t_unit": rt_time_unit(A, abs(g), L), "t_unit_name": "t_RT", "U_ff": U,
+                    "Re": reynolds(U, L, nu), "Ma": U / c_s})
     return out
 
 
@@ -247,7 +326,9 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
     walls (with walls it is theirs: T_bottom, T_top).  Entries that do not apply are left out:
     kappa and Pr on isothermal sets, the Atwood group without a Rayleigh-Taylor contrast,
     t_unit, U_ff, Re, Ma without gravity across the walls' direction, Ra without two
-    fixed-temperature walls and gravity.  Units: ``UNIT_OF``.
+    fixed-temperature walls and gravity.  The flow's own time unit and reference speed
+    (``t_unit``, ``t_unit_name``; ``U_ff`` or ``U``; :func:`time_unit`): Rayleigh-Taylor's
+    t_RT, a periodic shear wave's decay time (:func:`wave_numbers`).  Units: ``UNIT_OF``.
     """
     vs = cfg.velocity_set
     r = scale_factor(vs)
@@ -276,6 +357,11 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
         contrast = (walls["T_bottom"], walls["T_top"]) if walls else temperatures
         if contrast is not None and contrast[0] != contrast[1]:
             out.update(rayleigh_taylor_numbers(max(contrast), min(contrast), g_down, cfg.lx, nu, c_s))
+    if cfg.setup == "shear-wave" and not getattr(cfg, "init", None) and not walls and not (gx or gy):
+        from lbgen.run.setups import SETUPS
+        A = cfg.amplitude if cfg.amplitude is not None else SETUPS[cfg.setup].default_amplitude(cfg.lx)
+        if A:
+            out.update(wave_numbers(velocity_to_lattice(abs(A), r), cfg.lx, nu, c_s))
     planes = None
     if walls:
         planes = wall_planes(cfg, walls["T_bottom"], walls["T_top"])
@@ -307,8 +393,25 @@ def summary(numbers: Mapping[str, object]) -> str:
     parts.append(fmt("c_s"))
     if "Atwood" in numbers:
         parts.append(fmt("Atwood"))
-    if "t_unit" in numbers:
-        parts += [f"t_RT = sqrt(LX/(A g)) = {numbers['t_unit']:.4g} steps", fmt("U_ff"), fmt("Re"), fmt("Ma")]
+    name = numbers.get("t_unit_name")
+    if name == "t_RT":
+        parts += [f"t_RT = sqrt(LX/(A g)) = {numbers['t_unit']:.4g} steps", fmt("U_ff")]
+    elif "U" in numbers:
+        speed = {"L/U_lid": "lid speed U", "H^2/nu": "Poiseuille centre speed U = g H^2/(8 nu)",
+                 "t_nu": "amplitude U"}.get(name, "U")
+        parts.append(f"{speed} = {numbers['U']:.4g} sites/step")
+        length = "L" if "L" in numbers else "H"
+        parts.append(fmt(length))
+        if name == "L/U_lid":
+            parts.append(f"lid transit L/U = {numbers['t_unit']:.4g} steps")
+        elif name == "H^2/nu":
+            parts.append(f"viscous time H^2/nu = {numbers['t_unit']:.4g} steps")
+        elif name == "t_nu":
+            parts.append(f"decay time t_nu = 1/(nu k^2) = {numbers['t_unit']:.4g} steps (k = 2 pi/L)")
+    if "Re" in numbers:
+        parts.append(fmt("Re") + (f" (= U {('L' if 'L' in numbers else 'H')}/nu)" if "U" in numbers else ""))
+    if "Ma" in numbers:
+        parts.append(fmt("Ma"))
     if "y_no_slip" in numbers:
         walls = "walls: no-slip planes at rows {:.2f}, {:.2f}".format(*numbers["y_no_slip"])
         if "y_isothermal" in numbers:

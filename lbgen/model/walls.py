@@ -66,7 +66,7 @@ from typing import List, Tuple
 import sympy as sp
 
 from lbgen.model.assignments import AssignmentList
-from lbgen.model.catalog import DEFAULT_SCHEME, SCHEMES, SIDES
+from lbgen.model.catalog import CHANNEL_WALLS, DEFAULT_SCHEME, SCHEMES
 from lbgen.model.collision import CONSTANT_DIGITS, Builder, cse_assignments, population_symbols
 from lbgen.model.velocity_set import VelocitySet
 
@@ -130,8 +130,8 @@ def _moment_functions(vs: VelocitySet, unknown) -> List[int]:
 
 def unknown_set(vs: VelocitySet, side: str, row: int) -> Tuple[int, ...]:
     """Populations arriving from outside the fluid at `row` (0 = next to the wall)."""
-    if side not in SIDES:
-        raise ValueError(f"unknown wall side {side!r}; choose bottom or top")
+    if side not in CHANNEL_WALLS:
+        raise ValueError(f"unknown wall side {side!r}; choose {' or '.join(CHANNEL_WALLS)}")
     sign = 1 if side == "bottom" else -1
     return tuple(i for i, (_, ey) in enumerate(vs.velocities) if sign * ey >= row + 1)
 

@@ -17,9 +17,10 @@ A 3D run (:class:`RunOutput3D`) writes the same folder with (LX, LY, LZ) fields 
 datasets rho, ux, uy, uz, T; a 3D .vti image), the 3D series columns and, instead of
 pictures and frames, ``pictures/<q>-<plane>-000001000.png``: the mid-plane slices xy, xz, yz.
 
-Modules: :mod:`.fields` (files, vorticity, speed, host diagnostics), :mod:`.pictures`
-(colour limits, figures, windows, time units, movie frames, the dpi range ``check_dpi``, picture
-names, the default pictures and their cadence), :mod:`.series`
+Modules: :mod:`.fields` (files, vorticity, speed, host diagnostics), :mod:`.look` (quantities, sizes,
+time units, titles), :mod:`.limits` (what is drawn, colour limits), :mod:`.windows`, :mod:`.frames`
+(movie frames), :mod:`.pictures` (field pictures, 3D mid-plane slices; re-exports the four
+before it), :mod:`.series`
 (series.csv / series.png), :mod:`.manifest`, :mod:`.run` (RunOutput, RunOutput3D, the file list),
 :mod:`.folder` (RunResults: a run folder read back; movies), :mod:`.plot` (notebooks).
 """

@@ -215,8 +215,10 @@ _NUMPY_TYPES = {"Float32": "float32", "Float64": "float64", "Int32": "int32", "I
                 "UInt8": "uint8", "UInt32": "uint32", "UInt64": "uint64"}
 
 
-def write_vti(path: PathLike, fields: dict) -> Path:
-    """VTK XML ImageData (.vti) of rho, ux, uy, T (3D: and uz) and the velocity vector, via pyevtk.
+def write_vti(path: PathLike, fields: dict, field_data: Optional[Dict[str, float]] = None) -> Path:
+    """VTK XML ImageData (.vti) of rho, ux, uy, T (3D: and uz) and the velocity vector, via pyevtk;
+    *field_data* ``{name: number}``: one-value arrays of the image's FieldData (a run writes
+    ``step`` and, with a flow time unit, ``time/t_RT`` etc.: ParaView shows them per file).
 
     Point (x, y) of the image is lattice site (x, y); of a 3D state (fields with a uz, of
     shape (LX, LY, LZ)) point (x, y, z) is site (x, y, z).  pyevtk's ``VtkFile`` writes the XML
@@ -243,6 +245,18 @@ def write_vti(path: PathLike, fields: dict) -> Path:
     with atomic_output(path) as tmp:        # pyevtk appends ".vti" to the name it is given
         w = VtkFile(str(tmp.with_suffix("")), VtkImageData)
         w.openGrid(start=(0, 0, 0), end=end, origin=(0.0, 0.0, 0.0), spacing=(1.0, 1.0, 1.0))
+        extra = {name: np.asarray([value], dtype="<i8" if isinstance(value, (int, np.integer)) else "<f8")
+                 for name, value in (field_data or {}).items()}
+        if extra:
+            w.openData("Field")
+            for name, block in extra.items():
+                w.xml.openElement("DataArray")
+                w.xml.addAttributes(Name=name, NumberOfTuples=1, NumberOfComponents=1,
+                                    type="Int64" if block.dtype.kind == "i" else "Float64", format="appended",
+                                    offset=w.offset)
+                w.xml.closeElement()
+                w.offset += block.nbytes + 8
+            w.closeData("Field")
         w.openPiece(start=(0, 0, 0), end=end)
         w.openData("Point", scalars=names[0], vectors="velocity")
         for name, data in point.items():
@@ -259,7 +273,7 @@ def write_vti(path: PathLike, fields: dict) -> Path:
         velocity[:, 0], velocity[:, 1] = flat["ux"], flat["uy"]
         if "uz" in flat:
             velocity[:, 2] = flat["uz"]
-        for block in [flat[name] for name in names] + [velocity]:
+        for block in list(extra.values()) + [flat[name] for name in names] + [velocity]:
             stream.write(np.uint64(block.nbytes).astype("<u8").tobytes())
             stream.write(np.ascontiguousarray(block).tobytes())
         w.save()
@@ -271,7 +285,8 @@ def read_vti(path: PathLike) -> dict:
     """Read a .vti written by :func:`write_vti` (raw appended arrays) back into numpy.
 
     Returns ``{name: array}``: scalars shaped (LX, LY), vectors (LX, LY, ncomp); of a 3D image
-    (LX, LY, LZ) and (LX, LY, LZ, ncomp).  For tests and quick checks; ParaView is the real reader.
+    (LX, LY, LZ) and (LX, LY, LZ, ncomp); FieldData arrays as given (``step``: shape (1,)).
+    For tests and quick checks; ParaView is the real reader.
     """
     raw = Path(path).read_bytes()
     marker = raw.index(b"<AppendedData")
@@ -281,6 +296,7 @@ def read_vti(path: PathLike) -> dict:
     x0, x1, y0, y1, z0, z1 = (int(v) for v in root.find("ImageData").get("WholeExtent").split())
     lx, ly, lz = x1 - x0 + 1, y1 - y0 + 1, z1 - z0 + 1
     out = {}
+    field = {id(da) for fd in root.iter("FieldData") for da in fd.iter("DataArray")}
     for da in root.iter("DataArray"):
         offset = int(da.get("offset"))
         nbytes = int(np.frombuffer(data[offset:offset + header.itemsize], header)[0])
@@ -288,6 +304,9 @@ def read_vti(path: PathLike) -> dict:
         values = np.frombuffer(data[start:start + nbytes],
                                dtype=np.dtype(_NUMPY_TYPES[da.get("type")]).newbyteorder("<"))
         ncomp = int(da.get("NumberOfComponents", "1"))
+        if id(da) in field:
+            out[da.get("Name")] = values.copy()
+            continue
         # VTK order: x fastest
         if lz > 1:
             out[da.get("Name")] = (values.reshape(lz, ly, lx).transpose(2, 1, 0) if ncomp == 1

@@ -20,6 +20,7 @@ from typing import Dict, Iterator, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from lbgen.output.fields import STEM_PATTERN, read_field_file, saved_steps
+from lbgen.output.limits import model_limits
 from lbgen.output.manifest import MANIFEST_NAME, read_manifest
 from lbgen.output.pictures import (AUTO, FRAMES_DIR, PICTURE_QUANTITIES, FieldPicture, active_rows, auto_window,
                                    check_dpi, check_quantity, check_time_unit, check_window, colour_limits,
@@ -121,12 +122,13 @@ class RunResults:
         return data
 
     def limits(self, quantity: str, override: Optional[Sequence[float]] = None) -> list:
-        """The run's colour limits of a quantity (manifest ``colour_limits``), or *override*.
+        """The run's colour limits of a quantity (manifest ``colour_limits``, model values), or
+        *override* (``--clim``, in the pictures' units: :func:`lbgen.output.limits.model_limits`).
 
         A folder written before colour limits were recorded gets them from its first saved step."""
         check_quantity(quantity)
-        if override is not None:
-            return [float(override[0]), float(override[1])]
+        if override is not None:                 # given as drawn: velocities in sites per step
+            return list(model_limits(quantity, override, self.velocity_scale_factor()))
         recorded = self.manifest.get("colour_limits") or {}
         if isinstance(recorded, dict) and quantity in recorded:
             try:
@@ -255,7 +257,13 @@ class RunResults:
         area = self.window(window, (quantity,))
         data = self.fields(step)
         return field_figure(quantity, data, limits=limits, step=data["step"], time=data["time"], cmap=cmap, dpi=dpi,
-                            window=area, time_unit=self.time_unit())
+                            window=area, time_unit=self.time_unit(), r=self.velocity_scale_factor())
+
+    def velocity_scale_factor(self) -> Optional[float]:
+        """r of the run's velocity set (manifest ``physics``): pictures draw velocities in sites
+        per step; None for a run folder without it (model units, named so)."""
+        r = (self.manifest.get("physics") or {}).get("r")
+        return float(r) if isinstance(r, (int, float)) and r > 0 else None
 
 
 # --------------------------------------------------------------------------- output files
@@ -475,7 +483,7 @@ def write_movie(run: RunResults, quantity: str, path: PathLike, fps: Optional[fl
                     shape, stride = data.shape, (1, 1)
                 if picture is None:
                     picture = frame_picture(quantity, shape, limits=limits, window=area, cmap=cmap, dpi=dpi,
-                                            time_unit=time_unit, stride=stride)
+                                            time_unit=time_unit, stride=stride, r=run.velocity_scale_factor())
                     layout = (shape, stride)
                 elif (shape, stride) != layout:
                     raise RunResultsError(f"the frame of step {step} is of a {shape[0]} x {shape[1]} lattice "

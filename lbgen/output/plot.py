@@ -25,18 +25,21 @@ PathLike = Union[str, os.PathLike]
 
 def field(source, quantity: str = "T", *, clim: Optional[Sequence[float]] = None, cmap: Optional[str] = None,
           dpi: Optional[float] = None, step: Optional[int] = None, time: Optional[float] = None, window=None,
-          time_unit=None):
+          time_unit=None, r: Optional[float] = None, arrows: Optional[bool] = None):
     """A picture of one field of *source*: a ``Simulation`` (its current state, titled with its
     step and time), a dict of (LX, LY) arrays rho, ux, uy, T, or a saved field file (.h5/.npz).
     *clim* (lo, hi) fixes the colour range (default: the state's own range); *window*
     ``((x0, x1), (y0, y1))`` in sites, ``'x0:x1,y0:y1'`` or ``'auto'`` crops it; *time_unit*
-    ``(steps per unit, label)`` adds the time in the flow's unit to the title."""
+    ``(steps per unit, label)`` adds the time in the flow's unit to the title; with the velocity
+    set's *r* (a Simulation's own) velocities are drawn in sites per step; *arrows* (default:
+    for the speed) draws the velocity's direction over the picture."""
     from lbgen.output.pictures import parse_window
     from lbgen.output.fields import read_field_file
     if hasattr(source, "fields") and callable(source.fields):          # a Simulation
         data = source.fields()
         step = source.time_step if step is None else step
         time = step / source.vs.r if time is None else time
+        r = source.vs.r if r is None else r
     elif isinstance(source, (str, os.PathLike)):
         data = read_field_file(source)
         step = data["step"] if step is None else step
@@ -44,7 +47,7 @@ def field(source, quantity: str = "T", *, clim: Optional[Sequence[float]] = None
     else:
         data = source
     return field_figure(quantity, data, limits=clim, step=step, time=time, cmap=cmap, dpi=dpi,
-                        window=parse_window(window), time_unit=time_unit)
+                        window=parse_window(window), time_unit=time_unit, r=r, arrows=arrows)
 
 
 def run(run_dir: PathLike, quantity: str = "T", step: Optional[int] = None, *, clim: Optional[Sequence[float]] = None,
@@ -63,6 +66,7 @@ def series(source: PathLike, T_walls: Optional[tuple] = None, time_unit=None):
     if path.is_dir():
         folder = RunResults(path)
         return series_figure(folder.series(), T_walls=T_walls or folder.wall_temperatures(),
+                             r=folder.velocity_scale_factor(),
                              time_unit=time_unit or folder.time_unit())
     return series_figure(read_series(path), T_walls=T_walls, time_unit=time_unit)
 

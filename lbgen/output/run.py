@@ -16,7 +16,8 @@ from lbgen.output.pictures import (AUTO, FRAMES_DIR, PICTURE_QUANTITIES, PICTURE
                                    check_quantity, check_time_unit, check_window, default_limits, drawn_data,
                                    frame_name, parse_window, read_frame_file, union_rows, window_text,
                                    write_frame_file)
-from lbgen.output.pictures import picture_name, save_png
+from lbgen.output.look import flow_time, plain_label
+from lbgen.output.pictures import ARROW_QUANTITIES, in_plane_velocity, picture_name, save_png, unit_text
 
 PathLike = Union[str, os.PathLike]
 #: manifest.json key: the files (relative paths, '/'-separated) RunOutput wrote into the run
@@ -47,6 +48,22 @@ PICTURE_NAME = re.compile(rf"{re.escape(PICTURES_DIR)}/({'|'.join(map(re.escape,
 WINDOW_KEY, TIME_UNIT_KEY = "picture_window", "time_unit"
 #: the PNG text entry naming the window a picture was drawn in
 WINDOW_METADATA = "Window"
+
+
+def vtk_field_data(step: int, time_unit=None) -> dict:
+    """The field data of a run's .vti: ``step`` and, with the flow's *time_unit*, the time in it,
+    named ``time/<unit>`` (``time/t_RT``, ``time/L/U_lid``: :func:`lbgen.output.look.plain_label`)."""
+    out = {"step": int(step)}
+    time_unit = check_time_unit(time_unit)
+    if time_unit is not None:
+        out[f"time/{plain_label(time_unit.label)}"] = flow_time(step, time_unit)
+    return out
+
+
+def _step_of(name: str, default: float) -> float:
+    """The step in a .vti's name (``step-000001000.vti``), else *default*."""
+    match = re.fullmatch(rf"step-({STEM_PATTERN})\.vti", Path(name).name)
+    return int(match.group(1)) if match else default
 
 
 def safe_relative(name) -> Optional[str]:
@@ -234,8 +251,10 @@ class RunOutput:
         """Write the field file (HDF5/npz), the .vti and update the .pvd; returns the paths written.
 
         HDF5: datasets ``rho``, ``ux``, ``uy``, ``T`` of shape (LX, LY) indexed [x, y]; file
-        attributes ``step`` (and ``time`` when given). npz: the same arrays plus ``step``.
-        The .pvd lists every .vti present, with timestep = time if given, else step.
+        attributes ``step`` (and ``time`` when given: model time, steps / r). npz: the same
+        arrays plus ``step``.  The .vti carries ``step`` and, with the run's time unit, the time
+        in it (``time/t_RT``, :func:`vtk_field_data`) as field data; the .pvd lists every .vti
+        present with timestep = its step.
         """
         arrays = check_fields(fields)
         self.record(([self.fields_path(step)] if self.fields_format else [])
@@ -246,10 +265,11 @@ class RunOutput:
         elif self.fields_format == "npz":
             written.append(write_npz(self.fields_path(step), step, arrays, time))
         if self.vtk:
-            vti = write_vti(self.vti_path(step), arrays)
+            vti = write_vti(self.vti_path(step), arrays, field_data=vtk_field_data(step, self.time_unit))
             written.append(vti)
-            entries = {f: t for f, t in read_pvd(self.pvd_path).items() if (self.pvd_path.parent / f).is_file()}
-            entries[vti.name] = float(step if time is None else time)
+            entries = {f: _step_of(f, t) for f, t in read_pvd(self.pvd_path).items()
+                       if (self.pvd_path.parent / f).is_file()}            # an older lbgen's model times: steps
+            entries[vti.name] = int(step)
             written.append(write_pvd(self.pvd_path, entries))
         self.seal(written)
         return written
@@ -324,8 +344,10 @@ class RunOutput:
         limits = self._limits(quantity, fields)
         data = drawn_data(quantity, fields, limits)
         picture = FieldPicture(quantity, data.shape, limits=limits, window=window, dpi=self.dpi,
-                               time_unit=self.time_unit)
+                               time_unit=self.time_unit, r=self.physics.get("r"))
         fig = picture.draw(data, step, time)
+        if quantity in ARROW_QUANTITIES:
+            picture.arrows(*in_plane_velocity(fields))
         return save_png(fig, self.picture_path(quantity, step),
                         metadata={WINDOW_METADATA: window_text(picture.window)})
 
@@ -382,7 +404,7 @@ class RunOutput:
                     continue
                 picture = FieldPicture(quantity, frame.shape, limits=self.colour_limits.get(quantity) or
                                        default_limits(quantity, frame.data[quantity]), window=final, dpi=self.dpi,
-                                       time_unit=self.time_unit, stride=frame.stride)
+                                       time_unit=self.time_unit, stride=frame.stride, r=self.physics.get("r"))
                 fig = picture.draw(frame.data[quantity], step, frame.time)
                 again.append(save_png(fig, path, metadata={WINDOW_METADATA: window_text(final)}))
         self.seal(marked)
@@ -426,7 +448,8 @@ class RunOutput:
 
     def plot_series(self, T_walls: Optional[tuple] = None) -> Path:
         """series.png: every series quantity against the time (see series.series_figure)."""
-        fig = series_mod.series_figure(self.read_series(), T_walls=T_walls, time_unit=self.time_unit)
+        fig = series_mod.series_figure(self.read_series(), T_walls=T_walls, time_unit=self.time_unit,
+                                       r=self.physics.get("r"))
         self.record([self.run_dir / series_mod.SERIES_PNG])
         path = save_png(fig, self.run_dir / series_mod.SERIES_PNG)
         self.seal([path])
@@ -495,15 +518,17 @@ class RunOutput3D(RunOutput):
                 limits = self._limits(q, sl)
                 data = drawn_data(q, sl, limits)
                 picture = FieldPicture(q, data.shape, limits=limits, dpi=self.dpi, time_unit=self.time_unit,
-                                       axes=axes)
+                                       axes=axes, r=self.physics.get("r"))
                 fig = picture.draw(data, step, time)
+                if q in ARROW_QUANTITIES:
+                    picture.arrows(sl["ua"], sl["ub"])
                 normal = next(c for c in "xyz" if c not in axes)
                 picture.title.set_text(title_of(q, step, time, self.time_unit) + f",  slice {normal} = {index}")
                 if q == "vorticity":                      # its component normal to the slice
                     n = "xyz".index(normal)
                     a, b = "xyz"[(n + 1) % 3], "xyz"[(n + 2) % 3]
                     picture.colorbar.set_label(rf"$\omega_{normal} = \partial_{a} u_{b} - \partial_{b} u_{a}$ "
-                                               f"(lattice units)")
+                                               f"({unit_text(q, self.physics.get('r'))})")
                 written.append(save_png(fig, self.slice_path(q, plane, step)))
         self.seal(written)
         return written

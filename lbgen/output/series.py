@@ -102,21 +102,46 @@ def truncate(path: Path, after_step: int) -> int:
 
 
 #: each panel of series.png: (title, [(column, legend label)], y label, y scale); one quantity
-#: per panel where the scales differ.  "drift:" = |X − X₀| / |X₀|, "rel:" = (X − X₀) / X₀
+#: per panel where the scales differ.  "drift:" = |X − X₀| / |X₀|, "rel:" = (X − X₀) / X₀.
+#: Velocities are the fields' model values (u/r sites per step: docs/physics.md)
 PANELS = (
     ("mass drift", [("drift:mass", r"$|M - M_0| / M_0$,  $M = \sum\rho$")], r"$|\Delta M| / M_0$", "log"),
     ("total energy", [("rel:energy", r"$E = \sum\rho\,(T + |\mathbf{u}|^2/2)$")], r"$(E - E_0) / E_0$",
      "linear"),
     ("momentum", [("momentum_x", r"$\sum\rho u_x$"), ("momentum_y", r"$\sum\rho u_y$"),
                   ("momentum_z", r"$\sum\rho u_z$")],
-     "momentum (lattice units)", "linear"),
+     "momentum (model units)", "linear"),
     ("kinetic energy", [("kinetic_energy", r"$\sum\frac{1}{2}\rho|\mathbf{u}|^2$")],
-     "kinetic energy (lattice units)", "log"),
-    ("max |u|", [("max_speed", r"$\max\,|\mathbf{u}|$")], "speed (lattice units)", "linear"),
+     "kinetic energy (model units)", "log"),
+    ("max |u|", [("max_speed", r"$\max\,|\mathbf{u}|$")], "speed (model units: $u/r$ sites per step)", "linear"),
     ("mixing width", [("mixing_width", r"$W = \sum_y 6c(1-c)$")], r"$W$ (sites)", "linear"),
-    ("temperature range", [("min_T", r"$\min T$"), ("max_T", r"$\max T$")], r"$T$ (lattice units)", "linear"),
-    ("minimum density", [("min_rho", r"$\min\rho$")], r"$\rho$ (lattice units)", "linear"),
+    ("temperature range", [("min_T", r"$\min T$"), ("max_T", r"$\max T$")], r"$T$ (units of the reference $T = 1$)",
+     "linear"),
+    ("minimum density", [("min_rho", r"$\min\rho$")], r"$\rho$ (units of the reference $\rho = 1$)", "linear"),
 )
+
+
+def series_panels(series: dict) -> list:
+    """The panels of PANELS that *series* (columns of a series.csv) has something to show: a
+    panel whose columns are missing or never finite (a 3D run's energy, a mixing width without
+    a temperature contrast) is left out, and so is the temperature range when T is one
+    constant (an isothermal set: T = 1 throughout)."""
+    out = []
+    for panel in PANELS:
+        title, curves = panel[0], panel[1]
+        values = [np.asarray(series[c.split(":")[-1]], dtype=np.float64) for c, _ in curves
+                  if c.split(":")[-1] in series]
+        finite = [v[np.isfinite(v)] for v in values]
+        if not any(f.size for f in finite):
+            continue
+        if title == "temperature range":
+            every = np.concatenate(finite)
+            if float(every.max() - every.min()) <= 1e-12 * max(abs(float(every.max())), 1.0):
+                continue
+        out.append(panel)
+    return out
+
+
 #: a log panel shows at most this many decades below its largest value (the round-off of a
 #: state at rest would otherwise squash the growth into the top of the panel)
 LOG_DECADES = 6
@@ -133,31 +158,45 @@ def _curve(series: dict, column: str, like: np.ndarray) -> np.ndarray:
     return np.abs(v - v[0]) / abs(v[0]) if column.startswith("drift:") else (v - v[0]) / v[0]
 
 
-def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 100.0, time_unit=None):
-    """series.png: every quantity against the time t = step / r (model units, lattice units
-    throughout) -- or, with *time_unit* ``(steps per unit, label)``, in the flow's unit --
-    one quantity per panel where the scales differ: the mass drift |ΔM| / M₀ and the kinetic
-    energy on log axes (round-off and exponential growth show), *T_walls* drawn on the
-    temperature panel."""
-    from lbgen.output.pictures import check_time_unit, new_figure
+def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 100.0, time_unit=None,
+                  r: Optional[float] = None):
+    """series.png: the quantities the run has (:func:`series_panels`) against the step and --
+    with *time_unit* ``(steps per unit, label)`` -- the time in the flow's unit on the top
+    axis of each panel, one quantity per panel where the scales differ: the mass drift
+    |ΔM| / M₀ and the kinetic energy on log axes (round-off and exponential growth show),
+    *T_walls* drawn on the temperature panel; with the velocity set's *r*, max |u| in sites per
+    step (the run header's unit; series.csv keeps model values).  Without a step column (a
+    series of an older lbgen), against its model time."""
+    from lbgen.output.look import check_time_unit, new_figure
 
     time_unit = check_time_unit(time_unit)
-    fig = new_figure((16.0, 8.0), dpi)
-    axes = fig.subplots(2, 4).ravel()
-    fig.subplots_adjust(left=0.055, right=0.99, bottom=0.075, top=0.955, wspace=0.34, hspace=0.32)   # fixed: cheap
-    t = np.asarray(series.get("time", np.empty(0)), dtype=np.float64)
-    if t.size and np.isnan(t).all():
-        t = np.asarray(series.get("step", t), dtype=np.float64)
-    xlabel = "time $t$ = step / r"
-    if time_unit is not None and "step" in series:
-        t = np.asarray(series["step"], dtype=np.float64) / time_unit.steps
-        xlabel = f"time $t$ / {time_unit.label}"
-    for ax, (title, curves, ylabel, scale) in zip(axes, PANELS):
-        ax.set_title(title)
+    panels = series_panels(series) if any(np.size(v) for v in series.values()) else list(PANELS)
+    n = max(len(panels), 1)
+    cols = 4 if n > 6 else 3 if n in (3, 5, 6) else 2 if n == 4 else n
+    rows = -(-len(panels) // cols)
+    fig = new_figure((4.0 * cols, 4.0 * rows), dpi)
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    top = 1.0 - (0.37 if time_unit is None else 0.85) / (4.0 * rows)       # inches above the top row
+    fig.subplots_adjust(left=0.055 * 4 / cols, right=0.99, bottom=0.075 * 2 / rows, top=top, wspace=0.34,
+                        hspace=0.32 if time_unit is None else 0.6)   # fixed: cheap
+    for ax in axes[len(panels):]:
+        fig.delaxes(ax)
+    if "step" in series:
+        t = np.asarray(series["step"], dtype=np.float64)
+        xlabel = "step"
+    else:
+        t = np.asarray(series.get("time", np.empty(0)), dtype=np.float64)
+        xlabel = "model time $t$ = step / r"
+    for ax, (title, curves, ylabel, scale) in zip(axes, panels):
+        ax.set_title(title)                  # above the top axis of the flow time, when there is one
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_yscale(scale)
         ax.grid(True, alpha=0.3, which="major")
+        if time_unit is not None and xlabel == "step":
+            flow = ax.secondary_xaxis("top", functions=(lambda s, n=time_unit.steps: s / n,
+                                                        lambda u, n=time_unit.steps: u * n))
+            flow.set_xlabel(f"time / {time_unit.label}")
         if not t.size:
             ax.text(0.5, 0.5, "no data yet", ha="center", va="center", transform=ax.transAxes)
             continue
@@ -166,6 +205,14 @@ def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 10
             if column.split(":")[-1] not in series:
                 continue                                     # a column this run has not (3D: no energy, T)
             v = _curve(series, column, t)
+            if column == "max_speed" and r:
+                v = v / float(r)
+                ax.set_ylabel("speed (sites per step)")
+            if title == "total energy" and np.isfinite(v).any() and np.nanmax(np.abs(v)) > 0:
+                power = int(math.floor(math.log10(float(np.nanmax(np.abs(v))))))
+                if abs(power) > 2:          # the power in the label, not above the axis (the flow's time is there)
+                    v = v / 10.0 ** power
+                    ax.set_ylabel(f"{ylabel} / $10^{{{power}}}$")
             if scale == "log":
                 v = np.where(v > 0, v, np.nan)               # a log axis cannot show 0: a gap
                 if np.isfinite(v).any():
@@ -178,7 +225,7 @@ def series_figure(series: dict, T_walls: Optional[tuple] = None, dpi: float = 10
                 what = "the mass is exactly conserved: ΔM = 0" if title == "mass drift" else "all zero"
                 ax.text(0.5, 0.5, what, ha="center", va="center", transform=ax.transAxes)
         elif title == "total energy":
-            ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 2), useOffset=False)
+            ax.ticklabel_format(axis="y", useOffset=False)
         if title == "temperature range" and T_walls:
             for Tw in T_walls:
                 ax.axhline(Tw, color="0.5", lw=0.8, ls="--")

@@ -35,10 +35,10 @@ import numpy as np
 from lbgen.parallel.mpi import (TAG_DOWNWARD, TAG_UPWARD, agree, collective, parse_ranks_grid, root_call,
                                 slab_starts, slab_widths)
 from lbgen.codegen.diagnostics import ROW_QUANTITIES3D
+from lbgen.model.catalog import AXES
 from lbgen.simulation.parameters import SimulationError
 
 FIELDS3D = ("rho", "ux", "uy", "uz", "T")
-AXES = ("x", "y", "z")
 
 
 def rank_grid3d(size: int, shape, halo: int, grid=None, depth: int = 1, walled=()) -> tuple:
@@ -264,6 +264,9 @@ class DistributedSimulation3D:
     dtype = property(lambda self: self.sim.dtype)
     walls = property(lambda self: self.sim.walls)
     lid = property(lambda self: self.sim.lid)
+    lx = property(lambda self: self.shape[0], doc="The global lattice's sizes (as Simulation3D's).")
+    ly = property(lambda self: self.shape[1])
+    lz = property(lambda self: self.shape[2])
     sweeps = property(lambda self: self.sim.sweeps, doc="This rank's sweeps (every rank runs the same ones).")
 
     def synchronize(self) -> None:
@@ -302,14 +305,21 @@ class DistributedSimulation3D:
 
     def check_finite(self) -> None:
         """Every rank checks its block (collective); a failure is raised on every rank, naming
-        the rank, its block's origin and ghost planes and the first bad site in the coordinates
-        of the extended block."""
+        the first bad owned site in global lattice coordinates and the rank that holds it."""
+        from lbgen.codegen.diagnostics import healthy
         error = None
         try:
-            self.sim.check_finite()
+            if not healthy(self.sim.diagnostics()):
+                site = self.sim.first_bad_site(skip=self._skip)      # owned fluid sites only
+                if site is not None:
+                    x, y, z = ((self.origin[d] + site[d] - self.ghost[d]) % self.shape[d] for d in range(3))
+                    error = self.sim.divergence(x, y, z, site[3], where=f"on rank {self.rank}")
         except Exception as e:  # noqa: BLE001 - made collective below
-            error = SimulationError(f"(its block: owned sites from x, y, z = {self.origin}; the site below is "
-                                    f"counted from the {self.ghost} ghost planes before them) {e}")
+            error = e
+        report = str(error) if isinstance(error, SimulationError) else None   # a divergence report
+        reports = [m for m in self.comm.allgather(report) if m is not None]
+        if reports:                          # the first failing rank's report, once, on every rank
+            raise collective(SimulationError(reports[0])) from error
         agree(self.comm, error)
 
     def state(self) -> Optional[np.ndarray]:

@@ -17,6 +17,7 @@ import numpy as np
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 from lbgen.model.velocity_set import velocity_set
 from lbgen.parallel.mpi import TAG_RING
+from lbgen.system.limits import MAX_MODEL_RANKS
 from lbgen.simulation.runner import Simulation
 
 
@@ -303,6 +304,16 @@ def predict_blocks(shape, grid, machine: Machine, depth: int, plan: Callable, Q:
             "extra_work": plan0["computed"] / plan0["owned"] - 1.0}
 
 
+
+
+def check_model_ranks(ranks: int, what: str) -> int:
+    """``ranks`` (of the option named ``what``) up to MAX_MODEL_RANKS, else ValueError naming both."""
+    if ranks > MAX_MODEL_RANKS:
+        raise ValueError(f"{what}: {ranks} ranks is beyond the {MAX_MODEL_RANKS} the model evaluates (its cost grows "
+                         f"with the ranks); give at most {MAX_MODEL_RANKS}")
+    return ranks
+
+
 def scaling_table(machine: Machine, lx: int, ly: int, depth: int = 1, max_ranks: int = 4096,
                   Q: Optional[int] = None, itemsize: int = 8, lz: Optional[int] = None,
                   halo: Optional[int] = None, sweep: bool = False) -> Dict[str, List[dict]]:
@@ -310,6 +321,7 @@ def scaling_table(machine: Machine, lx: int, ly: int, depth: int = 1, max_ranks:
     for P = 1, 2, 4, ... max_ranks on the grid dims_create(P); strong stops where a
     sub-domain gets thinner than depth x H.  With lz: the 3D exchange (``rank_exchange3d``;
     Q and halo of the 3D set)."""
+    check_model_ranks(max_ranks, "max_ranks")
     H = (_default_set().max_hop if halo is None else halo)
     shape = (lx, ly) if lz is None else (lx, ly, lz)
     out = {"weak": [], "strong": []}

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import contextlib
 import os
 import sys
 import time
@@ -284,15 +285,56 @@ def collective(exc: BaseException) -> BaseException:
     return exc
 
 
+@contextlib.contextmanager
+def same_on_every_rank(comm):
+    """Checks that every rank runs on the same inputs (the command line, its files, shared
+    values) with no communication inside: under MPI every rank refuses the same input
+    together, so the refusal is a collective error (one message, from rank 0, the exit status
+    of one process) instead of an abort rank by rank."""
+    try:
+        yield
+    except (ValueError, SimulationError) as e:    # ConfigError, UserError's ClickException: below
+        if comm is not None:
+            collective(e)
+        raise
+    except Exception as e:
+        if comm is not None and type(e).__name__ in ("UserError", "ClickException"):
+            collective(e)
+        raise
+
+
 def is_collective(exc: BaseException) -> bool:
     return bool(getattr(exc, "collective", False))
 
 
+def _known(exc: BaseException) -> bool:
+    """A refusal or failure lbgen words itself (its message says it all: no traceback)."""
+    return isinstance(exc, (SimulationError, ValueError)) or type(exc).__name__ in (
+        "SpecError", "BackendUnavailable", "CheckpointError", "UserError", "ClickException")
+
+
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, SimulationError) or type(exc).__name__ in ("SpecError", "BackendUnavailable", "ValueError",
-                                                                    "CheckpointError", "UserError", "ClickException"):
+    if _known(exc):
         return str(getattr(exc, "message", None) or exc)
     return f"{type(exc).__name__}: {exc}"
+
+
+def _shared(exc: Optional[BaseException]):
+    """What the other ranks learn of a rank's failure: its words, and for an OSError (a full
+    disk, a read-only folder) its errno and file, so that every rank raises the same OSError
+    and the run driver reports it as one process does (status "failed", a resume command)."""
+    if exc is None:
+        return None
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return _describe(exc), (exc.errno, exc.strerror, exc.filename)
+    return _describe(exc), None
+
+
+def _raise_shared(text: str, os_error, cause: Optional[BaseException] = None):
+    err = collective(OSError(*os_error) if os_error is not None else SimulationError(text))
+    if cause is not None:
+        raise err from cause
+    raise err
 
 
 def agree(comm, error: Optional[BaseException]) -> None:
@@ -301,18 +343,16 @@ def agree(comm, error: Optional[BaseException]) -> None:
     Only for code between collectives: a rank that fails inside a collective would hang
     the others, so those failures abort instead.
     """
-    messages = comm.allgather(None if error is None else _describe(error))
-    failed = [(r, m) for r, m in enumerate(messages) if m is not None]
+    shared = comm.allgather(_shared(error))
+    failed = [(r, m[0]) for r, m in enumerate(shared) if m is not None]
     if not failed:
         return
     if len({m for _, m in failed}) == 1 and len(failed) == comm.size:
         text = failed[0][1]
     else:
         text = "; ".join(f"rank {r} of {comm.size}: {m}" for r, m in failed)
-    err = collective(SimulationError(text))
-    if error is not None:
-        raise err from error
-    raise err
+    os_error = next((m[1] for m in shared if m is not None and m[1] is not None), None)
+    _raise_shared(text, os_error, error)
 
 
 def root_call(comm, fn: Callable, share: bool = False):
@@ -320,15 +360,15 @@ def root_call(comm, fn: Callable, share: bool = False):
     rank 0 (and on every rank with share=True, by broadcast), None elsewhere."""
     if comm is None:
         return fn()
-    result, message = None, None
+    result, failure = None, None
     if comm.rank == 0:
         try:
             result = fn()
         except Exception as e:   # noqa: BLE001 - re-raised on every rank
-            message = _describe(e)
-    status = comm.bcast((message, result if share else None), root=0)
+            failure = _shared(e)
+    status = comm.bcast((failure, result if share else None), root=0)
     if status[0] is not None:
-        raise collective(SimulationError(status[0]))
+        _raise_shared(*status[0])
     return result if comm.rank == 0 else status[1]
 
 
@@ -350,8 +390,7 @@ def install_excepthook(comm) -> None:
 def abort(comm, exc: BaseException, code: int = 2) -> None:
     """Print a rank's own failure and end every rank of the job."""
     import traceback
-    known = isinstance(exc, SimulationError) or type(exc).__name__ in (
-        "SpecError", "BackendUnavailable", "CheckpointError", "UserError", "ClickException")
+    known = _known(exc)
     text = _describe(exc)
     sys.stderr.write(f"Error: rank {comm.rank} of {comm.size} failed: {text}\n")
     if not known:

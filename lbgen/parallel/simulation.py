@@ -408,6 +408,8 @@ class DistributedSimulation(Simulation):
             if p.dtype != self.dtype:
                 raise SimulationError(f"saved populations are {p.dtype}; this run computes in "
                                       f"{np.dtype(self.dtype)} (precision mismatch)")
+            from lbgen.simulation.boundaries3d import check_finite_state
+            check_finite_state(p, "restore")
             return p
         p = root_call(self.comm, check)
         self._upload_state(self._scatter(p, self.vs.Q, self.dtype))

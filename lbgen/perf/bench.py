@@ -53,7 +53,8 @@ from lbgen import __version__
 from lbgen.codegen.layouts import VL_SWEEP, LayoutChoice, tag as layout_tag
 from lbgen.perf.machine import cpu_model, measure_machine, merge_machine
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET
-from lbgen.perf.timing import default_kernel_parameters, quiet_buffers, time_call
+from lbgen.perf.timing import default_kernel_parameters, quiet_buffers
+from lbgen.system.timing import time_call
 
 KERNELS = ("propagate", "bc", "collide", "fused")
 #: what `lbgen bench` times by default: the kernels and the fused sweep with temporal blocking of depth 2

@@ -17,7 +17,7 @@ from typing import Dict, Iterable, Optional
 import numpy as np
 
 from lbgen.backends.base import cpu_model
-from lbgen.perf.timing import stats
+from lbgen.system.timing import stats
 
 MACHINE_C_DECLS = """
 int bench_set_threads(int n);
@@ -62,7 +62,7 @@ def vector_bits() -> int:
 #: (one 64-byte line): stream i starts i lines into its page, so no two of up to 64 streams
 #: share their cache sets.  Streams exactly a power of two apart (a 128^3 lattice's 19
 #: population arrays copied back to back) ran the streaming copy at 5.3 GB/s against
-#: 32 GB/s with this spacing on a Zen 3 VM (docs/performance.md), which made kernels
+#: 32 GB/s with this spacing on a Zen 3 VM (docs/performance-history.md), which made kernels
 #: "faster than the copy".
 STREAM_SKEW = 8
 PAGE_DOUBLES = 4096 // 8

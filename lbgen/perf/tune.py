@@ -119,6 +119,21 @@ def _halo(velocity_set: Optional[str] = None) -> int:
     return set_entry(velocity_set or DEFAULT_VELOCITY_SET).max_hop
 
 
+def vl_misfit(n: int, vl: int, halo: int) -> Optional[str]:
+    """Why a cluster length cannot cluster a line of ``n`` sites (LY; 3D: LZ) with kernels of
+    halo width ``halo`` (the one rule of ``candidates``), or None when it can."""
+    from lbgen.codegen.layouts import LayoutError, check_vl
+    try:
+        check_vl(vl)
+    except LayoutError:
+        return f"VL={vl} is not a power of two"
+    if n % vl:
+        return f"VL={vl} does not divide {n}"
+    if n // vl < halo:
+        return f"VL={vl} leaves {n // vl} clusters, fewer than the halo width {halo}"
+    return None
+
+
 def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
                vls: Sequence[int] = (4, 8, 16, 32), halo: Optional[int] = None) -> List[Choice]:
     """Every valid (layout, VL) for a column of LY sites (in 3D: a Z line of LZ sites): VL | LY
@@ -131,7 +146,7 @@ def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
     out: List[Choice] = []
     for name in names:
         if name in CLUSTERED:
-            out += [(name, v) for v in order if v in vls and ly % v == 0 and ly // v >= halo]
+            out += [(name, v) for v in order if v in vls and vl_misfit(ly, v, halo) is None]
         else:
             out.append((name, None))
     return out
@@ -143,7 +158,8 @@ def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, 
     from lbgen.backends import compile3d, runtime, spec_backend
     from lbgen.codegen.spec import KernelSpec
     from lbgen.codegen.render import generate
-    from lbgen.perf.timing import default_kernel_parameters, quiet_buffers, time_call
+    from lbgen.perf.timing import default_kernel_parameters, quiet_buffers
+    from lbgen.system.timing import time_call
     if lz is not None:                      # 3D: the periodic step of the set (halo + fused, or fused_tb)
         spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, precision=precision,
                           collision=collision, velocity_set=_set3d(velocity_set))
@@ -266,13 +282,13 @@ def tune(backend: str, lx: int, ly: int, precision: str = "double", collision: s
 
 #: the depth `--time-block auto` takes where `lbgen tune` stored none for the case: the
 #: fastest on the Rayleigh-Taylor step of the paper's size, measured with
-#: benchmarks/production_compare.py and benchmarks/time_block_ab.py (docs/performance.md)
+#: benchmarks/production_compare.py and benchmarks/time_block_ab.py (docs/performance-history.md)
 DEFAULT_TIME_BLOCK = 3
 #: 3D sets hopping farther than this many sites take no temporal blocking under `auto`: D3Q39's
 #: 3-site hop makes each level a ring of 7 X planes and widens every overlap to 3 sites per
 #: level, and its fused_tb ran at 0.49x / 0.43x of fused at depth 3 and 0.86x / 0.80x at depth
 #: 2 (64^3 / 96^3, CAoSoA VL 8, 2 threads), where D3Q19 and D3Q27 (1-site hops) ran at
-#: 1.4-1.5x at depth 3 (docs/performance.md, "3D temporal blocking")
+#: 1.4-1.5x at depth 3 (docs/performance-history.md, "3D temporal blocking")
 TIME_BLOCK_MAX_HOP_3D = 1
 
 

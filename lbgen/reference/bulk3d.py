@@ -58,6 +58,8 @@ __all__ = ["CS2", "Lattice", "LATTICES", "lattice", "equilibrium", "fields", "te
 #: the lattice speed of sound squared of D3Q19 and D3Q27 (D3Q39: ``Lattice.cs2``)
 CS2 = 1.0 / 3.0
 D = 3
+#: the oracle's own names of axes and sides (it imports nothing from lbgen, on purpose; the same
+#: names as ``lbgen.model.catalog.AXES`` / ``SIDES``)
 AXES = {"x": 0, "y": 1, "z": 2}
 SIDES = ("low", "high")
 

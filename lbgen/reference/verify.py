@@ -55,6 +55,7 @@ from lbgen.reference import walls as refw
 from lbgen.codegen.spec import PRECISIONS, KernelSpec, SpecError
 from lbgen.codegen.render import generate
 from lbgen.codegen.layouts import CLUSTERED
+from lbgen.model.catalog import CHANNEL_WALLS
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 from lbgen.model.operators import OPERATOR_RECORDS
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME
@@ -187,7 +188,7 @@ def wall_amplification(g: np.ndarray, vs) -> Tuple[float, int, int]:
     H, ly = vs.max_hop, g.shape[2]
     scale = float(np.abs(g).max())
     worst = (0.0, 0, 0)
-    for side in ("bottom", "top"):
+    for side in CHANNEL_WALLS:
         for j in range(H):
             y = j if side == "bottom" else ly - 1 - j
             unknown, _ = refw._wall_sets(vs, side, j)

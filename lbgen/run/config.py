@@ -121,7 +121,7 @@ class RunConfig:
         defaults.update(SETUPS[self.setup].defaults_for(self.velocity_set) if self.setup in SETUPS else {})
         defaults.update({k: p.default for k, p in all_parameters().items()})
         from lbgen.output.pictures import default_pictures
-        defaults["pictures"] = default_pictures(self.velocity_set)
+        defaults["pictures"] = default_pictures(self.velocity_set, self.setup)
         if self.walls is None:               # no walls: their keys are not part of the run, not given
             defaults.update({k: values[k] for k in ("t_bottom", "t_top", "adiabatic", "wall_scheme")})
         given = {k: "RunConfig" for k, v in values.items()
@@ -154,9 +154,10 @@ class RunConfig:
             raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected three numbers "
                               f"'GX,GY,GZ' in a 3D run")
         try:
-            lid_faces(self.lid, wall_axes(self.wall_axes))
+            lid_faces(self.lid, wall_axes(self.wall_axes), self.velocity_set)
         except SimulationError as e:
-            raise ConfigError(str(e).replace("walls=", "--wall-axes ")) from None
+            text = str(e).replace("walls=", "--wall-axes ")
+            raise ConfigError(f"--{text}" if text.startswith("lid") else text) from None
 
     def _check(self) -> None:
         """The rules between options (each value is typed and in its range already)."""
@@ -240,7 +241,7 @@ class RunConfig:
         cls._check_setup(name)
         values = {o.key: o.default for o in SCHEMA if o.key != "setup"}
         from lbgen.output.pictures import default_pictures
-        values["pictures"] = default_pictures(merged.get("velocity_set", values["velocity_set"]))
+        values["pictures"] = default_pictures(merged.get("velocity_set", values["velocity_set"]), name)
         if name in SETUPS:
             values.update(SETUPS[name].defaults_for(merged.get("velocity_set", values["velocity_set"])))
         values.update(merged)
@@ -250,7 +251,7 @@ class RunConfig:
                 if key not in merged:
                     values[key] = n
             if "pictures" not in merged:
-                values["pictures"] = default_pictures(values["velocity_set"])
+                values["pictures"] = default_pictures(values["velocity_set"], name)
             if "gravity" not in merged and len(values["gravity"]) == 2:
                 values["gravity"] = (0.0, 0.0, 0.0)
         check_applicable(values, given)          # an option given where it has no effect is refused

@@ -156,7 +156,7 @@ class Run:
             from lbgen.output import PICTURE_QUANTITIES, colour_limits
             T_range = cfg.wall_temperatures
             self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity, T_range=T_range,
-                                               overrides=cfg.clim)
+                                               overrides=cfg.clim, r=self.physics["r"])
         self.output = None
         if cfg.out and self.root:
 
@@ -212,15 +212,37 @@ class Run:
             echo = lambda message: None  # noqa: E731
 
         def load_manifest():
+            if run_dir.is_file():
+                raise SimulationError(f"cannot resume {run_dir}: it is a file, not a run folder (give the --out DIR "
+                                      f"of a run)")
+            if not run_dir.is_dir():
+                raise SimulationError(f"cannot resume {run_dir}: no such run folder (give the --out DIR of a run)")
             try:
-                return read_manifest(run_dir)["config"]
-            except (OSError, ValueError, KeyError) as e:
-                raise SimulationError(f"cannot resume {run_dir}: no readable manifest.json ({e})") from None
-        cfg = RunConfig.from_json(root_call(comm, load_manifest, share=True))
-        if cfg.dimension != cls.DIMENSION:
-            raise SimulationError(f"cannot resume {run_dir} with {cls.__name__}: it holds a {cfg.dimension}D run "
-                                  f"(lbgen.run.driver3d.Run3D resumes 3D runs; lbgen run --resume picks the class "
-                                  f"from the manifest)")
+                manifest = read_manifest(run_dir)
+            except (OSError, ValueError) as e:
+                reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+                raise SimulationError(f"cannot resume {run_dir}: no readable manifest.json ({reason})") from None
+            config = manifest.get("config")
+            if not isinstance(config, dict) or not config:
+                raise SimulationError(f"cannot resume {run_dir}: its manifest.json holds no run description (no "
+                                      f"'config' object; keys: {', '.join(sorted(manifest)) or 'none'}); it is not a "
+                                      f"manifest lbgen run wrote, or it was emptied")
+            return config
+        from lbgen.parallel.mpi import same_on_every_rank
+        config = root_call(comm, load_manifest, share=True)
+        with same_on_every_rank(comm):       # the same manifest and options on every rank: one refusal
+            cfg = RunConfig.from_json(config)
+            if cfg.dimension != cls.DIMENSION:
+                raise SimulationError(f"cannot resume {run_dir} with {cls.__name__}: it holds a {cfg.dimension}D "
+                                      f"run (lbgen.run.driver3d.Run3D resumes 3D runs; lbgen run --resume picks the "
+                                      f"class from the manifest)")
+            cfg = cls._resumed_config(cfg, run_dir, steps, overrides)
+        run = cls(cfg, echo=echo, comm=comm, resume=True)
+        return cls._restore(run, cfg, run_dir, comm, echo)
+
+    @staticmethod
+    def _resumed_config(cfg: RunConfig, run_dir: Path, steps: Optional[int], overrides) -> RunConfig:
+        """The manifest's run description with the options given again (harmless ones only)."""
         overrides = dict(overrides or {})
         out = overrides.pop("out", None)
         if out is not None and Path(out).resolve() != run_dir.resolve():
@@ -234,7 +256,13 @@ class Run:
             raise SimulationError(f"cannot resume {run_dir}: it started from --init {cfg.init}, whose fields set its "
                                   f"colour limits and reference numbers, and that file is no longer there; put it "
                                   f"back to resume")
-        run = cls(cfg, echo=echo, comm=comm, resume=True)
+        return cfg
+
+    @staticmethod
+    def _restore(run: "Run", cfg: RunConfig, run_dir: Path, comm, echo) -> "Run":
+        """Load the newest good checkpoint of ``run_dir`` into ``run`` (checked against the
+        manifest), or mark a run already at its --steps as having nothing to run."""
+        from lbgen.parallel.mpi import root_call, same_on_every_rank
 
         def load_checkpoint():
             path = latest_checkpoint(run_dir, verify=False)
@@ -277,11 +305,16 @@ class Run:
         step = run.sim.time_step
         if cfg.steps < step:
             run.close()
-            raise SimulationError(f"--steps {cfg.steps} is below the step of the newest good checkpoint of "
-                                  f"{run_dir} ({step}): a run cannot go back; give --steps above {step} to "
-                                  f"continue it")
+            with same_on_every_rank(comm):
+                raise SimulationError(f"--steps {cfg.steps} is below the step of the newest good checkpoint "
+                                      f"of {run_dir} ({step}): a run cannot go back; give --steps above {step} to "
+                                      f"continue it")
         if cfg.steps == step:
-            echo(f"{run_dir} is already at step {step}: nothing to run (give --steps above {step} to continue)")
+            echo(f"{run_dir} is already at step {step}: nothing to run (give --steps above {step} to continue); "
+                 f"its outputs are left as they are")
+            run.nothing_to_run = True
+            run.resumed_from = step
+            return run
         if run.output is not None:
             run.output.truncate(step)
         run.resumed_from = step
@@ -354,10 +387,10 @@ class Run:
             self.saved = {"path": str(Path(path).resolve()), "sha256": file_digest(path)}
 
     def time_unit(self):
-        """The flow's own time unit for pictures and series: Rayleigh-Taylor's t_RT (steps,
-        lbgen.model.physics), else None."""
-        t_unit = self.physics.get("t_unit") if self.cfg.setup == "rayleigh-taylor" else None
-        return (t_unit, r"$t_{RT}$") if t_unit else None
+        """The flow's own time unit for pictures, series and VTK files, (steps, label):
+        ``lbgen.model.physics.time_unit`` of the run's numbers (t_RT, a lid transit, ...), or None."""
+        from lbgen.model.physics import time_unit
+        return time_unit(self.physics)
 
     def _frame(self) -> None:
         """A movie frame of the current state (between field outputs)."""
@@ -428,16 +461,31 @@ class Run:
 
     def _persist(self, what: Callable[[], Any], step: int) -> Any:
         """Write outputs or a checkpoint; a full disk or an unwritable folder ends the run with
-        a message naming the last good checkpoint (older ones are intact: writes are atomic)."""
+        a message naming the last good checkpoint (older ones are intact: writes are atomic).
+        With MPI the ranks agree on the outcome first (rank 0 writes most files alone), so a
+        write that failed on any rank fails on every rank alike: one message, status "failed"."""
         try:
-            return what()
+            failed, result = None, None
+            try:
+                result = what()
+            except OSError as e:
+                if self.comm is None:
+                    raise
+                failed = e
+            if self.comm is not None:
+                from lbgen.parallel.mpi import agree
+                agree(self.comm, failed)         # an OSError on any rank: the same OSError on every rank
+            return result
         except OSError as e:
             message = write_failure(e, self.cfg.out, step, self.cfg.steps)
             try:
                 self._manifest("failed", message)
             except OSError:
                 pass
-            raise RunFolderError(message) from None
+            error = RunFolderError(message)
+            if getattr(e, "collective", False):      # MPI: every rank failed this write together
+                error.collective = True
+            raise error from None
 
     def _stop_requested(self, stop: StopSignals) -> bool:
         """Whether a signal asks the run to end after the current sweep.  With MPI a collective
@@ -478,8 +526,16 @@ class Run:
         raise self._interrupted(f"interrupted by {where}; checkpoint written: {kept}. Continue with:\n"
                                 f"  {self._resume_command()}", stop.signal)
 
+    #: a resumed run already at its --steps (Run.resume): execute writes nothing
+    nothing_to_run = False
+
     def execute(self, progress: bool = False) -> dict:
         cfg, sim = self.cfg, self.sim
+        if self.nothing_to_run:             # the folder's outputs and manifest stay as they are
+            self.close()
+            if cfg.save:
+                self._save()
+            return {"steps": sim.time_step, "steps_run": 0, "seconds": 0.0, "mlups": None}
         if self.folder is not None:
             self.folder.acquire(self.echo)
         try:

@@ -30,19 +30,70 @@ from lbgen.simulation.parameters import SimulationError
 from lbgen.system.limits import resolve_threads
 
 
+def _npy_header(path: Path):
+    """(shape, dtype, bytes of data after the header) of a .npy file from its header alone, or
+    SimulationError naming the file and the reason (a folder, empty, not a .npy file, pickled
+    objects, a header numpy cannot read)."""
+    where = f"--geometry {path}"
+    if path.is_dir():
+        raise SimulationError(f"{where}: is a folder, not a .npy voxel mask")
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            if size == 0:
+                raise SimulationError(f"{where}: the file is empty (0 bytes), not a .npy voxel mask")
+            try:
+                version = np.lib.format.read_magic(fh)
+            except ValueError:
+                raise SimulationError(f"{where}: not a .npy file (it does not start with NumPy's magic string "
+                                      f"\\x93NUMPY; a text file?); save the mask with numpy.save") from None
+            read = {(1, 0): np.lib.format.read_array_header_1_0}.get(version, np.lib.format.read_array_header_2_0)
+            try:
+                shape, _fortran, dtype = read(fh)
+            except ValueError as e:
+                raise SimulationError(f"{where}: damaged .npy header ({e})") from None
+            offset = fh.tell()
+    except OSError as e:
+        from lbgen.system.paths import describe_os_error
+        raise SimulationError(f"{where}: cannot read it ({describe_os_error(e, 'the file')})") from None
+    if dtype.hasobject:
+        raise SimulationError(f"{where}: holds Python objects (a pickled {dtype} array), which lbgen never "
+                              f"unpickles; the voxel mask must be a bool or uint8 array")
+    return tuple(int(n) for n in shape), dtype, size - offset
+
+
 def load_geometry(cfg: RunConfig) -> Optional[np.ndarray]:
     """The run's voxel mask (uint8, (LX, LY, LZ)), or None: read from ``--geometry FILE.npy``
     and checked by Simulation3D's rule (bool or uint8 0/1, the lattice's shape), naming the
-    file, the shape expected and the one found."""
+    file, the shape expected and the one found.  The header is checked first (``_npy_header``:
+    dtype, shape against the lattice, size against the memory available): nothing is read
+    that the run could not use."""
     if not cfg.geometry:
         return None
+    from lbgen.system.limits import available_memory
     path = Path(cfg.geometry)
+    if not path.exists():
+        raise SimulationError(f"--geometry {path}: no such file")
+    shape, dtype, stored = _npy_header(path)
+    expected = tuple(cfg.shape)
+    if dtype != np.bool_ and dtype != np.uint8:
+        raise SimulationError(f"--geometry {path}: a {dtype} array; the voxel mask must be a bool array (True: "
+                              f"solid) or a uint8 array of 0 and 1, of shape (LX, LY, LZ) = {expected}")
+    if shape != expected:
+        raise SimulationError(f"--geometry {path}: shape {shape}; the voxel mask must have the lattice's shape "
+                              f"(LX, LY, LZ) = {expected}")
+    nbytes = math.prod(shape) * dtype.itemsize
+    have = available_memory()
+    if have is not None and nbytes > have:
+        raise SimulationError(f"--geometry {path}: its {nbytes / 2**30:.3g} GiB do not fit in the "
+                              f"{have / 2**30:.3g} GiB of memory available here")
+    if stored < nbytes:
+        raise SimulationError(f"--geometry {path}: truncated: its header promises {nbytes} bytes of data for shape "
+                              f"{shape} {dtype}, the file holds {stored}")
     try:
         mask = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as e:
         raise SimulationError(f"--geometry {path}: cannot read a .npy voxel mask ({e})") from None
-    if not isinstance(mask, np.ndarray):
-        raise SimulationError(f"--geometry {path}: not a .npy array")
     try:
         return voxel_mask(mask, cfg.shape)
     except SimulationError as e:
@@ -134,15 +185,25 @@ def lid_speeds(cfg: RunConfig) -> list:
     return [float(np.linalg.norm(u)) for u in (cfg.lid or {}).values()]
 
 
+def reference_speeds(physics: dict) -> list:
+    """The flow's reference speed of a run's numbers (``U``: a lid's, a channel's Poiseuille
+    centre speed, a wave's amplitude) in model units, for the colour range of its pictures."""
+    return [physics["U"] * physics["r"]] if "U" in physics else []
+
+
 def physics3d(cfg: RunConfig) -> dict:
     """The physical numbers of a 3D run in lattice units (as ``lbgen.model.physics.run_numbers``
     for 2D): r, the reference state (rho = T = 1), nu, kappa and Pr (thermal sets), c_s
     (gamma = 5/3 on thermal sets), g (with gravity); Rayleigh-Taylor: the Atwood number of its
     1.05 / 0.95 contrast and, with gravity along z, t_unit, U_ff, Re, Ma; with a lid: its speed U
-    (lattice units), the cavity size L (the lid's axis), Re = U L / nu and Ma = U / c_s."""
-    from lbgen.model.physics import (UNITS, gravity_to_lattice, hermite_order, is_thermal, kinematic_viscosity,
-                                     prandtl, rayleigh_taylor_numbers, reynolds, scale_factor, sound_speed,
-                                     thermal_diffusivity, velocity_to_lattice)
+    (lattice units), the cavity size L (the lid's axis), Re = U L / nu, Ma = U / c_s and the
+    lid transit L / U; a channel: its Poiseuille centre speed, Re, Ma and viscous time; a
+    shear wave or Taylor-Green vortex: its amplitude, Re, Ma and decay time
+    (``lbgen.model.physics.lid_numbers``, ``channel_numbers``, ``wave_numbers``)."""
+    from lbgen.model.physics import (UNITS, channel_numbers, gravity_to_lattice, hermite_order, is_thermal,
+                                     kinematic_viscosity, lid_numbers, prandtl, rayleigh_taylor_numbers,
+                                     scale_factor, sound_speed, thermal_diffusivity, velocity_to_lattice,
+                                     wave_numbers)
     r = scale_factor(cfg.velocity_set)
     params = dict(cfg.parameters)
     thermal = is_thermal(cfg.velocity_set)
@@ -163,7 +224,12 @@ def physics3d(cfg: RunConfig) -> dict:
         face = max(cfg.lid, key=lambda f: np.linalg.norm(cfg.lid[f]))
         U = velocity_to_lattice(max(speeds), r)
         L = cfg.shape["xyz".index(face[0])]
-        out.update({"U": U, "L": L, "Re": reynolds(U, L, nu), "Ma": U / c_s})
+        out.update(lid_numbers(U, L, nu, c_s))
+    elif cfg.setup == "channel" and g and cfg.wall_axes and not cfg.init:
+        H = min(cfg.shape["xyz".index(a)] for a in cfg.wall_axes)   # half-way walls: the lattice's width
+        out.update(channel_numbers(gravity_to_lattice(g, r), H, nu, c_s))
+    elif cfg.setup in ("shear-wave", "taylor-green") and cfg.amplitude and not cfg.init:
+        out.update(wave_numbers(velocity_to_lattice(abs(cfg.amplitude), r), cfg.lx, nu, c_s))
     return out
 
 
@@ -217,12 +283,13 @@ class Run3D(Run):
                  overwrite: bool = False):
         if cfg.dimension != 3:
             raise SimulationError(f"Run3D runs 3D velocity sets, not {cfg.velocity_set}: use Run")
-        if cfg.init and not resume:             # the lattice is the --init file's (its headers only)
-            from lbgen.run.fieldfile import inspect_fields
-            lx, ly, lz = inspect_fields(cfg.init, 3)
-            cfg = cfg.replace(lx=lx, ly=ly, lz=lz)
         if comm is not None and comm.size == 1:
             comm = None
+        if cfg.init and not resume:             # the lattice is the --init file's (its headers only)
+            from lbgen.parallel.mpi import root_call
+            from lbgen.run.fieldfile import inspect_fields
+            lx, ly, lz = root_call(comm, lambda: inspect_fields(cfg.init, 3), share=True)   # MPI: one refusal
+            cfg = cfg.replace(lx=lx, ly=ly, lz=lz)
         self.grid = (1, 1, 1)
         if comm is not None:
             from lbgen.parallel.mpi import check_same_config
@@ -256,10 +323,12 @@ class Run3D(Run):
 
             def open_output():
                 self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity,
-                                                   overrides=cfg.clim, speeds=lid_speeds(cfg))
+                                                   overrides=cfg.clim, r=self.physics["r"],
+                                                   speeds=lid_speeds(cfg) + reference_speeds(self.physics))
                 walls = cfg.wall_axes or ""
                 return RunOutput3D(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format,
                                    colour_limits=self.colour_limits, dpi=cfg.dpi, physics=self.physics,
+                                   time_unit=self.time_unit(),
                                    periodic=tuple(a not in walls for a in "xyz"))
             self.output = root_call(comm, open_output)
         self._reset_counters()

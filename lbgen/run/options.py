@@ -77,7 +77,8 @@ SCHEMA: Tuple[Option, ...] = (
     Option("adiabatic", "choice", "none", "Which walls are adiabatic (copy the fourth row's temperature).",
            choices=tuple(ADIABATIC), identity=True),
     Option("wall_scheme", "choice", DEFAULT_WALL_SCHEME, "Wall scheme: lbgen, or reference (the production code's "
-           "bc: every row keeps its mass, bare bracket, fourth-row T + |a|^2/8; see README).", choices=WALL_SCHEMES, identity=True),
+           "bc: every row keeps its mass, bare bracket, fourth-row T + |a|^2/8; docs/physics.md, Walls).", choices=WALL_SCHEMES,
+           identity=True),
     Option("velocity_set", "choice", DEFAULT_VELOCITY_SET, f"Velocity set: {sets_help()}.  The third-order "
            "sets conduct heat as kappa/T^2: use d2q37 for large temperature contrasts (docs/physics.md).",
            choices=tuple(VELOCITY_SETS) + SETS_3D, identity=True),
@@ -465,15 +466,28 @@ def as_lid(value) -> Dict[str, Tuple[float, float, float]]:
             if not eq:
                 raise ValueError("expected FACE=UX,UY,UZ (e.g. z-high=0.1,0,0), several separated by ';'")
             items.append((face.strip(), velocity.split(",")))
+    from lbgen.simulation.boundaries3d import lid_face
     out = {}
     for face, velocity in items:
         try:
-            u = tuple(as_float(c) for c in velocity)
-        except (TypeError, ValueError):
-            u = ()
-        if len(u) != 3:
-            raise ValueError(f"face {face!r}: expected three velocity components UX,UY,UZ")
-        out[str(face).strip().lower()] = u
+            key = lid_face(str(face).strip())
+        except (ValueError, RuntimeError) as e:      # SimulationError: the face's rule
+            raise ValueError(f"has an unknown face: {e}") from None
+        if key in out:
+            raise ValueError(f"gives the {key} face twice; give each face once")
+        parts = (velocity.split(",") if isinstance(velocity, str) else
+                 list(velocity) if isinstance(velocity, (list, tuple)) else [velocity])
+        if len(parts) != 3:
+            raise ValueError(f"face {face!r}: expected three velocity components UX,UY,UZ, got {len(parts)}")
+        u = []
+        for name, c in zip(("UX", "UY", "UZ"), parts):
+            try:
+                u.append(as_float(c))
+            except ValueError as e:
+                what = "is not finite" if "finite" in str(e) else "is not a number"
+                raise ValueError(f"face {face!r}: {name}={str(c).strip()} {what}; a lid's velocity is three finite "
+                                 f"numbers UX,UY,UZ") from None
+        out[key] = tuple(u)
     if not out:
         raise ValueError("names no face: expected FACE=UX,UY,UZ (e.g. z-high=0.1,0,0)")
     return out

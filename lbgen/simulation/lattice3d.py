@@ -27,82 +27,14 @@ from lbgen.backends import compile3d
 from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.parameters import Parameters, RunStats, SimulationError
+from lbgen.simulation.boundaries3d import (_axes, _lids, _mask, check_finite_state,  # noqa: F401
+                                          lid_face, lid_faces, voxel_mask, wall_axes)
 
 __all__ = ["Simulation3D"]
 
-AXES = ("x", "y", "z")
-SIDES = ("low", "high")
 FIELDS3D = ("rho", "ux", "uy", "uz", "T")
 NO_STATE = ("the simulation has no state yet: call set_fields(rho, ux, uy, uz[, T]) or set_populations(f) "
             "before step() or run()")
-
-
-def _axes(walls) -> Tuple[str, ...]:
-    """'xz', ('x', 'z') or None -> ('x', 'z'); anything else refused naming it."""
-    if walls is None:
-        return ()
-    items = list(walls) if not isinstance(walls, str) else list(walls.replace(",", "").replace(" ", ""))
-    bad = [w for w in items if not isinstance(w, str) or w.lower() not in AXES]
-    if bad:
-        raise SimulationError(f"walls={walls!r}: each wall axis must be 'x', 'y' or 'z' (e.g. walls='z' or "
-                              f"walls=('x', 'y')); got {bad[0]!r}")
-    items = [w.lower() for w in items]
-    if len(set(items)) != len(items):
-        raise SimulationError(f"walls={walls!r} names an axis twice")
-    return tuple(a for a in AXES if a in items)
-
-
-def _face(face) -> Tuple[str, str]:
-    text = "-".join(face) if isinstance(face, tuple) else str(face)
-    axis, _, side = text.lower().partition("-")
-    if axis not in AXES or side not in SIDES:
-        raise SimulationError(f"lid face {face!r}: name a face as 'x-low', 'x-high', 'y-low', ..., 'z-high'")
-    return axis, side
-
-
-def _lids(lid, walls) -> Dict[Tuple[str, str], Tuple[float, float, float]]:
-    if lid is None:
-        return {}
-    if not isinstance(lid, Mapping):
-        raise SimulationError(f"lid={lid!r} must map faces to velocities, e.g. lid={{'z-high': (0.05, 0, 0)}}")
-    out = {}
-    for face, velocity in lid.items():
-        axis, side = _face(face)
-        if axis not in walls:
-            raise SimulationError(f"lid on the {axis}-{side} face: a lid is a moving wall, so the {axis} axis needs "
-                                  f"walls (walls={''.join(walls) + axis!r})")
-        try:
-            u = tuple(float(c) for c in velocity)
-        except (TypeError, ValueError):
-            u = ()
-        if len(u) != 3 or not all(np.isfinite(u)):
-            raise SimulationError(f"lid {axis}-{side}: velocity {velocity!r} must be three finite numbers (ux, uy, uz)")
-        if u[AXES.index(axis)] != 0.0:
-            raise SimulationError(f"lid {axis}-{side}: velocity {velocity!r} has a component normal to the face "
-                                  f"(u{axis} = {u[AXES.index(axis)]:g}); a lid moves in its plane: u{axis} must be 0")
-        out[(axis, side)] = u
-    return out
-
-
-def _mask(mask, shape) -> Optional[np.ndarray]:
-    """The voxel mask as a uint8 (LX, LY, LZ) array of 0 and 1, or None; checked before any work."""
-    if mask is None:
-        return None
-    m = np.asarray(mask)
-    if m.dtype != np.bool_ and m.dtype != np.uint8:
-        raise SimulationError(f"mask: a {m.dtype} array; the voxel mask must be a bool array (True: solid) or "
-                              f"a uint8 array of 0 and 1, of shape (LX, LY, LZ) = {shape}")
-    if m.shape != shape:
-        raise SimulationError(f"mask: shape {m.shape}; the voxel mask must have the lattice's shape "
-                              f"(LX, LY, LZ) = {shape}")
-    if m.dtype == np.uint8 and m.max(initial=0) > 1:
-        x, y, z = (int(i[0]) for i in np.nonzero(m > 1))
-        raise SimulationError(f"mask: value {int(m[x, y, z])} at (x={x}, y={y}, z={z}); a uint8 voxel mask holds "
-                              f"0 (fluid) and 1 (solid)")
-    m = np.ascontiguousarray(m, dtype=np.uint8)
-    if m.all():
-        raise SimulationError("mask: every voxel is solid; the lattice needs at least one fluid site")
-    return m
 
 
 def _count(name: str, value, minimum: int = 1) -> int:
@@ -170,7 +102,7 @@ class Simulation3D:
                             f"({set_names(SETS_3D)}): use lbgen.Simulation for 2D")
         self._params = Parameters(collision, operator_parameters, gravity, dimension=3)
         self.walls = _axes(walls)
-        self.lid = _lids(lid, self.walls)
+        self.lid = _lids(lid, self.walls, str(velocity_set).lower())
         shape = (self.lx, self.ly, self.lz)
         self.mask = _mask(mask, shape)
         from lbgen.backends import RUNTIMES, spec_backend
@@ -329,11 +261,13 @@ class Simulation3D:
 
     def populations(self) -> np.ndarray:
         """(Q, LX, LY, LZ) float64 copy of the populations."""
+        self._require_state("populations()")
         return self.program.unpack(self.f)
 
     def fields(self) -> Dict[str, np.ndarray]:
         """The physical (half-step) fields rho, ux, uy, uz, T as (LX, LY, LZ) arrays (the fields
         kernel); solid voxels read 0."""
+        self._require_state("fields()")
         out = self.program.fields(self.f, force=self.force)
         if self.mask is not None:
             solid = self.mask == 1
@@ -345,6 +279,7 @@ class Simulation3D:
         """(LY*LZ, ND3) per-line reductions over x of the physical fields, from the backend's
         diagnostics kernel (columns: ``lbgen.codegen.diagnostics.ROW_QUANTITIES3D``; solid
         voxels skipped): one small read, no populations pulled."""
+        self._require_state("diagnostics()")
         return self.program.diagnostics(self.f, self.mask, force=self.force)
 
     def diagnostics(self) -> Dict[str, float]:
@@ -365,6 +300,7 @@ class Simulation3D:
 
     def state(self) -> np.ndarray:
         """The populations as (Q, LX, LY, LZ) in the working precision (exact, for checkpoints)."""
+        self._require_state("state()")
         return self.program.layout.unpack(self.program.download(self.f))
 
     def restore(self, populations: np.ndarray, time_step: int) -> None:
@@ -379,12 +315,19 @@ class Simulation3D:
         if a.dtype != self.dtype:
             raise SimulationError(f"saved populations are {a.dtype}; this run computes in {np.dtype(self.dtype)} "
                                   f"(precision mismatch)")
+        check_finite_state(a, "restore", self.mask)
         self.program.upload(self.program.layout.pack(a), self.f)
         self.program.halo(self.f)
         self.time_step = int(time_step)
         self._has_state = True
 
     # --- stepping ----------------------------------------------------------------------
+    def _require_state(self, what: str) -> None:
+        """SimulationError (as ``run()`` raises) when asked for ``what`` before any state: the
+        buffers hold nothing a result could be read from."""
+        if not self._has_state:
+            raise SimulationError(f"{what}: {NO_STATE}")
+
     def _check_can_step(self, steps) -> None:
         if isinstance(steps, bool) or not isinstance(steps, Integral) or steps < 0:
             raise SimulationError(f"steps={steps!r} must be an integer >= 0")
@@ -416,18 +359,39 @@ class Simulation3D:
         from lbgen.codegen.diagnostics import healthy
         if healthy(self.diagnostics()):
             return
+        site = self.first_bad_site()
+        if site is not None:
+            raise self.divergence(*site)
+
+    def first_bad_site(self, skip: Optional[np.ndarray] = None):
+        """(x, y, z, rho) of the first fluid site (not solid, not 1 in ``skip``) with a NaN/Inf
+        population or a density that is not positive, or None (pulls the populations)."""
         f = self.populations()
         rho = f.sum(axis=0)
         bad = ~np.isfinite(f).all(axis=0) | ~(rho > 0)
         if self.mask is not None:
             bad &= self.mask == 0
-        if bad.any():
-            x, y, z = (int(i[0]) for i in np.nonzero(bad))
-            params = ", ".join(f"{k} = {v:g}" for k, v in self._params.values.items())
-            raise SimulationError(f"the run diverged by step {self.time_step}: first bad site (x={x}, y={y}, z={z}) "
-                                  f"has rho={rho[x, y, z]:.6g}. Hint: the {self._params.collision} parameters "
-                                  f"({params}) may put a relaxation time too close to 1/2, or velocities are too "
-                                  f"large for the lattice (|u| should stay well below r = {self.vs.r:.3f})")
+        if skip is not None:
+            bad &= skip == 0
+        if not bad.any():
+            return None
+        x, y, z = (int(i[0]) for i in np.nonzero(bad))
+        return x, y, z, float(rho[x, y, z])
+
+    def divergence(self, x: int, y: int, z: int, rho: float, where: str = "") -> SimulationError:
+        """The divergence report of a bad site (x, y, z: the coordinates the caller names, a
+        distributed run's global ones), with a hint naming the lids and their Mach numbers."""
+        from lbgen.model.physics import LID_MACH_MAX, LID_MACH_WARN, lid_mach
+        params = ", ".join(f"{k} = {v:g}" for k, v in self._params.values.items())
+        lids = [f"{a}-{s} at Mach {lid_mach(u, self.vs.name):.3g}" for (a, s), u in self.lid.items() if any(u)]
+        lid_hint = (f"the lid{'s' if len(lids) > 1 else ''} ({', '.join(lids)}; allowed up to Mach "
+                    f"{LID_MACH_MAX:g}, unstable near tau = 1/2 above {LID_MACH_WARN:g}) may move too fast, or "
+                    if lids else "")
+        return SimulationError(f"the run diverged by step {self.time_step}: first bad site (x={x}, y={y}, z={z}"
+                               f"{', ' + where if where else ''}) has rho={rho:.6g}. Hint: {lid_hint}the "
+                               f"{self._params.collision} parameters ({params}) may put a relaxation time too close "
+                               f"to 1/2, or velocities are too large for the lattice (|u| should stay well below "
+                               f"r = {self.vs.r:.3f})")
 
     def run(self, steps: int, callback: Optional[Callable[[int], None]] = None):
         """Advance ``steps`` steps, checking the state every ``check_every`` steps (and at the
@@ -449,11 +413,3 @@ class Simulation3D:
             if callback:
                 callback(self.time_step)
         return RunStats(steps=steps, seconds=elapsed, sites=self.lx * self.ly * self.lz)
-
-
-
-#: the checks of Simulation3D's boundary arguments, for callers that take the same forms
-#: (the run description: --wall-axes, --lid, --geometry): one home for the rules
-wall_axes = _axes
-lid_faces = _lids
-voxel_mask = _mask

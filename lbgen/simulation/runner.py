@@ -417,12 +417,14 @@ class Simulation(HealthChecks):
 
     def populations(self) -> np.ndarray:
         """(Q, LX, LY) float64 copy of the current populations."""
+        self._require_state("populations()")
         return self.state().astype(np.float64)
 
     def fields(self) -> Dict[str, np.ndarray]:
         """The physical (half-step) fields rho, ux, uy, T as (LX, LY) arrays: rho, u - a/2 and
         T + |a|^2/8 of the stored moments (u = sum xi f / rho, T = sum |xi-u|^2 f / (2 rho)),
         a = ``force``; computed by each region's fields kernel on its backend."""
+        self._require_state("fields()")
         self.synchronize()
         out = {k: np.empty((self.lx, self.ly)) for k in ("rho", "ux", "uy", "T")}
         ax, ay = self.force
@@ -453,6 +455,7 @@ class Simulation(HealthChecks):
         min_T, nonfinite.  The mixing width needs a temperature contrast: T_hot and T_cold
         (default: the wall temperatures; NaN without one)."""
         from lbgen.codegen.diagnostics import scalars
+        self._require_state("diagnostics()")
         if T_hot is None and T_cold is None and self.walls is not None:
             T_hot, T_cold = self.walls.T_bottom, self.walls.T_top
         return scalars(self.diagnostic_rows(), self.lx, T_hot, T_cold)
@@ -503,6 +506,7 @@ class Simulation(HealthChecks):
 
     def state(self) -> np.ndarray:
         """The populations as (Q, LX, LY) in the working precision (exact, for checkpoints)."""
+        self._require_state("state()")
         self.synchronize()
         out = np.empty((self.vs.Q, self.lx, self.ly), dtype=self.dtype)
         for r in self.regions:
@@ -519,6 +523,8 @@ class Simulation(HealthChecks):
         if populations.dtype != self.dtype:
             raise SimulationError(f"saved populations are {populations.dtype}; this run computes in "
                                   f"{np.dtype(self.dtype)} (precision mismatch)")
+        from lbgen.simulation.boundaries3d import check_finite_state
+        check_finite_state(populations, "restore")
         for r in self.regions:
             block = np.ascontiguousarray(populations[:, r.columns % self.lx, :])
             r.f = r.program.upload(r.program.layout.pack(block), r.f)
@@ -535,6 +541,12 @@ class Simulation(HealthChecks):
     def has_state(self) -> bool:
         """Whether the populations were set (set_fields, set_populations or restore)."""
         return bool(getattr(self, "_fields_set", False))
+
+    def _require_state(self, what: str) -> None:
+        """SimulationError (as ``run()`` raises) when asked for ``what`` before any state (unset
+        buffers would read as NaN and 1e300 sentinels)."""
+        if not getattr(self, "_fields_set", False):
+            raise SimulationError(f"{what}: {NO_STATE}")
 
     def _check_can_step(self, steps) -> None:
         """The one guard of ``step`` and ``run``, before anything runs: a step count that is an

@@ -18,6 +18,13 @@ class LimitError(ValueError):
     """A request beyond what this machine allows; the message names the value and the limit."""
 
 
+#: the largest rank count ``lbgen model`` evaluates (a grid, or the scaling table's --max-ranks,
+#: lbgen.parallel.model.check_model_ranks): its step time visits every rank of the grid once
+#: (the busiest node), so the table's cost grows with the ranks -- seconds for 16384 on one
+#: core -- and the bound keeps every call short
+MAX_MODEL_RANKS = 16384
+
+
 def cpu_count() -> int:
     try:
         return len(os.sched_getaffinity(0))

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from helpers import FORCE, LAYOUT_CONFIGS, LX, LY, OPERATOR_PARAMS, config_id, random_fields
+from helpers import FORCE, LAYOUT_CONFIGS, LX, LY, OPERATOR_PARAMS, config_id, layout_params, random_fields
 from lbgen.reference import bulk as ref
 from lbgen.backends import c as cbackend
 from lbgen.backends.base import CompileError
@@ -43,7 +43,7 @@ def test_reference_trajectory_is_sensitive_to_the_force_and_the_operator(referen
 @pytest.mark.parametrize("path", ["unfused", "fused"])
 @pytest.mark.parametrize("precision", ["double", "single"])
 @pytest.mark.parametrize("operator", OPERATORS)
-@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+@pytest.mark.parametrize("name, vl", layout_params())
 def test_c_kernels_match_the_reference_after_20_steps_with_force(
         name, vl, operator, precision, path, program, run_program, reference_run, initial_state):
     prog = program(name, vl, precision, operator)
@@ -94,11 +94,12 @@ def strict_baseline(program, run_program, initial_state):
 
 
 @pytest.mark.parametrize("operator", OPERATORS)
-@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+@pytest.mark.parametrize("name, vl", layout_params())
 def test_strict_mode_gives_bit_identical_fields_in_every_layout_fused_or_not(
         name, vl, operator, program, run_program, initial_state, strict_baseline):
     prog = program(name, vl, "double", operator, strict=True)
-    assert "-ffp-contract=off" in (prog.library_path.parent / "build.log").read_text()
+    command = (prog.library_path.parent / "build.log").read_text().splitlines()[0].split()
+    assert set(cbackend.flags_for(strict=True)) <= set(command)
     baseline = strict_baseline(operator)
     for path in ("unfused", "fused"):
         got = run_program(prog, initial_state, STRICT_STEPS, path, operator)
@@ -108,7 +109,7 @@ def test_strict_mode_gives_bit_identical_fields_in_every_layout_fused_or_not(
 
 # --- equilibrium and fields kernels ----------------------------------------------------------
 
-@pytest.mark.parametrize("name, vl", LAYOUT_CONFIGS, ids=CONFIG_IDS)
+@pytest.mark.parametrize("name, vl", layout_params())
 def test_c_init_equilibrium_and_fields_agree_with_the_reference(name, vl, program):
     prog = program(name, vl)
     rho, ux, uy, T = random_fields(11)
@@ -222,7 +223,8 @@ def test_compile_error_names_the_generated_file_and_carries_the_gcc_log(tmp_path
 
 # --- flags ------------------------------------------------------------------------------------------
 
-def test_flags_for_defaults_and_strict_mode():
+def test_flags_for_defaults_and_strict_mode(monkeypatch):
+    monkeypatch.delenv("LBGEN_OPT_LEVEL", raising=False)
     assert cbackend.flags_for() == cbackend.DEFAULT_FLAGS
     assert "-ffp-contract=off" not in cbackend.flags_for()
     assert cbackend.flags_for(strict=True)[-2:] == ("-ffp-contract=off", "-fno-tree-slp-vectorize")
@@ -231,6 +233,9 @@ def test_flags_for_defaults_and_strict_mode():
     assert cbackend.flags_for(["-O2", "-ffp-contract=fast"], strict=True) == (
         "-O2", "-ffp-contract=off", "-fno-tree-slp-vectorize")
     assert cbackend.flags_for(["-O1"]) == ("-O1",)
+    assert cbackend.flags_for(["-O1"], strict=True)[-2:] == ("-ffp-contract=off", "-fno-tree-slp-vectorize")  # given: kept
+    monkeypatch.setenv("LBGEN_OPT_LEVEL", "-O1")         # the default at -O1 is already strict: one library
+    assert cbackend.flags_for(strict=True) == cbackend.flags_for() == ("-O1",) + cbackend.DEFAULT_FLAGS[1:]
 
 
 @pytest.mark.parametrize("operator", OPERATORS)
@@ -285,7 +290,7 @@ def test_two_openmp_threads_give_the_same_bits_as_one(name, vl, initial_state):
 MIXED_TOLERANCE = 1e-6
 
 
-@pytest.mark.parametrize("cfg", LAYOUT_CONFIGS, ids=config_id)
+@pytest.mark.parametrize("cfg", layout_params(as_pair=False))
 @pytest.mark.parametrize("operator", OPERATORS)
 @pytest.mark.parametrize("path", ["unfused", "fused"])
 def test_mixed_precision_matches_the_reference_within_its_documented_tolerance(

@@ -249,9 +249,11 @@ def test_sizes_and_boundaries_are_checked_before_any_work(backend):
         prog.boundaries(("x",), {("y", "low"): (0, 0, 0)})
 
 
-@pytest.mark.parametrize("layout, vl, collision", [("caosoa", 32, "bgk"), ("soa", None, "regularized"),
-                                                   ("csoa", 8, "bgk")])
-@pytest.mark.parametrize("name", ["d3q19", "d3q27"])
+@pytest.mark.parametrize("layout, vl, collision, name", [
+    pytest.param(layout, vl, collision, name, id=f"{name}-{layout}{vl or ''}-{collision}",
+                 marks=() if (layout, name) == ("caosoa", "d3q19") else (pytest.mark.slow,))   # nvcc: 5-20 s each
+    for name in ("d3q19", "d3q27")
+    for layout, vl, collision in [("caosoa", 32, "bgk"), ("soa", None, "regularized"), ("csoa", 8, "bgk")]])
 def test_nvcc_compiles_the_3d_cu(layout, vl, collision, name):
     from lbgen.backends.cuda import nvcc
     require(*nvcc.available(), "nvcc")

@@ -163,3 +163,28 @@ def test_emit_report_shows_ptxas_registers_and_spills_for_cuda(tmp_path):
 def test_emit_report_needs_the_cuda_backend(tmp_path):
     result = CliRunner().invoke(main, ["emit", "--report", "-o", str(tmp_path)])
     assert result.exit_code == 2 and "--backend cuda" in result.output
+
+
+def test_notes_name_only_options_the_user_gave(tmp_path):
+    """lbgen's own cadences (the default --check-every, the auto time block) never appear in a
+    note; a user who chose both a time block and a cadence that does not fit it is told, naming
+    just those."""
+    base = ["run", "rayleigh-taylor", "--lx", 16, "--ly", 64, "--steps", 12, "--gravity", "0,-4e-4",
+            "--no-progress", "--pictures", "none"]
+    quiet = invoke(*base, "--out", tmp_path / "a", "--output-every", 10)          # the README's kind of run
+    assert quiet.exit_code == 0, quiet.output
+    assert "not a multiple" not in quiet.output and "--check-every" not in quiet.output
+    told = invoke(*base, "--out", tmp_path / "b", "--output-every", 10, "--time-block", 3)
+    assert told.exit_code == 0, told.output
+    note = [line for line in told.output.splitlines() if "not a multiple" in line]
+    assert len(note) == 1 and "--output-every 10" in note[0], told.output
+    assert "--check-every" not in note[0] and "--series-every" not in note[0], note
+
+
+def test_help_lists_every_velocity_set_and_info_says_what_cuda_does_without_a_gpu():
+    from lbgen.model.catalog import MODEL_SETS
+    text = invoke("--help").output
+    assert all(name in text for name in MODEL_SETS), text
+    data = json.loads(invoke("info", "--json").output)
+    assert data["backends"]["cuda-shim"]["available"]          # g++ runs the .cu kernels here
+    assert "cuda-shim" in data["backends"]["cuda-shim"]["detail"]

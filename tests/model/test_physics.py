@@ -284,7 +284,7 @@ def test_run_numbers_of_the_main_rayleigh_taylor_job_by_hand():
                 "c_s": 1.181485, "g": 2.79181e-4, "Atwood": 0.05, "L": 128, "t_unit": 3028.15, "U_ff": 0.042270,
                 "Re": 7752.05, "Ma": 0.035777, "H": 504.226, "Ra": 7.34699e9,
                 "y_no_slip": [4.278, 506.722], "y_isothermal": [5.2593, 509.4853]}
-    assert set(n) == set(expected) | {"units"}
+    assert set(n) == set(expected) | {"units", "t_unit_name"} and n["t_unit_name"] == "t_RT"
     for key, value in expected.items():
         assert n[key] == pytest.approx(value, rel=2e-5), key
     assert set(n) - {"units"} <= set(physics.UNIT_OF)
@@ -310,7 +310,7 @@ def test_run_numbers_of_convection_between_walls_by_hand():
 
 
 @pytest.mark.parametrize("values, absent", [
-    ({}, {"Atwood", "t_unit", "Re", "Ra", "g"}),                                     # periodic shear wave
+    ({}, {"Atwood", "U_ff", "Ra", "g"}),                                             # periodic shear wave
     ({"velocity_set": "d2q9"}, {"kappa", "Pr", "Atwood", "Ra"}),                     # isothermal
     ({"walls": True, "t_bottom": 1.1, "adiabatic": "top", "gravity": (0, -1e-4)}, {"Ra", "Atwood"}),
     ({"walls": True, "t_bottom": 1.1, "t_top": 1.0}, {"Ra", "g"}),                   # no gravity
@@ -332,4 +332,37 @@ def test_the_header_line_names_the_units_and_the_groups():
     for text in ("lattice sites and time steps", "nu = 0.000698 sites^2/step", "Pr = 1", "Atwood = 0.05",
                  "t_RT = sqrt(LX/(A g)) = 3028 steps", "Re = 7752", "Ra = 7.35e+09",
                  "walls: no-slip planes at rows 4.28, 506.72, isothermal at 5.26, 509.49"):
+        assert text in line, (text, line)
+
+
+def test_each_flow_has_one_time_unit_and_reference_speed_by_hand():
+    """The flows' own units (lbgen.model.physics): a cavity of L = 16 whose lid moves at 0.05
+    sites/step with nu = 0.1: Re = 0.05 * 16 / 0.1 = 8, Ma = 0.05 / (1/sqrt 3) = 0.0866, a lid
+    transit 16 / 0.05 = 320 steps; a channel of H = 20, g = 1e-6, nu = 0.1: U = g H^2 / (8 nu) =
+    5e-4, Re = 0.1, H^2/nu = 4000 steps; a shear wave of amplitude 0.05 model units on D2Q37
+    (r = 1.19698) over LX = 64 (BGK tau = 0.8: nu = 0.3 / r^2): t_nu = 1 / (nu k^2)."""
+    c_s = 1 / math.sqrt(3)
+    lid = physics.lid_numbers(0.05, 16, 0.1, c_s)
+    assert lid == {"U": 0.05, "L": 16, "Re": pytest.approx(8.0), "Ma": pytest.approx(0.0866025, rel=1e-6),
+                   "t_unit": pytest.approx(320.0), "t_unit_name": "L/U_lid"}
+    assert physics.time_unit(lid) == (pytest.approx(320.0), r"$L/U_{lid}$")
+    channel = physics.channel_numbers(1e-6, 20, 0.1, c_s)
+    assert channel["U"] == pytest.approx(5e-4) and channel["Re"] == pytest.approx(0.1)
+    assert physics.time_unit(channel) == (pytest.approx(4000.0), r"$H^2/\nu$")
+    wave = numbers(lx=64, ly=8, collision="bgk", tau=0.8)
+    r = 1.19697977
+    nu = 0.3 / r ** 2
+    assert wave["U"] == pytest.approx(0.05 / r, rel=1e-6) and wave["L"] == 64
+    assert wave["t_unit"] == pytest.approx(1 / (nu * (2 * math.pi / 64) ** 2), rel=1e-6)
+    assert wave["Re"] == pytest.approx(0.05 / r * 64 / nu, rel=1e-6)
+    rt = numbers("rayleigh-taylor", lx=128, ly=512, gravity=(0, -4e-4))
+    assert physics.time_unit(rt) == (pytest.approx(3028, abs=0.5), r"$t_{RT}$")
+    assert physics.time_unit(numbers(velocity_set="d2q9", amplitude=0.0)) is None     # nothing moves: no unit
+
+
+def test_the_header_line_of_a_flow_names_its_speed_time_unit_and_groups():
+    line = physics.summary({"units": physics.UNITS, "r": 3 ** 0.5, "nu": 0.1, "c_s": 0.5774,
+                            **physics.lid_numbers(0.05, 16, 0.1, 1 / math.sqrt(3))})
+    for text in ("lid speed U = 0.05 sites/step", "L = 16 sites", "lid transit L/U = 320 steps",
+                 "Re = 8 (= U L/nu)", "Ma = 0.0866"):
         assert text in line, (text, line)

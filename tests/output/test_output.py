@@ -200,10 +200,36 @@ def test_fields_h5_vtk_and_pvd(tmp_path):
     pvd = ET.parse(tmp_path / "run" / "vtk" / "fields.pvd").getroot()
     assert pvd.get("type") == "Collection"
     entries = [(ds.get("file"), ds.get("timestep")) for ds in pvd.iter("DataSet")]
-    assert entries == [("step-000001000.vti", "1000"), ("step-000002000.vti", "2.5")]
+    # the collection's times are steps (the model time 2.5 given is not one), as the .vti's own field data
+    assert entries == [("step-000001000.vti", "1000"), ("step-000002000.vti", "2000")]
+    assert back["step"].tolist() == [1000] and set(back) == {"rho", "ux", "uy", "T", "velocity", "step"}
     out.truncate(1500)
     pvd = ET.parse(tmp_path / "run" / "vtk" / "fields.pvd").getroot()
     assert [ds.get("file") for ds in pvd.iter("DataSet")] == ["step-000001000.vti"]
+
+
+def test_vti_and_pvd_carry_the_step_and_the_time_in_the_flows_unit(tmp_path):
+    """A run with a time unit (t_RT = 3028 steps): each .vti holds its step and step / 3028 as
+    field data, named for the unit; the .pvd lists the steps; an older .pvd's model times
+    become the steps of their files when the collection is written again."""
+    out = RunOutput(tmp_path / "run", time_unit=(3028.0, r"$t_{RT}$"))
+    f = _fields()
+    out.write_fields(0, f, time=0.0)
+    (tmp_path / "run" / "vtk" / "fields.pvd").write_text(        # as an older lbgen wrote it: model time
+        '<VTKFile type="Collection"><Collection><DataSet timestep="0.0" file="step-000000000.vti"/>'
+        '<DataSet timestep="1671.0" file="step-000002000.vti"/></Collection></VTKFile>')
+    out.write_fields(2000, f, time=1671.0)
+    back = read_vti(tmp_path / "run" / "vtk" / "step-000002000.vti")
+    assert back["step"].tolist() == [2000]
+    assert back["time/t_RT"].tolist() == [pytest.approx(2000 / 3028)]
+    assert np.array_equal(back["rho"], f["rho"])             # the point data still read right after it
+    pvd = ET.parse(tmp_path / "run" / "vtk" / "fields.pvd").getroot()
+    assert [(ds.get("file"), ds.get("timestep")) for ds in pvd.iter("DataSet")] == [
+        ("step-000000000.vti", "0"), ("step-000002000.vti", "2000")]
+    head = (tmp_path / "run" / "vtk" / "step-000002000.vti").read_bytes()
+    root = ET.fromstring(head[: head.index(b"<AppendedData")].decode("ascii") + "</VTKFile>")
+    names = [da.get("Name") for da in root.find("ImageData/FieldData").iter("DataArray")]
+    assert names == ["step", "time/t_RT"]
 
 
 def test_fields_npz_and_vtk(tmp_path):

@@ -59,3 +59,32 @@ def test_slice_vorticity_is_the_normal_component_right_handed(axis):
     cut = [np.take(c, 4, axis=axis) for c in u]
     assert np.allclose(sl["speed"], np.sqrt(sum(c * c for c in cut)), rtol=0, atol=0)
     assert np.array_equal(sl["ux"], np.take(u[0], 4, axis=axis))
+
+
+def test_slices_carry_the_in_plane_velocity_and_speed_pictures_draw_its_arrows(tmp_path):
+    """ua, ub of a slice are the velocity's components along its two axes (xz: ux and uz), what
+    a speed picture's arrows show: a flow along +z draws arrows along +z on the xz and yz slices
+    and none (zero length) on the xy slice; a run's speed slices are written with them."""
+    from lbgen.output.pictures import field_figure, in_plane_velocity
+    fields = {k: np.zeros(SHAPE) for k in ("ux", "uy")} | {"uz": np.full(SHAPE, 0.03)} | {
+        k: np.ones(SHAPE) for k in ("rho", "T")}
+    planes = mid_planes(fields, periodic=(True, True, False))
+    for name, along in (("xz", (0.0, 0.03)), ("yz", (0.0, 0.03)), ("xy", (0.0, 0.0))):
+        _axes, _index, sl = planes[name]
+        ua, ub = in_plane_velocity(sl)
+        assert np.allclose(ua, along[0]) and np.allclose(ub, along[1]), name
+        fig = field_figure("speed", sl, limits=(0.0, 0.05), dpi=30)
+        quiver = next(c for c in fig.axes[0].collections if c.__class__.__name__ == "Quiver")
+        assert np.allclose(quiver.U, along[0]) and np.allclose(quiver.V, along[1]), name
+    out = RunOutput3D(tmp_path / "run", pictures=("speed",), fields_format=None, vtk=False, physics={"r": 3 ** 0.5},
+                      colour_limits={"speed": (0.0, 0.05)})
+    written = out.write_pictures(0, fields)
+    assert sorted(p.name for p in written) == [f"speed-{n}-000000000.png" for n in ("xy", "xz", "yz")]
+
+
+def test_cavities_and_channels_draw_the_speed_by_default():
+    from lbgen.output import default_pictures
+    from lbgen.run.config import RunConfig
+    assert default_pictures("d3q19", "lid-driven-cavity") == ("speed",) == default_pictures("d3q19", "channel")
+    assert default_pictures("d3q19", "taylor-green") == ("vorticity",) and default_pictures("d2q37") == ("T",)
+    assert RunConfig.build("lid-driven-cavity", ("test", {})).pictures == ("speed",)

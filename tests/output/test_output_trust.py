@@ -215,11 +215,17 @@ def test_every_lattice_draws_at_the_lowest_dpi_and_by_default(shape):
 
 # --------------------------------------------------------------------------- clim and names
 def test_plot_takes_the_run_clim_syntax_and_the_run_naming(run_dir, tmp_path, monkeypatch):
+    import shutil
+    run_dir = shutil.copytree(run_dir, tmp_path / "run")     # plot writes into the run's pictures/
     monkeypatch.chdir(tmp_path)
+    before = sorted(p.name for p in (run_dir / "pictures").iterdir())
     result = cli("plot", run_dir, "--clim", "T=0.93,1.06", "--dpi", DPI)
     assert result.exit_code == 0, result.output
-    named = tmp_path / picture_name("T", 4)
-    assert named.name == "T-000000004.png" and named.is_file()
+    named = run_dir / "pictures" / ("plot-" + picture_name("T", 4))
+    assert named.name == "plot-T-000000004.png" and named.is_file()
+    assert f"wrote 1 picture: {named}" in result.output                # the path it wrote, in full
+    assert sorted(p.name for p in (run_dir / "pictures").iterdir()) == sorted(before + [named.name])
+    assert not list(tmp_path.glob("*.png"))                              # nothing in the current folder
     assert cli("plot", run_dir, "--clim", "0.93,1.06", "--dpi", DPI, "-o", "bare.png").exit_code == 0
     assert (tmp_path / "bare.png").read_bytes() == named.read_bytes()
     refused(cli("plot", run_dir, "--clim", "vorticity=-1,1", "-o", "v.png"), "draws T", "not vorticity")

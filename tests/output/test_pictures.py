@@ -72,8 +72,10 @@ def test_clim_option_overrides_and_is_recorded(tmp_path):
     result = invoke(*RT, "--steps", 2, "--out", out, "--clim", "T=0.9,1.1", "--clim", "vorticity=-0.5,0.5",
                     "--pictures", "none")
     assert result.exit_code == 0, result.output
-    limits = json.loads((out / "manifest.json").read_text())["colour_limits"]
-    assert limits["T"] == [0.9, 1.1] and limits["vorticity"] == [-0.5, 0.5]
+    manifest = json.loads((out / "manifest.json").read_text())
+    limits, r = manifest["colour_limits"], manifest["physics"]["r"]
+    # --clim is in the pictures' units (vorticity per step); the manifest keeps the fields' model values
+    assert limits["T"] == [0.9, 1.1] and limits["vorticity"] == [pytest.approx(-0.5 * r), pytest.approx(0.5 * r)]
     config = tmp_path / "c.toml"
     config.write_text('[run]\nclim = ["T=0.8,1.2"]\n')
     result = invoke(*RT, "--steps", 2, "--out", tmp_path / "toml", "--config", config, "--pictures", "none")
@@ -224,7 +226,7 @@ def test_picture_keeps_the_lattice_aspect_and_titles_step_and_time():
     fig = field_figure("T", fields, step=400, time=400 / 1.19697977)
     bbox = fig.axes[0].get_window_extent()
     assert bbox.height / bbox.width == pytest.approx(128 / 32, rel=0.01)      # aspect kept, no empty margin
-    assert fig.axes[0].get_title() == "temperature $T$\nstep 400,  $t$ = 334.2"
+    assert fig.axes[0].get_title() == "temperature $T$\nstep 400"
     assert max(figure_rgb(fig).shape[:2]) == 1200
 
 

@@ -18,7 +18,7 @@ from lbgen.output.pictures import (AUTO_TOLERANCE, FRAMES_DIR, FieldPicture, Tim
                                    check_time_unit, check_window, colour_limits, drawn_data, field_figure, figure_rgb,
                                    read_frame_file, write_frame_file)
 from lbgen.output.run import recorded_files
-from lbgen.output.series import series_figure
+from lbgen.output.series import PANELS, series_figure, series_panels
 
 LX, LY = 32, 128
 DPI = 40
@@ -85,25 +85,71 @@ def test_round_off_beyond_a_colour_limit_is_drawn_at_the_limit():
 # --------------------------------------------------------------------------- labels, units, time
 def test_labels_are_mathtext_with_units():
     fields = rt_fields(4.0)
-    expected = {"vorticity": r"$\omega = \partial_x u_y - \partial_y u_x$", "T": r"$T$", "rho": r"$\rho$"}
-    for quantity, symbol in expected.items():
+    expected = {"vorticity": (r"$\omega = \partial_x u_y - \partial_y u_x$", "model units"),
+                "T": (r"$T$", "units of the reference $T = 1$"), "rho": (r"$\rho$", r"units of the reference $\rho = 1$")}
+    for quantity, (symbol, unit) in expected.items():
         fig = field_figure(quantity, fields, dpi=DPI)
         ax, cax = fig.axes
-        assert symbol in cax.get_ylabel() and "lattice units" in cax.get_ylabel(), quantity
+        assert symbol in cax.get_ylabel() and f"({unit}" in cax.get_ylabel(), quantity
+        assert "lattice units" not in cax.get_ylabel()
         assert ax.get_xlabel() == "$x$ (sites)" and ax.get_ylabel() == "$y$ (sites)"
         assert figure_rgb(fig).shape[0] > 100              # mathtext parses and renders
 
 
-def test_title_gives_step_time_and_the_flows_time():
+def test_velocities_are_drawn_in_sites_per_step_when_r_is_known():
+    """The fields hold model velocities (u/r sites per step); with the velocity set's r a picture
+    draws u / r against limits / r and says "sites per step" -- without r it says model units."""
+    fields = rt_fields(4.0)
+    fields["ux"], fields["uy"] = np.full_like(fields["T"], 0.06), np.zeros_like(fields["T"])
+    r = 1.19697977
+    fig = field_figure("speed", fields, limits=(0.0, 0.12), dpi=DPI, r=r, arrows=False)
+    image = fig.axes[0].get_images()[0]
+    assert image.get_clim() == pytest.approx((0.0, 0.12 / r))
+    assert np.asarray(image.get_array()).max() == pytest.approx(0.06 / r)
+    assert fig.axes[1].get_ylabel().endswith("(sites per step)")
+    w = field_figure("vorticity", fields, dpi=DPI, r=r).axes[1].get_ylabel()
+    assert w.endswith("(per step)")
+    # --clim is given as drawn (sites per step) and kept as model values: the bar shows what was typed
+    from lbgen.output.limits import model_limits
+    limits = colour_limits(["speed", "T"], fields, overrides={"speed": (0.0, 0.05), "T": (0.9, 1.1)}, r=r)
+    assert limits["speed"] == [0.0, pytest.approx(0.05 * r)] and limits["T"] == [0.9, 1.1]
+    assert model_limits("vorticity", (-0.01, 0.01), r) == pytest.approx((-0.01 * r, 0.01 * r))
+    typed = field_figure("speed", fields, limits=limits["speed"], dpi=DPI, r=r, arrows=False)
+    assert typed.axes[0].get_images()[0].get_clim() == pytest.approx((0.0, 0.05))
+    plain = field_figure("speed", fields, limits=(0.0, 0.12), dpi=DPI, arrows=False)
+    assert plain.axes[0].get_images()[0].get_clim() == pytest.approx((0.0, 0.12))
+    assert "model units: $u/r$ sites per step" in plain.axes[1].get_ylabel()
+
+
+def test_speed_pictures_carry_arrows_of_the_velocitys_direction():
+    """A speed picture draws arrows of (ux, uy) over it: a flow along +x gives arrows along +x
+    only, a flow along -y arrows along -y; other quantities draw none unless asked."""
+    fields = rt_fields(4.0)
+    lx, ly = fields["T"].shape
+    fields["ux"], fields["uy"] = np.full((lx, ly), 0.02), np.zeros((lx, ly))
+    fig = field_figure("speed", fields, limits=(0.0, 0.04), dpi=DPI)
+    quiver = next(c for c in fig.axes[0].collections if c.__class__.__name__ == "Quiver")
+    assert len(quiver.U) >= 10 and np.allclose(quiver.U, 0.02) and np.allclose(quiver.V, 0.0)
+    fields["ux"], fields["uy"] = np.zeros((lx, ly)), np.full((lx, ly), -0.01)
+    quiver = next(c for c in field_figure("speed", fields, dpi=DPI).axes[0].collections
+                  if c.__class__.__name__ == "Quiver")
+    assert np.allclose(quiver.U, 0.0) and np.allclose(quiver.V, -0.01)
+    assert not [c for c in field_figure("T", fields, dpi=DPI).axes[0].collections if c.__class__.__name__ == "Quiver"]
+
+
+def test_title_gives_the_step_and_the_flows_time():
     fields = rt_fields(4.0)
     fig = field_figure("T", fields, step=3000, time=3000 / 1.19697977, dpi=DPI, time_unit=(2000.0, r"$\tau$"))
     title = fig.axes[0].get_title()
-    assert title.splitlines() == ["temperature $T$", r"step 3000,  $t$ = 2506 = 1.5 $\tau$"]
+    # the time in steps and in the flow's unit -- never the model time t = step / r without its unit
+    assert title.splitlines() == ["temperature $T$", r"step 3000 = 1.5 $\tau$"]
     assert figure_rgb(fig).shape[0] > 100
     start = field_figure("T", fields, step=0, time=0.0, dpi=DPI, time_unit=(2000.0, r"$\tau$")).axes[0].get_title()
-    assert start.splitlines()[1] == "step 0,  $t$ = 0"
+    assert start.splitlines()[1] == r"step 0 = 0 $\tau$"
     plain = field_figure("T", fields, step=3000, time=2506.3, dpi=DPI).axes[0].get_title()
-    assert plain.splitlines()[1] == "step 3000,  $t$ = 2506"
+    assert plain.splitlines()[1] == "step 3000"
+    stepless = field_figure("T", fields, time=2506.3, dpi=DPI).axes[0].get_title()
+    assert stepless.splitlines()[1] == "$t$ = 2506 model time units (steps / r)"
     assert check_time_unit({"steps": 2000, "label": "τ"}) == TimeUnit(2000.0, "τ")
     for bad in ((0, "τ"), (-1, "τ"), (100, ""), (100, "$\\tau"), ("x", "τ")):
         with pytest.raises(ValueError, match="time unit"):
@@ -377,8 +423,40 @@ def test_series_png_has_one_quantity_per_panel_and_log_axes_for_drift_and_growth
     exact = {ax.get_title(): ax for ax in series_figure(_series(mass_drift=False)).axes}["mass drift"]
     assert any("exactly conserved" in text.get_text() for text in exact.texts)
     flow = series_figure(_series(), time_unit=(1000.0, r"$\tau$"))
-    assert flow.axes[0].get_xlabel() == r"time $t$ / $\tau$"
-    assert max(flow.axes[0].get_lines()[0].get_xdata()) == pytest.approx(59 * 40 / 1000.0)
+    ax = flow.axes[0]
+    assert ax.get_xlabel() == "step" and max(ax.get_lines()[0].get_xdata()) == 59 * 40
+    top = ax.child_axes[0]                               # the flow's time on the top axis: step / 1000
+    assert top.get_xlabel() == r"time / $\tau$"
+    flow.canvas.draw()
+    assert top.get_xlim() == pytest.approx(tuple(x / 1000.0 for x in ax.get_xlim()))
+    assert not series_figure(_series()).axes[0].child_axes       # no unit, no top axis
+    speed = {ax.get_title(): ax for ax in series_figure(_series(), r=2.0).axes}["max |u|"]
+    assert speed.get_ylabel() == "speed (sites per step)"          # the header's unit: model values / r
+    assert np.nanmax(speed.get_lines()[0].get_ydata()) == pytest.approx(np.sqrt(_series()["kinetic_energy"][-1]) / 2)
+
+
+def _isothermal_3d_series(n=20):
+    step = np.arange(n) * 10.0
+    return {"step": step, "time": step / 3 ** 0.5, "mass": 4096.0 * (1 + 1e-15 * step), "momentum_x": np.sin(step),
+            "momentum_y": 0 * step, "momentum_z": 0 * step, "kinetic_energy": 1 - np.exp(-step / 50),
+            "max_speed": 0.08 * (1 - np.exp(-step / 20)), "min_rho": 0.95 + 0 * step, "min_T": 1.0 + 0 * step,
+            "nonfinite": 0 * step}
+
+
+def test_series_png_draws_only_the_panels_the_run_has():
+    """An isothermal cavity's series (3D columns: no energy, no mixing width, T = 1 throughout)
+    gets no total-energy, mixing-width or temperature panel; a thermal run with a contrast gets
+    all eight; a mixing width that is NaN throughout (no contrast) gets no panel."""
+    cavity = series_figure(_isothermal_3d_series())
+    titles = [ax.get_title() for ax in cavity.axes]
+    assert titles == ["mass drift", "momentum", "kinetic energy", "max |u|", "minimum density"]
+    for ax in cavity.axes:                                  # every panel drawn has a curve
+        assert any(np.isfinite(line.get_ydata()).any() for line in ax.get_lines()), ax.get_title()
+    assert [p[0] for p in series_panels(_series())] == [p[0] for p in PANELS]
+    assert len(series_figure(_series()).axes) == 8
+    no_contrast = dict(_series(), mixing_width=np.full(60, np.nan), min_T=np.ones(60), max_T=np.ones(60))
+    assert "mixing width" not in [p[0] for p in series_panels(no_contrast)]
+    assert "temperature range" not in [p[0] for p in series_panels(no_contrast)]
 
 
 def test_movie_refuses_a_bad_window_before_any_work(tmp_path, monkeypatch):

@@ -1,10 +1,10 @@
-"""lbgen.perf.timing.interleaved_rates: the calls are timed in turn within every round, after
+"""lbgen.system.timing.interleaved_rates: the calls are timed in turn within every round, after
 the round's hook, each sample at least min_seconds long; rates are work per second."""
 from __future__ import annotations
 
 import time
 
-from lbgen.perf.timing import interleaved_rates
+from lbgen.system.timing import interleaved_rates
 
 
 def _recording(log, name, seconds):

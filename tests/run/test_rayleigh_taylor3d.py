@@ -85,6 +85,11 @@ def test_the_cli_run_records_its_rayleigh_taylor_numbers(tmp_path):
     assert numbers["c_s"] == pytest.approx(np.sqrt(5 / 3) / rl, rel=1e-12)
     assert numbers["kappa"] == pytest.approx(1e-3 / rl ** 2, rel=1e-12)
     assert numbers["Ma"] == pytest.approx(np.sqrt(A * g * 8) / numbers["c_s"], rel=1e-12)
+    # the one t_RT: the titles' and .vti's time unit is the header's
+    assert manifest["time_unit"] == {"steps": numbers["t_unit"], "label": "$t_{RT}$"}
+    from lbgen.output import read_vti
+    vti = read_vti(out / "vtk" / "step-000000006.vti")
+    assert vti["step"].tolist() == [6] and vti["time/t_RT"][0] == pytest.approx(6 / numbers["t_unit"])
 
 
 @pytest.mark.parametrize("args, axis", [

@@ -101,7 +101,9 @@ def test_injected_nan_stops_the_run_naming_step_and_site_and_keeps_the_checkpoin
     run.cfg = run.cfg.replace(steps=40)
     state = run.sim.state()
     state[18, 3, 7] = np.nan       # the population at rest: after one step only site (3, 7) is bad
-    run.sim.restore(state, run.sim.time_step)
+    for r in run.sim.regions:      # planted below the API: restore() refuses NaN populations (issue 35)
+        block = np.ascontiguousarray(state[:, r.columns % run.sim.lx, :])
+        r.f = r.program.upload(r.program.layout.pack(block), r.f)
     with pytest.raises(SimulationError) as err:
         run.execute()
     message = str(err.value)

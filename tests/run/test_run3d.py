@@ -113,6 +113,14 @@ def test_cavity_writes_three_mid_plane_pictures_per_quantity_and_h5_attributes(t
     assert r.exit_code == 0, r.output
     cfg = _config(out)
     assert cfg.wall_axes == "xyz" and cfg.lid == {"z-high": (0.08, 0.02, 0.0)}
+    # the header: the lid's speed in sites/step, Re = U L / nu with L = LZ (the lid's axis), Ma = U / c_s
+    U, nu = math.hypot(0.08, 0.02) / R, (cfg.tau - 0.5) / 3
+    assert f"lid speed U = {U:.4g} sites/step" in r.output and f"L = {SHAPE[2]} sites" in r.output
+    assert f"Re = {U * SHAPE[2] / nu:.4g} (= U L/nu)" in r.output and f"Ma = {U * math.sqrt(3):.4g}" in r.output
+    transit = SHAPE[2] / U
+    assert f"lid transit L/U = {transit:.4g} steps" in r.output
+    vti = read_vti(out / "vtk" / "step-000000010.vti")           # the time in lid transits beside the step
+    assert vti["step"].tolist() == [10] and vti["time/L/U_lid"][0] == pytest.approx(10 / transit)
     want = _by_hand(cfg, _at_rest(), 10)
     h5 = read_field_file(out / "fields" / "step-000000010.h5")
     assert all(np.array_equal(h5[k], want[k]) for k in NAMES)

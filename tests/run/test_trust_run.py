@@ -137,6 +137,7 @@ def test_save_path_is_checked_and_created_before_the_run(tmp_path, monkeypatch):
 def test_signal_ends_the_step_checkpoints_and_resume_is_bit_identical(tmp_path, signum):
     full = Run(RunConfig(**SMALL, steps=12, seed=1, setup="uniform-noise", time_block=1), **quiet)
     full.execute()
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}   # SIG_IGN under nohup
     out = tmp_path / "run"
     run = Run(RunConfig(**SMALL, steps=12, seed=1, setup="uniform-noise", out=str(out), time_block=1), **quiet)
     step = run.sim.step
@@ -156,7 +157,7 @@ def test_signal_ends_the_step_checkpoints_and_resume_is_bit_identical(tmp_path, 
     assert manifest["status"] == "interrupted" and manifest["step"] == 7
     _, saved_step, _ = read_checkpoint(checkpoint_path(out, 7))
     assert saved_step == 7
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler      # handlers restored
+    assert {s: signal.getsignal(s) for s in before} == before       # the handlers found are restored
     resumed = Run.resume(out, steps=12, **quiet)
     resumed.execute()
     assert np.array_equal(resumed.sim.state(), full.sim.state())

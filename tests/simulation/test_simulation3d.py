@@ -178,7 +178,7 @@ def test_bad_states_are_refused():
 def test_default_layout_in_3d_on_the_cpu_is_clustered_from_6_cluster_rows():
     """The one rule (lbgen.codegen.spec.default_layout, dimension 3): on the C backend CAoSoA
     VL 8 when Z holds 6 or more whole clusters of 8 (measured faster from 48^3 on), SoA for
-    shorter or indivisible Z lines (faster at 32^3; docs/performance.md); an explicit clustered
+    shorter or indivisible Z lines (faster at 32^3; docs/performance-history.md); an explicit clustered
     layout still gets the preferred VL; GPUs keep CAoSoA with a warp-wide cluster."""
     from lbgen.codegen.spec import default_layout
     assert lbgen.Simulation3D(4, 4, 16).program.layout.tag == "soa"

@@ -1,4 +1,4 @@
-"""The kernel A/B script of docs/performance.md runs against the kernels of this version:
+"""The kernel A/B script of docs/performance-history.md runs against the kernels of this version:
 site_asm.py emits and disassembles them, kernel_ab.py builds two copies and calls their hot
 entry points through the C convention of the headers (a stale argument list crashed it)."""
 import re

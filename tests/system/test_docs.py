@@ -40,3 +40,16 @@ def test_readme_keeps_two_setup_commands_and_ci_runs_the_second():
     assert len(setup) == 2, setup
     assert "lbgen run" in setup[0] and "pytest" in setup[1]
     assert setup[1] in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_performance_summary_names_scripts_that_exist_and_dates_every_row():
+    """docs/performance.md is one screen: a table whose every row names its machine and date
+    and the command that repeats it; the dated notes live in performance-history.md."""
+    text = (ROOT / "docs" / "performance.md").read_text()
+    assert len(text.splitlines()) < 60
+    scripts = set(re.findall(r"benchmarks/[\w./-]+\.(?:py|sh)", text))
+    assert scripts and all((ROOT / s).exists() for s in scripts), scripts
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| lbgen |")]
+    assert len(rows) >= 6
+    assert all(re.search(r"20\d\d-\d\d", row) for row in rows), [r for r in rows if not re.search(r"20\d\d-\d\d", r)]
+    assert "performance-history.md" in text and (ROOT / "docs" / "performance-history.md").exists()

@@ -1,0 +1,90 @@
+"""lbmpy's generated stream-collide kernels, timed by both lbmpy comparisons
+(``benchmarks/lbmpy_compare.py`` in 2D, ``benchmarks/bench3d.py --lbmpy`` in 3D): the one
+home of how lbmpy's kernel is built, so the two scripts import it and not each other.
+
+Needs lbmpy (pip install lbmpy); imported lazily, so importing this module does not.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _srt_any_moments(stencil, omega: float):
+    from collections import OrderedDict
+
+    import sympy as sp
+    from lbmpy.methods.creationfunctions import create_with_continuous_maxwellian_equilibrium
+    from lbmpy.moments import MOMENT_SYMBOLS
+    x, y = MOMENT_SYMBOLS[:2]
+    chosen, rows = [], []
+    for degree in range(13):
+        for a in range(degree + 1):
+            row = [float(cx ** a * cy ** (degree - a)) for cx, cy in stencil]
+            if np.linalg.matrix_rank(np.array(rows + [row])) > len(rows):
+                rows.append(row)
+                chosen.append(x ** a * y ** (degree - a) if degree else sp.Integer(1))
+        if len(chosen) == stencil.Q:
+            break
+    rates = OrderedDict((m, omega) for m in chosen)
+    return create_with_continuous_maxwellian_equilibrium(stencil, rates, compressible=True, equilibrium_order=2)
+
+
+def lbmpy_kernel(stencil_name: str, shape, threads: int, tau: float, cse: bool = False):
+    """(kernel call, description) for lbmpy's stream-collide kernel of one stencil on a
+    lattice of ``shape`` (2 or 3 sizes); ``cse``: lbmpy's global and population common
+    subexpression elimination (LBMOptimisation cse_global, cse_pdfs)."""
+    import pystencils as ps
+    from lbmpy import LBMConfig, LBMOptimisation, LBStencil, Method, Stencil, create_lb_method, create_lb_function
+    from pystencils.codegen.config import CpuOptions, OpenMpOptions, VectorizationOptions
+
+    stencil = LBStencil(getattr(Stencil, stencil_name))
+    q = stencil.Q
+    reach = max(max(abs(c) for c in v) for v in stencil)
+    dim = len(shape)
+    src_f, dst_f = ps.fields(f"src({q}), dst({q}): double[{dim}D]", layout="fzyx")
+    lbm_config = LBMConfig(stencil=stencil, method=Method.SRT, relaxation_rate=1.0 / tau, compressible=True)
+    try:
+        method = create_lb_method(lbm_config=lbm_config)
+    except NotImplementedError:
+        # lbmpy has no default moment set for D2V37: SRT relaxes every moment alike, so any
+        # 37 independent monomials do; second-order (isothermal) continuous Maxwellian equilibrium
+        method = _srt_any_moments(stencil, 1.0 / tau)
+        lbm_config = LBMConfig(stencil=stencil, lb_method=method, compressible=True)
+    tried = []
+    kernel = None
+    targets = [t for t in ("CurrentCPU", "X86_AVX512", "X86_AVX") if hasattr(ps.Target, t)] + ["GenericCPU"]
+    for target in targets:
+        vectorize = target != "GenericCPU"
+        cpu = CpuOptions(openmp=OpenMpOptions(enable=True, num_threads=threads))
+        if vectorize:
+            cpu = CpuOptions(openmp=OpenMpOptions(enable=True, num_threads=threads),
+                             vectorize=VectorizationOptions(enable=True, assume_inner_stride_one=True,
+                                                            use_nontemporal_stores=True))
+        config = ps.CreateKernelConfig(target=getattr(ps.Target, target), ghost_layers=reach, cpu=cpu)
+        try:
+            kernel = create_lb_function(lbm_config=lbm_config,
+                                        lbm_optimisation=LBMOptimisation(symbolic_field=src_f,
+                                                                         symbolic_temporary_field=dst_f,
+                                                                         cse_global=cse, cse_pdfs=cse),
+                                        config=config)
+            tried.append(f"{target}: ok")
+            break
+        except Exception as e:   # noqa: BLE001 - report and fall back to the scalar kernel
+            tried.append(f"{target}: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+    if kernel is None:
+        raise RuntimeError("lbmpy could not build a kernel: " + "; ".join(tried))
+    padded = [n + 2 * reach for n in shape]
+    weights = np.array([float(w) for w in method.weights])
+    arrays = []
+    for _ in range(2):
+        a = np.empty((q,) + tuple(reversed(padded)))
+        a[...] = weights.reshape((q,) + (1,) * dim)
+        arrays.append(a.transpose(tuple(range(dim, -1, -1))))   # index (x, y[, z], f), x fastest: fzyx
+    state = {"i": 0}
+
+    def call():
+        a, b = arrays[state["i"]], arrays[1 - state["i"]]
+        kernel(src=a, dst=b)
+        state["i"] ^= 1
+
+    return call, f"lbmpy SRT {stencil_name}{' cse' if cse else ''} ({'; '.join(tried)})"
