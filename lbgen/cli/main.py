@@ -204,7 +204,9 @@ def _config_file(path) -> dict:
 @click.option("--resume", type=click.Path(), default=None,
               help="Continue the run in this folder from its newest checkpoint (up to --steps if given).")
 @click.option("--overwrite", is_flag=True, default=False,
-              help="Replace the run already in --out (otherwise a new run into it is refused).")
+              help="Replace the run already in --out -- only the files it wrote, as it wrote them; files lbgen did "
+                   "not write or that changed since stay -- and an existing --save file (otherwise both are "
+                   "refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option("--ranks-grid", default="auto", show_default=True,
               help="Under mpiexec -n P: the Cartesian grid of ranks, PXxPY (ranks along X times along Y; 3D runs: "

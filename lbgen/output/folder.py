@@ -276,13 +276,21 @@ def check_output(path: PathLike, suffixes: Sequence[str], overwrite: bool, what:
                               f"{' or '.join(suffixes)}")
     if path.is_dir():
         raise RunResultsError(f"{what} {path}: is a folder, not a file")
-    if (path.exists() or path.is_symlink()) and not overwrite:
-        raise RunResultsError(f"{what} {path}: exists; give --overwrite to replace it")
+    check_replaceable(path, overwrite, what)
     try:
         writable_file(path, what)
     except PathError as e:
         raise RunResultsError(str(e)) from None
     return path
+
+
+def check_replaceable(path: PathLike, overwrite: bool, what: str = "-o") -> None:
+    """The one rule of every output file a command is given (``-o`` of plot and movie, ``--save``
+    of run): an existing file (or link) is replaced only with *overwrite*; RunResultsError
+    naming it otherwise."""
+    path = Path(path)
+    if (path.exists() or path.is_symlink()) and not overwrite:
+        raise RunResultsError(f"{what} {path}: exists; give --overwrite to replace it")
 
 
 def check_fps(fps) -> float:

@@ -23,6 +23,13 @@ PathLike = Union[str, os.PathLike]
 #: manifest.json key: the files (relative paths, '/'-separated) RunOutput wrote into the run
 #: folder -- what ``lbgen run --overwrite`` may remove, and nothing else
 FILES_KEY = "files"
+#: manifest.json key: {relative path: SHA-256} of every file RunOutput wrote, taken right after
+#: each write -- ``lbgen run --overwrite`` removes a recorded file only while its content still
+#: has that digest (a file the user changed since is kept)
+DIGESTS_KEY = "file_sha256"
+#: manifest.json key: the files being written now (listed before each write, dropped once its
+#: digest is taken): a file a killed run was writing is still its own for --overwrite
+WRITING_KEY = "writing"
 #: the names RunOutput gives its files (``fields/step-000001000.h5``, ...): for run folders
 #: whose manifest has no file list (written by an older lbgen)
 OUTPUT_NAME = re.compile("|".join([
@@ -31,6 +38,7 @@ OUTPUT_NAME = re.compile("|".join([
     rf"{re.escape(VTK_DIR)}/step-{STEM_PATTERN}\.vti", rf"{re.escape(VTK_DIR)}/{re.escape(PVD_NAME)}",
     rf"{re.escape(PICTURES_DIR)}/(?:{'|'.join(map(re.escape, PICTURE_QUANTITIES))})-{STEM_PATTERN}\.png",
     rf"{re.escape(FRAMES_DIR)}/step-{STEM_PATTERN}\.npz",
+    rf"{re.escape(PICTURES_DIR)}/(?:{'|'.join(map(re.escape, PICTURE_QUANTITIES))})-[xyz]{{2}}-{STEM_PATTERN}\.png",
 ]))
 #: a picture's name: its quantity and step
 PICTURE_NAME = re.compile(rf"{re.escape(PICTURES_DIR)}/({'|'.join(map(re.escape, PICTURE_QUANTITIES))})-"
@@ -67,6 +75,27 @@ def safe_relative(name) -> Optional[str]:
     if path.is_absolute() or any(part in ("..", ".", "") for part in name.split("/")):
         return None
     return path.as_posix()
+
+
+def recorded_digests(run_dir: PathLike) -> Optional[dict]:
+    """{relative path: SHA-256} the manifest of *run_dir* records for the files lbgen wrote
+    (``DIGESTS_KEY``), or None when it records none (an older lbgen, no or a damaged manifest)."""
+    try:
+        digests = read_manifest(run_dir).get(DIGESTS_KEY)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(digests, dict):
+        return None
+    return {rel: d for rel, d in digests.items() if safe_relative(rel) is not None and isinstance(d, str)}
+
+
+def recorded_writing(run_dir: PathLike) -> set:
+    """The files the run in *run_dir* was writing when its manifest was last written (``WRITING_KEY``)."""
+    try:
+        listed = read_manifest(run_dir).get(WRITING_KEY)
+    except (OSError, ValueError):
+        return set()
+    return {n for n in map(safe_relative, listed) if n is not None} if isinstance(listed, list) else set()
 
 
 def recorded_files(run_dir: PathLike) -> list[str]:
@@ -133,6 +162,9 @@ class RunOutput:
         self.window = parse_window(window) if window is not None else None
         self.time_unit = check_time_unit(time_unit)
         self._files: dict = dict.fromkeys(recorded_files(self.run_dir) if self.manifest_path.is_file() else [])
+        #: {relative path: SHA-256} of the files written (DIGESTS_KEY), a resumed run's first
+        self._digests: dict = (recorded_digests(self.run_dir) or {}) if self.manifest_path.is_file() else {}
+        self._writing: set = set()                   # files being written (WRITING_KEY)
         self._shape: Optional[tuple] = None          # the lattice, once a frame or picture has been drawn
         self._rows = self._unknown = object()        # the flow's rows over every frame ('auto'), read lazily
         self._frame_steps: set = set()               # frames written by this process
@@ -147,19 +179,47 @@ class RunOutput:
         return Path(path).relative_to(self.run_dir).as_posix()
 
     def record(self, paths: Iterable[PathLike]) -> None:
-        """Add *paths* (inside the run folder) to the file list; when the folder has a
-        manifest and the list grew, write it there at once -- before the files themselves, so
-        a run killed in between still lists everything it may have written."""
-        new = [rel for rel in (self._relative(p) for p in paths) if rel not in self._files]
-        if not new:
+        """Add *paths* (inside the run folder) to the file list and mark them being written
+        (``WRITING_KEY``); when the folder has a manifest, write it there at once -- before the
+        files themselves, so a run killed in between still lists everything it may have written,
+        and a file it was writing when it was killed (whose content no digest records) is known
+        as its own.  ``seal`` ends the write."""
+        rels = [self._relative(p) for p in paths]
+        new = [rel for rel in rels if rel not in self._files]
+        writing = [rel for rel in rels if rel not in self._writing]
+        if not new and not writing:
             return
         self._files.update(dict.fromkeys(new))
+        self._writing.update(writing)
+        self._update_manifest(sync=bool(new))
+
+    def seal(self, paths: Iterable[PathLike]) -> None:
+        """Take the digests of *paths* (just written, inside the run folder), end their write,
+        and write the manifest with them at once: the manifest always knows the content of the
+        files this run wrote, so that --overwrite can tell them from files changed since."""
+        from lbgen.system.cache import file_digest
+        changed = False
+        for path in paths:
+            path = Path(path)
+            rel = self._relative(path)
+            if rel in self._writing:
+                self._writing.discard(rel)
+                changed = True
+            if not path.is_file():
+                continue
+            digest = file_digest(path)
+            if self._digests.get(rel) != digest:
+                self._digests[rel], changed = digest, True
+        if changed:
+            self._update_manifest(sync=False)       # after every series row: no fsync (kill-safe)
+
+    def _update_manifest(self, sync: bool) -> None:
         if self.manifest_path.is_file():
             try:
                 data = read_manifest(self.run_dir)
             except (OSError, ValueError):
                 return           # a damaged manifest: the run writes the whole one again soon
-            self._dump_manifest(data)
+            self._dump_manifest(data, sync=sync)
 
     # ------------------------------------------------------------------ paths
     @property
@@ -211,6 +271,7 @@ class RunOutput:
                        if (self.pvd_path.parent / f).is_file()}            # an older lbgen's model times: steps
             entries[vti.name] = int(step)
             written.append(write_pvd(self.pvd_path, entries))
+        self.seal(written)
         return written
 
     # ------------------------------------------------------------------ pictures and frames
@@ -269,6 +330,7 @@ class RunOutput:
         path = self.frame_path(step)
         self.record([path])
         write_frame_file(path, step, time, drawn, self.colour_limits)
+        self.seal([path])
         shape = next(iter(drawn.values())).shape
         self._shape = tuple(int(n) for n in shape)
         if self.window == AUTO:
@@ -300,7 +362,9 @@ class RunOutput:
         self.record(self.picture_path(q, step) for q in quantities)
         shape = tuple(int(n) for n in fields["T"].shape) if "T" in fields else None
         window = self.current_window(shape)
-        return [self._picture(q, fields, step, time, window) for q in quantities]
+        written = [self._picture(q, fields, step, time, window) for q in quantities]
+        self.seal(written)
+        return written
 
     def finish(self) -> list[Path]:
         """At the end of a run: with the 'auto' window, draw every picture of the run that was
@@ -314,7 +378,7 @@ class RunOutput:
         from PIL import Image
 
         from lbgen.output.fields import FIELD_FORMATS, read_field_file
-        again = []
+        again, marked = [], []
         for rel in self.files:
             match = PICTURE_NAME.fullmatch(rel)
             path = self.run_dir / rel
@@ -328,6 +392,8 @@ class RunOutput:
             if drawn_in == window_text(final):
                 continue
             quantity, step = match.group(1), int(match.group(2))
+            self.record([path])
+            marked.append(path)
             source = next((p for p in (self.fields_path(step, f) for f in FIELD_FORMATS) if p.is_file()), None)
             if source is not None:
                 fields = read_field_file(source)
@@ -341,6 +407,7 @@ class RunOutput:
                                        time_unit=self.time_unit, stride=frame.stride, r=self.physics.get("r"))
                 fig = picture.draw(frame.data[quantity], step, frame.time)
                 again.append(save_png(fig, path, metadata={WINDOW_METADATA: window_text(final)}))
+        self.seal(marked)
         return again
 
     # ------------------------------------------------------------------ series
@@ -348,6 +415,7 @@ class RunOutput:
         """Append one row to series.csv (header written when the file is new or empty)."""
         self.record([self.series_path])
         series_mod.append_row(self.series_path, step, time, diag)
+        self.seal([self.series_path])
 
     def read_series(self) -> dict:
         """Columns of series.csv as float64 arrays."""
@@ -360,6 +428,7 @@ class RunOutput:
     def truncate(self, after_step: int) -> None:
         """Resume helper: truncate the series, drop .pvd entries and movie frames of steps
         after *after_step*."""
+        self.record([self.series_path, self.pvd_path])
         self.truncate_series(after_step)
         for step, path in self._frame_files().items():
             if step > after_step:
@@ -375,13 +444,16 @@ class RunOutput:
                 if s is None or s <= after_step:
                     entries[f] = t
             write_pvd(self.pvd_path, entries)
+        self.seal([self.series_path, self.pvd_path])
 
     def plot_series(self, T_walls: Optional[tuple] = None) -> Path:
         """series.png: every series quantity against the time (see series.series_figure)."""
         fig = series_mod.series_figure(self.read_series(), T_walls=T_walls, time_unit=self.time_unit,
                                        r=self.physics.get("r"))
         self.record([self.run_dir / series_mod.SERIES_PNG])
-        return save_png(fig, self.run_dir / series_mod.SERIES_PNG)
+        path = save_png(fig, self.run_dir / series_mod.SERIES_PNG)
+        self.seal([path])
+        return path
 
     # ------------------------------------------------------------------ manifest
     def write_manifest(self, data: dict, update: bool = False) -> Path:
@@ -394,15 +466,17 @@ class RunOutput:
         self._files.setdefault(MANIFEST_NAME)
         return self._dump_manifest(dict(data))
 
-    def _dump_manifest(self, data: dict) -> Path:
+    def _dump_manifest(self, data: dict, sync: bool = True) -> Path:
         data[FILES_KEY] = self.files
+        data[DIGESTS_KEY] = {rel: self._digests[rel] for rel in self.files if rel in self._digests}
+        data[WRITING_KEY] = sorted(self._writing)
         window = self.current_window() if self.window is not None else None
         if window is not None:
             data[WINDOW_KEY] = window_text(window)
         if self.time_unit is not None:
             data[TIME_UNIT_KEY] = {"steps": self.time_unit.steps, "label": self.time_unit.label}
         text = json.dumps(data, indent=2, default=json_default) + "\n"
-        return atomic_write(self.manifest_path, lambda fh: fh.write(text.encode("utf-8")))
+        return atomic_write(self.manifest_path, lambda fh: fh.write(text.encode("utf-8")), sync=sync)
 
     def read_manifest(self, run_dir: Optional[PathLike] = None) -> dict:
         """Parse manifest.json of this run (or of *run_dir*)."""
@@ -456,9 +530,11 @@ class RunOutput3D(RunOutput):
                     picture.colorbar.set_label(rf"$\omega_{normal} = \partial_{a} u_{b} - \partial_{b} u_{a}$ "
                                                f"({unit_text(q, self.physics.get('r'))})")
                 written.append(save_png(fig, self.slice_path(q, plane, step)))
+        self.seal(written)
         return written
 
     def append_series(self, step: int, time: Optional[float], diag: dict) -> None:
         """One row of the 3D columns (``series.SERIES_COLUMNS3D``)."""
         self.record([self.series_path])
         series_mod.append_row(self.series_path, step, time, diag, columns=series_mod.SERIES_COLUMNS3D)
+        self.seal([self.series_path])

@@ -29,7 +29,8 @@ Pieces (``.lbpieces`` folder, written by several MPI ranks)
 ------------------------------------------------------------
 ``step-000001000.lbpieces/`` holds one ``piece-<offset>.lbchk`` per block (the format
 above: the block's (Q, wx, wy[, wz]) populations in the plain, layout-independent order,
-its metadata ``{"offset": [...], "extent": [...]}``), each written by the rank that owns
+its metadata ``{"offset": [...], "extent": [...]}`` and the run's ``identity_sha256``, see
+lbgen.run.identity), each written by the rank that owns
 the block, and ``manifest.json`` written by rank 0 last: ``{"format":
 "lbgen-checkpoint-pieces", "version": 1, "step", "dtype", "shape": [Q, LX, LY(, LZ)],
 "grid": [PX, PY(, PZ)], "velocity_set", "metadata", "pieces": [{"file", "offset",
@@ -75,6 +76,7 @@ __all__ = [
     "write_pieces",
     "CheckpointPieces",
     "checkpoint_files",
+    "is_checkpoint",
     "remove_leftover_pieces",
 ]
 
@@ -88,6 +90,9 @@ _TAG = b"lbgen-checkpoint-v1\n"
 PIECES_FORMAT = "lbgen-checkpoint-pieces"
 PIECES_SUFFIX = ".lbpieces"
 PIECES_MANIFEST = "manifest.json"
+#: the metadata key of a run's identity digest (lbgen.run.identity.IDENTITY_DIGEST_KEY): a pieces
+#: checkpoint's manifest and every one of its pieces carry it
+RUN_KEY = "identity_sha256"
 _NAME_RE = re.compile(r"^step-(\d+)" + re.escape(CHECKPOINT_SUFFIX) + r"$")
 _PIECES_RE = re.compile(r"^step-(\d+)" + re.escape(PIECES_SUFFIX) + r"$")
 #: the temporary folders of write_pieces: being written (.tmp), or a replaced step's (.old)
@@ -314,6 +319,21 @@ def latest_checkpoint(run_dir: PathLike, verify: bool = False) -> Optional[Path]
     return None
 
 
+def is_checkpoint(path: PathLike) -> bool:
+    """Whether *path* is an lbgen checkpoint by its header (a file's ``header.json``, a pieces
+    folder's manifest) -- what ``lbgen run --overwrite`` may remove; the data is not verified."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            m = json.loads((path / PIECES_MANIFEST).read_text(encoding="utf-8"))
+            return isinstance(m, dict) and m.get("format") == PIECES_FORMAT
+        with zipfile.ZipFile(path, "r") as zf:
+            header = json.loads(zf.read(_HEADER_MEMBER).decode("utf-8"))
+        return isinstance(header, dict) and header.get("format") == FORMAT_NAME
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError):
+        return False
+
+
 def checkpoint_files(path: PathLike) -> list[Path]:
     """The files a checkpoint consists of: the file, or a pieces folder's manifest (first:
     without it the folder is no longer a checkpoint) and pieces -- its own names only."""
@@ -424,7 +444,10 @@ def write_pieces(path: PathLike, pieces, step: int, *, grid, lattice, velocity_s
         try:
             for offset, a in arrays:
                 extent, name = list(a.shape[1:]), _piece_name(offset)
-                _, digest = _write(tmp / name, a, step, {"offset": list(offset), "extent": extent})
+                own = {"offset": list(offset), "extent": extent}
+                if RUN_KEY in metadata:            # every piece names its run (lbgen.run.identity)
+                    own[RUN_KEY] = metadata[RUN_KEY]
+                _, digest = _write(tmp / name, a, step, own)
                 mine.append({"file": name, "offset": list(offset), "extent": extent, "dtype": a.dtype.str,
                              "channels": a.shape[0], "sha256": digest})
         except Exception as exc:  # noqa: BLE001 - made collective
@@ -526,8 +549,12 @@ class CheckpointPieces:
 
     def _piece(self, name: str, extent: tuple, digest: str) -> np.ndarray:
         """A piece's populations, verified: its own checksum, then the manifest's digest."""
-        a, step, _meta, got = _read_verified(self.path / name)
+        a, step, meta, got = _read_verified(self.path / name)
         self.files_read.append(name)
+        run = self.metadata.get(RUN_KEY) if isinstance(self.metadata, dict) else None
+        if isinstance(meta, dict) and meta.get(RUN_KEY, run) != run:
+            raise CheckpointError(f"checkpoint {self.path / name}: a piece of another run (run identity "
+                                  f"{str(meta.get(RUN_KEY))[:12]}..., the manifest's {str(run)[:12]}...)")
         if got != digest or a.shape != (self.shape[0],) + extent or a.dtype != self.dtype or step != self.step:
             raise CheckpointError(f"checkpoint {self.path / name}: does not belong to this checkpoint (digest "
                                   f"{got}, shape {a.shape}, step {step}; the manifest says {digest}, "

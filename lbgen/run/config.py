@@ -82,6 +82,7 @@ class RunConfig:
     lid: Optional[Dict[str, tuple]] = None     # 3D: moving faces {'z-high': (ux, uy, uz)} (Simulation3D's lid)
     geometry: Optional[str] = None             # 3D: voxel mask .npy (Simulation3D's mask)
     geometry_digest: Optional[str] = None      # 3D: sha256 of the mask the run started with (resolved)
+    init_digest: Optional[str] = None          # sha256 of the --init file the run started from (resolved)
     _converted: InitVar[bool] = False          # build(): every value is typed already
 
     def __post_init__(self, _converted: bool):

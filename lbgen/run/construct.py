@@ -17,6 +17,21 @@ from lbgen.run.setups import SETUPS
 from lbgen.system.limits import resolve_threads
 
 
+def init_digest(cfg: RunConfig) -> str:
+    """The SHA-256 of the run's --init file (part of its identity, lbgen.run.identity); a run
+    that started from other content is refused, naming the file."""
+    from lbgen.system.cache import file_digest
+    try:
+        digest = file_digest(cfg.init)
+    except OSError as e:
+        raise SimulationError(f"--init {cfg.init}: cannot read it ({e.strerror or e})") from None
+    if cfg.init_digest not in (None, digest):
+        raise SimulationError(f"--init {cfg.init}: the file holds other fields than the ones this run started from "
+                              f"(sha256 {cfg.init_digest[:12]}..., now {digest[:12]}...); restore it to continue "
+                              f"the run")
+    return digest
+
+
 def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, distributed: bool = False) -> RunConfig:
     """The run description with everything construction decides made explicit, so that the
     manifest records it and a resume rebuilds the same kernels: the lattice size of an
@@ -29,6 +44,7 @@ def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, dis
     changes = {}
     if cfg.init:                            # absolute: a resume from another folder finds it
         changes["init"] = str(Path(cfg.init).resolve())
+        changes["init_digest"] = init_digest(cfg)
     if shape is not None and (cfg.lx, cfg.ly) != tuple(shape):
         changes["lx"], changes["ly"] = (int(n) for n in shape)
     lx, ly = changes.get("lx", cfg.lx), changes.get("ly", cfg.ly)

@@ -21,7 +21,7 @@ from lbgen import __version__
 from lbgen.run.checkpoint import (CheckpointError, CheckpointPieces, checkpoint_path, latest_checkpoint, pieces_path,
                                   prune_checkpoints, read_checkpoint, write_checkpoint, write_pieces)
 from lbgen.run.config import RunConfig
-from lbgen.run.fieldfile import check_save_path, inspect_fields
+from lbgen.run.fieldfile import check_save_path, inspect_fields, saved_record
 from lbgen.run.construct import device_description, initial_fields, make_simulation, resolve, resolve_split
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
 from lbgen.system.limits import check_memory, check_threads
@@ -81,10 +81,14 @@ class Run:
             self._validate(cfg)
         from lbgen.parallel.mpi import root_call
 
+        #: the --save file this run wrote ({"path", "sha256"}; a resumed run's from its manifest)
+        self.saved = saved_record(cfg.out) if resume and cfg.out else None
+
         def claim():          # before anything is allocated or compiled
             check_run_memory(cfg, resume)
-            if cfg.save:
-                check_save_path(cfg.save)            # an .npz, its folder writable: before the run, not after
+            if cfg.save:                             # an .npz, its folder writable, not another file: before the run
+                mine = self.saved if self.saved and self.saved.get("path") == str(Path(cfg.save).resolve()) else {}
+                check_save_path(cfg.save, overwrite, mine.get("sha256"), resume=resume)
             shape = run_shape(cfg, resume)[:2]
             if cfg.dpi is not None and cfg.out:
                 from lbgen.output.pictures import check_dpi
@@ -279,26 +283,10 @@ class Run:
                     raise SimulationError(f"cannot resume {run_dir}: {e}; no other checkpoint verifies") from None
                 echo(f"warning: {e}; resuming from the previous good checkpoint {good.name}")
                 populations, step, meta, pieces = open_checkpoint(good)
-            saved = meta.get("physics")
-            if saved is not None and saved != json.loads(json.dumps(cfg.physics())):
-                diff = [k for k in saved if saved.get(k) != json.loads(json.dumps(cfg.physics())).get(k)]
-                raise SimulationError(f"cannot resume {run_dir}: its checkpoint {path.name} was written by another run "
-                                      f"(it differs in {', '.join(diff)}: {', '.join(f'{k}={saved.get(k)!r}' for k in diff)})")
-            written = meta.get("config")
-            if isinstance(written, dict):     # the manifest must describe the run that wrote the checkpoint
-                from lbgen.run.options import OPTIONS
-                try:
-                    flat_then = RunConfig.from_json(written).flat()
-                except ValueError:        # written by another lbgen version: its physics is checked above
-                    flat_then = cfg.flat()
-                flat_now = cfg.flat()
-                edited = [k for k in flat_now if k in OPTIONS and not OPTIONS[k].resumable
-                          and k not in RunConfig.RESOLVED + ("out",) and flat_now[k] != flat_then.get(k)]
-                if edited:
-                    raise SimulationError(
-                        f"cannot resume {run_dir}: its manifest.json differs from the run that wrote the checkpoint "
-                        f"{path.name} in {', '.join(f'{k} ({flat_then.get(k)!r} there, {flat_now[k]!r} in the manifest)' for k in edited)}"
-                        f"; was the manifest edited? Restore it, or start a new run")
+                path = good
+            from lbgen.run.identity import check_checkpoint, check_manifest
+            check_checkpoint(meta, run.cfg, path.name, run_dir, echo)    # a checkpoint of another run: refused
+            check_manifest(meta, cfg, path.name, run_dir)     # the manifest describes the run that wrote it
             if meta.get("kernel_digest") not in (None, run.sim.source.digest):
                 echo("note: the kernels differ from the ones that wrote the checkpoint (lbgen or compiler changed)")
             return populations, step, pieces
@@ -393,8 +381,10 @@ class Run:
         if self.root:
             sim = self.sim
             shape = dict(zip(("lx", "ly", "lz"), self.cfg.shape))
-            save_fields(self.cfg.save, fields, steps=sim.time_step, r=sim.vs.r, spec=json.dumps(sim.spec.__dict__),
-                        **shape)
+            path = save_fields(self.cfg.save, fields, steps=sim.time_step, r=sim.vs.r,
+                               spec=json.dumps(sim.spec.__dict__), **shape)
+            from lbgen.system.cache import file_digest
+            self.saved = {"path": str(Path(path).resolve()), "sha256": file_digest(path)}
 
     def time_unit(self):
         """The flow's own time unit for pictures, series and VTK files, (steps, label):
@@ -418,8 +408,9 @@ class Run:
         every checkpoint is a healthy one and pruning (the newest kept) keeps the newest
         healthy one."""
         step = self.sim.time_step
+        from lbgen.run.identity import identity_metadata
         meta = {"kernel_digest": self.sim.source.digest, "lbgen": __version__, "healthy": True,
-                "physics": self.cfg.physics(), "config": self.cfg.to_json()}
+                "physics": self.cfg.physics(), "config": self.cfg.to_json(), **identity_metadata(self.cfg)}
         if self.comm is not None:            # several ranks: each writes its piece, rank 0 the manifest
             path = write_pieces(pieces_path(self.cfg.out, step), self.sim.state_pieces(), step, grid=self.sim.dims,
                                 lattice=self.sim.lattice, velocity_set=self.cfg.velocity_set, metadata=meta,
@@ -446,6 +437,7 @@ class Run:
             "series_every": self.series_every,
             "step": self.sim.time_step,
             "resumed_from": self.resumed_from,
+            "saved": self.saved,
             "device": self._device(),
             "mlups": self.mlups(),
             "seconds": self.seconds,

@@ -149,7 +149,9 @@ def resolve3d(cfg: RunConfig, echo: Callable[[str], None] = print, mask: Optiona
     if cfg.geometry:
         changes["geometry"] = str(Path(cfg.geometry).resolve())
     if cfg.init:                              # absolute: a resume from another folder finds it
+        from lbgen.run.construct import init_digest
         changes["init"] = str(Path(cfg.init).resolve())
+        changes["init_digest"] = init_digest(cfg)
     return cfg.replace(**changes)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
@@ -115,15 +115,29 @@ def load_fields(path, dimension: int = 2) -> Dict[str, np.ndarray]:
 SAVE_SUFFIX = ".npz"
 
 
-def check_save_path(path) -> Path:
+def check_save_path(path, overwrite: bool = False, written: Optional[str] = None, resume: bool = False) -> Path:
     """``--save``, checked before any work: a name ending in .npz (the file is written under
-    exactly that name), not a folder, its folder writable (created when missing); returns it.
-    FieldFileError / PathError (ValueErrors) naming the path and what is allowed."""
+    exactly that name), not a folder, its folder writable (created when missing), and -- the
+    rule of lbgen plot and movie's ``-o`` (lbgen.output.folder.check_replaceable) -- not there
+    yet unless *overwrite*, or unless it is the file this run saved before (*written*: the
+    SHA-256 its manifest recorded; a *resume* saves again over its own file, and no other);
+    returns it.
+    FieldFileError / PathError / RunResultsError (ValueErrors) naming the path and what is allowed."""
+    from lbgen.output.folder import check_replaceable
+    from lbgen.system.cache import file_digest
     from lbgen.system.paths import writable_file
     file = Path(path)
     if file.suffix.lower() != SAVE_SUFFIX:
         raise FieldFileError(f"--save {file}: the final fields are written as an .npz archive; give a file name "
                              f"ending in {SAVE_SUFFIX} (not {file.suffix or 'no suffix'!r})")
+    if file.is_dir():
+        raise FieldFileError(f"--save {file}: is a folder, not a file")
+    if written is not None and file.is_file() and not file.is_symlink():
+        overwrite = overwrite or file_digest(file) == written
+    if resume and not overwrite and (file.exists() or file.is_symlink()):
+        raise FieldFileError(f"--save {file}: exists, and it is not the file this run saved (or it changed since); "
+                             f"a resumed run never replaces it: give another --save, or move it")
+    check_replaceable(file, overwrite, "--save")
     return writable_file(file, "--save")
 
 
@@ -139,3 +153,14 @@ def save_fields(path, fields: Dict[str, np.ndarray], **metadata) -> Path:
     arrays = {k: fields[k] for k in field_keys(3 if "uz" in fields else 2)}
     extra = {k: np.asarray(v) for k, v in metadata.items()}
     return atomic_write(file, lambda fh: np.savez(fh, **arrays, **extra))
+
+
+def saved_record(run_dir) -> Optional[dict]:
+    """The --save file the run in *run_dir* wrote, as its manifest records it ({"path", "sha256"}),
+    or None."""
+    from lbgen.output.manifest import read_manifest
+    try:
+        saved = read_manifest(run_dir).get("saved")
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) and isinstance(saved.get("sha256"), str) else None

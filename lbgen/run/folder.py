@@ -10,9 +10,19 @@ allocated:
   was left by a process that died (kill -9): reported as a stale lock and taken over;
 * refuses a new run into a folder that already holds one (a manifest or checkpoints)
   unless it resumes it or `overwrite` replaces it: lbgen's own files only -- the files
-  the manifest lists as written by the run (``"files"``; for a manifest of an older lbgen
-  without the list, the files bearing lbgen's output names), its checkpoints and
-  manifest; folders only when that leaves them empty.  Anything else a user put there stays;
+  the manifest lists as written by the run (``"files"``) whose content still has the
+  SHA-256 it recorded (``"file_sha256"``) or that it was writing when it was killed
+  (``"writing"``; for a manifest of an older lbgen without digests,
+  the files it lists, or without the list the files bearing lbgen's output names), its
+  checkpoints (files whose header is an lbgen checkpoint's) and manifest; folders only
+  when that leaves them empty.  Anything else a user put there, or changed since lbgen
+  wrote it, stays (the note names what was kept);
+* refuses a new run (with or without `overwrite`, before anything is removed or written)
+  into a folder in which a file lbgen did not write -- or changed since it wrote it -- bears
+  a name the run writes (``manifest.json``, ``series.csv``, ``fields/step-*.h5``, ...,
+  ``checkpoints/step-*``), naming the files: a run never appends to or replaces a file it
+  did not create.  Other files (notes, scripts) are left alone.  A resume refuses, the same
+  way, a file under such a name that the run's manifest does not list;
 * reports a previous run whose manifest still says "running" (it was killed);
 * removes orphan temporary files left by writes that were cut off.
 
@@ -33,8 +43,8 @@ from typing import Callable, List, Optional
 
 from filelock import FileLock, Timeout
 
-from lbgen.run.checkpoint import (CHECKPOINT_DIRNAME, checkpoint_files, latest_checkpoint, list_checkpoints,
-                                  remove_leftover_pieces)
+from lbgen.run.checkpoint import (CHECKPOINT_DIRNAME, checkpoint_files, is_checkpoint, latest_checkpoint,
+                                  list_checkpoints, remove_leftover_pieces)
 from lbgen.system.paths import describe_os_error, is_disk_full, writable_folder
 
 LOCK_NAME = ".lbgen.lock"
@@ -147,24 +157,101 @@ class RunFolder:
     def holds_run(self) -> bool:
         return (self.path / MANIFEST).exists() or bool(list_checkpoints(self.path))
 
+    def holds_lbgen_manifest(self) -> bool:
+        """Whether the folder's manifest.json is a run's (a JSON object with lbgen's keys)."""
+        try:
+            data = json.loads((self.path / MANIFEST).read_text())
+        except (OSError, ValueError):
+            return False
+        return isinstance(data, dict) and any(key in data for key in ("config", "status", "files"))
+
     def run_files(self) -> List[Path]:
         """The files of the previous run that --overwrite removes: what its manifest lists as
-        written by it (lbgen.output.run.recorded_files: for an older manifest without the
-        list, the files with lbgen's output names), its checkpoints and its manifest."""
+        written by it whose content still has the digest the manifest recorded
+        (lbgen.output.run.recorded_digests; for an older manifest without digests, what it
+        lists, or without the list the files with lbgen's output names), its checkpoints and
+        its manifest."""
+        return self.ownership()[0]
+
+    def ownership(self):
+        """``(owned, changed)``: the previous run's files (``run_files``), and the files its
+        manifest lists whose content is no longer what lbgen wrote (relative paths) -- those
+        are the user's now and are kept."""
+        from lbgen.output.run import recorded_digests, recorded_files, recorded_writing
+        from lbgen.system.cache import file_digest
+        ours = self.holds_lbgen_manifest()
+        digests = recorded_digests(self.path) if ours else None
+        writing = recorded_writing(self.path) if ours else set()
+        names, changed = [], []
+        for rel in recorded_files(self.path) if ours else []:
+            path = self.path / rel
+            if rel == MANIFEST or digests is None:
+                names.append(path)
+            elif not path.is_file() or path.is_symlink():
+                continue
+            elif rel in writing or (rel in digests and file_digest(path) == digests[rel]):
+                names.append(path)                  # unchanged, or being written when the run was killed
+            else:
+                changed.append(rel)
+        names += [f for _step, path in list_checkpoints(self.path) if is_checkpoint(path)
+                  for f in checkpoint_files(path)]
+        if ours:
+            names.append(self.path / MANIFEST)
+        return list(dict.fromkeys(names)), changed
+
+    def foreign_files(self, owned) -> List[str]:
+        """The files in the folder (relative, sorted) that are not in *owned* and not lbgen's
+        bookkeeping (the lock, the owner record, temporary files of cut-off writes)."""
+        owned = set(owned)
+        found = []
+        for path in sorted(self.path.rglob("*")):
+            rel = path.relative_to(self.path).as_posix()
+            if path.is_dir() and not path.is_symlink():
+                continue
+            if rel in (LOCK_NAME, OWNER_NAME) or (path.name.startswith(".") and path.name.endswith(".tmp")):
+                continue
+            if path not in owned:
+                found.append(rel)
+        return found
+
+    def recorded(self) -> List[Path]:
+        """Every file the run in the folder may have written: what its manifest lists (listed
+        before it is written, so a killed run leaves none unlisted), its checkpoints, its manifest."""
         from lbgen.output.run import recorded_files
         names = [self.path / rel for rel in recorded_files(self.path)]
-        names += [f for _step, path in list_checkpoints(self.path) for f in checkpoint_files(path)]
-        names.append(self.path / MANIFEST)
+        names += [f for _step, path in list_checkpoints(self.path) if is_checkpoint(path)
+                  for f in checkpoint_files(path)]
         return list(dict.fromkeys(names))
 
-    def clear(self) -> List[Path]:
-        """Remove the previous run's files (``run_files``) and nothing else: a folder goes
-        only when that leaves it empty.  Returns the files removed; the manifest goes last,
-        so a clear cut off half-way can be done again."""
+    def check_ownership(self, overwrite: bool, resume: bool = False) -> tuple:
+        """Before a run writes anything: ``(owned, kept)``, the previous run's files that
+        --overwrite removes and the others, which stay.  RunFolderError, naming them, when a
+        file lbgen did not write -- for a new run also one that changed since lbgen wrote it;
+        for a resume one its manifest does not list -- bears a name the run writes
+        (manifest.json, series.csv, fields/step-*.h5, ...): a run never appends to or replaces
+        a file it did not create."""
+        from lbgen.output.run import OUTPUT_NAME
+        owned, changed = (self.recorded(), []) if resume else self.ownership() if overwrite else ([], [])
+        kept = self.foreign_files(owned)
+        clash = [rel for rel in kept if OUTPUT_NAME.fullmatch(rel) or rel.startswith(CHECKPOINT_DIRNAME + "/step-")]
+        if clash:
+            shown = [f"{rel} (changed since lbgen wrote it)" if rel in changed else rel for rel in clash[:5]]
+            more = f" and {len(clash) - 5} more" if len(clash) > 5 else ""
+            what = f"move them out of {self.path} to continue the run" if resume else \
+                f"choose another --out, or move them out of {self.path}"
+            raise RunFolderError(f"run folder {self.path} holds files lbgen did not write under the names a run "
+                                 f"writes: {', '.join(shown)}{more}; a run never appends to or replaces a file it "
+                                 f"did not write: {what}")
+        return owned, kept
+
+    def clear(self, files: Optional[List[Path]] = None) -> List[Path]:
+        """Remove the previous run's files (*files*, by default ``run_files``) and nothing else:
+        a folder goes only when that leaves it empty.  Returns the files removed; the manifest
+        goes last, so a clear cut off half-way can be done again."""
         removed = []
-        files = self.run_files()
+        files = self.run_files() if files is None else files
         manifest = self.path / MANIFEST
-        for path in [p for p in files if p != manifest] + [manifest]:
+        for path in [p for p in files if p != manifest] + [manifest] * (manifest in files):
             if path.is_dir() and not path.is_symlink():
                 continue                                   # never a folder's contents
             try:
@@ -213,16 +300,24 @@ class RunFolder:
         try:
             status = read_status(folder.path)
             died = status is not None and status["status"] == "running"
-            if not resume and folder.holds_run():
-                if not overwrite:
-                    what = (f"a run (status {status['status']!r} at step {status['step']}"
-                            f"{', its process is gone' if died else ''})" if status else "checkpoints of a run")
-                    raise RunFolderError(f"run folder {folder.path} already holds {what}; continue it with "
-                                         f"--resume {folder.path}, choose another --out, or give --overwrite "
-                                         f"to replace it")
-                removed = folder.clear()
-                echo(f"note: --overwrite: removed the previous run's {len(removed)} file(s) from {folder.path} "
-                     f"(files lbgen did not write are kept)")
+            if not resume and folder.holds_run() and not overwrite:
+                if (folder.path / MANIFEST).exists() and not folder.holds_lbgen_manifest():
+                    raise RunFolderError(f"run folder {folder.path} holds a {MANIFEST} that lbgen did not write; a "
+                                         f"run never replaces a file it did not write: choose another --out, or "
+                                         f"move it out of {folder.path}")
+                what = (f"a run (status {status['status']!r} at step {status['step']}"
+                        f"{', its process is gone' if died else ''})" if status else "checkpoints of a run")
+                raise RunFolderError(f"run folder {folder.path} already holds {what}; continue it with "
+                                     f"--resume {folder.path}, choose another --out, or give --overwrite "
+                                     f"to replace it")
+            owned, kept = folder.check_ownership(overwrite, resume)     # before anything is removed or written
+            if not resume:
+                if overwrite and folder.holds_run():
+                    removed = folder.clear(owned)
+                    shown = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
+                    echo(f"note: --overwrite: removed the previous run's {len(removed)} file(s) from {folder.path}"
+                         + (f"; kept {len(kept)} file(s) lbgen did not write or that changed since: {shown}"
+                            if kept else ""))
             elif resume and died:
                 echo(f"note: the previous run in {folder.path} did not end cleanly (its manifest still says "
                      f"'running' at step {status['step']}: killed?); resuming from its newest good checkpoint")

@@ -44,6 +44,8 @@ class Option:
     cli: bool = True             # an `lbgen run` option
     flag: Optional[str] = None   # click declaration when not --<key>
     optional: bool = False       # None allowed (means: derived / not given)
+    identity: bool = False       # determines the trajectory: part of the run identity every checkpoint carries
+    #                              (lbgen.run.identity); a resume refuses a checkpoint with another value
 
     @property
     def flag_name(self) -> str:
@@ -53,36 +55,37 @@ class Option:
 
 def _operator_options() -> Tuple[Option, ...]:
     return tuple(Option(p.name, "float", p.default, f"{p.meaning} ({p.allowed}; "
-                        f"{'/'.join(n for n in OPERATORS if p.name in operator(n).parameter_names)} only).")
+                        f"{'/'.join(n for n in OPERATORS if p.name in operator(n).parameter_names)} only).", identity=True)
                  for p in all_parameters().values())
 
 
 SCHEMA: Tuple[Option, ...] = (
-    Option("setup", "choice", "shear-wave", "Named set-up.", choices=tuple(SETUPS), cli=False),
-    Option("lx", "int", 64, "Lattice width (periodic in X).", minimum=1),
-    Option("ly", "int", 256, "Lattice height.", minimum=1),
+    Option("setup", "choice", "shear-wave", "Named set-up.", choices=tuple(SETUPS), cli=False, identity=True),
+    Option("lx", "int", 64, "Lattice width (periodic in X).", minimum=1, identity=True),
+    Option("ly", "int", 256, "Lattice height.", minimum=1, identity=True),
     Option("lz", "int", None, "Lattice depth: a 3D run (a d3q* velocity set; default 32, and 32 x 32 for --lx, "
-           "--ly).", minimum=1, optional=True),
+           "--ly).", minimum=1, optional=True, identity=True),
     Option("steps", "int", 1000, "Total steps (also when resuming).", minimum=0, resumable=True),
-    Option("collision", "choice", DEFAULT_OPERATOR, "Collision operator.", choices=OPERATORS),
+    Option("collision", "choice", DEFAULT_OPERATOR, "Collision operator.", choices=OPERATORS, identity=True),
     *_operator_options(),
     Option("gravity", "gravity", (0.0, 0.0), "GX,GY (3D: GX,GY,GZ) acceleration in model units (force per step "
-           "g/r)."),
+           "g/r).", identity=True),
     Option("walls", "bool", False, "Thermal walls at bottom and top (else periodic in Y).",
-           flag="--walls/--periodic"),
-    Option("t_bottom", "float", 1.0, "Bottom wall temperature.", minimum=0.0),
-    Option("t_top", "float", 1.0, "Top wall temperature.", minimum=0.0),
+           flag="--walls/--periodic", identity=True),
+    Option("t_bottom", "float", 1.0, "Bottom wall temperature.", minimum=0.0, identity=True),
+    Option("t_top", "float", 1.0, "Top wall temperature.", minimum=0.0, identity=True),
     Option("adiabatic", "choice", "none", "Which walls are adiabatic (copy the fourth row's temperature).",
-           choices=tuple(ADIABATIC)),
+           choices=tuple(ADIABATIC), identity=True),
     Option("wall_scheme", "choice", DEFAULT_WALL_SCHEME, "Wall scheme: lbgen, or reference (the production code's "
-           "bc: every row keeps its mass, bare bracket, fourth-row T + |a|^2/8; docs/physics.md, Walls).", choices=WALL_SCHEMES),
+           "bc: every row keeps its mass, bare bracket, fourth-row T + |a|^2/8; docs/physics.md, Walls).", choices=WALL_SCHEMES,
+           identity=True),
     Option("velocity_set", "choice", DEFAULT_VELOCITY_SET, f"Velocity set: {sets_help()}.  The third-order "
            "sets conduct heat as kappa/T^2: use d2q37 for large temperature contrasts (docs/physics.md).",
-           choices=tuple(VELOCITY_SETS) + SETS_3D),
+           choices=tuple(VELOCITY_SETS) + SETS_3D, identity=True),
     Option("wall_axes", "axes", None, "3D: the axes whose two faces are half-way bounce-back no-slip walls, e.g. y "
-           "(channel between walls) or yz (duct); the others are periodic.", optional=True),
+           "(channel between walls) or yz (duct); the others are periodic.", optional=True, identity=True),
     Option("lid", "lid", None, "3D: moving walls FACE=UX,UY,UZ (model units, in the face's plane; FACE x-low ... "
-           "z-high of a wall axis), several separated by ';'.", optional=True),
+           "z-high of a wall axis), several separated by ';'.", optional=True, identity=True),
     Option("geometry", "path", None, "3D: voxel mask .npy of shape (LX, LY, LZ), bool or uint8 0/1 (1: solid); "
            "links into solid voxels bounce back.", optional=True),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
@@ -90,7 +93,7 @@ SCHEMA: Tuple[Option, ...] = (
            choices=tuple(LAYOUTS), optional=True),
     Option("vl", "vl", None, "Cluster length for csoa/caosoa (a power of two dividing LY), or 'auto' "
            "(time the candidates once and remember the best; see lbgen tune).", optional=True),
-    Option("precision", "choice", "double", "Floating-point precision.", choices=PRECISIONS),
+    Option("precision", "choice", "double", "Floating-point precision.", choices=PRECISIONS, identity=True),
     Option("fused", "bool", True, "One sweep per step: propagate+collide (periodic) or propagate+bc+collide (walls); --no-fused: "
            "separate sweeps.", flag="--fused/--no-fused"),
     Option("time_block", "time_block", "auto", "Steps per sweep through cache (temporal blocking, C backend on one "
@@ -101,8 +104,8 @@ SCHEMA: Tuple[Option, ...] = (
            "every sweep blocked, the other steps run singly.", resumable=True),
     Option("strict", "bool", False, "No FMA contraction (bitwise-comparable builds).", flag="--strict/--no-strict"),
     Option("threads", "int", 0, "OpenMP threads (0: OMP_NUM_THREADS or all cores).", minimum=0, resumable=True),
-    Option("seed", "int", 0, "Seed of random set-ups.", minimum=0),
-    Option("amplitude", "float", None, "Amplitude of the set-up (wave, noise or interface).", optional=True),
+    Option("seed", "int", 0, "Seed of random set-ups.", minimum=0, identity=True),
+    Option("amplitude", "float", None, "Amplitude of the set-up (wave, noise or interface).", optional=True, identity=True),
     Option("init", "path", None, ".npz with rho, ux, uy, T of shape (LX, LY) (3D: rho, ux, uy, uz, T of shape (LX, LY, LZ); physical fields, as --save writes them); sets the lattice size.", optional=True),
     Option("save", "path", None, "Write the final (physical, half-step) fields to this .npz.", optional=True, resumable=True),
     Option("out", "path", None, "Run folder: fields (h5 + vti), pictures, series, manifest.json, checkpoints.",

@@ -66,7 +66,9 @@ def cache_dir(kind: str = "") -> Path:
 
 
 def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes (recorded beside each cached library, checked before loading)."""
+    """SHA-256 of a file's bytes: recorded beside each cached library (checked before loading),
+    for every file a run writes (manifest ``file_sha256``), and of a run's --init, --geometry and
+    --save files."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -110,10 +112,12 @@ def fsync_dir(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_output(path, mode: int = 0o644) -> Iterator[Path]:
+def atomic_output(path, mode: int = 0o644, sync: bool = True) -> Iterator[Path]:
     """A temporary path next to ``path`` to write; on success it is fsync'ed and renamed
     over ``path``, on any exception removed (``path`` is left as it was).  For writers
-    that need a file name (h5py, pyevtk); ``atomic_write`` is the file-handle form."""
+    that need a file name (h5py, pyevtk); ``atomic_write`` is the file-handle form.
+    ``sync=False``: renamed without the fsyncs -- still all or nothing for a killed process
+    (the page cache outlives it), not across a power cut; for small records rewritten often."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -121,22 +125,24 @@ def atomic_output(path, mode: int = 0o644) -> Iterator[Path]:
     tmp = Path(tmp)
     try:
         yield tmp
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
+        if sync:
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    if sync:
+        fsync_dir(path.parent)
 
 
-def atomic_write(path, writer, mode: int = 0o644) -> Path:
+def atomic_write(path, writer, mode: int = 0o644, sync: bool = True) -> Path:
     """Call ``writer(fh)`` on a temporary file next to ``path``, fsync it, then rename it
     over ``path`` -- the one atomic writer of lbgen (cache entries, checkpoints, outputs,
     manifests).  On any exception the temporary file is removed and ``path`` is left as it was."""
     path = Path(path)
-    with atomic_output(path, mode) as tmp:
+    with atomic_output(path, mode, sync) as tmp:
         with open(tmp, "wb") as fh:
             writer(fh)
     return path
