@@ -85,8 +85,8 @@ def _launch_env(names, default: int) -> int:
 def mpi_launch_size() -> int:
     """How many ranks an MPI launcher started (its environment; 1 outside mpiexec); MPI itself
     is not started."""
-    from lbgen.parallel.mpi import _SIZE_ENV
-    return _launch_env(_SIZE_ENV, 1)
+    from lbgen.parallel.mpi import SIZE_ENV
+    return _launch_env(SIZE_ENV, 1)
 
 
 def mpi_launch_rank() -> int:

@@ -65,7 +65,7 @@ from lbgen.simulation.runner import SimulationError
 
 #: environment variables set by MPI launchers (MPICH/hydra, Intel MPI, Open MPI, PMIx)
 MPI_ENV = ("PMI_SIZE", "PMI_RANK", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK")
-_SIZE_ENV = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
+SIZE_ENV = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
 
 TAG_RIGHTWARD, TAG_LEFTWARD, TAG_RING, TAG_UPWARD, TAG_DOWNWARD = 11, 12, 13, 14, 15
 
@@ -94,7 +94,7 @@ def world():
     try:
         MPI = _start(start_timeout())
     except ImportError:
-        sizes = [os.environ.get(k) for k in _SIZE_ENV if os.environ.get(k)]
+        sizes = [os.environ.get(k) for k in SIZE_ENV if os.environ.get(k)]
         if sizes and sizes[0].isdigit() and int(sizes[0]) > 1:
             raise SimulationError(f"started by an MPI launcher with {sizes[0]} processes, but mpi4py is not "
                                   f"installed: pip install 'lbgen[mpi]' (mpi4py + mpich)") from None
@@ -125,7 +125,7 @@ def start_timeout() -> float:
 def _launch_rank() -> str:
     """This process's rank and size from the launcher's environment (before MPI is started)."""
     rank = next((os.environ[k] for k in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK") if os.environ.get(k)), "?")
-    size = next((os.environ[k] for k in _SIZE_ENV if os.environ.get(k)), "?")
+    size = next((os.environ[k] for k in SIZE_ENV if os.environ.get(k)), "?")
     return f"rank {rank} of {size}"
 
 

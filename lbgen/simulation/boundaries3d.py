@@ -13,7 +13,7 @@ from lbgen.model.catalog import AXES, SIDES
 from lbgen.simulation.parameters import SimulationError
 
 
-def _axes(walls) -> Tuple[str, ...]:
+def wall_axes(walls) -> Tuple[str, ...]:
     """'xz', ('x', 'z') or None -> ('x', 'z'); anything else refused naming it."""
     if walls is None:
         return ()
@@ -41,7 +41,7 @@ def _face(face) -> Tuple[str, str]:
     return axis, side
 
 
-def _lids(lid, walls, velocity_set: Optional[str] = None,
+def lid_faces(lid, walls, velocity_set: Optional[str] = None,
           warn: Optional[Callable[[str], None]] = None) -> Dict[Tuple[str, str], Tuple[float, float, float]]:
     """The moving walls {(axis, side): (ux, uy, uz)}, refused naming the face: a face of an
     axis without walls, a face named twice (in any spelling), components that are not three
@@ -86,7 +86,7 @@ def _lids(lid, walls, velocity_set: Optional[str] = None,
     return out
 
 
-def _mask(mask, shape) -> Optional[np.ndarray]:
+def voxel_mask(mask, shape) -> Optional[np.ndarray]:
     """The voxel mask as a uint8 (LX, LY, LZ) array of 0 and 1, or None; checked before any work."""
     if mask is None:
         return None
@@ -122,9 +122,6 @@ def check_finite_state(a: np.ndarray, what: str, mask: Optional[np.ndarray] = No
                           f"finite (a state saved after the run diverged cannot be continued)")
 
 
-wall_axes = _axes
-lid_faces = _lids
-voxel_mask = _mask
 
 
 def lid_face(face) -> str:

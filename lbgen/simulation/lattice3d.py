@@ -27,7 +27,7 @@ from lbgen.backends import compile3d
 from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.parameters import Parameters, RunStats, SimulationError
-from lbgen.simulation.boundaries3d import (_axes, _lids, _mask, check_finite_state,  # noqa: F401
+from lbgen.simulation.boundaries3d import (check_finite_state,  # noqa: F401
                                           lid_face, lid_faces, voxel_mask, wall_axes)
 
 __all__ = ["Simulation3D"]
@@ -101,10 +101,10 @@ class Simulation3D:
             raise SpecError(f"{str(velocity_set).lower()} is a {entry.D}D set; Simulation3D runs 3D sets "
                             f"({set_names(SETS_3D)}): use lbgen.Simulation for 2D")
         self._params = Parameters(collision, operator_parameters, gravity, dimension=3)
-        self.walls = _axes(walls)
-        self.lid = _lids(lid, self.walls, str(velocity_set).lower())
+        self.walls = wall_axes(walls)
+        self.lid = lid_faces(lid, self.walls, str(velocity_set).lower())
         shape = (self.lx, self.ly, self.lz)
-        self.mask = _mask(mask, shape)
+        self.mask = voxel_mask(mask, shape)
         from lbgen.backends import RUNTIMES, spec_backend
         self.runtime = str(backend).lower()
         if self.runtime not in RUNTIMES:
