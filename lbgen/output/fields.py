@@ -125,9 +125,12 @@ def check_fields(fields: dict) -> Dict[str, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- HDF5 / npz
-def write_h5(path: Path, step: int, arrays: dict, time: Optional[float], attrs: Optional[dict] = None) -> Path:
-    """HDF5 datasets rho, ux, uy, T (LX, LY) with attributes step (and time) and, given
-    ``attrs``, the run's physical numbers as ``physics_<name>`` (units: ``physics_units``); atomic."""
+def write_h5(path: Path, step: int, arrays: dict, time: Optional[float], attrs: Optional[dict] = None,
+             flow_time: Optional[dict] = None) -> Path:
+    """HDF5 datasets rho, ux, uy, T (LX, LY) with attributes step (and time: model time, steps
+    / r, named so in ``time_meaning``), the time in the flow's own unit given ``flow_time`` (the
+    .vti's field data: ``time/t_RT`` ...) and, given ``attrs``, the run's physical numbers as
+    ``physics_<name>`` (units: ``physics_units``); atomic."""
     import h5py
 
     with atomic_output(path) as tmp:
@@ -137,6 +140,10 @@ def write_h5(path: Path, step: int, arrays: dict, time: Optional[float], attrs: 
             f.attrs["step"] = int(step)
             if time is not None:
                 f.attrs["time"] = float(time)
+                f.attrs["time_meaning"] = "model time: steps / r (the flow's own time: the time/<unit> attribute)"
+            for key, value in (flow_time or {}).items():
+                if key.startswith("time/"):
+                    f.attrs[key] = float(value)
             shape = next(iter(arrays.values())).shape
             f.attrs["shape"] = np.asarray(shape, dtype=np.int64)
             f.attrs["index_order"] = ("[x, y]; x periodic, y from bottom wall (0) to top wall (LY-1)" if len(shape) == 2

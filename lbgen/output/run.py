@@ -261,7 +261,8 @@ class RunOutput:
                     + ([self.vti_path(step), self.pvd_path] if self.vtk else []))
         written: list[Path] = []
         if self.fields_format == "h5":
-            written.append(write_h5(self.fields_path(step), step, arrays, time, attrs=self.physics))
+            written.append(write_h5(self.fields_path(step), step, arrays, time, attrs=self.physics,
+                                    flow_time=vtk_field_data(step, self.time_unit)))
         elif self.fields_format == "npz":
             written.append(write_npz(self.fields_path(step), step, arrays, time))
         if self.vtk:

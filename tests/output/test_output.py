@@ -230,6 +230,10 @@ def test_vti_and_pvd_carry_the_step_and_the_time_in_the_flows_unit(tmp_path):
     root = ET.fromstring(head[: head.index(b"<AppendedData")].decode("ascii") + "</VTKFile>")
     names = [da.get("Name") for da in root.find("ImageData/FieldData").iter("DataArray")]
     assert names == ["step", "time/t_RT"]
+    import h5py                                              # the field file says the same
+    with h5py.File(tmp_path / "run" / "fields" / "step-000002000.h5") as h5:
+        assert h5.attrs["step"] == 2000 and h5.attrs["time/t_RT"] == pytest.approx(2000 / 3028)
+        assert h5.attrs["time"] == 1671.0 and "model time" in h5.attrs["time_meaning"]
 
 
 def test_fields_npz_and_vtk(tmp_path):
