@@ -70,3 +70,30 @@ def test_the_fast_subset_says_how_many_slow_tests_it_left_out(workers):
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "lbgen: 3 slow tests left out" in proc.stdout and "--slow" in proc.stdout, proc.stdout
+
+
+def _tiny_build(tag: str):
+    from lbgen.backends.base import build_library
+    return build_library("c", ("build-log-test", tag), {"tiny.c": f"int tiny_{tag}(void) {{ return 1; }}\n"},
+                         lambda folder, out: ["gcc", "-shared", "-fPIC", "-o", out, folder / "tiny.c"],
+                         "tiny.c", "gcc (tiny)", library="libtiny.so")
+
+
+def test_the_build_log_records_each_compiler_run_and_the_test_that_asked(tmp_path, monkeypatch):
+    monkeypatch.setenv("LBGEN_CACHE_DIR", str(tmp_path / "cache"))
+    log = tmp_path / "build.log"
+    monkeypatch.setenv("LBGEN_BUILD_LOG", str(log))
+    _tiny_build("a")
+    _tiny_build("a")                               # cached: no second compiler run
+    _tiny_build("b")
+    lines = [line.split("\t") for line in log.read_text().splitlines()]
+    assert len(lines) == 2 and all(parts[0] == "c" and float(parts[1]) >= 0 for parts in lines)
+    assert all("test_the_build_log_records_each_compiler_run" in parts[5] for parts in lines)
+
+
+def test_a_build_log_that_cannot_be_written_warns_and_the_build_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setenv("LBGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("LBGEN_BUILD_LOG", str(tmp_path / "no-such-folder" / "build.log"))
+    with pytest.warns(UserWarning, match="LBGEN_BUILD_LOG"):
+        lib = _tiny_build("c")
+    assert lib.exists()
