@@ -348,7 +348,7 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     for (a, s), u in sim.lid.items():      # the unstable band below the refusal (lbgen.model.physics)
         note = lid_mach_check(f"{a}-{s}", u, cfg.velocity_set)
         if note:
-            echo(note)
+            echo(f"warning: {note}")
     _time_block_note(runner, echo, chosen)
     result = runner.execute(progress=show_progress)
     _report(runner, result, cfg.save)

@@ -49,17 +49,15 @@ def _picture_options(fn):
 
 
 def _results(run_dir, command: str) -> RunResults:
-    """The run folder a post-processing command reads: refused, before any work, when it is a
-    file, or when the command was started under mpiexec with several ranks (it would render
-    once per rank)."""
+    """The run folder a post-processing command reads: refused, before any work, when the
+    command was started under mpiexec with several ranks (it would render once per rank), or
+    by RunResults when it is a file or no run folder."""
     from lbgen.cli.common import mpi_launch_size
     size = mpi_launch_size()
     if size > 1:
         one_process_only(f"lbgen {command} renders on one process; run it without mpiexec (under mpiexec -n "
                          f"{size} each rank would render it)")
-    if Path(run_dir).is_file():
-        raise UserError(f"{run_dir} is a file, not a run folder (give the --out DIR of a run)")
-    return RunResults(run_dir)
+    return RunResults(run_dir)             # a file, a missing folder: refused there (one home)
 
 
 def _window(text):

@@ -223,7 +223,8 @@ def sound_speed(T: float = 1.0, *, r: float, thermal: bool = True, dimension: in
 #: temperature T = 1, :func:`sound_speed`): beyond it the weakly compressible lattice Boltzmann
 #: equations do not hold (compressibility errors ~ Ma^2 = 25 %) and a D3Q19 cavity diverges at
 #: every relaxation time measured (tau = 0.51 from Ma 0.2; tau = 0.8 runs, far off the
-#: incompressible flow, to Ma 1).  Refused above it (:func:`lid_mach_check`).
+#: incompressible flow, to Ma 1).  Refused above it (:func:`lid_mach_check`); a Rayleigh-Taylor
+#: free fall above it is refused too (``lbgen.run.setups.rt_gravity_refusal``).
 LID_MACH_MAX = 0.5
 #: above this Mach number (and up to LID_MACH_MAX) a lid is taken with a warning: errors
 #: ~ Ma^2 > 9 %, and runs with a relaxation time near 1/2 go unstable (tau = 0.51 from Ma 0.2)
@@ -239,9 +240,14 @@ def lid_mach(u, velocity_set: str) -> float:
     return velocity_to_lattice(math.sqrt(sum(float(c) ** 2 for c in u)), r) / c_s
 
 
+class LidMachWarning(UserWarning):
+    """A lid in the unstable band LID_MACH_WARN < Ma <= LID_MACH_MAX: taken, with this warning
+    (``lbgen.Simulation3D`` warns with it; ``lbgen run`` prints it as a ``warning:`` line)."""
+
+
 def lid_mach_check(face: str, u, velocity_set: str) -> Optional[str]:
     """The one rule of lid speeds: ValueError (naming the lid, its Mach number and the limit)
-    above LID_MACH_MAX; a warning line in the band above LID_MACH_WARN; else None."""
+    above LID_MACH_MAX; the text of a LidMachWarning in the band above LID_MACH_WARN; else None."""
     ma = lid_mach(u, velocity_set)
     if ma > LID_MACH_MAX:
         speed = LID_MACH_MAX * math.sqrt(sum(float(c) ** 2 for c in u)) / ma
@@ -249,7 +255,7 @@ def lid_mach_check(face: str, u, velocity_set: str) -> Optional[str]:
                          f"{velocity_set}; a lid may move at most at Mach {LID_MACH_MAX:g} (|u| <= {speed:.4g} in "
                          f"model units)")
     if ma > LID_MACH_WARN:
-        return (f"warning: lid {face} moves at Mach {ma:.3g} ({LID_MACH_WARN:g} < Ma <= {LID_MACH_MAX:g}): "
+        return (f"lid {face} moves at Mach {ma:.3g} ({LID_MACH_WARN:g} < Ma <= {LID_MACH_MAX:g}): "
                 f"compressibility errors ~ Ma^2, and runs with a relaxation time near 1/2 go unstable")
     return None
 

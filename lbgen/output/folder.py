@@ -64,6 +64,8 @@ class RunResults:
 
     def __init__(self, run_dir: PathLike):
         self.path = Path(run_dir)
+        if self.path.is_file():
+            raise RunResultsError(f"{self.path} is a file, not a run folder (give the --out DIR of a run)")
         if not self.path.is_dir():
             raise RunResultsError(f"run folder {str(self.path)!r} does not exist (give the --out DIR of a run)")
         manifest = self.path / MANIFEST_NAME

@@ -24,7 +24,7 @@ from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, all_paramete
 from lbgen.model.catalog import SETS_3D, set_entry, set_names, wall_scheme_refusal
 from lbgen.run.options import (ADIABATIC, DEFAULT_SIZE_3D, OPTIONS, SCHEMA, ConfigError, as_bool, as_float,
                                check_applicable, closest, convert, dimension, normalise_key)
-from lbgen.run.setups import SETUPS
+from lbgen.run.setups import RT_T_COLD, RT_T_HOT, SETUPS, rt_gravity_refusal
 
 __all__ = ["ConfigError", "OPTIONS", "RunConfig"]
 
@@ -185,6 +185,13 @@ class RunConfig:
         if vs.isothermal and self.setup == "rayleigh-taylor":
             raise ConfigError(f"rayleigh-taylor is a thermal flow; {vs.label} is isothermal (T = 1): use d2q37 "
                               f"(or d2v17){', or d3q39 in 3D' if vs.D == 3 else ''}")
+        if self.setup == "rayleigh-taylor":      # its hydrostatic start (lbgen.run.setups: one rule, 2D and 3D)
+            hot_cold = (self.walls["T_bottom"], self.walls["T_top"]) if self.dimension == 2 and self.walls else \
+                (RT_T_HOT, RT_T_COLD)
+            refusal = rt_gravity_refusal(float(self.gravity[self.dimension - 1]), velocity_set=self.velocity_set,
+                                         lx=self.lx, depth=self.shape[-1], T_hot=hot_cold[0], T_cold=hot_cold[1])
+            if refusal:
+                raise ConfigError(refusal)
         refusal = wall_scheme_refusal(vs, self.walls["scheme"]) if self.walls is not None else None
         if refusal:
             raise ConfigError(refusal)

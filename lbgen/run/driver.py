@@ -459,27 +459,34 @@ class Run:
             return None
         return self.steps_run * math.prod(self.cfg.shape) / self.seconds / 1e6
 
-    def _persist(self, what: Callable[[], Any], step: int) -> Any:
-        """Write outputs or a checkpoint; a full disk or an unwritable folder ends the run with
-        a message naming the last good checkpoint (older ones are intact: writes are atomic).
-        With MPI the ranks agree on the outcome first (rank 0 writes most files alone), so a
-        write that failed on any rank fails on every rank alike: one message, status "failed"."""
+    def _agreed(self, what: Callable[[], Any]) -> Any:
+        """what() (a write); with MPI the ranks agree on its outcome first (rank 0 writes most
+        files alone): an OSError on any rank is the same OSError on every rank."""
+        failed, result = None, None
         try:
-            failed, result = None, None
-            try:
-                result = what()
-            except OSError as e:
-                if self.comm is None:
-                    raise
-                failed = e
-            if self.comm is not None:
-                from lbgen.parallel.mpi import agree
-                agree(self.comm, failed)         # an OSError on any rank: the same OSError on every rank
-            return result
+            result = what()
         except OSError as e:
-            message = write_failure(e, self.cfg.out, step, self.cfg.steps)
+            if self.comm is None:
+                raise
+            failed = e
+        if self.comm is not None:
+            from lbgen.parallel.mpi import agree
+            agree(self.comm, failed)
+        return result
+
+    def _persist(self, what: Callable[[], Any], step: int, save=None, manifest: bool = True) -> Any:
+        """Write outputs, a checkpoint or (``save``: its path) the --save file; a full disk or an
+        unwritable folder ends the run with a message naming the last good checkpoint (older
+        ones are intact: writes are atomic) and the command that continues it.  With MPI a
+        write that failed on any rank fails on every rank alike (``_agreed``): one message,
+        status "failed" (``manifest=False``: the manifest is left as it is)."""
+        try:
+            return self._agreed(what)
+        except OSError as e:
+            message = write_failure(e, self.cfg.out, step, self.cfg.steps, save=save)
             try:
-                self._manifest("failed", message)
+                if manifest:
+                    self._manifest("failed", message)
             except OSError:
                 pass
             error = RunFolderError(message)
@@ -534,7 +541,7 @@ class Run:
         if self.nothing_to_run:             # the folder's outputs and manifest stay as they are
             self.close()
             if cfg.save:
-                self._save()
+                self._persist(self._save, sim.time_step, save=cfg.save, manifest=False)
             return {"steps": sim.time_step, "steps_run": 0, "seconds": 0.0, "mlups": None}
         if self.folder is not None:
             self.folder.acquire(self.echo)
@@ -621,7 +628,7 @@ class Run:
         if bar is not None:
             bar.close()
         self._persist(lambda: self._outputs(final=True), sim.time_step)
-        if cfg.save:
-            self._save()
+        if cfg.save:                          # rank 0 writes it: a failure is every rank's (status failed)
+            self._persist(self._save, sim.time_step, save=cfg.save)
         self._persist(lambda: self._manifest("finished"), sim.time_step)
         return {"steps": sim.time_step, "steps_run": self.steps_run, "seconds": self.seconds, "mlups": self.mlups()}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 import math
+import warnings
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -173,11 +174,14 @@ def make_simulation3d(cfg: RunConfig, mask: Optional[np.ndarray] = None, comm=No
                   precision=cfg.precision, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
                   time_block=cfg.time_block, device=cfg.device if cfg.backend == "opencl" else None,
                   **cfg.parameters)
-    if comm is not None and comm.size > 1:
-        from lbgen.parallel.lattice3d import DistributedSimulation3D
-        common.pop("check_every")
-        return DistributedSimulation3D(comm, cfg.lx, cfg.ly, cfg.lz, ranks_grid=grid, **common)
-    return Simulation3D(cfg.lx, cfg.ly, cfg.lz, **common)
+    from lbgen.model.physics import LidMachWarning
+    with warnings.catch_warnings():        # a run says it once, on its start line (lbgen run), not per rank
+        warnings.simplefilter("ignore", LidMachWarning)
+        if comm is not None and comm.size > 1:
+            from lbgen.parallel.lattice3d import DistributedSimulation3D
+            common.pop("check_every")
+            return DistributedSimulation3D(comm, cfg.lx, cfg.ly, cfg.lz, ranks_grid=grid, **common)
+        return Simulation3D(cfg.lx, cfg.ly, cfg.lz, **common)
 
 
 def lid_speeds(cfg: RunConfig) -> list:

@@ -59,20 +59,26 @@ class RunFolderError(ValueError):
     """A run folder that cannot be used by this run; the message says why and what to do."""
 
 
-def resume_command(out, steps: int) -> str:
-    """The exact command that continues the run folder `out` up to `steps`."""
-    return f"lbgen run --resume {shlex.quote(str(out))} --steps {steps}"
+def resume_command(out, steps: int, save=None) -> str:
+    """The exact command that continues the run folder `out` up to `steps` (and writes the
+    --save file `save` at its end)."""
+    again = f" --save {shlex.quote(str(save))}" if save else ""
+    return f"lbgen run --resume {shlex.quote(str(out))} --steps {steps}{again}"
 
 
-def write_failure(e: OSError, out, step: int, steps: int) -> str:
-    """The message of a write into run folder `out` that failed at `step` (a full disk, a
-    folder made read-only): what failed, the last good checkpoint (older ones are intact:
-    every write is atomic) and the command that continues the run."""
+def write_failure(e: OSError, out, step: int, steps: int, save=None) -> str:
+    """The message of a write into run folder `out` (or, with `save`, of the run's --save
+    file) that failed at `step` (a full disk, a folder made read-only): what failed, the last
+    good checkpoint (older ones are intact: every write is atomic) and the command that
+    continues the run (and writes the --save file again)."""
     kept = latest_checkpoint(out, verify=True) if out else None
     reason = "the disk is full: " if is_disk_full(e) else ""
-    return (f"{reason}{describe_os_error(e, f'to the run folder {out}')} at step {step}. "
+    what = f"the --save file {save}" if save else f"to the run folder {out}"
+    if save and str(getattr(e, "filename", "")) == str(save):
+        e = OSError(e.errno, e.strerror)         # named once
+    return (f"{reason}{describe_os_error(e, what)} at step {step}. "
             + (f"The last good checkpoint is kept: {kept}; after freeing space continue with: "
-               f"{resume_command(out, steps)}" if kept else "No checkpoint was kept."))
+               f"{resume_command(out, steps, save)}" if kept else "No checkpoint was kept."))
 
 
 def read_status(path) -> Optional[dict]:

@@ -7,6 +7,7 @@ the user's TOML file and command line.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Mapping, Optional, Tuple
 
@@ -129,6 +130,51 @@ def taylor_green3d(lx: int, ly: int, lz: int, amplitude: float = TAYLOR_GREEN_AM
 RT_WIDTH_3D = 16
 
 
+def rt_width(dimension: int, depth: int) -> float:
+    """The Rayleigh-Taylor interface width (sites): RT_WIDTH in 2D, min(RT_WIDTH, LZ / RT_WIDTH_3D) in 3D."""
+    return RT_WIDTH if dimension == 2 else min(RT_WIDTH, depth / RT_WIDTH_3D)
+
+
+def rt_gravity_refusal(g: float, *, velocity_set: str, lx: int, depth: int, T_hot: float = RT_T_HOT,
+                       T_cold: float = RT_T_COLD) -> Optional[str]:
+    """The one rule of Rayleigh-Taylor gravity (2D and 3D): why gravity component g (model
+    units, along the interface's normal: g_y in 2D, g_z in 3D) gives no valid start, or None.
+
+    Refused: a hydrostatic start (:func:`rayleigh_taylor_profile`, flat interface) with a
+    density that is not finite and positive (every row's factor (T_{j-1} + g/2) / (T_j - g/2)
+    must be positive: |g| < 2 min(T_hot, T_cold)), and a free fall U_ff = sqrt(A g LX) (the flow's speed
+    scale, whose Mach number the run's header prints: ``rayleigh_taylor_numbers``) above the
+    Mach limit a lid has (``lbgen.model.physics.LID_MACH_MAX``, c_s at T = 1): beyond it the
+    weakly compressible equations do not hold.  The text names the value and the allowed range."""
+    from lbgen.model.catalog import set_entry
+    from lbgen.model.physics import (LID_MACH_MAX, atwood, free_fall_speed, gravity_to_lattice, gravity_to_model,
+                                     scale_factor, sound_speed)
+    dimension = set_entry(velocity_set).D
+    axis = "yz"[dimension - 2]
+    with np.errstate(all="ignore"):
+        rho, _ = rayleigh_taylor_profile(np.array([depth / 2.0]), depth, T_hot, T_cold, rt_width(dimension, depth),
+                                         float(g))
+    g_rho = 2.0 * min(T_hot, T_cold)            # |g| below it: every row's factor is positive, any interface
+    r = scale_factor(velocity_set)
+    c_s = sound_speed(1.0, r=r, dimension=dimension)
+    A = atwood(max(T_hot, T_cold), min(T_hot, T_cold))
+    g_mach = gravity_to_model((LID_MACH_MAX * c_s) ** 2 / (A * lx), r) if A > 0 else math.inf
+    if not math.isfinite(g):
+        why = "it is not a finite number"
+    elif not (np.all(np.isfinite(rho)) and rho.min() > 0 and abs(g) < g_rho):
+        why = "its hydrostatic start has densities that are not finite and positive"
+    elif abs(g) > g_mach:
+        ma = free_fall_speed(A, gravity_to_lattice(abs(g), r), lx) / c_s
+        why = f"its free fall sqrt(A g LX) reaches Mach {ma:.3g}, above the limit {LID_MACH_MAX:g}"
+    else:
+        return None
+    size = f"LX = {lx}, L{axis.upper()} = {depth}"
+    bound = f"<= {g_mach:.4g}" if g_mach < g_rho else f"< {g_rho:.4g}"
+    default = RT_GRAVITY_3D[2] if dimension == 3 else RT_GRAVITY[1]
+    return (f"rayleigh-taylor: gravity g_{axis} = {g:g} on {velocity_set} ({size}): {why}; allowed here: "
+            f"|g_{axis}| {bound} (model units; the set-up's default is {default:g})")
+
+
 def rayleigh_taylor3d(lx: int, ly: int, lz: int, gravity: Tuple[float, float, float] = RT_GRAVITY_3D,
                       T_hot: float = RT_T_HOT, T_cold: float = RT_T_COLD, width: Optional[float] = None,
                       amplitude: float = None, seed: int = 0, **_) -> Dict[str, np.ndarray]:
@@ -147,7 +193,7 @@ def rayleigh_taylor3d(lx: int, ly: int, lz: int, gravity: Tuple[float, float, fl
     phase = rng.uniform(0, 2 * np.pi, len(modes))
     x, y = np.meshgrid(np.arange(lx) / lx, np.arange(ly) / ly, indexing="ij")
     h = lz / 2 + sum(ai * np.cos(2 * np.pi * (mx * x + my * y) + p) for ai, (mx, my), p in zip(a, modes, phase))
-    width = min(RT_WIDTH, lz / RT_WIDTH_3D) if width is None else width
+    width = rt_width(3, lz) if width is None else width
     rho, T = rayleigh_taylor_profile(h, lz, T_hot, T_cold, width, float(gravity[2]))
     zero = np.zeros((lx, ly, lz))
     return {"rho": rho, "ux": zero, "uy": zero.copy(), "uz": zero.copy(), "T": T}

@@ -18,6 +18,7 @@ read 0).  Everything is checked before any kernel is built.
 from __future__ import annotations
 
 import time
+import warnings
 from numbers import Integral
 from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
@@ -55,6 +56,13 @@ def _time_block(value, backend, fused) -> int:
     if depth != 1 and str(backend).lower() != "c":
         raise SimulationError(f"time_block={depth} (temporal blocking) runs on the C backend, not backend={backend!r}")
     return depth
+
+
+def _warn_lid(note: str) -> None:
+    """A lid in the unstable Mach band (lbgen.model.physics.lid_mach_check): taken, with a
+    LidMachWarning pointing at the caller's Simulation3D(...) line."""
+    from lbgen.model.physics import LidMachWarning
+    warnings.warn(LidMachWarning(note), stacklevel=4)
 
 
 class Simulation3D:
@@ -102,7 +110,7 @@ class Simulation3D:
                             f"({set_names(SETS_3D)}): use lbgen.Simulation for 2D")
         self._params = Parameters(collision, operator_parameters, gravity, dimension=3)
         self.walls = wall_axes(walls)
-        self.lid = lid_faces(lid, self.walls, str(velocity_set).lower())
+        self.lid = lid_faces(lid, self.walls, str(velocity_set).lower(), warn=_warn_lid)
         shape = (self.lx, self.ly, self.lz)
         self.mask = voxel_mask(mask, shape)
         from lbgen.backends import RUNTIMES, spec_backend

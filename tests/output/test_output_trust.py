@@ -264,6 +264,30 @@ def test_run_save_with_another_suffix_writes_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_full_disk_while_writing_the_save_file_fails_the_run_with_the_command_that_saves_again(tmp_path,
+                                                                                                monkeypatch):
+    """--save follows the rule of every other write (one process here; under mpiexec:
+    tests/parallel/test_mpi_failures.py): exit 2, status "failed", nothing saved, and the
+    resume command names --save again."""
+    import errno
+    from lbgen.run import fieldfile
+
+    def full(path, *a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+    monkeypatch.setattr(fieldfile, "save_fields", full)
+    out, saved = tmp_path / "run", tmp_path / "end.npz"
+    result = cli("run", *SMALL, "--steps", 2, "--checkpoint-every", 2, "--out", out, "--pictures", "none",
+                 "--save", saved)
+    refused(result, "the disk is full", f"the --save file {saved}", f"--resume {out} --steps 2 --save {saved}")
+    assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+    assert not saved.exists()
+    monkeypatch.undo()
+    again = cli("run", "--resume", out, "--steps", 2, "--save", saved, "--no-progress")
+    assert again.exit_code == 0, again.output
+    with np.load(saved) as data:
+        assert int(data["steps"]) == 2 and data["rho"].shape == (8, 32)
+
+
 # --------------------------------------------------------------------------- --overwrite keeps user files
 def _user_files(out):
     mine = {"fields/mine.txt": b"my notes", "pictures/notes.png": b"\x89PNG my own picture",
@@ -356,3 +380,18 @@ def test_run_output_lists_a_file_in_the_manifest_before_writing_it(tmp_path, mon
 
 def test_the_output_reader_is_run_results():
     assert not hasattr(folder_mod, "RunFolder") and not hasattr(folder_mod, "RunFolderError")
+
+
+def test_run_results_of_a_file_says_it_is_a_file_and_touches_nothing(tmp_path):
+    """Broken in round four: RunResults(a file) said the folder 'does not exist' (the CLI said
+    'is a file'); one home now (RunResults), the same refusal from Python and the CLI."""
+    from lbgen.output.folder import RunResultsError
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"hello")
+    with pytest.raises(RunResultsError) as e:
+        RunResults(path)
+    assert "is a file, not a run folder" in str(e.value) and "does not exist" not in str(e.value)
+    assert path.read_bytes() == b"hello" and sorted(tmp_path.iterdir()) == [path]
+    with pytest.raises(RunResultsError, match="does not exist"):
+        RunResults(tmp_path / "missing")
+    assert sorted(tmp_path.iterdir()) == [path]

@@ -184,3 +184,41 @@ def test_a_full_disk_while_rank_0_writes_outputs_fails_every_rank_alike(tmp_path
     line = _one_message(r)
     assert "the disk is full" in line and "at step 6" in line and f"lbgen run --resume {out} --steps 9" in line
     assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+
+
+SAVE_FULL = textwrap.dedent("""
+    import errno, sys
+    from lbgen.run import fieldfile
+    def full(path, *a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+    fieldfile.save_fields = full
+    from lbgen.cli.main import main
+    sys.argv[0] = "lbgen"
+    main()
+""")
+
+
+def test_a_full_disk_while_rank_0_writes_the_save_file_fails_every_rank_alike(tmp_path):
+    """Broken before: a failed --save write on rank 0 aborted the job (the other ranks went on
+    to the manifest's collective).  Now as every other write: one message, exit 2, status
+    "failed", nothing saved, and the command it names (with --save) writes the file."""
+    script = tmp_path / "full.py"
+    script.write_text(SAVE_FULL)
+    out, saved = tmp_path / "run", tmp_path / "end.npz"
+    r = mpirun(2, ["run", "taylor-green", *CUBE, "--steps", 6, "--checkpoint-every", 3, "--out", out, "--strict",
+                   "--save", saved], tmp_path, script=script)
+    assert r.returncode == 2, r.stderr
+    line = _one_message(r)
+    assert "the disk is full" in line and f"the --save file {saved}" in line and "at step 6" in line, line
+    assert f"lbgen run --resume {out} --steps 6 --save {saved}" in line, line
+    assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+    assert not saved.exists()
+    again = mpirun(2, ["run", "--resume", out, "--steps", 6, "--save", saved], tmp_path)   # the command it names
+    assert again.returncode == 0, again.stderr
+    one = tmp_path / "one.npz"
+    single = CliRunner().invoke(main, ["run", "taylor-green", *[str(a) for a in CUBE], "--steps", 6, "--strict",
+                                       "--time-block", 1, "--save", str(one)])
+    assert single.exit_code == 0, single.output
+    with np.load(saved) as a, np.load(one) as b:
+        for k in ("rho", "ux", "uy", "uz", "T"):
+            assert np.array_equal(a[k], b[k]), k

@@ -136,6 +136,7 @@ def test_a_lid_in_the_unstable_band_runs_with_a_warning():
     assert r.exit_code == 0, r.output
     warnings = [line for line in r.stderr.splitlines() if line.startswith("warning: lid z-high")]
     assert len(warnings) == 1 and f"Mach {mach:.3g}" in warnings[0]
+    assert "LidMachWarning" not in r.stderr        # Simulation3D's warning: said once, by the run's line
     calm = _cli("run", *CAVITY, "--lid", f"z-high={_speed(LID_MACH_WARN * 0.9):.6f},0,0")
     assert calm.exit_code == 0 and "warning: lid" not in calm.stderr
 
@@ -149,6 +150,53 @@ def test_the_mach_limit_has_one_home():
         lid_faces({"z-high": fast}, ("z",), "d3q19")
     assert lid_faces({"z-high": (_speed(LID_MACH_MAX) * 0.999, 0, 0)}, ("z",), "d3q19")
     assert math.isclose(lid_mach((0.3, 0.4, 0.0), "d3q19"), 0.5)      # c_s = 1 in D3Q19's model units
+
+
+# --------------------------------------------------------------------------- Rayleigh-Taylor gravity
+RT3D = ["rayleigh-taylor", "--velocity-set", "d3q39", "--lx", 8, "--ly", 8, "--lz", 16, "--steps", 2,
+        "--pictures", "none", "--no-progress"]
+RT2D = ["rayleigh-taylor", "--lx", 8, "--ly", 32, "--steps", 2, "--no-progress"]
+
+
+@pytest.fixture
+def must_not_build_2d(monkeypatch):
+    from lbgen.run import driver
+
+    def boom(*a, **k):
+        raise AssertionError("the simulation was built before the refusal")
+    monkeypatch.setattr(driver, "make_simulation", boom)
+
+
+@pytest.mark.parametrize("command, gravity, axis", [
+    (RT3D, "0,0,-10", "z"),           # issue 35: an impossible hydrostatic start (densities of both signs)
+    (RT3D, "0,0,1.5", "z"),           # upwards, as strong: the free fall far beyond Mach 0.5
+    (RT3D, "0,0,-1.5", "z"),          # finite, positive densities, but a free fall above the Mach limit
+    (RT2D, "0,-10", "y"),             # the same rule in 2D (one home: lbgen.run.setups.rt_gravity_refusal)
+])
+def test_absurd_rayleigh_taylor_gravity_is_refused_before_work(tmp_path, must_not_build, must_not_build_2d,
+                                                               command, gravity, axis):
+    out = tmp_path / "run"
+    value = gravity.split(",")[-1]
+    _refused(_cli("run", *command, "--gravity", gravity, "--out", out), f"g_{axis} = {float(value):g}",
+             "allowed here", f"|g_{axis}|")
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_the_rayleigh_taylor_gravity_rule_takes_the_defaults_and_refuses_both_signs():
+    """One rule in 2D and 3D: the set-ups' defaults and the README's main job pass; past the
+    bound, upwards or downwards, refused; the hydrostatic start of an allowed gravity is
+    finite and positive."""
+    from lbgen.run.setups import RT_GRAVITY, RT_GRAVITY_3D, rayleigh_taylor3d, rt_gravity_refusal
+    assert rt_gravity_refusal(RT_GRAVITY[1], velocity_set="d2q37", lx=1024, depth=4096) is None
+    assert rt_gravity_refusal(-4e-4, velocity_set="d2q37", lx=128, depth=512) is None
+    assert rt_gravity_refusal(RT_GRAVITY_3D[2], velocity_set="d3q39", lx=32, depth=32) is None
+    for g in (-10.0, 10.0, -1.5, 1.5, float("nan"), float("-inf")):
+        assert rt_gravity_refusal(g, velocity_set="d3q39", lx=8, depth=16) is not None, g
+    rho = rayleigh_taylor3d(8, 8, 16, gravity=(0.0, 0.0, -0.05))["rho"]
+    assert rt_gravity_refusal(-0.05, velocity_set="d3q39", lx=8, depth=16) is None
+    assert np.all(np.isfinite(rho)) and rho.min() > 0
+    bad = rayleigh_taylor3d(8, 8, 16, gravity=(0.0, 0.0, -10.0))["rho"]
+    assert not (bad.min() > 0)                       # what the rule keeps out: negative densities
 
 
 # --------------------------------------------------------------------------- the start line, resume, run folders

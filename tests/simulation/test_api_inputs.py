@@ -4,11 +4,13 @@ sentinels); wrong-typed ``walls`` name the parameter and what it takes (they wer
 TypeErrors); ``restore`` refuses NaN populations and keeps no state; lid mappings with a face
 twice, a non-finite component or a speed above the Mach limit are refused; a divergence with
 a lid names the lid and its Mach number."""
+import warnings
+
 import numpy as np
 import pytest
 
 from lbgen import Simulation
-from lbgen.model.physics import LID_MACH_MAX
+from lbgen.model.physics import LID_MACH_MAX, LID_MACH_WARN, LidMachWarning, lid_mach
 from lbgen.simulation.lattice3d import Simulation3D
 from lbgen.simulation.parameters import SimulationError, Walls
 
@@ -70,9 +72,33 @@ def test_simulation3d_refuses_bad_lids(lid, words):
 def test_a_divergence_with_a_lid_names_the_lid_and_its_mach_number():
     """Broken in round four: Mach 5 diverged with a hint that blamed tau alone.  A cavity at
     tau = 0.51 and Mach 0.45 (allowed, in the warned band) diverges within 400 steps."""
-    sim = Simulation3D(12, 12, 12, tau=0.51, walls="xyz", lid={"z-high": (0.45, 0, 0)}, threads=1, check_every=50)
+    with pytest.warns(LidMachWarning):                 # the band below the limit: taken, with a warning
+        sim = Simulation3D(12, 12, 12, tau=0.51, walls="xyz", lid={"z-high": (0.45, 0, 0)}, threads=1,
+                           check_every=50)
     sim.set_fields(1.0, 0.0, 0.0, 0.0)
     with pytest.raises(SimulationError) as e:
         sim.run(400)
     text = str(e.value)
     assert "the run diverged" in text and "z-high at Mach 0.45" in text and f"up to Mach {LID_MACH_MAX:g}" in text
+
+
+def test_simulation3d_warns_in_the_unstable_lid_band_and_still_runs():
+    """Broken in round four: Simulation3D refused lids above the Mach limit but took the
+    unstable band (LID_MACH_WARN < Ma <= LID_MACH_MAX) silently; the CLI warned.  Now a
+    LidMachWarning (the rule of lbgen.model.physics.lid_mach_check), and the run proceeds."""
+    band = 0.5 * (LID_MACH_WARN + LID_MACH_MAX) / lid_mach((1.0, 0.0, 0.0), "d3q19")
+    with pytest.warns(LidMachWarning) as caught:
+        sim = Simulation3D(12, 12, 12, tau=0.8, walls="xyz", lid={"z-high": (band, 0, 0)}, threads=1)
+    lid = [w for w in caught if issubclass(w.category, LidMachWarning)]
+    assert len(lid) == 1 and "z-high" in str(lid[0].message)
+    assert lid[0].filename == __file__                 # it points at the caller's line
+    sim.set_fields(1.0, 0.0, 0.0, 0.0)
+    sim.run(20)
+    assert sim.time_step == 20
+    u = sim.fields()["ux"]
+    assert np.all(np.isfinite(u)) and np.abs(u).max() > 0       # the lid moved the fluid
+    calm = 0.9 * LID_MACH_WARN / lid_mach((1.0, 0.0, 0.0), "d3q19")
+    with warnings.catch_warnings(record=True) as quiet:
+        warnings.simplefilter("always")
+        Simulation3D(12, 12, 12, tau=0.8, walls="xyz", lid={"z-high": (calm, 0, 0)}, threads=1)
+    assert not [w for w in quiet if issubclass(w.category, LidMachWarning)]
