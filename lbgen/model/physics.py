@@ -364,8 +364,7 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
         if contrast is not None and contrast[0] != contrast[1]:
             out.update(rayleigh_taylor_numbers(max(contrast), min(contrast), g_down, cfg.lx, nu, c_s))
     if cfg.setup == "shear-wave" and not getattr(cfg, "init", None) and not walls and not (gx or gy):
-        from lbgen.run.setups import SETUPS
-        A = cfg.amplitude if cfg.amplitude is not None else SETUPS[cfg.setup].default_amplitude(cfg.lx)
+        A = cfg.amplitude               # resolved by the run (the set-up's default where not given)
         if A:
             out.update(wave_numbers(velocity_to_lattice(abs(A), r), cfg.lx, nu, c_s))
     planes = None
