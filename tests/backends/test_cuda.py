@@ -1,6 +1,6 @@
 """CUDA backend without a GPU: nvcc compiles every emitted .cu, the host shim runs it.
 
-(a) nvcc (sm_80, sm_90) compiles every layout x operator x precision; ptxas' report parsed;
+(a) nvcc compiles every layout x operator x precision (sm_90; one case also for sm_80); ptxas' report parsed;
 (b) the same .cu text, compiled as C++ with the host shim and launched with the GPU
     launch geometry, matches the NumPy reference after tens of steps;
 (c) strict builds (no FMA contraction) of the shim and of the C backend agree bit for bit;
@@ -86,8 +86,9 @@ NVCC_FAST = (("caosoa", 32), "regularized", "double")
     for cfg in NVCC_CONFIGS for collision in OPERATORS for precision in PRECISIONS])
 def test_nvcc_compiles(nvcc, cfg, collision, precision):
     src = cuda_source(*cfg, precision=precision, collision=collision)
-    results = nvcc.compile_many([(src, a) for a in ARCHS])
-    for arch, res in zip(ARCHS, results):
+    archs = ARCHS if (cfg, collision, precision) == NVCC_FAST else ARCHS[-1:]   # both archs once; the matrix on sm_90
+    results = nvcc.compile_many([(src, a) for a in archs])
+    for arch, res in zip(archs, results):
         assert res.arch == arch and res.binary
         names = {f"lbgen_{k}" for k in ("halo", "propagate", "collide", "fused",
                                         "init_equilibrium", "fields", "pack", "unpack", "diagnostics")}
