@@ -10,8 +10,8 @@
  * layout      caosoa: site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent
  * VL          8
  * precision   double (double)
- * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
- *             533 floating-point operations per site (counted on the generated code)
+ * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = tau_wall (default 1: to the equilibrium of the moments the bc imposed)
+ *             534 floating-point operations per site (counted on the generated code)
  *             wall rows here: none (periodic box: generated without walls); fixed when generated, not an argument
 
  * sizes       run-time (lx, ly arguments)
@@ -84,7 +84,8 @@
    buffers (collide excepted: it may work in place).  The kernels trust their arguments; builds
    with -DLBGEN_DEBUG check them before any work -- no NULL pointer, sizes lbgen_check accepts,
    two distinct buffers, the region inside the lattice, each parameter in the range its field
-   states (tau > 1/2 or C > 0, finite forces, wall switches 0 or 1, wall temperatures > 0) --
+   states (tau > 1/2 or C > 0, finite forces, wall switches 0 or 1, wall temperatures > 0,
+   tau_wall > 1/2 or 0 where a wall is held) --
    and abort() after one line on stderr naming the kernel, the argument and what it needs.  The OpenCL and CUDA kernels take the
    same names in the same order, with the parameters as scalars and the whole lattice.
 
