@@ -94,11 +94,14 @@
    caller that trades halos with neighbours (MPI) fills them instead, with lbgen_put_region, and
    does not call lbgen_halo after that (it would overwrite them).
 
-   Threads and re-entrancy: each kernel runs its own OpenMP parallel region(s) over X and
-   returns when its stores are done; kernels keep no state between calls apart from two
-   process-wide settings (lbgen_set_threads, lbgen_set_streaming_stores), so calls on different
-   buffers are independent of each other and of their order.  Calls whose buffers overlap
-   must be ordered by the caller.
+   Threads and re-entrancy: each kernel runs its own OpenMP parallel region(s) and returns
+   when its stores are done.  The sweeps propagate, collide, fused and fused_walls (its bulk)
+   share out (column, block of rows) pairs: a region at least as wide as the thread count
+   by columns, a narrower one (a 3-column border strip) also by blocks of rows, so every
+   thread works; the bits do not depend on the split or the thread count.  Kernels keep
+   no state between calls apart from two process-wide settings (lbgen_set_threads,
+   lbgen_set_streaming_stores), so calls on different buffers are independent of each other
+   and of their order.  Calls whose buffers overlap must be ordered by the caller.
    OpenMP waiting: between the parallel regions of a step libgomp's idle threads spin (about
    300000 rounds by default); on a machine shared with other work that costs 10x and more.
    Set OMP_WAIT_POLICY=passive in the environment (before the program starts; the
