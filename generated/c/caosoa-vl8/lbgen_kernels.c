@@ -234,7 +234,6 @@ void lbgen_halo(lbgen_real *f, int lx, int ly)
                 }
     }
 }
-
 void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region)
 {
     LBGEN_SIZES;
@@ -281,177 +280,348 @@ void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, i
         abort();
     }
 #endif
-    /* a hop moves whole clusters: aligned vector copies of VL lanes (the lanes in the region);
-       the work: (column, block of cluster rows) pairs (lbgen_row_blocks) */
+    /* a hop moves whole clusters: aligned vector copies of VL lanes (the lanes in the region) */
     const ptrdiff_t NB_ = lbgen_row_blocks(X1 - X0, NR);
     #pragma omp parallel
     {
-        #pragma omp for schedule(static)
-        for (ptrdiff_t i_ = 0; i_ < (X1 - X0)*NB_; ++i_) {
-            const ptrdiff_t x = X0 + i_ / NB_, b_ = i_ % NB_;
-            LBGEN_TRACE();
-            for (ptrdiff_t r = b_*NR/NB_; r < (b_ + 1)*NR/NB_; ++r) {
-                const ptrdiff_t k0 = Y0 > r ? (Y0 - r + NR - 1) / NR : 0;
-                const ptrdiff_t kc = Y1 > r ? (Y1 - r + NR - 1) / NR : 0, k1 = kc < VL ? kc : VL;
-                if (k0 >= k1) continue;
-                const int whole = k0 == 0 && k1 == VL;
-                (void)whole;
-                const ptrdiff_t base = (x + HALO)*SX + (r + HALO_Y)*SR;
-#if LBGEN_PREFETCH > 0
-                /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
-                   hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + -3*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 1*SP - 3*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 2*SP - 3*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 3*SP - 2*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 4*SP - 2*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 5*SP - 2*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 6*SP - 2*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 7*SP - 2*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 8*SP - 1*SX + 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 9*SP - 1*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 10*SP - 1*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 11*SP - 1*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 12*SP - 1*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 13*SP - 1*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 14*SP - 1*SX - 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 15*SP + 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 16*SP + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 17*SP + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 18*SP + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 19*SP - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 20*SP - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 21*SP - 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 22*SP + 1*SX + 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 23*SP + 1*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 24*SP + 1*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 25*SP + 1*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 26*SP + 1*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 27*SP + 1*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 28*SP + 1*SX - 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 29*SP + 2*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 30*SP + 2*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 31*SP + 2*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 32*SP + 2*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 33*SP + 2*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 34*SP + 3*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
-#endif
-                if (whole) {
-                    stream_cluster(nxt + base + 0, prv + base + -3*SX + 1*SR);
-                    stream_cluster(nxt + base + 1*SP, prv + base + 1*SP - 3*SX);
-                    stream_cluster(nxt + base + 2*SP, prv + base + 2*SP - 3*SX - 1*SR);
-                    stream_cluster(nxt + base + 3*SP, prv + base + 3*SP - 2*SX + 2*SR);
-                    stream_cluster(nxt + base + 4*SP, prv + base + 4*SP - 2*SX + 1*SR);
-                    stream_cluster(nxt + base + 5*SP, prv + base + 5*SP - 2*SX);
-                    stream_cluster(nxt + base + 6*SP, prv + base + 6*SP - 2*SX - 1*SR);
-                    stream_cluster(nxt + base + 7*SP, prv + base + 7*SP - 2*SX - 2*SR);
-                    stream_cluster(nxt + base + 8*SP, prv + base + 8*SP - 1*SX + 3*SR);
-                    stream_cluster(nxt + base + 9*SP, prv + base + 9*SP - 1*SX + 2*SR);
-                    stream_cluster(nxt + base + 10*SP, prv + base + 10*SP - 1*SX + 1*SR);
-                    stream_cluster(nxt + base + 11*SP, prv + base + 11*SP - 1*SX);
-                    stream_cluster(nxt + base + 12*SP, prv + base + 12*SP - 1*SX - 1*SR);
-                    stream_cluster(nxt + base + 13*SP, prv + base + 13*SP - 1*SX - 2*SR);
-                    stream_cluster(nxt + base + 14*SP, prv + base + 14*SP - 1*SX - 3*SR);
-                    stream_cluster(nxt + base + 15*SP, prv + base + 15*SP + 3*SR);
-                    stream_cluster(nxt + base + 16*SP, prv + base + 16*SP + 2*SR);
-                    stream_cluster(nxt + base + 17*SP, prv + base + 17*SP + 1*SR);
-                    stream_cluster(nxt + base + 18*SP, prv + base + 18*SP);
-                    stream_cluster(nxt + base + 19*SP, prv + base + 19*SP - 1*SR);
-                    stream_cluster(nxt + base + 20*SP, prv + base + 20*SP - 2*SR);
-                    stream_cluster(nxt + base + 21*SP, prv + base + 21*SP - 3*SR);
-                    stream_cluster(nxt + base + 22*SP, prv + base + 22*SP + 1*SX + 3*SR);
-                    stream_cluster(nxt + base + 23*SP, prv + base + 23*SP + 1*SX + 2*SR);
-                    stream_cluster(nxt + base + 24*SP, prv + base + 24*SP + 1*SX + 1*SR);
-                    stream_cluster(nxt + base + 25*SP, prv + base + 25*SP + 1*SX);
-                    stream_cluster(nxt + base + 26*SP, prv + base + 26*SP + 1*SX - 1*SR);
-                    stream_cluster(nxt + base + 27*SP, prv + base + 27*SP + 1*SX - 2*SR);
-                    stream_cluster(nxt + base + 28*SP, prv + base + 28*SP + 1*SX - 3*SR);
-                    stream_cluster(nxt + base + 29*SP, prv + base + 29*SP + 2*SX + 2*SR);
-                    stream_cluster(nxt + base + 30*SP, prv + base + 30*SP + 2*SX + 1*SR);
-                    stream_cluster(nxt + base + 31*SP, prv + base + 31*SP + 2*SX);
-                    stream_cluster(nxt + base + 32*SP, prv + base + 32*SP + 2*SX - 1*SR);
-                    stream_cluster(nxt + base + 33*SP, prv + base + 33*SP + 2*SX - 2*SR);
-                    stream_cluster(nxt + base + 34*SP, prv + base + 34*SP + 3*SX + 1*SR);
-                    stream_cluster(nxt + base + 35*SP, prv + base + 35*SP + 3*SX);
-                    stream_cluster(nxt + base + 36*SP, prv + base + 36*SP + 3*SX - 1*SR);
-                    continue;
+        if (NB_ == 1) {
+            #pragma omp for schedule(static)
+            for (ptrdiff_t x = X0; x < X1; ++x) {
+                LBGEN_TRACE();
+                for (ptrdiff_t r = 0; r < NR; ++r) {
+                    const ptrdiff_t k0 = Y0 > r ? (Y0 - r + NR - 1) / NR : 0;
+                    const ptrdiff_t kc = Y1 > r ? (Y1 - r + NR - 1) / NR : 0, k1 = kc < VL ? kc : VL;
+                    if (k0 >= k1) continue;
+                    const int whole = k0 == 0 && k1 == VL;
+                    (void)whole;
+                    const ptrdiff_t base = (x + HALO)*SX + (r + HALO_Y)*SR;
+    #if LBGEN_PREFETCH > 0
+                    /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
+                       hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + -3*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 1*SP - 3*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 2*SP - 3*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 3*SP - 2*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 4*SP - 2*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 5*SP - 2*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 6*SP - 2*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 7*SP - 2*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 8*SP - 1*SX + 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 9*SP - 1*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 10*SP - 1*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 11*SP - 1*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 12*SP - 1*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 13*SP - 1*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 14*SP - 1*SX - 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 15*SP + 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 16*SP + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 17*SP + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 18*SP + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 19*SP - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 20*SP - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 21*SP - 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 22*SP + 1*SX + 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 23*SP + 1*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 24*SP + 1*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 25*SP + 1*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 26*SP + 1*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 27*SP + 1*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 28*SP + 1*SX - 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 29*SP + 2*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 30*SP + 2*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 31*SP + 2*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 32*SP + 2*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 33*SP + 2*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 34*SP + 3*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
+    #endif
+                    if (whole) {
+                        stream_cluster(nxt + base + 0, prv + base + -3*SX + 1*SR);
+                        stream_cluster(nxt + base + 1*SP, prv + base + 1*SP - 3*SX);
+                        stream_cluster(nxt + base + 2*SP, prv + base + 2*SP - 3*SX - 1*SR);
+                        stream_cluster(nxt + base + 3*SP, prv + base + 3*SP - 2*SX + 2*SR);
+                        stream_cluster(nxt + base + 4*SP, prv + base + 4*SP - 2*SX + 1*SR);
+                        stream_cluster(nxt + base + 5*SP, prv + base + 5*SP - 2*SX);
+                        stream_cluster(nxt + base + 6*SP, prv + base + 6*SP - 2*SX - 1*SR);
+                        stream_cluster(nxt + base + 7*SP, prv + base + 7*SP - 2*SX - 2*SR);
+                        stream_cluster(nxt + base + 8*SP, prv + base + 8*SP - 1*SX + 3*SR);
+                        stream_cluster(nxt + base + 9*SP, prv + base + 9*SP - 1*SX + 2*SR);
+                        stream_cluster(nxt + base + 10*SP, prv + base + 10*SP - 1*SX + 1*SR);
+                        stream_cluster(nxt + base + 11*SP, prv + base + 11*SP - 1*SX);
+                        stream_cluster(nxt + base + 12*SP, prv + base + 12*SP - 1*SX - 1*SR);
+                        stream_cluster(nxt + base + 13*SP, prv + base + 13*SP - 1*SX - 2*SR);
+                        stream_cluster(nxt + base + 14*SP, prv + base + 14*SP - 1*SX - 3*SR);
+                        stream_cluster(nxt + base + 15*SP, prv + base + 15*SP + 3*SR);
+                        stream_cluster(nxt + base + 16*SP, prv + base + 16*SP + 2*SR);
+                        stream_cluster(nxt + base + 17*SP, prv + base + 17*SP + 1*SR);
+                        stream_cluster(nxt + base + 18*SP, prv + base + 18*SP);
+                        stream_cluster(nxt + base + 19*SP, prv + base + 19*SP - 1*SR);
+                        stream_cluster(nxt + base + 20*SP, prv + base + 20*SP - 2*SR);
+                        stream_cluster(nxt + base + 21*SP, prv + base + 21*SP - 3*SR);
+                        stream_cluster(nxt + base + 22*SP, prv + base + 22*SP + 1*SX + 3*SR);
+                        stream_cluster(nxt + base + 23*SP, prv + base + 23*SP + 1*SX + 2*SR);
+                        stream_cluster(nxt + base + 24*SP, prv + base + 24*SP + 1*SX + 1*SR);
+                        stream_cluster(nxt + base + 25*SP, prv + base + 25*SP + 1*SX);
+                        stream_cluster(nxt + base + 26*SP, prv + base + 26*SP + 1*SX - 1*SR);
+                        stream_cluster(nxt + base + 27*SP, prv + base + 27*SP + 1*SX - 2*SR);
+                        stream_cluster(nxt + base + 28*SP, prv + base + 28*SP + 1*SX - 3*SR);
+                        stream_cluster(nxt + base + 29*SP, prv + base + 29*SP + 2*SX + 2*SR);
+                        stream_cluster(nxt + base + 30*SP, prv + base + 30*SP + 2*SX + 1*SR);
+                        stream_cluster(nxt + base + 31*SP, prv + base + 31*SP + 2*SX);
+                        stream_cluster(nxt + base + 32*SP, prv + base + 32*SP + 2*SX - 1*SR);
+                        stream_cluster(nxt + base + 33*SP, prv + base + 33*SP + 2*SX - 2*SR);
+                        stream_cluster(nxt + base + 34*SP, prv + base + 34*SP + 3*SX + 1*SR);
+                        stream_cluster(nxt + base + 35*SP, prv + base + 35*SP + 3*SX);
+                        stream_cluster(nxt + base + 36*SP, prv + base + 36*SP + 3*SX - 1*SR);
+                        continue;
+                    }
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 0 + k] = prv[base + -3*SX + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 1*SP + k] = prv[base + 1*SP - 3*SX + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 2*SP + k] = prv[base + 2*SP - 3*SX - 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 3*SP + k] = prv[base + 3*SP - 2*SX + 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 4*SP + k] = prv[base + 4*SP - 2*SX + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 5*SP + k] = prv[base + 5*SP - 2*SX + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 6*SP + k] = prv[base + 6*SP - 2*SX - 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 7*SP + k] = prv[base + 7*SP - 2*SX - 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 8*SP + k] = prv[base + 8*SP - 1*SX + 3*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 9*SP + k] = prv[base + 9*SP - 1*SX + 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 10*SP + k] = prv[base + 10*SP - 1*SX + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 11*SP + k] = prv[base + 11*SP - 1*SX + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 12*SP + k] = prv[base + 12*SP - 1*SX - 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 13*SP + k] = prv[base + 13*SP - 1*SX - 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 14*SP + k] = prv[base + 14*SP - 1*SX - 3*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 15*SP + k] = prv[base + 15*SP + 3*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 16*SP + k] = prv[base + 16*SP + 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 17*SP + k] = prv[base + 17*SP + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 18*SP + k] = prv[base + 18*SP + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 19*SP + k] = prv[base + 19*SP - 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 20*SP + k] = prv[base + 20*SP - 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 21*SP + k] = prv[base + 21*SP - 3*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 22*SP + k] = prv[base + 22*SP + 1*SX + 3*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 23*SP + k] = prv[base + 23*SP + 1*SX + 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 24*SP + k] = prv[base + 24*SP + 1*SX + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 25*SP + k] = prv[base + 25*SP + 1*SX + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 26*SP + k] = prv[base + 26*SP + 1*SX - 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 27*SP + k] = prv[base + 27*SP + 1*SX - 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 28*SP + k] = prv[base + 28*SP + 1*SX - 3*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 29*SP + k] = prv[base + 29*SP + 2*SX + 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 30*SP + k] = prv[base + 30*SP + 2*SX + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 31*SP + k] = prv[base + 31*SP + 2*SX + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 32*SP + k] = prv[base + 32*SP + 2*SX - 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 33*SP + k] = prv[base + 33*SP + 2*SX - 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 34*SP + k] = prv[base + 34*SP + 3*SX + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 35*SP + k] = prv[base + 35*SP + 3*SX + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 36*SP + k] = prv[base + 36*SP + 3*SX - 1*SR + k];
+
                 }
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 0 + k] = prv[base + -3*SX + 1*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 1*SP + k] = prv[base + 1*SP - 3*SX + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 2*SP + k] = prv[base + 2*SP - 3*SX - 1*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 3*SP + k] = prv[base + 3*SP - 2*SX + 2*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 4*SP + k] = prv[base + 4*SP - 2*SX + 1*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 5*SP + k] = prv[base + 5*SP - 2*SX + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 6*SP + k] = prv[base + 6*SP - 2*SX - 1*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 7*SP + k] = prv[base + 7*SP - 2*SX - 2*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 8*SP + k] = prv[base + 8*SP - 1*SX + 3*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 9*SP + k] = prv[base + 9*SP - 1*SX + 2*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 10*SP + k] = prv[base + 10*SP - 1*SX + 1*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 11*SP + k] = prv[base + 11*SP - 1*SX + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 12*SP + k] = prv[base + 12*SP - 1*SX - 1*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 13*SP + k] = prv[base + 13*SP - 1*SX - 2*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 14*SP + k] = prv[base + 14*SP - 1*SX - 3*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 15*SP + k] = prv[base + 15*SP + 3*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 16*SP + k] = prv[base + 16*SP + 2*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 17*SP + k] = prv[base + 17*SP + 1*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 18*SP + k] = prv[base + 18*SP + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 19*SP + k] = prv[base + 19*SP - 1*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 20*SP + k] = prv[base + 20*SP - 2*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 21*SP + k] = prv[base + 21*SP - 3*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 22*SP + k] = prv[base + 22*SP + 1*SX + 3*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 23*SP + k] = prv[base + 23*SP + 1*SX + 2*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 24*SP + k] = prv[base + 24*SP + 1*SX + 1*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 25*SP + k] = prv[base + 25*SP + 1*SX + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 26*SP + k] = prv[base + 26*SP + 1*SX - 1*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 27*SP + k] = prv[base + 27*SP + 1*SX - 2*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 28*SP + k] = prv[base + 28*SP + 1*SX - 3*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 29*SP + k] = prv[base + 29*SP + 2*SX + 2*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 30*SP + k] = prv[base + 30*SP + 2*SX + 1*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 31*SP + k] = prv[base + 31*SP + 2*SX + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 32*SP + k] = prv[base + 32*SP + 2*SX - 1*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 33*SP + k] = prv[base + 33*SP + 2*SX - 2*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 34*SP + k] = prv[base + 34*SP + 3*SX + 1*SR + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 35*SP + k] = prv[base + 35*SP + 3*SX + k];
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 36*SP + k] = prv[base + 36*SP + 3*SX - 1*SR + k];
+            }
+        } else {   /* a region narrower than the thread count */
+            #pragma omp for schedule(static)
+            for (ptrdiff_t i_ = 0; i_ < (X1 - X0)*NB_; ++i_) {
+                const ptrdiff_t x = X0 + i_ / NB_, b_ = i_ % NB_;
+                LBGEN_TRACE();
+                for (ptrdiff_t r = b_*NR/NB_; r < (b_ + 1)*NR/NB_; ++r) {
+                    const ptrdiff_t k0 = Y0 > r ? (Y0 - r + NR - 1) / NR : 0;
+                    const ptrdiff_t kc = Y1 > r ? (Y1 - r + NR - 1) / NR : 0, k1 = kc < VL ? kc : VL;
+                    if (k0 >= k1) continue;
+                    const int whole = k0 == 0 && k1 == VL;
+                    (void)whole;
+                    const ptrdiff_t base = (x + HALO)*SX + (r + HALO_Y)*SR;
+    #if LBGEN_PREFETCH > 0
+                    /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
+                       hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + -3*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 1*SP - 3*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 2*SP - 3*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 3*SP - 2*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 4*SP - 2*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 5*SP - 2*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 6*SP - 2*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 7*SP - 2*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 8*SP - 1*SX + 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 9*SP - 1*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 10*SP - 1*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 11*SP - 1*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 12*SP - 1*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 13*SP - 1*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 14*SP - 1*SX - 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 15*SP + 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 16*SP + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 17*SP + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 18*SP + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 19*SP - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 20*SP - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 21*SP - 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 22*SP + 1*SX + 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 23*SP + 1*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 24*SP + 1*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 25*SP + 1*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 26*SP + 1*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 27*SP + 1*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 28*SP + 1*SX - 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 29*SP + 2*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 30*SP + 2*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 31*SP + 2*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 32*SP + 2*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 33*SP + 2*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 34*SP + 3*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
+    #endif
+                    if (whole) {
+                        stream_cluster(nxt + base + 0, prv + base + -3*SX + 1*SR);
+                        stream_cluster(nxt + base + 1*SP, prv + base + 1*SP - 3*SX);
+                        stream_cluster(nxt + base + 2*SP, prv + base + 2*SP - 3*SX - 1*SR);
+                        stream_cluster(nxt + base + 3*SP, prv + base + 3*SP - 2*SX + 2*SR);
+                        stream_cluster(nxt + base + 4*SP, prv + base + 4*SP - 2*SX + 1*SR);
+                        stream_cluster(nxt + base + 5*SP, prv + base + 5*SP - 2*SX);
+                        stream_cluster(nxt + base + 6*SP, prv + base + 6*SP - 2*SX - 1*SR);
+                        stream_cluster(nxt + base + 7*SP, prv + base + 7*SP - 2*SX - 2*SR);
+                        stream_cluster(nxt + base + 8*SP, prv + base + 8*SP - 1*SX + 3*SR);
+                        stream_cluster(nxt + base + 9*SP, prv + base + 9*SP - 1*SX + 2*SR);
+                        stream_cluster(nxt + base + 10*SP, prv + base + 10*SP - 1*SX + 1*SR);
+                        stream_cluster(nxt + base + 11*SP, prv + base + 11*SP - 1*SX);
+                        stream_cluster(nxt + base + 12*SP, prv + base + 12*SP - 1*SX - 1*SR);
+                        stream_cluster(nxt + base + 13*SP, prv + base + 13*SP - 1*SX - 2*SR);
+                        stream_cluster(nxt + base + 14*SP, prv + base + 14*SP - 1*SX - 3*SR);
+                        stream_cluster(nxt + base + 15*SP, prv + base + 15*SP + 3*SR);
+                        stream_cluster(nxt + base + 16*SP, prv + base + 16*SP + 2*SR);
+                        stream_cluster(nxt + base + 17*SP, prv + base + 17*SP + 1*SR);
+                        stream_cluster(nxt + base + 18*SP, prv + base + 18*SP);
+                        stream_cluster(nxt + base + 19*SP, prv + base + 19*SP - 1*SR);
+                        stream_cluster(nxt + base + 20*SP, prv + base + 20*SP - 2*SR);
+                        stream_cluster(nxt + base + 21*SP, prv + base + 21*SP - 3*SR);
+                        stream_cluster(nxt + base + 22*SP, prv + base + 22*SP + 1*SX + 3*SR);
+                        stream_cluster(nxt + base + 23*SP, prv + base + 23*SP + 1*SX + 2*SR);
+                        stream_cluster(nxt + base + 24*SP, prv + base + 24*SP + 1*SX + 1*SR);
+                        stream_cluster(nxt + base + 25*SP, prv + base + 25*SP + 1*SX);
+                        stream_cluster(nxt + base + 26*SP, prv + base + 26*SP + 1*SX - 1*SR);
+                        stream_cluster(nxt + base + 27*SP, prv + base + 27*SP + 1*SX - 2*SR);
+                        stream_cluster(nxt + base + 28*SP, prv + base + 28*SP + 1*SX - 3*SR);
+                        stream_cluster(nxt + base + 29*SP, prv + base + 29*SP + 2*SX + 2*SR);
+                        stream_cluster(nxt + base + 30*SP, prv + base + 30*SP + 2*SX + 1*SR);
+                        stream_cluster(nxt + base + 31*SP, prv + base + 31*SP + 2*SX);
+                        stream_cluster(nxt + base + 32*SP, prv + base + 32*SP + 2*SX - 1*SR);
+                        stream_cluster(nxt + base + 33*SP, prv + base + 33*SP + 2*SX - 2*SR);
+                        stream_cluster(nxt + base + 34*SP, prv + base + 34*SP + 3*SX + 1*SR);
+                        stream_cluster(nxt + base + 35*SP, prv + base + 35*SP + 3*SX);
+                        stream_cluster(nxt + base + 36*SP, prv + base + 36*SP + 3*SX - 1*SR);
+                        continue;
+                    }
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 0 + k] = prv[base + -3*SX + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 1*SP + k] = prv[base + 1*SP - 3*SX + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 2*SP + k] = prv[base + 2*SP - 3*SX - 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 3*SP + k] = prv[base + 3*SP - 2*SX + 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 4*SP + k] = prv[base + 4*SP - 2*SX + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 5*SP + k] = prv[base + 5*SP - 2*SX + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 6*SP + k] = prv[base + 6*SP - 2*SX - 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 7*SP + k] = prv[base + 7*SP - 2*SX - 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 8*SP + k] = prv[base + 8*SP - 1*SX + 3*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 9*SP + k] = prv[base + 9*SP - 1*SX + 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 10*SP + k] = prv[base + 10*SP - 1*SX + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 11*SP + k] = prv[base + 11*SP - 1*SX + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 12*SP + k] = prv[base + 12*SP - 1*SX - 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 13*SP + k] = prv[base + 13*SP - 1*SX - 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 14*SP + k] = prv[base + 14*SP - 1*SX - 3*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 15*SP + k] = prv[base + 15*SP + 3*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 16*SP + k] = prv[base + 16*SP + 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 17*SP + k] = prv[base + 17*SP + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 18*SP + k] = prv[base + 18*SP + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 19*SP + k] = prv[base + 19*SP - 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 20*SP + k] = prv[base + 20*SP - 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 21*SP + k] = prv[base + 21*SP - 3*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 22*SP + k] = prv[base + 22*SP + 1*SX + 3*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 23*SP + k] = prv[base + 23*SP + 1*SX + 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 24*SP + k] = prv[base + 24*SP + 1*SX + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 25*SP + k] = prv[base + 25*SP + 1*SX + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 26*SP + k] = prv[base + 26*SP + 1*SX - 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 27*SP + k] = prv[base + 27*SP + 1*SX - 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 28*SP + k] = prv[base + 28*SP + 1*SX - 3*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 29*SP + k] = prv[base + 29*SP + 2*SX + 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 30*SP + k] = prv[base + 30*SP + 2*SX + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 31*SP + k] = prv[base + 31*SP + 2*SX + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 32*SP + k] = prv[base + 32*SP + 2*SX - 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 33*SP + k] = prv[base + 33*SP + 2*SX - 2*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 34*SP + k] = prv[base + 34*SP + 3*SX + 1*SR + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 35*SP + k] = prv[base + 35*SP + 3*SX + k];
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) nxt[base + 36*SP + k] = prv[base + 36*SP + 3*SX - 1*SR + k];
+
+                }
             }
         }
         store_fence();
@@ -940,155 +1110,306 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, cons
     const real tau_wall_ = 1.0;   /* no wall rows (the site function's argument) */
     (void)tau_wall_;
 
-    /* the work: (column, block of cluster rows) pairs (lbgen_row_blocks) */
     const ptrdiff_t NB_ = lbgen_row_blocks(X1 - X0, NR);
     #pragma omp parallel
     {
-        #pragma omp for schedule(static)
-        for (ptrdiff_t i_ = 0; i_ < (X1 - X0)*NB_; ++i_) {
-            const ptrdiff_t x = X0 + i_ / NB_, b_ = i_ % NB_;
-            LBGEN_TRACE();
-            for (ptrdiff_t r = b_*NR/NB_; r < (b_ + 1)*NR/NB_; ++r) {
-                const ptrdiff_t k0 = Y0 > r ? (Y0 - r + NR - 1) / NR : 0;
-                const ptrdiff_t kc = Y1 > r ? (Y1 - r + NR - 1) / NR : 0, k1 = kc < VL ? kc : VL;
-                if (k0 >= k1) continue;
-                const int whole = k0 == 0 && k1 == VL;
-                (void)whole;
-                const ptrdiff_t base = (x + HALO)*SX + (r + HALO_Y)*SR;
-#if LBGEN_PREFETCH > 0
-                /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
-                   hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
-                for (int p = 0; p < Q; ++p)
-                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store))
-                        __builtin_prefetch(in + base + LBGEN_PREFETCH*SR + p*SP + o, 0, 0);
-#endif
-                /* streaming (whole clusters only): stage the cluster row, then non-temporal
-                   stores; else store in place */
-                const int staged = lbgen_streaming_ && whole;
-                _Alignas(64) store out[Q*VL];
-                store *restrict tgt = staged ? out : out_f + base;
-                const ptrdiff_t TS = staged ? VL : SP;
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) {
-                    const ptrdiff_t site = base + k;
+        if (NB_ == 1) {
+            #pragma omp for schedule(static)
+            for (ptrdiff_t x = X0; x < X1; ++x) {
+                LBGEN_TRACE();
+                for (ptrdiff_t r = 0; r < NR; ++r) {
+                    const ptrdiff_t k0 = Y0 > r ? (Y0 - r + NR - 1) / NR : 0;
+                    const ptrdiff_t kc = Y1 > r ? (Y1 - r + NR - 1) / NR : 0, k1 = kc < VL ? kc : VL;
+                    if (k0 >= k1) continue;
+                    const int whole = k0 == 0 && k1 == VL;
+                    (void)whole;
+                    const ptrdiff_t base = (x + HALO)*SX + (r + HALO_Y)*SR;
+    #if LBGEN_PREFETCH > 0
+                    /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
+                       hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
+                    for (int p = 0; p < Q; ++p)
+                        for (int o = 0; o < VL; o += 64 / (int)sizeof(store))
+                            __builtin_prefetch(in + base + LBGEN_PREFETCH*SR + p*SP + o, 0, 0);
+    #endif
+                    /* streaming (whole clusters only): stage the cluster row, then non-temporal
+                       stores; else store in place */
+                    const int staged = lbgen_streaming_ && whole;
+                    _Alignas(64) store out[Q*VL];
+                    store *restrict tgt = staged ? out : out_f + base;
+                    const ptrdiff_t TS = staged ? VL : SP;
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) {
+                        const ptrdiff_t site = base + k;
 
-                    real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
-                    lbgen_collide_site(
-                        in[site + 0],
-                        in[site + 1*SP],
-                        in[site + 2*SP],
-                        in[site + 3*SP],
-                        in[site + 4*SP],
-                        in[site + 5*SP],
-                        in[site + 6*SP],
-                        in[site + 7*SP],
-                        in[site + 8*SP],
-                        in[site + 9*SP],
-                        in[site + 10*SP],
-                        in[site + 11*SP],
-                        in[site + 12*SP],
-                        in[site + 13*SP],
-                        in[site + 14*SP],
-                        in[site + 15*SP],
-                        in[site + 16*SP],
-                        in[site + 17*SP],
-                        in[site + 18*SP],
-                        in[site + 19*SP],
-                        in[site + 20*SP],
-                        in[site + 21*SP],
-                        in[site + 22*SP],
-                        in[site + 23*SP],
-                        in[site + 24*SP],
-                        in[site + 25*SP],
-                        in[site + 26*SP],
-                        in[site + 27*SP],
-                        in[site + 28*SP],
-                        in[site + 29*SP],
-                        in[site + 30*SP],
-                        in[site + 31*SP],
-                        in[site + 32*SP],
-                        in[site + 33*SP],
-                        in[site + 34*SP],
-                        in[site + 35*SP],
-                        in[site + 36*SP],
-                        &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,                         tau_, ax_, ay_, wall_, tau_wall_);
-                    tgt[k + 0*TS] = fout0;
-                    tgt[k + 1*TS] = fout1;
-                    tgt[k + 2*TS] = fout2;
-                    tgt[k + 3*TS] = fout3;
-                    tgt[k + 4*TS] = fout4;
-                    tgt[k + 5*TS] = fout5;
-                    tgt[k + 6*TS] = fout6;
-                    tgt[k + 7*TS] = fout7;
-                    tgt[k + 8*TS] = fout8;
-                    tgt[k + 9*TS] = fout9;
-                    tgt[k + 10*TS] = fout10;
-                    tgt[k + 11*TS] = fout11;
-                    tgt[k + 12*TS] = fout12;
-                    tgt[k + 13*TS] = fout13;
-                    tgt[k + 14*TS] = fout14;
-                    tgt[k + 15*TS] = fout15;
-                    tgt[k + 16*TS] = fout16;
-                    tgt[k + 17*TS] = fout17;
-                    tgt[k + 18*TS] = fout18;
-                    tgt[k + 19*TS] = fout19;
-                    tgt[k + 20*TS] = fout20;
-                    tgt[k + 21*TS] = fout21;
-                    tgt[k + 22*TS] = fout22;
-                    tgt[k + 23*TS] = fout23;
-                    tgt[k + 24*TS] = fout24;
-                    tgt[k + 25*TS] = fout25;
-                    tgt[k + 26*TS] = fout26;
-                    tgt[k + 27*TS] = fout27;
-                    tgt[k + 28*TS] = fout28;
-                    tgt[k + 29*TS] = fout29;
-                    tgt[k + 30*TS] = fout30;
-                    tgt[k + 31*TS] = fout31;
-                    tgt[k + 32*TS] = fout32;
-                    tgt[k + 33*TS] = fout33;
-                    tgt[k + 34*TS] = fout34;
-                    tgt[k + 35*TS] = fout35;
-                    tgt[k + 36*TS] = fout36;
+                        real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
+                        lbgen_collide_site(
+                            in[site + 0],
+                            in[site + 1*SP],
+                            in[site + 2*SP],
+                            in[site + 3*SP],
+                            in[site + 4*SP],
+                            in[site + 5*SP],
+                            in[site + 6*SP],
+                            in[site + 7*SP],
+                            in[site + 8*SP],
+                            in[site + 9*SP],
+                            in[site + 10*SP],
+                            in[site + 11*SP],
+                            in[site + 12*SP],
+                            in[site + 13*SP],
+                            in[site + 14*SP],
+                            in[site + 15*SP],
+                            in[site + 16*SP],
+                            in[site + 17*SP],
+                            in[site + 18*SP],
+                            in[site + 19*SP],
+                            in[site + 20*SP],
+                            in[site + 21*SP],
+                            in[site + 22*SP],
+                            in[site + 23*SP],
+                            in[site + 24*SP],
+                            in[site + 25*SP],
+                            in[site + 26*SP],
+                            in[site + 27*SP],
+                            in[site + 28*SP],
+                            in[site + 29*SP],
+                            in[site + 30*SP],
+                            in[site + 31*SP],
+                            in[site + 32*SP],
+                            in[site + 33*SP],
+                            in[site + 34*SP],
+                            in[site + 35*SP],
+                            in[site + 36*SP],
+                            &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,                         tau_, ax_, ay_, wall_, tau_wall_);
+                        tgt[k + 0*TS] = fout0;
+                        tgt[k + 1*TS] = fout1;
+                        tgt[k + 2*TS] = fout2;
+                        tgt[k + 3*TS] = fout3;
+                        tgt[k + 4*TS] = fout4;
+                        tgt[k + 5*TS] = fout5;
+                        tgt[k + 6*TS] = fout6;
+                        tgt[k + 7*TS] = fout7;
+                        tgt[k + 8*TS] = fout8;
+                        tgt[k + 9*TS] = fout9;
+                        tgt[k + 10*TS] = fout10;
+                        tgt[k + 11*TS] = fout11;
+                        tgt[k + 12*TS] = fout12;
+                        tgt[k + 13*TS] = fout13;
+                        tgt[k + 14*TS] = fout14;
+                        tgt[k + 15*TS] = fout15;
+                        tgt[k + 16*TS] = fout16;
+                        tgt[k + 17*TS] = fout17;
+                        tgt[k + 18*TS] = fout18;
+                        tgt[k + 19*TS] = fout19;
+                        tgt[k + 20*TS] = fout20;
+                        tgt[k + 21*TS] = fout21;
+                        tgt[k + 22*TS] = fout22;
+                        tgt[k + 23*TS] = fout23;
+                        tgt[k + 24*TS] = fout24;
+                        tgt[k + 25*TS] = fout25;
+                        tgt[k + 26*TS] = fout26;
+                        tgt[k + 27*TS] = fout27;
+                        tgt[k + 28*TS] = fout28;
+                        tgt[k + 29*TS] = fout29;
+                        tgt[k + 30*TS] = fout30;
+                        tgt[k + 31*TS] = fout31;
+                        tgt[k + 32*TS] = fout32;
+                        tgt[k + 33*TS] = fout33;
+                        tgt[k + 34*TS] = fout34;
+                        tgt[k + 35*TS] = fout35;
+                        tgt[k + 36*TS] = fout36;
+
+                    }
+                    if (staged) {
+                        stream_cluster(out_f + base + 0, out + 0*VL);
+                        stream_cluster(out_f + base + 1*SP, out + 1*VL);
+                        stream_cluster(out_f + base + 2*SP, out + 2*VL);
+                        stream_cluster(out_f + base + 3*SP, out + 3*VL);
+                        stream_cluster(out_f + base + 4*SP, out + 4*VL);
+                        stream_cluster(out_f + base + 5*SP, out + 5*VL);
+                        stream_cluster(out_f + base + 6*SP, out + 6*VL);
+                        stream_cluster(out_f + base + 7*SP, out + 7*VL);
+                        stream_cluster(out_f + base + 8*SP, out + 8*VL);
+                        stream_cluster(out_f + base + 9*SP, out + 9*VL);
+                        stream_cluster(out_f + base + 10*SP, out + 10*VL);
+                        stream_cluster(out_f + base + 11*SP, out + 11*VL);
+                        stream_cluster(out_f + base + 12*SP, out + 12*VL);
+                        stream_cluster(out_f + base + 13*SP, out + 13*VL);
+                        stream_cluster(out_f + base + 14*SP, out + 14*VL);
+                        stream_cluster(out_f + base + 15*SP, out + 15*VL);
+                        stream_cluster(out_f + base + 16*SP, out + 16*VL);
+                        stream_cluster(out_f + base + 17*SP, out + 17*VL);
+                        stream_cluster(out_f + base + 18*SP, out + 18*VL);
+                        stream_cluster(out_f + base + 19*SP, out + 19*VL);
+                        stream_cluster(out_f + base + 20*SP, out + 20*VL);
+                        stream_cluster(out_f + base + 21*SP, out + 21*VL);
+                        stream_cluster(out_f + base + 22*SP, out + 22*VL);
+                        stream_cluster(out_f + base + 23*SP, out + 23*VL);
+                        stream_cluster(out_f + base + 24*SP, out + 24*VL);
+                        stream_cluster(out_f + base + 25*SP, out + 25*VL);
+                        stream_cluster(out_f + base + 26*SP, out + 26*VL);
+                        stream_cluster(out_f + base + 27*SP, out + 27*VL);
+                        stream_cluster(out_f + base + 28*SP, out + 28*VL);
+                        stream_cluster(out_f + base + 29*SP, out + 29*VL);
+                        stream_cluster(out_f + base + 30*SP, out + 30*VL);
+                        stream_cluster(out_f + base + 31*SP, out + 31*VL);
+                        stream_cluster(out_f + base + 32*SP, out + 32*VL);
+                        stream_cluster(out_f + base + 33*SP, out + 33*VL);
+                        stream_cluster(out_f + base + 34*SP, out + 34*VL);
+                        stream_cluster(out_f + base + 35*SP, out + 35*VL);
+                        stream_cluster(out_f + base + 36*SP, out + 36*VL);
+                    }
 
                 }
-                if (staged) {
-                    stream_cluster(out_f + base + 0, out + 0*VL);
-                    stream_cluster(out_f + base + 1*SP, out + 1*VL);
-                    stream_cluster(out_f + base + 2*SP, out + 2*VL);
-                    stream_cluster(out_f + base + 3*SP, out + 3*VL);
-                    stream_cluster(out_f + base + 4*SP, out + 4*VL);
-                    stream_cluster(out_f + base + 5*SP, out + 5*VL);
-                    stream_cluster(out_f + base + 6*SP, out + 6*VL);
-                    stream_cluster(out_f + base + 7*SP, out + 7*VL);
-                    stream_cluster(out_f + base + 8*SP, out + 8*VL);
-                    stream_cluster(out_f + base + 9*SP, out + 9*VL);
-                    stream_cluster(out_f + base + 10*SP, out + 10*VL);
-                    stream_cluster(out_f + base + 11*SP, out + 11*VL);
-                    stream_cluster(out_f + base + 12*SP, out + 12*VL);
-                    stream_cluster(out_f + base + 13*SP, out + 13*VL);
-                    stream_cluster(out_f + base + 14*SP, out + 14*VL);
-                    stream_cluster(out_f + base + 15*SP, out + 15*VL);
-                    stream_cluster(out_f + base + 16*SP, out + 16*VL);
-                    stream_cluster(out_f + base + 17*SP, out + 17*VL);
-                    stream_cluster(out_f + base + 18*SP, out + 18*VL);
-                    stream_cluster(out_f + base + 19*SP, out + 19*VL);
-                    stream_cluster(out_f + base + 20*SP, out + 20*VL);
-                    stream_cluster(out_f + base + 21*SP, out + 21*VL);
-                    stream_cluster(out_f + base + 22*SP, out + 22*VL);
-                    stream_cluster(out_f + base + 23*SP, out + 23*VL);
-                    stream_cluster(out_f + base + 24*SP, out + 24*VL);
-                    stream_cluster(out_f + base + 25*SP, out + 25*VL);
-                    stream_cluster(out_f + base + 26*SP, out + 26*VL);
-                    stream_cluster(out_f + base + 27*SP, out + 27*VL);
-                    stream_cluster(out_f + base + 28*SP, out + 28*VL);
-                    stream_cluster(out_f + base + 29*SP, out + 29*VL);
-                    stream_cluster(out_f + base + 30*SP, out + 30*VL);
-                    stream_cluster(out_f + base + 31*SP, out + 31*VL);
-                    stream_cluster(out_f + base + 32*SP, out + 32*VL);
-                    stream_cluster(out_f + base + 33*SP, out + 33*VL);
-                    stream_cluster(out_f + base + 34*SP, out + 34*VL);
-                    stream_cluster(out_f + base + 35*SP, out + 35*VL);
-                    stream_cluster(out_f + base + 36*SP, out + 36*VL);
+            }
+        } else {   /* a region narrower than the thread count */
+            #pragma omp for schedule(static)
+            for (ptrdiff_t i_ = 0; i_ < (X1 - X0)*NB_; ++i_) {
+                const ptrdiff_t x = X0 + i_ / NB_, b_ = i_ % NB_;
+                LBGEN_TRACE();
+                for (ptrdiff_t r = b_*NR/NB_; r < (b_ + 1)*NR/NB_; ++r) {
+                    const ptrdiff_t k0 = Y0 > r ? (Y0 - r + NR - 1) / NR : 0;
+                    const ptrdiff_t kc = Y1 > r ? (Y1 - r + NR - 1) / NR : 0, k1 = kc < VL ? kc : VL;
+                    if (k0 >= k1) continue;
+                    const int whole = k0 == 0 && k1 == VL;
+                    (void)whole;
+                    const ptrdiff_t base = (x + HALO)*SX + (r + HALO_Y)*SR;
+    #if LBGEN_PREFETCH > 0
+                    /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
+                       hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
+                    for (int p = 0; p < Q; ++p)
+                        for (int o = 0; o < VL; o += 64 / (int)sizeof(store))
+                            __builtin_prefetch(in + base + LBGEN_PREFETCH*SR + p*SP + o, 0, 0);
+    #endif
+                    /* streaming (whole clusters only): stage the cluster row, then non-temporal
+                       stores; else store in place */
+                    const int staged = lbgen_streaming_ && whole;
+                    _Alignas(64) store out[Q*VL];
+                    store *restrict tgt = staged ? out : out_f + base;
+                    const ptrdiff_t TS = staged ? VL : SP;
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) {
+                        const ptrdiff_t site = base + k;
+
+                        real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
+                        lbgen_collide_site(
+                            in[site + 0],
+                            in[site + 1*SP],
+                            in[site + 2*SP],
+                            in[site + 3*SP],
+                            in[site + 4*SP],
+                            in[site + 5*SP],
+                            in[site + 6*SP],
+                            in[site + 7*SP],
+                            in[site + 8*SP],
+                            in[site + 9*SP],
+                            in[site + 10*SP],
+                            in[site + 11*SP],
+                            in[site + 12*SP],
+                            in[site + 13*SP],
+                            in[site + 14*SP],
+                            in[site + 15*SP],
+                            in[site + 16*SP],
+                            in[site + 17*SP],
+                            in[site + 18*SP],
+                            in[site + 19*SP],
+                            in[site + 20*SP],
+                            in[site + 21*SP],
+                            in[site + 22*SP],
+                            in[site + 23*SP],
+                            in[site + 24*SP],
+                            in[site + 25*SP],
+                            in[site + 26*SP],
+                            in[site + 27*SP],
+                            in[site + 28*SP],
+                            in[site + 29*SP],
+                            in[site + 30*SP],
+                            in[site + 31*SP],
+                            in[site + 32*SP],
+                            in[site + 33*SP],
+                            in[site + 34*SP],
+                            in[site + 35*SP],
+                            in[site + 36*SP],
+                            &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,                         tau_, ax_, ay_, wall_, tau_wall_);
+                        tgt[k + 0*TS] = fout0;
+                        tgt[k + 1*TS] = fout1;
+                        tgt[k + 2*TS] = fout2;
+                        tgt[k + 3*TS] = fout3;
+                        tgt[k + 4*TS] = fout4;
+                        tgt[k + 5*TS] = fout5;
+                        tgt[k + 6*TS] = fout6;
+                        tgt[k + 7*TS] = fout7;
+                        tgt[k + 8*TS] = fout8;
+                        tgt[k + 9*TS] = fout9;
+                        tgt[k + 10*TS] = fout10;
+                        tgt[k + 11*TS] = fout11;
+                        tgt[k + 12*TS] = fout12;
+                        tgt[k + 13*TS] = fout13;
+                        tgt[k + 14*TS] = fout14;
+                        tgt[k + 15*TS] = fout15;
+                        tgt[k + 16*TS] = fout16;
+                        tgt[k + 17*TS] = fout17;
+                        tgt[k + 18*TS] = fout18;
+                        tgt[k + 19*TS] = fout19;
+                        tgt[k + 20*TS] = fout20;
+                        tgt[k + 21*TS] = fout21;
+                        tgt[k + 22*TS] = fout22;
+                        tgt[k + 23*TS] = fout23;
+                        tgt[k + 24*TS] = fout24;
+                        tgt[k + 25*TS] = fout25;
+                        tgt[k + 26*TS] = fout26;
+                        tgt[k + 27*TS] = fout27;
+                        tgt[k + 28*TS] = fout28;
+                        tgt[k + 29*TS] = fout29;
+                        tgt[k + 30*TS] = fout30;
+                        tgt[k + 31*TS] = fout31;
+                        tgt[k + 32*TS] = fout32;
+                        tgt[k + 33*TS] = fout33;
+                        tgt[k + 34*TS] = fout34;
+                        tgt[k + 35*TS] = fout35;
+                        tgt[k + 36*TS] = fout36;
+
+                    }
+                    if (staged) {
+                        stream_cluster(out_f + base + 0, out + 0*VL);
+                        stream_cluster(out_f + base + 1*SP, out + 1*VL);
+                        stream_cluster(out_f + base + 2*SP, out + 2*VL);
+                        stream_cluster(out_f + base + 3*SP, out + 3*VL);
+                        stream_cluster(out_f + base + 4*SP, out + 4*VL);
+                        stream_cluster(out_f + base + 5*SP, out + 5*VL);
+                        stream_cluster(out_f + base + 6*SP, out + 6*VL);
+                        stream_cluster(out_f + base + 7*SP, out + 7*VL);
+                        stream_cluster(out_f + base + 8*SP, out + 8*VL);
+                        stream_cluster(out_f + base + 9*SP, out + 9*VL);
+                        stream_cluster(out_f + base + 10*SP, out + 10*VL);
+                        stream_cluster(out_f + base + 11*SP, out + 11*VL);
+                        stream_cluster(out_f + base + 12*SP, out + 12*VL);
+                        stream_cluster(out_f + base + 13*SP, out + 13*VL);
+                        stream_cluster(out_f + base + 14*SP, out + 14*VL);
+                        stream_cluster(out_f + base + 15*SP, out + 15*VL);
+                        stream_cluster(out_f + base + 16*SP, out + 16*VL);
+                        stream_cluster(out_f + base + 17*SP, out + 17*VL);
+                        stream_cluster(out_f + base + 18*SP, out + 18*VL);
+                        stream_cluster(out_f + base + 19*SP, out + 19*VL);
+                        stream_cluster(out_f + base + 20*SP, out + 20*VL);
+                        stream_cluster(out_f + base + 21*SP, out + 21*VL);
+                        stream_cluster(out_f + base + 22*SP, out + 22*VL);
+                        stream_cluster(out_f + base + 23*SP, out + 23*VL);
+                        stream_cluster(out_f + base + 24*SP, out + 24*VL);
+                        stream_cluster(out_f + base + 25*SP, out + 25*VL);
+                        stream_cluster(out_f + base + 26*SP, out + 26*VL);
+                        stream_cluster(out_f + base + 27*SP, out + 27*VL);
+                        stream_cluster(out_f + base + 28*SP, out + 28*VL);
+                        stream_cluster(out_f + base + 29*SP, out + 29*VL);
+                        stream_cluster(out_f + base + 30*SP, out + 30*VL);
+                        stream_cluster(out_f + base + 31*SP, out + 31*VL);
+                        stream_cluster(out_f + base + 32*SP, out + 32*VL);
+                        stream_cluster(out_f + base + 33*SP, out + 33*VL);
+                        stream_cluster(out_f + base + 34*SP, out + 34*VL);
+                        stream_cluster(out_f + base + 35*SP, out + 35*VL);
+                        stream_cluster(out_f + base + 36*SP, out + 36*VL);
+                    }
+
                 }
             }
         }
@@ -1174,189 +1495,374 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
     const real tau_wall_ = 1.0;   /* no wall rows (the site function's argument) */
     (void)tau_wall_;
 
-    /* the work: (column, block of cluster rows) pairs (lbgen_row_blocks) */
     const ptrdiff_t NB_ = lbgen_row_blocks(X1 - X0, NR);
     #pragma omp parallel
     {
-        #pragma omp for schedule(static)
-        for (ptrdiff_t i_ = 0; i_ < (X1 - X0)*NB_; ++i_) {
-            const ptrdiff_t x = X0 + i_ / NB_, b_ = i_ % NB_;
-            LBGEN_TRACE();
-            for (ptrdiff_t r = b_*NR/NB_; r < (b_ + 1)*NR/NB_; ++r) {
-                const ptrdiff_t k0 = Y0 > r ? (Y0 - r + NR - 1) / NR : 0;
-                const ptrdiff_t kc = Y1 > r ? (Y1 - r + NR - 1) / NR : 0, k1 = kc < VL ? kc : VL;
-                if (k0 >= k1) continue;
-                const int whole = k0 == 0 && k1 == VL;
-                (void)whole;
-                const ptrdiff_t base = (x + HALO)*SX + (r + HALO_Y)*SR;
-#if LBGEN_PREFETCH > 0
-                /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
-                   hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + -3*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 1*SP - 3*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 2*SP - 3*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 3*SP - 2*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 4*SP - 2*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 5*SP - 2*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 6*SP - 2*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 7*SP - 2*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 8*SP - 1*SX + 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 9*SP - 1*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 10*SP - 1*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 11*SP - 1*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 12*SP - 1*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 13*SP - 1*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 14*SP - 1*SX - 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 15*SP + 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 16*SP + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 17*SP + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 18*SP + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 19*SP - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 20*SP - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 21*SP - 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 22*SP + 1*SX + 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 23*SP + 1*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 24*SP + 1*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 25*SP + 1*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 26*SP + 1*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 27*SP + 1*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 28*SP + 1*SX - 3*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 29*SP + 2*SX + 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 30*SP + 2*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 31*SP + 2*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 32*SP + 2*SX - 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 33*SP + 2*SX - 2*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 34*SP + 3*SX + 1*SR + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
-                for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
-#endif
-                /* streaming (whole clusters only): stage the cluster row, then non-temporal
-                   stores; else store in place */
-                const int staged = lbgen_streaming_ && whole;
-                _Alignas(64) store out[Q*VL];
-                store *restrict tgt = staged ? out : nxt + base;
-                const ptrdiff_t TS = staged ? VL : SP;
-                #pragma omp simd
-                for (ptrdiff_t k = k0; k < k1; ++k) {
-                    const ptrdiff_t site = base + k;
+        if (NB_ == 1) {
+            #pragma omp for schedule(static)
+            for (ptrdiff_t x = X0; x < X1; ++x) {
+                LBGEN_TRACE();
+                for (ptrdiff_t r = 0; r < NR; ++r) {
+                    const ptrdiff_t k0 = Y0 > r ? (Y0 - r + NR - 1) / NR : 0;
+                    const ptrdiff_t kc = Y1 > r ? (Y1 - r + NR - 1) / NR : 0, k1 = kc < VL ? kc : VL;
+                    if (k0 >= k1) continue;
+                    const int whole = k0 == 0 && k1 == VL;
+                    (void)whole;
+                    const ptrdiff_t base = (x + HALO)*SX + (r + HALO_Y)*SR;
+    #if LBGEN_PREFETCH > 0
+                    /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
+                       hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + -3*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 1*SP - 3*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 2*SP - 3*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 3*SP - 2*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 4*SP - 2*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 5*SP - 2*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 6*SP - 2*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 7*SP - 2*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 8*SP - 1*SX + 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 9*SP - 1*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 10*SP - 1*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 11*SP - 1*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 12*SP - 1*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 13*SP - 1*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 14*SP - 1*SX - 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 15*SP + 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 16*SP + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 17*SP + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 18*SP + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 19*SP - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 20*SP - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 21*SP - 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 22*SP + 1*SX + 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 23*SP + 1*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 24*SP + 1*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 25*SP + 1*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 26*SP + 1*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 27*SP + 1*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 28*SP + 1*SX - 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 29*SP + 2*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 30*SP + 2*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 31*SP + 2*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 32*SP + 2*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 33*SP + 2*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 34*SP + 3*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
+    #endif
+                    /* streaming (whole clusters only): stage the cluster row, then non-temporal
+                       stores; else store in place */
+                    const int staged = lbgen_streaming_ && whole;
+                    _Alignas(64) store out[Q*VL];
+                    store *restrict tgt = staged ? out : nxt + base;
+                    const ptrdiff_t TS = staged ? VL : SP;
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) {
+                        const ptrdiff_t site = base + k;
 
-                    real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
-                    lbgen_collide_site(
-                        prv[site + -3*SX + 1*SR],
-                        prv[site + 1*SP - 3*SX],
-                        prv[site + 2*SP - 3*SX - 1*SR],
-                        prv[site + 3*SP - 2*SX + 2*SR],
-                        prv[site + 4*SP - 2*SX + 1*SR],
-                        prv[site + 5*SP - 2*SX],
-                        prv[site + 6*SP - 2*SX - 1*SR],
-                        prv[site + 7*SP - 2*SX - 2*SR],
-                        prv[site + 8*SP - 1*SX + 3*SR],
-                        prv[site + 9*SP - 1*SX + 2*SR],
-                        prv[site + 10*SP - 1*SX + 1*SR],
-                        prv[site + 11*SP - 1*SX],
-                        prv[site + 12*SP - 1*SX - 1*SR],
-                        prv[site + 13*SP - 1*SX - 2*SR],
-                        prv[site + 14*SP - 1*SX - 3*SR],
-                        prv[site + 15*SP + 3*SR],
-                        prv[site + 16*SP + 2*SR],
-                        prv[site + 17*SP + 1*SR],
-                        prv[site + 18*SP],
-                        prv[site + 19*SP - 1*SR],
-                        prv[site + 20*SP - 2*SR],
-                        prv[site + 21*SP - 3*SR],
-                        prv[site + 22*SP + 1*SX + 3*SR],
-                        prv[site + 23*SP + 1*SX + 2*SR],
-                        prv[site + 24*SP + 1*SX + 1*SR],
-                        prv[site + 25*SP + 1*SX],
-                        prv[site + 26*SP + 1*SX - 1*SR],
-                        prv[site + 27*SP + 1*SX - 2*SR],
-                        prv[site + 28*SP + 1*SX - 3*SR],
-                        prv[site + 29*SP + 2*SX + 2*SR],
-                        prv[site + 30*SP + 2*SX + 1*SR],
-                        prv[site + 31*SP + 2*SX],
-                        prv[site + 32*SP + 2*SX - 1*SR],
-                        prv[site + 33*SP + 2*SX - 2*SR],
-                        prv[site + 34*SP + 3*SX + 1*SR],
-                        prv[site + 35*SP + 3*SX],
-                        prv[site + 36*SP + 3*SX - 1*SR],
-                        &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,                         tau_, ax_, ay_, wall_, tau_wall_);
-                    tgt[k + 0*TS] = fout0;
-                    tgt[k + 1*TS] = fout1;
-                    tgt[k + 2*TS] = fout2;
-                    tgt[k + 3*TS] = fout3;
-                    tgt[k + 4*TS] = fout4;
-                    tgt[k + 5*TS] = fout5;
-                    tgt[k + 6*TS] = fout6;
-                    tgt[k + 7*TS] = fout7;
-                    tgt[k + 8*TS] = fout8;
-                    tgt[k + 9*TS] = fout9;
-                    tgt[k + 10*TS] = fout10;
-                    tgt[k + 11*TS] = fout11;
-                    tgt[k + 12*TS] = fout12;
-                    tgt[k + 13*TS] = fout13;
-                    tgt[k + 14*TS] = fout14;
-                    tgt[k + 15*TS] = fout15;
-                    tgt[k + 16*TS] = fout16;
-                    tgt[k + 17*TS] = fout17;
-                    tgt[k + 18*TS] = fout18;
-                    tgt[k + 19*TS] = fout19;
-                    tgt[k + 20*TS] = fout20;
-                    tgt[k + 21*TS] = fout21;
-                    tgt[k + 22*TS] = fout22;
-                    tgt[k + 23*TS] = fout23;
-                    tgt[k + 24*TS] = fout24;
-                    tgt[k + 25*TS] = fout25;
-                    tgt[k + 26*TS] = fout26;
-                    tgt[k + 27*TS] = fout27;
-                    tgt[k + 28*TS] = fout28;
-                    tgt[k + 29*TS] = fout29;
-                    tgt[k + 30*TS] = fout30;
-                    tgt[k + 31*TS] = fout31;
-                    tgt[k + 32*TS] = fout32;
-                    tgt[k + 33*TS] = fout33;
-                    tgt[k + 34*TS] = fout34;
-                    tgt[k + 35*TS] = fout35;
-                    tgt[k + 36*TS] = fout36;
+                        real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
+                        lbgen_collide_site(
+                            prv[site + -3*SX + 1*SR],
+                            prv[site + 1*SP - 3*SX],
+                            prv[site + 2*SP - 3*SX - 1*SR],
+                            prv[site + 3*SP - 2*SX + 2*SR],
+                            prv[site + 4*SP - 2*SX + 1*SR],
+                            prv[site + 5*SP - 2*SX],
+                            prv[site + 6*SP - 2*SX - 1*SR],
+                            prv[site + 7*SP - 2*SX - 2*SR],
+                            prv[site + 8*SP - 1*SX + 3*SR],
+                            prv[site + 9*SP - 1*SX + 2*SR],
+                            prv[site + 10*SP - 1*SX + 1*SR],
+                            prv[site + 11*SP - 1*SX],
+                            prv[site + 12*SP - 1*SX - 1*SR],
+                            prv[site + 13*SP - 1*SX - 2*SR],
+                            prv[site + 14*SP - 1*SX - 3*SR],
+                            prv[site + 15*SP + 3*SR],
+                            prv[site + 16*SP + 2*SR],
+                            prv[site + 17*SP + 1*SR],
+                            prv[site + 18*SP],
+                            prv[site + 19*SP - 1*SR],
+                            prv[site + 20*SP - 2*SR],
+                            prv[site + 21*SP - 3*SR],
+                            prv[site + 22*SP + 1*SX + 3*SR],
+                            prv[site + 23*SP + 1*SX + 2*SR],
+                            prv[site + 24*SP + 1*SX + 1*SR],
+                            prv[site + 25*SP + 1*SX],
+                            prv[site + 26*SP + 1*SX - 1*SR],
+                            prv[site + 27*SP + 1*SX - 2*SR],
+                            prv[site + 28*SP + 1*SX - 3*SR],
+                            prv[site + 29*SP + 2*SX + 2*SR],
+                            prv[site + 30*SP + 2*SX + 1*SR],
+                            prv[site + 31*SP + 2*SX],
+                            prv[site + 32*SP + 2*SX - 1*SR],
+                            prv[site + 33*SP + 2*SX - 2*SR],
+                            prv[site + 34*SP + 3*SX + 1*SR],
+                            prv[site + 35*SP + 3*SX],
+                            prv[site + 36*SP + 3*SX - 1*SR],
+                            &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,                         tau_, ax_, ay_, wall_, tau_wall_);
+                        tgt[k + 0*TS] = fout0;
+                        tgt[k + 1*TS] = fout1;
+                        tgt[k + 2*TS] = fout2;
+                        tgt[k + 3*TS] = fout3;
+                        tgt[k + 4*TS] = fout4;
+                        tgt[k + 5*TS] = fout5;
+                        tgt[k + 6*TS] = fout6;
+                        tgt[k + 7*TS] = fout7;
+                        tgt[k + 8*TS] = fout8;
+                        tgt[k + 9*TS] = fout9;
+                        tgt[k + 10*TS] = fout10;
+                        tgt[k + 11*TS] = fout11;
+                        tgt[k + 12*TS] = fout12;
+                        tgt[k + 13*TS] = fout13;
+                        tgt[k + 14*TS] = fout14;
+                        tgt[k + 15*TS] = fout15;
+                        tgt[k + 16*TS] = fout16;
+                        tgt[k + 17*TS] = fout17;
+                        tgt[k + 18*TS] = fout18;
+                        tgt[k + 19*TS] = fout19;
+                        tgt[k + 20*TS] = fout20;
+                        tgt[k + 21*TS] = fout21;
+                        tgt[k + 22*TS] = fout22;
+                        tgt[k + 23*TS] = fout23;
+                        tgt[k + 24*TS] = fout24;
+                        tgt[k + 25*TS] = fout25;
+                        tgt[k + 26*TS] = fout26;
+                        tgt[k + 27*TS] = fout27;
+                        tgt[k + 28*TS] = fout28;
+                        tgt[k + 29*TS] = fout29;
+                        tgt[k + 30*TS] = fout30;
+                        tgt[k + 31*TS] = fout31;
+                        tgt[k + 32*TS] = fout32;
+                        tgt[k + 33*TS] = fout33;
+                        tgt[k + 34*TS] = fout34;
+                        tgt[k + 35*TS] = fout35;
+                        tgt[k + 36*TS] = fout36;
+
+                    }
+                    if (staged) {
+                        stream_cluster(nxt + base + 0, out + 0*VL);
+                        stream_cluster(nxt + base + 1*SP, out + 1*VL);
+                        stream_cluster(nxt + base + 2*SP, out + 2*VL);
+                        stream_cluster(nxt + base + 3*SP, out + 3*VL);
+                        stream_cluster(nxt + base + 4*SP, out + 4*VL);
+                        stream_cluster(nxt + base + 5*SP, out + 5*VL);
+                        stream_cluster(nxt + base + 6*SP, out + 6*VL);
+                        stream_cluster(nxt + base + 7*SP, out + 7*VL);
+                        stream_cluster(nxt + base + 8*SP, out + 8*VL);
+                        stream_cluster(nxt + base + 9*SP, out + 9*VL);
+                        stream_cluster(nxt + base + 10*SP, out + 10*VL);
+                        stream_cluster(nxt + base + 11*SP, out + 11*VL);
+                        stream_cluster(nxt + base + 12*SP, out + 12*VL);
+                        stream_cluster(nxt + base + 13*SP, out + 13*VL);
+                        stream_cluster(nxt + base + 14*SP, out + 14*VL);
+                        stream_cluster(nxt + base + 15*SP, out + 15*VL);
+                        stream_cluster(nxt + base + 16*SP, out + 16*VL);
+                        stream_cluster(nxt + base + 17*SP, out + 17*VL);
+                        stream_cluster(nxt + base + 18*SP, out + 18*VL);
+                        stream_cluster(nxt + base + 19*SP, out + 19*VL);
+                        stream_cluster(nxt + base + 20*SP, out + 20*VL);
+                        stream_cluster(nxt + base + 21*SP, out + 21*VL);
+                        stream_cluster(nxt + base + 22*SP, out + 22*VL);
+                        stream_cluster(nxt + base + 23*SP, out + 23*VL);
+                        stream_cluster(nxt + base + 24*SP, out + 24*VL);
+                        stream_cluster(nxt + base + 25*SP, out + 25*VL);
+                        stream_cluster(nxt + base + 26*SP, out + 26*VL);
+                        stream_cluster(nxt + base + 27*SP, out + 27*VL);
+                        stream_cluster(nxt + base + 28*SP, out + 28*VL);
+                        stream_cluster(nxt + base + 29*SP, out + 29*VL);
+                        stream_cluster(nxt + base + 30*SP, out + 30*VL);
+                        stream_cluster(nxt + base + 31*SP, out + 31*VL);
+                        stream_cluster(nxt + base + 32*SP, out + 32*VL);
+                        stream_cluster(nxt + base + 33*SP, out + 33*VL);
+                        stream_cluster(nxt + base + 34*SP, out + 34*VL);
+                        stream_cluster(nxt + base + 35*SP, out + 35*VL);
+                        stream_cluster(nxt + base + 36*SP, out + 36*VL);
+                    }
 
                 }
-                if (staged) {
-                    stream_cluster(nxt + base + 0, out + 0*VL);
-                    stream_cluster(nxt + base + 1*SP, out + 1*VL);
-                    stream_cluster(nxt + base + 2*SP, out + 2*VL);
-                    stream_cluster(nxt + base + 3*SP, out + 3*VL);
-                    stream_cluster(nxt + base + 4*SP, out + 4*VL);
-                    stream_cluster(nxt + base + 5*SP, out + 5*VL);
-                    stream_cluster(nxt + base + 6*SP, out + 6*VL);
-                    stream_cluster(nxt + base + 7*SP, out + 7*VL);
-                    stream_cluster(nxt + base + 8*SP, out + 8*VL);
-                    stream_cluster(nxt + base + 9*SP, out + 9*VL);
-                    stream_cluster(nxt + base + 10*SP, out + 10*VL);
-                    stream_cluster(nxt + base + 11*SP, out + 11*VL);
-                    stream_cluster(nxt + base + 12*SP, out + 12*VL);
-                    stream_cluster(nxt + base + 13*SP, out + 13*VL);
-                    stream_cluster(nxt + base + 14*SP, out + 14*VL);
-                    stream_cluster(nxt + base + 15*SP, out + 15*VL);
-                    stream_cluster(nxt + base + 16*SP, out + 16*VL);
-                    stream_cluster(nxt + base + 17*SP, out + 17*VL);
-                    stream_cluster(nxt + base + 18*SP, out + 18*VL);
-                    stream_cluster(nxt + base + 19*SP, out + 19*VL);
-                    stream_cluster(nxt + base + 20*SP, out + 20*VL);
-                    stream_cluster(nxt + base + 21*SP, out + 21*VL);
-                    stream_cluster(nxt + base + 22*SP, out + 22*VL);
-                    stream_cluster(nxt + base + 23*SP, out + 23*VL);
-                    stream_cluster(nxt + base + 24*SP, out + 24*VL);
-                    stream_cluster(nxt + base + 25*SP, out + 25*VL);
-                    stream_cluster(nxt + base + 26*SP, out + 26*VL);
-                    stream_cluster(nxt + base + 27*SP, out + 27*VL);
-                    stream_cluster(nxt + base + 28*SP, out + 28*VL);
-                    stream_cluster(nxt + base + 29*SP, out + 29*VL);
-                    stream_cluster(nxt + base + 30*SP, out + 30*VL);
-                    stream_cluster(nxt + base + 31*SP, out + 31*VL);
-                    stream_cluster(nxt + base + 32*SP, out + 32*VL);
-                    stream_cluster(nxt + base + 33*SP, out + 33*VL);
-                    stream_cluster(nxt + base + 34*SP, out + 34*VL);
-                    stream_cluster(nxt + base + 35*SP, out + 35*VL);
-                    stream_cluster(nxt + base + 36*SP, out + 36*VL);
+            }
+        } else {   /* a region narrower than the thread count */
+            #pragma omp for schedule(static)
+            for (ptrdiff_t i_ = 0; i_ < (X1 - X0)*NB_; ++i_) {
+                const ptrdiff_t x = X0 + i_ / NB_, b_ = i_ % NB_;
+                LBGEN_TRACE();
+                for (ptrdiff_t r = b_*NR/NB_; r < (b_ + 1)*NR/NB_; ++r) {
+                    const ptrdiff_t k0 = Y0 > r ? (Y0 - r + NR - 1) / NR : 0;
+                    const ptrdiff_t kc = Y1 > r ? (Y1 - r + NR - 1) / NR : 0, k1 = kc < VL ? kc : VL;
+                    if (k0 >= k1) continue;
+                    const int whole = k0 == 0 && k1 == VL;
+                    (void)whole;
+                    const ptrdiff_t base = (x + HALO)*SX + (r + HALO_Y)*SR;
+    #if LBGEN_PREFETCH > 0
+                    /* software prefetch of the clusters needed LBGEN_PREFETCH rows ahead: the
+                       hardware prefetchers alone left collide at ~60% of the bandwidth it reaches with it */
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + -3*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 1*SP - 3*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 2*SP - 3*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 3*SP - 2*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 4*SP - 2*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 5*SP - 2*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 6*SP - 2*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 7*SP - 2*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 8*SP - 1*SX + 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 9*SP - 1*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 10*SP - 1*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 11*SP - 1*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 12*SP - 1*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 13*SP - 1*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 14*SP - 1*SX - 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 15*SP + 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 16*SP + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 17*SP + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 18*SP + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 19*SP - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 20*SP - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 21*SP - 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 22*SP + 1*SX + 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 23*SP + 1*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 24*SP + 1*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 25*SP + 1*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 26*SP + 1*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 27*SP + 1*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 28*SP + 1*SX - 3*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 29*SP + 2*SX + 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 30*SP + 2*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 31*SP + 2*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 32*SP + 2*SX - 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 33*SP + 2*SX - 2*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 34*SP + 3*SX + 1*SR + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 35*SP + 3*SX + o, 0, 0);
+                    for (int o = 0; o < VL; o += 64 / (int)sizeof(store)) __builtin_prefetch(prv + base + LBGEN_PREFETCH*SR + 36*SP + 3*SX - 1*SR + o, 0, 0);
+    #endif
+                    /* streaming (whole clusters only): stage the cluster row, then non-temporal
+                       stores; else store in place */
+                    const int staged = lbgen_streaming_ && whole;
+                    _Alignas(64) store out[Q*VL];
+                    store *restrict tgt = staged ? out : nxt + base;
+                    const ptrdiff_t TS = staged ? VL : SP;
+                    #pragma omp simd
+                    for (ptrdiff_t k = k0; k < k1; ++k) {
+                        const ptrdiff_t site = base + k;
+
+                        real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
+                        lbgen_collide_site(
+                            prv[site + -3*SX + 1*SR],
+                            prv[site + 1*SP - 3*SX],
+                            prv[site + 2*SP - 3*SX - 1*SR],
+                            prv[site + 3*SP - 2*SX + 2*SR],
+                            prv[site + 4*SP - 2*SX + 1*SR],
+                            prv[site + 5*SP - 2*SX],
+                            prv[site + 6*SP - 2*SX - 1*SR],
+                            prv[site + 7*SP - 2*SX - 2*SR],
+                            prv[site + 8*SP - 1*SX + 3*SR],
+                            prv[site + 9*SP - 1*SX + 2*SR],
+                            prv[site + 10*SP - 1*SX + 1*SR],
+                            prv[site + 11*SP - 1*SX],
+                            prv[site + 12*SP - 1*SX - 1*SR],
+                            prv[site + 13*SP - 1*SX - 2*SR],
+                            prv[site + 14*SP - 1*SX - 3*SR],
+                            prv[site + 15*SP + 3*SR],
+                            prv[site + 16*SP + 2*SR],
+                            prv[site + 17*SP + 1*SR],
+                            prv[site + 18*SP],
+                            prv[site + 19*SP - 1*SR],
+                            prv[site + 20*SP - 2*SR],
+                            prv[site + 21*SP - 3*SR],
+                            prv[site + 22*SP + 1*SX + 3*SR],
+                            prv[site + 23*SP + 1*SX + 2*SR],
+                            prv[site + 24*SP + 1*SX + 1*SR],
+                            prv[site + 25*SP + 1*SX],
+                            prv[site + 26*SP + 1*SX - 1*SR],
+                            prv[site + 27*SP + 1*SX - 2*SR],
+                            prv[site + 28*SP + 1*SX - 3*SR],
+                            prv[site + 29*SP + 2*SX + 2*SR],
+                            prv[site + 30*SP + 2*SX + 1*SR],
+                            prv[site + 31*SP + 2*SX],
+                            prv[site + 32*SP + 2*SX - 1*SR],
+                            prv[site + 33*SP + 2*SX - 2*SR],
+                            prv[site + 34*SP + 3*SX + 1*SR],
+                            prv[site + 35*SP + 3*SX],
+                            prv[site + 36*SP + 3*SX - 1*SR],
+                            &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,                         tau_, ax_, ay_, wall_, tau_wall_);
+                        tgt[k + 0*TS] = fout0;
+                        tgt[k + 1*TS] = fout1;
+                        tgt[k + 2*TS] = fout2;
+                        tgt[k + 3*TS] = fout3;
+                        tgt[k + 4*TS] = fout4;
+                        tgt[k + 5*TS] = fout5;
+                        tgt[k + 6*TS] = fout6;
+                        tgt[k + 7*TS] = fout7;
+                        tgt[k + 8*TS] = fout8;
+                        tgt[k + 9*TS] = fout9;
+                        tgt[k + 10*TS] = fout10;
+                        tgt[k + 11*TS] = fout11;
+                        tgt[k + 12*TS] = fout12;
+                        tgt[k + 13*TS] = fout13;
+                        tgt[k + 14*TS] = fout14;
+                        tgt[k + 15*TS] = fout15;
+                        tgt[k + 16*TS] = fout16;
+                        tgt[k + 17*TS] = fout17;
+                        tgt[k + 18*TS] = fout18;
+                        tgt[k + 19*TS] = fout19;
+                        tgt[k + 20*TS] = fout20;
+                        tgt[k + 21*TS] = fout21;
+                        tgt[k + 22*TS] = fout22;
+                        tgt[k + 23*TS] = fout23;
+                        tgt[k + 24*TS] = fout24;
+                        tgt[k + 25*TS] = fout25;
+                        tgt[k + 26*TS] = fout26;
+                        tgt[k + 27*TS] = fout27;
+                        tgt[k + 28*TS] = fout28;
+                        tgt[k + 29*TS] = fout29;
+                        tgt[k + 30*TS] = fout30;
+                        tgt[k + 31*TS] = fout31;
+                        tgt[k + 32*TS] = fout32;
+                        tgt[k + 33*TS] = fout33;
+                        tgt[k + 34*TS] = fout34;
+                        tgt[k + 35*TS] = fout35;
+                        tgt[k + 36*TS] = fout36;
+
+                    }
+                    if (staged) {
+                        stream_cluster(nxt + base + 0, out + 0*VL);
+                        stream_cluster(nxt + base + 1*SP, out + 1*VL);
+                        stream_cluster(nxt + base + 2*SP, out + 2*VL);
+                        stream_cluster(nxt + base + 3*SP, out + 3*VL);
+                        stream_cluster(nxt + base + 4*SP, out + 4*VL);
+                        stream_cluster(nxt + base + 5*SP, out + 5*VL);
+                        stream_cluster(nxt + base + 6*SP, out + 6*VL);
+                        stream_cluster(nxt + base + 7*SP, out + 7*VL);
+                        stream_cluster(nxt + base + 8*SP, out + 8*VL);
+                        stream_cluster(nxt + base + 9*SP, out + 9*VL);
+                        stream_cluster(nxt + base + 10*SP, out + 10*VL);
+                        stream_cluster(nxt + base + 11*SP, out + 11*VL);
+                        stream_cluster(nxt + base + 12*SP, out + 12*VL);
+                        stream_cluster(nxt + base + 13*SP, out + 13*VL);
+                        stream_cluster(nxt + base + 14*SP, out + 14*VL);
+                        stream_cluster(nxt + base + 15*SP, out + 15*VL);
+                        stream_cluster(nxt + base + 16*SP, out + 16*VL);
+                        stream_cluster(nxt + base + 17*SP, out + 17*VL);
+                        stream_cluster(nxt + base + 18*SP, out + 18*VL);
+                        stream_cluster(nxt + base + 19*SP, out + 19*VL);
+                        stream_cluster(nxt + base + 20*SP, out + 20*VL);
+                        stream_cluster(nxt + base + 21*SP, out + 21*VL);
+                        stream_cluster(nxt + base + 22*SP, out + 22*VL);
+                        stream_cluster(nxt + base + 23*SP, out + 23*VL);
+                        stream_cluster(nxt + base + 24*SP, out + 24*VL);
+                        stream_cluster(nxt + base + 25*SP, out + 25*VL);
+                        stream_cluster(nxt + base + 26*SP, out + 26*VL);
+                        stream_cluster(nxt + base + 27*SP, out + 27*VL);
+                        stream_cluster(nxt + base + 28*SP, out + 28*VL);
+                        stream_cluster(nxt + base + 29*SP, out + 29*VL);
+                        stream_cluster(nxt + base + 30*SP, out + 30*VL);
+                        stream_cluster(nxt + base + 31*SP, out + 31*VL);
+                        stream_cluster(nxt + base + 32*SP, out + 32*VL);
+                        stream_cluster(nxt + base + 33*SP, out + 33*VL);
+                        stream_cluster(nxt + base + 34*SP, out + 34*VL);
+                        stream_cluster(nxt + base + 35*SP, out + 35*VL);
+                        stream_cluster(nxt + base + 36*SP, out + 36*VL);
+                    }
+
                 }
             }
         }
