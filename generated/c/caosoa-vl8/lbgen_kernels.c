@@ -282,9 +282,9 @@ void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, i
 #endif
     /* a hop moves whole clusters: aligned vector copies of VL lanes (the lanes in the region) */
     const ptrdiff_t NB_ = lbgen_row_blocks(X1 - X0, NR);
-    #pragma omp parallel
-    {
-        if (NB_ == 1) {
+    if (NB_ == 1) {   /* a parallel region of its own: one big loop body per outlined function */
+        #pragma omp parallel
+        {
             #pragma omp for schedule(static)
             for (ptrdiff_t x = X0; x < X1; ++x) {
                 LBGEN_TRACE();
@@ -453,7 +453,11 @@ void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, i
 
                 }
             }
-        } else {   /* a region narrower than the thread count */
+            store_fence();
+        }
+    } else {   /* a region narrower than the thread count */
+        #pragma omp parallel
+        {
             #pragma omp for schedule(static)
             for (ptrdiff_t i_ = 0; i_ < (X1 - X0)*NB_; ++i_) {
                 const ptrdiff_t x = X0 + i_ / NB_, b_ = i_ % NB_;
@@ -623,8 +627,8 @@ void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, i
 
                 }
             }
+            store_fence();
         }
-        store_fence();
     }
 }
 
@@ -1111,9 +1115,9 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, cons
     (void)tau_wall_;
 
     const ptrdiff_t NB_ = lbgen_row_blocks(X1 - X0, NR);
-    #pragma omp parallel
-    {
-        if (NB_ == 1) {
+    if (NB_ == 1) {   /* a parallel region of its own: one big loop body per outlined function */
+        #pragma omp parallel
+        {
             #pragma omp for schedule(static)
             for (ptrdiff_t x = X0; x < X1; ++x) {
                 LBGEN_TRACE();
@@ -1262,7 +1266,11 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, cons
 
                 }
             }
-        } else {   /* a region narrower than the thread count */
+            store_fence();   /* the streamed clusters land before the wall rows overwrite them */
+        }
+    } else {   /* a region narrower than the thread count */
+        #pragma omp parallel
+        {
             #pragma omp for schedule(static)
             for (ptrdiff_t i_ = 0; i_ < (X1 - X0)*NB_; ++i_) {
                 const ptrdiff_t x = X0 + i_ / NB_, b_ = i_ % NB_;
@@ -1412,8 +1420,8 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, cons
 
                 }
             }
+            store_fence();   /* the streamed clusters land before the wall rows overwrite them */
         }
-        store_fence();   /* the streamed clusters land before the wall rows overwrite them */
     }
 
 }
@@ -1496,9 +1504,9 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
     (void)tau_wall_;
 
     const ptrdiff_t NB_ = lbgen_row_blocks(X1 - X0, NR);
-    #pragma omp parallel
-    {
-        if (NB_ == 1) {
+    if (NB_ == 1) {   /* a parallel region of its own: one big loop body per outlined function */
+        #pragma omp parallel
+        {
             #pragma omp for schedule(static)
             for (ptrdiff_t x = X0; x < X1; ++x) {
                 LBGEN_TRACE();
@@ -1681,7 +1689,11 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
 
                 }
             }
-        } else {   /* a region narrower than the thread count */
+            store_fence();   /* the streamed clusters land before the wall rows overwrite them */
+        }
+    } else {   /* a region narrower than the thread count */
+        #pragma omp parallel
+        {
             #pragma omp for schedule(static)
             for (ptrdiff_t i_ = 0; i_ < (X1 - X0)*NB_; ++i_) {
                 const ptrdiff_t x = X0 + i_ / NB_, b_ = i_ % NB_;
@@ -1865,8 +1877,8 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
 
                 }
             }
+            store_fence();   /* the streamed clusters land before the wall rows overwrite them */
         }
-        store_fence();   /* the streamed clusters land before the wall rows overwrite them */
     }
 
 }
