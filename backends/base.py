@@ -320,6 +320,11 @@ class Program(abc.ABC):
         return None
 
     @staticmethod
+    def _check_tau_wall(tau_wall) -> float:
+        """The wall rows' relaxation time as a float: finite and > 1/2 (the kernels trust it)."""
+        return check_tau_wall(tau_wall)
+
+    @staticmethod
     def _check_sides(sides) -> tuple:
         """(bottom, top): which walls a lattice holds, as two real booleans; a lattice split in Y
         holds the bottom wall only on its lowest part and the top wall only on its highest."""
@@ -380,19 +385,20 @@ class Program(abc.ABC):
         Periodic: the fused kernel (or propagate then collide).  With ``walls`` (anything
         with T_bottom, T_top, adiabatic_bottom, adiabatic_top): the fused_walls kernel (or
         propagate, bc, collide: the same bits in strict builds), on the walls of ``sides``
-        (bottom, top) only: a lattice split in Y holds each wall on one part."""
+        (bottom, top) only: a lattice split in Y holds each wall on one part; the wall rows
+        relax with ``walls.tau_wall`` (1 where walls has none)."""
         if walls is None and fused:
             self.fused(f, g, **params)
             return g, f
         if fused:
             self.fused_walls(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
-                             sides=sides, **params)
+                             sides=sides, tau_wall=wall_tau(walls), **params)
             return g, f
         self.propagate(f, g)
         if walls is not None:
             self.bc(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
                     params["ax"], params["ay"], sides=sides)
-            self.collide(g, f, sides=sides, **params)
+            self.collide(g, f, sides=sides, tau_wall=wall_tau(walls), **params)
         else:
             self.collide(g, f, **params)
         return f, g
@@ -555,6 +561,26 @@ class Program(abc.ABC):
         """The kernel arguments in order (``ordered_parameters``)."""
         from lbgen.codegen.spec import OPERATOR_PARAMETERS
         return ordered_parameters(self, OPERATOR_PARAMETERS[self.spec.collision], params)
+
+
+def wall_tau(walls) -> float:
+    """The wall rows' relaxation time of a walls description (``Walls.tau_wall``; anything
+    without one: 1, the default)."""
+    return getattr(walls, "tau_wall", 1.0)
+
+
+def check_tau_wall(tau_wall) -> float:
+    """tau_wall as a float, refused unless a finite real number > 1/2 (the relaxation time
+    of the rows next to a thermal wall)."""
+    import math
+    if isinstance(tau_wall, (bool, np.bool_)) or not isinstance(tau_wall, (int, float, np.integer, np.floating)):
+        raise ValueError(f"tau_wall={tau_wall!r} is not a number: the relaxation time of the rows next to "
+                         f"a thermal wall, a finite value > 1/2 (1: the default)")
+    value = float(tau_wall)
+    if not (math.isfinite(value) and value > 0.5):
+        raise ValueError(f"tau_wall={value!r} outside its range: the relaxation time of the rows next to a "
+                         f"thermal wall must be finite and > 1/2 (1: the default)")
+    return value
 
 
 def ordered_parameters(program, names, params: dict, convert=float) -> list:

@@ -17,7 +17,7 @@ from lbgen.system.limits import resolve_threads
 
 from lbgen.backends.base import (BackendUnavailable, CompileError, HostBuffers, Program, aligned_zeros, build_library,  # noqa: F401
                     compiler_version, find_compiler, last_level_cache_bytes, load_library, optimisation,
-                    UNCONTRACTED_LEVELS)
+                    UNCONTRACTED_LEVELS, wall_tau)
 
 #: OpenMP waiting when the user set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT: idle threads
 #: sleep instead of spinning 300000 rounds between the parallel regions of a step, so that
@@ -148,37 +148,41 @@ class CProgram(HostBuffers, Program):
         reg = self._region(region)
         self._fn("propagate")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg)
 
-    def _par(self, params: dict, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True)):
+    def _par(self, params: dict, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
+             tau_wall=1.0):
         """The kernels' `<prefix>_params` struct (kept alive by the returned cffi object): the
-        collision parameters (checked by name), with walls also the wall fields."""
+        collision parameters (checked by name), with walls also the wall fields (tau_wall: the
+        wall rows' relaxation time)."""
         from lbgen.codegen.spec import OPERATOR_PARAMETERS
         names = OPERATOR_PARAMETERS[self.spec.collision]
         values = self._param_values(params)
         sides = self._check_sides(sides)
+        tau_wall = self._check_tau_wall(tau_wall)
         # exact values as the key (hex: -0.0 and 0.0 differ, NaN equals itself)
-        key = (tuple(float(v).hex() for v in (*values, T_bottom, T_top)), bool(adiabatic[0]), bool(adiabatic[1]),
-               sides)
+        key = (tuple(float(v).hex() for v in (*values, T_bottom, T_top, tau_wall)), bool(adiabatic[0]),
+               bool(adiabatic[1]), sides)
         if self._last_par is not None and self._last_par[0] == key:   # a run passes the same values every step
             return self._last_par[1]
         fields = dict(zip(names, values))
         if self.spec.walls:
             bottom, top = sides
             fields.update(T_bottom=float(T_bottom), T_top=float(T_top), adiabatic_bottom=int(bool(adiabatic[0])),
-                          adiabatic_top=int(bool(adiabatic[1])), wall_bottom=int(bottom), wall_top=int(top))
-        elif sides != (True, True):
+                          adiabatic_top=int(bool(adiabatic[1])), wall_bottom=int(bottom), wall_top=int(top),
+                          tau_wall=tau_wall)
+        elif sides != (True, True) or tau_wall != 1.0:
             self._require_walls()
         par = self.ffi.new(f"{self.prefix}_params *", fields)
         self._last_par = (key, par)
         return par
 
-    def collide(self, src, dst, sides=(True, True), region=None, **params):
-        """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = 1."""
-        reg, par = self._region(region), self._par(params, sides=sides)
+    def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
+        """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall."""
+        reg, par = self._region(region), self._par(params, sides=sides, tau_wall=tau_wall)
         self._fn("collide")(self._ptr(src), self._ptr(dst), *self._sizes, reg, par)
 
-    def fused(self, prv, nxt, region=None, sides=(True, True), **params):
-        """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = 1 (no bc)."""
-        reg, par = self._region(region), self._par(params, sides=sides)
+    def fused(self, prv, nxt, region=None, sides=(True, True), tau_wall=1.0, **params):
+        """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall (no bc)."""
+        reg, par = self._region(region), self._par(params, sides=sides, tau_wall=tau_wall)
         self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
 
     def fused_tb(self, prv, nxt, depth: int, walls=None, sides=(True, True), **params):
@@ -188,7 +192,8 @@ class CProgram(HostBuffers, Program):
         if self.spec.walls:
             if walls is None:
                 raise ValueError("these kernels were generated with walls: fused_tb needs walls=Walls(...)")
-            par = self._par(params, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top), sides)
+            par = self._par(params, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top), sides,
+                            wall_tau(walls))
         else:
             if walls is not None:
                 self._require_walls()
@@ -209,9 +214,9 @@ class CProgram(HostBuffers, Program):
         self._fn("bc")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
 
     def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
-                    region=None, **params):
+                    region=None, tau_wall=1.0, **params):
         self._require_walls()
-        reg, par = self._region(region), self._par(params, T_bottom, T_top, adiabatic, sides)
+        reg, par = self._region(region), self._par(params, T_bottom, T_top, adiabatic, sides, tau_wall)
         self._fn("fused_walls")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
 
     def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):

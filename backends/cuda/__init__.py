@@ -105,14 +105,23 @@ class LaunchProgram(Program):
     def propagate(self, prv, nxt, region=None):
         self._sweep("propagate", region, prv, nxt)
 
-    def collide(self, src, dst, sides=(True, True), region=None, **params):
-        walls = self._sides(sides) if self.spec.walls else []
-        self._sweep("collide", region, src, dst, *self._param_values(params), *walls)
+    def _tau_wall(self, tau_wall):
+        """The kernels' `real tau_wall` argument (walls only; without walls only the default)."""
+        tau_wall = self._check_tau_wall(tau_wall)
+        if not self.spec.walls:
+            if tau_wall != 1.0:
+                self._require_walls()
+            return []
+        return [tau_wall]
 
-    def fused(self, prv, nxt, region=None, sides=(True, True), **params):
-        """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = 1 (no bc)."""
+    def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
         walls = self._sides(sides) if self.spec.walls else []
-        self._sweep("fused", region, prv, nxt, *self._param_values(params), *walls)
+        self._sweep("collide", region, src, dst, *self._param_values(params), *self._tau_wall(tau_wall), *walls)
+
+    def fused(self, prv, nxt, region=None, sides=(True, True), tau_wall=1.0, **params):
+        """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall (no bc)."""
+        walls = self._sides(sides) if self.spec.walls else []
+        self._sweep("fused", region, prv, nxt, *self._param_values(params), *self._tau_wall(tau_wall), *walls)
 
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
            region=None):
@@ -121,9 +130,10 @@ class LaunchProgram(Program):
                     int(bool(adiabatic[1])), float(ax), float(ay), *self._sides(sides), columns_only=True)
 
     def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
-                    region=None, **params):
+                    region=None, tau_wall=1.0, **params):
         self._require_walls()
-        self._sweep("fused_walls", region, prv, nxt, *self._param_values(params), float(T_bottom), float(T_top),
+        self._sweep("fused_walls", region, prv, nxt, *self._param_values(params), *self._tau_wall(tau_wall),
+                    float(T_bottom), float(T_top),
                     int(bool(adiabatic[0])), int(bool(adiabatic[1])), *self._sides(sides))
 
 
@@ -242,14 +252,14 @@ def kernel_arguments(spec) -> Dict[str, str]:
     nparams = len(OPERATOR_PARAMETERS[spec.collision])
     formats = {
         "halo": "P" + sizes, "propagate": "PP" + sizes + "iiii", "pack": "PP" + sizes, "unpack": "PP" + sizes,
-        "collide": "PP" + sizes + "iiii" + real * nparams + ("ii" if spec.walls else ""),
-        "fused": "PP" + sizes + "iiii" + real * nparams + ("ii" if spec.walls else ""),
+        "collide": "PP" + sizes + "iiii" + real * nparams + (real + "ii" if spec.walls else ""),
+        "fused": "PP" + sizes + "iiii" + real * nparams + (real + "ii" if spec.walls else ""),
         "init_equilibrium": "P" + sizes + "PPPP" + real * 2, "fields": "P" + sizes + "PPPP" + real * 2,
         "diagnostics": "P" + sizes + "P" + real * 2,
     }
     if spec.walls:
         formats["bc"] = "PP" + sizes + "iiii" + real + real + "ii" + real + real + "ii"
-        formats["fused_walls"] = "PP" + sizes + "iiii" + real * nparams + real + real + "ii" + "ii"
+        formats["fused_walls"] = "PP" + sizes + "iiii" + real * nparams + real + real + real + "ii" + "ii"
     return formats
 
 

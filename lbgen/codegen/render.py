@@ -27,6 +27,7 @@ from lbgen.model.operators import OPERATOR_RECORDS
 from lbgen.codegen.kernel_api import ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules, streams_clusters
 from lbgen.codegen.templating import emit_command, model_of  # noqa: F401 - part of this module's API
 from lbgen.codegen.templating import environment as _environment, templates_dir as _templates_dir
+from lbgen.codegen.templating import wall_tau_arguments
 
 def _index_terms(layout_name: str, velocities, halo: int) -> Dict[str, list]:
     """C offsets of population p (relative to p = 0 at the same site) and pull offsets."""
@@ -91,6 +92,8 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "collide_flops": col.flops,
         "collide_description": col.description,
         "uses_wall": "wall" in [str(p) for p in col.parameters],
+        # the wall rows' relaxation time after wall_ in the site function's arguments (", tau_wall_")
+        "TW": wall_tau_arguments(col),
         "equilibrium_body": print_assignments(eq, spec.precision, suffix_parameters="_"),
         "equilibrium_outputs": [str(s) for s in eq.outputs],
         "fields_body": print_assignments(mac, spec.precision),

@@ -19,7 +19,7 @@ from lbgen.codegen.diagnostics import ND3, ROW_INDEX3D, ROW_QUANTITIES3D
 from lbgen.codegen.kernel_api import PTRDIFF_MAX_64, SIZE_ERRORS, storage_bytes, streams_clusters, streams_soa_lines
 from lbgen.codegen.layouts import CLUSTERED, Layout3D
 from lbgen.codegen.spec import MAX_TIME_BLOCK, KernelSource, KernelSpec
-from lbgen.codegen.templating import emit_command, environment, model_of
+from lbgen.codegen.templating import emit_command, environment, model_of, wall_tau_arguments
 from lbgen.model.derived import Model
 from lbgen.model.catalog import AXES, SIDES
 
@@ -151,6 +151,8 @@ def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "collide_flops": col.flops,
         "collide_description": col.description,
         "uses_wall": "wall" in [str(p) for p in col.parameters],
+        # the wall rows' relaxation time after wall_ in the site function's arguments (", tau_wall_")
+        "TW": wall_tau_arguments(col),
         "walls": None,
         "equilibrium_body": print_assignments(eq, spec.precision, suffix_parameters="_"),
         "equilibrium_inputs": [str(s) for s in eq.inputs],

@@ -56,3 +56,10 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
 def model_of(spec: KernelSpec) -> Model:
     """The one model value a spec's kernels are printed from (derived once, cached)."""
     return build_model(spec.velocity_set, spec.collision, spec.walls, spec.wall_scheme)
+
+
+def wall_tau_arguments(col) -> str:
+    """The collide site function's arguments after ``wall_`` (the wall rows' relaxation time,
+    lbgen.model.collision.WALL_TAU), as they follow it in a call: ", tau_wall_"."""
+    names = [str(p) for p in col.parameters]
+    return "".join(f", {n}_" for n in names[names.index("wall") + 1:]) if "wall" in names else ""

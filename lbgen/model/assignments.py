@@ -32,6 +32,9 @@ class AssignmentList:
     #: (index of the first assignment, title) of each block -- moments, equilibrium, ... --
     #: in order; the title names the model function that produced the block
     blocks: Tuple[Tuple[int, str], ...] = ()
+    #: (name, value) of the parameters ``evaluate`` may be called without (the collision's
+    #: wall relaxation time: 1)
+    defaults: Tuple[Tuple[str, float], ...] = ()
 
     @property
     def temporaries(self) -> Tuple[Tuple[sp.Symbol, sp.Expr], ...]:
@@ -76,6 +79,7 @@ class AssignmentList:
 
     def evaluate(self, inputs: Sequence, **parameters) -> np.ndarray:
         """Evaluate on arrays: ``inputs`` has len(self.inputs) entries (e.g. f of shape (Q, ...))."""
+        parameters = {**dict(self.defaults), **parameters}
         missing = [str(p) for p in self.parameters if str(p) not in parameters]
         if missing:
             raise TypeError(f"{self.name}: missing parameters {missing}; expected {[str(p) for p in self.parameters]}")

@@ -13,14 +13,14 @@ Everything is phrased through Hermite moments, which is what makes the kernels c
 
 BGK (shifted equilibrium, paper Eq. 1):  f' = f - (f - f_eq(rho, u*, T*)) / tau with
 u* = u + tau a, T* = T + tau (1 - tau) |a|^2 / D, a = force per unit mass per step.
-On the rows next to a thermal wall (input ``wall`` = 1) tau = 1: the wall rows relax to
-the equilibrium of the moments the bc imposed (without it BGK walls are unstable for
-tau <~ 0.75).
+On the rows next to a thermal wall (input ``wall`` = 1) tau = tau_wall (parameter, > 1/2;
+default 1: the wall rows relax to the equilibrium of the moments the bc imposed -- without
+it BGK walls are unstable for tau <~ 0.75).
 
 Regularized (the reference production operator): relax A_2, A_3, A_4 towards the
 equilibrium moments at (rho, u*, T*) with tau1, tau2, tau3, add the force to A_1, and
 rebuild f from A_0..A_4.  tau1 = 1/2 + C1/(rho T), tau2 = 1/2 + C2/(rho T),
-tau3 = 1/2 + C3; all three are 1 on wall rows (input ``wall`` = 1).  The shift uses tau1.
+tau3 = 1/2 + C3; all three are tau_wall (default 1) on wall rows (input ``wall`` = 1).  The shift uses tau1.
 The reference code does this in two stages (relax f, then project); by Hermite
 orthogonality under the degree-9 quadrature the moments of the relaxed f are exactly
 the relaxed moments, so one reconstruction suffices (tests check it against the literal
@@ -49,6 +49,12 @@ from lbgen.model.hermite import Component, components, hermite, maxwellian_coeff
 from lbgen.model.catalog import AXES
 from lbgen.model.operators import force_arguments, operator as operator_record
 from lbgen.model.velocity_set import VelocitySet
+
+#: the collision's parameter for the relaxation time of the rows next to a thermal wall (all
+#: three regularized ones): after ``wall`` in the parameters, 1 by default
+WALL_TAU = "tau_wall"
+#: its default: the fixed value of earlier releases, whose bits it keeps
+WALL_TAU_DEFAULT = 1.0
 
 #: significant digits of the numeric constants written into the generated code
 CONSTANT_DIGITS = 20
@@ -374,12 +380,14 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     rho, u, T = _macroscopic(b, A, vs)
     a2 = sp.Add(*(ak ** 2 for ak in a))
     wall = sp.Symbol("wall", real=True)
+    # the wall rows' relaxation time (a parameter, > 1/2; 1 by default: the bits of a fixed 1)
+    tau_wall = sp.Symbol(WALL_TAU, positive=True)
     if operator == "bgk":
         tau_in, = (sp.Symbol(n, positive=True) for n in record.parameter_names)
-        params = (tau_in, *a, wall)
-        # rows next to a thermal wall (wall = 1) relax with tau = 1, as in the regularized operator
-        b.block("relaxation: tau (1 on wall rows) and 1/tau (lbgen.model.collision.collision, bgk)")
-        tau = b.let("tau_w", wall + (1 - wall) * tau_in)
+        params = (tau_in, *a, wall, tau_wall)
+        # rows next to a thermal wall (wall = 1) relax with tau = tau_wall, as in the regularized operator
+        b.block("relaxation: tau (tau_wall on wall rows) and 1/tau (lbgen.model.collision.collision, bgk)")
+        tau = b.let("tau_w", wall * tau_wall + (1 - wall) * tau_in)
         inv_tau = b.let("inv_tau", 1 / tau)
         b.block("equilibrium: shifted u* = u + tau a, T* and the Maxwellian's Hermite coefficients "
                 "times 1/tau (lbgen.model.hermite.maxwellian_coefficient via collision.collision, bgk)")
@@ -395,13 +403,14 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
         description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
     else:
         C1, C2, C3 = (sp.Symbol(n, real=True) for n in record.parameter_names)
-        params = (C1, C2, C3, *a, wall)
-        b.block("relaxation times tau1, tau2, tau3 (1 on wall rows) (lbgen.model.collision.collision, regularized)")
+        params = (C1, C2, C3, *a, wall, tau_wall)
+        b.block("relaxation times tau1, tau2, tau3 (tau_wall on wall rows) "
+                "(lbgen.model.collision.collision, regularized)")
         inv_rhoT = b.let("inv_rhoT", inv_rho_T(rho, T))
-        # wall rows (wall = 1) relax everything with tau = 1
-        tau1 = b.let("tau1", wall + (1 - wall) * (sp.Rational(1, 2) + C1 * inv_rhoT))
-        tau2 = b.let("tau2", wall + (1 - wall) * (sp.Rational(1, 2) + C2 * inv_rhoT))
-        tau3 = b.let("tau3", wall + (1 - wall) * (sp.Rational(1, 2) + C3))
+        # wall rows (wall = 1) relax everything with tau = tau_wall
+        tau1 = b.let("tau1", wall * tau_wall + (1 - wall) * (sp.Rational(1, 2) + C1 * inv_rhoT))
+        tau2 = b.let("tau2", wall * tau_wall + (1 - wall) * (sp.Rational(1, 2) + C2 * inv_rhoT))
+        tau3 = b.let("tau3", wall * tau_wall + (1 - wall) * (sp.Rational(1, 2) + C3))
         rates = {2: b.let("om1", 1 / tau1), 3: b.let("om2", 1 / tau2), 4: b.let("om3", 1 / tau3)}
         b.block("equilibrium: shifted u* = u + tau1 a, T* and the Maxwellian's Hermite coefficients "
                 "A_eq, n = 2..4 (lbgen.model.hermite.maxwellian_coefficient via collision.collision, regularized)")
@@ -417,9 +426,10 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
                 B[c] = b.let(f"B{_tag(c)}", A[c] + (eqs[c] - A[c]) * rates[n])
         outputs = _reconstruct(b, vs, H, B)
         description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
-    assert tuple(map(str, params[:-1])) == record.kernel_arguments_of(D), "collision symbols != operator record"
+    assert tuple(map(str, params[:-2])) == record.kernel_arguments_of(D), "collision symbols != operator record"
     assignments, blocks = _in_blocks(cse_assignments(b.assignments, outputs), b)
     return AssignmentList(name=f"collide_{operator}", inputs=f, parameters=params,
+                          defaults=((WALL_TAU, WALL_TAU_DEFAULT),),
                           assignments=assignments, outputs=outputs, description=description, blocks=blocks)
 
 

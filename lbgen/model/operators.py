@@ -109,7 +109,7 @@ TAU = Parameter("tau", 0.8, 0.5, "BGK relaxation time; kinematic viscosity (tau 
 OPERATOR_RECORDS: Dict[str, Operator] = {
     "bgk": Operator(
         "bgk", "BGK with shifted-equilibrium forcing (Hermite order 4)", (TAU,),
-        wall_rows="relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)"),
+        wall_rows="relaxed with tau = tau_wall (default 1: to the equilibrium of the moments the bc imposed)"),
     "regularized": Operator(
         "regularized",
         "regularized: A2, A3, A4 relaxed with tau1 = 1/2 + C1/(rho T), tau2 = 1/2 + C2/(rho T), "
@@ -119,7 +119,7 @@ OPERATOR_RECORDS: Dict[str, Operator] = {
          Parameter("C2", 1e-3, 0.0, "tau2 = 1/2 + C2/(rho T): relaxation of the third-order moments (conductivity)",
                    order=3),
          Parameter("C3", 0.5, 0.0, "tau3 = 1/2 + C3: relaxation of the fourth-order moments", order=4)),
-        wall_rows="all three relaxation times are 1"),
+        wall_rows="all three relaxation times are tau_wall (default 1)"),
 }
 #: operator names, in the order the CLI offers them
 OPERATORS: Tuple[str, ...] = tuple(OPERATOR_RECORDS)

@@ -150,16 +150,17 @@ def propagate(f, vs=None):
 
 # --- BGK -------------------------------------------------------------------------------------
 
-def collide_bgk(f, tau, force=(0.0, 0.0), wall=False, vs=None):
+def collide_bgk(f, tau, force=(0.0, 0.0), wall=False, vs=None, tau_wall=1.0):
     """BGK with shifted equilibrium (paper Eq. 1); force = a, the velocity gain per step.
 
     u* = u + tau a, T* = T + tau (1 - tau) |a|^2 / 2, f <- f - (f - f_eq(rho, u*, T*)) / tau.
-    Where `wall` is true (rows next to a thermal wall) tau = 1, as in the regularized operator.
+    Where `wall` is true (rows next to a thermal wall) tau = tau_wall (default 1), as in the
+    regularized operator.
     """
     vs = set_of(vs)
     ax, ay = force
     if np.any(wall):
-        tau = np.where(np.broadcast_to(wall, f.shape[1:]), 1.0, tau)
+        tau = np.where(np.broadcast_to(wall, f.shape[1:]), float(tau_wall), tau)
     rho, ux, uy, T = fields(f, vs)
     us_x, us_y = ux + tau * ax, uy + tau * ay
     Ts = T + 0.5 * tau * (1.0 - tau) * (np.square(ax) + np.square(ay))
@@ -233,14 +234,14 @@ def _contract(H, A, n):
     return np.einsum(f"i{letters},{letters}...->i...", H, A)
 
 
-def collide_regularized(f, C1=1e-3, C2=1e-3, C3=0.5, force=(0.0, 0.0), wall=False, vs=None):
+def collide_regularized(f, C1=1e-3, C2=1e-3, C3=0.5, force=(0.0, 0.0), wall=False, vs=None, tau_wall=1.0):
     """The reference production operator, literally in two stages (d2q37.md).
 
     1. f <- f + w_i [rho a.xi_i - (A2 - A2eq):H2/(2 tau1) - (A3 - A3eq):H3/(6 tau2)
        - (A4 - A4eq):H4/(24 tau3)] with the equilibrium at (rho, u*, T*),
        u* = u + tau1 a, T* = T + tau1 (1 - tau1) |a|^2 / 2;
     2. re-project: f_i = w_i sum_{n<=4} A_n(f):H_n(xi_i)/n!.
-    tau1, tau2 = 1/2 + C/(rho T), tau3 = 1/2 + C3; all 1 where ``wall`` is true.
+    tau1, tau2 = 1/2 + C/(rho T), tau3 = 1/2 + C3; all tau_wall (default 1) where ``wall`` is true.
     Sets of Hermite order N < 4 relax and re-project only up to A_N (isothermal ones at T = 1).
     """
     vs = set_of(vs)
@@ -252,9 +253,10 @@ def collide_regularized(f, C1=1e-3, C2=1e-3, C3=0.5, force=(0.0, 0.0), wall=Fals
     ax, ay = force
     rho, ux, uy, T = fields(f, vs)
     wall = np.asarray(wall, dtype=bool)
-    tau1 = np.where(wall, 1.0, 0.5 + C1 / (rho * T))
-    tau2 = np.where(wall, 1.0, 0.5 + C2 / (rho * T))
-    tau3 = np.where(wall, 1.0, 0.5 + C3 + 0.0 * rho)
+    tw = float(tau_wall)
+    tau1 = np.where(wall, tw, 0.5 + C1 / (rho * T))
+    tau2 = np.where(wall, tw, 0.5 + C2 / (rho * T))
+    tau3 = np.where(wall, tw, 0.5 + C3 + 0.0 * rho)
     us_x, us_y = ux + tau1 * ax, uy + tau1 * ay
     Ts = T + 0.5 * tau1 * (1.0 - tau1) * (np.square(ax) + np.square(ay))
     if isothermal(vs):

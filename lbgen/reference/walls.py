@@ -170,7 +170,7 @@ def apply_walls(g, f_before, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), 
 
 
 def wall_mask(lx, ly, vs=None):
-    """True on the H = max hop rows next to each wall (where the operators use tau = 1)."""
+    """True on the H = max hop rows next to each wall (where the operators use tau = tau_wall)."""
     H = set_of(vs).max_hop
     mask = np.zeros((lx, ly), dtype=bool)
     mask[:, :H] = True
@@ -179,7 +179,8 @@ def wall_mask(lx, ly, vs=None):
 
 
 def step_walls(f, operator="bgk", T_bottom=1.0, T_top=1.0, adiabatic=(False, False), scheme="lbgen", **params):
-    """propagate -> bc (wall `scheme`) -> collide with thermal walls at the bottom and top."""
+    """propagate -> bc (wall `scheme`) -> collide with thermal walls at the bottom and top; the
+    wall rows relax with ``tau_wall`` (a keyword of ``params``, default 1)."""
     vs = params.get("vs")
     g = apply_walls(propagate(f, vs), f, T_bottom, T_top, adiabatic, params.get("force", (0.0, 0.0)), vs, scheme)
     params = dict(params, wall=wall_mask(f.shape[1], f.shape[2], vs))

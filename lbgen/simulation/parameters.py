@@ -123,6 +123,18 @@ def _temperature(name: str, value) -> float:
     return v
 
 
+def _wall_tau(value) -> float:
+    """The wall rows' relaxation time: a finite real number > 1/2 (not a bool or a string)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise SimulationError(f"Walls: tau_wall={value!r} must be a number (the relaxation time of the rows "
+                              f"next to a wall, finite and > 1/2; 1 is the default)")
+    v = float(value)
+    if not (np.isfinite(v) and v > 0.5):
+        raise SimulationError(f"Walls: tau_wall={value!r} must be finite and > 1/2 (the relaxation time of the "
+                              f"rows next to a wall; 1 is the default)")
+    return v
+
+
 @dataclass(frozen=True)
 class Walls:
     """Thermal no-slip walls below y = 0 and above y = LY-1 (X stays periodic).
@@ -133,6 +145,9 @@ class Walls:
     isothermal planes, measured per operator, are in lbgen.model.wall_planes (docs/physics.md).  Isothermal velocity sets (D2Q9) take only the default temperatures.
     ``scheme``: "lbgen" (default) or "reference", the production code's bc (every row keeps
     its own mass, bare bracket, first-bulk-row temperature T + |a|^2/8).
+    ``tau_wall``: the relaxation time of the rows next to each wall (BGK's tau there; all
+    three regularized relaxation times there), finite and > 1/2; 1 (the default) relaxes
+    them to the equilibrium of the moments the bc imposed.
 
     Checked on construction: temperatures positive and finite, adiabatic flags real booleans
     (or the words true/false, yes/no, on/off, 1/0), a known scheme; anything else is refused
@@ -144,6 +159,7 @@ class Walls:
     adiabatic_bottom: bool = False
     adiabatic_top: bool = False
     scheme: str = DEFAULT_WALL_SCHEME
+    tau_wall: float = 1.0
 
     def __post_init__(self):
         """Every field checked (and normalised: real floats and bools) before any kernel sees it;
@@ -156,10 +172,11 @@ class Walls:
             object.__setattr__(self, name, _temperature(name, getattr(self, name)))
         for name in ("adiabatic_bottom", "adiabatic_top"):
             object.__setattr__(self, name, _flag(name, getattr(self, name)))
+        object.__setattr__(self, "tau_wall", _wall_tau(self.tau_wall))
 
     def check(self, vs) -> None:
         """Isothermal sets (D2Q9) have no wall temperature: only the defaults are allowed."""
-        if vs.isothermal and self != Walls(scheme=self.scheme):
+        if vs.isothermal and self != Walls(scheme=self.scheme, tau_wall=self.tau_wall):
             raise SimulationError(f"{vs.name} is isothermal: its walls impose no temperature, so T_bottom, "
                                   f"T_top (got {self.T_bottom}, {self.T_top}) must stay 1 and no wall can be "
                                   f"adiabatic; use d2q37 for thermal walls")

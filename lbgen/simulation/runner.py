@@ -277,7 +277,8 @@ class Simulation(HealthChecks):
             else:
                 adiabatic = [side for side, a in (("bottom", w.adiabatic_bottom), ("top", w.adiabatic_top)) if a]
                 notes = ([f"adiabatic {' and '.join(adiabatic)}"] if adiabatic else []) + (
-                    [f"{w.scheme} scheme"] if w.scheme != Walls.scheme else [])
+                    [f"{w.scheme} scheme"] if w.scheme != Walls.scheme else []) + (
+                    [f"tau_wall {w.tau_wall:g}"] if w.tau_wall != Walls.tau_wall else [])
                 box = f"walls T={w.T_bottom:g}/{w.T_top:g}" + (f" ({', '.join(notes)})" if notes else "")
             state = f"step {self.time_step}" + ("" if self._fields_set else ", no state yet")
             return f"{type(self).__name__}({physics}, {where}, {box}, {state})"

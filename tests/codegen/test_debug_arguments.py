@@ -1,7 +1,8 @@
 """Debug builds of the emitted C (-DLBGEN_DEBUG), 2D and 3D alike, refuse a bad argument before
 any work: NULL buffers, region or parameter record, source == destination, a region or sizes
 outside the lattice, a relaxation time or C outside its range, a non-finite force, a wall
-switch that is not 0/1, a non-positive wall temperature, a lid bit on a periodic axis, a lid
+switch that is not 0/1, a non-positive wall temperature, a wall-row relaxation time tau_wall
+other than 0 (the default 1) or > 1/2 where a wall is held, a lid bit on a periodic axis, a lid
 velocity normal to its face.  Each refusal prints one line naming the kernel and the argument
 and aborts; the driver's SIGABRT handler then compares both lattice buffers with their
 snapshot and exits 42 when they are unchanged (43 when the kernel wrote before refusing).
@@ -98,6 +99,12 @@ int main(int argc, char **argv)
     if (!strcmp(c, "T-zero")) { par.T_bottom = 0; lbgen_fused_walls(F, G, lx, ly, &all, &par); }
     if (!strcmp(c, "T-zero-fused")) { par.T_bottom = 0; lbgen_fused(F, G, lx, ly, &all, &par); }
     if (!strcmp(c, "T-zero-adiabatic")) { par.T_bottom = 0; par.adiabatic_bottom = 1; lbgen_fused_walls(F, G, lx, ly, &all, &par); }
+    if (!strcmp(c, "tau-wall-half")) { par.tau_wall = 0.5; lbgen_fused_walls(F, G, lx, ly, &all, &par); }
+    if (!strcmp(c, "tau-wall-nan")) { par.tau_wall = NAN; lbgen_collide(F, G, lx, ly, &all, &par); }
+    if (!strcmp(c, "tau-wall-tb")) { par.tau_wall = -1; lbgen_fused_tb(F, G, lx, ly, 2, &par); }
+    if (!strcmp(c, "tau-wall-ok")) { par.tau_wall = 0.7; lbgen_fused(F, G, lx, ly, &all, &par); lbgen_fused_walls(F, G, lx, ly, &all, &par); }
+    if (!strcmp(c, "tau-wall-no-wall")) { par.tau_wall = 0.3; par.wall_bottom = par.wall_top = 0; lbgen_fused(F, G, lx, ly, &all, &par); }
+    if (!strcmp(c, "bc-no-tau-wall")) { par.tau_wall = 0.3; lbgen_bc(F, G, lx, ly, &all, &par); }
     return 0;
 }
 """
@@ -192,6 +199,9 @@ REFUSED = [
     ("2d", "T-zero", "lbgen_fused_walls:", "par->T_bottom"),
     ("2d-reg", "C1-zero", "lbgen_fused:", "par->C1"),
     ("2d-reg", "C3-negative", "lbgen_collide:", "par->C3"),
+    ("2d", "tau-wall-half", "lbgen_fused_walls:", "par->tau_wall"),
+    ("2d-reg", "tau-wall-nan", "lbgen_collide:", "par->tau_wall"),
+    ("2d", "tau-wall-tb", "lbgen_fused_tb:", "par->tau_wall"),
     ("3d", "null-prv", "lbgen_fused:", "prv"),
     ("3d", "null-nxt", "lbgen_fused:", "nxt"),
     ("3d", "null-collide", "lbgen_collide:", "in"),
@@ -224,7 +234,8 @@ def test_a_debug_build_refuses_a_bad_argument_before_writing(builds, build, case
 
 @pytest.mark.parametrize("build, case", [
     ("2d", "ok"), ("2d", "collide-in-place"), ("2d", "bc-no-tau"), ("2d", "T-zero-fused"),
-    ("2d", "T-zero-adiabatic"), ("2d-reg", "ok"), ("3d", "ok"), ("3d", "collide-in-place")])
+    ("2d", "T-zero-adiabatic"), ("2d-reg", "ok"), ("3d", "ok"), ("3d", "collide-in-place"),
+    ("2d", "tau-wall-ok"), ("2d-reg", "tau-wall-no-wall"), ("2d", "bc-no-tau-wall")])
 def test_a_debug_build_runs_the_calls_a_kernel_allows(builds, build, case):
     out = _run(builds[build], case)
     assert out.returncode == 0 and out.stderr == "", (out.returncode, out.stderr)

@@ -41,7 +41,7 @@ def test_scheduled_collide_defines_before_use_and_gives_the_same_bits(monkeypatc
     f = np.array(vs.weights, dtype=float)[:, None] * (1 + 0.05 * rng.standard_normal((vs.Q, 64)))
     params = {str(p): 0.0 for p in scheduled.parameters}
     params.update({"tau": 0.8, "C1": 0.01, "C2": 0.02, "C3": 0.3, "ax": 1e-4, "ay": -2e-4, "az": 3e-5,
-                   "wall": np.where(np.arange(64) % 5 == 0, 1.0, 0.0)})
+                   "wall": np.where(np.arange(64) % 5 == 0, 1.0, 0.0), "tau_wall": 0.9})
     params = {k: v for k, v in params.items() if k in {str(p) for p in scheduled.parameters}}
     assert np.array_equal(scheduled.evaluate(f, **params), before.evaluate(f, **params))
 

@@ -10,8 +10,8 @@
  * layout      caosoa: site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent
  * VL          8
  * precision   double (double)
- * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
- *             533 floating-point operations per site (counted on the generated code)
+ * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = tau_wall (default 1: to the equilibrium of the moments the bc imposed)
+ *             534 floating-point operations per site (counted on the generated code)
  *             wall rows here: none (periodic box: generated without walls); fixed when generated, not an argument
 
  * sizes       run-time (lx, ly arguments)
@@ -84,7 +84,8 @@
    buffers (collide excepted: it may work in place).  The kernels trust their arguments; builds
    with -DLBGEN_DEBUG check them before any work -- no NULL pointer, sizes lbgen_check accepts,
    two distinct buffers, the region inside the lattice, each parameter in the range its field
-   states (tau > 1/2 or C > 0, finite forces, wall switches 0 or 1, wall temperatures > 0) --
+   states (tau > 1/2 or C > 0, finite forces, wall switches 0 or 1, wall temperatures > 0,
+   tau_wall > 1/2 or 0 where a wall is held) --
    and abort() after one line on stderr naming the kernel, the argument and what it needs.  The OpenCL and CUDA kernels take the
    same names in the same order, with the parameters as scalars and the whole lattice.
 
@@ -93,11 +94,14 @@
    caller that trades halos with neighbours (MPI) fills them instead, with lbgen_put_region, and
    does not call lbgen_halo after that (it would overwrite them).
 
-   Threads and re-entrancy: each kernel runs its own OpenMP parallel region(s) over X and
-   returns when its stores are done; kernels keep no state between calls apart from two
-   process-wide settings (lbgen_set_threads, lbgen_set_streaming_stores), so calls on different
-   buffers are independent of each other and of their order.  Calls whose buffers overlap
-   must be ordered by the caller.
+   Threads and re-entrancy: each kernel runs its own OpenMP parallel region(s) and returns
+   when its stores are done.  The sweeps propagate, collide, fused and fused_walls (its bulk)
+   share out (column, block of rows) pairs: a region at least as wide as the thread count
+   by columns, a narrower one (a 3-column border strip) also by blocks of rows, so every
+   thread works; the bits do not depend on the split or the thread count.  Kernels keep
+   no state between calls apart from two process-wide settings (lbgen_set_threads,
+   lbgen_set_streaming_stores), so calls on different buffers are independent of each other
+   and of their order.  Calls whose buffers overlap must be ordered by the caller.
    OpenMP waiting: between the parallel regions of a step libgomp's idle threads spin (about
    300000 rounds by default); on a machine shared with other work that costs 10x and more.
    Set OMP_WAIT_POLICY=passive in the environment (before the program starts; the

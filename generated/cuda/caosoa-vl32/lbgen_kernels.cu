@@ -9,8 +9,8 @@
  * layout      caosoa: site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent
  * VL          32
  * precision   double (double)
- * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
- *             533 floating-point operations per site (counted on the generated code)
+ * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = tau_wall (default 1: to the equilibrium of the moments the bc imposed)
+ *             534 floating-point operations per site (counted on the generated code)
  *             wall rows here: none (periodic box: generated without walls); fixed when generated, not an argument
 
  * sizes       run-time (lx, ly arguments)
@@ -59,13 +59,13 @@ enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 32, BLOCK = 128 };
     const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK
 
 /* The collision of one site, written once: collide and fused call it.
-   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed).
+   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = tau_wall (default 1: to the equilibrium of the moments the bc imposed).
    In: the site's populations f0..f36, the parameters tau_ ax_ ay_ and wall_ (1 on the rows
-   next to a thermal wall).  Out: *o0..*o36.  533 floating-point operations.
+   next to a thermal wall), then tau_wall_ (the wall rows' relaxation time).  Out: *o0..*o36.  534 floating-point operations.
    (Scalars in, pointers to scalars out: after inlining the compiler vectorises the calling
    loop exactly as if the body were written there; arrays would not be.)
    The blocks are marked with the lbgen.model function that derived them. */
-static __device__ __forceinline__ void lbgen_collide_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36, real *__restrict__ o0, real *__restrict__ o1, real *__restrict__ o2, real *__restrict__ o3, real *__restrict__ o4, real *__restrict__ o5, real *__restrict__ o6, real *__restrict__ o7, real *__restrict__ o8, real *__restrict__ o9, real *__restrict__ o10, real *__restrict__ o11, real *__restrict__ o12, real *__restrict__ o13, real *__restrict__ o14, real *__restrict__ o15, real *__restrict__ o16, real *__restrict__ o17, real *__restrict__ o18, real *__restrict__ o19, real *__restrict__ o20, real *__restrict__ o21, real *__restrict__ o22, real *__restrict__ o23, real *__restrict__ o24, real *__restrict__ o25, real *__restrict__ o26, real *__restrict__ o27, real *__restrict__ o28, real *__restrict__ o29, real *__restrict__ o30, real *__restrict__ o31, real *__restrict__ o32, real *__restrict__ o33, real *__restrict__ o34, real *__restrict__ o35, real *__restrict__ o36, const real tau_, const real ax_, const real ay_, const real wall_)
+static __device__ __forceinline__ void lbgen_collide_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36, real *__restrict__ o0, real *__restrict__ o1, real *__restrict__ o2, real *__restrict__ o3, real *__restrict__ o4, real *__restrict__ o5, real *__restrict__ o6, real *__restrict__ o7, real *__restrict__ o8, real *__restrict__ o9, real *__restrict__ o10, real *__restrict__ o11, real *__restrict__ o12, real *__restrict__ o13, real *__restrict__ o14, real *__restrict__ o15, real *__restrict__ o16, real *__restrict__ o17, real *__restrict__ o18, real *__restrict__ o19, real *__restrict__ o20, real *__restrict__ o21, real *__restrict__ o22, real *__restrict__ o23, real *__restrict__ o24, real *__restrict__ o25, real *__restrict__ o26, real *__restrict__ o27, real *__restrict__ o28, real *__restrict__ o29, real *__restrict__ o30, real *__restrict__ o31, real *__restrict__ o32, real *__restrict__ o33, real *__restrict__ o34, real *__restrict__ o35, real *__restrict__ o36, const real tau_, const real ax_, const real ay_, const real wall_, const real tau_wall_)
 {
     /* --- moments: pair sums s_i and differences d_i, Hermite projections A_n, n <= 4 (lbgen.model.collision._moments) --- */
     const real s3 = f3 + f33;
@@ -163,8 +163,8 @@ static __device__ __forceinline__ void lbgen_collide_site(const real f0, const r
     const real ux = A10*inv_rho;
     const real uy = A01*inv_rho;
     const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
-    /* --- relaxation: tau (1 on wall rows) and 1/tau (lbgen.model.collision.collision, bgk) --- */
-    const real tau_w = -tau_*(wall_ - 1.0) + wall_;
+    /* --- relaxation: tau (tau_wall on wall rows) and 1/tau (lbgen.model.collision.collision, bgk) --- */
+    const real tau_w = -tau_*(wall_ - 1.0) + tau_wall_*wall_;
     const real inv_tau = (1.0/(tau_w));
     /* --- equilibrium: shifted u* = u + tau a, T* and the Maxwellian's Hermite coefficients times 1/tau (lbgen.model.hermite.maxwellian_coefficient via collision.collision, bgk) --- */
     const real t45 = inv_tau*rho;
@@ -585,6 +585,8 @@ __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out
     const real ax_ = (real)ax;
     const real ay_ = (real)ay;
     const real wall_ = 0.0;   /* periodic box: no wall rows */
+    const real tau_wall_ = 1.0;   /* no wall rows (the site function's argument) */
+    (void)tau_wall_;
 
     const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
     const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
@@ -639,7 +641,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out
         in[site + 34*SP],
         in[site + 35*SP],
         in[site + 36*SP],
-        &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,         tau_, ax_, ay_, wall_);
+        &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,         tau_, ax_, ay_, wall_, tau_wall_);
     out_f[site + 0*SP] = fout0;
     out_f[site + 1*SP] = fout1;
     out_f[site + 2*SP] = fout2;
@@ -693,6 +695,8 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
     const real ax_ = (real)ax;
     const real ay_ = (real)ay;
     const real wall_ = 0.0;   /* periodic box: no wall rows */
+    const real tau_wall_ = 1.0;   /* no wall rows (the site function's argument) */
+    (void)tau_wall_;
 
     const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
     const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
@@ -747,7 +751,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
         prv[site + 34*SP + 3*SX + 1*SR],
         prv[site + 35*SP + 3*SX],
         prv[site + 36*SP + 3*SX - 1*SR],
-        &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,         tau_, ax_, ay_, wall_);
+        &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,         tau_, ax_, ay_, wall_, tau_wall_);
     nxt[site + 0*SP] = fout0;
     nxt[site + 1*SP] = fout1;
     nxt[site + 2*SP] = fout2;

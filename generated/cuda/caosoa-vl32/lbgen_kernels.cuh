@@ -9,8 +9,8 @@
  * layout      caosoa: site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent
  * VL          32
  * precision   double (double)
- * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
- *             533 floating-point operations per site (counted on the generated code)
+ * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = tau_wall (default 1: to the equilibrium of the moments the bc imposed)
+ *             534 floating-point operations per site (counted on the generated code)
  *             wall rows here: none (periodic box: generated without walls); fixed when generated, not an argument
 
  * sizes       run-time (lx, ly arguments)

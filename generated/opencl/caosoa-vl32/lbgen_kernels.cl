@@ -9,8 +9,8 @@
  * layout      caosoa: site[x][r].p[i].c[k]: the 37 clusters of one cluster-site adjacent
  * VL          32
  * precision   double (double)
- * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed)
- *             533 floating-point operations per site (counted on the generated code)
+ * collision   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = tau_wall (default 1: to the equilibrium of the moments the bc imposed)
+ *             534 floating-point operations per site (counted on the generated code)
  *             wall rows here: none (periodic box: generated without walls); fixed when generated, not an argument
 
  * sizes       run-time (lx, ly arguments)
@@ -218,13 +218,13 @@ __kernel void lbgen_propagate(__global const real *restrict prv, __global real *
 }
 
 /* The collision of one site, written once: collide and fused call it.
-   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = 1 (to the equilibrium of the moments the bc imposed).
+   bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = tau_wall (default 1: to the equilibrium of the moments the bc imposed).
    In: the site's populations f0..f36, the parameters tau_ ax_ ay_ and wall_ (1 on the rows
-   next to a thermal wall).  Out: *o0..*o36.  533 floating-point operations.
+   next to a thermal wall), then tau_wall_ (the wall rows' relaxation time).  Out: *o0..*o36.  534 floating-point operations.
    (Scalars in, pointers to scalars out: after inlining the compiler vectorises the calling
    loop exactly as if the body were written there; arrays would not be.)
    The blocks are marked with the lbgen.model function that derived them. */
-static inline void lbgen_collide_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36, real *restrict o0, real *restrict o1, real *restrict o2, real *restrict o3, real *restrict o4, real *restrict o5, real *restrict o6, real *restrict o7, real *restrict o8, real *restrict o9, real *restrict o10, real *restrict o11, real *restrict o12, real *restrict o13, real *restrict o14, real *restrict o15, real *restrict o16, real *restrict o17, real *restrict o18, real *restrict o19, real *restrict o20, real *restrict o21, real *restrict o22, real *restrict o23, real *restrict o24, real *restrict o25, real *restrict o26, real *restrict o27, real *restrict o28, real *restrict o29, real *restrict o30, real *restrict o31, real *restrict o32, real *restrict o33, real *restrict o34, real *restrict o35, real *restrict o36, const real tau_, const real ax_, const real ay_, const real wall_)
+static inline void lbgen_collide_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36, real *restrict o0, real *restrict o1, real *restrict o2, real *restrict o3, real *restrict o4, real *restrict o5, real *restrict o6, real *restrict o7, real *restrict o8, real *restrict o9, real *restrict o10, real *restrict o11, real *restrict o12, real *restrict o13, real *restrict o14, real *restrict o15, real *restrict o16, real *restrict o17, real *restrict o18, real *restrict o19, real *restrict o20, real *restrict o21, real *restrict o22, real *restrict o23, real *restrict o24, real *restrict o25, real *restrict o26, real *restrict o27, real *restrict o28, real *restrict o29, real *restrict o30, real *restrict o31, real *restrict o32, real *restrict o33, real *restrict o34, real *restrict o35, real *restrict o36, const real tau_, const real ax_, const real ay_, const real wall_, const real tau_wall_)
 {
     /* --- moments: pair sums s_i and differences d_i, Hermite projections A_n, n <= 4 (lbgen.model.collision._moments) --- */
     const real s3 = f3 + f33;
@@ -322,8 +322,8 @@ static inline void lbgen_collide_site(const real f0, const real f1, const real f
     const real ux = A10*inv_rho;
     const real uy = A01*inv_rho;
     const real T = (0.5)*inv_rho*(A02 + A20) - 0.5*(ux*ux) - 0.5*(uy*uy) + 1.0;
-    /* --- relaxation: tau (1 on wall rows) and 1/tau (lbgen.model.collision.collision, bgk) --- */
-    const real tau_w = -tau_*(wall_ - 1.0) + wall_;
+    /* --- relaxation: tau (tau_wall on wall rows) and 1/tau (lbgen.model.collision.collision, bgk) --- */
+    const real tau_w = -tau_*(wall_ - 1.0) + tau_wall_*wall_;
     const real inv_tau = (1.0/(tau_w));
     /* --- equilibrium: shifted u* = u + tau a, T* and the Maxwellian's Hermite coefficients times 1/tau (lbgen.model.hermite.maxwellian_coefficient via collision.collision, bgk) --- */
     const real t45 = inv_tau*rho;
@@ -637,6 +637,8 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
     const real ax_ = (real)ax;
     const real ay_ = (real)ay;
     const real wall_ = 0.0;   /* periodic box: no wall rows */
+    const real tau_wall_ = 1.0;   /* no wall rows (the site function's argument) */
+    (void)tau_wall_;
 
     const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
     const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
@@ -691,7 +693,7 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
         in[site + 34*SP],
         in[site + 35*SP],
         in[site + 36*SP],
-        &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,         tau_, ax_, ay_, wall_);
+        &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,         tau_, ax_, ay_, wall_, tau_wall_);
     out_f[site + 0*SP] = fout0;
     out_f[site + 1*SP] = fout1;
     out_f[site + 2*SP] = fout2;
@@ -744,6 +746,8 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
     const real ax_ = (real)ax;
     const real ay_ = (real)ay;
     const real wall_ = 0.0;   /* periodic box: no wall rows */
+    const real tau_wall_ = 1.0;   /* no wall rows (the site function's argument) */
+    (void)tau_wall_;
 
     const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
     const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
@@ -798,7 +802,7 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
         prv[site + 34*SP + 3*SX + 1*SR],
         prv[site + 35*SP + 3*SX],
         prv[site + 36*SP + 3*SX - 1*SR],
-        &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,         tau_, ax_, ay_, wall_);
+        &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,         tau_, ax_, ay_, wall_, tau_wall_);
     nxt[site + 0*SP] = fout0;
     nxt[site + 1*SP] = fout1;
     nxt[site + 2*SP] = fout2;
