@@ -28,10 +28,11 @@
 #include <stdint.h>
 
 /* The lbgen release that wrote these files, and the revision of this API's calling
-   convention (2: regions, one lbgen_params record, per-side walls; a driver written for one
-   revision refuses another with #if LBGEN_API_VERSION != 2 / #error). */
+   convention (2: regions, one lbgen_params record, per-side walls; 3: the record ends with
+   tau_wall, the wall rows' relaxation time, and fused honours the per-side wall switches; a
+   driver written for one revision refuses another with #if LBGEN_API_VERSION != 3 / #error). */
 #define LBGEN_VERSION "0.1.0"
-#define LBGEN_API_VERSION 2
+#define LBGEN_API_VERSION 3
 
 #define LBGEN_Q    37   /* populations */
 #define LBGEN_R    1.1969797703930745   /* lattice scale: xi_i = R * (cx[i], cy[i]); the production D2Q37 code's UNIT */
