@@ -324,6 +324,15 @@ class Program(abc.ABC):
         """The wall rows' relaxation time as a float: finite and > 1/2 (the kernels trust it)."""
         return check_tau_wall(tau_wall)
 
+    def _tau_wall(self, tau_wall, convert=float) -> list:
+        """The GPU kernels' `real tau_wall` argument (walls only; without walls only the default)."""
+        tau_wall = self._check_tau_wall(tau_wall)
+        if not self.spec.walls:
+            if tau_wall != 1.0:
+                self._require_walls()
+            return []
+        return [convert(tau_wall)]
+
     @staticmethod
     def _check_sides(sides) -> tuple:
         """(bottom, top): which walls a lattice holds, as two real booleans; a lattice split in Y

@@ -105,15 +105,6 @@ class LaunchProgram(Program):
     def propagate(self, prv, nxt, region=None):
         self._sweep("propagate", region, prv, nxt)
 
-    def _tau_wall(self, tau_wall):
-        """The kernels' `real tau_wall` argument (walls only; without walls only the default)."""
-        tau_wall = self._check_tau_wall(tau_wall)
-        if not self.spec.walls:
-            if tau_wall != 1.0:
-                self._require_walls()
-            return []
-        return [tau_wall]
-
     def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
         walls = self._sides(sides) if self.spec.walls else []
         self._sweep("collide", region, src, dst, *self._param_values(params), *self._tau_wall(tau_wall), *walls)

@@ -397,18 +397,9 @@ class OpenCLProgram(Program):
         """The kernels' int arguments wall_bottom, wall_top."""
         return [np.int32(v) for v in self._check_sides(sides)]
 
-    def _tau_wall(self, tau_wall):
-        """The kernels' `real tau_wall` argument (walls only; without walls only the default)."""
-        tau_wall = self._check_tau_wall(tau_wall)
-        if not self.spec.walls:
-            if tau_wall != 1.0:
-                self._require_walls()
-            return []
-        return [self.dtype(tau_wall)]
-
     def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
         walls = self._sides(sides) if self.spec.walls else []
-        values = self._params(params) + self._tau_wall(tau_wall)
+        values = self._params(params) + self._tau_wall(tau_wall, self.dtype)
         sweep = self._sweep(region)
         if sweep:
             self._launch("collide", sweep[0], src, dst, *self._sizes, *sweep[1], *values, *walls)
@@ -416,7 +407,7 @@ class OpenCLProgram(Program):
     def fused(self, prv, nxt, region=None, sides=(True, True), tau_wall=1.0, **params):
         """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall (no bc)."""
         walls = self._sides(sides) if self.spec.walls else []
-        values = self._params(params) + self._tau_wall(tau_wall)
+        values = self._params(params) + self._tau_wall(tau_wall, self.dtype)
         sweep = self._sweep(region)
         if sweep:
             self._launch("fused", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values, *walls)
@@ -466,7 +457,7 @@ class OpenCLProgram(Program):
                     region=None, tau_wall=1.0, **params):
         """propagate + bc + collide in one launch (one work-item per site of the region)."""
         self._require_walls()
-        walls, values = self._sides(sides), self._params(params) + self._tau_wall(tau_wall)
+        walls, values = self._sides(sides), self._params(params) + self._tau_wall(tau_wall, self.dtype)
         sweep = self._sweep(region)
         if sweep:
             self._launch("fused_walls", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values,

@@ -124,15 +124,12 @@ def _temperature(name: str, value) -> float:
 
 
 def _wall_tau(value) -> float:
-    """The wall rows' relaxation time: a finite real number > 1/2 (not a bool or a string)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise SimulationError(f"Walls: tau_wall={value!r} must be a number (the relaxation time of the rows "
-                              f"next to a wall, finite and > 1/2; 1 is the default)")
-    v = float(value)
-    if not (np.isfinite(v) and v > 0.5):
-        raise SimulationError(f"Walls: tau_wall={value!r} must be finite and > 1/2 (the relaxation time of the "
-                              f"rows next to a wall; 1 is the default)")
-    return v
+    """The wall rows' relaxation time: the kernels' one rule (lbgen.backends.base.check_tau_wall)."""
+    from lbgen.backends.base import check_tau_wall
+    try:
+        return check_tau_wall(value)
+    except ValueError as e:
+        raise SimulationError(f"Walls: {e}") from None
 
 
 @dataclass(frozen=True)

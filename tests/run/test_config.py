@@ -78,7 +78,8 @@ def test_operator_records_define_the_kernel_arguments_and_defaults():
     from lbgen.model import collide
     for name, op in OPERATOR_RECORDS.items():
         assert OPERATOR_PARAMETERS[name] == op.kernel_arguments
-        assert tuple(map(str, collide(name).parameters))[:-1] == op.kernel_arguments
+        # the kernel arguments, then the wall-row switch and the wall rows' relaxation time
+        assert tuple(map(str, collide(name).parameters)) == op.kernel_arguments + ("wall", "tau_wall")
         assert op.check({}) == op.defaults()
     with pytest.raises(ParameterError, match="C1=0.0 must be > 0"):
         operator("regularized").check({"C1": 0.0})

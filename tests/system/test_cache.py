@@ -186,7 +186,7 @@ def test_evaluate_prints_its_numpy_function_once(monkeypatch):
     monkeypatch.setattr(assignments.AssignmentList, "numpy_source", lambda self: printed.append(1) or real(self))
     rng = np.random.default_rng(5)
     f = 1.0 / 9 + 0.01 * rng.uniform(-1, 1, (9, 4, 6))
-    params = dict(tau=0.8, ax=1e-4, ay=-2e-4, wall=0.0)
+    params = dict(tau=0.8, ax=1e-4, ay=-2e-4, wall=0.0, tau_wall=1.0)
     first = asg.evaluate(list(f), **params)
     second = asg.evaluate(list(f), **params)
     assert len(printed) == 1, "the NumPy printer runs once per list"
