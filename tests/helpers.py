@@ -92,3 +92,21 @@ def example_reference(lx, ly, steps, collision):
     for _ in range(steps):
         f = ref.collide(ref.propagate(f), collision, force=force, **params)
     return ref.physical_fields(f, force)
+
+
+def cli(*args, env=None):
+    """`lbgen ARGS` in this process (click's runner), every argument as text."""
+    from click.testing import CliRunner
+    from lbgen.cli.main import main
+    return CliRunner().invoke(main, [str(a) for a in args], env=env)
+
+
+def refused(result, *words) -> str:
+    """Exit 2, one 'Error:' line on stderr holding every word, no traceback; returns the line."""
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.output
+    for w in words:
+        assert w in errors[0], (w, errors[0])
+    return errors[0]

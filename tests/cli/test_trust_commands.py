@@ -8,24 +8,13 @@ import sys
 import time
 
 import pytest
-from click.testing import CliRunner
 
-from lbgen.cli.main import main
+from helpers import cli, refused
 from lbgen.perf import tune as tune_module
 from lbgen.system.limits import MAX_MODEL_RANKS
 
 
-def _cli(*args, env=None):
-    return CliRunner().invoke(main, [str(a) for a in args], env=env)
 
-
-def _refused(result, *words):
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    assert "Traceback" not in result.output
-    for w in words:
-        assert w in lines[0], (w, lines[0])
 
 
 @pytest.mark.parametrize("args, words", [
@@ -39,12 +28,12 @@ def test_model_bounds_its_ranks_up_front(monkeypatch, args, words):
     import lbgen.perf.machine as machine
     monkeypatch.setattr(machine, "measure_bandwidth", lambda *a, **k: pytest.fail("measured before the refusal"))
     t0 = time.perf_counter()
-    _refused(_cli("model", "--lx", 32, "--ly", 32, *args, "--memory-bandwidth", 1e10), *words)
+    refused(cli("model", "--lx", 32, "--ly", 32, *args, "--memory-bandwidth", 1e10), *words)
     assert time.perf_counter() - t0 < 10
 
 
 def test_model_max_ranks_help_names_the_bound():
-    assert f"at most {MAX_MODEL_RANKS}" in " ".join(_cli("model", "--help").output.split())
+    assert f"at most {MAX_MODEL_RANKS}" in " ".join(cli("model", "--help").output.split())
 
 
 @pytest.mark.parametrize("vls, words", [
@@ -55,13 +44,13 @@ def test_model_max_ranks_help_names_the_bound():
 def test_tune_refuses_the_vls_it_would_drop(monkeypatch, vls, words):
     """Broken in round four: `tune --vls 3,5` dropped both silently."""
     monkeypatch.setattr(tune_module, "tune", lambda *a, **k: pytest.fail("timed before the refusal"))
-    _refused(_cli("tune", "--lx", 16, "--ly", 64, "--vls", vls, "--no-progress"), f"--vls {vls}", *words)
+    refused(cli("tune", "--lx", 16, "--ly", 64, "--vls", vls, "--no-progress"), f"--vls {vls}", *words)
 
 
 def test_tune_vls_are_not_checked_for_unclustered_layouts(monkeypatch):
     monkeypatch.setattr(tune_module, "tune", lambda *a, **k: {"ranking": []})
     monkeypatch.setattr(tune_module, "format_ranking", lambda entry: "ranked")
-    r = _cli("tune", "--lx", 16, "--ly", 64, "--vls", "3", "--layouts", "soa", "--no-progress")
+    r = cli("tune", "--lx", 16, "--ly", 64, "--vls", "3", "--layouts", "soa", "--no-progress")
     assert r.exit_code == 0, r.output
 
 
@@ -84,8 +73,8 @@ def test_post_processing_under_mpiexec_is_refused_once(tmp_path, command):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     before = sorted(tmp_path.rglob("*"))
-    first = _cli(command, run_dir, env={"PMI_SIZE": "2", "PMI_RANK": "0"})
-    _refused(first, f"lbgen {command} renders on one process", "without mpiexec")
-    other = _cli(command, run_dir, env={"PMI_SIZE": "2", "PMI_RANK": "1"})
+    first = cli(command, run_dir, env={"PMI_SIZE": "2", "PMI_RANK": "0"})
+    refused(first, f"lbgen {command} renders on one process", "without mpiexec")
+    other = cli(command, run_dir, env={"PMI_SIZE": "2", "PMI_RANK": "1"})
     assert other.exit_code == 2 and other.output == ""
     assert sorted(tmp_path.rglob("*")) == before

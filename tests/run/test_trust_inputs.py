@@ -8,9 +8,8 @@ import math
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from lbgen.cli.main import main
+from helpers import cli, refused
 from lbgen.model.physics import LID_MACH_MAX, LID_MACH_WARN, lid_mach
 from lbgen.run import driver3d
 
@@ -19,19 +18,7 @@ CHANNEL = ["channel", "--velocity-set", "d3q19", "--lx", 8, "--ly", 8, "--lz", 8
            "--no-progress"]
 
 
-def _cli(*args, env=None):
-    return CliRunner().invoke(main, [str(a) for a in args], env=env)
 
-
-def _refused(result, *words):
-    """Exit 2, one 'Error:' line on stderr holding every word, no traceback."""
-    assert result.exit_code == 2, result.output
-    errors = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(errors) == 1 and errors[0].startswith("Error: "), result.stderr
-    assert "Traceback" not in result.output
-    for w in words:
-        assert w in errors[0], (w, errors[0])
-    return errors[0]
 
 
 @pytest.fixture
@@ -81,7 +68,7 @@ def test_bad_geometry_files_are_refused_from_their_header(tmp_path, monkeypatch,
     make(path)
     monkeypatch.setattr(np, "load", lambda *a, **k: pytest.fail("the mask was read before its header was checked"))
     out = tmp_path / "run"
-    line = _refused(_cli("run", *CHANNEL, "--geometry", path, "--out", out), f"--geometry {path}", reason)
+    line = refused(cli("run", *CHANNEL, "--geometry", path, "--out", out), f"--geometry {path}", reason)
     assert "Aborted" not in line
     assert not out.exists()
 
@@ -91,7 +78,7 @@ def test_geometry_larger_than_memory_is_refused_before_reading(tmp_path, monkeyp
     np.save(path, np.zeros((8, 8, 8), np.uint8))
     monkeypatch.setattr("lbgen.system.limits.available_memory", lambda: 100)
     monkeypatch.setattr(np, "load", lambda *a, **k: pytest.fail("the mask was read before its size was checked"))
-    _refused(_cli("run", *CHANNEL, "--geometry", path), f"--geometry {path}", "do not fit", "GiB")
+    refused(cli("run", *CHANNEL, "--geometry", path), f"--geometry {path}", "do not fit", "GiB")
 
 
 def test_a_good_geometry_still_runs(tmp_path):
@@ -99,7 +86,7 @@ def test_a_good_geometry_still_runs(tmp_path):
     mask = np.zeros((8, 8, 8), bool)
     mask[2:4, 2:4, 2:4] = True
     np.save(path, mask)
-    r = _cli("run", *CHANNEL, "--geometry", path)
+    r = cli("run", *CHANNEL, "--geometry", path)
     assert r.exit_code == 0, r.output
     assert f"geometry {path} (1.56% solid)" in r.stderr
 
@@ -126,18 +113,18 @@ def test_bad_lids_are_refused_before_work(tmp_path, must_not_build, lid, words):
     """Broken in round four: nan/inf lids were 'expected three velocity components', the same
     face twice kept the last silently, Mach 1.2 ran and Mach 5 diverged blaming tau."""
     out = tmp_path / "run"
-    _refused(_cli("run", *CAVITY, "--lid", lid, "--out", out), *words)
+    refused(cli("run", *CAVITY, "--lid", lid, "--out", out), *words)
     assert not out.exists()
 
 
 def test_a_lid_in_the_unstable_band_runs_with_a_warning():
     mach = 0.5 * (LID_MACH_WARN + LID_MACH_MAX)
-    r = _cli("run", *CAVITY, "--lid", f"z-high={_speed(mach):.6f},0,0")
+    r = cli("run", *CAVITY, "--lid", f"z-high={_speed(mach):.6f},0,0")
     assert r.exit_code == 0, r.output
     warnings = [line for line in r.stderr.splitlines() if line.startswith("warning: lid z-high")]
     assert len(warnings) == 1 and f"Mach {mach:.3g}" in warnings[0]
     assert "LidMachWarning" not in r.stderr        # Simulation3D's warning: said once, by the run's line
-    calm = _cli("run", *CAVITY, "--lid", f"z-high={_speed(LID_MACH_WARN * 0.9):.6f},0,0")
+    calm = cli("run", *CAVITY, "--lid", f"z-high={_speed(LID_MACH_WARN * 0.9):.6f},0,0")
     assert calm.exit_code == 0 and "warning: lid" not in calm.stderr
 
 
@@ -177,7 +164,7 @@ def test_absurd_rayleigh_taylor_gravity_is_refused_before_work(tmp_path, must_no
                                                                command, gravity, axis):
     out = tmp_path / "run"
     value = gravity.split(",")[-1]
-    _refused(_cli("run", *command, "--gravity", gravity, "--out", out), f"g_{axis} = {float(value):g}",
+    refused(cli("run", *command, "--gravity", gravity, "--out", out), f"g_{axis} = {float(value):g}",
              "allowed here", f"|g_{axis}|")
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
@@ -203,11 +190,11 @@ def test_the_rayleigh_taylor_gravity_rule_takes_the_defaults_and_refuses_both_si
 def test_the_start_line_names_the_lattice_of_an_init_file(tmp_path):
     """Broken in round four: `--init` runs announced the default lattice, not the file's."""
     two, three = tmp_path / "two.npz", tmp_path / "three.npz"
-    assert _cli("run", "--lx", 8, "--ly", 16, "--steps", 1, "--save", two, "--no-progress").exit_code == 0
-    assert _cli("run", "--velocity-set", "d3q19", "--lx", 6, "--ly", 4, "--lz", 10, "--steps", 1, "--save", three,
+    assert cli("run", "--lx", 8, "--ly", 16, "--steps", 1, "--save", two, "--no-progress").exit_code == 0
+    assert cli("run", "--velocity-set", "d3q19", "--lx", 6, "--ly", 4, "--lz", 10, "--steps", 1, "--save", three,
                 "--no-progress").exit_code == 0
-    r2 = _cli("run", "--init", two, "--steps", 1, "--no-progress")
-    r3 = _cli("run", "--velocity-set", "d3q19", "--init", three, "--steps", 1, "--no-progress")
+    r2 = cli("run", "--init", two, "--steps", 1, "--no-progress")
+    r3 = cli("run", "--velocity-set", "d3q19", "--init", three, "--steps", 1, "--no-progress")
     assert r2.exit_code == 0 and r3.exit_code == 0, r2.output + r3.output
     start2 = r2.stderr.splitlines()[0]
     start3 = r3.stderr.splitlines()[0]
@@ -218,10 +205,10 @@ def test_the_start_line_names_the_lattice_of_an_init_file(tmp_path):
 def test_resume_of_a_finished_run_writes_nothing(tmp_path):
     """Broken in round four: 'nothing to run', then the outputs were rewritten."""
     out = tmp_path / "done"
-    r = _cli("run", "--lx", 8, "--ly", 16, "--steps", 10, "--checkpoint-every", 10, "--out", out, "--no-progress")
+    r = cli("run", "--lx", 8, "--ly", 16, "--steps", 10, "--checkpoint-every", 10, "--out", out, "--no-progress")
     assert r.exit_code == 0, r.output
     before = _digests(out)
-    again = _cli("run", "--resume", out, "--no-progress")
+    again = cli("run", "--resume", out, "--no-progress")
     assert again.exit_code == 0, again.output
     assert "already at step 10: nothing to run" in again.stderr
     assert _digests(out) == before
@@ -235,7 +222,7 @@ def test_resume_of_a_manifest_without_a_run_is_named(tmp_path, content, words):
     out = tmp_path / "r"
     out.mkdir()
     (out / "manifest.json").write_text(content)
-    _refused(_cli("run", "--resume", out), f"cannot resume {out}", *words)
+    refused(cli("run", "--resume", out), f"cannot resume {out}", *words)
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json"]
 
 
@@ -243,5 +230,5 @@ def test_resume_of_a_manifest_without_a_run_is_named(tmp_path, content, words):
 def test_a_file_given_as_run_folder_is_named_a_file(tmp_path, command):
     path = tmp_path / "notes.txt"
     path.write_text("hello")
-    _refused(_cli(*command, path), str(path), "is a file, not a run folder")
+    refused(cli(*command, path), str(path), "is a file, not a run folder")
     assert path.read_text() == "hello"
