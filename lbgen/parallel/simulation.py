@@ -408,7 +408,7 @@ class DistributedSimulation(Simulation):
             if p.dtype != self.dtype:
                 raise SimulationError(f"saved populations are {p.dtype}; this run computes in "
                                       f"{np.dtype(self.dtype)} (precision mismatch)")
-            from lbgen.simulation.boundaries3d import check_finite_state
+            from lbgen.simulation.boundaries import check_finite_state
             check_finite_state(p, "restore")
             return p
         p = root_call(self.comm, check)

@@ -466,7 +466,7 @@ def as_lid(value) -> Dict[str, Tuple[float, float, float]]:
             if not eq:
                 raise ValueError("expected FACE=UX,UY,UZ (e.g. z-high=0.1,0,0), several separated by ';'")
             items.append((face.strip(), velocity.split(",")))
-    from lbgen.simulation.boundaries3d import lid_face
+    from lbgen.simulation.boundaries import lid_face
     out = {}
     for face, velocity in items:
         try:

@@ -28,7 +28,7 @@ from lbgen.backends import compile3d
 from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.parameters import Parameters, RunStats, SimulationError
-from lbgen.simulation.boundaries3d import (check_finite_state,  # noqa: F401
+from lbgen.simulation.boundaries import (check_finite_state,  # noqa: F401
                                           lid_face, lid_faces, voxel_mask, wall_axes)
 
 __all__ = ["Simulation3D"]

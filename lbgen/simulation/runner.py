@@ -524,7 +524,7 @@ class Simulation(HealthChecks):
         if populations.dtype != self.dtype:
             raise SimulationError(f"saved populations are {populations.dtype}; this run computes in "
                                   f"{np.dtype(self.dtype)} (precision mismatch)")
-        from lbgen.simulation.boundaries3d import check_finite_state
+        from lbgen.simulation.boundaries import check_finite_state
         check_finite_state(populations, "restore")
         for r in self.regions:
             block = np.ascontiguousarray(populations[:, r.columns % self.lx, :])

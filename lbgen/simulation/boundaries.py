@@ -1,4 +1,4 @@
-"""The checks of ``Simulation3D``'s boundary arguments -- wall axes, lids (faces, velocities,
+"""The checks of the boundary arguments (``Simulation3D`` today; the one home for any D) -- wall axes, lids (faces, velocities,
 the Mach limit of ``lbgen.model.physics``), the voxel mask -- and of saved populations, for
 every caller that takes the same forms (the run description: --wall-axes, --lid,
 --geometry; ``restore`` in 2D and 3D): one home for the rules.  Each refusal is a
