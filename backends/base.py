@@ -244,7 +244,7 @@ class Program(abc.ABC):
             raise ValueError(f"these kernels were generated for the lattice lx={self.spec.lx}, ly={self.spec.ly} "
                              f"(compile-time sizes); they cannot run on {lx} x {ly}")
         vs = velocity_set(self.spec.velocity_set)
-        self.layout = make_layout(self.spec.layout, vs.Q, lx, ly, self.spec.vl, halo=vs.max_hop,
+        self.layout = make_layout(self.spec.layout, vs.Q, (lx, ly), self.spec.vl, halo=vs.max_hop,
                                   halo_y=self.spec.halo_y)
         self.dtype = np.float64 if self.spec.precision == "double" else np.float32
 
@@ -633,7 +633,7 @@ class HostBuffers:
 class Program3D:
     """What the 3D runtimes share (the C one, backends/c/program3d.py, and the GPU dialects',
     backends/gpu3d.py): the spec and size checks before any work, the lattice description,
-    buffers in ``Layout3D`` order (host arrays here; a device runtime's own, moved by
+    buffers in ``Layout`` order (host arrays here; a device runtime's own, moved by
     ``download``/``upload``), the boundaries record and the step sequence.  A
     runtime sets ``backend`` and ``Boundaries`` (its boundaries class: built from a program,
     walls, lids and a solid mask; ``periodic`` when it holds none) and defines the kernels."""
@@ -642,7 +642,7 @@ class Program3D:
     Boundaries: Any = None
 
     def _describe(self, source, lx: int, ly: int, lz: int) -> None:
-        from lbgen.codegen.layouts import make_layout3d
+        from lbgen.codegen.layouts import make_layout
         from lbgen.codegen.render3d import check_sizes3d
         from lbgen.model.operators import operator
         from lbgen.model.velocity_set import velocity_set
@@ -656,7 +656,7 @@ class Program3D:
         if problem:
             raise ValueError(problem)
         self.lx, self.ly, self.lz = int(lx), int(ly), int(lz)
-        self.layout = make_layout3d(spec.layout, vs.Q, self.lx, self.ly, self.lz, spec.vl, halo=vs.max_hop)
+        self.layout = make_layout(spec.layout, vs.Q, (self.lx, self.ly, self.lz), spec.vl, halo=vs.max_hop)
         self.dtype = np.float64 if spec.precision == "double" else np.float32
         self.calls = collections.Counter()
         self.prefix = spec.prefix

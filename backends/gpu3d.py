@@ -4,7 +4,7 @@ host shim and CuPy).
 
 The interface is ``CProgram3D``'s (lbgen.backends.c.program3d): ``pack``/``unpack``/``halo``/
 ``propagate``/``collide``/``fused``/``init_equilibrium``/``fields``/``step`` take the same
-arguments, ``boundaries`` builds the boundaries once.  Lattice buffers hold ``Layout3D``'s
+arguments, ``boundaries`` builds the boundaries once.  Lattice buffers hold ``Layout``'s
 order: the OpenCL and CuPy runtimes' (``allocate``) live on the device, so stepping copies
 nothing, and ``download``/``upload`` move them; the host shim's are NumPy arrays.  Host arrays
 given to a kernel (fields in and out, a NumPy lattice buffer) are copied to the device around

@@ -2,7 +2,7 @@
 
 The 3D counterpart of ``CProgram`` (lbgen.backends.c): the same compile cache
 (``build``), the same cffi loader, host buffers in the layout's order
-(``layouts.Layout3D``).  Its kernels take the boundaries as a ``<prefix>_boundaries``
+(``layouts.Layout``).  Its kernels take the boundaries as a ``<prefix>_boundaries``
 struct (``boundaries``: half-way bounce-back walls per axis, moving lids, a voxel mask;
 None: a periodic box), built once and passed to every propagate, collide and fused.
 """

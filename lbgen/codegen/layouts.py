@@ -1,60 +1,102 @@
-"""The four data layouts of the paper, each defined once by its strides.
+"""The four data layouts of the paper, each defined once by its strides, for any dimension.
 
-Coordinates.  A site is (x, y), 0 <= x < LX, 0 <= y < LY.  Clustered layouts cut every
-column into VL partitions of NR = LY/VL sites; lane k of cluster row r is site
-y = r + k*NR (paper Fig. 5), so a hop along Y moves a whole cluster (r -> r + dy, same
-lane).  AoS and SoA are the same picture with VL = 1 and NR = LY.  Every layout carries
-a halo of H = the velocity set's largest hop (``VelocitySet.max_hop``: 3 for D2Q37, 1 for
-D2Q9) in X (x = -H..LX+H-1) and of HY cluster rows in Y (r = -HY..NR+HY-1): HY = H unless
-the spec asks for more (``KernelSpec.halo_y``, `--halo-y`: padding, e.g. the production
-code's HY = 16 rows); the kernels read only the H rows next to the interior.
+Coordinates.  A lattice is a shape (LX, LY) or (LX, LY, LZ); a site is (x, y[, z]).  The
+last axis is the fastest and the clustered one: clustered layouts cut every line along it
+into VL partitions of NR = L/VL sites (L = LY in 2D, LZ in 3D); lane k of cluster row r is
+the site r + k*NR (paper Fig. 5), so a hop along that axis moves a whole cluster (r -> r + d,
+same lane).  AoS and SoA are the same picture with VL = 1 and NR = L.  Every layout carries a
+halo of H = the velocity set's largest hop (``VelocitySet.max_hop``: 3 for D2Q37, 1 for D2Q9
+and D3Q19) on every slower axis (x = -H..LX+H-1, ...) and of HY cluster rows on the
+clustered one (r = -HY..NR+HY-1): HY = H unless a 2D spec asks for more (``KernelSpec.halo_y``,
+`--halo-y`: padding, e.g. the production code's HY = 16 rows); the kernels read only the H
+rows next to the interior.
 
-Storage.  The element of population p at (x, r, lane k) is at
+Storage.  The element of population p at (x[, y], r, lane k) is at
 
-    index = p*SP + (x + H)*SX + (r + HY)*SR + k*SK
+    index = p*SP + (x + H)*SX [+ (y + H)*SY] + (r + HY)*SR + k*SK
 
-with strides per layout (NX = LX + 2H, NRP = NR + 2HY):
+with the strides of one rule per layout (``stride_formulas``): each stride is the next
+faster one's times that axis's extent (NX = LX + 2H, NY = LY + 2H, NRP = NR + 2HY), the
+storage order, fastest first, being
 
-    AoS     site[x][y].p[i]         SP = 1,           SR = Q,        SX = Q*NRP,     SK = 0
-    SoA     pop[i].s[x][y]          SP = NX*NRP,      SR = 1,        SX = NRP,       SK = 0
-    CSoA    pop[i].s[x][r].c[k]     SP = NX*NRP*VL,   SR = VL,       SX = NRP*VL,    SK = 1
-    CAoSoA  site[x][r].p[i].c[k]    SP = VL,          SR = Q*VL,     SX = NRP*Q*VL,  SK = 1
+    AoS     site[x]..[y].p[i]         p, r, slower axes              (SK = 0)
+    SoA     pop[i].s[x]..[y]          r, slower axes, p              (SK = 0)
+    CSoA    pop[i].s[x]..[r].c[k]     k, r, slower axes, p
+    CAoSoA  site[x]..[r].p[i].c[k]    k, p, r, slower axes
 
-The same strides give the C index macro, the propagate offsets and the numpy pack and
-unpack, so the three cannot disagree.  ``Layout3D`` is the same in three dimensions, with
-the clusters along the fastest axis Z (not yet used by templates or backends).
+so in 2D SX = Q*NRP, NRP, NRP*VL, NRP*Q*VL and SP = 1, NX*NRP, NX*NRP*VL, VL.  The same
+strides give the C index macro, the propagate offsets and the NumPy pack and unpack, so
+the three cannot disagree.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from lbgen.model.catalog import AXES
+
 LAYOUTS = ("aos", "soa", "csoa", "caosoa")
 CLUSTERED = ("csoa", "caosoa")
+#: the layouts whose slowest index is the population (one array per population)
+POPULATION_MAJOR = ("soa", "csoa")
+#: the lattice dimensions a layout takes: one axis name each (``catalog.AXES``)
+_DIMENSIONS = tuple(range(2, len(AXES) + 1))
 
 
 class LayoutError(ValueError):
     """An invalid layout/VL/lattice combination (raised before any code is generated)."""
 
 
-# stride formulas in terms of (Q, NX, NRP, VL); written once, used for C text and numpy
-_STRIDES: Dict[str, Dict[str, str]] = {
-    "aos": {"SP": "1", "SR": "Q", "SX": "Q*NRP", "SK": "0"},
-    "soa": {"SP": "NX*NRP", "SR": "1", "SX": "NRP", "SK": "0"},
-    "csoa": {"SP": "NX*NRP*VL", "SR": "VL", "SX": "NRP*VL", "SK": "1"},
-    "caosoa": {"SP": "VL", "SR": "Q*VL", "SX": "NRP*Q*VL", "SK": "1"},
-}
+# --- the stride rule -------------------------------------------------------------------------
 
-_DESCRIPTION = {
-    "aos": "site[x][y].p[i]: the {Q} populations of a site adjacent",
-    "soa": "pop[i].s[x][y]: one array per population",
-    "csoa": "pop[i].s[x][r].c[k]: population arrays cut into clusters of VL strided sites",
-    "caosoa": "site[x][r].p[i].c[k]: the {Q} clusters of one cluster-site adjacent",
-}
+def _slow_axes(D: int) -> Tuple[str, ...]:
+    """The upper-case names of the D - 1 whole (slower) axes, slowest first: ('X',), ('X', 'Y')."""
+    return tuple(a.upper() for a in AXES[:D - 1])
+
+
+#: the storage order of each layout, fastest first: "K" lanes, "P" populations, "R" cluster
+#: rows, "slow" the whole axes from the fastest (Y in 3D) to the slowest (X)
+_ORDER = {"aos": ("P", "R", "slow"), "soa": ("R", "slow", "P"),
+          "csoa": ("K", "R", "slow", "P"), "caosoa": ("K", "P", "R", "slow")}
+#: today's 2D spelling where the rule writes the same product in another order: kept so the
+#: emitted 2D kernels stay byte-identical (the value is the rule's: tests compare them)
+_SPELLING = {(2, "caosoa", "SX"): "NRP*Q*VL"}
+
+
+def stride_formulas(name: str, D: int) -> Dict[str, str]:
+    """The strides of layout ``name`` in D dimensions as C expressions of Q, VL, NRP and the
+    whole axes' padded extents NX[, NY]: keys SP, SX[, SY], SR, SK.  One rule for every D:
+    walking the storage order from the fastest index, a stride is the faster one's times its
+    extent, the extent written in front for the population-major layouts (pop[i].s[x][y]: C
+    array order) and when stepping over the populations (a CAoSoA cluster-site is Q*VL),
+    behind otherwise."""
+    if name not in _ORDER:
+        raise LayoutError(f"unknown layout {name!r}; choose one of {', '.join(LAYOUTS)}")
+    if D not in _DIMENSIONS:
+        raise LayoutError(f"a {D}D lattice has no layout; lattices are {' or '.join(map(str, _DIMENSIONS))}D")
+    order: List[str] = []
+    for part in _ORDER[name]:
+        order += [f"S{a}" for a in reversed(_slow_axes(D))] if part == "slow" else [f"S{part}"]
+    extent = {"SK": "VL", "SP": "Q", "SR": "NRP", **{f"S{a}": f"N{a}" for a in _slow_axes(D)}}
+    out = {} if name in CLUSTERED else {"SK": "0"}
+    faster = None
+    for key in order:
+        if faster is None:
+            text = "1"
+        elif out[faster] == "1":
+            text = extent[faster]
+        elif name in POPULATION_MAJOR or faster == "SP":
+            text = f"{extent[faster]}*{out[faster]}"
+        else:
+            text = f"{out[faster]}*{extent[faster]}"
+        out[key] = _SPELLING.get((D, name, key), text)
+        faster = key
+    return {key: out[key] for key in ("SP", "SR", *(f"S{a}" for a in reversed(_slow_axes(D))), "SK")}
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -65,11 +107,11 @@ def c_formula(formula: str, names: Mapping[str, object]) -> str:
     its value (``{"NRP": "VL_NRP(LY)", "Q": 37, "VL": 8}`` gives ``VL_NRP(LY)*37*8``), the
     other names and numbers kept.  Names are matched as whole C identifiers, never as parts of
     one, so no value (a macro with any prefix) is rewritten by a later name.  The templates
-    (filter ``c_formula``) and ``Layout3D.c_macros`` print strides through it."""
+    (filter ``c_formula``) and ``Layout.c_macros`` print strides through it."""
     return _NAME.sub(lambda m: str(names.get(m.group(0), m.group(0))), str(formula))
 
 
-VL_RULE = "VL must be a power of two (1, 2, 4, 8, ...) dividing LY"
+VL_RULE = "VL must be a power of two (1, 2, 4, 8, ...) dividing the clustered axis (LY in 2D, LZ in 3D)"
 
 
 def check_vl(vl, allow_auto: bool = False):
@@ -86,47 +128,106 @@ def check_vl(vl, allow_auto: bool = False):
     return int(vl)
 
 
+_DESCRIPTION = {
+    "aos": "site{sites}.p[i]: the {Q} populations of a site adjacent",
+    "soa": "pop[i].s{sites}: one array per population",
+    "csoa": "pop[i].s{rows}.c[k]: population arrays cut into clusters of VL {strided}",
+    "caosoa": "site{rows}.p[i].c[k]: the {Q} clusters of one cluster-site adjacent",
+}
+
+
+def describe(name: str, Q: int, D: int) -> str:
+    """One line on how layout ``name`` stores a D-dimensional lattice (the headers print it)."""
+    axes = AXES[:D]
+    return _DESCRIPTION[name].format(
+        Q=Q, sites="".join(f"[{a}]" for a in axes), rows="".join(f"[{a}]" for a in axes[:-1]) + "[r]",
+        strided="strided sites" if D == 2 else f"sites strided along {axes[-1].upper()}")
+
+
 @dataclass(frozen=True)
 class Layout:
+    """A layout of a lattice of ``shape`` (LX, LY) or (LX, LY, LZ): the last axis clustered
+    in VL lanes of NR = L/VL cluster rows with HY halo rows, every slower axis whole with H
+    halo sites each side (H = ``halo``, the set's largest hop), periodic on every axis.
+    ``make_layout`` builds a checked one."""
+
     name: str
     Q: int
-    LX: int
-    LY: int
+    shape: Tuple[int, ...]
     VL: int
-    halo: int      # halo width H in columns (the velocity set's largest hop)
-    halo_y: Optional[int] = None   # halo rows HY in Y (cluster rows); None: H
+    halo: int      # halo width H on the slower axes (the velocity set's largest hop)
+    halo_y: Optional[int] = None   # 2D: halo rows HY on the clustered axis; None: H
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(n) for n in self.shape))
+
+    # --- sizes ----------------------------------------------------------------------------
+    @property
+    def D(self) -> int:
+        return len(self.shape)
+
+    def _axis(self, i: int, label: str) -> int:
+        if i >= self.D:
+            raise AttributeError(f"{label}: this layout is {self.D}D (shape {self.shape}); "
+                                 f"{label} exists from {i + 1}D on")
+        return self.shape[i]
+
+    @property
+    def LX(self) -> int:
+        return self.shape[0]
+
+    @property
+    def LY(self) -> int:
+        return self.shape[1]
+
+    @property
+    def LZ(self) -> int:
+        return self._axis(2, "LZ")
 
     @property
     def HY(self) -> int:
-        """Halo rows in Y (cluster rows): ``halo_y``, or the halo width H when not given."""
+        """Halo rows of the clustered axis (cluster rows): ``halo_y``, or H when not given."""
         return self.halo if self.halo_y is None else self.halo_y
 
-    # --- derived sizes ------------------------------------------------------------------
     @property
     def clustered(self) -> bool:
         return self.name in CLUSTERED
 
     @property
     def NR(self) -> int:
-        """Cluster rows per column (sites per lane)."""
-        return self.LY // self.VL
+        """Cluster rows per line of the clustered axis (sites per lane)."""
+        return self.shape[-1] // self.VL
 
     @property
     def NX(self) -> int:
         return self.LX + 2 * self.halo
 
     @property
+    def NY(self) -> int:
+        """The padded extent of Y where it is a whole axis (3D); in 2D Y is clustered (NRP)."""
+        if self.D < 3:
+            raise AttributeError(f"NY: in a {self.D}D layout Y is the clustered axis; its padded extent is "
+                                 f"NRP = {self.NRP} cluster rows of VL = {self.VL} lanes")
+        return self.LY + 2 * self.halo
+
+    @property
     def NRP(self) -> int:
         return self.NR + 2 * self.HY
 
     @property
+    def padded(self) -> Dict[str, int]:
+        """Each storage index's extent, by its stride's name: SX: NX, [SY: NY,] SR: NRP, SP: Q, SK: VL."""
+        whole = {f"S{a}": n + 2 * self.halo for a, n in zip(_slow_axes(self.D), self.shape)}
+        return {**whole, "SR": self.NRP, "SP": self.Q, "SK": self.VL}
+
+    @property
     def size(self) -> int:
         """Number of elements of the flat buffer (halos included)."""
-        return self.Q * self.NX * self.NRP * self.VL
+        return math.prod(self.padded.values())
 
     @property
     def description(self) -> str:
-        return _DESCRIPTION[self.name].format(Q=self.Q)
+        return describe(self.name, self.Q, self.D)
 
     @property
     def tag(self) -> str:
@@ -134,29 +235,39 @@ class Layout:
 
     @cached_property
     def strides(self) -> Dict[str, int]:
-        env = {"Q": self.Q, "NX": self.NX, "NRP": self.NRP, "VL": self.VL}
-        return {k: int(eval(v, {}, env)) for k, v in _STRIDES[self.name].items()}
-
-    @staticmethod
-    def stride_formulas(name: str) -> Dict[str, str]:
-        """Strides as C expressions of Q, NX, NRP, VL (for the templates)."""
-        return dict(_STRIDES[name])
+        env = {"Q": self.Q, "NRP": self.NRP, "VL": self.VL,
+               **{f"N{a}": n + 2 * self.halo for a, n in zip(_slow_axes(self.D), self.shape)}}
+        return {k: int(eval(v, {}, env)) for k, v in stride_formulas(self.name, self.D).items()}
 
     # --- indexing -----------------------------------------------------------------------
-    def index(self, p, x, r, k=0):
-        """Flat index of population p at (x, cluster row r, lane k); numpy-broadcasting."""
+    def index(self, p, *coords, k=None):
+        """Flat index of population p at (x[, y], cluster row r, lane k); numpy-broadcasting.
+        ``coords`` are the D - 1 whole-axis coordinates and r, then k (or k=..., default 0)."""
+        if k is None and len(coords) == self.D + 1:
+            *coords, k = coords
+        if len(coords) != self.D:
+            raise TypeError(f"index of a {self.D}D layout takes p, {self.D - 1} whole-axis coordinate(s), r "
+                            f"and k; got {len(coords)} coordinates after p")
         s, h = self.strides, self.halo
-        return p * s["SP"] + (np.asarray(x) + h) * s["SX"] + (np.asarray(r) + self.HY) * s["SR"] + np.asarray(k) * s["SK"]
+        *whole, r = coords
+        idx = p * s["SP"]
+        for a, c in zip(_slow_axes(self.D), whole):
+            idx = idx + (np.asarray(c) + h) * s[f"S{a}"]
+        return idx + (np.asarray(r) + self.HY) * s["SR"] + np.asarray(0 if k is None else k) * s["SK"]
 
-    def site_index(self, p, x, y):
-        """Flat index of population p at site (x, y) of the interior."""
-        y = np.asarray(y)
-        return self.index(p, x, y % self.NR, y // self.NR)
+    def site_index(self, p, *site):
+        """Flat index of population p at site (x, y[, z]) of the interior."""
+        if len(site) != self.D:
+            raise TypeError(f"site_index of a {self.D}D layout takes p and {self.D} coordinates, got {len(site)}")
+        *whole, c = site
+        c = np.asarray(c)
+        return self.index(p, *whole, c % self.NR, c // self.NR)
 
     def propagate_offsets(self, velocities) -> Tuple[int, ...]:
         """Pull scheme: nxt[i] at idx reads prv[i] at idx + offset_i (offset of site - e_i)."""
         s = self.strides
-        return tuple(-(ex * s["SX"] + ey * s["SR"]) for ex, ey in velocities)
+        keys = [f"S{a}" for a in _slow_axes(self.D)] + ["SR"]
+        return tuple(-sum(int(e) * s[key] for e, key in zip(v, keys)) for v in velocities)
 
     def population_view(self, buf: np.ndarray):
         """(view, axis): the flat buffer as an nd-array with the populations along `axis`.
@@ -164,95 +275,135 @@ class Layout:
         The other axes enumerate every stored site (halo copies included), in storage
         order, so per-site sums over populations need no gather (cheap health checks).
         """
-        s = self.strides
-        dims = {"SX": self.NX, "SR": self.NRP, "SP": self.Q, "SK": self.VL}
-        order = sorted((k for k in dims if s[k] > 0 or k == "SK"), key=lambda k: -s[k] if s[k] else 0)
-        if s["SK"] == 0:
-            order = [k for k in order if k != "SK"]
+        s, dims = self.strides, self.padded
+        order = sorted((k for k in dims if s[k] > 0), key=lambda k: -s[k])
         view = np.asarray(buf).reshape([dims[k] for k in order])
         return view, order.index("SP")
 
+    def c_macros(self, prefix: str = "LBGEN") -> str:
+        """The C size and index macros of this layout (sizes at run time), from the strides'
+        formulas: <P>_IDX(p, x, [y,] r, k, LX, LY[, LZ]) and <P>_SITE(p, x, y[, z], LX, LY[, LZ])."""
+        G, H, HY, VL, D = prefix.upper(), self.halo, self.HY, self.VL, self.D
+        L = [f"L{a.upper()}" for a in AXES[:D]]          # the macros' size arguments
+        whole, last = _slow_axes(D), L[-1]
+        names = {**{f"N{a}": f"{G}_N{a}(L{a})" for a in whole}, "NRP": f"{G}_NRP({last})", "Q": self.Q, "VL": VL}
+        f, args = stride_formulas(self.name, D), ", ".join(L)
+        lines = [f"#define {G}_NR({last}) (({last}) / {VL})"]
+        lines += [f"#define {G}_N{a}(L{a}) ((L{a}) + 2*{H})" for a in whole]
+        lines += [f"#define {G}_NRP({last}) ({G}_NR({last}) + 2*{HY})",
+                  f"#define {G}_BUFFER_SIZE({args}) ((size_t){self.Q}"
+                  + "".join(f" * (size_t){G}_N{a}(L{a})" for a in whole) + f" * (size_t){G}_NRP({last}) * {VL})",
+                  f"#define {G}_IDX(p, {', '.join(a.lower() for a in whole)}, r, k, {args}) ( \\",
+                  f"    (ptrdiff_t)(p) * ({c_formula(f['SP'], names)}) \\"]
+        lines += [f"  + ((ptrdiff_t)({a.lower()}) + {H}) * ({c_formula(f['S' + a], names)}) \\" for a in whole]
+        c = AXES[D - 1]
+        lines += [f"  + ((ptrdiff_t)(r) + {HY}) * ({c_formula(f['SR'], names)}) \\",
+                  f"  + (ptrdiff_t)(k) * ({f['SK']}))",
+                  f"#define {G}_SITE(p, {', '.join(AXES[:D])}, {args}) {G}_IDX(p, "
+                  + "".join(f"{a.lower()}, " for a in whole)
+                  + f"({c}) % {G}_NR({last}), ({c}) / {G}_NR({last}), {args})"]
+        return "\n".join(lines) + "\n"
+
     # --- numpy pack / unpack ---------------------------------------------------------------
+    def _grid(self, ranges: Sequence[np.ndarray]) -> List[np.ndarray]:
+        """The ranges as broadcasting arrays, one axis each, after a leading population axis."""
+        n = len(ranges) + 1
+        out = [np.arange(self.Q).reshape((-1,) + (1,) * (n - 1))]
+        return out + [np.asarray(a).reshape((1,) * (i + 1) + (-1,) + (1,) * (n - i - 2)) for i, a in enumerate(ranges)]
+
     @cached_property
     def _interior_index(self) -> np.ndarray:
-        p = np.arange(self.Q)[:, None, None]
-        x = np.arange(self.LX)[None, :, None]
-        y = np.arange(self.LY)[None, None, :]
-        return self.site_index(p, x, y)
+        p, *site = self._grid([np.arange(n) for n in self.shape])
+        return self.site_index(p, *site)
 
     @cached_property
     def _halo_maps(self):
-        """(destination, source) index arrays that refresh the halo periodically.
-
-        Halo cluster rows take the lane-shifted neighbour sites (for clustered layouts the
-        rows r < 0 of lane k hold sites of lane k - 1), then halo columns copy whole
-        padded columns, corners included.
-        """
-        dst, src = [], []
-        H, HY = self.halo, self.HY
-        p = np.arange(self.Q)[:, None, None]
-        rows = np.r_[-HY:0, self.NR:self.NR + HY]
-        x = np.arange(self.LX)[None, :, None]
-        for k in range(self.VL):
-            y = (rows + k * self.NR) % self.LY
-            dst.append(np.broadcast_to(self.index(p, x, rows[None, None, :], k), (self.Q, self.LX, rows.size)).ravel())
-            src.append(np.broadcast_to(self.site_index(p, x, y[None, None, :]), (self.Q, self.LX, rows.size)).ravel())
-        xs = np.r_[-H:0, self.LX:self.LX + H]
-        r = np.arange(-HY, self.NR + HY)[None, None, :, None]
-        kk = np.arange(self.VL)[None, None, None, :]
-        pp = p[..., None]
-        d2 = self.index(pp, xs[None, :, None, None], r, kk)
-        s2 = self.index(pp, (xs % self.LX)[None, :, None, None], r, kk)
-        return (np.concatenate(dst), np.concatenate(src)), (d2.ravel(), s2.ravel())
+        """(destination, source) index arrays that refresh the halo periodically, one pass per
+        axis: first the halo cluster rows of the interior lines (lane-shifted sites: for
+        clustered layouts the rows r < 0 of lane k hold sites of lane k - 1), then each whole
+        axis from the fastest to the slowest, its halo copying whole padded lines of the
+        faster axes (edges and corners included) at interior coordinates of the slower ones."""
+        H, HY, NR, D = self.halo, self.HY, self.NR, self.D
+        whole = [np.arange(n) for n in self.shape[:-1]]
+        lanes = np.arange(self.VL)
+        maps = []
+        rows = np.r_[-HY:0, NR:NR + HY]
+        p, *w, r, k = self._grid([*whole, rows, lanes])
+        maps.append((self.index(p, *w, r, k), self.site_index(p, *w, (r + k * NR) % self.shape[-1])))
+        padded_rows = np.arange(-HY, NR + HY)
+        for a in reversed(range(D - 1)):
+            n = self.shape[a]
+            ranges = [*whole[:a], np.r_[-H:0, n:n + H], *(np.arange(-H, m + H) for m in self.shape[a + 1:-1]),
+                      padded_rows, lanes]
+            p, *c, r, k = self._grid(ranges)
+            src = list(c)
+            src[a] = c[a] % n
+            maps.append((self.index(p, *c, r, k), self.index(p, *src, r, k)))
+        return [tuple(x.ravel() for x in np.broadcast_arrays(d, s)) for d, s in maps]
 
     def fill_halo(self, buf: np.ndarray) -> np.ndarray:
-        """Refresh the halo of a flat buffer in place (periodic in X and Y)."""
-        (d1, s1), (d2, s2) = self._halo_maps
-        buf[d1] = buf[s1]
-        buf[d2] = buf[s2]
+        """Refresh the halo of a flat buffer in place (periodic on every axis)."""
+        for dst, src in self._halo_maps:
+            buf[dst] = buf[src]
         return buf
 
     def pack(self, f: np.ndarray, dtype=None) -> np.ndarray:
-        """(Q, LX, LY) array -> flat buffer of this layout, halos filled periodically."""
+        """(Q, LX, LY[, LZ]) array -> flat buffer of this layout, halos filled periodically."""
         f = np.asarray(f)
-        if f.shape != (self.Q, self.LX, self.LY):
-            raise ValueError(f"pack expects shape {(self.Q, self.LX, self.LY)}, got {f.shape}")
+        if f.shape != (self.Q, *self.shape):
+            raise ValueError(f"pack expects shape {(self.Q, *self.shape)}, got {f.shape}")
         buf = np.zeros(self.size, dtype=dtype or f.dtype)
         buf[self._interior_index] = f
         return self.fill_halo(buf)
 
     def unpack(self, buf: np.ndarray) -> np.ndarray:
-        """Flat buffer -> (Q, LX, LY) array of the interior."""
+        """Flat buffer -> (Q, LX, LY[, LZ]) array of the interior."""
         buf = np.asarray(buf).reshape(-1)
         if buf.size != self.size:
-            raise ValueError(f"unpack expects {self.size} elements for {self.tag} {self.LX}x{self.LY}, got {buf.size}")
+            raise ValueError(f"unpack expects {self.size} elements for {self.tag} "
+                             f"{'x'.join(map(str, self.shape))}, got {buf.size}")
         return buf[self._interior_index]
 
 
-def make_layout(name: str, Q: int, LX: int, LY: int, VL: Optional[int] = None, *, halo: int,
+def make_layout(name: str, Q: int, shape: Sequence[int], VL: Optional[int] = None, *, halo: int,
                 halo_y: Optional[int] = None) -> Layout:
-    """Validated layout with a halo of width ``halo`` (and ``halo_y`` rows in Y when given: at
-    least ``halo``).  Raises LayoutError naming the bad value and the rule."""
+    """Validated layout of a lattice of ``shape`` (LX, LY) or (LX, LY, LZ) with a halo of width
+    ``halo`` (and, in 2D, ``halo_y`` rows on Y when given: at least ``halo``).  Raises
+    LayoutError naming the bad value and the rule."""
     key = str(name).lower()
     if key not in LAYOUTS:
         raise LayoutError(f"unknown layout {name!r}; choose one of {', '.join(LAYOUTS)}")
-    for label, v in (("LX", LX), ("LY", LY)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) not in _DIMENSIONS:
+        raise LayoutError(f"shape={shape!r} is not a lattice shape; give (LX, LY) or (LX, LY, LZ)")
+    D = len(shape)
+    labels = [f"L{a.upper()}" for a in AXES[:D]]
+    for label, v in zip(labels, shape):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise LayoutError(f"{label}={v!r} is not a valid lattice size; {label} must be an integer >= 1")
+    if D == 2:
+        halo_y = check_halo_y(halo_y, halo)
+    elif halo_y not in (None, halo):
+        raise LayoutError(f"halo_y={halo_y!r} is not allowed on a {D}D lattice: its clustered axis "
+                          f"{labels[-1][1:]} keeps the {halo}-row halo of the set's largest hop; "
+                          "halo_y (--halo-y) pads Y of 2D lattices only")
+    else:
+        halo_y = None
+    shape = tuple(int(n) for n in shape)
     if key not in CLUSTERED:
         if VL not in (None, 1):
             raise LayoutError(f"layout {key} takes no VL (got VL={VL}); VL applies to csoa and caosoa")
-        return Layout(key, Q, int(LX), int(LY), 1, int(halo), check_halo_y(halo_y, halo))
+        return Layout(key, Q, shape, 1, int(halo), halo_y)
+    A, n = labels[-1], shape[-1]
     if VL is None:
-        raise LayoutError(f"layout {key} needs a cluster length VL (a power of two dividing LY={LY})")
+        raise LayoutError(f"layout {key} needs a cluster length VL (a power of two dividing {A}={n})")
     VL = check_vl(VL)
-    if LY % VL:
-        raise LayoutError(f"VL={VL} does not divide LY={LY}; VL must divide LY and be a power of two")
-    if LY // VL < halo:
-        raise LayoutError(
-            f"LY/VL = {LY}/{VL} = {LY // VL} cluster rows is too small for the {halo}-wide halo; "
-            f"need LY/VL >= {halo}, i.e. a smaller VL or a larger LY")
-    return Layout(key, Q, int(LX), int(LY), int(VL), int(halo), check_halo_y(halo_y, halo))
+    if n % VL:
+        raise LayoutError(f"VL={VL} does not divide {A}={n}; VL must divide {A} (the clustered, fastest axis) "
+                          f"and be a power of two")
+    if n // VL < halo:
+        raise LayoutError(f"{A}/VL = {n}/{VL} = {n // VL} cluster rows is too small for the {halo}-wide halo; "
+                          f"need {A}/VL >= {halo}, i.e. a smaller VL or a larger {A}")
+    return Layout(key, Q, shape, int(VL), int(halo), halo_y)
 
 
 HALO_Y_RULE = "the Y halo holds at least the set's largest hop ({hop}) and at most {most} cluster rows"
@@ -268,221 +419,6 @@ def check_halo_y(halo_y, hop: int) -> Optional[int]:
     if isinstance(halo_y, bool) or not isinstance(halo_y, (int, np.integer)) or not hop <= halo_y <= MAX_HALO_Y:
         raise LayoutError(f"halo_y={halo_y!r} is not allowed: " + HALO_Y_RULE.format(hop=hop, most=MAX_HALO_Y))
     return int(halo_y)
-
-
-# --- three dimensions ----------------------------------------------------------------------
-
-#: 3D strides in terms of (Q, NX, NY, NRP, VL): the clusters cut the fastest axis Z as they
-#: cut Y in 2D (lane k of cluster row r is z = r + k*NR, NR = LZ/VL); X and Y are whole,
-#: X the slowest.  The same formulas give the C index macro (``Layout3D.c_macros``), the
-#: propagate offsets and NumPy pack/unpack.
-_STRIDES_3D: Dict[str, Dict[str, str]] = {
-    "aos": {"SP": "1", "SR": "Q", "SY": "Q*NRP", "SX": "Q*NRP*NY", "SK": "0"},
-    "soa": {"SP": "NX*NY*NRP", "SR": "1", "SY": "NRP", "SX": "NY*NRP", "SK": "0"},
-    "csoa": {"SP": "NX*NY*NRP*VL", "SR": "VL", "SY": "NRP*VL", "SX": "NY*NRP*VL", "SK": "1"},
-    "caosoa": {"SP": "VL", "SR": "Q*VL", "SY": "Q*VL*NRP", "SX": "Q*VL*NRP*NY", "SK": "1"},
-}
-
-_DESCRIPTION_3D = {
-    "aos": "site[x][y][z].p[i]: the {Q} populations of a site adjacent",
-    "soa": "pop[i].s[x][y][z]: one array per population",
-    "csoa": "pop[i].s[x][y][r].c[k]: population arrays cut into clusters of VL sites strided along Z",
-    "caosoa": "site[x][y][r].p[i].c[k]: the {Q} clusters of one cluster-site adjacent",
-}
-
-
-@dataclass(frozen=True)
-class Layout3D:
-    """A layout of an LX x LY x LZ lattice with a halo of H sites in X and Y and H cluster
-    rows in Z (H: the velocity set's largest hop), periodic in all three.  The element of
-    population p at (x, y, cluster row r, lane k) is at
-
-        index = p*SP + (x + H)*SX + (y + H)*SY + (r + H)*SR + k*SK
-
-    with NX = LX + 2H, NY = LY + 2H, NRP = LZ/VL + 2H and the strides of ``_STRIDES_3D``.
-    """
-
-    name: str
-    Q: int
-    LX: int
-    LY: int
-    LZ: int
-    VL: int
-    halo: int
-
-    @property
-    def clustered(self) -> bool:
-        return self.name in CLUSTERED
-
-    @property
-    def NR(self) -> int:
-        """Cluster rows per Z line (sites per lane)."""
-        return self.LZ // self.VL
-
-    @property
-    def NX(self) -> int:
-        return self.LX + 2 * self.halo
-
-    @property
-    def NY(self) -> int:
-        return self.LY + 2 * self.halo
-
-    @property
-    def NRP(self) -> int:
-        return self.NR + 2 * self.halo
-
-    @property
-    def size(self) -> int:
-        return self.Q * self.NX * self.NY * self.NRP * self.VL
-
-    @property
-    def description(self) -> str:
-        return _DESCRIPTION_3D[self.name].format(Q=self.Q)
-
-    @property
-    def tag(self) -> str:
-        return tag(self.name, self.VL)
-
-    @cached_property
-    def strides(self) -> Dict[str, int]:
-        env = {"Q": self.Q, "NX": self.NX, "NY": self.NY, "NRP": self.NRP, "VL": self.VL}
-        return {k: int(eval(v, {}, env)) for k, v in _STRIDES_3D[self.name].items()}
-
-    @staticmethod
-    def stride_formulas(name: str) -> Dict[str, str]:
-        """Strides as C expressions of Q, NX, NY, NRP, VL."""
-        return dict(_STRIDES_3D[name])
-
-    def index(self, p, x, y, r, k=0):
-        """Flat index of population p at (x, y, cluster row r, lane k); numpy-broadcasting."""
-        s, h = self.strides, self.halo
-        return (p * s["SP"] + (np.asarray(x) + h) * s["SX"] + (np.asarray(y) + h) * s["SY"]
-                + (np.asarray(r) + h) * s["SR"] + np.asarray(k) * s["SK"])
-
-    def site_index(self, p, x, y, z):
-        """Flat index of population p at site (x, y, z) of the interior."""
-        z = np.asarray(z)
-        return self.index(p, x, y, z % self.NR, z // self.NR)
-
-    def propagate_offsets(self, velocities) -> Tuple[int, ...]:
-        """Pull scheme: nxt[i] at idx reads prv[i] at idx + offset_i (offset of site - e_i)."""
-        s = self.strides
-        return tuple(-(ex * s["SX"] + ey * s["SY"] + ez * s["SR"]) for ex, ey, ez in velocities)
-
-    def c_macros(self, prefix: str = "LBGEN") -> str:
-        """The C size and index macros of this layout (sizes at run time), from the strides'
-        formulas: <P>_IDX(p, x, y, r, k, LX, LY, LZ) and <P>_SITE(p, x, y, z, LX, LY, LZ)."""
-        G, H, VL = prefix.upper(), self.halo, self.VL
-        names = {"NX": f"{G}_NX(LX)", "NY": f"{G}_NY(LY)", "NRP": f"{G}_NRP(LZ)", "Q": self.Q, "VL": VL}
-
-        def c(formula: str) -> str:
-            return c_formula(formula, names)
-
-        f = self.stride_formulas(self.name)
-        args = "LX, LY, LZ"
-        return "\n".join([
-            f"#define {G}_NR(LZ) ((LZ) / {VL})",
-            f"#define {G}_NX(LX) ((LX) + 2*{H})",
-            f"#define {G}_NY(LY) ((LY) + 2*{H})",
-            f"#define {G}_NRP(LZ) ({G}_NR(LZ) + 2*{H})",
-            f"#define {G}_BUFFER_SIZE({args}) ((size_t){self.Q} * (size_t){G}_NX(LX) * (size_t){G}_NY(LY)"
-            f" * (size_t){G}_NRP(LZ) * {VL})",
-            f"#define {G}_IDX(p, x, y, r, k, {args}) ( \\",
-            f"    (ptrdiff_t)(p) * ({c(f['SP'])}) \\",
-            f"  + ((ptrdiff_t)(x) + {H}) * ({c(f['SX'])}) \\",
-            f"  + ((ptrdiff_t)(y) + {H}) * ({c(f['SY'])}) \\",
-            f"  + ((ptrdiff_t)(r) + {H}) * ({c(f['SR'])}) \\",
-            f"  + (ptrdiff_t)(k) * ({f['SK']}))",
-            f"#define {G}_SITE(p, x, y, z, {args}) {G}_IDX(p, x, y, (z) % {G}_NR(LZ), (z) / {G}_NR(LZ), {args})",
-        ]) + "\n"
-
-    def population_view(self, buf: np.ndarray):
-        """(view, axis): the flat buffer as an nd-array with the populations along `axis`."""
-        s = self.strides
-        dims = {"SX": self.NX, "SY": self.NY, "SR": self.NRP, "SP": self.Q, "SK": self.VL}
-        order = sorted((k for k in dims if s[k] > 0), key=lambda k: -s[k])
-        view = np.asarray(buf).reshape([dims[k] for k in order])
-        return view, order.index("SP")
-
-    @cached_property
-    def _interior_index(self) -> np.ndarray:
-        p = np.arange(self.Q)[:, None, None, None]
-        x = np.arange(self.LX)[None, :, None, None]
-        y = np.arange(self.LY)[None, None, :, None]
-        z = np.arange(self.LZ)[None, None, None, :]
-        return self.site_index(p, x, y, z)
-
-    @cached_property
-    def _halo_maps(self):
-        """(destination, source) index arrays refreshing the halo periodically, in three
-        passes: halo cluster rows (lane-shifted sites) of the interior X-Y sites, then halo
-        Y lines of the interior X planes, then halo X planes whole (edges and corners)."""
-        H, NR, VL = self.halo, self.NR, self.VL
-        p = np.arange(self.Q)[:, None, None, None, None]
-        maps = []
-        # 1. cluster rows r < 0 and r >= NR of interior (x, y): lane k holds z = r + k NR (mod LZ)
-        rows = np.r_[-H:0, NR:NR + H][None, None, None, :, None]
-        k = np.arange(VL)[None, None, None, None, :]
-        x = np.arange(self.LX)[None, :, None, None, None]
-        y = np.arange(self.LY)[None, None, :, None, None]
-        maps.append((self.index(p, x, y, rows, k), self.site_index(p, x, y, (rows + k * NR) % self.LZ)))
-        # 2. halo y of interior x: whole padded cluster lines
-        ys = np.r_[-H:0, self.LY:self.LY + H][None, None, :, None, None]
-        r = np.arange(-H, NR + H)[None, None, None, :, None]
-        maps.append((self.index(p, x, ys, r, k), self.index(p, x, ys % self.LY, r, k)))
-        # 3. halo x: whole padded planes
-        xs = np.r_[-H:0, self.LX:self.LX + H][None, :, None, None, None]
-        ya = np.arange(-H, self.LY + H)[None, None, :, None, None]
-        maps.append((self.index(p, xs, ya, r, k), self.index(p, xs % self.LX, ya, r, k)))
-        return [tuple(np.broadcast_arrays(d, s_)[i].ravel() for i in (0, 1)) for d, s_ in maps]
-
-    def fill_halo(self, buf: np.ndarray) -> np.ndarray:
-        """Refresh the halo of a flat buffer in place (periodic in X, Y and Z)."""
-        for dst, src in self._halo_maps:
-            buf[dst] = buf[src]
-        return buf
-
-    def pack(self, f: np.ndarray, dtype=None) -> np.ndarray:
-        """(Q, LX, LY, LZ) array -> flat buffer of this layout, halos filled periodically."""
-        f = np.asarray(f)
-        if f.shape != (self.Q, self.LX, self.LY, self.LZ):
-            raise ValueError(f"pack expects shape {(self.Q, self.LX, self.LY, self.LZ)}, got {f.shape}")
-        buf = np.zeros(self.size, dtype=dtype or f.dtype)
-        buf[self._interior_index] = f
-        return self.fill_halo(buf)
-
-    def unpack(self, buf: np.ndarray) -> np.ndarray:
-        """Flat buffer -> (Q, LX, LY, LZ) array of the interior."""
-        buf = np.asarray(buf).reshape(-1)
-        if buf.size != self.size:
-            raise ValueError(f"unpack expects {self.size} elements for {self.tag} "
-                             f"{self.LX}x{self.LY}x{self.LZ}, got {buf.size}")
-        return buf[self._interior_index]
-
-
-def make_layout3d(name: str, Q: int, LX: int, LY: int, LZ: int, VL: Optional[int] = None, *,
-                  halo: int) -> Layout3D:
-    """Validated 3D layout (clusters along Z); LayoutError naming the bad value and the rule."""
-    key = str(name).lower()
-    if key not in LAYOUTS:
-        raise LayoutError(f"unknown layout {name!r}; choose one of {', '.join(LAYOUTS)}")
-    for label, v in (("LX", LX), ("LY", LY), ("LZ", LZ)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise LayoutError(f"{label}={v!r} is not a valid lattice size; {label} must be an integer >= 1")
-    if key not in CLUSTERED:
-        if VL not in (None, 1):
-            raise LayoutError(f"layout {key} takes no VL (got VL={VL}); VL applies to csoa and caosoa")
-        return Layout3D(key, Q, int(LX), int(LY), int(LZ), 1, int(halo))
-    if VL is None:
-        raise LayoutError(f"layout {key} needs a cluster length VL (a power of two dividing LZ={LZ})")
-    VL = check_vl(VL)
-    if LZ % VL:
-        raise LayoutError(f"VL={VL} does not divide LZ={LZ}; VL must divide LZ (the clustered, fastest axis) "
-                          f"and be a power of two")
-    if LZ // VL < halo:
-        raise LayoutError(f"LZ/VL = {LZ}/{VL} = {LZ // VL} cluster rows is too small for the {halo}-wide halo; "
-                          f"need LZ/VL >= {halo}, i.e. a smaller VL or a larger LZ")
-    return Layout3D(key, Q, int(LX), int(LY), int(LZ), int(VL), int(halo))
 
 
 #: cluster lengths a clustered name without -vlN stands for in a list of layouts

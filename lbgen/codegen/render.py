@@ -16,7 +16,7 @@ import sympy
 from lbgen import __version__
 from lbgen.system.cache import cached_pickle, digest, source_digest
 from lbgen.codegen.diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
-from lbgen.codegen.layouts import CLUSTERED, Layout
+from lbgen.codegen.layouts import CLUSTERED, describe, stride_formulas
 from lbgen.model.catalog import CHANNEL_WALLS
 from lbgen.model.derived import Model, model_digest
 from lbgen.codegen.cprint import RealPrinter, print_assignments
@@ -56,7 +56,7 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
     clustered = spec.layout in CLUSTERED
     vl = spec.vl if clustered else 1
     real_bytes = 8 if spec.precision == "double" else 4     # bytes of one stored population
-    strides = Layout.stride_formulas(spec.layout)
+    strides = stride_formulas(spec.layout, 2)
     return {
         "spec": spec,
         "emit_command": emit_command(spec),
@@ -73,7 +73,7 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "single": spec.precision == "single",
         "lit": (lambda v: RealPrinter(spec.precision)._literal(v)),
         "strides": strides,
-        "layout_description": Layout(spec.layout, vs.Q, 1, 1, vl, vs.max_hop, spec.halo_y).description,
+        "layout_description": describe(spec.layout, vs.Q, 2),
         "isothermal": vs.isothermal,
         "velocities": vs.velocities,
         "weights": [float(w) for w in vs.weights],

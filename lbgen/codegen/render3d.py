@@ -3,7 +3,7 @@
 The dimension comes from the velocity set (``KernelSpec.dimension``); ``render.generate``
 hands a 3D spec here.  The per-site bodies are the model's assignment lists, printed by
 the same printer and wrapped by the same ``common.j2`` site function as in 2D; what is
-3D -- the layout's strides (``layouts.Layout3D``: clusters of VL along Z, the fastest
+3D -- the layout's strides (``layouts.Layout``: clusters of VL along Z, the fastest
 axis), the loops, the halo, the pull with its boundaries (half-way bounce-back walls per
 axis, moving lids, a voxel mask), the physical (half-step) fields and the size rules --
 is in ``templates/c/kernels3d.c.j2``, ``kernels3d.h.j2`` and ``common3d.j2``.
@@ -17,7 +17,7 @@ from lbgen import __version__
 from lbgen.codegen.cprint import RealPrinter, print_assignments
 from lbgen.codegen.diagnostics import ND3, ROW_INDEX3D, ROW_QUANTITIES3D
 from lbgen.codegen.kernel_api import PTRDIFF_MAX_64, SIZE_ERRORS, storage_bytes, streams_clusters, streams_soa_lines
-from lbgen.codegen.layouts import CLUSTERED, Layout3D
+from lbgen.codegen.layouts import CLUSTERED, Layout, stride_formulas
 from lbgen.codegen.spec import MAX_TIME_BLOCK, KernelSource, KernelSpec
 from lbgen.codegen.templating import emit_command, environment, model_of, wall_tau_arguments
 from lbgen.model.derived import Model
@@ -117,7 +117,7 @@ def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
     vl = spec.vl if clustered else 1
     printer = RealPrinter(spec.precision)
     collide_params = model.operator.kernel_arguments_of(3)
-    layout = Layout3D(spec.layout, vs.Q, 1, 1, vl * vs.max_hop, vl, vs.max_hop)
+    layout = Layout(spec.layout, vs.Q, (1, 1, vl * vs.max_hop), vl, vs.max_hop)
     return {
         "spec": spec,
         "emit_command": emit_command(spec),
@@ -134,7 +134,7 @@ def template_context3d(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "real_bytes": storage_bytes(spec),
         "single": spec.precision == "single",
         "lit": (lambda v: printer._literal(v)),
-        "strides": Layout3D.stride_formulas(spec.layout),
+        "strides": stride_formulas(spec.layout, 3),
         "layout_description": layout.description,
         "layout_macros": layout.c_macros(spec.prefix),
         "isothermal": vs.isothermal,

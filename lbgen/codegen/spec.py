@@ -250,7 +250,7 @@ class KernelSpec:
                             f"{vs.name} at each side and the bulk row next to them need LY >= {min_ly_walls(vs)}")
         if check_lx is not None:
             try:
-                make_layout(self.layout, vs.Q, check_lx, check_ly, spec.vl, halo=vs.max_hop, halo_y=self.halo_y)
+                make_layout(self.layout, vs.Q, (check_lx, check_ly), spec.vl, halo=vs.max_hop, halo_y=self.halo_y)
             except LayoutError as e:
                 raise SpecError(str(e)) from None
         return spec
@@ -273,7 +273,7 @@ class KernelSpec:
 
     def _validate_3d(self) -> "KernelSpec":
         """The normalised 3D spec: a VL for clustered layouts, none for the others (lattice
-        sizes are checked by ``layouts.make_layout3d`` and the emitted ``<prefix>_check``)."""
+        sizes are checked by ``layouts.make_layout`` and the emitted ``<prefix>_check``)."""
         if self.layout in CLUSTERED:
             if self.vl is None:
                 return _replace(self, vl=DEFAULT_VL[self.backend])._validate_3d()

@@ -1,7 +1,7 @@
 """The 3D C/OpenMP kernels (templates/c/kernels3d.c.j2 through backends/c/program3d.py)
 against the independent NumPy oracle lbgen.reference.bulk3d and against each other:
 every layout x operator x set in a periodic box with a force; the pack, unpack and halo
-kernels against Layout3D's NumPy formulas; init_equilibrium and fields (physical, half-step
+kernels against Layout's NumPy formulas; init_equilibrium and fields (physical, half-step
 fields) against the oracle's and as exact inverses; strict builds bit-identical across
 layouts, fused bit-identical to propagate + collide; sizes refused before any work."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lbgen.codegen.layouts import make_layout3d
+from lbgen.codegen.layouts import make_layout
 from lbgen.reference import bulk3d as oracle
 from support3d import (FORCE, LAYOUTS3D, R, SHAPE, kernel_run, oracle_run, program3d, random_state)
 
@@ -52,7 +52,7 @@ def test_separate_kernels_equal_the_oracle(layout, vl):
 @pytest.mark.parametrize("layout, vl", LAYOUTS3D)
 def test_pack_unpack_and_halo_kernels_are_layout3d_formulas(layout, vl):
     prog = program3d(layout, vl)
-    lay = make_layout3d(layout, 19, *SHAPE, vl, halo=1)
+    lay = make_layout(layout, 19, SHAPE, vl, halo=1)
     f = random_state("d3q19", seed=11)
     packed = prog.pack(f)
     assert np.array_equal(packed, lay.pack(f))             # interior and the whole halo

@@ -5,7 +5,7 @@ skipped without one, CI included) -- one text for both, templates/gpu/kernels3d.
 Every layout x operator x set = the oracle (lbgen.reference.bulk3d) to 1e-12 with a force,
 periodic and with walls, a lid and a random voxel mask (fast subset, the rest slow); strict
 builds bit-identical to the C backend's 3D kernels (populations, boundaries, fields,
-init_equilibrium); the GPU default VL 32 on an LZ = 96 lattice; pack/unpack/halo = Layout3D's
+init_equilibrium); the GPU default VL 32 on an LZ = 96 lattice; pack/unpack/halo = Layout's
 formulas; nvcc compiles the 3D .cu (sm_80, sm_90).  With CI=true nothing skips."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from helpers import require
 
 from lbgen.backends import compile3d, spec_backend
 from lbgen.backends.base import BackendUnavailable
-from lbgen.codegen.layouts import make_layout3d
+from lbgen.codegen.layouts import make_layout
 from lbgen.codegen.render import generate
 from lbgen.codegen.render3d import GPU_ENTRY_POINTS_3D
 from lbgen.codegen.spec import KernelSpec
@@ -156,7 +156,7 @@ def test_gpu_default_vl32_on_lz96_equals_the_oracle(backend, layout):
 @pytest.mark.parametrize("layout, vl", [("aos", None), ("caosoa", 8)])
 def test_pack_unpack_and_halo_kernels_are_layout3d_formulas(backend, layout, vl):
     prog = gpu3d(backend, layout, vl)
-    lay = make_layout3d(layout, 19, *SHAPE, vl, halo=1)
+    lay = make_layout(layout, 19, SHAPE, vl, halo=1)
     f = random_state("d3q19", seed=11)
     packed = prog.pack(f)
     assert np.array_equal(prog.download(packed), lay.pack(f))
@@ -177,7 +177,7 @@ def test_halo_planes_refresh_the_x_and_y_planes_and_leave_the_z_rows(backend, la
     clustered rows of Z halo untouched (propagate and fused wrap Z themselves: the oracle tests
     above step with it)."""
     prog = gpu3d(backend, layout, vl)
-    lay = make_layout3d(layout, 19, *SHAPE, vl, halo=1)
+    lay = make_layout(layout, 19, SHAPE, vl, halo=1)
     buf = np.random.default_rng(8).standard_normal(lay.size)
     dev = prog.upload(buf)
     prog.halo_planes(dev)

@@ -14,7 +14,7 @@ import pytest
 from helpers import require
 from lbgen.backends.base import BackendUnavailable
 from lbgen.codegen.emit import emit
-from lbgen.codegen.layouts import Layout3D, make_layout
+from lbgen.codegen.layouts import make_layout
 from lbgen.codegen.spec import PREFIX_RULE, KernelSpec, SpecError
 from lbgen.model.velocity_set import velocity_set
 
@@ -90,12 +90,12 @@ def test_every_size_and_index_macro_compiles_and_agrees_with_the_layout_for_any_
     dim = len(vs.velocities[0])
     sizes = (5, 128) if dim == 2 else (3, 4, 16)
     if dim == 2:
-        L = make_layout(layout, vs.Q, *sizes, vl, halo=vs.max_hop)
+        L = make_layout(layout, vs.Q, sizes, vl, halo=vs.max_hop)
         points = [(p, x, r, k) for p in (0, vs.Q - 1) for x in (-L.halo, 0, 4) for r in (-L.HY, 0, L.NR)
                   for k in (0, L.VL - 1)]
         expected = [L.index(*pt) for pt in points]
     else:
-        L = Layout3D(layout, vs.Q, *sizes, vl, vs.max_hop)
+        L = make_layout(layout, vs.Q, sizes, vl, halo=vs.max_hop)
         points = [(p, x, y, r, k) for p in (0, vs.Q - 1) for x in (-1, 2) for y in (-1, 3) for r in (-1, 0, L.NR)
                   for k in (0, L.VL - 1)]
         expected = [L.index(*pt) for pt in points]
