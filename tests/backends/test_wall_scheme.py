@@ -172,7 +172,7 @@ def test_both_schemes_conserve_mass_with_adiabatic_walls_under_gravity(scheme):
 
 def test_strict_reference_scheme_is_bit_identical_across_backends():
     report = verify(backends=["c", "opencl", "cuda-shim"], layouts=[("caosoa", 8)], collisions=["regularized"],
-                    steps=5, lx=4, ly=24, strict=True, walls=True, wall_scheme="reference")
+                    steps=5, shape=(4, 24), strict=True, walls=True, wall_scheme="reference")
     assert report.ok, report.table()
     others = [r for r in report.rows if r.backend != "c"]
     if not others:
