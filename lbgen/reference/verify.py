@@ -311,6 +311,9 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
                             f"{problem}")
         if not problem:
             chosen.append((layout, vl))
+    if not chosen:
+        raise NothingVerified(f"nothing was verified: no default layout fits {' x '.join(map(str, shape))} "
+                              f"({problem}); give --layouts or another lattice")
     names, skipped = available_backends(backends)
     if not names:
         why = "; ".join(f"{b}: {w}" for b, w in skipped.items())

@@ -273,3 +273,9 @@ def test_options_of_one_dimension_are_refused_in_the_other_before_any_work(monke
     _no_compiling(monkeypatch)
     r = CliRunner().invoke(main, ["verify", *args])
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+
+
+def test_a_lattice_no_default_layout_fits_is_an_error_naming_the_rule(monkeypatch):
+    _no_compiling(monkeypatch)
+    result = CliRunner().invoke(main, ["verify", "--backends", "c", "--ly", "3", "--walls"])
+    assert result.exit_code == 2 and "no default layout fits 6 x 3" in result.output and "LY >= 8" in result.output
