@@ -65,7 +65,7 @@ def reference_run(initial_state):
 
 @pytest.fixture(scope="session")
 def programs():
-    """The session's one program cache: programs(spec, shape, runtime=None, strict=False, **options)
+    """The session's one program cache: programs(spec, shape, runtime=None, *, strict=False, **options)
     and programs.of(runtime, shape, strict=False, options=None, **spec_fields) (tests/programs.py)."""
     return PROGRAMS
 

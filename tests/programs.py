@@ -1,6 +1,6 @@
 """The session's compiled programs: one cache for every test that compiles a kernel.
 
-``PROGRAMS(spec, shape, runtime=None, strict=False, **options)`` compiles ``spec`` for a lattice
+``PROGRAMS(spec, shape, runtime=None, *, strict=False, **options)`` compiles ``spec`` for a lattice
 ``shape`` ((LX, LY) or (LX, LY, LZ)) on a runtime (``c``, ``opencl``, ``cuda``, ``cuda-shim``;
 default the spec's backend) once per session and hands the same program out again for the same
 key (the spec, the shape, the runtime, strictness and every compile option: ``flags``,
@@ -27,7 +27,7 @@ class ProgramCache:
         self._memo: dict = {}
         self.compiles = 0
 
-    def __call__(self, spec: KernelSpec, shape, runtime: Optional[str] = None, strict: bool = False, **options):
+    def __call__(self, spec: KernelSpec, shape, runtime: Optional[str] = None, *, strict: bool = False, **options):
         from lbgen.backends import spec_backend
         runtime = runtime or spec.backend
         if spec_backend(runtime) != spec.backend:
@@ -47,7 +47,7 @@ class ProgramCache:
     def of(self, runtime: str, shape, strict: bool = False, options: Optional[dict] = None, **spec_fields):
         """The program of ``KernelSpec(backend=<the runtime's source>, **spec_fields)``."""
         from lbgen.backends import spec_backend
-        return self(KernelSpec(backend=spec_backend(runtime), **spec_fields), shape, runtime, strict,
+        return self(KernelSpec(backend=spec_backend(runtime), **spec_fields), shape, runtime, strict=strict,
                     **(options or {}))
 
 

@@ -88,7 +88,7 @@ def banded_program():
     from programs import PROGRAMS
     spec = KernelSpec(backend="c", layout="csoa", vl=4, velocity_set="d3q19")
     flags = default_flags() + (f"-D{spec.prefix.upper()}_TB_KB=1",)
-    return PROGRAMS(spec, BANDED, True, flags=flags, threads=2)
+    return PROGRAMS(spec, BANDED, strict=True, flags=flags, threads=2)
 
 
 @pytest.mark.parametrize("depth", [2, 3])

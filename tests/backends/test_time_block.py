@@ -119,7 +119,7 @@ def test_banded_time_blocks_equal_single_steps_bit_for_bit(layout, vl, collision
     lx = 7
     spec = KernelSpec(backend="c", layout=layout, vl=vl, collision=collision, walls=walls)
     flags = cbackend.default_flags() + ("-DLBGEN_TB_KB=1",)       # the suite's level (LBGEN_OPT_LEVEL)
-    prog = programs(spec, (lx, ly), True, threads=2, flags=flags)
+    prog = programs(spec, (lx, ly), strict=True, threads=2, flags=flags)
     try:
         rng = np.random.default_rng(5)
         shape = (lx, ly)
@@ -253,7 +253,7 @@ def test_d2q9_time_blocks_equal_single_steps_bit_for_bit(programs):
     """The blocked sweep is velocity-set generic: D2Q9 (reach 1 inside the 3-wide halo)."""
     lx, ly = 9, 48
     spec = KernelSpec(backend="c", layout="caosoa", vl=4, velocity_set="d2q9")
-    prog = programs(spec, (lx, ly), True, threads=2)
+    prog = programs(spec, (lx, ly), strict=True, threads=2)
     try:
         rng = np.random.default_rng(3)
         fields = [1 + 0.05 * rng.uniform(-1, 1, (lx, ly)), 0.05 * rng.uniform(-1, 1, (lx, ly)),
