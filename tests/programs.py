@@ -5,9 +5,9 @@
 default the spec's backend) once per session and hands the same program out again for the same
 key (the spec, the shape, the runtime, strictness and every compile option: ``flags``,
 ``threads``, ``block_size``, ``device``).  On every hand-out the program's state is made clean
-again: its kernel-call log ``calls`` is emptied and a C program's OpenMP thread count (a
-process-wide setting that another program may have changed) is set back to the one it was
-compiled for.  Buffers are the caller's (``allocate``, ``upload``): a program holds no lattice
+again: its kernel-call log ``calls`` is emptied, and a C program's OpenMP thread count and its
+library's streaming-store switch (process-wide settings that another program or test may have
+changed) are set back to the ones it was compiled with.  Buffers are the caller's (``allocate``, ``upload``): a program holds no lattice
 state.  The ``programs`` fixture of tests/conftest.py hands out this cache; helpers that are
 not fixtures (support3d, wall_support) use it directly.  ``compiles`` counts the programs made.
 """
@@ -39,9 +39,10 @@ class ProgramCache:
             prog = self._memo[key] = _compile(spec, shape, runtime, strict, options)
             self.compiles += 1
         prog.calls.clear()
-        if runtime == "c":
+        if runtime == "c":          # the library's process-wide switches, as this program set them
             from lbgen.system.limits import omp_env_threads
             prog.threads = prog._fn("set_threads")(options.get("threads") or omp_env_threads() or 1)
+            prog._fn("set_streaming_stores")(int(prog.streaming_stores))
         return prog
 
     def of(self, runtime: str, shape, strict: bool = False, options: Optional[dict] = None, **spec_fields):
