@@ -295,6 +295,8 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     from lbgen.model.velocity_set import velocity_set as get_velocity_set
     name = str(velocity_set).lower()
     D = set_entry(name).D
+    if shape is not None and not isinstance(shape, (tuple, list)):
+        raise SpecError(f"verify: shape={shape!r} must be a tuple of sizes ({' x '.join('l' + a for a in 'xyz'[:D])})")
     shape = tuple(VERIFY_SHAPES[D] if shape is None else shape)
     if len(shape) != D:
         raise SpecError(f"verify: shape={shape!r} has {len(shape)} sizes; {name} is a {D}D set, so it takes {D} "
