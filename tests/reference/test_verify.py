@@ -167,7 +167,7 @@ def test_no_configuration_offered_is_an_error(monkeypatch):
     (dict(steps=0), "steps=0 must be an integer >= 1"),
     (dict(shape=(6, 0)), "ly=0 must be an integer >= 1"),
     (dict(shape=(6, 5, 8)), "d2q37 is a 2D set, so it takes 2"),
-    (dict(shape=96), "shape=96 must be a tuple of sizes (lx x ly)"),
+    (dict(shape=96), r"shape=96 must be a tuple of sizes \(lx x ly\)"),
     (dict(velocity_set="d3q19", shape=(6, 5, 0)), "lz=0 must be an integer >= 1"),
     (dict(velocity_set="d3q19", shape=(6, 96)), "d3q19 is a 3D set, so it takes 3"),
     (dict(velocity_set="d3q19", wall_scheme="reference"), "half-way bounce-back"),
