@@ -38,11 +38,11 @@ class ProgramCache:
         if prog is None:
             prog = self._memo[key] = _compile(spec, shape, runtime, strict, options)
             self.compiles += 1
-        prog.calls.clear()
         if runtime == "c":          # the library's process-wide switches, as this program set them
             from lbgen.system.limits import omp_env_threads
             prog.threads = prog._fn("set_threads")(options.get("threads") or omp_env_threads() or 1)
             prog._fn("set_streaming_stores")(int(prog.streaming_stores))
+        prog.calls.clear()          # last: the switches above are calls too
         return prog
 
     def of(self, runtime: str, shape, strict: bool = False, options: Optional[dict] = None, **spec_fields):
