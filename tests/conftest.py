@@ -1,7 +1,8 @@
 """Shared fixtures for the layout and C-backend tests.
 
-Compiled programs are cached twice: on disk by the C backend itself (the default user
-cache, so repeated runs are fast) and in memory for the session by ``program``.
+Compiled programs are cached twice: on disk by the backends themselves (the default user
+cache, so repeated runs are fast) and in memory for the session by one cache,
+tests/programs.py's ``PROGRAMS`` (the ``programs`` fixture; ``program`` is its C shorthand).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import pytest
 from lbgen.reference import bulk as ref
 from helpers import CI, FORCE, LX, LY, OPERATOR_PARAMS, random_fields, step_fused, step_unfused
 from lbgen.model.velocity_set import d2q37
+from programs import PROGRAMS
 
 @pytest.fixture(scope="session")
 def vs():
@@ -62,23 +64,21 @@ def reference_run(initial_state):
 
 
 @pytest.fixture(scope="session")
-def program():
-    """program(layout, vl, precision='double', collision='bgk', strict=False, flags=None) -> CProgram.
+def programs():
+    """The session's one program cache: programs(spec, shape, runtime=None, *, strict=False, **options)
+    and programs.of(runtime, shape, strict=False, options=None, **spec_fields) (tests/programs.py)."""
+    return PROGRAMS
 
-    Run-time sizes (one library per spec, any lattice), compiled for LX x LY.
-    """
-    from lbgen.backends import c as cbackend
-    from lbgen.codegen.spec import KernelSpec
-    from lbgen.codegen.render import generate
 
-    memo = {}
+@pytest.fixture(scope="session")
+def program(programs):
+    """program(layout, vl, precision='double', collision='bgk', strict=False, flags=None) -> CProgram
+    for LX x LY (run-time sizes: one library per spec, any lattice), from the session's cache."""
 
     def get(layout, vl, precision="double", collision="bgk", strict=False, flags=None, lx=LX, ly=LY):
-        key = (layout, vl, precision, collision, strict, tuple(flags) if flags is not None else None, lx, ly)
-        if key not in memo:
-            src = generate(KernelSpec(backend="c", layout=layout, vl=vl, precision=precision, collision=collision))
-            memo[key] = cbackend.compile(src, lx, ly, flags=flags, strict=strict)
-        return memo[key]
+        options = {} if flags is None else {"flags": tuple(flags)}
+        return programs.of("c", (lx, ly), strict, options, layout=layout, vl=vl, precision=precision,
+                           collision=collision)
 
     return get
 

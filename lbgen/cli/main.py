@@ -13,7 +13,7 @@ from lbgen.codegen.layouts import LAYOUTS
 from lbgen.model import OPERATORS
 from lbgen.model.catalog import (DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, MODEL_SETS, SCHEMES as WALL_SCHEMES, SETS_3D,
                                  set_names)
-from lbgen.reference import VERIFY_LATTICE_2D, VERIFY_LATTICE_3D
+from lbgen.reference import VERIFY_LATTICE_2D, VERIFY_LATTICE_3D, VERIFY_LAYOUTS, VERIFY_SHAPES
 
 from lbgen.cli.common import UserError, any_set_option, friendly, vl_option
 
@@ -377,8 +377,9 @@ def _parse_layouts(text):
 @main.command(short_help="Check every backend and layout against the NumPy reference.")
 @click.option("--backends", default="c,opencl,cuda,cuda-shim", show_default=True,
               help="Comma list of c, opencl, cuda (CuPy, needs a GPU), cuda-shim (the .cu text on the CPU).")
-@click.option("--layouts", default="aos,soa,csoa-vl8,caosoa-vl8,caosoa-vl32", show_default=True,
-              help="Comma list of aos, soa, csoa-vlN, caosoa-vlN.")
+@click.option("--layouts", default=",".join(n if v is None else f"{n}-vl{v}" for n, v in VERIFY_LAYOUTS),
+              show_default=True, help="Comma list of aos, soa, csoa-vlN, caosoa-vlN (by default those of these "
+              "that the lattice takes).")
 @click.option("--collision", "collisions", default="bgk,regularized", show_default=True)
 @click.option("--precision", "precisions", default="double", show_default=True, help="double, single or both: double,single")
 @click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True)
@@ -388,10 +389,11 @@ def _parse_layouts(text):
               f"{VERIFY_LATTICE_3D[1]}]")
 @click.option("--lz", type=click.IntRange(min=1), default=None,
               help=f"3D sets: the lattice depth [default: {VERIFY_LATTICE_3D[2]}].")
-@click.option("--walls", is_flag=True, help="Check the bc kernel too (thermal walls, unfused steps); 3D: walls on y "
-              "and z, a lid on z-high and 15% solid voxels.")
+@click.option("--walls", is_flag=True, help="2D: the thermal channel walls on y (the bc kernel unfused, fused_walls "
+              "fused); 3D: bounce-back walls on y and z, a lid on z-high and 15% solid voxels.")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
-              help="With --walls: the scheme of the bc kernel checked (lbgen or reference).")
+              help="2D sets with --walls: the scheme of the bc kernel checked (lbgen or reference); "
+              "refused in 3D, whose bounce-back walls have no scheme.")
 @click.option("--strict", is_flag=True, help="No FMA contraction: backends must agree bit for bit.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -408,23 +410,16 @@ def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, wa
     \b
     quick: lbgen verify --backends c --layouts soa,caosoa-vl8 --steps 5
     3D:    lbgen verify --velocity-set d3q19 --walls (the oracle lbgen.reference.bulk3d)"""
-    from functools import partial
     from lbgen.model import OPERATORS as ops
     from lbgen.model.catalog import set_entry
-    three = set_entry(velocity_set).D == 3
-    if three:
-        if ctx.get_parameter_source("wall_scheme") != click.core.ParameterSource.DEFAULT:
-            raise UserError("--wall-scheme chooses the 2D thermal walls' bc; 3D walls are half-way bounce-back")
-        from lbgen.reference.verify3d import verify3d
-        shape = tuple(d if v is None else v for v, d in zip((lx, ly, lz), VERIFY_LATTICE_3D))
-        run_verify = partial(verify3d, shape=shape, boundaries=walls)
-    else:
-        if lz is not None:
-            raise UserError(f"--lz {lz}: {velocity_set} is a 2D set; --lz is the depth of a 3D verify "
-                            f"(--velocity-set {set_names(SETS_3D)})")
-        from lbgen.reference.verify import verify as verify2d
-        lx, ly = (d if v is None else v for v, d in zip((lx, ly), VERIFY_LATTICE_2D))
-        run_verify = partial(verify2d, lx=lx, ly=ly, walls=walls, wall_scheme=wall_scheme)
+    from lbgen.reference.verify import verify as run_verify
+    dimension = set_entry(velocity_set).D
+    if dimension == 2 and lz is not None:
+        raise UserError(f"--lz {lz}: {velocity_set} is a 2D set; --lz is the depth of a 3D verify "
+                        f"(--velocity-set {set_names(SETS_3D)})")
+    shape = tuple(d if v is None else v for v, d in zip((lx, ly, lz), VERIFY_SHAPES[dimension]))
+    given = {name: ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
+             for name in ("layouts", "wall_scheme")}
     cols = [c for c in collisions.split(",") if c]
     bad = [c for c in cols if c not in ops]
     if bad:
@@ -440,9 +435,9 @@ def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, wa
         bar.set_postfix_str(f"{row.backend} {row.layout}{'-vl' + str(row.vl) if row.vl else ''} {row.collision}")
         bar.update(1)
     try:
-        given = ctx.get_parameter_source("layouts") != click.core.ParameterSource.DEFAULT
-        chosen = _parse_layouts(layouts) if given or not three else ()     # 3D default: those the lattice takes
-        report = run_verify(backends=[b for b in backends.split(",") if b], layouts=chosen,
+        report = run_verify(backends=[b for b in backends.split(",") if b],
+                            layouts=_parse_layouts(layouts) if given["layouts"] else (),   # default: those that fit
+                            shape=shape, walls=walls, wall_scheme=wall_scheme if given["wall_scheme"] else None,
                             collisions=cols, precisions=precs, steps=steps, strict=strict, seed=seed,
                             velocity_set=velocity_set.lower(), progress=advance,
                             on_plan=lambda total: (setattr(bar, "total", total), bar.refresh()))

@@ -1,6 +1,6 @@
 """Shared values of the 3D kernel tests: a small lattice, random states, unit conversion to
 the oracle (lbgen.reference.bulk3d works in lattice units: u_model = r u, a_model = r a),
-and memoised programs."""
+and the programs (from the session's cache, tests/programs.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -46,17 +46,8 @@ def kernel_run(program, f0, steps, collision, bc=None, force=FORCE, fused=True):
     return f
 
 
-_PROGRAMS: dict = {}
-
-
 def program3d(layout, vl, name="d3q19", collision="bgk", strict=False, precision="double", shape=SHAPE):
-    """A compiled CProgram3D (one per spec, strictness and lattice, for the session)."""
-    from lbgen.backends.c import compile3d
-    from lbgen.codegen.render import generate
-    from lbgen.codegen.spec import KernelSpec
-    key = (layout, vl, name, collision, strict, precision, tuple(shape))
-    if key not in _PROGRAMS:
-        src = generate(KernelSpec(backend="c", layout=layout, vl=vl, velocity_set=name, collision=collision,
-                                  precision=precision))
-        _PROGRAMS[key] = compile3d(src, *shape, strict=strict)
-    return _PROGRAMS[key]
+    """A compiled CProgram3D (one per spec, strictness and lattice: the session's cache)."""
+    from programs import PROGRAMS
+    return PROGRAMS.of("c", shape, strict, layout=layout, vl=vl, velocity_set=name, collision=collision,
+                       precision=precision)

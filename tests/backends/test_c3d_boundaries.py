@@ -112,12 +112,12 @@ def test_a_resting_box_keeps_a_fluid_at_rest():
 def chunked_soa(request):
     """SoA kernels whose fused sweeps chunks of at least CHUNK_SITES sites: 1 (one row each)
     or 40 (3 rows of SHAPE's 18-site Z lines: chunks of 3 and 2 rows), on 2 threads."""
-    from lbgen.backends.c import compile3d, default_flags
-    from lbgen.codegen.render import generate
+    from lbgen.backends.c import default_flags
     from lbgen.codegen.spec import KernelSpec
-    src = generate(KernelSpec(backend="c", layout="soa", velocity_set="d3q19"))
-    flags = default_flags() + (f"-D{src.spec.prefix.upper()}_CHUNK_SITES={request.param}",)
-    return compile3d(src, *SHAPE, flags=flags, threads=2)
+    from programs import PROGRAMS
+    spec = KernelSpec(backend="c", layout="soa", velocity_set="d3q19")
+    flags = default_flags() + (f"-D{spec.prefix.upper()}_CHUNK_SITES={request.param}",)
+    return PROGRAMS(spec, SHAPE, flags=flags, threads=2)
 
 
 @pytest.mark.parametrize("case", list(CASES))

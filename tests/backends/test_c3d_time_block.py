@@ -83,12 +83,12 @@ BANDED = (7, 13, 16)
 def banded_program():
     """Kernels whose cache budget is 1 KiB: Y is cut into bands of max(2 HALO (depth-1), 4)
     rows (13 rows: 4 bands at depth 2 and 3), X split between 2 threads."""
-    from lbgen.backends.c import compile3d, default_flags
-    from lbgen.codegen.render import generate
+    from lbgen.backends.c import default_flags
     from lbgen.codegen.spec import KernelSpec
-    src = generate(KernelSpec(backend="c", layout="csoa", vl=4, velocity_set="d3q19"))
-    flags = default_flags() + (f"-D{src.spec.prefix.upper()}_TB_KB=1",)
-    return compile3d(src, *BANDED, flags=flags, strict=True, threads=2)
+    from programs import PROGRAMS
+    spec = KernelSpec(backend="c", layout="csoa", vl=4, velocity_set="d3q19")
+    flags = default_flags() + (f"-D{spec.prefix.upper()}_TB_KB=1",)
+    return PROGRAMS(spec, BANDED, strict=True, flags=flags, threads=2)
 
 
 @pytest.mark.parametrize("depth", [2, 3])

@@ -58,14 +58,12 @@ def cuda_source(layout, vl, precision="double", collision="bgk", **kw):
 
 
 @pytest.fixture(scope="module")
-def shim_program(shim):
-    memo = {}
+def shim_program(shim, programs):
+    """shim_program(layout, vl, precision, collision, strict, lx, ly, **spec_fields) from the session's cache."""
 
     def get(layout, vl, precision="double", collision="bgk", strict=False, lx=LX, ly=LY, **kw):
-        key = (layout, vl, precision, collision, strict, lx, ly, tuple(sorted(kw.items())))
-        if key not in memo:
-            memo[key] = shim.compile(cuda_source(layout, vl, precision, collision, **kw), lx, ly, strict=strict)
-        return memo[key]
+        return programs.of("cuda-shim", (lx, ly), strict, layout=layout, vl=vl, precision=precision,
+                           collision=collision, **kw)
 
     return get
 
@@ -265,10 +263,9 @@ def test_strict_shim_bit_identical_to_c(shim_program, program, initial_state, cf
     for cfg in [("aos", None), ("caosoa", 8), ("csoa", 32)] for collision in OPERATORS])
 def test_shim_walls_match_c(shim_program, initial_state, cfg, collision):
     """propagate -> bc -> collide through the shim is bit-identical to the strict C backend."""
-    from lbgen.backends import c as cbackend
+    from programs import PROGRAMS
     params = dict(OPERATOR_PARAMS[collision], ax=FORCE[0], ay=FORCE[1])
-    c = cbackend.compile(generate(KernelSpec(backend="c", layout=cfg[0], vl=cfg[1], collision=collision, walls=True)),
-                         LX, LY, strict=True)
+    c = PROGRAMS.of("c", (LX, LY), True, layout=cfg[0], vl=cfg[1], collision=collision, walls=True)
     cuda = shim_program(*cfg, collision=collision, strict=True, walls=True)
     assert cuda.geometry("bc") == (1, 128)
     outs = []

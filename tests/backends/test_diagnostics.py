@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 from helpers import LAYOUT_CONFIGS, config_id
+from programs import PROGRAMS
 from lbgen.reference import bulk as ref
-from lbgen.codegen.spec import KernelSpec
-from lbgen.codegen.render import generate
 from lbgen.codegen.diagnostics import ND, ROW_INDEX, combine_rows, rows_of_fields, scalars
 from lbgen.simulation.runner import Simulation
 from lbgen.run.setups import rayleigh_taylor
@@ -68,9 +67,7 @@ def _program(backend, layout, vl, precision="double", collision="bgk"):
         if CI and backend in REQUIRED:
             pytest.fail(f"{backend} must run under CI=true: {why}")
         pytest.skip(f"{backend}: {why}")
-    spec_backend = "cuda" if backend.startswith("cuda") else backend
-    spec = KernelSpec(backend=spec_backend, layout=layout, vl=vl, precision=precision, collision=collision)
-    return compile_fn(generate(spec), LX, LY)
+    return PROGRAMS.of(backend, (LX, LY), layout=layout, vl=vl, precision=precision, collision=collision)
 
 
 @pytest.mark.parametrize("cfg", [c for c in LAYOUT_CONFIGS if c[1] in (None, 8)] + [("caosoa", 32)], ids=config_id)

@@ -71,13 +71,11 @@ def test_simulation_with_walls_steps_with_the_fused_kernel(monkeypatch):
 
 @pytest.mark.parametrize("case", [("c", "caosoa", 8), ("opencl", "soa", None), ("cuda", "aos", None)], ids=case_id)
 def test_fused_walls_with_the_reference_wall_scheme_is_bit_identical_too(case, wall_state):
-    from lbgen.codegen.spec import KernelSpec
-    from lbgen.codegen.render import generate
-    from wall_support import LX, LY, _backend
+    from programs import PROGRAMS
+    from wall_support import LX, LY, runtime_of
     backend, layout, vl = case
-    spec = KernelSpec(backend=backend, layout=layout, vl=vl, collision="regularized", walls=True,
-                      wall_scheme="reference")
-    prog = _backend(backend).compile(generate(spec), LX, LY, strict=True)
+    prog = PROGRAMS.of(runtime_of(backend), (LX, LY), True, layout=layout, vl=vl, collision="regularized", walls=True,
+                       wall_scheme="reference")
     want = run_walls(prog, wall_state, STEPS, "regularized", (False, True))
     got = run_fused_walls(prog, wall_state, STEPS, "regularized", (False, True))
     assert np.array_equal(got, want)

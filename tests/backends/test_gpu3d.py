@@ -22,6 +22,7 @@ from lbgen.codegen.render import generate
 from lbgen.codegen.render3d import GPU_ENTRY_POINTS_3D
 from lbgen.codegen.spec import KernelSpec
 from lbgen.reference import bulk3d as oracle
+from programs import PROGRAMS
 from support3d import (FORCE, LAYOUTS3D, R, SHAPE, kernel_run, oracle_run, program3d, random_state)
 
 STEPS = 3
@@ -61,23 +62,15 @@ def _shim():
         raise BackendUnavailable(why)
 
 
-_PROGRAMS: dict = {}
-
-
 def gpu3d(backend, layout, vl, name="d3q19", collision="bgk", strict=False, shape=SHAPE):
-    """A compiled 3D program of a GPU dialect (memoised for the session)."""
-    key = (backend, layout, vl, name, collision, strict, tuple(shape))
-    if key not in _PROGRAMS:
-        src = generate(KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, velocity_set=name,
-                                  collision=collision))
-        if backend == "opencl":
-            _need("OpenCL", _opencl)
-        elif backend == "cuda":
-            _gpu()
-        else:
-            _need("g++ for the CUDA host shim", _shim)
-        _PROGRAMS[key] = compile3d(backend, src, shape, strict=strict)
-    return _PROGRAMS[key]
+    """A compiled 3D program of a GPU dialect (the session's cache, tests/programs.py)."""
+    if backend == "opencl":
+        _need("OpenCL", _opencl)
+    elif backend == "cuda":
+        _gpu()
+    else:
+        _need("g++ for the CUDA host shim", _shim)
+    return PROGRAMS.of(backend, shape, strict, layout=layout, vl=vl, velocity_set=name, collision=collision)
 
 
 def rel_err(got, want) -> float:

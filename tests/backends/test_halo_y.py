@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from programs import PROGRAMS
 from wall_support import FORCE, T_BOTTOM, T_TOP, wall_state  # noqa: F401
 
 LX, LY = 4, 24
@@ -19,11 +20,8 @@ class _Walls:
 
 
 def _program(layout, vl, halo_y):
-    from lbgen.backends import c
-    from lbgen.codegen.render import generate
-    from lbgen.codegen.spec import KernelSpec
-    spec = KernelSpec(layout=layout, vl=vl, collision="regularized", walls=True, halo_y=halo_y)
-    return c.compile(generate(spec), LX, LY, strict=True, threads=2)
+    return PROGRAMS.of("c", (LX, LY), True, {"threads": 2}, layout=layout, vl=vl, collision="regularized", walls=True,
+                       halo_y=halo_y)
 
 
 def _run(prog, state, how):

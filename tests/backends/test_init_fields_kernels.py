@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from helpers import LX, LY, random_fields
-from lbgen.codegen.render import generate
-from lbgen.codegen.spec import KernelSpec
+from programs import PROGRAMS
 from lbgen.model.velocity_set import velocity_set
 from lbgen.reference import bulk as ref
 
@@ -27,23 +26,12 @@ REQUIRED = ("c", "opencl", "cuda-shim")        # must run under CI=true (cuda ne
 
 def _program(backend, collision, velocity_set="d2q37", layout="caosoa", vl=8):
     from lbgen import backends
-    try:
-        if backend == "cuda-shim":
-            from lbgen.backends.cuda import shim
-            ok, why = shim.available()
-            compile_fn = shim.compile
-        else:
-            ok, why = backends.available(backend)
-            compile_fn = backends.load(backend).compile if ok else None
-    except Exception as e:  # noqa: BLE001 - any reason a backend cannot run here
-        ok, why = False, str(e)
+    ok, why = backends.available(backend)
     if not ok:
         if CI and backend in REQUIRED:
             pytest.fail(f"{backend} must run under CI=true: {why}")
         pytest.skip(f"{backend}: {why}")
-    spec = KernelSpec(backend="cuda" if backend.startswith("cuda") else backend, layout=layout, vl=vl,
-                      collision=collision, velocity_set=velocity_set)
-    return compile_fn(generate(spec), LX, LY)
+    return PROGRAMS.of(backend, (LX, LY), layout=layout, vl=vl, collision=collision, velocity_set=velocity_set)
 
 
 @pytest.mark.parametrize("collision", ["bgk", "regularized"])

@@ -48,16 +48,12 @@ def relative_error(got, want):
 
 
 @pytest.fixture(scope="module")
-def ocl_program():
-    memo = {}
+def ocl_program(programs):
+    """ocl_program(layout, vl, precision, collision, strict) from the session's cache."""
 
     def get(layout, vl, precision="double", collision="bgk", strict=False):
-        key = (layout, vl, precision, collision, strict)
-        if key not in memo:
-            src = generate(KernelSpec(backend="opencl", layout=layout, vl=vl, precision=precision,
-                                      collision=collision))
-            memo[key] = ob.compile(src, LX, LY, strict=strict)
-        return memo[key]
+        return programs.of("opencl", (LX, LY), strict, layout=layout, vl=vl, precision=precision,
+                           collision=collision)
 
     return get
 

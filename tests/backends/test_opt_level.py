@@ -57,14 +57,13 @@ CASES_3D = [pytest.param(layout, vl, operator, marks=_slow_unless(i == 0), id=f"
 
 @pytest.mark.parametrize("layout, vl, operator", CASES_3D)
 def test_strict_3d_builds_give_the_same_bits_at_O1_and_O3(layout, vl, operator):
-    from lbgen.backends.c import compile3d
-    from lbgen.codegen.render import generate
-    from lbgen.codegen.spec import KernelSpec
-    src = generate(KernelSpec(backend="c", layout=layout, vl=vl, velocity_set="d3q19", collision=operator))
+    from programs import PROGRAMS
     f0 = support3d.random_state("d3q19")
     results = []
     for level in (SUITE_LEVEL, "-O3"):
-        prog = compile3d(src, *support3d.SHAPE, flags=None if level == SUITE_LEVEL else _flags(level), strict=True)
+        options = {} if level == SUITE_LEVEL else {"flags": _flags(level)}
+        prog = PROGRAMS.of("c", support3d.SHAPE, True, options, layout=layout, vl=vl, velocity_set="d3q19",
+                           collision=operator)
         for fused in (True, False):
             results.append(prog.unpack(support3d.kernel_run(prog, f0, STEPS, operator, fused=fused)))
     fused1, unfused1, fused3, unfused3 = results

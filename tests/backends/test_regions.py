@@ -27,14 +27,8 @@ PIECES = [(H, LX - H, H, LY - H), (0, H, 0, LY), (LX - H, LX, 0, LY), (H, LX - H
 
 @pytest.fixture(scope="module")
 def programs():
-    memo = {}
-
-    def get(layout, vl, backend="c"):
-        if (backend, layout, vl) not in memo:
-            memo[backend, layout, vl], = strict_walled_programs(backend, layout, vl, LX, LY)
-        return memo[backend, layout, vl]
-
-    return get
+    """programs(layout, vl, backend='c'): the strict walled program (the session's cache)."""
+    return lambda layout, vl, backend="c": strict_walled_programs(backend, layout, vl, LX, LY)[0]
 
 
 def _state(prog, wall_state):  # noqa: F811

@@ -12,7 +12,6 @@ import pytest
 from lbgen.reference import bulk as ref
 from lbgen.backends import c as cbackend
 from lbgen.codegen.spec import MAX_TIME_BLOCK, KernelSpec
-from lbgen.codegen.render import generate
 from lbgen.simulation.runner import Simulation, SimulationError, Walls
 
 LX, LY = 7, 24
@@ -33,19 +32,18 @@ def state():
 
 
 @pytest.fixture(scope="module")
-def two_thread_program():
-    memo = {}
+def two_thread_program(programs):
+    """two_thread_program(layout, vl, collision, walls): strict, 2 threads (the session's cache)."""
+    handed = []
 
     def get(layout, vl, collision, walls):
-        key = (layout, vl, collision, walls)
-        if key not in memo:
-            spec = KernelSpec(backend="c", layout=layout, vl=vl, collision=collision, walls=walls)
-            memo[key] = cbackend.compile(generate(spec), LX, LY, strict=True, threads=2)
-        return memo[key]
+        handed.append(programs.of("c", (LX, LY), True, {"threads": 2}, layout=layout, vl=vl, collision=collision,
+                                  walls=walls))
+        return handed[-1]
 
     yield get
-    if memo:    # the OpenMP thread count is process-wide: back to the tests' one
-        next(iter(memo.values())).lib.lbgen_set_threads(1)
+    if handed:    # the OpenMP thread count is process-wide: back to the tests' one
+        handed[0].lib.lbgen_set_threads(1)
 
 
 def single_steps(prog, f0, steps, walls, params):
@@ -114,14 +112,14 @@ BANDED_FAST = [("aos", None, "regularized", True, 181), ("caosoa", 4, "bgk", Fal
     pytest.param(*case, id=f"{case[0]}{'-vl' + str(case[1]) if case[1] else ''}-{case[2]}-"
                            f"{'walls' if case[3] else 'periodic'}-ly{case[4]}",
                  marks=() if case in BANDED_FAST else (pytest.mark.slow,)) for case in BANDED])
-def test_banded_time_blocks_equal_single_steps_bit_for_bit(layout, vl, collision, walls, ly):
+def test_banded_time_blocks_equal_single_steps_bit_for_bit(layout, vl, collision, walls, ly, programs):
     """Tall columns are cut into bands of rows (a 1 KiB cache budget forces the smallest
     bands): end bands read lane-shifted copies of prv, inner bands prv itself; with walls
     the end bands also complete their wall's sites with the bc."""
     lx = 7
     spec = KernelSpec(backend="c", layout=layout, vl=vl, collision=collision, walls=walls)
     flags = cbackend.default_flags() + ("-DLBGEN_TB_KB=1",)       # the suite's level (LBGEN_OPT_LEVEL)
-    prog = cbackend.compile(generate(spec), lx, ly, strict=True, threads=2, flags=flags)
+    prog = programs(spec, (lx, ly), strict=True, threads=2, flags=flags)
     try:
         rng = np.random.default_rng(5)
         shape = (lx, ly)
@@ -251,11 +249,11 @@ def test_tune_chooses_and_stores_the_time_block(tmp_path, monkeypatch):
     assert "time block" in T.format_ranking(entry)
 
 
-def test_d2q9_time_blocks_equal_single_steps_bit_for_bit():
+def test_d2q9_time_blocks_equal_single_steps_bit_for_bit(programs):
     """The blocked sweep is velocity-set generic: D2Q9 (reach 1 inside the 3-wide halo)."""
     lx, ly = 9, 48
     spec = KernelSpec(backend="c", layout="caosoa", vl=4, velocity_set="d2q9")
-    prog = cbackend.compile(generate(spec), lx, ly, strict=True, threads=2)
+    prog = programs(spec, (lx, ly), strict=True, threads=2)
     try:
         rng = np.random.default_rng(3)
         fields = [1 + 0.05 * rng.uniform(-1, 1, (lx, ly)), 0.05 * rng.uniform(-1, 1, (lx, ly)),

@@ -22,12 +22,12 @@ import pytest
 from click.testing import CliRunner
 
 from helpers import config_id
-from wall_support import OPERATOR_PARAMS, T_BOTTOM, T_TOP, _backend, run_walls
+from programs import PROGRAMS
+from wall_support import OPERATOR_PARAMS, T_BOTTOM, T_TOP, run_walls, runtime_of
 from lbgen.reference import bulk as ref
 from lbgen.reference import walls as refw
 from lbgen.cli.main import main
 from lbgen.codegen.spec import KernelSpec, SpecError
-from lbgen.codegen.render import generate
 from lbgen.model.velocity_set import d2q37
 from lbgen.simulation.runner import Simulation, SimulationError, Walls
 from lbgen.run.setups import rayleigh_taylor
@@ -95,10 +95,9 @@ WALL_CASES = {"fixed-bottom": (False, True), "adiabatic-bottom": (True, False)}
 
 
 
-@lru_cache(maxsize=None)
 def _program(backend, layout, vl, collision, scheme, strict=False, lx=LX, ly=LY):
-    spec = KernelSpec(backend=backend, layout=layout, vl=vl, collision=collision, walls=True, wall_scheme=scheme)
-    return _backend(backend).compile(generate(spec), lx, ly, strict=strict)
+    return PROGRAMS.of(runtime_of(backend), (lx, ly), strict, layout=layout, vl=vl, collision=collision, walls=True,
+                       wall_scheme=scheme)
 
 
 @lru_cache(maxsize=None)
@@ -172,7 +171,7 @@ def test_both_schemes_conserve_mass_with_adiabatic_walls_under_gravity(scheme):
 
 def test_strict_reference_scheme_is_bit_identical_across_backends():
     report = verify(backends=["c", "opencl", "cuda-shim"], layouts=[("caosoa", 8)], collisions=["regularized"],
-                    steps=5, lx=4, ly=24, strict=True, walls=True, wall_scheme="reference")
+                    steps=5, shape=(4, 24), strict=True, walls=True, wall_scheme="reference")
     assert report.ok, report.table()
     others = [r for r in report.rows if r.backend != "c"]
     if not others:

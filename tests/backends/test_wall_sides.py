@@ -31,14 +31,9 @@ class _Walls:
 
 @pytest.fixture(scope="module")
 def programs():
-    memo = {}
-
-    def get(layout, vl, backend="c"):
-        if (backend, layout, vl) not in memo:
-            memo[backend, layout, vl] = strict_walled_programs(backend, layout, vl, LX, LY, HALF)
-        return memo[backend, layout, vl]
-
-    return get
+    """programs(layout, vl, backend='c'): the strict walled programs of LX x LY and LX x HALF
+    (the session's cache)."""
+    return lambda layout, vl, backend="c": strict_walled_programs(backend, layout, vl, LX, LY, HALF)
 
 
 def fill_y_halo_from(prog, buf, other):

@@ -12,9 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wall_support import FORCE, T_BOTTOM, T_TOP, _backend, wall_state  # noqa: F401
-from lbgen.codegen.render import generate
-from lbgen.codegen.spec import KernelSpec
+from programs import PROGRAMS
+from wall_support import FORCE, T_BOTTOM, T_TOP, runtime_of, wall_state  # noqa: F401
 from lbgen.reference import bulk as ref
 from lbgen.reference import walls as refw
 
@@ -29,15 +28,11 @@ CASES = [("c", "aos", None, "bgk"), ("c", "caosoa", 8, "regularized"), ("c", "cs
 
 @pytest.fixture(scope="module")
 def programs():
-    memo = {}
+    """programs(backend, layout, vl, operator): the strict walled program (the session's cache)."""
 
     def get(backend, layout, vl, operator):
-        key = (backend, layout, vl, operator)
-        if key not in memo:
-            mod = _backend(backend)
-            spec = KernelSpec(backend=backend, layout=layout, vl=vl, collision=operator, walls=True)
-            memo[key] = mod.compile(generate(spec), LX, LY, strict=True)
-        return memo[key]
+        return PROGRAMS.of(runtime_of(backend), (LX, LY), True, layout=layout, vl=vl, collision=operator,
+                           walls=True)
 
     return get
 

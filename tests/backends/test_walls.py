@@ -21,12 +21,11 @@ import pytest
 from helpers import config_id
 from lbgen.reference import bulk as ref
 from lbgen.reference import walls as refw
-from lbgen.codegen.spec import KernelSpec
-from lbgen.codegen.render import generate
 from lbgen.output import diagnostics
 from lbgen.simulation.runner import Simulation, Walls
 from lbgen.run.setups import rayleigh_taylor
-from wall_support import (ADIABATIC, CASES, case_params, FORCE, LX, LY, OPERATORS, OPERATOR_PARAMS, R, SINGLE_CASES, STEPS, T_BOTTOM, T_TOP, TOLERANCE, _backend, case_id, rel_err, run_walls)  # noqa: F401
+from wall_support import (ADIABATIC, CASES, case_params, FORCE, LX, LY, OPERATORS, OPERATOR_PARAMS, R, SINGLE_CASES, STEPS, T_BOTTOM, T_TOP, TOLERANCE, _backend, case_id, rel_err, run_walls, runtime_of)  # noqa: F401
+from programs import PROGRAMS
 
 
 @pytest.mark.parametrize("operator", OPERATORS)
@@ -54,8 +53,7 @@ def test_bc_single_precision(case, operator, wall_program, wall_state, wall_refe
 
 @pytest.mark.parametrize("backend", ["c", "opencl", "cuda"])
 def test_bc_needs_a_walls_spec(backend):
-    mod = _backend(backend)
-    prog = mod.compile(generate(KernelSpec(backend=backend, layout="soa", vl=None)), LX, LY)
+    prog = PROGRAMS.of(runtime_of(backend), (LX, LY), layout="soa", vl=None)
     with pytest.raises(ValueError, match="walls"):
         prog.bc(prog.allocate(), prog.allocate())
 

@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from helpers import config_id
+from programs import PROGRAMS
 from lbgen.backends import BackendUnavailable
-from lbgen.codegen.render import generate
-from lbgen.codegen.spec import KernelSpec
 from lbgen.model.velocity_set import d2q37
 from lbgen.reference import bulk as ref
 from lbgen.reference import walls as refw
@@ -65,28 +64,31 @@ def _backend(name):
     return mod
 
 
+def runtime_of(name):
+    """The runtime that runs a wall test's backend `name` here (the CUDA source: the host shim),
+    skipping the test where it cannot run."""
+    _backend(name)
+    return "cuda-shim" if name == "cuda" else name
+
+
 def strict_walled_programs(backend, layout, vl, lx, *lys):
     """The strict regularized kernels with walls of one backend and layout, compiled for
-    lx x ly for each ly given (C with 2 threads): the programs of the region and wall-side tests."""
-    mod = _backend(backend)
-    source = generate(KernelSpec(backend=backend, layout=layout, vl=vl, collision="regularized", walls=True))
-    extra = dict(threads=2) if backend == "c" else {}
-    return tuple(mod.compile(source, lx, ly, strict=True, **extra) for ly in lys)
+    lx x ly for each ly given (C with 2 threads): the programs of the region and wall-side tests
+    (the session's cache, tests/programs.py)."""
+    runtime = runtime_of(backend)
+    options = dict(threads=2) if backend == "c" else {}
+    return tuple(PROGRAMS.of(runtime, (lx, ly), True, options, layout=layout, vl=vl, collision="regularized",
+                             walls=True) for ly in lys)
 
 
 @pytest.fixture(scope="module")
 def wall_program():
-    """wall_program(backend, layout, vl, collision, precision) -> Program with the bc kernel."""
-    memo = {}
+    """wall_program(backend, layout, vl, collision, precision) -> Program with the bc kernel
+    (the session's cache, tests/programs.py)."""
 
     def get(backend, layout, vl, collision="bgk", precision="double", strict=False, lx=LX, ly=LY):
-        key = (backend, layout, vl, collision, precision, strict, lx, ly)
-        if key not in memo:
-            mod = _backend(backend)
-            spec = KernelSpec(backend=backend, layout=layout, vl=vl, collision=collision, precision=precision,
-                              walls=True)
-            memo[key] = mod.compile(generate(spec), lx, ly, strict=strict)
-        return memo[key]
+        return PROGRAMS.of(runtime_of(backend), (lx, ly), strict, layout=layout, vl=vl, collision=collision,
+                           precision=precision, walls=True)
 
     return get
 

@@ -85,7 +85,7 @@ def test_d3q39_temperature_wave_at_equal_pressure_decays_at_kappa(collision, par
 def test_d3q103_temperature_wave_decays_at_the_fourth_order_kappa(T):
     """The fourth-order D3Q103 conducts heat as D2Q37 does: kappa = (tau - 1/2) T / r^2 away
     from T = 1 (no / T^2): measured -0.04 % and +1.4 %, where D3Q39's third-order rule is off
-    by 51 % and 34 %.  SoA along a 64-site X (the build of test_verify3d's D3Q103 case, ~100 s
+    by 51 % and 34 %.  SoA along a 64-site X (the build of test_verify's D3Q103 case, ~100 s
     of gcc)."""
     params, rho = {"tau": 0.8}, 1.2
     r = physics.scale_factor("d3q103")

@@ -101,7 +101,7 @@ def test_d2q9_kernels_match_the_reference_on_every_layout_and_backend(walls, col
     """Fused and unfused periodic steps (BGK), and propagate + bc + collide with walls (regularized;
     its bulk rows are the periodic regularized collide): one compile per backend x layout each."""
     report = verify(backends=BACKENDS, layouts=D2Q9_LAYOUTS, collisions=(collision,), steps=4,
-                    lx=5, ly=16, walls=walls, velocity_set="d2q9")
+                    shape=(5, 16), walls=walls, velocity_set="d2q9")
     assert not report.skipped, report.skipped
     assert len(report.rows) == len(BACKENDS) * len(D2Q9_LAYOUTS) * 2     # unfused and fused (walls: fused_walls)
     assert report.ok, report.table()
@@ -110,7 +110,7 @@ def test_d2q9_kernels_match_the_reference_on_every_layout_and_backend(walls, col
 
 def test_d2v17_kernels_match_the_reference():
     report = verify(backends=["c"], layouts=[("caosoa", 8)], collisions=("bgk", "regularized"), steps=4,
-                    lx=5, ly=24, walls=True, velocity_set="d2v17")
+                    shape=(5, 24), walls=True, velocity_set="d2v17")
     assert report.ok and len(report.rows) == 4, report.table()     # 2 operators x unfused, fused_walls
 
 

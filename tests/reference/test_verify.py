@@ -1,4 +1,7 @@
-"""`lbgen verify` passes on correct kernels and fails (non-zero) on a broken one."""
+"""`lbgen verify` (lbgen.reference.verify, one module for any D) passes on correct kernels and
+fails (exit status 1) on a broken one, in 2D against lbgen.reference.bulk + walls and in 3D
+against lbgen.reference.bulk3d (walls, a lid and a voxel mask); strict builds are bit-identical
+across backends; bad input is refused before any work."""
 import json
 
 import numpy as np
@@ -6,7 +9,16 @@ import pytest
 from click.testing import CliRunner
 
 import lbgen.codegen.render as codegen
+import lbgen.codegen.render3d as render3d
+from lbgen.backends import available
 from lbgen.cli.main import main
+from lbgen.reference import verify as verify_module
+from lbgen.model.velocity_set import velocity_set
+from helpers import require
+
+#: per dimension: a set, and the render hook whose pull terms a broken kernel corrupts
+SETS = {2: "d2q37", 3: "d3q19"}
+PULL_TERMS = {2: (codegen, "_index_terms"), 3: (render3d, "_pull_terms")}
 
 
 def _verify(*args):
@@ -32,20 +44,22 @@ def test_verify_strict_requires_bit_identical_backends():
     assert all(r["vs_c"] == 0 for r in others)
 
 
-def test_verify_fails_when_a_kernel_has_a_wrong_offset(monkeypatch):
-    real = codegen._index_terms
+@pytest.mark.parametrize("dimension", [2, 3])
+def test_verify_fails_when_a_kernel_pulls_from_the_wrong_site(monkeypatch, dimension):
+    module, name = PULL_TERMS[dimension]
+    real = getattr(module, name)
 
     def broken(*args):
         terms = real(*args)
         terms["pull"] = list(terms["pull"])
-        terms["pull"][5] = terms["pull"][5] + " + SX"      # population 5 pulled from the wrong column
+        terms["pull"][5] = terms["pull"][5] + " + SX"      # population 5 pulled from the wrong X column
         return terms
 
-    monkeypatch.setattr(codegen, "_index_terms", broken)
+    monkeypatch.setattr(module, name, broken)
     # render afresh: the on-disk cache of rendered sources is keyed by the code on disk
     monkeypatch.setattr(codegen, "cached_pickle", lambda kind, key, build: build())
-    result = CliRunner().invoke(main, ["verify", "--backends", "c", "--layouts", "soa", "--steps", "5",
-                                       "--collision", "bgk"])
+    result = CliRunner().invoke(main, ["verify", "--velocity-set", SETS[dimension], "--backends", "c", "--layouts",
+                                       "soa", "--steps", "3", "--collision", "bgk"])
     assert result.exit_code == 1, result.output
     assert "MISMATCH" in result.output
 
@@ -57,20 +71,24 @@ def test_verify_with_walls_checks_the_bc_kernel():
     assert data["walls"] is True and data["ok"] is True
 
 
+@pytest.mark.parametrize("dimension", [2, 3])
 @pytest.mark.parametrize("args, message", [
     (["--layouts", "caosoa"], "needs a VL"),
     (["--layouts", "caosoa-vl6"], "VL=6 is not a power of two"),
     (["--backends", "metal"], "unknown backend 'metal'"),
     (["--collision", "mrt"], "unknown collision operator 'mrt'"),
+    (["--ly", "12", "--lz", "12", "--layouts", "caosoa-vl8"], "caosoa-vl8 on 6 x 12"),
+    (["--precision", "single", "--steps", "1000"], "rounding alone"),
 ])
-def test_verify_rejects_bad_input(args, message):
-    result = CliRunner().invoke(main, ["verify", *args])
-    assert result.exit_code == 2 and message in result.output
+def test_verify_rejects_bad_input(monkeypatch, args, message, dimension):
+    _no_compiling(monkeypatch)
+    if dimension == 2 and "--lz" in args:
+        args = args[:2] + args[4:]
+    result = CliRunner().invoke(main, ["verify", "--velocity-set", SETS[dimension], *args])
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output, result.output
 
 
 # --- the tolerance follows the case; nothing run is an error ---------------------------------------
-from lbgen.reference import verify as verify_module  # noqa: E402
-from lbgen.model.velocity_set import velocity_set  # noqa: E402
 
 
 def _no_compiling(monkeypatch):
@@ -108,7 +126,7 @@ def test_the_d2v17_reference_wall_case_of_the_issue_passes():
     """4 x 24, d2v17, reference walls: a wall row whose rebuilt populations nearly cancel made
     a correct kernel differ by 1.9e-12 after 4 steps (seed 0), beyond the old fixed 1e-12."""
     report = verify_module.verify(backends=["c"], layouts=[("soa", None)], collisions=["regularized"], steps=4,
-                                  lx=4, ly=24, walls=True, wall_scheme="reference", velocity_set="d2v17")
+                                  shape=(4, 24), walls=True, wall_scheme="reference", velocity_set="d2v17")
     assert report.ok, report.table()
     worst = max(report.rows, key=lambda r: r.error)
     assert worst.error > 1e-12 and worst.error <= worst.tolerance
@@ -120,7 +138,7 @@ def test_an_ill_conditioned_case_is_refused_before_compiling(monkeypatch):
     monkeypatch.setattr(verify_module, "wall_amplification", lambda g, vs: (float("inf"), 2, 21))
     with pytest.raises(verify_module.NothingVerified,
                        match=r"nothing was verified: rounding alone .* \(x=2, y=21\) at step 1"):
-        verify_module.verify(backends=["c"], layouts=[("soa", None)], steps=2, lx=4, ly=24, walls=True,
+        verify_module.verify(backends=["c"], layouts=[("soa", None)], steps=2, shape=(4, 24), walls=True,
                              wall_scheme="reference", velocity_set="d2v17")
 
 
@@ -147,7 +165,13 @@ def test_no_configuration_offered_is_an_error(monkeypatch):
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(steps=0), "steps=0 must be an integer >= 1"),
-    (dict(lx=0), "lx=0 must be an integer >= 1"),
+    (dict(shape=(6, 0)), "ly=0 must be an integer >= 1"),
+    (dict(shape=(6, 5, 8)), "d2q37 is a 2D set, so it takes 2"),
+    (dict(shape=96), r"shape=96 must be a tuple of sizes \(lx x ly\)"),
+    (dict(velocity_set="d3q19", shape=(6, 5, 0)), "lz=0 must be an integer >= 1"),
+    (dict(velocity_set="d3q19", shape=(6, 96)), "d3q19 is a 3D set, so it takes 3"),
+    (dict(velocity_set="d3q19", wall_scheme="reference"), "half-way bounce-back"),
+    (dict(velocity_set="d3q39"), "regularized operator is second order"),
     (dict(collisions=[]), "nothing was verified: no collisions given"),
     (dict(precisions=["quad"]), "unknown precision 'quad'"),
 ])
@@ -157,9 +181,11 @@ def test_bad_arguments_are_refused_before_any_work(monkeypatch, kwargs, message)
         verify_module.verify(backends=["c"], layouts=[("soa", None)], **dict(kwargs))
 
 
-def test_progress_knows_its_total():
+@pytest.mark.parametrize("dimension", [2, 3])
+def test_progress_knows_its_total(dimension):
     seen = []
     report = verify_module.verify(backends=["c"], layouts=[("soa", None)], collisions=["bgk"], steps=2,
+                                  velocity_set=SETS[dimension],
                                   on_plan=lambda total: seen.append(("plan", total)),
                                   progress=lambda row: seen.append(("row", row.path)))
     assert seen == [("plan", 2), ("row", "unfused"), ("row", "fused")]
@@ -170,3 +196,87 @@ def test_progress_knows_its_total():
 def test_an_empty_report_says_nothing_was_verified():
     text = verify_module.Report().table()
     assert "nothing was verified" in text and "MISMATCH" not in text and not verify_module.Report().ok
+
+
+# --- 3D: the oracle lbgen.reference.bulk3d --------------------------------------------------------
+def test_3d_verify_runs_every_layout_against_the_oracle():
+    r = _verify("--velocity-set", "d3q19", "--backends", "c", "--steps", "5")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["ok"] and data["lattice"] == [6, 5, 32] and data["velocity_set"] == "d3q19"
+    assert data["dimension"] == 3 and data["wall_scheme"] is None
+    tags = {(row["layout"], row["vl"]) for row in data["rows"]}
+    assert tags == {("aos", None), ("soa", None), ("csoa", 8), ("caosoa", 8), ("caosoa", 32)}
+    assert {row["path"] for row in data["rows"]} == {"unfused", "fused"}
+    assert {row["collision"] for row in data["rows"]} == {"bgk", "regularized"}
+    assert all(0 < row["error"] <= 1e-13 for row in data["rows"])
+
+
+def test_3d_verify_with_boundaries_on_d3q27_and_a_smaller_lattice():
+    r = _verify("--velocity-set", "d3q27", "--backends", "c", "--walls", "--lz", "8", "--steps", "4")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["ok"] and data["lattice"] == [6, 5, 8] and "solid voxels" in data["boundaries"]
+    assert {row["vl"] for row in data["rows"]} == {None, 8}            # VL 32 does not fit LZ = 8: left out
+
+
+def test_3d_verify_of_the_thermal_d3q39_with_boundaries():
+    """D3Q39 (halo 3, a random temperature field) against the oracle's third-order BGK."""
+    r = _verify("--velocity-set", "d3q39", "--collision", "bgk", "--backends", "c", "--walls", "--lz", "24",
+                "--steps", "6")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["ok"] and {row["vl"] for row in data["rows"]} == {None, 8}       # VL 32 does not fit LZ = 24
+    assert all(0 < row["error"] <= 1e-13 for row in data["rows"])
+
+
+@pytest.mark.slow
+def test_3d_verify_of_the_fourth_order_d3q103_with_boundaries():
+    """D3Q103 (halo 3, 103 populations; one C build, SoA, ~100 s of gcc, and the OpenCL
+    kernels of the same text, ~12 s) against the oracle's fourth-order BGK, with walls, a lid
+    and solid voxels."""
+    require(*available("opencl"), "OpenCL")
+    r = _verify("--velocity-set", "d3q103", "--collision", "bgk", "--backends", "c,opencl", "--layouts", "soa",
+                "--walls", "--lz", "12", "--steps", "6")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["ok"] and sorted(row["backend"] for row in data["rows"]) == ["c", "c", "opencl", "opencl"]
+    assert all(0 < row["error"] <= 1e-13 for row in data["rows"])
+
+
+def test_a_wrong_3d_oracle_parameter_is_a_mismatch(monkeypatch):
+    """The comparison can fail: the oracle at another tau than the kernels'."""
+    monkeypatch.setattr(verify_module, "oracle_parameters3d", lambda c: {"tau": 0.81})
+    report = verify_module.verify(backends=["c"], layouts=[("soa", None)], collisions=["bgk"], steps=3,
+                                  velocity_set="d3q19")
+    assert not report.ok and all(row.error > 1e-6 for row in report.rows)
+
+
+def test_strict_single_precision_with_a_lid_is_bit_identical_across_backends():
+    ok, why = available("opencl")
+    require(ok, why, "OpenCL")
+    shim, why = available("cuda-shim")
+    require(shim, why, "the CUDA shim")
+    report = verify_module.verify(backends=["c", "opencl", "cuda-shim"], layouts=[("soa", None)],
+                                  collisions=["bgk"], precisions=["single"], steps=2, walls=True, strict=True,
+                                  velocity_set="d3q19")
+    others = [row for row in report.rows if row.backend != "c"]
+    assert report.ok and len(others) == 4 and all(row.vs_c == 0 for row in others)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--velocity-set", "d3q39"], "regularized operator is second order"),
+    (["--lz", "8"], "--lz 8: d2q37 is a 2D set"),
+    (["--velocity-set", "d3q19", "--wall-scheme", "reference"], "--wall-scheme"),
+    (["--velocity-set", "d3q19", "--lz", "0"], "--lz"),
+])
+def test_options_of_one_dimension_are_refused_in_the_other_before_any_work(monkeypatch, args, message):
+    _no_compiling(monkeypatch)
+    r = CliRunner().invoke(main, ["verify", *args])
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+
+
+def test_a_lattice_no_default_layout_fits_is_an_error_naming_the_rule(monkeypatch):
+    _no_compiling(monkeypatch)
+    result = CliRunner().invoke(main, ["verify", "--backends", "c", "--ly", "3", "--walls"])
+    assert result.exit_code == 2 and "no default layout fits 6 x 3" in result.output and "LY >= 8" in result.output
