@@ -25,7 +25,7 @@ import numpy as np
 from lbgen.backends import compile3d, spec_backend
 from lbgen.codegen.layouts import CLUSTERED
 from lbgen.codegen.render import generate
-from lbgen.codegen.render3d import check_sizes3d
+from lbgen.codegen.kernel_api import check_sizes3d
 from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.reference import VERIFY_LATTICE_3D, bulk3d as oracle
 from lbgen.reference.verify import (DEFAULT_LAYOUTS, MAX_TOLERANCE, PARAMS, VERIFY_BACKENDS, NothingVerified, Report, Row,

@@ -1,4 +1,4 @@
-"""3D kernel specs and their rendering (lbgen.codegen.render3d): the dimension comes from the
+"""3D kernel specs and their rendering (lbgen.codegen.render): the dimension comes from the
 velocity set, every backend takes it (OpenCL and CUDA: tests/backends/test_gpu3d.py); the rendered 3D C is
 valid C (gcc -fsyntax-only -Wall -Wextra -Werror, unused parameters aside) for every layout; the size rules of the
 emitted check name the bad value."""
@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from lbgen.codegen.render import generate, render_key
-from lbgen.codegen.render3d import ENTRY_POINTS_3D, check_sizes3d
+from lbgen.codegen.kernel_api import ENTRY_POINTS_3D, check_sizes3d
 from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.model.velocity_set import velocity_set
 

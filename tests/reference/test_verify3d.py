@@ -10,7 +10,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-import lbgen.codegen.render3d as render3d
+import lbgen.codegen.render as render
 import lbgen.reference.verify3d as verify3d
 from lbgen.backends import available
 from lbgen.cli.main import main
@@ -67,7 +67,7 @@ def test_3d_verify_of_the_fourth_order_d3q103_with_boundaries():
 
 
 def test_3d_verify_fails_when_a_kernel_pulls_from_the_wrong_site(monkeypatch):
-    real = render3d._pull_terms
+    real = render._pull_terms
 
     def broken(*args):
         terms = real(*args)
@@ -75,7 +75,7 @@ def test_3d_verify_fails_when_a_kernel_pulls_from_the_wrong_site(monkeypatch):
         terms["pull"][5] = terms["pull"][5] + " + SX"      # population 5 pulled from the wrong X column
         return terms
 
-    monkeypatch.setattr(render3d, "_pull_terms", broken)
+    monkeypatch.setattr(render, "_pull_terms", broken)
     import lbgen.codegen.render as render
     monkeypatch.setattr(render, "cached_pickle", lambda kind, key, build: build())
     r = CliRunner().invoke(main, ["verify", "--velocity-set", "d3q19", "--backends", "c", "--layouts", "soa",
