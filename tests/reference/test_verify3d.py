@@ -76,7 +76,6 @@ def test_3d_verify_fails_when_a_kernel_pulls_from_the_wrong_site(monkeypatch):
         return terms
 
     monkeypatch.setattr(render, "_pull_terms", broken)
-    import lbgen.codegen.render as render
     monkeypatch.setattr(render, "cached_pickle", lambda kind, key, build: build())
     r = CliRunner().invoke(main, ["verify", "--velocity-set", "d3q19", "--backends", "c", "--layouts", "soa",
                                   "--collision", "bgk", "--steps", "3"])
