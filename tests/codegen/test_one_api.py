@@ -65,7 +65,7 @@ def test_both_headers_state_one_api_version_and_their_dimension():
     for spec, d in ((KernelSpec(), 2), (KernelSpec(velocity_set="d3q19"), 3)):
         header = emit_files(spec)["lbgen_kernels.h"]
         assert "#define LBGEN_API_VERSION 4\n" in header and f"#define LBGEN_D    {d}   /* dimension */" in header
-        assert "lbgen_boundaries" not in header.replace("replace the 3D lbgen_boundaries", "")
+        assert "lbgen_boundaries" not in header
 
 
 @pytest.fixture(scope="module")
