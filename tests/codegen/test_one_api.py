@@ -68,9 +68,18 @@ def test_both_headers_state_one_api_version_and_their_dimension():
         assert "lbgen_boundaries" not in header
 
 
+def _program(runtime):
+    from lbgen.backends import available, spec_backend
+    ok, why = available(runtime)
+    if not ok:
+        pytest.skip(why)
+    spec = KernelSpec(backend=spec_backend(runtime), velocity_set="d3q19", layout="caosoa", vl=4)
+    return compile3d(runtime, generate(spec), (6, 5, 8))
+
+
 @pytest.fixture(scope="module")
 def program():
-    return compile3d("c", generate(KernelSpec(velocity_set="d3q19", layout="caosoa", vl=4)), (6, 5, 8))
+    return _program("c")
 
 
 def _state(program, seed=1):
@@ -79,8 +88,11 @@ def _state(program, seed=1):
     return program.pack(plain)
 
 
+@pytest.mark.parametrize("runtime", ["c", pytest.param("opencl", marks=pytest.mark.slow),
+                                     pytest.param("cuda-shim", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("kernel", ["propagate", "collide", "fused"])
-def test_a_3d_sweep_writes_its_region_and_no_other_site(program, kernel):
+def test_a_3d_sweep_writes_its_region_and_no_other_site(runtime, kernel):
+    program = _program(runtime)
     params = {"tau": 0.8, "ax": 1e-5, "ay": 0.0, "az": -2e-5}
     bc = program.boundaries(walls="y", lids={"y-high": (0.02, 0, 0.01)})
     f = _state(program)
