@@ -348,22 +348,8 @@ class Program(abc.ABC):
         return bool(bottom), bool(top)
 
     def _check_region(self, region) -> tuple:
-        """(x0, x1, y0, y1) of a sweep's region: None is the whole lattice, else interior sites
-        x0 <= x < x1, y0 <= y < y1, checked here (the kernels trust it)."""
-        if region is None:
-            return 0, self.lx, 0, self.ly
-        try:
-            x0, x1, y0, y1 = region
-        except (TypeError, ValueError):
-            raise ValueError(f"region={region!r} must be (x0, x1, y0, y1): interior sites x0 <= x < x1, "
-                             f"y0 <= y < y1") from None
-        for name, v in zip(("x0", "x1", "y0", "y1"), (x0, x1, y0, y1)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise ValueError(f"region: {name}={v!r} is not an integer")
-        if not (0 <= x0 <= x1 <= self.lx and 0 <= y0 <= y1 <= self.ly):
-            raise ValueError(f"region (x0, x1, y0, y1) = {(x0, x1, y0, y1)} outside the lattice: allowed "
-                             f"0 <= x0 <= x1 <= {self.lx}, 0 <= y0 <= y1 <= {self.ly}")
-        return int(x0), int(x1), int(y0), int(y1)
+        """(x0, x1, y0, y1) of a sweep's region (``checked_region``)."""
+        return checked_region(region, self.lx, self.ly)
 
     def _region_items(self, region: tuple) -> int:
         """Work-items (threads) of a GPU sweep over a checked region: its columns times the
@@ -572,6 +558,26 @@ class Program(abc.ABC):
         return ordered_parameters(self, OPERATOR_PARAMETERS[self.spec.collision], params)
 
 
+def checked_region(region, lx: int, ly: int, note: str = "") -> tuple:
+    """(x0, x1, y0, y1) of a sweep's region, for any D: None is the whole lattice, else interior
+    sites x0 <= x < x1, y0 <= y < y1 (3D: whole Z lines, ``note``), checked here (the kernels
+    trust it)."""
+    if region is None:
+        return 0, lx, 0, ly
+    try:
+        x0, x1, y0, y1 = region
+    except (TypeError, ValueError):
+        raise ValueError(f"region={region!r} must be (x0, x1, y0, y1): interior sites x0 <= x < x1, "
+                         f"y0 <= y < y1{note}") from None
+    for name, v in zip(("x0", "x1", "y0", "y1"), (x0, x1, y0, y1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ValueError(f"region: {name}={v!r} is not an integer")
+    if not (0 <= x0 <= x1 <= lx and 0 <= y0 <= y1 <= ly):
+        raise ValueError(f"region (x0, x1, y0, y1) = {(x0, x1, y0, y1)} outside the lattice: allowed "
+                         f"0 <= x0 <= x1 <= {lx}, 0 <= y0 <= y1 <= {ly}")
+    return int(x0), int(x1), int(y0), int(y1)
+
+
 def wall_tau(walls) -> float:
     """The wall rows' relaxation time of a walls description (``Walls.tau_wall``; anything
     without one: 1, the default)."""
@@ -643,7 +649,7 @@ class Program3D:
 
     def _describe(self, source, lx: int, ly: int, lz: int) -> None:
         from lbgen.codegen.layouts import make_layout
-        from lbgen.codegen.render3d import check_sizes3d
+        from lbgen.codegen.kernel_api import check_sizes3d
         from lbgen.model.operators import operator
         from lbgen.model.velocity_set import velocity_set
         self.source = source
@@ -687,6 +693,10 @@ class Program3D:
 
     def synchronize(self) -> None:
         """Wait for the kernels launched so far (the host runtimes return with their work done)."""
+
+    def _check_region(self, region) -> tuple:
+        """(x0, x1, y0, y1) of a 3D sweep's region (whole Z lines; ``checked_region``)."""
+        return checked_region(region, self.lx, self.ly, ", whole Z lines")
 
     def boundaries(self, walls=(), lids=None, solid=None):
         """The boundaries record of these kernels (None for a periodic box without a mask)."""

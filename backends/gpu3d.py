@@ -11,10 +11,13 @@ given to a kernel (fields in and out, a NumPy lattice buffer) are copied to the 
 its launch, and back when it writes them.  A step refreshes only the X and Y halo planes
 (``halo_planes``): the kernels wrap Z within the line themselves.
 
-The kernels take the C API's ``<prefix>_boundaries`` struct as four arguments (walls,
-lids, lid: 6 x 3 velocities, solid: NULL or the uint8 voxel mask): ``Boundaries3D`` here
-holds them.  Launch geometry: one work-item / thread per site (LX*LY*LZ), the halo one per
-element column of the padded lattice (``<P>_HALO_THREADS``), rounded up to the block size.
+The sweeps take the C API's arguments in its order: the region as six ints (``region``: None,
+the whole lattice, or (x0, x1, y0, y1), whole Z lines), the ``<prefix>_params`` record's
+operator parameters and force as scalars, then its boundary fields as four arguments (walls:
+bit 2a + s per face, lids, lid: 6 x 3 velocities, solid: NULL or the uint8 voxel mask):
+``Boundaries3D`` here holds them.  Launch geometry: one work-item / thread per site of the
+region ((x1 - x0)*(y1 - y0)*LZ), the halo one per element column of the padded lattice
+(``<P>_HALO_THREADS``), rounded up to the block size.
 """
 from __future__ import annotations
 
@@ -25,8 +28,7 @@ import numpy as np
 
 from lbgen.backends.base import Program3D, ordered_parameters
 
-from lbgen.backends.c.program3d import checked_boundaries, face_index  # the C runtime's struct rules
-from lbgen.model.catalog import AXES
+from lbgen.backends.c.program3d import checked_boundaries, face_index, wall_bits  # the C runtime's rules
 
 
 class Boundaries3D:
@@ -38,7 +40,7 @@ class Boundaries3D:
                  solid: Optional[np.ndarray] = None):
         self.walls_axes, self.lids_faces, self.solid = checked_boundaries(
             walls, lids, solid, (program.lx, program.ly, program.lz))
-        self.walls = sum(1 << AXES.index(a) for a in self.walls_axes)
+        self.walls = wall_bits(self.walls_axes)
         self.lids = sum(1 << face_index(*face) for face in self.lids_faces)
         self.lid = np.zeros(18, dtype=program.lid_dtype)
         for face, u in self.lids_faces.items():
@@ -78,7 +80,8 @@ class GPUProgram3D(Program3D):
     # --- plumbing ---------------------------------------------------------------------------
     def _call(self, kernel, items, args, outputs):
         self.calls[kernel] += 1
-        self._run(kernel, items, list(args), tuple(outputs))
+        if items > 0:               # an empty region launches nothing (OpenCL refuses a global size of 0)
+            self._run(kernel, items, list(args), tuple(outputs))
 
     # --- device buffers: a runtime with its own defines these ----------------------------------
     def _is_device(self, a) -> bool:
@@ -166,21 +169,30 @@ class GPUProgram3D(Program3D):
     def step_halo(self, f) -> None:
         self.halo_planes(f)
 
-    def propagate(self, prv, nxt, bc: Optional[Boundaries3D] = None) -> None:
-        self._call("propagate", self.site_items, [self._buf(prv), self._buf(nxt), *self._sizes, *self._bc_args(bc)],
+    def _region_args(self, region) -> Tuple[int, list]:
+        """The work-items of a sweep over a region (None: the whole lattice; (x0, x1, y0, y1):
+        whole Z lines, checked) and its six int arguments."""
+        x0, x1, y0, y1 = self._check_region(region)
+        return (x1 - x0) * (y1 - y0) * self.lz, [np.int32(v) for v in (x0, x1, y0, y1, 0, self.lz)]
+
+    def propagate(self, prv, nxt, bc: Optional[Boundaries3D] = None, region=None) -> None:
+        items, reg = self._region_args(region)
+        self._call("propagate", items, [self._buf(prv), self._buf(nxt), *self._sizes, *reg, *self._bc_args(bc)],
                    (1,))
 
-    def collide(self, src, dst, bc: Optional[Boundaries3D] = None, **params) -> None:
+    def collide(self, src, dst, bc: Optional[Boundaries3D] = None, region=None, **params) -> None:
+        items, reg = self._region_args(region)
         if src is dst:
             args, outputs = [self._buf(src), src], (0,)
         else:
             args, outputs = [self._buf(src), self._buf(dst)], (1,)
-        self._call("collide", self.site_items, [*args, *self._sizes, *self._bc_args(bc), *self._param_values(params)],
+        self._call("collide", items, [*args, *self._sizes, *reg, *self._param_values(params), *self._bc_args(bc)],
                    outputs)
 
-    def fused(self, prv, nxt, bc: Optional[Boundaries3D] = None, **params) -> None:
-        self._call("fused", self.site_items, [self._buf(prv), self._buf(nxt), *self._sizes, *self._bc_args(bc),
-                                              *self._param_values(params)], (1,))
+    def fused(self, prv, nxt, bc: Optional[Boundaries3D] = None, region=None, **params) -> None:
+        items, reg = self._region_args(region)
+        self._call("fused", items, [self._buf(prv), self._buf(nxt), *self._sizes, *reg, *self._param_values(params),
+                                    *self._bc_args(bc)], (1,))
 
     def init_equilibrium(self, f, rho, ux, uy, uz, T, force: Tuple[float, float, float] = (0.0, 0.0, 0.0)) -> None:
         shape = (self.lx, self.ly, self.lz)

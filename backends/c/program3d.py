@@ -2,9 +2,10 @@
 
 The 3D counterpart of ``CProgram`` (lbgen.backends.c): the same compile cache
 (``build``), the same cffi loader, host buffers in the layout's order
-(``layouts.Layout``).  Its kernels take the boundaries as a ``<prefix>_boundaries``
-struct (``boundaries``: half-way bounce-back walls per axis, moving lids, a voxel mask;
-None: a periodic box), built once and passed to every propagate, collide and fused.
+(``layouts.Layout``).  Its kernels take the 2D calling convention: a ``<prefix>_region``
+and one ``<prefix>_params`` record (``_par``: the operator's parameters, the force and the
+boundary fields -- ``boundaries``: half-way bounce-back walls per face, moving lids, a voxel
+mask; None: a periodic box), built once per set of values and passed to every sweep.
 """
 from __future__ import annotations
 
@@ -17,9 +18,14 @@ from lbgen.model.catalog import AXES, SIDES
 from lbgen.system.limits import resolve_threads
 
 def face_index(axis: str, side: str) -> int:
-    """The bit / row of a face in the boundaries struct: 2a + s (a: the axis' place in AXES, x y z;
-    s: the side's in SIDES, low high); wall bit a marks an axis."""
+    """The bit / row of a face in the kernels' boundary fields (walls, lids, lid): 2a + s (a: the
+    axis' place in AXES, x y z; s: the side's in SIDES, low high)."""
     return 2 * AXES.index(axis) + SIDES.index(side)
+
+
+def wall_bits(walls: Sequence[str]) -> int:
+    """The kernels' ``walls`` field of wall axes: both faces of each (bits 2a and 2a + 1)."""
+    return sum(1 << face_index(axis, side) for axis in walls for side in SIDES)
 
 
 def _face_key(face) -> Tuple[str, str]:
@@ -57,22 +63,22 @@ def checked_boundaries(walls: Sequence[str], lids: Optional[Mapping], solid: Opt
 
 
 class Boundaries3D:
-    """A ``<prefix>_boundaries`` struct built once for a program, with the arrays it points to
-    kept alive.  ``walls``: axes ('x', 'y', 'z') whose two faces are no-slip walls; ``lids``:
-    {(axis, side): (ux, uy, uz)} moving faces of wall axes (model units); ``solid``: None or a
-    (LX, LY, LZ) uint8 array (nonzero: a solid voxel)."""
+    """The boundary fields of the kernels' ``<prefix>_params`` record, checked once for a program,
+    with the mask they point to kept alive.  ``walls``: axes ('x', 'y', 'z') whose two faces are
+    no-slip walls; ``lids``: {(axis, side): (ux, uy, uz)} moving faces of wall axes (model
+    units); ``solid``: None or a (LX, LY, LZ) uint8 array (nonzero: a solid voxel)."""
 
     def __init__(self, program: "CProgram3D", walls: Sequence[str] = (), lids: Optional[Mapping] = None,
                  solid: Optional[np.ndarray] = None):
         self.walls, self.lids, self.solid = checked_boundaries(walls, lids, solid, (program.lx, program.ly, program.lz))
-        self.struct = program.ffi.new(f"{program.prefix}_boundaries *")
-        self.struct.walls = sum(1 << AXES.index(a) for a in self.walls)
-        self.struct.lids = sum(1 << face_index(*face) for face in self.lids)
+        lid = [[0.0] * 3 for _ in range(6)]
         for face, u in self.lids.items():
-            for c in range(3):
-                self.struct.lid[face_index(*face)][c] = u[c]
+            lid[face_index(*face)] = list(u)
+        #: the record's boundary fields (walls: bit 2a + s per face)
+        self.fields = {"walls": wall_bits(self.walls), "lids": sum(1 << face_index(*face) for face in self.lids),
+                       "lid": lid}
         if self.solid is not None:
-            self.struct.solid = program.ffi.cast("const uint8_t *", self.solid.ctypes.data)
+            self.fields["solid"] = program.ffi.cast("const uint8_t *", self.solid.ctypes.data)
 
     @property
     def periodic(self) -> bool:
@@ -109,8 +115,34 @@ class CProgram3D(Program3D):
                              f"{self.layout.size} elements (allocate())")
         return self.ffi.cast(f"{self.real_c} *", a.ctypes.data)
 
-    def _bc(self, bc: Optional[Boundaries3D]):
-        return self.ffi.NULL if bc is None else bc.struct
+    def _par(self, bc: Optional[Boundaries3D], params: Optional[Mapping[str, float]]):
+        """The kernels' ``<prefix>_params`` record (kept alive by the returned cffi object): the
+        operator's parameters and the force by name (None: zero, for propagate, which reads the
+        boundary fields only), the boundary fields of ``bc`` (None: zero, a periodic box).
+        Remade only when the values change (a run passes the same every step)."""
+        values = [0.0] * len(self.parameter_names) if params is None else self._param_values(params)
+        key = (bc, tuple(values))
+        last = getattr(self, "_last_par", None)
+        if last is not None and last[0] == key:
+            return last[1]
+        fields = dict(zip(self.parameter_names, values))
+        if bc is not None:
+            fields.update(bc.fields)
+        par = self.ffi.new(f"{self.prefix}_params *", fields)
+        self._last_par = (key, par)
+        return par
+
+    def _region(self, region=None):
+        """The kernels' ``<prefix>_region``: None is the whole lattice, else (x0, x1, y0, y1)
+        (whole Z lines), checked (``Program3D._check_region``)."""
+        x0, x1, y0, y1 = self._check_region(region)
+        whole = region is None
+        if whole and getattr(self, "_whole", None) is not None:
+            return self._whole
+        reg = self.ffi.new(f"{self.prefix}_region *", {"x0": x0, "x1": x1, "y0": y0, "y1": y1, "z0": 0, "z1": self.lz})
+        if whole:
+            self._whole = reg
+        return reg
 
     def _doubles(self, a, shape) -> np.ndarray:
         return np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), shape))
@@ -136,14 +168,14 @@ class CProgram3D(Program3D):
     def halo(self, f) -> None:
         self._fn("halo")(self._ptr(f), *self._sizes)
 
-    def propagate(self, prv, nxt, bc: Optional[Boundaries3D] = None) -> None:
-        self._fn("propagate")(self._ptr(prv), self._ptr(nxt), *self._sizes, self._bc(bc))
+    def propagate(self, prv, nxt, bc: Optional[Boundaries3D] = None, region=None) -> None:
+        self._fn("propagate")(self._ptr(prv), self._ptr(nxt), *self._sizes, self._region(region), self._par(bc, None))
 
-    def collide(self, src, dst, bc: Optional[Boundaries3D] = None, **params) -> None:
-        self._fn("collide")(self._ptr(src), self._ptr(dst), *self._sizes, self._bc(bc), *self._param_values(params))
+    def collide(self, src, dst, bc: Optional[Boundaries3D] = None, region=None, **params) -> None:
+        self._fn("collide")(self._ptr(src), self._ptr(dst), *self._sizes, self._region(region), self._par(bc, params))
 
-    def fused(self, prv, nxt, bc: Optional[Boundaries3D] = None, **params) -> None:
-        self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, self._bc(bc), *self._param_values(params))
+    def fused(self, prv, nxt, bc: Optional[Boundaries3D] = None, region=None, **params) -> None:
+        self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, self._region(region), self._par(bc, params))
 
     def fused_tb(self, prv, nxt, depth: int, bc: Optional[Boundaries3D] = None, **params) -> None:
         """`depth` fused steps in one sweep through cache (temporal blocking along X): prv
@@ -152,12 +184,41 @@ class CProgram3D(Program3D):
         if isinstance(depth, str):
             raise ValueError(f"time block {depth!r} is not an integer (time steps per sweep)")
         depth = time_block_value(depth, allow_auto=False)
-        status = self._fn("fused_tb")(self._ptr(prv), self._ptr(nxt), *self._sizes, self._bc(bc), depth,
-                                      *self._param_values(params))
+        status = self._fn("fused_tb")(self._ptr(prv), self._ptr(nxt), *self._sizes, depth, self._par(bc, params))
         if status == 1:
             raise MemoryError(f"fused_tb: no memory for the per-thread ring of {depth - 1} time levels")
         if status:
             raise ValueError(f"fused_tb refused depth {depth}")
+
+    def get_region(self, f, cells) -> np.ndarray:
+        """The populations of a block of cells (x0, x1, y0, y1, z0, z1), halo cells included, as a
+        (Q, W, H, D) float64 array (the get_region kernel)."""
+        reg = self._cells(cells)
+        out = np.empty((self.vs.Q, reg.x1 - reg.x0, reg.y1 - reg.y0, reg.z1 - reg.z0))
+        self._fn("get_region")(self._ptr(f), self.ffi.cast("double *", out.ctypes.data), *self._sizes, reg)
+        return out
+
+    def put_region(self, f, cells, values) -> None:
+        """Write a (Q, W, H, D) block of populations into the cells (x0, x1, y0, y1, z0, z1), every
+        stored copy (the put_region kernel)."""
+        reg = self._cells(cells)
+        shape = (self.vs.Q, reg.x1 - reg.x0, reg.y1 - reg.y0, reg.z1 - reg.z0)
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        if values.shape != shape:
+            raise ValueError(f"put_region: values of shape {values.shape}; the cells {tuple(cells)} take {shape}")
+        self._fn("put_region")(self._ptr(f), self.ffi.cast("double *", values.ctypes.data), *self._sizes, reg)
+
+    def _cells(self, cells):
+        """A block of cells (x0, x1, y0, y1, z0, z1) within the padded lattice, checked, as a region record."""
+        h = self.vs.max_hop
+        try:
+            x0, x1, y0, y1, z0, z1 = (int(v) for v in cells)
+        except (TypeError, ValueError):
+            raise ValueError(f"cells={cells!r} must be six integers (x0, x1, y0, y1, z0, z1)") from None
+        if not all(-h <= a <= b <= n + h for a, b, n in ((x0, x1, self.lx), (y0, y1, self.ly), (z0, z1, self.lz))):
+            raise ValueError(f"cells {(x0, x1, y0, y1, z0, z1)} outside the padded lattice: allowed {-h} <= x0 <= "
+                             f"x1 <= {self.lx + h}, the same in y (<= {self.ly + h}) and z (<= {self.lz + h})")
+        return self.ffi.new(f"{self.prefix}_region *", {"x0": x0, "x1": x1, "y0": y0, "y1": y1, "z0": z0, "z1": z1})
 
     def init_equilibrium(self, f, rho, ux, uy, uz, T, force: Tuple[float, float, float] = (0.0, 0.0, 0.0)) -> None:
         """f = the equilibrium whose physical (half-step) fields are the given ones under ``force``."""

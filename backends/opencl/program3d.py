@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from lbgen.backends.gpu3d import Boundaries3D, GPUProgram3D  # noqa: F401
-from lbgen.codegen.render3d import GPU_ENTRY_POINTS_3D
+from lbgen.codegen.kernel_api import GPU_ENTRY_POINTS_3D
 
 
 class OpenCLProgram3D(GPUProgram3D):

@@ -18,6 +18,15 @@ ENTRY_POINTS = ("halo", "propagate", "bc", "collide", "fused", "fused_walls", "i
                 "diagnostics", "pack", "unpack")
 #: with walls only: the bc kernel and the fused propagate + bc + collide sweep
 WALL_ENTRY_POINTS = ("bc", "fused_walls")
+#: the entry points of the 3D C kernels (with the prefix), in the header's order
+ENTRY_POINTS_3D = ("check", "buffer_size", "alloc", "free", "set_threads", "halo", "propagate", "collide", "fused",
+                   "fused_tb", "init_equilibrium", "fields", "pack", "unpack", "diagnostics", "get_region",
+                   "put_region")
+#: the 3D GPU kernels' entry points (no host code: sizes are checked by the runtime, check_sizes3d)
+GPU_ENTRY_POINTS_3D = ("halo", "halo_planes", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack",
+                       "unpack", "diagnostics")
+#: the revision of the emitted calling convention (``<PREFIX>_API_VERSION``), one for 2D and 3D
+API_VERSION = 4
 #: error codes of the emitted `<prefix>_check(lx, ly, ...)`, numbered from 1 (0: valid sizes,
 #: `<PREFIX>_STATUS_OK`); OVERFLOW: the lattice buffer's size in bytes or its largest index does
 #: not fit the kernels' types; GRID (CUDA): a launch would need more than 2^31 - 1 blocks
@@ -132,3 +141,49 @@ def size_rules(spec, min_ly_walls: int) -> List[dict]:
         rule["value"] = SIZE_ERRORS.index(rule["code"]) + 1
         rule.setdefault("py", rule["c"].replace("&&", "and").replace(" / ", " // "))
     return rules
+
+
+def size_rules3d(spec, vs) -> List[dict]:
+    """The lattice sizes the 3D kernels of a validated spec accept, in the order the emitted
+    ``<prefix>_check(lx, ly, lz, ...)`` tests them: ``code`` (a name of SIZE_ERRORS), ``c``
+    (the condition on lx, ly, lz that holds for valid sizes), ``message`` (printf format
+    naming the bad value), ``args``, ``text`` (the rule in words); OVERFLOW also ``macro``."""
+    vl = spec.vl if spec.layout in CLUSTERED else 1
+    H, Q, nbytes = vs.max_hop, vs.Q, storage_bytes(spec)
+    rules = [dict(code="SIZE", c="lx >= 1 && ly >= 1 && lz >= 1",
+                  message="lattice %d x %d x %d: lx, ly and lz must be >= 1", args="lx, ly, lz",
+                  text="LX, LY, LZ >= 1")]
+    if vl > 1:
+        rules.append(dict(code="VL", c=f"lz % {vl} == 0", message=f"lz=%d is not a multiple of VL={vl}", args="lz",
+                          text=f"LZ a multiple of VL = {vl} (the clusters cut Z, the fastest axis)"))
+        rules.append(dict(code="HALO", c=f"lz / {vl} >= {H}",
+                          message=f"lz=%d gives LZ/VL = %d cluster rows; the {H}-row halo needs LZ/VL >= {H} "
+                                  f"(lz >= {H * vl})", args=f"lz, lz / {vl}",
+                          text=f"LZ/VL >= {H}, i.e. LZ >= {H * vl} (the halo is {H} cluster row"
+                               f"{'s' if H > 1 else ''})"))
+
+    def fits(lx, ly, lz):
+        return (f"(ptrdiff_t)({lx}) + {2 * H} <= (PTRDIFF_MAX - 63) / {Q * vl * nbytes} / "
+                f"((ptrdiff_t)({ly}) + {2 * H}) / ((ptrdiff_t)({lz}) / {vl} + {2 * H})")
+    rules.append(dict(code="OVERFLOW", c=fits("lx", "ly", "lz"), macro=fits("LX", "LY", "LZ"),
+                      message=f"lattice %d x %d x %d is too large: one lattice buffer ({Q} x (lx + {2 * H}) x "
+                              f"(ly + {2 * H}) x (lz/{vl} + {2 * H}) x {vl} values of {nbytes} bytes) overflows "
+                              f"the kernels' index and size types", args="lx, ly, lz",
+                      text=f"one lattice buffer ({Q} x (LX + {2 * H}) x (LY + {2 * H}) x (LZ/{vl} + {2 * H}) x {vl} "
+                           f"values of {nbytes} bytes, rounded up to 64) at most PTRDIFF_MAX bytes"))
+    for rule in rules:
+        rule["value"] = SIZE_ERRORS.index(rule["code"]) + 1
+        rule["py"] = (rule["c"].replace("&&", "and").replace("(ptrdiff_t)", "")
+                      .replace("PTRDIFF_MAX", str(PTRDIFF_MAX_64)).replace(" / ", " // "))
+    return rules
+
+
+def check_sizes3d(spec, vs, lx: int, ly: int, lz: int) -> Optional[str]:
+    """None when the 3D kernels of ``spec`` accept an lx x ly x lz lattice, else the message
+    of the first broken rule (the emitted check's, from the same rules)."""
+    env = {"lx": int(lx), "ly": int(ly), "lz": int(lz)}
+    for rule in size_rules3d(spec, vs):
+        if not eval(rule["py"], {}, env):
+            args = eval(f"({rule['args'].replace(' / ', ' // ')},)", {}, env)
+            return rule["message"] % args
+    return None

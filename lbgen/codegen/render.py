@@ -4,6 +4,14 @@ The model hands over assignment lists; this module prints them with sympy's C pr
 (float or double literals, integer powers as products) and renders the templates of one
 backend dialect.  Output: a ``KernelSource`` value (files, entry points, the parameters
 that made it, a content hash).  Templates know no sympy, the model knows no C.
+
+One render context for any dimension D (``KernelSpec.dimension``, the velocity set's):
+the keys every kernel shares are written once; what differs with D -- the layout's strides
+(``layouts.Layout``: clusters along the last axis, Y in 2D and Z in 3D), the pull offsets (in
+3D with the boundaries' wrapped Z rows and the temporal blocking's row pointers), the size
+rules (``kernel_api``), the force components -- branches on D.  The 3D kernels are
+``templates/c/kernels3d.c.j2``, ``kernels3d.h.j2`` with ``common3d.j2`` (loops, halo, the
+pull with its boundaries), and ``templates/gpu/kernels3d.j2`` for OpenCL and CUDA.
 """
 from __future__ import annotations
 
@@ -15,8 +23,8 @@ import sympy
 
 from lbgen import __version__
 from lbgen.system.cache import cached_pickle, digest, source_digest
-from lbgen.codegen.diagnostics import ND, ROW_INDEX, ROW_QUANTITIES
-from lbgen.codegen.layouts import CLUSTERED, describe, stride_formulas
+from lbgen.codegen.diagnostics import ND, ND3, ROW_INDEX, ROW_INDEX3D, ROW_QUANTITIES, ROW_QUANTITIES3D
+from lbgen.codegen.layouts import CLUSTERED, Layout, describe, stride_formulas
 from lbgen.model.catalog import CHANNEL_WALLS
 from lbgen.model.derived import Model, model_digest
 from lbgen.codegen.cprint import RealPrinter, print_assignments
@@ -24,10 +32,13 @@ from lbgen.model.walls import min_ly_walls, wall_row_count
 from lbgen.model.walls import mass_rule
 from lbgen.codegen.spec import MAX_TIME_BLOCK, OPERATOR_PARAMETERS, KernelSource, KernelSpec
 from lbgen.model.operators import OPERATOR_RECORDS
-from lbgen.codegen.kernel_api import ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules, streams_clusters
+from lbgen.codegen.kernel_api import (API_VERSION, ENTRY_POINTS, ENTRY_POINTS_3D, GPU_ENTRY_POINTS_3D, SIZE_ERRORS,
+                                      WALL_ENTRY_POINTS, size_rules, size_rules3d, storage_bytes, streams_clusters,
+                                      streams_soa_lines)
 from lbgen.codegen.templating import emit_command, model_of  # noqa: F401 - part of this module's API
 from lbgen.codegen.templating import environment as _environment, templates_dir as _templates_dir
 from lbgen.codegen.templating import wall_tau_arguments
+
 
 def _index_terms(layout_name: str, velocities, halo: int) -> Dict[str, list]:
     """C offsets of population p (relative to p = 0 at the same site) and pull offsets."""
@@ -50,42 +61,79 @@ def _index_terms(layout_name: str, velocities, halo: int) -> Dict[str, list]:
     return {"site": pop, "pull": pull, "pull_column": pull_column, "pull_within": pull_within}
 
 
+def _pull_terms(velocities, halo: int) -> Dict[str, list]:
+    """C offsets of population p at the site (p*SP) and of its pull source (site - c_p);
+    ``pull_zw`` the same source with its Z part taken from a variable per shift (``z_rows``:
+    (dz, ``z_row_name(dz)``)) that wraps within the Z line instead of reading the halo rows; for
+    the temporal blocking's Z lines (rows) also the pull source as a row pointer and an offset
+    in it: ``tb_pull`` reads ``c<j>[site + ...]`` with row j = (H - c_x)(2H + 1) + (H - c_y),
+    population stride SPI; ``tb_site`` reads the site's own row c<center>; ``tb_rows``: the
+    rows j some population reads."""
+    site, pull, pull_zw, tb_pull, tb_site = [], [], [], [], []
+    span, center = 2 * halo + 1, halo * (2 * halo + 1) + halo
+    for p, c in enumerate(velocities):
+        site.append(f"{p}*SP" if p else "0")
+        terms = [f"{p}*SP"] if p else []
+        terms += [f"{-ck}*{stride}" for ck, stride in zip(c[:2], ("SX", "SY")) if ck]
+        zw = terms + ([z_row_name(-c[2])] if c[2] else [])
+        terms += [f"{-c[2]}*SR"] if c[2] else []
+        pull.append(" + ".join(terms).replace("+ -", "- ") if terms else "0")
+        pull_zw.append(" + ".join(zw).replace("+ -", "- ") if zw else "0")
+        within = " + ".join(([f"{p}*SPI"] if p else []) + ([f"{-c[2]}*SR"] if c[2] else [])).replace("+ -", "- ")
+        tb_pull.append(f"c{(halo - c[0]) * span + halo - c[1]}[site{' + ' + within if within else ''}]")
+        tb_site.append(f"c{center}[site{f' + {p}*SPI' if p else ''}]")
+    rows = sorted({center} | {(halo - c[0]) * span + halo - c[1] for c in velocities})
+    return {"site": site, "pull": pull, "pull_zw": pull_zw, "tb_pull": tb_pull, "tb_site": tb_site, "tb_rows": rows,
+            "z_rows": [(dz, z_row_name(dz)) for dz in sorted({-c[2] for c in velocities if c[2]})]}
+
+
+def z_row_name(dz: int) -> str:
+    """The GPU kernels' variable holding the offset from a site to the element dz sites away
+    along Z, wrapped within the Z line (``pull_zw``: no halo row is read)."""
+    return f"zo_{'p' if dz > 0 else 'm'}{abs(dz)}"
+
+
 def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
+    """What the templates of a spec need, for any dimension D (the velocity set's): the keys
+    every kernel shares once, then what differs with D (the layout's strides and offsets, the
+    size rules, the force components, 2D's walls and compile-time sizes)."""
     model = model or model_of(spec)
     vs, col, eq, mac, phys = model.vs, model.collide, model.equilibrium, model.macroscopic, model.physical
+    D = spec.dimension
     clustered = spec.layout in CLUSTERED
     vl = spec.vl if clustered else 1
-    real_bytes = 8 if spec.precision == "double" else 4     # bytes of one stored population
-    strides = stride_formulas(spec.layout, 2)
-    return {
+    real_bytes = storage_bytes(spec)     # bytes of one stored population
+    printer = RealPrinter(spec.precision)
+    ctx = {
         "spec": spec,
         "emit_command": emit_command(spec),
         "version": __version__,
+        "api_version": API_VERSION,
         "P": spec.prefix,
+        "D": D,
         "Q": vs.Q,
         "HALO": vs.max_hop,
-        "HALO_Y": vs.max_hop if spec.halo_y is None else spec.halo_y,   # Y halo rows (layouts.Layout.HY)
         "VL": vl,
         "clustered": clustered,
         "real": "float" if spec.precision == "single" else "double",     # arithmetic
         "storage": "double" if spec.precision == "double" else "float",  # storage of the populations
         "real_bytes": real_bytes,
         "single": spec.precision == "single",
-        "lit": (lambda v: RealPrinter(spec.precision)._literal(v)),
-        "strides": strides,
-        "layout_description": describe(spec.layout, vs.Q, 2),
+        "lit": (lambda v: printer._literal(v)),
         "isothermal": vs.isothermal,
         "velocities": vs.velocities,
         "weights": [float(w) for w in vs.weights],
-        "offsets": _index_terms(spec.layout, vs.velocities, vs.max_hop),
-        "collide_params": OPERATOR_PARAMETERS[spec.collision],
-        # what each field of the C <prefix>_params struct means (the operator record's words)
+        "collide_params": OPERATOR_PARAMETERS[spec.collision] if D == 2 else model.operator.kernel_arguments_of(D),
         # each operator parameter's record (range, meaning): the debug builds check the range
         "param_records": {p.name: p for p in OPERATOR_RECORDS[spec.collision].parameters},
+        # what each field of the C <prefix>_params struct means (the operator record's words)
         "param_meanings": {**{p.name: p.meaning for p in OPERATOR_RECORDS[spec.collision].parameters},
                            "ax": "force per unit mass per step along x (momentum gains rho*ax; gravity g: ax = g_x / R)",
                            "ay": "force per unit mass per step along y (gravity g: ay = g_y / R, g_y < 0 "
-                                 "towards row 0)"},
+                                 "towards row 0)" if D == 2 else
+                                 "force per unit mass per step along y (gravity g: ay = g_y / R)",
+                           "az": "force per unit mass per step along z (gravity g: az = g_z / R, g_z < 0 "
+                                 "towards z = 0)"},
         "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
         "collide_outputs": [str(s) for s in col.outputs],
         "site_outputs": [f"fout{p}" for p in range(vs.Q)],   # what collide_call leaves
@@ -101,24 +149,45 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "physical_body": print_assignments(phys, spec.precision, suffix_parameters="_"),
         "physical_outputs": [str(s) for s in phys.outputs],
         "physical_description": phys.description,
+        "r": vs.r,
+        "block_size": spec.block_size,
+        "tb_max_depth": MAX_TIME_BLOCK,
+        "size_errors": SIZE_ERRORS,
+        "opposite": list(vs.opposite),
+        **{f"c{axis}": [int(e[a]) for e in vs.velocities] for a, axis in enumerate("xyz"[:D])},
+    }
+    if D == 3:      # clusters along Z; the pull with its boundaries; run-time sizes only
+        layout = Layout(spec.layout, vs.Q, (1, 1, vl * vs.max_hop), vl, vs.max_hop)
+        ctx.update({
+            "stream": streams_clusters(spec) or streams_soa_lines(spec),
+            "strides": stride_formulas(spec.layout, 3),
+            "layout_description": layout.description,
+            "layout_macros": layout.c_macros(spec.prefix),
+            "offsets": _pull_terms(vs.velocities, vs.max_hop),
+            "walls": None,
+            "compile_time_sizes": False,
+            "size_rules": size_rules3d(spec, vs),
+            "entry_points": list(GPU_ENTRY_POINTS_3D if spec.backend in GPU_TEMPLATES_3D else ENTRY_POINTS_3D),
+            "diag": {"quantities": ROW_QUANTITIES3D, "index": ROW_INDEX3D, "ND": ND3},
+        })
+        return ctx
+    ctx.update({
+        "HALO_Y": vs.max_hop if spec.halo_y is None else spec.halo_y,   # Y halo rows (layouts.Layout.HY)
+        "stream": streams_clusters(spec),
+        "strides": stride_formulas(spec.layout, 2),
+        "layout_description": describe(spec.layout, vs.Q, 2),
+        "offsets": _index_terms(spec.layout, vs.velocities, vs.max_hop),
         "compile_time_sizes": spec.compile_time_sizes,
         "lx": spec.lx,
         "ly": spec.ly,
-        "r": vs.r,
-        "stream": streams_clusters(spec),
         "align": min(64, vl * real_bytes) if clustered else real_bytes,
-        "block_size": spec.block_size,
         "walls": wall_context(spec, model) if spec.walls else None,
-        "tb_max_depth": MAX_TIME_BLOCK,
         "diag": {"ND": ND, "quantities": ROW_QUANTITIES, "index": ROW_INDEX},
-        "cx": [int(e[0]) for e in vs.velocities],
-        "cy": [int(e[1]) for e in vs.velocities],
-        "opposite": list(vs.opposite),
         "min_ly_walls": min_ly_walls(vs),
         "size_rules": size_rules(spec, min_ly_walls(vs)),
-        "size_errors": SIZE_ERRORS,
         "entry_points": [n for n in ENTRY_POINTS if n not in WALL_ENTRY_POINTS or spec.walls],
-    }
+    })
+    return ctx
 
 
 def wall_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
@@ -151,32 +220,40 @@ def wall_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
     return {"sides": sides, "rows": wall_row_count(vs), "scheme": spec.wall_scheme, "thermal": not vs.isothermal}
 
 
-#: (file written, template) per backend; the first file is the one the backend compiles.
-#: "{P}" in a file name is the spec's prefix.
+#: (file written, template) per backend and dimension; the first file is the one the backend
+#: compiles.  "{P}" in a file name is the spec's prefix.
 _MAIN_TEMPLATES = {
-    "c": [("{P}_kernels.c", "c/kernels.c.j2"), ("{P}_kernels.h", "c/kernels.h.j2")],
-    "opencl": [("{P}_kernels.cl", "opencl/kernels.cl.j2")],
-    "cuda": [("{P}_kernels.cu", "cuda/kernels.cu.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")],
+    2: {"c": [("{P}_kernels.c", "c/kernels.c.j2"), ("{P}_kernels.h", "c/kernels.h.j2")],
+        "opencl": [("{P}_kernels.cl", "opencl/kernels.cl.j2")],
+        "cuda": [("{P}_kernels.cu", "cuda/kernels.cu.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")]},
+    3: {"c": [("{P}_kernels.c", "c/kernels3d.c.j2"), ("{P}_kernels.h", "c/kernels3d.h.j2")],
+        # the 3D kernels of the GPU dialects: templates/gpu/kernels3d.j2, one text for both
+        "opencl": [("{P}_kernels.cl", "opencl/kernels3d.cl.j2")],
+        "cuda": [("{P}_kernels.cu", "cuda/kernels3d.cu.j2"), ("{P}_kernels.cuh", "cuda/kernels3d.cuh.j2")]},
 }
+#: the backends whose 3D kernels are GPU kernels (no host code)
+GPU_TEMPLATES_3D = ("opencl", "cuda")
 
 
 #: files that `lbgen emit` writes besides the kernels (examples, build files, README)
 _EMIT_TEMPLATES = {
-    "c": [("example.c", "c/example.c.j2"), ("Makefile", "c/Makefile.j2"), ("README.md", "c/README.md.j2")],
-    "opencl": [("example.py", "opencl/example.py.j2"), ("README.md", "opencl/README.md.j2")],
-    "cuda": [("example.cu", "cuda/example.cu.j2"), ("Makefile", "cuda/Makefile.j2"), ("README.md", "cuda/README.md.j2")],
+    2: {"c": [("example.c", "c/example.c.j2"), ("Makefile", "c/Makefile.j2"), ("README.md", "c/README.md.j2")],
+        "opencl": [("example.py", "opencl/example.py.j2"), ("README.md", "opencl/README.md.j2")],
+        "cuda": [("example.cu", "cuda/example.cu.j2"), ("Makefile", "cuda/Makefile.j2"),
+                 ("README.md", "cuda/README.md.j2")]},
+    3: {"c": [("example.c", "c/example3d.c.j2"), ("Makefile", "c/Makefile.j2"), ("README.md", "c/README3d.md.j2")],
+        "opencl": [("example.py", "opencl/example3d.py.j2"), ("README.md", "gpu/README3d.md.j2")],
+        "cuda": [("example.cu", "cuda/example3d.cu.j2"), ("Makefile", "cuda/Makefile3d.j2"),
+                 ("README.md", "gpu/README3d.md.j2")]},
 }
 
 
 def emit_files(spec: KernelSpec) -> Dict[str, str]:
     """Everything `lbgen emit` writes for a spec: kernels, header, example, Makefile, README."""
     source = generate(spec)
-    if source.spec.dimension == 3:           # 3D: lbgen.codegen.render3d
-        from lbgen.codegen.render3d import emit_files3d
-        return emit_files3d(source)
     ctx = template_context(source.spec)
     files = dict(source.files)
-    for out_name, template in _EMIT_TEMPLATES.get(source.spec.backend, []):
+    for out_name, template in _EMIT_TEMPLATES[source.spec.dimension].get(source.spec.backend, []):
         files[out_name] = _environment().get_template(template).render(**ctx)
     return files
 
@@ -207,14 +284,11 @@ def generate(spec: KernelSpec) -> KernelSource:
 
 
 def _render(spec: KernelSpec) -> KernelSource:
-    if spec.dimension == 3:                  # 3D: lbgen.codegen.render3d
-        from lbgen.codegen.render3d import render3d
-        return render3d(spec)
     model = model_of(spec)
     ctx = template_context(spec, model)
     env = _environment()
     files = {}
-    for out_name, template in _MAIN_TEMPLATES[spec.backend]:
+    for out_name, template in _MAIN_TEMPLATES[spec.dimension][spec.backend]:
         name = out_name.format(P=spec.prefix)
         files[name] = env.get_template(template).render(**ctx)
     main = next(iter(files))

@@ -1,6 +1,6 @@
 """What every renderer shares: the Jinja environment over the shipped templates, the model
 a spec is printed from, and the `lbgen emit` command line that reproduces a spec.  (Used by
-``render`` for 2D and ``render3d`` for 3D; imports neither.)"""
+``render``, for any dimension; imports it not.)"""
 from __future__ import annotations
 
 from functools import lru_cache

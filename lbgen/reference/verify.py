@@ -215,7 +215,7 @@ def _case2d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict
 
 
 def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict) -> _Case:
-    from lbgen.codegen.render3d import check_sizes3d
+    from lbgen.codegen.kernel_api import check_sizes3d
     if name not in oracle3d.LATTICES:
         raise SpecError(f"verify: {name} has no 3D oracle: lbgen.reference.bulk3d has {', '.join(oracle3d.LATTICES)}")
     if wall_scheme is not None:

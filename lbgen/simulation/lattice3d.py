@@ -125,7 +125,7 @@ class Simulation3D:
                                    vl, dimension=3, walls_along_depth="z" in self.walls)
         spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                           velocity_set=velocity_set).validate()
-        from lbgen.codegen.render3d import check_sizes3d
+        from lbgen.codegen.kernel_api import check_sizes3d
         from lbgen.model.velocity_set import velocity_set as get_velocity_set
         self.vs = get_velocity_set(spec.velocity_set)
         problem = check_sizes3d(spec, self.vs, *shape)

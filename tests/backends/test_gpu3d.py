@@ -19,7 +19,7 @@ from lbgen.backends import compile3d, spec_backend
 from lbgen.backends.base import BackendUnavailable
 from lbgen.codegen.layouts import make_layout
 from lbgen.codegen.render import generate
-from lbgen.codegen.render3d import GPU_ENTRY_POINTS_3D
+from lbgen.codegen.kernel_api import GPU_ENTRY_POINTS_3D
 from lbgen.codegen.spec import KernelSpec
 from lbgen.reference import bulk3d as oracle
 from programs import PROGRAMS

@@ -119,30 +119,40 @@ int main(int argc, char **argv)
     double *a = calloc(n, sizeof *a);
     if (!F || !G || !a) return 4;
     arm(lbgen_buffer_size(lx, ly, lz));
-    lbgen_boundaries bc;
-    memset(&bc, 0, sizeof bc);
-    bc.walls = 2; bc.lids = 1 << 3; bc.lid[3][0] = 0.01;      /* y walls, the y-high face moving along x */
-    const double tau = 0.8;
-    if (!strcmp(c, "ok")) { lbgen_fused(F, G, lx, ly, lz, &bc, tau, 0, 0, 0); lbgen_fused(F, G, lx, ly, lz, NULL, tau, 0, 0, 0); }
-    if (!strcmp(c, "collide-in-place")) lbgen_collide(F, F, lx, ly, lz, &bc, tau, 0, 0, 0);
-    if (!strcmp(c, "null-prv")) lbgen_fused(NULL, G, lx, ly, lz, &bc, tau, 0, 0, 0);
-    if (!strcmp(c, "null-nxt")) lbgen_fused(F, NULL, lx, ly, lz, &bc, tau, 0, 0, 0);
-    if (!strcmp(c, "null-collide")) lbgen_collide(NULL, G, lx, ly, lz, &bc, tau, 0, 0, 0);
+    lbgen_params par, zero;
+    memset(&par, 0, sizeof par);
+    par.tau = 0.8;
+    zero = par;                                                  /* a periodic box */
+    par.walls = 3 << 2; par.lids = 1 << 3; par.lid[3][0] = 0.01;  /* y walls, the y-high face moving along x */
+    const lbgen_region all = lbgen_whole(lx, ly, lz);
+    lbgen_region part = all;
+    if (!strcmp(c, "ok")) { lbgen_fused(F, G, lx, ly, lz, &all, &par); lbgen_fused(F, G, lx, ly, lz, &all, &zero); }
+    if (!strcmp(c, "one-face")) { par.walls = 1 << 2; par.lids = 0; lbgen_fused(F, G, lx, ly, lz, &all, &par); }
+    if (!strcmp(c, "collide-in-place")) lbgen_collide(F, F, lx, ly, lz, &all, &par);
+    if (!strcmp(c, "null-prv")) lbgen_fused(NULL, G, lx, ly, lz, &all, &par);
+    if (!strcmp(c, "null-nxt")) lbgen_fused(F, NULL, lx, ly, lz, &all, &par);
+    if (!strcmp(c, "null-collide")) lbgen_collide(NULL, G, lx, ly, lz, &all, &par);
+    if (!strcmp(c, "null-region")) lbgen_fused(F, G, lx, ly, lz, NULL, &par);
+    if (!strcmp(c, "null-par")) lbgen_propagate(F, G, lx, ly, lz, &all, NULL);
     if (!strcmp(c, "null-halo")) lbgen_halo(NULL, lx, ly, lz);
     if (!strcmp(c, "null-fields")) lbgen_fields(F, lx, ly, lz, a, NULL, a, a, a, 0, 0, 0);
-    if (!strcmp(c, "same-fused")) lbgen_fused(F, F, lx, ly, lz, &bc, tau, 0, 0, 0);
-    if (!strcmp(c, "same-propagate")) lbgen_propagate(F, F, lx, ly, lz, &bc);
-    if (!strcmp(c, "same-tb")) lbgen_fused_tb(F, F, lx, ly, lz, &bc, 2, tau, 0, 0, 0);
-    if (!strcmp(c, "sizes")) lbgen_fused(F, G, lx, ly, 0, &bc, tau, 0, 0, 0);
-    if (!strcmp(c, "tau-zero")) lbgen_fused(F, G, lx, ly, lz, &bc, 0.0, 0, 0, 0);
-    if (!strcmp(c, "tau-half-collide")) lbgen_collide(F, G, lx, ly, lz, NULL, 0.5, 0, 0, 0);
-    if (!strcmp(c, "tau-tb")) lbgen_fused_tb(F, G, lx, ly, lz, &bc, 2, -1.0, 0, 0, 0);
-    if (!strcmp(c, "az-nan")) lbgen_fused(F, G, lx, ly, lz, &bc, tau, 0, 0, NAN);
-    if (!strcmp(c, "lid-periodic")) { bc.lids |= 1 << 4; bc.lid[4][0] = 0.01; lbgen_fused(F, G, lx, ly, lz, &bc, tau, 0, 0, 0); }
-    if (!strcmp(c, "lid-normal")) { bc.lid[3][1] = 0.01; lbgen_fused(F, G, lx, ly, lz, &bc, tau, 0, 0, 0); }
-    if (!strcmp(c, "lid-normal-propagate")) { bc.lid[3][1] = -0.01; lbgen_propagate(F, G, lx, ly, lz, &bc); }
-    if (!strcmp(c, "lid-inf")) { bc.lid[3][2] = INFINITY; lbgen_fused(F, G, lx, ly, lz, &bc, tau, 0, 0, 0); }
-    if (!strcmp(c, "walls-bits")) { bc.walls = 8; lbgen_fused(F, G, lx, ly, lz, &bc, tau, 0, 0, 0); }
+    if (!strcmp(c, "null-get-region")) lbgen_get_region(F, NULL, lx, ly, lz, &all);
+    if (!strcmp(c, "same-fused")) lbgen_fused(F, F, lx, ly, lz, &all, &par);
+    if (!strcmp(c, "same-propagate")) lbgen_propagate(F, F, lx, ly, lz, &all, &par);
+    if (!strcmp(c, "same-tb")) lbgen_fused_tb(F, F, lx, ly, lz, 2, &par);
+    if (!strcmp(c, "sizes")) lbgen_fused(F, G, lx, ly, 0, &all, &par);
+    if (!strcmp(c, "region")) { part.x1 = lx + 1; lbgen_collide(F, G, lx, ly, lz, &part, &par); }
+    if (!strcmp(c, "region-z")) { part.z0 = 1; lbgen_fused(F, G, lx, ly, lz, &part, &par); }
+    if (!strcmp(c, "cells")) { part.z1 = lz + 2; lbgen_put_region(F, a, lx, ly, lz, &part); }
+    if (!strcmp(c, "tau-zero")) { par.tau = 0.0; lbgen_fused(F, G, lx, ly, lz, &all, &par); }
+    if (!strcmp(c, "tau-half-collide")) { zero.tau = 0.5; lbgen_collide(F, G, lx, ly, lz, &all, &zero); }
+    if (!strcmp(c, "tau-tb")) { par.tau = -1.0; lbgen_fused_tb(F, G, lx, ly, lz, 2, &par); }
+    if (!strcmp(c, "az-nan")) { par.az = NAN; lbgen_fused(F, G, lx, ly, lz, &all, &par); }
+    if (!strcmp(c, "lid-periodic")) { par.lids |= 1 << 4; par.lid[4][0] = 0.01; lbgen_fused(F, G, lx, ly, lz, &all, &par); }
+    if (!strcmp(c, "lid-normal")) { par.lid[3][1] = 0.01; lbgen_fused(F, G, lx, ly, lz, &all, &par); }
+    if (!strcmp(c, "lid-normal-propagate")) { par.lid[3][1] = -0.01; lbgen_propagate(F, G, lx, ly, lz, &all, &par); }
+    if (!strcmp(c, "lid-inf")) { par.lid[3][2] = INFINITY; lbgen_fused(F, G, lx, ly, lz, &all, &par); }
+    if (!strcmp(c, "walls-bits")) { par.walls = 64; lbgen_fused(F, G, lx, ly, lz, &all, &par); }
     return 0;
 }
 """
@@ -205,21 +215,27 @@ REFUSED = [
     ("3d", "null-prv", "lbgen_fused:", "prv"),
     ("3d", "null-nxt", "lbgen_fused:", "nxt"),
     ("3d", "null-collide", "lbgen_collide:", "in"),
+    ("3d", "null-region", "lbgen_fused:", "region"),
+    ("3d", "null-par", "lbgen_propagate:", "par"),
     ("3d", "null-halo", "lbgen_halo:", "f"),
     ("3d", "null-fields", "lbgen_fields:", "ux_o"),
+    ("3d", "null-get-region", "lbgen_get_region:", "buf"),
     ("3d", "same-fused", "lbgen_fused:", "prv and nxt"),
     ("3d", "same-propagate", "lbgen_propagate:", "prv and nxt"),
     ("3d", "same-tb", "lbgen_fused_tb:", "prv and nxt"),
     ("3d", "sizes", "lbgen_fused:", "sizes"),
-    ("3d", "tau-zero", "lbgen_fused:", "tau"),
-    ("3d", "tau-half-collide", "lbgen_collide:", "tau"),
-    ("3d", "tau-tb", "lbgen_fused_tb:", "tau"),
-    ("3d", "az-nan", "lbgen_fused:", "az"),
-    ("3d", "lid-periodic", "lbgen_fused:", "bc->lids bit 4"),
-    ("3d", "lid-normal", "lbgen_fused:", "bc->lid[3][1]"),
-    ("3d", "lid-normal-propagate", "lbgen_propagate:", "bc->lid[3][1]"),
-    ("3d", "lid-inf", "lbgen_fused:", "bc->lid[3][2]"),
-    ("3d", "walls-bits", "lbgen_fused:", "bc->walls"),
+    ("3d", "region", "lbgen_collide:", "region x"),
+    ("3d", "region-z", "lbgen_fused:", "region z"),
+    ("3d", "cells", "lbgen_put_region:", "cells"),
+    ("3d", "tau-zero", "lbgen_fused:", "par->tau"),
+    ("3d", "tau-half-collide", "lbgen_collide:", "par->tau"),
+    ("3d", "tau-tb", "lbgen_fused_tb:", "par->tau"),
+    ("3d", "az-nan", "lbgen_fused:", "par->az"),
+    ("3d", "lid-periodic", "lbgen_fused:", "par->lids bit 4"),
+    ("3d", "lid-normal", "lbgen_fused:", "par->lid[3][1]"),
+    ("3d", "lid-normal-propagate", "lbgen_propagate:", "par->lid[3][1]"),
+    ("3d", "lid-inf", "lbgen_fused:", "par->lid[3][2]"),
+    ("3d", "walls-bits", "lbgen_fused:", "par->walls"),
 ]
 
 
@@ -234,7 +250,7 @@ def test_a_debug_build_refuses_a_bad_argument_before_writing(builds, build, case
 
 @pytest.mark.parametrize("build, case", [
     ("2d", "ok"), ("2d", "collide-in-place"), ("2d", "bc-no-tau"), ("2d", "T-zero-fused"),
-    ("2d", "T-zero-adiabatic"), ("2d-reg", "ok"), ("3d", "ok"), ("3d", "collide-in-place"),
+    ("2d", "T-zero-adiabatic"), ("2d-reg", "ok"), ("3d", "ok"), ("3d", "one-face"), ("3d", "collide-in-place"),
     ("2d", "tau-wall-ok"), ("2d-reg", "tau-wall-no-wall"), ("2d", "bc-no-tau-wall")])
 def test_a_debug_build_runs_the_calls_a_kernel_allows(builds, build, case):
     out = _run(builds[build], case)

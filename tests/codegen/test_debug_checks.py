@@ -17,7 +17,7 @@ DRIVER = r"""
 #include <string.h>
 #include "lbgen_kernels.h"
 
-#if LBGEN_API_VERSION != 3          /* the calling convention this driver is written for */
+#if LBGEN_API_VERSION != 4          /* the calling convention this driver is written for */
 #error "lbgen API version"
 #endif
 

@@ -1,5 +1,5 @@
 """`lbgen emit` of 3D kernels: the header's size rules, index macros, model tables and
-boundaries struct; the example built with plain gcc (its Makefile) reproduces the oracle
+parameter record; the example built with plain gcc (its Makefile) reproduces the oracle
 (lbgen.reference.bulk3d) in a periodic box and under a lid; walls and compile-time sizes refused in words (the GPU
 backends' 3D emits: test_emit3d_gpu.py)."""
 from __future__ import annotations
@@ -33,9 +33,10 @@ def test_emit_3d_writes_the_header_with_size_rules_macros_tables_and_boundaries(
                    "LBGEN_ERR_VL (2): LZ a multiple of VL = 8", "LBGEN_ERR_HALO (3): LZ/VL >= 1",
                    "extern const int lbgen_cx[19];", "extern const int lbgen_cy[19];", "extern const int lbgen_cz[19];",
                    "extern const double lbgen_w[19];", "extern const int lbgen_opposite[19];",
-                   "} lbgen_boundaries;", "const uint8_t *solid;", "double lid[6][3];",
+                   "} lbgen_params;", "} lbgen_region;", "const uint8_t *solid;", "double lid[6][3];",
+                   "#define LBGEN_API_VERSION 4", "#define LBGEN_D    3",
                    "void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int lz, "
-                   "const lbgen_boundaries *bc, double tau, double ax, double ay, double az);",
+                   "const lbgen_region *region, const lbgen_params *par);",
                    "lbgen emit --backend c --layout caosoa --vl 8 --precision double --collision bgk "
                    "--velocity-set d3q19", "model       D3Q19 (3D)", "u_H = u - a/2"):
         assert needle in header, needle

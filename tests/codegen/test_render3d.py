@@ -1,4 +1,4 @@
-"""3D kernel specs and their rendering (lbgen.codegen.render3d): the dimension comes from the
+"""3D kernel specs and their rendering (lbgen.codegen.render): the dimension comes from the
 velocity set, every backend takes it (OpenCL and CUDA: tests/backends/test_gpu3d.py); the rendered 3D C is
 valid C (gcc -fsyntax-only -Wall -Wextra -Werror, unused parameters aside) for every layout; the size rules of the
 emitted check name the bad value."""
@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from lbgen.codegen.render import generate, render_key
-from lbgen.codegen.render3d import ENTRY_POINTS_3D, check_sizes3d
+from lbgen.codegen.kernel_api import ENTRY_POINTS_3D, check_sizes3d
 from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.model.velocity_set import velocity_set
 
@@ -49,7 +49,7 @@ def test_3d_source_files_entry_points_and_shared_site_function():
     # the collision body is common.j2's site function, printed from the model's assignment list
     assert "static inline __attribute__((always_inline)) void lb3_collide_site(" in text
     assert "The collision of one site, written once" in text
-    assert "/* BEGIN API" in header and "lb3_boundaries" in header and "#define LB3_IDX(p, x, y, r, k" in header
+    assert "/* BEGIN API" in header and "} lb3_params;" in header and "#define LB3_IDX(p, x, y, r, k" in header
     assert "int lb3_check(int lx, int ly, int lz, char *message, size_t size);" in header
     assert "cz[19]" in header and "#define LB3_D    3" in header
 

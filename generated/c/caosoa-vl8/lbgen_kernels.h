@@ -29,11 +29,14 @@
 
 /* The lbgen release that wrote these files, and the revision of this API's calling
    convention (2: regions, one lbgen_params record, per-side walls; 3: the record ends with
-   tau_wall, the wall rows' relaxation time, and fused honours the per-side wall switches; a
-   driver written for one revision refuses another with #if LBGEN_API_VERSION != 3 / #error). */
+   tau_wall, the wall rows' relaxation time, and fused honours the per-side wall switches; 4: one
+   convention for 2D and 3D (LBGEN_D says which): the 3D sweeps take a lbgen_region and the
+   lbgen_params record too, whose boundary fields replace the 3D boundaries struct; a driver
+   written for one revision refuses another with #if LBGEN_API_VERSION != 4 / #error). */
 #define LBGEN_VERSION "0.1.0"
-#define LBGEN_API_VERSION 3
+#define LBGEN_API_VERSION 4
 
+#define LBGEN_D    2   /* dimension */
 #define LBGEN_Q    37   /* populations */
 #define LBGEN_R    1.1969797703930745   /* lattice scale: xi_i = R * (cx[i], cy[i]); the production D2Q37 code's UNIT */
 #define LBGEN_HALO 3   /* halo width: columns in X, cluster rows in Y; the reach of the largest hop */

@@ -51,6 +51,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#define LBGEN_D    2   /* dimension */
 #define LBGEN_Q    37   /* populations */
 #define LBGEN_R    1.1969797703930745   /* lattice scale: xi_i = R * (cx[i], cy[i]); the production D2Q37 code's UNIT */
 #define LBGEN_HALO 3   /* halo width: columns in X, cluster rows in Y; the reach of the largest hop */
