@@ -18,7 +18,6 @@ import pytest
 
 from lbgen.run.config import RunConfig
 from lbgen.run.driver import Run
-from lbgen.run.driver3d import Run3D
 from lbgen.run.options import APPLIES, SCHEMA, ConfigError
 
 pytestmark = pytest.mark.slow
@@ -45,7 +44,7 @@ def fingerprint(tmp_path: Path, name: str, options: dict) -> dict:
         if options.get(key) is True:
             options[key] = str(tmp_path / f"{name}-{key}" / ("f.npz" if key == "save" else ""))
     cfg = RunConfig.build(setup, ("test", {**_base(options), **options}))
-    run = (Run3D if cfg.dimension == 3 else Run)(cfg, echo=lambda m: None)
+    run = Run(cfg, echo=lambda m: None)
     run.execute()
     state = run.sim.state()
     out = {"state": hashlib.sha256(state.tobytes()).hexdigest() + str(state.shape) + str(state.dtype),

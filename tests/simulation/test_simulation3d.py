@@ -201,7 +201,7 @@ def test_walls_across_z_take_the_clustered_default_on_the_cpu():
     and z) records the layout it got in its description."""
     from lbgen.codegen.spec import default_layout
     from lbgen.run.config import RunConfig
-    from lbgen.run.driver3d import resolve3d
+    from lbgen.run.construct import resolve as resolve3d
     assert default_layout("c", 16, 1, dimension=3, walls_along_depth=True) == ("caosoa", 8)
     assert lbgen.Simulation3D(4, 4, 16, walls="z").program.layout.tag == "caosoa-vl8"
     assert lbgen.Simulation3D(4, 4, 16, walls="xy").program.layout.tag == "soa"
