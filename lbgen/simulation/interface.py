@@ -17,16 +17,12 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from lbgen.model.catalog import AXES
+from lbgen.model.catalog import AXES, field_names
 from lbgen.simulation.parameters import RunStats, SimulationError
 
 #: the velocity components of a D-dimensional lattice, in order
-VELOCITY_NAMES = tuple(f"u{a}" for a in AXES)
-
-
-def field_names(dimension: int) -> tuple:
-    """The physical fields of a D-dimensional lattice: rho, ux, uy[, uz], T (``fields()``'s keys)."""
-    return ("rho",) + VELOCITY_NAMES[:dimension] + ("T",)
+VELOCITY_NAMES = field_names(3)[1:-1]
+__all__ = ["Lattice", "checked_populations", "field_arguments", "field_names", "no_state"]
 
 
 def no_state(dimension: int) -> str:

@@ -25,6 +25,7 @@ import numpy as np
 
 from lbgen.backends import compile3d
 from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
+from lbgen.model.catalog import field_names
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.interface import Lattice, checked_populations
 from lbgen.simulation.parameters import Parameters, SimulationError
@@ -33,7 +34,7 @@ from lbgen.simulation.boundaries import (check_finite_state,  # noqa: F401
 
 __all__ = ["Simulation3D"]
 
-FIELDS3D = ("rho", "ux", "uy", "uz", "T")
+FIELDS3D = field_names(3)
 def _count(name: str, value, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
         raise SimulationError(f"{name}={value!r} must be an integer >= {minimum}")

@@ -422,7 +422,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         out = {k: np.empty((self.lx, self.ly)) for k in ("rho", "ux", "uy", "T")}
         ax, ay = self.force
         for r in self.regions:
-            for k, v in zip(("rho", "ux", "uy", "T"), r.program.fields(r.f, ax=ax, ay=ay)):
+            for k, v in r.program.fields(r.f, ax=ax, ay=ay).items():
                 out[k][r.columns % self.lx] = v
         return out
 
