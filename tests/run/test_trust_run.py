@@ -147,7 +147,7 @@ def test_signal_ends_the_step_checkpoints_and_resume_is_bit_identical(tmp_path, 
     full.execute()
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}   # SIG_IGN under nohup
     out = tmp_path / "run"
-    run = Run(_signal_config(d, out=str(out), pictures="none" if d == 3 else ()), **quiet)
+    run = Run(_signal_config(d, out=str(out), **({"pictures": "none"} if d == 3 else {})), **quiet)
     step = run.sim.step
 
     def step_and_signal(n=1):
