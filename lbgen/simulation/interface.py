@@ -78,6 +78,42 @@ def field_arguments(dimension: int, rho, velocity: Sequence, u=None, T=None, com
     return rho, tuple(velocity), 1.0 if T is None else T
 
 
+def lattice_size(name: str, value) -> int:
+    """A lattice extent (lx, ly, lz): a positive integer, else SimulationError naming it."""
+    if isinstance(value, bool) or not isinstance(value, (Integral, np.integer)) or value < 1:
+        raise SimulationError(f"{name}={value!r} must be a positive integer (lattice sites)")
+    return int(value)
+
+
+def count(name: str, value) -> int:
+    """A count that may be 0 (threads: all allowed; check_every: never): an integer >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (Integral, np.integer)) or value < 0:
+        raise SimulationError(f"{name}={value!r} must be an integer >= 0")
+    return int(value)
+
+
+def time_block_depth(value, backend: str, fused: bool, device_backend: Optional[str] = None) -> int:
+    """The temporal-blocking depth of a lattice (1..MAX_TIME_BLOCK), refused where it cannot run:
+    'auto' (decided by timing, above the simulation), with fused=False, on another backend
+    than C or with a device backend (host + device)."""
+    from lbgen.codegen.spec import time_block_value
+    if value == "auto":
+        raise SimulationError("time_block='auto' is decided by timing kernels, above the simulation: take "
+                              "lbgen.perf.tune.auto_time_block, or run through lbgen.run (--time-block auto), which "
+                              "records the choice")
+    try:
+        depth = time_block_value(value, allow_auto=False)
+    except ValueError as e:
+        raise SimulationError(str(e)) from None
+    if depth != 1 and not fused:
+        raise SimulationError(f"time_block={depth} blocks the fused step; it cannot run with fused=False")
+    if depth != 1 and (str(backend).lower() != "c" or device_backend is not None):
+        raise SimulationError(f"time_block={depth} (temporal blocking) runs on the C backend alone, "
+                              f"not backend={backend!r}" + (f" with device_backend={device_backend!r}"
+                                                             if device_backend else ""))
+    return depth
+
+
 def checked_populations(f, expected: tuple, dtype, fluid: Optional[np.ndarray] = None) -> np.ndarray:
     """(Q, *shape) real populations as float64, refused before any upload when: the shape
     differs from ``expected``; a value is NaN or Inf or beyond the range of the working

@@ -27,7 +27,7 @@ from lbgen.backends import compile3d
 from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
 from lbgen.model.catalog import field_names
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
-from lbgen.simulation.interface import Lattice, checked_populations
+from lbgen.simulation.interface import Lattice, checked_populations, count, lattice_size, time_block_depth
 from lbgen.simulation.parameters import Parameters, SimulationError
 from lbgen.simulation.boundaries import (check_finite_state,  # noqa: F401
                                           lid_face, lid_faces, voxel_mask, wall_axes)
@@ -35,26 +35,6 @@ from lbgen.simulation.boundaries import (check_finite_state,  # noqa: F401
 __all__ = ["Simulation3D"]
 
 FIELDS3D = field_names(3)
-def _count(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise SimulationError(f"{name}={value!r} must be an integer >= {minimum}")
-    return int(value)
-
-
-def _time_block(value, backend, fused) -> int:
-    """The temporal-blocking depth (1..MAX_TIME_BLOCK), refused where it cannot run."""
-    from lbgen.codegen.spec import time_block_value
-    try:
-        depth = time_block_value(value, allow_auto=False)
-    except ValueError as e:
-        raise SimulationError(f"time_block: {e}") from None
-    if depth != 1 and not fused:
-        raise SimulationError(f"time_block={depth} blocks the fused step; it cannot run with fused=False")
-    if depth != 1 and str(backend).lower() != "c":
-        raise SimulationError(f"time_block={depth} (temporal blocking) runs on the C backend, not backend={backend!r}")
-    return depth
-
-
 def _warn_lid(note: str) -> None:
     """A lid in the unstable Mach band (lbgen.model.physics.lid_mach_check): taken, with a
     LidMachWarning pointing at the caller's Simulation3D(...) line."""
@@ -93,10 +73,10 @@ class Simulation3D(Lattice):
         unknown = sorted(set(operator_parameters) - set(all_parameters()))
         if unknown:
             raise SimulationError(f"Simulation3D() got unknown keyword(s) {', '.join(unknown)}")
-        self.lx, self.ly, self.lz = (_count(n, v) for n, v in (("lx", lx), ("ly", ly), ("lz", lz)))
-        self.threads = _count("threads", threads, 0)
-        self.check_every = _count("check_every", check_every, 0)
-        self.time_block = _time_block(time_block, backend, fused)
+        self.lx, self.ly, self.lz = (lattice_size(n, v) for n, v in (("lx", lx), ("ly", ly), ("lz", lz)))
+        self.threads = count("threads", threads)
+        self.check_every = count("check_every", check_every)
+        self.time_block = time_block_depth(time_block, backend, fused)
         #: sweeps run so far: "blocked" (time_block steps each, fused_tb) and "single" (one step)
         self.sweeps = {"blocked": 0, "single": 0}
         from lbgen.model.catalog import SETS_3D, set_entry, set_names

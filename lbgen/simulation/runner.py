@@ -18,13 +18,13 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from lbgen.codegen.spec import BACKENDS, KernelSpec, SpecError, choose_layout, time_block_value
+from lbgen.codegen.spec import BACKENDS, KernelSpec, SpecError, choose_layout
 from lbgen.codegen.render import generate
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET, run_set, set_entry, wall_scheme_refusal
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.health import HealthChecks
-from lbgen.simulation.interface import Lattice, checked_populations
+from lbgen.simulation.interface import Lattice, checked_populations, count, lattice_size, time_block_depth
 from lbgen.simulation.parameters import Parameters, RunStats, SimulationError, Walls
 
 __all__ = ["Parameters", "Region", "RunStats", "Simulation", "SimulationError", "Walls", "split_columns"]
@@ -158,32 +158,18 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             if len(lx) != 2:
                 raise SimulationError(f"shape {tuple(lx)!r}: give (lx, ly) or (lx, ly, lz)")
             lx, ly = lx
-        for name, value in (("lx", lx), ("ly", ly)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise SimulationError(f"{name}={value!r} must be a positive integer (lattice sites)")
-        for name, value in (("threads", threads), ("check_every", check_every)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise SimulationError(f"{name}={value!r} must be an integer >= 0")
+        lx, ly = lattice_size("lx", lx), lattice_size("ly", ly)
+        threads, check_every = count("threads", threads), count("check_every", check_every)
         if walls is not None and not isinstance(walls, Walls):
             raise SimulationError(f"walls={walls!r} must be a lbgen.simulation.runner.Walls (or None for a periodic box)")
         for b in (backend, device_backend):
             if b is not None and b not in BACKENDS:
                 raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(BACKENDS)}")
-        for name, value in (("vl", vl), ("time_block", time_block)):
-            if value == "auto":
-                raise SimulationError(f"{name}='auto' is decided by timing kernels, above the simulation: take "
-                                      f"lbgen.perf.tune.auto_choice / auto_time_block, or run through "
-                                      f"lbgen.run (--vl auto, --time-block auto), which records the choice")
-        try:
-            time_block = time_block_value(time_block, allow_auto=False)
-        except ValueError as e:
-            raise SimulationError(str(e)) from None
-        if time_block != 1 and not fused:
-            raise SimulationError(f"time_block={time_block} blocks the fused step; it cannot run with fused=False")
-        if time_block != 1 and (backend != "c" or device_backend is not None):
-            raise SimulationError(f"time_block={time_block} (temporal blocking) runs on the C backend alone, "
-                                  f"not backend={backend!r}" + (f" with device_backend={device_backend!r}"
-                                                                 if device_backend else ""))
+        if vl == "auto":
+            raise SimulationError("vl='auto' is decided by timing kernels, above the simulation: take "
+                                  "lbgen.perf.tune.auto_choice, or run through lbgen.run (--vl auto), which records "
+                                  "the choice")
+        time_block = time_block_depth(time_block, backend, fused, device_backend)
         backend_options = dict(backend_options or {})
         self._params = Parameters(collision, operator_parameters, gravity)
         try:
