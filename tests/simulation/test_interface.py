@@ -79,3 +79,20 @@ def test_set_populations_refuses_values_beyond_the_working_precision(d):
     f[(1,) + (2,) * d] = np.nan
     with pytest.raises(SimulationError, match="not finite"):
         sim.set_populations(f)
+
+
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("change, message", [
+    ({"lx": 0}, "lx=0 must be a positive integer (lattice sites)"),
+    ({"threads": -1}, "threads=-1 must be an integer >= 0"),
+    ({"check_every": 2.5}, "check_every=2.5 must be an integer >= 0"),
+    ({"time_block": 2, "fused": False}, "time_block=2 blocks the fused step"),
+    ({"time_block": 2, "backend": "opencl"}, "time_block=2 (temporal blocking) runs on the C backend alone"),
+    ({"time_block": "auto"}, "time_block='auto' is decided by timing kernels"),
+])
+def test_the_parameter_checks_are_one_in_every_dimension(d, change, message):
+    shape = dict(zip(("lx", "ly", "lz"), SHAPES[d]))
+    kw = {**shape, **change}
+    with pytest.raises(SimulationError) as e:
+        lbgen.Simulation(kw.pop("lx"), kw.pop("ly"), **kw)
+    assert message in str(e.value)
