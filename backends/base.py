@@ -546,11 +546,12 @@ class Program(abc.ABC):
         self.upload_fields(equilibrium_assignments(self.spec.velocity_set).evaluate(fields, ax=ax, ay=ay), f)
 
     def fields(self, f: Any, ax: float = 0.0, ay: float = 0.0):
-        """(rho, ux, uy, T), (LX, LY) float64 arrays each: the physical (half-step) fields of the
-        populations in f under the force per unit mass per step (ax, ay) -- rho, u - a/2,
-        T + |a|^2/8 of the stored moments (ax = ay = 0: the stored moments)."""
+        """{rho, ux, uy, T}, (LX, LY) float64 arrays each (a dict, as the 3D programs'): the
+        physical (half-step) fields of the populations in f under the force per unit mass per
+        step (ax, ay) -- rho, u - a/2, T + |a|^2/8 of the stored moments (ax = ay = 0: the
+        stored moments)."""
         from lbgen.model import physical_fields
-        return tuple(physical_fields(self.spec.velocity_set, self.download_fields(f), ax, ay))
+        return fields_dict(physical_fields(self.spec.velocity_set, self.download_fields(f), ax, ay))
 
     def _param_values(self, params: dict):
         """The kernel arguments in order (``ordered_parameters``)."""
@@ -576,6 +577,12 @@ def checked_region(region, lx: int, ly: int, note: str = "") -> tuple:
         raise ValueError(f"region (x0, x1, y0, y1) = {(x0, x1, y0, y1)} outside the lattice: allowed "
                          f"0 <= x0 <= x1 <= {lx}, 0 <= y0 <= y1 <= {ly}")
     return int(x0), int(x1), int(y0), int(y1)
+
+
+def fields_dict(arrays) -> dict:
+    """The 2D fields kernel's four arrays as the dict every program's ``fields`` returns."""
+    from lbgen.model.catalog import field_names
+    return dict(zip(field_names(2), arrays))
 
 
 def wall_tau(walls) -> float:

@@ -7,7 +7,9 @@ tuning, performance models), ``parallel`` (MPI), ``run`` (run descriptions, set-
 driver), ``output`` (files, pictures, movies), ``reference`` (the NumPy oracle) and ``cli``.
 
 The names most scripts need are importable from here (loaded on first use, so that
-``import lbgen`` stays light): ``Simulation``, ``Walls``, ``Simulation3D``, ``RunConfig``, ``Run``.
+``import lbgen`` stays light): ``Simulation`` (2D, or 3D with a depth: ``Simulation(lx, ly, lz)``
+is a ``Simulation3D`` and a ``Simulation``), ``Walls``, ``Simulation3D``, ``RunConfig``, ``Run``
+(2D and 3D runs).
 """
 __version__ = "0.1.0"
 

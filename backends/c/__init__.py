@@ -17,7 +17,7 @@ from lbgen.system.limits import resolve_threads
 
 from lbgen.backends.base import (BackendUnavailable, CompileError, HostBuffers, Program, aligned_zeros, build_library,  # noqa: F401
                     compiler_version, find_compiler, last_level_cache_bytes, load_library, optimisation,
-                    UNCONTRACTED_LEVELS, wall_tau)
+                    UNCONTRACTED_LEVELS, fields_dict, wall_tau)
 
 #: OpenMP waiting when the user set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT: idle threads
 #: sleep instead of spinning 300000 rounds between the parallel regions of a step, so that
@@ -229,7 +229,7 @@ class CProgram(HostBuffers, Program):
         out = [np.empty((self.lx, self.ly)) for _ in range(4)]
         self._fn("fields")(self._ptr(f), *self._sizes, *[self.ffi.cast("double *", a.ctypes.data) for a in out],
                            float(ax), float(ay))
-        return tuple(out)
+        return fields_dict(out)
 
     def diagnostics(self, f, ax=0.0, ay=0.0):
         from lbgen.codegen.diagnostics import ND

@@ -20,7 +20,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from lbgen.backends.base import BackendUnavailable, CompileError, Program
+from lbgen.backends.base import BackendUnavailable, CompileError, Program, fields_dict
 
 DEFAULT_BLOCK = 128
 
@@ -315,7 +315,7 @@ class CudaProgram(LaunchProgram):
     def fields(self, f, ax=0.0, ay=0.0):
         outs = [self.cupy.empty((self.lx, self.ly), dtype=np.float64) for _ in range(4)]
         self._run("fields", f, *self._sizes, *outs, *self._force(ax, ay))
-        return tuple(d.get() for d in outs)
+        return fields_dict(d.get() for d in outs)
 
     def diagnostics(self, f, ax=0.0, ay=0.0):
         from lbgen.codegen.diagnostics import ND

@@ -26,7 +26,7 @@ import numpy as np
 
 from lbgen.backends.base import (BackendUnavailable, CompileError, HostBuffers, aligned_zeros, build_library,  # noqa: F401
                     compiler_version, find_compiler, load_library, optimisation,
-                    UNCONTRACTED_LEVELS)
+                    UNCONTRACTED_LEVELS, fields_dict)
 from lbgen.backends.cuda import LaunchProgram
 
 SHIM_HEADER = "cuda_host_shim.h"
@@ -183,7 +183,7 @@ class ShimProgram(HostBuffers, LaunchProgram):
     def fields(self, f, ax=0.0, ay=0.0):
         out = [np.empty((self.lx, self.ly)) for _ in range(4)]
         self._run("fields", f, *self._sizes, *out, *self._force(ax, ay))
-        return tuple(out)
+        return fields_dict(out)
 
     def diagnostics(self, f, ax=0.0, ay=0.0):
         from lbgen.codegen.diagnostics import ND

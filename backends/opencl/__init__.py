@@ -28,7 +28,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from lbgen.system.cache import atomic_write_bytes, cache_dir, digest
-from lbgen.backends.base import BackendUnavailable, CompileError, Program, record_build
+from lbgen.backends.base import BackendUnavailable, CompileError, Program, fields_dict, record_build
 
 DEFAULT_BLOCK_SIZE = 64
 STRICT_OPTIONS = ("-DLBGEN_STRICT",)
@@ -440,7 +440,7 @@ class OpenCLProgram(Program):
         self._launch("fields", self._site_range, f, *self._sizes, *bufs, self.dtype(ax), self.dtype(ay))
         for h, b in zip(hosts, bufs):
             self.cl.enqueue_copy(self.queue, h, b, is_blocking=True)
-        return tuple(h.astype(np.float64) for h in hosts)
+        return fields_dict(h.astype(np.float64) for h in hosts)
 
     def diagnostics(self, f, ax=0.0, ay=0.0):
         """Per-row reductions of the physical fields (LY work-items); accumulated in float for

@@ -232,7 +232,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     comm = mpi.world()                     # several ranks under mpiexec: a distributed run
     if comm is not None:
         mpi.install_excepthook(comm)
-    three = _grid_parts(ranks_grid) == 3          # PXxPYxPZ: a 3D run's grid (lbgen.run.driver3d)
+    three = _grid_parts(ranks_grid) == 3          # PXxPYxPZ: a 3D run's grid (lbgen.run.construct)
     mpi.set_launch_grid("auto" if three else ranks_grid, comm)
     root = comm is None or comm.rank == 0
     show_progress = progress and sys.stderr.isatty() and root
@@ -245,11 +245,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
             raise UserError("--resume continues the run in its folder: give no SETUP and no --config")
         dimension = _resumed_dimension(resume)
         _check_grid_dimension(ranks_grid, dimension, comm)
-        if dimension == 3:
-            from lbgen.run.driver3d import Run3D
-            runner = Run3D.resume(resume, echo=echo, comm=comm, overrides=given)
-        else:
-            runner = Run.resume(resume, echo=echo, comm=comm, overrides=given)
+        runner = Run.resume(resume, echo=echo, comm=comm, overrides=given)
         result = runner.execute(progress=show_progress)
         _report(runner, result, runner.cfg.save)
         return
@@ -302,10 +298,10 @@ def _resumed_dimension(run_dir):
 
 def _check_grid_dimension(ranks_grid, dimension, comm):
     """--ranks-grid against the run's dimension, before any work: PXxPY for 2D runs (checked by
-    lbgen.parallel.mpi), PXxPYxPZ for 3D runs (lbgen.run.driver3d.set_launch_grid)."""
+    lbgen.parallel.mpi), PXxPYxPZ for 3D runs (lbgen.run.construct.set_launch_grid3d)."""
     if dimension == 3:
-        from lbgen.run.driver3d import set_launch_grid
-        set_launch_grid(ranks_grid, comm)
+        from lbgen.run.construct import set_launch_grid3d
+        set_launch_grid3d(ranks_grid, comm)
     elif dimension == 2 and _grid_parts(ranks_grid) == 3:
         from lbgen.parallel.mpi import collective
         raise collective(UserError(f"--ranks-grid {ranks_grid}: a 2D run takes PXxPY (ranks along X times ranks "
@@ -328,10 +324,10 @@ def _time_block_note(runner, echo, given):
 
 
 def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
-    """`lbgen run` with a 3D velocity set: a Run3D (lbgen.run.driver3d)."""
+    """`lbgen run` with a 3D velocity set: its start line (the Run is the same as in 2D)."""
     from lbgen.model.physics import summary
-    from lbgen.run.driver3d import Run3D
-    runner = Run3D(cfg, echo=echo, comm=comm, overwrite=overwrite)
+    from lbgen.run.driver import Run
+    runner = Run(cfg, echo=echo, comm=comm, overwrite=overwrite)
     cfg, sim = runner.cfg, runner.sim      # the lattice run: an --init file's, not the default
     box = [f"walls {''.join(sim.walls)}"] if sim.walls else []
     box += [f"lid {a}-{s} (" + ", ".join(f"{c:g}" for c in u) + ")" for (a, s), u in sim.lid.items()]

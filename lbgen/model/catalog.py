@@ -130,6 +130,14 @@ def sets_help() -> str:
 #: the axes' names, in order: the components of a D-dimensional set's vectors (force, velocity,
 #: fields: ax, ux, ...) and the axes of walls and faces
 AXES = ("x", "y", "z")
+
+
+def field_names(dimension: int) -> tuple:
+    """The physical fields of a D-dimensional lattice, in order: rho, ux, uy[, uz], T (the keys
+    of every ``fields()``, the arrays of field files)."""
+    return ("rho",) + tuple(f"u{a}" for a in AXES[:dimension]) + ("T",)
+
+
 #: the two faces normal to an axis: low (the side of coordinate 0) and high; face "z-high" is
 #: (axis, side) = ("z", "high")
 SIDES = ("low", "high")

@@ -151,7 +151,7 @@ TIME_UNIT_LABELS: Dict[str, str] = {
 
 def time_unit(numbers: Mapping[str, object]) -> Optional[Tuple[float, str]]:
     """(steps per unit, mathtext label) of the flow's own time unit of a run's numbers
-    (:func:`run_numbers`, ``lbgen.run.driver3d.physics3d``), or None when the flow has none:
+    (:func:`run_numbers`, ``lbgen.run.numbers.physics3d``), or None when the flow has none:
     the one definition that titles, series.png, the .vti field data and the header share."""
     steps, name = numbers.get("t_unit"), numbers.get("t_unit_name")
     if not steps or name not in TIME_UNIT_LABELS:

@@ -13,7 +13,7 @@ Layout of a run directory written by :class:`RunOutput`::
       frames/step-000000080.npz        write_frame (movie frames: the picture quantities, 16-bit, every
                                        --pictures-every K steps and at every picture; lbgen movie draws them)
 
-A 3D run (:class:`RunOutput3D`) writes the same folder with (LX, LY, LZ) fields (h5/npz
+A 3D run (``RunOutput(..., dimension=3)``) writes the same folder with (LX, LY, LZ) fields (h5/npz
 datasets rho, ux, uy, uz, T; a 3D .vti image), the 3D series columns and, instead of
 pictures and frames, ``pictures/<q>-<plane>-000001000.png``: the mid-plane slices xy, xz, yz.
 
@@ -21,7 +21,7 @@ Modules: :mod:`.fields` (files, vorticity, speed, host diagnostics), :mod:`.look
 time units, titles), :mod:`.limits` (what is drawn, colour limits), :mod:`.windows`, :mod:`.frames`
 (movie frames), :mod:`.pictures` (field pictures, 3D mid-plane slices; re-exports the four
 before it), :mod:`.series`
-(series.csv / series.png), :mod:`.manifest`, :mod:`.run` (RunOutput, RunOutput3D, the file list),
+(series.csv / series.png), :mod:`.manifest`, :mod:`.run` (RunOutput, the file list),
 :mod:`.folder` (RunResults: a run folder read back; movies), :mod:`.plot` (notebooks).
 """
 from lbgen.output.fields import (FIELD_NAMES, diagnostics, read_field_file, read_vti, saved_steps, speed, vorticity,
@@ -30,11 +30,11 @@ from lbgen.output.manifest import environment_versions, read_manifest
 from lbgen.output.pictures import (PICTURE_QUANTITIES, TimeUnit, check_dpi, check_time_unit, check_window,
                                    colour_limits, default_pictures, default_pictures_every, dpi_range, drawn_data,
                                    field_figure, parse_clim, parse_window, picture_name, window_option)
-from lbgen.output.run import RunOutput, RunOutput3D, recorded_files
+from lbgen.output.run import RunOutput, recorded_files
 from lbgen.output.series import SERIES_COLUMNS, default_series_every, read_series, series_figure
 
 __all__ = [
-    "FIELD_NAMES", "PICTURE_QUANTITIES", "SERIES_COLUMNS", "diagnostics", "vorticity", "speed", "RunOutput", "RunOutput3D",
+    "FIELD_NAMES", "PICTURE_QUANTITIES", "SERIES_COLUMNS", "diagnostics", "vorticity", "speed", "RunOutput",
     "write_vti", "read_vti", "read_manifest", "read_series", "environment_versions", "read_field_file",
     "saved_steps", "colour_limits", "drawn_data", "field_figure", "parse_clim", "default_series_every",
     "series_figure", "check_dpi", "dpi_range", "picture_name", "recorded_files", "default_pictures",

@@ -17,13 +17,14 @@ import numpy as np
 
 from lbgen.system.cache import atomic_output, atomic_write
 from lbgen.codegen.diagnostics import rows_of_fields, scalars
+from lbgen.model.catalog import field_names as names_of_dimension
 
 PathLike = Union[str, os.PathLike]
 
 #: the fields written to every field file, in this order
-FIELD_NAMES = ("rho", "ux", "uy", "T")
+FIELD_NAMES = names_of_dimension(2)
 #: ... of a 3D run: arrays of shape (LX, LY, LZ) indexed [x, y, z]
-FIELD_NAMES3D = ("rho", "ux", "uy", "uz", "T")
+FIELD_NAMES3D = names_of_dimension(3)
 
 
 def field_names(fields: dict) -> tuple:

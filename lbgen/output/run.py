@@ -139,6 +139,13 @@ class RunOutput:
     the final one.  ``time_unit``: ``(steps per unit, label)``, the flow's time unit of the
     titles and of series.png.
 
+    ``dimension`` 3 (fields of shape (LX, LY, LZ): rho, ux, uy, uz, T): the same folder, field
+    files, .vti (a 3D image) and .pvd, manifest and file list; series.csv with the 3D columns
+    (``series.SERIES_COLUMNS3D``); pictures of the three mid-plane slices
+    (``pictures/<q>-<plane>-<step>.png``, :func:`lbgen.output.pictures.mid_planes`) with the
+    run's fixed colour limits; no movie frames and no picture window (the whole slices).
+    ``periodic``: per axis, False on the run's wall axes (one-sided differences there).
+
     Every file it writes is recorded (:attr:`files`, relative paths) before it is written
     and kept in manifest.json under ``"files"`` (``FILES_KEY``): ``lbgen run --overwrite``
     removes those and nothing else.  A folder that already has a manifest (a resumed run)
@@ -147,7 +154,17 @@ class RunOutput:
 
     def __init__(self, run_dir: PathLike, pictures: Sequence[str] = ("T",), vtk: bool = True,
                  fields_format: Optional[str] = "h5", colour_limits: Optional[Mapping[str, Sequence[float]]] = None,
-                 dpi: Optional[float] = None, window=None, time_unit=None, physics: Optional[Mapping] = None):
+                 dpi: Optional[float] = None, window=None, time_unit=None, physics: Optional[Mapping] = None,
+                 dimension: int = 2, periodic: Optional[Sequence[bool]] = None):
+        if dimension not in (2, 3):
+            raise ValueError(f"dimension must be 2 or 3, not {dimension!r}")
+        if dimension == 3 and window is not None:
+            raise ValueError(f"window={window!r}: the pictures of a 3D run show the whole mid-plane slices; "
+                             f"leave the window out")
+        self.dimension = dimension
+        self.periodic = tuple(bool(p) for p in (periodic if periodic is not None else (True,) * dimension))
+        if len(self.periodic) != dimension:
+            raise ValueError(f"periodic={periodic!r}: one flag per axis ({dimension})")
         self.run_dir = Path(run_dir)
         #: the run's physical numbers (lbgen.model.physics.run_numbers): h5 attributes physics_*
         self.physics = dict(physics or {})
@@ -322,8 +339,9 @@ class RunOutput:
     def write_frame(self, step: int, fields: dict, time: Optional[float] = None) -> Optional[Path]:
         """A movie frame of the picture quantities (``frames/step-<step>.npz``: their drawn
         values, 16-bit, with the run's colour limits; see lbgen.output.pictures); None when the
-        run draws no pictures.  ``lbgen movie`` makes its frames from these."""
-        if not self.pictures:
+        run draws no pictures or is 3D (its pictures are slices drawn at the outputs).  ``lbgen
+        movie`` makes its frames from these."""
+        if not self.pictures or self.dimension == 3:
             return None
         drawn = {}
         for q in self.pictures:
@@ -358,6 +376,8 @@ class RunOutput:
         window and time unit; *which* defaults to ``self.pictures``.  The step's movie frame
         is written too (when this process has not written it yet)."""
         quantities = tuple(check_quantity(q) for q in (self.pictures if which is None else which))
+        if self.dimension == 3:
+            return self._slice_pictures(step, fields, quantities, time)
         if self.pictures and int(step) not in self._frame_steps:
             self.write_frame(step, fields, time)
         self.record(self.picture_path(q, step) for q in quantities)
@@ -411,11 +431,43 @@ class RunOutput:
         self.seal(marked)
         return again
 
+    def slice_path(self, quantity: str, plane: str, step: int) -> Path:
+        from lbgen.output.pictures import slice_picture_name
+        return self.run_dir / PICTURES_DIR / slice_picture_name(quantity, plane, step)
+
+    def _slice_pictures(self, step: int, fields: dict, quantities: Sequence[str], time: Optional[float]) -> list:
+        """3D: one PNG per quantity and mid-plane slice, with the run's colour limits."""
+        from lbgen.output.pictures import mid_planes, title_of
+        planes = mid_planes(fields, self.periodic)
+        self.record(self.slice_path(q, plane, step) for q in quantities for plane in planes)
+        written = []
+        for q in quantities:
+            for plane, (axes, index, sl) in planes.items():
+                limits = self._limits(q, sl)
+                data = drawn_data(q, sl, limits)
+                picture = FieldPicture(q, data.shape, limits=limits, dpi=self.dpi, time_unit=self.time_unit,
+                                       axes=axes, r=self.physics.get("r"))
+                fig = picture.draw(data, step, time)
+                if q in ARROW_QUANTITIES:
+                    picture.arrows(sl["ua"], sl["ub"])
+                normal = next(c for c in "xyz" if c not in axes)
+                picture.title.set_text(title_of(q, step, time, self.time_unit) + f",  slice {normal} = {index}")
+                if q == "vorticity":                      # its component normal to the slice
+                    n = "xyz".index(normal)
+                    a, b = "xyz"[(n + 1) % 3], "xyz"[(n + 2) % 3]
+                    picture.colorbar.set_label(rf"$\omega_{normal} = \partial_{a} u_{b} - \partial_{b} u_{a}$ "
+                                               f"({unit_text(q, self.physics.get('r'))})")
+                written.append(save_png(fig, self.slice_path(q, plane, step)))
+        self.seal(written)
+        return written
+
     # ------------------------------------------------------------------ series
     def append_series(self, step: int, time: Optional[float], diag: dict) -> None:
-        """Append one row to series.csv (header written when the file is new or empty)."""
+        """Append one row to series.csv (header written when the file is new or empty; the
+        columns of the run's dimension)."""
         self.record([self.series_path])
-        series_mod.append_row(self.series_path, step, time, diag)
+        columns = series_mod.SERIES_COLUMNS3D if self.dimension == 3 else series_mod.SERIES_COLUMNS
+        series_mod.append_row(self.series_path, step, time, diag, columns=columns)
         self.seal([self.series_path])
 
     def read_series(self) -> dict:
@@ -482,60 +534,3 @@ class RunOutput:
     def read_manifest(self, run_dir: Optional[PathLike] = None) -> dict:
         """Parse manifest.json of this run (or of *run_dir*)."""
         return read_manifest(self.run_dir if run_dir is None else run_dir)
-
-
-class RunOutput3D(RunOutput):
-    """The outputs of a 3D run (fields of shape (LX, LY, LZ): rho, ux, uy, uz, T): the same
-    folder, field files (h5/npz datasets of shape (LX, LY, LZ)), .vti (3D image) and .pvd,
-    manifest and file list as :class:`RunOutput`; series.csv with the 3D columns
-    (``series.SERIES_COLUMNS3D``); pictures of the three mid-plane slices
-    (``pictures/<q>-<plane>-<step>.png``, :func:`lbgen.output.pictures.mid_planes`) with the
-    run's fixed colour limits.  No movie frames and no picture window (the whole slices).
-    ``periodic``: per axis, False on the run's wall axes (one-sided differences there)."""
-
-    def __init__(self, run_dir: PathLike, *, periodic: Sequence[bool] = (True, True, True), **options):
-        options["window"] = None
-        super().__init__(run_dir, **options)
-        self.periodic = tuple(bool(p) for p in periodic)
-
-    def slice_path(self, quantity: str, plane: str, step: int) -> Path:
-        from lbgen.output.pictures import slice_picture_name
-        return self.run_dir / PICTURES_DIR / slice_picture_name(quantity, plane, step)
-
-    def write_frame(self, step: int, fields: dict, time: Optional[float] = None) -> Optional[Path]:
-        """3D runs keep no movie frames."""
-        return None
-
-    def write_pictures(self, step: int, fields: dict, which: Optional[Iterable[str]] = None,
-                       time: Optional[float] = None) -> list[Path]:
-        """One PNG per quantity and mid-plane slice, with the run's colour limits."""
-        from lbgen.output.pictures import mid_planes, title_of
-        quantities = tuple(check_quantity(q) for q in (self.pictures if which is None else which))
-        planes = mid_planes(fields, self.periodic)
-        self.record(self.slice_path(q, plane, step) for q in quantities for plane in planes)
-        written = []
-        for q in quantities:
-            for plane, (axes, index, sl) in planes.items():
-                limits = self._limits(q, sl)
-                data = drawn_data(q, sl, limits)
-                picture = FieldPicture(q, data.shape, limits=limits, dpi=self.dpi, time_unit=self.time_unit,
-                                       axes=axes, r=self.physics.get("r"))
-                fig = picture.draw(data, step, time)
-                if q in ARROW_QUANTITIES:
-                    picture.arrows(sl["ua"], sl["ub"])
-                normal = next(c for c in "xyz" if c not in axes)
-                picture.title.set_text(title_of(q, step, time, self.time_unit) + f",  slice {normal} = {index}")
-                if q == "vorticity":                      # its component normal to the slice
-                    n = "xyz".index(normal)
-                    a, b = "xyz"[(n + 1) % 3], "xyz"[(n + 2) % 3]
-                    picture.colorbar.set_label(rf"$\omega_{normal} = \partial_{a} u_{b} - \partial_{b} u_{a}$ "
-                                               f"({unit_text(q, self.physics.get('r'))})")
-                written.append(save_png(fig, self.slice_path(q, plane, step)))
-        self.seal(written)
-        return written
-
-    def append_series(self, step: int, time: Optional[float], diag: dict) -> None:
-        """One row of the 3D columns (``series.SERIES_COLUMNS3D``)."""
-        self.record([self.series_path])
-        series_mod.append_row(self.series_path, step, time, diag, columns=series_mod.SERIES_COLUMNS3D)
-        self.seal([self.series_path])

@@ -21,7 +21,7 @@ a step.
 Walls, lids and masks: walls and lids on unsplit axes only (each block holds both faces);
 a mask is cut per block (ghosts included).  ``fields()`` gathers the five owned field arrays
 (the fields kernel of each rank) to rank 0; ``set_fields`` scatters rank 0's fields.  For a
-run (``lbgen.run.driver3d.Run3D``): ``diagnostic_rows`` (each rank's kernel over its owned
+run (``lbgen.run.driver.Run``): ``diagnostic_rows`` (each rank's kernel over its owned
 fluid sites, combined on rank 0), ``check_finite`` (collective), ``state``/``restore`` (the
 populations of the owned blocks through rank 0: checkpoints of any rank count).
 """
@@ -255,7 +255,7 @@ class DistributedSimulation3D:
             out[:, x0:x0 + nx, y0:y0 + ny, z0:z0 + nz] = block
         return dict(zip(FIELDS3D, out))
 
-    # --- the run driver's interface (lbgen.run.driver3d.Run3D) -----------------------------------
+    # --- the run driver's interface (lbgen.run.driver.Run) ---------------------------------------
     spec = property(lambda self: self.sim.spec)
     source = property(lambda self: self.sim.source)
     vs = property(lambda self: self.sim.vs)

@@ -346,7 +346,7 @@ class DistributedSimulation(Simulation):
         """(4, wx, wy): rho, ux, uy, T of the owned block by each region's fields kernel."""
         self.synchronize()
         ax, ay = self.force
-        return self._owned(lambda r: np.stack(r.program.fields(r.f, ax=ax, ay=ay)))
+        return self._owned(lambda r: np.stack(list(r.program.fields(r.f, ax=ax, ay=ay).values())))
 
     # --- collective state ----------------------------------------------------------------------
     def state(self) -> Optional[np.ndarray]:

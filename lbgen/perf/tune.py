@@ -17,7 +17,7 @@ On the C backend the winner's temporal-blocking depth (time steps per sweep, see
 In 3D (``lz`` and a 3D ``velocity_set`` given: ``lbgen tune --velocity-set d3q19``) the
 candidates are the layouts and VLs that LZ admits for the set's hop, each timed on the
 periodic step of that set (halo + fused, or fused_tb), and the key also holds LZ and the set;
-3D runs without walls, a geometry or MPI use such a choice (``lbgen.run.driver3d.resolve3d``).
+3D runs without walls, a geometry or MPI use such a choice (``lbgen.run.construct.resolve``).
 """
 from __future__ import annotations
 

@@ -145,7 +145,8 @@ class RunConfig:
         setup = SETUPS.get(self.setup)
         if setup is not None and 3 not in setup.dimensions:
             three = ", ".join(n for n, s in SETUPS.items() if 3 in s.dimensions)
-            raise ConfigError(f"the {self.setup} set-up is a 2D flow; 3D set-ups ({self.velocity_set}): {three}")
+            raise ConfigError(f"the {self.setup} set-up is a 2D flow ({setup.missing_why}); 3D set-ups "
+                              f"({self.velocity_set}): {three}")
         if self.vl == "auto" and (self.wall_axes or self.geometry):
             raise ConfigError("--vl auto times the periodic 3D step (lbgen tune --velocity-set "
                               f"{self.velocity_set}); a 3D run with walls or a geometry takes its layout and VL "
@@ -165,8 +166,8 @@ class RunConfig:
             self._check_3d()
         else:
             if self.setup in SETUPS and 2 not in SETUPS[self.setup].dimensions:
-                raise ConfigError(f"the {self.setup} set-up is a 3D flow: choose a 3D velocity set (--velocity-set "
-                                  f"{set_names(SETS_3D)})")
+                raise ConfigError(f"the {self.setup} set-up is a 3D flow ({SETUPS[self.setup].missing_why}): "
+                                  f"choose a 3D velocity set (--velocity-set {set_names(SETS_3D)})")
             if len(self.gravity) != 2:
                 raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected two numbers 'GX,GY' "
                                   f"in a 2D run (three, GX,GY,GZ, in 3D)")

@@ -1,10 +1,12 @@
-"""From a run description to the objects of a run: the initial fields of its set-up, its
-``Simulation`` (serial, host + device, or one MPI rank's slab), the host/device split of a
-``--hetero`` run, and the description of the kernels a manifest records."""
+"""From a run description (2D or 3D) to the objects of a run: what construction decides
+(``resolve``), the initial fields of its set-up, its lattice (serial, host + device, or one
+MPI rank's part; a 3D run's rank grid), the host/device split of a ``--hetero`` run, and the
+description of the kernels a manifest records."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from lbgen.codegen.layouts import CLUSTERED
 from lbgen.codegen.spec import DEFAULT_VELOCITY_SET, choose_layout
@@ -32,55 +34,103 @@ def init_digest(cfg: RunConfig) -> str:
     return digest
 
 
-def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, distributed: bool = False) -> RunConfig:
-    """The run description with everything construction decides made explicit, so that the
-    manifest records it and a resume rebuilds the same kernels: the lattice size of an
-    --init file (``shape``), the set-up's amplitude, the thread count, the layout and VL
-    (given, the choice ``lbgen tune`` stored for this machine, ``--vl auto`` timed now, or
-    the backend's default), the time block (given; for ``auto`` the depth ``lbgen tune``
-    stored, else ``tune.DEFAULT_TIME_BLOCK``; 1 where temporal blocking does not run) and,
-    with a run folder, the series and movie-frame cadences."""
-    from lbgen.perf import tune
+def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, distributed: bool = False,
+            mask=None, block_depths: Sequence[int] = ()) -> RunConfig:
+    """The run description (2D or 3D) with everything construction decides made explicit, so
+    that the manifest records it and a resume rebuilds the same kernels: the lattice size of
+    an --init file (``shape``), the set-up's amplitude, the thread count, the layout and VL
+    (given, the choice ``lbgen tune`` stored for this machine, ``--vl auto`` timed now, or the
+    backend's default; ``_tuned_layout``), the time block (given; for ``auto`` the depth
+    ``lbgen tune`` stored, else its default; 1 where temporal blocking does not run:
+    ``resolve_time_block``) and, with a run folder, the series and movie-frame cadences (a
+    multiple of the time block).  3D: ``mask`` (the --geometry voxel mask, whose digest is
+    recorded: a resumed run whose file now holds another mask is refused) and, under MPI,
+    ``block_depths`` (the Z extents of the ranks' blocks with their ghosts: the VL divides each)."""
     changes = {}
     if cfg.init:                            # absolute: a resume from another folder finds it
         changes["init"] = str(Path(cfg.init).resolve())
         changes["init_digest"] = init_digest(cfg)
-    if shape is not None and (cfg.lx, cfg.ly) != tuple(shape):
-        changes["lx"], changes["ly"] = (int(n) for n in shape)
-    lx, ly = changes.get("lx", cfg.lx), changes.get("ly", cfg.ly)
+    if shape is not None and tuple(cfg.shape) != tuple(shape):
+        changes.update(zip(("lx", "ly", "lz"), (int(n) for n in shape)))
+    cfg = cfg.replace(**changes)
+    changes = {}
+    if mask is not None:
+        changes["geometry_digest"] = _geometry_digest(cfg, mask)
     if cfg.amplitude is None and not cfg.init:
-        changes["amplitude"] = SETUPS[cfg.setup].default_amplitude(lx)
+        changes["amplitude"] = SETUPS[cfg.setup].default_amplitude(cfg.lx)
     changes["threads"] = resolve_threads(cfg.threads, echo)
+    cfg = cfg.replace(**changes)
+    layout, vl, auto_depth = _tuned_layout(cfg, distributed, block_depths)
+    if layout is not None or vl is not None or not cfg.hetero:
+        changes["layout"], changes["vl"] = layout, vl
+    # host + device with layout and VL left out: each region takes its backend's default
+    # (the manifest's regions record them)
+    changes["time_block"] = depth = resolve_time_block(cfg, distributed, auto_depth)
+    if cfg.out and not cfg.series_every:   # about 200 rows, a multiple of the time block
+        from lbgen.output.series import default_series_every
+        changes["series_every"] = default_series_every(cfg.steps, depth)
+    if cfg.out and cfg.pictures and not cfg.pictures_every and cfg.dimension == 2:   # about 100 movie frames
+        from lbgen.output.pictures import default_pictures_every
+        changes["pictures_every"] = default_pictures_every(cfg.steps, depth)
+    if cfg.geometry:
+        changes["geometry"] = str(Path(cfg.geometry).resolve())
+    return cfg.replace(**changes)
+
+
+def _geometry_digest(cfg: RunConfig, mask) -> str:
+    """The SHA-256 of a run's voxel mask (its identity); another mask than the recorded one is refused."""
+    import hashlib
+
+    import numpy as np
+    digest = hashlib.sha256(np.ascontiguousarray(mask, dtype=np.uint8).tobytes()).hexdigest()
+    if cfg.geometry_digest not in (None, digest):
+        raise SimulationError(f"--geometry {cfg.geometry}: the file holds another voxel mask than the one this "
+                              f"run started with (sha256 {cfg.geometry_digest[:12]}..., now {digest[:12]}...); "
+                              f"restore it to continue the run")
+    return digest
+
+
+def _tuned_layout(cfg: RunConfig, distributed: bool, block_depths: Sequence[int]):
+    """(layout, vl, the tuned time block or None) of a run: given, ``--vl auto`` (timed now),
+    or, both left out, the choice ``lbgen tune`` stored for the case, else the backend's
+    default for the fastest axis (``choose_layout``).  What ``lbgen tune`` measures differs by
+    dimension: in 2D the default set's kernels (walls or not), in 3D the periodic step of the
+    whole lattice (so a 3D run with walls, a geometry or MPI is not tuned)."""
+    from lbgen.perf import tune
     layout, vl = cfg.layout, cfg.vl
+    halo = set_entry(cfg.velocity_set).max_hop
+    if cfg.dimension == 3:
+        case = dict(lx=cfg.lx, ly=cfg.ly, precision=cfg.precision, collision=cfg.collision, walls=False,
+                    threads=cfg.threads, lz=cfg.lz, velocity_set=cfg.velocity_set)
+        tunable = not cfg.wall_axes and not cfg.geometry and not distributed
+        if vl == "auto":
+            if not tunable:
+                raise SimulationError("--vl auto times the periodic 3D step of the whole lattice (lbgen tune); a "
+                                      "run with walls, a geometry or several MPI ranks takes its layout and VL "
+                                      "given, or by default when both are left out")
+            layout, vl = tune.auto_choice(cfg.backend, layout=layout, **case)
+        elif layout is None and vl is None and tunable:
+            layout, vl = tune.cached_choice(cfg.backend, **case) or (None, None)
+        depth_z = math.gcd(*block_depths) if block_depths else cfg.lz   # a VL dividing it divides every block's
+        layout, vl = choose_layout(cfg.backend, depth_z, halo, layout, vl, dimension=3,
+                                   walls_along_depth="z" in (cfg.wall_axes or ""))
+        return layout, vl, (lambda: tune.auto_time_block(cfg.backend, layout, vl, **case)) if tunable else None
     walls = cfg.walls is not None
-    width = lx
     tuned = cfg.velocity_set == DEFAULT_VELOCITY_SET     # lbgen tune measures the default set's kernels
     if vl == "auto":
         if not tuned:
             raise SimulationError(f"--vl auto tunes the {DEFAULT_VELOCITY_SET} kernels; give the layout and VL of "
                                   f"{cfg.velocity_set} explicitly (or leave both out for the default)")
-        layout, vl = tune.auto_choice(cfg.backend, width, ly, cfg.precision, cfg.collision, walls, cfg.threads,
+        layout, vl = tune.auto_choice(cfg.backend, cfg.lx, cfg.ly, cfg.precision, cfg.collision, walls, cfg.threads,
                                       layout=layout)
     elif layout is None and vl is None and tuned and not cfg.hetero:
-        layout, vl = tune.cached_choice(cfg.backend, width, ly, cfg.precision, cfg.collision, walls,
+        layout, vl = tune.cached_choice(cfg.backend, cfg.lx, cfg.ly, cfg.precision, cfg.collision, walls,
                                         cfg.threads) or (None, None)
-    halo = set_entry(cfg.velocity_set).max_hop
-    if cfg.hetero and layout is None and vl is None:
-        pass        # host + device: each region takes its backend's default (the manifest's regions record them)
-    else:
-        layout, vl = choose_layout(cfg.backend, ly, halo, layout, vl)
-        changes["layout"], changes["vl"] = layout, vl
-    depth = resolve_time_block(cfg, distributed, lambda: tune.auto_time_block(
-        cfg.backend, layout, vl if layout in CLUSTERED else None, lx, ly, cfg.precision, cfg.collision, walls,
-        cfg.threads))
-    changes["time_block"] = depth
-    if cfg.out and not cfg.series_every:   # about 200 rows, a multiple of the time block
-        from lbgen.output.series import default_series_every
-        changes["series_every"] = default_series_every(cfg.steps, depth)
-    if cfg.out and cfg.pictures and not cfg.pictures_every:   # about 100 movie frames
-        from lbgen.output.pictures import default_pictures_every
-        changes["pictures_every"] = default_pictures_every(cfg.steps, depth)
-    return cfg.replace(**changes)
+    if not (cfg.hetero and layout is None and vl is None):
+        layout, vl = choose_layout(cfg.backend, cfg.ly, halo, layout, vl)
+    return layout, vl, lambda: tune.auto_time_block(
+        cfg.backend, layout, vl if layout in CLUSTERED else None, cfg.lx, cfg.ly, cfg.precision, cfg.collision,
+        walls, cfg.threads)
 
 
 def resolve_time_block(cfg: RunConfig, distributed: bool = False, tuned: Optional[Callable[[], int]] = None) -> int:
@@ -98,19 +148,26 @@ def resolve_time_block(cfg: RunConfig, distributed: bool = False, tuned: Optiona
     return depth
 
 
-def initial_fields(cfg: RunConfig):
+def initial_fields(cfg: RunConfig) -> dict:
+    """The fields a run starts from: the --init file's (checked: keys, shape, finite values,
+    positive rho and T), else its set-up's (2D or 3D by the velocity set)."""
     if cfg.init:
-        return load_fields(cfg.init)
+        return load_fields(cfg.init, cfg.dimension)
+    three = {"lz": cfg.lz} if cfg.dimension == 3 else {"walls": cfg.walls}
     return SETUPS[cfg.setup].fields(cfg.lx, cfg.ly, seed=cfg.seed, amplitude=cfg.amplitude, gravity=cfg.gravity,
-                                    walls=cfg.walls, thermal=not get_velocity_set(cfg.velocity_set).isothermal)
+                                    thermal=not set_entry(cfg.velocity_set).isothermal, **three)
 
 
 def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Optional[int] = None,
-                    device: bool = True, comm=None) -> Simulation:
+                    device: bool = True, comm=None, mask=None, grid=None):
     """The Simulation of a config; for host + device runs with `host_columns` M (or cfg's).
 
-    With an MPI communicator `comm` of several ranks: this rank's part of a
-    ``lbgen.parallel.simulation.DistributedSimulation`` (collective)."""
+    With an MPI communicator `comm` of several ranks: this rank's part of a distributed
+    lattice (collective): ``lbgen.parallel.simulation.DistributedSimulation`` in 2D,
+    ``lbgen.parallel.lattice3d.DistributedSimulation3D`` on the rank grid `grid` in 3D.
+    3D: walls, lids and the voxel `mask` in the 3D lattice's own forms."""
+    if cfg.dimension == 3:
+        return _make_simulation3d(cfg, mask, comm, grid)
     cfg = resolve(cfg, echo=lambda m: None, distributed=comm is not None)   # a no-op once resolved
     walls = Walls(**cfg.walls) if cfg.walls else None
     common = dict(layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision,
@@ -137,6 +194,26 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     options = {"device": cfg.device} if cfg.device and cfg.hetero == "opencl" else {}
     return Simulation(lx, cfg.ly, backend=cfg.backend, device_backend=cfg.hetero, host_columns=M or 0,
                       device_options=options, **common)
+
+
+def _make_simulation3d(cfg: RunConfig, mask=None, comm=None, grid=None):
+    """The 3D lattice of a resolved 3D run description (make_simulation)."""
+    import warnings
+
+    from lbgen.model.physics import LidMachWarning
+    from lbgen.simulation.lattice3d import Simulation3D
+    common = dict(velocity_set=cfg.velocity_set, collision=cfg.collision, gravity=cfg.gravity, walls=cfg.wall_axes,
+                  lid=cfg.lid, mask=mask, backend=cfg.backend, layout=cfg.layout, vl=cfg.vl,
+                  precision=cfg.precision, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
+                  time_block=cfg.time_block, device=cfg.device if cfg.backend == "opencl" else None,
+                  **cfg.parameters)
+    with warnings.catch_warnings():        # a run says it once, on its start line (lbgen run), not per rank
+        warnings.simplefilter("ignore", LidMachWarning)
+        if comm is not None and comm.size > 1:
+            from lbgen.parallel.lattice3d import DistributedSimulation3D
+            common.pop("check_every")
+            return DistributedSimulation3D(comm, cfg.lx, cfg.ly, cfg.lz, ranks_grid=grid, **common)
+        return Simulation3D(cfg.lx, cfg.ly, cfg.lz, **common)
 
 
 def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print, lx: Optional[int] = None) -> int:
@@ -170,7 +247,16 @@ def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print, lx: Optio
     return min(valid, key=lambda M: (abs(M - want), M))
 
 
-def device_description(sim: Simulation) -> dict:
+def device_description(sim, grid=None) -> dict:
+    """The kernels of a run for its manifest: backend, layout, precision, kernel digest and, in
+    2D, the regions (host + device) of every rank; in 3D (one program per rank) the runtime,
+    the device and, under MPI, the rank grid."""
+    if sim.spec.dimension == 3:
+        info = {"backend": sim.spec.backend, "layout": sim.program.layout.tag, "precision": sim.spec.precision,
+                "kernel_digest": sim.source.digest, "runtime": sim.runtime, "device": sim.program.describe()}
+        if sim.nranks > 1:
+            info.update(ranks=sim.nranks, ranks_grid="x".join(map(str, grid)))
+        return info
     info = {"backend": sim.spec.backend, "layout": sim.spec.tag, "precision": sim.spec.precision,
             "kernel_digest": sim.source.digest, "regions": []}
     if sim.nranks > 1:                      # MPI: every rank's regions (global columns)
@@ -182,3 +268,41 @@ def device_description(sim: Simulation) -> dict:
         entry.update(prog.provenance())
         info["regions"].append(entry)
     return info
+
+
+#: ``--ranks-grid`` of a 3D launch (``set_launch_grid3d``): None for auto, else (PX, PY, PZ)
+_GRID3D = None
+
+
+def set_launch_grid3d(text, comm) -> None:
+    """``--ranks-grid`` of a 3D run: 'auto' or 'PXxPYxPZ' (checked here); a grid other than
+    auto (or 1x1x1) needs mpiexec.  (2D runs: ``lbgen.parallel.mpi.set_launch_grid``.)"""
+    global _GRID3D
+    from lbgen.parallel.mpi import parse_ranks_grid
+    grid = parse_ranks_grid(text, 3)
+    if (comm is None or comm.size == 1) and grid not in (None, (1, 1, 1)):
+        n = math.prod(grid)
+        raise SimulationError(f"--ranks-grid {text}: a grid of {n} ranks needs mpiexec -n {n} lbgen ...; this is "
+                              f"a single process")
+    _GRID3D = grid
+
+
+def rank_grid(cfg: RunConfig, size: int) -> tuple:
+    """(PX, PY, PZ) of a 3D run on `size` ranks (the launch's --ranks-grid, else auto), checked
+    before any work: sub-domains at least time block x largest hop thick, no walled axis split
+    (lbgen.parallel.lattice3d.rank_grid3d names the values)."""
+    from lbgen.parallel.lattice3d import rank_grid3d
+    from lbgen.simulation.lattice3d import wall_axes
+    depth = resolve_time_block(cfg, distributed=True)
+    return rank_grid3d(size, cfg.shape, set_entry(cfg.velocity_set).max_hop, _GRID3D, depth, wall_axes(cfg.wall_axes))
+
+
+def block_depths(cfg: RunConfig, grid) -> list:
+    """The Z extents of the ranks' blocks of a 3D run on `grid` (owned planes and, where Z is
+    split, the ghost planes of DistributedSimulation3D: time block x largest hop on each side)."""
+    from lbgen.parallel.mpi import slab_widths
+    if grid is None:
+        return []
+    pz = grid[2]
+    ghost = resolve_time_block(cfg, distributed=True) * set_entry(cfg.velocity_set).max_hop if pz > 1 else 0
+    return sorted({w + 2 * ghost for w in slab_widths(cfg.lz, pz)})

@@ -1,14 +1,16 @@
-"""A whole run: set-up, stepping with guards, outputs every K steps, checkpoints, resume.
+"""A whole run, 2D or 3D: set-up, stepping with guards, outputs every K steps, checkpoints, resume.
 
 Everything that defines a run is a ``RunConfig``; it is written to the run folder's
 manifest.json, so ``resume(run_dir)`` needs nothing else.  A resumed run continues from
 the newest checkpoint that verifies and is bit-identical to an uninterrupted one: the
 populations are saved exactly, in the working precision, and nothing random happens
-after the set-up.
+after the set-up.  The dimension is the velocity set's (``cfg.dimension``); what it changes
+is decided where the objects are made (``lbgen.run.construct``: the layout, the lattice and
+its rank grid; ``lbgen.run.numbers``: the physical numbers; ``lbgen.output.RunOutput``: the
+pictures and series columns) and in the diagnostics sample (``lbgen.run.events``).
 """
 from __future__ import annotations
 
-import json
 import math
 import shlex
 import sys
@@ -17,17 +19,17 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 
-from lbgen import __version__
-from lbgen.run.checkpoint import (CheckpointError, CheckpointPieces, checkpoint_path, latest_checkpoint, pieces_path,
-                                  prune_checkpoints, read_checkpoint, write_checkpoint, write_pieces)
+from lbgen.run.checkpoint import CheckpointError, CheckpointPieces, latest_checkpoint, read_checkpoint
 from lbgen.run.config import RunConfig
+from lbgen.run.events import RunEvents
 from lbgen.run.fieldfile import check_save_path, inspect_fields, saved_record
-from lbgen.run.construct import device_description, initial_fields, make_simulation, resolve, resolve_split
+from lbgen.run.construct import block_depths, initial_fields, make_simulation, rank_grid, resolve, resolve_split
+from lbgen.run.geometry import load_geometry
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
 from lbgen.system.limits import check_memory, check_threads
-from lbgen.run.folder import RunFolder, RunFolderError, resume_command, write_failure
-from lbgen.simulation.runner import Simulation, SimulationError
-from lbgen.run.stopping import RunInterrupted, StopSignals
+from lbgen.run.folder import RunFolder
+from lbgen.simulation.runner import SimulationError
+from lbgen.run.stopping import StopSignals
 
 
 def run_shape(cfg: RunConfig, resume: bool = False):
@@ -46,30 +48,37 @@ def check_run_memory(cfg: RunConfig, resume: bool = False) -> int:
     return check_memory(shape, entry.Q, storage_bytes(cfg.precision), cfg.precision, halo=entry.max_hop)
 
 
-class Run:
-    """Drives one run folder.  ``Run(cfg).execute()`` or ``Run.resume(dir).execute()``.
+class Run(RunEvents):
+    """Drives one run folder, 2D or 3D.  ``Run(cfg).execute()`` or ``Run.resume(dir).execute()``.
 
     With an MPI communicator ``comm`` of several ranks (``mpiexec -n N lbgen run``) every
-    rank builds its slab of a ``lbgen.parallel.simulation.DistributedSimulation``; the ranks check that
-    they share one RunConfig (hash), rank 0 alone sets up the fields, writes the outputs and
-    manifest from fields gathered to it and shows the progress bar; checkpoints are written in
-    pieces (each rank its block, rank 0 the manifest) and a resume has each rank read the
-    pieces over its block (a one-file checkpoint: read by rank 0 and scattered).  Everything
-    else is the same.
+    rank builds its part of a distributed lattice (2D: a slab of a
+    ``lbgen.parallel.simulation.DistributedSimulation``; 3D: a block of a
+    ``lbgen.parallel.lattice3d.DistributedSimulation3D`` on the grid ``--ranks-grid PXxPYxPZ``,
+    checked before any work); the ranks check that they share one RunConfig (hash), rank 0
+    alone sets up the fields, writes the outputs and manifest from fields gathered to it and
+    shows the progress bar; checkpoints are written in pieces (each rank its block, rank 0 the
+    manifest) and a resume has each rank read the pieces over its block (a one-file
+    checkpoint: read by rank 0 and scattered).  Everything else is the same.
     """
-
-    #: the dimension of the runs this class drives (Run3D: 3)
-    DIMENSION = 2
 
     def __init__(self, cfg: RunConfig, echo: Callable[[str], None] = print, comm=None, resume: bool = False,
                  overwrite: bool = False):
         """`resume`: the run folder holds this run (Run.resume); `overwrite`: a run already in
         cfg.out may be replaced (otherwise a new run into it is refused before any work)."""
+        from lbgen.parallel.mpi import root_call
+        if comm is not None and comm.size == 1 and cfg.dimension == 3:
+            comm = None                          # one rank: the plain 3D lattice
+        if cfg.init and not resume:             # the lattice is the --init file's (its headers only)
+            shape = root_call(comm, lambda: inspect_fields(cfg.init, cfg.dimension), share=True)  # MPI: one refusal
+            cfg = cfg.replace(**dict(zip(("lx", "ly", "lz"), shape)))
         self.cfg = cfg
         self.comm = comm
         self.root = comm is None or comm.rank == 0
         self.echo = echo if self.root else (lambda message: None)
         self.folder: Optional[RunFolder] = None
+        #: the rank grid of a 3D run (PX, PY, PZ); 2D runs: the distributed lattice's ``dims``
+        self.grid = (1, 1, 1) if cfg.dimension == 3 else None
         if comm is not None:
             from lbgen.parallel.mpi import check_same_config, collective
             check_same_config(comm, cfg.to_json())
@@ -77,9 +86,10 @@ class Run:
                 self._validate(cfg)
             except SimulationError as e:       # same config on every rank: every rank raises it
                 raise collective(e)
+            if cfg.dimension == 3:
+                self.grid = rank_grid(cfg, comm.size)      # before the run folder is claimed
         else:
             self._validate(cfg)
-        from lbgen.parallel.mpi import root_call
 
         #: the --save file this run wrote ({"path", "sha256"}; a resumed run's from its manifest)
         self.saved = saved_record(cfg.out) if resume and cfg.out else None
@@ -114,15 +124,9 @@ class Run:
 
     def _build(self, cfg: RunConfig, comm) -> None:
         from lbgen.parallel.mpi import root_call
-
-        def setup():
-            fields = initial_fields(cfg)
-            return fields, tuple(int(n) for n in fields["rho"].shape)
-        fields = root_call(comm, setup)
-        shape = root_call(comm, lambda: fields[1], share=True) if comm is not None else fields[1]
-        fields = fields[0] if fields is not None else None
-        cfg = root_call(comm, lambda: resolve(cfg, shape, self.echo, distributed=True), share=True) \
-            if comm is not None else resolve(cfg, shape, self.echo)
+        mask = load_geometry(cfg)            # 3D --geometry: checked again, read on every rank
+        cfg = root_call(comm, lambda: resolve(cfg, echo=self.echo, distributed=comm is not None, mask=mask,
+                                              block_depths=block_depths(cfg, self.grid)), share=True)
         if cfg.hetero and cfg.host_columns is None:
             if comm is None:
                 cfg = cfg.replace(host_columns=resolve_split(cfg, self.echo))
@@ -132,18 +136,17 @@ class Run:
                 cfg = cfg.replace(host_columns=root_call(comm, lambda: resolve_split(cfg, self.echo, slab_widths(
                     cfg.lx, comm.size)[0]), share=True))
         self.cfg = cfg
-        from lbgen.model.physics import run_numbers
-        reference = {"rho": float(fields["rho"].mean()), "T": float(fields["T"].mean())} \
-            if cfg.init and fields is not None else {}
+        fields = root_call(comm, lambda: initial_fields(cfg))
+        from lbgen.run.numbers import lid_speeds, reference_speeds, run_physics
         #: the run's physical numbers (lattice sites and steps): header, manifest, h5 attributes
-        self.physics = run_numbers(cfg, **reference)
-        self.sim = make_simulation(cfg, comm=comm)
+        self.physics = run_physics(cfg, fields)
+        self.sim = make_simulation(cfg, comm=comm, mask=mask, grid=self.grid)
         if fields is not None:
             self.sim.set_fields(**fields)
         else:
             self.sim.set_fields()          # MPI ranks > 0: rank 0's fields are scattered
-        self.T_hot = self.T_cold = None
-        if fields is not None:
+        self.T_hot = self.T_cold = None      # the mixing width's temperature contrast (2D series)
+        if fields is not None and cfg.dimension == 2:
             T0 = fields["T"]
             if cfg.walls:
                 self.T_hot, self.T_cold = cfg.wall_temperatures
@@ -154,17 +157,22 @@ class Run:
         self.colour_limits = None
         if fields is not None and cfg.out:
             from lbgen.output import PICTURE_QUANTITIES, colour_limits
-            T_range = cfg.wall_temperatures
-            self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity, T_range=T_range,
-                                               overrides=cfg.clim, r=self.physics["r"])
+            # 3D: the lids' and the flow's reference speeds set the velocity range (2D: the fields')
+            speeds = lid_speeds(cfg) + reference_speeds(self.physics) if cfg.dimension == 3 else ()
+            self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity,
+                                               T_range=cfg.wall_temperatures, overrides=cfg.clim,
+                                               r=self.physics["r"], speeds=speeds)
         self.output = None
         if cfg.out and self.root:
 
             def open_output():
                 from lbgen.output import RunOutput
+                walls = cfg.wall_axes or ""
+                window = cfg.window if cfg.dimension == 2 else None     # 3D: the whole slices (--window refused)
                 return RunOutput(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format,
-                                 colour_limits=self.colour_limits, dpi=cfg.dpi, window=cfg.window,
-                                 time_unit=self.time_unit(), physics=self.physics)
+                                 colour_limits=self.colour_limits, dpi=cfg.dpi, window=window,
+                                 time_unit=self.time_unit(), physics=self.physics, dimension=cfg.dimension,
+                                 periodic=tuple(a not in walls for a in "xyz"[:cfg.dimension]))
             self.output = root_call(comm, open_output)
         elif cfg.out:
             root_call(comm, lambda: None)
@@ -186,6 +194,7 @@ class Run:
     @staticmethod
     def _validate(cfg: RunConfig) -> None:
         check_threads(cfg.threads)           # the cap depends on this machine
+        load_geometry(cfg)                   # 3D --geometry: dtype and shape, before any file is written
 
     @property
     def series_every(self) -> int:
@@ -232,10 +241,6 @@ class Run:
         config = root_call(comm, load_manifest, share=True)
         with same_on_every_rank(comm):       # the same manifest and options on every rank: one refusal
             cfg = RunConfig.from_json(config)
-            if cfg.dimension != cls.DIMENSION:
-                raise SimulationError(f"cannot resume {run_dir} with {cls.__name__}: it holds a {cfg.dimension}D "
-                                      f"run (lbgen.run.driver3d.Run3D resumes 3D runs; lbgen run --resume picks the "
-                                      f"class from the manifest)")
             cfg = cls._resumed_config(cfg, run_dir, steps, overrides)
         run = cls(cfg, echo=echo, comm=comm, resume=True)
         return cls._restore(run, cfg, run_dir, comm, echo)
@@ -321,220 +326,6 @@ class Run:
         echo(f"resuming {run_dir} at step {step} of {cfg.steps}")
         return run
 
-    # --- the loop --------------------------------------------------------------------------
-    def _sample(self):
-        """One diagnostics sample of the current state, shared by the guard and the series: the
-        backends' per-row kernels (gathered to rank 0 with MPI).  A bad sample (NaN/Inf,
-        rho or T <= 0) runs the full check, which names the first bad site.  Returns the
-        global scalars on rank 0 (None elsewhere)."""
-        from lbgen.codegen.diagnostics import combine_rows, scalars
-        rows = self.sim.diagnostic_rows()
-        self.samples += 1
-        if self.comm is not None:
-            parts = self.comm.gather(rows, root=0)
-            rows = combine_rows(parts) if self.root else None
-        return self._guarded(scalars(rows, self.cfg.lx, self.T_hot, self.T_cold) if rows is not None else None)
-
-    def _guarded(self, d):
-        """The sample d (rank 0's scalars, None elsewhere), after the guard: where rank 0 finds it
-        unhealthy every rank runs the full check, which raises naming the first bad site."""
-        from lbgen.codegen.diagnostics import healthy
-        bad = d is not None and not healthy(d)
-        if self.comm is not None:
-            bad = self.comm.bcast(bad, root=0)
-        if bad:
-            self.sim.check_finite()
-        return d
-
-    def _series(self, d) -> None:
-        if self.output is not None and d is not None:
-            step = self.sim.time_step
-            self.output.append_series(step, step / self.sim.vs.r, d)
-
-    def _fields(self):
-        """The fields of the current state, computed once per event (gathered to rank 0 with MPI)."""
-        if self._fields_at != self.sim.time_step:
-            self._fields_cache = self.sim.fields()
-            self._fields_at = self.sim.time_step
-            self.field_evaluations += 1
-        return self._fields_cache
-
-    def _outputs(self, final: bool = False) -> None:
-        if not self.cfg.out:
-            return
-        step = self.sim.time_step
-        fields = self._fields()              # collective with MPI: gathered to rank 0
-        if self.output is None:
-            return
-        time = step / self.sim.vs.r
-        self.output.write_fields(step, fields, time=time)
-        if self.cfg.pictures:
-            self.output.write_pictures(step, fields, time=time)
-        if final:
-            self.output.finish()             # an 'auto' window: every picture redrawn in the final one
-            self.output.plot_series(T_walls=self.cfg.wall_temperatures)
-
-    def _save(self) -> None:
-        """--save: the final fields (the final outputs' own), written by rank 0."""
-        from lbgen.run.fieldfile import save_fields
-        fields = self._fields()              # collective with MPI
-        if self.root:
-            sim = self.sim
-            shape = dict(zip(("lx", "ly", "lz"), self.cfg.shape))
-            path = save_fields(self.cfg.save, fields, steps=sim.time_step, r=sim.vs.r,
-                               spec=json.dumps(sim.spec.__dict__), **shape)
-            from lbgen.system.cache import file_digest
-            self.saved = {"path": str(Path(path).resolve()), "sha256": file_digest(path)}
-
-    def time_unit(self):
-        """The flow's own time unit for pictures, series and VTK files, (steps, label):
-        ``lbgen.model.physics.time_unit`` of the run's numbers (t_RT, a lid transit, ...), or None."""
-        from lbgen.model.physics import time_unit
-        return time_unit(self.physics)
-
-    def _frame(self) -> None:
-        """A movie frame of the current state (between field outputs)."""
-        step = self.sim.time_step
-        fields = self._fields()              # collective with MPI
-        if self.output is not None:
-            self.output.write_frame(step, fields, time=step / self.sim.vs.r)
-
-    def final_fields(self):
-        """The fields after the last step (the ones the final outputs were written from)."""
-        return self._fields()
-
-    def _checkpoint(self) -> Path:
-        """Write a checkpoint of the current state -- the caller has checked its health, so
-        every checkpoint is a healthy one and pruning (the newest kept) keeps the newest
-        healthy one."""
-        step = self.sim.time_step
-        from lbgen.run.identity import identity_metadata
-        meta = {"kernel_digest": self.sim.source.digest, "lbgen": __version__, "healthy": True,
-                "physics": self.cfg.physics(), "config": self.cfg.to_json(), **identity_metadata(self.cfg)}
-        if self.comm is not None:            # several ranks: each writes its piece, rank 0 the manifest
-            path = write_pieces(pieces_path(self.cfg.out, step), self.sim.state_pieces(), step, grid=self.sim.dims,
-                                lattice=self.sim.lattice, velocity_set=self.cfg.velocity_set, metadata=meta,
-                                comm=self.comm)
-        else:
-            path = write_checkpoint(checkpoint_path(self.cfg.out, step), self.sim.state(), step, meta)
-        if self.root:
-            prune_checkpoints(self.cfg.out, keep=max(1, self.cfg.keep_checkpoints))
-        return path
-
-    def _manifest(self, status: str, error: Optional[str] = None) -> None:
-        if self.output is None:
-            return
-        from lbgen.output import environment_versions
-        if self._versions is None:       # once per run: gcc --version and git are processes
-            self._versions = environment_versions()
-        self.output.write_manifest({
-            "lbgen": __version__,
-            "status": status,
-            "error": error,
-            "config": self.cfg.to_json(),
-            "colour_limits": self.colour_limits,
-            "physics": self.physics,
-            "series_every": self.series_every,
-            "step": self.sim.time_step,
-            "resumed_from": self.resumed_from,
-            "saved": self.saved,
-            "device": self._device(),
-            "mlups": self.mlups(),
-            "seconds": self.seconds,
-            "sweeps": dict(self.sim.sweeps),
-            "samples": self.samples,
-            "versions": self._versions,
-            "command": self.command,
-            "started": self.started_at,
-            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        })
-
-    def _device(self) -> dict:
-        """The kernels and regions of the run, for the manifest."""
-        return device_description(self.sim)
-
-    def mlups(self) -> Optional[float]:
-        """Million lattice updates per second of the steps run (None when none were timed)."""
-        if self.steps_run <= 0 or self.seconds <= 0:
-            return None
-        return self.steps_run * math.prod(self.cfg.shape) / self.seconds / 1e6
-
-    def _agreed(self, what: Callable[[], Any]) -> Any:
-        """what() (a write); with MPI the ranks agree on its outcome first (rank 0 writes most
-        files alone): an OSError on any rank is the same OSError on every rank."""
-        failed, result = None, None
-        try:
-            result = what()
-        except OSError as e:
-            if self.comm is None:
-                raise
-            failed = e
-        if self.comm is not None:
-            from lbgen.parallel.mpi import agree
-            agree(self.comm, failed)
-        return result
-
-    def _persist(self, what: Callable[[], Any], step: int, save=None, manifest: bool = True) -> Any:
-        """Write outputs, a checkpoint or (``save``: its path) the --save file; a full disk or an
-        unwritable folder ends the run with a message naming the last good checkpoint (older
-        ones are intact: writes are atomic) and the command that continues it.  With MPI a
-        write that failed on any rank fails on every rank alike (``_agreed``): one message,
-        status "failed" (``manifest=False``: the manifest is left as it is)."""
-        try:
-            return self._agreed(what)
-        except OSError as e:
-            message = write_failure(e, self.cfg.out, step, self.cfg.steps, save=save)
-            try:
-                if manifest:
-                    self._manifest("failed", message)
-            except OSError:
-                pass
-            error = RunFolderError(message)
-            if getattr(e, "collective", False):      # MPI: every rank failed this write together
-                error.collective = True
-            raise error from None
-
-    def _stop_requested(self, stop: StopSignals) -> bool:
-        """Whether a signal asks the run to end after the current sweep.  With MPI a collective
-        (called once per sweep on every rank): the ranks agree, so all stop after the same step."""
-        return stop.requested()
-
-    def _abandon(self, signum: int) -> None:
-        """A second signal under MPI (every rank is about to be aborted): the manifest says so."""
-        import signal
-        if self.output is not None:
-            name = signal.Signals(signum).name
-            self._manifest("interrupted", f"interrupted by a second {name} at step {self.sim.time_step} of "
-                                          f"{self.cfg.steps}: every rank stopped at once; continue from the newest "
-                                          f"checkpoint with: {self._resume_command()}")
-
-    def _resume_command(self) -> str:
-        command = resume_command(self.cfg.out, self.cfg.steps)
-        return f"mpiexec -n {self.comm.size} {command}" if self.comm is not None else command
-
-    def _interrupted(self, message: str, signum: int) -> RunInterrupted:
-        """RunInterrupted; with MPI every rank raises it together (collective: printed once)."""
-        error = RunInterrupted(message, signum)
-        if self.comm is not None:
-            error.collective = True
-        return error
-
-    def _stop(self, stop: StopSignals) -> None:
-        """End the run on SIGINT/SIGTERM after a whole step: checkpoint (with a run folder),
-        manifest 'interrupted', and the command that resumes it."""
-        step = self.sim.time_step
-        where = f"{stop.name} at step {step} of {self.cfg.steps}"
-        if not self.cfg.out:
-            raise self._interrupted(f"interrupted by {where}; nothing was saved (no run folder: give --out DIR "
-                                    f"to keep checkpoints)", stop.signal)
-        self.sim.check_finite()              # a diverged state is reported, never checkpointed
-        kept = self._persist(self._checkpoint, step)   # with MPI: every rank writes its piece
-        self._manifest("interrupted", f"interrupted by {where}")
-        raise self._interrupted(f"interrupted by {where}; checkpoint written: {kept}. Continue with:\n"
-                                f"  {self._resume_command()}", stop.signal)
-
-    #: a resumed run already at its --steps (Run.resume): execute writes nothing
-    nothing_to_run = False
 
     def execute(self, progress: bool = False) -> dict:
         cfg, sim = self.cfg, self.sim
@@ -551,7 +342,7 @@ class Run:
         finally:
             self.close()
 
-    def _loop(self, cfg: RunConfig, sim: Simulation, progress: bool, stop: StopSignals) -> dict:
+    def _loop(self, cfg: RunConfig, sim, progress: bool, stop: StopSignals) -> dict:
         first, self.started = not self.started, True
         series_every = self.series_every if cfg.out else 0
         pictures_every = cfg.pictures_every if cfg.out and cfg.pictures else 0

@@ -15,9 +15,11 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-FIELD_KEYS = ("rho", "ux", "uy", "T")
+from lbgen.model.catalog import field_names
+
+FIELD_KEYS = field_names(2)
 #: the arrays of a 3D field file
-FIELD_KEYS_3D = ("rho", "ux", "uy", "uz", "T")
+FIELD_KEYS_3D = field_names(3)
 
 
 def field_keys(dimension: int = 2) -> Tuple[str, ...]:

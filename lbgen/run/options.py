@@ -237,6 +237,9 @@ def _only_3d(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
 
 
 _NO_WALL_TEMPERATURE = "3D walls (half-way bounce-back, --wall-axes) impose no temperature and conduct no heat"
+_NO_HOST_DEVICE = ("host + device splits a 2D lattice's columns into regions of two backends that trade halo "
+                   "columns every step; the 3D lattice runs as one program per process: give --backend opencl or "
+                   "cuda for a device, or mpiexec -n P for several processes")
 #: why an option of 2D runs has no effect in a 3D run (``_in_2d``)
 NOT_IN_3D = {
     "walls": "--walls/--periodic are the thermal walls of 2D runs; a 3D run has no-slip walls on the axes --wall-axes "
@@ -245,10 +248,12 @@ NOT_IN_3D = {
     "t_top": _NO_WALL_TEMPERATURE,
     "adiabatic": _NO_WALL_TEMPERATURE,
     "wall_scheme": "the wall schemes are those of 2D thermal walls; 3D walls are half-way bounce-back (--wall-axes)",
-    "hetero": "host + device runs are 2D only",
-    "split": "host + device runs are 2D only",
-    "window": "3D pictures show the whole mid-plane slices",
-    "pictures_every": "movie frames are drawn from 2D fields; a 3D run draws its pictures at --output-every",
+    "hetero": _NO_HOST_DEVICE,
+    "split": _NO_HOST_DEVICE,
+    "host_columns": _NO_HOST_DEVICE,
+    "window": "3D pictures show the whole mid-plane slices (a window is a range of rows of a 2D picture)",
+    "pictures_every": "movie frames are drawn from 2D fields (a 3D run keeps none); a 3D run draws its pictures "
+                      "at --output-every",
 }
 
 
@@ -277,6 +282,8 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "adiabatic": _needs_walls, "wall_scheme": _needs_walls,
     "threads": _threads, "time_block": _time_block, "device": _device,
     "split": lambda v: None if v["hetero"] else "it sets the host share of a host + device run: it needs --hetero",
+    "host_columns": lambda v: None if v["hetero"] else ("it is the host columns M of a host + device run (resolved "
+                                                        "from --split): it needs --hetero"),
     "output_every": _needs_out, "checkpoint_every": _needs_out, "series_every": _needs_out,
     "pictures": _needs_out, "fields_format": _needs_out, "clim": _needs_out, "dpi": _dpi,
     "pictures_every": _dpi, "window": _dpi,

@@ -226,6 +226,8 @@ class Setup:
     uses_amplitude: bool = True
     #: the run defaults of its 3D runs instead of ``run_defaults`` (a set-up of both dimensions)
     run_defaults3d: Optional[Mapping[str, object]] = None
+    #: why it has no state in the other dimension (the refusal says it)
+    missing_why: str = ""
 
     @property
     def dimensions(self) -> Tuple[int, ...]:
@@ -257,7 +259,9 @@ SETUPS: Dict[str, Setup] = {s.name: s for s in (
     Setup("shear-wave", shear_wave, "transverse wave u_y = A sin(2 pi x / LX), A = 0.05, rho = T = 1 (periodic)",
           default_amplitude=lambda lx: SHEAR_AMPLITUDE, make3d=shear_wave3d),
     Setup("uniform-noise", uniform_noise, "rho = T = 1, u = 0 with Gaussian noise of amplitude 0.01 (periodic)",
-          default_amplitude=lambda lx: NOISE_AMPLITUDE, random=True),
+          default_amplitude=lambda lx: NOISE_AMPLITUDE, random=True,
+          missing_why="its noisy state is written for (LX, LY) fields only; a 3D flow to start from: "
+                      "taylor-green or shear-wave"),
     Setup("rayleigh-taylor", rayleigh_taylor,
           "cold heavy fluid over hot light fluid, interface at mid-height perturbed by 8 random modes "
           "(amplitude LX/100); 3D (d3q39): Z up, no-slip walls on z that conduct no heat",
@@ -270,12 +274,17 @@ SETUPS: Dict[str, Setup] = {s.name: s for s in (
           set_defaults={"d2v17": {"C1": 3e-3, "C2": 3e-3}}),
     Setup("taylor-green", None, "3D Taylor-Green vortex u = U (sin x cos y cos z, -cos x sin y cos z, 0), U = 0.05, "
           "with its pressure in the density (periodic)", default_amplitude=lambda lx: TAYLOR_GREEN_AMPLITUDE,
-          make3d=taylor_green3d, run_defaults={"velocity_set": "d3q19"}),
+          make3d=taylor_green3d, run_defaults={"velocity_set": "d3q19"},
+          missing_why="its vortex is written in three dimensions only; a periodic 2D flow: shear-wave"),
     Setup("lid-driven-cavity", None, "3D cavity at rest, no-slip walls on all six faces, the z-high face moving "
           "with (0.1, 0, 0) (--lid)", make3d=at_rest3d, uses_amplitude=False,
-          run_defaults={"velocity_set": "d3q19", "wall_axes": "xyz", "lid": CAVITY_LID}),
+          run_defaults={"velocity_set": "d3q19", "wall_axes": "xyz", "lid": CAVITY_LID},
+          missing_why="its no-slip walls and moving lid are the 3D bounce-back walls (--wall-axes, --lid); 2D "
+                      "runs have the thermal walls of --walls on y only"),
     Setup("channel", None, "3D flow at rest driven by a body force along x (--gravity, default 2.5e-5,0,0) between "
           "no-slip walls on y (--wall-axes y), or through a duct (--wall-axes yz)", make3d=at_rest3d,
           uses_amplitude=False,
-          run_defaults={"velocity_set": "d3q19", "wall_axes": "y", "gravity": CHANNEL_GRAVITY}),
+          run_defaults={"velocity_set": "d3q19", "wall_axes": "y", "gravity": CHANNEL_GRAVITY},
+          missing_why="its no-slip walls are the 3D bounce-back walls (--wall-axes); 2D runs have the thermal "
+                      "walls of --walls on y only"),
 )}

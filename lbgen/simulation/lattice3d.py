@@ -17,47 +17,24 @@ read 0).  Everything is checked before any kernel is built.
 """
 from __future__ import annotations
 
-import time
 import warnings
 from numbers import Integral
-from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from lbgen.backends import compile3d
 from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
+from lbgen.model.catalog import field_names
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
-from lbgen.simulation.parameters import Parameters, RunStats, SimulationError
+from lbgen.simulation.interface import Lattice, checked_populations, count, lattice_size, time_block_depth
+from lbgen.simulation.parameters import Parameters, SimulationError
 from lbgen.simulation.boundaries import (check_finite_state,  # noqa: F401
                                           lid_face, lid_faces, voxel_mask, wall_axes)
 
 __all__ = ["Simulation3D"]
 
-FIELDS3D = ("rho", "ux", "uy", "uz", "T")
-NO_STATE = ("the simulation has no state yet: call set_fields(rho, ux, uy, uz[, T]) or set_populations(f) "
-            "before step() or run()")
-
-
-def _count(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise SimulationError(f"{name}={value!r} must be an integer >= {minimum}")
-    return int(value)
-
-
-def _time_block(value, backend, fused) -> int:
-    """The temporal-blocking depth (1..MAX_TIME_BLOCK), refused where it cannot run."""
-    from lbgen.codegen.spec import time_block_value
-    try:
-        depth = time_block_value(value, allow_auto=False)
-    except ValueError as e:
-        raise SimulationError(f"time_block: {e}") from None
-    if depth != 1 and not fused:
-        raise SimulationError(f"time_block={depth} blocks the fused step; it cannot run with fused=False")
-    if depth != 1 and str(backend).lower() != "c":
-        raise SimulationError(f"time_block={depth} (temporal blocking) runs on the C backend, not backend={backend!r}")
-    return depth
-
-
+FIELDS3D = field_names(3)
 def _warn_lid(note: str) -> None:
     """A lid in the unstable Mach band (lbgen.model.physics.lid_mach_check): taken, with a
     LidMachWarning pointing at the caller's Simulation3D(...) line."""
@@ -65,11 +42,13 @@ def _warn_lid(note: str) -> None:
     warnings.warn(LidMachWarning(note), stacklevel=4)
 
 
-class Simulation3D:
+class Simulation3D(Lattice):
     """A box of LX x LY x LZ sites on 3D kernels (backend "c", "opencl", "cuda-shim" or "cuda").
+    ``isinstance(sim, lbgen.Simulation)`` holds: the public interface is the 2D lattice's
+    (``lbgen.simulation.interface.Lattice``); ``lbgen.Simulation(lx, ly, lz)`` builds one.
 
     >>> sim = Simulation3D(16, 16, 32, velocity_set="d3q19", tau=0.8, walls="z", lid={"z-high": (0.05, 0, 0)})
-    >>> sim.set_fields(1.0, 0.0, 0.0, 0.0)       # a fluid at rest, at equilibrium
+    >>> sim.set_fields(1.0, 0.0, 0.0, 0.0)       # a fluid at rest, at equilibrium (or u=(0, 0, 0), T=1)
     >>> sim.run(1000)
     >>> sim.fields()["ux"]                          # (LX, LY, LZ) arrays: rho, ux, uy, uz, T
 
@@ -94,10 +73,10 @@ class Simulation3D:
         unknown = sorted(set(operator_parameters) - set(all_parameters()))
         if unknown:
             raise SimulationError(f"Simulation3D() got unknown keyword(s) {', '.join(unknown)}")
-        self.lx, self.ly, self.lz = (_count(n, v) for n, v in (("lx", lx), ("ly", ly), ("lz", lz)))
-        self.threads = _count("threads", threads, 0)
-        self.check_every = _count("check_every", check_every, 0)
-        self.time_block = _time_block(time_block, backend, fused)
+        self.lx, self.ly, self.lz = (lattice_size(n, v) for n, v in (("lx", lx), ("ly", ly), ("lz", lz)))
+        self.threads = count("threads", threads)
+        self.check_every = count("check_every", check_every)
+        self.time_block = time_block_depth(time_block, backend, fused)
         #: sweeps run so far: "blocked" (time_block steps each, fused_tb) and "single" (one step)
         self.sweeps = {"blocked": 0, "single": 0}
         from lbgen.model.catalog import SETS_3D, set_entry, set_names
@@ -148,6 +127,14 @@ class Simulation3D:
             solid = np.nonzero(self.mask)
             p = np.arange(self.vs.Q)[:, None]
             self._solid_index = self.program.layout.site_index(p, *(s[None, :] for s in solid)).ravel()
+
+    #: the lattice's dimension
+    dimension = 3
+
+    @property
+    def shape(self) -> Tuple[int, int, int]:
+        """(LX, LY, LZ)."""
+        return (self.lx, self.ly, self.lz)
 
     # --- physics -----------------------------------------------------------------------
     @property
@@ -224,9 +211,10 @@ class Simulation3D:
                                   f"everywhere, got {arrays[4].min():.6g} .. {arrays[4].max():.6g}")
         return arrays
 
-    def set_fields(self, rho, ux, uy, uz, T=1.0) -> None:
-        """Populations at the equilibrium whose physical (half-step) fields these are (numbers or
-        (LX, LY, LZ) arrays; velocities in model units); solid voxels get 0."""
+    def _set_fields(self, rho, ux, uy, uz, T) -> None:
+        """``set_fields`` (lbgen.simulation.interface): populations at the equilibrium whose
+        physical (half-step) fields these are (numbers or (LX, LY, LZ) arrays; velocities in
+        model units); solid voxels get 0."""
         arrays = self._checked_fields((rho, ux, uy, uz, T))
         if self.mask is not None:          # any positive state in solid voxels: they are zeroed below
             arrays = [np.where(self.mask == 1, 1.0 if k in (0, 4) else 0.0, a) for k, a in enumerate(arrays)]
@@ -235,28 +223,14 @@ class Simulation3D:
         self._has_state = True
 
     def set_populations(self, f: np.ndarray) -> None:
-        """Start from (Q, LX, LY, LZ) populations (finite, positive density at every fluid site);
-        those of solid voxels are set to 0."""
-        expected = (self.vs.Q, self.lx, self.ly, self.lz)
-        a = np.asarray(f)
-        if a.shape != expected:
-            raise SimulationError(f"set_populations: populations must have shape (Q, LX, LY, LZ) = {expected}, "
-                                  f"got {a.shape}")
-        if a.dtype.kind not in "iuf":
-            raise SimulationError(f"set_populations: populations must be real numbers, got {a.dtype} values")
-        a = a.astype(np.float64)
-        if self.mask is not None:
+        """Start from (Q, LX, LY, LZ) populations, checked first (``interface.checked_populations``:
+        finite and within this run's precision, positive density at every fluid site); those of
+        solid voxels are set to 0."""
+        a = np.array(f, dtype=np.float64) if np.asarray(f).dtype.kind in "iuf" else f
+        if self.mask is not None and np.shape(a) == (self.vs.Q, self.lx, self.ly, self.lz):
             a[:, self.mask == 1] = 0.0
-        if not np.all(np.isfinite(a)):
-            q, x, y, z = (int(i[0]) for i in np.nonzero(~np.isfinite(a)))
-            raise SimulationError(f"set_populations: population {q} at (x={x}, y={y}, z={z}) is {a[q, x, y, z]}; "
-                                  f"populations must be finite")
-        rho = a.sum(axis=0)
-        bad = ~(rho > 0) if self.mask is None else ~(rho > 0) & (self.mask == 0)
-        if bad.any():
-            x, y, z = (int(i[0]) for i in np.nonzero(bad))
-            raise SimulationError(f"set_populations: the density at (x={x}, y={y}, z={z}) is {rho[x, y, z]:.6g}; it "
-                                  f"must be positive at every fluid site")
+        fluid = None if self.mask is None else self.mask == 0
+        a = checked_populations(a, (self.vs.Q, self.lx, self.ly, self.lz), self.dtype, fluid)
         self.program.pack(a, self.f)
         self._has_state = True
 
@@ -330,18 +304,6 @@ class Simulation3D:
         self._has_state = True
 
     # --- stepping ----------------------------------------------------------------------
-    def _require_state(self, what: str) -> None:
-        """SimulationError (as ``run()`` raises) when asked for ``what`` before any state: the
-        buffers hold nothing a result could be read from."""
-        if not self._has_state:
-            raise SimulationError(f"{what}: {NO_STATE}")
-
-    def _check_can_step(self, steps) -> None:
-        if isinstance(steps, bool) or not isinstance(steps, Integral) or steps < 0:
-            raise SimulationError(f"steps={steps!r} must be an integer >= 0")
-        if not self._has_state:
-            raise SimulationError(NO_STATE)
-
     def step(self, n: int = 1) -> None:
         """n time steps: halo, then fused (or propagate and collide), with the boundaries; with
         a time block N, n // N sweeps of N steps (halo, fused_tb), then n % N single steps."""
@@ -400,24 +362,3 @@ class Simulation3D:
                                f"{self._params.collision} parameters ({params}) may put a relaxation time too close "
                                f"to 1/2, or velocities are too large for the lattice (|u| should stay well below "
                                f"r = {self.vs.r:.3f})")
-
-    def run(self, steps: int, callback: Optional[Callable[[int], None]] = None):
-        """Advance ``steps`` steps, checking the state every ``check_every`` steps (and at the
-        end); returns RunStats (steps, seconds, sites, mlups)."""
-        self._check_can_step(steps)
-        chunk = self.check_every or steps or 1
-        if self.time_block > 1:       # whole sweeps per chunk where the check's cadence allows
-            chunk = max(chunk // self.time_block, 1) * self.time_block
-        done, elapsed = 0, 0.0
-        while done < steps:
-            n = min(chunk, steps - done)
-            t0 = time.perf_counter()
-            self.step(n)
-            self.program.synchronize()
-            elapsed += time.perf_counter() - t0
-            done += n
-            if self.check_every:
-                self.check_finite()
-            if callback:
-                callback(self.time_step)
-        return RunStats(steps=steps, seconds=elapsed, sites=self.lx * self.ly * self.lz)

@@ -12,18 +12,19 @@ the current parameters; ``populations``/``state`` stay the stored populations.
 """
 from __future__ import annotations
 
-import time
+from abc import ABCMeta
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from lbgen.codegen.spec import BACKENDS, KernelSpec, SpecError, choose_layout, time_block_value
+from lbgen.codegen.spec import BACKENDS, KernelSpec, SpecError, choose_layout
 from lbgen.codegen.render import generate
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET, run_set, set_entry, wall_scheme_refusal
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.health import HealthChecks
+from lbgen.simulation.interface import Lattice, checked_populations, count, lattice_size, time_block_depth
 from lbgen.simulation.parameters import Parameters, RunStats, SimulationError, Walls
 
 __all__ = ["Parameters", "Region", "RunStats", "Simulation", "SimulationError", "Walls", "split_columns"]
@@ -58,10 +59,6 @@ def split_columns(lx: int, host_columns: int, halo: int) -> Tuple[int, int]:
 
 
 #: what step() and run() say when no state was given
-NO_STATE = ("the simulation has no state yet: call set_fields(rho, ux, uy, T), set_populations(f) or "
-            "restore(populations, time_step) before step() or run()")
-
-
 def _did_you_mean(name: str) -> str:
     import difflib
     import inspect
@@ -70,13 +67,18 @@ def _did_you_mean(name: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-class Simulation(HealthChecks):
+class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
     """A box of LX x LY sites (periodic in X; periodic or walled in Y) on one or more backends.
 
     >>> sim = Simulation(64, 256, collision="bgk", tau=0.8)
-    >>> sim.set_fields(rho, ux, uy, T)      # populations at equilibrium (physical fields)
+    >>> sim.set_fields(rho, ux, uy, T)      # populations at equilibrium (physical fields); or u=(ux, uy)
     >>> sim.run(1000)
     >>> fields = sim.fields()               # dict of (LX, LY) arrays: rho, ux, uy, T (physical)
+
+    ``Simulation`` is the type of every lattice: ``Simulation(lx, ly, lz)`` builds a
+    ``lbgen.Simulation3D``, and ``isinstance(sim, Simulation)`` holds for it (both are built on
+    ``lbgen.simulation.interface.Lattice``: one ``set_fields``, ``run``, ``fields`` dict and
+    population check).
 
     Heterogeneous runs (paper, "host + accelerator"): with ``device_backend`` the lattice
     is split along X; the device owns the bulk LX - 2M columns, the host backend
@@ -91,6 +93,21 @@ class Simulation(HealthChecks):
     ``step(n)`` does n // N such sweeps, then n % N single steps (``sweeps`` counts both).
     Choices made by timing (``'auto'``) belong above the simulation: ``lbgen.perf.tune``.
     """
+
+    #: the lattice's dimension (Simulation3D: 3)
+    dimension = 2
+
+    @classmethod
+    def __subclasshook__(cls, other):
+        """Every lattice (a ``Lattice``: Simulation3D too) is a Simulation."""
+        if cls is Simulation:
+            return True if issubclass(other, Lattice) else NotImplemented
+        return NotImplemented
+
+    @property
+    def shape(self) -> Tuple[int, int]:
+        """(LX, LY)."""
+        return (self.lx, self.ly)
 
     def __new__(cls, *args, **kwargs):
         """``Simulation(lx, ly, lz=...)``, ``Simulation((lx, ly, lz), ...)`` or ``Simulation(lx,
@@ -141,32 +158,18 @@ class Simulation(HealthChecks):
             if len(lx) != 2:
                 raise SimulationError(f"shape {tuple(lx)!r}: give (lx, ly) or (lx, ly, lz)")
             lx, ly = lx
-        for name, value in (("lx", lx), ("ly", ly)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise SimulationError(f"{name}={value!r} must be a positive integer (lattice sites)")
-        for name, value in (("threads", threads), ("check_every", check_every)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise SimulationError(f"{name}={value!r} must be an integer >= 0")
+        lx, ly = lattice_size("lx", lx), lattice_size("ly", ly)
+        threads, check_every = count("threads", threads), count("check_every", check_every)
         if walls is not None and not isinstance(walls, Walls):
             raise SimulationError(f"walls={walls!r} must be a lbgen.simulation.runner.Walls (or None for a periodic box)")
         for b in (backend, device_backend):
             if b is not None and b not in BACKENDS:
                 raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(BACKENDS)}")
-        for name, value in (("vl", vl), ("time_block", time_block)):
-            if value == "auto":
-                raise SimulationError(f"{name}='auto' is decided by timing kernels, above the simulation: take "
-                                      f"lbgen.perf.tune.auto_choice / auto_time_block, or run through "
-                                      f"lbgen.run (--vl auto, --time-block auto), which records the choice")
-        try:
-            time_block = time_block_value(time_block, allow_auto=False)
-        except ValueError as e:
-            raise SimulationError(str(e)) from None
-        if time_block != 1 and not fused:
-            raise SimulationError(f"time_block={time_block} blocks the fused step; it cannot run with fused=False")
-        if time_block != 1 and (backend != "c" or device_backend is not None):
-            raise SimulationError(f"time_block={time_block} (temporal blocking) runs on the C backend alone, "
-                                  f"not backend={backend!r}" + (f" with device_backend={device_backend!r}"
-                                                                 if device_backend else ""))
+        if vl == "auto":
+            raise SimulationError("vl='auto' is decided by timing kernels, above the simulation: take "
+                                  "lbgen.perf.tune.auto_choice, or run through lbgen.run (--vl auto), which records "
+                                  "the choice")
+        time_block = time_block_depth(time_block, backend, fused, device_backend)
         backend_options = dict(backend_options or {})
         self._params = Parameters(collision, operator_parameters, gravity)
         try:
@@ -307,9 +310,9 @@ class Simulation(HealthChecks):
             r.program.synchronize()
 
     # --- state -------------------------------------------------------------------------
-    def set_fields(self, rho, ux, uy, T) -> None:
-        """Start from the given physical fields (numbers or arrays of shape (LX, LY)): the
-        populations at the equilibrium whose physical (half-step) fields under this run's
+    def _set_fields(self, rho, ux, uy, T) -> None:
+        """``set_fields`` (lbgen.simulation.interface): from the given physical fields (numbers or
+        arrays of shape (LX, LY)): the populations at the equilibrium whose physical (half-step) fields under this run's
         force are these -- u + a/2, T - |a|^2/8 stored -- so ``fields()`` gives them back to
         round-off and a fluid given at rest starts at rest.  Computed by each region's
         init_equilibrium kernel on its backend."""
@@ -381,34 +384,9 @@ class Simulation(HealthChecks):
         self._fields_set = True
 
     def _checked_populations(self, f) -> np.ndarray:
-        """(Q, LX, LY) real populations as float64, refused before any upload when: the shape
-        differs; a value is NaN or Inf (or beyond the range of this run's precision); or the
-        density of a site (the sum of its populations) is not positive.  A single population
-        may be negative: a state out of equilibrium can have some, its density cannot."""
-        expected = (self.vs.Q, self.lx, self.ly)
-        a = np.asarray(f)
-        if a.shape != expected:
-            raise SimulationError(f"set_populations: populations must have shape (Q, LX, LY) = {expected}, "
-                                  f"got {a.shape}")
-        if a.dtype.kind not in "iuf":
-            raise SimulationError(f"set_populations: populations must be real numbers, got {a.dtype} values")
-        a = a.astype(np.float64, copy=False)
-        limit = float(np.finfo(self.dtype).max)
-        with np.errstate(invalid="ignore"):
-            bad = ~(np.abs(a) <= limit)
-        if bad.any():
-            q, x, y = (int(i[0]) for i in np.nonzero(bad))
-            what = (f"beyond the range of this run's {np.dtype(self.dtype)} (|f| <= {limit:.3g})"
-                    if np.isfinite(a[q, x, y]) else "not finite")
-            raise SimulationError(f"set_populations: population {q} at site (x={x}, y={y}) is {a[q, x, y]}, "
-                                  f"{what}; populations must be finite numbers")
-        rho = a.sum(axis=0)
-        if np.any(rho <= 0):
-            x, y = (int(i[0]) for i in np.nonzero(rho <= 0))
-            raise SimulationError(f"set_populations: the density at site (x={x}, y={y}) (the sum of its "
-                                  f"populations) is {rho[x, y]:.6g}; it must be positive at every site (single "
-                                  f"populations may be negative, the density may not)")
-        return a
+        """(Q, LX, LY) real populations as float64, checked (``interface.checked_populations``:
+        shape, finite and within this run's precision, positive density)."""
+        return checked_populations(f, (self.vs.Q, self.lx, self.ly), self.dtype)
 
     def set_parameters(self, **changes) -> None:
         """Change the operator's parameters (tau, C1, ...) or gravity for the following steps."""
@@ -430,7 +408,7 @@ class Simulation(HealthChecks):
         out = {k: np.empty((self.lx, self.ly)) for k in ("rho", "ux", "uy", "T")}
         ax, ay = self.force
         for r in self.regions:
-            for k, v in zip(("rho", "ux", "uy", "T"), r.program.fields(r.f, ax=ax, ay=ay)):
+            for k, v in r.program.fields(r.f, ax=ax, ay=ay).items():
                 out[k][r.columns % self.lx] = v
         return out
 
@@ -543,48 +521,3 @@ class Simulation(HealthChecks):
         """Whether the populations were set (set_fields, set_populations or restore)."""
         return bool(getattr(self, "_fields_set", False))
 
-    def _require_state(self, what: str) -> None:
-        """SimulationError (as ``run()`` raises) when asked for ``what`` before any state (unset
-        buffers would read as NaN and 1e300 sentinels)."""
-        if not getattr(self, "_fields_set", False):
-            raise SimulationError(f"{what}: {NO_STATE}")
-
-    def _check_can_step(self, steps) -> None:
-        """The one guard of ``step`` and ``run``, before anything runs: a step count that is an
-        integer >= 0, and a state to advance (stepping unset buffers gives NaN, silently)."""
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-            raise SimulationError(f"steps={steps!r} must be an integer >= 0")
-        if not getattr(self, "_fields_set", False):
-            raise SimulationError(NO_STATE)
-
-    def run(self, steps: int, progress: bool = False, callback: Optional[Callable[[int], None]] = None) -> RunStats:
-        """Advance `steps` steps, checking for NaN/Inf every `check_every` steps."""
-        self._check_can_step(steps)
-        bar = None
-        if progress:
-            from tqdm import tqdm
-            bar = tqdm(total=steps, unit="step", dynamic_ncols=True, leave=False)
-        elapsed = 0.0
-        done = 0
-        chunk = max(1, min(self.check_every or steps or 1, 50))
-        if self.time_block > 1:       # whole sweeps per chunk where the guard's cadence allows
-            chunk = max(chunk // self.time_block, 1) * self.time_block
-        try:
-            while done < steps:
-                n = min(chunk, steps - done)
-                t0 = time.perf_counter()
-                self.step(n)
-                self.synchronize()
-                elapsed += time.perf_counter() - t0
-                done += n
-                if bar is not None:
-                    bar.update(n)
-                    bar.set_postfix(MLUPS=f"{done * self.lx * self.ly / max(elapsed, 1e-12) / 1e6:.1f}")
-                if self.check_every and (done % self.check_every < n or done == steps):
-                    self.check_finite()
-                if callback:
-                    callback(self.time_step)
-        finally:
-            if bar is not None:
-                bar.close()
-        return RunStats(steps=steps, seconds=elapsed, sites=self.lx * self.ly)

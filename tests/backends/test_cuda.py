@@ -198,7 +198,7 @@ def test_shim_equilibrium_and_fields(shim_program, cfg):
     assert rel_err(prog.download_fields(f), feq) <= 1e-13
     assert rel_err(prog.download(f), prog.layout.pack(feq)) <= 1e-13   # halo refreshed too
     got = prog.fields(f)
-    for g, w in zip(got, ref.fields(feq)):
+    for g, w in zip(got.values(), ref.fields(feq)):
         assert np.abs(g - w).max() <= 1e-12 * max(1.0, np.abs(w).max())
 
 

@@ -45,7 +45,7 @@ def test_halo_y_16_steps_to_the_bits_of_the_default_halo(wall_state, layout, vl)
         want, got = pa.download_fields(a), pb.download_fields(b)
         assert np.all(np.isfinite(want))
         assert np.array_equal(got, want), f"{layout} {how}: {np.count_nonzero(got != want)} values differ"
-        for fa, fb in zip(pa.fields(a, *FORCE[:2]), pb.fields(b, *FORCE[:2])):
+        for fa, fb in zip(pa.fields(a, *FORCE[:2]).values(), pb.fields(b, *FORCE[:2]).values()):
             assert np.array_equal(fa, fb)
         assert np.array_equal(pa.diagnostics(a, *FORCE), pb.diagnostics(b, *FORCE))
 

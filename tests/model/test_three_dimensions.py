@@ -198,7 +198,7 @@ def test_model_and_catalog_imports_stay_light():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-# --- 3D sets: `lbgen run` takes them (Run3D); lbgen.Simulation and `lbgen info` refuse them in words ---
+# --- 3D sets: `lbgen run` takes them (Run); lbgen.Simulation and `lbgen info` refuse them in words ---
 
 MESSAGE = "d3q19 is a 3D set; this takes the 2D sets"
 
@@ -218,7 +218,7 @@ def test_kernels_and_simulation_refuse_a_3d_set_in_words():
     assert KernelSpec(velocity_set="d3q19", backend="opencl").validate().dimension == 3
     with pytest.raises(SimulationError, match="d3q27 is a 3D set: give the depth"):
         Simulation(8, 16, velocity_set="D3Q27")            # with lz: a Simulation3D (tests/simulation/test_simulation3d.py)
-    assert convert("velocity_set", "d3q19") == "d3q19"     # `lbgen run` takes 3D sets (Run3D: tests/run/test_run3d.py)
+    assert convert("velocity_set", "d3q19") == "d3q19"     # `lbgen run` takes 3D sets (Run: tests/run/test_run3d.py)
     with pytest.raises(ConfigError, match="unknown velocity set 'd5q5'"):
         convert("velocity_set", "d5q5")
     with pytest.raises(ValueError, match="thermal walls .* are 2D"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lbgen.output import RunOutput3D, read_field_file, read_vti, write_vti
+from lbgen.output import RunOutput, read_field_file, read_vti, write_vti
 from lbgen.output.pictures import mid_planes
 
 SHAPE = (6, 5, 4)
@@ -34,7 +34,7 @@ def test_vti_of_a_3d_state_reads_back_exactly(tmp_path):
 @pytest.mark.parametrize("fmt", ["h5", "npz"])
 def test_a_3d_field_file_holds_the_five_fields(fmt, tmp_path):
     f = _fields(1)
-    out = RunOutput3D(tmp_path / fmt, pictures=(), fields_format=fmt)
+    out = RunOutput(tmp_path / fmt, pictures=(), fields_format=fmt, dimension=3)
     written = out.write_fields(7, f, time=7 / np.sqrt(3))
     back = read_field_file(written[0])
     assert back["step"] == 7 and all(np.array_equal(back[k], f[k]) for k in f)
@@ -76,8 +76,8 @@ def test_slices_carry_the_in_plane_velocity_and_speed_pictures_draw_its_arrows(t
         fig = field_figure("speed", sl, limits=(0.0, 0.05), dpi=30)
         quiver = next(c for c in fig.axes[0].collections if c.__class__.__name__ == "Quiver")
         assert np.allclose(quiver.U, along[0]) and np.allclose(quiver.V, along[1]), name
-    out = RunOutput3D(tmp_path / "run", pictures=("speed",), fields_format=None, vtk=False, physics={"r": 3 ** 0.5},
-                      colour_limits={"speed": (0.0, 0.05)})
+    out = RunOutput(tmp_path / "run", dimension=3, pictures=("speed",), fields_format=None, vtk=False,
+                    physics={"r": 3 ** 0.5}, colour_limits={"speed": (0.0, 0.05)})
     written = out.write_pictures(0, fields)
     assert sorted(p.name for p in written) == [f"speed-{n}-000000000.png" for n in ("xy", "xz", "yz")]
 

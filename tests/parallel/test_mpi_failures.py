@@ -160,13 +160,13 @@ def test_resume_refusals_under_mpiexec_are_one_message_and_change_nothing(tmp_pa
 
 OUTPUT_FULL = textwrap.dedent("""
     import errno, sys
-    from lbgen.output import RunOutput3D
-    real = RunOutput3D.write_fields
+    from lbgen.output import RunOutput
+    real = RunOutput.write_fields
     def full(self, step, fields, **kw):
         if step == 6:
             raise OSError(errno.ENOSPC, "No space left on device", "fields/step-000000006.h5")
         return real(self, step, fields, **kw)
-    RunOutput3D.write_fields = full
+    RunOutput.write_fields = full
     from lbgen.cli.main import main
     sys.argv[0] = "lbgen"
     main()

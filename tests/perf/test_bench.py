@@ -216,7 +216,7 @@ def test_tune_in_3d_stores_a_choice_that_periodic_3d_runs_take(tmp_path, monkeyp
     by restricting the candidates to SoA and the depths to 2), `--vl auto` too; a run with walls
     keeps the default rule; another set or depth finds nothing."""
     from lbgen.run.config import RunConfig
-    from lbgen.run.driver3d import resolve3d
+    from lbgen.run.construct import resolve
     monkeypatch.setattr(T, "_path", lambda: tmp_path / "choices.json")
     monkeypatch.setenv("LBGEN_TUNED", "on")
     base = ["tune", "--velocity-set", "d3q19", "--lx", "6", "--ly", "5", "--lz", "16", "--samples", "1",
@@ -234,7 +234,7 @@ def test_tune_in_3d_stores_a_choice_that_periodic_3d_runs_take(tmp_path, monkeyp
 
     def run(setup="taylor-green", **kw):
         cfg = RunConfig.build(setup, ("test", {"lx": 6, "ly": 5, "lz": 16, "velocity_set": "d3q19", **kw}))
-        got = resolve3d(cfg, echo=lambda m: None)
+        got = resolve(cfg, echo=lambda m: None)
         return got.layout, got.vl, got.time_block
     assert run() == ("soa", None, 2)                                   # the stored choice and depth
     assert run(vl="auto") == ("soa", None, 2)

@@ -1,4 +1,4 @@
-"""`lbgen run` in 3D (Run3D, RunOutput3D): every 3D set-up from the command line, its files
+"""`lbgen run` in 3D (Run, RunOutput with dimension 3): every 3D set-up from the command line, its files
 read back and compared with a Simulation3D built by hand (the .vti and .h5 fields bit for
 bit, the PNG slices' sizes, the series against sums of the saved fields), a bit-identical
 resume, the voxel mask of --geometry (used, and a bad one refused before any file is

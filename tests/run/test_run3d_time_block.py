@@ -16,7 +16,7 @@ from lbgen.output import read_field_file
 from lbgen.perf.tune import DEFAULT_TIME_BLOCK
 from lbgen.run.checkpoint import read_checkpoint
 from lbgen.run.config import RunConfig
-from lbgen.run.driver3d import resolve3d
+from lbgen.run.construct import resolve
 
 NAMES = ("rho", "ux", "uy", "uz", "T")
 # events every 3 (series), 5 (outputs) and 6 (checkpoints) steps up to 14: the segments are
@@ -96,6 +96,6 @@ def test_auto_follows_the_2d_rule_for_1_site_hops(given, expected):
     """``auto`` takes the 2D default for D3Q19 and D3Q27, and 1 for D3Q39, whose blocked sweep
     ran at half the speed of fused (``tune.default_time_block3d``)."""
     cfg = RunConfig.build("channel", ("test", {"lx": 8, "ly": 6, "lz": 12, **given}))
-    assert resolve3d(cfg, echo=lambda m: None).time_block == expected
-    assert resolve3d(cfg, echo=lambda m: None, distributed=True).time_block == (
+    assert resolve(cfg, echo=lambda m: None).time_block == expected
+    assert resolve(cfg, echo=lambda m: None, distributed=True).time_block == (
         expected if given.get("time_block") else 1)      # under MPI auto is 1, a given depth stays

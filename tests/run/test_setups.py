@@ -8,6 +8,7 @@ import pytest
 from lbgen.run.config import RunConfig
 from lbgen.run.driver import Run
 from lbgen.run.options import ConfigError
+from lbgen.run.setups import SETUPS
 
 
 def test_rayleigh_taylor_takes_stable_defaults_for_d2v17_and_the_user_still_wins():
@@ -45,3 +46,16 @@ def test_a_set_up_option_with_an_init_file_is_refused(tmp_path):
     for key, value in (("seed", 7), ("amplitude", 0.5)):
         with pytest.raises(ConfigError, match=f"--{key} has no effect in this run: the initial state"):
             RunConfig.build(None, ("command line", {"init": str(path), key: value}))
+
+
+@pytest.mark.parametrize("name", sorted(SETUPS))
+def test_a_set_up_of_one_dimension_is_refused_in_the_other_naming_why(name):
+    """Every set-up runs in both dimensions or says, in the refusal, why it has no state in the other."""
+    setup = SETUPS[name]
+    for d, velocity_set, size in ((2, "d2q9", {}), (3, "d3q19", {"lz": 8})):
+        if d in setup.dimensions:
+            continue
+        assert setup.missing_why
+        with pytest.raises(ConfigError) as e:
+            RunConfig.build(name, ("command line", {"velocity_set": velocity_set, **size}))
+        assert setup.missing_why in str(e.value) and f"{5 - d}D flow" in str(e.value)

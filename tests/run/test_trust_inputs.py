@@ -11,7 +11,7 @@ import pytest
 
 from helpers import cli, refused
 from lbgen.model.physics import LID_MACH_MAX, LID_MACH_WARN, lid_mach
-from lbgen.run import driver3d
+from lbgen.run import construct
 
 CAVITY = ["lid-driven-cavity", "--lx", 8, "--ly", 8, "--lz", 8, "--steps", 2, "--pictures", "none", "--no-progress"]
 CHANNEL = ["channel", "--velocity-set", "d3q19", "--lx", 8, "--ly", 8, "--lz", 8, "--steps", 2, "--pictures", "none",
@@ -26,7 +26,7 @@ def must_not_build(monkeypatch):
     """Refusals come first: building the 3D simulation (compiling, allocating) fails the test."""
     def boom(*a, **k):
         raise AssertionError("the simulation was built before the refusal")
-    monkeypatch.setattr(driver3d, "make_simulation3d", boom)
+    monkeypatch.setattr(construct, "_make_simulation3d", boom)
 
 
 def _digests(folder):

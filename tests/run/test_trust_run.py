@@ -133,13 +133,21 @@ def test_save_path_is_checked_and_created_before_the_run(tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------- interrupts and full disks
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_signal_ends_the_step_checkpoints_and_resume_is_bit_identical(tmp_path, signum):
-    full = Run(RunConfig(**SMALL, steps=12, seed=1, setup="uniform-noise", time_block=1), **quiet)
+def _signal_config(d: int, **kw) -> RunConfig:
+    """A small noisy 2D run, or a small 3D Taylor-Green vortex: the same Run drives both."""
+    if d == 3:
+        return RunConfig.build("taylor-green", ("test", {"velocity_set": "d3q19", "lx": 8, "ly": 8, "lz": 8,
+                                                         "steps": 12, "time_block": 1, **kw}))
+    return RunConfig(**SMALL, steps=12, seed=1, setup="uniform-noise", time_block=1, **kw)
+
+
+@pytest.mark.parametrize("signum, d", [(signal.SIGINT, 2), (signal.SIGTERM, 2), (signal.SIGTERM, 3)])
+def test_signal_ends_the_step_checkpoints_and_resume_is_bit_identical(tmp_path, signum, d):
+    full = Run(_signal_config(d), **quiet)
     full.execute()
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}   # SIG_IGN under nohup
     out = tmp_path / "run"
-    run = Run(RunConfig(**SMALL, steps=12, seed=1, setup="uniform-noise", out=str(out), time_block=1), **quiet)
+    run = Run(_signal_config(d, out=str(out), **({"pictures": "none"} if d == 3 else {})), **quiet)
     step = run.sim.step
 
     def step_and_signal(n=1):
@@ -160,7 +168,7 @@ def test_signal_ends_the_step_checkpoints_and_resume_is_bit_identical(tmp_path, 
     assert {s: signal.getsignal(s) for s in before} == before       # the handlers found are restored
     resumed = Run.resume(out, steps=12, **quiet)
     resumed.execute()
-    assert np.array_equal(resumed.sim.state(), full.sim.state())
+    assert resumed.sim.state().ndim == d + 1 and np.array_equal(resumed.sim.state(), full.sim.state())
 
 
 def test_signal_without_run_folder_says_nothing_was_saved(tmp_path):

@@ -6,7 +6,10 @@ import pytest
 
 from helpers import random_fields
 from lbgen.simulation.parameters import Parameters, SimulationError, Walls
-from lbgen.simulation.runner import NO_STATE, Simulation
+from lbgen.simulation.interface import no_state
+from lbgen.simulation.runner import Simulation
+
+NO_STATE = no_state(2)
 
 LX, LY = 8, 32
 

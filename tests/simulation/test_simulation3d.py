@@ -201,13 +201,13 @@ def test_walls_across_z_take_the_clustered_default_on_the_cpu():
     and z) records the layout it got in its description."""
     from lbgen.codegen.spec import default_layout
     from lbgen.run.config import RunConfig
-    from lbgen.run.driver3d import resolve3d
+    from lbgen.run.construct import resolve
     assert default_layout("c", 16, 1, dimension=3, walls_along_depth=True) == ("caosoa", 8)
     assert lbgen.Simulation3D(4, 4, 16, walls="z").program.layout.tag == "caosoa-vl8"
     assert lbgen.Simulation3D(4, 4, 16, walls="xy").program.layout.tag == "soa"
     cfg = RunConfig.build("lid-driven-cavity", ("test", {"lx": 8, "ly": 8, "lz": 16, "steps": 1}))
     assert "z" in cfg.wall_axes
-    assert (resolve3d(cfg, echo=lambda m: None).layout, resolve3d(cfg, echo=lambda m: None).vl) == ("caosoa", 8)
+    assert (resolve(cfg, echo=lambda m: None).layout, resolve(cfg, echo=lambda m: None).vl) == ("caosoa", 8)
 
 
 def test_simulation_with_a_depth_is_a_simulation3d_with_the_same_bits():

@@ -1,0 +1,240 @@
+"""What a run does at its events, between the blocked sweeps of ``lbgen.run.driver.Run``'s loop:
+the diagnostics sample (shared by the guard and the series), the fields (computed once per
+event), the outputs, movie frames, checkpoints (one file, or per-rank pieces under MPI), the
+--save file, the manifest, and the writes' failure and signal handling.  Any dimension: the
+one branch on D is the sample (the 3D diagnostics kernel's per-line rows)."""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from lbgen import __version__
+from lbgen.run.checkpoint import checkpoint_path, pieces_path, prune_checkpoints, write_checkpoint, write_pieces
+from lbgen.run.construct import device_description
+from lbgen.run.folder import RunFolderError, resume_command, write_failure
+from lbgen.run.stopping import RunInterrupted, StopSignals
+
+
+class RunEvents:
+    """The event half of a ``Run`` (a mixin): needs ``cfg``, ``sim``, ``comm``, ``root``,
+    ``output``, ``physics``, ``grid``, ``T_hot``/``T_cold`` and the counters of ``Run``."""
+
+    def _sample(self):
+        """One diagnostics sample of the current state, shared by the guard and the series: the
+        backends' per-row kernels (2D: per row, gathered to rank 0 with MPI; 3D: per line over
+        x, combined on rank 0 by the distributed lattice).  A bad sample (NaN/Inf, rho or T <=
+        0) runs the full check, which names the first bad site.  Returns the global scalars on
+        rank 0 (None elsewhere)."""
+        from lbgen.codegen.diagnostics import combine_rows, scalars, scalars3d
+        rows = self.sim.diagnostic_rows()
+        self.samples += 1
+        if self.cfg.dimension == 3:
+            return self._guarded(scalars3d(rows) if rows is not None else None)
+        if self.comm is not None:
+            parts = self.comm.gather(rows, root=0)
+            rows = combine_rows(parts) if self.root else None
+        return self._guarded(scalars(rows, self.cfg.lx, self.T_hot, self.T_cold) if rows is not None else None)
+
+    def _guarded(self, d):
+        """The sample d (rank 0's scalars, None elsewhere), after the guard: where rank 0 finds it
+        unhealthy every rank runs the full check, which raises naming the first bad site."""
+        from lbgen.codegen.diagnostics import healthy
+        bad = d is not None and not healthy(d)
+        if self.comm is not None:
+            bad = self.comm.bcast(bad, root=0)
+        if bad:
+            self.sim.check_finite()
+        return d
+
+    def _series(self, d) -> None:
+        if self.output is not None and d is not None:
+            step = self.sim.time_step
+            self.output.append_series(step, step / self.sim.vs.r, d)
+
+    def _fields(self):
+        """The fields of the current state, computed once per event (gathered to rank 0 with MPI)."""
+        if self._fields_at != self.sim.time_step:
+            self._fields_cache = self.sim.fields()
+            self._fields_at = self.sim.time_step
+            self.field_evaluations += 1
+        return self._fields_cache
+
+    def _outputs(self, final: bool = False) -> None:
+        if not self.cfg.out:
+            return
+        step = self.sim.time_step
+        fields = self._fields()              # collective with MPI: gathered to rank 0
+        if self.output is None:
+            return
+        time = step / self.sim.vs.r
+        self.output.write_fields(step, fields, time=time)
+        if self.cfg.pictures:
+            self.output.write_pictures(step, fields, time=time)
+        if final:
+            self.output.finish()             # an 'auto' window: every picture redrawn in the final one
+            self.output.plot_series(T_walls=self.cfg.wall_temperatures)
+
+    def _save(self) -> None:
+        """--save: the final fields (the final outputs' own), written by rank 0."""
+        from lbgen.run.fieldfile import save_fields
+        fields = self._fields()              # collective with MPI
+        if self.root:
+            sim = self.sim
+            shape = dict(zip(("lx", "ly", "lz"), self.cfg.shape))
+            path = save_fields(self.cfg.save, fields, steps=sim.time_step, r=sim.vs.r,
+                               spec=json.dumps(sim.spec.__dict__), **shape)
+            from lbgen.system.cache import file_digest
+            self.saved = {"path": str(Path(path).resolve()), "sha256": file_digest(path)}
+
+    def time_unit(self):
+        """The flow's own time unit for pictures, series and VTK files, (steps, label):
+        ``lbgen.model.physics.time_unit`` of the run's numbers (t_RT, a lid transit, ...), or None."""
+        from lbgen.model.physics import time_unit
+        return time_unit(self.physics)
+
+    def _frame(self) -> None:
+        """A movie frame of the current state (between field outputs)."""
+        step = self.sim.time_step
+        fields = self._fields()              # collective with MPI
+        if self.output is not None:
+            self.output.write_frame(step, fields, time=step / self.sim.vs.r)
+
+    def final_fields(self):
+        """The fields after the last step (the ones the final outputs were written from)."""
+        return self._fields()
+
+    def _checkpoint(self) -> Path:
+        """Write a checkpoint of the current state -- the caller has checked its health, so
+        every checkpoint is a healthy one and pruning (the newest kept) keeps the newest
+        healthy one."""
+        step = self.sim.time_step
+        from lbgen.run.identity import identity_metadata
+        meta = {"kernel_digest": self.sim.source.digest, "lbgen": __version__, "healthy": True,
+                "physics": self.cfg.physics(), "config": self.cfg.to_json(), **identity_metadata(self.cfg)}
+        if self.comm is not None:            # several ranks: each writes its piece, rank 0 the manifest
+            path = write_pieces(pieces_path(self.cfg.out, step), self.sim.state_pieces(), step, grid=self.sim.dims,
+                                lattice=self.sim.lattice, velocity_set=self.cfg.velocity_set, metadata=meta,
+                                comm=self.comm)
+        else:
+            path = write_checkpoint(checkpoint_path(self.cfg.out, step), self.sim.state(), step, meta)
+        if self.root:
+            prune_checkpoints(self.cfg.out, keep=max(1, self.cfg.keep_checkpoints))
+        return path
+
+    def _manifest(self, status: str, error: Optional[str] = None) -> None:
+        if self.output is None:
+            return
+        from lbgen.output import environment_versions
+        if self._versions is None:       # once per run: gcc --version and git are processes
+            self._versions = environment_versions()
+        self.output.write_manifest({
+            "lbgen": __version__,
+            "status": status,
+            "error": error,
+            "config": self.cfg.to_json(),
+            "colour_limits": self.colour_limits,
+            "physics": self.physics,
+            "series_every": self.series_every,
+            "step": self.sim.time_step,
+            "resumed_from": self.resumed_from,
+            "saved": self.saved,
+            "device": self._device(),
+            "mlups": self.mlups(),
+            "seconds": self.seconds,
+            "sweeps": dict(self.sim.sweeps),
+            "samples": self.samples,
+            "versions": self._versions,
+            "command": self.command,
+            "started": self.started_at,
+            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        })
+
+    def _device(self) -> dict:
+        """The kernels (and, in 2D, the regions) of the run, for the manifest."""
+        return device_description(self.sim, self.grid)
+
+    def mlups(self) -> Optional[float]:
+        """Million lattice updates per second of the steps run (None when none were timed)."""
+        if self.steps_run <= 0 or self.seconds <= 0:
+            return None
+        return self.steps_run * math.prod(self.cfg.shape) / self.seconds / 1e6
+
+    def _agreed(self, what: Callable[[], Any]) -> Any:
+        """what() (a write); with MPI the ranks agree on its outcome first (rank 0 writes most
+        files alone): an OSError on any rank is the same OSError on every rank."""
+        failed, result = None, None
+        try:
+            result = what()
+        except OSError as e:
+            if self.comm is None:
+                raise
+            failed = e
+        if self.comm is not None:
+            from lbgen.parallel.mpi import agree
+            agree(self.comm, failed)
+        return result
+
+    def _persist(self, what: Callable[[], Any], step: int, save=None, manifest: bool = True) -> Any:
+        """Write outputs, a checkpoint or (``save``: its path) the --save file; a full disk or an
+        unwritable folder ends the run with a message naming the last good checkpoint (older
+        ones are intact: writes are atomic) and the command that continues it.  With MPI a
+        write that failed on any rank fails on every rank alike (``_agreed``): one message,
+        status "failed" (``manifest=False``: the manifest is left as it is)."""
+        try:
+            return self._agreed(what)
+        except OSError as e:
+            message = write_failure(e, self.cfg.out, step, self.cfg.steps, save=save)
+            try:
+                if manifest:
+                    self._manifest("failed", message)
+            except OSError:
+                pass
+            error = RunFolderError(message)
+            if getattr(e, "collective", False):      # MPI: every rank failed this write together
+                error.collective = True
+            raise error from None
+
+    def _stop_requested(self, stop: StopSignals) -> bool:
+        """Whether a signal asks the run to end after the current sweep.  With MPI a collective
+        (called once per sweep on every rank): the ranks agree, so all stop after the same step."""
+        return stop.requested()
+
+    def _abandon(self, signum: int) -> None:
+        """A second signal under MPI (every rank is about to be aborted): the manifest says so."""
+        import signal
+        if self.output is not None:
+            name = signal.Signals(signum).name
+            self._manifest("interrupted", f"interrupted by a second {name} at step {self.sim.time_step} of "
+                                          f"{self.cfg.steps}: every rank stopped at once; continue from the newest "
+                                          f"checkpoint with: {self._resume_command()}")
+
+    def _resume_command(self) -> str:
+        command = resume_command(self.cfg.out, self.cfg.steps)
+        return f"mpiexec -n {self.comm.size} {command}" if self.comm is not None else command
+
+    def _interrupted(self, message: str, signum: int) -> RunInterrupted:
+        """RunInterrupted; with MPI every rank raises it together (collective: printed once)."""
+        error = RunInterrupted(message, signum)
+        if self.comm is not None:
+            error.collective = True
+        return error
+
+    def _stop(self, stop: StopSignals) -> None:
+        """End the run on SIGINT/SIGTERM after a whole step: checkpoint (with a run folder),
+        manifest 'interrupted', and the command that resumes it."""
+        step = self.sim.time_step
+        where = f"{stop.name} at step {step} of {self.cfg.steps}"
+        if not self.cfg.out:
+            raise self._interrupted(f"interrupted by {where}; nothing was saved (no run folder: give --out DIR "
+                                    f"to keep checkpoints)", stop.signal)
+        self.sim.check_finite()              # a diverged state is reported, never checkpointed
+        kept = self._persist(self._checkpoint, step)   # with MPI: every rank writes its piece
+        self._manifest("interrupted", f"interrupted by {where}")
+        raise self._interrupted(f"interrupted by {where}; checkpoint written: {kept}. Continue with:\n"
+                                f"  {self._resume_command()}", stop.signal)
+
+    #: a resumed run already at its --steps (Run.resume): execute writes nothing
+    nothing_to_run = False

@@ -1,0 +1,76 @@
+"""The physical numbers of a run (lattice sites and steps): its header line, manifest and h5
+attributes.  2D: ``lbgen.model.physics.run_numbers`` (the reference state of an --init file's
+fields, thermal walls, Ra); 3D: ``physics3d`` (no thermal walls; lids, channel walls on any
+axis, Rayleigh-Taylor with Z up)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from lbgen.run.config import RunConfig
+from lbgen.run.setups import RT_T_COLD, RT_T_HOT
+
+
+def run_physics(cfg: RunConfig, fields: Optional[dict] = None) -> dict:
+    """The numbers of a resolved run; ``fields``: its initial fields (an --init file's set the
+    2D reference density and temperature; None on MPI ranks other than 0)."""
+    if cfg.dimension == 3:
+        return physics3d(cfg)
+    from lbgen.model.physics import run_numbers
+    reference = {"rho": float(fields["rho"].mean()), "T": float(fields["T"].mean())} \
+        if cfg.init and fields is not None else {}
+    return run_numbers(cfg, **reference)
+
+
+def lid_speeds(cfg: RunConfig) -> list:
+    """The speeds of the run's moving walls (model units)."""
+    return [float(np.linalg.norm(u)) for u in (cfg.lid or {}).values()]
+
+
+def reference_speeds(physics: dict) -> list:
+    """The flow's reference speed of a run's numbers (``U``: a lid's, a channel's Poiseuille
+    centre speed, a wave's amplitude) in model units, for the colour range of its pictures."""
+    return [physics["U"] * physics["r"]] if "U" in physics else []
+
+
+def physics3d(cfg: RunConfig) -> dict:
+    """The physical numbers of a 3D run in lattice units (as ``lbgen.model.physics.run_numbers``
+    for 2D): r, the reference state (rho = T = 1), nu, kappa and Pr (thermal sets), c_s
+    (gamma = 5/3 on thermal sets), g (with gravity); Rayleigh-Taylor: the Atwood number of its
+    1.05 / 0.95 contrast and, with gravity along z, t_unit, U_ff, Re, Ma; with a lid: its speed U
+    (lattice units), the cavity size L (the lid's axis), Re = U L / nu, Ma = U / c_s and the
+    lid transit L / U; a channel: its Poiseuille centre speed, Re, Ma and viscous time; a
+    shear wave or Taylor-Green vortex: its amplitude, Re, Ma and decay time
+    (``lbgen.model.physics.lid_numbers``, ``channel_numbers``, ``wave_numbers``)."""
+    from lbgen.model.physics import (UNITS, channel_numbers, gravity_to_lattice, hermite_order, is_thermal,
+                                     kinematic_viscosity, lid_numbers, prandtl, rayleigh_taylor_numbers,
+                                     scale_factor, sound_speed, thermal_diffusivity, velocity_to_lattice,
+                                     wave_numbers)
+    r = scale_factor(cfg.velocity_set)
+    params = dict(cfg.parameters)
+    thermal = is_thermal(cfg.velocity_set)
+    nu = kinematic_viscosity(cfg.collision, params, r=r, T=1.0, rho=1.0)
+    out = {"units": UNITS, "r": r, "rho_ref": 1.0, "T_ref": 1.0, "nu": nu}
+    if thermal:
+        out["kappa"] = thermal_diffusivity(cfg.collision, params, r=r, order=hermite_order(cfg.velocity_set))
+        out["Pr"] = prandtl(nu, out["kappa"])
+    out["c_s"] = c_s = sound_speed(1.0, r=r, thermal=thermal, dimension=3)
+    g = float(np.linalg.norm(cfg.gravity))
+    if g:
+        out["g"] = gravity_to_lattice(g, r)
+    if thermal and cfg.setup == "rayleigh-taylor":      # Z up: gravity across the interface is -g_z
+        out.update(rayleigh_taylor_numbers(RT_T_HOT, RT_T_COLD, gravity_to_lattice(-cfg.gravity[2], r), cfg.lx,
+                                           nu, c_s))
+    speeds = lid_speeds(cfg)
+    if speeds and max(speeds) > 0:
+        face = max(cfg.lid, key=lambda f: np.linalg.norm(cfg.lid[f]))
+        U = velocity_to_lattice(max(speeds), r)
+        L = cfg.shape["xyz".index(face[0])]
+        out.update(lid_numbers(U, L, nu, c_s))
+    elif cfg.setup == "channel" and g and cfg.wall_axes and not cfg.init:
+        H = min(cfg.shape["xyz".index(a)] for a in cfg.wall_axes)   # half-way walls: the lattice's width
+        out.update(channel_numbers(gravity_to_lattice(g, r), H, nu, c_s))
+    elif cfg.setup in ("shear-wave", "taylor-green") and cfg.amplitude and not cfg.init:
+        out.update(wave_numbers(velocity_to_lattice(abs(cfg.amplitude), r), cfg.lx, nu, c_s))
+    return out

@@ -1,0 +1,161 @@
+"""The effect audit in 3D (tests/run/test_effects.py is the 2D one and the 3D-only options'):
+every option of the schema either changes what a user observes of a small 3D run, reaches
+the 3D lattice (the kernel options, whose bits the 3D kernel tests observe), or is refused in
+a 3D run before any work, in words naming why (``options.NOT_IN_3D`` and the rules).  A new
+option without an entry here fails ``test_every_option_is_audited_in_3d``.
+
+The runs share one kernel (D3Q19, BGK, the default layout, C): the audit adds no compiles."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_effects import fingerprint
+
+from lbgen.run.config import RunConfig
+from lbgen.run.driver import Run
+from lbgen.run.options import NOT_IN_3D, SCHEMA, ConfigError
+
+pytestmark = pytest.mark.slow
+
+#: the small 3D run every entry starts from
+D3 = {"setup": "taylor-green", "velocity_set": "d3q19", "lx": 8, "ly": 8, "lz": 8, "steps": 4, "time_block": 1}
+OUT = {"out": True, "pictures": "none"}
+
+#: option -> (context, value A, value B): two 3D runs that differ observably
+EFFECTS3D = {
+    "setup": ({}, {"setup": "taylor-green"}, {"setup": "shear-wave"}),
+    "lx": ({}, 8, 16), "ly": ({}, 8, 16), "lz": ({}, 8, 16), "steps": ({}, 2, 4),
+    "tau": ({}, 0.8, 0.9),
+    "gravity": ({}, "0,0,0", "1e-4,0,0"),
+    "amplitude": ({}, 0.05, 0.02),
+    "time_block": ({}, 1, 2),
+    "check_every": ({}, 0, 1),
+    "init": ({}, None, "INIT3D"),
+    "save": ({}, None, True),
+    "out": ({}, None, True),
+    "output_every": (OUT, 0, 2),
+    "checkpoint_every": (OUT, 0, 2),
+    "series_every": (OUT, 1, 2),
+    "fields_format": (OUT, "h5", "npz"),
+    "keep_checkpoints": ({**OUT, "checkpoint_every": 1}, 1, 3),
+    "pictures": ({"out": True}, "none", "speed"),
+    "dpi": ({"out": True, "pictures": "speed"}, 20, 40),
+    "clim": ({"out": True, "pictures": "speed"}, None, "speed=0,0.1"),
+    "wall_axes": ({}, None, "z"),
+    "lid": ({"wall_axes": "z"}, None, "z-high=0.05,0,0"),
+    "geometry": ({}, None, "GEOMETRY"),
+}
+
+#: option -> (context, value A, value B): the 3D lattice is built with other arguments (the 3D
+#: kernel tests observe what each does: tests/simulation/test_simulation3d.py, tests/backends)
+KERNEL_OPTIONS3D = {
+    "collision": ({}, "bgk", "regularized"),
+    "C1": ({"collision": "regularized"}, 1e-3, 5e-3),
+    "C2": ({"collision": "regularized", "velocity_set": "d3q39"}, 1e-3, 5e-3),
+    "C3": ({"collision": "regularized", "velocity_set": "d3q103"}, 0.5, 0.9),
+    "velocity_set": ({}, "d3q19", "d3q27"),
+    "backend": ({}, "c", "opencl"),
+    "layout": ({}, "soa", "aos"), "vl": ({"layout": "caosoa"}, 4, 8),
+    "precision": ({}, "double", "single"),
+    "fused": ({}, True, False),
+    "strict": ({}, False, True),
+    "threads": ({}, 1, 2),
+    "device": ({"backend": "opencl"}, "0:0", "1:0"),
+}
+
+#: option -> (context, value): refused in a 3D run (D3 and the context), naming the option
+REFUSED3D = {
+    **{k: ({}, v) for k, v in (("walls", True), ("t_bottom", 1.1), ("t_top", 0.9), ("adiabatic", "top"),
+                               ("wall_scheme", "reference"), ("hetero", "opencl"), ("split", "0.5"),
+                               ("host_columns", 4))},
+    "window": ({"out": True}, "0:4,0:4"),
+    "pictures_every": ({"out": True}, 2),
+    "seed": ({}, 3),                       # taylor-green is not random; the 3D Rayleigh-Taylor takes it below
+}
+
+
+def _options(context: dict, key: str, value, tmp_path) -> dict:
+    opts = {**D3, **context}
+    if isinstance(value, dict):
+        opts.update(value)
+    elif value == "INIT3D":
+        path = tmp_path / "init3d.npz"
+        rng = np.random.default_rng(4)
+        shape = (8, 8, 8)
+        np.savez(path, rho=1 + 0.01 * rng.standard_normal(shape), ux=np.zeros(shape), uy=np.zeros(shape),
+                 uz=np.zeros(shape), T=np.ones(shape))
+        opts = {k: v for k, v in opts.items() if k not in ("lx", "ly", "lz", "setup")}
+        opts[key] = str(path)
+    elif value == "GEOMETRY":
+        path = tmp_path / "body.npy"
+        mask = np.zeros((8, 8, 8), dtype=bool)
+        mask[3:5, 3:5, 3:5] = True
+        np.save(path, mask)
+        opts[key] = str(path)
+    elif value is not None:
+        opts[key] = value
+    return opts
+
+
+def test_every_option_is_audited_in_3d():
+    keys = {o.key for o in SCHEMA}
+    audited = set(EFFECTS3D) | set(KERNEL_OPTIONS3D) | set(REFUSED3D)
+    assert audited == keys, f"options without a 3D entry: {sorted(keys - audited)}; stale: {sorted(audited - keys)}"
+    assert set(NOT_IN_3D) <= set(REFUSED3D)
+
+
+@pytest.mark.parametrize("key", sorted(EFFECTS3D))
+def test_changing_an_option_changes_what_a_user_observes_in_3d(key, tmp_path):
+    context, a, b = EFFECTS3D[key]
+    first = fingerprint(tmp_path, "a", _options(context, key, a, tmp_path))
+    second = fingerprint(tmp_path, "b", _options(context, key, b, tmp_path))
+    assert first != second, f"--{key} {a!r} and {b!r} gave the same observable 3D run"
+
+
+class _Built(Exception):
+    """Raised by the recording lattice: the arguments are known, nothing is compiled."""
+
+
+@pytest.mark.parametrize("key", sorted(KERNEL_OPTIONS3D))
+def test_a_kernel_option_reaches_the_3d_lattice(key, tmp_path, monkeypatch):
+    from lbgen.simulation import lattice3d
+    context, a, b = KERNEL_OPTIONS3D[key]
+
+    def arguments(value):
+        seen = {}
+
+        def record(*shape, **kw):
+            seen.update(kw, shape=shape)
+            raise _Built
+
+        monkeypatch.setattr(lattice3d, "Simulation3D", record)
+        opts = _options(context, key, value, tmp_path)
+        cfg = RunConfig.build(opts.pop("setup"), ("test", opts))
+        with pytest.raises(_Built):
+            Run(cfg, echo=lambda m: None)
+        return seen
+    assert arguments(a) != arguments(b)
+
+
+def test_the_seed_shapes_the_3d_rayleigh_taylor_interface():
+    from lbgen.run.construct import initial_fields, resolve
+    fields = []
+    for seed in (1, 2):
+        cfg = RunConfig.build("rayleigh-taylor", ("test", {"velocity_set": "d3q39", "lx": 8, "ly": 8, "lz": 16,
+                                                           "seed": seed}))
+        fields.append(initial_fields(resolve(cfg, echo=lambda m: None))["T"])
+    assert cfg.dimension == 3 and not np.array_equal(*fields)
+
+
+@pytest.mark.parametrize("key", sorted(REFUSED3D))
+def test_an_option_of_2d_runs_is_refused_in_3d_naming_why(key):
+    context, value = REFUSED3D[key]
+    opts = {**D3, **context, key: value}
+    if opts.get("out") is True:
+        opts["out"] = "never-written"
+    with pytest.raises(ConfigError) as e:
+        RunConfig.build(opts.pop("setup"), ("command line", opts))
+    message = str(e.value)
+    assert "has no effect in this run" in message and (key.replace("_", "-") in message or key in message)
+    if key in NOT_IN_3D:
+        assert NOT_IN_3D[key] in message                    # the reason, in words
