@@ -121,7 +121,7 @@ int main(int argc, char **argv)
     arm(lbgen_buffer_size(lx, ly, lz));
     lbgen_boundaries bc;
     memset(&bc, 0, sizeof bc);
-    bc.walls = 2; bc.lids = 1 << 3; bc.lid[3][0] = 0.01;      /* y walls, the y-high face moving along x */
+    bc.walls = 3 << 2; bc.lids = 1 << 3; bc.lid[3][0] = 0.01; /* y walls (bits 2, 3), the y-high face moving along x */
     const double tau = 0.8;
     if (!strcmp(c, "ok")) { lbgen_fused(F, G, lx, ly, lz, &bc, tau, 0, 0, 0); lbgen_fused(F, G, lx, ly, lz, NULL, tau, 0, 0, 0); }
     if (!strcmp(c, "collide-in-place")) lbgen_collide(F, F, lx, ly, lz, &bc, tau, 0, 0, 0);
@@ -142,7 +142,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "lid-normal")) { bc.lid[3][1] = 0.01; lbgen_fused(F, G, lx, ly, lz, &bc, tau, 0, 0, 0); }
     if (!strcmp(c, "lid-normal-propagate")) { bc.lid[3][1] = -0.01; lbgen_propagate(F, G, lx, ly, lz, &bc); }
     if (!strcmp(c, "lid-inf")) { bc.lid[3][2] = INFINITY; lbgen_fused(F, G, lx, ly, lz, &bc, tau, 0, 0, 0); }
-    if (!strcmp(c, "walls-bits")) { bc.walls = 8; lbgen_fused(F, G, lx, ly, lz, &bc, tau, 0, 0, 0); }
+    if (!strcmp(c, "walls-bits")) { bc.walls = 64; lbgen_fused(F, G, lx, ly, lz, &bc, tau, 0, 0, 0); }
     return 0;
 }
 """
