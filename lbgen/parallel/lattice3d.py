@@ -18,8 +18,13 @@ exact, so the owned block is exact after k steps: bit-identical to one process i
 mode.  Whole-block unpack/pack per exchange (device buffers) is host work of the order of
 a step.
 
-Walls, lids and masks: walls and lids on unsplit axes only (each block holds both faces);
-a mask is cut per block (ghosts included).  ``fields()`` gathers the five owned field arrays
+Walls, lids and masks on any axis, split or not: a rank holds a wall (lid) face only where
+its block touches that global face (its ``Simulation3D`` gets the per-face wall switches of
+the faces it holds), and has no ghost planes on that side; an internal face is bulk, fed by
+the neighbour's slabs.  Along a split walled axis the ranks at the walls send (receive) no
+slab across the wall (``ghost_sides``), with or without time blocks: the ghosts of a time
+block lie on the internal sides only, never beyond a wall.  A mask is cut per block (ghosts
+included).  ``fields()`` gathers the five owned field arrays
 (the fields kernel of each rank) to rank 0; ``set_fields`` scatters rank 0's fields.  For a
 run (``lbgen.run.driver3d.Run3D``): ``diagnostic_rows`` (each rank's kernel over its owned
 fluid sites, combined on rank 0), ``check_finite`` (collective), ``state``/``restore`` (the
@@ -35,7 +40,7 @@ import numpy as np
 from lbgen.parallel.mpi import (TAG_DOWNWARD, TAG_UPWARD, agree, collective, parse_ranks_grid, root_call,
                                 slab_starts, slab_widths)
 from lbgen.codegen.diagnostics import ROW_QUANTITIES3D
-from lbgen.model.catalog import AXES
+from lbgen.model.catalog import AXES, SIDES
 from lbgen.simulation.parameters import SimulationError
 
 FIELDS3D = ("rho", "ux", "uy", "uz", "T")
@@ -43,18 +48,16 @@ FIELDS3D = ("rho", "ux", "uy", "uz", "T")
 
 def rank_grid3d(size: int, shape, halo: int, grid=None, depth: int = 1, walled=()) -> tuple:
     """(PX, PY, PZ) of `size` ranks for a lattice of `shape`, checked before any work: the
-    product is the rank count, every split axis has sub-domains of at least depth x halo
-    planes, and no walled axis is split.  None: MPI_Dims_create, else the first valid
+    product is the rank count and every split axis has sub-domains of at least depth x halo
+    planes (walled axes may be split: each block holds the wall faces it touches).  None:
+    MPI_Dims_create with the `walled` axes held at 1 where that fits, else the first valid
     factorisation with the fewest halo sites."""
     need = depth * halo
 
     def problems(g):
-        out = [f"{a.upper()}={n} split over {p} ranks leaves sub-domains of {n // p} planes, fewer than the "
-               f"{need} the halo needs ({depth} x {halo}: time block x largest hop)"
-               for a, n, p in zip(AXES, shape, g) if p > 1 and n // p < need]
-        out += [f"it splits {a.upper()}, a walled axis (walls and lids stay on unsplit axes)"
-                for a, p in zip(AXES, g) if p > 1 and a in walled]
-        return out
+        return [f"{a.upper()}={n} split over {p} ranks leaves sub-domains of {n // p} planes, fewer than the "
+                f"{need} the halo needs ({depth} x {halo}: time block x largest hop)"
+                for a, n, p in zip(AXES, shape, g) if p > 1 and n // p < need]
     name = "x".join
     if grid is not None:
         if int(np.prod(grid)) != size:
@@ -78,6 +81,44 @@ def rank_grid3d(size: int, shape, halo: int, grid=None, depth: int = 1, walled=(
                                      f"the grid {name(map(str, first))}: {'; '.join(problems(first))}"))
 
 
+def paired_walls(faces) -> None:
+    """SimulationError unless every walled axis of a distributed lattice has walls on both
+    faces: a wall on one face with the other periodic would stand at the periodic seam, inside
+    the ghost planes of the rank across it (one process takes it, as a block of a larger lattice)."""
+    for axis in dict.fromkeys(a for a, _ in faces):
+        sides = [s for a, s in faces if a == axis]
+        if len(sides) == 1:
+            other = "high" if sides[0] == "low" else "low"
+            raise SimulationError(f"walls: the {axis}-{sides[0]} face alone is a wall of a distributed lattice whose "
+                                  f"{axis}-{other} face is periodic; over several ranks a walled axis has walls on both "
+                                  f"faces (walls='{axis}')")
+
+
+def ghost_sides(axis: str, coord: int, ranks: int, faces) -> tuple:
+    """Which slabs the block at `coord` of `ranks` along `axis` trades: (receive low, receive
+    high, send low, send high), given the lattice's wall faces ((axis, side) pairs).  An
+    unsplit axis trades none; a block at a wall face receives nothing across it (no ghosts
+    there) and its neighbour across the periodic wrap sends it nothing."""
+    if ranks == 1:
+        return False, False, False, False
+    low, high = coord == 0, coord == ranks - 1
+    wall_low, wall_high = (axis, "low") in faces, (axis, "high") in faces
+    return (not (low and wall_low), not (high and wall_high), not (low and wall_high), not (high and wall_low))
+
+
+def block_extents(shape, dims, depth: int, halo: int, faces=()) -> list:
+    """Per axis, the sorted extents of the ranks' extended blocks (owned planes plus the ghost
+    planes each side receives: depth x halo), e.g. for a layout's VL to divide every Z extent."""
+    out = []
+    for a, n, p in zip(AXES, shape, dims):
+        extents = set()
+        for c, w in enumerate(slab_widths(n, p)):
+            recv_low, recv_high = ghost_sides(a, c, p, faces)[:2]
+            extents.add(w + depth * halo * (recv_low + recv_high))
+        out.append(sorted(extents))
+    return out
+
+
 class DistributedSimulation3D:
     """One rank's block of an LX x LY x LZ lattice over a PX x PY x PZ grid of the ranks of
     `comm` (see the module doc).  Same keywords as ``Simulation3D`` (the sizes and the mask
@@ -88,7 +129,7 @@ class DistributedSimulation3D:
                  through_pack: bool = False, **kw):
         from lbgen.codegen.spec import time_block_value
         from lbgen.model.velocity_set import velocity_set
-        from lbgen.simulation.lattice3d import Simulation3D, voxel_mask, wall_axes
+        from lbgen.simulation.lattice3d import Simulation3D, lid_faces, voxel_mask, wall_faces
         self.comm, self.rank, self.nranks = comm, comm.rank, comm.size
         self.shape = (lx, ly, lz)
         try:
@@ -96,7 +137,15 @@ class DistributedSimulation3D:
         except ValueError as e:
             raise collective(SimulationError(str(e))) from None
         H = velocity_set(kw.get("velocity_set", "d3q19")).max_hop
-        walled = wall_axes(kw.get("walls"))
+        try:
+            #: the lattice's wall faces (axis, side); each rank's Simulation3D holds those its block touches
+            self.wall_faces = wall_faces(kw.get("walls"))
+            paired_walls(self.wall_faces)
+            #: the lattice's moving walls {(axis, side): (ux, uy, uz)}, checked on every rank
+            self.lid = lid_faces(kw.get("lid"), self.wall_faces)
+        except SimulationError as e:
+            raise collective(e) from None
+        walled = tuple(dict.fromkeys(a for a, _ in self.wall_faces))
         self.dims = rank_grid3d(self.nranks, self.shape, H, parse_ranks_grid(ranks_grid, 3), depth, walled)
         self.cart = comm.Create_cart(list(self.dims), periods=[True] * 3, reorder=False)
         self.coords = tuple(self.cart.Get_coords(self.rank))
@@ -105,8 +154,18 @@ class DistributedSimulation3D:
         self.starts = [slab_starts(n, p) for n, p in zip(self.shape, self.dims)]
         self.origin = tuple(self.starts[d][self.coords[d]] for d in range(3))
         self.size = tuple(self.widths[d][self.coords[d]] for d in range(3))
-        self.ghost = tuple(depth * H if p > 1 else 0 for p in self.dims)
         self.halo_width = depth * H
+        #: per axis (receive low, receive high, send low, send high): ``ghost_sides``
+        self.sides = [ghost_sides(a, c, p, self.wall_faces) for a, c, p in zip(AXES, self.coords, self.dims)]
+        #: ghost planes per axis on the low and the high side (none across a wall face)
+        self.ghost_low = tuple(depth * H * s[0] for s in self.sides)
+        self.ghost_high = tuple(depth * H * s[1] for s in self.sides)
+        held = tuple(face for face in self.wall_faces if not self.sides[AXES.index(face[0])][SIDES.index(face[1])]
+                     or self.dims[AXES.index(face[0])] == 1)
+        if kw.get("walls") is not None:
+            kw = dict(kw, walls=held)
+        if kw.get("lid") is not None:
+            kw = dict(kw, lid={"-".join(face): u for face, u in self.lid.items() if face in held})
         self.time_block = depth
         self.time_step = 0
         self.messages = collections.Counter()
@@ -132,19 +191,20 @@ class DistributedSimulation3D:
 
     @property
     def extended(self) -> tuple:
-        return tuple(n + 2 * g for n, g in zip(self.size, self.ghost))
+        return tuple(n + lo + hi for n, lo, hi in zip(self.size, self.ghost_low, self.ghost_high))
 
     def _indices(self, rank: Optional[int] = None):
         """Global indices (periodic) of the extended block of `rank` (default: this one), per axis."""
         coords = self.coords if rank is None else self.cart.Get_coords(rank)
         out = []
         for d in range(3):
-            s, w, g = self.starts[d][coords[d]], self.widths[d][coords[d]], self.ghost[d]
-            out.append(np.arange(s - g, s + w + g) % self.shape[d])
+            s, w = self.starts[d][coords[d]], self.widths[d][coords[d]]
+            recv_low, recv_high = ghost_sides(AXES[d], coords[d], self.dims[d], self.wall_faces)[:2]
+            out.append(np.arange(s - self.halo_width * recv_low, s + w + self.halo_width * recv_high) % self.shape[d])
         return out
 
     def _owned(self, a: np.ndarray) -> np.ndarray:
-        g, n = self.ghost, self.size
+        g, n = self.ghost_low, self.size
         return a[..., g[0]:g[0] + n[0], g[1]:g[1] + n[1], g[2]:g[2] + n[2]]
 
     # --- the exchange --------------------------------------------------------------------------
@@ -174,47 +234,51 @@ class DistributedSimulation3D:
             return self._exchange_in_place(self.sim.f)
         return self._exchange_unpacked()
 
-    def _post(self, d: int, send_low, send_high):
+    def _post(self, d: int, read, write) -> None:
+        """The slabs of axis d, both ways (Isend/Irecv; only the sides ``ghost_sides`` trades):
+        read(lo, hi) gives the owned planes lo..hi-1 to send, write(lo, hi, data) stores the
+        ghost planes received."""
         from mpi4py import MPI
-        low, high = self.neighbours[d]
-        recv_low, recv_high = np.empty_like(send_low), np.empty_like(send_high)
-        c = self.comm
-        MPI.Request.Waitall([c.Irecv(recv_low, source=low, tag=TAG_UPWARD),
-                             c.Irecv(recv_high, source=high, tag=TAG_DOWNWARD),
-                             c.Isend(send_high, dest=high, tag=TAG_UPWARD),
-                             c.Isend(send_low, dest=low, tag=TAG_DOWNWARD)])
-        self.messages[f"{AXES[d]} messages"] += 2
-        self.messages[f"{AXES[d]} bytes"] += send_low.nbytes + send_high.nbytes
-        return recv_low, recv_high
+        D, g, n = self.halo_width, self.ghost_low[d], self.size[d]
+        (low, high), (recv_low, recv_high, send_low, send_high) = self.neighbours[d], self.sides[d]
+        c, requests, into = self.comm, [], []
+        if recv_low:
+            buf = np.empty_like(read(g, g + D))
+            requests.append(c.Irecv(buf, source=low, tag=TAG_UPWARD))
+            into.append((g - D, g, buf))
+        if recv_high:
+            buf = np.empty_like(read(g + n - D, g + n))
+            requests.append(c.Irecv(buf, source=high, tag=TAG_DOWNWARD))
+            into.append((g + n, g + n + D, buf))
+        for send, (lo, hi), dest, tag in ((send_high, (g + n - D, g + n), high, TAG_UPWARD),
+                                          (send_low, (g, g + D), low, TAG_DOWNWARD)):
+            if send:
+                data = np.ascontiguousarray(read(lo, hi))
+                requests.append(c.Isend(data, dest=dest, tag=tag))
+                self.messages[f"{AXES[d]} messages"] += 1
+                self.messages[f"{AXES[d]} bytes"] += data.nbytes
+        MPI.Request.Waitall(requests)
+        for lo, hi, buf in into:
+            write(lo, hi, buf)
 
     def _exchange_in_place(self, f: np.ndarray) -> None:
-        D = self.halo_width
         for d in range(3):
-            if self.dims[d] == 1:
-                continue
-            g, n = self.ghost[d], self.size[d]
-            recv_low, recv_high = self._post(d, f[self._slab_index(d, g, g + D)],
-                                             f[self._slab_index(d, g + n - D, g + n)])
-            f[self._slab_index(d, g - D, g)] = recv_low
-            f[self._slab_index(d, g + n, g + n + D)] = recv_high
+            if self.dims[d] > 1:
+                self._post(d, lambda lo, hi: f[self._slab_index(d, lo, hi)],
+                           lambda lo, hi, data: f.__setitem__(self._slab_index(d, lo, hi), data))
 
     def _exchange_unpacked(self) -> None:
         prog = self.sim.program
         a = prog.unpack(self.sim.f)
-        D = self.halo_width
         for d in range(3):
             if self.dims[d] == 1:
                 continue
-            g, n = self.ghost[d], self.size[d]
 
             def slab(lo, hi):
                 index = [slice(None)] * 4
                 index[d + 1] = slice(lo, hi)
                 return tuple(index)
-            recv_low, recv_high = self._post(d, np.ascontiguousarray(a[slab(g, g + D)]),
-                                             np.ascontiguousarray(a[slab(g + n - D, g + n)]))
-            a[slab(g - D, g)] = recv_low
-            a[slab(g + n, g + n + D)] = recv_high
+            self._post(d, lambda lo, hi: a[slab(lo, hi)], lambda lo, hi, data: a.__setitem__(slab(lo, hi), data))
         prog.pack(a, self.sim.f)
 
     def step(self, n: int = 1) -> None:
@@ -262,8 +326,8 @@ class DistributedSimulation3D:
     program = property(lambda self: self.sim.program)
     runtime = property(lambda self: self.sim.runtime)
     dtype = property(lambda self: self.sim.dtype)
-    walls = property(lambda self: self.sim.walls)
-    lid = property(lambda self: self.sim.lid)
+    walls = property(lambda self: tuple(dict.fromkeys(a for a, _ in self.wall_faces)),
+                     doc="The lattice's wall axes (as Simulation3D's; each rank's block holds some faces).")
     lx = property(lambda self: self.shape[0], doc="The global lattice's sizes (as Simulation3D's).")
     ly = property(lambda self: self.shape[1])
     lz = property(lambda self: self.shape[2])
@@ -282,7 +346,7 @@ class DistributedSimulation3D:
         in order of X: with X unsplit every line is one rank's, the bits of one process)."""
         rows = self.program.diagnostics(self.sim.f, self._skip, force=self.sim.force)
         ext = self.extended
-        g, n = self.ghost, self.size
+        g, n = self.ghost_low, self.size
         lines = rows.reshape(ext[1], ext[2], -1)[g[1]:g[1] + n[1], g[2]:g[2] + n[2]]
         parts = self.comm.gather((self.origin, np.ascontiguousarray(lines)), root=0)
         if self.rank != 0:
@@ -312,7 +376,7 @@ class DistributedSimulation3D:
             if not healthy(self.sim.diagnostics()):
                 site = self.sim.first_bad_site(skip=self._skip)      # owned fluid sites only
                 if site is not None:
-                    x, y, z = ((self.origin[d] + site[d] - self.ghost[d]) % self.shape[d] for d in range(3))
+                    x, y, z = ((self.origin[d] + site[d] - self.ghost_low[d]) % self.shape[d] for d in range(3))
                     error = self.sim.divergence(x, y, z, site[3], where=f"on rank {self.rank}")
         except Exception as e:  # noqa: BLE001 - made collective below
             error = e
@@ -380,7 +444,7 @@ class DistributedSimulation3D:
         except Exception as e:  # noqa: BLE001 - made collective
             error = e
         agree(self.comm, error)          # every rank has its block before any rank changes its state
-        pad = [(0, 0)] + [(g, g) for g in self.ghost]
+        pad = [(0, 0)] + list(zip(self.ghost_low, self.ghost_high))
         error = None
         try:
             self.sim.restore(np.ascontiguousarray(np.pad(local, pad, mode="wrap")), saved.step)

@@ -256,8 +256,8 @@ def set_launch_grid(text, comm) -> None:
 
 def rank_grid(cfg: RunConfig, size: int) -> tuple:
     """(PX, PY, PZ) of a 3D run on `size` ranks (the launch's --ranks-grid, else auto), checked
-    before any work: sub-domains at least time block x largest hop thick, no walled axis split
-    (lbgen.parallel.lattice3d.rank_grid3d names the values)."""
+    before any work: sub-domains at least time block x largest hop thick (walled axes may be
+    split; lbgen.parallel.lattice3d.rank_grid3d names the values)."""
     from lbgen.parallel.lattice3d import rank_grid3d
     from lbgen.simulation.lattice3d import wall_axes
     depth = resolve_time_block(cfg, distributed=True)
@@ -266,11 +266,11 @@ def rank_grid(cfg: RunConfig, size: int) -> tuple:
 
 def block_depths(cfg: RunConfig, grid) -> list:
     """The Z extents of the ranks' blocks on `grid` (owned planes and, where Z is split, the
-    ghost planes of DistributedSimulation3D: time block x largest hop on each side)."""
-    from lbgen.parallel.mpi import slab_widths
-    pz = grid[2]
-    ghost = resolve_time_block(cfg, distributed=True) * set_entry(cfg.velocity_set).max_hop if pz > 1 else 0
-    return sorted({w + 2 * ghost for w in slab_widths(cfg.lz, pz)})
+    ghost planes of DistributedSimulation3D: time block x largest hop on each side but a wall's)."""
+    from lbgen.parallel.lattice3d import block_extents
+    from lbgen.simulation.lattice3d import wall_faces
+    return block_extents(cfg.shape, grid, resolve_time_block(cfg, distributed=True),
+                         set_entry(cfg.velocity_set).max_hop, wall_faces(cfg.wall_axes))[2]
 
 
 class Run3D(Run):
