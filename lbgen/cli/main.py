@@ -233,7 +233,8 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     if comm is not None:
         mpi.install_excepthook(comm)
     three = _grid_parts(ranks_grid) == 3          # PXxPYxPZ: a 3D run's grid (lbgen.run.driver3d)
-    mpi.set_launch_grid("auto" if three else ranks_grid, comm)
+    from lbgen.parallel.decomposition import set_launch_grid
+    set_launch_grid("auto" if three else ranks_grid, comm)
     root = comm is None or comm.rank == 0
     show_progress = progress and sys.stderr.isatty() and root
     echo = (lambda m: click.echo(m, err=True)) if root else (lambda m: None)  # noqa: E731
@@ -302,7 +303,7 @@ def _resumed_dimension(run_dir):
 
 def _check_grid_dimension(ranks_grid, dimension, comm):
     """--ranks-grid against the run's dimension, before any work: PXxPY for 2D runs (checked by
-    lbgen.parallel.mpi), PXxPYxPZ for 3D runs (lbgen.run.driver3d.set_launch_grid)."""
+    lbgen.parallel.decomposition), PXxPYxPZ for 3D runs (lbgen.run.driver3d.set_launch_grid)."""
     if dimension == 3:
         from lbgen.run.driver3d import set_launch_grid
         set_launch_grid(ranks_grid, comm)

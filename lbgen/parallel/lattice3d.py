@@ -37,86 +37,15 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from lbgen.parallel.mpi import (TAG_DOWNWARD, TAG_UPWARD, agree, collective, parse_ranks_grid, root_call,
-                                slab_starts, slab_widths)
+from lbgen.parallel.decomposition import (ghost_sides, paired_walls, parse_ranks_grid, rank_grid3d, slab_starts,
+                                          slab_widths)
+from lbgen.parallel.exchange import trade
+from lbgen.parallel.mpi import agree, collective, root_call
 from lbgen.codegen.diagnostics import ROW_QUANTITIES3D
 from lbgen.model.catalog import AXES, SIDES
 from lbgen.simulation.parameters import SimulationError
 
 FIELDS3D = ("rho", "ux", "uy", "uz", "T")
-
-
-def rank_grid3d(size: int, shape, halo: int, grid=None, depth: int = 1, walled=()) -> tuple:
-    """(PX, PY, PZ) of `size` ranks for a lattice of `shape`, checked before any work: the
-    product is the rank count and every split axis has sub-domains of at least depth x halo
-    planes (walled axes may be split: each block holds the wall faces it touches).  None:
-    MPI_Dims_create with the `walled` axes held at 1 where that fits, else the first valid
-    factorisation with the fewest halo sites."""
-    need = depth * halo
-
-    def problems(g):
-        return [f"{a.upper()}={n} split over {p} ranks leaves sub-domains of {n // p} planes, fewer than the "
-                f"{need} the halo needs ({depth} x {halo}: time block x largest hop)"
-                for a, n, p in zip(AXES, shape, g) if p > 1 and n // p < need]
-    name = "x".join
-    if grid is not None:
-        if int(np.prod(grid)) != size:
-            raise collective(SimulationError(f"--ranks-grid {name(map(str, grid))} has {int(np.prod(grid))} ranks "
-                                             f"but mpiexec started {size}"))
-        bad = problems(grid)
-        if bad:
-            raise collective(SimulationError(f"--ranks-grid {name(map(str, grid))} on "
-                                             f"{' x '.join(map(str, shape))}: {'; '.join(bad)}"))
-        return tuple(grid)
-    from mpi4py import MPI
-    fixed = [1 if a in walled else 0 for a in AXES]
-    first = tuple(MPI.Compute_dims(size, fixed))
-    triples = [(a, b, size // (a * b)) for a in range(1, size + 1) for b in range(1, size + 1)
-               if size % (a * b) == 0]
-    triples.sort(key=lambda g: sum(int(np.prod(shape)) // n * p for n, p in zip(shape, g)))
-    for g in [first] + triples:
-        if not problems(g):
-            return g
-    raise collective(SimulationError(f"{size} MPI ranks do not fit the {' x '.join(map(str, shape))} lattice: "
-                                     f"the grid {name(map(str, first))}: {'; '.join(problems(first))}"))
-
-
-def paired_walls(faces) -> None:
-    """SimulationError unless every walled axis of a distributed lattice has walls on both
-    faces: a wall on one face with the other periodic would stand at the periodic seam, inside
-    the ghost planes of the rank across it (one process takes it, as a block of a larger lattice)."""
-    for axis in dict.fromkeys(a for a, _ in faces):
-        sides = [s for a, s in faces if a == axis]
-        if len(sides) == 1:
-            other = "high" if sides[0] == "low" else "low"
-            raise SimulationError(f"walls: the {axis}-{sides[0]} face alone is a wall of a distributed lattice whose "
-                                  f"{axis}-{other} face is periodic; over several ranks a walled axis has walls on both "
-                                  f"faces (walls='{axis}')")
-
-
-def ghost_sides(axis: str, coord: int, ranks: int, faces) -> tuple:
-    """Which slabs the block at `coord` of `ranks` along `axis` trades: (receive low, receive
-    high, send low, send high), given the lattice's wall faces ((axis, side) pairs).  An
-    unsplit axis trades none; a block at a wall face receives nothing across it (no ghosts
-    there) and its neighbour across the periodic wrap sends it nothing."""
-    if ranks == 1:
-        return False, False, False, False
-    low, high = coord == 0, coord == ranks - 1
-    wall_low, wall_high = (axis, "low") in faces, (axis, "high") in faces
-    return (not (low and wall_low), not (high and wall_high), not (low and wall_high), not (high and wall_low))
-
-
-def block_extents(shape, dims, depth: int, halo: int, faces=()) -> list:
-    """Per axis, the sorted extents of the ranks' extended blocks (owned planes plus the ghost
-    planes each side receives: depth x halo), e.g. for a layout's VL to divide every Z extent."""
-    out = []
-    for a, n, p in zip(AXES, shape, dims):
-        extents = set()
-        for c, w in enumerate(slab_widths(n, p)):
-            recv_low, recv_high = ghost_sides(a, c, p, faces)[:2]
-            extents.add(w + depth * halo * (recv_low + recv_high))
-        out.append(sorted(extents))
-    return out
 
 
 class DistributedSimulation3D:
@@ -234,38 +163,18 @@ class DistributedSimulation3D:
             return self._exchange_in_place(self.sim.f)
         return self._exchange_unpacked()
 
-    def _post(self, d: int, read, write) -> None:
-        """The slabs of axis d, both ways (Isend/Irecv; only the sides ``ghost_sides`` trades):
-        read(lo, hi) gives the owned planes lo..hi-1 to send, write(lo, hi, data) stores the
-        ghost planes received."""
-        from mpi4py import MPI
+    def _trade(self, d: int, read) -> tuple:
+        """The slabs of axis d (``lbgen.parallel.exchange``): read(lo, hi) gives the owned planes
+        lo..hi-1; returns the (low, high) ghost slabs that arrived (None where none does)."""
         D, g, n = self.halo_width, self.ghost_low[d], self.size[d]
-        (low, high), (recv_low, recv_high, send_low, send_high) = self.neighbours[d], self.sides[d]
-        c, requests, into = self.comm, [], []
-        if recv_low:
-            buf = np.empty_like(read(g, g + D))
-            requests.append(c.Irecv(buf, source=low, tag=TAG_UPWARD))
-            into.append((g - D, g, buf))
-        if recv_high:
-            buf = np.empty_like(read(g + n - D, g + n))
-            requests.append(c.Irecv(buf, source=high, tag=TAG_DOWNWARD))
-            into.append((g + n, g + n + D, buf))
-        for send, (lo, hi), dest, tag in ((send_high, (g + n - D, g + n), high, TAG_UPWARD),
-                                          (send_low, (g, g + D), low, TAG_DOWNWARD)):
-            if send:
-                data = np.ascontiguousarray(read(lo, hi))
-                requests.append(c.Isend(data, dest=dest, tag=tag))
-                self.messages[f"{AXES[d]} messages"] += 1
-                self.messages[f"{AXES[d]} bytes"] += data.nbytes
-        MPI.Request.Waitall(requests)
-        for lo, hi, buf in into:
-            write(lo, hi, buf)
+        return trade(self.comm, self.messages, AXES[d], self.neighbours[d],
+                     (lambda: read(g, g + D), lambda: read(g + n - D, g + n)), self.sides[d])
 
     def _exchange_in_place(self, f: np.ndarray) -> None:
         for d in range(3):
             if self.dims[d] > 1:
-                self._post(d, lambda lo, hi: f[self._slab_index(d, lo, hi)],
-                           lambda lo, hi, data: f.__setitem__(self._slab_index(d, lo, hi), data))
+                self._write(d, self._trade(d, lambda lo, hi: f[self._slab_index(d, lo, hi)]),
+                            lambda lo, hi, data: f.__setitem__(self._slab_index(d, lo, hi), data))
 
     def _exchange_unpacked(self) -> None:
         prog = self.sim.program
@@ -278,8 +187,16 @@ class DistributedSimulation3D:
                 index = [slice(None)] * 4
                 index[d + 1] = slice(lo, hi)
                 return tuple(index)
-            self._post(d, lambda lo, hi: a[slab(lo, hi)], lambda lo, hi, data: a.__setitem__(slab(lo, hi), data))
+            self._write(d, self._trade(d, lambda lo, hi: a[slab(lo, hi)]),
+                        lambda lo, hi, data: a.__setitem__(slab(lo, hi), data))
         prog.pack(a, self.sim.f)
+
+    def _write(self, d: int, arrived, write) -> None:
+        """The ghost slabs that arrived along axis d into the ghost planes on either side."""
+        D, g, n = self.halo_width, self.ghost_low[d], self.size[d]
+        for (lo, hi), data in zip(((g - D, g), (g + n, g + n + D)), arrived):
+            if data is not None:
+                write(lo, hi, data)
 
     def step(self, n: int = 1) -> None:
         """n steps (collective): an exchange, then up to time_block steps of the rank's block."""

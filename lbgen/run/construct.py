@@ -120,7 +120,7 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
         common["backend_options"] = {"device": cfg.device}   # the OpenCL device of a plain OpenCL run
     lx = cfg.lx if lx is None else lx
     if comm is not None:
-        from lbgen.parallel.mpi import launch_grid
+        from lbgen.parallel.decomposition import launch_grid
         from lbgen.parallel.simulation import DistributedSimulation
         common["ranks_grid"] = launch_grid()
         M = cfg.host_columns if host_columns is None else host_columns

@@ -245,7 +245,7 @@ def set_launch_grid(text, comm) -> None:
     """``--ranks-grid`` of a 3D run: 'auto' or 'PXxPYxPZ' (checked here); a grid other than
     auto (or 1x1x1) needs mpiexec."""
     global _GRID3D
-    from lbgen.parallel.mpi import parse_ranks_grid
+    from lbgen.parallel.decomposition import parse_ranks_grid
     grid = parse_ranks_grid(text, 3)
     if (comm is None or comm.size == 1) and grid not in (None, (1, 1, 1)):
         n = int(np.prod(grid))
@@ -258,7 +258,7 @@ def rank_grid(cfg: RunConfig, size: int) -> tuple:
     """(PX, PY, PZ) of a 3D run on `size` ranks (the launch's --ranks-grid, else auto), checked
     before any work: sub-domains at least time block x largest hop thick (walled axes may be
     split; lbgen.parallel.lattice3d.rank_grid3d names the values)."""
-    from lbgen.parallel.lattice3d import rank_grid3d
+    from lbgen.parallel.decomposition import rank_grid3d
     from lbgen.simulation.lattice3d import wall_axes
     depth = resolve_time_block(cfg, distributed=True)
     return rank_grid3d(size, cfg.shape, set_entry(cfg.velocity_set).max_hop, _GRID3D, depth, wall_axes(cfg.wall_axes))
@@ -267,7 +267,7 @@ def rank_grid(cfg: RunConfig, size: int) -> tuple:
 def block_depths(cfg: RunConfig, grid) -> list:
     """The Z extents of the ranks' blocks on `grid` (owned planes and, where Z is split, the
     ghost planes of DistributedSimulation3D: time block x largest hop on each side but a wall's)."""
-    from lbgen.parallel.lattice3d import block_extents
+    from lbgen.parallel.decomposition import block_extents
     from lbgen.simulation.lattice3d import wall_faces
     return block_extents(cfg.shape, grid, resolve_time_block(cfg, distributed=True),
                          set_entry(cfg.velocity_set).max_hop, wall_faces(cfg.wall_axes))[2]

@@ -56,7 +56,7 @@ SLOW = pytest.mark.slow
 ], ids=["2x1x1-cavity", "2x1x1", "2x1x2-uneven", "1x3x1-k2", "2x2x1-walls-k3", "1x2x2-through-pack",
         "1x2x2-cavity", "2x2x1-cavity-k2", "1x2x2-cavity-pack-k2"])
 def test_every_3d_grid_is_bit_identical_to_one_process(tmp_path, n, grid, shape, k, walls, through_pack):
-    from lbgen.parallel.lattice3d import ghost_sides
+    from lbgen.parallel.decomposition import ghost_sides
     from lbgen.simulation.lattice3d import Simulation3D, wall_faces
     kw = dict(strict=True, tau=0.8, gravity=[1e-5, 0, -1e-5], **({"walls": walls} if walls else {}))
     if walls == "xyz":
@@ -102,12 +102,12 @@ def test_a_lone_wall_face_is_refused_on_every_rank(tmp_path):
 
 
 def test_ghost_sides_skip_the_wall_faces_only():
-    from lbgen.parallel.lattice3d import paired_walls
+    from lbgen.parallel.decomposition import paired_walls
     from lbgen.simulation.parameters import SimulationError
     paired_walls((("x", "low"), ("x", "high")))
     with pytest.raises(SimulationError, match="the y-high face alone"):
         paired_walls((("x", "low"), ("x", "high"), ("y", "high")))
-    from lbgen.parallel.lattice3d import block_extents, ghost_sides
+    from lbgen.parallel.decomposition import block_extents, ghost_sides
     walls = (("z", "low"), ("z", "high"))
     assert ghost_sides("z", 0, 1, walls) == (False,) * 4                      # unsplit: both faces held
     assert ghost_sides("z", 0, 3, walls) == (False, True, False, True)        # at z-low: no slab across it
