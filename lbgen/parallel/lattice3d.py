@@ -9,7 +9,7 @@ populations (the unpack kernel), trades D = k H thick slabs of owned planes with
 neighbours along X, then Y, then Z -- each slab spans the other axes' ghosts, which the
 earlier axes have just filled, so edges and corners travel through the consecutive
 exchanges and no diagonal message is sent (seed 002, Fig. 1) -- with non-blocking
-Isend/Irecv, packs the block back (the pack kernel) and advances k steps (one ``fused_tb``
+Isend/Irecv (``lbgen.parallel.exchange``, the 2D lattice's too), packs the block back (the pack kernel) and advances k steps (one ``fused_tb``
 sweep where the block's Simulation3D blocks: C, fused).  With host
 buffers (the C runtime) the slabs are read and written in place instead, through the
 layout's site indices (the step's halo kernel refreshes the halo copies).  The ghost sites
@@ -22,7 +22,7 @@ Walls, lids and masks on any axis, split or not: a rank holds a wall (lid) face 
 its block touches that global face (its ``Simulation3D`` gets the per-face wall switches of
 the faces it holds), and has no ghost planes on that side; an internal face is bulk, fed by
 the neighbour's slabs.  Along a split walled axis the ranks at the walls send (receive) no
-slab across the wall (``ghost_sides``), with or without time blocks: the ghosts of a time
+slab across the wall (``lbgen.parallel.decomposition.ghost_sides``), with or without time blocks: the ghosts of a time
 block lie on the internal sides only, never beyond a wall.  A mask is cut per block (ghosts
 included).  ``fields()`` gathers the five owned field arrays
 (the fields kernel of each rank) to rank 0; ``set_fields`` scatters rank 0's fields.  For a
