@@ -272,15 +272,14 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
     vs = velocity_set(cfg.velocity_set if lz is None else "d3q19")
     H, Q, itemsize = vs.max_hop, vs.Q, 8 if precision == "double" else 4
     if lz is None:
-        decomposition.rank_grid(P, lx, ly, H, grid, depth)            # too thin: refused before any measurement
+        decomposition.rank_grid(P, (lx, ly), H, grid, depth)          # too thin: refused before any measurement
 
         sweep = backend == "c" and depth > 1          # DistributedSimulation.sweep: fused_tb, k H ghosts
 
         def plan(c, sizes=shape, g=grid):
             return mpi_model.rank_exchange(sizes[0], sizes[1], g, c, depth, Q, H, itemsize, sweep)
     else:
-        from lbgen.parallel.decomposition import rank_grid3d
-        rank_grid3d(P, shape, H, grid, depth)
+        decomposition.rank_grid(P, shape, H, grid, depth)
         sweep = False
 
         def plan(c, sizes=shape, g=grid):

@@ -5,9 +5,8 @@ for the first N % P coordinates (``slab_widths``, ``slab_starts``); every split 
 w_c >= k H (k the time block, H the largest hop), else the grid is refused naming the sizes.
 The grid: ``--ranks-grid`` given (``parse_ranks_grid``: 'PXxPY' or 'PXxPYxPZ'), else auto
 (MPI_Dims_create, then the valid factorisation with the fewest halo sites): ``rank_grid``
-for a 2D lattice (its thermal walls and host + device ranks have their own rules),
-``rank_grid3d`` for a 3D one; ``check_decomposition`` is the X-slab form of the rule
-(``--hetero``).
+for any D (the 2D thermal walls and host + device ranks add their rules as arguments);
+``check_decomposition`` is the X-slab form of the rule (``--hetero``).
 
 Walls on split axes (3D): a block holds the wall faces it touches and trades no slab across
 them (``ghost_sides``; ``block_extents`` gives the blocks' extents with their ghosts); a lone
@@ -67,100 +66,68 @@ def parse_ranks_grid(text, dimensions: int = 2) -> Optional[tuple]:
     return dims
 
 
-def _axis_problem(name: str, n: int, p: int, need: int, what: str = "the halo needs") -> Optional[str]:
-    if p > 1 and n // p < need:
-        return (f"{name}={n} split over {p} ranks leaves sub-domains of {n // p} sites, fewer than the "
-                f"{need} {what}")
-    return None
+def factorisations(size: int, dimensions: int) -> List[tuple]:
+    """Every grid of `dimensions` positive counts whose product is `size`."""
+    if dimensions == 1:
+        return [(size,)]
+    divisors = [d for d in range(1, size + 1) if size % d == 0]
+    return [(d,) + rest for d in divisors for rest in factorisations(size // d, dimensions - 1)]
 
 
-def rank_grid(size: int, lx: int, ly: int, halo: int, grid=None, depth: int = 1, walled: bool = False,
-              x_only: bool = False, wall_split: Optional[str] = None, wall_ly: int = 0) -> tuple:
-    """(PX, PY) of `size` ranks for an LX x LY lattice, checked before any work.
+def rank_grid(size: int, shape, halo: int, grid=None, depth: int = 1, *, held=(), unsplit=None,
+              part_need=None) -> tuple:
+    """The grid (PX, PY[, PZ]) of `size` ranks for a lattice of `shape` (LX, LY[, LZ]), checked
+    before any work: the one rule of every D.
 
-    `grid`: (PX, PY), or None for auto: MPI_Dims_create (``MPI.Compute_dims``), and when its
-    sub-domains are too thin the valid factorization with the fewest halo sites.  Every split
-    axis needs sub-domains of at least depth x halo sites (a time block of `depth` steps
-    exchanges depth x halo wide halos).  `walled`: Y has walls; split only when the kernels
-    take per-side wall switches (`wall_split` None; else it says why not), with at least
-    `wall_ly` rows per part (``lbgen.model.walls.min_ly_walls``: every part's kernels are
-    generated with walls); `x_only` (host + device ranks): X only."""
-    need = depth * halo
-    y_need = max(need, wall_ly) if walled else need
-    halo_what = f"the halo needs ({depth} x {halo}: time block x largest hop)"
-    y_what = halo_what if y_need == need else "a walled part needs (its kernels hold wall rows at both ends)"
-    no_y = x_only or (walled and wall_split is not None)
-    if grid is not None:
-        px, py = grid
-        if px * py != size:
-            raise collective(SimulationError(
-                f"--ranks-grid {px}x{py} has {px * py} ranks but mpiexec started {size}: PX x PY must equal "
-                f"the number of ranks"))
-        if py > 1 and walled and wall_split is not None:
-            raise collective(SimulationError(
-                f"--ranks-grid {px}x{py} splits Y, the walled axis: {wall_split}. Split X only (--ranks-grid "
-                f"{size}x1) or run a periodic box (--periodic)"))
-        if py > 1 and x_only:
-            raise collective(SimulationError(
-                f"--ranks-grid {px}x{py} splits Y; host + device ranks (--hetero) split their columns, so only "
-                f"X may be split: use --ranks-grid {size}x1"))
-        problems = [m for m in (_axis_problem("LX", lx, px, need, halo_what), _axis_problem("LY", ly, py, y_need, y_what)) if m]
-        if problems:
-            raise collective(SimulationError(
-                f"--ranks-grid {px}x{py} on {lx} x {ly}: {'; '.join(problems)}. Use fewer ranks along that axis, "
-                f"a larger lattice or a smaller --time-block"))
-        return px, py
-    if no_y:
-        candidates = [(size, 1)]
-    else:
-        from mpi4py import MPI
-        first = tuple(MPI.Compute_dims(size, 2))
-        pairs = sorted(((a, size // a) for a in range(1, size + 1) if size % a == 0),
-                       key=lambda d: (d[0] * ly + d[1] * lx, -d[0]))
-        candidates = [first] + [d for d in pairs if d != first]
-    for px, py in candidates:
-        if not (_axis_problem("LX", lx, px, need, halo_what) or _axis_problem("LY", ly, py, y_need, y_what)):
-            return px, py
-    px, py = candidates[0]
-    why = _axis_problem("LX", lx, px, need, halo_what) or _axis_problem("LY", ly, py, y_need, y_what)
-    raise collective(SimulationError(
-        f"{size} MPI ranks do not fit the {lx} x {ly} lattice: the grid {px}x{py}: {why}. "
-        f"Use fewer ranks, a larger lattice or a smaller --time-block"))
+    `grid`: the counts given (``--ranks-grid``), or None for auto: MPI_Dims_create
+    (``MPI.Compute_dims``) with the axes of `held` (a preference: 3D walls) and `unsplit` at 1,
+    and when its sub-domains are too thin (or every axis is held) the valid factorisation with
+    the fewest halo sites.  Every split axis needs sub-domains of at least depth x halo sites
+    (a time block of `depth` steps trades depth x halo wide slabs), or ``part_need[axis] =
+    (sites, what)`` where that axis' parts need more (2D thermal walls: ``min_ly_walls`` rows).
+    `unsplit`: {axis: why} axes that may not be split (a grid that splits one is refused,
+    naming the grid and then why: 2D walls under time blocks, host + device ranks)."""
+    names = AXES[:len(shape)]
+    unsplit = dict(unsplit or {})
+    needs = {a: (depth * halo, f"the halo needs ({depth} x {halo}: time block x largest hop)") for a in names}
+    for a, (n, what) in (part_need or {}).items():
+        if n > needs[a][0]:
+            needs[a] = (n, what)
 
-
-def rank_grid3d(size: int, shape, halo: int, grid=None, depth: int = 1, walled=()) -> tuple:
-    """(PX, PY, PZ) of `size` ranks for a lattice of `shape`, checked before any work: the
-    product is the rank count and every split axis has sub-domains of at least depth x halo
-    planes (walled axes may be split: each block holds the wall faces it touches).  None:
-    MPI_Dims_create with the `walled` axes held at 1 where that fits, else the first valid
-    factorisation with the fewest halo sites."""
-    need = depth * halo
+    def text(g):
+        return "x".join(map(str, g))
 
     def problems(g):
-        return [f"{a.upper()}={n} split over {p} ranks leaves sub-domains of {n // p} planes, fewer than the "
-                f"{need} the halo needs ({depth} x {halo}: time block x largest hop)"
-                for a, n, p in zip(AXES, shape, g) if p > 1 and n // p < need]
-    name = "x".join
+        return [f"L{a.upper()}={n} split over {p} ranks leaves sub-domains of {n // p} sites, fewer than the "
+                f"{needs[a][0]} {needs[a][1]}" for a, n, p in zip(names, shape, g) if p > 1 and n // p < needs[a][0]]
     if grid is not None:
+        grid = tuple(int(p) for p in grid)
         if int(np.prod(grid)) != size:
-            raise collective(SimulationError(f"--ranks-grid {name(map(str, grid))} has {int(np.prod(grid))} ranks "
-                                             f"but mpiexec started {size}"))
+            raise collective(SimulationError(
+                f"--ranks-grid {text(grid)} has {int(np.prod(grid))} ranks but mpiexec started {size}: "
+                f"{' x '.join('P' + a.upper() for a in names)} must equal the number of ranks"))
+        for a, why in unsplit.items():
+            if grid[names.index(a)] > 1:
+                raise collective(SimulationError(f"--ranks-grid {text(grid)} {why}"))
         bad = problems(grid)
         if bad:
-            raise collective(SimulationError(f"--ranks-grid {name(map(str, grid))} on "
-                                             f"{' x '.join(map(str, shape))}: {'; '.join(bad)}"))
-        return tuple(grid)
-    from mpi4py import MPI
-    fixed = [1 if a in walled else 0 for a in AXES]
-    first = tuple(MPI.Compute_dims(size, fixed))
-    triples = [(a, b, size // (a * b)) for a in range(1, size + 1) for b in range(1, size + 1)
-               if size % (a * b) == 0]
-    triples.sort(key=lambda g: sum(int(np.prod(shape)) // n * p for n, p in zip(shape, g)))
-    for g in [first] + triples:
+            raise collective(SimulationError(
+                f"--ranks-grid {text(grid)} on {' x '.join(map(str, shape))}: {'; '.join(bad)}. Use fewer ranks "
+                f"along that axis, a larger lattice or a smaller --time-block"))
+        return grid
+    every = [g for g in factorisations(size, len(names)) if all(g[names.index(a)] == 1 for a in unsplit)]
+    sites = int(np.prod(shape))
+    every.sort(key=lambda g: (sum(sites // n * p for n, p in zip(shape, g)), tuple(-p for p in g)))
+    fixed = [1 if a in unsplit or a in held else 0 for a in names]
+    if 0 in fixed:
+        from mpi4py import MPI
+        every.insert(0, tuple(MPI.Compute_dims(size, fixed)))
+    for g in every:
         if not problems(g):
             return g
-    raise collective(SimulationError(f"{size} MPI ranks do not fit the {' x '.join(map(str, shape))} lattice: "
-                                     f"the grid {name(map(str, first))}: {'; '.join(problems(first))}"))
+    raise collective(SimulationError(
+        f"{size} MPI ranks do not fit the {' x '.join(map(str, shape))} lattice: the grid {text(every[0])}: "
+        f"{'; '.join(problems(every[0]))}. Use fewer ranks, a larger lattice or a smaller --time-block"))
 
 
 def paired_walls(faces) -> None:

@@ -37,7 +37,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from lbgen.parallel.decomposition import (ghost_sides, paired_walls, parse_ranks_grid, rank_grid3d, slab_starts,
+from lbgen.parallel.decomposition import (ghost_sides, paired_walls, parse_ranks_grid, rank_grid, slab_starts,
                                           slab_widths)
 from lbgen.parallel.exchange import trade
 from lbgen.parallel.mpi import agree, collective, root_call
@@ -75,7 +75,7 @@ class DistributedSimulation3D:
         except SimulationError as e:
             raise collective(e) from None
         walled = tuple(dict.fromkeys(a for a, _ in self.wall_faces))
-        self.dims = rank_grid3d(self.nranks, self.shape, H, parse_ranks_grid(ranks_grid, 3), depth, walled)
+        self.dims = rank_grid(self.nranks, self.shape, H, parse_ranks_grid(ranks_grid, 3), depth, held=walled)
         self.cart = comm.Create_cart(list(self.dims), periods=[True] * 3, reorder=False)
         self.coords = tuple(self.cart.Get_coords(self.rank))
         self.neighbours = [self.cart.Shift(d, 1) for d in range(3)]          # (low, high) per axis

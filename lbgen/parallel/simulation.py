@@ -89,11 +89,19 @@ class DistributedSimulation(Simulation):
                 f"trades halos every step; use time_block=1"))
         # every backend's kernels take per-side wall switches (Simulation.wall_sides): a Y split
         # with walls runs, but not under time blocks
-        wall_split = ("a time block runs on ghost rows, which would lie beyond the wall (use a time block of 1)"
-                      if depth > 1 else None)
-        self.dims = rank_grid(self.nranks, lx, ly, H, parse_ranks_grid(ranks_grid), depth,
-                              walled=kw.get("walls") is not None, x_only=kw.get("device_backend") is not None,
-                              wall_split=wall_split, wall_ly=min_ly_walls(velocity_set(vs_name)))
+        walled, size = kw.get("walls") is not None, self.nranks
+        unsplit = {}
+        if walled and depth > 1:
+            unsplit["y"] = (f"splits Y, the walled axis: a time block runs on ghost rows, which would lie beyond the "
+                            f"wall (use a time block of 1). Split X only (--ranks-grid {size}x1) or run a periodic box "
+                            f"(--periodic)")
+        if kw.get("device_backend") is not None:
+            unsplit.setdefault("y", f"splits Y; host + device ranks (--hetero) split their columns, so only X may "
+                                    f"be split: use --ranks-grid {size}x1")
+        need = {"y": (min_ly_walls(velocity_set(vs_name)), "a walled part needs (its kernels hold wall rows at both "
+                                                           "ends)")} if walled else None
+        self.dims = rank_grid(size, (lx, ly), H, parse_ranks_grid(ranks_grid), depth, unsplit=unsplit,
+                              part_need=need)
         px, py = self.dims
         self.cart = comm.Create_cart(list(self.dims), periods=[True, True], reorder=False)
         self.coords = tuple(self.cart.Get_coords(self.rank))

@@ -257,11 +257,11 @@ def set_launch_grid(text, comm) -> None:
 def rank_grid(cfg: RunConfig, size: int) -> tuple:
     """(PX, PY, PZ) of a 3D run on `size` ranks (the launch's --ranks-grid, else auto), checked
     before any work: sub-domains at least time block x largest hop thick (walled axes may be
-    split; lbgen.parallel.lattice3d.rank_grid3d names the values)."""
-    from lbgen.parallel.decomposition import rank_grid3d
+    split; lbgen.parallel.decomposition.rank_grid names the values)."""
+    from lbgen.parallel.decomposition import rank_grid as grid_of
     from lbgen.simulation.lattice3d import wall_axes
     depth = resolve_time_block(cfg, distributed=True)
-    return rank_grid3d(size, cfg.shape, set_entry(cfg.velocity_set).max_hop, _GRID3D, depth, wall_axes(cfg.wall_axes))
+    return grid_of(size, cfg.shape, set_entry(cfg.velocity_set).max_hop, _GRID3D, depth, held=wall_axes(cfg.wall_axes))
 
 
 def block_depths(cfg: RunConfig, grid) -> list:

@@ -146,7 +146,7 @@ def test_a_checkpoint_of_two_ranks_resumes_on_four_and_on_one(tmp_path):
 
 @pytest.mark.parametrize("n, args, message", [
     (2, ["taylor-green", "--lx", 16, "--ly", 16, "--lz", 8, "--ranks-grid", "1x1x2", "--time-block", 6],
-     "--ranks-grid 1x1x2 on 16 x 16 x 8: Z=8 split over 2 ranks leaves sub-domains of 4 planes, fewer than the "
+     "--ranks-grid 1x1x2 on 16 x 16 x 8: LZ=8 split over 2 ranks leaves sub-domains of 4 sites, fewer than the "
      "6 the halo needs (6 x 1: time block x largest hop)"),
     (2, ["taylor-green", "--ranks-grid", "2x2x1"], "--ranks-grid 2x2x1 has 4 ranks but mpiexec started 2"),
     (2, ["taylor-green", "--ranks-grid", "2x1"], "--ranks-grid '2x1': give 'auto' or PXxPYxPZ"),
