@@ -32,15 +32,15 @@ from lbgen.backends.c.program3d import checked_boundaries, face_index, wall_bits
 
 
 class Boundaries3D:
-    """The boundaries of the GPU 3D kernels: ``walls`` and ``lids`` bits, ``lid`` (18 values:
+    """The boundaries of the GPU 3D kernels: ``walls`` and ``lids`` bits (2a + s per face), ``lid`` (18 values:
     face 2a + s at 3(2a + s)), ``solid`` (None or a (LX, LY, LZ) uint8 array); the same inputs
     and checks as the C backend's ``Boundaries3D``."""
 
-    def __init__(self, program: "GPUProgram3D", walls: Sequence[str] = (), lids: Optional[Mapping] = None,
+    def __init__(self, program: "GPUProgram3D", walls: Sequence = (), lids: Optional[Mapping] = None,
                  solid: Optional[np.ndarray] = None):
-        self.walls_axes, self.lids_faces, self.solid = checked_boundaries(
+        self.wall_faces, self.lids_faces, self.solid = checked_boundaries(
             walls, lids, solid, (program.lx, program.ly, program.lz))
-        self.walls = wall_bits(self.walls_axes)
+        self.walls = wall_bits(self.wall_faces)
         self.lids = sum(1 << face_index(*face) for face in self.lids_faces)
         self.lid = np.zeros(18, dtype=program.lid_dtype)
         for face, u in self.lids_faces.items():
@@ -48,7 +48,7 @@ class Boundaries3D:
 
     @property
     def periodic(self) -> bool:
-        return not self.walls_axes and self.solid is None
+        return not self.wall_faces and self.solid is None
 
 
 class GPUProgram3D(Program3D):

@@ -18,39 +18,47 @@ from lbgen.model.catalog import AXES, SIDES
 from lbgen.system.limits import resolve_threads
 
 def face_index(axis: str, side: str) -> int:
-    """The bit / row of a face in the kernels' boundary fields (walls, lids, lid): 2a + s (a: the
-    axis' place in AXES, x y z; s: the side's in SIDES, low high)."""
+    """The bit / row of a face in the kernels' boundary fields (walls, lids, lid): 2a + s (a: the axis'
+    place in AXES, x y z; s: the side's in SIDES, low high)."""
     return 2 * AXES.index(axis) + SIDES.index(side)
 
 
-def wall_bits(walls: Sequence[str]) -> int:
-    """The kernels' ``walls`` field of wall axes: both faces of each (bits 2a and 2a + 1)."""
-    return sum(1 << face_index(axis, side) for axis in walls for side in SIDES)
-
-
-def _face_key(face) -> Tuple[str, str]:
+def _face_key(face, what: str = "lid face") -> Tuple[str, str]:
     """A face as (axis, side), from ('z', 'high') or 'z-high'; anything else refused naming it."""
     parts = tuple(face.split("-")) if isinstance(face, str) else tuple(face) if isinstance(face, tuple) else ()
     if len(parts) != 2 or parts[0] not in AXES or parts[1] not in SIDES:
-        raise ValueError(f"lid face {face!r}: name it 'z-high' or ('z', 'high'): an axis among x, y, z and a side "
+        raise ValueError(f"{what} {face!r}: name it 'z-high' or ('z', 'high'): an axis among x, y, z and a side "
                          f"among low, high")
     return parts
 
 
-def checked_boundaries(walls: Sequence[str], lids: Optional[Mapping], solid: Optional[np.ndarray],
+def wall_faces_of(walls) -> Tuple[Tuple[str, str], ...]:
+    """The wall faces (axis, side) in bit order (2a + s) of ``walls``: axes ('z': both z faces)
+    and faces ('z-low' or ('z', 'low')) mixed; anything else refused naming it."""
+    faces = set()
+    for item in walls:
+        if isinstance(item, str) and item in AXES:
+            faces.update((item, side) for side in SIDES)
+        elif isinstance(item, str) and "-" not in item:
+            raise ValueError(f"wall axis {item!r}: choose among x, y, z (or a face such as 'z-low')")
+        else:
+            faces.add(_face_key(item, "wall face"))
+    return tuple(sorted(faces, key=lambda f: face_index(*f)))
+
+
+def checked_boundaries(walls: Sequence, lids: Optional[Mapping], solid: Optional[np.ndarray],
                        shape: Tuple[int, int, int]):
-    """The boundaries every 3D runtime takes, checked once: (wall axes in x, y, z order,
-    {(axis, side): (ux, uy, uz)} of floats (a face given as (axis, side) or 'axis-side'), None
-    or the contiguous uint8 mask).  A wall axis
-    outside x, y, z, a lid on a face without walls, a lid velocity without 3 components, or
-    a mask of another shape or dtype is refused, naming it."""
+    """The boundaries every 3D runtime takes, checked once: (wall faces (axis, side) in bit
+    order, from axes -- both faces -- or faces, see ``wall_faces_of``; {(axis, side): (ux, uy,
+    uz)} of floats (a face given as (axis, side) or 'axis-side'), None or the contiguous uint8
+    mask).  A wall axis outside x, y, z, a lid on a face without a wall, a lid velocity without
+    3 components, or a mask of another shape or dtype is refused, naming it."""
     lids = {_face_key(face): u for face, u in dict(lids or {}).items()}
-    for axis in walls:
-        if axis not in AXES:
-            raise ValueError(f"wall axis {axis!r}: choose among x, y, z")
+    faces = wall_faces_of(walls)
     for (axis, side), u in lids.items():
-        if axis not in walls:
-            raise ValueError(f"a lid on the {axis}-{side} face needs walls on the {axis} axis")
+        if (axis, side) not in faces:
+            raise ValueError(f"a lid on the {axis}-{side} face needs a wall there (walls on the {axis} axis or "
+                             f"the {axis}-{side} face)")
         if len(tuple(u)) != 3:
             raise ValueError(f"lid {axis}-{side}: velocity {u!r} needs 3 components")
     if solid is not None:
@@ -59,16 +67,21 @@ def checked_boundaries(walls: Sequence[str], lids: Optional[Mapping], solid: Opt
             raise ValueError(f"solid mask: {solid.dtype} array of shape {solid.shape}; the kernels take a "
                              f"uint8 array of shape {tuple(shape)}")
         solid = np.ascontiguousarray(solid)
-    return (tuple(a for a in AXES if a in walls), {k: tuple(float(c) for c in v) for k, v in lids.items()}, solid)
+    return (faces, {k: tuple(float(c) for c in v) for k, v in lids.items()}, solid)
+
+
+def wall_bits(faces) -> int:
+    """The params record's ``walls``: bit 2a + s per wall face (axis a, side s)."""
+    return sum(1 << face_index(*face) for face in faces)
 
 
 class Boundaries3D:
     """The boundary fields of the kernels' ``<prefix>_params`` record, checked once for a program,
-    with the mask they point to kept alive.  ``walls``: axes ('x', 'y', 'z') whose two faces are
-    no-slip walls; ``lids``: {(axis, side): (ux, uy, uz)} moving faces of wall axes (model
+    with the mask they point to kept alive.  ``walls``: the no-slip wall faces (axis, side) (given
+    as axes, both faces, or faces); ``lids``: {(axis, side): (ux, uy, uz)} moving wall faces (model
     units); ``solid``: None or a (LX, LY, LZ) uint8 array (nonzero: a solid voxel)."""
 
-    def __init__(self, program: "CProgram3D", walls: Sequence[str] = (), lids: Optional[Mapping] = None,
+    def __init__(self, program: "CProgram3D", walls: Sequence = (), lids: Optional[Mapping] = None,
                  solid: Optional[np.ndarray] = None):
         self.walls, self.lids, self.solid = checked_boundaries(walls, lids, solid, (program.lx, program.ly, program.lz))
         lid = [[0.0] * 3 for _ in range(6)]

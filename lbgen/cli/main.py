@@ -232,8 +232,9 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     comm = mpi.world()                     # several ranks under mpiexec: a distributed run
     if comm is not None:
         mpi.install_excepthook(comm)
-    three = _grid_parts(ranks_grid) == 3          # PXxPYxPZ: a 3D run's grid (lbgen.run.construct)
-    mpi.set_launch_grid("auto" if three else ranks_grid, comm)
+    three = _grid_parts(ranks_grid) == 3          # PXxPYxPZ: a 3D run's grid (lbgen.run.driver3d)
+    from lbgen.parallel.decomposition import set_launch_grid
+    set_launch_grid("auto" if three else ranks_grid, comm)
     root = comm is None or comm.rank == 0
     show_progress = progress and sys.stderr.isatty() and root
     echo = (lambda m: click.echo(m, err=True)) if root else (lambda m: None)  # noqa: E731

@@ -245,7 +245,7 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
     --lz: D3Q19 through ``DistributedSimulation3D``), measured beside it under mpiexec (step
     time, and the messages and bytes every rank sent, counted by the exchange)."""
     from lbgen.model.velocity_set import velocity_set
-    from lbgen.parallel import mpi
+    from lbgen.parallel import decomposition, mpi
     from lbgen.parallel import model as mpi_model
     from lbgen.run.config import RunConfig
     comm = mpi.world()
@@ -253,7 +253,7 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
         mpi.install_excepthook(comm)
     size = 1 if comm is None else comm.size
     shape = (lx, ly) if lz is None else (lx, ly, lz)
-    grid = mpi.parse_ranks_grid(ranks_grid, len(shape))
+    grid = decomposition.parse_ranks_grid(ranks_grid, len(shape))
     if grid is None:
         if comm is None:
             raise UserError("--ranks-grid auto needs mpiexec -n P (it is MPI_Dims_create of P); give the grid")
@@ -272,15 +272,14 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
     vs = velocity_set(cfg.velocity_set if lz is None else "d3q19")
     H, Q, itemsize = vs.max_hop, vs.Q, 8 if precision == "double" else 4
     if lz is None:
-        mpi.rank_grid(P, lx, ly, H, grid, depth)            # too thin: refused before any measurement
+        decomposition.rank_grid(P, (lx, ly), H, grid, depth)          # too thin: refused before any measurement
 
         sweep = backend == "c" and depth > 1          # DistributedSimulation.sweep: fused_tb, k H ghosts
 
         def plan(c, sizes=shape, g=grid):
             return mpi_model.rank_exchange(sizes[0], sizes[1], g, c, depth, Q, H, itemsize, sweep)
     else:
-        from lbgen.parallel.lattice3d import rank_grid3d
-        rank_grid3d(P, shape, H, grid, depth)
+        decomposition.rank_grid(P, shape, H, grid, depth)
         sweep = False
 
         def plan(c, sizes=shape, g=grid):
@@ -374,9 +373,9 @@ def _measure_grid(comm, cfg, shape, grid, depth, steps, plan):
     its exchange counted against the model's `plan` (collective; the result on every rank)."""
     from mpi4py import MPI
 
-    from lbgen.parallel import mpi
+    from lbgen.parallel import decomposition
     if len(shape) == 2:
-        mpi.set_launch_grid("x".join(map(str, grid)), comm)
+        decomposition.set_launch_grid("x".join(map(str, grid)), comm)
         sim = _distributed(cfg, comm)
     else:
         from lbgen.parallel.lattice3d import DistributedSimulation3D

@@ -9,7 +9,7 @@ populations (the unpack kernel), trades D = k H thick slabs of owned planes with
 neighbours along X, then Y, then Z -- each slab spans the other axes' ghosts, which the
 earlier axes have just filled, so edges and corners travel through the consecutive
 exchanges and no diagonal message is sent (seed 002, Fig. 1) -- with non-blocking
-Isend/Irecv, packs the block back (the pack kernel) and advances k steps (one ``fused_tb``
+Isend/Irecv (``lbgen.parallel.exchange``, the 2D lattice's too), packs the block back (the pack kernel) and advances k steps (one ``fused_tb``
 sweep where the block's Simulation3D blocks: C, fused).  With host
 buffers (the C runtime) the slabs are read and written in place instead, through the
 layout's site indices (the step's halo kernel refreshes the halo copies).  The ghost sites
@@ -18,8 +18,13 @@ exact, so the owned block is exact after k steps: bit-identical to one process i
 mode.  Whole-block unpack/pack per exchange (device buffers) is host work of the order of
 a step.
 
-Walls, lids and masks: walls and lids on unsplit axes only (each block holds both faces);
-a mask is cut per block (ghosts included).  ``fields()`` gathers the five owned field arrays
+Walls, lids and masks on any axis, split or not: a rank holds a wall (lid) face only where
+its block touches that global face (its ``Simulation3D`` gets the per-face wall switches of
+the faces it holds), and has no ghost planes on that side; an internal face is bulk, fed by
+the neighbour's slabs.  Along a split walled axis the ranks at the walls send (receive) no
+slab across the wall (``lbgen.parallel.decomposition.ghost_sides``), with or without time blocks: the ghosts of a time
+block lie on the internal sides only, never beyond a wall.  A mask is cut per block (ghosts
+included).  ``fields()`` gathers the five owned field arrays
 (the fields kernel of each rank) to rank 0; ``set_fields`` scatters rank 0's fields.  For a
 run (``lbgen.run.driver.Run``): ``diagnostic_rows`` (each rank's kernel over its owned
 fluid sites, combined on rank 0), ``check_finite`` (collective), ``state``/``restore`` (the
@@ -32,50 +37,15 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from lbgen.parallel.mpi import (TAG_DOWNWARD, TAG_UPWARD, agree, collective, parse_ranks_grid, root_call,
-                                slab_starts, slab_widths)
+from lbgen.parallel.decomposition import (ghost_sides, paired_walls, parse_ranks_grid, rank_grid, slab_starts,
+                                          slab_widths)
+from lbgen.parallel.exchange import trade
+from lbgen.parallel.mpi import agree, collective, root_call
 from lbgen.codegen.diagnostics import ROW_QUANTITIES3D
-from lbgen.model.catalog import AXES
+from lbgen.model.catalog import AXES, SIDES
 from lbgen.simulation.parameters import SimulationError
 
 FIELDS3D = ("rho", "ux", "uy", "uz", "T")
-
-
-def rank_grid3d(size: int, shape, halo: int, grid=None, depth: int = 1, walled=()) -> tuple:
-    """(PX, PY, PZ) of `size` ranks for a lattice of `shape`, checked before any work: the
-    product is the rank count, every split axis has sub-domains of at least depth x halo
-    planes, and no walled axis is split.  None: MPI_Dims_create, else the first valid
-    factorisation with the fewest halo sites."""
-    need = depth * halo
-
-    def problems(g):
-        out = [f"{a.upper()}={n} split over {p} ranks leaves sub-domains of {n // p} planes, fewer than the "
-               f"{need} the halo needs ({depth} x {halo}: time block x largest hop)"
-               for a, n, p in zip(AXES, shape, g) if p > 1 and n // p < need]
-        out += [f"it splits {a.upper()}, a walled axis (walls and lids stay on unsplit axes)"
-                for a, p in zip(AXES, g) if p > 1 and a in walled]
-        return out
-    name = "x".join
-    if grid is not None:
-        if int(np.prod(grid)) != size:
-            raise collective(SimulationError(f"--ranks-grid {name(map(str, grid))} has {int(np.prod(grid))} ranks "
-                                             f"but mpiexec started {size}"))
-        bad = problems(grid)
-        if bad:
-            raise collective(SimulationError(f"--ranks-grid {name(map(str, grid))} on "
-                                             f"{' x '.join(map(str, shape))}: {'; '.join(bad)}"))
-        return tuple(grid)
-    from mpi4py import MPI
-    fixed = [1 if a in walled else 0 for a in AXES]
-    first = tuple(MPI.Compute_dims(size, fixed))
-    triples = [(a, b, size // (a * b)) for a in range(1, size + 1) for b in range(1, size + 1)
-               if size % (a * b) == 0]
-    triples.sort(key=lambda g: sum(int(np.prod(shape)) // n * p for n, p in zip(shape, g)))
-    for g in [first] + triples:
-        if not problems(g):
-            return g
-    raise collective(SimulationError(f"{size} MPI ranks do not fit the {' x '.join(map(str, shape))} lattice: "
-                                     f"the grid {name(map(str, first))}: {'; '.join(problems(first))}"))
 
 
 class DistributedSimulation3D:
@@ -88,7 +58,7 @@ class DistributedSimulation3D:
                  through_pack: bool = False, **kw):
         from lbgen.codegen.spec import time_block_value
         from lbgen.model.velocity_set import velocity_set
-        from lbgen.simulation.lattice3d import Simulation3D, voxel_mask, wall_axes
+        from lbgen.simulation.lattice3d import Simulation3D, lid_faces, voxel_mask, wall_faces
         self.comm, self.rank, self.nranks = comm, comm.rank, comm.size
         self.shape = (lx, ly, lz)
         try:
@@ -96,8 +66,16 @@ class DistributedSimulation3D:
         except ValueError as e:
             raise collective(SimulationError(str(e))) from None
         H = velocity_set(kw.get("velocity_set", "d3q19")).max_hop
-        walled = wall_axes(kw.get("walls"))
-        self.dims = rank_grid3d(self.nranks, self.shape, H, parse_ranks_grid(ranks_grid, 3), depth, walled)
+        try:
+            #: the lattice's wall faces (axis, side); each rank's Simulation3D holds those its block touches
+            self.wall_faces = wall_faces(kw.get("walls"))
+            paired_walls(self.wall_faces)
+            #: the lattice's moving walls {(axis, side): (ux, uy, uz)}, checked on every rank
+            self.lid = lid_faces(kw.get("lid"), self.wall_faces)
+        except SimulationError as e:
+            raise collective(e) from None
+        walled = tuple(dict.fromkeys(a for a, _ in self.wall_faces))
+        self.dims = rank_grid(self.nranks, self.shape, H, parse_ranks_grid(ranks_grid, 3), depth, held=walled)
         self.cart = comm.Create_cart(list(self.dims), periods=[True] * 3, reorder=False)
         self.coords = tuple(self.cart.Get_coords(self.rank))
         self.neighbours = [self.cart.Shift(d, 1) for d in range(3)]          # (low, high) per axis
@@ -105,8 +83,18 @@ class DistributedSimulation3D:
         self.starts = [slab_starts(n, p) for n, p in zip(self.shape, self.dims)]
         self.origin = tuple(self.starts[d][self.coords[d]] for d in range(3))
         self.size = tuple(self.widths[d][self.coords[d]] for d in range(3))
-        self.ghost = tuple(depth * H if p > 1 else 0 for p in self.dims)
         self.halo_width = depth * H
+        #: per axis (receive low, receive high, send low, send high): ``ghost_sides``
+        self.sides = [ghost_sides(a, c, p, self.wall_faces) for a, c, p in zip(AXES, self.coords, self.dims)]
+        #: ghost planes per axis on the low and the high side (none across a wall face)
+        self.ghost_low = tuple(depth * H * s[0] for s in self.sides)
+        self.ghost_high = tuple(depth * H * s[1] for s in self.sides)
+        held = tuple(face for face in self.wall_faces if not self.sides[AXES.index(face[0])][SIDES.index(face[1])]
+                     or self.dims[AXES.index(face[0])] == 1)
+        if kw.get("walls") is not None:
+            kw = dict(kw, walls=held)
+        if kw.get("lid") is not None:
+            kw = dict(kw, lid={"-".join(face): u for face, u in self.lid.items() if face in held})
         self.time_block = depth
         self.time_step = 0
         self.messages = collections.Counter()
@@ -132,19 +120,20 @@ class DistributedSimulation3D:
 
     @property
     def extended(self) -> tuple:
-        return tuple(n + 2 * g for n, g in zip(self.size, self.ghost))
+        return tuple(n + lo + hi for n, lo, hi in zip(self.size, self.ghost_low, self.ghost_high))
 
     def _indices(self, rank: Optional[int] = None):
         """Global indices (periodic) of the extended block of `rank` (default: this one), per axis."""
         coords = self.coords if rank is None else self.cart.Get_coords(rank)
         out = []
         for d in range(3):
-            s, w, g = self.starts[d][coords[d]], self.widths[d][coords[d]], self.ghost[d]
-            out.append(np.arange(s - g, s + w + g) % self.shape[d])
+            s, w = self.starts[d][coords[d]], self.widths[d][coords[d]]
+            recv_low, recv_high = ghost_sides(AXES[d], coords[d], self.dims[d], self.wall_faces)[:2]
+            out.append(np.arange(s - self.halo_width * recv_low, s + w + self.halo_width * recv_high) % self.shape[d])
         return out
 
     def _owned(self, a: np.ndarray) -> np.ndarray:
-        g, n = self.ghost, self.size
+        g, n = self.ghost_low, self.size
         return a[..., g[0]:g[0] + n[0], g[1]:g[1] + n[1], g[2]:g[2] + n[2]]
 
     # --- the exchange --------------------------------------------------------------------------
@@ -174,48 +163,40 @@ class DistributedSimulation3D:
             return self._exchange_in_place(self.sim.f)
         return self._exchange_unpacked()
 
-    def _post(self, d: int, send_low, send_high):
-        from mpi4py import MPI
-        low, high = self.neighbours[d]
-        recv_low, recv_high = np.empty_like(send_low), np.empty_like(send_high)
-        c = self.comm
-        MPI.Request.Waitall([c.Irecv(recv_low, source=low, tag=TAG_UPWARD),
-                             c.Irecv(recv_high, source=high, tag=TAG_DOWNWARD),
-                             c.Isend(send_high, dest=high, tag=TAG_UPWARD),
-                             c.Isend(send_low, dest=low, tag=TAG_DOWNWARD)])
-        self.messages[f"{AXES[d]} messages"] += 2
-        self.messages[f"{AXES[d]} bytes"] += send_low.nbytes + send_high.nbytes
-        return recv_low, recv_high
+    def _trade(self, d: int, read) -> tuple:
+        """The slabs of axis d (``lbgen.parallel.exchange``): read(lo, hi) gives the owned planes
+        lo..hi-1; returns the (low, high) ghost slabs that arrived (None where none does)."""
+        D, g, n = self.halo_width, self.ghost_low[d], self.size[d]
+        return trade(self.comm, self.messages, AXES[d], self.neighbours[d],
+                     (lambda: read(g, g + D), lambda: read(g + n - D, g + n)), self.sides[d])
 
     def _exchange_in_place(self, f: np.ndarray) -> None:
-        D = self.halo_width
         for d in range(3):
-            if self.dims[d] == 1:
-                continue
-            g, n = self.ghost[d], self.size[d]
-            recv_low, recv_high = self._post(d, f[self._slab_index(d, g, g + D)],
-                                             f[self._slab_index(d, g + n - D, g + n)])
-            f[self._slab_index(d, g - D, g)] = recv_low
-            f[self._slab_index(d, g + n, g + n + D)] = recv_high
+            if self.dims[d] > 1:
+                self._write(d, self._trade(d, lambda lo, hi: f[self._slab_index(d, lo, hi)]),
+                            lambda lo, hi, data: f.__setitem__(self._slab_index(d, lo, hi), data))
 
     def _exchange_unpacked(self) -> None:
         prog = self.sim.program
         a = prog.unpack(self.sim.f)
-        D = self.halo_width
         for d in range(3):
             if self.dims[d] == 1:
                 continue
-            g, n = self.ghost[d], self.size[d]
 
             def slab(lo, hi):
                 index = [slice(None)] * 4
                 index[d + 1] = slice(lo, hi)
                 return tuple(index)
-            recv_low, recv_high = self._post(d, np.ascontiguousarray(a[slab(g, g + D)]),
-                                             np.ascontiguousarray(a[slab(g + n - D, g + n)]))
-            a[slab(g - D, g)] = recv_low
-            a[slab(g + n, g + n + D)] = recv_high
+            self._write(d, self._trade(d, lambda lo, hi: a[slab(lo, hi)]),
+                        lambda lo, hi, data: a.__setitem__(slab(lo, hi), data))
         prog.pack(a, self.sim.f)
+
+    def _write(self, d: int, arrived, write) -> None:
+        """The ghost slabs that arrived along axis d into the ghost planes on either side."""
+        D, g, n = self.halo_width, self.ghost_low[d], self.size[d]
+        for (lo, hi), data in zip(((g - D, g), (g + n, g + n + D)), arrived):
+            if data is not None:
+                write(lo, hi, data)
 
     def step(self, n: int = 1) -> None:
         """n steps (collective): an exchange, then up to time_block steps of the rank's block."""
@@ -262,8 +243,8 @@ class DistributedSimulation3D:
     program = property(lambda self: self.sim.program)
     runtime = property(lambda self: self.sim.runtime)
     dtype = property(lambda self: self.sim.dtype)
-    walls = property(lambda self: self.sim.walls)
-    lid = property(lambda self: self.sim.lid)
+    walls = property(lambda self: tuple(dict.fromkeys(a for a, _ in self.wall_faces)),
+                     doc="The lattice's wall axes (as Simulation3D's; each rank's block holds some faces).")
     lx = property(lambda self: self.shape[0], doc="The global lattice's sizes (as Simulation3D's).")
     ly = property(lambda self: self.shape[1])
     lz = property(lambda self: self.shape[2])
@@ -282,7 +263,7 @@ class DistributedSimulation3D:
         in order of X: with X unsplit every line is one rank's, the bits of one process)."""
         rows = self.program.diagnostics(self.sim.f, self._skip, force=self.sim.force)
         ext = self.extended
-        g, n = self.ghost, self.size
+        g, n = self.ghost_low, self.size
         lines = rows.reshape(ext[1], ext[2], -1)[g[1]:g[1] + n[1], g[2]:g[2] + n[2]]
         parts = self.comm.gather((self.origin, np.ascontiguousarray(lines)), root=0)
         if self.rank != 0:
@@ -312,7 +293,7 @@ class DistributedSimulation3D:
             if not healthy(self.sim.diagnostics()):
                 site = self.sim.first_bad_site(skip=self._skip)      # owned fluid sites only
                 if site is not None:
-                    x, y, z = ((self.origin[d] + site[d] - self.ghost[d]) % self.shape[d] for d in range(3))
+                    x, y, z = ((self.origin[d] + site[d] - self.ghost_low[d]) % self.shape[d] for d in range(3))
                     error = self.sim.divergence(x, y, z, site[3], where=f"on rank {self.rank}")
         except Exception as e:  # noqa: BLE001 - made collective below
             error = e
@@ -380,7 +361,7 @@ class DistributedSimulation3D:
         except Exception as e:  # noqa: BLE001 - made collective
             error = e
         agree(self.comm, error)          # every rank has its block before any rank changes its state
-        pad = [(0, 0)] + [(g, g) for g in self.ghost]
+        pad = [(0, 0)] + list(zip(self.ghost_low, self.ghost_high))
         error = None
         try:
             self.sim.restore(np.ascontiguousarray(np.pad(local, pad, mode="wrap")), saved.step)

@@ -198,7 +198,7 @@ def rank_exchange(lx: int, ly: int, grid, coords, depth: int = 1, Q: Optional[in
     `depth` steps): per split axis 2 messages of D = depth x H padded columns (rows); the
     block the rank computes, owned + ghosts ((depth - 1) H per side of a split axis, depth x H
     with `sweep`: the C backend's fused_tb, ``DistributedSimulation.sweep``)."""
-    from lbgen.parallel.mpi import slab_widths
+    from lbgen.parallel.decomposition import slab_widths
     vs = _default_set()
     Q = vs.Q if Q is None else Q
     H = vs.max_hop if halo is None else halo
@@ -230,7 +230,7 @@ def rank_exchange3d(shape, grid, coords, depth: int = 1, Q: int = 19, halo: int 
     """What one rank of ``lbgen.parallel.lattice3d.DistributedSimulation3D`` sends in one
     exchange: per split axis 2 slabs of D = depth x H planes spanning the other axes' extended
     extents (k H ghosts per split side), Q values per site."""
-    from lbgen.parallel.mpi import slab_widths
+    from lbgen.parallel.decomposition import slab_widths
     size = [slab_widths(n, p)[c] for n, p, c in zip(shape, grid, coords)]
     ext = [w + (2 * depth * halo if p > 1 else 0) for w, p in zip(size, grid)]
     D = depth * halo

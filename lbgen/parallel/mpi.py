@@ -5,15 +5,11 @@ neighbouring ranks.
 process per accelerator; seed 002: Cartesian decomposition, one axis after another).
 Nothing here imports mpi4py at module level: a normal run never needs it.
 
-Decomposition (``rank_grid``)
-    PX x PY ranks (``--ranks-grid``, or auto: MPI_Dims_create, X only with walls or
-    ``--hetero``); along each axis coordinate c owns w_c = N // P sites, plus one for the
-    first N % P coordinates (``slab_widths``); every split axis needs w_c >= k H (k the time
-    block, H the halo width), else the run is refused naming the sizes.  ``check_decomposition``
-    is the X-slab form of that rule (``--hetero``).
-
-Inside a rank: ``lbgen.parallel.simulation`` (X slabs with the exchange hidden behind the
-bulk; blocks with ghost zones and k H wide halos every k steps).  The result is
+Decomposition: ``lbgen.parallel.decomposition`` (the grid of any D, the blocks, the grid
+rules).  The exchange: ``lbgen.parallel.exchange`` (one split axis after the other).
+Inside a rank: ``lbgen.parallel.simulation`` (2D: X slabs with the exchange hidden behind the
+bulk; blocks with ghost zones and k H wide halos every k steps), ``lbgen.parallel.lattice3d``
+(3D blocks).  The result is
 bit-identical to one process in strict mode.
 
 Collective state (every rank must call these together)
@@ -42,8 +38,8 @@ Start-up (``world()``, the first MPI call of every command that runs under mpiex
     SIGTERM end every rank at once (``comm.Abort(128 + signum)``): a rank interrupted
     between two collectives would leave the others waiting.
 
-Modules: this one (launch, collective errors, decomposition), ``lbgen.parallel.simulation``
-(the distributed simulation), ``lbgen.parallel.model`` (the communication model).
+Modules: this one (launch, collective errors), ``decomposition``, ``exchange``,
+``simulation`` and ``lattice3d`` (the distributed lattices), ``model`` (the communication model).
 
 Communication model (seeds 002/003/004)
     ``ring_shift`` times each rank sending N bytes to its right neighbour while receiving
@@ -59,7 +55,7 @@ import contextlib
 import os
 import sys
 import time
-from typing import Callable, List, Optional
+from typing import Callable, Optional
 
 from lbgen.simulation.runner import SimulationError
 
@@ -67,10 +63,9 @@ from lbgen.simulation.runner import SimulationError
 MPI_ENV = ("PMI_SIZE", "PMI_RANK", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK")
 SIZE_ENV = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
 
-TAG_RIGHTWARD, TAG_LEFTWARD, TAG_RING, TAG_UPWARD, TAG_DOWNWARD = 11, 12, 13, 14, 15
+TAG_RING, TAG_UPWARD, TAG_DOWNWARD = 13, 14, 15
 
 _WORLD = None   # the communicator of an MPI-launched CLI run (set by world())
-_GRID = None    # the rank grid of that launch, (PX, PY) or None for auto (set by set_launch_grid())
 
 
 # --- launch detection ---------------------------------------------------------------------
@@ -262,22 +257,6 @@ def active():
     return _WORLD
 
 
-def set_launch_grid(text, comm) -> None:
-    """``--ranks-grid`` of the CLI: 'auto' or 'PXxPY', checked before any work.  A grid other
-    than auto needs mpiexec (a single process with '1x1' is accepted: it is one rank)."""
-    global _GRID
-    grid = parse_ranks_grid(text)
-    if comm is None and grid not in (None, (1, 1)):
-        raise SimulationError(f"--ranks-grid {text}: a grid of {grid[0] * grid[1]} ranks needs "
-                              f"mpiexec -n {grid[0] * grid[1]} lbgen ...; this is a single process")
-    _GRID = grid
-
-
-def launch_grid():
-    """The rank grid the CLI was given ((PX, PY)), or None for auto."""
-    return _GRID
-
-
 # --- collective errors -------------------------------------------------------------------
 def collective(exc: BaseException) -> BaseException:
     """Mark an exception that every rank raises together (no abort needed)."""
@@ -422,107 +401,3 @@ def check_same_config(comm, config: dict) -> None:
         message = (f"configuration mismatch between the {comm.size} MPI ranks: {'; '.join(parts)}. "
                    f"Every rank must be started with the same arguments.")
     raise collective(SimulationError(comm.bcast(message, root=0)))
-
-
-# --- decomposition -----------------------------------------------------------------------
-def slab_widths(lx: int, n: int) -> List[int]:
-    """w_r = LX // N, plus one for the first LX % N ranks."""
-    return [lx // n + (1 if r < lx % n else 0) for r in range(n)]
-
-
-def slab_starts(lx: int, n: int) -> List[int]:
-    w = slab_widths(lx, n)
-    return [sum(w[:r]) for r in range(n)]
-
-
-def check_decomposition(lx: int, n: int, halo: int) -> None:
-    if n < 1:
-        raise collective(SimulationError(f"the number of ranks N={n} must be >= 1"))
-    if lx // n < halo:
-        raise collective(SimulationError(
-            f"LX={lx} is too narrow for N={n} MPI ranks: rank r owns w_r = LX // N columns (one more for the "
-            f"first LX % N ranks), here as few as {lx // n}, and every rank needs at least {halo} columns (the "
-            f"halo width). Use at most {lx // halo} ranks or a lattice with LX >= {halo * n}."))
-
-
-# --- Cartesian decomposition (2D) --------------------------------------------------------------
-def parse_ranks_grid(text, dimensions: int = 2) -> Optional[tuple]:
-    """'auto' (or None) -> None; 'PXxPY' (2D) or 'PXxPYxPZ' (dimensions=3) -> the counts,
-    each a positive integer."""
-    if text is None or (isinstance(text, str) and text.strip().lower() == "auto"):
-        return None
-    if isinstance(text, (tuple, list)):
-        parts = list(text)
-    else:
-        parts = str(text).lower().replace("*", "x").split("x")
-    try:
-        dims = tuple(int(str(p).strip()) for p in parts)
-    except ValueError:
-        dims = ()
-    if len(dims) != dimensions or min(dims) < 1:
-        form = "PXxPY (ranks along X times ranks along Y, e.g. 2x2)" if dimensions == 2 else \
-            "PXxPYxPZ (ranks along X, Y and Z, e.g. 2x1x2)"
-        raise collective(SimulationError(
-            f"--ranks-grid {text!r}: give 'auto' or {form}, {dimensions} positive integers"))
-    return dims
-
-
-def _axis_problem(name: str, n: int, p: int, need: int, what: str = "the halo needs") -> Optional[str]:
-    if p > 1 and n // p < need:
-        return (f"{name}={n} split over {p} ranks leaves sub-domains of {n // p} sites, fewer than the "
-                f"{need} {what}")
-    return None
-
-
-def rank_grid(size: int, lx: int, ly: int, halo: int, grid=None, depth: int = 1, walled: bool = False,
-              x_only: bool = False, wall_split: Optional[str] = None, wall_ly: int = 0) -> tuple:
-    """(PX, PY) of `size` ranks for an LX x LY lattice, checked before any work.
-
-    `grid`: (PX, PY), or None for auto: MPI_Dims_create (``MPI.Compute_dims``), and when its
-    sub-domains are too thin the valid factorization with the fewest halo sites.  Every split
-    axis needs sub-domains of at least depth x halo sites (a time block of `depth` steps
-    exchanges depth x halo wide halos).  `walled`: Y has walls; split only when the kernels
-    take per-side wall switches (`wall_split` None; else it says why not), with at least
-    `wall_ly` rows per part (``lbgen.model.walls.min_ly_walls``: every part's kernels are
-    generated with walls); `x_only` (host + device ranks): X only."""
-    need = depth * halo
-    y_need = max(need, wall_ly) if walled else need
-    halo_what = f"the halo needs ({depth} x {halo}: time block x largest hop)"
-    y_what = halo_what if y_need == need else "a walled part needs (its kernels hold wall rows at both ends)"
-    no_y = x_only or (walled and wall_split is not None)
-    if grid is not None:
-        px, py = grid
-        if px * py != size:
-            raise collective(SimulationError(
-                f"--ranks-grid {px}x{py} has {px * py} ranks but mpiexec started {size}: PX x PY must equal "
-                f"the number of ranks"))
-        if py > 1 and walled and wall_split is not None:
-            raise collective(SimulationError(
-                f"--ranks-grid {px}x{py} splits Y, the walled axis: {wall_split}. Split X only (--ranks-grid "
-                f"{size}x1) or run a periodic box (--periodic)"))
-        if py > 1 and x_only:
-            raise collective(SimulationError(
-                f"--ranks-grid {px}x{py} splits Y; host + device ranks (--hetero) split their columns, so only "
-                f"X may be split: use --ranks-grid {size}x1"))
-        problems = [m for m in (_axis_problem("LX", lx, px, need, halo_what), _axis_problem("LY", ly, py, y_need, y_what)) if m]
-        if problems:
-            raise collective(SimulationError(
-                f"--ranks-grid {px}x{py} on {lx} x {ly}: {'; '.join(problems)}. Use fewer ranks along that axis, "
-                f"a larger lattice or a smaller --time-block"))
-        return px, py
-    if no_y:
-        candidates = [(size, 1)]
-    else:
-        from mpi4py import MPI
-        first = tuple(MPI.Compute_dims(size, 2))
-        pairs = sorted(((a, size // a) for a in range(1, size + 1) if size % a == 0),
-                       key=lambda d: (d[0] * ly + d[1] * lx, -d[0]))
-        candidates = [first] + [d for d in pairs if d != first]
-    for px, py in candidates:
-        if not (_axis_problem("LX", lx, px, need, halo_what) or _axis_problem("LY", ly, py, y_need, y_what)):
-            return px, py
-    px, py = candidates[0]
-    why = _axis_problem("LX", lx, px, need, halo_what) or _axis_problem("LY", ly, py, y_need, y_what)
-    raise collective(SimulationError(
-        f"{size} MPI ranks do not fit the {lx} x {ly} lattice: the grid {px}x{py}: {why}. "
-        f"Use fewer ranks, a larger lattice or a smaller --time-block"))

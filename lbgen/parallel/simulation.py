@@ -54,8 +54,9 @@ from lbgen.codegen.spec import KernelSpec, SpecError, time_block_value
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 from lbgen.model.velocity_set import velocity_set
 from lbgen.model.walls import min_ly_walls
-from lbgen.parallel.mpi import (TAG_DOWNWARD, TAG_LEFTWARD, TAG_RIGHTWARD, TAG_UPWARD, agree, collective,
-                                parse_ranks_grid, rank_grid, root_call, slab_starts, slab_widths)
+from lbgen.parallel.decomposition import parse_ranks_grid, rank_grid, slab_starts, slab_widths
+from lbgen.parallel.exchange import finish, post, trade
+from lbgen.parallel.mpi import agree, collective, root_call
 from lbgen.simulation.runner import Simulation, SimulationError
 
 
@@ -88,11 +89,19 @@ class DistributedSimulation(Simulation):
                 f"trades halos every step; use time_block=1"))
         # every backend's kernels take per-side wall switches (Simulation.wall_sides): a Y split
         # with walls runs, but not under time blocks
-        wall_split = ("a time block runs on ghost rows, which would lie beyond the wall (use a time block of 1)"
-                      if depth > 1 else None)
-        self.dims = rank_grid(self.nranks, lx, ly, H, parse_ranks_grid(ranks_grid), depth,
-                              walled=kw.get("walls") is not None, x_only=kw.get("device_backend") is not None,
-                              wall_split=wall_split, wall_ly=min_ly_walls(velocity_set(vs_name)))
+        walled, size = kw.get("walls") is not None, self.nranks
+        unsplit = {}
+        if walled and depth > 1:
+            unsplit["y"] = (f"splits Y, the walled axis: a time block runs on ghost rows, which would lie beyond the "
+                            f"wall (use a time block of 1). Split X only (--ranks-grid {size}x1) or run a periodic box "
+                            f"(--periodic)")
+        if kw.get("device_backend") is not None:
+            unsplit.setdefault("y", f"splits Y; host + device ranks (--hetero) split their columns, so only X may "
+                                    f"be split: use --ranks-grid {size}x1")
+        need = {"y": (min_ly_walls(velocity_set(vs_name)), "a walled part needs (its kernels hold wall rows at both "
+                                                           "ends)")} if walled else None
+        self.dims = rank_grid(size, (lx, ly), H, parse_ranks_grid(ranks_grid), depth, unsplit=unsplit,
+                              part_need=need)
         px, py = self.dims
         self.cart = comm.Create_cart(list(self.dims), periods=[True, True], reorder=False)
         self.coords = tuple(self.cart.Get_coords(self.rank))
@@ -189,41 +198,26 @@ class DistributedSimulation(Simulation):
             getattr(b.program, write)(b.f, -H, edges[i][1])     # b's left halo <- a's right edge
             getattr(a.program, write)(a.f, a.width, edges[i + 1][0])  # a's right halo <- b's left edge
 
-    def _post(self, axis: str, send_low, send_high, low: int, high: int, tag_up: int, tag_down: int):
-        """Irecv from both neighbours along an axis, Isend both edges (counted in ``messages``)."""
-        recv_low, recv_high = np.empty_like(send_low), np.empty_like(send_high)
-        c = self.comm
-        requests = [c.Irecv(recv_low, source=low, tag=tag_up), c.Irecv(recv_high, source=high, tag=tag_down),
-                    c.Isend(send_high, dest=high, tag=tag_up), c.Isend(send_low, dest=low, tag=tag_down)]
-        self.messages[f"{axis} messages"] += 2
-        self.messages[f"{axis} bytes"] += send_low.nbytes + send_high.nbytes
-        return requests, (send_low, send_high, recv_low, recv_high)
-
     def _x_begin(self):
-        """Post the exchange of the rank's outer D = halo_width owned columns with the X neighbours."""
+        """Post the trade of the rank's outer D = halo_width owned columns with the X neighbours
+        (``lbgen.parallel.exchange``)."""
         first, last, D, g = self.regions[0], self.regions[-1], self.halo_width, self.ghost[0]
-        send_left = np.ascontiguousarray(first.program.read_columns_plain(first.f, g, D))
-        send_right = np.ascontiguousarray(last.program.read_columns_plain(last.f, last.width - g - D, D))
-        return self._post("x", send_left, send_right, self.left, self.right, TAG_RIGHTWARD, TAG_LEFTWARD)
+        return post(self.comm, self.messages, "x", (self.left, self.right),
+                    (lambda: first.program.read_columns_plain(first.f, g, D),
+                     lambda: last.program.read_columns_plain(last.f, last.width - g - D, D)))
 
     def _x_end(self, pending) -> None:
-        from mpi4py import MPI
-        requests, (_, _, recv_left, recv_right) = pending
-        MPI.Request.Waitall(requests)
+        recv_left, recv_right = finish(pending)
         first, last, D, g = self.regions[0], self.regions[-1], self.halo_width, self.ghost[0]
         first.program.write_columns_plain(first.f, g - D, recv_left)
         last.program.write_columns_plain(last.f, last.width - g, recv_right)
 
     def _y_exchange(self) -> None:
         """The outer D owned rows (every padded column) with the Y neighbours (one region)."""
-        from mpi4py import MPI
         r, D, g, h = self.regions[0], self.halo_width, self.ghost[1], self.local_ly
         p = r.program
-        send_down = np.ascontiguousarray(p.read_rows_plain(r.f, g, D))
-        send_up = np.ascontiguousarray(p.read_rows_plain(r.f, g + h - D, D))
-        requests, (_, _, recv_down, recv_up) = self._post("y", send_down, send_up, self.down, self.up,
-                                                          TAG_UPWARD, TAG_DOWNWARD)
-        MPI.Request.Waitall(requests)
+        recv_down, recv_up = trade(self.comm, self.messages, "y", (self.down, self.up),
+                                   (lambda: p.read_rows_plain(r.f, g, D), lambda: p.read_rows_plain(r.f, g + h - D, D)))
         p.write_rows_plain(r.f, g - D, recv_down)
         p.write_rows_plain(r.f, g + h, recv_up)
 

@@ -396,7 +396,7 @@ def _piece_name(offset) -> str:
 def _grid_blocks(lattice, grid) -> set:
     """The (offset, extent) of every block of the lattice over the grid (lbgen.parallel.mpi's split)."""
     import itertools
-    from lbgen.parallel.mpi import slab_starts, slab_widths
+    from lbgen.parallel.decomposition import slab_starts, slab_widths
     axes = [list(zip(slab_starts(n, p), slab_widths(n, p))) for n, p in zip(lattice, grid)]
     return {(tuple(o for o, _ in box), tuple(w for _, w in box)) for box in itertools.product(*axes)}
 

@@ -177,7 +177,7 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
         common["backend_options"] = {"device": cfg.device}   # the OpenCL device of a plain OpenCL run
     lx = cfg.lx if lx is None else lx
     if comm is not None:
-        from lbgen.parallel.mpi import launch_grid
+        from lbgen.parallel.decomposition import launch_grid
         from lbgen.parallel.simulation import DistributedSimulation
         common["ranks_grid"] = launch_grid()
         M = cfg.host_columns if host_columns is None else host_columns
@@ -276,9 +276,9 @@ _GRID3D = None
 
 def set_launch_grid3d(text, comm) -> None:
     """``--ranks-grid`` of a 3D run: 'auto' or 'PXxPYxPZ' (checked here); a grid other than
-    auto (or 1x1x1) needs mpiexec.  (2D runs: ``lbgen.parallel.mpi.set_launch_grid``.)"""
+    auto (or 1x1x1) needs mpiexec.  (2D runs: ``lbgen.parallel.decomposition.set_launch_grid``.)"""
     global _GRID3D
-    from lbgen.parallel.mpi import parse_ranks_grid
+    from lbgen.parallel.decomposition import parse_ranks_grid
     grid = parse_ranks_grid(text, 3)
     if (comm is None or comm.size == 1) and grid not in (None, (1, 1, 1)):
         n = math.prod(grid)
@@ -289,20 +289,21 @@ def set_launch_grid3d(text, comm) -> None:
 
 def rank_grid(cfg: RunConfig, size: int) -> tuple:
     """(PX, PY, PZ) of a 3D run on `size` ranks (the launch's --ranks-grid, else auto), checked
-    before any work: sub-domains at least time block x largest hop thick, no walled axis split
-    (lbgen.parallel.lattice3d.rank_grid3d names the values)."""
-    from lbgen.parallel.lattice3d import rank_grid3d
+    before any work: sub-domains at least time block x largest hop thick (walled axes may be
+    split; lbgen.parallel.decomposition.rank_grid names the values)."""
+    from lbgen.parallel.decomposition import rank_grid as grid_of
     from lbgen.simulation.lattice3d import wall_axes
     depth = resolve_time_block(cfg, distributed=True)
-    return rank_grid3d(size, cfg.shape, set_entry(cfg.velocity_set).max_hop, _GRID3D, depth, wall_axes(cfg.wall_axes))
+    return grid_of(size, cfg.shape, set_entry(cfg.velocity_set).max_hop, _GRID3D, depth, held=wall_axes(cfg.wall_axes))
 
 
 def block_depths(cfg: RunConfig, grid) -> list:
     """The Z extents of the ranks' blocks of a 3D run on `grid` (owned planes and, where Z is
-    split, the ghost planes of DistributedSimulation3D: time block x largest hop on each side)."""
-    from lbgen.parallel.mpi import slab_widths
+    split, the ghost planes of DistributedSimulation3D: time block x largest hop on each side but
+    a wall's)."""
+    from lbgen.parallel.decomposition import block_extents
+    from lbgen.simulation.lattice3d import wall_faces
     if grid is None:
         return []
-    pz = grid[2]
-    ghost = resolve_time_block(cfg, distributed=True) * set_entry(cfg.velocity_set).max_hop if pz > 1 else 0
-    return sorted({w + 2 * ghost for w in slab_widths(cfg.lz, pz)})
+    return block_extents(cfg.shape, grid, resolve_time_block(cfg, distributed=True),
+                         set_entry(cfg.velocity_set).max_hop, wall_faces(cfg.wall_axes))[2]

@@ -131,7 +131,7 @@ class Run(RunEvents):
             if comm is None:
                 cfg = cfg.replace(host_columns=resolve_split(cfg, self.echo))
             else:   # rank 0 models its slab (the widest one); every rank uses its M
-                from lbgen.parallel.mpi import check_decomposition, slab_widths
+                from lbgen.parallel.decomposition import check_decomposition, slab_widths
                 check_decomposition(cfg.lx, comm.size, get_velocity_set(cfg.velocity_set).max_hop)
                 cfg = cfg.replace(host_columns=root_call(comm, lambda: resolve_split(cfg, self.echo, slab_widths(
                     cfg.lx, comm.size)[0]), share=True))

@@ -1,4 +1,4 @@
-"""The checks of the boundary arguments (``Simulation3D`` today; the one home for any D) -- wall axes, lids (faces, velocities,
+"""The checks of the boundary arguments (``Simulation3D`` today; the one home for any D) -- wall axes and faces, lids (faces, velocities,
 the Mach limit of ``lbgen.model.physics``), the voxel mask -- and of saved populations, for
 every caller that takes the same forms (the run description: --wall-axes, --lid,
 --geometry; ``restore`` in 2D and 3D): one home for the rules.  Each refusal is a
@@ -33,18 +33,43 @@ def wall_axes(walls) -> Tuple[str, ...]:
     return tuple(a for a in AXES if a in items)
 
 
-def _face(face) -> Tuple[str, str]:
+def wall_faces(walls) -> Tuple[Tuple[str, str], ...]:
+    """The no-slip wall faces (axis, side) in the boundaries record's bit order (2a + s) of
+    ``walls``: axes (an axis walls both its faces: 'z', 'xz', ('x', 'z')) and faces ('z-low',
+    ('z', 'high'), 'x, z-low') mixed, or None (a periodic box); anything else, or a face given
+    twice, refused naming it."""
+    if walls is None:
+        return ()
+    if not isinstance(walls, (str, list, tuple, set, frozenset)):
+        wall_axes(walls)                      # the refusal in words
+    if isinstance(walls, tuple) and len(walls) == 2 and all(isinstance(w, str) for w in walls) \
+            and walls[1].lower() in SIDES:
+        walls = [walls]                       # one face as (axis, side)
+    items = walls.replace(",", " ").split() if isinstance(walls, str) else list(walls)
+    faces = []
+    for item in items:
+        if isinstance(item, str) and "-" not in item:
+            faces += [(a, side) for a in wall_axes(item) for side in SIDES]
+        else:
+            faces.append(_face(item, "walls"))
+    twice = sorted({f for f in faces if faces.count(f) > 1})
+    if twice:
+        raise SimulationError(f"walls={walls!r} names the {'-'.join(twice[0])} face twice")
+    return tuple(sorted(faces, key=lambda f: (AXES.index(f[0]), SIDES.index(f[1]))))
+
+
+def _face(face, what: str = "lid face") -> Tuple[str, str]:
     text = "-".join(face) if isinstance(face, tuple) else str(face)
     axis, _, side = text.lower().partition("-")
     if axis not in AXES or side not in SIDES:
-        raise SimulationError(f"lid face {face!r}: name a face as 'x-low', 'x-high', 'y-low', ..., 'z-high'")
+        raise SimulationError(f"{what} {face!r}: name a face as 'x-low', 'x-high', 'y-low', ..., 'z-high'")
     return axis, side
 
 
 def lid_faces(lid, walls, velocity_set: Optional[str] = None,
           warn: Optional[Callable[[str], None]] = None) -> Dict[Tuple[str, str], Tuple[float, float, float]]:
-    """The moving walls {(axis, side): (ux, uy, uz)}, refused naming the face: a face of an
-    axis without walls, a face named twice (in any spelling), components that are not three
+    """The moving walls {(axis, side): (ux, uy, uz)}, refused naming the face: a face without a
+    wall (``walls``: axes or faces, as ``wall_faces`` takes them), a face named twice (in any spelling), components that are not three
     finite numbers, a component normal to the face, and (given the ``velocity_set``) a speed
     above ``lbgen.model.physics.LID_MACH_MAX`` (``warn`` gets the warning of the band below it)."""
     if lid is None:
@@ -52,15 +77,20 @@ def lid_faces(lid, walls, velocity_set: Optional[str] = None,
     if not isinstance(lid, Mapping):
         raise SimulationError(f"lid={lid!r} must map faces to velocities, e.g. lid={{'z-high': (0.05, 0, 0)}}")
     out, named = {}, {}
+    faces = wall_faces(walls)
     for face, velocity in lid.items():
         axis, side = _face(face)
         if (axis, side) in out:
             raise SimulationError(f"lid: the {axis}-{side} face is given twice ({named[(axis, side)]!r} and "
                                   f"{face!r}); give each face once")
         named[(axis, side)] = face
-        if axis not in walls:
+        if not any(a == axis for a, _ in faces):
+            axes = "".join(a for a in AXES if any(f[0] == a for f in faces))
             raise SimulationError(f"lid on the {axis}-{side} face: a lid is a moving wall, so the {axis} axis needs "
-                                  f"walls (walls={''.join(walls) + axis!r})")
+                                  f"walls (walls={axes + axis!r})")
+        if (axis, side) not in faces:
+            raise SimulationError(f"lid on the {axis}-{side} face: a lid is a moving wall, and the walls "
+                                  f"{', '.join('-'.join(f) for f in faces)} leave that face without one")
         try:
             u = tuple(float(c) for c in velocity)
         except (TypeError, ValueError):

@@ -8,8 +8,9 @@ unit mass per step is a = g / r.  The fields are the physical (half-step) ones:
 u_H = u - a/2 of the stored post-collision populations (``lbgen.model.collision.half_step_shift``);
 ``set_fields`` takes them and ``fields`` returns them.
 
-Boundaries: ``walls`` -- the axes whose two faces are half-way bounce-back no-slip walls
-(the others periodic); ``lid`` -- moving faces of wall axes, {'z-high': (ux, uy, uz)}
+Boundaries: ``walls`` -- the half-way bounce-back no-slip walls: axes (both faces: 'z',
+'xz') or single faces ('z-low'; a block of a distributed lattice holds the faces it touches),
+the others periodic; ``lid`` -- moving wall faces, {'z-high': (ux, uy, uz)}
 (velocity in the face's plane, model units; Ladd's momentum correction with the node's
 density); ``mask`` -- a voxel mask (bool or uint8 array of shape (LX, LY, LZ), True/1 =
 solid): links into solid voxels bounce back, solid voxels hold no populations (their fields
@@ -30,7 +31,7 @@ from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.interface import Lattice, checked_populations, count, lattice_size, time_block_depth
 from lbgen.simulation.parameters import Parameters, SimulationError
 from lbgen.simulation.boundaries import (check_finite_state,  # noqa: F401
-                                          lid_face, lid_faces, voxel_mask, wall_axes)
+                                          lid_face, lid_faces, voxel_mask, wall_axes, wall_faces)
 
 __all__ = ["Simulation3D"]
 
@@ -88,8 +89,10 @@ class Simulation3D(Lattice):
             raise SpecError(f"{str(velocity_set).lower()} is a {entry.D}D set; Simulation3D runs 3D sets "
                             f"({set_names(SETS_3D)}): use lbgen.Simulation for 2D")
         self._params = Parameters(collision, operator_parameters, gravity, dimension=3)
-        self.walls = wall_axes(walls)
-        self.lid = lid_faces(lid, self.walls, str(velocity_set).lower(), warn=_warn_lid)
+        #: the wall faces (axis, side); ``walls``: the axes with at least one
+        self.wall_faces = wall_faces(walls)
+        self.walls = tuple(dict.fromkeys(a for a, _ in self.wall_faces))
+        self.lid = lid_faces(lid, self.wall_faces, str(velocity_set).lower(), warn=_warn_lid)
         shape = (self.lx, self.ly, self.lz)
         self.mask = voxel_mask(mask, shape)
         from lbgen.backends import RUNTIMES, spec_backend
@@ -117,7 +120,7 @@ class Simulation3D(Lattice):
         self.spec = self.source.spec
         self.program = compile3d(self.runtime, self.source, shape, strict, self.threads, device)
         self.dtype = self.program.dtype
-        self.boundaries = self.program.boundaries(self.walls, self.lid, self.mask)
+        self.boundaries = self.program.boundaries(self.wall_faces, self.lid, self.mask)
         self.f, self.g = self.program.allocate(), self.program.allocate()
         self.kernel_parameters = self._params.kernel_parameters(self.vs.r)
         self.time_step = 0
@@ -171,7 +174,9 @@ class Simulation3D(Lattice):
                 f" {self.spec.precision}" if self.spec.precision != "double" else "")
             box = []
             if self.walls:
-                box.append(f"walls {''.join(self.walls)}")
+                both = [a for a in self.walls if sum(f[0] == a for f in self.wall_faces) == 2]
+                box.append("walls " + " ".join([''.join(both)] * bool(both) + ["-".join(f) for f in self.wall_faces
+                                                                               if f[0] not in both]))
             for (axis, side), u in self.lid.items():
                 box.append(f"lid {axis}-{side} (" + ", ".join(f"{c:g}" for c in u) + ")")
             if self.mask is not None:

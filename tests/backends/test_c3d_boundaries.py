@@ -150,7 +150,9 @@ def test_strict_builds_with_boundaries_are_bit_identical(layout, vl):
 
 @pytest.mark.parametrize("kw, message", [
     (dict(walls=("w",)), "wall axis 'w': choose among x, y, z"),
-    (dict(walls=("x",), lids={("z", "low"): (0, 0, 0)}), "a lid on the z-low face needs walls on the z axis"),
+    (dict(walls=("x",), lids={("z", "low"): (0, 0, 0)}), "a lid on the z-low face needs a wall there"),
+    (dict(walls=("z-high",), lids={("z", "low"): (0, 0, 0)}), "a lid on the z-low face needs a wall there"),
+    (dict(walls=(("z", "top"),)), "wall face \\('z', 'top'\\): name it 'z-high' or"),
     (dict(walls=("z",), lids={("z", "low"): (0, 0)}), "needs 3 components"),
     (dict(solid=np.zeros((6, 5, 15), np.uint8)), "uint8 array of shape \\(6, 5, 16\\)"),
     (dict(solid=np.zeros(SHAPE, bool)), "solid mask: bool array"),

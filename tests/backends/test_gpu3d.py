@@ -238,7 +238,7 @@ def test_sizes_and_boundaries_are_checked_before_any_work(backend):
     prog = gpu3d(backend, "caosoa", 8)
     with pytest.raises(ValueError, match="uint8 array of shape"):
         prog.boundaries(solid=np.zeros(SHAPE, bool))
-    with pytest.raises(ValueError, match="needs walls on the y axis"):
+    with pytest.raises(ValueError, match="a lid on the y-low face needs a wall there"):
         prog.boundaries(("x",), {("y", "low"): (0, 0, 0)})
 
 

@@ -1,15 +1,14 @@
 """3D Cartesian decomposition (``lbgen.parallel.lattice3d.DistributedSimulation3D``): every
 grid, with and without walls and time blocks, gives the bits of one ``Simulation3D`` in
-strict mode; a split along a walled axis is refused naming it.  Each case launches the
-venv's mpiexec on a small script (oversubscribed, one OpenMP thread per rank)."""
+strict mode -- walls and lids on split axes too (a closed cavity with a moving lid on 2 and 4
+ranks: each rank holds the wall faces its block touches).  Each case launches the venv's
+mpiexec on a small script (oversubscribed, one OpenMP thread per rank)."""
 import json
 
 import numpy as np
 import pytest
 
 from test_mpi import mpirun
-
-pytestmark = pytest.mark.slow
 
 SCRIPT = """
 import json, sys
@@ -40,16 +39,28 @@ def initial(shape, seed=3):
                 uz=0.01 * rng.random(shape))
 
 
+LID = {"z-high": [0.05, 0.02, 0.0], "x-low": [0.0, 0.0, 0.03]}     # the cavity's moving walls
+SLOW = pytest.mark.slow
+
+
 @pytest.mark.parametrize("n, grid, shape, k, walls, through_pack", [
-    (2, "2x1x1", (12, 10, 16), 1, None, False),
-    (4, "2x1x2", (13, 10, 16), 1, None, False),       # uneven X: 7, 6
-    (3, "1x3x1", (10, 20, 16), 2, None, False),       # uneven Y (7, 7, 6), a time block
-    (4, "2x2x1", (14, 12, 16), 3, "z", False),        # walls on the unsplit axis, k = 3
-    (4, "1x2x2", (10, 12, 18), 2, "x", True),         # the unpack/pack path of device buffers
-], ids=["2x1x1", "2x1x2-uneven", "1x3x1-k2", "2x2x1-walls-k3", "1x2x2-through-pack"])
+    (2, "2x1x1", (12, 10, 16), 1, "xyz", False),      # the closed cavity split along x (fast subset)
+    pytest.param(2, "2x1x1", (12, 10, 16), 1, None, False, marks=SLOW),
+    pytest.param(4, "2x1x2", (13, 10, 16), 1, None, False, marks=SLOW),       # uneven X: 7, 6
+    pytest.param(3, "1x3x1", (10, 20, 16), 2, None, False, marks=SLOW),       # uneven Y (7, 7, 6), a time block
+    pytest.param(4, "2x2x1", (14, 12, 16), 3, "z", False, marks=SLOW),        # walls on the unsplit axis, k = 3
+    pytest.param(4, "1x2x2", (10, 12, 18), 2, "x", True, marks=SLOW),         # the unpack/pack path of device buffers
+    pytest.param(4, "1x2x2", (10, 13, 18), 1, "xyz", False, marks=SLOW),      # the cavity, walled Y and Z split
+    pytest.param(4, "2x2x1", (13, 12, 16), 2, "xyz", False, marks=SLOW),      # the cavity, walled X and Y split, k = 2
+    pytest.param(4, "1x2x2", (10, 12, 16), 2, "xyz", True, marks=SLOW),       # the cavity through unpack/pack, k = 2
+], ids=["2x1x1-cavity", "2x1x1", "2x1x2-uneven", "1x3x1-k2", "2x2x1-walls-k3", "1x2x2-through-pack",
+        "1x2x2-cavity", "2x2x1-cavity-k2", "1x2x2-cavity-pack-k2"])
 def test_every_3d_grid_is_bit_identical_to_one_process(tmp_path, n, grid, shape, k, walls, through_pack):
-    from lbgen.simulation.lattice3d import Simulation3D
+    from lbgen.parallel.decomposition import ghost_sides
+    from lbgen.simulation.lattice3d import Simulation3D, wall_faces
     kw = dict(strict=True, tau=0.8, gravity=[1e-5, 0, -1e-5], **({"walls": walls} if walls else {}))
+    if walls == "xyz":
+        kw["lid"] = LID
     f = initial(shape)
     np.savez(tmp_path / "initial.npz", **f)
     (tmp_path / "run3d.py").write_text(SCRIPT)
@@ -65,22 +76,52 @@ def test_every_3d_grid_is_bit_identical_to_one_process(tmp_path, n, grid, shape,
     want, got = ref.fields(), np.load(tmp_path / "fields.npz")
     for key in want:
         assert np.array_equal(got[key], want[key]), key
-    # every split axis: 2 messages per exchange, ceil(steps / k) exchanges, on every rank
+    # every split axis: a message per side and exchange (ceil(steps / k) exchanges), on every rank,
+    # but none across a wall
     exchanges = -(-steps // k)
-    for sent in report["sent"]:
-        for axis, p in zip("xyz", report["dims"]):
-            assert sent.get(f"{axis} messages", 0) == (2 * exchanges if p > 1 else 0)
+    faces = wall_faces(walls)
+    for rank, sent in enumerate(report["sent"]):
+        coords = np.unravel_index(rank, report["dims"])
+        for axis, c, p in zip("xyz", coords, report["dims"]):
+            sides = ghost_sides(axis, int(c), p, faces)
+            assert sent.get(f"{axis} messages", 0) == exchanges * (sides[2] + sides[3])
+            if p > 1 and not faces:
+                assert sides == (True,) * 4
+    if walls == "xyz":      # the ranks at the walls send nothing across them: one message per exchange here
+        assert all(sent["x messages" if grid[0] == "2" else "y messages"] == exchanges for sent in report["sent"])
 
 
-def test_a_3d_split_along_a_walled_axis_is_refused(tmp_path):
+@SLOW
+def test_a_lone_wall_face_is_refused_on_every_rank(tmp_path):
     (tmp_path / "run3d.py").write_text(SCRIPT)
     np.savez(tmp_path / "initial.npz", **initial((12, 10, 16)))
-    args = {"shape": [12, 10, 16], "grid": "1x1x2", "k": 1, "kw": {"walls": "z"}, "steps": 1}
+    args = {"shape": [12, 10, 16], "grid": "1x1x2", "k": 1, "kw": {"walls": "x, z-low"}, "steps": 1}
     proc = mpirun(2, [json.dumps(args)], tmp_path, script=tmp_path / "run3d.py")
-    assert proc.returncode != 0
-    assert "--ranks-grid 1x1x2 on 12 x 10 x 16: it splits Z, a walled axis" in proc.stderr
+    assert proc.returncode != 0 and not (tmp_path / "fields.npz").exists()
+    assert "walls: the z-low face alone is a wall of a distributed lattice" in proc.stderr
 
 
+def test_ghost_sides_skip_the_wall_faces_only():
+    from lbgen.parallel.decomposition import paired_walls
+    from lbgen.simulation.parameters import SimulationError
+    paired_walls((("x", "low"), ("x", "high")))
+    with pytest.raises(SimulationError, match="the y-high face alone"):
+        paired_walls((("x", "low"), ("x", "high"), ("y", "high")))
+    from lbgen.parallel.decomposition import block_extents, ghost_sides
+    walls = (("z", "low"), ("z", "high"))
+    assert ghost_sides("z", 0, 1, walls) == (False,) * 4                      # unsplit: both faces held
+    assert ghost_sides("z", 0, 3, walls) == (False, True, False, True)        # at z-low: no slab across it
+    assert ghost_sides("z", 1, 3, walls) == (True,) * 4                       # interior: bulk both sides
+    assert ghost_sides("z", 2, 3, walls) == (True, False, True, False)
+    assert ghost_sides("z", 0, 2, (("z", "low"),)) == (False, True, True, True)   # z-high periodic: feeds rank 1
+    assert ghost_sides("z", 1, 2, (("z", "low"),)) == (True, True, True, False)
+    assert ghost_sides("x", 0, 2, walls) == (True,) * 4
+    # 16 planes on 2 ranks with k H = 2: 8 + 2 on each side that receives
+    assert block_extents((8, 8, 16), (1, 1, 2), 2, 1, walls) == [[8], [8], [10]]
+    assert block_extents((8, 8, 16), (1, 1, 2), 2, 1) == [[8], [8], [12]]
+
+
+@SLOW
 def test_the_3d_model_counts_the_messages_the_exchange_sends(tmp_path):
     proc = mpirun(4, ["model", "--ranks-grid", "2x1x2", "--lx", 32, "--ly", 16, "--lz", 32, "--time-block", 2,
                       "--steps", 2, "--memory-bandwidth", 1e10, "--max-ranks", 8, "--json"], tmp_path)

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from lbgen.parallel.mpi import slab_starts, slab_widths
+from lbgen.parallel.decomposition import slab_starts, slab_widths
 from lbgen.run.checkpoint import (CheckpointError, CheckpointPieces, latest_checkpoint, list_checkpoints, pieces_path,
                                   prune_checkpoints, read_checkpoint, write_checkpoint, write_pieces)
 from test_mpi import FIELDS, load, mpirun, single

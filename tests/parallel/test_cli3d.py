@@ -2,7 +2,8 @@
 or auto): the run folder of P ranks holds the files of one process -- fields (.h5 datasets,
 .vti bytes), pictures, checkpoint populations, series.csv (bytes where X is not split; to
 round-off where the X lines are summed in parts) -- for 2 and 4 ranks, uneven splits, walls on
-an unsplit axis, a lid, a voxel mask and a time block; a checkpoint of 2 ranks resumes on 4
+unsplit and split axes (the closed lid-driven cavity on 1x2x2 and 2x2x1), a lid, a voxel mask and
+a time block; a checkpoint of 2 ranks resumes on 4
 ranks and on one process; grids that cannot run are refused before any work, naming the values.
 
 Each case launches the venv's mpiexec (oversubscribed, one OpenMP thread per rank); the
@@ -80,6 +81,12 @@ CASES = {
     # walls on z (unsplit), X uneven (7, 6) and Y split, a time block of 2 (2-wide ghosts every 2 steps)
     "2x2x1-walls-k2": (4, "2x2x1", ["channel", "--lx", 13, "--ly", 12, "--lz", 8, "--wall-axes", "z",
                                     "--gravity", "1e-4,0,0", "--steps", 12, "--time-block", 2]),
+    # the closed cavity (walls on x, y, z; the z-high lid), its walled Y and Z split
+    "1x2x2-cavity": (4, "1x2x2", ["lid-driven-cavity", "--velocity-set", "d3q19", "--lx", 8, "--ly", 11,
+                                  "--lz", 16, "--steps", 12]),
+    # the closed cavity, its walled X (uneven: 7, 6) and Y split, a time block of 2
+    "2x2x1-cavity-k2": (4, "2x2x1", ["lid-driven-cavity", "--lx", 13, "--ly", 12, "--lz", 8, "--steps", 12,
+                                     "--time-block", 2]),
 }
 
 
@@ -138,14 +145,12 @@ def test_a_checkpoint_of_two_ranks_resumes_on_four_and_on_one(tmp_path):
 
 
 @pytest.mark.parametrize("n, args, message", [
-    (2, ["lid-driven-cavity", "--ranks-grid", "1x1x2"],
-     "--ranks-grid 1x1x2 on 32 x 32 x 32: it splits Z, a walled axis (walls and lids stay on unsplit axes)"),
     (2, ["taylor-green", "--lx", 16, "--ly", 16, "--lz", 8, "--ranks-grid", "1x1x2", "--time-block", 6],
-     "--ranks-grid 1x1x2 on 16 x 16 x 8: Z=8 split over 2 ranks leaves sub-domains of 4 planes, fewer than the "
+     "--ranks-grid 1x1x2 on 16 x 16 x 8: LZ=8 split over 2 ranks leaves sub-domains of 4 sites, fewer than the "
      "6 the halo needs (6 x 1: time block x largest hop)"),
     (2, ["taylor-green", "--ranks-grid", "2x2x1"], "--ranks-grid 2x2x1 has 4 ranks but mpiexec started 2"),
     (2, ["taylor-green", "--ranks-grid", "2x1"], "--ranks-grid '2x1': give 'auto' or PXxPYxPZ"),
-], ids=["walled-axis", "too-thin", "rank-count", "2d-grid"])
+], ids=["too-thin", "rank-count", "2d-grid"])
 def test_a_3d_grid_that_cannot_run_is_refused_before_any_work(tmp_path, n, args, message):
     proc = mpirun(n, ["run"] + args + ["--steps", 2, "--out", "o", "--no-progress"], tmp_path)
     assert proc.returncode != 0

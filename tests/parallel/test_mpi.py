@@ -12,7 +12,7 @@ import pytest
 from helpers import require
 from click.testing import CliRunner
 
-from lbgen.parallel import mpi
+from lbgen.parallel import decomposition
 from mpi_support import launch_env as _env, mpiexec_path as _mpiexec
 from lbgen.parallel import model as mpi_model
 from lbgen.cli.main import main
@@ -183,7 +183,7 @@ def test_ring_shift_fit_recovers_latency_and_bandwidth():
 
 
 def test_rank_model_and_decomposition():
-    assert mpi.slab_widths(20, 3) == [7, 7, 6] and mpi.slab_starts(20, 3) == [0, 7, 14]
+    assert decomposition.slab_widths(20, 3) == [7, 7, 6] and decomposition.slab_starts(20, 3) == [0, 7, 14]
     cm = mpi_model.CommModel(latency=1e-5, bandwidth=1e9)
     assert mpi_model.halo_bytes(32) == 3 * 38 * 37 * 8
     one = mpi_model.predict(1e-8, 256, 1024, 1, cm)
@@ -192,7 +192,7 @@ def test_rank_model_and_decomposition():
     assert two["t_comm"] == pytest.approx(2 * (1e-5 + mpi_model.halo_bytes(1024) / 1e9))
     assert two["t_step"] <= mpi_model.predict(1e-8, 256, 1024, 2, cm, overlap=False)["t_step"]
     with pytest.raises(Exception, match="LX=8 is too narrow for N=3"):
-        mpi.check_decomposition(8, 3, 3)
+        decomposition.check_decomposition(8, 3, 3)
 
 
 def test_model_ranks_prints_a_table(tmp_path):

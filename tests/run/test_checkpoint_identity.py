@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from lbgen.cli.main import main
-from lbgen.parallel.mpi import slab_starts, slab_widths
+from lbgen.parallel.decomposition import slab_starts, slab_widths
 from lbgen.run.checkpoint import (CheckpointPieces, checkpoint_path, list_checkpoints, pieces_path, read_checkpoint,
                                   write_checkpoint, write_pieces)
 from lbgen.run.identity import IDENTITY_DIGEST_KEY, IDENTITY_KEY, run_identity

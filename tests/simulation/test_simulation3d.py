@@ -75,6 +75,25 @@ def test_mass_is_conserved_with_resting_walls_and_a_mask():
     assert np.all(sim.populations()[:, solid] == 0.0)
 
 
+def test_walls_are_per_face_an_axis_both_faces():
+    """walls='z' is the two z faces (bits 4 and 5 of the boundaries record): the same bits as
+    naming both faces; one face walls that face only (the other is periodic)."""
+    rng = np.random.default_rng(5)
+    fields = (1 + 0.05 * rng.random(SHAPE), *(0.03 * rng.standard_normal((3,) + SHAPE)))
+    lid = {"z-high": (0.05, 0.0, 0.0)}
+    runs = {}
+    for walls in ("z", ("z-low", ("z", "high")), "z-high", None):
+        sim = lbgen.Simulation3D(*SHAPE, tau=0.7, walls=walls, lid=None if walls is None else lid, strict=True)
+        sim.set_fields(*fields)
+        sim.step(6)
+        runs[str(walls)] = sim.state()
+        if walls == "z-high":
+            assert sim.boundaries.struct.walls == 1 << 5 and sim.walls == ("z",)
+            assert sim.wall_faces == (("z", "high"),)
+    assert np.array_equal(runs["z"], runs[str(("z-low", ("z", "high")))])
+    assert not np.array_equal(runs["z"], runs["z-high"]) and not np.array_equal(runs["z-high"], runs["None"])
+
+
 def test_a_lid_drives_the_fluid_along_it():
     sim = lbgen.Simulation3D(4, 4, 16, tau=0.8, walls="z", lid={"z-high": (0.05, 0.0, 0.0)})
     sim.set_fields(1.0, 0.0, 0.0, 0.0)
@@ -143,6 +162,9 @@ def test_repr_and_parameters():
     (dict(gravity=(0, -1e-5)), SimulationError, "gravity=\\(0, -1e-05\\) must be three finite numbers \\(gx, gy, gz\\)"),
     (dict(walls="xw"), SimulationError, "each wall axis must be 'x', 'y' or 'z'"),
     (dict(walls="z", lid={"x-low": (0, 0, 0.1)}), SimulationError, "the x axis needs walls"),
+    (dict(walls="z-low", lid={"z-high": (0.1, 0, 0)}), SimulationError, "the walls z-low leave that face without one"),
+    (dict(walls="z, z-low"), SimulationError, "names the z-low face twice"),
+    (dict(walls=("z", "top")), SimulationError, "walls='top': each wall axis must be 'x', 'y' or 'z'"),
     (dict(walls="z", lid={"z-top": (0.1, 0, 0)}), SimulationError, "name a face as 'x-low'"),
     (dict(walls="z", lid={"z-high": (0.1, 0, 0.01)}), SimulationError, "a lid moves in its plane: uz must be 0"),
     (dict(tua=0.8), SimulationError, "unknown keyword\\(s\\) tua"),
