@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from lbgen.codegen.render import generate
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET, run_set, set_entry, wall_scheme_refusal
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
+from lbgen.simulation.boundaries import BounceBack
 from lbgen.simulation.health import HealthChecks
 from lbgen.simulation.parameters import Parameters, RunStats, SimulationError, Walls
 
@@ -86,6 +87,10 @@ class Simulation(HealthChecks):
     asynchronously while the host computes, and the result equals a single-backend run
     (bit-identical in strict mode).
 
+    Boundaries as in 3D: ``walls='x'`` (or 'y', 'xy': half-way bounce-back no-slip walls on
+    both faces of those axes), ``lid={'y-high': (ux, 0)}`` (moving walls), ``mask`` (an (LX, LY)
+    bool or 0/1 array: solid cells); ``walls=Walls(...)`` are the thermal walls on y instead.
+
     ``time_block=N`` (C backend, one region) advances N steps per sweep through cache
     (temporal blocking, ``fused_tb``), bit-identical to single steps in strict mode;
     ``step(n)`` does n // N such sweeps, then n % N single steps (``sweeps`` counts both).
@@ -123,7 +128,8 @@ class Simulation(HealthChecks):
         return Simulation3D(*shape, **kwargs)
 
     def __init__(self, lx: int, ly: Optional[int] = None, *, collision: str = DEFAULT_OPERATOR,
-                 gravity: Tuple[float, float] = (0.0, 0.0), walls: Optional[Walls] = None, backend: str = "c",
+                 gravity: Tuple[float, float] = (0.0, 0.0), walls=None, lid: Optional[Mapping] = None, mask=None,
+                 backend: str = "c",
                  layout: Optional[str] = None, vl: Optional[int] = None, precision: str = "double",
                  fused: bool = True, threads: int = 0, strict: bool = False, check_every: int = 100,
                  device_backend: Optional[str] = None, host_columns: int = 0,
@@ -147,8 +153,9 @@ class Simulation(HealthChecks):
         for name, value in (("threads", threads), ("check_every", check_every)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
                 raise SimulationError(f"{name}={value!r} must be an integer >= 0")
+        bounce = None
         if walls is not None and not isinstance(walls, Walls):
-            raise SimulationError(f"walls={walls!r} must be a lbgen.simulation.runner.Walls (or None for a periodic box)")
+            bounce, walls = walls, None        # bounce-back wall axes (the 3D spelling); Walls: the thermal walls
         for b in (backend, device_backend):
             if b is not None and b not in BACKENDS:
                 raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(BACKENDS)}")
@@ -178,6 +185,10 @@ class Simulation(HealthChecks):
         if refusal:
             raise SimulationError(refusal)
         self.vs = vs = get_velocity_set(vs_name)
+        #: the bounce-back boundaries (walls, lid, mask; None: none), refused where they cannot run
+        self.bounds = BounceBack.of(bounce, lid, mask, (lx, ly), vs_name)
+        if self.bounds is not None:
+            self._check_bounce(backend, device_backend, time_block)
         if walls is not None:
             walls.check(vs)
         self.walls = walls
@@ -207,6 +218,8 @@ class Simulation(HealthChecks):
                 sources[spec] = generate(spec)
             source = sources[spec]
             program = backends.load(b).compile(source, width, ly, threads=threads, strict=strict, **options)
+            if self.bounds is not None:
+                program.set_boundaries(**self.bounds.kernel_fields())
             self.regions.append(Region(program, x_start, width, program.allocate(), program.allocate()))
         self.spec = self.regions[0].program.spec
         self.source = self.regions[0].program.source
@@ -221,6 +234,21 @@ class Simulation(HealthChecks):
         self.time_block = int(time_block)
         #: sweeps run so far: "blocked" (time_block steps each, fused_tb) and "single" (one step)
         self.sweeps = {"blocked": 0, "single": 0}
+
+    #: the backends whose 2D kernels take bounce-back boundaries
+    BOUNCE_BACKENDS = ("c",)
+
+    def _check_bounce(self, backend, device_backend, time_block) -> None:
+        """Bounce-back boundaries run on one backend of BOUNCE_BACKENDS, single steps."""
+        if backend not in self.BOUNCE_BACKENDS:
+            raise SimulationError(f"bounce-back walls, lids and masks ({self.bounds.describe()}) run on the "
+                                  f"{', '.join(self.BOUNCE_BACKENDS)} backend in 2D, not backend={backend!r}")
+        if device_backend is not None:
+            raise SimulationError(f"bounce-back walls, lids and masks ({self.bounds.describe()}) run on one backend: "
+                                  f"a host + device run (device_backend={device_backend!r}) splits the lattice in X")
+        if time_block != 1:
+            raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) does not take "
+                                  f"bounce-back walls, lids or masks ({self.bounds.describe()}); use time_block=1")
 
     def _region_plan(self, lx, backend, device_backend, host_columns, backend_options, device_options) -> list:
         """The regions to build, as (backend, x_start, width, options); a hook for subclasses
@@ -272,7 +300,9 @@ class Simulation(HealthChecks):
             if self.time_block > 1:
                 where += f" time-block {self.time_block}"
             w = self.walls
-            if w is None:
+            if self.bounds is not None:
+                box = self.bounds.describe()
+            elif w is None:
                 box = "periodic"
             else:
                 adiabatic = [side for side, a in (("bottom", w.adiabatic_bottom), ("top", w.adiabatic_top)) if a]
@@ -319,6 +349,8 @@ class Simulation(HealthChecks):
             cols = r.columns % self.lx
             r.program.init_equilibrium(r.f, *(np.ascontiguousarray(a[cols]) for a in arrays), ax=ax, ay=ay)
         self._fields_set = True
+        if self._mask is not None:      # solid cells hold no populations
+            self.restore(self.state(), self.time_step)
 
     @property
     def force(self) -> Tuple[float, float]:
@@ -376,6 +408,8 @@ class Simulation(HealthChecks):
     def set_populations(self, f: np.ndarray) -> None:
         """Start from the given (Q, LX, LY) populations, checked first (``_checked_populations``)."""
         f = self._checked_populations(f)
+        if self._mask is not None:
+            f = np.where(self._mask[None] == 1, 0.0, f)
         for r in self.regions:
             r.f = r.program.upload_fields(f[:, r.columns % self.lx, :], r.f)
         self._fields_set = True
@@ -403,6 +437,8 @@ class Simulation(HealthChecks):
             raise SimulationError(f"set_populations: population {q} at site (x={x}, y={y}) is {a[q, x, y]}, "
                                   f"{what}; populations must be finite numbers")
         rho = a.sum(axis=0)
+        if self._mask is not None:
+            rho[self._mask == 1] = 1.0     # solid cells: their populations are zeroed
         if np.any(rho <= 0):
             x, y = (int(i[0]) for i in np.nonzero(rho <= 0))
             raise SimulationError(f"set_populations: the density at site (x={x}, y={y}) (the sum of its "
@@ -432,7 +468,14 @@ class Simulation(HealthChecks):
         for r in self.regions:
             for k, v in zip(("rho", "ux", "uy", "T"), r.program.fields(r.f, ax=ax, ay=ay)):
                 out[k][r.columns % self.lx] = v
+        if self._mask is not None:          # solid cells hold no populations: their fields read 0
+            for v in out.values():
+                v[self._mask == 1] = 0.0
         return out
+
+    @property
+    def _mask(self) -> Optional[np.ndarray]:
+        return None if getattr(self, "bounds", None) is None else self.bounds.mask
 
     def _fields_of(self, f: np.ndarray) -> Dict[str, np.ndarray]:
         """Physical fields of (Q, LX, LY) populations on the host, as ``fields``: the model's
@@ -445,7 +488,9 @@ class Simulation(HealthChecks):
         """(LY, ND) per-row reductions of the physical fields over this process's columns (the
         backends' generated diagnostics kernels; columns: ``lbgen.codegen.diagnostics.ROW_QUANTITIES``).
         Only LY x ND numbers per region leave the device, never the lattice."""
-        from lbgen.codegen.diagnostics import combine_rows
+        from lbgen.codegen.diagnostics import combine_rows, rows_of_fields
+        if self._mask is not None:          # the kernel would count the empty solid cells as NaN
+            return rows_of_fields(self.fields(), solid=self._mask)
         self.synchronize()
         ax, ay = self.force
         return combine_rows([r.program.diagnostics(r.f, ax=ax, ay=ay) for r in self.regions])
@@ -525,7 +570,9 @@ class Simulation(HealthChecks):
             raise SimulationError(f"saved populations are {populations.dtype}; this run computes in "
                                   f"{np.dtype(self.dtype)} (precision mismatch)")
         from lbgen.simulation.boundaries import check_finite_state
-        check_finite_state(populations, "restore")
+        check_finite_state(populations, "restore", self._mask)
+        if self._mask is not None:
+            populations = np.where(self._mask[None] == 1, populations.dtype.type(0), populations)
         for r in self.regions:
             block = np.ascontiguousarray(populations[:, r.columns % self.lx, :])
             r.f = r.program.upload(r.program.layout.pack(block), r.f)
