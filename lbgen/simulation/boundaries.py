@@ -79,7 +79,8 @@ def lid_faces(lid, walls, velocity_set: Optional[str] = None,
         except (TypeError, ValueError):
             u = ()
         if len(u) != D:
-            raise SimulationError(f"lid {axis}-{side}: velocity {velocity!r} must be {D} finite numbers ({comps})")
+            raise SimulationError(f"lid {axis}-{side}: velocity {velocity!r}: expected {('two', 'three')[D - 2]} velocity "
+                                  f"components ({comps}) of finite numbers in {D}D, got {len(u) or 'none'}")
         if not all(np.isfinite(u)):
             bad = next(f"u{a} = {c}" for a, c in zip(AXES, u) if not np.isfinite(c))
             raise SimulationError(f"lid {axis}-{side}: velocity component {bad} is not finite; a lid's velocity is "
