@@ -174,6 +174,10 @@ class RunConfig:
             if len(self.gravity) != 2:
                 raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected two numbers 'GX,GY' "
                                   f"in a 2D run (three, GX,GY,GZ, in 3D)")
+            if self.walls is not None and (self.wall_axes or self.lid):
+                raise ConfigError(f"--walls (the thermal walls on y) and the bounce-back walls --wall-axes "
+                                  f"{self.wall_axes or '(none)'}{' and --lid' if self.lid else ''} do not run "
+                                  f"together in 2D: choose one (--periodic drops the thermal walls)")
             self._check_lids(2)
         if self.split is not None and not self.hetero:
             raise ConfigError("split needs hetero (--hetero opencl|cuda)")

@@ -1,0 +1,125 @@
+"""2D bounce-back boundaries (walls on any face, lids, solid cells) on every layout, VL and
+operator against the NumPy oracle lbgen.reference.bounce (written from the textbook rule, not
+from the templates); the run path (the 2D lid-driven cavity from the command line) and the
+refusals."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lbgen
+from lbgen.model.velocity_set import velocity_set
+from lbgen.reference import bounce, bulk
+from lbgen.simulation.parameters import SimulationError
+from tests.helpers import LAYOUT_CONFIGS, cli, layout_params, refused
+
+LX, LY = 12, 32
+LID = {"y-high": (0.04, 0.0), "x-low": (0.0, -0.02)}
+
+
+def _mask():
+    m = np.zeros((LX, LY), bool)
+    m[5:7, 10:14] = True
+    m[0, 20] = True                # a solid cell on the x-low wall's column
+    return m
+
+
+def _start(vs, seed=1):
+    rng = np.random.default_rng(seed)
+    rho = 1 + 0.01 * rng.random((LX, LY))
+    ux, uy = 0.01 * rng.random((LX, LY)), 0.01 * rng.random((LX, LY))
+    T = np.ones((LX, LY)) if vs.isothermal else 1 + 0.01 * rng.random((LX, LY))
+    return bulk.physical_equilibrium(rho, ux, uy, T, vs=vs)
+
+
+def _compare(velocity_set_name, collision, layout, vl, walls, lid, mask, steps=6, fused=True, precision="double"):
+    vs = velocity_set(velocity_set_name)
+    params = {"tau": 0.8} if collision == "bgk" else {"C1": 0.2, "C2": 0.1, "C3": 0.5}
+    g = (1e-5, -2e-5)
+    sim = lbgen.Simulation(LX, LY, velocity_set=velocity_set_name, collision=collision, layout=layout, vl=vl,
+                           walls=walls, lid=lid, mask=mask, gravity=g, fused=fused, strict=True,
+                           precision=precision, **params)
+    f0 = _start(vs)
+    sim.set_populations(f0)
+    ref = np.where(mask[None], 0.0, f0) if mask is not None else f0
+    force = tuple(c / vs.r for c in g)
+    for _ in range(steps):
+        ref = bounce.step_bounce(ref, collision, walls=tuple(walls), lid=lid, solid=mask, vs=vs, force=force,
+                                 **params)
+    sim.step(steps)
+    return sim, np.abs(sim.populations() - ref).max()
+
+
+@pytest.mark.parametrize("layout, vl", layout_params(LAYOUT_CONFIGS))
+def test_walls_lids_and_mask_match_the_oracle_on_every_layout(layout, vl):
+    """D2Q9 BGK, walls on all four faces, two moving (the corner links take the x lid), a mask."""
+    _, err = _compare("d2q9", "bgk", layout, vl, "xy", LID, _mask())
+    assert err < 1e-12
+
+
+@pytest.mark.parametrize("vs, collision, walls, lid, mask", [
+    ("d2q37", "regularized", "xy", {"y-low": (0.03, 0.0)}, True),      # hops of 3 across the walls
+    ("d2q37", "bgk", "x", None, False),                               # a channel along y
+    pytest.param("d2v17", "bgk", "y", {"y-high": (0.05, 0.0)}, False, marks=pytest.mark.slow),
+    pytest.param("d2q9", "regularized", "", None, True, marks=pytest.mark.slow),   # a mask alone
+])
+def test_other_sets_and_operators_match_the_oracle(vs, collision, walls, lid, mask):
+    _, err = _compare(vs, collision, "caosoa", 8, walls, lid, _mask() if mask else None)
+    assert err < 1e-12
+
+
+def test_propagate_bounce_collide_is_fused_bit_for_bit():
+    a, _ = _compare("d2q9", "bgk", "caosoa", 8, "xy", LID, _mask(), fused=True)
+    b, _ = _compare("d2q9", "bgk", "caosoa", 8, "xy", LID, _mask(), fused=False)
+    assert np.array_equal(a.state(), b.state())
+    assert b.program.calls["bounce"] == 6 and a.program.calls["bounce"] == 0
+
+
+def test_solid_cells_hold_nothing_and_mass_is_conserved():
+    m = _mask()
+    sim = lbgen.Simulation(LX, LY, velocity_set="d2q9", tau=0.7, walls="xy", lid={"y-high": (0.05, 0)}, mask=m)
+    sim.set_fields(1.0, 0.0, 0.0, 1.0)
+    assert not sim.state()[:, m].any()
+    mass = sim.diagnostics()["mass"]
+    sim.run(200)
+    d = sim.diagnostics()
+    assert d["nonfinite"] == 0 and d["min_rho"] > 0
+    assert abs(d["mass"] - mass) < 1e-10 * mass and mass == pytest.approx((~m).sum())
+    f = sim.fields()
+    assert not f["rho"][m].any() and not f["ux"][m].any()
+    assert f["ux"][LX // 2, -1] > 0.01            # the lid drags the fluid along
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(walls="z"), ["walls='z'", "'x', 'y'"]),
+    (dict(walls="x", lid={"y-high": (0.1, 0)}), ["lid on the y-high face", "needs walls"]),
+    (dict(walls="y", lid={"y-high": (0.1, 0, 0)}), ["two velocity components", "got 3"]),
+    (dict(walls="y", lid={"y-high": (0, 0.1)}), ["normal to the face", "uy = 0.1"]),
+    (dict(walls="y", lid={"y-high": (0.9, 0)}), ["at most at Mach 0.5"]),
+    (dict(mask=np.zeros((LX, LY + 1), bool)), ["mask: shape", "(LX, LY)"]),
+    (dict(walls="y", time_block=2), ["time_block=2", "time_block=1"]),
+    (dict(walls="y", backend="opencl"), ["backend='opencl'"]),
+    (dict(walls="y", device_backend="opencl", host_columns=4), ["host + device"]),
+])
+def test_bad_boundaries_are_refused_in_words(kwargs, words):
+    with pytest.raises(SimulationError) as e:
+        lbgen.Simulation(LX, LY, velocity_set="d2q9", tau=0.8, **kwargs)
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+
+
+def test_cavity_runs_from_the_command_line_and_writes_its_outputs(tmp_path):
+    out = tmp_path / "cavity"
+    r = cli("run", "lid-driven-cavity", "--velocity-set", "d2q9", "--lx", 24, "--ly", 24, "--steps", 300,
+            "--tau", 0.7, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "walls xy, lid y-high (0.1, 0)" in r.output
+    from lbgen.output import read_field_file
+    fields = read_field_file(out / "fields" / "step-000000300.h5")
+    ux = fields["ux"]
+    assert ux.shape == (24, 24) and ux[12, -1] > 0.03 and ux[12, 4] < 0      # the lid's vortex
+    assert (out / "series.csv").exists() and any((out / "pictures").iterdir())
+
+
+def test_cavity_options_are_refused_beside_the_thermal_walls(tmp_path):
+    refused(cli("run", "lid-driven-cavity", "--velocity-set", "d2q9", "--walls", "--steps", 1), "--walls")
