@@ -123,3 +123,16 @@ def test_cavity_runs_from_the_command_line_and_writes_its_outputs(tmp_path):
 
 def test_cavity_options_are_refused_beside_the_thermal_walls(tmp_path):
     refused(cli("run", "lid-driven-cavity", "--velocity-set", "d2q9", "--walls", "--steps", 1), "--walls")
+
+
+@pytest.mark.parametrize("kwargs", [dict(walls="xy"), dict(walls="y", lid={"y-high": (0.05, 0)}),
+                                    dict(mask=np.zeros((LX, LY), bool))])
+def test_mpi_refuses_bounce_back_before_any_work(kwargs):
+    """lbgen.parallel's 2D lattice has per-side switches for the thermal walls only: a 2D run with
+    bounce-back walls, lids or a mask is refused on every rank together (no communication yet)."""
+    import types
+    from lbgen.parallel.simulation import DistributedSimulation
+    comm = types.SimpleNamespace(rank=0, size=2)
+    with pytest.raises(SimulationError, match="run on one process in 2D") as e:
+        DistributedSimulation(comm, LX, LY, velocity_set="d2q9", tau=0.8, **kwargs)
+    assert getattr(e.value, "collective", False)
