@@ -236,7 +236,7 @@ class Simulation(HealthChecks):
         self.sweeps = {"blocked": 0, "single": 0}
 
     #: the backends whose 2D kernels take bounce-back boundaries
-    BOUNCE_BACKENDS = ("c",)
+    BOUNCE_BACKENDS = ("c", "opencl", "cuda")
 
     def _check_bounce(self, backend, device_backend, time_block) -> None:
         """Bounce-back boundaries run on one backend of BOUNCE_BACKENDS, single steps."""
