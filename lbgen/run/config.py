@@ -259,7 +259,8 @@ class RunConfig:
         from lbgen.output.pictures import default_pictures
         values["pictures"] = default_pictures(merged.get("velocity_set", values["velocity_set"]), name)
         if name in SETUPS:
-            values.update(SETUPS[name].defaults_for(merged.get("velocity_set", values["velocity_set"])))
+            chosen = SETUPS[name].run_defaults.get("velocity_set", values["velocity_set"])   # the set-up's own set
+            values.update(SETUPS[name].defaults_for(merged.get("velocity_set", chosen)))
         values.update(merged)
         values["setup"] = name
         if dimension(values) == 3:               # 3D: the lattice, pictures and gravity of 3D runs

@@ -13,6 +13,8 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
+from lbgen.model.catalog import VELOCITY_SETS
+
 #: gravity of the reference Rayleigh-Taylor runs (d2q37.md), in model units
 RT_GRAVITY = (0.0, -8.33e-5 / 32)
 #: gravity of the 3D Rayleigh-Taylor set-up (Z up; model units): the 2D runs' g would take
@@ -282,8 +284,8 @@ SETUPS: Dict[str, Setup] = {s.name: s for s in (
     Setup("lid-driven-cavity", at_rest, "cavity at rest, no-slip walls on every face, the top face moving: 3D "
           "(default d3q19) z-high with (0.1, 0, 0), 2D (--velocity-set d2q9) y-high with (0.1, 0) (--lid)",
           make3d=at_rest3d, uses_amplitude=False,
-          run_defaults={"velocity_set": "d3q19", "wall_axes": "xy", "lid": CAVITY_LID_2D},
-          run_defaults3d={"velocity_set": "d3q19", "wall_axes": "xyz", "lid": CAVITY_LID}),
+          run_defaults={"velocity_set": "d3q19", "wall_axes": "xyz", "lid": CAVITY_LID},
+          set_defaults={name: {"wall_axes": "xy", "lid": CAVITY_LID_2D} for name in VELOCITY_SETS}),
     Setup("channel", None, "3D flow at rest driven by a body force along x (--gravity, default 2.5e-5,0,0) between "
           "no-slip walls on y (--wall-axes y), or through a duct (--wall-axes yz)", make3d=at_rest3d,
           uses_amplitude=False,

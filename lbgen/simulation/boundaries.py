@@ -17,7 +17,9 @@ from lbgen.simulation.parameters import SimulationError
 
 
 def _spell(D: int) -> str:
-    return ", ".join(repr(a) for a in AXES[:D])
+    """'x' or 'y' (2D); 'x', 'y' or 'z' (3D)."""
+    names = [repr(a) for a in AXES[:D]]
+    return ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def wall_axes(walls, D: int = 3) -> Tuple[str, ...]:
@@ -34,7 +36,7 @@ def wall_axes(walls, D: int = 3) -> Tuple[str, ...]:
     items = list(walls) if not isinstance(walls, str) else list(walls.replace(",", "").replace(" ", ""))
     bad = [w for w in items if not isinstance(w, str) or w.lower() not in AXES[:D]]
     if bad:
-        raise SimulationError(f"walls={walls!r}: each wall axis of a {D}D lattice must be one of {_spell(D)} (e.g. "
+        raise SimulationError(f"walls={walls!r}: each wall axis must be {_spell(D)} in {D}D (e.g. "
                               f"{example}); got {bad[0]!r}")
     items = [w.lower() for w in items]
     if len(set(items)) != len(items):

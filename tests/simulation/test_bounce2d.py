@@ -91,7 +91,7 @@ def test_solid_cells_hold_nothing_and_mass_is_conserved():
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    (dict(walls="z"), ["walls='z'", "'x', 'y'"]),
+    (dict(walls="z"), ["walls='z'", "must be 'x' or 'y' in 2D"]),
     (dict(walls="x", lid={"y-high": (0.1, 0)}), ["lid on the y-high face", "needs walls"]),
     (dict(walls="y", lid={"y-high": (0.1, 0, 0)}), ["two velocity components", "got 3"]),
     (dict(walls="y", lid={"y-high": (0, 0.1)}), ["normal to the face", "uy = 0.1"]),
