@@ -30,7 +30,7 @@ def wall_axes(walls, D: int = 3) -> Tuple[str, ...]:
     example = "walls='x' or walls=('x', 'y')" if D == 2 else "walls='z' or walls=('x', 'y')"
     if not isinstance(walls, (str, list, tuple, set, frozenset)):
         raise SimulationError(f"walls={walls!r}: a {D}D Simulation takes the wall axes as a string or a sequence of "
-                              f"{_spell(D)} (e.g. {example}), or None for a periodic box"
+                              f"{', '.join(repr(a) for a in AXES[:D])} (e.g. {example}), or None for a periodic box"
                               + ("; lbgen.Walls are the thermal walls of the 2D lbgen.Simulation"
                                  if type(walls).__name__ == "Walls" else ""))
     items = list(walls) if not isinstance(walls, str) else list(walls.replace(",", "").replace(" ", ""))
@@ -135,6 +135,15 @@ class BounceBack:
         lids = lid_faces(lid, axes, velocity_set, warn=warn, D=len(shape))
         m = voxel_mask(mask, tuple(shape))
         return cls(axes, lids, m) if axes or m is not None else None
+
+    def check_runs(self, device_backend, time_block) -> None:
+        """SimulationError where they cannot run: a host + device split, a time block."""
+        if device_backend is not None:
+            raise SimulationError(f"bounce-back walls, lids and masks ({self.describe()}) run on one backend: "
+                                  f"a host + device run (device_backend={device_backend!r}) splits the lattice in X")
+        if time_block != 1:
+            raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) does not take "
+                                  f"bounce-back walls, lids or masks ({self.describe()}); use time_block=1")
 
     def kernel_fields(self) -> dict:
         """The keyword arguments of ``Program.set_boundaries``."""

@@ -188,7 +188,7 @@ class Simulation(HealthChecks):
         #: the bounce-back boundaries (walls, lid, mask; None: none), refused where they cannot run
         self.bounds = BounceBack.of(bounce, lid, mask, (lx, ly), vs_name)
         if self.bounds is not None:
-            self._check_bounce(backend, device_backend, time_block)
+            self.bounds.check_runs(device_backend, time_block)
         if walls is not None:
             walls.check(vs)
         self.walls = walls
@@ -234,21 +234,6 @@ class Simulation(HealthChecks):
         self.time_block = int(time_block)
         #: sweeps run so far: "blocked" (time_block steps each, fused_tb) and "single" (one step)
         self.sweeps = {"blocked": 0, "single": 0}
-
-    #: the backends whose 2D kernels take bounce-back boundaries
-    BOUNCE_BACKENDS = ("c", "opencl", "cuda")
-
-    def _check_bounce(self, backend, device_backend, time_block) -> None:
-        """Bounce-back boundaries run on one backend of BOUNCE_BACKENDS, single steps."""
-        if backend not in self.BOUNCE_BACKENDS:
-            raise SimulationError(f"bounce-back walls, lids and masks ({self.bounds.describe()}) run on the "
-                                  f"{', '.join(self.BOUNCE_BACKENDS)} backend in 2D, not backend={backend!r}")
-        if device_backend is not None:
-            raise SimulationError(f"bounce-back walls, lids and masks ({self.bounds.describe()}) run on one backend: "
-                                  f"a host + device run (device_backend={device_backend!r}) splits the lattice in X")
-        if time_block != 1:
-            raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) does not take "
-                                  f"bounce-back walls, lids or masks ({self.bounds.describe()}); use time_block=1")
 
     def _region_plan(self, lx, backend, device_backend, host_columns, backend_options, device_options) -> list:
         """The regions to build, as (backend, x_start, width, options); a hook for subclasses

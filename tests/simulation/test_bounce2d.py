@@ -184,3 +184,52 @@ def test_every_runtime_matches_the_oracle_fused_and_not(runtime, layout, vl):
             c.halo(cf)
             cf, cg = c.step(cf, cg, {"tau": 0.8, "ax": 1e-5, "ay": 0.0}, fused=fused)
         assert np.array_equal(c.layout.unpack(c.download(cf)), got)
+
+
+DEBUG_DRIVER = r"""
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lbgen_kernels.h"
+
+int main(int argc, char **argv)
+{
+    const int lx = 8, ly = 32;
+    lbgen_real *f = lbgen_alloc(lx, ly), *g = lbgen_alloc(lx, ly);
+    if (!f || !g) return 4;
+    lbgen_region all = lbgen_whole(lx, ly);
+    lbgen_params par = {0};
+    par.tau = 0.8;
+    par.walls = 15; par.lids = 8; par.lid[3][0] = 0.05;          /* a closed box, the y-high face moving */
+    const char *c = argv[1];
+    if (!strcmp(c, "bits")) par.walls = 16;
+    if (!strcmp(c, "lid-off-wall")) { par.walls = 3; }
+    if (!strcmp(c, "normal")) par.lid[3][1] = 0.01;
+    if (!strcmp(c, "nan")) par.lid[3][0] = NAN;
+    lbgen_fused(f, g, lx, ly, &all, &par);
+    lbgen_propagate(f, g, lx, ly, &all);
+    lbgen_bounce(f, g, lx, ly, &all, &par);
+    lbgen_collide(g, g, lx, ly, &all, &par);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("case, words", [("bits", "par->walls = 16"), ("lid-off-wall", "par->lids bit 3 (the y-high face)"),
+                                         ("normal", "is normal to its face"), ("nan", "need a finite velocity")])
+def test_debug_builds_check_the_boundary_fields(tmp_path, case, words):
+    import shutil
+    import signal
+    import subprocess
+    from lbgen.codegen.emit import emit
+    from lbgen.codegen.spec import KernelSpec
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build the emitted C")
+    emit(KernelSpec(layout="caosoa", vl=4, velocity_set="d2q9"), tmp_path)
+    (tmp_path / "driver.c").write_text(DEBUG_DRIVER)
+    subprocess.run(["gcc", "-std=gnu11", "-O0", "-fopenmp", "-DLBGEN_DEBUG", "-o", "debug", "driver.c", "lbgen_kernels.c",
+                    "-lm"], cwd=tmp_path, check=True, capture_output=True)
+    ok = subprocess.run([str(tmp_path / "debug"), "ok"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    bad = subprocess.run([str(tmp_path / "debug"), case], capture_output=True, text=True)
+    assert bad.returncode == -signal.SIGABRT and words in bad.stderr and "lbgen_fused" in bad.stderr, bad.stderr
