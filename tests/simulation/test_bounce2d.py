@@ -113,6 +113,7 @@ def test_cavity_runs_from_the_command_line_and_writes_its_outputs(tmp_path):
             "--tau", 0.7, "--out", out)
     assert r.exit_code == 0, r.output
     assert "walls xy, lid y-high (0.1, 0)" in r.output
+    assert "L = 24 sites" in r.output and "Re = 20.78 (= U L/nu)" in r.output      # (0.1/sqrt 3) 24 / (0.2/3)
     from lbgen.output import read_field_file
     fields = read_field_file(out / "fields" / "step-000000300.h5")
     ux = fields["ux"]
