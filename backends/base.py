@@ -247,6 +247,28 @@ class Program(abc.ABC):
         self.layout = make_layout(self.spec.layout, vs.Q, (lx, ly), self.spec.vl, halo=vs.max_hop,
                                   halo_y=self.spec.halo_y)
         self.dtype = np.float64 if self.spec.precision == "double" else np.float32
+        #: the bounce-back boundaries every sweep honours (set_boundaries; None: periodic)
+        self.bounds = None
+
+    def set_boundaries(self, walls: int = 0, lids: int = 0, lid=None, solid=None) -> None:
+        """2D bounce-back boundaries for every following sweep (the `<prefix>_params` fields;
+        ``lbgen.simulation.boundaries`` checks the values): ``walls`` and ``lids`` face bits
+        (bit 2a + s: side s of axis a), ``lid`` the (4, 2) face velocities (model units),
+        ``solid`` an (lx, ly) array of 0 and 1 or None.  All 0 and None: periodic."""
+        if self.spec.walls and (walls or lids or solid is not None):
+            raise ValueError("bounce-back walls, lids and solid cells are not available in kernels generated with "
+                             "the thermal walls (KernelSpec(walls=True))")
+        lid = np.zeros((4, 2)) if lid is None else np.asarray(lid, dtype=np.float64).reshape(4, 2)
+        if solid is not None:
+            solid = np.ascontiguousarray(solid, dtype=np.uint8)
+            if solid.shape != (self.lx, self.ly):
+                raise ValueError(f"solid: shape {solid.shape}; need this program's lattice (lx, ly) = "
+                                 f"{(self.lx, self.ly)}")
+        self.bounds = (int(walls), int(lids), lid, solid) if (walls or solid is not None) else None
+        self._bounds_changed()
+
+    def _bounds_changed(self) -> None:
+        """A hook: the runtime refreshes what it derived from ``bounds``."""
 
     @abc.abstractmethod
     def allocate(self) -> Any: ...
@@ -282,6 +304,10 @@ class Program(abc.ABC):
         if isinstance(depth, str):
             raise ValueError(f"time block {depth!r} is not an integer (time steps per sweep)")
         return time_block_value(depth, allow_auto=False)
+
+    def bounce(self, prv: Any, nxt: Any, **params) -> None:
+        """The bounce-back boundaries (``set_boundaries``) after propagate(prv -> nxt)."""
+        raise NotImplementedError(f"the {self.spec.backend} backend has no bounce-back boundaries yet")
 
     def bc(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
            adiabatic=(False, False), ax: float = 0.0, ay: float = 0.0, sides=(True, True)) -> None:
@@ -390,6 +416,8 @@ class Program(abc.ABC):
                              sides=sides, tau_wall=wall_tau(walls), **params)
             return g, f
         self.propagate(f, g)
+        if self.bounds is not None:
+            self.bounce(f, g, **params)
         if walls is not None:
             self.bc(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
                     params["ax"], params["ay"], sides=sides)

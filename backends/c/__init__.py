@@ -164,6 +164,10 @@ class CProgram(HostBuffers, Program):
         if self._last_par is not None and self._last_par[0] == key:   # a run passes the same values every step
             return self._last_par[1]
         fields = dict(zip(names, values))
+        if self.bounds is not None:
+            walls, lids, lid, solid = self.bounds
+            fields.update(walls=walls, lids=lids, lid=lid.tolist(),
+                          solid=self.ffi.NULL if solid is None else self.ffi.cast("const uint8_t *", solid.ctypes.data))
         if self.spec.walls:
             bottom, top = sides
             fields.update(T_bottom=float(T_bottom), T_top=float(T_top), adiabatic_bottom=int(bool(adiabatic[0])),
@@ -174,6 +178,13 @@ class CProgram(HostBuffers, Program):
         par = self.ffi.new(f"{self.prefix}_params *", fields)
         self._last_par = (key, par)
         return par
+
+    def _bounds_changed(self) -> None:
+        self._last_par = None     # the params record carries the boundaries
+
+    def bounce(self, prv, nxt, region=None, **params):
+        reg, par = self._region(region), self._par(params)
+        self._fn("bounce")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
 
     def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
         """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall."""
@@ -199,6 +210,8 @@ class CProgram(HostBuffers, Program):
                 self._require_walls()
             par = self._par(params, sides=sides)
         status = self._fn("fused_tb")(self._ptr(prv), self._ptr(nxt), *self._sizes, depth, par)
+        if status == 3:
+            raise ValueError("fused_tb: bounce-back boundaries (set_boundaries) are not time-blocked; step with fused")
         if status == 1:
             raise MemoryError(f"fused_tb: no memory for the per-thread ring of {depth - 1} time levels")
         if status:

@@ -42,7 +42,7 @@ def thread_counts(layout) -> Dict[str, int]:
         "propagate": sites, "collide": sites, "fused": sites,
         "init_equilibrium": sites, "fields": sites, "pack": sites, "unpack": sites, "bc": layout.LX,
         "diagnostics": layout.LY,
-        "fused_walls": sites,
+        "fused_walls": sites, "bounce": sites, "bounded_fused": sites, "bounded_collide": sites,
     }
 
 
@@ -102,17 +102,38 @@ class LaunchProgram(Program):
         """The kernels' int arguments wall_bottom, wall_top."""
         return [int(v) for v in self._check_sides(sides)]
 
+    def _device(self, host: np.ndarray):
+        """A host array where the kernels read it (the shim: itself; CuPy: a device copy)."""
+        return host
+
+    def _bounds_changed(self) -> None:
+        """The bounded kernels' last arguments: walls, lids, the lid velocities (8 doubles), the mask."""
+        if self.bounds is None:
+            self._bounds_args = None
+            return
+        walls, lids, lid, solid = self.bounds
+        self._bounds_args = [walls, lids, self._device(np.ascontiguousarray(lid.reshape(-1), dtype=np.float64)),
+                             None if solid is None else self._device(solid.reshape(-1))]
+
+    def bounce(self, prv, nxt, region=None, **params):
+        if self.bounds is not None:
+            self._sweep("bounce", region, prv, nxt, *self._bounds_args)
+
     def propagate(self, prv, nxt, region=None):
         self._sweep("propagate", region, prv, nxt)
 
     def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
         walls = self._sides(sides) if self.spec.walls else []
         self._sweep("collide", region, src, dst, *self._param_values(params), *self._tau_wall(tau_wall), *walls)
+        if self.bounds is not None and self.bounds[3] is not None:      # solid cells hold 0
+            self._sweep("bounded_collide", region, src, dst, *self._bounds_args)
 
     def fused(self, prv, nxt, region=None, sides=(True, True), tau_wall=1.0, **params):
         """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall (no bc)."""
         walls = self._sides(sides) if self.spec.walls else []
         self._sweep("fused", region, prv, nxt, *self._param_values(params), *self._tau_wall(tau_wall), *walls)
+        if self.bounds is not None:     # the sites a boundary reaches, redone
+            self._sweep("bounded_fused", region, prv, nxt, *self._param_values(params), *self._bounds_args)
 
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
            region=None):
@@ -248,6 +269,9 @@ def kernel_arguments(spec) -> Dict[str, str]:
         "init_equilibrium": "P" + sizes + "PPPP" + real * 2, "fields": "P" + sizes + "PPPP" + real * 2,
         "diagnostics": "P" + sizes + "P" + real * 2,
     }
+    if not spec.walls:        # the bounce-back kernels: face bits, lid velocities, mask
+        formats["bounce"] = formats["bounded_collide"] = "PP" + sizes + "iiii" + "iiPP"
+        formats["bounded_fused"] = "PP" + sizes + "iiii" + real * nparams + "iiPP"
     if spec.walls:
         formats["bc"] = "PP" + sizes + "iiii" + real + real + "ii" + real + real + "ii"
         formats["fused_walls"] = "PP" + sizes + "iiii" + real * nparams + real + real + real + "ii" + "ii"
@@ -273,11 +297,14 @@ class CudaProgram(LaunchProgram):
         kinds = self.kinds[kernel]
         if len(args) != len(kinds):
             raise TypeError(f"{self.prefix}_{kernel} takes {len(kinds)} arguments, got {len(args)}")
-        conv = tuple(a if kind is None else kind(a) for a, kind in zip(args, kinds))
+        conv = tuple((np.uintp(0) if a is None else a) if kind is None else kind(a) for a, kind in zip(args, kinds))
         self.functions[kernel]((blocks,), (threads,), conv)
 
     def allocate(self):
         return self.cupy.zeros(self.layout.size, dtype=self.dtype)
+
+    def _device(self, host):
+        return self.cupy.asarray(host)
 
     def upload(self, host, buffer=None):
         host = np.ascontiguousarray(np.asarray(host, dtype=self.dtype).reshape(-1))

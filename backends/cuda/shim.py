@@ -170,8 +170,9 @@ class ShimProgram(HostBuffers, LaunchProgram):
 
     def _launch(self, kernel, blocks, threads, *args):
         fn = getattr(self.lib, f"{self.prefix}_{kernel}__launch")
-        conv = [self._ptr(a, "double" if a.dtype == np.float64 else "float") if isinstance(a, np.ndarray) else a
-                for a in args]
+        ctypes = {np.float64: "double", np.float32: "float", np.uint8: "uint8_t"}
+        conv = [self._ptr(a, ctypes[a.dtype.type]) if isinstance(a, np.ndarray) else self.ffi.NULL if a is None
+                else a for a in args]
         fn(blocks, threads, *conv)
 
     def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):

@@ -285,7 +285,7 @@ class OpenCLProgram(Program):
         self.program = build(source, self.device, self.options)
         prefix = self.spec.prefix
         names = (("halo", "propagate", "collide", "fused", "diagnostics", "init_equilibrium", "fields")
-                 + (("bc", "fused_walls") if self.spec.walls else ()))
+                 + (("bc", "fused_walls") if self.spec.walls else ("bounce", "bounded_fused", "bounded_collide")))
         self.kernels = {n: cl.Kernel(self.program, f"{prefix}_{n}") for n in names}
         bs = block_size or self.spec.block_size or DEFAULT_BLOCK_SIZE
         limit = min(self.device.max_work_group_size,
@@ -393,6 +393,24 @@ class OpenCLProgram(Program):
         if sweep:
             self._launch("propagate", sweep[0], prv, nxt, *self._sizes, *sweep[1])
 
+    def _bounds_changed(self) -> None:
+        """The bounded kernels' last arguments: walls, lids, the lid velocities and the mask on the device."""
+        if self.bounds is None:
+            self._bounds_args = None
+            return
+        walls, lids, lid, solid = self.bounds
+        mf = self.cl.mem_flags
+        lid_buf = self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
+                                 hostbuf=np.ascontiguousarray(lid.reshape(-1), dtype=self.dtype))
+        solid_buf = None if solid is None else self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
+                                                                hostbuf=solid.reshape(-1))
+        self._bounds_args = [np.int32(walls), np.int32(lids), lid_buf, solid_buf]
+
+    def bounce(self, prv, nxt, region=None, **params):
+        sweep = self._sweep(region)
+        if sweep and self.bounds is not None:
+            self._launch("bounce", sweep[0], prv, nxt, *self._sizes, *sweep[1], *self._bounds_args)
+
     def _sides(self, sides):
         """The kernels' int arguments wall_bottom, wall_top."""
         return [np.int32(v) for v in self._check_sides(sides)]
@@ -403,6 +421,8 @@ class OpenCLProgram(Program):
         sweep = self._sweep(region)
         if sweep:
             self._launch("collide", sweep[0], src, dst, *self._sizes, *sweep[1], *values, *walls)
+            if self.bounds is not None and self.bounds[3] is not None:      # solid cells hold 0
+                self._launch("bounded_collide", sweep[0], src, dst, *self._sizes, *sweep[1], *self._bounds_args)
 
     def fused(self, prv, nxt, region=None, sides=(True, True), tau_wall=1.0, **params):
         """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall (no bc)."""
@@ -411,6 +431,9 @@ class OpenCLProgram(Program):
         sweep = self._sweep(region)
         if sweep:
             self._launch("fused", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values, *walls)
+            if self.bounds is not None:     # the sites a boundary reaches, redone
+                self._launch("bounded_fused", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values,
+                             *self._bounds_args)
 
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
            region=None):

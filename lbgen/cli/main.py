@@ -269,7 +269,8 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
                       for d in regions)
     if comm is not None:
         where = f"{comm.size} MPI ranks: {where}"
-    box = f"walls ({cfg.walls['scheme']} scheme)" if cfg.walls else "periodic"
+    bounds = getattr(runner.sim, "bounds", None)      # 2D bounce-back walls, lids
+    box = f"walls ({cfg.walls['scheme']} scheme)" if cfg.walls else bounds.describe() if bounds else "periodic"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
          f"{cfg.lx} x {cfg.ly}, "
          f"{cfg.steps} steps, {spec.collision}, {box}, {spec.precision}; {where}")

@@ -38,17 +38,20 @@ SCALARS = ("mass", "momentum_x", "momentum_y", "energy", "kinetic_energy", "mixi
            "min_rho", "min_T", "max_T", "nonfinite")
 
 
-def rows_of_fields(fields: Dict[str, np.ndarray]) -> np.ndarray:
-    """(LY, ND) rows of (LX, LY) fields ``rho``, ``ux``, ``uy``, ``T`` (the kernel's result on the host)."""
+def rows_of_fields(fields: Dict[str, np.ndarray], solid: Optional[np.ndarray] = None) -> np.ndarray:
+    """(LY, ND) rows of (LX, LY) fields ``rho``, ``ux``, ``uy``, ``T`` (the kernel's result on the
+    host); cells where ``solid`` is nonzero are skipped (their fields must read 0: no mass)."""
     rho, ux, uy, T = (np.asarray(fields[n], dtype=np.float64) for n in ("rho", "ux", "uy", "T"))
     if rho.ndim != 2:
         raise ValueError(f"fields must be (LX, LY) arrays, got shape {rho.shape}")
     u2 = ux * ux + uy * uy
     kinetic = 0.5 * rho * u2
-    bad = ~(np.isfinite(rho) & np.isfinite(ux) & np.isfinite(uy) & np.isfinite(T))
+    fluid = np.ones(rho.shape, bool) if solid is None else np.asarray(solid) == 0
+    bad = ~(np.isfinite(rho) & np.isfinite(ux) & np.isfinite(uy) & np.isfinite(T)) & fluid
+    skip = bad | ~fluid
     with np.errstate(invalid="ignore"):
         def masked(a, fill):
-            return np.where(bad, fill, a)
+            return np.where(skip, fill, a)
         columns = {
             "mass": rho.sum(0), "momentum_x": (rho * ux).sum(0), "momentum_y": (rho * uy).sum(0),
             "energy": (rho * T).sum(0) + kinetic.sum(0), "kinetic_energy": kinetic.sum(0), "T_sum": T.sum(0),

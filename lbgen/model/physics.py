@@ -367,6 +367,12 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
         A = cfg.amplitude               # resolved by the run (the set-up's default where not given)
         if A:
             out.update(wave_numbers(velocity_to_lattice(abs(A), r), cfg.lx, nu, c_s))
+    lid = getattr(cfg, "lid", None)
+    if lid and getattr(cfg, "wall_axes", None) and not walls:     # 2D bounce-back lids: the cavity
+        face, u = max(lid.items(), key=lambda kv: math.hypot(*kv[1]))
+        if any(u):
+            L = (cfg.lx, cfg.ly)["xy".index(face[0])]               # the cavity across the lid's face
+            out.update(lid_numbers(velocity_to_lattice(math.hypot(*u), r), L, nu, c_s))
     planes = None
     if walls:
         planes = wall_planes(cfg, walls["T_bottom"], walls["T_top"])

@@ -57,7 +57,7 @@ from lbgen.model.walls import min_ly_walls
 from lbgen.parallel.decomposition import parse_ranks_grid, rank_grid, slab_starts, slab_widths
 from lbgen.parallel.exchange import finish, post, trade
 from lbgen.parallel.mpi import agree, collective, root_call
-from lbgen.simulation.runner import Simulation, SimulationError
+from lbgen.simulation.runner import Simulation, SimulationError, Walls
 
 
 class DistributedSimulation(Simulation):
@@ -76,6 +76,14 @@ class DistributedSimulation(Simulation):
         self.rank, self.nranks = comm.rank, comm.size
         vs_name = kw.get("velocity_set", DEFAULT_VELOCITY_SET)
         H = velocity_set(vs_name).max_hop
+        bounce = {k: kw[k] for k in ("lid", "mask") if kw.get(k) is not None}
+        if kw.get("walls") is not None and not isinstance(kw["walls"], Walls):
+            bounce["walls"] = kw["walls"]
+        if bounce:      # the rank's faces would need per-face switches on split axes: not yet (issue 34)
+            raise collective(SimulationError(
+                f"bounce-back walls, lids and masks ({', '.join(f'{k}={v!r}' for k, v in bounce.items() if k != 'mask')}"
+                f"{' mask' if 'mask' in bounce else ''}) run on one process in 2D; under MPI the 2D lattice takes the "
+                f"thermal walls (lbgen.Walls) only"))
         depth = kw.pop("time_block", 1)
         if depth == "auto":
             depth = 1       # the depth under MPI is a choice of the user (no tuning across ranks)

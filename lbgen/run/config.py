@@ -78,7 +78,7 @@ class RunConfig:
     window: Optional[str] = OPTIONS["window"].default
     dpi: Optional[float] = None
     clim: Optional[Dict[str, list]] = None     # {picture quantity: [lo, hi]} over the physical colour limits
-    wall_axes: Optional[str] = None            # 3D: the no-slip wall axes ('y', 'yz', 'xyz'; Simulation3D's walls)
+    wall_axes: Optional[str] = None            # the no-slip wall axes ('y', 'yz', 'xyz'; 2D: 'x', 'y', 'xy')
     lid: Optional[Dict[str, tuple]] = None     # 3D: moving faces {'z-high': (ux, uy, uz)} (Simulation3D's lid)
     geometry: Optional[str] = None             # 3D: voxel mask .npy (Simulation3D's mask)
     geometry_digest: Optional[str] = None      # 3D: sha256 of the mask the run started with (resolved)
@@ -140,8 +140,6 @@ class RunConfig:
 
     def _check_3d(self) -> None:
         """The rules of a 3D run: a 3D set-up, three gravity components, lids on wall axes."""
-        from lbgen.simulation.lattice3d import lid_faces, wall_axes
-        from lbgen.simulation.parameters import SimulationError
         setup = SETUPS.get(self.setup)
         if setup is not None and 3 not in setup.dimensions:
             three = ", ".join(n for n, s in SETUPS.items() if 3 in s.dimensions)
@@ -154,8 +152,14 @@ class RunConfig:
         if len(self.gravity) != 3:
             raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected three numbers "
                               f"'GX,GY,GZ' in a 3D run")
+        self._check_lids(3)
+
+    def _check_lids(self, D: int) -> None:
+        """The lids on wall axes of a D-dimensional run (lbgen.simulation.boundaries: one home)."""
+        from lbgen.simulation.boundaries import lid_faces, wall_axes
+        from lbgen.simulation.parameters import SimulationError
         try:
-            lid_faces(self.lid, wall_axes(self.wall_axes), self.velocity_set)
+            lid_faces(self.lid, wall_axes(self.wall_axes, D), self.velocity_set, D=D)
         except SimulationError as e:
             text = str(e).replace("walls=", "--wall-axes ")
             raise ConfigError(f"--{text}" if text.startswith("lid") else text) from None
@@ -171,6 +175,11 @@ class RunConfig:
             if len(self.gravity) != 2:
                 raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected two numbers 'GX,GY' "
                                   f"in a 2D run (three, GX,GY,GZ, in 3D)")
+            if self.walls is not None and (self.wall_axes or self.lid):
+                raise ConfigError(f"--walls (the thermal walls on y) and the bounce-back walls --wall-axes "
+                                  f"{self.wall_axes or '(none)'}{' and --lid' if self.lid else ''} do not run "
+                                  f"together in 2D: choose one (--periodic drops the thermal walls)")
+            self._check_lids(2)
         if self.split is not None and not self.hetero:
             raise ConfigError("split needs hetero (--hetero opencl|cuda)")
         if self.layout is not None or self.vl not in (None, "auto"):
@@ -251,7 +260,8 @@ class RunConfig:
         from lbgen.output.pictures import default_pictures
         values["pictures"] = default_pictures(merged.get("velocity_set", values["velocity_set"]), name)
         if name in SETUPS:
-            values.update(SETUPS[name].defaults_for(merged.get("velocity_set", values["velocity_set"])))
+            chosen = SETUPS[name].run_defaults.get("velocity_set", values["velocity_set"])   # the set-up's own set
+            values.update(SETUPS[name].defaults_for(merged.get("velocity_set", chosen)))
         values.update(merged)
         values["setup"] = name
         if dimension(values) == 3:               # 3D: the lattice, pictures and gravity of 3D runs
@@ -340,7 +350,8 @@ class RunConfig:
         """What a checkpoint must agree with to be resumed by this run: the lattice, the
         operator and its parameters, gravity, walls, the kernels' precision."""
         three = {"lz": self.lz, "wall_axes": self.wall_axes, "lid": self.lid, "geometry": self.geometry,
-                 "geometry_digest": self.geometry_digest} if self.dimension == 3 else {}
+                 "geometry_digest": self.geometry_digest} if self.dimension == 3 else \
+            {"wall_axes": self.wall_axes, "lid": self.lid} if self.wall_axes else {}   # 2D bounce-back walls
         return {"lx": self.lx, "ly": self.ly, **three, "collision": self.collision, "parameters": dict(self.parameters),
                 "gravity": list(self.gravity), "walls": self.walls, "precision": self.precision,
                 "velocity_set": self.velocity_set}

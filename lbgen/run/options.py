@@ -82,10 +82,12 @@ SCHEMA: Tuple[Option, ...] = (
     Option("velocity_set", "choice", DEFAULT_VELOCITY_SET, f"Velocity set: {sets_help()}.  The third-order "
            "sets conduct heat as kappa/T^2: use d2q37 for large temperature contrasts (docs/physics.md).",
            choices=tuple(VELOCITY_SETS) + SETS_3D, identity=True),
-    Option("wall_axes", "axes", None, "3D: the axes whose two faces are half-way bounce-back no-slip walls, e.g. y "
-           "(channel between walls) or yz (duct); the others are periodic.", optional=True, identity=True),
-    Option("lid", "lid", None, "3D: moving walls FACE=UX,UY,UZ (model units, in the face's plane; FACE x-low ... "
-           "z-high of a wall axis), several separated by ';'.", optional=True, identity=True),
+    Option("wall_axes", "axes", None, "The axes whose two faces are half-way bounce-back no-slip walls, e.g. y "
+           "(channel between walls), yz (duct) or xy (2D cavity); the others are periodic.", optional=True,
+           identity=True),
+    Option("lid", "lid", None, "Moving walls FACE=UX,UY[,UZ] (model units, in the face's plane; FACE x-low ... "
+           "z-high of a wall axis; two components in 2D, three in 3D), several separated by ';'.", optional=True,
+           identity=True),
     Option("geometry", "path", None, "3D: voxel mask .npy of shape (LX, LY, LZ), bool or uint8 0/1 (1: solid); "
            "links into solid voxels bounce back.", optional=True),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
@@ -262,6 +264,14 @@ def _depth(v) -> Optional[str]:
     return _only_3d("it is the depth")(v) or _from_init(v)
 
 
+def _bounce(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
+    """Bounce-back walls and lids: any D, but not beside the thermal walls of a 2D run."""
+    def rule(v) -> Optional[str]:
+        return (f"{what} (bounce-back); this 2D run has the thermal walls on y (--walls): bounce-back walls and "
+                f"lids run without them (--periodic)" if dimension(v) == 2 and v.get("walls") else None)
+    return rule
+
+
 def _in_2d(key: str, rule: Optional[Callable[[Mapping[str, Any]], Optional[str]]]):
     def checked(v) -> Optional[str]:
         if dimension(v) == 3 and key in NOT_IN_3D:
@@ -288,8 +298,8 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "pictures": _needs_out, "fields_format": _needs_out, "clim": _needs_out, "dpi": _dpi,
     "pictures_every": _dpi, "window": _dpi,
     "keep_checkpoints": _keep_checkpoints,
-    "lz": _depth, "wall_axes": _only_3d("they are the no-slip walls"),
-    "lid": _only_3d("it is a moving wall"), "geometry": _only_3d("it is the voxel mask"),
+    "lz": _depth, "wall_axes": _bounce("they are the no-slip walls"),
+    "lid": _bounce("it is a moving wall"), "geometry": _only_3d("it is the voxel mask"),
 }
 APPLIES.update({k: _in_2d(k, APPLIES.get(k)) for k in NOT_IN_3D})
 
@@ -450,8 +460,8 @@ def as_gravity(value) -> Tuple[float, ...]:
 
 
 def as_axes(value) -> str:
-    """3D wall axes as Simulation3D takes them ('yz', ('y', 'z')) -> 'yz' (x, y, z order)."""
-    from lbgen.simulation.lattice3d import wall_axes
+    """Wall axes as Simulation takes them ('yz', ('y', 'z')) -> 'yz' (x, y, z order)."""
+    from lbgen.simulation.boundaries import wall_axes
     from lbgen.simulation.parameters import SimulationError
     try:
         return "".join(wall_axes(value))
@@ -459,9 +469,10 @@ def as_axes(value) -> str:
         raise ValueError(f"is not a set of wall axes: {e}") from None
 
 
-def as_lid(value) -> Dict[str, Tuple[float, float, float]]:
-    """'z-high=0.1,0,0; x-low=0,0.05,0' (or a mapping) -> {'z-high': (0.1, 0.0, 0.0), ...}: the
-    faces and velocities of Simulation3D's ``lid`` (checked against the wall axes there)."""
+def as_lid(value) -> Dict[str, Tuple[float, ...]]:
+    """'z-high=0.1,0,0; x-low=0,0.05,0' (or a mapping; two components in 2D) -> {'z-high': (0.1,
+    0.0, 0.0), ...}: the faces and velocities of Simulation's ``lid`` (checked against the wall
+    axes and the dimension there)."""
     if isinstance(value, Mapping):
         items = list(value.items())
     else:
@@ -484,16 +495,17 @@ def as_lid(value) -> Dict[str, Tuple[float, float, float]]:
             raise ValueError(f"gives the {key} face twice; give each face once")
         parts = (velocity.split(",") if isinstance(velocity, str) else
                  list(velocity) if isinstance(velocity, (list, tuple)) else [velocity])
-        if len(parts) != 3:
-            raise ValueError(f"face {face!r}: expected three velocity components UX,UY,UZ, got {len(parts)}")
+        if len(parts) not in (2, 3):
+            raise ValueError(f"face {face!r}: expected the velocity components UX,UY (2D) or UX,UY,UZ (3D), got "
+                             f"{len(parts)}")
         u = []
         for name, c in zip(("UX", "UY", "UZ"), parts):
             try:
                 u.append(as_float(c))
             except ValueError as e:
                 what = "is not finite" if "finite" in str(e) else "is not a number"
-                raise ValueError(f"face {face!r}: {name}={str(c).strip()} {what}; a lid's velocity is three finite "
-                                 f"numbers UX,UY,UZ") from None
+                raise ValueError(f"face {face!r}: {name}={str(c).strip()} {what}; a lid's velocity is finite "
+                                 f"numbers UX,UY[,UZ]") from None
         out[key] = tuple(u)
     if not out:
         raise ValueError("names no face: expected FACE=UX,UY,UZ (e.g. z-high=0.1,0,0)")

@@ -13,6 +13,8 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
+from lbgen.model.catalog import VELOCITY_SETS
+
 #: gravity of the reference Rayleigh-Taylor runs (d2q37.md), in model units
 RT_GRAVITY = (0.0, -8.33e-5 / 32)
 #: gravity of the 3D Rayleigh-Taylor set-up (Z up; model units): the 2D runs' g would take
@@ -95,6 +97,8 @@ def rayleigh_taylor_profile(h: np.ndarray, depth: int, T_hot: float, T_cold: flo
 #: the lid speed of the cavity and the body force of the channel when none is given (model
 #: units: u_lattice = u / r, force per unit mass per step g / r; r = sqrt(3) for D3Q19/D3Q27)
 CAVITY_LID = {"z-high": (0.1, 0.0, 0.0)}
+#: the 2D cavity's (D2Q9, r = sqrt(3): Mach 0.1; lbgen.model.physics.LID_MACH_MAX applies)
+CAVITY_LID_2D = {"y-high": (0.1, 0.0)}
 CHANNEL_GRAVITY = (2.5e-5, 0.0, 0.0)
 TAYLOR_GREEN_AMPLITUDE = 0.05
 
@@ -199,6 +203,12 @@ def rayleigh_taylor3d(lx: int, ly: int, lz: int, gravity: Tuple[float, float, fl
     return {"rho": rho, "ux": zero, "uy": zero.copy(), "uz": zero.copy(), "T": T}
 
 
+def at_rest(lx: int, ly: int, **_) -> Dict[str, np.ndarray]:
+    """A 2D fluid at rest, rho = T = 1 (the walls or a lid set it moving)."""
+    shape = (lx, ly)
+    return {"rho": np.ones(shape), "ux": np.zeros(shape), "uy": np.zeros(shape), "T": np.ones(shape)}
+
+
 def at_rest3d(lx: int, ly: int, lz: int, **_) -> Dict[str, np.ndarray]:
     """A fluid at rest, rho = 1 (the walls, a lid or the body force set it moving)."""
     return _at_rest3d(lx, ly, lz)
@@ -276,11 +286,11 @@ SETUPS: Dict[str, Setup] = {s.name: s for s in (
           "with its pressure in the density (periodic)", default_amplitude=lambda lx: TAYLOR_GREEN_AMPLITUDE,
           make3d=taylor_green3d, run_defaults={"velocity_set": "d3q19"},
           missing_why="its vortex is written in three dimensions only; a periodic 2D flow: shear-wave"),
-    Setup("lid-driven-cavity", None, "3D cavity at rest, no-slip walls on all six faces, the z-high face moving "
-          "with (0.1, 0, 0) (--lid)", make3d=at_rest3d, uses_amplitude=False,
+    Setup("lid-driven-cavity", at_rest, "cavity at rest, no-slip walls on every face, the top face moving: 3D "
+          "(default d3q19) z-high with (0.1, 0, 0), 2D (--velocity-set d2q9) y-high with (0.1, 0) (--lid)",
+          make3d=at_rest3d, uses_amplitude=False,
           run_defaults={"velocity_set": "d3q19", "wall_axes": "xyz", "lid": CAVITY_LID},
-          missing_why="its no-slip walls and moving lid are the 3D bounce-back walls (--wall-axes, --lid); 2D "
-                      "runs have the thermal walls of --walls on y only"),
+          set_defaults={name: {"wall_axes": "xy", "lid": CAVITY_LID_2D} for name in VELOCITY_SETS}),
     Setup("channel", None, "3D flow at rest driven by a body force along x (--gravity, default 2.5e-5,0,0) between "
           "no-slip walls on y (--wall-axes y), or through a duct (--wall-axes yz)", make3d=at_rest3d,
           uses_amplitude=False,

@@ -1,10 +1,13 @@
-"""The checks of the boundary arguments (``Simulation3D`` today; the one home for any D) -- wall axes and faces, lids (faces, velocities,
-the Mach limit of ``lbgen.model.physics``), the voxel mask -- and of saved populations, for
+"""The checks of the boundary arguments (``Simulation`` in 2D, ``Simulation3D``: the one home for any D) -- wall
+axes and faces, lids (faces, velocities, the Mach limit of ``lbgen.model.physics``), the voxel mask -- and
+their kernel fields (``face_bits``), and of saved populations, for
 every caller that takes the same forms (the run description: --wall-axes, --lid,
 --geometry; ``restore`` in 2D and 3D): one home for the rules.  Each refusal is a
 SimulationError naming the parameter, the value and what is allowed."""
 from __future__ import annotations
 
+import warnings
+from dataclasses import dataclass
 from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
@@ -13,35 +16,43 @@ from lbgen.model.catalog import AXES, SIDES
 from lbgen.simulation.parameters import SimulationError
 
 
-def wall_axes(walls) -> Tuple[str, ...]:
-    """'xz', ('x', 'z') or None -> ('x', 'z'); anything else refused naming it."""
+def _spell(D: int) -> str:
+    """'x' or 'y' (2D); 'x', 'y' or 'z' (3D)."""
+    names = [repr(a) for a in AXES[:D]]
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def wall_axes(walls, D: int = 3) -> Tuple[str, ...]:
+    """'xz', ('x', 'z') or None -> ('x', 'z') (axes of a D-dimensional lattice); anything else
+    refused naming it."""
     if walls is None:
         return ()
+    example = "walls='x' or walls=('x', 'y')" if D == 2 else "walls='z' or walls=('x', 'y')"
     if not isinstance(walls, (str, list, tuple, set, frozenset)):
-        raise SimulationError(f"walls={walls!r}: Simulation3D takes the wall axes as a string or a sequence of "
-                              f"'x', 'y', 'z' (e.g. walls='z' or walls=('x', 'y')), or None for a periodic box"
+        raise SimulationError(f"walls={walls!r}: a {D}D Simulation takes the wall axes as a string or a sequence of "
+                              f"{', '.join(repr(a) for a in AXES[:D])} (e.g. {example}), or None for a periodic box"
                               + ("; lbgen.Walls are the thermal walls of the 2D lbgen.Simulation"
                                  if type(walls).__name__ == "Walls" else ""))
     items = list(walls) if not isinstance(walls, str) else list(walls.replace(",", "").replace(" ", ""))
-    bad = [w for w in items if not isinstance(w, str) or w.lower() not in AXES]
+    bad = [w for w in items if not isinstance(w, str) or w.lower() not in AXES[:D]]
     if bad:
-        raise SimulationError(f"walls={walls!r}: each wall axis must be 'x', 'y' or 'z' (e.g. walls='z' or "
-                              f"walls=('x', 'y')); got {bad[0]!r}")
+        raise SimulationError(f"walls={walls!r}: each wall axis must be {_spell(D)} in {D}D (e.g. "
+                              f"{example}); got {bad[0]!r}")
     items = [w.lower() for w in items]
     if len(set(items)) != len(items):
         raise SimulationError(f"walls={walls!r} names an axis twice")
     return tuple(a for a in AXES if a in items)
 
 
-def wall_faces(walls) -> Tuple[Tuple[str, str], ...]:
-    """The no-slip wall faces (axis, side) in the boundaries record's bit order (2a + s) of
-    ``walls``: axes (an axis walls both its faces: 'z', 'xz', ('x', 'z')) and faces ('z-low',
-    ('z', 'high'), 'x, z-low') mixed, or None (a periodic box); anything else, or a face given
-    twice, refused naming it."""
+def wall_faces(walls, D: int = 3) -> Tuple[Tuple[str, str], ...]:
+    """The no-slip wall faces (axis, side) in the kernels' bit order (2a + s) of ``walls``: axes
+    (an axis walls both its faces: 'z', 'xz', ('x', 'z')) and faces ('z-low', ('z', 'high'),
+    'x, z-low') mixed, or None (a periodic box); anything else, or a face given twice, refused
+    naming it."""
     if walls is None:
         return ()
     if not isinstance(walls, (str, list, tuple, set, frozenset)):
-        wall_axes(walls)                      # the refusal in words
+        wall_axes(walls, D)                   # the refusal in words
     if isinstance(walls, tuple) and len(walls) == 2 and all(isinstance(w, str) for w in walls) \
             and walls[1].lower() in SIDES:
         walls = [walls]                       # one face as (axis, side)
@@ -49,37 +60,42 @@ def wall_faces(walls) -> Tuple[Tuple[str, str], ...]:
     faces = []
     for item in items:
         if isinstance(item, str) and "-" not in item:
-            faces += [(a, side) for a in wall_axes(item) for side in SIDES]
+            faces += [(a, side) for a in wall_axes(item, D) for side in SIDES]
         else:
-            faces.append(_face(item, "walls"))
+            faces.append(_face(item, D, "walls"))
     twice = sorted({f for f in faces if faces.count(f) > 1})
     if twice:
         raise SimulationError(f"walls={walls!r} names the {'-'.join(twice[0])} face twice")
     return tuple(sorted(faces, key=lambda f: (AXES.index(f[0]), SIDES.index(f[1]))))
 
 
-def _face(face, what: str = "lid face") -> Tuple[str, str]:
+def _face(face, D: int = 3, what: str = "lid face") -> Tuple[str, str]:
     text = "-".join(face) if isinstance(face, tuple) else str(face)
     axis, _, side = text.lower().partition("-")
-    if axis not in AXES or side not in SIDES:
-        raise SimulationError(f"{what} {face!r}: name a face as 'x-low', 'x-high', 'y-low', ..., 'z-high'")
+    if axis not in AXES[:D] or side not in SIDES:
+        raise SimulationError(f"{what} {face!r}: name a face as "
+                              + ", ".join(f"'{a}-{s}'" for a in AXES[:D] for s in SIDES) + f" (a {D}D lattice)")
     return axis, side
 
 
 def lid_faces(lid, walls, velocity_set: Optional[str] = None,
-          warn: Optional[Callable[[str], None]] = None) -> Dict[Tuple[str, str], Tuple[float, float, float]]:
-    """The moving walls {(axis, side): (ux, uy, uz)}, refused naming the face: a face without a
-    wall (``walls``: axes or faces, as ``wall_faces`` takes them), a face named twice (in any spelling), components that are not three
-    finite numbers, a component normal to the face, and (given the ``velocity_set``) a speed
-    above ``lbgen.model.physics.LID_MACH_MAX`` (``warn`` gets the warning of the band below it)."""
+              warn: Optional[Callable[[str], None]] = None, D: int = 3) -> Dict[Tuple[str, str], Tuple[float, ...]]:
+    """The moving walls {(axis, side): (ux, uy[, uz])} of a D-dimensional lattice, refused
+    naming the face: a face without a wall (``walls``: axes or faces, as ``wall_faces`` takes
+    them), a face named twice (in any spelling),
+    components that are not D finite numbers, a component normal to the face, and (given the
+    ``velocity_set``) a speed above ``lbgen.model.physics.LID_MACH_MAX`` (``warn`` gets the
+    warning of the band below it)."""
     if lid is None:
         return {}
+    comps = ", ".join(f"u{a}" for a in AXES[:D])
     if not isinstance(lid, Mapping):
-        raise SimulationError(f"lid={lid!r} must map faces to velocities, e.g. lid={{'z-high': (0.05, 0, 0)}}")
+        example = "{'y-high': (0.05, 0)}" if D == 2 else "{'z-high': (0.05, 0, 0)}"
+        raise SimulationError(f"lid={lid!r} must map faces to velocities, e.g. lid={example}")
     out, named = {}, {}
-    faces = wall_faces(walls)
+    faces = wall_faces(walls, D)
     for face, velocity in lid.items():
-        axis, side = _face(face)
+        axis, side = _face(face, D)
         if (axis, side) in out:
             raise SimulationError(f"lid: the {axis}-{side} face is given twice ({named[(axis, side)]!r} and "
                                   f"{face!r}); give each face once")
@@ -95,12 +111,13 @@ def lid_faces(lid, walls, velocity_set: Optional[str] = None,
             u = tuple(float(c) for c in velocity)
         except (TypeError, ValueError):
             u = ()
-        if len(u) != 3:
-            raise SimulationError(f"lid {axis}-{side}: velocity {velocity!r} must be three finite numbers (ux, uy, uz)")
+        if len(u) != D:
+            raise SimulationError(f"lid {axis}-{side}: velocity {velocity!r}: expected {('two', 'three')[D - 2]} velocity "
+                                  f"components ({comps}) of finite numbers in {D}D, got {len(u) or 'none'}")
         if not all(np.isfinite(u)):
             bad = next(f"u{a} = {c}" for a, c in zip(AXES, u) if not np.isfinite(c))
             raise SimulationError(f"lid {axis}-{side}: velocity component {bad} is not finite; a lid's velocity is "
-                                  f"three finite numbers (ux, uy, uz)")
+                                  f"{D} finite numbers ({comps})")
         if u[AXES.index(axis)] != 0.0:
             raise SimulationError(f"lid {axis}-{side}: velocity {velocity!r} has a component normal to the face "
                                   f"(u{axis} = {u[AXES.index(axis)]:g}); a lid moves in its plane: u{axis} must be 0")
@@ -116,20 +133,79 @@ def lid_faces(lid, walls, velocity_set: Optional[str] = None,
     return out
 
 
+def face_bits(walls, lids, D: int):
+    """The kernels' fields of checked boundaries: (walls, lids, lid), face f = 2a + s (side s of
+    axis a) as bit f of ``walls`` (both faces of each wall axis) and ``lids``, lid[f] its
+    velocity (a (2D, D) array)."""
+    wall_bits = sum(3 << 2 * AXES.index(a) for a in walls)
+    lid = np.zeros((2 * D, D))
+    lid_bits = 0
+    for (axis, side), u in lids.items():
+        face = 2 * AXES.index(axis) + SIDES.index(side)
+        lid_bits |= 1 << face
+        lid[face] = u
+    return wall_bits, lid_bits, lid
+
+
+@dataclass(frozen=True)
+class BounceBack:
+    """Checked bounce-back boundaries of a 2D ``Simulation`` (the 3D spelling): ``walls`` the
+    wall axes, ``lid`` {(axis, side): (ux, uy)}, ``mask`` an (LX, LY) uint8 array or None."""
+
+    walls: Tuple[str, ...]
+    lid: Dict[Tuple[str, str], Tuple[float, ...]]
+    mask: Optional[np.ndarray]
+
+    @classmethod
+    def of(cls, walls, lid, mask, shape, velocity_set: str) -> Optional["BounceBack"]:
+        """The checked boundaries, or None for a periodic box (each argument refused in words)."""
+        def warn(note: str) -> None:       # a lid in the unstable Mach band: taken, with a warning
+            from lbgen.model.physics import LidMachWarning
+            warnings.warn(LidMachWarning(note), stacklevel=5)
+        axes = wall_axes(walls, len(shape))
+        lids = lid_faces(lid, axes, velocity_set, warn=warn, D=len(shape))
+        m = voxel_mask(mask, tuple(shape))
+        return cls(axes, lids, m) if axes or m is not None else None
+
+    def check_runs(self, device_backend, time_block) -> None:
+        """SimulationError where they cannot run: a host + device split, a time block."""
+        if device_backend is not None:
+            raise SimulationError(f"bounce-back walls, lids and masks ({self.describe()}) run on one backend: "
+                                  f"a host + device run (device_backend={device_backend!r}) splits the lattice in X")
+        if time_block != 1:
+            raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) does not take "
+                                  f"bounce-back walls, lids or masks ({self.describe()}); use time_block=1")
+
+    def kernel_fields(self) -> dict:
+        """The keyword arguments of ``Program.set_boundaries``."""
+        walls, lids, lid = face_bits(self.walls, self.lid, 2)
+        return {"walls": walls, "lids": lids, "lid": lid, "solid": self.mask}
+
+    def describe(self) -> str:
+        parts = [f"walls {''.join(self.walls)}"] if self.walls else []
+        parts += [f"lid {a}-{s} (" + ", ".join(f"{c:g}" for c in u) + ")" for (a, s), u in self.lid.items()]
+        if self.mask is not None:
+            parts.append(f"mask {100.0 * self.mask.mean():.3g}% solid")
+        return ", ".join(parts)
+
+
 def voxel_mask(mask, shape) -> Optional[np.ndarray]:
-    """The voxel mask as a uint8 (LX, LY, LZ) array of 0 and 1, or None; checked before any work."""
+    """The voxel mask as a uint8 array of the lattice's shape ((LX, LY) or (LX, LY, LZ)) of 0
+    and 1, or None; checked before any work."""
     if mask is None:
         return None
+    names = "(" + ", ".join(f"L{a.upper()}" for a in AXES[:len(shape)]) + ")"
     m = np.asarray(mask)
     if m.dtype != np.bool_ and m.dtype != np.uint8:
         raise SimulationError(f"mask: a {m.dtype} array; the voxel mask must be a bool array (True: solid) or "
-                              f"a uint8 array of 0 and 1, of shape (LX, LY, LZ) = {shape}")
+                              f"a uint8 array of 0 and 1, of shape {names} = {shape}")
     if m.shape != shape:
         raise SimulationError(f"mask: shape {m.shape}; the voxel mask must have the lattice's shape "
-                              f"(LX, LY, LZ) = {shape}")
+                              f"{names} = {shape}")
     if m.dtype == np.uint8 and m.max(initial=0) > 1:
-        x, y, z = (int(i[0]) for i in np.nonzero(m > 1))
-        raise SimulationError(f"mask: value {int(m[x, y, z])} at (x={x}, y={y}, z={z}); a uint8 voxel mask holds "
+        at = tuple(int(i[0]) for i in np.nonzero(m > 1))
+        where = ", ".join(f"{a}={i}" for a, i in zip(AXES, at))
+        raise SimulationError(f"mask: value {int(m[at])} at ({where}); a uint8 voxel mask holds "
                               f"0 (fluid) and 1 (solid)")
     m = np.ascontiguousarray(m, dtype=np.uint8)
     if m.all():

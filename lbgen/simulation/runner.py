@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABCMeta
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from lbgen.codegen.render import generate
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET, run_set, set_entry, wall_scheme_refusal
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
+from lbgen.simulation.boundaries import BounceBack
 from lbgen.simulation.health import HealthChecks
 from lbgen.simulation.interface import Lattice, checked_populations, count, lattice_size, time_block_depth
 from lbgen.simulation.parameters import Parameters, RunStats, SimulationError, Walls
@@ -88,6 +89,10 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
     asynchronously while the host computes, and the result equals a single-backend run
     (bit-identical in strict mode).
 
+    Boundaries as in 3D: ``walls='x'`` (or 'y', 'xy': half-way bounce-back no-slip walls on
+    both faces of those axes), ``lid={'y-high': (ux, 0)}`` (moving walls), ``mask`` (an (LX, LY)
+    bool or 0/1 array: solid cells); ``walls=Walls(...)`` are the thermal walls on y instead.
+
     ``time_block=N`` (C backend, one region) advances N steps per sweep through cache
     (temporal blocking, ``fused_tb``), bit-identical to single steps in strict mode;
     ``step(n)`` does n // N such sweeps, then n % N single steps (``sweeps`` counts both).
@@ -140,7 +145,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         return Simulation3D(*shape, **kwargs)
 
     def __init__(self, lx: int, ly: Optional[int] = None, *, collision: str = DEFAULT_OPERATOR,
-                 gravity: Tuple[float, float] = (0.0, 0.0), walls: Optional[Walls] = None, backend: str = "c",
+                 gravity: Tuple[float, float] = (0.0, 0.0), walls=None, lid: Optional[Mapping] = None, mask=None,
+                 backend: str = "c",
                  layout: Optional[str] = None, vl: Optional[int] = None, precision: str = "double",
                  fused: bool = True, threads: int = 0, strict: bool = False, check_every: int = 100,
                  device_backend: Optional[str] = None, host_columns: int = 0,
@@ -160,8 +166,9 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             lx, ly = lx
         lx, ly = lattice_size("lx", lx), lattice_size("ly", ly)
         threads, check_every = count("threads", threads), count("check_every", check_every)
+        bounce = None
         if walls is not None and not isinstance(walls, Walls):
-            raise SimulationError(f"walls={walls!r} must be a lbgen.simulation.runner.Walls (or None for a periodic box)")
+            bounce, walls = walls, None        # bounce-back wall axes (the 3D spelling); Walls: the thermal walls
         for b in (backend, device_backend):
             if b is not None and b not in BACKENDS:
                 raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(BACKENDS)}")
@@ -181,6 +188,10 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         if refusal:
             raise SimulationError(refusal)
         self.vs = vs = get_velocity_set(vs_name)
+        #: the bounce-back boundaries (walls, lid, mask; None: none), refused where they cannot run
+        self.bounds = BounceBack.of(bounce, lid, mask, (lx, ly), vs_name)
+        if self.bounds is not None:
+            self.bounds.check_runs(device_backend, time_block)
         if walls is not None:
             walls.check(vs)
         self.walls = walls
@@ -210,6 +221,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                 sources[spec] = generate(spec)
             source = sources[spec]
             program = backends.load(b).compile(source, width, ly, threads=threads, strict=strict, **options)
+            if self.bounds is not None:
+                program.set_boundaries(**self.bounds.kernel_fields())
             self.regions.append(Region(program, x_start, width, program.allocate(), program.allocate()))
         self.spec = self.regions[0].program.spec
         self.source = self.regions[0].program.source
@@ -275,7 +288,9 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             if self.time_block > 1:
                 where += f" time-block {self.time_block}"
             w = self.walls
-            if w is None:
+            if self.bounds is not None:
+                box = self.bounds.describe()
+            elif w is None:
                 box = "periodic"
             else:
                 adiabatic = [side for side, a in (("bottom", w.adiabatic_bottom), ("top", w.adiabatic_top)) if a]
@@ -322,6 +337,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             cols = r.columns % self.lx
             r.program.init_equilibrium(r.f, *(np.ascontiguousarray(a[cols]) for a in arrays), ax=ax, ay=ay)
         self._fields_set = True
+        if self._mask is not None:      # solid cells hold no populations
+            self.restore(self.state(), self.time_step)
 
     @property
     def force(self) -> Tuple[float, float]:
@@ -379,14 +396,17 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
     def set_populations(self, f: np.ndarray) -> None:
         """Start from the given (Q, LX, LY) populations, checked first (``_checked_populations``)."""
         f = self._checked_populations(f)
+        if self._mask is not None:
+            f = np.where(self._mask[None] == 1, 0.0, f)
         for r in self.regions:
             r.f = r.program.upload_fields(f[:, r.columns % self.lx, :], r.f)
         self._fields_set = True
 
     def _checked_populations(self, f) -> np.ndarray:
         """(Q, LX, LY) real populations as float64, checked (``interface.checked_populations``:
-        shape, finite and within this run's precision, positive density)."""
-        return checked_populations(f, (self.vs.Q, self.lx, self.ly), self.dtype)
+        shape, finite and within this run's precision, positive density at the fluid sites)."""
+        fluid = None if self._mask is None else self._mask == 0
+        return checked_populations(f, (self.vs.Q, self.lx, self.ly), self.dtype, fluid)
 
     def set_parameters(self, **changes) -> None:
         """Change the operator's parameters (tau, C1, ...) or gravity for the following steps."""
@@ -410,7 +430,14 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         for r in self.regions:
             for k, v in r.program.fields(r.f, ax=ax, ay=ay).items():
                 out[k][r.columns % self.lx] = v
+        if self._mask is not None:          # solid cells hold no populations: their fields read 0
+            for v in out.values():
+                v[self._mask == 1] = 0.0
         return out
+
+    @property
+    def _mask(self) -> Optional[np.ndarray]:
+        return None if getattr(self, "bounds", None) is None else self.bounds.mask
 
     def _fields_of(self, f: np.ndarray) -> Dict[str, np.ndarray]:
         """Physical fields of (Q, LX, LY) populations on the host, as ``fields``: the model's
@@ -423,7 +450,9 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         """(LY, ND) per-row reductions of the physical fields over this process's columns (the
         backends' generated diagnostics kernels; columns: ``lbgen.codegen.diagnostics.ROW_QUANTITIES``).
         Only LY x ND numbers per region leave the device, never the lattice."""
-        from lbgen.codegen.diagnostics import combine_rows
+        from lbgen.codegen.diagnostics import combine_rows, rows_of_fields
+        if self._mask is not None:          # the kernel would count the empty solid cells as NaN
+            return rows_of_fields(self.fields(), solid=self._mask)
         self.synchronize()
         ax, ay = self.force
         return combine_rows([r.program.diagnostics(r.f, ax=ax, ay=ay) for r in self.regions])
@@ -503,7 +532,9 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             raise SimulationError(f"saved populations are {populations.dtype}; this run computes in "
                                   f"{np.dtype(self.dtype)} (precision mismatch)")
         from lbgen.simulation.boundaries import check_finite_state
-        check_finite_state(populations, "restore")
+        check_finite_state(populations, "restore", self._mask)
+        if self._mask is not None:
+            populations = np.where(self._mask[None] == 1, populations.dtype.type(0), populations)
         for r in self.regions:
             block = np.ascontiguousarray(populations[:, r.columns % self.lx, :])
             r.f = r.program.upload(r.program.layout.pack(block), r.f)

@@ -228,7 +228,7 @@ def test_channel_profile_is_the_poiseuille_parabola(tmp_path):
     (["channel", "--t-bottom", 1.1], "--t-bottom"),
     (["channel", "--wall-scheme", "reference"], "--wall-scheme"),
     (["channel", "--device", "0:0"], "--device"),
-    (["shear-wave", "--wall-axes", "y"], "--wall-axes"),
+    (["shear-wave", "--walls", "--wall-axes", "y"], "--wall-axes"),      # 2D takes --wall-axes, not beside --walls
     (["shear-wave", "--geometry", "body.npy"], "--geometry"),
     (["shear-wave", "--lid", "z-high=0.1,0,0"], "--lid"),
 ])

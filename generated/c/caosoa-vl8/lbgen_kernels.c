@@ -1043,7 +1043,13 @@ static inline __attribute__((always_inline)) void lbgen_fields_site(const real f
 
 
 
-void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
+/* the bounce-back fix-ups (below, after the sweeps: defined first, they changed the register
+   allocation of the sweeps' loops) */
+static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t LX, const ptrdiff_t LY,
+                                   const lbgen_region *region, const lbgen_params *par);
+static void lbgen_bounded_collide_(const store *src, store *dst, const ptrdiff_t LX, const ptrdiff_t LY,
+                                     const lbgen_region *region, const lbgen_params *par);
+static __attribute__((noinline)) void lbgen_collide_sweep_(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
 {
     /* in and out_f may alias: each site reads all its populations before writing */
     LBGEN_SIZES;
@@ -1104,6 +1110,33 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, cons
     if (!isfinite(ay)) {
         fprintf(stderr, "lbgen_collide: par->ay = %g: need a finite force per unit mass per step\n", ay);
         abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    if (par->walls & ~15) {
+        fprintf(stderr, "lbgen_collide: par->walls = %d: need bits 0..3 only (bit 2a + s: face s (0 low, 1 high) of axis a (0 x, 1 y)), 0..15\n", par->walls);
+        abort();
+    }
+    if (par->lids & ~15) {
+        fprintf(stderr, "lbgen_collide: par->lids = %d: need bits 0..3 only (bit 2a + s: face s of axis a), 0..15\n", par->lids);
+        abort();
+    }
+    for (int face = 0; face < 4; ++face) {
+        if (!(par->lids >> face & 1)) continue;
+        const int a = face / 2;
+        if (!(par->walls >> face & 1)) {
+            fprintf(stderr, "lbgen_collide: par->lids bit %d (the %c-%s face) is not a wall: need par->walls bit %d set, or that lid bit clear\n", face, "xy"[a], face % 2 ? "high" : "low", face);
+            abort();
+        }
+        for (int c = 0; c < 2; ++c)
+            if (!isfinite(par->lid[face][c])) {
+                fprintf(stderr, "lbgen_collide: par->lid[%d][%d] = %g: need a finite velocity (model units)\n", face, c, par->lid[face][c]);
+                abort();
+            }
+        if (par->lid[face][a] != 0) {
+            fprintf(stderr, "lbgen_collide: par->lid[%d][%d] = %g is normal to its face: need 0 (a lid moves in its own plane; a normal component pumps mass through the wall)\n", face, a, par->lid[face][a]);
+            abort();
+        }
     }
 #endif
 
@@ -1424,11 +1457,23 @@ void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, cons
         }
     }
 
+
 }
 
-void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
+void lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
 {
-    /* propagate + collide: populations are pulled from the neighbours, collided, stored */
+    lbgen_collide_sweep_(in, out_f, lx, ly, region, par);
+    if (par->solid) {   /* solid cells hold 0 */
+        LBGEN_SIZES;
+        lbgen_bounded_collide_(in, out_f, LX, LY, region, par);
+    }
+
+}
+
+static __attribute__((noinline)) void lbgen_fused_sweep_(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
+{
+    /* propagate + collide: populations are pulled from the neighbours, collided, stored;
+       then (P_fused) the sites a bounce-back boundary reaches are redone with it (par->walls, par->solid) */
     LBGEN_SIZES;
 #ifdef LBGEN_DEBUG
     if (prv == NULL) {
@@ -1495,6 +1540,33 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
         abort();
     }
 #endif
+#ifdef LBGEN_DEBUG
+    if (par->walls & ~15) {
+        fprintf(stderr, "lbgen_fused: par->walls = %d: need bits 0..3 only (bit 2a + s: face s (0 low, 1 high) of axis a (0 x, 1 y)), 0..15\n", par->walls);
+        abort();
+    }
+    if (par->lids & ~15) {
+        fprintf(stderr, "lbgen_fused: par->lids = %d: need bits 0..3 only (bit 2a + s: face s of axis a), 0..15\n", par->lids);
+        abort();
+    }
+    for (int face = 0; face < 4; ++face) {
+        if (!(par->lids >> face & 1)) continue;
+        const int a = face / 2;
+        if (!(par->walls >> face & 1)) {
+            fprintf(stderr, "lbgen_fused: par->lids bit %d (the %c-%s face) is not a wall: need par->walls bit %d set, or that lid bit clear\n", face, "xy"[a], face % 2 ? "high" : "low", face);
+            abort();
+        }
+        for (int c = 0; c < 2; ++c)
+            if (!isfinite(par->lid[face][c])) {
+                fprintf(stderr, "lbgen_fused: par->lid[%d][%d] = %g: need a finite velocity (model units)\n", face, c, par->lid[face][c]);
+                abort();
+            }
+        if (par->lid[face][a] != 0) {
+            fprintf(stderr, "lbgen_fused: par->lid[%d][%d] = %g is normal to its face: need 0 (a lid moves in its own plane; a normal component pumps mass through the wall)\n", face, a, par->lid[face][a]);
+            abort();
+        }
+    }
+#endif
 
     const real tau_ = (real)tau;
     const real ax_ = (real)ax;
@@ -1881,6 +1953,980 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
         }
     }
 
+
+}
+
+void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
+{
+    lbgen_fused_sweep_(prv, nxt, lx, ly, region, par);
+    if (par->walls || par->solid) {
+        LBGEN_SIZES;
+        lbgen_bounded_fused_(prv, nxt, LX, LY, region, par);
+    }
+
+}
+
+
+/* i mod n in 0 .. n-1 (i may be negative) */
+static inline ptrdiff_t wrap_(ptrdiff_t i, ptrdiff_t n)
+{
+    i %= n;
+    return i < 0 ? i + n : i;
+}static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff_t LX, const ptrdiff_t LY,
+                                   const lbgen_region *region, const lbgen_params *par)
+{
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1;
+    const int lids = par->lids & par->walls;   /* lids on wall faces only */
+    const uint8_t *solid = par->solid;
+    const int wxl = par->walls & 1, wxh = (par->walls >> 1) & 1, wyl = (par->walls >> 2) & 1, wyh = (par->walls >> 3) & 1;
+    real push[4][Q];
+    for (int face = 0; face < 4; ++face)
+        for (int p = 0; p < Q; ++p)
+            push[face][p] = (lids >> face & 1) ? (real)2 * (real)lbgen_w[p] * (real)LBGEN_R * ((real)lbgen_cx[p] * (real)par->lid[face][0]
+                                             + (real)lbgen_cy[p] * (real)par->lid[face][1]) : 0.0;
+    (void)lids; (void)solid; (void)wxl; (void)wxh; (void)wyl; (void)wyh;
+    #pragma omp parallel for schedule(static)
+    for (ptrdiff_t x = X0; x < X1; ++x) {
+        const int xnear_ = solid != NULL || (wxl && x < HALO) || (wxh && x >= LX - HALO);
+        for (ptrdiff_t y = Y0; y < Y1; ++y) {
+            if (!xnear_ && !(wyl && y < HALO) && !(wyh && y >= LY - HALO)) continue;
+            const ptrdiff_t site = (x + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK;
+            const int here_solid = solid != NULL && solid[x*LY + y] != 0;
+            real rho_b = 0.0;   /* the site's density (post-collision), for the lids' correction */
+            if (lids) {
+                rho_b += (real)src[site + 0];
+                rho_b += (real)src[site + 1*SP];
+                rho_b += (real)src[site + 2*SP];
+                rho_b += (real)src[site + 3*SP];
+                rho_b += (real)src[site + 4*SP];
+                rho_b += (real)src[site + 5*SP];
+                rho_b += (real)src[site + 6*SP];
+                rho_b += (real)src[site + 7*SP];
+                rho_b += (real)src[site + 8*SP];
+                rho_b += (real)src[site + 9*SP];
+                rho_b += (real)src[site + 10*SP];
+                rho_b += (real)src[site + 11*SP];
+                rho_b += (real)src[site + 12*SP];
+                rho_b += (real)src[site + 13*SP];
+                rho_b += (real)src[site + 14*SP];
+                rho_b += (real)src[site + 15*SP];
+                rho_b += (real)src[site + 16*SP];
+                rho_b += (real)src[site + 17*SP];
+                rho_b += (real)src[site + 18*SP];
+                rho_b += (real)src[site + 19*SP];
+                rho_b += (real)src[site + 20*SP];
+                rho_b += (real)src[site + 21*SP];
+                rho_b += (real)src[site + 22*SP];
+                rho_b += (real)src[site + 23*SP];
+                rho_b += (real)src[site + 24*SP];
+                rho_b += (real)src[site + 25*SP];
+                rho_b += (real)src[site + 26*SP];
+                rho_b += (real)src[site + 27*SP];
+                rho_b += (real)src[site + 28*SP];
+                rho_b += (real)src[site + 29*SP];
+                rho_b += (real)src[site + 30*SP];
+                rho_b += (real)src[site + 31*SP];
+                rho_b += (real)src[site + 32*SP];
+                rho_b += (real)src[site + 33*SP];
+                rho_b += (real)src[site + 34*SP];
+                rho_b += (real)src[site + 35*SP];
+                rho_b += (real)src[site + 36*SP];
+            }
+            real f0;
+            {   /* p = 0: hop (3, -1) */
+                const int ox = wxl && x < 3;   /* crosses the x-low face */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 3, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][0] : (oy && (lids >> 3 & 1)) ? push[3][0] : 0.0;
+                f0 = b ? (real)src[site + 36*SP] + push_ * rho_b : (real)src[site + -3*SX + 1*SR];
+            }
+            real f1;
+            {   /* p = 1: hop (3, 0) */
+                const int ox = wxl && x < 3;   /* crosses the x-low face */
+                const int wall_link = ox;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 3, LX)*LY + wrap_(y, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][1] : 0.0;
+                f1 = b ? (real)src[site + 35*SP] + push_ * rho_b : (real)src[site + 1*SP - 3*SX];
+            }
+            real f2;
+            {   /* p = 2: hop (3, 1) */
+                const int ox = wxl && x < 3;   /* crosses the x-low face */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 3, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][2] : (oy && (lids >> 2 & 1)) ? push[2][2] : 0.0;
+                f2 = b ? (real)src[site + 34*SP] + push_ * rho_b : (real)src[site + 2*SP - 3*SX - 1*SR];
+            }
+            real f3;
+            {   /* p = 3: hop (2, -2) */
+                const int ox = wxl && x < 2;   /* crosses the x-low face */
+                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 2, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][3] : (oy && (lids >> 3 & 1)) ? push[3][3] : 0.0;
+                f3 = b ? (real)src[site + 33*SP] + push_ * rho_b : (real)src[site + 3*SP - 2*SX + 2*SR];
+            }
+            real f4;
+            {   /* p = 4: hop (2, -1) */
+                const int ox = wxl && x < 2;   /* crosses the x-low face */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 2, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][4] : (oy && (lids >> 3 & 1)) ? push[3][4] : 0.0;
+                f4 = b ? (real)src[site + 32*SP] + push_ * rho_b : (real)src[site + 4*SP - 2*SX + 1*SR];
+            }
+            real f5;
+            {   /* p = 5: hop (2, 0) */
+                const int ox = wxl && x < 2;   /* crosses the x-low face */
+                const int wall_link = ox;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 2, LX)*LY + wrap_(y, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][5] : 0.0;
+                f5 = b ? (real)src[site + 31*SP] + push_ * rho_b : (real)src[site + 5*SP - 2*SX];
+            }
+            real f6;
+            {   /* p = 6: hop (2, 1) */
+                const int ox = wxl && x < 2;   /* crosses the x-low face */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 2, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][6] : (oy && (lids >> 2 & 1)) ? push[2][6] : 0.0;
+                f6 = b ? (real)src[site + 30*SP] + push_ * rho_b : (real)src[site + 6*SP - 2*SX - 1*SR];
+            }
+            real f7;
+            {   /* p = 7: hop (2, 2) */
+                const int ox = wxl && x < 2;   /* crosses the x-low face */
+                const int oy = wyl && y < 2;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 2, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][7] : (oy && (lids >> 2 & 1)) ? push[2][7] : 0.0;
+                f7 = b ? (real)src[site + 29*SP] + push_ * rho_b : (real)src[site + 7*SP - 2*SX - 2*SR];
+            }
+            real f8;
+            {   /* p = 8: hop (1, -3) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y - -3, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][8] : (oy && (lids >> 3 & 1)) ? push[3][8] : 0.0;
+                f8 = b ? (real)src[site + 28*SP] + push_ * rho_b : (real)src[site + 8*SP - 1*SX + 3*SR];
+            }
+            real f9;
+            {   /* p = 9: hop (1, -2) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][9] : (oy && (lids >> 3 & 1)) ? push[3][9] : 0.0;
+                f9 = b ? (real)src[site + 27*SP] + push_ * rho_b : (real)src[site + 9*SP - 1*SX + 2*SR];
+            }
+            real f10;
+            {   /* p = 10: hop (1, -1) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][10] : (oy && (lids >> 3 & 1)) ? push[3][10] : 0.0;
+                f10 = b ? (real)src[site + 26*SP] + push_ * rho_b : (real)src[site + 10*SP - 1*SX + 1*SR];
+            }
+            real f11;
+            {   /* p = 11: hop (1, 0) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int wall_link = ox;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][11] : 0.0;
+                f11 = b ? (real)src[site + 25*SP] + push_ * rho_b : (real)src[site + 11*SP - 1*SX];
+            }
+            real f12;
+            {   /* p = 12: hop (1, 1) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][12] : (oy && (lids >> 2 & 1)) ? push[2][12] : 0.0;
+                f12 = b ? (real)src[site + 24*SP] + push_ * rho_b : (real)src[site + 12*SP - 1*SX - 1*SR];
+            }
+            real f13;
+            {   /* p = 13: hop (1, 2) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int oy = wyl && y < 2;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][13] : (oy && (lids >> 2 & 1)) ? push[2][13] : 0.0;
+                f13 = b ? (real)src[site + 23*SP] + push_ * rho_b : (real)src[site + 13*SP - 1*SX - 2*SR];
+            }
+            real f14;
+            {   /* p = 14: hop (1, 3) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int oy = wyl && y < 3;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y - 3, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][14] : (oy && (lids >> 2 & 1)) ? push[2][14] : 0.0;
+                f14 = b ? (real)src[site + 22*SP] + push_ * rho_b : (real)src[site + 14*SP - 1*SX - 3*SR];
+            }
+            real f15;
+            {   /* p = 15: hop (0, -3) */
+                const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+                const int wall_link = oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x, LX)*LY + wrap_(y - -3, LY)] != 0);
+                const real push_ = (oy && (lids >> 3 & 1)) ? push[3][15] : 0.0;
+                f15 = b ? (real)src[site + 21*SP] + push_ * rho_b : (real)src[site + 15*SP + 3*SR];
+            }
+            real f16;
+            {   /* p = 16: hop (0, -2) */
+                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+                const int wall_link = oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const real push_ = (oy && (lids >> 3 & 1)) ? push[3][16] : 0.0;
+                f16 = b ? (real)src[site + 20*SP] + push_ * rho_b : (real)src[site + 16*SP + 2*SR];
+            }
+            real f17;
+            {   /* p = 17: hop (0, -1) */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (oy && (lids >> 3 & 1)) ? push[3][17] : 0.0;
+                f17 = b ? (real)src[site + 19*SP] + push_ * rho_b : (real)src[site + 17*SP + 1*SR];
+            }
+            real f18;
+            f18 = (real)src[site + 18*SP];
+            real f19;
+            {   /* p = 19: hop (0, 1) */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (oy && (lids >> 2 & 1)) ? push[2][19] : 0.0;
+                f19 = b ? (real)src[site + 17*SP] + push_ * rho_b : (real)src[site + 19*SP - 1*SR];
+            }
+            real f20;
+            {   /* p = 20: hop (0, 2) */
+                const int oy = wyl && y < 2;   /* crosses the y-low face */
+                const int wall_link = oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const real push_ = (oy && (lids >> 2 & 1)) ? push[2][20] : 0.0;
+                f20 = b ? (real)src[site + 16*SP] + push_ * rho_b : (real)src[site + 20*SP - 2*SR];
+            }
+            real f21;
+            {   /* p = 21: hop (0, 3) */
+                const int oy = wyl && y < 3;   /* crosses the y-low face */
+                const int wall_link = oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x, LX)*LY + wrap_(y - 3, LY)] != 0);
+                const real push_ = (oy && (lids >> 2 & 1)) ? push[2][21] : 0.0;
+                f21 = b ? (real)src[site + 15*SP] + push_ * rho_b : (real)src[site + 21*SP - 3*SR];
+            }
+            real f22;
+            {   /* p = 22: hop (-1, -3) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y - -3, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][22] : (oy && (lids >> 3 & 1)) ? push[3][22] : 0.0;
+                f22 = b ? (real)src[site + 14*SP] + push_ * rho_b : (real)src[site + 22*SP + 1*SX + 3*SR];
+            }
+            real f23;
+            {   /* p = 23: hop (-1, -2) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][23] : (oy && (lids >> 3 & 1)) ? push[3][23] : 0.0;
+                f23 = b ? (real)src[site + 13*SP] + push_ * rho_b : (real)src[site + 23*SP + 1*SX + 2*SR];
+            }
+            real f24;
+            {   /* p = 24: hop (-1, -1) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][24] : (oy && (lids >> 3 & 1)) ? push[3][24] : 0.0;
+                f24 = b ? (real)src[site + 12*SP] + push_ * rho_b : (real)src[site + 24*SP + 1*SX + 1*SR];
+            }
+            real f25;
+            {   /* p = 25: hop (-1, 0) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int wall_link = ox;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][25] : 0.0;
+                f25 = b ? (real)src[site + 11*SP] + push_ * rho_b : (real)src[site + 25*SP + 1*SX];
+            }
+            real f26;
+            {   /* p = 26: hop (-1, 1) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][26] : (oy && (lids >> 2 & 1)) ? push[2][26] : 0.0;
+                f26 = b ? (real)src[site + 10*SP] + push_ * rho_b : (real)src[site + 26*SP + 1*SX - 1*SR];
+            }
+            real f27;
+            {   /* p = 27: hop (-1, 2) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int oy = wyl && y < 2;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][27] : (oy && (lids >> 2 & 1)) ? push[2][27] : 0.0;
+                f27 = b ? (real)src[site + 9*SP] + push_ * rho_b : (real)src[site + 27*SP + 1*SX - 2*SR];
+            }
+            real f28;
+            {   /* p = 28: hop (-1, 3) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int oy = wyl && y < 3;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y - 3, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][28] : (oy && (lids >> 2 & 1)) ? push[2][28] : 0.0;
+                f28 = b ? (real)src[site + 8*SP] + push_ * rho_b : (real)src[site + 28*SP + 1*SX - 3*SR];
+            }
+            real f29;
+            {   /* p = 29: hop (-2, -2) */
+                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -2, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][29] : (oy && (lids >> 3 & 1)) ? push[3][29] : 0.0;
+                f29 = b ? (real)src[site + 7*SP] + push_ * rho_b : (real)src[site + 29*SP + 2*SX + 2*SR];
+            }
+            real f30;
+            {   /* p = 30: hop (-2, -1) */
+                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -2, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][30] : (oy && (lids >> 3 & 1)) ? push[3][30] : 0.0;
+                f30 = b ? (real)src[site + 6*SP] + push_ * rho_b : (real)src[site + 30*SP + 2*SX + 1*SR];
+            }
+            real f31;
+            {   /* p = 31: hop (-2, 0) */
+                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+                const int wall_link = ox;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -2, LX)*LY + wrap_(y, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][31] : 0.0;
+                f31 = b ? (real)src[site + 5*SP] + push_ * rho_b : (real)src[site + 31*SP + 2*SX];
+            }
+            real f32;
+            {   /* p = 32: hop (-2, 1) */
+                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -2, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][32] : (oy && (lids >> 2 & 1)) ? push[2][32] : 0.0;
+                f32 = b ? (real)src[site + 4*SP] + push_ * rho_b : (real)src[site + 32*SP + 2*SX - 1*SR];
+            }
+            real f33;
+            {   /* p = 33: hop (-2, 2) */
+                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+                const int oy = wyl && y < 2;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -2, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][33] : (oy && (lids >> 2 & 1)) ? push[2][33] : 0.0;
+                f33 = b ? (real)src[site + 3*SP] + push_ * rho_b : (real)src[site + 33*SP + 2*SX - 2*SR];
+            }
+            real f34;
+            {   /* p = 34: hop (-3, -1) */
+                const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -3, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][34] : (oy && (lids >> 3 & 1)) ? push[3][34] : 0.0;
+                f34 = b ? (real)src[site + 2*SP] + push_ * rho_b : (real)src[site + 34*SP + 3*SX + 1*SR];
+            }
+            real f35;
+            {   /* p = 35: hop (-3, 0) */
+                const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+                const int wall_link = ox;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -3, LX)*LY + wrap_(y, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][35] : 0.0;
+                f35 = b ? (real)src[site + 1*SP] + push_ * rho_b : (real)src[site + 35*SP + 3*SX];
+            }
+            real f36;
+            {   /* p = 36: hop (-3, 1) */
+                const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -3, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][36] : (oy && (lids >> 2 & 1)) ? push[2][36] : 0.0;
+                f36 = b ? (real)src[site + 0] + push_ * rho_b : (real)src[site + 36*SP + 3*SX - 1*SR];
+            }
+
+            dst[site + 0] = here_solid ? (store)0.0 : (store)f0;
+            dst[site + 1*SP] = here_solid ? (store)0.0 : (store)f1;
+            dst[site + 2*SP] = here_solid ? (store)0.0 : (store)f2;
+            dst[site + 3*SP] = here_solid ? (store)0.0 : (store)f3;
+            dst[site + 4*SP] = here_solid ? (store)0.0 : (store)f4;
+            dst[site + 5*SP] = here_solid ? (store)0.0 : (store)f5;
+            dst[site + 6*SP] = here_solid ? (store)0.0 : (store)f6;
+            dst[site + 7*SP] = here_solid ? (store)0.0 : (store)f7;
+            dst[site + 8*SP] = here_solid ? (store)0.0 : (store)f8;
+            dst[site + 9*SP] = here_solid ? (store)0.0 : (store)f9;
+            dst[site + 10*SP] = here_solid ? (store)0.0 : (store)f10;
+            dst[site + 11*SP] = here_solid ? (store)0.0 : (store)f11;
+            dst[site + 12*SP] = here_solid ? (store)0.0 : (store)f12;
+            dst[site + 13*SP] = here_solid ? (store)0.0 : (store)f13;
+            dst[site + 14*SP] = here_solid ? (store)0.0 : (store)f14;
+            dst[site + 15*SP] = here_solid ? (store)0.0 : (store)f15;
+            dst[site + 16*SP] = here_solid ? (store)0.0 : (store)f16;
+            dst[site + 17*SP] = here_solid ? (store)0.0 : (store)f17;
+            dst[site + 18*SP] = here_solid ? (store)0.0 : (store)f18;
+            dst[site + 19*SP] = here_solid ? (store)0.0 : (store)f19;
+            dst[site + 20*SP] = here_solid ? (store)0.0 : (store)f20;
+            dst[site + 21*SP] = here_solid ? (store)0.0 : (store)f21;
+            dst[site + 22*SP] = here_solid ? (store)0.0 : (store)f22;
+            dst[site + 23*SP] = here_solid ? (store)0.0 : (store)f23;
+            dst[site + 24*SP] = here_solid ? (store)0.0 : (store)f24;
+            dst[site + 25*SP] = here_solid ? (store)0.0 : (store)f25;
+            dst[site + 26*SP] = here_solid ? (store)0.0 : (store)f26;
+            dst[site + 27*SP] = here_solid ? (store)0.0 : (store)f27;
+            dst[site + 28*SP] = here_solid ? (store)0.0 : (store)f28;
+            dst[site + 29*SP] = here_solid ? (store)0.0 : (store)f29;
+            dst[site + 30*SP] = here_solid ? (store)0.0 : (store)f30;
+            dst[site + 31*SP] = here_solid ? (store)0.0 : (store)f31;
+            dst[site + 32*SP] = here_solid ? (store)0.0 : (store)f32;
+            dst[site + 33*SP] = here_solid ? (store)0.0 : (store)f33;
+            dst[site + 34*SP] = here_solid ? (store)0.0 : (store)f34;
+            dst[site + 35*SP] = here_solid ? (store)0.0 : (store)f35;
+            dst[site + 36*SP] = here_solid ? (store)0.0 : (store)f36;
+        }
+    }
+}
+
+static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t LX, const ptrdiff_t LY,
+                                   const lbgen_region *region, const lbgen_params *par)
+{
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1;
+    const double tau = par->tau;
+    const double ax = par->ax;
+    const double ay = par->ay;
+    const real tau_ = (real)tau;
+    const real ax_ = (real)ax;
+    const real ay_ = (real)ay;
+    const real wall_ = 0.0;   /* periodic box: no wall rows */
+    const real tau_wall_ = 1.0;   /* no wall rows (the site function's argument) */
+    (void)tau_wall_;
+
+    const int lids = par->lids & par->walls;   /* lids on wall faces only */
+    const uint8_t *solid = par->solid;
+    const int wxl = par->walls & 1, wxh = (par->walls >> 1) & 1, wyl = (par->walls >> 2) & 1, wyh = (par->walls >> 3) & 1;
+    real push[4][Q];
+    for (int face = 0; face < 4; ++face)
+        for (int p = 0; p < Q; ++p)
+            push[face][p] = (lids >> face & 1) ? (real)2 * (real)lbgen_w[p] * (real)LBGEN_R * ((real)lbgen_cx[p] * (real)par->lid[face][0]
+                                             + (real)lbgen_cy[p] * (real)par->lid[face][1]) : 0.0;
+    (void)lids; (void)solid; (void)wxl; (void)wxh; (void)wyl; (void)wyh;
+    #pragma omp parallel for schedule(static)
+    for (ptrdiff_t x = X0; x < X1; ++x) {
+        const int xnear_ = solid != NULL || (wxl && x < HALO) || (wxh && x >= LX - HALO);
+        for (ptrdiff_t y = Y0; y < Y1; ++y) {
+            if (!xnear_ && !(wyl && y < HALO) && !(wyh && y >= LY - HALO)) continue;
+            const ptrdiff_t site = (x + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK;
+            const int here_solid = solid != NULL && solid[x*LY + y] != 0;
+            real rho_b = 0.0;   /* the site's density (post-collision), for the lids' correction */
+            if (lids) {
+                rho_b += (real)src[site + 0];
+                rho_b += (real)src[site + 1*SP];
+                rho_b += (real)src[site + 2*SP];
+                rho_b += (real)src[site + 3*SP];
+                rho_b += (real)src[site + 4*SP];
+                rho_b += (real)src[site + 5*SP];
+                rho_b += (real)src[site + 6*SP];
+                rho_b += (real)src[site + 7*SP];
+                rho_b += (real)src[site + 8*SP];
+                rho_b += (real)src[site + 9*SP];
+                rho_b += (real)src[site + 10*SP];
+                rho_b += (real)src[site + 11*SP];
+                rho_b += (real)src[site + 12*SP];
+                rho_b += (real)src[site + 13*SP];
+                rho_b += (real)src[site + 14*SP];
+                rho_b += (real)src[site + 15*SP];
+                rho_b += (real)src[site + 16*SP];
+                rho_b += (real)src[site + 17*SP];
+                rho_b += (real)src[site + 18*SP];
+                rho_b += (real)src[site + 19*SP];
+                rho_b += (real)src[site + 20*SP];
+                rho_b += (real)src[site + 21*SP];
+                rho_b += (real)src[site + 22*SP];
+                rho_b += (real)src[site + 23*SP];
+                rho_b += (real)src[site + 24*SP];
+                rho_b += (real)src[site + 25*SP];
+                rho_b += (real)src[site + 26*SP];
+                rho_b += (real)src[site + 27*SP];
+                rho_b += (real)src[site + 28*SP];
+                rho_b += (real)src[site + 29*SP];
+                rho_b += (real)src[site + 30*SP];
+                rho_b += (real)src[site + 31*SP];
+                rho_b += (real)src[site + 32*SP];
+                rho_b += (real)src[site + 33*SP];
+                rho_b += (real)src[site + 34*SP];
+                rho_b += (real)src[site + 35*SP];
+                rho_b += (real)src[site + 36*SP];
+            }
+            real f0;
+            {   /* p = 0: hop (3, -1) */
+                const int ox = wxl && x < 3;   /* crosses the x-low face */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 3, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][0] : (oy && (lids >> 3 & 1)) ? push[3][0] : 0.0;
+                f0 = b ? (real)src[site + 36*SP] + push_ * rho_b : (real)src[site + -3*SX + 1*SR];
+            }
+            real f1;
+            {   /* p = 1: hop (3, 0) */
+                const int ox = wxl && x < 3;   /* crosses the x-low face */
+                const int wall_link = ox;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 3, LX)*LY + wrap_(y, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][1] : 0.0;
+                f1 = b ? (real)src[site + 35*SP] + push_ * rho_b : (real)src[site + 1*SP - 3*SX];
+            }
+            real f2;
+            {   /* p = 2: hop (3, 1) */
+                const int ox = wxl && x < 3;   /* crosses the x-low face */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 3, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][2] : (oy && (lids >> 2 & 1)) ? push[2][2] : 0.0;
+                f2 = b ? (real)src[site + 34*SP] + push_ * rho_b : (real)src[site + 2*SP - 3*SX - 1*SR];
+            }
+            real f3;
+            {   /* p = 3: hop (2, -2) */
+                const int ox = wxl && x < 2;   /* crosses the x-low face */
+                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 2, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][3] : (oy && (lids >> 3 & 1)) ? push[3][3] : 0.0;
+                f3 = b ? (real)src[site + 33*SP] + push_ * rho_b : (real)src[site + 3*SP - 2*SX + 2*SR];
+            }
+            real f4;
+            {   /* p = 4: hop (2, -1) */
+                const int ox = wxl && x < 2;   /* crosses the x-low face */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 2, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][4] : (oy && (lids >> 3 & 1)) ? push[3][4] : 0.0;
+                f4 = b ? (real)src[site + 32*SP] + push_ * rho_b : (real)src[site + 4*SP - 2*SX + 1*SR];
+            }
+            real f5;
+            {   /* p = 5: hop (2, 0) */
+                const int ox = wxl && x < 2;   /* crosses the x-low face */
+                const int wall_link = ox;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 2, LX)*LY + wrap_(y, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][5] : 0.0;
+                f5 = b ? (real)src[site + 31*SP] + push_ * rho_b : (real)src[site + 5*SP - 2*SX];
+            }
+            real f6;
+            {   /* p = 6: hop (2, 1) */
+                const int ox = wxl && x < 2;   /* crosses the x-low face */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 2, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][6] : (oy && (lids >> 2 & 1)) ? push[2][6] : 0.0;
+                f6 = b ? (real)src[site + 30*SP] + push_ * rho_b : (real)src[site + 6*SP - 2*SX - 1*SR];
+            }
+            real f7;
+            {   /* p = 7: hop (2, 2) */
+                const int ox = wxl && x < 2;   /* crosses the x-low face */
+                const int oy = wyl && y < 2;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 2, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][7] : (oy && (lids >> 2 & 1)) ? push[2][7] : 0.0;
+                f7 = b ? (real)src[site + 29*SP] + push_ * rho_b : (real)src[site + 7*SP - 2*SX - 2*SR];
+            }
+            real f8;
+            {   /* p = 8: hop (1, -3) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y - -3, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][8] : (oy && (lids >> 3 & 1)) ? push[3][8] : 0.0;
+                f8 = b ? (real)src[site + 28*SP] + push_ * rho_b : (real)src[site + 8*SP - 1*SX + 3*SR];
+            }
+            real f9;
+            {   /* p = 9: hop (1, -2) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][9] : (oy && (lids >> 3 & 1)) ? push[3][9] : 0.0;
+                f9 = b ? (real)src[site + 27*SP] + push_ * rho_b : (real)src[site + 9*SP - 1*SX + 2*SR];
+            }
+            real f10;
+            {   /* p = 10: hop (1, -1) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][10] : (oy && (lids >> 3 & 1)) ? push[3][10] : 0.0;
+                f10 = b ? (real)src[site + 26*SP] + push_ * rho_b : (real)src[site + 10*SP - 1*SX + 1*SR];
+            }
+            real f11;
+            {   /* p = 11: hop (1, 0) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int wall_link = ox;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][11] : 0.0;
+                f11 = b ? (real)src[site + 25*SP] + push_ * rho_b : (real)src[site + 11*SP - 1*SX];
+            }
+            real f12;
+            {   /* p = 12: hop (1, 1) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][12] : (oy && (lids >> 2 & 1)) ? push[2][12] : 0.0;
+                f12 = b ? (real)src[site + 24*SP] + push_ * rho_b : (real)src[site + 12*SP - 1*SX - 1*SR];
+            }
+            real f13;
+            {   /* p = 13: hop (1, 2) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int oy = wyl && y < 2;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][13] : (oy && (lids >> 2 & 1)) ? push[2][13] : 0.0;
+                f13 = b ? (real)src[site + 23*SP] + push_ * rho_b : (real)src[site + 13*SP - 1*SX - 2*SR];
+            }
+            real f14;
+            {   /* p = 14: hop (1, 3) */
+                const int ox = wxl && x < 1;   /* crosses the x-low face */
+                const int oy = wyl && y < 3;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - 1, LX)*LY + wrap_(y - 3, LY)] != 0);
+                const real push_ = (ox && (lids >> 0 & 1)) ? push[0][14] : (oy && (lids >> 2 & 1)) ? push[2][14] : 0.0;
+                f14 = b ? (real)src[site + 22*SP] + push_ * rho_b : (real)src[site + 14*SP - 1*SX - 3*SR];
+            }
+            real f15;
+            {   /* p = 15: hop (0, -3) */
+                const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+                const int wall_link = oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x, LX)*LY + wrap_(y - -3, LY)] != 0);
+                const real push_ = (oy && (lids >> 3 & 1)) ? push[3][15] : 0.0;
+                f15 = b ? (real)src[site + 21*SP] + push_ * rho_b : (real)src[site + 15*SP + 3*SR];
+            }
+            real f16;
+            {   /* p = 16: hop (0, -2) */
+                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+                const int wall_link = oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const real push_ = (oy && (lids >> 3 & 1)) ? push[3][16] : 0.0;
+                f16 = b ? (real)src[site + 20*SP] + push_ * rho_b : (real)src[site + 16*SP + 2*SR];
+            }
+            real f17;
+            {   /* p = 17: hop (0, -1) */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (oy && (lids >> 3 & 1)) ? push[3][17] : 0.0;
+                f17 = b ? (real)src[site + 19*SP] + push_ * rho_b : (real)src[site + 17*SP + 1*SR];
+            }
+            real f18;
+            f18 = (real)src[site + 18*SP];
+            real f19;
+            {   /* p = 19: hop (0, 1) */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (oy && (lids >> 2 & 1)) ? push[2][19] : 0.0;
+                f19 = b ? (real)src[site + 17*SP] + push_ * rho_b : (real)src[site + 19*SP - 1*SR];
+            }
+            real f20;
+            {   /* p = 20: hop (0, 2) */
+                const int oy = wyl && y < 2;   /* crosses the y-low face */
+                const int wall_link = oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const real push_ = (oy && (lids >> 2 & 1)) ? push[2][20] : 0.0;
+                f20 = b ? (real)src[site + 16*SP] + push_ * rho_b : (real)src[site + 20*SP - 2*SR];
+            }
+            real f21;
+            {   /* p = 21: hop (0, 3) */
+                const int oy = wyl && y < 3;   /* crosses the y-low face */
+                const int wall_link = oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x, LX)*LY + wrap_(y - 3, LY)] != 0);
+                const real push_ = (oy && (lids >> 2 & 1)) ? push[2][21] : 0.0;
+                f21 = b ? (real)src[site + 15*SP] + push_ * rho_b : (real)src[site + 21*SP - 3*SR];
+            }
+            real f22;
+            {   /* p = 22: hop (-1, -3) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y - -3, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][22] : (oy && (lids >> 3 & 1)) ? push[3][22] : 0.0;
+                f22 = b ? (real)src[site + 14*SP] + push_ * rho_b : (real)src[site + 22*SP + 1*SX + 3*SR];
+            }
+            real f23;
+            {   /* p = 23: hop (-1, -2) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][23] : (oy && (lids >> 3 & 1)) ? push[3][23] : 0.0;
+                f23 = b ? (real)src[site + 13*SP] + push_ * rho_b : (real)src[site + 23*SP + 1*SX + 2*SR];
+            }
+            real f24;
+            {   /* p = 24: hop (-1, -1) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][24] : (oy && (lids >> 3 & 1)) ? push[3][24] : 0.0;
+                f24 = b ? (real)src[site + 12*SP] + push_ * rho_b : (real)src[site + 24*SP + 1*SX + 1*SR];
+            }
+            real f25;
+            {   /* p = 25: hop (-1, 0) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int wall_link = ox;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][25] : 0.0;
+                f25 = b ? (real)src[site + 11*SP] + push_ * rho_b : (real)src[site + 25*SP + 1*SX];
+            }
+            real f26;
+            {   /* p = 26: hop (-1, 1) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][26] : (oy && (lids >> 2 & 1)) ? push[2][26] : 0.0;
+                f26 = b ? (real)src[site + 10*SP] + push_ * rho_b : (real)src[site + 26*SP + 1*SX - 1*SR];
+            }
+            real f27;
+            {   /* p = 27: hop (-1, 2) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int oy = wyl && y < 2;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][27] : (oy && (lids >> 2 & 1)) ? push[2][27] : 0.0;
+                f27 = b ? (real)src[site + 9*SP] + push_ * rho_b : (real)src[site + 27*SP + 1*SX - 2*SR];
+            }
+            real f28;
+            {   /* p = 28: hop (-1, 3) */
+                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+                const int oy = wyl && y < 3;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -1, LX)*LY + wrap_(y - 3, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][28] : (oy && (lids >> 2 & 1)) ? push[2][28] : 0.0;
+                f28 = b ? (real)src[site + 8*SP] + push_ * rho_b : (real)src[site + 28*SP + 1*SX - 3*SR];
+            }
+            real f29;
+            {   /* p = 29: hop (-2, -2) */
+                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -2, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][29] : (oy && (lids >> 3 & 1)) ? push[3][29] : 0.0;
+                f29 = b ? (real)src[site + 7*SP] + push_ * rho_b : (real)src[site + 29*SP + 2*SX + 2*SR];
+            }
+            real f30;
+            {   /* p = 30: hop (-2, -1) */
+                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -2, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][30] : (oy && (lids >> 3 & 1)) ? push[3][30] : 0.0;
+                f30 = b ? (real)src[site + 6*SP] + push_ * rho_b : (real)src[site + 30*SP + 2*SX + 1*SR];
+            }
+            real f31;
+            {   /* p = 31: hop (-2, 0) */
+                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+                const int wall_link = ox;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -2, LX)*LY + wrap_(y, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][31] : 0.0;
+                f31 = b ? (real)src[site + 5*SP] + push_ * rho_b : (real)src[site + 31*SP + 2*SX];
+            }
+            real f32;
+            {   /* p = 32: hop (-2, 1) */
+                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -2, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][32] : (oy && (lids >> 2 & 1)) ? push[2][32] : 0.0;
+                f32 = b ? (real)src[site + 4*SP] + push_ * rho_b : (real)src[site + 32*SP + 2*SX - 1*SR];
+            }
+            real f33;
+            {   /* p = 33: hop (-2, 2) */
+                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+                const int oy = wyl && y < 2;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -2, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][33] : (oy && (lids >> 2 & 1)) ? push[2][33] : 0.0;
+                f33 = b ? (real)src[site + 3*SP] + push_ * rho_b : (real)src[site + 33*SP + 2*SX - 2*SR];
+            }
+            real f34;
+            {   /* p = 34: hop (-3, -1) */
+                const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -3, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][34] : (oy && (lids >> 3 & 1)) ? push[3][34] : 0.0;
+                f34 = b ? (real)src[site + 2*SP] + push_ * rho_b : (real)src[site + 34*SP + 3*SX + 1*SR];
+            }
+            real f35;
+            {   /* p = 35: hop (-3, 0) */
+                const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+                const int wall_link = ox;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -3, LX)*LY + wrap_(y, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][35] : 0.0;
+                f35 = b ? (real)src[site + 1*SP] + push_ * rho_b : (real)src[site + 35*SP + 3*SX];
+            }
+            real f36;
+            {   /* p = 36: hop (-3, 1) */
+                const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+                const int oy = wyl && y < 1;   /* crosses the y-low face */
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != NULL && solid[wrap_(x - -3, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const real push_ = (ox && (lids >> 1 & 1)) ? push[1][36] : (oy && (lids >> 2 & 1)) ? push[2][36] : 0.0;
+                f36 = b ? (real)src[site + 0] + push_ * rho_b : (real)src[site + 36*SP + 3*SX - 1*SR];
+            }
+
+            real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
+            lbgen_collide_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36, tau_, ax_, ay_, wall_, tau_wall_);
+            dst[site + 0] = here_solid ? (store)0.0 : (store)fout0;
+            dst[site + 1*SP] = here_solid ? (store)0.0 : (store)fout1;
+            dst[site + 2*SP] = here_solid ? (store)0.0 : (store)fout2;
+            dst[site + 3*SP] = here_solid ? (store)0.0 : (store)fout3;
+            dst[site + 4*SP] = here_solid ? (store)0.0 : (store)fout4;
+            dst[site + 5*SP] = here_solid ? (store)0.0 : (store)fout5;
+            dst[site + 6*SP] = here_solid ? (store)0.0 : (store)fout6;
+            dst[site + 7*SP] = here_solid ? (store)0.0 : (store)fout7;
+            dst[site + 8*SP] = here_solid ? (store)0.0 : (store)fout8;
+            dst[site + 9*SP] = here_solid ? (store)0.0 : (store)fout9;
+            dst[site + 10*SP] = here_solid ? (store)0.0 : (store)fout10;
+            dst[site + 11*SP] = here_solid ? (store)0.0 : (store)fout11;
+            dst[site + 12*SP] = here_solid ? (store)0.0 : (store)fout12;
+            dst[site + 13*SP] = here_solid ? (store)0.0 : (store)fout13;
+            dst[site + 14*SP] = here_solid ? (store)0.0 : (store)fout14;
+            dst[site + 15*SP] = here_solid ? (store)0.0 : (store)fout15;
+            dst[site + 16*SP] = here_solid ? (store)0.0 : (store)fout16;
+            dst[site + 17*SP] = here_solid ? (store)0.0 : (store)fout17;
+            dst[site + 18*SP] = here_solid ? (store)0.0 : (store)fout18;
+            dst[site + 19*SP] = here_solid ? (store)0.0 : (store)fout19;
+            dst[site + 20*SP] = here_solid ? (store)0.0 : (store)fout20;
+            dst[site + 21*SP] = here_solid ? (store)0.0 : (store)fout21;
+            dst[site + 22*SP] = here_solid ? (store)0.0 : (store)fout22;
+            dst[site + 23*SP] = here_solid ? (store)0.0 : (store)fout23;
+            dst[site + 24*SP] = here_solid ? (store)0.0 : (store)fout24;
+            dst[site + 25*SP] = here_solid ? (store)0.0 : (store)fout25;
+            dst[site + 26*SP] = here_solid ? (store)0.0 : (store)fout26;
+            dst[site + 27*SP] = here_solid ? (store)0.0 : (store)fout27;
+            dst[site + 28*SP] = here_solid ? (store)0.0 : (store)fout28;
+            dst[site + 29*SP] = here_solid ? (store)0.0 : (store)fout29;
+            dst[site + 30*SP] = here_solid ? (store)0.0 : (store)fout30;
+            dst[site + 31*SP] = here_solid ? (store)0.0 : (store)fout31;
+            dst[site + 32*SP] = here_solid ? (store)0.0 : (store)fout32;
+            dst[site + 33*SP] = here_solid ? (store)0.0 : (store)fout33;
+            dst[site + 34*SP] = here_solid ? (store)0.0 : (store)fout34;
+            dst[site + 35*SP] = here_solid ? (store)0.0 : (store)fout35;
+            dst[site + 36*SP] = here_solid ? (store)0.0 : (store)fout36;
+        }
+    }
+}
+
+static void lbgen_bounded_collide_(const store *src, store *dst, const ptrdiff_t LX, const ptrdiff_t LY,
+                                   const lbgen_region *region, const lbgen_params *par)
+{
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1;
+    const int lids = par->lids & par->walls;   /* lids on wall faces only */
+    const uint8_t *solid = par->solid;
+    const int wxl = par->walls & 1, wxh = (par->walls >> 1) & 1, wyl = (par->walls >> 2) & 1, wyh = (par->walls >> 3) & 1;
+    (void)lids; (void)solid; (void)wxl; (void)wxh; (void)wyl; (void)wyh;
+    #pragma omp parallel for schedule(static)
+    for (ptrdiff_t x = X0; x < X1; ++x) {
+        const int xnear_ = solid != NULL || (wxl && x < HALO) || (wxh && x >= LX - HALO);
+        for (ptrdiff_t y = Y0; y < Y1; ++y) {
+            if (!xnear_ && !(wyl && y < HALO) && !(wyh && y >= LY - HALO)) continue;
+            const ptrdiff_t site = (x + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK;
+            const int here_solid = solid != NULL && solid[x*LY + y] != 0;
+            if (here_solid)
+                for (int p = 0; p < Q; ++p) dst[site + p*SP] = (store)0.0;
+        }
+    }
+}
+
+
+void lbgen_bounce(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
+{
+    LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (prv == NULL) {
+        fprintf(stderr, "lbgen_bounce: prv is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (nxt == NULL) {
+        fprintf(stderr, "lbgen_bounce: nxt is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (region == NULL) {
+        fprintf(stderr, "lbgen_bounce: region is NULL: need a region (lbgen_whole(lx, ly): the whole lattice)\n");
+        abort();
+    }
+    if (par == NULL) {
+        fprintf(stderr, "lbgen_bounce: par is NULL: need a parameter record (lbgen_params)\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_bounce: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
+    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1;
+    (void)Y0; (void)Y1;
+#ifdef LBGEN_DEBUG
+    if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) {
+        fprintf(stderr, "lbgen_bounce: region x %td..%td, y %td..%td outside the lattice: need 0 <= x0 <= x1 <= %d, 0 <= y0 <= y1 <= %d\n",
+                X0, X1, Y0, Y1, (int)LX, (int)LY);
+        abort();
+    }
+#endif
+    (void)X0; (void)X1;
+#ifdef LBGEN_DEBUG
+    if ((const void *)prv == (const void *)nxt) {
+        fprintf(stderr, "lbgen_bounce: prv and nxt are the same buffer (%p): need two distinct buffers (the sweep reads one while writing the other)\n", (const void *)prv);
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    if (par->walls & ~15) {
+        fprintf(stderr, "lbgen_bounce: par->walls = %d: need bits 0..3 only (bit 2a + s: face s (0 low, 1 high) of axis a (0 x, 1 y)), 0..15\n", par->walls);
+        abort();
+    }
+    if (par->lids & ~15) {
+        fprintf(stderr, "lbgen_bounce: par->lids = %d: need bits 0..3 only (bit 2a + s: face s of axis a), 0..15\n", par->lids);
+        abort();
+    }
+    for (int face = 0; face < 4; ++face) {
+        if (!(par->lids >> face & 1)) continue;
+        const int a = face / 2;
+        if (!(par->walls >> face & 1)) {
+            fprintf(stderr, "lbgen_bounce: par->lids bit %d (the %c-%s face) is not a wall: need par->walls bit %d set, or that lid bit clear\n", face, "xy"[a], face % 2 ? "high" : "low", face);
+            abort();
+        }
+        for (int c = 0; c < 2; ++c)
+            if (!isfinite(par->lid[face][c])) {
+                fprintf(stderr, "lbgen_bounce: par->lid[%d][%d] = %g: need a finite velocity (model units)\n", face, c, par->lid[face][c]);
+                abort();
+            }
+        if (par->lid[face][a] != 0) {
+            fprintf(stderr, "lbgen_bounce: par->lid[%d][%d] = %g is normal to its face: need 0 (a lid moves in its own plane; a normal component pumps mass through the wall)\n", face, a, par->lid[face][a]);
+            abort();
+        }
+    }
+#endif
+    if (par->walls || par->solid) lbgen_bounded_propagate_(prv, nxt, LX, LY, region, par);
 }
 
 /* ---- temporal blocking ----------------------------------------------------------------
@@ -1905,7 +2951,8 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
    halo rows of every ring column are refilled from the column itself, as the halo kernel
    does.
    prv needs fresh Y halo rows (halo); nxt gets its interior (call halo before the next sweep).
-   Returns 0, 1 when the ring could not be allocated, 2 for a depth outside 1..TB_MAX_DEPTH. */
+   Returns 0, 1 when the ring could not be allocated, 2 for a depth outside 1..TB_MAX_DEPTH, 3 for
+   bounce-back boundaries in par (walls, lids, solid: not blocked; step them with fused). */
 enum { TB_RING = 2*HALO + 1, TB_MAX_DEPTH = 8 };
 #ifndef LBGEN_TB_KB
 #define LBGEN_TB_KB 4096        /* cache budget of one thread's rings, KiB: sets the band height */
@@ -1972,6 +3019,33 @@ int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int
         abort();
     }
 #endif
+#ifdef LBGEN_DEBUG
+    if (par->walls & ~15) {
+        fprintf(stderr, "lbgen_fused_tb: par->walls = %d: need bits 0..3 only (bit 2a + s: face s (0 low, 1 high) of axis a (0 x, 1 y)), 0..15\n", par->walls);
+        abort();
+    }
+    if (par->lids & ~15) {
+        fprintf(stderr, "lbgen_fused_tb: par->lids = %d: need bits 0..3 only (bit 2a + s: face s of axis a), 0..15\n", par->lids);
+        abort();
+    }
+    for (int face = 0; face < 4; ++face) {
+        if (!(par->lids >> face & 1)) continue;
+        const int a = face / 2;
+        if (!(par->walls >> face & 1)) {
+            fprintf(stderr, "lbgen_fused_tb: par->lids bit %d (the %c-%s face) is not a wall: need par->walls bit %d set, or that lid bit clear\n", face, "xy"[a], face % 2 ? "high" : "low", face);
+            abort();
+        }
+        for (int c = 0; c < 2; ++c)
+            if (!isfinite(par->lid[face][c])) {
+                fprintf(stderr, "lbgen_fused_tb: par->lid[%d][%d] = %g: need a finite velocity (model units)\n", face, c, par->lid[face][c]);
+                abort();
+            }
+        if (par->lid[face][a] != 0) {
+            fprintf(stderr, "lbgen_fused_tb: par->lid[%d][%d] = %g is normal to its face: need 0 (a lid moves in its own plane; a normal component pumps mass through the wall)\n", face, a, par->lid[face][a]);
+            abort();
+        }
+    }
+#endif
 
     const real tau_ = (real)tau;
     const real ax_ = (real)ax;
@@ -1981,6 +3055,7 @@ int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int
     (void)tau_wall_;
 
     if (depth < 1 || depth > TB_MAX_DEPTH) return 2;
+    if (par->walls || par->lids || par->solid) return 3;   /* bounce-back boundaries: step with fused */
     /* band height H (cluster rows) and the rows RH a ring column holds */
     ptrdiff_t H = NR;
     {

@@ -134,6 +134,23 @@ typedef struct {
     /* Signs: +x to higher x; +y to higher y, away from row 0: gravity pulling
        towards row 0 is ay = -g / LBGEN_R < 0 (LBGEN_R: the lattice scale, the production
        D2Q37 code's UNIT). */
+    /* Bounce-back boundaries (half-way, no-slip; NULL/0: periodic).
+       walls   bit 2a + s (a = 0: x, 1: y; s = 0: the low face, 1: the high face): that face is a
+               no-slip wall half a site outside the first (last) sites; a face without its bit is
+               periodic (give both faces of an axis, or neither).
+       lids    bit 2a + s of a wall face: it moves with velocity lid[2a + s] = (ux, uy) (model
+               units, as the fields) in its own plane (the component along a is 0).
+       solid   NULL, or LX*LY bytes, index x*LY + y: a nonzero byte is a solid cell.
+       A population p that the pull would take from outside a wall or from a solid cell is the
+       one that left the site towards it, reflected (Ladd):
+           f_p(x, t+1) = f*_opp(p)(x, t) + 2 w_p rho(x) (xi_p . u_lid),   rho(x) = sum_q f*_q(x, t),
+       u_lid the velocity of the first moving face (x, then y) the link crosses, 0 otherwise.
+       Solid cells hold 0 after every propagate + bounce, collide and fused.  -DLBGEN_DEBUG builds
+       refuse bits beyond 0..3, a lid on a face without a wall, non-finite or normal lid velocities. */
+    int walls;
+    int lids;
+    double lid[4][2];
+    const uint8_t *solid;
 } lbgen_params;
 /* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
    xi_i = LBGEN_R * (cx, cy)), has weight lbgen_w[i] and opposite lbgen_opposite[i]. */
@@ -167,6 +184,11 @@ void lbgen_halo(lbgen_real *f, int lx, int ly);
    where that leaves the interior it reads the halo: fill it first (lbgen_halo, or the
    neighbours' columns / rows). */
 void lbgen_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const lbgen_region *region);
+/* The bounce-back boundaries of par (walls, lids, solid; see lbgen_params) after propagate(prv ->
+   nxt): rewrites the region's sites that a link across a wall face or a solid cell reaches
+   (pulled from prv as the rule says; solid cells 0); nothing when par->walls = 0 and par->solid
+   = NULL.  propagate, bounce, collide = fused (bit for bit in strict builds). */
+void lbgen_bounce(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par);
 /* Collision (bgk) of the region's sites of in, written to out_f (may equal in; reads
    only the region's sites).
    tau: relaxation time, > 1/2; (ax, ay): force per unit mass per step (momentum gains rho*a; signs
@@ -177,8 +199,8 @@ void lbgen_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const l
 /* `depth` steps in one sweep through cache (temporal blocking), bit-identical to depth x
    (halo, fused); prv needs a fresh halo, nxt
    gets the interior.  Whole lattice only (no region: its steps beyond the first read cells
-   that only the sweep itself computes).  Returns 0, 1 (out of memory) or 2 (depth outside
-   1..8). */
+   that only the sweep itself computes).  Returns 0, 1 (out of memory), 2 (depth outside
+   1..8) or 3 (bounce-back boundaries in par: not blocked, step with fused). */
 int lbgen_fused_tb(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int depth, const lbgen_params *par);
 /* Physical fields.  The stored populations are post-collision: their own moments carry the
    whole force of the last collision.  init_equilibrium takes, and fields and diagnostics

@@ -792,6 +792,938 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
 
 }
 
+/* i mod n in 0 .. n-1 (i may be negative) */
+__device__ static inline ptrdiff_t wrap_(ptrdiff_t i, ptrdiff_t n)
+{
+    i %= n;
+    return i < 0 ? i + n : i;
+}
+
+/* Bounce-back boundaries (see lbgen_launch_bounce in the header): the sites a wall face or a
+   solid cell reaches, redone after propagate (bounce), fused (bounded_fused), collide
+   (bounded_collide: solid cells zeroed). */
+__global__ void __launch_bounds__(BLOCK) lbgen_bounce(const real *prv, real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *lid, const uint8_t *solid)
+{
+    LBGEN_SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (X1 <= X0 || Y1 <= Y0) return;
+    const ptrdiff_t g_ = LBGEN_THREAD_ID;
+    if (g_ >= (X1 - X0)*NS) return;
+    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
+    const ptrdiff_t k = s_ % VL, r = s_ / VL;
+    if (r + k*NR < Y0 || r + k*NR >= Y1) return;
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    (void)X1;
+    const real *src = prv;
+    real *dst = nxt;
+    const ptrdiff_t y = r + k*NR;
+    const int lids_ = lids & walls;   /* lids on wall faces only */
+    const int wxl = walls & 1, wxh = (walls >> 1) & 1, wyl = (walls >> 2) & 1, wyh = (walls >> 3) & 1;
+    if (!(solid != 0 || (wxl && x < HALO) || (wxh && x >= LX - HALO) || (wyl && y < HALO) || (wyh && y >= LY - HALO))) return;
+    const int here_solid = solid != 0 && solid[x*LY + y] != 0;
+    real rho_b = 0.0;   /* the site's density (post-collision), for the lids' correction */
+    if (lids_) {
+        rho_b += (real)src[site + 0];
+        rho_b += (real)src[site + 1*SP];
+        rho_b += (real)src[site + 2*SP];
+        rho_b += (real)src[site + 3*SP];
+        rho_b += (real)src[site + 4*SP];
+        rho_b += (real)src[site + 5*SP];
+        rho_b += (real)src[site + 6*SP];
+        rho_b += (real)src[site + 7*SP];
+        rho_b += (real)src[site + 8*SP];
+        rho_b += (real)src[site + 9*SP];
+        rho_b += (real)src[site + 10*SP];
+        rho_b += (real)src[site + 11*SP];
+        rho_b += (real)src[site + 12*SP];
+        rho_b += (real)src[site + 13*SP];
+        rho_b += (real)src[site + 14*SP];
+        rho_b += (real)src[site + 15*SP];
+        rho_b += (real)src[site + 16*SP];
+        rho_b += (real)src[site + 17*SP];
+        rho_b += (real)src[site + 18*SP];
+        rho_b += (real)src[site + 19*SP];
+        rho_b += (real)src[site + 20*SP];
+        rho_b += (real)src[site + 21*SP];
+        rho_b += (real)src[site + 22*SP];
+        rho_b += (real)src[site + 23*SP];
+        rho_b += (real)src[site + 24*SP];
+        rho_b += (real)src[site + 25*SP];
+        rho_b += (real)src[site + 26*SP];
+        rho_b += (real)src[site + 27*SP];
+        rho_b += (real)src[site + 28*SP];
+        rho_b += (real)src[site + 29*SP];
+        rho_b += (real)src[site + 30*SP];
+        rho_b += (real)src[site + 31*SP];
+        rho_b += (real)src[site + 32*SP];
+        rho_b += (real)src[site + 33*SP];
+        rho_b += (real)src[site + 34*SP];
+        rho_b += (real)src[site + 35*SP];
+        rho_b += (real)src[site + 36*SP];
+    }
+    real f0;
+    {   /* p = 0: hop (3, -1) */
+        const int ox = wxl && x < 3;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f0 = b ? (real)src[site + 36*SP] + push_ * rho_b : (real)src[site + -3*SX + 1*SR];
+    }
+    real f1;
+    {   /* p = 1: hop (3, 0) */
+        const int ox = wxl && x < 3;   /* crosses the x-low face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
+        f1 = b ? (real)src[site + 35*SP] + push_ * rho_b : (real)src[site + 1*SP - 3*SX];
+    }
+    real f2;
+    {   /* p = 2: hop (3, 1) */
+        const int ox = wxl && x < 3;   /* crosses the x-low face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f2 = b ? (real)src[site + 34*SP] + push_ * rho_b : (real)src[site + 2*SP - 3*SX - 1*SR];
+    }
+    real f3;
+    {   /* p = 3: hop (2, -2) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f3 = b ? (real)src[site + 33*SP] + push_ * rho_b : (real)src[site + 3*SP - 2*SX + 2*SR];
+    }
+    real f4;
+    {   /* p = 4: hop (2, -1) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f4 = b ? (real)src[site + 32*SP] + push_ * rho_b : (real)src[site + 4*SP - 2*SX + 1*SR];
+    }
+    real f5;
+    {   /* p = 5: hop (2, 0) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
+        f5 = b ? (real)src[site + 31*SP] + push_ * rho_b : (real)src[site + 5*SP - 2*SX];
+    }
+    real f6;
+    {   /* p = 6: hop (2, 1) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f6 = b ? (real)src[site + 30*SP] + push_ * rho_b : (real)src[site + 6*SP - 2*SX - 1*SR];
+    }
+    real f7;
+    {   /* p = 7: hop (2, 2) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f7 = b ? (real)src[site + 29*SP] + push_ * rho_b : (real)src[site + 7*SP - 2*SX - 2*SR];
+    }
+    real f8;
+    {   /* p = 8: hop (1, -3) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-3) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
+        f8 = b ? (real)src[site + 28*SP] + push_ * rho_b : (real)src[site + 8*SP - 1*SX + 3*SR];
+    }
+    real f9;
+    {   /* p = 9: hop (1, -2) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f9 = b ? (real)src[site + 27*SP] + push_ * rho_b : (real)src[site + 9*SP - 1*SX + 2*SR];
+    }
+    real f10;
+    {   /* p = 10: hop (1, -1) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f10 = b ? (real)src[site + 26*SP] + push_ * rho_b : (real)src[site + 10*SP - 1*SX + 1*SR];
+    }
+    real f11;
+    {   /* p = 11: hop (1, 0) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
+        f11 = b ? (real)src[site + 25*SP] + push_ * rho_b : (real)src[site + 11*SP - 1*SX];
+    }
+    real f12;
+    {   /* p = 12: hop (1, 1) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f12 = b ? (real)src[site + 24*SP] + push_ * rho_b : (real)src[site + 12*SP - 1*SX - 1*SR];
+    }
+    real f13;
+    {   /* p = 13: hop (1, 2) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f13 = b ? (real)src[site + 23*SP] + push_ * rho_b : (real)src[site + 13*SP - 1*SX - 2*SR];
+    }
+    real f14;
+    {   /* p = 14: hop (1, 3) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyl && y < 3;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(3) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
+        f14 = b ? (real)src[site + 22*SP] + push_ * rho_b : (real)src[site + 14*SP - 1*SX - 3*SR];
+    }
+    real f15;
+    {   /* p = 15: hop (0, -3) */
+        const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -3, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
+        f15 = b ? (real)src[site + 21*SP] + push_ * rho_b : (real)src[site + 15*SP + 3*SR];
+    }
+    real f16;
+    {   /* p = 16: hop (0, -2) */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f16 = b ? (real)src[site + 20*SP] + push_ * rho_b : (real)src[site + 16*SP + 2*SR];
+    }
+    real f17;
+    {   /* p = 17: hop (0, -1) */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f17 = b ? (real)src[site + 19*SP] + push_ * rho_b : (real)src[site + 17*SP + 1*SR];
+    }
+    real f18;
+    f18 = (real)src[site + 18*SP];
+    real f19;
+    {   /* p = 19: hop (0, 1) */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f19 = b ? (real)src[site + 17*SP] + push_ * rho_b : (real)src[site + 19*SP - 1*SR];
+    }
+    real f20;
+    {   /* p = 20: hop (0, 2) */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f20 = b ? (real)src[site + 16*SP] + push_ * rho_b : (real)src[site + 20*SP - 2*SR];
+    }
+    real f21;
+    {   /* p = 21: hop (0, 3) */
+        const int oy = wyl && y < 3;   /* crosses the y-low face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 3, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
+        f21 = b ? (real)src[site + 15*SP] + push_ * rho_b : (real)src[site + 21*SP - 3*SR];
+    }
+    real f22;
+    {   /* p = 22: hop (-1, -3) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-3) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
+        f22 = b ? (real)src[site + 14*SP] + push_ * rho_b : (real)src[site + 22*SP + 1*SX + 3*SR];
+    }
+    real f23;
+    {   /* p = 23: hop (-1, -2) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f23 = b ? (real)src[site + 13*SP] + push_ * rho_b : (real)src[site + 23*SP + 1*SX + 2*SR];
+    }
+    real f24;
+    {   /* p = 24: hop (-1, -1) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f24 = b ? (real)src[site + 12*SP] + push_ * rho_b : (real)src[site + 24*SP + 1*SX + 1*SR];
+    }
+    real f25;
+    {   /* p = 25: hop (-1, 0) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
+        f25 = b ? (real)src[site + 11*SP] + push_ * rho_b : (real)src[site + 25*SP + 1*SX];
+    }
+    real f26;
+    {   /* p = 26: hop (-1, 1) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f26 = b ? (real)src[site + 10*SP] + push_ * rho_b : (real)src[site + 26*SP + 1*SX - 1*SR];
+    }
+    real f27;
+    {   /* p = 27: hop (-1, 2) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f27 = b ? (real)src[site + 9*SP] + push_ * rho_b : (real)src[site + 27*SP + 1*SX - 2*SR];
+    }
+    real f28;
+    {   /* p = 28: hop (-1, 3) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyl && y < 3;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(3) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
+        f28 = b ? (real)src[site + 8*SP] + push_ * rho_b : (real)src[site + 28*SP + 1*SX - 3*SR];
+    }
+    real f29;
+    {   /* p = 29: hop (-2, -2) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f29 = b ? (real)src[site + 7*SP] + push_ * rho_b : (real)src[site + 29*SP + 2*SX + 2*SR];
+    }
+    real f30;
+    {   /* p = 30: hop (-2, -1) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f30 = b ? (real)src[site + 6*SP] + push_ * rho_b : (real)src[site + 30*SP + 2*SX + 1*SR];
+    }
+    real f31;
+    {   /* p = 31: hop (-2, 0) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
+        f31 = b ? (real)src[site + 5*SP] + push_ * rho_b : (real)src[site + 31*SP + 2*SX];
+    }
+    real f32;
+    {   /* p = 32: hop (-2, 1) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f32 = b ? (real)src[site + 4*SP] + push_ * rho_b : (real)src[site + 32*SP + 2*SX - 1*SR];
+    }
+    real f33;
+    {   /* p = 33: hop (-2, 2) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f33 = b ? (real)src[site + 3*SP] + push_ * rho_b : (real)src[site + 33*SP + 2*SX - 2*SR];
+    }
+    real f34;
+    {   /* p = 34: hop (-3, -1) */
+        const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f34 = b ? (real)src[site + 2*SP] + push_ * rho_b : (real)src[site + 34*SP + 3*SX + 1*SR];
+    }
+    real f35;
+    {   /* p = 35: hop (-3, 0) */
+        const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
+        f35 = b ? (real)src[site + 1*SP] + push_ * rho_b : (real)src[site + 35*SP + 3*SX];
+    }
+    real f36;
+    {   /* p = 36: hop (-3, 1) */
+        const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f36 = b ? (real)src[site + 0] + push_ * rho_b : (real)src[site + 36*SP + 3*SX - 1*SR];
+    }
+
+    dst[site + 0] = here_solid ? (real)0.0 : f0;
+    dst[site + 1*SP] = here_solid ? (real)0.0 : f1;
+    dst[site + 2*SP] = here_solid ? (real)0.0 : f2;
+    dst[site + 3*SP] = here_solid ? (real)0.0 : f3;
+    dst[site + 4*SP] = here_solid ? (real)0.0 : f4;
+    dst[site + 5*SP] = here_solid ? (real)0.0 : f5;
+    dst[site + 6*SP] = here_solid ? (real)0.0 : f6;
+    dst[site + 7*SP] = here_solid ? (real)0.0 : f7;
+    dst[site + 8*SP] = here_solid ? (real)0.0 : f8;
+    dst[site + 9*SP] = here_solid ? (real)0.0 : f9;
+    dst[site + 10*SP] = here_solid ? (real)0.0 : f10;
+    dst[site + 11*SP] = here_solid ? (real)0.0 : f11;
+    dst[site + 12*SP] = here_solid ? (real)0.0 : f12;
+    dst[site + 13*SP] = here_solid ? (real)0.0 : f13;
+    dst[site + 14*SP] = here_solid ? (real)0.0 : f14;
+    dst[site + 15*SP] = here_solid ? (real)0.0 : f15;
+    dst[site + 16*SP] = here_solid ? (real)0.0 : f16;
+    dst[site + 17*SP] = here_solid ? (real)0.0 : f17;
+    dst[site + 18*SP] = here_solid ? (real)0.0 : f18;
+    dst[site + 19*SP] = here_solid ? (real)0.0 : f19;
+    dst[site + 20*SP] = here_solid ? (real)0.0 : f20;
+    dst[site + 21*SP] = here_solid ? (real)0.0 : f21;
+    dst[site + 22*SP] = here_solid ? (real)0.0 : f22;
+    dst[site + 23*SP] = here_solid ? (real)0.0 : f23;
+    dst[site + 24*SP] = here_solid ? (real)0.0 : f24;
+    dst[site + 25*SP] = here_solid ? (real)0.0 : f25;
+    dst[site + 26*SP] = here_solid ? (real)0.0 : f26;
+    dst[site + 27*SP] = here_solid ? (real)0.0 : f27;
+    dst[site + 28*SP] = here_solid ? (real)0.0 : f28;
+    dst[site + 29*SP] = here_solid ? (real)0.0 : f29;
+    dst[site + 30*SP] = here_solid ? (real)0.0 : f30;
+    dst[site + 31*SP] = here_solid ? (real)0.0 : f31;
+    dst[site + 32*SP] = here_solid ? (real)0.0 : f32;
+    dst[site + 33*SP] = here_solid ? (real)0.0 : f33;
+    dst[site + 34*SP] = here_solid ? (real)0.0 : f34;
+    dst[site + 35*SP] = here_solid ? (real)0.0 : f35;
+    dst[site + 36*SP] = here_solid ? (real)0.0 : f36;
+
+}
+
+__global__ void __launch_bounds__(BLOCK) lbgen_bounded_fused(const real *src, real *dst, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, const double *lid, const uint8_t *solid)
+{
+    LBGEN_SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const real tau_ = (real)tau;
+    const real ax_ = (real)ax;
+    const real ay_ = (real)ay;
+    const real wall_ = 0.0;   /* periodic box: no wall rows */
+    const real tau_wall_ = 1.0;   /* no wall rows (the site function's argument) */
+    (void)tau_wall_;
+
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (X1 <= X0 || Y1 <= Y0) return;
+    const ptrdiff_t g_ = LBGEN_THREAD_ID;
+    if (g_ >= (X1 - X0)*NS) return;
+    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
+    const ptrdiff_t k = s_ % VL, r = s_ / VL;
+    if (r + k*NR < Y0 || r + k*NR >= Y1) return;
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    (void)X1;
+    const ptrdiff_t y = r + k*NR;
+    const int lids_ = lids & walls;   /* lids on wall faces only */
+    const int wxl = walls & 1, wxh = (walls >> 1) & 1, wyl = (walls >> 2) & 1, wyh = (walls >> 3) & 1;
+    if (!(solid != 0 || (wxl && x < HALO) || (wxh && x >= LX - HALO) || (wyl && y < HALO) || (wyh && y >= LY - HALO))) return;
+    const int here_solid = solid != 0 && solid[x*LY + y] != 0;
+    real rho_b = 0.0;   /* the site's density (post-collision), for the lids' correction */
+    if (lids_) {
+        rho_b += (real)src[site + 0];
+        rho_b += (real)src[site + 1*SP];
+        rho_b += (real)src[site + 2*SP];
+        rho_b += (real)src[site + 3*SP];
+        rho_b += (real)src[site + 4*SP];
+        rho_b += (real)src[site + 5*SP];
+        rho_b += (real)src[site + 6*SP];
+        rho_b += (real)src[site + 7*SP];
+        rho_b += (real)src[site + 8*SP];
+        rho_b += (real)src[site + 9*SP];
+        rho_b += (real)src[site + 10*SP];
+        rho_b += (real)src[site + 11*SP];
+        rho_b += (real)src[site + 12*SP];
+        rho_b += (real)src[site + 13*SP];
+        rho_b += (real)src[site + 14*SP];
+        rho_b += (real)src[site + 15*SP];
+        rho_b += (real)src[site + 16*SP];
+        rho_b += (real)src[site + 17*SP];
+        rho_b += (real)src[site + 18*SP];
+        rho_b += (real)src[site + 19*SP];
+        rho_b += (real)src[site + 20*SP];
+        rho_b += (real)src[site + 21*SP];
+        rho_b += (real)src[site + 22*SP];
+        rho_b += (real)src[site + 23*SP];
+        rho_b += (real)src[site + 24*SP];
+        rho_b += (real)src[site + 25*SP];
+        rho_b += (real)src[site + 26*SP];
+        rho_b += (real)src[site + 27*SP];
+        rho_b += (real)src[site + 28*SP];
+        rho_b += (real)src[site + 29*SP];
+        rho_b += (real)src[site + 30*SP];
+        rho_b += (real)src[site + 31*SP];
+        rho_b += (real)src[site + 32*SP];
+        rho_b += (real)src[site + 33*SP];
+        rho_b += (real)src[site + 34*SP];
+        rho_b += (real)src[site + 35*SP];
+        rho_b += (real)src[site + 36*SP];
+    }
+    real f0;
+    {   /* p = 0: hop (3, -1) */
+        const int ox = wxl && x < 3;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f0 = b ? (real)src[site + 36*SP] + push_ * rho_b : (real)src[site + -3*SX + 1*SR];
+    }
+    real f1;
+    {   /* p = 1: hop (3, 0) */
+        const int ox = wxl && x < 3;   /* crosses the x-low face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
+        f1 = b ? (real)src[site + 35*SP] + push_ * rho_b : (real)src[site + 1*SP - 3*SX];
+    }
+    real f2;
+    {   /* p = 2: hop (3, 1) */
+        const int ox = wxl && x < 3;   /* crosses the x-low face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f2 = b ? (real)src[site + 34*SP] + push_ * rho_b : (real)src[site + 2*SP - 3*SX - 1*SR];
+    }
+    real f3;
+    {   /* p = 3: hop (2, -2) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f3 = b ? (real)src[site + 33*SP] + push_ * rho_b : (real)src[site + 3*SP - 2*SX + 2*SR];
+    }
+    real f4;
+    {   /* p = 4: hop (2, -1) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f4 = b ? (real)src[site + 32*SP] + push_ * rho_b : (real)src[site + 4*SP - 2*SX + 1*SR];
+    }
+    real f5;
+    {   /* p = 5: hop (2, 0) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
+        f5 = b ? (real)src[site + 31*SP] + push_ * rho_b : (real)src[site + 5*SP - 2*SX];
+    }
+    real f6;
+    {   /* p = 6: hop (2, 1) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f6 = b ? (real)src[site + 30*SP] + push_ * rho_b : (real)src[site + 6*SP - 2*SX - 1*SR];
+    }
+    real f7;
+    {   /* p = 7: hop (2, 2) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f7 = b ? (real)src[site + 29*SP] + push_ * rho_b : (real)src[site + 7*SP - 2*SX - 2*SR];
+    }
+    real f8;
+    {   /* p = 8: hop (1, -3) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-3) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
+        f8 = b ? (real)src[site + 28*SP] + push_ * rho_b : (real)src[site + 8*SP - 1*SX + 3*SR];
+    }
+    real f9;
+    {   /* p = 9: hop (1, -2) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f9 = b ? (real)src[site + 27*SP] + push_ * rho_b : (real)src[site + 9*SP - 1*SX + 2*SR];
+    }
+    real f10;
+    {   /* p = 10: hop (1, -1) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f10 = b ? (real)src[site + 26*SP] + push_ * rho_b : (real)src[site + 10*SP - 1*SX + 1*SR];
+    }
+    real f11;
+    {   /* p = 11: hop (1, 0) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
+        f11 = b ? (real)src[site + 25*SP] + push_ * rho_b : (real)src[site + 11*SP - 1*SX];
+    }
+    real f12;
+    {   /* p = 12: hop (1, 1) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f12 = b ? (real)src[site + 24*SP] + push_ * rho_b : (real)src[site + 12*SP - 1*SX - 1*SR];
+    }
+    real f13;
+    {   /* p = 13: hop (1, 2) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f13 = b ? (real)src[site + 23*SP] + push_ * rho_b : (real)src[site + 13*SP - 1*SX - 2*SR];
+    }
+    real f14;
+    {   /* p = 14: hop (1, 3) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyl && y < 3;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(3) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
+        f14 = b ? (real)src[site + 22*SP] + push_ * rho_b : (real)src[site + 14*SP - 1*SX - 3*SR];
+    }
+    real f15;
+    {   /* p = 15: hop (0, -3) */
+        const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -3, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
+        f15 = b ? (real)src[site + 21*SP] + push_ * rho_b : (real)src[site + 15*SP + 3*SR];
+    }
+    real f16;
+    {   /* p = 16: hop (0, -2) */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f16 = b ? (real)src[site + 20*SP] + push_ * rho_b : (real)src[site + 16*SP + 2*SR];
+    }
+    real f17;
+    {   /* p = 17: hop (0, -1) */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f17 = b ? (real)src[site + 19*SP] + push_ * rho_b : (real)src[site + 17*SP + 1*SR];
+    }
+    real f18;
+    f18 = (real)src[site + 18*SP];
+    real f19;
+    {   /* p = 19: hop (0, 1) */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f19 = b ? (real)src[site + 17*SP] + push_ * rho_b : (real)src[site + 19*SP - 1*SR];
+    }
+    real f20;
+    {   /* p = 20: hop (0, 2) */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f20 = b ? (real)src[site + 16*SP] + push_ * rho_b : (real)src[site + 20*SP - 2*SR];
+    }
+    real f21;
+    {   /* p = 21: hop (0, 3) */
+        const int oy = wyl && y < 3;   /* crosses the y-low face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 3, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
+        f21 = b ? (real)src[site + 15*SP] + push_ * rho_b : (real)src[site + 21*SP - 3*SR];
+    }
+    real f22;
+    {   /* p = 22: hop (-1, -3) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-3) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
+        f22 = b ? (real)src[site + 14*SP] + push_ * rho_b : (real)src[site + 22*SP + 1*SX + 3*SR];
+    }
+    real f23;
+    {   /* p = 23: hop (-1, -2) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f23 = b ? (real)src[site + 13*SP] + push_ * rho_b : (real)src[site + 23*SP + 1*SX + 2*SR];
+    }
+    real f24;
+    {   /* p = 24: hop (-1, -1) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f24 = b ? (real)src[site + 12*SP] + push_ * rho_b : (real)src[site + 24*SP + 1*SX + 1*SR];
+    }
+    real f25;
+    {   /* p = 25: hop (-1, 0) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
+        f25 = b ? (real)src[site + 11*SP] + push_ * rho_b : (real)src[site + 25*SP + 1*SX];
+    }
+    real f26;
+    {   /* p = 26: hop (-1, 1) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f26 = b ? (real)src[site + 10*SP] + push_ * rho_b : (real)src[site + 26*SP + 1*SX - 1*SR];
+    }
+    real f27;
+    {   /* p = 27: hop (-1, 2) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f27 = b ? (real)src[site + 9*SP] + push_ * rho_b : (real)src[site + 27*SP + 1*SX - 2*SR];
+    }
+    real f28;
+    {   /* p = 28: hop (-1, 3) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyl && y < 3;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(3) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
+        f28 = b ? (real)src[site + 8*SP] + push_ * rho_b : (real)src[site + 28*SP + 1*SX - 3*SR];
+    }
+    real f29;
+    {   /* p = 29: hop (-2, -2) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f29 = b ? (real)src[site + 7*SP] + push_ * rho_b : (real)src[site + 29*SP + 2*SX + 2*SR];
+    }
+    real f30;
+    {   /* p = 30: hop (-2, -1) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f30 = b ? (real)src[site + 6*SP] + push_ * rho_b : (real)src[site + 30*SP + 2*SX + 1*SR];
+    }
+    real f31;
+    {   /* p = 31: hop (-2, 0) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
+        f31 = b ? (real)src[site + 5*SP] + push_ * rho_b : (real)src[site + 31*SP + 2*SX];
+    }
+    real f32;
+    {   /* p = 32: hop (-2, 1) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f32 = b ? (real)src[site + 4*SP] + push_ * rho_b : (real)src[site + 32*SP + 2*SX - 1*SR];
+    }
+    real f33;
+    {   /* p = 33: hop (-2, 2) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f33 = b ? (real)src[site + 3*SP] + push_ * rho_b : (real)src[site + 33*SP + 2*SX - 2*SR];
+    }
+    real f34;
+    {   /* p = 34: hop (-3, -1) */
+        const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f34 = b ? (real)src[site + 2*SP] + push_ * rho_b : (real)src[site + 34*SP + 3*SX + 1*SR];
+    }
+    real f35;
+    {   /* p = 35: hop (-3, 0) */
+        const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
+        f35 = b ? (real)src[site + 1*SP] + push_ * rho_b : (real)src[site + 35*SP + 3*SX];
+    }
+    real f36;
+    {   /* p = 36: hop (-3, 1) */
+        const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f36 = b ? (real)src[site + 0] + push_ * rho_b : (real)src[site + 36*SP + 3*SX - 1*SR];
+    }
+
+    real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
+    lbgen_collide_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36,         &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,         tau_, ax_, ay_, wall_, tau_wall_);
+    dst[site + 0] = here_solid ? (real)0.0 : fout0;
+    dst[site + 1*SP] = here_solid ? (real)0.0 : fout1;
+    dst[site + 2*SP] = here_solid ? (real)0.0 : fout2;
+    dst[site + 3*SP] = here_solid ? (real)0.0 : fout3;
+    dst[site + 4*SP] = here_solid ? (real)0.0 : fout4;
+    dst[site + 5*SP] = here_solid ? (real)0.0 : fout5;
+    dst[site + 6*SP] = here_solid ? (real)0.0 : fout6;
+    dst[site + 7*SP] = here_solid ? (real)0.0 : fout7;
+    dst[site + 8*SP] = here_solid ? (real)0.0 : fout8;
+    dst[site + 9*SP] = here_solid ? (real)0.0 : fout9;
+    dst[site + 10*SP] = here_solid ? (real)0.0 : fout10;
+    dst[site + 11*SP] = here_solid ? (real)0.0 : fout11;
+    dst[site + 12*SP] = here_solid ? (real)0.0 : fout12;
+    dst[site + 13*SP] = here_solid ? (real)0.0 : fout13;
+    dst[site + 14*SP] = here_solid ? (real)0.0 : fout14;
+    dst[site + 15*SP] = here_solid ? (real)0.0 : fout15;
+    dst[site + 16*SP] = here_solid ? (real)0.0 : fout16;
+    dst[site + 17*SP] = here_solid ? (real)0.0 : fout17;
+    dst[site + 18*SP] = here_solid ? (real)0.0 : fout18;
+    dst[site + 19*SP] = here_solid ? (real)0.0 : fout19;
+    dst[site + 20*SP] = here_solid ? (real)0.0 : fout20;
+    dst[site + 21*SP] = here_solid ? (real)0.0 : fout21;
+    dst[site + 22*SP] = here_solid ? (real)0.0 : fout22;
+    dst[site + 23*SP] = here_solid ? (real)0.0 : fout23;
+    dst[site + 24*SP] = here_solid ? (real)0.0 : fout24;
+    dst[site + 25*SP] = here_solid ? (real)0.0 : fout25;
+    dst[site + 26*SP] = here_solid ? (real)0.0 : fout26;
+    dst[site + 27*SP] = here_solid ? (real)0.0 : fout27;
+    dst[site + 28*SP] = here_solid ? (real)0.0 : fout28;
+    dst[site + 29*SP] = here_solid ? (real)0.0 : fout29;
+    dst[site + 30*SP] = here_solid ? (real)0.0 : fout30;
+    dst[site + 31*SP] = here_solid ? (real)0.0 : fout31;
+    dst[site + 32*SP] = here_solid ? (real)0.0 : fout32;
+    dst[site + 33*SP] = here_solid ? (real)0.0 : fout33;
+    dst[site + 34*SP] = here_solid ? (real)0.0 : fout34;
+    dst[site + 35*SP] = here_solid ? (real)0.0 : fout35;
+    dst[site + 36*SP] = here_solid ? (real)0.0 : fout36;
+
+}
+
+__global__ void __launch_bounds__(BLOCK) lbgen_bounded_collide(const real *src, real *dst, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *lid, const uint8_t *solid)
+{
+    LBGEN_SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (X1 <= X0 || Y1 <= Y0) return;
+    const ptrdiff_t g_ = LBGEN_THREAD_ID;
+    if (g_ >= (X1 - X0)*NS) return;
+    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
+    const ptrdiff_t k = s_ % VL, r = s_ / VL;
+    if (r + k*NR < Y0 || r + k*NR >= Y1) return;
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    (void)X1;
+    const ptrdiff_t y = r + k*NR;
+    const int lids_ = lids & walls;   /* lids on wall faces only */
+    const int wxl = walls & 1, wxh = (walls >> 1) & 1, wyl = (walls >> 2) & 1, wyh = (walls >> 3) & 1;
+    if (!(solid != 0 || (wxl && x < HALO) || (wxh && x >= LX - HALO) || (wyl && y < HALO) || (wyh && y >= LY - HALO))) return;
+    const int here_solid = solid != 0 && solid[x*LY + y] != 0;
+    (void)lids_; (void)lid; (void)src;
+    if (!here_solid) return;
+    dst[site + 0] = (real)0.0;
+    dst[site + 1*SP] = (real)0.0;
+    dst[site + 2*SP] = (real)0.0;
+    dst[site + 3*SP] = (real)0.0;
+    dst[site + 4*SP] = (real)0.0;
+    dst[site + 5*SP] = (real)0.0;
+    dst[site + 6*SP] = (real)0.0;
+    dst[site + 7*SP] = (real)0.0;
+    dst[site + 8*SP] = (real)0.0;
+    dst[site + 9*SP] = (real)0.0;
+    dst[site + 10*SP] = (real)0.0;
+    dst[site + 11*SP] = (real)0.0;
+    dst[site + 12*SP] = (real)0.0;
+    dst[site + 13*SP] = (real)0.0;
+    dst[site + 14*SP] = (real)0.0;
+    dst[site + 15*SP] = (real)0.0;
+    dst[site + 16*SP] = (real)0.0;
+    dst[site + 17*SP] = (real)0.0;
+    dst[site + 18*SP] = (real)0.0;
+    dst[site + 19*SP] = (real)0.0;
+    dst[site + 20*SP] = (real)0.0;
+    dst[site + 21*SP] = (real)0.0;
+    dst[site + 22*SP] = (real)0.0;
+    dst[site + 23*SP] = (real)0.0;
+    dst[site + 24*SP] = (real)0.0;
+    dst[site + 25*SP] = (real)0.0;
+    dst[site + 26*SP] = (real)0.0;
+    dst[site + 27*SP] = (real)0.0;
+    dst[site + 28*SP] = (real)0.0;
+    dst[site + 29*SP] = (real)0.0;
+    dst[site + 30*SP] = (real)0.0;
+    dst[site + 31*SP] = (real)0.0;
+    dst[site + 32*SP] = (real)0.0;
+    dst[site + 33*SP] = (real)0.0;
+    dst[site + 34*SP] = (real)0.0;
+    dst[site + 35*SP] = (real)0.0;
+    dst[site + 36*SP] = (real)0.0;
+
+}
+
+
 /* f = the populations whose physical fields are the given ones (LX*LY doubles each, index
    x*LY + y; see the header: u + a/2, T - |a|^2/8 at equilibrium) on the interior;
    refresh the halo afterwards (lbgen_launch_init_equilibrium does). */
@@ -1339,6 +2271,63 @@ cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, i
     if (X1 == X0 || Y1 == Y0) return cudaSuccess;
     void *args[] = { (void *)&prv, (void *)&nxt, (void *)&lx, (void *)&ly, (void *)&x0, (void *)&x1, (void *)&y0, (void *)&y1, (void *)&tau_, (void *)&ax_, (void *)&ay_ };
     cudaError_t err = cudaLaunchKernel(lbgen_fused, dim3(blocks_for((X1 - X0)*NS)), dim3(BLOCK), args, 0, stream);
+    return err;
+}
+
+cudaError_t lbgen_launch_bounce(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *lid, const uint8_t *solid, cudaStream_t stream)
+{
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
+    /* the region's sites only (see region_site in the kernels); an empty region launches nothing */
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) return cudaErrorInvalidValue;
+    if (X1 == X0 || Y1 == Y0) return cudaSuccess;
+    void *args[] = { (void *)&prv, (void *)&nxt, (void *)&lx, (void *)&ly, (void *)&x0, (void *)&x1, (void *)&y0, (void *)&y1, (void *)&walls, (void *)&lids, (void *)&lid, (void *)&solid };
+    cudaError_t err = cudaLaunchKernel(lbgen_bounce, dim3(blocks_for((X1 - X0)*NS)), dim3(BLOCK), args, 0, stream);
+    return err;
+}
+
+cudaError_t lbgen_launch_bounded_fused(const lbgen_real *src, lbgen_real *dst, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, int walls, int lids, const double *lid, const uint8_t *solid, cudaStream_t stream)
+{
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
+    real tau_ = (real)tau;
+    real ax_ = (real)ax;
+    real ay_ = (real)ay;
+    /* the region's sites only (see region_site in the kernels); an empty region launches nothing */
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) return cudaErrorInvalidValue;
+    if (X1 == X0 || Y1 == Y0) return cudaSuccess;
+    void *args[] = { (void *)&src, (void *)&dst, (void *)&lx, (void *)&ly, (void *)&x0, (void *)&x1, (void *)&y0, (void *)&y1, (void *)&tau_, (void *)&ax_, (void *)&ay_, (void *)&walls, (void *)&lids, (void *)&lid, (void *)&solid };
+    cudaError_t err = cudaLaunchKernel(lbgen_bounded_fused, dim3(blocks_for((X1 - X0)*NS)), dim3(BLOCK), args, 0, stream);
+    return err;
+}
+
+cudaError_t lbgen_launch_bounded_collide(const lbgen_real *src, lbgen_real *dst, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *lid, const uint8_t *solid, cudaStream_t stream)
+{
+    LBGEN_SIZES;
+    if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
+    /* the region's sites only (see region_site in the kernels); an empty region launches nothing */
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) return cudaErrorInvalidValue;
+    if (X1 == X0 || Y1 == Y0) return cudaSuccess;
+    void *args[] = { (void *)&src, (void *)&dst, (void *)&lx, (void *)&ly, (void *)&x0, (void *)&x1, (void *)&y0, (void *)&y1, (void *)&walls, (void *)&lids, (void *)&lid, (void *)&solid };
+    cudaError_t err = cudaLaunchKernel(lbgen_bounded_collide, dim3(blocks_for((X1 - X0)*NS)), dim3(BLOCK), args, 0, stream);
     return err;
 }
 

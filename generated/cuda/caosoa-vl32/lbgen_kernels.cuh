@@ -127,6 +127,13 @@ cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int l
 cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, cudaStream_t stream);
 /* propagate + collide in one sweep: prv (fresh halo) -> nxt. */
 cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, cudaStream_t stream);
+/* Bounce-back boundaries (walls, lids: face bits 2a + s; lid: 8 device doubles, face f at
+   2f; solid: NULL or LX*LY device bytes, index x*LY + y; see the C API's params record):
+   launched after propagate (bounce), fused (bounded_fused) and collide (bounded_collide: solid
+   cells zeroed) over the same region, they redo the sites a boundary reaches. */
+cudaError_t lbgen_launch_bounce(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *lid, const uint8_t *solid, cudaStream_t stream);
+cudaError_t lbgen_launch_bounded_fused(const lbgen_real *src, lbgen_real *dst, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, int walls, int lids, const double *lid, const uint8_t *solid, cudaStream_t stream);
+cudaError_t lbgen_launch_bounded_collide(const lbgen_real *src, lbgen_real *dst, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *lid, const uint8_t *solid, cudaStream_t stream);
 /* Physical fields.  The stored populations are post-collision: their own moments carry the
    whole force of the last collision.  init_equilibrium takes, and fields and diagnostics
    report, the physical (half-step) fields instead: rho, u - a/2, T + |a|^2/8
@@ -160,6 +167,7 @@ cudaError_t lbgen_launch_unpack(const lbgen_real *f, double *plain, int lx, int 
 extern "C" {
 __global__ void __launch_bounds__(128) lbgen_halo(lbgen_real *__restrict__ f, int lx, int ly);
 __global__ void __launch_bounds__(128) lbgen_propagate(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1);
+__global__ void __launch_bounds__(128) lbgen_bounce(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *lid, const uint8_t *solid);
 __global__ void __launch_bounds__(128) lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, lbgen_real tau, lbgen_real ax, lbgen_real ay);
 __global__ void __launch_bounds__(128) lbgen_fused(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, lbgen_real tau, lbgen_real ax, lbgen_real ay);
 __global__ void __launch_bounds__(128) lbgen_init_equilibrium(lbgen_real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in, lbgen_real ax, lbgen_real ay);
