@@ -134,19 +134,23 @@ typedef struct {
     /* Signs: +x to higher x; +y to higher y, away from row 0: gravity pulling
        towards row 0 is ay = -g / LBGEN_R < 0 (LBGEN_R: the lattice scale, the production
        D2Q37 code's UNIT). */
-    /* Bounce-back boundaries (half-way, no-slip; NULL/0: periodic).
-       walls   bit 2a + s (a = 0: x, 1: y; s = 0: the low face, 1: the high face): that face is a
-               no-slip wall half a site outside the first (last) sites; a face without its bit is
-               periodic (give both faces of an axis, or neither).
-       lids    bit 2a + s of a wall face: it moves with velocity lid[2a + s] = (ux, uy) (model
-               units, as the fields) in its own plane (the component along a is 0).
+    /* Bounce-back boundaries (faces: face 2a + s is the low (s = 0) or high (s = 1) face normal to
+       axis a, 0: x, 1: y -- the numbering of walls, lids and lid alike).
+       walls   bit 2a + s: that face is a no-slip wall, half a site outside the first (last) sites
+               (half-way bounce-back); each face on its own; a face without its bit is periodic
+               (give both faces of an axis, or neither).
+       lids    bit 2a + s (a wall face): that face moves with velocity lid[2a + s] = (ux, uy)
+               (model units, as the fields), in its own plane: the component along a is 0 (a
+               normal component would pump mass through the wall).
        solid   NULL, or LX*LY bytes, index x*LY + y: a nonzero byte is a solid cell.
        A population p that the pull would take from outside a wall or from a solid cell is the
        one that left the site towards it, reflected (Ladd):
            f_p(x, t+1) = f*_opp(p)(x, t) + 2 w_p rho(x) (xi_p . u_lid),   rho(x) = sum_q f*_q(x, t),
-       u_lid the velocity of the first moving face (x, then y) the link crosses, 0 otherwise.
-       Solid cells hold 0 after every propagate + bounce, collide and fused.  -DLBGEN_DEBUG builds
-       refuse bits beyond 0..3, a lid on a face without a wall, non-finite or normal lid velocities. */
+       u_lid the velocity of the first moving face (x, then y) the link crosses, 0
+       otherwise (a resting wall, a solid cell).  Solid cells hold 0 after every propagate + bounce,
+       collide and fused.  -DLBGEN_DEBUG builds refuse walls / lids bits beyond 0..15, a lid
+       on a face that is not a wall, a non-finite lid velocity and a normal one.  The kernels
+       read the record and the mask; they keep no pointer to them. */
     int walls;
     int lids;
     double lid[4][2];
