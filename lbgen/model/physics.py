@@ -373,6 +373,9 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
         if any(u):
             L = (cfg.lx, cfg.ly)["xy".index(face[0])]               # the cavity across the lid's face
             out.update(lid_numbers(velocity_to_lattice(math.hypot(*u), r), L, nu, c_s))
+    elif cfg.setup == "channel" and (gx or gy) and getattr(cfg, "wall_axes", None) and not getattr(cfg, "init", None):
+        H = min((cfg.lx, cfg.ly)["xy".index(a)] for a in cfg.wall_axes)   # half-way walls: the lattice's width
+        out.update(channel_numbers(gravity_to_lattice(math.hypot(gx, gy), r), H, nu, c_s))
     planes = None
     if walls:
         planes = wall_planes(cfg, walls["T_bottom"], walls["T_top"])

@@ -79,9 +79,9 @@ class RunConfig:
     dpi: Optional[float] = None
     clim: Optional[Dict[str, list]] = None     # {picture quantity: [lo, hi]} over the physical colour limits
     wall_axes: Optional[str] = None            # the no-slip wall axes ('y', 'yz', 'xyz'; 2D: 'x', 'y', 'xy')
-    lid: Optional[Dict[str, tuple]] = None     # 3D: moving faces {'z-high': (ux, uy, uz)} (Simulation3D's lid)
-    geometry: Optional[str] = None             # 3D: voxel mask .npy (Simulation3D's mask)
-    geometry_digest: Optional[str] = None      # 3D: sha256 of the mask the run started with (resolved)
+    lid: Optional[Dict[str, tuple]] = None     # moving faces {'z-high': (ux, uy, uz)}, 2D {'y-high': (ux, uy)}
+    geometry: Optional[str] = None             # voxel mask .npy (the lattice's mask=; 2D and 3D)
+    geometry_digest: Optional[str] = None      # sha256 of the mask the run started with (resolved)
     init_digest: Optional[str] = None          # sha256 of the --init file the run started from (resolved)
     _converted: InitVar[bool] = False          # build(): every value is typed already
 
@@ -164,6 +164,22 @@ class RunConfig:
             text = str(e).replace("walls=", "--wall-axes ")
             raise ConfigError(f"--{text}" if text.startswith("lid") else text) from None
 
+    def _check_bounce2d(self) -> None:
+        """2D bounce-back walls, lids and masks run on one backend, one step per sweep (the
+        lattice's rule, ``lbgen.simulation.boundaries.BounceBack.check_runs``), refused here
+        before any work in the words of the command line."""
+        what = ", ".join(w for w, given in ((f"--wall-axes {self.wall_axes}", self.wall_axes),
+                                            (f"--geometry {self.geometry}", self.geometry)) if given)
+        if not what:
+            return
+        if self.hetero:
+            raise ConfigError(f"--hetero {self.hetero} splits the 2D lattice in X between two backends; the "
+                              f"bounce-back walls, lids and masks of this run ({what}) run on one backend: "
+                              f"leave --hetero out")
+        if self.time_block not in (1, "auto"):
+            raise ConfigError(f"--time-block {self.time_block}: the time-blocked 2D sweep does not take bounce-back "
+                              f"walls, lids or masks ({what}); give --time-block 1 (or leave it out)")
+
     def _check(self) -> None:
         """The rules between options (each value is typed and in its range already)."""
         if self.dimension == 3:
@@ -180,6 +196,7 @@ class RunConfig:
                                   f"{self.wall_axes or '(none)'}{' and --lid' if self.lid else ''} do not run "
                                   f"together in 2D: choose one (--periodic drops the thermal walls)")
             self._check_lids(2)
+            self._check_bounce2d()
         if self.split is not None and not self.hetero:
             raise ConfigError("split needs hetero (--hetero opencl|cuda)")
         if self.layout is not None or self.vl not in (None, "auto"):

@@ -143,8 +143,8 @@ def resolve_time_block(cfg: RunConfig, distributed: bool = False, tuned: Optiona
     depth = cfg.time_block
     if cfg.backend != "c" or cfg.hetero or not cfg.fused or (distributed and depth == "auto"):
         return 1
-    if depth == "auto" and cfg.wall_axes and cfg.dimension == 2:
-        return 1          # 2D bounce-back walls are not time-blocked (fused_tb refuses them)
+    if depth == "auto" and (cfg.wall_axes or cfg.geometry) and cfg.dimension == 2:
+        return 1          # 2D bounce-back walls and masks are not time-blocked (fused_tb refuses them)
     if depth == "auto":
         return tuned() if tuned is not None else tune.default_time_block3d(set_entry(cfg.velocity_set).max_hop)
     return depth
@@ -167,12 +167,12 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     With an MPI communicator `comm` of several ranks: this rank's part of a distributed
     lattice (collective): ``lbgen.parallel.simulation.DistributedSimulation`` in 2D,
     ``lbgen.parallel.lattice3d.DistributedSimulation3D`` on the rank grid `grid` in 3D.
-    3D: walls, lids and the voxel `mask` in the 3D lattice's own forms."""
+    Bounce-back walls, lids and the voxel `mask` (--geometry) in the lattice's own forms (2D and 3D)."""
     if cfg.dimension == 3:
         return _make_simulation3d(cfg, mask, comm, grid)
     cfg = resolve(cfg, echo=lambda m: None, distributed=comm is not None)   # a no-op once resolved
     walls = Walls(**cfg.walls) if cfg.walls else cfg.wall_axes     # thermal walls, or bounce-back wall axes
-    bounce = {"lid": cfg.lid} if cfg.lid else {}
+    bounce = {k: v for k, v in (("lid", cfg.lid), ("mask", mask)) if v is not None}   # lids, the --geometry mask
     common = dict(**bounce, layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision,
                   gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
                   walls=walls, time_block=cfg.time_block, velocity_set=cfg.velocity_set, **cfg.parameters)

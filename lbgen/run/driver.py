@@ -124,7 +124,7 @@ class Run(RunEvents):
 
     def _build(self, cfg: RunConfig, comm) -> None:
         from lbgen.parallel.mpi import root_call
-        mask = load_geometry(cfg)            # 3D --geometry: checked again, read on every rank
+        mask = load_geometry(cfg)            # --geometry: checked again, read on every rank
         cfg = root_call(comm, lambda: resolve(cfg, echo=self.echo, distributed=comm is not None, mask=mask,
                                               block_depths=block_depths(cfg, self.grid)), share=True)
         if cfg.hetero and cfg.host_columns is None:
@@ -194,7 +194,7 @@ class Run(RunEvents):
     @staticmethod
     def _validate(cfg: RunConfig) -> None:
         check_threads(cfg.threads)           # the cap depends on this machine
-        load_geometry(cfg)                   # 3D --geometry: dtype and shape, before any file is written
+        load_geometry(cfg)                   # --geometry: dtype and shape, before any file is written
 
     @property
     def series_every(self) -> int:

@@ -1,4 +1,4 @@
-"""The voxel mask of a 3D run (``--geometry FILE.npy``): read and checked (dtype, shape, size)
+"""The voxel mask of a run (``--geometry FILE.npy``; (LX, LY) in 2D, (LX, LY, LZ) in 3D): read and checked (dtype, shape, size)
 from its header before any file is written; nothing is unpickled."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Optional
 import numpy as np
 
 from lbgen.run.config import RunConfig
-from lbgen.simulation.lattice3d import voxel_mask
+from lbgen.simulation.boundaries import voxel_mask
 from lbgen.simulation.parameters import SimulationError
 
 
@@ -46,8 +46,8 @@ def _npy_header(path: Path):
 
 
 def load_geometry(cfg: RunConfig) -> Optional[np.ndarray]:
-    """The run's voxel mask (uint8, (LX, LY, LZ)), or None: read from ``--geometry FILE.npy``
-    and checked by Simulation3D's rule (bool or uint8 0/1, the lattice's shape), naming the
+    """The run's voxel mask (uint8, the lattice's shape (LX, LY) or (LX, LY, LZ)), or None: read
+    from ``--geometry FILE.npy`` and checked by the lattice's rule (bool or uint8 0/1, the lattice's shape), naming the
     file, the shape expected and the one found.  The header is checked first (``_npy_header``:
     dtype, shape against the lattice, size against the memory available): nothing is read
     that the run could not use."""
@@ -59,12 +59,13 @@ def load_geometry(cfg: RunConfig) -> Optional[np.ndarray]:
         raise SimulationError(f"--geometry {path}: no such file")
     shape, dtype, stored = _npy_header(path)
     expected = tuple(cfg.shape)
+    names = "(" + ", ".join(f"L{a}" for a in "XYZ"[:len(expected)]) + ")"
     if dtype != np.bool_ and dtype != np.uint8:
         raise SimulationError(f"--geometry {path}: a {dtype} array; the voxel mask must be a bool array (True: "
-                              f"solid) or a uint8 array of 0 and 1, of shape (LX, LY, LZ) = {expected}")
+                              f"solid) or a uint8 array of 0 and 1, of shape {names} = {expected}")
     if shape != expected:
         raise SimulationError(f"--geometry {path}: shape {shape}; the voxel mask must have the lattice's shape "
-                              f"(LX, LY, LZ) = {expected}")
+                              f"{names} = {expected}")
     nbytes = math.prod(shape) * dtype.itemsize
     have = available_memory()
     if have is not None and nbytes > have:

@@ -88,8 +88,8 @@ SCHEMA: Tuple[Option, ...] = (
     Option("lid", "lid", None, "Moving walls FACE=UX,UY[,UZ] (model units, in the face's plane; FACE x-low ... "
            "z-high of a wall axis; two components in 2D, three in 3D), several separated by ';'.", optional=True,
            identity=True),
-    Option("geometry", "path", None, "3D: voxel mask .npy of shape (LX, LY, LZ), bool or uint8 0/1 (1: solid); "
-           "links into solid voxels bounce back.", optional=True),
+    Option("geometry", "path", None, "Voxel mask .npy of the lattice's shape, (LX, LY) in 2D or (LX, LY, LZ) in "
+           "3D, bool or uint8 0/1 (1: solid); links into solid voxels bounce back.", optional=True),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
     Option("layout", "choice", None, "Data layout (default: the fastest valid for the backend, or the tuned one).",
            choices=tuple(LAYOUTS), optional=True),
@@ -265,10 +265,10 @@ def _depth(v) -> Optional[str]:
 
 
 def _bounce(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
-    """Bounce-back walls and lids: any D, but not beside the thermal walls of a 2D run."""
+    """Bounce-back walls, lids and voxel masks: any D, but not beside the thermal walls of a 2D run."""
     def rule(v) -> Optional[str]:
-        return (f"{what} (bounce-back); this 2D run has the thermal walls on y (--walls): bounce-back walls and "
-                f"lids run without them (--periodic)" if dimension(v) == 2 and v.get("walls") else None)
+        return (f"{what} (bounce-back); this 2D run has the thermal walls on y (--walls): bounce-back walls, "
+                f"lids and masks run without them (--periodic)" if dimension(v) == 2 and v.get("walls") else None)
     return rule
 
 
@@ -299,7 +299,7 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "pictures_every": _dpi, "window": _dpi,
     "keep_checkpoints": _keep_checkpoints,
     "lz": _depth, "wall_axes": _bounce("they are the no-slip walls"),
-    "lid": _bounce("it is a moving wall"), "geometry": _only_3d("it is the voxel mask"),
+    "lid": _bounce("it is a moving wall"), "geometry": _bounce("it is the voxel mask"),
 }
 APPLIES.update({k: _in_2d(k, APPLIES.get(k)) for k in NOT_IN_3D})
 

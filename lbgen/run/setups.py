@@ -100,6 +100,8 @@ CAVITY_LID = {"z-high": (0.1, 0.0, 0.0)}
 #: the 2D cavity's (D2Q9, r = sqrt(3): Mach 0.1; lbgen.model.physics.LID_MACH_MAX applies)
 CAVITY_LID_2D = {"y-high": (0.1, 0.0)}
 CHANNEL_GRAVITY = (2.5e-5, 0.0, 0.0)
+#: the 2D channel's (--velocity-set d2q9 ...): the same force along x
+CHANNEL_GRAVITY_2D = CHANNEL_GRAVITY[:2]
 TAYLOR_GREEN_AMPLITUDE = 0.05
 
 
@@ -291,10 +293,10 @@ SETUPS: Dict[str, Setup] = {s.name: s for s in (
           make3d=at_rest3d, uses_amplitude=False,
           run_defaults={"velocity_set": "d3q19", "wall_axes": "xyz", "lid": CAVITY_LID},
           set_defaults={name: {"wall_axes": "xy", "lid": CAVITY_LID_2D} for name in VELOCITY_SETS}),
-    Setup("channel", None, "3D flow at rest driven by a body force along x (--gravity, default 2.5e-5,0,0) between "
-          "no-slip walls on y (--wall-axes y), or through a duct (--wall-axes yz)", make3d=at_rest3d,
+    Setup("channel", at_rest, "flow at rest driven by a body force along x (--gravity, default 2.5e-5,0,0; 2D: "
+          "2.5e-5,0) between no-slip walls on y (--wall-axes y): plane Poiseuille flow; 3D (default d3q19) also "
+          "through a duct (--wall-axes yz), 2D with --velocity-set d2q9", make3d=at_rest3d,
           uses_amplitude=False,
           run_defaults={"velocity_set": "d3q19", "wall_axes": "y", "gravity": CHANNEL_GRAVITY},
-          missing_why="its no-slip walls are the 3D bounce-back walls (--wall-axes); 2D runs have the thermal "
-                      "walls of --walls on y only"),
+          set_defaults={name: {"gravity": CHANNEL_GRAVITY_2D} for name in VELOCITY_SETS}),
 )}

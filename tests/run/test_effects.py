@@ -27,6 +27,8 @@ RT = {"setup": "rayleigh-taylor", "gravity": "0,-1e-4"}
 HETERO = {"hetero": "opencl", "lx": 16}
 #: a small 3D run: the options of 3D runs are audited in it
 D3 = {"setup": "taylor-green", "velocity_set": "d3q19", "lx": 8, "ly": 8, "lz": 8, "time_block": 1}
+#: a 2D isothermal run: bounce-back walls, lids and masks are audited in it
+D2Q9 = {"velocity_set": "d2q9"}
 
 
 def _opencl():
@@ -123,9 +125,10 @@ EFFECTS = {
     "device": ({"backend": "opencl"}, "0:0", "1:0"),
     "host_columns": (HETERO, None, None),     # internal (cli=False): resolved from split, see below
     "lz": (D3, 8, 16),
-    "wall_axes": (D3, None, "z"),
-    "lid": ({**D3, "wall_axes": "z"}, None, "z-high=0.05,0,0"),
-    "geometry": (D3, None, "GEOMETRY"),
+    # bounce-back walls, lids and masks in 2D (test_effects3d.py audits them in 3D)
+    "wall_axes": (D2Q9, None, "y"),
+    "lid": ({**D2Q9, "wall_axes": "y"}, None, "y-high=0.05,0"),
+    "geometry": (D2Q9, None, "GEOMETRY"),
 }
 
 #: option -> (context, value) where the option has no effect: refused naming it
@@ -148,7 +151,10 @@ REFUSED = {
     "dpi": ({"out": "OUT", "pictures": "none"}, 50),
     "pictures_every": ({"out": "OUT", "pictures": "none"}, 2), "window": ({"out": "OUT", "pictures": "none"}, "0:8,0:16"),
     "keep_checkpoints": ({"out": "OUT"}, 3),
-    "lz": ({}, 16), "wall_axes": ({}, "z"), "lid": ({}, "z-high=0.05,0,0"), "geometry": ({}, "GEOMETRY"),
+    "lz": ({}, 16),
+    # bounce-back walls, lids and masks do not run beside the thermal walls of a 2D run
+    "wall_axes": ({"walls": True}, "y"), "lid": ({"walls": True}, "y-high=0.05,0"),
+    "geometry": ({"walls": True}, "GEOMETRY"),
     # options of 2D runs only, given to a 3D run
     "walls": (D3, True), "hetero": (D3, "opencl"),
     "host_columns": ({}, 4),
@@ -156,10 +162,10 @@ REFUSED = {
 
 
 def _geometry_file(tmp_path):
-    """An 8^3 voxel mask with a 2^3 solid block in the middle."""
+    """A voxel mask of the 2D lattice (BASE: 8 x 32) with a 2 x 2 solid block in the middle."""
     path = tmp_path / "body.npy"
-    mask = np.zeros((8, 8, 8), dtype=bool)
-    mask[3:5, 3:5, 3:5] = True
+    mask = np.zeros((BASE["lx"], BASE["ly"]), dtype=bool)
+    mask[3:5, 15:17] = True
     np.save(path, mask)
     return str(path)
 

@@ -215,7 +215,7 @@ def test_channel_profile_is_the_poiseuille_parabola(tmp_path):
     (["channel", "--time-block", "2", "--no-fused"], "--time-block"),
     (["channel", "--gravity", "1e-5,0"], "gravity"),
     (["shear-wave", "--velocity-set", "d2q9", "--lz", "8"], "--lz"),
-    (["channel", "--velocity-set", "d2q9"], "channel"),
+    (["taylor-green", "--velocity-set", "d2q9"], "taylor-green"),        # the 2D channel runs: test_setups2d.py
     (["lid-driven-cavity", "--wall-axes", "y"], "z-high"),
     (["channel", "--lx", 4000, "--ly", 4000, "--lz", 4000], "--lz"),     # the memory estimate: D = 3, Q = 19
     (["uniform-noise", "--velocity-set", "d3q19"], "uniform-noise"),
@@ -229,7 +229,7 @@ def test_channel_profile_is_the_poiseuille_parabola(tmp_path):
     (["channel", "--wall-scheme", "reference"], "--wall-scheme"),
     (["channel", "--device", "0:0"], "--device"),
     (["shear-wave", "--walls", "--wall-axes", "y"], "--wall-axes"),      # 2D takes --wall-axes, not beside --walls
-    (["shear-wave", "--geometry", "body.npy"], "--geometry"),
+    (["shear-wave", "--walls", "--geometry", "body.npy"], "--geometry"),   # 2D masks: not beside --walls
     (["shear-wave", "--lid", "z-high=0.1,0,0"], "--lid"),
 ])
 def test_options_that_do_not_apply_in_3d_are_refused_before_any_work(args, option, tmp_path):
