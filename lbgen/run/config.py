@@ -145,10 +145,6 @@ class RunConfig:
             three = ", ".join(n for n, s in SETUPS.items() if 3 in s.dimensions)
             raise ConfigError(f"the {self.setup} set-up is a 2D flow ({setup.missing_why}); 3D set-ups "
                               f"({self.velocity_set}): {three}")
-        if self.vl == "auto" and (self.wall_axes or self.geometry):
-            raise ConfigError("--vl auto times the periodic 3D step (lbgen tune --velocity-set "
-                              f"{self.velocity_set}); a 3D run with walls or a geometry takes its layout and VL "
-                              "given explicitly, or by default when both are left out")
         if len(self.gravity) != 3:
             raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected three numbers "
                               f"'GX,GY,GZ' in a 3D run")
@@ -197,6 +193,10 @@ class RunConfig:
                                   f"together in 2D: choose one (--periodic drops the thermal walls)")
             self._check_lids(2)
             self._check_bounce2d()
+        if self.vl == "auto" and (self.wall_axes or self.geometry):     # 2D and 3D: lbgen tune times no bounce-back
+            raise ConfigError(f"--vl auto times the periodic step (lbgen tune --velocity-set {self.velocity_set}); a "
+                              f"run with bounce-back walls or a geometry takes its layout and VL given explicitly, "
+                              f"or by default when both are left out")
         if self.split is not None and not self.hetero:
             raise ConfigError("split needs hetero (--hetero opencl|cuda)")
         if self.layout is not None or self.vl not in (None, "auto"):

@@ -43,7 +43,7 @@ def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, dis
     backend's default; ``_tuned_layout``), the time block (given; for ``auto`` the depth
     ``lbgen tune`` stored, else its default; 1 where temporal blocking does not run:
     ``resolve_time_block``) and, with a run folder, the series and movie-frame cadences (a
-    multiple of the time block).  3D: ``mask`` (the --geometry voxel mask, whose digest is
+    multiple of the time block).  ``mask`` (the --geometry voxel mask, whose digest is
     recorded: a resumed run whose file now holds another mask is refused) and, under MPI,
     ``block_depths`` (the Z extents of the ranks' blocks with their ghosts: the VL divides each)."""
     changes = {}
@@ -94,8 +94,9 @@ def _tuned_layout(cfg: RunConfig, distributed: bool, block_depths: Sequence[int]
     """(layout, vl, the tuned time block or None) of a run: given, ``--vl auto`` (timed now),
     or, both left out, the choice ``lbgen tune`` stored for the case, else the backend's
     default for the fastest axis (``choose_layout``).  What ``lbgen tune`` measures differs by
-    dimension: in 2D the default set's kernels (walls or not), in 3D the periodic step of the
-    whole lattice (so a 3D run with walls, a geometry or MPI is not tuned)."""
+    dimension: in 2D the default set's kernels (thermal walls or not), in 3D the periodic step
+    of the whole lattice; a run with bounce-back walls or a geometry (and a 3D run under MPI)
+    is not tuned."""
     from lbgen.perf import tune
     layout, vl = cfg.layout, cfg.vl
     halo = set_entry(cfg.velocity_set).max_hop
@@ -116,7 +117,8 @@ def _tuned_layout(cfg: RunConfig, distributed: bool, block_depths: Sequence[int]
                                    walls_along_depth="z" in (cfg.wall_axes or ""))
         return layout, vl, (lambda: tune.auto_time_block(cfg.backend, layout, vl, **case)) if tunable else None
     walls = cfg.walls is not None
-    tuned = cfg.velocity_set == DEFAULT_VELOCITY_SET     # lbgen tune measures the default set's kernels
+    # lbgen tune measures the default set's kernels, periodic or with thermal walls (no bounce-back)
+    tuned = cfg.velocity_set == DEFAULT_VELOCITY_SET and not (cfg.wall_axes or cfg.geometry)
     if vl == "auto":
         if not tuned:
             raise SimulationError(f"--vl auto tunes the {DEFAULT_VELOCITY_SET} kernels; give the layout and VL of "
