@@ -173,6 +173,16 @@ def channel_numbers(g: float, H: float, nu: float, c_s: float) -> Dict[str, floa
     return {"U": U, "H": H, "Re": reynolds(U, H, nu), "Ma": U / c_s, "t_unit": H * H / nu, "t_unit_name": "H^2/nu"}
 
 
+def channel_width(shape, wall_axes, gravity) -> Optional[int]:
+    """H of a channel (2D or 3D): the narrowest extent between its walls (half-way bounce-back:
+    the lattice's width along the axis), when the force is parallel to every wall; None where
+    it has no walls or pushes the fluid into one (no Poiseuille flow, no channel numbers)."""
+    axes = "xyz"[:len(shape)]
+    if not wall_axes or any(gravity[axes.index(a)] for a in wall_axes):
+        return None
+    return min(shape[axes.index(a)] for a in wall_axes)
+
+
 def wave_numbers(U: float, L: float, nu: float, c_s: float) -> Dict[str, float]:
     """A decaying wave or vortex of amplitude U (sites/step) and wavelength L (sites): U, L,
     Re = U L / nu, Ma = U / c_s and the viscous decay time 1 / (nu k^2), k = 2 pi / L (steps)."""
@@ -373,9 +383,10 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
         if any(u):
             L = (cfg.lx, cfg.ly)["xy".index(face[0])]               # the cavity across the lid's face
             out.update(lid_numbers(velocity_to_lattice(math.hypot(*u), r), L, nu, c_s))
-    elif cfg.setup == "channel" and (gx or gy) and getattr(cfg, "wall_axes", None) and not getattr(cfg, "init", None):
-        H = min((cfg.lx, cfg.ly)["xy".index(a)] for a in cfg.wall_axes)   # half-way walls: the lattice's width
-        out.update(channel_numbers(gravity_to_lattice(math.hypot(gx, gy), r), H, nu, c_s))
+    elif cfg.setup == "channel" and (gx or gy) and not getattr(cfg, "init", None):
+        H = channel_width((cfg.lx, cfg.ly), getattr(cfg, "wall_axes", None), (gx, gy))
+        if H is not None:
+            out.update(channel_numbers(gravity_to_lattice(math.hypot(gx, gy), r), H, nu, c_s))
     planes = None
     if walls:
         planes = wall_planes(cfg, walls["T_bottom"], walls["T_top"])

@@ -43,7 +43,7 @@ def physics3d(cfg: RunConfig) -> dict:
     lid transit L / U; a channel: its Poiseuille centre speed, Re, Ma and viscous time; a
     shear wave or Taylor-Green vortex: its amplitude, Re, Ma and decay time
     (``lbgen.model.physics.lid_numbers``, ``channel_numbers``, ``wave_numbers``)."""
-    from lbgen.model.physics import (UNITS, channel_numbers, gravity_to_lattice, hermite_order, is_thermal,
+    from lbgen.model.physics import (UNITS, channel_numbers, channel_width, gravity_to_lattice, hermite_order, is_thermal,
                                      kinematic_viscosity, lid_numbers, prandtl, rayleigh_taylor_numbers,
                                      scale_factor, sound_speed, thermal_diffusivity, velocity_to_lattice,
                                      wave_numbers)
@@ -68,8 +68,8 @@ def physics3d(cfg: RunConfig) -> dict:
         U = velocity_to_lattice(max(speeds), r)
         L = cfg.shape["xyz".index(face[0])]
         out.update(lid_numbers(U, L, nu, c_s))
-    elif cfg.setup == "channel" and g and cfg.wall_axes and not cfg.init:
-        H = min(cfg.shape["xyz".index(a)] for a in cfg.wall_axes)   # half-way walls: the lattice's width
+    elif cfg.setup == "channel" and g and not cfg.init and channel_width(cfg.shape, cfg.wall_axes, cfg.gravity):
+        H = channel_width(cfg.shape, cfg.wall_axes, cfg.gravity)    # the walls parallel to the force
         out.update(channel_numbers(gravity_to_lattice(g, r), H, nu, c_s))
     elif cfg.setup in ("shear-wave", "taylor-green") and cfg.amplitude and not cfg.init:
         out.update(wave_numbers(velocity_to_lattice(abs(cfg.amplitude), r), cfg.lx, nu, c_s))

@@ -57,6 +57,17 @@ def test_the_2d_channel_defaults_are_its_force_along_x_and_walls_on_y():
     assert three.dimension == 3 and three.gravity == (2.5e-5, 0.0, 0.0)
 
 
+def test_a_channel_s_numbers_need_walls_parallel_to_its_force():
+    """Poiseuille's centre speed and H (the header, the manifest's physics) where the force runs
+    along the walls; a force into a wall drives no channel flow: no channel numbers."""
+    from lbgen.model.physics import channel_width, run_numbers
+    assert channel_width((4, 16), "y", (1e-5, 0.0)) == 16 and channel_width((4, 16, 8), "yz", (1e-5, 0, 0)) == 8
+    assert channel_width((4, 16), "x", (1e-5, 0.0)) is None and channel_width((4, 16), None, (1e-5, 0.0)) is None
+    along = RunConfig.build("channel", ("test", {"velocity_set": "d2q9", "lx": 4, "ly": 16}))
+    into = RunConfig.build("channel", ("test", {"velocity_set": "d2q9", "lx": 4, "ly": 16, "wall_axes": "x"}))
+    assert run_numbers(along)["H"] == 16 and "H" not in run_numbers(into) and "U" not in run_numbers(into)
+
+
 def test_a_2d_geometry_mask_is_used_and_a_bad_one_is_refused_before_any_file(tmp_path):
     shape = (16, 12)
     mask = np.zeros(shape, bool)
