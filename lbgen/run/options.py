@@ -535,9 +535,10 @@ def describe_defaults(key: str) -> str:
             parts.append(f"{s.name}: {_show(s.run_defaults[key])}")
         if key in (s.run_defaults3d or {}):
             parts.append(f"{s.name} in 3D: {_show(s.run_defaults3d[key])}")
-        for vs_name, values in s.set_defaults.items():
-            if key in values:
-                parts.append(f"{s.name} with {vs_name}: {_show(values[key])}")
+        given = {vs_name: values[key] for vs_name, values in s.set_defaults.items() if key in values}
+        if set(given) == set(VELOCITY_SETS) and len({_show(v) for v in given.values()}) == 1:
+            given = {"in 2D": next(iter(given.values()))}       # one value for every 2D set
+        parts += [f"{s.name} {n if n == 'in 2D' else 'with ' + n}: {_show(v)}" for n, v in given.items()]
     return "; ".join(parts)
 
 
