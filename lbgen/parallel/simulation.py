@@ -26,9 +26,16 @@ Blocks (PY > 1, or a time block k > 1): one region per rank, no overlap
     ways, then Waitall).  Then k steps: ``fused_tb`` (C), else k times the halo kernel and
     the step; the ghost sites are computed redundantly (the "extra halo work" of
     multi-halo exchange) and after step s only sites within g + H - s H of the owned block
-    (g + H - s H >= 0 up to s = k) are still exact, so the owned block is exact after k steps.  The messages are layout-independent, so
-    ranks may hold different layouts (a block too short for the configured cluster
-    length takes its backend's default layout; the region table records it).
+    (g + H - s H >= 0 up to s = k) are still exact, so the owned block is exact after k
+    steps.  The messages are layout-independent, so ranks may hold different layouts (a block
+    too short for the configured cluster length takes its backend's default layout).
+
+Bounce-back walls, lids and masks (``walls='xy'``, ``lid``, ``mask``: ``BounceBack``) on any
+axis, split or not: one region per rank (blocks, time block 1: ``fused_tb`` takes none); a
+rank holds a wall (lid) face only where its block touches that global face (its program's
+per-face bits), trades no halo across it (``decomposition.ghost_sides``) and has no ghosts
+there; a mask is cut per block with H deep ghosts on the internal sides (the kernels read a
+neighbour's solid flag inside their own block).
 
 Bit-identical to one process in strict mode: every owned site sees the same inputs in the
 same order.  ``messages`` counts what this rank sent (messages, bytes) for the model.
@@ -36,12 +43,8 @@ same order.  ``messages`` counts what this rank sent (messages, bytes) for the m
 Distributed state: ``fields()`` runs each rank's fields kernel and gathers the four field
 arrays (not the populations) to rank 0; ``set_fields`` scatters the four fields and each
 rank runs its init_equilibrium kernel; ``diagnostic_rows`` gives the rank's row reductions
-in global rows (neutral values elsewhere) for the driver to combine.  Checkpoints:
-``state_pieces()`` gives the rank's owned populations with their global offset (each rank
-writes its piece) and ``restore_pieces`` has every rank read the pieces that overlap its
-block, so a checkpoint written by P ranks resumes on P' ranks with no rank holding the
-lattice's populations; ``state()`` / ``restore()`` still gather / scatter them through rank
-0 (a one-file checkpoint).
+in global rows (neutral values elsewhere) for the driver to combine.  Checkpoints (one file
+through rank 0, or per-rank pieces that resume on any rank count): ``lbgen.parallel.state2d``.
 """
 from __future__ import annotations
 
@@ -58,11 +61,12 @@ from lbgen.parallel.decomposition import (block_indices, ghost_sides, parse_rank
                                           slab_widths)
 from lbgen.parallel.exchange import finish, post, trade
 from lbgen.parallel.mpi import agree, collective, root_call
+from lbgen.parallel.state2d import DistributedState
 from lbgen.simulation.boundaries import BounceBack, wall_faces
 from lbgen.simulation.runner import Simulation, SimulationError, Walls
 
 
-class DistributedSimulation(Simulation):
+class DistributedSimulation(DistributedState, Simulation):
     """One rank's block of an LX x LY lattice split over a PX x PY grid of the ranks of `comm`.
 
     Same constructor arguments as ``Simulation`` (LX, LY are the global sizes), plus
@@ -392,15 +396,6 @@ class DistributedSimulation(Simulation):
         return self._owned(lambda r: np.stack(list(r.program.fields(r.f, ax=ax, ay=ay).values())))
 
     # --- collective state ----------------------------------------------------------------------
-    def state(self) -> Optional[np.ndarray]:
-        """Global (Q, LX, LY) populations in the working precision on rank 0, None elsewhere
-        (checkpoints)."""
-        return self._gather(self._local_state())
-
-    def populations(self) -> Optional[np.ndarray]:
-        s = self.state()
-        return None if s is None else s.astype(np.float64)
-
     def fields(self) -> Optional[Dict[str, np.ndarray]]:
         """The physical fields on rank 0 (None elsewhere): each rank's fields kernel, four
         arrays gathered (no populations leave a rank)."""
@@ -444,31 +439,6 @@ class DistributedSimulation(Simulation):
             r.f = r.program.upload_fields(self._region_input(local, r), r.f)
         self._fields_set = True
 
-    def restore(self, populations: Optional[np.ndarray], time_step: Optional[int]) -> None:
-        """Rank 0's saved state, scattered; bit-identical to never having stopped."""
-        expected = (self.vs.Q, self.lx, self.ly)
-
-        def check():
-            self._check_time_step(time_step)
-            p = np.asarray(populations)
-            if p.shape != expected:
-                raise SimulationError(f"saved populations have shape {p.shape}; this run needs {expected}")
-            if p.dtype != self.dtype:
-                raise SimulationError(f"saved populations are {p.dtype}; this run computes in "
-                                      f"{np.dtype(self.dtype)} (precision mismatch)")
-            from lbgen.simulation.boundaries import check_finite_state
-            check_finite_state(p, "restore", self._mask)
-            return self._solid_zeroed(p)
-        p = root_call(self.comm, check)
-        self._upload_state(self._scatter(p, self.vs.Q, self.dtype))
-        self.time_step = int(self.comm.bcast(time_step, root=0))
-        self._fields_set = True
-
-    def _upload_state(self, local: np.ndarray) -> None:
-        """The owned (Q, wx, wy) populations (working precision) into every region."""
-        for r in self.regions:
-            r.f = r.program.upload(r.program.layout.pack(self._region_input(local, r)), r.f)
-
     def check_finite(self) -> None:
         """Raise the same SimulationError on every rank if any rank's block went bad (collective)."""
         from mpi4py import MPI
@@ -488,35 +458,3 @@ class DistributedSimulation(Simulation):
 
     def run(self, steps: int, progress: bool = False, callback=None):
         return super().run(steps, progress=progress and self.rank == 0, callback=callback)
-
-    # --- checkpoint pieces: no rank gathers the populations --------------------------------
-    @property
-    def lattice(self) -> tuple:
-        """The global sizes (LX, LY) the pieces tile."""
-        return (self.lx, self.ly)
-
-    def state_pieces(self) -> list:
-        """This rank's pieces of a checkpoint: ``[((x0, y0), (Q, wx, wy) owned populations)]`` in
-        the working precision, layout-independent (``lbgen.run.checkpoint.write_pieces``)."""
-        return [((self.x0, self.y0), self._local_state())]
-
-    def restore_pieces(self, saved) -> None:
-        """Continue from a pieces checkpoint (collective): ``saved`` has ``shape``, ``dtype``,
-        ``step`` and ``read(offset, extent)`` (``lbgen.run.checkpoint.CheckpointPieces``); each
-        rank reads the pieces that overlap its block only, and every rank checks before any
-        rank changes its state.  Bit-identical to never having stopped."""
-        expected, error, local = (self.vs.Q, self.lx, self.ly), None, None
-        try:
-            self._check_time_step(saved.step)
-            if tuple(saved.shape) != expected:
-                raise SimulationError(f"saved populations have shape {tuple(saved.shape)}; this run needs {expected}")
-            if saved.dtype != self.dtype:
-                raise SimulationError(f"saved populations are {saved.dtype}; this run computes in "
-                                      f"{np.dtype(self.dtype)} (precision mismatch)")
-            local = saved.read((self.x0, self.y0), (self.local_lx, self.local_ly))
-        except Exception as e:  # noqa: BLE001 - made collective
-            error = e
-        agree(self.comm, error)
-        self._upload_state(local)
-        self.time_step = int(saved.step)
-        self._fields_set = True

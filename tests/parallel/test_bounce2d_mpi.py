@@ -96,3 +96,29 @@ def test_a_time_block_with_bounce_back_walls_is_refused_on_every_rank(tmp_path):
     assert proc.returncode != 0
     assert "time_block=2: the time-blocked sweep (fused_tb) does not take bounce-back walls" in proc.stderr
     assert not (tmp_path / "fields.npz").exists()
+
+
+@SLOW
+def test_the_cavity_run_on_two_ranks_writes_the_run_folder_of_one_process(tmp_path):
+    """`mpiexec -n 2 lbgen run lid-driven-cavity --velocity-set d2q9 --ranks-grid 1x2`: its
+    fields files (every saved step) and series hold the bits of one process's."""
+    import h5py
+    from click.testing import CliRunner
+    from lbgen.cli.main import main
+    args = ["run", "lid-driven-cavity", "--velocity-set", "d2q9", "--lx", 24, "--ly", 20, "--steps", 30,
+            "--output-every", 15, "--strict", "--pictures", "none", "--no-progress"]
+    one = CliRunner().invoke(main, [str(a) for a in args] + ["--out", str(tmp_path / "one")])
+    assert one.exit_code == 0, one.output
+    proc = mpirun(2, args + ["--ranks-grid", "1x2", "--out", "two"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "2 MPI ranks" in proc.stderr
+    files = sorted(p.name for p in (tmp_path / "one" / "fields").iterdir())
+    assert len(files) == 3 and files == sorted(p.name for p in (tmp_path / "two" / "fields").iterdir())
+    for name in files:
+        with h5py.File(tmp_path / "one" / "fields" / name) as a, h5py.File(tmp_path / "two" / "fields" / name) as b:
+            keys = []
+            a.visit(lambda k: keys.append(k) if isinstance(a[k], h5py.Dataset) else None)
+            assert keys and sorted(keys) == sorted(k for k in keys if k in b)
+            for k in keys:
+                assert np.array_equal(a[k][()], b[k][()]), (name, k)
+    assert (tmp_path / "one" / "series.csv").read_text() == (tmp_path / "two" / "series.csv").read_text()
