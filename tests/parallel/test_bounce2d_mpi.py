@@ -122,3 +122,23 @@ def test_the_cavity_run_on_two_ranks_writes_the_run_folder_of_one_process(tmp_pa
             for k in keys:
                 assert np.array_equal(a[k][()], b[k][()]), (name, k)
     assert (tmp_path / "one" / "series.csv").read_text() == (tmp_path / "two" / "series.csv").read_text()
+
+
+def test_a_block_holds_the_faces_it_touches_and_its_cut_of_the_mask():
+    """The rules each rank applies (no MPI): ``block_indices`` gives a block's global indices
+    with ghosts on its internal sides only; ``kernel_fields`` of the faces it holds gives their
+    bits 2a + s and only their lids."""
+    from lbgen.parallel.decomposition import block_indices
+    from lbgen.simulation.boundaries import BounceBack
+    walls = (("y", "low"), ("y", "high"))
+    assert [list(i) for i in block_indices((6, 9), (2, 3), (0, 0), 2, walls)] == [[4, 5, 0, 1, 2, 3, 4], [0, 1, 2, 3, 4]]
+    assert list(block_indices((6, 9), (2, 3), (1, 1), 2, walls)[1]) == [1, 2, 3, 4, 5, 6, 7]
+    assert list(block_indices((6, 9), (2, 3), (1, 2), 2, walls)[1]) == [4, 5, 6, 7, 8]
+    mask = np.zeros((6, 9), bool)
+    mask[2, 3] = True
+    b = BounceBack.of("xy", {"y-high": (0.05, 0)}, mask, (6, 9), "d2q9")
+    assert b.kernel_fields()["walls"] == 15 and b.kernel_fields()["lids"] == 8
+    top = b.kernel_fields((("x", "low"), ("x", "high"), ("y", "high")), mask[:, 5:])
+    assert top["walls"] == 0b1011 and top["lids"] == 8 and top["lid"][3, 0] == 0.05 and top["solid"].shape == (6, 4)
+    bottom = b.kernel_fields((("x", "low"), ("x", "high"), ("y", "low")), mask[:, :5])
+    assert bottom["walls"] == 0b0111 and bottom["lids"] == 0 and not bottom["lid"].any()
