@@ -7,7 +7,8 @@
 For each kernel set of `site_asm.py` (`<dir>/<kernel>/src`, written by `lbgen emit`), both
 versions are built as shared libraries with the runtime's flags (`gcc -O3 -march=native
 -fopenmp -std=gnu11 -fPIC -shared`) and their hot entry points called with OMP_NUM_THREADS=1
-on the same lattice: D3Q19 BGK `fused` (periodic box), D2Q37 regularized `fused_walls` and
+on the same lattice, each through its own header's API version (its records read from the
+header): D3Q19 BGK `fused` (periodic box), D2Q37 regularized `fused_walls` and
 `fused_tb` depth 3 with both thermal walls (the `lbgen run rayleigh-taylor` path).  A round
 times A then B then B then A, each for at least `--seconds` of process CPU time
 (`time.process_time`: a loaded machine stretches wall-clock time, not the CPU time of the
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -29,18 +31,35 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-std=gnu11", "-fPIC", "-shared")
 
 
-class Region(ctypes.Structure):
-    """lbgen_region of the 2D header: the interior cells a sweep covers."""
-    _fields_ = [("x0", ctypes.c_int), ("x1", ctypes.c_int), ("y0", ctypes.c_int), ("y1", ctypes.c_int)]
+_CTYPES = {"double": ctypes.c_double, "int": ctypes.c_int, "const uint8_t *": ctypes.c_void_p}
 
 
-class Params(ctypes.Structure):
-    """lbgen_params of the 2D regularized header with walls (the fields by name, in its order)."""
-    _fields_ = [("C1", ctypes.c_double), ("C2", ctypes.c_double), ("C3", ctypes.c_double),
-                ("ax", ctypes.c_double), ("ay", ctypes.c_double),
-                ("wall_bottom", ctypes.c_int), ("wall_top", ctypes.c_int),
-                ("T_bottom", ctypes.c_double), ("T_top", ctypes.c_double),
-                ("adiabatic_bottom", ctypes.c_int), ("adiabatic_top", ctypes.c_int)]
+def header_struct(header: str, name: str):
+    """The ctypes Structure of ``typedef struct {...} <name>;`` in an emitted header (the record
+    of that version of the API, read from its own header: fields in order, arrays included), or
+    None when the header has no such record."""
+    m = re.search(r"typedef struct \{([^{}]*)\}\s*" + re.escape(name) + r"\s*;", header)
+    if not m:
+        return None
+    body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+    body = re.sub(r"\{%.*?%\}", "", body)
+    fields = []
+    for decl in (d.strip() for d in body.split(";") if d.strip()):
+        kind = next(k for k in sorted(_CTYPES, key=len, reverse=True) if decl.startswith(k))
+        for item in decl[len(kind):].split(","):
+            item = item.strip().lstrip("*").strip()
+            base, *dims = re.split(r"\[|\]\[?", item.rstrip("]"))
+            t = _CTYPES[kind]
+            for dim in reversed([int(d) for d in dims if d]):
+                t = t * dim
+            fields.append((base.strip(), t))
+    return type(name, (ctypes.Structure,), {"_fields_": fields})
+
+
+def api_version(header: str) -> int:
+    """``LBGEN_API_VERSION`` of an emitted header (0 where it has none: the 3D header before 4)."""
+    m = re.search(r"#define LBGEN_API_VERSION\s+(\d+)", header)
+    return int(m.group(1)) if m else 0
 
 
 def build(src: Path, out: Path) -> ctypes.CDLL:
@@ -58,9 +77,11 @@ def streaming_as_the_runtime(lib: ctypes.CDLL, elements: int) -> None:
         lib.lbgen_set_streaming_stores(int(streaming_pays(elements, np.float64)))
 
 
-def calls(lib: ctypes.CDLL, kernel: str, size):
-    """{name: (call, sites per call)} of the hot kernels of one library."""
+def calls(lib: ctypes.CDLL, kernel: str, size, header: str):
+    """{name: (call, sites per call)} of the hot kernels of one library, called as its own
+    header's version of the API says (``header``: its text)."""
     D = ctypes.c_double
+    Region, Params = header_struct(header, "lbgen_region"), header_struct(header, "lbgen_params")
     lib.lbgen_alloc.restype = ctypes.POINTER(D)
     lib.lbgen_buffer_size.restype = ctypes.c_size_t
     if kernel == "d3q19-bgk":
@@ -72,9 +93,18 @@ def calls(lib: ctypes.CDLL, kernel: str, size):
             ctypes.memmove(b, (D * count)(*([1.0 / 19] * count)), count * 8)
         state = [0]
 
+        if Params is None:                     # 3D before API 4: loose parameters, boundaries NULL
+            def sweep(a, b):
+                lib.lbgen_fused(a, b, n, n, n, None, D(0.8), D(0.0), D(0.0), D(0.0))
+        else:                                  # API 4: the region and the record (zero: periodic)
+            region, par = Region(0, n, 0, n, 0, n), Params(tau=0.8)
+
+            def sweep(a, b):
+                lib.lbgen_fused(a, b, n, n, n, ctypes.byref(region), ctypes.byref(par))
+
         def fused():
             a, b = bufs[state[0]], bufs[1 - state[0]]
-            lib.lbgen_fused(a, b, n, n, n, None, D(0.8), D(0.0), D(0.0), D(0.0))
+            sweep(a, b)
             state[0] ^= 1
         return {"fused": (fused, n ** 3)}
     lx, ly = size
@@ -86,6 +116,8 @@ def calls(lib: ctypes.CDLL, kernel: str, size):
     region = Region(0, lx, 0, ly)
     par = Params(C1=0.002, C2=0.002, C3=0.0, ax=0.0, ay=-1e-5, wall_bottom=1, wall_top=1,
                  T_bottom=1.0, T_top=1.0, adiabatic_bottom=0, adiabatic_top=0)
+    if "tau_wall" in dict(Params._fields_):
+        par.tau_wall = 1.0
     state = [0]
 
     def fused_walls():
@@ -127,7 +159,9 @@ def main(argv=None) -> int:
     for kernel in [k for k in args.kernels.split(",") if k]:
         size = args.size3d if kernel.startswith("d3") else (lx, ly)
         libs = [build(d / kernel / "src", d / kernel / "ab" / "lib.so") for d in (args.a, args.b)]
-        sets = [calls(lib, kernel, size) for lib in libs]
+        headers = [(d / kernel / "src" / "lbgen_kernels.h").read_text() for d in (args.a, args.b)]
+        print(f"{kernel}: API version A {api_version(headers[0])}, B {api_version(headers[1])}", flush=True)
+        sets = [calls(lib, kernel, size, h) for lib, h in zip(libs, headers)]
         for name in sets[0]:
             ratios, ns = [], []
             for _ in range(args.rounds):

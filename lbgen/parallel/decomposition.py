@@ -8,9 +8,10 @@ The grid: ``--ranks-grid`` given (``parse_ranks_grid``: 'PXxPY' or 'PXxPYxPZ'), 
 for any D (the 2D thermal walls and host + device ranks add their rules as arguments);
 ``check_decomposition`` is the X-slab form of the rule (``--hetero``).
 
-Walls on split axes (3D): a block holds the wall faces it touches and trades no slab across
-them (``ghost_sides``; ``block_extents`` gives the blocks' extents with their ghosts); a lone
-wall face on an axis whose other face is periodic is refused (``paired_walls``).
+Walls on split axes (any D): a block holds the wall faces it touches and trades no slab across
+them (``ghost_sides``; ``block_extents`` gives the blocks' extents with their ghosts,
+``block_indices`` one block's global indices, to cut a mask); a lone wall face on an axis
+whose other face is periodic is refused (``paired_walls``).
 """
 from __future__ import annotations
 
@@ -165,6 +166,18 @@ def block_extents(shape, dims, depth: int, halo: int, faces=()) -> list:
             recv_low, recv_high = ghost_sides(a, c, p, faces)[:2]
             extents.add(w + depth * halo * (recv_low + recv_high))
         out.append(sorted(extents))
+    return out
+
+
+def block_indices(shape, dims, coords, width: int, faces=()) -> list:
+    """Per axis, the global indices (periodic) of the extended block at `coords`: its owned
+    sites plus `width` ghost sites on each side that receives (``ghost_sides``), e.g. to cut
+    a voxel mask per block (ghosts included)."""
+    out = []
+    for a, n, p, c in zip(AXES, shape, dims, coords):
+        s, w = slab_starts(n, p)[c], slab_widths(n, p)[c]
+        recv_low, recv_high = ghost_sides(a, c, p, faces)[:2]
+        out.append(np.arange(s - width * recv_low, s + w + width * recv_high) % n)
     return out
 
 

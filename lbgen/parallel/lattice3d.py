@@ -37,7 +37,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from lbgen.parallel.decomposition import (ghost_sides, paired_walls, parse_ranks_grid, rank_grid, slab_starts,
+from lbgen.parallel.decomposition import (block_indices, ghost_sides, paired_walls, parse_ranks_grid, rank_grid, slab_starts,
                                           slab_widths)
 from lbgen.parallel.exchange import trade
 from lbgen.parallel.mpi import agree, collective, root_call
@@ -125,12 +125,7 @@ class DistributedSimulation3D:
     def _indices(self, rank: Optional[int] = None):
         """Global indices (periodic) of the extended block of `rank` (default: this one), per axis."""
         coords = self.coords if rank is None else self.cart.Get_coords(rank)
-        out = []
-        for d in range(3):
-            s, w = self.starts[d][coords[d]], self.widths[d][coords[d]]
-            recv_low, recv_high = ghost_sides(AXES[d], coords[d], self.dims[d], self.wall_faces)[:2]
-            out.append(np.arange(s - self.halo_width * recv_low, s + w + self.halo_width * recv_high) % self.shape[d])
-        return out
+        return block_indices(self.shape, self.dims, coords, self.halo_width, self.wall_faces)
 
     def _owned(self, a: np.ndarray) -> np.ndarray:
         g, n = self.ghost_low, self.size

@@ -26,9 +26,16 @@ Blocks (PY > 1, or a time block k > 1): one region per rank, no overlap
     ways, then Waitall).  Then k steps: ``fused_tb`` (C), else k times the halo kernel and
     the step; the ghost sites are computed redundantly (the "extra halo work" of
     multi-halo exchange) and after step s only sites within g + H - s H of the owned block
-    (g + H - s H >= 0 up to s = k) are still exact, so the owned block is exact after k steps.  The messages are layout-independent, so
-    ranks may hold different layouts (a block too short for the configured cluster
-    length takes its backend's default layout; the region table records it).
+    (g + H - s H >= 0 up to s = k) are still exact, so the owned block is exact after k
+    steps.  The messages are layout-independent, so ranks may hold different layouts (a block
+    too short for the configured cluster length takes its backend's default layout).
+
+Bounce-back walls, lids and masks (``walls='xy'``, ``lid``, ``mask``: ``BounceBack``) on any
+axis, split or not: one region per rank (blocks, time block 1: ``fused_tb`` takes none); a
+rank holds a wall (lid) face only where its block touches that global face (its program's
+per-face bits), trades no halo across it (``decomposition.ghost_sides``) and has no ghosts
+there; a mask is cut per block with H deep ghosts on the internal sides (the kernels read a
+neighbour's solid flag inside their own block).
 
 Bit-identical to one process in strict mode: every owned site sees the same inputs in the
 same order.  ``messages`` counts what this rank sent (messages, bytes) for the model.
@@ -36,12 +43,8 @@ same order.  ``messages`` counts what this rank sent (messages, bytes) for the m
 Distributed state: ``fields()`` runs each rank's fields kernel and gathers the four field
 arrays (not the populations) to rank 0; ``set_fields`` scatters the four fields and each
 rank runs its init_equilibrium kernel; ``diagnostic_rows`` gives the rank's row reductions
-in global rows (neutral values elsewhere) for the driver to combine.  Checkpoints:
-``state_pieces()`` gives the rank's owned populations with their global offset (each rank
-writes its piece) and ``restore_pieces`` has every rank read the pieces that overlap its
-block, so a checkpoint written by P ranks resumes on P' ranks with no rank holding the
-lattice's populations; ``state()`` / ``restore()`` still gather / scatter them through rank
-0 (a one-file checkpoint).
+in global rows (neutral values elsewhere) for the driver to combine.  Checkpoints (one file
+through rank 0, or per-rank pieces that resume on any rank count): ``lbgen.parallel.state2d``.
 """
 from __future__ import annotations
 
@@ -51,16 +54,19 @@ from typing import Dict, Optional
 import numpy as np
 
 from lbgen.codegen.spec import KernelSpec, SpecError, time_block_value
-from lbgen.model.catalog import DEFAULT_VELOCITY_SET
+from lbgen.model.catalog import AXES, DEFAULT_VELOCITY_SET, SIDES
 from lbgen.model.velocity_set import velocity_set
 from lbgen.model.walls import min_ly_walls
-from lbgen.parallel.decomposition import parse_ranks_grid, rank_grid, slab_starts, slab_widths
+from lbgen.parallel.decomposition import (block_indices, ghost_sides, parse_ranks_grid, rank_grid, slab_starts,
+                                          slab_widths)
 from lbgen.parallel.exchange import finish, post, trade
 from lbgen.parallel.mpi import agree, collective, root_call
+from lbgen.parallel.state2d import DistributedState
+from lbgen.simulation.boundaries import BounceBack, wall_faces
 from lbgen.simulation.runner import Simulation, SimulationError, Walls
 
 
-class DistributedSimulation(Simulation):
+class DistributedSimulation(DistributedState, Simulation):
     """One rank's block of an LX x LY lattice split over a PX x PY grid of the ranks of `comm`.
 
     Same constructor arguments as ``Simulation`` (LX, LY are the global sizes), plus
@@ -76,14 +82,7 @@ class DistributedSimulation(Simulation):
         self.rank, self.nranks = comm.rank, comm.size
         vs_name = kw.get("velocity_set", DEFAULT_VELOCITY_SET)
         H = velocity_set(vs_name).max_hop
-        bounce = {k: kw[k] for k in ("lid", "mask") if kw.get(k) is not None}
-        if kw.get("walls") is not None and not isinstance(kw["walls"], Walls):
-            bounce["walls"] = kw["walls"]
-        if bounce:      # the rank's faces would need per-face switches on split axes: not yet (issue 34)
-            raise collective(SimulationError(
-                f"bounce-back walls, lids and masks ({', '.join(f'{k}={v!r}' for k, v in bounce.items() if k != 'mask')}"
-                f"{' mask' if 'mask' in bounce else ''}) run on one process in 2D; under MPI the 2D lattice takes the "
-                f"thermal walls (lbgen.Walls) only"))
+        bounds = self._bounce_back(kw, (lx, ly), vs_name)
         depth = kw.pop("time_block", 1)
         if depth == "auto":
             depth = 1       # the depth under MPI is a choice of the user (no tuning across ranks)
@@ -91,6 +90,13 @@ class DistributedSimulation(Simulation):
             depth = time_block_value(depth, allow_auto=False)
         except ValueError as e:
             raise collective(SimulationError(str(e))) from None
+        if bounds is not None:
+            try:
+                bounds.check_runs(kw.get("device_backend"), depth)     # no time block, no host + device
+            except SimulationError as e:
+                raise collective(e) from None
+        #: the lattice's bounce-back wall faces (axis, side); each rank holds those its block touches
+        self.wall_faces = wall_faces(bounds.walls, 2) if bounds is not None else ()
         if depth > 1 and kw.get("device_backend") is not None:
             raise collective(SimulationError(
                 f"time_block={depth} with device_backend={kw['device_backend']!r}: the host + device split "
@@ -109,7 +115,7 @@ class DistributedSimulation(Simulation):
         need = {"y": (min_ly_walls(velocity_set(vs_name)), "a walled part needs (its kernels hold wall rows at both "
                                                            "ends)")} if walled else None
         self.dims = rank_grid(size, (lx, ly), H, parse_ranks_grid(ranks_grid), depth, unsplit=unsplit,
-                              part_need=need)
+                              part_need=need, held=tuple(dict.fromkeys(a for a, _ in self.wall_faces)))
         px, py = self.dims
         self.cart = comm.Create_cart(list(self.dims), periods=[True, True], reorder=False)
         self.coords = tuple(self.cart.Get_coords(self.rank))
@@ -119,20 +125,27 @@ class DistributedSimulation(Simulation):
         self.row_heights, self.row_starts = slab_widths(ly, py), slab_starts(ly, py)
         self.x0, self.local_lx = self.slab_starts[self.coords[0]], self.slab_widths[self.coords[0]]
         self.y0, self.local_ly = self.row_starts[self.coords[1]], self.row_heights[self.coords[1]]
-        #: one region per rank, extended by ghosts (Y split or a time block); else the X-slab overlap
-        self.blocked = py > 1 or depth > 1
+        #: one region per rank, extended by ghosts (Y split, a time block or bounce-back
+        #: boundaries); else the X-slab overlap
+        self.blocked = py > 1 or depth > 1 or bounds is not None
         #: a time block of the C backend sweeps through cache (fused_tb); it wraps the block's ends
         #: by pointer instead of reading the halo, so its ghosts are k H deep, not (k - 1) H
         self.sweep = (depth > 1 and kw.get("backend", "c") == "c" and kw.get("fused", True)
                       and kw.get("device_backend") is None)
-        g = (depth if self.sweep else depth - 1) * H
+        # a mask needs the solid cells one hop beyond the owned block (the kernels wrap their own block)
+        g = (depth if self.sweep or (bounds is not None and bounds.mask is not None) else depth - 1) * H
         self.ghost = (g if px > 1 else 0, g if py > 1 else 0)
+        #: per axis (receive low, receive high, send low, send high): ``ghost_sides`` (none across a wall)
+        self.sides = [ghost_sides(a, c, p, self.wall_faces) for a, c, p in zip(AXES, self.coords, self.dims)]
+        #: ghost columns (rows) on the low and the high side of each axis (none beyond a wall face)
+        self.ghost_low = tuple(n * s[0] for n, s in zip(self.ghost, self.sides))
+        self.ghost_high = tuple(n * s[1] for n, s in zip(self.ghost, self.sides))
         #: width of every halo message: k H (H for single steps)
         self.halo_width = depth * H
         self.overlap = overlap
         #: what this rank sent so far: messages and bytes per axis ("x", "y")
         self.messages = collections.Counter()
-        self.program_ly = self.local_ly + 2 * self.ghost[1]
+        self.program_ly = self.local_ly + self.ghost_low[1] + self.ghost_high[1]
         error = None
         try:
             self._fit_layout(kw, H)
@@ -142,21 +155,48 @@ class DistributedSimulation(Simulation):
         agree(comm, error)
         self.ly = ly
         self.time_block = depth
+        #: the lattice's bounce-back boundaries (the global mask); each region holds its block's part
+        self.bounds = bounds
+        if bounds is not None:
+            held = tuple(f for f in self.wall_faces if not self.sides[AXES.index(f[0])][SIDES.index(f[1])])
+            rows = block_indices((lx, ly), self.dims, self.coords, self.ghost[1], self.wall_faces)[1]
+            for r in self.regions:
+                cut = None if bounds.mask is None else bounds.mask[np.ix_(r.columns % lx, rows)]
+                r.program.set_boundaries(**bounds.kernel_fields(held, cut))
         #: the walls this rank holds: the bottom one on the lowest row of ranks, the top on the highest
         #: (a periodic lattice has none to hold: the kernels' default, both, is passed on)
         if self.walls is not None:
             self.wall_sides = (self.coords[1] == 0, self.coords[1] == py - 1)
         mine = [{"rank": self.rank, "backend": r.program.spec.backend, "layout": r.program.layout.tag,
-                 "columns": [r.x_start + self.ghost[0], r.width - 2 * self.ghost[0]],
+                 "columns": [r.x_start + self.ghost_low[0], r.width - self.ghost_low[0] - self.ghost_high[0]],
                  "rows": [self.y0, self.local_ly]} for r in self.regions]
         self.rank_regions = [d for part in comm.allgather(mine) for d in part]
+
+    @staticmethod
+    def _bounce_back(kw: dict, shape, vs_name: str):
+        """The checked bounce-back walls, lids and mask of the lattice (``BounceBack``, None for
+        none), taken out of `kw`: the rank's region gets its block's part after the build."""
+        walls = kw.pop("walls") if kw.get("walls") is not None and not isinstance(kw["walls"], Walls) else None
+        lid, mask = kw.pop("lid", None), kw.pop("mask", None)
+        try:
+            return BounceBack.of(walls, lid, mask, shape, vs_name)
+        except SimulationError as e:
+            raise collective(e) from None
+
+    def _solid_zeroed(self, a: np.ndarray, x0: int = 0, y0: int = 0) -> np.ndarray:
+        """`a` (C, nx, ny) at global (x0, y0) with the solid cells of the mask zeroed (they hold
+        no populations and their fields read 0, as on one process)."""
+        if self._mask is None:
+            return a
+        m = self._mask[x0:x0 + a.shape[1], y0:y0 + a.shape[2]]
+        return np.where(m[None] == 1, a.dtype.type(0), a)
 
     def _fit_layout(self, kw: dict, H: int) -> None:
         """A layout and cluster length resolved for the whole lattice that does not fit this
         rank's block (LY_local % VL, LY_local / VL >= H) give way to the backend's default."""
         if not self.blocked or kw.get("layout") is None:
             return
-        width = self.local_lx + 2 * self.ghost[0]
+        width = self.local_lx + self.ghost_low[0] + self.ghost_high[0]
         try:
             KernelSpec(backend=kw.get("backend", "c"), layout=kw["layout"], vl=kw.get("vl"),
                        velocity_set=kw.get("velocity_set", DEFAULT_VELOCITY_SET)).validate(width, self.program_ly)
@@ -169,8 +209,7 @@ class DistributedSimulation(Simulation):
     def _region_plan(self, lx, backend, device_backend, host_columns, backend_options, device_options) -> list:
         w, x0, H = self.local_lx, self.x0, self.vs.max_hop
         if self.blocked:
-            g = self.ghost[0]
-            return [(backend, x0 - g, w + 2 * g, backend_options)]
+            return [(backend, x0 - self.ghost_low[0], w + self.ghost_low[0] + self.ghost_high[0], backend_options)]
         if device_backend is None:
             if host_columns:
                 raise SimulationError("host columns need a device backend (device_backend='opencl' or 'cuda')")
@@ -209,25 +248,31 @@ class DistributedSimulation(Simulation):
     def _x_begin(self):
         """Post the trade of the rank's outer D = halo_width owned columns with the X neighbours
         (``lbgen.parallel.exchange``)."""
-        first, last, D, g = self.regions[0], self.regions[-1], self.halo_width, self.ghost[0]
+        first, last, D = self.regions[0], self.regions[-1], self.halo_width
+        lo, hi = self.ghost_low[0], self.ghost_high[0]
         return post(self.comm, self.messages, "x", (self.left, self.right),
-                    (lambda: first.program.read_columns_plain(first.f, g, D),
-                     lambda: last.program.read_columns_plain(last.f, last.width - g - D, D)))
+                    (lambda: first.program.read_columns_plain(first.f, lo, D),
+                     lambda: last.program.read_columns_plain(last.f, last.width - hi - D, D)), self.sides[0])
 
     def _x_end(self, pending) -> None:
         recv_left, recv_right = finish(pending)
-        first, last, D, g = self.regions[0], self.regions[-1], self.halo_width, self.ghost[0]
-        first.program.write_columns_plain(first.f, g - D, recv_left)
-        last.program.write_columns_plain(last.f, last.width - g, recv_right)
+        first, last, D = self.regions[0], self.regions[-1], self.halo_width
+        if recv_left is not None:           # none arrives across a wall face
+            first.program.write_columns_plain(first.f, self.ghost_low[0] - D, recv_left)
+        if recv_right is not None:
+            last.program.write_columns_plain(last.f, last.width - self.ghost_high[0], recv_right)
 
     def _y_exchange(self) -> None:
         """The outer D owned rows (every padded column) with the Y neighbours (one region)."""
-        r, D, g, h = self.regions[0], self.halo_width, self.ghost[1], self.local_ly
+        r, D, g, h = self.regions[0], self.halo_width, self.ghost_low[1], self.local_ly
         p = r.program
         recv_down, recv_up = trade(self.comm, self.messages, "y", (self.down, self.up),
-                                   (lambda: p.read_rows_plain(r.f, g, D), lambda: p.read_rows_plain(r.f, g + h - D, D)))
-        p.write_rows_plain(r.f, g - D, recv_down)
-        p.write_rows_plain(r.f, g + h, recv_up)
+                                   (lambda: p.read_rows_plain(r.f, g, D), lambda: p.read_rows_plain(r.f, g + h - D, D)),
+                                   self.sides[1])
+        if recv_down is not None:           # none arrives across a wall face
+            p.write_rows_plain(r.f, g - D, recv_down)
+        if recv_up is not None:
+            p.write_rows_plain(r.f, g + h, recv_up)
 
     def _exchange_begin(self):
         """Y halos of every region (the halo kernel), post the X exchange, local links."""
@@ -285,7 +330,7 @@ class DistributedSimulation(Simulation):
     # --- this rank's block <-> the regions' arrays ---------------------------------------------
     def _owned(self, per_region) -> np.ndarray:
         """(C, wx, wy) owned block from per_region(r) -> (C, r.width, program_ly) arrays."""
-        gy, x0, wx = self.ghost[1], self.x0, self.local_lx
+        gy, x0, wx = self.ghost_low[1], self.x0, self.local_lx
         out = None
         for r in self.regions:
             a = per_region(r)
@@ -298,9 +343,9 @@ class DistributedSimulation(Simulation):
     def _region_input(self, local: np.ndarray, r) -> np.ndarray:
         """(C, r.width, program_ly) input of region r from the owned (C, wx, wy) block; ghost sites
         are filled by wrapping the block (finite values the first exchange replaces)."""
-        gx, gy = self.ghost
         if self.blocked:
-            return np.ascontiguousarray(np.pad(local, ((0, 0), (gx, gx), (gy, gy)), mode="wrap"))
+            pad = [(0, 0)] + list(zip(self.ghost_low, self.ghost_high))
+            return np.ascontiguousarray(np.pad(local, pad, mode="wrap"))
         return np.ascontiguousarray(local[:, r.x_start - self.x0:r.x_start - self.x0 + r.width, :])
 
     def _blocks(self):
@@ -351,30 +396,24 @@ class DistributedSimulation(Simulation):
         return self._owned(lambda r: np.stack(list(r.program.fields(r.f, ax=ax, ay=ay).values())))
 
     # --- collective state ----------------------------------------------------------------------
-    def state(self) -> Optional[np.ndarray]:
-        """Global (Q, LX, LY) populations in the working precision on rank 0, None elsewhere
-        (checkpoints)."""
-        return self._gather(self._local_state())
-
-    def populations(self) -> Optional[np.ndarray]:
-        s = self.state()
-        return None if s is None else s.astype(np.float64)
-
     def fields(self) -> Optional[Dict[str, np.ndarray]]:
         """The physical fields on rank 0 (None elsewhere): each rank's fields kernel, four
         arrays gathered (no populations leave a rank)."""
         f = self._gather(self._local_fields())
-        return None if f is None else dict(zip(("rho", "ux", "uy", "T"), f))
+        return None if f is None else dict(zip(("rho", "ux", "uy", "T"), self._solid_zeroed(f)))
 
     def diagnostic_rows(self) -> np.ndarray:
         """(LY, ND) row reductions of this rank's owned sites in global rows, the neutral value
         (0, +inf for a min, -inf for a max) in the rows of other ranks: ``combine_rows`` of
         every rank's rows gives the lattice's."""
         from lbgen.codegen.diagnostics import ROW_QUANTITIES, rows_of_fields
-        if self.ghost == (0, 0):
+        if self.ghost == (0, 0) and self._mask is None:
             local = super().diagnostic_rows()       # the kernels: no ghost sites to leave out
-        else:
-            local = rows_of_fields(dict(zip(("rho", "ux", "uy", "T"), self._local_fields())))
+        else:                                        # the owned fields, the solid cells skipped
+            solid = None if self._mask is None else \
+                self._mask[self.x0:self.x0 + self.local_lx, self.y0:self.y0 + self.local_ly]
+            local = rows_of_fields(dict(zip(("rho", "ux", "uy", "T"), self._solid_zeroed(
+                self._local_fields(), self.x0, self.y0))), solid=solid)
         neutral = np.array([{"sum": 0.0, "min": np.inf, "max": -np.inf}[how] for _, how in ROW_QUANTITIES])
         out = np.tile(neutral, (self.ly, 1))
         out[self.y0:self.y0 + self.local_ly] = local
@@ -389,39 +428,16 @@ class DistributedSimulation(Simulation):
         for r in self.regions:
             block = self._region_input(local, r)
             r.program.init_equilibrium(r.f, *block, ax=ax, ay=ay)
+        if self._mask is not None:      # solid cells hold no populations
+            self._upload_state(self._solid_zeroed(self._local_state(), self.x0, self.y0))
         self._fields_set = True
 
     def set_populations(self, f: Optional[np.ndarray]) -> None:
-        a = root_call(self.comm, lambda: self._checked_populations(f))
+        a = root_call(self.comm, lambda: self._solid_zeroed(self._checked_populations(f)))
         local = self._scatter(a, self.vs.Q, np.float64)
         for r in self.regions:
             r.f = r.program.upload_fields(self._region_input(local, r), r.f)
         self._fields_set = True
-
-    def restore(self, populations: Optional[np.ndarray], time_step: Optional[int]) -> None:
-        """Rank 0's saved state, scattered; bit-identical to never having stopped."""
-        expected = (self.vs.Q, self.lx, self.ly)
-
-        def check():
-            self._check_time_step(time_step)
-            p = np.asarray(populations)
-            if p.shape != expected:
-                raise SimulationError(f"saved populations have shape {p.shape}; this run needs {expected}")
-            if p.dtype != self.dtype:
-                raise SimulationError(f"saved populations are {p.dtype}; this run computes in "
-                                      f"{np.dtype(self.dtype)} (precision mismatch)")
-            from lbgen.simulation.boundaries import check_finite_state
-            check_finite_state(p, "restore")
-            return p
-        p = root_call(self.comm, check)
-        self._upload_state(self._scatter(p, self.vs.Q, self.dtype))
-        self.time_step = int(self.comm.bcast(time_step, root=0))
-        self._fields_set = True
-
-    def _upload_state(self, local: np.ndarray) -> None:
-        """The owned (Q, wx, wy) populations (working precision) into every region."""
-        for r in self.regions:
-            r.f = r.program.upload(r.program.layout.pack(self._region_input(local, r)), r.f)
 
     def check_finite(self) -> None:
         """Raise the same SimulationError on every rank if any rank's block went bad (collective)."""
@@ -442,35 +458,3 @@ class DistributedSimulation(Simulation):
 
     def run(self, steps: int, progress: bool = False, callback=None):
         return super().run(steps, progress=progress and self.rank == 0, callback=callback)
-
-    # --- checkpoint pieces: no rank gathers the populations --------------------------------
-    @property
-    def lattice(self) -> tuple:
-        """The global sizes (LX, LY) the pieces tile."""
-        return (self.lx, self.ly)
-
-    def state_pieces(self) -> list:
-        """This rank's pieces of a checkpoint: ``[((x0, y0), (Q, wx, wy) owned populations)]`` in
-        the working precision, layout-independent (``lbgen.run.checkpoint.write_pieces``)."""
-        return [((self.x0, self.y0), self._local_state())]
-
-    def restore_pieces(self, saved) -> None:
-        """Continue from a pieces checkpoint (collective): ``saved`` has ``shape``, ``dtype``,
-        ``step`` and ``read(offset, extent)`` (``lbgen.run.checkpoint.CheckpointPieces``); each
-        rank reads the pieces that overlap its block only, and every rank checks before any
-        rank changes its state.  Bit-identical to never having stopped."""
-        expected, error, local = (self.vs.Q, self.lx, self.ly), None, None
-        try:
-            self._check_time_step(saved.step)
-            if tuple(saved.shape) != expected:
-                raise SimulationError(f"saved populations have shape {tuple(saved.shape)}; this run needs {expected}")
-            if saved.dtype != self.dtype:
-                raise SimulationError(f"saved populations are {saved.dtype}; this run computes in "
-                                      f"{np.dtype(self.dtype)} (precision mismatch)")
-            local = saved.read((self.x0, self.y0), (self.local_lx, self.local_ly))
-        except Exception as e:  # noqa: BLE001 - made collective
-            error = e
-        agree(self.comm, error)
-        self._upload_state(local)
-        self.time_step = int(saved.step)
-        self._fields_set = True

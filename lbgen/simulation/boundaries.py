@@ -135,9 +135,9 @@ def lid_faces(lid, walls, velocity_set: Optional[str] = None,
 
 def face_bits(walls, lids, D: int):
     """The kernels' fields of checked boundaries: (walls, lids, lid), face f = 2a + s (side s of
-    axis a) as bit f of ``walls`` (both faces of each wall axis) and ``lids``, lid[f] its
-    velocity (a (2D, D) array)."""
-    wall_bits = sum(3 << 2 * AXES.index(a) for a in walls)
+    axis a) as bit f of ``walls`` (wall axes: both faces of each, or faces, as ``wall_faces``
+    takes them) and ``lids``, lid[f] its velocity (a (2D, D) array)."""
+    wall_bits = sum(1 << 2 * AXES.index(a) + SIDES.index(s) for a, s in wall_faces(walls, D))
     lid = np.zeros((2 * D, D))
     lid_bits = 0
     for (axis, side), u in lids.items():
@@ -176,10 +176,14 @@ class BounceBack:
             raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) does not take "
                                   f"bounce-back walls, lids or masks ({self.describe()}); use time_block=1")
 
-    def kernel_fields(self) -> dict:
-        """The keyword arguments of ``Program.set_boundaries``."""
-        walls, lids, lid = face_bits(self.walls, self.lid, 2)
-        return {"walls": walls, "lids": lids, "lid": lid, "solid": self.mask}
+    def kernel_fields(self, faces=None, solid=None) -> dict:
+        """The keyword arguments of ``Program.set_boundaries``: the whole lattice's, or (``faces``
+        given) those of a block of a distributed lattice (``lbgen.parallel``) that holds these
+        wall faces (and their lids) and the mask's cut ``solid``."""
+        if faces is None:
+            faces, solid = wall_faces(self.walls, 2), self.mask
+        walls, lids, lid = face_bits(faces, {f: u for f, u in self.lid.items() if f in faces}, 2)
+        return {"walls": walls, "lids": lids, "lid": lid, "solid": solid}
 
     def describe(self) -> str:
         parts = [f"walls {''.join(self.walls)}"] if self.walls else []

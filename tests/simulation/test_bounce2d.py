@@ -4,6 +4,8 @@ from the templates); the run path (the 2D lid-driven cavity from the command lin
 refusals."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -125,15 +127,20 @@ def test_cavity_options_are_refused_beside_the_thermal_walls(tmp_path):
     refused(cli("run", "lid-driven-cavity", "--velocity-set", "d2q9", "--walls", "--steps", 1), "--walls")
 
 
-@pytest.mark.parametrize("kwargs", [dict(walls="xy"), dict(walls="y", lid={"y-high": (0.05, 0)}),
-                                    dict(mask=np.zeros((LX, LY), bool))])
-def test_mpi_refuses_bounce_back_before_any_work(kwargs):
-    """lbgen.parallel's 2D lattice has per-side switches for the thermal walls only: a 2D run with
-    bounce-back walls, lids or a mask is refused on every rank together (no communication yet)."""
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(walls="xy", time_block=2), "time_block=2: the time-blocked sweep (fused_tb) does not take bounce-back"),
+    (dict(walls="y", lid={"y-high": (0.05, 0)}, device_backend="opencl"), "run on one backend: a host + device run"),
+    (dict(mask=np.zeros((LX, LY + 1), bool)), "mask: shape"),
+    (dict(walls="y", lid={"x-high": (0, 0.05)}), "lid on the x-high face"),
+])
+def test_mpi_refuses_what_bounce_back_cannot_run_before_any_work(kwargs, message):
+    """lbgen.parallel's 2D lattice runs bounce-back walls, lids and masks (tests/parallel/
+    test_bounce2d_mpi.py) but not time-blocked nor on host + device ranks, and checks them as one
+    process does: each refused on every rank together before any communication."""
     import types
     from lbgen.parallel.simulation import DistributedSimulation
     comm = types.SimpleNamespace(rank=0, size=2)
-    with pytest.raises(SimulationError, match="run on one process in 2D") as e:
+    with pytest.raises(SimulationError, match=re.escape(message)) as e:
         DistributedSimulation(comm, LX, LY, velocity_set="d2q9", tau=0.8, **kwargs)
     assert getattr(e.value, "collective", False)
 
