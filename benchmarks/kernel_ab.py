@@ -38,7 +38,7 @@ def header_struct(header: str, name: str):
     """The ctypes Structure of ``typedef struct {...} <name>;`` in an emitted header (the record
     of that version of the API, read from its own header: fields in order, arrays included), or
     None when the header has no such record."""
-    m = re.search(r"typedef struct \{([^{}]*)\}\s*" + re.escape(name) + r"\s*;", header)
+    m = re.search(r"typedef struct \{([^{}]*)\}\s*" + re.escape(name) + r"\s*;", re.sub(r"/\*.*?\*/", "", header, flags=re.S))
     if not m:
         return None
     body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
