@@ -236,16 +236,12 @@ _MAIN_TEMPLATES = {
 GPU_TEMPLATES_3D = ("opencl", "cuda")
 
 
-#: files that `lbgen emit` writes besides the kernels (examples, build files, README)
+#: files that `lbgen emit` writes besides the kernels (examples, build files, README), one
+#: template each for any dimension (the text branches on D inside)
 _EMIT_TEMPLATES = {
-    2: {"c": [("example.c", "c/example.c.j2"), ("Makefile", "c/Makefile.j2"), ("README.md", "c/README.md.j2")],
-        "opencl": [("example.py", "opencl/example.py.j2"), ("README.md", "opencl/README.md.j2")],
-        "cuda": [("example.cu", "cuda/example.cu.j2"), ("Makefile", "cuda/Makefile.j2"),
-                 ("README.md", "cuda/README.md.j2")]},
-    3: {"c": [("example.c", "c/example3d.c.j2"), ("Makefile", "c/Makefile.j2"), ("README.md", "c/README3d.md.j2")],
-        "opencl": [("example.py", "opencl/example3d.py.j2"), ("README.md", "gpu/README3d.md.j2")],
-        "cuda": [("example.cu", "cuda/example3d.cu.j2"), ("Makefile", "cuda/Makefile3d.j2"),
-                 ("README.md", "gpu/README3d.md.j2")]},
+    "c": [("example.c", "c/example.c.j2"), ("Makefile", "c/Makefile.j2"), ("README.md", "c/README.md.j2")],
+    "opencl": [("example.py", "opencl/example.py.j2"), ("README.md", "gpu/README.md.j2")],
+    "cuda": [("example.cu", "cuda/example.cu.j2"), ("Makefile", "cuda/Makefile.j2"), ("README.md", "gpu/README.md.j2")],
 }
 
 
@@ -254,7 +250,7 @@ def emit_files(spec: KernelSpec) -> Dict[str, str]:
     source = generate(spec)
     ctx = template_context(source.spec)
     files = dict(source.files)
-    for out_name, template in _EMIT_TEMPLATES[source.spec.dimension].get(source.spec.backend, []):
+    for out_name, template in _EMIT_TEMPLATES.get(source.spec.backend, []):
         files[out_name] = _environment().get_template(template).render(**ctx)
     return files
 
