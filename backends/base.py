@@ -285,7 +285,8 @@ class Program(abc.ABC):
     def halo(self, f: Any) -> None: ...
 
     @abc.abstractmethod
-    def propagate(self, prv: Any, nxt: Any) -> None: ...
+    def propagate(self, prv: Any, nxt: Any) -> None:
+        """Pull streaming prv -> nxt, the bounce-back boundaries (``set_boundaries``) included."""
 
     @abc.abstractmethod
     def collide(self, src: Any, dst: Any, **params) -> None: ...
@@ -305,10 +306,6 @@ class Program(abc.ABC):
             raise ValueError(f"time block {depth!r} is not an integer (time steps per sweep)")
         return time_block_value(depth, allow_auto=False)
 
-    def bounce(self, prv: Any, nxt: Any, **params) -> None:
-        """The bounce-back boundaries (``set_boundaries``) after propagate(prv -> nxt)."""
-        raise NotImplementedError(f"the {self.spec.backend} backend has no bounce-back boundaries yet")
-
     def bc(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
            adiabatic=(False, False), ax: float = 0.0, ay: float = 0.0, sides=(True, True)) -> None:
         """Thermal walls after propagate(prv -> nxt), on the sides (bottom, top) this lattice
@@ -321,6 +318,17 @@ class Program(abc.ABC):
         ``lbgen.codegen.diagnostics.ROW_QUANTITIES`` (the generated diagnostics kernel; only
         LY x ND numbers leave the device)."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no diagnostics kernel")
+
+    def _solid_rows(self, f: Any, ax: float, ay: float) -> Optional[np.ndarray]:
+        """``diagnostics`` of a lattice with solid cells (``set_boundaries``) for the GPU runtimes,
+        whose diagnostics kernels take no mask: from the fields on the host, solid cells skipped
+        (they read 0); None without solid cells (the kernel's rows serve)."""
+        if self.bounds is None or self.bounds[3] is None:
+            return None
+        from lbgen.codegen.diagnostics import rows_of_fields
+        solid = self.bounds[3]
+        fields = {k: np.where(solid == 1, 0.0, v) for k, v in self.fields(f, ax=ax, ay=ay).items()}
+        return rows_of_fields(fields, solid=solid)
 
     def fused_walls(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
                     adiabatic=(False, False), sides=(True, True), **params) -> None:
@@ -415,9 +423,7 @@ class Program(abc.ABC):
             self.fused_walls(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
                              sides=sides, tau_wall=wall_tau(walls), **params)
             return g, f
-        self.propagate(f, g)
-        if self.bounds is not None:
-            self.bounce(f, g, **params)
+        self.propagate(f, g)          # the bounce-back boundaries (set_boundaries) included
         if walls is not None:
             self.bc(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
                     params["ax"], params["ay"], sides=sides)

@@ -115,12 +115,11 @@ class LaunchProgram(Program):
         self._bounds_args = [walls, lids, self._device(np.ascontiguousarray(lid.reshape(-1), dtype=np.float64)),
                              None if solid is None else self._device(solid.reshape(-1))]
 
-    def bounce(self, prv, nxt, region=None, **params):
+    def propagate(self, prv, nxt, region=None):
+        """The propagate kernel, then (with boundaries, set_boundaries) the bounce kernel."""
+        self._sweep("propagate", region, prv, nxt)
         if self.bounds is not None:
             self._sweep("bounce", region, prv, nxt, *self._bounds_args)
-
-    def propagate(self, prv, nxt, region=None):
-        self._sweep("propagate", region, prv, nxt)
 
     def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
         walls = self._sides(sides) if self.spec.walls else []
@@ -346,6 +345,9 @@ class CudaProgram(LaunchProgram):
 
     def diagnostics(self, f, ax=0.0, ay=0.0):
         from lbgen.codegen.diagnostics import ND
+        rows = self._solid_rows(f, ax, ay)   # the GPU kernel takes no mask: solid cells on the host
+        if rows is not None:
+            return rows
         out = self.cupy.empty((self.ly, ND), dtype=np.float64)
         self._run("diagnostics", f, *self._sizes, out, *self._force(ax, ay))
         return out.get()
