@@ -63,6 +63,8 @@ CUDA_EXTRA_AXIS = {"lz", "z0", "z1", "uz_in", "uz_o", "az"}
 CUDA_BOUNDARY_FIELDS = {"walls", "lids", "lid", "solid"}
 
 
+@pytest.mark.xfail(strict=True, reason="the 2D CUDA dialect still launches bounce, bounded_fused and bounded_collide "
+                   "kernels of its own (3D's sweeps take the boundary fields and apply them themselves)")
 def test_2d_and_3d_cuda_kernels_differ_in_sizes_axes_and_boundary_fields_only():
     from lbgen.backends.cuda.shim import kernels_of
     two, three = ({name: [(t, n) for t, n in params if n not in CUDA_EXTRA_AXIS]
