@@ -140,6 +140,25 @@ def test_mpi_refuses_bounce_back_before_any_work(kwargs):
     assert getattr(e.value, "collective", False)
 
 
+def test_the_c_diagnostics_kernel_skips_the_solid_cells_of_the_mask():
+    """2D diagnostics takes the mask (as 3D): its rows are those of the fields with the solid
+    cells skipped (the host reduction the runner used before), and without the mask the empty
+    solid cells count as non-finite."""
+    from lbgen.codegen.diagnostics import ROW_QUANTITIES, rows_of_fields
+    bad = [name for name, _ in ROW_QUANTITIES].index("nonfinite")
+    vs, mask = velocity_set("d2q9"), _mask()
+    prog = _runtime_program("c", "caosoa", 8)
+    f = prog.upload(prog.layout.pack(np.where(mask[None], 0.0, _start(vs))))
+    bare = prog.diagnostics(f, ax=1e-5)
+    assert np.array_equal(bare[:, bad], mask.sum(0).astype(float))      # nonfinite: the solid cells
+    prog.set_boundaries(walls=15, solid=mask)
+    rows = prog.diagnostics(f, ax=1e-5)
+    fields = {k: np.where(mask, 0.0, v) for k, v in prog.fields(f, ax=1e-5).items()}
+    want = rows_of_fields(fields, solid=mask)
+    assert not rows[:, bad].any()
+    assert np.allclose(rows, want, rtol=1e-13, atol=1e-13)
+
+
 def _runtime_program(runtime, layout, vl, precision="double"):
     from lbgen.backends import load
     from lbgen.codegen.render import generate
