@@ -319,17 +319,6 @@ class Program(abc.ABC):
         LY x ND numbers leave the device)."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no diagnostics kernel")
 
-    def _solid_rows(self, f: Any, ax: float, ay: float) -> Optional[np.ndarray]:
-        """``diagnostics`` of a lattice with solid cells (``set_boundaries``) for the GPU runtimes,
-        whose diagnostics kernels take no mask: from the fields on the host, solid cells skipped
-        (they read 0); None without solid cells (the kernel's rows serve)."""
-        if self.bounds is None or self.bounds[3] is None:
-            return None
-        from lbgen.codegen.diagnostics import rows_of_fields
-        solid = self.bounds[3]
-        fields = {k: np.where(solid == 1, 0.0, v) for k, v in self.fields(f, ax=ax, ay=ay).items()}
-        return rows_of_fields(fields, solid=solid)
-
     def fused_walls(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
                     adiabatic=(False, False), sides=(True, True), **params) -> None:
         """propagate + bc + collide in one sweep (prv -> nxt); only for specs generated with walls."""

@@ -468,13 +468,11 @@ class OpenCLProgram(Program):
         """Per-row reductions of the physical fields (LY work-items); accumulated in float for
         single precision."""
         from lbgen.codegen.diagnostics import ND
-        rows = self._solid_rows(f, ax, ay)   # the GPU kernel takes no mask: solid cells on the host
-        if rows is not None:
-            return rows
         acc = np.float32 if self.spec.precision == "single" else np.float64
         host = np.empty((self.ly, ND), dtype=acc)
         out = self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, host.nbytes)
-        self._launch("diagnostics", self._row_range, f, *self._sizes, out, self.dtype(ax), self.dtype(ay))
+        solid = None if self.bounds is None else self._bounds_args[3]     # the mask's solid cells skipped
+        self._launch("diagnostics", self._row_range, f, *self._sizes, solid, out, self.dtype(ax), self.dtype(ay))
         self.cl.enqueue_copy(self.queue, host, out, is_blocking=True)
         return host.astype(np.float64)
 

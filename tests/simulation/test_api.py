@@ -161,8 +161,6 @@ def test_every_backend_emits_the_same_entry_points_with_the_same_arguments(walls
                 assert gpu_names[4:8] == region_fields, (name, gpu_names[4:8])
                 assert set(gpu_names[8:]) <= set(fields), (name, gpu_names[8:], fields)
                 assert (len(gpu_names) > 8) == scalars[name], name
-            elif name == "diagnostics":     # C's takes the solid mask; the GPU kernels none yet
-                assert gpu_names == [n for n in c_names if n != "solid"], name
             else:
                 assert gpu_names == c_names, name
         assert _names(wrappers[name])[-1] == "stream", name

@@ -140,14 +140,15 @@ def test_mpi_refuses_bounce_back_before_any_work(kwargs):
     assert getattr(e.value, "collective", False)
 
 
-def test_the_c_diagnostics_kernel_skips_the_solid_cells_of_the_mask():
+@pytest.mark.parametrize("runtime", ["c", "opencl", "cuda-shim"])
+def test_the_diagnostics_kernel_skips_the_solid_cells_of_the_mask(runtime):
     """2D diagnostics takes the mask (as 3D): its rows are those of the fields with the solid
     cells skipped (the host reduction the runner used before), and without the mask the empty
     solid cells count as non-finite."""
     from lbgen.codegen.diagnostics import ROW_QUANTITIES, rows_of_fields
     bad = [name for name, _ in ROW_QUANTITIES].index("nonfinite")
     vs, mask = velocity_set("d2q9"), _mask()
-    prog = _runtime_program("c", "caosoa", 8)
+    prog = _runtime_program(runtime, "caosoa", 8)
     f = prog.upload(prog.layout.pack(np.where(mask[None], 0.0, _start(vs))))
     bare = prog.diagnostics(f, ax=1e-5)
     assert np.array_equal(bare[:, bad], mask.sum(0).astype(float))      # nonfinite: the solid cells
