@@ -285,7 +285,8 @@ class Program(abc.ABC):
     def halo(self, f: Any) -> None: ...
 
     @abc.abstractmethod
-    def propagate(self, prv: Any, nxt: Any) -> None: ...
+    def propagate(self, prv: Any, nxt: Any) -> None:
+        """Pull streaming prv -> nxt, the bounce-back boundaries (``set_boundaries``) included."""
 
     @abc.abstractmethod
     def collide(self, src: Any, dst: Any, **params) -> None: ...
@@ -304,10 +305,6 @@ class Program(abc.ABC):
         if isinstance(depth, str):
             raise ValueError(f"time block {depth!r} is not an integer (time steps per sweep)")
         return time_block_value(depth, allow_auto=False)
-
-    def bounce(self, prv: Any, nxt: Any, **params) -> None:
-        """The bounce-back boundaries (``set_boundaries``) after propagate(prv -> nxt)."""
-        raise NotImplementedError(f"the {self.spec.backend} backend has no bounce-back boundaries yet")
 
     def bc(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
            adiabatic=(False, False), ax: float = 0.0, ay: float = 0.0, sides=(True, True)) -> None:
@@ -415,9 +412,7 @@ class Program(abc.ABC):
             self.fused_walls(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
                              sides=sides, tau_wall=wall_tau(walls), **params)
             return g, f
-        self.propagate(f, g)
-        if self.bounds is not None:
-            self.bounce(f, g, **params)
+        self.propagate(f, g)          # the bounce-back boundaries (set_boundaries) included
         if walls is not None:
             self.bc(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
                     params["ax"], params["ay"], sides=sides)

@@ -117,6 +117,7 @@ class CProgram(HostBuffers, Program):
         self._sizes = () if source.spec.compile_time_sizes else (lx, ly)
         self._whole = None     # the whole-lattice region struct, made on first use
         self._last_par = None  # (key, params struct) of the last call: reused while the values stay
+        self._propagate_par = None  # propagate's params record: the boundaries only (_boundary_par)
 
     def _fn(self, name):
         self.calls[name] += 1
@@ -145,8 +146,18 @@ class CProgram(HostBuffers, Program):
         return self.ffi.new(f"{self.prefix}_region *", {"x0": x0, "x1": x1, "y0": y0, "y1": y1})
 
     def propagate(self, prv, nxt, region=None):
+        """Pull streaming of the region; the bounce-back boundaries (``set_boundaries``) applied by
+        the kernel itself (it reads only their fields of the params record)."""
         reg = self._region(region)
-        self._fn("propagate")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg)
+        self._fn("propagate")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, self._boundary_par())
+
+    def _boundary_par(self):
+        """The params record propagate reads: the boundaries, no collision parameters (0)."""
+        if self._propagate_par is None:
+            from lbgen.codegen.spec import OPERATOR_PARAMETERS
+            self._propagate_par = self._par({n: 0.0 for n in OPERATOR_PARAMETERS[self.spec.collision]}
+                                            | {"ax": 0.0, "ay": 0.0})
+        return self._propagate_par
 
     def _par(self, params: dict, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
              tau_wall=1.0):
@@ -180,11 +191,7 @@ class CProgram(HostBuffers, Program):
         return par
 
     def _bounds_changed(self) -> None:
-        self._last_par = None     # the params record carries the boundaries
-
-    def bounce(self, prv, nxt, region=None, **params):
-        reg, par = self._region(region), self._par(params)
-        self._fn("bounce")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
+        self._last_par = self._propagate_par = None     # the params record carries the boundaries
 
     def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
         """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall."""
@@ -245,9 +252,12 @@ class CProgram(HostBuffers, Program):
         return fields_dict(out)
 
     def diagnostics(self, f, ax=0.0, ay=0.0):
+        """The kernel's rows; the solid cells of the boundaries' mask (``set_boundaries``) skipped."""
         from lbgen.codegen.diagnostics import ND
         out = np.empty((self.ly, ND))
-        self._fn("diagnostics")(self._ptr(f), *self._sizes, self.ffi.cast("double *", out.ctypes.data),
+        solid = None if self.bounds is None else self.bounds[3]
+        mask = self.ffi.NULL if solid is None else self.ffi.cast("const uint8_t *", solid.ctypes.data)
+        self._fn("diagnostics")(self._ptr(f), *self._sizes, mask, self.ffi.cast("double *", out.ctypes.data),
                                 float(ax), float(ay))
         return out
 

@@ -115,12 +115,15 @@ class LaunchProgram(Program):
         self._bounds_args = [walls, lids, self._device(np.ascontiguousarray(lid.reshape(-1), dtype=np.float64)),
                              None if solid is None else self._device(solid.reshape(-1))]
 
-    def bounce(self, prv, nxt, region=None, **params):
-        if self.bounds is not None:
-            self._sweep("bounce", region, prv, nxt, *self._bounds_args)
+    def _solid(self):
+        """The diagnostics kernel's mask argument: the boundaries' solid cells on the device, or None."""
+        return None if self.bounds is None else self._bounds_args[3]
 
     def propagate(self, prv, nxt, region=None):
+        """The propagate kernel, then (with boundaries, set_boundaries) the bounce kernel."""
         self._sweep("propagate", region, prv, nxt)
+        if self.bounds is not None:
+            self._sweep("bounce", region, prv, nxt, *self._bounds_args)
 
     def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
         walls = self._sides(sides) if self.spec.walls else []
@@ -267,7 +270,7 @@ def kernel_arguments(spec) -> Dict[str, str]:
         "collide": "PP" + sizes + "iiii" + real * nparams + (real + "ii" if spec.walls else ""),
         "fused": "PP" + sizes + "iiii" + real * nparams + (real + "ii" if spec.walls else ""),
         "init_equilibrium": "P" + sizes + "PPPP" + real * 2, "fields": "P" + sizes + "PPPP" + real * 2,
-        "diagnostics": "P" + sizes + "P" + real * 2,
+        "diagnostics": "P" + sizes + "PP" + real * 2,
     }
     if not spec.walls:        # the bounce-back kernels: face bits, lid velocities, mask
         formats["bounce"] = formats["bounded_collide"] = "PP" + sizes + "iiii" + "iiPP"
@@ -347,7 +350,7 @@ class CudaProgram(LaunchProgram):
     def diagnostics(self, f, ax=0.0, ay=0.0):
         from lbgen.codegen.diagnostics import ND
         out = self.cupy.empty((self.ly, ND), dtype=np.float64)
-        self._run("diagnostics", f, *self._sizes, out, *self._force(ax, ay))
+        self._run("diagnostics", f, *self._sizes, self._solid(), out, *self._force(ax, ay))
         return out.get()
 
 

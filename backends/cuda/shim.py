@@ -189,7 +189,7 @@ class ShimProgram(HostBuffers, LaunchProgram):
     def diagnostics(self, f, ax=0.0, ay=0.0):
         from lbgen.codegen.diagnostics import ND
         out = np.empty((self.ly, ND))
-        self._run("diagnostics", f, *self._sizes, out, *self._force(ax, ay))
+        self._run("diagnostics", f, *self._sizes, self._solid(), out, *self._force(ax, ay))
         return out
 
 def compile(source, lx: int, ly: int, strict: bool = False, flags=None, block_size: Optional[int] = None,

@@ -389,9 +389,13 @@ class OpenCLProgram(Program):
         return ranges, [np.int32(v) for v in reg]
 
     def propagate(self, prv, nxt, region=None):
+        """The propagate kernel, then (with boundaries, set_boundaries) the bounce kernel: the C
+        API's propagate, which applies them itself."""
         sweep = self._sweep(region)
         if sweep:
             self._launch("propagate", sweep[0], prv, nxt, *self._sizes, *sweep[1])
+            if self.bounds is not None:
+                self._launch("bounce", sweep[0], prv, nxt, *self._sizes, *sweep[1], *self._bounds_args)
 
     def _bounds_changed(self) -> None:
         """The bounded kernels' last arguments: walls, lids, the lid velocities and the mask on the device."""
@@ -405,11 +409,6 @@ class OpenCLProgram(Program):
         solid_buf = None if solid is None else self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
                                                                 hostbuf=solid.reshape(-1))
         self._bounds_args = [np.int32(walls), np.int32(lids), lid_buf, solid_buf]
-
-    def bounce(self, prv, nxt, region=None, **params):
-        sweep = self._sweep(region)
-        if sweep and self.bounds is not None:
-            self._launch("bounce", sweep[0], prv, nxt, *self._sizes, *sweep[1], *self._bounds_args)
 
     def _sides(self, sides):
         """The kernels' int arguments wall_bottom, wall_top."""
@@ -472,7 +471,8 @@ class OpenCLProgram(Program):
         acc = np.float32 if self.spec.precision == "single" else np.float64
         host = np.empty((self.ly, ND), dtype=acc)
         out = self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, host.nbytes)
-        self._launch("diagnostics", self._row_range, f, *self._sizes, out, self.dtype(ax), self.dtype(ay))
+        solid = None if self.bounds is None else self._bounds_args[3]     # the mask's solid cells skipped
+        self._launch("diagnostics", self._row_range, f, *self._sizes, solid, out, self.dtype(ax), self.dtype(ay))
         self.cl.enqueue_copy(self.queue, host, out, is_blocking=True)
         return host.astype(np.float64)
 

@@ -23,7 +23,7 @@ static lbgen_params lb_par;
 #define LB_REGION(x0, x1, y0, y1) (&(lbgen_region){(x0) - HX, (x1) - HX, (y0) - HY, (y1) - HY})
 #define PROPAGATECOLLIDE(nxt, prv, x0, x1, y0, y1, yoff, q) lbgen_fused((prv), (nxt), LSIZEX, LSIZEY, LB_REGION(x0, x1, y0, y1), &lb_par)
 #define COLLIDE(nxt, prv, x0, x1, y0, y1, yoff, q) lbgen_collide((prv), (nxt), LSIZEX, LSIZEY, LB_REGION(x0, x1, y0, y1), &lb_par)
-#define propagate(nxt, prv, x0, x1, y0, y1, q) lbgen_propagate((prv), (nxt), LSIZEX, LSIZEY, LB_REGION(x0, x1, y0, y1))
+#define propagate(nxt, prv, x0, x1, y0, y1, q) lbgen_propagate((prv), (nxt), LSIZEX, LSIZEY, LB_REGION(x0, x1, y0, y1), &lb_par)
 #define bcBottom(nxt, prv, param, x0, x1, q) lbgen_bc((prv), (nxt), LSIZEX, LSIZEY, LB_REGION(x0, x1, HY, HY + hy + 1), &lb_par)
 #define bcTop(nxt, prv, param, x0, x1, q) lbgen_bc((prv), (nxt), LSIZEX, LSIZEY, LB_REGION(x0, x1, HY + LSIZEY - hy - 1, HY + LSIZEY), &lb_par)
 static void lb_setup(void) {

@@ -14,7 +14,7 @@ from lbgen.model.walls import wall_row_count
 
 #: the entry points every backend emits (with the prefix), in this order; those of
 #: WALL_ENTRY_POINTS only with walls
-ENTRY_POINTS = ("halo", "propagate", "bounce", "bc", "collide", "fused", "fused_walls", "init_equilibrium",
+ENTRY_POINTS = ("halo", "propagate", "bc", "collide", "fused", "fused_walls", "init_equilibrium",
                 "fields", "diagnostics", "pack", "unpack")
 #: with walls only: the bc kernel and the fused propagate + bc + collide sweep
 WALL_ENTRY_POINTS = ("bc", "fused_walls")
@@ -27,11 +27,10 @@ GPU_ENTRY_POINTS_3D = ("halo", "halo_planes", "propagate", "collide", "fused", "
                        "unpack", "diagnostics")
 #: the revision of the emitted calling convention (``<PREFIX>_API_VERSION``), one for 2D and 3D
 API_VERSION = 4
-#: without the thermal walls only: the bounce-back boundaries after propagate (collide and fused
-#: honour them through their parameter record in C; the GPU dialects, whose sweeps take scalars,
-#: add the kernels GPU_BOUNCE_KERNELS, launched after fused and collide)
-BOUNCE_ENTRY_POINTS = ("bounce",)
-GPU_BOUNCE_KERNELS = ("bounded_fused", "bounded_collide")
+#: without the thermal walls only: the GPU dialects' bounce-back kernels, whose sweeps take
+#: scalars, not the params record: launched after propagate (bounce), fused (bounded_fused) and
+#: collide (bounded_collide) by the runtimes (the C sweeps honour the record's boundaries themselves)
+GPU_BOUNCE_KERNELS = ("bounce", "bounded_fused", "bounded_collide")
 #: error codes of the emitted `<prefix>_check(lx, ly, ...)`, numbered from 1 (0: valid sizes,
 #: `<PREFIX>_STATUS_OK`); OVERFLOW: the lattice buffer's size in bytes or its largest index does
 #: not fit the kernels' types; GRID (CUDA): a launch would need more than 2^31 - 1 blocks

@@ -32,7 +32,7 @@ from lbgen.model.walls import min_ly_walls, wall_row_count
 from lbgen.model.walls import mass_rule
 from lbgen.codegen.spec import MAX_TIME_BLOCK, OPERATOR_PARAMETERS, KernelSource, KernelSpec
 from lbgen.model.operators import OPERATOR_RECORDS
-from lbgen.codegen.kernel_api import (API_VERSION, BOUNCE_ENTRY_POINTS, ENTRY_POINTS, ENTRY_POINTS_3D,
+from lbgen.codegen.kernel_api import (API_VERSION, ENTRY_POINTS, ENTRY_POINTS_3D,
                                       GPU_ENTRY_POINTS_3D, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules, size_rules3d,
                                       storage_bytes, streams_clusters, streams_soa_lines)
 from lbgen.codegen.templating import emit_command, model_of  # noqa: F401 - part of this module's API
@@ -185,8 +185,7 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "diag": {"ND": ND, "quantities": ROW_QUANTITIES, "index": ROW_INDEX},
         "min_ly_walls": min_ly_walls(vs),
         "size_rules": size_rules(spec, min_ly_walls(vs)),
-        "entry_points": [n for n in ENTRY_POINTS if (n not in WALL_ENTRY_POINTS or spec.walls)
-                         and (n not in BOUNCE_ENTRY_POINTS or not spec.walls)],
+        "entry_points": [n for n in ENTRY_POINTS if n not in WALL_ENTRY_POINTS or spec.walls],
     })
     return ctx
 

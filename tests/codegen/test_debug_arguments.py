@@ -75,7 +75,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "null-nxt")) lbgen_fused_walls(F, NULL, lx, ly, &all, &par);
     if (!strcmp(c, "null-region")) lbgen_fused(F, G, lx, ly, NULL, &par);
     if (!strcmp(c, "null-par")) lbgen_collide(F, G, lx, ly, &all, NULL);
-    if (!strcmp(c, "null-propagate")) lbgen_propagate(F, G, lx, ly, NULL);
+    if (!strcmp(c, "null-propagate")) lbgen_propagate(F, G, lx, ly, NULL, &par);
     if (!strcmp(c, "null-halo")) lbgen_halo(NULL, lx, ly);
     if (!strcmp(c, "null-fields")) lbgen_fields(F, lx, ly, cells, NULL, cells, cells, 0, 0);
     if (!strcmp(c, "null-get-region")) lbgen_get_region(F, NULL, lx, ly, &all);

@@ -33,7 +33,7 @@ int main(int argc, char **argv)
     const char *c = argv[1];
     if (!strcmp(c, "ok")) { lbgen_fused_walls(f, g, lx, ly, &all, &par); lbgen_collide(g, g, lx, ly, &all, &par); }
     if (!strcmp(c, "same")) lbgen_fused_walls(f, f, lx, ly, &all, &par);
-    if (!strcmp(c, "same-propagate")) lbgen_propagate(f, f, lx, ly, &all);
+    if (!strcmp(c, "same-propagate")) lbgen_propagate(f, f, lx, ly, &all, &par);
     if (!strcmp(c, "region")) { all.x1 = lx + 1; lbgen_fused(f, g, lx, ly, &all, &par); }
     if (!strcmp(c, "cells")) { lbgen_region r = {-LBGEN_HALO - 1, 0, 0, ly}; lbgen_get_region(f, cells, lx, ly, &r); }
     return 0;

@@ -21,9 +21,6 @@ from lbgen.codegen.spec import KernelSpec
 DECLARATION = re.compile(r"^([\w ]+?\**)\s*(\w+)\(([^)]*)\);", re.M)
 #: the arguments of the extra axis: its size, its velocity in and out, its force component
 EXTRA_AXIS = {"int lz", "const double *uz_in", "double *uz_o", "double az"}
-#: where 3D still takes more than 2D: what 2D gains with bounce-back walls and voxel masks
-#: (issue 34, build item 2): propagate's walls and mask, diagnostics skipping solid voxels
-NOT_YET_IN_2D = {("propagate", "const P_params *par"), ("diagnostics", "const uint8_t *solid")}
 
 
 def _entry_points(header: str, prefix: str) -> dict:
@@ -54,9 +51,7 @@ def test_2d_and_3d_headers_differ_in_sizes_and_axes_only(prefix, layout, vl):
                           [f"{prefix}_kernels.h"], prefix)
     assert list(two) == list(three)                      # every entry point in both, in one order
     for name in two:
-        extra = [(name, a) for a in three[name] if a not in two[name]]
-        assert set(extra) <= NOT_YET_IN_2D, (name, two[name], three[name])
-        assert [a for a in three[name] if (name, a) not in NOT_YET_IN_2D] == two[name], name
+        assert three[name] == two[name], name
     assert two["fused"] == ["const P_real *prv", "P_real *nxt", "sizes", "const P_region *region",
                             "const P_params *par"]
     assert two["fused_tb"] == ["const P_real *prv", "P_real *nxt", "sizes", "int depth", "const P_params *par"]
@@ -68,6 +63,8 @@ CUDA_EXTRA_AXIS = {"lz", "z0", "z1", "uz_in", "uz_o", "az"}
 CUDA_BOUNDARY_FIELDS = {"walls", "lids", "lid", "solid"}
 
 
+@pytest.mark.xfail(strict=True, reason="the 2D CUDA dialect still launches bounce, bounded_fused and bounded_collide "
+                   "kernels of its own (3D's sweeps take the boundary fields and apply them themselves)")
 def test_2d_and_3d_cuda_kernels_differ_in_sizes_axes_and_boundary_fields_only():
     from lbgen.backends.cuda.shim import kernels_of
     two, three = ({name: [(t, n) for t, n in params if n not in CUDA_EXTRA_AXIS]

@@ -21,7 +21,7 @@ from helpers import FORCE, LX, LY, OPERATOR_PARAMS, example_reference, require
 from lbgen.backends import BackendUnavailable
 from lbgen.codegen.spec import KernelSpec
 from lbgen.codegen.render import ENTRY_POINTS, generate
-from lbgen.codegen.kernel_api import BOUNCE_ENTRY_POINTS, GPU_BOUNCE_KERNELS, WALL_ENTRY_POINTS
+from lbgen.codegen.kernel_api import GPU_BOUNCE_KERNELS, WALL_ENTRY_POINTS
 from lbgen.codegen.emit import emit
 from lbgen.model.velocity_set import velocity_set
 
@@ -123,8 +123,7 @@ def test_every_backend_emits_the_same_entry_points_with_the_same_arguments(walls
     c = generate(KernelSpec(backend="c", **spec))
     ocl = generate(KernelSpec(backend="opencl", **spec))
     cuda = generate(KernelSpec(backend="cuda", **spec))
-    expected = [n for n in ENTRY_POINTS if (walls or n not in WALL_ENTRY_POINTS)
-                and not (walls and n in BOUNCE_ENTRY_POINTS)]
+    expected = [n for n in ENTRY_POINTS if walls or n not in WALL_ENTRY_POINTS]
     assert [e.replace("lbgen_", "") for e in c.entry_points] == expected
     assert c.entry_points == ocl.entry_points == cuda.entry_points
 
@@ -135,8 +134,8 @@ def test_every_backend_emits_the_same_entry_points_with_the_same_arguments(walls
                   for name, params in shim.kernels_of(cuda.text)}
     wrappers = {m.group(1): m.group(2) for m in
                 re.finditer(r"cudaError_t lbgen_launch_(\w+)\(([^)]*)\);", cuda.files["lbgen_kernels.cuh"])}
-    # the GPU dialects' sweeps take scalars, so the bounce-back boundaries that C's collide and
-    # fused read from their record are kernels of their own there, launched after them
+    # the GPU dialects' sweeps take scalars, so the bounce-back boundaries that C's propagate,
+    # collide and fused read from their record are kernels of their own there, launched after them
     gpu_only = [] if walls else list(GPU_BOUNCE_KERNELS)
     assert sorted(cl_kernels) == sorted(cu_kernels) == sorted(wrappers) == sorted(expected + gpu_only)
     # one difference: the C sweep kernels take a `const lbgen_region *region` (propagate) and a
@@ -149,8 +148,11 @@ def test_every_backend_emits_the_same_entry_points_with_the_same_arguments(walls
     region = re.search(r"typedef struct \{(.*?)\} lbgen_region;", header, re.S).group(1)
     region_fields = re.findall(r"(\w+)(?=[,;])", re.sub(r"/\*.*?\*/", "", region, flags=re.S))
     assert region_fields == ["x0", "x1", "y0", "y1"]
-    sweeps = {"propagate": ["region"], "collide": ["region", "par"], "fused": ["region", "par"],
-              "bc": ["region", "par"], "fused_walls": ["region", "par"], "bounce": ["region", "par"]}
+    sweeps = {"propagate": ["region", "par"], "collide": ["region", "par"], "fused": ["region", "par"],
+              "bc": ["region", "par"], "fused_walls": ["region", "par"]}
+    # C's propagate reads only the record's boundaries: the GPU propagate kernels take no scalar
+    # (their bounce kernel takes the boundaries)
+    scalars = {name: name != "propagate" for name in sweeps}
     for name in expected:
         c_names = _names(c_api[name])
         for gpu_names in (_names(cl_kernels[name]), _names(cu_kernels[name]), _names(wrappers[name])[:-1]):
@@ -158,7 +160,7 @@ def test_every_backend_emits_the_same_entry_points_with_the_same_arguments(walls
                 assert c_names[:4] == gpu_names[:4] and c_names[4:] == sweeps[name], name
                 assert gpu_names[4:8] == region_fields, (name, gpu_names[4:8])
                 assert set(gpu_names[8:]) <= set(fields), (name, gpu_names[8:], fields)
-                assert (len(gpu_names) > 8) == ("par" in sweeps[name]), name
+                assert (len(gpu_names) > 8) == scalars[name], name
             else:
                 assert gpu_names == c_names, name
         assert _names(wrappers[name])[-1] == "stream", name

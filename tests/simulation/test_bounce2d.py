@@ -74,7 +74,9 @@ def test_propagate_bounce_collide_is_fused_bit_for_bit():
     a, _ = _compare("d2q9", "bgk", "caosoa", 8, "xy", LID, _mask(), fused=True)
     b, _ = _compare("d2q9", "bgk", "caosoa", 8, "xy", LID, _mask(), fused=False)
     assert np.array_equal(a.state(), b.state())
-    assert b.program.calls["bounce"] == 6 and a.program.calls["bounce"] == 0
+    # unfused: propagate (the boundaries applied by the kernel itself), collide; fused: neither
+    assert b.program.calls["propagate"] == 6 and a.program.calls["propagate"] == 0
+    assert b.program.calls["fused"] == 0 and a.program.calls["fused"] == 6
 
 
 def test_solid_cells_hold_nothing_and_mass_is_conserved():
@@ -145,6 +147,26 @@ def test_mpi_refuses_what_bounce_back_cannot_run_before_any_work(kwargs, message
     assert getattr(e.value, "collective", False)
 
 
+@pytest.mark.parametrize("runtime", ["c", "opencl", "cuda-shim"])
+def test_the_diagnostics_kernel_skips_the_solid_cells_of_the_mask(runtime):
+    """2D diagnostics takes the mask (as 3D): its rows are those of the fields with the solid
+    cells skipped (the host reduction the runner used before), and without the mask the empty
+    solid cells count as non-finite."""
+    from lbgen.codegen.diagnostics import ROW_QUANTITIES, rows_of_fields
+    bad = [name for name, _ in ROW_QUANTITIES].index("nonfinite")
+    vs, mask = velocity_set("d2q9"), _mask()
+    prog = _runtime_program(runtime, "caosoa", 8)
+    f = prog.upload(prog.layout.pack(np.where(mask[None], 0.0, _start(vs))))
+    bare = prog.diagnostics(f, ax=1e-5)
+    assert np.array_equal(bare[:, bad], mask.sum(0).astype(float))      # nonfinite: the solid cells
+    prog.set_boundaries(walls=15, solid=mask)
+    rows = prog.diagnostics(f, ax=1e-5)
+    fields = {k: np.where(mask, 0.0, v) for k, v in prog.fields(f, ax=1e-5).items()}
+    want = rows_of_fields(fields, solid=mask)
+    assert not rows[:, bad].any()
+    assert np.allclose(rows, want, rtol=1e-13, atol=1e-13)
+
+
 def _runtime_program(runtime, layout, vl, precision="double"):
     from lbgen.backends import load
     from lbgen.codegen.render import generate
@@ -164,8 +186,8 @@ def _runtime_program(runtime, layout, vl, precision="double"):
 @pytest.mark.parametrize("runtime", ["c", "opencl", "cuda-shim"])
 @pytest.mark.parametrize("layout, vl", layout_params([("soa", None), ("csoa", 4), ("caosoa", 8), ("aos", None)]))
 def test_every_runtime_matches_the_oracle_fused_and_not(runtime, layout, vl):
-    """The program API of each 2D runtime (set_boundaries; fused, and propagate + bounce +
-    collide) against the oracle; the runtimes agree bit for bit (strict builds)."""
+    """The program API of each 2D runtime (set_boundaries; fused, and propagate (the boundaries
+    included) + collide) against the oracle; the runtimes agree bit for bit (strict builds)."""
     vs = velocity_set("d2q9")
     lid = np.zeros((4, 2))
     lid[3], lid[0] = LID["y-high"], LID["x-low"]
@@ -215,8 +237,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "normal")) par.lid[3][1] = 0.01;
     if (!strcmp(c, "nan")) par.lid[3][0] = NAN;
     lbgen_fused(f, g, lx, ly, &all, &par);
-    lbgen_propagate(f, g, lx, ly, &all);
-    lbgen_bounce(f, g, lx, ly, &all, &par);
+    lbgen_propagate(f, g, lx, ly, &all, &par);
     lbgen_collide(g, g, lx, ly, &all, &par);
     return 0;
 }

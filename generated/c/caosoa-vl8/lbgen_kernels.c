@@ -234,7 +234,9 @@ void lbgen_halo(lbgen_real *f, int lx, int ly)
                 }
     }
 }
-void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region)
+/* the periodic pull (defined first, noinline: compiled exactly as before); lbgen_propagate (below)
+   calls it, then the bounce-back fix-up where par holds boundaries */
+static __attribute__((noinline)) void lbgen_propagate_sweep_(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region)
 {
     LBGEN_SIZES;
 #ifdef LBGEN_DEBUG
@@ -2853,79 +2855,45 @@ static void lbgen_bounded_collide_(const store *src, store *dst, const ptrdiff_t
 }
 
 
-void lbgen_bounce(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
+void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
 {
     LBGEN_SIZES;
 #ifdef LBGEN_DEBUG
-    if (prv == NULL) {
-        fprintf(stderr, "lbgen_bounce: prv is NULL: need a lattice buffer (lbgen_alloc)\n");
-        abort();
-    }
-    if (nxt == NULL) {
-        fprintf(stderr, "lbgen_bounce: nxt is NULL: need a lattice buffer (lbgen_alloc)\n");
-        abort();
-    }
-    if (region == NULL) {
-        fprintf(stderr, "lbgen_bounce: region is NULL: need a region (lbgen_whole(lx, ly): the whole lattice)\n");
-        abort();
-    }
     if (par == NULL) {
-        fprintf(stderr, "lbgen_bounce: par is NULL: need a parameter record (lbgen_params)\n");
-        abort();
-    }
-#endif
-#ifdef LBGEN_DEBUG
-    {
-        char msg_[256];
-        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
-            fprintf(stderr, "lbgen_bounce: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
-            abort();
-        }
-    }
-#endif
-    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1;
-    (void)Y0; (void)Y1;
-#ifdef LBGEN_DEBUG
-    if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) {
-        fprintf(stderr, "lbgen_bounce: region x %td..%td, y %td..%td outside the lattice: need 0 <= x0 <= x1 <= %d, 0 <= y0 <= y1 <= %d\n",
-                X0, X1, Y0, Y1, (int)LX, (int)LY);
-        abort();
-    }
-#endif
-    (void)X0; (void)X1;
-#ifdef LBGEN_DEBUG
-    if ((const void *)prv == (const void *)nxt) {
-        fprintf(stderr, "lbgen_bounce: prv and nxt are the same buffer (%p): need two distinct buffers (the sweep reads one while writing the other)\n", (const void *)prv);
+        fprintf(stderr, "lbgen_propagate: par is NULL: need a parameter record (lbgen_params)\n");
         abort();
     }
 #endif
 #ifdef LBGEN_DEBUG
     if (par->walls & ~15) {
-        fprintf(stderr, "lbgen_bounce: par->walls = %d: need bits 0..3 only (bit 2a + s: face s (0 low, 1 high) of axis a (0 x, 1 y)), 0..15\n", par->walls);
+        fprintf(stderr, "lbgen_propagate: par->walls = %d: need bits 0..3 only (bit 2a + s: face s (0 low, 1 high) of axis a (0 x, 1 y)), 0..15\n", par->walls);
         abort();
     }
     if (par->lids & ~15) {
-        fprintf(stderr, "lbgen_bounce: par->lids = %d: need bits 0..3 only (bit 2a + s: face s of axis a), 0..15\n", par->lids);
+        fprintf(stderr, "lbgen_propagate: par->lids = %d: need bits 0..3 only (bit 2a + s: face s of axis a), 0..15\n", par->lids);
         abort();
     }
     for (int face = 0; face < 4; ++face) {
         if (!(par->lids >> face & 1)) continue;
         const int a = face / 2;
         if (!(par->walls >> face & 1)) {
-            fprintf(stderr, "lbgen_bounce: par->lids bit %d (the %c-%s face) is not a wall: need par->walls bit %d set, or that lid bit clear\n", face, "xy"[a], face % 2 ? "high" : "low", face);
+            fprintf(stderr, "lbgen_propagate: par->lids bit %d (the %c-%s face) is not a wall: need par->walls bit %d set, or that lid bit clear\n", face, "xy"[a], face % 2 ? "high" : "low", face);
             abort();
         }
         for (int c = 0; c < 2; ++c)
             if (!isfinite(par->lid[face][c])) {
-                fprintf(stderr, "lbgen_bounce: par->lid[%d][%d] = %g: need a finite velocity (model units)\n", face, c, par->lid[face][c]);
+                fprintf(stderr, "lbgen_propagate: par->lid[%d][%d] = %g: need a finite velocity (model units)\n", face, c, par->lid[face][c]);
                 abort();
             }
         if (par->lid[face][a] != 0) {
-            fprintf(stderr, "lbgen_bounce: par->lid[%d][%d] = %g is normal to its face: need 0 (a lid moves in its own plane; a normal component pumps mass through the wall)\n", face, a, par->lid[face][a]);
+            fprintf(stderr, "lbgen_propagate: par->lid[%d][%d] = %g is normal to its face: need 0 (a lid moves in its own plane; a normal component pumps mass through the wall)\n", face, a, par->lid[face][a]);
             abort();
         }
     }
 #endif
+    lbgen_propagate_sweep_(prv, nxt, lx, ly, region);
+    /* the bounce-back boundaries: the sites a link across a wall face or a solid cell reaches,
+       pulled again as the rule says (solid cells 0); nothing more without boundaries */
     if (par->walls || par->solid) lbgen_bounded_propagate_(prv, nxt, LX, LY, region, par);
 }
 
@@ -3735,7 +3703,7 @@ void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux
             }
 }
 
-void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double ax, double ay)
+void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, const uint8_t *solid, double *out, double ax, double ay)
 {
     LBGEN_SIZES;
 #ifdef LBGEN_DEBUG
@@ -3793,6 +3761,7 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double 
                 for (ptrdiff_t k = 0; k < VL; ++k) {
                     const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
                     {
+                        const int d_fluid = solid ? solid[x*LY + r + k*NR] == 0 : 1;
                         const real f0 = f[site + 0];
                         const real f1 = f[site + 1*SP];
                         const real f2 = f[site + 2*SP];
@@ -3837,7 +3806,7 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double 
                         const real ux_phys = -0.5*ax_ + ux_out;
                         const real uy_phys = -0.5*ay_ + uy_out;
                         const real T_phys = T_out + (0.125)*(ax_*ax_) + (0.125)*(ay_*ay_);
-                        const double d_rho = (double)rho_phys, d_ux = (double)ux_phys, d_uy = (double)uy_phys, d_T = (double)T_phys;
+                        const double d_rho = d_fluid ? (double)rho_phys : 0, d_ux = d_fluid ? (double)ux_phys : 0, d_uy = d_fluid ? (double)uy_phys : 0, d_T = d_fluid ? (double)T_phys : 0;
                         const double d_u2 = d_ux*d_ux + d_uy*d_uy, d_kin = (double)0.5*d_rho*d_u2;
                         const double d_s = d_rho + d_ux + d_uy + d_T;
                         const double d_nan = d_s - d_s;   /* 0, or NaN when any field is NaN or Inf */
@@ -3848,10 +3817,10 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double 
                         d_[b][4][k] += d_kin;
                         d_[b][5][k] += d_T;
                         /* + d_nan: a NaN candidate compares false, so a non-finite site leaves min and max alone */
-                        d_[b][6][k] = (d_u2 + d_nan > d_[b][6][k]) ? d_u2 + d_nan : d_[b][6][k];
-                        d_[b][7][k] = (d_rho + d_nan < d_[b][7][k]) ? d_rho + d_nan : d_[b][7][k];
-                        d_[b][8][k] = (d_T + d_nan < d_[b][8][k]) ? d_T + d_nan : d_[b][8][k];
-                        d_[b][9][k] = (d_T + d_nan > d_[b][9][k]) ? d_T + d_nan : d_[b][9][k];
+                        d_[b][6][k] = (d_fluid && d_u2 + d_nan > d_[b][6][k]) ? d_u2 + d_nan : d_[b][6][k];
+                        d_[b][7][k] = (d_fluid && d_rho + d_nan < d_[b][7][k]) ? d_rho + d_nan : d_[b][7][k];
+                        d_[b][8][k] = (d_fluid && d_T + d_nan < d_[b][8][k]) ? d_T + d_nan : d_[b][8][k];
+                        d_[b][9][k] = (d_fluid && d_T + d_nan > d_[b][9][k]) ? d_T + d_nan : d_[b][9][k];
                         d_[b][10][k] += (d_nan == 0) ? 0 : 1;
                     }
                 }

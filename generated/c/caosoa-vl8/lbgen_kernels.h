@@ -183,16 +183,14 @@ int lbgen_set_threads(int n);
 int lbgen_set_streaming_stores(int on);
 /* Refresh the halo of f periodically in X and Y (call before propagate / fused). */
 void lbgen_halo(lbgen_real *f, int lx, int ly);
-/* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py) for the sites (x, y) of the region.
+/* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py) for the sites (x, y) of the region,
+   or the bounced population where the bounce-back boundaries of par say so (walls, lids, solid;
+   see lbgen_params: a link across a wall face or a solid cell; solid cells get 0; propagate reads
+   no other field of par).  propagate, collide = fused (bit for bit in strict builds).
    Reads prv within 3 sites of the region (population p only at (x - cx[p], y - cy[p]));
    where that leaves the interior it reads the halo: fill it first (lbgen_halo, or the
    neighbours' columns / rows). */
-void lbgen_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const lbgen_region *region);
-/* The bounce-back boundaries of par (walls, lids, solid; see lbgen_params) after propagate(prv ->
-   nxt): rewrites the region's sites that a link across a wall face or a solid cell reaches
-   (pulled from prv as the rule says; solid cells 0); nothing when par->walls = 0 and par->solid
-   = NULL.  propagate, bounce, collide = fused (bit for bit in strict builds). */
-void lbgen_bounce(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par);
+void lbgen_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par);
 /* Collision (bgk) of the region's sites of in, written to out_f (may equal in; reads
    only the region's sites).
    tau: relaxation time, > 1/2; (ax, ay): force per unit mass per step (momentum gains rho*a; signs
@@ -226,9 +224,9 @@ void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux
    and run guards: out[y*11 + j] (LY*11 doubles) with j = 0: sum mass, 1: sum momentum_x, 2: sum
    momentum_y, 3: sum energy, 4: sum kinetic_energy, 5: sum T_sum, 6: max max_u2, 7: min min_rho, 8:
    min min_T, 9: max max_T, 10: sum nonfinite; mass = rho, energy = rho (T + |u|^2/2), kinetic_energy =
-   rho |u|^2/2, max_u2 = |u|^2, nonfinite counts sites with NaN/Inf (min/max skip them).  See
-   lbgen.codegen.diagnostics. */
-void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double ax, double ay);
+   rho |u|^2/2, max_u2 = |u|^2, nonfinite counts sites with NaN/Inf (min/max skip them).  solid: NULL,
+   or the cell mask of par->solid (its solid cells are skipped).  See lbgen.codegen.diagnostics. */
+void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, const uint8_t *solid, double *out, double ax, double ay);
 /* Plain array plain[(p*LX + x)*LY + y] (Q x LX x LY doubles) to and from the layout. */
 void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly);   /* halo refreshed */
 void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly);

@@ -2033,7 +2033,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f
 
 /* Per-row reductions over x of the physical fields (as lbgen_fields; LY threads, one per row y):
    out[y*11 + j], j in the order of lbgen.codegen.diagnostics.ROW_QUANTITIES (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite). */
-__global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restrict__ f, int lx, int ly, double *__restrict__ out, real ax, real ay)
+__global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restrict__ f, int lx, int ly, const uint8_t *__restrict__ solid, double *__restrict__ out, real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -2061,6 +2061,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
     for (ptrdiff_t x = 0; x < LX; ++x) {
         const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
         {
+            const int d_fluid = solid ? solid[x*LY + r + k*NR] == 0 : 1;
             const real f0 = f[site + 0];
             const real f1 = f[site + 1*SP];
             const real f2 = f[site + 2*SP];
@@ -2105,7 +2106,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
             const real ux_phys = -0.5*ax_ + ux_out;
             const real uy_phys = -0.5*ay_ + uy_out;
             const real T_phys = T_out + (0.125)*(ax_*ax_) + (0.125)*(ay_*ay_);
-            const double d_rho = (double)rho_phys, d_ux = (double)ux_phys, d_uy = (double)uy_phys, d_T = (double)T_phys;
+            const double d_rho = d_fluid ? (double)rho_phys : 0, d_ux = d_fluid ? (double)ux_phys : 0, d_uy = d_fluid ? (double)uy_phys : 0, d_T = d_fluid ? (double)T_phys : 0;
             const double d_u2 = d_ux*d_ux + d_uy*d_uy, d_kin = (double)0.5*d_rho*d_u2;
             const double d_s = d_rho + d_ux + d_uy + d_T;
             const double d_nan = d_s - d_s;   /* 0, or NaN when any field is NaN or Inf */
@@ -2116,10 +2117,10 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
             d_[4] += d_kin;
             d_[5] += d_T;
             /* + d_nan: a NaN candidate compares false, so a non-finite site leaves min and max alone */
-            d_[6] = (d_u2 + d_nan > d_[6]) ? d_u2 + d_nan : d_[6];
-            d_[7] = (d_rho + d_nan < d_[7]) ? d_rho + d_nan : d_[7];
-            d_[8] = (d_T + d_nan < d_[8]) ? d_T + d_nan : d_[8];
-            d_[9] = (d_T + d_nan > d_[9]) ? d_T + d_nan : d_[9];
+            d_[6] = (d_fluid && d_u2 + d_nan > d_[6]) ? d_u2 + d_nan : d_[6];
+            d_[7] = (d_fluid && d_rho + d_nan < d_[7]) ? d_rho + d_nan : d_[7];
+            d_[8] = (d_fluid && d_T + d_nan < d_[8]) ? d_T + d_nan : d_[8];
+            d_[9] = (d_fluid && d_T + d_nan > d_[9]) ? d_T + d_nan : d_[9];
             d_[10] += (d_nan == 0) ? 0 : 1;
         }
     }
@@ -2354,13 +2355,13 @@ cudaError_t lbgen_launch_fields(const lbgen_real *f, int lx, int ly, double *rho
     return err;
 }
 
-cudaError_t lbgen_launch_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double ax, double ay, cudaStream_t stream)
+cudaError_t lbgen_launch_diagnostics(const lbgen_real *f, int lx, int ly, const uint8_t *solid, double *out, double ax, double ay, cudaStream_t stream)
 {
     LBGEN_SIZES;
     if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
     real ax_ = (real)ax;
     real ay_ = (real)ay;
-    void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&out, (void *)&ax_, (void *)&ay_ };
+    void *args[] = { (void *)&f, (void *)&lx, (void *)&ly, (void *)&solid, (void *)&out, (void *)&ax_, (void *)&ay_ };
     cudaError_t err = cudaLaunchKernel(lbgen_diagnostics, dim3(blocks_for((ptrdiff_t)LY)), dim3(BLOCK), args, 0, stream);
     return err;
 }

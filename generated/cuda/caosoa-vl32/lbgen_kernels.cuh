@@ -152,7 +152,7 @@ cudaError_t lbgen_launch_init_equilibrium(lbgen_real *f, int lx, int ly, const d
 cudaError_t lbgen_launch_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o, double ax, double ay, cudaStream_t stream);
 /* Per-row sums over x of the physical fields of f (as fields, same (ax, ay)) into out (LY x ND doubles,
    device; columns: lbgen.codegen.diagnostics.ROW_QUANTITIES). */
-cudaError_t lbgen_launch_diagnostics(const lbgen_real *f, int lx, int ly, double *out, double ax, double ay, cudaStream_t stream);
+cudaError_t lbgen_launch_diagnostics(const lbgen_real *f, int lx, int ly, const uint8_t *solid, double *out, double ax, double ay, cudaStream_t stream);
 /* Plain device array (Q x LX x LY doubles) into the layout, then the halo refresh; and back. */
 cudaError_t lbgen_launch_pack(lbgen_real *f, const double *plain, int lx, int ly, cudaStream_t stream);
 cudaError_t lbgen_launch_unpack(const lbgen_real *f, double *plain, int lx, int ly, cudaStream_t stream);
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(128) lbgen_collide(const lbgen_real *in, lbgen
 __global__ void __launch_bounds__(128) lbgen_fused(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, lbgen_real tau, lbgen_real ax, lbgen_real ay);
 __global__ void __launch_bounds__(128) lbgen_init_equilibrium(lbgen_real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in, lbgen_real ax, lbgen_real ay);
 __global__ void __launch_bounds__(128) lbgen_fields(const lbgen_real *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o, lbgen_real ax, lbgen_real ay);
-__global__ void __launch_bounds__(128) lbgen_diagnostics(const lbgen_real *__restrict__ f, int lx, int ly, double *__restrict__ out, lbgen_real ax, lbgen_real ay);
+__global__ void __launch_bounds__(128) lbgen_diagnostics(const lbgen_real *__restrict__ f, int lx, int ly, const uint8_t *__restrict__ solid, double *__restrict__ out, lbgen_real ax, lbgen_real ay);
 __global__ void __launch_bounds__(128) lbgen_pack(lbgen_real *__restrict__ f, const double *__restrict__ plain, int lx, int ly);
 __global__ void __launch_bounds__(128) lbgen_unpack(const lbgen_real *__restrict__ f, double *__restrict__ plain, int lx, int ly);
 }

@@ -1784,7 +1784,8 @@ __kernel void lbgen_bounded_collide(__global const real *src, __global real *dst
 /* Per-row reductions over x of the physical fields (as lbgen_fields; LY work-items, one per row y):
    out[y*11 + j], j in the order of lbgen.codegen.diagnostics.ROW_QUANTITIES (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite).
    Accumulated in double. */
-__kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly, __global double *restrict out,
+__kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly, __global const uchar *restrict solid,
+                              __global double *restrict out,
                               real ax, real ay)
 {
     LBGEN_SIZES;
@@ -1813,6 +1814,7 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
     for (ptrdiff_t x = 0; x < LX; ++x) {
         const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
         {
+            const int d_fluid = solid ? solid[x*LY + r + k*NR] == 0 : 1;
             const real f0 = f[site + 0];
             const real f1 = f[site + 1*SP];
             const real f2 = f[site + 2*SP];
@@ -1857,7 +1859,7 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
             const real ux_phys = -0.5*ax_ + ux_out;
             const real uy_phys = -0.5*ay_ + uy_out;
             const real T_phys = T_out + (0.125)*(ax_*ax_) + (0.125)*(ay_*ay_);
-            const double d_rho = (double)rho_phys, d_ux = (double)ux_phys, d_uy = (double)uy_phys, d_T = (double)T_phys;
+            const double d_rho = d_fluid ? (double)rho_phys : 0, d_ux = d_fluid ? (double)ux_phys : 0, d_uy = d_fluid ? (double)uy_phys : 0, d_T = d_fluid ? (double)T_phys : 0;
             const double d_u2 = d_ux*d_ux + d_uy*d_uy, d_kin = (double)0.5*d_rho*d_u2;
             const double d_s = d_rho + d_ux + d_uy + d_T;
             const double d_nan = d_s - d_s;   /* 0, or NaN when any field is NaN or Inf */
@@ -1868,10 +1870,10 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
             d_[4] += d_kin;
             d_[5] += d_T;
             /* + d_nan: a NaN candidate compares false, so a non-finite site leaves min and max alone */
-            d_[6] = (d_u2 + d_nan > d_[6]) ? d_u2 + d_nan : d_[6];
-            d_[7] = (d_rho + d_nan < d_[7]) ? d_rho + d_nan : d_[7];
-            d_[8] = (d_T + d_nan < d_[8]) ? d_T + d_nan : d_[8];
-            d_[9] = (d_T + d_nan > d_[9]) ? d_T + d_nan : d_[9];
+            d_[6] = (d_fluid && d_u2 + d_nan > d_[6]) ? d_u2 + d_nan : d_[6];
+            d_[7] = (d_fluid && d_rho + d_nan < d_[7]) ? d_rho + d_nan : d_[7];
+            d_[8] = (d_fluid && d_T + d_nan < d_[8]) ? d_T + d_nan : d_[8];
+            d_[9] = (d_fluid && d_T + d_nan > d_[9]) ? d_T + d_nan : d_[9];
             d_[10] += (d_nan == 0) ? 0 : 1;
         }
     }
