@@ -12,6 +12,7 @@ import pytest
 from lbgen.codegen.render import generate, render_key
 from lbgen.codegen.kernel_api import ENTRY_POINTS_3D, check_sizes3d
 from lbgen.codegen.spec import KernelSpec, SpecError
+from lbgen.codegen.templating import templates_dir
 from lbgen.model.velocity_set import velocity_set
 
 
@@ -33,6 +34,18 @@ def test_the_dimension_comes_from_the_velocity_set():
 def test_3d_specs_refuse_what_they_cannot_do_in_words(kw, message):
     with pytest.raises(SpecError, match=message):
         KernelSpec(velocity_set="d3q19", **kw).validate()
+
+
+def test_the_headers_are_one_template_for_any_dimension():
+    """The C API header and the CUDA host header: one shipped template each (the text branches
+    on D inside), none for 3D alone."""
+    shipped = {p.relative_to(templates_dir()).as_posix() for p in templates_dir().rglob("*.j2")}
+    assert {"c/kernels.h.j2", "cuda/kernels.cuh.j2"} <= shipped
+    assert not {"c/kernels3d.h.j2", "cuda/kernels3d.cuh.j2"} & shipped
+    headers = {d: generate(KernelSpec(velocity_set=vs, layout="soa").validate()).files["lbgen_kernels.h"]
+               for d, vs in ((2, "d2q9"), (3, "d3q19"))}
+    assert "int lbgen_check(int lx, int ly, char *message" in headers[2]
+    assert "int lbgen_check(int lx, int ly, int lz, char *message" in headers[3]
 
 
 def test_the_render_key_holds_the_dimension():
