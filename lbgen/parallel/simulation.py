@@ -44,7 +44,7 @@ Distributed state: ``fields()`` runs each rank's fields kernel and gathers the f
 arrays (not the populations) to rank 0; ``set_fields`` scatters the four fields and each
 rank runs its init_equilibrium kernel; ``diagnostic_rows`` gives the rank's row reductions
 in global rows (neutral values elsewhere) for the driver to combine.  Checkpoints (one file
-through rank 0, or per-rank pieces that resume on any rank count): ``lbgen.parallel.state2d``.
+through rank 0, or per-rank pieces that resume on any rank count): ``lbgen.parallel.checkpoint_state``.
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ from lbgen.parallel.decomposition import (block_indices, ghost_sides, parse_rank
                                           slab_widths)
 from lbgen.parallel.exchange import finish, post, trade
 from lbgen.parallel.mpi import agree, collective, root_call
-from lbgen.parallel.state2d import DistributedState
+from lbgen.parallel.checkpoint_state import DistributedState
 from lbgen.simulation.boundaries import BounceBack, wall_faces
 from lbgen.simulation.runner import Simulation, SimulationError, Walls
 

@@ -1,5 +1,5 @@
-"""The state of a distributed 2D lattice for checkpoints (``DistributedSimulation``'s, a mixin
-of ``lbgen.parallel.simulation``): ``state()`` / ``restore()`` gather / scatter the populations
+"""The state of a distributed lattice for checkpoints, a mixin of ``DistributedSimulation``
+(``lbgen.parallel.simulation``; the 3D class has its own methods until the two classes are one): ``state()`` / ``restore()`` gather / scatter the populations
 through rank 0 (a one-file checkpoint); ``state_pieces()`` gives the rank's owned populations
 with their global offset (each rank writes its piece) and ``restore_pieces`` has every rank
 read the pieces that overlap its block, so a checkpoint written by P ranks resumes on P' ranks
