@@ -33,15 +33,8 @@ class DistributedState:
 
         def check():
             self._check_time_step(time_step)
-            p = np.asarray(populations)
-            if p.shape != expected:
-                raise SimulationError(f"saved populations have shape {p.shape}; this run needs {expected}")
-            if p.dtype != self.dtype:
-                raise SimulationError(f"saved populations are {p.dtype}; this run computes in "
-                                      f"{np.dtype(self.dtype)} (precision mismatch)")
-            from lbgen.simulation.boundaries import check_finite_state
-            check_finite_state(p, "restore", self._mask)
-            return self._solid_zeroed(p)
+            from lbgen.simulation.boundaries import checked_saved_state
+            return self._solid_zeroed(checked_saved_state(populations, expected, self.dtype, self._mask))
         p = root_call(self.comm, check)
         self._upload_state(self._scatter(p, self.vs.Q, self.dtype))
         self.time_step = int(self.comm.bcast(time_step, root=0))

@@ -237,3 +237,17 @@ def check_finite_state(a: np.ndarray, what: str, mask: Optional[np.ndarray] = No
 def lid_face(face) -> str:
     """A face as the run description spells it ('Z-HIGH' -> 'z-high'), or SimulationError."""
     return "-".join(_face(face))
+
+
+def checked_saved_state(populations, expected: tuple, dtype, mask: Optional[np.ndarray] = None) -> np.ndarray:
+    """Saved populations (a checkpoint's) that this run can restore: the shape ``expected``, the
+    run's precision ``dtype``, finite (``check_finite_state``, solid cells of ``mask`` skipped);
+    else SimulationError naming the value.  One rule for 2D, 3D and a distributed lattice."""
+    p = np.asarray(populations)
+    if p.shape != tuple(expected):
+        raise SimulationError(f"saved populations have shape {p.shape}; this run needs {tuple(expected)}")
+    if p.dtype != dtype:
+        raise SimulationError(f"saved populations are {p.dtype}; this run computes in {np.dtype(dtype)} "
+                              f"(precision mismatch)")
+    check_finite_state(p, "restore", mask)
+    return p

@@ -30,7 +30,7 @@ from lbgen.model.catalog import field_names
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.interface import Lattice, checked_populations, count, lattice_size, time_block_depth
 from lbgen.simulation.parameters import Parameters, SimulationError
-from lbgen.simulation.boundaries import (check_finite_state,  # noqa: F401
+from lbgen.simulation.boundaries import (check_finite_state, checked_saved_state,  # noqa: F401
                                           lid_face, lid_faces, voxel_mask, wall_axes, wall_faces)
 
 __all__ = ["Simulation3D"]
@@ -295,14 +295,7 @@ class Simulation3D(Lattice):
         if isinstance(time_step, bool) or not isinstance(time_step, (Integral, np.integer)) or time_step < 0:
             raise SimulationError(f"restore: time_step={time_step!r} must be an integer >= 0 (the step the state "
                                   f"was saved at)")
-        a = np.asarray(populations)
-        expected = (self.vs.Q, self.lx, self.ly, self.lz)
-        if a.shape != expected:
-            raise SimulationError(f"saved populations have shape {a.shape}; this run needs {expected}")
-        if a.dtype != self.dtype:
-            raise SimulationError(f"saved populations are {a.dtype}; this run computes in {np.dtype(self.dtype)} "
-                                  f"(precision mismatch)")
-        check_finite_state(a, "restore", self.mask)
+        a = checked_saved_state(populations, (self.vs.Q, self.lx, self.ly, self.lz), self.dtype, self.mask)
         self.program.upload(self.program.layout.pack(a), self.f)
         self.program.halo(self.f)
         self.time_step = int(time_step)

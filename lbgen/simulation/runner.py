@@ -522,15 +522,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
     def restore(self, populations: np.ndarray, time_step: int) -> None:
         """Continue from a saved state (bit-identical to never having stopped)."""
         self._check_time_step(time_step)
-        populations = np.asarray(populations)
-        expected = (self.vs.Q, self.lx, self.ly)
-        if populations.shape != expected:
-            raise SimulationError(f"saved populations have shape {populations.shape}; this run needs {expected}")
-        if populations.dtype != self.dtype:
-            raise SimulationError(f"saved populations are {populations.dtype}; this run computes in "
-                                  f"{np.dtype(self.dtype)} (precision mismatch)")
-        from lbgen.simulation.boundaries import check_finite_state
-        check_finite_state(populations, "restore", self._mask)
+        from lbgen.simulation.boundaries import checked_saved_state
+        populations = checked_saved_state(populations, (self.vs.Q, self.lx, self.ly), self.dtype, self._mask)
         if self._mask is not None:
             populations = np.where(self._mask[None] == 1, populations.dtype.type(0), populations)
         for r in self.regions:
