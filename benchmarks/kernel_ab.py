@@ -158,7 +158,13 @@ def main(argv=None) -> int:
     lx, ly = (int(v) for v in args.size2d.split("x"))
     for kernel in [k for k in args.kernels.split(",") if k]:
         size = args.size3d if kernel.startswith("d3") else (lx, ly)
-        libs = [build(d / kernel / "src", d / kernel / "ab" / "lib.so") for d in (args.a, args.b)]
+        # one build per distinct folder: A and B given as the same folder (a self-check) share
+        # one library instead of gcc rewriting a library that is already loaded
+        built = {}
+        for d in (args.a, args.b):
+            if d.resolve() not in built:
+                built[d.resolve()] = build(d / kernel / "src", d / kernel / "ab" / "lib.so")
+        libs = [built[d.resolve()] for d in (args.a, args.b)]
         headers = [(d / kernel / "src" / "lbgen_kernels.h").read_text() for d in (args.a, args.b)]
         print(f"{kernel}: API version A {api_version(headers[0])}, B {api_version(headers[1])}", flush=True)
         sets = [calls(lib, kernel, size, h) for lib, h in zip(libs, headers)]
