@@ -28,7 +28,10 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from lbgen.system.cache import atomic_write_bytes, cache_dir, digest
-from lbgen.backends.base import BackendUnavailable, CompileError, Program, fields_dict, record_build
+from lbgen.backends.base import fields_dict
+from lbgen.backends.build import BackendUnavailable, CompileError, record_build
+from lbgen.backends.gpu import GPUProgram
+from lbgen.codegen.kernel_api import GPU_BOUNCE_KERNELS, GPU_ENTRY_POINTS_3D
 
 DEFAULT_BLOCK_SIZE = 64
 STRICT_OPTIONS = ("-DLBGEN_STRICT",)
@@ -265,13 +268,13 @@ def build(source, dev, options: tuple):
     return program
 
 
-class OpenCLProgram(Program):
-    def __init__(self, source, lx: int, ly: int, strict: bool = False, device=None,
-                 block_size: Optional[int] = None):
-        super().__init__(source, lx, ly)
-        if self.spec.compile_time_sizes and (lx, ly) != (self.spec.lx, self.spec.ly):
-            raise ValueError(f"these kernels were generated for LX x LY = {self.spec.lx} x {self.spec.ly}, "
-                             f"not {lx} x {ly}")
+class OpenCLProgram(GPUProgram):
+    """The kernels of an OpenCL source for a lattice ``shape`` (2D or 3D) on one device; lattice
+    buffers (``allocate``) are ``cl.Buffer``s on the device; fields, plain arrays and lid
+    velocities are ``real``."""
+
+    def __init__(self, source, shape, strict: bool = False, device=None, block_size: Optional[int] = None):
+        super().__init__(source, shape)
         cl = self.cl = _cl()
         self.device = select_device(device)
         single = self.spec.precision == "single"
@@ -279,14 +282,17 @@ class OpenCLProgram(Program):
             raise BackendUnavailable(
                 f"OpenCL backend: device {self.device.name.strip()!r} has no double precision "
                 f"(cl_khr_fp64, double_fp_config = 0); use precision='single' or another device")
+        self.field_dtype = self.lid_dtype = self.dtype
         self.context, self.queue = _context(self.device)
         self.strict = strict
         self.options = build_options(strict, single, self.device)
         self.program = build(source, self.device, self.options)
-        prefix = self.spec.prefix
-        names = (("halo", "propagate", "collide", "fused", "diagnostics", "init_equilibrium", "fields")
-                 + (("bc", "fused_walls") if self.spec.walls else ("bounce", "bounded_fused", "bounded_collide")))
-        self.kernels = {n: cl.Kernel(self.program, f"{prefix}_{n}") for n in names}
+        if self.D == 3:
+            names = GPU_ENTRY_POINTS_3D
+        else:
+            names = (("halo", "propagate", "collide", "fused", "diagnostics", "init_equilibrium", "fields")
+                     + (("bc", "fused_walls") if self.spec.walls else GPU_BOUNCE_KERNELS))
+        self.kernels = {n: cl.Kernel(self.program, f"{self.prefix}_{n}") for n in names}
         bs = block_size or self.spec.block_size or DEFAULT_BLOCK_SIZE
         limit = min(self.device.max_work_group_size,
                     min(k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device)
@@ -297,15 +303,17 @@ class OpenCLProgram(Program):
                                  f"of {self.device.name.strip()} for these kernels")
             bs = limit
         self.block_size = int(bs)
-        self._sizes = () if self.spec.compile_time_sizes else (np.int32(lx), np.int32(ly))
         L = self.layout
-        sites = lx * ly
-        self._site_range = self._ranges(sites)
+        self.nbytes = L.size * np.dtype(self.dtype).itemsize
+        if self.D == 3:
+            return
+        lx, ly = self.shape
+        self._sizes = () if self.spec.compile_time_sizes else (np.int32(lx), np.int32(ly))
+        self._site_range = self._ranges(lx * ly)
         self._column_range = self._ranges(lx)
         # one work-item per halo element: the halo cluster rows, then the whole halo columns
         self._halo_range = self._ranges(lx * 2 * L.halo * L.VL + 2 * L.halo * L.NRP * L.VL)
         self._row_range = self._ranges(ly)
-        self.nbytes = L.size * np.dtype(self.dtype).itemsize
 
     def _ranges(self, n: int):
         bs = self.block_size
@@ -343,19 +351,27 @@ class OpenCLProgram(Program):
                    method="clEnqueueCopyBuffer of one buffer; read + write bytes")
         return out
 
-    # --- buffers ----------------------------------------------------------------------------
+    # --- device buffers ---------------------------------------------------------------------
     def allocate(self):
-        mf = self.cl.mem_flags
-        return self.cl.Buffer(self.context, mf.READ_WRITE | mf.COPY_HOST_PTR,
-                              hostbuf=np.zeros(self.layout.size, dtype=self.dtype))
+        return self._to_device(np.zeros(self.layout.size, dtype=self.dtype))
 
-    def upload(self, host, buffer=None):
-        host = np.ascontiguousarray(np.asarray(host, dtype=self.dtype).reshape(-1))
-        if host.size != self.layout.size:
-            raise ValueError(f"upload expects {self.layout.size} elements, got {host.size}")
-        buf = self.allocate() if buffer is None else buffer
-        self.cl.enqueue_copy(self.queue, buf, host, is_blocking=True)
-        return buf
+    def _is_device(self, a) -> bool:
+        return isinstance(a, self.cl.Buffer)
+
+    def _device_elements(self, a) -> int:
+        return a.size // np.dtype(self.dtype).itemsize
+
+    def _to_device(self, host):
+        mf = self.cl.mem_flags
+        return self.cl.Buffer(self.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(host))
+
+    def _to_host(self, buffer) -> np.ndarray:
+        host = np.empty(buffer.size // np.dtype(self.dtype).itemsize, dtype=self.dtype)
+        self.cl.enqueue_copy(self.queue, host, buffer, is_blocking=True)
+        return host
+
+    def _host_into(self, buffer, host) -> None:
+        self.cl.enqueue_copy(self.queue, buffer, np.ascontiguousarray(host), is_blocking=True)
 
     def _read_range(self, f, offset, out):
         self.cl.enqueue_copy(self.queue, out, f, src_offset=offset * out.itemsize, is_blocking=True)
@@ -363,19 +379,25 @@ class OpenCLProgram(Program):
     def _write_range(self, f, offset, data):
         self.cl.enqueue_copy(self.queue, f, data, dst_offset=offset * data.itemsize, is_blocking=True)
 
-    def download(self, buffer):
-        host = np.empty(self.layout.size, dtype=self.dtype)
-        self.cl.enqueue_copy(self.queue, host, buffer, is_blocking=True)
-        return host
+    def synchronize(self) -> None:
+        self.queue.finish()
 
-    # --- kernels ----------------------------------------------------------------------------
-    def _params(self, params):
-        return [self.dtype(v) for v in self._param_values(params)]
+    def _run(self, kernel, items, args, outputs):
+        """A 3D kernel's launch (host arrays copied in, and back for the outputs)."""
+        dev = [self._to_device(a) if isinstance(a, np.ndarray) else a for a in args]
+        self.kernels[kernel](self.queue, *self._ranges(items), *dev)
+        for i in outputs:
+            if isinstance(args[i], np.ndarray):
+                self.cl.enqueue_copy(self.queue, args[i], dev[i], is_blocking=True)
 
+    # --- the 2D kernels (scalar arguments; 3D: GPUProgram) -------------------------------------
     def _launch(self, name, ranges, *args):
+        self.calls[name] += 1
         return self.kernels[name](self.queue, ranges[0], ranges[1], *args)
 
     def halo(self, f):
+        if self.D == 3:
+            return super().halo(f)
         self._launch("halo", self._halo_range, f, *self._sizes)
 
     def _sweep(self, region, columns_only=False):
@@ -391,32 +413,23 @@ class OpenCLProgram(Program):
     def propagate(self, prv, nxt, region=None):
         """The propagate kernel, then (with boundaries, set_boundaries) the bounce kernel: the C
         API's propagate, which applies them itself."""
+        if self.D == 3:
+            return super().propagate(prv, nxt, region)
         sweep = self._sweep(region)
         if sweep:
             self._launch("propagate", sweep[0], prv, nxt, *self._sizes, *sweep[1])
             if self.bounds is not None:
                 self._launch("bounce", sweep[0], prv, nxt, *self._sizes, *sweep[1], *self._bounds_args)
 
-    def _bounds_changed(self) -> None:
-        """The bounded kernels' last arguments: walls, lids, the lid velocities and the mask on the device."""
-        if self.bounds is None:
-            self._bounds_args = None
-            return
-        walls, lids, lid, solid = self.bounds
-        mf = self.cl.mem_flags
-        lid_buf = self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                                 hostbuf=np.ascontiguousarray(lid.reshape(-1), dtype=self.dtype))
-        solid_buf = None if solid is None else self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                                                                hostbuf=solid.reshape(-1))
-        self._bounds_args = [np.int32(walls), np.int32(lids), lid_buf, solid_buf]
-
     def _sides(self, sides):
         """The kernels' int arguments wall_bottom, wall_top."""
         return [np.int32(v) for v in self._check_sides(sides)]
 
     def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
+        if self.D == 3:
+            return super().collide(src, dst, region, **params)
         walls = self._sides(sides) if self.spec.walls else []
-        values = self._params(params) + self._tau_wall(tau_wall, self.dtype)
+        values = self._param_values(params, self.dtype) + self._tau_wall(tau_wall, self.dtype)
         sweep = self._sweep(region)
         if sweep:
             self._launch("collide", sweep[0], src, dst, *self._sizes, *sweep[1], *values, *walls)
@@ -425,8 +438,10 @@ class OpenCLProgram(Program):
 
     def fused(self, prv, nxt, region=None, sides=(True, True), tau_wall=1.0, **params):
         """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall (no bc)."""
+        if self.D == 3:
+            return super().fused(prv, nxt, region, **params)
         walls = self._sides(sides) if self.spec.walls else []
-        values = self._params(params) + self._tau_wall(tau_wall, self.dtype)
+        values = self._param_values(params, self.dtype) + self._tau_wall(tau_wall, self.dtype)
         sweep = self._sweep(region)
         if sweep:
             self._launch("fused", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values, *walls)
@@ -445,34 +460,38 @@ class OpenCLProgram(Program):
                          np.int32(bool(adiabatic[0])), np.int32(bool(adiabatic[1])), self.dtype(ax), self.dtype(ay),
                          *walls)
 
-    def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
+    def init_equilibrium(self, f, rho, *velocity_and_T, force=None):
         """The generated init_equilibrium kernel (physical fields in, arrays of `real`), then the halo."""
-        mf = self.cl.mem_flags
-        bufs = [self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                               hostbuf=np.ascontiguousarray(np.broadcast_to(a, (self.lx, self.ly)), dtype=self.dtype))
-                for a in (rho, ux, uy, T)]
-        self._launch("init_equilibrium", self._site_range, f, *self._sizes, *bufs, self.dtype(ax), self.dtype(ay))
+        if self.D == 3:
+            return super().init_equilibrium(f, rho, *velocity_and_T, force=force)
+        bufs = [self._to_device(self._fields_in(a)) for a in (rho, *velocity_and_T)]
+        self._launch("init_equilibrium", self._site_range, f, *self._sizes, *bufs,
+                     *(self.dtype(a) for a in self._force(force)))
         self.halo(f)
         self.queue.finish()
 
-    def fields(self, f, ax=0.0, ay=0.0):
-        """The generated fields kernel: the physical fields, (LX, LY) float64 arrays."""
-        hosts = [np.empty((self.lx, self.ly), dtype=self.dtype) for _ in range(4)]
+    def fields(self, f, force=None):
+        """The generated fields kernel: the physical fields, float64 arrays of the lattice's shape."""
+        if self.D == 3:
+            return super().fields(f, force)
+        hosts = [np.empty(self.shape, dtype=self.dtype) for _ in range(4)]
         bufs = [self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, h.nbytes) for h in hosts]
-        self._launch("fields", self._site_range, f, *self._sizes, *bufs, self.dtype(ax), self.dtype(ay))
+        self._launch("fields", self._site_range, f, *self._sizes, *bufs, *(self.dtype(a) for a in self._force(force)))
         for h, b in zip(hosts, bufs):
             self.cl.enqueue_copy(self.queue, h, b, is_blocking=True)
-        return fields_dict(h.astype(np.float64) for h in hosts)
+        return fields_dict(hosts)
 
-    def diagnostics(self, f, ax=0.0, ay=0.0):
-        """Per-row reductions of the physical fields (LY work-items); accumulated in float for
-        single precision."""
+    def diagnostics(self, f, force=None, skip=None):
+        """Per-line reductions of the physical fields; in 2D one work-item per row, accumulated in
+        float for single precision."""
+        if self.D == 3:
+            return super().diagnostics(f, force, skip)
         from lbgen.codegen.diagnostics import ND
         acc = np.float32 if self.spec.precision == "single" else np.float64
         host = np.empty((self.ly, ND), dtype=acc)
         out = self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, host.nbytes)
-        solid = None if self.bounds is None else self._bounds_args[3]     # the mask's solid cells skipped
-        self._launch("diagnostics", self._row_range, f, *self._sizes, solid, out, self.dtype(ax), self.dtype(ay))
+        self._launch("diagnostics", self._row_range, f, *self._sizes, self._skip_device(skip), out,
+                     *(self.dtype(a) for a in self._force(force)))
         self.cl.enqueue_copy(self.queue, host, out, is_blocking=True)
         return host.astype(np.float64)
 
@@ -480,15 +499,12 @@ class OpenCLProgram(Program):
                     region=None, tau_wall=1.0, **params):
         """propagate + bc + collide in one launch (one work-item per site of the region)."""
         self._require_walls()
-        walls, values = self._sides(sides), self._params(params) + self._tau_wall(tau_wall, self.dtype)
+        walls, values = self._sides(sides), self._param_values(params, self.dtype) + self._tau_wall(tau_wall, self.dtype)
         sweep = self._sweep(region)
         if sweep:
             self._launch("fused_walls", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values,
                          self.dtype(T_bottom), self.dtype(T_top), np.int32(bool(adiabatic[0])),
                          np.int32(bool(adiabatic[1])), *walls)
-
-    def synchronize(self) -> None:
-        self.queue.finish()
 
 
 def describe(device=None) -> str:
@@ -496,12 +512,12 @@ def describe(device=None) -> str:
     return select_device(device).name.strip()
 
 
-def compile(source, lx: int, ly: int, threads: int = 0, strict: bool = False, device=None,
+def compile(source, *shape, threads: int = 0, strict: bool = False, device=None,
             block_size: Optional[int] = None) -> OpenCLProgram:
-    """Build (or reuse) the kernels of an OpenCL KernelSource for an LX x LY lattice.
+    """Build (or reuse) the kernels of an OpenCL KernelSource for a lattice (lx, ly) or (lx, ly, lz).
 
     ``threads`` is the runtime interface's host thread count: an OpenCL device sizes its own
     pool (set POCL_MAX_PTHREAD_COUNT before the first OpenCL call to limit pocl's); any other
     keyword is refused (TypeError naming it).
     """
-    return OpenCLProgram(source, lx, ly, strict=strict, device=device, block_size=block_size)
+    return OpenCLProgram(source, shape, strict=strict, device=device, block_size=block_size)

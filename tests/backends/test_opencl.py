@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from helpers import FORCE, LX, LY, OPERATOR_PARAMS, config_id
-from lbgen.backends.base import BackendUnavailable, CompileError
+from lbgen.backends.build import BackendUnavailable, CompileError
 from lbgen.codegen.spec import KernelSpec
 from lbgen.codegen.render import generate
 
@@ -94,13 +94,13 @@ def test_halo_kernel_equals_numpy_fill_halo(name, vl, ocl_program):
 def test_collide_in_place_and_propagate_leave_results_consistent(ocl_program, initial_state):
     from lbgen.reference import bulk as ref
     prog = ocl_program("caosoa", 8)
-    a = prog.upload_fields(initial_state)
+    a = prog.pack(initial_state)
     b = prog.allocate()
     prog.halo(a)
     before = prog.download(a)
     prog.propagate(a, b)
     np.testing.assert_array_equal(prog.download(a), before)
-    np.testing.assert_array_equal(prog.download_fields(b), ref.propagate(initial_state))
+    np.testing.assert_array_equal(prog.unpack(b), ref.propagate(initial_state))
     params = dict(OPERATOR_PARAMS["bgk"], ax=FORCE[0], ay=FORCE[1])
     out = prog.allocate()
     prog.collide(b, out, **params)

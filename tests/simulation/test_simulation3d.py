@@ -172,7 +172,7 @@ def test_repr_and_parameters():
 ])
 def test_bad_inputs_are_refused_before_any_work(kw, error, message, monkeypatch):
     import lbgen.backends.c as cbackend
-    monkeypatch.setattr(cbackend, "compile3d", lambda *a, **k: pytest.fail("compiled before refusing"))
+    monkeypatch.setattr(cbackend, "compile", lambda *a, **k: pytest.fail("compiled before refusing"))
     with pytest.raises(error, match=message):
         lbgen.Simulation3D(*SHAPE, **kw)
 

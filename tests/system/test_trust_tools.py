@@ -4,7 +4,7 @@ import pytest
 from click.testing import CliRunner
 
 from lbgen.system import cache
-from lbgen.backends import base
+from lbgen.backends import build as base
 from lbgen.backends import c as cbackend
 from lbgen.cli.main import main
 from lbgen.codegen.spec import KernelSpec
