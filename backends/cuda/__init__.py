@@ -309,8 +309,8 @@ class CudaProgram(LaunchProgram):
     """Kernels of one CUDA source compiled for device 0; buffers are CuPy arrays on the GPU."""
 
     def __init__(self, source, shape, strict: bool = False, block_size: Optional[int] = None, options=None):
+        super().__init__(source, shape, block_size)      # sizes checked before any work
         self.cupy = _cupy()
-        super().__init__(source, shape, block_size)
         self.module, self.arch = compile_module(source, strict, options)
         real = np.float64 if self.spec.precision == "double" else np.float32
         kinds = {"P": None, "i": np.int32, "d": real, "f": real}

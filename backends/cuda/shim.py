@@ -166,7 +166,7 @@ class ShimProgram(LaunchProgram):
         return describe()
 
     def _launch(self, kernel, blocks, threads, *args):
-        ctypes = {np.float64: "double", np.float32: "float", np.uint8: "uint8_t"}
+        ctypes = {np.float64: "double", np.float32: "float", np.uint8: "void"}   # the mask: uint8_t or unsigned char
         conv = []
         for a in args:
             if a is None:

@@ -91,7 +91,7 @@ def test_a_bad_level_is_refused_naming_it(monkeypatch):
 def test_at_O1_a_default_build_is_already_strict(tmp_path, velocity_set, layout, vl):
     """At -O1 gcc neither contracts nor SLP-vectorises, so the strict flags change nothing: the
     assembly of a generated kernel is the same with and without them.  That is why a strict
-    and a default build at -O1 share one library (backends.base.UNCONTRACTED_LEVELS)."""
+    and a default build at -O1 share one library (backends.build.UNCONTRACTED_LEVELS)."""
     import subprocess
     from lbgen.backends import c as cbackend
     from lbgen.backends.build import UNCONTRACTED_LEVELS
