@@ -2,7 +2,7 @@
 
 Three ways to use the same generated ``.cu`` text:
 
-* here, ``compile(source, lx, ly)``: CuPy's ``RawModule`` (nvcc) for the compute
+* here, ``compile(source, *shape)``: CuPy's ``RawModule`` (nvcc) for the compute
   capability of device 0, device buffers (CuPy arrays), kernel launches -- needs CuPy and a GPU;
 * :mod:`.nvcc`: ``compile_cu`` / ``ptxas_report`` -- nvcc only, no GPU: does the text
   compile for sm_80/sm_90, how many registers, any spills;

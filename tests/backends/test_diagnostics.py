@@ -74,7 +74,7 @@ def _program(backend, layout, vl, precision="double", collision="bgk"):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_diagnostics_kernel_matches_reference_fields(backend, cfg, state):
     prog = _program(backend, *cfg)
-    rows = prog.diagnostics(prog.pack(state), *FORCE)
+    rows = prog.diagnostics(prog.pack(state), force=FORCE)
     expected = _expected(state)
     assert rows.shape == (LY, ND)
     scale = np.abs(expected).max(axis=0)
@@ -91,7 +91,7 @@ def test_fields_kernel_reports_the_physical_fields_of_the_reference(backend, sta
     """fields(f, ax, ay) = the oracle's half-step fields: rho, u - a/2, T + |a|^2/8 (bgk and regularized kernels)."""
     for collision in ("bgk", "regularized"):
         prog = _program(backend, "caosoa", 8, collision=collision)
-        got = prog.fields(prog.pack(state), *FORCE)
+        got = prog.fields(prog.pack(state), force=FORCE)
         for name, g, w in zip(("rho", "ux", "uy", "T"), got.values(), ref.physical_fields(state, FORCE)):
             assert np.abs(g - w).max() <= 1e-13 * max(1.0, np.abs(w).max()), (collision, name)
         # with no force: the stored moments
@@ -102,7 +102,7 @@ def test_fields_kernel_reports_the_physical_fields_of_the_reference(backend, sta
 @pytest.mark.parametrize("backend", ("c", "opencl", "cuda-shim"))
 def test_diagnostics_kernel_single_precision(backend, state):
     prog = _program(backend, "caosoa", 8, precision="single")
-    rows = prog.diagnostics(prog.pack(state), *FORCE)
+    rows = prog.diagnostics(prog.pack(state), force=FORCE)
     expected = _expected(state)
     i = ROW_INDEX
     np.testing.assert_allclose(rows[:, i["mass"]], expected[:, i["mass"]], rtol=1e-5)

@@ -47,7 +47,7 @@ def test_halo_y_16_steps_to_the_bits_of_the_default_halo(wall_state, layout, vl)
         assert np.array_equal(got, want), f"{layout} {how}: {np.count_nonzero(got != want)} values differ"
         for fa, fb in zip(pa.fields(a, force=FORCE[:2]).values(), pb.fields(b, force=FORCE[:2]).values()):
             assert np.array_equal(fa, fb)
-        assert np.array_equal(pa.diagnostics(a, *FORCE), pb.diagnostics(b, *FORCE))
+        assert np.array_equal(pa.diagnostics(a, force=FORCE), pb.diagnostics(b, force=FORCE))
 
 
 def test_the_halo_kernel_fills_all_16_rows_periodically(wall_state):  # noqa: F811
