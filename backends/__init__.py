@@ -7,11 +7,13 @@ A runtime is a module with one small interface:
 * ``compile(source, *shape, threads=0, strict=False, **options) -> Program``, shape (lx, ly) or
   (lx, ly, lz).
 
-Its ``Program`` (lbgen.backends.base) has the buffers (``allocate``, ``upload``,
-``download``, ...), the kernels (``halo``, ``propagate``, ``bc``, ``collide``, ``fused``,
-``init_equilibrium``, ``fields``), ``step`` (the step sequence), ``synchronize``,
-``describe`` and ``copy_bandwidth`` (the device's own limit, None on the host).  The
-runner, bench, tune and verify never branch on a runtime's name.
+Its ``Program`` (lbgen.backends.base), one class per runtime for any D, has the buffers
+(``allocate``, ``upload``, ``download``, ``pack``, ``unpack``), the boundaries
+(``set_boundaries``), the kernels (``halo``, ``step_halo``, ``propagate``, ``collide``,
+``fused``, ``init_equilibrium``, ``fields``, ``diagnostics``; 2D thermal walls: ``bc``,
+``fused_walls``), ``step`` (the step sequence), ``synchronize``, ``describe`` and
+``copy_bandwidth`` (the device's own limit, None on the host).  The simulations, bench, tune
+and verify never branch on a runtime's name.
 
 Runtimes: ``c`` (gcc + OpenMP via cffi), ``opencl`` (pyopencl), ``cuda`` (CuPy, needs a
 GPU) and ``cuda-shim`` (the CUDA source compiled for the CPU with g++ and a host shim).
