@@ -178,11 +178,6 @@ def oracle_parameters3d(collision: str) -> dict:
     return {"tau": p["tau"]} if collision == "bgk" else {"C1": p["C1"]}
 
 
-def run_program3d(prog, f0: np.ndarray, steps: int, path: str, collision: str, r: float) -> np.ndarray:
-    params = dict(PARAMS[collision], **dict(zip(("ax", "ay", "az"), (r * a for a in FORCE3D))))
-    return stepped(prog, f0, steps, path, params)
-
-
 # --- what the dimension decides ------------------------------------------------------------------
 @dataclass
 class _Case:
@@ -239,7 +234,8 @@ def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict
         if walls:
             bits, lid_bits, lid = face_bits(WALL_AXES3D, lids, 3)
             prog.set_boundaries(bits, lid_bits, lid, solid)
-        return run_program3d(prog, f0, steps, path, spec.collision, r)
+        return stepped(prog, f0, steps, path, dict(PARAMS[spec.collision], **dict(zip(("ax", "ay", "az"),
+                                                                                    r * np.asarray(FORCE3D)))))
     return _Case(
         spec_options={}, size_problem=lambda spec: check_sizes3d(spec, vs, *shape),
         references=lambda cols: {c: ReferenceRun(oracle3d.run(f0.copy(), steps, c, lat, where, force=FORCE3D,
