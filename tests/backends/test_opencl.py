@@ -125,7 +125,8 @@ def test_strict_opencl_is_bit_identical_to_strict_c(name, vl, operator, ocl_prog
                                                     initial_state):
     prog = ocl_program(name, vl, "double", operator, strict=True)
     assert "-DLBGEN_STRICT" in prog.options
-    assert not set(prog.options) & set(ob.FORBIDDEN_OPTIONS)
+    from lbgen.backends.opencl.platform import FORBIDDEN_OPTIONS
+    assert not set(prog.options) & set(FORBIDDEN_OPTIONS)
     c_result = run_program(program(name, vl, "double", operator, strict=True), initial_state, STRICT_STEPS,
                            "unfused", operator)
     for path in ("unfused", "fused"):
