@@ -4,13 +4,16 @@ A runtime is a module with one small interface:
 
 * ``available() -> (ok, why)``: whether it works here, or why not;
 * ``describe() -> str``: what it runs on (compiler, device);
-* ``compile(source, lx, ly, threads=0, strict=False, **options) -> Program``.
+* ``compile(source, *shape, threads=0, strict=False, **options) -> Program``, shape (lx, ly) or
+  (lx, ly, lz).
 
-Its ``Program`` (lbgen.backends.base) has the buffers (``allocate``, ``upload``,
-``download``, ...), the kernels (``halo``, ``propagate``, ``bc``, ``collide``, ``fused``,
-``init_equilibrium``, ``fields``), ``step`` (the step sequence), ``synchronize``,
-``describe`` and ``copy_bandwidth`` (the device's own limit, None on the host).  The
-runner, bench, tune and verify never branch on a runtime's name.
+Its ``Program`` (lbgen.backends.base), one class per runtime for any D, has the buffers
+(``allocate``, ``upload``, ``download``, ``pack``, ``unpack``), the boundaries
+(``set_boundaries``), the kernels (``halo``, ``step_halo``, ``propagate``, ``collide``,
+``fused``, ``init_equilibrium``, ``fields``, ``diagnostics``; 2D thermal walls: ``bc``,
+``fused_walls``), ``step`` (the step sequence), ``synchronize``, ``describe`` and
+``copy_bandwidth`` (the device's own limit, None on the host).  The simulations, bench, tune
+and verify never branch on a runtime's name.
 
 Runtimes: ``c`` (gcc + OpenMP via cffi), ``opencl`` (pyopencl), ``cuda`` (CuPy, needs a
 GPU) and ``cuda-shim`` (the CUDA source compiled for the CPU with g++ and a host shim).
@@ -19,9 +22,10 @@ from __future__ import annotations
 
 import importlib
 
-from lbgen.backends.base import BackendUnavailable, Program
+from lbgen.backends.base import Program
+from lbgen.backends.build import BackendUnavailable
 
-__all__ = ["BackendUnavailable", "Program", "RUNTIMES", "load", "runtime", "spec_backend", "available", "compile3d"]
+__all__ = ["BackendUnavailable", "Program", "RUNTIMES", "load", "runtime", "spec_backend", "available", "compile"]
 
 #: runtime name -> (module under lbgen.backends, the KernelSpec backend whose source it runs)
 RUNTIMES = {"c": ("c", "c"), "opencl": ("opencl", "opencl"), "cuda": ("cuda", "cuda"),
@@ -62,21 +66,17 @@ def available(name: str) -> tuple:
         return False, f"{name}: {type(e).__name__}: {e}"
 
 
-def compile3d(name: str, source, shape, strict: bool = False, threads: int = 0, device=None):
-    """The 3D program of a runtime for a 3D source on a lattice ``shape`` (LX, LY, LZ): 'c'
-    (CProgram3D), 'opencl' (OpenCLProgram3D; ``device``: 'P:D' or part of a device name, as
-    ``lbgen.backends.opencl.select_device`` takes it, default the first working device),
-    'cuda-shim' (the .cu on the CPU through the host shim), 'cuda' (CuPy on device 0); all take
-    host NumPy buffers in the layout's order (``Program3D``); the OpenCL and 'cuda' programs'
-    own buffers (``allocate``) stay on the device (``download`` / ``upload`` move them)."""
-    runtime(name)                       # an unknown name: refused in words
-    if device is not None and name != "opencl":
-        raise ValueError(f"device={device!r} selects an OpenCL device; the {name} runtime has none to choose")
-    if name == "c":
-        from lbgen.backends.c import compile3d as c3d
-        return c3d(source, *shape, strict=strict, threads=threads)
-    if name == "opencl":
-        from lbgen.backends.opencl.program3d import compile3d as cl3d
-        return cl3d(source, *shape, strict=strict, device=device)
-    from lbgen.backends.cuda.program3d import compile3d as cu3d
-    return cu3d(source, *shape, strict=strict, shim=name == "cuda-shim")
+def compile(name: str, source, shape, strict: bool = False, threads: int = 0, **options):
+    """The program of a runtime for a source on a lattice ``shape``, (LX, LY) or (LX, LY, LZ):
+    'c' (``flags``), 'opencl' (``device``: 'P:D' or part of a device name, as
+    ``lbgen.backends.opencl.select_device`` takes it, default the first working device;
+    ``block_size``), 'cuda-shim' (the .cu on the CPU through the host shim; ``flags``,
+    ``block_size``), 'cuda' (CuPy on device 0; ``block_size``, ``options``).  Host buffers in
+    the layout's order go in and out (``upload`` / ``download``); the OpenCL and 'cuda' programs'
+    own buffers (``allocate``) stay on the device.  An option the runtime does not take is
+    refused (TypeError naming it)."""
+    if options.get("device") is not None and name != "opencl":
+        raise ValueError(f"device={options['device']!r} selects an OpenCL device; the {name} runtime has none to "
+                         f"choose")
+    options = {k: v for k, v in options.items() if not (k == "device" and v is None)}
+    return runtime(name).compile(source, *shape, strict=strict, threads=threads, **options)

@@ -40,11 +40,11 @@ BYTES_PER_SITE = 19 * 2 * 8
 
 def lbgen_program3d(shape, threads: int, layout: str, vl, strict: bool = False):
     """The D3Q19 BGK C program of the benchmark lattice."""
-    from lbgen.backends.c import compile3d
+    from lbgen.backends.c import compile
     from lbgen.codegen.render import generate
     from lbgen.codegen.spec import KernelSpec
     spec = KernelSpec(backend="c", layout=layout, vl=vl, collision="bgk", velocity_set="d3q19")
-    return compile3d(generate(spec), *shape, strict=strict, threads=threads)
+    return compile(generate(spec), *shape, strict=strict, threads=threads)
 
 
 def lbgen_kernel3d(prog, tau: float, depth: int):
@@ -62,7 +62,7 @@ def lbgen_kernel3d(prog, tau: float, depth: int):
         if depth > 1:
             prog.fused_tb(a, b, depth, None, **params)
         else:
-            prog.fused(a, b, None, **params)
+            prog.fused(a, b, **params)
         state["i"] ^= 1
 
     name = "fused" if depth == 1 else f"fused_tb depth {depth}"
@@ -79,7 +79,8 @@ def same_bits(prog, tau: float, depth: int, steps_seed: int = 3) -> dict:
     params = {"tau": tau, "ax": 1e-5, "ay": -2e-5, "az": 3e-5}
     f, g = prog.pack(f0), prog.allocate()
     for _ in range(depth):
-        f, g = prog.step(f, g, params, None)
+        prog.step_halo(f)
+        f, g = prog.step(f, g, params)
     single = prog.unpack(f)
     f, g = prog.pack(f0), prog.allocate()
     prog.halo(f)

@@ -89,12 +89,12 @@ def run_program():
 
     def run(prog, f0, steps, path, operator, force=FORCE):
         params = dict(OPERATOR_PARAMS[operator], ax=force[0], ay=force[1])
-        a = prog.upload_fields(f0)
+        a = prog.pack(f0)
         b = prog.allocate()
         stepper = {"unfused": step_unfused, "fused": step_fused}[path]
         for _ in range(steps):
             a, b = stepper(prog, a, b, **params)
-        return prog.download_fields(a)
+        return prog.unpack(a)
 
     return run
 

@@ -7,7 +7,7 @@ key (the spec, the shape, the runtime, strictness and every compile option: ``fl
 ``threads``, ``block_size``, ``device``).  On every hand-out the program's state is made clean
 again: its kernel-call log ``calls`` is emptied, and a C program's OpenMP thread count and its
 library's streaming-store switch (process-wide settings that another program or test may have
-changed) are set back to the ones it was compiled with.  Buffers are the caller's (``allocate``, ``upload``): a program holds no lattice
+changed) are set back to the ones it was compiled with, and its boundaries cleared (periodic).  Buffers are the caller's (``allocate``, ``upload``): a program holds no lattice
 state.  The ``programs`` fixture of tests/conftest.py hands out this cache; helpers that are
 not fixtures (support3d, wall_support) use it directly.  ``compiles`` counts the programs made.
 """
@@ -42,6 +42,8 @@ class ProgramCache:
             from lbgen.system.limits import omp_env_threads
             prog.threads = prog._fn("set_threads")(options.get("threads") or omp_env_threads() or 1)
             prog._fn("set_streaming_stores")(int(prog.streaming_stores))
+        if prog.bounds is not None:  # a periodic lattice again (set_boundaries)
+            prog.set_boundaries()
         prog.calls.clear()          # last: the switches above are calls too
         return prog
 
@@ -53,16 +55,9 @@ class ProgramCache:
 
 
 def _compile(spec, shape, runtime, strict, options):
+    from lbgen.backends import compile as compile_program
     from lbgen.codegen.render import generate
-    source = generate(spec)
-    if len(shape) == 2:
-        from lbgen.backends import runtime as get_runtime
-        return get_runtime(runtime).compile(source, *shape, strict=strict, **options)
-    if runtime == "c":                   # the C runtime's 3D compile also takes flags
-        from lbgen.backends.c import compile3d
-        return compile3d(source, *shape, strict=strict, **options)
-    from lbgen.backends import compile3d
-    return compile3d(runtime, source, shape, strict=strict, **options)
+    return compile_program(runtime, generate(spec), shape, strict=strict, **options)
 
 
 #: the one cache of the session

@@ -15,9 +15,9 @@ import numpy as np
 
 from lbgen.system.limits import resolve_threads
 
-from lbgen.backends.base import (BackendUnavailable, CompileError, HostBuffers, Program, aligned_zeros, build_library,  # noqa: F401
-                    compiler_version, find_compiler, last_level_cache_bytes, load_library, optimisation,
-                    UNCONTRACTED_LEVELS, fields_dict, wall_tau)
+from lbgen.backends.base import HostBuffers, Program, check_tau_wall, fields_dict, wall_tau
+from lbgen.backends.build import (UNCONTRACTED_LEVELS, build_library, compiler_version, find_compiler,
+                                  last_level_cache_bytes, load_library, optimisation)
 
 #: OpenMP waiting when the user set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT: idle threads
 #: sleep instead of spinning 300000 rounds between the parallel regions of a step, so that
@@ -104,17 +104,22 @@ def streaming_pays(elements: int, dtype) -> bool:
 
 
 class CProgram(HostBuffers, Program):
-    def __init__(self, source, lx: int, ly: int, flags=None, strict: bool = False, threads: int = 0):
-        super().__init__(source, lx, ly)
+    """Compiled C kernels of one spec for one lattice ``shape`` (2D or 3D), buffers in host memory.
+    Every sweep takes a ``<prefix>_region`` and the ``<prefix>_params`` record (``_par``: the
+    operator's parameters, the force, the boundaries of ``set_boundaries`` and, with the 2D
+    thermal walls, the wall fields), built once per set of values."""
+
+    def __init__(self, source, shape, flags=None, strict: bool = False, threads: int = 0):
+        super().__init__(source, shape)
         self.library_path = build(source, flags, strict)
         self.ffi, self.lib = load_library(self.library_path,
                                           api_declarations(source.files[source.main_file.replace(".c", ".h")]))
-        self.prefix = source.spec.prefix
         self.real_c = "double" if self.spec.precision == "double" else "float"
         # a thread count beyond the cap (also from OMP_NUM_THREADS) would crash libgomp
         self.threads = self._fn("set_threads")(resolve_threads(int(threads)))
+        # non-temporal stores when the two buffers do not fit in the last-level cache
         self.streaming_stores = self._fn("set_streaming_stores")(int(streaming_pays(self.layout.size, self.dtype)))
-        self._sizes = () if source.spec.compile_time_sizes else (lx, ly)
+        self._sizes = () if source.spec.compile_time_sizes else self.shape
         self._whole = None     # the whole-lattice region struct, made on first use
         self._last_par = None  # (key, params struct) of the last call: reused while the values stay
         self._propagate_par = None  # propagate's params record: the boundaries only (_boundary_par)
@@ -129,21 +134,31 @@ class CProgram(HostBuffers, Program):
         return out
 
     def _ptr(self, a: np.ndarray):
+        if a.dtype != self.dtype or not a.flags.c_contiguous or a.size != self.layout.size:
+            raise ValueError(f"a lattice buffer of this program is a contiguous {np.dtype(self.dtype)} array of "
+                             f"{self.layout.size} elements (allocate())")
         return self.ffi.cast(f"{self.real_c} *", a.ctypes.data)
+
+    def _doubles(self, arrays):
+        """Contiguous float64 arrays of the lattice's shape (numbers broadcast) and their pointers."""
+        arrays = [np.array(np.broadcast_to(np.asarray(a, dtype=np.float64), self.shape), order="C") for a in arrays]
+        return arrays, [self.ffi.cast("double *", a.ctypes.data) for a in arrays]
 
     def halo(self, f):
         self._fn("halo")(self._ptr(f), *self._sizes)
 
     def _region(self, region=None):
         """The kernels' `<prefix>_region` struct: None is the whole lattice, else (x0, x1, y0, y1),
-        interior sites x0 <= x < x1, y0 <= y < y1, checked here (the kernels trust it)."""
-        if region is None:
-            if self._whole is None:
-                self._whole = self.ffi.new(f"{self.prefix}_region *", {"x0": 0, "x1": self.lx, "y0": 0,
-                                                                          "y1": self.ly})
+        interior sites x0 <= x < x1, y0 <= y < y1 (3D: whole Z lines), checked here (the kernels
+        trust it)."""
+        if region is None and self._whole is not None:
             return self._whole
         x0, x1, y0, y1 = self._check_region(region)
-        return self.ffi.new(f"{self.prefix}_region *", {"x0": x0, "x1": x1, "y0": y0, "y1": y1})
+        fields = {"x0": x0, "x1": x1, "y0": y0, "y1": y1} | ({"z0": 0, "z1": self.lz} if self.D == 3 else {})
+        reg = self.ffi.new(f"{self.prefix}_region *", fields)
+        if region is None:
+            self._whole = reg
+        return reg
 
     def propagate(self, prv, nxt, region=None):
         """Pull streaming of the region; the bounce-back boundaries (``set_boundaries``) applied by
@@ -154,27 +169,23 @@ class CProgram(HostBuffers, Program):
     def _boundary_par(self):
         """The params record propagate reads: the boundaries, no collision parameters (0)."""
         if self._propagate_par is None:
-            from lbgen.codegen.spec import OPERATOR_PARAMETERS
-            self._propagate_par = self._par({n: 0.0 for n in OPERATOR_PARAMETERS[self.spec.collision]}
-                                            | {"ax": 0.0, "ay": 0.0})
+            self._propagate_par = self._par({n: 0.0 for n in self.parameter_names})
         return self._propagate_par
 
     def _par(self, params: dict, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
              tau_wall=1.0):
         """The kernels' `<prefix>_params` struct (kept alive by the returned cffi object): the
-        collision parameters (checked by name), with walls also the wall fields (tau_wall: the
-        wall rows' relaxation time)."""
-        from lbgen.codegen.spec import OPERATOR_PARAMETERS
-        names = OPERATOR_PARAMETERS[self.spec.collision]
+        collision parameters (checked by name), the boundaries, with walls also the wall fields
+        (tau_wall: the wall rows' relaxation time)."""
         values = self._param_values(params)
         sides = self._check_sides(sides)
-        tau_wall = self._check_tau_wall(tau_wall)
+        tau_wall = check_tau_wall(tau_wall)
         # exact values as the key (hex: -0.0 and 0.0 differ, NaN equals itself)
         key = (tuple(float(v).hex() for v in (*values, T_bottom, T_top, tau_wall)), bool(adiabatic[0]),
                bool(adiabatic[1]), sides)
         if self._last_par is not None and self._last_par[0] == key:   # a run passes the same values every step
             return self._last_par[1]
-        fields = dict(zip(names, values))
+        fields = dict(zip(self.parameter_names, values))
         if self.bounds is not None:
             walls, lids, lid, solid = self.bounds
             fields.update(walls=walls, lids=lids, lid=lid.tolist(),
@@ -204,8 +215,8 @@ class CProgram(HostBuffers, Program):
         self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
 
     def fused_tb(self, prv, nxt, depth: int, walls=None, sides=(True, True), **params):
-        """`depth` steps in one sweep (temporal blocking): prv (fresh halo) -> nxt (interior).
-        With walls, a side off in `sides` is periodic (see the header)."""
+        """`depth` steps in one sweep (temporal blocking): prv (fresh halo) -> nxt (interior), the
+        bits of `depth` x (halo, fused).  With walls, a side off in `sides` is periodic (see the header)."""
         depth = self._check_time_block(depth)
         if self.spec.walls:
             if walls is None:
@@ -218,7 +229,8 @@ class CProgram(HostBuffers, Program):
             par = self._par(params, sides=sides)
         status = self._fn("fused_tb")(self._ptr(prv), self._ptr(nxt), *self._sizes, depth, par)
         if status == 3:
-            raise ValueError("fused_tb: bounce-back boundaries (set_boundaries) are not time-blocked; step with fused")
+            raise ValueError("fused_tb: these bounce-back boundaries (set_boundaries) are not time-blocked; "
+                             "step with fused")
         if status == 1:
             raise MemoryError(f"fused_tb: no memory for the per-thread ring of {depth - 1} time levels")
         if status:
@@ -227,9 +239,8 @@ class CProgram(HostBuffers, Program):
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
            region=None):
         self._require_walls()
-        from lbgen.codegen.spec import OPERATOR_PARAMETERS
         # the bc reads the force and the wall fields; the collision parameters are not its own
-        params = {n: 0.0 for n in OPERATOR_PARAMETERS[self.spec.collision]} | {"ax": ax, "ay": ay}
+        params = {n: 0.0 for n in self.parameter_names} | {"ax": ax, "ay": ay}
         reg, par = self._region(region), self._par(params, T_bottom, T_top, adiabatic, sides)
         self._fn("bc")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
 
@@ -239,33 +250,67 @@ class CProgram(HostBuffers, Program):
         reg, par = self._region(region), self._par(params, T_bottom, T_top, adiabatic, sides, tau_wall)
         self._fn("fused_walls")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
 
-    def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
-        arrays = [np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), (self.lx, self.ly)))
-                  for a in (rho, ux, uy, T)]
-        ptrs = [self.ffi.cast("double *", a.ctypes.data) for a in arrays]
-        self._fn("init_equilibrium")(self._ptr(f), *self._sizes, *ptrs, float(ax), float(ay))
+    def init_equilibrium(self, f, rho, *velocity_and_T, force=None):
+        _, ptrs = self._doubles((rho, *velocity_and_T))
+        self._fn("init_equilibrium")(self._ptr(f), *self._sizes, *ptrs, *self._force(force))
 
-    def fields(self, f, ax=0.0, ay=0.0):
-        out = [np.empty((self.lx, self.ly)) for _ in range(4)]
-        self._fn("fields")(self._ptr(f), *self._sizes, *[self.ffi.cast("double *", a.ctypes.data) for a in out],
-                           float(ax), float(ay))
-        return fields_dict(out)
+    def fields(self, f, force=None):
+        out = [np.empty(self.shape) for _ in range(self.D + 2)]
+        ptrs = [self.ffi.cast("double *", a.ctypes.data) for a in out]
+        self._fn("fields")(self._ptr(f), *self._sizes, *ptrs, *self._force(force))
+        return fields_dict(out, self.D)
 
-    def diagnostics(self, f, ax=0.0, ay=0.0):
-        """The kernel's rows; the solid cells of the boundaries' mask (``set_boundaries``) skipped."""
-        from lbgen.codegen.diagnostics import ND
-        out = np.empty((self.ly, ND))
-        solid = None if self.bounds is None else self.bounds[3]
-        mask = self.ffi.NULL if solid is None else self.ffi.cast("const uint8_t *", solid.ctypes.data)
-        self._fn("diagnostics")(self._ptr(f), *self._sizes, mask, self.ffi.cast("double *", out.ctypes.data),
-                                float(ax), float(ay))
+    def diagnostics(self, f, force=None, skip=None):
+        """The kernel's lines; the sites of ``skip`` (default: the boundaries' solid cells) left out."""
+        from lbgen.codegen.diagnostics import ND, ND3
+        out = np.empty((int(np.prod(self.shape[1:])), ND if self.D == 2 else ND3))
+        mask = self._skip_mask(skip)
+        self._fn("diagnostics")(self._ptr(f), *self._sizes,
+                                self.ffi.NULL if mask is None else self.ffi.cast("const uint8_t *", mask.ctypes.data),
+                                self.ffi.cast("double *", out.ctypes.data), *self._force(force))
         return out
 
-def compile(source, lx: int, ly: int, flags=None, strict: bool = False, threads: int = 0) -> CProgram:
-    return CProgram(source, lx, ly, flags=flags, strict=strict, threads=threads)
+    def get_region(self, f, cells) -> np.ndarray:
+        """The populations of a block of cells (x0, x1, y0, y1[, z0, z1]), halo cells included, as a
+        (Q, W, H[, D]) float64 array (the get_region kernel)."""
+        reg, shape = self._cells(cells)
+        out = np.empty(shape)
+        self._fn("get_region")(self._ptr(f), self.ffi.cast("double *", out.ctypes.data), *self._sizes, reg)
+        return out
+
+    def put_region(self, f, cells, values) -> None:
+        """Write a (Q, W, H[, D]) block of populations into the cells (x0, x1, y0, y1[, z0, z1]), every
+        stored copy (the put_region kernel)."""
+        reg, shape = self._cells(cells)
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        if values.shape != shape:
+            raise ValueError(f"put_region: values of shape {values.shape}; the cells {tuple(cells)} take {shape}")
+        self._fn("put_region")(self._ptr(f), self.ffi.cast("double *", values.ctypes.data), *self._sizes, reg)
+
+    def _cells(self, cells):
+        """A block of cells (a low and a high bound per axis) within the padded lattice, checked: (the
+        region record, the block's (Q, ...) shape)."""
+        h, names = self.vs.max_hop, [f"{a}{i}" for a in "xyz"[:self.D] for i in "01"]
+        try:
+            bounds = [int(v) for v in cells]
+        except (TypeError, ValueError):
+            bounds = []
+        if len(bounds) != 2 * self.D:
+            raise ValueError(f"cells={cells!r} must be {2 * self.D} integers ({', '.join(names)})")
+        pairs = list(zip(bounds[::2], bounds[1::2]))
+        if not all(-h <= a <= b <= n + h for (a, b), n in zip(pairs, self.shape)):
+            raise ValueError(f"cells {tuple(bounds)} outside the padded lattice: allowed " + ", ".join(
+                f"{-h} <= {a}0 <= {a}1 <= {n + h}" for a, n in zip("xyz", self.shape)))
+        reg = self.ffi.new(f"{self.prefix}_region *", dict(zip(names, bounds)))
+        return reg, (self.vs.Q, *(b - a for a, b in pairs))
+
+    def check(self, *shape) -> tuple:
+        """The emitted <prefix>_check: (status, message)."""
+        buf = self.ffi.new("char[]", 256)
+        status = self._fn("check")(*(int(n) for n in shape), buf, 256)
+        return int(status), self.ffi.string(buf).decode()
 
 
-def compile3d(source, lx: int, ly: int, lz: int, flags=None, strict: bool = False, threads: int = 0):
-    """The 3D kernels of a C source for an lx x ly x lz lattice (``program3d.CProgram3D``)."""
-    from lbgen.backends.c.program3d import CProgram3D
-    return CProgram3D(source, lx, ly, lz, flags=flags, strict=strict, threads=threads)
+def compile(source, *shape, flags=None, strict: bool = False, threads: int = 0) -> CProgram:
+    """The C kernels of a source for a lattice (lx, ly) or (lx, ly, lz)."""
+    return CProgram(source, shape, flags=flags, strict=strict, threads=threads)

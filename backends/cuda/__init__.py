@@ -2,7 +2,7 @@
 
 Three ways to use the same generated ``.cu`` text:
 
-* here, ``compile(source, lx, ly)``: CuPy's ``RawModule`` (nvcc) for the compute
+* here, ``compile(source, *shape)``: CuPy's ``RawModule`` (nvcc) for the compute
   capability of device 0, device buffers (CuPy arrays), kernel launches -- needs CuPy and a GPU;
 * :mod:`.nvcc`: ``compile_cu`` / ``ptxas_report`` -- nvcc only, no GPU: does the text
   compile for sm_80/sm_90, how many registers, any spills;
@@ -20,7 +20,9 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from lbgen.backends.base import BackendUnavailable, CompileError, Program, fields_dict
+from lbgen.backends.base import fields_dict
+from lbgen.backends.build import BackendUnavailable, CompileError
+from lbgen.backends.gpu import GPUProgram
 
 DEFAULT_BLOCK = 128
 
@@ -50,51 +52,53 @@ def grid_size(threads: int, block: int) -> int:
     return (threads + block - 1) // block
 
 
-class LaunchProgram(Program):
-    """Program logic common to the GPU runtime (CuPy) and the host shim.
+class LaunchProgram(GPUProgram):
+    """Program logic common to the GPU runtime (CuPy) and the host shim, for any D.
 
-    Subclasses provide ``_launch(kernel, blocks, threads, *args)`` (args: buffers, then the
-    sizes and parameters as Python numbers), allocate/upload/download.
-    """
+    Subclasses provide ``_launch(kernel, blocks, threads, *args)`` (the 2D kernels; args:
+    buffers, then the sizes and parameters as Python numbers), ``_run`` (the 3D kernels,
+    ``GPUProgram``) and their buffers."""
 
-    def __init__(self, source, lx: int, ly: int, block_size: Optional[int] = None):
+    def __init__(self, source, shape, block_size: Optional[int] = None):
         if source.spec.backend != "cuda":
             raise ValueError(f"the CUDA backend runs CUDA sources, not {source.spec.backend!r}")
-        super().__init__(source, lx, ly)
+        super().__init__(source, shape)
         bound = block_bound(self.spec)
         self.block = int(block_size or bound)
         if not 1 <= self.block <= bound:
             raise ValueError(f"block_size={block_size} exceeds the kernels' __launch_bounds__({bound}); "
                              f"regenerate with KernelSpec(block_size=...) for larger blocks")
-        self.prefix = self.spec.prefix
-        self.launch_threads = thread_counts(self.layout)
-        self._sizes = () if self.spec.compile_time_sizes else (lx, ly)
+        if self.D == 2:
+            self.launch_threads = thread_counts(self.layout)
+            self._sizes = () if self.spec.compile_time_sizes else self.shape
+
+    def _blocks(self, items: int) -> int:
+        return grid_size(items, self.block)
 
     def geometry(self, kernel: str) -> Tuple[int, int]:
-        """(blocks, threads per block) of a kernel's 1-D launch."""
+        """(blocks, threads per block) of a 2D kernel's 1-D launch."""
         return grid_size(self.launch_threads[kernel], self.block), self.block
 
-    def _run(self, kernel: str, *args) -> None:
-        blocks, threads = self.geometry(kernel)
-        self._launch(kernel, blocks, threads, *args)
+    def _whole(self, kernel: str, *args) -> None:
+        """A 2D kernel launched over its whole range (``thread_counts``)."""
+        self.calls[kernel] += 1
+        self._launch(kernel, *self.geometry(kernel), *args)
 
     def _launch(self, kernel: str, blocks: int, threads: int, *args) -> None:  # pragma: no cover
         raise NotImplementedError
 
-    @staticmethod
-    def _force(ax, ay) -> Tuple[float, float]:
-        """The force arguments (per unit mass per step) of init_equilibrium, fields, diagnostics."""
-        return float(ax), float(ay)
-
     def halo(self, f):
-        self._run("halo", f, *self._sizes)
+        if self.D == 3:
+            return super().halo(f)
+        self._whole("halo", f, *self._sizes)
 
     def _sweep(self, kernel: str, region, *args, columns_only: bool = False) -> None:
-        """Launch a sweep over `region` (None: the whole lattice; else (x0, x1, y0, y1), checked):
+        """Launch a 2D sweep over `region` (None: the whole lattice; else (x0, x1, y0, y1), checked):
         its region arguments follow the sizes, the rest of `args` after them; an empty region
         launches nothing."""
         reg = self._check_region(region)
         n = reg[1] - reg[0] if columns_only else self._region_items(reg)
+        self.calls[kernel] += 1
         if n > 0:
             self._launch(kernel, grid_size(n, self.block), self.block, *args[:2], *self._sizes, *reg, *args[2:])
 
@@ -102,30 +106,17 @@ class LaunchProgram(Program):
         """The kernels' int arguments wall_bottom, wall_top."""
         return [int(v) for v in self._check_sides(sides)]
 
-    def _device(self, host: np.ndarray):
-        """A host array where the kernels read it (the shim: itself; CuPy: a device copy)."""
-        return host
-
-    def _bounds_changed(self) -> None:
-        """The bounded kernels' last arguments: walls, lids, the lid velocities (8 doubles), the mask."""
-        if self.bounds is None:
-            self._bounds_args = None
-            return
-        walls, lids, lid, solid = self.bounds
-        self._bounds_args = [walls, lids, self._device(np.ascontiguousarray(lid.reshape(-1), dtype=np.float64)),
-                             None if solid is None else self._device(solid.reshape(-1))]
-
-    def _solid(self):
-        """The diagnostics kernel's mask argument: the boundaries' solid cells on the device, or None."""
-        return None if self.bounds is None else self._bounds_args[3]
-
     def propagate(self, prv, nxt, region=None):
-        """The propagate kernel, then (with boundaries, set_boundaries) the bounce kernel."""
+        """The propagate kernel, then (2D, with boundaries: set_boundaries) the bounce kernel."""
+        if self.D == 3:
+            return super().propagate(prv, nxt, region)
         self._sweep("propagate", region, prv, nxt)
         if self.bounds is not None:
             self._sweep("bounce", region, prv, nxt, *self._bounds_args)
 
     def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
+        if self.D == 3:
+            return super().collide(src, dst, region, **params)
         walls = self._sides(sides) if self.spec.walls else []
         self._sweep("collide", region, src, dst, *self._param_values(params), *self._tau_wall(tau_wall), *walls)
         if self.bounds is not None and self.bounds[3] is not None:      # solid cells hold 0
@@ -133,6 +124,8 @@ class LaunchProgram(Program):
 
     def fused(self, prv, nxt, region=None, sides=(True, True), tau_wall=1.0, **params):
         """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall (no bc)."""
+        if self.D == 3:
+            return super().fused(prv, nxt, region, **params)
         walls = self._sides(sides) if self.spec.walls else []
         self._sweep("fused", region, prv, nxt, *self._param_values(params), *self._tau_wall(tau_wall), *walls)
         if self.bounds is not None:     # the sites a boundary reaches, redone
@@ -150,6 +143,37 @@ class LaunchProgram(Program):
         self._sweep("fused_walls", region, prv, nxt, *self._param_values(params), *self._tau_wall(tau_wall),
                     float(T_bottom), float(T_top),
                     int(bool(adiabatic[0])), int(bool(adiabatic[1])), *self._sides(sides))
+
+    def init_equilibrium(self, f, rho, *velocity_and_T, force=None):
+        if self.D == 3:
+            return super().init_equilibrium(f, rho, *velocity_and_T, force=force)
+        arrays = [self._to_device(np.ascontiguousarray(np.broadcast_to(a, self.shape), dtype=np.float64))
+                  for a in (rho, *velocity_and_T)]
+        self._whole("init_equilibrium", f, *self._sizes, *arrays, *self._force(force))
+        self.halo(f)
+        self.synchronize()
+
+    def fields(self, f, force=None):
+        if self.D == 3:
+            return super().fields(f, force)
+        out = [self._empty(self.shape) for _ in range(4)]
+        self._whole("fields", f, *self._sizes, *out, *self._force(force))
+        return fields_dict(self._host(a) for a in out)
+
+    def diagnostics(self, f, force=None, skip=None):
+        if self.D == 3:
+            return super().diagnostics(f, force, skip)
+        from lbgen.codegen.diagnostics import ND
+        out = self._empty((self.ly, ND))
+        self._whole("diagnostics", f, *self._sizes, self._skip_device(skip), out, *self._force(force))
+        return self._host(out)
+
+    def _empty(self, shape):
+        """A float64 array where the kernels write it (the shim: host; CuPy: device)."""
+        return np.empty(shape)
+
+    def _host(self, a) -> np.ndarray:
+        return a
 
 
 # --- the GPU runtime: CuPy ------------------------------------------------------------------
@@ -284,17 +308,17 @@ def kernel_arguments(spec) -> Dict[str, str]:
 class CudaProgram(LaunchProgram):
     """Kernels of one CUDA source compiled for device 0; buffers are CuPy arrays on the GPU."""
 
-    def __init__(self, source, lx: int, ly: int, strict: bool = False, block_size: Optional[int] = None,
-                 options=None):
-        super().__init__(source, lx, ly, block_size)
+    def __init__(self, source, shape, strict: bool = False, block_size: Optional[int] = None, options=None):
+        super().__init__(source, shape, block_size)      # sizes checked before any work
         self.cupy = _cupy()
         self.module, self.arch = compile_module(source, strict, options)
         real = np.float64 if self.spec.precision == "double" else np.float32
         kinds = {"P": None, "i": np.int32, "d": real, "f": real}
         self.functions, self.kinds = {}, {}
-        for k, fmt in kernel_arguments(self.spec).items():
-            self.functions[k] = self.module.get_function(f"{self.prefix}_{k}")
-            self.kinds[k] = [kinds[c] for c in fmt]
+        if self.D == 2:
+            for k, fmt in kernel_arguments(self.spec).items():
+                self.functions[k] = self.module.get_function(f"{self.prefix}_{k}")
+                self.kinds[k] = [kinds[c] for c in fmt]
 
     def _launch(self, kernel, blocks, threads, *args):
         kinds = self.kinds[kernel]
@@ -303,22 +327,48 @@ class CudaProgram(LaunchProgram):
         conv = tuple((np.uintp(0) if a is None else a) if kind is None else kind(a) for a, kind in zip(args, kinds))
         self.functions[kernel]((blocks,), (threads,), conv)
 
+    def _run(self, kernel, items, args, outputs):
+        """A 3D kernel's launch (host arrays copied in, and back for the outputs)."""
+        fn = self.functions.get(kernel) or self.module.get_function(f"{self.prefix}_{kernel}")
+        self.functions[kernel] = fn
+        conv, host = [], {}
+        for i, a in enumerate(args):
+            if a is None:
+                conv.append(np.uintp(0))
+            elif isinstance(a, np.ndarray):
+                host[i] = self._to_device(a)
+                conv.append(host[i])
+            else:
+                conv.append(a)
+        fn((self._blocks(items),), (self.block,), tuple(conv))
+        for i in outputs:
+            if i in host:
+                host[i].get(out=args[i])
+
+    # --- device buffers: CuPy arrays ---------------------------------------------------------------
     def allocate(self):
         return self.cupy.zeros(self.layout.size, dtype=self.dtype)
 
-    def _device(self, host):
+    def _is_device(self, a) -> bool:
+        return isinstance(a, self.cupy.ndarray)
+
+    def _device_elements(self, a) -> int:
+        return a.size if a.dtype == self.dtype and a.flags.c_contiguous else -1
+
+    def _to_device(self, host):
         return self.cupy.asarray(host)
 
-    def upload(self, host, buffer=None):
-        host = np.ascontiguousarray(np.asarray(host, dtype=self.dtype).reshape(-1))
-        if host.size != self.layout.size:
-            raise ValueError(f"upload expects {self.layout.size} elements, got {host.size}")
-        buf = self.allocate() if buffer is None else buffer
-        buf.set(host)
-        return buf
+    def _to_host(self, buffer) -> np.ndarray:
+        return self.cupy.asnumpy(buffer)
 
-    def download(self, buffer):
-        return buffer.get()
+    def _host_into(self, buffer, host) -> None:
+        buffer.set(host)
+
+    def _empty(self, shape):
+        return self.cupy.empty(shape, dtype=np.float64)
+
+    def _host(self, a) -> np.ndarray:
+        return a.get()
 
     def describe(self) -> str:
         return describe()
@@ -335,27 +385,9 @@ class CudaProgram(LaunchProgram):
     def _write_range(self, f, offset, data):
         f[offset:offset + data.size].set(np.ascontiguousarray(data, dtype=self.dtype))
 
-    def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
-        arrays = [self.cupy.asarray(np.ascontiguousarray(np.broadcast_to(a, (self.lx, self.ly)), dtype=np.float64))
-                  for a in (rho, ux, uy, T)]
-        self._run("init_equilibrium", f, *self._sizes, *arrays, *self._force(ax, ay))
-        self.halo(f)
-        self.synchronize()
 
-    def fields(self, f, ax=0.0, ay=0.0):
-        outs = [self.cupy.empty((self.lx, self.ly), dtype=np.float64) for _ in range(4)]
-        self._run("fields", f, *self._sizes, *outs, *self._force(ax, ay))
-        return fields_dict(d.get() for d in outs)
-
-    def diagnostics(self, f, ax=0.0, ay=0.0):
-        from lbgen.codegen.diagnostics import ND
-        out = self.cupy.empty((self.ly, ND), dtype=np.float64)
-        self._run("diagnostics", f, *self._sizes, self._solid(), out, *self._force(ax, ay))
-        return out.get()
-
-
-def compile(source, lx: int, ly: int, strict: bool = False, block_size: Optional[int] = None,
-            threads: int = 0) -> CudaProgram:
+def compile(source, *shape, strict: bool = False, block_size: Optional[int] = None, threads: int = 0,
+            options=None) -> CudaProgram:
     """Compile a CUDA KernelSource for device 0 (BackendUnavailable without CuPy and a GPU).
     ``threads`` (the interface's host thread count) does not apply to a GPU."""
-    return CudaProgram(source, lx, ly, strict=strict, block_size=block_size)
+    return CudaProgram(source, shape, strict=strict, block_size=block_size, options=options)

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
 from lbgen.system.cache import cached_pickle, digest
-from lbgen.backends.base import BackendUnavailable, CompileError, build_library
+from lbgen.backends.build import BackendUnavailable, CompileError, build_library
 
 STRICT_FLAGS = ("--fmad=false",)
 

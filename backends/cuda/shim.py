@@ -24,9 +24,8 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from lbgen.backends.base import (BackendUnavailable, CompileError, HostBuffers, aligned_zeros, build_library,  # noqa: F401
-                    compiler_version, find_compiler, load_library, optimisation,
-                    UNCONTRACTED_LEVELS, fields_dict)
+from lbgen.backends.build import (UNCONTRACTED_LEVELS, BackendUnavailable, CompileError, build_library,
+                                  compiler_version, find_compiler, load_library, optimisation)
 from lbgen.backends.cuda import LaunchProgram
 
 SHIM_HEADER = "cuda_host_shim.h"
@@ -153,47 +152,43 @@ def build_host_program(folder: Path, sources: Sequence[str], output: str = "exam
     return folder / output
 
 
-class ShimProgram(HostBuffers, LaunchProgram):
-    """The CUDA kernels of one source run on the CPU, launched like the GPU runtime would."""
+class ShimProgram(LaunchProgram):
+    """The CUDA kernels of one source run on the CPU (2D or 3D), launched like the GPU runtime
+    would (block by block, thread by thread); its buffers are host NumPy arrays."""
 
-    def __init__(self, source, lx: int, ly: int, strict: bool = False, flags=None,
-                 block_size: Optional[int] = None):
-        super().__init__(source, lx, ly, block_size)
+    def __init__(self, source, shape, strict: bool = False, flags=None, block_size: Optional[int] = None):
+        super().__init__(source, shape, block_size)
         self.library_path = build(source, flags, strict)
         self.real_c = "double" if self.spec.precision == "double" else "float"
         self.ffi, self.lib = load_library(self.library_path, cdef_source(source.text, self.real_c))
 
-    def _ptr(self, a: np.ndarray, ctype: Optional[str] = None):
-        if not (isinstance(a, np.ndarray) and a.flags.c_contiguous):
-            raise TypeError("shim buffers are contiguous numpy arrays (from allocate/upload)")
-        return self.ffi.cast(f"{ctype or self.real_c} *", a.ctypes.data)
+    def describe(self) -> str:
+        return describe()
 
     def _launch(self, kernel, blocks, threads, *args):
-        fn = getattr(self.lib, f"{self.prefix}_{kernel}__launch")
-        ctypes = {np.float64: "double", np.float32: "float", np.uint8: "uint8_t"}
-        conv = [self._ptr(a, ctypes[a.dtype.type]) if isinstance(a, np.ndarray) else self.ffi.NULL if a is None
-                else a for a in args]
-        fn(blocks, threads, *conv)
+        ctypes = {np.float64: "double", np.float32: "float", np.uint8: "void"}   # the mask: uint8_t or unsigned char
+        conv = []
+        for a in args:
+            if a is None:
+                conv.append(self.ffi.NULL)
+            elif isinstance(a, np.ndarray):
+                if not a.flags.c_contiguous:
+                    raise TypeError("shim buffers are contiguous numpy arrays (from allocate/upload)")
+                conv.append(self.ffi.cast(f"{ctypes[a.dtype.type]} *", a.ctypes.data))
+            elif isinstance(a, np.integer):
+                conv.append(int(a))
+            else:
+                conv.append(a)
+        getattr(self.lib, f"{self.prefix}_{kernel}__launch")(blocks, threads, *conv)
 
-    def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
-        arrays = [np.ascontiguousarray(np.broadcast_to(a, (self.lx, self.ly)), dtype=np.float64)
-                  for a in (rho, ux, uy, T)]
-        self._run("init_equilibrium", f, *self._sizes, *arrays, *self._force(ax, ay))
-        self.halo(f)
+    def _run(self, kernel, items, args, outputs):
+        self._launch(kernel, self._blocks(items), self.block, *(a if a is None or isinstance(a, (np.ndarray, np.integer))
+                                                               else float(a) for a in args))
 
-    def fields(self, f, ax=0.0, ay=0.0):
-        out = [np.empty((self.lx, self.ly)) for _ in range(4)]
-        self._run("fields", f, *self._sizes, *out, *self._force(ax, ay))
-        return fields_dict(out)
 
-    def diagnostics(self, f, ax=0.0, ay=0.0):
-        from lbgen.codegen.diagnostics import ND
-        out = np.empty((self.ly, ND))
-        self._run("diagnostics", f, *self._sizes, self._solid(), out, *self._force(ax, ay))
-        return out
-
-def compile(source, lx: int, ly: int, strict: bool = False, flags=None, block_size: Optional[int] = None,
+def compile(source, *shape, strict: bool = False, flags=None, block_size: Optional[int] = None,
             threads: int = 0) -> ShimProgram:
-    """The host-shim Program of a CUDA KernelSource (same interface as the GPU runtime; the
-    shim runs the launches one after another, ``threads`` does not apply)."""
-    return ShimProgram(source, lx, ly, strict=strict, flags=flags, block_size=block_size)
+    """The host-shim Program of a CUDA KernelSource for a lattice (lx, ly) or (lx, ly, lz) (same
+    interface as the GPU runtime; the shim runs the launches one after another, ``threads`` does
+    not apply)."""
+    return ShimProgram(source, shape, strict=strict, flags=flags, block_size=block_size)

@@ -18,275 +18,46 @@ spec's ``block_size``, else 64 (a multiple of every VL up to 64), capped by the 
 """
 from __future__ import annotations
 
-import contextlib
-import os
-import threading
 import time
-import warnings
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
 import numpy as np
 
-from lbgen.system.cache import atomic_write_bytes, cache_dir, digest
-from lbgen.backends.base import BackendUnavailable, CompileError, Program, fields_dict, record_build
+from lbgen.backends.base import fields_dict
+from lbgen.backends.build import BackendUnavailable
+from lbgen.backends.gpu import GPUProgram
+from lbgen.backends.opencl.platform import (available, build, build_options, context_of, describe,  # noqa: F401
+                                            devices, pyopencl, select_device)
+from lbgen.codegen.kernel_api import GPU_BOUNCE_KERNELS, GPU_ENTRY_POINTS_3D
 
 DEFAULT_BLOCK_SIZE = 64
-STRICT_OPTIONS = ("-DLBGEN_STRICT",)
-#: options this backend refuses: they change results (contraction, relaxed math)
-FORBIDDEN_OPTIONS = ("-cl-mad-enable", "-cl-fast-relaxed-math", "-cl-unsafe-math-optimizations")
-
-_lock = threading.Lock()
-_contexts: Dict[int, tuple] = {}          # device int_ptr -> (context, queue)
-_programs: Dict[tuple, object] = {}       # (device int_ptr, source digest, options) -> cl.Program
 
 
-def _installed_icds() -> list:
-    """(file name, library path) of the OpenCL runtimes installed as Python packages.
+class OpenCLProgram(GPUProgram):
+    """The kernels of an OpenCL source for a lattice ``shape`` (2D or 3D) on one device; lattice
+    buffers (``allocate``) are ``cl.Buffer``s on the device; fields, plain arrays and lid
+    velocities are ``real``."""
 
-    pyopencl's wheel bundles pocl (its loader finds that by itself); the Intel CPU runtime
-    (``pip install intel-opencl-rt intel-cmplr-lib-rt``) puts ``libintelocl.so`` into
-    ``<prefix>/lib`` with an .icd file whose path is a build-time placeholder, so the ICD
-    loader never finds it on its own.
-    """
-    import glob
-    import sys
-    found = []
-    intel = os.path.join(sys.prefix, "lib", "libintelocl.so")
-    if os.path.exists(intel):
-        found.append(("00-intel-cpu.icd", intel))
-    for icd in sorted(glob.glob("/etc/OpenCL/vendors/*.icd")):
-        found.append((f"90-{os.path.basename(icd)}", open(icd).read().strip()))
-    return found
-
-
-def _setup_icd_vendors() -> None:
-    """Make pip-installed OpenCL runtimes visible to the ICD loader (before it starts).
-
-    Only when ``OCL_ICD_VENDORS`` is unset and the Intel CPU runtime is installed in this
-    environment: then a vendors folder under the lbgen cache lists it next to the system
-    ICDs (pyopencl's bundled pocl is found by its loader regardless).  (pocl 3.0 cannot
-    build for CPUs its LLVM 14 does not know, e.g. AMD Zen 5: "unknown target CPU".)
-    """
-    if os.environ.get("OCL_ICD_VENDORS"):
-        return
-    icds = _installed_icds()
-    if not any(name.startswith("00-intel") for name, _ in icds):
-        return
-    folder = cache_dir("opencl") / "vendors"
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, lib in icds:
-        path = folder / name
-        if not path.exists() or path.read_text().strip() != lib:
-            atomic_write_bytes(path, (lib + "\n").encode())
-    os.environ["OCL_ICD_VENDORS"] = str(folder)
-
-
-def _cl():
-    if "pyopencl" not in __import__("sys").modules:
-        _setup_icd_vendors()
-    try:
-        import pyopencl as cl
-    except ImportError as e:
-        raise BackendUnavailable(
-            f"OpenCL backend: pyopencl is not importable ({e}); install it with "
-            f"`pip install 'lbgen[opencl]'` (for OpenCL on an x86 CPU add intel-opencl-rt "
-            f"intel-cmplr-lib-rt, or use pyopencl's bundled pocl where its LLVM knows the CPU)") from None
-    return cl
-
-
-def _platforms():
-    cl = _cl()
-    try:
-        platforms = cl.get_platforms()
-    except cl.Error as e:
-        platforms = []
-        reason = str(e)
-    else:
-        reason = "no OpenCL platform (ICD) found"
-    if not platforms:
-        raise BackendUnavailable(
-            f"OpenCL backend: {reason}; install a driver or `pip install pocl-binary-distribution`")
-    return platforms
-
-
-def devices() -> list:
-    """[(platform index, device index, platform, device)] for every device of every platform."""
-    out = []
-    for pi, platform in enumerate(_platforms()):
-        try:
-            devs = platform.get_devices()
-        except Exception:          # a platform without devices raises DEVICE_NOT_FOUND
-            devs = []
-        for di, dev in enumerate(devs):
-            out.append((pi, di, platform, dev))
-    if not out:
-        raise BackendUnavailable("OpenCL backend: OpenCL platforms found, but none has a device")
-    return out
-
-
-@contextlib.contextmanager
-def _quiet_build():
-    """pyopencl warns on any non-empty build log (and on log access before a build); the
-    log of a failed build goes into CompileError instead.  PYOPENCL_COMPILER_OUTPUT=1
-    still shows everything."""
-    with warnings.catch_warnings():
-        if not os.environ.get("PYOPENCL_COMPILER_OUTPUT"):
-            warnings.simplefilter("ignore", _cl().CompilerWarning)
-            warnings.filterwarnings("ignore", message="Pre-build attribute access")
-        yield
-
-
-def _describe(entry) -> str:
-    pi, di, platform, dev = entry
-    return f"{pi}:{di} {dev.name.strip()} ({platform.name.strip()}, {dev.version.strip()})"
-
-
-def select_device(device: Optional[str] = None):
-    """The cl.Device chosen by ``device``, else ``$PYOPENCL_CTX``, else the first one.
-
-    Raises BackendUnavailable (listing the devices there are) when nothing matches.
-    """
-    found = devices()
-    origin = "device"
-    choice = device
-    if choice is None or str(choice).strip() == "":
-        choice = os.environ.get("PYOPENCL_CTX") or None
-        origin = "PYOPENCL_CTX"
-    if choice is None:
-        return _first_working_device(found)
-    text = str(choice).strip()
-    listing = "; ".join(_describe(e) for e in found)
-    parts = text.split(":")
-    if all(p.strip().isdigit() for p in parts if p.strip() != "") and 1 <= len(parts) <= 2 and parts[0].strip():
-        pi = int(parts[0])
-        di = int(parts[1]) if len(parts) == 2 and parts[1].strip() else 0
-        for e in found:
-            if e[0] == pi and e[1] == di:
-                return e[3]
-        raise BackendUnavailable(f"OpenCL backend: no device {pi}:{di} ({origin}={text!r}); devices here: {listing}")
-    matches = [e for e in found if text.lower() in e[3].name.lower()]
-    if not matches:
-        raise BackendUnavailable(f"OpenCL backend: no device whose name contains {text!r} ({origin}={text!r}); "
-                                 f"devices here: {listing}")
-    return matches[0][3]
-
-
-_working: Dict[int, Optional[str]] = {}   # device int_ptr -> None (builds) or why not
-
-
-def _probe(dev) -> Optional[str]:
-    """None when the device builds a trivial kernel, else the build error (cached)."""
-    cl = _cl()
-    key = dev.int_ptr
-    if key not in _working:
-        try:
-            ctx, _ = _context(dev)
-            with _quiet_build():
-                cl.Program(ctx, "__kernel void lbgen_probe(__global float *a) { a[0] = 1.0f; }").build(devices=[dev])
-            _working[key] = None
-        except cl.Error as e:
-            _working[key] = " ".join(str(e).split())[:300]
-    return _working[key]
-
-
-def _first_working_device(found):
-    """The first device that can build kernels (a device whose compiler fails is passed over)."""
-    failures = []
-    for entry in found:
-        why = _probe(entry[3])
-        if why is None:
-            return entry[3]
-        failures.append(f"{_describe(entry)}: {why}")
-    raise BackendUnavailable("OpenCL backend: no device can build kernels here: " + "; ".join(failures))
-
-
-def available() -> Tuple[bool, str]:
-    found = devices()
-    return True, "OpenCL via pyopencl: " + "; ".join(_describe(e) for e in found)
-
-
-def _context(dev):
-    cl = _cl()
-    key = dev.int_ptr
-    with _lock:
-        if key not in _contexts:
-            ctx = cl.Context([dev])
-            _contexts[key] = (ctx, cl.CommandQueue(ctx, dev))
-        return _contexts[key]
-
-
-def build_options(strict: bool = False, single: bool = False, dev=None) -> tuple:
-    opts = list(STRICT_OPTIONS) if strict else []
-    if strict and single and dev is not None:
-        cl = _cl()
-        if dev.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
-            opts.append("-cl-fp32-correctly-rounded-divide-sqrt")
-    return tuple(opts)
-
-
-def build(source, dev, options: tuple):
-    """The built cl.Program for a source on a device (cached in this process)."""
-    cl = _cl()
-    if source.spec.backend != "opencl":
-        raise ValueError(f"the OpenCL backend compiles OpenCL sources, not {source.spec.backend!r}")
-    bad = [o for o in options if o in FORBIDDEN_OPTIONS]
-    if bad:
-        raise ValueError(f"OpenCL backend: build options {bad} change results and are not allowed")
-    ctx, _ = _context(dev)
-    key = (dev.int_ptr, source.digest, options)
-    with _lock:
-        if key in _programs:
-            return _programs[key]
-    directory = cache_dir("opencl") / digest(source.digest, options, dev.name, dev.driver_version)
-    cl_file = directory / source.main_file
-    if not cl_file.exists():
-        for name, text in source.files.items():
-            atomic_write_bytes(directory / name, text.encode())
-    program = cl.Program(ctx, source.text)
-    started = time.perf_counter()
-    try:
-        with _quiet_build():
-            program.build(options=list(options), devices=[dev])
-        record_build("opencl", directory.name, source.main_file, f"OpenCL ({dev.name.strip()})",
-                     time.perf_counter() - started)
-    except cl.Error as e:
-        try:
-            with _quiet_build():
-                log = program.get_build_info(dev, cl.program_build_info.LOG)
-        except Exception:
-            log = ""
-        log = log or str(e)
-        atomic_write_bytes(directory / "build.log", log.encode())
-        raise CompileError(f"OpenCL failed to build the generated file {cl_file} for {dev.name.strip()}\n"
-                           f"(options: {' '.join(options) or '(none)'}; log also in {directory / 'build.log'})\n"
-                           f"{log}") from None
-    with _lock:
-        _programs[key] = program
-    return program
-
-
-class OpenCLProgram(Program):
-    def __init__(self, source, lx: int, ly: int, strict: bool = False, device=None,
-                 block_size: Optional[int] = None):
-        super().__init__(source, lx, ly)
-        if self.spec.compile_time_sizes and (lx, ly) != (self.spec.lx, self.spec.ly):
-            raise ValueError(f"these kernels were generated for LX x LY = {self.spec.lx} x {self.spec.ly}, "
-                             f"not {lx} x {ly}")
-        cl = self.cl = _cl()
+    def __init__(self, source, shape, strict: bool = False, device=None, block_size: Optional[int] = None):
+        super().__init__(source, shape)
+        cl = self.cl = pyopencl()
         self.device = select_device(device)
         single = self.spec.precision == "single"
         if not single and not self.device.double_fp_config:
             raise BackendUnavailable(
                 f"OpenCL backend: device {self.device.name.strip()!r} has no double precision "
                 f"(cl_khr_fp64, double_fp_config = 0); use precision='single' or another device")
-        self.context, self.queue = _context(self.device)
+        self.field_dtype = self.lid_dtype = self.dtype
+        self.context, self.queue = context_of(self.device)
         self.strict = strict
         self.options = build_options(strict, single, self.device)
         self.program = build(source, self.device, self.options)
-        prefix = self.spec.prefix
-        names = (("halo", "propagate", "collide", "fused", "diagnostics", "init_equilibrium", "fields")
-                 + (("bc", "fused_walls") if self.spec.walls else ("bounce", "bounded_fused", "bounded_collide")))
-        self.kernels = {n: cl.Kernel(self.program, f"{prefix}_{n}") for n in names}
+        if self.D == 3:
+            names = GPU_ENTRY_POINTS_3D
+        else:
+            names = (("halo", "propagate", "collide", "fused", "diagnostics", "init_equilibrium", "fields")
+                     + (("bc", "fused_walls") if self.spec.walls else GPU_BOUNCE_KERNELS))
+        self.kernels = {n: cl.Kernel(self.program, f"{self.prefix}_{n}") for n in names}
         bs = block_size or self.spec.block_size or DEFAULT_BLOCK_SIZE
         limit = min(self.device.max_work_group_size,
                     min(k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device)
@@ -297,15 +68,17 @@ class OpenCLProgram(Program):
                                  f"of {self.device.name.strip()} for these kernels")
             bs = limit
         self.block_size = int(bs)
-        self._sizes = () if self.spec.compile_time_sizes else (np.int32(lx), np.int32(ly))
         L = self.layout
-        sites = lx * ly
-        self._site_range = self._ranges(sites)
+        self.nbytes = L.size * np.dtype(self.dtype).itemsize
+        if self.D == 3:
+            return
+        lx, ly = self.shape
+        self._sizes = () if self.spec.compile_time_sizes else (np.int32(lx), np.int32(ly))
+        self._site_range = self._ranges(lx * ly)
         self._column_range = self._ranges(lx)
         # one work-item per halo element: the halo cluster rows, then the whole halo columns
         self._halo_range = self._ranges(lx * 2 * L.halo * L.VL + 2 * L.halo * L.NRP * L.VL)
         self._row_range = self._ranges(ly)
-        self.nbytes = L.size * np.dtype(self.dtype).itemsize
 
     def _ranges(self, n: int):
         bs = self.block_size
@@ -343,19 +116,27 @@ class OpenCLProgram(Program):
                    method="clEnqueueCopyBuffer of one buffer; read + write bytes")
         return out
 
-    # --- buffers ----------------------------------------------------------------------------
+    # --- device buffers ---------------------------------------------------------------------
     def allocate(self):
-        mf = self.cl.mem_flags
-        return self.cl.Buffer(self.context, mf.READ_WRITE | mf.COPY_HOST_PTR,
-                              hostbuf=np.zeros(self.layout.size, dtype=self.dtype))
+        return self._to_device(np.zeros(self.layout.size, dtype=self.dtype))
 
-    def upload(self, host, buffer=None):
-        host = np.ascontiguousarray(np.asarray(host, dtype=self.dtype).reshape(-1))
-        if host.size != self.layout.size:
-            raise ValueError(f"upload expects {self.layout.size} elements, got {host.size}")
-        buf = self.allocate() if buffer is None else buffer
-        self.cl.enqueue_copy(self.queue, buf, host, is_blocking=True)
-        return buf
+    def _is_device(self, a) -> bool:
+        return isinstance(a, self.cl.Buffer)
+
+    def _device_elements(self, a) -> int:
+        return a.size // np.dtype(self.dtype).itemsize
+
+    def _to_device(self, host):
+        mf = self.cl.mem_flags
+        return self.cl.Buffer(self.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(host))
+
+    def _to_host(self, buffer) -> np.ndarray:
+        host = np.empty(buffer.size // np.dtype(self.dtype).itemsize, dtype=self.dtype)
+        self.cl.enqueue_copy(self.queue, host, buffer, is_blocking=True)
+        return host
+
+    def _host_into(self, buffer, host) -> None:
+        self.cl.enqueue_copy(self.queue, buffer, np.ascontiguousarray(host), is_blocking=True)
 
     def _read_range(self, f, offset, out):
         self.cl.enqueue_copy(self.queue, out, f, src_offset=offset * out.itemsize, is_blocking=True)
@@ -363,19 +144,25 @@ class OpenCLProgram(Program):
     def _write_range(self, f, offset, data):
         self.cl.enqueue_copy(self.queue, f, data, dst_offset=offset * data.itemsize, is_blocking=True)
 
-    def download(self, buffer):
-        host = np.empty(self.layout.size, dtype=self.dtype)
-        self.cl.enqueue_copy(self.queue, host, buffer, is_blocking=True)
-        return host
+    def synchronize(self) -> None:
+        self.queue.finish()
 
-    # --- kernels ----------------------------------------------------------------------------
-    def _params(self, params):
-        return [self.dtype(v) for v in self._param_values(params)]
+    def _run(self, kernel, items, args, outputs):
+        """A 3D kernel's launch (host arrays copied in, and back for the outputs)."""
+        dev = [self._to_device(a) if isinstance(a, np.ndarray) else a for a in args]
+        self.kernels[kernel](self.queue, *self._ranges(items), *dev)
+        for i in outputs:
+            if isinstance(args[i], np.ndarray):
+                self.cl.enqueue_copy(self.queue, args[i], dev[i], is_blocking=True)
 
+    # --- the 2D kernels (scalar arguments; 3D: GPUProgram) -------------------------------------
     def _launch(self, name, ranges, *args):
+        self.calls[name] += 1
         return self.kernels[name](self.queue, ranges[0], ranges[1], *args)
 
     def halo(self, f):
+        if self.D == 3:
+            return super().halo(f)
         self._launch("halo", self._halo_range, f, *self._sizes)
 
     def _sweep(self, region, columns_only=False):
@@ -391,32 +178,23 @@ class OpenCLProgram(Program):
     def propagate(self, prv, nxt, region=None):
         """The propagate kernel, then (with boundaries, set_boundaries) the bounce kernel: the C
         API's propagate, which applies them itself."""
+        if self.D == 3:
+            return super().propagate(prv, nxt, region)
         sweep = self._sweep(region)
         if sweep:
             self._launch("propagate", sweep[0], prv, nxt, *self._sizes, *sweep[1])
             if self.bounds is not None:
                 self._launch("bounce", sweep[0], prv, nxt, *self._sizes, *sweep[1], *self._bounds_args)
 
-    def _bounds_changed(self) -> None:
-        """The bounded kernels' last arguments: walls, lids, the lid velocities and the mask on the device."""
-        if self.bounds is None:
-            self._bounds_args = None
-            return
-        walls, lids, lid, solid = self.bounds
-        mf = self.cl.mem_flags
-        lid_buf = self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                                 hostbuf=np.ascontiguousarray(lid.reshape(-1), dtype=self.dtype))
-        solid_buf = None if solid is None else self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                                                                hostbuf=solid.reshape(-1))
-        self._bounds_args = [np.int32(walls), np.int32(lids), lid_buf, solid_buf]
-
     def _sides(self, sides):
         """The kernels' int arguments wall_bottom, wall_top."""
         return [np.int32(v) for v in self._check_sides(sides)]
 
     def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
+        if self.D == 3:
+            return super().collide(src, dst, region, **params)
         walls = self._sides(sides) if self.spec.walls else []
-        values = self._params(params) + self._tau_wall(tau_wall, self.dtype)
+        values = self._param_values(params, self.dtype) + self._tau_wall(tau_wall, self.dtype)
         sweep = self._sweep(region)
         if sweep:
             self._launch("collide", sweep[0], src, dst, *self._sizes, *sweep[1], *values, *walls)
@@ -425,8 +203,10 @@ class OpenCLProgram(Program):
 
     def fused(self, prv, nxt, region=None, sides=(True, True), tau_wall=1.0, **params):
         """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall (no bc)."""
+        if self.D == 3:
+            return super().fused(prv, nxt, region, **params)
         walls = self._sides(sides) if self.spec.walls else []
-        values = self._params(params) + self._tau_wall(tau_wall, self.dtype)
+        values = self._param_values(params, self.dtype) + self._tau_wall(tau_wall, self.dtype)
         sweep = self._sweep(region)
         if sweep:
             self._launch("fused", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values, *walls)
@@ -445,34 +225,38 @@ class OpenCLProgram(Program):
                          np.int32(bool(adiabatic[0])), np.int32(bool(adiabatic[1])), self.dtype(ax), self.dtype(ay),
                          *walls)
 
-    def init_equilibrium(self, f, rho, ux, uy, T, ax=0.0, ay=0.0):
+    def init_equilibrium(self, f, rho, *velocity_and_T, force=None):
         """The generated init_equilibrium kernel (physical fields in, arrays of `real`), then the halo."""
-        mf = self.cl.mem_flags
-        bufs = [self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                               hostbuf=np.ascontiguousarray(np.broadcast_to(a, (self.lx, self.ly)), dtype=self.dtype))
-                for a in (rho, ux, uy, T)]
-        self._launch("init_equilibrium", self._site_range, f, *self._sizes, *bufs, self.dtype(ax), self.dtype(ay))
+        if self.D == 3:
+            return super().init_equilibrium(f, rho, *velocity_and_T, force=force)
+        bufs = [self._to_device(self._fields_in(a)) for a in (rho, *velocity_and_T)]
+        self._launch("init_equilibrium", self._site_range, f, *self._sizes, *bufs,
+                     *(self.dtype(a) for a in self._force(force)))
         self.halo(f)
         self.queue.finish()
 
-    def fields(self, f, ax=0.0, ay=0.0):
-        """The generated fields kernel: the physical fields, (LX, LY) float64 arrays."""
-        hosts = [np.empty((self.lx, self.ly), dtype=self.dtype) for _ in range(4)]
+    def fields(self, f, force=None):
+        """The generated fields kernel: the physical fields, float64 arrays of the lattice's shape."""
+        if self.D == 3:
+            return super().fields(f, force)
+        hosts = [np.empty(self.shape, dtype=self.dtype) for _ in range(4)]
         bufs = [self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, h.nbytes) for h in hosts]
-        self._launch("fields", self._site_range, f, *self._sizes, *bufs, self.dtype(ax), self.dtype(ay))
+        self._launch("fields", self._site_range, f, *self._sizes, *bufs, *(self.dtype(a) for a in self._force(force)))
         for h, b in zip(hosts, bufs):
             self.cl.enqueue_copy(self.queue, h, b, is_blocking=True)
-        return fields_dict(h.astype(np.float64) for h in hosts)
+        return fields_dict(hosts)
 
-    def diagnostics(self, f, ax=0.0, ay=0.0):
-        """Per-row reductions of the physical fields (LY work-items); accumulated in float for
-        single precision."""
+    def diagnostics(self, f, force=None, skip=None):
+        """Per-line reductions of the physical fields; in 2D one work-item per row, accumulated in
+        float for single precision."""
+        if self.D == 3:
+            return super().diagnostics(f, force, skip)
         from lbgen.codegen.diagnostics import ND
         acc = np.float32 if self.spec.precision == "single" else np.float64
         host = np.empty((self.ly, ND), dtype=acc)
         out = self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, host.nbytes)
-        solid = None if self.bounds is None else self._bounds_args[3]     # the mask's solid cells skipped
-        self._launch("diagnostics", self._row_range, f, *self._sizes, solid, out, self.dtype(ax), self.dtype(ay))
+        self._launch("diagnostics", self._row_range, f, *self._sizes, self._skip_device(skip), out,
+                     *(self.dtype(a) for a in self._force(force)))
         self.cl.enqueue_copy(self.queue, host, out, is_blocking=True)
         return host.astype(np.float64)
 
@@ -480,28 +264,20 @@ class OpenCLProgram(Program):
                     region=None, tau_wall=1.0, **params):
         """propagate + bc + collide in one launch (one work-item per site of the region)."""
         self._require_walls()
-        walls, values = self._sides(sides), self._params(params) + self._tau_wall(tau_wall, self.dtype)
+        walls, values = self._sides(sides), self._param_values(params, self.dtype) + self._tau_wall(tau_wall, self.dtype)
         sweep = self._sweep(region)
         if sweep:
             self._launch("fused_walls", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values,
                          self.dtype(T_bottom), self.dtype(T_top), np.int32(bool(adiabatic[0])),
                          np.int32(bool(adiabatic[1])), *walls)
 
-    def synchronize(self) -> None:
-        self.queue.finish()
 
-
-def describe(device=None) -> str:
-    """The OpenCL device a run would use."""
-    return select_device(device).name.strip()
-
-
-def compile(source, lx: int, ly: int, threads: int = 0, strict: bool = False, device=None,
+def compile(source, *shape, threads: int = 0, strict: bool = False, device=None,
             block_size: Optional[int] = None) -> OpenCLProgram:
-    """Build (or reuse) the kernels of an OpenCL KernelSource for an LX x LY lattice.
+    """Build (or reuse) the kernels of an OpenCL KernelSource for a lattice (lx, ly) or (lx, ly, lz).
 
     ``threads`` is the runtime interface's host thread count: an OpenCL device sizes its own
     pool (set POCL_MAX_PTHREAD_COUNT before the first OpenCL call to limit pocl's); any other
     keyword is refused (TypeError naming it).
     """
-    return OpenCLProgram(source, lx, ly, strict=strict, device=device, block_size=block_size)
+    return OpenCLProgram(source, shape, strict=strict, device=device, block_size=block_size)

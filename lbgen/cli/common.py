@@ -21,7 +21,7 @@ def friendly(fn):
         try:
             return fn(*args, **kwargs)
         except Exception as e:
-            from lbgen.backends.base import BackendUnavailable, CompileError
+            from lbgen.backends.build import BackendUnavailable, CompileError
             from lbgen.codegen.spec import SpecError
             from lbgen.run.stopping import RunInterrupted
             from lbgen.simulation.parameters import SimulationError

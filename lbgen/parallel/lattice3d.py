@@ -256,7 +256,7 @@ class DistributedSimulation3D:
         diagnostics kernel over its owned fluid sites (the ghosts skipped as solid voxels), its
         owned lines sent to rank 0, which combines the parts of a line along X (sums, max, min;
         in order of X: with X unsplit every line is one rank's, the bits of one process)."""
-        rows = self.program.diagnostics(self.sim.f, self._skip, force=self.sim.force)
+        rows = self.program.diagnostics(self.sim.f, force=self.sim.force, skip=self._skip)
         ext = self.extended
         g, n = self.ghost_low, self.size
         lines = rows.reshape(ext[1], ext[2], -1)[g[1]:g[1] + n[1], g[2]:g[2] + n[2]]

@@ -393,7 +393,7 @@ class DistributedSimulation(DistributedState, Simulation):
         """(4, wx, wy): rho, ux, uy, T of the owned block by each region's fields kernel."""
         self.synchronize()
         ax, ay = self.force
-        return self._owned(lambda r: np.stack(list(r.program.fields(r.f, ax=ax, ay=ay).values())))
+        return self._owned(lambda r: np.stack(list(r.program.fields(r.f, force=(ax, ay)).values())))
 
     # --- collective state ----------------------------------------------------------------------
     def fields(self) -> Optional[Dict[str, np.ndarray]]:
@@ -427,7 +427,7 @@ class DistributedSimulation(DistributedState, Simulation):
         ax, ay = self.force
         for r in self.regions:
             block = self._region_input(local, r)
-            r.program.init_equilibrium(r.f, *block, ax=ax, ay=ay)
+            r.program.init_equilibrium(r.f, *block, force=(ax, ay))
         if self._mask is not None:      # solid cells hold no populations
             self._upload_state(self._solid_zeroed(self._local_state(), self.x0, self.y0))
         self._fields_set = True
@@ -436,7 +436,7 @@ class DistributedSimulation(DistributedState, Simulation):
         a = root_call(self.comm, lambda: self._solid_zeroed(self._checked_populations(f)))
         local = self._scatter(a, self.vs.Q, np.float64)
         for r in self.regions:
-            r.f = r.program.upload_fields(self._region_input(local, r), r.f)
+            r.f = r.program.pack(self._region_input(local, r), r.f)
         self._fields_set = True
 
     def check_finite(self) -> None:

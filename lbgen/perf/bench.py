@@ -176,9 +176,9 @@ def parse_layouts(text: str) -> List[Tuple[str, Optional[int]]]:
 
 def _program(case: Case, lx: int, ly: int, threads: int, walls: bool = False, wall_scheme: str = "lbgen",
              lz: Optional[int] = None):
-    """(source, program) of a case: 2D, or with ``lz`` a 3D program (``Program3D`` refuses a lattice
+    """(source, program) of a case: 2D, or with ``lz`` a 3D program (``Program`` refuses a lattice
     its layout cannot take, ValueError, before building anything)."""
-    from lbgen.backends import compile3d, runtime, spec_backend
+    from lbgen.backends import compile as compile_program, runtime, spec_backend
     from lbgen.codegen.spec import KernelSpec
     from lbgen.codegen.render import generate
     spec = KernelSpec(backend=spec_backend(case.backend), layout=case.layout, vl=case.vl, precision=case.precision,
@@ -188,7 +188,7 @@ def _program(case: Case, lx: int, ly: int, threads: int, walls: bool = False, wa
         source = generate(spec.validate(lx, ly))
         return source, runtime(case.backend).compile(source, lx, ly, threads=threads)
     source = generate(spec.validate())
-    return source, compile3d(case.backend, source, (lx, ly, lz), threads=threads)   # sizes checked before the build
+    return source, compile_program(case.backend, source, (lx, ly, lz), threads=threads)   # sizes checked before the build
 
 
 def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: int = 0, repeat: int = 5,
@@ -233,21 +233,19 @@ def bench_case(case: Case, kernels: Sequence[str], lx: int, ly: int, threads: in
 
 
 def _kernel_calls(program, f, g, params: dict, names: Sequence[str], three: bool = False) -> Dict[str, object]:
-    """name -> a call of that kernel on the quiet buffers f, g (``three``: a 3D program, whose
-    propagate, collide, fused and fused_tb take a boundaries record: None, a periodic box; it
+    """name -> a call of that kernel on the quiet buffers f, g (``three``: a 3D program, which
     has no bc kernel)."""
-    bc = (None,) if three else ()
     calls = {
-        "propagate": lambda: program.propagate(f, g, *bc),
-        "collide": lambda: program.collide(f, g, *bc, **params),
-        "fused": lambda: program.fused(f, g, *bc, **params),
+        "propagate": lambda: program.propagate(f, g),
+        "collide": lambda: program.collide(f, g, **params),
+        "fused": lambda: program.fused(f, g, **params),
     }
     if not three:
         calls["bc"] = lambda: program.bc(f, g, 1.0, 1.0, (False, False), params["ax"], params["ay"])
     for name in names:
         depth = time_block_depth(name)
         if depth:
-            calls[name] = lambda depth=depth: program.fused_tb(f, g, depth, *bc, **params)
+            calls[name] = lambda depth=depth: program.fused_tb(f, g, depth, **params)
     return calls
 
 

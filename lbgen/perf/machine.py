@@ -16,7 +16,7 @@ from typing import Dict, Iterable, Optional
 
 import numpy as np
 
-from lbgen.backends.base import cpu_model
+from lbgen.backends.build import cpu_model
 from lbgen.system.timing import stats
 
 MACHINE_C_DECLS = """
@@ -34,7 +34,7 @@ def _machine_lib():
     """(ffi, lib) of the micro-benchmarks, compiled once and cached under cache_dir('bench')."""
     from cffi import FFI
 
-    from lbgen.backends.base import build_library
+    from lbgen.backends.build import build_library
     from lbgen.backends.c import compiler, compiler_version
     source = resources.files("lbgen.backends.c").joinpath("machine.c").read_text()
     cc = compiler()
@@ -81,7 +81,7 @@ def measure_bandwidth(nbytes: int = 512 << 20, threads: int = 0, repeat: int = 5
     ``nbytes`` is the size of each of the two buffers (rounded to whole 64-byte blocks per
     stream); keep it well above the last-level cache.
     """
-    from lbgen.backends.c import aligned_zeros
+    from lbgen.backends.build import aligned_zeros
     if streams is None:      # the kernels' shape: Q read and Q write streams of the default set
         from lbgen.model.catalog import DEFAULT_VELOCITY_SET
         from lbgen.model.velocity_set import velocity_set

@@ -47,7 +47,7 @@ def _device(backend: str) -> str:
 
 
 def machine_key(backend: str) -> Dict[str, str]:
-    from lbgen.backends.base import cpu_model
+    from lbgen.backends.build import cpu_model
     return {"hostname": socket.gethostname(), "cpu": cpu_model(), "backend": backend, "device": _device(backend)}
 
 
@@ -155,7 +155,7 @@ def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
 def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str, collision: str,
                 walls: bool, threads: int, steps: int, samples: int, time_block: int = 1,
                 lz: Optional[int] = None, velocity_set: Optional[str] = None) -> Dict:
-    from lbgen.backends import compile3d, runtime, spec_backend
+    from lbgen.backends import compile as compile_program, runtime, spec_backend
     from lbgen.codegen.spec import KernelSpec
     from lbgen.codegen.render import generate
     from lbgen.perf.timing import default_kernel_parameters, quiet_buffers
@@ -163,16 +163,17 @@ def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, 
     if lz is not None:                      # 3D: the periodic step of the set (halo + fused, or fused_tb)
         spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, precision=precision,
                           collision=collision, velocity_set=_set3d(velocity_set))
-        program = compile3d(backend, generate(spec), (lx, ly, lz), threads=threads)
+        program = compile_program(backend, generate(spec), (lx, ly, lz), threads=threads)
         params = default_kernel_parameters(collision, dimension=3)
         buffers = list(quiet_buffers(program, lx, ly, lz))
 
         def step():
             if time_block > 1:
                 program.halo(buffers[0])
-                program.fused_tb(buffers[0], buffers[1], time_block, None, **params)
+                program.fused_tb(buffers[0], buffers[1], time_block, **params)
                 buffers.reverse()
             else:
+                program.step_halo(buffers[0])
                 buffers[:] = program.step(buffers[0], buffers[1], params)
     else:
         spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, precision=precision,

@@ -38,7 +38,9 @@ from lbgen.codegen.layouts import CLUSTERED
 from lbgen.model.catalog import CHANNEL_WALLS, DEFAULT_VELOCITY_SET, set_entry
 from lbgen.model.operators import OPERATOR_RECORDS
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME
-from lbgen.backends import RUNTIMES, compile3d, runtime, spec_backend
+from lbgen.backends import RUNTIMES, runtime, spec_backend
+from lbgen.backends import compile as compile_program
+from lbgen.simulation.boundaries import face_bits
 from lbgen.simulation.runner import Walls
 
 #: every runtime ("cuda-shim" runs the CUDA source on the CPU with g++ and a host shim)
@@ -133,13 +135,17 @@ def run_program(prog, f0: np.ndarray, steps: int, path: str, collision: str, wal
     wall = wall_settings(velocity_set(prog.spec.velocity_set))
     params = dict(PARAMS[collision], ax=FORCE[0], ay=FORCE[1])
     wall_spec = Walls(wall["T_bottom"], wall["T_top"], *wall["adiabatic"]) if walls else None
-    a = prog.upload_fields(f0)
-    b = prog.allocate()
+    return stepped(prog, f0, steps, path, params, wall_spec)
+
+
+def stepped(prog, f0: np.ndarray, steps: int, path: str, params: dict, walls=None) -> np.ndarray:
+    """The populations (Q, *shape) after ``steps`` steps of a program from f0 (any D)."""
+    a, b = prog.pack(f0), prog.allocate()
     for _ in range(steps):
-        prog.halo(a)
-        a, b = prog.step(a, b, params, wall_spec, fused=path == "fused")
+        prog.step_halo(a)
+        a, b = prog.step(a, b, params, walls, fused=path == "fused")
     prog.synchronize()
-    return prog.download_fields(a)
+    return prog.unpack(a)
 
 
 # --- 3D: lbgen.reference.bulk3d -----------------------------------------------------------------
@@ -170,14 +176,6 @@ def oracle_parameters3d(collision: str) -> dict:
     """The 3D oracle's operator parameters for the kernels' defaults (regularized: tau = 1/2 + C1/rho)."""
     p = PARAMS[collision]
     return {"tau": p["tau"]} if collision == "bgk" else {"C1": p["C1"]}
-
-
-def run_program3d(prog, f0: np.ndarray, steps: int, path: str, collision: str, bc, r: float) -> np.ndarray:
-    params = dict(PARAMS[collision], **dict(zip(("ax", "ay", "az"), (r * a for a in FORCE3D))))
-    f, g = prog.pack(f0), prog.allocate()
-    for _ in range(steps):
-        f, g = prog.step(f, g, params, bc, fused=path == "fused")
-    return prog.unpack(f)
 
 
 # --- what the dimension decides ------------------------------------------------------------------
@@ -232,9 +230,12 @@ def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict
     lids = {face: r * np.asarray(u) for face, u in LID3D.items()}
 
     def run(backend, spec, path):
-        prog = compile3d(backend, generate(spec), shape, strict=strict)
-        bc = prog.boundaries(WALL_AXES3D, lids, solid.astype(np.uint8)) if walls else None
-        return run_program3d(prog, f0, steps, path, spec.collision, bc, r)
+        prog = compile_program(backend, generate(spec), shape, strict=strict)
+        if walls:
+            bits, lid_bits, lid = face_bits(WALL_AXES3D, lids, 3)
+            prog.set_boundaries(bits, lid_bits, lid, solid)
+        return stepped(prog, f0, steps, path, dict(PARAMS[spec.collision], **dict(zip(("ax", "ay", "az"),
+                                                                                    r * np.asarray(FORCE3D)))))
     return _Case(
         spec_options={}, size_problem=lambda spec: check_sizes3d(spec, vs, *shape),
         references=lambda cols: {c: ReferenceRun(oracle3d.run(f0.copy(), steps, c, lat, where, force=FORCE3D,

@@ -24,14 +24,14 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from lbgen.backends import compile3d
+from lbgen.backends import compile as compile_program
 from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
 from lbgen.model.catalog import field_names
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters
 from lbgen.simulation.interface import Lattice, checked_populations, count, lattice_size, time_block_depth
 from lbgen.simulation.parameters import Parameters, SimulationError
 from lbgen.simulation.boundaries import (check_finite_state, checked_saved_state,  # noqa: F401
-                                          lid_face, lid_faces, voxel_mask, wall_axes, wall_faces)
+                                          face_bits, lid_face, lid_faces, voxel_mask, wall_axes, wall_faces)
 
 __all__ = ["Simulation3D"]
 
@@ -118,9 +118,9 @@ class Simulation3D(Lattice):
         self.fused = bool(fused)
         self.source = generate(spec)
         self.spec = self.source.spec
-        self.program = compile3d(self.runtime, self.source, shape, strict, self.threads, device)
+        self.program = compile_program(self.runtime, self.source, shape, strict, self.threads, device=device)
         self.dtype = self.program.dtype
-        self.boundaries = self.program.boundaries(self.wall_faces, self.lid, self.mask)
+        self.program.set_boundaries(*face_bits(self.wall_faces, self.lid, 3), solid=self.mask)
         self.f, self.g = self.program.allocate(), self.program.allocate()
         self.kernel_parameters = self._params.kernel_parameters(self.vs.r)
         self.time_step = 0
@@ -267,7 +267,7 @@ class Simulation3D(Lattice):
         diagnostics kernel (columns: ``lbgen.codegen.diagnostics.ROW_QUANTITIES3D``; solid
         voxels skipped): one small read, no populations pulled."""
         self._require_state("diagnostics()")
-        return self.program.diagnostics(self.f, self.mask, force=self.force)
+        return self.program.diagnostics(self.f, force=self.force)
 
     def diagnostics(self) -> Dict[str, float]:
         """mass (sum rho), momentum_x/y/z (sum rho u_H), kinetic_energy (sum rho |u_H|^2 / 2),
@@ -306,17 +306,18 @@ class Simulation3D(Lattice):
         """n time steps: halo, then fused (or propagate and collide), with the boundaries; with
         a time block N, n // N sweeps of N steps (halo, fused_tb), then n % N single steps."""
         self._check_can_step(n)
-        prog, params, bc, depth = self.program, self.kernel_parameters, self.boundaries, self.time_block
+        prog, params, depth = self.program, self.kernel_parameters, self.time_block
         if depth > 1:
             for _ in range(n // depth):
                 prog.halo(self.f)
-                prog.fused_tb(self.f, self.g, depth, bc, **params)
+                prog.fused_tb(self.f, self.g, depth, **params)
                 self.f, self.g = self.g, self.f
                 self.time_step += depth
                 self.sweeps["blocked"] += 1
             n %= depth
         for _ in range(n):
-            self.f, self.g = prog.step(self.f, self.g, params, bc, fused=self.fused)
+            prog.step_halo(self.f)
+            self.f, self.g = prog.step(self.f, self.g, params, fused=self.fused)
             self.time_step += 1
             self.sweeps["single"] += 1
 

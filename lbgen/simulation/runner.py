@@ -335,7 +335,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         ax, ay = self.force
         for r in self.regions:
             cols = r.columns % self.lx
-            r.program.init_equilibrium(r.f, *(np.ascontiguousarray(a[cols]) for a in arrays), ax=ax, ay=ay)
+            r.program.init_equilibrium(r.f, *(np.ascontiguousarray(a[cols]) for a in arrays), force=(ax, ay))
         self._fields_set = True
         if self._mask is not None:      # solid cells hold no populations
             self.restore(self.state(), self.time_step)
@@ -399,7 +399,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         if self._mask is not None:
             f = np.where(self._mask[None] == 1, 0.0, f)
         for r in self.regions:
-            r.f = r.program.upload_fields(f[:, r.columns % self.lx, :], r.f)
+            r.f = r.program.pack(f[:, r.columns % self.lx, :], r.f)
         self._fields_set = True
 
     def _checked_populations(self, f) -> np.ndarray:
@@ -428,7 +428,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         out = {k: np.empty((self.lx, self.ly)) for k in ("rho", "ux", "uy", "T")}
         ax, ay = self.force
         for r in self.regions:
-            for k, v in r.program.fields(r.f, ax=ax, ay=ay).items():
+            for k, v in r.program.fields(r.f, force=(ax, ay)).items():
                 out[k][r.columns % self.lx] = v
         if self._mask is not None:          # solid cells hold no populations: their fields read 0
             for v in out.values():
@@ -453,7 +453,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         from lbgen.codegen.diagnostics import combine_rows
         self.synchronize()                  # solid cells (mask) skipped by the program's diagnostics
         ax, ay = self.force
-        return combine_rows([r.program.diagnostics(r.f, ax=ax, ay=ay) for r in self.regions])
+        return combine_rows([r.program.diagnostics(r.f, force=(ax, ay)) for r in self.regions])
 
     def diagnostics(self, T_hot: Optional[float] = None, T_cold: Optional[float] = None) -> Dict[str, float]:
         """Global diagnostics of the current state as Python floats (``lbgen.codegen.diagnostics.scalars``):

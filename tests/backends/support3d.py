@@ -38,11 +38,22 @@ def oracle_run(f0, steps, name, collision, boundaries=None, force=FORCE):
                       **ORACLE_PARAMS[collision])
 
 
+def bounds(walls=(), lids=None, solid=None) -> dict:
+    """The ``Program.set_boundaries`` arguments of 3D wall axes or faces, lids {face: (ux, uy, uz)}
+    and a mask (lbgen.simulation.boundaries parses them, as a Simulation does)."""
+    from lbgen.simulation.boundaries import face_bits, lid_faces
+    bits, lid_bits, lid = face_bits(walls, lid_faces(lids, walls, D=3), 3)
+    return dict(walls=bits, lids=lid_bits, lid=lid, solid=solid)
+
+
 def kernel_run(program, f0, steps, collision, bc=None, force=FORCE, fused=True):
+    """The buffer after ``steps`` steps from f0 with the boundaries ``bc`` (``bounds``; None: periodic)."""
+    program.set_boundaries(**(bc or {}))
     f, g = program.pack(f0), program.allocate()
     params = kernel_params(collision, force)
     for _ in range(steps):
-        f, g = program.step(f, g, params, bc, fused=fused)
+        program.step_halo(f)
+        f, g = program.step(f, g, params, fused=fused)
     return f
 
 

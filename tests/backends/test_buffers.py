@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from lbgen.backends.base import aligned_zeros
+from lbgen.backends.build import aligned_zeros
 
 
 def _resident_bytes() -> int:

@@ -1,4 +1,4 @@
-"""The 3D C/OpenMP kernels (templates/c/kernels3d.c.j2 through backends/c/program3d.py)
+"""The 3D C/OpenMP kernels (templates/c/kernels3d.c.j2 through backends/c: CProgram)
 against the independent NumPy oracle lbgen.reference.bulk3d and against each other:
 every layout x operator x set in a periodic box with a force; the pack, unpack and halo
 kernels against Layout's NumPy formulas; init_equilibrium and fields (physical, half-step
@@ -11,7 +11,7 @@ import pytest
 
 from lbgen.codegen.layouts import make_layout
 from lbgen.reference import bulk3d as oracle
-from support3d import (FORCE, LAYOUTS3D, R, SHAPE, kernel_run, oracle_run, program3d, random_state)
+from support3d import (bounds, FORCE, LAYOUTS3D, R, SHAPE, kernel_run, oracle_run, program3d, random_state)
 
 STEPS = 3
 #: the combinations the fast suite runs; the whole sweep runs under CI=true / --slow
@@ -100,6 +100,7 @@ def test_a_fluid_at_rest_under_a_force_reads_at_rest():
     prog.init_equilibrium(f, 1.0, 0.0, 0.0, 0.0, 1.0, force=a)
     rest = prog.fields(f, force=a)
     assert max(np.max(np.abs(rest[c])) for c in ("ux", "uy", "uz")) < 1e-15
+    prog.step_halo(f)
     f, g = prog.step(f, g, {"tau": 0.8, "ax": a[0], "ay": a[1], "az": a[2]})
     after = prog.fields(f, force=a)                          # one step: the force accelerates it by a
     assert np.allclose(after["uz"], a[2], rtol=1e-12, atol=0)
@@ -125,6 +126,7 @@ def test_thermal_3d_set_round_trips_its_temperature():
     g = prog.allocate()
     m0 = prog.unpack(f).sum()
     for _ in range(3):
+        prog.step_halo(f)
         f, g = prog.step(f, g, {"tau": 0.9, "ax": a[0], "ay": a[1], "az": a[2]})
     assert abs(prog.unpack(f).sum() / m0 - 1) < 1e-13
 
@@ -156,12 +158,12 @@ def test_single_and_mixed_precision_follow_the_oracle():
     ((6, 5, 0), "lattice 6 x 5 x 0: lx, ly and lz must be >= 1"),
 ])
 def test_sizes_are_refused_before_any_work_naming_the_value(shape, message):
-    from lbgen.backends.c import compile3d
+    from lbgen.backends.c import compile
     from lbgen.codegen.render import generate
     from lbgen.codegen.spec import KernelSpec
     src = generate(KernelSpec(velocity_set="d3q19", layout="caosoa", vl=8))
     with pytest.raises(ValueError, match=message):
-        compile3d(src, *shape)
+        compile(src, *shape)
     prog = program3d("caosoa", 8)
     status, text = prog.check(*shape)                        # the emitted check says the same
     assert status != 0 and message in text
@@ -198,7 +200,7 @@ def test_streaming_stores_change_no_bit_and_follow_the_cache_rule(layout, vl, ex
     want = int(expected and cbackend.streaming_pays(prog.layout.size, prog.dtype))
     assert prog.lib.lbgen_set_streaming_stores(-1) == want == prog.streaming_stores
     f0 = random_state("d3q19", shape=shape, seed=11)
-    bc = prog.boundaries(walls=("z",), lids={("z", "high"): (0.05, 0.0, 0.0)})
+    bc = bounds(walls=("z",), lids={("z", "high"): (0.05, 0.0, 0.0)})
     results = {}
     for on in (1, 0):
         assert prog.lib.lbgen_set_streaming_stores(on) == (on if expected else 0)

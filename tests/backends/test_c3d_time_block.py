@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lbgen.simulation.parameters import SimulationError
-from support3d import LAYOUTS3D, R, SHAPE, kernel_params, program3d, random_state
+from support3d import bounds, LAYOUTS3D, R, SHAPE, kernel_params, program3d, random_state
 
 #: name -> (walls, lids {(axis, side): lattice velocity}, mask seed or None)
 CASES = {
@@ -26,7 +26,7 @@ def solid_mask(seed, shape=SHAPE) -> np.ndarray:
 def boundaries(prog, case, shape=SHAPE):
     walls, lids, seed = CASES[case]
     solid = None if seed is None else solid_mask(seed, shape)
-    return prog.boundaries(walls, {face: R * np.asarray(u) for face, u in lids.items()}, solid), solid
+    return bounds(walls, {face: R * np.asarray(u) for face, u in lids.items()}, solid), solid
 
 
 def initial(shape, solid, collision="bgk"):
@@ -37,16 +37,19 @@ def initial(shape, solid, collision="bgk"):
 
 
 def single_steps(prog, f0, steps, bc, params):
+    prog.set_boundaries(**(bc or {}))
     f, g = prog.pack(f0), prog.allocate()
     for _ in range(steps):
-        f, g = prog.step(f, g, params, bc)
+        prog.step_halo(f)
+        f, g = prog.step(f, g, params)
     return prog.unpack(f)
 
 
 def one_sweep(prog, f0, depth, bc, params):
+    prog.set_boundaries(**(bc or {}))
     f, g = prog.pack(f0), prog.allocate()
     prog.halo(f)
-    prog.fused_tb(f, g, depth, bc, **params)
+    prog.fused_tb(f, g, depth, **params)
     return prog.unpack(g)
 
 
@@ -128,7 +131,7 @@ def test_time_blocks_that_cannot_run_are_refused_before_any_kernel_is_built(kw, 
     from lbgen import Simulation3D
     from lbgen.simulation import lattice3d
     built = []
-    monkeypatch.setattr(lattice3d, "compile3d", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(lattice3d, "compile_program", lambda *a, **k: built.append(a))
     with pytest.raises(SimulationError):
         Simulation3D(*SHAPE, **kw)
     assert built == []
@@ -177,7 +180,7 @@ def test_sets_with_longer_hops_block_bit_identically(name, collision, layout, vl
     shape = (7, 6, 24)
     prog = program3d(layout, vl, name=name, collision=collision, strict=True, shape=shape)
     solid = solid_mask(4, shape)
-    bc = prog.boundaries(("y",), {("y", "low"): R * np.asarray((0.02, 0.0, 0.01))}, solid)
+    bc = bounds(("y",), {("y", "low"): R * np.asarray((0.02, 0.0, 0.01))}, solid)
     f0 = random_state(name, shape, seed=3)
     f0[:, solid == 1] = 0.0
     values = {"tau": 0.8, "C1": 0.3, "C2": 0.3, "C3": 0.8, "ax": 1e-5, "ay": -2e-5, "az": 3e-5}

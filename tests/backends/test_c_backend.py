@@ -17,7 +17,7 @@ from helpers import (FAST_LAYOUT_CONFIGS, FORCE, LAYOUT_CONFIGS, LX, LY, OPERATO
                      random_fields)
 from lbgen.reference import bulk as ref
 from lbgen.backends import c as cbackend
-from lbgen.backends.base import CompileError
+from lbgen.backends.build import CompileError
 from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.codegen.render import generate
 
@@ -66,18 +66,18 @@ def test_c_kernels_match_the_reference_after_20_steps_with_force(
 
 def test_collide_may_run_in_place_and_propagate_leaves_its_input_untouched(program, initial_state):
     prog = program("caosoa", 8)
-    a = prog.upload_fields(initial_state)
+    a = prog.pack(initial_state)
     b = prog.allocate()
     prog.halo(a)
     a_before = a.copy()
     prog.propagate(a, b)
     np.testing.assert_array_equal(a, a_before)
-    np.testing.assert_array_equal(prog.download_fields(b), ref.propagate(initial_state))
+    np.testing.assert_array_equal(prog.unpack(b), ref.propagate(initial_state))
     params = dict(OPERATOR_PARAMS["bgk"], ax=FORCE[0], ay=FORCE[1])
     out = prog.allocate()
     prog.collide(b, out, **params)
     prog.collide(b, b, **params)          # in place
-    np.testing.assert_array_equal(prog.download_fields(b), prog.download_fields(out))
+    np.testing.assert_array_equal(prog.unpack(b), prog.unpack(out))
 
 
 def test_wrong_collision_parameters_are_refused_by_name(program):
@@ -128,7 +128,7 @@ def test_c_init_equilibrium_and_fields_agree_with_the_reference(name, vl, progra
     buf = prog.allocate()
     prog.init_equilibrium(buf, rho, ux, uy, T)
     want = ref.equilibrium(rho, ux, uy, T)
-    got = prog.download_fields(buf)
+    got = prog.unpack(buf)
     assert relative_error(got, want) <= 1e-13
     # the halo was refreshed by init_equilibrium
     np.testing.assert_array_equal(buf, prog.layout.fill_halo(buf.copy()))
@@ -136,7 +136,7 @@ def test_c_init_equilibrium_and_fields_agree_with_the_reference(name, vl, progra
     for c_field, field in zip(prog.fields(buf).values(), (rho, ux, uy, T)):
         np.testing.assert_allclose(c_field, field, rtol=0, atol=1e-13)
     f = want * (1.0 + 1e-2 * np.random.default_rng(5).standard_normal(want.shape))
-    for c_field, r_field in zip(prog.fields(prog.upload_fields(f)).values(), ref.fields(f)):
+    for c_field, r_field in zip(prog.fields(prog.pack(f)).values(), ref.fields(f)):
         np.testing.assert_allclose(c_field, r_field, rtol=0, atol=1e-13)
 
 
@@ -146,7 +146,7 @@ def test_single_precision_init_equilibrium_is_accurate_to_float_rounding(program
     buf = prog.allocate()
     assert buf.dtype == np.float32
     prog.init_equilibrium(buf, rho, ux, uy, T)
-    assert relative_error(prog.download_fields(buf), ref.equilibrium(rho, ux, uy, T)) <= 1e-6
+    assert relative_error(prog.unpack(buf), ref.equilibrium(rho, ux, uy, T)) <= 1e-6
 
 
 # --- the compile cache ---------------------------------------------------------------------------
@@ -287,14 +287,14 @@ def test_two_openmp_threads_give_the_same_bits_as_one(name, vl, initial_state):
     for threads in (1, 2):
         prog = cbackend.compile(src, LX, LY, threads=threads)
         assert prog.threads == threads
-        a = prog.upload_fields(initial_state)
+        a = prog.pack(initial_state)
         b = prog.allocate()
         for _ in range(5):
             prog.halo(a)
             prog.propagate(a, b)
             prog.bc(a, b, 1.02, 0.98, (False, True), *FORCE)
             prog.collide(b, a, C1=0.2, C2=0.1, C3=0.5, ax=FORCE[0], ay=FORCE[1])
-        results.append(prog.download_fields(a))
+        results.append(prog.unpack(a))
     assert np.array_equal(results[0], results[1])
 
 
@@ -339,7 +339,7 @@ def test_streaming_and_plain_stores_give_the_same_bits_and_the_choice_follows_th
     results = {}
     for on in (1, 0):
         assert prog.lib.lbgen_set_streaming_stores(on) == on
-        f = prog.upload_fields(initial_state)
+        f = prog.pack(initial_state)
         g = prog.allocate()
         out = []
         for _ in range(3):

@@ -74,14 +74,14 @@ def _program(backend, layout, vl, precision="double", collision="bgk"):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_diagnostics_kernel_matches_reference_fields(backend, cfg, state):
     prog = _program(backend, *cfg)
-    rows = prog.diagnostics(prog.upload_fields(state), *FORCE)
+    rows = prog.diagnostics(prog.pack(state), force=FORCE)
     expected = _expected(state)
     assert rows.shape == (LY, ND)
     scale = np.abs(expected).max(axis=0)
     err = np.abs(rows - expected)
     assert np.all(err <= 1e-12 * scale), err.max(axis=0) / scale
     # the stored moments (force 0) differ: momentum by rho a / 2 per site
-    stored = prog.diagnostics(prog.upload_fields(state))
+    stored = prog.diagnostics(prog.pack(state))
     j = ROW_INDEX["momentum_y"]
     np.testing.assert_allclose(stored[:, j] - rows[:, j], stored[:, ROW_INDEX["mass"]] * FORCE[1] / 2, rtol=1e-9)
 
@@ -91,18 +91,18 @@ def test_fields_kernel_reports_the_physical_fields_of_the_reference(backend, sta
     """fields(f, ax, ay) = the oracle's half-step fields: rho, u - a/2, T + |a|^2/8 (bgk and regularized kernels)."""
     for collision in ("bgk", "regularized"):
         prog = _program(backend, "caosoa", 8, collision=collision)
-        got = prog.fields(prog.upload_fields(state), *FORCE)
+        got = prog.fields(prog.pack(state), force=FORCE)
         for name, g, w in zip(("rho", "ux", "uy", "T"), got.values(), ref.physical_fields(state, FORCE)):
             assert np.abs(g - w).max() <= 1e-13 * max(1.0, np.abs(w).max()), (collision, name)
         # with no force: the stored moments
-        for g, w in zip(prog.fields(prog.upload_fields(state)).values(), ref.fields(state)):
+        for g, w in zip(prog.fields(prog.pack(state)).values(), ref.fields(state)):
             assert np.abs(g - w).max() <= 1e-13 * max(1.0, np.abs(w).max())
 
 
 @pytest.mark.parametrize("backend", ("c", "opencl", "cuda-shim"))
 def test_diagnostics_kernel_single_precision(backend, state):
     prog = _program(backend, "caosoa", 8, precision="single")
-    rows = prog.diagnostics(prog.upload_fields(state), *FORCE)
+    rows = prog.diagnostics(prog.pack(state), force=FORCE)
     expected = _expected(state)
     i = ROW_INDEX
     np.testing.assert_allclose(rows[:, i["mass"]], expected[:, i["mass"]], rtol=1e-5)
@@ -115,7 +115,7 @@ def test_non_finite_sites_are_counted_and_skipped_by_min_max(backend, state):
     bad = state.copy()
     bad[5, 2, 40] = np.nan
     bad[7, 4, 41] = np.inf
-    rows = prog.diagnostics(prog.upload_fields(bad))
+    rows = prog.diagnostics(prog.pack(bad))
     i = ROW_INDEX
     assert rows[40, i["nonfinite"]] == 1 and rows[41, i["nonfinite"]] == 1 and rows[:, i["nonfinite"]].sum() == 2
     assert np.isfinite(rows[:, i["min_rho"]]).all() and np.isfinite(rows[:, i["max_u2"]]).all()

@@ -17,14 +17,14 @@ STEPS = 6
 
 def run_fused_walls(prog, f0, steps, operator, adiabatic, force=FORCE):
     params = dict(OPERATOR_PARAMS[operator], ax=force[0], ay=force[1])
-    a = prog.upload_fields(f0)
+    a = prog.pack(f0)
     b = prog.allocate()
     for _ in range(steps):
         prog.halo(a)
         prog.fused_walls(a, b, T_BOTTOM, T_TOP, adiabatic, **params)
         a, b = b, a
     prog.synchronize()
-    return prog.download_fields(a)
+    return prog.unpack(a)
 
 
 @pytest.mark.parametrize("adiabatic", [(False, True), (True, False)], ids=["fixed-adiabatic", "adiabatic-fixed"])

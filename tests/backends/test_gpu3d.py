@@ -15,15 +15,15 @@ import pytest
 
 from helpers import require
 
-from lbgen.backends import compile3d, spec_backend
-from lbgen.backends.base import BackendUnavailable
+from lbgen.backends import compile as compile_program, spec_backend
+from lbgen.backends.build import BackendUnavailable
 from lbgen.codegen.layouts import make_layout
 from lbgen.codegen.render import generate
 from lbgen.codegen.kernel_api import GPU_ENTRY_POINTS_3D
 from lbgen.codegen.spec import KernelSpec
 from lbgen.reference import bulk3d as oracle
 from programs import PROGRAMS
-from support3d import (FORCE, LAYOUTS3D, R, SHAPE, kernel_run, oracle_run, program3d, random_state)
+from support3d import (bounds, FORCE, LAYOUTS3D, R, SHAPE, kernel_run, oracle_run, program3d, random_state)
 
 STEPS = 3
 #: the runtimes under test (lbgen.backends.RUNTIMES names); "cuda" needs a GPU and CuPy
@@ -95,7 +95,7 @@ def _sweep(fast=FAST):
 def boundaries_case(prog, name, solid=None, walls=("y", "z"), lids=None):
     lids = {("z", "high"): (0.05, -0.02, 0.0)} if lids is None else lids
     solid = mask() if solid is None else solid
-    bc = prog.boundaries(walls, {f: R * np.asarray(u) for f, u in lids.items()}, solid.astype(np.uint8))
+    bc = bounds(walls, {f: R * np.asarray(u) for f, u in lids.items()}, solid.astype(np.uint8))
     return bc, oracle.Boundaries(SHAPE, oracle.lattice(name), walls=walls, lids=lids, solid=solid)
 
 
@@ -138,7 +138,7 @@ def test_gpu_default_vl32_on_lz96_equals_the_oracle(backend, layout):
     prog = gpu3d(backend, layout, 32, "d3q19", "bgk", shape=shape)
     sol = mask(seed=2, fraction=0.1, shape=shape)
     lids = {("z", "low"): (0.03, 0.01, 0.0)}
-    bc = prog.boundaries(("z",), {f: R * np.asarray(u) for f, u in lids.items()}, sol.astype(np.uint8))
+    bc = bounds(("z",), {f: R * np.asarray(u) for f, u in lids.items()}, sol.astype(np.uint8))
     obc = oracle.Boundaries(shape, oracle.lattice("d3q19"), walls=("z",), lids=lids, solid=sol)
     got = prog.unpack(kernel_run(prog, f0, STEPS, "bgk", bc))
     want = oracle.run(f0.copy(), STEPS, "bgk", oracle.lattice("d3q19"), obc, force=FORCE, tau=0.8)
@@ -194,7 +194,7 @@ def _strict_case(backend, layout, vl, name, collision, fused):
     f0 = random_state(name, seed=13)
     out = []
     for prog in (c, gpu):
-        bc = prog.boundaries(("x", "z"), {("z", "low"): (0.02, 0.05, 0.0), ("x", "high"): (0.0, -0.03, 0.01)},
+        bc = bounds(("x", "z"), {("z", "low"): (0.02, 0.05, 0.0), ("x", "high"): (0.0, -0.03, 0.01)},
                              mask(seed=6, fraction=0.12).astype(np.uint8))
         out.append(prog.unpack(kernel_run(prog, f0, STEPS, collision, bc, fused=fused)))
     return out
@@ -234,12 +234,12 @@ def test_init_and_fields_are_bit_identical_to_the_c_backend(backend):
 def test_sizes_and_boundaries_are_checked_before_any_work(backend):
     src = generate(KernelSpec(backend=spec_backend(backend), layout="caosoa", vl=8, velocity_set="d3q19"))
     with pytest.raises(ValueError, match="not a multiple of VL=8"):
-        compile3d(backend, src, (4, 4, 12))
+        compile_program(backend, src, (4, 4, 12))
     prog = gpu3d(backend, "caosoa", 8)
-    with pytest.raises(ValueError, match="uint8 array of shape"):
-        prog.boundaries(solid=np.zeros(SHAPE, bool))
-    with pytest.raises(ValueError, match="a lid on the y-low face needs a wall there"):
-        prog.boundaries(("x",), {("y", "low"): (0, 0, 0)})
+    with pytest.raises(ValueError, match="solid: a float64 array"):
+        prog.set_boundaries(solid=np.zeros(SHAPE))
+    with pytest.raises(ValueError, match="lids=4 names a face without a wall"):
+        prog.set_boundaries(walls=1, lids=4)
 
 
 @pytest.mark.parametrize("layout, vl, collision, name", [

@@ -25,7 +25,7 @@ def _program(layout, vl, halo_y):
 
 
 def _run(prog, state, how):
-    f, g = prog.upload_fields(state), prog.allocate()
+    f, g = prog.pack(state), prog.allocate()
     if how == "fused_tb":
         prog.halo(f)
         prog.fused_tb(f, g, STEPS, walls=_Walls, **PARAMS)
@@ -42,17 +42,17 @@ def test_halo_y_16_steps_to_the_bits_of_the_default_halo(wall_state, layout, vl)
     assert wide.layout.NRP == wide.layout.NR + 32 and narrow.layout.NRP == narrow.layout.NR + 6
     for how in ("fused_walls", "three-sweeps", "fused_tb"):
         (pa, a), (pb, b) = _run(narrow, wall_state, how), _run(wide, wall_state, how)
-        want, got = pa.download_fields(a), pb.download_fields(b)
+        want, got = pa.unpack(a), pb.unpack(b)
         assert np.all(np.isfinite(want))
         assert np.array_equal(got, want), f"{layout} {how}: {np.count_nonzero(got != want)} values differ"
-        for fa, fb in zip(pa.fields(a, *FORCE[:2]).values(), pb.fields(b, *FORCE[:2]).values()):
+        for fa, fb in zip(pa.fields(a, force=FORCE[:2]).values(), pb.fields(b, force=FORCE[:2]).values()):
             assert np.array_equal(fa, fb)
-        assert np.array_equal(pa.diagnostics(a, *FORCE), pb.diagnostics(b, *FORCE))
+        assert np.array_equal(pa.diagnostics(a, force=FORCE), pb.diagnostics(b, force=FORCE))
 
 
 def test_the_halo_kernel_fills_all_16_rows_periodically(wall_state):  # noqa: F811
     prog = _program("caosoa", 2, 16)
-    buf = prog.upload_fields(wall_state)
+    buf = prog.pack(wall_state)
     want = prog.layout.fill_halo(prog.download(buf).copy())
     buf[:] = 0
     buf[prog.layout._interior_index] = want[prog.layout._interior_index]

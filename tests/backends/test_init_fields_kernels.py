@@ -40,8 +40,8 @@ def test_fields_of_init_round_trip_and_store_the_oracle_populations(backend, col
     prog = _program(backend, collision)
     x = random_fields(21)
     f = prog.allocate()
-    prog.init_equilibrium(f, *x, *FORCE)
-    stored = prog.download_fields(f)
+    prog.init_equilibrium(f, *x, force=FORCE)
+    stored = prog.unpack(f)
     # the populations are the oracle's: the equilibrium at u + a/2, T - |a|^2/8
     want = ref.physical_equilibrium(*x, FORCE)
     assert np.abs(stored - want).max() <= 1e-14 * np.abs(want).max()
@@ -49,7 +49,7 @@ def test_fields_of_init_round_trip_and_store_the_oracle_populations(backend, col
     assert np.allclose(uy - x[2], FORCE[1] / 2, rtol=0, atol=1e-14)
     assert np.allclose(x[3] - T, (FORCE[0] ** 2 + FORCE[1] ** 2) / 8, rtol=1e-6, atol=0)
     # fields(init(x)) = x
-    for name, got, want in zip(("rho", "ux", "uy", "T"), prog.fields(f, *FORCE).values(), x):
+    for name, got, want in zip(("rho", "ux", "uy", "T"), prog.fields(f, force=FORCE).values(), x):
         assert np.abs(got - want).max() <= 1e-14, name
     # without the force: the stored moments
     for got, want in zip(prog.fields(f).values(), (rho, ux, uy, T)):
@@ -61,10 +61,10 @@ def test_isothermal_sets_round_trip_with_T_1(backend):
     prog = _program(backend, "regularized", velocity_set="d2q9", layout="soa", vl=None)
     rho, ux, uy, _ = random_fields(22)
     f = prog.allocate()
-    prog.init_equilibrium(f, rho, ux, uy, 1.0, *FORCE)
-    got = prog.fields(f, *FORCE)
+    prog.init_equilibrium(f, rho, ux, uy, 1.0, force=FORCE)
+    got = prog.fields(f, force=FORCE)
     assert tuple(got) == ("rho", "ux", "uy", "T")       # a dict, as the 3D programs' fields
     for g, w in zip(got.values(), (rho, ux, uy, np.ones_like(rho))):
         assert np.abs(g - w).max() <= 1e-14
     vs = velocity_set("d2q9")
-    assert np.allclose(ref.fields(prog.download_fields(f), vs)[1] - ux, FORCE[0] / 2, rtol=0, atol=1e-14)
+    assert np.allclose(ref.fields(prog.unpack(f), vs)[1] - ux, FORCE[0] / 2, rtol=0, atol=1e-14)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from helpers import FORCE, LX, LY, OPERATOR_PARAMS, config_id
-from lbgen.backends.base import BackendUnavailable, CompileError
+from lbgen.backends.build import BackendUnavailable, CompileError
 from lbgen.codegen.spec import KernelSpec
 from lbgen.codegen.render import generate
 
@@ -94,13 +94,13 @@ def test_halo_kernel_equals_numpy_fill_halo(name, vl, ocl_program):
 def test_collide_in_place_and_propagate_leave_results_consistent(ocl_program, initial_state):
     from lbgen.reference import bulk as ref
     prog = ocl_program("caosoa", 8)
-    a = prog.upload_fields(initial_state)
+    a = prog.pack(initial_state)
     b = prog.allocate()
     prog.halo(a)
     before = prog.download(a)
     prog.propagate(a, b)
     np.testing.assert_array_equal(prog.download(a), before)
-    np.testing.assert_array_equal(prog.download_fields(b), ref.propagate(initial_state))
+    np.testing.assert_array_equal(prog.unpack(b), ref.propagate(initial_state))
     params = dict(OPERATOR_PARAMS["bgk"], ax=FORCE[0], ay=FORCE[1])
     out = prog.allocate()
     prog.collide(b, out, **params)
@@ -125,7 +125,8 @@ def test_strict_opencl_is_bit_identical_to_strict_c(name, vl, operator, ocl_prog
                                                     initial_state):
     prog = ocl_program(name, vl, "double", operator, strict=True)
     assert "-DLBGEN_STRICT" in prog.options
-    assert not set(prog.options) & set(ob.FORBIDDEN_OPTIONS)
+    from lbgen.backends.opencl.platform import FORBIDDEN_OPTIONS
+    assert not set(prog.options) & set(FORBIDDEN_OPTIONS)
     c_result = run_program(program(name, vl, "double", operator, strict=True), initial_state, STRICT_STEPS,
                            "unfused", operator)
     for path in ("unfused", "fused"):

@@ -42,10 +42,10 @@ def test_strict_2d_builds_give_the_same_bits_at_O1_and_O3(layout, vl, operator, 
         prog = program(layout, vl, "double", operator, strict=True, flags=None if level == SUITE_LEVEL else _flags(level))
         assert f" {level} " in (prog.library_path.parent / "build.log").read_text().splitlines()[0]
         for stepper in (step_fused, step_unfused):
-            a, b = prog.upload_fields(initial_state), prog.allocate()
+            a, b = prog.pack(initial_state), prog.allocate()
             for _ in range(STEPS):
                 a, b = stepper(prog, a, b, **params)
-            results.append(prog.download_fields(a))
+            results.append(prog.unpack(a))
     fused1, unfused1, fused3, unfused3 = results
     assert np.array_equal(fused1, fused3) and np.array_equal(unfused1, unfused3)
 
@@ -91,10 +91,10 @@ def test_a_bad_level_is_refused_naming_it(monkeypatch):
 def test_at_O1_a_default_build_is_already_strict(tmp_path, velocity_set, layout, vl):
     """At -O1 gcc neither contracts nor SLP-vectorises, so the strict flags change nothing: the
     assembly of a generated kernel is the same with and without them.  That is why a strict
-    and a default build at -O1 share one library (backends.base.UNCONTRACTED_LEVELS)."""
+    and a default build at -O1 share one library (backends.build.UNCONTRACTED_LEVELS)."""
     import subprocess
     from lbgen.backends import c as cbackend
-    from lbgen.backends.base import UNCONTRACTED_LEVELS
+    from lbgen.backends.build import UNCONTRACTED_LEVELS
     from lbgen.codegen.render import generate
     from lbgen.codegen.spec import KernelSpec
     assert "-O1" in UNCONTRACTED_LEVELS

@@ -33,7 +33,7 @@ def programs():
 
 def _state(prog, wall_state):  # noqa: F811
     state = np.concatenate([wall_state] * (LX // wall_state.shape[1]), axis=1)   # wall_state is 4 columns wide
-    f = prog.upload_fields(state)
+    f = prog.pack(state)
     prog.halo(f)
     return f
 
@@ -62,8 +62,8 @@ def _sweep(prog, f, regions, fused):
 def test_bulk_then_borders_gives_the_whole_sweep(programs, wall_state, backend, layout, vl, fused):  # noqa: F811
     prog = programs(layout, vl, backend)
     f = _state(prog, wall_state)
-    want = prog.download_fields(_sweep(prog, f, [None], fused))
-    got = prog.download_fields(_sweep(prog, f, PIECES, fused))
+    want = prog.unpack(_sweep(prog, f, [None], fused))
+    got = prog.unpack(_sweep(prog, f, PIECES, fused))
     assert np.all(np.isfinite(want))
     diff = np.argwhere(got != want)
     assert diff.size == 0, f"{backend}-{layout}: {len(diff)} values differ, first (p, x, y) {diff[0]}"
@@ -86,7 +86,7 @@ def test_a_region_writes_its_sites_and_no_other(programs, wall_state, backend, l
         prog.collide(f, g, region=region, **PARAMS)
     else:
         prog.fused(f, g, region=region, **PARAMS)
-    out = prog.download_fields(g)
+    out = prog.unpack(g)
     inside = np.zeros((LX, LY), bool)
     inside[2:7, 1:14] = True
     assert np.all(np.isfinite(out[:, inside])) and np.all(np.isnan(out[:, ~inside]))

@@ -49,7 +49,7 @@ def _sweeps(prog, f0, region):
     """The region's results of propagate, collide, fused and fused_walls (whole buffers)."""
     out = []
     for name in ("propagate", "collide", "fused", "fused_walls"):
-        a, b = prog.upload_fields(f0), prog.upload_fields(f0)
+        a, b = prog.pack(f0), prog.pack(f0)
         prog.halo(a)
         if name == "propagate":
             prog.propagate(a, b, region=region)
@@ -78,7 +78,7 @@ def test_a_three_column_strip_uses_more_than_three_threads_with_the_bits_of_one(
         assert np.array_equal(w, g), f"{layout}: {name} differs between 1 and {THREADS} threads"
     assert bin(mask).count("1") > 3, f"{layout}: threads {bin(mask)} did the strip's work"
     # each sweep alone spreads the strip over every thread
-    a, b = prog.upload_fields(f0), prog.allocate()
+    a, b = prog.pack(f0), prog.allocate()
     prog.halo(a)
     trace.lbgen_thread_trace(1)
     prog.fused(a, b, region=STRIP, **PARAMS)
@@ -94,7 +94,7 @@ def test_whole_lattice_steps_have_the_bits_of_one_thread(layout, vl):
     out = []
     for n in (1, THREADS):
         prog._fn("set_threads")(n)
-        f, g = prog.upload_fields(f0), prog.allocate()
+        f, g = prog.pack(f0), prog.allocate()
         for _ in range(3):
             prog.halo(f)
             f, g = prog.step(f, g, PARAMS, _Walls)

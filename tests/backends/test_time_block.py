@@ -47,7 +47,7 @@ def two_thread_program(programs):
 
 
 def single_steps(prog, f0, steps, walls, params):
-    a, b = prog.upload_fields(f0), prog.allocate()
+    a, b = prog.pack(f0), prog.allocate()
     for _ in range(steps):
         prog.halo(a)
         if walls:
@@ -62,7 +62,7 @@ def single_steps(prog, f0, steps, walls, params):
 
 
 def blocked_steps(prog, f0, steps, depth, walls, params):
-    a, b = prog.upload_fields(f0), prog.allocate()
+    a, b = prog.pack(f0), prog.allocate()
     for _ in range(steps // depth):
         prog.halo(a)
         prog.fused_tb(a, b, depth, walls=WALLS if walls else None, **params)

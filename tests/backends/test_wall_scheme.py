@@ -133,12 +133,12 @@ def test_row_and_column_mass_balance_of_the_bc_kernel(scheme):
     """After propagate + bc, each wall site gained what left it (reference), or each column did (lbgen)."""
     prog = _program("c", "aos", None, "bgk", scheme)
     f0 = _state(seed=11)
-    a, b = prog.upload_fields(f0), prog.allocate()
+    a, b = prog.pack(f0), prog.allocate()
     prog.halo(a)
     prog.propagate(a, b)
-    g0 = prog.download_fields(b)
+    g0 = prog.unpack(b)
     prog.bc(a, b, T_BOTTOM, T_TOP, (False, True), *FORCE)
-    g = prog.download_fields(b)
+    g = prog.unpack(b)
     for side in ("bottom", "top"):
         gained = []
         for row in range(3):

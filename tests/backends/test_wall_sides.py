@@ -56,9 +56,9 @@ def fill_y_halo_from(prog, buf, other):
 @pytest.mark.parametrize("backend,layout,vl", CASES, ids=[f"{b}-{a}-vl{v}" for b, a, v in CASES])
 def test_two_halves_with_one_wall_each_give_the_whole_lattice(programs, wall_state, backend, layout, vl, fused):  # noqa: F811
     whole, half = programs(layout, vl, backend)
-    f, g = whole.upload_fields(wall_state), whole.allocate()
-    lo, lo2 = half.upload_fields(wall_state[:, :, :HALF]), half.allocate()
-    hi, hi2 = half.upload_fields(wall_state[:, :, HALF:]), half.allocate()
+    f, g = whole.pack(wall_state), whole.allocate()
+    lo, lo2 = half.pack(wall_state[:, :, :HALF]), half.allocate()
+    hi, hi2 = half.pack(wall_state[:, :, HALF:]), half.allocate()
     for _ in range(STEPS):
         whole.halo(f)
         f, g = whole.step(f, g, PARAMS, _Walls, fused=fused)
@@ -66,17 +66,17 @@ def test_two_halves_with_one_wall_each_give_the_whole_lattice(programs, wall_sta
         fill_y_halo_from(half, hi, lo)
         lo, lo2 = half.step(lo, lo2, PARAMS, _Walls, fused=fused, sides=(True, False))
         hi, hi2 = half.step(hi, hi2, PARAMS, _Walls, fused=fused, sides=(False, True))
-    want = whole.download_fields(f)
-    got = np.concatenate([half.download_fields(lo), half.download_fields(hi)], axis=2)
+    want = whole.unpack(f)
+    got = np.concatenate([half.unpack(lo), half.unpack(hi)], axis=2)
     assert np.all(np.isfinite(want))
     diff = np.argwhere(got != want)
     assert diff.size == 0, f"{backend}-{layout}-vl{vl}: {len(diff)} values differ, first (p, x, y) {diff[0]}"
     # and the switch matters: the lower half stepped with both walls differs at its top rows
     out = []
     for sides in ((True, True), (True, False)):
-        s0 = half.upload_fields(wall_state[:, :, :HALF])
+        s0 = half.pack(wall_state[:, :, :HALF])
         half.halo(s0)
-        out.append(half.download_fields(half.step(s0, half.allocate(), PARAMS, _Walls, fused=fused, sides=sides)[0]))
+        out.append(half.unpack(half.step(s0, half.allocate(), PARAMS, _Walls, fused=fused, sides=sides)[0]))
     a, b = out
     rows = np.unique(np.argwhere(a != b)[:, 2])
     assert rows.size and rows.min() >= HALF - 3, f"sides=(True, False) changed rows {rows}, not only the top wall's"
@@ -87,9 +87,9 @@ def test_fused_without_bc_honours_the_sides_too(programs, wall_state, backend, l
     """fused (propagate + collide, no bc) relaxes only the rows next to the walls held: two halves
     stepped with it, each holding one wall, give the bits of the whole lattice holding both."""
     whole, half = programs(layout, vl, backend)
-    f, g = whole.upload_fields(wall_state), whole.allocate()
-    lo, lo2 = half.upload_fields(wall_state[:, :, :HALF]), half.allocate()
-    hi, hi2 = half.upload_fields(wall_state[:, :, HALF:]), half.allocate()
+    f, g = whole.pack(wall_state), whole.allocate()
+    lo, lo2 = half.pack(wall_state[:, :, :HALF]), half.allocate()
+    hi, hi2 = half.pack(wall_state[:, :, HALF:]), half.allocate()
     for _ in range(STEPS):
         whole.halo(f)
         whole.fused(f, g, **PARAMS)
@@ -99,8 +99,8 @@ def test_fused_without_bc_honours_the_sides_too(programs, wall_state, backend, l
         half.fused(lo, lo2, sides=(True, False), **PARAMS)
         half.fused(hi, hi2, sides=(False, True), **PARAMS)
         lo, lo2, hi, hi2 = lo2, lo, hi2, hi
-    want = whole.download_fields(f)
-    got = np.concatenate([half.download_fields(lo), half.download_fields(hi)], axis=2)
+    want = whole.unpack(f)
+    got = np.concatenate([half.unpack(lo), half.unpack(hi)], axis=2)
     assert np.all(np.isfinite(want))
     diff = np.argwhere(got != want)
     assert diff.size == 0, f"{backend}-{layout}-vl{vl}: {len(diff)} values differ, first (p, x, y) {diff[0]}"
@@ -109,14 +109,14 @@ def test_fused_without_bc_honours_the_sides_too(programs, wall_state, backend, l
 @pytest.mark.parametrize("sides", [(False, False), (True, False), (False, True)])
 def test_fused_tb_with_a_side_off_is_periodic_there(programs, wall_state, sides):  # noqa: F811
     prog, _ = programs("caosoa", 2)
-    f, g = prog.upload_fields(wall_state), prog.allocate()
+    f, g = prog.pack(wall_state), prog.allocate()
     for _ in range(3):
         prog.halo(f)
         f, g = prog.step(f, g, PARAMS, _Walls, sides=sides)
-    a, b = prog.upload_fields(wall_state), prog.allocate()
+    a, b = prog.pack(wall_state), prog.allocate()
     prog.halo(a)
     prog.fused_tb(a, b, 3, walls=_Walls, sides=sides, **PARAMS)
-    assert np.array_equal(prog.download_fields(b), prog.download_fields(f))
+    assert np.array_equal(prog.unpack(b), prog.unpack(f))
 
 
 @pytest.mark.parametrize("backend", ["c", "opencl", "cuda"])
@@ -138,9 +138,9 @@ def test_simulation_wall_sides_reach_the_kernels(programs, wall_state):  # noqa:
     sim.wall_sides = (True, False)
     sim.restore(wall_state, 0)
     sim.step(2)
-    f, g = prog.upload_fields(wall_state), prog.allocate()
+    f, g = prog.pack(wall_state), prog.allocate()
     params = dict(C1=0.2, C2=0.1, C3=0.5, ax=0.0, ay=0.0)
     for _ in range(2):
         prog.halo(f)
         f, g = prog.step(f, g, params, walls, sides=(True, False))
-    assert np.array_equal(sim.populations(), prog.download_fields(f))
+    assert np.array_equal(sim.populations(), prog.unpack(f))

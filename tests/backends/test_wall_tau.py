@@ -39,13 +39,13 @@ def programs():
 
 def _fused_walls(prog, f0, operator, steps=STEPS, **kw):
     params = dict(PARAMS[operator], ax=FORCE[0], ay=FORCE[1])
-    a, b = prog.upload_fields(f0), prog.allocate()
+    a, b = prog.pack(f0), prog.allocate()
     for _ in range(steps):
         prog.halo(a)
         prog.fused_walls(a, b, T_BOTTOM, T_TOP, ADIABATIC, **kw, **params)
         a, b = b, a
     prog.synchronize()
-    return prog.download_fields(a)
+    return prog.unpack(a)
 
 
 def _oracle(f0, operator, tau_wall, steps=STEPS):
@@ -87,29 +87,29 @@ def test_tau_wall_in_collide_fused_and_the_three_sweeps(backend, programs, wall_
     operator = "regularized"
     prog = programs(backend, "soa" if backend != "cuda" else "aos", None, operator)
     params = dict(PARAMS[operator], ax=FORCE[0], ay=FORCE[1])
-    a, b = prog.upload_fields(wall_state), prog.allocate()
+    a, b = prog.pack(wall_state), prog.allocate()
     prog.halo(a)
     prog.fused(a, b, tau_wall=TAU_WALL, **params)
     mask = refw.wall_mask(LX, LY)
     want = ref.collide(ref.propagate(wall_state), operator, force=FORCE, wall=mask, tau_wall=TAU_WALL,
                        **PARAMS[operator])
-    got = prog.download_fields(b)
+    got = prog.unpack(b)
     assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max()
-    c = prog.upload_fields(wall_state)
+    c = prog.pack(wall_state)
     prog.collide(c, c, tau_wall=TAU_WALL, **params)
     want = ref.collide(wall_state, operator, force=FORCE, wall=mask, tau_wall=TAU_WALL, **PARAMS[operator])
-    assert np.abs(prog.download_fields(c) - want).max() <= 1e-12 * np.abs(want).max()
+    assert np.abs(prog.unpack(c) - want).max() <= 1e-12 * np.abs(want).max()
 
     walls = Walls(T_bottom=T_BOTTOM, T_top=T_TOP, adiabatic_bottom=ADIABATIC[0], adiabatic_top=ADIABATIC[1],
                   tau_wall=TAU_WALL)
     out = {}
     for fused in (True, False):
-        f, g = prog.upload_fields(wall_state), prog.allocate()
+        f, g = prog.pack(wall_state), prog.allocate()
         for _ in range(STEPS):
             prog.halo(f)
             f, g = prog.step(f, g, params, walls, fused=fused)
         prog.synchronize()
-        out[fused] = prog.download_fields(f)
+        out[fused] = prog.unpack(f)
     assert np.array_equal(out[True], out[False])
     want = _oracle(wall_state, operator, TAU_WALL)
     assert np.abs(out[True] - want).max() <= 1e-12 * np.abs(want).max()
@@ -119,7 +119,7 @@ def test_c_record_tau_wall_zero_means_one(programs, wall_state):  # noqa: F811
     """A record zeroed with {0} (drivers written before the field) keeps the default's bits."""
     prog = programs("c", "caosoa", 8, "regularized")
     params = dict(PARAMS["regularized"], ax=FORCE[0], ay=FORCE[1])
-    a = prog.upload_fields(wall_state)
+    a = prog.pack(wall_state)
     prog.halo(a)
     out = []
     for tau_wall in (1.0, 0.0):
@@ -127,7 +127,7 @@ def test_c_record_tau_wall_zero_means_one(programs, wall_state):  # noqa: F811
         par = prog.ffi.new("lbgen_params *", dict(params, wall_bottom=1, wall_top=1, T_bottom=T_BOTTOM, T_top=T_TOP,
                                                   adiabatic_top=1, tau_wall=tau_wall))
         prog.lib.lbgen_fused_walls(prog._ptr(a), prog._ptr(b), LX, LY, prog._region(None), par)
-        out.append(prog.download_fields(b))
+        out.append(prog.unpack(b))
     assert np.array_equal(out[0], out[1])
 
 

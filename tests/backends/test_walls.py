@@ -62,14 +62,14 @@ def test_bc_needs_a_walls_spec(backend):
 def test_bgk_walls_stay_stable_down_to_small_tau(wall_program, wall_state, tau):
     """BGK relaxes the wall rows with tau = 1; without that, tau < ~0.8 diverged within 50 steps."""
     prog = wall_program("c", "caosoa", 8, collision="bgk")
-    a = prog.upload_fields(wall_state)
+    a = prog.pack(wall_state)
     b = prog.allocate()
     for _ in range(300):
         prog.halo(a)
         prog.propagate(a, b)
         prog.bc(a, b, T_BOTTOM, T_TOP, ADIABATIC, *FORCE)
         prog.collide(b, a, tau=tau, ax=FORCE[0], ay=FORCE[1])
-    f = prog.download_fields(a)
+    f = prog.unpack(a)
     assert np.isfinite(f).all() and np.abs(ref.fields(f)[1]).max() < 0.1
 
 
@@ -195,10 +195,10 @@ def test_rayleigh_taylor_mixing_layer_grows():
 def test_regularized_collide_uses_unit_tau_on_wall_rows(cfg, wall_program, wall_state):
     params = dict(C1=0.05, C2=0.02, C3=0.5)
     prog = wall_program("c", *cfg, collision="regularized")
-    a = prog.upload_fields(wall_state)
+    a = prog.pack(wall_state)
     b = prog.allocate()
     prog.collide(a, b, ax=FORCE[0], ay=FORCE[1], **params)
-    got = prog.download_fields(b)
+    got = prog.unpack(b)
     want = ref.collide_regularized(wall_state, force=FORCE, wall=refw.wall_mask(LX, LY), **params)
     assert rel_err(got, want) <= 1e-13
     periodic = ref.collide_regularized(wall_state, force=FORCE, **params)

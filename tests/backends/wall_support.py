@@ -96,7 +96,7 @@ def wall_program():
 def run_walls(prog, f0, steps, operator, adiabatic=ADIABATIC, force=FORCE):
     """`steps` of halo, propagate, bc, collide (the three-sweep step with walls)."""
     params = dict(OPERATOR_PARAMS[operator], ax=force[0], ay=force[1])
-    a = prog.upload_fields(f0)
+    a = prog.pack(f0)
     b = prog.allocate()
     for _ in range(steps):
         prog.halo(a)
@@ -104,7 +104,7 @@ def run_walls(prog, f0, steps, operator, adiabatic=ADIABATIC, force=FORCE):
         prog.bc(a, b, T_BOTTOM, T_TOP, adiabatic, *force)
         prog.collide(b, a, **params)
     prog.synchronize()
-    return prog.download_fields(a)
+    return prog.unpack(a)
 
 
 

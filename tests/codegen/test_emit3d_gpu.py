@@ -14,7 +14,7 @@ import pytest
 from helpers import require
 from click.testing import CliRunner
 
-from lbgen.backends.base import BackendUnavailable
+from lbgen.backends.build import BackendUnavailable
 from lbgen.cli.main import main
 from lbgen.codegen.emit import emit
 from lbgen.codegen.spec import KernelSpec

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from helpers import require
-from lbgen.backends.base import BackendUnavailable
+from lbgen.backends.build import BackendUnavailable
 from lbgen.codegen.emit import emit
 from lbgen.codegen.layouts import make_layout
 from lbgen.codegen.spec import PREFIX_RULE, KernelSpec, SpecError

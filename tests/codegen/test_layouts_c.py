@@ -103,7 +103,7 @@ def test_c_pack_and_unpack_agree_with_the_numpy_pack(name, vl, precision, progra
     prog = program(name, vl, precision)
     f = np.random.default_rng(3).standard_normal((Q, LX, LY))
     assert prog.lib.lbgen_buffer_size(LX, LY) == prog.layout.size
-    from_numpy = prog.upload_fields(f)                # numpy pack, halo filled
+    from_numpy = prog.pack(f)                # numpy pack, halo filled
     from_c = prog.allocate()
     from_c[...] = -7.0                                # junk, to be overwritten everywhere
     plain = np.ascontiguousarray(f, dtype=np.float64)

@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from lbgen.backends import compile3d
+from lbgen.backends import compile as compile_program
 from lbgen.codegen.emit import emit
 from lbgen.codegen.render import emit_files, generate
 from lbgen.codegen.spec import KernelSpec
@@ -99,7 +99,7 @@ def _program(runtime):
     if not ok:
         pytest.skip(why)
     spec = KernelSpec(backend=spec_backend(runtime), velocity_set="d3q19", layout="caosoa", vl=4)
-    return compile3d(runtime, generate(spec), (6, 5, 8))
+    return compile_program(runtime, generate(spec), (6, 5, 8))
 
 
 @pytest.fixture(scope="module")
@@ -119,21 +119,23 @@ def _state(program, seed=1):
 def test_a_3d_sweep_writes_its_region_and_no_other_site(runtime, kernel):
     program = _program(runtime)
     params = {"tau": 0.8, "ax": 1e-5, "ay": 0.0, "az": -2e-5}
-    bc = program.boundaries(walls="y", lids={"y-high": (0.02, 0, 0.01)})
+    lid = np.zeros((6, 3))
+    lid[3] = (0.02, 0, 0.01)                      # face y-high: bit 2a + s = 3
+    program.set_boundaries(walls=0b1100, lids=0b1000, lid=lid)
     f = _state(program)
     whole = program.allocate()
     kw = {} if kernel == "propagate" else params
-    getattr(program, kernel)(f, whole, bc, **kw)
+    getattr(program, kernel)(f, whole, **kw)
     part = _state(program, seed=2)
     before = program.unpack(part)
-    getattr(program, kernel)(f, part, bc, region=(1, 4, 2, 5), **kw)
+    getattr(program, kernel)(f, part, region=(1, 4, 2, 5), **kw)
     got, want = program.unpack(part), program.unpack(whole)
     inside = np.zeros(got.shape[1:], bool)
     inside[1:4, 2:5, :] = True
     assert np.array_equal(got[:, inside], want[:, inside])          # the region: the whole sweep's bits
     assert np.array_equal(got[:, ~inside], before[:, ~inside])      # elsewhere: untouched
     with pytest.raises(ValueError, match="outside the lattice"):
-        getattr(program, kernel)(f, part, bc, region=(0, 7, 0, 5), **kw)
+        getattr(program, kernel)(f, part, region=(0, 7, 0, 5), **kw)
 
 
 def test_get_and_put_region_move_blocks_of_cells_with_their_halo(program):

@@ -124,7 +124,7 @@ def test_copy_streams_are_not_a_power_of_two_apart():
         stride = M.stream_stride(n)
         assert stride >= n and (8 * stride) % 4096 == 64
     ffi, lib = M._machine_lib()
-    from lbgen.backends.c import aligned_zeros
+    from lbgen.backends.build import aligned_zeros
     n, streams = 4096, 5
     stride = M.stream_stride(n)
     src, dst = aligned_zeros(stride * streams, np.float64), aligned_zeros(stride * streams, np.float64)

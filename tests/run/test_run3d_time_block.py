@@ -28,17 +28,17 @@ CASE = ["lid-driven-cavity", "--lx", 12, "--ly", 10, "--lz", 8, "--steps", 14, "
 
 
 def _run(out, depth, monkeypatch):
-    from lbgen.backends.c.program3d import CProgram3D
+    from lbgen.backends.c import CProgram
     calls = []
-    original = CProgram3D.fused_tb
+    original = CProgram.fused_tb
 
-    def counted(self, prv, nxt, depth, bc=None, **params):
+    def counted(self, prv, nxt, depth, *args, **params):
         calls.append(depth)
-        return original(self, prv, nxt, depth, bc, **params)
-    monkeypatch.setattr(CProgram3D, "fused_tb", counted)
+        return original(self, prv, nxt, depth, *args, **params)
+    monkeypatch.setattr(CProgram, "fused_tb", counted)
     r = CliRunner().invoke(main, ["run"] + [str(a) for a in CASE] + ["--time-block", str(depth), "--out", str(out)])
     assert r.exit_code == 0, r.output
-    monkeypatch.setattr(CProgram3D, "fused_tb", original)
+    monkeypatch.setattr(CProgram, "fused_tb", original)
     return calls, json.loads((out / "manifest.json").read_text())
 
 

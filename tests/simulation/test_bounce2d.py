@@ -157,11 +157,11 @@ def test_the_diagnostics_kernel_skips_the_solid_cells_of_the_mask(runtime):
     vs, mask = velocity_set("d2q9"), _mask()
     prog = _runtime_program(runtime, "caosoa", 8)
     f = prog.upload(prog.layout.pack(np.where(mask[None], 0.0, _start(vs))))
-    bare = prog.diagnostics(f, ax=1e-5)
+    bare = prog.diagnostics(f, force=(1e-5, 0.0))
     assert np.array_equal(bare[:, bad], mask.sum(0).astype(float))      # nonfinite: the solid cells
     prog.set_boundaries(walls=15, solid=mask)
-    rows = prog.diagnostics(f, ax=1e-5)
-    fields = {k: np.where(mask, 0.0, v) for k, v in prog.fields(f, ax=1e-5).items()}
+    rows = prog.diagnostics(f, force=(1e-5, 0.0))
+    fields = {k: np.where(mask, 0.0, v) for k, v in prog.fields(f, force=(1e-5, 0.0)).items()}
     want = rows_of_fields(fields, solid=mask)
     assert not rows[:, bad].any()
     assert np.allclose(rows, want, rtol=1e-13, atol=1e-13)

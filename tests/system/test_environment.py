@@ -75,7 +75,7 @@ def test_the_fast_subset_says_how_many_slow_tests_it_left_out(workers):
 
 
 def _tiny_build(tag: str):
-    from lbgen.backends.base import build_library
+    from lbgen.backends.build import build_library
     return build_library("c", ("build-log-test", tag), {"tiny.c": f"int tiny_{tag}(void) {{ return 1; }}\n"},
                          lambda folder, out: ["gcc", "-shared", "-fPIC", "-o", out, folder / "tiny.c"],
                          "tiny.c", "gcc (tiny)", library="libtiny.so")

@@ -4,7 +4,7 @@ import pytest
 from click.testing import CliRunner
 
 from lbgen.system import cache
-from lbgen.backends import base
+from lbgen.backends import build
 from lbgen.backends import c as cbackend
 from lbgen.cli.main import main
 from lbgen.codegen.spec import KernelSpec
@@ -52,9 +52,9 @@ def test_damaged_cached_library_is_rebuilt_not_loaded(fresh_cache, source, damag
 
 
 def test_cache_key_holds_the_resolved_cpu_not_march_native(fresh_cache, source, monkeypatch):
-    assert not base.native_target().startswith("unknown")
+    assert not build.native_target().startswith("unknown")
     here = cbackend.build(source)
-    monkeypatch.setattr(base, "native_target", lambda cmd="": "othercpu-0123456789abcdef")
+    monkeypatch.setattr(build, "native_target", lambda cmd="": "othercpu-0123456789abcdef")
     elsewhere = cbackend.build(source)                       # the same source and flags
     assert here.parent != elsewhere.parent, "two CPU kinds must not share a cached library"
 

@@ -1,0 +1,198 @@
+"""What the GPU-dialect runtimes (OpenCL: backends/opencl; CUDA through CuPy and the host shim:
+backends/cuda) share, for any D: ``GPUProgram``.
+
+Lattice buffers hold ``Layout``'s order: the OpenCL and CuPy runtimes' (``allocate``) live on
+the device, so stepping copies nothing, and ``download``/``upload`` move them; the host shim's
+are NumPy arrays.  The boundaries of ``set_boundaries`` go to the kernels as four arguments
+(walls and lids: bit 2a + s per face; lid: the 2D x D velocities; solid: NULL or the uint8
+mask), copied to the device once per ``set_boundaries``.
+
+The 2D kernels take scalars and the separate bounce-back kernels (``GPU_BOUNCE_KERNELS``): each
+runtime launches them itself.  The 3D kernels, launched here, take the C API's arguments in its
+order: the region as six ints (``region``: None, the whole lattice, or (x0, x1, y0, y1), whole Z
+lines), the operator parameters and force as scalars, then the boundaries.  Launch geometry in
+3D: one work-item / thread per site of the region ((x1 - x0)*(y1 - y0)*LZ), the halo one per
+element column of the padded lattice (``<P>_HALO_THREADS``), rounded up to the block size; a
+step refreshes only the X and Y halo planes (``halo_planes``): the kernels wrap Z within the
+line themselves.  Host arrays given to a 3D kernel (fields in and out, a NumPy lattice buffer)
+are copied to the device around its launch, and back when it writes them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lbgen.backends.base import Program, fields_dict
+from lbgen.backends.build import aligned_zeros
+
+
+class GPUProgram(Program):
+    """Common logic; a runtime defines ``_run(kernel, items, args, outputs)`` for the 3D kernels
+    (args: NumPy arrays or its device buffers, None for a NULL pointer, np.int32 / real scalars;
+    outputs: the indices of the arrays the kernel writes: host arrays among them are copied
+    back), its 2D launches, and sets ``field_dtype`` / ``lid_dtype``.  A runtime whose lattice
+    buffers live on the device defines the device hooks (``_is_device`` .. ``_host_into``); the
+    host shim keeps host buffers."""
+
+    field_dtype = np.float64
+    lid_dtype = np.float64
+
+    def __init__(self, source, shape):
+        super().__init__(source, shape)
+        self._bounds_args = None
+        if self.D == 2:
+            return
+        self._sizes = tuple(np.int32(n) for n in self.shape)
+        L = self.layout
+        self.site_items = self.lx * self.ly * self.lz
+        self.halo_items = (self.lx + 2 * L.halo) * (self.ly + 2 * L.halo) * (self.lz // L.VL + 2 * L.halo) * L.VL
+        self.plane_items = ((self.lx + 2 * L.halo) * (self.ly + 2 * L.halo) - self.lx * self.ly) * self.lz
+
+    # --- buffers: host arrays unless a runtime defines the device hooks ------------------------
+    def _is_device(self, a) -> bool:
+        return False
+
+    def _device_elements(self, a) -> int:
+        """Elements of this program's dtype a device buffer holds (-1: another dtype)."""
+        raise NotImplementedError
+
+    def _to_device(self, host: np.ndarray):
+        return host
+
+    def _to_host(self, buffer) -> np.ndarray:
+        raise NotImplementedError
+
+    def _host_into(self, buffer, host: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def allocate(self):
+        return aligned_zeros(self.layout.size, self.dtype)
+
+    def upload(self, host, buffer=None):
+        host = self._check_size(host)
+        buffer = self.allocate() if buffer is None else buffer
+        if self._is_device(buffer):
+            self._host_into(buffer, host)
+        else:
+            buffer[...] = host
+        return buffer
+
+    def download(self, buffer) -> np.ndarray:
+        return self._to_host(buffer) if self._is_device(buffer) else np.array(buffer, dtype=self.dtype)
+
+    def _read_range(self, f, offset, out):
+        out[...] = f[offset:offset + out.size]
+
+    def _write_range(self, f, offset, data):
+        f[offset:offset + data.size] = data
+
+    def _bounds_changed(self) -> None:
+        """The boundaries as the kernels' last four arguments, the lid velocities and the mask on the device."""
+        if self.bounds is None:
+            self._bounds_args = None
+            return
+        walls, lids, lid, solid = self.bounds
+        self._bounds_args = [np.int32(walls), np.int32(lids),
+                             self._to_device(np.ascontiguousarray(lid.reshape(-1), dtype=self.lid_dtype)),
+                             None if solid is None else self._to_device(solid.reshape(-1))]
+
+    def _skip_device(self, skip):
+        """The diagnostics' mask argument: ``skip``, else the boundaries' solid cells (on the device), or None."""
+        if skip is None:
+            return None if self._bounds_args is None else self._bounds_args[3]
+        return self._to_device(self._skip_mask(skip).reshape(-1))
+
+    def _region_items(self, region: tuple) -> int:
+        """Work-items (threads) of a 2D sweep over a checked region: its columns times the
+        storage slots s = r*VL + k (k fastest: the lanes of a cluster are consecutive items)
+        from the lowest to the highest slot of its rows (common.j2 region_site, the same rule)."""
+        x0, x1, y0, y1 = region
+        if x1 <= x0 or y1 <= y0:
+            return 0
+        NR, VL = self.layout.NR, self.layout.VL
+        if y0 // NR == (y1 - 1) // NR:
+            slots = ((y1 - 1) % NR - y0 % NR) * VL + 1
+        else:
+            slots = (NR - 1) * VL + y1 // NR - (y0 // NR + (y0 % NR != 0))
+        return (x1 - x0) * slots
+
+    # --- the 3D kernels --------------------------------------------------------------------------
+    def _run(self, kernel: str, items: int, args, outputs) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _call(self, kernel, items, args, outputs):
+        self.calls[kernel] += 1
+        if items > 0:               # an empty region launches nothing (OpenCL refuses a global size of 0)
+            self._run(kernel, items, list(args), tuple(outputs))
+
+    def _buf(self, a):
+        if self._is_device(a):
+            ok = self._device_elements(a) == self.layout.size
+        else:
+            ok = isinstance(a, np.ndarray) and a.dtype == self.dtype and a.flags.c_contiguous \
+                and a.size == self.layout.size
+        if not ok:
+            raise ValueError(f"a lattice buffer of this program is a contiguous {np.dtype(self.dtype)} array of "
+                             f"{self.layout.size} elements (allocate())")
+        return a
+
+    def _fields_in(self, a) -> np.ndarray:
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), self.shape),
+                                    dtype=self.field_dtype)
+
+    def _bc_args(self):
+        return self._bounds_args or [np.int32(0), np.int32(0), None, None]
+
+    def halo(self, f) -> None:
+        self._call("halo", self.halo_items, [self._buf(f), *self._sizes], (0,))
+
+    def halo_planes(self, f) -> None:
+        """The X and Y halo planes only (3D; the halo kernel's values there): all that propagate
+        and fused read, as they wrap Z within the line themselves; the clustered layouts' halo
+        rows, 2 of every NR rows, are left as they are."""
+        self._call("halo_planes", self.plane_items, [self._buf(f), *self._sizes], (0,))
+
+    def step_halo(self, f) -> None:
+        (self.halo_planes if self.D == 3 else self.halo)(f)
+
+    def _region_args(self, region) -> tuple:
+        """The work-items of a 3D sweep over a region (None: the whole lattice; (x0, x1, y0, y1):
+        whole Z lines, checked) and its six int arguments."""
+        x0, x1, y0, y1 = self._check_region(region)
+        return (x1 - x0) * (y1 - y0) * self.lz, [np.int32(v) for v in (x0, x1, y0, y1, 0, self.lz)]
+
+    def propagate(self, prv, nxt, region=None) -> None:
+        items, reg = self._region_args(region)
+        self._call("propagate", items, [self._buf(prv), self._buf(nxt), *self._sizes, *reg, *self._bc_args()], (1,))
+
+    def collide(self, src, dst, region=None, **params) -> None:
+        items, reg = self._region_args(region)
+        if src is dst:
+            args, outputs = [self._buf(src), src], (0,)
+        else:
+            args, outputs = [self._buf(src), self._buf(dst)], (1,)
+        self._call("collide", items, [*args, *self._sizes, *reg, *self._param_values(params, self.dtype),
+                                      *self._bc_args()], outputs)
+
+    def fused(self, prv, nxt, region=None, **params) -> None:
+        items, reg = self._region_args(region)
+        self._call("fused", items, [self._buf(prv), self._buf(nxt), *self._sizes, *reg,
+                                    *self._param_values(params, self.dtype), *self._bc_args()], (1,))
+
+    def init_equilibrium(self, f, rho, *velocity_and_T, force=None) -> None:
+        arrays = [self._fields_in(a) for a in (rho, *velocity_and_T)]
+        self._call("init_equilibrium", self.site_items,
+                   [self._buf(f), *self._sizes, *arrays, *(self.dtype(a) for a in self._force(force))], (0,))
+        self.halo(f)
+
+    def fields(self, f, force=None) -> dict:
+        out = [np.empty(self.shape, dtype=self.field_dtype) for _ in range(self.D + 2)]
+        self._call("fields", self.site_items, [self._buf(f), *self._sizes, *out,
+                                               *(self.dtype(a) for a in self._force(force))], (4, 5, 6, 7, 8))
+        return fields_dict(out, self.D)
+
+    def diagnostics(self, f, force=None, skip=None) -> np.ndarray:
+        from lbgen.codegen.diagnostics import ND3
+        out = np.empty((self.ly * self.lz, ND3), dtype=self.field_dtype)
+        self._call("diagnostics", self.ly * self.lz, [self._buf(f), *self._sizes, self._skip_device(skip), out,
+                                                       *(self.dtype(a) for a in self._force(force))], (5,))
+        return out.astype(np.float64)
