@@ -1222,7 +1222,6 @@ __global__ void __launch_bounds__(BLOCK) lbgen_bounce(const real *prv, real *nxt
     dst[site + 35*SP] = here_solid ? (real)0.0 : f35;
     dst[site + 36*SP] = here_solid ? (real)0.0 : f36;
 
-
 }
 
 __global__ void __launch_bounds__(BLOCK) lbgen_bounded_fused(const real *src, real *dst, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, const double *lid, const uint8_t *solid)
@@ -1652,7 +1651,6 @@ __global__ void __launch_bounds__(BLOCK) lbgen_bounded_fused(const real *src, re
     dst[site + 34*SP] = here_solid ? (real)0.0 : fout34;
     dst[site + 35*SP] = here_solid ? (real)0.0 : fout35;
     dst[site + 36*SP] = here_solid ? (real)0.0 : fout36;
-
 
 }
 

@@ -1233,7 +1233,6 @@ __kernel void lbgen_bounce(__global const real *prv, __global real *nxt, int lx,
     dst[site + 35*SP] = here_solid ? (real)0.0 : f35;
     dst[site + 36*SP] = here_solid ? (real)0.0 : f36;
 
-
 }
 
 __kernel void lbgen_bounded_fused(__global const real *src, __global real *dst, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, __global const real *lid, __global const uchar *solid)
@@ -1663,7 +1662,6 @@ __kernel void lbgen_bounded_fused(__global const real *src, __global real *dst, 
     dst[site + 34*SP] = here_solid ? (real)0.0 : fout34;
     dst[site + 35*SP] = here_solid ? (real)0.0 : fout35;
     dst[site + 36*SP] = here_solid ? (real)0.0 : fout36;
-
 
 }
 
