@@ -11,9 +11,9 @@ the keys every kernel shares are written once; what differs with D -- the layout
 3D with the boundaries' wrapped Z rows and the temporal blocking's row pointers), the size
 rules (``kernel_api``), the force components -- branches on D.  The 3D kernels are
 ``templates/c/kernels3d.c.j2`` with ``common3d.j2`` (loops, halo, the pull with its
-boundaries), and ``templates/gpu/kernels3d.j2`` for OpenCL and CUDA; the C header
-(``c/kernels.h.j2``) and the CUDA host header (``cuda/kernels.cuh.j2``) are one template
-each for any D.
+boundaries); the GPU kernels of both dialects and both dimensions are one template,
+``templates/gpu/kernels.j2``; the C header (``c/kernels.h.j2``) and the CUDA host header
+(``cuda/kernels.cuh.j2``) are one template each for any D.
 """
 from __future__ import annotations
 
@@ -226,12 +226,12 @@ def wall_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
 #: compiles.  "{P}" in a file name is the spec's prefix.
 _MAIN_TEMPLATES = {
     2: {"c": [("{P}_kernels.c", "c/kernels.c.j2"), ("{P}_kernels.h", "c/kernels.h.j2")],
-        "opencl": [("{P}_kernels.cl", "opencl/kernels.cl.j2")],
-        "cuda": [("{P}_kernels.cu", "cuda/kernels.cu.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")]},
+        "opencl": [("{P}_kernels.cl", "gpu/kernels.j2")],
+        "cuda": [("{P}_kernels.cu", "gpu/kernels.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")]},
     3: {"c": [("{P}_kernels.c", "c/kernels3d.c.j2"), ("{P}_kernels.h", "c/kernels.h.j2")],
-        # the 3D kernels of the GPU dialects: templates/gpu/kernels3d.j2, one text for both
-        "opencl": [("{P}_kernels.cl", "opencl/kernels3d.cl.j2")],
-        "cuda": [("{P}_kernels.cu", "cuda/kernels3d.cu.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")]},
+        # the GPU kernels of both dialects and both dimensions: templates/gpu/kernels.j2, one text
+        "opencl": [("{P}_kernels.cl", "gpu/kernels.j2")],
+        "cuda": [("{P}_kernels.cu", "gpu/kernels.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")]},
 }
 #: the backends whose 3D kernels are GPU kernels (no host code)
 GPU_TEMPLATES_3D = ("opencl", "cuda")

@@ -1,7 +1,7 @@
-"""The 3D kernels of the GPU dialects: OpenCL (templates/opencl/kernels3d.cl.j2 through
-pyopencl, here on the CPU with Intel's runtime) and CUDA (templates/cuda/kernels3d.cu.j2
-through the host shim, "cuda-shim"; nvcc compiles it; and on a GPU through CuPy, "cuda",
-skipped without one, CI included) -- one text for both, templates/gpu/kernels3d.j2.
+"""The 3D kernels of the GPU dialects: OpenCL (through pyopencl, here on the CPU with Intel's
+runtime) and CUDA (through the host shim, "cuda-shim"; nvcc compiles it; and on a GPU through
+CuPy, "cuda", skipped without one, CI included) -- one text for both dialects and both
+dimensions, templates/gpu/kernels.j2.
 Every layout x operator x set = the oracle (lbgen.reference.bulk3d) to 1e-12 with a force,
 periodic and with walls, a lid and a random voxel mask (fast subset, the rest slow); strict
 builds bit-identical to the C backend's 3D kernels (populations, boundaries, fields,

@@ -175,7 +175,9 @@ def test_double_precision_on_a_device_without_fp64_is_a_clear_error(monkeypatch)
 
 def test_build_failure_raises_compile_error_with_the_cl_path_and_the_log():
     src = generate(KernelSpec(backend="opencl", layout="aos", vl=None, prefix="broken"))
-    bad = src.text.replace("SITE_OF_WORK_ITEM;", "SITE_OF_WORK_ITEM; undeclared_identifier_zz = 1;", 1)
+    anchor = "const ptrdiff_t g = (ptrdiff_t)get_global_id(0);"
+    assert anchor in src.text
+    bad = src.text.replace(anchor, anchor + " undeclared_identifier_zz = 1;", 1)
     broken = dataclasses.replace(src, files={src.main_file: bad})
     with pytest.raises(CompileError) as info:
         ob.compile(broken, LX, LY)

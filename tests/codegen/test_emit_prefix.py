@@ -38,7 +38,7 @@ def _need(*tools):
             pytest.skip(f"{tool} is needed to compile the emitted macros")
 
 
-#: the constants a GPU kernel file declares for its own macros (templates/gpu/kernels3d.j2)
+#: the constants a GPU kernel file declares for its own macros (templates/gpu/kernels.j2, 3D)
 LOCAL_ENUM = re.compile(r"^enum \{ Q = \d+, HALO = \d+, VL = \d+", re.M)
 
 

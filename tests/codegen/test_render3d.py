@@ -36,6 +36,22 @@ def test_3d_specs_refuse_what_they_cannot_do_in_words(kw, message):
         KernelSpec(velocity_set="d3q19", **kw).validate()
 
 
+def test_the_gpu_kernels_are_one_template_for_both_dialects_and_any_dimension():
+    """OpenCL and CUDA, 2D and 3D: one kernel text, templates/gpu/kernels.j2 (the dialect and D
+    branch inside); no per-dialect or per-dimension kernel template is shipped."""
+    from lbgen.codegen.render import _MAIN_TEMPLATES
+    shipped = {p.relative_to(templates_dir()).as_posix() for p in templates_dir().rglob("*.j2")}
+    assert "gpu/kernels.j2" in shipped
+    assert not {"gpu/kernels3d.j2", "opencl/kernels.cl.j2", "opencl/kernels3d.cl.j2", "cuda/kernels.cu.j2",
+                "cuda/kernels3d.cu.j2"} & shipped
+    assert {_MAIN_TEMPLATES[d][b][0][1] for d in (2, 3) for b in ("opencl", "cuda")} == {"gpu/kernels.j2"}
+    texts = {(d, b): generate(KernelSpec(backend=b, velocity_set=vs, layout="soa").validate()).text
+             for d, vs in ((2, "d2q9"), (3, "d3q19")) for b in ("opencl", "cuda")}
+    assert all("__kernel void lbgen_fused(" in texts[d, "opencl"] for d in (2, 3))
+    assert all("__global__ void __launch_bounds__(BLOCK) lbgen_fused(" in texts[d, "cuda"] for d in (2, 3))
+    assert "lbgen_bounce(" in texts[2, "opencl"] and "lbgen_halo_planes(" in texts[3, "opencl"]
+
+
 def test_the_headers_are_one_template_for_any_dimension():
     """The C API header and the CUDA host header: one shipped template each (the text branches
     on D inside), none for 3D alone."""

@@ -21,42 +21,151 @@
  *             NX = LX + 6, NR = LY/VL, NRP = NR + 6
  */
 /*
- * The declarations, launch geometry and validity rules are in lbgen_kernels.cuh.  Kernels
- * (extern "C", 1-D grids, blocks of at most BLOCK = 128 threads; surplus threads return):
- *   lbgen_halo               LBGEN_HALO_THREADS(LX, LY) threads (one per halo element)
- *   lbgen_propagate          LX * LY threads (one per site)
- *   lbgen_collide            LX * LY threads (in and out may be the same buffer)
- *   lbgen_fused              LX * LY threads (propagate + collide, prv -> nxt)
- *   lbgen_diagnostics        LY threads (per-row sums over x, one thread per lane of a cluster row)
- *   lbgen_init_equilibrium, lbgen_fields, lbgen_pack, lbgen_unpack   LX * LY threads
- * grid = ceil(threads / BLOCK); surplus threads return at once.
- * Thread g of a site kernel works on lane k = g % VL, cluster row r = (g / VL) % NR,
- * column x = g / (VL*NR): the VL lanes of a cluster are consecutive threads (coalesced
- * loads of VL consecutive values); with VL = 1 (AoS, SoA) y is the fastest index.
- * After the kernels: the host helpers (lbgen_check, lbgen_alloc, ...) and the launch
- * wrappers lbgen_launch_<kernel> (not compiled under NVRTC).
+ * Threads: global id g -> (x, r, k) with k fastest, then r, then x:
+ *   k = g % VL, r = (g / VL) % NR, x = g / (VL*NR);   site y = r + k*NR
+ * so the VL lanes of one cluster are VL consecutive threads (VL = 32: one warp reads
+ * 32 consecutive values of a population).  AoS/SoA: VL = 1, y fastest.
+ * lbgen_init_equilibrium, lbgen_fields, lbgen_pack, lbgen_unpack: LX*LY threads; field arrays
+ * are LX*LY values of `double` indexed x*LY + y, plain arrays Q*LX*LY values indexed
+ * (p*LX + x)*LY + y.  init_equilibrium and pack write the interior only: launch lbgen_halo next.
+ * The sweeps propagate, collide, fused and the bounce-back kernels take the region x0, x1, y0, y1
+ * after the sizes (interior sites x0 <= x < x1, y0 <= y < y1, as the C region; 0, LX, 0, LY: the
+ * whole lattice) and compute its sites only: (x1 - x0) * NS threads, NS the storage slots r*VL + k
+ * from the lowest to the highest of rows y0..y1-1 (NS = LY for the whole lattice; see region_site).
+ * lbgen_halo: LBGEN_HALO_THREADS(LX, LY) = LX*2*HALO*VL + 2*HALO*NRP*VL threads (one per
+ * halo element: halo cluster rows, then whole halo columns with the corners).
+ * lbgen_diagnostics: LY threads (per-row sums over x, one per lane of a cluster row).
+ * init_equilibrium takes, fields and diagnostics report, the physical (half-step) fields under
+ * the force (ax, ay) given last (see lbgen_init_equilibrium below).
+ * Argument order as in the C API: lattice buffers (and the plain array of pack/unpack), then
+ * the sizes lx, ly, then the parameters or field arrays.
+ * The declarations, launch geometry and validity rules are in lbgen_kernels.cuh; after the
+ * kernels, the host helpers (lbgen_check, lbgen_alloc, ...) and the launch wrappers
+ * lbgen_launch_<kernel> (not compiled under NVRTC).
+ * Launch sizes are rounded up to the block size (BLOCK = 128); the excess returns at once.
+ * Compile with --fmad=false (nvcc) / -ffp-contract=off (host shim) for bitwise reproducible results.
  */
 #include "lbgen_kernels.cuh"
 #ifndef __CUDACC_RTC__
 #include <stdio.h>
 #endif
-
 typedef lbgen_real real;
 enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 32, BLOCK = 128 };
-
 #define LBGEN_SIZES const int LX = lx, LY = ly
 
-/* global thread index (64-bit) */
-#define LBGEN_THREAD_ID ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x)
+/* i mod n in 0 .. n-1 (i may be negative) */
+static __device__ __forceinline__ ptrdiff_t wrap_(ptrdiff_t i, ptrdiff_t n)
+{
+    i %= n;
+    return i < 0 ? i + n : i;
+}
 
-/* the site of thread g: lane k, cluster row r, column x, and its base index (p = 0) */
-#define LBGEN_SITE_OF_THREAD \
-    const ptrdiff_t g = LBGEN_THREAD_ID; \
-    if (g >= (ptrdiff_t)LX * LY) return; \
-    const ptrdiff_t k = g % VL; \
-    const ptrdiff_t r = (g / VL) % NR; \
-    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR); \
-    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK
+
+extern "C" {
+
+/* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
+   xi_i = LBGEN_R * (cx, cy)), has weight lbgen_w[i] and opposite lbgen_opposite[i]. */
+const int lbgen_cx[37] = { 3, 3, 3, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -2, -2, -2, -2, -2, -3, -3, -3 };
+const int lbgen_cy[37] = { -1, 0, 1, -2, -1, 0, 1, 2, -3, -2, -1, 0, 1, 2, 3, -3, -2, -1, 0, 1, 2, 3, -3, -2, -1, 0, 1, 2, 3, -2, -1, 0, 1, 2, -1, 0, 1 };
+const double lbgen_w[37] = { 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.00024530102775771736, 0.01420821615845075, 0.107306091542219, 0.23315066913235249, 0.107306091542219, 0.01420821615845075, 0.00024530102775771736, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824 };
+const int lbgen_opposite[37] = { 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+
+/* Periodic halo refresh (before propagate / fused): one thread per halo element. */
+__global__ void __launch_bounds__(BLOCK) lbgen_halo(real *__restrict__ f, int lx, int ly)
+{
+    LBGEN_SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t g = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
+    /* one element of the halo per thread: first the halo cluster rows of the interior
+       columns (LX*2*HALO*VL), then the whole padded halo columns (2*HALO*NRP*VL) */
+    const ptrdiff_t n_rows = (ptrdiff_t)LX * 2*HALO * VL;
+    if (g >= n_rows + (ptrdiff_t)2*HALO * NRP * VL) return;
+    const ptrdiff_t k = g % VL;
+    ptrdiff_t x, r;
+    if (g < n_rows) {
+        const ptrdiff_t h = (g / VL) % (2*HALO);
+        x = g / ((ptrdiff_t)VL * 2*HALO);
+        r = h < HALO ? h - HALO : NR + h - HALO;
+    } else {
+        const ptrdiff_t c = g - n_rows;
+        const ptrdiff_t h = c / ((ptrdiff_t)VL * NRP);
+        r = (c / VL) % NRP - HALO;
+        x = h < HALO ? h - HALO : LX + h - HALO;
+    }
+    /* element (x, r, k) is a periodic copy of the interior site (x mod LX, (r + k*NR) mod LY):
+       rows r < 0 of lane k hold sites of lane k - 1 */
+    ptrdiff_t xs = x % LX, y = (r + k*NR) % LY;
+    if (xs < 0) xs += LX;
+    if (y < 0) y += LY;
+    const ptrdiff_t dst = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
+    const ptrdiff_t src = (xs + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK;
+    for (int p = 0; p < Q; ++p) f[dst + p*SP] = f[src + p*SP];
+}
+
+/* Pull streaming: nxt[p](x) = prv[p](x - e_p); needs a fresh halo in prv. */
+__global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1)
+{
+    LBGEN_SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
+    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const ptrdiff_t NS = S1 - S0;
+    if (X1 <= X0 || Y1 <= Y0) return;
+    const ptrdiff_t g_ = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (g_ >= (X1 - X0)*NS) return;
+    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
+    const ptrdiff_t k = s_ % VL, r = s_ / VL;
+    if (r + k*NR < Y0 || r + k*NR >= Y1) return;
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    (void)X1;
+    nxt[site + 0] = prv[site + -3*SX + 1*SR];
+    nxt[site + 1*SP] = prv[site + 1*SP - 3*SX];
+    nxt[site + 2*SP] = prv[site + 2*SP - 3*SX - 1*SR];
+    nxt[site + 3*SP] = prv[site + 3*SP - 2*SX + 2*SR];
+    nxt[site + 4*SP] = prv[site + 4*SP - 2*SX + 1*SR];
+    nxt[site + 5*SP] = prv[site + 5*SP - 2*SX];
+    nxt[site + 6*SP] = prv[site + 6*SP - 2*SX - 1*SR];
+    nxt[site + 7*SP] = prv[site + 7*SP - 2*SX - 2*SR];
+    nxt[site + 8*SP] = prv[site + 8*SP - 1*SX + 3*SR];
+    nxt[site + 9*SP] = prv[site + 9*SP - 1*SX + 2*SR];
+    nxt[site + 10*SP] = prv[site + 10*SP - 1*SX + 1*SR];
+    nxt[site + 11*SP] = prv[site + 11*SP - 1*SX];
+    nxt[site + 12*SP] = prv[site + 12*SP - 1*SX - 1*SR];
+    nxt[site + 13*SP] = prv[site + 13*SP - 1*SX - 2*SR];
+    nxt[site + 14*SP] = prv[site + 14*SP - 1*SX - 3*SR];
+    nxt[site + 15*SP] = prv[site + 15*SP + 3*SR];
+    nxt[site + 16*SP] = prv[site + 16*SP + 2*SR];
+    nxt[site + 17*SP] = prv[site + 17*SP + 1*SR];
+    nxt[site + 18*SP] = prv[site + 18*SP];
+    nxt[site + 19*SP] = prv[site + 19*SP - 1*SR];
+    nxt[site + 20*SP] = prv[site + 20*SP - 2*SR];
+    nxt[site + 21*SP] = prv[site + 21*SP - 3*SR];
+    nxt[site + 22*SP] = prv[site + 22*SP + 1*SX + 3*SR];
+    nxt[site + 23*SP] = prv[site + 23*SP + 1*SX + 2*SR];
+    nxt[site + 24*SP] = prv[site + 24*SP + 1*SX + 1*SR];
+    nxt[site + 25*SP] = prv[site + 25*SP + 1*SX];
+    nxt[site + 26*SP] = prv[site + 26*SP + 1*SX - 1*SR];
+    nxt[site + 27*SP] = prv[site + 27*SP + 1*SX - 2*SR];
+    nxt[site + 28*SP] = prv[site + 28*SP + 1*SX - 3*SR];
+    nxt[site + 29*SP] = prv[site + 29*SP + 2*SX + 2*SR];
+    nxt[site + 30*SP] = prv[site + 30*SP + 2*SX + 1*SR];
+    nxt[site + 31*SP] = prv[site + 31*SP + 2*SX];
+    nxt[site + 32*SP] = prv[site + 32*SP + 2*SX - 1*SR];
+    nxt[site + 33*SP] = prv[site + 33*SP + 2*SX - 2*SR];
+    nxt[site + 34*SP] = prv[site + 34*SP + 3*SX + 1*SR];
+    nxt[site + 35*SP] = prv[site + 35*SP + 3*SX];
+    nxt[site + 36*SP] = prv[site + 36*SP + 3*SX - 1*SR];
+}
 
 /* The collision of one site, written once: collide and fused call it.
    bgk: BGK with shifted-equilibrium forcing (Hermite order 4); wall rows: relaxed with tau = tau_wall (default 1: to the equilibrium of the moments the bc imposed).
@@ -465,116 +574,10 @@ static __device__ __forceinline__ void lbgen_fields_site(const real f0, const re
     *o_rho = rho_out; *o_ux = ux_out; *o_uy = uy_out; *o_T = T_out;
 }
 
-extern "C" {
-
-/* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
-   xi_i = LBGEN_R * (cx, cy)), has weight lbgen_w[i] and opposite lbgen_opposite[i]. */
-const int lbgen_cx[37] = { 3, 3, 3, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -2, -2, -2, -2, -2, -3, -3, -3 };
-const int lbgen_cy[37] = { -1, 0, 1, -2, -1, 0, 1, 2, -3, -2, -1, 0, 1, 2, 3, -3, -2, -1, 0, 1, 2, 3, -3, -2, -1, 0, 1, 2, 3, -2, -1, 0, 1, 2, -1, 0, 1 };
-const double lbgen_w[37] = { 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.00024530102775771736, 0.01420821615845075, 0.107306091542219, 0.23315066913235249, 0.107306091542219, 0.01420821615845075, 0.00024530102775771736, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824 };
-const int lbgen_opposite[37] = { 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
-
-/* Periodic halo refresh (before propagate / fused): one thread per halo element. */
-__global__ void __launch_bounds__(BLOCK) lbgen_halo(real *__restrict__ f, int lx, int ly)
-{
-    LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
-    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const ptrdiff_t g = LBGEN_THREAD_ID;
-    /* one element of the halo per thread: first the halo cluster rows of the interior
-       columns (LX*2*HALO*VL), then the whole padded halo columns (2*HALO*NRP*VL) */
-    const ptrdiff_t n_rows = (ptrdiff_t)LX * 2*HALO * VL;
-    if (g >= n_rows + (ptrdiff_t)2*HALO * NRP * VL) return;
-    const ptrdiff_t k = g % VL;
-    ptrdiff_t x, r;
-    if (g < n_rows) {
-        const ptrdiff_t h = (g / VL) % (2*HALO);
-        x = g / ((ptrdiff_t)VL * 2*HALO);
-        r = h < HALO ? h - HALO : NR + h - HALO;
-    } else {
-        const ptrdiff_t c = g - n_rows;
-        const ptrdiff_t h = c / ((ptrdiff_t)VL * NRP);
-        r = (c / VL) % NRP - HALO;
-        x = h < HALO ? h - HALO : LX + h - HALO;
-    }
-    /* element (x, r, k) is a periodic copy of the interior site (x mod LX, (r + k*NR) mod LY):
-       rows r < 0 of lane k hold sites of lane k - 1 */
-    ptrdiff_t xs = x % LX, y = (r + k*NR) % LY;
-    if (xs < 0) xs += LX;
-    if (y < 0) y += LY;
-    const ptrdiff_t dst = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
-    const ptrdiff_t src = (xs + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK;
-    for (int p = 0; p < Q; ++p) f[dst + p*SP] = f[src + p*SP];
-}
-
-/* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py); needs a fresh halo in prv. */
-__global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1)
-{
-    LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
-    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
-    const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
-    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
-    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
-    const ptrdiff_t NS = S1 - S0;
-    if (X1 <= X0 || Y1 <= Y0) return;
-    const ptrdiff_t g_ = LBGEN_THREAD_ID;
-    if (g_ >= (X1 - X0)*NS) return;
-    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
-    const ptrdiff_t k = s_ % VL, r = s_ / VL;
-    if (r + k*NR < Y0 || r + k*NR >= Y1) return;
-    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
-    (void)X1;
-    nxt[site + 0] = prv[site + -3*SX + 1*SR];
-    nxt[site + 1*SP] = prv[site + 1*SP - 3*SX];
-    nxt[site + 2*SP] = prv[site + 2*SP - 3*SX - 1*SR];
-    nxt[site + 3*SP] = prv[site + 3*SP - 2*SX + 2*SR];
-    nxt[site + 4*SP] = prv[site + 4*SP - 2*SX + 1*SR];
-    nxt[site + 5*SP] = prv[site + 5*SP - 2*SX];
-    nxt[site + 6*SP] = prv[site + 6*SP - 2*SX - 1*SR];
-    nxt[site + 7*SP] = prv[site + 7*SP - 2*SX - 2*SR];
-    nxt[site + 8*SP] = prv[site + 8*SP - 1*SX + 3*SR];
-    nxt[site + 9*SP] = prv[site + 9*SP - 1*SX + 2*SR];
-    nxt[site + 10*SP] = prv[site + 10*SP - 1*SX + 1*SR];
-    nxt[site + 11*SP] = prv[site + 11*SP - 1*SX];
-    nxt[site + 12*SP] = prv[site + 12*SP - 1*SX - 1*SR];
-    nxt[site + 13*SP] = prv[site + 13*SP - 1*SX - 2*SR];
-    nxt[site + 14*SP] = prv[site + 14*SP - 1*SX - 3*SR];
-    nxt[site + 15*SP] = prv[site + 15*SP + 3*SR];
-    nxt[site + 16*SP] = prv[site + 16*SP + 2*SR];
-    nxt[site + 17*SP] = prv[site + 17*SP + 1*SR];
-    nxt[site + 18*SP] = prv[site + 18*SP];
-    nxt[site + 19*SP] = prv[site + 19*SP - 1*SR];
-    nxt[site + 20*SP] = prv[site + 20*SP - 2*SR];
-    nxt[site + 21*SP] = prv[site + 21*SP - 3*SR];
-    nxt[site + 22*SP] = prv[site + 22*SP + 1*SX + 3*SR];
-    nxt[site + 23*SP] = prv[site + 23*SP + 1*SX + 2*SR];
-    nxt[site + 24*SP] = prv[site + 24*SP + 1*SX + 1*SR];
-    nxt[site + 25*SP] = prv[site + 25*SP + 1*SX];
-    nxt[site + 26*SP] = prv[site + 26*SP + 1*SX - 1*SR];
-    nxt[site + 27*SP] = prv[site + 27*SP + 1*SX - 2*SR];
-    nxt[site + 28*SP] = prv[site + 28*SP + 1*SX - 3*SR];
-    nxt[site + 29*SP] = prv[site + 29*SP + 2*SX + 2*SR];
-    nxt[site + 30*SP] = prv[site + 30*SP + 2*SX + 1*SR];
-    nxt[site + 31*SP] = prv[site + 31*SP + 2*SX];
-    nxt[site + 32*SP] = prv[site + 32*SP + 2*SX - 1*SR];
-    nxt[site + 33*SP] = prv[site + 33*SP + 2*SX - 2*SR];
-    nxt[site + 34*SP] = prv[site + 34*SP + 3*SX + 1*SR];
-    nxt[site + 35*SP] = prv[site + 35*SP + 3*SX];
-    nxt[site + 36*SP] = prv[site + 36*SP + 3*SX - 1*SR];
-}
-
-/* Collision (bgk) of every interior site; in and out_f may be the same
-   buffer (each thread reads all populations of its site before writing them). */
+/* Collision (bgk) of the region's sites. */
 __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay)
 {
+    /* in and out_f may alias: each site reads all its populations before writing */
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
@@ -594,7 +597,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out
     const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
     const ptrdiff_t NS = S1 - S0;
     if (X1 <= X0 || Y1 <= Y0) return;
-    const ptrdiff_t g_ = LBGEN_THREAD_ID;
+    const ptrdiff_t g_ = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (g_ >= (X1 - X0)*NS) return;
     const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
     const ptrdiff_t k = s_ % VL, r = s_ / VL;
@@ -682,7 +685,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out
 
 }
 
-/* propagate + collide: populations are pulled from the neighbours, collided, stored. */
+/* propagate + collide: the populations are pulled, collided, stored */
 __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay)
 {
     LBGEN_SIZES;
@@ -704,7 +707,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
     const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
     const ptrdiff_t NS = S1 - S0;
     if (X1 <= X0 || Y1 <= Y0) return;
-    const ptrdiff_t g_ = LBGEN_THREAD_ID;
+    const ptrdiff_t g_ = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (g_ >= (X1 - X0)*NS) return;
     const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
     const ptrdiff_t k = s_ % VL, r = s_ / VL;
@@ -792,16 +795,12 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
 
 }
 
-/* i mod n in 0 .. n-1 (i may be negative) */
-__device__ static inline ptrdiff_t wrap_(ptrdiff_t i, ptrdiff_t n)
-{
-    i %= n;
-    return i < 0 ? i + n : i;
-}
-
-/* Bounce-back boundaries (see lbgen_launch_bounce in the header): the sites a wall face or a
-   solid cell reaches, redone after propagate (bounce), fused (bounded_fused), collide
-   (bounded_collide: solid cells zeroed). */
+/* Bounce-back boundaries (the C params record's walls, lids, lid, solid; see the C header):
+   launched as propagate / fused / collide, over the same region, after them.  walls, lids:
+   face bits (2a + s; lids on wall faces only); lid: 8 velocities (face f at 2f, model units); solid: 0 or LX*LY bytes
+   (index x*LY + y).  bounce (after propagate): the sites a wall face or a solid cell reaches,
+   pulled as the rule says; bounded_fused (after fused): those sites pulled and collided;
+   bounded_collide (after collide): solid cells zeroed. */
 __global__ void __launch_bounds__(BLOCK) lbgen_bounce(const real *prv, real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *lid, const uint8_t *solid)
 {
     LBGEN_SIZES;
@@ -816,7 +815,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_bounce(const real *prv, real *nxt
     const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
     const ptrdiff_t NS = S1 - S0;
     if (X1 <= X0 || Y1 <= Y0) return;
-    const ptrdiff_t g_ = LBGEN_THREAD_ID;
+    const ptrdiff_t g_ = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (g_ >= (X1 - X0)*NS) return;
     const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
     const ptrdiff_t k = s_ % VL, r = s_ / VL;
@@ -1246,7 +1245,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_bounded_fused(const real *src, re
     const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
     const ptrdiff_t NS = S1 - S0;
     if (X1 <= X0 || Y1 <= Y0) return;
-    const ptrdiff_t g_ = LBGEN_THREAD_ID;
+    const ptrdiff_t g_ = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (g_ >= (X1 - X0)*NS) return;
     const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
     const ptrdiff_t k = s_ % VL, r = s_ / VL;
@@ -1669,7 +1668,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_bounded_collide(const real *src, 
     const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
     const ptrdiff_t NS = S1 - S0;
     if (X1 <= X0 || Y1 <= Y0) return;
-    const ptrdiff_t g_ = LBGEN_THREAD_ID;
+    const ptrdiff_t g_ = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (g_ >= (X1 - X0)*NS) return;
     const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
     const ptrdiff_t k = s_ % VL, r = s_ / VL;
@@ -1723,10 +1722,18 @@ __global__ void __launch_bounds__(BLOCK) lbgen_bounded_collide(const real *src, 
 
 }
 
-
-/* f = the populations whose physical fields are the given ones (LX*LY doubles each, index
-   x*LY + y; see the header: u + a/2, T - |a|^2/8 at equilibrium) on the interior;
-   refresh the halo afterwards (lbgen_launch_init_equilibrium does). */
+/* Physical fields.  The stored populations are post-collision: their own moments carry the
+   whole force of the last collision.  init_equilibrium takes, and fields and diagnostics
+   report, the physical (half-step) fields instead: rho, u - a/2, T + |a|^2/8
+   (lbgen.model.collision.half_step_shift), so a fluid at rest under gravity reads u = 0
+   and fields(init_equilibrium(x)) = x to round-off.  (ax, ay): the force per unit mass per
+   step, the values the collision takes (gravity g in model units: a = g / LBGEN_R);
+   ax = ay = 0 gives the stored moments.  Units: lengths in sites; u in model units, where
+   one hop per step is a speed of LBGEN_R (u / LBGEN_R sites per step); T in units of the
+   reference temperature (T0 = 1). */
+/* f = the populations whose physical fields (above) are the given ones, on the interior: the
+   equilibrium at u + a/2, T - |a|^2/8, the exact inverse of lbgen_fields with the same force
+   (launch lbgen_halo next). */
 __global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in, real ax, real ay)
 {
     LBGEN_SIZES;
@@ -1735,7 +1742,13 @@ __global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict
     const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    LBGEN_SITE_OF_THREAD;
+    const ptrdiff_t g = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (g >= (ptrdiff_t)LX * LY) return;
+    const ptrdiff_t k = g % VL;
+    const ptrdiff_t r = (g / VL) % NR;
+    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+
     const ptrdiff_t i = x*LY + r + k*NR;
     const real rho = (real)rho_in[i], ux = (real)ux_in[i], uy = (real)uy_in[i], T = (real)T_in[i];
     const real ax_ = (real)ax, ay_ = (real)ay;
@@ -1971,8 +1984,8 @@ __global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict
 
 }
 
-/* Physical (half-step) fields of f under the force (ax, ay): rho, u - a/2, T + |a|^2/8 of the
-   stored moments rho = sum f, u = sum xi f / rho, T = sum |xi - u|^2 f / (2 rho). */
+/* The physical fields of f (above): rho = sum f, u = sum xi f / rho - a/2,
+   T = sum |xi - u'|^2 f / (2 rho) + |a|^2/8 (u' = sum xi f / rho). */
 __global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o, real ax, real ay)
 {
     LBGEN_SIZES;
@@ -1981,7 +1994,13 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f
     const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    LBGEN_SITE_OF_THREAD;
+    const ptrdiff_t g = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (g >= (ptrdiff_t)LX * LY) return;
+    const ptrdiff_t k = g % VL;
+    const ptrdiff_t r = (g / VL) % NR;
+    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+
     const ptrdiff_t i = x*LY + r + k*NR;
     const real f0 = f[site + 0];
     const real f1 = f[site + 1*SP];
@@ -2031,8 +2050,51 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f
     rho_o[i] = rho_phys; ux_o[i] = ux_phys; uy_o[i] = uy_phys; T_o[i] = T_phys;
 }
 
-/* Per-row reductions over x of the physical fields (as lbgen_fields; LY threads, one per row y):
-   out[y*11 + j], j in the order of lbgen.codegen.diagnostics.ROW_QUANTITIES (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite). */
+/* The plain array plain[(p*LX + x)*LY + y] into the layout's interior (launch lbgen_halo next). */
+__global__ void __launch_bounds__(BLOCK) lbgen_pack(real *__restrict__ f, const double *__restrict__ plain, int lx, int ly)
+{
+    LBGEN_SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t g = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (g >= (ptrdiff_t)LX * LY) return;
+    const ptrdiff_t k = g % VL;
+    const ptrdiff_t r = (g / VL) % NR;
+    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+
+    const ptrdiff_t y = r + k*NR;
+    for (int p = 0; p < Q; ++p) f[site + p*SP] = (real)plain[((ptrdiff_t)p*LX + x)*LY + y];
+}
+
+/* The layout's interior into the plain array. */
+__global__ void __launch_bounds__(BLOCK) lbgen_unpack(const real *__restrict__ f, double *__restrict__ plain, int lx, int ly)
+{
+    LBGEN_SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const ptrdiff_t g = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (g >= (ptrdiff_t)LX * LY) return;
+    const ptrdiff_t k = g % VL;
+    const ptrdiff_t r = (g / VL) % NR;
+    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+
+    const ptrdiff_t y = r + k*NR;
+    for (int p = 0; p < Q; ++p) plain[((ptrdiff_t)p*LX + x)*LY + y] = f[site + p*SP];
+}
+
+/* Per-row reductions over x of the physical fields (as lbgen_fields), for time series and run
+   guards: one thread per row y (LY threads, consecutive lanes consecutive),
+   out[y*11 + j], j in the order of lbgen.codegen.diagnostics.ROW_QUANTITIES
+   (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite);
+   solid (NULL or the mask): its solid cells are skipped.  Accumulated in double. */
 __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restrict__ f, int lx, int ly, const uint8_t *__restrict__ solid, double *__restrict__ out, real ax, real ay)
 {
     LBGEN_SIZES;
@@ -2042,7 +2104,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real ax_ = (real)ax, ay_ = (real)ay;
-    const ptrdiff_t g = LBGEN_THREAD_ID;
+    const ptrdiff_t g = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (g >= LY) return;
     const ptrdiff_t k = g % VL, r = g / VL;     /* row y = r + k*NR: consecutive lanes coalesce */
     double d_[11];
@@ -2125,34 +2187,6 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
         }
     }
     for (int j = 0; j < 11; ++j) out[(r + k*NR)*11 + j] = d_[j];
-}
-
-/* Plain array plain[(p*LX + x)*LY + y] into the layout's interior (refresh the halo next). */
-__global__ void __launch_bounds__(BLOCK) lbgen_pack(real *__restrict__ f, const double *__restrict__ plain, int lx, int ly)
-{
-    LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
-    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    LBGEN_SITE_OF_THREAD;
-    const ptrdiff_t y = r + k*NR;
-    for (int p = 0; p < Q; ++p) f[site + p*SP] = (real)plain[((ptrdiff_t)p*LX + x)*LY + y];
-}
-
-/* The layout's interior into the plain array plain[(p*LX + x)*LY + y]. */
-__global__ void __launch_bounds__(BLOCK) lbgen_unpack(const real *__restrict__ f, double *__restrict__ plain, int lx, int ly)
-{
-    LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
-    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    LBGEN_SITE_OF_THREAD;
-    const ptrdiff_t y = r + k*NR;
-    for (int p = 0; p < Q; ++p) plain[((ptrdiff_t)p*LX + x)*LY + y] = f[site + p*SP];
 }
 
 #ifndef __CUDACC_RTC__

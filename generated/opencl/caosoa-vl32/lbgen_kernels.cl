@@ -25,17 +25,16 @@
  *   k = g % VL, r = (g / VL) % NR, x = g / (VL*NR);   site y = r + k*NR
  * so the VL lanes of one cluster are VL consecutive work-items (VL = 32: one warp reads
  * 32 consecutive values of a population).  AoS/SoA: VL = 1, y fastest.
- * Launch LX*LY work-items (rounded up to the work-group size; the excess returns at once).
- * The sweeps propagate, collide, fused take the region x0, x1, y0, y1 after the sizes
- * (interior sites x0 <= x < x1, y0 <= y < y1, as the C region; 0, LX, 0, LY: the whole lattice)
- * and compute its sites only: launch (x1 - x0) * NS work-items, NS the storage slots r*VL + k
- * from the lowest to the highest of rows y0..y1-1 (NS = LY for the whole lattice; see
- * region_site).
- * lbgen_halo: LBGEN_HALO_THREADS(LX, LY) = LX*2*HALO*VL + 2*HALO*NRP*VL work-items (one per
- * halo element: halo cluster rows, then whole halo columns with the corners).
  * lbgen_init_equilibrium, lbgen_fields, lbgen_pack, lbgen_unpack: LX*LY work-items; field arrays
  * are LX*LY values of `real` indexed x*LY + y, plain arrays Q*LX*LY values indexed
  * (p*LX + x)*LY + y.  init_equilibrium and pack write the interior only: launch lbgen_halo next.
+ * The sweeps propagate, collide, fused and the bounce-back kernels take the region x0, x1, y0, y1
+ * after the sizes (interior sites x0 <= x < x1, y0 <= y < y1, as the C region; 0, LX, 0, LY: the
+ * whole lattice) and compute its sites only: (x1 - x0) * NS work-items, NS the storage slots r*VL + k
+ * from the lowest to the highest of rows y0..y1-1 (NS = LY for the whole lattice; see region_site).
+ * lbgen_halo: LBGEN_HALO_THREADS(LX, LY) = LX*2*HALO*VL + 2*HALO*NRP*VL work-items (one per
+ * halo element: halo cluster rows, then whole halo columns with the corners).
+ * lbgen_diagnostics: LY work-items (per-row sums over x, one per lane of a cluster row).
  * init_equilibrium takes, fields and diagnostics report, the physical (half-step) fields under
  * the force (ax, ay) given last (see lbgen_init_equilibrium below).
  * Argument order as in the C API: lattice buffers (and the plain array of pack/unpack), then
@@ -45,15 +44,15 @@
  *   LY a multiple of VL = 32
  *   LY/VL >= 3, i.e. LY >= 96 (the halo is 3 cluster rows)
  *   one lattice buffer (37 x (LX + 6) x (LY/32 + 6) x 32 values of 8 bytes, rounded up to 64) at most PTRDIFF_MAX bytes
+ * Launch sizes are rounded up to the work-group size; the excess returns at once.
  * Build with -DLBGEN_STRICT for bitwise reproducible results (no FMA contraction); never
  * with -cl-mad-enable or -cl-fast-relaxed-math if results must match other backends.
- * Collision parameters are passed as `real`.
+ * Parameters are passed as `real`.
  */
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #ifdef LBGEN_STRICT
 #pragma OPENCL FP_CONTRACT OFF
 #endif
-
 typedef double real;
 enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 32 };
 
@@ -65,6 +64,16 @@ enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 32 };
 #define LBGEN_VL   32   /* cluster length (1: AoS, SoA) */
 /* threads (work-items) of lbgen_halo: LX*2*HALO*VL halo row elements + 2*HALO*NRP*VL halo column elements */
 #define LBGEN_HALO_THREADS(LX, LY) ((ptrdiff_t)(LX) * 192 + 6 * ((ptrdiff_t)(LY) / 32 + 6) * 32)
+#define LBGEN_SIZES const int LX = lx, LY = ly
+
+/* i mod n in 0 .. n-1 (i may be negative) */
+static inline ptrdiff_t wrap_(ptrdiff_t i, ptrdiff_t n)
+{
+    i %= n;
+    return i < 0 ? i + n : i;
+}
+
+
 /* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
    xi_i = LBGEN_R * (cx, cy)), has weight lbgen_w[i] and opposite lbgen_opposite[i]. */
 __constant int lbgen_cx[37] = { 3, 3, 3, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -2, -2, -2, -2, -2, -3, -3, -3 };
@@ -72,18 +81,7 @@ __constant int lbgen_cy[37] = { -1, 0, 1, -2, -1, 0, 1, 2, -3, -2, -1, 0, 1, 2, 
 __constant real lbgen_w[37] = { 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.00024530102775771736, 0.01420821615845075, 0.107306091542219, 0.23315066913235249, 0.107306091542219, 0.01420821615845075, 0.00024530102775771736, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824 };
 __constant int lbgen_opposite[37] = { 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
 
-#define LBGEN_SIZES const int LX = lx, LY = ly
-
-/* (x, r, k) of this work-item; returns from the kernel when past the last site */
-#define LBGEN_SITE_OF_WORK_ITEM \
-    const ptrdiff_t g = (ptrdiff_t)get_global_id(0);                         \
-    if (g >= (ptrdiff_t)LX * NR * VL) return;                                \
-    const ptrdiff_t k = g % VL;                                              \
-    const ptrdiff_t r = (g / VL) % NR;                                       \
-    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);                            \
-    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK
-
-/* Periodic halo refresh (call before propagate / fused): one work-item per halo element. */
+/* Periodic halo refresh (before propagate / fused): one work-item per halo element. */
 __kernel void lbgen_halo(__global real *f, int lx, int ly)
 {
     LBGEN_SIZES;
@@ -119,6 +117,7 @@ __kernel void lbgen_halo(__global real *f, int lx, int ly)
     for (int p = 0; p < Q; ++p) f[dst + p*SP] = f[src + p*SP];
 }
 
+/* Pull streaming: nxt[p](x) = prv[p](x - e_p); needs a fresh halo in prv. */
 __kernel void lbgen_propagate(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1)
 {
     LBGEN_SIZES;
@@ -140,82 +139,43 @@ __kernel void lbgen_propagate(__global const real *restrict prv, __global real *
     if (r + k*NR < Y0 || r + k*NR >= Y1) return;
     const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
     (void)X1;
-    /* pull: the population p of site (x, y) comes from site (x, y) - e_p */
-    const real f0 = prv[site + -3*SX + 1*SR];
-    const real f1 = prv[site + 1*SP - 3*SX];
-    const real f2 = prv[site + 2*SP - 3*SX - 1*SR];
-    const real f3 = prv[site + 3*SP - 2*SX + 2*SR];
-    const real f4 = prv[site + 4*SP - 2*SX + 1*SR];
-    const real f5 = prv[site + 5*SP - 2*SX];
-    const real f6 = prv[site + 6*SP - 2*SX - 1*SR];
-    const real f7 = prv[site + 7*SP - 2*SX - 2*SR];
-    const real f8 = prv[site + 8*SP - 1*SX + 3*SR];
-    const real f9 = prv[site + 9*SP - 1*SX + 2*SR];
-    const real f10 = prv[site + 10*SP - 1*SX + 1*SR];
-    const real f11 = prv[site + 11*SP - 1*SX];
-    const real f12 = prv[site + 12*SP - 1*SX - 1*SR];
-    const real f13 = prv[site + 13*SP - 1*SX - 2*SR];
-    const real f14 = prv[site + 14*SP - 1*SX - 3*SR];
-    const real f15 = prv[site + 15*SP + 3*SR];
-    const real f16 = prv[site + 16*SP + 2*SR];
-    const real f17 = prv[site + 17*SP + 1*SR];
-    const real f18 = prv[site + 18*SP];
-    const real f19 = prv[site + 19*SP - 1*SR];
-    const real f20 = prv[site + 20*SP - 2*SR];
-    const real f21 = prv[site + 21*SP - 3*SR];
-    const real f22 = prv[site + 22*SP + 1*SX + 3*SR];
-    const real f23 = prv[site + 23*SP + 1*SX + 2*SR];
-    const real f24 = prv[site + 24*SP + 1*SX + 1*SR];
-    const real f25 = prv[site + 25*SP + 1*SX];
-    const real f26 = prv[site + 26*SP + 1*SX - 1*SR];
-    const real f27 = prv[site + 27*SP + 1*SX - 2*SR];
-    const real f28 = prv[site + 28*SP + 1*SX - 3*SR];
-    const real f29 = prv[site + 29*SP + 2*SX + 2*SR];
-    const real f30 = prv[site + 30*SP + 2*SX + 1*SR];
-    const real f31 = prv[site + 31*SP + 2*SX];
-    const real f32 = prv[site + 32*SP + 2*SX - 1*SR];
-    const real f33 = prv[site + 33*SP + 2*SX - 2*SR];
-    const real f34 = prv[site + 34*SP + 3*SX + 1*SR];
-    const real f35 = prv[site + 35*SP + 3*SX];
-    const real f36 = prv[site + 36*SP + 3*SX - 1*SR];
-
-    nxt[site + 0*SP] = f0;
-    nxt[site + 1*SP] = f1;
-    nxt[site + 2*SP] = f2;
-    nxt[site + 3*SP] = f3;
-    nxt[site + 4*SP] = f4;
-    nxt[site + 5*SP] = f5;
-    nxt[site + 6*SP] = f6;
-    nxt[site + 7*SP] = f7;
-    nxt[site + 8*SP] = f8;
-    nxt[site + 9*SP] = f9;
-    nxt[site + 10*SP] = f10;
-    nxt[site + 11*SP] = f11;
-    nxt[site + 12*SP] = f12;
-    nxt[site + 13*SP] = f13;
-    nxt[site + 14*SP] = f14;
-    nxt[site + 15*SP] = f15;
-    nxt[site + 16*SP] = f16;
-    nxt[site + 17*SP] = f17;
-    nxt[site + 18*SP] = f18;
-    nxt[site + 19*SP] = f19;
-    nxt[site + 20*SP] = f20;
-    nxt[site + 21*SP] = f21;
-    nxt[site + 22*SP] = f22;
-    nxt[site + 23*SP] = f23;
-    nxt[site + 24*SP] = f24;
-    nxt[site + 25*SP] = f25;
-    nxt[site + 26*SP] = f26;
-    nxt[site + 27*SP] = f27;
-    nxt[site + 28*SP] = f28;
-    nxt[site + 29*SP] = f29;
-    nxt[site + 30*SP] = f30;
-    nxt[site + 31*SP] = f31;
-    nxt[site + 32*SP] = f32;
-    nxt[site + 33*SP] = f33;
-    nxt[site + 34*SP] = f34;
-    nxt[site + 35*SP] = f35;
-    nxt[site + 36*SP] = f36;
+    nxt[site + 0] = prv[site + -3*SX + 1*SR];
+    nxt[site + 1*SP] = prv[site + 1*SP - 3*SX];
+    nxt[site + 2*SP] = prv[site + 2*SP - 3*SX - 1*SR];
+    nxt[site + 3*SP] = prv[site + 3*SP - 2*SX + 2*SR];
+    nxt[site + 4*SP] = prv[site + 4*SP - 2*SX + 1*SR];
+    nxt[site + 5*SP] = prv[site + 5*SP - 2*SX];
+    nxt[site + 6*SP] = prv[site + 6*SP - 2*SX - 1*SR];
+    nxt[site + 7*SP] = prv[site + 7*SP - 2*SX - 2*SR];
+    nxt[site + 8*SP] = prv[site + 8*SP - 1*SX + 3*SR];
+    nxt[site + 9*SP] = prv[site + 9*SP - 1*SX + 2*SR];
+    nxt[site + 10*SP] = prv[site + 10*SP - 1*SX + 1*SR];
+    nxt[site + 11*SP] = prv[site + 11*SP - 1*SX];
+    nxt[site + 12*SP] = prv[site + 12*SP - 1*SX - 1*SR];
+    nxt[site + 13*SP] = prv[site + 13*SP - 1*SX - 2*SR];
+    nxt[site + 14*SP] = prv[site + 14*SP - 1*SX - 3*SR];
+    nxt[site + 15*SP] = prv[site + 15*SP + 3*SR];
+    nxt[site + 16*SP] = prv[site + 16*SP + 2*SR];
+    nxt[site + 17*SP] = prv[site + 17*SP + 1*SR];
+    nxt[site + 18*SP] = prv[site + 18*SP];
+    nxt[site + 19*SP] = prv[site + 19*SP - 1*SR];
+    nxt[site + 20*SP] = prv[site + 20*SP - 2*SR];
+    nxt[site + 21*SP] = prv[site + 21*SP - 3*SR];
+    nxt[site + 22*SP] = prv[site + 22*SP + 1*SX + 3*SR];
+    nxt[site + 23*SP] = prv[site + 23*SP + 1*SX + 2*SR];
+    nxt[site + 24*SP] = prv[site + 24*SP + 1*SX + 1*SR];
+    nxt[site + 25*SP] = prv[site + 25*SP + 1*SX];
+    nxt[site + 26*SP] = prv[site + 26*SP + 1*SX - 1*SR];
+    nxt[site + 27*SP] = prv[site + 27*SP + 1*SX - 2*SR];
+    nxt[site + 28*SP] = prv[site + 28*SP + 1*SX - 3*SR];
+    nxt[site + 29*SP] = prv[site + 29*SP + 2*SX + 2*SR];
+    nxt[site + 30*SP] = prv[site + 30*SP + 2*SX + 1*SR];
+    nxt[site + 31*SP] = prv[site + 31*SP + 2*SX];
+    nxt[site + 32*SP] = prv[site + 32*SP + 2*SX - 1*SR];
+    nxt[site + 33*SP] = prv[site + 33*SP + 2*SX - 2*SR];
+    nxt[site + 34*SP] = prv[site + 34*SP + 3*SX + 1*SR];
+    nxt[site + 35*SP] = prv[site + 35*SP + 3*SX];
+    nxt[site + 36*SP] = prv[site + 36*SP + 3*SX - 1*SR];
 }
 
 /* The collision of one site, written once: collide and fused call it.
@@ -625,6 +585,7 @@ static inline void lbgen_fields_site(const real f0, const real f1, const real f2
     *o_rho = rho_out; *o_ux = ux_out; *o_uy = uy_out; *o_T = T_out;
 }
 
+/* Collision (bgk) of the region's sites. */
 __kernel void lbgen_collide(__global const real *in, __global real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay)
 {
     /* in and out_f may alias: each site reads all its populations before writing */
@@ -732,11 +693,12 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
     out_f[site + 34*SP] = fout34;
     out_f[site + 35*SP] = fout35;
     out_f[site + 36*SP] = fout36;
+
 }
 
+/* propagate + collide: the populations are pulled, collided, stored */
 __kernel void lbgen_fused(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay)
 {
-    /* propagate + collide: populations are pulled from the neighbours, collided, stored */
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
@@ -841,13 +803,7 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
     nxt[site + 34*SP] = fout34;
     nxt[site + 35*SP] = fout35;
     nxt[site + 36*SP] = fout36;
-}
 
-/* i mod n in 0 .. n-1 (i may be negative) */
-static inline ptrdiff_t wrap_(ptrdiff_t i, ptrdiff_t n)
-{
-    i %= n;
-    return i < 0 ? i + n : i;
 }
 
 /* Bounce-back boundaries (the C params record's walls, lids, lid, solid; see the C header):
@@ -856,11 +812,8 @@ static inline ptrdiff_t wrap_(ptrdiff_t i, ptrdiff_t n)
    (index x*LY + y).  bounce (after propagate): the sites a wall face or a solid cell reaches,
    pulled as the rule says; bounded_fused (after fused): those sites pulled and collided;
    bounded_collide (after collide): solid cells zeroed. */
-__kernel void lbgen_bounce(__global const real *prv, __global real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids,
-                     __global const real *lid, __global const uchar *solid)
+__kernel void lbgen_bounce(__global const real *prv, __global real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, __global const real *lid, __global const uchar *solid)
 {
-    __global const real *src = prv;
-    __global real *dst = nxt;
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
     const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
@@ -880,6 +833,8 @@ __kernel void lbgen_bounce(__global const real *prv, __global real *nxt, int lx,
     if (r + k*NR < Y0 || r + k*NR >= Y1) return;
     const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
     (void)X1;
+    __global const real *src = prv;
+    __global real *dst = nxt;
     const ptrdiff_t y = r + k*NR;
     const int lids_ = lids & walls;   /* lids on wall faces only */
     const int wxl = walls & 1, wxh = (walls >> 1) & 1, wyl = (walls >> 2) & 1, wyh = (walls >> 3) & 1;
@@ -1280,8 +1235,7 @@ __kernel void lbgen_bounce(__global const real *prv, __global real *nxt, int lx,
 
 }
 
-__kernel void lbgen_bounded_fused(__global const real *src, __global real *dst, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids,
-                     __global const real *lid, __global const uchar *solid)
+__kernel void lbgen_bounded_fused(__global const real *src, __global real *dst, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, __global const real *lid, __global const uchar *solid)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1711,8 +1665,7 @@ __kernel void lbgen_bounded_fused(__global const real *src, __global real *dst, 
 
 }
 
-__kernel void lbgen_bounded_collide(__global const real *src, __global real *dst, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids,
-                     __global const real *lid, __global const uchar *solid)
+__kernel void lbgen_bounded_collide(__global const real *src, __global real *dst, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, __global const real *lid, __global const uchar *solid)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1780,106 +1733,6 @@ __kernel void lbgen_bounded_collide(__global const real *src, __global real *dst
 
 }
 
-
-/* Per-row reductions over x of the physical fields (as lbgen_fields; LY work-items, one per row y):
-   out[y*11 + j], j in the order of lbgen.codegen.diagnostics.ROW_QUANTITIES (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite).
-   Accumulated in double. */
-__kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly, __global const uchar *restrict solid,
-                              __global double *restrict out,
-                              real ax, real ay)
-{
-    LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
-    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const real ax_ = (real)ax, ay_ = (real)ay;
-    const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
-    if (g >= LY) return;
-    const ptrdiff_t k = g % VL, r = g / VL;     /* row y = r + k*NR: consecutive lanes coalesce */
-    double d_[11];
-    d_[0] = 0;   /* mass (sum) */
-    d_[1] = 0;   /* momentum_x (sum) */
-    d_[2] = 0;   /* momentum_y (sum) */
-    d_[3] = 0;   /* energy (sum) */
-    d_[4] = 0;   /* kinetic_energy (sum) */
-    d_[5] = 0;   /* T_sum (sum) */
-    d_[6] = 0;   /* max_u2 (max) */
-    d_[7] = 1e300;   /* min_rho (min) */
-    d_[8] = 1e300;   /* min_T (min) */
-    d_[9] = -1e300;   /* max_T (max) */
-    d_[10] = 0;   /* nonfinite (sum) */
-
-    for (ptrdiff_t x = 0; x < LX; ++x) {
-        const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
-        {
-            const int d_fluid = solid ? solid[x*LY + r + k*NR] == 0 : 1;
-            const real f0 = f[site + 0];
-            const real f1 = f[site + 1*SP];
-            const real f2 = f[site + 2*SP];
-            const real f3 = f[site + 3*SP];
-            const real f4 = f[site + 4*SP];
-            const real f5 = f[site + 5*SP];
-            const real f6 = f[site + 6*SP];
-            const real f7 = f[site + 7*SP];
-            const real f8 = f[site + 8*SP];
-            const real f9 = f[site + 9*SP];
-            const real f10 = f[site + 10*SP];
-            const real f11 = f[site + 11*SP];
-            const real f12 = f[site + 12*SP];
-            const real f13 = f[site + 13*SP];
-            const real f14 = f[site + 14*SP];
-            const real f15 = f[site + 15*SP];
-            const real f16 = f[site + 16*SP];
-            const real f17 = f[site + 17*SP];
-            const real f18 = f[site + 18*SP];
-            const real f19 = f[site + 19*SP];
-            const real f20 = f[site + 20*SP];
-            const real f21 = f[site + 21*SP];
-            const real f22 = f[site + 22*SP];
-            const real f23 = f[site + 23*SP];
-            const real f24 = f[site + 24*SP];
-            const real f25 = f[site + 25*SP];
-            const real f26 = f[site + 26*SP];
-            const real f27 = f[site + 27*SP];
-            const real f28 = f[site + 28*SP];
-            const real f29 = f[site + 29*SP];
-            const real f30 = f[site + 30*SP];
-            const real f31 = f[site + 31*SP];
-            const real f32 = f[site + 32*SP];
-            const real f33 = f[site + 33*SP];
-            const real f34 = f[site + 34*SP];
-            const real f35 = f[site + 35*SP];
-            const real f36 = f[site + 36*SP];
-
-            real rho_out, ux_out, uy_out, T_out;
-            lbgen_fields_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &rho_out, &ux_out, &uy_out, &T_out);
-            const real rho_phys = rho_out;
-            const real ux_phys = -0.5*ax_ + ux_out;
-            const real uy_phys = -0.5*ay_ + uy_out;
-            const real T_phys = T_out + (0.125)*(ax_*ax_) + (0.125)*(ay_*ay_);
-            const double d_rho = d_fluid ? (double)rho_phys : 0, d_ux = d_fluid ? (double)ux_phys : 0, d_uy = d_fluid ? (double)uy_phys : 0, d_T = d_fluid ? (double)T_phys : 0;
-            const double d_u2 = d_ux*d_ux + d_uy*d_uy, d_kin = (double)0.5*d_rho*d_u2;
-            const double d_s = d_rho + d_ux + d_uy + d_T;
-            const double d_nan = d_s - d_s;   /* 0, or NaN when any field is NaN or Inf */
-            d_[0] += d_rho;
-            d_[1] += d_rho*d_ux;
-            d_[2] += d_rho*d_uy;
-            d_[3] += d_rho*d_T + d_kin;
-            d_[4] += d_kin;
-            d_[5] += d_T;
-            /* + d_nan: a NaN candidate compares false, so a non-finite site leaves min and max alone */
-            d_[6] = (d_fluid && d_u2 + d_nan > d_[6]) ? d_u2 + d_nan : d_[6];
-            d_[7] = (d_fluid && d_rho + d_nan < d_[7]) ? d_rho + d_nan : d_[7];
-            d_[8] = (d_fluid && d_T + d_nan < d_[8]) ? d_T + d_nan : d_[8];
-            d_[9] = (d_fluid && d_T + d_nan > d_[9]) ? d_T + d_nan : d_[9];
-            d_[10] += (d_nan == 0) ? 0 : 1;
-        }
-    }
-    for (int j = 0; j < 11; ++j) out[(r + k*NR)*11 + j] = d_[j];
-}
-
 /* Physical fields.  The stored populations are post-collision: their own moments carry the
    whole force of the last collision.  init_equilibrium takes, and fields and diagnostics
    report, the physical (half-step) fields instead: rho, u - a/2, T + |a|^2/8
@@ -1890,11 +1743,9 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
    one hop per step is a speed of LBGEN_R (u / LBGEN_R sites per step); T in units of the
    reference temperature (T0 = 1). */
 /* f = the populations whose physical fields (above) are the given ones, on the interior: the
-   equilibrium at u + a/2, T - |a|^2/8, the exact inverse of lbgen_fields with the same (ax, ay)
+   equilibrium at u + a/2, T - |a|^2/8, the exact inverse of lbgen_fields with the same force
    (launch lbgen_halo next). */
-__kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, __global const real *restrict rho_in,
-                                   __global const real *restrict ux_in, __global const real *restrict uy_in,
-                                   __global const real *restrict T_in, real ax, real ay)
+__kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, __global const real *restrict rho_in, __global const real *restrict ux_in, __global const real *restrict uy_in, __global const real *restrict T_in, real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1902,7 +1753,13 @@ __kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, 
     const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    LBGEN_SITE_OF_WORK_ITEM;
+    const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
+    if (g >= (ptrdiff_t)LX * LY) return;
+    const ptrdiff_t k = g % VL;
+    const ptrdiff_t r = (g / VL) % NR;
+    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+
     const ptrdiff_t i = x*LY + r + k*NR;
     const real rho = (real)rho_in[i], ux = (real)ux_in[i], uy = (real)uy_in[i], T = (real)T_in[i];
     const real ax_ = (real)ax, ay_ = (real)ay;
@@ -2140,9 +1997,7 @@ __kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, 
 
 /* The physical fields of f (above): rho = sum f, u = sum xi f / rho - a/2,
    T = sum |xi - u'|^2 f / (2 rho) + |a|^2/8 (u' = sum xi f / rho). */
-__kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __global real *restrict rho_o,
-                         __global real *restrict ux_o, __global real *restrict uy_o, __global real *restrict T_o,
-                         real ax, real ay)
+__kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __global real *restrict rho_o, __global real *restrict ux_o, __global real *restrict uy_o, __global real *restrict T_o, real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -2150,7 +2005,13 @@ __kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __gl
     const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    LBGEN_SITE_OF_WORK_ITEM;
+    const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
+    if (g >= (ptrdiff_t)LX * LY) return;
+    const ptrdiff_t k = g % VL;
+    const ptrdiff_t r = (g / VL) % NR;
+    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+
     const ptrdiff_t i = x*LY + r + k*NR;
     const real f0 = f[site + 0];
     const real f1 = f[site + 1*SP];
@@ -2200,7 +2061,7 @@ __kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __gl
     rho_o[i] = rho_phys; ux_o[i] = ux_phys; uy_o[i] = uy_phys; T_o[i] = T_phys;
 }
 
-/* Plain array plain[(p*LX + x)*LY + y] into the layout (interior; launch lbgen_halo next). */
+/* The plain array plain[(p*LX + x)*LY + y] into the layout's interior (launch lbgen_halo next). */
 __kernel void lbgen_pack(__global real *restrict f, __global const real *restrict plain, int lx, int ly)
 {
     LBGEN_SIZES;
@@ -2209,12 +2070,18 @@ __kernel void lbgen_pack(__global real *restrict f, __global const real *restric
     const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    LBGEN_SITE_OF_WORK_ITEM;
+    const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
+    if (g >= (ptrdiff_t)LX * LY) return;
+    const ptrdiff_t k = g % VL;
+    const ptrdiff_t r = (g / VL) % NR;
+    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+
     const ptrdiff_t y = r + k*NR;
     for (int p = 0; p < Q; ++p) f[site + p*SP] = (real)plain[((ptrdiff_t)p*LX + x)*LY + y];
 }
 
-/* The layout's interior into the plain array plain[(p*LX + x)*LY + y]. */
+/* The layout's interior into the plain array. */
 __kernel void lbgen_unpack(__global const real *restrict f, __global real *restrict plain, int lx, int ly)
 {
     LBGEN_SIZES;
@@ -2223,7 +2090,112 @@ __kernel void lbgen_unpack(__global const real *restrict f, __global real *restr
     const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    LBGEN_SITE_OF_WORK_ITEM;
+    const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
+    if (g >= (ptrdiff_t)LX * LY) return;
+    const ptrdiff_t k = g % VL;
+    const ptrdiff_t r = (g / VL) % NR;
+    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);
+    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+
     const ptrdiff_t y = r + k*NR;
     for (int p = 0; p < Q; ++p) plain[((ptrdiff_t)p*LX + x)*LY + y] = f[site + p*SP];
+}
+
+/* Per-row reductions over x of the physical fields (as lbgen_fields), for time series and run
+   guards: one work-item per row y (LY work-items, consecutive lanes consecutive),
+   out[y*11 + j], j in the order of lbgen.codegen.diagnostics.ROW_QUANTITIES
+   (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite);
+   solid (NULL or the mask): its solid cells are skipped.  Accumulated in double. */
+__kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly, __global const uchar *restrict solid, __global double *restrict out, real ax, real ay)
+{
+    LBGEN_SIZES;
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const real ax_ = (real)ax, ay_ = (real)ay;
+    const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
+    if (g >= LY) return;
+    const ptrdiff_t k = g % VL, r = g / VL;     /* row y = r + k*NR: consecutive lanes coalesce */
+    double d_[11];
+    d_[0] = 0;   /* mass (sum) */
+    d_[1] = 0;   /* momentum_x (sum) */
+    d_[2] = 0;   /* momentum_y (sum) */
+    d_[3] = 0;   /* energy (sum) */
+    d_[4] = 0;   /* kinetic_energy (sum) */
+    d_[5] = 0;   /* T_sum (sum) */
+    d_[6] = 0;   /* max_u2 (max) */
+    d_[7] = 1e300;   /* min_rho (min) */
+    d_[8] = 1e300;   /* min_T (min) */
+    d_[9] = -1e300;   /* max_T (max) */
+    d_[10] = 0;   /* nonfinite (sum) */
+
+    for (ptrdiff_t x = 0; x < LX; ++x) {
+        const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
+        {
+            const int d_fluid = solid ? solid[x*LY + r + k*NR] == 0 : 1;
+            const real f0 = f[site + 0];
+            const real f1 = f[site + 1*SP];
+            const real f2 = f[site + 2*SP];
+            const real f3 = f[site + 3*SP];
+            const real f4 = f[site + 4*SP];
+            const real f5 = f[site + 5*SP];
+            const real f6 = f[site + 6*SP];
+            const real f7 = f[site + 7*SP];
+            const real f8 = f[site + 8*SP];
+            const real f9 = f[site + 9*SP];
+            const real f10 = f[site + 10*SP];
+            const real f11 = f[site + 11*SP];
+            const real f12 = f[site + 12*SP];
+            const real f13 = f[site + 13*SP];
+            const real f14 = f[site + 14*SP];
+            const real f15 = f[site + 15*SP];
+            const real f16 = f[site + 16*SP];
+            const real f17 = f[site + 17*SP];
+            const real f18 = f[site + 18*SP];
+            const real f19 = f[site + 19*SP];
+            const real f20 = f[site + 20*SP];
+            const real f21 = f[site + 21*SP];
+            const real f22 = f[site + 22*SP];
+            const real f23 = f[site + 23*SP];
+            const real f24 = f[site + 24*SP];
+            const real f25 = f[site + 25*SP];
+            const real f26 = f[site + 26*SP];
+            const real f27 = f[site + 27*SP];
+            const real f28 = f[site + 28*SP];
+            const real f29 = f[site + 29*SP];
+            const real f30 = f[site + 30*SP];
+            const real f31 = f[site + 31*SP];
+            const real f32 = f[site + 32*SP];
+            const real f33 = f[site + 33*SP];
+            const real f34 = f[site + 34*SP];
+            const real f35 = f[site + 35*SP];
+            const real f36 = f[site + 36*SP];
+
+            real rho_out, ux_out, uy_out, T_out;
+            lbgen_fields_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &rho_out, &ux_out, &uy_out, &T_out);
+            const real rho_phys = rho_out;
+            const real ux_phys = -0.5*ax_ + ux_out;
+            const real uy_phys = -0.5*ay_ + uy_out;
+            const real T_phys = T_out + (0.125)*(ax_*ax_) + (0.125)*(ay_*ay_);
+            const double d_rho = d_fluid ? (double)rho_phys : 0, d_ux = d_fluid ? (double)ux_phys : 0, d_uy = d_fluid ? (double)uy_phys : 0, d_T = d_fluid ? (double)T_phys : 0;
+            const double d_u2 = d_ux*d_ux + d_uy*d_uy, d_kin = (double)0.5*d_rho*d_u2;
+            const double d_s = d_rho + d_ux + d_uy + d_T;
+            const double d_nan = d_s - d_s;   /* 0, or NaN when any field is NaN or Inf */
+            d_[0] += d_rho;
+            d_[1] += d_rho*d_ux;
+            d_[2] += d_rho*d_uy;
+            d_[3] += d_rho*d_T + d_kin;
+            d_[4] += d_kin;
+            d_[5] += d_T;
+            /* + d_nan: a NaN candidate compares false, so a non-finite site leaves min and max alone */
+            d_[6] = (d_fluid && d_u2 + d_nan > d_[6]) ? d_u2 + d_nan : d_[6];
+            d_[7] = (d_fluid && d_rho + d_nan < d_[7]) ? d_rho + d_nan : d_[7];
+            d_[8] = (d_fluid && d_T + d_nan < d_[8]) ? d_T + d_nan : d_[8];
+            d_[9] = (d_fluid && d_T + d_nan > d_[9]) ? d_T + d_nan : d_[9];
+            d_[10] += (d_nan == 0) ? 0 : 1;
+        }
+    }
+    for (int j = 0; j < 11; ++j) out[(r + k*NR)*11 + j] = d_[j];
 }
