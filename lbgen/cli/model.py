@@ -68,7 +68,7 @@ class FiniteFloatRange(click.FloatRange):
 @click.option("--scaling-plot", type=click.Path(dir_okay=False), default=None,
               help="With --ranks-grid: PNG of the weak and strong scaling prediction.")
 @click.option("--lz", type=click.IntRange(min=1), default=None,
-              help="With --ranks-grid PXxPYxPZ: a 3D lattice (D3Q19, lbgen.parallel.lattice3d).")
+              help="With --ranks-grid PXxPYxPZ: a 3D lattice (D3Q19).")
 @click.option("--json", "as_json", is_flag=True)
 @friendly
 def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, device, steps, measure_points, plot,
@@ -242,7 +242,7 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
                 memory_bandwidth, ranks_per_node, latency_inter, bandwidth_inter, max_ranks, scaling_plot, as_json,
                 lz=None):
     """`lbgen model --ranks-grid`: seed 002's step model for a Cartesian grid (2D, or 3D with
-    --lz: D3Q19 through ``DistributedSimulation3D``), measured beside it under mpiexec (step
+    --lz: D3Q19 through ``DistributedSimulation``), measured beside it under mpiexec (step
     time, and the messages and bytes every rank sent, counted by the exchange)."""
     from lbgen.model.velocity_set import velocity_set
     from lbgen.parallel import decomposition, mpi
@@ -378,9 +378,9 @@ def _measure_grid(comm, cfg, shape, grid, depth, steps, plan):
         decomposition.set_launch_grid("x".join(map(str, grid)), comm)
         sim = _distributed(cfg, comm)
     else:
-        from lbgen.parallel.lattice3d import DistributedSimulation3D
-        sim = DistributedSimulation3D(comm, *shape, ranks_grid=grid, time_block=depth, velocity_set="d3q19",
-                                      collision=cfg.collision, precision=cfg.precision, backend=cfg.backend)
+        from lbgen.parallel.simulation import DistributedSimulation
+        sim = DistributedSimulation(comm, *shape, ranks_grid=grid, time_block=depth, velocity_set="d3q19",
+                                    collision=cfg.collision, precision=cfg.precision, backend=cfg.backend)
         if comm.rank == 0:
             sim.set_fields(*_fields3d(shape))
         else:

@@ -167,8 +167,8 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     """The Simulation of a config; for host + device runs with `host_columns` M (or cfg's).
 
     With an MPI communicator `comm` of several ranks: this rank's part of a distributed
-    lattice (collective): ``lbgen.parallel.simulation.DistributedSimulation`` in 2D,
-    ``lbgen.parallel.lattice3d.DistributedSimulation3D`` on the rank grid `grid` in 3D.
+    lattice (collective): ``lbgen.parallel.simulation.DistributedSimulation`` (in 3D on the rank
+    grid `grid`).
     Bounce-back walls, lids and the voxel `mask` (--geometry) in the lattice's own forms (2D and 3D)."""
     if cfg.dimension == 3:
         return _make_simulation3d(cfg, mask, comm, grid)
@@ -215,9 +215,8 @@ def _make_simulation3d(cfg: RunConfig, mask=None, comm=None, grid=None):
     with warnings.catch_warnings():        # a run says it once, on its start line (lbgen run), not per rank
         warnings.simplefilter("ignore", LidMachWarning)
         if comm is not None and comm.size > 1:
-            from lbgen.parallel.lattice3d import DistributedSimulation3D
-            common.pop("check_every")
-            return DistributedSimulation3D(comm, cfg.lx, cfg.ly, cfg.lz, ranks_grid=grid, **common)
+            from lbgen.parallel.simulation import DistributedSimulation
+            return DistributedSimulation(comm, cfg.lx, cfg.ly, cfg.lz, ranks_grid=grid, **common)
         return Simulation3D(cfg.lx, cfg.ly, cfg.lz, **common)
 
 
@@ -304,7 +303,7 @@ def rank_grid(cfg: RunConfig, size: int) -> tuple:
 
 def block_depths(cfg: RunConfig, grid) -> list:
     """The Z extents of the ranks' blocks of a 3D run on `grid` (owned planes and, where Z is
-    split, the ghost planes of DistributedSimulation3D: time block x largest hop on each side but
+    split, the ghost planes of DistributedSimulation: time block x largest hop on each side but
     a wall's)."""
     from lbgen.parallel.decomposition import block_extents
     from lbgen.simulation.lattice3d import wall_faces
