@@ -271,19 +271,11 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
                     layout=layout, vl=vl_option(vl), time_block=depth)
     vs = velocity_set(cfg.velocity_set if lz is None else "d3q19")
     H, Q, itemsize = vs.max_hop, vs.Q, 8 if precision == "double" else 4
-    if lz is None:
-        decomposition.rank_grid(P, (lx, ly), H, grid, depth)          # too thin: refused before any measurement
+    decomposition.rank_grid(P, shape, H, grid, depth)          # too thin: refused before any measurement
+    sweep = backend == "c" and depth > 1          # the C backend's fused_tb: k steps per sweep through cache
 
-        sweep = backend == "c" and depth > 1          # DistributedSimulation.sweep: fused_tb, k H ghosts
-
-        def plan(c, sizes=shape, g=grid):
-            return mpi_model.rank_exchange(sizes[0], sizes[1], g, c, depth, Q, H, itemsize, sweep)
-    else:
-        decomposition.rank_grid(P, shape, H, grid, depth)
-        sweep = False
-
-        def plan(c, sizes=shape, g=grid):
-            return mpi_model.rank_exchange3d(sizes, g, c, depth, Q, H, itemsize)
+    def plan(c, sizes=shape, g=grid):
+        return mpi_model.rank_exchange(sizes, g, c, depth, Q, H, itemsize)
     root = comm is None or comm.rank == 0
     sources = {}
     if comm is not None and latency is None and bandwidth is None and P > 1:
@@ -326,9 +318,9 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
         measured = {"t_step": t, "mlups": int(np.prod(shape)) / t / 1e6, "steps": steps, "exchanges": 0,
                     "ranks": [], "counts_agree": True}
     block = tuple(n // g for n, g in zip(shape, grid))
-    extra = {"sweep": sweep} if lz is None else {"lz": block[2], "halo": H}
+    extra = {"sweep": sweep} if lz is None else {"lz": block[2], "halo": H, "sweep": sweep}
     table = mpi_model.scaling_table(machine, block[0], block[1], depth, max_ranks, Q, itemsize, **extra)
-    extra = {"sweep": sweep} if lz is None else {"lz": lz, "halo": H}
+    extra = {"sweep": sweep} if lz is None else {"lz": lz, "halo": H, "sweep": sweep}
     strong = mpi_model.scaling_table(machine, lx, ly, depth, max_ranks, Q, itemsize, **extra)["strong"]
     table = {"weak": table["weak"], "strong": strong}
     if not root:

@@ -45,6 +45,23 @@ class DistributedState:
         cut.saved = None
         self._restore_block(*self._scatter_blocks(cut))
 
+    def set_populations(self, f: Optional[np.ndarray]) -> None:
+        """Rank 0's populations (Q, *shape), checked there, each rank's extended block scattered
+        (collective; the other ranks' arguments are ignored)."""
+        def cut(rank):
+            if cut.checked is None:
+                from lbgen.simulation.interface import checked_populations
+                fluid = None if self.mask is None else self.mask == 0
+                cut.checked = checked_populations(f, self._expected(), self.sim.dtype, fluid)
+            return cut.checked[(slice(None),) + np.ix_(*self._indices(rank))]
+        cut.checked = None
+        block, error = self._scatter_blocks(cut), None
+        try:
+            self.sim.set_populations(block)
+        except Exception as e:  # noqa: BLE001 - made collective
+            error = e
+        agree(self.comm, error)
+
     def _restore_block(self, block: Optional[np.ndarray], step: int) -> None:
         error = None
         try:

@@ -141,11 +141,10 @@ def test_the_model_counts_the_messages_the_exchange_sends(tmp_path, n, grid, k):
     m = out["measured"]
     assert m["exchanges"] == 2 and m["counts_agree"]
     assert len(m["ranks"]) == n
-    # by hand, rank 0: 20 x 20 (2x2) or 20 x 40 (2x1) owned, ghosts 3 k per split side for k > 1 (the C
-    # backend's fused_tb sweep), D = 3 k wide halos of 37 doubles: an X message is D columns of
-    # (rows + ghosts + 6) sites
+    # by hand, rank 0: 20 x 20 (2x2) or 20 x 40 (2x1) owned, ghosts 3 k per split side (one design for
+    # any D), D = 3 k thick slabs of 37 doubles: an X message is D columns of (rows + ghosts) sites
     rows = 40 if grid == "2x1" else 20 + 2 * 3 * k
-    x_bytes = 2 * 3 * k * (rows + 6) * 37 * 8
+    x_bytes = 2 * 3 * k * rows * 37 * 8
     counted = m["ranks"][0]["counted"]
     assert counted["x messages"] == 2 * 2 and counted["x bytes"] == 2 * x_bytes
     if grid == "2x2":

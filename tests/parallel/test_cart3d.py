@@ -14,10 +14,10 @@ SCRIPT = """
 import json, sys
 import numpy as np
 from mpi4py import MPI
-from lbgen.parallel.lattice3d import DistributedSimulation3D
+from lbgen.parallel.simulation import DistributedSimulation
 a = json.loads(sys.argv[1])
 comm = MPI.COMM_WORLD
-sim = DistributedSimulation3D(comm, *a["shape"], ranks_grid=a["grid"], time_block=a["k"],
+sim = DistributedSimulation(comm, *a["shape"], ranks_grid=a["grid"], time_block=a["k"],
                               through_pack=a.get("through_pack", False), **a["kw"])
 if comm.rank == 0:
     f = dict(np.load("initial.npz"))

@@ -242,11 +242,11 @@ SCRIPT3D = """
 import json, sys
 import numpy as np
 from mpi4py import MPI
-from lbgen.parallel.lattice3d import DistributedSimulation3D
+from lbgen.parallel.simulation import DistributedSimulation
 from lbgen.run.checkpoint import CheckpointPieces, write_pieces
 a = json.loads(sys.argv[1])
 comm = MPI.COMM_WORLD
-sim = DistributedSimulation3D(comm, *a["shape"], ranks_grid=a["grid"], time_block=a["k"], **a["kw"])
+sim = DistributedSimulation(comm, *a["shape"], ranks_grid=a["grid"], time_block=a["k"], **a["kw"])
 if a["write"]:
     if comm.rank == 0:
         f = dict(np.load("initial.npz"))
