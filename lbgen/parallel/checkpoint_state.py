@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from lbgen.parallel.mpi import agree, root_call
+from lbgen.parallel.mpi import agree
 from lbgen.simulation.parameters import SimulationError
 
 

@@ -39,7 +39,7 @@ from typing import Dict, Optional
 import numpy as np
 
 from lbgen.codegen.spec import KernelSpec, SpecError, time_block_value
-from lbgen.model.catalog import AXES, SIDES, field_names, set_entry
+from lbgen.model.catalog import AXES, DEFAULT_VELOCITY_SET, SIDES, field_names, set_entry
 from lbgen.model.walls import min_ly_walls
 from lbgen.parallel.checkpoint_state import DistributedState
 from lbgen.parallel.decomposition import (block_indices, ghost_sides, paired_walls, parse_ranks_grid, rank_grid,
@@ -47,13 +47,14 @@ from lbgen.parallel.decomposition import (block_indices, ghost_sides, paired_wal
 from lbgen.parallel.exchange import trade
 from lbgen.parallel.mpi import agree, collective, root_call
 from lbgen.simulation.boundaries import lid_faces, voxel_mask, wall_faces
+from lbgen.simulation.interface import Lattice
 from lbgen.simulation.parameters import SimulationError, Walls
 
 #: the thermal walls of a 2D channel stand on these faces
 THERMAL_FACES = (("y", "low"), ("y", "high"))
 
 
-class DistributedSimulation(DistributedState):
+class DistributedSimulation(DistributedState, Lattice):
     """One rank's block of an LX x LY[ x LZ] lattice over a grid of the ranks of `comm` (see the
     module doc).  Same keywords as ``Simulation`` (the sizes and the mask global), plus
     ``ranks_grid`` ('auto'/None, 'PXxPY[xPZ]' or a tuple) and ``through_pack`` (exchange through
@@ -65,7 +66,7 @@ class DistributedSimulation(DistributedState):
         self.comm, self.rank, self.nranks = comm, comm.rank, comm.size
         self.shape = tuple(int(n) for n in shape)
         D = len(self.shape)
-        vs_name = kw.get("velocity_set", "d3q19" if D == 3 else "d2q37")
+        vs_name = kw.get("velocity_set", "d3q19" if D == 3 else DEFAULT_VELOCITY_SET)
         H = set_entry(vs_name).max_hop
         try:
             depth = 1 if time_block == "auto" else time_block_value(time_block, allow_auto=False)
@@ -158,7 +159,7 @@ class DistributedSimulation(DistributedState):
             return
         try:
             KernelSpec(backend=kw.get("backend", "c"), layout=kw["layout"], vl=kw.get("vl"),
-                       velocity_set=kw.get("velocity_set", "d2q37")).validate(*self.extended)
+                       velocity_set=kw.get("velocity_set", DEFAULT_VELOCITY_SET)).validate(*self.extended)
         except SpecError:
             kw["layout"], kw["vl"] = None, None
 
@@ -242,7 +243,7 @@ class DistributedSimulation(DistributedState):
 
     def step(self, n: int = 1) -> None:
         """n steps (collective): an exchange, then up to time_block steps of the rank's block."""
-        self.sim._check_can_step(n)
+        self._check_can_step(n)
         while n > 0:
             m = min(self.time_block, n)
             self.exchange()
@@ -251,8 +252,7 @@ class DistributedSimulation(DistributedState):
             n -= m
 
     def run(self, steps: int, progress: bool = False, callback=None):
-        from lbgen.simulation.interface import Lattice
-        return Lattice.run(self, steps, progress=progress and self.rank == 0, callback=callback)
+        return super().run(steps, progress=progress and self.rank == 0, callback=callback)
 
     # --- distributed state ---------------------------------------------------------------------
     def _gather_blocks(self, mine: np.ndarray) -> Optional[np.ndarray]:
@@ -394,7 +394,6 @@ class DistributedSimulation(DistributedState):
     ly = property(lambda self: self.shape[1])
     lz = property(lambda self: self.shape[2])
     sweeps = property(lambda self: self.sim.sweeps, doc="This rank's sweeps (every rank runs the same ones).")
-    sites = property(lambda self: int(np.prod(self.shape)))
 
     def synchronize(self) -> None:
         self.sim.synchronize()
