@@ -356,8 +356,8 @@ def _single(cfg, shape):
         sim = make_simulation(cfg.replace(time_block=1))
         sim.set_fields(**uniform_noise(*shape, amplitude=0.01))
         return sim
-    from lbgen.simulation.lattice3d import Simulation3D
-    sim = Simulation3D(*shape, velocity_set="d3q19", collision=cfg.collision, precision=cfg.precision,
+    from lbgen.simulation.runner import Simulation
+    sim = Simulation(*shape, velocity_set="d3q19", collision=cfg.collision, precision=cfg.precision,
                        backend=cfg.backend)
     sim.set_fields(*_fields3d(shape))
     return sim

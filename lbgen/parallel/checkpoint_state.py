@@ -34,7 +34,7 @@ class DistributedState:
         def check():
             self._check_time_step(time_step)
             from lbgen.simulation.boundaries import checked_saved_state
-            return self._solid_zeroed(checked_saved_state(populations, expected, self.dtype, self._mask))
+            return self._solid_zeroed(checked_saved_state(populations, expected, self.dtype, self.mask))
         p = root_call(self.comm, check)
         self._upload_state(self._scatter(p, self.vs.Q, self.dtype))
         self.time_step = int(self.comm.bcast(time_step, root=0))

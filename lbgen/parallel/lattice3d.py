@@ -58,7 +58,8 @@ class DistributedSimulation3D:
                  through_pack: bool = False, **kw):
         from lbgen.codegen.spec import time_block_value
         from lbgen.model.velocity_set import velocity_set
-        from lbgen.simulation.lattice3d import Simulation3D, lid_faces, voxel_mask, wall_faces
+        from lbgen.simulation.boundaries import lid_faces, voxel_mask, wall_faces
+        from lbgen.simulation.runner import Simulation
         self.comm, self.rank, self.nranks = comm, comm.rank, comm.size
         self.shape = (lx, ly, lz)
         try:
@@ -109,7 +110,7 @@ class DistributedSimulation3D:
         try:
             self.mask = None if mask is None else voxel_mask(mask, self.shape)
             local_mask = None if mask is None else self.mask[np.ix_(*self._indices())]
-            self.sim = Simulation3D(*self.extended, mask=local_mask, time_block=local_depth, **kw)
+            self.sim = Simulation(*self.extended, mask=local_mask, time_block=local_depth, **kw)
         except Exception as e:  # noqa: BLE001 - made collective below
             error = e
         agree(comm, error)
@@ -288,8 +289,8 @@ class DistributedSimulation3D:
             if not healthy(self.sim.diagnostics()):
                 site = self.sim.first_bad_site(skip=self._skip)      # owned fluid sites only
                 if site is not None:
-                    x, y, z = ((self.origin[d] + site[d] - self.ghost_low[d]) % self.shape[d] for d in range(3))
-                    error = self.sim.divergence(x, y, z, site[3], where=f"on rank {self.rank}")
+                    at = tuple((self.origin[d] + site[0][d] - self.ghost_low[d]) % self.shape[d] for d in range(3))
+                    error = self.sim.divergence(at, *site[1:], where=f"on rank {self.rank}")
         except Exception as e:  # noqa: BLE001 - made collective below
             error = e
         report = str(error) if isinstance(error, SimulationError) else None   # a divergence report

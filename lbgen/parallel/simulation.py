@@ -153,7 +153,7 @@ class DistributedSimulation(DistributedState, Simulation):
         except Exception as e:   # noqa: BLE001 - made collective below
             error = e
         agree(comm, error)
-        self.ly = ly
+        self.shape = (lx, ly)
         self.time_block = depth
         #: the lattice's bounce-back boundaries (the global mask); each region holds its block's part
         self.bounds = bounds
@@ -186,9 +186,9 @@ class DistributedSimulation(DistributedState, Simulation):
     def _solid_zeroed(self, a: np.ndarray, x0: int = 0, y0: int = 0) -> np.ndarray:
         """`a` (C, nx, ny) at global (x0, y0) with the solid cells of the mask zeroed (they hold
         no populations and their fields read 0, as on one process)."""
-        if self._mask is None:
+        if self.mask is None:
             return a
-        m = self._mask[x0:x0 + a.shape[1], y0:y0 + a.shape[2]]
+        m = self.mask[x0:x0 + a.shape[1], y0:y0 + a.shape[2]]
         return np.where(m[None] == 1, a.dtype.type(0), a)
 
     def _fit_layout(self, kw: dict, H: int) -> None:
@@ -407,11 +407,11 @@ class DistributedSimulation(DistributedState, Simulation):
         (0, +inf for a min, -inf for a max) in the rows of other ranks: ``combine_rows`` of
         every rank's rows gives the lattice's."""
         from lbgen.codegen.diagnostics import ROW_QUANTITIES, rows_of_fields
-        if self.ghost == (0, 0) and self._mask is None:
+        if self.ghost == (0, 0) and self.mask is None:
             local = super().diagnostic_rows()       # the kernels: no ghost sites to leave out
         else:                                        # the owned fields, the solid cells skipped
-            solid = None if self._mask is None else \
-                self._mask[self.x0:self.x0 + self.local_lx, self.y0:self.y0 + self.local_ly]
+            solid = None if self.mask is None else \
+                self.mask[self.x0:self.x0 + self.local_lx, self.y0:self.y0 + self.local_ly]
             local = rows_of_fields(dict(zip(("rho", "ux", "uy", "T"), self._solid_zeroed(
                 self._local_fields(), self.x0, self.y0))), solid=solid)
         neutral = np.array([{"sum": 0.0, "min": np.inf, "max": -np.inf}[how] for _, how in ROW_QUANTITIES])
@@ -428,7 +428,7 @@ class DistributedSimulation(DistributedState, Simulation):
         for r in self.regions:
             block = self._region_input(local, r)
             r.program.init_equilibrium(r.f, *block, ax=ax, ay=ay)
-        if self._mask is not None:      # solid cells hold no populations
+        if self.mask is not None:      # solid cells hold no populations
             self._upload_state(self._solid_zeroed(self._local_state(), self.x0, self.y0))
         self._fields_set = True
 
@@ -444,16 +444,16 @@ class DistributedSimulation(DistributedState, Simulation):
         from mpi4py import MPI
         if self.comm.allreduce(int(self.looks_healthy()), op=MPI.MIN):
             return     # the cheap test passed on every rank
-        bad = self._first_bad_site(self._local_state().astype(np.float64))
+        bad = self.first_bad_site(self._local_state().astype(np.float64))
         if not self.comm.allreduce(int(bad is not None), op=MPI.MAX):
             return
         sites = self.comm.gather(bad, root=0)
         message = None
         if self.rank == 0:
             r = next(i for i, s in enumerate(sites) if s is not None)
-            x, y, what, values = sites[r]
+            (x, y), what, values = sites[r]
             x0, _, y0, _ = self._blocks()[r]
-            message = str(self._divergence_error(x + x0, y + y0, what, values))
+            message = str(self.divergence((x + x0, y + y0), what, values))
         raise collective(SimulationError(self.comm.bcast(message, root=0)))
 
     def run(self, steps: int, progress: bool = False, callback=None):
