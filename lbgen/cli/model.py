@@ -314,7 +314,7 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
         sim = _single(cfg, shape)
         if len(shape) == 2:
             t = time_steps(sim, steps)
-        else:                                # Simulation3D: its kernels return when done (C runtime)
+        else:                                # Simulation: its kernels return when done (C runtime)
             import time
             sim.step(1)                      # warm-up
             samples = []

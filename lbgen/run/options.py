@@ -35,7 +35,7 @@ class ConfigError(ValueError):
 class Option:
     key: str
     kind: str                    # int, float, bool, choice, str, path, gravity, pictures, vl, split, time_block,
-    #                              axes, lid (3D walls and lids: Simulation3D's forms)
+    #                              axes, lid (walls and lids: Simulation's forms)
     default: Any
     help: str
     choices: Tuple[str, ...] = ()

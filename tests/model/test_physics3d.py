@@ -1,5 +1,5 @@
 """The physical numbers of lbgen.model.physics in 3D, measured on the thermal D3Q39, the
-fourth-order D3Q103 and the isothermal D3Q19 (lbgen.Simulation3D, the C kernels): the decay of a transverse velocity
+fourth-order D3Q103 and the isothermal D3Q19 (lbgen.Simulation in 3D, the C kernels): the decay of a transverse velocity
 wave (nu), of a temperature wave at equal pressure (kappa) and the frequency of a standing
 sound wave (c_s, gamma = 5/3 on a thermal 3D set).  The method is the 2D one
 (tests/model/test_physics.py): one Fourier mode k = 2 pi / 64 along one axis of a
