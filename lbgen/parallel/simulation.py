@@ -62,7 +62,7 @@ from lbgen.parallel.decomposition import (block_indices, ghost_sides, parse_rank
 from lbgen.parallel.exchange import finish, post, trade
 from lbgen.parallel.mpi import agree, collective, root_call
 from lbgen.parallel.checkpoint_state import DistributedState
-from lbgen.simulation.boundaries import BounceBack, wall_faces
+from lbgen.simulation.boundaries import BounceBack
 from lbgen.simulation.runner import Simulation, SimulationError, Walls
 
 
@@ -96,7 +96,7 @@ class DistributedSimulation(DistributedState, Simulation):
             except SimulationError as e:
                 raise collective(e) from None
         #: the lattice's bounce-back wall faces (axis, side); each rank holds those its block touches
-        self.wall_faces = wall_faces(bounds.walls, 2) if bounds is not None else ()
+        self.bounds = bounds         # its wall_faces: those of the lattice (Simulation.__init__ resets it)
         if depth > 1 and kw.get("device_backend") is not None:
             raise collective(SimulationError(
                 f"time_block={depth} with device_backend={kw['device_backend']!r}: the host + device split "
