@@ -46,9 +46,10 @@ class HealthChecks:
             raise self.divergence(*bad)
 
     def first_bad_site(self, f: Optional[np.ndarray] = None, skip: Optional[np.ndarray] = None):
-        """(site, what, fields at the site) of the first bad fluid site (not solid, not 1 in
-        ``skip``) of populations f (default: this lattice's, pulled from the backends), or None."""
-        f = self.populations() if f is None else f
+        """(site, what, fields at the site) of the first bad site (not 1 in ``skip``) of populations
+        f, or None; f left out: this lattice's (pulled from the backends), its solid cells skipped."""
+        own = f is None
+        f = self.populations() if own else f
         rho = f.sum(axis=0)
         finite = np.isfinite(f).all(axis=0)
         with np.errstate(all="ignore"):
@@ -56,7 +57,7 @@ class HealthChecks:
             bad = ~finite | ~(rho > 0)
             if fields is not None:
                 bad |= ~(fields["T"] > 0)
-        for solid in (self.mask, skip):
+        for solid in (self.mask if own else None, skip):
             if solid is not None:
                 bad &= solid == 0
         if not bad.any():

@@ -47,18 +47,15 @@ def compile_program(runtime: str, source, shape: Sequence[int], threads: int, st
     return backends.load(runtime).compile(source, *shape, threads=threads, strict=strict, **options)
 
 
-def boundaries(program, bounds, faces=None, solid=None):
+def boundaries(program, bounds):
     """Give ``program`` the bounce-back boundaries ``bounds`` (``boundaries.BounceBack``; None:
-    periodic), or those of a block that holds ``faces`` and the mask's cut ``solid``: the record
-    its sweeps take (None where the program keeps it itself)."""
+    periodic): the record its sweeps take (None where the program keeps it itself)."""
     if bounds is None:
         return None
     if program.layout.D == 2:
-        program.set_boundaries(**bounds.kernel_fields(faces, solid))
+        program.set_boundaries(**bounds.kernel_fields())
         return None
-    faces = bounds.walls if faces is None else faces
-    solid = bounds.mask if faces is bounds.walls and solid is None else solid
-    return program.boundaries(faces, {f: u for f, u in bounds.lid.items() if f in faces}, solid)
+    return program.boundaries(bounds.walls, bounds.lid, bounds.mask)
 
 
 def halo(program, f) -> None:

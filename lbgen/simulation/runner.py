@@ -216,7 +216,14 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
 
     lx = property(lambda self: self.shape[0], doc="LX, the slowest axis' extent.")
     ly = property(lambda self: self.shape[1], doc="LY.")
-    lz = property(lambda self: self.shape[2], doc="LZ (3D).")
+
+    @property
+    def lz(self) -> int:
+        """LZ (3D)."""
+        if self.dimension < 3:
+            raise AttributeError(f"lz: a 2D lattice has no Z axis (shape {self.shape})")
+        return self.shape[2]
+
     #: processes that share this lattice (lbgen.parallel's distributed lattices: the ranks)
     nranks = 1
 
