@@ -306,7 +306,7 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
         sim = _single(cfg, shape)
         if len(shape) == 2:
             t = time_steps(sim, steps)
-        else:                                # Simulation3D: its kernels return when done (C runtime)
+        else:                                # Simulation: its kernels return when done (C runtime)
             import time
             sim.step(1)                      # warm-up
             samples = []
@@ -348,8 +348,8 @@ def _single(cfg, shape):
         sim = make_simulation(cfg.replace(time_block=1))
         sim.set_fields(**uniform_noise(*shape, amplitude=0.01))
         return sim
-    from lbgen.simulation.lattice3d import Simulation3D
-    sim = Simulation3D(*shape, velocity_set="d3q19", collision=cfg.collision, precision=cfg.precision,
+    from lbgen.simulation.runner import Simulation
+    sim = Simulation(*shape, velocity_set="d3q19", collision=cfg.collision, precision=cfg.precision,
                        backend=cfg.backend)
     sim.set_fields(*_fields3d(shape))
     return sim

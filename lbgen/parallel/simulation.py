@@ -46,8 +46,8 @@ from lbgen.parallel.decomposition import (block_indices, ghost_sides, paired_wal
                                           slab_starts, slab_widths)
 from lbgen.parallel.exchange import trade
 from lbgen.parallel.mpi import agree, collective, root_call
-from lbgen.simulation.boundaries import lid_faces, voxel_mask, wall_faces
-from lbgen.simulation.interface import Lattice
+from lbgen.simulation.boundaries import BounceBack
+from lbgen.simulation.interface import Lattice, lattice_shape
 from lbgen.simulation.parameters import SimulationError, Walls
 
 #: the thermal walls of a 2D channel stand on these faces
@@ -64,23 +64,24 @@ class DistributedSimulation(DistributedState, Lattice):
                  **kw):
         from lbgen.simulation.runner import Simulation
         self.comm, self.rank, self.nranks = comm, comm.rank, comm.size
-        self.shape = tuple(int(n) for n in shape)
+        try:
+            self.shape, vs_name = lattice_shape(shape, kw.get("velocity_set"))
+        except SimulationError as e:
+            raise collective(e) from None
         D = len(self.shape)
-        vs_name = kw.get("velocity_set", "d3q19" if D == 3 else DEFAULT_VELOCITY_SET)
         H = set_entry(vs_name).max_hop
         try:
             depth = 1 if time_block == "auto" else time_block_value(time_block, allow_auto=False)
             thermal = isinstance(kw.get("walls"), Walls)
+            bounds = None if thermal else BounceBack.of(kw.get("walls"), kw.get("lid"), mask, self.shape, vs_name)
+            if bounds is not None:
+                bounds.check_runs(kw.get("device_backend"), depth)
             #: the lattice's wall faces (axis, side); each rank's block holds those it touches
-            self.wall_faces = THERMAL_FACES if thermal else wall_faces(kw.get("walls"), D)
+            self.wall_faces = THERMAL_FACES if thermal else () if bounds is None else bounds.walls
             paired_walls(self.wall_faces)
-            self.lid = {} if thermal else lid_faces(kw.get("lid"), self.wall_faces, D=D)
-            self.mask = voxel_mask(mask, self.shape)
-            if D == 2 and not thermal:
-                from lbgen.simulation.boundaries import BounceBack
-                bounds = BounceBack.of(kw.get("walls"), kw.get("lid"), self.mask, self.shape, vs_name)
-                if bounds is not None:
-                    bounds.check_runs(kw.get("device_backend"), depth)   # no time block, no host + device
+            self.lid = {} if bounds is None else bounds.lid
+            #: the global voxel mask (uint8) or None; each rank's block holds its cut
+            self.mask = None if bounds is None else bounds.mask
             if depth > 1 and kw.get("device_backend") is not None:
                 raise SimulationError(f"time_block={depth} with device_backend={kw['device_backend']!r}: the host + "
                                       f"device split trades halos every step; use time_block=1")
@@ -115,10 +116,8 @@ class DistributedSimulation(DistributedState, Lattice):
         self.ghost_high = tuple(depth * H * s[1] for s in self.sides)
         held = tuple(f for f in self.wall_faces if not self.sides[AXES.index(f[0])][SIDES.index(f[1])]
                      or self.dims[AXES.index(f[0])] == 1)
-        if D == 3 and kw.get("walls") is not None:      # (a 2D block gets its faces' bits after the build)
-            kw = dict(kw, walls=held)
-        if D == 3 and kw.get("lid") is not None:
-            kw = dict(kw, lid={"-".join(face): u for face, u in self.lid.items() if face in held})
+        if bounds is not None:
+            kw = dict(kw, walls=held, lid={"-".join(face): u for face, u in self.lid.items() if face in held})
         self.time_block = depth
         self.time_step = 0
         #: what this rank sent so far: messages and bytes per axis ("x", "y", "z")
@@ -134,9 +133,6 @@ class DistributedSimulation(DistributedState, Lattice):
             self.sim = Simulation(*self.extended, mask=local_mask, time_block=depth if sweep else 1, **kw)
             if thermal:
                 self.sim.wall_sides = tuple(f in held for f in THERMAL_FACES)
-            elif D == 2 and self.sim.bounds is not None:
-                for r in self.sim.regions:
-                    r.program.set_boundaries(**self.sim.bounds.kernel_fields(held, local_mask))
         except Exception as e:  # noqa: BLE001 - made collective below
             error = e
         agree(comm, error)
@@ -159,7 +155,7 @@ class DistributedSimulation(DistributedState, Lattice):
             return
         try:
             KernelSpec(backend=kw.get("backend", "c"), layout=kw["layout"], vl=kw.get("vl"),
-                       velocity_set=kw.get("velocity_set", DEFAULT_VELOCITY_SET)).validate(*self.extended)
+                       velocity_set=kw.get("velocity_set") or DEFAULT_VELOCITY_SET).validate(*self.extended)
         except SpecError:
             kw["layout"], kw["vl"] = None, None
 
@@ -173,12 +169,8 @@ class DistributedSimulation(DistributedState, Lattice):
         return a[(Ellipsis,) + tuple(slice(g, g + n) for g, n in zip(self.ghost_low, self.size))]
 
     def _regions(self) -> list:
-        """[(program, buffer holder, attribute, first column)] of the rank's Simulation: its
-        regions (2D: host + device bands of columns) or its one program."""
-        regions = getattr(self.sim, "regions", None)
-        if regions is None:
-            return [(self.sim.program, self.sim, "f", 0)]
-        return [(r.program, r, "f", r.x_start) for r in regions]
+        """[(program, region, first column)] of the rank's Simulation (host + device: bands of columns)."""
+        return [(r.program, r, r.x_start) for r in self.sim.regions]
 
     def _programs(self) -> list:
         return [(p.spec.backend, p.layout.tag) for p, *_ in self._regions()]
@@ -193,7 +185,7 @@ class DistributedSimulation(DistributedState, Lattice):
         if key not in cache:
             ext, parts = self.extended, []
             x_lo, x_hi = (lo, hi) if d == 0 else (0, ext[0])
-            for prog, holder, _, x0 in self._regions():
+            for prog, _, x0 in self._regions():
                 width = prog.layout.shape[0]
                 a, b = max(x0, x_lo), min(x0 + width, x_hi)
                 if a >= b:
@@ -213,9 +205,8 @@ class DistributedSimulation(DistributedState, Lattice):
         if not any(p > 1 for p in self.dims):
             return
         regions = self._regions()
-        plain = self.through_pack or not all(isinstance(getattr(h, a), np.ndarray) for _, h, a, _ in regions)
-        buffers = [p.layout.unpack(p.download(getattr(h, a))).ravel() if plain else getattr(h, a)
-                   for p, h, a, _ in regions]
+        plain = self.through_pack or not all(isinstance(r.f, np.ndarray) for _, r, _ in regions)
+        buffers = [p.layout.unpack(p.download(r.f)).ravel() if plain else r.f for p, r, _ in regions]
         ext, Q = self.extended, self.sim.vs.Q
         for d in range(len(self.shape)):
             if self.dims[d] == 1:
@@ -238,8 +229,8 @@ class DistributedSimulation(DistributedState, Lattice):
                     for (index, cols), buf in zip(self._slab_parts(d, lo, hi, plain), buffers):
                         buf[index] = data[:, cols].ravel()
         if plain:
-            for (p, h, a, _), buf in zip(regions, buffers):
-                setattr(h, a, p.upload(p.layout.pack(buf.reshape((Q,) + p.layout.shape)), getattr(h, a)))
+            for (p, r, _), buf in zip(regions, buffers):
+                r.f = p.upload(p.layout.pack(buf.reshape((Q,) + p.layout.shape)), r.f)
 
     def step(self, n: int = 1) -> None:
         """n steps (collective): an exchange, then up to time_block steps of the rank's block."""
@@ -352,33 +343,21 @@ class DistributedSimulation(DistributedState, Lattice):
 
     def _divergence(self) -> Optional[SimulationError]:
         """This rank's divergence report (its first bad owned site, global coordinates), or None."""
-        from lbgen.codegen.diagnostics import healthy
-        sim = self.sim
-        if len(self.shape) == 3:
-            if healthy(sim.diagnostics()):
-                return None
-            site = sim.first_bad_site(skip=self._skip)      # owned fluid sites only
-            if site is None:
-                return None
-            x, y, z = ((self.origin[d] + site[d] - self.ghost_low[d]) % self.shape[d] for d in range(3))
-            return sim.divergence(x, y, z, site[3], where=f"on rank {self.rank}")
-        if sim.looks_healthy():
+        if self.sim.looks_healthy():
             return None
-        owned = self._owned(sim.state()).astype(np.float64)
-        if self.mask is not None:
-            owned = np.where(self._owned(self._skip)[None] == 1, 1.0, owned)     # solid: no populations
-        bad = sim._first_bad_site(owned)
+        bad = self.sim.first_bad_site(skip=self._skip)      # owned fluid sites only
         if bad is None:
             return None
-        x, y, what, values = bad
-        return sim._divergence_error(x + self.origin[0], y + self.origin[1], what, values)
+        site, what, values = bad
+        at = tuple((o + i - g) % n for o, i, g, n in zip(self.origin, site, self.ghost_low, self.shape))
+        return self.sim.divergence(at, what, values, where=f"on rank {self.rank}")
 
     # --- the run driver's interface (lbgen.run.driver.Run) ---------------------------------------
     spec = property(lambda self: self.sim.spec)
     source = property(lambda self: self.sim.source)
     vs = property(lambda self: self.sim.vs)
     program = property(lambda self: self.sim.program)
-    runtime = property(lambda self: getattr(self.sim, "runtime", self.sim.spec.backend))
+    runtime = property(lambda self: self.sim.runtime)
     dtype = property(lambda self: self.sim.dtype)
     params = property(lambda self: self.sim.params)
     force = property(lambda self: self.sim.force)
@@ -386,7 +365,7 @@ class DistributedSimulation(DistributedState, Lattice):
     check_every = property(lambda self: self.sim.check_every)
     regions = property(lambda self: self.sim.regions, doc="This rank's regions (2D), columns of its extended block.")
     dimension = property(lambda self: len(self.shape))
-    bounds = property(lambda self: getattr(self.sim, "bounds", None))
+    bounds = property(lambda self: self.sim.bounds)
     walls = property(lambda self: self.sim.walls if len(self.shape) == 2 and isinstance(self.sim.walls, Walls) else
                      tuple(dict.fromkeys(a for a, _ in self.wall_faces)),
                      doc="The lattice's wall axes (or the 2D thermal Walls); each rank's block holds some faces.")

@@ -57,7 +57,8 @@ SLOW = pytest.mark.slow
         "1x2x2-cavity", "2x2x1-cavity-k2", "1x2x2-cavity-pack-k2"])
 def test_every_3d_grid_is_bit_identical_to_one_process(tmp_path, n, grid, shape, k, walls, through_pack):
     from lbgen.parallel.decomposition import ghost_sides
-    from lbgen.simulation.lattice3d import Simulation3D, wall_faces
+    from lbgen.simulation.boundaries import wall_faces
+    from lbgen.simulation.runner import Simulation
     kw = dict(strict=True, tau=0.8, gravity=[1e-5, 0, -1e-5], **({"walls": walls} if walls else {}))
     if walls == "xyz":
         kw["lid"] = LID
@@ -70,7 +71,7 @@ def test_every_3d_grid_is_bit_identical_to_one_process(tmp_path, n, grid, shape,
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "x".join(map(str, report["dims"])) == grid
-    ref = Simulation3D(*shape, **kw)
+    ref = Simulation(*shape, **kw)
     ref.set_fields(f["rho"], f["ux"], f["uy"], f["uz"])
     ref.step(steps)
     want, got = ref.fields(), np.load(tmp_path / "fields.npz")

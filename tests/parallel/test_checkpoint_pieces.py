@@ -276,7 +276,7 @@ else:
     (1, "1x1x1", 2, 2, "1x2x1", 1, "x", [[0], [0]]),            # 1 -> 2, walls, a time block before
 ], ids=["2-to-3", "2x2-to-1-walls", "1-to-2-walls"])
 def test_3d_pieces_resume_on_another_grid_bit_identical(tmp_path, n, grid, k, n2, grid2, k2, walls, read):
-    from lbgen.simulation.lattice3d import Simulation3D
+    from lbgen.simulation.runner import Simulation
     from test_cart3d import initial
     shape = (12, 13, 10)
     kw = dict(strict=True, tau=0.8, gravity=[1e-5, 0, -1e-5], **({"walls": walls} if walls else {}))
@@ -291,7 +291,7 @@ def test_3d_pieces_resume_on_another_grid_bit_identical(tmp_path, n, grid, k, n2
     assert report["step"] == 7
     assert len(list((tmp_path / "ck.lbpieces").glob("piece-*"))) == n
     assert [sorted(int(name.split("-")[1]) for name in r) for r in report["read"]] == read    # pieces by x0
-    ref = Simulation3D(*shape, **kw)
+    ref = Simulation(*shape, **kw)
     ref.set_fields(f["rho"], f["ux"], f["uy"], f["uz"])
     ref.step(7)
     want, got = ref.fields(), np.load(tmp_path / "fields.npz")

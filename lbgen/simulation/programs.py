@@ -1,0 +1,156 @@
+"""The calls of a compiled ``Program`` that ``Simulation`` makes and that still differ by dimension in
+the runtimes (lbgen/backends: ``Program`` in 2D, ``Program3D`` in 3D): one small function each, so a
+runtime with one Program for any D changes them here only.  What they take is the same in every D:
+a shape, a boundaries record, the force as a vector; plus the planes of X a host + device run
+trades between its regions (``read_planes`` / ``write_planes``, layout-independent)."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from lbgen.simulation.parameters import SimulationError
+
+
+def runtimes(D: int) -> tuple:
+    """The runtime names a D-dimensional lattice takes (3D: the CUDA host shim too)."""
+    from lbgen.backends import RUNTIMES
+    from lbgen.codegen.spec import BACKENDS
+    return tuple(RUNTIMES) if D == 3 else BACKENDS
+
+
+def checked_spec(spec, shape: Sequence[int]):
+    """The validated spec of a program on ``shape``, every size rule checked before compiling."""
+    if len(shape) == 2:
+        return spec.validate(*shape)
+    from lbgen.codegen.kernel_api import check_sizes3d
+    from lbgen.model.velocity_set import velocity_set
+    spec = spec.validate()
+    problem = check_sizes3d(spec, velocity_set(spec.velocity_set), *shape)
+    if problem:
+        raise SimulationError(f"{problem} ({spec.layout}{'-vl' + str(spec.vl) if spec.vl else ''}; choose another "
+                              f"vl or layout, or another L{'XYZ'[len(shape) - 1]})")
+    return spec
+
+
+def compile_program(runtime: str, source, shape: Sequence[int], threads: int, strict: bool, options: dict):
+    """The program of ``runtime`` for ``source`` on a lattice of ``shape`` (``options``: the
+    runtime's own, e.g. an OpenCL ``device``)."""
+    if len(shape) == 3:
+        from lbgen.backends import compile3d
+        options = dict(options)
+        device = options.pop("device", None)
+        if options:
+            raise SimulationError(f"backend options {sorted(options)}: a 3D {runtime} program takes only device=")
+        return compile3d(runtime, source, tuple(shape), strict, threads, device)
+    from lbgen import backends
+    return backends.load(runtime).compile(source, *shape, threads=threads, strict=strict, **options)
+
+
+def boundaries(program, bounds):
+    """Give ``program`` the bounce-back boundaries ``bounds`` (``boundaries.BounceBack``; None:
+    periodic): the record its sweeps take (None where the program keeps it itself)."""
+    if bounds is None:
+        return None
+    if program.layout.D == 2:
+        program.set_boundaries(**bounds.kernel_fields())
+        return None
+    return program.boundaries(bounds.walls, bounds.lid, bounds.mask)
+
+
+def halo(program, f) -> None:
+    """The halo refresh of a step (what the program's sweeps read)."""
+    getattr(program, "step_halo", program.halo)(f)
+
+
+def advance(program, f, g, params: dict, bc, walls, fused: bool, sides):
+    """One step of a region whose halos are fresh (``halo``, then the regions' planes):
+    returns (state, spare).  ``bc``: the boundaries record (3D), ``walls``: the thermal walls (2D)."""
+    if program.layout.D == 2:
+        return program.step(f, g, params, walls, fused, sides=sides)
+    if fused:
+        program.fused(f, g, bc, **params)
+        return g, f
+    program.propagate(f, g, bc)
+    program.collide(g, f, bc, **params)
+    return f, g
+
+
+def fused_tb(program, f, g, depth: int, params: dict, bc, walls, sides) -> None:
+    """``depth`` steps in one sweep through cache (C, fused)."""
+    if program.layout.D == 2:
+        program.fused_tb(f, g, depth, walls=walls, sides=sides, **params)
+    else:
+        program.fused_tb(f, g, depth, bc, **params)
+
+
+def init_equilibrium(program, f, arrays: Sequence[np.ndarray], force: Sequence[float]) -> None:
+    """f = the equilibrium whose physical fields are ``arrays`` (rho, u..., T) under ``force``."""
+    if program.layout.D == 2:
+        program.init_equilibrium(f, *arrays, ax=force[0], ay=force[1])
+    else:
+        program.init_equilibrium(f, *arrays, force=tuple(force))
+
+
+def fields(program, f, force: Sequence[float]) -> dict:
+    """The physical fields of f (the fields kernel), a dict of arrays of the program's shape."""
+    if program.layout.D == 2:
+        return program.fields(f, ax=force[0], ay=force[1])
+    return program.fields(f, force=tuple(force))
+
+
+def diagnostics(program, f, force: Sequence[float], solid: Optional[np.ndarray]) -> np.ndarray:
+    """The diagnostics kernel's rows (solid cells of ``solid`` skipped)."""
+    if program.layout.D == 2:
+        return program.diagnostics(f, ax=force[0], ay=force[1])     # the program holds its mask
+    return program.diagnostics(f, solid, force=tuple(force))
+
+
+# --- the padded planes of X, layout-independent ------------------------------------------------
+def _plane_maps(layout, n: int):
+    """(pos, src, rep, extents, SX) of n padded planes of X from x = 0 (add x0 SX for x0): every
+    storage cell ``pos`` of them and the cell ``src`` of the plain form plain[p, i, (y + H,) c + HY]
+    it holds (c = r + k NR: lane-shifted halo rows included), and per plain cell ``rep``, the
+    storage cell of its interior site (the other axes wrapped periodically: a runtime that wraps
+    an axis inside its kernels leaves that axis' halo copies stale)."""
+    key = ("_plane_maps", n)
+    cache = layout.__dict__.setdefault("_maps", {})
+    if key not in cache:
+        H, HY, NR, L = layout.halo, layout.HY, layout.NR, layout.shape[-1]
+        middle = [np.arange(-H, m + H) for m in layout.shape[1:-1]]
+        p, i, *w, r, k = np.meshgrid(np.arange(layout.Q), np.arange(n), *middle, np.arange(-HY, NR + HY),
+                                     np.arange(layout.VL), indexing="ij", sparse=True)
+        extents = (layout.Q, n, *(m + 2 * H for m in layout.shape[1:-1]), L + 2 * HY)
+        pos = layout.index(p, i, *w, r, k)
+        src = np.ravel_multi_index((p, i, *(c + H for c in w), r + k * NR + HY), extents)
+        pos, src = (a.ravel() for a in np.broadcast_arrays(pos, src))
+        p, i, *w, c = np.meshgrid(np.arange(layout.Q), np.arange(n), *middle, np.arange(-HY, L + HY),
+                                  indexing="ij", sparse=True)
+        rep = layout.site_index(p, i, *(c % m for c, m in zip(w, layout.shape[1:-1])), c % L)
+        cache[key] = (pos, src, np.broadcast_to(rep, extents).ravel(), extents, layout.strides["SX"])
+    return cache[key]
+
+
+def read_planes(program, f, x0: int, n: int, plain: bool) -> np.ndarray:
+    """Padded planes x0 .. x0+n-1 of f (x from -H): as the program stores them, or ``plain``
+    (layout-independent, for a region of another layout)."""
+    if program.layout.D == 2:
+        return program.read_columns_plain(f, x0, n) if plain else program.read_columns(f, x0, n)
+    pos, src, rep, extents, stride = _plane_maps(program.layout, n)
+    flat = f if isinstance(f, np.ndarray) else program.download(f)
+    return flat[rep + x0 * stride].reshape(extents)
+
+
+def write_planes(program, f, x0: int, data: np.ndarray, plain: bool) -> None:
+    """Inverse of ``read_planes``."""
+    if program.layout.D == 2:
+        (program.write_columns_plain if plain else program.write_columns)(f, x0, data)
+        return
+    pos, src, _, _, stride = _plane_maps(program.layout, np.shape(data)[1])
+    values = np.asarray(data, dtype=program.dtype).reshape(-1)[src]
+    if isinstance(f, np.ndarray):
+        f[pos + x0 * stride] = values
+        return
+    flat = program.download(f)
+    flat[pos + x0 * stride] = values
+    program.upload(flat, f)
