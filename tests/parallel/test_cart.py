@@ -161,11 +161,11 @@ def test_the_model_predicts_t_step_from_l_b_m_and_plots_scaling(tmp_path):
     assert result.exit_code == 0, result.output
     out = _json(result.output[:result.output.rindex("}") + 1])
     p = out["predicted"]
-    # rank 0: 32 x 32 owned + 9 ghosts per side (k H: fused_tb) = 50 x 50 computed; D = 9: messages of 9 x 56 sites
+    # rank 0: 32 x 32 owned + 9 ghosts per side (k H) = 50 x 50 computed; D = 9: messages of 9 x 50 sites
     assert out["exchange"]["computed"] == 50 * 50 and out["exchange"]["owned"] == 32 * 32
     assert p["extra_work"] == pytest.approx(50 * 50 / 1024 - 1)
     assert p["t_calc"] == pytest.approx(3 * 37 * 8 * 50 * 50 * 4 / 1e10 / 3)     # one sweep per 3 steps
-    face = 9 * 56 * 37 * 8
+    face = 9 * 50 * 37 * 8
     # one node: per exchange 2 axes x L + the node's 16 messages / (B/2), every 3 steps
     assert p["t_comm"] == pytest.approx((2 * 2e-6 + 16 * face / 2e9) / 3)
     assert p["mlups"] == pytest.approx(64 * 64 / (p["t_comm"] + p["t_calc"]) / 1e6)
