@@ -177,26 +177,27 @@ class DistributedSimulation(DistributedState, Lattice):
 
     # --- the exchange --------------------------------------------------------------------------
     def _slab_parts(self, d: int, lo: int, hi: int, plain: bool) -> list:
-        """Per region: (flat indices of its buffer, or of its unpacked block with `plain`, of
-        every population at the sites of planes lo..hi-1 along axis d, the other axes over their
-        extended extent, in (p, x, y[, z]) order; the slab's columns it holds)."""
+        """The slab of planes lo..hi-1 along axis d (the other axes over their extended extent)
+        as parts: (region, flat indices of its buffer -- or of its unpacked block with `plain` --
+        of every population at the part's sites in (p, x, y[, z]) order, the slab's columns)."""
         key = (d, lo, hi, plain)
         cache = self.__dict__.setdefault("_slabs", {})
         if key not in cache:
             ext, parts = self.extended, []
             x_lo, x_hi = (lo, hi) if d == 0 else (0, ext[0])
-            for prog, _, x0 in self._regions():
+            for i, (prog, _, start) in enumerate(self._regions()):
                 width = prog.layout.shape[0]
-                a, b = max(x0, x_lo), min(x0 + width, x_hi)
-                if a >= b:
-                    continue
-                ranges = [np.arange(a - x0, b - x0)] + [np.arange(lo, hi) if e == d else np.arange(n)
-                                                        for e, n in enumerate(ext[1:], 1)]
-                grid = np.ix_(np.arange(self.sim.vs.Q), *ranges)
-                index = np.ravel_multi_index(grid, (self.sim.vs.Q, width) + ext[1:]) if plain else \
-                    prog.layout.site_index(*grid)
-                parts.append((np.ascontiguousarray(np.broadcast_to(index, np.broadcast_shapes(
-                    *(g.shape for g in grid))).ravel()), slice(a - x_lo, b - x_lo)))
+                for x0 in (start, start - ext[0]):        # a region may wrap around the block (host + device)
+                    a, b = max(x0, x_lo), min(x0 + width, x_hi)
+                    if a >= b:
+                        continue
+                    ranges = [np.arange(a - x0, b - x0)] + [np.arange(lo, hi) if e == d else np.arange(n)
+                                                            for e, n in enumerate(ext[1:], 1)]
+                    grid = np.ix_(np.arange(self.sim.vs.Q), *ranges)
+                    index = np.ravel_multi_index(grid, (self.sim.vs.Q, width) + ext[1:]) if plain else \
+                        prog.layout.site_index(*grid)
+                    parts.append((i, np.ascontiguousarray(np.broadcast_to(index, np.broadcast_shapes(
+                        *(g.shape for g in grid))).ravel()), slice(a - x_lo, b - x_lo)))
             cache[key] = parts
         return cache[key]
 
@@ -217,8 +218,8 @@ class DistributedSimulation(DistributedState, Lattice):
 
             def read(lo, hi):
                 out = np.empty(shape(lo, hi), dtype=self.sim.dtype)
-                for (index, cols), buf in zip(self._slab_parts(d, lo, hi, plain), buffers):
-                    out[:, cols] = buf[index].reshape((Q, cols.stop - cols.start) + out.shape[2:])
+                for i, index, cols in self._slab_parts(d, lo, hi, plain):
+                    out[:, cols] = buffers[i][index].reshape((Q, cols.stop - cols.start) + out.shape[2:])
                 return out
 
             D, g, n = self.halo_width, self.ghost_low[d], self.size[d]
@@ -226,8 +227,8 @@ class DistributedSimulation(DistributedState, Lattice):
                             (lambda: read(g, g + D), lambda: read(g + n - D, g + n)), self.sides[d])
             for (lo, hi), data in zip(((g - D, g), (g + n, g + n + D)), arrived):
                 if data is not None:
-                    for (index, cols), buf in zip(self._slab_parts(d, lo, hi, plain), buffers):
-                        buf[index] = data[:, cols].ravel()
+                    for i, index, cols in self._slab_parts(d, lo, hi, plain):
+                        buffers[i][index] = data[:, cols].ravel()
         if plain:
             for (p, r, _), buf in zip(regions, buffers):
                 r.f = p.upload(p.layout.pack(buf.reshape((Q,) + p.layout.shape)), r.f)
@@ -308,8 +309,8 @@ class DistributedSimulation(DistributedState, Lattice):
             rows = lines.reshape(self.extended[1:] + (-1,))[owned]
         else:
             quantities = dg.ROW_QUANTITIES
-            if not any(self.ghost_low + self.ghost_high):
-                rows = self.sim.diagnostic_rows()         # the kernels: no ghost sites to leave out
+            if not (self.ghost_low[0] or self.ghost_high[0]):    # no ghost columns: the kernels' rows
+                rows = self.sim.diagnostic_rows()[owned]
             else:
                 rows = dg.rows_of_fields({k: self._owned(v) for k, v in self.sim.fields().items()},
                                          solid=self._owned(self._skip))

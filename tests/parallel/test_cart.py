@@ -219,12 +219,12 @@ sim.step(a["steps"])
 out = sim.fields()
 if comm.rank == 0:
     np.savez("fields.npz", **out)
-    print(json.dumps({"sweep": sim.sweep, "ghost": list(sim.ghost), "sweeps": sim.sweeps}))
+    print(json.dumps({"ghost": list(sim.ghost_low), "sweeps": sim.sweeps, "messages": dict(sim.messages)}))
 """
 
 
 def test_time_blocks_without_the_sweep_kernel_are_bit_identical(tmp_path):
-    # --no-fused: no fused_tb, so k single steps on (k - 1) H ghosts
+    # --no-fused: no fused_tb, so k single steps of the block (its k H ghosts) per exchange
     from lbgen.simulation.runner import Simulation
     lx, ly, k, steps = 30, 36, 3, 8
     kw = dict(collision="regularized", strict=True, fused=False, gravity=[0, -1e-4])
@@ -237,8 +237,9 @@ def test_time_blocks_without_the_sweep_kernel_are_bit_identical(tmp_path):
     proc = mpirun(4, [json.dumps(args)], tmp_path, script=tmp_path / "run2d.py")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report["sweep"] is False and report["ghost"] == [6, 6]
-    assert report["sweeps"] == {"blocked": 3, "single": 0}         # 3 + 3 + 2 steps
+    assert report["ghost"] == [9, 9]
+    assert report["sweeps"] == {"blocked": 0, "single": 8}         # no fused_tb: single steps
+    assert report["messages"]["x messages"] == report["messages"]["y messages"] == 2 * 3   # 3 + 3 + 2 steps
     ref = Simulation(lx, ly, **kw)
     ref.set_fields(**f)
     ref.step(steps)
