@@ -1,4 +1,4 @@
-"""3D Cartesian decomposition (``lbgen.parallel.lattice3d.DistributedSimulation3D``): every
+"""3D Cartesian decomposition (``lbgen.parallel.simulation.DistributedSimulation``): every
 grid, with and without walls and time blocks, gives the bits of one ``Simulation3D`` in
 strict mode -- walls and lids on split axes too (a closed cavity with a moving lid on 2 and 4
 ranks: each rank holds the wall faces its block touches).  Each case launches the venv's

@@ -237,7 +237,7 @@ def test_each_rank_reads_only_the_pieces_over_its_block_and_a_damaged_one_stops_
     assert "resuming" not in resumed.stderr
 
 
-# --- 3D: DistributedSimulation3D.state_pieces / restore_pieces ----------------------------------
+# --- 3D: DistributedSimulation.state_pieces / restore_pieces ----------------------------------
 SCRIPT3D = """
 import json, sys
 import numpy as np
