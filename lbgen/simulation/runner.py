@@ -487,12 +487,17 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
 
     def restore(self, populations: np.ndarray, time_step: int) -> None:
         """Continue from a saved state (bit-identical to never having stopped)."""
-        if isinstance(time_step, bool) or not isinstance(time_step, (int, np.integer)) or time_step < 0:
-            raise SimulationError(f"restore: time_step={time_step!r} must be an integer >= 0 (the step the "
-                                  f"state was saved at)")
+        self._check_time_step(time_step)
         self._upload(checked_saved_state(populations, (self.vs.Q, *self.shape), self.dtype, self.mask))
         self.time_step = int(time_step)
         self._fields_set = True
+
+    @staticmethod
+    def _check_time_step(time_step) -> None:
+        """The step a saved state is restored at: an integer >= 0 (distributed lattices too)."""
+        if isinstance(time_step, bool) or not isinstance(time_step, (int, np.integer)) or time_step < 0:
+            raise SimulationError(f"restore: time_step={time_step!r} must be an integer >= 0 (the step the "
+                                  f"state was saved at)")
 
     @property
     def has_state(self) -> bool:
