@@ -6,7 +6,7 @@ velocity components -- positional, as ``ux=, uy=[, uz=]`` or as one sequence ``u
 an optional T), the checks of given fields (``checked_fields``) and populations (``checked_populations``: shape, real values
 within the working precision's range, a positive density at every fluid site), the state
 guards of ``step``/``run`` and ``run`` itself (``run(steps, progress=False, callback=None)``).
-Each class keeps its own stepping and its own ``_set_fields(rho, *u, T)``.
+A class built on it (``Simulation``, the distributed lattices) keeps its stepping and ``_set_fields(rho, *u, T)``.
 """
 from __future__ import annotations
 

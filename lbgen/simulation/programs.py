@@ -1,15 +1,47 @@
 """The calls of a compiled ``Program`` that ``Simulation`` makes and that still differ by dimension in
 the runtimes (lbgen/backends: ``Program`` in 2D, ``Program3D`` in 3D): one small function each, so a
 runtime with one Program for any D changes them here only.  What they take is the same in every D:
-a shape, a boundaries record, the force as a vector; plus the planes of X a host + device run
-trades between its regions (``read_planes`` / ``write_planes``, layout-independent)."""
+a shape, a boundaries record, the force as a vector.  Also the regions of a lattice (``Region``:
+one program each; ``split_columns``: the host + device split along X) and the planes of X they
+trade (``read_planes`` / ``write_planes``, layout-independent)."""
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
 from lbgen.simulation.parameters import SimulationError
+
+
+@dataclass
+class Region:
+    """A band of whole planes of X [x_start, x_start + width) (mod LX) run by one program."""
+
+    program: object
+    x_start: int
+    width: int
+    f: object = None
+    g: object = None
+    bc: object = None            # the program's boundaries record (3D; None: periodic or held by the program)
+
+    @property
+    def columns(self) -> np.ndarray:
+        return np.arange(self.x_start, self.x_start + self.width)
+
+
+def split_columns(lx: int, host_columns: int, halo: int) -> Tuple[int, int]:
+    """Validate a host/accelerator split: M host planes of X at each side of the device bulk."""
+    M = int(host_columns)
+    if M < 0 or 2 * M > lx:
+        raise SimulationError(f"host columns M={M} must satisfy 0 <= 2M <= LX={lx}")
+    if M and 2 * M < halo:
+        raise SimulationError(f"host columns M={M}: the host region (2M = {2 * M} columns) must be at least "
+                              f"{halo} columns wide (the halo width), so M >= {(halo + 1) // 2} or M = 0")
+    if lx - 2 * M and lx - 2 * M < halo:
+        raise SimulationError(f"host columns M={M} leave the device {lx - 2 * M} columns; it needs at least "
+                              f"{halo} (or none: M = LX/2)")
+    return M, lx - 2 * M
 
 
 def runtimes(D: int) -> tuple:

@@ -22,7 +22,6 @@ or 0/1 uint8, 1 = solid: links into it bounce back, it holds no populations, its
 from __future__ import annotations
 
 from abc import ABCMeta
-from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
@@ -31,44 +30,14 @@ from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
 from lbgen.model.catalog import AXES, set_entry, wall_scheme_refusal
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters, force_arguments
 from lbgen.simulation import programs
+from lbgen.simulation.programs import Region, split_columns
 from lbgen.simulation.boundaries import BounceBack, checked_saved_state
 from lbgen.simulation.health import HealthChecks
 from lbgen.simulation.interface import (Lattice, checked_fields, checked_populations, count, field_names,
                                         lattice_shape, time_block_depth)
 from lbgen.simulation.parameters import Parameters, RunStats, SimulationError, Walls
 
-__all__ = ["Parameters", "Region", "RunStats", "Simulation", "Simulation3D", "SimulationError", "Walls",
-           "split_columns"]
-
-
-@dataclass
-class Region:
-    """A band of whole planes of X [x_start, x_start + width) (mod LX) run by one program."""
-
-    program: object
-    x_start: int
-    width: int
-    f: object = None
-    g: object = None
-    bc: object = None            # the program's boundaries record (3D; None: periodic or held by the program)
-
-    @property
-    def columns(self) -> np.ndarray:
-        return np.arange(self.x_start, self.x_start + self.width)
-
-
-def split_columns(lx: int, host_columns: int, halo: int) -> Tuple[int, int]:
-    """Validate a host/accelerator split: M host planes of X at each side of the device bulk."""
-    M = int(host_columns)
-    if M < 0 or 2 * M > lx:
-        raise SimulationError(f"host columns M={M} must satisfy 0 <= 2M <= LX={lx}")
-    if M and 2 * M < halo:
-        raise SimulationError(f"host columns M={M}: the host region (2M = {2 * M} columns) must be at least "
-                              f"{halo} columns wide (the halo width), so M >= {(halo + 1) // 2} or M = 0")
-    if lx - 2 * M and lx - 2 * M < halo:
-        raise SimulationError(f"host columns M={M} leave the device {lx - 2 * M} columns; it needs at least "
-                              f"{halo} (or none: M = LX/2)")
-    return M, lx - 2 * M
+__all__ = ["Parameters", "RunStats", "Simulation", "Simulation3D", "SimulationError", "Walls"]
 
 
 def _did_you_mean(name: str) -> str:
@@ -487,12 +456,17 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
 
     def restore(self, populations: np.ndarray, time_step: int) -> None:
         """Continue from a saved state (bit-identical to never having stopped)."""
-        if isinstance(time_step, bool) or not isinstance(time_step, (int, np.integer)) or time_step < 0:
-            raise SimulationError(f"restore: time_step={time_step!r} must be an integer >= 0 (the step the "
-                                  f"state was saved at)")
+        self._check_time_step(time_step)
         self._upload(checked_saved_state(populations, (self.vs.Q, *self.shape), self.dtype, self.mask))
         self.time_step = int(time_step)
         self._fields_set = True
+
+    @staticmethod
+    def _check_time_step(time_step) -> None:
+        """The step a saved state is restored at: an integer >= 0 (distributed lattices too)."""
+        if isinstance(time_step, bool) or not isinstance(time_step, (int, np.integer)) or time_step < 0:
+            raise SimulationError(f"restore: time_step={time_step!r} must be an integer >= 0 (the step the "
+                                  f"state was saved at)")
 
     @property
     def has_state(self) -> bool:

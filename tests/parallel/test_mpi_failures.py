@@ -137,7 +137,7 @@ def test_a_divergence_under_mpiexec_names_the_global_site(tmp_path):
                    "none", "--ranks-grid", "2x1x1", "--out", out], tmp_path, script=script)
     assert r.returncode == 2, r.stderr
     line = _one_message(r)
-    assert line.startswith("Error: the run diverged by step 0: first bad site (x=6, y=2, z=5, on rank 1)"), line
+    assert line.startswith("Error: the run diverged by step 0 (NaN/Inf): first bad site (x=6, y=2, z=5, on rank 1)"), line
 
 
 def test_resume_refusals_under_mpiexec_are_one_message_and_change_nothing(tmp_path):
