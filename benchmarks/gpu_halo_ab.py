@@ -24,7 +24,7 @@ def main() -> None:
     ap.add_argument("--velocity-set", default="d3q19")
     a = ap.parse_args()
     n = a.size
-    sim = lbgen.Simulation3D(n, n, n, backend=a.backend, velocity_set=a.velocity_set, tau=0.8, check_every=0)
+    sim = lbgen.Simulation(n, n, n, backend=a.backend, velocity_set=a.velocity_set, tau=0.8, check_every=0)
     prog = sim.program
     print(f"{a.velocity_set} {n}^3 on {prog.describe()}, {sim.spec.layout} VL {sim.spec.vl}")
     x, y, _ = np.meshgrid(*(np.arange(n) * 2 * np.pi / n,) * 3, indexing="ij")

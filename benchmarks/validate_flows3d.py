@@ -36,7 +36,7 @@ def cavity1000(L: int, collision: str = "bgk", U: float = 0.1, tol: float = 1e-5
     """The test's cavity_profiles at Re = 1000, stepped with time block 3 (CAoSoA VL 8, the
     default layout with walls on z) and checked every 1002 steps until the largest change of
     u/U is < tol; a progress line per check (steps, MLUPS, change, deviation from both tables).
-    A diverging run stops with Simulation3D's own error (its finite-state check)."""
+    A diverging run stops with Simulation's own error (its finite-state check)."""
     t0, last, history = time.time(), {}, []
 
     def progress(steps, s, ux_z, uz_x, change):

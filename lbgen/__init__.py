@@ -7,14 +7,14 @@ tuning, performance models), ``parallel`` (MPI), ``run`` (run descriptions, set-
 driver), ``output`` (files, pictures, movies), ``reference`` (the NumPy oracle) and ``cli``.
 
 The names most scripts need are importable from here (loaded on first use, so that
-``import lbgen`` stays light): ``Simulation`` (2D, or 3D with a depth: ``Simulation(lx, ly, lz)``
-is a ``Simulation3D`` and a ``Simulation``), ``Walls``, ``Simulation3D``, ``RunConfig``, ``Run``
-(2D and 3D runs).
+``import lbgen`` stays light): ``Simulation`` (any D: ``Simulation(lx, ly)``,
+``Simulation(lx, ly, lz)``), ``Walls``, ``Simulation3D`` (the same class's former 3D name, kept
+for one release), ``RunConfig``, ``Run`` (2D and 3D runs).
 """
 __version__ = "0.1.0"
 
 _LAZY = {"Simulation": "lbgen.simulation.runner", "Walls": "lbgen.simulation.runner",
-         "Simulation3D": "lbgen.simulation.lattice3d",
+         "Simulation3D": "lbgen.simulation.runner",
          "RunConfig": "lbgen.run.config", "Run": "lbgen.run.driver"}
 
 

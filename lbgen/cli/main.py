@@ -331,11 +331,13 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     from lbgen.run.driver import Run
     runner = Run(cfg, echo=echo, comm=comm, overwrite=overwrite)
     cfg, sim = runner.cfg, runner.sim      # the lattice run: an --init file's, not the default
-    box = [f"walls {''.join(sim.walls)}"] if sim.walls else []
-    box += [f"lid {a}-{s} (" + ", ".join(f"{c:g}" for c in u) + ")" for (a, s), u in sim.lid.items()]
+    from lbgen.simulation.boundaries import BounceBack
+    box = [BounceBack(sim.wall_faces, sim.lid, None, 3).describe()] if sim.wall_faces else []
     if sim.mask is not None:
         box.append(f"geometry {cfg.geometry} ({100.0 * sim.mask.mean():.3g}% solid)")
-    where = f"{sim.spec.backend} {sim.program.layout.tag}"
+    regions = getattr(sim, "regions", ())          # host + device: the regions along X
+    where = " + ".join(f"{r.program.spec.backend} {r.program.layout.tag} x[{r.x_start}:{r.x_start + r.width})"
+                       for r in regions) if len(regions) > 1 else f"{sim.spec.backend} {sim.program.layout.tag}"
     if runner.comm is not None:
         where = f"{runner.comm.size} MPI ranks, grid {'x'.join(map(str, runner.grid))}: {where}"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "

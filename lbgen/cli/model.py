@@ -68,7 +68,7 @@ class FiniteFloatRange(click.FloatRange):
 @click.option("--scaling-plot", type=click.Path(dir_okay=False), default=None,
               help="With --ranks-grid: PNG of the weak and strong scaling prediction.")
 @click.option("--lz", type=click.IntRange(min=1), default=None,
-              help="With --ranks-grid PXxPYxPZ: a 3D lattice (D3Q19, lbgen.parallel.lattice3d).")
+              help="With --ranks-grid PXxPYxPZ: a 3D lattice (D3Q19).")
 @click.option("--json", "as_json", is_flag=True)
 @friendly
 def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, device, steps, measure_points, plot,
@@ -242,7 +242,7 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
                 memory_bandwidth, ranks_per_node, latency_inter, bandwidth_inter, max_ranks, scaling_plot, as_json,
                 lz=None):
     """`lbgen model --ranks-grid`: seed 002's step model for a Cartesian grid (2D, or 3D with
-    --lz: D3Q19 through ``DistributedSimulation3D``), measured beside it under mpiexec (step
+    --lz: D3Q19 through ``DistributedSimulation``), measured beside it under mpiexec (step
     time, and the messages and bytes every rank sent, counted by the exchange)."""
     from lbgen.model.velocity_set import velocity_set
     from lbgen.parallel import decomposition, mpi
@@ -271,19 +271,11 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
                     layout=layout, vl=vl_option(vl), time_block=depth)
     vs = velocity_set(cfg.velocity_set if lz is None else "d3q19")
     H, Q, itemsize = vs.max_hop, vs.Q, 8 if precision == "double" else 4
-    if lz is None:
-        decomposition.rank_grid(P, (lx, ly), H, grid, depth)          # too thin: refused before any measurement
+    decomposition.rank_grid(P, shape, H, grid, depth)          # too thin: refused before any measurement
+    sweep = backend == "c" and depth > 1          # the C backend's fused_tb: k steps per sweep through cache
 
-        sweep = backend == "c" and depth > 1          # DistributedSimulation.sweep: fused_tb, k H ghosts
-
-        def plan(c, sizes=shape, g=grid):
-            return mpi_model.rank_exchange(sizes[0], sizes[1], g, c, depth, Q, H, itemsize, sweep)
-    else:
-        decomposition.rank_grid(P, shape, H, grid, depth)
-        sweep = False
-
-        def plan(c, sizes=shape, g=grid):
-            return mpi_model.rank_exchange3d(sizes, g, c, depth, Q, H, itemsize)
+    def plan(c, sizes=shape, g=grid):
+        return mpi_model.rank_exchange(sizes, g, c, depth, Q, H, itemsize)
     root = comm is None or comm.rank == 0
     sources = {}
     if comm is not None and latency is None and bandwidth is None and P > 1:
@@ -314,7 +306,7 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
         sim = _single(cfg, shape)
         if len(shape) == 2:
             t = time_steps(sim, steps)
-        else:                                # Simulation3D: its kernels return when done (C runtime)
+        else:                                # Simulation: its kernels return when done (C runtime)
             import time
             sim.step(1)                      # warm-up
             samples = []
@@ -326,9 +318,9 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
         measured = {"t_step": t, "mlups": int(np.prod(shape)) / t / 1e6, "steps": steps, "exchanges": 0,
                     "ranks": [], "counts_agree": True}
     block = tuple(n // g for n, g in zip(shape, grid))
-    extra = {"sweep": sweep} if lz is None else {"lz": block[2], "halo": H}
+    extra = {"sweep": sweep} if lz is None else {"lz": block[2], "halo": H, "sweep": sweep}
     table = mpi_model.scaling_table(machine, block[0], block[1], depth, max_ranks, Q, itemsize, **extra)
-    extra = {"sweep": sweep} if lz is None else {"lz": lz, "halo": H}
+    extra = {"sweep": sweep} if lz is None else {"lz": lz, "halo": H, "sweep": sweep}
     strong = mpi_model.scaling_table(machine, lx, ly, depth, max_ranks, Q, itemsize, **extra)["strong"]
     table = {"weak": table["weak"], "strong": strong}
     if not root:
@@ -356,8 +348,8 @@ def _single(cfg, shape):
         sim = make_simulation(cfg.replace(time_block=1))
         sim.set_fields(**uniform_noise(*shape, amplitude=0.01))
         return sim
-    from lbgen.simulation.lattice3d import Simulation3D
-    sim = Simulation3D(*shape, velocity_set="d3q19", collision=cfg.collision, precision=cfg.precision,
+    from lbgen.simulation.runner import Simulation
+    sim = Simulation(*shape, velocity_set="d3q19", collision=cfg.collision, precision=cfg.precision,
                        backend=cfg.backend)
     sim.set_fields(*_fields3d(shape))
     return sim
@@ -378,9 +370,9 @@ def _measure_grid(comm, cfg, shape, grid, depth, steps, plan):
         decomposition.set_launch_grid("x".join(map(str, grid)), comm)
         sim = _distributed(cfg, comm)
     else:
-        from lbgen.parallel.lattice3d import DistributedSimulation3D
-        sim = DistributedSimulation3D(comm, *shape, ranks_grid=grid, time_block=depth, velocity_set="d3q19",
-                                      collision=cfg.collision, precision=cfg.precision, backend=cfg.backend)
+        from lbgen.parallel.simulation import DistributedSimulation
+        sim = DistributedSimulation(comm, *shape, ranks_grid=grid, time_block=depth, velocity_set="d3q19",
+                                    collision=cfg.collision, precision=cfg.precision, backend=cfg.backend)
         if comm.rank == 0:
             sim.set_fields(*_fields3d(shape))
         else:

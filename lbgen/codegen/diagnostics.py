@@ -61,14 +61,15 @@ def rows_of_fields(fields: Dict[str, np.ndarray], solid: Optional[np.ndarray] = 
     return np.stack([columns[name] for name, _ in ROW_QUANTITIES], axis=1)
 
 
-def combine_rows(parts: Iterable[np.ndarray]) -> np.ndarray:
-    """Rows of the whole lattice from the rows of column bands that together cover it."""
+def combine_rows(parts: Iterable[np.ndarray], quantities=None) -> np.ndarray:
+    """Rows of the whole lattice from the rows of column bands that together cover it (columns:
+    ``quantities``, default ``ROW_QUANTITIES``; the 3D rows: ``ROW_QUANTITIES3D``)."""
     parts = [np.asarray(p, dtype=np.float64) for p in parts]
     if not parts:
         raise ValueError("combine_rows needs at least one band")
     out = parts[0].copy()
     for p in parts[1:]:
-        for j, (_, how) in enumerate(ROW_QUANTITIES):
+        for j, (_, how) in enumerate(quantities or ROW_QUANTITIES):
             out[:, j] = {"sum": np.add, "max": np.fmax, "min": np.fmin}[how](out[:, j], p[:, j])
     return out
 

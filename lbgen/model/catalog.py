@@ -103,13 +103,15 @@ MODEL_SETS: Dict[str, SetEntry] = {
                                   (3, 0, 0), (3, 1, 1), (3, 3, 3)), 9,
                        "thermal, fourth order: D2Q37's order in 3D"),
 }
-#: the dimensions of ``lbgen.Simulation``, `lbgen bench` and `tune` (3D sets: ``lbgen.Simulation3D``,
+#: the dimensions of `lbgen bench` and `tune` (3D sets: ``lbgen.Simulation(lx, ly, lz)``,
 #: `lbgen run --lz`, the kernels of ``codegen.spec.KERNEL_DIMENSIONS``, `emit`, `verify` and `info`)
 RUN_DIMENSIONS = (2,)
 #: the 2D velocity sets, by their option name (``--velocity-set``)
 VELOCITY_SETS: Dict[str, SetEntry] = {k: e for k, e in MODEL_SETS.items() if e.D in RUN_DIMENSIONS}
 DEFAULT_VELOCITY_SET = "d2q37"
-#: the 3D velocity sets, by their option name (``lbgen.Simulation3D``, `lbgen run --lz`)
+#: the set a lattice of D sizes takes by default (``lbgen.Simulation``)
+DEFAULT_SETS = {2: DEFAULT_VELOCITY_SET, 3: "d3q19"}
+#: the 3D velocity sets, by their option name (``lbgen.Simulation(lx, ly, lz)``, `lbgen run --lz`)
 SETS_3D: Tuple[str, ...] = tuple(k for k, e in MODEL_SETS.items() if e.D == 3)
 
 
@@ -190,6 +192,6 @@ def run_set(name) -> str:
     if entry is not None:
         raise ValueError(f"{key} is a {entry.D}D set; this takes the {'/'.join(map(str, RUN_DIMENSIONS))}D sets "
                          f"{', '.join(VELOCITY_SETS)}; in {entry.D}D: `lbgen run --velocity-set {key} --lz N`, "
-                         f"lbgen.Simulation3D, `lbgen emit`, `lbgen verify` and `lbgen info --velocity-set {key}`, "
+                         f"lbgen.Simulation(lx, ly, lz), `lbgen emit`, `lbgen verify` and `lbgen info --velocity-set {key}`, "
                          f"benchmarks/bench3d.py")
     raise ValueError(f"unknown velocity set {name!r}; choose one of {', '.join(VELOCITY_SETS)}")

@@ -252,7 +252,7 @@ def lid_mach(u, velocity_set: str) -> float:
 
 class LidMachWarning(UserWarning):
     """A lid in the unstable band LID_MACH_WARN < Ma <= LID_MACH_MAX: taken, with this warning
-    (``lbgen.Simulation3D`` warns with it; ``lbgen run`` prints it as a ``warning:`` line)."""
+    (``lbgen.Simulation`` warns with it; ``lbgen run`` prints it as a ``warning:`` line)."""
 
 
 def lid_mach_check(face: str, u, velocity_set: str) -> Optional[str]:

@@ -2,8 +2,8 @@
 sending N bytes to its right neighbour while receiving from its left one;
 ``fit_latency_bandwidth`` fits T = L + N/B by least squares; ``predict`` adds 2 halo
 messages per step to the per-rank slab compute time (``lbgen model --ranks N``);
-``predict_grid`` is seed 002's T_step for a Cartesian grid with k H deep halos every k
-steps, ``rank_exchange`` what one rank sends per exchange (what ``DistributedSimulation``
+``predict_blocks`` is seed 002's T_step for a Cartesian grid of any D with k H deep halos
+every k steps, ``rank_exchange`` what one rank sends per exchange (what ``DistributedSimulation``
 counts), ``scaling_table`` / ``plot_scaling`` the weak and strong predictions
 (``lbgen model --ranks-grid``).
 """
@@ -192,54 +192,24 @@ def rank_coords(rank: int, grid) -> tuple:
     return rank // grid[1], rank % grid[1]
 
 
-def rank_exchange(lx: int, ly: int, grid, coords, depth: int = 1, Q: Optional[int] = None,
-                  halo: Optional[int] = None, itemsize: int = 8, sweep: bool = False) -> dict:
-    """What one rank sends in one exchange (``DistributedSimulation`` sends exactly this every
-    `depth` steps): per split axis 2 messages of D = depth x H padded columns (rows); the
-    block the rank computes, owned + ghosts ((depth - 1) H per side of a split axis, depth x H
-    with `sweep`: the C backend's fused_tb, ``DistributedSimulation.sweep``)."""
+def rank_exchange(shape, grid, coords, depth: int = 1, Q: Optional[int] = None, halo: Optional[int] = None,
+                  itemsize: int = 8) -> dict:
+    """What one rank of ``lbgen.parallel.simulation.DistributedSimulation`` sends in one exchange
+    (every `depth` steps), any D: per split axis 2 slabs of D = depth x H planes spanning the
+    other axes' extended extents (k H ghosts per split side), Q values per site; the block the
+    rank computes, owned + ghosts."""
     from lbgen.parallel.decomposition import slab_widths
     vs = _default_set()
     Q = vs.Q if Q is None else Q
     H = vs.max_hop if halo is None else halo
-    px, py = grid
-    wx, wy = slab_widths(lx, px)[coords[0]], slab_widths(ly, py)[coords[1]]
-    g = (depth if sweep and depth > 1 else depth - 1) * H
-    gx, gy = (g if px > 1 else 0), (g if py > 1 else 0)
-    W, Hy, D = wx + 2 * gx, wy + 2 * gy, depth * H
-    out = {"x messages": 0, "x bytes": 0, "y messages": 0, "y bytes": 0, "owned": wx * wy, "computed": W * Hy}
-    if px > 1:
-        out["x messages"], out["x bytes"] = 2, 2 * D * (Hy + 2 * H) * Q * itemsize
-    if py > 1:
-        out["y messages"], out["y bytes"] = 2, 2 * D * (W + 2 * H) * Q * itemsize
-    return out
-
-
-def predict_grid(lx: int, ly: int, grid, machine: Machine, depth: int = 1, Q: Optional[int] = None,
-                 halo: Optional[int] = None, itemsize: int = 8, sweep: bool = False) -> dict:
-    """Seed 002's step time for a PX x PY grid of ranks (``predict_blocks`` with the 2D
-    exchange of ``rank_exchange``)."""
-    vs = _default_set()
-    Q = vs.Q if Q is None else Q
-    return predict_blocks((lx, ly), grid, machine, depth,
-                          lambda c: rank_exchange(lx, ly, grid, c, depth, Q, halo, itemsize, sweep), Q, itemsize,
-                          sweep=sweep)
-
-
-def rank_exchange3d(shape, grid, coords, depth: int = 1, Q: int = 19, halo: int = 1, itemsize: int = 8) -> dict:
-    """What one rank of ``lbgen.parallel.lattice3d.DistributedSimulation3D`` sends in one
-    exchange: per split axis 2 slabs of D = depth x H planes spanning the other axes' extended
-    extents (k H ghosts per split side), Q values per site."""
-    from lbgen.parallel.decomposition import slab_widths
     size = [slab_widths(n, p)[c] for n, p, c in zip(shape, grid, coords)]
-    ext = [w + (2 * depth * halo if p > 1 else 0) for w, p in zip(size, grid)]
-    D = depth * halo
+    ext = [w + (2 * depth * H if p > 1 else 0) for w, p in zip(size, grid)]
     out = {"owned": int(np.prod(size)), "computed": int(np.prod(ext))}
-    for d, axis in enumerate("xyz"):
+    for d, axis in enumerate("xyz"[:len(shape)]):
         others = int(np.prod([e for i, e in enumerate(ext) if i != d]))
         split = grid[d] > 1
         out[f"{axis} messages"] = 2 if split else 0
-        out[f"{axis} bytes"] = 2 * D * others * Q * itemsize if split else 0
+        out[f"{axis} bytes"] = 2 * depth * H * others * Q * itemsize if split else 0
     return out
 
 
@@ -319,18 +289,15 @@ def scaling_table(machine: Machine, lx: int, ly: int, depth: int = 1, max_ranks:
                   halo: Optional[int] = None, sweep: bool = False) -> Dict[str, List[dict]]:
     """Weak scaling (an lx x ly [x lz] block per rank) and strong scaling (that lattice split)
     for P = 1, 2, 4, ... max_ranks on the grid dims_create(P); strong stops where a
-    sub-domain gets thinner than depth x H.  With lz: the 3D exchange (``rank_exchange3d``;
-    Q and halo of the 3D set)."""
+    sub-domain gets thinner than depth x H.  With lz: a 3D lattice (Q and halo of the 3D set)."""
     check_model_ranks(max_ranks, "max_ranks")
     H = (_default_set().max_hop if halo is None else halo)
     shape = (lx, ly) if lz is None else (lx, ly, lz)
     out = {"weak": [], "strong": []}
 
     def predict(sizes, g):
-        if lz is None:
-            return predict_grid(sizes[0], sizes[1], g, machine, depth, Q, halo, itemsize, sweep)
-        return predict_blocks(sizes, g, machine, depth,
-                              lambda c: rank_exchange3d(sizes, g, c, depth, Q, H, itemsize), Q, itemsize)
+        return predict_blocks(sizes, g, machine, depth, lambda c: rank_exchange(sizes, g, c, depth, Q, H, itemsize),
+                              _default_set().Q if Q is None else Q, itemsize, sweep=sweep)
     P = 1
     while P <= max_ranks:
         g = dims_create(P, len(shape))

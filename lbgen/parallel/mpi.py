@@ -7,9 +7,8 @@ Nothing here imports mpi4py at module level: a normal run never needs it.
 
 Decomposition: ``lbgen.parallel.decomposition`` (the grid of any D, the blocks, the grid
 rules).  The exchange: ``lbgen.parallel.exchange`` (one split axis after the other).
-Inside a rank: ``lbgen.parallel.simulation`` (2D: X slabs with the exchange hidden behind the
-bulk; blocks with ghost zones and k H wide halos every k steps), ``lbgen.parallel.lattice3d``
-(3D blocks).  The result is
+Inside a rank: ``lbgen.parallel.simulation`` (any D: a block with ghost zones and k H wide
+halos every k steps).  The result is
 bit-identical to one process in strict mode.
 
 Collective state (every rank must call these together)
@@ -39,13 +38,13 @@ Start-up (``world()``, the first MPI call of every command that runs under mpiex
     between two collectives would leave the others waiting.
 
 Modules: this one (launch, collective errors), ``decomposition``, ``exchange``,
-``simulation`` and ``lattice3d`` (the distributed lattices), ``model`` (the communication model).
+``simulation`` (the distributed lattice of any D), ``model`` (the communication model).
 
 Communication model (seeds 002/003/004)
     ``ring_shift`` times each rank sending N bytes to its right neighbour while receiving
     from its left one; ``fit_latency_bandwidth`` fits T = L + N/B by least squares;
     ``predict`` adds 2 halo messages per step to the per-rank slab compute time;
-    ``predict_grid`` is seed 002's T_step for a grid and a time block.
+    ``predict_blocks`` is seed 002's T_step for a grid and a time block.
 """
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ def time_steps(sim, steps: int, repeats: int = 3) -> float:
     """Median seconds per step of a Simulation over `repeats` timings of `steps` steps
     (after a warm-up step).  A simulation without a state is timed from the fluid at rest."""
     if not sim.has_state:
-        sim.set_fields(1.0, 0.0, 0.0, 1.0)
+        sim.set_fields(1.0, u=(0.0,) * sim.dimension)
     sim.step(1)            # warm-up (first launches, page faults)
     sim.synchronize()
     samples = []

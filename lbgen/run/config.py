@@ -160,8 +160,8 @@ class RunConfig:
             text = str(e).replace("walls=", "--wall-axes ")
             raise ConfigError(f"--{text}" if text.startswith("lid") else text) from None
 
-    def _check_bounce2d(self) -> None:
-        """2D bounce-back walls, lids and masks run on one backend, one step per sweep (the
+    def _check_bounce(self) -> None:
+        """Bounce-back walls, lids and masks run on one backend, and in 2D one step per sweep (the
         lattice's rule, ``lbgen.simulation.boundaries.BounceBack.check_runs``), refused here
         before any work in the words of the command line."""
         what = ", ".join(w for w, given in ((f"--wall-axes {self.wall_axes}", self.wall_axes),
@@ -169,10 +169,10 @@ class RunConfig:
         if not what:
             return
         if self.hetero:
-            raise ConfigError(f"--hetero {self.hetero} splits the 2D lattice in X between two backends; the "
-                              f"bounce-back walls, lids and masks of this run ({what}) run on one backend: "
-                              f"leave --hetero out")
-        if self.time_block not in (1, "auto"):
+            raise ConfigError(f"--hetero {self.hetero} splits the {self.dimension}D lattice in X between two "
+                              f"backends; the bounce-back walls, lids and masks of this run ({what}) run on one "
+                              f"backend: leave --hetero out")
+        if self.time_block not in (1, "auto") and self.dimension == 2:
             raise ConfigError(f"--time-block {self.time_block}: the time-blocked 2D sweep does not take bounce-back "
                               f"walls, lids or masks ({what}); give --time-block 1 (or leave it out)")
 
@@ -192,7 +192,7 @@ class RunConfig:
                                   f"{self.wall_axes or '(none)'}{' and --lid' if self.lid else ''} do not run "
                                   f"together in 2D: choose one (--periodic drops the thermal walls)")
             self._check_lids(2)
-            self._check_bounce2d()
+        self._check_bounce()
         if self.vl == "auto" and (self.wall_axes or self.geometry):     # 2D and 3D: lbgen tune times no bounce-back
             raise ConfigError(f"--vl auto times the periodic step (lbgen tune --velocity-set {self.velocity_set}); a "
                               f"run with bounce-back walls or a geometry takes its layout and VL given explicitly, "

@@ -167,11 +167,11 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     """The Simulation of a config; for host + device runs with `host_columns` M (or cfg's).
 
     With an MPI communicator `comm` of several ranks: this rank's part of a distributed
-    lattice (collective): ``lbgen.parallel.simulation.DistributedSimulation`` in 2D,
-    ``lbgen.parallel.lattice3d.DistributedSimulation3D`` on the rank grid `grid` in 3D.
+    lattice (collective): ``lbgen.parallel.simulation.DistributedSimulation`` (in 3D on the rank
+    grid `grid`).
     Bounce-back walls, lids and the voxel `mask` (--geometry) in the lattice's own forms (2D and 3D)."""
     if cfg.dimension == 3:
-        return _make_simulation3d(cfg, mask, comm, grid)
+        return _make_simulation3d(cfg, mask, comm, grid, host_columns, lx, device)
     cfg = resolve(cfg, echo=lambda m: None, distributed=comm is not None)   # a no-op once resolved
     walls = Walls(**cfg.walls) if cfg.walls else cfg.wall_axes     # thermal walls, or bounce-back wall axes
     bounce = {k: v for k, v in (("lid", cfg.lid), ("mask", mask)) if v is not None}   # lids, the --geometry mask
@@ -201,12 +201,11 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
                       device_options=options, **common)
 
 
-def _make_simulation3d(cfg: RunConfig, mask=None, comm=None, grid=None):
+def _make_simulation3d(cfg: RunConfig, mask=None, comm=None, grid=None, host_columns=None, lx=None, device=True):
     """The 3D lattice of a resolved 3D run description (make_simulation)."""
     import warnings
 
     from lbgen.model.physics import LidMachWarning
-    from lbgen.simulation.lattice3d import Simulation3D
     common = dict(velocity_set=cfg.velocity_set, collision=cfg.collision, gravity=cfg.gravity, walls=cfg.wall_axes,
                   lid=cfg.lid, mask=mask, backend=cfg.backend, layout=cfg.layout, vl=cfg.vl,
                   precision=cfg.precision, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
@@ -215,10 +214,16 @@ def _make_simulation3d(cfg: RunConfig, mask=None, comm=None, grid=None):
     with warnings.catch_warnings():        # a run says it once, on its start line (lbgen run), not per rank
         warnings.simplefilter("ignore", LidMachWarning)
         if comm is not None and comm.size > 1:
-            from lbgen.parallel.lattice3d import DistributedSimulation3D
-            common.pop("check_every")
-            return DistributedSimulation3D(comm, cfg.lx, cfg.ly, cfg.lz, ranks_grid=grid, **common)
-        return Simulation3D(cfg.lx, cfg.ly, cfg.lz, **common)
+            from lbgen.parallel.simulation import DistributedSimulation
+            if cfg.hetero:
+                raise SimulationError(f"--hetero {cfg.hetero}: a 3D host + device run splits one process's lattice; "
+                                      f"under mpiexec ({comm.size} ranks) a 3D run takes one backend per rank")
+            return DistributedSimulation(comm, cfg.lx, cfg.ly, cfg.lz, ranks_grid=grid, **common)
+        if cfg.hetero and device:
+            options = {"device": cfg.device} if cfg.device and cfg.hetero == "opencl" else {}
+            M = cfg.host_columns if host_columns is None else host_columns
+            common.update(device_backend=cfg.hetero, host_columns=M or 0, device_options=options, device=None)
+        return Simulation(cfg.lx if lx is None else lx, cfg.ly, cfg.lz, **common)
 
 
 def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print, lx: Optional[int] = None) -> int:
@@ -228,19 +233,19 @@ def resolve_split(cfg: RunConfig, echo: Callable[[str], None] = print, lx: Optio
     every side of a slab's device bulk is its own host region, so M is 0 or >= H (the halo
     width) there."""
     from lbgen.perf import split as perfmodel
-    width = cfg.lx if lx is None else lx
+    width, plane = cfg.lx if lx is None else lx, math.prod(cfg.shape[1:])     # the sites of one plane of X
     H = get_velocity_set(cfg.velocity_set).max_hop
     valid = perfmodel.valid_splits(width, H)
     if lx is not None:
         valid = [M for M in valid if M == 0 or 2 * M == width or (M >= H and width - 2 * M >= H)]
     if cfg.split in (None, "auto"):
-        params = perfmodel.measure(lambda w, M, dev: make_simulation(cfg, M, w, dev), width, cfg.ly)
-        M = min(valid, key=lambda m: (round(perfmodel.step_time(params, width, cfg.ly, m), 15),
-                                      abs(m - perfmodel.balance_split(params, width, cfg.ly))))
+        params = perfmodel.measure(lambda w, M, dev: make_simulation(cfg, M, w, dev), width, plane)
+        M = min(valid, key=lambda m: (round(perfmodel.step_time(params, width, plane, m), 15),
+                                      abs(m - perfmodel.balance_split(params, width, plane))))
         echo(f"performance model: tau_d = {params.tau_d:.3e} s, tau_h = {params.tau_h:.3e} s per site, "
              f"swap {params.t_swap * 1e3:.3f} ms -> M = {M} (balance point M* = "
-             f"{perfmodel.balance_split(params, width, cfg.ly):.1f}; 2M/LX = {2 * M / width:.3f}, "
-             f"predicted {perfmodel.predicted_mlups(params, width, cfg.ly, M):.1f} MLUPS)")
+             f"{perfmodel.balance_split(params, width, plane):.1f}; 2M/LX = {2 * M / width:.3f}, "
+             f"predicted {perfmodel.predicted_mlups(params, width, plane, M):.1f} MLUPS)")
         return M
     try:
         fraction = float(cfg.split)
@@ -261,6 +266,8 @@ def device_description(sim, grid=None) -> dict:
                 "kernel_digest": sim.source.digest, "runtime": sim.runtime, "device": sim.program.describe()}
         if sim.nranks > 1:
             info.update(ranks=sim.nranks, ranks_grid="x".join(map(str, grid)))
+        elif len(sim.regions) > 1:          # host + device
+            info["regions"] = sim.region_table()
         return info
     info = {"backend": sim.spec.backend, "layout": sim.spec.tag, "precision": sim.spec.precision,
             "kernel_digest": sim.source.digest, "regions": []}
@@ -297,17 +304,17 @@ def rank_grid(cfg: RunConfig, size: int) -> tuple:
     before any work: sub-domains at least time block x largest hop thick (walled axes may be
     split; lbgen.parallel.decomposition.rank_grid names the values)."""
     from lbgen.parallel.decomposition import rank_grid as grid_of
-    from lbgen.simulation.lattice3d import wall_axes
+    from lbgen.simulation.boundaries import wall_axes
     depth = resolve_time_block(cfg, distributed=True)
     return grid_of(size, cfg.shape, set_entry(cfg.velocity_set).max_hop, _GRID3D, depth, held=wall_axes(cfg.wall_axes))
 
 
 def block_depths(cfg: RunConfig, grid) -> list:
     """The Z extents of the ranks' blocks of a 3D run on `grid` (owned planes and, where Z is
-    split, the ghost planes of DistributedSimulation3D: time block x largest hop on each side but
+    split, the ghost planes of DistributedSimulation: time block x largest hop on each side but
     a wall's)."""
     from lbgen.parallel.decomposition import block_extents
-    from lbgen.simulation.lattice3d import wall_faces
+    from lbgen.simulation.boundaries import wall_faces
     if grid is None:
         return []
     return block_extents(cfg.shape, grid, resolve_time_block(cfg, distributed=True),

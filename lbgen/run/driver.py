@@ -52,9 +52,8 @@ class Run(RunEvents):
     """Drives one run folder, 2D or 3D.  ``Run(cfg).execute()`` or ``Run.resume(dir).execute()``.
 
     With an MPI communicator ``comm`` of several ranks (``mpiexec -n N lbgen run``) every
-    rank builds its part of a distributed lattice (2D: a slab of a
-    ``lbgen.parallel.simulation.DistributedSimulation``; 3D: a block of a
-    ``lbgen.parallel.lattice3d.DistributedSimulation3D`` on the grid ``--ranks-grid PXxPYxPZ``,
+    rank builds its block of a distributed lattice
+    (``lbgen.parallel.simulation.DistributedSimulation``, any D, on the grid ``--ranks-grid``,
     checked before any work); the ranks check that they share one RunConfig (hash), rank 0
     alone sets up the fields, writes the outputs and manifest from fields gathered to it and
     shows the progress bar; checkpoints are written in pieces (each rank its block, rank 0 the

@@ -24,19 +24,18 @@ class RunEvents:
 
     def _sample(self):
         """One diagnostics sample of the current state, shared by the guard and the series: the
-        backends' per-row kernels (2D: per row, gathered to rank 0 with MPI; 3D: per line over
-        x, combined on rank 0 by the distributed lattice).  A bad sample (NaN/Inf, rho or T <=
+        backends' per-row kernels (per row (2D) or line (3D) over x, combined on rank 0 by the
+        distributed lattice with MPI).  A bad sample (NaN/Inf, rho or T <=
         0) runs the full check, which names the first bad site.  Returns the global scalars on
         rank 0 (None elsewhere)."""
-        from lbgen.codegen.diagnostics import combine_rows, scalars, scalars3d
+        from lbgen.codegen.diagnostics import scalars, scalars3d
         rows = self.sim.diagnostic_rows()
         self.samples += 1
+        if rows is None:
+            return self._guarded(None)
         if self.cfg.dimension == 3:
-            return self._guarded(scalars3d(rows) if rows is not None else None)
-        if self.comm is not None:
-            parts = self.comm.gather(rows, root=0)
-            rows = combine_rows(parts) if self.root else None
-        return self._guarded(scalars(rows, self.cfg.lx, self.T_hot, self.T_cold) if rows is not None else None)
+            return self._guarded(scalars3d(rows))
+        return self._guarded(scalars(rows, self.cfg.lx, self.T_hot, self.T_cold))
 
     def _guarded(self, d):
         """The sample d (rank 0's scalars, None elsewhere), after the guard: where rank 0 finds it

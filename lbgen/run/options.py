@@ -35,7 +35,7 @@ class ConfigError(ValueError):
 class Option:
     key: str
     kind: str                    # int, float, bool, choice, str, path, gravity, pictures, vl, split, time_block,
-    #                              axes, lid (3D walls and lids: Simulation3D's forms)
+    #                              axes, lid (walls and lids: Simulation's forms)
     default: Any
     help: str
     choices: Tuple[str, ...] = ()
@@ -239,9 +239,6 @@ def _only_3d(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
 
 
 _NO_WALL_TEMPERATURE = "3D walls (half-way bounce-back, --wall-axes) impose no temperature and conduct no heat"
-_NO_HOST_DEVICE = ("host + device splits a 2D lattice's columns into regions of two backends that trade halo "
-                   "columns every step; the 3D lattice runs as one program per process: give --backend opencl or "
-                   "cuda for a device, or mpiexec -n P for several processes")
 #: why an option of 2D runs has no effect in a 3D run (``_in_2d``)
 NOT_IN_3D = {
     "walls": "--walls/--periodic are the thermal walls of 2D runs; a 3D run has no-slip walls on the axes --wall-axes "
@@ -250,9 +247,6 @@ NOT_IN_3D = {
     "t_top": _NO_WALL_TEMPERATURE,
     "adiabatic": _NO_WALL_TEMPERATURE,
     "wall_scheme": "the wall schemes are those of 2D thermal walls; 3D walls are half-way bounce-back (--wall-axes)",
-    "hetero": _NO_HOST_DEVICE,
-    "split": _NO_HOST_DEVICE,
-    "host_columns": _NO_HOST_DEVICE,
     "window": "3D pictures show the whole mid-plane slices (a window is a range of rows of a 2D picture)",
     "pictures_every": "movie frames are drawn from 2D fields (a 3D run keeps none); a 3D run draws its pictures "
                       "at --output-every",

@@ -1,4 +1,4 @@
-"""The checks of the boundary arguments (``Simulation`` in 2D, ``Simulation3D``: the one home for any D) -- wall
+"""The checks of the boundary arguments (``Simulation``, any D: the one home) -- wall
 axes and faces, lids (faces, velocities, the Mach limit of ``lbgen.model.physics``), the voxel mask -- and
 their kernel fields (``face_bits``), and of saved populations, for
 every caller that takes the same forms (the run description: --wall-axes, --lid,
@@ -149,12 +149,14 @@ def face_bits(walls, lids, D: int):
 
 @dataclass(frozen=True)
 class BounceBack:
-    """Checked bounce-back boundaries of a 2D ``Simulation`` (the 3D spelling): ``walls`` the
-    wall axes, ``lid`` {(axis, side): (ux, uy)}, ``mask`` an (LX, LY) uint8 array or None."""
+    """The one boundary description of a lattice of any D (``Simulation``), checked: ``walls`` the
+    no-slip wall faces (axis, side), ``lid`` the moving ones {(axis, side): (ux, uy[, uz])},
+    ``mask`` a uint8 array of the lattice's shape (1: solid) or None; ``D`` the dimension."""
 
-    walls: Tuple[str, ...]
+    walls: Tuple[Tuple[str, str], ...]
     lid: Dict[Tuple[str, str], Tuple[float, ...]]
     mask: Optional[np.ndarray]
+    D: int
 
     @classmethod
     def of(cls, walls, lid, mask, shape, velocity_set: str) -> Optional["BounceBack"]:
@@ -162,31 +164,35 @@ class BounceBack:
         def warn(note: str) -> None:       # a lid in the unstable Mach band: taken, with a warning
             from lbgen.model.physics import LidMachWarning
             warnings.warn(LidMachWarning(note), stacklevel=5)
-        axes = wall_axes(walls, len(shape))
-        lids = lid_faces(lid, axes, velocity_set, warn=warn, D=len(shape))
+        D = len(shape)
+        faces = wall_faces(walls, D)
+        lids = lid_faces(lid, faces, velocity_set, warn=warn, D=D)
         m = voxel_mask(mask, tuple(shape))
-        return cls(axes, lids, m) if axes or m is not None else None
+        return cls(faces, lids, m, D) if faces or m is not None else None
 
     def check_runs(self, device_backend, time_block) -> None:
-        """SimulationError where they cannot run: a host + device split, a time block."""
+        """SimulationError where they cannot run: a host + device split; a 2D time block."""
         if device_backend is not None:
             raise SimulationError(f"bounce-back walls, lids and masks ({self.describe()}) run on one backend: "
                                   f"a host + device run (device_backend={device_backend!r}) splits the lattice in X")
-        if time_block != 1:
+        if time_block != 1 and self.D == 2:
             raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) does not take "
-                                  f"bounce-back walls, lids or masks ({self.describe()}); use time_block=1")
+                                  f"bounce-back walls, lids or masks in 2D ({self.describe()}); use time_block=1")
 
     def kernel_fields(self, faces=None, solid=None) -> dict:
-        """The keyword arguments of ``Program.set_boundaries``: the whole lattice's, or (``faces``
-        given) those of a block of a distributed lattice (``lbgen.parallel``) that holds these
-        wall faces (and their lids) and the mask's cut ``solid``."""
+        """The keyword arguments of the 2D ``Program.set_boundaries``: the whole lattice's, or
+        (``faces`` given) those of a block of a distributed lattice (``lbgen.parallel``) that holds
+        these wall faces (and their lids) and the mask's cut ``solid``."""
         if faces is None:
-            faces, solid = wall_faces(self.walls, 2), self.mask
-        walls, lids, lid = face_bits(faces, {f: u for f, u in self.lid.items() if f in faces}, 2)
+            faces, solid = self.walls, self.mask
+        walls, lids, lid = face_bits(faces, {f: u for f, u in self.lid.items() if f in faces}, self.D)
         return {"walls": walls, "lids": lids, "lid": lid, "solid": solid}
 
     def describe(self) -> str:
-        parts = [f"walls {''.join(self.walls)}"] if self.walls else []
+        """'walls xz y-high, lid y-high (0.05, 0), mask 3% solid'."""
+        both = [a for a in AXES if sum(f[0] == a for f in self.walls) == 2]
+        parts = ["walls " + " ".join([''.join(both)] * bool(both) + ["-".join(f) for f in self.walls
+                                                                    if f[0] not in both])] if self.walls else []
         parts += [f"lid {a}-{s} (" + ", ".join(f"{c:g}" for c in u) + ")" for (a, s), u in self.lid.items()]
         if self.mask is not None:
             parts.append(f"mask {100.0 * self.mask.mean():.3g}% solid")

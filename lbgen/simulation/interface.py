@@ -1,28 +1,28 @@
 """The public interface every lattice shares, in any dimension: ``Lattice``, the base of
-``lbgen.Simulation`` (2D, runner.py) and ``lbgen.Simulation3D`` (lattice3d.py).
+``lbgen.Simulation`` (runner.py) and the distributed lattices (lbgen.parallel).
 
 What is written once here: the arguments of ``set_fields`` (``field_arguments``: rho, the D
 velocity components -- positional, as ``ux=, uy=[, uz=]`` or as one sequence ``u=`` -- and
-an optional T), the check of given populations (``checked_populations``: shape, real values
+an optional T), the checks of given fields (``checked_fields``) and populations (``checked_populations``: shape, real values
 within the working precision's range, a positive density at every fluid site), the state
 guards of ``step``/``run`` and ``run`` itself (``run(steps, progress=False, callback=None)``).
-Each class keeps its own stepping and its own ``_set_fields(rho, *u, T)``.
+A class built on it (``Simulation``, the distributed lattices) keeps its stepping and ``_set_fields(rho, *u, T)``.
 """
 from __future__ import annotations
 
 import math
 import time
 from numbers import Integral
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
-from lbgen.model.catalog import AXES, field_names
+from lbgen.model.catalog import AXES, DEFAULT_SETS, SETS_3D, field_names, set_entry, set_names
 from lbgen.simulation.parameters import RunStats, SimulationError
 
 #: the velocity components of a D-dimensional lattice, in order
 VELOCITY_NAMES = field_names(3)[1:-1]
-__all__ = ["Lattice", "checked_populations", "field_arguments", "field_names", "no_state"]
+__all__ = ["Lattice", "checked_fields", "checked_populations", "field_arguments", "field_names", "no_state"]
 
 
 def no_state(dimension: int) -> str:
@@ -83,6 +83,30 @@ def lattice_size(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (Integral, np.integer)) or value < 1:
         raise SimulationError(f"{name}={value!r} must be a positive integer (lattice sites)")
     return int(value)
+
+
+def lattice_shape(sizes, velocity_set) -> Tuple[Tuple[int, ...], str]:
+    """(shape, set name) of ``Simulation(*sizes, velocity_set=...)``: two or three sizes (or one
+    shape tuple) and a set of that dimension (None: ``catalog.DEFAULT_SETS``), refused in words."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    if len(sizes) not in (2, 3):
+        raise SimulationError(f"Simulation() takes the lattice as (lx, ly[, lz]) or one shape tuple; got {sizes!r}")
+    D = len(sizes)
+    shape = tuple(lattice_size(f"l{a}", n) for a, n in zip(AXES, sizes))
+    name = DEFAULT_SETS[D] if velocity_set is None else str(velocity_set).lower()
+    try:
+        entry = set_entry(name)
+    except ValueError as e:
+        from lbgen.codegen.spec import SpecError
+        raise SpecError(str(e)) from None
+    if entry.D == 3 and D == 2:
+        raise SimulationError(f"{name} is a 3D set: give the depth, Simulation(lx, ly, lz, velocity_set={name!r}) "
+                              f"or a shape (lx, ly, lz)")
+    if entry.D != D:
+        raise SimulationError(f"{name} is a {entry.D}D set; a lattice of {D} sizes {shape} takes a {D}D set "
+                              f"({set_names(SETS_3D)}), or give {entry.D} sizes")
+    return shape, name
 
 
 def count(name: str, value) -> int:
@@ -149,6 +173,48 @@ def checked_populations(f, expected: tuple, dtype, fluid: Optional[np.ndarray] =
                               f"{'fluid ' if fluid is not None else ''}site (single populations may be negative, "
                               f"the density may not)")
     return a
+
+
+def checked_fields(values: Sequence, shape: tuple, vs, force: Sequence[float], fluid=None) -> list:
+    """The physical fields (rho, u..., T) of ``set_fields`` as float64 arrays of ``shape``, refused
+    before any work when one is not a real number or an array of exactly that shape (no
+    broadcasting of a row, which would silently mean some other layout), not finite, or (at
+    the ``fluid`` sites; all without a mask) rho or T not positive; T must be 1 on isothermal
+    sets, and above the half-step shift |a|^2/8 of ``force`` on thermal ones."""
+    names = field_names(len(shape))
+    axes = "(" + ", ".join(f"L{a.upper()}" for a in AXES[:len(shape)]) + ")"
+    arrays = []
+    for name, a in zip(names, values):
+        try:
+            v = np.asarray(None if isinstance(a, bool) else a)
+        except Exception:  # noqa: BLE001 - a ragged list or an odd object: refused below
+            v = np.asarray(None)
+        if v.dtype.kind not in "iuf" or (v.ndim and v.shape != shape):
+            got = (f"an array of shape {v.shape}" if v.ndim and v.dtype.kind in "iuf" else
+                   f"an array of {v.dtype} values" if v.ndim else repr(a))
+            raise SimulationError(f"set_fields: {name} must be a real number or an array of shape {axes} = "
+                                  f"{shape}; got {got}")
+        v = np.broadcast_to(v.astype(np.float64), shape)
+        if not np.all(np.isfinite(v)):
+            site = [int(i[0]) for i in np.nonzero(~np.isfinite(v))]
+            raise SimulationError(f"set_fields: {name} is {v[tuple(site)]} at site ({_site(site)}); every initial "
+                                  f"field must be finite (no NaN or Inf)")
+        arrays.append(v)
+    from lbgen.model.collision import half_step_shift    # the stored T is T - dT: positive too
+    dT = 0.0 if vs.isothermal else float(half_step_shift(vs, tuple(force))[1])
+    for name, a, what, least in (("rho", arrays[0], "density", 0.0), ("T", arrays[-1], "temperature", dT)):
+        bad = ~(a > least) if fluid is None else ~(a > least) & fluid
+        if bad.any():
+            site = [int(i[0]) for i in np.nonzero(bad)]
+            rule = (f"the initial {what} must be positive at every {'fluid ' if fluid is not None else ''}site"
+                    if not least else f"under this run's force the physical temperature must exceed |a|^2/8 = "
+                                      f"{dT:.6g} (the stored temperature T - |a|^2/8 must be positive)")
+            raise SimulationError(f"set_fields: {name} is {a[tuple(site)]:.6g} at site ({_site(site)}); {rule}")
+    if vs.isothermal and not np.allclose(arrays[-1], 1.0, rtol=0, atol=1e-12):
+        raise SimulationError(f"{vs.name} is isothermal (T = 1): the initial temperature must be 1 everywhere, got "
+                              f"{arrays[-1].min():.6g} .. {arrays[-1].max():.6g}; use a thermal set (d2q37) for "
+                              f"thermal flows")
+    return arrays
 
 
 def _site(site) -> str:

@@ -32,7 +32,7 @@ class RunStats:
 class Parameters:
     """The physics of a run: collision operator, its parameters (checked against the
     operator's record, ``lbgen.model.operators``) and gravity (``dimension`` components: 2,
-    or 3 for ``Simulation3D``; None: zero).  Fixed once built: ``Simulation.set_parameters``
+    or 3 for a 3D ``Simulation``; None: zero).  Fixed once built: ``Simulation.set_parameters``
     makes a new one and passes it to the kernels.
 
     >>> Parameters("bgk", {"tau": 0.7}).tau

@@ -1,4 +1,4 @@
-"""Temporal blocking of the 3D C kernels (<prefix>_fused_tb, Simulation3D(time_block=N)):
+"""Temporal blocking of the 3D C kernels (<prefix>_fused_tb, Simulation(lx, ly, lz, time_block=N)):
 one sweep of depth N gives the bits of N single fused steps (halo, fused) in strict builds,
 for every layout, in a periodic box and with walls, lids and a voxel mask, with Y cut into
 bands and X split between threads; Simulation3D runs n // N sweeps and n % N single steps;
@@ -104,10 +104,10 @@ def test_y_bands_and_thread_blocks_give_the_bits_of_single_steps(banded_program,
 
 
 def _simulation(time_block, steps, **kw):
-    from lbgen import Simulation3D
+    from lbgen import Simulation
     walls, lids, seed = CASES["mask-walls-y-lid"]
-    sim = Simulation3D(*SHAPE, layout="caosoa", vl=4, strict=True, walls=walls, lid=lids, mask=solid_mask(seed),
-                       tau=0.8, gravity=(1e-5, 0.0, -2e-5), time_block=time_block, check_every=0, **kw)
+    sim = Simulation(*SHAPE, layout="caosoa", vl=4, strict=True, walls=walls, lid=lids, mask=solid_mask(seed),
+                     tau=0.8, gravity=(1e-5, 0.0, -2e-5), time_block=time_block, check_every=0, **kw)
     rng = np.random.default_rng(2)
     sim.set_fields(1.0 + 0.02 * rng.standard_normal(SHAPE), *(0.03 * rng.standard_normal((3,) + SHAPE)))
     sim.run(steps)
@@ -128,12 +128,12 @@ def test_simulation3d_with_a_time_block_equals_single_steps(time_block, steps):
                                 dict(time_block=0), dict(time_block=9), dict(time_block="auto"),
                                 dict(time_block=2.0)])
 def test_time_blocks_that_cannot_run_are_refused_before_any_kernel_is_built(kw, monkeypatch):
-    from lbgen import Simulation3D
-    from lbgen.simulation import lattice3d
+    from lbgen import Simulation
+    from lbgen.simulation import programs
     built = []
-    monkeypatch.setattr(lattice3d, "compile_program", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(programs, "compile_program", lambda *a, **k: built.append(a))
     with pytest.raises(SimulationError):
-        Simulation3D(*SHAPE, **kw)
+        Simulation(*SHAPE, **kw)
     assert built == []
 
 

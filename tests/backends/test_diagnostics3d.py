@@ -37,7 +37,7 @@ def _oracle_rows(f, solid):
 
 def _sim(backend, layout, vl, solid):
     try:
-        return lbgen.Simulation3D(*SHAPE, backend=backend, layout=layout, vl=vl, tau=0.8, gravity=tuple(R * R * A),
+        return lbgen.Simulation(*SHAPE, backend=backend, layout=layout, vl=vl, tau=0.8, gravity=tuple(R * R * A),
                                   walls="y", mask=solid)
     except Exception as e:  # noqa: BLE001 - an unavailable runtime skips
         if "unavailable" in str(e).lower() or isinstance(e, ImportError):
@@ -94,7 +94,7 @@ def test_rows_do_not_depend_on_the_thread_count():
     f = _state(np.zeros(SHAPE, bool), seed=5)
     rows = []
     for threads in (1, 2):
-        sim = lbgen.Simulation3D(*SHAPE, layout="caosoa", vl=4, tau=0.8, threads=threads)
+        sim = lbgen.Simulation(*SHAPE, layout="caosoa", vl=4, tau=0.8, threads=threads)
         sim.set_populations(f)
         rows.append(sim.diagnostic_rows())
     assert np.array_equal(rows[0], rows[1])

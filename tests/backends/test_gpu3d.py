@@ -270,7 +270,7 @@ def test_simulation3d_on_a_gpu_runtime_is_bit_identical_to_the_c_backend(runtime
     solid = mask(seed=8, fraction=0.1)
     kw = dict(velocity_set="d3q19", tau=0.8, gravity=(1e-5, 0.0, -2e-5), walls="z", lid={"z-high": (0.05, 0, 0)},
               mask=solid, layout="caosoa", vl=8, strict=True)
-    sims = [lbgen.Simulation3D(*SHAPE, backend=b, **kw) for b in ("c", runtime)]
+    sims = [lbgen.Simulation(*SHAPE, backend=b, **kw) for b in ("c", runtime)]
     rho = 1.0 + 1e-2 * np.random.default_rng(3).standard_normal(SHAPE)
     for sim in sims:
         sim.set_fields(rho=rho, ux=0.02, uy=0.0, uz=0.0)

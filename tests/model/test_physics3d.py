@@ -1,5 +1,5 @@
 """The physical numbers of lbgen.model.physics in 3D, measured on the thermal D3Q39, the
-fourth-order D3Q103 and the isothermal D3Q19 (lbgen.Simulation3D, the C kernels): the decay of a transverse velocity
+fourth-order D3Q103 and the isothermal D3Q19 (lbgen.Simulation in 3D, the C kernels): the decay of a transverse velocity
 wave (nu), of a temperature wave at equal pressure (kappa) and the frequency of a standing
 sound wave (c_s, gamma = 5/3 on a thermal 3D set).  The method is the 2D one
 (tests/model/test_physics.py): one Fourier mode k = 2 pi / 64 along one axis of a
@@ -23,7 +23,7 @@ N = 64
 def box(velocity_set, collision, params, axis):
     shape = [4, 4, 4]
     shape[axis] = N
-    return lbgen.Simulation3D(*shape, velocity_set=velocity_set, collision=collision, check_every=0, **params)
+    return lbgen.Simulation(*shape, velocity_set=velocity_set, collision=collision, check_every=0, **params)
 
 
 def wave(axis):
@@ -91,7 +91,7 @@ def test_d3q103_temperature_wave_decays_at_the_fourth_order_kappa(T):
     r = physics.scale_factor("d3q103")
     assert physics.hermite_order("d3q103") == 4
     kappa = physics.thermal_diffusivity("bgk", params, r=r, order=4, T=T, rho=rho)
-    sim = lbgen.Simulation3D(N, 4, 4, velocity_set="d3q103", collision="bgk", layout="soa", check_every=0, **params)
+    sim = lbgen.Simulation(N, 4, 4, velocity_set="d3q103", collision="bgk", layout="soa", check_every=0, **params)
     s, mode = wave(0)
     Tw = T * (1 + 1e-3 * s)
     zero = 0 * s

@@ -217,7 +217,7 @@ def test_kernels_and_simulation_refuse_a_3d_set_in_words():
     assert KernelSpec(velocity_set="D3Q19").validate().velocity_set == "d3q19"
     assert KernelSpec(velocity_set="d3q19", backend="opencl").validate().dimension == 3
     with pytest.raises(SimulationError, match="d3q27 is a 3D set: give the depth"):
-        Simulation(8, 16, velocity_set="D3Q27")            # with lz: a Simulation3D (tests/simulation/test_simulation3d.py)
+        Simulation(8, 16, velocity_set="D3Q27")            # with lz: a 3D lattice (tests/simulation/test_simulation3d.py)
     assert convert("velocity_set", "d3q19") == "d3q19"     # `lbgen run` takes 3D sets (Run: tests/run/test_run3d.py)
     with pytest.raises(ConfigError, match="unknown velocity set 'd5q5'"):
         convert("velocity_set", "d5q5")

@@ -141,11 +141,10 @@ def test_the_model_counts_the_messages_the_exchange_sends(tmp_path, n, grid, k):
     m = out["measured"]
     assert m["exchanges"] == 2 and m["counts_agree"]
     assert len(m["ranks"]) == n
-    # by hand, rank 0: 20 x 20 (2x2) or 20 x 40 (2x1) owned, ghosts 3 k per split side for k > 1 (the C
-    # backend's fused_tb sweep), D = 3 k wide halos of 37 doubles: an X message is D columns of
-    # (rows + ghosts + 6) sites
+    # by hand, rank 0: 20 x 20 (2x2) or 20 x 40 (2x1) owned, ghosts 3 k per split side (one design for
+    # any D), D = 3 k thick slabs of 37 doubles: an X message is D columns of (rows + ghosts) sites
     rows = 40 if grid == "2x1" else 20 + 2 * 3 * k
-    x_bytes = 2 * 3 * k * (rows + 6) * 37 * 8
+    x_bytes = 2 * 3 * k * rows * 37 * 8
     counted = m["ranks"][0]["counted"]
     assert counted["x messages"] == 2 * 2 and counted["x bytes"] == 2 * x_bytes
     if grid == "2x2":
@@ -162,11 +161,11 @@ def test_the_model_predicts_t_step_from_l_b_m_and_plots_scaling(tmp_path):
     assert result.exit_code == 0, result.output
     out = _json(result.output[:result.output.rindex("}") + 1])
     p = out["predicted"]
-    # rank 0: 32 x 32 owned + 9 ghosts per side (k H: fused_tb) = 50 x 50 computed; D = 9: messages of 9 x 56 sites
+    # rank 0: 32 x 32 owned + 9 ghosts per side (k H) = 50 x 50 computed; D = 9: messages of 9 x 50 sites
     assert out["exchange"]["computed"] == 50 * 50 and out["exchange"]["owned"] == 32 * 32
     assert p["extra_work"] == pytest.approx(50 * 50 / 1024 - 1)
     assert p["t_calc"] == pytest.approx(3 * 37 * 8 * 50 * 50 * 4 / 1e10 / 3)     # one sweep per 3 steps
-    face = 9 * 56 * 37 * 8
+    face = 9 * 50 * 37 * 8
     # one node: per exchange 2 axes x L + the node's 16 messages / (B/2), every 3 steps
     assert p["t_comm"] == pytest.approx((2 * 2e-6 + 16 * face / 2e9) / 3)
     assert p["mlups"] == pytest.approx(64 * 64 / (p["t_comm"] + p["t_calc"]) / 1e6)
@@ -220,12 +219,12 @@ sim.step(a["steps"])
 out = sim.fields()
 if comm.rank == 0:
     np.savez("fields.npz", **out)
-    print(json.dumps({"sweep": sim.sweep, "ghost": list(sim.ghost), "sweeps": sim.sweeps}))
+    print(json.dumps({"ghost": list(sim.ghost_low), "sweeps": sim.sweeps, "messages": dict(sim.messages)}))
 """
 
 
 def test_time_blocks_without_the_sweep_kernel_are_bit_identical(tmp_path):
-    # --no-fused: no fused_tb, so k single steps on (k - 1) H ghosts
+    # --no-fused: no fused_tb, so k single steps of the block (its k H ghosts) per exchange
     from lbgen.simulation.runner import Simulation
     lx, ly, k, steps = 30, 36, 3, 8
     kw = dict(collision="regularized", strict=True, fused=False, gravity=[0, -1e-4])
@@ -238,8 +237,9 @@ def test_time_blocks_without_the_sweep_kernel_are_bit_identical(tmp_path):
     proc = mpirun(4, [json.dumps(args)], tmp_path, script=tmp_path / "run2d.py")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report["sweep"] is False and report["ghost"] == [6, 6]
-    assert report["sweeps"] == {"blocked": 3, "single": 0}         # 3 + 3 + 2 steps
+    assert report["ghost"] == [9, 9]
+    assert report["sweeps"] == {"blocked": 0, "single": 8}         # no fused_tb: single steps
+    assert report["messages"]["x messages"] == report["messages"]["y messages"] == 2 * 3   # 3 + 3 + 2 steps
     ref = Simulation(lx, ly, **kw)
     ref.set_fields(**f)
     ref.step(steps)

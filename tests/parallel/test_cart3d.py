@@ -1,4 +1,4 @@
-"""3D Cartesian decomposition (``lbgen.parallel.lattice3d.DistributedSimulation3D``): every
+"""3D Cartesian decomposition (``lbgen.parallel.simulation.DistributedSimulation``): every
 grid, with and without walls and time blocks, gives the bits of one ``Simulation3D`` in
 strict mode -- walls and lids on split axes too (a closed cavity with a moving lid on 2 and 4
 ranks: each rank holds the wall faces its block touches).  Each case launches the venv's
@@ -14,10 +14,10 @@ SCRIPT = """
 import json, sys
 import numpy as np
 from mpi4py import MPI
-from lbgen.parallel.lattice3d import DistributedSimulation3D
+from lbgen.parallel.simulation import DistributedSimulation
 a = json.loads(sys.argv[1])
 comm = MPI.COMM_WORLD
-sim = DistributedSimulation3D(comm, *a["shape"], ranks_grid=a["grid"], time_block=a["k"],
+sim = DistributedSimulation(comm, *a["shape"], ranks_grid=a["grid"], time_block=a["k"],
                               through_pack=a.get("through_pack", False), **a["kw"])
 if comm.rank == 0:
     f = dict(np.load("initial.npz"))
@@ -57,7 +57,8 @@ SLOW = pytest.mark.slow
         "1x2x2-cavity", "2x2x1-cavity-k2", "1x2x2-cavity-pack-k2"])
 def test_every_3d_grid_is_bit_identical_to_one_process(tmp_path, n, grid, shape, k, walls, through_pack):
     from lbgen.parallel.decomposition import ghost_sides
-    from lbgen.simulation.lattice3d import Simulation3D, wall_faces
+    from lbgen.simulation.boundaries import wall_faces
+    from lbgen.simulation.runner import Simulation
     kw = dict(strict=True, tau=0.8, gravity=[1e-5, 0, -1e-5], **({"walls": walls} if walls else {}))
     if walls == "xyz":
         kw["lid"] = LID
@@ -70,7 +71,7 @@ def test_every_3d_grid_is_bit_identical_to_one_process(tmp_path, n, grid, shape,
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "x".join(map(str, report["dims"])) == grid
-    ref = Simulation3D(*shape, **kw)
+    ref = Simulation(*shape, **kw)
     ref.set_fields(f["rho"], f["ux"], f["uy"], f["uz"])
     ref.step(steps)
     want, got = ref.fields(), np.load(tmp_path / "fields.npz")

@@ -237,16 +237,16 @@ def test_each_rank_reads_only_the_pieces_over_its_block_and_a_damaged_one_stops_
     assert "resuming" not in resumed.stderr
 
 
-# --- 3D: DistributedSimulation3D.state_pieces / restore_pieces ----------------------------------
+# --- 3D: DistributedSimulation.state_pieces / restore_pieces ----------------------------------
 SCRIPT3D = """
 import json, sys
 import numpy as np
 from mpi4py import MPI
-from lbgen.parallel.lattice3d import DistributedSimulation3D
+from lbgen.parallel.simulation import DistributedSimulation
 from lbgen.run.checkpoint import CheckpointPieces, write_pieces
 a = json.loads(sys.argv[1])
 comm = MPI.COMM_WORLD
-sim = DistributedSimulation3D(comm, *a["shape"], ranks_grid=a["grid"], time_block=a["k"], **a["kw"])
+sim = DistributedSimulation(comm, *a["shape"], ranks_grid=a["grid"], time_block=a["k"], **a["kw"])
 if a["write"]:
     if comm.rank == 0:
         f = dict(np.load("initial.npz"))
@@ -276,7 +276,7 @@ else:
     (1, "1x1x1", 2, 2, "1x2x1", 1, "x", [[0], [0]]),            # 1 -> 2, walls, a time block before
 ], ids=["2-to-3", "2x2-to-1-walls", "1-to-2-walls"])
 def test_3d_pieces_resume_on_another_grid_bit_identical(tmp_path, n, grid, k, n2, grid2, k2, walls, read):
-    from lbgen.simulation.lattice3d import Simulation3D
+    from lbgen.simulation.runner import Simulation
     from test_cart3d import initial
     shape = (12, 13, 10)
     kw = dict(strict=True, tau=0.8, gravity=[1e-5, 0, -1e-5], **({"walls": walls} if walls else {}))
@@ -291,7 +291,7 @@ def test_3d_pieces_resume_on_another_grid_bit_identical(tmp_path, n, grid, k, n2
     assert report["step"] == 7
     assert len(list((tmp_path / "ck.lbpieces").glob("piece-*"))) == n
     assert [sorted(int(name.split("-")[1]) for name in r) for r in report["read"]] == read    # pieces by x0
-    ref = Simulation3D(*shape, **kw)
+    ref = Simulation(*shape, **kw)
     ref.set_fields(f["rho"], f["ux"], f["uy"], f["uz"])
     ref.step(7)
     want, got = ref.fields(), np.load(tmp_path / "fields.npz")

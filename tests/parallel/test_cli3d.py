@@ -1,4 +1,4 @@
-"""`mpiexec -n P lbgen run` in 3D (Run on ``DistributedSimulation3D``, ``--ranks-grid PXxPYxPZ``
+"""`mpiexec -n P lbgen run` in 3D (Run on ``DistributedSimulation``, ``--ranks-grid PXxPYxPZ``
 or auto): the run folder of P ranks holds the files of one process -- fields (.h5 datasets,
 .vti bytes), pictures, checkpoint populations, series.csv (bytes where X is not split; to
 round-off where the X lines are summed in parts) -- for 2 and 4 ranks, uneven splits, walls on

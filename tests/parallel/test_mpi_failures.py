@@ -117,8 +117,8 @@ def test_a_divergence_under_mpiexec_names_the_global_site(tmp_path):
     script.write_text(textwrap.dedent("""
         import sys
         import numpy as np
-        from lbgen.simulation import lattice3d
-        real = lattice3d.Simulation3D.set_fields
+        from lbgen.simulation import runner
+        real = runner.Simulation.set_fields
         def planted(self, rho, ux, uy, uz, T=1.0):
             real(self, rho, ux, uy, uz, T)
             f = self.populations()
@@ -127,7 +127,7 @@ def test_a_divergence_under_mpiexec_names_the_global_site(tmp_path):
                 x, y, z = hot[0]
                 f[3, x, y, z] = np.nan
                 self.program.pack(f, self.f)
-        lattice3d.Simulation3D.set_fields = planted
+        runner.Simulation.set_fields = planted
         from lbgen.cli.main import main
         sys.argv[0] = "lbgen"
         main()
@@ -137,7 +137,7 @@ def test_a_divergence_under_mpiexec_names_the_global_site(tmp_path):
                    "none", "--ranks-grid", "2x1x1", "--out", out], tmp_path, script=script)
     assert r.returncode == 2, r.stderr
     line = _one_message(r)
-    assert line.startswith("Error: the run diverged by step 0: first bad site (x=6, y=2, z=5, on rank 1)"), line
+    assert line.startswith("Error: the run diverged by step 0 (NaN/Inf): first bad site (x=6, y=2, z=5, on rank 1)"), line
 
 
 def test_resume_refusals_under_mpiexec_are_one_message_and_change_nothing(tmp_path):

@@ -156,7 +156,7 @@ REFUSED = {
     "wall_axes": ({"walls": True}, "y"), "lid": ({"walls": True}, "y-high=0.05,0"),
     "geometry": ({"walls": True}, "GEOMETRY"),
     # options of 2D runs only, given to a 3D run
-    "walls": (D3, True), "hetero": (D3, "opencl"),
+    "walls": (D3, True),
     "host_columns": ({}, 4),
 }
 

@@ -61,13 +61,16 @@ KERNEL_OPTIONS3D = {
     "strict": ({}, False, True),
     "threads": ({}, 1, 2),
     "device": ({"backend": "opencl"}, "0:0", "1:0"),
+    # host + device: the lattice split in X between two backends (tests/simulation/test_hetero.py)
+    "hetero": ({}, None, "opencl"),
+    "split": ({"hetero": "opencl"}, "0.25", "0.5"),
+    "host_columns": ({"hetero": "opencl"}, 1, 2),
 }
 
 #: option -> (context, value): refused in a 3D run (D3 and the context), naming the option
 REFUSED3D = {
     **{k: ({}, v) for k, v in (("walls", True), ("t_bottom", 1.1), ("t_top", 0.9), ("adiabatic", "top"),
-                               ("wall_scheme", "reference"), ("hetero", "opencl"), ("split", "0.5"),
-                               ("host_columns", 4))},
+                               ("wall_scheme", "reference"))},
     "window": ({"out": True}, "0:4,0:4"),
     "pictures_every": ({"out": True}, 2),
     "seed": ({}, 3),                       # taylor-green is not random; the 3D Rayleigh-Taylor takes it below
@@ -118,7 +121,7 @@ class _Built(Exception):
 
 @pytest.mark.parametrize("key", sorted(KERNEL_OPTIONS3D))
 def test_a_kernel_option_reaches_the_3d_lattice(key, tmp_path, monkeypatch):
-    from lbgen.simulation import lattice3d
+    from lbgen.run import construct
     context, a, b = KERNEL_OPTIONS3D[key]
 
     def arguments(value):
@@ -128,7 +131,7 @@ def test_a_kernel_option_reaches_the_3d_lattice(key, tmp_path, monkeypatch):
             seen.update(kw, shape=shape)
             raise _Built
 
-        monkeypatch.setattr(lattice3d, "Simulation3D", record)
+        monkeypatch.setattr(construct, "Simulation", record)
         opts = _options(context, key, value, tmp_path)
         cfg = RunConfig.build(opts.pop("setup"), ("test", opts))
         with pytest.raises(_Built):

@@ -42,7 +42,7 @@ def test_the_state_is_the_2d_profile_along_z_in_discrete_hydrostatic_balance():
 
 
 def _run(amplitude, steps=1800):
-    sim = lbgen.Simulation3D(*SHAPE, velocity_set="d3q39", collision="regularized", gravity=G, walls="z",
+    sim = lbgen.Simulation(*SHAPE, velocity_set="d3q39", collision="regularized", gravity=G, walls="z",
                              check_every=0, time_block=3)
     sim.set_fields(**rayleigh_taylor3d(*SHAPE, gravity=G, amplitude=amplitude))
     mass0 = sim.diagnostics()["mass"]
@@ -153,7 +153,7 @@ def test_a_single_mode_grows_at_the_rate_of_the_rayleigh_equation():
     h = LZ / 2 + 0.05 * np.cos(k * np.arange(LX))
     rho, T = (np.repeat(a, LY, axis=1) for a in rayleigh_taylor_profile(h[:, None], LZ, RT_T_HOT, RT_T_COLD, 4.0, -gm))
     zero = np.zeros((LX, LY, LZ))
-    sim = lbgen.Simulation3D(LX, LY, LZ, velocity_set="d3q39", collision="regularized", gravity=(0, 0, -gm),
+    sim = lbgen.Simulation(LX, LY, LZ, velocity_set="d3q39", collision="regularized", gravity=(0, 0, -gm),
                              walls="z", check_every=0)
     sim.set_fields(rho, zero, zero, zero, T)
     sim.run(1400)

@@ -36,7 +36,7 @@ def _config(out) -> RunConfig:
 
 def _by_hand(cfg: RunConfig, fields: dict, steps: int, mask=None) -> dict:
     """The same run on a Simulation3D built here from the recorded description."""
-    sim = lbgen.Simulation3D(cfg.lx, cfg.ly, cfg.lz, velocity_set=cfg.velocity_set, collision=cfg.collision,
+    sim = lbgen.Simulation(cfg.lx, cfg.ly, cfg.lz, velocity_set=cfg.velocity_set, collision=cfg.collision,
                              gravity=cfg.gravity, walls=cfg.wall_axes, lid=cfg.lid, mask=mask, layout=cfg.layout,
                              vl=cfg.vl, **cfg.parameters)
     sim.set_fields(fields["rho"], fields["ux"], fields["uy"], fields["uz"], fields.get("T", 1.0))

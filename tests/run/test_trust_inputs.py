@@ -130,7 +130,7 @@ def test_a_lid_in_the_unstable_band_runs_with_a_warning():
 
 def test_the_mach_limit_has_one_home():
     """The run description and Simulation3D refuse the same speeds (lbgen.model.physics)."""
-    from lbgen.simulation.lattice3d import lid_faces
+    from lbgen.simulation.boundaries import lid_faces
     from lbgen.simulation.parameters import SimulationError
     fast = (_speed(LID_MACH_MAX) * 1.001, 0.0, 0.0)
     with pytest.raises(SimulationError, match=f"at most at Mach {LID_MACH_MAX:g}"):

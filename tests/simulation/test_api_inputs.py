@@ -11,7 +11,6 @@ import pytest
 
 from lbgen import Simulation
 from lbgen.model.physics import LID_MACH_MAX, LID_MACH_WARN, LidMachWarning, lid_mach
-from lbgen.simulation.lattice3d import Simulation3D
 from lbgen.simulation.parameters import SimulationError, Walls
 
 
@@ -22,7 +21,7 @@ def sim2():
 
 @pytest.fixture(scope="module")
 def sim3():
-    return Simulation3D(8, 8, 8, threads=1)
+    return Simulation(8, 8, 8, threads=1)
 
 
 @pytest.mark.parametrize("call", ["fields", "diagnostics", "populations", "state"])
@@ -40,7 +39,7 @@ def test_results_before_any_state_raise_in_2d_and_3d(sim2, sim3, call):
 ])
 def test_simulation3d_refuses_walls_of_another_type_naming_them(walls, words):
     with pytest.raises(SimulationError) as e:
-        Simulation3D(8, 8, 8, walls=walls)
+        Simulation(8, 8, 8, walls=walls)
     assert words in str(e.value) and "a string or a sequence of 'x', 'y', 'z'" in str(e.value)
 
 
@@ -52,7 +51,7 @@ def test_restore_refuses_nan_populations_and_keeps_no_state(sim2, sim3):
             sim.restore(bad, 7)
         assert not sim.has_state and sim.time_step == 0
     good = np.full((sim3.vs.Q, 8, 8, 8), 0.05)
-    fresh = Simulation3D(8, 8, 8, threads=1)
+    fresh = Simulation(8, 8, 8, threads=1)
     fresh.restore(good, 3)
     assert fresh.has_state and fresh.time_step == 3
 
@@ -65,7 +64,7 @@ def test_restore_refuses_nan_populations_and_keeps_no_state(sim2, sim3):
 ])
 def test_simulation3d_refuses_bad_lids(lid, words):
     with pytest.raises(SimulationError) as e:
-        Simulation3D(8, 8, 8, walls="z", lid=lid)
+        Simulation(8, 8, 8, walls="z", lid=lid)
     assert words in str(e.value)
 
 
@@ -73,7 +72,7 @@ def test_a_divergence_with_a_lid_names_the_lid_and_its_mach_number():
     """Broken in round four: Mach 5 diverged with a hint that blamed tau alone.  A cavity at
     tau = 0.51 and Mach 0.45 (allowed, in the warned band) diverges within 400 steps."""
     with pytest.warns(LidMachWarning):                 # the band below the limit: taken, with a warning
-        sim = Simulation3D(12, 12, 12, tau=0.51, walls="xyz", lid={"z-high": (0.45, 0, 0)}, threads=1,
+        sim = Simulation(12, 12, 12, tau=0.51, walls="xyz", lid={"z-high": (0.45, 0, 0)}, threads=1,
                            check_every=50)
     sim.set_fields(1.0, 0.0, 0.0, 0.0)
     with pytest.raises(SimulationError) as e:
@@ -88,7 +87,7 @@ def test_simulation3d_warns_in_the_unstable_lid_band_and_still_runs():
     LidMachWarning (the rule of lbgen.model.physics.lid_mach_check), and the run proceeds."""
     band = 0.5 * (LID_MACH_WARN + LID_MACH_MAX) / lid_mach((1.0, 0.0, 0.0), "d3q19")
     with pytest.warns(LidMachWarning) as caught:
-        sim = Simulation3D(12, 12, 12, tau=0.8, walls="xyz", lid={"z-high": (band, 0, 0)}, threads=1)
+        sim = Simulation(12, 12, 12, tau=0.8, walls="xyz", lid={"z-high": (band, 0, 0)}, threads=1)
     lid = [w for w in caught if issubclass(w.category, LidMachWarning)]
     assert len(lid) == 1 and "z-high" in str(lid[0].message)
     assert lid[0].filename == __file__                 # it points at the caller's line
@@ -100,5 +99,5 @@ def test_simulation3d_warns_in_the_unstable_lid_band_and_still_runs():
     calm = 0.9 * LID_MACH_WARN / lid_mach((1.0, 0.0, 0.0), "d3q19")
     with warnings.catch_warnings(record=True) as quiet:
         warnings.simplefilter("always")
-        Simulation3D(12, 12, 12, tau=0.8, walls="xyz", lid={"z-high": (calm, 0, 0)}, threads=1)
+        Simulation(12, 12, 12, tau=0.8, walls="xyz", lid={"z-high": (calm, 0, 0)}, threads=1)
     assert not [w for w in quiet if issubclass(w.category, LidMachWarning)]

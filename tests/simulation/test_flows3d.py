@@ -67,7 +67,7 @@ def poiseuille_error(H, duct, tau=0.8, umax=0.01):
         a = 8 * nu * umax / H ** 2
         shape, exact = (2, H, 4), (a / (2 * nu) * ((H / 2) ** 2 - s ** 2))[None, :, None]
     exact = np.broadcast_to(exact, shape)
-    sim = lbgen.Simulation3D(*shape, tau=tau, walls="yz" if duct else "y", gravity=(R * R * a, 0.0, 0.0),
+    sim = lbgen.Simulation(*shape, tau=tau, walls="yz" if duct else "y", gravity=(R * R * a, 0.0, 0.0),
                              layout="soa", threads=1)
     sim.set_fields(1.0, R * exact, 0.0, 0.0)
     previous = exact
@@ -109,7 +109,7 @@ def taylor_green_rate(L, name, collision, U=0.1, Re=100, window=0.05, samples=10
     nu = U * L / Re
     tau = 0.5 + 3 * nu
     params = {"tau": tau} if collision == "bgk" else {"C1": 3 * nu}
-    sim = lbgen.Simulation3D(L, L, L, velocity_set=name, collision=collision, threads=2, **params)
+    sim = lbgen.Simulation(L, L, L, velocity_set=name, collision=collision, threads=2, **params)
     k = 2 * np.pi / L
     X, Y, Z = np.meshgrid(*(3 * [k * np.arange(L)]), indexing="ij")
     sx, cx, sy, cy, sz, cz = np.sin(X), np.cos(X), np.sin(Y), np.cos(Y), np.sin(Z), np.cos(Z)
@@ -162,7 +162,7 @@ def cavity_profiles(L, U=0.1, Re=100, tol=1e-6, threads=2, collision="bgk", chec
     Simulation3D (time_block, layout, vl)."""
     nu = U * L / Re
     viscosity = {"tau": 0.5 + 3 * nu} if collision == "bgk" else {"C1": 3 * nu}
-    sim = lbgen.Simulation3D(L, L, L, collision=collision, walls="xyz", lid={"z-high": (R * U, 0.0, 0.0)},
+    sim = lbgen.Simulation(L, L, L, collision=collision, walls="xyz", lid={"z-high": (R * U, 0.0, 0.0)},
                              threads=threads, **viscosity, **options)
     sim.set_fields(1.0, 0.0, 0.0, 0.0)
     s, previous = (np.arange(L) + 0.5) / L, None

@@ -158,3 +158,61 @@ def test_run_passes_the_device_choice_to_a_plain_opencl_run():
     result = CliRunner().invoke(main, ["run", "--backend", "opencl", "--device", "9:9", "--lx", 16, "--ly", 64,
                                        "--steps", 1, "--no-progress"])
     assert result.exit_code == 2 and "no device 9:9" in result.output
+
+
+# --- host + device in 3D: the same regions along X, planes of Y x Z traded every step ------------
+SHAPE3 = (12, 6, 16)
+
+
+def _run3d(steps=7, **kw):
+    rng = np.random.default_rng(3)
+    sim = Simulation(*SHAPE3, tau=0.7, strict=True, gravity=(1e-4, 0.0, -1e-4), **kw)
+    sim.set_fields(1 + 0.02 * rng.standard_normal(SHAPE3), *(0.02 * rng.standard_normal((3,) + SHAPE3)))
+    sim.step(steps)
+    return sim
+
+
+@pytest.mark.parametrize("M, layout", [(2, None), (3, "aos"), (6, None)])
+def test_3d_host_plus_device_of_two_c_programs_is_bit_identical_to_one_program(M, layout):
+    """Two C programs as host and "device" (regions x[M, LX - M) and the 2M planes around x = 0):
+    the state, the fields and the diagnostics of one program, in strict builds."""
+    single = _run3d(layout=layout)
+    hetero = _run3d(layout=layout, device_backend="c", host_columns=M)
+    assert sorted(r.width for r in hetero.regions) == sorted(w for w in (SHAPE3[0] - 2 * M, 2 * M) if w)
+    assert np.array_equal(hetero.state(), single.state())
+    assert all(np.array_equal(hetero.fields()[k], v) for k, v in single.fields().items())
+    assert hetero.diagnostics() == pytest.approx(single.diagnostics(), rel=1e-12)
+
+
+def test_3d_regions_of_other_layouts_trade_plain_planes():
+    """An OpenCL device region in its own layout (caosoa-vl16) beside a C host region (soa)."""
+    _opencl_or_skip()
+    hetero = _run3d(device_backend="opencl", host_columns=3)
+    assert len({r.program.layout.tag for r in hetero.regions}) == 2
+    assert np.array_equal(hetero.state(), _run3d().state())
+
+
+def test_3d_host_plus_device_refuses_bounce_back_walls_in_words():
+    with pytest.raises(SimulationError, match="run on one backend: a host \\+ device run"):
+        Simulation(*SHAPE3, walls="z", device_backend="c", host_columns=2)
+
+
+def test_cli_run_3d_hetero(tmp_path):
+    """`lbgen run` with a 3D set and --hetero: the manifest records the two regions; the saved
+    fields are those of the same run on one backend."""
+    _opencl_or_skip()
+    runs = {}
+    for name, extra in (("one", []), ("two", ["--hetero", "opencl", "--split", "0.5", "--layout", "soa"])):
+        out = tmp_path / f"{name}.npz"
+        result = CliRunner().invoke(main, ["run", "--velocity-set", "d3q19", "--lx", 8, "--ly", 8, "--lz", 8,
+                                           "--steps", 4, "--strict", "--save", str(out), "--no-progress", *extra])
+        assert result.exit_code == 0, result.output
+        runs[name] = np.load(out)
+    assert all(np.array_equal(runs["one"][k], runs["two"][k]) for k in ("rho", "ux", "uy", "uz"))
+    cfg = RunConfig.build("taylor-green", ("test", {"velocity_set": "d3q19", "lx": 8, "ly": 8, "lz": 8, "steps": 1,
+                                                    "hetero": "opencl", "split": "0.5"}))
+    run = Run(cfg, echo=lambda m: None)
+    assert run.cfg.host_columns == 2
+    assert {r.program.spec.backend: r.width for r in run.sim.regions} == {"opencl": 4, "c": 4}
+    from lbgen.run.construct import device_description
+    assert len(device_description(run.sim)["regions"]) == 2

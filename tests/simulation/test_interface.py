@@ -91,8 +91,9 @@ def test_set_populations_refuses_values_beyond_the_working_precision(d):
     ({"time_block": "auto"}, "time_block='auto' is decided by timing kernels"),
 ])
 def test_the_parameter_checks_are_one_in_every_dimension(d, change, message):
-    shape = dict(zip(("lx", "ly", "lz"), SHAPES[d]))
-    kw = {**shape, **change}
+    axes = ("lx", "ly", "lz")[:d]
+    kw = {**dict(zip(axes, SHAPES[d])), **change}
+    sizes = [kw.pop(a) for a in axes]
     with pytest.raises(SimulationError) as e:
-        lbgen.Simulation(kw.pop("lx"), kw.pop("ly"), **kw)
+        lbgen.Simulation(*sizes, **kw)
     assert message in str(e.value)

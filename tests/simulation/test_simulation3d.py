@@ -30,7 +30,7 @@ def test_walls_lid_mask_and_gravity_equal_the_oracle(name, collision, layout, vl
     lid = (0.04, 0.0, -0.02)                                 # lattice units on the y-high face
     solid = np.random.default_rng(8).random(SHAPE) < 0.1
     params = {"tau": 0.7} if collision == "bgk" else {"C1": 0.05}
-    sim = lbgen.Simulation3D(*SHAPE, velocity_set=name, collision=collision, layout=layout, vl=vl,
+    sim = lbgen.Simulation(*SHAPE, velocity_set=name, collision=collision, layout=layout, vl=vl,
                              gravity=tuple(R * R * a), walls="xy", lid={"y-high": tuple(R * np.array(lid))},
                              mask=solid, **params)
     f0 = _state(name)
@@ -51,7 +51,7 @@ def test_walls_lid_mask_and_gravity_equal_the_oracle(name, collision, layout, vl
 
 
 def test_set_fields_and_fields_are_inverse_under_gravity():
-    sim = lbgen.Simulation3D(*SHAPE, tau=0.8, gravity=(0.0, 1e-3, -2e-3), layout="csoa", vl=4)
+    sim = lbgen.Simulation(*SHAPE, tau=0.8, gravity=(0.0, 1e-3, -2e-3), layout="csoa", vl=4)
     rng = np.random.default_rng(1)
     rho, u = 1 + 0.1 * rng.random(SHAPE), 0.05 * rng.standard_normal((3,) + SHAPE)
     sim.set_fields(rho, *u)
@@ -64,7 +64,7 @@ def test_set_fields_and_fields_are_inverse_under_gravity():
 def test_mass_is_conserved_with_resting_walls_and_a_mask():
     solid = np.zeros(SHAPE, bool)
     solid[2:4, 1:4, 5:11] = True                             # a block in the middle
-    sim = lbgen.Simulation3D(*SHAPE, tau=0.6, walls=("x", "z"), mask=solid, gravity=(1e-4, 0.0, -1e-4))
+    sim = lbgen.Simulation(*SHAPE, tau=0.6, walls=("x", "z"), mask=solid, gravity=(1e-4, 0.0, -1e-4))
     rng = np.random.default_rng(2)
     sim.set_fields(1 + 0.05 * rng.random(SHAPE), *(0.03 * rng.standard_normal((3,) + SHAPE)))
     m0 = sim.diagnostics()["mass"]
@@ -83,19 +83,19 @@ def test_walls_are_per_face_an_axis_both_faces():
     lid = {"z-high": (0.05, 0.0, 0.0)}
     runs = {}
     for walls in ("z", ("z-low", ("z", "high")), "z-high", None):
-        sim = lbgen.Simulation3D(*SHAPE, tau=0.7, walls=walls, lid=None if walls is None else lid, strict=True)
+        sim = lbgen.Simulation(*SHAPE, tau=0.7, walls=walls, lid=None if walls is None else lid, strict=True)
         sim.set_fields(*fields)
         sim.step(6)
         runs[str(walls)] = sim.state()
         if walls == "z-high":
-            assert sim.program.bounds[0] == 1 << 5 and sim.walls == ("z",)
+            assert sim.program.bounds[0] == 1 << 5 and sim.walls is None
             assert sim.wall_faces == (("z", "high"),)
     assert np.array_equal(runs["z"], runs[str(("z-low", ("z", "high")))])
     assert not np.array_equal(runs["z"], runs["z-high"]) and not np.array_equal(runs["z-high"], runs["None"])
 
 
 def test_a_lid_drives_the_fluid_along_it():
-    sim = lbgen.Simulation3D(4, 4, 16, tau=0.8, walls="z", lid={"z-high": (0.05, 0.0, 0.0)})
+    sim = lbgen.Simulation(4, 4, 16, tau=0.8, walls="z", lid={"z-high": (0.05, 0.0, 0.0)})
     sim.set_fields(1.0, 0.0, 0.0, 0.0)
     sim.run(300)
     ux = sim.fields()["ux"][0, 0]
@@ -107,7 +107,7 @@ def _shear_wave_viscosity(axis, L, name, collision, layout, vl, params):
     """Decay of u_perp = U sin(k s) along `axis`: nu = ln(A1/A2) / (k^2 t), lattice units."""
     shape = [2, 2, 8]
     shape[axis] = L
-    sim = lbgen.Simulation3D(*shape, velocity_set=name, collision=collision, layout=layout, vl=vl, **params)
+    sim = lbgen.Simulation(*shape, velocity_set=name, collision=collision, layout=layout, vl=vl, **params)
     s = np.arange(L)
     k = 2 * np.pi / L
     prof = np.sin(k * s).reshape([L if i == axis else 1 for i in range(3)])
@@ -140,13 +140,13 @@ def test_shear_wave_viscosity_is_tau_minus_half_over_three(axis, name, collision
 
 
 def test_repr_and_parameters():
-    sim = lbgen.Simulation3D(4, 4, 16, tau=0.8, gravity=(0, 0, -1e-5), walls="z", lid={"z-high": (0.05, 0, 0)})
+    sim = lbgen.Simulation(4, 4, 16, tau=0.8, gravity=(0, 0, -1e-5), walls="z", lid={"z-high": (0.05, 0, 0)})
     text = repr(sim)
-    assert text.startswith("Simulation3D(4x4x16 D3Q19 bgk tau=0.8 g=(0, 0, -1e-05), c caosoa-vl8, walls z, "
+    assert text.startswith("Simulation(4x4x16 D3Q19 bgk tau=0.8 g=(0, 0, -1e-05), c caosoa-vl8, walls z, "
                            "lid z-high (0.05, 0, 0), step 0, no state yet")
     sim.set_parameters(tau=0.9, gravity=(0, 0, 0))
     assert sim.params.tau == 0.9 and sim.force == (0.0, 0.0, 0.0)
-    assert "periodic" in repr(lbgen.Simulation3D(2, 2, 8, layout="soa"))
+    assert "periodic" in repr(lbgen.Simulation(2, 2, 8, layout="soa"))
     with pytest.raises(SimulationError, match="tau=0.4 must be > 0.5"):
         sim.set_parameters(tau=0.4)
 
@@ -157,8 +157,8 @@ def test_repr_and_parameters():
     (dict(mask=np.full(SHAPE, 2, np.uint8)), SimulationError, "mask: value 2 at \\(x=0, y=0, z=0\\)"),
     (dict(mask=np.ones(SHAPE, bool)), SimulationError, "every voxel is solid"),
     (dict(layout="caosoa", vl=32), SimulationError, "lz=16 is not a multiple of VL=32"),
-    (dict(backend="metal"), SpecError, "unknown backend 'metal'; choose from c, opencl, cuda, cuda-shim"),
-    (dict(velocity_set="d2q9"), SpecError, "d2q9 is a 2D set; Simulation3D runs 3D sets"),
+    (dict(backend="metal"), SpecError, "unknown backend 'metal'; choose one of c, opencl, cuda, cuda-shim"),
+    (dict(velocity_set="d2q9"), SimulationError, "d2q9 is a 2D set; a lattice of 3 sizes"),
     (dict(gravity=(0, -1e-5)), SimulationError, "gravity=\\(0, -1e-05\\) must be three finite numbers \\(gx, gy, gz\\)"),
     (dict(walls="xw"), SimulationError, "each wall axis must be 'x', 'y' or 'z'"),
     (dict(walls="z", lid={"x-low": (0, 0, 0.1)}), SimulationError, "the x axis needs walls"),
@@ -174,11 +174,11 @@ def test_bad_inputs_are_refused_before_any_work(kw, error, message, monkeypatch)
     import lbgen.backends.c as cbackend
     monkeypatch.setattr(cbackend, "compile", lambda *a, **k: pytest.fail("compiled before refusing"))
     with pytest.raises(error, match=message):
-        lbgen.Simulation3D(*SHAPE, **kw)
+        lbgen.Simulation(*SHAPE, **kw)
 
 
 def test_bad_states_are_refused():
-    sim = lbgen.Simulation3D(*SHAPE, layout="soa", mask=np.eye(6, 5, dtype=bool)[:, :, None].repeat(16, 2))
+    sim = lbgen.Simulation(*SHAPE, layout="soa", mask=np.eye(6, 5, dtype=bool)[:, :, None].repeat(16, 2))
     with pytest.raises(SimulationError, match="no state yet"):
         sim.step()
     with pytest.raises(SimulationError, match="uz must be a real number or an array of shape \\(LX, LY, LZ\\)"):
@@ -189,7 +189,7 @@ def test_bad_states_are_refused():
     rho[0, 0, 3] = 0.0                                       # a solid voxel: its density does not matter
     sim.set_fields(rho, 0.0, 0.0, 0.0)
     rho[1, 0, 3] = -1.0
-    with pytest.raises(SimulationError, match="rho is -1 at \\(x=1, y=0, z=3\\)"):
+    with pytest.raises(SimulationError, match="rho is -1 at site \\(x=1, y=0, z=3\\)"):
         sim.set_fields(rho, 0.0, 0.0, 0.0)
     with pytest.raises(SimulationError, match="populations must have shape \\(Q, LX, LY, LZ\\) = \\(19, 6, 5, 16\\)"):
         sim.set_populations(np.ones((19, 6, 5, 8)))
@@ -203,9 +203,9 @@ def test_default_layout_in_3d_on_the_cpu_is_clustered_from_6_cluster_rows():
     shorter or indivisible Z lines (faster at 32^3; docs/performance-history.md); an explicit clustered
     layout still gets the preferred VL; GPUs keep CAoSoA with a warp-wide cluster."""
     from lbgen.codegen.spec import default_layout
-    assert lbgen.Simulation3D(4, 4, 16).program.layout.tag == "soa"
-    assert lbgen.Simulation3D(4, 4, 48).program.layout.tag == "caosoa-vl8"
-    assert lbgen.Simulation3D(4, 4, 16, layout="caosoa").program.layout.tag == "caosoa-vl8"
+    assert lbgen.Simulation(4, 4, 16).program.layout.tag == "soa"
+    assert lbgen.Simulation(4, 4, 48).program.layout.tag == "caosoa-vl8"
+    assert lbgen.Simulation(4, 4, 16, layout="caosoa").program.layout.tag == "caosoa-vl8"
     assert default_layout("c", 16, 1, dimension=3) == ("soa", None)
     assert default_layout("c", 40, 1, dimension=3) == ("soa", None)       # 5 cluster rows
     assert default_layout("c", 52, 1, dimension=3) == ("soa", None)       # 52 is no multiple of 8
@@ -225,33 +225,33 @@ def test_walls_across_z_take_the_clustered_default_on_the_cpu():
     from lbgen.run.config import RunConfig
     from lbgen.run.construct import resolve
     assert default_layout("c", 16, 1, dimension=3, walls_along_depth=True) == ("caosoa", 8)
-    assert lbgen.Simulation3D(4, 4, 16, walls="z").program.layout.tag == "caosoa-vl8"
-    assert lbgen.Simulation3D(4, 4, 16, walls="xy").program.layout.tag == "soa"
+    assert lbgen.Simulation(4, 4, 16, walls="z").program.layout.tag == "caosoa-vl8"
+    assert lbgen.Simulation(4, 4, 16, walls="xy").program.layout.tag == "soa"
     cfg = RunConfig.build("lid-driven-cavity", ("test", {"lx": 8, "ly": 8, "lz": 16, "steps": 1}))
     assert "z" in cfg.wall_axes
     assert (resolve(cfg, echo=lambda m: None).layout, resolve(cfg, echo=lambda m: None).vl) == ("caosoa", 8)
 
 
-def test_simulation_with_a_depth_is_a_simulation3d_with_the_same_bits():
-    """`lbgen.Simulation` takes lz (or a shape tuple): it builds the Simulation3D of the same
-    arguments (default set d3q19), whose run is bit for bit that of Simulation3D itself; a 2D
-    shape tuple stays 2D; a 3D set without a depth and a depth with a 2D set are refused."""
+def test_one_simulation_class_for_any_dimension():
+    """`lbgen.Simulation` takes three sizes (or a shape tuple) for a 3D lattice (default set
+    d3q19), with the same bits either way; ``Simulation3D`` is the same class (its former name);
+    a 2D shape tuple stays 2D; a 3D set without a depth and a depth with a 2D set are refused."""
+    assert lbgen.Simulation3D is lbgen.Simulation
     f = np.random.default_rng(4).standard_normal((3, 6, 5, 8)) * 0.02
     runs = []
-    for sim in (lbgen.Simulation(6, 5, lz=8, tau=0.7), lbgen.Simulation((6, 5, 8), tau=0.7),
-                lbgen.Simulation(6, 5, 8, tau=0.7), lbgen.Simulation3D(6, 5, 8, tau=0.7)):
-        assert isinstance(sim, lbgen.Simulation3D) and sim.vs.name == "D3Q19" and (sim.lx, sim.ly, sim.lz) == (6, 5, 8)
+    for sim in (lbgen.Simulation((6, 5, 8), tau=0.7), lbgen.Simulation(6, 5, 8, tau=0.7)):
+        assert sim.dimension == 3 and sim.vs.name == "D3Q19" and (sim.lx, sim.ly, sim.lz) == (6, 5, 8)
         sim.set_fields(1.0 + f[0], f[1], f[2], 0.0)
         sim.run(5)
         runs.append(sim.fields()["ux"])
     assert all(np.array_equal(r, runs[-1]) for r in runs) and np.abs(runs[-1]).max() > 0
     assert lbgen.Simulation((6, 5, 16), velocity_set="d3q39").vs.name == "D3Q39"
     flat = lbgen.Simulation((8, 16), tau=0.8)
-    assert isinstance(flat, lbgen.Simulation) and (flat.lx, flat.ly) == (8, 16)
+    assert flat.dimension == 2 and flat.shape == (8, 16)
     for args, kw, message in [((8, 8), {"velocity_set": "d3q27"}, "d3q27 is a 3D set: give the depth"),
-                              ((8, 8), {"lz": 8, "velocity_set": "d2q9"}, "d2q9 is a 2D set"),
-                              (((8, 8, 8, 8),), {}, r"give \(lx, ly\) or \(lx, ly, lz\)"),
-                              ((8, 8, 8, 8), {}, "extra positional")]:
+                              ((8, 8, 8), {"velocity_set": "d2q9"}, "d2q9 is a 2D set"),
+                              (((8, 8, 8, 8),), {}, r"takes the lattice as \(lx, ly\[, lz\]\)"),
+                              ((8, 8, 8, 8), {}, r"takes the lattice as \(lx, ly\[, lz\]\)")]:
         with pytest.raises(SimulationError, match=message):
             lbgen.Simulation(*args, **kw)
 
@@ -259,4 +259,4 @@ def test_simulation_with_a_depth_is_a_simulation3d_with_the_same_bits():
 def test_a_device_needs_the_opencl_backend():
     """device= selects an OpenCL device; with another backend it is refused before any build."""
     with pytest.raises(SimulationError, match="device='0:0' selects an OpenCL device: it needs backend='opencl'"):
-        lbgen.Simulation3D(4, 4, 16, device="0:0")
+        lbgen.Simulation(4, 4, 16, device="0:0")
