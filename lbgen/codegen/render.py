@@ -10,7 +10,7 @@ the keys every kernel shares are written once; what differs with D -- the layout
 (``layouts.Layout``: clusters along the last axis, Y in 2D and Z in 3D), the pull offsets (in
 3D with the boundaries' wrapped Z rows and the temporal blocking's row pointers), the size
 rules (``kernel_api``), the force components -- branches on D.  The 3D kernels are
-``templates/c/kernels3d.c.j2`` with ``common3d.j2`` (loops, halo, the pull with its
+``templates/c/kernels.c.j2`` with ``common3d.j2`` (loops, halo, the pull with its
 boundaries), and ``templates/gpu/kernels3d.j2`` for OpenCL and CUDA; the C header
 (``c/kernels.h.j2``) and the CUDA host header (``cuda/kernels.cuh.j2``) are one template
 each for any D.
@@ -228,7 +228,7 @@ _MAIN_TEMPLATES = {
     2: {"c": [("{P}_kernels.c", "c/kernels.c.j2"), ("{P}_kernels.h", "c/kernels.h.j2")],
         "opencl": [("{P}_kernels.cl", "opencl/kernels.cl.j2")],
         "cuda": [("{P}_kernels.cu", "cuda/kernels.cu.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")]},
-    3: {"c": [("{P}_kernels.c", "c/kernels3d.c.j2"), ("{P}_kernels.h", "c/kernels.h.j2")],
+    3: {"c": [("{P}_kernels.c", "c/kernels.c.j2"), ("{P}_kernels.h", "c/kernels.h.j2")],
         # the 3D kernels of the GPU dialects: templates/gpu/kernels3d.j2, one text for both
         "opencl": [("{P}_kernels.cl", "opencl/kernels3d.cl.j2")],
         "cuda": [("{P}_kernels.cu", "cuda/kernels3d.cu.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")]},
