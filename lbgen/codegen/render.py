@@ -9,11 +9,11 @@ One render context for any dimension D (``KernelSpec.dimension``, the velocity s
 the keys every kernel shares are written once; what differs with D -- the layout's strides
 (``layouts.Layout``: clusters along the last axis, Y in 2D and Z in 3D), the pull offsets (in
 3D with the boundaries' wrapped Z rows and the temporal blocking's row pointers), the size
-rules (``kernel_api``), the force components -- branches on D.  The 3D kernels are
-``templates/c/kernels.c.j2`` with ``common3d.j2`` (loops, halo, the pull with its
-boundaries), and ``templates/gpu/kernels3d.j2`` for OpenCL and CUDA; the C header
-(``c/kernels.h.j2``) and the CUDA host header (``cuda/kernels.cuh.j2``) are one template
-each for any D.
+rules (``kernel_api``), the force components -- branches on D.  The C kernels are one
+template for any D, ``templates/c/kernels.c.j2`` (with ``c/time_block.c.j2``, and
+``c/lattice.j2``: the 3D sweeps' loops and the pull with its boundaries); the 3D GPU kernels
+are ``templates/gpu/kernels3d.j2`` for OpenCL and CUDA; the C header (``c/kernels.h.j2``) and
+the CUDA host header (``cuda/kernels.cuh.j2``) are one template each for any D.
 """
 from __future__ import annotations
 

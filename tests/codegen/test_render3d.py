@@ -37,11 +37,14 @@ def test_3d_specs_refuse_what_they_cannot_do_in_words(kw, message):
 
 
 def test_the_headers_are_one_template_for_any_dimension():
-    """The C API header and the CUDA host header: one shipped template each (the text branches
-    on D inside), none for 3D alone."""
+    """The C API header, the C kernels and the CUDA host header: one shipped template each (the
+    text branches on D inside), none for 3D alone."""
     shipped = {p.relative_to(templates_dir()).as_posix() for p in templates_dir().rglob("*.j2")}
     assert {"c/kernels.h.j2", "cuda/kernels.cuh.j2"} <= shipped
     assert not {"c/kernels3d.h.j2", "cuda/kernels3d.cuh.j2"} & shipped
+    # the C kernels too: one kernel text, one time block, no C template for 3D alone
+    assert {"c/kernels.c.j2", "c/time_block.c.j2"} <= shipped
+    assert not [name for name in shipped if name.startswith("c/") and "3d" in name]
     headers = {d: generate(KernelSpec(velocity_set=vs, layout="soa").validate()).files["lbgen_kernels.h"]
                for d, vs in ((2, "d2q9"), (3, "d3q19"))}
     assert "int lbgen_check(int lx, int ly, char *message" in headers[2]
