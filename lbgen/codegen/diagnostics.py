@@ -122,7 +122,7 @@ def scalars(rows: np.ndarray, lx: int, T_hot: Optional[float] = None, T_cold: Op
 
 # --- 3D: per-line reductions over x, one line per (y, z) ------------------------------------
 #: (name, reduction over x) of every column the 3D diagnostics kernel writes per line (y, z):
-#: out[(y*LZ + z)*ND3 + j] (templates/c/common3d.j2, ``diagnostics_line``); solid voxels of a
+#: out[(y*LZ + z)*ND3 + j] (templates/c/lattice.j2, ``diagnostics_site3d``); solid voxels of a
 #: mask are skipped (they hold no populations)
 ROW_QUANTITIES3D = (
     ("mass", "sum"),              # sum rho

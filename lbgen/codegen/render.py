@@ -9,11 +9,12 @@ One render context for any dimension D (``KernelSpec.dimension``, the velocity s
 the keys every kernel shares are written once; what differs with D -- the layout's strides
 (``layouts.Layout``: clusters along the last axis, Y in 2D and Z in 3D), the pull offsets (in
 3D with the boundaries' wrapped Z rows and the temporal blocking's row pointers), the size
-rules (``kernel_api``), the force components -- branches on D.  The 3D kernels are
-``templates/c/kernels3d.c.j2`` with ``common3d.j2`` (loops, halo, the pull with its
-boundaries); the GPU kernels of both dialects and both dimensions are one template,
-``templates/gpu/kernels.j2``; the C header (``c/kernels.h.j2``) and the CUDA host header
-(``cuda/kernels.cuh.j2``) are one template each for any D.
+rules (``kernel_api``), the force components -- branches on D.  The C kernels are one
+template for any D, ``templates/c/kernels.c.j2`` (with ``c/time_block.c.j2``, and
+``c/lattice.j2``: the 3D sweeps' loops and the pull with its boundaries); the GPU kernels of
+both dialects and both dimensions are one template, ``templates/gpu/kernels.j2``; the C header
+(``c/kernels.h.j2``) and the CUDA host header (``cuda/kernels.cuh.j2``) are one template each
+for any D.
 """
 from __future__ import annotations
 
@@ -222,16 +223,13 @@ def wall_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
     return {"sides": sides, "rows": wall_row_count(vs), "scheme": spec.wall_scheme, "thermal": not vs.isothermal}
 
 
-#: (file written, template) per backend and dimension; the first file is the one the backend
-#: compiles.  "{P}" in a file name is the spec's prefix.
+#: (file written, template) per backend, one for any dimension (the text branches on D
+#: inside); the first file is the one the backend compiles.  "{P}" in a file name is the
+#: spec's prefix.
 _MAIN_TEMPLATES = {
-    2: {"c": [("{P}_kernels.c", "c/kernels.c.j2"), ("{P}_kernels.h", "c/kernels.h.j2")],
-        "opencl": [("{P}_kernels.cl", "gpu/kernels.j2")],
-        "cuda": [("{P}_kernels.cu", "gpu/kernels.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")]},
-    3: {"c": [("{P}_kernels.c", "c/kernels3d.c.j2"), ("{P}_kernels.h", "c/kernels.h.j2")],
-        # the GPU kernels of both dialects and both dimensions: templates/gpu/kernels.j2, one text
-        "opencl": [("{P}_kernels.cl", "gpu/kernels.j2")],
-        "cuda": [("{P}_kernels.cu", "gpu/kernels.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")]},
+    "c": [("{P}_kernels.c", "c/kernels.c.j2"), ("{P}_kernels.h", "c/kernels.h.j2")],
+    "opencl": [("{P}_kernels.cl", "gpu/kernels.j2")],
+    "cuda": [("{P}_kernels.cu", "gpu/kernels.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")],
 }
 #: the backends whose 3D kernels are GPU kernels (no host code)
 GPU_TEMPLATES_3D = ("opencl", "cuda")
@@ -286,7 +284,7 @@ def _render(spec: KernelSpec) -> KernelSource:
     ctx = template_context(spec, model)
     env = _environment()
     files = {}
-    for out_name, template in _MAIN_TEMPLATES[spec.dimension][spec.backend]:
+    for out_name, template in _MAIN_TEMPLATES[spec.backend]:
         name = out_name.format(P=spec.prefix)
         files[name] = env.get_template(template).render(**ctx)
     main = next(iter(files))

@@ -1,4 +1,4 @@
-"""The 3D C/OpenMP kernels (templates/c/kernels3d.c.j2 through backends/c: CProgram)
+"""The 3D C/OpenMP kernels (templates/c/kernels.c.j2 through backends/c: CProgram)
 against the independent NumPy oracle lbgen.reference.bulk3d and against each other:
 every layout x operator x set in a periodic box with a force; the pack, unpack and halo
 kernels against Layout's NumPy formulas; init_equilibrium and fields (physical, half-step

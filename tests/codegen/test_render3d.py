@@ -44,7 +44,7 @@ def test_the_gpu_kernels_are_one_template_for_both_dialects_and_any_dimension():
     assert "gpu/kernels.j2" in shipped
     assert not {"gpu/kernels3d.j2", "opencl/kernels.cl.j2", "opencl/kernels3d.cl.j2", "cuda/kernels.cu.j2",
                 "cuda/kernels3d.cu.j2"} & shipped
-    assert {_MAIN_TEMPLATES[d][b][0][1] for d in (2, 3) for b in ("opencl", "cuda")} == {"gpu/kernels.j2"}
+    assert {_MAIN_TEMPLATES[b][0][1] for b in ("opencl", "cuda")} == {"gpu/kernels.j2"}
     texts = {(d, b): generate(KernelSpec(backend=b, velocity_set=vs, layout="soa").validate()).text
              for d, vs in ((2, "d2q9"), (3, "d3q19")) for b in ("opencl", "cuda")}
     assert all("__kernel void lbgen_fused(" in texts[d, "opencl"] for d in (2, 3))
@@ -53,11 +53,14 @@ def test_the_gpu_kernels_are_one_template_for_both_dialects_and_any_dimension():
 
 
 def test_the_headers_are_one_template_for_any_dimension():
-    """The C API header and the CUDA host header: one shipped template each (the text branches
-    on D inside), none for 3D alone."""
+    """The C API header, the C kernels and the CUDA host header: one shipped template each (the
+    text branches on D inside), none for 3D alone."""
     shipped = {p.relative_to(templates_dir()).as_posix() for p in templates_dir().rglob("*.j2")}
     assert {"c/kernels.h.j2", "cuda/kernels.cuh.j2"} <= shipped
     assert not {"c/kernels3d.h.j2", "cuda/kernels3d.cuh.j2"} & shipped
+    # the C kernels too: one kernel text, one time block, no C template for 3D alone
+    assert {"c/kernels.c.j2", "c/time_block.c.j2"} <= shipped
+    assert not [name for name in shipped if name.startswith("c/") and "3d" in name]
     headers = {d: generate(KernelSpec(velocity_set=vs, layout="soa").validate()).files["lbgen_kernels.h"]
                for d, vs in ((2, "d2q9"), (3, "d3q19"))}
     assert "int lbgen_check(int lx, int ly, char *message" in headers[2]

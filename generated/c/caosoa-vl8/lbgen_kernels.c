@@ -74,11 +74,17 @@ static inline void stream_cluster(store *restrict dst, const store *restrict src
 }
 
 
-
 const int lbgen_cx[37] = { 3, 3, 3, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -2, -2, -2, -2, -2, -3, -3, -3 };
 const int lbgen_cy[37] = { -1, 0, 1, -2, -1, 0, 1, 2, -3, -2, -1, 0, 1, 2, 3, -3, -2, -1, 0, 1, 2, 3, -3, -2, -1, 0, 1, 2, 3, -2, -1, 0, 1, 2, -1, 0, 1 };
 const double lbgen_w[37] = { 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.00024530102775771736, 0.01420821615845075, 0.107306091542219, 0.23315066913235249, 0.107306091542219, 0.01420821615845075, 0.00024530102775771736, 0.00028341425299419824, 0.0053530490005137751, 0.05766785988879488, 0.107306091542219, 0.05766785988879488, 0.0053530490005137751, 0.00028341425299419824, 0.0010119375926735754, 0.0053530490005137751, 0.01420821615845075, 0.0053530490005137751, 0.0010119375926735754, 0.00028341425299419824, 0.00024530102775771736, 0.00028341425299419824 };
 const int lbgen_opposite[37] = { 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+
+/* i mod n in 0 .. n-1 (i may be negative) */
+static inline ptrdiff_t wrap_(ptrdiff_t i, ptrdiff_t n)
+{
+    i %= n;
+    return i < 0 ? i + n : i;
+}
 
 int lbgen_check(int lx, int ly, char *message, size_t size)
 {
@@ -146,6 +152,55 @@ int lbgen_set_streaming_stores(int on)
     return lbgen_streaming_;
 }
 
+void lbgen_halo(lbgen_real *f, int lx, int ly)
+{
+    LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (f == NULL) {
+        fprintf(stderr, "lbgen_halo: f is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_halo: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    /* 1. the halo cluster rows of the interior columns: lane k of row r holds y = r + k*NR (mod LY) */
+    #pragma omp parallel for schedule(static)
+    for (ptrdiff_t x = 0; x < LX; ++x)
+        for (int h = 0; h < 2*HALO_Y; ++h) {
+            const ptrdiff_t r = h < HALO_Y ? h - HALO_Y : NR + h - HALO_Y;
+            for (ptrdiff_t k = 0; k < VL; ++k) {
+                const ptrdiff_t y = wrap_(r + k*NR, LY);
+                const ptrdiff_t dst = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
+                const ptrdiff_t src = (x + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK;
+                for (int p = 0; p < Q; ++p) f[dst + p*SP] = f[src + p*SP];
+            }
+        }
+    /* 2. the halo X columns: whole padded columns, corners included */
+    #pragma omp parallel for schedule(static)
+    for (int h = 0; h < 2*HALO; ++h) {
+        const ptrdiff_t x = h < HALO ? h - HALO : LX + h - HALO, xs = wrap_(x, LX);
+        for (int p = 0; p < Q; ++p)
+            for (ptrdiff_t r = -HALO_Y; r < NR + HALO_Y; ++r)
+                for (ptrdiff_t k = 0; k < VL; ++k) {
+                    const ptrdiff_t o = p*SP + (r + HALO_Y)*SR + k*SK;
+                    f[(x + HALO)*SX + o] = f[(xs + HALO)*SX + o];
+                }
+    }
+}
+
+
 /* The sweeps (propagate, collide, fused, fused_walls) share their work out as (column, row
    block) pairs: row_blocks(W, n) blocks of the n rows (or cluster rows) of each of W
    columns.  1 when the columns alone give every thread work (the plain column loop, as
@@ -183,57 +238,6 @@ unsigned long long lbgen_thread_trace(int reset)
 #else
 #define LBGEN_TRACE() ((void)0)
 #endif
-
-void lbgen_halo(lbgen_real *f, int lx, int ly)
-{
-    LBGEN_SIZES;
-#ifdef LBGEN_DEBUG
-    if (f == NULL) {
-        fprintf(stderr, "lbgen_halo: f is NULL: need a lattice buffer (lbgen_alloc)\n");
-        abort();
-    }
-#endif
-#ifdef LBGEN_DEBUG
-    {
-        char msg_[256];
-        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
-            fprintf(stderr, "lbgen_halo: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
-            abort();
-        }
-    }
-#endif
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
-    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    /* halo cluster rows: lane k of row r holds site y = r + k*NR (mod LY) */
-    #pragma omp parallel for schedule(static)
-    for (ptrdiff_t x = 0; x < LX; ++x)
-        for (int h = 0; h < 2*HALO_Y; ++h) {
-            const ptrdiff_t r = h < HALO_Y ? h - HALO_Y : NR + h - HALO_Y;
-            for (ptrdiff_t k = 0; k < VL; ++k) {
-                ptrdiff_t y = (r + k*NR) % LY;
-                if (y < 0) y += LY;
-                const ptrdiff_t dst = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
-                const ptrdiff_t src = (x + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK;
-                for (int p = 0; p < Q; ++p) f[dst + p*SP] = f[src + p*SP];
-            }
-        }
-    /* halo columns: whole padded columns, corners included */
-    #pragma omp parallel for schedule(static)
-    for (int h = 0; h < 2*HALO; ++h) {
-        const ptrdiff_t x = h < HALO ? h - HALO : LX + h - HALO;
-        ptrdiff_t xs = x % LX;
-        if (xs < 0) xs += LX;
-        for (int p = 0; p < Q; ++p)
-            for (ptrdiff_t r = -HALO_Y; r < NR + HALO_Y; ++r)
-                for (ptrdiff_t k = 0; k < VL; ++k) {
-                    const ptrdiff_t o = p*SP + (r + HALO_Y)*SR + k*SK;
-                    f[(x + HALO)*SX + o] = f[(xs + HALO)*SX + o];
-                }
-    }
-}
 /* the periodic pull (defined first, noinline: compiled exactly as before); lbgen_propagate (below)
    calls it, then the bounce-back fix-up where par holds boundaries */
 static __attribute__((noinline)) void lbgen_propagate_sweep_(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region)
@@ -1969,12 +1973,7 @@ void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int l
 }
 
 
-/* i mod n in 0 .. n-1 (i may be negative) */
-static inline ptrdiff_t wrap_(ptrdiff_t i, ptrdiff_t n)
-{
-    i %= n;
-    return i < 0 ? i + n : i;
-}static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff_t LX, const ptrdiff_t LY,
+static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff_t LX, const ptrdiff_t LY,
                                    const lbgen_region *region, const lbgen_params *par)
 {
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -3163,7 +3162,7 @@ int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int
                                     const real f36 = c6[site + 36*SPI - 1*SR];
 
                                     real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
-                                    lbgen_collide_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36,                                         &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,                                         tau_, ax_, ay_, wall_, tau_wall_);
+                                    lbgen_collide_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36, tau_, ax_, ay_, wall_, tau_wall_);
                                     tgt[k + 0*TS] = fout0;
                                     tgt[k + 1*TS] = fout1;
                                     tgt[k + 2*TS] = fout2;
@@ -3262,7 +3261,7 @@ int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int
                                     const real f36 = c6[site + 36*SPI - 1*SR];
 
                                     real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
-                                    lbgen_collide_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36,                                         &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,                                         tau_, ax_, ay_, wall_, tau_wall_);
+                                    lbgen_collide_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36, tau_, ax_, ay_, wall_, tau_wall_);
                                     d[site + 0*SPO] = fout0;
                                     d[site + 1*SPO] = fout1;
                                     d[site + 2*SPO] = fout2;
@@ -3363,15 +3362,17 @@ void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in,
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real ax_ = (real)ax, ay_ = (real)ay;
-    /* storage order (x, cluster row r, lane k): each cluster is written whole */
+    (void)ax_; (void)ay_;
+    /* storage order (x, cluster row r, lane k): each cluster is read or written whole */
     #pragma omp parallel for schedule(static)
     for (ptrdiff_t x = 0; x < LX; ++x)
         for (ptrdiff_t r = 0; r < NR; ++r)
             #pragma omp simd
             for (ptrdiff_t k = 0; k < VL; ++k) {
-                const ptrdiff_t i = x*LY + r + k*NR;   /* site y = r + k*NR */
-                const real rho = (real)rho_in[i], ux = (real)ux_in[i], uy = (real)uy_in[i], T = (real)T_in[i];
+                const ptrdiff_t y = r + k*NR, i = x*LY + y;
                 const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
+                /* physical (half-step) fields in; the equilibrium body stores their moments (lbgen.model.collision.equilibrium) */
+                const real rho = (real)rho_in[i], ux = (real)ux_in[i], uy = (real)uy_in[i], T = (real)T_in[i];
                 const real usx = (0.5)*ax_ + ux;
                 const real Ts = T - 0.125*(ax_*ax_) - 0.125*(ay_*ay_);
                 const real usy = (0.5)*ay_ + uy;
@@ -3602,6 +3603,7 @@ void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in,
                 f[site + 35*SP] = fout35;
                 f[site + 36*SP] = fout36;
 
+
             }
     lbgen_halo(f, lx, ly);
 }
@@ -3647,13 +3649,14 @@ void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real ax_ = (real)ax, ay_ = (real)ay;
-    /* storage order (x, cluster row r, lane k): each cluster is read whole */
+    (void)ax_; (void)ay_;
+    /* storage order (x, cluster row r, lane k): each cluster is read or written whole */
     #pragma omp parallel for schedule(static)
     for (ptrdiff_t x = 0; x < LX; ++x)
         for (ptrdiff_t r = 0; r < NR; ++r)
             #pragma omp simd
             for (ptrdiff_t k = 0; k < VL; ++k) {
-                const ptrdiff_t i = x*LY + r + k*NR;   /* site y = r + k*NR */
+                const ptrdiff_t y = r + k*NR, i = x*LY + y;
                 const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
                 const real f0 = f[site + 0];
                 const real f1 = f[site + 1*SP];
@@ -3700,6 +3703,7 @@ void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux
                 const real uy_phys = -0.5*ay_ + uy_out;
                 const real T_phys = T_out + (0.125)*(ax_*ax_) + (0.125)*(ay_*ay_);
                 rho_o[i] = rho_phys; ux_o[i] = ux_phys; uy_o[i] = uy_phys; T_o[i] = T_phys;
+
             }
 }
 
@@ -3731,6 +3735,7 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, const uint8_t *solid
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real ax_ = (real)ax, ay_ = (real)ay;
+    (void)ax_; (void)ay_;
     /* blocks of DIAG_RB cluster rows, x outer: per x a block reads DIAG_RB*Q*VL contiguous
        values (a few pages, not one page per x), its lanes (rows y = r + k*NR) are the vector
        loop, and each row still sums over x in ascending order, whatever the thread count */
@@ -3863,6 +3868,7 @@ void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly)
         for (int p = 0; p < Q; ++p)
             for (ptrdiff_t y = 0; y < LY; ++y)
                 f[p*SP + (x + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK] = (store)plain[((ptrdiff_t)p*LX + x)*LY + y];
+
     lbgen_halo(f, lx, ly);
 }
 
@@ -3898,22 +3904,23 @@ void lbgen_unpack(const lbgen_real *f, double *plain, int lx, int ly)
         for (int p = 0; p < Q; ++p)
             for (ptrdiff_t y = 0; y < LY; ++y)
                 plain[((ptrdiff_t)p*LX + x)*LY + y] = (double)f[p*SP + (x + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK];
+
 }
 
-/* the (cluster row, lane) of row y, -HALO_Y <= y < LY + HALO_Y: rows outside 0..LY-1 are the halo
-   rows of the first and last lane */
+/* the (cluster row, lane) of site y along Y, -HALO_Y <= y < LY + HALO_Y: sites outside 0..LY-1
+   are the halo rows of the first and last lane */
 #define LBGEN_ROW_LANE(y) const ptrdiff_t k_ = (y) < 0 ? 0 : ((y) >= LY ? VL - 1 : (y) / NR), r_ = (y) - k_*NR
 
-static void lbgen_check_cells(const char *name, ptrdiff_t X0, ptrdiff_t X1, ptrdiff_t Y0, ptrdiff_t Y1, ptrdiff_t LX, ptrdiff_t LY)
+static void lbgen_check_cells(const char *name, const lbgen_region *g, ptrdiff_t LX, ptrdiff_t LY)
 {
 #ifdef LBGEN_DEBUG
-    if (!(-HALO <= X0 && X0 <= X1 && X1 <= LX + HALO && -HALO_Y <= Y0 && Y0 <= Y1 && Y1 <= LY + HALO_Y)) {
-        fprintf(stderr, "lbgen_%s: cells x %td..%td, y %td..%td outside the padded lattice: need %d <= x0 <= x1 <= %td, %d <= y0 <= y1 <= %td\n",
-                name, X0, X1, Y0, Y1, -HALO, LX + HALO, -HALO_Y, LY + HALO_Y);
+    if (!(-HALO <= g->x0 && g->x0 <= g->x1 && g->x1 <= LX + HALO && -HALO_Y <= g->y0 && g->y0 <= g->y1 && g->y1 <= LY + HALO_Y)) {
+        fprintf(stderr, "lbgen_%s: cells x %d..%d, y %d..%d outside the padded lattice: need %d <= x0 <= x1 <= %td, %d <= y0 <= y1 <= %td\n",
+                name, g->x0, g->x1, g->y0, g->y1, -HALO, LX + HALO, -HALO_Y, LY + HALO_Y);
         abort();
     }
 #else
-    (void)name; (void)X0; (void)X1; (void)Y0; (void)Y1; (void)LX; (void)LY;
+    (void)name; (void)g; (void)LX; (void)LY;
 #endif
 }
 
@@ -3948,15 +3955,18 @@ void lbgen_get_region(const lbgen_real *f, double *buf, int lx, int ly, const lb
     const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1, W = X1 - X0, HH = Y1 - Y0;
-    lbgen_check_cells("get_region", X0, X1, Y0, Y1, LX, LY);
+    lbgen_check_cells("get_region", region, LX, LY);
+    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1;
+    const ptrdiff_t W = X1 - X0, HH = Y1 - Y0;
     #pragma omp parallel for schedule(static)
     for (ptrdiff_t x = X0; x < X1; ++x)
         for (int p = 0; p < Q; ++p)
             for (ptrdiff_t y = Y0; y < Y1; ++y) {
                 LBGEN_ROW_LANE(y);
                 buf[((ptrdiff_t)p*W + x - X0)*HH + y - Y0] = (double)f[p*SP + (x + HALO)*SX + (r_ + HALO_Y)*SR + k_*SK];
+
             }
+
 }
 
 void lbgen_put_region(lbgen_real *f, const double *buf, int lx, int ly, const lbgen_region *region)
@@ -3990,16 +4000,19 @@ void lbgen_put_region(lbgen_real *f, const double *buf, int lx, int ly, const lb
     const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1, W = X1 - X0, HH = Y1 - Y0;
-    lbgen_check_cells("put_region", X0, X1, Y0, Y1, LX, LY);
+    lbgen_check_cells("put_region", region, LX, LY);
+    const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1;
+    const ptrdiff_t W = X1 - X0, HH = Y1 - Y0;
     #pragma omp parallel for schedule(static)
     for (ptrdiff_t x = X0; x < X1; ++x)
         for (int p = 0; p < Q; ++p)
             for (ptrdiff_t y = Y0; y < Y1; ++y) {
                 const store v = (store)buf[((ptrdiff_t)p*W + x - X0)*HH + y - Y0];
-                for (ptrdiff_t k = 0; k < VL; ++k) {     /* every stored copy of row y */
+                for (ptrdiff_t k = 0; k < VL; ++k) {     /* every stored copy of site y */
                     const ptrdiff_t r = y - k*NR;
                     if (r >= -HALO_Y && r < NR + HALO_Y) f[p*SP + (x + HALO)*SX + (r + HALO_Y)*SR + k*SK] = v;
                 }
+
             }
+
 }
