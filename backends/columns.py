@@ -1,6 +1,6 @@
-"""Whole padded columns and rows of a 2D lattice buffer in a layout-independent form: the halo
-exchange between the regions of a host + device run and between MPI ranks (``lbgen.simulation``,
-``lbgen.parallel``).  A mixin of ``Program``: it uses the program's ``layout``, ``lx``, ``dtype``,
+"""Whole padded columns of a 2D lattice buffer, raw or in a layout-independent form: the halo
+exchange between the regions of a 2D host + device run (``lbgen.simulation.programs``; the
+ranks of ``lbgen.parallel`` trade slabs through the layout's site indices for any D).  A mixin of ``Program``: it uses the program's ``layout``, ``lx``, ``dtype``,
 ``download``/``upload`` and the runtime's ``_read_range``/``_write_range``."""
 from __future__ import annotations
 
@@ -88,50 +88,6 @@ class ColumnExchange:
         raw = np.empty(pos.size, dtype=self.dtype)
         raw[pos] = plain.reshape(-1)[src]
         self.write_columns(f, x0, raw)
-
-    # Whole padded rows in the same layout-independent form (the Y halo exchange between MPI
-    # ranks split along Y): plain[p, x + H, j] for x = -H .. LX+H-1 (the X halo columns
-    # included) and the rows y0 + j, j < n; y counts from -H to LY+H-1 as for columns.
-    def _row_maps(self, y0: int, n: int):
-        key = ("_row_maps", y0, n)
-        cache = self.__dict__.setdefault("_maps", {})
-        if key not in cache:
-            L, s = self.layout, self.layout.strides
-            H = L.halo
-            if y0 < -H or n < 0 or y0 + n > L.LY + H:
-                raise ValueError(f"rows {y0}..{y0 + n - 1} outside {-H}..{L.LY + H - 1}")
-            p = np.arange(L.Q)[:, None, None, None]
-            x = np.arange(L.LX + 2 * H)[None, :, None, None]             # x + H
-            r = np.arange(-H, L.NR + H)[None, None, :, None]
-            k = np.arange(L.VL)[None, None, None, :]
-            pos = p * s["SP"] + x * s["SX"] + (r + H) * s["SR"] + k * s["SK"]
-            y = r + k * L.NR + 0 * (p + x)
-            pos, y = np.broadcast_arrays(pos, y)
-            inside = (y >= y0) & (y < y0 + n)
-            canonical = ((p * (L.LX + 2 * H) + x) * n + (y - y0)) + 0 * pos
-            pos, src = pos[inside], canonical[inside]
-            rep = np.empty(L.Q * (L.LX + 2 * H) * n, dtype=np.int64)
-            rep[src] = pos                     # one storage cell per (p, x, y): any is exact
-            cache[key] = (pos, src, rep)
-        return cache[key]
-
-    def read_rows_plain(self, f: Any, y0: int, n: int) -> np.ndarray:
-        """Padded rows y0 .. y0+n-1 as plain[p, x + H, j] (every column, X halo included).
-        Host buffers are indexed in place; a device buffer is downloaded whole."""
-        _, _, rep = self._row_maps(y0, n)
-        flat = f if isinstance(f, np.ndarray) else self.download(f)
-        return flat[rep].reshape(self.layout.Q, self.layout.LX + 2 * self.layout.halo, n)
-
-    def write_rows_plain(self, f: Any, y0: int, plain: np.ndarray) -> None:
-        """Inverse of read_rows_plain (every storage cell of those rows, lane-shifted copies included)."""
-        plain = np.asarray(plain, dtype=self.dtype)
-        pos, src, _ = self._row_maps(y0, plain.shape[2])
-        if isinstance(f, np.ndarray):
-            f[pos] = plain.reshape(-1)[src]
-            return
-        flat = self.download(f)
-        flat[pos] = plain.reshape(-1)[src]
-        self.upload(flat, f)
 
     def _read_range(self, f: Any, offset: int, out: np.ndarray) -> None:
         raise NotImplementedError(f"the {self.spec.backend} backend cannot read columns")

@@ -48,7 +48,6 @@ class FiniteFloatRange(click.FloatRange):
               "measured by a ring shift under mpiexec, else 1e-6).")
 @click.option("--bandwidth", type=FiniteFloatRange(min=0, min_open=True), default=None, help="With --ranks: bandwidth B [bytes/s] (default: "
               "measured under mpiexec, else 5e9).")
-@click.option("--no-overlap", is_flag=True, help="With --ranks: model communication not hidden behind the bulk.")
 @click.option("--ranks-grid", default=None, help="The Cartesian step model (seed 002) for a PXxPY grid of ranks "
               "(auto under mpiexec: MPI_Dims_create): faces, messages and bytes per step, T_step = comm + "
               "3 Q 8 N / M, measured beside it under mpiexec -n PX*PY, and a weak/strong scaling table.")
@@ -72,7 +71,7 @@ class FiniteFloatRange(click.FloatRange):
 @click.option("--json", "as_json", is_flag=True)
 @friendly
 def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, device, steps, measure_points, plot,
-          ranks, latency, bandwidth, no_overlap, ranks_grid, time_block, memory_bandwidth, ranks_per_node,
+          ranks, latency, bandwidth, ranks_grid, time_block, memory_bandwidth, ranks_per_node,
           latency_inter, bandwidth_inter, max_ranks, scaling_plot, lz, as_json):
     """The host + device performance model (paper Eq. 4-8): predicted MLUPS against the split.
 
@@ -92,7 +91,7 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
                  "--scaling-plot": scaling_plot, "--lz": lz}
     if ranks_grid is not None:
         given = [n for n, v in (("--ranks", ranks), ("--measure", measure_points), ("--plot", plot),
-                                ("--hetero", _given("hetero")), ("--no-overlap", no_overlap)) if v]
+                                ("--hetero", _given("hetero"))) if v]
         if given:
             raise UserError(f"{', '.join(given)}: not options of the Cartesian model (--ranks-grid {ranks_grid}); "
                             f"it takes --time-block, --latency, --bandwidth, --memory-bandwidth, --ranks-per-node, "
@@ -106,7 +105,7 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
     _check_model_options(ranks, latency, bandwidth, measure_points, plot, hetero_given=_given("hetero"))
     if ranks is not None:
         return _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps, ranks, latency,
-                            bandwidth, not no_overlap, as_json)
+                            bandwidth, as_json)
     cfg = RunConfig(setup="uniform-noise", lx=lx, ly=ly, collision=collision, precision=precision, backend=backend,
                     layout=layout, vl=vl_option(vl), hetero=hetero, device=device,
                     walls={"T_bottom": 1.0, "T_top": 1.0, "adiabatic_bottom": False, "adiabatic_top": False}
@@ -166,11 +165,11 @@ def _check_model_options(ranks, latency, bandwidth, measure_points, plot, hetero
         given = [n for n, v in (("--measure", measure_points), ("--plot", plot), ("--hetero", hetero_given)) if v]
         if given:
             raise UserError(f"{', '.join(given)}: the host + device model's option(s); the multi-rank model "
-                            f"(--ranks {ranks}) takes --latency, --bandwidth and --no-overlap instead")
+                            f"(--ranks {ranks}) takes --latency and --bandwidth instead")
 
 
 def _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps, ranks, latency, bandwidth,
-                 overlap, as_json):
+                 as_json):
     from lbgen.parallel import mpi
     from lbgen.parallel import model as mpi_model
     from lbgen.run.config import RunConfig
@@ -210,7 +209,7 @@ def _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps
                        bandwidth if bandwidth is not None else fit.bandwidth)
     rows = []
     for n in range(1, ranks + 1):
-        row = mpi_model.predict(taus[-(-lx // n)], lx, ly, n, cm, overlap=overlap, itemsize=itemsize)
+        row = mpi_model.predict(taus[-(-lx // n)], lx, ly, n, cm, itemsize=itemsize)
         row["tau"] = taus[-(-lx // n)]
         row["measured_mlups"] = None
         if comm is not None and n <= comm.size:
@@ -222,7 +221,7 @@ def _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps
         return
     if as_json:
         click.echo(json.dumps({"lx": lx, "ly": ly, "communication": cm.to_json(), "communication_source": source,
-                               "halo_bytes": mpi_model.halo_bytes(ly, itemsize=itemsize), "overlap": overlap,
+                               "halo_bytes": mpi_model.halo_bytes(ly, itemsize=itemsize),
                                "ranks": rows}, indent=2))
         return
     note = (f"communication parameters: {source}" + ("" if comm is not None else

@@ -87,25 +87,19 @@ def halo_bytes(ly: int, Q: Optional[int] = None, itemsize: int = 8) -> int:
     return vs.max_hop * (ly + 2 * vs.max_hop) * Q * itemsize
 
 
-def predict(tau: float, lx: int, ly: int, ranks: int, comm_model: CommModel, overlap: bool = True,
+def predict(tau: float, lx: int, ly: int, ranks: int, comm_model: CommModel,
             Q: Optional[int] = None, itemsize: int = 8) -> dict:
     """Per-step time and MLUPS of N ranks (the slowest, widest slab sets the pace).
 
     T_comp = w_max LY tau;  T_comm = 2 (L + bytes/B), bytes = 3 (LY+6) Q itemsize (the two
-    halo messages a rank sends per step, counted one after the other: postal model).
-    Overlapped (slab >= 9 columns): T = max(T_bulk, T_comm) + T_edges with T_edges the 6
-    edge columns, T_bulk the rest; otherwise T = T_comp + T_comm.  N = 1 has no messages.
+    halo messages a rank sends per step, counted one after the other: postal model);
+    T = T_comp + T_comm (the exchange precedes the sweep: ``lbgen.parallel.simulation``).
+    N = 1 has no messages.
     """
     w = -(-lx // ranks)
     t_comp = w * ly * tau
     t_comm = 0.0 if ranks == 1 else 2 * comm_model.time(halo_bytes(ly, Q, itemsize))
-    if ranks == 1:
-        t = t_comp
-    elif overlap and w >= 3 * _default_set().max_hop:
-        H = _default_set().max_hop
-        t = max((w - 2 * H) * ly * tau, t_comm) + 2 * H * ly * tau
-    else:
-        t = t_comp + t_comm
+    t = t_comp + t_comm
     return {"ranks": ranks, "width": w, "t_comp": t_comp, "t_comm": t_comm, "t_step": t,
             "mlups": lx * ly / t / 1e6}
 

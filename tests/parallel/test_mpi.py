@@ -190,7 +190,7 @@ def test_rank_model_and_decomposition():
     assert one["t_comm"] == 0 and one["t_step"] == pytest.approx(256 * 1024 * 1e-8)
     two = mpi_model.predict(1e-8, 256, 1024, 2, cm)
     assert two["t_comm"] == pytest.approx(2 * (1e-5 + mpi_model.halo_bytes(1024) / 1e9))
-    assert two["t_step"] <= mpi_model.predict(1e-8, 256, 1024, 2, cm, overlap=False)["t_step"]
+    assert two["t_step"] <= mpi_model.predict(1e-8, 256, 1024, 2, cm)["t_step"]
     with pytest.raises(Exception, match="LX=8 is too narrow for N=3"):
         decomposition.check_decomposition(8, 3, 3)
 
