@@ -62,9 +62,9 @@ def api_version(header: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def build(src: Path, out: Path) -> ctypes.CDLL:
+def build(src: Path, out: Path, extra_flags=()) -> ctypes.CDLL:
     out.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["gcc", *FLAGS, "-o", str(out), str(src / "lbgen_kernels.c")], check=True)
+    subprocess.run(["gcc", *FLAGS, *extra_flags, "-o", str(out), str(src / "lbgen_kernels.c")], check=True)
     return ctypes.CDLL(str(out))
 
 
@@ -152,6 +152,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=0.5, help="CPU seconds per timing")
     ap.add_argument("--size2d", default="64x256", help="LXxLY of the D2Q37 lattice")
     ap.add_argument("--size3d", type=int, default=32, help="edge of the D3Q19 cube")
+    ap.add_argument("--flags", default="", help="extra gcc flags (space-separated; e.g. -O1 for a quick check)")
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.seconds <= 0:
         ap.error(f"--rounds {args.rounds} / --seconds {args.seconds}: allowed: rounds >= 1, seconds > 0")
@@ -163,7 +164,7 @@ def main(argv=None) -> int:
         built = {}
         for d in (args.a, args.b):
             if d.resolve() not in built:
-                built[d.resolve()] = build(d / kernel / "src", d / kernel / "ab" / "lib.so")
+                built[d.resolve()] = build(d / kernel / "src", d / kernel / "ab" / "lib.so", args.flags.split())
         libs = [built[d.resolve()] for d in (args.a, args.b)]
         headers = [(d / kernel / "src" / "lbgen_kernels.h").read_text() for d in (args.a, args.b)]
         print(f"{kernel}: API version A {api_version(headers[0])}, B {api_version(headers[1])}", flush=True)

@@ -14,10 +14,10 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_kernel_ab_times_every_kernel_of_two_emitted_copies(tmp_path):
     a = tmp_path / "a"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "site_asm.py"), "--keep", str(a)],
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "site_asm.py"), "--keep", str(a), "--flags=-O1"],
                    check=True, capture_output=True, text=True, cwd=ROOT)
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "kernel_ab.py"), str(a), str(a), "--rounds", "1",
-                          "--seconds", "0.02", "--size2d", "16x64", "--size3d", "8"],
+                          "--seconds", "0.02", "--size2d", "16x64", "--size3d", "8", "--flags=-O1"],
                          capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     rates = {m.group(1): (float(m.group(2)), float(m.group(3)))

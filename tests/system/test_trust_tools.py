@@ -28,7 +28,7 @@ def source():
 
 def _runs(lib_path, source):
     """Load the library and call into it (a damaged one would SIGBUS / SIGILL here)."""
-    program = cbackend.CProgram(source, 6, 32)
+    program = cbackend.CProgram(source, (6, 32))
     assert program.library_path == lib_path
     f = program.allocate()
     program.halo(f)
