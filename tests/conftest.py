@@ -110,6 +110,11 @@ def pytest_addoption(parser):
 
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--slow") or CI or "slow" in (config.getoption("-m") or ""):
+        # the full suite: the modules that hold slow tests first (whole modules, their own order
+        # kept, so module fixtures are built once), so the long runs start while the fast tests
+        # can still fill the other worker; xdist's work stealing (below) evens the end
+        heavy = {item.module for item in items if item.get_closest_marker("slow")}
+        items.sort(key=lambda item: item.module not in heavy)
         return
     slow = [item for item in items if item.get_closest_marker("slow")]
     _LEFT_OUT["slow"] = len(slow)
@@ -118,6 +123,14 @@ def pytest_collection_modifyitems(config, items):
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under -n (the README's command), an idle worker takes tests queued for another, so the
+    workers end together (a plain `-n 2` queues tests per worker up front)."""
+    from xdist.scheduler import WorkStealingScheduling
+    return WorkStealingScheduling(config, log)
 
 
 #: how many slow tests this session left out (every xdist worker collects the same items)
