@@ -7,10 +7,10 @@ are NumPy arrays.  The boundaries of ``set_boundaries`` go to the kernels as fou
 (walls and lids: bit 2a + s per face; lid: the 2D x D velocities; solid: NULL or the uint8
 mask), copied to the device once per ``set_boundaries``.
 
-The 2D kernels take scalars and the separate bounce-back kernels (``GPU_BOUNCE_KERNELS``): each
-runtime launches them itself.  The 3D kernels, launched here, take the C API's arguments in its
-order: the region as six ints (``region``: None, the whole lattice, or (x0, x1, y0, y1), whole Z
-lines), the operator parameters and force as scalars, then the boundaries.  Launch geometry in
+The sweeps of any D take the C API's arguments in its order: the region as ints (2D: x0, x1, y0,
+y1; 3D: six, whole Z lines), the operator parameters and force as scalars, then the boundaries
+(``_bc_args``), and bounce back themselves; the runtimes launch the 2D kernels themselves, the
+3D ones here.  Launch geometry in
 3D: one work-item / thread per site of the region ((x1 - x0)*(y1 - y0)*LZ), the halo one per
 element column of the padded lattice (``<P>_HALO_THREADS``), rounded up to the block size; a
 step refreshes only the X and Y halo planes (``halo_planes``): the kernels wrap Z within the

@@ -44,7 +44,7 @@ def thread_counts(layout) -> Dict[str, int]:
         "propagate": sites, "collide": sites, "fused": sites,
         "init_equilibrium": sites, "fields": sites, "pack": sites, "unpack": sites, "bc": layout.LX,
         "diagnostics": layout.LY,
-        "fused_walls": sites, "bounce": sites, "bounded_fused": sites, "bounded_collide": sites,
+        "fused_walls": sites,
     }
 
 
@@ -107,29 +107,24 @@ class LaunchProgram(GPUProgram):
         return [int(v) for v in self._check_sides(sides)]
 
     def propagate(self, prv, nxt, region=None):
-        """The propagate kernel, then (2D, with boundaries: set_boundaries) the bounce kernel."""
         if self.D == 3:
             return super().propagate(prv, nxt, region)
-        self._sweep("propagate", region, prv, nxt)
-        if self.bounds is not None:
-            self._sweep("bounce", region, prv, nxt, *self._bounds_args)
+        self._sweep("propagate", region, prv, nxt, *self._bc_args())
 
     def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
         if self.D == 3:
             return super().collide(src, dst, region, **params)
         walls = self._sides(sides) if self.spec.walls else []
-        self._sweep("collide", region, src, dst, *self._param_values(params), *self._tau_wall(tau_wall), *walls)
-        if self.bounds is not None and self.bounds[3] is not None:      # solid cells hold 0
-            self._sweep("bounded_collide", region, src, dst, *self._bounds_args)
+        self._sweep("collide", region, src, dst, *self._param_values(params), *self._tau_wall(tau_wall), *walls,
+                    *self._bc_args())
 
     def fused(self, prv, nxt, region=None, sides=(True, True), tau_wall=1.0, **params):
         """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall (no bc)."""
         if self.D == 3:
             return super().fused(prv, nxt, region, **params)
         walls = self._sides(sides) if self.spec.walls else []
-        self._sweep("fused", region, prv, nxt, *self._param_values(params), *self._tau_wall(tau_wall), *walls)
-        if self.bounds is not None:     # the sites a boundary reaches, redone
-            self._sweep("bounded_fused", region, prv, nxt, *self._param_values(params), *self._bounds_args)
+        self._sweep("fused", region, prv, nxt, *self._param_values(params), *self._tau_wall(tau_wall), *walls,
+                    *self._bc_args())
 
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
            region=None):
@@ -290,15 +285,13 @@ def kernel_arguments(spec) -> Dict[str, str]:
     sizes = "" if spec.compile_time_sizes else "ii"
     nparams = len(OPERATOR_PARAMETERS[spec.collision])
     formats = {
-        "halo": "P" + sizes, "propagate": "PP" + sizes + "iiii", "pack": "PP" + sizes, "unpack": "PP" + sizes,
-        "collide": "PP" + sizes + "iiii" + real * nparams + (real + "ii" if spec.walls else ""),
-        "fused": "PP" + sizes + "iiii" + real * nparams + (real + "ii" if spec.walls else ""),
+        "halo": "P" + sizes, "propagate": "PP" + sizes + "iiii" + "iiPP", "pack": "PP" + sizes,
+        "unpack": "PP" + sizes,
+        "collide": "PP" + sizes + "iiii" + real * nparams + (real + "ii" if spec.walls else "") + "iiPP",
+        "fused": "PP" + sizes + "iiii" + real * nparams + (real + "ii" if spec.walls else "") + "iiPP",
         "init_equilibrium": "P" + sizes + "PPPP" + real * 2, "fields": "P" + sizes + "PPPP" + real * 2,
         "diagnostics": "P" + sizes + "PP" + real * 2,
     }
-    if not spec.walls:        # the bounce-back kernels: face bits, lid velocities, mask
-        formats["bounce"] = formats["bounded_collide"] = "PP" + sizes + "iiii" + "iiPP"
-        formats["bounded_fused"] = "PP" + sizes + "iiii" + real * nparams + "iiPP"
     if spec.walls:
         formats["bc"] = "PP" + sizes + "iiii" + real + real + "ii" + real + real + "ii"
         formats["fused_walls"] = "PP" + sizes + "iiii" + real * nparams + real + real + real + "ii" + "ii"

@@ -28,7 +28,7 @@ from lbgen.backends.build import BackendUnavailable
 from lbgen.backends.gpu import GPUProgram
 from lbgen.backends.opencl.platform import (available, build, build_options, context_of, describe,  # noqa: F401
                                             devices, pyopencl, select_device)
-from lbgen.codegen.kernel_api import GPU_BOUNCE_KERNELS, GPU_ENTRY_POINTS_3D
+from lbgen.codegen.kernel_api import GPU_ENTRY_POINTS_3D
 
 DEFAULT_BLOCK_SIZE = 64
 
@@ -56,7 +56,7 @@ class OpenCLProgram(GPUProgram):
             names = GPU_ENTRY_POINTS_3D
         else:
             names = (("halo", "propagate", "collide", "fused", "diagnostics", "init_equilibrium", "fields")
-                     + (("bc", "fused_walls") if self.spec.walls else GPU_BOUNCE_KERNELS))
+                     + (("bc", "fused_walls") if self.spec.walls else ()))
         self.kernels = {n: cl.Kernel(self.program, f"{self.prefix}_{n}") for n in names}
         bs = block_size or self.spec.block_size or DEFAULT_BLOCK_SIZE
         limit = min(self.device.max_work_group_size,
@@ -176,15 +176,11 @@ class OpenCLProgram(GPUProgram):
         return ranges, [np.int32(v) for v in reg]
 
     def propagate(self, prv, nxt, region=None):
-        """The propagate kernel, then (with boundaries, set_boundaries) the bounce kernel: the C
-        API's propagate, which applies them itself."""
         if self.D == 3:
             return super().propagate(prv, nxt, region)
         sweep = self._sweep(region)
         if sweep:
-            self._launch("propagate", sweep[0], prv, nxt, *self._sizes, *sweep[1])
-            if self.bounds is not None:
-                self._launch("bounce", sweep[0], prv, nxt, *self._sizes, *sweep[1], *self._bounds_args)
+            self._launch("propagate", sweep[0], prv, nxt, *self._sizes, *sweep[1], *self._bc_args())
 
     def _sides(self, sides):
         """The kernels' int arguments wall_bottom, wall_top."""
@@ -197,9 +193,7 @@ class OpenCLProgram(GPUProgram):
         values = self._param_values(params, self.dtype) + self._tau_wall(tau_wall, self.dtype)
         sweep = self._sweep(region)
         if sweep:
-            self._launch("collide", sweep[0], src, dst, *self._sizes, *sweep[1], *values, *walls)
-            if self.bounds is not None and self.bounds[3] is not None:      # solid cells hold 0
-                self._launch("bounded_collide", sweep[0], src, dst, *self._sizes, *sweep[1], *self._bounds_args)
+            self._launch("collide", sweep[0], src, dst, *self._sizes, *sweep[1], *values, *walls, *self._bc_args())
 
     def fused(self, prv, nxt, region=None, sides=(True, True), tau_wall=1.0, **params):
         """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall (no bc)."""
@@ -209,10 +203,7 @@ class OpenCLProgram(GPUProgram):
         values = self._param_values(params, self.dtype) + self._tau_wall(tau_wall, self.dtype)
         sweep = self._sweep(region)
         if sweep:
-            self._launch("fused", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values, *walls)
-            if self.bounds is not None:     # the sites a boundary reaches, redone
-                self._launch("bounded_fused", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values,
-                             *self._bounds_args)
+            self._launch("fused", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values, *walls, *self._bc_args())
 
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
            region=None):

@@ -27,10 +27,6 @@ GPU_ENTRY_POINTS_3D = ("halo", "halo_planes", "propagate", "collide", "fused", "
                        "unpack", "diagnostics")
 #: the revision of the emitted calling convention (``<PREFIX>_API_VERSION``), one for 2D and 3D
 API_VERSION = 4
-#: without the thermal walls only: the GPU dialects' bounce-back kernels, whose sweeps take
-#: scalars, not the params record: launched after propagate (bounce), fused (bounded_fused) and
-#: collide (bounded_collide) by the runtimes (the C sweeps honour the record's boundaries themselves)
-GPU_BOUNCE_KERNELS = ("bounce", "bounded_fused", "bounded_collide")
 #: error codes of the emitted `<prefix>_check(lx, ly, ...)`, numbered from 1 (0: valid sizes,
 #: `<PREFIX>_STATUS_OK`); OVERFLOW: the lattice buffer's size in bytes or its largest index does
 #: not fit the kernels' types; GRID (CUDA): a launch would need more than 2^31 - 1 blocks

@@ -1,6 +1,5 @@
 """One emitted API for 2D and 3D (issue 34, build item 3): the entry points of the emitted 2D
-and 3D C headers differ in their sizes and axes only (the CUDA kernels also in the 3D record's
-boundary fields, which 2D's record lacks); the 3D sweeps honour a region (its
+and 3D C headers, and the CUDA kernels, differ in their sizes and axes only; the 3D sweeps honour a region (its
 sites written, no other) and get_region / put_region move blocks of cells, halo included;
 the emitted 3D example agrees with ``lbgen.Simulation`` to 1e-12."""
 from __future__ import annotations
@@ -57,33 +56,25 @@ def test_2d_and_3d_headers_differ_in_sizes_and_axes_only(prefix, layout, vl):
     assert two["fused_tb"] == ["const P_real *prv", "P_real *nxt", "sizes", "int depth", "const P_params *par"]
 
 
-#: the CUDA kernels' arguments of the extra axis, and the 3D record's boundary fields (2D passes
-#: its own, the thermal wall switches, only with --walls)
+#: the CUDA kernels' arguments of the extra axis
 CUDA_EXTRA_AXIS = {"lz", "z0", "z1", "uz_in", "uz_o", "az"}
-CUDA_BOUNDARY_FIELDS = {"walls", "lids", "lid", "solid"}
 
 
-def test_2d_and_3d_cuda_kernels_differ_in_sizes_axes_boundary_fields_and_the_2d_bounce_kernels_only():
-    """The CUDA kernels (below the one C-level API): the same kernels with the same arguments but
-    for the extra axis and the 3D record's boundary fields, and two known differences, pinned
-    here so that no other one creeps in: 3D refreshes its halo planes with a kernel of its own;
-    the 2D sweeps take scalars and run the bounce-back boundaries as kernels of their own
-    (``kernel_api.GPU_BOUNCE_KERNELS``, launched by the runtimes after propagate, fused, collide),
-    where the 3D sweeps take the boundary fields."""
+def test_2d_and_3d_cuda_kernels_differ_in_sizes_and_axes_only():
+    """The CUDA kernels (below the one C-level API): the same kernels with the same arguments
+    (types and names) but for the extra axis, and one known difference, pinned here so that no
+    other one creeps in: 3D refreshes its halo planes with a kernel of its own.  The sweeps of
+    both take the record's boundary fields last and bounce back themselves (no kernel of its own)."""
     from lbgen.backends.cuda.shim import kernels_of
-    from lbgen.codegen.kernel_api import GPU_BOUNCE_KERNELS
     two, three = ({name: [(t, n) for t, n in params if n not in CUDA_EXTRA_AXIS]
                    for name, params in kernels_of(emit_files(spec)["lbgen_kernels.cu"])}
                   for spec in (KernelSpec(backend="cuda"), KernelSpec(backend="cuda", velocity_set="d3q19")))
-    bounce = {f"lbgen_{n}" for n in GPU_BOUNCE_KERNELS}
     assert set(three) - set(two) == {"lbgen_halo_planes"}          # the 3D step's halo refresh
-    assert set(two) - set(three) == bounce
-    for name in set(two) - bounce:
-        extra = [n for t, n in three[name] if (t, n) not in two[name]]
-        assert set(extra) <= CUDA_BOUNDARY_FIELDS, (name, extra)
-        assert [a for a in three[name] if a[1] not in CUDA_BOUNDARY_FIELDS] == \
-            [a for a in two[name] if a[1] not in CUDA_BOUNDARY_FIELDS], name
-    assert [n for _, n in three["lbgen_fused"]][-4:] == ["walls", "lids", "lid", "solid"]   # after the parameters
+    assert set(two) == set(three) - {"lbgen_halo_planes"}
+    for name in two:
+        assert two[name] == three[name], name
+    for sweep in ("propagate", "collide", "fused"):                # after the parameters
+        assert [n for _, n in two[f"lbgen_{sweep}"]][-4:] == ["walls", "lids", "lid", "solid"]
 
 
 def test_both_headers_state_one_api_version_and_their_dimension():

@@ -21,7 +21,7 @@ from helpers import FORCE, LX, LY, OPERATOR_PARAMS, example_reference, require
 from lbgen.backends import BackendUnavailable
 from lbgen.codegen.spec import KernelSpec
 from lbgen.codegen.render import ENTRY_POINTS, generate
-from lbgen.codegen.kernel_api import GPU_BOUNCE_KERNELS, WALL_ENTRY_POINTS
+from lbgen.codegen.kernel_api import WALL_ENTRY_POINTS
 from lbgen.codegen.emit import emit
 from lbgen.model.velocity_set import velocity_set
 
@@ -134,10 +134,7 @@ def test_every_backend_emits_the_same_entry_points_with_the_same_arguments(walls
                   for name, params in shim.kernels_of(cuda.text)}
     wrappers = {m.group(1): m.group(2) for m in
                 re.finditer(r"cudaError_t lbgen_launch_(\w+)\(([^)]*)\);", cuda.files["lbgen_kernels.cuh"])}
-    # the GPU dialects' sweeps take scalars, so the bounce-back boundaries that C's propagate,
-    # collide and fused read from their record are kernels of their own there, launched after them
-    gpu_only = [] if walls else list(GPU_BOUNCE_KERNELS)
-    assert sorted(cl_kernels) == sorted(cu_kernels) == sorted(wrappers) == sorted(expected + gpu_only)
+    assert sorted(cl_kernels) == sorted(cu_kernels) == sorted(wrappers) == sorted(expected)
     # one difference: the C sweep kernels take a `const lbgen_region *region` (propagate) and a
     # `const lbgen_params *par` (collide, fused, bc, fused_walls) after the sizes, where the GPU
     # kernels take the region's fields as four ints and the parameters as scalars: each of those
@@ -150,9 +147,9 @@ def test_every_backend_emits_the_same_entry_points_with_the_same_arguments(walls
     assert region_fields == ["x0", "x1", "y0", "y1"]
     sweeps = {"propagate": ["region", "par"], "collide": ["region", "par"], "fused": ["region", "par"],
               "bc": ["region", "par"], "fused_walls": ["region", "par"]}
-    # C's propagate reads only the record's boundaries: the GPU propagate kernels take no scalar
-    # (their bounce kernel takes the boundaries)
-    scalars = {name: name != "propagate" for name in sweeps}
+    # C's propagate reads only the record's boundaries: the GPU propagate kernels take those
+    # (walls, lids, lid, solid), collide and fused the parameters too, bc and fused_walls no boundaries
+    bounds = ["walls", "lids", "lid", "solid"]
     for name in expected:
         c_names = _names(c_api[name])
         for gpu_names in (_names(cl_kernels[name]), _names(cu_kernels[name]), _names(wrappers[name])[:-1]):
@@ -160,7 +157,7 @@ def test_every_backend_emits_the_same_entry_points_with_the_same_arguments(walls
                 assert c_names[:4] == gpu_names[:4] and c_names[4:] == sweeps[name], name
                 assert gpu_names[4:8] == region_fields, (name, gpu_names[4:8])
                 assert set(gpu_names[8:]) <= set(fields), (name, gpu_names[8:], fields)
-                assert (len(gpu_names) > 8) == scalars[name], name
+                assert (gpu_names[-4:] == bounds) == (name in ("propagate", "collide", "fused")), name
             else:
                 assert gpu_names == c_names, name
         assert _names(wrappers[name])[-1] == "stream", name
@@ -271,9 +268,10 @@ def test_cuda_launch_wrappers_run_an_unfused_step_through_the_shim(shim, initial
     ffi.cdef("""
         int lbgen_launch_halo(double *f, int lx, int ly, void *stream);
         int lbgen_launch_propagate(const double *prv, double *nxt, int lx, int ly, int x0, int x1, int y0, int y1,
-                                   void *stream);
+                                   int walls, int lids, const double *lid, const unsigned char *solid, void *stream);
         int lbgen_launch_collide(const double *in, double *out_f, int lx, int ly, int x0, int x1, int y0, int y1,
-                                 double tau, double ax, double ay, void *stream);
+                                 double tau, double ax, double ay, int walls, int lids, const double *lid,
+                                 const unsigned char *solid, void *stream);
         int lbgen_launch_pack(double *f, const double *plain, int lx, int ly, void *stream);
         int lbgen_launch_unpack(const double *f, double *plain, int lx, int ly, void *stream);
     """)
@@ -284,11 +282,12 @@ def test_cuda_launch_wrappers_run_an_unfused_step_through_the_shim(shim, initial
     assert lib.lbgen_launch_pack(ptr(a), ptr(plain), LX, LY, ffi.NULL) == 0
     assert np.array_equal(prog.download(a), prog.layout.pack(plain))          # halo refreshed too
     whole = (0, LX, 0, LY)
+    periodic = (0, 0, ffi.NULL, ffi.NULL)       # walls, lids, lid, solid: none
     for _ in range(5):
         assert lib.lbgen_launch_halo(ptr(a), LX, LY, ffi.NULL) == 0
-        assert lib.lbgen_launch_propagate(ptr(a), ptr(b), LX, LY, *whole, ffi.NULL) == 0
+        assert lib.lbgen_launch_propagate(ptr(a), ptr(b), LX, LY, *whole, *periodic, ffi.NULL) == 0
         assert lib.lbgen_launch_collide(ptr(b), ptr(a), LX, LY, *whole, OPERATOR_PARAMS["bgk"]["tau"], *FORCE,
-                                        ffi.NULL) == 0
+                                        *periodic, ffi.NULL) == 0
     out = np.empty_like(plain)
     assert lib.lbgen_launch_unpack(ptr(a), ptr(out), LX, LY, ffi.NULL) == 0
     want = reference_run("bgk", 5)
@@ -298,7 +297,7 @@ def test_cuda_launch_wrappers_run_an_unfused_step_through_the_shim(shim, initial
     assert lib.lbgen_launch_halo(ptr(a), LX, LY - 4, ffi.NULL) == 1
     assert np.array_equal(prog.download(a), before)
     # and a region outside the lattice (y1 = LY + 1): cudaErrorInvalidValue, nothing launched
-    assert lib.lbgen_launch_propagate(ptr(b), ptr(a), LX, LY, 0, LX, 0, LY + 1, ffi.NULL) == 1
+    assert lib.lbgen_launch_propagate(ptr(b), ptr(a), LX, LY, 0, LX, 0, LY + 1, *periodic, ffi.NULL) == 1
     assert np.array_equal(prog.download(a), before)
 
 

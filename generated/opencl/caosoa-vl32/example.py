@@ -69,7 +69,8 @@ def main():
     b = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.zeros(size, dtype=REAL))
 
     sizes = [np.int32(lx), np.int32(ly)]
-    whole = [np.int32(v) for v in (0, lx, 0, ly)]   # the region fused computes: the whole lattice
+    region = [np.int32(v) for v in (0, lx, 0, ly)]   # the whole lattice
+    boundaries = [np.int32(0), np.int32(0), None, None]   # no walls, lids nor solid cells
     params = [REAL(v) for v in (*PARAMS.values(), *FORCE)]
     force = [REAL(v) for v in FORCE]
 
@@ -83,7 +84,7 @@ def main():
     launch("halo", halo_threads, a, *sizes)
     for _ in range(steps):
         launch("halo", halo_threads, a, *sizes)
-        launch("fused", sites, a, b, *sizes, *whole, *params)
+        launch("fused", sites, a, b, *sizes, *region, *params, *boundaries)
         a, b = b, a
     launch("fields", sites, a, *sizes, *field_bufs, *force)
     rho, ux, uy, T = out = [np.empty((lx, ly), dtype=REAL) for _ in range(4)]
