@@ -304,8 +304,7 @@ class DistributedSimulation(DistributedState, Lattice):
         owned = tuple(slice(g, g + n) for g, n in zip(self.ghost_low[1:], self.size[1:]))
         if len(self.shape) == 3:
             quantities = dg.ROW_QUANTITIES3D
-            from lbgen.simulation.programs import diagnostics     # the ghosts skipped as solid sites
-            lines = diagnostics(self.sim.program, self.sim.f, self.sim.force, self._skip)
+            lines = self.sim.program.diagnostics(self.sim.f, force=self.sim.force, skip=self._skip)  # ghosts skipped
             rows = lines.reshape(self.extended[1:] + (-1,))[owned]
         else:
             quantities = dg.ROW_QUANTITIES

@@ -1,12 +1,12 @@
-"""The calls of a compiled ``Program`` (lbgen/backends: one Program per runtime for any D) that
-``Simulation`` makes, one small function each: what they take is the same in every D (a shape,
-the boundaries, the force as a vector).  Also the regions of a lattice (``Region``:
+"""How ``Simulation`` builds its programs (lbgen/backends: one Program per runtime for any D; the
+lattice then calls the Program API directly): the runtimes a D takes, the spec check, the
+compile and the boundaries.  Also the regions of a lattice (``Region``:
 one program each; ``split_columns``: the host + device split along X) and the planes of X they
 trade (``read_planes`` / ``write_planes``, layout-independent)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import Sequence, Tuple
 
 import numpy as np
 
@@ -75,37 +75,6 @@ def boundaries(program, bounds) -> None:
     periodic), which its sweeps then apply."""
     if bounds is not None:
         program.set_boundaries(**bounds.kernel_fields())
-
-
-def halo(program, f) -> None:
-    """The halo refresh of a step (what the program's sweeps read)."""
-    program.step_halo(f)
-
-
-def advance(program, f, g, params: dict, walls, fused: bool, sides):
-    """One step of a region whose halos are fresh (``halo``, then the regions' planes):
-    returns (state, spare).  ``walls``: the 2D thermal walls (None: none)."""
-    return program.step(f, g, params, walls, fused, sides=sides)
-
-
-def fused_tb(program, f, g, depth: int, params: dict, walls, sides) -> None:
-    """``depth`` steps in one sweep through cache (C, fused)."""
-    program.fused_tb(f, g, depth, walls=walls, sides=sides, **params)
-
-
-def init_equilibrium(program, f, arrays: Sequence[np.ndarray], force: Sequence[float]) -> None:
-    """f = the equilibrium whose physical fields are ``arrays`` (rho, u..., T) under ``force``."""
-    program.init_equilibrium(f, *arrays, force=tuple(force))
-
-
-def fields(program, f, force: Sequence[float]) -> dict:
-    """The physical fields of f (the fields kernel), a dict of arrays of the program's shape."""
-    return program.fields(f, force=tuple(force))
-
-
-def diagnostics(program, f, force: Sequence[float], solid: Optional[np.ndarray]) -> np.ndarray:
-    """The diagnostics kernel's rows (solid cells of ``solid`` skipped; None: the program's own)."""
-    return program.diagnostics(f, force=tuple(force), skip=solid)
 
 
 # --- the padded planes of X, layout-independent ------------------------------------------------

@@ -304,7 +304,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             arrays = [np.where(self.mask == 1, 1.0 if k in (first, last) else 0.0, a) for k, a in enumerate(arrays)]
         for r in self.regions:
             cols = r.columns % self.lx
-            programs.init_equilibrium(r.program, r.f, [np.ascontiguousarray(a[cols]) for a in arrays], self.force)
+            r.program.init_equilibrium(r.f, *(np.ascontiguousarray(a[cols]) for a in arrays), force=self.force)
         self._fields_set = True
         if self.mask is not None:      # solid cells hold no populations
             self._upload(self.state())
@@ -356,7 +356,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         self.synchronize()
         out = {k: np.empty(self.shape) for k in field_names(self.dimension)}
         for r in self.regions:
-            for k, v in programs.fields(r.program, r.f, self.force).items():
+            for k, v in r.program.fields(r.f, force=self.force).items():
                 out[k][r.columns % self.lx] = v
         if self.mask is not None:
             for v in out.values():
@@ -380,8 +380,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         from lbgen.codegen.diagnostics import ROW_QUANTITIES, ROW_QUANTITIES3D, combine_rows
         self._require_state("diagnostics()")
         self.synchronize()
-        parts = [programs.diagnostics(r.program, r.f, self.force, None if self.mask is None else
-                                      np.ascontiguousarray(self.mask[r.columns % self.lx])) for r in self.regions]
+        parts = [r.program.diagnostics(r.f, force=self.force, skip=None if self.mask is None else
+                                       np.ascontiguousarray(self.mask[r.columns % self.lx])) for r in self.regions]
         return combine_rows(parts, ROW_QUANTITIES if self.dimension == 2 else ROW_QUANTITIES3D)
 
     def diagnostics(self, T_hot: Optional[float] = None, T_cold: Optional[float] = None) -> Dict[str, float]:
@@ -406,7 +406,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         """Fill every region's halo: the other axes by its own halo kernel, X planes from its
         neighbours (one region: its halo kernel wraps X periodically)."""
         for r in self.regions:
-            programs.halo(r.program, r.f)
+            r.program.step_halo(r.f)
         k = len(self.regions)
         if k == 1:
             return
@@ -419,8 +419,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
 
     def advance(self, region: Region) -> None:
         """One step of one region whose halos are fresh (asynchronous on devices)."""
-        region.f, region.g = programs.advance(region.program, region.f, region.g, self.kernel_parameters,
-                                              self.walls, self.fused, self.wall_sides)
+        region.f, region.g = region.program.step(region.f, region.g, self.kernel_parameters, self.walls, self.fused,
+                                                 sides=self.wall_sides)
 
     def step(self, n: int = 1) -> None:
         """n steps: with a time block N, n // N sweeps of N steps, then n % N single steps."""
@@ -430,7 +430,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             r = self.regions[0]
             for _ in range(n // depth):
                 self.exchange_halos()
-                programs.fused_tb(r.program, r.f, r.g, depth, self.kernel_parameters, self.walls, self.wall_sides)
+                r.program.fused_tb(r.f, r.g, depth, walls=self.walls, sides=self.wall_sides, **self.kernel_parameters)
                 r.f, r.g = r.g, r.f
                 self.time_step += depth
                 self.sweeps["blocked"] += 1
