@@ -27,7 +27,7 @@ from lbgen.backends.base import fields_dict
 from lbgen.backends.build import BackendUnavailable
 from lbgen.backends.gpu import GPUProgram
 from lbgen.backends.opencl.platform import (available, build, build_options, context_of, describe,  # noqa: F401
-                                            devices, pyopencl, select_device)
+                                            devices, pyopencl, quiet_build, select_device)
 from lbgen.codegen.kernel_api import GPU_ENTRY_POINTS_3D
 
 DEFAULT_BLOCK_SIZE = 64
@@ -169,7 +169,8 @@ class OpenCLProgram(GPUProgram):
             real = "double" if self.dtype == np.float64 else "float"
             text = (("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if real == "double" else "")
                     + SLAB_KERNELS.replace("real", real))
-            program = self.cl.Program(self.context, text).build(devices=[self.device])
+            with quiet_build():
+                program = self.cl.Program(self.context, text).build(devices=[self.device])
             kernels = _SLAB_KERNELS[(self.context, self.dtype)] = {
                 k: self.cl.Kernel(program, f"slab_{k}") for k in ("gather", "scatter")}
         return kernels[name]

@@ -28,6 +28,26 @@ import numpy as np
 PATHS = ("staged", "device")
 HALO_PATH_CHOICES = ("auto",) + PATHS
 
+_LAUNCH_PATH = "auto"      # ``lbgen run --halo-path`` (set_launch_halo_path)
+
+
+def set_launch_halo_path(path: str, comm) -> None:
+    """``--halo-path`` of ``lbgen run``, a property of the launch (a resume may take another):
+    checked before any work; a path other than auto needs mpiexec."""
+    global _LAUNCH_PATH
+    from lbgen.simulation.parameters import SimulationError
+    if path not in HALO_PATH_CHOICES:
+        raise SimulationError(f"--halo-path {path!r}: one of {', '.join(HALO_PATH_CHOICES)}")
+    if path != "auto" and (comm is None or comm.size == 1):
+        raise SimulationError(f"--halo-path {path}: the halo paths are how the ranks of mpiexec -n P lbgen run ... "
+                              f"trade their halos; this is a single process (leave it auto)")
+    _LAUNCH_PATH = path
+
+
+def launch_halo_path() -> str:
+    """The halo path the CLI was given ('auto' unless --halo-path)."""
+    return _LAUNCH_PATH
+
 
 class HaloSlabs:
     """The slabs of one rank: ``read(d, lo, hi)`` gives the message to send, ``receive(d, lo, hi)``
