@@ -59,7 +59,7 @@ class OpenCLProgram(GPUProgram):
         self.field_dtype = self.lid_dtype = self.dtype
         self.context, self.queue = context_of(self.device)
         self.strict = strict
-        self.options = build_options(strict, single, self.device)
+        self.options = build_options(strict, single, self.device, elements=self.layout.size)
         self.program = build(source, self.device, self.options)
         if self.D == 3:
             names = GPU_ENTRY_POINTS_3D
@@ -99,6 +99,10 @@ class OpenCLProgram(GPUProgram):
 
     def describe(self) -> str:
         return self.device_name
+
+    def provenance(self) -> dict:
+        """The device, the work-group size and the build options (manifest.json)."""
+        return {**super().provenance(), "work_group": self.block_size, "build_options": " ".join(self.options)}
 
     def copy_bandwidth(self, repeat: int = 5, nbytes: int = 512 << 20):
         """clEnqueueCopyBuffer bandwidth (GB/s, read + write) of a GPU device; None on a CPU

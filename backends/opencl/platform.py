@@ -198,8 +198,21 @@ def context_of(dev):
         return _contexts[key]
 
 
-def build_options(strict: bool = False, single: bool = False, dev=None) -> tuple:
+#: the kernels' index arithmetic runs in 32 bits (``-DLBGEN_INDEX32``) when the lattice buffer's
+#: elements plus one work-group (a launch rounded up) stay below this
+INDEX32_LIMIT = 2 ** 31
+
+
+def build_options(strict: bool = False, single: bool = False, dev=None, elements: Optional[int] = None) -> tuple:
+    """The build options of a program: ``-DLBGEN_STRICT`` (and correctly rounded single
+    division and sqrt where the device offers them) when ``strict``; ``-DLBGEN_INDEX32`` when
+    the lattice buffer holds ``elements`` with room for a launch rounded up to the device's
+    largest work-group below INDEX32_LIMIT (the same results: indices only; on Intel's CPU
+    runtime, which runs the work-items of a group in SIMD lanes, 16 gathers per instruction
+    instead of 8; docs/performance.md, "OpenCL on CPU runtimes")."""
     opts = list(STRICT_OPTIONS) if strict else []
+    if elements is not None and dev is not None and int(elements) + int(dev.max_work_group_size) < INDEX32_LIMIT:
+        opts.append("-DLBGEN_INDEX32")
     if strict and single and dev is not None:
         cl = pyopencl()
         if dev.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
@@ -249,5 +262,7 @@ def build(source, dev, options: tuple):
 
 
 def describe(device=None) -> str:
-    """The OpenCL device a run would use."""
-    return select_device(device).name.strip()
+    """The OpenCL device a run would use, with its platform (one CPU may be a device of several
+    runtimes, each with kernels of its own speed: ``lbgen tune`` keeps a choice per device)."""
+    dev = select_device(device)
+    return f"{dev.name.strip()} ({dev.platform.name.strip()})"

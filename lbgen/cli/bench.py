@@ -8,7 +8,8 @@ import click
 
 from lbgen.cli.common import UserError, any_set_option, friendly
 from lbgen.perf.bench import DEFAULT_KERNELS, DEFAULT_SHAPE3D
-from lbgen.codegen.spec import MAX_TIME_BLOCK
+from lbgen.codegen.spec import MAX_BLOCK_SIZE, MAX_TIME_BLOCK
+from lbgen.perf.tune import WORK_GROUPS
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET, SETS_3D, set_names
 from lbgen.system.limits import max_threads
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
@@ -190,7 +191,7 @@ def bench(ctx, backends, layouts, kernels, collisions, precisions, wall_scheme, 
                         f"are in the report)")
 
 
-@click.command(short_help="Find and store the fastest layout, VL and time block here.")
+@click.command(short_help="Find and store the fastest layout, VL and time block (OpenCL: work-group) here.")
 @click.option("--backend", default="c", show_default=True, type=click.Choice(["c", "opencl", "cuda"]))
 @click.option("--lx", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--ly", type=click.IntRange(min=1), default=4096, show_default=True)
@@ -205,20 +206,26 @@ def bench(ctx, backends, layouts, kernels, collisions, precisions, wall_scheme, 
 @click.option("--samples", type=click.IntRange(min=1), default=3, show_default=True, help="Timed samples per candidate.")
 @click.option("--time-blocks", default="1,2,3,4", show_default=True,
               help="C: temporal-blocking depths (steps per sweep) tried on the best layout; the fastest is stored.")
+@click.option("--work-groups", default=",".join(map(str, WORK_GROUPS)), show_default=True,
+              help="OpenCL: work-group sizes tried on the best layout; the fastest is stored.")
+@click.option("--device", default=None,
+              help="OpenCL device to tune ('P:D' or part of its name; default PYOPENCL_CTX, else the first): "
+                   "the choice is stored for that device.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored entry as JSON.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @any_set_option
 @click.pass_context
 @friendly
 def tune(ctx, backend, lx, ly, lz, precision, collision, walls, threads, layouts, vls, thread_counts, samples,
-         time_blocks, as_json, progress, velocity_set):
+         time_blocks, work_groups, device, as_json, progress, velocity_set):
     """Time short runs of every layout/VL, print the ranking, store the best for this machine.
 
     The choice is kept per machine (hostname, CPU model, backend, device) and lattice
     shape in the lbgen cache (tune/choices.json); runs can use it by default.  2D: the
     default set's step (d2q37).  3D (a 3D --velocity-set; a 128^3 box unless
     --lx/--ly/--lz say otherwise): the set's periodic step, used by 3D runs without walls,
-    a geometry or MPI."""
+    a geometry or MPI.  OpenCL: per device (--device), with the winner's work-group size,
+    which runs of that device and layout take (their manifest records it)."""
     from lbgen.perf import tune as T
     velocity_set = velocity_set.lower()
     lx, ly, lz = _lattice(ctx, velocity_set, lx, ly, lz)
@@ -248,11 +255,31 @@ def tune(ctx, backend, lx, ly, lz, precision, collision, walls, threads, layouts
     bad = [d for d in blocks if not 1 <= d <= MAX_TIME_BLOCK]
     if bad or not blocks:
         raise UserError(f"--time-blocks {time_blocks!r}: depths are integers from 1 to {MAX_TIME_BLOCK}")
+    groups = _work_groups(ctx, backend, work_groups, device)
     entry = T.tune(backend, lx, ly, precision, collision, walls, threads,
                    layouts=_split(layouts) if layouts else None, vls=vl_list, thread_counts=tcs,
                    samples=samples, progress=progress, time_blocks=blocks, lz=lz,
-                   velocity_set=velocity_set if lz is not None else None)
+                   velocity_set=velocity_set if lz is not None else None, device=device,
+                   **({"work_groups": groups} if backend == "opencl" else {}))
     if as_json:
         _emit_json(entry, None, True)
     else:
         click.echo(T.format_ranking(entry))
+
+
+def _work_groups(ctx, backend, text, device) -> tuple:
+    """--work-groups as positive integers up to MAX_BLOCK_SIZE; --work-groups and --device given
+    off the OpenCL backend are refused (they choose an OpenCL device's kernels)."""
+    given = [f"--{n.replace('_', '-')}" for n in ("work_groups", "device")
+             if ctx.get_parameter_source(n) != click.core.ParameterSource.DEFAULT]
+    if backend != "opencl" and given:
+        raise UserError(f"{' and '.join(given)}: {'they choose' if len(given) > 1 else 'it chooses'} an OpenCL "
+                        f"device's kernels; --backend {backend} has none (use --backend opencl)")
+    try:
+        groups = tuple(int(v) for v in _split(text))
+    except ValueError:
+        groups = ()
+    if not groups or any(not 1 <= g <= MAX_BLOCK_SIZE for g in groups):
+        raise UserError(f"--work-groups {text!r}: a comma list of work-group sizes, integers from 1 to "
+                        f"{MAX_BLOCK_SIZE}")
+    return groups

@@ -12,7 +12,11 @@ one for ``--vl auto``: the cached choice, else tune now.
 
 On the C backend the winner's temporal-blocking depth (time steps per sweep, see
 ``fused_tb``) is tuned too, among ``TIME_BLOCKS``, and stored with the choice as
-``time_block``; ``auto_time_block`` is the one for ``time_block='auto'``.
+``time_block``; ``auto_time_block`` is the one for ``time_block='auto'``.  On the OpenCL
+backend the choice is per device (``device``: 'P:D' or part of a name, else PYOPENCL_CTX or the
+first; its name and platform are in the key), and the winner's work-group size is tuned too,
+among ``WORK_GROUPS``, and stored as ``work_group``; ``tuned_work_group`` is the one a run of
+that layout takes (``lbgen.run.construct``; the manifest records it).
 
 In 3D (``lz`` and a 3D ``velocity_set`` given: ``lbgen tune --velocity-set d3q19``) the
 candidates are the layouts and VLs that LZ admits for the set's hop, each timed on the
@@ -34,26 +38,41 @@ from lbgen.system.cache import DamagedEntry, cache_dir, digest, read_checked, wa
 Choice = Tuple[str, Optional[int]]
 #: temporal-blocking depths tried by `lbgen tune` (1: one step per sweep)
 TIME_BLOCKS = (1, 2, 3, 4)
+#: OpenCL work-group sizes tried by `lbgen tune` on the winning layout (those the device allows)
+WORK_GROUPS = (16, 32, 64, 128, 256)
 CHOICES_FILE = "choices.json"
 
 
-def _device(backend: str) -> str:
-    """What the runtime runs on (its compiler or device); a stable key even when unavailable."""
+def _device(backend: str, device: Optional[str] = None) -> str:
+    """What the runtime runs on (its compiler or device; OpenCL: the device ``device`` selects,
+    with its platform); a stable key even when unavailable."""
     from lbgen.backends import runtime
     try:
-        return runtime(backend).describe()
+        return runtime(backend).describe(device) if device is not None else runtime(backend).describe()
     except Exception as e:  # noqa: BLE001 - unavailable backend: still a stable key
         return f"{backend} ({type(e).__name__})"
 
 
-def machine_key(backend: str) -> Dict[str, str]:
+def _device_options(backend: str, device: Optional[str] = None, work_group: Optional[int] = None) -> Dict:
+    """The compile options of a timed program: the OpenCL device and work-group size (none
+    elsewhere; ``device`` off OpenCL is refused in words)."""
+    if backend != "opencl":
+        if device is not None or work_group is not None:
+            raise ValueError(f"a device and a work-group size choose an OpenCL device's kernels, not {backend}'s")
+        return {}
+    return {k: v for k, v in (("device", device), ("block_size", work_group)) if v is not None}
+
+
+def machine_key(backend: str, device: Optional[str] = None) -> Dict[str, str]:
     from lbgen.backends.build import cpu_model
-    return {"hostname": socket.gethostname(), "cpu": cpu_model(), "backend": backend, "device": _device(backend)}
+    return {"hostname": socket.gethostname(), "cpu": cpu_model(), "backend": backend,
+            "device": _device(backend, device)}
 
 
 def _case_key(backend: str, lx: int, ly: int, precision: str, collision: str, walls: bool, threads: int,
-              lz: Optional[int] = None, velocity_set: Optional[str] = None) -> Tuple[str, Dict]:
-    fields = dict(machine_key(backend), lx=int(lx), ly=int(ly), precision=precision, collision=collision,
+              lz: Optional[int] = None, velocity_set: Optional[str] = None,
+              device: Optional[str] = None) -> Tuple[str, Dict]:
+    fields = dict(machine_key(backend, device), lx=int(lx), ly=int(ly), precision=precision, collision=collision,
                   walls=bool(walls), threads=int(threads))
     if lz is not None:                       # 3D: the depth and the set too (2D keys stay as they were)
         fields.update(lz=int(lz), velocity_set=_set3d(velocity_set))
@@ -154,7 +173,8 @@ def candidates(backend: str, ly: int, layouts: Optional[Sequence[str]] = None,
 
 def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str, collision: str,
                 walls: bool, threads: int, steps: int, samples: int, time_block: int = 1,
-                lz: Optional[int] = None, velocity_set: Optional[str] = None) -> Dict:
+                lz: Optional[int] = None, velocity_set: Optional[str] = None, device: Optional[str] = None,
+                work_group: Optional[int] = None) -> Dict:
     from lbgen.backends import compile as compile_program, runtime, spec_backend
     from lbgen.codegen.spec import KernelSpec
     from lbgen.codegen.render import generate
@@ -163,7 +183,8 @@ def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, 
     if lz is not None:                      # 3D: the periodic step of the set (halo + fused, or fused_tb)
         spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, precision=precision,
                           collision=collision, velocity_set=_set3d(velocity_set))
-        program = compile_program(backend, generate(spec), (lx, ly, lz), threads=threads)
+        program = compile_program(backend, generate(spec), (lx, ly, lz), threads=threads,
+                                  **_device_options(backend, device, work_group))
         params = default_kernel_parameters(collision, dimension=3)
         buffers = list(quiet_buffers(program, lx, ly, lz))
 
@@ -178,7 +199,8 @@ def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, 
     else:
         spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl, precision=precision,
                           collision=collision, walls=walls).validate(lx, ly)
-        program = runtime(backend).compile(generate(spec), lx, ly, threads=threads)
+        program = runtime(backend).compile(generate(spec), lx, ly, threads=threads,
+                                           **_device_options(backend, device, work_group))
         params = default_kernel_parameters(collision)
         buffers = list(quiet_buffers(program, lx, ly))
         wall_spec = _QuietWalls() if walls else None
@@ -198,7 +220,8 @@ def _time_steps(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, 
     per_step = {k: (v / time_block if k in ("median", "min", "max", "q1", "q3") else v) for k, v in st.items()}
     sites = lx * ly * (lz or 1)
     return {"ms_per_step": ms, "ms": per_step, "steps_per_sample": n * time_block,
-            "time_block": time_block, "threads": getattr(program, "threads", None), "mlups": sites / (ms / 1e3) / 1e6}
+            "time_block": time_block, "threads": getattr(program, "threads", None), "mlups": sites / (ms / 1e3) / 1e6,
+            "work_group": program.block_size if backend == "opencl" else None}
 
 
 class _QuietWalls:
@@ -210,7 +233,8 @@ class _QuietWalls:
 def rank(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk", walls: bool = False,
          threads: int = 0, layouts: Optional[Sequence[str]] = None, vls: Sequence[int] = (4, 8, 16, 32),
          thread_counts: Optional[Sequence[int]] = None, steps: int = 20, samples: int = 3,
-         progress: bool = False, lz: Optional[int] = None, velocity_set: Optional[str] = None) -> List[Dict]:
+         progress: bool = False, lz: Optional[int] = None, velocity_set: Optional[str] = None,
+         device: Optional[str] = None) -> List[Dict]:
     """Time every candidate; a list of dicts sorted fastest first (3D with ``lz`` and the set)."""
     from lbgen.codegen.spec import SpecError
     if lz is not None:
@@ -230,7 +254,7 @@ def rank(backend: str, lx: int, ly: int, precision: str = "double", collision: s
                 bar.set_description(f"{layout}{'-vl' + str(vl) if vl else ''} threads={t or 'all'}")
             try:
                 r = _time_steps(backend, layout, vl, lx, ly, precision, collision, walls, t, steps, samples,
-                                lz=lz, velocity_set=velocity_set)
+                                lz=lz, velocity_set=velocity_set, device=device)
             except (SpecError, ValueError, NotImplementedError) as e:
                 r = {"error": str(e).splitlines()[0]}
             r.update(layout=layout, vl=vl, threads_asked=t)
@@ -253,20 +277,23 @@ def best_choice(backend: str, lx: int, ly: int, precision: str = "double", colli
 
 def tune(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk", walls: bool = False,
          threads: int = 0, time_blocks: Sequence[int] = TIME_BLOCKS, lz: Optional[int] = None,
-         velocity_set: Optional[str] = None, **rank_options) -> Dict:
+         velocity_set: Optional[str] = None, device: Optional[str] = None,
+         work_groups: Sequence[int] = WORK_GROUPS, **rank_options) -> Dict:
     """Like best_choice, returning the stored entry (choice, ranking, machine).  In 3D (``lz``
-    and a 3D ``velocity_set``) on a periodic box only: ``walls`` is refused."""
+    and a 3D ``velocity_set``) on a periodic box only: ``walls`` is refused.  OpenCL: on
+    ``device``, and the winner's work-group size among ``work_groups`` too."""
+    _device_options(backend, device)
     case3d = dict(lz=lz, velocity_set=velocity_set)
     if lz is not None:
         _set3d(velocity_set)
         if walls:
             raise ValueError("3D tuning times the periodic step of the set: the thermal walls of --walls are 2D")
-    ranking = rank(backend, lx, ly, precision, collision, walls, threads, **case3d, **rank_options)
+    ranking = rank(backend, lx, ly, precision, collision, walls, threads, **case3d, device=device, **rank_options)
     good = [r for r in ranking if "error" not in r]
     if not good:
         raise ValueError(f"no layout/VL candidate runs for {backend} at {_shape_text(lx, ly, lz)}: "
                          + "; ".join(r.get("error", "") for r in ranking[:3]))
-    key, fields = _case_key(backend, lx, ly, precision, collision, walls, threads, **case3d)
+    key, fields = _case_key(backend, lx, ly, precision, collision, walls, threads, **case3d, device=device)
     from lbgen import __version__
     best = good[0]
     entry = {"key": fields, "layout": best["layout"], "vl": best["vl"], "threads": best.get("threads_asked", threads),
@@ -277,6 +304,13 @@ def tune(backend: str, lx: int, ly: int, precision: str = "double", collision: s
                                   best.get("threads_asked", threads), time_blocks=time_blocks,
                                   samples=rank_options.get("samples", 3), **case3d)
         entry.update(time_block=blocks[0]["time_block"], time_block_ranking=blocks)
+    if backend == "opencl":
+        groups = rank_work_groups(best["layout"], best["vl"], lx, ly, precision, collision, walls, threads,
+                                  work_groups=work_groups, samples=rank_options.get("samples", 3), device=device,
+                                  **case3d)
+        good_groups = [r for r in groups if "error" not in r]
+        if good_groups:
+            entry.update(work_group=good_groups[0]["work_group"], work_group_ranking=groups)
     _store(key, entry)
     return entry
 
@@ -310,9 +344,42 @@ def rank_time_blocks(backend: str, layout: str, vl: Optional[int], lx: int, ly: 
     return sorted(out, key=lambda r: r["ms_per_step"])
 
 
+def rank_work_groups(layout: str, vl: Optional[int], lx: int, ly: int, precision: str = "double",
+                     collision: str = "bgk", walls: bool = False, threads: int = 0,
+                     work_groups: Sequence[int] = WORK_GROUPS, samples: int = 3, lz: Optional[int] = None,
+                     velocity_set: Optional[str] = None, device: Optional[str] = None) -> List[Dict]:
+    """Time the OpenCL step of one layout with each work-group size; fastest first (a size the
+    device or the kernels do not allow: an entry with its error, last)."""
+    out = []
+    for wg in dict.fromkeys(work_groups):
+        try:
+            out.append(_time_steps("opencl", layout, vl, lx, ly, precision, collision, walls, threads, 20, samples,
+                                   lz=lz, velocity_set=velocity_set, device=device, work_group=int(wg)))
+        except ValueError as e:
+            out.append({"work_group": int(wg), "error": str(e).splitlines()[0]})
+    ok = sorted((r for r in out if "error" not in r), key=lambda r: r["ms_per_step"])
+    return ok + [r for r in out if "error" in r]
+
+
+def tuned_work_group(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str = "double",
+                     collision: str = "bgk", walls: bool = False, threads: int = 0, lz: Optional[int] = None,
+                     velocity_set: Optional[str] = None, device: Optional[str] = None) -> Optional[int]:
+    """The work-group size ``lbgen tune`` stored for this OpenCL device and case when its choice
+    is this layout and VL, else None (the backend's default).  Nothing is timed here."""
+    if backend != "opencl" or not _use_stored():
+        return None
+    entry = cached_entry(backend, lx, ly, precision, collision, walls, threads, lz=lz, velocity_set=velocity_set,
+                         device=device) or {}
+    wg = entry.get("work_group")
+    if (entry.get("layout"), entry.get("vl")) != (layout, vl) or isinstance(wg, bool) or not isinstance(wg, int) \
+            or wg < 1:
+        return None
+    return wg
+
+
 def auto_time_block(backend: str, layout: str, vl: Optional[int], lx: int, ly: int, precision: str = "double",
                     collision: str = "bgk", walls: bool = False, threads: int = 0, lz: Optional[int] = None,
-                    velocity_set: Optional[str] = None) -> int:
+                    velocity_set: Optional[str] = None, device: Optional[str] = None) -> int:
     """For `time_block='auto'` (the default of a run): the depth stored with this machine's tuned
     choice (`lbgen tune`) when it is the same layout, else DEFAULT_TIME_BLOCK (3D:
     ``default_time_block3d`` of the set's hop); 1 off the C backend (no temporal blocking
@@ -328,8 +395,8 @@ def auto_time_block(backend: str, layout: str, vl: Optional[int], lx: int, ly: i
 
 def cached_entry(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
                  walls: bool = False, threads: int = 0, lz: Optional[int] = None,
-                 velocity_set: Optional[str] = None) -> Optional[Dict]:
-    key, _ = _case_key(backend, lx, ly, precision, collision, walls, threads, lz, velocity_set)
+                 velocity_set: Optional[str] = None, device: Optional[str] = None) -> Optional[Dict]:
+    key, _ = _case_key(backend, lx, ly, precision, collision, walls, threads, lz, velocity_set, device)
     return _load().get(key)
 
 
@@ -340,14 +407,14 @@ def _use_stored() -> bool:
 
 def cached_choice(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
                   walls: bool = False, threads: int = 0, lz: Optional[int] = None,
-                  velocity_set: Optional[str] = None) -> Optional[Choice]:
+                  velocity_set: Optional[str] = None, device: Optional[str] = None) -> Optional[Choice]:
     """The stored best (layout, vl) for this machine and case, or None (never times anything).
 
     LBGEN_TUNED=off ignores stored choices (the built-in defaults apply; the tests use it).
     """
     if not _use_stored():
         return None
-    entry = cached_entry(backend, lx, ly, precision, collision, walls, threads, lz, velocity_set)
+    entry = cached_entry(backend, lx, ly, precision, collision, walls, threads, lz, velocity_set, device)
     if not entry or "layout" not in entry:
         return None
     layout, vl = entry["layout"], entry.get("vl")
@@ -359,13 +426,13 @@ def cached_choice(backend: str, lx: int, ly: int, precision: str = "double", col
 
 def auto_choice(backend: str, lx: int, ly: int, precision: str = "double", collision: str = "bgk",
                 walls: bool = False, threads: int = 0, layout: Optional[str] = None, lz: Optional[int] = None,
-                velocity_set: Optional[str] = None, **rank_options) -> Choice:
+                velocity_set: Optional[str] = None, device: Optional[str] = None, **rank_options) -> Choice:
     """For `--vl auto`: the cached choice (restricted to `layout` when given), else tune now and store.
 
     With a fixed layout only that layout's VLs are timed, and the result is not stored as the
     machine's overall best.
     """
-    case3d = dict(lz=lz, velocity_set=velocity_set)
+    case3d = dict(lz=lz, velocity_set=velocity_set, device=device)
     if layout is None:
         hit = cached_choice(backend, lx, ly, precision, collision, walls, threads, **case3d)
         if hit is not None:
@@ -404,7 +471,15 @@ def format_ranking(entry: Dict) -> str:
     best = entry["layout"] + (f"-vl{entry['vl']}" if entry.get("vl") else "")
     for r in entry.get("time_block_ranking", []):
         lines.append(f"     {best} time block {r['time_block']}: {r['ms_per_step']:.3f} ms/step, {r['mlups']:.1f} MLUPS")
+    for r in entry.get("work_group_ranking", []):
+        if "error" in r:
+            lines.append(f"     {best} work-group {r['work_group']}: skipped: {r['error']}")
+        else:
+            lines.append(f"     {best} work-group {r['work_group']}: {r['ms_per_step']:.3f} ms/step, "
+                         f"{r['mlups']:.1f} MLUPS")
     if "time_block" in entry:
         best += f", time block {entry['time_block']}"
+    if "work_group" in entry:
+        best += f", work-group {entry['work_group']}"
     lines.append(f"best: {best} (stored in {_path()})")
     return "\n".join(lines)

@@ -101,9 +101,8 @@ def _tuned_layout(cfg: RunConfig, distributed: bool, block_depths: Sequence[int]
     layout, vl = cfg.layout, cfg.vl
     halo = set_entry(cfg.velocity_set).max_hop
     if cfg.dimension == 3:
-        case = dict(lx=cfg.lx, ly=cfg.ly, precision=cfg.precision, collision=cfg.collision, walls=False,
-                    threads=cfg.threads, lz=cfg.lz, velocity_set=cfg.velocity_set)
-        tunable = not cfg.wall_axes and not cfg.geometry and not distributed
+        case = _tune_case(cfg)
+        tunable = _tunable(cfg, distributed)
         if vl == "auto":
             if not tunable:
                 raise SimulationError("--vl auto times the periodic 3D step of the whole lattice (lbgen tune); a "
@@ -117,22 +116,50 @@ def _tuned_layout(cfg: RunConfig, distributed: bool, block_depths: Sequence[int]
                                    walls_along_depth="z" in (cfg.wall_axes or ""))
         return layout, vl, (lambda: tune.auto_time_block(cfg.backend, layout, vl, **case)) if tunable else None
     walls = cfg.walls is not None
-    # lbgen tune measures the default set's kernels, periodic or with thermal walls (no bounce-back)
-    tuned = cfg.velocity_set == DEFAULT_VELOCITY_SET and not (cfg.wall_axes or cfg.geometry)
+    tuned = _tunable(cfg, distributed)
     if vl == "auto":
         if not tuned:
             raise SimulationError(f"--vl auto tunes the {DEFAULT_VELOCITY_SET} kernels; give the layout and VL of "
                                   f"{cfg.velocity_set} explicitly (or leave both out for the default)")
-        layout, vl = tune.auto_choice(cfg.backend, cfg.lx, cfg.ly, cfg.precision, cfg.collision, walls, cfg.threads,
-                                      layout=layout)
+        layout, vl = tune.auto_choice(cfg.backend, layout=layout, **_tune_case(cfg))
     elif layout is None and vl is None and tuned and not cfg.hetero:
-        layout, vl = tune.cached_choice(cfg.backend, cfg.lx, cfg.ly, cfg.precision, cfg.collision, walls,
-                                        cfg.threads) or (None, None)
+        layout, vl = tune.cached_choice(cfg.backend, **_tune_case(cfg)) or (None, None)
     if not (cfg.hetero and layout is None and vl is None):
         layout, vl = choose_layout(cfg.backend, cfg.ly, halo, layout, vl)
     return layout, vl, lambda: tune.auto_time_block(
         cfg.backend, layout, vl if layout in CLUSTERED else None, cfg.lx, cfg.ly, cfg.precision, cfg.collision,
         walls, cfg.threads)
+
+
+def _tunable(cfg: RunConfig, distributed: bool = False) -> bool:
+    """Whether ``lbgen tune``'s choice applies to a run: in 3D it times the periodic step of the
+    whole lattice (no walls, geometry or MPI ranks), in 2D the default set's kernels, periodic or
+    with thermal walls (no bounce-back)."""
+    if cfg.dimension == 3:
+        return not cfg.wall_axes and not cfg.geometry and not distributed
+    return cfg.velocity_set == DEFAULT_VELOCITY_SET and not (cfg.wall_axes or cfg.geometry)
+
+
+def _tune_case(cfg: RunConfig) -> dict:
+    """The case ``lbgen tune`` stores a run's choice under (``lbgen.perf.tune``'s key), with the
+    OpenCL device of an OpenCL run."""
+    case = dict(lx=cfg.lx, ly=cfg.ly, precision=cfg.precision, collision=cfg.collision,
+                walls=cfg.dimension == 2 and cfg.walls is not None, threads=cfg.threads,
+                device=cfg.device if cfg.backend == "opencl" else None)
+    if cfg.dimension == 3:
+        case.update(lz=cfg.lz, velocity_set=cfg.velocity_set)
+    return case
+
+
+def tuned_work_group(cfg: RunConfig, distributed: bool = False) -> Optional[int]:
+    """The work-group size of a resolved OpenCL run (one device, no --hetero): the one ``lbgen
+    tune`` stored for its device, case and layout, else None (the backend's default).  The
+    manifest's kernel record names the size a run took."""
+    if cfg.backend != "opencl" or cfg.hetero or not _tunable(cfg, distributed):
+        return None
+    from lbgen.perf import tune
+    return tune.tuned_work_group(cfg.backend, cfg.layout, cfg.vl if cfg.layout in CLUSTERED else None,
+                                 **_tune_case(cfg))
 
 
 def resolve_time_block(cfg: RunConfig, distributed: bool = False, tuned: Optional[Callable[[], int]] = None) -> int:
@@ -178,8 +205,9 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     common = dict(**bounce, layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision,
                   gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
                   walls=walls, time_block=cfg.time_block, velocity_set=cfg.velocity_set, **cfg.parameters)
-    if cfg.device and cfg.backend == "opencl":
-        common["backend_options"] = {"device": cfg.device}   # the OpenCL device of a plain OpenCL run
+    if cfg.backend == "opencl":   # the OpenCL device of a plain OpenCL run, its tuned work-group size
+        options = {"device": cfg.device, "block_size": tuned_work_group(cfg, comm is not None)}
+        common["backend_options"] = {k: v for k, v in options.items() if v is not None}
     lx = cfg.lx if lx is None else lx
     if comm is not None:
         from lbgen.parallel.decomposition import launch_grid
@@ -226,6 +254,8 @@ def _make_simulation3d(cfg: RunConfig, mask=None, comm=None, grid=None, host_col
             options = {"device": cfg.device} if cfg.device and cfg.hetero == "opencl" else {}
             M = cfg.host_columns if host_columns is None else host_columns
             common.update(device_backend=cfg.hetero, host_columns=M or 0, device_options=options, device=None)
+        elif tuned_work_group(cfg):
+            common["backend_options"] = {"block_size": tuned_work_group(cfg)}
         return Simulation(cfg.lx if lx is None else lx, cfg.ly, cfg.lz, **common)
 
 
@@ -267,6 +297,8 @@ def device_description(sim, grid=None) -> dict:
     if sim.spec.dimension == 3:
         info = {"backend": sim.spec.backend, "layout": sim.program.layout.tag, "precision": sim.spec.precision,
                 "kernel_digest": sim.source.digest, "runtime": sim.runtime, "device": sim.program.describe()}
+        provenance = sim.program.provenance()
+        info.update({k: provenance[k] for k in ("work_group", "build_options") if k in provenance})
         if sim.nranks > 1:
             info.update(ranks=sim.nranks, ranks_grid="x".join(map(str, grid)), halo_path=sim.halo_path,
                         halo_path_reason=sim.halo_path_reason)
