@@ -61,7 +61,9 @@
 #pragma OPENCL FP_CONTRACT OFF
 #endif
 #ifdef LBGEN_INDEX32
-#define ptrdiff_t int   /* every index and work-item id below 2^31: 32-bit index arithmetic */
+typedef int lbgen_index;   /* every index and work-item id below 2^31: 32-bit index arithmetic */
+#else
+typedef ptrdiff_t lbgen_index;
 #endif
 typedef double real;
 enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 32 };
@@ -73,11 +75,11 @@ enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 32 };
 #define LBGEN_HALO_Y 3   /* halo cluster rows in Y */
 #define LBGEN_VL   32   /* cluster length (1: AoS, SoA) */
 /* threads (work-items) of lbgen_halo: LX*2*HALO*VL halo row elements + 2*HALO*NRP*VL halo column elements */
-#define LBGEN_HALO_THREADS(LX, LY) ((ptrdiff_t)(LX) * 192 + 6 * ((ptrdiff_t)(LY) / 32 + 6) * 32)
+#define LBGEN_HALO_THREADS(LX, LY) ((lbgen_index)(LX) * 192 + 6 * ((lbgen_index)(LY) / 32 + 6) * 32)
 #define LBGEN_SIZES const int LX = lx, LY = ly
 
 /* i mod n in 0 .. n-1 (i may be negative) */
-static inline ptrdiff_t wrap_(ptrdiff_t i, ptrdiff_t n)
+static inline lbgen_index wrap_(lbgen_index i, lbgen_index n)
 {
     i %= n;
     return i < 0 ? i + n : i;
@@ -95,35 +97,35 @@ __constant int lbgen_opposite[37] = { 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26
 __kernel void lbgen_halo(__global real *f, int lx, int ly)
 {
     LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const lbgen_index NX = (lbgen_index)LX + 2*HALO;
+    const lbgen_index NRP = NR + 2*HALO_Y;
+    const lbgen_index SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
+    const lbgen_index g = (lbgen_index)get_global_id(0);
     /* one element of the halo per thread: first the halo cluster rows of the interior
        columns (LX*2*HALO*VL), then the whole padded halo columns (2*HALO*NRP*VL) */
-    const ptrdiff_t n_rows = (ptrdiff_t)LX * 2*HALO * VL;
-    if (g >= n_rows + (ptrdiff_t)2*HALO * NRP * VL) return;
-    const ptrdiff_t k = g % VL;
-    ptrdiff_t x, r;
+    const lbgen_index n_rows = (lbgen_index)LX * 2*HALO * VL;
+    if (g >= n_rows + (lbgen_index)2*HALO * NRP * VL) return;
+    const lbgen_index k = g % VL;
+    lbgen_index x, r;
     if (g < n_rows) {
-        const ptrdiff_t h = (g / VL) % (2*HALO);
-        x = g / ((ptrdiff_t)VL * 2*HALO);
+        const lbgen_index h = (g / VL) % (2*HALO);
+        x = g / ((lbgen_index)VL * 2*HALO);
         r = h < HALO ? h - HALO : NR + h - HALO;
     } else {
-        const ptrdiff_t c = g - n_rows;
-        const ptrdiff_t h = c / ((ptrdiff_t)VL * NRP);
+        const lbgen_index c = g - n_rows;
+        const lbgen_index h = c / ((lbgen_index)VL * NRP);
         r = (c / VL) % NRP - HALO;
         x = h < HALO ? h - HALO : LX + h - HALO;
     }
     /* element (x, r, k) is a periodic copy of the interior site (x mod LX, (r + k*NR) mod LY):
        rows r < 0 of lane k hold sites of lane k - 1 */
-    ptrdiff_t xs = x % LX, y = (r + k*NR) % LY;
+    lbgen_index xs = x % LX, y = (r + k*NR) % LY;
     if (xs < 0) xs += LX;
     if (y < 0) y += LY;
-    const ptrdiff_t dst = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
-    const ptrdiff_t src = (xs + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK;
+    const lbgen_index dst = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
+    const lbgen_index src = (xs + HALO)*SX + (y % NR + HALO_Y)*SR + (y / NR)*SK;
     for (int p = 0; p < Q; ++p) f[dst + p*SP] = f[src + p*SP];
 }
 
@@ -131,28 +133,28 @@ __kernel void lbgen_halo(__global real *f, int lx, int ly)
 __kernel void lbgen_propagate(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid)
 {
     LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const lbgen_index NX = (lbgen_index)LX + 2*HALO;
+    const lbgen_index NRP = NR + 2*HALO_Y;
+    const lbgen_index SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const int wxl = walls & 1, wxh = walls >> 1 & 1, wyl = walls >> 2 & 1, wyh = walls >> 3 & 1;
     const int lids_ = lids & walls;   /* lids on wall faces only */
     (void)wxl; (void)wxh; (void)wyl; (void)wyh; (void)lids_;
-    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const lbgen_index X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
     const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
-    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
-    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
-    const ptrdiff_t NS = S1 - S0;
+    const lbgen_index S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const lbgen_index S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const lbgen_index NS = S1 - S0;
     if (X1 <= X0 || Y1 <= Y0) return;
-    const ptrdiff_t g_ = (ptrdiff_t)get_global_id(0);
+    const lbgen_index g_ = (lbgen_index)get_global_id(0);
     if (g_ >= (X1 - X0)*NS) return;
-    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
-    const ptrdiff_t k = s_ % VL, r = s_ / VL;
+    const lbgen_index x = X0 + g_ / NS, s_ = S0 + g_ % NS;
+    const lbgen_index k = s_ % VL, r = s_ / VL;
     if (r + k*NR < Y0 || r + k*NR >= Y1) return;
-    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    const lbgen_index site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
     (void)X1;
-    const ptrdiff_t y = r + k*NR, i = x*LY + y;   /* the site, its index in the mask */
+    const lbgen_index y = r + k*NR, i = x*LY + y;   /* the site, its index in the mask */
     (void)i;
     if (solid != 0 || walls != 0) {   /* the same for every work-item */
         if (solid != 0 || (wxl && x < HALO) || (wxh && x >= LX - HALO) || (wyl && y < HALO) || (wyh && y >= LY - HALO)) {
@@ -1004,10 +1006,10 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
 {
     /* in and out_f may alias: each site reads all its populations before writing */
     LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const lbgen_index NX = (lbgen_index)LX + 2*HALO;
+    const lbgen_index NRP = NR + 2*HALO_Y;
+    const lbgen_index SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real tau_ = (real)tau;
     const real ax_ = (real)ax;
@@ -1017,20 +1019,20 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
     (void)tau_wall_;
 
     (void)walls; (void)lids; (void)lid;
-    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const lbgen_index X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
     const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
-    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
-    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
-    const ptrdiff_t NS = S1 - S0;
+    const lbgen_index S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const lbgen_index S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const lbgen_index NS = S1 - S0;
     if (X1 <= X0 || Y1 <= Y0) return;
-    const ptrdiff_t g_ = (ptrdiff_t)get_global_id(0);
+    const lbgen_index g_ = (lbgen_index)get_global_id(0);
     if (g_ >= (X1 - X0)*NS) return;
-    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
-    const ptrdiff_t k = s_ % VL, r = s_ / VL;
+    const lbgen_index x = X0 + g_ / NS, s_ = S0 + g_ % NS;
+    const lbgen_index k = s_ % VL, r = s_ / VL;
     if (r + k*NR < Y0 || r + k*NR >= Y1) return;
-    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    const lbgen_index site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
     (void)X1;
-    const ptrdiff_t y = r + k*NR, i = x*LY + y;   /* the site, its index in the mask */
+    const lbgen_index y = r + k*NR, i = x*LY + y;   /* the site, its index in the mask */
     (void)i;
     if (solid != 0 && solid[i] != 0) {
         out_f[site + 0] = (real)0.0;
@@ -1156,10 +1158,10 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
 __kernel void lbgen_fused(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid)
 {
     LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const lbgen_index NX = (lbgen_index)LX + 2*HALO;
+    const lbgen_index NRP = NR + 2*HALO_Y;
+    const lbgen_index SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real tau_ = (real)tau;
     const real ax_ = (real)ax;
@@ -1171,20 +1173,20 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
     const int wxl = walls & 1, wxh = walls >> 1 & 1, wyl = walls >> 2 & 1, wyh = walls >> 3 & 1;
     const int lids_ = lids & walls;   /* lids on wall faces only */
     (void)wxl; (void)wxh; (void)wyl; (void)wyh; (void)lids_;
-    const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
+    const lbgen_index X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
     const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
-    const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
-    const ptrdiff_t S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
-    const ptrdiff_t NS = S1 - S0;
+    const lbgen_index S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
+    const lbgen_index S1 = one_band_ ? ((Y1 - 1) % NR)*VL + Y0 / NR + 1 : (NR - 1)*VL + Y1 / NR;
+    const lbgen_index NS = S1 - S0;
     if (X1 <= X0 || Y1 <= Y0) return;
-    const ptrdiff_t g_ = (ptrdiff_t)get_global_id(0);
+    const lbgen_index g_ = (lbgen_index)get_global_id(0);
     if (g_ >= (X1 - X0)*NS) return;
-    const ptrdiff_t x = X0 + g_ / NS, s_ = S0 + g_ % NS;
-    const ptrdiff_t k = s_ % VL, r = s_ / VL;
+    const lbgen_index x = X0 + g_ / NS, s_ = S0 + g_ % NS;
+    const lbgen_index k = s_ % VL, r = s_ / VL;
     if (r + k*NR < Y0 || r + k*NR >= Y1) return;
-    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    const lbgen_index site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
     (void)X1;
-    const ptrdiff_t y = r + k*NR, i = x*LY + y;   /* the site, its index in the mask */
+    const lbgen_index y = r + k*NR, i = x*LY + y;   /* the site, its index in the mask */
     (void)i;
     if (solid != 0 || walls != 0) {   /* the same for every work-item */
         if (solid != 0 || (wxl && x < HALO) || (wxh && x >= LX - HALO) || (wyl && y < HALO) || (wyh && y >= LY - HALO)) {
@@ -1682,19 +1684,19 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
 __kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, __global const real *restrict rho_in, __global const real *restrict ux_in, __global const real *restrict uy_in, __global const real *restrict T_in, real ax, real ay)
 {
     LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const lbgen_index NX = (lbgen_index)LX + 2*HALO;
+    const lbgen_index NRP = NR + 2*HALO_Y;
+    const lbgen_index SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
-    if (g >= (ptrdiff_t)LX * LY) return;
-    const ptrdiff_t k = g % VL;
-    const ptrdiff_t r = (g / VL) % NR;
-    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);
-    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    const lbgen_index g = (lbgen_index)get_global_id(0);
+    if (g >= (lbgen_index)LX * LY) return;
+    const lbgen_index k = g % VL;
+    const lbgen_index r = (g / VL) % NR;
+    const lbgen_index x = g / ((lbgen_index)VL * NR);
+    const lbgen_index site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
 
-    const ptrdiff_t i = x*LY + r + k*NR;
+    const lbgen_index i = x*LY + r + k*NR;
     const real rho = (real)rho_in[i], ux = (real)ux_in[i], uy = (real)uy_in[i], T = (real)T_in[i];
     const real ax_ = (real)ax, ay_ = (real)ay;
     const real usx = (0.5)*ax_ + ux;
@@ -1934,19 +1936,19 @@ __kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, 
 __kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __global real *restrict rho_o, __global real *restrict ux_o, __global real *restrict uy_o, __global real *restrict T_o, real ax, real ay)
 {
     LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const lbgen_index NX = (lbgen_index)LX + 2*HALO;
+    const lbgen_index NRP = NR + 2*HALO_Y;
+    const lbgen_index SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
-    if (g >= (ptrdiff_t)LX * LY) return;
-    const ptrdiff_t k = g % VL;
-    const ptrdiff_t r = (g / VL) % NR;
-    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);
-    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    const lbgen_index g = (lbgen_index)get_global_id(0);
+    if (g >= (lbgen_index)LX * LY) return;
+    const lbgen_index k = g % VL;
+    const lbgen_index r = (g / VL) % NR;
+    const lbgen_index x = g / ((lbgen_index)VL * NR);
+    const lbgen_index site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
 
-    const ptrdiff_t i = x*LY + r + k*NR;
+    const lbgen_index i = x*LY + r + k*NR;
     const real f0 = f[site + 0];
     const real f1 = f[site + 1*SP];
     const real f2 = f[site + 2*SP];
@@ -1999,40 +2001,40 @@ __kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __gl
 __kernel void lbgen_pack(__global real *restrict f, __global const real *restrict plain, int lx, int ly)
 {
     LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const lbgen_index NX = (lbgen_index)LX + 2*HALO;
+    const lbgen_index NRP = NR + 2*HALO_Y;
+    const lbgen_index SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
-    if (g >= (ptrdiff_t)LX * LY) return;
-    const ptrdiff_t k = g % VL;
-    const ptrdiff_t r = (g / VL) % NR;
-    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);
-    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    const lbgen_index g = (lbgen_index)get_global_id(0);
+    if (g >= (lbgen_index)LX * LY) return;
+    const lbgen_index k = g % VL;
+    const lbgen_index r = (g / VL) % NR;
+    const lbgen_index x = g / ((lbgen_index)VL * NR);
+    const lbgen_index site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
 
-    const ptrdiff_t y = r + k*NR;
-    for (int p = 0; p < Q; ++p) f[site + p*SP] = (real)plain[((ptrdiff_t)p*LX + x)*LY + y];
+    const lbgen_index y = r + k*NR;
+    for (int p = 0; p < Q; ++p) f[site + p*SP] = (real)plain[((lbgen_index)p*LX + x)*LY + y];
 }
 
 /* The layout's interior into the plain array. */
 __kernel void lbgen_unpack(__global const real *restrict f, __global real *restrict plain, int lx, int ly)
 {
     LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const lbgen_index NX = (lbgen_index)LX + 2*HALO;
+    const lbgen_index NRP = NR + 2*HALO_Y;
+    const lbgen_index SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
-    if (g >= (ptrdiff_t)LX * LY) return;
-    const ptrdiff_t k = g % VL;
-    const ptrdiff_t r = (g / VL) % NR;
-    const ptrdiff_t x = g / ((ptrdiff_t)VL * NR);
-    const ptrdiff_t site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
+    const lbgen_index g = (lbgen_index)get_global_id(0);
+    if (g >= (lbgen_index)LX * LY) return;
+    const lbgen_index k = g % VL;
+    const lbgen_index r = (g / VL) % NR;
+    const lbgen_index x = g / ((lbgen_index)VL * NR);
+    const lbgen_index site = (x + HALO)*SX + (r + HALO)*SR + k*SK;
 
-    const ptrdiff_t y = r + k*NR;
-    for (int p = 0; p < Q; ++p) plain[((ptrdiff_t)p*LX + x)*LY + y] = f[site + p*SP];
+    const lbgen_index y = r + k*NR;
+    for (int p = 0; p < Q; ++p) plain[((lbgen_index)p*LX + x)*LY + y] = f[site + p*SP];
 }
 
 /* Per-row reductions over x of the physical fields (as lbgen_fields), for time series and run
@@ -2043,15 +2045,15 @@ __kernel void lbgen_unpack(__global const real *restrict f, __global real *restr
 __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly, __global const uchar *restrict solid, __global double *restrict out, real ax, real ay)
 {
     LBGEN_SIZES;
-    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
-    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
-    const ptrdiff_t NRP = NR + 2*HALO_Y;
-    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const lbgen_index NX = (lbgen_index)LX + 2*HALO;
+    const lbgen_index NRP = NR + 2*HALO_Y;
+    const lbgen_index SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
     const real ax_ = (real)ax, ay_ = (real)ay;
-    const ptrdiff_t g = (ptrdiff_t)get_global_id(0);
+    const lbgen_index g = (lbgen_index)get_global_id(0);
     if (g >= LY) return;
-    const ptrdiff_t k = g % VL, r = g / VL;     /* row y = r + k*NR: consecutive lanes coalesce */
+    const lbgen_index k = g % VL, r = g / VL;     /* row y = r + k*NR: consecutive lanes coalesce */
     double d_[11];
     d_[0] = 0;   /* mass (sum) */
     d_[1] = 0;   /* momentum_x (sum) */
@@ -2065,8 +2067,8 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
     d_[9] = -1e300;   /* max_T (max) */
     d_[10] = 0;   /* nonfinite (sum) */
 
-    for (ptrdiff_t x = 0; x < LX; ++x) {
-        const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
+    for (lbgen_index x = 0; x < LX; ++x) {
+        const lbgen_index site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
         {
             const int d_fluid = solid ? solid[x*LY + r + k*NR] == 0 : 1;
             const real f0 = f[site + 0];
