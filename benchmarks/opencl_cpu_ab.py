@@ -73,17 +73,21 @@ def main() -> None:
                 figures.setdefault((device, "FluidX3D", "FP32"), []).append(mlups)
                 print(f"round {rnd} device {device} FluidX3D     FP32     {mlups:8.1f} MLUPS "
                       f"(load {os.getloadavg()[0]:.2f}, {time.strftime('%H:%M:%S')})", flush=True)
-    print("\nmedians (MLUPS) and ratios")
+    print("\nmedians (MLUPS) and per-round ratios, median [range]")
     for (device, layout, name), values in sorted(figures.items()):
         line = f"device {device} {layout:<12} {name:<8} {statistics.median(values):8.1f}  {values}"
-        fx = figures.get((device, "FluidX3D", "FP32"))
         if name == "after":
-            before = statistics.median(figures[(device, layout, "before")])
-            line += f"  after/before {statistics.median(values) / before:.2f}x"
+            line += "  after/before " + _ratios(values, figures[(device, layout, "before")])
+            fx = figures.get((device, "FluidX3D", "FP32"))
             if fx:
-                line += f"  after/FluidX3D {statistics.median(values) / statistics.median(fx):.2f}x"
+                line += "  after/FluidX3D " + _ratios(values, fx)
         print(line)
 
+
+def _ratios(a, b) -> str:
+    """a/b round by round (the figures of one round were taken next to each other)."""
+    r = [x / y for x, y in zip(a, b)]
+    return f"{statistics.median(r):.2f}x [{min(r):.2f}-{max(r):.2f}]"
 
 if __name__ == "__main__":
     main()

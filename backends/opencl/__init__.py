@@ -13,8 +13,11 @@ say ``#pragma OPENCL FP_CONTRACT OFF``); this backend never passes ``-cl-mad-ena
 or ``-cl-fast-relaxed-math``.
 
 One work-item per site; the global size is rounded up to a multiple of the work-group
-size (the kernels return early past the last site).  Default work-group size: the
+size (the kernels return early past the last site).  Work-group size: ``block_size`` (a run
+passes the one ``lbgen tune --backend opencl`` stored for its device and layout), else the
 spec's ``block_size``, else 64 (a multiple of every VL up to 64), capped by the device.
+Where the lattice buffer fits (``platform.INDEX32_LIMIT``) the build adds ``-DLBGEN_INDEX32``:
+the kernels' index arithmetic in 32 bits, the same results.
 """
 from __future__ import annotations
 

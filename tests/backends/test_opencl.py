@@ -175,7 +175,7 @@ def test_double_precision_on_a_device_without_fp64_is_a_clear_error(monkeypatch)
 
 def test_build_failure_raises_compile_error_with_the_cl_path_and_the_log():
     src = generate(KernelSpec(backend="opencl", layout="aos", vl=None, prefix="broken"))
-    anchor = "const ptrdiff_t g = (ptrdiff_t)get_global_id(0);"
+    anchor = "const broken_index g = (broken_index)get_global_id(0);"     # the kernels' index type
     assert anchor in src.text
     bad = src.text.replace(anchor, anchor + " undeclared_identifier_zz = 1;", 1)
     broken = dataclasses.replace(src, files={src.main_file: bad})
