@@ -137,442 +137,439 @@ __global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict_
     (void)X1;
     const ptrdiff_t y = r + k*NR, i = x*LY + y;   /* the site, its index in the mask */
     (void)i;
-    if (solid != 0 || walls != 0) {   /* the same for every thread */
-        if (solid != 0 || (wxl && x < HALO) || (wxh && x >= LX - HALO) || (wyl && y < HALO) || (wyh && y >= LY - HALO)) {
-            const int here_solid = solid != 0 ? solid[i] != 0 : 0;
-            real rho_b = 0.0;   /* the site's density (post-collision), for the lids' correction */
-            if (lids_) {
-                rho_b += (real)prv[site + 0];
-                rho_b += (real)prv[site + 1*SP];
-                rho_b += (real)prv[site + 2*SP];
-                rho_b += (real)prv[site + 3*SP];
-                rho_b += (real)prv[site + 4*SP];
-                rho_b += (real)prv[site + 5*SP];
-                rho_b += (real)prv[site + 6*SP];
-                rho_b += (real)prv[site + 7*SP];
-                rho_b += (real)prv[site + 8*SP];
-                rho_b += (real)prv[site + 9*SP];
-                rho_b += (real)prv[site + 10*SP];
-                rho_b += (real)prv[site + 11*SP];
-                rho_b += (real)prv[site + 12*SP];
-                rho_b += (real)prv[site + 13*SP];
-                rho_b += (real)prv[site + 14*SP];
-                rho_b += (real)prv[site + 15*SP];
-                rho_b += (real)prv[site + 16*SP];
-                rho_b += (real)prv[site + 17*SP];
-                rho_b += (real)prv[site + 18*SP];
-                rho_b += (real)prv[site + 19*SP];
-                rho_b += (real)prv[site + 20*SP];
-                rho_b += (real)prv[site + 21*SP];
-                rho_b += (real)prv[site + 22*SP];
-                rho_b += (real)prv[site + 23*SP];
-                rho_b += (real)prv[site + 24*SP];
-                rho_b += (real)prv[site + 25*SP];
-                rho_b += (real)prv[site + 26*SP];
-                rho_b += (real)prv[site + 27*SP];
-                rho_b += (real)prv[site + 28*SP];
-                rho_b += (real)prv[site + 29*SP];
-                rho_b += (real)prv[site + 30*SP];
-                rho_b += (real)prv[site + 31*SP];
-                rho_b += (real)prv[site + 32*SP];
-                rho_b += (real)prv[site + 33*SP];
-                rho_b += (real)prv[site + 34*SP];
-                rho_b += (real)prv[site + 35*SP];
-                rho_b += (real)prv[site + 36*SP];
-            }
-            real f0;
-            {   /* p = 0: hop (3, -1) */
-                const int ox = wxl && x < 3;   /* crosses the x-low face */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f0 = b ? (real)prv[site + 36*SP] + push_ * rho_b : (real)prv[site + -3*SX + 1*SR];
-            }
-            real f1;
-            {   /* p = 1: hop (3, 0) */
-                const int ox = wxl && x < 3;   /* crosses the x-low face */
-                const int wall_link = ox;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
-                f1 = b ? (real)prv[site + 35*SP] + push_ * rho_b : (real)prv[site + 1*SP - 3*SX];
-            }
-            real f2;
-            {   /* p = 2: hop (3, 1) */
-                const int ox = wxl && x < 3;   /* crosses the x-low face */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f2 = b ? (real)prv[site + 34*SP] + push_ * rho_b : (real)prv[site + 2*SP - 3*SX - 1*SR];
-            }
-            real f3;
-            {   /* p = 3: hop (2, -2) */
-                const int ox = wxl && x < 2;   /* crosses the x-low face */
-                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                f3 = b ? (real)prv[site + 33*SP] + push_ * rho_b : (real)prv[site + 3*SP - 2*SX + 2*SR];
-            }
-            real f4;
-            {   /* p = 4: hop (2, -1) */
-                const int ox = wxl && x < 2;   /* crosses the x-low face */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f4 = b ? (real)prv[site + 32*SP] + push_ * rho_b : (real)prv[site + 4*SP - 2*SX + 1*SR];
-            }
-            real f5;
-            {   /* p = 5: hop (2, 0) */
-                const int ox = wxl && x < 2;   /* crosses the x-low face */
-                const int wall_link = ox;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
-                f5 = b ? (real)prv[site + 31*SP] + push_ * rho_b : (real)prv[site + 5*SP - 2*SX];
-            }
-            real f6;
-            {   /* p = 6: hop (2, 1) */
-                const int ox = wxl && x < 2;   /* crosses the x-low face */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f6 = b ? (real)prv[site + 30*SP] + push_ * rho_b : (real)prv[site + 6*SP - 2*SX - 1*SR];
-            }
-            real f7;
-            {   /* p = 7: hop (2, 2) */
-                const int ox = wxl && x < 2;   /* crosses the x-low face */
-                const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                f7 = b ? (real)prv[site + 29*SP] + push_ * rho_b : (real)prv[site + 7*SP - 2*SX - 2*SR];
-            }
-            real f8;
-            {   /* p = 8: hop (1, -3) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -3, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-3) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
-                f8 = b ? (real)prv[site + 28*SP] + push_ * rho_b : (real)prv[site + 8*SP - 1*SX + 3*SR];
-            }
-            real f9;
-            {   /* p = 9: hop (1, -2) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                f9 = b ? (real)prv[site + 27*SP] + push_ * rho_b : (real)prv[site + 9*SP - 1*SX + 2*SR];
-            }
-            real f10;
-            {   /* p = 10: hop (1, -1) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f10 = b ? (real)prv[site + 26*SP] + push_ * rho_b : (real)prv[site + 10*SP - 1*SX + 1*SR];
-            }
-            real f11;
-            {   /* p = 11: hop (1, 0) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int wall_link = ox;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
-                f11 = b ? (real)prv[site + 25*SP] + push_ * rho_b : (real)prv[site + 11*SP - 1*SX];
-            }
-            real f12;
-            {   /* p = 12: hop (1, 1) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f12 = b ? (real)prv[site + 24*SP] + push_ * rho_b : (real)prv[site + 12*SP - 1*SX - 1*SR];
-            }
-            real f13;
-            {   /* p = 13: hop (1, 2) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                f13 = b ? (real)prv[site + 23*SP] + push_ * rho_b : (real)prv[site + 13*SP - 1*SX - 2*SR];
-            }
-            real f14;
-            {   /* p = 14: hop (1, 3) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int oy = wyl && y < 3;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 3, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(3) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
-                f14 = b ? (real)prv[site + 22*SP] + push_ * rho_b : (real)prv[site + 14*SP - 1*SX - 3*SR];
-            }
-            real f15;
-            {   /* p = 15: hop (0, -3) */
-                const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
-                const int wall_link = oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -3, LY)] != 0);
-                const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
-                f15 = b ? (real)prv[site + 21*SP] + push_ * rho_b : (real)prv[site + 15*SP + 3*SR];
-            }
-            real f16;
-            {   /* p = 16: hop (0, -2) */
-                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -2, LY)] != 0);
-                const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                f16 = b ? (real)prv[site + 20*SP] + push_ * rho_b : (real)prv[site + 16*SP + 2*SR];
-            }
-            real f17;
-            {   /* p = 17: hop (0, -1) */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f17 = b ? (real)prv[site + 19*SP] + push_ * rho_b : (real)prv[site + 17*SP + 1*SR];
-            }
-            real f18;
-            f18 = (real)prv[site + 18*SP];
-            real f19;
-            {   /* p = 19: hop (0, 1) */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f19 = b ? (real)prv[site + 17*SP] + push_ * rho_b : (real)prv[site + 19*SP - 1*SR];
-            }
-            real f20;
-            {   /* p = 20: hop (0, 2) */
-                const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 2, LY)] != 0);
-                const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                f20 = b ? (real)prv[site + 16*SP] + push_ * rho_b : (real)prv[site + 20*SP - 2*SR];
-            }
-            real f21;
-            {   /* p = 21: hop (0, 3) */
-                const int oy = wyl && y < 3;   /* crosses the y-low face */
-                const int wall_link = oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 3, LY)] != 0);
-                const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
-                f21 = b ? (real)prv[site + 15*SP] + push_ * rho_b : (real)prv[site + 21*SP - 3*SR];
-            }
-            real f22;
-            {   /* p = 22: hop (-1, -3) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -3, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-3) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
-                f22 = b ? (real)prv[site + 14*SP] + push_ * rho_b : (real)prv[site + 22*SP + 1*SX + 3*SR];
-            }
-            real f23;
-            {   /* p = 23: hop (-1, -2) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                f23 = b ? (real)prv[site + 13*SP] + push_ * rho_b : (real)prv[site + 23*SP + 1*SX + 2*SR];
-            }
-            real f24;
-            {   /* p = 24: hop (-1, -1) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f24 = b ? (real)prv[site + 12*SP] + push_ * rho_b : (real)prv[site + 24*SP + 1*SX + 1*SR];
-            }
-            real f25;
-            {   /* p = 25: hop (-1, 0) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int wall_link = ox;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
-                f25 = b ? (real)prv[site + 11*SP] + push_ * rho_b : (real)prv[site + 25*SP + 1*SX];
-            }
-            real f26;
-            {   /* p = 26: hop (-1, 1) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f26 = b ? (real)prv[site + 10*SP] + push_ * rho_b : (real)prv[site + 26*SP + 1*SX - 1*SR];
-            }
-            real f27;
-            {   /* p = 27: hop (-1, 2) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                f27 = b ? (real)prv[site + 9*SP] + push_ * rho_b : (real)prv[site + 27*SP + 1*SX - 2*SR];
-            }
-            real f28;
-            {   /* p = 28: hop (-1, 3) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int oy = wyl && y < 3;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 3, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(3) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
-                f28 = b ? (real)prv[site + 8*SP] + push_ * rho_b : (real)prv[site + 28*SP + 1*SX - 3*SR];
-            }
-            real f29;
-            {   /* p = 29: hop (-2, -2) */
-                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
-                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                f29 = b ? (real)prv[site + 7*SP] + push_ * rho_b : (real)prv[site + 29*SP + 2*SX + 2*SR];
-            }
-            real f30;
-            {   /* p = 30: hop (-2, -1) */
-                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f30 = b ? (real)prv[site + 6*SP] + push_ * rho_b : (real)prv[site + 30*SP + 2*SX + 1*SR];
-            }
-            real f31;
-            {   /* p = 31: hop (-2, 0) */
-                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
-                const int wall_link = ox;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
-                f31 = b ? (real)prv[site + 5*SP] + push_ * rho_b : (real)prv[site + 31*SP + 2*SX];
-            }
-            real f32;
-            {   /* p = 32: hop (-2, 1) */
-                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f32 = b ? (real)prv[site + 4*SP] + push_ * rho_b : (real)prv[site + 32*SP + 2*SX - 1*SR];
-            }
-            real f33;
-            {   /* p = 33: hop (-2, 2) */
-                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
-                const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                f33 = b ? (real)prv[site + 3*SP] + push_ * rho_b : (real)prv[site + 33*SP + 2*SX - 2*SR];
-            }
-            real f34;
-            {   /* p = 34: hop (-3, -1) */
-                const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f34 = b ? (real)prv[site + 2*SP] + push_ * rho_b : (real)prv[site + 34*SP + 3*SX + 1*SR];
-            }
-            real f35;
-            {   /* p = 35: hop (-3, 0) */
-                const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
-                const int wall_link = ox;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
-                f35 = b ? (real)prv[site + 1*SP] + push_ * rho_b : (real)prv[site + 35*SP + 3*SX];
-            }
-            real f36;
-            {   /* p = 36: hop (-3, 1) */
-                const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f36 = b ? (real)prv[site + 0] + push_ * rho_b : (real)prv[site + 36*SP + 3*SX - 1*SR];
-            }
-
-            nxt[site + 0] = here_solid ? (real)0.0 : f0;
-            nxt[site + 1*SP] = here_solid ? (real)0.0 : f1;
-            nxt[site + 2*SP] = here_solid ? (real)0.0 : f2;
-            nxt[site + 3*SP] = here_solid ? (real)0.0 : f3;
-            nxt[site + 4*SP] = here_solid ? (real)0.0 : f4;
-            nxt[site + 5*SP] = here_solid ? (real)0.0 : f5;
-            nxt[site + 6*SP] = here_solid ? (real)0.0 : f6;
-            nxt[site + 7*SP] = here_solid ? (real)0.0 : f7;
-            nxt[site + 8*SP] = here_solid ? (real)0.0 : f8;
-            nxt[site + 9*SP] = here_solid ? (real)0.0 : f9;
-            nxt[site + 10*SP] = here_solid ? (real)0.0 : f10;
-            nxt[site + 11*SP] = here_solid ? (real)0.0 : f11;
-            nxt[site + 12*SP] = here_solid ? (real)0.0 : f12;
-            nxt[site + 13*SP] = here_solid ? (real)0.0 : f13;
-            nxt[site + 14*SP] = here_solid ? (real)0.0 : f14;
-            nxt[site + 15*SP] = here_solid ? (real)0.0 : f15;
-            nxt[site + 16*SP] = here_solid ? (real)0.0 : f16;
-            nxt[site + 17*SP] = here_solid ? (real)0.0 : f17;
-            nxt[site + 18*SP] = here_solid ? (real)0.0 : f18;
-            nxt[site + 19*SP] = here_solid ? (real)0.0 : f19;
-            nxt[site + 20*SP] = here_solid ? (real)0.0 : f20;
-            nxt[site + 21*SP] = here_solid ? (real)0.0 : f21;
-            nxt[site + 22*SP] = here_solid ? (real)0.0 : f22;
-            nxt[site + 23*SP] = here_solid ? (real)0.0 : f23;
-            nxt[site + 24*SP] = here_solid ? (real)0.0 : f24;
-            nxt[site + 25*SP] = here_solid ? (real)0.0 : f25;
-            nxt[site + 26*SP] = here_solid ? (real)0.0 : f26;
-            nxt[site + 27*SP] = here_solid ? (real)0.0 : f27;
-            nxt[site + 28*SP] = here_solid ? (real)0.0 : f28;
-            nxt[site + 29*SP] = here_solid ? (real)0.0 : f29;
-            nxt[site + 30*SP] = here_solid ? (real)0.0 : f30;
-            nxt[site + 31*SP] = here_solid ? (real)0.0 : f31;
-            nxt[site + 32*SP] = here_solid ? (real)0.0 : f32;
-            nxt[site + 33*SP] = here_solid ? (real)0.0 : f33;
-            nxt[site + 34*SP] = here_solid ? (real)0.0 : f34;
-            nxt[site + 35*SP] = here_solid ? (real)0.0 : f35;
-            nxt[site + 36*SP] = here_solid ? (real)0.0 : f36;
-
-            return;
-        }
+    if (!(solid != 0 || (wxl && x < HALO) || (wxh && x >= LX - HALO) || (wyl && y < HALO) || (wyh && y >= LY - HALO))) {
+        nxt[site + 0] = prv[site + -3*SX + 1*SR];
+        nxt[site + 1*SP] = prv[site + 1*SP - 3*SX];
+        nxt[site + 2*SP] = prv[site + 2*SP - 3*SX - 1*SR];
+        nxt[site + 3*SP] = prv[site + 3*SP - 2*SX + 2*SR];
+        nxt[site + 4*SP] = prv[site + 4*SP - 2*SX + 1*SR];
+        nxt[site + 5*SP] = prv[site + 5*SP - 2*SX];
+        nxt[site + 6*SP] = prv[site + 6*SP - 2*SX - 1*SR];
+        nxt[site + 7*SP] = prv[site + 7*SP - 2*SX - 2*SR];
+        nxt[site + 8*SP] = prv[site + 8*SP - 1*SX + 3*SR];
+        nxt[site + 9*SP] = prv[site + 9*SP - 1*SX + 2*SR];
+        nxt[site + 10*SP] = prv[site + 10*SP - 1*SX + 1*SR];
+        nxt[site + 11*SP] = prv[site + 11*SP - 1*SX];
+        nxt[site + 12*SP] = prv[site + 12*SP - 1*SX - 1*SR];
+        nxt[site + 13*SP] = prv[site + 13*SP - 1*SX - 2*SR];
+        nxt[site + 14*SP] = prv[site + 14*SP - 1*SX - 3*SR];
+        nxt[site + 15*SP] = prv[site + 15*SP + 3*SR];
+        nxt[site + 16*SP] = prv[site + 16*SP + 2*SR];
+        nxt[site + 17*SP] = prv[site + 17*SP + 1*SR];
+        nxt[site + 18*SP] = prv[site + 18*SP];
+        nxt[site + 19*SP] = prv[site + 19*SP - 1*SR];
+        nxt[site + 20*SP] = prv[site + 20*SP - 2*SR];
+        nxt[site + 21*SP] = prv[site + 21*SP - 3*SR];
+        nxt[site + 22*SP] = prv[site + 22*SP + 1*SX + 3*SR];
+        nxt[site + 23*SP] = prv[site + 23*SP + 1*SX + 2*SR];
+        nxt[site + 24*SP] = prv[site + 24*SP + 1*SX + 1*SR];
+        nxt[site + 25*SP] = prv[site + 25*SP + 1*SX];
+        nxt[site + 26*SP] = prv[site + 26*SP + 1*SX - 1*SR];
+        nxt[site + 27*SP] = prv[site + 27*SP + 1*SX - 2*SR];
+        nxt[site + 28*SP] = prv[site + 28*SP + 1*SX - 3*SR];
+        nxt[site + 29*SP] = prv[site + 29*SP + 2*SX + 2*SR];
+        nxt[site + 30*SP] = prv[site + 30*SP + 2*SX + 1*SR];
+        nxt[site + 31*SP] = prv[site + 31*SP + 2*SX];
+        nxt[site + 32*SP] = prv[site + 32*SP + 2*SX - 1*SR];
+        nxt[site + 33*SP] = prv[site + 33*SP + 2*SX - 2*SR];
+        nxt[site + 34*SP] = prv[site + 34*SP + 3*SX + 1*SR];
+        nxt[site + 35*SP] = prv[site + 35*SP + 3*SX];
+        nxt[site + 36*SP] = prv[site + 36*SP + 3*SX - 1*SR];
+        return;
     }
-    nxt[site + 0] = prv[site + -3*SX + 1*SR];
-    nxt[site + 1*SP] = prv[site + 1*SP - 3*SX];
-    nxt[site + 2*SP] = prv[site + 2*SP - 3*SX - 1*SR];
-    nxt[site + 3*SP] = prv[site + 3*SP - 2*SX + 2*SR];
-    nxt[site + 4*SP] = prv[site + 4*SP - 2*SX + 1*SR];
-    nxt[site + 5*SP] = prv[site + 5*SP - 2*SX];
-    nxt[site + 6*SP] = prv[site + 6*SP - 2*SX - 1*SR];
-    nxt[site + 7*SP] = prv[site + 7*SP - 2*SX - 2*SR];
-    nxt[site + 8*SP] = prv[site + 8*SP - 1*SX + 3*SR];
-    nxt[site + 9*SP] = prv[site + 9*SP - 1*SX + 2*SR];
-    nxt[site + 10*SP] = prv[site + 10*SP - 1*SX + 1*SR];
-    nxt[site + 11*SP] = prv[site + 11*SP - 1*SX];
-    nxt[site + 12*SP] = prv[site + 12*SP - 1*SX - 1*SR];
-    nxt[site + 13*SP] = prv[site + 13*SP - 1*SX - 2*SR];
-    nxt[site + 14*SP] = prv[site + 14*SP - 1*SX - 3*SR];
-    nxt[site + 15*SP] = prv[site + 15*SP + 3*SR];
-    nxt[site + 16*SP] = prv[site + 16*SP + 2*SR];
-    nxt[site + 17*SP] = prv[site + 17*SP + 1*SR];
-    nxt[site + 18*SP] = prv[site + 18*SP];
-    nxt[site + 19*SP] = prv[site + 19*SP - 1*SR];
-    nxt[site + 20*SP] = prv[site + 20*SP - 2*SR];
-    nxt[site + 21*SP] = prv[site + 21*SP - 3*SR];
-    nxt[site + 22*SP] = prv[site + 22*SP + 1*SX + 3*SR];
-    nxt[site + 23*SP] = prv[site + 23*SP + 1*SX + 2*SR];
-    nxt[site + 24*SP] = prv[site + 24*SP + 1*SX + 1*SR];
-    nxt[site + 25*SP] = prv[site + 25*SP + 1*SX];
-    nxt[site + 26*SP] = prv[site + 26*SP + 1*SX - 1*SR];
-    nxt[site + 27*SP] = prv[site + 27*SP + 1*SX - 2*SR];
-    nxt[site + 28*SP] = prv[site + 28*SP + 1*SX - 3*SR];
-    nxt[site + 29*SP] = prv[site + 29*SP + 2*SX + 2*SR];
-    nxt[site + 30*SP] = prv[site + 30*SP + 2*SX + 1*SR];
-    nxt[site + 31*SP] = prv[site + 31*SP + 2*SX];
-    nxt[site + 32*SP] = prv[site + 32*SP + 2*SX - 1*SR];
-    nxt[site + 33*SP] = prv[site + 33*SP + 2*SX - 2*SR];
-    nxt[site + 34*SP] = prv[site + 34*SP + 3*SX + 1*SR];
-    nxt[site + 35*SP] = prv[site + 35*SP + 3*SX];
-    nxt[site + 36*SP] = prv[site + 36*SP + 3*SX - 1*SR];
+    const int here_solid = solid != 0 ? solid[i] != 0 : 0;
+    real rho_b = 0.0;   /* the site's density (post-collision), for the lids' correction */
+    if (lids_) {
+        rho_b += (real)prv[site + 0];
+        rho_b += (real)prv[site + 1*SP];
+        rho_b += (real)prv[site + 2*SP];
+        rho_b += (real)prv[site + 3*SP];
+        rho_b += (real)prv[site + 4*SP];
+        rho_b += (real)prv[site + 5*SP];
+        rho_b += (real)prv[site + 6*SP];
+        rho_b += (real)prv[site + 7*SP];
+        rho_b += (real)prv[site + 8*SP];
+        rho_b += (real)prv[site + 9*SP];
+        rho_b += (real)prv[site + 10*SP];
+        rho_b += (real)prv[site + 11*SP];
+        rho_b += (real)prv[site + 12*SP];
+        rho_b += (real)prv[site + 13*SP];
+        rho_b += (real)prv[site + 14*SP];
+        rho_b += (real)prv[site + 15*SP];
+        rho_b += (real)prv[site + 16*SP];
+        rho_b += (real)prv[site + 17*SP];
+        rho_b += (real)prv[site + 18*SP];
+        rho_b += (real)prv[site + 19*SP];
+        rho_b += (real)prv[site + 20*SP];
+        rho_b += (real)prv[site + 21*SP];
+        rho_b += (real)prv[site + 22*SP];
+        rho_b += (real)prv[site + 23*SP];
+        rho_b += (real)prv[site + 24*SP];
+        rho_b += (real)prv[site + 25*SP];
+        rho_b += (real)prv[site + 26*SP];
+        rho_b += (real)prv[site + 27*SP];
+        rho_b += (real)prv[site + 28*SP];
+        rho_b += (real)prv[site + 29*SP];
+        rho_b += (real)prv[site + 30*SP];
+        rho_b += (real)prv[site + 31*SP];
+        rho_b += (real)prv[site + 32*SP];
+        rho_b += (real)prv[site + 33*SP];
+        rho_b += (real)prv[site + 34*SP];
+        rho_b += (real)prv[site + 35*SP];
+        rho_b += (real)prv[site + 36*SP];
+    }
+    real f0;
+    {   /* p = 0: hop (3, -1) */
+        const int ox = wxl && x < 3;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f0 = b ? (real)prv[site + 36*SP] + push_ * rho_b : (real)prv[site + -3*SX + 1*SR];
+    }
+    real f1;
+    {   /* p = 1: hop (3, 0) */
+        const int ox = wxl && x < 3;   /* crosses the x-low face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
+        f1 = b ? (real)prv[site + 35*SP] + push_ * rho_b : (real)prv[site + 1*SP - 3*SX];
+    }
+    real f2;
+    {   /* p = 2: hop (3, 1) */
+        const int ox = wxl && x < 3;   /* crosses the x-low face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f2 = b ? (real)prv[site + 34*SP] + push_ * rho_b : (real)prv[site + 2*SP - 3*SX - 1*SR];
+    }
+    real f3;
+    {   /* p = 3: hop (2, -2) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f3 = b ? (real)prv[site + 33*SP] + push_ * rho_b : (real)prv[site + 3*SP - 2*SX + 2*SR];
+    }
+    real f4;
+    {   /* p = 4: hop (2, -1) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f4 = b ? (real)prv[site + 32*SP] + push_ * rho_b : (real)prv[site + 4*SP - 2*SX + 1*SR];
+    }
+    real f5;
+    {   /* p = 5: hop (2, 0) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
+        f5 = b ? (real)prv[site + 31*SP] + push_ * rho_b : (real)prv[site + 5*SP - 2*SX];
+    }
+    real f6;
+    {   /* p = 6: hop (2, 1) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f6 = b ? (real)prv[site + 30*SP] + push_ * rho_b : (real)prv[site + 6*SP - 2*SX - 1*SR];
+    }
+    real f7;
+    {   /* p = 7: hop (2, 2) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f7 = b ? (real)prv[site + 29*SP] + push_ * rho_b : (real)prv[site + 7*SP - 2*SX - 2*SR];
+    }
+    real f8;
+    {   /* p = 8: hop (1, -3) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-3) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
+        f8 = b ? (real)prv[site + 28*SP] + push_ * rho_b : (real)prv[site + 8*SP - 1*SX + 3*SR];
+    }
+    real f9;
+    {   /* p = 9: hop (1, -2) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f9 = b ? (real)prv[site + 27*SP] + push_ * rho_b : (real)prv[site + 9*SP - 1*SX + 2*SR];
+    }
+    real f10;
+    {   /* p = 10: hop (1, -1) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f10 = b ? (real)prv[site + 26*SP] + push_ * rho_b : (real)prv[site + 10*SP - 1*SX + 1*SR];
+    }
+    real f11;
+    {   /* p = 11: hop (1, 0) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
+        f11 = b ? (real)prv[site + 25*SP] + push_ * rho_b : (real)prv[site + 11*SP - 1*SX];
+    }
+    real f12;
+    {   /* p = 12: hop (1, 1) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f12 = b ? (real)prv[site + 24*SP] + push_ * rho_b : (real)prv[site + 12*SP - 1*SX - 1*SR];
+    }
+    real f13;
+    {   /* p = 13: hop (1, 2) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f13 = b ? (real)prv[site + 23*SP] + push_ * rho_b : (real)prv[site + 13*SP - 1*SX - 2*SR];
+    }
+    real f14;
+    {   /* p = 14: hop (1, 3) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyl && y < 3;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(3) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
+        f14 = b ? (real)prv[site + 22*SP] + push_ * rho_b : (real)prv[site + 14*SP - 1*SX - 3*SR];
+    }
+    real f15;
+    {   /* p = 15: hop (0, -3) */
+        const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -3, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
+        f15 = b ? (real)prv[site + 21*SP] + push_ * rho_b : (real)prv[site + 15*SP + 3*SR];
+    }
+    real f16;
+    {   /* p = 16: hop (0, -2) */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f16 = b ? (real)prv[site + 20*SP] + push_ * rho_b : (real)prv[site + 16*SP + 2*SR];
+    }
+    real f17;
+    {   /* p = 17: hop (0, -1) */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f17 = b ? (real)prv[site + 19*SP] + push_ * rho_b : (real)prv[site + 17*SP + 1*SR];
+    }
+    real f18;
+    f18 = (real)prv[site + 18*SP];
+    real f19;
+    {   /* p = 19: hop (0, 1) */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f19 = b ? (real)prv[site + 17*SP] + push_ * rho_b : (real)prv[site + 19*SP - 1*SR];
+    }
+    real f20;
+    {   /* p = 20: hop (0, 2) */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f20 = b ? (real)prv[site + 16*SP] + push_ * rho_b : (real)prv[site + 20*SP - 2*SR];
+    }
+    real f21;
+    {   /* p = 21: hop (0, 3) */
+        const int oy = wyl && y < 3;   /* crosses the y-low face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 3, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
+        f21 = b ? (real)prv[site + 15*SP] + push_ * rho_b : (real)prv[site + 21*SP - 3*SR];
+    }
+    real f22;
+    {   /* p = 22: hop (-1, -3) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-3) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
+        f22 = b ? (real)prv[site + 14*SP] + push_ * rho_b : (real)prv[site + 22*SP + 1*SX + 3*SR];
+    }
+    real f23;
+    {   /* p = 23: hop (-1, -2) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f23 = b ? (real)prv[site + 13*SP] + push_ * rho_b : (real)prv[site + 23*SP + 1*SX + 2*SR];
+    }
+    real f24;
+    {   /* p = 24: hop (-1, -1) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f24 = b ? (real)prv[site + 12*SP] + push_ * rho_b : (real)prv[site + 24*SP + 1*SX + 1*SR];
+    }
+    real f25;
+    {   /* p = 25: hop (-1, 0) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
+        f25 = b ? (real)prv[site + 11*SP] + push_ * rho_b : (real)prv[site + 25*SP + 1*SX];
+    }
+    real f26;
+    {   /* p = 26: hop (-1, 1) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f26 = b ? (real)prv[site + 10*SP] + push_ * rho_b : (real)prv[site + 26*SP + 1*SX - 1*SR];
+    }
+    real f27;
+    {   /* p = 27: hop (-1, 2) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f27 = b ? (real)prv[site + 9*SP] + push_ * rho_b : (real)prv[site + 27*SP + 1*SX - 2*SR];
+    }
+    real f28;
+    {   /* p = 28: hop (-1, 3) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyl && y < 3;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(3) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
+        f28 = b ? (real)prv[site + 8*SP] + push_ * rho_b : (real)prv[site + 28*SP + 1*SX - 3*SR];
+    }
+    real f29;
+    {   /* p = 29: hop (-2, -2) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f29 = b ? (real)prv[site + 7*SP] + push_ * rho_b : (real)prv[site + 29*SP + 2*SX + 2*SR];
+    }
+    real f30;
+    {   /* p = 30: hop (-2, -1) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f30 = b ? (real)prv[site + 6*SP] + push_ * rho_b : (real)prv[site + 30*SP + 2*SX + 1*SR];
+    }
+    real f31;
+    {   /* p = 31: hop (-2, 0) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
+        f31 = b ? (real)prv[site + 5*SP] + push_ * rho_b : (real)prv[site + 31*SP + 2*SX];
+    }
+    real f32;
+    {   /* p = 32: hop (-2, 1) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f32 = b ? (real)prv[site + 4*SP] + push_ * rho_b : (real)prv[site + 32*SP + 2*SX - 1*SR];
+    }
+    real f33;
+    {   /* p = 33: hop (-2, 2) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f33 = b ? (real)prv[site + 3*SP] + push_ * rho_b : (real)prv[site + 33*SP + 2*SX - 2*SR];
+    }
+    real f34;
+    {   /* p = 34: hop (-3, -1) */
+        const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f34 = b ? (real)prv[site + 2*SP] + push_ * rho_b : (real)prv[site + 34*SP + 3*SX + 1*SR];
+    }
+    real f35;
+    {   /* p = 35: hop (-3, 0) */
+        const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
+        f35 = b ? (real)prv[site + 1*SP] + push_ * rho_b : (real)prv[site + 35*SP + 3*SX];
+    }
+    real f36;
+    {   /* p = 36: hop (-3, 1) */
+        const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f36 = b ? (real)prv[site + 0] + push_ * rho_b : (real)prv[site + 36*SP + 3*SX - 1*SR];
+    }
+
+    nxt[site + 0] = here_solid ? (real)0.0 : f0;
+    nxt[site + 1*SP] = here_solid ? (real)0.0 : f1;
+    nxt[site + 2*SP] = here_solid ? (real)0.0 : f2;
+    nxt[site + 3*SP] = here_solid ? (real)0.0 : f3;
+    nxt[site + 4*SP] = here_solid ? (real)0.0 : f4;
+    nxt[site + 5*SP] = here_solid ? (real)0.0 : f5;
+    nxt[site + 6*SP] = here_solid ? (real)0.0 : f6;
+    nxt[site + 7*SP] = here_solid ? (real)0.0 : f7;
+    nxt[site + 8*SP] = here_solid ? (real)0.0 : f8;
+    nxt[site + 9*SP] = here_solid ? (real)0.0 : f9;
+    nxt[site + 10*SP] = here_solid ? (real)0.0 : f10;
+    nxt[site + 11*SP] = here_solid ? (real)0.0 : f11;
+    nxt[site + 12*SP] = here_solid ? (real)0.0 : f12;
+    nxt[site + 13*SP] = here_solid ? (real)0.0 : f13;
+    nxt[site + 14*SP] = here_solid ? (real)0.0 : f14;
+    nxt[site + 15*SP] = here_solid ? (real)0.0 : f15;
+    nxt[site + 16*SP] = here_solid ? (real)0.0 : f16;
+    nxt[site + 17*SP] = here_solid ? (real)0.0 : f17;
+    nxt[site + 18*SP] = here_solid ? (real)0.0 : f18;
+    nxt[site + 19*SP] = here_solid ? (real)0.0 : f19;
+    nxt[site + 20*SP] = here_solid ? (real)0.0 : f20;
+    nxt[site + 21*SP] = here_solid ? (real)0.0 : f21;
+    nxt[site + 22*SP] = here_solid ? (real)0.0 : f22;
+    nxt[site + 23*SP] = here_solid ? (real)0.0 : f23;
+    nxt[site + 24*SP] = here_solid ? (real)0.0 : f24;
+    nxt[site + 25*SP] = here_solid ? (real)0.0 : f25;
+    nxt[site + 26*SP] = here_solid ? (real)0.0 : f26;
+    nxt[site + 27*SP] = here_solid ? (real)0.0 : f27;
+    nxt[site + 28*SP] = here_solid ? (real)0.0 : f28;
+    nxt[site + 29*SP] = here_solid ? (real)0.0 : f29;
+    nxt[site + 30*SP] = here_solid ? (real)0.0 : f30;
+    nxt[site + 31*SP] = here_solid ? (real)0.0 : f31;
+    nxt[site + 32*SP] = here_solid ? (real)0.0 : f32;
+    nxt[site + 33*SP] = here_solid ? (real)0.0 : f33;
+    nxt[site + 34*SP] = here_solid ? (real)0.0 : f34;
+    nxt[site + 35*SP] = here_solid ? (real)0.0 : f35;
+    nxt[site + 36*SP] = here_solid ? (real)0.0 : f36;
 }
 
 /* The collision of one site, written once: collide and fused call it.
@@ -1169,485 +1166,482 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
     (void)X1;
     const ptrdiff_t y = r + k*NR, i = x*LY + y;   /* the site, its index in the mask */
     (void)i;
-    if (solid != 0 || walls != 0) {   /* the same for every thread */
-        if (solid != 0 || (wxl && x < HALO) || (wxh && x >= LX - HALO) || (wyl && y < HALO) || (wyh && y >= LY - HALO)) {
-            const int here_solid = solid != 0 ? solid[i] != 0 : 0;
-            real rho_b = 0.0;   /* the site's density (post-collision), for the lids' correction */
-            if (lids_) {
-                rho_b += (real)prv[site + 0];
-                rho_b += (real)prv[site + 1*SP];
-                rho_b += (real)prv[site + 2*SP];
-                rho_b += (real)prv[site + 3*SP];
-                rho_b += (real)prv[site + 4*SP];
-                rho_b += (real)prv[site + 5*SP];
-                rho_b += (real)prv[site + 6*SP];
-                rho_b += (real)prv[site + 7*SP];
-                rho_b += (real)prv[site + 8*SP];
-                rho_b += (real)prv[site + 9*SP];
-                rho_b += (real)prv[site + 10*SP];
-                rho_b += (real)prv[site + 11*SP];
-                rho_b += (real)prv[site + 12*SP];
-                rho_b += (real)prv[site + 13*SP];
-                rho_b += (real)prv[site + 14*SP];
-                rho_b += (real)prv[site + 15*SP];
-                rho_b += (real)prv[site + 16*SP];
-                rho_b += (real)prv[site + 17*SP];
-                rho_b += (real)prv[site + 18*SP];
-                rho_b += (real)prv[site + 19*SP];
-                rho_b += (real)prv[site + 20*SP];
-                rho_b += (real)prv[site + 21*SP];
-                rho_b += (real)prv[site + 22*SP];
-                rho_b += (real)prv[site + 23*SP];
-                rho_b += (real)prv[site + 24*SP];
-                rho_b += (real)prv[site + 25*SP];
-                rho_b += (real)prv[site + 26*SP];
-                rho_b += (real)prv[site + 27*SP];
-                rho_b += (real)prv[site + 28*SP];
-                rho_b += (real)prv[site + 29*SP];
-                rho_b += (real)prv[site + 30*SP];
-                rho_b += (real)prv[site + 31*SP];
-                rho_b += (real)prv[site + 32*SP];
-                rho_b += (real)prv[site + 33*SP];
-                rho_b += (real)prv[site + 34*SP];
-                rho_b += (real)prv[site + 35*SP];
-                rho_b += (real)prv[site + 36*SP];
-            }
-            real f0;
-            {   /* p = 0: hop (3, -1) */
-                const int ox = wxl && x < 3;   /* crosses the x-low face */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f0 = b ? (real)prv[site + 36*SP] + push_ * rho_b : (real)prv[site + -3*SX + 1*SR];
-            }
-            real f1;
-            {   /* p = 1: hop (3, 0) */
-                const int ox = wxl && x < 3;   /* crosses the x-low face */
-                const int wall_link = ox;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
-                f1 = b ? (real)prv[site + 35*SP] + push_ * rho_b : (real)prv[site + 1*SP - 3*SX];
-            }
-            real f2;
-            {   /* p = 2: hop (3, 1) */
-                const int ox = wxl && x < 3;   /* crosses the x-low face */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f2 = b ? (real)prv[site + 34*SP] + push_ * rho_b : (real)prv[site + 2*SP - 3*SX - 1*SR];
-            }
-            real f3;
-            {   /* p = 3: hop (2, -2) */
-                const int ox = wxl && x < 2;   /* crosses the x-low face */
-                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                f3 = b ? (real)prv[site + 33*SP] + push_ * rho_b : (real)prv[site + 3*SP - 2*SX + 2*SR];
-            }
-            real f4;
-            {   /* p = 4: hop (2, -1) */
-                const int ox = wxl && x < 2;   /* crosses the x-low face */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f4 = b ? (real)prv[site + 32*SP] + push_ * rho_b : (real)prv[site + 4*SP - 2*SX + 1*SR];
-            }
-            real f5;
-            {   /* p = 5: hop (2, 0) */
-                const int ox = wxl && x < 2;   /* crosses the x-low face */
-                const int wall_link = ox;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
-                f5 = b ? (real)prv[site + 31*SP] + push_ * rho_b : (real)prv[site + 5*SP - 2*SX];
-            }
-            real f6;
-            {   /* p = 6: hop (2, 1) */
-                const int ox = wxl && x < 2;   /* crosses the x-low face */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f6 = b ? (real)prv[site + 30*SP] + push_ * rho_b : (real)prv[site + 6*SP - 2*SX - 1*SR];
-            }
-            real f7;
-            {   /* p = 7: hop (2, 2) */
-                const int ox = wxl && x < 2;   /* crosses the x-low face */
-                const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                f7 = b ? (real)prv[site + 29*SP] + push_ * rho_b : (real)prv[site + 7*SP - 2*SX - 2*SR];
-            }
-            real f8;
-            {   /* p = 8: hop (1, -3) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -3, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-3) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
-                f8 = b ? (real)prv[site + 28*SP] + push_ * rho_b : (real)prv[site + 8*SP - 1*SX + 3*SR];
-            }
-            real f9;
-            {   /* p = 9: hop (1, -2) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                f9 = b ? (real)prv[site + 27*SP] + push_ * rho_b : (real)prv[site + 9*SP - 1*SX + 2*SR];
-            }
-            real f10;
-            {   /* p = 10: hop (1, -1) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f10 = b ? (real)prv[site + 26*SP] + push_ * rho_b : (real)prv[site + 10*SP - 1*SX + 1*SR];
-            }
-            real f11;
-            {   /* p = 11: hop (1, 0) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int wall_link = ox;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
-                f11 = b ? (real)prv[site + 25*SP] + push_ * rho_b : (real)prv[site + 11*SP - 1*SX];
-            }
-            real f12;
-            {   /* p = 12: hop (1, 1) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f12 = b ? (real)prv[site + 24*SP] + push_ * rho_b : (real)prv[site + 12*SP - 1*SX - 1*SR];
-            }
-            real f13;
-            {   /* p = 13: hop (1, 2) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                f13 = b ? (real)prv[site + 23*SP] + push_ * rho_b : (real)prv[site + 13*SP - 1*SX - 2*SR];
-            }
-            real f14;
-            {   /* p = 14: hop (1, 3) */
-                const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int oy = wyl && y < 3;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 3, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(3) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
-                f14 = b ? (real)prv[site + 22*SP] + push_ * rho_b : (real)prv[site + 14*SP - 1*SX - 3*SR];
-            }
-            real f15;
-            {   /* p = 15: hop (0, -3) */
-                const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
-                const int wall_link = oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -3, LY)] != 0);
-                const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
-                f15 = b ? (real)prv[site + 21*SP] + push_ * rho_b : (real)prv[site + 15*SP + 3*SR];
-            }
-            real f16;
-            {   /* p = 16: hop (0, -2) */
-                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -2, LY)] != 0);
-                const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                f16 = b ? (real)prv[site + 20*SP] + push_ * rho_b : (real)prv[site + 16*SP + 2*SR];
-            }
-            real f17;
-            {   /* p = 17: hop (0, -1) */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f17 = b ? (real)prv[site + 19*SP] + push_ * rho_b : (real)prv[site + 17*SP + 1*SR];
-            }
-            real f18;
-            f18 = (real)prv[site + 18*SP];
-            real f19;
-            {   /* p = 19: hop (0, 1) */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f19 = b ? (real)prv[site + 17*SP] + push_ * rho_b : (real)prv[site + 19*SP - 1*SR];
-            }
-            real f20;
-            {   /* p = 20: hop (0, 2) */
-                const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 2, LY)] != 0);
-                const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                f20 = b ? (real)prv[site + 16*SP] + push_ * rho_b : (real)prv[site + 20*SP - 2*SR];
-            }
-            real f21;
-            {   /* p = 21: hop (0, 3) */
-                const int oy = wyl && y < 3;   /* crosses the y-low face */
-                const int wall_link = oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 3, LY)] != 0);
-                const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
-                f21 = b ? (real)prv[site + 15*SP] + push_ * rho_b : (real)prv[site + 21*SP - 3*SR];
-            }
-            real f22;
-            {   /* p = 22: hop (-1, -3) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -3, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-3) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
-                f22 = b ? (real)prv[site + 14*SP] + push_ * rho_b : (real)prv[site + 22*SP + 1*SX + 3*SR];
-            }
-            real f23;
-            {   /* p = 23: hop (-1, -2) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                f23 = b ? (real)prv[site + 13*SP] + push_ * rho_b : (real)prv[site + 23*SP + 1*SX + 2*SR];
-            }
-            real f24;
-            {   /* p = 24: hop (-1, -1) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f24 = b ? (real)prv[site + 12*SP] + push_ * rho_b : (real)prv[site + 24*SP + 1*SX + 1*SR];
-            }
-            real f25;
-            {   /* p = 25: hop (-1, 0) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int wall_link = ox;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
-                f25 = b ? (real)prv[site + 11*SP] + push_ * rho_b : (real)prv[site + 25*SP + 1*SX];
-            }
-            real f26;
-            {   /* p = 26: hop (-1, 1) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f26 = b ? (real)prv[site + 10*SP] + push_ * rho_b : (real)prv[site + 26*SP + 1*SX - 1*SR];
-            }
-            real f27;
-            {   /* p = 27: hop (-1, 2) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                f27 = b ? (real)prv[site + 9*SP] + push_ * rho_b : (real)prv[site + 27*SP + 1*SX - 2*SR];
-            }
-            real f28;
-            {   /* p = 28: hop (-1, 3) */
-                const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int oy = wyl && y < 3;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 3, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(3) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
-                f28 = b ? (real)prv[site + 8*SP] + push_ * rho_b : (real)prv[site + 28*SP + 1*SX - 3*SR];
-            }
-            real f29;
-            {   /* p = 29: hop (-2, -2) */
-                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
-                const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                f29 = b ? (real)prv[site + 7*SP] + push_ * rho_b : (real)prv[site + 29*SP + 2*SX + 2*SR];
-            }
-            real f30;
-            {   /* p = 30: hop (-2, -1) */
-                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f30 = b ? (real)prv[site + 6*SP] + push_ * rho_b : (real)prv[site + 30*SP + 2*SX + 1*SR];
-            }
-            real f31;
-            {   /* p = 31: hop (-2, 0) */
-                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
-                const int wall_link = ox;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
-                f31 = b ? (real)prv[site + 5*SP] + push_ * rho_b : (real)prv[site + 31*SP + 2*SX];
-            }
-            real f32;
-            {   /* p = 32: hop (-2, 1) */
-                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f32 = b ? (real)prv[site + 4*SP] + push_ * rho_b : (real)prv[site + 32*SP + 2*SX - 1*SR];
-            }
-            real f33;
-            {   /* p = 33: hop (-2, 2) */
-                const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
-                const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 2, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                f33 = b ? (real)prv[site + 3*SP] + push_ * rho_b : (real)prv[site + 33*SP + 2*SX - 2*SR];
-            }
-            real f34;
-            {   /* p = 34: hop (-3, -1) */
-                const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
-                const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - -1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                f34 = b ? (real)prv[site + 2*SP] + push_ * rho_b : (real)prv[site + 34*SP + 3*SX + 1*SR];
-            }
-            real f35;
-            {   /* p = 35: hop (-3, 0) */
-                const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
-                const int wall_link = ox;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
-                f35 = b ? (real)prv[site + 1*SP] + push_ * rho_b : (real)prv[site + 35*SP + 3*SX];
-            }
-            real f36;
-            {   /* p = 36: hop (-3, 1) */
-                const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
-                const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = ox || oy;
-                const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - 1, LY)] != 0);
-                const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                f36 = b ? (real)prv[site + 0] + push_ * rho_b : (real)prv[site + 36*SP + 3*SX - 1*SR];
-            }
+    if (!(solid != 0 || (wxl && x < HALO) || (wxh && x >= LX - HALO) || (wyl && y < HALO) || (wyh && y >= LY - HALO))) {
+        real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
+        lbgen_collide_site(
+            prv[site + -3*SX + 1*SR],
+            prv[site + 1*SP - 3*SX],
+            prv[site + 2*SP - 3*SX - 1*SR],
+            prv[site + 3*SP - 2*SX + 2*SR],
+            prv[site + 4*SP - 2*SX + 1*SR],
+            prv[site + 5*SP - 2*SX],
+            prv[site + 6*SP - 2*SX - 1*SR],
+            prv[site + 7*SP - 2*SX - 2*SR],
+            prv[site + 8*SP - 1*SX + 3*SR],
+            prv[site + 9*SP - 1*SX + 2*SR],
+            prv[site + 10*SP - 1*SX + 1*SR],
+            prv[site + 11*SP - 1*SX],
+            prv[site + 12*SP - 1*SX - 1*SR],
+            prv[site + 13*SP - 1*SX - 2*SR],
+            prv[site + 14*SP - 1*SX - 3*SR],
+            prv[site + 15*SP + 3*SR],
+            prv[site + 16*SP + 2*SR],
+            prv[site + 17*SP + 1*SR],
+            prv[site + 18*SP],
+            prv[site + 19*SP - 1*SR],
+            prv[site + 20*SP - 2*SR],
+            prv[site + 21*SP - 3*SR],
+            prv[site + 22*SP + 1*SX + 3*SR],
+            prv[site + 23*SP + 1*SX + 2*SR],
+            prv[site + 24*SP + 1*SX + 1*SR],
+            prv[site + 25*SP + 1*SX],
+            prv[site + 26*SP + 1*SX - 1*SR],
+            prv[site + 27*SP + 1*SX - 2*SR],
+            prv[site + 28*SP + 1*SX - 3*SR],
+            prv[site + 29*SP + 2*SX + 2*SR],
+            prv[site + 30*SP + 2*SX + 1*SR],
+            prv[site + 31*SP + 2*SX],
+            prv[site + 32*SP + 2*SX - 1*SR],
+            prv[site + 33*SP + 2*SX - 2*SR],
+            prv[site + 34*SP + 3*SX + 1*SR],
+            prv[site + 35*SP + 3*SX],
+            prv[site + 36*SP + 3*SX - 1*SR],
+            &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,             tau_, ax_, ay_, wall_, tau_wall_);
+        nxt[site + 0*SP] = fout0;
+        nxt[site + 1*SP] = fout1;
+        nxt[site + 2*SP] = fout2;
+        nxt[site + 3*SP] = fout3;
+        nxt[site + 4*SP] = fout4;
+        nxt[site + 5*SP] = fout5;
+        nxt[site + 6*SP] = fout6;
+        nxt[site + 7*SP] = fout7;
+        nxt[site + 8*SP] = fout8;
+        nxt[site + 9*SP] = fout9;
+        nxt[site + 10*SP] = fout10;
+        nxt[site + 11*SP] = fout11;
+        nxt[site + 12*SP] = fout12;
+        nxt[site + 13*SP] = fout13;
+        nxt[site + 14*SP] = fout14;
+        nxt[site + 15*SP] = fout15;
+        nxt[site + 16*SP] = fout16;
+        nxt[site + 17*SP] = fout17;
+        nxt[site + 18*SP] = fout18;
+        nxt[site + 19*SP] = fout19;
+        nxt[site + 20*SP] = fout20;
+        nxt[site + 21*SP] = fout21;
+        nxt[site + 22*SP] = fout22;
+        nxt[site + 23*SP] = fout23;
+        nxt[site + 24*SP] = fout24;
+        nxt[site + 25*SP] = fout25;
+        nxt[site + 26*SP] = fout26;
+        nxt[site + 27*SP] = fout27;
+        nxt[site + 28*SP] = fout28;
+        nxt[site + 29*SP] = fout29;
+        nxt[site + 30*SP] = fout30;
+        nxt[site + 31*SP] = fout31;
+        nxt[site + 32*SP] = fout32;
+        nxt[site + 33*SP] = fout33;
+        nxt[site + 34*SP] = fout34;
+        nxt[site + 35*SP] = fout35;
+        nxt[site + 36*SP] = fout36;
 
-            real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
-            lbgen_collide_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36,                 &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,                 tau_, ax_, ay_, wall_, tau_wall_);
-            nxt[site + 0] = here_solid ? (real)0.0 : fout0;
-            nxt[site + 1*SP] = here_solid ? (real)0.0 : fout1;
-            nxt[site + 2*SP] = here_solid ? (real)0.0 : fout2;
-            nxt[site + 3*SP] = here_solid ? (real)0.0 : fout3;
-            nxt[site + 4*SP] = here_solid ? (real)0.0 : fout4;
-            nxt[site + 5*SP] = here_solid ? (real)0.0 : fout5;
-            nxt[site + 6*SP] = here_solid ? (real)0.0 : fout6;
-            nxt[site + 7*SP] = here_solid ? (real)0.0 : fout7;
-            nxt[site + 8*SP] = here_solid ? (real)0.0 : fout8;
-            nxt[site + 9*SP] = here_solid ? (real)0.0 : fout9;
-            nxt[site + 10*SP] = here_solid ? (real)0.0 : fout10;
-            nxt[site + 11*SP] = here_solid ? (real)0.0 : fout11;
-            nxt[site + 12*SP] = here_solid ? (real)0.0 : fout12;
-            nxt[site + 13*SP] = here_solid ? (real)0.0 : fout13;
-            nxt[site + 14*SP] = here_solid ? (real)0.0 : fout14;
-            nxt[site + 15*SP] = here_solid ? (real)0.0 : fout15;
-            nxt[site + 16*SP] = here_solid ? (real)0.0 : fout16;
-            nxt[site + 17*SP] = here_solid ? (real)0.0 : fout17;
-            nxt[site + 18*SP] = here_solid ? (real)0.0 : fout18;
-            nxt[site + 19*SP] = here_solid ? (real)0.0 : fout19;
-            nxt[site + 20*SP] = here_solid ? (real)0.0 : fout20;
-            nxt[site + 21*SP] = here_solid ? (real)0.0 : fout21;
-            nxt[site + 22*SP] = here_solid ? (real)0.0 : fout22;
-            nxt[site + 23*SP] = here_solid ? (real)0.0 : fout23;
-            nxt[site + 24*SP] = here_solid ? (real)0.0 : fout24;
-            nxt[site + 25*SP] = here_solid ? (real)0.0 : fout25;
-            nxt[site + 26*SP] = here_solid ? (real)0.0 : fout26;
-            nxt[site + 27*SP] = here_solid ? (real)0.0 : fout27;
-            nxt[site + 28*SP] = here_solid ? (real)0.0 : fout28;
-            nxt[site + 29*SP] = here_solid ? (real)0.0 : fout29;
-            nxt[site + 30*SP] = here_solid ? (real)0.0 : fout30;
-            nxt[site + 31*SP] = here_solid ? (real)0.0 : fout31;
-            nxt[site + 32*SP] = here_solid ? (real)0.0 : fout32;
-            nxt[site + 33*SP] = here_solid ? (real)0.0 : fout33;
-            nxt[site + 34*SP] = here_solid ? (real)0.0 : fout34;
-            nxt[site + 35*SP] = here_solid ? (real)0.0 : fout35;
-            nxt[site + 36*SP] = here_solid ? (real)0.0 : fout36;
-
-            return;
-        }
+        return;
     }
-    real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
-    lbgen_collide_site(
-        prv[site + -3*SX + 1*SR],
-        prv[site + 1*SP - 3*SX],
-        prv[site + 2*SP - 3*SX - 1*SR],
-        prv[site + 3*SP - 2*SX + 2*SR],
-        prv[site + 4*SP - 2*SX + 1*SR],
-        prv[site + 5*SP - 2*SX],
-        prv[site + 6*SP - 2*SX - 1*SR],
-        prv[site + 7*SP - 2*SX - 2*SR],
-        prv[site + 8*SP - 1*SX + 3*SR],
-        prv[site + 9*SP - 1*SX + 2*SR],
-        prv[site + 10*SP - 1*SX + 1*SR],
-        prv[site + 11*SP - 1*SX],
-        prv[site + 12*SP - 1*SX - 1*SR],
-        prv[site + 13*SP - 1*SX - 2*SR],
-        prv[site + 14*SP - 1*SX - 3*SR],
-        prv[site + 15*SP + 3*SR],
-        prv[site + 16*SP + 2*SR],
-        prv[site + 17*SP + 1*SR],
-        prv[site + 18*SP],
-        prv[site + 19*SP - 1*SR],
-        prv[site + 20*SP - 2*SR],
-        prv[site + 21*SP - 3*SR],
-        prv[site + 22*SP + 1*SX + 3*SR],
-        prv[site + 23*SP + 1*SX + 2*SR],
-        prv[site + 24*SP + 1*SX + 1*SR],
-        prv[site + 25*SP + 1*SX],
-        prv[site + 26*SP + 1*SX - 1*SR],
-        prv[site + 27*SP + 1*SX - 2*SR],
-        prv[site + 28*SP + 1*SX - 3*SR],
-        prv[site + 29*SP + 2*SX + 2*SR],
-        prv[site + 30*SP + 2*SX + 1*SR],
-        prv[site + 31*SP + 2*SX],
-        prv[site + 32*SP + 2*SX - 1*SR],
-        prv[site + 33*SP + 2*SX - 2*SR],
-        prv[site + 34*SP + 3*SX + 1*SR],
-        prv[site + 35*SP + 3*SX],
-        prv[site + 36*SP + 3*SX - 1*SR],
-        &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,         tau_, ax_, ay_, wall_, tau_wall_);
-    nxt[site + 0*SP] = fout0;
-    nxt[site + 1*SP] = fout1;
-    nxt[site + 2*SP] = fout2;
-    nxt[site + 3*SP] = fout3;
-    nxt[site + 4*SP] = fout4;
-    nxt[site + 5*SP] = fout5;
-    nxt[site + 6*SP] = fout6;
-    nxt[site + 7*SP] = fout7;
-    nxt[site + 8*SP] = fout8;
-    nxt[site + 9*SP] = fout9;
-    nxt[site + 10*SP] = fout10;
-    nxt[site + 11*SP] = fout11;
-    nxt[site + 12*SP] = fout12;
-    nxt[site + 13*SP] = fout13;
-    nxt[site + 14*SP] = fout14;
-    nxt[site + 15*SP] = fout15;
-    nxt[site + 16*SP] = fout16;
-    nxt[site + 17*SP] = fout17;
-    nxt[site + 18*SP] = fout18;
-    nxt[site + 19*SP] = fout19;
-    nxt[site + 20*SP] = fout20;
-    nxt[site + 21*SP] = fout21;
-    nxt[site + 22*SP] = fout22;
-    nxt[site + 23*SP] = fout23;
-    nxt[site + 24*SP] = fout24;
-    nxt[site + 25*SP] = fout25;
-    nxt[site + 26*SP] = fout26;
-    nxt[site + 27*SP] = fout27;
-    nxt[site + 28*SP] = fout28;
-    nxt[site + 29*SP] = fout29;
-    nxt[site + 30*SP] = fout30;
-    nxt[site + 31*SP] = fout31;
-    nxt[site + 32*SP] = fout32;
-    nxt[site + 33*SP] = fout33;
-    nxt[site + 34*SP] = fout34;
-    nxt[site + 35*SP] = fout35;
-    nxt[site + 36*SP] = fout36;
+    const int here_solid = solid != 0 ? solid[i] != 0 : 0;
+    real rho_b = 0.0;   /* the site's density (post-collision), for the lids' correction */
+    if (lids_) {
+        rho_b += (real)prv[site + 0];
+        rho_b += (real)prv[site + 1*SP];
+        rho_b += (real)prv[site + 2*SP];
+        rho_b += (real)prv[site + 3*SP];
+        rho_b += (real)prv[site + 4*SP];
+        rho_b += (real)prv[site + 5*SP];
+        rho_b += (real)prv[site + 6*SP];
+        rho_b += (real)prv[site + 7*SP];
+        rho_b += (real)prv[site + 8*SP];
+        rho_b += (real)prv[site + 9*SP];
+        rho_b += (real)prv[site + 10*SP];
+        rho_b += (real)prv[site + 11*SP];
+        rho_b += (real)prv[site + 12*SP];
+        rho_b += (real)prv[site + 13*SP];
+        rho_b += (real)prv[site + 14*SP];
+        rho_b += (real)prv[site + 15*SP];
+        rho_b += (real)prv[site + 16*SP];
+        rho_b += (real)prv[site + 17*SP];
+        rho_b += (real)prv[site + 18*SP];
+        rho_b += (real)prv[site + 19*SP];
+        rho_b += (real)prv[site + 20*SP];
+        rho_b += (real)prv[site + 21*SP];
+        rho_b += (real)prv[site + 22*SP];
+        rho_b += (real)prv[site + 23*SP];
+        rho_b += (real)prv[site + 24*SP];
+        rho_b += (real)prv[site + 25*SP];
+        rho_b += (real)prv[site + 26*SP];
+        rho_b += (real)prv[site + 27*SP];
+        rho_b += (real)prv[site + 28*SP];
+        rho_b += (real)prv[site + 29*SP];
+        rho_b += (real)prv[site + 30*SP];
+        rho_b += (real)prv[site + 31*SP];
+        rho_b += (real)prv[site + 32*SP];
+        rho_b += (real)prv[site + 33*SP];
+        rho_b += (real)prv[site + 34*SP];
+        rho_b += (real)prv[site + 35*SP];
+        rho_b += (real)prv[site + 36*SP];
+    }
+    real f0;
+    {   /* p = 0: hop (3, -1) */
+        const int ox = wxl && x < 3;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f0 = b ? (real)prv[site + 36*SP] + push_ * rho_b : (real)prv[site + -3*SX + 1*SR];
+    }
+    real f1;
+    {   /* p = 1: hop (3, 0) */
+        const int ox = wxl && x < 3;   /* crosses the x-low face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
+        f1 = b ? (real)prv[site + 35*SP] + push_ * rho_b : (real)prv[site + 1*SP - 3*SX];
+    }
+    real f2;
+    {   /* p = 2: hop (3, 1) */
+        const int ox = wxl && x < 3;   /* crosses the x-low face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f2 = b ? (real)prv[site + 34*SP] + push_ * rho_b : (real)prv[site + 2*SP - 3*SX - 1*SR];
+    }
+    real f3;
+    {   /* p = 3: hop (2, -2) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f3 = b ? (real)prv[site + 33*SP] + push_ * rho_b : (real)prv[site + 3*SP - 2*SX + 2*SR];
+    }
+    real f4;
+    {   /* p = 4: hop (2, -1) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f4 = b ? (real)prv[site + 32*SP] + push_ * rho_b : (real)prv[site + 4*SP - 2*SX + 1*SR];
+    }
+    real f5;
+    {   /* p = 5: hop (2, 0) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
+        f5 = b ? (real)prv[site + 31*SP] + push_ * rho_b : (real)prv[site + 5*SP - 2*SX];
+    }
+    real f6;
+    {   /* p = 6: hop (2, 1) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f6 = b ? (real)prv[site + 30*SP] + push_ * rho_b : (real)prv[site + 6*SP - 2*SX - 1*SR];
+    }
+    real f7;
+    {   /* p = 7: hop (2, 2) */
+        const int ox = wxl && x < 2;   /* crosses the x-low face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f7 = b ? (real)prv[site + 29*SP] + push_ * rho_b : (real)prv[site + 7*SP - 2*SX - 2*SR];
+    }
+    real f8;
+    {   /* p = 8: hop (1, -3) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-3) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
+        f8 = b ? (real)prv[site + 28*SP] + push_ * rho_b : (real)prv[site + 8*SP - 1*SX + 3*SR];
+    }
+    real f9;
+    {   /* p = 9: hop (1, -2) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f9 = b ? (real)prv[site + 27*SP] + push_ * rho_b : (real)prv[site + 9*SP - 1*SX + 2*SR];
+    }
+    real f10;
+    {   /* p = 10: hop (1, -1) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f10 = b ? (real)prv[site + 26*SP] + push_ * rho_b : (real)prv[site + 10*SP - 1*SX + 1*SR];
+    }
+    real f11;
+    {   /* p = 11: hop (1, 0) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
+        f11 = b ? (real)prv[site + 25*SP] + push_ * rho_b : (real)prv[site + 11*SP - 1*SX];
+    }
+    real f12;
+    {   /* p = 12: hop (1, 1) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f12 = b ? (real)prv[site + 24*SP] + push_ * rho_b : (real)prv[site + 12*SP - 1*SX - 1*SR];
+    }
+    real f13;
+    {   /* p = 13: hop (1, 2) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f13 = b ? (real)prv[site + 23*SP] + push_ * rho_b : (real)prv[site + 13*SP - 1*SX - 2*SR];
+    }
+    real f14;
+    {   /* p = 14: hop (1, 3) */
+        const int ox = wxl && x < 1;   /* crosses the x-low face */
+        const int oy = wyl && y < 3;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(3) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
+        f14 = b ? (real)prv[site + 22*SP] + push_ * rho_b : (real)prv[site + 14*SP - 1*SX - 3*SR];
+    }
+    real f15;
+    {   /* p = 15: hop (0, -3) */
+        const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -3, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
+        f15 = b ? (real)prv[site + 21*SP] + push_ * rho_b : (real)prv[site + 15*SP + 3*SR];
+    }
+    real f16;
+    {   /* p = 16: hop (0, -2) */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f16 = b ? (real)prv[site + 20*SP] + push_ * rho_b : (real)prv[site + 16*SP + 2*SR];
+    }
+    real f17;
+    {   /* p = 17: hop (0, -1) */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f17 = b ? (real)prv[site + 19*SP] + push_ * rho_b : (real)prv[site + 17*SP + 1*SR];
+    }
+    real f18;
+    f18 = (real)prv[site + 18*SP];
+    real f19;
+    {   /* p = 19: hop (0, 1) */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f19 = b ? (real)prv[site + 17*SP] + push_ * rho_b : (real)prv[site + 19*SP - 1*SR];
+    }
+    real f20;
+    {   /* p = 20: hop (0, 2) */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f20 = b ? (real)prv[site + 16*SP] + push_ * rho_b : (real)prv[site + 20*SP - 2*SR];
+    }
+    real f21;
+    {   /* p = 21: hop (0, 3) */
+        const int oy = wyl && y < 3;   /* crosses the y-low face */
+        const int wall_link = oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 3, LY)] != 0);
+        const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
+        f21 = b ? (real)prv[site + 15*SP] + push_ * rho_b : (real)prv[site + 21*SP - 3*SR];
+    }
+    real f22;
+    {   /* p = 22: hop (-1, -3) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-3) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
+        f22 = b ? (real)prv[site + 14*SP] + push_ * rho_b : (real)prv[site + 22*SP + 1*SX + 3*SR];
+    }
+    real f23;
+    {   /* p = 23: hop (-1, -2) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f23 = b ? (real)prv[site + 13*SP] + push_ * rho_b : (real)prv[site + 23*SP + 1*SX + 2*SR];
+    }
+    real f24;
+    {   /* p = 24: hop (-1, -1) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f24 = b ? (real)prv[site + 12*SP] + push_ * rho_b : (real)prv[site + 24*SP + 1*SX + 1*SR];
+    }
+    real f25;
+    {   /* p = 25: hop (-1, 0) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
+        f25 = b ? (real)prv[site + 11*SP] + push_ * rho_b : (real)prv[site + 25*SP + 1*SX];
+    }
+    real f26;
+    {   /* p = 26: hop (-1, 1) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f26 = b ? (real)prv[site + 10*SP] + push_ * rho_b : (real)prv[site + 26*SP + 1*SX - 1*SR];
+    }
+    real f27;
+    {   /* p = 27: hop (-1, 2) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f27 = b ? (real)prv[site + 9*SP] + push_ * rho_b : (real)prv[site + 27*SP + 1*SX - 2*SR];
+    }
+    real f28;
+    {   /* p = 28: hop (-1, 3) */
+        const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
+        const int oy = wyl && y < 3;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 3, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(3) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
+        f28 = b ? (real)prv[site + 8*SP] + push_ * rho_b : (real)prv[site + 28*SP + 1*SX - 3*SR];
+    }
+    real f29;
+    {   /* p = 29: hop (-2, -2) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
+        f29 = b ? (real)prv[site + 7*SP] + push_ * rho_b : (real)prv[site + 29*SP + 2*SX + 2*SR];
+    }
+    real f30;
+    {   /* p = 30: hop (-2, -1) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f30 = b ? (real)prv[site + 6*SP] + push_ * rho_b : (real)prv[site + 30*SP + 2*SX + 1*SR];
+    }
+    real f31;
+    {   /* p = 31: hop (-2, 0) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
+        f31 = b ? (real)prv[site + 5*SP] + push_ * rho_b : (real)prv[site + 31*SP + 2*SX];
+    }
+    real f32;
+    {   /* p = 32: hop (-2, 1) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f32 = b ? (real)prv[site + 4*SP] + push_ * rho_b : (real)prv[site + 32*SP + 2*SX - 1*SR];
+    }
+    real f33;
+    {   /* p = 33: hop (-2, 2) */
+        const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
+        const int oy = wyl && y < 2;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 2, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
+        f33 = b ? (real)prv[site + 3*SP] + push_ * rho_b : (real)prv[site + 33*SP + 2*SX - 2*SR];
+    }
+    real f34;
+    {   /* p = 34: hop (-3, -1) */
+        const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+        const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - -1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
+        f34 = b ? (real)prv[site + 2*SP] + push_ * rho_b : (real)prv[site + 34*SP + 3*SX + 1*SR];
+    }
+    real f35;
+    {   /* p = 35: hop (-3, 0) */
+        const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+        const int wall_link = ox;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
+        f35 = b ? (real)prv[site + 1*SP] + push_ * rho_b : (real)prv[site + 35*SP + 3*SX];
+    }
+    real f36;
+    {   /* p = 36: hop (-3, 1) */
+        const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
+        const int oy = wyl && y < 1;   /* crosses the y-low face */
+        const int wall_link = ox || oy;
+        const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - 1, LY)] != 0);
+        const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
+        f36 = b ? (real)prv[site + 0] + push_ * rho_b : (real)prv[site + 36*SP + 3*SX - 1*SR];
+    }
 
+    real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
+    lbgen_collide_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36,         &fout0, &fout1, &fout2, &fout3, &fout4, &fout5, &fout6, &fout7, &fout8, &fout9, &fout10, &fout11, &fout12, &fout13, &fout14, &fout15, &fout16, &fout17, &fout18, &fout19, &fout20, &fout21, &fout22, &fout23, &fout24, &fout25, &fout26, &fout27, &fout28, &fout29, &fout30, &fout31, &fout32, &fout33, &fout34, &fout35, &fout36,         tau_, ax_, ay_, wall_, tau_wall_);
+    nxt[site + 0] = here_solid ? (real)0.0 : fout0;
+    nxt[site + 1*SP] = here_solid ? (real)0.0 : fout1;
+    nxt[site + 2*SP] = here_solid ? (real)0.0 : fout2;
+    nxt[site + 3*SP] = here_solid ? (real)0.0 : fout3;
+    nxt[site + 4*SP] = here_solid ? (real)0.0 : fout4;
+    nxt[site + 5*SP] = here_solid ? (real)0.0 : fout5;
+    nxt[site + 6*SP] = here_solid ? (real)0.0 : fout6;
+    nxt[site + 7*SP] = here_solid ? (real)0.0 : fout7;
+    nxt[site + 8*SP] = here_solid ? (real)0.0 : fout8;
+    nxt[site + 9*SP] = here_solid ? (real)0.0 : fout9;
+    nxt[site + 10*SP] = here_solid ? (real)0.0 : fout10;
+    nxt[site + 11*SP] = here_solid ? (real)0.0 : fout11;
+    nxt[site + 12*SP] = here_solid ? (real)0.0 : fout12;
+    nxt[site + 13*SP] = here_solid ? (real)0.0 : fout13;
+    nxt[site + 14*SP] = here_solid ? (real)0.0 : fout14;
+    nxt[site + 15*SP] = here_solid ? (real)0.0 : fout15;
+    nxt[site + 16*SP] = here_solid ? (real)0.0 : fout16;
+    nxt[site + 17*SP] = here_solid ? (real)0.0 : fout17;
+    nxt[site + 18*SP] = here_solid ? (real)0.0 : fout18;
+    nxt[site + 19*SP] = here_solid ? (real)0.0 : fout19;
+    nxt[site + 20*SP] = here_solid ? (real)0.0 : fout20;
+    nxt[site + 21*SP] = here_solid ? (real)0.0 : fout21;
+    nxt[site + 22*SP] = here_solid ? (real)0.0 : fout22;
+    nxt[site + 23*SP] = here_solid ? (real)0.0 : fout23;
+    nxt[site + 24*SP] = here_solid ? (real)0.0 : fout24;
+    nxt[site + 25*SP] = here_solid ? (real)0.0 : fout25;
+    nxt[site + 26*SP] = here_solid ? (real)0.0 : fout26;
+    nxt[site + 27*SP] = here_solid ? (real)0.0 : fout27;
+    nxt[site + 28*SP] = here_solid ? (real)0.0 : fout28;
+    nxt[site + 29*SP] = here_solid ? (real)0.0 : fout29;
+    nxt[site + 30*SP] = here_solid ? (real)0.0 : fout30;
+    nxt[site + 31*SP] = here_solid ? (real)0.0 : fout31;
+    nxt[site + 32*SP] = here_solid ? (real)0.0 : fout32;
+    nxt[site + 33*SP] = here_solid ? (real)0.0 : fout33;
+    nxt[site + 34*SP] = here_solid ? (real)0.0 : fout34;
+    nxt[site + 35*SP] = here_solid ? (real)0.0 : fout35;
+    nxt[site + 36*SP] = here_solid ? (real)0.0 : fout36;
 }
 
 /* Physical fields.  The stored populations are post-collision: their own moments carry the
