@@ -46,6 +46,19 @@ def spec_backend(name: str) -> str:
     return RUNTIMES[name][1]
 
 
+def cpu_device(name: str, device=None) -> bool:
+    """Whether an accelerator runtime's kernels would run on a CPU device: OpenCL on a CPU
+    runtime (Intel's, PoCL) for ``device`` ('P:D', part of a name, else PYOPENCL_CTX or the
+    first); False for the other runtimes and where OpenCL is not available."""
+    if name != "opencl":
+        return False
+    try:
+        from lbgen.backends.opencl.platform import is_cpu_device
+        return is_cpu_device(device)
+    except (BackendUnavailable, ImportError):
+        return False
+
+
 def load(name: str):
     """The backend module for a name ('c', 'opencl', 'cuda')."""
     from lbgen.codegen.spec import BACKENDS

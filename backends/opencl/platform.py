@@ -261,6 +261,11 @@ def build(source, dev, options: tuple):
     return program
 
 
+def is_cpu_device(device=None) -> bool:
+    """Whether the device ``device`` selects is a CPU (its runtime runs work-items on the host's cores)."""
+    return bool(int(select_device(device).type) & int(pyopencl().device_type.CPU))
+
+
 def describe(device=None) -> str:
     """The OpenCL device a run would use, with its platform (one CPU may be a device of several
     runtimes, each with kernels of its own speed: ``lbgen tune`` keeps a choice per device)."""

@@ -62,16 +62,22 @@ OPERATOR_PARAMETERS = {name: op.kernel_arguments for name, op in OPERATOR_RECORD
 #: 96^3 1.65x fused)
 SOA_IN_3D = ("c",)
 CLUSTER_ROWS_3D = 6
+#: backends whose 3D lattices on a CPU device (OpenCL on Intel's CPU runtime or PoCL) default to
+#: SoA: VL 32 (a warp's lanes on a GPU) ranked last but one or last of ten there (D3Q19 single, 128^3,
+#: `lbgen tune --backend opencl`, 2 vCPUs; docs/performance.md, "OpenCL on CPU runtimes")
+SOA_ON_CPU_DEVICES_3D = ("opencl",)
 
 
 def default_layout(backend: str, ly: int, halo: int, dimension: int = 2,
-                   walls_along_depth: bool = False) -> Tuple[str, Optional[int]]:
+                   walls_along_depth: bool = False, cpu_device: bool = False) -> Tuple[str, Optional[int]]:
     """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.  In 3D
     (``dimension`` 3; ``ly`` is then LZ, the clustered axis) the backends of ``SOA_IN_3D`` take
     SoA unless Z holds CLUSTER_ROWS_3D or more whole clusters of their first preferred VL, or the
     lattice has walls across Z (``walls_along_depth``), where every SoA Z line meets the walls and
     takes the boundary path, a cluster row only next to them (D3Q19 cavity, walls on x, y, z,
     128^3, time block 3: SoA 44 against CAoSoA VL 8 75 MLUPS; docs/performance-history.md).
+
+    A 3D lattice of a backend of ``SOA_ON_CPU_DEVICES_3D`` on a CPU device (``cpu_device``) takes SoA.
 
     (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
 
@@ -83,6 +89,8 @@ def default_layout(backend: str, ly: int, halo: int, dimension: int = 2,
     """
     if dimension not in (2, 3):
         raise ValueError(f"default_layout: dimension {dimension!r}; allowed: 2 or 3")
+    if dimension == 3 and cpu_device and backend in SOA_ON_CPU_DEVICES_3D:
+        return "soa", None
     if dimension == 3 and backend in SOA_IN_3D and not walls_along_depth:
         vl = PREFERRED_VL[backend][0]
         if ly % vl or ly // vl < CLUSTER_ROWS_3D:
@@ -95,14 +103,14 @@ def default_layout(backend: str, ly: int, halo: int, dimension: int = 2,
 
 def choose_layout(backend: str, depth: int, halo: int, layout: Optional[str] = None,
                   vl: Optional[int] = None, dimension: int = 2,
-                  walls_along_depth: bool = False) -> Tuple[str, Optional[int]]:
+                  walls_along_depth: bool = False, cpu_device: bool = False) -> Tuple[str, Optional[int]]:
     """The layout and VL a lattice gets when the caller leaves either open: ``default_layout``
     for a missing layout (its VL unless one is given), the backend's preferred VL that fits
     (else 1) for a clustered layout given without one; VL is None for the unclustered layouts.
     ``depth``: the extent of the clustered axis (LY in 2D, LZ in 3D); ``walls_along_depth``:
-    walls across it (``default_layout``)."""
+    walls across it; ``cpu_device``: the kernels run on a CPU device (``default_layout``)."""
     if layout is None:
-        layout, default_vl = default_layout(backend, depth, halo, dimension, walls_along_depth)
+        layout, default_vl = default_layout(backend, depth, halo, dimension, walls_along_depth, cpu_device)
         vl = vl if vl is not None else default_vl
     if layout in CLUSTERED and vl is None:
         vl = default_layout(backend, depth, halo)[1] or 1

@@ -112,8 +112,10 @@ def _tuned_layout(cfg: RunConfig, distributed: bool, block_depths: Sequence[int]
         elif layout is None and vl is None and tunable:
             layout, vl = tune.cached_choice(cfg.backend, **case) or (None, None)
         depth_z = math.gcd(*block_depths) if block_depths else cfg.lz   # a VL dividing it divides every block's
+        from lbgen.backends import cpu_device
+        cpu = layout is None and not cfg.hetero and cpu_device(cfg.backend, cfg.device)
         layout, vl = choose_layout(cfg.backend, depth_z, halo, layout, vl, dimension=3,
-                                   walls_along_depth="z" in (cfg.wall_axes or ""))
+                                   walls_along_depth="z" in (cfg.wall_axes or ""), cpu_device=cpu)
         return layout, vl, (lambda: tune.auto_time_block(cfg.backend, layout, vl, **case)) if tunable else None
     walls = cfg.walls is not None
     tuned = _tunable(cfg, distributed)

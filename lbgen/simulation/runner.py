@@ -141,16 +141,20 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         from lbgen.backends import spec_backend
         depth_walls = AXES[D - 1] in {a for a, _ in self.wall_faces}
 
-        def spec_for(b, width):
+        def spec_for(b, width, options):
+            from lbgen.backends import cpu_device
+            # one OpenCL program on a CPU device: SoA (host + device regions keep each backend's default)
+            cpu = layout is None and D == 3 and device_backend is None and cpu_device(b, options.get("device"))
             lay, v = choose_layout(spec_backend(b), shape[-1], vs.max_hop, None if layout is None else
-                                   str(layout).lower(), vl, dimension=D, walls_along_depth=depth_walls)
+                                   str(layout).lower(), vl, dimension=D, walls_along_depth=depth_walls,
+                                   cpu_device=cpu)
             spec = KernelSpec(backend=spec_backend(b), layout=lay, vl=v, precision=precision, collision=collision,
                               walls=walls is not None, velocity_set=vs_name,
                               wall_scheme=walls.scheme if walls is not None else KernelSpec.wall_scheme)
             return programs.checked_spec(spec, (width, *shape[1:]))
 
         plan = self._region_plan(shape[0], backend, device_backend, host_columns, backend_options, device_options)
-        specs = [spec_for(b, width) for b, _, width, _ in plan]        # all rules before compiling
+        specs = [spec_for(b, width, options) for b, _, width, options in plan]        # all rules before compiling
         from lbgen.codegen.render import generate
         self.regions: list = []
         sources = {}

@@ -27,6 +27,12 @@ def _opencl_devices():
 
 
 DEVICES = _opencl_devices()
+
+
+def _default_layout(device=None):
+    """The untuned 3D layout of 4 x 4 x 16 on a device: SoA on a CPU device, else CAoSoA VL 16."""
+    from lbgen.backends.opencl.platform import is_cpu_device
+    return "soa" if is_cpu_device(device) else "caosoa-vl16"
 SHAPE = ("--lx", "4", "--ly", "4", "--lz", "16")
 CASE = dict(lx=4, ly=4, precision="single", collision="bgk", walls=False, threads=0, lz=16, velocity_set="d3q19")
 
@@ -54,9 +60,9 @@ def stored(tmp_path, monkeypatch):
 
 
 def test_the_tuned_layout_and_work_group_reach_the_run(stored, monkeypatch):
-    """Tuning restricted to AoS and a work-group of 32 (the defaults at 4 x 4 x 16: CAoSoA VL 16,
-    64 work-items) stores them for the device; a run there takes both (its manifest says so);
-    with the stored choices ignored the run takes the defaults."""
+    """Tuning restricted to AoS and a work-group of 32 (the defaults at 4 x 4 x 16: SoA on a CPU
+    device, else CAoSoA VL 16; 64 work-items) stores them for the device; a run there takes both
+    (its manifest says so); with the stored choices ignored the run takes the defaults."""
     entry = _tune("--layouts", "aos", "--work-groups", "32")
     assert (entry["layout"], entry["vl"], entry["work_group"]) == ("aos", None, 32)
     assert [r["work_group"] for r in entry["work_group_ranking"]] == [32]
@@ -68,7 +74,7 @@ def test_the_tuned_layout_and_work_group_reach_the_run(stored, monkeypatch):
     assert "-DLBGEN_INDEX32" in kernels["build_options"].split()
     monkeypatch.setenv("LBGEN_TUNED", "off")
     kernels = _run_kernels(stored / "default")
-    assert (kernels["layout"], kernels["work_group"]) == ("caosoa-vl16", 64)
+    assert (kernels["layout"], kernels["work_group"]) == (_default_layout(), 64)
 
 
 def test_work_group_sizes_the_device_refuses_are_ranked_last(stored):
@@ -87,7 +93,7 @@ def test_each_device_keeps_its_own_choice(stored):
     assert T.cached_choice("opencl", **CASE, device=first) is None
     assert _run_kernels(stored / "second", "--device", second)["work_group"] == 16
     kernels = _run_kernels(stored / "first", "--device", first)
-    assert (kernels["layout"], kernels["work_group"]) == ("caosoa-vl16", 64)
+    assert (kernels["layout"], kernels["work_group"]) == (_default_layout(first), 64)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -126,3 +132,14 @@ def test_index32_gives_the_bits_of_64_bit_indices(monkeypatch):
     options64, bits64 = steps()
     assert "-DLBGEN_INDEX32" in options32 and "-DLBGEN_INDEX32" not in options64
     assert bits32.tobytes() == bits64.tobytes() and np.isfinite(bits32).all()
+
+
+def test_a_cpu_device_defaults_to_soa_in_3d():
+    """The layout rule's CPU-device branch (SOA_ON_CPU_DEVICES_3D): OpenCL 3D on a CPU device
+    takes SoA where a GPU takes CAoSoA with its preferred VL; 2D and C keep their rules."""
+    from lbgen.codegen.spec import choose_layout
+    assert choose_layout("opencl", 128, 1, dimension=3, cpu_device=True) == ("soa", None)
+    assert choose_layout("opencl", 128, 1, dimension=3) == ("caosoa", 32)
+    assert choose_layout("opencl", 128, 1, dimension=2, cpu_device=True) == ("caosoa", 32)
+    assert choose_layout("opencl", 128, 1, layout="caosoa", dimension=3, cpu_device=True) == ("caosoa", 32)
+    assert choose_layout("c", 128, 1, dimension=3, cpu_device=True) == ("caosoa", 8)
