@@ -8,6 +8,7 @@ same runtime beside them.  Prints one line per measurement and the medians; noth
         --devices 0,1 --layouts soa,caosoa-vl32 --rounds 3 \\
         --fluidx3d /path/FluidX3D/bin/FluidX3D --icd 0=/path/intel.icd-folder --icd 1=/path/pocl.icd-folder
 
+``--layouts run`` times the command users run, ``lbgen run taylor-green`` (``--steps``).
 ``--icd D=FOLDER``: the OCL_ICD_VENDORS folder that shows FluidX3D device D's runtime alone
 (FluidX3D then runs on its device 0); devices without one get no FluidX3D figure.
 """
@@ -31,6 +32,16 @@ def lbgen_bench(exe: str, device: str, layout: str, size: int, repeat: int) -> f
     return float(row["mlups"])
 
 
+def lbgen_run(exe: str, device: str, size: int, steps: int) -> float:
+    """MLUPS of `lbgen run taylor-green` (its own layout choice: the default, or what lbgen tune
+    stored; LBGEN_TUNED=off for the defaults) as its last line reports them."""
+    cmd = [exe, "run", "taylor-green", "--velocity-set", "d3q19", "--lx", str(size), "--ly", str(size), "--lz",
+           str(size), "--steps", str(steps), "--backend", "opencl", "--precision", "single", "--no-progress"]
+    out = subprocess.run(cmd, env=dict(os.environ, PYOPENCL_CTX=device), capture_output=True, text=True, check=True)
+    done = [line for line in out.stdout.splitlines() if line.startswith("done:")]
+    return float(done[-1].split(" MLUPS")[0].rsplit(" ", 1)[1])
+
+
 def fluidx3d(exe: str, icd_folder: str, timeout: float = 600) -> float:
     """The median of FluidX3D's per-report MLUPS (its first column) after the first three reports."""
     env = dict(os.environ, OCL_ICD_VENDORS=icd_folder)
@@ -51,7 +62,8 @@ def main() -> None:
     ap.add_argument("--before", required=True)
     ap.add_argument("--after", required=True)
     ap.add_argument("--devices", default="0", help="comma list of PYOPENCL_CTX values ('P:D' or 'P')")
-    ap.add_argument("--layouts", default="soa")
+    ap.add_argument("--layouts", default="soa", help="comma list; 'run' times `lbgen run` (--steps) instead")
+    ap.add_argument("--steps", default="40,200", help="steps of `lbgen run` for before,after")
     ap.add_argument("--size", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=5)
@@ -63,8 +75,9 @@ def main() -> None:
     for rnd in range(args.rounds):
         for device in args.devices.split(","):
             for layout in args.layouts.split(","):
-                for name in ("before", "after"):
-                    mlups = lbgen_bench(getattr(args, name), device, layout, args.size, args.repeat)
+                for name, steps in zip(("before", "after"), args.steps.split(",")):
+                    mlups = (lbgen_run(getattr(args, name), device, args.size, int(steps)) if layout == "run" else
+                             lbgen_bench(getattr(args, name), device, layout, args.size, args.repeat))
                     figures.setdefault((device, layout, name), []).append(mlups)
                     print(f"round {rnd} device {device} {layout:<12} {name:<8} {mlups:8.1f} MLUPS "
                           f"(load {os.getloadavg()[0]:.2f}, {time.strftime('%H:%M:%S')})", flush=True)
