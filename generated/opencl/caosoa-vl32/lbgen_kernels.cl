@@ -75,7 +75,7 @@ enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 32 };
 #define LBGEN_HALO_Y 3   /* halo cluster rows in Y */
 #define LBGEN_VL   32   /* cluster length (1: AoS, SoA) */
 /* threads (work-items) of lbgen_halo: LX*2*HALO*VL halo row elements + 2*HALO*NRP*VL halo column elements */
-#define LBGEN_HALO_THREADS(LX, LY) ((lbgen_index)(LX) * 192 + 6 * ((lbgen_index)(LY) / 32 + 6) * 32)
+#define LBGEN_HALO_THREADS(LX, LY) ((ptrdiff_t)(LX) * 192 + 6 * ((ptrdiff_t)(LY) / 32 + 6) * 32)
 #define LBGEN_SIZES const int LX = lx, LY = ly
 
 /* i mod n in 0 .. n-1 (i may be negative) */
