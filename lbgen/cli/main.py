@@ -267,6 +267,8 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
                       f"x={d['columns'][0] % cfg.lx}..+{d['columns'][1]}"
                       + (f" y={d['rows'][0]}..+{d['rows'][1]}" if d.get("rows", [0, cfg.ly]) != [0, cfg.ly] else "")
                       for d in regions)
+    from lbgen.run.construct import gpu_runtime_note
+    where += gpu_runtime_note(runner.sim)
     if comm is not None:
         where = f"{comm.size} MPI ranks: {where}"
     bounds = getattr(runner.sim, "bounds", None)      # 2D bounce-back walls, lids
@@ -338,6 +340,8 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     regions = getattr(sim, "regions", ())          # host + device: the regions along X
     where = " + ".join(f"{r.program.spec.backend} {r.program.layout.tag} x[{r.x_start}:{r.x_start + r.width})"
                        for r in regions) if len(regions) > 1 else f"{sim.spec.backend} {sim.program.layout.tag}"
+    from lbgen.run.construct import gpu_runtime_note
+    where += gpu_runtime_note(sim)
     if runner.comm is not None:
         where = f"{runner.comm.size} MPI ranks, grid {'x'.join(map(str, runner.grid))}: {where}"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "

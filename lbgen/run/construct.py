@@ -264,6 +264,9 @@ def device_description(sim, grid=None) -> dict:
     if sim.spec.dimension == 3:
         info = {"backend": sim.spec.backend, "layout": sim.program.layout.tag, "precision": sim.spec.precision,
                 "kernel_digest": sim.source.digest, "runtime": sim.runtime, "device": sim.program.describe()}
+        runtime = sim.program.provenance().get("cuda_runtime")
+        if runtime:
+            info["cuda_runtime"] = runtime
         if sim.nranks > 1:
             info.update(ranks=sim.nranks, ranks_grid="x".join(map(str, grid)))
         elif len(sim.regions) > 1:          # host + device
@@ -280,6 +283,15 @@ def device_description(sim, grid=None) -> dict:
         entry.update(prog.provenance())
         info["regions"].append(entry)
     return info
+
+
+def gpu_runtime_note(sim) -> str:
+    """The run's start line's note of the Python GPU runtime of its CUDA programs on this rank
+    (' through pycuda 2026.1'; '' for none), from their provenance (the manifest's ``cuda_runtime``)."""
+    local = getattr(sim, "sim", sim)                 # an MPI rank's own Simulation
+    programs = [r.program for r in getattr(local, "regions", ())] or [local.program]
+    labels = sorted({p.provenance().get("cuda_runtime") for p in programs} - {None})
+    return f" through {', '.join(labels)}" if labels else ""
 
 
 #: ``--ranks-grid`` of a 3D launch (``set_launch_grid3d``): None for auto, else (PX, PY, PZ)

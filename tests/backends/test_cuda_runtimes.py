@@ -1,0 +1,399 @@
+"""The GPU runtimes of the CUDA backend (backends/cuda/runtimes.py): CuPy and pycuda.
+
+Without a GPU: $LBGEN_CUDA_RUNTIME is checked in words; the automatic choice (CuPy, then
+pycuda) observed with fake ``cupy`` / ``pycuda`` modules in sys.modules; and CudaProgram run
+through a runtime that keeps its "device" arrays on the host and launches the kernels through
+the host shim (``ShimRuntime`` below): every call CudaProgram makes goes through the runtime
+interface, bit-identical to the shim's own program, in 2D and 3D; take/put (their .cu text
+through the shim); the provenance, manifest and start line name the runtime.
+
+On a GPU (skipped without one): CuPy and pycuda, both where installed, give the same bits on the
+same strict source (2D D2Q37 with walls, 3D D3Q19 with walls, a lid and a mask, 20 steps), and
+take/put/async copies round-trip.  Run them with ``pytest tests/backends -k "cuda and runtime"``.
+"""
+from __future__ import annotations
+
+import hashlib
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lbgen.backends.build import BackendUnavailable
+from lbgen.backends.cuda import runtimes
+from lbgen.simulation.runner import Walls
+
+from helpers import require
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """No runtime chosen yet, $LBGEN_CUDA_RUNTIME unset."""
+    monkeypatch.setattr(runtimes, "_CHOSEN", {})
+    monkeypatch.delenv(runtimes.RUNTIME_ENV, raising=False)
+    return monkeypatch
+
+
+# --- the choice -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["opencl", "CuPy2", "auto"])
+def test_an_unknown_runtime_name_is_refused_in_words(fresh, value):
+    from lbgen.backends import available
+    fresh.setenv(runtimes.RUNTIME_ENV, value)
+    with pytest.raises(BackendUnavailable) as e:
+        runtimes.runtime()
+    assert f"{runtimes.RUNTIME_ENV}={value!r}" in str(e.value) and "cupy or pycuda" in str(e.value)
+    ok, why = available("cuda")
+    assert not ok and value in why
+    assert runtimes._CHOSEN == {}
+
+
+def _fake_cupy(devices=1):
+    cupy = types.ModuleType("cupy")
+    cupy.__version__ = "99.0-fake"
+    used = []
+    cupy.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDeviceCount=lambda: devices),
+        Device=lambda i: types.SimpleNamespace(use=lambda: used.append(i)))
+    cupy.used = used
+    return cupy
+
+
+def _fake_pycuda(devices=1):
+    """pycuda, pycuda.driver, .gpuarray, .compiler and .tools: what PyCudaRuntime() touches."""
+    log = []
+    pkg = types.ModuleType("pycuda")
+    pkg.VERSION_TEXT = "2099.1"
+    drv = types.ModuleType("pycuda.driver")
+    drv.init = lambda: log.append("init")
+    context = types.SimpleNamespace(push=lambda: log.append("push"), pop=lambda: log.append("pop"))
+
+    class Device:
+        count = staticmethod(lambda: devices)
+
+        def __init__(self, i):
+            log.append(f"device {i}")
+
+        def retain_primary_context(self):
+            return context
+
+    drv.Device = Device
+    tools = types.ModuleType("pycuda.tools")
+    tools.clear_context_caches = lambda: log.append("clear")
+    mods = {"pycuda": pkg, "pycuda.driver": drv, "pycuda.gpuarray": types.ModuleType("pycuda.gpuarray"),
+            "pycuda.compiler": types.ModuleType("pycuda.compiler"), "pycuda.tools": tools}
+    for name, mod in mods.items():
+        if "." in name:
+            setattr(pkg, name.split(".")[1], mod)
+    return mods, log
+
+
+def _install(monkeypatch, cupy=None, pycuda=None):
+    """Fake modules in sys.modules; None: the package does not import."""
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    for name in ("pycuda", "pycuda.driver", "pycuda.gpuarray", "pycuda.compiler", "pycuda.tools"):
+        monkeypatch.setitem(sys.modules, name, None if pycuda is None else pycuda[name])
+
+
+def test_cupy_comes_first_when_it_finds_a_device(fresh):
+    cupy = _fake_cupy(1)
+    pycuda, log = _fake_pycuda(1)
+    _install(fresh, cupy, pycuda)
+    rt = runtimes.runtime()
+    assert type(rt) is runtimes.CuPyRuntime and rt.label == "CuPy 99.0-fake"
+    assert cupy.used == [0] and log == []                   # device 0 in use; pycuda never touched
+    assert runtimes.runtime() is rt                         # made once
+
+
+def test_pycuda_when_cupy_finds_no_device_or_does_not_import(fresh):
+    for cupy in (_fake_cupy(0), None):
+        fresh.setattr(runtimes, "_CHOSEN", {})
+        pycuda, log = _fake_pycuda(1)
+        _install(fresh, cupy, pycuda)
+        rt = runtimes.runtime()
+        assert type(rt) is runtimes.PyCudaRuntime and rt.label == "pycuda 2099.1"
+        assert log == ["init", "device 0", "push"]          # the primary context of device 0, pushed once
+        rt._pop()                                           # what atexit does
+        rt._pop()
+        assert log[3:] == ["pop", "clear"]
+
+
+def test_the_variable_overrides_the_order(fresh):
+    pycuda, log = _fake_pycuda(1)
+    _install(fresh, _fake_cupy(1), pycuda)
+    fresh.setenv(runtimes.RUNTIME_ENV, " PyCUDA ")
+    rt = runtimes.runtime()
+    assert type(rt) is runtimes.PyCudaRuntime
+    rt._pop()
+    fresh.setenv(runtimes.RUNTIME_ENV, "cupy")
+    assert type(runtimes.runtime()) is runtimes.CuPyRuntime
+
+
+def test_a_named_runtime_that_does_not_import_is_named(fresh):
+    _install(fresh, _fake_cupy(1), None)
+    fresh.setenv(runtimes.RUNTIME_ENV, "pycuda")
+    with pytest.raises(BackendUnavailable) as e:
+        runtimes.runtime()
+    text = str(e.value)
+    assert "LBGEN_CUDA_RUNTIME=pycuda" in text and "pycuda cannot be imported" in text and "lbgen[pycuda]" in text
+
+
+def test_no_runtime_names_both_reasons(fresh):
+    pycuda, _ = _fake_pycuda(0)
+    _install(fresh, None, pycuda)
+    with pytest.raises(BackendUnavailable) as e:
+        runtimes.runtime()
+    text = str(e.value)
+    assert "CuPy cannot be imported" in text and "pycuda found no CUDA device" in text
+    assert runtimes._CHOSEN == {}
+
+
+# --- CudaProgram through a runtime on the host (the shim runs the kernels) -------------------------
+
+class HostArray(np.ndarray):
+    """A ShimRuntime "device" array: host memory, told apart from the caller's host arrays."""
+
+
+class ShimRuntime(runtimes.CudaRuntime):
+    """A CudaRuntime whose kernels run on the CPU through the host shim (tests only)."""
+    key, name, package, version = "shim", "shim-runtime", "lbgen", "0.0"
+
+    def __init__(self):
+        from lbgen.backends.cuda import nvcc, shim
+        require(*shim.available(), "g++ for the CUDA host shim")
+        require(*nvcc.available(), "nvcc (the CUDA backend's programs need it)")
+        self.launches = []
+
+    def device_name(self):
+        return "the CPU (shim runtime)"
+
+    def compute_capability(self):
+        return "90"
+
+    def driver_version(self):
+        return 13000
+
+    def free_memory(self):
+        return 1 << 30
+
+    def compile(self, text, options, include_dir, nvcc):
+        from lbgen.backends.build import build_library, load_library
+        from lbgen.backends.cuda import shim
+        files = {p.name: p.read_text() for p in Path(include_dir).iterdir()} if include_dir else {}
+        main = next((n for n, t in files.items() if n.endswith(".cu") and t == text), "index_kernels.cu")
+        files[main] = text
+        real = "float" if any("typedef float" in t for t in files.values()) else "double"
+        files[shim.SHIM_HEADER] = shim.shim_header_text()
+        files[shim.RUNTIME_HEADER] = shim.runtime_header_text()
+        files["shim_launchers.cpp"] = shim.launcher_source(main, text)
+        flags = shim.flags_for(None, "--fmad=false" in options) + shim._BASE_FLAGS
+        cxx = shim.compiler()
+        key = hashlib.sha256("\0".join(f"{n}\0{t}" for n, t in sorted(files.items())).encode()).hexdigest()
+        path = build_library("cuda-shim", (key, flags, "shim-runtime-1"), files,
+                             lambda folder, out: [cxx, *flags, "-I", folder, "-o", out, folder / "shim_launchers.cpp",
+                                                  "-lm"], main, "g++ (shim runtime)", library="libshim.so")
+        return load_library(path, shim.cdef_source(text, real))
+
+    def function(self, module, name):
+        ffi, lib = module
+        return ffi, getattr(lib, f"{name}__launch"), name
+
+    def launch(self, fn, grid, block, args):
+        ffi, call, name = fn
+        conv = []
+        for a in args:
+            if a is None:
+                conv.append(ffi.NULL)
+            elif isinstance(a, np.ndarray):
+                assert isinstance(a, HostArray), f"{name}: a host array handed to a kernel"
+                conv.append(ffi.cast("void *", a.ctypes.data))
+            elif isinstance(a, np.integer):
+                conv.append(int(a))
+            else:
+                assert isinstance(a, np.floating), f"{name}: {a!r} is not a NumPy scalar"
+                conv.append(float(a))
+        self.launches.append(name)
+        call(grid, block, *conv)
+
+    def synchronize(self):
+        pass
+
+    def is_device(self, a):
+        return isinstance(a, HostArray)
+
+    def zeros(self, shape, dtype):
+        return np.zeros(shape, dtype).view(HostArray)
+
+    def empty(self, shape, dtype):
+        return np.full(shape, np.nan, dtype).view(HostArray) if np.dtype(dtype).kind == "f" \
+            else np.empty(shape, dtype).view(HostArray)
+
+    def to_device(self, host):
+        return np.array(host, copy=True).view(HostArray)
+
+    def to_host(self, dev):
+        return np.array(dev)
+
+    def to_host_into(self, dev, host):
+        host[...] = np.asarray(dev).reshape(host.shape)
+
+    def to_device_into(self, host, dev):
+        np.asarray(dev)[...] = np.asarray(host).reshape(dev.shape)
+
+    def pinned_empty(self, n, dtype):
+        return np.empty(n, dtype)
+
+    def _copy_async(self, dev, host, to_host):
+        if to_host:
+            host[...] = dev
+        else:
+            dev[...] = host
+
+    def stream_synchronize(self):
+        pass
+
+
+@pytest.fixture
+def shim_runtime(monkeypatch):
+    rt = ShimRuntime()
+    monkeypatch.setattr(runtimes, "_CHOSEN", {"": rt})
+    monkeypatch.delenv(runtimes.RUNTIME_ENV, raising=False)
+    return rt
+
+
+def _populations(sim_kw, shape, backend, steps):
+    import lbgen
+    sim = lbgen.Simulation(*shape, backend=backend, strict=True, **sim_kw)
+    rng = np.random.default_rng(3)
+    sim.set_fields(1.0 + 1e-2 * rng.standard_normal(shape), 0.02, 0.01, *([0.0] if len(shape) == 3 else []))
+    sim.run(steps)
+    return sim, sim.populations()
+
+
+CASES = {
+    "2d-d2q37-walls": (dict(layout="caosoa", vl=8, walls=Walls(1.03, 0.97), check_every=0), (8, 32)),
+    "3d-d3q19-walls-lid-mask": (dict(velocity_set="d3q19", layout="caosoa", vl=8, walls="z",
+                                     lid={"z-high": (0.05, 0, 0)},
+                                     mask=np.random.default_rng(8).random((6, 6, 8)) < 0.1), (6, 6, 8)),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_program_through_the_runtime_interface_equals_the_shim(shim_runtime, case):
+    """CudaProgram with every device call through the runtime: strict, the same bits as the C
+    backend's strict build (as the shim's own program is), and the kernels went through the
+    runtime's launches."""
+    kw, shape = CASES[case]
+    sim, through_runtime = _populations(kw, shape, "cuda", 4)
+    assert shim_runtime.launches and sim.program.rt is shim_runtime
+    _, c = _populations(kw, shape, "c", 4)
+    assert np.array_equal(through_runtime, c)
+    assert sim.program.provenance()["cuda_runtime"] == "shim-runtime 0.0"
+
+
+def test_the_manifest_and_the_start_line_name_the_runtime(shim_runtime, tmp_path):
+    from click.testing import CliRunner
+    from lbgen.cli.main import main
+    from lbgen.output import read_manifest
+    for extra, shape in (([], ["--lx", "8", "--ly", "16"]), (["--velocity-set", "d3q19"],
+                                                           ["--lx", "4", "--ly", "4", "--lz", "8"])):
+        out = tmp_path / ("3d" if extra else "2d")
+        res = CliRunner().invoke(main, ["run", *extra, *shape, "--steps", "2", "--backend", "cuda", "--layout", "soa",
+                                        "--out", str(out)])
+        assert res.exit_code == 0, res.output
+        start = next(line for line in res.output.splitlines() if line.startswith("lbgen run:"))
+        assert "cuda soa" in start and start.endswith(" through shim-runtime 0.0"), start
+        kernels = read_manifest(out)["device"]
+        names = [r.get("cuda_runtime") for r in kernels["regions"]] if "regions" in kernels \
+            else [kernels.get("cuda_runtime")]
+        assert names == ["shim-runtime 0.0"], kernels
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_take_and_put_kernels_round_trip(shim_runtime, dtype):
+    """take/put: their .cu text through the shim with the runtime's launch (n not a multiple of the block)."""
+    rt = shim_runtime
+    f = rt.to_device(np.arange(1000, dtype=dtype))
+    index = rt.to_device(np.random.default_rng(1).permutation(1000)[:300].astype(np.int64))
+    out = rt.zeros(300, dtype)
+    rt.take(f, index, out)
+    assert np.array_equal(rt.to_host(out), np.asarray(index).astype(dtype))
+    g = rt.zeros(1000, dtype)
+    rt.put(g, index, out)
+    want = np.zeros(1000, dtype)
+    want[np.asarray(index)] = np.asarray(index)
+    assert np.array_equal(rt.to_host(g), want)
+    assert rt.launches == [f"lbgen_take_{'double' if dtype == np.float64 else 'float'}",
+                           f"lbgen_put_{'double' if dtype == np.float64 else 'float'}"]
+    rt.take(f, rt.zeros(0, np.int64), rt.zeros(0, dtype))              # empty: nothing launched
+    assert len(rt.launches) == 2
+
+
+def test_take_and_put_refuse_bad_arrays(shim_runtime):
+    rt = shim_runtime
+    f, out = rt.zeros(10, np.float64), rt.zeros(3, np.float64)
+    with pytest.raises(TypeError, match="index is int64 \\(int32 given\\)"):
+        rt.take(f, rt.zeros(3, np.int32), out)
+    with pytest.raises(ValueError, match="index has 4 elements, out 3"):
+        rt.take(f, rt.zeros(4, np.int64), out)
+    with pytest.raises(TypeError, match="device arrays"):
+        rt.put(f, np.zeros(3, np.int64), out)
+    with pytest.raises(ValueError, match="whole arrays of one dtype"):
+        rt.to_host_async(f, np.empty(9))
+    assert rt.launches == []
+
+
+# --- on a GPU: CuPy and pycuda side by side (each skipped where it is not installed) -------------
+
+def _gpu_runtime(key):
+    try:
+        return runtimes.RUNTIMES[key]()
+    except BackendUnavailable as e:
+        pytest.skip(f"{key}: {e}")
+
+
+def _on(monkeypatch, key):
+    monkeypatch.setattr(runtimes, "_CHOSEN", {})
+    monkeypatch.setenv(runtimes.RUNTIME_ENV, key)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_gpu_cupy_and_pycuda_give_the_same_bits(monkeypatch, case):
+    for key in runtimes.RUNTIMES:
+        _gpu_runtime(key)
+    kw, shape = CASES[case]
+    got = {}
+    for key in runtimes.RUNTIMES:
+        _on(monkeypatch, key)
+        sim, got[key] = _populations(kw, shape, "cuda", 20)
+        assert sim.program.provenance()["cuda_runtime"].lower().startswith(key)
+    assert np.array_equal(got["cupy"], got["pycuda"])
+    assert np.isfinite(got["cupy"]).all()
+
+
+@pytest.mark.parametrize("key", list(runtimes.RUNTIMES))
+def test_gpu_runtime_take_put_and_async_copies(key):
+    rt = _gpu_runtime(key)
+    assert rt.arch.startswith("sm_") and rt.free_memory() > 0 and rt.device_name()
+    host = np.random.default_rng(2).standard_normal(5000)
+    f = rt.to_device(host)
+    index_host = np.random.default_rng(3).permutation(5000)[:777].astype(np.int64)
+    index = rt.to_device(index_host)
+    out = rt.zeros(777, np.float64)
+    rt.take(f, index, out)
+    pinned = rt.pinned_empty(777, np.float64)
+    rt.to_host_async(out, pinned)
+    rt.stream_synchronize()
+    assert np.array_equal(pinned, host[index_host])
+    g = rt.zeros(5000, np.float64)
+    back = rt.zeros(777, np.float64)
+    rt.to_device_async(pinned, back)
+    rt.stream_synchronize()
+    rt.put(g, index, back)
+    want = np.zeros(5000)
+    want[index_host] = host[index_host]
+    assert np.array_equal(rt.to_host(g), want)
+    assert rt.array_interface_ok == hasattr(f, "__cuda_array_interface__")
+    assert rt.dtod_ms(g, f, f.nbytes) > 0
