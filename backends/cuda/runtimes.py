@@ -371,10 +371,13 @@ class PyCudaRuntime(CudaRuntime):
         return int(self.drv.mem_get_info()[0])
 
     def compile(self, text, options, include_dir, nvcc):
+        import warnings
         opts = list(options) + list(NVCC_OPTIONS)
         try:
-            return self.compiler.SourceModule(text, nvcc=nvcc, options=opts, no_extern_c=True, arch=self.arch,
-                                              include_dirs=[str(include_dir)] if include_dir else [])
+            with warnings.catch_warnings():     # nvcc's remarks (unused variables) as a UserWarning: CuPy drops them too
+                warnings.filterwarnings("ignore", message="The CUDA compiler succeeded")
+                return self.compiler.SourceModule(text, nvcc=nvcc, options=opts, no_extern_c=True, arch=self.arch,
+                                                  include_dirs=[str(include_dir)] if include_dir else [])
         except Exception as e:  # pycuda.driver.CompileError carries nvcc's command line and log
             raise CompileError(f"nvcc (through pycuda) failed for {self.arch} (options {opts}):\n{e}") from None
 

@@ -331,6 +331,19 @@ def test_take_and_put_kernels_round_trip(shim_runtime, dtype):
     assert len(rt.launches) == 2
 
 
+def test_nvcc_compiles_the_take_and_put_kernels(tmp_path):
+    """The text both GPU runtimes compile for take/put, as pycuda's SourceModule calls nvcc."""
+    import subprocess
+    from lbgen.backends.cuda import nvcc
+    require(*nvcc.available(), "nvcc")
+    (tmp_path / "kernel.cu").write_text(runtimes.INDEX_KERNELS)
+    proc = subprocess.run([nvcc.find_nvcc(), "--cubin", *runtimes.NVCC_OPTIONS, "-arch", "sm_90", "kernel.cu"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    binary = (tmp_path / "kernel.cubin").read_bytes()
+    assert all(f"lbgen_{k}_{t}".encode() in binary for k in ("take", "put") for t in ("double", "float"))
+
+
 def test_take_and_put_refuse_bad_arrays(shim_runtime):
     rt = shim_runtime
     f, out = rt.zeros(10, np.float64), rt.zeros(3, np.float64)
