@@ -387,8 +387,11 @@ def test_gpu_cupy_and_pycuda_give_the_same_bits(monkeypatch, case):
 
 
 @pytest.mark.parametrize("key", list(runtimes.RUNTIMES))
-def test_gpu_runtime_take_put_and_async_copies(key):
-    rt = _gpu_runtime(key)
+def test_gpu_runtime_take_put_and_async_copies(monkeypatch, key):
+    from lbgen.backends import cuda
+    _gpu_runtime(key)
+    _on(monkeypatch, key)
+    rt = runtimes.runtime()
     assert rt.arch.startswith("sm_") and rt.free_memory() > 0 and rt.device_name()
     host = np.random.default_rng(2).standard_normal(5000)
     f = rt.to_device(host)
@@ -409,4 +412,7 @@ def test_gpu_runtime_take_put_and_async_copies(key):
     want[index_host] = host[index_host]
     assert np.array_equal(rt.to_host(g), want)
     assert rt.array_interface_ok == hasattr(f, "__cuda_array_interface__")
-    assert rt.dtod_ms(g, f, f.nbytes) > 0
+    bandwidth = cuda.copy_bandwidth(repeat=2, nbytes=1 << 26)           # through the runtime's events
+    assert bandwidth["runtime"] == rt.label and bandwidth["gbs"] > 50
+    ok, why = cuda.available()
+    assert ok and why.startswith(f"CUDA via {rt.label} on ")
