@@ -280,8 +280,10 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_a_program_through_the_runtime_interface_equals_the_shim(shim_runtime, case):
+#: the 2D case compiles for 30 s cold (slow); the fast suite's 2D launches through the runtime: the start-line test
+@pytest.mark.parametrize("case", [pytest.param(c, marks=(pytest.mark.slow,) if c.startswith("2d") else ())
+                                  for c in CASES])
+def test_a_program_through_the_runtime_interface_equals_the_c_backend(shim_runtime, case):
     """CudaProgram with every device call through the runtime: strict, the same bits as the C
     backend's strict build (as the shim's own program is), and the kernels went through the
     runtime's launches."""
