@@ -13,10 +13,8 @@ take/put/async copies round-trip.  Run them with ``pytest tests/backends -k "cud
 """
 from __future__ import annotations
 
-import hashlib
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,6 +23,8 @@ from lbgen.backends.build import BackendUnavailable
 from lbgen.backends.cuda import runtimes
 from lbgen.simulation.runner import Walls
 
+import cuda_fakes
+from cuda_fakes import fake_pycuda
 from helpers import require
 
 
@@ -61,35 +61,6 @@ def _fake_cupy(devices=1):
     return cupy
 
 
-def _fake_pycuda(devices=1):
-    """pycuda, pycuda.driver, .gpuarray, .compiler and .tools: what PyCudaRuntime() touches."""
-    log = []
-    pkg = types.ModuleType("pycuda")
-    pkg.VERSION_TEXT = "2099.1"
-    drv = types.ModuleType("pycuda.driver")
-    drv.init = lambda: log.append("init")
-    context = types.SimpleNamespace(push=lambda: log.append("push"), pop=lambda: log.append("pop"))
-
-    class Device:
-        count = staticmethod(lambda: devices)
-
-        def __init__(self, i):
-            log.append(f"device {i}")
-
-        def retain_primary_context(self):
-            return context
-
-    drv.Device = Device
-    tools = types.ModuleType("pycuda.tools")
-    tools.clear_context_caches = lambda: log.append("clear")
-    mods = {"pycuda": pkg, "pycuda.driver": drv, "pycuda.gpuarray": types.ModuleType("pycuda.gpuarray"),
-            "pycuda.compiler": types.ModuleType("pycuda.compiler"), "pycuda.tools": tools}
-    for name, mod in mods.items():
-        if "." in name:
-            setattr(pkg, name.split(".")[1], mod)
-    return mods, log
-
-
 def _install(monkeypatch, cupy=None, pycuda=None):
     """Fake modules in sys.modules; None: the package does not import."""
     monkeypatch.setitem(sys.modules, "cupy", cupy)
@@ -99,7 +70,7 @@ def _install(monkeypatch, cupy=None, pycuda=None):
 
 def test_cupy_comes_first_when_it_finds_a_device(fresh):
     cupy = _fake_cupy(1)
-    pycuda, log = _fake_pycuda(1)
+    pycuda, log = fake_pycuda(1)
     _install(fresh, cupy, pycuda)
     rt = runtimes.runtime()
     assert type(rt) is runtimes.CuPyRuntime and rt.label == "CuPy 99.0-fake"
@@ -110,7 +81,7 @@ def test_cupy_comes_first_when_it_finds_a_device(fresh):
 def test_pycuda_when_cupy_finds_no_device_or_does_not_import(fresh):
     for cupy in (_fake_cupy(0), None):
         fresh.setattr(runtimes, "_CHOSEN", {})
-        pycuda, log = _fake_pycuda(1)
+        pycuda, log = fake_pycuda(1)
         _install(fresh, cupy, pycuda)
         rt = runtimes.runtime()
         assert type(rt) is runtimes.PyCudaRuntime and rt.label == "pycuda 2099.1"
@@ -121,7 +92,7 @@ def test_pycuda_when_cupy_finds_no_device_or_does_not_import(fresh):
 
 
 def test_the_variable_overrides_the_order(fresh):
-    pycuda, log = _fake_pycuda(1)
+    pycuda, log = fake_pycuda(1)
     _install(fresh, _fake_cupy(1), pycuda)
     fresh.setenv(runtimes.RUNTIME_ENV, " PyCUDA ")
     rt = runtimes.runtime()
@@ -141,7 +112,7 @@ def test_a_named_runtime_that_does_not_import_is_named(fresh):
 
 
 def test_no_runtime_names_both_reasons(fresh):
-    pycuda, _ = _fake_pycuda(0)
+    pycuda, _ = fake_pycuda(0)
     _install(fresh, None, pycuda)
     with pytest.raises(BackendUnavailable) as e:
         runtimes.runtime()
@@ -152,115 +123,34 @@ def test_no_runtime_names_both_reasons(fresh):
 
 # --- CudaProgram through a runtime on the host (the shim runs the kernels) -------------------------
 
-class HostArray(np.ndarray):
-    """A ShimRuntime "device" array: host memory, told apart from the caller's host arrays."""
-
-
-class ShimRuntime(runtimes.CudaRuntime):
-    """A CudaRuntime whose kernels run on the CPU through the host shim (tests only)."""
-    key, name, package, version = "shim", "shim-runtime", "lbgen", "0.0"
-
-    def __init__(self):
-        from lbgen.backends.cuda import nvcc, shim
-        require(*shim.available(), "g++ for the CUDA host shim")
-        require(*nvcc.available(), "nvcc (the CUDA backend's programs need it)")
-        self.launches = []
-
-    def device_name(self):
-        return "the CPU (shim runtime)"
-
-    def compute_capability(self):
-        return "90"
-
-    def driver_version(self):
-        return 13000
-
-    def free_memory(self):
-        return 1 << 30
-
-    def compile(self, text, options, include_dir, nvcc):
-        from lbgen.backends.build import build_library, load_library
-        from lbgen.backends.cuda import shim
-        files = {p.name: p.read_text() for p in Path(include_dir).iterdir()} if include_dir else {}
-        main = next((n for n, t in files.items() if n.endswith(".cu") and t == text), "index_kernels.cu")
-        files[main] = text
-        real = "float" if any("typedef float" in t for t in files.values()) else "double"
-        files[shim.SHIM_HEADER] = shim.shim_header_text()
-        files[shim.RUNTIME_HEADER] = shim.runtime_header_text()
-        files["shim_launchers.cpp"] = shim.launcher_source(main, text)
-        flags = shim.flags_for(None, "--fmad=false" in options) + shim._BASE_FLAGS
-        cxx = shim.compiler()
-        key = hashlib.sha256("\0".join(f"{n}\0{t}" for n, t in sorted(files.items())).encode()).hexdigest()
-        path = build_library("cuda-shim", (key, flags, "shim-runtime-1"), files,
-                             lambda folder, out: [cxx, *flags, "-I", folder, "-o", out, folder / "shim_launchers.cpp",
-                                                  "-lm"], main, "g++ (shim runtime)", library="libshim.so")
-        return load_library(path, shim.cdef_source(text, real))
-
-    def function(self, module, name):
-        ffi, lib = module
-        return ffi, getattr(lib, f"{name}__launch"), name
-
-    def launch(self, fn, grid, block, args):
-        ffi, call, name = fn
-        conv = []
-        for a in args:
-            if a is None:
-                conv.append(ffi.NULL)
-            elif isinstance(a, np.ndarray):
-                assert isinstance(a, HostArray), f"{name}: a host array handed to a kernel"
-                conv.append(ffi.cast("void *", a.ctypes.data))
-            elif isinstance(a, np.integer):
-                conv.append(int(a))
-            else:
-                assert isinstance(a, np.floating), f"{name}: {a!r} is not a NumPy scalar"
-                conv.append(float(a))
-        self.launches.append(name)
-        call(grid, block, *conv)
-
-    def synchronize(self):
-        pass
-
-    def is_device(self, a):
-        return isinstance(a, HostArray)
-
-    def zeros(self, shape, dtype):
-        return np.zeros(shape, dtype).view(HostArray)
-
-    def empty(self, shape, dtype):
-        return np.full(shape, np.nan, dtype).view(HostArray) if np.dtype(dtype).kind == "f" \
-            else np.empty(shape, dtype).view(HostArray)
-
-    def to_device(self, host):
-        return np.array(host, copy=True).view(HostArray)
-
-    def to_host(self, dev):
-        return np.array(dev)
-
-    def to_host_into(self, dev, host):
-        host[...] = np.asarray(dev).reshape(host.shape)
-
-    def to_device_into(self, host, dev):
-        np.asarray(dev)[...] = np.asarray(host).reshape(dev.shape)
-
-    def pinned_empty(self, n, dtype):
-        return np.empty(n, dtype)
-
-    def _copy_async(self, dev, host, to_host):
-        if to_host:
-            host[...] = dev
-        else:
-            dev[...] = host
-
-    def stream_synchronize(self):
-        pass
-
-
 @pytest.fixture
 def shim_runtime(monkeypatch):
-    rt = ShimRuntime()
+    rt = cuda_fakes.shim_runtime()
     monkeypatch.setattr(runtimes, "_CHOSEN", {"": rt})
     monkeypatch.delenv(runtimes.RUNTIME_ENV, raising=False)
     return rt
+
+
+@pytest.fixture
+def fake_pycuda_runtime(fresh):
+    """PyCudaRuntime, chosen automatically (no CuPy), over fake_pycuda (tests/backends/cuda_fakes.py): (runtime, log)."""
+    cuda_fakes.require_shim_and_nvcc()
+    mods, log = fake_pycuda(1)
+    _install(fresh, None, mods)
+    rt = runtimes.runtime()
+    assert type(rt) is runtimes.PyCudaRuntime
+    yield rt, log
+    rt._pop()
+
+
+#: a runtime on the CPU: (runtime, its label, the kernel launches it made so far)
+@pytest.fixture(params=["shim-runtime", "fake-pycuda"])
+def cpu_runtime(request):
+    if request.param == "shim-runtime":
+        rt = request.getfixturevalue("shim_runtime")
+        return rt, "shim-runtime 0.0", lambda: list(rt.launches)
+    rt, log = request.getfixturevalue("fake_pycuda_runtime")
+    return rt, "pycuda 2099.1", lambda: [e[1] for e in log if isinstance(e, tuple) and e[0] == "launch"]
 
 
 def _populations(sim_kw, shape, backend, steps):
@@ -283,19 +173,32 @@ CASES = {
 #: the 2D case compiles for 30 s cold (slow); the fast suite's 2D launches through the runtime: the start-line test
 @pytest.mark.parametrize("case", [pytest.param(c, marks=(pytest.mark.slow,) if c.startswith("2d") else ())
                                   for c in CASES])
-def test_a_program_through_the_runtime_interface_equals_the_c_backend(shim_runtime, case):
-    """CudaProgram with every device call through the runtime: strict, the same bits as the C
-    backend's strict build (as the shim's own program is), and the kernels went through the
-    runtime's launches."""
+def test_a_program_through_the_runtime_interface_equals_the_c_backend(cpu_runtime, case):
+    """CudaProgram with every device call through the runtime (PyCudaRuntime: every pycuda call
+    it makes): strict, the same bits as the C backend's strict build (as the shim's own program
+    is), and the kernels went through the runtime's launches."""
+    rt, label, launches = cpu_runtime
     kw, shape = CASES[case]
     sim, through_runtime = _populations(kw, shape, "cuda", 4)
-    assert shim_runtime.launches and sim.program.rt is shim_runtime
-    _, c = _populations(kw, shape, "c", 4)
+    assert launches() and sim.program.rt is rt
+    c_sim, c = _populations(kw, shape, "c", 4)
     assert np.array_equal(through_runtime, c)
-    assert sim.program.provenance()["cuda_runtime"] == "shim-runtime 0.0"
+    assert sim.program.provenance()["cuda_runtime"] == label
+    got, want = sim.fields(), c_sim.fields()               # the fields kernel's outputs copied back
+    assert all(np.array_equal(got[k], want[k]) for k in want)
 
 
-def test_the_manifest_and_the_start_line_name_the_runtime(shim_runtime, tmp_path):
+def test_pycuda_is_given_the_options_cupy_builds_with(fake_pycuda_runtime):
+    """SourceModule: nvcc's options as CuPy's (strict: --fmad=false; always -ftz=true), the
+    source's folder as an include folder, the arch of device 0, no extern "C" wrapper."""
+    rt, log = fake_pycuda_runtime
+    kw, shape = CASES["3d-d3q19-walls-lid-mask"]
+    _populations(kw, shape, "cuda", 1)
+    assert [e for e in log if isinstance(e, tuple) and e[0] == "compile"] == \
+        [("compile", ("--fmad=false", "-ftz=true"), 1)]             # the SourceModule's own asserts: the rest
+
+
+def test_the_manifest_and_the_start_line_name_the_runtime(cpu_runtime, tmp_path):
     from click.testing import CliRunner
     from lbgen.cli.main import main
     from lbgen.output import read_manifest
@@ -306,31 +209,32 @@ def test_the_manifest_and_the_start_line_name_the_runtime(shim_runtime, tmp_path
                                         "--out", str(out)])
         assert res.exit_code == 0, res.output
         start = next(line for line in res.output.splitlines() if line.startswith("lbgen run:"))
-        assert "cuda soa" in start and start.endswith(" through shim-runtime 0.0"), start
+        assert "cuda soa" in start and start.endswith(f" through {cpu_runtime[1]}"), start
         kernels = read_manifest(out)["device"]
         names = [r.get("cuda_runtime") for r in kernels["regions"]] if "regions" in kernels \
             else [kernels.get("cuda_runtime")]
-        assert names == ["shim-runtime 0.0"], kernels
+        assert names == [cpu_runtime[1]], kernels
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_take_and_put_kernels_round_trip(shim_runtime, dtype):
+def test_take_and_put_kernels_round_trip(cpu_runtime, dtype):
     """take/put: their .cu text through the shim with the runtime's launch (n not a multiple of the block)."""
-    rt = shim_runtime
+    rt, _, launches = cpu_runtime
     f = rt.to_device(np.arange(1000, dtype=dtype))
-    index = rt.to_device(np.random.default_rng(1).permutation(1000)[:300].astype(np.int64))
+    where = np.random.default_rng(1).permutation(1000)[:300].astype(np.int64)
+    index = rt.to_device(where)
     out = rt.zeros(300, dtype)
     rt.take(f, index, out)
-    assert np.array_equal(rt.to_host(out), np.asarray(index).astype(dtype))
+    assert np.array_equal(rt.to_host(out), where.astype(dtype))
     g = rt.zeros(1000, dtype)
     rt.put(g, index, out)
     want = np.zeros(1000, dtype)
-    want[np.asarray(index)] = np.asarray(index)
+    want[where] = where
     assert np.array_equal(rt.to_host(g), want)
-    assert rt.launches == [f"lbgen_take_{'double' if dtype == np.float64 else 'float'}",
-                           f"lbgen_put_{'double' if dtype == np.float64 else 'float'}"]
+    assert launches() == [f"lbgen_take_{'double' if dtype == np.float64 else 'float'}",
+                          f"lbgen_put_{'double' if dtype == np.float64 else 'float'}"]
     rt.take(f, rt.zeros(0, np.int64), rt.zeros(0, dtype))              # empty: nothing launched
-    assert len(rt.launches) == 2
+    assert len(launches()) == 2
 
 
 def test_nvcc_compiles_the_take_and_put_kernels(tmp_path):
@@ -390,10 +294,24 @@ def test_gpu_cupy_and_pycuda_give_the_same_bits(monkeypatch, case):
 
 @pytest.mark.parametrize("key", list(runtimes.RUNTIMES))
 def test_gpu_runtime_take_put_and_async_copies(monkeypatch, key):
-    from lbgen.backends import cuda
     _gpu_runtime(key)
     _on(monkeypatch, key)
-    rt = runtimes.runtime()
+    _round_trips(runtimes.runtime())
+
+
+def test_pycuda_runtime_round_trips_on_a_fake_pycuda(fake_pycuda_runtime):
+    """The GPU test's round trips with PyCudaRuntime over fake_pycuda: the async copies on one
+    non-blocking stream, each after waiting for an event recorded on the compute stream."""
+    rt, log = fake_pycuda_runtime
+    _round_trips(rt)
+    copies = [e for e in log if e in ("wait", ("dtoh", True), ("htod", True))]
+    assert copies == ["wait", ("dtoh", True), "wait", ("htod", True)]
+    assert [e for e in log if isinstance(e, tuple) and e[0] == "stream"] == [("stream", 1)]   # CU_STREAM_NON_BLOCKING
+
+
+def _round_trips(rt):
+    """take, pinned async copies both ways, put, the copy bandwidth and available() through a runtime."""
+    from lbgen.backends import cuda
     assert rt.arch.startswith("sm_") and rt.free_memory() > 0 and rt.device_name()
     host = np.random.default_rng(2).standard_normal(5000)
     f = rt.to_device(host)
