@@ -380,7 +380,7 @@ def _parse_layouts(text):
 
 @main.command(short_help="Check every backend and layout against the NumPy reference.")
 @click.option("--backends", default="c,opencl,cuda,cuda-shim", show_default=True,
-              help="Comma list of c, opencl, cuda (CuPy, needs a GPU), cuda-shim (the .cu text on the CPU).")
+              help="Comma list of c, opencl, cuda (CuPy or pycuda, needs a GPU), cuda-shim (the .cu text on the CPU).")
 @click.option("--layouts", default=",".join(n if v is None else f"{n}-vl{v}" for n, v in VERIFY_LAYOUTS),
               show_default=True, help="Comma list of aos, soa, csoa-vlN, caosoa-vlN (by default those of these "
               "that the lattice takes).")

@@ -15,7 +15,7 @@ What is measured
     streaming (non-temporal) stores, counting read + write bytes;
   - peak flop rate (double and single) from independent FMA chains (AVX-512/AVX2 vector
     extensions, OpenMP), counting an FMA as 2 flops;
-  - for CUDA (CuPy) the device's own device-to-device copy bandwidth (cudaMemcpy), for
+  - for CUDA (CuPy or pycuda) the device's own device-to-device copy bandwidth (cudaMemcpy), for
     an OpenCL GPU the same with clEnqueueCopyBuffer.
 
 How the numbers are counted
