@@ -207,6 +207,50 @@ def rank_exchange(shape, grid, coords, depth: int = 1, Q: Optional[int] = None, 
     return out
 
 
+def node_traffic(grid, ranks_per_node: int, sends: Callable) -> List[dict]:
+    """Per node, seed 002's placement: p = ranks_per_node ranks to a node in rank order
+    (row-major coordinates, MPI_Cart_create(reorder=False)).  `sends(coords)` lists one rank's
+    messages of an exchange as (axis index, step -1 or +1, bytes); a node's row holds its
+    ranks' "coords", their number ("ranks"), the bytes sent to ranks on the node ("intra") and
+    off it ("inter"), and the axes with such messages ("intra axes", "inter axes")."""
+    grid = tuple(grid)
+    P = int(np.prod(grid))
+    p = max(1, min(ranks_per_node, P))
+    out = []
+    for node in range(-(-P // p)):
+        row = {"coords": [], "ranks": 0, "intra": 0, "inter": 0, "intra axes": set(), "inter axes": set()}
+        for rank in range(node * p, min(P, (node + 1) * p)):
+            coords = tuple(int(c) for c in np.unravel_index(rank, grid))
+            row["coords"].append(coords)
+            row["ranks"] += 1
+            for d, step, nbytes in sends(coords):
+                c = list(coords)
+                c[d] = (c[d] + step) % grid[d]
+                where = "intra" if int(np.ravel_multi_index(c, grid)) // p == node else "inter"
+                row[where] += nbytes
+                row[f"{where} axes"].add(d)
+        out.append(row)
+    return out
+
+
+def comm_time(node: dict, latency: float, bandwidth: float, latency_inter: Optional[float] = None,
+              bandwidth_inter: Optional[float] = None) -> float:
+    """Seed 002's communication time of one exchange of a node (``node_traffic``'s row): a
+    latency per axis with messages on the node (L_a) and off it (L_e), the node's intra-node
+    bytes over B_a / 2 and its inter-node bytes over B_e / 2 (the inter ones default to the
+    intra ones)."""
+    L_e = latency if latency_inter is None else latency_inter
+    B_e = bandwidth if bandwidth_inter is None else bandwidth_inter
+    return (len(node["intra axes"]) * latency + node["intra"] / (bandwidth / 2)
+            + len(node["inter axes"]) * L_e + node["inter"] / (B_e / 2))
+
+
+def calc_time(Q: int, itemsize: int, sites: int, memory_bandwidth: float) -> float:
+    """Seed 002's T_calc of `sites` lattice updates sharing one memory bandwidth M:
+    3 Q itemsize sites / M."""
+    return 3 * Q * itemsize * sites / memory_bandwidth
+
+
 def predict_blocks(shape, grid, machine: Machine, depth: int, plan: Callable, Q: int, itemsize: int = 8,
                    sweep: bool = False) -> dict:
     """Seed 002's step time for a Cartesian grid of ranks (any dimension), p = ranks_per_node
@@ -227,36 +271,19 @@ def predict_blocks(shape, grid, machine: Machine, depth: int, plan: Callable, Q:
     grid = tuple(grid)
     P = int(np.prod(grid))
     p = max(1, min(machine.ranks_per_node, P))
-    L_e = machine.latency if machine.latency_inter is None else machine.latency_inter
-    B_e = machine.bandwidth if machine.bandwidth_inter is None else machine.bandwidth_inter
     names = "xyz"[:len(grid)]
+    plans = {}
+
+    def sends(coords):
+        one = plans[coords] = plan(coords)
+        return [(d, step, one[f"{axis} bytes"] // 2) for d, axis in enumerate(names) if grid[d] > 1
+                for step in (-1, 1)]
     worst = None
-    for node in range(-(-P // p)):
-        intra = inter = 0
-        has_intra, has_inter = set(), set()
-        computed = 0
-        for rank in range(node * p, min(P, (node + 1) * p)):
-            coords = tuple(int(c) for c in np.unravel_index(rank, grid))
-            one = plan(coords)
-            computed = max(computed, one["computed"])
-            for d, axis in enumerate(names):
-                if grid[d] == 1:
-                    continue
-                for step in (-1, 1):
-                    c = list(coords)
-                    c[d] = (c[d] + step) % grid[d]
-                    other = int(np.ravel_multi_index(c, grid))
-                    nbytes = one[f"{axis} bytes"] // 2
-                    if other // p == node:
-                        intra += nbytes
-                        has_intra.add(axis)
-                    else:
-                        inter += nbytes
-                        has_inter.add(axis)
-        t_comm = (len(has_intra) * machine.latency + intra / (machine.bandwidth / 2)
-                  + len(has_inter) * L_e + inter / (B_e / 2))
-        t_calc = 3 * Q * itemsize * computed * p / machine.memory_bandwidth / (depth if sweep else 1)
-        row = {"t_comm": t_comm / depth, "t_calc": t_calc, "intra_bytes": intra, "inter_bytes": inter}
+    for node in node_traffic(grid, machine.ranks_per_node, sends):
+        computed = max(plans[c]["computed"] for c in node["coords"])
+        t_comm = comm_time(node, machine.latency, machine.bandwidth, machine.latency_inter, machine.bandwidth_inter)
+        t_calc = calc_time(Q, itemsize, computed * p, machine.memory_bandwidth) / (depth if sweep else 1)
+        row = {"t_comm": t_comm / depth, "t_calc": t_calc, "intra_bytes": node["intra"], "inter_bytes": node["inter"]}
         if worst is None or row["t_comm"] + row["t_calc"] > worst["t_comm"] + worst["t_calc"]:
             worst = row
     plan0 = plan((0,) * len(grid))
@@ -266,8 +293,6 @@ def predict_blocks(shape, grid, machine: Machine, depth: int, plan: Callable, Q:
             "messages_per_step": sum(plan0[f"{a} messages"] for a in names) / depth,
             "bytes_per_step": sum(plan0[f"{a} bytes"] for a in names) / depth,
             "extra_work": plan0["computed"] / plan0["owned"] - 1.0}
-
-
 
 
 def check_model_ranks(ranks: int, what: str) -> int:
