@@ -25,7 +25,7 @@ import numpy as np
 
 from lbgen.model.catalog import AXES
 from lbgen.parallel.decomposition import ghost_sides, slab_widths
-from lbgen.parallel.model import Machine, _default_set, calc_time, comm_time, node_traffic
+from lbgen.parallel.model import Machine, default_set, calc_time, comm_time, node_traffic
 
 #: the halo paths of a device rank, in the order the chooser prefers on a tie
 PATHS = ("staged", "device")
@@ -48,7 +48,7 @@ def halo_traffic(shape, grid, coords, depth: int = 1, Q: Optional[int] = None, h
     "sends": [(axis index, step -1 or +1, bytes)] of its messages (``node_traffic``'s input),
     "owned" and "computed" (owned + ghost sites)."""
     check_path(path)
-    vs = _default_set()
+    vs = default_set()
     Q = vs.Q if Q is None else Q
     H = vs.max_hop if halo is None else halo
     grid, coords, shape = tuple(grid), tuple(coords), tuple(shape)
@@ -146,7 +146,7 @@ def predict_gpu_step(shape, grid, machine: Machine, links: DeviceLinks, path: st
     check_path(path)
     if ranks_per_device < 1:
         raise ValueError(f"ranks_per_device={ranks_per_device}: give at least 1")
-    vs = _default_set()
+    vs = default_set()
     Q = vs.Q if Q is None else Q
     grid = tuple(grid)
     counts = {}

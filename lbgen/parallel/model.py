@@ -75,14 +75,14 @@ def fit_latency_bandwidth(sizes: Sequence[float], times: Sequence[float]) -> Com
     return CommModel(latency=L, bandwidth=1.0 / inv_b)
 
 
-def _default_set():
+def default_set():
     """The velocity set of the performance model (the production case)."""
     return velocity_set(DEFAULT_VELOCITY_SET)
 
 
 def halo_bytes(ly: int, Q: Optional[int] = None, itemsize: int = 8) -> int:
     """One halo message: H padded columns of Q populations (default: the default velocity set)."""
-    vs = _default_set()
+    vs = default_set()
     Q = vs.Q if Q is None else Q
     return vs.max_hop * (ly + 2 * vs.max_hop) * Q * itemsize
 
@@ -130,8 +130,8 @@ def measure_ranks(comm, make_distributed: Callable, n: int, steps: int = 5) -> O
 
 def rank_table(rows: List[dict], comm_model: CommModel, lx: int, ly: int, measured_source: str = "") -> str:
     lines = [f"communication: L = {comm_model.latency * 1e6:.2f} us, B = {comm_model.bandwidth / 1e9:.3f} GB/s; "
-             f"halo message {halo_bytes(ly)} bytes ({_default_set().max_hop} x {ly + 2 * _default_set().max_hop} x "
-             f"{_default_set().Q} x 8); lattice {lx} x {ly}",
+             f"halo message {halo_bytes(ly)} bytes ({default_set().max_hop} x {ly + 2 * default_set().max_hop} x "
+             f"{default_set().Q} x 8); lattice {lx} x {ly}",
              f"{'ranks':>5} {'slab':>5} {'tau [s/site]':>13} {'T_comp [ms]':>12} {'T_comm [ms]':>12} "
              f"{'T_step [ms]':>12} {'model MLUPS':>12} {'measured MLUPS':>15}"]
     for r in rows:
@@ -193,7 +193,7 @@ def rank_exchange(shape, grid, coords, depth: int = 1, Q: Optional[int] = None, 
     other axes' extended extents (k H ghosts per split side), Q values per site; the block the
     rank computes, owned + ghosts."""
     from lbgen.parallel.decomposition import slab_widths
-    vs = _default_set()
+    vs = default_set()
     Q = vs.Q if Q is None else Q
     H = vs.max_hop if halo is None else halo
     size = [slab_widths(n, p)[c] for n, p, c in zip(shape, grid, coords)]
@@ -310,13 +310,13 @@ def scaling_table(machine: Machine, lx: int, ly: int, depth: int = 1, max_ranks:
     for P = 1, 2, 4, ... max_ranks on the grid dims_create(P); strong stops where a
     sub-domain gets thinner than depth x H.  With lz: a 3D lattice (Q and halo of the 3D set)."""
     check_model_ranks(max_ranks, "max_ranks")
-    H = (_default_set().max_hop if halo is None else halo)
+    H = (default_set().max_hop if halo is None else halo)
     shape = (lx, ly) if lz is None else (lx, ly, lz)
     out = {"weak": [], "strong": []}
 
     def predict(sizes, g):
         return predict_blocks(sizes, g, machine, depth, lambda c: rank_exchange(sizes, g, c, depth, Q, H, itemsize),
-                              _default_set().Q if Q is None else Q, itemsize, sweep=sweep)
+                              default_set().Q if Q is None else Q, itemsize, sweep=sweep)
     P = 1
     while P <= max_ranks:
         g = dims_create(P, len(shape))
