@@ -3,25 +3,12 @@ the `lbgen` group in lbgen/cli.py)."""
 from __future__ import annotations
 
 import json
-import math
 
 import click
 import numpy as np
 
-from lbgen.cli.common import UserError, friendly, vl_option
+from lbgen.cli.common import FiniteFloatRange, UserError, friendly, vl_option
 from lbgen.system.limits import MAX_MODEL_RANKS
-
-
-class FiniteFloatRange(click.FloatRange):
-    """click.FloatRange that also refuses NaN and +-Inf (a NaN compares false with every bound,
-    so FloatRange alone lets ``--latency nan`` through)."""
-
-    def convert(self, value, param, ctx):
-        rv = super().convert(value, param, ctx)
-        if not math.isfinite(rv):
-            where = "" if self.min is None and self.max is None else f" in the range {self._describe_range()}"
-            self.fail(f"{value!r} is not a finite number; give a finite number{where}", param, ctx)
-        return rv
 
 
 # --- model -------------------------------------------------------------------------------
@@ -196,17 +183,7 @@ def _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps
     widths = sorted({-(-lx // n) for n in range(1, ranks + 1)})
     taus = mpi.root_call(comm, lambda: {w: mpi_model.measure_tau(make, w, ly, steps) for w in widths}, share=True)
     itemsize = 8 if precision == "double" else 4
-    source = "assumed"
-    if comm is not None and latency is None and bandwidth is None:
-        times = mpi_model.ring_shift(comm)
-        fit = mpi_model.fit_latency_bandwidth(list(times), list(times.values()))
-        source = f"ring shift over {comm.size} ranks"
-    else:
-        fit = mpi_model.DEFAULT_COMM
-        if latency is not None or bandwidth is not None:
-            source = "given"
-    cm = mpi_model.CommModel(latency if latency is not None else fit.latency,
-                       bandwidth if bandwidth is not None else fit.bandwidth)
+    cm, source = mpi_model.comm_parameters(comm, 1 if comm is None else comm.size, latency, bandwidth)
     rows = []
     for n in range(1, ranks + 1):
         row = mpi_model.predict(taus[-(-lx // n)], lx, ly, n, cm, itemsize=itemsize)
@@ -276,16 +253,9 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
     def plan(c, sizes=shape, g=grid):
         return mpi_model.rank_exchange(sizes, g, c, depth, Q, H, itemsize)
     root = comm is None or comm.rank == 0
-    sources = {}
-    if comm is not None and latency is None and bandwidth is None and P > 1:
-        times = mpi_model.ring_shift(comm)
-        fit = mpi_model.fit_latency_bandwidth(list(times), list(times.values()))
-        sources["communication"] = f"ring shift over {size} ranks"
-    else:
-        fit = mpi_model.DEFAULT_COMM
-        sources["communication"] = "given" if latency is not None or bandwidth is not None else "assumed"
-    L = latency if latency is not None else fit.latency
-    B = bandwidth if bandwidth is not None else fit.bandwidth
+    cm, source = mpi_model.comm_parameters(comm, P, latency, bandwidth)
+    sources = {"communication": source}
+    L, B = cm.latency, cm.bandwidth
     p = ranks_per_node or (size if comm is not None else P)
     if memory_bandwidth is None:
         from lbgen.perf.machine import measure_bandwidth

@@ -10,7 +10,7 @@ counts), ``scaling_table`` / ``plot_scaling`` the weak and strong predictions
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -59,6 +59,21 @@ def ring_shift(comm, sizes: Sequence[int] = (8, 1024, 16384, 131072, 1048576), r
                 times.append(dt)
         out[int(size)] = float(np.median(times))
     return out
+
+
+def comm_parameters(comm, ranks: int, latency: Optional[float] = None, bandwidth: Optional[float] = None
+                    ) -> Tuple[CommModel, str]:
+    """The message latency and bandwidth of a model and where they came from: those given;
+    else, under mpiexec with ranks > 1, a ring-shift fit over comm (collective); else
+    DEFAULT_COMM ("assumed")."""
+    if comm is not None and latency is None and bandwidth is None and ranks > 1:
+        times = ring_shift(comm)
+        fit, source = fit_latency_bandwidth(list(times), list(times.values())), f"ring shift over {comm.size} ranks"
+    else:
+        fit = DEFAULT_COMM
+        source = "given" if latency is not None or bandwidth is not None else "assumed"
+    return CommModel(fit.latency if latency is None else latency, fit.bandwidth if bandwidth is None else bandwidth), \
+        source
 
 
 def fit_latency_bandwidth(sizes: Sequence[float], times: Sequence[float]) -> CommModel:
