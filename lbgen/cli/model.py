@@ -8,6 +8,7 @@ import click
 import numpy as np
 
 from lbgen.cli.common import FiniteFloatRange, UserError, friendly, vl_option
+from lbgen.cli.model_gpu import GPU_BACKENDS, gpu_given, gpu_options, model_gpu
 from lbgen.system.limits import MAX_MODEL_RANKS
 
 
@@ -56,10 +57,11 @@ from lbgen.system.limits import MAX_MODEL_RANKS
 @click.option("--lz", type=click.IntRange(min=1), default=None,
               help="With --ranks-grid PXxPYxPZ: a 3D lattice (D3Q19).")
 @click.option("--json", "as_json", is_flag=True)
+@gpu_options
 @friendly
 def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, device, steps, measure_points, plot,
           ranks, latency, bandwidth, ranks_grid, time_block, memory_bandwidth, ranks_per_node,
-          latency_inter, bandwidth_inter, max_ranks, scaling_plot, lz, as_json):
+          latency_inter, bandwidth_inter, max_ranks, scaling_plot, lz, as_json, **gpu):
     """The host + device performance model (paper Eq. 4-8): predicted MLUPS against the split.
 
     Measures tau_d (device), tau_h (host) and the halo swap with short runs, solves
@@ -68,7 +70,11 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
 
     With --ranks N: the multi-rank model (slabs along X, seeds 002/003): per-rank compute
     from tau of --backend measured on each slab width, plus 2 halo messages per step,
-    T = L + bytes/B from a ring-shift fit (under mpiexec) or --latency/--bandwidth."""
+    T = L + bytes/B from a ring-shift fit (under mpiexec) or --latency/--bandwidth.
+
+    With --ranks-grid and a device --backend (opencl, cuda, cuda-shim): seed 003's
+    data-movement model of device ranks, each halo path (staged through the host, or device
+    buffers to MPI) predicted, the faster chosen, each measured beside it under mpiexec."""
     from lbgen.perf import split as perfmodel
     from lbgen.run.config import RunConfig
     from lbgen.run.construct import make_simulation
@@ -83,12 +89,17 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
             raise UserError(f"{', '.join(given)}: not options of the Cartesian model (--ranks-grid {ranks_grid}); "
                             f"it takes --time-block, --latency, --bandwidth, --memory-bandwidth, --ranks-per-node, "
                             f"--latency-inter, --bandwidth-inter, --max-ranks and --scaling-plot")
+        stray = gpu_given(gpu) if backend not in GPU_BACKENDS else []
+        if stray:
+            raise UserError(f"{', '.join(stray)}: option(s) of the device ranks' model: add --backend "
+                            f"{'|'.join(GPU_BACKENDS)} (--backend {backend} keeps its lattice on the host)")
         return _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_grid, time_block,
                            latency, bandwidth, memory_bandwidth, ranks_per_node, latency_inter, bandwidth_inter,
-                           max_ranks, scaling_plot, as_json, lz=lz)
-    stray = [n for n, v in grid_only.items() if v]
+                           max_ranks, scaling_plot, as_json, lz=lz, gpu=gpu)
+    stray = [n for n, v in grid_only.items() if v] + gpu_given(gpu)
     if stray:
-        raise UserError(f"{', '.join(stray)}: option(s) of the Cartesian model: add --ranks-grid PXxPY")
+        raise UserError(f"{', '.join(stray)}: option(s) of the Cartesian model: add --ranks-grid PXxPY"
+                        + (" and a device --backend" if gpu_given(gpu) else ""))
     _check_model_options(ranks, latency, bandwidth, measure_points, plot, hetero_given=_given("hetero"))
     if ranks is not None:
         return _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps, ranks, latency,
@@ -216,7 +227,7 @@ def _distributed(cfg, comm):
 
 def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_grid, depth, latency, bandwidth,
                 memory_bandwidth, ranks_per_node, latency_inter, bandwidth_inter, max_ranks, scaling_plot, as_json,
-                lz=None):
+                lz=None, gpu=None):
     """`lbgen model --ranks-grid`: seed 002's step model for a Cartesian grid (2D, or 3D with
     --lz: D3Q19 through ``DistributedSimulation``), measured beside it under mpiexec (step
     time, and the messages and bytes every rank sent, counted by the exchange)."""
@@ -248,6 +259,10 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
     vs = velocity_set(cfg.velocity_set if lz is None else "d3q19")
     H, Q, itemsize = vs.max_hop, vs.Q, 8 if precision == "double" else 4
     decomposition.rank_grid(P, shape, H, grid, depth)          # too thin: refused before any measurement
+    if backend in GPU_BACKENDS:                   # device ranks: seed 003's halo paths
+        return model_gpu(comm, cfg, shape, grid, depth, steps, (latency, bandwidth, ranks_per_node, latency_inter,
+                                                                bandwidth_inter), gpu or {}, memory_bandwidth,
+                         max_ranks, scaling_plot, as_json, vs)
     sweep = backend == "c" and depth > 1          # the C backend's fused_tb: k steps per sweep through cache
 
     def plan(c, sizes=shape, g=grid):

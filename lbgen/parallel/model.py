@@ -343,17 +343,18 @@ def scaling_table(machine: Machine, lx: int, ly: int, depth: int = 1, max_ranks:
 
 
 def plot_scaling(table: Dict[str, List[dict]], path, title: str = "") -> None:
-    """PNG: predicted MLUPS against ranks, weak and strong, with the ideal lines."""
+    """PNG: predicted MLUPS against ranks, one line per entry of `table` (weak and strong, or a
+    GPU model's halo paths), with the ideal lines."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for name, style in (("weak", "o-"), ("strong", "s-")):
-        rows = table[name]
+    for (name, rows), style in zip(table.items(), ("o-", "s-", "^-", "v-")):
         if not rows:
             continue
         P = [r["ranks"] for r in rows]
-        ax.plot(P, [r["mlups"] for r in rows], style, label=f"{name} scaling (model)")
+        label = f"{name} scaling (model)" if name in ("weak", "strong") else f"{name} (model)"
+        ax.plot(P, [r["mlups"] for r in rows], style, label=label)
         ax.plot(P, [rows[0]["mlups"] * n / P[0] for n in P], ":", color="grey")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
