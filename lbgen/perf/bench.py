@@ -56,7 +56,7 @@ import numpy as np
 from lbgen import __version__
 from lbgen.codegen.layouts import VL_SWEEP, LayoutChoice, tag as layout_tag
 from lbgen.perf.links import measure_links
-from lbgen.perf.machine import cpu_model, measure_machine, merge_machine
+from lbgen.perf.machine import copy_limits, cpu_model, measure_machine, merge_machine
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 from lbgen.perf.timing import default_kernel_parameters, quiet_buffers
 from lbgen.system.timing import time_call
@@ -258,11 +258,8 @@ def add_fractions(results: List[Dict], limits: Dict) -> None:
     """frac_bw (streaming-store copy), frac_bw_normal, frac_peak, in place."""
     for r in results:
         lim = limits.get(r["backend"]) or {}
-        bw = lim.get("bandwidth") or {}
-        stream = (bw.get("streaming") or {}).get("gbs")
-        normal = (bw.get("normal") or {}).get("gbs") or bw.get("gbs")
+        best, normal = copy_limits(lim)
         peak = ((lim.get("peak") or {}).get(r["precision"]) or {}).get("gflops")
-        best = stream or normal
         r["frac_bw"] = r["gbs"] / best if best else None
         r["frac_bw_normal"] = r["gbs"] / normal if normal else None
         r["frac_peak"] = r["gflops"] / peak if peak else None

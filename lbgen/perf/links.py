@@ -108,8 +108,10 @@ def measure_links(prog, repeat: int = 5, sizes: Sequence[int] = SIZES) -> Option
 
 def links_from_bench(report: dict, backend: str) -> dict:
     """{DeviceLinks field: value} measured in a ``lbgen bench`` JSON report for `backend`:
-    the copy terms (``host_device``) and the device's memory bandwidth (its copy limit);
+    the copy terms (``host_device``) and the memory bandwidth the kernels are compared with
+    (``copy_limits``: a device's own copy, or the host's on a CPU runtime);
     ValueError naming what is missing."""
+    from lbgen.perf.machine import copy_limits
     limits = (report.get("limits") or {}).get(backend)
     if not limits:
         raise ValueError(f"the bench report has no limits of the {backend} backend (run lbgen bench --backends "
@@ -120,7 +122,7 @@ def links_from_bench(report: dict, backend: str) -> dict:
         for d in DIRECTIONS:
             out[f"{d}_latency"] = float(links[d]["latency"])
             out[f"{d}_bandwidth"] = float(links[d]["bandwidth"])
-    gbs = (limits.get("bandwidth") or {}).get("gbs")
+    gbs = copy_limits(limits)[0]
     if gbs:
         out["memory_bandwidth"] = float(gbs) * 1e9
     if not out:
