@@ -72,7 +72,7 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
     from tau of --backend measured on each slab width, plus 2 halo messages per step,
     T = L + bytes/B from a ring-shift fit (under mpiexec) or --latency/--bandwidth.
 
-    With --ranks-grid and a device --backend (opencl, cuda, cuda-shim): seed 003's
+    With --ranks-grid and a device --backend (opencl, cuda): seed 003's
     data-movement model of device ranks, each halo path (staged through the host, or device
     buffers to MPI) predicted, the faster chosen, each measured beside it under mpiexec."""
     from lbgen.perf import split as perfmodel

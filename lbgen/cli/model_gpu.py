@@ -1,4 +1,4 @@
-"""`lbgen model --ranks-grid ... --backend opencl|cuda|cuda-shim`: seed 003's data-movement
+"""`lbgen model --ranks-grid ... --backend opencl|cuda`: seed 003's data-movement
 model of device ranks (``lbgen.parallel.gpu_model``): each halo path's predicted step time,
 MLUPS and bytes copied and sent per step, the path the model picks, and under mpiexec each
 path's measured step time beside it (``DistributedSimulation(halo_path=...)``)."""
@@ -13,10 +13,10 @@ import numpy as np
 from lbgen.cli.common import FiniteFloatRange, UserError
 
 #: the backends whose ranks keep their lattice on a device
-GPU_BACKENDS = ("opencl", "cuda", "cuda-shim")
-#: where the device path needs nothing of the MPI library: the device memory is host memory
-#: (the CUDA host shim; OpenCL on the CPU runtime, by mapping)
-HOST_MEMORY_DEVICES = ("opencl", "cuda-shim")
+GPU_BACKENDS = ("opencl", "cuda")
+#: where the device path is assumed possible without a GPU-aware MPI library: the device
+#: memory is host memory (OpenCL on the CPU runtime, by mapping)
+HOST_MEMORY_DEVICES = ("opencl",)
 
 
 def _link_options():
@@ -41,8 +41,8 @@ def gpu_options(fn):
                            "memory bandwidth measured by 'lbgen bench --backends BACKEND -o FILE'.")(fn)
     fn = click.option("--device-mpi/--no-device-mpi", "device_mpi", default=None,
                       help="With a device --backend: whether the halo path 'device' is possible (device buffers "
-                           "to MPI). Default: yes for opencl (CPU runtime) and cuda-shim (device memory is host "
-                           "memory), no for cuda (say --device-mpi where MPI is GPU-aware).")(fn)
+                           "to MPI). Default: yes for opencl (the CPU runtime: device memory is host memory), "
+                           "no for cuda (say --device-mpi where MPI is GPU-aware).")(fn)
     fn = click.option("--ranks-per-device", type=click.IntRange(min=1), default=None,
                       help="With a device --backend: ranks sharing one device (its memory bandwidth and copies); "
                            "default 1.")(fn)

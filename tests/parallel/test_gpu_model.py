@@ -1,0 +1,118 @@
+"""Seed 003's data-movement model of device ranks (lbgen.parallel.gpu_model): what one rank
+moves per exchange, counted by hand; the step time per halo path by hand; the chooser."""
+import dataclasses
+
+import pytest
+
+from lbgen.parallel import model as mpi_model
+from lbgen.parallel.gpu_model import DeviceLinks, choose_halo_path, halo_traffic, predict_gpu_step
+
+WALLS_Y = (("y", "low"), ("y", "high"))
+
+
+def test_a_2d_rank_sends_and_copies_its_four_slabs_by_hand():
+    # 40 x 40 on 2x2, D2Q37 (Q 37, H 3), k = 1: 20 x 20 owned, 26 x 26 with 3 ghosts per split side;
+    # a slab is 3 planes of 26 sites, 37 doubles each
+    slab = 3 * 26 * 37 * 8
+    t = halo_traffic((40, 40), (2, 2), (0, 0), 1, 37, 3)
+    assert (t["owned"], t["computed"]) == (400, 26 * 26)
+    assert t["x messages"] == t["y messages"] == 2 and t["x bytes"] == t["y bytes"] == 2 * slab
+    assert (t["mpi messages"], t["mpi bytes"]) == (4, 4 * slab)
+    assert (t["to host copies"], t["to host bytes"]) == (4, 4 * slab)           # one per sent slab
+    assert (t["to device copies"], t["to device bytes"]) == (4, 4 * slab)       # one per received slab
+    d = halo_traffic((40, 40), (2, 2), (0, 0), 1, 37, 3, path="device")
+    assert (d["mpi messages"], d["mpi bytes"]) == (4, 4 * slab)
+    assert d["to host copies"] == d["to host bytes"] == d["to device copies"] == d["to device bytes"] == 0
+
+
+def test_a_3d_rank_with_depth_2_matches_rank_exchange_and_a_hand_count():
+    # 30 x 20 x 24 on 2x1x2, D3Q19 (Q 19, H 1), k = 2: rank (1, 0, 1) owns 15 x 20 x 12; the split axes
+    # get 2 ghosts per side: 19 x 20 x 16 computed; an X slab is 2 planes of 20 x 16 sites, a Z slab 2 of 19 x 20
+    t = halo_traffic((30, 20, 24), (2, 1, 2), (1, 0, 1), 2, 19, 1)
+    assert t["computed"] == 19 * 20 * 16
+    assert t["x bytes"] == 2 * (2 * 20 * 16) * 19 * 8 and t["y messages"] == t["y bytes"] == 0
+    assert t["z bytes"] == 2 * (2 * 19 * 20) * 19 * 8
+    assert t["to host bytes"] == t["to device bytes"] == t["mpi bytes"] == t["x bytes"] + t["z bytes"]
+    assert t["to host copies"] == t["to device copies"] == 4
+    same = mpi_model.rank_exchange((30, 20, 24), (2, 1, 2), (1, 0, 1), 2, 19, 1)   # no walls: the same slabs
+    assert all(t[k] == same[k] for k in same)
+
+
+def test_walls_on_a_split_axis_send_and_copy_nothing_across_the_wall():
+    # 40 x 30 on 1x2 with walls at y low and high, k = 2, D2Q9 (Q 9, H 1): each rank trades one slab
+    # (towards the other rank), ghosts only on that side: 40 x (15 + 2); a slab is 2 rows of 40 sites
+    slab = 2 * 40 * 9 * 8
+    low = halo_traffic((40, 30), (1, 2), (0, 0), 2, 9, 1, wall_faces=WALLS_Y)
+    high = halo_traffic((40, 30), (1, 2), (0, 1), 2, 9, 1, wall_faces=WALLS_Y)
+    for t, step in ((low, 1), (high, -1)):
+        assert t["computed"] == 40 * 17
+        assert t["sends"] == [(1, step, slab)]
+        assert (t["mpi messages"], t["to host copies"], t["to device copies"]) == (1, 1, 1)
+        assert t["to host bytes"] == t["to device bytes"] == slab
+    periodic = halo_traffic((40, 30), (1, 2), (0, 0), 2, 9, 1)
+    assert periodic["to host copies"] == 2 and periodic["computed"] == 40 * 19
+
+
+def test_the_step_time_of_each_path_by_hand():
+    # 2x1 on one node (p = 2), 64 x 32 D2Q9 (H 1), k = 1: 32 x 32 owned, 34 x 32 computed; a slab is
+    # 1 x 32 sites x 9 doubles = 2304 bytes; per rank 2 slabs sent, 2 received
+    links = DeviceLinks(to_host_latency=1e-5, to_host_bandwidth=1e10, to_device_latency=2e-5, to_device_bandwidth=5e9,
+                        direct_latency=3e-6, direct_bandwidth=2e10, memory_bandwidth=1e12)
+    machine = mpi_model.Machine(latency=1e-6, bandwidth=4e9, memory_bandwidth=1.0, ranks_per_node=2)
+    slab = 32 * 9 * 8
+    staged = predict_gpu_step((64, 32), (2, 1), machine, links, "staged", 1, 9, 8, 1)
+    t_calc = 3 * 9 * 8 * 34 * 32 / 1e12                    # the device's bandwidth, not the machine's
+    assert staged["t_calc"] == pytest.approx(t_calc)
+    assert staged["t_copy"] == pytest.approx(2 * 1e-5 + 2 * slab / 1e10 + 2 * 2e-5 + 2 * slab / 5e9)
+    # the node's 4 messages (both ranks, both sides) on one axis: one L_a, bytes over B_a / 2
+    assert staged["t_mpi"] == pytest.approx(1e-6 + 4 * slab / 2e9)
+    device = predict_gpu_step((64, 32), (2, 1), machine, links, "device", 1, 9, 8, 1)
+    assert device["t_copy"] == 0 and device["t_mpi"] == pytest.approx(3e-6 + 4 * slab / 1e10)
+    for row in (staged, device):
+        assert row["t_step"] == pytest.approx(row["t_copy"] + row["t_mpi"] + t_calc)
+        assert row["mlups"] == pytest.approx(64 * 32 / row["t_step"] / 1e6)
+    assert staged["to_host_bytes_per_step"] == 2 * slab and device["to_host_bytes_per_step"] == 0
+    # two nodes of one rank each: the messages leave the node (L_e, B_e of GPU-direct off node)
+    two = dataclasses.replace(machine, ranks_per_node=1)
+    off = predict_gpu_step((64, 32), (2, 1), two, links, "device", 1, 9, 8, 1)
+    assert off["t_mpi"] == pytest.approx(links.direct_latency_inter + 2 * slab / (links.direct_bandwidth_inter / 2))
+    # k = 2: the halo term every 2 steps, on 2 planes
+    k2 = predict_gpu_step((64, 32), (2, 1), machine, links, "staged", 2, 9, 8, 1)
+    assert k2["t_copy"] == pytest.approx((2 * 1e-5 + 4 * slab / 1e10 + 2 * 2e-5 + 4 * slab / 5e9) / 2)
+    # two ranks on one device: its bandwidth and its copies are shared
+    shared = predict_gpu_step((64, 32), (2, 1), machine, links, "staged", 1, 9, 8, 1, ranks_per_device=2)
+    assert shared["t_calc"] == pytest.approx(2 * t_calc) and shared["t_copy"] == pytest.approx(2 * staged["t_copy"])
+
+
+def _case(direct_latency, direct_bandwidth):
+    links = DeviceLinks(direct_latency=direct_latency, direct_bandwidth=direct_bandwidth)
+    machine = mpi_model.Machine(latency=1e-6, bandwidth=5e9, memory_bandwidth=1e11, ranks_per_node=4)
+    return dict(shape=(256, 256), grid=(2, 2), machine=machine, links=links, Q=37, halo=3)
+
+
+def test_the_chooser_takes_the_path_with_the_smaller_predicted_step():
+    fast = _case(1e-7, 1e12)                     # GPU-direct far faster than copies + host MPI
+    path, why, predicted = choose_halo_path(**fast, device_possible=True)
+    assert predicted["device"]["t_step"] < predicted["staged"]["t_step"]
+    assert path == "device" and why.startswith("halo path device")
+    slow = _case(1e-3, 1e8)                      # GPU-direct slow: the staged copies win
+    path, why, predicted = choose_halo_path(**slow, device_possible=True)
+    assert predicted["staged"]["t_step"] < predicted["device"]["t_step"]
+    assert path == "staged"
+    # faster but not possible (the MPI library takes no device buffers): staged, and it says why
+    path, why, _ = choose_halo_path(**fast, device_possible=False, device_why_not="MPI is not GPU-aware")
+    assert path == "staged" and "MPI is not GPU-aware" in why
+
+
+@pytest.mark.parametrize("field, value", [("to_host_latency", -1e-6), ("to_host_bandwidth", 0.0),
+                                          ("direct_bandwidth", float("nan")), ("memory_bandwidth", float("inf"))])
+def test_links_refuse_bad_values_naming_them(field, value):
+    with pytest.raises(ValueError, match=f"{field}="):
+        DeviceLinks(**{field: value})
+
+
+def test_bad_paths_and_shapes_are_refused():
+    with pytest.raises(ValueError, match="halo path 'gpu'"):
+        halo_traffic((40, 40), (2, 1), (0, 0), path="gpu")
+    with pytest.raises(ValueError, match="one entry per axis"):
+        halo_traffic((40, 40), (2, 1, 1), (0, 0, 0))
