@@ -198,6 +198,20 @@ def _cupy():
     return cupy
 
 
+def mpi_cuda_aware() -> bool:
+    """Whether the MPI library mpi4py loaded takes CUDA device pointers (MPIX_Query_cuda_support,
+    an extension of MPICH and Open MPI; False where the library lacks it)."""
+    import ctypes
+    from mpi4py import MPI  # noqa: F401 - loads the library
+    try:
+        from mpi4py._mpiabi import _dlopen_libmpi
+        library = _dlopen_libmpi()
+    except (ImportError, OSError, AttributeError):
+        library = ctypes.CDLL(None)
+    query = getattr(library, "MPIX_Query_cuda_support", None)
+    return bool(query()) if query is not None else False
+
+
 def device_arch() -> str:
     """sm_XY of device 0 (from its compute capability)."""
     return f"sm_{_cupy().cuda.Device(0).compute_capability}"
@@ -373,10 +387,43 @@ class CudaProgram(LaunchProgram):
         self.cupy.cuda.get_current_stream().synchronize()
 
     def _read_range(self, f, offset, out):
+        self._count("to host", out.nbytes)
         out[...] = f[offset:offset + out.size].get()
 
     def _write_range(self, f, offset, data):
+        self._count("to device", data.nbytes)
         f[offset:offset + data.size].set(np.ascontiguousarray(data, dtype=self.dtype))
+
+    # --- halo slabs on the device: take / scatter kernels, pinned host copies on the stream --------
+    def slab_index(self, index):
+        return self.cupy.asarray(np.ascontiguousarray(index, dtype=np.int64))
+
+    def slab_buffer(self, n):
+        return self.cupy.empty(n, dtype=self.dtype)
+
+    def gather(self, f, index, out):
+        self.cupy.take(f, index, out=out)
+        return out
+
+    def scatter(self, f, index, values):
+        f[index] = values
+
+    def slab_to_host(self, slab, host):
+        self._count("to host", host.nbytes)
+        slab.get(out=host, blocking=False)
+
+    def slab_to_device(self, host, slab):
+        self._count("to device", host.nbytes)
+        slab.set(host)
+
+    def slab_host(self, n):
+        import cupyx
+        return cupyx.empty_pinned((n,), dtype=self.dtype)
+
+    def direct_mpi(self, comm):
+        if not mpi_cuda_aware():
+            return "this MPI library is not CUDA-aware (MPIX_Query_cuda_support() is 0 or absent)"
+        return None
 
 
 def compile(source, *shape, strict: bool = False, block_size: Optional[int] = None, threads: int = 0,

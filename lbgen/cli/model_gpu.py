@@ -104,7 +104,7 @@ def model_gpu(comm, cfg, shape, grid, depth, steps, machine_args, gpu, memory_ba
     cm, comm_source = mpi_model.comm_parameters(comm, P, latency, bandwidth)
     p = ranks_per_node or (size if comm is not None else P)
     machine = mpi_model.Machine(cm.latency, cm.bandwidth, links.memory_bandwidth, p, latency_inter, bandwidth_inter)
-    chosen, why, predicted = gpu_model.choose_halo_path(shape, grid, machine, links, depth, Q, itemsize, H,
+    chosen, why, predicted = gpu_model.choose_path(shape, grid, machine, links, depth, Q, itemsize, H,
                                                         ranks_per_device=r, device_possible=possible,
                                                         device_why_not=why_not)
     measured = None
@@ -224,10 +224,7 @@ def measure_paths(comm, cfg, shape, grid, depth, steps, vs, paths) -> dict:
         exchanges = -(-n // depth)
         one = halo_traffic(shape, grid, tuple(sim.coords), depth, vs.Q, vs.max_hop, sim.sim.dtype.itemsize,
                            sim.halo_path, sim.wall_faces)
-        counted = dict(sim.messages)
-        for prog in programs:
-            for k in counted_keys:
-                counted[k] = counted.get(k, 0) + prog.transfers[k]
+        counted = dict(sim.messages) | {k: sim.transfers[k] for k in counted_keys}
         keys = [k for k in one if k.endswith(("messages", "bytes", "copies")) and not k.startswith("mpi")]
         predicted = {k: one[k] * exchanges for k in keys}
         counted = {k: counted.get(k, 0) for k in keys}

@@ -11,12 +11,14 @@ moves them by one of two paths (``DistributedSimulation(halo_path=...)``):
 
 ``halo_traffic`` counts what one rank moves per exchange (what ``Program.transfers`` and
 ``DistributedSimulation.messages`` count), ``DeviceLinks`` holds the links' postal
-parameters, ``predict_gpu_step`` is seed 002's T_step with the halo term of each path and
-``choose_halo_path`` picks the faster possible path (``halo_path="auto"``).  The formulas
+parameters, ``predict_gpu_step`` is seed 002's T_step with the halo term of each path,
+``choose_path`` picks the faster possible path and ``choose_halo_path`` is that choice for a
+``DistributedSimulation`` (``halo_path="auto"``).  The formulas
 are in ``predict_gpu_step`` and docs/parallel.md ("GPU ranks: the halo path").
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass, fields
 from typing import Optional, Sequence, Tuple
@@ -25,10 +27,8 @@ import numpy as np
 
 from lbgen.model.catalog import AXES
 from lbgen.parallel.decomposition import ghost_sides, slab_widths
-from lbgen.parallel.model import Machine, default_set, calc_time, comm_time, node_traffic
-
-#: the halo paths of a device rank, in the order the chooser prefers on a tie
-PATHS = ("staged", "device")
+from lbgen.parallel.halo import PATHS          # the halo paths of a device rank (a tie goes to the first)
+from lbgen.parallel.model import DEFAULT_COMM, Machine, calc_time, comm_time, default_set, node_traffic
 
 
 def halo_traffic(shape, grid, coords, depth: int = 1, Q: Optional[int] = None, halo: Optional[int] = None,
@@ -184,10 +184,10 @@ def predict_gpu_step(shape, grid, machine: Machine, links: DeviceLinks, path: st
     return out
 
 
-def choose_halo_path(shape, grid, machine: Machine, links: DeviceLinks, depth: int = 1, Q: Optional[int] = None,
-                     itemsize: int = 8, halo: Optional[int] = None, wall_faces=(), ranks_per_device: int = 1,
-                     device_possible: bool = False, device_why_not: str = "",
-                     paths: Sequence[str] = PATHS) -> Tuple[str, str, dict]:
+def choose_path(shape, grid, machine: Machine, links: DeviceLinks, depth: int = 1, Q: Optional[int] = None,
+                itemsize: int = 8, halo: Optional[int] = None, wall_faces=(), ranks_per_device: int = 1,
+                device_possible: bool = False, device_why_not: str = "",
+                paths: Sequence[str] = PATHS) -> Tuple[str, str, dict]:
     """(path, why, {path: prediction}): the path of `paths` with the smaller predicted step time
     among the possible ones (``device`` only with `device_possible`: the runtime and the MPI
     library take device buffers; `device_why_not` says why not, for the text).  A tie goes to
@@ -203,3 +203,25 @@ def choose_halo_path(shape, grid, machine: Machine, links: DeviceLinks, depth: i
     if "device" in paths and not device_possible:
         why += f"; device not possible: {device_why_not or 'the runtime or MPI takes no device buffers'}"
     return best, why, predicted
+
+
+def choose_halo_path(sim, possible: Sequence[str] = PATHS, problem: Optional[str] = None) -> Tuple[str, str]:
+    """(path, why) for ``DistributedSimulation(halo_path="auto")``: ``choose_path`` on the rank's
+    lattice, grid, time block, velocity set, precision and walls, among the paths `possible`
+    (`problem`: why the device path is not).  Local, measuring nothing (every rank computes the
+    same choice from the same inputs): the links are ``DeviceLinks()``'s defaults, the host MPI
+    ``DEFAULT_COMM`` and all ranks on one node; where the device memory is host memory (the CUDA
+    host shim, OpenCL on a CPU device: ``Program.shares_host_memory``) the device path's messages
+    are host MPI messages, so they take the host MPI's terms."""
+    links = DeviceLinks()
+    programs = [r.program for r in sim.sim.regions]
+    if programs and all(getattr(p, "shares_host_memory", False) for p in programs):
+        links = dataclasses.replace(links, direct_latency=DEFAULT_COMM.latency, direct_bandwidth=DEFAULT_COMM.bandwidth,
+                                    direct_latency_inter=DEFAULT_COMM.latency,
+                                    direct_bandwidth_inter=DEFAULT_COMM.bandwidth)
+    grid = tuple(sim.dims)
+    machine = Machine(DEFAULT_COMM.latency, DEFAULT_COMM.bandwidth, links.memory_bandwidth, int(np.prod(grid)))
+    path, why, _ = choose_path(sim.shape, grid, machine, links, sim.time_block, sim.sim.vs.Q, sim.sim.dtype.itemsize,
+                               sim.sim.vs.max_hop, sim.wall_faces, device_possible="device" in possible,
+                               device_why_not=problem or "")
+    return path, why

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from lbgen.parallel import model as mpi_model
-from lbgen.parallel.gpu_model import DeviceLinks, choose_halo_path, halo_traffic, predict_gpu_step
+from lbgen.parallel.gpu_model import DeviceLinks, choose_path, halo_traffic, predict_gpu_step
 
 WALLS_Y = (("y", "low"), ("y", "high"))
 
@@ -92,15 +92,15 @@ def _case(direct_latency, direct_bandwidth):
 
 def test_the_chooser_takes_the_path_with_the_smaller_predicted_step():
     fast = _case(1e-7, 1e12)                     # GPU-direct far faster than copies + host MPI
-    path, why, predicted = choose_halo_path(**fast, device_possible=True)
+    path, why, predicted = choose_path(**fast, device_possible=True)
     assert predicted["device"]["t_step"] < predicted["staged"]["t_step"]
     assert path == "device" and why.startswith("halo path device")
     slow = _case(1e-3, 1e8)                      # GPU-direct slow: the staged copies win
-    path, why, predicted = choose_halo_path(**slow, device_possible=True)
+    path, why, predicted = choose_path(**slow, device_possible=True)
     assert predicted["staged"]["t_step"] < predicted["device"]["t_step"]
     assert path == "staged"
     # faster but not possible (the MPI library takes no device buffers): staged, and it says why
-    path, why, _ = choose_halo_path(**fast, device_possible=False, device_why_not="MPI is not GPU-aware")
+    path, why, _ = choose_path(**fast, device_possible=False, device_why_not="MPI is not GPU-aware")
     assert path == "staged" and "MPI is not GPU-aware" in why
 
 
