@@ -102,6 +102,10 @@ def model_gpu(comm, cfg, shape, grid, depth, steps, machine_args, gpu, memory_ba
     r = gpu.get("ranks_per_device") or 1
     H, Q, itemsize = vs.max_hop, vs.Q, 8 if cfg.precision == "double" else 4
     cm, comm_source = mpi_model.comm_parameters(comm, P, latency, bandwidth)
+    direct = [k for k in _link_options().values() if k.startswith("direct")]
+    if cfg.backend in HOST_MEMORY_DEVICES and all(link_sources[k] == "default" for k in direct):
+        links = gpu_model.host_memory_links(links, cm)        # device memory is host memory: host MPI messages
+        link_sources.update({k: f"host MPI ({comm_source}): device memory is host memory" for k in direct})
     p = ranks_per_node or (size if comm is not None else P)
     machine = mpi_model.Machine(cm.latency, cm.bandwidth, links.memory_bandwidth, p, latency_inter, bandwidth_inter)
     chosen, why, predicted = gpu_model.choose_path(shape, grid, machine, links, depth, Q, itemsize, H,
@@ -222,7 +226,7 @@ def measure_paths(comm, cfg, shape, grid, depth, steps, vs, paths) -> dict:
         sim.synchronize()
         t = comm.allreduce((MPI.Wtime() - t0) / n, op=MPI.MAX)
         exchanges = -(-n // depth)
-        one = halo_traffic(shape, grid, tuple(sim.coords), depth, vs.Q, vs.max_hop, sim.sim.dtype.itemsize,
+        one = halo_traffic(shape, grid, tuple(sim.coords), depth, vs.Q, vs.max_hop, np.dtype(sim.sim.dtype).itemsize,
                            sim.halo_path, sim.wall_faces)
         counted = dict(sim.messages) | {k: sim.transfers[k] for k in counted_keys}
         keys = [k for k in one if k.endswith(("messages", "bytes", "copies")) and not k.startswith("mpi")]

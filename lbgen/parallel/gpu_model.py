@@ -205,6 +205,14 @@ def choose_path(shape, grid, machine: Machine, links: DeviceLinks, depth: int = 
     return best, why, predicted
 
 
+def host_memory_links(links: DeviceLinks, host) -> DeviceLinks:
+    """`links` for a device whose memory is host memory (the CUDA host shim, OpenCL on a CPU
+    device): the device path's messages are host MPI messages, so its GPU-direct terms are the
+    host MPI's (`host`: a CommModel, on and off node alike)."""
+    return dataclasses.replace(links, direct_latency=host.latency, direct_bandwidth=host.bandwidth,
+                               direct_latency_inter=host.latency, direct_bandwidth_inter=host.bandwidth)
+
+
 def choose_halo_path(sim, possible: Sequence[str] = PATHS, problem: Optional[str] = None) -> Tuple[str, str]:
     """(path, why) for ``DistributedSimulation(halo_path="auto")``: ``choose_path`` on the rank's
     lattice, grid, time block, velocity set, precision and walls, among the paths `possible`
@@ -216,12 +224,10 @@ def choose_halo_path(sim, possible: Sequence[str] = PATHS, problem: Optional[str
     links = DeviceLinks()
     programs = [r.program for r in sim.sim.regions]
     if programs and all(getattr(p, "shares_host_memory", False) for p in programs):
-        links = dataclasses.replace(links, direct_latency=DEFAULT_COMM.latency, direct_bandwidth=DEFAULT_COMM.bandwidth,
-                                    direct_latency_inter=DEFAULT_COMM.latency,
-                                    direct_bandwidth_inter=DEFAULT_COMM.bandwidth)
+        links = host_memory_links(links, DEFAULT_COMM)
     grid = tuple(sim.dims)
     machine = Machine(DEFAULT_COMM.latency, DEFAULT_COMM.bandwidth, links.memory_bandwidth, int(np.prod(grid)))
-    path, why, _ = choose_path(sim.shape, grid, machine, links, sim.time_block, sim.sim.vs.Q, sim.sim.dtype.itemsize,
+    path, why, _ = choose_path(sim.shape, grid, machine, links, sim.time_block, sim.sim.vs.Q, np.dtype(sim.sim.dtype).itemsize,
                                sim.sim.vs.max_hop, sim.wall_faces, device_possible="device" in possible,
                                device_why_not=problem or "")
     return path, why

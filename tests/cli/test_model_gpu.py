@@ -83,7 +83,14 @@ def test_bench_json_gives_the_copy_terms_and_the_device_bandwidth(tmp_path):
     assert out["links"]["to_device_latency"] == 1e-5                   # given beats measured
     assert out["links"]["memory_bandwidth"] == 123e9
     assert out["link_sources"]["to_device_latency"] == "given" and "lbgen bench" in out["link_sources"]["to_host_latency"]
-    assert out["link_sources"]["direct_latency"] == "default"
+    # OpenCL on the CPU runtime: the device path's messages are host MPI messages (--latency, --bandwidth)
+    assert out["links"]["direct_latency"] == out["links"]["direct_latency_inter"] == 2e-6
+    assert out["links"]["direct_bandwidth"] == out["links"]["direct_bandwidth_inter"] == 4e9
+    assert out["link_sources"]["direct_latency"].startswith("host MPI (given)")
+    cuda = json.loads(CliRunner().invoke(main, BASE + ["--latency", "2e-6", "--bandwidth", "4e9", "--backend", "cuda",
+                                                       "--json"]).output)
+    assert cuda["links"]["direct_latency"] == DeviceLinks().direct_latency                 # GPU-direct: the default
+    assert cuda["link_sources"]["direct_latency"] == "default"
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,11 +1,14 @@
 """Seed 003's data-movement model of device ranks (lbgen.parallel.gpu_model): what one rank
 moves per exchange, counted by hand; the step time per halo path by hand; the chooser."""
 import dataclasses
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
+from lbgen.model.velocity_set import velocity_set
 from lbgen.parallel import model as mpi_model
-from lbgen.parallel.gpu_model import DeviceLinks, choose_path, halo_traffic, predict_gpu_step
+from lbgen.parallel.gpu_model import DeviceLinks, choose_halo_path, choose_path, halo_traffic, predict_gpu_step
 
 WALLS_Y = (("y", "low"), ("y", "high"))
 
@@ -116,3 +119,29 @@ def test_bad_paths_and_shapes_are_refused():
         halo_traffic((40, 40), (2, 1), (0, 0), path="gpu")
     with pytest.raises(ValueError, match="one entry per axis"):
         halo_traffic((40, 40), (2, 1, 1), (0, 0, 0))
+
+
+def _sim(shares_host_memory):
+    """What choose_halo_path reads of a DistributedSimulation (2x2 ranks of 256 x 256 D2Q37 double)."""
+    program = SimpleNamespace(shares_host_memory=shares_host_memory)
+    inner = SimpleNamespace(regions=[SimpleNamespace(program=program)], vs=velocity_set("d2q37"), dtype=np.float64)
+    return SimpleNamespace(shape=(256, 256), dims=(2, 2), time_block=1, wall_faces=(), sim=inner)
+
+
+def test_the_simulations_auto_path_is_the_models_choice_among_the_possible_ones():
+    shape, grid, vs = (256, 256), (2, 2), velocity_set("d2q37")
+    links = DeviceLinks()
+    machine = mpi_model.Machine(mpi_model.DEFAULT_COMM.latency, mpi_model.DEFAULT_COMM.bandwidth,
+                                links.memory_bandwidth, 4)
+    want, why_want, predicted = choose_path(shape, grid, machine, links, 1, vs.Q, 8, vs.max_hop, device_possible=True)
+    path, why = choose_halo_path(_sim(False), possible=("staged", "device"))
+    assert (path, why) == (want, why_want)
+    path, why = choose_halo_path(_sim(False), possible=("staged",), problem="this MPI library is not CUDA-aware")
+    assert path == "staged" and "not CUDA-aware" in why
+    # device memory that is host memory: the device path's messages take the host MPI's terms
+    host = dataclasses.replace(links, direct_latency=mpi_model.DEFAULT_COMM.latency,
+                               direct_bandwidth=mpi_model.DEFAULT_COMM.bandwidth,
+                               direct_latency_inter=mpi_model.DEFAULT_COMM.latency,
+                               direct_bandwidth_inter=mpi_model.DEFAULT_COMM.bandwidth)
+    t = predict_gpu_step(shape, grid, machine, host, "device", 1, vs.Q, 8, vs.max_hop)["t_step"]
+    assert f"device {t * 1e3:.4g} ms" in choose_halo_path(_sim(True))[1]
