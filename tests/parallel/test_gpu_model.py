@@ -1,6 +1,7 @@
 """Seed 003's data-movement model of device ranks (lbgen.parallel.gpu_model): what one rank
 moves per exchange, counted by hand; the step time per halo path by hand; the chooser."""
 import dataclasses
+import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -145,3 +146,28 @@ def test_the_simulations_auto_path_is_the_models_choice_among_the_possible_ones(
                                direct_bandwidth_inter=mpi_model.DEFAULT_COMM.bandwidth)
     t = predict_gpu_step(shape, grid, machine, host, "device", 1, vs.Q, 8, vs.max_hop)["t_step"]
     assert f"device {t * 1e3:.4g} ms" in choose_halo_path(_sim(True))[1]
+
+
+@pytest.mark.slow
+def test_under_mpiexec_each_path_is_measured_beside_the_prediction_and_its_counts_are_the_models(tmp_path):
+    from helpers import require
+    from test_mpi import mpirun
+
+    from lbgen.backends import available
+    require(*available("opencl"), "OpenCL")
+    proc = mpirun(2, ["model", "--ranks-grid", "2x1", "--lx", 24, "--ly", 16, "--backend", "opencl", "--steps", 2,
+                      "--memory-bandwidth", 1e10, "--max-ranks", 2, "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout[proc.stdout.index("{"):])
+    assert set(out["measured"]) == {"staged", "device"}
+    # rank 0 of 2x1 on 24 x 16, D2Q37 (H 3): an X slab is 3 columns of 16 rows, 37 doubles; per exchange
+    # 2 sent, 2 received; the staged path copies each, the device path none
+    slab = 3 * 16 * 37 * 8
+    for path, m in out["measured"].items():
+        assert m["halo_path"] == path and m["exchanges"] == 2 and m["t_step"] > 0 and m["counts_agree"]
+        counted = m["ranks"][0]["counted"]
+        assert counted["x bytes"] == 2 * 2 * slab
+        copies = 2 * 2 if path == "staged" else 0
+        assert counted["to host copies"] == counted["to device copies"] == copies
+        assert counted["to host bytes"] == counted["to device bytes"] == copies * slab
+    assert out["chosen"] in ("staged", "device")
