@@ -60,3 +60,26 @@ def test_bench_writes_the_copies_into_the_opencl_limits():
     assert set(lim["host_device"]) >= {"to_host", "to_device", "sizes", "times", "method"}
     assert lim["host_device"]["sizes"] == list(Lk.SIZES)
     assert Lk.links_from_bench({"limits": {"opencl": lim}}, "opencl")["to_host_bandwidth"] > 0
+
+
+def test_the_cuda_copier_copies_between_device_memory_and_pinned_host_memory(monkeypatch):
+    # no GPU here: a stand-in for CuPy records the cudaMemcpyAsync calls the copier makes
+    import sys
+    from types import SimpleNamespace
+
+    import numpy as np
+    calls, pinned = [], []
+    runtime = SimpleNamespace(memcpyDeviceToHost=2, memcpyHostToDevice=1,
+                              memcpyAsync=lambda *a: calls.append(a))
+    stream = SimpleNamespace(ptr=77, synchronize=lambda: calls.append("sync"))
+    cupy = SimpleNamespace(uint8=np.uint8, empty=lambda n, dtype: SimpleNamespace(data=SimpleNamespace(ptr=1000 + n)),
+                           cuda=SimpleNamespace(runtime=runtime, get_current_stream=lambda: stream))
+
+    def empty_pinned(shape, dtype):
+        pinned.append(np.empty(shape, dtype))
+        return pinned[-1]
+    monkeypatch.setitem(sys.modules, "cupyx", SimpleNamespace(empty_pinned=empty_pinned))
+    copier = Lk.copier_of(SimpleNamespace(cupy=cupy))
+    copier(64, "to_host")()
+    copier(32, "to_device")()
+    assert calls == [(pinned[0].ctypes.data, 1064, 64, 2, 77), "sync", (1032, pinned[1].ctypes.data, 32, 1, 77), "sync"]
