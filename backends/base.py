@@ -167,15 +167,21 @@ class Program(ColumnExchange, abc.ABC):
         """f[index[i]] = values[i] where the buffers live (the unpack kernel of a halo slab)."""
         f[index] = values
 
-    def slab_to_host(self, slab: Any, host: np.ndarray) -> None:
-        """Copy a packed slab into a host array (one counted copy; queued: ``synchronize``)."""
+    def slab_to_host(self, slab: Any, host: np.ndarray, aside: bool = False) -> None:
+        """Copy a packed slab into a host array (one counted copy; queued: ``synchronize``).
+        ``aside``: on the runtime's copy queue, after the work queued so far, so that the
+        kernels queued next run meanwhile (``wait_aside``)."""
         self._count("to host", host.nbytes)
         host[...] = slab
 
-    def slab_to_device(self, host: np.ndarray, slab: Any) -> None:
-        """Copy a host array into a packed slab (one counted copy; queued)."""
+    def slab_to_device(self, host: np.ndarray, slab: Any, aside: bool = False) -> None:
+        """Copy a host array into a packed slab (one counted copy; queued; ``aside``: on the copy
+        queue, finished on return, while the kernels queued before run on)."""
         self._count("to device", host.nbytes)
         slab[...] = host
+
+    def wait_aside(self) -> None:
+        """Wait for the copies queued ``aside`` (not for the kernels)."""
 
     def mpi_view(self, slab: Any) -> Any:
         """What MPI reads and writes for a packed slab on the device path (a host program's own array)."""

@@ -408,13 +408,31 @@ class CudaProgram(LaunchProgram):
     def scatter(self, f, index, values):
         f[index] = values
 
-    def slab_to_host(self, slab, host):
-        self._count("to host", host.nbytes)
-        slab.get(out=host, blocking=False)
+    def _copy_stream(self):
+        if getattr(self, "_aside", None) is None:
+            self._aside = self.cupy.cuda.Stream(non_blocking=True)
+        return self._aside
 
-    def slab_to_device(self, host, slab):
+    def slab_to_host(self, slab, host, aside=False):
+        self._count("to host", host.nbytes)
+        if aside:
+            stream = self._copy_stream()
+            stream.wait_event(self.cupy.cuda.get_current_stream().record())
+            slab.get(out=host, stream=stream, blocking=False)
+        else:
+            slab.get(out=host, blocking=False)
+
+    def slab_to_device(self, host, slab, aside=False):
         self._count("to device", host.nbytes)
-        slab.set(host)
+        if aside:
+            stream = self._copy_stream()
+            slab.set(host, stream=stream)
+            stream.synchronize()
+        else:
+            slab.set(host)
+
+    def wait_aside(self):
+        self._copy_stream().synchronize()
 
     def slab_host(self, n):
         import cupyx

@@ -192,13 +192,25 @@ class OpenCLProgram(GPUProgram):
         n = index.size // 8
         self._slab_kernel("scatter")(self.queue, *self._ranges(n), f, index, values, np.int64(n))
 
-    def slab_to_host(self, slab, host):
-        self._count("to host", host.nbytes)
-        self.cl.enqueue_copy(self.queue, host, slab, is_blocking=False)
+    def _copy_queue(self):
+        if getattr(self, "_aside", None) is None:
+            self._aside = self.cl.CommandQueue(self.context, self.device)
+        return self._aside
 
-    def slab_to_device(self, host, slab):
+    def slab_to_host(self, slab, host, aside=False):
+        self._count("to host", host.nbytes)
+        if aside:
+            self.cl.enqueue_copy(self._copy_queue(), host, slab, is_blocking=False,
+                                 wait_for=[self.cl.enqueue_marker(self.queue)])
+        else:
+            self.cl.enqueue_copy(self.queue, host, slab, is_blocking=False)
+
+    def slab_to_device(self, host, slab, aside=False):
         self._count("to device", host.nbytes)
-        self.cl.enqueue_copy(self.queue, slab, host, is_blocking=False)
+        self.cl.enqueue_copy(self._copy_queue() if aside else self.queue, slab, host, is_blocking=aside)
+
+    def wait_aside(self):
+        self._copy_queue().finish()
 
     def mpi_view(self, slab):
         """The slab mapped into host memory: no copy on a device that shares it (``direct_mpi``)."""

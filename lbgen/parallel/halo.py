@@ -58,6 +58,8 @@ class HaloSlabs:
     def __init__(self, regions: list, path: str, Q: int, dtype, parts: Callable, shape: Callable):
         self.regions, self.path, self.Q, self.dtype = regions, path, Q, np.dtype(dtype)
         self.parts, self.shape = parts, shape
+        #: copies on the runtimes' copy queues while a sweep runs (the staged path's overlap)
+        self.aside = False
         self._device = {}          # (d, lo, hi, part) -> (index on the device, packed slab)
         self._host = {}            # (d, lo, hi, part) -> a page-locked host array of the part
         self._views = []           # (program, slab) handed to MPI (device path), released after the trade
@@ -100,7 +102,7 @@ class HaloSlabs:
                 self._views.append((prog, view))
                 return view
             host = self._pinned((d, lo, hi, 0), i, index.size)
-            prog.slab_to_host(slab, host)
+            prog.slab_to_host(slab, host, aside=self.aside)
             return host.reshape(shape)
         out = np.empty(shape, dtype=self.dtype)
         for k, (i, index, cols) in enumerate(self.parts(d, lo, hi)):
@@ -118,9 +120,10 @@ class HaloSlabs:
         return out
 
     def ready(self) -> None:
-        """Wait for the queued packs and copies before MPI reads their buffers."""
+        """Wait for the queued packs and copies before MPI reads their buffers (``aside``: for the
+        copies only, the sweep queued after them runs on)."""
         for prog in {id(p): p for p, *_ in self.regions}.values():
-            prog.synchronize()
+            prog.wait_aside() if self.aside else prog.synchronize()
 
     # --- receiving ----------------------------------------------------------------------------
     def receive(self, d: int, lo: int, hi: int):
@@ -151,7 +154,7 @@ class HaloSlabs:
             prog = self._program(i)
             dev_index, slab = self._slab((d, lo, hi, 0), i, index)
             if self.path == "staged":
-                prog.slab_to_device(self._pinned((d, lo, hi, 0), i, index.size), slab)
+                prog.slab_to_device(self._pinned((d, lo, hi, 0), i, index.size), slab, aside=self.aside)
             prog.scatter(self.regions[i][1].f, dev_index, slab)
             return
         for k, (i, index, cols) in enumerate(self.parts(d, lo, hi)):

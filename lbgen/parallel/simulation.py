@@ -60,10 +60,12 @@ THERMAL_FACES = (("y", "low"), ("y", "high"))
 class DistributedSimulation(DistributedState, Lattice):
     """One rank's block of an LX x LY[ x LZ] lattice over a grid of the ranks of `comm` (see the
     module doc).  Same keywords as ``Simulation`` (the sizes and the mask global), plus
-    ``ranks_grid`` ('auto'/None, 'PXxPY[xPZ]' or a tuple) and ``halo_path`` (device ranks:
-    'auto', 'staged' or 'device'; ``lbgen.parallel.halo``)."""
+    ``ranks_grid`` ('auto'/None, 'PXxPY[xPZ]' or a tuple), ``halo_path`` (device ranks:
+    'auto', 'staged' or 'device'; ``lbgen.parallel.halo``) and ``overlap`` (the staged path's
+    interior sweep while the slabs travel; False for A/B timings)."""
 
-    def __init__(self, comm, *shape: int, ranks_grid=None, time_block=1, mask=None, halo_path: str = "auto", **kw):
+    def __init__(self, comm, *shape: int, ranks_grid=None, time_block=1, mask=None, halo_path: str = "auto",
+                 overlap: bool = True, **kw):
         from lbgen.simulation.runner import Simulation
         self.comm, self.rank, self.nranks = comm, comm.rank, comm.size
         try:
@@ -124,6 +126,8 @@ class DistributedSimulation(DistributedState, Lattice):
             kw = dict(kw, walls=held, lid={"-".join(face): u for face, u in self.lid.items() if face in held})
         self.time_block = depth
         self.time_step = 0
+        #: the staged path sweeps the interior while the slabs travel (``_overlap``; False: exchange, then step)
+        self.overlap = bool(overlap)
         #: what this rank sent so far: messages and bytes per axis ("x", "y", "z")
         self.messages = collections.Counter()
         # the rank's own sweep: fused_tb where it runs (C, fused, one backend), else single steps
@@ -228,8 +232,10 @@ class DistributedSimulation(DistributedState, Lattice):
     def _slab_shape(self, d: int, lo: int, hi: int) -> tuple:
         return (self.sim.vs.Q,) + tuple(hi - lo if e == d else n for e, n in enumerate(self.extended))
 
-    def exchange(self) -> None:
-        """Ghost slabs of every split axis from the neighbours, X then Y (then Z) (collective)."""
+    def exchange(self, during=None) -> None:
+        """Ghost slabs of every split axis from the neighbours, X then Y (then Z) (collective);
+        ``during()`` is queued right after the first axis's slabs (the sweep that overlaps the
+        trades: ``_overlap``)."""
         if not any(p > 1 for p in self.dims):
             return
         slabs = self._slabs
@@ -240,6 +246,9 @@ class DistributedSimulation(DistributedState, Lattice):
             sides = self.sides[d]
             sent = [slabs.read(d, lo, hi) if sides[2 + side] else None
                     for side, (lo, hi) in enumerate(((g, g + D), (g + n - D, g + n)))]
+            if during is not None:
+                during()
+                during = None
             slabs.ready()
             ghosts = ((g - D, g), (g + n, g + n + D))
             arrived = trade(self.comm, self.messages, AXES[d], self.neighbours[d],
@@ -255,9 +264,56 @@ class DistributedSimulation(DistributedState, Lattice):
         """What this rank's programs copied between host and device so far (``Program.transfers``)."""
         return sum((p.transfers for p, *_ in self._regions()), collections.Counter())
 
+    def _overlap(self) -> Optional[tuple]:
+        """The staged path's overlap, where it applies (device ranks of one program, single fused
+        steps without thermal walls, X and/or Y split): (interior, edges) boxes (x0, x1, y0, y1)
+        of the owned planes -- the interior (H or more from every side that receives ghosts) is
+        swept while the slabs are copied and traded, the edges once the ghosts have arrived.
+        None: exchange, then step."""
+        split = [d for d in range(len(self.shape)) if self.dims[d] > 1]
+        sim = self.sim
+        if (self.halo_path != "staged" or not self.overlap or self.time_block != 1 or len(sim.regions) != 1
+                or sim.walls is not None or not sim.fused or not split or max(split) > 1):
+            return None
+        H = sim.vs.max_hop
+        owned = [(self.ghost_low[d], self.ghost_low[d] + self.size[d]) for d in (0, 1)]
+        inner = [(a + H * self.sides[d][0], b - H * self.sides[d][1]) for d, (a, b) in enumerate(owned)]
+        if any(b <= a for a, b in inner):
+            return None
+        (ox0, ox1), (oy0, oy1) = owned
+        (ix0, ix1), (iy0, iy1) = inner
+        edges = [(ox0, ix0, oy0, oy1), (ix1, ox1, oy0, oy1), (ix0, ix1, oy0, iy0), (ix0, ix1, iy1, oy1)]
+        return (ix0, ix1, iy0, iy1), [e for e in edges if e[1] > e[0] and e[3] > e[2]]
+
+    def _overlapped_step(self, interior, edges) -> None:
+        """One step whose interior sweeps while the halo slabs travel (bit-identical to exchange,
+        then step: every owned site is swept once from the same values; ghost sites are not
+        swept, as the next exchange overwrites them)."""
+        sim = self.sim
+        r = sim.regions[0]
+        prog, params = r.program, sim.kernel_parameters
+        prog.step_halo(r.f)
+        self._slabs.aside = True
+        try:
+            self.exchange(during=lambda: prog.fused(r.f, r.g, region=interior, **params))
+        finally:
+            self._slabs.aside = False
+        prog.step_halo(r.f)                 # the ghosts' halo copies (clustered layouts' halo rows)
+        for box in edges:
+            prog.fused(r.f, r.g, region=box, **params)
+        r.f, r.g = r.g, r.f
+        sim.time_step += 1
+        sim.sweeps["single"] += 1
+
     def step(self, n: int = 1) -> None:
-        """n steps (collective): an exchange, then up to time_block steps of the rank's block."""
+        """n steps (collective): an exchange, then up to time_block steps of the rank's block (the
+        staged path's single steps overlap the trades with the interior sweep: ``_overlap``)."""
         self._check_can_step(n)
+        plan = self._overlap()
+        while plan is not None and n > 0:
+            self._overlapped_step(*plan)
+            self.time_step += 1
+            n -= 1
         while n > 0:
             m = min(self.time_block, n)
             self.exchange()
