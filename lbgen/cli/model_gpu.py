@@ -43,6 +43,10 @@ def gpu_options(fn):
                       help="With a device --backend: whether the halo path 'device' is possible (device buffers "
                            "to MPI). Default: yes for opencl (the CPU runtime: device memory is host memory), "
                            "no for cuda (say --device-mpi where MPI is GPU-aware).")(fn)
+    fn = click.option("--overlap/--no-overlap", "overlap", default=None,
+                      help="With a device --backend: the staged path sweeps the interior while its slabs travel "
+                           "(DistributedSimulation's default; single steps, X/Y split); --no-overlap: exchange, "
+                           "then step (modelled and measured).")(fn)
     fn = click.option("--ranks-per-device", type=click.IntRange(min=1), default=None,
                       help="With a device --backend: ranks sharing one device (its memory bandwidth and copies); "
                            "default 1.")(fn)
@@ -52,7 +56,8 @@ def gpu_options(fn):
 def gpu_given(gpu: dict) -> list:
     """The GPU model's options given (names), to refuse them outside it."""
     names = {v: k for k, v in _link_options().items()}
-    names.update(bench_json="--bench-json", device_mpi="--device-mpi", ranks_per_device="--ranks-per-device")
+    names.update(bench_json="--bench-json", device_mpi="--device-mpi", ranks_per_device="--ranks-per-device",
+                 overlap="--overlap")
     return [names[k] for k, v in gpu.items() if v is not None]
 
 
@@ -108,15 +113,16 @@ def model_gpu(comm, cfg, shape, grid, depth, steps, machine_args, gpu, memory_ba
         link_sources.update({k: f"host MPI ({comm_source}): device memory is host memory" for k in direct})
     p = ranks_per_node or (size if comm is not None else P)
     machine = mpi_model.Machine(cm.latency, cm.bandwidth, links.memory_bandwidth, p, latency_inter, bandwidth_inter)
+    overlap = gpu.get("overlap") is not False
     chosen, why, predicted = gpu_model.choose_path(shape, grid, machine, links, depth, Q, itemsize, H,
-                                                        ranks_per_device=r, device_possible=possible,
-                                                        device_why_not=why_not)
+                                                   ranks_per_device=r, device_possible=possible,
+                                                   device_why_not=why_not, overlap=overlap)
     measured = None
     if comm is not None:
         measured = measure_paths(comm, cfg, shape, grid, depth, steps, vs,
-                                 [q for q in gpu_model.PATHS if q != "device" or possible])
+                                 [q for q in gpu_model.PATHS if q != "device" or possible], overlap)
     weak = weak_scaling(machine, links, tuple(n // g for n, g in zip(shape, grid)), depth, max_ranks, Q, itemsize, H,
-                        r)
+                        r, overlap)
     if comm is not None and comm.rank != 0:
         return
     if scaling_plot:
@@ -126,7 +132,7 @@ def model_gpu(comm, cfg, shape, grid, depth, steps, machine_args, gpu, memory_ba
         click.echo(json.dumps({"shape": list(shape), "grid": list(grid), "time_block": depth, "backend": cfg.backend,
                                "velocity_set": vs.name, "links": links.to_json(), "link_sources": link_sources,
                                "machine": machine.to_json(), "communication_source": comm_source,
-                               "ranks_per_device": r, "device_possible": possible, "chosen": chosen, "why": why,
+                               "ranks_per_device": r, "device_possible": possible, "overlap": overlap, "chosen": chosen, "why": why,
                                "predicted": predicted, "measured": measured, "scaling": weak}, indent=2))
         return
     click.echo(gpu_report(shape, grid, depth, cfg.backend, vs.name, links, link_sources, machine, comm_source, r,
@@ -135,7 +141,7 @@ def model_gpu(comm, cfg, shape, grid, depth, steps, machine_args, gpu, memory_ba
         click.echo(f"plot written to {scaling_plot}")
 
 
-def weak_scaling(machine, links, block, depth, max_ranks, Q, itemsize, halo, ranks_per_device) -> dict:
+def weak_scaling(machine, links, block, depth, max_ranks, Q, itemsize, halo, ranks_per_device, overlap) -> dict:
     """{path: rows}: `block` per rank on the grids of MPI_Dims_create, P = 1, 2, 4, ... max_ranks."""
     from lbgen.parallel import gpu_model
     from lbgen.parallel import model as mpi_model
@@ -146,7 +152,7 @@ def weak_scaling(machine, links, block, depth, max_ranks, Q, itemsize, halo, ran
         g = mpi_model.dims_create(P, len(block))
         for q in gpu_model.PATHS:
             out[q].append(gpu_model.predict_gpu_step(tuple(n * d for n, d in zip(block, g)), g, machine, links, q,
-                                                     depth, Q, itemsize, halo, (), ranks_per_device))
+                                                     depth, Q, itemsize, halo, (), ranks_per_device, overlap))
         P *= 2
     return out
 
@@ -177,6 +183,9 @@ def gpu_report(shape, grid, depth, backend, set_name, links, link_sources, machi
         lines.append(f"{q:>8} {row['t_copy'] * 1e3:12.4f} {row['t_mpi'] * 1e3:11.4f} {row['t_calc'] * 1e3:12.4f} "
                      f"{row['t_step'] * 1e3:12.4f} {row['mlups']:10.2f} {copied:14.0f} {row['mpi_bytes_per_step']:12.0f} "
                      f"{meas}")
+    if any(row["overlap"] for row in predicted.values()):
+        lines.append("(staged: the interior sweep overlaps the copies and messages: T_step = max(T_copy + T_mpi, "
+                     "T_interior) + T_edges, owned sites only)")
     lines.append(f"chosen: {chosen} ({why})")
     if measured:
         for q, m in measured.items():
@@ -199,7 +208,7 @@ def _fields(shape, vs):
     return (1.0 + 0.01 * rng.standard_normal(shape), 0.01 * rng.standard_normal(shape), 0.0, 0.0), {}
 
 
-def measure_paths(comm, cfg, shape, grid, depth, steps, vs, paths) -> dict:
+def measure_paths(comm, cfg, shape, grid, depth, steps, vs, paths, overlap: bool = True) -> dict:
     """{path: seconds per step (slowest rank), MLUPS, and per rank what it sent and copied
     against ``halo_traffic``} of ``DistributedSimulation(halo_path=path)`` (collective)."""
     from mpi4py import MPI
@@ -211,7 +220,7 @@ def measure_paths(comm, cfg, shape, grid, depth, steps, vs, paths) -> dict:
     for path in paths:
         sim = DistributedSimulation(comm, *shape, ranks_grid=grid, time_block=depth, velocity_set=vs.name,
                                     collision=cfg.collision, precision=cfg.precision, backend=cfg.backend,
-                                    layout=cfg.layout, halo_path=path)
+                                    layout=cfg.layout, halo_path=path, overlap=overlap)
         args, kw = _fields(shape, vs) if comm.rank == 0 else ((), {})
         sim.set_fields(*args, **kw)
         sim.step(depth)                         # warm-up: one exchange

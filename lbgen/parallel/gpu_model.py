@@ -46,7 +46,8 @@ def halo_traffic(shape, grid, coords, depth: int = 1, Q: Optional[int] = None, h
     copies"/"to host bytes" one device -> host copy per sent slab, "to device copies"/"to
     device bytes" one host -> device copy per received slab; ``device``: no copies.  Also
     "sends": [(axis index, step -1 or +1, bytes)] of its messages (``node_traffic``'s input),
-    "owned" and "computed" (owned + ghost sites)."""
+    "owned", "computed" (owned + ghost sites) and "interior" (the owned sites H or more from
+    every side that receives ghosts: what the staged path's overlap sweeps while the slabs travel)."""
     check_path(path)
     vs = default_set()
     Q = vs.Q if Q is None else Q
@@ -58,7 +59,8 @@ def halo_traffic(shape, grid, coords, depth: int = 1, Q: Optional[int] = None, h
     sides = [ghost_sides(a, c, p, wall_faces) for a, c, p in zip(AXES, coords, grid)]
     size = [slab_widths(n, p)[c] for n, p, c in zip(shape, grid, coords)]
     ext = [w + width * (s[0] + s[1]) for w, s in zip(size, sides)]
-    out = {"owned": int(np.prod(size)), "computed": int(np.prod(ext)), "sends": []}
+    inner = [max(0, w - H * (s[0] + s[1])) for w, s in zip(size, sides)]
+    out = {"owned": int(np.prod(size)), "computed": int(np.prod(ext)), "interior": int(np.prod(inner)), "sends": []}
     sent = received = 0
     sent_bytes = received_bytes = 0
     for d, axis in enumerate(AXES[:len(shape)]):
@@ -122,7 +124,7 @@ class DeviceLinks:
 
 def predict_gpu_step(shape, grid, machine: Machine, links: DeviceLinks, path: str, depth: int = 1,
                      Q: Optional[int] = None, itemsize: int = 8, halo: Optional[int] = None, wall_faces=(),
-                     ranks_per_device: int = 1) -> dict:
+                     ranks_per_device: int = 1, overlap: bool = False) -> dict:
     """Seed 002's step time (Section 3.3) of device ranks, with seed 003's halo term per path,
     for the busiest node (p = machine.ranks_per_node ranks to a node in rank order, as
     ``predict_blocks`` places them; each rank's counts from ``halo_traffic``):
@@ -139,10 +141,18 @@ def predict_gpu_step(shape, grid, machine: Machine, links: DeviceLinks, path: st
     n_dh, s_dh: the device -> host copies and bytes of one exchange (one per sent slab),
     n_hd, s_hd: host -> device (one per received slab); each copy is one postal message of
     003's Eq. 1 with Table II's terms; the MPI messages are 002's term with the host links of
-    `machine` (staged) or the GPUDirect links (device).  The pack and unpack kernels (the
-    same on both paths) and any overlap are not modelled; 003's split of the inter-node part
-    over the node's CPU cores (its Section IV) is not modelled either (lbgen runs one process
-    per device rank).  S = prod(shape) / T_step."""
+    `machine` (staged) or the GPUDirect links (device).
+
+    `overlap` (``DistributedSimulation``'s staged path: single steps, X and/or Y split): the
+    interior sweep runs while the slabs are copied and traded, then the edges; only owned sites
+    are swept, so, with N_int the interior sites (``halo_traffic``) and N_edge = N_owned - N_int,
+
+        staged, overlapped: T_step = max(T_halo, T_int) + T_edge,
+                            T_int = 3 Q itemsize N_int r / M_dev,  T_edge = 3 Q itemsize N_edge r / M_dev
+
+    (T_calc reported as T_int + T_edge).  Not modelled: the pack and unpack kernels (the same
+    on both paths), and 003's split of the inter-node part over the node's CPU cores (its
+    Section IV; lbgen runs one process per device rank).  S = prod(shape) / T_step."""
     check_path(path)
     if ranks_per_device < 1:
         raise ValueError(f"ranks_per_device={ranks_per_device}: give at least 1")
@@ -150,6 +160,8 @@ def predict_gpu_step(shape, grid, machine: Machine, links: DeviceLinks, path: st
     Q = vs.Q if Q is None else Q
     grid = tuple(grid)
     counts = {}
+    split = [d for d, p in enumerate(grid) if p > 1]
+    overlapped = bool(overlap and path == "staged" and depth == 1 and split and max(split) <= 1)
 
     def sends(coords):
         counts[coords] = halo_traffic(shape, grid, coords, depth, Q, halo, itemsize, path, wall_faces)
@@ -168,15 +180,24 @@ def predict_gpu_step(shape, grid, machine: Machine, links: DeviceLinks, path: st
             t_mpi = comm_time(node, links.direct_latency, links.direct_bandwidth, links.direct_latency_inter,
                               links.direct_bandwidth_inter)
             t_copy = 0.0
-        computed = max(r["computed"] for r in ranks)
-        row = {"t_copy": t_copy / depth, "t_mpi": t_mpi / depth,
-               "t_calc": calc_time(Q, itemsize, computed * ranks_per_device, links.memory_bandwidth)}
-        if worst is None or sum(row.values()) > sum(worst.values()):
+        row = {"t_copy": t_copy / depth, "t_mpi": t_mpi / depth}
+        t_halo = row["t_copy"] + row["t_mpi"]
+        if overlapped:
+            interior = max(r["interior"] for r in ranks)
+            edges = max(r["owned"] - r["interior"] for r in ranks)
+            t_int, t_edge = (calc_time(Q, itemsize, n * ranks_per_device, links.memory_bandwidth)
+                             for n in (interior, edges))
+            row.update(t_calc=t_int + t_edge, t_step=max(t_halo, t_int) + t_edge)
+        else:
+            computed = max(r["computed"] for r in ranks)
+            row["t_calc"] = calc_time(Q, itemsize, computed * ranks_per_device, links.memory_bandwidth)
+            row["t_step"] = t_halo + row["t_calc"]
+        if worst is None or row["t_step"] > worst["t_step"]:
             worst = row
     first = counts[(0,) * len(grid)]
-    t_step = worst["t_copy"] + worst["t_mpi"] + worst["t_calc"]
+    t_step = worst["t_step"]
     out = {"path": path, "grid": "x".join(map(str, grid)), "ranks": int(np.prod(grid)), "depth": depth,
-           "t_halo": worst["t_copy"] + worst["t_mpi"], **worst, "t_step": t_step,
+           "overlap": overlapped, "t_halo": worst["t_copy"] + worst["t_mpi"], **worst,
            "mlups": int(np.prod(shape)) / t_step / 1e6}
     for key in ("mpi messages", "mpi bytes", "to host copies", "to host bytes", "to device copies",
                 "to device bytes"):
@@ -187,13 +208,14 @@ def predict_gpu_step(shape, grid, machine: Machine, links: DeviceLinks, path: st
 def choose_path(shape, grid, machine: Machine, links: DeviceLinks, depth: int = 1, Q: Optional[int] = None,
                 itemsize: int = 8, halo: Optional[int] = None, wall_faces=(), ranks_per_device: int = 1,
                 device_possible: bool = False, device_why_not: str = "",
-                paths: Sequence[str] = PATHS) -> Tuple[str, str, dict]:
+                paths: Sequence[str] = PATHS, overlap: bool = False) -> Tuple[str, str, dict]:
     """(path, why, {path: prediction}): the path of `paths` with the smaller predicted step time
     among the possible ones (``device`` only with `device_possible`: the runtime and the MPI
     library take device buffers; `device_why_not` says why not, for the text).  A tie goes to
-    the first of `paths`.  `why` is one line for the run header."""
+    the first of `paths`.  `why` is one line for the run header; `overlap`: the staged path
+    sweeps the interior while its slabs travel (``predict_gpu_step``)."""
     predicted = {p: predict_gpu_step(shape, grid, machine, links, p, depth, Q, itemsize, halo, wall_faces,
-                                     ranks_per_device) for p in paths}
+                                     ranks_per_device, overlap) for p in paths}
     possible = [p for p in paths if p != "device" or device_possible]
     if not possible:
         raise ValueError(f"no halo path is possible among {', '.join(paths)}: {device_why_not or 'device refused'}")
@@ -227,7 +249,11 @@ def choose_halo_path(sim, possible: Sequence[str] = PATHS, problem: Optional[str
         links = host_memory_links(links, DEFAULT_COMM)
     grid = tuple(sim.dims)
     machine = Machine(DEFAULT_COMM.latency, DEFAULT_COMM.bandwidth, links.memory_bandwidth, int(np.prod(grid)))
-    path, why, _ = choose_path(sim.shape, grid, machine, links, sim.time_block, sim.sim.vs.Q, np.dtype(sim.sim.dtype).itemsize,
-                               sim.sim.vs.max_hop, sim.wall_faces, device_possible="device" in possible,
-                               device_why_not=problem or "")
+    # the staged path's overlap where DistributedSimulation._overlap takes it (one program, single
+    # fused steps, no thermal walls; the time block and the split axes: predict_gpu_step)
+    overlap = bool(getattr(sim, "overlap", False)) and len(programs) == 1 and \
+        getattr(sim.sim, "walls", None) is None and getattr(sim.sim, "fused", True)
+    path, why, _ = choose_path(sim.shape, grid, machine, links, sim.time_block, sim.sim.vs.Q,
+                               np.dtype(sim.sim.dtype).itemsize, sim.sim.vs.max_hop, sim.wall_faces,
+                               device_possible="device" in possible, device_why_not=problem or "", overlap=overlap)
     return path, why

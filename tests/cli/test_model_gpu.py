@@ -24,17 +24,19 @@ def nothing_measured(monkeypatch):
     monkeypatch.setattr("lbgen.perf.machine.measure_bandwidth", refuse)
 
 
-def _expected(path, **kw):
+def _expected(path, overlap=True, **kw):
     links = DeviceLinks(**{**dict(to_host_latency=1.5e-5, to_host_bandwidth=2e10, to_device_latency=1e-5,
                                   to_device_bandwidth=3e10, direct_latency=4e-6, direct_bandwidth=1e10,
                                   memory_bandwidth=2e11), **kw})
     machine = mpi_model.Machine(2e-6, 4e9, 2e11, 4)
-    return predict_gpu_step((64, 48), (2, 2), machine, links, path, 1, 37, 8, 3)
+    return predict_gpu_step((64, 48), (2, 2), machine, links, path, 1, 37, 8, 3, overlap=overlap)
 
 
-def test_the_printed_table_is_the_models_prediction_per_path():
-    result = CliRunner().invoke(main, BASE + GIVEN + ["--backend", "opencl"])
+@pytest.mark.parametrize("overlap", [True, False])
+def test_the_printed_table_is_the_models_prediction_per_path(overlap):
+    result = CliRunner().invoke(main, BASE + GIVEN + ["--backend", "opencl"] + ([] if overlap else ["--no-overlap"]))
     assert result.exit_code == 0, result.output
+    assert ("the interior sweep overlaps" in result.output) == overlap
     rows = {}
     for line in result.output.splitlines():
         m = re.match(r"\s+(staged|device)\s+(.*)$", line)
@@ -42,7 +44,7 @@ def test_the_printed_table_is_the_models_prediction_per_path():
             rows[m.group(1)] = m.group(2).split()
     assert set(rows) == {"staged", "device"}
     for path, cells in rows.items():
-        want = _expected(path)
+        want = _expected(path, overlap)
         t_copy, t_mpi, t_calc, t_step, mlups, copied, sent = (float(c) for c in cells[:7])
         assert t_copy == pytest.approx(want["t_copy"] * 1e3, abs=1e-4)
         assert t_mpi == pytest.approx(want["t_mpi"] * 1e3, abs=1e-4)

@@ -88,6 +88,32 @@ def test_the_step_time_of_each_path_by_hand():
     assert shared["t_calc"] == pytest.approx(2 * t_calc) and shared["t_copy"] == pytest.approx(2 * staged["t_copy"])
 
 
+def test_the_staged_paths_overlap_hides_the_halo_behind_the_interior_sweep():
+    # 2x1, 64 x 32 D2Q9 (H 1), k = 1: rank 0 owns 32 x 32, receives on both X sides: interior 30 x 32,
+    # edges 2 x 32; only owned sites are swept
+    t = halo_traffic((64, 32), (2, 1), (0, 0), 1, 9, 1)
+    assert (t["owned"], t["interior"]) == (32 * 32, 30 * 32)
+    machine = mpi_model.Machine(latency=1e-6, bandwidth=4e9, memory_bandwidth=1.0, ranks_per_node=2)
+
+    def calc(n, M):
+        return 3 * 9 * 8 * n / M
+    for M, hidden in ((1e8, True), (1e13, False)):            # slow device: the halo hides; fast: it shows
+        links = DeviceLinks(memory_bandwidth=M)
+        serial = predict_gpu_step((64, 32), (2, 1), machine, links, "staged", 1, 9, 8, 1)
+        over = predict_gpu_step((64, 32), (2, 1), machine, links, "staged", 1, 9, 8, 1, overlap=True)
+        assert over["overlap"] and not serial["overlap"]
+        t_int, t_edge = calc(30 * 32, M), calc(2 * 32, M)
+        assert over["t_calc"] == pytest.approx(t_int + t_edge)
+        assert over["t_step"] == pytest.approx(max(over["t_halo"], t_int) + t_edge)
+        assert (over["t_step"] == pytest.approx(over["t_calc"])) == hidden
+        assert serial["t_step"] == pytest.approx(serial["t_halo"] + calc(34 * 32, M))
+    # no overlap on the device path, with a time block or a Z split
+    links = DeviceLinks()
+    assert not predict_gpu_step((64, 32), (2, 1), machine, links, "device", 1, 9, 8, 1, overlap=True)["overlap"]
+    assert not predict_gpu_step((64, 32), (2, 1), machine, links, "staged", 2, 9, 8, 1, overlap=True)["overlap"]
+    assert not predict_gpu_step((8, 8, 16), (1, 1, 2), machine, links, "staged", 1, 19, 8, 1, overlap=True)["overlap"]
+
+
 def _case(direct_latency, direct_bandwidth):
     links = DeviceLinks(direct_latency=direct_latency, direct_bandwidth=direct_bandwidth)
     machine = mpi_model.Machine(latency=1e-6, bandwidth=5e9, memory_bandwidth=1e11, ranks_per_node=4)
@@ -122,11 +148,12 @@ def test_bad_paths_and_shapes_are_refused():
         halo_traffic((40, 40), (2, 1, 1), (0, 0, 0))
 
 
-def _sim(shares_host_memory):
+def _sim(shares_host_memory, overlap=False):
     """What choose_halo_path reads of a DistributedSimulation (2x2 ranks of 256 x 256 D2Q37 double)."""
     program = SimpleNamespace(shares_host_memory=shares_host_memory)
-    inner = SimpleNamespace(regions=[SimpleNamespace(program=program)], vs=velocity_set("d2q37"), dtype=np.float64)
-    return SimpleNamespace(shape=(256, 256), dims=(2, 2), time_block=1, wall_faces=(), sim=inner)
+    inner = SimpleNamespace(regions=[SimpleNamespace(program=program)], vs=velocity_set("d2q37"), dtype=np.float64,
+                            walls=None, fused=True)
+    return SimpleNamespace(shape=(256, 256), dims=(2, 2), time_block=1, wall_faces=(), sim=inner, overlap=overlap)
 
 
 def test_the_simulations_auto_path_is_the_models_choice_among_the_possible_ones():
@@ -146,6 +173,9 @@ def test_the_simulations_auto_path_is_the_models_choice_among_the_possible_ones(
                                direct_bandwidth_inter=mpi_model.DEFAULT_COMM.bandwidth)
     t = predict_gpu_step(shape, grid, machine, host, "device", 1, vs.Q, 8, vs.max_hop)["t_step"]
     assert f"device {t * 1e3:.4g} ms" in choose_halo_path(_sim(True))[1]
+    # the run's staged path overlaps its halo with the interior sweep: the model's staged time says so
+    over = choose_path(shape, grid, machine, links, 1, vs.Q, 8, vs.max_hop, device_possible=True, overlap=True)[1]
+    assert choose_halo_path(_sim(False, overlap=True))[1] == over != why_want
 
 
 @pytest.mark.slow
