@@ -235,25 +235,49 @@ def host_memory_links(links: DeviceLinks, host) -> DeviceLinks:
                                direct_latency_inter=host.latency, direct_bandwidth_inter=host.bandwidth)
 
 
-def choose_halo_path(sim, possible: Sequence[str] = PATHS, problem: Optional[str] = None) -> Tuple[str, str]:
-    """(path, why) for ``DistributedSimulation(halo_path="auto")``: ``choose_path`` on the rank's
-    lattice, grid, time block, velocity set, precision and walls, among the paths `possible`
-    (`problem`: why the device path is not).  Local, measuring nothing (every rank computes the
-    same choice from the same inputs): the links are ``DeviceLinks()``'s defaults, the host MPI
-    ``DEFAULT_COMM`` and all ranks on one node; where the device memory is host memory (the CUDA
-    host shim, OpenCL on a CPU device: ``Program.shares_host_memory``) the device path's messages
-    are host MPI messages, so they take the host MPI's terms."""
+def _simulation_case(sim, ranks_per_device: Optional[int] = None) -> dict:
+    """``choose_path``'s arguments for a ``DistributedSimulation`` (local, measuring nothing: every
+    rank reaches the same values alone): its lattice, grid, time block, velocity set, precision
+    and walls; ``DeviceLinks()``'s defaults and the host MPI of ``DEFAULT_COMM``, all ranks on
+    one node; where the device memory is host memory (``Program.shares_host_memory``: the CUDA
+    host shim, OpenCL on a CPU device) the device path's messages are host MPI messages
+    (``host_memory_links``); the staged overlap where ``DistributedSimulation._overlap`` takes
+    it (one program, single fused steps, no thermal walls; the time block and the split axes:
+    ``predict_gpu_step``); `ranks_per_device` default: the ranks over the CUDA devices CuPy
+    sees (one node), else 1."""
     links = DeviceLinks()
     programs = [r.program for r in sim.sim.regions]
     if programs and all(getattr(p, "shares_host_memory", False) for p in programs):
         links = host_memory_links(links, DEFAULT_COMM)
     grid = tuple(sim.dims)
-    machine = Machine(DEFAULT_COMM.latency, DEFAULT_COMM.bandwidth, links.memory_bandwidth, int(np.prod(grid)))
-    # the staged path's overlap where DistributedSimulation._overlap takes it (one program, single
-    # fused steps, no thermal walls; the time block and the split axes: predict_gpu_step)
+    P = int(np.prod(grid))
+    if ranks_per_device is None:
+        ranks_per_device = 1
+        cupy = getattr(programs[0], "cupy", None) if len(programs) == 1 else None
+        if cupy is not None:
+            ranks_per_device = -(-P // max(1, int(cupy.cuda.runtime.getDeviceCount())))
     overlap = bool(getattr(sim, "overlap", False)) and len(programs) == 1 and \
         getattr(sim.sim, "walls", None) is None and getattr(sim.sim, "fused", True)
-    path, why, _ = choose_path(sim.shape, grid, machine, links, sim.time_block, sim.sim.vs.Q,
-                               np.dtype(sim.sim.dtype).itemsize, sim.sim.vs.max_hop, sim.wall_faces,
-                               device_possible="device" in possible, device_why_not=problem or "", overlap=overlap)
+    return dict(shape=tuple(sim.shape), grid=grid,
+                machine=Machine(DEFAULT_COMM.latency, DEFAULT_COMM.bandwidth, links.memory_bandwidth, P),
+                links=links, depth=sim.time_block, Q=sim.sim.vs.Q, itemsize=np.dtype(sim.sim.dtype).itemsize,
+                halo=sim.sim.vs.max_hop, wall_faces=tuple(sim.wall_faces), ranks_per_device=ranks_per_device,
+                overlap=overlap)
+
+
+def choose_halo_path(sim, possible: Sequence[str] = PATHS, problem: Optional[str] = None) -> Tuple[str, str]:
+    """(path, why) for ``DistributedSimulation(halo_path="auto")``: ``choose_path`` on the
+    simulation's case (``_simulation_case``) among the paths `possible` (`problem`: why the
+    device path is not)."""
+    path, why, _ = choose_path(**_simulation_case(sim), device_possible="device" in possible,
+                               device_why_not=problem or "")
     return path, why
+
+
+def predicted_for(sim, path: Optional[str] = None, ranks_per_device: Optional[int] = None) -> dict:
+    """``predict_gpu_step`` for a ``DistributedSimulation`` on `path` (default: the one it took;
+    'staged-serial' reads as 'staged': the order is the simulation's ``overlap``), with the
+    inputs of its auto choice (``_simulation_case``), for a benchmark to print beside its times."""
+    case = _simulation_case(sim, ranks_per_device)
+    path = (path or sim.halo_path).split("-")[0]
+    return predict_gpu_step(case.pop("shape"), case.pop("grid"), case.pop("machine"), case.pop("links"), path, **case)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from lbgen.model.velocity_set import velocity_set
+from lbgen.parallel import gpu_model
 from lbgen.parallel import model as mpi_model
 from lbgen.parallel.gpu_model import DeviceLinks, choose_halo_path, choose_path, halo_traffic, predict_gpu_step
 
@@ -201,3 +202,23 @@ def test_under_mpiexec_each_path_is_measured_beside_the_prediction_and_its_count
         assert counted["to host copies"] == counted["to device copies"] == copies
         assert counted["to host bytes"] == counted["to device bytes"] == copies * slab
     assert out["chosen"] in ("staged", "device")
+
+
+def test_predicted_for_a_simulation_is_its_cases_prediction_and_cuda_ranks_share_the_devices():
+    shape, grid, vs = (256, 256), (2, 2), velocity_set("d2q37")
+    links = DeviceLinks()
+    machine = mpi_model.Machine(mpi_model.DEFAULT_COMM.latency, mpi_model.DEFAULT_COMM.bandwidth,
+                                links.memory_bandwidth, 4)
+    sim = _sim(False, overlap=True)
+    sim.halo_path = "staged"
+    want = predict_gpu_step(shape, grid, machine, links, "staged", 1, vs.Q, 8, vs.max_hop, overlap=True)
+    assert gpu_model.predicted_for(sim) == want
+    serial = predict_gpu_step(shape, grid, machine, links, "staged", 1, vs.Q, 8, vs.max_hop)
+    sim.overlap = False
+    assert gpu_model.predicted_for(sim, "staged-serial") == serial
+    # four CuPy ranks on one node with 2 GPUs: two ranks to a device
+    runtime = SimpleNamespace(getDeviceCount=lambda: 2)
+    sim.sim.regions[0].program.cupy = SimpleNamespace(cuda=SimpleNamespace(runtime=runtime))
+    shared = gpu_model.predicted_for(sim, "device")
+    assert shared == predict_gpu_step(shape, grid, machine, links, "device", 1, vs.Q, 8, vs.max_hop,
+                                      ranks_per_device=2)
