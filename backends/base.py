@@ -57,6 +57,9 @@ class Program(ColumnExchange, abc.ABC):
         self.prefix = spec.prefix
         #: the bounce-back boundaries every sweep honours (set_boundaries; None: periodic)
         self.bounds = None
+        #: what moved between host and device memory so far ("to host bytes", "to host copies",
+        #: "to device bytes", "to device copies"): whole buffers, column ranges and halo slabs
+        self.transfers = collections.Counter()
 
     # --- the boundaries: one description for any D ------------------------------------------
     def set_boundaries(self, walls: int = 0, lids: int = 0, lid=None, solid=None) -> None:
@@ -137,6 +140,63 @@ class Program(ColumnExchange, abc.ABC):
         if host.size != self.layout.size:
             raise ValueError(f"upload expects {self.layout.size} elements, got {host.size}")
         return host
+
+    # --- halo slabs: packed where the buffers live, moved whole (lbgen.parallel.halo) ----------
+    #: the lattice buffers are host memory, read and written in place (C); False: a device's
+    #: (or the CUDA host shim's, which stands in for one)
+    buffers_on_host = True
+
+    def slab_index(self, index: np.ndarray) -> Any:
+        """Flat buffer indices of a slab's values (int64), held where the buffers live (once a slab)."""
+        return np.ascontiguousarray(index, dtype=np.int64)
+
+    def slab_buffer(self, n: int) -> Any:
+        """A packed slab of n values where the buffers live."""
+        return np.empty(n, dtype=self.dtype)
+
+    def slab_host(self, n: int) -> np.ndarray:
+        """A host array of n values for a slab's copies (page-locked where the runtime has such)."""
+        return np.empty(n, dtype=self.dtype)
+
+    def gather(self, f: Any, index: Any, out: Any) -> Any:
+        """out[i] = f[index[i]] where the buffers live (the pack kernel of a halo slab)."""
+        np.take(f, index, out=out)
+        return out
+
+    def scatter(self, f: Any, index: Any, values: Any) -> None:
+        """f[index[i]] = values[i] where the buffers live (the unpack kernel of a halo slab)."""
+        f[index] = values
+
+    def slab_to_host(self, slab: Any, host: np.ndarray, aside: bool = False) -> None:
+        """Copy a packed slab into a host array (one counted copy; queued: ``synchronize``).
+        ``aside``: on the runtime's copy queue, after the work queued so far, so that the
+        kernels queued next run meanwhile (``wait_aside``)."""
+        self._count("to host", host.nbytes)
+        host[...] = slab
+
+    def slab_to_device(self, host: np.ndarray, slab: Any, aside: bool = False) -> None:
+        """Copy a host array into a packed slab (one counted copy; queued; ``aside``: on the copy
+        queue, finished on return, while the kernels queued before run on)."""
+        self._count("to device", host.nbytes)
+        slab[...] = host
+
+    def wait_aside(self) -> None:
+        """Wait for the copies queued ``aside`` (not for the kernels)."""
+
+    def mpi_view(self, slab: Any) -> Any:
+        """What MPI reads and writes for a packed slab on the device path (a host program's own array)."""
+        return slab
+
+    def mpi_release(self, slab: Any) -> None:
+        """MPI is done with ``mpi_view(slab)``: the kernels may use the slab again."""
+
+    def direct_mpi(self, comm) -> Optional[str]:
+        """Why MPI cannot take this program's packed slabs as they are (None: it can)."""
+        return None
+
+    def _count(self, direction: str, nbytes: int) -> None:
+        self.transfers[f"{direction} bytes"] += int(nbytes)
+        self.transfers[f"{direction} copies"] += 1
 
     # --- kernels ------------------------------------------------------------------------------
     @abc.abstractmethod

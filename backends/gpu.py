@@ -64,12 +64,15 @@ class GPUProgram(Program):
     def _host_into(self, buffer, host: np.ndarray) -> None:
         raise NotImplementedError
 
+    buffers_on_host = False
+
     def allocate(self):
         return aligned_zeros(self.layout.size, self.dtype)
 
     def upload(self, host, buffer=None):
         host = self._check_size(host)
         buffer = self.allocate() if buffer is None else buffer
+        self._count("to device", host.nbytes)
         if self._is_device(buffer):
             self._host_into(buffer, host)
         else:
@@ -77,12 +80,15 @@ class GPUProgram(Program):
         return buffer
 
     def download(self, buffer) -> np.ndarray:
+        self._count("to host", self.layout.size * np.dtype(self.dtype).itemsize)
         return self._to_host(buffer) if self._is_device(buffer) else np.array(buffer, dtype=self.dtype)
 
     def _read_range(self, f, offset, out):
+        self._count("to host", out.nbytes)
         out[...] = f[offset:offset + out.size]
 
     def _write_range(self, f, offset, data):
+        self._count("to device", data.nbytes)
         f[offset:offset + data.size] = data
 
     def _bounds_changed(self) -> None:

@@ -181,6 +181,20 @@ def gpu_runtime():
     return runtime()
 
 
+def mpi_cuda_aware() -> bool:
+    """Whether the MPI library mpi4py loaded takes CUDA device pointers (MPIX_Query_cuda_support,
+    an extension of MPICH and Open MPI; False where the library lacks it)."""
+    import ctypes
+    from mpi4py import MPI  # noqa: F401 - loads the library
+    try:
+        from mpi4py._mpiabi import _dlopen_libmpi
+        library = _dlopen_libmpi()
+    except (ImportError, OSError, AttributeError):
+        library = ctypes.CDLL(None)
+    query = getattr(library, "MPIX_Query_cuda_support", None)
+    return bool(query()) if query is not None else False
+
+
 def device_arch() -> str:
     """sm_XY of device 0 (from its compute capability)."""
     return gpu_runtime().arch
@@ -339,10 +353,51 @@ class CudaProgram(LaunchProgram):
         self.rt.synchronize()
 
     def _read_range(self, f, offset, out):
+        self._count("to host", out.nbytes)
         out[...] = self.rt.to_host(self.rt.view(f, offset, out.size))
 
     def _write_range(self, f, offset, data):
+        self._count("to device", data.nbytes)
         self.rt.to_device_into(np.ascontiguousarray(data, dtype=self.dtype), self.rt.view(f, offset, data.size))
+
+    # --- halo slabs on the device: the runtime's take / put kernels, pinned host copies ------------
+    def slab_index(self, index):
+        return self.rt.to_device(np.ascontiguousarray(index, dtype=np.int64))
+
+    def slab_buffer(self, n):
+        return self.rt.empty(n, self.dtype)
+
+    def gather(self, f, index, out):
+        self.rt.take(f, index, out)
+        return out
+
+    def scatter(self, f, index, values):
+        self.rt.put(f, index, values)
+
+    def slab_to_host(self, slab, host, aside=False):
+        self._count("to host", host.nbytes)
+        self.rt.to_host_async(slab, host, aside=aside)
+
+    def slab_to_device(self, host, slab, aside=False):
+        self._count("to device", host.nbytes)
+        if aside:
+            self.rt.to_device_async(host, slab, aside=True)
+            self.rt.stream_synchronize()
+        else:
+            self.rt.to_device_into(host, slab)
+
+    def wait_aside(self):
+        self.rt.stream_synchronize()
+
+    def slab_host(self, n):
+        return self.rt.pinned_empty(n, self.dtype)
+
+    def direct_mpi(self, comm):
+        if not self.rt.array_interface_ok:
+            return f"{self.rt.label}'s device arrays do not carry __cuda_array_interface__ for MPI"
+        if not mpi_cuda_aware():
+            return "this MPI library is not CUDA-aware (MPIX_Query_cuda_support() is 0 or absent)"
+        return None
 
 
 def compile(source, *shape, strict: bool = False, block_size: Optional[int] = None, threads: int = 0,

@@ -16,12 +16,15 @@ The choice (``runtime()``): ``$LBGEN_CUDA_RUNTIME`` = ``cupy`` or ``pycuda`` nam
 empty, the first of ``RUNTIMES`` that imports and finds a device (CuPy, then pycuda).
 
 Streams.  Kernels, ``take``/``put`` and the synchronous copies run on the runtime's compute
-stream (the legacy default stream, as before).  ``to_host_async`` / ``to_device_async`` run on a
-second, non-blocking copy stream: each first waits (on the device) for the work already queued
-on the compute stream, so a copy of a buffer that a kernel has just packed moves the packed
-values; kernels queued after it do not wait for it (they overlap).  ``stream_synchronize()``
-waits on the host for the copy stream: call it before reading a host array the copy fills, and
-before launching a kernel that reads a device array ``to_device_async`` fills.
+stream (the legacy default stream, as before).  ``to_host_async`` / ``to_device_async`` queue a
+copy between a device array and a (pinned) host array: ``aside=False`` on the compute stream,
+in order with the kernels (``synchronize()`` waits for it); ``aside=True`` on a second,
+non-blocking copy stream, so that the kernels queued next run meanwhile.  An aside copy to the
+host first waits (on the device) for the work already queued on the compute stream, so it moves
+what a kernel has just packed; an aside copy to the device does not wait for the kernels: the
+caller makes sure none still queued uses that device array.  ``stream_synchronize()`` waits on
+the host for the copy stream: call it before reading a host array an aside copy fills, and
+before launching a kernel that reads a device array an aside copy fills.
 """
 from __future__ import annotations
 
@@ -67,9 +70,7 @@ class CudaRuntime:
 
     key = ""                  #: the value of $LBGEN_CUDA_RUNTIME that names it
     name = ""                 #: the package, as it spells itself
-    package = ""              #: the module imported
     array_interface_ok = False  #: its arrays can be handed to a GPU-aware MPI (__cuda_array_interface__)
-
     version = ""
 
     @property
@@ -94,6 +95,10 @@ class CudaRuntime:
 
     def free_memory(self) -> int:
         """Free bytes on device 0."""
+        raise NotImplementedError
+
+    def device_count(self) -> int:
+        """The CUDA devices this process sees."""
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -155,21 +160,26 @@ class CudaRuntime:
         """A page-locked host array of n elements."""
         raise NotImplementedError
 
-    def to_host_async(self, dev, host: np.ndarray) -> None:
-        """Queue a copy of ``dev`` into the (pinned) host array on the copy stream (module notes)."""
+    def to_host_async(self, dev, host: np.ndarray, aside: bool = True) -> None:
+        """Queue a copy of ``dev`` into the (pinned) host array: on the copy stream after the
+        kernels queued so far (``aside``), else on the compute stream (module notes)."""
         self._check_pair(dev, host)
         if host.size:
-            self._copy_async(dev, host, to_host=True)
+            self._copy_async(dev, host, to_host=True, aside=aside)
 
-    def to_device_async(self, host: np.ndarray, dev) -> None:
-        """Queue a copy of the (pinned) host array into ``dev`` on the copy stream (module notes)."""
+    def to_device_async(self, host: np.ndarray, dev, aside: bool = True) -> None:
+        """Queue a copy of the (pinned) host array into ``dev``: on the copy stream (``aside``;
+        it does not wait for the kernels), else on the compute stream (module notes)."""
         self._check_pair(dev, host)
         if host.size:
-            self._copy_async(dev, host, to_host=False)
+            self._copy_async(dev, host, to_host=False, aside=aside)
+
+    _copy_stream = None         #: the copy stream of aside copies, made on the first
 
     def stream_synchronize(self) -> None:
         """Wait on the host for the copy stream."""
-        raise NotImplementedError
+        if self._copy_stream is not None:
+            self._copy_stream.synchronize()
 
     def take(self, f, index, out) -> None:
         """out[i] = f[index[i]] on the compute stream (device arrays; index int64 on the device)."""
@@ -213,17 +223,12 @@ class CudaRuntime:
                              f"{np.dtype(dev.dtype)}, host {host.size} x {host.dtype} (contiguous: "
                              f"{host.flags.c_contiguous})")
 
-    def _copy_async(self, dev, host, to_host: bool) -> None:
+    def _copy_async(self, dev, host, to_host: bool, aside: bool) -> None:
         raise NotImplementedError
 
 
-def _device_args(args, null) -> tuple:
-    """Kernel arguments: None -> a NULL pointer (``null``), the rest as given."""
-    return tuple(null if a is None else a for a in args)
-
-
 class CuPyRuntime(CudaRuntime):
-    key, name, package = "cupy", "CuPy", "cupy"
+    key, name = "cupy", "CuPy"
     array_interface_ok = True
 
     def __init__(self):
@@ -240,7 +245,6 @@ class CuPyRuntime(CudaRuntime):
         cupy.cuda.Device(0).use()
         self.cupy = cupy
         self.version = cupy.__version__
-        self._copy_stream = None
 
     def device_name(self) -> str:
         return self.cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
@@ -254,6 +258,9 @@ class CuPyRuntime(CudaRuntime):
     def free_memory(self) -> int:
         return int(self.cupy.cuda.runtime.memGetInfo()[0])
 
+    def device_count(self) -> int:
+        return int(self.cupy.cuda.runtime.getDeviceCount())
+
     def compile(self, text, options, include_dir, nvcc):
         # CuPy finds nvcc itself ($NVCC, CUDA_PATH, PATH) and adds NVCC_OPTIONS
         opts = list(options) + ([f"-I{include_dir}"] if include_dir else [])
@@ -265,7 +272,7 @@ class CuPyRuntime(CudaRuntime):
         return module
 
     def launch(self, fn, grid, block, args):
-        fn((grid,), (block,), _device_args(args, np.uintp(0)))
+        fn((grid,), (block,), tuple(np.uintp(0) if a is None else a for a in args))     # None: NULL
 
     def synchronize(self):
         self.cupy.cuda.get_current_stream().synchronize()
@@ -305,26 +312,26 @@ class CuPyRuntime(CudaRuntime):
         import cupyx
         return cupyx.empty_pinned((int(n),), dtype=dtype)
 
-    def _copy_async(self, dev, host, to_host):
+    def _copy_async(self, dev, host, to_host, aside):
         cupy = self.cupy
         rt = cupy.cuda.runtime
-        if self._copy_stream is None:
-            self._copy_stream = cupy.cuda.Stream(non_blocking=True)
-        queued = cupy.cuda.Event(disable_timing=True)
-        queued.record(cupy.cuda.get_current_stream())
-        self._copy_stream.wait_event(queued)
+        stream = cupy.cuda.get_current_stream()
+        if aside:
+            if self._copy_stream is None:
+                self._copy_stream = cupy.cuda.Stream(non_blocking=True)
+            if to_host:
+                queued = cupy.cuda.Event(disable_timing=True)
+                queued.record(stream)
+                self._copy_stream.wait_event(queued)
+            stream = self._copy_stream
         if to_host:
-            rt.memcpyAsync(host.ctypes.data, dev.data.ptr, host.nbytes, rt.memcpyDeviceToHost, self._copy_stream.ptr)
+            rt.memcpyAsync(host.ctypes.data, dev.data.ptr, host.nbytes, rt.memcpyDeviceToHost, stream.ptr)
         else:
-            rt.memcpyAsync(dev.data.ptr, host.ctypes.data, host.nbytes, rt.memcpyHostToDevice, self._copy_stream.ptr)
-
-    def stream_synchronize(self):
-        if self._copy_stream is not None:
-            self._copy_stream.synchronize()
+            rt.memcpyAsync(dev.data.ptr, host.ctypes.data, host.nbytes, rt.memcpyHostToDevice, stream.ptr)
 
 
 class PyCudaRuntime(CudaRuntime):
-    key, name, package = "pycuda", "pycuda", "pycuda"
+    key, name = "pycuda", "pycuda"
     array_interface_ok = True     # GPUArray.__cuda_array_interface__ (version 3), as mpi4py reads it
 
     def __init__(self):
@@ -348,7 +355,6 @@ class PyCudaRuntime(CudaRuntime):
         self.context = self.device.retain_primary_context()
         self.context.push()
         atexit.register(self._pop)      # pycuda aborts at exit when a pushed context is left on the stack
-        self._copy_stream = None
 
     def _pop(self) -> None:
         if self.context is not None:
@@ -370,6 +376,9 @@ class PyCudaRuntime(CudaRuntime):
     def free_memory(self) -> int:
         return int(self.drv.mem_get_info()[0])
 
+    def device_count(self) -> int:
+        return int(self.drv.Device.count())
+
     def compile(self, text, options, include_dir, nvcc):
         import warnings
         opts = list(options) + list(NVCC_OPTIONS)
@@ -382,7 +391,7 @@ class PyCudaRuntime(CudaRuntime):
             raise CompileError(f"nvcc (through pycuda) failed for {self.arch} (options {opts}):\n{e}") from None
 
     def launch(self, fn, grid, block, args):
-        fn(*_device_args(args, np.uintp(0)), grid=(int(grid), 1, 1), block=(int(block), 1, 1))
+        fn(*(np.uintp(0) if a is None else a for a in args), grid=(int(grid), 1, 1), block=(int(block), 1, 1))
 
     def synchronize(self):
         self.drv.Context.synchronize()
@@ -423,21 +432,21 @@ class PyCudaRuntime(CudaRuntime):
     def pinned_empty(self, n, dtype):
         return self.drv.pagelocked_empty((int(n),), np.dtype(dtype))
 
-    def _copy_async(self, dev, host, to_host):
+    def _copy_async(self, dev, host, to_host, aside):
         drv = self.drv
-        if self._copy_stream is None:
-            self._copy_stream = drv.Stream(1)       # CU_STREAM_NON_BLOCKING
-        queued = drv.Event(drv.event_flags.DISABLE_TIMING)
-        queued.record()                              # the compute (legacy default) stream
-        self._copy_stream.wait_for_event(queued)
+        stream = None                                    # the compute (legacy default) stream
+        if aside:
+            if self._copy_stream is None:
+                self._copy_stream = drv.Stream(1)       # CU_STREAM_NON_BLOCKING
+            if to_host:
+                queued = drv.Event(drv.event_flags.DISABLE_TIMING)
+                queued.record()
+                self._copy_stream.wait_for_event(queued)
+            stream = self._copy_stream
         if to_host:
-            drv.memcpy_dtoh_async(host, dev.ptr, self._copy_stream)
+            drv.memcpy_dtoh_async(host, dev.ptr, stream)
         else:
-            drv.memcpy_htod_async(dev.ptr, host, self._copy_stream)
-
-    def stream_synchronize(self):
-        if self._copy_stream is not None:
-            self._copy_stream.synchronize()
+            drv.memcpy_htod_async(dev.ptr, host, stream)
 
 
 #: the runtimes in the order of the automatic choice

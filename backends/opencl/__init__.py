@@ -27,10 +27,19 @@ from lbgen.backends.base import fields_dict
 from lbgen.backends.build import BackendUnavailable
 from lbgen.backends.gpu import GPUProgram
 from lbgen.backends.opencl.platform import (available, build, build_options, context_of, describe,  # noqa: F401
-                                            devices, pyopencl, select_device)
+                                            devices, pyopencl, quiet_build, select_device)
 from lbgen.codegen.kernel_api import GPU_ENTRY_POINTS_3D
 
 DEFAULT_BLOCK_SIZE = 64
+
+#: the halo slabs' pack and unpack kernels (one work-item per value; ``real`` replaced)
+SLAB_KERNELS = """
+__kernel void slab_gather(__global const real *f, __global const long *index, __global real *out, const long n)
+{ const long i = get_global_id(0); if (i < n) out[i] = f[index[i]]; }
+__kernel void slab_scatter(__global real *f, __global const long *index, __global const real *values, const long n)
+{ const long i = get_global_id(0); if (i < n) f[index[i]] = values[i]; }
+"""
+_SLAB_KERNELS: dict = {}
 
 
 class OpenCLProgram(GPUProgram):
@@ -139,10 +148,86 @@ class OpenCLProgram(GPUProgram):
         self.cl.enqueue_copy(self.queue, buffer, np.ascontiguousarray(host), is_blocking=True)
 
     def _read_range(self, f, offset, out):
+        self._count("to host", out.nbytes)
         self.cl.enqueue_copy(self.queue, out, f, src_offset=offset * out.itemsize, is_blocking=True)
 
     def _write_range(self, f, offset, data):
+        self._count("to device", data.nbytes)
         self.cl.enqueue_copy(self.queue, f, data, dst_offset=offset * data.itemsize, is_blocking=True)
+
+    # --- halo slabs on the device: gather/scatter kernels, pinned (mapped) host copies -----------
+    def slab_index(self, index):
+        return self._to_device(np.ascontiguousarray(index, dtype=np.int64))
+
+    def slab_buffer(self, n):
+        mf = self.cl.mem_flags
+        return self.cl.Buffer(self.context, mf.READ_WRITE | mf.ALLOC_HOST_PTR, max(1, n) * np.dtype(self.dtype).itemsize)
+
+    def _slab_kernel(self, name):
+        kernels = _SLAB_KERNELS.get((self.context, self.dtype))
+        if kernels is None:
+            real = "double" if self.dtype == np.float64 else "float"
+            text = (("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if real == "double" else "")
+                    + SLAB_KERNELS.replace("real", real))
+            with quiet_build():
+                program = self.cl.Program(self.context, text).build(devices=[self.device])
+            kernels = _SLAB_KERNELS[(self.context, self.dtype)] = {
+                k: self.cl.Kernel(program, f"slab_{k}") for k in ("gather", "scatter")}
+        return kernels[name]
+
+    def slab_host(self, n):
+        """A host array in a mapped ALLOC_HOST_PTR buffer (page-locked where the runtime pins those)."""
+        mf = self.cl.mem_flags
+        buffer = self.cl.Buffer(self.context, mf.READ_WRITE | mf.ALLOC_HOST_PTR, max(1, n) * np.dtype(self.dtype).itemsize)
+        view, _ = self.cl.enqueue_map_buffer(self.queue, buffer, self.cl.map_flags.READ | self.cl.map_flags.WRITE, 0,
+                                             (n,), self.dtype)
+        return view
+
+    def gather(self, f, index, out):
+        n = index.size // 8
+        self._slab_kernel("gather")(self.queue, *self._ranges(n), f, index, out, np.int64(n))
+        return out
+
+    def scatter(self, f, index, values):
+        n = index.size // 8
+        self._slab_kernel("scatter")(self.queue, *self._ranges(n), f, index, values, np.int64(n))
+
+    def _copy_queue(self):
+        if getattr(self, "_aside", None) is None:
+            self._aside = self.cl.CommandQueue(self.context, self.device)
+        return self._aside
+
+    def slab_to_host(self, slab, host, aside=False):
+        self._count("to host", host.nbytes)
+        if aside:
+            self.cl.enqueue_copy(self._copy_queue(), host, slab, is_blocking=False,
+                                 wait_for=[self.cl.enqueue_marker(self.queue)])
+        else:
+            self.cl.enqueue_copy(self.queue, host, slab, is_blocking=False)
+
+    def slab_to_device(self, host, slab, aside=False):
+        self._count("to device", host.nbytes)
+        self.cl.enqueue_copy(self._copy_queue() if aside else self.queue, slab, host, is_blocking=aside)
+
+    def wait_aside(self):
+        self._copy_queue().finish()
+
+    def mpi_view(self, slab):
+        """The slab mapped into host memory: no copy on a device that shares it (``direct_mpi``)."""
+        self.queue.finish()
+        view, _ = self.cl.enqueue_map_buffer(self.queue, slab, self.cl.map_flags.READ | self.cl.map_flags.WRITE, 0,
+                                             (slab.size // np.dtype(self.dtype).itemsize,), self.dtype)
+        return view
+
+    def mpi_release(self, view):
+        view.base.release(self.queue)
+        self.queue.finish()
+
+    def direct_mpi(self, comm):
+        if not self.device.host_unified_memory:
+            return (f"the OpenCL device {self.device_name!r} does not share memory with the host, and MPI takes no "
+                    f"OpenCL buffers")
+        return None
 
     def synchronize(self) -> None:
         self.queue.finish()

@@ -108,7 +108,7 @@ def devices() -> list:
 
 
 @contextlib.contextmanager
-def _quiet_build():
+def quiet_build():
     """pyopencl warns on any non-empty build log (and on log access before a build); the
     log of a failed build goes into CompileError instead.  PYOPENCL_COMPILER_OUTPUT=1
     still shows everything."""
@@ -164,7 +164,7 @@ def _probe(dev) -> Optional[str]:
     if key not in _working:
         try:
             ctx, _ = context_of(dev)
-            with _quiet_build():
+            with quiet_build():
                 cl.Program(ctx, "__kernel void lbgen_probe(__global float *a) { a[0] = 1.0f; }").build(devices=[dev])
             _working[key] = None
         except cl.Error as e:
@@ -228,13 +228,13 @@ def build(source, dev, options: tuple):
     program = cl.Program(ctx, source.text)
     started = time.perf_counter()
     try:
-        with _quiet_build():
+        with quiet_build():
             program.build(options=list(options), devices=[dev])
         record_build("opencl", directory.name, source.main_file, f"OpenCL ({dev.name.strip()})",
                      time.perf_counter() - started)
     except cl.Error as e:
         try:
-            with _quiet_build():
+            with quiet_build():
                 log = program.get_build_info(dev, cl.program_build_info.LOG)
         except Exception:
             log = ""

@@ -213,9 +213,14 @@ def _config_file(path) -> dict:
                    "PXxPYxPZ, never along a wall axis), or auto (MPI_Dims_create; X only with --hetero, or walls "
                    "with a time block or GPU kernels; 3D: the unwalled axes). "
                    "A property of the launch: a resume may use another.")
+@click.option("--halo-path", type=click.Choice(["auto", "staged", "device"]), default="auto", show_default=True,
+              help="Under mpiexec, OpenCL and CUDA ranks: how the halo slabs (packed on the device) travel -- "
+                   "staged (copied through page-locked host buffers) or device (the device buffers handed to MPI: "
+                   "a CUDA-aware MPI, or a device that shares host memory); auto: the data-movement model's choice "
+                   "(lbgen model). A property of the launch.")
 @click.pass_context
 @friendly
-def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
+def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, halo_path, **given):
     """Simulate.  SETUP: shear-wave (default), uniform-noise or rayleigh-taylor; or --init FILE.npz.
     3D (a 3D --velocity-set: see --velocity-set below; --lz): shear-wave, taylor-green, lid-driven-cavity,
     channel, rayleigh-taylor (a thermal set: Z up, walls on z).
@@ -235,6 +240,8 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     three = _grid_parts(ranks_grid) == 3          # PXxPYxPZ: a 3D run's grid (lbgen.run.driver3d)
     from lbgen.parallel.decomposition import set_launch_grid
     set_launch_grid("auto" if three else ranks_grid, comm)
+    from lbgen.parallel.halo import set_launch_halo_path
+    set_launch_halo_path(halo_path, comm)
     root = comm is None or comm.rank == 0
     show_progress = progress and sys.stderr.isatty() and root
     echo = (lambda m: click.echo(m, err=True)) if root else (lambda m: None)  # noqa: E731
@@ -270,7 +277,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     from lbgen.run.construct import gpu_runtime_note
     where += gpu_runtime_note(runner.sim)
     if comm is not None:
-        where = f"{comm.size} MPI ranks: {where}"
+        where = f"{comm.size} MPI ranks ({_halo_note(runner.sim)}): {where}"
     bounds = getattr(runner.sim, "bounds", None)      # 2D bounce-back walls, lids
     box = f"walls ({cfg.walls['scheme']} scheme)" if cfg.walls else bounds.describe() if bounds else "periodic"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
@@ -281,6 +288,13 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, **given):
     _time_block_note(runner, echo, chosen)
     result = runner.execute(progress=show_progress)
     _report(runner, result, cfg.save)
+
+
+def _halo_note(sim) -> str:
+    """The run header's words on a distributed run's halo path."""
+    if sim.halo_path == "host":
+        return "halos in place in host memory"
+    return f"halo path {sim.halo_path}: {sim.halo_path_reason}"
 
 
 def _grid_parts(text) -> int:
@@ -343,7 +357,7 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     from lbgen.run.construct import gpu_runtime_note
     where += gpu_runtime_note(sim)
     if runner.comm is not None:
-        where = f"{runner.comm.size} MPI ranks, grid {'x'.join(map(str, runner.grid))}: {where}"
+        where = f"{runner.comm.size} MPI ranks, grid {'x'.join(map(str, runner.grid))}, {_halo_note(sim)}: {where}"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
          f"{sim.lx} x {sim.ly} x {sim.lz}, {cfg.steps} steps, "
          f"{sim.spec.collision}, {', '.join(box) or 'periodic'}, {sim.spec.precision}; {where}")

@@ -28,22 +28,23 @@ Pending = Tuple[list, list]
 
 def post(comm, messages: collections.Counter, axis: str, neighbours: Tuple[int, int],
          slabs: Tuple[Callable[[], np.ndarray], Callable[[], np.ndarray]],
-         sides: Sequence[bool] = EVERY_SIDE) -> Pending:
+         sides: Sequence[bool] = EVERY_SIDE, receive: Optional[Sequence[Callable]] = None) -> Pending:
     """Start the trade along `axis` ('x', 'y', 'z'): `neighbours` are the (low, high) ranks,
     `slabs` give this rank's owned (low, high) slabs (called only where needed; what arrives
-    on a side has the shape of the slab sent from it), `sides` = (receive low, receive high,
-    send low, send high)."""
+    on a side has the shape of the slab sent from it, into ``receive[side]()`` where given, a
+    buffer MPI can write: a device slab on the device path), `sides` = (receive low, receive
+    high, send low, send high)."""
     recv_low, recv_high, send_low, send_high = sides
     low, high = neighbours
-    owned = [slabs[side]() if sides[side] or sides[side + 2] else None for side in (0, 1)]   # read once
+    owned = [slabs[side]() if sides[side + 2] or (sides[side] and receive is None) else None for side in (0, 1)]
     requests, arriving = [], [None, None]
-    for side, (receive, source, tag) in enumerate(((recv_low, low, TAG_UPWARD), (recv_high, high, TAG_DOWNWARD))):
-        if receive:
-            arriving[side] = np.empty_like(owned[side])
+    for side, (wanted, source, tag) in enumerate(((recv_low, low, TAG_UPWARD), (recv_high, high, TAG_DOWNWARD))):
+        if wanted:
+            arriving[side] = np.empty_like(owned[side]) if receive is None else receive[side]()
             requests.append(comm.Irecv(arriving[side], source=source, tag=tag))
     for side, (send, dest, tag) in enumerate(((send_low, low, TAG_DOWNWARD), (send_high, high, TAG_UPWARD))):
         if send:
-            data = np.ascontiguousarray(owned[side])
+            data = np.ascontiguousarray(owned[side]) if isinstance(owned[side], np.ndarray) else owned[side]
             requests.append(comm.Isend(data, dest=dest, tag=tag))
             arriving.append(data)                  # kept alive until the sends complete
             messages[f"{axis} messages"] += 1
@@ -59,6 +60,6 @@ def finish(pending: Pending) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]
     return arriving[0], arriving[1]
 
 
-def trade(comm, messages, axis, neighbours, slabs, sides=EVERY_SIDE):
+def trade(comm, messages, axis, neighbours, slabs, sides=EVERY_SIDE, receive=None):
     """``post`` then ``finish``: the blocking trade of one axis."""
-    return finish(post(comm, messages, axis, neighbours, slabs, sides))
+    return finish(post(comm, messages, axis, neighbours, slabs, sides, receive))

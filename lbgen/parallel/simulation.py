@@ -11,8 +11,10 @@ Z) -- each slab spans the other axes' ghosts, which the earlier axes have just f
 and corners travel through the consecutive trades and no diagonal message is sent (seed 002,
 Fig. 1) -- through ``lbgen.parallel.exchange``, then advances k steps (one ``fused_tb`` sweep
 where its Simulation blocks: C, fused).  Host buffers (the C runtime) are read and written in
-place through the layout's site indices; device buffers (and ``through_pack``) through the
-whole block's unpack and pack.  The ghost sites are computed redundantly; after step s only
+place through the layout's site indices; device buffers are packed and unpacked on the device
+and travel by the ``halo_path`` (``lbgen.parallel.halo``: ``staged`` through page-locked host
+buffers, ``device`` straight to MPI; ``auto``: the data-movement model chooses), so no whole
+buffer moves while stepping.  The ghost sites are computed redundantly; after step s only
 sites within (k - s) H of the owned block are exact, so the owned block is exact after k steps:
 bit-identical to one process in strict mode.  The messages are layout-independent, so ranks may
 hold different layouts (a block too short for the configured cluster length takes its
@@ -45,6 +47,7 @@ from lbgen.parallel.checkpoint_state import DistributedState
 from lbgen.parallel.decomposition import (block_indices, ghost_sides, paired_walls, parse_ranks_grid, rank_grid,
                                           slab_starts, slab_widths)
 from lbgen.parallel.exchange import trade
+from lbgen.parallel.halo import HALO_PATH_CHOICES, PATHS, HaloSlabs, device_path_problem
 from lbgen.parallel.mpi import agree, collective, root_call
 from lbgen.simulation.boundaries import BounceBack
 from lbgen.simulation.interface import Lattice, lattice_shape
@@ -57,15 +60,18 @@ THERMAL_FACES = (("y", "low"), ("y", "high"))
 class DistributedSimulation(DistributedState, Lattice):
     """One rank's block of an LX x LY[ x LZ] lattice over a grid of the ranks of `comm` (see the
     module doc).  Same keywords as ``Simulation`` (the sizes and the mask global), plus
-    ``ranks_grid`` ('auto'/None, 'PXxPY[xPZ]' or a tuple) and ``through_pack`` (exchange through
-    the whole block's unpack/pack even on host buffers)."""
+    ``ranks_grid`` ('auto'/None, 'PXxPY[xPZ]' or a tuple), ``halo_path`` (device ranks:
+    'auto', 'staged' or 'device'; ``lbgen.parallel.halo``) and ``overlap`` (the staged path's
+    interior sweep while the slabs travel; False for A/B timings)."""
 
-    def __init__(self, comm, *shape: int, ranks_grid=None, time_block=1, mask=None, through_pack: bool = False,
-                 **kw):
+    def __init__(self, comm, *shape: int, ranks_grid=None, time_block=1, mask=None, halo_path: str = "auto",
+                 overlap: bool = True, **kw):
         from lbgen.simulation.runner import Simulation
         self.comm, self.rank, self.nranks = comm, comm.rank, comm.size
         try:
             self.shape, vs_name = lattice_shape(shape, kw.get("velocity_set"))
+            if halo_path not in HALO_PATH_CHOICES:
+                raise SimulationError(f"halo_path={halo_path!r}: one of {', '.join(HALO_PATH_CHOICES)}")
         except SimulationError as e:
             raise collective(e) from None
         D = len(self.shape)
@@ -120,9 +126,10 @@ class DistributedSimulation(DistributedState, Lattice):
             kw = dict(kw, walls=held, lid={"-".join(face): u for face, u in self.lid.items() if face in held})
         self.time_block = depth
         self.time_step = 0
+        #: the staged path sweeps the interior while the slabs travel (``_overlap``; False: exchange, then step)
+        self.overlap = bool(overlap)
         #: what this rank sent so far: messages and bytes per axis ("x", "y", "z")
         self.messages = collections.Counter()
-        self.through_pack = bool(through_pack)
         # the rank's own sweep: fused_tb where it runs (C, fused, one backend), else single steps
         sweep = str(kw.get("backend", "c")).lower() == "c" and kw.get("fused", True) and \
             kw.get("device_backend") is None
@@ -133,9 +140,13 @@ class DistributedSimulation(DistributedState, Lattice):
             self.sim = Simulation(*self.extended, mask=local_mask, time_block=depth if sweep else 1, **kw)
             if thermal:
                 self.sim.wall_sides = tuple(f in held for f in THERMAL_FACES)
+            #: how the halo slabs travel: 'host' (host buffers, in place), 'staged' or 'device'
+            self.halo_path, self.halo_path_reason = self._halo_path(halo_path)
         except Exception as e:  # noqa: BLE001 - made collective below
             error = e
         agree(comm, error)
+        self._slabs = HaloSlabs(self._regions(), self.halo_path, self.sim.vs.Q, self.sim.dtype, self._slab_parts,
+                                self._slab_shape)
         #: the owned fluid sites are 0 (the diagnostics skip the ghosts as solid sites)
         self._skip = np.ones(self.extended, np.uint8)
         self._owned(self._skip)[...] = 0 if local_mask is None else self._owned(local_mask)
@@ -176,12 +187,12 @@ class DistributedSimulation(DistributedState, Lattice):
         return [(p.spec.backend, p.layout.tag) for p, *_ in self._regions()]
 
     # --- the exchange --------------------------------------------------------------------------
-    def _slab_parts(self, d: int, lo: int, hi: int, plain: bool) -> list:
+    def _slab_parts(self, d: int, lo: int, hi: int) -> list:
         """The slab of planes lo..hi-1 along axis d (the other axes over their extended extent)
-        as parts: (region, flat indices of its buffer -- or of its unpacked block with `plain` --
-        of every population at the part's sites in (p, x, y[, z]) order, the slab's columns)."""
-        key = (d, lo, hi, plain)
-        cache = self.__dict__.setdefault("_slabs", {})
+        as parts: (region, flat indices of its buffer of every population at the part's sites in
+        (p, x, y[, z]) order, the slab's columns)."""
+        key = (d, lo, hi)
+        cache = self.__dict__.setdefault("_slab_index", {})
         if key not in cache:
             ext, parts = self.extended, []
             x_lo, x_hi = (lo, hi) if d == 0 else (0, ext[0])
@@ -194,48 +205,115 @@ class DistributedSimulation(DistributedState, Lattice):
                     ranges = [np.arange(a - x0, b - x0)] + [np.arange(lo, hi) if e == d else np.arange(n)
                                                             for e, n in enumerate(ext[1:], 1)]
                     grid = np.ix_(np.arange(self.sim.vs.Q), *ranges)
-                    index = np.ravel_multi_index(grid, (self.sim.vs.Q, width) + ext[1:]) if plain else \
-                        prog.layout.site_index(*grid)
+                    index = prog.layout.site_index(*grid)
                     parts.append((i, np.ascontiguousarray(np.broadcast_to(index, np.broadcast_shapes(
                         *(g.shape for g in grid))).ravel()), slice(a - x_lo, b - x_lo)))
             cache[key] = parts
         return cache[key]
 
-    def exchange(self) -> None:
-        """Ghost slabs of every split axis from the neighbours, X then Y (then Z) (collective)."""
+    def _halo_path(self, wanted: str) -> tuple:
+        """(path, why) of this rank's halo slabs: 'host' for host buffers; else ``wanted`` where the
+        programs can take it ('auto': the data-movement model's choice among those they can)."""
+        programs = [p for p, *_ in self._regions()]
+        if all(p.buffers_on_host for p in programs):
+            if wanted != "auto":
+                raise SimulationError(f"halo_path={wanted!r}: the {programs[0].spec.backend} ranks' buffers are host "
+                                      f"memory, read and written in place; the halo paths apply to opencl and cuda "
+                                      f"ranks (use 'auto')")
+            return "host", "host buffers, read and written in place"
+        problem = device_path_problem(programs, self.comm)
+        if wanted == "device" and problem:
+            raise SimulationError(f"halo_path='device': {problem}; use 'staged' (or 'auto')")
+        if wanted != "auto":
+            return wanted, "as asked"
+        from lbgen.parallel.gpu_model import choose_halo_path
+        return choose_halo_path(self, possible=PATHS if problem is None else ("staged",), problem=problem)
+
+    def _slab_shape(self, d: int, lo: int, hi: int) -> tuple:
+        return (self.sim.vs.Q,) + tuple(hi - lo if e == d else n for e, n in enumerate(self.extended))
+
+    def exchange(self, during=None) -> None:
+        """Ghost slabs of every split axis from the neighbours, X then Y (then Z) (collective);
+        ``during()`` is queued right after the first axis's slabs (the sweep that overlaps the
+        trades: ``_overlap``)."""
         if not any(p > 1 for p in self.dims):
             return
-        regions = self._regions()
-        plain = self.through_pack or not all(isinstance(r.f, np.ndarray) for _, r, _ in regions)
-        buffers = [p.layout.unpack(p.download(r.f)).ravel() if plain else r.f for p, r, _ in regions]
-        ext, Q = self.extended, self.sim.vs.Q
+        slabs = self._slabs
         for d in range(len(self.shape)):
             if self.dims[d] == 1:
                 continue
-
-            def shape(lo, hi):
-                return (Q,) + tuple(hi - lo if e == d else n for e, n in enumerate(ext))
-
-            def read(lo, hi):
-                out = np.empty(shape(lo, hi), dtype=self.sim.dtype)
-                for i, index, cols in self._slab_parts(d, lo, hi, plain):
-                    out[:, cols] = buffers[i][index].reshape((Q, cols.stop - cols.start) + out.shape[2:])
-                return out
-
             D, g, n = self.halo_width, self.ghost_low[d], self.size[d]
+            sides = self.sides[d]
+            sent = [slabs.read(d, lo, hi) if sides[2 + side] else None
+                    for side, (lo, hi) in enumerate(((g, g + D), (g + n - D, g + n)))]
+            if during is not None:
+                during()
+                during = None
+            slabs.ready()
+            ghosts = ((g - D, g), (g + n, g + n + D))
             arrived = trade(self.comm, self.messages, AXES[d], self.neighbours[d],
-                            (lambda: read(g, g + D), lambda: read(g + n - D, g + n)), self.sides[d])
-            for (lo, hi), data in zip(((g - D, g), (g + n, g + n + D)), arrived):
+                            (lambda: sent[0], lambda: sent[1]), sides,
+                            receive=[lambda lo=lo, hi=hi: slabs.receive(d, lo, hi) for lo, hi in ghosts])
+            slabs.release()
+            for (lo, hi), data in zip(ghosts, arrived):
                 if data is not None:
-                    for i, index, cols in self._slab_parts(d, lo, hi, plain):
-                        buffers[i][index] = data[:, cols].ravel()
-        if plain:
-            for (p, r, _), buf in zip(regions, buffers):
-                r.f = p.upload(p.layout.pack(buf.reshape((Q,) + p.layout.shape)), r.f)
+                    slabs.write(d, lo, hi, data)
+
+    @property
+    def transfers(self) -> collections.Counter:
+        """What this rank's programs copied between host and device so far (``Program.transfers``)."""
+        return sum((p.transfers for p, *_ in self._regions()), collections.Counter())
+
+    def _overlap(self) -> Optional[tuple]:
+        """The staged path's overlap, where it applies (device ranks of one program, single fused
+        steps without thermal walls, X and/or Y split): (interior, edges) boxes (x0, x1, y0, y1)
+        of the owned planes -- the interior (H or more from every side that receives ghosts) is
+        swept while the slabs are copied and traded, the edges once the ghosts have arrived.
+        None: exchange, then step."""
+        split = [d for d in range(len(self.shape)) if self.dims[d] > 1]
+        sim = self.sim
+        if (self.halo_path != "staged" or not self.overlap or self.time_block != 1 or len(sim.regions) != 1
+                or sim.walls is not None or not sim.fused or not split or max(split) > 1):
+            return None
+        H = sim.vs.max_hop
+        owned = [(self.ghost_low[d], self.ghost_low[d] + self.size[d]) for d in (0, 1)]
+        inner = [(a + H * self.sides[d][0], b - H * self.sides[d][1]) for d, (a, b) in enumerate(owned)]
+        if any(b <= a for a, b in inner):
+            return None
+        (ox0, ox1), (oy0, oy1) = owned
+        (ix0, ix1), (iy0, iy1) = inner
+        edges = [(ox0, ix0, oy0, oy1), (ix1, ox1, oy0, oy1), (ix0, ix1, oy0, iy0), (ix0, ix1, iy1, oy1)]
+        return (ix0, ix1, iy0, iy1), [e for e in edges if e[1] > e[0] and e[3] > e[2]]
+
+    def _overlapped_step(self, interior, edges) -> None:
+        """One step whose interior sweeps while the halo slabs travel (bit-identical to exchange,
+        then step: every owned site is swept once from the same values; ghost sites are not
+        swept, as the next exchange overwrites them)."""
+        sim = self.sim
+        r = sim.regions[0]
+        prog, params = r.program, sim.kernel_parameters
+        prog.step_halo(r.f)
+        self._slabs.aside = True
+        try:
+            self.exchange(during=lambda: prog.fused(r.f, r.g, region=interior, **params))
+        finally:
+            self._slabs.aside = False
+        prog.step_halo(r.f)                 # the ghosts' halo copies (clustered layouts' halo rows)
+        for box in edges:
+            prog.fused(r.f, r.g, region=box, **params)
+        r.f, r.g = r.g, r.f
+        sim.time_step += 1
+        sim.sweeps["single"] += 1
 
     def step(self, n: int = 1) -> None:
-        """n steps (collective): an exchange, then up to time_block steps of the rank's block."""
+        """n steps (collective): an exchange, then up to time_block steps of the rank's block (the
+        staged path's single steps overlap the trades with the interior sweep: ``_overlap``)."""
         self._check_can_step(n)
+        plan = self._overlap()
+        while plan is not None and n > 0:
+            self._overlapped_step(*plan)
+            self.time_step += 1
+            n -= 1
         while n > 0:
             m = min(self.time_block, n)
             self.exchange()

@@ -184,7 +184,8 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     if comm is not None:
         from lbgen.parallel.decomposition import launch_grid
         from lbgen.parallel.simulation import DistributedSimulation
-        common["ranks_grid"] = launch_grid()
+        from lbgen.parallel.halo import launch_halo_path
+        common.update(ranks_grid=launch_grid(), halo_path=launch_halo_path())
         M = cfg.host_columns if host_columns is None else host_columns
         if cfg.hetero:
             options = {"device": cfg.device} if cfg.device and cfg.hetero == "opencl" else {}
@@ -218,7 +219,9 @@ def _make_simulation3d(cfg: RunConfig, mask=None, comm=None, grid=None, host_col
             if cfg.hetero:
                 raise SimulationError(f"--hetero {cfg.hetero}: a 3D host + device run splits one process's lattice; "
                                       f"under mpiexec ({comm.size} ranks) a 3D run takes one backend per rank")
-            return DistributedSimulation(comm, cfg.lx, cfg.ly, cfg.lz, ranks_grid=grid, **common)
+            from lbgen.parallel.halo import launch_halo_path
+            return DistributedSimulation(comm, cfg.lx, cfg.ly, cfg.lz, ranks_grid=grid, halo_path=launch_halo_path(),
+                                         **common)
         if cfg.hetero and device:
             options = {"device": cfg.device} if cfg.device and cfg.hetero == "opencl" else {}
             M = cfg.host_columns if host_columns is None else host_columns
@@ -268,15 +271,16 @@ def device_description(sim, grid=None) -> dict:
         if runtime:
             info["cuda_runtime"] = runtime
         if sim.nranks > 1:
-            info.update(ranks=sim.nranks, ranks_grid="x".join(map(str, grid)))
+            info.update(ranks=sim.nranks, ranks_grid="x".join(map(str, grid)), halo_path=sim.halo_path,
+                        halo_path_reason=sim.halo_path_reason)
         elif len(sim.regions) > 1:          # host + device
             info["regions"] = sim.region_table()
         return info
     info = {"backend": sim.spec.backend, "layout": sim.spec.tag, "precision": sim.spec.precision,
             "kernel_digest": sim.source.digest, "regions": []}
     if sim.nranks > 1:                      # MPI: every rank's regions (global columns)
-        info["ranks"] = sim.nranks
-        info["rank_regions"] = sim.region_table()
+        info.update(ranks=sim.nranks, rank_regions=sim.region_table(), halo_path=sim.halo_path,
+                    halo_path_reason=sim.halo_path_reason)
     for region in sim.regions:
         prog = region.program
         entry = {"backend": prog.spec.backend, "layout": prog.layout.tag, "columns": [region.x_start, region.width]}

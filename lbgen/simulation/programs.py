@@ -43,10 +43,9 @@ def split_columns(lx: int, host_columns: int, halo: int) -> Tuple[int, int]:
 
 
 def runtimes(D: int) -> tuple:
-    """The runtime names a D-dimensional lattice takes (3D: the CUDA host shim too)."""
+    """The runtime names a lattice takes (any D: the CUDA host shim too)."""
     from lbgen.backends import RUNTIMES
-    from lbgen.codegen.spec import BACKENDS
-    return tuple(RUNTIMES) if D == 3 else BACKENDS
+    return tuple(RUNTIMES)
 
 
 def checked_spec(spec, shape: Sequence[int]):

@@ -77,7 +77,7 @@ def _shim_runtime_class():
 
     class ShimRuntime(CudaRuntime):
         """A CudaRuntime whose kernels run on the CPU through the host shim (tests only)."""
-        key, name, package, version = "shim", "shim-runtime", "lbgen", "0.0"
+        key, name, version = "shim", "shim-runtime", "0.0"
 
         def __init__(self):
             require_shim_and_nvcc()
@@ -94,6 +94,9 @@ def _shim_runtime_class():
 
         def free_memory(self):
             return 1 << 30
+
+        def device_count(self):
+            return 1
 
         def compile(self, text, options, include_dir, nvcc):
             return shim_module(text, options, include_dir)
@@ -138,7 +141,7 @@ def _shim_runtime_class():
         def pinned_empty(self, n, dtype):
             return np.empty(n, dtype)
 
-        def _copy_async(self, dev, host, to_host):
+        def _copy_async(self, dev, host, to_host, aside):
             if to_host:
                 host[...] = dev
             else:

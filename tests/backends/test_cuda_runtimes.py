@@ -188,6 +188,38 @@ def test_a_program_through_the_runtime_interface_equals_the_c_backend(cpu_runtim
     assert all(np.array_equal(got[k], want[k]) for k in want)
 
 
+def test_halo_slabs_through_the_runtime(cpu_runtime):
+    """CudaProgram's halo-slab methods (lbgen.parallel.halo) on the runtime: gather and scatter
+    with its take / put, slab copies both ways on the compute stream and aside, each counted."""
+    from lbgen.backends import compile as compile_program
+    from lbgen.codegen.render import generate
+    from lbgen.codegen.spec import KernelSpec
+    prog = compile_program("cuda", generate(KernelSpec(backend="cuda", layout="soa", velocity_set="d3q19")), (4, 4, 8))
+    rng = np.random.default_rng(4)
+    values = rng.standard_normal(prog.layout.size)
+    f = prog.upload(values)
+    where = rng.permutation(prog.layout.size)[:100]
+    index, slab, host = prog.slab_index(where), prog.slab_buffer(100), prog.slab_host(100)
+    prog.transfers.clear()
+    prog.gather(f, index, slab)
+    for aside in (False, True):
+        host[...] = 0
+        prog.slab_to_host(slab, host, aside=aside)
+        prog.wait_aside() if aside else prog.synchronize()
+        assert np.array_equal(host, values[where])
+    for k, aside in ((2.0, False), (3.0, True)):
+        g = prog.allocate()
+        host[...] = k * values[where]
+        prog.slab_to_device(host, slab, aside=aside)
+        prog.scatter(g, index, slab)
+        want = np.zeros(prog.layout.size)
+        want[where] = k * values[where]
+        assert np.array_equal(prog.download(g), want)
+    size = prog.layout.size * 8
+    assert dict(prog.transfers) == {"to host copies": 4, "to host bytes": 2 * 800 + 2 * size,
+                                    "to device copies": 2, "to device bytes": 2 * 800}
+
+
 def test_pycuda_is_given_the_options_cupy_builds_with(fake_pycuda_runtime):
     """SourceModule: nvcc's options as CuPy's (strict: --fmad=false; always -ftz=true), the
     source's folder as an include folder, the arch of device 0, no extern "C" wrapper."""
@@ -300,12 +332,13 @@ def test_gpu_runtime_take_put_and_async_copies(monkeypatch, key):
 
 
 def test_pycuda_runtime_round_trips_on_a_fake_pycuda(fake_pycuda_runtime):
-    """The GPU test's round trips with PyCudaRuntime over fake_pycuda: the async copies on one
-    non-blocking stream, each after waiting for an event recorded on the compute stream."""
+    """The GPU test's round trips with PyCudaRuntime over fake_pycuda: the aside copies on one
+    non-blocking stream, the one to the host after waiting for an event recorded on the compute
+    stream; the others on the compute stream."""
     rt, log = fake_pycuda_runtime
     _round_trips(rt)
-    copies = [e for e in log if e in ("wait", ("dtoh", True), ("htod", True))]
-    assert copies == ["wait", ("dtoh", True), "wait", ("htod", True)]
+    copies = [e for e in log if e == "wait" or isinstance(e, tuple) and e[0] in ("dtoh", "htod")]
+    assert copies == ["wait", ("dtoh", True), ("htod", True), ("dtoh", False), ("htod", False)]
     assert [e for e in log if isinstance(e, tuple) and e[0] == "stream"] == [("stream", 1)]   # CU_STREAM_NON_BLOCKING
 
 
@@ -320,17 +353,27 @@ def _round_trips(rt):
     out = rt.zeros(777, np.float64)
     rt.take(f, index, out)
     pinned = rt.pinned_empty(777, np.float64)
-    rt.to_host_async(out, pinned)
+    rt.to_host_async(out, pinned, aside=True)
     rt.stream_synchronize()
     assert np.array_equal(pinned, host[index_host])
     g = rt.zeros(5000, np.float64)
     back = rt.zeros(777, np.float64)
-    rt.to_device_async(pinned, back)
+    rt.to_device_async(pinned, back, aside=True)
     rt.stream_synchronize()
     rt.put(g, index, back)
     want = np.zeros(5000)
     want[index_host] = host[index_host]
     assert np.array_equal(rt.to_host(g), want)
+    again = rt.pinned_empty(5000, np.float64)                      # on the compute stream: after put
+    rt.to_host_async(g, again, aside=False)
+    rt.synchronize()
+    assert np.array_equal(again, want)
+    reverse = rt.pinned_empty(5000, np.float64)
+    reverse[...] = again[::-1]
+    rt.to_device_async(reverse, f, aside=False)
+    rt.synchronize()
+    assert np.array_equal(rt.to_host(f), want[::-1])
+    assert rt.device_count() >= 1
     assert rt.array_interface_ok == hasattr(f, "__cuda_array_interface__")
     bandwidth = cuda.copy_bandwidth(repeat=2, nbytes=1 << 26)           # through the runtime's events
     assert bandwidth["runtime"] == rt.label and bandwidth["gbs"] > 50

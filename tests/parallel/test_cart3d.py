@@ -17,8 +17,7 @@ from mpi4py import MPI
 from lbgen.parallel.simulation import DistributedSimulation
 a = json.loads(sys.argv[1])
 comm = MPI.COMM_WORLD
-sim = DistributedSimulation(comm, *a["shape"], ranks_grid=a["grid"], time_block=a["k"],
-                              through_pack=a.get("through_pack", False), **a["kw"])
+sim = DistributedSimulation(comm, *a["shape"], ranks_grid=a["grid"], time_block=a["k"], **a["kw"])
 if comm.rank == 0:
     f = dict(np.load("initial.npz"))
     sim.set_fields(f["rho"], f["ux"], f["uy"], f["uz"])
@@ -43,30 +42,30 @@ LID = {"z-high": [0.05, 0.02, 0.0], "x-low": [0.0, 0.0, 0.03]}     # the cavity'
 SLOW = pytest.mark.slow
 
 
-@pytest.mark.parametrize("n, grid, shape, k, walls, through_pack", [
-    (2, "2x1x1", (12, 10, 16), 1, "xyz", False),      # the closed cavity split along x (fast subset)
-    pytest.param(2, "2x1x1", (12, 10, 16), 1, None, False, marks=SLOW),
-    pytest.param(4, "2x1x2", (13, 10, 16), 1, None, False, marks=SLOW),       # uneven X: 7, 6
-    pytest.param(3, "1x3x1", (10, 20, 16), 2, None, False, marks=SLOW),       # uneven Y (7, 7, 6), a time block
-    pytest.param(4, "2x2x1", (14, 12, 16), 3, "z", False, marks=SLOW),        # walls on the unsplit axis, k = 3
-    pytest.param(4, "1x2x2", (10, 12, 18), 2, "x", True, marks=SLOW),         # the unpack/pack path of device buffers
-    pytest.param(4, "1x2x2", (10, 13, 18), 1, "xyz", False, marks=SLOW),      # the cavity, walled Y and Z split
-    pytest.param(4, "2x2x1", (13, 12, 16), 2, "xyz", False, marks=SLOW),      # the cavity, walled X and Y split, k = 2
-    pytest.param(4, "1x2x2", (10, 12, 16), 2, "xyz", True, marks=SLOW),       # the cavity through unpack/pack, k = 2
-], ids=["2x1x1-cavity", "2x1x1", "2x1x2-uneven", "1x3x1-k2", "2x2x1-walls-k3", "1x2x2-through-pack",
-        "1x2x2-cavity", "2x2x1-cavity-k2", "1x2x2-cavity-pack-k2"])
-def test_every_3d_grid_is_bit_identical_to_one_process(tmp_path, n, grid, shape, k, walls, through_pack):
+@pytest.mark.parametrize("n, grid, shape, k, walls, backend", [
+    (2, "2x1x1", (12, 10, 16), 1, "xyz", "c"),      # the closed cavity split along x (fast subset)
+    pytest.param(2, "2x1x1", (12, 10, 16), 1, None, "c", marks=SLOW),
+    pytest.param(4, "2x1x2", (13, 10, 16), 1, None, "c", marks=SLOW),       # uneven X: 7, 6
+    pytest.param(3, "1x3x1", (10, 20, 16), 2, None, "c", marks=SLOW),       # uneven Y (7, 7, 6), a time block
+    pytest.param(4, "2x2x1", (14, 12, 16), 3, "z", "c", marks=SLOW),        # walls on the unsplit axis, k = 3
+    pytest.param(4, "1x2x2", (10, 12, 18), 2, "x", "cuda-shim", marks=SLOW),   # device slabs 2 H deep
+    pytest.param(4, "1x2x2", (10, 13, 18), 1, "xyz", "c", marks=SLOW),      # the cavity, walled Y and Z split
+    pytest.param(4, "2x2x1", (13, 12, 16), 2, "xyz", "c", marks=SLOW),      # the cavity, walled X and Y split, k = 2
+    pytest.param(4, "1x2x2", (10, 12, 16), 2, "xyz", "cuda-shim", marks=SLOW),  # the cavity on device ranks, k = 2
+], ids=["2x1x1-cavity", "2x1x1", "2x1x2-uneven", "1x3x1-k2", "2x2x1-walls-k3", "1x2x2-device-k2",
+        "1x2x2-cavity", "2x2x1-cavity-k2", "1x2x2-cavity-device-k2"])
+def test_every_3d_grid_is_bit_identical_to_one_process(tmp_path, n, grid, shape, k, walls, backend):
     from lbgen.parallel.decomposition import ghost_sides
     from lbgen.simulation.boundaries import wall_faces
     from lbgen.simulation.runner import Simulation
-    kw = dict(strict=True, tau=0.8, gravity=[1e-5, 0, -1e-5], **({"walls": walls} if walls else {}))
+    kw = dict(strict=True, tau=0.8, gravity=[1e-5, 0, -1e-5], backend=backend, **({"walls": walls} if walls else {}))
     if walls == "xyz":
         kw["lid"] = LID
     f = initial(shape)
     np.savez(tmp_path / "initial.npz", **f)
     (tmp_path / "run3d.py").write_text(SCRIPT)
     steps = 7
-    args = {"shape": shape, "grid": grid, "k": k, "kw": kw, "steps": steps, "through_pack": through_pack}
+    args = {"shape": shape, "grid": grid, "k": k, "kw": kw, "steps": steps}
     proc = mpirun(n, [json.dumps(args)], tmp_path, script=tmp_path / "run3d.py")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
