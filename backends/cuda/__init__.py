@@ -434,6 +434,8 @@ class CudaProgram(LaunchProgram):
     def wait_aside(self):
         self._copy_stream().synchronize()
 
+    shares_host_memory = False
+
     def slab_host(self, n):
         import cupyx
         return cupyx.empty_pinned((n,), dtype=self.dtype)
