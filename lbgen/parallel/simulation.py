@@ -126,7 +126,7 @@ class DistributedSimulation(DistributedState, Lattice):
             kw = dict(kw, walls=held, lid={"-".join(face): u for face, u in self.lid.items() if face in held})
         self.time_block = depth
         self.time_step = 0
-        #: the staged path sweeps the interior while the slabs travel (``_overlap``; False: exchange, then step)
+        #: the staged path sweeps the interior while the slabs travel (``overlap_boxes``; False: exchange, then step)
         self.overlap = bool(overlap)
         #: what this rank sent so far: messages and bytes per axis ("x", "y", "z")
         self.messages = collections.Counter()
