@@ -65,6 +65,7 @@ class GPUProgram(Program):
         raise NotImplementedError
 
     buffers_on_host = False
+    shares_host_memory = True        # the host shim's; the device runtimes say their own
 
     def allocate(self):
         return aligned_zeros(self.layout.size, self.dtype)

@@ -389,6 +389,8 @@ class CudaProgram(LaunchProgram):
     def wait_aside(self):
         self.rt.stream_synchronize()
 
+    shares_host_memory = False
+
     def slab_host(self, n):
         return self.rt.pinned_empty(n, self.dtype)
 

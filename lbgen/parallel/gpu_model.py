@@ -241,10 +241,9 @@ def _simulation_case(sim, ranks_per_device: Optional[int] = None) -> dict:
     and walls; ``DeviceLinks()``'s defaults and the host MPI of ``DEFAULT_COMM``, all ranks on
     one node; where the device memory is host memory (``Program.shares_host_memory``: the CUDA
     host shim, OpenCL on a CPU device) the device path's messages are host MPI messages
-    (``host_memory_links``); the staged overlap where ``DistributedSimulation._overlap`` takes
-    it (one program, single fused steps, no thermal walls; the time block and the split axes:
-    ``predict_gpu_step``); `ranks_per_device` default: the ranks over the CUDA devices the CUDA
-    runtime (CuPy or pycuda) sees (one node), else 1."""
+    (``host_memory_links``); the staged overlap where ``DistributedSimulation.overlap_boxes``
+    takes it; `ranks_per_device` default: the ranks over the CUDA devices the CUDA runtime
+    (CuPy or pycuda) sees (one node), else 1."""
     links = DeviceLinks()
     programs = [r.program for r in sim.sim.regions]
     if programs and all(getattr(p, "shares_host_memory", False) for p in programs):
@@ -256,8 +255,7 @@ def _simulation_case(sim, ranks_per_device: Optional[int] = None) -> dict:
         rt = getattr(programs[0], "rt", None) if len(programs) == 1 else None    # a CUDA program's runtime
         if rt is not None:
             ranks_per_device = -(-P // max(1, int(rt.device_count())))
-    overlap = bool(getattr(sim, "overlap", False)) and len(programs) == 1 and \
-        getattr(sim.sim, "walls", None) is None and getattr(sim.sim, "fused", True)
+    overlap = sim.overlap_boxes() is not None
     return dict(shape=tuple(sim.shape), grid=grid,
                 machine=Machine(DEFAULT_COMM.latency, DEFAULT_COMM.bandwidth, links.memory_bandwidth, P),
                 links=links, depth=sim.time_block, Q=sim.sim.vs.Q, itemsize=np.dtype(sim.sim.dtype).itemsize,

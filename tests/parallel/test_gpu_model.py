@@ -154,7 +154,9 @@ def _sim(shares_host_memory, overlap=False):
     program = SimpleNamespace(shares_host_memory=shares_host_memory)
     inner = SimpleNamespace(regions=[SimpleNamespace(program=program)], vs=velocity_set("d2q37"), dtype=np.float64,
                             walls=None, fused=True)
-    return SimpleNamespace(shape=(256, 256), dims=(2, 2), time_block=1, wall_faces=(), sim=inner, overlap=overlap)
+    sim = SimpleNamespace(shape=(256, 256), dims=(2, 2), time_block=1, wall_faces=(), sim=inner, overlap=overlap)
+    sim.overlap_boxes = lambda: ((0, 1, 0, 1), []) if sim.overlap else None     # the one-program case's boxes
+    return sim
 
 
 def test_the_simulations_auto_path_is_the_models_choice_among_the_possible_ones():
