@@ -363,6 +363,7 @@ def _round_trips(rt):
     assert np.array_equal(pinned, host[index_host])
     g = rt.zeros(5000, np.float64)
     back = rt.zeros(777, np.float64)
+    rt.synchronize()            # an aside copy to the device does not wait for the zeros' memsets
     rt.to_device_async(pinned, back, aside=True)
     rt.stream_synchronize()
     rt.put(g, index, back)
