@@ -422,7 +422,7 @@ class DistributedSimulation(DistributedState, Lattice):
 
     def _divergence(self) -> Optional[SimulationError]:
         """This rank's divergence report (its first bad owned site, global coordinates), or None."""
-        if self.sim.looks_healthy():
+        if self.sim.looks_healthy(skip=self._skip):        # the owned fluid sites (ghosts are the neighbours')
             return None
         bad = self.sim.first_bad_site(skip=self._skip)      # owned fluid sites only
         if bad is None:
