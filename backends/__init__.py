@@ -15,7 +15,7 @@ Its ``Program`` (lbgen.backends.base), one class per runtime for any D, has the 
 ``copy_bandwidth`` (the device's own limit, None on the host).  The simulations, bench, tune
 and verify never branch on a runtime's name.
 
-Runtimes: ``c`` (gcc + OpenMP via cffi), ``opencl`` (pyopencl), ``cuda`` (CuPy, needs a
+Runtimes: ``c`` (gcc + OpenMP via cffi), ``opencl`` (pyopencl), ``cuda`` (CuPy or pycuda, needs a
 GPU) and ``cuda-shim`` (the CUDA source compiled for the CPU with g++ and a host shim).
 """
 from __future__ import annotations
@@ -84,7 +84,7 @@ def compile(name: str, source, shape, strict: bool = False, threads: int = 0, **
     'c' (``flags``), 'opencl' (``device``: 'P:D' or part of a device name, as
     ``lbgen.backends.opencl.select_device`` takes it, default the first working device;
     ``block_size``), 'cuda-shim' (the .cu on the CPU through the host shim; ``flags``,
-    ``block_size``), 'cuda' (CuPy on device 0; ``block_size``, ``options``).  Host buffers in
+    ``block_size``), 'cuda' (CuPy or pycuda on device 0; ``block_size``, ``options``).  Host buffers in
     the layout's order go in and out (``upload`` / ``download``); the OpenCL and 'cuda' programs'
     own buffers (``allocate``) stay on the device.  An option the runtime does not take is
     refused (TypeError naming it)."""

@@ -145,6 +145,9 @@ class Program(ColumnExchange, abc.ABC):
     #: the lattice buffers are host memory, read and written in place (C); False: a device's
     #: (or the CUDA host shim's, which stands in for one)
     buffers_on_host = True
+    #: the device's memory is host memory (the CUDA host shim; OpenCL on a CPU device): the data-
+    #: movement model takes the device path's messages for host MPI messages
+    shares_host_memory = True
 
     def slab_index(self, index: np.ndarray) -> Any:
         """Flat buffer indices of a slab's values (int64), held where the buffers live (once a slab)."""

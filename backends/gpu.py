@@ -1,7 +1,7 @@
-"""What the GPU-dialect runtimes (OpenCL: backends/opencl; CUDA through CuPy and the host shim:
+"""What the GPU-dialect runtimes (OpenCL: backends/opencl; CUDA through CuPy or pycuda and the host shim:
 backends/cuda) share, for any D: ``GPUProgram``.
 
-Lattice buffers hold ``Layout``'s order: the OpenCL and CuPy runtimes' (``allocate``) live on
+Lattice buffers hold ``Layout``'s order: the OpenCL and CUDA (CuPy, pycuda) runtimes' (``allocate``) live on
 the device, so stepping copies nothing, and ``download``/``upload`` move them; the host shim's
 are NumPy arrays.  The boundaries of ``set_boundaries`` go to the kernels as four arguments
 (walls and lids: bit 2a + s per face; lid: the 2D x D velocities; solid: NULL or the uint8
@@ -65,6 +65,7 @@ class GPUProgram(Program):
         raise NotImplementedError
 
     buffers_on_host = False
+    shares_host_memory = True        # the host shim's; the device runtimes say their own
 
     def allocate(self):
         return aligned_zeros(self.layout.size, self.dtype)

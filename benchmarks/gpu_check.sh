@@ -5,7 +5,9 @@
 #   bash benchmarks/gpu_check.sh [OUTDIR]        (default: $OUT, else gpu-check/)
 #
 # 1. the GPU runtime's tests (2D and 3D kernels on the GPU against the NumPy oracle to 1e-12,
-#    strict builds bit-identical to the host shim and to the C backend, Simulation3D on the GPU);
+#    strict builds bit-identical to the host shim and to the C backend, Simulation3D on the GPU;
+#    CuPy and pycuda bit-identical, tests/backends/test_cuda_runtimes.py), and where pycuda is
+#    installed the same tests again with LBGEN_CUDA_RUNTIME=pycuda;
 # 2. lbgen bench on the GPU against its own device-to-device copy: 2D D2Q37 (4096 x 4096) and
 #    3D D3Q19 (256^3), propagate and fused, every layout at the GPU's VL 32;
 # 3. lbgen verify on the GPU (2D thermal D2Q37 with walls, 3D D3Q19 with walls, lid and mask), strict;
@@ -37,6 +39,10 @@ cat "$out/device.log"
 jobs=$(nproc)
 stage tests 240 python3 -m pytest -q -rs -p no:cacheprovider -n "$jobs" tests/backends \
     -k "(cuda or gpu) and not shim and not nvcc and not opencl"
+if python3 -c "import pycuda.driver" 2>/dev/null; then     # the other CUDA runtime: the same tests through pycuda
+    stage tests-pycuda 240 env LBGEN_CUDA_RUNTIME=pycuda python3 -m pytest -q -rs -p no:cacheprovider -n "$jobs" \
+        tests/backends -k "(cuda or gpu) and not shim and not nvcc and not opencl"
+fi
 stage bench 180 bash -c "lbgen bench --backends cuda --layouts soa,caosoa-vl32 --kernels propagate,fused \
     --lx 4096 --ly 4096 --repeat 10 --warmup 3 -o '$out/bench2d.json' && \
     lbgen bench --backends cuda --velocity-set d3q19 --layouts aos,soa,csoa-vl32,caosoa-vl32 --kernels propagate,fused \

@@ -56,7 +56,8 @@ def main() -> None:
     kw = dict(backend=a.backend, velocity_set="d3q19", tau=0.8, check_every=0, precision=a.precision)
     from lbgen.parallel.mpi import world
     comm = world()
-    report = {"size": n, "backend": a.backend, "precision": a.precision, "steps": a.steps}
+    import lbgen
+    report = {"size": n, "backend": a.backend, "precision": a.precision, "steps": a.steps, "lbgen": lbgen.__file__}
     if comm is None or comm.size == 1:
         from lbgen.simulation.runner import Simulation
         sim = Simulation(n, n, n, **kw)

@@ -1,9 +1,11 @@
-"""CUDA backend: the emitted ``.cu`` kernels run through CuPy (optional extra ``lbgen[cuda]``).
+"""CUDA backend: the emitted ``.cu`` kernels run through CuPy (optional extra ``lbgen[cuda]``) or
+pycuda (``lbgen[pycuda]``): :mod:`.runtimes`, chosen automatically or by ``$LBGEN_CUDA_RUNTIME``.
 
 Three ways to use the same generated ``.cu`` text:
 
-* here, ``compile(source, *shape)``: CuPy's ``RawModule`` (nvcc) for the compute
-  capability of device 0, device buffers (CuPy arrays), kernel launches -- needs CuPy and a GPU;
+* here, ``compile(source, *shape)``: nvcc through the GPU runtime (CuPy's ``RawModule`` or
+  pycuda's ``SourceModule``) for the compute capability of device 0, device buffers (the
+  runtime's arrays), kernel launches -- needs CuPy or pycuda and a GPU;
 * :mod:`.nvcc`: ``compile_cu`` / ``ptxas_report`` -- nvcc only, no GPU: does the text
   compile for sm_80/sm_90, how many registers, any spills;
 * :mod:`.shim`: the text compiled as C++ on the CPU with a host shim, launched with the
@@ -16,7 +18,7 @@ consecutive threads; one thread per halo element for the halo refresh.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
@@ -53,7 +55,7 @@ def grid_size(threads: int, block: int) -> int:
 
 
 class LaunchProgram(GPUProgram):
-    """Program logic common to the GPU runtime (CuPy) and the host shim, for any D.
+    """Program logic common to the GPU runtimes (CuPy, pycuda) and the host shim, for any D.
 
     Subclasses provide ``_launch(kernel, blocks, threads, *args)`` (the 2D kernels; args:
     buffers, then the sizes and parameters as Python numbers), ``_run`` (the 3D kernels,
@@ -164,38 +166,19 @@ class LaunchProgram(GPUProgram):
         return self._host(out)
 
     def _empty(self, shape):
-        """A float64 array where the kernels write it (the shim: host; CuPy: device)."""
+        """A float64 array where the kernels write it (the shim: host; CudaProgram: device)."""
         return np.empty(shape)
 
     def _host(self, a) -> np.ndarray:
         return a
 
 
-# --- the GPU runtime: CuPy ------------------------------------------------------------------
+# --- the GPU runtime: CuPy or pycuda (backends/cuda/runtimes.py) ---------------------------------------
 
-_STATE: Dict[str, Any] = {}
-
-INSTALL_HINT = ("pip install 'lbgen[cuda]' (CuPy for CUDA 13; for a CUDA 12 driver: pip install cupy-cuda12x) "
-                "on a machine with an NVIDIA driver and nvcc")
-
-
-def _cupy():
-    """cupy, with device 0 usable (checked once)."""
-    if "cupy" in _STATE:
-        return _STATE["cupy"]
-    try:
-        import cupy
-    except ImportError as e:   # not installed, or installed for another CUDA
-        raise BackendUnavailable(f"CUDA: CuPy cannot be imported ({e}); {INSTALL_HINT}") from None
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # CUDARuntimeError: no driver, a driver older than CuPy's CUDA, no device
-        raise BackendUnavailable(f"CUDA: the CUDA runtime could not start ({e}); no usable GPU here") from None
-    if count == 0:
-        raise BackendUnavailable("CUDA: CuPy found no CUDA device")
-    cupy.cuda.Device(0).use()
-    _STATE["cupy"] = cupy
-    return cupy
+def gpu_runtime():
+    """The CUDA runtime of this process (CuPy or pycuda: ``runtimes.runtime``); BackendUnavailable says why not."""
+    from lbgen.backends.cuda.runtimes import runtime
+    return runtime()
 
 
 def mpi_cuda_aware() -> bool:
@@ -214,25 +197,22 @@ def mpi_cuda_aware() -> bool:
 
 def device_arch() -> str:
     """sm_XY of device 0 (from its compute capability)."""
-    return f"sm_{_cupy().cuda.Device(0).compute_capability}"
+    return gpu_runtime().arch
 
 
 def describe() -> str:
     """The GPU a CUDA run uses (device 0)."""
-    cupy = _cupy()
-    return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    return gpu_runtime().device_name()
 
 
 def available() -> Tuple[bool, str]:
     try:
-        cupy = _cupy()
+        rt = gpu_runtime()
         from lbgen.backends.cuda.nvcc import find_nvcc
         find_nvcc()   # the kernels are compiled by nvcc (their host helpers include cuda_runtime.h)
     except BackendUnavailable as e:
         return False, str(e)
-    driver = cupy.cuda.runtime.driverGetVersion()
-    return True, (f"CUDA via CuPy {cupy.__version__} on {describe()} ({device_arch()}, "
-                  f"driver CUDA {driver // 1000}.{driver % 1000 // 10})")
+    return True, f"CUDA via {rt.describe()}"
 
 
 def _source_folder(source):
@@ -247,48 +227,30 @@ def _source_folder(source):
 
 def copy_bandwidth(repeat: int = 5, nbytes: int = 1 << 30) -> dict:
     """Device-to-device copy bandwidth (GB/s, read + write) of GPU 0: cudaMemcpy of one
-    large buffer, timed with CUDA events.  BackendUnavailable without CuPy or a GPU."""
+    large buffer, timed with CUDA events.  BackendUnavailable without a GPU runtime."""
     from lbgen.system.timing import stats
-    cupy = _cupy()
-    rt = cupy.cuda.runtime
-    free, _total = rt.memGetInfo()
-    nbytes = int(min(nbytes, free // 4)) // 256 * 256
-    a = cupy.ones(nbytes, dtype=cupy.uint8)
-    b = cupy.zeros(nbytes, dtype=cupy.uint8)
-    stream = cupy.cuda.get_current_stream()
-
-    def copy():
-        rt.memcpyAsync(b.data.ptr, a.data.ptr, nbytes, rt.memcpyDeviceToDevice, stream.ptr)
-
-    copy()   # warm-up
-    stream.synchronize()
-    samples = []
-    for _ in range(max(1, repeat)):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record(stream)
-        copy()
-        end.record(stream)
-        end.synchronize()
-        samples.append(2 * nbytes / (cupy.cuda.get_elapsed_time(start, end) * 1e-3) / 1e9)
+    rt = gpu_runtime()
+    nbytes = int(min(nbytes, rt.free_memory() // 4)) // 256 * 256
+    a = rt.zeros(nbytes, np.uint8)
+    b = rt.zeros(nbytes, np.uint8)
+    rt.dtod_ms(b, a, nbytes)   # warm-up
+    samples = [2 * nbytes / (rt.dtod_ms(b, a, nbytes) * 1e-3) / 1e9 for _ in range(max(1, repeat))]
     out = stats(samples)
-    out.update(gbs=out["max"], bytes_per_buffer=nbytes, device=describe(),
+    out.update(gbs=out["max"], bytes_per_buffer=nbytes, device=rt.device_name(), runtime=rt.label,
                method="cudaMemcpy device to device of one buffer, CUDA events; read + write bytes")
     return out
 
 
 def compile_module(source, strict: bool = False, options=None):
-    """(cupy RawModule, arch) of a CUDA source for device 0 (2D and 3D runtimes), compiled by
-    nvcc; ``strict``: no FMA contraction.  nvcc's log is carried in the CompileError."""
-    cupy = _cupy()
-    arch = device_arch()
-    opts = list(options or []) + (["--fmad=false"] if strict else []) + [f"-I{_source_folder(source)}"]
+    """(module, arch) of a CUDA source for device 0 (2D and 3D runtimes), compiled by nvcc through
+    the GPU runtime; ``strict``: no FMA contraction.  nvcc's log is carried in the CompileError."""
+    from lbgen.backends.cuda.nvcc import find_nvcc
+    rt = gpu_runtime()
+    opts = list(options or []) + (["--fmad=false"] if strict else [])
     try:
-        module = cupy.RawModule(code=source.text, options=tuple(opts), backend="nvcc")
-        module.compile()
-    except Exception as e:  # cupy.cuda.compiler.CompileException carries nvcc's log
-        raise CompileError(f"nvcc (through CuPy) failed to compile {source.main_file} for {arch} "
-                           f"(options {opts}):\n{e}") from None
-    return module, arch
+        return rt.compile(source.text, opts, _source_folder(source), find_nvcc()), rt.arch
+    except CompileError as e:
+        raise CompileError(f"{source.main_file} for {rt.arch}: {e}") from None
 
 
 def kernel_arguments(spec) -> Dict[str, str]:
@@ -313,132 +275,128 @@ def kernel_arguments(spec) -> Dict[str, str]:
 
 
 class CudaProgram(LaunchProgram):
-    """Kernels of one CUDA source compiled for device 0; buffers are CuPy arrays on the GPU."""
+    """Kernels of one CUDA source compiled for device 0; buffers are device arrays of the GPU
+    runtime (``self.rt``: CuPy or pycuda, backends/cuda/runtimes.py), which holds every call into it."""
 
     def __init__(self, source, shape, strict: bool = False, block_size: Optional[int] = None, options=None):
         super().__init__(source, shape, block_size)      # sizes checked before any work
-        self.cupy = _cupy()
+        self.rt = gpu_runtime()
         self.module, self.arch = compile_module(source, strict, options)
         real = np.float64 if self.spec.precision == "double" else np.float32
         kinds = {"P": None, "i": np.int32, "d": real, "f": real}
         self.functions, self.kinds = {}, {}
         if self.D == 2:
             for k, fmt in kernel_arguments(self.spec).items():
-                self.functions[k] = self.module.get_function(f"{self.prefix}_{k}")
+                self.functions[k] = self.rt.function(self.module, f"{self.prefix}_{k}")
                 self.kinds[k] = [kinds[c] for c in fmt]
 
     def _launch(self, kernel, blocks, threads, *args):
         kinds = self.kinds[kernel]
         if len(args) != len(kinds):
             raise TypeError(f"{self.prefix}_{kernel} takes {len(kinds)} arguments, got {len(args)}")
-        conv = tuple((np.uintp(0) if a is None else a) if kind is None else kind(a) for a, kind in zip(args, kinds))
-        self.functions[kernel]((blocks,), (threads,), conv)
+        self.rt.launch(self.functions[kernel], blocks, threads,
+                       [a if kind is None else kind(a) for a, kind in zip(args, kinds)])
 
     def _run(self, kernel, items, args, outputs):
         """A 3D kernel's launch (host arrays copied in, and back for the outputs)."""
-        fn = self.functions.get(kernel) or self.module.get_function(f"{self.prefix}_{kernel}")
+        fn = self.functions.get(kernel) or self.rt.function(self.module, f"{self.prefix}_{kernel}")
         self.functions[kernel] = fn
         conv, host = [], {}
         for i, a in enumerate(args):
-            if a is None:
-                conv.append(np.uintp(0))
-            elif isinstance(a, np.ndarray):
+            if isinstance(a, np.ndarray):
                 host[i] = self._to_device(a)
                 conv.append(host[i])
             else:
                 conv.append(a)
-        fn((self._blocks(items),), (self.block,), tuple(conv))
+        self.rt.launch(fn, self._blocks(items), self.block, conv)
         for i in outputs:
             if i in host:
-                host[i].get(out=args[i])
+                self.rt.to_host_into(host[i], args[i])
 
-    # --- device buffers: CuPy arrays ---------------------------------------------------------------
+    def provenance(self) -> dict:
+        out = super().provenance()
+        out["cuda_runtime"] = self.rt.label
+        return out
+
+    # --- device buffers: the runtime's arrays -----------------------------------------------------
     def allocate(self):
-        return self.cupy.zeros(self.layout.size, dtype=self.dtype)
+        return self.rt.zeros(self.layout.size, self.dtype)
 
     def _is_device(self, a) -> bool:
-        return isinstance(a, self.cupy.ndarray)
+        return self.rt.is_device(a)
 
     def _device_elements(self, a) -> int:
         return a.size if a.dtype == self.dtype and a.flags.c_contiguous else -1
 
     def _to_device(self, host):
-        return self.cupy.asarray(host)
+        return self.rt.to_device(host)
 
     def _to_host(self, buffer) -> np.ndarray:
-        return self.cupy.asnumpy(buffer)
+        return self.rt.to_host(buffer)
 
     def _host_into(self, buffer, host) -> None:
-        buffer.set(host)
+        self.rt.to_device_into(host, buffer)
 
     def _empty(self, shape):
-        return self.cupy.empty(shape, dtype=np.float64)
+        return self.rt.empty(shape, np.float64)
 
     def _host(self, a) -> np.ndarray:
-        return a.get()
+        return self.rt.to_host(a)
 
     def describe(self) -> str:
-        return describe()
+        return self.rt.device_name()
 
     def copy_bandwidth(self, repeat: int = 5):
         return copy_bandwidth(repeat)
 
     def synchronize(self):
-        self.cupy.cuda.get_current_stream().synchronize()
+        self.rt.synchronize()
 
     def _read_range(self, f, offset, out):
         self._count("to host", out.nbytes)
-        out[...] = f[offset:offset + out.size].get()
+        out[...] = self.rt.to_host(self.rt.view(f, offset, out.size))
 
     def _write_range(self, f, offset, data):
         self._count("to device", data.nbytes)
-        f[offset:offset + data.size].set(np.ascontiguousarray(data, dtype=self.dtype))
+        self.rt.to_device_into(np.ascontiguousarray(data, dtype=self.dtype), self.rt.view(f, offset, data.size))
 
-    # --- halo slabs on the device: take / scatter kernels, pinned host copies on the stream --------
+    # --- halo slabs on the device: the runtime's take / put kernels, pinned host copies ------------
     def slab_index(self, index):
-        return self.cupy.asarray(np.ascontiguousarray(index, dtype=np.int64))
+        return self.rt.to_device(np.ascontiguousarray(index, dtype=np.int64))
 
     def slab_buffer(self, n):
-        return self.cupy.empty(n, dtype=self.dtype)
+        return self.rt.empty(n, self.dtype)
 
     def gather(self, f, index, out):
-        self.cupy.take(f, index, out=out)
+        self.rt.take(f, index, out)
         return out
 
     def scatter(self, f, index, values):
-        f[index] = values
-
-    def _copy_stream(self):
-        if getattr(self, "_aside", None) is None:
-            self._aside = self.cupy.cuda.Stream(non_blocking=True)
-        return self._aside
+        self.rt.put(f, index, values)
 
     def slab_to_host(self, slab, host, aside=False):
         self._count("to host", host.nbytes)
-        if aside:
-            stream = self._copy_stream()
-            stream.wait_event(self.cupy.cuda.get_current_stream().record())
-            slab.get(out=host, stream=stream, blocking=False)
-        else:
-            slab.get(out=host, blocking=False)
+        self.rt.to_host_async(slab, host, aside=aside)
 
     def slab_to_device(self, host, slab, aside=False):
         self._count("to device", host.nbytes)
         if aside:
-            stream = self._copy_stream()
-            slab.set(host, stream=stream)
-            stream.synchronize()
+            self.rt.to_device_async(host, slab, aside=True)
+            self.rt.stream_synchronize()
         else:
-            slab.set(host)
+            self.rt.to_device_into(host, slab)
 
     def wait_aside(self):
-        self._copy_stream().synchronize()
+        self.rt.stream_synchronize()
+
+    shares_host_memory = False
 
     def slab_host(self, n):
-        import cupyx
-        return cupyx.empty_pinned((n,), dtype=self.dtype)
+        return self.rt.pinned_empty(n, self.dtype)
 
     def direct_mpi(self, comm):
+        if not self.rt.array_interface_ok:
+            return f"{self.rt.label}'s device arrays do not carry __cuda_array_interface__ for MPI"
         if not mpi_cuda_aware():
             return "this MPI library is not CUDA-aware (MPIX_Query_cuda_support() is 0 or absent)"
         return None
@@ -446,6 +404,6 @@ class CudaProgram(LaunchProgram):
 
 def compile(source, *shape, strict: bool = False, block_size: Optional[int] = None, threads: int = 0,
             options=None) -> CudaProgram:
-    """Compile a CUDA KernelSource for device 0 (BackendUnavailable without CuPy and a GPU).
+    """Compile a CUDA KernelSource for device 0 (BackendUnavailable without a GPU runtime: CuPy or pycuda).
     ``threads`` (the interface's host thread count) does not apply to a GPU."""
     return CudaProgram(source, shape, strict=strict, block_size=block_size, options=options)

@@ -230,6 +230,10 @@ class OpenCLProgram(GPUProgram):
         view.base.release(self.queue)
         self.queue.finish()
 
+    @property
+    def shares_host_memory(self) -> bool:
+        return bool(self.device.host_unified_memory)
+
     def direct_mpi(self, comm):
         if not self.device.host_unified_memory:
             return (f"the OpenCL device {self.device_name!r} does not share memory with the host, and MPI takes no "

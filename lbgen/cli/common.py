@@ -2,6 +2,7 @@
 messages, MPI-aware failure handling and small option parsers."""
 from __future__ import annotations
 
+import math
 import sys
 
 import click
@@ -121,3 +122,15 @@ def vl_option(value, allow_auto=False):
         return check_vl(value, allow_auto=allow_auto)
     except LayoutError as e:
         raise click.BadParameter(str(e)) from None
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click.FloatRange that also refuses NaN and +-Inf (a NaN compares false with every bound,
+    so FloatRange alone lets ``--latency nan`` through)."""
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            where = "" if self.min is None and self.max is None else f" in the range {self._describe_range()}"
+            self.fail(f"{value!r} is not a finite number; give a finite number{where}", param, ctx)
+        return rv

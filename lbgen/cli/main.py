@@ -274,6 +274,8 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, halo_path, 
                       f"x={d['columns'][0] % cfg.lx}..+{d['columns'][1]}"
                       + (f" y={d['rows'][0]}..+{d['rows'][1]}" if d.get("rows", [0, cfg.ly]) != [0, cfg.ly] else "")
                       for d in regions)
+    from lbgen.run.construct import gpu_runtime_note
+    where += gpu_runtime_note(runner.sim)
     if comm is not None:
         where = f"{comm.size} MPI ranks ({_halo_note(runner.sim)}): {where}"
     bounds = getattr(runner.sim, "bounds", None)      # 2D bounce-back walls, lids
@@ -352,6 +354,8 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     regions = getattr(sim, "regions", ())          # host + device: the regions along X
     where = " + ".join(f"{r.program.spec.backend} {r.program.layout.tag} x[{r.x_start}:{r.x_start + r.width})"
                        for r in regions) if len(regions) > 1 else f"{sim.spec.backend} {sim.program.layout.tag}"
+    from lbgen.run.construct import gpu_runtime_note
+    where += gpu_runtime_note(sim)
     if runner.comm is not None:
         where = f"{runner.comm.size} MPI ranks, grid {'x'.join(map(str, runner.grid))}, {_halo_note(sim)}: {where}"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
@@ -390,7 +394,7 @@ def _parse_layouts(text):
 
 @main.command(short_help="Check every backend and layout against the NumPy reference.")
 @click.option("--backends", default="c,opencl,cuda,cuda-shim", show_default=True,
-              help="Comma list of c, opencl, cuda (CuPy, needs a GPU), cuda-shim (the .cu text on the CPU).")
+              help="Comma list of c, opencl, cuda (CuPy or pycuda, needs a GPU), cuda-shim (the .cu text on the CPU).")
 @click.option("--layouts", default=",".join(n if v is None else f"{n}-vl{v}" for n, v in VERIFY_LAYOUTS),
               show_default=True, help="Comma list of aos, soa, csoa-vlN, caosoa-vlN (by default those of these "
               "that the lattice takes).")

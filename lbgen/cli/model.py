@@ -3,25 +3,13 @@ the `lbgen` group in lbgen/cli.py)."""
 from __future__ import annotations
 
 import json
-import math
 
 import click
 import numpy as np
 
-from lbgen.cli.common import UserError, friendly, vl_option
+from lbgen.cli.common import FiniteFloatRange, UserError, friendly, vl_option
+from lbgen.cli.model_gpu import GPU_BACKENDS, gpu_given, gpu_options, model_gpu
 from lbgen.system.limits import MAX_MODEL_RANKS
-
-
-class FiniteFloatRange(click.FloatRange):
-    """click.FloatRange that also refuses NaN and +-Inf (a NaN compares false with every bound,
-    so FloatRange alone lets ``--latency nan`` through)."""
-
-    def convert(self, value, param, ctx):
-        rv = super().convert(value, param, ctx)
-        if not math.isfinite(rv):
-            where = "" if self.min is None and self.max is None else f" in the range {self._describe_range()}"
-            self.fail(f"{value!r} is not a finite number; give a finite number{where}", param, ctx)
-        return rv
 
 
 # --- model -------------------------------------------------------------------------------
@@ -69,10 +57,11 @@ class FiniteFloatRange(click.FloatRange):
 @click.option("--lz", type=click.IntRange(min=1), default=None,
               help="With --ranks-grid PXxPYxPZ: a 3D lattice (D3Q19).")
 @click.option("--json", "as_json", is_flag=True)
+@gpu_options
 @friendly
 def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, device, steps, measure_points, plot,
           ranks, latency, bandwidth, ranks_grid, time_block, memory_bandwidth, ranks_per_node,
-          latency_inter, bandwidth_inter, max_ranks, scaling_plot, lz, as_json):
+          latency_inter, bandwidth_inter, max_ranks, scaling_plot, lz, as_json, **gpu):
     """The host + device performance model (paper Eq. 4-8): predicted MLUPS against the split.
 
     Measures tau_d (device), tau_h (host) and the halo swap with short runs, solves
@@ -81,7 +70,11 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
 
     With --ranks N: the multi-rank model (slabs along X, seeds 002/003): per-rank compute
     from tau of --backend measured on each slab width, plus 2 halo messages per step,
-    T = L + bytes/B from a ring-shift fit (under mpiexec) or --latency/--bandwidth."""
+    T = L + bytes/B from a ring-shift fit (under mpiexec) or --latency/--bandwidth.
+
+    With --ranks-grid and a device --backend (opencl, cuda): seed 003's
+    data-movement model of device ranks, each halo path (staged through the host, or device
+    buffers to MPI) predicted, the faster chosen, each measured beside it under mpiexec."""
     from lbgen.perf import split as perfmodel
     from lbgen.run.config import RunConfig
     from lbgen.run.construct import make_simulation
@@ -96,12 +89,17 @@ def model(lx, ly, hetero, backend, collision, precision, layout, vl, walls, devi
             raise UserError(f"{', '.join(given)}: not options of the Cartesian model (--ranks-grid {ranks_grid}); "
                             f"it takes --time-block, --latency, --bandwidth, --memory-bandwidth, --ranks-per-node, "
                             f"--latency-inter, --bandwidth-inter, --max-ranks and --scaling-plot")
+        stray = gpu_given(gpu) if backend not in GPU_BACKENDS else []
+        if stray:
+            raise UserError(f"{', '.join(stray)}: option(s) of the device ranks' model: add --backend "
+                            f"{'|'.join(GPU_BACKENDS)} (--backend {backend} keeps its lattice on the host)")
         return _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_grid, time_block,
                            latency, bandwidth, memory_bandwidth, ranks_per_node, latency_inter, bandwidth_inter,
-                           max_ranks, scaling_plot, as_json, lz=lz)
-    stray = [n for n, v in grid_only.items() if v]
+                           max_ranks, scaling_plot, as_json, lz=lz, gpu=gpu)
+    stray = [n for n, v in grid_only.items() if v] + gpu_given(gpu)
     if stray:
-        raise UserError(f"{', '.join(stray)}: option(s) of the Cartesian model: add --ranks-grid PXxPY")
+        raise UserError(f"{', '.join(stray)}: option(s) of the Cartesian model: add --ranks-grid PXxPY"
+                        + (" and a device --backend" if gpu_given(gpu) else ""))
     _check_model_options(ranks, latency, bandwidth, measure_points, plot, hetero_given=_given("hetero"))
     if ranks is not None:
         return _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps, ranks, latency,
@@ -196,17 +194,7 @@ def _model_ranks(lx, ly, backend, collision, precision, layout, vl, walls, steps
     widths = sorted({-(-lx // n) for n in range(1, ranks + 1)})
     taus = mpi.root_call(comm, lambda: {w: mpi_model.measure_tau(make, w, ly, steps) for w in widths}, share=True)
     itemsize = 8 if precision == "double" else 4
-    source = "assumed"
-    if comm is not None and latency is None and bandwidth is None:
-        times = mpi_model.ring_shift(comm)
-        fit = mpi_model.fit_latency_bandwidth(list(times), list(times.values()))
-        source = f"ring shift over {comm.size} ranks"
-    else:
-        fit = mpi_model.DEFAULT_COMM
-        if latency is not None or bandwidth is not None:
-            source = "given"
-    cm = mpi_model.CommModel(latency if latency is not None else fit.latency,
-                       bandwidth if bandwidth is not None else fit.bandwidth)
+    cm, source = mpi_model.comm_parameters(comm, 1 if comm is None else comm.size, latency, bandwidth)
     rows = []
     for n in range(1, ranks + 1):
         row = mpi_model.predict(taus[-(-lx // n)], lx, ly, n, cm, itemsize=itemsize)
@@ -239,7 +227,7 @@ def _distributed(cfg, comm):
 
 def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_grid, depth, latency, bandwidth,
                 memory_bandwidth, ranks_per_node, latency_inter, bandwidth_inter, max_ranks, scaling_plot, as_json,
-                lz=None):
+                lz=None, gpu=None):
     """`lbgen model --ranks-grid`: seed 002's step model for a Cartesian grid (2D, or 3D with
     --lz: D3Q19 through ``DistributedSimulation``), measured beside it under mpiexec (step
     time, and the messages and bytes every rank sent, counted by the exchange)."""
@@ -271,21 +259,18 @@ def _model_grid(lx, ly, backend, collision, precision, layout, vl, steps, ranks_
     vs = velocity_set(cfg.velocity_set if lz is None else "d3q19")
     H, Q, itemsize = vs.max_hop, vs.Q, 8 if precision == "double" else 4
     decomposition.rank_grid(P, shape, H, grid, depth)          # too thin: refused before any measurement
+    if backend in GPU_BACKENDS:                   # device ranks: seed 003's halo paths
+        return model_gpu(comm, cfg, shape, grid, depth, steps, (latency, bandwidth, ranks_per_node, latency_inter,
+                                                                bandwidth_inter), gpu or {}, memory_bandwidth,
+                         max_ranks, scaling_plot, as_json, vs)
     sweep = backend == "c" and depth > 1          # the C backend's fused_tb: k steps per sweep through cache
 
     def plan(c, sizes=shape, g=grid):
         return mpi_model.rank_exchange(sizes, g, c, depth, Q, H, itemsize)
     root = comm is None or comm.rank == 0
-    sources = {}
-    if comm is not None and latency is None and bandwidth is None and P > 1:
-        times = mpi_model.ring_shift(comm)
-        fit = mpi_model.fit_latency_bandwidth(list(times), list(times.values()))
-        sources["communication"] = f"ring shift over {size} ranks"
-    else:
-        fit = mpi_model.DEFAULT_COMM
-        sources["communication"] = "given" if latency is not None or bandwidth is not None else "assumed"
-    L = latency if latency is not None else fit.latency
-    B = bandwidth if bandwidth is not None else fit.bandwidth
+    cm, source = mpi_model.comm_parameters(comm, P, latency, bandwidth)
+    sources = {"communication": source}
+    L, B = cm.latency, cm.bandwidth
     p = ranks_per_node or (size if comm is not None else P)
     if memory_bandwidth is None:
         from lbgen.perf.machine import measure_bandwidth

@@ -11,7 +11,7 @@ then travel by one of two paths (``PATHS``):
 
 * ``staged``: each sent slab is copied device -> host (one copy, into a page-locked host
   buffer), sent from there, and each received slab copied host -> device (one copy);
-* ``device``: the packed device buffers go to MPI as they are -- CuPy arrays to a CUDA-aware
+* ``device``: the packed device buffers go to MPI as they are -- CuPy arrays or pycuda GPUArrays to a CUDA-aware
   MPI (``__cuda_array_interface__``), the shim's (host) arrays, an OpenCL buffer mapped into
   host memory on a device that shares it -- no copies at all.
 

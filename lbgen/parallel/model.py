@@ -10,7 +10,7 @@ counts), ``scaling_table`` / ``plot_scaling`` the weak and strong predictions
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -61,6 +61,21 @@ def ring_shift(comm, sizes: Sequence[int] = (8, 1024, 16384, 131072, 1048576), r
     return out
 
 
+def comm_parameters(comm, ranks: int, latency: Optional[float] = None, bandwidth: Optional[float] = None
+                    ) -> Tuple[CommModel, str]:
+    """The message latency and bandwidth of a model and where they came from: those given;
+    else, under mpiexec with ranks > 1, a ring-shift fit over comm (collective); else
+    DEFAULT_COMM ("assumed")."""
+    if comm is not None and latency is None and bandwidth is None and ranks > 1:
+        times = ring_shift(comm)
+        fit, source = fit_latency_bandwidth(list(times), list(times.values())), f"ring shift over {comm.size} ranks"
+    else:
+        fit = DEFAULT_COMM
+        source = "given" if latency is not None or bandwidth is not None else "assumed"
+    return CommModel(fit.latency if latency is None else latency, fit.bandwidth if bandwidth is None else bandwidth), \
+        source
+
+
 def fit_latency_bandwidth(sizes: Sequence[float], times: Sequence[float]) -> CommModel:
     """Least-squares fit of T = L + N/B.  A fit that comes out non-positive (noise on a tiny
     range of sizes) is clamped: L to 1% of the smallest time, 1/B to 1e-15 s/byte."""
@@ -75,14 +90,14 @@ def fit_latency_bandwidth(sizes: Sequence[float], times: Sequence[float]) -> Com
     return CommModel(latency=L, bandwidth=1.0 / inv_b)
 
 
-def _default_set():
+def default_set():
     """The velocity set of the performance model (the production case)."""
     return velocity_set(DEFAULT_VELOCITY_SET)
 
 
 def halo_bytes(ly: int, Q: Optional[int] = None, itemsize: int = 8) -> int:
     """One halo message: H padded columns of Q populations (default: the default velocity set)."""
-    vs = _default_set()
+    vs = default_set()
     Q = vs.Q if Q is None else Q
     return vs.max_hop * (ly + 2 * vs.max_hop) * Q * itemsize
 
@@ -130,8 +145,8 @@ def measure_ranks(comm, make_distributed: Callable, n: int, steps: int = 5) -> O
 
 def rank_table(rows: List[dict], comm_model: CommModel, lx: int, ly: int, measured_source: str = "") -> str:
     lines = [f"communication: L = {comm_model.latency * 1e6:.2f} us, B = {comm_model.bandwidth / 1e9:.3f} GB/s; "
-             f"halo message {halo_bytes(ly)} bytes ({_default_set().max_hop} x {ly + 2 * _default_set().max_hop} x "
-             f"{_default_set().Q} x 8); lattice {lx} x {ly}",
+             f"halo message {halo_bytes(ly)} bytes ({default_set().max_hop} x {ly + 2 * default_set().max_hop} x "
+             f"{default_set().Q} x 8); lattice {lx} x {ly}",
              f"{'ranks':>5} {'slab':>5} {'tau [s/site]':>13} {'T_comp [ms]':>12} {'T_comm [ms]':>12} "
              f"{'T_step [ms]':>12} {'model MLUPS':>12} {'measured MLUPS':>15}"]
     for r in rows:
@@ -193,7 +208,7 @@ def rank_exchange(shape, grid, coords, depth: int = 1, Q: Optional[int] = None, 
     other axes' extended extents (k H ghosts per split side), Q values per site; the block the
     rank computes, owned + ghosts."""
     from lbgen.parallel.decomposition import slab_widths
-    vs = _default_set()
+    vs = default_set()
     Q = vs.Q if Q is None else Q
     H = vs.max_hop if halo is None else halo
     size = [slab_widths(n, p)[c] for n, p, c in zip(shape, grid, coords)]
@@ -205,6 +220,50 @@ def rank_exchange(shape, grid, coords, depth: int = 1, Q: Optional[int] = None, 
         out[f"{axis} messages"] = 2 if split else 0
         out[f"{axis} bytes"] = 2 * depth * H * others * Q * itemsize if split else 0
     return out
+
+
+def node_traffic(grid, ranks_per_node: int, sends: Callable) -> List[dict]:
+    """Per node, seed 002's placement: p = ranks_per_node ranks to a node in rank order
+    (row-major coordinates, MPI_Cart_create(reorder=False)).  `sends(coords)` lists one rank's
+    messages of an exchange as (axis index, step -1 or +1, bytes); a node's row holds its
+    ranks' "coords", their number ("ranks"), the bytes sent to ranks on the node ("intra") and
+    off it ("inter"), and the axes with such messages ("intra axes", "inter axes")."""
+    grid = tuple(grid)
+    P = int(np.prod(grid))
+    p = max(1, min(ranks_per_node, P))
+    out = []
+    for node in range(-(-P // p)):
+        row = {"coords": [], "ranks": 0, "intra": 0, "inter": 0, "intra axes": set(), "inter axes": set()}
+        for rank in range(node * p, min(P, (node + 1) * p)):
+            coords = tuple(int(c) for c in np.unravel_index(rank, grid))
+            row["coords"].append(coords)
+            row["ranks"] += 1
+            for d, step, nbytes in sends(coords):
+                c = list(coords)
+                c[d] = (c[d] + step) % grid[d]
+                where = "intra" if int(np.ravel_multi_index(c, grid)) // p == node else "inter"
+                row[where] += nbytes
+                row[f"{where} axes"].add(d)
+        out.append(row)
+    return out
+
+
+def comm_time(node: dict, latency: float, bandwidth: float, latency_inter: Optional[float] = None,
+              bandwidth_inter: Optional[float] = None) -> float:
+    """Seed 002's communication time of one exchange of a node (``node_traffic``'s row): a
+    latency per axis with messages on the node (L_a) and off it (L_e), the node's intra-node
+    bytes over B_a / 2 and its inter-node bytes over B_e / 2 (the inter ones default to the
+    intra ones)."""
+    L_e = latency if latency_inter is None else latency_inter
+    B_e = bandwidth if bandwidth_inter is None else bandwidth_inter
+    return (len(node["intra axes"]) * latency + node["intra"] / (bandwidth / 2)
+            + len(node["inter axes"]) * L_e + node["inter"] / (B_e / 2))
+
+
+def calc_time(Q: int, itemsize: int, sites: int, memory_bandwidth: float) -> float:
+    """Seed 002's T_calc of `sites` lattice updates sharing one memory bandwidth M:
+    3 Q itemsize sites / M."""
+    return 3 * Q * itemsize * sites / memory_bandwidth
 
 
 def predict_blocks(shape, grid, machine: Machine, depth: int, plan: Callable, Q: int, itemsize: int = 8,
@@ -227,36 +286,19 @@ def predict_blocks(shape, grid, machine: Machine, depth: int, plan: Callable, Q:
     grid = tuple(grid)
     P = int(np.prod(grid))
     p = max(1, min(machine.ranks_per_node, P))
-    L_e = machine.latency if machine.latency_inter is None else machine.latency_inter
-    B_e = machine.bandwidth if machine.bandwidth_inter is None else machine.bandwidth_inter
     names = "xyz"[:len(grid)]
+    plans = {}
+
+    def sends(coords):
+        one = plans[coords] = plan(coords)
+        return [(d, step, one[f"{axis} bytes"] // 2) for d, axis in enumerate(names) if grid[d] > 1
+                for step in (-1, 1)]
     worst = None
-    for node in range(-(-P // p)):
-        intra = inter = 0
-        has_intra, has_inter = set(), set()
-        computed = 0
-        for rank in range(node * p, min(P, (node + 1) * p)):
-            coords = tuple(int(c) for c in np.unravel_index(rank, grid))
-            one = plan(coords)
-            computed = max(computed, one["computed"])
-            for d, axis in enumerate(names):
-                if grid[d] == 1:
-                    continue
-                for step in (-1, 1):
-                    c = list(coords)
-                    c[d] = (c[d] + step) % grid[d]
-                    other = int(np.ravel_multi_index(c, grid))
-                    nbytes = one[f"{axis} bytes"] // 2
-                    if other // p == node:
-                        intra += nbytes
-                        has_intra.add(axis)
-                    else:
-                        inter += nbytes
-                        has_inter.add(axis)
-        t_comm = (len(has_intra) * machine.latency + intra / (machine.bandwidth / 2)
-                  + len(has_inter) * L_e + inter / (B_e / 2))
-        t_calc = 3 * Q * itemsize * computed * p / machine.memory_bandwidth / (depth if sweep else 1)
-        row = {"t_comm": t_comm / depth, "t_calc": t_calc, "intra_bytes": intra, "inter_bytes": inter}
+    for node in node_traffic(grid, machine.ranks_per_node, sends):
+        computed = max(plans[c]["computed"] for c in node["coords"])
+        t_comm = comm_time(node, machine.latency, machine.bandwidth, machine.latency_inter, machine.bandwidth_inter)
+        t_calc = calc_time(Q, itemsize, computed * p, machine.memory_bandwidth) / (depth if sweep else 1)
+        row = {"t_comm": t_comm / depth, "t_calc": t_calc, "intra_bytes": node["intra"], "inter_bytes": node["inter"]}
         if worst is None or row["t_comm"] + row["t_calc"] > worst["t_comm"] + worst["t_calc"]:
             worst = row
     plan0 = plan((0,) * len(grid))
@@ -266,8 +308,6 @@ def predict_blocks(shape, grid, machine: Machine, depth: int, plan: Callable, Q:
             "messages_per_step": sum(plan0[f"{a} messages"] for a in names) / depth,
             "bytes_per_step": sum(plan0[f"{a} bytes"] for a in names) / depth,
             "extra_work": plan0["computed"] / plan0["owned"] - 1.0}
-
-
 
 
 def check_model_ranks(ranks: int, what: str) -> int:
@@ -285,13 +325,13 @@ def scaling_table(machine: Machine, lx: int, ly: int, depth: int = 1, max_ranks:
     for P = 1, 2, 4, ... max_ranks on the grid dims_create(P); strong stops where a
     sub-domain gets thinner than depth x H.  With lz: a 3D lattice (Q and halo of the 3D set)."""
     check_model_ranks(max_ranks, "max_ranks")
-    H = (_default_set().max_hop if halo is None else halo)
+    H = (default_set().max_hop if halo is None else halo)
     shape = (lx, ly) if lz is None else (lx, ly, lz)
     out = {"weak": [], "strong": []}
 
     def predict(sizes, g):
         return predict_blocks(sizes, g, machine, depth, lambda c: rank_exchange(sizes, g, c, depth, Q, H, itemsize),
-                              _default_set().Q if Q is None else Q, itemsize, sweep=sweep)
+                              default_set().Q if Q is None else Q, itemsize, sweep=sweep)
     P = 1
     while P <= max_ranks:
         g = dims_create(P, len(shape))
@@ -303,17 +343,18 @@ def scaling_table(machine: Machine, lx: int, ly: int, depth: int = 1, max_ranks:
 
 
 def plot_scaling(table: Dict[str, List[dict]], path, title: str = "") -> None:
-    """PNG: predicted MLUPS against ranks, weak and strong, with the ideal lines."""
+    """PNG: predicted MLUPS against ranks, one line per entry of `table` (weak and strong, or a
+    GPU model's halo paths), with the ideal lines."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for name, style in (("weak", "o-"), ("strong", "s-")):
-        rows = table[name]
+    for (name, rows), style in zip(table.items(), ("o-", "s-", "^-", "v-")):
         if not rows:
             continue
         P = [r["ranks"] for r in rows]
-        ax.plot(P, [r["mlups"] for r in rows], style, label=f"{name} scaling (model)")
+        label = f"{name} scaling (model)" if name in ("weak", "strong") else f"{name} (model)"
+        ax.plot(P, [r["mlups"] for r in rows], style, label=label)
         ax.plot(P, [rows[0]["mlups"] * n / P[0] for n in P], ":", color="grey")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")

@@ -126,7 +126,7 @@ class DistributedSimulation(DistributedState, Lattice):
             kw = dict(kw, walls=held, lid={"-".join(face): u for face, u in self.lid.items() if face in held})
         self.time_block = depth
         self.time_step = 0
-        #: the staged path sweeps the interior while the slabs travel (``_overlap``; False: exchange, then step)
+        #: the staged path sweeps the interior while the slabs travel (``overlap_boxes``; False: exchange, then step)
         self.overlap = bool(overlap)
         #: what this rank sent so far: messages and bytes per axis ("x", "y", "z")
         self.messages = collections.Counter()
@@ -235,7 +235,7 @@ class DistributedSimulation(DistributedState, Lattice):
     def exchange(self, during=None) -> None:
         """Ghost slabs of every split axis from the neighbours, X then Y (then Z) (collective);
         ``during()`` is queued right after the first axis's slabs (the sweep that overlaps the
-        trades: ``_overlap``)."""
+        trades: ``overlap_boxes``)."""
         if not any(p > 1 for p in self.dims):
             return
         slabs = self._slabs
@@ -264,15 +264,15 @@ class DistributedSimulation(DistributedState, Lattice):
         """What this rank's programs copied between host and device so far (``Program.transfers``)."""
         return sum((p.transfers for p, *_ in self._regions()), collections.Counter())
 
-    def _overlap(self) -> Optional[tuple]:
-        """The staged path's overlap, where it applies (device ranks of one program, single fused
-        steps without thermal walls, X and/or Y split): (interior, edges) boxes (x0, x1, y0, y1)
-        of the owned planes -- the interior (H or more from every side that receives ghosts) is
-        swept while the slabs are copied and traded, the edges once the ghosts have arrived.
-        None: exchange, then step."""
+    def overlap_boxes(self) -> Optional[tuple]:
+        """The staged path's overlap, where it applies (``overlap``; device ranks of one program,
+        single fused steps without thermal walls, X and/or Y split): (interior, edges) boxes
+        (x0, x1, y0, y1) of the owned planes -- the interior (H or more from every side that
+        receives ghosts) is swept while the slabs are copied and traded, the edges once the
+        ghosts have arrived.  None: exchange, then step."""
         split = [d for d in range(len(self.shape)) if self.dims[d] > 1]
         sim = self.sim
-        if (self.halo_path != "staged" or not self.overlap or self.time_block != 1 or len(sim.regions) != 1
+        if (not self.overlap or self.time_block != 1 or len(sim.regions) != 1 or sim.regions[0].program.buffers_on_host
                 or sim.walls is not None or not sim.fused or not split or max(split) > 1):
             return None
         H = sim.vs.max_hop
@@ -307,9 +307,9 @@ class DistributedSimulation(DistributedState, Lattice):
 
     def step(self, n: int = 1) -> None:
         """n steps (collective): an exchange, then up to time_block steps of the rank's block (the
-        staged path's single steps overlap the trades with the interior sweep: ``_overlap``)."""
+        staged path's single steps overlap the trades with the interior sweep: ``overlap_boxes``)."""
         self._check_can_step(n)
-        plan = self._overlap()
+        plan = self.overlap_boxes() if self.halo_path == "staged" else None
         while plan is not None and n > 0:
             self._overlapped_step(*plan)
             self.time_step += 1
@@ -422,7 +422,7 @@ class DistributedSimulation(DistributedState, Lattice):
 
     def _divergence(self) -> Optional[SimulationError]:
         """This rank's divergence report (its first bad owned site, global coordinates), or None."""
-        if self.sim.looks_healthy():
+        if self.sim.looks_healthy(skip=self._skip):        # the owned fluid sites (ghosts are the neighbours')
             return None
         bad = self.sim.first_bad_site(skip=self._skip)      # owned fluid sites only
         if bad is None:

@@ -15,8 +15,12 @@ What is measured
     streaming (non-temporal) stores, counting read + write bytes;
   - peak flop rate (double and single) from independent FMA chains (AVX-512/AVX2 vector
     extensions, OpenMP), counting an FMA as 2 flops;
-  - for CUDA (CuPy) the device's own device-to-device copy bandwidth (cudaMemcpy), for
-    an OpenCL GPU the same with clEnqueueCopyBuffer.
+  - for CUDA (CuPy or pycuda) the device's own device-to-device copy bandwidth (cudaMemcpy), for
+    an OpenCL GPU the same with clEnqueueCopyBuffer;
+  - for OpenCL (any device, the CPU runtime too) and CUDA (CuPy or pycuda) the device <-> host copies:
+    latency and bandwidth of each direction from a postal fit over sizes
+    (``lbgen.perf.links``; ``limits[backend]["host_device"]``, read by
+    ``lbgen model --bench-json``).
 
 How the numbers are counted
 ---------------------------
@@ -51,7 +55,8 @@ import numpy as np
 
 from lbgen import __version__
 from lbgen.codegen.layouts import VL_SWEEP, LayoutChoice, tag as layout_tag
-from lbgen.perf.machine import cpu_model, measure_machine, merge_machine
+from lbgen.perf.links import measure_links
+from lbgen.perf.machine import copy_limits, cpu_model, measure_machine, merge_machine
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 from lbgen.perf.timing import default_kernel_parameters, quiet_buffers
 from lbgen.system.timing import time_call
@@ -253,11 +258,8 @@ def add_fractions(results: List[Dict], limits: Dict) -> None:
     """frac_bw (streaming-store copy), frac_bw_normal, frac_peak, in place."""
     for r in results:
         lim = limits.get(r["backend"]) or {}
-        bw = lim.get("bandwidth") or {}
-        stream = (bw.get("streaming") or {}).get("gbs")
-        normal = (bw.get("normal") or {}).get("gbs") or bw.get("gbs")
+        best, normal = copy_limits(lim)
         peak = ((lim.get("peak") or {}).get(r["precision"]) or {}).get("gflops")
-        best = stream or normal
         r["frac_bw"] = r["gbs"] / best if best else None
         r["frac_bw_normal"] = r["gbs"] / normal if normal else None
         r["frac_peak"] = r["gflops"] / peak if peak else None
@@ -312,12 +314,14 @@ def backend_limits(backend: str, cfg: BenchConfig, host: Optional[Dict]) -> Dict
         prog = runtime(backend).compile(generate(KernelSpec(backend=spec_backend(backend), layout="soa")), 8, 64)
         where = prog.describe()
         bw = prog.copy_bandwidth(repeat=cfg.repeat)
+        links = {"host_device": measure_links(prog, repeat=cfg.repeat)}
     except Exception as e:  # noqa: BLE001 - a limit that cannot be measured is reported, not fatal
         return dict(host or {}, kind="host", error=f"{backend} device probe failed: {e}")
+    links = {k: v for k, v in links.items() if v is not None}      # device <-> host copies (lbgen.perf.links)
     if bw is None:
-        return dict(host or {}, kind=f"host ({backend} on {where})")
+        return dict(host or {}, kind=f"host ({backend} on {where})", **links)
     return {"kind": f"{backend} device", "device": where, "bandwidth": {"gbs": bw["gbs"], "device_copy": bw},
-            "peak": {}, "note": "bandwidth: the device's own buffer copy; device peak flops not measured"}
+            "peak": {}, "note": "bandwidth: the device's own buffer copy; device peak flops not measured", **links}
 
 
 def run_bench(cfg: BenchConfig) -> Dict:

@@ -193,3 +193,12 @@ def merge_machine(before: Dict, after: Dict) -> Dict:
 
 
 # --- kernel traffic and flop counts ---------------------------------------------------------------
+
+
+def copy_limits(limits: dict) -> tuple:
+    """(best, normal) copy bandwidth [GB/s] of one runtime's limits in a bench report: the
+    streaming-store copy where measured (else the normal-store one, else a device's own
+    copy) and the normal-store one (else a device's); None where nothing was measured."""
+    bw = (limits or {}).get("bandwidth") or {}
+    normal = (bw.get("normal") or {}).get("gbs") or bw.get("gbs")
+    return (bw.get("streaming") or {}).get("gbs") or normal, normal

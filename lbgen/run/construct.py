@@ -299,8 +299,8 @@ def device_description(sim, grid=None) -> dict:
     if sim.spec.dimension == 3:
         info = {"backend": sim.spec.backend, "layout": sim.program.layout.tag, "precision": sim.spec.precision,
                 "kernel_digest": sim.source.digest, "runtime": sim.runtime, "device": sim.program.describe()}
-        provenance = sim.program.provenance()
-        info.update({k: provenance[k] for k in ("work_group", "build_options") if k in provenance})
+        provenance = sim.program.provenance()     # CUDA's runtime, OpenCL's work-group and build options
+        info.update({k: provenance[k] for k in ("cuda_runtime", "work_group", "build_options") if provenance.get(k)})
         if sim.nranks > 1:
             info.update(ranks=sim.nranks, ranks_grid="x".join(map(str, grid)), halo_path=sim.halo_path,
                         halo_path_reason=sim.halo_path_reason)
@@ -318,6 +318,15 @@ def device_description(sim, grid=None) -> dict:
         entry.update(prog.provenance())
         info["regions"].append(entry)
     return info
+
+
+def gpu_runtime_note(sim) -> str:
+    """The run's start line's note of the Python GPU runtime of its CUDA programs on this rank
+    (' through pycuda 2026.1'; '' for none), from their provenance (the manifest's ``cuda_runtime``)."""
+    local = getattr(sim, "sim", sim)                 # an MPI rank's own Simulation
+    programs = [r.program for r in getattr(local, "regions", ())] or [local.program]
+    labels = sorted({p.provenance().get("cuda_runtime") for p in programs} - {None})
+    return f" through {', '.join(labels)}" if labels else ""
 
 
 #: ``--ranks-grid`` of a 3D launch (``set_launch_grid3d``): None for auto, else (PX, PY, PZ)

@@ -22,11 +22,12 @@ class HealthChecks:
     ``populations``, ``_fields_of``, ``mask``, ``params``, ``vs``, ``dimension`` and ``time_step``
     of the simulation it is mixed into."""
 
-    def looks_healthy(self) -> bool:
-        """Cheap test: every (fluid) site has finite fields and positive rho and T.  The
-        diagnostics kernel of each region on its backend answers it: one read of the
-        populations, rows of counts and extremes back (no field arrays, no copy)."""
-        rows = self.diagnostic_rows()
+    def looks_healthy(self, skip=None) -> bool:
+        """Cheap test: every (fluid) site -- not in ``skip``, a mask of the lattice's shape -- has
+        finite fields and positive rho and T.  The diagnostics kernel of each region on its
+        backend answers it: one read of the populations, rows of counts and extremes back (no
+        field arrays, no copy)."""
+        rows = self.diagnostic_rows() if skip is None else self.diagnostic_rows(skip=skip)
         if self.dimension == 3:
             from lbgen.codegen.diagnostics import scalars3d
             rows = scalars3d(rows)

@@ -376,16 +376,18 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             moments, **dict(zip(force_arguments(self.dimension), self.force)))
         return dict(zip(field_names(self.dimension), values))
 
-    def diagnostic_rows(self) -> np.ndarray:
+    def diagnostic_rows(self, skip: Optional[np.ndarray] = None) -> np.ndarray:
         """Per-line reductions over x of the physical fields over this process's sites: (LY, ND)
         in 2D, (LY*LZ, ND3) in 3D (the backends' generated diagnostics kernels; columns
-        ``lbgen.codegen.diagnostics.ROW_QUANTITIES`` / ``ROW_QUANTITIES3D``; solid cells skipped).
-        Only those numbers leave the device, never the lattice."""
+        ``lbgen.codegen.diagnostics.ROW_QUANTITIES`` / ``ROW_QUANTITIES3D``; solid cells skipped,
+        or the sites of ``skip``, a uint8 mask of the lattice's shape).  Only those numbers leave
+        the device, never the lattice."""
         from lbgen.codegen.diagnostics import ROW_QUANTITIES, ROW_QUANTITIES3D, combine_rows
         self._require_state("diagnostics()")
         self.synchronize()
-        parts = [r.program.diagnostics(r.f, force=self.force, skip=None if self.mask is None else
-                                       np.ascontiguousarray(self.mask[r.columns % self.lx])) for r in self.regions]
+        skip = self.mask if skip is None else skip
+        parts = [r.program.diagnostics(r.f, force=self.force, skip=None if skip is None else
+                                       np.ascontiguousarray(skip[r.columns % self.lx])) for r in self.regions]
         return combine_rows(parts, ROW_QUANTITIES if self.dimension == 2 else ROW_QUANTITIES3D)
 
     def diagnostics(self, T_hot: Optional[float] = None, T_cold: Optional[float] = None) -> Dict[str, float]:
