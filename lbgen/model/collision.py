@@ -47,7 +47,7 @@ import sympy as sp
 from lbgen.model.assignments import AssignmentList, schedule
 from lbgen.model.hermite import Component, components, hermite, maxwellian_coefficient, multiplicity
 from lbgen.model.catalog import AXES
-from lbgen.model.operators import force_arguments, operator as operator_record
+from lbgen.model.operators import LES_DESCRIPTION, force_arguments, operator as operator_record
 from lbgen.model.velocity_set import VelocitySet
 
 #: the collision's parameter for the relaxation time of the rows next to a thermal wall (all
@@ -262,8 +262,8 @@ def _symmetric_parts(b: Builder, vs: VelocitySet, H, B, parity: int) -> Dict[int
     return parts
 
 
-def _reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_scale=None, f=None):
-    """Outputs fout_i = [f_scale * f_i +] w_i sum_c B[c] H[c](xi_i) mult(c)/n!  (even/odd split)."""
+def _reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_scale=None, f=None, add=None):
+    """Outputs fout_i = [f_scale * f_i +] [add_i +] w_i sum_c B[c] H[c](xi_i) mult(c)/n!  (even/odd split)."""
     pairs, rest = _pairs(vs)
     w = vs.weights_float(CONSTANT_DIGITS + 10)
     outs = {}
@@ -284,6 +284,8 @@ def _reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_
         expr = outs[i]
         if f_scale is not None:
             expr = f_scale * f[i] + expr
+        if add is not None:
+            expr = add[i] + expr
         result.append(b.let(f"fout{i}", expr))
     return tuple(result)
 
@@ -357,19 +359,98 @@ def _topological(assignments):
 def _description(record, vs: VelocitySet) -> str:
     """The operator record's description (written for D2Q37, order 4), or one for the set's order."""
     order = vs.hermite_order
-    if order == 4:
+    les = LES_DESCRIPTION if record.base is not None else ""
+    name = record.base or record.name
+    if order == 4 or name == "trt":
         return record.description
-    if record.name == "bgk":
+    if name == "bgk":
         return (f"BGK with shifted-equilibrium forcing (Hermite order {order}"
-                f"{', isothermal: T = 1' if vs.isothermal else ''})")
+                f"{', isothermal: T = 1' if vs.isothermal else ''})" + les)
     taus = ["tau1 = 1/2 + C1/(rho T)", "tau2 = 1/2 + C2/(rho T)", "tau3 = 1/2 + C3"][:order - 1]
     return (f"regularized: {', '.join(f'A{n}' for n in range(2, order + 1))} relaxed with {', '.join(taus)}, "
-            f"force on A1, f rebuilt from A0..A{order}" + (" (isothermal: T = 1)" if vs.isothermal else ""))
+            f"force on A1, f rebuilt from A0..A{order}" + (" (isothermal: T = 1)" if vs.isothermal else "") + les)
+
+
+def _smagorinsky(b: Builder, vs: VelocitySet, A, rho, u, T, a, tau0, cs) -> sp.Symbol:
+    """The shear relaxation time with the Smagorinsky subgrid model, in closed form.
+
+    Hou, Sterling, Chen & Doolen (1996); the form of Yu, Girimaji & Luo (J. Comput. Phys. 209
+    (2005) 599) and Malaspinas & Sagaut (J. Fluid Mech. 700 (2012) 514).  In lattice units
+    (Delta = 1, dt = 1): nu_t = (C_s Delta)^2 |S|, |S| = sqrt(2 S:S), tau_eff = tau0 + nu_t / c_s^2,
+    and the strain rate from the non-equilibrium second moment of the populations relaxing with
+    tau_eff: S = -Pi_neq / (2 rho c_s^2 tau_eff), Pi_neq = sum_i c_i c_i (f_i - f_eq_i).  Then
+    tau_eff^2 - tau0 tau_eff - sqrt(2) C_s^2 |Pi_neq| / (2 rho c_s^4) = 0, |Pi_neq| = sqrt(Pi_neq:Pi_neq),
+    whose positive root is tau_eff = (tau0 + sqrt(tau0^2 + 2 sqrt(2) C_s^2 |Pi_neq| / (rho c_s^4))) / 2
+    (c_s^2 = 1/3: the 18 sqrt(2) C_s^2 |Pi_neq| / rho of the papers).  Here c_i = xi_i / r, c_s^2 = T / r^2
+    and sum_i xi xi (f - f_eq) = A_2 - A_2,eq (the delta of H_2 cancels: the mass is in equilibrium), so
+    |Pi_neq| / c_s^4 = r^2 |A_2 - A_2,eq| / T^2.  f_eq is taken at the half-step (physical) velocity
+    u + a/2, which no relaxation time enters; C_s = 0 gives tau_eff = tau0 bit for bit (sqrt(tau0^2) = tau0
+    in IEEE arithmetic).
+    """
+    D = vs.D
+    b.block("Smagorinsky subgrid model: |Pi_neq| from A_2 - A_2,eq at the half-step velocity, tau_eff in closed "
+            "form (lbgen.model.collision._smagorinsky)")
+    uh = tuple(b.let(f"les_u{AXES[k]}", u[k] + a[k] / 2) for k in range(D))
+    neq = {c: b.let(f"Aneq{_tag(c)}", A[c] - sp.expand(maxwellian_coefficient(c, rho, uh, T)))
+           for c in components(2, D)}
+    norm2 = b.let("Pi2", sp.Add(*(multiplicity(c) * neq[c] ** 2 for c in components(2, D))))
+    norm = b.let("Pi_neq", sp.sqrt(norm2))
+    coef = _const(2 * sp.sqrt(2) * vs.r_float() ** 2)
+    radicand = b.let("les_q", tau0 ** 2 + coef * cs ** 2 * norm * inv_rho_T(rho, T) / T)
+    root = b.let("les_root", sp.sqrt(radicand))
+    return b.let("tau_les", (tau0 + root) / 2)
+
+
+def _guo_source(c: Component, rho, uh, a) -> sp.Expr:
+    """Guo's force term's Hermite coefficient: the derivative of rho u^n along the force, a . d/du
+    of the Maxwellian's coefficient (order 1: rho a; order 2: rho (u a + a u))."""
+    u = tuple(sp.Symbol(f"_u{k}", real=True) for k in range(len(a)))
+    m = maxwellian_coefficient(c, rho, u, sp.Integer(1))
+    return sp.expand(sp.Add(*(a[k] * sp.diff(m, u[k]) for k in range(len(a)))).xreplace(dict(zip(u, uh))))
+
+
+def _trt(b: Builder, vs: VelocitySet, f, H, A, rho, u, a, tau_bulk, magic, wall, tau_wall):
+    """TRT with Guo's forcing: f' = f - w+ (f - f_eq)^+ - w- (f - f_eq)^- + (1 - w+/2) F^+ + (1 - w-/2) F^-.
+
+    Ginzburg, Verhaeghe & d'Humieres, Commun. Comput. Phys. 3 (2008) 427: phi^+-_i = (phi_i +- phi_ibar)/2,
+    ibar the opposite velocity (``VelocitySet.opposite``), w+ = 1/tau, w- = 1/tau_minus with
+    (tau - 1/2)(tau_minus - 1/2) = Lambda.  Guo, Zheng & Shi, PRE 65 (2002) 046308: f_eq at the half-step
+    velocity u + a/2 and the source F_i = w_i [H_1 . rho a + H_2 : rho (u a + a u) / 2].  Even Hermite orders
+    are symmetric in xi -> -xi and odd ones antisymmetric, so the symmetric part of w+ f_eq + (1 - w+/2) F is
+    rebuilt from the even coefficients B_n = w+ A_eq,n + (1 - w+/2) S_n and the antisymmetric part from the
+    odd ones with w-, and the populations enter only as the pair sums s_i and differences d_i.
+    """
+    D = vs.D
+    b.block("relaxation times tau (tau_wall on wall rows) and tau_minus = 1/2 + Lambda/(tau - 1/2) "
+            "(lbgen.model.collision._trt)")
+    tau_p = b.let("tau_p", wall * tau_wall + (1 - wall) * tau_bulk)
+    tau_m = b.let("tau_m", wall * tau_wall + (1 - wall) * (sp.Rational(1, 2) + magic / (tau_bulk - sp.Rational(1, 2))))
+    om = {0: b.let("om_p", 1 / tau_p), 1: b.let("om_m", 1 / tau_m)}
+    b.block("equilibrium at the half-step velocity u + a/2 and Guo's source, even orders with 1/tau, odd ones "
+            "with 1/tau_minus (lbgen.model.collision._trt)")
+    uh = tuple(b.let(f"uh{AXES[k]}", u[k] + a[k] / 2) for k in range(D))
+    B = {}
+    for n in range(vs.hermite_order + 1):
+        w_n = om[n % 2]
+        for c in components(n, D):
+            eq = sp.expand(maxwellian_coefficient(c, rho, uh, sp.Integer(1)))
+            B[c] = b.let(f"B{_tag(c)}", w_n * eq + (1 - w_n / 2) * _guo_source(c, rho, uh, a))
+    pairs, rest = _pairs(vs)
+    half = (b.let("hp", om[0] / 2), b.let("hm", om[1] / 2))
+    keep = {}
+    for i, o in pairs:        # f_i - w+ f^+_i - w- f^-_i and the same for ibar
+        sym, anti = half[0] * (f[i] + f[o]), half[1] * (f[i] - f[o])
+        keep[i], keep[o] = f[i] - sym - anti, f[o] - sym + anti
+    for i in rest:
+        keep[i] = f[i] - om[0] * f[i]
+    return _reconstruct(b, vs, H, B, add=keep)
 
 
 def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     """The collide kernel body for one site: inputs f0..f{Q-1}, outputs fout0..."""
     record = operator_record(operator)          # ParameterError (a ValueError) for unknown names
+    record.check_set(vs.name, not vs.isothermal)
+    base = record.base or record.name
     f = population_symbols(vs.Q)
     D = vs.D
     a = tuple(sp.Symbol(n, real=True) for n in force_arguments(D))
@@ -382,9 +463,18 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     wall = sp.Symbol("wall", real=True)
     # the wall rows' relaxation time (a parameter, > 1/2; 1 by default: the bits of a fixed 1)
     tau_wall = sp.Symbol(WALL_TAU, positive=True)
-    if operator == "bgk":
-        tau_in, = (sp.Symbol(n, positive=True) for n in record.parameter_names)
-        params = (tau_in, *a, wall, tau_wall)
+    symbols = {n: sp.Symbol(n, positive=True) if n in ("tau", "magic") else sp.Symbol(n, real=True)
+               for n in record.parameter_names}
+    params = (*symbols.values(), *a, wall, tau_wall)
+
+    def subgrid(tau0):
+        """tau0, or the Smagorinsky tau_eff of it for an operator with the subgrid model."""
+        if record.base is None:
+            return tau0
+        return _smagorinsky(b, vs, A, rho, u, T, a, tau0, symbols["smagorinsky"])
+
+    if base == "bgk":
+        tau_in = subgrid(symbols["tau"])
         # rows next to a thermal wall (wall = 1) relax with tau = tau_wall, as in the regularized operator
         b.block("relaxation: tau (tau_wall on wall rows) and 1/tau (lbgen.model.collision.collision, bgk)")
         tau = b.let("tau_w", wall * tau_wall + (1 - wall) * tau_in)
@@ -400,15 +490,18 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
             for c in components(n, D):
                 B[c] = b.let(f"B{_tag(c)}", sp.expand(maxwellian_coefficient(c, rho * inv_tau, us, Ts)))
         outputs = _reconstruct(b, vs, H, B, f_scale=1 - inv_tau, f=f)
-        description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
+    elif base == "trt":
+        outputs = _trt(b, vs, f, H, A, rho, u, a, subgrid(symbols["tau"]), symbols["magic"], wall, tau_wall)
     else:
-        C1, C2, C3 = (sp.Symbol(n, real=True) for n in record.parameter_names)
-        params = (C1, C2, C3, *a, wall, tau_wall)
+        C1, C2, C3 = (symbols[n] for n in ("C1", "C2", "C3"))
         b.block("relaxation times tau1, tau2, tau3 (tau_wall on wall rows) "
                 "(lbgen.model.collision.collision, regularized)")
         inv_rhoT = b.let("inv_rhoT", inv_rho_T(rho, T))
+        tau1_bulk = sp.Rational(1, 2) + C1 * inv_rhoT
+        if record.base is not None:
+            tau1_bulk = subgrid(b.let("tau1_bulk", tau1_bulk))
         # wall rows (wall = 1) relax everything with tau = tau_wall
-        tau1 = b.let("tau1", wall * tau_wall + (1 - wall) * (sp.Rational(1, 2) + C1 * inv_rhoT))
+        tau1 = b.let("tau1", wall * tau_wall + (1 - wall) * tau1_bulk)
         tau2 = b.let("tau2", wall * tau_wall + (1 - wall) * (sp.Rational(1, 2) + C2 * inv_rhoT))
         tau3 = b.let("tau3", wall * tau_wall + (1 - wall) * (sp.Rational(1, 2) + C3))
         rates = {2: b.let("om1", 1 / tau1), 3: b.let("om2", 1 / tau2), 4: b.let("om3", 1 / tau3)}
@@ -425,10 +518,10 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
             for c in components(n, D):
                 B[c] = b.let(f"B{_tag(c)}", A[c] + (eqs[c] - A[c]) * rates[n])
         outputs = _reconstruct(b, vs, H, B)
-        description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
+    description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
     assert tuple(map(str, params[:-2])) == record.kernel_arguments_of(D), "collision symbols != operator record"
     assignments, blocks = _in_blocks(cse_assignments(b.assignments, outputs), b)
-    return AssignmentList(name=f"collide_{operator}", inputs=f, parameters=params,
+    return AssignmentList(name=f"collide_{operator.replace('-', '_')}", inputs=f, parameters=params,
                           defaults=((WALL_TAU, WALL_TAU_DEFAULT),),
                           assignments=assignments, outputs=outputs, description=description, blocks=blocks)
 
