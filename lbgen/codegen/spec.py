@@ -188,6 +188,7 @@ class KernelSpec:
         if entry is not None:
             try:
                 OPERATOR_RECORDS[self.collision].check_set(entry.label, entry.order >= 3)
+                OPERATOR_RECORDS[self.collision].check_walls(bool(self.walls))
             except ValueError as e:
                 raise SpecError(str(e)) from None
         if self.precision == "mixed" and self.backend != "c":

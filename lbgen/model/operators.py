@@ -83,6 +83,8 @@ class Operator:
     base: Optional[str] = None
     #: why the operator refuses thermal sets (Hermite order >= 3), or None where it takes them
     isothermal_only: Optional[str] = None
+    #: why the operator refuses the 2D thermal channel walls (the bc kernel), or None where it takes them
+    no_thermal_walls: Optional[str] = None
 
     @property
     def parameter_names(self) -> Tuple[str, ...]:
@@ -113,6 +115,12 @@ class Operator:
         if thermal and self.isothermal_only:
             raise ParameterError(f"the {self.name} operator is defined on the isothermal sets (D2Q9, D3Q19, D3Q27), "
                                  f"not on {set_name}: {self.isothermal_only}")
+
+    def check_walls(self, walls: bool) -> None:
+        """ParameterError, in words, where the operator does not take the thermal channel walls."""
+        if walls and self.no_thermal_walls:
+            raise ParameterError(f"the {self.name} operator does not run with the thermal channel walls (--walls): "
+                                 f"{self.no_thermal_walls}; use bounce-back walls (--wall-axes) or a periodic box")
 
 
 TAU = Parameter("tau", 0.8, 0.5, "BGK relaxation time; kinematic viscosity (tau - 1/2) T / r^2 per step")
@@ -154,16 +162,22 @@ _BASE_RECORDS: Dict[str, Operator] = {
         "(1 - 1/(2 tau_minus)) on its antisymmetric part, equilibrium at the half-step velocity u + a/2",
         (TAU, MAGIC),
         wall_rows="BGK with tau = tau_minus = tau_wall (default 1)",
+        no_thermal_walls="the wall planes of the bc kernel (lbgen.model.wall_planes) are measured for bgk and "
+                         "regularized only, and the wall rows' Guo-forced relaxation is not verified",
         isothermal_only="its one antisymmetric rate would also fix the heat flux (odd third-order moments) "
                         "through Lambda, and its Guo source term has no energy part; use bgk or regularized there"),
 }
+
+
+#: why the subgrid operators take no thermal walls
+_LES_WALLS = "the wall planes of the bc kernel (lbgen.model.wall_planes) are measured without the subgrid model"
 
 
 def _with_subgrid_model(base: Operator) -> Operator:
     """The base operator with the Smagorinsky subgrid model: its parameters, then C_s."""
     return Operator(base.name + LES_SUFFIX, base.description + LES_DESCRIPTION, base.parameters + (SMAGORINSKY,),
                     wall_rows=base.wall_rows + " (no subgrid model on wall rows)", base=base.name,
-                    isothermal_only=base.isothermal_only)
+                    isothermal_only=base.isothermal_only, no_thermal_walls=base.no_thermal_walls or _LES_WALLS)
 
 
 OPERATOR_RECORDS: Dict[str, Operator] = {**_BASE_RECORDS,

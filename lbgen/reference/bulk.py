@@ -277,7 +277,25 @@ def collide_regularized(f, C1=1e-3, C2=1e-3, C3=0.5, force=(0.0, 0.0), wall=Fals
 
 # --- driving ---------------------------------------------------------------------------------
 
-_COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized}
+def _isothermal_operator(name: str):
+    """TRT and the Smagorinsky operators of ``lbgen.reference.trt_les`` (written from their papers, in
+    lattice units: f as is, the force a / r) on an isothermal set, periodic (no thermal wall rows)."""
+    def collide_op(f, force=(0.0, 0.0), vs=None, wall=False, tau_wall=1.0, **params):
+        from lbgen.reference import trt_les
+        vs = set_of(vs)
+        if not isothermal(vs) or np.any(wall):
+            raise ValueError(f"the oracle's {name} operator is for the isothermal sets without thermal walls, "
+                             f"not {vs.name}{' with walls' if np.any(wall) else ''}")
+        keep = {k: v for k, v in params.items() if k in ("tau", "magic", "C1", "smagorinsky")}
+        c = np.rint(np.asarray(vs.e, dtype=float)).astype(int)
+        return trt_les.collide(f, name, force=np.asarray(force, dtype=float) / vs.r, c=c,
+                               w=np.asarray(vs.weights, dtype=float), **keep)
+    collide_op.__name__ = f"collide_{name.replace('-', '_')}"
+    return collide_op
+
+
+_COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized,
+            **{n: _isothermal_operator(n) for n in ("trt", "bgk-les", "regularized-les", "trt-les")}}
 
 
 def collide(f, operator="bgk", **params):

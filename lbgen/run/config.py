@@ -204,6 +204,7 @@ class RunConfig:
         vs = set_entry(self.velocity_set)
         try:
             operator(self.collision).check_set(vs.label, vs.order >= 3)
+            operator(self.collision).check_walls(self.dimension == 2 and self.walls is not None)
         except ParameterError as e:
             raise ConfigError(str(e)) from None
         if self.setup == "rayleigh-taylor":
