@@ -206,3 +206,18 @@ def test_emitted_trt_les_example_builds_and_reproduces_the_oracle(tmp_path):
     want = [rho_f, R * (u_f[0] - a[0] / 2), R * (u_f[1] - a[1] / 2)]
     for column, field in zip((2, 3, 4), want):
         assert np.abs(data[:, column].reshape(lx, ly) - field).max() <= 1e-12
+
+
+def test_lbgen_info_counts_the_new_operators_and_names_those_a_set_refuses():
+    import json
+    from click.testing import CliRunner
+    from lbgen.cli.main import main
+    d3 = json.loads(CliRunner().invoke(main, ["info", "--json", "--velocity-set", "d3q19"]).output)
+    ops = d3["operators"]
+    assert ops["trt"]["flops_per_site"] > ops["bgk"]["flops_per_site"] > 0 and d3["refused_operators"] == {}
+    assert ops["trt-les"]["parameters"][:3] == ["tau", "magic", "smagorinsky"]
+    result = CliRunner().invoke(main, ["info", "--json", "--velocity-set", "d2q37"])
+    assert result.exit_code == 0
+    thermal = json.loads(result.output)
+    assert set(thermal["refused_operators"]) == {"trt", "trt-les"} and "trt" not in thermal["operators"]
+    assert "heat flux" in thermal["refused_operators"]["trt"]
