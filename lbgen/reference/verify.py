@@ -220,6 +220,11 @@ def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict
         raise SpecError(f"verify: the wall scheme (--wall-scheme {wall_scheme}) chooses the bc of the 2D thermal "
                         f"walls; {name}'s walls are half-way bounce-back, which has no scheme to choose")
     lat = oracle3d.lattice(name)
+    subgrid = [c for c in collisions if c.endswith("-les")]
+    if lat.thermal and subgrid:
+        raise SpecError(f"verify: the 3D oracle's subgrid operators are for the isothermal D3Q19 and D3Q27; "
+                        f"{name} is verified with --collision bgk (its {subgrid[0]} kernels: the 2D thermal sets' "
+                        f"oracle, lbgen.reference.bulk.subgrid_tau, checks the closed form with T)")
     if lat.thermal and "regularized" in collisions:
         raise SpecError(f"verify: the 3D oracle's regularized operator is second order; {name} (third order) is "
                         f"verified with --collision bgk (its regularized kernels: tests/model/test_physics3d.py)")
