@@ -26,6 +26,13 @@ orthogonality under the degree-9 quadrature the moments of the relaxed f are exa
 the relaxed moments, so one reconstruction suffices (tests check it against the literal
 two-stage NumPy version).
 
+TRT (``_trt``; isothermal sets): the symmetric and antisymmetric parts of f - f_eq relaxed with
+tau and tau_minus = 1/2 + Lambda/(tau - 1/2), Guo's force split the same way; the even Hermite
+orders rebuild the symmetric part and the odd ones the antisymmetric part.  The subgrid model
+(``_smagorinsky``; the ``-les`` operators) replaces the shear relaxation time (tau, tau1) by the
+closed-form Smagorinsky tau_eff.  The shared machinery (moments, reconstruction, CSE) is
+``lbgen.model.derivation``.
+
 The Hermite order N follows from the quadrature (``VelocitySet.hermite_order``): 4 for
 D2Q37, 3 for D2V17 and D3Q39, 2 for D2Q9, D3Q19 and D3Q27.  Sets below order 3 are
 isothermal: the equilibrium is taken at theta = 1 (no shift of T), the reported
