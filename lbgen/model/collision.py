@@ -53,7 +53,7 @@ from lbgen.model.assignments import AssignmentList
 from lbgen.model.derivation import (CONSTANT_DIGITS, Builder, component_tag, const, cse_assignments,  # noqa: F401
                                     fields_of_moments, grouped_sum, hermite_moments, hermite_values, in_blocks,
                                     opposite_pairs, population_symbols, reconstruct, unit_component)
-from lbgen.model.hermite import Component, components, maxwellian_coefficient, multiplicity
+from lbgen.model.hermite import components, maxwellian_coefficient, multiplicity
 from lbgen.model.catalog import AXES
 from lbgen.model.operators import LES_DESCRIPTION, force_arguments, operator as operator_record
 from lbgen.model.velocity_set import VelocitySet
@@ -109,14 +109,6 @@ def _smagorinsky(b: Builder, vs: VelocitySet, A, rho, u, T, a, tau0, cs) -> sp.S
     return b.let("tau_les", (tau0 + root) / 2)
 
 
-def _guo_source(c: Component, rho, uh, a) -> sp.Expr:
-    """Guo's force term's Hermite coefficient: the derivative of rho u^n along the force, a . d/du
-    of the Maxwellian's coefficient (order 1: rho a; order 2: rho (u a + a u))."""
-    u = tuple(sp.Symbol(f"_u{k}", real=True) for k in range(len(a)))
-    m = maxwellian_coefficient(c, rho, u, sp.Integer(1))
-    return sp.expand(sp.Add(*(a[k] * sp.diff(m, u[k]) for k in range(len(a)))).xreplace(dict(zip(u, uh))))
-
-
 def _trt(b: Builder, vs: VelocitySet, f, H, A, rho, u, a, tau_bulk, magic, wall, tau_wall):
     """TRT with Guo's forcing: f' = f - w+ (f - f_eq)^+ - w- (f - f_eq)^- + (1 - w+/2) F^+ + (1 - w-/2) F^-.
 
@@ -126,7 +118,10 @@ def _trt(b: Builder, vs: VelocitySet, f, H, A, rho, u, a, tau_bulk, magic, wall,
     velocity u + a/2 and the source F_i = w_i [H_1 . rho a + H_2 : rho (u a + a u) / 2].  Even Hermite orders
     are symmetric in xi -> -xi and odd ones antisymmetric, so the symmetric part of w+ f_eq + (1 - w+/2) F is
     rebuilt from the even coefficients B_n = w+ A_eq,n + (1 - w+/2) S_n and the antisymmetric part from the
-    odd ones with w-, and the populations enter only as the pair sums s_i and differences d_i.
+    odd ones with w-, and the populations enter only as the pair sums s_i and differences d_i.  S_n is the
+    derivative a . d/du of A_eq,n, so (order <= 2) B_n = w [A_eq,n(u + tau_n a) - (tau_n - 1/2)^2 rho (a a)_n]:
+    shifted equilibria at u + tau a (even) and u + tau_minus a (odd), the even ones less a correction
+    (the cheaper form; the identity is checked symbolically by the tests).
     """
     D = vs.D
     b.block("relaxation times tau (tau_wall on wall rows) and tau_minus = 1/2 + Lambda/(tau - 1/2) "
@@ -134,24 +129,30 @@ def _trt(b: Builder, vs: VelocitySet, f, H, A, rho, u, a, tau_bulk, magic, wall,
     tau_p = b.let("tau_p", wall * tau_wall + (1 - wall) * tau_bulk)
     tau_m = b.let("tau_m", wall * tau_wall + (1 - wall) * (sp.Rational(1, 2) + magic / (tau_bulk - sp.Rational(1, 2))))
     om = {0: b.let("om_p", 1 / tau_p), 1: b.let("om_m", 1 / tau_m)}
-    b.block("equilibrium at the half-step velocity u + a/2 and Guo's source, even orders with 1/tau, odd ones "
-            "with 1/tau_minus (lbgen.model.collision._trt)")
-    uh = tuple(b.let(f"uh{AXES[k]}", u[k] + a[k] / 2) for k in range(D))
+    b.block("equilibrium and Guo's source as shifted equilibria: even orders at u + tau a with 1/tau less "
+            "(tau - 1/2)^2 rho a a, odd ones at u + tau_minus a with 1/tau_minus (lbgen.model.collision._trt)")
+    # w A_eq(u + a/2) + (1 - w/2) S(u + a/2) = w [A_eq(u + tau_n a) - (tau_n - 1/2)^2 rho a a] (order <= 2,
+    # tau_n = 1/w): Guo's source is the a-derivative of the equilibrium (tests/model/test_trt_les_physics.py)
+    assert vs.hermite_order <= 2, "TRT is derived for the isothermal (second-order) sets"
+    taus = (tau_p, tau_m)
+    shifted = [tuple(b.let(f"u{'pm'[p]}{AXES[k]}", u[k] + taus[p] * a[k]) for k in range(D)) for p in (0, 1)]
+    rate_rho = [b.let(f"rw{'pm'[p]}", rho * om[p]) for p in (0, 1)]
+    correction = b.let("kaa", rate_rho[0] * (tau_p - sp.Rational(1, 2)) ** 2)
     B = {}
     for n in range(vs.hermite_order + 1):
-        w_n = om[n % 2]
+        p = n % 2
         for c in components(n, D):
-            eq = sp.expand(maxwellian_coefficient(c, rho, uh, sp.Integer(1)))
-            B[c] = b.let(f"B{component_tag(c)}", w_n * eq + (1 - w_n / 2) * _guo_source(c, rho, uh, a))
+            coefficient = sp.expand(maxwellian_coefficient(c, rate_rho[p], shifted[p], sp.Integer(1)))
+            if n == 2:
+                coefficient -= correction * sp.Mul(*(a[k] ** c[k] for k in range(D)))
+            B[c] = b.let(f"B{component_tag(c)}", coefficient)
     pairs, rest = opposite_pairs(vs)
     half = (b.let("hp", om[0] / 2), b.let("hm", om[1] / 2))
-    keep = {}
-    for i, o in pairs:        # f_i - w+ f^+_i - w- f^-_i and the same for ibar
-        sym, anti = half[0] * (f[i] + f[o]), half[1] * (f[i] - f[o])
-        keep[i], keep[o] = f[i] - sym - anti, f[o] - sym + anti
-    for i in rest:
-        keep[i] = f[i] - om[0] * f[i]
-    return reconstruct(b, vs, H, B, add=keep)
+    # f_i - w+ f^+_i - w- f^-_i: the pair's shares -w+ (f_i + f_ibar)/2 and -w- (f_i - f_ibar)/2 ride on E_i, O_i
+    even = {i: -half[0] * (f[i] + f[o]) for i, o in pairs}
+    even.update({i: -om[0] * f[i] for i in rest})
+    odd = {i: -half[1] * (f[i] - f[o]) for i, o in pairs}
+    return reconstruct(b, vs, H, B, f=f, shifts=(even, odd))
 
 
 def collision(vs: VelocitySet, operator: str) -> AssignmentList:

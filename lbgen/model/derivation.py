@@ -222,30 +222,38 @@ def _symmetric_parts(b: Builder, vs: VelocitySet, H, B, parity: int) -> Dict[int
     return parts
 
 
-def reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_scale=None, f=None, add=None):
-    """Outputs fout_i = [f_scale * f_i +] [add_i +] w_i sum_c B[c] H[c](xi_i) mult(c)/n!  (even/odd split)."""
+def reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_scale=None, f=None, shifts=None):
+    """Outputs fout_i = [f_scale * f_i +] w_i sum_c B[c] H[c](xi_i) mult(c)/n!  (even/odd split).
+
+    ``shifts`` = (even, odd): {pair index i: expression} added to the even part E_i and the odd
+    part O_i of each pair (even only for a rest population), with f_i added to each output: what
+    TRT subtracts from f (its symmetric and antisymmetric parts times their rates) rides on the
+    parts the pair shares, f'_i = f_i + E_i + O_i, f'_ibar = f_ibar + E_i - O_i."""
     pairs, rest = opposite_pairs(vs)
     w = vs.weights_float(CONSTANT_DIGITS + 10)
     outs = {}
+    plus = " plus (1 - 1/tau) f_i" if f_scale is not None else ""
+    if shifts is not None:
+        plus = " with the parts of f the rates remove, plus f_i"
     b.block("reconstruction: f'_i = w_i sum_n B_n:H_n(xi_i)/n!, even part E_i and odd part O_i"
-            " shared between symmetric pairs" + (" plus (1 - 1/tau) f_i" if f_scale is not None else "")
-            + " (lbgen.model.derivation.reconstruct)")
+            " shared between symmetric pairs" + plus + " (lbgen.model.derivation.reconstruct)")
     even = _symmetric_parts(b, vs, H, B, 0)
     odd = _symmetric_parts(b, vs, H, B, 1)
+    even_shift, odd_shift = shifts if shifts is not None else ({}, {})
     for i, o in pairs:
-        E = b.let(f"E{i}", even[i])
-        O = b.let(f"O{i}", odd[i])
+        E = b.let(f"E{i}", even[i] + even_shift.get(i, 0))
+        O = b.let(f"O{i}", odd[i] + odd_shift.get(i, 0))
         outs[i] = E + O
         outs[o] = E - O
     for i in rest:
-        outs[i] = grouped_sum([(cf, B[c]) for c, cf in _part_form(vs, H, w, i, 0).items()], b)
+        outs[i] = grouped_sum([(cf, B[c]) for c, cf in _part_form(vs, H, w, i, 0).items()], b) + even_shift.get(i, 0)
     result = []
     for i in range(vs.Q):
         expr = outs[i]
         if f_scale is not None:
             expr = f_scale * f[i] + expr
-        if add is not None:
-            expr = add[i] + expr
+        elif shifts is not None:
+            expr = f[i] + expr
         result.append(b.let(f"fout{i}", expr))
     return tuple(result)
 

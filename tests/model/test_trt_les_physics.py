@@ -131,3 +131,25 @@ def test_taylor_green_at_high_re_blows_up_with_bgk_and_stays_finite_with_smagori
     assert all(b < a for a, b in zip(energies, energies[1:])) and energies[0] < e0
     trt = taylor_green_kinetic_energy("trt-les", {"tau": 0.5001, "smagorinsky": 0.17}, steps=500)
     assert len(trt) == 5 and all(b < a for (_, a), (_, b) in zip(trt, trt[1:]))
+
+
+def test_guo_forcing_is_the_shifted_equilibrium_form_the_trt_kernel_uses():
+    """What lbgen.model.collision._trt computes, B_n = w [A_eq,n(u + tau a) - (tau - 1/2)^2 rho (a a)_n], is
+    Guo's w A_eq,n(u + a/2) + (1 - w/2) S_n(u + a/2), S_n = a . d/du A_eq,n (order <= 2, w = 1/tau), identically."""
+    import sympy as sp
+    from lbgen.model.hermite import components, maxwellian_coefficient
+    rho, tau = sp.symbols("rho tau", positive=True)
+    for D in (2, 3):
+        u = sp.symbols(f"u0:{D}", real=True)
+        a = sp.symbols(f"a0:{D}", real=True)
+        v = sp.symbols(f"v0:{D}", real=True)
+        uh = [u[k] + a[k] / 2 for k in range(D)]
+        for n in range(3):
+            for c in components(n, D):
+                m = maxwellian_coefficient(c, rho, v, sp.Integer(1))
+                source = sum(a[k] * sp.diff(m, v[k]) for k in range(D))
+                guo = (m / tau + (1 - 1 / (2 * tau)) * source).subs(dict(zip(v, uh)), simultaneous=True)
+                shifted = maxwellian_coefficient(c, rho, tuple(u[k] + tau * a[k] for k in range(D)), sp.Integer(1))
+                if n == 2:
+                    shifted -= rho * (tau - sp.Rational(1, 2)) ** 2 * sp.Mul(*(a[k] ** c[k] for k in range(D)))
+                assert sp.simplify(guo - shifted / tau) == 0, (D, c)
