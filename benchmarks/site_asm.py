@@ -32,9 +32,16 @@ FLAGS = ("-O3", "-march=native", "-fopenmp", "-std=gnu11", "-fPIC", "-S")
 KERNELS = {
     "d2q37-regularized-walls": ["--velocity-set", "d2q37", "--collision", "regularized", "--walls"],
     "d3q19-bgk": ["--velocity-set", "d3q19", "--collision", "bgk"],
+    "d3q19-trt": ["--velocity-set", "d3q19", "--collision", "trt"],
+    "d3q19-bgk-les": ["--velocity-set", "d3q19", "--collision", "bgk-les"],
+    "d3q19-trt-les": ["--velocity-set", "d3q19", "--collision", "trt-les"],
 }
 #: (velocity set, operator) of each kernel set's collide list
-COLLIDE = {"d2q37-regularized-walls": ("d2q37", "regularized"), "d3q19-bgk": ("d3q19", "bgk")}
+COLLIDE = {"d2q37-regularized-walls": ("d2q37", "regularized"), "d3q19-bgk": ("d3q19", "bgk"),
+           "d3q19-trt": ("d3q19", "trt"), "d3q19-bgk-les": ("d3q19", "bgk-les"),
+           "d3q19-trt-les": ("d3q19", "trt-les")}
+#: what a plain run shows (the operator comparison: --kernels with the d3q19-trt* sets)
+DEFAULT_KERNELS = ("d2q37-regularized-walls", "d3q19-bgk")
 FUNCTIONS = ("fused",)
 _STACK = re.compile(r"\((%rsp|%rbp)\)")
 _FLOP = re.compile(r"^v(add|sub|mul|div|fn?m(add|sub)\d+|min|max|sqrt)[sp][sd]\b")
@@ -88,7 +95,7 @@ def measure(emit_args, workdir: Path, layout: str | None, extra_flags=()):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernels", default=",".join(KERNELS), help="comma-separated: " + ", ".join(KERNELS))
+    ap.add_argument("--kernels", default=",".join(DEFAULT_KERNELS), help="comma-separated: " + ", ".join(KERNELS))
     ap.add_argument("--functions", default=",".join(FUNCTIONS), help="substrings of the function names shown")
     ap.add_argument("--layout", default=None, help="emit layout (default: emit's)")
     ap.add_argument("--flags", default="", help="extra gcc flags (space-separated)")
@@ -104,7 +111,7 @@ def main(argv=None) -> int:
     from lbgen.model.derived import collide
     for kernel in wanted:
         col = collide(COLLIDE[kernel][1], COLLIDE[kernel][0])
-        print(f"{kernel:28} collide list: {len(col.assignments)} assignments, at most "
+        print(f"{kernel:28} collide list: {len(col.assignments)} assignments, {col.flops} operations per site, at most "
               f"{peak_live(col.assignments, col.outputs, col.inputs)} values live")
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(args.keep) / kernel if args.keep else Path(tmp)

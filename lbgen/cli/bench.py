@@ -29,12 +29,22 @@ def _precisions(text: str):
     return items
 
 
-def _collisions(text: str):
+def _collisions(text: str, velocity_set: str = DEFAULT_VELOCITY_SET):
+    """The operators named (``all``: every one the set takes); one the set cannot take is refused in words."""
     from lbgen.model import OPERATORS
-    items = list(OPERATORS) if text.strip() == "all" else _split(text)
+    from lbgen.model.catalog import set_entry
+    from lbgen.model.operators import operator
+    entry = set_entry(velocity_set)
+    takes = [c for c in OPERATORS if not (operator(c).isothermal_only and entry.order >= 3)]
+    items = takes if text.strip() == "all" else _split(text)
     bad = [c for c in items if c not in OPERATORS]
     if bad:
         raise UserError(f"unknown collision operator {bad[0]!r}; choose from {', '.join(OPERATORS)}")
+    for c in items:
+        try:
+            operator(c).check_set(entry.label, entry.order >= 3)
+        except ValueError as e:
+            raise UserError(str(e)) from None
     return items
 
 
@@ -123,7 +133,7 @@ def bench(ctx, backends, layouts, kernels, collisions, precisions, wall_scheme, 
     if repeat < 1:
         raise UserError("--repeat must be >= 1")
     precs = _precisions(precisions)
-    cols = _collisions(collisions)
+    cols = _collisions(collisions, velocity_set.lower())
     backend_list = _split(backends)
     from lbgen.codegen.spec import BACKENDS
     bad = [b for b in backend_list if b not in BACKENDS]
@@ -234,7 +244,7 @@ def tune(ctx, backend, lx, ly, lz, precision, collision, walls, threads, layouts
                         f"choice 2D runs of that set use; the 3D sets are tuned one by one")
     if lz is not None and walls:
         raise UserError(f"--walls: the thermal walls are 2D; 3D tuning ({velocity_set}) times the periodic step")
-    _collisions(collision)
+    _collisions(collision, velocity_set)
     try:
         vl_list = tuple(int(v) for v in _split(vls))
         tcs = [int(t) for t in _split(thread_counts)] if thread_counts else None

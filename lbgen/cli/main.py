@@ -66,12 +66,19 @@ def info(as_json, velocity_set):
     from lbgen import backends
     from lbgen.system.cache import cache_dir
     from lbgen.model import collide
+    from lbgen.model.operators import operator as operator_record
     from lbgen.model.velocity_set import velocity_set as get_vs
     vs_name = velocity_set.lower()
     vs = get_vs(vs_name)
     summary = vs.summary()
     operators = {}
+    refused = {}
     for op in OPERATORS:
+        try:
+            operator_record(op).check_set(vs.name, not vs.isothermal)
+        except ValueError as e:                 # an operator this set cannot take: said, not derived
+            refused[op] = str(e)
+            continue
         asg = collide(op, vs_name)
         operators[op] = {"op_count": asg.flops, "flops_per_site": asg.flops,
                          "assignments": len(asg.assignments), "parameters": [str(p) for p in asg.parameters],
@@ -81,7 +88,8 @@ def info(as_json, velocity_set):
         ok, why = backends.available(b)
         found[b] = {"available": ok, "detail": why}
     found["cuda-shim"] = _cuda_without_gpu()
-    data = {"lbgen": __version__, "velocity_set": summary, "operators": operators, "backends": found,
+    data = {"lbgen": __version__, "velocity_set": summary, "operators": operators, "refused_operators": refused,
+            "backends": found,
             "cache_dir": str(cache_dir())}
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -94,7 +102,9 @@ def info(as_json, velocity_set):
     for s in summary["shells"]:
         click.echo(f"  {'(' + ','.join(map(str, s['shell'])) + ')':<11}{s['count']:>5}  {s['weight_digits']}")
     for op, d in operators.items():
-        click.echo(f"  collide {op:<12} {d['op_count']:>5} flops/site  ({d['description']})")
+        click.echo(f"  collide {op:<16} {d['op_count']:>5} flops/site  ({d['description']})")
+    if refused:
+        click.echo(f"  not on {vs.name}: {', '.join(refused)} (isothermal sets only)")
     for b, d in found.items():
         click.echo(f"  backend {b:<9} {'yes' if d['available'] else 'no '}  {d['detail']}")
     click.echo(f"  cache   {data['cache_dir']}")

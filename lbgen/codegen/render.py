@@ -141,6 +141,11 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "collide_outputs": [str(s) for s in col.outputs],
         "site_outputs": [f"fout{p}" for p in range(vs.Q)],   # what collide_call leaves
         "collide_flops": col.flops,
+        # the example drivers' values of an operator other than bgk and regularized: its records' defaults
+        "example_params": [(p.name, repr(p.default)) for p in OPERATOR_RECORDS[spec.collision].parameters],
+        # a square root in the collision (the subgrid model's closed form): the C source includes math.h
+        "uses_sqrt": any(isinstance(p.exp, sympy.Rational) and not p.exp.is_Integer
+                         for _, e in col.assignments for p in e.atoms(sympy.Pow)),
         "collide_description": col.description,
         "uses_wall": "wall" in [str(p) for p in col.parameters],
         # the wall rows' relaxation time after wall_ in the site function's arguments (", tau_wall_")

@@ -192,6 +192,13 @@ class KernelSpec:
             raise SpecError(f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}")
         if self.collision not in OPERATORS:
             raise SpecError(f"unknown collision operator {self.collision!r}; choose one of {', '.join(OPERATORS)}")
+        entry = MODEL_SETS.get(str(self.velocity_set).lower())
+        if entry is not None:
+            try:
+                OPERATOR_RECORDS[self.collision].check_set(entry.label, entry.order >= 3)
+                OPERATOR_RECORDS[self.collision].check_walls(bool(self.walls))
+            except ValueError as e:
+                raise SpecError(str(e)) from None
         if self.precision == "mixed" and self.backend != "c":
             raise SpecError(f"precision 'mixed' (float storage, double arithmetic) is available on the C backend "
                             f"only, not {self.backend!r}; use double or single there")

@@ -26,6 +26,13 @@ orthogonality under the degree-9 quadrature the moments of the relaxed f are exa
 the relaxed moments, so one reconstruction suffices (tests check it against the literal
 two-stage NumPy version).
 
+TRT (``_trt``; isothermal sets): the symmetric and antisymmetric parts of f - f_eq relaxed with
+tau and tau_minus = 1/2 + Lambda/(tau - 1/2), Guo's force split the same way; the even Hermite
+orders rebuild the symmetric part and the odd ones the antisymmetric part.  The subgrid model
+(``_smagorinsky``; the ``-les`` operators) replaces the shear relaxation time (tau, tau1) by the
+closed-form Smagorinsky tau_eff.  The shared machinery (moments, reconstruction, CSE) is
+``lbgen.model.derivation``.
+
 The Hermite order N follows from the quadrature (``VelocitySet.hermite_order``): 4 for
 D2Q37, 3 for D2V17 and D3Q39, 2 for D2Q9, D3Q19 and D3Q27.  Sets below order 3 are
 isothermal: the equilibrium is taken at theta = 1 (no shift of T), the reported
@@ -39,15 +46,16 @@ T* - T = tau (1 - tau) |a|^2 / D) and the symmetries the reconstruction shares.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-from typing import Dict, List, Tuple
-
 import sympy as sp
 
-from lbgen.model.assignments import AssignmentList, schedule
-from lbgen.model.hermite import Component, components, hermite, maxwellian_coefficient, multiplicity
+from lbgen.model.assignments import AssignmentList
+# the shared machinery (CONSTANT_DIGITS, Builder, cse_assignments, population_symbols: also imported from here)
+from lbgen.model.derivation import (CONSTANT_DIGITS, Builder, component_tag, const, cse_assignments,  # noqa: F401
+                                    fields_of_moments, grouped_sum, hermite_moments, hermite_values, in_blocks,
+                                    opposite_pairs, population_symbols, reconstruct, unit_component)
+from lbgen.model.hermite import components, maxwellian_coefficient, multiplicity
 from lbgen.model.catalog import AXES
-from lbgen.model.operators import force_arguments, operator as operator_record
+from lbgen.model.operators import LES_DESCRIPTION, force_arguments, operator as operator_record
 from lbgen.model.velocity_set import VelocitySet
 
 #: the collision's parameter for the relaxation time of the rows next to a thermal wall (all
@@ -56,335 +64,126 @@ WALL_TAU = "tau_wall"
 #: its default: the fixed value of earlier releases, whose bits it keeps
 WALL_TAU_DEFAULT = 1.0
 
-#: significant digits of the numeric constants written into the generated code
-CONSTANT_DIGITS = 20
-
-
-
-def _const(x) -> sp.Float:
-    return sp.Float(sp.N(x, CONSTANT_DIGITS + 10), CONSTANT_DIGITS)
-
-
-def population_symbols(Q: int, prefix: str = "f") -> Tuple[sp.Symbol, ...]:
-    return tuple(sp.Symbol(f"{prefix}{i}", real=True) for i in range(Q))
-
-
-def _pairs(vs: VelocitySet):
-    """(i, opp(i)) for i < opp(i), and the rest population (its own opposite)."""
-    pairs = [(i, o) for i, o in enumerate(vs.opposite) if i < o]
-    rest = [i for i, o in enumerate(vs.opposite) if i == o]
-    return pairs, rest
-
-
-def _tag(c: Component) -> str:
-    """The digits of a component in symbol names: A20 (2D), A200 (3D)."""
-    return "".join(map(str, c))
-
-
-def _unit(D: int, k: int, n: int = 1) -> Component:
-    """The component n along axis k: (1, 0) for x in 2D, (0, 0, 2) for zz in 3D."""
-    return tuple(n if j == k else 0 for j in range(D))
-
-
-def _hermite_values(vs: VelocitySet, order: int) -> Dict[Component, List[sp.Float]]:
-    """H[c](xi_i) as floats of CONSTANT_DIGITS + 10 digits, for every component up to order."""
-    r = vs.r_float()
-    out = {}
-    for n in range(order + 1):
-        for c in components(n, vs.D):
-            out[c] = [sp.Float(hermite(c, tuple(r * a for a in v)), CONSTANT_DIGITS + 10) for v in vs.velocities]
-    return out
-
-
-def _grouped_sum(terms, builder=None) -> sp.Expr:
-    """sum c_k x_k with equal constants factored: c (x_1 + x_2 + ...).
-
-    sympy distributes a number over a sum (2.0*(x + y) -> 2.0*x + 2.0*y), so with a
-    builder each multi-term group becomes its own assignment, which keeps the factoring.
-    """
-    groups: "OrderedDict[sp.Float, list]" = OrderedDict()
-    for c, x in terms:
-        c = _const(c)
-        if c == 0:
-            continue
-        key = None
-        for k in groups:
-            if k == c or k == -c:
-                key = k
-                break
-        if key is None:
-            groups[c] = [x]
-        else:
-            groups[key].append(x if key == c else -x)
-    total = 0
-    for c, xs in groups.items():
-        group = sp.Add(*xs)
-        if builder is not None and len(xs) > 1 and abs(float(c)) != 1.0:
-            group = builder.let(builder.fresh("g"), group)
-        if float(c) == 1.0:
-            total += group
-        elif float(c) == -1.0:
-            total -= group
-        else:
-            total += c * group
-    return total
-
-
-class Builder:
-    """Accumulates ordered assignments with fresh symbol names, each tagged with the block
-    (moments, equilibrium, relaxation, reconstruction, ...) that produced it."""
-
-    def __init__(self):
-        self.assignments: List[Tuple[sp.Symbol, sp.Expr]] = []
-        self._counter = 0
-        self.blocks: List[str] = []              # block titles in order of appearance
-        self.block_of: Dict[sp.Symbol, int] = {}  # symbol -> index into blocks
-
-    def block(self, title: str) -> None:
-        """Tag the assignments that follow: ``title`` names the block and the model function."""
-        self.blocks.append(title)
-
-    def fresh(self, prefix: str) -> str:
-        self._counter += 1
-        return f"{prefix}{self._counter}"
-
-    def let(self, name: str, expr) -> sp.Symbol:
-        sym = sp.Symbol(name, real=True)
-        self.assignments.append((sym, sp.sympify(expr)))
-        self.block_of[sym] = max(len(self.blocks) - 1, 0)
-        return sym
-
-
-def _moments(b: Builder, vs: VelocitySet, f, H) -> Dict[Component, sp.Symbol]:
-    """Hermite projections A[c] = sum_i f_i H[c](xi_i) for all components up to the set's order."""
-    pairs, rest = _pairs(vs)
-    b.block("moments: pair sums s_i and differences d_i, Hermite projections A_n, n <= 4 "
-            "(lbgen.model.collision._moments)")
-    s = {i: b.let(f"s{i}", f[i] + f[o]) for i, o in pairs}
-    d = {i: b.let(f"d{i}", f[i] - f[o]) for i, o in pairs}
-    A = {}
-    for n in range(vs.hermite_order + 1):
-        for c in components(n, vs.D):
-            if n % 2 == 0:
-                terms = [(H[c][i], s[i]) for i, _ in pairs] + [(H[c][i], f[i]) for i in rest]
-            else:
-                terms = [(H[c][i], d[i]) for i, _ in pairs]
-            A[c] = b.let(f"A{_tag(c)}", _grouped_sum(terms, b))
-    return A
-
-
-def _macroscopic(b: Builder, A, vs: VelocitySet):
-    """rho, u (a tuple of D symbols) and T from the projections (T = 1 for isothermal sets)."""
-    D = vs.D
-    b.block("macroscopic fields rho, u, T from A_0, A_1, A_2 (lbgen.model.collision._macroscopic)")
-    rho = b.let("rho", A[(0,) * D])
-    inv_rho = b.let("inv_rho", 1 / rho)
-    u = tuple(b.let(f"u{AXES[k]}", A[_unit(D, k)] * inv_rho) for k in range(D))
-    if vs.isothermal:
-        return rho, u, sp.Integer(1)
-    # D rho T = sum |xi - u|^2 f = tr A2 + D rho - rho |u|^2
-    T = b.let("T", sp.Add(*(A[_unit(D, k, 2)] for k in range(D))) * inv_rho * sp.Rational(1, D) + 1
-              - sp.Add(*(uk ** 2 for uk in u)) / D)
-    return rho, u, T
-
-
-#: symmetries shared between pairs (velocities taken modulo xi -> -xi), by dimension and
-#: parity.  2D: reflecting y and swapping x and y; modulo inversion they commute, so the even
-#: parts of the pairs of one orbit are a Walsh-Hadamard transform of one sum per character;
-#: the odd parts change sign under inversion, so only the reflection (which commutes with
-#: it) is used for them.  3D: reflecting y and reflecting z (diagonal, so they commute with
-#: each other and with inversion) for both parities.  (The transform is exact for any
-#: generators; commuting ones make most coefficients of a character cancel.)
-_REFLECT_Y = lambda v: (v[0], -v[1]) + tuple(v[2:])      # noqa: E731
-_REFLECT_Z = lambda v: (v[0], v[1], -v[2])               # noqa: E731
-_SWAP = lambda v: (v[1], v[0])                           # noqa: E731
-_GENERATORS = {2: {0: (_REFLECT_Y, _SWAP), 1: (_REFLECT_Y,)},
-               3: {0: (_REFLECT_Y, _REFLECT_Z), 1: (_REFLECT_Y, _REFLECT_Z)}}
-
-
-def _part_form(vs: VelocitySet, H, w, j: int, parity: int) -> Dict[Component, sp.Float]:
-    """{c: w_j H_c(xi_j) mult(c)/n!} over the components of even (0) or odd (1) order n."""
-    return {c: w[j] * H[c][j] * multiplicity(c) / sp.factorial(n)
-            for n in range(parity, vs.hermite_order + 1, 2) for c in components(n, vs.D)}
-
-
-def _symmetric_parts(b: Builder, vs: VelocitySet, H, B, parity: int) -> Dict[int, sp.Expr]:
-    """The even (parity 0) or odd (1) part of every pair i < opp(i), as expressions in B.
-
-    Orbits of pairs under the group generated by ``_GENERATORS[parity]`` (a product of
-    k two-element groups) share their work: the linear form of the image xi_g of the
-    orbit's first velocity under g = (g_1^b_1 ... g_k^b_k) is P_g = sum_c K_g,c B_c.
-    Per character eps (a sign per generator) V_eps = 2^-k sum_g eps^b P_g is a sum over
-    the few components of that symmetry class (most coefficients cancel exactly), and
-    P_g = sum_eps eps^b V_eps is a fast Walsh-Hadamard transform: k stages of + and -.
-    """
-    pairs, _ = _pairs(vs)
-    w = vs.weights_float(CONSTANT_DIGITS + 10)
-    index = {v: i for i, v in enumerate(vs.velocities)}
-    opp = vs.opposite
-    gens = _GENERATORS[vs.D][parity]
-    k = len(gens)
-    parts: Dict[int, sp.Expr] = {}
-    for i, _ in pairs:
-        if i in parts:
-            continue
-        images = []                               # velocity index of xi_g, g in bit order
-        for g in range(2 ** k):
-            v = vs.velocities[i]
-            for j, gen in enumerate(gens):
-                if g >> j & 1:
-                    v = gen(v)
-            images.append(index.get(v))
-        # sets are built from whole shells (all signed permutations): closed under both
-        assert None not in images, f"{vs.name} is not closed under reflection and swap"
-        forms = [_part_form(vs, H, w, j, parity) for j in images]
-        scale = max(abs(float(cf)) for f in forms for cf in f.values()) or 1.0
-        values = []
-        for eps in range(2 ** k):                 # character: bit j set = sign -1 on generator j
-            terms = []
-            for c in forms[0]:
-                coef = sum((-1) ** bin(eps & g).count("1") * forms[g][c] for g in range(2 ** k)) / 2 ** k
-                if abs(float(coef)) > 1e-24 * scale:
-                    terms.append((coef, B[c]))
-            total = _grouped_sum(terms, b)
-            values.append(b.let(b.fresh("V"), total) if total != 0 else sp.Integer(0))
-        for j in range(k):                        # Walsh-Hadamard stages
-            for g in range(2 ** k):
-                if not g >> j & 1:
-                    lo, hi = values[g], values[g | 1 << j]
-                    s_, d_ = lo + hi, lo - hi
-                    values[g] = s_ if not isinstance(s_, sp.Add) or j == k - 1 else b.let(b.fresh("W"), s_)
-                    values[g | 1 << j] = d_ if not isinstance(d_, sp.Add) or j == k - 1 else b.let(b.fresh("W"), d_)
-        for j, value in zip(images, values):
-            p, sign = (j, 1) if j < opp[j] else (opp[j], -1 if parity else 1)
-            if p not in parts:
-                parts[p] = sign * value
-    return parts
-
-
-def _reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_scale=None, f=None):
-    """Outputs fout_i = [f_scale * f_i +] w_i sum_c B[c] H[c](xi_i) mult(c)/n!  (even/odd split)."""
-    pairs, rest = _pairs(vs)
-    w = vs.weights_float(CONSTANT_DIGITS + 10)
-    outs = {}
-    b.block("reconstruction: f'_i = w_i sum_n B_n:H_n(xi_i)/n!, even part E_i and odd part O_i"
-            " shared between symmetric pairs" + (" plus (1 - 1/tau) f_i" if f_scale is not None else "")
-            + " (lbgen.model.collision._reconstruct)")
-    even = _symmetric_parts(b, vs, H, B, 0)
-    odd = _symmetric_parts(b, vs, H, B, 1)
-    for i, o in pairs:
-        E = b.let(f"E{i}", even[i])
-        O = b.let(f"O{i}", odd[i])
-        outs[i] = E + O
-        outs[o] = E - O
-    for i in rest:
-        outs[i] = _grouped_sum([(cf, B[c]) for c, cf in _part_form(vs, H, w, i, 0).items()], b)
-    result = []
-    for i in range(vs.Q):
-        expr = outs[i]
-        if f_scale is not None:
-            expr = f_scale * f[i] + expr
-        result.append(b.let(f"fout{i}", expr))
-    return tuple(result)
-
-
-def cse_assignments(assignments, outputs):
-    """Common-subexpression elimination over the whole ordered list (outputs keep their names),
-    in the order of ``lbgen.model.assignments.schedule`` (few live values)."""
-    syms = [s for s, _ in assignments]
-    exprs = [e for _, e in assignments]
-    # substitute intermediate symbols so CSE sees through them, then let it re-extract
-    replacements, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("t", real=True), order="none",
-                                   optimizations="basic")
-    out = list(replacements)
-    out += list(zip(syms, reduced))
-    return schedule(_drop_unused(_topological(out), outputs), outputs)
-
-
-def _in_blocks(assignments, b: Builder):
-    """Stable-sort the assignments by block, and the (start index, title) of each block.
-
-    A named symbol belongs to the block it was built in; a CSE temporary to the earliest
-    block that uses it.  Every dependency then sits in the same or an earlier block, so
-    the stable sort keeps the list in definition-before-use order, and each block in the
-    order of ``cse_assignments`` (the schedule).
-    """
-    block = {s: b.block_of[s] for s, _ in assignments if s in b.block_of}
-    temporaries = {s for s, _ in assignments if s not in b.block_of}
-    for s, e in reversed(assignments):      # consumers come after their temporaries
-        for dep in e.free_symbols:
-            if dep in temporaries:
-                block[dep] = min(block.get(dep, len(b.blocks)), block[s])
-    ordered = sorted(assignments, key=lambda a: block[a[0]])   # sorted() is stable
-    starts, seen = [], set()
-    for i, (s, _) in enumerate(ordered):
-        if block[s] not in seen:
-            seen.add(block[s])
-            starts.append((i, b.blocks[block[s]]))
-    return tuple(ordered), tuple(starts)
-
-
-def _drop_unused(assignments, outputs):
-    needed = set(outputs)
-    kept = []
-    for sym, expr in reversed(assignments):
-        if sym in needed:
-            kept.append((sym, expr))
-            needed |= expr.free_symbols
-    return tuple(reversed(kept))
-
-
-def _topological(assignments):
-    """Order assignments so each symbol is defined before use (sp.cse output may interleave)."""
-    defined = {}
-    for s, e in assignments:
-        defined[s] = e
-    order, seen = [], set()
-
-    def visit(s):
-        if s in seen or s not in defined:
-            return
-        seen.add(s)
-        for dep in sorted(defined[s].free_symbols, key=str):
-            visit(dep)
-        order.append((s, defined[s]))
-
-    for s, _ in assignments:
-        visit(s)
-    return tuple(order)
-
-
 def _description(record, vs: VelocitySet) -> str:
     """The operator record's description (written for D2Q37, order 4), or one for the set's order."""
     order = vs.hermite_order
-    if order == 4:
+    les = LES_DESCRIPTION if record.base is not None else ""
+    name = record.base or record.name
+    if order == 4 or name == "trt":
         return record.description
-    if record.name == "bgk":
+    if name == "bgk":
         return (f"BGK with shifted-equilibrium forcing (Hermite order {order}"
-                f"{', isothermal: T = 1' if vs.isothermal else ''})")
+                f"{', isothermal: T = 1' if vs.isothermal else ''})" + les)
     taus = ["tau1 = 1/2 + C1/(rho T)", "tau2 = 1/2 + C2/(rho T)", "tau3 = 1/2 + C3"][:order - 1]
     return (f"regularized: {', '.join(f'A{n}' for n in range(2, order + 1))} relaxed with {', '.join(taus)}, "
-            f"force on A1, f rebuilt from A0..A{order}" + (" (isothermal: T = 1)" if vs.isothermal else ""))
+            f"force on A1, f rebuilt from A0..A{order}" + (" (isothermal: T = 1)" if vs.isothermal else "") + les)
+
+
+def _smagorinsky(b: Builder, vs: VelocitySet, A, rho, u, T, a, tau0, cs) -> sp.Symbol:
+    """The shear relaxation time with the Smagorinsky subgrid model, in closed form.
+
+    Hou, Sterling, Chen & Doolen (1996); the form of Yu, Girimaji & Luo (J. Comput. Phys. 209
+    (2005) 599) and Malaspinas & Sagaut (J. Fluid Mech. 700 (2012) 514).  In lattice units
+    (Delta = 1, dt = 1): nu_t = (C_s Delta)^2 |S|, |S| = sqrt(2 S:S), tau_eff = tau0 + nu_t / c_s^2,
+    and the strain rate from the non-equilibrium second moment of the populations relaxing with
+    tau_eff: S = -Pi_neq / (2 rho c_s^2 tau_eff), Pi_neq = sum_i c_i c_i (f_i - f_eq_i).  Then
+    tau_eff^2 - tau0 tau_eff - sqrt(2) C_s^2 |Pi_neq| / (2 rho c_s^4) = 0, |Pi_neq| = sqrt(Pi_neq:Pi_neq),
+    whose positive root is tau_eff = (tau0 + sqrt(tau0^2 + 2 sqrt(2) C_s^2 |Pi_neq| / (rho c_s^4))) / 2
+    (c_s^2 = 1/3: the 18 sqrt(2) C_s^2 |Pi_neq| / rho of the papers).  Here c_i = xi_i / r, c_s^2 = T / r^2
+    and sum_i xi xi (f - f_eq) = A_2 - A_2,eq (the delta of H_2 cancels: the mass is in equilibrium), so
+    |Pi_neq| / c_s^4 = r^2 |A_2 - A_2,eq| / T^2.  f_eq is taken at the half-step (physical) velocity
+    u + a/2, which no relaxation time enters; C_s = 0 gives tau_eff = tau0 bit for bit (sqrt(tau0^2) = tau0
+    in IEEE arithmetic).
+    """
+    D = vs.D
+    b.block("Smagorinsky subgrid model: |Pi_neq| from A_2 - A_2,eq at the half-step velocity, tau_eff in closed "
+            "form (lbgen.model.collision._smagorinsky)")
+    uh = tuple(b.let(f"les_u{AXES[k]}", u[k] + a[k] / 2) for k in range(D))
+    neq = {c: b.let(f"Aneq{component_tag(c)}", A[c] - sp.expand(maxwellian_coefficient(c, rho, uh, T)))
+           for c in components(2, D)}
+    norm2 = b.let("Pi2", sp.Add(*(multiplicity(c) * neq[c] ** 2 for c in components(2, D))))
+    norm = b.let("Pi_neq", sp.sqrt(norm2))
+    coef = const(2 * sp.sqrt(2) * vs.r_float() ** 2)
+    radicand = b.let("les_q", tau0 ** 2 + coef * cs ** 2 * norm * inv_rho_T(rho, T) / T)
+    root = b.let("les_root", sp.sqrt(radicand))
+    return b.let("tau_les", (tau0 + root) / 2)
+
+
+def _trt(b: Builder, vs: VelocitySet, f, H, A, rho, u, a, tau_bulk, magic, wall, tau_wall):
+    """TRT with Guo's forcing: f' = f - w+ (f - f_eq)^+ - w- (f - f_eq)^- + (1 - w+/2) F^+ + (1 - w-/2) F^-.
+
+    Ginzburg, Verhaeghe & d'Humieres, Commun. Comput. Phys. 3 (2008) 427: phi^+-_i = (phi_i +- phi_ibar)/2,
+    ibar the opposite velocity (``VelocitySet.opposite``), w+ = 1/tau, w- = 1/tau_minus with
+    (tau - 1/2)(tau_minus - 1/2) = Lambda.  Guo, Zheng & Shi, PRE 65 (2002) 046308: f_eq at the half-step
+    velocity u + a/2 and the source F_i = w_i [H_1 . rho a + H_2 : rho (u a + a u) / 2].  Even Hermite orders
+    are symmetric in xi -> -xi and odd ones antisymmetric, so the symmetric part of w+ f_eq + (1 - w+/2) F is
+    rebuilt from the even coefficients B_n = w+ A_eq,n + (1 - w+/2) S_n and the antisymmetric part from the
+    odd ones with w-, and the populations enter only as the pair sums s_i and differences d_i.  S_n is the
+    derivative a . d/du of A_eq,n, so (order <= 2) B_n = w [A_eq,n(u + tau_n a) - (tau_n - 1/2)^2 rho (a a)_n]:
+    shifted equilibria at u + tau a (even) and u + tau_minus a (odd), the even ones less a correction
+    (the cheaper form; the identity is checked symbolically by the tests).
+    """
+    D = vs.D
+    b.block("relaxation times tau (tau_wall on wall rows) and tau_minus = 1/2 + Lambda/(tau - 1/2) "
+            "(lbgen.model.collision._trt)")
+    tau_p = b.let("tau_p", wall * tau_wall + (1 - wall) * tau_bulk)
+    tau_m = b.let("tau_m", wall * tau_wall + (1 - wall) * (sp.Rational(1, 2) + magic / (tau_bulk - sp.Rational(1, 2))))
+    om = {0: b.let("om_p", 1 / tau_p), 1: b.let("om_m", 1 / tau_m)}
+    b.block("equilibrium and Guo's source as shifted equilibria: even orders at u + tau a with 1/tau less "
+            "(tau - 1/2)^2 rho a a, odd ones at u + tau_minus a with 1/tau_minus (lbgen.model.collision._trt)")
+    # w A_eq(u + a/2) + (1 - w/2) S(u + a/2) = w [A_eq(u + tau_n a) - (tau_n - 1/2)^2 rho a a] (order <= 2,
+    # tau_n = 1/w): Guo's source is the a-derivative of the equilibrium (tests/model/test_trt_les_physics.py)
+    assert vs.hermite_order <= 2, "TRT is derived for the isothermal (second-order) sets"
+    taus = (tau_p, tau_m)
+    shifted = [tuple(b.let(f"u{'pm'[p]}{AXES[k]}", u[k] + taus[p] * a[k]) for k in range(D)) for p in (0, 1)]
+    rate_rho = [b.let(f"rw{'pm'[p]}", rho * om[p]) for p in (0, 1)]
+    correction = b.let("kaa", rate_rho[0] * (tau_p - sp.Rational(1, 2)) ** 2)
+    B = {}
+    for n in range(vs.hermite_order + 1):
+        p = n % 2
+        for c in components(n, D):
+            coefficient = sp.expand(maxwellian_coefficient(c, rate_rho[p], shifted[p], sp.Integer(1)))
+            if n == 2:
+                coefficient -= correction * sp.Mul(*(a[k] ** c[k] for k in range(D)))
+            B[c] = b.let(f"B{component_tag(c)}", coefficient)
+    pairs, rest = opposite_pairs(vs)
+    half = (b.let("hp", om[0] / 2), b.let("hm", om[1] / 2))
+    # f_i - w+ f^+_i - w- f^-_i: the pair's shares -w+ (f_i + f_ibar)/2 and -w- (f_i - f_ibar)/2 ride on E_i, O_i
+    even = {i: -half[0] * (f[i] + f[o]) for i, o in pairs}
+    even.update({i: -om[0] * f[i] for i in rest})
+    odd = {i: -half[1] * (f[i] - f[o]) for i, o in pairs}
+    return reconstruct(b, vs, H, B, f=f, shifts=(even, odd))
 
 
 def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     """The collide kernel body for one site: inputs f0..f{Q-1}, outputs fout0..."""
     record = operator_record(operator)          # ParameterError (a ValueError) for unknown names
+    record.check_set(vs.name, not vs.isothermal)
+    base = record.base or record.name
     f = population_symbols(vs.Q)
     D = vs.D
     a = tuple(sp.Symbol(n, real=True) for n in force_arguments(D))
     order = vs.hermite_order
-    H = _hermite_values(vs, order)
+    H = hermite_values(vs, order)
     b = Builder()
-    A = _moments(b, vs, f, H)
-    rho, u, T = _macroscopic(b, A, vs)
+    A = hermite_moments(b, vs, f, H)
+    rho, u, T = fields_of_moments(b, A, vs)
     a2 = sp.Add(*(ak ** 2 for ak in a))
     wall = sp.Symbol("wall", real=True)
     # the wall rows' relaxation time (a parameter, > 1/2; 1 by default: the bits of a fixed 1)
     tau_wall = sp.Symbol(WALL_TAU, positive=True)
-    if operator == "bgk":
-        tau_in, = (sp.Symbol(n, positive=True) for n in record.parameter_names)
-        params = (tau_in, *a, wall, tau_wall)
+    symbols = {n: sp.Symbol(n, positive=True) if n in ("tau", "magic") else sp.Symbol(n, real=True)
+               for n in record.parameter_names}
+    params = (*symbols.values(), *a, wall, tau_wall)
+
+    def subgrid(tau0):
+        """tau0, or the Smagorinsky tau_eff of it for an operator with the subgrid model."""
+        if record.base is None:
+            return tau0
+        return _smagorinsky(b, vs, A, rho, u, T, a, tau0, symbols["smagorinsky"])
+
+    if base == "bgk":
+        tau_in = subgrid(symbols["tau"])
         # rows next to a thermal wall (wall = 1) relax with tau = tau_wall, as in the regularized operator
         b.block("relaxation: tau (tau_wall on wall rows) and 1/tau (lbgen.model.collision.collision, bgk)")
         tau = b.let("tau_w", wall * tau_wall + (1 - wall) * tau_in)
@@ -398,17 +197,20 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
         B = {}
         for n in range(order + 1):
             for c in components(n, D):
-                B[c] = b.let(f"B{_tag(c)}", sp.expand(maxwellian_coefficient(c, rho * inv_tau, us, Ts)))
-        outputs = _reconstruct(b, vs, H, B, f_scale=1 - inv_tau, f=f)
-        description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
+                B[c] = b.let(f"B{component_tag(c)}", sp.expand(maxwellian_coefficient(c, rho * inv_tau, us, Ts)))
+        outputs = reconstruct(b, vs, H, B, f_scale=1 - inv_tau, f=f)
+    elif base == "trt":
+        outputs = _trt(b, vs, f, H, A, rho, u, a, subgrid(symbols["tau"]), symbols["magic"], wall, tau_wall)
     else:
-        C1, C2, C3 = (sp.Symbol(n, real=True) for n in record.parameter_names)
-        params = (C1, C2, C3, *a, wall, tau_wall)
+        C1, C2, C3 = (symbols[n] for n in ("C1", "C2", "C3"))
         b.block("relaxation times tau1, tau2, tau3 (tau_wall on wall rows) "
                 "(lbgen.model.collision.collision, regularized)")
         inv_rhoT = b.let("inv_rhoT", inv_rho_T(rho, T))
+        tau1_bulk = sp.Rational(1, 2) + C1 * inv_rhoT
+        if record.base is not None:
+            tau1_bulk = subgrid(b.let("tau1_bulk", tau1_bulk))
         # wall rows (wall = 1) relax everything with tau = tau_wall
-        tau1 = b.let("tau1", wall * tau_wall + (1 - wall) * (sp.Rational(1, 2) + C1 * inv_rhoT))
+        tau1 = b.let("tau1", wall * tau_wall + (1 - wall) * tau1_bulk)
         tau2 = b.let("tau2", wall * tau_wall + (1 - wall) * (sp.Rational(1, 2) + C2 * inv_rhoT))
         tau3 = b.let("tau3", wall * tau_wall + (1 - wall) * (sp.Rational(1, 2) + C3))
         rates = {2: b.let("om1", 1 / tau1), 3: b.let("om2", 1 / tau2), 4: b.let("om3", 1 / tau3)}
@@ -416,19 +218,19 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
                 "A_eq, n = 2..4 (lbgen.model.hermite.maxwellian_coefficient via collision.collision, regularized)")
         us = tuple(b.let(f"us{AXES[k]}", u[k] + tau1 * a[k]) for k in range(D))
         Ts = T if vs.isothermal else b.let("Ts", T + tau1 * (1 - tau1) * a2 / D)
-        eqs = {c: b.let(f"Aeq{_tag(c)}", sp.expand(maxwellian_coefficient(c, rho, us, Ts)))
+        eqs = {c: b.let(f"Aeq{component_tag(c)}", sp.expand(maxwellian_coefficient(c, rho, us, Ts)))
                for n in range(2, order + 1) for c in components(n, D)}
         b.block("relaxation: B_n = A_n + (A_eq,n - A_n)/tau_n, force on A_1 "
                 "(lbgen.model.collision.collision, regularized)")
-        B = {(0,) * D: rho, **{_unit(D, k): A[_unit(D, k)] + rho * a[k] for k in range(D)}}
+        B = {(0,) * D: rho, **{unit_component(D, k): A[unit_component(D, k)] + rho * a[k] for k in range(D)}}
         for n in range(2, order + 1):
             for c in components(n, D):
-                B[c] = b.let(f"B{_tag(c)}", A[c] + (eqs[c] - A[c]) * rates[n])
-        outputs = _reconstruct(b, vs, H, B)
-        description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
+                B[c] = b.let(f"B{component_tag(c)}", A[c] + (eqs[c] - A[c]) * rates[n])
+        outputs = reconstruct(b, vs, H, B)
+    description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
     assert tuple(map(str, params[:-2])) == record.kernel_arguments_of(D), "collision symbols != operator record"
-    assignments, blocks = _in_blocks(cse_assignments(b.assignments, outputs), b)
-    return AssignmentList(name=f"collide_{operator}", inputs=f, parameters=params,
+    assignments, blocks = in_blocks(cse_assignments(b.assignments, outputs), b)
+    return AssignmentList(name=f"collide_{operator.replace('-', '_')}", inputs=f, parameters=params,
                           defaults=((WALL_TAU, WALL_TAU_DEFAULT),),
                           assignments=assignments, outputs=outputs, description=description, blocks=blocks)
 
@@ -491,7 +293,7 @@ def equilibrium(vs: VelocitySet) -> AssignmentList:
     u = tuple(sp.Symbol(f"u{axis}", real=True) for axis in AXES[:D])
     a = tuple(sp.Symbol(n, real=True) for n in force_arguments(D))
     order = vs.hermite_order
-    H = _hermite_values(vs, order)
+    H = hermite_values(vs, order)
     b = Builder()
     du, dT = half_step_shift(vs, a)
     us = tuple(b.let(f"us{AXES[k]}", u[k] - du[k]) for k in range(D))
@@ -500,8 +302,8 @@ def equilibrium(vs: VelocitySet) -> AssignmentList:
     B = {}
     for n in range(order + 1):
         for c in components(n, D):
-            B[c] = b.let(f"B{_tag(c)}", sp.expand(maxwellian_coefficient(c, rho, us, theta)))
-    outputs = _reconstruct(b, vs, H, B)
+            B[c] = b.let(f"B{component_tag(c)}", sp.expand(maxwellian_coefficient(c, rho, us, theta)))
+    outputs = reconstruct(b, vs, H, B)
     assignments = cse_assignments(b.assignments, outputs)
     return AssignmentList(name="equilibrium", inputs=(rho, *u, T), parameters=a,
                           assignments=assignments, outputs=outputs,
@@ -515,20 +317,20 @@ def macroscopic(vs: VelocitySet) -> AssignmentList:
     (u = sum xi f / rho).  What the walls' algebra works on; what lbgen reports is
     ``physical`` of these."""
     f = population_symbols(vs.Q)
-    H = _hermite_values(vs, 2)
+    H = hermite_values(vs, 2)
     b = Builder()
-    pairs, rest = _pairs(vs)
+    pairs, rest = opposite_pairs(vs)
     A = {}
     s = {i: f[i] + f[o] for i, o in pairs}
     d = {i: f[i] - f[o] for i, o in pairs}
     D = vs.D
-    for c in [(0,) * D] + [_unit(D, k) for k in range(D)] + [_unit(D, k, 2) for k in range(D)]:
+    for c in [(0,) * D] + [unit_component(D, k) for k in range(D)] + [unit_component(D, k, 2) for k in range(D)]:
         if sum(c) % 2 == 0:
             terms = [(H[c][i], s[i]) for i, _ in pairs] + [(H[c][i], f[i]) for i in rest]
         else:
             terms = [(H[c][i], d[i]) for i, _ in pairs]
-        A[c] = b.let(f"A{_tag(c)}", _grouped_sum(terms, b))
-    rho, u, T = _macroscopic(b, A, vs)
+        A[c] = b.let(f"A{component_tag(c)}", grouped_sum(terms, b))
+    rho, u, T = fields_of_moments(b, A, vs)
     outputs = tuple(b.let(n, v) for n, v in (("rho_out", rho), *((f"u{AXES[k]}_out", u[k]) for k in range(D)),
                                              ("T_out", T)))
     assignments = cse_assignments(b.assignments, outputs)

@@ -79,6 +79,12 @@ class Operator:
     description: str
     parameters: Tuple[Parameter, ...]
     wall_rows: str                      # what the operator does on the rows next to a thermal wall
+    #: the operator this one adds the Smagorinsky subgrid model to (None: a base operator)
+    base: Optional[str] = None
+    #: why the operator refuses thermal sets (Hermite order >= 3), or None where it takes them
+    isothermal_only: Optional[str] = None
+    #: why the operator refuses the 2D thermal channel walls (the bc kernel), or None where it takes them
+    no_thermal_walls: Optional[str] = None
 
     @property
     def parameter_names(self) -> Tuple[str, ...]:
@@ -104,9 +110,37 @@ class Operator:
                                  f"its parameters are {', '.join(self.parameter_names)}")
         return {p.name: p.check(values.get(p.name, p.default), where) for p in self.parameters}
 
+    def check_set(self, set_name: str, thermal: bool) -> None:
+        """ParameterError, in words, where the operator is not defined on a (thermal) velocity set."""
+        if thermal and self.isothermal_only:
+            raise ParameterError(f"the {self.name} operator is defined on the isothermal sets (D2Q9, D3Q19, D3Q27), "
+                                 f"not on {set_name}: {self.isothermal_only}")
+
+    def check_walls(self, walls: bool) -> None:
+        """ParameterError, in words, where the operator does not take the thermal channel walls."""
+        if walls and self.no_thermal_walls:
+            raise ParameterError(f"the {self.name} operator does not run with the thermal channel walls (--walls): "
+                                 f"{self.no_thermal_walls}; use bounce-back walls (--wall-axes) or a periodic box")
+
 
 TAU = Parameter("tau", 0.8, 0.5, "BGK relaxation time; kinematic viscosity (tau - 1/2) T / r^2 per step")
-OPERATOR_RECORDS: Dict[str, Operator] = {
+#: TRT's "magic" parameter (Ginzburg, Verhaeghe & d'Humieres, Commun. Comput. Phys. 3 (2008) 427):
+#: 3/16 puts the bounce-back wall half-way between the nodes for Poiseuille flow
+MAGIC = Parameter("magic", 3.0 / 16.0, 0.0,
+                  "TRT magic parameter Lambda = (tau - 1/2)(tau_minus - 1/2): fixes the antisymmetric relaxation "
+                  "time tau_minus")
+#: the Smagorinsky constant of the subgrid model (Hou, Sterling, Chen & Doolen, Fields Inst. Commun.
+#: 6 (1996) 151): nu_t = (C_s Delta)^2 |S|, Delta = one lattice spacing; 0 switches the model off
+SMAGORINSKY = Parameter("smagorinsky", 0.1, 0.0,
+                        "Smagorinsky constant C_s: eddy viscosity nu_t = (C_s Delta)^2 |S| from the local "
+                        "non-equilibrium stress (0: off)", low_inclusive=True, high=1.0)
+#: the description of what the subgrid model adds (the closed form: lbgen.model.collision._smagorinsky)
+LES_DESCRIPTION = ("; Smagorinsky subgrid model (Hou et al. 1996): the shear relaxation time becomes "
+                   "tau_eff = (tau + sqrt(tau^2 + 18 sqrt(2) C_s^2 |Pi_neq| / rho)) / 2, |Pi_neq| the "
+                   "Frobenius norm of the non-equilibrium second moment (lattice units) at the half-step velocity")
+#: the suffix of the name of a base operator with the subgrid model
+LES_SUFFIX = "-les"
+_BASE_RECORDS: Dict[str, Operator] = {
     "bgk": Operator(
         "bgk", "BGK with shifted-equilibrium forcing (Hermite order 4)", (TAU,),
         wall_rows="relaxed with tau = tau_wall (default 1: to the equilibrium of the moments the bc imposed)"),
@@ -120,7 +154,34 @@ OPERATOR_RECORDS: Dict[str, Operator] = {
                    order=3),
          Parameter("C3", 0.5, 0.0, "tau3 = 1/2 + C3: relaxation of the fourth-order moments", order=4)),
         wall_rows="all three relaxation times are tau_wall (default 1)"),
+    "trt": Operator(
+        "trt",
+        "TRT (Ginzburg & d'Humieres): the symmetric part (f_i + f_ibar)/2 of f - f_eq relaxed with tau, the "
+        "antisymmetric part (f_i - f_ibar)/2 with tau_minus = 1/2 + Lambda/(tau - 1/2); Guo's forcing "
+        "(Guo, Zheng & Shi, PRE 65 (2002) 046308) split the same way, (1 - 1/(2 tau)) on its symmetric and "
+        "(1 - 1/(2 tau_minus)) on its antisymmetric part, equilibrium at the half-step velocity u + a/2",
+        (TAU, MAGIC),
+        wall_rows="BGK with tau = tau_minus = tau_wall (default 1)",
+        no_thermal_walls="the wall planes of the bc kernel (lbgen.model.wall_planes) are measured for bgk and "
+                         "regularized only, and the wall rows' Guo-forced relaxation is not verified",
+        isothermal_only="its one antisymmetric rate would also fix the heat flux (odd third-order moments) "
+                        "through Lambda, and its Guo source term has no energy part; use bgk or regularized there"),
 }
+
+
+#: why the subgrid operators take no thermal walls
+_LES_WALLS = "the wall planes of the bc kernel (lbgen.model.wall_planes) are measured without the subgrid model"
+
+
+def _with_subgrid_model(base: Operator) -> Operator:
+    """The base operator with the Smagorinsky subgrid model: its parameters, then C_s."""
+    return Operator(base.name + LES_SUFFIX, base.description + LES_DESCRIPTION, base.parameters + (SMAGORINSKY,),
+                    wall_rows=base.wall_rows + " (no subgrid model on wall rows)", base=base.name,
+                    isothermal_only=base.isothermal_only, no_thermal_walls=base.no_thermal_walls or _LES_WALLS)
+
+
+OPERATOR_RECORDS: Dict[str, Operator] = {**_BASE_RECORDS,
+                                         **{n + LES_SUFFIX: _with_subgrid_model(op) for n, op in _BASE_RECORDS.items()}}
 #: operator names, in the order the CLI offers them
 OPERATORS: Tuple[str, ...] = tuple(OPERATOR_RECORDS)
 DEFAULT_OPERATOR = "bgk"

@@ -277,7 +277,49 @@ def collide_regularized(f, C1=1e-3, C2=1e-3, C3=0.5, force=(0.0, 0.0), wall=Fals
 
 # --- driving ---------------------------------------------------------------------------------
 
-_COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized}
+def subgrid_tau(f, tau0, smagorinsky, force=(0.0, 0.0), vs=None):
+    """The Smagorinsky relaxation time (Hou et al. 1996; closed form: Yu, Girimaji & Luo, J. Comput.
+    Phys. 209 (2005) 599, Eq. 14) with the lattice sound speed c_s^2 = T / r^2 of any set:
+    tau_eff = (tau0 + sqrt(tau0^2 + 2 sqrt(2) C_s^2 |Pi| / (rho c_s^4))) / 2, Pi = sum_i c_i c_i (f_i - f_eq,i)
+    in lattice units (c = xi / r): (A_2 - A_2,eq) / r^2 with A_2,eq at the half-step velocity u + a/2."""
+    vs = set_of(vs)
+    rho, ux, uy, T = fields(f, vs)
+    r2 = float(vs.r) ** 2
+    pi = (projections(f, vs)[2] - equilibrium_moments(rho, ux + 0.5 * force[0], uy + 0.5 * force[1], T)[2]) / r2
+    cs2 = T / r2
+    norm = np.sqrt((pi * pi).sum(axis=(0, 1)))
+    return 0.5 * (tau0 + np.sqrt(tau0 * tau0 + 2.0 * np.sqrt(2.0) * smagorinsky ** 2 * norm / (rho * cs2 * cs2)))
+
+
+def _isothermal_operator(name: str):
+    """TRT and the Smagorinsky operators: on an isothermal set those of ``lbgen.reference.trt_les``
+    (written from their papers, in lattice units: f as is, the force a / r), periodic; on a thermal
+    set (bgk-les, regularized-les) this module's BGK and regularized operators with the relaxation
+    time of ``subgrid_tau`` (tau_wall on wall rows, as the kernels)."""
+    def collide_op(f, force=(0.0, 0.0), vs=None, wall=False, tau_wall=1.0, **params):
+        from lbgen.reference import trt_les
+        vs = set_of(vs)
+        base = name.replace("-les", "")
+        if not isothermal(vs) and base != "trt":
+            rho, _, _, T = fields(f, vs)
+            tau0 = params["tau"] if base == "bgk" else 0.5 + params["C1"] / (rho * T)
+            tau = subgrid_tau(f, tau0, params["smagorinsky"], force, vs)
+            if base == "bgk":
+                return collide_bgk(f, tau, force, wall, vs, tau_wall)
+            return collide_regularized(f, (tau - 0.5) * rho * T, params["C2"], params["C3"], force, wall, vs, tau_wall)
+        if not isothermal(vs) or np.any(wall):
+            raise ValueError(f"the oracle's {name} operator is for the isothermal sets without thermal walls, "
+                             f"not {vs.name}{' with walls' if np.any(wall) else ''}")
+        keep = {k: v for k, v in params.items() if k in ("tau", "magic", "C1", "smagorinsky")}
+        c = np.rint(np.asarray(vs.e, dtype=float)).astype(int)
+        return trt_les.collide(f, name, force=np.asarray(force, dtype=float) / vs.r, c=c,
+                               w=np.asarray(vs.weights, dtype=float), **keep)
+    collide_op.__name__ = f"collide_{name.replace('-', '_')}"
+    return collide_op
+
+
+_COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized,
+            **{n: _isothermal_operator(n) for n in ("trt", "bgk-les", "regularized-les", "trt-les")}}
 
 
 def collide(f, operator="bgk", **params):

@@ -313,7 +313,22 @@ def collide_regularized(f, C1=1e-3, force=(0.0, 0.0, 0.0), lat="d3q19"):
     return _col(lat.w, nd) * out
 
 
-_COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized}
+def _isothermal_operator(name: str):
+    """TRT and the Smagorinsky operators of ``lbgen.reference.trt_les`` (written from their papers) on
+    an isothermal lattice; tau, magic, C1 and smagorinsky as keywords."""
+    def collide_op(f, force=(0.0, 0.0, 0.0), lat="d3q19", **params):
+        from lbgen.reference import trt_les
+        lat = lattice(lat)
+        if lat.thermal:
+            raise ValueError(f"the oracle's {name} operator is for the isothermal lattices (D3Q19, D3Q27), "
+                             f"not {lat.name}")
+        return trt_les.collide(f, name, force=np.asarray(force, dtype=float), c=lat.c, w=lat.w, **params)
+    collide_op.__name__ = f"collide_{name.replace('-', '_')}"
+    return collide_op
+
+
+_COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized,
+            **{n: _isothermal_operator(n) for n in ("trt", "bgk-les", "regularized-les", "trt-les")}}
 
 
 def collide(f, operator="bgk", solid=None, **params):

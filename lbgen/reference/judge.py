@@ -131,7 +131,8 @@ class Report:
                               "W": dict(self.wall_amplification), "max": dict(MAX_TOLERANCE)}}
 
     def table(self) -> str:
-        head = (f"{'backend':<10}{'layout':<13}{'collision':<13}{'precision':<10}{'path':<9}{'vs reference':>14}"
+        wc = max([13] + [len(r.collision) + 2 for r in self.rows])     # regularized-les is 15 characters
+        head = (f"{'backend':<10}{'layout':<13}{'collision':<{wc}}{'precision':<10}{'path':<9}{'vs reference':>14}"
                 f"{'tolerance':>11}{'vs c':>12}  status")
         lines = [head, "-" * len(head)]
         for r in self.rows:
@@ -139,7 +140,7 @@ class Report:
             err = "-" if r.error is None else f"{r.error:.2e}"
             tol = "-" if r.tolerance is None else f"{r.tolerance:.1e}"
             vsc = "-" if r.vs_c is None else ("0 (bitwise)" if r.vs_c == 0 else f"{r.vs_c:.2e}")
-            lines.append(f"{r.backend:<10}{tag:<13}{r.collision:<13}{r.precision:<10}{r.path:<9}{err:>14}{tol:>11}"
+            lines.append(f"{r.backend:<10}{tag:<13}{r.collision:<{wc}}{r.precision:<10}{r.path:<9}{err:>14}{tol:>11}"
                          f"{vsc:>12}  {'ok' if r.ok else 'MISMATCH'}{('  ' + r.note) if r.note else ''}")
         for b, why in self.skipped.items():
             lines.append(f"skipped {b}: {why}")

@@ -175,7 +175,7 @@ def solid_mask(shape, seed: int = 0) -> np.ndarray:
 def oracle_parameters3d(collision: str) -> dict:
     """The 3D oracle's operator parameters for the kernels' defaults (regularized: tau = 1/2 + C1/rho)."""
     p = PARAMS[collision]
-    return {"tau": p["tau"]} if collision == "bgk" else {"C1": p["C1"]}
+    return {k: v for k, v in p.items() if k in ("tau", "magic", "C1", "smagorinsky")}
 
 
 # --- what the dimension decides ------------------------------------------------------------------
@@ -220,6 +220,11 @@ def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict
         raise SpecError(f"verify: the wall scheme (--wall-scheme {wall_scheme}) chooses the bc of the 2D thermal "
                         f"walls; {name}'s walls are half-way bounce-back, which has no scheme to choose")
     lat = oracle3d.lattice(name)
+    subgrid = [c for c in collisions if c.endswith("-les")]
+    if lat.thermal and subgrid:
+        raise SpecError(f"verify: the 3D oracle's subgrid operators are for the isothermal D3Q19 and D3Q27; "
+                        f"{name} is verified with --collision bgk (its {subgrid[0]} kernels: the 2D thermal sets' "
+                        f"oracle, lbgen.reference.bulk.subgrid_tau, checks the closed form with T)")
     if lat.thermal and "regularized" in collisions:
         raise SpecError(f"verify: the 3D oracle's regularized operator is second order; {name} (third order) is "
                         f"verified with --collision bgk (its regularized kernels: tests/model/test_physics3d.py)")
@@ -304,6 +309,12 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
                         f"({' x '.join('l' + a for a in 'xyz'[:D])})")
     check_arguments(backends, layouts, collisions, precisions, steps, shape, seed)
     vs = get_velocity_set(name)
+    for collision in collisions:            # an operator the set (or its walls) cannot take: refused in words
+        try:
+            OPERATOR_RECORDS[collision].check_set(set_entry(name).label, not vs.isothermal)
+            OPERATOR_RECORDS[collision].check_walls(walls and D == 2)
+        except ValueError as e:
+            raise SpecError(f"verify: {e}") from None
     case = _CASES[D](shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict)
     chosen = []
     for layout, vl in (list(layouts) or VERIFY_LAYOUTS):   # refuse bad combinations before compiling anything

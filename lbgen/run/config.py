@@ -202,6 +202,11 @@ class RunConfig:
         if self.layout is not None or self.vl not in (None, "auto"):
             LayoutChoice.of(self.layout, self.vl if self.vl != "auto" else None, need_vl=False)
         vs = set_entry(self.velocity_set)
+        try:
+            operator(self.collision).check_set(vs.label, vs.order >= 3)
+            operator(self.collision).check_walls(self.dimension == 2 and self.walls is not None)
+        except ParameterError as e:
+            raise ConfigError(str(e)) from None
         if self.setup == "rayleigh-taylor":
             axis = "yz"[self.dimension - 2]
             held = self.walls is not None if self.dimension == 2 else axis in (self.wall_axes or "")

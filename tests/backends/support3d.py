@@ -12,8 +12,13 @@ SHAPE = (6, 5, 16)
 #: the force of the oracle comparisons, lattice units (velocity gain per step)
 FORCE = np.array([1e-4, -2e-4, 3e-4])
 #: operator parameters: the oracle's and the kernels' (regularized: tau = 1/2 + C1/rho)
-ORACLE_PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 0.07}}
-KERNEL_PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 0.07, "C2": 1e-3, "C3": 0.5}}
+ORACLE_PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 0.07}, "trt": {"tau": 0.8, "magic": 0.1},
+                 "bgk-les": {"tau": 0.52, "smagorinsky": 0.17}, "trt-les": {"tau": 0.52, "magic": 0.25, "smagorinsky": 0.15},
+                 "regularized-les": {"C1": 0.01, "smagorinsky": 0.12}}
+KERNEL_PARAMS = {**ORACLE_PARAMS, "regularized": {"C1": 0.07, "C2": 1e-3, "C3": 0.5},
+                 "regularized-les": {"C1": 0.01, "C2": 1e-3, "C3": 0.5, "smagorinsky": 0.12}}
+#: the operators of lbgen.reference.trt_les (TRT and the Smagorinsky subgrid model)
+NEW_OPERATORS = ("trt", "bgk-les", "regularized-les", "trt-les")
 #: every 3D layout of the kernels: (layout, VL)
 LAYOUTS3D = [("aos", None), ("soa", None), ("csoa", 4), ("csoa", 8), ("caosoa", 4), ("caosoa", 8)]
 R = np.sqrt(3.0)       # d3q19 and d3q27: xi = sqrt(3) c

@@ -23,7 +23,7 @@ from lbgen.codegen.kernel_api import GPU_ENTRY_POINTS_3D
 from lbgen.codegen.spec import KernelSpec
 from lbgen.reference import bulk3d as oracle
 from programs import PROGRAMS
-from support3d import (bounds, FORCE, LAYOUTS3D, R, SHAPE, kernel_run, oracle_run, program3d, random_state)
+from support3d import (bounds, FORCE, LAYOUTS3D, NEW_OPERATORS, R, SHAPE, kernel_run, oracle_run, program3d, random_state)
 
 STEPS = 3
 #: the runtimes under test (lbgen.backends.RUNTIMES names); "cuda" needs a GPU and CuPy
@@ -31,7 +31,9 @@ BACKENDS = ("opencl", "cuda-shim", "cuda")
 #: the fast suite's combinations (backend, layout, vl, set, operator); the rest is slow, except
 #: on a GPU, where the whole sweep is quick (and skipped without one)
 FAST = {("opencl", "caosoa", 8, "d3q19", "bgk"), ("opencl", "soa", None, "d3q27", "regularized"),
-        ("cuda-shim", "csoa", 4, "d3q19", "regularized"), ("cuda-shim", "aos", None, "d3q19", "bgk")}
+        ("cuda-shim", "csoa", 4, "d3q19", "regularized"), ("cuda-shim", "aos", None, "d3q19", "bgk"),
+        ("opencl", "csoa", 4, "d3q27", "trt"), ("cuda-shim", "caosoa", 8, "d3q19", "trt-les"),
+        ("opencl", "soa", None, "d3q19", "regularized-les")}
 
 
 def _need(what, fn):
@@ -85,7 +87,7 @@ def _sweep(fast=FAST):
     for backend in BACKENDS:
         for layout, vl in LAYOUTS3D:
             for name in ("d3q19", "d3q27"):
-                for collision in ("bgk", "regularized"):
+                for collision in ("bgk", "regularized") + NEW_OPERATORS:
                     marks = () if (backend, layout, vl, name, collision) in fast or backend == "cuda" \
                         else (pytest.mark.slow,)
                     yield pytest.param(backend, layout, vl, name, collision, marks=marks,
@@ -203,6 +205,7 @@ def _strict_case(backend, layout, vl, name, collision, fused):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("layout, vl, name, collision, fused",
                          [("caosoa", 8, "d3q19", "bgk", True), ("soa", None, "d3q27", "regularized", False),
+                          ("csoa", 4, "d3q19", "trt-les", True),
                           pytest.param("aos", None, "d3q19", "regularized", True, marks=pytest.mark.slow),
                           pytest.param("csoa", 4, "d3q27", "bgk", True, marks=pytest.mark.slow)])
 def test_strict_builds_are_bit_identical_to_the_c_backend(backend, layout, vl, name, collision, fused):
@@ -244,9 +247,11 @@ def test_sizes_and_boundaries_are_checked_before_any_work(backend):
 
 @pytest.mark.parametrize("layout, vl, collision, name", [
     pytest.param(layout, vl, collision, name, id=f"{name}-{layout}{vl or ''}-{collision}",
-                 marks=() if (layout, name) == ("caosoa", "d3q19") else (pytest.mark.slow,))   # nvcc: 5-20 s each
-    for name in ("d3q19", "d3q27")
-    for layout, vl, collision in [("caosoa", 32, "bgk"), ("soa", None, "regularized"), ("csoa", 8, "bgk")]])
+                 marks=() if (layout, name, collision) == ("caosoa", "d3q19", "bgk") else (pytest.mark.slow,))
+    for name in ("d3q19", "d3q27")                                                   # nvcc: 5-20 s each
+    for layout, vl, collision in [("caosoa", 32, "bgk"), ("soa", None, "regularized"), ("csoa", 8, "bgk"),
+                                  ("caosoa", 32, "trt-les"), ("aos", None, "trt"), ("soa", None, "bgk-les"),
+                                  ("csoa", 8, "regularized-les")]])
 def test_nvcc_compiles_the_3d_cu(layout, vl, collision, name):
     from lbgen.backends.cuda import nvcc
     require(*nvcc.available(), "nvcc")

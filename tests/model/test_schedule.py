@@ -4,17 +4,18 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from lbgen.model import collision as collision_module
+from lbgen.model import collision as collision_module, derivation
 from lbgen.model.assignments import peak_live, schedule
 from lbgen.model.velocity_set import velocity_set
 
-CASES = [("d2q37", "regularized"), ("d2q37", "bgk"), ("d3q19", "bgk"), ("d3q19", "regularized"), ("d2q9", "bgk")]
+CASES = [("d2q37", "regularized"), ("d2q37", "bgk"), ("d3q19", "bgk"), ("d3q19", "regularized"), ("d2q9", "bgk"),
+         ("d3q19", "trt-les")]
 
 
 def _unscheduled(monkeypatch, vs_name, operator):
     """The collide list as the model built it before the scheduler: the CSE order, block-sorted."""
     with monkeypatch.context() as m:
-        m.setattr(collision_module, "schedule", lambda assignments, outputs: tuple(assignments))
+        m.setattr(derivation, "schedule", lambda assignments, outputs: tuple(assignments))
         return collision_module.collision(velocity_set(vs_name), operator)
 
 

@@ -279,3 +279,26 @@ def test_a_lattice_no_default_layout_fits_is_an_error_naming_the_rule(monkeypatc
     _no_compiling(monkeypatch)
     result = CliRunner().invoke(main, ["verify", "--backends", "c", "--ly", "3", "--walls"])
     assert result.exit_code == 2 and "no default layout fits 6 x 3" in result.output and "LY >= 8" in result.output
+
+
+@pytest.mark.parametrize("name, layouts, collisions", [("d2q9", "caosoa-vl4", "trt,bgk-les"),
+                                                       ("d3q19", "csoa-vl4", "trt,bgk-les"),
+                                                       ("d2q37", "caosoa-vl8", "regularized-les")])
+def test_verify_runs_trt_and_the_subgrid_operators_against_their_oracle(name, layouts, collisions):
+    """lbgen verify --collision trt,trt-les: the kernels against lbgen.reference.trt_les (through bulk / bulk3d);
+    the thermal D2Q37's subgrid operators against bulk's own operators with bulk.subgrid_tau."""
+    r = _verify("--velocity-set", name, "--collision", collisions, "--backends", "c", "--layouts", layouts,
+                "--steps", "5")
+    data = json.loads(r.output)
+    assert data["ok"] is True and {row["collision"] for row in data["rows"]} == set(collisions.split(","))
+    assert all(row["error"] <= 1e-12 for row in data["rows"])
+
+
+def test_verify_refuses_trt_on_a_thermal_set_and_with_thermal_walls_in_words():
+    with pytest.raises(verify_module.SpecError, match="trt operator is defined on the isothermal sets"):
+        verify_module.verify(backends=["c"], layouts=[("soa", None)], collisions=["trt"], velocity_set="d2q37")
+    with pytest.raises(verify_module.SpecError, match="trt-les operator does not run with the thermal channel walls"):
+        verify_module.verify(backends=["c"], layouts=[("soa", None)], collisions=["trt-les"], velocity_set="d2q9",
+                             walls=True)
+    with pytest.raises(verify_module.SpecError, match="3D oracle's subgrid operators are for the isothermal"):
+        verify_module.verify(backends=["c"], layouts=[("soa", None)], collisions=["bgk-les"], velocity_set="d3q39")

@@ -649,7 +649,7 @@ static __attribute__((noinline)) void lbgen_propagate_sweep_(const lbgen_real *r
    The blocks are marked with the lbgen.model function that derived them. */
 static inline __attribute__((always_inline)) void lbgen_collide_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36, real *restrict o0, real *restrict o1, real *restrict o2, real *restrict o3, real *restrict o4, real *restrict o5, real *restrict o6, real *restrict o7, real *restrict o8, real *restrict o9, real *restrict o10, real *restrict o11, real *restrict o12, real *restrict o13, real *restrict o14, real *restrict o15, real *restrict o16, real *restrict o17, real *restrict o18, real *restrict o19, real *restrict o20, real *restrict o21, real *restrict o22, real *restrict o23, real *restrict o24, real *restrict o25, real *restrict o26, real *restrict o27, real *restrict o28, real *restrict o29, real *restrict o30, real *restrict o31, real *restrict o32, real *restrict o33, real *restrict o34, real *restrict o35, real *restrict o36, const real tau_, const real ax_, const real ay_, const real wall_, const real tau_wall_)
 {
-    /* --- moments: pair sums s_i and differences d_i, Hermite projections A_n, n <= 4 (lbgen.model.collision._moments) --- */
+    /* --- moments: pair sums s_i and differences d_i, Hermite projections A_n, n <= 4 (lbgen.model.derivation.hermite_moments) --- */
     const real s3 = f3 + f33;
     const real s7 = f29 + f7;
     const real t0 = s3 + s7;
@@ -739,7 +739,7 @@ static inline __attribute__((always_inline)) void lbgen_collide_site(const real 
     const real g11 = t32;
     const real g9 = t30;
     const real A20 = 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t33;
-    /* --- macroscopic fields rho, u, T from A_0, A_1, A_2 (lbgen.model.collision._macroscopic) --- */
+    /* --- macroscopic fields rho, u, T from A_0, A_1, A_2 (lbgen.model.derivation.fields_of_moments) --- */
     const real rho = A00;
     const real inv_rho = (1.0/(rho));
     const real ux = A10*inv_rho;
@@ -782,7 +782,7 @@ static inline __attribute__((always_inline)) void lbgen_collide_site(const real 
     const real B11 = t51;
     const real B30 = t46*t55;
     const real B10 = t46;
-    /* --- reconstruction: f'_i = w_i sum_n B_n:H_n(xi_i)/n!, even part E_i and odd part O_i shared between symmetric pairs plus (1 - 1/tau) f_i (lbgen.model.collision._reconstruct) --- */
+    /* --- reconstruction: f'_i = w_i sum_n B_n:H_n(xi_i)/n!, even part E_i and odd part O_i shared between symmetric pairs plus (1 - 1/tau) f_i (lbgen.model.derivation.reconstruct) --- */
     const real t66 = inv_tau - 1.0;
     const real t60 = B02 + B20;
     const real t63 = -B02 + B20;

@@ -581,7 +581,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict_
    The blocks are marked with the lbgen.model function that derived them. */
 static __device__ __forceinline__ void lbgen_collide_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36, real *__restrict__ o0, real *__restrict__ o1, real *__restrict__ o2, real *__restrict__ o3, real *__restrict__ o4, real *__restrict__ o5, real *__restrict__ o6, real *__restrict__ o7, real *__restrict__ o8, real *__restrict__ o9, real *__restrict__ o10, real *__restrict__ o11, real *__restrict__ o12, real *__restrict__ o13, real *__restrict__ o14, real *__restrict__ o15, real *__restrict__ o16, real *__restrict__ o17, real *__restrict__ o18, real *__restrict__ o19, real *__restrict__ o20, real *__restrict__ o21, real *__restrict__ o22, real *__restrict__ o23, real *__restrict__ o24, real *__restrict__ o25, real *__restrict__ o26, real *__restrict__ o27, real *__restrict__ o28, real *__restrict__ o29, real *__restrict__ o30, real *__restrict__ o31, real *__restrict__ o32, real *__restrict__ o33, real *__restrict__ o34, real *__restrict__ o35, real *__restrict__ o36, const real tau_, const real ax_, const real ay_, const real wall_, const real tau_wall_)
 {
-    /* --- moments: pair sums s_i and differences d_i, Hermite projections A_n, n <= 4 (lbgen.model.collision._moments) --- */
+    /* --- moments: pair sums s_i and differences d_i, Hermite projections A_n, n <= 4 (lbgen.model.derivation.hermite_moments) --- */
     const real s3 = f3 + f33;
     const real s7 = f29 + f7;
     const real t0 = s3 + s7;
@@ -671,7 +671,7 @@ static __device__ __forceinline__ void lbgen_collide_site(const real f0, const r
     const real g11 = t32;
     const real g9 = t30;
     const real A20 = 4.731042282921028*g10 + 0.43276057073025703*g11 + 11.894845136572313*g9 - t33;
-    /* --- macroscopic fields rho, u, T from A_0, A_1, A_2 (lbgen.model.collision._macroscopic) --- */
+    /* --- macroscopic fields rho, u, T from A_0, A_1, A_2 (lbgen.model.derivation.fields_of_moments) --- */
     const real rho = A00;
     const real inv_rho = (1.0/(rho));
     const real ux = A10*inv_rho;
@@ -714,7 +714,7 @@ static __device__ __forceinline__ void lbgen_collide_site(const real f0, const r
     const real B11 = t51;
     const real B30 = t46*t55;
     const real B10 = t46;
-    /* --- reconstruction: f'_i = w_i sum_n B_n:H_n(xi_i)/n!, even part E_i and odd part O_i shared between symmetric pairs plus (1 - 1/tau) f_i (lbgen.model.collision._reconstruct) --- */
+    /* --- reconstruction: f'_i = w_i sum_n B_n:H_n(xi_i)/n!, even part E_i and odd part O_i shared between symmetric pairs plus (1 - 1/tau) f_i (lbgen.model.derivation.reconstruct) --- */
     const real t66 = inv_tau - 1.0;
     const real t60 = B02 + B20;
     const real t63 = -B02 + B20;
