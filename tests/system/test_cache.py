@@ -113,7 +113,7 @@ def test_damaged_model_entry_is_derived_again(cache_root, capsys, damage):
 
 
 def test_flipped_bit_in_the_tune_choices_drops_them(cache_root, monkeypatch, capsys):
-    monkeypatch.setattr(tune, "machine_key", lambda backend: {"hostname": "h", "cpu": "c", "backend": backend,
+    monkeypatch.setattr(tune, "machine_key", lambda backend, device=None: {"hostname": "h", "cpu": "c", "backend": backend,
                                                               "device": "d"})
     case = ("c", 8, 64, "double", "bgk", False, 0)
     key, fields = tune._case_key(*case)
