@@ -53,6 +53,8 @@ KERNEL_OPTIONS3D = {
     "C1": ({"collision": "regularized"}, 1e-3, 5e-3),
     "C2": ({"collision": "regularized", "velocity_set": "d3q39"}, 1e-3, 5e-3),
     "C3": ({"collision": "regularized", "velocity_set": "d3q103"}, 0.5, 0.9),
+    "magic": ({"collision": "trt"}, 0.1875, 0.25),
+    "smagorinsky": ({"collision": "bgk-les"}, 0.1, 0.2),
     "velocity_set": ({}, "d3q19", "d3q27"),
     "backend": ({}, "c", "opencl"),
     "layout": ({}, "soa", "aos"), "vl": ({"layout": "caosoa"}, 4, 8),
