@@ -181,16 +181,29 @@ def gpu_runtime():
     return runtime()
 
 
+def _loaded_mpi_libraries() -> Tuple[str, ...]:
+    """The MPI libraries this process has loaded (libmpi*.so*, from /proc/self/maps; none where
+    there is no /proc)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/libmpi" in line}
+    except OSError:
+        return ()
+    return tuple(sorted(p for p in paths if p.rsplit("/", 1)[-1].startswith("libmpi")))
+
+
 def mpi_cuda_aware() -> bool:
     """Whether the MPI library mpi4py loaded takes CUDA device pointers (MPIX_Query_cuda_support,
     an extension of MPICH and Open MPI; False where the library lacks it)."""
     import ctypes
     from mpi4py import MPI  # noqa: F401 - loads the library
-    try:
-        from mpi4py._mpiabi import _dlopen_libmpi
-        library = _dlopen_libmpi()
-    except (ImportError, OSError, AttributeError):
-        library = ctypes.CDLL(None)
+    library = ctypes.CDLL(None)
+    for path in _loaded_mpi_libraries():   # the libmpi mpi4py loaded (perhaps not global)
+        try:
+            library = ctypes.CDLL(path)
+            break
+        except OSError:
+            continue
     query = getattr(library, "MPIX_Query_cuda_support", None)
     return bool(query()) if query is not None else False
 
