@@ -94,6 +94,10 @@ class GPUProgram(Program):
 
     def _bounds_changed(self) -> None:
         """The boundaries as the kernels' last four arguments, the lid velocities and the mask on the device."""
+        if self.open_bounds is not None:
+            self.bounds = self.open_bounds = self._bounds_args = None
+            raise ValueError(f"open faces (inlets, outlets, outflows, slips) run on the C runtime; the "
+                             f"{self.spec.backend} kernels take walls, lids and masks only (use backend='c')")
         if self.bounds is None:
             self._bounds_args = None
             return

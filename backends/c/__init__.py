@@ -190,6 +190,11 @@ class CProgram(HostBuffers, Program):
             walls, lids, lid, solid = self.bounds
             fields.update(walls=walls, lids=lids, lid=lid.tolist(),
                           solid=self.ffi.NULL if solid is None else self.ffi.cast("const uint8_t *", solid.ctypes.data))
+        if self.open_bounds is not None:
+            inlets, outlets, outflows, slips, rho_out, inflow = self.open_bounds
+            fields.update(inlets=inlets, outlets=outlets, outflows=outflows, slips=slips, rho_out=rho_out.tolist(),
+                          inflow=self.ffi.NULL if inflow is None else self.ffi.cast("const double *",
+                                                                                   inflow.ctypes.data))
         if self.spec.walls:
             bottom, top = sides
             fields.update(T_bottom=float(T_bottom), T_top=float(T_top), adiabatic_bottom=int(bool(adiabatic[0])),
