@@ -182,7 +182,7 @@ class BounceBack:
 
     def check_runs(self, device_backend, time_block, backend: str = "c") -> None:
         """SimulationError where they cannot run: a host + device split; a 2D time block; open
-        faces on a GPU runtime or in a time block."""
+        faces in a time block."""
         if device_backend is not None:
             raise SimulationError(f"bounce-back walls, lids and masks ({self.describe()}) run on one backend: "
                                   f"a host + device run (device_backend={device_backend!r}) splits the lattice in X")
@@ -193,9 +193,6 @@ class BounceBack:
             raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) reads its sources "
                                   f"through row pointers that do not reach the open faces' neighbours "
                                   f"({self.open.describe()}); use time_block=1")
-        if self.open and backend != "c":
-            raise SimulationError(f"backend={backend!r}: the open faces ({self.open.describe()}) run on the C "
-                                  f"backend (backend='c'); the GPU kernels take walls, lids and masks")
 
     def kernel_fields(self, faces=None, solid=None) -> dict:
         """The keyword arguments of ``Program.set_boundaries``: the whole lattice's, or
