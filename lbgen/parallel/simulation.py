@@ -79,6 +79,11 @@ class DistributedSimulation(DistributedState, Lattice):
         try:
             depth = 1 if time_block == "auto" else time_block_value(time_block, allow_auto=False)
             thermal = isinstance(kw.get("walls"), Walls)
+            opened = [k for k in ("inlet", "outlet", "outflow", "slip") if kw.get(k) is not None]
+            if opened:
+                raise SimulationError(f"{', '.join(opened)}: the open faces (lbgen.simulation.open_faces) run in one "
+                                      f"process; a distributed lattice ({comm.size} ranks) takes walls, lids and "
+                                      f"masks")
             bounds = None if thermal else BounceBack.of(kw.get("walls"), kw.get("lid"), mask, self.shape, vs_name)
             if bounds is not None:
                 bounds.check_runs(kw.get("device_backend"), depth)

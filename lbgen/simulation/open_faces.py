@@ -359,3 +359,17 @@ def open_faces(inlet=None, outlet=None, outflow=None, slip=None, *, walls=(), sh
                                       + ", ".join(f"{b}={i}" for b, i in zip([b for b in AXES[:D] if b != f[0]], at))
                                       + "); keep bodies one site away from open faces")
     return OpenFaces(inlets, outlets, outflows, slips, profiles)
+
+
+def face_fluxes(fields: Mapping[str, np.ndarray], faces, r: float) -> Dict[str, float]:
+    """The mass flux out of the lattice through each open face of ``faces`` ({face: kind}),
+    sites per step (lattice units: the model velocity over ``r``): the sum of rho u_n over the
+    face's layer of sites, u_n the physical velocity along the outward normal (negative: in)."""
+    out = {}
+    for face in faces:
+        a = AXES.index(face[0])
+        u = np.asarray(fields["u" + face[0]])
+        layer = 0 if face[1] == "low" else u.shape[a] - 1
+        flux = np.take(np.asarray(fields["rho"]) * u, layer, axis=a).sum() / r
+        out["-".join(face)] = float(-flux if face[1] == "low" else flux)
+    return out
