@@ -111,9 +111,9 @@ def as_outlets(value) -> Dict[str, Any]:
 
 def as_faces(value) -> str:
     """'y' or 'z-high, x' -> 'y-low y-high' / 'z-high x-low x-high': faces or axes (both faces)."""
-    from lbgen.simulation.open_faces import _faces_of
+    from lbgen.simulation.open_faces import faces_of
     try:
-        return " ".join("-".join(f) for f in _faces_of(value, 3, "slip", axes_allowed=True))
+        return " ".join("-".join(f) for f in faces_of(value, 3, "slip", axes_allowed=True))
     except (ValueError, RuntimeError) as e:
         raise ValueError(f"is not a set of faces: {e}") from None
 

@@ -71,7 +71,7 @@ def inward(face: Face) -> int:
     return 1 if face[1] == "low" else -1
 
 
-def _faces_of(value, D: int, what: str, axes_allowed: bool) -> Tuple[Face, ...]:
+def faces_of(value, D: int, what: str, axes_allowed: bool) -> Tuple[Face, ...]:
     """Faces given as 'x-high', 'x-high y-low', a sequence of them, or (axes_allowed) axes."""
     if value is None:
         return ()
@@ -113,7 +113,7 @@ def _mapping(value, D: int, what: str, default) -> Dict[Face, object]:
                 raise SimulationError(f"{what}: the {'-'.join(f)} face is given twice; give each face once")
             out[f] = v
         return out
-    return {f: default for f in _faces_of(value, D, what, axes_allowed=False)}
+    return {f: default for f in faces_of(value, D, what, axes_allowed=False)}
 
 
 @dataclass(frozen=True)
@@ -317,8 +317,8 @@ def open_faces(inlet=None, outlet=None, outflow=None, slip=None, *, walls=(), sh
     D = len(shape)
     inlets_in = _mapping(inlet, D, "inlet", None)
     outlets_in = _mapping(outlet, D, "outlet", 1.0)
-    outflows = _faces_of(outflow, D, "outflow", axes_allowed=False)
-    slips = _faces_of(slip, D, "slip", axes_allowed=True)
+    outflows = faces_of(outflow, D, "outflow", axes_allowed=False)
+    slips = faces_of(slip, D, "slip", axes_allowed=True)
     given = [("wall", f) for f in walls] + [("inlet", f) for f in inlets_in] + [("outlet", f) for f in outlets_in] \
         + [("outflow", f) for f in outflows] + [("slip", f) for f in slips]
     if len(given) == len(walls):
