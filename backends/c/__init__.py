@@ -234,7 +234,7 @@ class CProgram(HostBuffers, Program):
             par = self._par(params, sides=sides)
         status = self._fn("fused_tb")(self._ptr(prv), self._ptr(nxt), *self._sizes, depth, par)
         if status == 3:
-            raise ValueError("fused_tb: these bounce-back boundaries (set_boundaries) are not time-blocked; "
+            raise ValueError("fused_tb: these bounce-back boundaries or open faces (set_boundaries) are not time-blocked; "
                              "step with fused")
         if status == 1:
             raise MemoryError(f"fused_tb: no memory for the per-thread ring of {depth - 1} time levels")
