@@ -57,28 +57,43 @@ class Program(ColumnExchange, abc.ABC):
         self.prefix = spec.prefix
         #: the bounce-back boundaries every sweep honours (set_boundaries; None: periodic)
         self.bounds = None
+        self.open_bounds = None
         #: what moved between host and device memory so far ("to host bytes", "to host copies",
         #: "to device bytes", "to device copies"): whole buffers, column ranges and halo slabs
         self.transfers = collections.Counter()
 
     # --- the boundaries: one description for any D ------------------------------------------
-    def set_boundaries(self, walls: int = 0, lids: int = 0, lid=None, solid=None) -> None:
-        """The bounce-back boundaries of every following sweep (the ``<prefix>_params`` fields;
-        ``lbgen.simulation.boundaries`` parses and checks a simulation's walls, lids and mask and
-        gives these with ``face_bits``): ``walls`` and ``lids`` face bits (bit 2a + s: side s,
+    def set_boundaries(self, walls: int = 0, lids: int = 0, lid=None, solid=None, *, inlets: int = 0,
+                       outlets: int = 0, outflows: int = 0, slips: int = 0, rho_out=None, inflow=None) -> None:
+        """The boundaries of every following sweep (the ``<prefix>_params`` fields;
+        ``lbgen.simulation.boundaries`` parses and checks a simulation's walls, lids, open faces and
+        mask and gives these with ``face_bits`` / ``BounceBack.kernel_fields``): ``walls`` and ``lids`` face bits (bit 2a + s: side s,
         low high, of axis a, x y z), ``lid`` the (2D, D) face velocities (model units), ``solid``
-        a bool or uint8 array of the lattice's shape (nonzero: solid) or None.  All 0 and None:
-        periodic."""
+        a bool or uint8 array of the lattice's shape (nonzero: solid) or None; the open faces
+        (``lbgen.simulation.open_faces``): ``inlets``, ``outlets``, ``outflows``, ``slips`` face bits,
+        ``rho_out`` the (2D,) outlet densities, ``inflow`` the inlets' face-site velocities (the
+        kernels' flat layout, ``open_faces.inflow_size``).  All 0 and None: periodic."""
         D, faces = self.D, 2 * self.D
-        if self.spec.walls and (walls or lids or solid is not None):
-            raise ValueError("bounce-back walls, lids and solid cells are not available in kernels generated with "
-                             "the thermal walls (KernelSpec(walls=True))")
-        for name, bits in (("walls", walls), ("lids", lids)):
+        opened = inlets or outlets or outflows or slips
+        if self.spec.walls and (walls or lids or solid is not None or opened):
+            raise ValueError("bounce-back walls, lids, open faces and solid cells are not available in kernels "
+                             "generated with the thermal walls (KernelSpec(walls=True))")
+        kinds = (("walls", walls), ("lids", lids), ("inlets", inlets), ("outlets", outlets),
+                 ("outflows", outflows), ("slips", slips))
+        for name, bits in kinds:
             if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 0 <= bits < 1 << faces:
                 raise ValueError(f"{name}={bits!r}: face bits of a {D}D lattice, an integer 0 .. {(1 << faces) - 1} "
                                  f"(bit 2a + s: side s of axis a)")
         if lids & ~walls:
             raise ValueError(f"lids={lids} names a face without a wall (walls={walls}): a lid is a moving wall")
+        for i, (n1, b1) in enumerate(kinds):
+            for n2, b2 in kinds[i + 1:]:
+                if n1 != "walls" or n2 != "lids":
+                    if b1 & b2:
+                        raise ValueError(f"{n1}={b1} and {n2}={b2} share face bit(s) {b1 & b2}: a face has one kind")
+        if opened and self.vs.max_hop != 1:
+            raise ValueError(f"open faces (inlets, outlets, outflows, slips) need a velocity set whose hops are 1; "
+                             f"{self.spec.velocity_set} hops {self.vs.max_hop}")
         lid = np.zeros((faces, D)) if lid is None else np.asarray(lid, dtype=np.float64)
         if lid.size != faces * D:
             raise ValueError(f"lid: {lid.size} values; a {D}D lattice takes {faces} faces x {D} velocity components")
@@ -89,7 +104,20 @@ class Program(ColumnExchange, abc.ABC):
                 raise ValueError(f"solid: a {solid.dtype} array of shape {solid.shape}; the mask is a bool or uint8 "
                                  f"array of this program's lattice shape {self.shape}")
             solid = np.ascontiguousarray(solid, dtype=np.uint8)
-        self.bounds = (int(walls), int(lids), lid, solid) if (walls or solid is not None) else None
+        rho_out = np.ones(faces) if rho_out is None else np.asarray(rho_out, dtype=np.float64).reshape(-1)
+        if rho_out.size != faces:
+            raise ValueError(f"rho_out: {rho_out.size} values; a {D}D lattice takes one density per face ({faces})")
+        size = sum(D * int(np.prod(self.shape)) // self.shape[f // 2] for f in range(faces))
+        if inlets:
+            if inflow is None or np.asarray(inflow).size != size:
+                raise ValueError(f"inflow: the inlets' face-site velocities, {size} values on this lattice "
+                                 f"(open_faces.inflow_size); got {None if inflow is None else np.asarray(inflow).size}")
+            inflow = np.ascontiguousarray(inflow, dtype=np.float64).reshape(-1)
+        else:
+            inflow = None
+        self.bounds = (int(walls), int(lids), lid, solid) if (walls or solid is not None or opened) else None
+        #: the open faces of ``bounds`` (inlets, outlets, outflows, slips, rho_out, inflow), or None
+        self.open_bounds = (int(inlets), int(outlets), int(outflows), int(slips), rho_out, inflow) if opened else None
         self._bounds_changed()
 
     def _bounds_changed(self) -> None:

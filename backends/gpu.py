@@ -98,9 +98,15 @@ class GPUProgram(Program):
             self._bounds_args = None
             return
         walls, lids, lid, solid = self.bounds
+        opens, openv = 0, None
+        if self.open_bounds is not None:     # the face bits at 0, 6, 12, 18; the densities, then the inflow
+            inlets, outlets, outflows, slips, rho_out, inflow = self.open_bounds
+            opens = inlets | outlets << 6 | outflows << 12 | slips << 18
+            values = rho_out if inflow is None else np.concatenate([rho_out, inflow])
+            openv = self._to_device(np.ascontiguousarray(values, dtype=self.lid_dtype))
         self._bounds_args = [np.int32(walls), np.int32(lids),
                              self._to_device(np.ascontiguousarray(lid.reshape(-1), dtype=self.lid_dtype)),
-                             None if solid is None else self._to_device(solid.reshape(-1))]
+                             None if solid is None else self._to_device(solid.reshape(-1)), np.int32(opens), openv]
 
     def _skip_device(self, skip):
         """The diagnostics' mask argument: ``skip``, else the boundaries' solid cells (on the device), or None."""
@@ -147,7 +153,7 @@ class GPUProgram(Program):
                                     dtype=self.field_dtype)
 
     def _bc_args(self):
-        return self._bounds_args or [np.int32(0), np.int32(0), None, None]
+        return self._bounds_args or [np.int32(0), np.int32(0), None, None, np.int32(0), None]
 
     def halo(self, f) -> None:
         self._call("halo", self.halo_items, [self._buf(f), *self._sizes], (0,))

@@ -190,6 +190,11 @@ class CProgram(HostBuffers, Program):
             walls, lids, lid, solid = self.bounds
             fields.update(walls=walls, lids=lids, lid=lid.tolist(),
                           solid=self.ffi.NULL if solid is None else self.ffi.cast("const uint8_t *", solid.ctypes.data))
+        if self.open_bounds is not None:
+            inlets, outlets, outflows, slips, rho_out, inflow = self.open_bounds
+            fields.update(inlets=inlets, outlets=outlets, outflows=outflows, slips=slips, rho_out=rho_out.tolist(),
+                          inflow=self.ffi.NULL if inflow is None else self.ffi.cast("const double *",
+                                                                                   inflow.ctypes.data))
         if self.spec.walls:
             bottom, top = sides
             fields.update(T_bottom=float(T_bottom), T_top=float(T_top), adiabatic_bottom=int(bool(adiabatic[0])),
@@ -229,7 +234,7 @@ class CProgram(HostBuffers, Program):
             par = self._par(params, sides=sides)
         status = self._fn("fused_tb")(self._ptr(prv), self._ptr(nxt), *self._sizes, depth, par)
         if status == 3:
-            raise ValueError("fused_tb: these bounce-back boundaries (set_boundaries) are not time-blocked; "
+            raise ValueError("fused_tb: these bounce-back boundaries or open faces (set_boundaries) are not time-blocked; "
                              "step with fused")
         if status == 1:
             raise MemoryError(f"fused_tb: no memory for the per-thread ring of {depth - 1} time levels")

@@ -359,6 +359,9 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     cfg, sim = runner.cfg, runner.sim      # the lattice run: an --init file's, not the default
     from lbgen.simulation.boundaries import BounceBack
     box = [BounceBack(sim.wall_faces, sim.lid, None, 3).describe()] if sim.wall_faces else []
+    opened = getattr(getattr(sim, "bounds", None), "open", None)
+    if opened:
+        box.append(opened.describe())
     if sim.mask is not None:
         box.append(f"geometry {cfg.geometry} ({100.0 * sim.mask.mean():.3g}% solid)")
     regions = getattr(sim, "regions", ())          # host + device: the regions along X
@@ -389,6 +392,12 @@ def _report(runner, result, save):
     speed = f"{result['mlups']:.2f} MLUPS" if result["mlups"] is not None else "no steps timed"
     click.echo(f"done: {result['steps_run']} steps in {result['seconds']:.3f} s, {speed}; "
                f"step {result['steps']}, total mass {float(out['rho'].sum()):.12g}")
+    opened = getattr(getattr(runner.sim, "bounds", None), "open", None)
+    if opened and any(k != "slip" for k in opened.kinds().values()):      # inlets, outlets, outflows
+        from lbgen.simulation.open_faces import face_fluxes
+        flux = face_fluxes(out, [f for f, k in opened.kinds().items() if k != "slip"], runner.sim.vs.r)
+        click.echo("mass flux out through the open faces (sites/step; negative: in): "
+                   + ", ".join(f"{f} {v:+.6g}" for f, v in flux.items()) + f"; net {sum(flux.values()):+.3g}")
     if runner.cfg.out:
         click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
     if save:

@@ -236,7 +236,7 @@ def measure_paths(comm, cfg, shape, grid, depth, steps, vs, paths, overlap: bool
         t = comm.allreduce((MPI.Wtime() - t0) / n, op=MPI.MAX)
         exchanges = -(-n // depth)
         one = halo_traffic(shape, grid, tuple(sim.coords), depth, vs.Q, vs.max_hop, np.dtype(sim.sim.dtype).itemsize,
-                           sim.halo_path, sim.wall_faces)
+                           sim.halo_path, sim.closed_faces)
         counted = dict(sim.messages) | {k: sim.transfers[k] for k in counted_keys}
         keys = [k for k in one if k.endswith(("messages", "bytes", "copies")) and not k.startswith("mpi")]
         predicted = {k: one[k] * exchanges for k in keys}

@@ -257,17 +257,18 @@ class LidMachWarning(UserWarning):
     (``lbgen.Simulation`` warns with it; ``lbgen run`` prints it as a ``warning:`` line)."""
 
 
-def lid_mach_check(face: str, u, velocity_set: str) -> Optional[str]:
-    """The one rule of lid speeds: ValueError (naming the lid, its Mach number and the limit)
+def lid_mach_check(face: str, u, velocity_set: str, what: str = "lid") -> Optional[str]:
+    """The one rule of lid and inlet speeds (``what``: 'lid' or 'inlet', its fastest site):
+    ValueError (naming the face, its Mach number and the limit)
     above LID_MACH_MAX; the text of a LidMachWarning in the band above LID_MACH_WARN; else None."""
     ma = lid_mach(u, velocity_set)
     if ma > LID_MACH_MAX:
         speed = LID_MACH_MAX * math.sqrt(sum(float(c) ** 2 for c in u)) / ma
-        raise ValueError(f"lid {face}: velocity ({', '.join(f'{float(c):g}' for c in u)}) is Mach {ma:.3g} on "
-                         f"{velocity_set}; a lid may move at most at Mach {LID_MACH_MAX:g} (|u| <= {speed:.4g} in "
-                         f"model units)")
+        raise ValueError(f"{what} {face}: velocity ({', '.join(f'{float(c):g}' for c in u)}) is Mach {ma:.3g} on "
+                         f"{velocity_set}; a{'n' if what[0] in 'aeiou' else ''} {what} may move at most at Mach "
+                         f"{LID_MACH_MAX:g} (|u| <= {speed:.4g} in model units)")
     if ma > LID_MACH_WARN:
-        return (f"lid {face} moves at Mach {ma:.3g} ({LID_MACH_WARN:g} < Ma <= {LID_MACH_MAX:g}): "
+        return (f"{what} {face} moves at Mach {ma:.3g} ({LID_MACH_WARN:g} < Ma <= {LID_MACH_MAX:g}): "
                 f"compressibility errors ~ Ma^2, and runs with a relaxation time near 1/2 go unstable")
     return None
 

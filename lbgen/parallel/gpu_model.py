@@ -259,7 +259,7 @@ def _simulation_case(sim, ranks_per_device: Optional[int] = None) -> dict:
     return dict(shape=tuple(sim.shape), grid=grid,
                 machine=Machine(DEFAULT_COMM.latency, DEFAULT_COMM.bandwidth, links.memory_bandwidth, P),
                 links=links, depth=sim.time_block, Q=sim.sim.vs.Q, itemsize=np.dtype(sim.sim.dtype).itemsize,
-                halo=sim.sim.vs.max_hop, wall_faces=tuple(sim.wall_faces), ranks_per_device=ranks_per_device,
+                halo=sim.sim.vs.max_hop, wall_faces=tuple(getattr(sim, "closed_faces", sim.wall_faces)), ranks_per_device=ranks_per_device,
                 overlap=overlap)
 
 

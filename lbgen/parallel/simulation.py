@@ -79,12 +79,20 @@ class DistributedSimulation(DistributedState, Lattice):
         try:
             depth = 1 if time_block == "auto" else time_block_value(time_block, allow_auto=False)
             thermal = isinstance(kw.get("walls"), Walls)
-            bounds = None if thermal else BounceBack.of(kw.get("walls"), kw.get("lid"), mask, self.shape, vs_name)
+            opening = {k: kw.pop(k) for k in ("inlet", "outlet", "outflow", "slip") if kw.get(k) is not None}
+            if opening and thermal:
+                raise SimulationError(f"{', '.join(opening)}: the open faces do not run beside the 2D thermal walls")
+            bounds = None if thermal else BounceBack.of(kw.get("walls"), kw.get("lid"), mask, self.shape, vs_name,
+                                                        **opening)
             if bounds is not None:
                 bounds.check_runs(kw.get("device_backend"), depth)
             #: the lattice's wall faces (axis, side); each rank's block holds those it touches
             self.wall_faces = THERMAL_FACES if thermal else () if bounds is None else bounds.walls
-            paired_walls(self.wall_faces)
+            #: the faces that are not periodic (walls and open faces): no ghost planes across them
+            self.closed_faces = self.wall_faces + (tuple(bounds.open.kinds()) if bounds is not None else ())
+            paired_walls(self.closed_faces)
+            #: the open faces of the whole lattice (lbgen.simulation.open_faces), or None
+            self.open_faces = bounds.open if bounds is not None and bounds.open else None
             self.lid = {} if bounds is None else bounds.lid
             #: the global voxel mask (uint8) or None; each rank's block holds its cut
             self.mask = None if bounds is None else bounds.mask
@@ -105,7 +113,7 @@ class DistributedSimulation(DistributedState, Lattice):
         if kw.get("device_backend") is not None:
             unsplit.setdefault("y", f"splits Y; host + device ranks (--hetero) split their columns, so only X may be "
                                     f"split: use --ranks-grid {self.nranks}x1")
-        held = () if thermal else tuple(dict.fromkeys(a for a, _ in self.wall_faces))
+        held = () if thermal else tuple(dict.fromkeys(a for a, _ in self.closed_faces))
         self.dims = rank_grid(self.nranks, self.shape, H, parse_ranks_grid(ranks_grid, D), depth, held=held,
                               unsplit=unsplit, part_need=need)
         self.cart = comm.Create_cart(list(self.dims), periods=[True] * D, reorder=False)
@@ -116,7 +124,7 @@ class DistributedSimulation(DistributedState, Lattice):
         #: width of every halo message: k H
         self.halo_width = depth * H
         #: per axis (receive low, receive high, send low, send high): ``ghost_sides`` (none across a wall)
-        self.sides = [ghost_sides(a, c, p, self.wall_faces) for a, c, p in zip(AXES, self.coords, self.dims)]
+        self.sides = [ghost_sides(a, c, p, self.closed_faces) for a, c, p in zip(AXES, self.coords, self.dims)]
         #: ghost planes per axis on the low and the high side (none across a wall face)
         self.ghost_low = tuple(depth * H * s[0] for s in self.sides)
         self.ghost_high = tuple(depth * H * s[1] for s in self.sides)
@@ -138,6 +146,8 @@ class DistributedSimulation(DistributedState, Lattice):
             local_mask = None if self.mask is None else self.mask[np.ix_(*self._indices())]
             self._fit_layout(kw)
             self.sim = Simulation(*self.extended, mask=local_mask, time_block=depth if sweep else 1, **kw)
+            if self.open_faces is not None:
+                self._open_block(local_mask)
             if thermal:
                 self.sim.wall_sides = tuple(f in held for f in THERMAL_FACES)
             #: how the halo slabs travel: 'host' (host buffers, in place), 'staged' or 'device'
@@ -173,7 +183,31 @@ class DistributedSimulation(DistributedState, Lattice):
     def _indices(self, rank: Optional[int] = None):
         """Global indices (periodic) of the extended block of `rank` (default: this one), per axis."""
         coords = self.coords if rank is None else self.cart.Get_coords(rank)
-        return block_indices(self.shape, self.dims, coords, self.halo_width, self.wall_faces)
+        return block_indices(self.shape, self.dims, coords, self.halo_width, self.closed_faces)
+
+    def _open_block(self, local_mask) -> None:
+        """The open faces this rank's block holds (those at the lattice's ends, as its walls), the
+        inlets' face arrays cut to its extended block, given to its lattice's programs."""
+        import dataclasses
+
+        from lbgen.simulation import programs
+        from lbgen.simulation.open_faces import OpenFaces
+        D, index = len(self.shape), self._indices()
+        held = [f for f in self.open_faces.kinds() if not self.sides[AXES.index(f[0])][SIDES.index(f[1])]
+                or self.dims[AXES.index(f[0])] == 1]
+        inlets = {}
+        for f in held:
+            if f in self.open_faces.inlets:
+                a = AXES.index(f[0])
+                inlets[f] = self.open_faces.inlets[f][np.ix_(*[index[b] for b in range(D) if b != a])]
+        cut = OpenFaces(inlets, {f: r for f, r in self.open_faces.outlets.items() if f in held},
+                        tuple(f for f in self.open_faces.outflows if f in held),
+                        tuple(f for f in self.open_faces.slips if f in held),
+                        {f: p for f, p in self.open_faces.profiles.items() if f in held})
+        base = self.sim.bounds or BounceBack((), {}, local_mask, D)
+        self.sim.bounds = dataclasses.replace(base, open=cut, shape=tuple(self.extended))
+        for region in self.sim.regions:
+            programs.boundaries(region.program, self.sim.bounds)
 
     def _owned(self, a: np.ndarray) -> np.ndarray:
         """The owned part of an array over the extended block (leading axes kept)."""

@@ -80,6 +80,13 @@ class RunConfig:
     clim: Optional[Dict[str, list]] = None     # {picture quantity: [lo, hi]} over the physical colour limits
     wall_axes: Optional[str] = None            # the no-slip wall axes ('y', 'yz', 'xyz'; 2D: 'x', 'y', 'xy')
     lid: Optional[Dict[str, tuple]] = None     # moving faces {'z-high': (ux, uy, uz)}, 2D {'y-high': (ux, uy)}
+    inlet: Optional[str] = None                # open faces (lbgen.simulation.open_faces): a velocity inlet face,
+    inlet_speed: float = OPTIONS["inlet_speed"].default          # its speed (model units)
+    inlet_profile: str = OPTIONS["inlet_profile"].default        # and profile,
+    outlet: Optional[Dict[str, Optional[float]]] = None          # pressure outlets {face: rho or None}
+    outlet_density: float = OPTIONS["outlet_density"].default    # the density of those without one,
+    outflow: Optional[str] = None              # a zero-gradient outflow face
+    slip: Optional[str] = None                 # free-slip wall faces ('y-low y-high')
     geometry: Optional[str] = None             # voxel mask .npy (the lattice's mask=; 2D and 3D)
     geometry_digest: Optional[str] = None      # sha256 of the mask the run started with (resolved)
     init_digest: Optional[str] = None          # sha256 of the --init file the run started from (resolved)
@@ -165,7 +172,10 @@ class RunConfig:
         lattice's rule, ``lbgen.simulation.boundaries.BounceBack.check_runs``), refused here
         before any work in the words of the command line."""
         what = ", ".join(w for w, given in ((f"--wall-axes {self.wall_axes}", self.wall_axes),
-                                            (f"--geometry {self.geometry}", self.geometry)) if given)
+                                            (f"--geometry {self.geometry}", self.geometry),
+                                            (f"--inlet {self.inlet}", self.inlet), (f"--outlet {self.outlet}", self.outlet),
+                                            (f"--outflow {self.outflow}", self.outflow),
+                                            (f"--slip {self.slip}", self.slip)) if given)
         if not what:
             return
         if self.hetero:
@@ -374,6 +384,10 @@ class RunConfig:
         three = {"lz": self.lz, "wall_axes": self.wall_axes, "lid": self.lid, "geometry": self.geometry,
                  "geometry_digest": self.geometry_digest} if self.dimension == 3 else \
             {"wall_axes": self.wall_axes, "lid": self.lid} if self.wall_axes else {}   # 2D bounce-back walls
+        opened = {k: getattr(self, k) for k in ("inlet", "inlet_speed", "inlet_profile", "outlet", "outlet_density",
+                                                "outflow", "slip")} if (self.inlet or self.outlet or self.outflow
+                                                                        or self.slip) else {}
+        three.update(opened)       # open faces (a run without them keeps the identity it had)
         return {"lx": self.lx, "ly": self.ly, **three, "collision": self.collision, "parameters": dict(self.parameters),
                 "gravity": list(self.gravity), "walls": self.walls, "precision": self.precision,
                 "velocity_set": self.velocity_set}

@@ -11,6 +11,7 @@ from typing import Callable, Optional, Sequence
 from lbgen.codegen.layouts import CLUSTERED
 from lbgen.codegen.spec import DEFAULT_VELOCITY_SET, choose_layout
 from lbgen.model.catalog import set_entry
+from lbgen.run.boundary_options import open_arguments
 from lbgen.run.config import RunConfig
 from lbgen.run.fieldfile import load_fields
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
@@ -176,6 +177,8 @@ def resolve_time_block(cfg: RunConfig, distributed: bool = False, tuned: Optiona
         return 1
     if depth == "auto" and (cfg.wall_axes or cfg.geometry) and cfg.dimension == 2:
         return 1          # 2D bounce-back walls and masks are not time-blocked (fused_tb refuses them)
+    if depth == "auto" and open_arguments(cfg):
+        return 1          # open faces are not time-blocked (fused_tb refuses them)
     if depth == "auto":
         return tuned() if tuned is not None else tune.default_time_block3d(set_entry(cfg.velocity_set).max_hop)
     return depth
@@ -204,6 +207,7 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     cfg = resolve(cfg, echo=lambda m: None, distributed=comm is not None)   # a no-op once resolved
     walls = Walls(**cfg.walls) if cfg.walls else cfg.wall_axes     # thermal walls, or bounce-back wall axes
     bounce = {k: v for k, v in (("lid", cfg.lid), ("mask", mask)) if v is not None}   # lids, the --geometry mask
+    bounce.update(open_arguments(cfg))                                                 # inlets, outlets, ...
     common = dict(**bounce, layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision,
                   gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
                   walls=walls, time_block=cfg.time_block, velocity_set=cfg.velocity_set, **cfg.parameters)
@@ -241,7 +245,7 @@ def _make_simulation3d(cfg: RunConfig, mask=None, comm=None, grid=None, host_col
                   lid=cfg.lid, mask=mask, backend=cfg.backend, layout=cfg.layout, vl=cfg.vl,
                   precision=cfg.precision, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
                   time_block=cfg.time_block, device=cfg.device if cfg.backend == "opencl" else None,
-                  **cfg.parameters)
+                  **open_arguments(cfg), **cfg.parameters)
     with warnings.catch_warnings():        # a run says it once, on its start line (lbgen run), not per rank
         warnings.simplefilter("ignore", LidMachWarning)
         if comm is not None and comm.size > 1:

@@ -6,7 +6,6 @@ from them."""
 from __future__ import annotations
 
 import difflib
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
@@ -18,6 +17,8 @@ from lbgen.model.catalog import (DEFAULT_VELOCITY_SET, MODEL_SETS, SETS_3D, VELO
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 from lbgen.output import PICTURE_QUANTITIES, parse_clim, window_option
 from lbgen.run.setups import SETUPS
+from lbgen.simulation.open_faces import PROFILES
+from lbgen.run.boundary_options import as_axes, as_face, as_faces, as_float, as_lid, as_outlets  # noqa: F401 - the converters
 
 #: the lattice of a 3D run when --lx/--ly/--lz are not given
 DEFAULT_SIZE_3D = {"lx": 32, "ly": 32, "lz": 32}
@@ -88,6 +89,22 @@ SCHEMA: Tuple[Option, ...] = (
     Option("lid", "lid", None, "Moving walls FACE=UX,UY[,UZ] (model units, in the face's plane; FACE x-low ... "
            "z-high of a wall axis; two components in 2D, three in 3D), several separated by ';'.", optional=True,
            identity=True),
+    Option("inlet", "face", None, "Velocity inlet face (x-low ... z-high): velocity bounce-back (Ladd) at "
+           "--inlet-speed with --inlet-profile; the opposite face needs a kind too.", optional=True, identity=True),
+    Option("inlet_speed", "float", 0.05, "Inlet speed into the lattice, model units (a parabolic profile's centre "
+           "speed); at most Mach 0.5, as lids.", identity=True),
+    Option("inlet_profile", "choice", "uniform", "Inlet profile: uniform, or parabolic (the channel's parabola "
+           "across a walled tangential axis, the rectangular duct's series across two).", choices=PROFILES,
+           identity=True),
+    Option("outlet", "outlets", None, "Pressure outlets FACE or FACE=RHO (anti-bounce-back at that density, "
+           "else --outlet-density), several separated by ';': x-low=1.01;x-high=0.99 drives by a pressure "
+           "difference.", optional=True, identity=True),
+    Option("outlet_density", "float", 1.0, "Density of the outlets given without one, model units (pressure "
+           "c_s^2 rho).", minimum=1e-6, identity=True),
+    Option("outflow", "face", None, "Outflow face: zero gradient, nothing imposed (vortices leave).", optional=True,
+           identity=True),
+    Option("slip", "faces", None, "Free-slip (specular) walls: axes (both faces, e.g. y) or faces (z-high).",
+           optional=True, identity=True),
     Option("geometry", "path", None, "Voxel mask .npy of the lattice's shape, (LX, LY) in 2D or (LX, LY, LZ) in "
            "3D, bool or uint8 0/1 (1: solid); links into solid voxels bounce back.", optional=True),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
@@ -294,6 +311,12 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "keep_checkpoints": _keep_checkpoints,
     "lz": _depth, "wall_axes": _bounce("they are the no-slip walls"),
     "lid": _bounce("it is a moving wall"), "geometry": _bounce("it is the voxel mask"),
+    "inlet": _bounce("it is an open face"), "outlet": _bounce("it is an open face"),
+    "outflow": _bounce("it is an open face"), "slip": _bounce("they are free-slip walls"),
+    "inlet_speed": lambda v: None if v.get("inlet") else "it is the speed of the velocity inlet: it needs --inlet",
+    "inlet_profile": lambda v: None if v.get("inlet") else "it is the profile of the velocity inlet: it needs --inlet",
+    "outlet_density": lambda v: None if v.get("outlet") and None in as_outlets(v["outlet"]).values() else (
+        "it is the density of the pressure outlets given without one: it needs --outlet FACE (not FACE=RHO)"),
 }
 APPLIES.update({k: _in_2d(k, APPLIES.get(k)) for k in NOT_IN_3D})
 
@@ -370,6 +393,12 @@ def convert(key: str, value: Any, where: str = "") -> Any:
             return as_axes(value)
         if kind == "lid":
             return as_lid(value)
+        if kind == "face":
+            return as_face(value)
+        if kind == "faces":
+            return as_faces(value)
+        if kind == "outlets":
+            return as_outlets(value)
         if kind == "pictures":
             return as_pictures(value)
         if kind == "clim":
@@ -419,18 +448,6 @@ def as_int(value) -> int:
     raise ValueError("must be an integer")
 
 
-def as_float(value) -> float:
-    if isinstance(value, bool):
-        raise ValueError("must be a number, not a boolean")
-    try:
-        v = float(value.strip() if isinstance(value, str) else value)
-    except (TypeError, ValueError):
-        raise ValueError("must be a number") from None
-    if not math.isfinite(v):
-        raise ValueError("must be a finite number")
-    return v
-
-
 def as_bool(value) -> bool:
     if isinstance(value, bool):
         return value
@@ -451,59 +468,6 @@ def as_gravity(value) -> Tuple[float, ...]:
     if len(g) not in (2, 3):
         raise ValueError("expected two numbers 'GX,GY' (e.g. 0,-2.6e-6), or three 'GX,GY,GZ' in 3D")
     return g
-
-
-def as_axes(value) -> str:
-    """Wall axes as Simulation takes them ('yz', ('y', 'z')) -> 'yz' (x, y, z order)."""
-    from lbgen.simulation.boundaries import wall_axes
-    from lbgen.simulation.parameters import SimulationError
-    try:
-        return "".join(wall_axes(value))
-    except SimulationError as e:
-        raise ValueError(f"is not a set of wall axes: {e}") from None
-
-
-def as_lid(value) -> Dict[str, Tuple[float, ...]]:
-    """'z-high=0.1,0,0; x-low=0,0.05,0' (or a mapping; two components in 2D) -> {'z-high': (0.1,
-    0.0, 0.0), ...}: the faces and velocities of Simulation's ``lid`` (checked against the wall
-    axes and the dimension there)."""
-    if isinstance(value, Mapping):
-        items = list(value.items())
-    else:
-        items = []
-        for part in (p.strip() for p in str(value).split(";")):
-            if not part:
-                continue
-            face, eq, velocity = part.partition("=")
-            if not eq:
-                raise ValueError("expected FACE=UX,UY,UZ (e.g. z-high=0.1,0,0), several separated by ';'")
-            items.append((face.strip(), velocity.split(",")))
-    from lbgen.simulation.boundaries import lid_face
-    out = {}
-    for face, velocity in items:
-        try:
-            key = lid_face(str(face).strip())
-        except (ValueError, RuntimeError) as e:      # SimulationError: the face's rule
-            raise ValueError(f"has an unknown face: {e}") from None
-        if key in out:
-            raise ValueError(f"gives the {key} face twice; give each face once")
-        parts = (velocity.split(",") if isinstance(velocity, str) else
-                 list(velocity) if isinstance(velocity, (list, tuple)) else [velocity])
-        if len(parts) not in (2, 3):
-            raise ValueError(f"face {face!r}: expected the velocity components UX,UY (2D) or UX,UY,UZ (3D), got "
-                             f"{len(parts)}")
-        u = []
-        for name, c in zip(("UX", "UY", "UZ"), parts):
-            try:
-                u.append(as_float(c))
-            except ValueError as e:
-                what = "is not finite" if "finite" in str(e) else "is not a number"
-                raise ValueError(f"face {face!r}: {name}={str(c).strip()} {what}; a lid's velocity is finite "
-                                 f"numbers UX,UY[,UZ]") from None
-        out[key] = tuple(u)
-    if not out:
-        raise ValueError("names no face: expected FACE=UX,UY,UZ (e.g. z-high=0.1,0,0)")
-    return out
 
 
 def as_pictures(value) -> Tuple[str, ...]:

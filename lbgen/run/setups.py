@@ -29,6 +29,9 @@ RT_WIDTH = 10.0
 SHEAR_AMPLITUDE, NOISE_AMPLITUDE = 0.05, 0.01
 
 
+#: the pressure outlets of the duct-pressure set-up (model density; a drop of 1 %)
+DUCT_PRESSURE = "x-low=1.005; x-high=0.995"
+
 def rt_amplitude(lx: int) -> float:
     """The Rayleigh-Taylor interface perturbation when none is given: LX/100."""
     return lx / 100.0
@@ -299,4 +302,16 @@ SETUPS: Dict[str, Setup] = {s.name: s for s in (
           uses_amplitude=False,
           run_defaults={"velocity_set": "d3q19", "wall_axes": "y", "gravity": CHANNEL_GRAVITY},
           set_defaults={name: {"gravity": CHANNEL_GRAVITY_2D} for name in VELOCITY_SETS}),
+    Setup("duct", at_rest, "flow at rest entering through a velocity inlet at x-low (--inlet-profile parabolic, "
+          "--inlet-speed) and leaving through a pressure outlet at x-high (rho 1): Poiseuille flow through a "
+          "square duct (3D, default d3q19, walls on yz; White's series) or a plane channel (2D, --velocity-set "
+          "d2q9, walls on y)", make3d=at_rest3d, uses_amplitude=False,
+          run_defaults={"velocity_set": "d3q19", "wall_axes": "yz", "inlet": "x-low", "inlet_profile": "parabolic",
+                        "outlet": "x-high"},
+          set_defaults={name: {"wall_axes": "y"} for name in VELOCITY_SETS}),
+    Setup("duct-pressure", at_rest, "flow at rest driven by a pressure difference: pressure outlets at x-low "
+          "(rho 1.005) and x-high (rho 0.995), walls as duct (3D yz, 2D y)", make3d=at_rest3d,
+          uses_amplitude=False,
+          run_defaults={"velocity_set": "d3q19", "wall_axes": "yz", "outlet": DUCT_PRESSURE},
+          set_defaults={name: {"wall_axes": "y"} for name in VELOCITY_SETS}),
 )}

@@ -7,12 +7,13 @@ SimulationError naming the parameter, the value and what is allowed."""
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
 from lbgen.model.catalog import AXES, SIDES
+from lbgen.simulation.open_faces import OpenFaces, open_faces
 from lbgen.simulation.parameters import SimulationError
 
 
@@ -151,42 +152,62 @@ def face_bits(walls, lids, D: int):
 class BounceBack:
     """The one boundary description of a lattice of any D (``Simulation``), checked: ``walls`` the
     no-slip wall faces (axis, side), ``lid`` the moving ones {(axis, side): (ux, uy[, uz])},
-    ``mask`` a uint8 array of the lattice's shape (1: solid) or None; ``D`` the dimension."""
+    ``mask`` a uint8 array of the lattice's shape (1: solid) or None; ``D`` the dimension;
+    ``open`` the inlets, outlets, outflows and slip walls (``lbgen.simulation.open_faces``) and
+    ``shape`` the lattice's (the inlets' face arrays follow it)."""
 
     walls: Tuple[Tuple[str, str], ...]
     lid: Dict[Tuple[str, str], Tuple[float, ...]]
     mask: Optional[np.ndarray]
     D: int
+    open: OpenFaces = field(default_factory=OpenFaces)
+    shape: Tuple[int, ...] = ()
 
     @classmethod
-    def of(cls, walls, lid, mask, shape, velocity_set: str) -> Optional["BounceBack"]:
+    def of(cls, walls, lid, mask, shape, velocity_set: str, inlet=None, outlet=None, outflow=None,
+           slip=None) -> Optional["BounceBack"]:
         """The checked boundaries, or None for a periodic box (each argument refused in words)."""
-        def warn(note: str) -> None:       # a lid in the unstable Mach band: taken, with a warning
+        def warn(note: str) -> None:       # a lid or an inlet in the unstable Mach band: taken, with a warning
             from lbgen.model.physics import LidMachWarning
             warnings.warn(LidMachWarning(note), stacklevel=5)
         D = len(shape)
         faces = wall_faces(walls, D)
         lids = lid_faces(lid, faces, velocity_set, warn=warn, D=D)
         m = voxel_mask(mask, tuple(shape))
-        return cls(faces, lids, m, D) if faces or m is not None else None
+        from lbgen.model.catalog import set_entry
+        hop = set_entry(velocity_set).max_hop if velocity_set is not None else 1
+        opened = open_faces(inlet, outlet, outflow, slip, walls=faces, shape=tuple(shape),
+                            velocity_set=velocity_set, max_hop=hop, mask=m, warn=warn)
+        return cls(faces, lids, m, D, opened, tuple(shape)) if faces or m is not None or opened else None
 
-    def check_runs(self, device_backend, time_block) -> None:
-        """SimulationError where they cannot run: a host + device split; a 2D time block."""
+    def check_runs(self, device_backend, time_block, backend: str = "c") -> None:
+        """SimulationError where they cannot run: a host + device split; a 2D time block; open
+        faces in a time block."""
         if device_backend is not None:
             raise SimulationError(f"bounce-back walls, lids and masks ({self.describe()}) run on one backend: "
                                   f"a host + device run (device_backend={device_backend!r}) splits the lattice in X")
         if time_block != 1 and self.D == 2:
             raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) does not take "
                                   f"bounce-back walls, lids or masks in 2D ({self.describe()}); use time_block=1")
+        if self.open and time_block != 1:
+            raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) reads its sources "
+                                  f"through row pointers that do not reach the open faces' neighbours "
+                                  f"({self.open.describe()}); use time_block=1")
 
     def kernel_fields(self, faces=None, solid=None) -> dict:
-        """The keyword arguments of the 2D ``Program.set_boundaries``: the whole lattice's, or
+        """The keyword arguments of ``Program.set_boundaries``: the whole lattice's, or
         (``faces`` given) those of a block of a distributed lattice (``lbgen.parallel``) that holds
         these wall faces (and their lids) and the mask's cut ``solid``."""
         if faces is None:
             faces, solid = self.walls, self.mask
+            opened = self.open.kernel_fields(self.shape) if self.open else {}
+        elif self.open:
+            raise SimulationError(f"the open faces ({self.open.describe()}) do not run on a distributed lattice "
+                                  f"yet: run them in one process")
+        else:
+            opened = {}
         walls, lids, lid = face_bits(faces, {f: u for f, u in self.lid.items() if f in faces}, self.D)
-        return {"walls": walls, "lids": lids, "lid": lid, "solid": solid}
+        return {"walls": walls, "lids": lids, "lid": lid, "solid": solid, **opened}
 
     def describe(self) -> str:
         """'walls xz y-high, lid y-high (0.05, 0), mask 3% solid'."""
@@ -194,6 +215,8 @@ class BounceBack:
         parts = ["walls " + " ".join([''.join(both)] * bool(both) + ["-".join(f) for f in self.walls
                                                                     if f[0] not in both])] if self.walls else []
         parts += [f"lid {a}-{s} (" + ", ".join(f"{c:g}" for c in u) + ")" for (a, s), u in self.lid.items()]
+        if self.open:
+            parts.append(self.open.describe())
         if self.mask is not None:
             parts.append(f"mask {100.0 * self.mask.mean():.3g}% solid")
         return ", ".join(parts)

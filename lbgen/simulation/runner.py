@@ -85,7 +85,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                  fused: bool = True, threads: int = 0, strict: bool = False, check_every: int = 100,
                  device_backend: Optional[str] = None, host_columns: int = 0, device: Optional[str] = None,
                  backend_options: Optional[dict] = None, device_options: Optional[dict] = None,
-                 time_block: int = 1, **operator_parameters):
+                 time_block: int = 1, inlet: Optional[Mapping] = None, outlet=None, outflow=None, slip=None,
+                 **operator_parameters):
         """``operator_parameters``: the collision operator's own (tau for bgk; C1, C2, C3 for
         regularized; see ``lbgen.model.operators``), defaults from its record.  Any other
         keyword is refused, naming it."""
@@ -125,9 +126,9 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         from lbgen.model.velocity_set import velocity_set as get_velocity_set
         self.vs = vs = get_velocity_set(vs_name)
         #: the bounce-back boundaries (walls, lid, mask; None: none), refused where they cannot run
-        self.bounds = BounceBack.of(bounce, lid, mask, shape, vs_name)
+        self.bounds = BounceBack.of(bounce, lid, mask, shape, vs_name, inlet, outlet, outflow, slip)
         if self.bounds is not None:
-            self.bounds.check_runs(device_backend, self.time_block)
+            self.bounds.check_runs(device_backend, self.time_block, backend)
         if walls is not None:
             walls.check(vs)
         self.walls = walls

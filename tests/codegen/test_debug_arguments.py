@@ -153,6 +153,8 @@ int main(int argc, char **argv)
     if (!strcmp(c, "lid-normal-propagate")) { par.lid[3][1] = -0.01; lbgen_propagate(F, G, lx, ly, lz, &all, &par); }
     if (!strcmp(c, "lid-inf")) { par.lid[3][2] = INFINITY; lbgen_fused(F, G, lx, ly, lz, &all, &par); }
     if (!strcmp(c, "walls-bits")) { par.walls = 64; lbgen_fused(F, G, lx, ly, lz, &all, &par); }
+    if (!strcmp(c, "open-two-kinds")) { par.walls |= 1; par.outflows = 1; lbgen_fused(F, G, lx, ly, lz, &all, &par); }
+    if (!strcmp(c, "inlet-no-inflow")) { par.inlets = 1; par.outflows = 2; lbgen_propagate(F, G, lx, ly, lz, &all, &par); }
     return 0;
 }
 """
@@ -236,6 +238,8 @@ REFUSED = [
     ("3d", "lid-normal-propagate", "lbgen_propagate:", "par->lid[3][1]"),
     ("3d", "lid-inf", "lbgen_fused:", "par->lid[3][2]"),
     ("3d", "walls-bits", "lbgen_fused:", "par->walls"),
+    ("3d", "open-two-kinds", "lbgen_fused:", "par->walls and par->outflows"),
+    ("3d", "inlet-no-inflow", "lbgen_propagate:", "par->inflow"),
 ]
 
 

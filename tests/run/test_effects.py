@@ -29,6 +29,8 @@ HETERO = {"hetero": "opencl", "lx": 16}
 D3 = {"setup": "taylor-green", "velocity_set": "d3q19", "lx": 8, "ly": 8, "lz": 8, "time_block": 1}
 #: a 2D isothermal run: bounce-back walls, lids and masks are audited in it
 D2Q9 = {"velocity_set": "d2q9"}
+#: a 2D channel between walls on y: the open faces are audited in it
+OPEN = {**D2Q9, "wall_axes": "y"}
 
 
 def _opencl():
@@ -131,6 +133,14 @@ EFFECTS = {
     "wall_axes": (D2Q9, None, "y"),
     "lid": ({**D2Q9, "wall_axes": "y"}, None, "y-high=0.05,0"),
     "geometry": (D2Q9, None, "GEOMETRY"),
+    # open faces (lbgen.simulation.open_faces) in 2D: a channel between walls on y
+    "inlet": (OPEN, {"outlet": "x-low;x-high"}, {"inlet": "x-low", "outlet": "x-high"}),
+    "inlet_speed": ({**OPEN, "inlet": "x-low", "outlet": "x-high"}, 0.02, 0.05),
+    "inlet_profile": ({**OPEN, "inlet": "x-low", "outlet": "x-high"}, "uniform", "parabolic"),
+    "outlet": ({**OPEN, "inlet": "x-low"}, "x-high", "x-high=1.01"),
+    "outlet_density": ({**OPEN, "inlet": "x-low", "outlet": "x-high"}, 1.0, 1.02),
+    "outflow": ({**OPEN, "inlet": "x-low"}, {"outlet": "x-high"}, {"outflow": "x-high"}),
+    "slip": ({**D2Q9, "inlet": "x-low", "outlet": "x-high"}, {"wall_axes": "y"}, {"slip": "y"}),
 }
 
 #: option -> (context, value) where the option has no effect: refused naming it
@@ -159,6 +169,11 @@ REFUSED = {
     # bounce-back walls, lids and masks do not run beside the thermal walls of a 2D run
     "wall_axes": ({"walls": True}, "y"), "lid": ({"walls": True}, "y-high=0.05,0"),
     "geometry": ({"walls": True}, "GEOMETRY"),
+    "inlet": ({"walls": True}, "x-low"), "outlet": ({"walls": True}, "x-high"),
+    "outflow": ({"walls": True}, "x-high"), "slip": ({"walls": True}, "x"),
+    # the inlet's speed and profile without an inlet; the outlets' density where each has its own
+    "inlet_speed": (D2Q9, 0.02), "inlet_profile": (D2Q9, "parabolic"),
+    "outlet_density": ({**OPEN, "inlet": "x-low", "outlet": "x-high=1.01"}, 1.02),
     # options of 2D runs only, given to a 3D run
     "walls": (D3, True),
     "host_columns": ({}, 4),

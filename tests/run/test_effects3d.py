@@ -20,6 +20,8 @@ pytestmark = pytest.mark.slow
 #: the small 3D run every entry starts from
 D3 = {"setup": "taylor-green", "velocity_set": "d3q19", "lx": 8, "ly": 8, "lz": 8, "steps": 4, "time_block": 1}
 OUT = {"out": True, "pictures": "none"}
+#: a duct (walls on y and z) from the small 3D run: the open faces are audited in it
+DUCT = {"wall_axes": "yz"}
 
 #: option -> (context, value A, value B): two 3D runs that differ observably
 EFFECTS3D = {
@@ -44,6 +46,15 @@ EFFECTS3D = {
     "wall_axes": ({}, None, "z"),
     "lid": ({"wall_axes": "z"}, None, "z-high=0.05,0,0"),
     "geometry": ({}, None, "GEOMETRY"),
+    # open faces in a duct (walls on y and z)
+    "inlet": (DUCT, {"outlet": "x-low;x-high"}, {"inlet": "x-low", "outlet": "x-high"}),
+    "inlet_speed": ({**DUCT, "inlet": "x-low", "outlet": "x-high"}, 0.02, 0.05),
+    "inlet_profile": ({**DUCT, "inlet": "x-low", "outlet": "x-high"}, "uniform", "parabolic"),
+    "outlet": ({**DUCT, "inlet": "x-low"}, "x-high", "x-high=1.01"),
+    "outlet_density": ({**DUCT, "inlet": "x-low", "outlet": "x-high"}, 1.0, 1.02),
+    "outflow": ({**DUCT, "inlet": "x-low"}, {"outlet": "x-high"}, {"outflow": "x-high"}),
+    "slip": ({"wall_axes": "y", "inlet": "x-low", "outlet": "x-high"}, {"wall_axes": "yz"},
+             {"wall_axes": "y", "slip": "z"}),
 }
 
 #: option -> (context, value A, value B): the 3D lattice is built with other arguments (the 3D

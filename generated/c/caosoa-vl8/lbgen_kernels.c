@@ -1144,6 +1144,29 @@ static __attribute__((noinline)) void lbgen_collide_sweep_(const lbgen_real *in,
             abort();
         }
     }
+    {
+        const int kinds_[5] = { par->walls, par->inlets, par->outlets, par->outflows, par->slips };
+        const char *names_[5] = { "walls", "inlets", "outlets", "outflows", "slips" };
+        for (int i = 1; i < 5; ++i) {
+            if (kinds_[i] & ~15) {
+                fprintf(stderr, "lbgen_collide: par->%s = %d: need face bits 0..%d only (bit 2a + s: face s of axis a)\n", names_[i], kinds_[i], 3);
+                abort();
+            }
+            for (int j = 0; j < i; ++j)
+                if (kinds_[i] & kinds_[j]) {
+                        fprintf(stderr, "lbgen_collide: par->%s and par->%s share face bits %d: need one kind per face\n", names_[j], names_[i], kinds_[i] & kinds_[j]);
+                        abort();
+                }
+        }
+        if (par->inlets && par->inflow == NULL) {
+            fprintf(stderr, "lbgen_collide: par->inflow = NULL with par->inlets = %d: need the inlets' face-site velocities\n", par->inlets);
+            abort();
+        }
+        if (kinds_[1] | kinds_[2] | kinds_[3] | kinds_[4]) {
+                fprintf(stderr, "lbgen_collide: par->inlets, outlets, outflows, slips = %d, %d, %d, %d: need 0 on this velocity set (its hops are longer than 1)\n", kinds_[1], kinds_[2], kinds_[3], kinds_[4]);
+                abort();
+        }
+    }
 #endif
 
     const real tau_ = (real)tau;
@@ -1572,6 +1595,29 @@ static __attribute__((noinline)) void lbgen_fused_sweep_(const lbgen_real *restr
             abort();
         }
     }
+    {
+        const int kinds_[5] = { par->walls, par->inlets, par->outlets, par->outflows, par->slips };
+        const char *names_[5] = { "walls", "inlets", "outlets", "outflows", "slips" };
+        for (int i = 1; i < 5; ++i) {
+            if (kinds_[i] & ~15) {
+                fprintf(stderr, "lbgen_fused: par->%s = %d: need face bits 0..%d only (bit 2a + s: face s of axis a)\n", names_[i], kinds_[i], 3);
+                abort();
+            }
+            for (int j = 0; j < i; ++j)
+                if (kinds_[i] & kinds_[j]) {
+                        fprintf(stderr, "lbgen_fused: par->%s and par->%s share face bits %d: need one kind per face\n", names_[j], names_[i], kinds_[i] & kinds_[j]);
+                        abort();
+                }
+        }
+        if (par->inlets && par->inflow == NULL) {
+            fprintf(stderr, "lbgen_fused: par->inflow = NULL with par->inlets = %d: need the inlets' face-site velocities\n", par->inlets);
+            abort();
+        }
+        if (kinds_[1] | kinds_[2] | kinds_[3] | kinds_[4]) {
+                fprintf(stderr, "lbgen_fused: par->inlets, outlets, outflows, slips = %d, %d, %d, %d: need 0 on this velocity set (its hops are longer than 1)\n", kinds_[1], kinds_[2], kinds_[3], kinds_[4]);
+                abort();
+        }
+    }
 #endif
 
     const real tau_ = (real)tau;
@@ -1965,7 +2011,7 @@ static __attribute__((noinline)) void lbgen_fused_sweep_(const lbgen_real *restr
 void lbgen_fused(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int lx, int ly, const lbgen_region *region, const lbgen_params *par)
 {
     lbgen_fused_sweep_(prv, nxt, lx, ly, region, par);
-    if (par->walls || par->solid) {
+    if (par->walls || par->solid || par->inlets || par->outlets || par->outflows || par->slips) {
         LBGEN_SIZES;
         lbgen_bounded_fused_(prv, nxt, LX, LY, region, par);
     }
@@ -1984,7 +2030,15 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
     const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1;
     const int lids = par->lids & par->walls;   /* lids on wall faces only */
     const uint8_t *solid = par->solid;
-    const int wxl = par->walls & 1, wxh = (par->walls >> 1) & 1, wyl = (par->walls >> 2) & 1, wyh = (par->walls >> 3) & 1;
+    const int inlets_ = par->inlets, outlets_ = par->outlets, outflows_ = par->outflows, slips_ = par->slips;
+    const int open_ = inlets_ | outlets_ | outflows_ | slips_;
+    const int bounce_ = par->walls | inlets_;
+    const double *inflow_ = par->inflow;
+    real rho_out_[4];
+    for (int face = 0; face < 4; ++face) rho_out_[face] = (real)par->rho_out[face];
+    (void)open_; (void)bounce_; (void)inflow_; (void)outflows_; (void)slips_; (void)rho_out_;
+    const int faces_ = par->walls | open_;   /* the faces that are not periodic */
+    const int wxl = faces_ & 1, wxh = (faces_ >> 1) & 1, wyl = (faces_ >> 2) & 1, wyh = (faces_ >> 3) & 1;
     real push[4][Q];
     for (int face = 0; face < 4; ++face)
         for (int p = 0; p < Q; ++p)
@@ -2415,7 +2469,15 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
 
     const int lids = par->lids & par->walls;   /* lids on wall faces only */
     const uint8_t *solid = par->solid;
-    const int wxl = par->walls & 1, wxh = (par->walls >> 1) & 1, wyl = (par->walls >> 2) & 1, wyh = (par->walls >> 3) & 1;
+    const int inlets_ = par->inlets, outlets_ = par->outlets, outflows_ = par->outflows, slips_ = par->slips;
+    const int open_ = inlets_ | outlets_ | outflows_ | slips_;
+    const int bounce_ = par->walls | inlets_;
+    const double *inflow_ = par->inflow;
+    real rho_out_[4];
+    for (int face = 0; face < 4; ++face) rho_out_[face] = (real)par->rho_out[face];
+    (void)open_; (void)bounce_; (void)inflow_; (void)outflows_; (void)slips_; (void)rho_out_;
+    const int faces_ = par->walls | open_;   /* the faces that are not periodic */
+    const int wxl = faces_ & 1, wxh = (faces_ >> 1) & 1, wyl = (faces_ >> 2) & 1, wyh = (faces_ >> 3) & 1;
     real push[4][Q];
     for (int face = 0; face < 4; ++face)
         for (int p = 0; p < Q; ++p)
@@ -2838,7 +2900,15 @@ static void lbgen_bounded_collide_(const store *src, store *dst, const ptrdiff_t
     const ptrdiff_t X0 = region->x0, X1 = region->x1, Y0 = region->y0, Y1 = region->y1;
     const int lids = par->lids & par->walls;   /* lids on wall faces only */
     const uint8_t *solid = par->solid;
-    const int wxl = par->walls & 1, wxh = (par->walls >> 1) & 1, wyl = (par->walls >> 2) & 1, wyh = (par->walls >> 3) & 1;
+    const int inlets_ = par->inlets, outlets_ = par->outlets, outflows_ = par->outflows, slips_ = par->slips;
+    const int open_ = inlets_ | outlets_ | outflows_ | slips_;
+    const int bounce_ = par->walls | inlets_;
+    const double *inflow_ = par->inflow;
+    real rho_out_[4];
+    for (int face = 0; face < 4; ++face) rho_out_[face] = (real)par->rho_out[face];
+    (void)open_; (void)bounce_; (void)inflow_; (void)outflows_; (void)slips_; (void)rho_out_;
+    const int faces_ = par->walls | open_;   /* the faces that are not periodic */
+    const int wxl = faces_ & 1, wxh = (faces_ >> 1) & 1, wyl = (faces_ >> 2) & 1, wyh = (faces_ >> 3) & 1;
     (void)lids; (void)solid; (void)wxl; (void)wxh; (void)wyl; (void)wyh;
     #pragma omp parallel for schedule(static)
     for (ptrdiff_t x = X0; x < X1; ++x) {
@@ -2889,11 +2959,35 @@ void lbgen_propagate(const lbgen_real *restrict prv, lbgen_real *restrict nxt, i
             abort();
         }
     }
+    {
+        const int kinds_[5] = { par->walls, par->inlets, par->outlets, par->outflows, par->slips };
+        const char *names_[5] = { "walls", "inlets", "outlets", "outflows", "slips" };
+        for (int i = 1; i < 5; ++i) {
+            if (kinds_[i] & ~15) {
+                fprintf(stderr, "lbgen_propagate: par->%s = %d: need face bits 0..%d only (bit 2a + s: face s of axis a)\n", names_[i], kinds_[i], 3);
+                abort();
+            }
+            for (int j = 0; j < i; ++j)
+                if (kinds_[i] & kinds_[j]) {
+                        fprintf(stderr, "lbgen_propagate: par->%s and par->%s share face bits %d: need one kind per face\n", names_[j], names_[i], kinds_[i] & kinds_[j]);
+                        abort();
+                }
+        }
+        if (par->inlets && par->inflow == NULL) {
+            fprintf(stderr, "lbgen_propagate: par->inflow = NULL with par->inlets = %d: need the inlets' face-site velocities\n", par->inlets);
+            abort();
+        }
+        if (kinds_[1] | kinds_[2] | kinds_[3] | kinds_[4]) {
+                fprintf(stderr, "lbgen_propagate: par->inlets, outlets, outflows, slips = %d, %d, %d, %d: need 0 on this velocity set (its hops are longer than 1)\n", kinds_[1], kinds_[2], kinds_[3], kinds_[4]);
+                abort();
+        }
+    }
 #endif
     lbgen_propagate_sweep_(prv, nxt, lx, ly, region);
     /* the bounce-back boundaries: the sites a link across a wall face or a solid cell reaches,
        pulled again as the rule says (solid cells 0); nothing more without boundaries */
-    if (par->walls || par->solid) lbgen_bounded_propagate_(prv, nxt, LX, LY, region, par);
+    if (par->walls || par->solid || par->inlets || par->outlets || par->outflows || par->slips)
+        lbgen_bounded_propagate_(prv, nxt, LX, LY, region, par);
 }
 
 /* ---- temporal blocking ----------------------------------------------------------------
@@ -3012,6 +3106,29 @@ int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int
             abort();
         }
     }
+    {
+        const int kinds_[5] = { par->walls, par->inlets, par->outlets, par->outflows, par->slips };
+        const char *names_[5] = { "walls", "inlets", "outlets", "outflows", "slips" };
+        for (int i = 1; i < 5; ++i) {
+            if (kinds_[i] & ~15) {
+                fprintf(stderr, "lbgen_fused_tb: par->%s = %d: need face bits 0..%d only (bit 2a + s: face s of axis a)\n", names_[i], kinds_[i], 3);
+                abort();
+            }
+            for (int j = 0; j < i; ++j)
+                if (kinds_[i] & kinds_[j]) {
+                        fprintf(stderr, "lbgen_fused_tb: par->%s and par->%s share face bits %d: need one kind per face\n", names_[j], names_[i], kinds_[i] & kinds_[j]);
+                        abort();
+                }
+        }
+        if (par->inlets && par->inflow == NULL) {
+            fprintf(stderr, "lbgen_fused_tb: par->inflow = NULL with par->inlets = %d: need the inlets' face-site velocities\n", par->inlets);
+            abort();
+        }
+        if (kinds_[1] | kinds_[2] | kinds_[3] | kinds_[4]) {
+                fprintf(stderr, "lbgen_fused_tb: par->inlets, outlets, outflows, slips = %d, %d, %d, %d: need 0 on this velocity set (its hops are longer than 1)\n", kinds_[1], kinds_[2], kinds_[3], kinds_[4]);
+                abort();
+        }
+    }
 #endif
 
     const real tau_ = (real)tau;
@@ -3022,7 +3139,8 @@ int lbgen_fused_tb(const lbgen_real *restrict prv, lbgen_real *restrict nxt, int
     (void)tau_wall_;
 
     if (depth < 1 || depth > TB_MAX_DEPTH) return 2;
-    if (par->walls || par->lids || par->solid) return 3;   /* bounce-back boundaries: step with fused */
+    if (par->walls || par->lids || par->solid || par->inlets || par->outlets || par->outflows || par->slips)
+        return 3;   /* bounce-back boundaries and open faces: step with fused */
     /* band height H (cluster rows) and the rows RH a ring column holds */
     ptrdiff_t H = NR;
     {

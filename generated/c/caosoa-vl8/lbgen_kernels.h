@@ -155,6 +155,25 @@ typedef struct {
     int lids;
     double lid[4][2];
     const uint8_t *solid;
+    /* Open faces (lbgen.simulation.open_faces; face bits as above, each face one kind; the sets
+       whose hops are 1 only).  A link that crosses
+       inlets    a velocity inlet: bounced back with the face site's velocity (Ladd's moving
+                 wall, u normal to the face allowed): f_p = f*_opp(p) + 2 w_p rho (xi_p . u_in),
+                 u_in from inflow;
+       outlets   a pressure outlet: anti-bounce-back at the density rho_out[face] (Krueger et
+                 al. 2017, eq. 5.53): f_p = -f*_opp(p) + 2 w_p rho_out (1 + (xi_p . u)^2 / 2 - u^2 / 2),
+                 u the site's velocity (post-collision; c_s^2 = 1 in model units);
+       outflows  an outflow: zero gradient, the population the neighbour inward pulls;
+       slips     a free-slip wall: specular reflection, the mirrored population of the
+                 neighbour along the face;
+       (a link across a wall or an inlet face bounces; else across an outlet anti-bounces;
+       else it takes the outflow / slip rule of each open face it crosses).
+       inflow    NULL, or the inlets' velocities: face f's block of D values per site of the
+                 face after the blocks of faces 0 .. f-1 (each D * the face's sites), the sites
+                 row-major over the other axes (model units). */
+    int inlets, outlets, outflows, slips;
+    double rho_out[4];
+    const double *inflow;
 } lbgen_params;
 /* Model tables: population i hops by (lbgen_cx[i], lbgen_cy[i]) sites per step (velocity
    xi_i = LBGEN_R * (cx, cy)), has weight lbgen_w[i] and opposite lbgen_opposite[i]. */

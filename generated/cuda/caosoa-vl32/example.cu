@@ -114,7 +114,7 @@ int main(int argc, char **argv)
     LBGEN_CUDA_CHECK(cudaEventRecord(start, stream));
     for (int s = 0; s < steps; ++s) {
         LBGEN_CUDA_CHECK(lbgen_launch_halo(f, lx, ly, stream));
-        LBGEN_CUDA_CHECK(lbgen_launch_fused(f, g, lx, ly, 0, lx, 0, ly, tau, ax, ay, 0, 0, NULL, NULL, stream));
+        LBGEN_CUDA_CHECK(lbgen_launch_fused(f, g, lx, ly, 0, lx, 0, ly, tau, ax, ay, 0, 0, NULL, NULL, 0, NULL, stream));
         lbgen_real *t = f; f = g; g = t;
     }
     LBGEN_CUDA_CHECK(cudaEventRecord(stop, stream));

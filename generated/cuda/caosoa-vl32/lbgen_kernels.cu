@@ -33,9 +33,9 @@
  * whole lattice) and compute its sites only: (x1 - x0) * NS threads, NS the storage slots r*VL + k
  * from the lowest to the highest of rows y0..y1-1 (NS = LY for the whole lattice; see region_site).
  * propagate, collide and fused take, after the parameters, the C params record's boundary fields
- * as four arguments: walls (bit 2a + s: face s of axis a is a wall), lids (bit 2a + s: that face
+ * as six arguments: walls (bit 2a + s: face s of axis a is a wall), lids (bit 2a + s: that face
  * moves), lid (4 x 2 doubles, face 2a + s at 2*(2a + s): its velocity (ux, uy); may be NULL when
- * lids = 0) and solid (NULL, or LX*LY bytes indexed x*LY + y: nonzero = a solid cell).
+ * lids = 0), solid (NULL, or LX*LY bytes indexed x*LY + y: nonzero = a solid cell), opens (the open faces' bits: inlets at 0, outlets at 6, outflows at 12, slips at 18; lbgen.simulation.open_faces) and openv (NULL, or the outlets' densities, one per face, then the inlets' face-site velocities, D per site of each face, the faces in order).
  * lbgen_halo: LBGEN_HALO_THREADS(LX, LY) = LX*2*HALO*VL + 2*HALO*NRP*VL threads (one per
  * halo element: halo cluster rows, then whole halo columns with the corners).
  * lbgen_diagnostics: LY threads (per-row sums over x, one per lane of a cluster row).
@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_halo(real *__restrict__ f, int lx
 }
 
 /* Pull streaming: nxt[p](x) = prv[p](x - e_p), or bounced back where a link crosses a wall or meets a solid cell; needs a fresh halo in prv. */
-__global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid)
+__global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -119,7 +119,15 @@ __global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict_
     const ptrdiff_t NRP = NR + 2*HALO_Y;
     const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const int wxl = walls & 1, wxh = walls >> 1 & 1, wyl = walls >> 2 & 1, wyh = walls >> 3 & 1;
+    /* the open faces: opens holds the face bits of the inlets, outlets, outflows and slips at bits
+       0, 6, 12, 18; openv the outlets' densities (one per face), then the inlets' face-site velocities */
+    const int inlets_ = opens & 63, outlets_ = opens >> 6 & 63, outflows_ = opens >> 12 & 63, slips_ = opens >> 18 & 63;
+    const int bounce_ = walls | inlets_, faces_ = walls | inlets_ | outlets_ | outflows_ | slips_;
+    const double *inflow_ = openv != 0 ? openv + 4 : 0;
+    real rho_out_[4];
+    for (int face = 0; face < 4; ++face) rho_out_[face] = openv != 0 ? (real)openv[face] : (real)1;
+    (void)bounce_; (void)inflow_; (void)outflows_; (void)slips_; (void)rho_out_;
+    const int wxl = faces_ & 1, wxh = faces_ >> 1 & 1, wyl = faces_ >> 2 & 1, wyh = faces_ >> 3 & 1;
     const int lids_ = lids & walls;   /* lids on wall faces only */
     (void)wxl; (void)wxh; (void)wyl; (void)wyh; (void)lids_;
     const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
@@ -980,7 +988,7 @@ static __device__ __forceinline__ void lbgen_fields_site(const real f0, const re
 }
 
 /* Collision (bgk) of the region's sites. */
-__global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid)
+__global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv)
 {
     /* in and out_f may alias: each site reads all its populations before writing */
     LBGEN_SIZES;
@@ -996,7 +1004,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out
     const real tau_wall_ = 1.0;   /* no wall rows (the site function's argument) */
     (void)tau_wall_;
 
-    (void)walls; (void)lids; (void)lid;
+    (void)walls; (void)lids; (void)lid; (void)opens; (void)openv;
     const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
     const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
     const ptrdiff_t S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
@@ -1133,7 +1141,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out
 }
 
 /* propagate + collide: the populations are pulled (or bounced back), collided, stored */
-__global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid)
+__global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1148,7 +1156,15 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
     const real tau_wall_ = 1.0;   /* no wall rows (the site function's argument) */
     (void)tau_wall_;
 
-    const int wxl = walls & 1, wxh = walls >> 1 & 1, wyl = walls >> 2 & 1, wyh = walls >> 3 & 1;
+    /* the open faces: opens holds the face bits of the inlets, outlets, outflows and slips at bits
+       0, 6, 12, 18; openv the outlets' densities (one per face), then the inlets' face-site velocities */
+    const int inlets_ = opens & 63, outlets_ = opens >> 6 & 63, outflows_ = opens >> 12 & 63, slips_ = opens >> 18 & 63;
+    const int bounce_ = walls | inlets_, faces_ = walls | inlets_ | outlets_ | outflows_ | slips_;
+    const double *inflow_ = openv != 0 ? openv + 4 : 0;
+    real rho_out_[4];
+    for (int face = 0; face < 4; ++face) rho_out_[face] = openv != 0 ? (real)openv[face] : (real)1;
+    (void)bounce_; (void)inflow_; (void)outflows_; (void)slips_; (void)rho_out_;
+    const int wxl = faces_ & 1, wxh = faces_ >> 1 & 1, wyl = faces_ >> 2 & 1, wyh = faces_ >> 3 & 1;
     const int lids_ = lids & walls;   /* lids on wall faces only */
     (void)wxl; (void)wxh; (void)wyl; (void)wyh; (void)lids_;
     const ptrdiff_t X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
@@ -2171,7 +2187,7 @@ cudaError_t lbgen_launch_halo(lbgen_real *f, int lx, int ly, cudaStream_t stream
     return err;
 }
 
-cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *lid, const unsigned char *solid, cudaStream_t stream)
+cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *lid, const unsigned char *solid, int opens, const double *openv, cudaStream_t stream)
 {
     LBGEN_SIZES;
     if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
@@ -2184,12 +2200,12 @@ cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int l
     const ptrdiff_t NS = S1 - S0;
     if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) return cudaErrorInvalidValue;
     if (X1 == X0 || Y1 == Y0) return cudaSuccess;
-    void *args[] = { (void *)&prv, (void *)&nxt, (void *)&lx, (void *)&ly, (void *)&x0, (void *)&x1, (void *)&y0, (void *)&y1, (void *)&walls, (void *)&lids, (void *)&lid, (void *)&solid };
+    void *args[] = { (void *)&prv, (void *)&nxt, (void *)&lx, (void *)&ly, (void *)&x0, (void *)&x1, (void *)&y0, (void *)&y1, (void *)&walls, (void *)&lids, (void *)&lid, (void *)&solid, (void *)&opens, (void *)&openv };
     cudaError_t err = cudaLaunchKernel(lbgen_propagate, dim3(blocks_for((X1 - X0)*NS)), dim3(BLOCK), args, 0, stream);
     return err;
 }
 
-cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, int walls, int lids, const double *lid, const unsigned char *solid, cudaStream_t stream)
+cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, int walls, int lids, const double *lid, const unsigned char *solid, int opens, const double *openv, cudaStream_t stream)
 {
     LBGEN_SIZES;
     if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
@@ -2205,12 +2221,12 @@ cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx
     const ptrdiff_t NS = S1 - S0;
     if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) return cudaErrorInvalidValue;
     if (X1 == X0 || Y1 == Y0) return cudaSuccess;
-    void *args[] = { (void *)&in, (void *)&out_f, (void *)&lx, (void *)&ly, (void *)&x0, (void *)&x1, (void *)&y0, (void *)&y1, (void *)&tau_, (void *)&ax_, (void *)&ay_, (void *)&walls, (void *)&lids, (void *)&lid, (void *)&solid };
+    void *args[] = { (void *)&in, (void *)&out_f, (void *)&lx, (void *)&ly, (void *)&x0, (void *)&x1, (void *)&y0, (void *)&y1, (void *)&tau_, (void *)&ax_, (void *)&ay_, (void *)&walls, (void *)&lids, (void *)&lid, (void *)&solid, (void *)&opens, (void *)&openv };
     cudaError_t err = cudaLaunchKernel(lbgen_collide, dim3(blocks_for((X1 - X0)*NS)), dim3(BLOCK), args, 0, stream);
     return err;
 }
 
-cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, int walls, int lids, const double *lid, const unsigned char *solid, cudaStream_t stream)
+cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, int walls, int lids, const double *lid, const unsigned char *solid, int opens, const double *openv, cudaStream_t stream)
 {
     LBGEN_SIZES;
     if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
@@ -2226,7 +2242,7 @@ cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, i
     const ptrdiff_t NS = S1 - S0;
     if (!(0 <= X0 && X0 <= X1 && X1 <= LX && 0 <= Y0 && Y0 <= Y1 && Y1 <= LY)) return cudaErrorInvalidValue;
     if (X1 == X0 || Y1 == Y0) return cudaSuccess;
-    void *args[] = { (void *)&prv, (void *)&nxt, (void *)&lx, (void *)&ly, (void *)&x0, (void *)&x1, (void *)&y0, (void *)&y1, (void *)&tau_, (void *)&ax_, (void *)&ay_, (void *)&walls, (void *)&lids, (void *)&lid, (void *)&solid };
+    void *args[] = { (void *)&prv, (void *)&nxt, (void *)&lx, (void *)&ly, (void *)&x0, (void *)&x1, (void *)&y0, (void *)&y1, (void *)&tau_, (void *)&ax_, (void *)&ay_, (void *)&walls, (void *)&lids, (void *)&lid, (void *)&solid, (void *)&opens, (void *)&openv };
     cudaError_t err = cudaLaunchKernel(lbgen_fused, dim3(blocks_for((X1 - X0)*NS)), dim3(BLOCK), args, 0, stream);
     return err;
 }

@@ -124,12 +124,12 @@ cudaError_t lbgen_launch_halo(lbgen_real *f, int lx, int ly, cudaStream_t stream
 /* Pull streaming: nxt[p](x, y) = prv[p](x - e_px, y - e_py), or bounced back where a link crosses
    a wall face or meets a solid cell; needs a fresh halo in prv.  propagate, collide and fused take
    the C API's params record's boundaries last: walls, lids (face bits 2a + s), lid (4 x 2 device
-   doubles, face f at 2f; NULL when lids = 0), solid (NULL or LX*LY device bytes, index x*LY + y). */
-cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *lid, const unsigned char *solid, cudaStream_t stream);
+   doubles, face f at 2f; NULL when lids = 0), solid (NULL or LX*LY device bytes, index x*LY + y), opens (the open faces' bits: inlets at 0, outlets at 6, outflows at 12, slips at 18; lbgen.simulation.open_faces) and openv (NULL, or the outlets' densities, one per face, then the inlets' face-site velocities, D per site of each face, the faces in order). */
+cudaError_t lbgen_launch_propagate(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *lid, const unsigned char *solid, int opens, const double *openv, cudaStream_t stream);
 /* Collision (bgk) of every interior site of in into out_f (may equal in). */
-cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, int walls, int lids, const double *lid, const unsigned char *solid, cudaStream_t stream);
+cudaError_t lbgen_launch_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, int walls, int lids, const double *lid, const unsigned char *solid, int opens, const double *openv, cudaStream_t stream);
 /* propagate + collide in one sweep: prv (fresh halo) -> nxt. */
-cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, int walls, int lids, const double *lid, const unsigned char *solid, cudaStream_t stream);
+cudaError_t lbgen_launch_fused(const lbgen_real *prv, lbgen_real *nxt, int lx, int ly, int x0, int x1, int y0, int y1, double tau, double ax, double ay, int walls, int lids, const double *lid, const unsigned char *solid, int opens, const double *openv, cudaStream_t stream);
 /* Physical fields.  The stored populations are post-collision: their own moments carry the
    whole force of the last collision.  init_equilibrium takes, and fields and diagnostics
    report, the physical (half-step) fields instead: rho, u - a/2, T + |a|^2/8
@@ -162,9 +162,9 @@ cudaError_t lbgen_launch_unpack(const lbgen_real *f, double *plain, int lx, int 
 /* The kernels, for launches of your own (nvcc translation units). */
 extern "C" {
 __global__ void __launch_bounds__(128) lbgen_halo(lbgen_real *__restrict__ f, int lx, int ly);
-__global__ void __launch_bounds__(128) lbgen_propagate(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid);
-__global__ void __launch_bounds__(128) lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, lbgen_real tau, lbgen_real ax, lbgen_real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid);
-__global__ void __launch_bounds__(128) lbgen_fused(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, lbgen_real tau, lbgen_real ax, lbgen_real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid);
+__global__ void __launch_bounds__(128) lbgen_propagate(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv);
+__global__ void __launch_bounds__(128) lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, lbgen_real tau, lbgen_real ax, lbgen_real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv);
+__global__ void __launch_bounds__(128) lbgen_fused(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, lbgen_real tau, lbgen_real ax, lbgen_real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv);
 __global__ void __launch_bounds__(128) lbgen_init_equilibrium(lbgen_real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in, lbgen_real ax, lbgen_real ay);
 __global__ void __launch_bounds__(128) lbgen_fields(const lbgen_real *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o, lbgen_real ax, lbgen_real ay);
 __global__ void __launch_bounds__(128) lbgen_diagnostics(const lbgen_real *__restrict__ f, int lx, int ly, const uint8_t *__restrict__ solid, double *__restrict__ out, lbgen_real ax, lbgen_real ay);

@@ -70,7 +70,7 @@ def main():
 
     sizes = [np.int32(lx), np.int32(ly)]
     region = [np.int32(v) for v in (0, lx, 0, ly)]   # the whole lattice
-    boundaries = [np.int32(0), np.int32(0), None, None]   # no walls, lids nor solid cells
+    boundaries = [np.int32(0), np.int32(0), None, None, np.int32(0), None]   # no walls, lids, open faces nor solid cells
     params = [REAL(v) for v in (*PARAMS.values(), *FORCE)]
     force = [REAL(v) for v in FORCE]
 

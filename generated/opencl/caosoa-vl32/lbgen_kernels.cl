@@ -33,9 +33,9 @@
  * whole lattice) and compute its sites only: (x1 - x0) * NS work-items, NS the storage slots r*VL + k
  * from the lowest to the highest of rows y0..y1-1 (NS = LY for the whole lattice; see region_site).
  * propagate, collide and fused take, after the parameters, the C params record's boundary fields
- * as four arguments: walls (bit 2a + s: face s of axis a is a wall), lids (bit 2a + s: that face
+ * as six arguments: walls (bit 2a + s: face s of axis a is a wall), lids (bit 2a + s: that face
  * moves), lid (4 x 2 reals, face 2a + s at 2*(2a + s): its velocity (ux, uy); may be NULL when
- * lids = 0) and solid (NULL, or LX*LY bytes indexed x*LY + y: nonzero = a solid cell).
+ * lids = 0), solid (NULL, or LX*LY bytes indexed x*LY + y: nonzero = a solid cell), opens (the open faces' bits: inlets at 0, outlets at 6, outflows at 12, slips at 18; lbgen.simulation.open_faces) and openv (NULL, or the outlets' densities, one per face, then the inlets' face-site velocities, D per site of each face, the faces in order).
  * lbgen_halo: LBGEN_HALO_THREADS(LX, LY) = LX*2*HALO*VL + 2*HALO*NRP*VL work-items (one per
  * halo element: halo cluster rows, then whole halo columns with the corners).
  * lbgen_diagnostics: LY work-items (per-row sums over x, one per lane of a cluster row).
@@ -130,7 +130,7 @@ __kernel void lbgen_halo(__global real *f, int lx, int ly)
 }
 
 /* Pull streaming: nxt[p](x) = prv[p](x - e_p), or bounced back where a link crosses a wall or meets a solid cell; needs a fresh halo in prv. */
-__kernel void lbgen_propagate(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid)
+__kernel void lbgen_propagate(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid, int opens, __global const real *restrict openv)
 {
     LBGEN_SIZES;
     const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -138,7 +138,15 @@ __kernel void lbgen_propagate(__global const real *restrict prv, __global real *
     const lbgen_index NRP = NR + 2*HALO_Y;
     const lbgen_index SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
     (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
-    const int wxl = walls & 1, wxh = walls >> 1 & 1, wyl = walls >> 2 & 1, wyh = walls >> 3 & 1;
+    /* the open faces: opens holds the face bits of the inlets, outlets, outflows and slips at bits
+       0, 6, 12, 18; openv the outlets' densities (one per face), then the inlets' face-site velocities */
+    const int inlets_ = opens & 63, outlets_ = opens >> 6 & 63, outflows_ = opens >> 12 & 63, slips_ = opens >> 18 & 63;
+    const int bounce_ = walls | inlets_, faces_ = walls | inlets_ | outlets_ | outflows_ | slips_;
+    __global const real *inflow_ = openv != 0 ? openv + 4 : 0;
+    real rho_out_[4];
+    for (int face = 0; face < 4; ++face) rho_out_[face] = openv != 0 ? (real)openv[face] : (real)1;
+    (void)bounce_; (void)inflow_; (void)outflows_; (void)slips_; (void)rho_out_;
+    const int wxl = faces_ & 1, wxh = faces_ >> 1 & 1, wyl = faces_ >> 2 & 1, wyh = faces_ >> 3 & 1;
     const int lids_ = lids & walls;   /* lids on wall faces only */
     (void)wxl; (void)wxh; (void)wyl; (void)wyh; (void)lids_;
     const lbgen_index X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
@@ -156,7 +164,7 @@ __kernel void lbgen_propagate(__global const real *restrict prv, __global real *
     (void)X1;
     const lbgen_index y = r + k*NR, i = x*LY + y;   /* the site, its index in the mask */
     (void)i;
-    if (solid != 0 || walls != 0) {   /* the same for every work-item */
+    if (solid != 0 || walls != 0 || opens != 0) {   /* the same for every work-item */
         if (solid != 0 || (wxl && x < HALO) || (wxh && x >= LX - HALO) || (wyl && y < HALO) || (wyh && y >= LY - HALO)) {
             const int here_solid = solid != 0 ? solid[i] != 0 : 0;
             real rho_b = 0.0;   /* the site's density (post-collision), for the lids' correction */
@@ -1002,7 +1010,7 @@ static inline void lbgen_fields_site(const real f0, const real f1, const real f2
 }
 
 /* Collision (bgk) of the region's sites. */
-__kernel void lbgen_collide(__global const real *in, __global real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid)
+__kernel void lbgen_collide(__global const real *in, __global real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid, int opens, __global const real *restrict openv)
 {
     /* in and out_f may alias: each site reads all its populations before writing */
     LBGEN_SIZES;
@@ -1018,7 +1026,7 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
     const real tau_wall_ = 1.0;   /* no wall rows (the site function's argument) */
     (void)tau_wall_;
 
-    (void)walls; (void)lids; (void)lid;
+    (void)walls; (void)lids; (void)lid; (void)opens; (void)openv;
     const lbgen_index X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
     const int one_band_ = Y1 > Y0 && Y0 / NR == (Y1 - 1) / NR;   /* the rows lie in one lane k */
     const lbgen_index S0 = one_band_ ? (Y0 % NR)*VL + Y0 / NR : Y0 / NR + (Y0 % NR != 0);
@@ -1155,7 +1163,7 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
 }
 
 /* propagate + collide: the populations are pulled (or bounced back), collided, stored */
-__kernel void lbgen_fused(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid)
+__kernel void lbgen_fused(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid, int opens, __global const real *restrict openv)
 {
     LBGEN_SIZES;
     const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1170,7 +1178,15 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
     const real tau_wall_ = 1.0;   /* no wall rows (the site function's argument) */
     (void)tau_wall_;
 
-    const int wxl = walls & 1, wxh = walls >> 1 & 1, wyl = walls >> 2 & 1, wyh = walls >> 3 & 1;
+    /* the open faces: opens holds the face bits of the inlets, outlets, outflows and slips at bits
+       0, 6, 12, 18; openv the outlets' densities (one per face), then the inlets' face-site velocities */
+    const int inlets_ = opens & 63, outlets_ = opens >> 6 & 63, outflows_ = opens >> 12 & 63, slips_ = opens >> 18 & 63;
+    const int bounce_ = walls | inlets_, faces_ = walls | inlets_ | outlets_ | outflows_ | slips_;
+    __global const real *inflow_ = openv != 0 ? openv + 4 : 0;
+    real rho_out_[4];
+    for (int face = 0; face < 4; ++face) rho_out_[face] = openv != 0 ? (real)openv[face] : (real)1;
+    (void)bounce_; (void)inflow_; (void)outflows_; (void)slips_; (void)rho_out_;
+    const int wxl = faces_ & 1, wxh = faces_ >> 1 & 1, wyl = faces_ >> 2 & 1, wyh = faces_ >> 3 & 1;
     const int lids_ = lids & walls;   /* lids on wall faces only */
     (void)wxl; (void)wxh; (void)wyl; (void)wyh; (void)lids_;
     const lbgen_index X0 = x0, X1 = x1, Y0 = y0, Y1 = y1;
@@ -1188,7 +1204,7 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
     (void)X1;
     const lbgen_index y = r + k*NR, i = x*LY + y;   /* the site, its index in the mask */
     (void)i;
-    if (solid != 0 || walls != 0) {   /* the same for every work-item */
+    if (solid != 0 || walls != 0 || opens != 0) {   /* the same for every work-item */
         if (solid != 0 || (wxl && x < HALO) || (wxh && x >= LX - HALO) || (wyl && y < HALO) || (wyh && y >= LY - HALO)) {
             const int here_solid = solid != 0 ? solid[i] != 0 : 0;
             real rho_b = 0.0;   /* the site's density (post-collision), for the lids' correction */

@@ -1,0 +1,375 @@
+"""Open faces of a lattice of any D (the one home of their rules): velocity inlets, pressure
+outlets, outflows and free-slip walls, beside the no-slip walls and lids of
+``lbgen.simulation.boundaries``.  Each face has one kind; what a link across it gets (the
+kernels' rule, ``templates/common.j2``'s ``pull_bounced``; the oracle ``lbgen.reference.open``):
+
+* **velocity inlet** -- velocity bounce-back (Ladd 1994; lbmpy's ``UBB``): the population that
+  left the site towards the face comes back with the moving-wall correction of the face site's
+  velocity u_in, f_p = f*_opp(p) + 2 w_p rho (xi_p . u_in) / c_s^2 (rho the site's density).  It
+  is the lids' rule with a velocity per face site (normal components allowed); chosen because
+  it is local to a site, exact for a linear velocity at the half-way face, mass-conserving to
+  the imposed flux and stable for every operator lbgen has, where the non-equilibrium
+  bounce-back (Zou-He) needs the face's corners treated by hand in 3D.  Profiles: uniform,
+  ``parabolic`` (the plane channel's parabola across the walled tangential axis, the rectangular
+  duct's series (White, Viscous Fluid Flow, 3rd ed., eq. 3-48) across two), or a per-site array.
+* **pressure outlet** -- anti-bounce-back at a density rho_out (Krueger et al., The Lattice
+  Boltzmann Method, 2017, eq. 5.53): f_p = -f*_opp(p) + 2 w_p rho_out [1 + (xi_p . u)^2 /
+  (2 c_s^4) - u^2 / (2 c_s^2)], u the boundary site's velocity: it fixes the density (pressure
+  p = c_s^2 rho) at the half-way face to second order without touching the tangential flow.
+* **outflow** -- zero gradient (first-order extrapolation): the population the neighbour one
+  site inward pulls; no value is imposed, so vortices leave with little reflection.
+* **free slip** -- specular reflection at the half-way face: the mirrored population of the
+  neighbour along the face; the normal velocity vanishes there and the shear stress is zero.
+
+The open faces need a velocity set whose hops are 1 (D2Q9, D3Q15, D3Q19, D3Q27): the thermal
+sets' longer hops cross several layers of an open face, where these rules are not derived.
+Inlet speeds follow the lids' Mach rule (``lbgen.model.physics.lid_mach_check``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, Mapping, Tuple
+
+import numpy as np
+
+from lbgen.model.catalog import AXES, SIDES
+from lbgen.simulation.parameters import SimulationError
+
+#: the kinds of a face besides periodic, as the kernels name their bits
+KINDS = ("walls", "inlets", "outlets", "outflows", "slips")
+#: the inlet profiles by name (a number, a velocity vector or an array are the other forms)
+PROFILES = ("uniform", "parabolic")
+#: terms of the rectangular duct's series (White eq. 3-48): converged to < 1e-12 at the centre
+DUCT_TERMS = 200
+
+Face = Tuple[str, str]
+
+
+def _face(face, D: int, what: str) -> Face:
+    text = "-".join(face) if isinstance(face, tuple) else str(face)
+    axis, _, side = text.lower().partition("-")
+    if axis not in AXES[:D] or side not in SIDES:
+        raise SimulationError(f"{what} face {face!r}: name a face as "
+                              + ", ".join(f"'{a}-{s}'" for a in AXES[:D] for s in SIDES) + f" (a {D}D lattice)")
+    return axis, side
+
+
+def face_index(face: Face) -> int:
+    """The kernels' face number 2a + s."""
+    return 2 * AXES.index(face[0]) + SIDES.index(face[1])
+
+
+def face_shape(face: Face, shape) -> Tuple[int, ...]:
+    """The extents of the sites of a face (the lattice's shape without the face's axis)."""
+    a = AXES.index(face[0])
+    return tuple(n for b, n in enumerate(shape) if b != a)
+
+
+def inward(face: Face) -> int:
+    """+1 where the lattice lies towards higher coordinates from the face (a low face), else -1."""
+    return 1 if face[1] == "low" else -1
+
+
+def faces_of(value, D: int, what: str, axes_allowed: bool) -> Tuple[Face, ...]:
+    """Faces given as 'x-high', 'x-high y-low', a sequence of them, or (axes_allowed) axes."""
+    if value is None:
+        return ()
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, str) for v in value) \
+            and value[1].lower() in SIDES:
+        value = [value]
+    if isinstance(value, str):
+        items = value.replace(",", " ").split()
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)
+    else:
+        raise SimulationError(f"{what}={value!r}: give faces as 'x-high' or a sequence of them"
+                              + (" (or axes: 'y' is both its faces)" if axes_allowed else ""))
+    faces = []
+    for item in items:
+        if axes_allowed and isinstance(item, str) and "-" not in item:
+            for a in item.lower():
+                if a not in AXES[:D]:
+                    raise SimulationError(f"{what}={value!r}: axis {a!r}; a {D}D lattice has axes "
+                                          + ", ".join(AXES[:D]))
+                faces += [(a, s) for s in SIDES]
+        else:
+            faces.append(_face(item, D, what))
+    twice = sorted({f for f in faces if faces.count(f) > 1})
+    if twice:
+        raise SimulationError(f"{what}={value!r} names the {'-'.join(twice[0])} face twice")
+    return tuple(faces)
+
+
+def _mapping(value, D: int, what: str, default) -> Dict[Face, object]:
+    """{face: value} from a mapping, or faces (each taking ``default``)."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        out = {}
+        for face, v in value.items():
+            f = _face(face, D, what)
+            if f in out:
+                raise SimulationError(f"{what}: the {'-'.join(f)} face is given twice; give each face once")
+            out[f] = v
+        return out
+    return {f: default for f in faces_of(value, D, what, axes_allowed=False)}
+
+
+@dataclass(frozen=True)
+class OpenFaces:
+    """The checked open faces of a lattice: ``inlets`` {face: (face sites..., D) velocities},
+    ``outlets`` {face: rho_out}, ``outflows`` and ``slips`` (faces); ``profiles`` {face: how the
+    inlet's velocity was given} for the description."""
+
+    inlets: Dict[Face, np.ndarray] = field(default_factory=dict)
+    outlets: Dict[Face, float] = field(default_factory=dict)
+    outflows: Tuple[Face, ...] = ()
+    slips: Tuple[Face, ...] = ()
+    profiles: Dict[Face, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.inlets or self.outlets or self.outflows or self.slips)
+
+    def kinds(self) -> Dict[Face, str]:
+        """{face: 'inlet' | 'outlet' | 'outflow' | 'slip'}."""
+        out = {f: "inlet" for f in self.inlets}
+        out.update({f: "outlet" for f in self.outlets})
+        out.update({f: "outflow" for f in self.outflows})
+        out.update({f: "slip" for f in self.slips})
+        return out
+
+    def kernel_fields(self, shape, faces=None) -> dict:
+        """The ``Program.set_boundaries`` keywords of the open faces (``faces``: only these)."""
+        D = len(shape)
+        keep = (lambda f: True) if faces is None else (lambda f: f in faces)
+        bits = {k: sum(1 << face_index(f) for f in fs if keep(f))
+                for k, fs in (("inlets", self.inlets), ("outlets", self.outlets), ("outflows", self.outflows),
+                              ("slips", self.slips))}
+        rho_out = np.ones(2 * D)
+        for f, rho in self.outlets.items():
+            rho_out[face_index(f)] = rho
+        inlets = {f: u for f, u in self.inlets.items() if keep(f)}
+        return {**bits, "rho_out": rho_out, "inflow": inflow_array(inlets, shape) if inlets else None}
+
+    def describe(self) -> str:
+        """'inlet x-low (parabolic U = 0.05), outlet x-high (rho 1), slip y-low'."""
+        parts = [f"inlet {'-'.join(f)} ({self.profiles.get(f, 'profile')})" for f in self.inlets]
+        parts += [f"outlet {'-'.join(f)} (rho {rho:g})" for f, rho in self.outlets.items()]
+        parts += [f"outflow {'-'.join(f)}" for f in self.outflows]
+        parts += [f"slip {'-'.join(f)}" for f in self.slips]
+        return ", ".join(parts)
+
+
+def inflow_size(shape) -> int:
+    """Values of the kernels' inflow array: D per site of every face (2D faces)."""
+    D = len(shape)
+    return sum(D * int(np.prod(shape)) // shape[f // 2] for f in range(2 * D))
+
+
+def inflow_array(inlets: Mapping[Face, np.ndarray], shape) -> np.ndarray:
+    """The kernels' flat inflow array: face f's block (D values per face site, row-major over
+    the other axes) after the blocks of faces 0 .. f-1; faces without an inlet hold 0."""
+    D = len(shape)
+    blocks = []
+    for f in range(2 * D):
+        face = (AXES[f // 2], SIDES[f % 2])
+        block = np.zeros(face_shape(face, shape) + (D,))
+        if face in inlets:
+            block[...] = inlets[face]
+        blocks.append(block.reshape(-1))
+    return np.concatenate(blocks)
+
+
+def channel_profile(n: int) -> np.ndarray:
+    """The plane Poiseuille parabola across n sites between half-way walls (at -1/2 and
+    n - 1/2), 1 at the centre: 4 s (n - s) / n^2, s = i + 1/2."""
+    s = np.arange(n) + 0.5
+    return 4.0 * s * (n - s) / n ** 2
+
+
+def duct_profile(ny: int, nz: int, terms: int = DUCT_TERMS) -> np.ndarray:
+    """The rectangular duct's Poiseuille profile across ny x nz sites between half-way walls, 1
+    at the centre (White, Viscous Fluid Flow, 3rd ed., eq. 3-48): with half-widths a = ny/2,
+    b = nz/2 and coordinates y, z from the centre,
+    u ~ sum_{i odd} (-1)^((i-1)/2) [1 - cosh(i pi z / 2a) / cosh(i pi b / 2a)] cos(i pi y / 2a) / i^3."""
+    return duct_series(np.arange(ny) + 0.5 - ny / 2, np.arange(nz) + 0.5 - nz / 2, ny / 2, nz / 2, terms) \
+        / duct_series(np.zeros(1), np.zeros(1), ny / 2, nz / 2, terms)[0, 0]
+
+
+def duct_series(y, z, a: float, b: float, terms: int = DUCT_TERMS) -> np.ndarray:
+    """White's series (eq. 3-48) without its prefactor 16 a^2 (-dp/dx) / (mu pi^3), on the grid
+    y x z (-a <= y <= a, -b <= z <= b)."""
+    y, z = np.asarray(y, float)[:, None], np.asarray(z, float)[None, :]
+    out = np.zeros((y.size, z.size))
+    for i in range(1, 2 * terms, 2):
+        k = i * math.pi / (2 * a)
+        # 1 - cosh(k z) / cosh(k b), written with exponentials that do not overflow
+        ratio = np.exp(k * (np.abs(z) - b)) * (1 + np.exp(-2 * k * np.abs(z))) / (1 + math.exp(-2 * k * b))
+        out += (-1) ** ((i - 1) // 2) * (1 - ratio) * np.cos(k * y) / i ** 3
+    return out
+
+
+def duct_centre_speed(a: float, b: float, gradient: float, mu: float, terms: int = DUCT_TERMS) -> float:
+    """The centre speed of the duct of half-widths a, b under the pressure gradient -dp/dx =
+    ``gradient`` at dynamic viscosity mu (White eq. 3-48)."""
+    return 16 * a * a * gradient / (mu * math.pi ** 3) * float(duct_series([0.0], [0.0], a, b, terms)[0, 0])
+
+
+def _bounded(face: Face, walls, D: int):
+    """The tangential axes of a face whose two faces are no-slip walls."""
+    return [b for b in AXES[:D] if b != face[0] and (b, "low") in walls and (b, "high") in walls]
+
+
+def _inlet_velocity(face: Face, value, shape, walls, velocity_set, warn) -> Tuple[np.ndarray, str]:
+    """(the face sites' velocities (face shape + (D,)), how it was given)."""
+    D = len(shape)
+    fshape = face_shape(face, shape)
+    a = AXES.index(face[0])
+    name = "-".join(face)
+    normal = np.zeros(D)
+    normal[a] = inward(face)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[0], str):
+        kind, speed = value[0].lower(), value[1]
+    elif isinstance(value, str):
+        kind, speed = value.lower(), None
+    else:
+        kind, speed = None, None
+    if kind is not None:
+        if kind not in PROFILES:
+            raise SimulationError(f"inlet {name}: profile {kind!r}; choose one of {', '.join(PROFILES)} "
+                                  f"(e.g. ('parabolic', 0.05): centre speed 0.05), a speed, a velocity or an array")
+        speed = _finite(speed, f"inlet {name}: speed")
+        if kind == "uniform":
+            u, how = np.broadcast_to(speed * normal, fshape + (D,)).copy(), f"uniform U = {speed:g}"
+        else:
+            bounded = _bounded(face, walls, D)
+            if not bounded:
+                raise SimulationError(f"inlet {name}: a parabolic profile needs no-slip walls on both faces of a "
+                                      f"tangential axis ({', '.join(b for b in AXES[:D] if b != face[0])}); "
+                                      f"give walls there or a uniform inlet")
+            others = [b for b in AXES[:D] if b != face[0]]
+            n = [shape[AXES.index(b)] for b in bounded]
+            shaped = channel_profile(n[0]) if len(n) == 1 else duct_profile(*n)
+            sel = tuple(slice(None) if b in bounded else None for b in others)
+            prof = np.broadcast_to(shaped[sel], fshape)
+            u = prof[..., None] * (speed * normal)
+            how = f"parabolic U = {speed:g} ({'channel' if len(n) == 1 else 'duct'} across {''.join(bounded)})"
+    elif np.ndim(value) == 0:
+        speed = _finite(value, f"inlet {name}: speed")
+        u, how = np.broadcast_to(speed * normal, fshape + (D,)).copy(), f"uniform U = {speed:g}"
+    else:
+        arr = np.asarray(value, dtype=float) if _numeric(value) else None
+        if arr is None:
+            raise SimulationError(f"inlet {name}: {value!r}; give a speed, ('parabolic', U), ('uniform', U), "
+                                  f"a velocity of {D} components or an array of the face's sites {fshape}")
+        if arr.shape == (D,):
+            u, how = np.broadcast_to(arr, fshape + (D,)).copy(), "uniform velocity (" + ", ".join(
+                f"{c:g}" for c in arr) + ")"
+        elif arr.shape == fshape:
+            u, how = arr[..., None] * normal, "profile array (normal speed)"
+        elif arr.shape == fshape + (D,):
+            u, how = arr.copy(), "profile array"
+        else:
+            raise SimulationError(f"inlet {name}: an array of shape {arr.shape}; the face's sites are {fshape}: "
+                                  f"give {fshape} (normal speeds), {fshape + (D,)} (velocities) or ({D},)")
+        if not np.isfinite(arr).all():
+            raise SimulationError(f"inlet {name}: the profile holds a value that is not finite; give finite "
+                                  f"velocities (model units)")
+    if velocity_set is not None:
+        from lbgen.model.physics import lid_mach_check
+        peak = np.unravel_index(int(np.argmax((u ** 2).sum(-1))), fshape) if u.size else ()
+        try:
+            note = lid_mach_check(name, tuple(u[peak]), velocity_set, what="inlet")
+        except ValueError as e:
+            raise SimulationError(str(e)) from None
+        if note and warn is not None:
+            warn(note)
+    return np.ascontiguousarray(u, dtype=np.float64), how
+
+
+def _numeric(value) -> bool:
+    try:
+        np.asarray(value, dtype=float)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def _finite(v, what: str) -> float:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        x = float("nan")
+    if not math.isfinite(x):
+        raise SimulationError(f"{what} {v!r}: need a finite number (model units)")
+    return x
+
+
+def open_faces(inlet=None, outlet=None, outflow=None, slip=None, *, walls=(), shape, velocity_set=None,
+               max_hop: int = 1, mask=None, warn=None) -> OpenFaces:
+    """The checked open faces of a lattice of ``shape`` with the no-slip wall faces ``walls``:
+    ``inlet`` {face: speed | ('parabolic'|'uniform', U) | velocity | array}, ``outlet`` faces
+    (rho_out 1) or {face: rho_out}, ``outflow`` faces, ``slip`` faces or axes.  Refused in words:
+    a face of two kinds, an open face whose opposite face is periodic, a set whose hops are
+    longer than 1, a non-positive outlet density, an inlet above the Mach limit, a solid voxel on
+    an open face."""
+    D = len(shape)
+    inlets_in = _mapping(inlet, D, "inlet", None)
+    outlets_in = _mapping(outlet, D, "outlet", 1.0)
+    outflows = faces_of(outflow, D, "outflow", axes_allowed=False)
+    slips = faces_of(slip, D, "slip", axes_allowed=True)
+    given = [("wall", f) for f in walls] + [("inlet", f) for f in inlets_in] + [("outlet", f) for f in outlets_in] \
+        + [("outflow", f) for f in outflows] + [("slip", f) for f in slips]
+    if len(given) == len(walls):
+        return OpenFaces()
+    seen: Dict[Face, str] = {}
+    for kind, f in given:
+        if f in seen:
+            raise SimulationError(f"the {'-'.join(f)} face is given as {seen[f]} and as {kind}: a face has one "
+                                  f"kind (wall, lid, inlet, outlet, outflow, slip or periodic)")
+        seen[f] = kind
+    if max_hop != 1:
+        raise SimulationError(f"inlets, outlets, outflows and slip walls need a velocity set whose hops are 1 "
+                              f"(d2q9, d3q15, d3q19, d3q27); {velocity_set} hops {max_hop} sites, which cross "
+                              f"several layers of an open face")
+    for kind, f in given:
+        other = (f[0], "high" if f[1] == "low" else "low")
+        if kind != "wall" and other not in seen:
+            raise SimulationError(f"{kind} on the {'-'.join(f)} face: the opposite {'-'.join(other)} face is "
+                                  f"periodic; an axis with an open face needs a kind on both faces (a wall, an "
+                                  f"inlet, an outlet, an outflow or a slip wall)")
+    outlets = {}
+    for f, rho in outlets_in.items():
+        rho = _finite(rho, f"outlet {'-'.join(f)}: density")
+        if rho <= 0:
+            raise SimulationError(f"outlet {'-'.join(f)}: density {rho:g}; an outlet's density must be > 0 "
+                                  f"(model units, 1 the reference)")
+        outlets[f] = rho
+    inlets, profiles = {}, {}
+    for f, value in inlets_in.items():
+        inlets[f], profiles[f] = _inlet_velocity(f, value, shape, walls, velocity_set, warn)
+    if mask is not None:
+        for f in [f for k, f in given if k != "wall"]:
+            a = AXES.index(f[0])
+            layer = np.take(np.asarray(mask), 0 if f[1] == "low" else shape[a] - 1, axis=a)
+            if np.any(layer):
+                at = tuple(int(i[0]) for i in np.nonzero(layer))
+                raise SimulationError(f"mask: a solid voxel on the {seen[f]} face {'-'.join(f)} (at "
+                                      + ", ".join(f"{b}={i}" for b, i in zip([b for b in AXES[:D] if b != f[0]], at))
+                                      + "); keep bodies one site away from open faces")
+    return OpenFaces(inlets, outlets, outflows, slips, profiles)
+
+
+def face_fluxes(fields: Mapping[str, np.ndarray], faces, r: float) -> Dict[str, float]:
+    """The mass flux out of the lattice through each open face of ``faces`` ({face: kind}),
+    sites per step (lattice units: the model velocity over ``r``): the sum of rho u_n over the
+    face's layer of sites, u_n the physical velocity along the outward normal (negative: in)."""
+    out = {}
+    for face in faces:
+        a = AXES.index(face[0])
+        u = np.asarray(fields["u" + face[0]])
+        layer = 0 if face[1] == "low" else u.shape[a] - 1
+        flux = np.take(np.asarray(fields["rho"]) * u, layer, axis=a).sum() / r
+        out["-".join(face)] = float(-flux if face[1] == "low" else flux)
+    return out

@@ -1,0 +1,86 @@
+"""The open faces' description (lbgen.simulation.open_faces through BounceBack.of, as a
+Simulation takes it): the forms an inlet takes (speed, profile name, velocity, arrays) become
+the face sites' velocities; every bad input is refused before any work, naming the value and
+what is allowed (a face of two kinds, an open face across from a periodic one, a set whose hops
+are longer than 1, an inlet above the Mach limit, a bad outlet density, a body on an open face,
+an array of the wrong shape)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lbgen.model.physics import LID_MACH_MAX, lid_mach
+from lbgen.simulation.boundaries import BounceBack
+from lbgen.simulation.open_faces import channel_profile, duct_profile, inflow_array, inflow_size
+from lbgen.simulation.parameters import SimulationError
+
+
+def of(shape=(8, 6), vs="d2q9", walls="y", mask=None, **kw):
+    return BounceBack.of(walls, None, mask, shape, vs, **kw)
+
+
+def test_inlet_forms_become_face_velocities():
+    b = of(inlet={"x-low": 0.05}, outlet={"x-high": 1.01})
+    assert np.array_equal(b.open.inlets[("x", "low")], np.tile([0.05, 0.0], (6, 1)))
+    assert b.open.outlets == {("x", "high"): 1.01}
+    b = of(inlet={"x-high": ("parabolic", 0.1)}, outflow="x-low")          # into the lattice: -x
+    np.testing.assert_allclose(b.open.inlets[("x", "high")][:, 0], -0.1 * channel_profile(6))
+    b = of((8, 6, 4), "d3q19", walls="yz", inlet={"x-low": ("parabolic", 0.1)}, outlet="x-high")
+    np.testing.assert_allclose(b.open.inlets[("x", "low")][..., 0], 0.1 * duct_profile(6, 4))
+    assert abs(duct_profile(6, 4).max() - duct_profile(6, 4)[2:4, 1:3].max()) < 1e-15
+    b = of((8, 6, 4), "d3q19", walls="y", slip="z", inlet={"x-low": ("parabolic", 0.1)}, outlet="x-high")
+    u = b.open.inlets[("x", "low")][..., 0]                    # walls on y only: the channel parabola, flat in z
+    np.testing.assert_allclose(u, 0.1 * channel_profile(6)[:, None] * np.ones(4))
+    profile = np.random.default_rng(0).random((6,)) * 0.05
+    b = of(inlet={"x-low": profile}, outlet="x-high")
+    np.testing.assert_allclose(b.open.inlets[("x", "low")][:, 0], profile)
+    fields = b.kernel_fields()
+    assert (fields["inlets"], fields["outlets"]) == (1, 2) and fields["inflow"].size == inflow_size((8, 6))
+    assert np.array_equal(fields["inflow"], inflow_array(b.open.inlets, (8, 6)))
+
+
+def test_channel_and_duct_profiles():
+    # the duct's series at a wide aspect ratio tends to the channel's parabola in the middle
+    wide = duct_profile(8, 400)[:, 200]
+    np.testing.assert_allclose(wide, channel_profile(8), atol=1e-6)
+    assert duct_profile(5, 5).shape == (5, 5) and np.allclose(duct_profile(5, 5), duct_profile(5, 5).T)
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(inlet={"y-low": 0.05}), ["y-low", "wall", "inlet", "one kind"]),
+    (dict(inlet={"x-low": 0.05}), ["x-high", "periodic"]),
+    (dict(inlet={"x-low": 0.05}, outlet="x-high", slip="x-high"), ["x-high", "outlet", "slip"]),
+    (dict(inlet={"x-low": 0.05}, outlet={"x-high": -1}), ["density -1", "> 0"]),
+    (dict(inlet={"x-low": ("swirl", 0.1)}, outlet="x-high"), ["'swirl'", "uniform, parabolic"]),
+    (dict(inlet={"x-low": np.zeros(5)}, outlet="x-high"), ["shape (5,)", "(6,)"]),
+    (dict(inlet={"x-low": [np.nan, 0]}, outlet="x-high"), ["not finite"]),
+    (dict(inlet={"q-low": 0.05}), ["'q-low'", "'x-low'"]),
+    (dict(walls=None, inlet={"x-low": ("parabolic", 0.05)}, outlet="x-high"), ["parabolic", "walls"]),
+])
+def test_bad_open_faces_refused_in_words(kw, words):
+    with pytest.raises(SimulationError) as e:
+        of(**kw)
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+
+
+def test_inlet_above_the_mach_limit_refused_with_the_lids_rule():
+    limit = LID_MACH_MAX * 1.0 / lid_mach((1.0, 0.0), "d2q9")
+    from lbgen.model.physics import LidMachWarning
+    with pytest.warns(LidMachWarning, match="inlet x-low moves at Mach 0.495"):
+        assert of(inlet={"x-low": 0.99 * limit}, outlet="x-high", walls="y") is not None
+    with pytest.warns(LidMachWarning):       # the fastest site decides: 0.972 U on 6 sites
+        of(inlet={"x-low": ("parabolic", 1.02 * limit)}, outlet="x-high")
+    with pytest.raises(SimulationError, match=r"inlet x-low: .*Mach .* at most at Mach 0.5"):
+        of(inlet={"x-low": ("parabolic", 1.05 * limit)}, outlet="x-high")
+
+
+def test_thermal_sets_and_bodies_on_open_faces_refused():
+    with pytest.raises(SimulationError, match="hops are 1.*d2q37 hops 3"):
+        of((8, 12), "d2q37", inlet={"x-low": 0.05}, outlet="x-high")
+    mask = np.zeros((8, 6), bool)
+    mask[7, 2] = True
+    with pytest.raises(SimulationError, match="solid voxel on the outlet face x-high .*y=2"):
+        of(mask=mask, inlet={"x-low": 0.05}, outlet="x-high")
+    mask[7, 2], mask[4, 2] = False, True
+    assert of(mask=mask, inlet={"x-low": 0.05}, outlet="x-high").mask.sum() == 1
