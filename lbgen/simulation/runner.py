@@ -31,6 +31,7 @@ from lbgen.model.catalog import AXES, set_entry, wall_scheme_refusal
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters, force_arguments
 from lbgen.simulation import programs
 from lbgen.simulation.programs import Region, split_columns
+from lbgen.simulation.bodies import BodyLinks, body_input
 from lbgen.simulation.boundaries import BounceBack, checked_saved_state
 from lbgen.simulation.health import HealthChecks
 from lbgen.simulation.interface import (Lattice, checked_fields, checked_populations, count, field_names,
@@ -85,7 +86,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                  fused: bool = True, threads: int = 0, strict: bool = False, check_every: int = 100,
                  device_backend: Optional[str] = None, host_columns: int = 0, device: Optional[str] = None,
                  backend_options: Optional[dict] = None, device_options: Optional[dict] = None,
-                 time_block: int = 1, **operator_parameters):
+                 time_block: int = 1, bodies=None, body_bc: Optional[str] = None, **operator_parameters):
         """``operator_parameters``: the collision operator's own (tau for bgk; C1, C2, C3 for
         regularized; see ``lbgen.model.operators``), defaults from its record.  Any other
         keyword is refused, naming it."""
@@ -124,6 +125,12 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             raise SimulationError(refusal)
         from lbgen.model.velocity_set import velocity_set as get_velocity_set
         self.vs = vs = get_velocity_set(vs_name)
+        body = body_input(bodies, mask, shape, bounce, vs.max_hop, body_bc)
+        if body is not None:
+            mask = body[0]
+            if self.time_block != 1 or device_backend is not None:
+                raise SimulationError(f"bodies run on one backend, one step per sweep: time_block={self.time_block}, "
+                                      f"device_backend={device_backend!r} (use time_block=1 and one backend)")
         #: the bounce-back boundaries (walls, lid, mask; None: none), refused where they cannot run
         self.bounds = BounceBack.of(bounce, lid, mask, shape, vs_name)
         if self.bounds is not None:
@@ -173,6 +180,9 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             raise SimulationError("all regions must compute in the same precision")
         # regions with the same layout trade raw planes; otherwise layout-independent ones
         self._plain_exchange = len({r.program.layout.tag for r in self.regions}) > 1
+        #: the links of the bodies and the force on each (lbgen.simulation.bodies; None: no bodies)
+        self.bodies = None if body is None else BodyLinks(self.program, body[1], body[2], self.bounds.walls, body[3],
+                                                          body[4], vs.r)
         #: sweeps run so far: "blocked" (time_block steps each, fused_tb) and "single" (one step)
         self.sweeps = {"blocked": 0, "single": 0}
 
@@ -442,6 +452,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                 self.sweeps["blocked"] += 1
             n %= depth
         for _ in range(n):
+            if self.bodies is not None:
+                self.bodies.before_step(self.regions[0].f)
             self.exchange_halos()
             for r in self.regions:      # the device bulk first: it runs while the host computes
                 self.advance(r)
@@ -449,6 +461,11 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                 self.synchronize()
             self.time_step += 1
             self.sweeps["single"] += 1
+
+    def forces(self) -> Dict[str, np.ndarray]:
+        """{body name: the force on it} (D components, model units: docs/physics.md) by momentum exchange
+        during the last step's streaming (``lbgen.simulation.bodies``); {} without bodies."""
+        return {} if self.bodies is None else self.bodies.forces()
 
     def state(self) -> np.ndarray:
         """The populations as (Q, *shape) in the working precision (exact, for checkpoints)."""

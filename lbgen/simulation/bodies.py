@@ -1,0 +1,249 @@
+"""Bodies in a lattice of any D: their links, the bounce-back on them and the force on each.
+
+A body is a labelled set of solid sites (``labels``: 0 fluid, k > 0 the k-th body) with the wall
+distance q of every cut link (``distance(sites, directions)``: the fraction 0 < q <= 1 of the
+link x -> x + c_i at which it meets the body's surface; a voxel mask without a shape has q = 1/2
+everywhere).  The kernels' pull already bounces every link that ends in a solid site back
+half-way (``BounceBack``'s mask); this module lists those links once, with the flat buffer
+indices of their populations in the program's layout, and the link kernels
+(``<prefix>_body_links`` / ``_body_put``, every backend) run before each step on the
+post-collision state f*:
+
+* the population the bounce-back will hand back, f~ = w1 f*_i(x) + w2 f*_j(y), replaces f*_i(x)
+  (a population only that bounce reads: its neighbour x + c_i is solid).  ``halfway``: w = (1, 0),
+  f~ = f*_i(x) (nothing is written).  ``bouzidi``: the linear interpolated bounce-back of Bouzidi,
+  Firdaouss & Lallemand, Phys. Fluids 13, 3452 (2001), eq. (5):
+  q < 1/2: f~ = 2q f*_i(x) + (1 - 2q) f*_i(x - c_i);  q >= 1/2: f~ = f*_i(x)/(2q) + (2q - 1)/(2q) f*_ibar(x)
+  (where x - c_i is solid or beyond a wall the first falls back to half-way);
+* the momentum the links hand to the body, Ladd's momentum exchange (J. Fluid Mech. 271, 285,
+  1994), for interpolated walls as Mei, Yu, Shyy & Luo, Phys. Rev. E 65, 041203 (2002) take it:
+  F = sum over the body's links of c_i (f*_i(x) + f~), in lattice units per step; ``forces``
+  reports r^2 times it (model units: the momentum per model time, as gravity; docs/physics.md).
+
+The sums run in chunks of ``CHUNK`` links that never straddle two bodies, each in order, and the
+chunks' partial sums are added per body here, in order: the same bits on every backend.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from lbgen.model.catalog import AXES
+from lbgen.simulation.parameters import SimulationError
+
+#: the bounce-back schemes a body takes (``body_bc``); the first is the default
+SCHEMES = ("halfway", "bouzidi")
+#: links per chunk of the force sums (one work-item each)
+CHUNK = 32
+
+
+def body_scheme(name) -> str:
+    """``name`` as one of SCHEMES, else SimulationError naming it."""
+    if not isinstance(name, str) or name.lower() not in SCHEMES:
+        raise SimulationError(f"body_bc={name!r}: the bounce-back on bodies is one of {', '.join(SCHEMES)} "
+                              f"(halfway: plain half-way bounce-back; bouzidi: interpolated, Bouzidi et al. 2001)")
+    return name.lower()
+
+
+def checked_labels(labels, shape, walls, max_hop: int) -> np.ndarray:
+    """The body labels as an int32 array of ``shape`` (0 fluid, k > 0 body k), refused before any
+    work: another shape, negative labels, no solid site, no fluid site, a solid site within
+    ``max_hop`` planes of a periodic face (a body across the periodic seam: its links would wrap)."""
+    a = np.asarray(labels)
+    if a.shape != tuple(shape):
+        raise SimulationError(f"bodies: labels of shape {a.shape}; they must have the lattice's shape {tuple(shape)}")
+    if a.dtype == np.bool_:
+        a = a.astype(np.int32)
+    if not np.issubdtype(a.dtype, np.integer):
+        raise SimulationError(f"bodies: labels of dtype {a.dtype}; give integers (0 fluid, 1, 2, ... the bodies)")
+    if a.size and a.min() < 0:
+        raise SimulationError(f"bodies: label {int(a.min())}; labels are 0 (fluid) or a body's number 1, 2, ...")
+    solid = a > 0
+    if not solid.any():
+        raise SimulationError("bodies: the geometry holds no solid site (an empty body: is it smaller than a "
+                              "lattice spacing, or outside the box?)")
+    if solid.all():
+        raise SimulationError("bodies: every site is solid; the lattice needs at least one fluid site")
+    wall_axes = {a for a, _ in walls}
+    for k, name in enumerate(AXES[:len(shape)]):
+        if name in wall_axes:
+            continue
+        h = min(max_hop, shape[k])
+        edge = np.concatenate([np.take(solid, np.arange(h), axis=k), np.take(solid, np.arange(shape[k] - h, shape[k]),
+                                                                              axis=k)], axis=k)
+        if edge.any():
+            at = [int(i[0]) for i in np.nonzero(np.take(solid, np.r_[0:h, shape[k] - h:shape[k]], axis=k))]
+            at[k] = int(np.r_[0:h, shape[k] - h:shape[k]][at[k]])
+            where = ", ".join(f"{n}={i}" for n, i in zip(AXES, at))
+            raise SimulationError(f"bodies: solid site ({where}) within {h} plane(s) of the periodic {name} faces: a "
+                                  f"body must not touch the periodic seam (move it inward, or make {name} a wall axis)")
+    return np.ascontiguousarray(a, dtype=np.int32)
+
+
+def find_links(labels: np.ndarray, e: np.ndarray, opposite: Sequence[int], walls, distance, scheme: str) -> dict:
+    """The links x -> x + e_i of every fluid site x to a solid site inside the box, sorted by body
+    then site then direction: site (n, D), p (n,) the direction i, label (n,), q (n,), and the
+    kernels' weights and source sites (``w`` (n, 2); ``src`` (n, D) and ``src_p`` (n,): the second
+    population read, f*_src_p(src))."""
+    shape = labels.shape
+    D = len(shape)
+    solid = labels > 0
+    wall_axes = {a for a, _ in walls}
+    idx = np.indices(shape).reshape(D, -1).T
+    sites, dirs = [], []
+    for p, c in enumerate(np.asarray(e, dtype=np.int64)):
+        if not c.any():
+            continue
+        nb = idx + c
+        inside = np.ones(len(idx), bool)
+        for k in range(D):
+            if AXES[k] in wall_axes:
+                inside &= (nb[:, k] >= 0) & (nb[:, k] < shape[k])
+            else:
+                nb[:, k] %= shape[k]
+        hit = np.zeros(len(idx), bool)
+        hit[inside] = solid[tuple(nb[inside].T)]
+        hit &= ~solid[tuple(idx.T)]
+        sites.append(idx[hit])
+        dirs.append(np.full(int(hit.sum()), p))
+    site = np.concatenate(sites) if sites else np.zeros((0, D), np.int64)
+    p = np.concatenate(dirs) if dirs else np.zeros(0, np.int64)
+    c = np.asarray(e, dtype=np.int64)[p]
+    end = site + c
+    for k in range(D):
+        if AXES[k] not in wall_axes:
+            end[:, k] %= shape[k]
+    label = labels[tuple(end.T)].astype(np.int64)
+    flat = np.ravel_multi_index(tuple(site.T), shape) if len(site) else np.zeros(0, np.int64)
+    order = np.lexsort((p, flat, label))
+    site, p, c, label = site[order], p[order], c[order], label[order]
+    q = np.full(len(p), 0.5) if distance is None else np.asarray(distance(site, c), dtype=np.float64)
+    if q.shape != (len(p),) or not np.all((q > 0) & (q <= 1)):
+        bad = np.asarray(q).ravel()[~((np.asarray(q).ravel() > 0) & (np.asarray(q).ravel() <= 1))][:1]
+        raise SimulationError(f"bodies: a wall distance q = {bad[0] if bad.size else q!r} along a cut link; the body's "
+                              f"surface must lie on every link from a fluid to a solid site, 0 < q <= 1")
+    # the second population of each link and the weights
+    up = site - c
+    up_ok = np.ones(len(p), bool)
+    for k in range(D):
+        if AXES[k] in wall_axes:
+            up_ok &= (up[:, k] >= 0) & (up[:, k] < shape[k])
+        else:
+            up[:, k] %= shape[k]
+    up_ok[up_ok] = ~solid[tuple(up[up_ok].T)]
+    w = np.zeros((len(p), 2))
+    src, src_p = site.copy(), p.copy()
+    if scheme == "halfway":
+        w[:, 0] = 1.0
+    else:
+        near = q < 0.5
+        lin = near & up_ok
+        w[lin, 0], w[lin, 1] = 2 * q[lin], 1 - 2 * q[lin]
+        src[lin] = up[lin]
+        w[near & ~up_ok, 0] = 1.0                         # no upstream fluid site: half-way
+        far = ~near
+        w[far, 0], w[far, 1] = 1 / (2 * q[far]), (2 * q[far] - 1) / (2 * q[far])
+        src_p[far] = np.asarray(opposite)[p[far]]
+    return {"site": site, "p": p, "c": c, "label": label, "q": q, "w": w, "src": src, "src_p": src_p}
+
+
+def chunks(label: np.ndarray, size: int = CHUNK) -> Tuple[np.ndarray, np.ndarray]:
+    """(starts, body of each chunk): chunks of at most ``size`` consecutive links, none across two
+    bodies; starts ends with n."""
+    n = len(label)
+    starts = []
+    bodies = []
+    i = 0
+    while i < n:
+        j = min(i + size, n)
+        k = i + int(np.searchsorted(label[i:j], label[i], side="right"))
+        starts.append(i)
+        bodies.append(int(label[i]))
+        i = k
+    return np.array(starts + [n], dtype=np.int64), np.array(bodies, dtype=np.int64)
+
+
+class BodyLinks:
+    """The links of a lattice's bodies on one program (its layout), their arrays where its buffers
+    live, and the force on each body of the last step."""
+
+    def __init__(self, program, labels: np.ndarray, names: Sequence[str], walls, distance, scheme: str,
+                 r: float, x_start: int = 0):
+        vs = program.vs
+        self.scheme = scheme
+        self.names = tuple(names)
+        self.r = float(r)
+        self.D = program.D
+        links = self.links = find_links(labels, vs.e, vs.opposite, walls, distance, scheme)
+        self.n = len(links["p"])
+        lay = program.layout
+        slot = np.empty((self.n, 2), dtype=np.int64)
+        shift = np.zeros(self.D, np.int64)
+        shift[0] = x_start
+        slot[:, 0] = lay.site_index(links["p"], *(links["site"] - shift).T)
+        slot[:, 1] = lay.site_index(links["src_p"], *(links["src"] - shift).T)
+        starts, self.chunk_body = chunks(links["label"])
+        self.program = program
+        self.arrays = program.body_upload(slot.ravel(), links["w"].ravel(), links["c"].ravel(), starts)
+        #: only interpolated links write populations
+        self.writes = bool(np.any(links["w"][:, 1] != 0))
+        self.stepped = False
+
+    def before_step(self, f) -> None:
+        """The link kernels on the post-collision state ``f`` before the step streams it."""
+        if self.n:
+            self.program.body_links(f, self.arrays, put=self.writes)
+        self.stepped = True
+
+    def forces(self) -> Dict[str, np.ndarray]:
+        """{body name: the force on it (D components, model units)} of the last step (zeros before the first)."""
+        out = {name: np.zeros(self.D) for name in self.names}
+        if not self.stepped or not self.n:
+            return out
+        partial = self.program.body_partial(self.arrays)
+        for k, name in enumerate(self.names, start=1):
+            rows = partial[:len(self.chunk_body)][self.chunk_body == k]
+            total = np.zeros(self.D)
+            for row in rows:                      # in order: the same bits on every backend
+                total += row
+            out[name] = total * self.r ** 2
+        return out
+
+    def count(self) -> Dict[str, int]:
+        """{body name: its links}."""
+        return {name: int(np.sum(self.links["label"] == k)) for k, name in enumerate(self.names, start=1)}
+
+
+def body_names(names: Optional[Sequence[str]], labels: np.ndarray) -> Tuple[str, ...]:
+    """The bodies' names: ``names`` (one per label 1..max), else 'body1', 'body2', ..."""
+    top = int(labels.max())
+    if names is None:
+        return tuple(f"body{k}" for k in range(1, top + 1))
+    names = tuple(str(n) for n in names)
+    if len(names) != top or len(set(names)) != len(names):
+        raise SimulationError(f"bodies: names {names!r}: give {top} distinct names, one per label 1..{top}")
+    return names
+
+
+def body_input(bodies, mask, shape, walls, max_hop: int, scheme) -> Optional[tuple]:
+    """(mask, labels, names, distance, scheme) of ``Simulation``'s ``bodies``: an integer label
+    array of the lattice's shape (q = 1/2 on every link), or an object with ``labels``, ``names``
+    and ``distance(sites, directions)`` (``lbgen.geometry.Bodies``); None without bodies.  A
+    ``mask`` beside them is refused (the bodies are the mask)."""
+    if bodies is None:
+        if scheme not in (None, "halfway"):
+            raise SimulationError(f"body_bc={scheme!r} applies to bodies: give bodies=... (lbgen.geometry)")
+        return None
+    scheme = body_scheme("halfway" if scheme is None else scheme)
+    if mask is not None:
+        raise SimulationError("mask and bodies both given: the bodies are the solid sites; give one of them "
+                              "(a voxel mask as bodies=mask gives its forces too)")
+    if hasattr(bodies, "labels"):
+        labels, names, distance = bodies.labels, getattr(bodies, "names", None), getattr(bodies, "distance", None)
+    else:
+        labels, names, distance = bodies, None, None
+    from lbgen.simulation.boundaries import wall_faces
+    faces = wall_faces(walls, len(shape))
+    labels = checked_labels(labels, shape, faces, max_hop)
+    return labels > 0, labels, body_names(names, labels), distance, scheme
