@@ -46,10 +46,9 @@ def body_scheme(name) -> str:
     return name.lower()
 
 
-def checked_labels(labels, shape, walls, max_hop: int) -> np.ndarray:
+def checked_labels(labels, shape) -> np.ndarray:
     """The body labels as an int32 array of ``shape`` (0 fluid, k > 0 body k), refused before any
-    work: another shape, negative labels, no solid site, no fluid site, a solid site within
-    ``max_hop`` planes of a periodic face (a body across the periodic seam: its links would wrap)."""
+    work: another shape, negative labels, no solid site, no fluid site."""
     a = np.asarray(labels)
     if a.shape != tuple(shape):
         raise SimulationError(f"bodies: labels of shape {a.shape}; they must have the lattice's shape {tuple(shape)}")
@@ -65,19 +64,6 @@ def checked_labels(labels, shape, walls, max_hop: int) -> np.ndarray:
                               "lattice spacing, or outside the box?)")
     if solid.all():
         raise SimulationError("bodies: every site is solid; the lattice needs at least one fluid site")
-    wall_axes = {a for a, _ in walls}
-    for k, name in enumerate(AXES[:len(shape)]):
-        if name in wall_axes:
-            continue
-        h = min(max_hop, shape[k])
-        edge = np.concatenate([np.take(solid, np.arange(h), axis=k), np.take(solid, np.arange(shape[k] - h, shape[k]),
-                                                                              axis=k)], axis=k)
-        if edge.any():
-            at = [int(i[0]) for i in np.nonzero(np.take(solid, np.r_[0:h, shape[k] - h:shape[k]], axis=k))]
-            at[k] = int(np.r_[0:h, shape[k] - h:shape[k]][at[k]])
-            where = ", ".join(f"{n}={i}" for n, i in zip(AXES, at))
-            raise SimulationError(f"bodies: solid site ({where}) within {h} plane(s) of the periodic {name} faces: a "
-                                  f"body must not touch the periodic seam (move it inward, or make {name} a wall axis)")
     return np.ascontiguousarray(a, dtype=np.int32)
 
 
@@ -119,10 +105,18 @@ def find_links(labels: np.ndarray, e: np.ndarray, opposite: Sequence[int], walls
     order = np.lexsort((p, flat, label))
     site, p, c, label = site[order], p[order], c[order], label[order]
     q = np.full(len(p), 0.5) if distance is None else np.asarray(distance(site, c), dtype=np.float64)
-    if q.shape != (len(p),) or not np.all((q > 0) & (q <= 1)):
-        bad = np.asarray(q).ravel()[~((np.asarray(q).ravel() > 0) & (np.asarray(q).ravel() <= 1))][:1]
-        raise SimulationError(f"bodies: a wall distance q = {bad[0] if bad.size else q!r} along a cut link; the body's "
-                              f"surface must lie on every link from a fluid to a solid site, 0 < q <= 1")
+    good = (q > 0) & (q <= 1) if q.shape == (len(p),) else np.zeros(len(p), bool)
+    if not good.all():
+        n = int(np.argmin(good))
+        at = ", ".join(f"{a}={int(v)}" for a, v in zip(AXES, site[n]))
+        seam = [AXES[k] for k in range(D) if not 0 <= site[n][k] + c[n][k] < shape[k]]
+        if seam:
+            raise SimulationError(f"bodies: body {int(label[n])} touches the periodic seam of {seam[0]}: the link from "
+                                  f"({at}) across the {seam[0]} faces ends in it, but its surface lies on the other "
+                                  f"side; move the body inward (or make {seam[0]} a wall axis)")
+        raise SimulationError(f"bodies: the link from ({at}) along {tuple(int(v) for v in c[n])} ends in body "
+                              f"{int(label[n])} but meets its surface at q = {q.ravel()[n] if q.size > n else q!r}; "
+                              f"the surface must cut every link from a fluid to a solid site, 0 < q <= 1")
     # the second population of each link and the weights
     up = site - c
     up_ok = np.ones(len(p), bool)
@@ -226,7 +220,7 @@ def body_names(names: Optional[Sequence[str]], labels: np.ndarray) -> Tuple[str,
     return names
 
 
-def body_input(bodies, mask, shape, walls, max_hop: int, scheme) -> Optional[tuple]:
+def body_input(bodies, mask, shape, scheme) -> Optional[tuple]:
     """(mask, labels, names, distance, scheme) of ``Simulation``'s ``bodies``: an integer label
     array of the lattice's shape (q = 1/2 on every link), or an object with ``labels``, ``names``
     and ``distance(sites, directions)`` (``lbgen.geometry.Bodies``); None without bodies.  A
@@ -243,7 +237,5 @@ def body_input(bodies, mask, shape, walls, max_hop: int, scheme) -> Optional[tup
         labels, names, distance = bodies.labels, getattr(bodies, "names", None), getattr(bodies, "distance", None)
     else:
         labels, names, distance = bodies, None, None
-    from lbgen.simulation.boundaries import wall_faces
-    faces = wall_faces(walls, len(shape))
-    labels = checked_labels(labels, shape, faces, max_hop)
+    labels = checked_labels(labels, shape)
     return labels > 0, labels, body_names(names, labels), distance, scheme

@@ -125,7 +125,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             raise SimulationError(refusal)
         from lbgen.model.velocity_set import velocity_set as get_velocity_set
         self.vs = vs = get_velocity_set(vs_name)
-        body = body_input(bodies, mask, shape, bounce, vs.max_hop, body_bc)
+        body = body_input(bodies, mask, shape, body_bc)
         if body is not None:
             mask = body[0]
             if self.time_block != 1 or device_backend is not None:
