@@ -360,7 +360,8 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     from lbgen.simulation.boundaries import BounceBack
     box = [BounceBack(sim.wall_faces, sim.lid, None, 3).describe()] if sim.wall_faces else []
     if sim.mask is not None:
-        box.append(f"geometry {cfg.geometry} ({100.0 * sim.mask.mean():.3g}% solid)")
+        box.append(f"geometry {cfg.geometry} ({100.0 * sim.mask.mean():.3g}% solid"
+                   + (f", {cfg.body_bc} bounce-back)" if getattr(sim, "bodies", None) is not None else ")"))
     regions = getattr(sim, "regions", ())          # host + device: the regions along X
     where = " + ".join(f"{r.program.spec.backend} {r.program.layout.tag} x[{r.x_start}:{r.x_start + r.width})"
                        for r in regions) if len(regions) > 1 else f"{sim.spec.backend} {sim.program.layout.tag}"
@@ -389,6 +390,9 @@ def _report(runner, result, save):
     speed = f"{result['mlups']:.2f} MLUPS" if result["mlups"] is not None else "no steps timed"
     click.echo(f"done: {result['steps_run']} steps in {result['seconds']:.3f} s, {speed}; "
                f"step {result['steps']}, total mass {float(out['rho'].sum()):.12g}")
+    for name, force in runner.body_forces().items():
+        click.echo(f"force on the body {name!r} (momentum exchange, last step, model units): F = ("
+                   + ", ".join(f"{c:.6g}" for c in force) + ")")
     if runner.cfg.out:
         click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
     if save:

@@ -5,10 +5,10 @@ Coordinates are lattice units with site (i, j[, k]) at the point (i, j[, k]); a 
 its point lies inside (or on) a body."""
 from __future__ import annotations
 
-from lbgen.geometry.bodies import Bodies, dfg_cylinder, periodic_array
+from lbgen.geometry.bodies import Bodies, MaskBody, dfg_cylinder, periodic_array
 from lbgen.geometry.shapes import Cylinder, Sphere
 
-__all__ = ["Bodies", "Cylinder", "Mesh", "Sphere", "dfg_cylinder", "periodic_array"]
+__all__ = ["Bodies", "Cylinder", "MaskBody", "Mesh", "Sphere", "dfg_cylinder", "periodic_array"]
 
 
 def __getattr__(name):

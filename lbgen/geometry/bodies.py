@@ -74,6 +74,15 @@ class Bodies:
         return f"Bodies({self.shape}, {', '.join(f'{n}: {b!r}' for n, b in zip(self.names, self.shapes))})"
 
 
+class MaskBody:
+    """A voxel mask as one body named ``name`` (its links' walls midway: q = 1/2)."""
+
+    def __init__(self, mask, name: str = "body"):
+        self.labels = (np.asarray(mask) != 0).astype(np.int32)
+        self.names = (str(name),)
+        self.distance = None
+
+
 #: the DFG benchmark of Schaefer & Turek (1996): channel 2.2 x 0.41 (m), cylinder of diameter 0.1 at
 #: (0.2, 0.2); 3D-1Z: the square duct 2.5 x 0.41 x 0.41 with the cylinder along z
 DFG = {"length": 2.2, "height": 0.41, "diameter": 0.1, "centre": (0.2, 0.2), "length3d": 2.5}

@@ -72,6 +72,9 @@ class DistributedSimulation(DistributedState, Lattice):
             self.shape, vs_name = lattice_shape(shape, kw.get("velocity_set"))
             if halo_path not in HALO_PATH_CHOICES:
                 raise SimulationError(f"halo_path={halo_path!r}: one of {', '.join(HALO_PATH_CHOICES)}")
+            if kw.get("bodies") is not None or kw.get("body_bc") not in (None, "halfway"):
+                raise SimulationError("bodies: their interpolated bounce-back and forces run on one process; a "
+                                      "distributed lattice takes a body as its half-way voxel mask (mask=)")
         except SimulationError as e:
             raise collective(e) from None
         D = len(self.shape)

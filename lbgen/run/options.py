@@ -18,6 +18,7 @@ from lbgen.model.catalog import (DEFAULT_VELOCITY_SET, MODEL_SETS, SETS_3D, VELO
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 from lbgen.output import PICTURE_QUANTITIES, parse_clim, window_option
 from lbgen.run.setups import SETUPS
+from lbgen.simulation.bodies import SCHEMES as BODY_SCHEMES
 
 #: the lattice of a 3D run when --lx/--ly/--lz are not given
 DEFAULT_SIZE_3D = {"lx": 32, "ly": 32, "lz": 32}
@@ -89,7 +90,18 @@ SCHEMA: Tuple[Option, ...] = (
            "z-high of a wall axis; two components in 2D, three in 3D), several separated by ';'.", optional=True,
            identity=True),
     Option("geometry", "path", None, "Voxel mask .npy of the lattice's shape, (LX, LY) in 2D or (LX, LY, LZ) in "
-           "3D, bool or uint8 0/1 (1: solid); links into solid voxels bounce back.", optional=True),
+           "3D, bool or uint8 0/1 (1: solid); links into solid voxels bounce back; or a closed triangle mesh "
+           "(.stl, .obj, .ply; 3D, through trimesh), the solid sites inside it.  The force on the body is in the "
+           "series, the manifest and the summary.", optional=True),
+    Option("body_bc", "choice", BODY_SCHEMES[0], "Bounce-back on the --geometry body: halfway (its walls midway "
+           "between sites) or bouzidi (interpolated, Bouzidi, Firdaouss & Lallemand 2001, with each link's wall "
+           "distance from the mesh; a .npy mask's walls lie midway).", choices=BODY_SCHEMES, identity=True),
+    Option("stl_scale", "float", 1.0, "Lattice sites per unit of a --geometry mesh's file.", minimum=0.0,
+           identity=True),
+    Option("stl_rotate", "str", None, "Rotation of a --geometry mesh about the file's origin: AX,AY,AZ degrees "
+           "about x, then y, then z (after --stl-scale).", optional=True, identity=True),
+    Option("stl_offset", "str", None, "Where a --geometry mesh's origin goes: X,Y,Z in lattice sites (site (i, j, "
+           "k) at the point (i, j, k); after scaling and rotating).", optional=True, identity=True),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
     Option("layout", "choice", None, "Data layout (default: the fastest valid for the backend, or the tuned one).",
            choices=tuple(LAYOUTS), optional=True),
@@ -258,6 +270,12 @@ def _depth(v) -> Optional[str]:
     return _only_3d("it is the depth")(v) or _from_init(v)
 
 
+def _mesh_option(v) -> Optional[str]:
+    from lbgen.run.geometry import is_mesh
+    return None if v.get("geometry") and is_mesh(v["geometry"]) else \
+        "it places a --geometry mesh (.stl, .obj, .ply): give --geometry MESH"
+
+
 def _bounce(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
     """Bounce-back walls, lids and voxel masks: any D, but not beside the thermal walls of a 2D run."""
     def rule(v) -> Optional[str]:
@@ -294,6 +312,8 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "keep_checkpoints": _keep_checkpoints,
     "lz": _depth, "wall_axes": _bounce("they are the no-slip walls"),
     "lid": _bounce("it is a moving wall"), "geometry": _bounce("it is the voxel mask"),
+    "body_bc": lambda v: None if v.get("geometry") else "it is the bounce-back on a body: give --geometry FILE",
+    **{k: _mesh_option for k in ("stl_scale", "stl_rotate", "stl_offset")},
 }
 APPLIES.update({k: _in_2d(k, APPLIES.get(k)) for k in NOT_IN_3D})
 
