@@ -14,6 +14,16 @@ import numpy as np
 from lbgen.simulation.parameters import SimulationError
 
 
+#: the file endings read as triangle meshes (trimesh); ``lbgen run --geometry`` reads anything else
+#: as a .npy voxel mask
+MESH_SUFFIXES = (".stl", ".obj", ".ply", ".off")
+
+
+def is_mesh(path) -> bool:
+    """Whether ``path`` names a triangle mesh (by its ending, MESH_SUFFIXES)."""
+    return Path(str(path)).suffix.lower() in MESH_SUFFIXES
+
+
 def rotation(degrees) -> np.ndarray:
     """The 3 x 3 rotation by angles (ax, ay, az) in degrees about x, then y, then z."""
     ax, ay, az = (math.radians(float(a)) for a in degrees)

@@ -12,6 +12,7 @@ from typing import Optional
 
 import numpy as np
 
+from lbgen.geometry.mesh import is_mesh
 from lbgen.run.config import RunConfig
 from lbgen.simulation.boundaries import voxel_mask
 from lbgen.simulation.parameters import SimulationError
@@ -49,13 +50,7 @@ def _npy_header(path: Path):
     return tuple(int(n) for n in shape), dtype, size - offset
 
 
-#: the file endings read as triangle meshes (trimesh); anything else is a .npy voxel mask
-MESH_SUFFIXES = (".stl", ".obj", ".ply", ".off")
 _MESHES: dict = {}
-
-
-def is_mesh(path) -> bool:
-    return Path(str(path)).suffix.lower() in MESH_SUFFIXES
 
 
 def _placement(cfg: RunConfig, name: str, default):

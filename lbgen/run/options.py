@@ -90,18 +90,16 @@ SCHEMA: Tuple[Option, ...] = (
            "z-high of a wall axis; two components in 2D, three in 3D), several separated by ';'.", optional=True,
            identity=True),
     Option("geometry", "path", None, "Voxel mask .npy of the lattice's shape, (LX, LY) in 2D or (LX, LY, LZ) in "
-           "3D, bool or uint8 0/1 (1: solid); links into solid voxels bounce back; or a closed triangle mesh "
-           "(.stl, .obj, .ply; 3D, through trimesh), the solid sites inside it.  The force on the body is in the "
-           "series, the manifest and the summary.", optional=True),
-    Option("body_bc", "choice", BODY_SCHEMES[0], "Bounce-back on the --geometry body: halfway (its walls midway "
-           "between sites) or bouzidi (interpolated, Bouzidi, Firdaouss & Lallemand 2001, with each link's wall "
-           "distance from the mesh; a .npy mask's walls lie midway).", choices=BODY_SCHEMES, identity=True),
-    Option("stl_scale", "float", 1.0, "Lattice sites per unit of a --geometry mesh's file.", minimum=0.0,
+           "3D, bool or uint8 0/1 (1: solid), or a closed mesh .stl/.obj/.ply (3D); links into solid voxels bounce "
+           "back; the force on the body is reported.", optional=True),
+    Option("body_bc", "choice", BODY_SCHEMES[0], "Bounce-back on the --geometry body: halfway, or bouzidi "
+           "(interpolated: Bouzidi et al. 2001, each link's wall distance from the mesh).", choices=BODY_SCHEMES,
            identity=True),
-    Option("stl_rotate", "str", None, "Rotation of a --geometry mesh about the file's origin: AX,AY,AZ degrees "
-           "about x, then y, then z (after --stl-scale).", optional=True, identity=True),
-    Option("stl_offset", "str", None, "Where a --geometry mesh's origin goes: X,Y,Z in lattice sites (site (i, j, "
-           "k) at the point (i, j, k); after scaling and rotating).", optional=True, identity=True),
+    Option("stl_scale", "float", 1.0, "Lattice sites per unit of a --geometry mesh.", minimum=0.0, identity=True),
+    Option("stl_rotate", "str", None, "Turn a --geometry mesh: AX,AY,AZ degrees about x, y, z.", optional=True,
+           identity=True),
+    Option("stl_offset", "str", None, "Move a --geometry mesh's origin to X,Y,Z (sites).", optional=True,
+           identity=True),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
     Option("layout", "choice", None, "Data layout (default: the fastest valid for the backend, or the tuned one).",
            choices=tuple(LAYOUTS), optional=True),
@@ -271,9 +269,8 @@ def _depth(v) -> Optional[str]:
 
 
 def _mesh_option(v) -> Optional[str]:
-    from lbgen.run.geometry import is_mesh
-    return None if v.get("geometry") and is_mesh(v["geometry"]) else \
-        "it places a --geometry mesh (.stl, .obj, .ply): give --geometry MESH"
+    from lbgen.geometry.mesh import is_mesh
+    return None if is_mesh(v.get("geometry") or "") else "it places a --geometry mesh (.stl): give --geometry MESH"
 
 
 def _bounce(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
