@@ -236,16 +236,9 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
 
 def _body_args(cfg: RunConfig, mask, comm) -> dict:
     """The lattice's body arguments of a --geometry run: ``bodies`` (a mesh with its wall distances,
-    or the mask's labels) and ``body_bc`` on one process; the plain ``mask`` (half-way, no forces)
-    under several MPI ranks, where --body-bc bouzidi is refused."""
+    or the mask's labels) and ``body_bc`` (one process or several MPI ranks alike)."""
     if mask is None:
         return {"mask": None}
-    if comm is not None and (cfg.dimension == 2 or comm.size > 1):       # a distributed lattice
-        if cfg.body_bc != "halfway":
-            raise SimulationError(f"--body-bc {cfg.body_bc}: the interpolated bounce-back and the forces on bodies "
-                                  f"run on one process; under mpiexec a --geometry body is a "
-                                  f"half-way voxel mask (--body-bc halfway)")
-        return {"mask": mask}
     if cfg.time_block not in (1, "auto"):
         raise SimulationError(f"--time-block {cfg.time_block}: the link kernels of the --geometry body (its force, "
                               f"--body-bc) run before every step; give --time-block 1 (or leave it out)")

@@ -29,6 +29,8 @@ class RunEvents:
         0) runs the full check, which names the first bad site.  Returns the global scalars on
         rank 0 (None elsewhere)."""
         from lbgen.codegen.diagnostics import scalars, scalars3d
+        #: the force on each body at this sample (collective with MPI: rank 0's; None without bodies)
+        self._forces = self.sim.forces() if getattr(self.sim, "bodies", None) is not None else None
         rows = self.sim.diagnostic_rows()
         self.samples += 1
         if rows is None:
@@ -54,8 +56,9 @@ class RunEvents:
             self.output.append_series(step, step / self.sim.vs.r, d, force=self._body_force())
 
     def body_forces(self) -> dict:
-        """{body name: the force on it (D components, model units)} of the last step; {} without bodies."""
-        return self.sim.forces() if getattr(self.sim, "bodies", None) is not None else {}
+        """{body name: the force on it (D components, model units)} of the last step sampled (the run's
+        last step at its end; rank 0's under MPI); {} without bodies."""
+        return getattr(self, "_forces", None) or {}
 
     def _body_force(self):
         """The force on the run's body (all bodies: D components, model units) of the last step, or None."""

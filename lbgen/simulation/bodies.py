@@ -20,8 +20,9 @@ post-collision state f*:
   F = sum over the body's links of c_i (f*_i(x) + f~), in lattice units per step; ``forces``
   reports r^2 times it (model units: the momentum per model time, as gravity; docs/physics.md).
 
-The sums run in chunks of ``CHUNK`` links that never straddle two bodies, each in order, and the
-chunks' partial sums are added per body here, in order: the same bits on every backend.
+The sums run per chunk, the links of one fluid site to one body (one work-item each, in order),
+and the chunks' partial sums are added per body here in the order of their sites: the same bits
+on every backend, and (the chunks of each block's own sites, gathered) under MPI.
 """
 from __future__ import annotations
 
@@ -34,8 +35,6 @@ from lbgen.simulation.parameters import SimulationError
 
 #: the bounce-back schemes a body takes (``body_bc``); the first is the default
 SCHEMES = ("halfway", "bouzidi")
-#: links per chunk of the force sums (one work-item each)
-CHUNK = 32
 
 
 def body_scheme(name) -> str:
@@ -46,9 +45,19 @@ def body_scheme(name) -> str:
     return name.lower()
 
 
-def checked_labels(labels, shape) -> np.ndarray:
+class BlockBodies:
+    """The bodies of one block of a distributed lattice (lbgen.parallel): its cut ``labels``, the
+    lattice's ``names`` and the wall ``distance`` in the block's coordinates; a block may hold none."""
+
+    block = True
+
+    def __init__(self, labels, names, distance):
+        self.labels, self.names, self.distance = labels, tuple(names), distance
+
+
+def checked_labels(labels, shape, block: bool = False) -> np.ndarray:
     """The body labels as an int32 array of ``shape`` (0 fluid, k > 0 body k), refused before any
-    work: another shape, negative labels, no solid site, no fluid site."""
+    work: another shape, negative labels, no solid site (but in a ``block``), no fluid site."""
     a = np.asarray(labels)
     if a.shape != tuple(shape):
         raise SimulationError(f"bodies: labels of shape {a.shape}; they must have the lattice's shape {tuple(shape)}")
@@ -59,7 +68,7 @@ def checked_labels(labels, shape) -> np.ndarray:
     if a.size and a.min() < 0:
         raise SimulationError(f"bodies: label {int(a.min())}; labels are 0 (fluid) or a body's number 1, 2, ...")
     solid = a > 0
-    if not solid.any():
+    if not solid.any() and not block:
         raise SimulationError("bodies: the geometry holds no solid site (an empty body: is it smaller than a "
                               "lattice spacing, or outside the box?)")
     if solid.all():
@@ -67,15 +76,17 @@ def checked_labels(labels, shape) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int32)
 
 
-def find_links(labels: np.ndarray, e: np.ndarray, opposite: Sequence[int], walls, distance, scheme: str) -> dict:
+def find_links(labels: np.ndarray, e: np.ndarray, opposite: Sequence[int], walls, distance, scheme: str,
+               closed: Sequence[str] = ()) -> dict:
     """The links x -> x + e_i of every fluid site x to a solid site inside the box, sorted by body
     then site then direction: site (n, D), p (n,) the direction i, label (n,), q (n,), and the
     kernels' weights and source sites (``w`` (n, 2); ``src`` (n, D) and ``src_p`` (n,): the second
-    population read, f*_src_p(src))."""
+    population read, f*_src_p(src)).  Links leave the box through the faces of wall axes and of
+    the ``closed`` axes (a distributed block's split axes), and wrap through the others."""
     shape = labels.shape
     D = len(shape)
     solid = labels > 0
-    wall_axes = {a for a, _ in walls}
+    wall_axes = {a for a, _ in walls} | set(closed)
     idx = np.indices(shape).reshape(D, -1).T
     sites, dirs = [], []
     for p, c in enumerate(np.asarray(e, dtype=np.int64)):
@@ -103,7 +114,7 @@ def find_links(labels: np.ndarray, e: np.ndarray, opposite: Sequence[int], walls
     label = labels[tuple(end.T)].astype(np.int64)
     flat = np.ravel_multi_index(tuple(site.T), shape) if len(site) else np.zeros(0, np.int64)
     order = np.lexsort((p, flat, label))
-    site, p, c, label = site[order], p[order], c[order], label[order]
+    site, p, c, label, flat = site[order], p[order], c[order], label[order], flat[order]
     q = np.full(len(p), 0.5) if distance is None else np.asarray(distance(site, c), dtype=np.float64)
     good = (q > 0) & (q <= 1) if q.shape == (len(p),) else np.zeros(len(p), bool)
     if not good.all():
@@ -139,23 +150,19 @@ def find_links(labels: np.ndarray, e: np.ndarray, opposite: Sequence[int], walls
         far = ~near
         w[far, 0], w[far, 1] = 1 / (2 * q[far]), (2 * q[far] - 1) / (2 * q[far])
         src_p[far] = np.asarray(opposite)[p[far]]
-    return {"site": site, "p": p, "c": c, "label": label, "q": q, "w": w, "src": src, "src_p": src_p}
+    return {"site": site, "p": p, "c": c, "label": label, "q": q, "w": w, "src": src, "src_p": src_p, "flat": flat}
 
 
-def chunks(label: np.ndarray, size: int = CHUNK) -> Tuple[np.ndarray, np.ndarray]:
-    """(starts, body of each chunk): chunks of at most ``size`` consecutive links, none across two
-    bodies; starts ends with n."""
+def chunks(label: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """The first link of each chunk, and n: a chunk is the links of one fluid site to one body (links
+    sorted by body, then site), so that the chunks' sums do not depend on how a lattice is cut
+    into blocks (lbgen.parallel: the same bits as one process)."""
     n = len(label)
-    starts = []
-    bodies = []
-    i = 0
-    while i < n:
-        j = min(i + size, n)
-        k = i + int(np.searchsorted(label[i:j], label[i], side="right"))
-        starts.append(i)
-        bodies.append(int(label[i]))
-        i = k
-    return np.array(starts + [n], dtype=np.int64), np.array(bodies, dtype=np.int64)
+    if not n:
+        return np.zeros(1, dtype=np.int64)
+    new = np.ones(n, bool)
+    new[1:] = (label[1:] != label[:-1]) | (flat[1:] != flat[:-1])
+    return np.append(np.nonzero(new)[0], n).astype(np.int64)
 
 
 class BodyLinks:
@@ -163,13 +170,13 @@ class BodyLinks:
     live, and the force on each body of the last step."""
 
     def __init__(self, program, labels: np.ndarray, names: Sequence[str], walls, distance, scheme: str,
-                 r: float, x_start: int = 0):
+                 r: float, x_start: int = 0, closed: Sequence[str] = ()):
         vs = program.vs
         self.scheme = scheme
         self.names = tuple(names)
         self.r = float(r)
         self.D = program.D
-        links = self.links = find_links(labels, vs.e, vs.opposite, walls, distance, scheme)
+        links = self.links = find_links(labels, vs.e, vs.opposite, walls, distance, scheme, closed)
         self.n = len(links["p"])
         lay = program.layout
         slot = np.empty((self.n, 2), dtype=np.int64)
@@ -177,7 +184,9 @@ class BodyLinks:
         shift[0] = x_start
         slot[:, 0] = lay.site_index(links["p"], *(links["site"] - shift).T)
         slot[:, 1] = lay.site_index(links["src_p"], *(links["src"] - shift).T)
-        starts, self.chunk_body = chunks(links["label"])
+        starts = chunks(links["label"], links["flat"])
+        #: per chunk: its body and its fluid site (lattice coordinates)
+        self.chunk_body, self.chunk_site = links["label"][starts[:-1]], links["site"][starts[:-1]]
         self.program = program
         self.arrays = program.body_upload(slot.ravel(), links["w"].ravel(), links["c"].ravel(), starts)
         #: only interpolated links write populations
@@ -195,11 +204,18 @@ class BodyLinks:
         out = {name: np.zeros(self.D) for name in self.names}
         if not self.stepped or not self.n:
             return out
-        partial = self.program.body_partial(self.arrays)
+        return self.totals(self.chunk_body, self.partial())
+
+    def partial(self) -> np.ndarray:
+        """The chunks' momentum sums of the last step ((chunks, D), lattice units)."""
+        return self.program.body_partial(self.arrays)[:len(self.chunk_body)]
+
+    def totals(self, body: np.ndarray, partial: np.ndarray) -> Dict[str, np.ndarray]:
+        """{name: r^2 x the sum of the rows of ``partial`` of its body, in their order} (model units)."""
+        out = {}
         for k, name in enumerate(self.names, start=1):
-            rows = partial[:len(self.chunk_body)][self.chunk_body == k]
             total = np.zeros(self.D)
-            for row in rows:                      # in order: the same bits on every backend
+            for row in partial[body == k]:        # in order: the same bits on every backend
                 total += row
             out[name] = total * self.r ** 2
         return out
@@ -237,5 +253,6 @@ def body_input(bodies, mask, shape, scheme) -> Optional[tuple]:
         labels, names, distance = bodies.labels, getattr(bodies, "names", None), getattr(bodies, "distance", None)
     else:
         labels, names, distance = bodies, None, None
-    labels = checked_labels(labels, shape)
-    return labels > 0, labels, body_names(names, labels), distance, scheme
+    block = getattr(bodies, "block", False)
+    labels = checked_labels(labels, shape, block)
+    return labels > 0, labels, tuple(names) if block else body_names(names, labels), distance, scheme

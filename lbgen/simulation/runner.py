@@ -86,7 +86,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                  fused: bool = True, threads: int = 0, strict: bool = False, check_every: int = 100,
                  device_backend: Optional[str] = None, host_columns: int = 0, device: Optional[str] = None,
                  backend_options: Optional[dict] = None, device_options: Optional[dict] = None,
-                 time_block: int = 1, bodies=None, body_bc: Optional[str] = None, **operator_parameters):
+                 time_block: int = 1, bodies=None, body_bc: Optional[str] = None, body_closed=(),
+                 **operator_parameters):
         """``operator_parameters``: the collision operator's own (tau for bgk; C1, C2, C3 for
         regularized; see ``lbgen.model.operators``), defaults from its record.  Any other
         keyword is refused, naming it."""
@@ -182,7 +183,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         self._plain_exchange = len({r.program.layout.tag for r in self.regions}) > 1
         #: the links of the bodies and the force on each (lbgen.simulation.bodies; None: no bodies)
         self.bodies = None if body is None else BodyLinks(self.program, body[1], body[2], self.bounds.walls, body[3],
-                                                          body[4], vs.r)
+                                                          body[4], vs.r, closed=body_closed)
         #: sweeps run so far: "blocked" (time_block steps each, fused_tb) and "single" (one step)
         self.sweeps = {"blocked": 0, "single": 0}
 
