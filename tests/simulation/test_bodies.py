@@ -167,6 +167,8 @@ def test_a_mask_as_bodies_gives_forces_and_the_halfway_state_is_unchanged():
         s.step(6)
     assert np.array_equal(a.state(), b.state())
     assert a.forces() == {} and np.abs(b.forces()["body1"]).max() > 0
+    assert a.program.calls["body_links"] == 0 and b.program.calls["body_links"] == 6   # none without bodies
+    assert b.program.calls["body_put"] == 0                                          # half-way writes nothing
 
 
 @pytest.mark.parametrize("make, words", [
