@@ -1,6 +1,6 @@
 """The oracle of bodies (any D), in plain NumPy, typed from the papers, not from lbgen's link
 lists or templates: the linear interpolated bounce-back of Bouzidi, Firdaouss & Lallemand, Phys.
-Fluids 13, 3452 (2001), eq. (5), and the momentum exchange of Ladd, J. Fluid Mech. 271, 285
+Fluids 13, 3452 (2001), and the momentum exchange of Ladd, J. Fluid Mech. 271, 285
 (1994) as Mei et al., Phys. Rev. E 65, 041203 (2002) write it for curved walls.
 
 For a fluid node x whose neighbour x + e_i is solid, with the wall at the fraction q of the

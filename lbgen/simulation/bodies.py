@@ -12,7 +12,7 @@ post-collision state f*:
 * the population the bounce-back will hand back, f~ = w1 f*_i(x) + w2 f*_j(y), replaces f*_i(x)
   (a population only that bounce reads: its neighbour x + c_i is solid).  ``halfway``: w = (1, 0),
   f~ = f*_i(x) (nothing is written).  ``bouzidi``: the linear interpolated bounce-back of Bouzidi,
-  Firdaouss & Lallemand, Phys. Fluids 13, 3452 (2001), eq. (5):
+  Firdaouss & Lallemand, Phys. Fluids 13, 3452 (2001):
   q < 1/2: f~ = 2q f*_i(x) + (1 - 2q) f*_i(x - c_i);  q >= 1/2: f~ = f*_i(x)/(2q) + (2q - 1)/(2q) f*_ibar(x)
   (where x - c_i is solid or beyond a wall the first falls back to half-way);
 * the momentum the links hand to the body, Ladd's momentum exchange (J. Fluid Mech. 271, 285,
