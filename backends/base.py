@@ -378,6 +378,27 @@ class Program(ColumnExchange, abc.ABC):
         return tuple(operator(self.spec.collision).kernel_arguments_of(self.D))
 
 
+def body_arrays(program, slot, weight, dirs, chunk) -> dict:
+    """The host arrays of a body's links for ``program``'s link kernels (lbgen.simulation.bodies):
+    slot (2n int64 flat buffer indices), weight (2n, the program's dtype), dir (D n int32), chunk
+    (the chunks' first links and n, int64), and the value (n) and partial (chunks x D float64)
+    arrays the kernels write; checked here (the kernels trust them)."""
+    slot = np.ascontiguousarray(slot, dtype=np.int64)
+    n = slot.size // 2
+    weight = np.ascontiguousarray(weight, dtype=program.dtype)
+    dirs = np.ascontiguousarray(dirs, dtype=np.int32)
+    chunk = np.ascontiguousarray(chunk, dtype=np.int64)
+    if slot.size != 2 * n or weight.size != 2 * n or dirs.size != program.D * n or chunk.size < 1 \
+            or chunk[0] != 0 or chunk[-1] != n or np.any(np.diff(chunk) < 0):
+        raise ValueError(f"body links: slot {slot.size}, weight {weight.size}, dir {dirs.size} and chunk {chunk.size} "
+                         f"values do not describe n links (2n, 2n, {program.D}n, chunks from 0 to n)")
+    if n and (slot.min() < 0 or slot.max() >= program.layout.size):
+        raise ValueError(f"body links: a slot outside the lattice buffer (0 .. {program.layout.size - 1})")
+    return {"slot": slot, "weight": weight, "dir": dirs, "chunk": chunk, "n": np.int32(n),
+            "nchunk": np.int32(chunk.size - 1), "value": np.zeros(max(n, 1), dtype=program.dtype),
+            "partial": np.zeros((max(chunk.size - 1, 1), program.D), dtype=np.float64)}
+
+
 def checked_region(region, lx: int, ly: int, note: str = "") -> tuple:
     """(x0, x1, y0, y1) of a sweep's region, for any D: None is the whole lattice, else interior
     sites x0 <= x < x1, y0 <= y < y1 (3D: whole Z lines, ``note``), checked here (the kernels

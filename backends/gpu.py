@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lbgen.backends.base import Program, fields_dict
+from lbgen.backends.base import Program, body_arrays, fields_dict
 from lbgen.backends.build import aligned_zeros
 
 
@@ -190,6 +190,25 @@ class GPUProgram(Program):
         items, reg = self._region_args(region)
         self._call("fused", items, [self._buf(prv), self._buf(nxt), *self._sizes, *reg,
                                     *self._param_values(params, self.dtype), *self._bc_args()], (1,))
+
+    # --- bodies: the link kernels (lbgen.simulation.bodies), arrays where the buffers live ---------
+    def body_upload(self, slot, weight, dirs, chunk) -> dict:
+        links = body_arrays(self, slot, weight, dirs, chunk)
+        links["partial"] = links["partial"].astype(self.field_dtype)
+        for k in ("slot", "weight", "dir", "chunk", "value", "partial"):
+            links[k] = self._to_device(links[k])
+        return links
+
+    def body_links(self, f, links: dict, put: bool = True) -> None:
+        self._call("body_links", int(links["nchunk"]), [self._buf(f), links["slot"], links["weight"], links["dir"],
+                                                       links["chunk"], links["nchunk"], links["value"],
+                                                       links["partial"]], ())
+        if put:
+            self._call("body_put", int(links["n"]), [f, links["slot"], links["value"], links["n"]], ())
+
+    def body_partial(self, links: dict) -> np.ndarray:
+        p = links["partial"]
+        return np.array(p if isinstance(p, np.ndarray) else self._to_host(p), dtype=np.float64).reshape(-1, self.D)
 
     def init_equilibrium(self, f, rho, *velocity_and_T, force=None) -> None:
         arrays = [self._fields_in(a) for a in (rho, *velocity_and_T)]

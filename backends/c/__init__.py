@@ -15,7 +15,7 @@ import numpy as np
 
 from lbgen.system.limits import resolve_threads
 
-from lbgen.backends.base import HostBuffers, Program, check_tau_wall, fields_dict, wall_tau
+from lbgen.backends.base import HostBuffers, Program, body_arrays, check_tau_wall, fields_dict, wall_tau
 from lbgen.backends.build import (UNCONTRACTED_LEVELS, build_library, compiler_version, find_compiler,
                                   last_level_cache_bytes, load_library, optimisation)
 
@@ -143,6 +143,25 @@ class CProgram(HostBuffers, Program):
         """Contiguous float64 arrays of the lattice's shape (numbers broadcast) and their pointers."""
         arrays = [np.array(np.broadcast_to(np.asarray(a, dtype=np.float64), self.shape), order="C") for a in arrays]
         return arrays, [self.ffi.cast("double *", a.ctypes.data) for a in arrays]
+
+    # --- bodies: the link kernels (lbgen.simulation.bodies) --------------------------------------
+    def body_upload(self, slot, weight, dirs, chunk) -> dict:
+        links = body_arrays(self, slot, weight, dirs, chunk)
+        cast = self.ffi.cast
+        links["args"] = (cast("const int64_t *", links["slot"].ctypes.data),
+                         cast(f"const {self.real_c} *", links["weight"].ctypes.data),
+                         cast("const int *", links["dir"].ctypes.data), cast("const int64_t *", links["chunk"].ctypes.data),
+                         links["nchunk"], cast(f"{self.real_c} *", links["value"].ctypes.data),
+                         cast("double *", links["partial"].ctypes.data))
+        return links
+
+    def body_links(self, f, links: dict, put: bool = True) -> None:
+        self._fn("body_links")(self._ptr(f), *links["args"])
+        if put:
+            self._fn("body_put")(self._ptr(f), links["args"][0], links["args"][5], links["n"])
+
+    def body_partial(self, links: dict) -> np.ndarray:
+        return links["partial"].copy()
 
     def halo(self, f):
         self._fn("halo")(self._ptr(f), *self._sizes)

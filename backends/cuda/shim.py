@@ -166,7 +166,8 @@ class ShimProgram(LaunchProgram):
         return describe()
 
     def _launch(self, kernel, blocks, threads, *args):
-        ctypes = {np.float64: "double", np.float32: "float", np.uint8: "void"}   # the mask: uint8_t or unsigned char
+        ctypes = {np.float64: "double", np.float32: "float", np.uint8: "void",   # the mask: uint8_t or unsigned char
+                  np.int64: "void", np.int32: "void"}                         # the body links' indices
         conv = []
         for a in args:
             if a is None:

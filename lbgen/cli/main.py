@@ -363,7 +363,8 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     if opened:
         box.append(opened.describe())
     if sim.mask is not None:
-        box.append(f"geometry {cfg.geometry} ({100.0 * sim.mask.mean():.3g}% solid)")
+        box.append(f"geometry {cfg.geometry} ({100.0 * sim.mask.mean():.3g}% solid"
+                   + (f", {cfg.body_bc} bounce-back)" if getattr(sim, "bodies", None) is not None else ")"))
     regions = getattr(sim, "regions", ())          # host + device: the regions along X
     where = " + ".join(f"{r.program.spec.backend} {r.program.layout.tag} x[{r.x_start}:{r.x_start + r.width})"
                        for r in regions) if len(regions) > 1 else f"{sim.spec.backend} {sim.program.layout.tag}"
@@ -398,6 +399,9 @@ def _report(runner, result, save):
         flux = face_fluxes(out, [f for f, k in opened.kinds().items() if k != "slip"], runner.sim.vs.r)
         click.echo("mass flux out through the open faces (sites/step; negative: in): "
                    + ", ".join(f"{f} {v:+.6g}" for f, v in flux.items()) + f"; net {sum(flux.values()):+.3g}")
+    for name, force in runner.body_forces().items():
+        click.echo(f"force on the body {name!r} (momentum exchange, last step, model units): F = ("
+                   + ", ".join(f"{c:.6g}" for c in force) + ")")
     if runner.cfg.out:
         click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
     if save:

@@ -25,6 +25,9 @@ ENTRY_POINTS_3D = ("check", "buffer_size", "alloc", "free", "set_threads", "halo
 #: the 3D GPU kernels' entry points (no host code: sizes are checked by the runtime, check_sizes3d)
 GPU_ENTRY_POINTS_3D = ("halo", "halo_planes", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack",
                        "unpack", "diagnostics")
+#: the body-link kernels every backend emits for any D (lbgen.simulation.bodies): interpolated or
+#: half-way bounce-back on listed links and the momentum exchange on the bodies
+BODY_ENTRY_POINTS = ("body_links", "body_put")
 #: the revision of the emitted calling convention (``<PREFIX>_API_VERSION``), one for 2D and 3D
 API_VERSION = 4
 #: error codes of the emitted `<prefix>_check(lx, ly, ...)`, numbered from 1 (0: valid sizes,

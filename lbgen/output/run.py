@@ -462,11 +462,15 @@ class RunOutput:
         return written
 
     # ------------------------------------------------------------------ series
-    def append_series(self, step: int, time: Optional[float], diag: dict) -> None:
+    def append_series(self, step: int, time: Optional[float], diag: dict, force=None) -> None:
         """Append one row to series.csv (header written when the file is new or empty; the
-        columns of the run's dimension)."""
+        columns of the run's dimension, and with ``force`` (a run with a body: D components) the
+        force on the body)."""
         self.record([self.series_path])
         columns = series_mod.SERIES_COLUMNS3D if self.dimension == 3 else series_mod.SERIES_COLUMNS
+        if force is not None:
+            columns = columns + series_mod.FORCE_COLUMNS[:len(force)]
+            diag = {**diag, **dict(zip(series_mod.FORCE_COLUMNS, (float(c) for c in force)))}
         series_mod.append_row(self.series_path, step, time, diag, columns=columns)
         self.seal([self.series_path])
 

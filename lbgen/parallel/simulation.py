@@ -49,6 +49,7 @@ from lbgen.parallel.decomposition import (block_indices, ghost_sides, paired_wal
 from lbgen.parallel.exchange import trade
 from lbgen.parallel.halo import HALO_PATH_CHOICES, PATHS, HaloSlabs, device_path_problem
 from lbgen.parallel.mpi import agree, collective, root_call
+from lbgen.simulation.bodies import BlockBodies, body_input
 from lbgen.simulation.boundaries import BounceBack
 from lbgen.simulation.interface import Lattice, lattice_shape
 from lbgen.simulation.parameters import SimulationError, Walls
@@ -82,6 +83,12 @@ class DistributedSimulation(DistributedState, Lattice):
             opening = {k: kw.pop(k) for k in ("inlet", "outlet", "outflow", "slip") if kw.get(k) is not None}
             if opening and thermal:
                 raise SimulationError(f"{', '.join(opening)}: the open faces do not run beside the 2D thermal walls")
+            body = body_input(kw.pop("bodies", None), mask, self.shape, kw.pop("body_bc", None))
+            if body is not None:
+                mask = body[0]
+                if depth != 1:
+                    raise SimulationError(f"time_block={depth}: the link kernels of bodies run before every step; "
+                                          f"use time_block=1")
             bounds = None if thermal else BounceBack.of(kw.get("walls"), kw.get("lid"), mask, self.shape, vs_name,
                                                         **opening)
             if bounds is not None:
@@ -145,7 +152,11 @@ class DistributedSimulation(DistributedState, Lattice):
         try:
             local_mask = None if self.mask is None else self.mask[np.ix_(*self._indices())]
             self._fit_layout(kw)
-            self.sim = Simulation(*self.extended, mask=local_mask, time_block=depth if sweep else 1, **kw)
+            if body is not None:          # this block's bodies: links leave it across its split axes
+                kw.update(bodies=self._block_bodies(body), body_bc=body[4],
+                          body_closed=tuple(a for a, p in zip(AXES, self.dims) if p > 1))
+            self.sim = Simulation(*self.extended, mask=None if body is not None else local_mask,
+                                  time_block=depth if sweep else 1, **kw)
             if self.open_faces is not None:
                 self._open_block(local_mask)
             if thermal:
@@ -163,6 +174,39 @@ class DistributedSimulation(DistributedState, Lattice):
         mine = [{"rank": self.rank, "backend": b, "layout": t, "columns": [self.origin[0], self.size[0]],
                  "rows": [self.origin[1], self.size[1]]} for b, t in self._programs()]
         self.rank_regions = [d for part in comm.allgather(mine) for d in part]
+
+    def _block_bodies(self, body):
+        """The bodies of this rank's extended block: labels cut, wall distances in global coordinates."""
+        labels, names, distance = body[1][np.ix_(*self._indices())], body[2], body[3]
+        corner = np.array([o - g for o, g in zip(self.origin, self.ghost_low)])
+        return BlockBodies(labels, names, None if distance is None else
+                           (lambda sites, dirs: distance(np.asarray(sites) + corner, dirs)))
+
+    @property
+    def bodies(self):
+        """The links of this block's bodies (``lbgen.simulation.bodies.BodyLinks``) or None."""
+        return self.sim.bodies
+
+    def forces(self) -> Optional[Dict[str, np.ndarray]]:
+        """{body name: the force on it} of the last step on rank 0 (None elsewhere; collective): each
+        rank's chunks of its own sites, summed in the order of their global sites, as one process."""
+        links = self.sim.bodies
+        if links is None:
+            return {} if self.rank == 0 else None
+        site = links.chunk_site
+        owned = np.all([(site[:, k] >= g) & (site[:, k] < g + n) for k, (g, n) in
+                        enumerate(zip(self.ghost_low, self.size))], axis=0) if len(site) else np.zeros(0, bool)
+        glob = [np.asarray(idx)[site[owned, k]] for k, idx in enumerate(self._indices())]
+        key = np.ravel_multi_index(tuple(glob), self.shape) if owned.any() else np.zeros(0, np.int64)
+        mine = (links.chunk_body[owned], key, links.partial()[owned])
+        parts = self.comm.gather(mine, root=0)
+        if self.rank != 0:
+            return None
+        body = np.concatenate([p[0] for p in parts])
+        keys = np.concatenate([p[1] for p in parts])
+        rows = np.concatenate([p[2].reshape(-1, len(self.shape)) for p in parts])
+        order = np.lexsort((keys, body))
+        return links.totals(body[order], rows[order])
 
     @property
     def extended(self) -> tuple:
@@ -343,7 +387,7 @@ class DistributedSimulation(DistributedState, Lattice):
         """n steps (collective): an exchange, then up to time_block steps of the rank's block (the
         staged path's single steps overlap the trades with the interior sweep: ``overlap_boxes``)."""
         self._check_can_step(n)
-        plan = self.overlap_boxes() if self.halo_path == "staged" else None
+        plan = self.overlap_boxes() if self.halo_path == "staged" and self.sim.bodies is None else None
         while plan is not None and n > 0:
             self._overlapped_step(*plan)
             self.time_step += 1

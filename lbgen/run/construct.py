@@ -177,8 +177,8 @@ def resolve_time_block(cfg: RunConfig, distributed: bool = False, tuned: Optiona
         return 1
     if depth == "auto" and (cfg.wall_axes or cfg.geometry) and cfg.dimension == 2:
         return 1          # 2D bounce-back walls and masks are not time-blocked (fused_tb refuses them)
-    if depth == "auto" and open_arguments(cfg):
-        return 1          # open faces are not time-blocked (fused_tb refuses them)
+    if depth == "auto" and (open_arguments(cfg) or (cfg.geometry and not distributed)):
+        return 1          # open faces are not time-blocked (fused_tb refuses them); a body's link kernels run every step
     if depth == "auto":
         return tuned() if tuned is not None else tune.default_time_block3d(set_entry(cfg.velocity_set).max_hop)
     return depth
@@ -206,7 +206,7 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
         return _make_simulation3d(cfg, mask, comm, grid, host_columns, lx, device)
     cfg = resolve(cfg, echo=lambda m: None, distributed=comm is not None)   # a no-op once resolved
     walls = Walls(**cfg.walls) if cfg.walls else cfg.wall_axes     # thermal walls, or bounce-back wall axes
-    bounce = {k: v for k, v in (("lid", cfg.lid), ("mask", mask)) if v is not None}   # lids, the --geometry mask
+    bounce = {k: v for k, v in (("lid", cfg.lid), *_body_args(cfg, mask, comm).items()) if v is not None}
     bounce.update(open_arguments(cfg))                                                 # inlets, outlets, ...
     common = dict(**bounce, layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision,
                   gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
@@ -236,13 +236,25 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
                       device_options=options, **common)
 
 
+def _body_args(cfg: RunConfig, mask, comm) -> dict:
+    """The lattice's body arguments of a --geometry run: ``bodies`` (a mesh with its wall distances,
+    or the mask's labels) and ``body_bc`` (one process or several MPI ranks alike)."""
+    if mask is None:
+        return {"mask": None}
+    if cfg.time_block not in (1, "auto"):
+        raise SimulationError(f"--time-block {cfg.time_block}: the link kernels of the --geometry body (its force, "
+                              f"--body-bc) run before every step; give --time-block 1 (or leave it out)")
+    from lbgen.run.geometry import run_bodies
+    return {"bodies": run_bodies(cfg, mask), "body_bc": cfg.body_bc}
+
+
 def _make_simulation3d(cfg: RunConfig, mask=None, comm=None, grid=None, host_columns=None, lx=None, device=True):
     """The 3D lattice of a resolved 3D run description (make_simulation)."""
     import warnings
 
     from lbgen.model.physics import LidMachWarning
     common = dict(velocity_set=cfg.velocity_set, collision=cfg.collision, gravity=cfg.gravity, walls=cfg.wall_axes,
-                  lid=cfg.lid, mask=mask, backend=cfg.backend, layout=cfg.layout, vl=cfg.vl,
+                  lid=cfg.lid, **_body_args(cfg, mask, comm), backend=cfg.backend, layout=cfg.layout, vl=cfg.vl,
                   precision=cfg.precision, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
                   time_block=cfg.time_block, device=cfg.device if cfg.backend == "opencl" else None,
                   **open_arguments(cfg), **cfg.parameters)

@@ -29,6 +29,8 @@ class RunEvents:
         0) runs the full check, which names the first bad site.  Returns the global scalars on
         rank 0 (None elsewhere)."""
         from lbgen.codegen.diagnostics import scalars, scalars3d
+        #: the force on each body at this sample (collective with MPI: rank 0's; None without bodies)
+        self._forces = self.sim.forces() if getattr(self.sim, "bodies", None) is not None else None
         rows = self.sim.diagnostic_rows()
         self.samples += 1
         if rows is None:
@@ -51,7 +53,17 @@ class RunEvents:
     def _series(self, d) -> None:
         if self.output is not None and d is not None:
             step = self.sim.time_step
-            self.output.append_series(step, step / self.sim.vs.r, d)
+            self.output.append_series(step, step / self.sim.vs.r, d, force=self._body_force())
+
+    def body_forces(self) -> dict:
+        """{body name: the force on it (D components, model units)} of the last step sampled (the run's
+        last step at its end; rank 0's under MPI); {} without bodies."""
+        return getattr(self, "_forces", None) or {}
+
+    def _body_force(self):
+        """The force on the run's body (all bodies: D components, model units) of the last step, or None."""
+        forces = self.body_forces()
+        return sum(forces.values()) if forces else None
 
     def _fields(self):
         """The fields of the current state, computed once per event (gathered to rank 0 with MPI)."""
@@ -145,11 +157,22 @@ class RunEvents:
             "seconds": self.seconds,
             "sweeps": dict(self.sim.sweeps),
             "samples": self.samples,
+            "bodies": self._bodies_record(),
             "versions": self._versions,
             "command": self.command,
             "started": self.started_at,
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         })
+
+    def _bodies_record(self) -> Optional[dict]:
+        """The manifest's bodies: the bounce-back on them, their links and the force on each (last step)."""
+        links = getattr(self.sim, "bodies", None)
+        if links is None:
+            return None
+        counts = links.count()
+        return {"body_bc": links.scheme, "units": "model units (momentum per model time; docs/physics.md)",
+                "forces": {n: [float(c) for c in f] for n, f in self.body_forces().items()},
+                "links": counts}
 
     def _device(self) -> dict:
         """The kernels (and, in 2D, the regions) of the run, for the manifest."""

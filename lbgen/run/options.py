@@ -19,6 +19,7 @@ from lbgen.output import PICTURE_QUANTITIES, parse_clim, window_option
 from lbgen.run.setups import SETUPS
 from lbgen.simulation.open_faces import PROFILES
 from lbgen.run.boundary_options import as_axes, as_face, as_faces, as_float, as_lid, as_outlets  # noqa: F401 - the converters
+from lbgen.simulation.bodies import SCHEMES as BODY_SCHEMES
 
 #: the lattice of a 3D run when --lx/--ly/--lz are not given
 DEFAULT_SIZE_3D = {"lx": 32, "ly": 32, "lz": 32}
@@ -106,7 +107,16 @@ SCHEMA: Tuple[Option, ...] = (
     Option("slip", "faces", None, "Free-slip (specular) walls: axes (both faces, e.g. y) or faces (z-high).",
            optional=True, identity=True),
     Option("geometry", "path", None, "Voxel mask .npy of the lattice's shape, (LX, LY) in 2D or (LX, LY, LZ) in "
-           "3D, bool or uint8 0/1 (1: solid); links into solid voxels bounce back.", optional=True),
+           "3D, bool or uint8 0/1 (1: solid), or a closed mesh .stl/.obj/.ply (3D); links into solid voxels bounce "
+           "back; the force on the body is reported.", optional=True),
+    Option("body_bc", "choice", BODY_SCHEMES[0], "Bounce-back on the --geometry body: halfway, or bouzidi "
+           "(interpolated: Bouzidi et al. 2001, each link's wall distance from the mesh).", choices=BODY_SCHEMES,
+           identity=True),
+    Option("stl_scale", "float", 1.0, "Lattice sites per unit of a --geometry mesh.", minimum=0.0, identity=True),
+    Option("stl_rotate", "str", None, "Turn a --geometry mesh: AX,AY,AZ degrees about x, y, z.", optional=True,
+           identity=True),
+    Option("stl_offset", "str", None, "Move a --geometry mesh's origin to X,Y,Z (sites).", optional=True,
+           identity=True),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
     Option("layout", "choice", None, "Data layout (default: the fastest valid for the backend, or the tuned one).",
            choices=tuple(LAYOUTS), optional=True),
@@ -275,6 +285,11 @@ def _depth(v) -> Optional[str]:
     return _only_3d("it is the depth")(v) or _from_init(v)
 
 
+def _mesh_option(v) -> Optional[str]:
+    from lbgen.geometry.mesh import is_mesh
+    return None if is_mesh(v.get("geometry") or "") else "it places a --geometry mesh (.stl): give --geometry MESH"
+
+
 def _bounce(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
     """Bounce-back walls, lids and voxel masks: any D, but not beside the thermal walls of a 2D run."""
     def rule(v) -> Optional[str]:
@@ -317,6 +332,8 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "inlet_profile": lambda v: None if v.get("inlet") else "it is the profile of the velocity inlet: it needs --inlet",
     "outlet_density": lambda v: None if v.get("outlet") and None in as_outlets(v["outlet"]).values() else (
         "it is the density of the pressure outlets given without one: it needs --outlet FACE (not FACE=RHO)"),
+    "body_bc": lambda v: None if v.get("geometry") else "it is the bounce-back on a body: give --geometry FILE",
+    **{k: _mesh_option for k in ("stl_scale", "stl_rotate", "stl_offset")},
 }
 APPLIES.update({k: _in_2d(k, APPLIES.get(k)) for k in NOT_IN_3D})
 

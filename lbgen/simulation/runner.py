@@ -31,6 +31,7 @@ from lbgen.model.catalog import AXES, set_entry, wall_scheme_refusal
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters, force_arguments
 from lbgen.simulation import programs
 from lbgen.simulation.programs import Region, split_columns
+from lbgen.simulation.bodies import BodyLinks, body_input
 from lbgen.simulation.boundaries import BounceBack, checked_saved_state
 from lbgen.simulation.health import HealthChecks
 from lbgen.simulation.interface import (Lattice, checked_fields, checked_populations, count, field_names,
@@ -73,6 +74,11 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
     asynchronously while the host computes, and the result equals a single-backend run
     (bit-identical in strict mode).
 
+    ``bodies`` (``lbgen.geometry.Bodies``, or an integer label array: 0 fluid, k body k) are solid
+    sites whose links bounce back half-way or, ``body_bc='bouzidi'``, interpolated with each link's
+    wall distance; ``forces()`` gives the force on each by momentum exchange
+    (``lbgen.simulation.bodies``; ``body_closed``: the axes a distributed block's links do not wrap).
+
     ``time_block=N`` (C backend, one region) advances N steps per sweep through cache
     (temporal blocking, ``fused_tb``), bit-identical to single steps in strict mode;
     ``step(n)`` does n // N such sweeps, then n % N single steps (``sweeps`` counts both).
@@ -86,6 +92,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                  device_backend: Optional[str] = None, host_columns: int = 0, device: Optional[str] = None,
                  backend_options: Optional[dict] = None, device_options: Optional[dict] = None,
                  time_block: int = 1, inlet: Optional[Mapping] = None, outlet=None, outflow=None, slip=None,
+                 bodies=None, body_bc: Optional[str] = None, body_closed=(),
                  **operator_parameters):
         """``operator_parameters``: the collision operator's own (tau for bgk; C1, C2, C3 for
         regularized; see ``lbgen.model.operators``), defaults from its record.  Any other
@@ -125,6 +132,12 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             raise SimulationError(refusal)
         from lbgen.model.velocity_set import velocity_set as get_velocity_set
         self.vs = vs = get_velocity_set(vs_name)
+        body = body_input(bodies, mask, shape, body_bc)
+        if body is not None:
+            mask = body[0]
+            if self.time_block != 1 or device_backend is not None:
+                raise SimulationError(f"bodies run on one backend, one step per sweep: time_block={self.time_block}, "
+                                      f"device_backend={device_backend!r} (use time_block=1 and one backend)")
         #: the bounce-back boundaries (walls, lid, mask; None: none), refused where they cannot run
         self.bounds = BounceBack.of(bounce, lid, mask, shape, vs_name, inlet, outlet, outflow, slip)
         if self.bounds is not None:
@@ -174,6 +187,9 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             raise SimulationError("all regions must compute in the same precision")
         # regions with the same layout trade raw planes; otherwise layout-independent ones
         self._plain_exchange = len({r.program.layout.tag for r in self.regions}) > 1
+        #: the links of the bodies and the force on each (lbgen.simulation.bodies; None: no bodies)
+        self.bodies = None if body is None else BodyLinks(self.program, body[1], body[2], self.bounds.walls, body[3],
+                                                          body[4], vs.r, closed=body_closed)
         #: sweeps run so far: "blocked" (time_block steps each, fused_tb) and "single" (one step)
         self.sweeps = {"blocked": 0, "single": 0}
 
@@ -443,6 +459,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                 self.sweeps["blocked"] += 1
             n %= depth
         for _ in range(n):
+            if self.bodies is not None:
+                self.bodies.before_step(self.regions[0].f)
             self.exchange_halos()
             for r in self.regions:      # the device bulk first: it runs while the host computes
                 self.advance(r)
@@ -450,6 +468,11 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                 self.synchronize()
             self.time_step += 1
             self.sweeps["single"] += 1
+
+    def forces(self) -> Dict[str, np.ndarray]:
+        """{body name: the force on it} (D components, model units: docs/physics.md) by momentum exchange
+        during the last step's streaming (``lbgen.simulation.bodies``); {} without bodies."""
+        return {} if self.bodies is None else self.bodies.forces()
 
     def state(self) -> np.ndarray:
         """The populations as (Q, *shape) in the working precision (exact, for checkpoints)."""

@@ -89,7 +89,8 @@ def test_nvcc_compiles(nvcc, cfg, collision, precision):
     for arch, res in zip(archs, results):
         assert res.arch == arch and res.binary
         names = {f"lbgen_{k}" for k in ("halo", "propagate", "collide", "fused",
-                                        "init_equilibrium", "fields", "pack", "unpack", "diagnostics")}
+                                        "init_equilibrium", "fields", "pack", "unpack", "diagnostics",
+                                        "body_links", "body_put")}
         assert set(res.kernels) == names, res.log
         for name, r in res.kernels.items():
             assert r.registers > 0, f"{arch} {name}: no register count parsed\n{res.log}"

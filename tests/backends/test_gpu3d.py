@@ -19,7 +19,7 @@ from lbgen.backends import compile as compile_program, spec_backend
 from lbgen.backends.build import BackendUnavailable
 from lbgen.codegen.layouts import make_layout
 from lbgen.codegen.render import generate
-from lbgen.codegen.kernel_api import GPU_ENTRY_POINTS_3D
+from lbgen.codegen.kernel_api import BODY_ENTRY_POINTS, GPU_ENTRY_POINTS_3D
 from lbgen.codegen.spec import KernelSpec
 from lbgen.reference import bulk3d as oracle
 from programs import PROGRAMS
@@ -258,7 +258,7 @@ def test_nvcc_compiles_the_3d_cu(layout, vl, collision, name):
     src = generate(KernelSpec(backend="cuda", layout=layout, vl=vl, velocity_set=name, collision=collision))
     for res in nvcc.compile_many([(src, a) for a in ("sm_80", "sm_90")]):
         assert res.binary
-        assert set(res.kernels) == {f"lbgen_{k}" for k in GPU_ENTRY_POINTS_3D}, res.log
+        assert set(res.kernels) == {f"lbgen_{k}" for k in GPU_ENTRY_POINTS_3D + BODY_ENTRY_POINTS}, res.log
     strict = nvcc.compile_cu(src, "sm_90", strict=True)
     assert strict.binary
 

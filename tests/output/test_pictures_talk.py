@@ -452,8 +452,11 @@ def test_series_png_draws_only_the_panels_the_run_has():
     assert titles == ["mass drift", "momentum", "kinetic energy", "max |u|", "minimum density"]
     for ax in cavity.axes:                                  # every panel drawn has a curve
         assert any(np.isfinite(line.get_ydata()).any() for line in ax.get_lines()), ax.get_title()
-    assert [p[0] for p in series_panels(_series())] == [p[0] for p in PANELS]
+    assert [p[0] for p in series_panels(_series())] == [p[0] for p in PANELS if p[0] != "force on the body"]
     assert len(series_figure(_series()).axes) == 8
+    with_body = dict(_series(), force_x=np.linspace(0, 1, 60), force_y=np.zeros(60))    # a run with a body
+    assert "force on the body" in [p[0] for p in series_panels(with_body)]
+    assert len(series_figure(with_body).axes) == 9
     no_contrast = dict(_series(), mixing_width=np.full(60, np.nan), min_T=np.ones(60), max_T=np.ones(60))
     assert "mixing width" not in [p[0] for p in series_panels(no_contrast)]
     assert "temperature range" not in [p[0] for p in series_panels(no_contrast)]

@@ -21,7 +21,7 @@ from helpers import FORCE, LX, LY, OPERATOR_PARAMS, example_reference, require
 from lbgen.backends import BackendUnavailable
 from lbgen.codegen.spec import KernelSpec
 from lbgen.codegen.render import ENTRY_POINTS, generate
-from lbgen.codegen.kernel_api import WALL_ENTRY_POINTS
+from lbgen.codegen.kernel_api import BODY_ENTRY_POINTS, WALL_ENTRY_POINTS
 from lbgen.codegen.emit import emit
 from lbgen.model.velocity_set import velocity_set
 
@@ -134,7 +134,12 @@ def test_every_backend_emits_the_same_entry_points_with_the_same_arguments(walls
                   for name, params in shim.kernels_of(cuda.text)}
     wrappers = {m.group(1): m.group(2) for m in
                 re.finditer(r"cudaError_t lbgen_launch_(\w+)\(([^)]*)\);", cuda.files["lbgen_kernels.cuh"])}
-    assert sorted(cl_kernels) == sorted(cu_kernels) == sorted(wrappers) == sorted(expected)
+    # the body kernels (lbgen.simulation.bodies): the same names and arguments in C, OpenCL and CUDA;
+    # the runtimes launch them (no 2D CUDA host wrapper)
+    assert sorted(cl_kernels) == sorted(cu_kernels) == sorted(expected + list(BODY_ENTRY_POINTS))
+    assert sorted(wrappers) == sorted(expected)
+    for name in BODY_ENTRY_POINTS:
+        assert _names(c_api[name]) == _names(cl_kernels[name]) == _names(cu_kernels[name]), name
     # one difference: the C sweep kernels take a `const lbgen_region *region` (propagate) and a
     # `const lbgen_params *par` (collide, fused, bc, fused_walls) after the sizes, where the GPU
     # kernels take the region's fields as four ints and the parameters as scalars: each of those

@@ -3954,6 +3954,34 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, const uint8_t *solid
     }
 }
 
+/* Bodies: see lbgen_body_links in lbgen_kernels.h (the GPU kernels compute the same, in the same order) */
+void lbgen_body_links(const lbgen_real *f, const int64_t *slot, const lbgen_real *weight, const int *dir,
+                        const int64_t *chunk, int nchunk, lbgen_real *value, double *partial)
+{
+    #pragma omp parallel for schedule(static)
+    for (int c = 0; c < nchunk; ++c) {
+        double sx = 0;
+        double sy = 0;
+        for (int64_t n = chunk[c]; n < chunk[c + 1]; ++n) {
+            const real a = (real)f[slot[2*n]];
+            const store v = (store)((real)weight[2*n]*a + (real)weight[2*n + 1]*(real)f[slot[2*n + 1]]);
+            value[n] = v;
+            const double m = (double)a + (double)v;
+            sx += m*(double)dir[2*n + 0];
+            sy += m*(double)dir[2*n + 1];
+        }
+        partial[c*2 + 0] = sx;
+        partial[c*2 + 1] = sy;
+    }
+}
+
+void lbgen_body_put(lbgen_real *f, const int64_t *slot, const lbgen_real *value, int n)
+{
+    #pragma omp parallel for schedule(static)
+    for (int g = 0; g < n; ++g)
+        f[slot[2*g]] = value[g];
+}
+
 void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly)
 {
     LBGEN_SIZES;

@@ -2127,6 +2127,40 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
     for (int j = 0; j < 11; ++j) out[(r + k*NR)*11 + j] = d_[j];
 }
 
+/* Bodies (lbgen.simulation.bodies): the links from fluid sites x to solid sites x + c_i, listed
+   on the host with the flat buffer indices of their populations (any layout), run before each
+   step on the post-collision state.  lbgen_body_links: one thread per chunk c of links
+   chunk[c] <= n < chunk[c + 1], in order: value[n] = weight[2n] f[slot[2n]] + weight[2n + 1] f[slot[2n + 1]],
+   the population the bounce-back hands back to x (half-way: weights (1, 0); interpolated:
+   Bouzidi, Firdaouss & Lallemand 2001), and partial[c*2 + d] = the sum over the chunk of
+   (f[slot[2n]] + value[n]) dir[n*2 + d], the momentum the links hand to the body (Ladd 1994),
+   accumulated in double.  lbgen_body_put: f[slot[2n]] = value[n] (after body_links: the reads first). */
+__global__ void __launch_bounds__(BLOCK) lbgen_body_links(const real *__restrict__ f, const long long *__restrict__ slot, const real *__restrict__ weight,
+        const int *__restrict__ dir, const long long *__restrict__ chunk, int nchunk, real *__restrict__ value, double *__restrict__ partial)
+{
+    const ptrdiff_t c = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (c >= nchunk) return;
+    double sx = 0;
+    double sy = 0;
+    for (long long n = chunk[c]; n < chunk[c + 1]; ++n) {
+        const real a = f[slot[2*n]];
+        const real v = weight[2*n]*a + weight[2*n + 1]*f[slot[2*n + 1]];
+        value[n] = v;
+        const double m = (double)a + (double)v;
+        sx += m*(double)dir[2*n + 0];
+        sy += m*(double)dir[2*n + 1];
+    }
+    partial[c*2 + 0] = sx;
+    partial[c*2 + 1] = sy;
+}
+
+__global__ void __launch_bounds__(BLOCK) lbgen_body_put(real *__restrict__ f, const long long *__restrict__ slot, const real *__restrict__ value, int n)
+{
+    const ptrdiff_t g = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (g >= n) return;
+    f[slot[2*g]] = value[g];
+}
+
 #ifndef __CUDACC_RTC__
 /* ---- host side: size checks, buffers, launch wrappers ------------------------------------ */
 

@@ -1,0 +1,97 @@
+"""Bodies under MPI (``DistributedSimulation(bodies=...)``): each rank lists the links of its block
+(closed across its split axes), the Bouzidi bounce-back reads the ghost planes, and the force on
+each body sums the chunks of each rank's own sites in the order of their global sites: a disc cut
+by the blocks' edges gives the populations and the forces of one ``Simulation`` bit for bit
+(strict).  Each case launches the venv's mpiexec on a small script."""
+import json
+
+import numpy as np
+import pytest
+
+from test_mpi import mpirun
+
+SCRIPT = """
+import json, sys
+import numpy as np
+from mpi4py import MPI
+from lbgen.geometry import Bodies, Sphere
+from lbgen.parallel.simulation import DistributedSimulation
+a = json.loads(sys.argv[1])
+comm = MPI.COMM_WORLD
+bodies = Bodies(a["shape"], [Sphere(c, r) for c, r in a["spheres"]], names=a["names"])
+sim = DistributedSimulation(comm, *a["shape"], ranks_grid=a["grid"], bodies=bodies, **a["kw"])
+if comm.rank == 0:
+    f = dict(np.load("initial.npz"))
+    sim.set_fields(*f.values())
+else:
+    sim.set_fields()
+sim.step(a["steps"])
+out = sim.fields()
+forces = sim.forces()
+if comm.rank == 0:
+    np.savez("fields.npz", **out)
+    print(json.dumps({"dims": list(sim.dims), "forces": {k: [float(c).hex() for c in v] for k, v in forces.items()}}))
+"""
+
+SPHERES = [((7.6, 6.3), 3.4), ((12.2, 12.1), 1.6)]      # the first cut by every grid's block edges
+
+
+@pytest.mark.parametrize("n, grid, scheme, walls", [
+    pytest.param(2, "2x1", "bouzidi", None),
+    pytest.param(2, "1x2", "bouzidi", "y", marks=pytest.mark.slow),
+    pytest.param(4, "2x2", "halfway", None, marks=pytest.mark.slow),
+    pytest.param(2, "2x1x1", "bouzidi", "z", marks=pytest.mark.slow),
+])
+def test_bodies_on_split_axes_are_bit_identical_to_one_process(tmp_path, n, grid, scheme, walls):
+    import lbgen
+    from lbgen.geometry import Bodies, Sphere
+    D = grid.count("x") + 1
+    shape = (16, 15) if D == 2 else (16, 10, 12)
+    spheres = SPHERES if D == 2 else [((7.6, 4.3, 5.2), 3.1), ((12.2, 6.1, 6.0), 1.6)]
+    kw = dict(strict=True, tau=0.8, velocity_set="d2q9" if D == 2 else "d3q19", body_bc=scheme, walls=walls,
+              gravity=[1e-5, -1e-5] if D == 2 else [1e-5, -1e-5, 0.0])
+    rng = np.random.default_rng(5)
+    f = dict(rho=1 + 0.02 * rng.random(shape), ux=0.02 * rng.random(shape), uy=0.01 * rng.random(shape))
+    if D == 3:
+        f["uz"] = 0.01 * rng.random(shape)
+    np.savez(tmp_path / "initial.npz", **f)
+    (tmp_path / "run.py").write_text(SCRIPT)
+    steps = 6
+    args = {"shape": shape, "grid": grid, "kw": kw, "steps": steps, "spheres": spheres, "names": ["a", "b"]}
+    proc = mpirun(n, [json.dumps(args)], tmp_path, script=tmp_path / "run.py")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "x".join(map(str, report["dims"])) == grid
+    bodies = Bodies(shape, [Sphere(c, r) for c, r in spheres], names=["a", "b"])
+    ref = lbgen.Simulation(*shape, bodies=bodies, **kw)
+    ref.set_fields(*f.values())
+    ref.step(steps)
+    want, got = ref.fields(), np.load(tmp_path / "fields.npz")
+    for k in f:
+        assert np.array_equal(want[k], got[k]), k
+    forces = {k: [float.fromhex(c) for c in v] for k, v in report["forces"].items()}
+    assert set(forces) == {"a", "b"}
+    for name, F in ref.forces().items():
+        assert forces[name] == list(F), name
+        assert np.abs(F).max() > 1e-4
+
+
+@pytest.mark.slow
+def test_lbgen_run_with_a_body_under_mpiexec_reports_the_one_process_force(tmp_path):
+    """`mpiexec -n 2 lbgen run --geometry mask.npy --body-bc bouzidi`: the manifest's force equals
+    the one-process run's, bit for bit (strict)."""
+    from tests.helpers import cli
+    m = np.zeros((24, 16), np.uint8)
+    m[9:15, 5:11] = 1
+    np.save(tmp_path / "block.npy", m)
+    args = ["run", "--lx", 24, "--ly", 16, "--velocity-set", "d2q9", "--geometry", tmp_path / "block.npy",
+            "--body-bc", "bouzidi", "--gravity", "1e-5,0", "--steps", 12, "--strict", "--pictures", "none",
+            "--no-progress"]
+    proc = mpirun(2, [*args, "--out", tmp_path / "mpi"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    r = cli(*args, "--out", tmp_path / "one")
+    assert r.exit_code == 0, r.output
+    forces = [json.loads((tmp_path / d / "manifest.json").read_text())["bodies"]["forces"]["block"]
+              for d in ("mpi", "one")]
+    assert forces[0] == forces[1] and abs(forces[1][0]) > 0
+    assert "force on the body 'block'" in proc.stdout
