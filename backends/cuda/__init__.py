@@ -281,6 +281,7 @@ def kernel_arguments(spec) -> Dict[str, str]:
         "fused": "PP" + sizes + "iiii" + real * nparams + (real + "ii" if spec.walls else "") + "iiPPiP",
         "init_equilibrium": "P" + sizes + "PPPP" + real * 2, "fields": "P" + sizes + "PPPP" + real * 2,
         "diagnostics": "P" + sizes + "PP" + real * 2,
+        "body_links": "PPPPPiPP", "body_put": "PPPi",     # f, the links' arrays and counts (lbgen.simulation.bodies)
     }
     if spec.walls:
         formats["bc"] = "PP" + sizes + "iiii" + real + real + "ii" + real + real + "ii"
