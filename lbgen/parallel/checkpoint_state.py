@@ -27,7 +27,7 @@ class DistributedState:
 
     def populations(self) -> Optional[np.ndarray]:
         s = self.state()
-        return None if s is None else s.astype(np.float64)
+        return None if s is None else self.sim.program.codec.decode(s)
 
     def _expected(self) -> tuple:
         return (self.sim.vs.Q,) + self.shape

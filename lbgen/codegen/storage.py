@@ -1,0 +1,112 @@
+"""How populations are stored, apart from the precision they are computed in: the one home of
+the storage formats, their encoding (the kernels' load/store conversions are printed from
+``StorageFormat``'s numbers by the templates, NumPy's pack/unpack use ``encode``/``decode``).
+
+Formats (``STORAGES``):
+
+* ``fp64`` -- IEEE double, 8 bytes; ``fp32`` -- IEEE single, 4 bytes;
+* ``fp16s`` -- IEEE half, 2 bytes, scaled: stored s = (f - w_p) * 2^SCALE_EXP (FluidX3D's FP16S,
+  Lehmann et al. 2022, with its "DDF shifting").
+
+A store narrower than the arithmetic keeps the *deviation* f - w_p from the rest state
+(rho = 1, u = 0, T = 1: f = w_p), not f: f_p = w_p (1 + O(rho - 1, u)), so the leading digits that
+are the same at every site are not stored, and the rounding of the store is relative to
+|f - w_p| (of the order of the density deviation and the velocity) instead of |f| ~ w_p.  A
+store as wide as the arithmetic keeps f itself (no conversion at all: those builds give the bits
+they always gave).  The density deviation follows: rho - 1 = sum_p (f_p - w_p) of the stored
+values.
+
+Why 2^15 for fp16s, every set: a stored population needs |s| <= 65504 (the largest half), so
+|f - w_p| < 2 (65504 / 2^15 = 1.999); populations are >= 0 and sum to rho, so |f - w_p| < 2 for
+every state with rho < 2 (a run whose density doubles somewhere has left the model's range).  A
+smaller exponent would only move the bottom of half's normal range (2^-14 / 2^15 = 1.9e-9 of f)
+up, where deviations of 1e-9 .. 1e-7 (the acoustic noise of a quiet run) start losing digits.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+#: the arithmetic of each precision (KernelSpec.precision), as a storage name
+ARITHMETIC = {"double": "fp64", "single": "fp32", "mixed": "fp64"}
+#: the storage a precision takes when none is named (mixed: its float storage)
+NATURAL = {"double": "fp64", "single": "fp32", "mixed": "fp32"}
+
+
+@dataclass(frozen=True)
+class StorageFormat:
+    """One storage format: its name, bytes per population, NumPy dtype, C type and scale."""
+
+    name: str
+    nbytes: int
+    dtype: str          # NumPy dtype of a stored population
+    c_type: str         # the C type of the emitted API's <prefix>_real
+    scale_exp: int      # stored deviations are multiplied by 2**scale_exp (0: unscaled)
+    meaning: str
+
+    @property
+    def scale(self) -> float:
+        return float(2.0 ** self.scale_exp)
+
+
+STORAGES = {
+    "fp64": StorageFormat("fp64", 8, "float64", "double", 0, "IEEE double (8 bytes)"),
+    "fp32": StorageFormat("fp32", 4, "float32", "float", 0, "IEEE single (4 bytes)"),
+    "fp16s": StorageFormat("fp16s", 2, "float16", "_Float16", 15,
+                           "IEEE half (2 bytes) of (f - w_p) * 2^15 (FluidX3D's FP16S)"),
+}
+#: the bytes of each format, widest first (a store may not be wider than the arithmetic)
+_ORDER = ("fp64", "fp32", "fp16s")
+
+
+def check_storage(storage: str, precision: str) -> None:
+    """Refuse an unknown storage, or one wider than the arithmetic, in words (ValueError)."""
+    if storage not in STORAGES:
+        raise ValueError(f"unknown storage {storage!r}; choose one of {', '.join(STORAGES)}")
+    arith = ARITHMETIC.get(precision)
+    if arith is not None and _ORDER.index(storage) < _ORDER.index(arith):
+        raise ValueError(f"storage {storage!r} is wider than the {precision} arithmetic: it would store digits the "
+                         f"arithmetic never computes; choose {', '.join(_ORDER[_ORDER.index(arith):])}")
+
+
+def storage_name(precision: str, storage: Optional[str]) -> str:
+    """The storage of a (precision, storage) pair: the named one, else the precision's own."""
+    return storage or NATURAL[precision]
+
+
+def storage_format(precision: str, storage: Optional[str] = None) -> StorageFormat:
+    return STORAGES[storage_name(precision, storage)]
+
+
+def is_shifted(precision: str, storage: Optional[str] = None) -> bool:
+    """Whether stored values are deviations f - w_p: exactly when the store is narrower than the arithmetic."""
+    return storage_name(precision, storage) != ARITHMETIC[precision]
+
+
+class Codec:
+    """Populations (Q, ...) in the arithmetic <-> stored values, for one (precision, storage) and set's weights."""
+
+    def __init__(self, precision: str, storage: Optional[str], weights: Sequence[float]):
+        self.format = storage_format(precision, storage)
+        self.shifted = is_shifted(precision, storage)
+        self.dtype = np.dtype(self.format.dtype)
+        self.weights = np.asarray([float(w) for w in weights], dtype=np.float64)
+
+    def _w(self, ndim: int) -> np.ndarray:
+        return self.weights.reshape((-1,) + (1,) * (ndim - 1))
+
+    def encode(self, f: np.ndarray) -> np.ndarray:
+        """(Q, ...) populations -> stored values of the storage dtype (deviations where shifted)."""
+        f = np.asarray(f)
+        if not self.shifted:
+            return f.astype(self.dtype, copy=False)
+        return ((np.asarray(f, dtype=np.float64) - self._w(f.ndim)) * self.format.scale).astype(self.dtype)
+
+    def decode(self, s: np.ndarray) -> np.ndarray:
+        """Stored values (Q, ...) -> float64 populations."""
+        s = np.asarray(s)
+        if not self.shifted:
+            return s.astype(np.float64)
+        return s.astype(np.float64) / self.format.scale + self._w(s.ndim)

@@ -1,0 +1,154 @@
+"""Storage apart from the arithmetic (lbgen.codegen.storage): populations stored as fp32 or as
+FluidX3D's FP16S (IEEE half of (f - w_p) 2^15; Lehmann et al., "Accuracy and performance of the
+lattice Boltzmann method with 64-bit, 32-bit, and customized 16-bit number formats", Phys. Rev. E
+106, 015308 (2022)) with double or single arithmetic, on the C backend, 2D and 3D: the NumPy
+codec's round trip, the kernels against the fp64 run of the same flow (a decaying shear wave,
+whose exact solution u(t) = u0 exp(-nu k^2 t) sets the viscosity each storage must keep), the
+bounce-back boundaries, the time block and checkpoints."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lbgen.codegen.spec import KernelSpec, SpecError
+from lbgen.codegen.storage import Codec
+from lbgen.model.velocity_set import velocity_set
+from lbgen.simulation.runner import Simulation
+
+TAU = 0.8
+U0 = 0.05
+
+
+def shear_wave(shape, vs, steps, **kw):
+    """u_y = U0 sin(2 pi x / LX), rho = 1: the fields after ``steps`` and the simulation."""
+    sim = Simulation(*shape, velocity_set=vs, layout=kw.pop("layout", "soa"), tau=TAU, threads=1, **kw)
+    x = np.arange(shape[0]).reshape((-1,) + (1,) * (len(shape) - 1)) * np.ones(shape)
+    uy = U0 * np.sin(2 * np.pi * x / shape[0])
+    zero = np.zeros(shape)
+    sim.set_fields(1.0 + zero, zero, uy, *([zero] if len(shape) == 3 else []), 1.0)
+    sim.step(steps)
+    return sim.fields(), sim
+
+
+def amplitude(uy) -> float:
+    """The sin(2 pi x / LX) mode of u_y."""
+    LX = uy.shape[0]
+    s = np.sin(2 * np.pi * np.arange(LX) / LX)
+    return float(np.tensordot(s, uy.reshape(LX, -1).mean(axis=1), 1) * 2 / LX)
+
+
+@pytest.mark.parametrize("name", ["d2q9", "d3q19", "d2q37"])
+def test_codec_round_trip_rounds_the_deviation_only(name):
+    """encode/decode of populations near the rest state: fp16s keeps |f - w| to half's 2^-11
+    (a codec that stored f itself, or forgot the shift, would round |f| ~ w to 2^-11 w: 100x more),
+    fp32 storage of double arithmetic keeps it to 2^-24; the storage of the precision itself is exact."""
+    vs = velocity_set(name)
+    w = np.array([float(x) for x in vs.weights])
+    rng = np.random.default_rng(1)
+    f = w[:, None, None] * (1 + rng.uniform(-0.01, 0.01, (vs.Q, 6, 5)))
+    dev = np.abs(f - w[:, None, None])
+    for precision, storage, eps in (("double", "fp16s", 2.0 ** -11), ("single", "fp16s", 2.0 ** -11),
+                                    ("mixed", None, 2.0 ** -24)):
+        codec = Codec(precision, storage, vs.weights)
+        s = codec.encode(f)
+        assert s.dtype == np.dtype("float16" if storage else "float32")
+        err = np.abs(codec.decode(s) - f)
+        assert (err <= eps * dev + 1e-12).all(), (precision, storage, err.max())
+        assert err.max() > 0
+        np.testing.assert_array_equal(codec.encode(codec.decode(s)), s)     # stored values survive
+    exact = Codec("double", None, vs.weights)
+    np.testing.assert_array_equal(exact.decode(exact.encode(f)), f)
+
+
+def test_program_pack_unpack_goes_through_the_storage(programs):
+    """A C program of fp16s storage holds float16 deviations; pack then unpack is the codec's round trip."""
+    prog = programs.of("c", (8, 16), layout="caosoa", vl=8, velocity_set="d2q9", storage="fp16s")
+    assert prog.dtype == np.float16 and prog.allocate().dtype == np.float16
+    vs = velocity_set("d2q9")
+    w = np.array([float(x) for x in vs.weights])[:, None, None]
+    f = w * (1 + 0.01 * np.random.default_rng(2).standard_normal((9, 8, 16)))
+    buf = prog.pack(f)
+    np.testing.assert_allclose(prog.unpack(buf), prog.codec.decode(prog.codec.encode(f)), rtol=0, atol=0)
+    raw = prog.layout.unpack(prog.download(buf)).astype(np.float64)
+    np.testing.assert_allclose(raw, (f - w) * 2.0 ** 15, rtol=2.0 ** -11)
+
+
+@pytest.mark.parametrize("shape, vs", [((32, 16), "d2q9"), ((16, 8, 8), "d3q19")])
+def test_narrow_storage_follows_the_fp64_run(shape, vs):
+    """The shear wave after 60 steps: fp32 storage of double arithmetic equals the fp64 run to
+    ~1e-9 (measured 1.2e-9 in rho, 4.4e-9 in u_y of 0.04); fp16s within 1e-4 in u_y (measured
+    3.4e-5 2D, 1.7e-5 3D) and its viscosity (the mode's decay) within 0.5 % of fp64's (measured
+    ~0.05 %); an unshifted half would err by ~1e-3 in rho (2^-11 of w)."""
+    steps = 60
+    ref, _ = shear_wave(shape, vs, steps)
+    a0 = U0
+    nu_ref = -np.log(amplitude(ref["uy"]) / a0) / steps
+    for precision, storage, tol_rho, tol_u in (("double", "fp32", 1e-8, 2e-8), ("double", "fp16s", 1e-4, 1e-4),
+                                              ("single", "fp16s", 1e-4, 1e-4)):
+        got, sim = shear_wave(shape, vs, steps, precision=precision, storage=storage)
+        assert sim.dtype == (np.float32 if storage == "fp32" else np.float16)
+        d_rho = float(np.abs(got["rho"] - ref["rho"]).max())
+        d_u = float(np.abs(got["uy"] - ref["uy"]).max())
+        assert d_rho < tol_rho and d_u < tol_u, (precision, storage, d_rho, d_u)
+        nu = -np.log(amplitude(got["uy"]) / a0) / steps
+        assert abs(nu / nu_ref - 1) < 5e-3, (precision, storage, nu, nu_ref)
+
+
+def test_fp16s_walls_lid_and_mask_3d():
+    """A lid-driven box with a solid block in fp16s storage against fp64: the solid cells read 0,
+    the velocity follows fp64's within 2e-4 (of a lid at 0.05) after 80 steps."""
+    L = 12
+    mask = np.zeros((L, L, L), bool)
+    mask[4:7, 4:7, 2:5] = True
+
+    def run(**kw):
+        sim = Simulation(L, L, L, velocity_set="d3q19", walls="xyz", lid={"z-high": (0.05, 0.0, 0.0)}, mask=mask,
+                         layout="caosoa", vl=4, tau=0.8, threads=1, **kw)
+        sim.set_fields(1.0, 0.0, 0.0, 0.0)
+        sim.step(80)
+        return sim.fields()
+
+    ref, got = run(), run(storage="fp16s")
+    assert (got["rho"][mask] == 0).all() and (got["ux"][mask] == 0).all()
+    assert np.abs(ref["ux"]).max() > 0.01
+    assert float(np.abs(got["ux"] - ref["ux"]).max()) < 2e-4
+    assert float(np.abs(got["rho"] - ref["rho"]).max()) < 1e-4
+
+
+@pytest.mark.parametrize("shape, vs", [((16, 16), "d2q9"), ((12, 8, 8), "d3q19")])
+def test_fp16s_time_block_and_checkpoint_are_bit_identical(shape, vs):
+    """Strict builds: fused_tb (time block 2; 3D with walls) gives fp16s's bits of single steps, and a run
+    restored from state() (float16 deviations) at an odd step continues bit for bit."""
+    def make(tb):
+        sim = Simulation(*shape, velocity_set=vs, layout="soa", tau=0.7, threads=1, strict=True, storage="fp16s",
+                         time_block=tb, walls="y" if len(shape) == 3 else None)   # 2D fused_tb: periodic only
+        x = np.arange(shape[0]).reshape((-1,) + (1,) * (len(shape) - 1)) * np.ones(shape)
+        zero = np.zeros(shape)
+        sim.set_fields(1.0 + 0.01 * np.cos(2 * np.pi * x / shape[0]), 0.03 + zero, zero,
+                       *([zero] if len(shape) == 3 else []), 1.0)
+        return sim
+
+    a, b = make(1), make(2)
+    a.step(7)
+    b.step(7)
+    assert b.sweeps["blocked"] == 3 and a.sweeps["blocked"] == 0
+    np.testing.assert_array_equal(a.state(), b.state())
+    saved = a.state()
+    assert saved.dtype == np.float16
+    a.step(5)
+    c = make(1)
+    c.restore(saved, 7)
+    c.step(5)
+    np.testing.assert_array_equal(a.state(), c.state())
+
+
+def test_storage_choices_are_refused_in_words():
+    with pytest.raises(SpecError, match="unknown storage 'fp8'.*fp64, fp32, fp16s"):
+        KernelSpec(storage="fp8").validate()
+    with pytest.raises(SpecError, match="storage 'fp64' is wider than the single arithmetic"):
+        KernelSpec(precision="single", storage="fp64").validate()
+    with pytest.raises(SpecError, match="C backend only so far, not 'opencl'"):
+        KernelSpec(backend="opencl", storage="fp16s").validate()
+    # one spec per meaning: the precision's own storage is None; double + fp32 is 'mixed'
+    assert KernelSpec(storage="fp64").validate().storage is None
+    assert KernelSpec(storage="fp32").validate().precision == "mixed"
