@@ -85,6 +85,11 @@ def is_shifted(precision: str, storage: Optional[str] = None) -> bool:
     return storage_name(precision, storage) != ARITHMETIC[precision]
 
 
+def describe(precision: str, storage: Optional[str] = None) -> str:
+    """The arithmetic and storage in words, as run lines print them: 'double', 'double, fp16s storage'."""
+    return precision if storage is None else f"{precision}, {storage} storage"
+
+
 class Codec:
     """Populations (Q, ...) in the arithmetic <-> stored values, for one (precision, storage) and set's weights."""
 

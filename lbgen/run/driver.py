@@ -45,7 +45,7 @@ def check_run_memory(cfg: RunConfig, resume: bool = False) -> int:
     from lbgen.model.catalog import set_entry
     shape = run_shape(cfg, resume)
     entry = set_entry(cfg.velocity_set)
-    return check_memory(shape, entry.Q, storage_bytes(cfg.precision), cfg.precision, halo=entry.max_hop)
+    return check_memory(shape, entry.Q, storage_bytes(cfg.precision, cfg.storage), cfg.precision, halo=entry.max_hop)
 
 
 class Run(RunEvents):
