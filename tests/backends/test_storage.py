@@ -152,3 +152,16 @@ def test_storage_choices_are_refused_in_words():
     # one spec per meaning: the precision's own storage is None; double + fp32 is 'mixed'
     assert KernelSpec(storage="fp64").validate().storage is None
     assert KernelSpec(storage="fp32").validate().precision == "mixed"
+
+
+def test_the_memory_estimate_follows_the_storage():
+    """`lbgen run`'s estimate before any work: two buffers and two gathered states of the storage
+    (2 bytes a population in fp16s, 8 in double) plus the float64 fields."""
+    from lbgen.run.config import RunConfig
+    from lbgen.run.driver import check_run_memory
+    est = {s: check_run_memory(RunConfig.build("shear-wave", ("test", dict(lx=40, ly=40, lz=40, velocity_set="d3q19",
+                                                                           storage=s))))
+           for s in ("fp64", "fp16s")}
+    sites, padded = 40 ** 3, 42 ** 3
+    assert est["fp64"] - est["fp16s"] == 19 * (2 * padded + 2 * sites) * (8 - 2)
+    assert est["fp16s"] == 19 * (2 * padded + 2 * sites) * 2 + 12 * sites * 8
