@@ -3,7 +3,7 @@ the shear-wave viscosity (2D D2Q9, 3D D3Q19), the Taylor-Green decay (3D D3Q19),
 lid-driven cavity's centrelines and the 2D Rayleigh-Taylor production case (D2Q37), each run
 through `lbgen run` with --storage and compared with the same run in double.
 
-    python benchmarks/storage_accuracy.py [--quick]
+    python benchmarks/storage_accuracy.py [--quick] [--only fp16c]   (--only: the formats of one storage)
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import numpy as np
 
 #: (label, precision, storage): the formats compared with double/fp64
 FORMATS = (("single (fp32, fp32)", "single", None), ("double, fp32 storage", "mixed", None),
-           ("double, fp16s storage", "double", "fp16s"), ("single, fp16s storage", "single", "fp16s"))
+           ("double, fp16s storage", "double", "fp16s"), ("single, fp16s storage", "single", "fp16s"),
+           ("double, fp16c storage", "double", "fp16c"), ("single, fp16c storage", "single", "fp16c"))
 
 
 def run(args, precision, storage, folder) -> dict:
@@ -65,13 +66,16 @@ def cases(quick: bool):
 
 def main() -> None:
     quick = "--quick" in sys.argv
+    formats = FORMATS
+    if "--only" in sys.argv:
+        formats = [f for f in FORMATS if f[2] == sys.argv[sys.argv.index("--only") + 1]]
     with tempfile.TemporaryDirectory() as folder:
-        print("| case | " + " | ".join(label for label, _, _ in FORMATS) + " |")
-        print("|---" * (len(FORMATS) + 1) + "|")
+        print("| case | " + " | ".join(label for label, _, _ in formats) + " |")
+        print("|---" * (len(formats) + 1) + "|")
         for name, args, error in cases(quick):
             ref = run(args, "double", None, folder)
             cells = []
-            for _, precision, storage in FORMATS:
+            for _, precision, storage in formats:
                 got = run(args, precision, storage, folder)
                 e = error(got, ref)
                 cells.append(f"{e:.2g}" if np.isfinite(e) else "diverged")

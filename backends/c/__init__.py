@@ -116,7 +116,7 @@ class CProgram(HostBuffers, Program):
         self.library_path = build(source, flags, strict)
         self.ffi, self.lib = load_library(self.library_path,
                                           api_declarations(source.files[source.main_file.replace(".c", ".h")]))
-        self.real_c = {"float64": "double", "float32": "float", "float16": "uint16_t"}[np.dtype(self.dtype).name]
+        self.real_c = {"float64": "double", "float32": "float", "float16": "uint16_t", "uint16": "uint16_t"}[np.dtype(self.dtype).name]
         # a thread count beyond the cap (also from OMP_NUM_THREADS) would crash libgomp
         self.threads = self._fn("set_threads")(resolve_threads(int(threads)))
         # non-temporal stores when the two buffers do not fit in the last-level cache

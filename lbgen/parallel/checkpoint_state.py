@@ -52,7 +52,7 @@ class DistributedState:
             if cut.checked is None:
                 from lbgen.simulation.interface import checked_populations
                 fluid = None if self.mask is None else self.mask == 0
-                cut.checked = checked_populations(f, self._expected(), self.sim.dtype, fluid)
+                cut.checked = checked_populations(f, self._expected(), self.sim.program.codec.range_dtype, fluid)
             return cut.checked[(slice(None),) + np.ix_(*self._indices(rank))]
         cut.checked = None
         block, error = self._scatter_blocks(cut), None

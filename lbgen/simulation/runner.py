@@ -350,7 +350,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         """(Q, *shape) real populations as float64, checked (``interface.checked_populations``:
         shape, finite and within this run's precision, positive density at the fluid sites)."""
         fluid = None if self.mask is None else self.mask == 0
-        return checked_populations(f, (self.vs.Q, *self.shape), self.dtype, fluid)
+        return checked_populations(f, (self.vs.Q, *self.shape), self.program.codec.range_dtype, fluid)
 
     def populations(self) -> np.ndarray:
         """(Q, *shape) float64 copy of the current populations."""

@@ -41,21 +41,30 @@ def amplitude(uy) -> float:
 def test_codec_round_trip_rounds_the_deviation_only(name):
     """encode/decode of populations near the rest state: fp16s keeps |f - w| to half's 2^-11
     (a codec that stored f itself, or forgot the shift, would round |f| ~ w to 2^-11 w: 100x more),
-    fp32 storage of double arithmetic keeps it to 2^-24; the storage of the precision itself is exact."""
+    fp16c to 2^-12 (2^-26 absolute below 2^-14), fp32 storage of double arithmetic to 2^-24; the
+    storage of the precision itself is exact."""
     vs = velocity_set(name)
     w = np.array([float(x) for x in vs.weights])
     rng = np.random.default_rng(1)
     f = w[:, None, None] * (1 + rng.uniform(-0.01, 0.01, (vs.Q, 6, 5)))
     dev = np.abs(f - w[:, None, None])
-    for precision, storage, eps in (("double", "fp16s", 2.0 ** -11), ("single", "fp16s", 2.0 ** -11),
-                                    ("mixed", None, 2.0 ** -24)):
+    for precision, storage, eps, dtype in (("double", "fp16s", 2.0 ** -11, "float16"),
+                                           ("single", "fp16s", 2.0 ** -11, "float16"),
+                                           ("double", "fp16c", 2.0 ** -12, "uint16"),     # one bit more
+                                           ("mixed", None, 2.0 ** -24, "float32")):
         codec = Codec(precision, storage, vs.weights)
         s = codec.encode(f)
-        assert s.dtype == np.dtype("float16" if storage else "float32")
+        assert s.dtype == np.dtype(dtype)
         err = np.abs(codec.decode(s) - f)
-        assert (err <= eps * dev + 1e-12).all(), (precision, storage, err.max())
+        floor = 2.0 ** -26 * (1 + 1e-3) if storage == "fp16c" else 0.0     # fp16c: steps below 2^-14, via float
+        assert (err <= np.maximum(eps * dev * (1 + 2.0 ** -20), floor) + 1e-15).all(), (precision, storage)
         assert err.max() > 0
         np.testing.assert_array_equal(codec.encode(codec.decode(s)), s)     # stored values survive
+    tiny = Codec("double", "fp16c", vs.weights)     # fp16c below 2^-14: steps of 2^-25
+    d = np.geomspace(1e-9, 2.0 ** -14, 50)
+    f_small = w[:, None] + d[None, :]
+    assert np.abs(tiny.decode(tiny.encode(f_small)) - f_small).max() <= 2.0 ** -26 * (1 + 1e-6)
+    assert np.isnan(tiny.decode(tiny.encode(w[:, None] + np.array([[2.5, -3.0, np.nan]])))).all()   # overflow: NaN
     exact = Codec("double", None, vs.weights)
     np.testing.assert_array_equal(exact.decode(exact.encode(f)), f)
 
@@ -84,9 +93,9 @@ def test_narrow_storage_follows_the_fp64_run(shape, vs):
     a0 = U0
     nu_ref = -np.log(amplitude(ref["uy"]) / a0) / steps
     for precision, storage, tol_rho, tol_u in (("double", "fp32", 1e-8, 2e-8), ("double", "fp16s", 1e-4, 1e-4),
-                                              ("single", "fp16s", 1e-4, 1e-4)):
+                                              ("single", "fp16s", 1e-4, 1e-4), ("double", "fp16c", 1e-4, 1e-4)):
         got, sim = shear_wave(shape, vs, steps, precision=precision, storage=storage)
-        assert sim.dtype == (np.float32 if storage == "fp32" else np.float16)
+        assert sim.dtype == {"fp32": np.float32, "fp16s": np.float16, "fp16c": np.uint16}[storage]
         d_rho = float(np.abs(got["rho"] - ref["rho"]).max())
         d_u = float(np.abs(got["uy"] - ref["uy"]).max())
         assert d_rho < tol_rho and d_u < tol_u, (precision, storage, d_rho, d_u)
@@ -115,12 +124,13 @@ def test_fp16s_walls_lid_and_mask_3d():
     assert float(np.abs(got["rho"] - ref["rho"]).max()) < 1e-4
 
 
-@pytest.mark.parametrize("shape, vs", [((16, 16), "d2q9"), ((12, 8, 8), "d3q19")])
-def test_fp16s_time_block_and_checkpoint_are_bit_identical(shape, vs):
+@pytest.mark.parametrize("shape, vs, storage", [((16, 16), "d2q9", "fp16s"), ((12, 8, 8), "d3q19", "fp16s"),
+                                                ((12, 8, 8), "d3q19", "fp16c")])
+def test_16bit_time_block_and_checkpoint_are_bit_identical(shape, vs, storage):
     """Strict builds: fused_tb (time block 2; 3D with walls) gives fp16s's bits of single steps, and a run
     restored from state() (float16 deviations) at an odd step continues bit for bit."""
     def make(tb):
-        sim = Simulation(*shape, velocity_set=vs, layout="soa", tau=0.7, threads=1, strict=True, storage="fp16s",
+        sim = Simulation(*shape, velocity_set=vs, layout="soa", tau=0.7, threads=1, strict=True, storage=storage,
                          time_block=tb, walls="y" if len(shape) == 3 else None)   # 2D fused_tb: periodic only
         x = np.arange(shape[0]).reshape((-1,) + (1,) * (len(shape) - 1)) * np.ones(shape)
         zero = np.zeros(shape)
@@ -134,7 +144,7 @@ def test_fp16s_time_block_and_checkpoint_are_bit_identical(shape, vs):
     assert b.sweeps["blocked"] == 3 and a.sweeps["blocked"] == 0
     np.testing.assert_array_equal(a.state(), b.state())
     saved = a.state()
-    assert saved.dtype == np.float16
+    assert saved.dtype == {"fp16s": np.float16, "fp16c": np.uint16}[storage]
     a.step(5)
     c = make(1)
     c.restore(saved, 7)
@@ -143,7 +153,7 @@ def test_fp16s_time_block_and_checkpoint_are_bit_identical(shape, vs):
 
 
 def test_storage_choices_are_refused_in_words():
-    with pytest.raises(SpecError, match="unknown storage 'fp8'.*fp64, fp32, fp16s"):
+    with pytest.raises(SpecError, match="unknown storage 'fp8'.*fp64, fp32, fp16s, fp16c"):
         KernelSpec(storage="fp8").validate()
     with pytest.raises(SpecError, match="storage 'fp64' is wider than the single arithmetic"):
         KernelSpec(precision="single", storage="fp64").validate()
