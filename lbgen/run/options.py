@@ -97,9 +97,8 @@ SCHEMA: Tuple[Option, ...] = (
     Option("vl", "vl", None, "Cluster length for csoa/caosoa (a power of two dividing LY), or 'auto' "
            "(time the candidates once and remember the best; see lbgen tune).", optional=True),
     Option("precision", "choice", "double", "Floating-point precision.", choices=PRECISIONS, identity=True),
-    Option("storage", "choice", None, "How the populations are stored, apart from the arithmetic of --precision: "
-           "fp64, fp32 or fp16s (IEEE half of (f - w) 2^15, FluidX3D's FP16S; C backend); narrower than the "
-           "arithmetic, the deviation f - w from rest is stored (default: the precision's own; docs/physics.md).",
+    Option("storage", "choice", None, "Populations' storage apart from --precision's arithmetic (C): fp64, fp32, "
+           "fp16s (half of (f - w) 2^15) or fp16c (1-4-11 of f - w); default the precision's own (docs/physics.md).",
            choices=tuple(STORAGES), optional=True, identity=True),
     Option("fused", "bool", True, "One sweep per step: propagate+collide (periodic) or propagate+bc+collide (walls); --no-fused: "
            "separate sweeps.", flag="--fused/--no-fused"),
