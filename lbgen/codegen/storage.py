@@ -145,7 +145,10 @@ class Codec:
         if not self.shifted:
             return f.astype(self.dtype, copy=False)
         d = (np.asarray(f, dtype=np.float64) - self._w(f.ndim)) * self.format.scale
-        return fp16c_encode(d) if self.format.name == "fp16c" else d.astype(self.dtype)
+        if self.format.name == "fp16c":
+            return fp16c_encode(d)
+        # a half through float, as the kernels round it (F16C converts from float)
+        return (d.astype(np.float32) if self.format.name == "fp16s" else d).astype(self.dtype)
 
     def decode(self, s: np.ndarray) -> np.ndarray:
         """Stored values (Q, ...) -> float64 populations."""
