@@ -243,3 +243,34 @@ def test_16bit_kernels_follow_the_quantised_oracle_3d(programs, storage):
     far = np.abs(got - exact)[fluid].max()
     assert near.max() <= 4, near.max()
     assert far > 10 * np.abs(got - rounded)[fluid].max() or np.abs(got - rounded)[fluid].max() == 0
+
+
+@pytest.mark.slow
+def test_lbgen_run_resumes_a_16bit_run_bit_identically_and_refuses_another_storage(tmp_path):
+    """`lbgen run --storage fp16c` (3D): the checkpoint holds the uint16 codes, a resume from step 4 ends
+    with the bits of the uninterrupted run, and a checkpoint of an fp16s run is refused, naming --storage."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from lbgen.cli.main import main
+    from lbgen.run.checkpoint import checkpoint_path, read_checkpoint
+
+    def cli(*args):
+        return CliRunner().invoke(main, [str(a) for a in args])
+    run = ("run", "taylor-green", "--velocity-set", "d3q19", "--lx", 8, "--ly", 8, "--lz", 8, "--pictures", "none",
+           "--no-progress", "--time-block", 1, "--checkpoint-every", 4, "--keep-checkpoints", 5)
+    whole, part, other = tmp_path / "whole", tmp_path / "part", tmp_path / "other"
+    assert cli(*run, "--steps", 8, "--storage", "fp16c", "--out", whole).exit_code == 0
+    assert cli(*run, "--steps", 4, "--storage", "fp16c", "--out", part).exit_code == 0
+    populations, step, _ = read_checkpoint(checkpoint_path(part, 4))
+    assert populations.dtype == np.uint16 and step == 4
+    result = cli("run", "--resume", part, "--steps", 8, "--no-progress")
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(read_checkpoint(checkpoint_path(part, 8))[0],
+                                  read_checkpoint(checkpoint_path(whole, 8))[0])
+    assert cli(*run, "--steps", 4, "--storage", "fp16s", "--out", other).exit_code == 0
+    shutil.copyfile(checkpoint_path(other, 4), checkpoint_path(part, 4))
+    checkpoint_path(part, 8).unlink()
+    result = cli("run", "--resume", part, "--steps", 8, "--no-progress")
+    assert result.exit_code == 2 and "--storage fp16s in the checkpoint, fp16c in this run" in result.output, result.output
