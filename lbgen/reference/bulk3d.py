@@ -327,7 +327,17 @@ def _isothermal_operator(name: str):
     return collide_op
 
 
-_COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized,
+def collide_cumulant(f, force=(0.0, 0.0, 0.0), lat="d3q27", **params):
+    """The cumulant operator of ``lbgen.reference.cumulant`` (Geier et al. 2015) on D3Q27."""
+    from lbgen.reference import cumulant
+    lat = lattice(lat)
+    if lat.name.lower() != "d3q27":
+        raise ValueError(f"the oracle's cumulant operator is for D3Q27, not {lat.name}")
+    keep = {k: v for k, v in params.items() if k in ("tau", "omega_bulk", "omega3", "omega4")}
+    return cumulant.collide(f, force=np.asarray(force, dtype=float), c=lat.c, w=lat.w, **keep)
+
+
+_COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized, "cumulant": collide_cumulant,
             **{n: _isothermal_operator(n) for n in ("trt", "bgk-les", "regularized-les", "trt-les")}}
 
 
