@@ -154,7 +154,6 @@ def weight_moments(vs, u) -> Dict[Exponents, sp.Expr]:
 def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wall, tau_wall):
     """Post-collision populations fout_i of the cumulant operator (the module doc), as Builder symbols."""
     D = vs.D
-    half = sp.Rational(1, 2)
     r = vs.r_float()
     w = vs.weights_float()
     vel = [tuple(c) for c in vs.velocities]
