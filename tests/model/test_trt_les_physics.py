@@ -17,15 +17,16 @@ import lbgen
 R = math.sqrt(3.0)          # D2Q9, D3Q19: xi = sqrt(3) c; the fields are in model units (r u)
 
 
-def _sim(collision, params, shape, **kw):
-    vs = "d2q9" if len(shape) == 2 else "d3q19"
+def _sim(collision, params, shape, velocity_set=None, **kw):
+    vs = velocity_set or ("d2q9" if len(shape) == 2 else "d3q19")
     return lbgen.Simulation(*shape, velocity_set=vs, collision=collision, check_every=0, **params, **kw)
 
 
-def shear_wave_viscosity(collision, params, shape, *, nu, A=1e-4, u0=0.0, skip=None, decay=0.1):
+def shear_wave_viscosity(collision, params, shape, *, nu, A=1e-4, u0=0.0, skip=None, decay=0.1, velocity_set=None):
     """(measured nu, geometric mean amplitude over the measurement) of u_y = A sin(kx) riding on a
-    uniform u_x = u0 (lattice units) in a periodic box of ``shape`` (L = shape[0])."""
-    sim = _sim(collision, params, shape)
+    uniform u_x = u0 (lattice units) in a periodic box of ``shape`` (L = shape[0]; the set: D2Q9 in 2D,
+    D3Q19 in 3D unless ``velocity_set`` names another)."""
+    sim = _sim(collision, params, shape, velocity_set)
     n = shape[0]
     k = 2 * np.pi / n
     x = np.arange(n).reshape((n,) + (1,) * (len(shape) - 1)) * np.ones(shape)
