@@ -170,7 +170,9 @@ def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wa
             "(lbgen.model.cumulant.chimera_forward)")
     kbar = chimera_forward(fb, u, b)
     kw = weight_moments(vs, u)
-    kappa = {e: kbar[e] + kw[e] for e in kbar}
+    # named, so that the cumulant formulas multiply moments, not the expanded sums
+    kappa = {e: (b.let(f"kap{''.join(map(str, e))}", kbar[e] + kw[e]) if _order(e) >= 2 else kbar[e] + kw[e])
+             for e in kbar}
     b.block("cumulants of order 4 and up from the central moments (lbgen.model.cumulant.cumulants_of)")
     C = cumulants_of(kappa, rho, inv_rho, D)
     C = {e: (b.let(f"C{''.join(map(str, e))}", v) if _order(e) >= 4 else kappa[e]) for e, v in C.items()}
