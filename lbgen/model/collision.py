@@ -56,6 +56,7 @@ from lbgen.model.derivation import (CONSTANT_DIGITS, Builder, component_tag, con
 from lbgen.model.hermite import components, maxwellian_coefficient, multiplicity
 from lbgen.model.catalog import AXES
 from lbgen.model.cumulant import cumulant_collision
+from lbgen.model.mrt import mrt_collision
 from lbgen.model.operators import LES_DESCRIPTION, force_arguments, operator as operator_record
 from lbgen.model.velocity_set import VelocitySet
 
@@ -70,7 +71,7 @@ def _description(record, vs: VelocitySet) -> str:
     order = vs.hermite_order
     les = LES_DESCRIPTION if record.base is not None else ""
     name = record.base or record.name
-    if order == 4 or name in ("trt", "cumulant"):
+    if order == 4 or name in ("trt", "cumulant", "mrt"):
         return record.description
     if name == "bgk":
         return (f"BGK with shifted-equilibrium forcing (Hermite order {order}"
@@ -204,6 +205,9 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     elif base == "cumulant":
         outputs = cumulant_collision(b, vs, f, a, symbols["tau"], symbols["omega_bulk"], symbols["omega3"],
                                      symbols["omega4"], wall, tau_wall)
+    elif base == "mrt":
+        outputs = mrt_collision(b, vs, f, H, A, rho, u, a, subgrid(symbols["tau"]), symbols["omega_bulk"],
+                                symbols["omega3"], symbols["omega4"], wall, tau_wall)
     elif base == "trt":
         outputs = _trt(b, vs, f, H, A, rho, u, a, subgrid(symbols["tau"]), symbols["magic"], wall, tau_wall)
     else:

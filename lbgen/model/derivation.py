@@ -222,13 +222,15 @@ def _symmetric_parts(b: Builder, vs: VelocitySet, H, B, parity: int) -> Dict[int
     return parts
 
 
-def reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_scale=None, f=None, shifts=None):
+def reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_scale=None, f=None, shifts=None,
+                extra=None):
     """Outputs fout_i = [f_scale * f_i +] w_i sum_c B[c] H[c](xi_i) mult(c)/n!  (even/odd split).
 
     ``shifts`` = (even, odd): {pair index i: expression} added to the even part E_i and the odd
     part O_i of each pair (even only for a rest population), with f_i added to each output: what
     TRT subtracts from f (its symmetric and antisymmetric parts times their rates) rides on the
-    parts the pair shares, f'_i = f_i + E_i + O_i, f'_ibar = f_ibar + E_i - O_i."""
+    parts the pair shares, f'_i = f_i + E_i + O_i, f'_ibar = f_ibar + E_i - O_i.  ``extra``: {i: expression}
+    added to output i (the MRT's higher moments, lbgen.model.mrt)."""
     pairs, rest = opposite_pairs(vs)
     w = vs.weights_float(CONSTANT_DIGITS + 10)
     outs = {}
@@ -254,6 +256,8 @@ def reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_s
             expr = f_scale * f[i] + expr
         elif shifts is not None:
             expr = f[i] + expr
+        if extra is not None:
+            expr = expr + extra.get(i, 0)
         result.append(b.let(f"fout{i}", expr))
     return tuple(result)
 

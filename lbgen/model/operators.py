@@ -150,11 +150,12 @@ SMAGORINSKY = Parameter("smagorinsky", 0.1, 0.0,
                         "non-equilibrium stress (0: off)", low_inclusive=True, high=1.0)
 #: the cumulant operator's other rates (Geier, Schoenherr, Pasquali & Krafczyk, Comput. Math. Appl. 70 (2015)
 #: 507): 1 relaxes to equilibrium in one step (their recommendation for the higher orders)
-OMEGA_BULK = Parameter("omega_bulk", 1.0, 0.0, "relaxation rate of the trace of the second-order cumulants "
-                       "(bulk viscosity (2/D)(1/omega_bulk - 1/2)/3 in lattice units)", high=2.0)
-OMEGA3 = Parameter("omega3", 1.0, 0.0, "relaxation rate of every third-order cumulant (equilibrium 0)", high=2.0)
-OMEGA4 = Parameter("omega4", 1.0, 0.0, "relaxation rate of every cumulant of order 4 and higher (D2Q9: C22; "
-                   "D3Q27: orders 4, 5, 6; equilibrium 0)", high=2.0)
+OMEGA_BULK = Parameter("omega_bulk", 1.0, 0.0, "relaxation rate of the trace of the second-order cumulants or "
+                       "moments (bulk viscosity (2/D)(1/omega_bulk - 1/2)/3 in lattice units)", high=2.0)
+OMEGA3 = Parameter("omega3", 1.0, 0.0, "relaxation rate of every third-order cumulant or orthogonal moment "
+                   "(equilibrium 0)", high=2.0)
+OMEGA4 = Parameter("omega4", 1.0, 0.0, "relaxation rate of every cumulant or orthogonal moment of order 4 and "
+                   "higher (equilibrium 0)", high=2.0)
 #: the description of what the subgrid model adds (the closed form: lbgen.model.collision._smagorinsky)
 LES_DESCRIPTION = ("; Smagorinsky subgrid model (Hou et al. 1996): the shear relaxation time becomes "
                    "tau_eff = (tau + sqrt(tau^2 + 18 sqrt(2) C_s^2 |Pi_neq| / rho)) / 2, |Pi_neq| the "
@@ -187,6 +188,18 @@ _BASE_RECORDS: Dict[str, Operator] = {
                          "regularized only, and the wall rows' Guo-forced relaxation is not verified",
         isothermal_only="its one antisymmetric rate would also fix the heat flux (odd third-order moments) "
                         "through Lambda, and its Guo source term has no energy part; use bgk or regularized there"),
+    "mrt": Operator(
+        "mrt",
+        "MRT on the weighted-orthogonal Hermite basis (Coreixas, Chopard & Latt, PRE 100 (2019) 033305; "
+        "d'Humieres et al. 2002's moment-space MRT): deviatoric second-order moments relaxed with 1/tau, their "
+        "trace with omega_bulk, the degree-3 moments with omega3, the higher ones with omega4; Guo's forcing "
+        "in moment space, (I - S/2) M F, equilibrium at the half-step velocity u + a/2",
+        (TAU, OMEGA_BULK, OMEGA3, OMEGA4),
+        wall_rows="the shear rate is 1/tau_wall (default 1)",
+        no_thermal_walls="the wall planes of the bc kernel (lbgen.model.wall_planes) are measured for bgk and "
+                         "regularized only",
+        isothermal_only="its equilibrium and Guo source are second order (isothermal), and its basis is that of "
+                        "the isothermal sets"),
     "cumulant": Operator(
         "cumulant",
         "cumulant (Geier, Schoenherr, Pasquali & Krafczyk, Comput. Math. Appl. 70 (2015) 507), well-conditioned "
