@@ -124,6 +124,14 @@ class Operator:
                                  f"not on {set_name}: {self.isothermal_only}")
         self.check_set_name(set_name)
 
+    def takes(self, set_name: str, thermal: bool) -> bool:
+        """Whether the operator is defined on the (thermal) set: ``check_set`` passes."""
+        try:
+            self.check_set(set_name, thermal)
+        except ParameterError:
+            return False
+        return True
+
     def check_set_name(self, set_name: str) -> None:
         """ParameterError, in words, where the operator is not defined on the set (``sets``)."""
         if self.sets is not None and set_name.lower() not in self.sets:
