@@ -229,8 +229,8 @@ def reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_s
     ``shifts`` = (even, odd): {pair index i: expression} added to the even part E_i and the odd
     part O_i of each pair (even only for a rest population), with f_i added to each output: what
     TRT subtracts from f (its symmetric and antisymmetric parts times their rates) rides on the
-    parts the pair shares, f'_i = f_i + E_i + O_i, f'_ibar = f_ibar + E_i - O_i.  ``extra``: {i: expression}
-    added to output i (the MRT's higher moments, lbgen.model.mrt)."""
+    parts the pair shares, f'_i = f_i + E_i + O_i, f'_ibar = f_ibar + E_i - O_i.  ``extra`` = (even, odd):
+    the same, without f_i (the MRT's higher moments, lbgen.model.mrt)."""
     pairs, rest = opposite_pairs(vs)
     w = vs.weights_float(CONSTANT_DIGITS + 10)
     outs = {}
@@ -242,13 +242,15 @@ def reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_s
     even = _symmetric_parts(b, vs, H, B, 0)
     odd = _symmetric_parts(b, vs, H, B, 1)
     even_shift, odd_shift = shifts if shifts is not None else ({}, {})
+    even_extra, odd_extra = extra if extra is not None else ({}, {})
     for i, o in pairs:
-        E = b.let(f"E{i}", even[i] + even_shift.get(i, 0))
-        O = b.let(f"O{i}", odd[i] + odd_shift.get(i, 0))
+        E = b.let(f"E{i}", even[i] + even_shift.get(i, 0) + even_extra.get(i, 0))
+        O = b.let(f"O{i}", odd[i] + odd_shift.get(i, 0) + odd_extra.get(i, 0))
         outs[i] = E + O
         outs[o] = E - O
     for i in rest:
-        outs[i] = grouped_sum([(cf, B[c]) for c, cf in _part_form(vs, H, w, i, 0).items()], b) + even_shift.get(i, 0)
+        outs[i] = (grouped_sum([(cf, B[c]) for c, cf in _part_form(vs, H, w, i, 0).items()], b) + even_shift.get(i, 0)
+                   + even_extra.get(i, 0))
     result = []
     for i in range(vs.Q):
         expr = outs[i]
@@ -256,8 +258,6 @@ def reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_s
             expr = f_scale * f[i] + expr
         elif shifts is not None:
             expr = f[i] + expr
-        if extra is not None:
-            expr = expr + extra.get(i, 0)
         result.append(b.let(f"fout{i}", expr))
     return tuple(result)
 

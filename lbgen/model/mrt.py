@@ -26,7 +26,7 @@ from typing import List, Tuple
 import sympy as sp
 
 from lbgen.model.catalog import AXES
-from lbgen.model.derivation import Builder, component_tag, grouped_sum, reconstruct
+from lbgen.model.derivation import Builder, component_tag, grouped_sum, opposite_pairs, reconstruct
 from lbgen.model.hermite import components, maxwellian_coefficient
 
 
@@ -88,12 +88,19 @@ def mrt_collision(b: Builder, vs, f, H, A, rho, u, a, tau, omega_bulk, omega3, o
             "omega4 (degree 4 and up) (lbgen.model.mrt.ghost_basis)")
     keep = {3: b.let("keep3", 1 - omega3), 4: b.let("keep4", 1 - omega4)}
     w = vs.weights_float()
-    extra = {i: 0 for i in range(vs.Q)}
+    pairs, rest = opposite_pairs(vs)
+    named = {str(s): s for s, _ in b.assignments}
+    # p_k has the parity of its degree: even ones see the pair sums s_i, odd ones the differences d_i
+    # (``hermite_moments``' symbols), and add to the pair's even or odd part of the reconstruction
+    extra = ({}, {})
     for n, p, norm in ghost_basis(vs):
-        g = b.let(b.fresh("gm"), keep[min(n, 4)] * grouped_sum([(pi / norm, f[i]) for i, pi in enumerate(p)], b))
-        for i, pi in enumerate(p):
-            if pi != 0:
-                extra[i] = extra[i] + sp.Float(w[i] * pi, 30) * g
+        odd = n % 2
+        terms = [(p[i] / norm, named[f"{'sd'[odd]}{i}"]) for i, _ in pairs]
+        terms += [] if odd else [(p[i] / norm, f[i]) for i in rest]
+        g = b.let(b.fresh("gm"), keep[min(n, 4)] * grouped_sum(terms, b))
+        for i in [i for i, _ in pairs] + ([] if odd else rest):
+            if p[i] != 0:
+                extra[odd][i] = extra[odd].get(i, 0) + sp.Float(w[i] * p[i], 30) * g
     return reconstruct(b, vs, H, B, extra=extra)
 
 
