@@ -95,11 +95,11 @@ def test_smagorinsky_shear_wave_decays_at_nu_plus_the_eddy_viscosity_of_its_stra
     assert abs(measured / nu - 1) > 0.2                         # not the molecular viscosity alone
 
 
-def taylor_green_kinetic_energy(collision, params, n=16, U=0.1, steps=1000, every=100):
+def taylor_green_kinetic_energy(collision, params, n=16, U=0.1, steps=1000, every=100, velocity_set=None):
     """The 3D Taylor-Green vortex (Brachet et al., J. Fluid Mech. 130 (1983) 411) on n^3 with
     amplitude U (lattice units): [(step, kinetic energy per site)] every ``every`` steps, stopping at
     the first non-finite or exploding value."""
-    sim = _sim(collision, params, (n, n, n), threads=1)
+    sim = _sim(collision, params, (n, n, n), velocity_set, threads=1)
     x = 2 * np.pi * (np.arange(n) + 0.5) / n
     X, Y, Z = np.meshgrid(x, x, x, indexing="ij")
     ux = U * np.sin(X) * np.cos(Y) * np.cos(Z)
