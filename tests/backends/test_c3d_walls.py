@@ -89,3 +89,32 @@ def test_refusals_in_words():
     spec = KernelSpec(velocity_set="d3q39", layout="soa", walls=True).validate()
     assert "lz=6 is too small for walls: they need lz >= 8" == check_sizes3d(spec, velocity_set("d3q39"), 4, 4, 6)
     assert check_sizes3d(spec, velocity_set("d3q39"), 4, 4, 8) is None
+
+
+def test_simulation_conduction_and_no_slip_planes():
+    """Through lbgen.Simulation (C, the program above): steady conduction between plates at 1.01
+    and 0.99 is linear over the central half (Fourier's law) and reaches the wall temperatures at
+    the oracle's planes (tests/model/test_walls3d.py: 2.23 and 2.46 rows from the edge rows);
+    a body-force channel flow (plane Poiseuille, the exact parabola) vanishes at mirror-image
+    no-slip planes 1.54 rows from the edge rows (D3Q39, BGK tau = 0.8, LZ = 32)."""
+    from lbgen.simulation.runner import Simulation
+    n, z = 32, np.arange(32)
+    central = slice(8, 24)
+    sim = Simulation(1, 1, n, velocity_set="d3q39", walls=Walls(T_bottom=1.01, T_top=0.99), tau=TAU, layout="soa",
+                     strict=True)
+    sim.set_fields(1.0, 0.0, 0.0, 0.0, T=1.0)
+    mass = sim.diagnostics()["mass"]
+    sim.step(12000)
+    T = sim.fields()["T"].reshape(-1)
+    slope, intercept = np.polyfit(z[central], T[central], 1)
+    assert np.abs(slope * z[central] + intercept - T[central]).max() < 0.005 * 0.02
+    assert abs((1.01 - intercept) / slope - 2.2266) < 1e-3
+    assert abs(n - 1 - (0.99 - intercept) / slope - 2.4585) < 1e-3
+    assert abs(sim.diagnostics()["mass"] - mass) < 1e-11 * mass
+    flow = Simulation(1, 1, n, velocity_set="d3q39", walls=Walls(), tau=TAU, layout="soa", strict=True,
+                      gravity=(1e-6, 0.0, 0.0))
+    flow.set_fields(1.0, 0.0, 0.0, 0.0, T=1.0)
+    flow.step(12000)
+    ux = flow.fields()["ux"].reshape(-1)
+    low, high = np.sort(np.roots(np.polyfit(z[central], ux[central], 2)).real)
+    assert abs(low - 1.5398) < 1e-3 and abs(n - 1 - high - low) < 1e-6
