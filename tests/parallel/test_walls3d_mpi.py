@@ -34,7 +34,7 @@ if comm.rank == 0:
 def test_thermal_walls_on_a_split_axis_are_bit_identical_to_one_process(tmp_path, grid):
     from lbgen.simulation.parameters import Walls
     from lbgen.simulation.runner import Simulation
-    shape = (4, 3, 24)
+    shape = (6, 3, 24)
     walls = dict(T_bottom=1.02, T_top=0.98)
     kw = dict(velocity_set="d3q39", strict=True, tau=0.8, gravity=[0.0, 0.0, -1e-5], layout="soa")
     rng = np.random.default_rng(5)
