@@ -72,6 +72,8 @@ UNIT_OF: Dict[str, str] = {
     "H": "sites", "Ra": "1", "r": "model velocity / (sites/step)", "rho_ref": "model density",
     "U": "sites/step", "t_unit_name": "text",
     "T_ref": "model temperature", "y_no_slip": "row", "y_isothermal": "row", "wall_planes_note": "text",
+    "z_no_slip": "plane", "z_isothermal": "plane", "adiabatic_ratio": "1", "Ra_c": "1", "Nu_published": "1",
+    "Nu_source": "text",
 }
 #: spatial dimension of the 2D velocity sets (the default of :func:`sound_speed`)
 D = 2
@@ -408,6 +410,9 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
         H = planes.depth_isothermal if planes is not None else conduction_depth(cfg.ly, wall_rows(vs))
         out["H"] = H
         out["Ra"] = rayleigh(g_down, walls["T_bottom"], walls["T_top"], H, nu, kappa)
+        if cfg.setup == "rayleigh-benard":
+            from lbgen.model.convection import convection_numbers
+            out.update(convection_numbers(out["Ra"], out["Pr"], H, g_down, walls["T_bottom"], walls["T_top"], r, D))
     return out
 
 
@@ -448,7 +453,13 @@ def summary(numbers: Mapping[str, object]) -> str:
     if "wall_planes_note" in numbers:
         parts.append(f"({numbers['wall_planes_note']})")
     if "Ra" in numbers:
-        depth = "between the isothermal planes" if "y_isothermal" in numbers else "between the imposing rows"
-        parts.append(f"Ra = {numbers['Ra']:.3g} (H = {numbers['H']:.4g} sites, {depth})")
+        iso = "y_isothermal" in numbers or "z_isothermal" in numbers
+        depth = "between the isothermal planes" if iso else "between the imposing rows"
+        parts.append(f"Ra = {numbers['Ra']:.4g} (H = {numbers['H']:.4g} sites, {depth})")
+    if "adiabatic_ratio" in numbers:
+        parts.append(f"Ra_c = {numbers['Ra_c']:g} (Chandrasekhar 1961), adiabatic gradient g/c_p = "
+                     f"{numbers['adiabatic_ratio']:.3g} of the imposed one")
+    if "Nu_published" in numbers:
+        parts.append(f"published Nu = {numbers['Nu_published']:g} ({numbers['Nu_source']})")
     return (f"physics in {numbers['units']} (r = {numbers['r']:.6g}: a model velocity u is u/r sites/step, "
             f"model time = steps/r): " + ", ".join(parts))

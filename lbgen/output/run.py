@@ -462,12 +462,15 @@ class RunOutput:
         return written
 
     # ------------------------------------------------------------------ series
-    def append_series(self, step: int, time: Optional[float], diag: dict, force=None) -> None:
+    def append_series(self, step: int, time: Optional[float], diag: dict, force=None, nusselt=None) -> None:
         """Append one row to series.csv (header written when the file is new or empty; the
         columns of the run's dimension, and with ``force`` (a run with a body: D components) the
-        force on the body)."""
+        force on the body, with ``nusselt`` (a rayleigh-benard run) its Nusselt numbers)."""
         self.record([self.series_path])
         columns = series_mod.SERIES_COLUMNS3D if self.dimension == 3 else series_mod.SERIES_COLUMNS
+        if nusselt is not None:
+            columns = columns + series_mod.NUSSELT_COLUMNS
+            diag = {**diag, **nusselt}
         if force is not None:
             columns = columns + series_mod.FORCE_COLUMNS[:len(force)]
             diag = {**diag, **dict(zip(series_mod.FORCE_COLUMNS, (float(c) for c in force)))}

@@ -59,6 +59,9 @@ class RunConfig:
     threads: int = OPTIONS["threads"].default
     seed: int = OPTIONS["seed"].default
     amplitude: Optional[float] = None
+    ra: float = OPTIONS["ra"].default          # the rayleigh-benard set-up's numbers (they set gravity, C2, LX)
+    pr: float = OPTIONS["pr"].default
+    aspect: float = OPTIONS["aspect"].default
     init: Optional[str] = None
     walls: Optional[Dict] = None           # {"T_bottom", "T_top", "adiabatic_bottom", "adiabatic_top", "scheme"}
     save: Optional[str] = None
@@ -315,6 +318,9 @@ class RunConfig:
             parameters = op.check({k: values[k] for k in op.parameter_names})
         except ParameterError as e:
             raise ConfigError(str(e)) from None
+        if name == "rayleigh-benard":            # gravity, the periodic lengths and C2 from Ra, Pr, the aspect
+            from lbgen.run.convection import resolve
+            values, parameters = resolve(values, parameters, given)
         walls = None
         if values["walls"]:
             ad = ADIABATIC[values["adiabatic"]]

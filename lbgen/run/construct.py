@@ -189,9 +189,12 @@ def initial_fields(cfg: RunConfig) -> dict:
     positive rho and T), else its set-up's (2D or 3D by the velocity set)."""
     if cfg.init:
         return load_fields(cfg.init, cfg.dimension)
-    three = {"lz": cfg.lz} if cfg.dimension == 3 else {"walls": cfg.walls}
+    three = {"lz": cfg.lz} if cfg.dimension == 3 else {}
+    if cfg.setup == "rayleigh-benard" and cfg.walls:
+        from lbgen.run.convection import run_planes
+        three["planes"] = run_planes(cfg)
     return SETUPS[cfg.setup].fields(cfg.lx, cfg.ly, seed=cfg.seed, amplitude=cfg.amplitude, gravity=cfg.gravity,
-                                    thermal=not set_entry(cfg.velocity_set).isothermal, **three)
+                                    thermal=not set_entry(cfg.velocity_set).isothermal, walls=cfg.walls, **three)
 
 
 def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Optional[int] = None,

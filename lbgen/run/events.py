@@ -51,9 +51,25 @@ class RunEvents:
         return d
 
     def _series(self, d) -> None:
+        nu = self._nusselt()                  # collective with MPI (the fields, gathered to rank 0)
         if self.output is not None and d is not None:
             step = self.sim.time_step
-            self.output.append_series(step, step / self.sim.vs.r, d, force=self._body_force())
+            self.output.append_series(step, step / self.sim.vs.r, d, force=self._body_force(), nusselt=nu)
+
+    def _nusselt(self) -> Optional[dict]:
+        """A rayleigh-benard run's Nusselt numbers of the current state
+        (``lbgen.model.convection.nusselt`` of the fields, computed once per event and shared
+        with the outputs at that step), on rank 0; None elsewhere and for other set-ups."""
+        from lbgen.run.convection import layer
+        where = layer(self.cfg, self.physics) if self.cfg.setup == "rayleigh-benard" else None
+        if where is None:
+            return None
+        fields = self._fields()
+        if fields is None or not self.root:
+            return None
+        from lbgen.model.convection import nusselt
+        self.last_nusselt = nusselt(fields, where)
+        return self.last_nusselt
 
     def body_forces(self) -> dict:
         """{body name: the force on it (D components, model units)} of the last step sampled (the run's

@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 from lbgen.codegen.spec import BACKENDS, PRECISIONS, time_block_value
 from lbgen.codegen.layouts import LAYOUTS, LayoutError, check_vl
 from lbgen.codegen.storage import STORAGES
+from lbgen.model.convection import CRITICAL_ASPECT, DEFAULT_PRANDTL
 from lbgen.model.operators import DEFAULT_OPERATOR, OPERATORS, all_parameters, operator
 from lbgen.model.catalog import (DEFAULT_VELOCITY_SET, MODEL_SETS, SETS_3D, VELOCITY_SETS, run_set, set_entry,
                                  set_names, sets_help)
@@ -77,6 +78,12 @@ SCHEMA: Tuple[Option, ...] = (
            flag="--walls/--periodic", identity=True),
     Option("t_bottom", "float", 1.0, "Bottom wall temperature.", minimum=0.0, identity=True),
     Option("t_top", "float", 1.0, "Top wall temperature.", minimum=0.0, identity=True),
+    Option("ra", "float", 1e4, "Rayleigh number of the rayleigh-benard set-up, with the effective depth (between "
+           "the measured isothermal planes): sets gravity.", minimum=0.0, identity=True),
+    Option("pr", "float", DEFAULT_PRANDTL, "Prandtl number nu/kappa of the rayleigh-benard set-up: sets C2 = C1/Pr "
+           "(regularized; single-relaxation operators have Pr = 1).", minimum=1e-6, identity=True),
+    Option("aspect", "float", CRITICAL_ASPECT, "Periodic length over the effective depth of the rayleigh-benard set-up "
+           "(default one critical wavelength 2 pi/3.117): sets LX (3D: LX and LY).", minimum=1e-6, identity=True),
     Option("adiabatic", "choice", "none", "Which walls are adiabatic (copy the fourth row's temperature).",
            choices=tuple(ADIABATIC), identity=True),
     Option("wall_scheme", "choice", DEFAULT_WALL_SCHEME, "Wall scheme: lbgen, or reference (the production code's "
@@ -214,6 +221,11 @@ def _amplitude(v) -> Optional[str]:
     return None
 
 
+def _convection(v) -> Optional[str]:
+    return None if v["setup"] == "rayleigh-benard" else (
+        f"it shapes the rayleigh-benard set-up (this run's set-up is {v['setup']})")
+
+
 def _dpi(v) -> Optional[str]:
     return _needs_out(v) or (None if v["pictures"] else "no pictures are drawn (--pictures none)")
 
@@ -320,6 +332,7 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     **{k: _operator_parameter(k) for k in all_parameters()},
     "t_bottom": _wall_temperature("bottom"), "t_top": _wall_temperature("top"),
     "adiabatic": _needs_walls, "wall_scheme": _needs_walls,
+    **{k: _convection for k in ("ra", "pr", "aspect")},
     "threads": _threads, "time_block": _time_block, "device": _device,
     "split": lambda v: None if v["hetero"] else "it sets the host share of a host + device run: it needs --hetero",
     "host_columns": lambda v: None if v["hetero"] else ("it is the host columns M of a host + device run (resolved "

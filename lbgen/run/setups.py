@@ -208,6 +208,65 @@ def rayleigh_taylor3d(lx: int, ly: int, lz: int, gravity: Tuple[float, float, fl
     return {"rho": rho, "ux": zero, "uy": zero.copy(), "uz": zero.copy(), "T": T}
 
 
+#: the rayleigh-benard walls when none are given (Delta T = 0.1 in 2D, D2Q37; 0.02 in 3D: D3Q39
+#: conducts as kappa / T^2 and its isothermal planes move with the contrast, docs/physics.md)
+RB_T_2D, RB_T_3D = (1.05, 0.95), (1.01, 0.99)
+#: the seed's amplitude when none is given: a fraction of Delta T
+RB_AMPLITUDE = 0.01
+
+
+def hydrostatic_density(T: np.ndarray, g: float) -> np.ndarray:
+    """rho along the last axis in the discrete hydrostatic balance of the half-step forcing
+    (rho = 1 in the first plane): rho_j = rho_{j-1} (T_{j-1} + g/2) / (T_j - g/2), g the gravity
+    component along that axis (model units; :func:`rayleigh_taylor`)."""
+    rho = np.ones(T.shape)
+    for j in range(1, T.shape[-1]):
+        rho[..., j] = rho[..., j - 1] * (T[..., j - 1] + g / 2) / (T[..., j] - g / 2)
+    return rho
+
+
+def rayleigh_benard_state(shape: Tuple[int, ...], gravity, T_hot: float, T_cold: float, amplitude: float,
+                          planes: Tuple[float, float]) -> Dict[str, np.ndarray]:
+    """Conduction between the plates plus a seed (2D (LX, LY) or 3D (LX, LY, LZ), the last axis
+    vertical): T linear from T_hot at the bottom isothermal plane to T_cold at the top one
+    (``planes``, rows), plus amplitude (T_hot - T_cold) cos(2 pi x / LX) sin(pi s) between them
+    (s the height from 0 to 1; in 3D plus a tenth of it along y, which breaks the rolls'
+    symmetry); rho in the discrete hydrostatic balance (:func:`hydrostatic_density`), the
+    fluid at rest."""
+    n = shape[-1]
+    z = np.arange(n, dtype=np.float64)
+    s = (z - planes[0]) / (planes[1] - planes[0])
+    T = np.broadcast_to(T_hot + (T_cold - T_hot) * s, shape).copy()
+    s = np.clip(s, 0.0, 1.0)
+    axes = np.meshgrid(*(np.arange(m) / m for m in shape[:-1]), indexing="ij")
+    mode = np.cos(2 * np.pi * axes[0])
+    if len(shape) == 3:
+        mode = mode + 0.1 * np.cos(2 * np.pi * axes[1])
+    T += amplitude * (T_hot - T_cold) * mode[..., None] * np.sin(np.pi * s)
+    out = {"rho": hydrostatic_density(T, float(gravity[-1])), "T": T}
+    for name in ("ux", "uy", "uz")[:len(shape)]:
+        out[name] = np.zeros(shape)
+    return out
+
+
+def rayleigh_benard(lx: int, ly: int, gravity=(0.0, 0.0), T_hot: float = RB_T_2D[0], T_cold: float = RB_T_2D[1],
+                    amplitude: Optional[float] = None, planes: Optional[Tuple[float, float]] = None,
+                    **_) -> Dict[str, np.ndarray]:
+    """Rayleigh-Benard in 2D (y up): :func:`rayleigh_benard_state` of (LX, LY); ``planes``: the
+    isothermal planes (default: D2Q37's imposing rows 2 and LY - 3)."""
+    amp = RB_AMPLITUDE if amplitude is None else amplitude
+    return rayleigh_benard_state((lx, ly), gravity, T_hot, T_cold, amp, planes or (2.0, ly - 3.0))
+
+
+def rayleigh_benard3d(lx: int, ly: int, lz: int, gravity=(0.0, 0.0, 0.0), T_hot: float = RB_T_3D[0],
+                      T_cold: float = RB_T_3D[1], amplitude: Optional[float] = None,
+                      planes: Optional[Tuple[float, float]] = None, **_) -> Dict[str, np.ndarray]:
+    """Rayleigh-Benard in 3D (z up): :func:`rayleigh_benard_state` of (LX, LY, LZ); ``planes``: the
+    isothermal planes (default: D3Q39's imposing planes 2 and LZ - 3)."""
+    amp = RB_AMPLITUDE if amplitude is None else amplitude
+    return rayleigh_benard_state((lx, ly, lz), gravity, T_hot, T_cold, amp, planes or (2.0, lz - 3.0))
+
+
 def at_rest(lx: int, ly: int, **_) -> Dict[str, np.ndarray]:
     """A 2D fluid at rest, rho = T = 1 (the walls or a lid set it moving)."""
     shape = (lx, ly)
@@ -259,14 +318,18 @@ class Setup:
 
     def fields(self, lx: int, ly: int, *, seed: int = 0, amplitude: Optional[float] = None,
                gravity=(0.0, 0.0), walls: Optional[Mapping] = None, thermal: bool = True,
-               lz: Optional[int] = None) -> Dict[str, np.ndarray]:
-        """``thermal=False`` (isothermal velocity sets): the set-up keeps T = 1; ``lz``: the 3D state."""
+               lz: Optional[int] = None, planes: Optional[Tuple[float, float]] = None) -> Dict[str, np.ndarray]:
+        """``thermal=False`` (isothermal velocity sets): the set-up keeps T = 1; ``lz``: the 3D state;
+        ``walls``: the thermal walls (their temperatures shape the thermal set-ups' states);
+        ``planes``: the isothermal planes of a rayleigh-benard run."""
         extra = {"seed": seed, "gravity": gravity, "thermal": thermal,
                  "amplitude": self.default_amplitude(lx) if amplitude is None else amplitude}
+        if walls and self.name in ("rayleigh-taylor", "rayleigh-benard"):
+            extra["T_hot"], extra["T_cold"] = walls["T_bottom"], walls["T_top"]
+        if planes is not None:
+            extra["planes"] = planes
         if lz is not None:
             return self.make3d(lx, ly, lz, **extra)
-        if walls and self.name == "rayleigh-taylor":
-            extra["T_hot"], extra["T_cold"] = walls["T_bottom"], walls["T_top"]
         return self.make(lx, ly, **extra)
 
 
@@ -287,6 +350,15 @@ SETUPS: Dict[str, Setup] = {s.name: s for s in (
           # D2V17 (third order) diverged by step 6400 of the README's main job (128 x 512, g = 4e-4)
           # with C1 = C2 = 1e-3; with 3e-3 it runs the 8000 steps (tests/run/test_setups.py)
           set_defaults={"d2v17": {"C1": 3e-3, "C2": 3e-3}}),
+    Setup("rayleigh-benard", rayleigh_benard,
+          "conduction between a hot bottom and a cold top wall (2D d2q37 y walls 1.05 / 0.95; 3D d3q39 z walls "
+          "1.01 / 0.99), periodic sides, seeded by a roll of amplitude 0.01 Delta T; gravity from --ra, the "
+          "diffusivity from --pr, the periodic lengths from --aspect (default one critical wavelength)",
+          run_defaults={"collision": "regularized", "C1": 0.01, "walls": True, "t_bottom": RB_T_2D[0],
+                        "t_top": RB_T_2D[1], "ly": 40},
+          default_amplitude=lambda lx: RB_AMPLITUDE, make3d=rayleigh_benard3d,
+          run_defaults3d={"velocity_set": "d3q39", "collision": "bgk", "tau": 0.6, "walls": True,
+                          "t_bottom": RB_T_3D[0], "t_top": RB_T_3D[1]}),
     Setup("taylor-green", None, "3D Taylor-Green vortex u = U (sin x cos y cos z, -cos x sin y cos z, 0), U = 0.05, "
           "with its pressure in the density (periodic)", default_amplitude=lambda lx: TAYLOR_GREEN_AMPLITUDE,
           make3d=taylor_green3d, run_defaults={"velocity_set": "d3q19"},

@@ -1,0 +1,154 @@
+"""Rayleigh-Benard convection: the published numbers, the run's parameters from Ra and Pr, and
+the Nusselt number of a state (2D and 3D; the vertical axis is the last one: y in 2D, z in 3D).
+
+Published values (the validation tests cite them):
+
+* onset between rigid, isothermal plates: Ra_c = 1707.76 at k_c = 3.117 / H (Chandrasekhar,
+  *Hydrodynamic and Hydromagnetic Stability*, 1961, ch. II, table III; the 2D and 3D onset is
+  the same: the rolls are two-dimensional);
+* steady 2D rolls of wavelength 2 pi / k_c between rigid plates: Nu = 2.661 at Ra = 1e4,
+  Pr = 0.71 (Clever & Busse 1974, J. Fluid Mech. 65, 625, table 1; the value LB studies
+  compare with, e.g. Shan 1997, Phys. Rev. E 55, 2780; Wang et al. 2013).
+
+**The gas is compressible.**  lbgen's thermal sets carry an ideal gas p = rho T (c_p = (D + 2)/2
+in lattice units): a layer at rest convects only where the imposed gradient Delta T / H is
+well above the adiabatic one g / c_p.  :func:`adiabatic_ratio` is (g / c_p) / (Delta T / H); the
+run prints it and refuses a set-up where it reaches :data:`ADIABATIC_MAX` (the onset is then
+shifted by about that fraction: Spiegel 1965's compressible onset criterion,
+Ra_c ~ 1708 / (1 - ratio)^2 for small ratios).
+
+**The Nusselt number** (:func:`nusselt`), from the horizontal means of a state (no other
+population pull than the fields a run already gathers): the heat flux across the layer in
+units of the conductive flux kappa Delta T / H,
+
+* at the walls: -kappa d<T>/dz at each isothermal plane, from the parabola through the first
+  rows clear of the bc's rows and their Knudsen layer (KNUDSEN_ROWS, FIT_ROWS) extrapolated to
+  the plane (a thermal boundary layer H / (2 Nu) thick spans ~6 rows at Ra = 1e4, H = 33);
+* in the bulk: (<u_z' T'> - kappa d<T>/dz) averaged over the central half of the layer
+  (velocities in lattice units: the fields' model u divided by r).
+Steady convection has both equal (energy balance); pure conduction gives 1 for both.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, Mapping, Optional, Tuple
+
+import numpy as np
+
+#: Chandrasekhar (1961), rigid-rigid: the critical Rayleigh number and wavenumber (k_c H)
+RA_CRITICAL = 1707.76
+K_CRITICAL = 3.117
+#: the default aspect ratio (periodic length / depth): one critical wavelength
+CRITICAL_ASPECT = 2 * math.pi / K_CRITICAL
+#: the default Prandtl number (air; Clever & Busse's)
+DEFAULT_PRANDTL = 0.71
+#: (Ra, Pr) -> Nu of 2D steady rolls at k_c between rigid plates (Clever & Busse 1974, table 1)
+CLEVER_BUSSE = {(1e4, 0.71): 2.661}
+#: how close (relative) Ra and Pr must be to a published point for the summary to show it
+PUBLISHED_MATCH = 0.02
+#: the rows next to the bc's rows where the profile leaves the Navier-Stokes one (the Knudsen
+#: layer: 3 rows at D2Q37 regularized C = 0.01, 1e-2 Delta T off the line in the first, 1e-3 in the
+#: fourth), skipped by the wall Nusselt number, which fits the next FIT_ROWS rows
+KNUDSEN_ROWS, FIT_ROWS = 3, 5
+#: refused at or above this adiabatic ratio (:func:`adiabatic_ratio`): the layer barely convects
+ADIABATIC_MAX = 0.2
+
+
+def published_nusselt(Ra: float, Pr: float) -> Optional[Tuple[float, str]]:
+    """(Nu, source) of a published point within PUBLISHED_MATCH of (Ra, Pr), or None."""
+    for (ra, pr), nu in CLEVER_BUSSE.items():
+        if abs(Ra / ra - 1) <= PUBLISHED_MATCH and abs(Pr / pr - 1) <= PUBLISHED_MATCH:
+            return nu, f"Clever & Busse 1974 (2D rolls, Ra = {ra:g}, Pr = {pr:g})"
+    return None
+
+
+def gravity_for(Ra: float, T_bottom: float, T_top: float, H: float, nu: float, kappa: float) -> float:
+    """g (lattice units, pointing down) of a Rayleigh number: the inverse of
+    ``lbgen.model.physics.rayleigh`` (beta = 1 / T_mean)."""
+    beta = 2.0 / (T_bottom + T_top)
+    return Ra * nu * kappa / (beta * (T_bottom - T_top) * H ** 3)
+
+
+def adiabatic_ratio(g: float, T_bottom: float, T_top: float, H: float, r: float, dimension: int) -> float:
+    """(g / c_p) / (Delta theta / H): the adiabatic gradient over the imposed one, lattice units
+    (theta = T / r^2, c_p = (D + 2)/2)."""
+    c_p = (dimension + 2) / 2.0
+    return (g / c_p) / ((T_bottom - T_top) / (r * r) / H)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """What the Nusselt number needs of a run: the isothermal planes (rows, bottom and top),
+    the wall temperatures, kappa (sites^2/step), r (model velocity per site/step) and the
+    rows the bc rebuilds at each wall."""
+
+    isothermal: Tuple[float, float]
+    T_bottom: float
+    T_top: float
+    kappa: float
+    r: float
+    wall_rows: int
+
+    @property
+    def depth(self) -> float:
+        return self.isothermal[1] - self.isothermal[0]
+
+
+def profiles(fields: Mapping[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+    """(<T>(z), <u_z' T'>(z)) over the horizontal axes (z the last axis of the fields: 2D uy, 3D
+    uz; u in model units), the flux of the fluctuations about each plane's means: a plane's net
+    vertical flow (the compressible gas's acoustic sloshing, zero in a steady state) carries no
+    convective heat flux."""
+    T = np.asarray(fields["T"], dtype=np.float64)
+    w = np.asarray(fields["uz" if T.ndim == 3 else "uy"], dtype=np.float64)
+    axes = tuple(range(T.ndim - 1))
+    T_mean, w_mean = T.mean(axis=axes), w.mean(axis=axes)
+    return T_mean, (w * T).mean(axis=axes) - w_mean * T_mean
+
+
+def nusselt(fields: Mapping[str, np.ndarray], layer: Layer) -> Dict[str, float]:
+    """The Nusselt numbers of a state (module docstring): ``Nu_bottom``, ``Nu_top`` (the
+    conductive flux at each isothermal plane) and ``Nu_bulk`` (convective + conductive flux over
+    the central half), each over kappa Delta T / H."""
+    T, wT = profiles(fields)
+    n = T.size
+    scale = layer.kappa * (layer.T_bottom - layer.T_top) / layer.depth
+    z = np.arange(n, dtype=np.float64)
+    # the wall gradients: a parabola through the FIT_ROWS rows clear of each wall's bc rows and
+    # its Knudsen layer, its slope at the isothermal plane
+    lo = layer.wall_rows + KNUDSEN_ROWS
+    bottom = np.polyfit(z[lo:lo + FIT_ROWS] - layer.isothermal[0], T[lo:lo + FIT_ROWS], 2)
+    top = np.polyfit(z[n - lo - FIT_ROWS:n - lo] - layer.isothermal[1], T[n - lo - FIT_ROWS:n - lo], 2)
+    grad_bottom, grad_top = bottom[1], top[1]
+    # the bulk: centred differences over the central half
+    a, b = n // 4, n - n // 4
+    dT = np.gradient(T, z)
+    flux = wT / layer.r - layer.kappa * dT
+    return {"Nu_bottom": -layer.kappa * grad_bottom / scale, "Nu_top": -layer.kappa * grad_top / scale,
+            "Nu_bulk": float(flux[a:b].mean() / scale)}
+
+
+def linear_misfit(fields: Mapping[str, np.ndarray], layer: Layer) -> float:
+    """max |<T> - the line through the wall temperatures at the isothermal planes| over the
+    central half of the layer, over Delta T (0 for exact conduction)."""
+    T, _ = profiles(fields)
+    n = T.size
+    z = np.arange(n, dtype=np.float64)
+    z0, z1 = layer.isothermal
+    line = layer.T_bottom + (layer.T_top - layer.T_bottom) * (z - z0) / (z1 - z0)
+    a, b = n // 4, n - n // 4
+    return float(np.abs(T[a:b] - line[a:b]).max() / abs(layer.T_bottom - layer.T_top))
+
+
+def convection_numbers(Ra: float, Pr: float, H: float, g: float, T_bottom: float, T_top: float, r: float,
+                       dimension: int) -> Dict[str, object]:
+    """The rayleigh-benard entries of a run's numbers: the adiabatic ratio
+    (:func:`adiabatic_ratio`), the thermal diffusion time H^2 / kappa is the caller's, and the
+    published Nusselt number near (Ra, Pr) with its source (:func:`published_nusselt`)."""
+    out: Dict[str, object] = {"adiabatic_ratio": adiabatic_ratio(g, T_bottom, T_top, H, r, dimension),
+                              "Ra_c": RA_CRITICAL}
+    published = published_nusselt(Ra, Pr)
+    if published is not None:
+        out["Nu_published"], out["Nu_source"] = published
+    return out
