@@ -323,7 +323,7 @@ def wall_planes(cfg, T_bottom: float = 1.0, T_top: float = 1.0):
     parameter range: the nearest measured point, said in the planes' ``note``."""
     from lbgen.model.wall_planes import OutsideTable, effective_planes
     try:
-        return effective_planes(cfg.velocity_set, cfg.walls["scheme"], cfg.collision, cfg.parameters, cfg.ly,
+        return effective_planes(cfg.velocity_set, cfg.walls["scheme"], cfg.collision, cfg.parameters, cfg.shape[-1],
                                 T_bottom, T_top, extrapolate=True)
     except OutsideTable:
         return None
@@ -445,10 +445,12 @@ def summary(numbers: Mapping[str, object]) -> str:
         parts.append(fmt("Re") + (f" (= U {('L' if 'L' in numbers else 'H')}/nu)" if "U" in numbers else ""))
     if "Ma" in numbers:
         parts.append(fmt("Ma"))
-    if "y_no_slip" in numbers:
-        walls = "walls: no-slip planes at rows {:.2f}, {:.2f}".format(*numbers["y_no_slip"])
-        if "y_isothermal" in numbers:
-            walls += ", isothermal at {:.2f}, {:.2f}".format(*numbers["y_isothermal"])
+    axis = "z" if "z_isothermal" in numbers else "y"
+    if f"{axis}_no_slip" in numbers:
+        walls = "walls: no-slip planes at {} {:.2f}, {:.2f}".format("planes" if axis == "z" else "rows",
+                                                                     *numbers[f"{axis}_no_slip"])
+        if f"{axis}_isothermal" in numbers:
+            walls += ", isothermal at {:.2f}, {:.2f}".format(*numbers[f"{axis}_isothermal"])
         parts.append(walls)
     if "wall_planes_note" in numbers:
         parts.append(f"({numbers['wall_planes_note']})")

@@ -257,7 +257,8 @@ def _make_simulation3d(cfg: RunConfig, mask=None, comm=None, grid=None, host_col
     import warnings
 
     from lbgen.model.physics import LidMachWarning
-    common = dict(velocity_set=cfg.velocity_set, collision=cfg.collision, gravity=cfg.gravity, walls=cfg.wall_axes,
+    walls = Walls(**cfg.walls) if cfg.walls else cfg.wall_axes     # thermal walls across z, or bounce-back axes
+    common = dict(velocity_set=cfg.velocity_set, collision=cfg.collision, gravity=cfg.gravity, walls=walls,
                   lid=cfg.lid, **_body_args(cfg, mask, comm), backend=cfg.backend, layout=cfg.layout, vl=cfg.vl,
                   precision=cfg.precision, storage=cfg.storage, fused=cfg.fused, threads=cfg.threads,
                   strict=cfg.strict, check_every=0, time_block=cfg.time_block,

@@ -62,6 +62,8 @@ def physics3d(cfg: RunConfig) -> dict:
     if thermal and cfg.setup == "rayleigh-taylor":      # Z up: gravity across the interface is -g_z
         out.update(rayleigh_taylor_numbers(RT_T_HOT, RT_T_COLD, gravity_to_lattice(-cfg.gravity[2], r), cfg.lx,
                                            nu, c_s))
+    if thermal and cfg.setup == "rayleigh-benard" and cfg.walls:
+        out.update(convection3d(cfg, nu, out["kappa"], r))
     speeds = lid_speeds(cfg)
     if speeds and max(speeds) > 0:
         face = max(cfg.lid, key=lambda f: np.linalg.norm(cfg.lid[f]))
@@ -73,4 +75,27 @@ def physics3d(cfg: RunConfig) -> dict:
         out.update(channel_numbers(gravity_to_lattice(g, r), H, nu, c_s))
     elif cfg.setup in ("shear-wave", "taylor-green") and cfg.amplitude and not cfg.init:
         out.update(wave_numbers(velocity_to_lattice(abs(cfg.amplitude), r), cfg.lx, nu, c_s))
+    return out
+
+
+def convection3d(cfg: RunConfig, nu: float, kappa: float, r: float) -> dict:
+    """The numbers of a 3D rayleigh-benard run (walls across z): the measured no-slip and
+    isothermal planes (``z_no_slip``, ``z_isothermal``; ``lbgen.model.wall_planes``), the effective
+    depth H between the isothermal ones, Ra with it, the adiabatic ratio and the published Nu
+    (``lbgen.model.convection.convection_numbers``)."""
+    from lbgen.model.convection import convection_numbers
+    from lbgen.model.physics import gravity_to_lattice, rayleigh, wall_planes
+    from lbgen.run.convection import run_planes
+    walls = cfg.walls
+    out = {}
+    planes = wall_planes(cfg, walls["T_bottom"], walls["T_top"])
+    if planes is not None:
+        out["z_no_slip"] = list(planes.no_slip)
+    z0, z1 = run_planes(cfg)
+    out["z_isothermal"] = [z0, z1]
+    g = gravity_to_lattice(-cfg.gravity[2], r)
+    H = z1 - z0
+    out["H"] = H
+    out["Ra"] = rayleigh(g, walls["T_bottom"], walls["T_top"], H, nu, kappa)
+    out.update(convection_numbers(out["Ra"], nu / kappa, H, g, walls["T_bottom"], walls["T_top"], r, 3))
     return out

@@ -314,8 +314,14 @@ def _bounce(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
     return rule
 
 
+#: the thermal walls' options that a 3D rayleigh-benard run takes (its walls across z)
+THERMAL_WALLS_3D = ("t_bottom", "t_top", "wall_scheme")
+
+
 def _in_2d(key: str, rule: Optional[Callable[[Mapping[str, Any]], Optional[str]]]):
     def checked(v) -> Optional[str]:
+        if dimension(v) == 3 and key in THERMAL_WALLS_3D and v["setup"] == "rayleigh-benard":
+            return rule(v) if rule is not None else None
         if dimension(v) == 3 and key in NOT_IN_3D:
             return NOT_IN_3D[key]
         return rule(v) if rule is not None else None
