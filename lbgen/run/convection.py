@@ -39,9 +39,9 @@ def resolve(values: Dict[str, Any], parameters: Dict[str, float], given: Mapping
     D = entry.D
     if entry.isothermal:
         raise ConfigError(f"{NAME} is a thermal flow; {vs} is isothermal (T = 1): use d2q37 (2D) or d3q39 (3D)")
-    for key, what in (("gravity", "--ra"), ("c2", "--pr")):
+    for key, what in (("gravity", "--ra"), ("C2", "--pr")):
         if key in given:
-            raise ConfigError(f"{NAME}: {key} is set from {what} (and the layer's nu, kappa and depth); "
+            raise ConfigError(f"{NAME}: {key.lower()} is set from {what} (and the layer's nu, kappa and depth); "
                               f"give {what} instead")
     horizontal = ("lx",) if D == 2 else ("lx", "ly")
     for key in horizontal:

@@ -91,6 +91,12 @@ def convection3d(cfg: RunConfig, nu: float, kappa: float, r: float) -> dict:
     planes = wall_planes(cfg, walls["T_bottom"], walls["T_top"])
     if planes is not None:
         out["z_no_slip"] = list(planes.no_slip)
+        if planes.note:
+            out["wall_planes_note"] = planes.note
+    else:
+        out["wall_planes_note"] = (f"no measured wall planes for {cfg.velocity_set} with {walls['scheme']} walls and "
+                                   f"{cfg.collision}: depths between the planes where the bc imposes the wall "
+                                   f"temperatures")
     z0, z1 = run_planes(cfg)
     out["z_isothermal"] = [z0, z1]
     g = gravity_to_lattice(-cfg.gravity[2], r)
