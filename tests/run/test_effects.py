@@ -24,6 +24,8 @@ pytestmark = pytest.mark.slow
 
 BASE = {"lx": 8, "ly": 32, "steps": 4}
 RT = {"setup": "rayleigh-taylor", "gravity": "0,-1e-4"}
+#: a small Rayleigh-Benard layer (Ra = 1000: its gravity from --ra)
+RB = {"setup": "rayleigh-benard", "ly": 24}
 HETERO = {"hetero": "opencl", "lx": 16}
 #: a small 3D run: the options of 3D runs are audited in it
 D3 = {"setup": "taylor-green", "velocity_set": "d3q19", "lx": 8, "ly": 8, "lz": 8, "time_block": 1}
@@ -102,6 +104,7 @@ EFFECTS = {
     "walls": ({}, False, True),
     "t_bottom": (RT, 1.05, 1.1), "t_top": (RT, 0.95, 0.9),
     "adiabatic": (RT, "none", "top"),
+    "ra": (RB, 1000, 1500), "pr": (RB, 0.71, 1.0), "aspect": ({**RB, "lx": None}, 2.0, 3.0),
     "wall_scheme": (RT, "lbgen", "reference"),
     "velocity_set": ({}, "d2q37", "d2q9"),
     "backend": ({}, "c", "opencl"),
@@ -160,6 +163,7 @@ REFUSED = {
     "t_bottom": ({"walls": True, "adiabatic": "bottom"}, 1.2),
     "t_top": ({}, 0.9),
     "adiabatic": ({}, "top"), "wall_scheme": ({}, "reference"),
+    "ra": ({}, 2000.0), "pr": ({}, 1.0), "aspect": ({}, 3.0),
     "threads": ({"backend": "opencl"}, 2),
     "time_block": ({"backend": "opencl"}, 2),
     "device": ({}, "0:0"),
