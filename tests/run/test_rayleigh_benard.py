@@ -130,6 +130,8 @@ def test_conduction_below_onset_gives_nu_1_and_the_line_between_the_isothermal_p
     for column, bound in (("Nu_bottom", 0.035), ("Nu_top", 0.035), ("Nu_bulk", 0.02)):
         assert series[column][0] == pytest.approx(1.0, abs=1e-9)        # it starts from conduction
         assert series[column][-1] == pytest.approx(1.0, abs=bound), column
+    from lbgen.output.series import series_panels
+    assert "Nusselt number" in [p[0] for p in series_panels(series)] and (out / "series.png").is_file()
     speed = series["max_speed"]
     assert np.all(np.diff(speed[-5:]) < 0) and speed[-1] < 0.9 * speed.max()     # the seed decays
     import h5py
