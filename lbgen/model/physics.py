@@ -457,7 +457,7 @@ def summary(numbers: Mapping[str, object]) -> str:
     if "Ra" in numbers:
         iso = "y_isothermal" in numbers or "z_isothermal" in numbers
         depth = "between the isothermal planes" if iso else "between the imposing rows"
-        parts.append(f"Ra = {numbers['Ra']:.4g} (H = {numbers['H']:.4g} sites, {depth})")
+        parts.append(f"Ra = {numbers['Ra']:.3g} (H = {numbers['H']:.4g} sites, {depth})")
     if "adiabatic_ratio" in numbers:
         parts.append(f"Ra_c = {numbers['Ra_c']:g} (Chandrasekhar 1961), adiabatic gradient g/c_p = "
                      f"{numbers['adiabatic_ratio']:.3g} of the imposed one")

@@ -125,7 +125,7 @@ def test_conduction_below_onset_gives_nu_1_and_the_line_between_the_isothermal_p
     mean profile is the line through the wall temperatures at the isothermal planes within
     1e-2 Delta T over the central half."""
     out, output = _run(tmp_path, "--ra", "1000", "--ly", "24", "--steps", "3000", "--series-every", "250")
-    assert "Ra = 1000" in output
+    assert "Ra = 1e+03" in output
     series = read_series(out / "series.csv")
     for column, bound in (("Nu_bottom", 0.035), ("Nu_top", 0.035), ("Nu_bulk", 0.02)):
         assert series[column][0] == pytest.approx(1.0, abs=1e-9)        # it starts from conduction
