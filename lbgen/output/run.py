@@ -7,6 +7,8 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
+import numpy as np
+
 from lbgen.system.cache import atomic_write
 from lbgen.output import series as series_mod
 from lbgen.output.fields import (FIELD_FORMATS, FIELDS_DIR, PVD_NAME, STEM_PATTERN, VTK_DIR, check_fields, fields_name,
@@ -163,6 +165,8 @@ class RunOutput:
                              f"leave the window out")
         self.dimension = dimension
         self.periodic = tuple(bool(p) for p in (periodic if periodic is not None else (True,) * dimension))
+        #: the solid sites of the run's bodies (the lattice's shape), drawn grey in pictures and frames
+        self.solid: Optional[np.ndarray] = None
         if len(self.periodic) != dimension:
             raise ValueError(f"periodic={periodic!r}: one flag per axis ({dimension})")
         self.run_dir = Path(run_dir)
@@ -283,7 +287,9 @@ class RunOutput:
         elif self.fields_format == "npz":
             written.append(write_npz(self.fields_path(step), step, arrays, time))
         if self.vtk:
-            vti = write_vti(self.vti_path(step), arrays, field_data=vtk_field_data(step, self.time_unit))
+            solid = None if self.solid is None else {"solid": self.solid.astype(np.float64)}
+            vti = write_vti(self.vti_path(step), arrays, field_data=vtk_field_data(step, self.time_unit),
+                            point_data=solid)
             written.append(vti)
             entries = {f: _step_of(f, t) for f, t in read_pvd(self.pvd_path).items()
                        if (self.pvd_path.parent / f).is_file()}            # an older lbgen's model times: steps
@@ -345,7 +351,7 @@ class RunOutput:
             return None
         drawn = {}
         for q in self.pictures:
-            drawn[q] = drawn_data(q, fields, self._limits(q, fields))
+            drawn[q] = self._body(drawn_data(q, fields, self._limits(q, fields)))
         path = self.frame_path(step)
         self.record([path])
         write_frame_file(path, step, time, drawn, self.colour_limits)
@@ -359,9 +365,19 @@ class RunOutput:
         self._frame_steps.add(int(step))
         return path
 
+    def _body(self, data: np.ndarray, plane=None) -> np.ndarray:
+        """*data* with the bodies' solid sites NaN (grey); ``plane``: (axes, index) of a 3D slice."""
+        if self.solid is None:
+            return data
+        solid = self.solid
+        if plane is not None:
+            normal = next(k for k, c in enumerate("xyz") if c not in plane[0])
+            solid = np.take(solid, plane[1], axis=normal)
+        return np.where(solid, np.nan, data) if solid.shape == data.shape else data
+
     def _picture(self, quantity: str, fields: dict, step: int, time: Optional[float], window) -> Path:
         limits = self._limits(quantity, fields)
-        data = drawn_data(quantity, fields, limits)
+        data = self._body(drawn_data(quantity, fields, limits))
         picture = FieldPicture(quantity, data.shape, limits=limits, window=window, dpi=self.dpi,
                                time_unit=self.time_unit, r=self.physics.get("r"))
         fig = picture.draw(data, step, time)
@@ -444,7 +460,7 @@ class RunOutput:
         for q in quantities:
             for plane, (axes, index, sl) in planes.items():
                 limits = self._limits(q, sl)
-                data = drawn_data(q, sl, limits)
+                data = self._body(drawn_data(q, sl, limits), plane=(axes, index))
                 picture = FieldPicture(q, data.shape, limits=limits, dpi=self.dpi, time_unit=self.time_unit,
                                        axes=axes, r=self.physics.get("r"))
                 fig = picture.draw(data, step, time)

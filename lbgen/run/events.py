@@ -31,6 +31,9 @@ class RunEvents:
         from lbgen.codegen.diagnostics import scalars, scalars3d
         #: the force on each body at this sample (collective with MPI: rank 0's; None without bodies)
         self._forces = self.sim.forces() if getattr(self.sim, "bodies", None) is not None else None
+        if self._forces:                     # the force signal of the run's summary (C_D, C_L max, St)
+            self.force_history = getattr(self, "force_history", [])
+            self.force_history.append((self.sim.time_step, sum(self._forces.values())))
         rows = self.sim.diagnostic_rows()
         self.samples += 1
         if rows is None:
