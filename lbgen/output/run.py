@@ -8,7 +8,6 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
-
 from lbgen.system.cache import atomic_write
 from lbgen.output import series as series_mod
 from lbgen.output.fields import (FIELD_FORMATS, FIELDS_DIR, PVD_NAME, STEM_PATTERN, VTK_DIR, check_fields, fields_name,
@@ -165,7 +164,7 @@ class RunOutput:
                              f"leave the window out")
         self.dimension = dimension
         self.periodic = tuple(bool(p) for p in (periodic if periodic is not None else (True,) * dimension))
-        #: the solid sites of the run's bodies (the lattice's shape), drawn grey in pictures and frames
+        #: the solid sites of the run's bodies (lattice shape): grey in pictures, 'solid' in the .vti
         self.solid: Optional[np.ndarray] = None
         if len(self.periodic) != dimension:
             raise ValueError(f"periodic={periodic!r}: one flag per axis ({dimension})")
@@ -367,13 +366,9 @@ class RunOutput:
 
     def _body(self, data: np.ndarray, plane=None) -> np.ndarray:
         """*data* with the bodies' solid sites NaN (grey); ``plane``: (axes, index) of a 3D slice."""
-        if self.solid is None:
-            return data
-        solid = self.solid
-        if plane is not None:
-            normal = next(k for k, c in enumerate("xyz") if c not in plane[0])
-            solid = np.take(solid, plane[1], axis=normal)
-        return np.where(solid, np.nan, data) if solid.shape == data.shape else data
+        solid = self.solid if self.solid is None or plane is None else \
+            np.take(self.solid, plane[1], axis=next(k for k, c in enumerate("xyz") if c not in plane[0]))
+        return data if solid is None or solid.shape != data.shape else np.where(solid, np.nan, data)
 
     def _picture(self, quantity: str, fields: dict, step: int, time: Optional[float], window) -> Path:
         limits = self._limits(quantity, fields)

@@ -155,3 +155,23 @@ def test_measure_reports_a_strouhal_number_only_for_an_oscillating_lift():
         else:
             assert numbers["St"] == pytest.approx(expect, rel=2e-3)
             assert numbers["C_L_max"] == pytest.approx(0.51, rel=1e-3) and numbers["C_D"] == pytest.approx(3.0)
+
+
+@pytest.mark.slow
+def test_dfg_2d2_vortex_street_at_twenty_cells_per_diameter(tmp_path):
+    """Schaefer & Turek 1996, 2D-2 (Re = 100, periodic) at 20 cells per diameter, 40000 steps (about 30
+    shedding periods; 4 minutes on one core): St inside the published [0.295, 0.305], C_L,max
+    within 5 % and C_D,max within 10 % of theirs (measured: St 0.3036, C_L,max 1.028, C_D,max 3.47:
+    Mach 0.17 and the coarse lattice)."""
+    out = tmp_path / "run"
+    r = cli("run", "cylinder", "--re", 100, "--cells-per-diameter", 20, "--steps", 40000, "--out", out,
+            "--pictures", "none", "--output-every", 40000, "--threads", 1)
+    assert r.exit_code == 0, r.output
+    assert "case 2D-2" in r.output
+    published = PUBLISHED["2D-2"]
+    lo, hi = published["St"]
+    assert lo <= _number(r.output, "St") <= hi
+    for key, tolerance in (("C_L_max", 0.05), ("C_D_max", 0.10)):
+        lo, hi = published[key]
+        assert lo * (1 - tolerance) <= _number(r.output, key) <= hi * (1 + tolerance), key
+    assert len(_series(out)) > 2000                          # the lift's period resolved by the series
