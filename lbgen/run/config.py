@@ -311,7 +311,7 @@ class RunConfig:
                 values["pictures"] = default_pictures(values["velocity_set"], name)
             if "gravity" not in merged and len(values["gravity"]) == 2:
                 values["gravity"] = (0.0, 0.0, 0.0)
-        if name in FLOWS:                        # its lattice, inflow speed and tau from --re, --cells-per-diameter
+        if name in FLOWS and dimension(values) == FLOWS[name].dimension:     # lattice, inflow speed, tau from --re ...
             from lbgen.model.physics import scale_factor
             try:
                 values.update(FLOWS[name].derived(values, merged, scale_factor(values["velocity_set"])))
