@@ -257,20 +257,3 @@ def body_input(bodies, mask, shape, scheme) -> Optional[tuple]:
     labels = checked_labels(labels, shape, block)
     return labels > 0, labels, tuple(names) if block else body_names(names, labels), distance, scheme
 
-
-def check_seams(bodies, shape, closed: Sequence[str]) -> None:
-    """SimulationError for a shape (``lbgen.geometry``) that reaches across a periodic seam: along an
-    axis not in ``closed`` (walls, open faces) the sites of its part beyond the box would be its
-    periodic image's, which the voxelization does not wrap (the body would be cut flat at the
-    seam).  Shapes infinite along an axis (a cylinder along it) and voxel masks (which wrap by
-    construction) pass."""
-    from lbgen.model.catalog import AXES
-    for body, name in zip(getattr(bodies, "shapes", ()), getattr(bodies, "names", ())):
-        lo, hi = body.bounds()
-        for k, a in enumerate(AXES[:len(shape)]):
-            if a in closed or not (np.isfinite(lo[k]) and np.isfinite(hi[k])):
-                continue
-            if lo[k] < 0 or hi[k] > shape[k] - 1:
-                raise SimulationError(f"bodies: {name} touches the periodic seam of {a}: it spans {a} "
-                                      f"{lo[k]:g}..{hi[k]:g}, the periodic lattice's sites are {a} = 0..{shape[k] - 1}; "
-                                      f"move it inside (e.g. centre it), or close {a} with walls or open faces")

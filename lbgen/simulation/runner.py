@@ -31,7 +31,7 @@ from lbgen.model.catalog import AXES, set_entry, wall_scheme_refusal
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters, force_arguments
 from lbgen.simulation import programs
 from lbgen.simulation.programs import Region, split_columns
-from lbgen.simulation.bodies import BodyLinks, body_input, check_seams
+from lbgen.simulation.bodies import BodyLinks, body_input
 from lbgen.simulation.boundaries import BounceBack, checked_saved_state
 from lbgen.simulation.health import HealthChecks
 from lbgen.simulation.interface import (Lattice, checked_fields, checked_populations, count, field_names,
@@ -142,9 +142,6 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         self.bounds = BounceBack.of(bounce, lid, mask, shape, vs_name, inlet, outlet, outflow, slip)
         if self.bounds is not None:
             self.bounds.check_runs(device_backend, self.time_block, backend)
-        if body is not None and not body_closed:                     # a shape across a periodic seam
-            closed = {f[0] for f in self.bounds.walls} | {f[0] for f in self.bounds.open.kinds()}
-            check_seams(bodies, shape, closed)
         if walls is not None:
             walls.check(vs)
         self.walls = walls

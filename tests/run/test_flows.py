@@ -110,16 +110,6 @@ def test_a_blocked_channel_is_refused_before_any_work(tmp_path):
     assert r.exit_code == 0, r.output
 
 
-def test_a_body_across_a_periodic_seam_is_refused():
-    import lbgen
-    from lbgen.geometry import Bodies, Sphere
-    from lbgen.simulation.parameters import SimulationError
-    with pytest.raises(SimulationError, match=r"touches the periodic seam of x: it spans x -2\.\.4"):
-        lbgen.Simulation(20, 16, velocity_set="d2q9", bodies=Bodies((20, 16), [Sphere((1.0, 8.0), 3.0)]))
-    sim = lbgen.Simulation(20, 16, velocity_set="d2q9", bodies=Bodies((20, 16), [Sphere((9.5, 8.0), 3.0)]))
-    assert sim.time_step == 0
-
-
 def test_an_stl_wind_tunnel_runs_end_to_end(tmp_path):
     """`lbgen run --geometry model.stl --inlet x-low --outlet x-high`: a user's own shape (a box
     written by trimesh) in a 3D duct; the drag pushes it downstream; the default start (the shear
