@@ -61,6 +61,27 @@ def test_the_cylinder_runs_end_to_end(tmp_path):
     assert grey.sum() > 50                                    # the body, drawn grey (NaN)
 
 
+@pytest.mark.parametrize("name, shape, words", [
+    ("cylinder3d", (100, 16, 16), ["case 3D-1Z", "published [6.05, 6.25]", "published [0.165, 0.175]"]),
+    ("sphere", (48, 20, 20), ["sphere at Re = 50", "Schiller & Naumann correlation 1.538"]),
+])
+def test_the_3d_flows_run_end_to_end(tmp_path, name, shape, words):
+    """`lbgen run cylinder3d` (the DFG 3D-1Z duct) and `sphere` (free-slip box) at 4 cells per
+    diameter: their lattices, the body grey in the mid-plane slices, the summary's reference values."""
+    out = tmp_path / "run"
+    extra = ["--re", 50] if name == "sphere" else []
+    r = cli("run", name, "--cells-per-diameter", 4, *extra, "--steps", 10, "--out", out, "--threads", 1)
+    assert r.exit_code == 0, r.output
+    config = json.loads((out / "manifest.json").read_text())["config"]
+    assert (config["lx"], config["ly"], config["lz"]) == shape
+    for w in words:
+        assert w in r.output
+    from PIL import Image
+    png = np.asarray(Image.open(out / "pictures" / "speed-xy-000000010.png").convert("RGB"))
+    grey = np.all(png == png[..., :1], axis=-1) & (np.abs(png[..., 0].astype(int) - 153) <= 1)
+    assert grey.sum() > 50
+
+
 @pytest.mark.slow
 def test_dfg_2d1_at_ten_cells_per_diameter(tmp_path):
     """Schaefer & Turek 1996, 2D-1 (Re = 20) at 10 cells per diameter, 6000 steps: C_D within 9 %,
