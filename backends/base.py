@@ -10,6 +10,7 @@ import numpy as np
 
 from lbgen.backends.build import aligned_zeros, cpu_model
 from lbgen.backends.columns import ColumnExchange
+from lbgen.codegen.storage import Codec
 
 
 class Program(ColumnExchange, abc.ABC):
@@ -53,7 +54,9 @@ class Program(ColumnExchange, abc.ABC):
                              f"(compile-time sizes); they cannot run on {self.lx} x {self.ly}")
         self.layout = make_layout(spec.layout, vs.Q, self.shape, spec.vl, halo=vs.max_hop,
                                   halo_y=spec.halo_y if self.D == 2 else None)
-        self.dtype = np.float64 if spec.precision == "double" else np.float32
+        #: stored populations <-> arithmetic values (lbgen.codegen.storage); dtype: the storage's
+        self.codec = Codec(spec.precision, spec.storage, vs.weights)
+        self.dtype = self.codec.dtype.type
         self.prefix = spec.prefix
         #: the bounce-back boundaries every sweep honours (set_boundaries; None: periodic)
         self.bounds = None
@@ -157,11 +160,11 @@ class Program(ColumnExchange, abc.ABC):
 
     def pack(self, plain: np.ndarray, buffer: Any = None) -> Any:
         """(Q, *shape) populations -> a (new or given) buffer in this layout (halo filled)."""
-        return self.upload(self.layout.pack(np.asarray(plain, dtype=self.dtype)), buffer)
+        return self.upload(self.layout.pack(self.codec.encode(plain)), buffer)
 
     def unpack(self, buffer: Any) -> np.ndarray:
         """A buffer -> (Q, *shape) float64 populations."""
-        return self.layout.unpack(self.download(buffer)).astype(np.float64)
+        return self.codec.decode(self.layout.unpack(self.download(buffer)))
 
     def _check_size(self, host: np.ndarray) -> np.ndarray:
         host = np.ascontiguousarray(np.asarray(host, dtype=self.dtype).reshape(-1))

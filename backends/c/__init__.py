@@ -74,7 +74,9 @@ def api_declarations(header: str) -> str:
     m = re.search(r"/\* BEGIN API.*?\*/(.*)/\* END API \*/", header, re.S)
     if not m:
         raise ValueError("generated header has no BEGIN API / END API block")
-    return re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+    # cffi's parser knows no _Float16 (fp16s storage): the API passes populations by pointer only,
+    # and a uint16_t has its size and alignment
+    return re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S).replace("_Float16", "uint16_t")
 
 
 def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -> Path:
@@ -114,7 +116,7 @@ class CProgram(HostBuffers, Program):
         self.library_path = build(source, flags, strict)
         self.ffi, self.lib = load_library(self.library_path,
                                           api_declarations(source.files[source.main_file.replace(".c", ".h")]))
-        self.real_c = "double" if self.spec.precision == "double" else "float"
+        self.real_c = {"float64": "double", "float32": "float", "float16": "uint16_t", "uint16": "uint16_t"}[np.dtype(self.dtype).name]
         # a thread count beyond the cap (also from OMP_NUM_THREADS) would crash libgomp
         self.threads = self._fn("set_threads")(resolve_threads(int(threads)))
         # non-temporal stores when the two buffers do not fit in the last-level cache

@@ -268,18 +268,20 @@ def compile_module(source, strict: bool = False, options=None):
 
 def kernel_arguments(spec) -> Dict[str, str]:
     """The argument kinds of the kernels of a CUDA spec, one letter per parameter in the order
-    of their parameter lists (templates/cuda/api.j2): P pointer, i int, d / f real."""
+    of their parameter lists (templates/cuda/api.j2): P pointer, i int, d / f real (the sweeps'
+    boundaries last: walls, lids, lid, solid, opens, openv)."""
     from lbgen.codegen.spec import OPERATOR_PARAMETERS
     real = "d" if spec.precision == "double" else "f"
     sizes = "" if spec.compile_time_sizes else "ii"
     nparams = len(OPERATOR_PARAMETERS[spec.collision])
     formats = {
-        "halo": "P" + sizes, "propagate": "PP" + sizes + "iiii" + "iiPP", "pack": "PP" + sizes,
+        "halo": "P" + sizes, "propagate": "PP" + sizes + "iiii" + "iiPPiP", "pack": "PP" + sizes,
         "unpack": "PP" + sizes,
-        "collide": "PP" + sizes + "iiii" + real * nparams + (real + "ii" if spec.walls else "") + "iiPP",
-        "fused": "PP" + sizes + "iiii" + real * nparams + (real + "ii" if spec.walls else "") + "iiPP",
+        "collide": "PP" + sizes + "iiii" + real * nparams + (real + "ii" if spec.walls else "") + "iiPPiP",
+        "fused": "PP" + sizes + "iiii" + real * nparams + (real + "ii" if spec.walls else "") + "iiPPiP",
         "init_equilibrium": "P" + sizes + "PPPP" + real * 2, "fields": "P" + sizes + "PPPP" + real * 2,
         "diagnostics": "P" + sizes + "PP" + real * 2,
+        "body_links": "PPPPPiPP", "body_put": "PPPi",     # f, the links' arrays and counts (lbgen.simulation.bodies)
     }
     if spec.walls:
         formats["bc"] = "PP" + sizes + "iiii" + real + real + "ii" + real + real + "ii"

@@ -35,7 +35,7 @@ def _collisions(text: str, velocity_set: str = DEFAULT_VELOCITY_SET):
     from lbgen.model.catalog import set_entry
     from lbgen.model.operators import operator
     entry = set_entry(velocity_set)
-    takes = [c for c in OPERATORS if not (operator(c).isothermal_only and entry.order >= 3)]
+    takes = [c for c in OPERATORS if operator(c).takes(entry.label, entry.order >= 3)]
     items = takes if text.strip() == "all" else _split(text)
     bad = [c for c in items if c not in OPERATORS]
     if bad:

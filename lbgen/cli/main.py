@@ -10,6 +10,7 @@ import click
 from lbgen import __version__
 from lbgen.codegen.spec import BACKENDS, PRECISIONS, KernelSpec
 from lbgen.codegen.layouts import LAYOUTS
+from lbgen.codegen.storage import STORAGES, describe as describe_storage
 from lbgen.model import OPERATORS
 from lbgen.model.catalog import (DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, MODEL_SETS, SCHEMES as WALL_SCHEMES, SETS_3D,
                                  set_names)
@@ -128,6 +129,8 @@ def _cuda_without_gpu() -> dict:
 @click.option("--vl", default=None, help="Cluster length (csoa/caosoa): a power of two; default 8 (c) or 32 (GPU).")
 @click.option("--precision", default="double", show_default=True, help=f"One of {', '.join(PRECISIONS)}.")
 @click.option("--collision", default="bgk", show_default=True, help=f"One of {', '.join(OPERATORS)}.")
+@click.option("--storage", default=None, help=f"Populations' storage, apart from the arithmetic: one of "
+              f"{', '.join(STORAGES)} (default: the precision's own; C backend; docs/physics.md).")
 @click.option("--lx", type=int, default=None, help="Compile-time LX (with --ly); run-time sizes by default.")
 @click.option("--ly", type=int, default=None, help="Compile-time LY (with --lx).")
 @click.option("--prefix", default="lbgen", show_default=True,
@@ -147,14 +150,15 @@ def _cuda_without_gpu() -> dict:
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @friendly
-def emit(backend, layout, vl, precision, collision, lx, ly, prefix, streaming_stores, walls, wall_scheme, block_size,
+def emit(backend, layout, vl, precision, collision, storage, lx, ly, prefix, streaming_stores, walls, wall_scheme, block_size,
          halo_y, report, velocity_set, output):
     """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
     from lbgen.codegen.emit import emit as do_emit
     vl = vl_option(vl)      # None: the backend's DEFAULT_VL for clustered layouts
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                       lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
-                      wall_scheme=wall_scheme, block_size=block_size, velocity_set=velocity_set.lower(), halo_y=halo_y)
+                      wall_scheme=wall_scheme, block_size=block_size, velocity_set=velocity_set.lower(), halo_y=halo_y,
+                      storage=storage)
     spec = spec.validate()
     if report and spec.backend != "cuda":
         raise UserError("--report shows nvcc's register and spill figures: it needs --backend cuda")
@@ -292,7 +296,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, halo_path, 
     box = f"walls ({cfg.walls['scheme']} scheme)" if cfg.walls else bounds.describe() if bounds else "periodic"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
          f"{cfg.lx} x {cfg.ly}, "
-         f"{cfg.steps} steps, {spec.collision}, {box}, {spec.precision}; {where}")
+         f"{cfg.steps} steps, {spec.collision}, {box}, {describe_storage(spec.precision, spec.storage)}; {where}")
     from lbgen.model.physics import summary
     echo(summary(runner.physics))
     _time_block_note(runner, echo, chosen)
@@ -374,7 +378,8 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
         where = f"{runner.comm.size} MPI ranks, grid {'x'.join(map(str, runner.grid))}, {_halo_note(sim)}: {where}"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
          f"{sim.lx} x {sim.ly} x {sim.lz}, {cfg.steps} steps, "
-         f"{sim.spec.collision}, {', '.join(box) or 'periodic'}, {sim.spec.precision}; {where}")
+         f"{sim.spec.collision}, {', '.join(box) or 'periodic'}, {describe_storage(sim.spec.precision, sim.spec.storage)}; "
+         f"{where}")
     echo(summary(runner.physics))
     from lbgen.model.physics import lid_mach_check
     for (a, s), u in sim.lid.items():      # the unstable band below the refusal (lbgen.model.physics)

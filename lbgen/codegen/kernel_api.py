@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from lbgen.codegen.layouts import CLUSTERED
+from lbgen.codegen.storage import storage_format
 from lbgen.model.velocity_set import velocity_set
 from lbgen.model.walls import wall_row_count
 
@@ -42,8 +43,8 @@ CUDA_MAX_BLOCKS = 2 ** 31 - 1
 
 
 def storage_bytes(spec) -> int:
-    """Bytes of one stored population (double: 8; single and mixed store float: 4)."""
-    return 8 if spec.precision == "double" else 4
+    """Bytes of one stored population (``lbgen.codegen.storage``: double 8; single and mixed float 4; fp16s 2)."""
+    return storage_format(spec.precision, spec.storage).nbytes
 
 
 #: the bytes a cluster's non-temporal stores must fill in CSoA, where each population's

@@ -33,6 +33,7 @@ from lbgen.model.derived import Model, model_digest
 from lbgen.codegen.cprint import RealPrinter, print_assignments
 from lbgen.model.walls import min_ly_walls, wall_row_count
 from lbgen.model.walls import mass_rule
+from lbgen.codegen.storage import is_shifted, storage_format
 from lbgen.codegen.spec import MAX_TIME_BLOCK, OPERATOR_PARAMETERS, KernelSource, KernelSpec
 from lbgen.model.operators import OPERATOR_RECORDS
 from lbgen.codegen.kernel_api import (API_VERSION, ENTRY_POINTS, ENTRY_POINTS_3D,
@@ -119,7 +120,11 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "VL": vl,
         "clustered": clustered,
         "real": "float" if spec.precision == "single" else "double",     # arithmetic
-        "storage": "double" if spec.precision == "double" else "float",  # storage of the populations
+        "storage": storage_format(spec.precision, spec.storage).c_type,  # storage of the populations
+        "storage_name": storage_format(spec.precision, spec.storage).name,
+        # stored values are deviations f - w_p (scaled by 2^storage_exp): the load/store conversions
+        "shifted": is_shifted(spec.precision, spec.storage),
+        "storage_exp": storage_format(spec.precision, spec.storage).scale_exp,
         "real_bytes": real_bytes,
         "single": spec.precision == "single",
         "lit": (lambda v: printer._literal(v)),

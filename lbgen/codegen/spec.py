@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from numbers import Integral
 from typing import Dict, Optional, Tuple
 
+from lbgen.codegen.storage import NATURAL, check_storage, storage_format
 from lbgen.codegen.layouts import CLUSTERED, LAYOUTS, LayoutError, check_halo_y, check_vl, tag as layout_tag
 from lbgen.model.catalog import DEFAULT_SCHEME, DEFAULT_VELOCITY_SET, MODEL_SETS, SCHEMES, run_set
 from lbgen.model.operators import OPERATOR_RECORDS, OPERATORS
@@ -45,9 +46,10 @@ def time_block_value(value, allow_auto: bool = True):
 PRECISIONS = ("double", "single", "mixed")
 
 
-def storage_bytes(precision: str) -> int:
-    """Bytes of one stored population: 8 in double, 4 in single and mixed (float storage)."""
-    return 8 if precision == "double" else 4
+def storage_bytes(precision: str, storage: Optional[str] = None) -> int:
+    """Bytes of one stored population (``lbgen.codegen.storage``: the named storage, else the
+    precision's own: 8 in double, 4 in single and mixed)."""
+    return storage_format(precision, storage).nbytes
 
 #: parameters of each collision operator as they appear in the kernel API, in order (from the
 #: operator records of lbgen.model.operators)
@@ -166,6 +168,7 @@ class KernelSpec:
     walls: bool = False           # thermal walls at bottom and top: bc kernel, tau = 1 rows
     wall_scheme: str = DEFAULT_SCHEME   # bc scheme with walls: lbgen.model.walls.SCHEMES
     halo_y: Optional[int] = None  # C, 2D: Y halo rows (cluster rows), >= the set's hop; None: the hop
+    storage: Optional[str] = None  # populations' storage (lbgen.codegen.storage); None: the precision's own
 
     @property
     def compile_time_sizes(self) -> bool:
@@ -199,6 +202,10 @@ class KernelSpec:
                 OPERATOR_RECORDS[self.collision].check_walls(bool(self.walls))
             except ValueError as e:
                 raise SpecError(str(e)) from None
+        if self.storage is not None:
+            spec = self._normalised_storage()
+            if spec is not self:
+                return spec.validate(lx, ly)
         if self.precision == "mixed" and self.backend != "c":
             raise SpecError(f"precision 'mixed' (float storage, double arithmetic) is available on the C backend "
                             f"only, not {self.backend!r}; use double or single there")
@@ -269,6 +276,24 @@ class KernelSpec:
             except LayoutError as e:
                 raise SpecError(str(e)) from None
         return spec
+
+    def _normalised_storage(self) -> "KernelSpec":
+        """The one spec of a storage choice: the precision's own storage is None, double
+        arithmetic with float storage is precision 'mixed'; refused in words: an unknown storage,
+        one wider than the arithmetic, a narrower one off the C backend."""
+        try:
+            check_storage(self.storage, self.precision)
+        except ValueError as e:
+            raise SpecError(str(e)) from None
+        if self.storage == NATURAL[self.precision]:
+            return _replace(self, storage=None)
+        if self.precision == "double" and self.storage == "fp32":
+            return _replace(self, precision="mixed", storage=None)
+        if self.backend != "c":
+            raise SpecError(f"storage {self.storage!r} (populations stored apart from the {self.precision} arithmetic) "
+                            f"is generated for the C backend only so far, not {self.backend!r}; there the storage "
+                            f"is the precision's own ({NATURAL[self.precision]})")
+        return self
 
     def _check_3d(self) -> None:
         """What a 3D set's kernels do not take (yet), refused in words."""

@@ -50,6 +50,8 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
         words.append(f"--wall-scheme {spec.wall_scheme}")
     if spec.halo_y is not None:
         words.append(f"--halo-y {spec.halo_y}")
+    if spec.storage is not None:
+        words.append(f"--storage {spec.storage}")
     return " ".join(words)
 
 

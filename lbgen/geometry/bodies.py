@@ -29,8 +29,7 @@ class Bodies:
             tuple(str(n) for n in names)
         if len(self.names) != len(self.shapes) or len(set(self.names)) != len(self.names):
             raise SimulationError(f"Bodies: names {self.names!r}: give {len(self.shapes)} distinct names, one per shape")
-        points = np.indices(self.shape).reshape(D, -1).T.astype(np.float64)
-        labels = np.zeros(points.shape[0], np.int32)
+        labels = np.zeros(self.shape, np.int32)
         box = np.array(self.shape, dtype=np.float64) - 1
         for k, (body, name) in enumerate(zip(self.shapes, self.names), start=1):
             if body.D != D:
@@ -42,17 +41,24 @@ class Bodies:
                                       + ", ".join(f"{a} {max(lo[i], -1e300):g}..{min(hi[i], 1e300):g}"
                                                   for i, a in enumerate(AXES[:D]))
                                       + f"; the lattice's sites are 0..{', 0..'.join(str(n - 1) for n in self.shape)}")
-            inside = body.inside(points)
+            # only the sites of its bounding box are tested (a body small against a large lattice)
+            box_lo = [max(0, int(np.ceil(v))) if np.isfinite(v) else 0 for v in lo]
+            box_hi = [min(n - 1, int(np.floor(v))) if np.isfinite(v) else n - 1 for v, n in zip(hi, self.shape)]
+            window = tuple(slice(a, b + 1) for a, b in zip(box_lo, box_hi))
+            grid = np.indices([max(0, b + 1 - a) for a, b in zip(box_lo, box_hi)]).reshape(D, -1).T
+            points = (grid + np.array(box_lo)).astype(np.float64)
+            inside = body.inside(points).reshape(labels[window].shape) if len(points) else np.zeros(0, bool)
             if not inside.any():
                 raise SimulationError(f"Bodies: {name} ({body!r}) covers no lattice site: it is smaller than the "
                                       f"lattice spacing or falls between sites")
-            both = inside & (labels > 0)
+            here = labels[window]
+            both = inside & (here > 0)
             if both.any():
-                at = tuple(int(v) for v in points[np.argmax(both)])
-                raise SimulationError(f"Bodies: {name} and {self.names[labels[np.argmax(both)] - 1]} share the site "
+                at = tuple(int(i[0]) + a for i, a in zip(np.nonzero(both), box_lo))
+                raise SimulationError(f"Bodies: {name} and {self.names[labels[at] - 1]} share the site "
                                       f"{at}; bodies must not overlap")
-            labels[inside] = k
-        self.labels = labels.reshape(self.shape)
+            here[inside] = k
+        self.labels = labels
 
     def distance(self, sites, dirs) -> np.ndarray:
         """q of the links site -> site + dir (each ending in a solid site): the fraction of the link

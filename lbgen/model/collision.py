@@ -55,6 +55,8 @@ from lbgen.model.derivation import (CONSTANT_DIGITS, Builder, component_tag, con
                                     opposite_pairs, population_symbols, reconstruct, unit_component)
 from lbgen.model.hermite import components, maxwellian_coefficient, multiplicity
 from lbgen.model.catalog import AXES
+from lbgen.model.cumulant import cumulant_collision
+from lbgen.model.mrt import mrt_collision
 from lbgen.model.operators import LES_DESCRIPTION, force_arguments, operator as operator_record
 from lbgen.model.velocity_set import VelocitySet
 
@@ -69,7 +71,7 @@ def _description(record, vs: VelocitySet) -> str:
     order = vs.hermite_order
     les = LES_DESCRIPTION if record.base is not None else ""
     name = record.base or record.name
-    if order == 4 or name == "trt":
+    if order == 4 or name in ("trt", "cumulant", "mrt"):
         return record.description
     if name == "bgk":
         return (f"BGK with shifted-equilibrium forcing (Hermite order {order}"
@@ -166,8 +168,9 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     order = vs.hermite_order
     H = hermite_values(vs, order)
     b = Builder()
-    A = hermite_moments(b, vs, f, H)
-    rho, u, T = fields_of_moments(b, A, vs)
+    if base != "cumulant":                  # the cumulant operator has its own moments (lbgen.model.cumulant)
+        A = hermite_moments(b, vs, f, H)
+        rho, u, T = fields_of_moments(b, A, vs)
     a2 = sp.Add(*(ak ** 2 for ak in a))
     wall = sp.Symbol("wall", real=True)
     # the wall rows' relaxation time (a parameter, > 1/2; 1 by default: the bits of a fixed 1)
@@ -199,6 +202,12 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
             for c in components(n, D):
                 B[c] = b.let(f"B{component_tag(c)}", sp.expand(maxwellian_coefficient(c, rho * inv_tau, us, Ts)))
         outputs = reconstruct(b, vs, H, B, f_scale=1 - inv_tau, f=f)
+    elif base == "cumulant":
+        outputs = cumulant_collision(b, vs, f, a, symbols["tau"], symbols["omega_bulk"], symbols["omega3"],
+                                     symbols["omega4"], wall, tau_wall)
+    elif base == "mrt":
+        outputs = mrt_collision(b, vs, f, H, A, rho, u, a, subgrid(symbols["tau"]), symbols["omega_bulk"],
+                                symbols["omega3"], symbols["omega4"], wall, tau_wall)
     elif base == "trt":
         outputs = _trt(b, vs, f, H, A, rho, u, a, subgrid(symbols["tau"]), symbols["magic"], wall, tau_wall)
     else:

@@ -222,13 +222,15 @@ def _symmetric_parts(b: Builder, vs: VelocitySet, H, B, parity: int) -> Dict[int
     return parts
 
 
-def reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_scale=None, f=None, shifts=None):
+def reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_scale=None, f=None, shifts=None,
+                extra=None):
     """Outputs fout_i = [f_scale * f_i +] w_i sum_c B[c] H[c](xi_i) mult(c)/n!  (even/odd split).
 
     ``shifts`` = (even, odd): {pair index i: expression} added to the even part E_i and the odd
     part O_i of each pair (even only for a rest population), with f_i added to each output: what
     TRT subtracts from f (its symmetric and antisymmetric parts times their rates) rides on the
-    parts the pair shares, f'_i = f_i + E_i + O_i, f'_ibar = f_ibar + E_i - O_i."""
+    parts the pair shares, f'_i = f_i + E_i + O_i, f'_ibar = f_ibar + E_i - O_i.  ``extra`` = (even, odd):
+    the same, without f_i (the MRT's higher moments, lbgen.model.mrt)."""
     pairs, rest = opposite_pairs(vs)
     w = vs.weights_float(CONSTANT_DIGITS + 10)
     outs = {}
@@ -240,13 +242,15 @@ def reconstruct(b: Builder, vs: VelocitySet, H, B: Dict[Component, sp.Expr], f_s
     even = _symmetric_parts(b, vs, H, B, 0)
     odd = _symmetric_parts(b, vs, H, B, 1)
     even_shift, odd_shift = shifts if shifts is not None else ({}, {})
+    even_extra, odd_extra = extra if extra is not None else ({}, {})
     for i, o in pairs:
-        E = b.let(f"E{i}", even[i] + even_shift.get(i, 0))
-        O = b.let(f"O{i}", odd[i] + odd_shift.get(i, 0))
+        E = b.let(f"E{i}", even[i] + even_shift.get(i, 0) + even_extra.get(i, 0))
+        O = b.let(f"O{i}", odd[i] + odd_shift.get(i, 0) + odd_extra.get(i, 0))
         outs[i] = E + O
         outs[o] = E - O
     for i in rest:
-        outs[i] = grouped_sum([(cf, B[c]) for c, cf in _part_form(vs, H, w, i, 0).items()], b) + even_shift.get(i, 0)
+        outs[i] = (grouped_sum([(cf, B[c]) for c, cf in _part_form(vs, H, w, i, 0).items()], b) + even_shift.get(i, 0)
+                   + even_extra.get(i, 0))
     result = []
     for i in range(vs.Q):
         expr = outs[i]

@@ -85,6 +85,12 @@ class Operator:
     isothermal_only: Optional[str] = None
     #: why the operator refuses the 2D thermal channel walls (the bc kernel), or None where it takes them
     no_thermal_walls: Optional[str] = None
+    #: the velocity sets (lower-case names) the operator is defined on, None: every set it does not refuse
+    #: otherwise; ``sets_reason`` says why
+    sets: Optional[Tuple[str, ...]] = None
+    sets_reason: str = ""
+    #: whether a ``-les`` variant (the Smagorinsky subgrid model on top) exists
+    subgrid: bool = True
 
     @property
     def parameter_names(self) -> Tuple[str, ...]:
@@ -113,8 +119,24 @@ class Operator:
     def check_set(self, set_name: str, thermal: bool) -> None:
         """ParameterError, in words, where the operator is not defined on a (thermal) velocity set."""
         if thermal and self.isothermal_only:
-            raise ParameterError(f"the {self.name} operator is defined on the isothermal sets (D2Q9, D3Q19, D3Q27), "
+            raise ParameterError(f"the {self.name} operator is defined on the isothermal sets "
+                                 f"({', '.join(n.upper() for n in self.sets or ('d2q9', 'd3q19', 'd3q27'))}), "
                                  f"not on {set_name}: {self.isothermal_only}")
+        self.check_set_name(set_name)
+
+    def takes(self, set_name: str, thermal: bool) -> bool:
+        """Whether the operator is defined on the (thermal) set: ``check_set`` passes."""
+        try:
+            self.check_set(set_name, thermal)
+        except ParameterError:
+            return False
+        return True
+
+    def check_set_name(self, set_name: str) -> None:
+        """ParameterError, in words, where the operator is not defined on the set (``sets``)."""
+        if self.sets is not None and set_name.lower() not in self.sets:
+            raise ParameterError(f"the {self.name} operator is defined on {', '.join(n.upper() for n in self.sets)} "
+                                 f"only, not on {set_name}: {self.sets_reason}")
 
     def check_walls(self, walls: bool) -> None:
         """ParameterError, in words, where the operator does not take the thermal channel walls."""
@@ -134,6 +156,14 @@ MAGIC = Parameter("magic", 3.0 / 16.0, 0.0,
 SMAGORINSKY = Parameter("smagorinsky", 0.1, 0.0,
                         "Smagorinsky constant C_s: eddy viscosity nu_t = (C_s Delta)^2 |S| from the local "
                         "non-equilibrium stress (0: off)", low_inclusive=True, high=1.0)
+#: the cumulant operator's other rates (Geier, Schoenherr, Pasquali & Krafczyk, Comput. Math. Appl. 70 (2015)
+#: 507): 1 relaxes to equilibrium in one step (their recommendation for the higher orders)
+OMEGA_BULK = Parameter("omega_bulk", 1.0, 0.0, "relaxation rate of the trace of the second-order cumulants or "
+                       "moments (bulk viscosity (2/D)(1/omega_bulk - 1/2)/3 in lattice units)", high=2.0)
+OMEGA3 = Parameter("omega3", 1.0, 0.0, "relaxation rate of every third-order cumulant or orthogonal moment "
+                   "(equilibrium 0)", high=2.0)
+OMEGA4 = Parameter("omega4", 1.0, 0.0, "relaxation rate of every cumulant or orthogonal moment of order 4 and "
+                   "higher (equilibrium 0)", high=2.0)
 #: the description of what the subgrid model adds (the closed form: lbgen.model.collision._smagorinsky)
 LES_DESCRIPTION = ("; Smagorinsky subgrid model (Hou et al. 1996): the shear relaxation time becomes "
                    "tau_eff = (tau + sqrt(tau^2 + 18 sqrt(2) C_s^2 |Pi_neq| / rho)) / 2, |Pi_neq| the "
@@ -166,6 +196,34 @@ _BASE_RECORDS: Dict[str, Operator] = {
                          "regularized only, and the wall rows' Guo-forced relaxation is not verified",
         isothermal_only="its one antisymmetric rate would also fix the heat flux (odd third-order moments) "
                         "through Lambda, and its Guo source term has no energy part; use bgk or regularized there"),
+    "mrt": Operator(
+        "mrt",
+        "MRT on the weighted-orthogonal Hermite basis (Coreixas, Chopard & Latt, PRE 100 (2019) 033305; "
+        "d'Humieres et al. 2002's moment-space MRT): deviatoric second-order moments relaxed with 1/tau, their "
+        "trace with omega_bulk, the degree-3 moments with omega3, the higher ones with omega4; Guo's forcing "
+        "in moment space, (I - S/2) M F, equilibrium at the half-step velocity u + a/2",
+        (TAU, OMEGA_BULK, OMEGA3, OMEGA4),
+        wall_rows="the shear rate is 1/tau_wall (default 1)",
+        no_thermal_walls="the wall planes of the bc kernel (lbgen.model.wall_planes) are measured for bgk and "
+                         "regularized only",
+        isothermal_only="its equilibrium and Guo source are second order (isothermal), and its basis is that of "
+                        "the isothermal sets"),
+    "cumulant": Operator(
+        "cumulant",
+        "cumulant (Geier, Schoenherr, Pasquali & Krafczyk, Comput. Math. Appl. 70 (2015) 507), well-conditioned "
+        "(f - w, delta rho): chimera transforms to central moments, density-weighted cumulants; second order "
+        "relaxed with 1/tau (trace: omega_bulk) with Geier's Galilean correction, third order with omega3, "
+        "orders 4+ with omega4; forcing Geier's way (u with F/2, first central moments -F/2 -> +F/2)",
+        (TAU, OMEGA_BULK, OMEGA3, OMEGA4),
+        wall_rows="the shear rate is 1/tau_wall (default 1)",
+        no_thermal_walls="the wall planes of the bc kernel (lbgen.model.wall_planes) are measured for bgk and "
+                         "regularized only",
+        isothermal_only="its cumulants are those of the tensor-product sets D2Q9 and D3Q27 (three velocities "
+                        "per axis), and its equilibrium is isothermal",
+        sets=("d2q9", "d3q27"),
+        sets_reason="the chimera transform needs every velocity of {-1, 0, 1}^D (D3Q19 lacks the 8 corners, "
+                    "whose moments the cumulants of order 4 and up relax); use trt or bgk on D3Q19",
+        subgrid=False),
 }
 
 
@@ -181,7 +239,8 @@ def _with_subgrid_model(base: Operator) -> Operator:
 
 
 OPERATOR_RECORDS: Dict[str, Operator] = {**_BASE_RECORDS,
-                                         **{n + LES_SUFFIX: _with_subgrid_model(op) for n, op in _BASE_RECORDS.items()}}
+                                         **{n + LES_SUFFIX: _with_subgrid_model(op) for n, op in _BASE_RECORDS.items()
+                                            if op.subgrid}}
 #: operator names, in the order the CLI offers them
 OPERATORS: Tuple[str, ...] = tuple(OPERATOR_RECORDS)
 DEFAULT_OPERATOR = "bgk"

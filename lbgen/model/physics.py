@@ -196,7 +196,7 @@ def _relaxation_excess(collision: str, parameters: Mapping[str, float], name: st
     """tau_n - 1/2 of the moments whose relaxation sets a transport coefficient, in steps."""
     from lbgen.model.operators import operator
     collision = operator(collision).base or collision       # the subgrid model adds nu_t on top (flow-dependent)
-    if collision in ("bgk", "trt"):                          # trt: tau relaxes the symmetric (even) part
+    if collision in ("bgk", "trt", "cumulant", "mrt"):              # trt: tau relaxes the symmetric (even) part
         return parameters["tau"] - 0.5
     if collision == "regularized":
         return parameters[name] / (rho * T)          # tau_n = 1/2 + C_n / (rho T)

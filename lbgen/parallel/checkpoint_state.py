@@ -27,7 +27,7 @@ class DistributedState:
 
     def populations(self) -> Optional[np.ndarray]:
         s = self.state()
-        return None if s is None else s.astype(np.float64)
+        return None if s is None else self.sim.program.codec.decode(s)
 
     def _expected(self) -> tuple:
         return (self.sim.vs.Q,) + self.shape
@@ -52,7 +52,7 @@ class DistributedState:
             if cut.checked is None:
                 from lbgen.simulation.interface import checked_populations
                 fluid = None if self.mask is None else self.mask == 0
-                cut.checked = checked_populations(f, self._expected(), self.sim.dtype, fluid)
+                cut.checked = checked_populations(f, self._expected(), self.sim.program.codec.range_dtype, fluid)
             return cut.checked[(slice(None),) + np.ix_(*self._indices(rank))]
         cut.checked = None
         block, error = self._scatter_blocks(cut), None

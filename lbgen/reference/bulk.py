@@ -318,7 +318,39 @@ def _isothermal_operator(name: str):
     return collide_op
 
 
-_COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized,
+def collide_cumulant(f, force=(0.0, 0.0), vs=None, wall=False, tau_wall=1.0, **params):
+    """The cumulant operator of ``lbgen.reference.cumulant`` (Geier et al. 2015) on D2Q9, periodic
+    (in lattice units: f as is, the force a / r)."""
+    from lbgen.reference import cumulant
+    vs = set_of(vs)
+    if vs.name.lower() != "d2q9" or np.any(wall):
+        raise ValueError(f"the oracle's cumulant operator is for D2Q9 without thermal walls, not {vs.name}"
+                         f"{' with walls' if np.any(wall) else ''}")
+    keep = {k: v for k, v in params.items() if k in ("tau", "omega_bulk", "omega3", "omega4")}
+    c = np.rint(np.asarray(vs.e, dtype=float)).astype(int)
+    return cumulant.collide(f, force=np.asarray(force, dtype=float) / vs.r, c=c,
+                            w=np.asarray(vs.weights, dtype=float), **keep)
+
+
+def _mrt(name: str):
+    """The MRT operator of ``lbgen.reference.mrt`` on D2Q9 (lattice units: f as is, the force a / r),
+    periodic; ``-les``: with the Smagorinsky relaxation time."""
+    def collide_op(f, force=(0.0, 0.0), vs=None, wall=False, tau_wall=1.0, **params):
+        from lbgen.reference import mrt
+        vs = set_of(vs)
+        if not isothermal(vs) or np.any(wall):
+            raise ValueError(f"the oracle's {name} operator is for the isothermal sets without thermal walls, "
+                             f"not {vs.name}{' with walls' if np.any(wall) else ''}")
+        keep = {k: v for k, v in params.items() if k in ("tau", "omega_bulk", "omega3", "omega4", "smagorinsky")}
+        c = np.rint(np.asarray(vs.e, dtype=float)).astype(int)
+        return mrt.collide(f, force=np.asarray(force, dtype=float) / vs.r, c=c,
+                           w=np.asarray(vs.weights, dtype=float), **keep)
+    collide_op.__name__ = f"collide_{name.replace('-', '_')}"
+    return collide_op
+
+
+_COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized, "cumulant": collide_cumulant,
+            "mrt": _mrt("mrt"), "mrt-les": _mrt("mrt-les"),
             **{n: _isothermal_operator(n) for n in ("trt", "bgk-les", "regularized-les", "trt-les")}}
 
 

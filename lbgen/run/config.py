@@ -53,6 +53,7 @@ class RunConfig:
     layout: Optional[str] = None
     vl: Optional[object] = None            # int, or "auto" (tuned)
     precision: str = OPTIONS["precision"].default
+    storage: Optional[str] = None          # populations' storage (lbgen.codegen.storage); None: the precision's own
     fused: bool = OPTIONS["fused"].default
     time_block: object = OPTIONS["time_block"].default    # int, or "auto" (tuned)
     strict: bool = OPTIONS["strict"].default
@@ -403,7 +404,7 @@ class RunConfig:
         three.update(opened)       # open faces (a run without them keeps the identity it had)
         return {"lx": self.lx, "ly": self.ly, **three, "collision": self.collision, "parameters": dict(self.parameters),
                 "gravity": list(self.gravity), "walls": self.walls, "precision": self.precision,
-                "velocity_set": self.velocity_set}
+                **({"storage": self.storage} if self.storage else {}), "velocity_set": self.velocity_set}
 
 
 def _check_walls(walls: Mapping) -> Dict:

@@ -216,7 +216,8 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     walls = Walls(**cfg.walls) if cfg.walls else cfg.wall_axes     # thermal walls, or bounce-back wall axes
     bounce = {k: v for k, v in (("lid", cfg.lid), *_body_args(cfg, mask, comm).items()) if v is not None}
     bounce.update(open_arguments(cfg))                                                 # inlets, outlets, ...
-    common = dict(**bounce, layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, collision=cfg.collision,
+    common = dict(**bounce, layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, storage=cfg.storage,
+                  collision=cfg.collision,
                   gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
                   walls=walls, time_block=cfg.time_block, velocity_set=cfg.velocity_set, **cfg.parameters)
     if cfg.backend == "opencl":   # the OpenCL device of a plain OpenCL run, its tuned work-group size
@@ -263,9 +264,9 @@ def _make_simulation3d(cfg: RunConfig, mask=None, comm=None, grid=None, host_col
     from lbgen.model.physics import LidMachWarning
     common = dict(velocity_set=cfg.velocity_set, collision=cfg.collision, gravity=cfg.gravity, walls=cfg.wall_axes,
                   lid=cfg.lid, **_body_args(cfg, mask, comm), backend=cfg.backend, layout=cfg.layout, vl=cfg.vl,
-                  precision=cfg.precision, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
-                  time_block=cfg.time_block, device=cfg.device if cfg.backend == "opencl" else None,
-                  **open_arguments(cfg), **cfg.parameters)
+                  precision=cfg.precision, storage=cfg.storage, fused=cfg.fused, threads=cfg.threads,
+                  strict=cfg.strict, check_every=0, time_block=cfg.time_block,
+                  device=cfg.device if cfg.backend == "opencl" else None, **open_arguments(cfg), **cfg.parameters)
     with warnings.catch_warnings():        # a run says it once, on its start line (lbgen run), not per rank
         warnings.simplefilter("ignore", LidMachWarning)
         if comm is not None and comm.size > 1:
@@ -322,7 +323,7 @@ def device_description(sim, grid=None) -> dict:
     the device and, under MPI, the rank grid."""
     if sim.spec.dimension == 3:
         info = {"backend": sim.spec.backend, "layout": sim.program.layout.tag, "precision": sim.spec.precision,
-                "kernel_digest": sim.source.digest, "runtime": sim.runtime, "device": sim.program.describe()}
+                "storage": sim.program.codec.format.name, "kernel_digest": sim.source.digest, "runtime": sim.runtime, "device": sim.program.describe()}
         provenance = sim.program.provenance()     # CUDA's runtime, OpenCL's work-group and build options
         info.update({k: provenance[k] for k in ("cuda_runtime", "work_group", "build_options") if provenance.get(k)})
         if sim.nranks > 1:
@@ -332,7 +333,7 @@ def device_description(sim, grid=None) -> dict:
             info["regions"] = sim.region_table()
         return info
     info = {"backend": sim.spec.backend, "layout": sim.spec.tag, "precision": sim.spec.precision,
-            "kernel_digest": sim.source.digest, "regions": []}
+            "storage": sim.program.codec.format.name, "kernel_digest": sim.source.digest, "regions": []}
     if sim.nranks > 1:                      # MPI: every rank's regions (global columns)
         info.update(ranks=sim.nranks, rank_regions=sim.region_table(), halo_path=sim.halo_path,
                     halo_path_reason=sim.halo_path_reason)

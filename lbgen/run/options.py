@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
 from lbgen.codegen.spec import BACKENDS, PRECISIONS, time_block_value
 from lbgen.codegen.layouts import LAYOUTS, LayoutError, check_vl
+from lbgen.codegen.storage import STORAGES
 from lbgen.model.operators import DEFAULT_OPERATOR, OPERATORS, all_parameters, operator
 from lbgen.model.catalog import (DEFAULT_VELOCITY_SET, MODEL_SETS, SETS_3D, VELOCITY_SETS, run_set, set_entry,
                                  set_names, sets_help)
@@ -128,6 +129,9 @@ SCHEMA: Tuple[Option, ...] = (
     Option("vl", "vl", None, "Cluster length for csoa/caosoa (a power of two dividing LY), or 'auto' "
            "(time the candidates once and remember the best; see lbgen tune).", optional=True),
     Option("precision", "choice", "double", "Floating-point precision.", choices=PRECISIONS, identity=True),
+    Option("storage", "choice", None, "Populations' storage apart from --precision's arithmetic (C): fp64, fp32, "
+           "fp16s (half of (f - w) 2^15) or fp16c (1-4-11 of f - w); default the precision's own (docs/physics.md).",
+           choices=tuple(STORAGES), optional=True, identity=True),
     Option("fused", "bool", True, "One sweep per step: propagate+collide (periodic) or propagate+bc+collide (walls); --no-fused: "
            "separate sweeps.", flag="--fused/--no-fused"),
     Option("time_block", "time_block", "auto", "Steps per sweep through cache (temporal blocking, C backend on one "

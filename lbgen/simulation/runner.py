@@ -91,12 +91,14 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                  fused: bool = True, threads: int = 0, strict: bool = False, check_every: int = 100,
                  device_backend: Optional[str] = None, host_columns: int = 0, device: Optional[str] = None,
                  backend_options: Optional[dict] = None, device_options: Optional[dict] = None,
-                 time_block: int = 1, inlet: Optional[Mapping] = None, outlet=None, outflow=None, slip=None,
-                 bodies=None, body_bc: Optional[str] = None, body_closed=(),
+                 time_block: int = 1, storage: Optional[str] = None, inlet: Optional[Mapping] = None, outlet=None,
+                 outflow=None, slip=None, bodies=None, body_bc: Optional[str] = None, body_closed=(),
                  **operator_parameters):
         """``operator_parameters``: the collision operator's own (tau for bgk; C1, C2, C3 for
-        regularized; see ``lbgen.model.operators``), defaults from its record.  Any other
-        keyword is refused, naming it."""
+        regularized; see ``lbgen.model.operators``), defaults from its record.  ``storage``: how
+        the populations are stored (``lbgen.codegen.storage``: fp64, fp32, fp16s; None: the
+        precision's own), apart from the arithmetic of ``precision``.  Any other keyword is
+        refused, naming it."""
         unknown = sorted(set(operator_parameters) - set(all_parameters()))
         if unknown:
             raise SimulationError(f"Simulation() got unknown keyword(s) {', '.join(unknown)}{_did_you_mean(unknown[0])}")
@@ -163,7 +165,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                                    str(layout).lower(), vl, dimension=D, walls_along_depth=depth_walls,
                                    cpu_device=cpu)
             spec = KernelSpec(backend=spec_backend(b), layout=lay, vl=v, precision=precision, collision=collision,
-                              walls=walls is not None, velocity_set=vs_name,
+                              walls=walls is not None, velocity_set=vs_name, storage=storage,
                               wall_scheme=walls.scheme if walls is not None else KernelSpec.wall_scheme)
             return programs.checked_spec(spec, (width, *shape[1:]))
 
@@ -327,8 +329,9 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             cols = r.columns % self.lx
             r.program.init_equilibrium(r.f, *(np.ascontiguousarray(a[cols]) for a in arrays), force=self.force)
         self._fields_set = True
-        if self.mask is not None:      # solid cells hold no populations
-            self._upload(self.state())
+        if self.mask is not None:      # solid cells hold no populations (their stored zeros)
+            zero = self.program.codec.encode(np.zeros((self.vs.Q,) + (1,) * self.dimension))
+            self._upload(np.where(self.mask[None] == 1, zero, self.state()), stored=True)
 
     def _checked_fields(self, rho, *rest) -> list:
         """The physical fields as (shape) float64 arrays (``interface.checked_fields``)."""
@@ -342,10 +345,13 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         return equilibrium_assignments(self.spec.velocity_set).evaluate(
             self._checked_fields(rho, *rest), **dict(zip(force_arguments(self.dimension), self.force)))
 
-    def _upload(self, populations: np.ndarray) -> None:
-        """(Q, *shape) populations into every region's state buffer (solid cells zeroed)."""
-        if self.mask is not None:
-            populations = np.where(self.mask[None] == 1, populations.dtype.type(0), populations)
+    def _upload(self, populations: np.ndarray, stored: bool = False) -> None:
+        """(Q, *shape) populations into every region's state buffer (solid cells zeroed); stored:
+        the values are the storage's already (``state()``'s: a checkpoint), uploaded as they are."""
+        if not stored:
+            if self.mask is not None:
+                populations = np.where(self.mask[None] == 1, populations.dtype.type(0), populations)
+            populations = self.program.codec.encode(populations)
         populations = np.asarray(populations, dtype=self.dtype)
         for r in self.regions:
             block = np.ascontiguousarray(populations[:, r.columns % self.lx])
@@ -361,12 +367,12 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         """(Q, *shape) real populations as float64, checked (``interface.checked_populations``:
         shape, finite and within this run's precision, positive density at the fluid sites)."""
         fluid = None if self.mask is None else self.mask == 0
-        return checked_populations(f, (self.vs.Q, *self.shape), self.dtype, fluid)
+        return checked_populations(f, (self.vs.Q, *self.shape), self.program.codec.range_dtype, fluid)
 
     def populations(self) -> np.ndarray:
         """(Q, *shape) float64 copy of the current populations."""
         self._require_state("populations()")
-        return self.state().astype(np.float64)
+        return self.program.codec.decode(self.state())
 
     def fields(self) -> Dict[str, np.ndarray]:
         """The physical (half-step) fields rho, ux, uy[, uz], T as arrays of the lattice's shape:
@@ -475,18 +481,24 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         return {} if self.bodies is None else self.bodies.forces()
 
     def state(self) -> np.ndarray:
-        """The populations as (Q, *shape) in the working precision (exact, for checkpoints)."""
+        """The populations as (Q, *shape) stored values (the storage's dtype; deviations f - w_p where
+        the storage is narrower than the arithmetic, lbgen.codegen.storage): exact, for checkpoints."""
         self._require_state("state()")
         self.synchronize()
+
+        def unpacked(r):      # host buffers are read in place: no flat copy of the lattice first
+            return r.program.layout.unpack(r.f if isinstance(r.f, np.ndarray) else r.program.download(r.f))
+        if len(self.regions) == 1:   # the one copy a checkpoint needs (unpack's gather), no second
+            return unpacked(self.regions[0])
         out = np.empty((self.vs.Q, *self.shape), dtype=self.dtype)
         for r in self.regions:
-            out[:, r.columns % self.lx] = r.program.layout.unpack(r.program.download(r.f))
+            out[:, r.columns % self.lx] = unpacked(r)
         return out
 
     def restore(self, populations: np.ndarray, time_step: int) -> None:
         """Continue from a saved state (bit-identical to never having stopped)."""
         self._check_time_step(time_step)
-        self._upload(checked_saved_state(populations, (self.vs.Q, *self.shape), self.dtype, self.mask))
+        self._upload(checked_saved_state(populations, (self.vs.Q, *self.shape), self.dtype, self.mask), stored=True)
         self.time_step = int(time_step)
         self._fields_set = True
 

@@ -90,11 +90,12 @@ def available_memory() -> Optional[int]:
 def run_memory_estimate(shape: Sequence[int], Q: int, itemsize: int, halo: int = 3) -> int:
     """Host bytes a run of a lattice ``shape`` ((LX, LY) or (LX, LY, LZ): D from its length)
     of Q populations needs at its peak, roughly: two population buffers with halos in every
-    direction, one gathered state in the working precision and one in float64 (checks,
-    checkpoints, outputs), and a dozen float64 fields (set-up, diagnostics, pictures)."""
+    direction (``itemsize``: bytes of one stored population, lbgen.codegen.storage), two
+    gathered states of the storage (a checkpoint's, a mask's zeroing), and a dozen float64
+    fields (set-up, diagnostics, pictures; the fields are gathered per event only)."""
     sites = math.prod(int(n) for n in shape)
     padded = math.prod(int(n) + 2 * halo for n in shape)
-    return Q * padded * 2 * itemsize + Q * sites * (itemsize + 8) + 12 * sites * 8
+    return Q * padded * 2 * itemsize + Q * sites * 2 * itemsize + 12 * sites * 8
 
 
 def _gib(n: float) -> str:

@@ -14,11 +14,22 @@ FORCE = np.array([1e-4, -2e-4, 3e-4])
 #: operator parameters: the oracle's and the kernels' (regularized: tau = 1/2 + C1/rho)
 ORACLE_PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 0.07}, "trt": {"tau": 0.8, "magic": 0.1},
                  "bgk-les": {"tau": 0.52, "smagorinsky": 0.17}, "trt-les": {"tau": 0.52, "magic": 0.25, "smagorinsky": 0.15},
-                 "regularized-les": {"C1": 0.01, "smagorinsky": 0.12}}
+                 "regularized-les": {"C1": 0.01, "smagorinsky": 0.12},
+                 "cumulant": {"tau": 0.56, "omega_bulk": 1.3, "omega3": 0.9, "omega4": 1.2},
+                 "mrt": {"tau": 0.56, "omega_bulk": 1.3, "omega3": 0.9, "omega4": 1.2},
+                 "mrt-les": {"tau": 0.52, "omega_bulk": 1.1, "omega3": 1.2, "omega4": 0.9, "smagorinsky": 0.15}}
 KERNEL_PARAMS = {**ORACLE_PARAMS, "regularized": {"C1": 0.07, "C2": 1e-3, "C3": 0.5},
                  "regularized-les": {"C1": 0.01, "C2": 1e-3, "C3": 0.5, "smagorinsky": 0.12}}
-#: the operators of lbgen.reference.trt_les (TRT and the Smagorinsky subgrid model)
-NEW_OPERATORS = ("trt", "bgk-les", "regularized-les", "trt-les")
+#: the operators of lbgen.reference.trt_les (TRT and the Smagorinsky subgrid model) and
+#: lbgen.reference.cumulant (D3Q27 only: ``defined``) and lbgen.reference.mrt
+NEW_OPERATORS = ("trt", "bgk-les", "regularized-les", "trt-les", "cumulant", "mrt", "mrt-les")
+
+
+def defined(name: str, collision: str) -> bool:
+    """Whether the operator is defined on the set (the cumulant operator: D3Q27 only)."""
+    from lbgen.model.operators import operator
+    sets = operator(collision).sets
+    return sets is None or name in sets
 #: every 3D layout of the kernels: (layout, VL)
 LAYOUTS3D = [("aos", None), ("soa", None), ("csoa", 4), ("csoa", 8), ("caosoa", 4), ("caosoa", 8)]
 R = np.sqrt(3.0)       # d3q19 and d3q27: xi = sqrt(3) c

@@ -11,19 +11,22 @@ import pytest
 
 from lbgen.codegen.layouts import make_layout
 from lbgen.reference import bulk3d as oracle
-from support3d import (bounds, FORCE, LAYOUTS3D, NEW_OPERATORS, R, SHAPE, kernel_run, oracle_run, program3d, random_state)
+from support3d import (bounds, FORCE, LAYOUTS3D, NEW_OPERATORS, R, SHAPE, defined, kernel_run, oracle_run, program3d, random_state)
 
 STEPS = 3
 #: the combinations the fast suite runs; the whole sweep runs under CI=true / --slow
 FAST = {("caosoa", 8, "d3q19", "bgk"), ("soa", None, "d3q27", "regularized"), ("csoa", 4, "d3q19", "regularized"),
         ("aos", None, "d3q27", "bgk"), ("csoa", 8, "d3q19", "trt"), ("aos", None, "d3q27", "trt-les"),
-        ("soa", None, "d3q19", "bgk-les"), ("caosoa", 4, "d3q27", "regularized-les")}
+        ("soa", None, "d3q19", "bgk-les"), ("caosoa", 4, "d3q27", "regularized-les"),
+        ("caosoa", 8, "d3q27", "cumulant"), ("csoa", 8, "d3q19", "mrt"), ("aos", None, "d3q27", "mrt-les")}
 
 
 def _sweep():
     for layout, vl in LAYOUTS3D:
         for name in ("d3q19", "d3q27"):
             for collision in ("bgk", "regularized") + NEW_OPERATORS:
+                if not defined(name, collision):
+                    continue
                 marks = () if (layout, vl, name, collision) in FAST else (pytest.mark.slow,)
                 yield pytest.param(layout, vl, name, collision, marks=marks,
                                    id=f"{layout}{'-vl' + str(vl) if vl else ''}-{name}-{collision}")

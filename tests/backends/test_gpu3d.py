@@ -23,7 +23,7 @@ from lbgen.codegen.kernel_api import BODY_ENTRY_POINTS, GPU_ENTRY_POINTS_3D
 from lbgen.codegen.spec import KernelSpec
 from lbgen.reference import bulk3d as oracle
 from programs import PROGRAMS
-from support3d import (bounds, FORCE, LAYOUTS3D, NEW_OPERATORS, R, SHAPE, kernel_run, oracle_run, program3d, random_state)
+from support3d import (bounds, FORCE, LAYOUTS3D, NEW_OPERATORS, R, SHAPE, defined, kernel_run, oracle_run, program3d, random_state)
 
 STEPS = 3
 #: the runtimes under test (lbgen.backends.RUNTIMES names); "cuda" needs a GPU and CuPy
@@ -33,7 +33,8 @@ BACKENDS = ("opencl", "cuda-shim", "cuda")
 FAST = {("opencl", "caosoa", 8, "d3q19", "bgk"), ("opencl", "soa", None, "d3q27", "regularized"),
         ("cuda-shim", "csoa", 4, "d3q19", "regularized"), ("cuda-shim", "aos", None, "d3q19", "bgk"),
         ("opencl", "csoa", 4, "d3q27", "trt"), ("cuda-shim", "caosoa", 8, "d3q19", "trt-les"),
-        ("opencl", "soa", None, "d3q19", "regularized-les")}
+        ("opencl", "soa", None, "d3q19", "regularized-les"), ("cuda-shim", "soa", None, "d3q27", "cumulant"),
+        ("opencl", "caosoa", 4, "d3q19", "mrt-les")}
 
 
 def _need(what, fn):
@@ -88,6 +89,8 @@ def _sweep(fast=FAST):
         for layout, vl in LAYOUTS3D:
             for name in ("d3q19", "d3q27"):
                 for collision in ("bgk", "regularized") + NEW_OPERATORS:
+                    if not defined(name, collision):
+                        continue
                     marks = () if (backend, layout, vl, name, collision) in fast or backend == "cuda" \
                         else (pytest.mark.slow,)
                     yield pytest.param(backend, layout, vl, name, collision, marks=marks,

@@ -57,7 +57,7 @@ def test_emit_headline_command_works_as_typed(tmp_path, monkeypatch):
     (["--layout", "hilbert"], "unknown layout 'hilbert'"),
     (["--backend", "fortran"], "unknown backend 'fortran'"),
     (["--precision", "half"], "unknown precision 'half'"),
-    (["--collision", "mrt"], "unknown collision operator 'mrt'"),
+    (["--collision", "kbc"], "unknown collision operator 'kbc'"),
     (["--layout", "soa", "--vl", "8"], "takes no VL"),
     (["--layout", "caosoa", "--vl", "eight"], "not an integer"),
 ])

@@ -17,15 +17,16 @@ import lbgen
 R = math.sqrt(3.0)          # D2Q9, D3Q19: xi = sqrt(3) c; the fields are in model units (r u)
 
 
-def _sim(collision, params, shape, **kw):
-    vs = "d2q9" if len(shape) == 2 else "d3q19"
+def _sim(collision, params, shape, velocity_set=None, **kw):
+    vs = velocity_set or ("d2q9" if len(shape) == 2 else "d3q19")
     return lbgen.Simulation(*shape, velocity_set=vs, collision=collision, check_every=0, **params, **kw)
 
 
-def shear_wave_viscosity(collision, params, shape, *, nu, A=1e-4, u0=0.0, skip=None, decay=0.1):
+def shear_wave_viscosity(collision, params, shape, *, nu, A=1e-4, u0=0.0, skip=None, decay=0.1, velocity_set=None):
     """(measured nu, geometric mean amplitude over the measurement) of u_y = A sin(kx) riding on a
-    uniform u_x = u0 (lattice units) in a periodic box of ``shape`` (L = shape[0])."""
-    sim = _sim(collision, params, shape)
+    uniform u_x = u0 (lattice units) in a periodic box of ``shape`` (L = shape[0]; the set: D2Q9 in 2D,
+    D3Q19 in 3D unless ``velocity_set`` names another)."""
+    sim = _sim(collision, params, shape, velocity_set)
     n = shape[0]
     k = 2 * np.pi / n
     x = np.arange(n).reshape((n,) + (1,) * (len(shape) - 1)) * np.ones(shape)
@@ -94,11 +95,11 @@ def test_smagorinsky_shear_wave_decays_at_nu_plus_the_eddy_viscosity_of_its_stra
     assert abs(measured / nu - 1) > 0.2                         # not the molecular viscosity alone
 
 
-def taylor_green_kinetic_energy(collision, params, n=16, U=0.1, steps=1000, every=100):
+def taylor_green_kinetic_energy(collision, params, n=16, U=0.1, steps=1000, every=100, velocity_set=None):
     """The 3D Taylor-Green vortex (Brachet et al., J. Fluid Mech. 130 (1983) 411) on n^3 with
     amplitude U (lattice units): [(step, kinetic energy per site)] every ``every`` steps, stopping at
     the first non-finite or exploding value."""
-    sim = _sim(collision, params, (n, n, n), threads=1)
+    sim = _sim(collision, params, (n, n, n), velocity_set, threads=1)
     x = 2 * np.pi * (np.arange(n) + 0.5) / n
     X, Y, Z = np.meshgrid(x, x, x, indexing="ij")
     ux = U * np.sin(X) * np.cos(Y) * np.cos(Z)

@@ -136,3 +136,27 @@ def test_the_3d_model_counts_the_messages_the_exchange_sends(tmp_path):
         assert r["counted"] == {"x messages": 2 * 2, "x bytes": 2 * 2 * slab, "z messages": 2 * 2,
                                 "z bytes": 2 * 2 * slab}
     assert [row["grid"] for row in out["scaling"]["weak"]] == ["1x1x1", "2x1x1", "2x2x1", "2x2x2"]
+
+
+def test_fp16s_storage_trades_its_halos_bit_identically(tmp_path):
+    """fp16s storage (float16 deviations, lbgen.codegen.storage) on 2 ranks, the cavity split along x with a
+    time block of 2 (halos 2 H deep, traded as float16): the bits of one process."""
+    from lbgen.simulation.runner import Simulation
+    shape = (12, 10, 16)
+    kw = dict(strict=True, tau=0.8, gravity=[1e-5, 0, -1e-5], walls="xyz", lid=LID, storage="fp16s")
+    f = initial(shape)
+    np.savez(tmp_path / "initial.npz", **f)
+    (tmp_path / "run3d.py").write_text(SCRIPT)
+    proc = mpirun(2, [json.dumps({"shape": shape, "grid": "2x1x1", "k": 2, "kw": kw, "steps": 7})], tmp_path,
+                  script=tmp_path / "run3d.py")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    # each message: 2 (k H) planes of x, Q = 19 populations of 10 x 16 sites, 2 bytes each
+    assert all(sent["x bytes"] == sent["x messages"] * 2 * 19 * 10 * 16 * 2 for sent in report["sent"])
+    ref = Simulation(*shape, **kw)
+    ref.set_fields(f["rho"], f["ux"], f["uy"], f["uz"])
+    ref.step(7)
+    want, got = ref.fields(), np.load(tmp_path / "fields.npz")
+    assert ref.dtype == np.float16
+    for key in want:
+        assert np.array_equal(got[key], want[key]), key

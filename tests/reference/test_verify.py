@@ -75,7 +75,7 @@ def test_verify_with_walls_checks_the_bc_kernel():
     (["--layouts", "caosoa"], "needs a VL"),
     (["--layouts", "caosoa-vl6"], "VL=6 is not a power of two"),
     (["--backends", "metal"], "unknown backend 'metal'"),
-    (["--collision", "mrt"], "unknown collision operator 'mrt'"),
+    (["--collision", "kbc"], "unknown collision operator 'kbc'"),
     (["--ly", "12", "--lz", "12", "--layouts", "caosoa-vl8"], "caosoa-vl8 on 6 x 12"),
     (["--precision", "single", "--steps", "1000"], "rounding alone"),
 ])
@@ -281,11 +281,12 @@ def test_a_lattice_no_default_layout_fits_is_an_error_naming_the_rule(monkeypatc
     assert result.exit_code == 2 and "no default layout fits 6 x 3" in result.output and "LY >= 8" in result.output
 
 
-@pytest.mark.parametrize("name, layouts, collisions", [("d2q9", "caosoa-vl4", "trt,bgk-les"),
+@pytest.mark.parametrize("name, layouts, collisions", [("d2q9", "caosoa-vl4", "trt,bgk-les,cumulant"),
                                                        ("d3q19", "csoa-vl4", "trt,bgk-les"),
                                                        ("d2q37", "caosoa-vl8", "regularized-les")])
 def test_verify_runs_trt_and_the_subgrid_operators_against_their_oracle(name, layouts, collisions):
-    """lbgen verify --collision trt,trt-les: the kernels against lbgen.reference.trt_les (through bulk / bulk3d);
+    """lbgen verify --collision trt,trt-les,cumulant: the kernels against lbgen.reference.trt_les and cumulant
+    (through bulk / bulk3d);
     the thermal D2Q37's subgrid operators against bulk's own operators with bulk.subgrid_tau."""
     r = _verify("--velocity-set", name, "--collision", collisions, "--backends", "c", "--layouts", layouts,
                 "--steps", "5")

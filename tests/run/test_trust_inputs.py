@@ -88,7 +88,7 @@ def test_a_good_geometry_still_runs(tmp_path):
     np.save(path, mask)
     r = cli("run", *CHANNEL, "--geometry", path)
     assert r.exit_code == 0, r.output
-    assert f"geometry {path} (1.56% solid)" in r.stderr
+    assert f"geometry {path} (1.56% solid, halfway bounce-back)" in r.stderr
 
 
 # --------------------------------------------------------------------------- lids

@@ -1,0 +1,209 @@
+"""The cumulant operator (Geier, Schoenherr, Pasquali & Krafczyk, Comput. Math. Appl. 70 (2015) 507)
+in 2D (D2Q9) on every backend, layout and precision against the independent NumPy oracle
+lbgen.reference.cumulant (the paper's formulas, not lbgen's derivation), to 1e-12 in double;
+the derivation against the oracle site by site in 2D and 3D (every rate, with a force); fused_tb
+equals single steps; the sets it is not defined on are refused in words before any code.
+(3D kernels: tests/backends/test_c3d.py and test_gpu3d.py sweep it against lbgen.reference.bulk3d.)"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import require, step_fused, step_unfused
+from lbgen.codegen.spec import KernelSpec, SpecError
+from lbgen.reference import cumulant as oracle
+
+LX, LY = 6, 16
+R = np.sqrt(3.0)                    # D2Q9: xi = sqrt(3) c (model units = R x lattice units)
+FORCE = np.array([2e-4, -3e-4])     # lattice units
+STEPS = 6
+PARAMS = {"tau": 0.56, "omega_bulk": 1.4, "omega3": 0.9, "omega4": 1.2}
+#: (runtime, layout, vl, precision) of the fast suite; the whole sweep is slow
+FAST = {("c", "caosoa", 4, "double"), ("c", "soa", None, "single"), ("opencl", "aos", None, "double"),
+        ("cuda-shim", "csoa", 8, "double")}
+LAYOUTS = [("aos", None), ("soa", None), ("csoa", 4), ("csoa", 8), ("caosoa", 4), ("caosoa", 8)]
+
+
+def initial_state(seed=5):
+    from lbgen.reference.trt_les import D2Q9_C, D2Q9_W, equilibrium
+    rng = np.random.default_rng(seed)
+    rho = 1.0 + 0.05 * rng.standard_normal((LX, LY))
+    u = 0.05 * rng.standard_normal((2, LX, LY))
+    feq = equilibrium(rho, u, D2Q9_C, D2Q9_W)
+    return feq * (1.0 + 0.02 * rng.standard_normal(feq.shape))
+
+
+def oracle_run(f, steps, force=FORCE, **params):
+    for _ in range(steps):
+        f = oracle.collide(oracle.stream(f, oracle.D2Q9_C), force=force, **{**PARAMS, **params})
+    return f
+
+
+def kernel_params(force=FORCE, **params):
+    return {**PARAMS, **params, "ax": R * force[0], "ay": R * force[1]}
+
+
+def run(prog, f0, steps, fused=True, **params):
+    a, b = prog.pack(f0), prog.allocate()
+    for _ in range(steps):
+        a, b = (step_fused if fused else step_unfused)(prog, a, b, **kernel_params(**params))
+    return prog.unpack(a)
+
+
+def program(programs, runtime, layout, vl, precision="double", strict=False):
+    if runtime == "opencl":
+        from lbgen.backends import opencl
+        try:
+            opencl.available()
+            opencl.select_device()
+        except Exception as e:                                  # no OpenCL platform here
+            require(False, str(e), "OpenCL")
+    if runtime == "cuda-shim":
+        from lbgen.backends.cuda import shim
+        require(*shim.available(), "g++ for the CUDA host shim")
+    return programs.of(runtime, (LX, LY), strict, layout=layout, vl=vl, precision=precision, velocity_set="d2q9",
+                       collision="cumulant")
+
+
+def _sweep():
+    for runtime in ("c", "opencl", "cuda-shim"):
+        for layout, vl in LAYOUTS:
+            for precision in ("double", "single") + (("mixed",) if runtime == "c" else ()):
+                case = (runtime, layout, vl, precision)
+                yield pytest.param(*case, marks=() if case in FAST else (pytest.mark.slow,),
+                                   id=f"{runtime}-{layout}{vl or ''}-{precision}")
+
+
+def rel_err(got, want) -> float:
+    return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+
+
+def _site_values(name, seed, params, force):
+    """The derived collision (lbgen.model.collision) evaluated at one random site, and the oracle's."""
+    import sympy as sp
+    from lbgen.model.collision import collision
+    from lbgen.model.velocity_set import velocity_set
+    vs = velocity_set(name)
+    asg = collision(vs, "cumulant")
+    rng = np.random.default_rng(seed)
+    w, c = np.array(vs.weights, dtype=float), np.array(vs.velocities)
+    cu = c @ (0.06 * rng.standard_normal(vs.D))
+    f = w * (1 + 3 * cu + 4.5 * cu ** 2) * (1 + 0.03 * rng.standard_normal(vs.Q))
+    values = {**dict(zip(map(str, asg.inputs), f)), **params, "wall": 0.0, "tau_wall": 1.0,
+              **{"a" + k: vs.r * x for k, x in zip("xyz", force)}}
+    env = {sp.Symbol(k, **kind): v for k, v in values.items() for kind in ({"real": True}, {"positive": True})}
+    for symbol, expr in asg.assignments:
+        env[symbol] = float(expr.xreplace(env))
+    got = np.array([env[o] for o in asg.outputs])
+    want = oracle.collide(f.reshape(-1, 1), force=np.asarray(force), c=c, w=w, **params)[:, 0]
+    return f, got, want
+
+
+@pytest.mark.parametrize("name", ["d2q9", "d3q27"])
+@pytest.mark.parametrize("rates", [(1.0, 1.0, 1.0), (1.3, 0.8, 1.4)])
+def test_the_derivation_equals_the_papers_formulas_site_by_site(name, rates):
+    """lbgen.model.cumulant (chimera, log series) = lbgen.reference.cumulant (definition, typed formulas)."""
+    params = {"tau": 0.62, **dict(zip(("omega_bulk", "omega3", "omega4"), rates))}
+    force = (2e-3, -1e-3, 3e-3)[:{"d2q9": 2, "d3q27": 3}[name]]
+    f, got, want = _site_values(name, 2, params, force)
+    assert np.abs(got - want).max() < 1e-15 * 30
+    assert abs(got.sum() - f.sum()) < 1e-15 * 10                      # mass kept, momentum gains rho a
+    assert np.abs(np.array(_velocities(name)).T @ (got - f) - f.sum() * np.asarray(force)).max() < 1e-15 * 10
+
+
+def _velocities(name):
+    from lbgen.model.velocity_set import velocity_set
+    return velocity_set(name).velocities
+
+
+def test_the_oracle_sees_each_rate():
+    """The tolerance below can tell each rate and the force apart (each changes the run by far more)."""
+    f0 = initial_state()
+    base = oracle_run(f0, STEPS)
+    for key, value in (("tau", 0.6), ("omega_bulk", 1.0), ("omega3", 1.0), ("omega4", 1.0)):
+        assert rel_err(oracle_run(f0, STEPS, **{key: value}), base) > 1e-8, key
+    assert rel_err(oracle_run(f0, STEPS, force=2 * FORCE), base) > 1e-8
+
+
+@pytest.mark.parametrize("runtime, layout, vl, precision", list(_sweep()))
+def test_kernels_equal_the_oracle(programs, runtime, layout, vl, precision):
+    f0 = initial_state()
+    want = oracle_run(f0, STEPS)
+    prog = program(programs, runtime, layout, vl, precision)
+    tol = {"double": 1e-12, "mixed": 1e-6, "single": 2e-5}[precision]
+    assert rel_err(run(prog, f0, STEPS), want) < tol
+    if runtime == "c" and precision == "double":
+        assert rel_err(run(prog, f0, STEPS, fused=False), want) < tol
+
+
+def test_time_blocks_equal_single_steps_bit_for_bit(programs):
+    prog = program(programs, "c", "caosoa", 4, strict=True)
+    f0 = initial_state(3)
+    params = kernel_params()
+    out = []
+    for depth in (1, 2):
+        a, b = prog.pack(f0), prog.allocate()
+        for _ in range(4 // depth):
+            prog.halo(a)
+            if depth == 1:
+                prog.fused(a, b, **params)
+            else:
+                prog.fused_tb(a, b, depth, **params)
+            a, b = b, a
+        out.append(prog.unpack(a))
+    assert np.array_equal(out[0], out[1]) and not np.array_equal(out[0], f0)
+
+
+@pytest.mark.parametrize("velocity_set, message", [
+    ("d3q19", "defined on D2Q9, D3Q27 only, not on D3Q19: the chimera transform needs every velocity"),
+    ("d2q37", "defined on the isothermal sets"), ("d3q39", "defined on the isothermal sets")])
+def test_the_sets_it_is_not_defined_on_are_refused_in_words(velocity_set, message):
+    with pytest.raises(SpecError, match=message):
+        KernelSpec(backend="c", layout="aos", velocity_set=velocity_set, collision="cumulant").validate()
+
+
+def test_a_run_description_refuses_d3q19_and_takes_the_rates():
+    from lbgen.run.config import ConfigError, RunConfig
+    with pytest.raises(ConfigError, match="cumulant operator is defined on D2Q9, D3Q27 only"):
+        RunConfig.build("taylor-green", ("test", {"velocity_set": "d3q19", "collision": "cumulant"}))
+    cfg = RunConfig.build("shear-wave", ("test", {"velocity_set": "d2q9", "collision": "cumulant", "omega3": 1.5}))
+    assert cfg.parameters == {"tau": 0.8, "omega_bulk": 1.0, "omega3": 1.5, "omega4": 1.0}
+
+
+@pytest.mark.parametrize("bad, message", [({"omega3": 2.0}, "omega3=2.0 must be > 0 and < 2"),
+                                          ({"omega_bulk": 0.0}, "omega_bulk=0.0 must be > 0 and < 2"),
+                                          ({"tau": 0.5}, "tau=0.5 must be > 0.5")])
+def test_bad_rates_are_refused_by_name(bad, message):
+    from lbgen.model.operators import ParameterError, operator
+    with pytest.raises(ParameterError, match=message):
+        operator("cumulant").check(bad)
+
+
+@pytest.mark.slow
+def test_emitted_cumulant_example_builds_and_reproduces_the_oracle(tmp_path):
+    """lbgen emit carries the rates (the params struct's omega_bulk, omega3, omega4, from the record) and the
+    emitted example (a D2Q9 shear wave under the force (0, -1e-5), model units) equals the oracle."""
+    import shutil
+    import subprocess
+    from lbgen.codegen.emit import emit
+    from lbgen.reference.trt_les import equilibrium, moments
+    if shutil.which("make") is None or shutil.which("gcc") is None:
+        pytest.skip("make and gcc are needed to build the emitted example")
+    emit(KernelSpec(layout="caosoa", vl=8, velocity_set="d2q9", collision="cumulant"), tmp_path)
+    header = (tmp_path / "lbgen_kernels.h").read_text()
+    assert all(f"double {n};" in header for n in ("omega_bulk", "omega3", "omega4"))
+    subprocess.run(["make", "-s"], cwd=tmp_path, check=True, capture_output=True)
+    lx, ly, steps = 16, 64, 20
+    subprocess.run(["./example", str(steps), str(lx), str(ly)], cwd=tmp_path, check=True, capture_output=True)
+    data = np.loadtxt(tmp_path / "example_fields.txt")
+    x = np.arange(lx)[:, None] * np.ones((1, ly))
+    y = np.ones((lx, 1)) * np.arange(ly)[None, :]
+    rho = 1 + 0.01 * np.cos(2 * np.pi * y / ly)
+    a = np.array([0.0, -1e-5]) / R                                    # lattice units
+    u = np.array([0 * x, 0.05 * np.sin(2 * np.pi * x / lx) / R])      # physical, lattice units
+    f = equilibrium(rho, u + 0.5 * a[:, None, None], oracle.D2Q9_C, oracle.D2Q9_W)
+    f = oracle_run(f, steps, force=a, tau=0.8, omega_bulk=1.0, omega3=1.0, omega4=1.0)
+    rho_f, u_f = moments(f, oracle.D2Q9_C)
+    want = [rho_f, R * (u_f[0] - a[0] / 2), R * (u_f[1] - a[1] / 2)]
+    for column, field in zip((2, 3, 4), want):
+        assert np.abs(data[:, column].reshape(lx, ly) - field).max() <= 1e-12
