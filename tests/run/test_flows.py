@@ -165,7 +165,7 @@ def test_measure_reports_a_strouhal_number_only_for_an_oscillating_lift():
             assert "St" not in numbers
         else:
             assert numbers["St"] == pytest.approx(expect, rel=2e-3)
-            assert numbers["C_L_max"] == pytest.approx(0.51, rel=1e-3) and numbers["C_D"] == pytest.approx(3.0)
+            assert numbers["C_L_max"] == pytest.approx(0.51, rel=5e-3) and numbers["C_D"] == pytest.approx(3.0)
 
 
 @pytest.mark.slow
