@@ -256,8 +256,11 @@ def measure(flow: BodyFlow, cfg, history: List[Tuple[int, np.ndarray]], rho: Opt
         out.update(C_D=float(last[:, 0].mean()), C_L=float(last[:, 1].mean()), C_D_max=float(late[:, 0].max()),
                    C_L_max=float(late[:, 1].max()))
         if len(steps) > 8 and np.ptp(late[:, 1]) > LIFT_OSCILLATION:
+            # the lift on a uniform grid of the series' spacing (the guard's samples fall between)
+            steps, keep = np.unique(steps, return_index=True)
             dt = float(np.median(np.diff(steps)))
-            st = strouhal(C[:, 1], dt, D, U)
+            grid = np.arange(steps[0], steps[-1] + dt / 2, dt)
+            st = strouhal(np.interp(grid, steps, C[keep, 1]), dt, D, U)
             if st is not None:
                 out["St"] = st
     if rho is not None and flow.probes is not None:
