@@ -235,7 +235,7 @@ def reference_density(flow: BodyFlow, cells: int, rho: Optional[np.ndarray]) -> 
 
 #: the lift's peak-to-peak amplitude (C_L units) above which the run reports a Strouhal number
 #: (below it the lift carries only the start's decaying sound waves)
-LIFT_OSCILLATION = 0.02
+LIFT_OSCILLATION = 0.05
 
 
 def measure(flow: BodyFlow, cfg, history: List[Tuple[int, np.ndarray]], rho: Optional[np.ndarray]) -> Dict[str, float]:
