@@ -473,15 +473,17 @@ class RunOutput:
         return written
 
     # ------------------------------------------------------------------ series
-    def append_series(self, step: int, time: Optional[float], diag: dict, force=None) -> None:
+    def append_series(self, step: int, time: Optional[float], diag: dict, force=None, coefficients=None) -> None:
         """Append one row to series.csv (header written when the file is new or empty; the
         columns of the run's dimension, and with ``force`` (a run with a body: D components) the
-        force on the body)."""
+        force on the body; ``coefficients`` its C_D, C_L)."""
         self.record([self.series_path])
         columns = series_mod.SERIES_COLUMNS3D if self.dimension == 3 else series_mod.SERIES_COLUMNS
         if force is not None:
             columns = columns + series_mod.FORCE_COLUMNS[:len(force)]
             diag = {**diag, **dict(zip(series_mod.FORCE_COLUMNS, (float(c) for c in force)))}
+        if coefficients is not None:      # a flow around a body: C_D, C_L
+            columns, diag = columns + series_mod.COEFFICIENT_COLUMNS, {**diag, **dict(zip(("c_d", "c_l"), coefficients))}
         series_mod.append_row(self.series_path, step, time, diag, columns=columns)
         self.seal([self.series_path])
 

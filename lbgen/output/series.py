@@ -19,6 +19,8 @@ PathLike = Union[str, os.PathLike]
 SERIES_COLUMNS = ("step", "time") + SCALARS
 #: the columns a run with a body adds (the force on it by momentum exchange, model units)
 FORCE_COLUMNS = ("force_x", "force_y", "force_z")
+#: and a flow around a body (lbgen.run.flows) its drag and lift coefficients 2 F / (rho U^2 A)
+COEFFICIENT_COLUMNS = ("c_d", "c_l")
 #: columns of a 3D run's series.csv (lbgen.codegen.diagnostics.scalars3d)
 SERIES_COLUMNS3D = ("step", "time") + SCALARS3D
 SERIES_CSV, SERIES_PNG = "series.csv", "series.png"
@@ -117,6 +119,7 @@ PANELS = (
      "kinetic energy (model units)", "log"),
     ("force on the body", [("force_x", r"$F_x$"), ("force_y", r"$F_y$"), ("force_z", r"$F_z$")],
      "force (model units, momentum exchange)", "linear"),
+    ("force coefficients", [("c_d", r"$C_D$"), ("c_l", r"$C_L$")], r"$C = 2F/(\rho U^2 A)$", "linear"),
     ("max |u|", [("max_speed", r"$\max\,|\mathbf{u}|$")], "speed (model units: $u/r$ sites per step)", "linear"),
     ("mixing width", [("mixing_width", r"$W = \sum_y 6c(1-c)$")], r"$W$ (sites)", "linear"),
     ("temperature range", [("min_T", r"$\min T$"), ("max_T", r"$\max T$")], r"$T$ (units of the reference $T = 1$)",

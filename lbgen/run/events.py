@@ -56,7 +56,12 @@ class RunEvents:
     def _series(self, d) -> None:
         if self.output is not None and d is not None:
             step = self.sim.time_step
-            self.output.append_series(step, step / self.sim.vs.r, d, force=self._body_force())
+            force = self._body_force()
+            from lbgen.run.flows import FLOWS, force_coefficients
+            flow = FLOWS.get(self.cfg.setup)
+            coefficients = None if flow is None or force is None else \
+                [float(c) for c in force_coefficients(flow, self.cfg, force)[:2]]
+            self.output.append_series(step, step / self.sim.vs.r, d, force=force, coefficients=coefficients)
 
     def body_forces(self) -> dict:
         """{body name: the force on it (D components, model units)} of the last step sampled (the run's

@@ -46,6 +46,9 @@ SPHERE_UPSTREAM = 2.5
 SAMPLES_PER_CONVECTIVE_TIME = 20
 
 
+_BUILT: Dict[Tuple[str, int], tuple] = {}
+
+
 @dataclass(frozen=True)
 class BodyFlow:
     """One flow around a body: its lattice, body and numbers from (Re, cells per diameter, speed)."""
@@ -68,6 +71,14 @@ class BodyFlow:
     probes: Optional[Tuple[Tuple[float, ...], Tuple[float, ...]]] = None
 
     # --- the run's numbers ------------------------------------------------------------------
+    def built(self, cells: int) -> Tuple[Tuple[int, ...], Bodies]:
+        """(lattice shape, Bodies) at ``cells`` per diameter, voxelized once per process."""
+        key = (self.name, int(cells))
+        if key not in _BUILT:
+            _BUILT.clear()
+            _BUILT[key] = self.geometry(int(cells))
+        return _BUILT[key]
+
     def lattice_speed(self, inlet_speed: Optional[float], r: float, re: float, cells: int) -> float:
         """The fastest inflow speed in lattice units: --inlet-speed (model units), else the slowest
         whose tau is TAU_TARGET, at most INFLOW_SPEED."""
@@ -98,19 +109,19 @@ class BodyFlow:
                              f"needs tau = {tau:.4g}, below the stable {TAU_MIN:g}: allowed here Re <= "
                              f"{self.reference_speed(u_max) * cells / most:.4g}; give more --cells-per-diameter "
                              f"(at least {math.ceil(cells * most / (tau - 0.5) * 3.0)}) or a faster --inlet-speed")
-        shape, _ = self.geometry(cells)
+        shape, _ = self.built(cells)
         out: Dict[str, object] = dict(zip(("lx", "ly", "lz"), shape))
         out.update(tau=tau, inlet_speed=u_max * r, re=re, cells_per_diameter=cells)
         return out
 
     def bodies(self, cells: int) -> Bodies:
-        return self.geometry(cells)[1]
+        return self.built(cells)[1]
 
     def fields(self, cells: int, u_max_model: float) -> Dict[str, np.ndarray]:
         """The start: rho = 1 and the inflow's profile through the whole channel (0 inside the body),
         so that only the body's own disturbance has to develop."""
         from lbgen.simulation.open_faces import channel_profile, duct_profile
-        shape, bodies = self.geometry(cells)
+        shape, bodies = self.built(cells)
         profile = self.run_defaults.get("inlet_profile")
         if profile == "parabolic":
             across = channel_profile(shape[1]) if len(shape) == 2 else duct_profile(shape[1], shape[2])
@@ -125,7 +136,7 @@ class BodyFlow:
 
     def reference(self, cells: int, u_max: float) -> Tuple[float, float, float]:
         """(D, A, U) in lattice units: the diameter, the reference area, the reference speed."""
-        shape, _ = self.geometry(cells)
+        shape, _ = self.built(cells)
         return float(cells), self.area_factor(shape, cells) * cells ** (self.dimension - 1), self.reference_speed(u_max)
 
 
@@ -218,40 +229,34 @@ def _probe(rho: np.ndarray, solid: np.ndarray, point: Tuple[float, ...], side: i
     return float(line[a] + (x - a) * (line[b] - line[a]) / (b - a))
 
 
-def reference_density(flow: BodyFlow, cells: int, rho: Optional[np.ndarray]) -> float:
-    """The density the coefficients take (the benchmarks are incompressible, rho = 1): the mean over
-    the fluid sites of the cross-section through the body's centre.  The lattice's fluid is
-    weakly compressible: the pressure drop that drives it leaves it denser upstream (by about
-    Ma^2 times the drop's Euler number, 4 % at the body in 2D-1 at Mach 0.17), and the stresses
-    on the body scale with the local density (mu = rho nu), not the outlet's."""
-    if rho is None:
-        return 1.0
-    labels = flow.bodies(cells).labels
-    column = int(np.argmax((labels > 0).reshape(labels.shape[0], -1).any(axis=1)))
-    column += int(np.count_nonzero((labels > 0).reshape(labels.shape[0], -1).any(axis=1))) // 2
-    fluid = labels[column] == 0
-    return float(np.asarray(rho)[column][fluid].mean())
-
-
 #: the lift's peak-to-peak amplitude (C_L units) above which the run reports a Strouhal number
 #: (below it the lift carries only the start's decaying sound waves)
 LIFT_OSCILLATION = 0.05
+
+
+def force_coefficients(flow: BodyFlow, cfg, force) -> np.ndarray:
+    """(C_D, C_L[, C_z]) of a force on the body (model units: r^2 x lattice units) at rho = 1."""
+    from lbgen.model.physics import scale_factor
+    r = scale_factor(cfg.velocity_set)
+    _, A, U = flow.reference(int(cfg.cells_per_diameter), float(cfg.inlet_speed) / r)
+    return coefficients(np.asarray(force, dtype=np.float64) / r ** 2, 1.0, U, A)
 
 
 def measure(flow: BodyFlow, cfg, history: List[Tuple[int, np.ndarray]], rho: Optional[np.ndarray]) -> Dict[str, float]:
     """The flow's numbers: C_D, C_L averaged over the last quarter of the samples (the start's sound
     waves ring between inlet and outlet for thousands of steps; the mean over several of their
     periods removes them), their maxima over the second half of the samples, St from the lift (when it oscillates by more than LIFT_OSCILLATION), dp between the
-    probes (DFG; physical units); all with the density of ``reference_density``."""
+    probes (DFG; physical units); all with the benchmark's rho = 1 (the lattice's fluid is weakly
+    compressible: denser upstream by Ma^2 times the drop's Euler number, 1 % at the body in 2D-1
+    at Mach 0.17 -- part of the lattice's error)."""
     from lbgen.model.physics import scale_factor
     r = scale_factor(cfg.velocity_set)
     cells, u_max = int(cfg.cells_per_diameter), float(cfg.inlet_speed) / r
     D, A, U = flow.reference(cells, u_max)
-    rho_ref = reference_density(flow, cells, rho)
-    out: Dict[str, float] = {"rho_ref": rho_ref}
+    out: Dict[str, float] = {}
     if history:
         steps = np.array([s for s, _ in history])
-        C = np.array([coefficients(np.asarray(f) / r ** 2, rho_ref, U, A) for _, f in history])
+        C = np.array([force_coefficients(flow, cfg, f) for _, f in history])
         late, last = C[len(C) // 2:], C[len(C) * 3 // 4:]
         out.update(C_D=float(last[:, 0].mean()), C_L=float(last[:, 1].mean()), C_D_max=float(late[:, 0].max()),
                    C_L_max=float(late[:, 1].max()))
@@ -267,7 +272,7 @@ def measure(flow: BodyFlow, cfg, history: List[Tuple[int, np.ndarray]], rho: Opt
         h, solid = DFG["diameter"] / cells, flow.bodies(cells).labels > 0
         drho = _probe(rho, solid, flow.probes[0], -1, h) - _probe(rho, solid, flow.probes[1], +1, h)
         phys_u = cfg.re * DFG_NU / DFG["diameter"]                  # the benchmark's mean speed
-        out["dp"] = drho / 3.0 / (rho_ref * U ** 2) * phys_u ** 2                 # p = c_s^2 rho, c_s^2 = 1/3 (lattice)
+        out["dp"] = drho / 3.0 / U ** 2 * phys_u ** 2                 # p = c_s^2 rho, c_s^2 = 1/3 (lattice)
     return out
 
 
