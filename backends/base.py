@@ -357,14 +357,14 @@ class Program(ColumnExchange, abc.ABC):
         if walls is None and fused:
             self.fused(f, g, **params)
             return g, f
-        if fused:
+        if fused and self.D == 2:       # 3D thermal walls: propagate, bc, collide (no fused_walls kernel)
             self.fused_walls(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
                              sides=sides, tau_wall=wall_tau(walls), **params)
             return g, f
         self.propagate(f, g)
         if walls is not None:
             self.bc(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
-                    params["ax"], params["ay"], sides=sides)
+                    params["ax"], params["ay"], sides=sides, **({"az": params["az"]} if self.D == 3 else {}))
             self.collide(g, f, sides=sides, tau_wall=wall_tau(walls), **params)
         else:
             self.collide(g, f, **params)

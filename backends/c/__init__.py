@@ -244,6 +244,9 @@ class CProgram(HostBuffers, Program):
         """`depth` steps in one sweep (temporal blocking): prv (fresh halo) -> nxt (interior), the
         bits of `depth` x (halo, fused).  With walls, a side off in `sides` is periodic (see the header)."""
         depth = self._check_time_block(depth)
+        if self.spec.walls and self.D == 3:
+            raise ValueError("fused_tb: the 3D thermal walls are not time-blocked (their bc needs the whole "
+                             "propagated Z line); step with time block 1 (propagate, bc, collide)")
         if self.spec.walls:
             if walls is None:
                 raise ValueError("these kernels were generated with walls: fused_tb needs walls=Walls(...)")
@@ -263,10 +266,10 @@ class CProgram(HostBuffers, Program):
             raise ValueError(f"fused_tb refused depth {depth}")
 
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
-           region=None):
+           region=None, az=0.0):
         self._require_walls()
         # the bc reads the force and the wall fields; the collision parameters are not its own
-        params = {n: 0.0 for n in self.parameter_names} | {"ax": ax, "ay": ay}
+        params = {n: 0.0 for n in self.parameter_names} | {"ax": ax, "ay": ay} | ({"az": az} if self.D == 3 else {})
         reg, par = self._region(region), self._par(params, T_bottom, T_top, adiabatic, sides)
         self._fn("bc")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
 

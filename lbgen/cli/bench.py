@@ -243,7 +243,8 @@ def tune(ctx, backend, lx, ly, lz, precision, collision, walls, threads, layouts
         raise UserError(f"--velocity-set {velocity_set}: 2D tuning times the {DEFAULT_VELOCITY_SET} step, whose "
                         f"choice 2D runs of that set use; the 3D sets are tuned one by one")
     if lz is not None and walls:
-        raise UserError(f"--walls: the thermal walls are 2D; 3D tuning ({velocity_set}) times the periodic step")
+        raise UserError(f"--walls: 3D tuning ({velocity_set}) times the periodic step; the 3D thermal walls' step "
+                        f"(propagate, bc, collide) is not tuned")
     _collisions(collision, velocity_set)
     try:
         vl_list = tuple(int(v) for v in _split(vls))

@@ -166,6 +166,14 @@ def size_rules3d(spec, vs) -> List[dict]:
                           text=f"LZ/VL >= {H}, i.e. LZ >= {H * vl} (the halo is {H} cluster row"
                                f"{'s' if H > 1 else ''})"))
 
+    if spec.walls:
+        from lbgen.model.walls import min_ly_walls, wall_row_count
+        need = min_ly_walls(vs)
+        rules.append(dict(code="WALLS", c=f"lz >= {need}",
+                          message=f"lz=%d is too small for walls: they need lz >= {need}", args="lz",
+                          text=f"walls: LZ >= {need} ({wall_row_count(vs)} wall planes at each side and the bulk "
+                               f"plane next to them)"))
+
     def fits(lx, ly, lz):
         return (f"(ptrdiff_t)({lx}) + {2 * H} <= (PTRDIFF_MAX - 63) / {Q * vl * nbytes} / "
                 f"((ptrdiff_t)({ly}) + {2 * H}) / ((ptrdiff_t)({lz}) / {vl} + {2 * H})")

@@ -180,10 +180,11 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
             "layout_description": layout.description,
             "layout_macros": layout.c_macros(spec.prefix),
             "offsets": _pull_terms(vs.velocities, vs.max_hop),
-            "walls": None,
+            "walls": wall_context(spec, model) if spec.walls else None,
             "compile_time_sizes": False,
             "size_rules": size_rules3d(spec, vs),
-            "entry_points": list(GPU_ENTRY_POINTS_3D if spec.backend in GPU_TEMPLATES_3D else ENTRY_POINTS_3D),
+            "entry_points": list(GPU_ENTRY_POINTS_3D if spec.backend in GPU_TEMPLATES_3D else
+                                 ENTRY_POINTS_3D + (("bc",) if spec.walls else ())),
             "diag": {"quantities": ROW_QUANTITIES3D, "index": ROW_INDEX3D, "ND": ND3},
         })
         return ctx

@@ -304,9 +304,18 @@ class KernelSpec:
                             f"so far, not {self.backend!r}; use "
                             f"--backend c / backend='c'")
         if self.walls:
-            raise SpecError(f"{name} is a 3D set: walls=True (--walls) adds the 2D thermal walls' bc kernel; 3D "
-                            f"kernels take their boundaries at run time (bounce-back walls per axis, moving lids, "
-                            f"a voxel mask: the boundaries argument of propagate, collide and fused)")
+            entry = MODEL_SETS.get(name)
+            if entry is not None and entry.isothermal:
+                raise SpecError(f"{name} is an isothermal 3D set: walls=True (--walls) adds the thermal walls' bc "
+                                f"kernel (D3Q39, D3Q103); {name} takes its walls at run time (bounce-back walls per "
+                                f"axis, moving lids, a voxel mask: the boundaries argument of propagate, collide "
+                                f"and fused)")
+            if self.backend != "c":
+                raise SpecError(f"{name}: the 3D thermal walls (walls=True, --walls) are generated for the C backend "
+                                f"only so far, not {self.backend!r}; use --backend c / backend='c'")
+            if self.wall_scheme != DEFAULT_SCHEME:
+                raise SpecError(f"wall scheme {self.wall_scheme!r} is the production code's 2D bc; the 3D thermal "
+                                f"walls of {name} take the {DEFAULT_SCHEME!r} scheme")
         if self.lx is not None or self.ly is not None:
             raise SpecError(f"{name} is a 3D set: compile-time sizes (lx, ly; --lx, --ly) are 2D only; 3D kernels "
                             f"take lx, ly, lz at run time")

@@ -118,9 +118,7 @@ def build_model(velocity_set_name: str = "d2q37", collision: str = "bgk", walls:
     from lbgen.model.walls import wall_row_count
     vs = velocity_set(velocity_set_name)
     rows = None
-    if walls and vs.D != 2:
-        raise ValueError(f"{vs.name}: the thermal walls (bottom and top rows) are 2D; a {vs.D}D set has none yet")
-    if walls:
+    if walls:      # 2D: across y (bottom, top); 3D: across z (low, high, named bottom and top too)
         rows = tuple((side, row, wall_assignments(side, row, velocity_set_name, wall_scheme))
                      for side in CHANNEL_WALLS for row in range(wall_row_count(vs) - 1, -1, -1))
     return Model(vs=vs, operator=operator(collision), collide=collide(collision, velocity_set_name),

@@ -66,7 +66,7 @@ from typing import List, Tuple
 import sympy as sp
 
 from lbgen.model.assignments import AssignmentList
-from lbgen.model.catalog import CHANNEL_WALLS, DEFAULT_SCHEME, SCHEMES
+from lbgen.model.catalog import AXES, CHANNEL_WALLS, DEFAULT_SCHEME, SCHEMES, SIDES
 from lbgen.model.collision import CONSTANT_DIGITS, Builder, cse_assignments, population_symbols
 from lbgen.model.velocity_set import VelocitySet
 
@@ -79,7 +79,36 @@ def check_scheme(scheme: str) -> str:
     return scheme
 
 
-def mass_rule(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT_SCHEME) -> str:
+def wall_axis(vs: VelocitySet, axis=None) -> int:
+    """The axis a wall pair stands across: None is the last axis (y in 2D, z in 3D); an axis
+    index or name (x, y, z) of the set's dimension, or a ValueError naming the choices."""
+    if axis is None:
+        return vs.D - 1
+    names = AXES[:vs.D]
+    if isinstance(axis, str) and axis in names:
+        return names.index(axis)
+    if isinstance(axis, int) and not isinstance(axis, bool) and 0 <= axis < vs.D:
+        return axis
+    raise ValueError(f"wall axis {axis!r} does not exist in {vs.D}D; choose one of {', '.join(names)}")
+
+
+def _sign(side: str) -> int:
+    """+1 at the low face (bottom), -1 at the high face (top)."""
+    if side in (CHANNEL_WALLS[0], SIDES[0]):
+        return 1
+    if side in (CHANNEL_WALLS[1], SIDES[1]):
+        return -1
+    raise ValueError(f"unknown wall side {side!r}; choose {' or '.join(CHANNEL_WALLS)} (= {' or '.join(SIDES)})")
+
+
+def check_wall_scheme_dimension(vs: VelocitySet, scheme: str, axis=None) -> None:
+    """The reference scheme is the production code's 2D bc on y: refused elsewhere, in words."""
+    if check_scheme(scheme) == "reference" and (vs.D != 2 or wall_axis(vs, axis) != 1):
+        raise ValueError(f"wall scheme 'reference' is the production code's 2D bc for walls across y; "
+                         f"{vs.name} with walls across {AXES[wall_axis(vs, axis)]} takes the lbgen scheme")
+
+
+def mass_rule(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT_SCHEME, axis=None) -> str:
     """How a wall row gets the mass N of its unknown populations.
 
     ``"leaving"``: N = L, the mass that left this site towards the wall;
@@ -89,8 +118,8 @@ def mass_rule(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT_SCHEME
     ``"rest"``: N from the y-momentum condition, the rest population takes L - N (reference,
     the row whose unknowns share one e_y).
     """
-    check_scheme(scheme)
-    U = unknown_set(vs, side, row)
+    check_wall_scheme_dimension(vs, scheme, axis)
+    U = unknown_set(vs, side, row, axis)
     if scheme == "reference":
         return "rest" if len({vs.velocities[i][1] for i in U}) == 1 else "leaving"
     if row > 0 and len(U) == condition_count(vs):
@@ -109,31 +138,30 @@ def min_ly_walls(vs: VelocitySet) -> int:
 
 
 def condition_count(vs: VelocitySet) -> int:
-    """Momentum (x, y) and, for thermal sets, energy: the conditions of a wall row besides mass."""
-    return 2 if vs.isothermal else 3
+    """Momentum (one per axis) and, for thermal sets, energy: the conditions of a wall row besides mass."""
+    return vs.D if vs.isothermal else vs.D + 1
 
 
 def _moment_functions(vs: VelocitySet, unknown) -> List[int]:
-    """Which of the moments (1, e_x, e_y, |e|^2/2) are independent on the unknown set.
+    """Which of the moments (1, e_x, e_y[, e_z], |e|^2/2) are independent on the unknown set.
 
-    Index 0 (mass) always; the energy moment only for thermal sets.  A moment that is a
-    combination of the kept ones on U cannot be imposed separately from them.
+    Index 0 (mass) always, 1..D the momenta, D + 1 the energy moment (thermal sets only).  A
+    moment that is a combination of the kept ones on U cannot be imposed separately from them.
     """
     e = [vs.velocities[i] for i in unknown]
-    rows = [[1] * len(e), [a for a, _ in e], [b for _, b in e], [a * a + b * b for a, b in e]]
+    rows = [[1] * len(e)] + [[v[d] for v in e] for d in range(vs.D)] + [[sum(c * c for c in v) for v in e]]
     kept = [0]
-    for k in (1, 2) if vs.isothermal else (1, 2, 3):
+    for k in range(1, condition_count(vs) + 1):
         if sp.Matrix([rows[j] for j in kept + [k]]).rank() == len(kept) + 1:
             kept.append(k)
     return kept
 
 
-def unknown_set(vs: VelocitySet, side: str, row: int) -> Tuple[int, ...]:
-    """Populations arriving from outside the fluid at `row` (0 = next to the wall)."""
-    if side not in CHANNEL_WALLS:
-        raise ValueError(f"unknown wall side {side!r}; choose {' or '.join(CHANNEL_WALLS)}")
-    sign = 1 if side == "bottom" else -1
-    return tuple(i for i, (_, ey) in enumerate(vs.velocities) if sign * ey >= row + 1)
+def unknown_set(vs: VelocitySet, side: str, row: int, axis=None) -> Tuple[int, ...]:
+    """Populations arriving from outside the fluid at `row` (0 = next to the wall) of the wall
+    across `axis` (``wall_axis``) at `side` (bottom/low or top/high)."""
+    sign, a = _sign(side), wall_axis(vs, axis)
+    return tuple(i for i, v in enumerate(vs.velocities) if sign * v[a] >= row + 1)
 
 
 def _c(x):
@@ -151,15 +179,15 @@ def lattice_sums(vs: VelocitySet, unknown, weighted: bool = True) -> dict:
     e = [sp.Matrix(vs.velocities[i]) for i in unknown]
     return {
         "s0": sum(w, sp.Integer(0)),
-        "s1": sum((wi * v for wi, v in zip(w, e)), sp.zeros(2, 1)),
-        "T": sum((wi * v * v.T for wi, v in zip(w, e)), sp.zeros(2, 2)),
+        "s1": sum((wi * v for wi, v in zip(w, e)), sp.zeros(vs.D, 1)),
+        "T": sum((wi * v * v.T for wi, v in zip(w, e)), sp.zeros(vs.D, vs.D)),
         "s2": sum((wi * v.dot(v) for wi, v in zip(w, e)), sp.Integer(0)) / 2,
-        "V": sum((wi * v * v.dot(v) for wi, v in zip(w, e)), sp.zeros(2, 1)) / 2,
+        "V": sum((wi * v * v.dot(v) for wi, v in zip(w, e)), sp.zeros(vs.D, 1)) / 2,
         "W": sum((wi * v.dot(v) ** 2 for wi, v in zip(w, e)), sp.Integer(0)) / 4,
     }
 
 
-def _bracket_coefficients(b, free, target, N, lattice_sum, det_method=None) -> dict:
+def _bracket_coefficients(b, free, target, N, lattice_sum, det_method=None, D=2) -> dict:
     """z_k of the bracket b_i = w_i (1 + sum_k z_k phi_k(xi_i)) over the unknowns, both wall
     schemes: condition k, target_k S - N sum_U phi_k b = 0, is linear in z; solved by
     Cramer's rule (``det_method``: sympy's determinant method; the two schemes keep theirs
@@ -177,14 +205,36 @@ def _bracket_coefficients(b, free, target, N, lattice_sum, det_method=None) -> d
         for col, k in enumerate(free):
             Ai = A.copy()
             Ai[:, col] = rhs
-            z[k] = b.let({1: "px", 2: "py", 3: "E"}[k], sp.expand(det(Ai)) * inv_det)
+            z[k] = b.let("E" if k == D + 1 else f"p{AXES[k - 1]}", sp.expand(det(Ai)) * inv_det)
     return z
 
 
-def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT_SCHEME) -> AssignmentList:
-    """bc body for one wall row under a scheme (see :func:`mass_rule`).
+def wall_name(vs: VelocitySet, side: str, row: int, axis=None) -> str:
+    """The assignment list's name: wall_bottom_0 for the 2D channel (walls across y),
+    wall_z_low_0 for any other axis or dimension."""
+    a = wall_axis(vs, axis)
+    if vs.D == 2 and a == 1:
+        return f"wall_{CHANNEL_WALLS[0 if _sign(side) > 0 else 1]}_{row}"
+    return f"wall_{AXES[a]}_{SIDES[0 if _sign(side) > 0 else 1]}_{row}"
 
-    Mass rules "leaving"/"column": parameters (N, Tw, ax, ay).  "free": (Tw, ax, ay).
+
+def _force_symbols(vs: VelocitySet):
+    """(ax, ay[, az]): the force per unit mass per step, one symbol per axis."""
+    return sp.symbols(" ".join(f"a{AXES[d]}" for d in range(vs.D)), real=True)
+
+
+def _energy_target(vs: VelocitySet, rho, Tw, a):
+    """Energy of a wall site at rest for the physical velocity u + a/2 = 0 and temperature Tw:
+    rho (D Tw / 2 + |a|^2 / 8) (T = sum |xi - u|^2 f / (D rho))."""
+    return rho * (sp.Rational(vs.D, 2) * Tw + sp.Add(*[c ** 2 for c in a]) / 8)
+
+
+def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT_SCHEME,
+                     axis=None) -> AssignmentList:
+    """bc body for one wall row under a scheme (see :func:`mass_rule`), walls across `axis`
+    (``wall_axis``: y in 2D, z in 3D by default; the reference scheme only on 2D's y).
+
+    Mass rules "leaving"/"column": parameters (N, Tw, ax, ay[, az]).  "free": (Tw, ax, ...).
     "rest": (L, Tw, ax, ay), and the rest population is the last output.  Isothermal sets
     (D2Q9) take no Tw.  Inputs are the known populations the body uses; outputs the
     unknown ones, in order.
@@ -192,22 +242,26 @@ def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT
     H = wall_row_count(vs)
     if not 0 <= row < H:
         raise ValueError(f"wall row {row} does not exist; {vs.name} has rows 0..{H - 1}")
-    U = unknown_set(vs, side, row)
-    rule = mass_rule(vs, side, row, scheme)
+    U = unknown_set(vs, side, row, axis)
+    rule = mass_rule(vs, side, row, scheme, axis)
     if rule == "free":
-        return _direct_wall_assignments(vs, side, row, U)
+        return _direct_wall_assignments(vs, side, row, U, axis)
     if rule == "rest":
         return _rest_mass_assignments(vs, side, row, U)
     weighted = scheme == "lbgen"
+    D = vs.D
     K = [i for i in range(vs.Q) if i not in U]
     f = population_symbols(vs.Q)
-    N, Tw, ax, ay = sp.symbols("N Tw ax ay", real=True)
+    N, Tw = sp.symbols("N Tw", real=True)
+    a = _force_symbols(vs)
     r = vs.r_float(CONSTANT_DIGITS + 10)
-    xi = [(r * a, r * b) for a, b in vs.velocities]
+    xi = [tuple(r * c for c in v) for v in vs.velocities]
     kept = _moment_functions(vs, U)
-    # moment functions in hop units and their degree in xi (each xi carries one factor r)
-    phi = [lambda a, b: 1, lambda a, b: a, lambda a, b: b, lambda a, b: sp.Rational(a * a + b * b, 2)]
-    degree = [0, 1, 1, 2]
+    # moment functions in hop units and their degree in xi (each xi carries one factor r):
+    # 0 mass, 1..D momentum, D + 1 energy
+    phi = ([lambda *e: 1] + [lambda *e, d=d: e[d] for d in range(D)]
+           + [lambda *e: sp.Rational(sum(c * c for c in e), 2)])
+    degree = [0] + [1] * D + [2]
     w_exact = vs.weights_exact if weighted else [sp.Integer(1)] * vs.Q
 
     def lattice_sum(*ks):
@@ -216,18 +270,18 @@ def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT
 
     b = Builder()
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
-    known = {1: b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0])),
-             2: b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))}
+    known = {d + 1: b.let(f"MK{AXES[d]}", sp.Add(*[_c(xi[i][d]) * f[i] for i in K if xi[i][d] != 0]))
+             for d in range(D)}
     if not vs.isothermal:
-        known[3] = b.let("EK", sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * f[i] for i in K]))
+        known[D + 1] = b.let("EK", sp.Add(*[_c(sum(c ** 2 for c in xi[i]) / 2) * f[i] for i in K]))
     rho = b.let("rho", rhoK + N)
-    # targets: momentum -rho a/2, energy rho (Tw + |a|^2/8); minus the known part
-    target = {1: b.let("mx", -rho * ax / 2 - known[1]), 2: b.let("my", -rho * ay / 2 - known[2])}
+    # targets: momentum -rho a/2, energy rho (D Tw/2 + |a|^2/8); minus the known part
+    target = {d + 1: b.let(f"m{AXES[d]}", -rho * a[d] / 2 - known[d + 1]) for d in range(D)}
     if not vs.isothermal:
-        target[3] = b.let("en", rho * (Tw + (ax ** 2 + ay ** 2) / 8) - known[3])
+        target[D + 1] = b.let("en", _energy_target(vs, rho, Tw, a) - known[D + 1])
     # b_i = w_i (1 + sum_j z_j phi_j(xi_i)); condition k: target_k S - N sum_U phi_k b = 0, linear in z
     free = kept[1:]
-    z = _bracket_coefficients(b, free, target, N, lattice_sum, det_method="berkowitz")
+    z = _bracket_coefficients(b, free, target, N, lattice_sum, det_method="berkowitz", D=D)
     w = vs.weights_float(CONSTANT_DIGITS + 10) if weighted else [1] * vs.Q
     bracket = {i: b.let(f"b{i}", _c(w[i]) + sp.Add(*[_c(w[i] * r ** degree[k] * phi[k](*vs.velocities[i])) * z[k]
                                                       for k in free]))
@@ -238,10 +292,10 @@ def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT
     assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
-    imposed = ["u_x = -a_x/2" if 1 in free else None, "u_y = -a_y/2" if 2 in free else None,
-               "T = Tw" if 3 in free else None]
-    parameters = (N, ax, ay) if vs.isothermal else (N, Tw, ax, ay)
-    return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs, parameters=parameters,
+    imposed = [f"u_{AXES[d]} = -a_{AXES[d]}/2" if d + 1 in free else None for d in range(D)]
+    imposed.append("T = Tw" if D + 1 in free else None)
+    parameters = (N, *a) if vs.isothermal else (N, Tw, *a)
+    return AssignmentList(name=wall_name(vs, side, row, axis), inputs=inputs, parameters=parameters,
                           assignments=assignments, outputs=outputs,
                           description=f"{'isothermal' if vs.isothermal else 'thermal'} wall ({scheme} scheme), "
                                       f"{side} row {row}: {len(U)} unknown populations {list(U)} rebuilt for "
@@ -249,28 +303,25 @@ def wall_assignments(vs: VelocitySet, side: str, row: int, scheme: str = DEFAULT
                                       + "".join(f", {c}" for c in imposed if c))
 
 
-def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> AssignmentList:
-    """Unknown populations fixed by the momentum (x, y) and (thermal sets) energy conditions."""
+def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U, axis=None) -> AssignmentList:
+    """Unknown populations fixed by the momentum (one per axis) and (thermal sets) energy conditions."""
+    D = vs.D
     K = [i for i in range(vs.Q) if i not in U]
     f = population_symbols(vs.Q)
-    Tw, ax, ay = sp.symbols("Tw ax ay", real=True)
+    Tw = sp.Symbol("Tw", real=True)
+    a = _force_symbols(vs)
     r = vs.r_float(CONSTANT_DIGITS + 10)
-    xi = [(r * a, r * b) for a, b in vs.velocities]
+    xi = [tuple(r * c for c in v) for v in vs.velocities]
     b = Builder()
     rhoK = b.let("rhoK", sp.Add(*[f[i] for i in K]))
-    MKx = b.let("MKx", sp.Add(*[_c(xi[i][0]) * f[i] for i in K if xi[i][0] != 0]))
-    MKy = b.let("MKy", sp.Add(*[_c(xi[i][1]) * f[i] for i in K if xi[i][1] != 0]))
+    MK = [b.let(f"MK{AXES[d]}", sp.Add(*[_c(xi[i][d]) * f[i] for i in K if xi[i][d] != 0])) for d in range(D)]
     g = sp.symbols(f"g0:{len(U)}", real=True)
     rho = rhoK + sp.Add(*g)
-    equations = [
-        MKx + sp.Add(*[_c(xi[i][0]) * gi for i, gi in zip(U, g)]) + rho * ax / 2,
-        MKy + sp.Add(*[_c(xi[i][1]) * gi for i, gi in zip(U, g)]) + rho * ay / 2,
-    ]
+    equations = [MK[d] + sp.Add(*[_c(xi[i][d]) * gi for i, gi in zip(U, g)]) + rho * a[d] / 2 for d in range(D)]
     if not vs.isothermal:
-        EK = b.let("EK", sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * f[i] for i in K]))
-        energy_target = Tw + (ax ** 2 + ay ** 2) / 8
-        equations.append(EK + sp.Add(*[_c((xi[i][0] ** 2 + xi[i][1] ** 2) / 2) * gi for i, gi in zip(U, g)])
-                         - rho * energy_target)
+        EK = b.let("EK", sp.Add(*[_c(sum(c ** 2 for c in xi[i]) / 2) * f[i] for i in K]))
+        equations.append(EK + sp.Add(*[_c(sum(c ** 2 for c in xi[i]) / 2) * gi for i, gi in zip(U, g)])
+                         - _energy_target(vs, rho, Tw, a))
     A, rhs = sp.linear_eq_to_matrix(equations, g)
     det = b.let("det", sp.expand(A.det(method="berkowitz")))
     inv_det = b.let("inv_det", 1 / det)
@@ -283,8 +334,8 @@ def _direct_wall_assignments(vs: VelocitySet, side: str, row: int, U) -> Assignm
     assignments = cse_assignments(b.assignments, outputs)
     used = {s for _, ex in assignments for s in ex.free_symbols}
     inputs = tuple(f[i] for i in K if f[i] in used)
-    return AssignmentList(name=f"wall_{side}_{row}", inputs=inputs,
-                          parameters=(ax, ay) if vs.isothermal else (Tw, ax, ay),
+    return AssignmentList(name=wall_name(vs, side, row, axis), inputs=inputs,
+                          parameters=tuple(a) if vs.isothermal else (Tw, *a),
                           assignments=assignments, outputs=outputs,
                           description=f"{'isothermal' if vs.isothermal else 'thermal'} wall, {side} row {row}: "
                                       f"{len(U)} unknown populations {list(U)} fixed by u = -a/2"

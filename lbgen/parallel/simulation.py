@@ -54,8 +54,13 @@ from lbgen.simulation.boundaries import BounceBack
 from lbgen.simulation.interface import Lattice, lattice_shape
 from lbgen.simulation.parameters import SimulationError, Walls
 
-#: the thermal walls of a 2D channel stand on these faces
+#: the thermal walls of a 2D channel stand on these faces (3D: on z-low and z-high, ``thermal_faces``)
 THERMAL_FACES = (("y", "low"), ("y", "high"))
+
+
+def thermal_faces(D: int) -> tuple:
+    """The faces of the thermal walls (``Walls``): low and high of the last axis (y in 2D, z in 3D)."""
+    return tuple((AXES[D - 1], side) for side in SIDES)
 
 
 class DistributedSimulation(DistributedState, Lattice):
@@ -94,7 +99,7 @@ class DistributedSimulation(DistributedState, Lattice):
             if bounds is not None:
                 bounds.check_runs(kw.get("device_backend"), depth)
             #: the lattice's wall faces (axis, side); each rank's block holds those it touches
-            self.wall_faces = THERMAL_FACES if thermal else () if bounds is None else bounds.walls
+            self.wall_faces = thermal_faces(D) if thermal else () if bounds is None else bounds.walls
             #: the faces that are not periodic (walls and open faces): no ghost planes across them
             self.closed_faces = self.wall_faces + (tuple(bounds.open.kinds()) if bounds is not None else ())
             paired_walls(self.closed_faces)
@@ -111,8 +116,8 @@ class DistributedSimulation(DistributedState, Lattice):
         unsplit, need = {}, None
         if thermal:
             from lbgen.model.velocity_set import velocity_set
-            need = {"y": (min_ly_walls(velocity_set(vs_name)), "a walled part needs (its kernels hold wall rows at "
-                                                               "both ends)")}
+            need = {AXES[D - 1]: (min_ly_walls(velocity_set(vs_name)),
+                                  "a walled part needs (its kernels hold wall rows at both ends)")}
             if depth > 1:
                 unsplit["y"] = (f"splits Y, the walled axis: a time block runs on ghost rows, which would lie beyond "
                                 f"the wall (use a time block of 1). Split X only (--ranks-grid {self.nranks}x1) or run "
@@ -160,7 +165,7 @@ class DistributedSimulation(DistributedState, Lattice):
             if self.open_faces is not None:
                 self._open_block(local_mask)
             if thermal:
-                self.sim.wall_sides = tuple(f in held for f in THERMAL_FACES)
+                self.sim.wall_sides = tuple(f in held for f in thermal_faces(D))
             #: how the halo slabs travel: 'host' (host buffers, in place), 'staged' or 'device'
             self.halo_path, self.halo_path_reason = self._halo_path(halo_path)
         except Exception as e:  # noqa: BLE001 - made collective below

@@ -287,7 +287,8 @@ def tune(backend: str, lx: int, ly: int, precision: str = "double", collision: s
     if lz is not None:
         _set3d(velocity_set)
         if walls:
-            raise ValueError("3D tuning times the periodic step of the set: the thermal walls of --walls are 2D")
+            raise ValueError("3D tuning times the periodic step of the set: the 3D thermal walls' step (--walls: "
+                             "propagate, bc, collide) is not tuned")
     ranking = rank(backend, lx, ly, precision, collision, walls, threads, **case3d, device=device, **rank_options)
     good = [r for r in ranking if "error" not in r]
     if not good:

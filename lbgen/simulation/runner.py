@@ -17,7 +17,8 @@ bounce-back no-slip walls on axes (both faces: 'y', 'xz') or single faces ('z-lo
 periodic; ``lid`` -- moving wall faces, {'z-high': (ux, uy, uz)} (velocity in the face's plane,
 model units; Ladd's momentum correction); ``mask`` -- a voxel mask of the lattice's shape (bool
 or 0/1 uint8, 1 = solid: links into it bounce back, it holds no populations, its fields read 0).
-``walls=Walls(...)`` are the thermal walls on y of the 2D thermal sets instead (3D has none yet).
+``walls=Walls(...)`` are the thermal walls instead: across y in 2D, across z in 3D (D3Q39, D3Q103;
+bottom = z-low, top = z-high), stepped as propagate, bc, collide.
 """
 from __future__ import annotations
 
@@ -110,10 +111,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         if walls is not None and not isinstance(walls, Walls):
             bounce, walls = walls, None        # bounce-back wall faces; Walls: the thermal walls
         if walls is not None and D == 3:
-            raise SimulationError(f"walls={walls!r}: lbgen.Walls are the thermal walls of the 2D lbgen.Simulation "
-                                  f"(2D thermal sets); a 3D lattice has no thermal walls yet: give its bounce-back "
-                                  f"walls as a string or a sequence of 'x', 'y', 'z' (e.g. walls='z') or faces "
-                                  f"('z-low')")
+            check_thermal_walls_3d(walls, vs_name, time_block)
         for b in (backend, device_backend):
             if b is not None and b not in programs.runtimes(D):
                 raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(programs.runtimes(D))}")
@@ -518,3 +516,16 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
 #: the 3D lattice's name before one Simulation took any D: ``Simulation3D(lx, ly, lz, ...)`` is
 #: ``Simulation(lx, ly, lz, ...)``; kept for one release.
 Simulation3D = Simulation
+
+
+def check_thermal_walls_3d(walls, set_name, time_block) -> None:
+    """What the 3D thermal walls (across z) cannot run with, refused in words before any work."""
+    from lbgen.model.catalog import set_entry
+    entry = set_entry(set_name)
+    if entry.isothermal:
+        raise SimulationError(f"walls={walls!r}: lbgen.Walls are thermal walls; {entry.label} is an isothermal 3D set: "
+                              f"give its bounce-back walls as a string or a sequence of 'x', 'y', 'z' (e.g. "
+                              f"walls='z') or faces ('z-low'), or take d3q39 / d3q103 for thermal walls")
+    if time_block not in (None, 1):
+        raise SimulationError(f"time_block={time_block!r}: the 3D thermal walls are not time-blocked (their bc needs "
+                              f"the whole propagated Z line); leave time_block at 1")

@@ -22,7 +22,8 @@ delta-squared until two consecutive estimates agree within ``tol`` rows.
 
 The tabulated values (``lbgen.model.wall_planes.TABLE``) come from ``measure`` through
 ``benchmarks/wall_planes.py``.  Runs on the C backend through ``Simulation``; LX = 1
-(every column of these flows is the same).
+(every column of these flows is the same).  3D sets (D3Q39, D3Q103): the same on a 1 x 1 x LZ
+lattice, walls across z ("rows" are then planes; LY in the names below is LZ).
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from typing import Mapping, Optional, Tuple
 import numpy as np
 
 from lbgen.model import physics
+from lbgen.model.catalog import set_entry
 from lbgen.simulation.parameters import Walls
 from lbgen.simulation.runner import Simulation
 
@@ -80,20 +82,30 @@ def fit_rows(ly: int, wall_rows: int) -> slice:
 
 
 def _moments(sim: Simulation) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """rho, post-collision u_x (model units) and T per row, from the populations (column mean)."""
-    f = sim.populations().mean(axis=1)                # (Q, LY)
+    """rho, post-collision u_x (model units) and T per row (plane), from the populations (mean
+    over the other axes)."""
+    pops = sim.populations()
+    f = pops.mean(axis=tuple(range(1, pops.ndim - 1)))    # (Q, LY)
     xi = np.asarray(sim.vs.velocities, dtype=float) * sim.vs.r
     rho = f.sum(axis=0)
-    jx, jy = xi[:, 0] @ f, xi[:, 1] @ f
-    ux, uy = jx / rho, jy / rho
+    u = (xi.T @ f) / rho                                  # (D, LY)
     energy = 0.5 * ((xi ** 2).sum(axis=1) @ f)
-    T = (energy - 0.5 * rho * (ux ** 2 + uy ** 2)) / rho / (sim.vs.D / 2)
-    return rho, ux, T
+    T = (energy - 0.5 * rho * (u ** 2).sum(axis=0)) / rho / (sim.vs.D / 2)
+    return rho, u[0], T
 
 
-def _simulation(velocity_set, collision, params, scheme, ly, walls_T=(1.0, 1.0), gravity=(0.0, 0.0)):
-    return Simulation(1, ly, collision=collision, velocity_set=velocity_set, gravity=gravity,
-                      walls=Walls(walls_T[0], walls_T[1], scheme=scheme), check_every=0, threads=1, **params)
+def _simulation(velocity_set, collision, params, scheme, ly, walls_T=(1.0, 1.0), gx=0.0):
+    D = set_entry(velocity_set).D
+    return Simulation(*(1,) * (D - 1), ly, collision=collision, velocity_set=velocity_set,
+                      gravity=(gx,) + (0.0,) * (D - 1), walls=Walls(walls_T[0], walls_T[1], scheme=scheme),
+                      check_every=0, threads=1, **params)
+
+
+def _set_profile(sim: Simulation, rho, ux, T) -> None:
+    """A profile along the walled axis (arrays of LY values) on the whole lattice, at rest across."""
+    shape = (1,) * (sim.dimension - 1) + (-1,)
+    zero = 0 * np.asarray(T, dtype=float)
+    sim.set_fields(*(np.reshape(v, shape) for v in (rho, ux, *([zero] * (sim.dimension - 1)), T)))
 
 
 def _decay_steps(diffusivity: float, ly: int, wall_rows: int) -> float:
@@ -152,11 +164,10 @@ def poiseuille_planes(velocity_set: str, collision: str, params: Mapping[str, fl
     y0g, y1g = g0, ly - 1 - g0
     a_lat = 8 * nu * U_MAX / (y1g - y0g) ** 2                          # sites/step^2
     gx = physics.gravity_to_model(a_lat, r)
-    sim = _simulation(velocity_set, collision, params, scheme, ly, gravity=(gx, 0.0))
+    sim = _simulation(velocity_set, collision, params, scheme, ly, gx=gx)
     ax = sim.kernel_parameters["ax"]                                   # model velocity per step
     u0 = r * a_lat / (2 * nu) * np.clip((y - y0g) * (y1g - y), 0, None)
-    one = np.ones((1, ly))
-    sim.set_fields(one, (u0 + ax / 2)[None, :], 0 * one, one)
+    _set_profile(sim, np.ones(ly), u0 + ax / 2, np.ones(ly))
     bulk = fit_rows(ly, h)
     yb = y[bulk]
     fit = {}
@@ -191,8 +202,7 @@ def conduction_planes(velocity_set: str, collision: str, params: Mapping[str, fl
     g0 = h - 0.5 if guess is None else guess
     T0 = Tb + (Tt - Tb) * (y - g0) / (ly - 1 - 2 * g0)
     sim = _simulation(velocity_set, collision, params, scheme, ly, walls_T=(Tb, Tt))
-    one = np.ones((1, ly))
-    sim.set_fields((T_mean / T0)[None, :], 0 * one, 0 * one, T0[None, :])   # uniform pressure, mean density 1
+    _set_profile(sim, T_mean / T0, np.zeros(ly), T0)                  # uniform pressure, mean density 1
     bulk = fit_rows(ly, h)
     yb = y[bulk]
     fit = {}

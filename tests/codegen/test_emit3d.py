@@ -89,7 +89,7 @@ def test_emitted_3d_example_builds_with_plain_gcc_and_reproduces_the_oracle(tmp_
 
 
 def test_emit_3d_refuses_walls_and_compile_time_sizes(tmp_path):
-    for extra, message in ((["--walls"], "adds the 2D thermal walls"),
+    for extra, message in ((["--walls"], "adds the thermal walls' bc kernel"),
                            (["--lx", "8", "--ly", "8"], "compile-time sizes")):
         result = CliRunner().invoke(main, ["emit", "--velocity-set", "d3q27", *extra, "-o", str(tmp_path / "o")])
         assert result.exit_code == 2 and message in " ".join(result.output.split()), result.output

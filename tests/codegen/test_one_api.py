@@ -74,7 +74,7 @@ def test_2d_and_3d_cuda_kernels_differ_in_sizes_and_axes_only():
     for name in two:
         assert two[name] == three[name], name
     for sweep in ("propagate", "collide", "fused"):                # after the parameters
-        assert [n for _, n in two[f"lbgen_{sweep}"]][-4:] == ["walls", "lids", "lid", "solid"]
+        assert [n for _, n in two[f"lbgen_{sweep}"]][-6:] == ["walls", "lids", "lid", "solid", "opens", "openv"]
 
 
 def test_both_headers_state_one_api_version_and_their_dimension():

@@ -26,7 +26,7 @@ def test_the_dimension_comes_from_the_velocity_set():
 
 
 @pytest.mark.parametrize("kw, message", [
-    (dict(walls=True), "walls=True .* adds the 2D thermal walls"),
+    (dict(walls=True), "walls=True .* adds the thermal walls' bc kernel"),
     (dict(lx=8, ly=8), "compile-time sizes .* are 2D only"),
     (dict(layout="soa", vl=8), "layout soa takes no VL"),
     (dict(layout="caosoa", vl=6), "VL=6 is not a power of two"),

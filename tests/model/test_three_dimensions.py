@@ -16,7 +16,7 @@ import sympy as sp
 from click.testing import CliRunner
 
 from lbgen.cli.main import main
-from lbgen.codegen.spec import KernelSpec
+from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.model import derived
 from lbgen.model.catalog import MODEL_SETS, VELOCITY_SETS, run_set, set_entry, shell_members
 from lbgen.model.hermite import components, hermite, hermite_tensor_rodrigues, multiplicity
@@ -221,8 +221,12 @@ def test_kernels_and_simulation_refuse_a_3d_set_in_words():
     assert convert("velocity_set", "d3q19") == "d3q19"     # `lbgen run` takes 3D sets (Run: tests/run/test_run3d.py)
     with pytest.raises(ConfigError, match="unknown velocity set 'd5q5'"):
         convert("velocity_set", "d5q5")
-    with pytest.raises(ValueError, match="thermal walls .* are 2D"):
-        derived.build_model("d3q19", "bgk", walls=True)
+    # the wall algebra exists for any D (walls across z in 3D); the kernels take it for the thermal sets only
+    rows = derived.build_model("d3q39", "bgk", walls=True).walls
+    assert [(side, row) for side, row, _ in rows] == [(s, r) for s in ("bottom", "top") for r in (2, 1, 0)]
+    assert rows[0][2].name == "wall_z_low_2"
+    with pytest.raises(SpecError, match="d3q19 is an isothermal 3D set: walls=True"):
+        KernelSpec(velocity_set="d3q19", walls=True).validate()
 
 
 def test_cli_emit_writes_a_3d_set_on_a_gpu_backend(tmp_path):

@@ -247,7 +247,7 @@ def test_tune_in_3d_stores_a_choice_that_periodic_3d_runs_take(tmp_path, monkeyp
 
 @pytest.mark.parametrize("args, message", [
     (["--velocity-set", "d2q9"], "2D tuning times the d2q37 step"),
-    (["--velocity-set", "d3q19", "--walls"], "--walls: the thermal walls are 2D"),
+    (["--velocity-set", "d3q19", "--walls"], "--walls: 3D tuning (d3q19) times the periodic step"),
     (["--lz", "16"], "--lz 16: d2q37 is a 2D set"),
 ])
 def test_tune_refuses_what_it_cannot_time(args, message):

@@ -34,7 +34,7 @@ def test_results_before_any_state_raise_in_2d_and_3d(sim2, sim3, call):
 
 @pytest.mark.parametrize("walls, words", [
     (True, "walls=True"),
-    (Walls(), "lbgen.Walls are the thermal walls of the 2D lbgen.Simulation"),
+    (Walls(), "lbgen.Walls are thermal walls; D3Q19 is an isothermal 3D set"),
     (3, "walls=3"),
 ])
 def test_simulation3d_refuses_walls_of_another_type_naming_them(walls, words):
