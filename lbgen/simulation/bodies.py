@@ -256,4 +256,3 @@ def body_input(bodies, mask, shape, scheme) -> Optional[tuple]:
     block = getattr(bodies, "block", False)
     labels = checked_labels(labels, shape, block)
     return labels > 0, labels, tuple(names) if block else body_names(names, labels), distance, scheme
-
