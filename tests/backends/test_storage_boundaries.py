@@ -63,3 +63,20 @@ def test_every_storage_keeps_the_open_faces_and_the_bodies(D):
             d_f = float(np.abs(force - f_ref).max() / np.abs(f_ref).max())
             assert np.isfinite(force).all() and np.isfinite(got["ux"]).all(), (kind, name)
             assert d_u < b_u and d_rho < b_rho and d_f < b_f, (kind, precision, name, layout, d_u, d_rho, d_f)
+
+
+def test_a_16bit_channel_with_a_body_resumes_bit_for_bit():
+    """fp16c storage, inlet, outflow and a Bouzidi disc (the sweep's compiled program): a run restored
+    from state() (the uint16 codes) at step 9 continues with the populations and the force of the
+    run that never stopped."""
+    _, _, a = channel(2, "outflow", "double", "fp16c", "csoa")       # stepped CASES[2] steps
+    saved, t = a.state(), a.time_step
+    assert saved.dtype == np.uint16
+    a.step(9)
+    _, _, b = channel(2, "outflow", "double", "fp16c", "csoa")
+    b.step(5)            # elsewhere first: restore must replace the populations, not add to them
+    b.restore(saved, t)
+    b.step(9)
+    np.testing.assert_array_equal(a.state(), b.state())
+    np.testing.assert_array_equal(a.forces()["body1"], b.forces()["body1"])
+    assert np.abs(a.forces()["body1"]).max() > 1e-4
