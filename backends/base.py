@@ -57,6 +57,8 @@ class Program(ColumnExchange, abc.ABC):
         #: stored populations <-> arithmetic values (lbgen.codegen.storage); dtype: the storage's
         self.codec = Codec(spec.precision, spec.storage, vs.weights)
         self.dtype = self.codec.dtype.type
+        #: the arithmetic's scalar type (the kernels' ``real``: parameters, GPU fields)
+        self.real = self.codec.arith_dtype.type
         self.prefix = spec.prefix
         #: the bounce-back boundaries every sweep honours (set_boundaries; None: periodic)
         self.bounds = None
