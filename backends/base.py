@@ -57,6 +57,8 @@ class Program(ColumnExchange, abc.ABC):
         #: stored populations <-> arithmetic values (lbgen.codegen.storage); dtype: the storage's
         self.codec = Codec(spec.precision, spec.storage, vs.weights)
         self.dtype = self.codec.dtype.type
+        #: the arithmetic's scalar type (the kernels' ``real``: parameters, GPU fields)
+        self.real = self.codec.arith_dtype.type
         self.prefix = spec.prefix
         #: the bounce-back boundaries every sweep honours (set_boundaries; None: periodic)
         self.bounds = None
@@ -383,12 +385,12 @@ class Program(ColumnExchange, abc.ABC):
 
 def body_arrays(program, slot, weight, dirs, chunk) -> dict:
     """The host arrays of a body's links for ``program``'s link kernels (lbgen.simulation.bodies):
-    slot (2n int64 flat buffer indices), weight (2n, the program's dtype), dir (D n int32), chunk
+    slot (2n int64 flat buffer indices), weight (2n, the program's arithmetic dtype), dir (D n int32), chunk
     (the chunks' first links and n, int64), and the value (n) and partial (chunks x D float64)
     arrays the kernels write; checked here (the kernels trust them)."""
     slot = np.ascontiguousarray(slot, dtype=np.int64)
     n = slot.size // 2
-    weight = np.ascontiguousarray(weight, dtype=program.dtype)
+    weight = np.ascontiguousarray(weight, dtype=program.codec.arith_dtype)
     dirs = np.ascontiguousarray(dirs, dtype=np.int32)
     chunk = np.ascontiguousarray(chunk, dtype=np.int64)
     if slot.size != 2 * n or weight.size != 2 * n or dirs.size != program.D * n or chunk.size < 1 \

@@ -58,7 +58,8 @@ class GPUProgram(Program):
     def _to_device(self, host: np.ndarray):
         return host
 
-    def _to_host(self, buffer) -> np.ndarray:
+    def _to_host(self, buffer, dtype=None) -> np.ndarray:
+        """A device buffer's contents (elements of ``dtype``, by default the storage's)."""
         raise NotImplementedError
 
     def _host_into(self, buffer, host: np.ndarray) -> None:
@@ -183,13 +184,13 @@ class GPUProgram(Program):
             args, outputs = [self._buf(src), src], (0,)
         else:
             args, outputs = [self._buf(src), self._buf(dst)], (1,)
-        self._call("collide", items, [*args, *self._sizes, *reg, *self._param_values(params, self.dtype),
+        self._call("collide", items, [*args, *self._sizes, *reg, *self._param_values(params, self.real),
                                       *self._bc_args()], outputs)
 
     def fused(self, prv, nxt, region=None, **params) -> None:
         items, reg = self._region_args(region)
         self._call("fused", items, [self._buf(prv), self._buf(nxt), *self._sizes, *reg,
-                                    *self._param_values(params, self.dtype), *self._bc_args()], (1,))
+                                    *self._param_values(params, self.real), *self._bc_args()], (1,))
 
     # --- bodies: the link kernels (lbgen.simulation.bodies), arrays where the buffers live ---------
     def body_upload(self, slot, weight, dirs, chunk) -> dict:
@@ -208,23 +209,24 @@ class GPUProgram(Program):
 
     def body_partial(self, links: dict) -> np.ndarray:
         p = links["partial"]
-        return np.array(p if isinstance(p, np.ndarray) else self._to_host(p), dtype=np.float64).reshape(-1, self.D)
+        return np.array(p if isinstance(p, np.ndarray) else self._to_host(p, self.field_dtype),
+                        dtype=np.float64).reshape(-1, self.D)
 
     def init_equilibrium(self, f, rho, *velocity_and_T, force=None) -> None:
         arrays = [self._fields_in(a) for a in (rho, *velocity_and_T)]
         self._call("init_equilibrium", self.site_items,
-                   [self._buf(f), *self._sizes, *arrays, *(self.dtype(a) for a in self._force(force))], (0,))
+                   [self._buf(f), *self._sizes, *arrays, *(self.real(a) for a in self._force(force))], (0,))
         self.halo(f)
 
     def fields(self, f, force=None) -> dict:
         out = [np.empty(self.shape, dtype=self.field_dtype) for _ in range(self.D + 2)]
         self._call("fields", self.site_items, [self._buf(f), *self._sizes, *out,
-                                               *(self.dtype(a) for a in self._force(force))], (4, 5, 6, 7, 8))
+                                               *(self.real(a) for a in self._force(force))], (4, 5, 6, 7, 8))
         return fields_dict(out, self.D)
 
     def diagnostics(self, f, force=None, skip=None) -> np.ndarray:
         from lbgen.codegen.diagnostics import ND3
         out = np.empty((self.ly * self.lz, ND3), dtype=self.field_dtype)
         self._call("diagnostics", self.ly * self.lz, [self._buf(f), *self._sizes, self._skip_device(skip), out,
-                                                       *(self.dtype(a) for a in self._force(force))], (5,))
+                                                       *(self.real(a) for a in self._force(force))], (5,))
         return out.astype(np.float64)

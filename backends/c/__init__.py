@@ -151,7 +151,8 @@ class CProgram(HostBuffers, Program):
         links = body_arrays(self, slot, weight, dirs, chunk)
         cast = self.ffi.cast
         links["args"] = (cast("const int64_t *", links["slot"].ctypes.data),
-                         cast(f"const {self.real_c} *", links["weight"].ctypes.data),
+                         cast("const float *" if links["weight"].dtype == np.float32 else "const double *",
+                              links["weight"].ctypes.data),      # the arithmetic's (the storage's may be narrower)
                          cast("const int *", links["dir"].ctypes.data), cast("const int64_t *", links["chunk"].ctypes.data),
                          links["nchunk"], cast(f"{self.real_c} *", links["value"].ctypes.data),
                          cast("double *", links["partial"].ctypes.data))

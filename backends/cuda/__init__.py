@@ -346,8 +346,8 @@ class CudaProgram(LaunchProgram):
     def _to_device(self, host):
         return self.rt.to_device(host)
 
-    def _to_host(self, buffer) -> np.ndarray:
-        return self.rt.to_host(buffer)
+    def _to_host(self, buffer, dtype=None) -> np.ndarray:
+        return self.rt.to_host(buffer)      # typed device arrays: their own dtype
 
     def _host_into(self, buffer, host) -> None:
         self.rt.to_device_into(host, buffer)

@@ -96,14 +96,16 @@ def launcher_source(main_file: str, text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cdef_source(text: str, real: str) -> str:
-    """cffi declarations of the launchers (real -> double/float, __restrict__ dropped)."""
+def cdef_source(text: str, real: str, store: str = None) -> str:
+    """cffi declarations of the launchers (real -> double/float, store -> the stored population's
+    C type (default: real), __restrict__ dropped)."""
     decls = []
     for name, params in kernels_of(text):
         ps = ["unsigned int", "unsigned int"]
         for t, _ in params:
             t = re.sub(r"\b__restrict__\b", "", t)
             t = re.sub(r"\breal\b", real, t)
+            t = re.sub(r"\bstore\b", store or real, t)
             ps.append(" ".join(t.split()))
         decls.append(f"void {name}__launch({', '.join(ps)});")
     return "\n".join(decls)
@@ -160,7 +162,8 @@ class ShimProgram(LaunchProgram):
         super().__init__(source, shape, block_size)
         self.library_path = build(source, flags, strict)
         self.real_c = "double" if self.spec.precision == "double" else "float"
-        self.ffi, self.lib = load_library(self.library_path, cdef_source(source.text, self.real_c))
+        store_c = {8: "double", 4: "float", 2: "unsigned short"}[np.dtype(self.dtype).itemsize]
+        self.ffi, self.lib = load_library(self.library_path, cdef_source(source.text, self.real_c, store_c))
 
     def describe(self) -> str:
         return describe()

@@ -59,7 +59,7 @@ class OpenCLProgram(GPUProgram):
             raise BackendUnavailable(
                 f"OpenCL backend: device {self.device.name.strip()!r} has no double precision "
                 f"(cl_khr_fp64, double_fp_config = 0); use precision='single' or another device")
-        self.field_dtype = self.lid_dtype = self.dtype
+        self.field_dtype = self.lid_dtype = self.real
         self.context, self.queue = context_of(self.device)
         self.strict = strict
         self.options = build_options(strict, single, self.device, elements=self.layout.size)
@@ -146,8 +146,9 @@ class OpenCLProgram(GPUProgram):
         mf = self.cl.mem_flags
         return self.cl.Buffer(self.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(host))
 
-    def _to_host(self, buffer) -> np.ndarray:
-        host = np.empty(buffer.size // np.dtype(self.dtype).itemsize, dtype=self.dtype)
+    def _to_host(self, buffer, dtype=None) -> np.ndarray:
+        dtype = np.dtype(dtype or self.dtype)
+        host = np.empty(buffer.size // dtype.itemsize, dtype=dtype)
         self.cl.enqueue_copy(self.queue, host, buffer, is_blocking=True)
         return host
 
@@ -173,7 +174,8 @@ class OpenCLProgram(GPUProgram):
     def _slab_kernel(self, name):
         kernels = _SLAB_KERNELS.get((self.context, self.dtype))
         if kernels is None:
-            real = "double" if self.dtype == np.float64 else "float"
+            # the slabs copy stored values: the storage's C type (16-bit formats as their bits)
+            real = {8: "double", 4: "float", 2: "ushort"}[np.dtype(self.dtype).itemsize]
             text = (("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if real == "double" else "")
                     + SLAB_KERNELS.replace("real", real))
             with quiet_build():
@@ -286,7 +288,7 @@ class OpenCLProgram(GPUProgram):
         if self.D == 3:
             return super().collide(src, dst, region, **params)
         walls = self._sides(sides) if self.spec.walls else []
-        values = self._param_values(params, self.dtype) + self._tau_wall(tau_wall, self.dtype)
+        values = self._param_values(params, self.real) + self._tau_wall(tau_wall, self.real)
         sweep = self._sweep(region)
         if sweep:
             self._launch("collide", sweep[0], src, dst, *self._sizes, *sweep[1], *values, *walls, *self._bc_args())
@@ -296,7 +298,7 @@ class OpenCLProgram(GPUProgram):
         if self.D == 3:
             return super().fused(prv, nxt, region, **params)
         walls = self._sides(sides) if self.spec.walls else []
-        values = self._param_values(params, self.dtype) + self._tau_wall(tau_wall, self.dtype)
+        values = self._param_values(params, self.real) + self._tau_wall(tau_wall, self.real)
         sweep = self._sweep(region)
         if sweep:
             self._launch("fused", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values, *walls, *self._bc_args())
@@ -308,8 +310,8 @@ class OpenCLProgram(GPUProgram):
         walls = self._sides(sides)
         sweep = self._sweep(region, columns_only=True)
         if sweep:
-            self._launch("bc", sweep[0], prv, nxt, *self._sizes, *sweep[1], self.dtype(T_bottom), self.dtype(T_top),
-                         np.int32(bool(adiabatic[0])), np.int32(bool(adiabatic[1])), self.dtype(ax), self.dtype(ay),
+            self._launch("bc", sweep[0], prv, nxt, *self._sizes, *sweep[1], self.real(T_bottom), self.real(T_top),
+                         np.int32(bool(adiabatic[0])), np.int32(bool(adiabatic[1])), self.real(ax), self.real(ay),
                          *walls)
 
     def init_equilibrium(self, f, rho, *velocity_and_T, force=None):
@@ -318,7 +320,7 @@ class OpenCLProgram(GPUProgram):
             return super().init_equilibrium(f, rho, *velocity_and_T, force=force)
         bufs = [self._to_device(self._fields_in(a)) for a in (rho, *velocity_and_T)]
         self._launch("init_equilibrium", self._site_range, f, *self._sizes, *bufs,
-                     *(self.dtype(a) for a in self._force(force)))
+                     *(self.real(a) for a in self._force(force)))
         self.halo(f)
         self.queue.finish()
 
@@ -326,9 +328,9 @@ class OpenCLProgram(GPUProgram):
         """The generated fields kernel: the physical fields, float64 arrays of the lattice's shape."""
         if self.D == 3:
             return super().fields(f, force)
-        hosts = [np.empty(self.shape, dtype=self.dtype) for _ in range(4)]
+        hosts = [np.empty(self.shape, dtype=self.real) for _ in range(4)]
         bufs = [self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, h.nbytes) for h in hosts]
-        self._launch("fields", self._site_range, f, *self._sizes, *bufs, *(self.dtype(a) for a in self._force(force)))
+        self._launch("fields", self._site_range, f, *self._sizes, *bufs, *(self.real(a) for a in self._force(force)))
         for h, b in zip(hosts, bufs):
             self.cl.enqueue_copy(self.queue, h, b, is_blocking=True)
         return fields_dict(hosts)
@@ -343,7 +345,7 @@ class OpenCLProgram(GPUProgram):
         host = np.empty((self.ly, ND), dtype=acc)
         out = self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, host.nbytes)
         self._launch("diagnostics", self._row_range, f, *self._sizes, self._skip_device(skip), out,
-                     *(self.dtype(a) for a in self._force(force)))
+                     *(self.real(a) for a in self._force(force)))
         self.cl.enqueue_copy(self.queue, host, out, is_blocking=True)
         return host.astype(np.float64)
 
@@ -351,11 +353,11 @@ class OpenCLProgram(GPUProgram):
                     region=None, tau_wall=1.0, **params):
         """propagate + bc + collide in one launch (one work-item per site of the region)."""
         self._require_walls()
-        walls, values = self._sides(sides), self._param_values(params, self.dtype) + self._tau_wall(tau_wall, self.dtype)
+        walls, values = self._sides(sides), self._param_values(params, self.real) + self._tau_wall(tau_wall, self.real)
         sweep = self._sweep(region)
         if sweep:
             self._launch("fused_walls", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values,
-                         self.dtype(T_bottom), self.dtype(T_top), np.int32(bool(adiabatic[0])),
+                         self.real(T_bottom), self.real(T_top), np.int32(bool(adiabatic[0])),
                          np.int32(bool(adiabatic[1])), *walls)
 
 

@@ -407,6 +407,18 @@ def _report(runner, result, save):
     for name, force in runner.body_forces().items():
         click.echo(f"force on the body {name!r} (momentum exchange, last step, model units): F = ("
                    + ", ".join(f"{c:.6g}" for c in force) + ")")
+    from lbgen.run.flows import FLOWS, measure, summary
+    if runner.cfg.setup in FLOWS:          # C_D, C_L, St, dp beside the published values
+        flow = FLOWS[runner.cfg.setup]
+        history = getattr(runner, "force_history", [])
+        if runner.output is not None:      # the run folder's series: the whole run, resumed parts too
+            rows = runner.output.read_series()
+            columns = [c for c in ("force_x", "force_y", "force_z")[:runner.cfg.dimension] if c in rows]
+            if len(columns) == runner.cfg.dimension:
+                history = list(zip(rows["step"], zip(*(rows[c] for c in columns))))
+        numbers = measure(flow, runner.cfg, history, out["rho"])
+        for line in summary(flow, runner.cfg, numbers):
+            click.echo(line)
     if runner.cfg.out:
         click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
     if save:

@@ -46,6 +46,10 @@ def time_block_value(value, allow_auto: bool = True):
 PRECISIONS = ("double", "single", "mixed")
 
 
+#: the backends whose kernels store populations apart from the arithmetic (lbgen.codegen.storage)
+STORAGE_BACKENDS = ("c", "opencl")
+
+
 def storage_bytes(precision: str, storage: Optional[str] = None) -> int:
     """Bytes of one stored population (``lbgen.codegen.storage``: the named storage, else the
     precision's own: 8 in double, 4 in single and mixed)."""
@@ -206,9 +210,9 @@ class KernelSpec:
             spec = self._normalised_storage()
             if spec is not self:
                 return spec.validate(lx, ly)
-        if self.precision == "mixed" and self.backend != "c":
-            raise SpecError(f"precision 'mixed' (float storage, double arithmetic) is available on the C backend "
-                            f"only, not {self.backend!r}; use double or single there")
+        if self.precision == "mixed" and self.backend not in STORAGE_BACKENDS:
+            raise SpecError(f"precision 'mixed' (float storage, double arithmetic) is available on the "
+                            f"{' and '.join(STORAGE_BACKENDS)} backends only, not {self.backend!r}; use double or single there")
         if isinstance(self.block_size, bool) or not isinstance(self.block_size, int) or \
                 not 0 <= self.block_size <= MAX_BLOCK_SIZE:
             raise SpecError(f"block size {self.block_size!r}: allowed 0 (the backend's default) or 1 to "
@@ -289,10 +293,10 @@ class KernelSpec:
             return _replace(self, storage=None)
         if self.precision == "double" and self.storage == "fp32":
             return _replace(self, precision="mixed", storage=None)
-        if self.backend != "c":
+        if self.backend not in STORAGE_BACKENDS:
             raise SpecError(f"storage {self.storage!r} (populations stored apart from the {self.precision} arithmetic) "
-                            f"is generated for the C backend only so far, not {self.backend!r}; there the storage "
-                            f"is the precision's own ({NATURAL[self.precision]})")
+                            f"is generated for the {' and '.join(STORAGE_BACKENDS)} backends only so far, not "
+                            f"{self.backend!r}; there the storage is the precision's own ({NATURAL[self.precision]})")
         return self
 
     def _check_3d(self) -> None:

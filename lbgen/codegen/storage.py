@@ -159,6 +159,11 @@ class Codec:
         return d.astype(np.float64) / self.format.scale + self._w(s.ndim)
 
     @property
+    def arith_dtype(self) -> np.dtype:
+        """The NumPy dtype of the arithmetic (the kernels' ``real``: the body links' weights)."""
+        return np.dtype(STORAGES[self.arithmetic].dtype)
+
+    @property
     def range_dtype(self):
         """The float dtype whose range bounds the populations a lattice takes (set_populations'
         check): the storage's where it stores f, else the arithmetic's."""

@@ -223,10 +223,13 @@ _NUMPY_TYPES = {"Float32": "float32", "Float64": "float64", "Int32": "int32", "I
                 "UInt8": "uint8", "UInt32": "uint32", "UInt64": "uint64"}
 
 
-def write_vti(path: PathLike, fields: dict, field_data: Optional[Dict[str, float]] = None) -> Path:
+def write_vti(path: PathLike, fields: dict, field_data: Optional[Dict[str, float]] = None,
+              point_data: Optional[Dict[str, np.ndarray]] = None) -> Path:
     """VTK XML ImageData (.vti) of rho, ux, uy, T (3D: and uz) and the velocity vector, via pyevtk;
     *field_data* ``{name: number}``: one-value arrays of the image's FieldData (a run writes
-    ``step`` and, with a flow time unit, ``time/t_RT`` etc.: ParaView shows them per file).
+    ``step`` and, with a flow time unit, ``time/t_RT`` etc.: ParaView shows them per file);
+    *point_data* ``{name: array of the lattice's shape}``: more point arrays (a run with bodies
+    writes ``solid``, 1 at their sites).
 
     Point (x, y) of the image is lattice site (x, y); of a 3D state (fields with a uz, of
     shape (LX, LY, LZ)) point (x, y, z) is site (x, y, z).  pyevtk's ``VtkFile`` writes the XML
@@ -248,6 +251,8 @@ def write_vti(path: PathLike, fields: dict, field_data: Optional[Dict[str, float
         return np.ascontiguousarray(a.reshape(a.shape[0], a.shape[1], a.shape[2] if a.ndim == 3 else 1))
 
     point = {name: as3d(field_array(fields, name)) for name in names}
+    point.update({name: as3d(value) for name, value in (point_data or {}).items()})
+    names = list(names) + [name for name in (point_data or {}) if name not in names]
     point["velocity"] = (point["ux"], point["uy"], point["uz"] if "uz" in point else np.zeros_like(point["ux"]))
     end = tuple(n - 1 for n in point["rho"].shape)
     with atomic_output(path) as tmp:        # pyevtk appends ".vti" to the name it is given

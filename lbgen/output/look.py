@@ -48,7 +48,8 @@ SHORT_BAR_IN = 4.0
 THERMAL_PICTURES, ISOTHERMAL_PICTURES = ("T",), ("vorticity",)
 #: the default pictures of the set-ups whose flow is driven along walls: the speed, with arrows
 #: of the in-plane velocity (lbgen.output.pictures.ARROW_QUANTITIES)
-FLOW_PICTURES = {"lid-driven-cavity": ("speed",), "channel": ("speed",)}
+FLOW_PICTURES = {"lid-driven-cavity": ("speed",), "channel": ("speed",), "cylinder": ("vorticity", "speed"),
+                 "cylinder3d": ("speed", "vorticity"), "sphere": ("speed", "vorticity")}
 #: movie frames per run at the default ``--pictures-every`` (with the default 20 frames per
 #: second of ``lbgen movie``: a movie of 5 s)
 MOVIE_FRAMES = 100

@@ -7,6 +7,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
+import numpy as np
 from lbgen.system.cache import atomic_write
 from lbgen.output import series as series_mod
 from lbgen.output.fields import (FIELD_FORMATS, FIELDS_DIR, PVD_NAME, STEM_PATTERN, VTK_DIR, check_fields, fields_name,
@@ -163,6 +164,8 @@ class RunOutput:
                              f"leave the window out")
         self.dimension = dimension
         self.periodic = tuple(bool(p) for p in (periodic if periodic is not None else (True,) * dimension))
+        #: the solid sites of the run's bodies (lattice shape): grey in pictures, 'solid' in the .vti
+        self.solid: Optional[np.ndarray] = None
         if len(self.periodic) != dimension:
             raise ValueError(f"periodic={periodic!r}: one flag per axis ({dimension})")
         self.run_dir = Path(run_dir)
@@ -283,7 +286,9 @@ class RunOutput:
         elif self.fields_format == "npz":
             written.append(write_npz(self.fields_path(step), step, arrays, time))
         if self.vtk:
-            vti = write_vti(self.vti_path(step), arrays, field_data=vtk_field_data(step, self.time_unit))
+            solid = None if self.solid is None else {"solid": self.solid.astype(np.float64)}
+            vti = write_vti(self.vti_path(step), arrays, field_data=vtk_field_data(step, self.time_unit),
+                            point_data=solid)
             written.append(vti)
             entries = {f: _step_of(f, t) for f, t in read_pvd(self.pvd_path).items()
                        if (self.pvd_path.parent / f).is_file()}            # an older lbgen's model times: steps
@@ -345,7 +350,7 @@ class RunOutput:
             return None
         drawn = {}
         for q in self.pictures:
-            drawn[q] = drawn_data(q, fields, self._limits(q, fields))
+            drawn[q] = self._body(drawn_data(q, fields, self._limits(q, fields)))
         path = self.frame_path(step)
         self.record([path])
         write_frame_file(path, step, time, drawn, self.colour_limits)
@@ -359,9 +364,15 @@ class RunOutput:
         self._frame_steps.add(int(step))
         return path
 
+    def _body(self, data: np.ndarray, plane=None) -> np.ndarray:
+        """*data* with the bodies' solid sites NaN (grey); ``plane``: (axes, index) of a 3D slice."""
+        solid = self.solid if self.solid is None or plane is None else \
+            np.take(self.solid, plane[1], axis=next(k for k, c in enumerate("xyz") if c not in plane[0]))
+        return data if solid is None or solid.shape != data.shape else np.where(solid, np.nan, data)
+
     def _picture(self, quantity: str, fields: dict, step: int, time: Optional[float], window) -> Path:
         limits = self._limits(quantity, fields)
-        data = drawn_data(quantity, fields, limits)
+        data = self._body(drawn_data(quantity, fields, limits))
         picture = FieldPicture(quantity, data.shape, limits=limits, window=window, dpi=self.dpi,
                                time_unit=self.time_unit, r=self.physics.get("r"))
         fig = picture.draw(data, step, time)
@@ -444,7 +455,7 @@ class RunOutput:
         for q in quantities:
             for plane, (axes, index, sl) in planes.items():
                 limits = self._limits(q, sl)
-                data = drawn_data(q, sl, limits)
+                data = self._body(drawn_data(q, sl, limits), plane=(axes, index))
                 picture = FieldPicture(q, data.shape, limits=limits, dpi=self.dpi, time_unit=self.time_unit,
                                        axes=axes, r=self.physics.get("r"))
                 fig = picture.draw(data, step, time)
@@ -462,10 +473,12 @@ class RunOutput:
         return written
 
     # ------------------------------------------------------------------ series
-    def append_series(self, step: int, time: Optional[float], diag: dict, force=None, nusselt=None) -> None:
+    def append_series(self, step: int, time: Optional[float], diag: dict, force=None, coefficients=None,
+                      nusselt=None) -> None:
         """Append one row to series.csv (header written when the file is new or empty; the
         columns of the run's dimension, and with ``force`` (a run with a body: D components) the
-        force on the body, with ``nusselt`` (a rayleigh-benard run) its Nusselt numbers)."""
+        force on the body; ``coefficients`` its C_D, C_L; ``nusselt`` (a rayleigh-benard run)
+        its Nusselt numbers)."""
         self.record([self.series_path])
         columns = series_mod.SERIES_COLUMNS3D if self.dimension == 3 else series_mod.SERIES_COLUMNS
         if nusselt is not None:
@@ -474,6 +487,8 @@ class RunOutput:
         if force is not None:
             columns = columns + series_mod.FORCE_COLUMNS[:len(force)]
             diag = {**diag, **dict(zip(series_mod.FORCE_COLUMNS, (float(c) for c in force)))}
+        if coefficients is not None:      # a flow around a body: C_D, C_L
+            columns, diag = columns + series_mod.COEFFICIENT_COLUMNS, {**diag, **dict(zip(("c_d", "c_l"), coefficients))}
         series_mod.append_row(self.series_path, step, time, diag, columns=columns)
         self.seal([self.series_path])
 

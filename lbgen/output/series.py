@@ -19,6 +19,8 @@ PathLike = Union[str, os.PathLike]
 SERIES_COLUMNS = ("step", "time") + SCALARS
 #: the columns a run with a body adds (the force on it by momentum exchange, model units)
 FORCE_COLUMNS = ("force_x", "force_y", "force_z")
+#: and a flow around a body (lbgen.run.flows) its drag and lift coefficients 2 F / (rho U^2 A)
+COEFFICIENT_COLUMNS = ("c_d", "c_l")
 #: the columns a rayleigh-benard run adds: the Nusselt numbers (lbgen.model.convection.nusselt)
 NUSSELT_COLUMNS = ("Nu_bottom", "Nu_top", "Nu_bulk")
 #: columns of a 3D run's series.csv (lbgen.codegen.diagnostics.scalars3d)
@@ -119,6 +121,7 @@ PANELS = (
      "kinetic energy (model units)", "log"),
     ("force on the body", [("force_x", r"$F_x$"), ("force_y", r"$F_y$"), ("force_z", r"$F_z$")],
      "force (model units, momentum exchange)", "linear"),
+    ("force coefficients", [("c_d", r"$C_D$"), ("c_l", r"$C_L$")], r"$C = 2F/(\rho U^2 A)$", "linear"),
     ("Nusselt number", [("Nu_bottom", r"$Nu$ at the hot wall"), ("Nu_top", r"$Nu$ at the cold wall"),
                         ("Nu_bulk", r"$Nu$ in the bulk: $\langle u_z T\rangle - \kappa\,\partial_z\langle T\rangle$")],
      r"$Nu$ (heat flux / $\kappa\,\Delta T / H$)", "linear"),

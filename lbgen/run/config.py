@@ -24,6 +24,7 @@ from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, all_paramete
 from lbgen.model.catalog import SETS_3D, set_entry, set_names, wall_scheme_refusal
 from lbgen.run.options import (ADIABATIC, DEFAULT_SIZE_3D, OPTIONS, SCHEMA, ConfigError, as_bool, as_float,
                                check_applicable, closest, convert, dimension, normalise_key)
+from lbgen.run.flows import FLOWS
 from lbgen.run.setups import RT_T_COLD, RT_T_HOT, SETUPS, rt_gravity_refusal
 
 __all__ = ["ConfigError", "OPTIONS", "RunConfig"]
@@ -97,6 +98,8 @@ class RunConfig:
     stl_scale: float = OPTIONS["stl_scale"].default    # a --geometry mesh's placement: scale, rotation, offset
     stl_rotate: Optional[str] = None
     stl_offset: Optional[str] = None
+    re: Optional[float] = None                 # a flow around a body (lbgen.run.flows): Reynolds number, resolution
+    cells_per_diameter: Optional[int] = None
     init_digest: Optional[str] = None          # sha256 of the --init file the run started from (resolved)
     _converted: InitVar[bool] = False          # build(): every value is typed already
 
@@ -312,6 +315,12 @@ class RunConfig:
                 values["pictures"] = default_pictures(values["velocity_set"], name)
             if "gravity" not in merged and len(values["gravity"]) == 2:
                 values["gravity"] = (0.0, 0.0, 0.0)
+        if name in FLOWS and dimension(values) == FLOWS[name].dimension:     # lattice, inflow speed, tau from --re ...
+            from lbgen.model.physics import scale_factor
+            try:
+                values.update(FLOWS[name].derived(values, merged, scale_factor(values["velocity_set"])))
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
         check_applicable(values, given)          # an option given where it has no effect is refused
         op = operator(values["collision"])
         try:

@@ -16,6 +16,7 @@ from lbgen.run.config import RunConfig
 from lbgen.run.fieldfile import load_fields
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
 from lbgen.simulation.runner import Simulation, SimulationError, Walls
+from lbgen.run.flows import FLOWS
 from lbgen.run.setups import SETUPS
 from lbgen.system.limits import resolve_threads
 
@@ -67,7 +68,12 @@ def resolve(cfg: RunConfig, shape=None, echo: Callable[[str], None] = print, dis
     # host + device with layout and VL left out: each region takes its backend's default
     # (the manifest's regions record them)
     changes["time_block"] = depth = resolve_time_block(cfg, distributed, auto_depth)
-    if cfg.out and not cfg.series_every:   # about 200 rows, a multiple of the time block
+    if cfg.out and not cfg.series_every and cfg.setup in FLOWS:     # the lift's period resolved (St, C_L max)
+        from lbgen.model.physics import scale_factor
+        from lbgen.run.flows import series_every
+        changes["series_every"] = series_every(FLOWS[cfg.setup], cfg.cells_per_diameter,
+                                               cfg.inlet_speed / scale_factor(cfg.velocity_set))
+    elif cfg.out and not cfg.series_every:   # about 200 rows, a multiple of the time block
         from lbgen.output.series import default_series_every
         changes["series_every"] = default_series_every(cfg.steps, depth)
     if cfg.out and cfg.pictures and not cfg.pictures_every and cfg.dimension == 2:   # about 100 movie frames
@@ -189,6 +195,8 @@ def initial_fields(cfg: RunConfig) -> dict:
     positive rho and T), else its set-up's (2D or 3D by the velocity set)."""
     if cfg.init:
         return load_fields(cfg.init, cfg.dimension)
+    if cfg.setup in FLOWS:                   # a flow around a body: the inflow through the channel
+        return FLOWS[cfg.setup].fields(cfg.cells_per_diameter, cfg.inlet_speed)
     three = {"lz": cfg.lz} if cfg.dimension == 3 else {}
     if cfg.setup == "rayleigh-benard" and cfg.walls:
         from lbgen.run.convection import run_planes

@@ -175,6 +175,8 @@ class Run(RunEvents):
                                  time_unit=self.time_unit(), physics=self.physics, dimension=cfg.dimension,
                                  periodic=tuple(a not in walls for a in "xyz"[:cfg.dimension]))
             self.output = root_call(comm, open_output)
+            if self.output is not None and mask is not None:      # the bodies drawn, and in the .vti
+                self.output.solid = mask != 0
         elif cfg.out:
             root_call(comm, lambda: None)
         self._reset_counters()

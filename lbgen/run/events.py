@@ -31,6 +31,9 @@ class RunEvents:
         from lbgen.codegen.diagnostics import scalars, scalars3d
         #: the force on each body at this sample (collective with MPI: rank 0's; None without bodies)
         self._forces = self.sim.forces() if getattr(self.sim, "bodies", None) is not None else None
+        if self._forces:                     # the force signal of the run's summary (C_D, C_L max, St)
+            self.force_history = getattr(self, "force_history", [])
+            self.force_history.append((self.sim.time_step, sum(self._forces.values())))
         rows = self.sim.diagnostic_rows()
         self.samples += 1
         if rows is None:
@@ -54,7 +57,13 @@ class RunEvents:
         nu = self._nusselt()                  # collective with MPI (the fields, gathered to rank 0)
         if self.output is not None and d is not None:
             step = self.sim.time_step
-            self.output.append_series(step, step / self.sim.vs.r, d, force=self._body_force(), nusselt=nu)
+            force = self._body_force()
+            from lbgen.run.flows import FLOWS, force_coefficients
+            flow = FLOWS.get(self.cfg.setup)
+            coefficients = None if flow is None or force is None else \
+                [float(c) for c in force_coefficients(flow, self.cfg, force)[:2]]
+            self.output.append_series(step, step / self.sim.vs.r, d, force=force, coefficients=coefficients,
+                                      nusselt=nu)
 
     def _nusselt(self) -> Optional[dict]:
         """A rayleigh-benard run's Nusselt numbers of the current state

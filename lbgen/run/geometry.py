@@ -14,6 +14,7 @@ import numpy as np
 
 from lbgen.geometry.mesh import is_mesh
 from lbgen.run.config import RunConfig
+from lbgen.run.flows import FLOWS
 from lbgen.simulation.boundaries import voxel_mask
 from lbgen.simulation.parameters import SimulationError
 
@@ -98,6 +99,8 @@ def mesh_bodies(cfg: RunConfig):
 def run_bodies(cfg: RunConfig, mask: Optional[np.ndarray]):
     """The lattice's ``bodies=`` of a run with --geometry: the mesh's ``Bodies`` (wall distances
     from its surface), or the mask's labels (one body, named after the file; walls midway)."""
+    if cfg.setup in FLOWS and mask is not None:          # a flow around a body: its analytic shape
+        return FLOWS[cfg.setup].bodies(cfg.cells_per_diameter)
     if not cfg.geometry or mask is None:
         return None
     if is_mesh(cfg.geometry):
@@ -112,6 +115,8 @@ def load_geometry(cfg: RunConfig) -> Optional[np.ndarray]:
     file, the shape expected and the one found.  The header is checked first (``_npy_header``:
     dtype, shape against the lattice, size against the memory available): nothing is read
     that the run could not use."""
+    if cfg.setup in FLOWS:                   # a flow around a body (lbgen.run.flows): its shape's sites
+        return np.ascontiguousarray(FLOWS[cfg.setup].bodies(cfg.cells_per_diameter).labels > 0, dtype=np.uint8)
     if not cfg.geometry:
         return None
     from lbgen.system.limits import available_memory

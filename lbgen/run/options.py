@@ -18,6 +18,7 @@ from lbgen.model.catalog import (DEFAULT_VELOCITY_SET, MODEL_SETS, SETS_3D, VELO
                                  set_names, sets_help)
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 from lbgen.output import PICTURE_QUANTITIES, parse_clim, window_option
+from lbgen.run.flows import FLOWS
 from lbgen.run.setups import SETUPS
 from lbgen.simulation.open_faces import PROFILES
 from lbgen.run.boundary_options import as_axes, as_face, as_faces, as_float, as_lid, as_outlets  # noqa: F401 - the converters
@@ -125,6 +126,10 @@ SCHEMA: Tuple[Option, ...] = (
            identity=True),
     Option("stl_offset", "str", None, "Move a --geometry mesh's origin to X,Y,Z (sites).", optional=True,
            identity=True),
+    Option("re", "float", None, "Reynolds number U D / nu of a flow around a body (cylinder: 20 for the DFG case 2D-1, "
+           "100 for 2D-2; cylinder3d, sphere; default 20): sets tau.", minimum=1e-6, optional=True, identity=True),
+    Option("cells_per_diameter", "int", None, "Lattice sites across the body of a flow around it (cylinder default "
+           "20, cylinder3d and sphere 10): sets the lattice.", minimum=4, optional=True, identity=True),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
     Option("layout", "choice", None, "Data layout (default: the fastest valid for the backend, or the tuned one).",
            choices=tuple(LAYOUTS), optional=True),
@@ -355,7 +360,10 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "inlet_profile": lambda v: None if v.get("inlet") else "it is the profile of the velocity inlet: it needs --inlet",
     "outlet_density": lambda v: None if v.get("outlet") and None in as_outlets(v["outlet"]).values() else (
         "it is the density of the pressure outlets given without one: it needs --outlet FACE (not FACE=RHO)"),
-    "body_bc": lambda v: None if v.get("geometry") else "it is the bounce-back on a body: give --geometry FILE",
+    "body_bc": lambda v: None if v.get("geometry") or v.get("setup") in FLOWS else (
+        "it is the bounce-back on a body: give --geometry FILE"),
+    **{k: (lambda v: None if v.get("setup") in FLOWS else f"it belongs to the flows around bodies "
+           f"({', '.join(FLOWS)})") for k in ("re", "cells_per_diameter")},
     **{k: _mesh_option for k in ("stl_scale", "stl_rotate", "stl_offset")},
 }
 APPLIES.update({k: _in_2d(k, APPLIES.get(k)) for k in NOT_IN_3D})

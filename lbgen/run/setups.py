@@ -14,6 +14,7 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 import numpy as np
 
 from lbgen.model.catalog import VELOCITY_SETS
+from lbgen.run.flows import FLOWS
 
 #: gravity of the reference Rayleigh-Taylor runs (d2q37.md), in model units
 RT_GRAVITY = (0.0, -8.33e-5 / 32)
@@ -388,3 +389,13 @@ SETUPS: Dict[str, Setup] = {s.name: s for s in (
           run_defaults={"velocity_set": "d3q19", "wall_axes": "yz", "outlet": DUCT_PRESSURE},
           set_defaults={name: {"wall_axes": "y"} for name in VELOCITY_SETS}),
 )}
+
+#: the flows around bodies (lbgen.run.flows): their state and lattice follow from --re and
+#: --cells-per-diameter (lbgen.run.construct.initial_fields, RunConfig.build)
+SETUPS.update({f.name: Setup(f.name, at_rest if f.dimension == 2 else None, f.description,
+                             make3d=at_rest3d if f.dimension == 3 else None, uses_amplitude=False,
+                             run_defaults=dict(f.run_defaults),
+                             missing_why=f"the {f.name} set-up is the {f.dimension}D flow; "
+                                         f"{'cylinder3d or sphere' if f.dimension == 2 else 'cylinder'} is the "
+                                         f"{5 - f.dimension}D one")
+               for f in FLOWS.values()})

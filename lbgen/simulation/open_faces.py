@@ -358,7 +358,48 @@ def open_faces(inlet=None, outlet=None, outflow=None, slip=None, *, walls=(), sh
                 raise SimulationError(f"mask: a solid voxel on the {seen[f]} face {'-'.join(f)} (at "
                                       + ", ".join(f"{b}={i}" for b, i in zip([b for b in AXES[:D] if b != f[0]], at))
                                       + "); keep bodies one site away from open faces")
+    exits = [f for k, f in given if k in ("outlet", "outflow")]
+    if mask is not None and np.any(mask) and (inlets or len(exits) > 1) and exits:
+        periodic = [a for a in AXES[:D] if not any(f[0] == a for f in seen)]
+        sources = list(inlets) or exits[:1]
+        for target in [f for f in exits if f not in sources]:
+            _check_path(np.asarray(mask) != 0, sources, target, periodic, seen)
     return OpenFaces(inlets, outlets, outflows, slips, profiles)
+
+
+def _layer(a: int, side: str, shape) -> tuple:
+    return tuple(slice(None) if k != a else (0 if side == "low" else shape[a] - 1) for k in range(len(shape)))
+
+
+def _check_path(solid: np.ndarray, sources, target: Face, periodic, kinds) -> None:
+    """SimulationError when no fluid path joins the ``sources`` faces to ``target``: a flood fill of
+    the fluid sites from the sources' layers (each step to the 3^D neighbours, across the periodic
+    axes) reaching no site of the target's layer."""
+    fluid, shape = ~solid, solid.shape
+    reached = np.zeros(shape, bool)
+    for f in sources:
+        index = _layer(AXES.index(f[0]), f[1], shape)
+        reached[index] = fluid[index]
+    end = _layer(AXES.index(target[0]), target[1], shape)
+    while not reached[end].any():
+        grown = reached.copy()
+        for k in range(len(shape)):              # one hop along each axis in turn: the 3^D neighbourhood
+            step = grown.copy()
+            if AXES[k] in periodic:
+                step |= np.roll(grown, 1, axis=k) | np.roll(grown, -1, axis=k)
+            else:
+                lo, hi = [slice(None)] * len(shape), [slice(None)] * len(shape)
+                lo[k], hi[k] = slice(1, None), slice(None, -1)
+                step[tuple(lo)] |= grown[tuple(hi)]
+                step[tuple(hi)] |= grown[tuple(lo)]
+            grown = step & fluid
+        if np.array_equal(grown, reached):
+            names = " and ".join(f"the {kinds[f]} {'-'.join(f)}" for f in sources)
+            raise SimulationError(f"mask: the bodies block {names} from the {kinds[target]} {'-'.join(target)}: "
+                                  f"no fluid path joins them (a flood fill of the fluid from {names} reaches "
+                                  f"{int(grown.sum())} of the {int(fluid.sum())} fluid sites, none on "
+                                  f"{'-'.join(target)}); leave a gap in the bodies from face to face")
+        reached = grown
 
 
 def face_fluxes(fields: Mapping[str, np.ndarray], faces, r: float) -> Dict[str, float]:

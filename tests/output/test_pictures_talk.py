@@ -453,7 +453,7 @@ def test_series_png_draws_only_the_panels_the_run_has():
     for ax in cavity.axes:                                  # every panel drawn has a curve
         assert any(np.isfinite(line.get_ydata()).any() for line in ax.get_lines()), ax.get_title()
     assert [p[0] for p in series_panels(_series())] == [p[0] for p in PANELS
-                                                        if p[0] not in ("force on the body", "Nusselt number")]
+                                                        if p[0] not in ("force on the body", "force coefficients", "Nusselt number")]
     assert len(series_figure(_series()).axes) == 8
     with_body = dict(_series(), force_x=np.linspace(0, 1, 60), force_y=np.zeros(60))    # a run with a body
     assert "force on the body" in [p[0] for p in series_panels(with_body)]

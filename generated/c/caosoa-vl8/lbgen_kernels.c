@@ -3955,7 +3955,7 @@ void lbgen_diagnostics(const lbgen_real *f, int lx, int ly, const uint8_t *solid
 }
 
 /* Bodies: see lbgen_body_links in lbgen_kernels.h (the GPU kernels compute the same, in the same order) */
-void lbgen_body_links(const lbgen_real *f, const int64_t *slot, const lbgen_real *weight, const int *dir,
+void lbgen_body_links(const lbgen_real *f, const int64_t *slot, const double *weight, const int *dir,
                         const int64_t *chunk, int nchunk, lbgen_real *value, double *partial)
 {
     #pragma omp parallel for schedule(static)

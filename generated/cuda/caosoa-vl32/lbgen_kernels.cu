@@ -54,6 +54,8 @@
 #include <stdio.h>
 #endif
 typedef lbgen_real real;
+typedef double store;   /* a stored population (lbgen.codegen.storage: fp64) */
+
 enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 32, BLOCK = 128 };
 #define LBGEN_SIZES const int LX = lx, LY = ly
 
@@ -75,7 +77,7 @@ const double lbgen_w[37] = { 0.00028341425299419824, 0.00024530102775771736, 0.0
 const int lbgen_opposite[37] = { 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
 
 /* Periodic halo refresh (before propagate / fused): one thread per halo element. */
-__global__ void __launch_bounds__(BLOCK) lbgen_halo(real *__restrict__ f, int lx, int ly)
+__global__ void __launch_bounds__(BLOCK) lbgen_halo(store *__restrict__ f, int lx, int ly)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -111,7 +113,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_halo(real *__restrict__ f, int lx
 }
 
 /* Pull streaming: nxt[p](x) = prv[p](x - e_p), or bounced back where a link crosses a wall or meets a solid cell; needs a fresh halo in prv. */
-__global__ void __launch_bounds__(BLOCK) lbgen_propagate(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv)
+__global__ void __launch_bounds__(BLOCK) lbgen_propagate(const store *__restrict__ prv, store *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -988,7 +990,7 @@ static __device__ __forceinline__ void lbgen_fields_site(const real f0, const re
 }
 
 /* Collision (bgk) of the region's sites. */
-__global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv)
+__global__ void __launch_bounds__(BLOCK) lbgen_collide(const store *in, store *out_f, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv)
 {
     /* in and out_f may alias: each site reads all its populations before writing */
     LBGEN_SIZES;
@@ -1141,7 +1143,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_collide(const real *in, real *out
 }
 
 /* propagate + collide: the populations are pulled (or bounced back), collided, stored */
-__global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ prv, real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv)
+__global__ void __launch_bounds__(BLOCK) lbgen_fused(const store *__restrict__ prv, store *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1672,7 +1674,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fused(const real *__restrict__ pr
 /* f = the populations whose physical fields (above) are the given ones, on the interior: the
    equilibrium at u + a/2, T - |a|^2/8, the exact inverse of lbgen_fields with the same force
    (launch lbgen_halo next). */
-__global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in, real ax, real ay)
+__global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(store *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in, real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1924,7 +1926,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_init_equilibrium(real *__restrict
 
 /* The physical fields of f (above): rho = sum f, u = sum xi f / rho - a/2,
    T = sum |xi - u'|^2 f / (2 rho) + |a|^2/8 (u' = sum xi f / rho). */
-__global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o, real ax, real ay)
+__global__ void __launch_bounds__(BLOCK) lbgen_fields(const store *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o, real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1989,7 +1991,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_fields(const real *__restrict__ f
 }
 
 /* The plain array plain[(p*LX + x)*LY + y] into the layout's interior (launch lbgen_halo next). */
-__global__ void __launch_bounds__(BLOCK) lbgen_pack(real *__restrict__ f, const double *__restrict__ plain, int lx, int ly)
+__global__ void __launch_bounds__(BLOCK) lbgen_pack(store *__restrict__ f, const double *__restrict__ plain, int lx, int ly)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -2009,7 +2011,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_pack(real *__restrict__ f, const 
 }
 
 /* The layout's interior into the plain array. */
-__global__ void __launch_bounds__(BLOCK) lbgen_unpack(const real *__restrict__ f, double *__restrict__ plain, int lx, int ly)
+__global__ void __launch_bounds__(BLOCK) lbgen_unpack(const store *__restrict__ f, double *__restrict__ plain, int lx, int ly)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -2033,7 +2035,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_unpack(const real *__restrict__ f
    out[y*11 + j], j in the order of lbgen.codegen.diagnostics.ROW_QUANTITIES
    (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite);
    solid (NULL or the mask): its solid cells are skipped.  Accumulated in double. */
-__global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restrict__ f, int lx, int ly, const unsigned char *__restrict__ solid, double *__restrict__ out, real ax, real ay)
+__global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const store *__restrict__ f, int lx, int ly, const unsigned char *__restrict__ solid, double *__restrict__ out, real ax, real ay)
 {
     LBGEN_SIZES;
     const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -2135,8 +2137,8 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const real *__restric
    Bouzidi, Firdaouss & Lallemand 2001), and partial[c*2 + d] = the sum over the chunk of
    (f[slot[2n]] + value[n]) dir[n*2 + d], the momentum the links hand to the body (Ladd 1994),
    accumulated in double.  lbgen_body_put: f[slot[2n]] = value[n] (after body_links: the reads first). */
-__global__ void __launch_bounds__(BLOCK) lbgen_body_links(const real *__restrict__ f, const long long *__restrict__ slot, const real *__restrict__ weight,
-        const int *__restrict__ dir, const long long *__restrict__ chunk, int nchunk, real *__restrict__ value, double *__restrict__ partial)
+__global__ void __launch_bounds__(BLOCK) lbgen_body_links(const store *__restrict__ f, const long long *__restrict__ slot, const real *__restrict__ weight,
+        const int *__restrict__ dir, const long long *__restrict__ chunk, int nchunk, store *__restrict__ value, double *__restrict__ partial)
 {
     const ptrdiff_t c = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (c >= nchunk) return;
@@ -2154,7 +2156,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_body_links(const real *__restrict
     partial[c*2 + 1] = sy;
 }
 
-__global__ void __launch_bounds__(BLOCK) lbgen_body_put(real *__restrict__ f, const long long *__restrict__ slot, const real *__restrict__ value, int n)
+__global__ void __launch_bounds__(BLOCK) lbgen_body_put(store *__restrict__ f, const long long *__restrict__ slot, const store *__restrict__ value, int n)
 {
     const ptrdiff_t g = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (g >= n) return;

@@ -23,6 +23,7 @@ import pyopencl as cl
 
 Q, HALO, VL = 37, 3, 32
 REAL = np.float64
+STORE = np.float64   # a stored population
 PARAMS = dict(tau=0.8)
 FORCE = (0.0, -1e-5)
 WORK_GROUP = 64
@@ -65,8 +66,8 @@ def main():
     mf = cl.mem_flags
     field_bufs = [cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a, dtype=REAL))
                   for a in fields]
-    a = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.zeros(size, dtype=REAL))
-    b = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.zeros(size, dtype=REAL))
+    a = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.zeros(size, dtype=STORE))
+    b = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.zeros(size, dtype=STORE))
 
     sizes = [np.int32(lx), np.int32(ly)]
     region = [np.int32(v) for v in (0, lx, 0, ly)]   # the whole lattice

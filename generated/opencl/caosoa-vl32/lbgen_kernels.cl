@@ -66,6 +66,8 @@ typedef int lbgen_index;   /* every index and work-item id below 2^31: 32-bit in
 typedef ptrdiff_t lbgen_index;
 #endif
 typedef double real;
+typedef double store;   /* a stored population (lbgen.codegen.storage: fp64) */
+
 enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 32 };
 
 #define LBGEN_D    2   /* dimension */
@@ -94,7 +96,7 @@ __constant real lbgen_w[37] = { 0.00028341425299419824, 0.00024530102775771736, 
 __constant int lbgen_opposite[37] = { 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
 
 /* Periodic halo refresh (before propagate / fused): one work-item per halo element. */
-__kernel void lbgen_halo(__global real *f, int lx, int ly)
+__kernel void lbgen_halo(__global store *f, int lx, int ly)
 {
     LBGEN_SIZES;
     const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -130,7 +132,7 @@ __kernel void lbgen_halo(__global real *f, int lx, int ly)
 }
 
 /* Pull streaming: nxt[p](x) = prv[p](x - e_p), or bounced back where a link crosses a wall or meets a solid cell; needs a fresh halo in prv. */
-__kernel void lbgen_propagate(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid, int opens, __global const real *restrict openv)
+__kernel void lbgen_propagate(__global const store *restrict prv, __global store *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid, int opens, __global const real *restrict openv)
 {
     LBGEN_SIZES;
     const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1010,7 +1012,7 @@ static inline void lbgen_fields_site(const real f0, const real f1, const real f2
 }
 
 /* Collision (bgk) of the region's sites. */
-__kernel void lbgen_collide(__global const real *in, __global real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid, int opens, __global const real *restrict openv)
+__kernel void lbgen_collide(__global const store *in, __global store *out_f, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid, int opens, __global const real *restrict openv)
 {
     /* in and out_f may alias: each site reads all its populations before writing */
     LBGEN_SIZES;
@@ -1163,7 +1165,7 @@ __kernel void lbgen_collide(__global const real *in, __global real *out_f, int l
 }
 
 /* propagate + collide: the populations are pulled (or bounced back), collided, stored */
-__kernel void lbgen_fused(__global const real *restrict prv, __global real *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid, int opens, __global const real *restrict openv)
+__kernel void lbgen_fused(__global const store *restrict prv, __global store *restrict nxt, int lx, int ly, int x0, int x1, int y0, int y1, real tau, real ax, real ay, int walls, int lids, __global const real *restrict lid, __global const uchar *restrict solid, int opens, __global const real *restrict openv)
 {
     LBGEN_SIZES;
     const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1697,7 +1699,7 @@ __kernel void lbgen_fused(__global const real *restrict prv, __global real *rest
 /* f = the populations whose physical fields (above) are the given ones, on the interior: the
    equilibrium at u + a/2, T - |a|^2/8, the exact inverse of lbgen_fields with the same force
    (launch lbgen_halo next). */
-__kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, __global const real *restrict rho_in, __global const real *restrict ux_in, __global const real *restrict uy_in, __global const real *restrict T_in, real ax, real ay)
+__kernel void lbgen_init_equilibrium(__global store *restrict f, int lx, int ly, __global const real *restrict rho_in, __global const real *restrict ux_in, __global const real *restrict uy_in, __global const real *restrict T_in, real ax, real ay)
 {
     LBGEN_SIZES;
     const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -1949,7 +1951,7 @@ __kernel void lbgen_init_equilibrium(__global real *restrict f, int lx, int ly, 
 
 /* The physical fields of f (above): rho = sum f, u = sum xi f / rho - a/2,
    T = sum |xi - u'|^2 f / (2 rho) + |a|^2/8 (u' = sum xi f / rho). */
-__kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __global real *restrict rho_o, __global real *restrict ux_o, __global real *restrict uy_o, __global real *restrict T_o, real ax, real ay)
+__kernel void lbgen_fields(__global const store *restrict f, int lx, int ly, __global real *restrict rho_o, __global real *restrict ux_o, __global real *restrict uy_o, __global real *restrict T_o, real ax, real ay)
 {
     LBGEN_SIZES;
     const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -2014,7 +2016,7 @@ __kernel void lbgen_fields(__global const real *restrict f, int lx, int ly, __gl
 }
 
 /* The plain array plain[(p*LX + x)*LY + y] into the layout's interior (launch lbgen_halo next). */
-__kernel void lbgen_pack(__global real *restrict f, __global const real *restrict plain, int lx, int ly)
+__kernel void lbgen_pack(__global store *restrict f, __global const real *restrict plain, int lx, int ly)
 {
     LBGEN_SIZES;
     const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -2034,7 +2036,7 @@ __kernel void lbgen_pack(__global real *restrict f, __global const real *restric
 }
 
 /* The layout's interior into the plain array. */
-__kernel void lbgen_unpack(__global const real *restrict f, __global real *restrict plain, int lx, int ly)
+__kernel void lbgen_unpack(__global const store *restrict f, __global real *restrict plain, int lx, int ly)
 {
     LBGEN_SIZES;
     const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -2058,7 +2060,7 @@ __kernel void lbgen_unpack(__global const real *restrict f, __global real *restr
    out[y*11 + j], j in the order of lbgen.codegen.diagnostics.ROW_QUANTITIES
    (sum mass, sum momentum_x, sum momentum_y, sum energy, sum kinetic_energy, sum T_sum, max max_u2, min min_rho, min min_T, max max_T, sum nonfinite);
    solid (NULL or the mask): its solid cells are skipped.  Accumulated in double. */
-__kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly, __global const uchar *restrict solid, __global double *restrict out, real ax, real ay)
+__kernel void lbgen_diagnostics(__global const store *restrict f, int lx, int ly, __global const uchar *restrict solid, __global double *restrict out, real ax, real ay)
 {
     LBGEN_SIZES;
     const lbgen_index NR = (lbgen_index)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
@@ -2160,8 +2162,8 @@ __kernel void lbgen_diagnostics(__global const real *restrict f, int lx, int ly,
    Bouzidi, Firdaouss & Lallemand 2001), and partial[c*2 + d] = the sum over the chunk of
    (f[slot[2n]] + value[n]) dir[n*2 + d], the momentum the links hand to the body (Ladd 1994),
    accumulated in double.  lbgen_body_put: f[slot[2n]] = value[n] (after body_links: the reads first). */
-__kernel void lbgen_body_links(__global const real *restrict f, __global const long *restrict slot, __global const real *restrict weight,
-        __global const int *restrict dir, __global const long *restrict chunk, int nchunk, __global real *restrict value, __global double *restrict partial)
+__kernel void lbgen_body_links(__global const store *restrict f, __global const long *restrict slot, __global const real *restrict weight,
+        __global const int *restrict dir, __global const long *restrict chunk, int nchunk, __global store *restrict value, __global double *restrict partial)
 {
     const lbgen_index c = (lbgen_index)get_global_id(0);
     if (c >= nchunk) return;
@@ -2179,7 +2181,7 @@ __kernel void lbgen_body_links(__global const real *restrict f, __global const l
     partial[c*2 + 1] = sy;
 }
 
-__kernel void lbgen_body_put(__global real *restrict f, __global const long *restrict slot, __global const real *restrict value, int n)
+__kernel void lbgen_body_put(__global store *restrict f, __global const long *restrict slot, __global const store *restrict value, int n)
 {
     const lbgen_index g = (lbgen_index)get_global_id(0);
     if (g >= n) return;
