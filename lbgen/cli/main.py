@@ -407,6 +407,9 @@ def _report(runner, result, save):
     for name, force in runner.body_forces().items():
         click.echo(f"force on the body {name!r} (momentum exchange, last step, model units): F = ("
                    + ", ".join(f"{c:.6g}" for c in force) + ")")
+    if runner.dissipation:
+        from lbgen.output.dissipation import summary_line
+        click.echo(summary_line(runner.dissipation) + " (dissipation.csv, dissipation.png)")
     if runner.cfg.out:
         click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
     if save:

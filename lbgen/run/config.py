@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import InitVar, dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -59,6 +60,7 @@ class RunConfig:
     threads: int = OPTIONS["threads"].default
     seed: int = OPTIONS["seed"].default
     amplitude: Optional[float] = None
+    re: Optional[float] = None             # taylor-green: the Reynolds number its viscosity was set from
     init: Optional[str] = None
     walls: Optional[Dict] = None           # {"T_bottom", "T_top", "adiabatic_bottom", "adiabatic_top", "scheme"}
     save: Optional[str] = None
@@ -298,6 +300,10 @@ class RunConfig:
         values["pictures"] = default_pictures(merged.get("velocity_set", values["velocity_set"]), name)
         if name in SETUPS:
             chosen = SETUPS[name].run_defaults.get("velocity_set", values["velocity_set"])   # the set-up's own set
+            if "velocity_set" not in merged:      # an operator not defined on it: its own set of that dimension
+                chosen = _set_for_operator(chosen, merged.get("collision"))
+                if chosen != SETUPS[name].run_defaults.get("velocity_set", chosen):
+                    merged["velocity_set"] = chosen
             values.update(SETUPS[name].defaults_for(merged.get("velocity_set", chosen)))
         values.update(merged)
         values["setup"] = name
@@ -310,6 +316,8 @@ class RunConfig:
             if "gravity" not in merged and len(values["gravity"]) == 2:
                 values["gravity"] = (0.0, 0.0, 0.0)
         check_applicable(values, given)          # an option given where it has no effect is refused
+        if values.get("re") is not None:
+            values.update(_reynolds_values(values, given))
         op = operator(values["collision"])
         try:
             parameters = op.check({k: values[k] for k in op.parameter_names})
@@ -396,6 +404,45 @@ class RunConfig:
         return {"lx": self.lx, "ly": self.ly, **three, "collision": self.collision, "parameters": dict(self.parameters),
                 "gravity": list(self.gravity), "walls": self.walls, "precision": self.precision,
                 **({"storage": self.storage} if self.storage else {}), "velocity_set": self.velocity_set}
+
+
+def _set_for_operator(chosen: str, collision: Optional[str]) -> str:
+    """A set-up's default velocity set, or, where the operator asked for is not defined on it (the
+    cumulant on D3Q19), the operator's first set of the same dimension (D3Q27)."""
+    if collision is None:
+        return chosen
+    sets = operator(collision).sets
+    if sets is None or chosen in sets:
+        return chosen
+    D = set_entry(chosen).D
+    return next((name for name in sets if set_entry(name).D == D), chosen)
+
+
+def _reynolds_values(values: Mapping[str, Any], given: Mapping[str, str]) -> Dict[str, Any]:
+    """--re of the taylor-green vortex: the operator's viscosity parameter from Re = U L / nu
+    (``lbgen.model.physics.taylor_green_numbers``: L = N / (2 pi), U = amplitude / r) and, without
+    --steps, the steps to t = TAYLOR_GREEN_END t_c.  Refused: a cube it is not, or the viscosity
+    parameter given beside it."""
+    from lbgen.model.physics import scale_factor, taylor_green_length, velocity_to_lattice, viscosity_parameters
+    from lbgen.run.setups import TAYLOR_GREEN_AMPLITUDE, TAYLOR_GREEN_END
+    shape = (values["lx"], values["ly"], values["lz"])
+    if len(set(shape)) != 1:
+        raise ConfigError(f"--re {values['re']:g}: the Taylor-Green vortex of Re = U L / nu, L = N / (2 pi), lives on "
+                          f"a cube; this lattice is {' x '.join(map(str, shape))}: give --lx, --ly and --lz equal")
+    r = scale_factor(values["velocity_set"])
+    amplitude = values.get("amplitude")
+    U = velocity_to_lattice(abs(TAYLOR_GREEN_AMPLITUDE if amplitude is None else amplitude), r)
+    if U == 0:
+        raise ConfigError(f"--re {values['re']:g}: the vortex has no speed (--amplitude 0); give --amplitude > 0")
+    L = taylor_green_length(shape[0])
+    out: Dict[str, Any] = viscosity_parameters(values["collision"], U * L / values["re"], r=r)
+    for key in out:
+        if key in given:
+            raise ConfigError(f"{given[key]}: --{key.lower()} and --re {values['re']:g} both set the viscosity; "
+                              f"give one of them")
+    if "steps" not in given:
+        out["steps"] = math.ceil(TAYLOR_GREEN_END * L / U)
+    return out
 
 
 def _check_walls(walls: Mapping) -> Dict:

@@ -138,7 +138,11 @@ SCHEMA: Tuple[Option, ...] = (
     Option("strict", "bool", False, "No FMA contraction (bitwise-comparable builds).", flag="--strict/--no-strict"),
     Option("threads", "int", 0, "OpenMP threads (0: OMP_NUM_THREADS or all cores).", minimum=0, resumable=True),
     Option("seed", "int", 0, "Seed of random set-ups.", minimum=0, identity=True),
-    Option("amplitude", "float", None, "Amplitude of the set-up (wave, noise or interface).", optional=True, identity=True),
+    Option("amplitude", "float", None, "Amplitude of the set-up (wave, noise or interface; taylor-green: U in model "
+           "units, its Mach number on D3Q19/D3Q27).", optional=True, identity=True),
+    Option("re", "float", None, "Reynolds number of the taylor-green vortex, Re = U L / nu with L = N / (2 pi): sets "
+           "the operator's viscosity parameter (--tau, regularized --c1) and, without --steps, runs to t = "
+           "20 L / U.", optional=True, identity=True, minimum=0.0),
     Option("init", "path", None, ".npz with rho, ux, uy, T of shape (LX, LY) (3D: rho, ux, uy, uz, T of shape (LX, LY, LZ); physical fields, as --save writes them); sets the lattice size.", optional=True),
     Option("save", "path", None, "Write the final (physical, half-step) fields to this .npz.", optional=True, resumable=True),
     Option("out", "path", None, "Run folder: fields (h5 + vti), pictures, series, manifest.json, checkpoints.",
@@ -212,6 +216,14 @@ def _amplitude(v) -> Optional[str]:
     if setup is not None and not setup.uses_amplitude:
         return f"the {v['setup']} set-up starts at rest: it has no amplitude"
     return None
+
+
+def _reynolds(v) -> Optional[str]:
+    if v["init"]:
+        return _from_init(v)
+    return None if v["setup"] == "taylor-green" else (
+        f"it sets the viscosity of the taylor-green vortex from Re = U L / nu; the {v['setup']} set-up has none "
+        "(give --tau)")
 
 
 def _dpi(v) -> Optional[str]:
@@ -316,7 +328,7 @@ def _in_2d(key: str, rule: Optional[Callable[[Mapping[str, Any]], Optional[str]]
 #: refused before any work (``check_applicable``).  Options without a rule always apply;
 #: tests/run/test_effects.py checks that each of those changes something observable.
 APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
-    "lx": _from_init, "ly": _from_init, "amplitude": _amplitude, "seed": _seed,
+    "lx": _from_init, "ly": _from_init, "amplitude": _amplitude, "seed": _seed, "re": _reynolds,
     **{k: _operator_parameter(k) for k in all_parameters()},
     "t_bottom": _wall_temperature("bottom"), "t_top": _wall_temperature("top"),
     "adiabatic": _needs_walls, "wall_scheme": _needs_walls,
