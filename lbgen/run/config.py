@@ -300,7 +300,8 @@ class RunConfig:
         values["pictures"] = default_pictures(merged.get("velocity_set", values["velocity_set"]), name)
         if name in SETUPS:
             chosen = SETUPS[name].run_defaults.get("velocity_set", values["velocity_set"])   # the set-up's own set
-            if "velocity_set" not in merged:      # an operator not defined on it: its own set of that dimension
+            if "velocity_set" not in merged and "velocity_set" in SETUPS[name].run_defaults:
+                # the set-up's set (D3Q19) where the operator is not defined on it: the operator's (D3Q27)
                 chosen = _set_for_operator(chosen, merged.get("collision"))
                 if chosen != SETUPS[name].run_defaults.get("velocity_set", chosen):
                     merged["velocity_set"] = chosen
