@@ -419,6 +419,9 @@ def _report(runner, result, save):
         numbers = measure(flow, runner.cfg, history, out["rho"])
         for line in summary(flow, runner.cfg, numbers):
             click.echo(line)
+    if runner.dissipation:
+        from lbgen.output.dissipation import summary_line
+        click.echo(summary_line(runner.dissipation) + " (dissipation.csv, dissipation.png)")
     if runner.cfg.out:
         click.echo(f"outputs in {runner.cfg.out}/ (manifest.json, series.csv, fields/, vtk/, pictures/)")
     if save:

@@ -148,6 +148,7 @@ TIME_UNIT_LABELS: Dict[str, str] = {
     "L/U_lid": r"$L/U_{lid}$",      # a cavity: one lid transit
     "H^2/nu": r"$H^2/\nu$",         # a channel: the viscous time across it (steady after ~0.2 of it)
     "t_nu": r"$t_\nu$",             # a decaying wave or vortex: 1 / (nu k^2), k = 2 pi / L
+    "t_c": r"$t_c$",                # the Taylor-Green vortex: the convective time L / U, L = N / (2 pi)
 }
 
 
@@ -191,6 +192,32 @@ def wave_numbers(U: float, L: float, nu: float, c_s: float) -> Dict[str, float]:
     k = 2.0 * math.pi / L
     return {"U": U, "L": L, "Re": reynolds(U, L, nu), "Ma": U / c_s, "t_unit": 1.0 / (nu * k * k),
             "t_unit_name": "t_nu"}
+
+
+def taylor_green_length(N: int) -> float:
+    """The length scale L of the 3D Taylor-Green vortex on N sites per period: the box is 2 pi L
+    (Brachet et al., J. Fluid Mech. 130 (1983) 411; DeBonis, AIAA 2013-0382), L = N / (2 pi)."""
+    return N / (2.0 * math.pi)
+
+
+def taylor_green_numbers(U: float, N: int, nu: float, c_s: float) -> Dict[str, float]:
+    """The 3D Taylor-Green vortex of amplitude U (sites/step) on N sites per period: U, L =
+    N / (2 pi), Re = U L / nu, Ma = U / c_s and the convective time t_c = L / U (steps)."""
+    L = taylor_green_length(N)
+    return {"U": U, "L": L, "Re": reynolds(U, L, nu), "Ma": U / c_s, "t_unit": L / U, "t_unit_name": "t_c"}
+
+
+def viscosity_parameters(collision: str, nu: float, *, r: float, T: float = 1.0, rho: float = 1.0) -> Dict[str, float]:
+    """The operator parameter that gives the kinematic viscosity nu (sites^2/step): the inverse of
+    :func:`kinematic_viscosity` (tau = 1/2 + nu r^2 / T; regularized C1 = nu rho r^2)."""
+    from lbgen.model.operators import operator
+    base = operator(collision).base or collision
+    excess = nu / temperature_to_lattice(T, r)
+    if base in ("bgk", "trt", "cumulant", "mrt"):
+        return {"tau": 0.5 + excess}
+    if base == "regularized":
+        return {"C1": excess * rho * T}
+    raise ValueError(f"no transport coefficients known for collision operator {collision!r}")
 
 
 # --------------------------------------------------------------------------- transport
@@ -431,7 +458,7 @@ def summary(numbers: Mapping[str, object]) -> str:
         parts += [f"t_RT = sqrt(LX/(A g)) = {numbers['t_unit']:.4g} steps", fmt("U_ff")]
     elif "U" in numbers:
         speed = {"L/U_lid": "lid speed U", "H^2/nu": "Poiseuille centre speed U = g H^2/(8 nu)",
-                 "t_nu": "amplitude U"}.get(name, "U")
+                 "t_nu": "amplitude U", "t_c": "amplitude U"}.get(name, "U")
         parts.append(f"{speed} = {numbers['U']:.4g} sites/step")
         length = "L" if "L" in numbers else "H"
         parts.append(fmt(length))
@@ -441,6 +468,8 @@ def summary(numbers: Mapping[str, object]) -> str:
             parts.append(f"viscous time H^2/nu = {numbers['t_unit']:.4g} steps")
         elif name == "t_nu":
             parts.append(f"decay time t_nu = 1/(nu k^2) = {numbers['t_unit']:.4g} steps (k = 2 pi/L)")
+        elif name == "t_c":
+            parts.append(f"convective time t_c = L/U = {numbers['t_unit']:.4g} steps (L = N/(2 pi))")
     if "Re" in numbers:
         parts.append(fmt("Re") + (f" (= U {('L' if 'L' in numbers else 'H')}/nu)" if "U" in numbers else ""))
     if "Ma" in numbers:

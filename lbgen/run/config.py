@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import InitVar, dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -98,7 +99,7 @@ class RunConfig:
     stl_scale: float = OPTIONS["stl_scale"].default    # a --geometry mesh's placement: scale, rotation, offset
     stl_rotate: Optional[str] = None
     stl_offset: Optional[str] = None
-    re: Optional[float] = None                 # a flow around a body (lbgen.run.flows): Reynolds number, resolution
+    re: Optional[float] = None                 # flows around bodies (lbgen.run.flows), taylor-green: Reynolds number
     cells_per_diameter: Optional[int] = None
     init_digest: Optional[str] = None          # sha256 of the --init file the run started from (resolved)
     _converted: InitVar[bool] = False          # build(): every value is typed already
@@ -304,6 +305,11 @@ class RunConfig:
         values["pictures"] = default_pictures(merged.get("velocity_set", values["velocity_set"]), name)
         if name in SETUPS:
             chosen = SETUPS[name].run_defaults.get("velocity_set", values["velocity_set"])   # the set-up's own set
+            if "velocity_set" not in merged and "velocity_set" in SETUPS[name].run_defaults:
+                # the set-up's set (D3Q19) where the operator is not defined on it: the operator's (D3Q27)
+                chosen = _set_for_operator(chosen, merged.get("collision"))
+                if chosen != SETUPS[name].run_defaults.get("velocity_set", chosen):
+                    merged["velocity_set"] = chosen
             values.update(SETUPS[name].defaults_for(merged.get("velocity_set", chosen)))
         values.update(merged)
         values["setup"] = name
@@ -322,6 +328,8 @@ class RunConfig:
             except ValueError as e:
                 raise ConfigError(str(e)) from None
         check_applicable(values, given)          # an option given where it has no effect is refused
+        if values.get("re") is not None and name == "taylor-green":     # the flows' --re is theirs (above)
+            values.update(_reynolds_values(values, given))
         op = operator(values["collision"])
         try:
             parameters = op.check({k: values[k] for k in op.parameter_names})
@@ -411,6 +419,45 @@ class RunConfig:
         return {"lx": self.lx, "ly": self.ly, **three, "collision": self.collision, "parameters": dict(self.parameters),
                 "gravity": list(self.gravity), "walls": self.walls, "precision": self.precision,
                 **({"storage": self.storage} if self.storage else {}), "velocity_set": self.velocity_set}
+
+
+def _set_for_operator(chosen: str, collision: Optional[str]) -> str:
+    """A set-up's default velocity set, or, where the operator asked for is not defined on it (the
+    cumulant on D3Q19), the operator's first set of the same dimension (D3Q27)."""
+    if collision is None:
+        return chosen
+    sets = operator(collision).sets
+    if sets is None or chosen in sets:
+        return chosen
+    D = set_entry(chosen).D
+    return next((name for name in sets if set_entry(name).D == D), chosen)
+
+
+def _reynolds_values(values: Mapping[str, Any], given: Mapping[str, str]) -> Dict[str, Any]:
+    """--re of the taylor-green vortex: the operator's viscosity parameter from Re = U L / nu
+    (``lbgen.model.physics.taylor_green_numbers``: L = N / (2 pi), U = amplitude / r) and, without
+    --steps, the steps to t = TAYLOR_GREEN_END t_c.  Refused: a cube it is not, or the viscosity
+    parameter given beside it."""
+    from lbgen.model.physics import scale_factor, taylor_green_length, velocity_to_lattice, viscosity_parameters
+    from lbgen.run.setups import TAYLOR_GREEN_AMPLITUDE, TAYLOR_GREEN_END
+    shape = (values["lx"], values["ly"], values["lz"])
+    if len(set(shape)) != 1:
+        raise ConfigError(f"--re {values['re']:g}: the Taylor-Green vortex of Re = U L / nu, L = N / (2 pi), lives on "
+                          f"a cube; this lattice is {' x '.join(map(str, shape))}: give --lx, --ly and --lz equal")
+    r = scale_factor(values["velocity_set"])
+    amplitude = values.get("amplitude")
+    U = velocity_to_lattice(abs(TAYLOR_GREEN_AMPLITUDE if amplitude is None else amplitude), r)
+    if U == 0:
+        raise ConfigError(f"--re {values['re']:g}: the vortex has no speed (--amplitude 0); give --amplitude > 0")
+    L = taylor_green_length(shape[0])
+    out: Dict[str, Any] = viscosity_parameters(values["collision"], U * L / values["re"], r=r)
+    for key in out:
+        if key in given:
+            raise ConfigError(f"{given[key]}: --{key.lower()} and --re {values['re']:g} both set the viscosity; "
+                              f"give one of them")
+    if "steps" not in given:
+        out["steps"] = math.ceil(TAYLOR_GREEN_END * L / U)
+    return out
 
 
 def _check_walls(walls: Mapping) -> Dict:

@@ -187,6 +187,7 @@ class Run(RunEvents):
         self.seconds = 0.0
         self.steps_run = 0
         self.samples = 0                     # diagnostics samples taken (guard and series share one)
+        self.dissipation = None              # the Taylor-Green dissipation record (RunEvents._dissipation)
         self.started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.command = " ".join(shlex.quote(a) for a in [Path(sys.argv[0]).name, *sys.argv[1:]])
         self._versions = None

@@ -112,6 +112,18 @@ class RunEvents:
         if final:
             self.output.finish()             # an 'auto' window: every picture redrawn in the final one
             self.output.plot_series(T_walls=self.cfg.wall_temperatures)
+            if self.physics.get("t_unit_name") == "t_c":      # the Taylor-Green vortex
+                self._dissipation()
+
+    def _dissipation(self) -> None:
+        """dissipation.csv / .png of the Taylor-Green vortex from series.csv (``lbgen.output.dissipation``):
+        its peak against the reference DNS goes to the manifest and the run summary."""
+        from lbgen.output.dissipation import DISSIPATION_FILES, write_dissipation
+        paths = [self.output.run_dir / name for name in DISSIPATION_FILES]
+        self.output.record(paths)
+        self.dissipation = write_dissipation(self.output.run_dir, self.output.read_series(), self.physics,
+                                             math.prod(self.cfg.shape), label=self.cfg.collision, dpi=self.cfg.dpi)
+        self.output.seal(paths)
 
     def _save(self) -> None:
         """--save: the final fields (the final outputs' own), written by rank 0."""
@@ -183,6 +195,7 @@ class RunEvents:
             "sweeps": dict(self.sim.sweeps),
             "samples": self.samples,
             "bodies": self._bodies_record(),
+            "dissipation": self.dissipation,
             "versions": self._versions,
             "command": self.command,
             "started": self.started_at,

@@ -41,12 +41,13 @@ def physics3d(cfg: RunConfig) -> dict:
     1.05 / 0.95 contrast and, with gravity along z, t_unit, U_ff, Re, Ma; with a lid: its speed U
     (lattice units), the cavity size L (the lid's axis), Re = U L / nu, Ma = U / c_s and the
     lid transit L / U; a channel: its Poiseuille centre speed, Re, Ma and viscous time; a
-    shear wave or Taylor-Green vortex: its amplitude, Re, Ma and decay time
-    (``lbgen.model.physics.lid_numbers``, ``channel_numbers``, ``wave_numbers``)."""
+    shear wave: its amplitude, Re, Ma and decay time; the Taylor-Green vortex: its amplitude, L = N / (2 pi),
+    Re = U L / nu, Ma and convective time t_c = L / U (``lbgen.model.physics.lid_numbers``,
+    ``channel_numbers``, ``wave_numbers``, ``taylor_green_numbers``)."""
     from lbgen.model.physics import (UNITS, channel_numbers, channel_width, gravity_to_lattice, hermite_order, is_thermal,
                                      kinematic_viscosity, lid_numbers, prandtl, rayleigh_taylor_numbers,
-                                     scale_factor, sound_speed, thermal_diffusivity, velocity_to_lattice,
-                                     wave_numbers)
+                                     scale_factor, sound_speed, taylor_green_numbers, thermal_diffusivity,
+                                     velocity_to_lattice, wave_numbers)
     r = scale_factor(cfg.velocity_set)
     params = dict(cfg.parameters)
     thermal = is_thermal(cfg.velocity_set)
@@ -73,7 +74,9 @@ def physics3d(cfg: RunConfig) -> dict:
     elif cfg.setup == "channel" and g and not cfg.init and channel_width(cfg.shape, cfg.wall_axes, cfg.gravity):
         H = channel_width(cfg.shape, cfg.wall_axes, cfg.gravity)    # the walls parallel to the force
         out.update(channel_numbers(gravity_to_lattice(g, r), H, nu, c_s))
-    elif cfg.setup in ("shear-wave", "taylor-green") and cfg.amplitude and not cfg.init:
+    elif cfg.setup == "taylor-green" and cfg.amplitude and not cfg.init:
+        out.update(taylor_green_numbers(velocity_to_lattice(abs(cfg.amplitude), r), cfg.lx, nu, c_s))
+    elif cfg.setup == "shear-wave" and cfg.amplitude and not cfg.init:
         out.update(wave_numbers(velocity_to_lattice(abs(cfg.amplitude), r), cfg.lx, nu, c_s))
     return out
 

@@ -126,8 +126,10 @@ SCHEMA: Tuple[Option, ...] = (
            identity=True),
     Option("stl_offset", "str", None, "Move a --geometry mesh's origin to X,Y,Z (sites).", optional=True,
            identity=True),
-    Option("re", "float", None, "Reynolds number U D / nu of a flow around a body (cylinder: 20 for the DFG case 2D-1, "
-           "100 for 2D-2; cylinder3d, sphere; default 20): sets tau.", minimum=1e-6, optional=True, identity=True),
+    Option("re", "float", None, "Reynolds number: U D / nu of a flow around a body (cylinder: 20 for the DFG case "
+           "2D-1, 100 for 2D-2; cylinder3d, sphere; default 20), or U L / nu of the taylor-green vortex (L = N / "
+           "(2 pi); without --steps it runs to t = 20 L / U): sets the viscosity (--tau; regularized --c1).",
+           minimum=1e-6, optional=True, identity=True),
     Option("cells_per_diameter", "int", None, "Lattice sites across the body of a flow around it (cylinder default "
            "20, cylinder3d and sphere 10): sets the lattice.", minimum=4, optional=True, identity=True),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
@@ -150,7 +152,8 @@ SCHEMA: Tuple[Option, ...] = (
     Option("strict", "bool", False, "No FMA contraction (bitwise-comparable builds).", flag="--strict/--no-strict"),
     Option("threads", "int", 0, "OpenMP threads (0: OMP_NUM_THREADS or all cores).", minimum=0, resumable=True),
     Option("seed", "int", 0, "Seed of random set-ups.", minimum=0, identity=True),
-    Option("amplitude", "float", None, "Amplitude of the set-up (wave, noise or interface).", optional=True, identity=True),
+    Option("amplitude", "float", None, "Amplitude of the set-up (wave, noise or interface; taylor-green: U in model "
+           "units, its Mach number on D3Q19/D3Q27).", optional=True, identity=True),
     Option("init", "path", None, ".npz with rho, ux, uy, T of shape (LX, LY) (3D: rho, ux, uy, uz, T of shape (LX, LY, LZ); physical fields, as --save writes them); sets the lattice size.", optional=True),
     Option("save", "path", None, "Write the final (physical, half-step) fields to this .npz.", optional=True, resumable=True),
     Option("out", "path", None, "Run folder: fields (h5 + vti), pictures, series, manifest.json, checkpoints.",
@@ -229,6 +232,16 @@ def _amplitude(v) -> Optional[str]:
 def _convection(v) -> Optional[str]:
     return None if v["setup"] == "rayleigh-benard" else (
         f"it shapes the rayleigh-benard set-up (this run's set-up is {v['setup']})")
+
+
+def _reynolds(v) -> Optional[str]:
+    if v["setup"] in FLOWS:
+        return None
+    if v["init"]:
+        return _from_init(v)
+    return None if v["setup"] == "taylor-green" else (
+        f"it sets the viscosity of the taylor-green vortex (Re = U L / nu) and of the flows around bodies "
+        f"({', '.join(FLOWS)}); the {v['setup']} set-up has none (give --tau)")
 
 
 def _dpi(v) -> Optional[str]:
@@ -339,7 +352,7 @@ def _in_2d(key: str, rule: Optional[Callable[[Mapping[str, Any]], Optional[str]]
 #: refused before any work (``check_applicable``).  Options without a rule always apply;
 #: tests/run/test_effects.py checks that each of those changes something observable.
 APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
-    "lx": _from_init, "ly": _from_init, "amplitude": _amplitude, "seed": _seed,
+    "lx": _from_init, "ly": _from_init, "amplitude": _amplitude, "seed": _seed, "re": _reynolds,
     **{k: _operator_parameter(k) for k in all_parameters()},
     "t_bottom": _wall_temperature("bottom"), "t_top": _wall_temperature("top"),
     "adiabatic": _needs_walls, "wall_scheme": _needs_walls,
@@ -363,7 +376,7 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "body_bc": lambda v: None if v.get("geometry") or v.get("setup") in FLOWS else (
         "it is the bounce-back on a body: give --geometry FILE"),
     **{k: (lambda v: None if v.get("setup") in FLOWS else f"it belongs to the flows around bodies "
-           f"({', '.join(FLOWS)})") for k in ("re", "cells_per_diameter")},
+           f"({', '.join(FLOWS)})") for k in ("cells_per_diameter",)},
     **{k: _mesh_option for k in ("stl_scale", "stl_rotate", "stl_offset")},
 }
 APPLIES.update({k: _in_2d(k, APPLIES.get(k)) for k in NOT_IN_3D})

@@ -107,6 +107,9 @@ CHANNEL_GRAVITY = (2.5e-5, 0.0, 0.0)
 #: the 2D channel's (--velocity-set d2q9 ...): the same force along x
 CHANNEL_GRAVITY_2D = CHANNEL_GRAVITY[:2]
 TAYLOR_GREEN_AMPLITUDE = 0.05
+#: the end of a taylor-green run given by --re without --steps, in convective times L / U (the
+#: reference data run to t = 20 t_c: lbgen/output/tgv_re1600_spectral.csv)
+TAYLOR_GREEN_END = 20.0
 
 
 def _at_rest3d(lx: int, ly: int, lz: int) -> Dict[str, np.ndarray]:

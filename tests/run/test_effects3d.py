@@ -30,6 +30,7 @@ EFFECTS3D = {
     "tau": ({}, 0.8, 0.9),
     "gravity": ({}, "0,0,0", "1e-4,0,0"),
     "amplitude": ({}, 0.05, 0.02),
+    "re": ({}, 1600, 400),                 # the viscosity (tau) from Re = U L / nu, L = N / (2 pi)
     "time_block": ({}, 1, 2),
     "check_every": ({}, 0, 1),
     "init": ({}, None, "INIT3D"),
