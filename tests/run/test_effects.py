@@ -18,6 +18,7 @@ import pytest
 
 from lbgen.run.config import RunConfig
 from lbgen.run.driver import Run
+from lbgen.run.flows import FLOWS
 from lbgen.run.options import APPLIES, SCHEMA, ConfigError
 
 pytestmark = pytest.mark.slow
@@ -33,6 +34,11 @@ D3 = {"setup": "taylor-green", "velocity_set": "d3q19", "lx": 8, "ly": 8, "lz": 
 D2Q9 = {"velocity_set": "d2q9"}
 #: a 2D channel between walls on y: the open faces are audited in it
 OPEN = {**D2Q9, "wall_axes": "y"}
+#: the DFG cylinder (lbgen/run/flows.py) at the fewest sites per diameter it takes: an analytic body,
+#: whose links' wall distances are not all 1/2 (on a voxel mask halfway and bouzidi are the same)
+CYLINDER = {"setup": "cylinder", "cells_per_diameter": 4}
+#: a small 3D run with a triangle mesh body (a box written by trimesh): the --stl-* options are audited in it
+MESH = {**D3, "geometry": "MESH", "stl_scale": 2.0, "stl_offset": "4.3,4.2,4.1"}
 
 
 def _opencl():
@@ -45,11 +51,12 @@ def _opencl():
 def fingerprint(tmp_path: Path, name: str, options: dict) -> dict:
     """Run a tiny case and collect everything observable of it."""
     options = dict(options)
+    base = _base(options)
     setup = options.pop("setup", None)
     for key in ("out", "save"):
         if options.get(key) is True:
             options[key] = str(tmp_path / f"{name}-{key}" / ("f.npz" if key == "save" else ""))
-    cfg = RunConfig.build(setup, ("test", {**_base(options), **options}))
+    cfg = RunConfig.build(setup, ("test", {**base, **options}))
     run = Run(cfg, echo=lambda m: None)
     run.execute()
     state = run.sim.state()
@@ -74,8 +81,9 @@ def fingerprint(tmp_path: Path, name: str, options: dict) -> dict:
 
 
 def _base(options: dict) -> dict:
-    """The tiny lattice, unless an --init file sets the size."""
-    return {k: v for k, v in BASE.items() if not (options.get("init") and k in ("lx", "ly"))}
+    """The tiny lattice, unless an --init file or a flow around a body (its --cells-per-diameter) sets the size."""
+    sized = options.get("init") or options.get("setup") in FLOWS
+    return {k: v for k, v in BASE.items() if not (sized and k in ("lx", "ly"))}
 
 
 def _init_file(tmp_path):
@@ -148,6 +156,15 @@ EFFECTS = {
     "outlet_density": ({**OPEN, "inlet": "x-low", "outlet": "x-high"}, 1.0, 1.02),
     "outflow": ({**OPEN, "inlet": "x-low"}, {"outlet": "x-high"}, {"outflow": "x-high"}),
     "slip": ({**D2Q9, "inlet": "x-low", "outlet": "x-high"}, {"wall_axes": "y"}, {"slip": "y"}),
+    # bodies: the bounce-back on them, a mesh's placement, the flows around them
+    "body_bc": (CYLINDER, "halfway", "bouzidi"),
+    "stl_scale": (MESH, 2.0, 3.0),
+    "stl_rotate": (MESH, "0,0,0", "0,0,90"),
+    "stl_offset": (MESH, "4.3,4.2,4.1", "3.3,4.2,4.1"),
+    "re": (CYLINDER, 10.0, 20.0),
+    "cells_per_diameter": ({"setup": "cylinder"}, 4, 5),
+    # the populations' storage apart from the arithmetic (lbgen.codegen.storage)
+    "storage": ({**D2Q9, "setup": "uniform-noise"}, "fp64", "fp32"),
 }
 
 #: option -> (context, value) where the option has no effect: refused naming it
@@ -187,6 +204,10 @@ REFUSED = {
     # options of 2D runs only, given to a 3D run
     "walls": (D3, True),
     "host_columns": ({}, 4),
+    # bodies: the bounce-back on one without a body; a mesh's placement without a mesh; a flow's numbers elsewhere
+    "body_bc": ({}, "bouzidi"),
+    "stl_scale": ({"geometry": "GEOMETRY"}, 2.0), "stl_rotate": ({}, "0,0,30"), "stl_offset": ({}, "1,2,3"),
+    "re": ({}, 20.0), "cells_per_diameter": ({"setup": "uniform-noise"}, 8),
 }
 
 
@@ -199,7 +220,17 @@ def _geometry_file(tmp_path):
     return str(path)
 
 
+def mesh_file(tmp_path) -> str:
+    """A closed triangle mesh: a 2 x 1 x 1 box about the origin (turned, it lies otherwise in the lattice)."""
+    trimesh = pytest.importorskip("trimesh")
+    path = tmp_path / "box.stl"
+    trimesh.creation.box(extents=(2.0, 1.0, 1.0)).export(path)
+    return str(path)
+
+
 def _resolve(value, tmp_path):
+    if value == "MESH":
+        return mesh_file(tmp_path)
     if value == "INIT":
         return _init_file(tmp_path)
     if value == "GEOMETRY":

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_effects import fingerprint
+from test_effects import fingerprint, mesh_file
 
 from lbgen.run.config import RunConfig
 from lbgen.run.driver import Run
+from lbgen.run.flows import FLOWS
 from lbgen.run.options import NOT_IN_3D, SCHEMA, ConfigError
 
 pytestmark = pytest.mark.slow
@@ -22,6 +23,13 @@ D3 = {"setup": "taylor-green", "velocity_set": "d3q19", "lx": 8, "ly": 8, "lz": 
 OUT = {"out": True, "pictures": "none"}
 #: a duct (walls on y and z) from the small 3D run: the open faces are audited in it
 DUCT = {"wall_axes": "yz"}
+#: a box mesh (trimesh) in the small 3D run, its faces off the half-way planes (Bouzidi's q != 1/2)
+MESH = {"geometry": "MESH", "stl_scale": 2.0, "stl_offset": "4.3,4.2,4.1"}
+#: the sphere in a stream (lbgen/run/flows.py) at the fewest sites per diameter it takes
+SPHERE = {"setup": "sphere", "cells_per_diameter": 4}
+#: a shallow 3D Rayleigh-Benard layer (D3Q39, walls across z): --ra, --pr, --aspect set its gravity,
+#: diffusivities and periodic lengths (their numbers: tests/run/test_rayleigh_benard.py)
+RB3D = {"setup": "rayleigh-benard", "velocity_set": "d3q39", "lz": 40, "ra": 3000.0}
 
 #: option -> (context, value A, value B): two 3D runs that differ observably
 EFFECTS3D = {
@@ -56,6 +64,13 @@ EFFECTS3D = {
     "outflow": ({**DUCT, "inlet": "x-low"}, {"outlet": "x-high"}, {"outflow": "x-high"}),
     "slip": ({"wall_axes": "y", "inlet": "x-low", "outlet": "x-high"}, {"wall_axes": "yz"},
              {"wall_axes": "y", "slip": "z"}),
+    # bodies: the bounce-back on a mesh, the mesh's placement, the flows around them
+    "body_bc": (MESH, "halfway", "bouzidi"),
+    "stl_scale": (MESH, 2.0, 3.0),
+    "stl_rotate": (MESH, "0,0,0", "0,0,90"),
+    "stl_offset": (MESH, "4.3,4.2,4.1", "3.3,4.2,4.1"),
+    "re": (SPHERE, 10.0, 20.0),
+    "cells_per_diameter": ({"setup": "sphere"}, 4, 5),
 }
 
 #: option -> (context, value A, value B): the 3D lattice is built with other arguments (the 3D
@@ -82,6 +97,9 @@ KERNEL_OPTIONS3D = {
     "hetero": ({}, None, "opencl"),
     "split": ({"hetero": "opencl"}, "0.25", "0.5"),
     "host_columns": ({"hetero": "opencl"}, 1, 2),
+    "ra": (RB3D, 3000.0, 4000.0), "pr": (RB3D, 0.71, 1.0), "aspect": (RB3D, 2.0, 3.0),
+    # the populations' storage apart from the arithmetic (lbgen.codegen.storage)
+    "storage": ({}, "fp64", "fp32"),
 }
 
 #: option -> (context, value): refused in a 3D run (D3 and the context), naming the option
@@ -95,7 +113,9 @@ REFUSED3D = {
 
 
 def _options(context: dict, key: str, value, tmp_path) -> dict:
-    opts = {**D3, **context}
+    opts = {**D3, **{k: mesh_file(tmp_path) if v == "MESH" else v for k, v in context.items()}}
+    if opts["setup"] in (*FLOWS, "rayleigh-benard"):    # the set-up sizes the lattice (from D or Ra, --aspect)
+        opts = {k: v for k, v in opts.items() if k not in ("lx", "ly", "lz") or k in context}
     if isinstance(value, dict):
         opts.update(value)
     elif value == "INIT3D":
