@@ -486,8 +486,13 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
 
         def unpacked(r):      # host buffers are read in place: no flat copy of the lattice first
             return r.program.layout.unpack(r.f if isinstance(r.f, np.ndarray) else r.program.download(r.f))
-        if len(self.regions) == 1:   # the one copy a checkpoint needs (unpack's gather), no second
-            return unpacked(self.regions[0])
+        first = self.regions[0]
+        if len(self.regions) == 1 and np.array_equal(first.columns % self.lx, np.arange(self.lx)):
+            r = first                # the one copy a checkpoint needs (unpack's gather), no second
+            out = unpacked(r)
+            # a layout whose unpack is a view of the host buffer (the next step, or the buffer's
+            # release, would change it): copied, so the state is the caller's
+            return out.copy() if isinstance(r.f, np.ndarray) and np.may_share_memory(out, r.f) else out
         out = np.empty((self.vs.Q, *self.shape), dtype=self.dtype)
         for r in self.regions:
             out[:, r.columns % self.lx] = unpacked(r)

@@ -23,7 +23,7 @@ def test_interleaved_rates_times_the_calls_in_turn_after_each_rounds_hook():
     assert setup == "aabbab"                                  # two warm-ups each, then one pre-timing each
     assert len(rounds) == 3
     for r in rounds:                                           # all of a's calls, then all of b's
-        assert r.count("a") >= 2 and r.count("b") >= 1 and r == "a" * r.count("a") + "b" * r.count("b")
+        assert r.count("a") >= 1 and r.count("b") >= 1 and r == "a" * r.count("a") + "b" * r.count("b")   # (a loaded machine may stretch a sleep past min_seconds)
 
 
 def test_interleaved_rates_are_work_per_second():

@@ -153,16 +153,20 @@ def test_every_backend_emits_the_same_entry_points_with_the_same_arguments(walls
     sweeps = {"propagate": ["region", "par"], "collide": ["region", "par"], "fused": ["region", "par"],
               "bc": ["region", "par"], "fused_walls": ["region", "par"]}
     # C's propagate reads only the record's boundaries: the GPU propagate kernels take those
-    # (walls, lids, lid, solid), collide and fused the parameters too, bc and fused_walls no boundaries
-    bounds = ["walls", "lids", "lid", "solid"]
+    # (walls, lids, lid, solid; the open faces' inlets, outlets, outflows, slips packed in the bits opens
+    # and rho_out, inflow in the array openv), collide and fused the parameters too, bc and fused_walls
+    # no boundaries
+    bounds = ["walls", "lids", "lid", "solid", "opens", "openv"]
+    packed = {"opens": {"inlets", "outlets", "outflows", "slips"}, "openv": {"rho_out", "inflow"}}
+    assert set().union(*packed.values()) <= set(fields)
     for name in expected:
         c_names = _names(c_api[name])
         for gpu_names in (_names(cl_kernels[name]), _names(cu_kernels[name]), _names(wrappers[name])[:-1]):
             if name in sweeps:
                 assert c_names[:4] == gpu_names[:4] and c_names[4:] == sweeps[name], name
                 assert gpu_names[4:8] == region_fields, (name, gpu_names[4:8])
-                assert set(gpu_names[8:]) <= set(fields), (name, gpu_names[8:], fields)
-                assert (gpu_names[-4:] == bounds) == (name in ("propagate", "collide", "fused")), name
+                assert set(gpu_names[8:]) - set(packed) <= set(fields), (name, gpu_names[8:], fields)
+                assert (gpu_names[-6:] == bounds) == (name in ("propagate", "collide", "fused")), name
             else:
                 assert gpu_names == c_names, name
         assert _names(wrappers[name])[-1] == "stream", name
