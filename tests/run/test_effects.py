@@ -124,7 +124,6 @@ EFFECTS = {
     "threads": ({}, 1, 2),
     "seed": ({"setup": "uniform-noise"}, 1, 2),
     "amplitude": ({}, 0.05, 0.02),
-    "re": (D3, 1600, 400),
     "init": ({}, None, "INIT"),
     "save": ({}, None, True),
     "out": ({}, None, True),
@@ -171,7 +170,6 @@ EFFECTS = {
 REFUSED = {
     "lx": ({"init": "INIT"}, 16), "ly": ({"init": "INIT"}, 64), "amplitude": ({"init": "INIT"}, 0.1),
     "seed": ({}, 3),
-    "re": ({}, 1600),                     # shear-wave: only the taylor-green vortex takes a Reynolds number
     "tau": ({"collision": "regularized"}, 0.9),
     "C1": ({}, 2e-3),
     "C2": ({"collision": "regularized", "velocity_set": "d2q9"}, 2e-3),

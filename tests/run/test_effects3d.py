@@ -69,7 +69,6 @@ EFFECTS3D = {
     "stl_scale": (MESH, 2.0, 3.0),
     "stl_rotate": (MESH, "0,0,0", "0,0,90"),
     "stl_offset": (MESH, "4.3,4.2,4.1", "3.3,4.2,4.1"),
-    "re": (SPHERE, 10.0, 20.0),
     "cells_per_diameter": ({"setup": "sphere"}, 4, 5),
 }
 
