@@ -25,6 +25,17 @@ KERNEL_PARAMS = {**ORACLE_PARAMS, "regularized": {"C1": 0.07, "C2": 1e-3, "C3": 
 NEW_OPERATORS = ("trt", "bgk-les", "regularized-les", "trt-les", "cumulant", "mrt", "mrt-les")
 
 
+#: the layouts every operator beyond bgk and regularized is swept on (one plain, one clustered): the
+#: layout code is the operator's own nowhere (bgk and regularized sweep every layout, the site
+#: function is shared), so the other operators' full layout sweeps added compiles, not coverage
+SAMPLED_LAYOUTS = (("soa", None), ("caosoa", 8))
+
+
+def swept(layout, vl, collision: str) -> bool:
+    """Whether the layout sweep takes this operator on this layout (every layout: bgk, regularized)."""
+    return collision in ("bgk", "regularized") or (layout, vl) in SAMPLED_LAYOUTS
+
+
 def defined(name: str, collision: str) -> bool:
     """Whether the operator is defined on the set (the cumulant operator: D3Q27 only)."""
     from lbgen.model.operators import operator

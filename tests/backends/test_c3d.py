@@ -11,7 +11,7 @@ import pytest
 
 from lbgen.codegen.layouts import make_layout
 from lbgen.reference import bulk3d as oracle
-from support3d import (bounds, FORCE, LAYOUTS3D, NEW_OPERATORS, R, SHAPE, defined, kernel_run, oracle_run, program3d, random_state)
+from support3d import (bounds, FORCE, LAYOUTS3D, NEW_OPERATORS, R, SHAPE, defined, kernel_run, swept, oracle_run, program3d, random_state)
 
 STEPS = 3
 #: the combinations the fast suite runs; the whole sweep runs under CI=true / --slow
@@ -25,7 +25,8 @@ def _sweep():
     for layout, vl in LAYOUTS3D:
         for name in ("d3q19", "d3q27"):
             for collision in ("bgk", "regularized") + NEW_OPERATORS:
-                if not defined(name, collision):
+                if not defined(name, collision) or not (swept(layout, vl, collision)
+                                                        or (layout, vl, name, collision) in FAST):
                     continue
                 marks = () if (layout, vl, name, collision) in FAST else (pytest.mark.slow,)
                 yield pytest.param(layout, vl, name, collision, marks=marks,

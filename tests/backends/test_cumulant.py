@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support3d import SAMPLED_LAYOUTS
 
 from helpers import require, step_fused, step_unfused
 from lbgen.codegen.spec import KernelSpec, SpecError
@@ -70,6 +71,8 @@ def _sweep():
         for layout, vl in LAYOUTS:
             for precision in ("double", "single") + (("mixed",) if runtime == "c" else ()):
                 case = (runtime, layout, vl, precision)
+                if case not in FAST and (layout, vl) not in SAMPLED_LAYOUTS:   # the layouts: bgk's sweeps
+                    continue
                 yield pytest.param(*case, marks=() if case in FAST else (pytest.mark.slow,),
                                    id=f"{runtime}-{layout}{vl or ''}-{precision}")
 

@@ -23,7 +23,7 @@ from lbgen.codegen.kernel_api import BODY_ENTRY_POINTS, GPU_ENTRY_POINTS_3D
 from lbgen.codegen.spec import KernelSpec
 from lbgen.reference import bulk3d as oracle
 from programs import PROGRAMS
-from support3d import (bounds, FORCE, LAYOUTS3D, NEW_OPERATORS, R, SHAPE, defined, kernel_run, oracle_run, program3d, random_state)
+from support3d import (bounds, FORCE, LAYOUTS3D, NEW_OPERATORS, R, SHAPE, defined, kernel_run, swept, oracle_run, program3d, random_state)
 
 STEPS = 3
 #: the runtimes under test (lbgen.backends.RUNTIMES names); "cuda" needs a GPU and CuPy
@@ -89,7 +89,8 @@ def _sweep(fast=FAST):
         for layout, vl in LAYOUTS3D:
             for name in ("d3q19", "d3q27"):
                 for collision in ("bgk", "regularized") + NEW_OPERATORS:
-                    if not defined(name, collision):
+                    if not defined(name, collision) or not (swept(layout, vl, collision)
+                                                            or (backend, layout, vl, name, collision) in fast):
                         continue
                     marks = () if (backend, layout, vl, name, collision) in fast or backend == "cuda" \
                         else (pytest.mark.slow,)
