@@ -31,7 +31,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-std=gnu11", "-fPIC", "-shared")
 
 
-_CTYPES = {"double": ctypes.c_double, "int": ctypes.c_int, "const uint8_t *": ctypes.c_void_p}
+_CTYPES = {"double": ctypes.c_double, "int": ctypes.c_int, "const uint8_t *": ctypes.c_void_p,
+           "const double *": ctypes.c_void_p}
 
 
 def header_struct(header: str, name: str):

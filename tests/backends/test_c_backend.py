@@ -320,9 +320,11 @@ def test_mixed_precision_matches_the_reference_within_its_documented_tolerance(
     assert err < relative_error(single, want) / 4          # ... but computed in double: far closer than single
 
 
-def test_mixed_precision_is_refused_off_the_c_backend():
-    with pytest.raises(SpecError, match="precision 'mixed'.*C backend only"):
-        generate(KernelSpec(backend="opencl", precision="mixed"))
+def test_mixed_precision_is_refused_where_the_storage_cannot_differ():
+    """mixed (float storage, double arithmetic) runs on C and OpenCL (lbgen.codegen.storage); CUDA
+    stores the precision's own type, and refuses it before generating anything."""
+    with pytest.raises(SpecError, match="precision 'mixed'.*c and opencl backends only, not 'cuda'"):
+        generate(KernelSpec(backend="cuda", precision="mixed"))
 
 
 @pytest.mark.parametrize("walls", [False, True], ids=["periodic", "walls"])
