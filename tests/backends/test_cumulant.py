@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from support3d import SAMPLED_LAYOUTS
 
-from helpers import require, step_fused, step_unfused
+from helpers import step_fused, step_unfused
 from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.reference import cumulant as oracle
+from test_trt_les import program as trt_program
 
 LX, LY = 6, 16
 R = np.sqrt(3.0)                    # D2Q9: xi = sqrt(3) c (model units = R x lattice units)
@@ -52,18 +53,8 @@ def run(prog, f0, steps, fused=True, **params):
 
 
 def program(programs, runtime, layout, vl, precision="double", strict=False):
-    if runtime == "opencl":
-        from lbgen.backends import opencl
-        try:
-            opencl.available()
-            opencl.select_device()
-        except Exception as e:                                  # no OpenCL platform here
-            require(False, str(e), "OpenCL")
-    if runtime == "cuda-shim":
-        from lbgen.backends.cuda import shim
-        require(*shim.available(), "g++ for the CUDA host shim")
-    return programs.of(runtime, (LX, LY), strict, layout=layout, vl=vl, precision=precision, velocity_set="d2q9",
-                       collision="cumulant")
+    """The D2Q9 cumulant program of a runtime (test_trt_les's, whose lattice this is)."""
+    return trt_program(programs, runtime, layout, vl, "cumulant", precision, strict)
 
 
 def _sweep():

@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 from support3d import SAMPLED_LAYOUTS
 
-from helpers import require, step_fused
+from helpers import step_fused
 from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.reference import mrt as oracle
 from lbgen.reference.trt_les import D2Q9_C, stream
-from test_cumulant import LAYOUTS, LX, LY, R, STEPS, FORCE, initial_state, rel_err
+from test_cumulant import LAYOUTS, R, STEPS, FORCE, initial_state, rel_err
+from test_trt_les import program
 
 PARAMS = {"mrt": {"tau": 0.56, "omega_bulk": 1.4, "omega3": 0.9, "omega4": 1.2},
           "mrt-les": {"tau": 0.52, "omega_bulk": 1.1, "omega3": 1.2, "omega4": 0.8, "smagorinsky": 0.15}}
@@ -27,21 +28,6 @@ def oracle_run(f, steps, operator, force=FORCE, **params):
     for _ in range(steps):
         f = oracle.collide(stream(f, D2Q9_C), force=force, **(params or PARAMS[operator]))
     return f
-
-
-def program(programs, runtime, layout, vl, operator, precision="double"):
-    if runtime == "opencl":
-        from lbgen.backends import opencl
-        try:
-            opencl.available()
-            opencl.select_device()
-        except Exception as e:                                  # no OpenCL platform here
-            require(False, str(e), "OpenCL")
-    if runtime == "cuda-shim":
-        from lbgen.backends.cuda import shim
-        require(*shim.available(), "g++ for the CUDA host shim")
-    return programs.of(runtime, (LX, LY), False, layout=layout, vl=vl, precision=precision, velocity_set="d2q9",
-                       collision=operator)
 
 
 def _sweep():
