@@ -344,6 +344,19 @@ def conduction_depth(ly: int, rows: int) -> int:
     return ly - 2 * rows + 1
 
 
+
+def wall_plane_entries(cfg, planes, axis: str) -> dict:
+    """The run numbers of the measured wall planes (``wall_planes``' value, or None): the no-slip
+    planes across ``axis`` and the table's note, or the note that none is measured."""
+    if planes is None:
+        return {"wall_planes_note": f"no measured wall planes for {cfg.velocity_set} with {cfg.walls['scheme']} "
+                                    f"walls and {cfg.collision}: depths between the planes where the bc imposes "
+                                    f"the wall temperatures"}
+    out = {f"{axis}_no_slip": list(planes.no_slip)}
+    if planes.note:
+        out["wall_planes_note"] = planes.note
+    return out
+
 def wall_planes(cfg, T_bottom: float = 1.0, T_top: float = 1.0):
     """The effective planes of a walled run (``lbgen.model.wall_planes.WallPlanes``), or None
     where nothing was measured for its set, scheme and operator.  Outside the measured
@@ -422,16 +435,10 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
     planes = None
     if walls:
         planes = wall_planes(cfg, walls["T_bottom"], walls["T_top"])
-        if planes is not None:
-            out["y_no_slip"] = list(planes.no_slip)
-            if planes.isothermal is not None and not (walls.get("adiabatic_bottom") or walls.get("adiabatic_top")):
-                out["y_isothermal"] = list(planes.isothermal)
-            if planes.note:
-                out["wall_planes_note"] = planes.note
-        else:
-            out["wall_planes_note"] = (f"no measured wall planes for {vs} with {walls['scheme']} walls and "
-                                       f"{cfg.collision}: depths between the rows where the bc imposes the "
-                                       f"wall temperatures")
+        out.update(wall_plane_entries(cfg, planes, "y"))
+        if planes is not None and planes.isothermal is not None \
+                and not (walls.get("adiabatic_bottom") or walls.get("adiabatic_top")):
+            out["y_isothermal"] = list(planes.isothermal)
     if (thermal and walls and g_down and not walls.get("adiabatic_bottom") and not walls.get("adiabatic_top")
             and walls["T_bottom"] != walls["T_top"]):
         H = planes.depth_isothermal if planes is not None else conduction_depth(cfg.ly, wall_rows(vs))

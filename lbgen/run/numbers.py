@@ -87,19 +87,11 @@ def convection3d(cfg: RunConfig, nu: float, kappa: float, r: float) -> dict:
     depth H between the isothermal ones, Ra with it, the adiabatic ratio and the published Nu
     (``lbgen.model.convection.convection_numbers``)."""
     from lbgen.model.convection import convection_numbers
-    from lbgen.model.physics import gravity_to_lattice, rayleigh, wall_planes
+    from lbgen.model.physics import gravity_to_lattice, rayleigh, wall_plane_entries, wall_planes
     from lbgen.run.convection import run_planes
     walls = cfg.walls
     out = {}
-    planes = wall_planes(cfg, walls["T_bottom"], walls["T_top"])
-    if planes is not None:
-        out["z_no_slip"] = list(planes.no_slip)
-        if planes.note:
-            out["wall_planes_note"] = planes.note
-    else:
-        out["wall_planes_note"] = (f"no measured wall planes for {cfg.velocity_set} with {walls['scheme']} walls and "
-                                   f"{cfg.collision}: depths between the planes where the bc imposes the wall "
-                                   f"temperatures")
+    out.update(wall_plane_entries(cfg, wall_planes(cfg, walls["T_bottom"], walls["T_top"]), "z"))
     z0, z1 = run_planes(cfg)
     out["z_isothermal"] = [z0, z1]
     g = gravity_to_lattice(-cfg.gravity[2], r)
