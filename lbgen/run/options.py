@@ -21,15 +21,14 @@ from lbgen.output import PICTURE_QUANTITIES, parse_clim, window_option
 from lbgen.run.flows import FLOWS
 from lbgen.run.setups import SETUPS
 from lbgen.simulation.open_faces import PROFILES
-from lbgen.run.boundary_options import as_axes, as_face, as_faces, as_float, as_lid, as_outlets  # noqa: F401 - the converters
+from lbgen.run.boundary_options import as_axes, as_face, as_faces, as_lid, as_outlets
+from lbgen.run.values import as_bool, as_float, as_gravity, as_int, as_pictures  # noqa: F401 - the converters
 from lbgen.simulation.bodies import SCHEMES as BODY_SCHEMES
 
 #: the lattice of a 3D run when --lx/--ly/--lz are not given
 DEFAULT_SIZE_3D = {"lx": 32, "ly": 32, "lz": 32}
 
 ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, True), "both": (True, True)}
-_TRUE = {"true", "yes", "on", "1"}
-_FALSE = {"false", "no", "off", "0"}
 
 
 class ConfigError(ValueError):
@@ -488,57 +487,6 @@ def convert(key: str, value: Any, where: str = "") -> Any:
     except ValueError as e:
         raise ConfigError(f"{label}={value!r} {e}") from None
     raise AssertionError(kind)  # pragma: no cover
-
-
-def as_int(value) -> int:
-    if isinstance(value, bool):
-        raise ValueError("must be an integer, not a boolean")
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        if value.is_integer():
-            return int(value)
-        raise ValueError("must be an integer")
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            raise ValueError("must be an integer") from None
-    if hasattr(value, "__index__"):
-        return int(value.__index__())
-    raise ValueError("must be an integer")
-
-
-def as_bool(value) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-        return value.strip().lower() in _TRUE
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    raise ValueError("must be true or false")
-
-
-def as_gravity(value) -> Tuple[float, ...]:
-    parts = list(value) if isinstance(value, (list, tuple)) else \
-        [p for p in str(value).replace(" ", "").split(",") if p != ""]
-    try:
-        g = tuple(as_float(p) for p in parts)
-    except ValueError:
-        g = ()
-    if len(g) not in (2, 3):
-        raise ValueError("expected two numbers 'GX,GY' (e.g. 0,-2.6e-6), or three 'GX,GY,GZ' in 3D")
-    return g
-
-
-def as_pictures(value) -> Tuple[str, ...]:
-    items = [str(v) for v in value] if isinstance(value, (list, tuple)) else \
-        [v for v in str(value).replace(" ", "").split(",") if v]
-    items = [v for v in items if v != "none"]
-    bad = [v for v in items if v not in PICTURE_QUANTITIES]
-    if bad:
-        raise ValueError(f"has unknown quantities {bad}; choose from {', '.join(PICTURE_QUANTITIES)} or none")
-    return tuple(dict.fromkeys(items))
 
 
 def cli_options() -> Iterable[Option]:
