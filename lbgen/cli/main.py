@@ -443,6 +443,9 @@ def _parse_layouts(text):
               "that the lattice takes).")
 @click.option("--collision", "collisions", default="bgk,regularized", show_default=True)
 @click.option("--precision", "precisions", default="double", show_default=True, help="double, single or both: double,single")
+@click.option("--storage", "storages", default="", help=f"Comma list of the populations' storages to check, apart "
+              f"from the arithmetic: {', '.join(STORAGES)} [default: the precision's own]; each with every --precision "
+              "(the C and OpenCL backends store them; the tolerance follows the storage).")
 @click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--lx", type=click.IntRange(min=1), default=None, help=f"[default: {VERIFY_LATTICE_2D[0]}; 3D: "
               f"{VERIFY_LATTICE_3D[0]}]")
@@ -461,8 +464,8 @@ def _parse_layouts(text):
 @any_set_option
 @click.pass_context
 @friendly
-def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, walls, wall_scheme, strict, seed,
-           as_json, velocity_set):
+def verify(ctx, backends, layouts, collisions, precisions, storages, steps, lx, ly, lz, walls, wall_scheme, strict,
+           seed, as_json, velocity_set):
     """Kernel equivalence: every available backend x layout against the NumPy reference.
 
     Exit status 1 when a kernel differs beyond its rounding bound (C (eps_s N + eps_a (N Q + W)),
@@ -470,6 +473,7 @@ def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, wa
 
     \b
     quick: lbgen verify --backends c --layouts soa,caosoa-vl8 --steps 5
+    16-bit: lbgen verify --storage fp16s,fp16c --precision single --backends c,opencl
     3D:    lbgen verify --velocity-set d3q19 --walls (the oracle lbgen.reference.bulk3d)"""
     from lbgen.model import OPERATORS as ops
     from lbgen.model.catalog import set_entry
@@ -489,6 +493,11 @@ def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, wa
     bad = [p for p in precs if p not in PRECISIONS]
     if bad:
         raise UserError(f"unknown precision {bad[0]!r}; choose one of {', '.join(PRECISIONS)}")
+    stores = [c for c in storages.split(",") if c]
+    bad = [c for c in stores if c not in STORAGES]
+    if bad:
+        raise UserError(f"unknown storage {bad[0]!r}; choose one of {', '.join(STORAGES)}")
+    stores = stores or [None]
     from tqdm import tqdm
     bar = tqdm(unit="run", desc="verify", disable=not sys.stderr.isatty(), leave=False, dynamic_ncols=True)
 
@@ -500,7 +509,7 @@ def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, wa
                             layouts=_parse_layouts(layouts) if given["layouts"] else (),   # default: those that fit
                             shape=shape, walls=walls, wall_scheme=wall_scheme if given["wall_scheme"] else None,
                             collisions=cols, precisions=precs, steps=steps, strict=strict, seed=seed,
-                            velocity_set=velocity_set.lower(), progress=advance,
+                            velocity_set=velocity_set.lower(), progress=advance, storages=stores,
                             on_plan=lambda total: (setattr(bar, "total", total), bar.refresh()))
     finally:
         bar.close()
