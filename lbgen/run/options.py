@@ -298,15 +298,18 @@ def _only_3d(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
     return rule
 
 
-_NO_WALL_TEMPERATURE = "3D walls (half-way bounce-back, --wall-axes) impose no temperature and conduct no heat"
+_NO_WALL_TEMPERATURE = ("the 3D thermal walls (across z) need a thermal 3D set (--velocity-set d3q39 or d3q103); an "
+                        "isothermal 3D run's walls (half-way bounce-back, --wall-axes) impose no temperature and "
+                        "conduct no heat")
 #: why an option of 2D runs has no effect in a 3D run (``_in_2d``)
 NOT_IN_3D = {
-    "walls": "--walls/--periodic are the thermal walls of 2D runs; a 3D run has no-slip walls on the axes --wall-axes "
-             "names (e.g. --wall-axes y)",
+    "walls": "--walls/--periodic are the thermal walls (2D: on y; 3D: across z, on the thermal sets d3q39 and "
+             "d3q103); an isothermal 3D run has no-slip walls on the axes --wall-axes names (e.g. --wall-axes y)",
     "t_bottom": _NO_WALL_TEMPERATURE,
     "t_top": _NO_WALL_TEMPERATURE,
     "adiabatic": _NO_WALL_TEMPERATURE,
-    "wall_scheme": "the wall schemes are those of 2D thermal walls; 3D walls are half-way bounce-back (--wall-axes)",
+    "wall_scheme": "the wall schemes are those of the thermal walls (2D, and 3D on d3q39 and d3q103); an isothermal "
+                   "3D run's walls are half-way bounce-back (--wall-axes)",
     "window": "3D pictures show the whole mid-plane slices (a window is a range of rows of a 2D picture)",
     "pictures_every": "movie frames are drawn from 2D fields (a 3D run keeps none); a 3D run draws its pictures "
                       "at --output-every",
@@ -331,13 +334,13 @@ def _bounce(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
     return rule
 
 
-#: the thermal walls' options that a 3D rayleigh-benard run takes (its walls across z)
-THERMAL_WALLS_3D = ("t_bottom", "t_top", "wall_scheme")
+#: the thermal walls' options that a 3D run of a thermal set takes (its walls across z)
+THERMAL_WALLS_3D = ("walls", "t_bottom", "t_top", "adiabatic", "wall_scheme")
 
 
 def _in_2d(key: str, rule: Optional[Callable[[Mapping[str, Any]], Optional[str]]]):
     def checked(v) -> Optional[str]:
-        if dimension(v) == 3 and key in THERMAL_WALLS_3D and v["setup"] == "rayleigh-benard":
+        if dimension(v) == 3 and key in THERMAL_WALLS_3D and not set_entry(v["velocity_set"]).isothermal:
             return rule(v) if rule is not None else None
         if dimension(v) == 3 and key in NOT_IN_3D:
             return NOT_IN_3D[key]
