@@ -164,3 +164,10 @@ def test_thermal_walls_and_other_backends_are_refused_by_the_spec():
         KernelSpec(backend="cuda", streaming="inplace").validate()
     with pytest.raises(SpecError, match="unknown streaming 'push'"):
         KernelSpec(streaming="push").validate()
+
+
+def test_several_ranks_refuse_in_place_streaming():
+    MPI = pytest.importorskip("mpi4py.MPI")
+    from lbgen.parallel.simulation import DistributedSimulation
+    with pytest.raises(SimulationError, match="streaming='inplace': several ranks"):
+        DistributedSimulation(MPI.COMM_SELF, 8, 6, 8, streaming="inplace")
