@@ -16,16 +16,19 @@ from lbgen.model.velocity_set import velocity_set
 from lbgen.reference import aa, bulk, bulk3d
 from lbgen.simulation.parameters import SimulationError
 
-#: (velocity set, layout, VL, precision, shape): every layout in each dimension, both precisions
-CASES = [("d2q9", "caosoa", 4, "double", (10, 16)), ("d2q9", "soa", None, "single", (10, 16)),
-         ("d2q9", "aos", None, "double", (10, 16)), ("d2q9", "csoa", 4, "single", (10, 16)),
-         ("d3q19", "caosoa", 4, "single", (6, 5, 16)), ("d3q19", "soa", None, "double", (6, 5, 16)),
-         ("d3q19", "aos", None, "single", (6, 5, 16)), ("d3q19", "csoa", 4, "double", (6, 5, 16))]
+#: (velocity set, layout, VL, precision, shape, storage): every layout in each dimension, both
+#: precisions, and FluidX3D's 16-bit storage (deviations f - w_p: the slots' weights are the same)
+CASES = [("d2q9", "caosoa", 4, "double", (10, 16), None), ("d2q9", "soa", None, "single", (10, 16), None),
+         ("d2q9", "aos", None, "double", (10, 16), None), ("d2q9", "csoa", 4, "single", (10, 16), None),
+         ("d3q19", "caosoa", 4, "single", (6, 5, 16), None), ("d3q19", "soa", None, "double", (6, 5, 16), None),
+         ("d3q19", "aos", None, "single", (6, 5, 16), None), ("d3q19", "csoa", 4, "double", (6, 5, 16), None),
+         ("d3q19", "soa", None, "single", (6, 5, 16), "fp16s")]
 
 
-def _program(programs, vs, layout, vl, precision, shape):
+def _program(programs, vs, layout, vl, precision, shape, storage=None):
     """One in-place program: its library holds the pull kernels (fused) too."""
-    spec = KernelSpec(backend="c", layout=layout, vl=vl, velocity_set=vs, precision=precision, streaming="inplace")
+    spec = KernelSpec(backend="c", layout=layout, vl=vl, velocity_set=vs, precision=precision, streaming="inplace",
+                      storage=storage)
     return programs(spec, shape, strict=True, threads=2)
 
 
@@ -39,9 +42,9 @@ def _boundaries(shape):
     return {"walls": 3 << 2 * (D - 1), "lids": 1 << 2 * D - 1, "lid": lid, "solid": solid}
 
 
-@pytest.mark.parametrize("vs, layout, vl, precision, shape", CASES)
-def test_inplace_kernels_give_the_pull_state_bit_for_bit(programs, vs, layout, vl, precision, shape):
-    prog = _program(programs, vs, layout, vl, precision, shape)
+@pytest.mark.parametrize("vs, layout, vl, precision, shape, storage", CASES)
+def test_inplace_kernels_give_the_pull_state_bit_for_bit(programs, vs, layout, vl, precision, shape, storage):
+    prog = _program(programs, vs, layout, vl, precision, shape, storage)
     rng = np.random.default_rng(3)
     rho = 1 + 0.02 * rng.random(shape)
     u = [0.03 * rng.standard_normal(shape) for _ in shape]
