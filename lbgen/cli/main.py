@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from lbgen import __version__
-from lbgen.codegen.spec import BACKENDS, PRECISIONS, KernelSpec
+from lbgen.codegen.spec import BACKENDS, PRECISIONS, STREAMING, KernelSpec
 from lbgen.codegen.layouts import LAYOUTS
 from lbgen.codegen.storage import STORAGES, describe as describe_storage
 from lbgen.model import OPERATORS
@@ -131,6 +131,9 @@ def _cuda_without_gpu() -> dict:
 @click.option("--collision", default="bgk", show_default=True, help=f"One of {', '.join(OPERATORS)}.")
 @click.option("--storage", default=None, help=f"Populations' storage, apart from the arithmetic: one of "
               f"{', '.join(STORAGES)} (default: the precision's own; C backend; docs/physics.md).")
+@click.option("--streaming", type=click.Choice(STREAMING), default="pull", show_default=True,
+              help="pull (two population buffers) or inplace (one buffer, the AA pattern: aa_even, aa_fold, aa_odd; "
+                   "C backend; the header states the step-parity contract).")
 @click.option("--lx", type=int, default=None, help="Compile-time LX (with --ly); run-time sizes by default.")
 @click.option("--ly", type=int, default=None, help="Compile-time LY (with --lx).")
 @click.option("--prefix", default="lbgen", show_default=True,
@@ -150,7 +153,7 @@ def _cuda_without_gpu() -> dict:
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @friendly
-def emit(backend, layout, vl, precision, collision, storage, lx, ly, prefix, streaming_stores, walls, wall_scheme, block_size,
+def emit(backend, layout, vl, precision, collision, storage, streaming, lx, ly, prefix, streaming_stores, walls, wall_scheme, block_size,
          halo_y, report, velocity_set, output):
     """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
     from lbgen.codegen.emit import emit as do_emit
@@ -158,7 +161,7 @@ def emit(backend, layout, vl, precision, collision, storage, lx, ly, prefix, str
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                       lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
                       wall_scheme=wall_scheme, block_size=block_size, velocity_set=velocity_set.lower(), halo_y=halo_y,
-                      storage=storage)
+                      storage=storage, streaming=streaming)
     spec = spec.validate()
     if report and spec.backend != "cuda":
         raise UserError("--report shows nvcc's register and spill figures: it needs --backend cuda")
@@ -172,6 +175,11 @@ def emit(backend, layout, vl, precision, collision, storage, lx, ly, prefix, str
 
 
 # --- run ---------------------------------------------------------------------------------
+def _streaming_note(sim) -> str:
+    """The run line's word on in-place streaming (nothing for pull, the default)."""
+    return ", in place (one population buffer)" if getattr(sim, "streaming", "pull") == "inplace" else ""
+
+
 def _schema_options(fn):
     """The `lbgen run` options, one per option of the run description (lbgen.run.config):
     names, help, choices and defaults all come from there.  Every default is None here, so
@@ -289,7 +297,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, halo_path, 
                       + (f" y={d['rows'][0]}..+{d['rows'][1]}" if d.get("rows", [0, cfg.ly]) != [0, cfg.ly] else "")
                       for d in regions)
     from lbgen.run.construct import gpu_runtime_note
-    where += gpu_runtime_note(runner.sim)
+    where += gpu_runtime_note(runner.sim) + _streaming_note(runner.sim)
     if comm is not None:
         where = f"{comm.size} MPI ranks ({_halo_note(runner.sim)}): {where}"
     bounds = getattr(runner.sim, "bounds", None)      # 2D bounce-back walls, lids
@@ -378,7 +386,7 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     where = " + ".join(f"{r.program.spec.backend} {r.program.layout.tag} x[{r.x_start}:{r.x_start + r.width})"
                        for r in regions) if len(regions) > 1 else f"{sim.spec.backend} {sim.program.layout.tag}"
     from lbgen.run.construct import gpu_runtime_note
-    where += gpu_runtime_note(sim)
+    where += gpu_runtime_note(sim) + _streaming_note(sim)
     if runner.comm is not None:
         where = f"{runner.comm.size} MPI ranks, grid {'x'.join(map(str, runner.grid))}, {_halo_note(sim)}: {where}"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "

@@ -55,6 +55,7 @@ class RunConfig:
     vl: Optional[object] = None            # int, or "auto" (tuned)
     precision: str = OPTIONS["precision"].default
     storage: Optional[str] = None          # populations' storage (lbgen.codegen.storage); None: the precision's own
+    streaming: str = "pull"                # lbgen.codegen.spec.STREAMING: two buffers, or one (in place)
     fused: bool = OPTIONS["fused"].default
     time_block: object = OPTIONS["time_block"].default    # int, or "auto" (tuned)
     strict: bool = OPTIONS["strict"].default

@@ -9,7 +9,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
-from lbgen.codegen.spec import BACKENDS, PRECISIONS, time_block_value
+from lbgen.codegen.spec import BACKENDS, PRECISIONS, STREAMING, time_block_value
 from lbgen.codegen.layouts import LAYOUTS, LayoutError, check_vl
 from lbgen.codegen.storage import STORAGES
 from lbgen.model.convection import CRITICAL_ASPECT, DEFAULT_PRANDTL
@@ -140,6 +140,9 @@ SCHEMA: Tuple[Option, ...] = (
     Option("storage", "choice", None, "Populations' storage apart from --precision's arithmetic (C): fp64, fp32, "
            "fp16s (half of (f - w) 2^15) or fp16c (1-4-11 of f - w); default the precision's own (docs/physics.md).",
            choices=tuple(STORAGES), optional=True, identity=True),
+    Option("streaming", "choice", "pull", "Streaming: pull (two population buffers) or inplace (one buffer, the AA "
+           "pattern: half the populations' memory; C backend, one process, one step per sweep; bit-identical to pull "
+           "in strict builds; docs/architecture.md).", choices=STREAMING, resumable=True),
     Option("fused", "bool", True, "One sweep per step: propagate+collide (periodic) or propagate+bc+collide (walls); --no-fused: "
            "separate sweeps.", flag="--fused/--no-fused"),
     Option("time_block", "time_block", "auto", "Steps per sweep through cache (temporal blocking, C backend on one "
@@ -273,11 +276,24 @@ def _threads(v) -> Optional[str]:
 def _time_block(v) -> Optional[str]:
     if v["time_block"] in (1, "auto"):
         return None
+    if v.get("streaming") == "inplace":
+        return "temporal blocking (fused_tb) is a pull sweep; --streaming inplace steps once per sweep"
     if v["backend"] != "c" or v["hetero"] or not v["fused"]:
         what = (f"--backend {v['backend']}" if v["backend"] != "c" else
                 f"--hetero {v['hetero']}" if v["hetero"] else "--no-fused")
         return f"temporal blocking runs the fused kernels of the C backend on one device, not with {what}"
     return None
+
+
+def _streaming(v) -> Optional[str]:
+    """--streaming inplace: the C kernels of one backend, one step per sweep, no thermal walls or open faces."""
+    if v["streaming"] != "inplace":
+        return None
+    what = (f"--backend {v['backend']}" if v["backend"] != "c" else f"--hetero {v['hetero']}" if v["hetero"] else
+            "--no-fused" if not v["fused"] else "the thermal --walls" if v.get("walls") else
+            "open faces" if any(v.get(k) for k in ("inlet", "outlet", "outflow", "slip")) else
+            "a --geometry body (its link kernels)" if v.get("geometry") or v["setup"] in FLOWS else None)
+    return f"in-place streaming runs the C kernels of one backend, one step per sweep, not with {what}" if what else None
 
 
 def _device(v) -> Optional[str]:
@@ -359,7 +375,7 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "t_bottom": _wall_temperature("bottom"), "t_top": _wall_temperature("top"),
     "adiabatic": _needs_walls, "wall_scheme": _needs_walls,
     **{k: _convection for k in ("ra", "pr", "aspect")},
-    "threads": _threads, "time_block": _time_block, "device": _device,
+    "threads": _threads, "time_block": _time_block, "device": _device, "streaming": _streaming,
     "split": lambda v: None if v["hetero"] else "it sets the host share of a host + device run: it needs --hetero",
     "host_columns": lambda v: None if v["hetero"] else ("it is the host columns M of a host + device run (resolved "
                                                         "from --split): it needs --hetero"),
