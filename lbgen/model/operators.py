@@ -224,6 +224,24 @@ _BASE_RECORDS: Dict[str, Operator] = {
         sets_reason="the chimera transform needs every velocity of {-1, 0, 1}^D (D3Q19 lacks the 8 corners, "
                     "whose moments the cumulants of order 4 and up relax); use trt or bgk on D3Q19",
         subgrid=False),
+    "central": Operator(
+        "central",
+        "central-moment MRT (the cascaded central moments: Geier, Greiner & Korvink, PRE 73 (2006) 066705; "
+        "De Rosis, PRE 95 (2017) 013310's raw central-moment basis, exponents <= 2), the Maxwellian's central "
+        "moments as equilibrium, well-conditioned (f - w); deviatoric second order relaxed with 1/tau, the "
+        "trace with omega_bulk, third order with omega3, orders 4+ with omega4; Guo's forcing in central "
+        "moments (Fei & Luo, PRE 96 (2017) 053307: u with F/2, the continuous source's central moments "
+        "times 1 - omega/2)",
+        (TAU, OMEGA_BULK, OMEGA3, OMEGA4),
+        wall_rows="the shear rate is 1/tau_wall (default 1)",
+        no_thermal_walls="the wall planes of the bc kernel (lbgen.model.wall_planes) are measured for bgk and "
+                         "regularized only",
+        isothermal_only="its equilibrium is the Maxwellian's central moments at c_s^2 = 1/3 (isothermal), and "
+                        "its basis has exponents <= 2 (three velocities per axis)",
+        sets=("d2q9", "d3q19", "d3q27"),
+        sets_reason="its basis is the central moments with exponents <= 2 per axis, those of the sets with "
+                    "velocities in {-1, 0, 1}^D",
+        subgrid=False),
 }
 
 
