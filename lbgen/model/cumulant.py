@@ -151,8 +151,48 @@ def weight_moments(vs, u) -> Dict[Exponents, sp.Expr]:
                                                         u).items()}
 
 
-def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wall, tau_wall):
-    """Post-collision populations fout_i of the cumulant operator (the module doc), as Builder symbols."""
+def third_order_groups(D: int):
+    """The third-order cumulants by the axes they are odd in: pairs (alpha, beta) whose sum and difference the
+    limiter takes (3D: C_120 +- C_102, C_210 +- C_012, C_201 +- C_021; Geier, Pasquali & Schoenherr 2017,
+    Eqs. 116-123), and the single ones (C_111; 2D: C_21, C_12)."""
+    groups: Dict[Tuple[int, ...], list] = {}
+    for e in _exponents(D):
+        if _order(e) == 3:
+            groups.setdefault(tuple(k for k in range(D) if e[k] == 1), []).append(e)
+    return [sorted(g, reverse=True) for g in groups.values()]
+
+
+def _limited(b: Builder, x, rho, on, limiter):
+    """|x| / (rho lambda + |x|), the share of the way to equilibrium the limiter adds (0 where it is off:
+    ``on`` is 0, and the denominator stays positive)."""
+    ax = b.let(b.fresh("lima"), sp.Abs(x))
+    return b.let(b.fresh("limg"), on * ax / (rho * limiter + ax + (1 - on)))
+
+
+def _third_order(b: Builder, C, D, om3, rho, limiter):
+    """Post-collision third-order cumulants (1 - omega3) C, each of the limiter's combinations x relaxed with
+    omega3 + (1 - omega3) |x| / (rho lambda + |x|) where lambda > 0 (Geier, Pasquali & Schoenherr, J. Comput.
+    Phys. 348 (2017) 862, Eqs. 116-123; lambda = 0: off, the rate omega3 bit for bit)."""
+    on = b.let("lim_on", sp.Piecewise((sp.Integer(1), limiter > 0), (sp.Integer(0), True)))
+    post = {}
+    for group in third_order_groups(D):
+        if len(group) == 1:
+            e, = group
+            post[e] = b.let(f"C{''.join(map(str, e))}_s", om3 * (C[e] - _limited(b, C[e], rho, on, limiter) * C[e]))
+            continue
+        p, q = group
+        plus = b.let(b.fresh("Cp"), C[p] + C[q])
+        minus = b.let(b.fresh("Cm"), C[p] - C[q])
+        gp = b.let(b.fresh("limp"), _limited(b, plus, rho, on, limiter) * plus / 2)
+        gm = b.let(b.fresh("limm"), _limited(b, minus, rho, on, limiter) * minus / 2)
+        post[p] = b.let(f"C{''.join(map(str, p))}_s", om3 * (C[p] - (gp + gm)))
+        post[q] = b.let(f"C{''.join(map(str, q))}_s", om3 * (C[q] - (gp - gm)))
+    return post
+
+
+def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wall, tau_wall, limiter=None):
+    """Post-collision populations fout_i of the cumulant operator (the module doc), as Builder symbols;
+    ``limiter``: the symbol of Geier, Pasquali & Schoenherr's lambda (0: off), None: no limiter code."""
     D = vs.D
     r = vs.r_float()
     w = vs.weights_float()
@@ -197,11 +237,13 @@ def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wa
         post[unit2[k]] = b.let(f"C{AXES[k] * 2}_s", d0 - diffs_s[k - 1])
     om4 = b.let("om4c", 1 - omega4)
     om3 = b.let("om3c", 1 - omega3)
+    if limiter is not None:
+        post.update(_third_order(b, C, D, om3, rho, limiter))
     for e, v in C.items():
         n = _order(e)
         if n == 2 and e not in unit2:
             post[e] = b.let(f"C{''.join(map(str, e))}_s", (1 - om1) * v)
-        elif n == 3:
+        elif n == 3 and limiter is None:
             post[e] = b.let(f"C{''.join(map(str, e))}_s", om3 * v)
         elif n >= 4:
             post[e] = b.let(f"C{''.join(map(str, e))}_s", om4 * v)

@@ -164,6 +164,12 @@ OMEGA3 = Parameter("omega3", 1.0, 0.0, "relaxation rate of every third-order cum
                    "(equilibrium 0)", high=2.0)
 OMEGA4 = Parameter("omega4", 1.0, 0.0, "relaxation rate of every cumulant or orthogonal moment of order 4 and "
                    "higher (equilibrium 0)", high=2.0)
+#: the cumulant limiter's lambda (Geier, Pasquali & Schoenherr, J. Comput. Phys. 348 (2017) 862, Eqs. 116-123):
+#: each third-order cumulant combination x relaxes with omega3 + (1 - omega3) |x| / (rho lambda + |x|)
+CUMULANT_LIMITER = Parameter("cumulant_limiter", 0.0, 0.0,
+                             "limiter lambda of the third-order cumulants (Geier, Pasquali & Schoenherr 2017): "
+                             "their rate omega3 + (1 - omega3) |C| / (rho lambda + |C|), towards 1 where |C| >> "
+                             "rho lambda; 0: off (default); the paper's value is 0.01", low_inclusive=True)
 #: the description of what the subgrid model adds (the closed form: lbgen.model.collision._smagorinsky)
 LES_DESCRIPTION = ("; Smagorinsky subgrid model (Hou et al. 1996): the shear relaxation time becomes "
                    "tau_eff = (tau + sqrt(tau^2 + 18 sqrt(2) C_s^2 |Pi_neq| / rho)) / 2, |Pi_neq| the "
@@ -213,8 +219,9 @@ _BASE_RECORDS: Dict[str, Operator] = {
         "cumulant (Geier, Schoenherr, Pasquali & Krafczyk, Comput. Math. Appl. 70 (2015) 507), well-conditioned "
         "(f - w, delta rho): chimera transforms to central moments, density-weighted cumulants; second order "
         "relaxed with 1/tau (trace: omega_bulk) with Geier's Galilean correction, third order with omega3, "
-        "orders 4+ with omega4; forcing Geier's way (u with F/2, first central moments -F/2 -> +F/2)",
-        (TAU, OMEGA_BULK, OMEGA3, OMEGA4),
+        "orders 4+ with omega4 (with cumulant_limiter > 0: Geier, Pasquali & Schoenherr 2017's limiter on the "
+        "third order); forcing Geier's way (u with F/2, first central moments -F/2 -> +F/2)",
+        (TAU, OMEGA_BULK, OMEGA3, OMEGA4, CUMULANT_LIMITER),
         wall_rows="the shear rate is 1/tau_wall (default 1)",
         no_thermal_walls="the wall planes of the bc kernel (lbgen.model.wall_planes) are measured for bgk and "
                          "regularized only",

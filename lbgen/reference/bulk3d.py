@@ -333,7 +333,7 @@ def collide_cumulant(f, force=(0.0, 0.0, 0.0), lat="d3q27", **params):
     lat = lattice(lat)
     if lat.name.lower() != "d3q27":
         raise ValueError(f"the oracle's cumulant operator is for D3Q27, not {lat.name}")
-    keep = {k: v for k, v in params.items() if k in ("tau", "omega_bulk", "omega3", "omega4")}
+    keep = {k: v for k, v in params.items() if k in ("tau", "omega_bulk", "omega3", "omega4", "cumulant_limiter")}
     return cumulant.collide(f, force=np.asarray(force, dtype=float), c=lat.c, w=lat.w, **keep)
 
 

@@ -15,7 +15,7 @@ FORCE = np.array([1e-4, -2e-4, 3e-4])
 ORACLE_PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 0.07}, "trt": {"tau": 0.8, "magic": 0.1},
                  "bgk-les": {"tau": 0.52, "smagorinsky": 0.17}, "trt-les": {"tau": 0.52, "magic": 0.25, "smagorinsky": 0.15},
                  "regularized-les": {"C1": 0.01, "smagorinsky": 0.12},
-                 "cumulant": {"tau": 0.56, "omega_bulk": 1.3, "omega3": 0.9, "omega4": 1.2},
+                 "cumulant": {"tau": 0.56, "omega_bulk": 1.3, "omega3": 0.9, "omega4": 1.2, "cumulant_limiter": 1e-3},
                  "mrt": {"tau": 0.56, "omega_bulk": 1.3, "omega3": 0.9, "omega4": 1.2},
                  "mrt-les": {"tau": 0.52, "omega_bulk": 1.1, "omega3": 1.2, "omega4": 0.9, "smagorinsky": 0.15},
                  "central": {"tau": 0.56, "omega_bulk": 1.3, "omega3": 0.8, "omega4": 1.4}}
