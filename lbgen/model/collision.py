@@ -205,7 +205,8 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
         outputs = reconstruct(b, vs, H, B, f_scale=1 - inv_tau, f=f)
     elif base == "cumulant":
         outputs = cumulant_collision(b, vs, f, a, symbols["tau"], symbols["omega_bulk"], symbols["omega3"],
-                                     symbols["omega4"], wall, tau_wall, limiter=symbols["cumulant_limiter"])
+                                     symbols["omega4"], wall, tau_wall, limiter=symbols["cumulant_limiter"],
+                                     smagorinsky=symbols.get("smagorinsky"))
     elif base == "central":
         outputs = central_collision(b, vs, f, a, symbols["tau"], symbols["omega_bulk"], symbols["omega3"],
                                     symbols["omega4"], wall, tau_wall)

@@ -190,9 +190,32 @@ def _third_order(b: Builder, C, D, om3, rho, limiter):
     return post
 
 
-def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wall, tau_wall, limiter=None):
+def _smagorinsky_tau(b: Builder, kappa, rho, u, al, tau0, cs, D: int):
+    """The Smagorinsky shear relaxation time of ``lbgen.model.collision._smagorinsky`` (the same closed form,
+    tau_eff = (tau0 + sqrt(tau0^2 + 18 sqrt(2) C_s^2 |Pi_neq| / rho)) / 2, lattice units) with the
+    non-equilibrium stress from the second central moments: u is the half-step velocity, and
+    Pi_neq = sum c c f - rho u u - rho/3 I = kappa_2 - (u F + F u)/2 - rho/3 I (sum c f = rho u - F/2, F = rho a)."""
+    b.block("Smagorinsky subgrid model: |Pi_neq| from the second central moments, tau_eff in closed form "
+            "(lbgen.model.cumulant._smagorinsky_tau)")
+    F = [rho * al[k] for k in range(D)]
+    terms = []
+    for e in _exponents(D):
+        if _order(e) != 2:
+            continue
+        i, j = [k for k in range(D) for _ in range(e[k])]
+        pi = b.let(f"Pn{''.join(map(str, e))}", kappa[e] - (u[i] * F[j] + F[i] * u[j]) / 2
+                   - (rho / 3 if i == j else 0))
+        terms.append((1 if i == j else 2) * pi ** 2)
+    norm = b.let("Pi_neq", sp.sqrt(b.let("Pi2", sp.Add(*terms))))
+    root = b.let("les_root", sp.sqrt(tau0 ** 2 + const(18 * sp.sqrt(2)) * cs ** 2 * norm / rho))
+    return b.let("tau_les", (tau0 + root) / 2)
+
+
+def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wall, tau_wall, limiter=None,
+                       smagorinsky=None):
     """Post-collision populations fout_i of the cumulant operator (the module doc), as Builder symbols;
-    ``limiter``: the symbol of Geier, Pasquali & Schoenherr's lambda (0: off), None: no limiter code."""
+    ``limiter``: the symbol of Geier, Pasquali & Schoenherr's lambda (0: off), None: no limiter code;
+    ``smagorinsky``: the symbol of C_s of ``cumulant-les`` (the shear rate 1/tau_eff), None: no subgrid model."""
     D = vs.D
     r = vs.r_float()
     w = vs.weights_float()
@@ -218,6 +241,8 @@ def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wa
     C = {e: (b.let(f"C{''.join(map(str, e))}", v) if _order(e) >= 4 else kappa[e]) for e, v in C.items()}
     b.block("relaxation: second order with 1/tau (bulk: omega_bulk) and Geier's Galilean correction, "
             "third order with omega3, higher with omega4 (lbgen.model.cumulant.cumulant_collision)")
+    if smagorinsky is not None:
+        tau = _smagorinsky_tau(b, kappa, rho, u, al, tau, smagorinsky, D)
     om1 = b.let("om1", 1 / (wall * tau_wall + (1 - wall) * tau))
     unit2 = [tuple(2 if j == k else 0 for j in range(D)) for k in range(D)]
     diag = [C[e] for e in unit2]

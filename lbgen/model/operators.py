@@ -229,8 +229,7 @@ _BASE_RECORDS: Dict[str, Operator] = {
                         "per axis), and its equilibrium is isothermal",
         sets=("d2q9", "d3q27"),
         sets_reason="the chimera transform needs every velocity of {-1, 0, 1}^D (D3Q19 lacks the 8 corners, "
-                    "whose moments the cumulants of order 4 and up relax); use trt or bgk on D3Q19",
-        subgrid=False),
+                    "whose moments the cumulants of order 4 and up relax); use trt or bgk on D3Q19"),
     "central": Operator(
         "central",
         "central-moment MRT (the cascaded central moments: Geier, Greiner & Korvink, PRE 73 (2006) 066705; "
@@ -260,7 +259,8 @@ def _with_subgrid_model(base: Operator) -> Operator:
     """The base operator with the Smagorinsky subgrid model: its parameters, then C_s."""
     return Operator(base.name + LES_SUFFIX, base.description + LES_DESCRIPTION, base.parameters + (SMAGORINSKY,),
                     wall_rows=base.wall_rows + " (no subgrid model on wall rows)", base=base.name,
-                    isothermal_only=base.isothermal_only, no_thermal_walls=base.no_thermal_walls or _LES_WALLS)
+                    isothermal_only=base.isothermal_only, no_thermal_walls=base.no_thermal_walls or _LES_WALLS,
+                    sets=base.sets, sets_reason=base.sets_reason)
 
 
 OPERATOR_RECORDS: Dict[str, Operator] = {**_BASE_RECORDS,

@@ -326,7 +326,8 @@ def collide_cumulant(f, force=(0.0, 0.0), vs=None, wall=False, tau_wall=1.0, **p
     if vs.name.lower() != "d2q9" or np.any(wall):
         raise ValueError(f"the oracle's cumulant operator is for D2Q9 without thermal walls, not {vs.name}"
                          f"{' with walls' if np.any(wall) else ''}")
-    keep = {k: v for k, v in params.items() if k in ("tau", "omega_bulk", "omega3", "omega4", "cumulant_limiter")}
+    keep = {k: v for k, v in params.items() if k in ("tau", "omega_bulk", "omega3", "omega4", "cumulant_limiter",
+                                                         "smagorinsky")}
     c = np.rint(np.asarray(vs.e, dtype=float)).astype(int)
     return cumulant.collide(f, force=np.asarray(force, dtype=float) / vs.r, c=c,
                             w=np.asarray(vs.weights, dtype=float), **keep)
@@ -352,6 +353,7 @@ def _mrt(name: str, oracle: str = "mrt"):
 
 
 _COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized, "cumulant": collide_cumulant,
+            "cumulant-les": collide_cumulant,
             "mrt": _mrt("mrt"), "mrt-les": _mrt("mrt-les"), "central": _mrt("central", "central"),
             **{n: _isothermal_operator(n) for n in ("trt", "bgk-les", "regularized-les", "trt-les")}}
 

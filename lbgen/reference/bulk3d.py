@@ -333,7 +333,8 @@ def collide_cumulant(f, force=(0.0, 0.0, 0.0), lat="d3q27", **params):
     lat = lattice(lat)
     if lat.name.lower() != "d3q27":
         raise ValueError(f"the oracle's cumulant operator is for D3Q27, not {lat.name}")
-    keep = {k: v for k, v in params.items() if k in ("tau", "omega_bulk", "omega3", "omega4", "cumulant_limiter")}
+    keep = {k: v for k, v in params.items() if k in ("tau", "omega_bulk", "omega3", "omega4", "cumulant_limiter",
+                                                         "smagorinsky")}
     return cumulant.collide(f, force=np.asarray(force, dtype=float), c=lat.c, w=lat.w, **keep)
 
 
@@ -355,6 +356,7 @@ def _mrt(name: str, oracle: str = "mrt"):
 
 
 _COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized, "cumulant": collide_cumulant,
+            "cumulant-les": collide_cumulant,
             "mrt": _mrt("mrt"), "mrt-les": _mrt("mrt-les"), "central": _mrt("central", "central"),
             **{n: _isothermal_operator(n) for n in ("trt", "bgk-les", "regularized-les", "trt-les")}}
 

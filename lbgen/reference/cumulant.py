@@ -31,7 +31,7 @@ from itertools import product
 
 import numpy as np
 
-from lbgen.reference.trt_les import D2Q9_C, D2Q9_W, stream  # noqa: F401  (the lattices' plain data)
+from lbgen.reference.trt_les import D2Q9_C, D2Q9_W, smagorinsky_tau, stream  # noqa: F401  (the lattices' plain data)
 
 
 def d3q27():
@@ -114,9 +114,14 @@ def _third_order_post(C, rho, omega3, lam, D):
 
 
 def collide(f, force=None, c=D2Q9_C, w=D2Q9_W, tau=0.8, omega_bulk=1.0, omega3=1.0, omega4=1.0,
-            cumulant_limiter=0.0):
+            cumulant_limiter=0.0, smagorinsky=None):
     """One cumulant collision of every site (the module doc); ``cumulant_limiter`` lambda > 0: the limiter of
-    Geier, Pasquali & Schoenherr 2017 on the third-order cumulants (``_third_order_post``)."""
+    Geier, Pasquali & Schoenherr 2017 on the third-order cumulants (``_third_order_post``); ``smagorinsky``
+    (C_s) given: ``cumulant-les``, the shear rate 1/tau_eff of trt_les.smagorinsky_tau (Yu et al. 2005)."""
+    if smagorinsky is not None:
+        D_ = np.asarray(c).shape[1]
+        a_ = np.zeros(D_) if force is None else np.asarray(force, dtype=float)
+        tau = smagorinsky_tau(f, tau, smagorinsky, a_, c, w)
     f = np.asarray(f, dtype=float)
     c = np.asarray(c)
     D = c.shape[1]
