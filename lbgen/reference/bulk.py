@@ -319,7 +319,8 @@ def _isothermal_operator(name: str):
 
 
 def collide_cumulant(f, force=(0.0, 0.0), vs=None, wall=False, tau_wall=1.0, **params):
-    """The cumulant operator of ``lbgen.reference.cumulant`` (Geier et al. 2015) on D2Q9, periodic
+    """The cumulant operator of ``lbgen.reference.cumulant`` (Geier et al. 2015; cumulant-les: with smagorinsky)
+    on D2Q9, periodic
     (in lattice units: f as is, the force a / r)."""
     from lbgen.reference import cumulant
     vs = set_of(vs)

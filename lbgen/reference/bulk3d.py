@@ -328,7 +328,8 @@ def _isothermal_operator(name: str):
 
 
 def collide_cumulant(f, force=(0.0, 0.0, 0.0), lat="d3q27", **params):
-    """The cumulant operator of ``lbgen.reference.cumulant`` (Geier et al. 2015) on D3Q27."""
+    """The cumulant operator of ``lbgen.reference.cumulant`` (Geier et al. 2015; cumulant-les: with smagorinsky)
+    on D3Q27."""
     from lbgen.reference import cumulant
     lat = lattice(lat)
     if lat.name.lower() != "d3q27":
