@@ -97,6 +97,7 @@ def test_kernels_equal_the_oracle(programs, runtime, layout, vl, precision):
         assert rel_err(prog.unpack(a), want) < tol
 
 
+@pytest.mark.slow        # the time-block code is shared: test_cumulant.py runs it fast
 def test_time_blocks_equal_single_steps_bit_for_bit(programs):
     prog = program(programs, "c", "csoa", 4, "central", strict=True)
     f0 = initial_state(3)

@@ -68,6 +68,7 @@ def test_kernels_equal_the_oracle(programs, runtime, layout, vl):
     assert rel_err(prog.unpack(a), want) < 1e-12
 
 
+@pytest.mark.slow
 def test_no_subgrid_model_is_the_cumulant_operator_to_round_off(programs):
     """C_s = 0: tau_eff = (tau + sqrt(tau^2))/2 = tau in IEEE arithmetic, but unlike the other -les operators
     not bit for bit (measured 3.6e-16 after 3 steps): the generated code differs beyond tau_eff, presumably
