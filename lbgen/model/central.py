@@ -4,12 +4,12 @@
   with every exponent alpha_k <= 2 and at most as many non-zero exponents as the set's velocities have
   non-zero components (``central_basis``): the 9 of D2Q9 and the 27 of D3Q27 (De Rosis, PRE 95 (2017)
   013310, his D3Q27 basis; Geier, Greiner & Korvink, PRE 73 (2006) 066705 for the cascaded idea), the 19
-  of D3Q19 (the axes pairs' x y, x^2 y, x^2 y^2 ...; Premnath & Banerjee, PRE 80 (2009) 036702 use the
-  same monomials).  The set is closed under lowering an exponent, so the shift between raw and central
+  of D3Q19 (per pair of axes x y, x^2 y, x y^2, x^2 y^2: lbgen's choice by the rule above, its velocities
+  having at most two non-zero components).  The set is closed under lowering an exponent, so the shift between raw and central
   moments stays inside it.
 * **Equilibrium**: the central moments of the continuous Maxwellian, kappa_eq = rho c_s^(2 n) where n
-  exponents are 2 and none is 1 (0 otherwise), c_s^2 = 1/3: 'the factorized equilibrium' (Geier et al.
-  2006; De Rosis 2017, Eq. 15).
+  exponents are 2 and none is 1 (0 otherwise), c_s^2 = 1/3 (the cascaded equilibrium of Geier et al. 2006
+  and De Rosis 2017).
 * **Relaxation** (moment by moment): the off-diagonal second-order ones and the deviatoric part of the
   diagonal ones with omega_1 = 1/tau (nu = (tau - 1/2)/3), their trace with omega_bulk, the third-order
   ones with omega3, orders 4 and up with omega4.

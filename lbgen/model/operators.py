@@ -169,7 +169,7 @@ OMEGA4 = Parameter("omega4", 1.0, 0.0, "relaxation rate of every cumulant or ort
 CUMULANT_LIMITER = Parameter("cumulant_limiter", 0.0, 0.0,
                              "limiter lambda of the third-order cumulants (Geier, Pasquali & Schoenherr 2017): "
                              "their rate omega3 + (1 - omega3) |C| / (rho lambda + |C|), towards 1 where |C| >> "
-                             "rho lambda; 0: off (default); the paper's value is 0.01", low_inclusive=True)
+                             "rho lambda; 0: off (default); 0.01 is the value of the VirtualFluids cumulant kernels", low_inclusive=True)
 #: the description of what the subgrid model adds (the closed form: lbgen.model.collision._smagorinsky)
 LES_DESCRIPTION = ("; Smagorinsky subgrid model (Hou et al. 1996): the shear relaxation time becomes "
                    "tau_eff = (tau + sqrt(tau^2 + 18 sqrt(2) C_s^2 |Pi_neq| / rho)) / 2, |Pi_neq| the "

@@ -7,8 +7,8 @@ moments to their post-collision values and solves T f' = kappa' site by site (nu
 Lattice units: hops c (Q, D), c_s^2 = 1/3; populations f of shape (Q, *field); force a = velocity gain per step.
 
 * basis: exponents alpha in {0, 1, 2}^D with at most as many non-zero entries as the hops have non-zero
-  components (De Rosis, PRE 95 (2017) 013310 for D2Q9/D3Q27; the D3Q19 monomials of Premnath & Banerjee,
-  PRE 80 (2009) 036702);
+  components (De Rosis, PRE 95 (2017) 013310 for D2Q9/D3Q27; on D3Q19 the same rule gives x y, x^2 y, x y^2,
+  x^2 y^2 per pair of axes);
 * rho = sum f, F = rho a, u = (sum c f + F/2)/rho;
 * equilibrium: kappa_eq = rho (1/3)^n, n exponents 2 and none 1, else 0 (the continuous Maxwellian);
 * source (Fei & Luo, PRE 96 (2017) 053307; Fei, Luo & Li, PRE 97 (2018) 053309): sigma_alpha = F_k (1/3)^n

@@ -123,7 +123,7 @@ def test_the_oracle_sees_each_rate():
 
 
 def test_the_limiter_changes_the_bits_and_the_kernels_follow_the_oracle(programs):
-    """Geier, Pasquali & Schoenherr 2017's limiter (lambda = 1e-2, their value; 1e-4) on the C kernel (the fast
+    """Geier, Pasquali & Schoenherr 2017's limiter (lambda = 1e-2, VirtualFluids' value; 1e-4) on the C kernel (the fast
     suite's program): equal to the oracle to 1e-12, different from the run without it beyond that; lambda = 0
     is the operator without it (the oracle's third order without any limiter code)."""
     prog = program(programs, "c", "caosoa", 4)

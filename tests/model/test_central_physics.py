@@ -22,7 +22,7 @@ SETS = [pytest.param((64, 4), "d2q9", id="d2q9"),
                                         (0.52, {})])
 def test_shear_wave_decays_at_nu_equal_tau_minus_half_over_3(shape, velocity_set, tau, rates):
     """The off-diagonal second-order central moments relax with omega_1 = 1/tau alone, so nu = (tau - 1/2)/3
-    whatever the other rates (De Rosis, PRE 95 (2017) 013310, Sec. III).  Measured +0.013 % (tau 0.8),
+    whatever the other rates (De Rosis, PRE 95 (2017) 013310).  Measured +0.013 % (tau 0.8),
     +0.062 % (0.6, other rates off 1), +0.074 % (0.52) at L = 64 on D2Q9, D3Q19 and D3Q27; bound 0.5 %."""
     nu = (tau - 0.5) / 3
     measured, _ = shear_wave_viscosity("central", {"tau": tau, **rates}, shape, nu=nu, velocity_set=velocity_set)

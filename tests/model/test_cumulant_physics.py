@@ -79,7 +79,7 @@ def test_the_limiter_stabilises_a_slow_third_order_relaxation():
     """The 3D Taylor-Green vortex of test_trt_les_physics.py on D3Q27 16^3 at U = 0.2 (Ma = 0.35), tau = 0.50001
     (Re = 1.5e5), the third-order cumulants relaxed slowly (omega3 = 0.05): without the limiter the kinetic energy
     stalls (2.92e-3 at step 100, 3.04e-3 at 150) and is NaN at step 200; with Geier, Pasquali & Schoenherr's
-    limiter at their lambda = 0.01 (J. Comput. Phys. 348 (2017) 862, Sec. 6: large third-order cumulants relax
+    limiter at lambda = 0.01 (J. Comput. Phys. 348 (2017) 862, Eqs. 116-123: large third-order cumulants relax
     at a rate near 1) it decays to 1.21e-3 at step 200 and 8.2e-5 at 1000 (measured; omega3 = 1, no limiter:
     9.1e-5 at 1000).  With omega3 = 1.9 at U = 0.1 both are stable and the limiter adds dissipation: 9.06e-5
     against 9.53e-5 at step 1000 (-4.9 %, measured)."""
