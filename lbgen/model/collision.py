@@ -55,6 +55,7 @@ from lbgen.model.derivation import (CONSTANT_DIGITS, Builder, component_tag, con
                                     opposite_pairs, population_symbols, reconstruct, unit_component)
 from lbgen.model.hermite import components, maxwellian_coefficient, multiplicity
 from lbgen.model.catalog import AXES
+from lbgen.model.central import central_collision
 from lbgen.model.cumulant import cumulant_collision
 from lbgen.model.mrt import mrt_collision
 from lbgen.model.operators import LES_DESCRIPTION, force_arguments, operator as operator_record
@@ -71,7 +72,7 @@ def _description(record, vs: VelocitySet) -> str:
     order = vs.hermite_order
     les = LES_DESCRIPTION if record.base is not None else ""
     name = record.base or record.name
-    if order == 4 or name in ("trt", "cumulant", "mrt"):
+    if order == 4 or name in ("trt", "cumulant", "mrt", "central"):
         return record.description
     if name == "bgk":
         return (f"BGK with shifted-equilibrium forcing (Hermite order {order}"
@@ -168,7 +169,7 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     order = vs.hermite_order
     H = hermite_values(vs, order)
     b = Builder()
-    if base != "cumulant":                  # the cumulant operator has its own moments (lbgen.model.cumulant)
+    if base not in ("cumulant", "central"):     # these have their own moments (lbgen.model.cumulant, central)
         A = hermite_moments(b, vs, f, H)
         rho, u, T = fields_of_moments(b, A, vs)
     a2 = sp.Add(*(ak ** 2 for ak in a))
@@ -204,7 +205,11 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
         outputs = reconstruct(b, vs, H, B, f_scale=1 - inv_tau, f=f)
     elif base == "cumulant":
         outputs = cumulant_collision(b, vs, f, a, symbols["tau"], symbols["omega_bulk"], symbols["omega3"],
-                                     symbols["omega4"], wall, tau_wall)
+                                     symbols["omega4"], wall, tau_wall, limiter=symbols["cumulant_limiter"],
+                                     smagorinsky=symbols.get("smagorinsky"))
+    elif base == "central":
+        outputs = central_collision(b, vs, f, a, symbols["tau"], symbols["omega_bulk"], symbols["omega3"],
+                                    symbols["omega4"], wall, tau_wall)
     elif base == "mrt":
         outputs = mrt_collision(b, vs, f, H, A, rho, u, a, subgrid(symbols["tau"]), symbols["omega_bulk"],
                                 symbols["omega3"], symbols["omega4"], wall, tau_wall)

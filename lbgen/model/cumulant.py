@@ -151,8 +151,71 @@ def weight_moments(vs, u) -> Dict[Exponents, sp.Expr]:
                                                         u).items()}
 
 
-def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wall, tau_wall):
-    """Post-collision populations fout_i of the cumulant operator (the module doc), as Builder symbols."""
+def third_order_groups(D: int):
+    """The third-order cumulants by the axes they are odd in: pairs (alpha, beta) whose sum and difference the
+    limiter takes (3D: C_120 +- C_102, C_210 +- C_012, C_201 +- C_021; Geier, Pasquali & Schoenherr 2017,
+    Eqs. 116-123), and the single ones (C_111; 2D: C_21, C_12)."""
+    groups: Dict[Tuple[int, ...], list] = {}
+    for e in _exponents(D):
+        if _order(e) == 3:
+            groups.setdefault(tuple(k for k in range(D) if e[k] == 1), []).append(e)
+    return [sorted(g, reverse=True) for g in groups.values()]
+
+
+def _limited(b: Builder, x, rho, on, limiter):
+    """|x| / (rho lambda + |x|), the share of the way to equilibrium the limiter adds (0 where it is off:
+    ``on`` is 0, and the denominator stays positive)."""
+    ax = b.let(b.fresh("lima"), sp.Abs(x))
+    return b.let(b.fresh("limg"), on * ax / (rho * limiter + ax + (1 - on)))
+
+
+def _third_order(b: Builder, C, D, om3, rho, limiter):
+    """Post-collision third-order cumulants (1 - omega3) C, each of the limiter's combinations x relaxed with
+    omega3 + (1 - omega3) |x| / (rho lambda + |x|) where lambda > 0 (Geier, Pasquali & Schoenherr, J. Comput.
+    Phys. 348 (2017) 862, Eqs. 116-123; lambda = 0: off, the rate omega3 bit for bit)."""
+    on = b.let("lim_on", sp.Piecewise((sp.Integer(1), limiter > 0), (sp.Integer(0), True)))
+    post = {}
+    for group in third_order_groups(D):
+        if len(group) == 1:
+            e, = group
+            post[e] = b.let(f"C{''.join(map(str, e))}_s", om3 * (C[e] - _limited(b, C[e], rho, on, limiter) * C[e]))
+            continue
+        p, q = group
+        plus = b.let(b.fresh("Cp"), C[p] + C[q])
+        minus = b.let(b.fresh("Cm"), C[p] - C[q])
+        gp = b.let(b.fresh("limp"), _limited(b, plus, rho, on, limiter) * plus / 2)
+        gm = b.let(b.fresh("limm"), _limited(b, minus, rho, on, limiter) * minus / 2)
+        post[p] = b.let(f"C{''.join(map(str, p))}_s", om3 * (C[p] - (gp + gm)))
+        post[q] = b.let(f"C{''.join(map(str, q))}_s", om3 * (C[q] - (gp - gm)))
+    return post
+
+
+def _smagorinsky_tau(b: Builder, kappa, rho, u, al, tau0, cs, D: int):
+    """The Smagorinsky shear relaxation time of ``lbgen.model.collision._smagorinsky`` (the same closed form,
+    tau_eff = (tau0 + sqrt(tau0^2 + 18 sqrt(2) C_s^2 |Pi_neq| / rho)) / 2, lattice units) with the
+    non-equilibrium stress from the second central moments: u is the half-step velocity, and
+    Pi_neq = sum c c f - rho u u - rho/3 I = kappa_2 - (u F + F u)/2 - rho/3 I (sum c f = rho u - F/2, F = rho a)."""
+    b.block("Smagorinsky subgrid model: |Pi_neq| from the second central moments, tau_eff in closed form "
+            "(lbgen.model.cumulant._smagorinsky_tau)")
+    F = [rho * al[k] for k in range(D)]
+    terms = []
+    for e in _exponents(D):
+        if _order(e) != 2:
+            continue
+        i, j = [k for k in range(D) for _ in range(e[k])]
+        pi = b.let(f"Pn{''.join(map(str, e))}", kappa[e] - (u[i] * F[j] + F[i] * u[j]) / 2
+                   - (rho / 3 if i == j else 0))
+        terms.append((1 if i == j else 2) * pi ** 2)
+    norm = b.let("Pi_neq", sp.sqrt(b.let("Pi2", sp.Add(*terms))))
+    root = b.let("les_root", sp.sqrt(tau0 ** 2 + const(18 * sp.sqrt(2)) * cs ** 2 * norm / rho))
+    return b.let("tau_les", (tau0 + root) / 2)
+
+
+def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wall, tau_wall, limiter=None,
+                       smagorinsky=None):
+    """Post-collision populations fout_i of the cumulant operator (the module doc), as Builder symbols;
+    ``limiter``: the symbol of Geier, Pasquali & Schoenherr's lambda (0: off), None: no limiter code;
+    ``smagorinsky``: the symbol of C_s of ``cumulant-les`` (the shear rate 1/tau_eff), None: no subgrid model."""
     D = vs.D
     r = vs.r_float()
     w = vs.weights_float()
@@ -178,6 +241,8 @@ def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wa
     C = {e: (b.let(f"C{''.join(map(str, e))}", v) if _order(e) >= 4 else kappa[e]) for e, v in C.items()}
     b.block("relaxation: second order with 1/tau (bulk: omega_bulk) and Geier's Galilean correction, "
             "third order with omega3, higher with omega4 (lbgen.model.cumulant.cumulant_collision)")
+    if smagorinsky is not None:
+        tau = _smagorinsky_tau(b, kappa, rho, u, al, tau, smagorinsky, D)
     om1 = b.let("om1", 1 / (wall * tau_wall + (1 - wall) * tau))
     unit2 = [tuple(2 if j == k else 0 for j in range(D)) for k in range(D)]
     diag = [C[e] for e in unit2]
@@ -197,11 +262,13 @@ def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wa
         post[unit2[k]] = b.let(f"C{AXES[k] * 2}_s", d0 - diffs_s[k - 1])
     om4 = b.let("om4c", 1 - omega4)
     om3 = b.let("om3c", 1 - omega3)
+    if limiter is not None:
+        post.update(_third_order(b, C, D, om3, rho, limiter))
     for e, v in C.items():
         n = _order(e)
         if n == 2 and e not in unit2:
             post[e] = b.let(f"C{''.join(map(str, e))}_s", (1 - om1) * v)
-        elif n == 3:
+        elif n == 3 and limiter is None:
             post[e] = b.let(f"C{''.join(map(str, e))}_s", om3 * v)
         elif n >= 4:
             post[e] = b.let(f"C{''.join(map(str, e))}_s", om4 * v)

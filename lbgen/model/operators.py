@@ -164,6 +164,12 @@ OMEGA3 = Parameter("omega3", 1.0, 0.0, "relaxation rate of every third-order cum
                    "(equilibrium 0)", high=2.0)
 OMEGA4 = Parameter("omega4", 1.0, 0.0, "relaxation rate of every cumulant or orthogonal moment of order 4 and "
                    "higher (equilibrium 0)", high=2.0)
+#: the cumulant limiter's lambda (Geier, Pasquali & Schoenherr, J. Comput. Phys. 348 (2017) 862, Eqs. 116-123):
+#: each third-order cumulant combination x relaxes with omega3 + (1 - omega3) |x| / (rho lambda + |x|)
+CUMULANT_LIMITER = Parameter("cumulant_limiter", 0.0, 0.0,
+                             "limiter lambda of the third-order cumulants (Geier, Pasquali & Schoenherr 2017): "
+                             "their rate omega3 + (1 - omega3) |C| / (rho lambda + |C|), towards 1 where |C| >> "
+                             "rho lambda; 0: off (default); 0.01 is the value of the VirtualFluids cumulant kernels", low_inclusive=True)
 #: the description of what the subgrid model adds (the closed form: lbgen.model.collision._smagorinsky)
 LES_DESCRIPTION = ("; Smagorinsky subgrid model (Hou et al. 1996): the shear relaxation time becomes "
                    "tau_eff = (tau + sqrt(tau^2 + 18 sqrt(2) C_s^2 |Pi_neq| / rho)) / 2, |Pi_neq| the "
@@ -213,8 +219,9 @@ _BASE_RECORDS: Dict[str, Operator] = {
         "cumulant (Geier, Schoenherr, Pasquali & Krafczyk, Comput. Math. Appl. 70 (2015) 507), well-conditioned "
         "(f - w, delta rho): chimera transforms to central moments, density-weighted cumulants; second order "
         "relaxed with 1/tau (trace: omega_bulk) with Geier's Galilean correction, third order with omega3, "
-        "orders 4+ with omega4; forcing Geier's way (u with F/2, first central moments -F/2 -> +F/2)",
-        (TAU, OMEGA_BULK, OMEGA3, OMEGA4),
+        "orders 4+ with omega4 (with cumulant_limiter > 0: Geier, Pasquali & Schoenherr 2017's limiter on the "
+        "third order); forcing Geier's way (u with F/2, first central moments -F/2 -> +F/2)",
+        (TAU, OMEGA_BULK, OMEGA3, OMEGA4, CUMULANT_LIMITER),
         wall_rows="the shear rate is 1/tau_wall (default 1)",
         no_thermal_walls="the wall planes of the bc kernel (lbgen.model.wall_planes) are measured for bgk and "
                          "regularized only",
@@ -222,7 +229,24 @@ _BASE_RECORDS: Dict[str, Operator] = {
                         "per axis), and its equilibrium is isothermal",
         sets=("d2q9", "d3q27"),
         sets_reason="the chimera transform needs every velocity of {-1, 0, 1}^D (D3Q19 lacks the 8 corners, "
-                    "whose moments the cumulants of order 4 and up relax); use trt or bgk on D3Q19",
+                    "whose moments the cumulants of order 4 and up relax); use trt or bgk on D3Q19"),
+    "central": Operator(
+        "central",
+        "central-moment MRT (the cascaded central moments: Geier, Greiner & Korvink, PRE 73 (2006) 066705; "
+        "De Rosis, PRE 95 (2017) 013310's raw central-moment basis, exponents <= 2), the Maxwellian's central "
+        "moments as equilibrium, well-conditioned (f - w); deviatoric second order relaxed with 1/tau, the "
+        "trace with omega_bulk, third order with omega3, orders 4+ with omega4; Guo's forcing in central "
+        "moments (Fei & Luo, PRE 96 (2017) 053307: u with F/2, the continuous source's central moments "
+        "times 1 - omega/2)",
+        (TAU, OMEGA_BULK, OMEGA3, OMEGA4),
+        wall_rows="the shear rate is 1/tau_wall (default 1)",
+        no_thermal_walls="the wall planes of the bc kernel (lbgen.model.wall_planes) are measured for bgk and "
+                         "regularized only",
+        isothermal_only="its equilibrium is the Maxwellian's central moments at c_s^2 = 1/3 (isothermal), and "
+                        "its basis has exponents <= 2 (three velocities per axis)",
+        sets=("d2q9", "d3q19", "d3q27"),
+        sets_reason="its basis is the central moments with exponents <= 2 per axis, those of the sets with "
+                    "velocities in {-1, 0, 1}^D",
         subgrid=False),
 }
 
@@ -235,7 +259,8 @@ def _with_subgrid_model(base: Operator) -> Operator:
     """The base operator with the Smagorinsky subgrid model: its parameters, then C_s."""
     return Operator(base.name + LES_SUFFIX, base.description + LES_DESCRIPTION, base.parameters + (SMAGORINSKY,),
                     wall_rows=base.wall_rows + " (no subgrid model on wall rows)", base=base.name,
-                    isothermal_only=base.isothermal_only, no_thermal_walls=base.no_thermal_walls or _LES_WALLS)
+                    isothermal_only=base.isothermal_only, no_thermal_walls=base.no_thermal_walls or _LES_WALLS,
+                    sets=base.sets, sets_reason=base.sets_reason)
 
 
 OPERATOR_RECORDS: Dict[str, Operator] = {**_BASE_RECORDS,

@@ -319,24 +319,28 @@ def _isothermal_operator(name: str):
 
 
 def collide_cumulant(f, force=(0.0, 0.0), vs=None, wall=False, tau_wall=1.0, **params):
-    """The cumulant operator of ``lbgen.reference.cumulant`` (Geier et al. 2015) on D2Q9, periodic
+    """The cumulant operator of ``lbgen.reference.cumulant`` (Geier et al. 2015; cumulant-les: with smagorinsky)
+    on D2Q9, periodic
     (in lattice units: f as is, the force a / r)."""
     from lbgen.reference import cumulant
     vs = set_of(vs)
     if vs.name.lower() != "d2q9" or np.any(wall):
         raise ValueError(f"the oracle's cumulant operator is for D2Q9 without thermal walls, not {vs.name}"
                          f"{' with walls' if np.any(wall) else ''}")
-    keep = {k: v for k, v in params.items() if k in ("tau", "omega_bulk", "omega3", "omega4")}
+    keep = {k: v for k, v in params.items() if k in ("tau", "omega_bulk", "omega3", "omega4", "cumulant_limiter",
+                                                         "smagorinsky")}
     c = np.rint(np.asarray(vs.e, dtype=float)).astype(int)
     return cumulant.collide(f, force=np.asarray(force, dtype=float) / vs.r, c=c,
                             w=np.asarray(vs.weights, dtype=float), **keep)
 
 
-def _mrt(name: str):
-    """The MRT operator of ``lbgen.reference.mrt`` on D2Q9 (lattice units: f as is, the force a / r),
+def _mrt(name: str, oracle: str = "mrt"):
+    """The MRT operator of ``lbgen.reference.mrt`` (``oracle``: or the central-moment MRT of
+    ``lbgen.reference.central``) on D2Q9 (lattice units: f as is, the force a / r),
     periodic; ``-les``: with the Smagorinsky relaxation time."""
     def collide_op(f, force=(0.0, 0.0), vs=None, wall=False, tau_wall=1.0, **params):
-        from lbgen.reference import mrt
+        from importlib import import_module
+        mrt = import_module(f"lbgen.reference.{oracle}")
         vs = set_of(vs)
         if not isothermal(vs) or np.any(wall):
             raise ValueError(f"the oracle's {name} operator is for the isothermal sets without thermal walls, "
@@ -350,7 +354,8 @@ def _mrt(name: str):
 
 
 _COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized, "cumulant": collide_cumulant,
-            "mrt": _mrt("mrt"), "mrt-les": _mrt("mrt-les"),
+            "cumulant-les": collide_cumulant,
+            "mrt": _mrt("mrt"), "mrt-les": _mrt("mrt-les"), "central": _mrt("central", "central"),
             **{n: _isothermal_operator(n) for n in ("trt", "bgk-les", "regularized-les", "trt-les")}}
 
 

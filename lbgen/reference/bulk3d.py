@@ -328,20 +328,24 @@ def _isothermal_operator(name: str):
 
 
 def collide_cumulant(f, force=(0.0, 0.0, 0.0), lat="d3q27", **params):
-    """The cumulant operator of ``lbgen.reference.cumulant`` (Geier et al. 2015) on D3Q27."""
+    """The cumulant operator of ``lbgen.reference.cumulant`` (Geier et al. 2015; cumulant-les: with smagorinsky)
+    on D3Q27."""
     from lbgen.reference import cumulant
     lat = lattice(lat)
     if lat.name.lower() != "d3q27":
         raise ValueError(f"the oracle's cumulant operator is for D3Q27, not {lat.name}")
-    keep = {k: v for k, v in params.items() if k in ("tau", "omega_bulk", "omega3", "omega4")}
+    keep = {k: v for k, v in params.items() if k in ("tau", "omega_bulk", "omega3", "omega4", "cumulant_limiter",
+                                                         "smagorinsky")}
     return cumulant.collide(f, force=np.asarray(force, dtype=float), c=lat.c, w=lat.w, **keep)
 
 
-def _mrt(name: str):
-    """The MRT operator of ``lbgen.reference.mrt`` (moment space, Guo forcing) on D3Q19 and D3Q27; ``-les``:
+def _mrt(name: str, oracle: str = "mrt"):
+    """The MRT operator of ``lbgen.reference.mrt`` (moment space, Guo forcing; ``oracle``: or the central-moment
+    MRT of ``lbgen.reference.central``) on D3Q19 and D3Q27; ``-les``:
     with the Smagorinsky relaxation time."""
     def collide_op(f, force=(0.0, 0.0, 0.0), lat="d3q19", **params):
-        from lbgen.reference import mrt
+        from importlib import import_module
+        mrt = import_module(f"lbgen.reference.{oracle}")
         lat = lattice(lat)
         if lat.thermal:
             raise ValueError(f"the oracle's {name} operator is for the isothermal lattices (D3Q19, D3Q27), "
@@ -353,7 +357,8 @@ def _mrt(name: str):
 
 
 _COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized, "cumulant": collide_cumulant,
-            "mrt": _mrt("mrt"), "mrt-les": _mrt("mrt-les"),
+            "cumulant-les": collide_cumulant,
+            "mrt": _mrt("mrt"), "mrt-les": _mrt("mrt-les"), "central": _mrt("central", "central"),
             **{n: _isothermal_operator(n) for n in ("trt", "bgk-les", "regularized-les", "trt-les")}}
 
 

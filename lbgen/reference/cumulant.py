@@ -18,7 +18,10 @@ weights w, c_s^2 = 1/3; populations f of shape (Q, *field); the force a is the v
    -3 rho (1 - omega/2)(u_x^2 D_x u -+ ...), the velocity derivatives from the second-order cumulants
    (rho D_x u = -omega_1/2 (2 C_200 - C_020 - C_002) - omega_bulk/2 (C_200 + C_020 + C_002 - rho),
    rho D_y u = rho D_x u + 3 omega_1/2 (C_200 - C_020), ...); third order times 1 - omega3, orders
-   4-6 times 1 - omega4 (equilibria 0).  D2Q9: the same with x, y (trace towards 2 rho/3);
+   4-6 times 1 - omega4 (equilibria 0).  D2Q9: the same with x, y (trace towards 2 rho/3).  The limiter of
+   Geier, Pasquali & Schoenherr, J. Comput. Phys. 348 (2017) 862 (lambda > 0): the third-order
+   combinations C_120 +- C_102, C_210 +- C_012, C_201 +- C_021, C_111 (2D: C_21, C_12) relax with
+   omega3 + (1 - omega3) |x| / (rho lambda + |x|) each;
 5. back: the same formulas solved for kappa (post-collision kappa of lower order on the right), raw
    moments by the binomial theorem, populations by the inverse of the moment matrix.
 """
@@ -28,7 +31,7 @@ from itertools import product
 
 import numpy as np
 
-from lbgen.reference.trt_les import D2Q9_C, D2Q9_W, stream  # noqa: F401  (the lattices' plain data)
+from lbgen.reference.trt_les import D2Q9_C, D2Q9_W, smagorinsky_tau, stream  # noqa: F401  (the lattices' plain data)
 
 
 def d3q27():
@@ -85,8 +88,40 @@ def _order(name):
     return sum(map(int, name))
 
 
-def collide(f, force=None, c=D2Q9_C, w=D2Q9_W, tau=0.8, omega_bulk=1.0, omega3=1.0, omega4=1.0):
-    """One cumulant collision of every site (the module doc)."""
+def _limited_rate(omega, x, rho, lam):
+    """Geier, Pasquali & Schoenherr, J. Comput. Phys. 348 (2017) 862, Eqs. 116-123:
+    omega_lambda = omega + (1 - omega) |x| / (rho lambda + |x|)."""
+    return omega + (1 - omega) * np.abs(x) / (rho * lam + np.abs(x))
+
+
+#: the third-order combinations the limiter takes: (C_a + C_b, C_a - C_b) pairs and single ones
+_PAIRS_3D = (("120", "102"), ("210", "012"), ("201", "021"))
+_SINGLE = {3: ("111",), 2: ("21", "12")}
+
+
+def _third_order_post(C, rho, omega3, lam, D):
+    """{name: post-collision third-order cumulant}: (1 - omega3) C, or with the limiter (lam > 0) each
+    combination x = C_a + C_b, C_a - C_b (3D) and C_111 (2D: C_21, C_12) times 1 - omega_lambda(x)."""
+    if not lam:
+        return {n: (1 - omega3) * C[n] for n in C if _order(n) == 3}
+    post = {n: (1 - _limited_rate(omega3, C[n], rho, lam)) * C[n] for n in _SINGLE[D]}
+    for a, b_ in (_PAIRS_3D if D == 3 else ()):
+        plus, minus = C[a] + C[b_], C[a] - C[b_]
+        plus = (1 - _limited_rate(omega3, plus, rho, lam)) * plus
+        minus = (1 - _limited_rate(omega3, minus, rho, lam)) * minus
+        post[a], post[b_] = (plus + minus) / 2, (plus - minus) / 2
+    return post
+
+
+def collide(f, force=None, c=D2Q9_C, w=D2Q9_W, tau=0.8, omega_bulk=1.0, omega3=1.0, omega4=1.0,
+            cumulant_limiter=0.0, smagorinsky=None):
+    """One cumulant collision of every site (the module doc); ``cumulant_limiter`` lambda > 0: the limiter of
+    Geier, Pasquali & Schoenherr 2017 on the third-order cumulants (``_third_order_post``); ``smagorinsky``
+    (C_s) given: ``cumulant-les``, the shear rate 1/tau_eff of trt_les.smagorinsky_tau (Yu et al. 2005)."""
+    if smagorinsky is not None:
+        D_ = np.asarray(c).shape[1]
+        a_ = np.zeros(D_) if force is None else np.asarray(force, dtype=float)
+        tau = smagorinsky_tau(f, tau, smagorinsky, a_, c, w)
     f = np.asarray(f, dtype=float)
     c = np.asarray(c)
     D = c.shape[1]
@@ -120,10 +155,9 @@ def collide(f, force=None, c=D2Q9_C, w=D2Q9_W, tau=0.8, omega_bulk=1.0, omega3=1
         o = _order(n)
         if o == 2 and n not in post:
             post[n] = (1 - om1) * C[n]
-        elif o == 3:
-            post[n] = (1 - omega3) * C[n]
         elif o >= 4:
             post[n] = (1 - omega4) * C[n]
+    post.update(_third_order_post(C, rho, omega3, cumulant_limiter, D))
     post[_key(*(0,) * D)] = rho
     for i in axes:
         post[_key(*(1 if j == i else 0 for j in axes))] = rho * a[i] / 2 * np.ones_like(rho)

@@ -269,6 +269,16 @@ def _operator_parameter(key: str) -> Callable[[Mapping[str, Any]], Optional[str]
     return rule
 
 
+def _cumulant_limiter(v) -> Optional[str]:
+    """The operator's rule, then: the limiter moves the third-order rate omega3 towards 1, so at omega3 = 1
+    (the cumulants to equilibrium in one step) it changes nothing."""
+    reason = _operator_parameter("cumulant_limiter")(v)
+    if reason is None and v.get("omega3", 1.0) == 1.0:
+        return ("the limiter moves the third-order rate omega3 towards 1, and --omega3 is 1 (the default): give "
+                "--omega3 in (0, 2) other than 1")
+    return reason
+
+
 def _threads(v) -> Optional[str]:
     return None if v["backend"] == "c" else f"OpenMP threads apply to the C backend, not --backend {v['backend']}"
 
@@ -371,7 +381,7 @@ def _in_2d(key: str, rule: Optional[Callable[[Mapping[str, Any]], Optional[str]]
 #: tests/run/test_effects.py checks that each of those changes something observable.
 APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "lx": _from_init, "ly": _from_init, "amplitude": _amplitude, "seed": _seed, "re": _reynolds,
-    **{k: _operator_parameter(k) for k in all_parameters()},
+    **{k: _operator_parameter(k) for k in all_parameters()}, "cumulant_limiter": _cumulant_limiter,
     "t_bottom": _wall_temperature("bottom"), "t_top": _wall_temperature("top"),
     "adiabatic": _needs_walls, "wall_scheme": _needs_walls,
     **{k: _convection for k in ("ra", "pr", "aspect")},

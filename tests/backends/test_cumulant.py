@@ -19,7 +19,7 @@ LX, LY = 6, 16
 R = np.sqrt(3.0)                    # D2Q9: xi = sqrt(3) c (model units = R x lattice units)
 FORCE = np.array([2e-4, -3e-4])     # lattice units
 STEPS = 6
-PARAMS = {"tau": 0.56, "omega_bulk": 1.4, "omega3": 0.9, "omega4": 1.2}
+PARAMS = {"tau": 0.56, "omega_bulk": 1.4, "omega3": 0.9, "omega4": 1.2, "cumulant_limiter": 0.0}
 #: (runtime, layout, vl, precision) of the fast suite; the whole sweep is slow
 FAST = {("c", "caosoa", 4, "double"), ("c", "soa", None, "single"), ("opencl", "aos", None, "double"),
         ("cuda-shim", "csoa", 8, "double")}
@@ -83,7 +83,7 @@ def _site_values(name, seed, params, force):
     w, c = np.array(vs.weights, dtype=float), np.array(vs.velocities)
     cu = c @ (0.06 * rng.standard_normal(vs.D))
     f = w * (1 + 3 * cu + 4.5 * cu ** 2) * (1 + 0.03 * rng.standard_normal(vs.Q))
-    values = {**dict(zip(map(str, asg.inputs), f)), **params, "wall": 0.0, "tau_wall": 1.0,
+    values = {**dict(zip(map(str, asg.inputs), f)), "cumulant_limiter": 0.0, **params, "wall": 0.0, "tau_wall": 1.0,
               **{"a" + k: vs.r * x for k, x in zip("xyz", force)}}
     env = {sp.Symbol(k, **kind): v for k, v in values.items() for kind in ({"real": True}, {"positive": True})}
     for symbol, expr in asg.assignments:
@@ -94,10 +94,12 @@ def _site_values(name, seed, params, force):
 
 
 @pytest.mark.parametrize("name", ["d2q9", "d3q27"])
-@pytest.mark.parametrize("rates", [(1.0, 1.0, 1.0), (1.3, 0.8, 1.4)])
+@pytest.mark.parametrize("rates", [(1.0, 1.0, 1.0, 0.0), (1.3, 0.8, 1.4, 0.0), (1.3, 0.8, 1.4, 1e-2),
+                                   (1.0, 1.2, 1.0, 1e-4)])
 def test_the_derivation_equals_the_papers_formulas_site_by_site(name, rates):
-    """lbgen.model.cumulant (chimera, log series) = lbgen.reference.cumulant (definition, typed formulas)."""
-    params = {"tau": 0.62, **dict(zip(("omega_bulk", "omega3", "omega4"), rates))}
+    """lbgen.model.cumulant (chimera, log series) = lbgen.reference.cumulant (definition, typed formulas), with
+    and without the limiter (the last rate: lambda)."""
+    params = {"tau": 0.62, **dict(zip(("omega_bulk", "omega3", "omega4", "cumulant_limiter"), rates))}
     force = (2e-3, -1e-3, 3e-3)[:{"d2q9": 2, "d3q27": 3}[name]]
     f, got, want = _site_values(name, 2, params, force)
     assert np.abs(got - want).max() < 1e-15 * 30
@@ -117,6 +119,27 @@ def test_the_oracle_sees_each_rate():
     for key, value in (("tau", 0.6), ("omega_bulk", 1.0), ("omega3", 1.0), ("omega4", 1.0)):
         assert rel_err(oracle_run(f0, STEPS, **{key: value}), base) > 1e-8, key
     assert rel_err(oracle_run(f0, STEPS, force=2 * FORCE), base) > 1e-8
+    assert rel_err(oracle_run(f0, STEPS, cumulant_limiter=1e-2), base) > 1e-8
+
+
+def test_the_limiter_changes_the_bits_and_the_kernels_follow_the_oracle(programs):
+    """Geier, Pasquali & Schoenherr 2017's limiter (lambda = 1e-2, VirtualFluids' value; 1e-4) on the C kernel (the fast
+    suite's program): equal to the oracle to 1e-12, different from the run without it beyond that; lambda = 0
+    is the operator without it (the oracle's third order without any limiter code)."""
+    prog = program(programs, "c", "caosoa", 4)
+    f0 = initial_state()
+    off = run(prog, f0, STEPS)
+    for lam in (1e-2, 1e-4):
+        on = run(prog, f0, STEPS, cumulant_limiter=lam)
+        assert rel_err(on, oracle_run(f0, STEPS, cumulant_limiter=lam)) < 1e-12
+        assert rel_err(on, off) > 1e-9
+    assert rel_err(off, oracle_run(f0, STEPS)) < 1e-12
+
+
+def test_a_negative_limiter_is_refused_by_name():
+    from lbgen.model.operators import ParameterError, operator
+    with pytest.raises(ParameterError, match=r"cumulant_limiter=-0.01 must be >= 0 .*limiter lambda"):
+        operator("cumulant").check({"cumulant_limiter": -0.01})
 
 
 @pytest.mark.parametrize("runtime, layout, vl, precision", list(_sweep()))
@@ -161,7 +184,7 @@ def test_a_run_description_refuses_d3q19_and_takes_the_rates():
     with pytest.raises(ConfigError, match="cumulant operator is defined on D2Q9, D3Q27 only"):
         RunConfig.build("taylor-green", ("test", {"velocity_set": "d3q19", "collision": "cumulant"}))
     cfg = RunConfig.build("shear-wave", ("test", {"velocity_set": "d2q9", "collision": "cumulant", "omega3": 1.5}))
-    assert cfg.parameters == {"tau": 0.8, "omega_bulk": 1.0, "omega3": 1.5, "omega4": 1.0}
+    assert cfg.parameters == {"tau": 0.8, "omega_bulk": 1.0, "omega3": 1.5, "omega4": 1.0, "cumulant_limiter": 0.0}
 
 
 @pytest.mark.parametrize("bad, message", [({"omega3": 2.0}, "omega3=2.0 must be > 0 and < 2"),

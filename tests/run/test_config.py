@@ -54,7 +54,7 @@ def test_unknown_keys_are_refused_with_the_closest_valid_name():
 
 
 def test_parameters_of_another_operator_are_refused_not_ignored():
-    with pytest.raises(ConfigError, match="tau has no effect in this run: it is a parameter of bgk, trt, mrt, cumulant, bgk-les, trt-les, mrt-les, "
+    with pytest.raises(ConfigError, match="tau has no effect in this run: it is a parameter of bgk, trt, mrt, cumulant, central, bgk-les, trt-les, mrt-les, cumulant-les, "
                        "not of the regularized operator"):
         _build(collision="regularized", tau=0.9)
 

@@ -26,7 +26,8 @@ def test_the_rates_are_in_the_manifest_and_the_checkpoint_and_a_resume_continues
     assert r.exit_code == 0, r.output
     config = json.loads((out / "manifest.json").read_text())["config"]
     assert config["collision"] == "cumulant"
-    assert config["parameters"] == {"tau": 0.55, "omega_bulk": 1.2, "omega3": 1.0, "omega4": 1.5}
+    assert config["parameters"] == {"tau": 0.55, "omega_bulk": 1.2, "omega3": 1.0, "omega4": 1.5,
+                                    "cumulant_limiter": 0.0}
     _, step, meta = read_checkpoint(checkpoint_path(out, 4))
     assert step == 4 and "cumulant" in json.dumps(meta) and "1.5" in json.dumps(meta)
     straight, _, _ = read_checkpoint(checkpoint_path(out, 8))

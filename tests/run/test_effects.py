@@ -110,6 +110,7 @@ EFFECTS = {
     "omega_bulk": ({**D2Q9, "collision": "cumulant", "setup": "uniform-noise"}, 1.0, 1.5),
     "omega3": ({**D2Q9, "collision": "cumulant", "setup": "uniform-noise"}, 1.0, 1.5),
     "omega4": ({**D2Q9, "collision": "cumulant", "setup": "uniform-noise"}, 1.0, 1.5),
+    "cumulant_limiter": ({**D2Q9, "collision": "cumulant", "setup": "uniform-noise", "omega3": 1.5}, 0.0, 1e-2),
     "gravity": ({}, "0,0", "0,-1e-4"),
     "walls": ({}, False, True),
     "t_bottom": (RT, 1.05, 1.1), "t_top": (RT, 0.95, 0.9),
@@ -181,6 +182,7 @@ REFUSED = {
     "magic": ({}, 0.25),
     "smagorinsky": ({"collision": "trt", **D2Q9}, 0.2),
     "omega_bulk": ({**D2Q9}, 1.5), "omega3": ({"collision": "trt", **D2Q9}, 1.5), "omega4": ({}, 1.5),
+    "cumulant_limiter": ({"collision": "cumulant", **D2Q9}, 1e-2),      # omega3 = 1: the limiter's rate is 1
     "t_bottom": ({"walls": True, "adiabatic": "bottom"}, 1.2),
     "t_top": ({}, 0.9),
     "adiabatic": ({}, "top"), "wall_scheme": ({}, "reference"),

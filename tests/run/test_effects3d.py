@@ -84,6 +84,7 @@ KERNEL_OPTIONS3D = {
     "omega_bulk": ({"collision": "cumulant", "velocity_set": "d3q27"}, 1.0, 1.5),
     "omega3": ({"collision": "cumulant", "velocity_set": "d3q27"}, 1.0, 1.5),
     "omega4": ({"collision": "cumulant", "velocity_set": "d3q27"}, 1.0, 1.5),
+    "cumulant_limiter": ({"collision": "cumulant", "velocity_set": "d3q27", "omega3": 1.5}, 0.0, 1e-2),
     "velocity_set": ({}, "d3q19", "d3q27"),
     "backend": ({}, "c", "opencl"),
     "layout": ({}, "soa", "aos"), "vl": ({"layout": "caosoa"}, 4, 8),
