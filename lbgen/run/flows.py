@@ -32,11 +32,12 @@ PUBLISHED: Dict[str, Dict[str, Tuple[float, float]]] = {
 }
 #: the benchmark's kinematic viscosity and diameter (physical units): Re = U_mean D / nu
 DFG_NU = 1e-3
-#: when --inlet-speed is not given, the fastest inflow speed (lattice units) is the slowest whose tau is
-#: TAU_TARGET, at most INFLOW_SPEED (Mach 0.1 sqrt(3) = 0.17): the lattice's compressibility error
-#: grows as Mach^2 (2D-1 at 10 cells per diameter: C_D 7 % high at 0.1, 4 % at 0.05)
+#: when --inlet-speed is not given, the fastest inflow speed (lattice units) at every resolution (Mach
+#: 0.1 sqrt(3) = 0.17; convective scaling: a run's steps grow as the cells per diameter, not their
+#: square).  With rho = 1 and the mean inflow speed as reference the lattice's compressibility error
+#: grows as Mach^2 (2D-1, TRT, 10 cells per diameter: C_D 3.6 % above its Mach -> 0 limit at 0.17);
+#: the free stream at the body (``free_stream``) takes it out (0.02 %)
 INFLOW_SPEED = 0.1
-TAU_TARGET = 0.6
 #: the smallest relaxation time a flow set-up starts with (BGK near 1/2 leaves the wake unstable)
 TAU_MIN = 0.505
 #: the sphere's box in diameters: length, width (y and z); centre 2.5 D from the inlet
@@ -82,11 +83,8 @@ class BodyFlow:
         return _BUILT[key]
 
     def lattice_speed(self, inlet_speed: Optional[float], r: float, re: float, cells: int) -> float:
-        """The fastest inflow speed in lattice units: --inlet-speed (model units), else the slowest
-        whose tau is TAU_TARGET, at most INFLOW_SPEED."""
-        if inlet_speed is not None:
-            return float(inlet_speed) / r
-        return min(INFLOW_SPEED, (TAU_TARGET - 0.5) / 3.0 * re / cells / self.reference_speed(1.0))
+        """The fastest inflow speed in lattice units: --inlet-speed (model units), else INFLOW_SPEED."""
+        return INFLOW_SPEED if inlet_speed is None else float(inlet_speed) / r
 
     def tau(self, re: float, cells: int, u_max: float) -> float:
         """BGK tau = 1/2 + 3 nu with nu = U_ref D / Re (lattice units)."""
@@ -280,21 +278,47 @@ def force_coefficients(flow: BodyFlow, cfg, force) -> np.ndarray:
     return coefficients(np.asarray(force, dtype=np.float64) / r ** 2, 1.0, U, A)
 
 
-def measure(flow: BodyFlow, cfg, history: List[Tuple[int, np.ndarray]], rho: Optional[np.ndarray]) -> Dict[str, float]:
+def free_stream(flow: BodyFlow, cells: int, rho: np.ndarray, ux: np.ndarray, r: float) -> Tuple[float, float]:
+    """(rho_inf, U_inf) in lattice units: the free stream the body meets on the weakly compressible
+    lattice.  The benchmark's fluid is incompressible (rho = 1, mean speed U everywhere); the
+    lattice's is denser upstream by O(Ma^2) (2D-1 at Mach 0.17: 1.4 % at the body, 2.4 % at the
+    inlet) and, at the mass flux the inlet imposes, slower there.  rho_inf: the mean density of the
+    fluid sites of the cross-sections within one diameter of the body's centre; U_inf: their mean
+    mass flux (sum of rho u_x over a cross-section, ``ux`` in model units) over rho_inf and the
+    channel's cross-section."""
+    shape, bodies = flow.built(cells)
+    solid = bodies.labels > 0
+    near = np.abs(np.arange(shape[0]) - float(bodies.shapes[0].centre[0])) <= cells
+    rho_inf = float(rho[near][~solid[near]].mean())
+    flux = np.where(solid, 0.0, rho * ux)[near].reshape(int(near.sum()), -1).sum(axis=1).mean() / r
+    return rho_inf, float(flux / (rho_inf * np.prod(shape[1:])))
+
+
+def measure(flow: BodyFlow, cfg, history: List[Tuple[int, np.ndarray]], rho: Optional[np.ndarray],
+            ux: Optional[np.ndarray] = None) -> Dict[str, float]:
     """The flow's numbers: C_D, C_L averaged over the last quarter of the samples (the start's sound
     waves ring between inlet and outlet for thousands of steps; the mean over several of their
-    periods removes them), their maxima over the second half of the samples, St from the lift (when it oscillates by more than LIFT_OSCILLATION), dp between the
-    probes (DFG; physical units); all with the benchmark's rho = 1 (the lattice's fluid is weakly
-    compressible: denser upstream by Ma^2 times the drop's Euler number, 1 % at the body in 2D-1
-    at Mach 0.17 -- part of the lattice's error)."""
+    periods removes them), their maxima over the second half of the samples, St from the lift
+    (when it oscillates by more than LIFT_OSCILLATION), dp between the probes (DFG; physical
+    units).  With the final ``rho`` and ``ux`` (model units) the dynamic pressure is the free
+    stream's at the body, rho_inf U_inf^2 (``free_stream``; also reported, as ``rho_inf`` and
+    ``U_inf`` / U), and St takes U_inf: the weakly compressible lattice's O(Ma^2) departure from
+    the benchmark's rho = 1, U that it leaves out (2D-1, TRT, 10 cells per diameter: C_D 5.875 at
+    Mach 0.17, 5.720 at 0.087 with rho = 1, U; 5.663 and 5.664 with the free stream).  Without
+    them: the nominal rho = 1 and mean inflow speed U."""
     from lbgen.model.physics import scale_factor
     r = scale_factor(cfg.velocity_set)
     cells, u_max = int(cfg.cells_per_diameter), float(cfg.inlet_speed) / r
     D, A, U = flow.reference(cells, u_max)
     out: Dict[str, float] = {}
+    pressure, speed = 1.0, 1.0                     # the dynamic pressure's and the speed's factors
+    if rho is not None and ux is not None:
+        rho_inf, u_inf = free_stream(flow, cells, rho, ux, r)
+        pressure, speed = U * U / (rho_inf * u_inf * u_inf), U / u_inf
+        out.update(rho_inf=rho_inf, U_inf=u_inf / U)
     if history:
         steps = np.array([s for s, _ in history])
-        C = np.array([force_coefficients(flow, cfg, f) for _, f in history])
+        C = np.array([force_coefficients(flow, cfg, f) for _, f in history]) * pressure
         late, last = C[len(C) // 2:], C[len(C) * 3 // 4:]
         out.update(C_D=float(last[:, 0].mean()), C_L=float(last[:, 1].mean()), C_D_max=float(late[:, 0].max()),
                    C_L_max=float(late[:, 1].max()))
@@ -305,12 +329,12 @@ def measure(flow: BodyFlow, cfg, history: List[Tuple[int, np.ndarray]], rho: Opt
             grid = np.arange(steps[0], steps[-1] + dt / 2, dt)
             st = strouhal(np.interp(grid, steps, C[keep, 1]), dt, D, U)
             if st is not None:
-                out["St"] = st
+                out["St"] = st * speed
     if rho is not None and flow.probes is not None:
         h, solid = DFG["diameter"] / cells, flow.bodies(cells).labels > 0
         drho = _probe(rho, solid, flow.probes[0], -1, h) - _probe(rho, solid, flow.probes[1], +1, h)
         phys_u = cfg.re * DFG_NU / DFG["diameter"]                  # the benchmark's mean speed
-        out["dp"] = drho / 3.0 / U ** 2 * phys_u ** 2                 # p = c_s^2 rho, c_s^2 = 1/3 (lattice)
+        out["dp"] = drho / 3.0 / U ** 2 * phys_u ** 2 * pressure      # p = c_s^2 rho, c_s^2 = 1/3 (lattice)
     return out
 
 
@@ -335,6 +359,9 @@ def summary(flow: BodyFlow, cfg, numbers: Mapping[str, float]) -> List[str]:
         elif key == "C_D" and flow.name == "sphere":
             line += f"   Schiller & Naumann correlation {schiller_naumann(cfg.re):.4g} (+-5 %)"
         lines.append(line)
+    if "rho_inf" in numbers:
+        lines.append(f"  (reference: the free stream at the body, rho {numbers['rho_inf']:.5g} and speed "
+                     f"{numbers['U_inf']:.5g} x the inflow's mean, of the weakly compressible lattice)")
     if case == "2D-2" and "St" not in numbers:
         lines.append("  St       (the lift does not oscillate yet: run longer, e.g. --steps for 20 periods)")
     return lines
