@@ -122,8 +122,8 @@ class BodyFlow:
         the body's own disturbance has to develop, and the density of the expected steady pressure
         (``start_pressure``; rho = 1 + 3 p, c_s^2 = 1/3 in lattice units): a start at rho = 1 lacks the
         channel's pressure drop, and the sound wave that fills it rings between the velocity inlet and
-        the pressure outlet for tens of thousands of steps (2D-1 at 10 cells per diameter: C_D swings
-        by +-1.5 % after 6000 steps from rho = 1, by +-0.2 % from this start)."""
+        the pressure outlet for tens of thousands of steps (2D-1, TRT, 10 cells per diameter: C_D swings
+        by +-0.5 % between steps 5000 and 8000 from rho = 1, by +-0.13 % from this start)."""
         from lbgen.model.physics import scale_factor
         from lbgen.simulation.open_faces import profile_across
         shape, bodies = self.built(cells)
