@@ -429,7 +429,7 @@ def _report(runner, result, save):
             columns = [c for c in ("force_x", "force_y", "force_z")[:runner.cfg.dimension] if c in rows]
             if len(columns) == runner.cfg.dimension:
                 history = list(zip(rows["step"], zip(*(rows[c] for c in columns))))
-        numbers = measure(flow, runner.cfg, history, out["rho"])
+        numbers = measure(flow, runner.cfg, history, out["rho"], out["ux"])
         for line in summary(flow, runner.cfg, numbers):
             click.echo(line)
     if runner.dissipation:

@@ -197,7 +197,7 @@ def initial_fields(cfg: RunConfig) -> dict:
     if cfg.init:
         return load_fields(cfg.init, cfg.dimension)
     if cfg.setup in FLOWS:                   # a flow around a body: the inflow through the channel
-        return FLOWS[cfg.setup].fields(cfg.cells_per_diameter, cfg.inlet_speed)
+        return FLOWS[cfg.setup].fields(cfg.cells_per_diameter, cfg.inlet_speed, cfg.re)
     three = {"lz": cfg.lz} if cfg.dimension == 3 else {}
     if cfg.setup == "rayleigh-benard" and cfg.walls:
         from lbgen.run.convection import run_planes

@@ -102,9 +102,9 @@ SCHEMA: Tuple[Option, ...] = (
            "--inlet-speed with --inlet-profile; the opposite face needs a kind too.", optional=True, identity=True),
     Option("inlet_speed", "float", 0.05, "Inlet speed into the lattice, model units (a parabolic profile's centre "
            "speed); at most Mach 0.5, as lids.", identity=True),
-    Option("inlet_profile", "choice", "uniform", "Inlet profile: uniform, or parabolic (the channel's parabola "
-           "across a walled tangential axis, the rectangular duct's series across two).", choices=PROFILES,
-           identity=True),
+    Option("inlet_profile", "choice", "uniform", "Inlet profile: uniform, parabolic (the channel's parabola "
+           "across a walled tangential axis, the rectangular duct's series across two) or biparabolic (the "
+           "product of the two parabolas: the DFG 3D inflow).", choices=PROFILES, identity=True),
     Option("outlet", "outlets", None, "Pressure outlets FACE or FACE=RHO (anti-bounce-back at that density, "
            "else --outlet-density), several separated by ';': x-low=1.01;x-high=0.99 drives by a pressure "
            "difference.", optional=True, identity=True),

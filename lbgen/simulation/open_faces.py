@@ -11,7 +11,9 @@ kernels' rule, ``templates/common.j2``'s ``pull_bounced``; the oracle ``lbgen.re
   the imposed flux and stable for every operator lbgen has, where the non-equilibrium
   bounce-back (Zou-He) needs the face's corners treated by hand in 3D.  Profiles: uniform,
   ``parabolic`` (the plane channel's parabola across the walled tangential axis, the rectangular
-  duct's series (White, Viscous Fluid Flow, 3rd ed., eq. 3-48) across two), or a per-site array.
+  duct's series (White, Viscous Fluid Flow, 3rd ed., eq. 3-48) across two), ``biparabolic`` (the
+  product of the two axes' parabolas, 16 U y z (H - y)(W - z) / (H W)^2: the inflow of the DFG
+  3D benchmarks, Schaefer & Turek 1996; across one walled axis the parabola), or a per-site array.
 * **pressure outlet** -- anti-bounce-back at a density rho_out (Krueger et al., The Lattice
   Boltzmann Method, 2017, eq. 5.53): f_p = -f*_opp(p) + 2 w_p rho_out [1 + (xi_p . u)^2 /
   (2 c_s^4) - u^2 / (2 c_s^2)], u the boundary site's velocity: it fixes the density (pressure
@@ -39,7 +41,7 @@ from lbgen.simulation.parameters import SimulationError
 #: the kinds of a face besides periodic, as the kernels name their bits
 KINDS = ("walls", "inlets", "outlets", "outflows", "slips")
 #: the inlet profiles by name (a number, a velocity vector or an array are the other forms)
-PROFILES = ("uniform", "parabolic")
+PROFILES = ("uniform", "parabolic", "biparabolic")
 #: terms of the rectangular duct's series (White eq. 3-48): converged to < 1e-12 at the centre
 DUCT_TERMS = 200
 
@@ -188,6 +190,18 @@ def channel_profile(n: int) -> np.ndarray:
     return 4.0 * s * (n - s) / n ** 2
 
 
+def profile_across(kind: str, sizes) -> np.ndarray:
+    """The shape (1 at the centre) of a ``parabolic`` or ``biparabolic`` inlet across the walled
+    tangential axes of ``sizes`` sites (one or two): the channel's parabola across one axis; across
+    two the duct's Poiseuille series (parabolic) or the product of the parabolas (biparabolic)."""
+    n = [int(v) for v in sizes]
+    if len(n) == 1:
+        return channel_profile(n[0])
+    if kind == "biparabolic":
+        return channel_profile(n[0])[:, None] * channel_profile(n[1])[None, :]
+    return duct_profile(*n)
+
+
 def duct_profile(ny: int, nz: int, terms: int = DUCT_TERMS) -> np.ndarray:
     """The rectangular duct's Poiseuille profile across ny x nz sites between half-way walls, 1
     at the centre (White, Viscous Fluid Flow, 3rd ed., eq. 3-48): with half-widths a = ny/2,
@@ -245,16 +259,16 @@ def _inlet_velocity(face: Face, value, shape, walls, velocity_set, warn) -> Tupl
         else:
             bounded = _bounded(face, walls, D)
             if not bounded:
-                raise SimulationError(f"inlet {name}: a parabolic profile needs no-slip walls on both faces of a "
+                raise SimulationError(f"inlet {name}: a {kind} profile needs no-slip walls on both faces of a "
                                       f"tangential axis ({', '.join(b for b in AXES[:D] if b != face[0])}); "
                                       f"give walls there or a uniform inlet")
             others = [b for b in AXES[:D] if b != face[0]]
             n = [shape[AXES.index(b)] for b in bounded]
-            shaped = channel_profile(n[0]) if len(n) == 1 else duct_profile(*n)
+            shaped = profile_across(kind, n)
             sel = tuple(slice(None) if b in bounded else None for b in others)
             prof = np.broadcast_to(shaped[sel], fshape)
             u = prof[..., None] * (speed * normal)
-            how = f"parabolic U = {speed:g} ({'channel' if len(n) == 1 else 'duct'} across {''.join(bounded)})"
+            how = f"{kind} U = {speed:g} ({'channel' if len(n) == 1 else 'duct'} across {''.join(bounded)})"
     elif np.ndim(value) == 0:
         speed = _finite(value, f"inlet {name}: speed")
         u, how = np.broadcast_to(speed * normal, fshape + (D,)).copy(), f"uniform U = {speed:g}"

@@ -28,6 +28,13 @@ def test_inlet_forms_become_face_velocities():
     b = of((8, 6, 4), "d3q19", walls="yz", inlet={"x-low": ("parabolic", 0.1)}, outlet="x-high")
     np.testing.assert_allclose(b.open.inlets[("x", "low")][..., 0], 0.1 * duct_profile(6, 4))
     assert abs(duct_profile(6, 4).max() - duct_profile(6, 4)[2:4, 1:3].max()) < 1e-15
+    # the DFG 3D inflow (Schaefer & Turek 1996): 16 U y z (H - y)(W - z) / (H W)^2 at the sites' centres
+    b = of((8, 6, 4), "d3q19", walls="yz", inlet={"x-low": ("biparabolic", 0.1)}, outlet="x-high")
+    y, z = np.arange(6)[:, None] + 0.5, np.arange(4)[None, :] + 0.5
+    np.testing.assert_allclose(b.open.inlets[("x", "low")][..., 0], 1.6 * y * z * (6 - y) * (4 - z) / 24 ** 2,
+                               rtol=1e-14)
+    b = of(inlet={"x-low": ("biparabolic", 0.1)}, outlet="x-high")          # one walled axis: the parabola
+    np.testing.assert_allclose(b.open.inlets[("x", "low")][:, 0], 0.1 * channel_profile(6), rtol=1e-14)
     b = of((8, 6, 4), "d3q19", walls="y", slip="z", inlet={"x-low": ("parabolic", 0.1)}, outlet="x-high")
     u = b.open.inlets[("x", "low")][..., 0]                    # walls on y only: the channel parabola, flat in z
     np.testing.assert_allclose(u, 0.1 * channel_profile(6)[:, None] * np.ones(4))
@@ -40,6 +47,11 @@ def test_inlet_forms_become_face_velocities():
 
 
 def test_channel_and_duct_profiles():
+    # the biparabolic profile's mean is (2/3)^2 = 4/9 of its centre (the DFG 3D-1Z mean speed) to the midpoint
+    # rule's 1/(3 n^2); the duct's series carries 7 % more (0.477): the flux White's profile would impose
+    from lbgen.simulation.open_faces import profile_across
+    assert abs(profile_across("biparabolic", (41, 41)).mean() - 4 / 9 * (1 + 1 / (2 * 41 ** 2)) ** 2) < 1e-12
+    assert abs(duct_profile(41, 41).mean() - 0.4774) < 2e-4
     # the duct's series at a wide aspect ratio tends to the channel's parabola in the middle
     wide = duct_profile(8, 400)[:, 200]
     np.testing.assert_allclose(wide, channel_profile(8), atol=1e-6)
