@@ -183,8 +183,8 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
             "walls": wall_context(spec, model) if spec.walls else None,
             "compile_time_sizes": False,
             "size_rules": size_rules3d(spec, vs),
-            "entry_points": list(GPU_ENTRY_POINTS_3D if spec.backend in GPU_TEMPLATES_3D else
-                                 ENTRY_POINTS_3D + (("bc",) if spec.walls else ())),
+            "entry_points": list((GPU_ENTRY_POINTS_3D if spec.backend in GPU_TEMPLATES_3D else ENTRY_POINTS_3D)
+                                 + (("bc",) if spec.walls else ())),
             "diag": {"quantities": ROW_QUANTITIES3D, "index": ROW_INDEX3D, "ND": ND3},
         })
         return ctx

@@ -314,9 +314,6 @@ class KernelSpec:
                                 f"kernel (D3Q39, D3Q103); {name} takes its walls at run time (bounce-back walls per "
                                 f"axis, moving lids, a voxel mask: the boundaries argument of propagate, collide "
                                 f"and fused)")
-            if self.backend != "c":
-                raise SpecError(f"{name}: the 3D thermal walls (walls=True, --walls) are generated for the C backend "
-                                f"only so far, not {self.backend!r}; use --backend c / backend='c'")
             if self.wall_scheme != DEFAULT_SCHEME:
                 raise SpecError(f"wall scheme {self.wall_scheme!r} is the production code's 2D bc; the 3D thermal "
                                 f"walls of {name} take the {DEFAULT_SCHEME!r} scheme")
