@@ -148,6 +148,8 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "collide_flops": col.flops,
         # the example drivers' values of an operator other than bgk and regularized: its records' defaults
         "example_params": [(p.name, repr(p.default)) for p in OPERATOR_RECORDS[spec.collision].parameters],
+        # the example drivers' thermal walls (with walls): T_bottom, T_top
+        "example_walls": EXAMPLE_WALLS,
         # a square root in the collision (the subgrid model's closed form): the C source includes math.h
         "uses_sqrt": any(isinstance(p.exp, sympy.Rational) and not p.exp.is_Integer
                          for _, e in col.assignments for p in e.atoms(sympy.Pow)),
@@ -245,6 +247,8 @@ _MAIN_TEMPLATES = {
     "opencl": [("{P}_kernels.cl", "gpu/kernels.j2")],
     "cuda": [("{P}_kernels.cu", "gpu/kernels.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")],
 }
+#: the thermal walls of the emitted examples (kernels with walls): T_bottom, T_top
+EXAMPLE_WALLS = (1.02, 0.98)
 #: the backends whose 3D kernels are GPU kernels (no host code)
 GPU_TEMPLATES_3D = ("opencl", "cuda")
 
