@@ -205,12 +205,14 @@ class GPUProgram(Program):
 
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
            region=None, az=0.0) -> None:
-        """The 3D thermal walls across Z after propagate(prv -> nxt), on the walls of `sides`
-        (z-low, z-high) this lattice holds: one work-item per Z line of the region."""
+        """The 3D thermal walls across Z (or the spec's wall_axis) after propagate(prv -> nxt), on the
+        walls of `sides` (low, high) this lattice holds: one work-item per line across them."""
         self._require_walls()
         walls = [np.int32(v) for v in self._check_sides(sides)]
         items, reg = self._region_args(region)
-        self._call("bc", items // self.lz, [self._buf(prv), self._buf(nxt), *self._sizes, *reg, self.real(T_bottom),
+        x0, x1, y0, y1 = (int(v) for v in reg[:4])
+        lines = {None: (x1 - x0) * (y1 - y0), "y": (x1 - x0) * self.lz, "x": (y1 - y0) * self.lz}[self.spec.wall_axis]
+        self._call("bc", lines, [self._buf(prv), self._buf(nxt), *self._sizes, *reg, self.real(T_bottom),
                                             self.real(T_top), np.int32(bool(adiabatic[0])),
                                             np.int32(bool(adiabatic[1])), self.real(ax), self.real(ay),
                                             self.real(az), *walls], (1,))

@@ -40,10 +40,14 @@ def run(program, f0, steps, walls, sides=(True, True), name="d3q39"):
     return program.unpack(f)
 
 
-def oracle(f0, steps, walls, sides=(True, True), name="d3q39"):
-    """The oracle's steps (stream, bc, BGK) with the walls across z."""
+def oracle(f0, steps, walls, sides=(True, True), name="d3q39", axis="z"):
+    """The oracle's steps (stream, bc, BGK) with the walls across `axis` (z: the default)."""
     f = f0.copy()
     for _ in range(steps):
-        f = walls3d.step_walls(f, TAU, 2, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
-                               FORCE, name, walls.tau_wall, sides)
+        f = walls3d.step_walls(f, TAU, "xyz".index(axis), walls.T_bottom, walls.T_top,
+                               (walls.adiabatic_bottom, walls.adiabatic_top), FORCE, name, walls.tau_wall, sides)
     return f
+
+
+#: a lattice per wall axis: 8 sites across the walls (2 x (3 + 1) planes), LZ = 12 (VL = 4)
+AXIS_SHAPES = {"x": (8, 4, 12), "y": (3, 8, 12), "z": SHAPE}

@@ -57,7 +57,7 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
 
 def model_of(spec: KernelSpec) -> Model:
     """The one model value a spec's kernels are printed from (derived once, cached)."""
-    return build_model(spec.velocity_set, spec.collision, spec.walls, spec.wall_scheme)
+    return build_model(spec.velocity_set, spec.collision, spec.walls, spec.wall_scheme, spec.wall_axis)
 
 
 def wall_tau_arguments(col) -> str:

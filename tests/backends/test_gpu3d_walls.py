@@ -17,7 +17,7 @@ from helpers import require
 from lbgen.backends.build import BackendUnavailable
 from lbgen.simulation.parameters import Walls
 from programs import PROGRAMS
-from walls3d_support import SHAPE, kernel_params, oracle, run, state
+from walls3d_support import AXIS_SHAPES, SHAPE, kernel_params, oracle, run, state
 
 #: the wall cases: both walls fixed; fixed below, adiabatic above with tau_wall = 0.9; the bottom
 #: wall only (a lattice split in Z holds the top wall on another part)
@@ -143,3 +143,56 @@ def test_simulation_on_a_gpu_runtime_is_bit_identical_to_the_c_backend(runtime):
     assert np.array_equal(c, gpu)
     T = sims[1].fields()["T"]
     assert T[..., 0].mean() > 1.0 > T[..., -1].mean()
+
+
+# --- walls across x and y (KernelSpec(wall_axis=...)): the model's rows for that axis ------------------
+def _axis_program(runtime, axis, layout="soa", vl=None):
+    if runtime != "c":
+        _available(runtime)
+    return PROGRAMS.of(runtime, AXIS_SHAPES[axis], True, layout=layout, vl=vl, velocity_set="d3q39", walls=True,
+                       wall_axis=axis)
+
+
+def _axis_check(program, axis):
+    """The program's propagate, bc, collide = the oracle's walls across `axis`; mass kept between
+    two held walls; the populations after the steps (per case)."""
+    f0 = state(shape=AXIS_SHAPES[axis])
+    outs = []
+    for walls, sides in (CASES[0], CASES[1], (CASES[2][0], (False, True))):
+        out = run(program, f0, 2, walls, sides)
+        assert np.abs(out - oracle(f0, 2, walls, sides, axis=axis)).max() < 1e-12, (axis, sides)
+        if sides == (True, True):
+            assert abs(out.sum() - f0.sum()) < 1e-12 * f0.sum()
+        outs.append(out)
+    return outs
+
+
+@pytest.mark.parametrize("runtime,axis", [("opencl", "y"), ("cuda-shim", "x")])
+def test_walls_across_x_and_y_equal_the_oracle(runtime, axis):
+    _axis_check(_axis_program(runtime, axis), axis)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("axis,layout,vl", [("x", "soa", None), ("y", "caosoa", 4)])
+def test_c_walls_across_x_and_y_equal_the_oracle_and_the_gpu_bits(axis, layout, vl):
+    """Slow: gcc builds each D3Q39 walls program (~50 s).  The C kernels (a clustered layout for y:
+    its wall planes cut the cluster rows' lines, not the rows) and the GPU dialects' bits."""
+    c = _axis_check(_axis_program("c", axis, layout, vl), axis)
+    for runtime in ("opencl", "cuda-shim"):
+        assert all(np.array_equal(a, b) for a, b in zip(c, _axis_check(_axis_program(runtime, axis), axis)))
+
+
+def test_wall_axis_refusals_in_words():
+    from lbgen.codegen.kernel_api import check_sizes3d
+    from lbgen.codegen.spec import KernelSpec, SpecError
+    from lbgen.model.velocity_set import velocity_set
+    assert KernelSpec(velocity_set="d3q39", walls=True, wall_axis="z").validate().wall_axis is None   # the default
+    for kw, message in ((dict(velocity_set="d3q39", wall_axis="x"), r"wall_axis='x' places the thermal walls"),
+                        (dict(velocity_set="d3q39", walls=True, wall_axis="w"), r"stand across one of x, y, z"),
+                        (dict(velocity_set="d3q39", walls=True, wall_axis=0), r"stand across one of x, y, z"),
+                        (dict(walls=True, wall_axis="x"), r"2D kernels have the thermal walls across y only")):
+        with pytest.raises(SpecError, match=message):
+            KernelSpec(**kw).validate()
+    spec = KernelSpec(velocity_set="d3q39", layout="soa", walls=True, wall_axis="x").validate()
+    assert check_sizes3d(spec, velocity_set("d3q39"), 6, 4, 12) == "lx=6 is too small for walls: they need lx >= 8"
+    assert check_sizes3d(spec, velocity_set("d3q39"), 8, 4, 4) is None
