@@ -193,6 +193,13 @@ def test_wall_axis_refusals_in_words():
                         (dict(walls=True, wall_axis="x"), r"2D kernels have the thermal walls across y only")):
         with pytest.raises(SpecError, match=message):
             KernelSpec(**kw).validate()
+    from lbgen.simulation.parameters import SimulationError
+    from lbgen.simulation.runner import Simulation
+    with pytest.raises(SimulationError, match=r"Walls: axis='w' is not one of x, y, z"):
+        Walls(axis="w")
+    with pytest.raises(SimulationError, match=r"the 2D thermal walls stand across y only"):
+        Simulation(6, 16, walls=Walls(axis="x"))
+    assert Walls(axis="x").axis_of(3) == "x" and Walls().axis_of(3) == "z" and Walls().axis_of(2) == "y"
     spec = KernelSpec(velocity_set="d3q39", layout="soa", walls=True, wall_axis="x").validate()
     assert check_sizes3d(spec, velocity_set("d3q39"), 6, 4, 12) == "lx=6 is too small for walls: they need lx >= 8"
     assert check_sizes3d(spec, velocity_set("d3q39"), 8, 4, 4) is None
