@@ -141,6 +141,8 @@ def _cuda_without_gpu() -> dict:
 @click.option("--walls", is_flag=True, help="Thermal walls: add the bc kernel (tau = 1 wall rows for regularized).")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
               help="With --walls: lbgen, or reference (the production code's bc; docs/physics.md, Walls).")
+@click.option("--wall-axis", type=click.Choice(("x", "y", "z")), default=None,
+              help="With --walls, 3D thermal sets: the axis the thermal walls stand across [default: z; 2D: y only].")
 @click.option("--block-size", type=int, default=0, help="GPU work-group / block size (0: backend default).")
 @click.option("--halo-y", type=int, default=None,
               help="C: Y halo rows (cluster rows), at least the set's largest hop (default): padding to match a "
@@ -150,15 +152,15 @@ def _cuda_without_gpu() -> dict:
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @friendly
-def emit(backend, layout, vl, precision, collision, storage, lx, ly, prefix, streaming_stores, walls, wall_scheme, block_size,
-         halo_y, report, velocity_set, output):
+def emit(backend, layout, vl, precision, collision, storage, lx, ly, prefix, streaming_stores, walls, wall_scheme, wall_axis,
+         block_size, halo_y, report, velocity_set, output):
     """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
     from lbgen.codegen.emit import emit as do_emit
     vl = vl_option(vl)      # None: the backend's DEFAULT_VL for clustered layouts
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                       lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
                       wall_scheme=wall_scheme, block_size=block_size, velocity_set=velocity_set.lower(), halo_y=halo_y,
-                      storage=storage)
+                      storage=storage, wall_axis=wall_axis)
     spec = spec.validate()
     if report and spec.backend != "cuda":
         raise UserError("--report shows nvcc's register and spill figures: it needs --backend cuda")

@@ -48,6 +48,8 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
         words.append("--walls")
     if spec.wall_scheme != DEFAULT_SCHEME:
         words.append(f"--wall-scheme {spec.wall_scheme}")
+    if spec.wall_axis is not None:
+        words.append(f"--wall-axis {spec.wall_axis}")
     if spec.halo_y is not None:
         words.append(f"--halo-y {spec.halo_y}")
     if spec.storage is not None:

@@ -22,7 +22,7 @@ from lbgen.codegen.render import EXAMPLE_WALLS
 from lbgen.codegen.spec import KernelSpec
 from lbgen.reference import bulk3d, walls3d
 from programs import PROGRAMS
-from walls3d_support import SHAPE
+from walls3d_support import AXIS_SHAPES, SHAPE
 
 STEPS = 5
 #: the examples' force (model units) and BGK tau
@@ -30,33 +30,38 @@ FORCE = np.array([1e-5, 0.0, -2e-5])
 TAU = 0.8
 
 
-def _expected(thermal_wave: bool) -> np.ndarray:
-    """(rho, ux, uy, uz, T) of the examples' run on SHAPE, by the oracle; T starts at 1 + 0.02
-    sin(2 pi (x + y) / lx) in the C example (thermal_wave), 1 in the GPU ones."""
-    program = PROGRAMS.of("c", SHAPE, True, layout="soa", vl=None, velocity_set="d3q39", walls=True)
-    lx, ly, lz = SHAPE
+def _expected(thermal_wave: bool, axis: str = "z") -> np.ndarray:
+    """(rho, ux, uy, uz, T) of the examples' run on AXIS_SHAPES[axis] (walls across `axis`), by the
+    oracle; T starts at 1 + 0.02 sin(2 pi (x + y) / lx) in the C example (thermal_wave), 1 in the GPU ones."""
+    shape = AXIS_SHAPES[axis]
+    # the init and fields kernels of a program the backend tests compile too: C's across z, the shim's across x
+    program = PROGRAMS.of("c" if axis == "z" else "cuda-shim", shape, True, layout="soa", vl=None,
+                          velocity_set="d3q39", walls=True, wall_axis=None if axis == "z" else axis)
+    lx, ly, lz = shape
     x, y, z = np.meshgrid(np.arange(lx), np.arange(ly), np.arange(lz), indexing="ij")
     fields = [1 + 0.01 * np.cos(2 * np.pi * z / lz), 0.05 * np.sin(2 * np.pi * z / lz),
               0.02 * np.sin(2 * np.pi * x / lx), 0.01 * np.cos(2 * np.pi * y / ly),
-              1 + 0.02 * np.sin(2 * np.pi * (x + y) / lx) if thermal_wave else np.ones(SHAPE)]
+              1 + 0.02 * np.sin(2 * np.pi * (x + y) / lx) if thermal_wave else np.ones(shape)]
     f = program.allocate()
     program.init_equilibrium(f, *fields, force=FORCE)
     r = np.sqrt(1.0 / bulk3d.lattice("d3q39").cs2)
     g = program.unpack(f)
     for _ in range(STEPS):
-        g = walls3d.step_walls(g, TAU, 2, *EXAMPLE_WALLS, (False, False), FORCE / r, "d3q39", 1.0)
+        g = walls3d.step_walls(g, TAU, "xyz".index(axis), *EXAMPLE_WALLS, (False, False), FORCE / r, "d3q39", 1.0)
     out = program.fields(program.pack(g), force=FORCE)
     return np.stack([out[k] for k in ("rho", "ux", "uy", "uz", "T")])
 
 
-def _check(folder, stdout, thermal_wave):
-    assert f"{STEPS} steps on {SHAPE[0]} x {SHAPE[1]} x {SHAPE[2]}: mass" in stdout
+def _check(folder, stdout, thermal_wave, axis="z"):
+    shape = AXIS_SHAPES[axis]
+    assert f"{STEPS} steps on {shape[0]} x {shape[1]} x {shape[2]}: mass" in stdout
     data = np.loadtxt(folder / "example_fields.txt")
-    got = data[:, 3:].T.reshape((5,) + SHAPE)
-    want = _expected(thermal_wave)
+    got = data[:, 3:].T.reshape((5,) + shape)
+    want = _expected(thermal_wave, axis)
     assert np.abs(got - want).max() < 1e-12
-    # the walls did something: the planes next to the hot wall warmed above the initial field
-    assert got[4][..., 0].mean() > want[4][..., SHAPE[2] // 2].mean()
+    # the walls did something: the planes next to the hot wall warmed above the mid-plane
+    a = "xyz".index(axis)
+    assert np.take(got[4], 0, axis=a).mean() > np.take(want[4], shape[a] // 2, axis=a).mean()
 
 
 def _refuses_lid(cmd, folder, env=None):
@@ -116,3 +121,25 @@ def test_emitted_cuda_walls_example_compiles_with_nvcc(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "example").exists()
+
+
+def test_emitted_opencl_example_with_walls_across_x(tmp_path):
+    """`lbgen emit --wall-axis x`: the command line in the files, the example's bc over the lines
+    across X (ly lz work-items), the oracle's walls across x."""
+    from click.testing import CliRunner
+    from lbgen.cli.main import main
+    try:
+        from lbgen.backends import opencl
+        device = opencl.select_device()
+        entry = next(e for e in opencl.devices() if e[3].int_ptr == device.int_ptr)
+    except Exception as e:      # noqa: BLE001 - any reason OpenCL cannot run here
+        require(False, f"OpenCL unavailable: {e}")
+    result = CliRunner().invoke(main, ["emit", "--backend", "opencl", "--velocity-set", "d3q39", "--walls",
+                                       "--wall-axis", "x", "--layout", "soa", "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "--walls --wall-axis x" in (tmp_path / "example.py").read_text()
+    env = dict(os.environ, PYOPENCL_CTX=f"{entry[0]}:{entry[1]}", PYTHONWARNINGS="ignore")
+    proc = subprocess.run([sys.executable, "example.py", str(STEPS), *map(str, AXIS_SHAPES["x"])], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    _check(tmp_path, proc.stdout, False, "x")
