@@ -456,6 +456,8 @@ def _parse_layouts(text):
               "fused); 3D: bounce-back walls on y and z, a lid on z-high and 15% solid voxels.")
 @click.option("--thermal-walls", is_flag=True, help="3D thermal sets (d3q39, d3q103; --collision bgk): the thermal "
               "walls across z (the bc kernel: propagate, bc, collide) against lbgen.reference.walls3d.")
+@click.option("--wall-axis", type=click.Choice(("x", "y", "z")), default=None,
+              help="With --thermal-walls: the axis the walls stand across [default: z].")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
               help="2D sets with --walls: the scheme of the bc kernel checked (lbgen or reference); "
               "refused in 3D, whose bounce-back walls have no scheme.")
@@ -465,8 +467,8 @@ def _parse_layouts(text):
 @any_set_option
 @click.pass_context
 @friendly
-def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, walls, thermal_walls, wall_scheme, strict,
-           seed, as_json, velocity_set):
+def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, walls, thermal_walls, wall_axis,
+           wall_scheme, strict, seed, as_json, velocity_set):
     """Kernel equivalence: every available backend x layout against the NumPy reference.
 
     Exit status 1 when a kernel differs beyond its rounding bound (C (eps_s N + eps_a (N Q + W)),
@@ -503,7 +505,7 @@ def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, wa
     try:
         report = run_verify(backends=[b for b in backends.split(",") if b],
                             layouts=_parse_layouts(layouts) if given["layouts"] else (),   # default: those that fit
-                            shape=shape, walls=walls, thermal_walls=thermal_walls, wall_scheme=wall_scheme if given["wall_scheme"] else None,
+                            shape=shape, walls=walls, thermal_walls=thermal_walls, wall_axis=wall_axis, wall_scheme=wall_scheme if given["wall_scheme"] else None,
                             collisions=cols, precisions=precs, steps=steps, strict=strict, seed=seed,
                             velocity_set=velocity_set.lower(), progress=advance,
                             on_plan=lambda total: (setattr(bar, "total", total), bar.refresh()))

@@ -219,17 +219,17 @@ def _case2d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict
         boundaries=f"walls ({wall_scheme} scheme)" if walls else "")
 
 
-def thermal_walls_reference3d(f0: np.ndarray, steps: int, name: str) -> np.ndarray:
-    """The oracle's run between the 3D thermal walls across z (``WALLS3D``, BGK)."""
+def thermal_walls_reference3d(f0: np.ndarray, steps: int, name: str, axis: str = "z") -> np.ndarray:
+    """The oracle's run between the 3D thermal walls across `axis` (``WALLS3D``, BGK)."""
     f = f0.copy()
     for _ in range(steps):
-        f = refw3d.step_walls(f, PARAMS["bgk"]["tau"], 2, WALLS3D["T_bottom"], WALLS3D["T_top"],
+        f = refw3d.step_walls(f, PARAMS["bgk"]["tau"], "xyz".index(axis), WALLS3D["T_bottom"], WALLS3D["T_top"],
                               WALLS3D["adiabatic"], FORCE3D, name)
     return f
 
 
-def _case3d_thermal_walls(shape, vs, name, collisions, steps, seed, strict) -> _Case:
-    """The 3D thermal walls across z (D3Q39, D3Q103): propagate, bc, collide against walls3d."""
+def _case3d_thermal_walls(shape, vs, name, collisions, steps, seed, strict, axis=None) -> _Case:
+    """The 3D thermal walls across z, or `axis` (D3Q39, D3Q103): propagate, bc, collide against walls3d."""
     from lbgen.codegen.kernel_api import check_sizes3d
     if vs.isothermal or name not in oracle3d.LATTICES:
         raise SpecError(f"verify: --thermal-walls are the thermal walls of d3q39 and d3q103; {name} is isothermal "
@@ -241,16 +241,18 @@ def _case3d_thermal_walls(shape, vs, name, collisions, steps, seed, strict) -> _
     f0 = initial_state3d(shape, name, seed)
     walls = Walls(WALLS3D["T_bottom"], WALLS3D["T_top"], *WALLS3D["adiabatic"])
     params = dict(PARAMS["bgk"], **dict(zip(("ax", "ay", "az"), float(vs.r) * np.asarray(FORCE3D))))
+    a = axis or "z"
     return _Case(
-        spec_options=dict(walls=True), size_problem=lambda spec: check_sizes3d(spec, vs, *shape),
-        references=lambda cols: {c: ReferenceRun(thermal_walls_reference3d(f0, steps, name)) for c in cols},
+        spec_options=dict(walls=True, wall_axis=axis), size_problem=lambda spec: check_sizes3d(spec, vs, *shape),
+        references=lambda cols: {c: ReferenceRun(thermal_walls_reference3d(f0, steps, name, a)) for c in cols},
         run=lambda b, s, p: stepped(compile_program(b, generate(s), shape, strict=strict), f0, steps, p, params, walls),
-        boundaries=(f"thermal walls across z: T = {WALLS3D['T_bottom']:g} at z-low, "
-                    f"{'adiabatic' if WALLS3D['adiabatic'][1] else WALLS3D['T_top']} at z-high"),
+        boundaries=(f"thermal walls across {a}: T = {WALLS3D['T_bottom']:g} at {a}-low, "
+                    f"{'adiabatic' if WALLS3D['adiabatic'][1] else WALLS3D['T_top']} at {a}-high"),
         paths=("unfused",))
 
 
-def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict, thermal_walls=False) -> _Case:
+def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict, thermal_walls=False,
+            wall_axis=None) -> _Case:
     from lbgen.codegen.kernel_api import check_sizes3d
     if name not in oracle3d.LATTICES:
         raise SpecError(f"verify: {name} has no 3D oracle: lbgen.reference.bulk3d has {', '.join(oracle3d.LATTICES)}")
@@ -261,7 +263,7 @@ def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict
         if walls:
             raise SpecError("verify: --walls (bounce-back walls, a lid, solid voxels) and --thermal-walls together: "
                             "the thermal walls' kernels take no bounce-back beside them; choose one")
-        return _case3d_thermal_walls(shape, vs, name, collisions, steps, seed, strict)
+        return _case3d_thermal_walls(shape, vs, name, collisions, steps, seed, strict, wall_axis)
     lat = oracle3d.lattice(name)
     subgrid = [c for c in collisions if c.endswith("-les")]
     if lat.thermal and subgrid:
@@ -332,11 +334,11 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
            steps: int = 20, shape: Optional[Tuple[int, ...]] = None, strict: bool = False, walls: bool = False,
            seed: int = 0, progress: Optional[Callable[[Row], None]] = None, wall_scheme: Optional[str] = None,
            velocity_set: str = DEFAULT_VELOCITY_SET, on_plan: Optional[Callable[[int], None]] = None,
-           thermal_walls: bool = False) -> Report:
+           thermal_walls: bool = False, wall_axis: Optional[str] = None) -> Report:
     """Run every planned configuration of a 2D or 3D set and compare it (module doc).
     ``shape``: the lattice, one size per axis of the set (default ``VERIFY_SHAPES``);
     ``wall_scheme`` (2D walls only; default lbgen's); ``thermal_walls``: 3D thermal sets, the thermal
-    walls across z (2D: ``walls``).  Raises before any kernel is compiled for
+    walls across z, or ``wall_axis`` ('x', 'y'; 2D: ``walls``).  Raises before any kernel is compiled for
     bad arguments (SpecError) and for a case that would verify nothing or that rounding alone
     could fail (NothingVerified).  ``on_plan(total)`` is called once with the number of runs
     planned, before the first; ``progress(row)`` after each run."""
@@ -360,7 +362,11 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     if thermal_walls and D == 2:
         raise SpecError(f"verify: --thermal-walls are the 3D thermal sets' walls across z; {name} is 2D: its thermal "
                         f"walls are --walls")
-    case = (_case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict, thermal_walls) if D == 3
+    if wall_axis is not None and not (thermal_walls and D == 3 and wall_axis in ("x", "y", "z")):
+        raise SpecError(f"verify: wall_axis={wall_axis!r} (--wall-axis) places the 3D thermal walls: x, y or z with "
+                        f"--thermal-walls on a 3D thermal set")
+    case = (_case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict, thermal_walls,
+                    None if wall_axis == "z" else wall_axis) if D == 3
             else _case2d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict))
     chosen = []
     for layout, vl in (list(layouts) or VERIFY_LAYOUTS):   # refuse bad combinations before compiling anything
