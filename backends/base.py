@@ -96,6 +96,9 @@ class Program(ColumnExchange, abc.ABC):
                 if n1 != "walls" or n2 != "lids":
                     if b1 & b2:
                         raise ValueError(f"{n1}={b1} and {n2}={b2} share face bit(s) {b1 & b2}: a face has one kind")
+        if opened and self.spec.streaming == "inplace":
+            raise ValueError("open faces (inlets, outlets, outflows, slips) do not run with streaming 'inplace' yet "
+                             "(their rules read the neighbours' populations of a second buffer); use streaming 'pull'")
         if opened and self.vs.max_hop != 1:
             raise ValueError(f"open faces (inlets, outlets, outflows, slips) need a velocity set whose hops are 1; "
                              f"{self.spec.velocity_set} hops {self.vs.max_hop}")
@@ -371,6 +374,27 @@ class Program(ColumnExchange, abc.ABC):
         else:
             self.collide(g, f, **params)
         return f, g
+
+    def step_inplace(self, f: Any, odd: bool, params: dict) -> None:
+        """One in-place step of the one buffer ``f`` (spec streaming 'inplace', the AA pattern; the
+        parity contract of ``<prefix>_aa_even``): ``odd`` False, f natural with a fresh halo
+        (``step_halo``): aa_even then aa_fold, after which f holds the other parity's slots; ``odd``
+        True: aa_odd, after which f is natural again (``aa_normalise`` makes it so without a step)."""
+        if odd:
+            self.aa_odd(f, **params)
+        else:
+            self.aa_even(f, **params)
+            self.aa_fold(f)
+
+    def aa_even(self, f: Any, **params) -> None:
+        raise NotImplementedError(f"in-place streaming runs on the C backend only, not on {self.spec.backend!r}")
+
+    aa_odd = aa_even
+
+    def aa_fold(self, f: Any) -> None:
+        raise NotImplementedError(f"in-place streaming runs on the C backend only, not on {self.spec.backend!r}")
+
+    aa_normalise = aa_fold
 
     def _param_values(self, params: dict, convert=float):
         """The kernel arguments in order (``ordered_parameters``)."""

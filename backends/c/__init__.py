@@ -241,6 +241,24 @@ class CProgram(HostBuffers, Program):
         reg, par = self._region(region), self._par(params, sides=sides, tau_wall=tau_wall)
         self._fn("fused")(self._ptr(prv), self._ptr(nxt), *self._sizes, reg, par)
 
+    def aa_even(self, f, **params):
+        """In-place step from the natural state (fresh halo): the AA pattern's even step."""
+        if self._fn("aa_even")(self._ptr(f), *self._sizes, self._par(params)):
+            raise MemoryError("aa_even: no memory for the densities of the sites next to the lids")
+
+    def aa_odd(self, f, **params):
+        """In-place step back to the natural state: the AA pattern's odd step."""
+        if self._fn("aa_odd")(self._ptr(f), *self._sizes, self._par(params)):
+            raise MemoryError("aa_odd: no memory for the densities of the sites next to the lids")
+
+    def aa_fold(self, f):
+        """After aa_even: what it stored into the halo, into the lattice sites it stands for."""
+        self._fn("aa_fold")(self._ptr(f), *self._sizes)
+
+    def aa_normalise(self, f):
+        """An odd-parity buffer (after aa_even, aa_fold) as the natural state; solid cells 0."""
+        self._fn("aa_normalise")(self._ptr(f), *self._sizes, self._boundary_par())
+
     def fused_tb(self, prv, nxt, depth: int, walls=None, sides=(True, True), **params):
         """`depth` steps in one sweep (temporal blocking): prv (fresh halo) -> nxt (interior), the
         bits of `depth` x (halo, fused).  With walls, a side off in `sides` is periodic (see the header)."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from lbgen import __version__
-from lbgen.codegen.spec import BACKENDS, PRECISIONS, KernelSpec
+from lbgen.codegen.spec import BACKENDS, PRECISIONS, STREAMING, KernelSpec
 from lbgen.codegen.layouts import LAYOUTS
 from lbgen.codegen.storage import STORAGES, describe as describe_storage
 from lbgen.model import OPERATORS
@@ -131,6 +131,9 @@ def _cuda_without_gpu() -> dict:
 @click.option("--collision", default="bgk", show_default=True, help=f"One of {', '.join(OPERATORS)}.")
 @click.option("--storage", default=None, help=f"Populations' storage, apart from the arithmetic: one of "
               f"{', '.join(STORAGES)} (default: the precision's own; C backend; docs/physics.md).")
+@click.option("--streaming", type=click.Choice(STREAMING), default="pull", show_default=True,
+              help="pull (two population buffers) or inplace (one buffer, the AA pattern: aa_even, aa_fold, aa_odd; "
+                   "C backend; the header states the step-parity contract).")
 @click.option("--lx", type=int, default=None, help="Compile-time LX (with --ly); run-time sizes by default.")
 @click.option("--ly", type=int, default=None, help="Compile-time LY (with --lx).")
 @click.option("--prefix", default="lbgen", show_default=True,
@@ -152,15 +155,15 @@ def _cuda_without_gpu() -> dict:
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @friendly
-def emit(backend, layout, vl, precision, collision, storage, lx, ly, prefix, streaming_stores, walls, wall_scheme, wall_axis,
-         block_size, halo_y, report, velocity_set, output):
+def emit(backend, layout, vl, precision, collision, storage, streaming, lx, ly, prefix, streaming_stores, walls, wall_scheme,
+         wall_axis, block_size, halo_y, report, velocity_set, output):
     """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
     from lbgen.codegen.emit import emit as do_emit
     vl = vl_option(vl)      # None: the backend's DEFAULT_VL for clustered layouts
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                       lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
                       wall_scheme=wall_scheme, block_size=block_size, velocity_set=velocity_set.lower(), halo_y=halo_y,
-                      storage=storage, wall_axis=wall_axis)
+                      storage=storage, streaming=streaming, wall_axis=wall_axis)
     spec = spec.validate()
     if report and spec.backend != "cuda":
         raise UserError("--report shows nvcc's register and spill figures: it needs --backend cuda")
@@ -174,6 +177,11 @@ def emit(backend, layout, vl, precision, collision, storage, lx, ly, prefix, str
 
 
 # --- run ---------------------------------------------------------------------------------
+def _streaming_note(sim) -> str:
+    """The run line's word on in-place streaming (nothing for pull, the default)."""
+    return ", in place (one population buffer)" if getattr(sim, "streaming", "pull") == "inplace" else ""
+
+
 def _schema_options(fn):
     """The `lbgen run` options, one per option of the run description (lbgen.run.config):
     names, help, choices and defaults all come from there.  Every default is None here, so
@@ -291,7 +299,7 @@ def run(ctx, setup, config, resume, overwrite, progress, ranks_grid, halo_path, 
                       + (f" y={d['rows'][0]}..+{d['rows'][1]}" if d.get("rows", [0, cfg.ly]) != [0, cfg.ly] else "")
                       for d in regions)
     from lbgen.run.construct import gpu_runtime_note
-    where += gpu_runtime_note(runner.sim)
+    where += gpu_runtime_note(runner.sim) + _streaming_note(runner.sim)
     if comm is not None:
         where = f"{comm.size} MPI ranks ({_halo_note(runner.sim)}): {where}"
     bounds = getattr(runner.sim, "bounds", None)      # 2D bounce-back walls, lids
@@ -365,6 +373,11 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     cfg, sim = runner.cfg, runner.sim      # the lattice run: an --init file's, not the default
     from lbgen.simulation.boundaries import BounceBack
     box = [BounceBack(sim.wall_faces, sim.lid, None, 3).describe()] if sim.wall_faces else []
+    if cfg.walls:                                  # the thermal walls across z (d3q39, d3q103)
+        w = cfg.walls
+        sides = [f"{side} {'adiabatic' if w['adiabatic_' + side] else 'T = ' + format(w['T_' + side], 'g')}"
+                 for side in ("bottom", "top")]
+        box.insert(0, f"thermal walls across z ({w['scheme']} scheme; {', '.join(sides)})")
     opened = getattr(getattr(sim, "bounds", None), "open", None)
     if opened:
         box.append(opened.describe())
@@ -375,7 +388,7 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     where = " + ".join(f"{r.program.spec.backend} {r.program.layout.tag} x[{r.x_start}:{r.x_start + r.width})"
                        for r in regions) if len(regions) > 1 else f"{sim.spec.backend} {sim.program.layout.tag}"
     from lbgen.run.construct import gpu_runtime_note
-    where += gpu_runtime_note(sim)
+    where += gpu_runtime_note(sim) + _streaming_note(sim)
     if runner.comm is not None:
         where = f"{runner.comm.size} MPI ranks, grid {'x'.join(map(str, runner.grid))}, {_halo_note(sim)}: {where}"
     echo(f"lbgen run: {cfg.setup if not cfg.init else 'fields from ' + cfg.init}, {cfg.velocity_set}, "
@@ -445,6 +458,9 @@ def _parse_layouts(text):
               "that the lattice takes).")
 @click.option("--collision", "collisions", default="bgk,regularized", show_default=True)
 @click.option("--precision", "precisions", default="double", show_default=True, help="double, single or both: double,single")
+@click.option("--storage", "storages", default="", help=f"Comma list of the populations' storages to check, apart "
+              f"from the arithmetic: {', '.join(STORAGES)} [default: the precision's own]; each with every --precision "
+              "(the C and OpenCL backends store them; the tolerance follows the storage).")
 @click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--lx", type=click.IntRange(min=1), default=None, help=f"[default: {VERIFY_LATTICE_2D[0]}; 3D: "
               f"{VERIFY_LATTICE_3D[0]}]")
@@ -467,7 +483,7 @@ def _parse_layouts(text):
 @any_set_option
 @click.pass_context
 @friendly
-def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, walls, thermal_walls, wall_axis,
+def verify(ctx, backends, layouts, collisions, precisions, storages, steps, lx, ly, lz, walls, thermal_walls, wall_axis,
            wall_scheme, strict, seed, as_json, velocity_set):
     """Kernel equivalence: every available backend x layout against the NumPy reference.
 
@@ -476,6 +492,7 @@ def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, wa
 
     \b
     quick: lbgen verify --backends c --layouts soa,caosoa-vl8 --steps 5
+    16-bit: lbgen verify --storage fp16s,fp16c --precision single --backends c,opencl
     3D:    lbgen verify --velocity-set d3q19 --walls (the oracle lbgen.reference.bulk3d)
     3D thermal walls: lbgen verify --velocity-set d3q39 --collision bgk --thermal-walls --layouts soa"""
     from lbgen.model import OPERATORS as ops
@@ -496,6 +513,11 @@ def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, wa
     bad = [p for p in precs if p not in PRECISIONS]
     if bad:
         raise UserError(f"unknown precision {bad[0]!r}; choose one of {', '.join(PRECISIONS)}")
+    stores = [c for c in storages.split(",") if c]
+    bad = [c for c in stores if c not in STORAGES]
+    if bad:
+        raise UserError(f"unknown storage {bad[0]!r}; choose one of {', '.join(STORAGES)}")
+    stores = stores or [None]
     from tqdm import tqdm
     bar = tqdm(unit="run", desc="verify", disable=not sys.stderr.isatty(), leave=False, dynamic_ncols=True)
 
@@ -507,7 +529,7 @@ def verify(ctx, backends, layouts, collisions, precisions, steps, lx, ly, lz, wa
                             layouts=_parse_layouts(layouts) if given["layouts"] else (),   # default: those that fit
                             shape=shape, walls=walls, thermal_walls=thermal_walls, wall_axis=wall_axis, wall_scheme=wall_scheme if given["wall_scheme"] else None,
                             collisions=cols, precisions=precs, steps=steps, strict=strict, seed=seed,
-                            velocity_set=velocity_set.lower(), progress=advance,
+                            velocity_set=velocity_set.lower(), progress=advance, storages=stores,
                             on_plan=lambda total: (setattr(bar, "total", total), bar.refresh()))
     finally:
         bar.close()

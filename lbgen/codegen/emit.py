@@ -12,7 +12,7 @@ from lbgen.system.paths import writable_folder
 
 
 def default_output_dir(spec: KernelSpec) -> Path:
-    """generated/<backend>/<layout tag>[-<precision>][-<storage>][-<collision>][-wall-<scheme>][-<3D set>] under the current
+    """generated/<backend>/<layout tag>[-<precision>][-<storage>][-inplace][-<collision>][-wall-<scheme>][-<3D set>] under the current
     directory.
 
     The defaults (double precision, BGK) add no suffix, so the canonical folders checked
@@ -24,6 +24,8 @@ def default_output_dir(spec: KernelSpec) -> Path:
         name += f"-{spec.precision}"
     if spec.storage is not None:
         name += f"-{spec.storage}"
+    if spec.streaming != "pull":
+        name += f"-{spec.streaming}"
     if spec.collision != "bgk":
         name += f"-{spec.collision}"
     if spec.wall_scheme != DEFAULT_SCHEME:

@@ -26,6 +26,10 @@ ENTRY_POINTS_3D = ("check", "buffer_size", "alloc", "free", "set_threads", "halo
 #: the 3D GPU kernels' entry points (no host code: sizes are checked by the runtime, check_sizes3d)
 GPU_ENTRY_POINTS_3D = ("halo", "halo_planes", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack",
                        "unpack", "diagnostics")
+#: the in-place (AA pattern) kernels of a spec with streaming "inplace", any D (C backend): the step
+#: from the natural state (reads and writes the neighbours' slots), the halo's mirror after it, the
+#: step back to the natural state (the site's own slots), and the natural state of an odd step
+INPLACE_ENTRY_POINTS = ("aa_even", "aa_fold", "aa_odd", "aa_normalise")
 #: the body-link kernels every backend emits for any D (lbgen.simulation.bodies): interpolated or
 #: half-way bounce-back on listed links and the momentum exchange on the bodies
 BODY_ENTRY_POINTS = ("body_links", "body_put")

@@ -37,7 +37,7 @@ from lbgen.codegen.storage import is_shifted, storage_format
 from lbgen.codegen.spec import MAX_TIME_BLOCK, OPERATOR_PARAMETERS, KernelSource, KernelSpec
 from lbgen.model.operators import OPERATOR_RECORDS
 from lbgen.codegen.kernel_api import (API_VERSION, ENTRY_POINTS, ENTRY_POINTS_3D,
-                                      GPU_ENTRY_POINTS_3D, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules, size_rules3d,
+                                      GPU_ENTRY_POINTS_3D, INPLACE_ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules, size_rules3d,
                                       storage_bytes, streams_clusters, streams_soa_lines)
 from lbgen.codegen.templating import emit_command, model_of  # noqa: F401 - part of this module's API
 from lbgen.codegen.templating import environment as _environment, templates_dir as _templates_dir
@@ -89,6 +89,14 @@ def _pull_terms(velocities, halo: int) -> Dict[str, list]:
     rows = sorted({center} | {(halo - c[0]) * span + halo - c[1] for c in velocities})
     return {"site": site, "pull": pull, "pull_zw": pull_zw, "tb_pull": tb_pull, "tb_site": tb_site, "tb_rows": rows,
             "z_rows": [(dz, z_row_name(dz)) for dz in sorted({-c[2] for c in velocities if c[2]})]}
+
+
+def _aa_terms(offsets: dict, opposite) -> dict:
+    """The in-place (AA) addresses besides a layout's site and pull offsets: ``swap`` (population
+    p in the site's own slot of opp(p)) and ``pull_swap`` (the slot of opp(p) at the neighbour
+    site + c_p: where the even step stores the post-collision p, the odd step finds it)."""
+    return {**offsets, "swap": [offsets["site"][q] for q in opposite],
+            "pull_swap": [offsets["pull"][q] for q in opposite]}
 
 
 def z_row_name(dz: int) -> str:
@@ -181,7 +189,7 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
             "strides": stride_formulas(spec.layout, 3),
             "layout_description": layout.description,
             "layout_macros": layout.c_macros(spec.prefix),
-            "offsets": _pull_terms(vs.velocities, vs.max_hop),
+            "offsets": _aa_terms(_pull_terms(vs.velocities, vs.max_hop), vs.opposite),
             "walls": wall_context(spec, model) if spec.walls else None,
             "compile_time_sizes": False,
             "size_rules": size_rules3d(spec, vs),
@@ -195,7 +203,7 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "stream": streams_clusters(spec),
         "strides": stride_formulas(spec.layout, 2),
         "layout_description": describe(spec.layout, vs.Q, 2),
-        "offsets": _index_terms(spec.layout, vs.velocities, vs.max_hop),
+        "offsets": _aa_terms(_index_terms(spec.layout, vs.velocities, vs.max_hop), vs.opposite),
         "compile_time_sizes": spec.compile_time_sizes,
         "lx": spec.lx,
         "ly": spec.ly,
@@ -309,6 +317,7 @@ def _render(spec: KernelSpec) -> KernelSource:
         name = out_name.format(P=spec.prefix)
         files[name] = env.get_template(template).render(**ctx)
     main = next(iter(files))
-    entry = tuple(f"{spec.prefix}_{n}" for n in ctx["entry_points"])
+    names = list(ctx["entry_points"]) + (list(INPLACE_ENTRY_POINTS) if spec.streaming == "inplace" else [])
+    entry = tuple(f"{spec.prefix}_{n}" for n in names)
     return KernelSource(spec=spec, files=files, main_file=main, entry_points=entry,
                         flops={"collide": model.collide.flops, "fused": model.collide.flops, "propagate": 0})

@@ -45,6 +45,19 @@ def time_block_value(value, allow_auto: bool = True):
 #: "mixed": populations stored as float, arithmetic in double (C backend)
 PRECISIONS = ("double", "single", "mixed")
 
+#: the streaming patterns: "pull" (two population buffers, the state pulled from one into the
+#: other every step) and "inplace" (one buffer, the AA pattern of Bailey et al. 2009: an even step
+#: that reads and writes the neighbours' slots, an odd step that reads and writes the site's own;
+#: docs/architecture.md, "In-place streaming")
+STREAMING = ("pull", "inplace")
+#: the backends whose kernels stream in place
+INPLACE_BACKENDS = ("c",)
+
+
+def population_buffers(streaming: str) -> int:
+    """How many population buffers a lattice of this streaming pattern holds (2 pull, 1 in place)."""
+    return 1 if streaming == "inplace" else 2
+
 
 #: the backends whose kernels store populations apart from the arithmetic (lbgen.codegen.storage)
 STORAGE_BACKENDS = ("c", "opencl")
@@ -173,6 +186,7 @@ class KernelSpec:
     wall_scheme: str = DEFAULT_SCHEME   # bc scheme with walls: lbgen.model.walls.SCHEMES
     halo_y: Optional[int] = None  # C, 2D: Y halo rows (cluster rows), >= the set's hop; None: the hop
     storage: Optional[str] = None  # populations' storage (lbgen.codegen.storage); None: the precision's own
+    streaming: str = "pull"       # STREAMING: "pull" (two buffers) or "inplace" (one, the AA pattern)
     wall_axis: Optional[str] = None  # 3D thermal walls: the axis they stand across ('x', 'y'); None: the last (z; y in 2D)
 
     @property
@@ -207,6 +221,7 @@ class KernelSpec:
                 OPERATOR_RECORDS[self.collision].check_walls(bool(self.walls))
             except ValueError as e:
                 raise SpecError(str(e)) from None
+        self._check_streaming()
         if self.storage is not None:
             spec = self._normalised_storage()
             if spec is not self:
@@ -295,6 +310,20 @@ class KernelSpec:
             except LayoutError as e:
                 raise SpecError(str(e)) from None
         return spec
+
+    def _check_streaming(self) -> None:
+        """The streaming pattern: one of STREAMING; in place only where its kernels are generated."""
+        if self.streaming not in STREAMING:
+            raise SpecError(f"unknown streaming {self.streaming!r}; choose one of {', '.join(STREAMING)}")
+        if self.streaming != "inplace":
+            return
+        if self.backend not in INPLACE_BACKENDS:
+            raise SpecError(f"streaming 'inplace' (one population buffer, the AA pattern) is generated for the "
+                            f"{' and '.join(INPLACE_BACKENDS)} backend only so far, not {self.backend!r}; use "
+                            f"streaming 'pull' there")
+        if self.walls:
+            raise SpecError("streaming 'inplace' does not take the thermal walls (walls=True, --walls: their bc "
+                            "kernel reads the pulled populations of a second buffer); use streaming 'pull'")
 
     def _normalised_storage(self) -> "KernelSpec":
         """The one spec of a storage choice: the precision's own storage is None, double

@@ -50,6 +50,9 @@ class StorageFormat:
     c_type: str         # the C type of the emitted API's <prefix>_real
     scale_exp: int      # stored deviations are multiplied by 2**scale_exp (0: unscaled)
     meaning: str
+    #: the spacing of stored values at 1 relative to the value (machine epsilon): a store rounds
+    #: by at most half of it, relative to what it stores (f, or f - w_p when shifted)
+    eps: float = 0.0
 
     @property
     def scale(self) -> float:
@@ -57,12 +60,13 @@ class StorageFormat:
 
 
 STORAGES = {
-    "fp64": StorageFormat("fp64", 8, "float64", "double", 0, "IEEE double (8 bytes)"),
-    "fp32": StorageFormat("fp32", 4, "float32", "float", 0, "IEEE single (4 bytes)"),
+    "fp64": StorageFormat("fp64", 8, "float64", "double", 0, "IEEE double (8 bytes)", 2.0 ** -52),
+    "fp32": StorageFormat("fp32", 4, "float32", "float", 0, "IEEE single (4 bytes)", 2.0 ** -23),
     "fp16s": StorageFormat("fp16s", 2, "float16", "_Float16", 15,
-                           "IEEE half (2 bytes) of (f - w_p) * 2^15 (FluidX3D's FP16S)"),
+                           "IEEE half (2 bytes) of (f - w_p) * 2^15 (FluidX3D's FP16S)", 2.0 ** -10),
     "fp16c": StorageFormat("fp16c", 2, "uint16", "uint16_t", 0,
-                           "lbgen's 1-4-11 format (2 bytes) of f - w_p: 12 significant bits for 2^-14 <= |f - w| < 2"),
+                           "lbgen's 1-4-11 format (2 bytes) of f - w_p: 12 significant bits for 2^-14 <= |f - w| < 2",
+                           2.0 ** -11),
 }
 #: the bytes of each format, widest first (a store may not be wider than the arithmetic)
 _ORDER = ("fp64", "fp32", "fp16s", "fp16c")

@@ -54,6 +54,8 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
         words.append(f"--halo-y {spec.halo_y}")
     if spec.storage is not None:
         words.append(f"--storage {spec.storage}")
+    if spec.streaming != "pull":
+        words.append(f"--streaming {spec.streaming}")
     return " ".join(words)
 
 

@@ -86,6 +86,9 @@ class DistributedSimulation(DistributedState, Lattice):
         H = set_entry(vs_name).max_hop
         try:
             depth = 1 if time_block == "auto" else time_block_value(time_block, allow_auto=False)
+            if kw.get("streaming", "pull") != "pull":
+                raise SimulationError(f"streaming={kw['streaming']!r}: several ranks trade the halo slabs of a pulled "
+                                      f"buffer; in-place streaming runs in one process so far (streaming='pull' here)")
             thermal = isinstance(kw.get("walls"), Walls)
             opening = {k: kw.pop(k) for k in ("inlet", "outlet", "outflow", "slip") if kw.get(k) is not None}
             if opening and thermal:

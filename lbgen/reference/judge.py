@@ -7,7 +7,10 @@ rounding; the tolerance is a bound on that difference for the case at hand, rela
 max |f_ref| (the magnitude of the populations), built from three sources (``rounding_bound``):
 
 * storage: every step stores each population once in the kernel's precision, a relative
-  rounding of at most eps_s (the storage type's machine epsilon) of |f| <= max |f|;
+  rounding of at most eps_s (the storage type's machine epsilon) of |f| <= max |f|; a storage
+  apart from the arithmetic (``--storage``, lbgen.codegen.storage) that keeps f - w_p rounds
+  relative to |f - w_p|, so eps_s is its format's epsilon times the reference run's deviation
+  D = max |f - w_p| / max |f| (the larger of the start and the end);
 * arithmetic: each step sums Q terms per moment (density, momentum, energy, the Hermite
   projections of the regularized operator) and evaluates the equilibrium from them, an
   error of order Q eps_a max |f| per step (eps_a: the arithmetic type's epsilon);
@@ -44,6 +47,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
+from lbgen.codegen.storage import STORAGES, is_shifted
 from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME
 from lbgen.model.catalog import DEFAULT_VELOCITY_SET
 
@@ -55,6 +59,19 @@ EPSILON = {"double": (float(np.finfo(np.float64).eps),) * 2,
            "mixed": (float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps))}
 #: beyond these bounds a comparison cannot tell a wrong kernel from rounding: refused
 MAX_TOLERANCE = {"double": 1e-8, "single": 1e-2, "mixed": 1e-2}
+#: the same for the 16-bit storages (a wrong conversion -- a lost shift or scale -- errs by O(1))
+MAX_TOLERANCE_STORAGE = {"fp16s": 5e-2, "fp16c": 5e-2}
+
+
+def max_tolerance(precision: str, storage: Optional[str] = None) -> float:
+    return MAX_TOLERANCE_STORAGE.get(storage or "", MAX_TOLERANCE[precision])
+
+
+def storage_epsilon(precision: str, storage: Optional[str] = None, deviation: float = 1.0) -> float:
+    """eps_s of the module doc: the precision's own storage, or a storage apart from it."""
+    if storage is None:
+        return EPSILON[precision][0]
+    return STORAGES[storage].eps * (deviation if is_shifted(precision, storage) else 1.0)
 
 
 class NothingVerified(ValueError):
@@ -62,10 +79,12 @@ class NothingVerified(ValueError):
     nor MISMATCH); a ValueError, so the CLI reports it as a usage error (exit status 2)."""
 
 
-def rounding_bound(precision: str, steps: int, q: int, wall_amplification: float = 0.0) -> float:
+def rounding_bound(precision: str, steps: int, q: int, wall_amplification: float = 0.0,
+                   storage: Optional[str] = None, deviation: float = 1.0) -> float:
     """C (eps_s N + eps_a (N Q + W)): the largest relative difference rounding can make between
     a kernel and the reference after N steps (module doc)."""
-    eps_s, eps_a = EPSILON[precision]
+    eps_a = EPSILON[precision][1]
+    eps_s = storage_epsilon(precision, storage, deviation)
     return BOUND_FACTOR * (eps_s * steps + eps_a * (steps * q + wall_amplification))
 
 
@@ -77,9 +96,11 @@ class ReferenceRun:
     wall_amplification: float = 0.0
     #: (step, x, y, w) of the worst wall site of the run, or None
     worst: Optional[Tuple[int, int, int, float]] = None
+    #: D: max |f - w_p| / max |f| of the run (start and end), for shifted storages (module doc)
+    deviation: float = 1.0
 
-    def tolerance(self, precision: str, steps: int, q: int) -> float:
-        return rounding_bound(precision, steps, q, self.wall_amplification)
+    def tolerance(self, precision: str, steps: int, q: int, storage: Optional[str] = None) -> float:
+        return rounding_bound(precision, steps, q, self.wall_amplification, storage, self.deviation)
 
 
 @dataclass
@@ -95,6 +116,12 @@ class Row:
     ok: bool = False
     note: str = ""
     tolerance: Optional[float] = None    # the rounding bound of this run (module doc)
+    storage: Optional[str] = None        # a storage apart from the precision's own (--storage), or None
+
+    @property
+    def arithmetic(self) -> str:
+        """The precision column: 'double', or 'double/fp16s' with a storage apart from it."""
+        return self.precision if self.storage is None else f"{self.precision}/{self.storage}"
 
 
 @dataclass
@@ -128,11 +155,14 @@ class Report:
                 "rows": [asdict(r) for r in self.rows],
                 "tolerance": {"bound": "C (eps_s N + eps_a (N Q + W)) relative to max |f_ref|",
                               "C": BOUND_FACTOR, "eps": {p: list(e) for p, e in EPSILON.items()},
-                              "W": dict(self.wall_amplification), "max": dict(MAX_TOLERANCE)}}
+                              "eps_storage": {n: f.eps for n, f in STORAGES.items()},
+                              "W": dict(self.wall_amplification),
+                              "max": dict(MAX_TOLERANCE, **MAX_TOLERANCE_STORAGE)}}
 
     def table(self) -> str:
         wc = max([13] + [len(r.collision) + 2 for r in self.rows])     # regularized-les is 15 characters
-        head = (f"{'backend':<10}{'layout':<13}{'collision':<{wc}}{'precision':<10}{'path':<9}{'vs reference':>14}"
+        wp = max([11] + [len(r.arithmetic) + 2 for r in self.rows])     # double/fp16s is 12 characters
+        head = (f"{'backend':<10}{'layout':<13}{'collision':<{wc}}{'precision':<{wp}}{'path':<9}{'vs reference':>14}"
                 f"{'tolerance':>11}{'vs c':>12}  status")
         lines = [head, "-" * len(head)]
         for r in self.rows:
@@ -140,7 +170,7 @@ class Report:
             err = "-" if r.error is None else f"{r.error:.2e}"
             tol = "-" if r.tolerance is None else f"{r.tolerance:.1e}"
             vsc = "-" if r.vs_c is None else ("0 (bitwise)" if r.vs_c == 0 else f"{r.vs_c:.2e}")
-            lines.append(f"{r.backend:<10}{tag:<13}{r.collision:<{wc}}{r.precision:<10}{r.path:<9}{err:>14}{tol:>11}"
+            lines.append(f"{r.backend:<10}{tag:<13}{r.collision:<{wc}}{r.arithmetic:<{wp}}{r.path:<9}{err:>14}{tol:>11}"
                          f"{vsc:>12}  {'ok' if r.ok else 'MISMATCH'}{('  ' + r.note) if r.note else ''}")
         for b, why in self.skipped.items():
             lines.append(f"skipped {b}: {why}")
@@ -169,7 +199,7 @@ def judge_runs(report: Report, runs: Iterable[Tuple[Row, Callable[[], np.ndarray
         else:
             scale = np.abs(expected).max()
             row.error = float(np.abs(got - expected).max() / scale) if np.isfinite(got).all() else float("inf")
-            key = (row.layout, row.vl, row.collision, row.precision, row.path)
+            key = (row.layout, row.vl, row.collision, row.precision, row.storage, row.path)
             results[(row.backend,) + key] = got
             row.ok = bool(row.error <= row.tolerance)
             if row.backend != "c" and ("c",) + key in results:

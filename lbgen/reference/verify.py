@@ -34,8 +34,9 @@ import numpy as np
 from lbgen.reference import VERIFY_LAYOUTS, VERIFY_SHAPES, bulk as ref, bulk3d as oracle3d
 from lbgen.reference import walls as refw, walls3d as refw3d
 from lbgen.reference.judge import (BOUND_FACTOR, EPSILON, MAX_TOLERANCE, NothingVerified, ReferenceRun,  # noqa: F401
-                                   Report, Row, judge_runs, rounding_bound)
+                                   Report, Row, judge_runs, max_tolerance, rounding_bound)
 from lbgen.codegen.spec import PRECISIONS, KernelSpec, SpecError
+from lbgen.codegen.storage import STORAGES, check_storage
 from lbgen.codegen.render import generate
 from lbgen.codegen.layouts import CLUSTERED
 from lbgen.model.catalog import CHANNEL_WALLS, DEFAULT_VELOCITY_SET, set_entry
@@ -196,6 +197,8 @@ class _Case:
     #: (backend, spec, path) -> the populations after the steps, (Q, *shape) float64
     run: Callable[[str, KernelSpec, str], np.ndarray]
     boundaries: str = ""
+    #: the start populations (Q, *shape): the deviation D of a shifted storage's bound
+    start: Optional[np.ndarray] = None
     #: the step paths verified ("fused": fused, or with 2D walls fused_walls)
     paths: Tuple[str, ...] = ("unfused", "fused")
 
@@ -216,7 +219,7 @@ def _case2d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict
         references=lambda cols: {c: reference_trajectory(f0, c, steps, walls, wall_scheme, vs) for c in cols},
         run=lambda b, s, p: run_program(runtime(b).compile(generate(s), lx, ly, strict=strict), f0, steps, p,
                                         s.collision, walls),
-        boundaries=f"walls ({wall_scheme} scheme)" if walls else "")
+        boundaries=f"walls ({wall_scheme} scheme)" if walls else "", start=f0)
 
 
 def thermal_walls_reference3d(f0: np.ndarray, steps: int, name: str, axis: str = "z") -> np.ndarray:
@@ -248,7 +251,7 @@ def _case3d_thermal_walls(shape, vs, name, collisions, steps, seed, strict, axis
         run=lambda b, s, p: stepped(compile_program(b, generate(s), shape, strict=strict), f0, steps, p, params, walls),
         boundaries=(f"thermal walls across {a}: T = {WALLS3D['T_bottom']:g} at {a}-low, "
                     f"{'adiabatic' if WALLS3D['adiabatic'][1] else WALLS3D['T_top']} at {a}-high"),
-        paths=("unfused",))
+        paths=("unfused",), start=f0)
 
 
 def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict, thermal_walls=False,
@@ -290,10 +293,10 @@ def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict
         spec_options={}, size_problem=lambda spec: check_sizes3d(spec, vs, *shape),
         references=lambda cols: {c: ReferenceRun(oracle3d.run(f0.copy(), steps, c, lat, where, force=FORCE3D,
                                                               **oracle_parameters3d(c))) for c in cols},
-        run=run, boundaries=boundaries_description() if walls else "")
+        run=run, boundaries=boundaries_description() if walls else "", start=f0)
 
 
-def check_arguments(backends, layouts, collisions, precisions, steps, shape, seed) -> None:
+def check_arguments(backends, layouts, collisions, precisions, steps, shape, seed, storages=(None,)) -> None:
     """Everything verify is given, refused naming the value before any work."""
     sizes = [(f"l{axis}", n) for axis, n in zip("xyz", shape)]
     for name, value, low in [("steps", steps, 1), *((n, v, 1) for n, v in sizes), ("seed", seed, 0)]:
@@ -310,21 +313,31 @@ def check_arguments(backends, layouts, collisions, precisions, steps, shape, see
             raise SpecError(f"verify: unknown {name[:-1]} {bad[0]!r}; choose from {', '.join(allowed)}")
     if layouts is not None and isinstance(layouts, str):
         raise SpecError(f"verify: layouts={layouts!r} must be a list of (name, vl) pairs")
+    if isinstance(storages, str) or not list(storages):
+        raise SpecError(f"verify: storages={storages!r} must be a list of names (of {', '.join(STORAGES)}) or None")
+    for storage, precision in itertools.product(storages, precisions):
+        if storage is not None:
+            try:
+                check_storage(storage, precision)
+            except ValueError as e:
+                raise SpecError(f"verify: --storage {storage} with --precision {precision}: {e}") from None
 
 
-def _check_bound(references: Dict[str, ReferenceRun], precisions: Sequence[str], steps: int, q: int) -> None:
-    """NothingVerified where rounding alone may exceed ``MAX_TOLERANCE`` (``judge``'s module doc)."""
-    for (collision, r), precision in itertools.product(references.items(), precisions):
-        tol = r.tolerance(precision, steps, q)
-        if not tol <= MAX_TOLERANCE[precision]:
+def _check_bound(references: Dict[str, ReferenceRun], arithmetics: Sequence[Tuple[str, Optional[str]]], steps: int,
+                 q: int) -> None:
+    """NothingVerified where rounding alone may exceed ``max_tolerance`` (``judge``'s module doc)."""
+    for (collision, r), (precision, storage) in itertools.product(references.items(), arithmetics):
+        tol, most = r.tolerance(precision, steps, q, storage), max_tolerance(precision, storage)
+        if not tol <= most:
             where = ""
             if r.worst is not None:
                 step, x, y, w = r.worst
                 where = (f"; the worst wall site is (x={x}, y={y}) at step {step}, whose rebuilt populations nearly "
                          f"cancel (amplification {w:.3g})")
             raise NothingVerified(
-                f"nothing was verified: rounding alone may move {collision} in {precision} precision by {tol:.2g} "
-                f"relative after {steps} steps on this state, more than {MAX_TOLERANCE[precision]:g}, so a wrong "
+                f"nothing was verified: rounding alone may move {collision} in {precision} precision"
+                f"{f' with {storage} storage' if storage else ''} by {tol:.2g} "
+                f"relative after {steps} steps on this state, more than {most:g}, so a wrong "
                 f"kernel could not be told from a right one{where}; try another --seed, fewer --steps or "
                 f"double precision")
 
@@ -334,14 +347,17 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
            steps: int = 20, shape: Optional[Tuple[int, ...]] = None, strict: bool = False, walls: bool = False,
            seed: int = 0, progress: Optional[Callable[[Row], None]] = None, wall_scheme: Optional[str] = None,
            velocity_set: str = DEFAULT_VELOCITY_SET, on_plan: Optional[Callable[[int], None]] = None,
-           thermal_walls: bool = False, wall_axis: Optional[str] = None) -> Report:
+           storages: Sequence[Optional[str]] = (None,), thermal_walls: bool = False,
+           wall_axis: Optional[str] = None) -> Report:
     """Run every planned configuration of a 2D or 3D set and compare it (module doc).
     ``shape``: the lattice, one size per axis of the set (default ``VERIFY_SHAPES``);
     ``wall_scheme`` (2D walls only; default lbgen's); ``thermal_walls``: 3D thermal sets, the thermal
     walls across z, or ``wall_axis`` ('x', 'y'; 2D: ``walls``).  Raises before any kernel is compiled for
     bad arguments (SpecError) and for a case that would verify nothing or that rounding alone
     could fail (NothingVerified).  ``on_plan(total)`` is called once with the number of runs
-    planned, before the first; ``progress(row)`` after each run."""
+    planned, before the first; ``progress(row)`` after each run.  ``storages``: the populations'
+    storages to check (None: the precision's own; names of lbgen.codegen.storage.STORAGES), each
+    with every precision (a storage wider than the arithmetic is refused)."""
     from lbgen.model.velocity_set import velocity_set as get_velocity_set
     name = str(velocity_set).lower()
     D = set_entry(name).D
@@ -351,7 +367,8 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     if len(shape) != D:
         raise SpecError(f"verify: shape={shape!r} has {len(shape)} sizes; {name} is a {D}D set, so it takes {D} "
                         f"({' x '.join('l' + a for a in 'xyz'[:D])})")
-    check_arguments(backends, layouts, collisions, precisions, steps, shape, seed)
+    storages = list(storages)
+    check_arguments(backends, layouts, collisions, precisions, steps, shape, seed, storages)
     vs = get_velocity_set(name)
     for collision in collisions:            # an operator the set (or its walls) cannot take: refused in words
         try:
@@ -386,32 +403,37 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
         raise NothingVerified(f"nothing was verified: every backend asked for is unavailable here ({why})")
     order = sorted(names, key=lambda n: n != "c")     # C first: the others are compared with it
     plan = []
-    for backend, (layout, vl), collision, precision, path in itertools.product(
-            order, chosen, collisions, precisions, case.paths):   # 2D walls: "fused" is fused_walls
+    for backend, (layout, vl), collision, precision, storage, path in itertools.product(
+            order, chosen, collisions, precisions, storages, case.paths):   # 2D walls: "fused" is fused_walls
         spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl if layout in CLUSTERED else None,
-                          precision=precision, collision=collision, velocity_set=name, **case.spec_options)
+                          precision=precision, collision=collision, velocity_set=name, storage=storage,
+                          **case.spec_options)
         try:
-            spec.validate()
+            spec = spec.validate()      # the one spec of a storage choice (fp32 of double: 'mixed')
         except SpecError:
-            continue     # a combination this backend does not offer (e.g. mixed precision off the C backend)
+            continue     # a combination this backend does not offer (e.g. a 16-bit storage on CUDA)
         plan.append((backend, layout, spec, path))
     if not plan:
         raise NothingVerified(f"nothing was verified: no backend here ({', '.join(names)}) offers "
                               f"precision {', '.join(precisions)} on {' x '.join(map(str, shape))} with layouts "
                               f"{', '.join(n if v is None else f'{n}-vl{v}' for n, v in (list(layouts) or chosen))}")
-    precisions_planned = sorted({s.precision for _, _, s, _ in plan})
-    # the bound without the wall term first: a case it already fails is refused before any oracle step
-    _check_bound({c: ReferenceRun(None) for c in collisions}, precisions_planned, steps, vs.Q)
+    planned = sorted({(s.precision, s.storage) for _, _, s, _ in plan}, key=str)
+    # the bound without the wall term (and at the storage's full epsilon) first: a case it already
+    # fails is refused before any oracle step
+    _check_bound({c: ReferenceRun(None) for c in collisions}, [(p, s) for p, s in planned if s is None], steps, vs.Q)
     references = case.references(collisions)
-    _check_bound(references, precisions_planned, steps, vs.Q)
+    weights = np.asarray(vs.weights, dtype=np.float64).reshape((-1,) + (1,) * len(shape))
+    for r in references.values():
+        r.deviation = max(float(np.abs(f - weights).max() / np.abs(f).max()) for f in (case.start, r.f))
+    _check_bound(references, planned, steps, vs.Q)
     report = Report(skipped=skipped, strict=strict, steps=steps, lattice=shape, walls=walls or thermal_walls,
                     wall_scheme=case.spec_options.get("wall_scheme"), velocity_set=name, boundaries=case.boundaries,
                     wall_amplification={c: r.wall_amplification for c, r in references.items()})
     report.planned = len(plan)
     if on_plan:
         on_plan(len(plan))
-    runs = ((Row(backend, layout, spec.vl, spec.collision, spec.precision, path,
-                 tolerance=references[spec.collision].tolerance(spec.precision, steps, vs.Q)),
+    runs = ((Row(backend, layout, spec.vl, spec.collision, spec.precision, path, storage=spec.storage,
+                 tolerance=references[spec.collision].tolerance(spec.precision, steps, vs.Q, spec.storage)),
              (lambda b=backend, s=spec, p=path: case.run(b, s, p)), references[spec.collision].f)
             for backend, layout, spec, path in plan)
     return judge_runs(report, runs, strict, progress)

@@ -2,21 +2,9 @@
 ``lbgen.run.options``): wall axes, lids, faces and the open faces' Simulation arguments."""
 from __future__ import annotations
 
-import math
 from typing import Any, Dict, Mapping, Tuple
 
-
-def as_float(value) -> float:
-    if isinstance(value, bool):
-        raise ValueError("must be a number, not a boolean")
-    try:
-        v = float(value.strip() if isinstance(value, str) else value)
-    except (TypeError, ValueError):
-        raise ValueError("must be a number") from None
-    if not math.isfinite(v):
-        raise ValueError("must be a finite number")
-    return v
-
+from lbgen.run.values import as_float
 
 
 def as_axes(value) -> str:

@@ -55,6 +55,7 @@ class RunConfig:
     vl: Optional[object] = None            # int, or "auto" (tuned)
     precision: str = OPTIONS["precision"].default
     storage: Optional[str] = None          # populations' storage (lbgen.codegen.storage); None: the precision's own
+    streaming: str = "pull"                # lbgen.codegen.spec.STREAMING: two buffers, or one (in place)
     fused: bool = OPTIONS["fused"].default
     time_block: object = OPTIONS["time_block"].default    # int, or "auto" (tuned)
     strict: bool = OPTIONS["strict"].default
@@ -167,6 +168,12 @@ class RunConfig:
         if len(self.gravity) != 3:
             raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected three numbers "
                               f"'GX,GY,GZ' in a 3D run")
+        others = [w for w, given in ((f"--wall-axes {self.wall_axes}", (self.wall_axes or "z") != "z"),
+                                     ("--lid", self.lid), (f"--geometry {self.geometry}", self.geometry)) if given]
+        if self.walls is not None and others:
+            raise ConfigError(f"--walls (the 3D thermal walls, across z) and {', '.join(others)} do not run together "
+                              f"yet: the thermal walls' sweep takes periodic x and y and no other boundary; choose "
+                              f"one (--periodic drops the thermal walls)")
         self._check_lids(3)
 
     def _check_lids(self, D: int) -> None:
@@ -231,7 +238,7 @@ class RunConfig:
             raise ConfigError(str(e)) from None
         if self.setup == "rayleigh-taylor":
             axis = "yz"[self.dimension - 2]
-            held = self.walls is not None if self.dimension == 2 else axis in (self.wall_axes or "")
+            held = self.walls is not None or axis in (self.wall_axes or "")
             if not held and self.gravity[self.dimension - 1] != 0:
                 how = "--periodic removes them" if self.dimension == 2 else f"--wall-axes {self.wall_axes} leaves {axis} periodic"
                 raise ConfigError(f"rayleigh-taylor: gravity along {axis} needs the walls that hold the fluid "

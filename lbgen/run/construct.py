@@ -179,7 +179,8 @@ def resolve_time_block(cfg: RunConfig, distributed: bool = False, tuned: Optiona
     with walls or a geometry), ``tune.default_time_block3d`` of the set's hop."""
     from lbgen.perf import tune
     depth = cfg.time_block
-    if cfg.backend != "c" or cfg.hetero or not cfg.fused or (distributed and depth == "auto"):
+    if cfg.backend != "c" or cfg.hetero or not cfg.fused or cfg.streaming == "inplace" or (
+            distributed and depth == "auto"):
         return 1
     if depth == "auto" and (cfg.wall_axes or cfg.geometry) and cfg.dimension == 2:
         return 1          # 2D bounce-back walls and masks are not time-blocked (fused_tb refuses them)
@@ -220,7 +221,7 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     bounce = {k: v for k, v in (("lid", cfg.lid), *_body_args(cfg, mask, comm).items()) if v is not None}
     bounce.update(open_arguments(cfg))                                                 # inlets, outlets, ...
     common = dict(**bounce, layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, storage=cfg.storage,
-                  collision=cfg.collision,
+                  collision=cfg.collision, streaming=cfg.streaming,
                   gravity=cfg.gravity, fused=cfg.fused, threads=cfg.threads, strict=cfg.strict, check_every=0,
                   walls=walls, time_block=cfg.time_block, velocity_set=cfg.velocity_set, **cfg.parameters)
     if cfg.backend == "opencl":   # the OpenCL device of a plain OpenCL run, its tuned work-group size
@@ -269,7 +270,7 @@ def _make_simulation3d(cfg: RunConfig, mask=None, comm=None, grid=None, host_col
     common = dict(velocity_set=cfg.velocity_set, collision=cfg.collision, gravity=cfg.gravity, walls=walls,
                   lid=cfg.lid, **_body_args(cfg, mask, comm), backend=cfg.backend, layout=cfg.layout, vl=cfg.vl,
                   precision=cfg.precision, storage=cfg.storage, fused=cfg.fused, threads=cfg.threads,
-                  strict=cfg.strict, check_every=0, time_block=cfg.time_block,
+                  strict=cfg.strict, check_every=0, time_block=cfg.time_block, streaming=cfg.streaming,
                   device=cfg.device if cfg.backend == "opencl" else None, **open_arguments(cfg), **cfg.parameters)
     with warnings.catch_warnings():        # a run says it once, on its start line (lbgen run), not per rank
         warnings.simplefilter("ignore", LidMachWarning)
@@ -327,7 +328,7 @@ def device_description(sim, grid=None) -> dict:
     the device and, under MPI, the rank grid."""
     if sim.spec.dimension == 3:
         info = {"backend": sim.spec.backend, "layout": sim.program.layout.tag, "precision": sim.spec.precision,
-                "storage": sim.program.codec.format.name, "kernel_digest": sim.source.digest, "runtime": sim.runtime, "device": sim.program.describe()}
+                "storage": sim.program.codec.format.name, "streaming": sim.streaming, "kernel_digest": sim.source.digest, "runtime": sim.runtime, "device": sim.program.describe()}
         provenance = sim.program.provenance()     # CUDA's runtime, OpenCL's work-group and build options
         info.update({k: provenance[k] for k in ("cuda_runtime", "work_group", "build_options") if provenance.get(k)})
         if sim.nranks > 1:
@@ -337,7 +338,7 @@ def device_description(sim, grid=None) -> dict:
             info["regions"] = sim.region_table()
         return info
     info = {"backend": sim.spec.backend, "layout": sim.spec.tag, "precision": sim.spec.precision,
-            "storage": sim.program.codec.format.name, "kernel_digest": sim.source.digest, "regions": []}
+            "storage": sim.program.codec.format.name, "streaming": sim.streaming, "kernel_digest": sim.source.digest, "regions": []}
     if sim.nranks > 1:                      # MPI: every rank's regions (global columns)
         info.update(ranks=sim.nranks, rank_regions=sim.region_table(), halo_path=sim.halo_path,
                     halo_path_reason=sim.halo_path_reason)

@@ -9,7 +9,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
-from lbgen.codegen.spec import BACKENDS, PRECISIONS, time_block_value
+from lbgen.codegen.spec import BACKENDS, PRECISIONS, STREAMING, time_block_value
 from lbgen.codegen.layouts import LAYOUTS, LayoutError, check_vl
 from lbgen.codegen.storage import STORAGES
 from lbgen.model.convection import CRITICAL_ASPECT, DEFAULT_PRANDTL
@@ -21,15 +21,14 @@ from lbgen.output import PICTURE_QUANTITIES, parse_clim, window_option
 from lbgen.run.flows import FLOWS
 from lbgen.run.setups import SETUPS
 from lbgen.simulation.open_faces import PROFILES
-from lbgen.run.boundary_options import as_axes, as_face, as_faces, as_float, as_lid, as_outlets  # noqa: F401 - the converters
+from lbgen.run.boundary_options import as_axes, as_face, as_faces, as_lid, as_outlets
+from lbgen.run.values import as_bool, as_float, as_gravity, as_int, as_pictures  # noqa: F401 - the converters
 from lbgen.simulation.bodies import SCHEMES as BODY_SCHEMES
 
 #: the lattice of a 3D run when --lx/--ly/--lz are not given
 DEFAULT_SIZE_3D = {"lx": 32, "ly": 32, "lz": 32}
 
 ADIABATIC = {"none": (False, False), "bottom": (True, False), "top": (False, True), "both": (True, True)}
-_TRUE = {"true", "yes", "on", "1"}
-_FALSE = {"false", "no", "off", "0"}
 
 
 class ConfigError(ValueError):
@@ -141,6 +140,9 @@ SCHEMA: Tuple[Option, ...] = (
     Option("storage", "choice", None, "Populations' storage apart from --precision's arithmetic (C): fp64, fp32, "
            "fp16s (half of (f - w) 2^15) or fp16c (1-4-11 of f - w); default the precision's own (docs/physics.md).",
            choices=tuple(STORAGES), optional=True, identity=True),
+    Option("streaming", "choice", "pull", "Streaming: pull (two population buffers) or inplace (one buffer, the AA "
+           "pattern: half the populations' memory; C backend, one process, one step per sweep; bit-identical to pull "
+           "in strict builds; docs/architecture.md).", choices=STREAMING, resumable=True),
     Option("fused", "bool", True, "One sweep per step: propagate+collide (periodic) or propagate+bc+collide (walls); --no-fused: "
            "separate sweeps.", flag="--fused/--no-fused"),
     Option("time_block", "time_block", "auto", "Steps per sweep through cache (temporal blocking, C backend on one "
@@ -274,11 +276,24 @@ def _threads(v) -> Optional[str]:
 def _time_block(v) -> Optional[str]:
     if v["time_block"] in (1, "auto"):
         return None
+    if v.get("streaming") == "inplace":
+        return "temporal blocking (fused_tb) is a pull sweep; --streaming inplace steps once per sweep"
     if v["backend"] != "c" or v["hetero"] or not v["fused"]:
         what = (f"--backend {v['backend']}" if v["backend"] != "c" else
                 f"--hetero {v['hetero']}" if v["hetero"] else "--no-fused")
         return f"temporal blocking runs the fused kernels of the C backend on one device, not with {what}"
     return None
+
+
+def _streaming(v) -> Optional[str]:
+    """--streaming inplace: the C kernels of one backend, one step per sweep, no thermal walls or open faces."""
+    if v["streaming"] != "inplace":
+        return None
+    what = (f"--backend {v['backend']}" if v["backend"] != "c" else f"--hetero {v['hetero']}" if v["hetero"] else
+            "--no-fused" if not v["fused"] else "the thermal --walls" if v.get("walls") else
+            "open faces" if any(v.get(k) for k in ("inlet", "outlet", "outflow", "slip")) else
+            "a --geometry body (its link kernels)" if v.get("geometry") or v["setup"] in FLOWS else None)
+    return f"in-place streaming runs the C kernels of one backend, one step per sweep, not with {what}" if what else None
 
 
 def _device(v) -> Optional[str]:
@@ -299,15 +314,18 @@ def _only_3d(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
     return rule
 
 
-_NO_WALL_TEMPERATURE = "3D walls (half-way bounce-back, --wall-axes) impose no temperature and conduct no heat"
+_NO_WALL_TEMPERATURE = ("the 3D thermal walls (across z) need a thermal 3D set (--velocity-set d3q39 or d3q103); an "
+                        "isothermal 3D run's walls (half-way bounce-back, --wall-axes) impose no temperature and "
+                        "conduct no heat")
 #: why an option of 2D runs has no effect in a 3D run (``_in_2d``)
 NOT_IN_3D = {
-    "walls": "--walls/--periodic are the thermal walls of 2D runs; a 3D run has no-slip walls on the axes --wall-axes "
-             "names (e.g. --wall-axes y)",
+    "walls": "--walls/--periodic are the thermal walls (2D: on y; 3D: across z, on the thermal sets d3q39 and "
+             "d3q103); an isothermal 3D run has no-slip walls on the axes --wall-axes names (e.g. --wall-axes y)",
     "t_bottom": _NO_WALL_TEMPERATURE,
     "t_top": _NO_WALL_TEMPERATURE,
     "adiabatic": _NO_WALL_TEMPERATURE,
-    "wall_scheme": "the wall schemes are those of 2D thermal walls; 3D walls are half-way bounce-back (--wall-axes)",
+    "wall_scheme": "the wall schemes are those of the thermal walls (2D, and 3D on d3q39 and d3q103); an isothermal "
+                   "3D run's walls are half-way bounce-back (--wall-axes)",
     "window": "3D pictures show the whole mid-plane slices (a window is a range of rows of a 2D picture)",
     "pictures_every": "movie frames are drawn from 2D fields (a 3D run keeps none); a 3D run draws its pictures "
                       "at --output-every",
@@ -332,13 +350,13 @@ def _bounce(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
     return rule
 
 
-#: the thermal walls' options that a 3D rayleigh-benard run takes (its walls across z)
-THERMAL_WALLS_3D = ("t_bottom", "t_top", "wall_scheme")
+#: the thermal walls' options that a 3D run of a thermal set takes (its walls across z)
+THERMAL_WALLS_3D = ("walls", "t_bottom", "t_top", "adiabatic", "wall_scheme")
 
 
 def _in_2d(key: str, rule: Optional[Callable[[Mapping[str, Any]], Optional[str]]]):
     def checked(v) -> Optional[str]:
-        if dimension(v) == 3 and key in THERMAL_WALLS_3D and v["setup"] == "rayleigh-benard":
+        if dimension(v) == 3 and key in THERMAL_WALLS_3D and not set_entry(v["velocity_set"]).isothermal:
             return rule(v) if rule is not None else None
         if dimension(v) == 3 and key in NOT_IN_3D:
             return NOT_IN_3D[key]
@@ -357,7 +375,7 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "t_bottom": _wall_temperature("bottom"), "t_top": _wall_temperature("top"),
     "adiabatic": _needs_walls, "wall_scheme": _needs_walls,
     **{k: _convection for k in ("ra", "pr", "aspect")},
-    "threads": _threads, "time_block": _time_block, "device": _device,
+    "threads": _threads, "time_block": _time_block, "device": _device, "streaming": _streaming,
     "split": lambda v: None if v["hetero"] else "it sets the host share of a host + device run: it needs --hetero",
     "host_columns": lambda v: None if v["hetero"] else ("it is the host columns M of a host + device run (resolved "
                                                         "from --split): it needs --hetero"),
@@ -488,57 +506,6 @@ def convert(key: str, value: Any, where: str = "") -> Any:
     except ValueError as e:
         raise ConfigError(f"{label}={value!r} {e}") from None
     raise AssertionError(kind)  # pragma: no cover
-
-
-def as_int(value) -> int:
-    if isinstance(value, bool):
-        raise ValueError("must be an integer, not a boolean")
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        if value.is_integer():
-            return int(value)
-        raise ValueError("must be an integer")
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            raise ValueError("must be an integer") from None
-    if hasattr(value, "__index__"):
-        return int(value.__index__())
-    raise ValueError("must be an integer")
-
-
-def as_bool(value) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-        return value.strip().lower() in _TRUE
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    raise ValueError("must be true or false")
-
-
-def as_gravity(value) -> Tuple[float, ...]:
-    parts = list(value) if isinstance(value, (list, tuple)) else \
-        [p for p in str(value).replace(" ", "").split(",") if p != ""]
-    try:
-        g = tuple(as_float(p) for p in parts)
-    except ValueError:
-        g = ()
-    if len(g) not in (2, 3):
-        raise ValueError("expected two numbers 'GX,GY' (e.g. 0,-2.6e-6), or three 'GX,GY,GZ' in 3D")
-    return g
-
-
-def as_pictures(value) -> Tuple[str, ...]:
-    items = [str(v) for v in value] if isinstance(value, (list, tuple)) else \
-        [v for v in str(value).replace(" ", "").split(",") if v]
-    items = [v for v in items if v != "none"]
-    bad = [v for v in items if v not in PICTURE_QUANTITIES]
-    if bad:
-        raise ValueError(f"has unknown quantities {bad}; choose from {', '.join(PICTURE_QUANTITIES)} or none")
-    return tuple(dict.fromkeys(items))
 
 
 def cli_options() -> Iterable[Option]:

@@ -347,11 +347,15 @@ SETUPS: Dict[str, Setup] = {s.name: s for s in (
                       "taylor-green or shear-wave"),
     Setup("rayleigh-taylor", rayleigh_taylor,
           "cold heavy fluid over hot light fluid, interface at mid-height perturbed by 8 random modes "
-          "(amplitude LX/100); 3D (d3q39): Z up, no-slip walls on z that conduct no heat",
+          "(amplitude LX/100); 3D (d3q39): Z up, no-slip walls on z that conduct no heat (--walls: isothermal "
+          "walls across z at 1.05 / 0.95)",
           run_defaults={"collision": "regularized", "gravity": RT_GRAVITY, "walls": True,
                         "t_bottom": RT_T_HOT, "t_top": RT_T_COLD},
           default_amplitude=rt_amplitude, random=True, make3d=rayleigh_taylor3d,
-          run_defaults3d={"collision": "regularized", "gravity": RT_GRAVITY_3D, "wall_axes": "z"},
+          # 3D: bounce-back walls on z that conduct no heat; --walls: thermal walls across z at the
+          # 2D set-up's temperatures (hot bottom, cold top: the start's own)
+          run_defaults3d={"collision": "regularized", "gravity": RT_GRAVITY_3D, "wall_axes": "z",
+                          "t_bottom": RT_T_HOT, "t_top": RT_T_COLD},
           # D2V17 (third order) diverged by step 6400 of the README's main job (128 x 512, g = 4e-4)
           # with C1 = C2 = 1e-3; with 3e-3 it runs the 8000 steps (tests/run/test_setups.py)
           set_defaults={"d2v17": {"C1": 3e-3, "C2": 3e-3}}),

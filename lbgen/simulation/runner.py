@@ -35,6 +35,7 @@ from lbgen.simulation.programs import Region, split_columns
 from lbgen.simulation.bodies import BodyLinks, body_input
 from lbgen.simulation.boundaries import BounceBack, checked_saved_state
 from lbgen.simulation.health import HealthChecks
+from lbgen.simulation.inplace import InPlaceParity, check_streaming
 from lbgen.simulation.interface import (Lattice, checked_fields, checked_populations, count, field_names,
                                         lattice_shape, time_block_depth)
 from lbgen.simulation.parameters import Parameters, RunStats, SimulationError, Walls
@@ -94,11 +95,12 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                  backend_options: Optional[dict] = None, device_options: Optional[dict] = None,
                  time_block: int = 1, storage: Optional[str] = None, inlet: Optional[Mapping] = None, outlet=None,
                  outflow=None, slip=None, bodies=None, body_bc: Optional[str] = None, body_closed=(),
-                 **operator_parameters):
+                 streaming: str = "pull", **operator_parameters):
         """``operator_parameters``: the collision operator's own (tau for bgk; C1, C2, C3 for
         regularized; see ``lbgen.model.operators``), defaults from its record.  ``storage``: how
         the populations are stored (``lbgen.codegen.storage``: fp64, fp32, fp16s; None: the
-        precision's own), apart from the arithmetic of ``precision``.  Any other keyword is
+        precision's own), apart from the arithmetic of ``precision``.  ``streaming``: 'pull' (two
+        population buffers) or 'inplace' (one, ``lbgen.simulation.inplace``).  Any other keyword is
         refused, naming it."""
         unknown = sorted(set(operator_parameters) - set(all_parameters()))
         if unknown:
@@ -143,6 +145,9 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         self.bounds = BounceBack.of(bounce, lid, mask, shape, vs_name, inlet, outlet, outflow, slip)
         if self.bounds is not None:
             self.bounds.check_runs(device_backend, self.time_block, backend)
+        self.streaming = check_streaming(streaming, device_backend=device_backend, time_block=self.time_block,
+                                         fused=fused, bodies=body, bounds=self.bounds)
+        self._parity = InPlaceParity() if self.streaming == "inplace" else None
         if walls is not None:
             walls.check(vs)
         self.walls = walls
@@ -164,7 +169,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                                    str(layout).lower(), vl, dimension=D, walls_along_depth=depth_walls,
                                    cpu_device=cpu)
             spec = KernelSpec(backend=spec_backend(b), layout=lay, vl=v, precision=precision, collision=collision,
-                              walls=walls is not None, velocity_set=vs_name, storage=storage,
+                              walls=walls is not None, velocity_set=vs_name, storage=storage, streaming=streaming,
                               wall_scheme=walls.scheme if walls is not None else KernelSpec.wall_scheme,
                               wall_axis=wall_axis if walls is not None else None)
             return programs.checked_spec(spec, (width, *shape[1:]))
@@ -179,7 +184,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                 sources[spec] = generate(spec)
             program = programs.compile_program(b, sources[spec], (width, *shape[1:]), threads, strict, options)
             programs.boundaries(program, self.bounds)
-            self.regions.append(Region(program, x_start, width, program.allocate(), program.allocate()))
+            self.regions.append(Region(program, x_start, width, program.allocate(),
+                                       None if self._parity else program.allocate()))    # in place: one buffer
         self.spec = self.program.spec
         self.source = self.program.source
         self.runtime = str(backend)
@@ -329,6 +335,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             cols = r.columns % self.lx
             r.program.init_equilibrium(r.f, *(np.ascontiguousarray(a[cols]) for a in arrays), force=self.force)
         self._fields_set = True
+        self._natural(reset=True)
         if self.mask is not None:      # solid cells hold no populations (their stored zeros)
             zero = self.program.codec.encode(np.zeros((self.vs.Q,) + (1,) * self.dimension))
             self._upload(np.where(self.mask[None] == 1, zero, self.state()), stored=True)
@@ -353,6 +360,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                 populations = np.where(self.mask[None] == 1, populations.dtype.type(0), populations)
             populations = self.program.codec.encode(populations)
         populations = np.asarray(populations, dtype=self.dtype)
+        self._natural(reset=True)
         for r in self.regions:
             block = np.ascontiguousarray(populations[:, r.columns % self.lx])
             r.f = r.program.upload(r.program.layout.pack(block), r.f)
@@ -381,6 +389,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         cells read 0."""
         self._require_state("fields()")
         self.synchronize()
+        self._natural()
         out = {k: np.empty(self.shape) for k in field_names(self.dimension)}
         for r in self.regions:
             for k, v in r.program.fields(r.f, force=self.force).items():
@@ -408,6 +417,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         from lbgen.codegen.diagnostics import ROW_QUANTITIES, ROW_QUANTITIES3D, combine_rows
         self._require_state("diagnostics()")
         self.synchronize()
+        self._natural()
         skip = self.mask if skip is None else skip
         parts = [r.program.diagnostics(r.f, force=self.force, skip=None if skip is None else
                                        np.ascontiguousarray(skip[r.columns % self.lx])) for r in self.regions]
@@ -454,6 +464,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
     def step(self, n: int = 1) -> None:
         """n steps: with a time block N, n // N sweeps of N steps, then n % N single steps."""
         self._check_can_step(n)
+        if self._parity is not None:
+            return self._parity.step(self, n)
         depth = self.time_block
         if depth > 1:
             r = self.regions[0]
@@ -485,9 +497,11 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         the storage is narrower than the arithmetic, lbgen.codegen.storage): exact, for checkpoints."""
         self._require_state("state()")
         self.synchronize()
+        self._natural()
 
         def unpacked(r):      # host buffers are read in place: no flat copy of the lattice first
-            return r.program.layout.unpack(r.f if isinstance(r.f, np.ndarray) else r.program.download(r.f))
+            out = r.program.layout.unpack(r.f if isinstance(r.f, np.ndarray) else r.program.download(r.f))
+            return out if self._parity is None else self._parity.solids_zeroed(self, r, out)
         first = self.regions[0]
         if len(self.regions) == 1 and np.array_equal(first.columns % self.lx, np.arange(self.lx)):
             r = first                # the one copy a checkpoint needs (unpack's gather), no second
@@ -513,6 +527,11 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         if isinstance(time_step, bool) or not isinstance(time_step, (int, np.integer)) or time_step < 0:
             raise SimulationError(f"restore: time_step={time_step!r} must be an integer >= 0 (the step the "
                                   f"state was saved at)")
+
+    def _natural(self, reset: bool = False) -> None:
+        """In place: the buffers natural before they are read (``reset``: they were just written so)."""
+        if getattr(self, "_parity", None) is not None:
+            self._parity.natural(self, reset)
 
     @property
     def has_state(self) -> bool:

@@ -87,28 +87,29 @@ def available_memory() -> Optional[int]:
         return None
 
 
-def run_memory_estimate(shape: Sequence[int], Q: int, itemsize: int, halo: int = 3) -> int:
+def run_memory_estimate(shape: Sequence[int], Q: int, itemsize: int, halo: int = 3, buffers: int = 2) -> int:
     """Host bytes a run of a lattice ``shape`` ((LX, LY) or (LX, LY, LZ): D from its length)
-    of Q populations needs at its peak, roughly: two population buffers with halos in every
+    of Q populations needs at its peak, roughly: ``buffers`` population buffers (2 pull, 1 in
+    place: lbgen.codegen.spec.population_buffers) with halos in every
     direction (``itemsize``: bytes of one stored population, lbgen.codegen.storage), two
     gathered states of the storage (a checkpoint's, a mask's zeroing), and a dozen float64
     fields (set-up, diagnostics, pictures; the fields are gathered per event only)."""
     sites = math.prod(int(n) for n in shape)
     padded = math.prod(int(n) + 2 * halo for n in shape)
-    return Q * padded * 2 * itemsize + Q * sites * 2 * itemsize + 12 * sites * 8
+    return Q * padded * buffers * itemsize + Q * sites * 2 * itemsize + 12 * sites * 8
 
 
 def _gib(n: float) -> str:
     return f"{n / 2**30:.3g} GiB"
 
 
-def check_memory(shape: Sequence[int], Q: int, itemsize: int, precision: str, halo: int = 3) -> int:
+def check_memory(shape: Sequence[int], Q: int, itemsize: int, precision: str, halo: int = 3, buffers: int = 2) -> int:
     """Refuse a lattice whose estimate exceeds the available memory; returns the estimate."""
-    need = run_memory_estimate(shape, Q, itemsize, halo)
+    need = run_memory_estimate(shape, Q, itemsize, halo, buffers)
     have = available_memory()
     if have is not None and need > have:
         names = ("--lx", "--ly", "--lz")[:len(shape)]
         raise LimitError(f"the lattice {' x '.join(str(int(n)) for n in shape)} ({precision}) needs about "
-                         f"{_gib(need)} of memory ({Q} populations per site, two buffers, plus gathered copies and "
+                         f"{_gib(need)} of memory ({Q} populations per site, {buffers} buffer{'s' if buffers > 1 else ''}, plus gathered copies and "
                          f"fields), but only {_gib(have)} are available here; choose a smaller {'/'.join(names)}")
     return need

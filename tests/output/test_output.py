@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from lbgen.run import checkpoint as ckpt
+from lbgen.run import checkpoint_file as ckpt
 from lbgen.run.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, prune_checkpoints,
                               read_checkpoint, write_checkpoint)
 from lbgen.output import (SERIES_COLUMNS, RunOutput, diagnostics, environment_versions, read_manifest, read_vti,

@@ -53,7 +53,7 @@ def test_a_refused_option_under_mpiexec_is_one_message_from_rank_0(tmp_path, arg
 
 DISK_FULL = textwrap.dedent("""
     import errno, sys
-    from lbgen.run import checkpoint as ckpt
+    from lbgen.run import checkpoint_file as ckpt
     real = ckpt._write_payload
     def full(fh, array, header):
         real(fh, array, header)

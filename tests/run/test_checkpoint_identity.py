@@ -111,8 +111,8 @@ def test_a_piece_of_another_run_is_refused(tmp_path):
 
 
 def _sha(path):
-    from lbgen.run.checkpoint import _read_verified
-    return _read_verified(path)[3]
+    from lbgen.run.checkpoint_file import read_verified
+    return read_verified(path)[3]
 
 
 # --------------------------------------------------------------------------- content of the start

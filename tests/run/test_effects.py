@@ -61,7 +61,9 @@ def fingerprint(tmp_path: Path, name: str, options: dict) -> dict:
     run.execute()
     state = run.sim.state()
     out = {"state": hashlib.sha256(state.tobytes()).hexdigest() + str(state.shape) + str(state.dtype),
-           "step": run.sim.time_step, "sweeps": dict(run.sim.sweeps), "samples": run.samples}
+           "step": run.sim.time_step, "sweeps": dict(run.sim.sweeps), "samples": run.samples,
+           # the population buffers the run allocated (host arrays: their bytes; device buffers: their count)
+           "buffers": [getattr(b, "nbytes", 1) for r in run.sim.regions for b in (r.f, r.g) if b is not None]}
     if cfg.dimension == 2:
         out.update({"calls": sorted((k, v) for r in run.sim.regions for k, v in r.program.calls.items()),
                     "regions": run.sim.region_table(),
@@ -164,6 +166,8 @@ EFFECTS = {
     "cells_per_diameter": ({"setup": "cylinder"}, 4, 5),
     # the populations' storage apart from the arithmetic (lbgen.codegen.storage)
     "storage": ({**D2Q9, "setup": "uniform-noise"}, "fp64", "fp32"),
+    # one population buffer instead of two (the same state: bit-identical in strict builds)
+    "streaming": ({}, "pull", "inplace"),
 }
 
 #: option -> (context, value) where the option has no effect: refused naming it
@@ -206,6 +210,7 @@ REFUSED = {
     "body_bc": ({}, "bouzidi"),
     "stl_scale": ({"geometry": "GEOMETRY"}, 2.0), "stl_rotate": ({}, "0,0,30"), "stl_offset": ({}, "1,2,3"),
     "re": ({}, 20.0), "cells_per_diameter": ({"setup": "uniform-noise"}, 8),
+    "streaming": ({"backend": "opencl"}, "inplace"),
 }
 
 

@@ -99,6 +99,8 @@ KERNEL_OPTIONS3D = {
     "ra": (RB3D, 3000.0, 4000.0), "pr": (RB3D, 0.71, 1.0), "aspect": (RB3D, 2.0, 3.0),
     # the populations' storage apart from the arithmetic (lbgen.codegen.storage)
     "storage": ({}, "fp64", "fp32"),
+    # one population buffer instead of two (tests/simulation/test_inplace.py)
+    "streaming": ({}, "pull", "inplace"),
 }
 
 #: option -> (context, value): refused in a 3D run (D3 and the context), naming the option

@@ -172,3 +172,41 @@ def test_a_single_mode_grows_at_the_rate_of_the_rayleigh_equation():
     assert measured == pytest.approx(theory, rel=0.05)
     sharp = np.sqrt(physics.atwood(RT_T_HOT, RT_T_COLD) * g * k)
     assert measured < 0.8 * sharp
+
+
+def test_rayleigh_taylor_between_isothermal_walls_across_z(tmp_path):
+    """Issue 39: the 3D rayleigh-taylor between thermal walls (--walls, across z, the 2D set-up's
+    1.05 / 0.95 unless --t-bottom/--t-top say otherwise): the run line names them, the walls
+    hold their temperature in their rows, mass is kept to round-off, and the run differs from
+    the default's bounce-back walls (which conduct no heat)."""
+    def run(name, *extra):
+        out = tmp_path / name
+        r = CliRunner().invoke(main, ["run", "rayleigh-taylor", "--velocity-set", "d3q39", "--lx", "8", "--ly", "8",
+                                      "--lz", "32", "--steps", "40", "--out", str(out), "--pictures", "none",
+                                      "--series-every", "10", "--no-progress", *extra])
+        assert r.exit_code == 0, r.output
+        from lbgen.output import read_vti
+        return r.output, read_vti(out / "vtk" / "step-000000040.vti"), (out / "series.csv").read_text()
+    text, walled, series = run("walls", "--walls", "--t-bottom", "1.08")
+    assert "thermal walls across z (lbgen scheme; bottom T = 1.08, top T = 0.95)" in text and "periodic" not in text
+    T = np.asarray(walled["T"])
+    assert np.abs(T[:, :, 0] - 1.08).max() < 2e-3 and np.abs(T[:, :, -1] - 0.95).max() < 2e-3
+    import csv
+    import io
+    rows = list(csv.DictReader(io.StringIO(series)))
+    mass = [float(r["mass"]) for r in rows]
+    assert len(mass) >= 4 and max(mass) - min(mass) <= 1e-11 * mass[0]
+    _, bounced, _ = run("bounce")
+    assert not np.array_equal(np.asarray(bounced["uz"]), np.asarray(walled["uz"]))
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--velocity-set", "d3q39", "--walls", "--wall-axes", "x"], "--walls (the 3D thermal walls, across z) and "
+                                                                  "--wall-axes x do not run together"),
+    (["--velocity-set", "d3q19", "--walls"], "3D: across z, on the thermal sets d3q39 and d3q103"),
+])
+def test_3d_thermal_walls_with_what_they_cannot_take_are_refused(args, words, tmp_path):
+    out = tmp_path / "rt"
+    r = CliRunner().invoke(main, ["run", "rayleigh-taylor" if "d3q39" in args else "taylor-green", *args, "--lx", "8",
+                                  "--ly", "8", "--lz", "16", "--steps", "3", "--out", str(out), "--no-progress"])
+    assert r.exit_code == 2 and words in r.output and not out.exists(), r.output

@@ -187,7 +187,7 @@ def test_signal_without_run_folder_says_nothing_was_saved(tmp_path):
 def test_disk_full_during_a_checkpoint_keeps_the_older_ones(tmp_path, monkeypatch):
     import errno
 
-    from lbgen.run import checkpoint as ckpt
+    from lbgen.run import checkpoint_file as ckpt
     out = tmp_path / "run"
     Run(RunConfig(**SMALL, steps=10, out=str(out), checkpoint_every=5), **quiet).execute()
     good = checkpoint_path(out, 10).read_bytes()

@@ -1,0 +1,200 @@
+"""In-place streaming (``streaming='inplace'``: one population buffer, the AA pattern of Bailey,
+Myre, Walsh, Lilja & Pasaoglu, ICPP 2009; docs/architecture.md, "In-place streaming"): the C kernels
+give the pull kernels' state bit for bit in strict builds after even and odd step counts, 2D and 3D,
+on every layout, in double and single, periodic and with bounce-back walls, a lid and a voxel mask;
+one buffer is allocated; the NumPy oracle's AA pattern (lbgen.reference.aa, typed from the paper)
+equals its pull stepper; a shear wave decays at the exact rate nu k^2; what cannot run in place is
+refused in words before any work."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lbgen
+from lbgen.codegen.spec import KernelSpec, SpecError
+from lbgen.model.velocity_set import velocity_set
+from lbgen.reference import aa, bulk, bulk3d
+from lbgen.simulation.parameters import SimulationError
+
+#: (velocity set, layout, VL, precision, shape, storage): every layout in each dimension, both
+#: precisions, and FluidX3D's 16-bit storage (deviations f - w_p: the slots' weights are the same)
+CASES = [("d2q9", "caosoa", 4, "double", (10, 16), None), ("d2q9", "soa", None, "single", (10, 16), None),
+         ("d2q9", "aos", None, "double", (10, 16), None), ("d2q9", "csoa", 4, "single", (10, 16), None),
+         ("d3q19", "caosoa", 4, "single", (6, 5, 16), None), ("d3q19", "soa", None, "double", (6, 5, 16), None),
+         ("d3q19", "aos", None, "single", (6, 5, 16), None), ("d3q19", "csoa", 4, "double", (6, 5, 16), None),
+         ("d3q19", "soa", None, "single", (6, 5, 16), "fp16s")]
+
+
+def _program(programs, vs, layout, vl, precision, shape, storage=None):
+    """One in-place program: its library holds the pull kernels (fused) too."""
+    spec = KernelSpec(backend="c", layout=layout, vl=vl, velocity_set=vs, precision=precision, streaming="inplace",
+                      storage=storage)
+    return programs(spec, shape, strict=True, threads=2)
+
+
+def _boundaries(shape):
+    """Walls on both faces of the last axis, the high one a lid, and a solid block (face bits 2a + s)."""
+    D = len(shape)
+    lid = np.zeros((2 * D, D))
+    lid[2 * D - 1, 0] = 0.04
+    solid = np.zeros(shape, np.uint8)
+    solid[(slice(2, 4),) * D] = 1
+    return {"walls": 3 << 2 * (D - 1), "lids": 1 << 2 * D - 1, "lid": lid, "solid": solid}
+
+
+@pytest.mark.parametrize("vs, layout, vl, precision, shape, storage", CASES)
+def test_inplace_kernels_give_the_pull_state_bit_for_bit(programs, vs, layout, vl, precision, shape, storage):
+    prog = _program(programs, vs, layout, vl, precision, shape, storage)
+    rng = np.random.default_rng(3)
+    rho = 1 + 0.02 * rng.random(shape)
+    u = [0.03 * rng.standard_normal(shape) for _ in shape]
+    params = {n: 0.0 for n in prog.parameter_names} | {"tau": 0.7, "ax": 2e-5}
+    for bounds in ({}, _boundaries(shape)):
+        prog.set_boundaries(**bounds)
+        f, g, a = prog.allocate(), prog.allocate(), prog.allocate()
+        prog.init_equilibrium(f, rho, *u, 1.0)
+        prog.init_equilibrium(a, rho, *u, 1.0)
+        for step in range(5):
+            prog.halo(f)
+            f, g = prog.step(f, g, params)
+            if step % 2 == 0:
+                prog.halo(a)
+            prog.step_inplace(a, step % 2 == 1, params)
+            seen = a.copy()
+            if step % 2 == 0:
+                prog.aa_normalise(seen)           # a copy: the run goes on from the odd-parity buffer
+            pulled, inplace = prog.layout.unpack(f), prog.layout.unpack(seen)
+            if "solid" in bounds and step % 2:      # natural after aa_odd: solid cells keep bounced values
+                fluid = bounds["solid"] == 0
+                assert np.array_equal(pulled[:, fluid], inplace[:, fluid]), (bool(bounds), step + 1)
+            else:                                   # aa_normalise zeroes them, as the pull leaves them
+                assert np.array_equal(pulled, inplace), (bool(bounds), step + 1)
+            assert np.isfinite(pulled).all()
+    assert prog.calls["aa_even"] == 6 and prog.calls["aa_odd"] == 4 and prog.calls["aa_fold"] == 6
+
+
+def test_the_aa_oracle_equals_the_pull_oracle():
+    """lbgen.reference.aa steps the pattern on one array; after even and odd counts its state is the
+    pull stepper's, bit for bit (the same collision on the same values; only the slots differ)."""
+    vs = velocity_set("d2q9")
+    rng = np.random.default_rng(5)
+    f = bulk.physical_equilibrium(1 + 0.02 * rng.random((8, 12)), 0.02 * rng.random((8, 12)),
+                                  0.02 * rng.random((8, 12)), np.ones((8, 12)), vs=vs)
+    hops = np.array(vs.e, dtype=int)
+    collide = lambda fin: bulk.collide_bgk(fin, 0.7, (1e-5, 0.0), vs=vs)  # noqa: E731
+    for steps in (1, 2, 3, 4):
+        assert np.array_equal(aa.run(f, steps, hops, vs.opposite, collide), bulk.run(f, steps, tau=0.7,
+                                                                                   force=(1e-5, 0.0), vs=vs))
+    lat = bulk3d.lattice("d3q19")
+    f3 = bulk3d.equilibrium(1 + 0.02 * rng.random((6, 5, 8)), [0.02 * rng.random((6, 5, 8)) for _ in range(3)], lat)
+    collide3 = lambda fin: bulk3d.collide(fin, "bgk", tau=0.8, lat=lat)  # noqa: E731
+    for steps in (1, 2, 3):
+        assert np.array_equal(aa.run(f3, steps, lat.c, lat.opposite, collide3), bulk3d.run(f3, steps, tau=0.8, lat=lat))
+    # the odd-parity array itself is not the state: the oracle's reading back is what makes it so
+    A = f3.copy()
+    aa.even_step(A, lat.c, lat.opposite, collide3)
+    assert not np.array_equal(A, bulk3d.run(f3, 1, tau=0.8, lat=lat))
+
+
+def test_one_buffer_and_the_pull_state_through_the_simulation():
+    shape = (8, 6, 16)
+    kw = dict(layout="caosoa", vl=4, strict=True, tau=0.7, walls="z", lid={"z-high": (0.03, 0.0, 0.0)},
+              mask=np.pad(np.ones((2, 2, 2), bool), ((3, 3), (2, 2), (5, 9))))
+    pull, inplace = (lbgen.Simulation(*shape, streaming=s, **kw) for s in ("pull", "inplace"))
+    for sim in (pull, inplace):
+        sim.set_fields(1.0, u=(0.01, 0.0, 0.0))
+    buffers = [[b for r in sim.regions for b in (r.f, r.g) if b is not None] for sim in (pull, inplace)]
+    assert [len(b) for b in buffers] == [2, 1]
+    assert sum(b.nbytes for b in buffers[0]) == 2 * sum(b.nbytes for b in buffers[1]) == 2 * inplace.layout.size * 8
+    for n in (3, 2, 1):        # odd, odd, even step counts: the parity read back at 3 and 5, natural at 6
+        pull.step(n)
+        inplace.step(n)
+        assert np.array_equal(pull.state(), inplace.state())
+    fp, fi = pull.fields(), inplace.fields()
+    assert all(np.array_equal(fp[k], fi[k]) for k in fp)
+    assert pull.diagnostics() == inplace.diagnostics()
+    # a restore at an odd step continues bit for bit
+    for sim in (pull, inplace):
+        sim.step(1)
+    saved, at = inplace.state(), inplace.time_step
+    inplace.step(2)
+    inplace.restore(saved, at)
+    for sim in (pull, inplace):
+        sim.step(3)
+    assert np.array_equal(pull.state(), inplace.state()) and inplace.time_step == pull.time_step == 10
+
+
+def test_a_shear_wave_decays_at_nu_k2_in_place():
+    """The exact solution of a shear wave u_x = U sin(k y) of the Navier-Stokes equations decays as
+    exp(-nu k^2 t), nu = c_s^2 (tau - 1/2) (lattice units; e.g. Krueger et al., The Lattice Boltzmann
+    Method, 2017, section 4.5)."""
+    lx, ly, tau, steps = 4, 32, 0.8, 301
+    sim = lbgen.Simulation(lx, ly, velocity_set="d2q9", layout="soa", streaming="inplace", tau=tau)
+    k = 2 * np.pi / ly
+    y = np.arange(ly)[None, :] * np.ones((lx, 1))
+    sim.set_fields(1.0, u=(1e-3 * np.sin(k * y), 0.0 * y))
+    sim.step(steps)                         # odd: read back from the odd parity
+    ux = sim.fields()["ux"]
+    amplitude = 2 * np.mean(ux * np.sin(k * y))
+    nu = (tau - 0.5) / 3                   # c_s^2 = 1/3 in lattice units (hops per step)
+    expected = 1e-3 * np.exp(-nu * k ** 2 * steps)
+    # 0.44 % off at k = 2 pi / 32 (the lattice's O(k^2) dispersion); a viscosity off by 1 % is 1.2 % off
+    assert abs(amplitude / expected - 1) < 8e-3
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(backend="opencl"), "generated for the c backend only"),
+    (dict(time_block=2), "time_block=2"),
+    (dict(fused=False), "fused=False"),
+    (dict(device_backend="cuda-shim", host_columns=2), "device_backend='cuda-shim'"),
+    (dict(inlet={"x-low": (0.01, 0.0, 0.0)}, outlet="x-high"), "open faces"),
+    (dict(streaming="aa"), "streaming='aa'"),
+    (dict(bodies=np.pad(np.ones((2, 2, 2), int), ((3, 3), (2, 2), (3, 3)))), "bodies"),
+])
+def test_what_cannot_run_in_place_is_refused_before_any_work(kw, words, monkeypatch):
+    from lbgen.codegen import render
+    monkeypatch.setattr(render, "generate", lambda spec: pytest.fail("rendered before the refusal"))
+    kw = {"streaming": "inplace"} | kw
+    with pytest.raises((SimulationError, SpecError, ValueError)) as e:
+        lbgen.Simulation(8, 6, 8, **kw)
+    assert words in str(e.value) and ("inplace" in str(e.value) or "aa" in str(e.value))
+
+
+def test_thermal_walls_and_other_backends_are_refused_by_the_spec():
+    with pytest.raises(SpecError, match="thermal walls"):
+        KernelSpec(velocity_set="d2q37", walls=True, streaming="inplace").validate()
+    with pytest.raises(SpecError, match="not 'cuda'"):
+        KernelSpec(backend="cuda", streaming="inplace").validate()
+    with pytest.raises(SpecError, match="unknown streaming 'push'"):
+        KernelSpec(streaming="push").validate()
+
+
+def test_several_ranks_refuse_in_place_streaming():
+    MPI = pytest.importorskip("mpi4py.MPI")
+    from lbgen.parallel.simulation import DistributedSimulation
+    with pytest.raises(SimulationError, match="streaming='inplace': several ranks"):
+        DistributedSimulation(MPI.COMM_SELF, 8, 6, 8, streaming="inplace")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vs, args", [("d2q9", ("5",)), ("d3q19", ("5", "8", "8", "8", "lid"))])
+def test_the_emitted_in_place_example_ends_with_the_pull_example_fields(tmp_path, vs, args):
+    """`lbgen emit --streaming inplace`: the header states the step-parity contract, the example steps
+    one buffer (an odd count, read back through aa_normalise) and writes the pull example's fields."""
+    import shutil
+    import subprocess
+    from lbgen.codegen.emit import emit
+    if shutil.which("make") is None or shutil.which("gcc") is None:
+        pytest.skip("make and gcc are needed to build the emitted example")
+    fields = {}
+    for streaming in ("pull", "inplace"):
+        folder = tmp_path / streaming
+        emit(KernelSpec(layout="soa", velocity_set=vs, streaming=streaming), folder)
+        header = (folder / "lbgen_kernels.h").read_text()
+        assert ("step-parity contract" in header) == (streaming == "inplace")
+        assert ("lbgen_alloc(lx, ly" in (folder / "example.c").read_text().split("*g = ")[1][:40]) == (
+            streaming == "pull")                          # in place: g is NULL, one buffer
+        subprocess.run(["make", "-s"], cwd=folder, check=True, capture_output=True)
+        subprocess.run(["./example", *args], cwd=folder, check=True, capture_output=True)
+        fields[streaming] = (folder / "example_fields.txt").read_text()
+    assert fields["pull"] == fields["inplace"] and len(fields["pull"].splitlines()) > 100
