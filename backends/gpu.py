@@ -178,19 +178,44 @@ class GPUProgram(Program):
         items, reg = self._region_args(region)
         self._call("propagate", items, [self._buf(prv), self._buf(nxt), *self._sizes, *reg, *self._bc_args()], (1,))
 
-    def collide(self, src, dst, region=None, **params) -> None:
+    def _wall_args(self, sides, tau_wall) -> list:
+        """The 3D sweeps' thermal-wall arguments after the parameters: tau_wall, wall_bottom,
+        wall_top (walls only; without walls none, and tau_wall only its default)."""
+        tau = self._tau_wall(tau_wall, self.real)
+        return tau + [np.int32(v) for v in self._check_sides(sides)] if self.spec.walls else tau
+
+    def collide(self, src, dst, region=None, sides=(True, True), tau_wall=1.0, **params) -> None:
+        """With the 3D thermal walls, the planes next to the walls of `sides` (z-low, z-high) relax
+        with tau = tau_wall."""
+        walls = self._wall_args(sides, tau_wall)
         items, reg = self._region_args(region)
         if src is dst:
             args, outputs = [self._buf(src), src], (0,)
         else:
             args, outputs = [self._buf(src), self._buf(dst)], (1,)
-        self._call("collide", items, [*args, *self._sizes, *reg, *self._param_values(params, self.real),
+        self._call("collide", items, [*args, *self._sizes, *reg, *self._param_values(params, self.real), *walls,
                                       *self._bc_args()], outputs)
 
-    def fused(self, prv, nxt, region=None, **params) -> None:
+    def fused(self, prv, nxt, region=None, sides=(True, True), tau_wall=1.0, **params) -> None:
+        """With the 3D thermal walls, the planes next to the walls of `sides` relax with tau_wall (no bc)."""
+        walls = self._wall_args(sides, tau_wall)
         items, reg = self._region_args(region)
         self._call("fused", items, [self._buf(prv), self._buf(nxt), *self._sizes, *reg,
-                                    *self._param_values(params, self.real), *self._bc_args()], (1,))
+                                    *self._param_values(params, self.real), *walls, *self._bc_args()], (1,))
+
+    def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
+           region=None, az=0.0) -> None:
+        """The 3D thermal walls across Z (or the spec's wall_axis) after propagate(prv -> nxt), on the
+        walls of `sides` (low, high) this lattice holds: one work-item per line across them."""
+        self._require_walls()
+        walls = [np.int32(v) for v in self._check_sides(sides)]
+        items, reg = self._region_args(region)
+        x0, x1, y0, y1 = (int(v) for v in reg[:4])
+        lines = {None: (x1 - x0) * (y1 - y0), "y": (x1 - x0) * self.lz, "x": (y1 - y0) * self.lz}[self.spec.wall_axis]
+        self._call("bc", lines, [self._buf(prv), self._buf(nxt), *self._sizes, *reg, self.real(T_bottom),
+                                            self.real(T_top), np.int32(bool(adiabatic[0])),
+                                            np.int32(bool(adiabatic[1])), self.real(ax), self.real(ay),
+                                            self.real(az), *walls], (1,))
 
     # --- bodies: the link kernels (lbgen.simulation.bodies), arrays where the buffers live ---------
     def body_upload(self, slot, weight, dirs, chunk) -> dict:

@@ -115,7 +115,7 @@ class LaunchProgram(GPUProgram):
 
     def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
         if self.D == 3:
-            return super().collide(src, dst, region, **params)
+            return super().collide(src, dst, region, sides, tau_wall, **params)
         walls = self._sides(sides) if self.spec.walls else []
         self._sweep("collide", region, src, dst, *self._param_values(params), *self._tau_wall(tau_wall), *walls,
                     *self._bc_args())
@@ -123,14 +123,16 @@ class LaunchProgram(GPUProgram):
     def fused(self, prv, nxt, region=None, sides=(True, True), tau_wall=1.0, **params):
         """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall (no bc)."""
         if self.D == 3:
-            return super().fused(prv, nxt, region, **params)
+            return super().fused(prv, nxt, region, sides, tau_wall, **params)
         walls = self._sides(sides) if self.spec.walls else []
         self._sweep("fused", region, prv, nxt, *self._param_values(params), *self._tau_wall(tau_wall), *walls,
                     *self._bc_args())
 
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
-           region=None):
+           region=None, az=0.0):
         self._require_walls()
+        if self.D == 3:
+            return super().bc(prv, nxt, T_bottom, T_top, adiabatic, ax, ay, sides, region, az)
         self._sweep("bc", region, prv, nxt, float(T_bottom), float(T_top), int(bool(adiabatic[0])),
                     int(bool(adiabatic[1])), float(ax), float(ay), *self._sides(sides), columns_only=True)
 

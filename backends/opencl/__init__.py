@@ -65,7 +65,7 @@ class OpenCLProgram(GPUProgram):
         self.options = build_options(strict, single, self.device, elements=self.layout.size)
         self.program = build(source, self.device, self.options)
         if self.D == 3:
-            names = GPU_ENTRY_POINTS_3D
+            names = GPU_ENTRY_POINTS_3D + (("bc",) if self.spec.walls else ())
         else:
             names = (("halo", "propagate", "collide", "fused", "diagnostics", "init_equilibrium", "fields")
                      + (("bc", "fused_walls") if self.spec.walls else ()))
@@ -286,7 +286,7 @@ class OpenCLProgram(GPUProgram):
 
     def collide(self, src, dst, sides=(True, True), region=None, tau_wall=1.0, **params):
         if self.D == 3:
-            return super().collide(src, dst, region, **params)
+            return super().collide(src, dst, region, sides, tau_wall, **params)
         walls = self._sides(sides) if self.spec.walls else []
         values = self._param_values(params, self.real) + self._tau_wall(tau_wall, self.real)
         sweep = self._sweep(region)
@@ -296,7 +296,7 @@ class OpenCLProgram(GPUProgram):
     def fused(self, prv, nxt, region=None, sides=(True, True), tau_wall=1.0, **params):
         """With walls, the rows next to the walls of `sides` (bottom, top) relax with tau = tau_wall (no bc)."""
         if self.D == 3:
-            return super().fused(prv, nxt, region, **params)
+            return super().fused(prv, nxt, region, sides, tau_wall, **params)
         walls = self._sides(sides) if self.spec.walls else []
         values = self._param_values(params, self.real) + self._tau_wall(tau_wall, self.real)
         sweep = self._sweep(region)
@@ -304,9 +304,11 @@ class OpenCLProgram(GPUProgram):
             self._launch("fused", sweep[0], prv, nxt, *self._sizes, *sweep[1], *values, *walls, *self._bc_args())
 
     def bc(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), ax=0.0, ay=0.0, sides=(True, True),
-           region=None):
+           region=None, az=0.0):
         """Thermal walls after propagate(prv -> nxt): one work-item per column of the region."""
         self._require_walls()
+        if self.D == 3:
+            return super().bc(prv, nxt, T_bottom, T_top, adiabatic, ax, ay, sides, region, az)
         walls = self._sides(sides)
         sweep = self._sweep(region, columns_only=True)
         if sweep:

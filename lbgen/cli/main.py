@@ -144,6 +144,8 @@ def _cuda_without_gpu() -> dict:
 @click.option("--walls", is_flag=True, help="Thermal walls: add the bc kernel (tau = 1 wall rows for regularized).")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
               help="With --walls: lbgen, or reference (the production code's bc; docs/physics.md, Walls).")
+@click.option("--wall-axis", type=click.Choice(("x", "y", "z")), default=None,
+              help="With --walls, 3D thermal sets: the axis the thermal walls stand across [default: z; 2D: y only].")
 @click.option("--block-size", type=int, default=0, help="GPU work-group / block size (0: backend default).")
 @click.option("--halo-y", type=int, default=None,
               help="C: Y halo rows (cluster rows), at least the set's largest hop (default): padding to match a "
@@ -153,15 +155,15 @@ def _cuda_without_gpu() -> dict:
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @friendly
-def emit(backend, layout, vl, precision, collision, storage, streaming, lx, ly, prefix, streaming_stores, walls, wall_scheme, block_size,
-         halo_y, report, velocity_set, output):
+def emit(backend, layout, vl, precision, collision, storage, streaming, lx, ly, prefix, streaming_stores, walls, wall_scheme,
+         wall_axis, block_size, halo_y, report, velocity_set, output):
     """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
     from lbgen.codegen.emit import emit as do_emit
     vl = vl_option(vl)      # None: the backend's DEFAULT_VL for clustered layouts
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                       lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
                       wall_scheme=wall_scheme, block_size=block_size, velocity_set=velocity_set.lower(), halo_y=halo_y,
-                      storage=storage, streaming=streaming)
+                      storage=storage, streaming=streaming, wall_axis=wall_axis)
     spec = spec.validate()
     if report and spec.backend != "cuda":
         raise UserError("--report shows nvcc's register and spill figures: it needs --backend cuda")
@@ -468,6 +470,10 @@ def _parse_layouts(text):
               help=f"3D sets: the lattice depth [default: {VERIFY_LATTICE_3D[2]}].")
 @click.option("--walls", is_flag=True, help="2D: the thermal channel walls on y (the bc kernel unfused, fused_walls "
               "fused); 3D: bounce-back walls on y and z, a lid on z-high and 15% solid voxels.")
+@click.option("--thermal-walls", is_flag=True, help="3D thermal sets (d3q39, d3q103; --collision bgk): the thermal "
+              "walls across z (the bc kernel: propagate, bc, collide) against lbgen.reference.walls3d.")
+@click.option("--wall-axis", type=click.Choice(("x", "y", "z")), default=None,
+              help="With --thermal-walls: the axis the walls stand across [default: z].")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
               help="2D sets with --walls: the scheme of the bc kernel checked (lbgen or reference); "
               "refused in 3D, whose bounce-back walls have no scheme.")
@@ -477,8 +483,8 @@ def _parse_layouts(text):
 @any_set_option
 @click.pass_context
 @friendly
-def verify(ctx, backends, layouts, collisions, precisions, storages, steps, lx, ly, lz, walls, wall_scheme, strict,
-           seed, as_json, velocity_set):
+def verify(ctx, backends, layouts, collisions, precisions, storages, steps, lx, ly, lz, walls, thermal_walls, wall_axis,
+           wall_scheme, strict, seed, as_json, velocity_set):
     """Kernel equivalence: every available backend x layout against the NumPy reference.
 
     Exit status 1 when a kernel differs beyond its rounding bound (C (eps_s N + eps_a (N Q + W)),
@@ -487,7 +493,8 @@ def verify(ctx, backends, layouts, collisions, precisions, storages, steps, lx, 
     \b
     quick: lbgen verify --backends c --layouts soa,caosoa-vl8 --steps 5
     16-bit: lbgen verify --storage fp16s,fp16c --precision single --backends c,opencl
-    3D:    lbgen verify --velocity-set d3q19 --walls (the oracle lbgen.reference.bulk3d)"""
+    3D:    lbgen verify --velocity-set d3q19 --walls (the oracle lbgen.reference.bulk3d)
+    3D thermal walls: lbgen verify --velocity-set d3q39 --collision bgk --thermal-walls --layouts soa"""
     from lbgen.model import OPERATORS as ops
     from lbgen.model.catalog import set_entry
     from lbgen.reference.verify import verify as run_verify
@@ -520,7 +527,7 @@ def verify(ctx, backends, layouts, collisions, precisions, storages, steps, lx, 
     try:
         report = run_verify(backends=[b for b in backends.split(",") if b],
                             layouts=_parse_layouts(layouts) if given["layouts"] else (),   # default: those that fit
-                            shape=shape, walls=walls, wall_scheme=wall_scheme if given["wall_scheme"] else None,
+                            shape=shape, walls=walls, thermal_walls=thermal_walls, wall_axis=wall_axis, wall_scheme=wall_scheme if given["wall_scheme"] else None,
                             collisions=cols, precisions=precs, steps=steps, strict=strict, seed=seed,
                             velocity_set=velocity_set.lower(), progress=advance, storages=stores,
                             on_plan=lambda total: (setattr(bar, "total", total), bar.refresh()))

@@ -172,11 +172,11 @@ def size_rules3d(spec, vs) -> List[dict]:
 
     if spec.walls:
         from lbgen.model.walls import min_ly_walls, wall_row_count
-        need = min_ly_walls(vs)
-        rules.append(dict(code="WALLS", c=f"lz >= {need}",
-                          message=f"lz=%d is too small for walls: they need lz >= {need}", args="lz",
-                          text=f"walls: LZ >= {need} ({wall_row_count(vs)} wall planes at each side and the bulk "
-                               f"plane next to them)"))
+        need, n = min_ly_walls(vs), "l" + (spec.wall_axis or "z")      # the extent across the walls
+        rules.append(dict(code="WALLS", c=f"{n} >= {need}",
+                          message=f"{n}=%d is too small for walls: they need {n} >= {need}", args=n,
+                          text=f"walls: {n.upper()} >= {need} ({wall_row_count(vs)} wall planes at each side and the "
+                               f"bulk plane next to them)"))
 
     def fits(lx, ly, lz):
         return (f"(ptrdiff_t)({lx}) + {2 * H} <= (PTRDIFF_MAX - 63) / {Q * vl * nbytes} / "

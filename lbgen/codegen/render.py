@@ -28,7 +28,7 @@ from lbgen import __version__
 from lbgen.system.cache import cached_pickle, digest, source_digest
 from lbgen.codegen.diagnostics import ND, ND3, ROW_INDEX, ROW_INDEX3D, ROW_QUANTITIES, ROW_QUANTITIES3D
 from lbgen.codegen.layouts import CLUSTERED, Layout, describe, stride_formulas
-from lbgen.model.catalog import CHANNEL_WALLS
+from lbgen.model.catalog import AXES, CHANNEL_WALLS
 from lbgen.model.derived import Model, model_digest
 from lbgen.codegen.cprint import RealPrinter, print_assignments
 from lbgen.model.walls import min_ly_walls, wall_row_count
@@ -156,6 +156,8 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "collide_flops": col.flops,
         # the example drivers' values of an operator other than bgk and regularized: its records' defaults
         "example_params": [(p.name, repr(p.default)) for p in OPERATOR_RECORDS[spec.collision].parameters],
+        # the example drivers' thermal walls (with walls): T_bottom, T_top
+        "example_walls": EXAMPLE_WALLS,
         # a square root in the collision (the subgrid model's closed form): the C source includes math.h
         "uses_sqrt": any(isinstance(p.exp, sympy.Rational) and not p.exp.is_Integer
                          for _, e in col.assignments for p in e.atoms(sympy.Pow)),
@@ -191,8 +193,8 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
             "walls": wall_context(spec, model) if spec.walls else None,
             "compile_time_sizes": False,
             "size_rules": size_rules3d(spec, vs),
-            "entry_points": list(GPU_ENTRY_POINTS_3D if spec.backend in GPU_TEMPLATES_3D else
-                                 ENTRY_POINTS_3D + (("bc",) if spec.walls else ())),
+            "entry_points": list((GPU_ENTRY_POINTS_3D if spec.backend in GPU_TEMPLATES_3D else ENTRY_POINTS_3D)
+                                 + (("bc",) if spec.walls else ())),
             "diag": {"quantities": ROW_QUANTITIES3D, "index": ROW_INDEX3D, "ND": ND3},
         })
         return ctx
@@ -221,11 +223,12 @@ def wall_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
     model = model or model_of(spec)
     vs = model.vs
     sides = []
+    axis = spec.wall_axis
     for side in CHANNEL_WALLS:
         rows = []
         for _, row, asg in (w for w in model.walls if w[0] == side):   # lbgen scheme: row 0 takes the rest
             params = [str(p) for p in asg.parameters]
-            unknown = list(unknown_set(vs, side, row))
+            unknown = list(unknown_set(vs, side, row, axis))
             written = [int(str(s)[4:]) for s in asg.outputs]   # the unknown ones (+ the rest population)
             rows.append({
                 "row": row,
@@ -233,7 +236,7 @@ def wall_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
                 "leaving": [vs.opposite[i] for i in unknown],
                 "written": written,
                 "inputs": [int(str(s)[1:]) for s in asg.inputs],
-                "mass": mass_rule(vs, side, row, spec.wall_scheme),
+                "mass": mass_rule(vs, side, row, spec.wall_scheme, axis),
                 "free_mass": "N" not in params,
                 "uses_Tw": "Tw" in params,
                 "body": print_assignments(asg, spec.precision, suffix_parameters="_"),
@@ -242,7 +245,9 @@ def wall_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
                 "flops": asg.flops,
             })
         sides.append({"side": side, "rows": rows})
-    return {"sides": sides, "rows": wall_row_count(vs), "scheme": spec.wall_scheme, "thermal": not vs.isothermal}
+    return {"sides": sides, "rows": wall_row_count(vs), "scheme": spec.wall_scheme, "thermal": not vs.isothermal,
+            # the axis across the walls (y in 2D; z, or the spec's wall_axis, in 3D) and its coordinate's name
+            "axis": AXES[:vs.D].index(axis or AXES[vs.D - 1]), "axis_name": axis or AXES[vs.D - 1]}
 
 
 #: (file written, template) per backend, one for any dimension (the text branches on D
@@ -253,6 +258,8 @@ _MAIN_TEMPLATES = {
     "opencl": [("{P}_kernels.cl", "gpu/kernels.j2")],
     "cuda": [("{P}_kernels.cu", "gpu/kernels.j2"), ("{P}_kernels.cuh", "cuda/kernels.cuh.j2")],
 }
+#: the thermal walls of the emitted examples (kernels with walls): T_bottom, T_top
+EXAMPLE_WALLS = (1.02, 0.98)
 #: the backends whose 3D kernels are GPU kernels (no host code)
 GPU_TEMPLATES_3D = ("opencl", "cuda")
 

@@ -15,7 +15,7 @@ from typing import Dict, Optional, Tuple
 
 from lbgen.codegen.storage import NATURAL, check_storage, storage_format
 from lbgen.codegen.layouts import CLUSTERED, LAYOUTS, LayoutError, check_halo_y, check_vl, tag as layout_tag
-from lbgen.model.catalog import DEFAULT_SCHEME, DEFAULT_VELOCITY_SET, MODEL_SETS, SCHEMES, run_set
+from lbgen.model.catalog import AXES, DEFAULT_SCHEME, DEFAULT_VELOCITY_SET, MODEL_SETS, SCHEMES, run_set
 from lbgen.model.operators import OPERATOR_RECORDS, OPERATORS
 
 BACKENDS = ("c", "opencl", "cuda")
@@ -187,6 +187,7 @@ class KernelSpec:
     halo_y: Optional[int] = None  # C, 2D: Y halo rows (cluster rows), >= the set's hop; None: the hop
     storage: Optional[str] = None  # populations' storage (lbgen.codegen.storage); None: the precision's own
     streaming: str = "pull"       # STREAMING: "pull" (two buffers) or "inplace" (one, the AA pattern)
+    wall_axis: Optional[str] = None  # 3D thermal walls: the axis they stand across ('x', 'y'); None: the last (z; y in 2D)
 
     @property
     def compile_time_sizes(self) -> bool:
@@ -234,6 +235,20 @@ class KernelSpec:
                             f"{MAX_BLOCK_SIZE} (GPU work-group / block size)")
         if self.wall_scheme not in SCHEMES:
             raise SpecError(f"unknown wall scheme {self.wall_scheme!r}; choose one of {', '.join(SCHEMES)}")
+        if self.wall_axis is not None:
+            axes = AXES[:self.dimension]
+            if not self.walls:
+                raise SpecError(f"wall_axis={self.wall_axis!r} places the thermal walls (walls=True, --walls); "
+                                f"add them or leave the axis unset")
+            if not isinstance(self.wall_axis, str) or self.wall_axis not in axes:
+                raise SpecError(f"wall_axis={self.wall_axis!r}: the thermal walls of a {self.dimension}D set stand "
+                                f"across one of {', '.join(axes)}" + ("; 2D kernels have them across y only"
+                                                                       if self.dimension == 2 else ""))
+            if self.wall_axis == axes[-1]:      # the default, spelled out: one spec, one cache entry
+                return _replace(self, wall_axis=None).validate(lx, ly)
+            if self.dimension == 2:
+                raise SpecError(f"wall_axis={self.wall_axis!r}: the 2D kernels have the thermal walls across y only "
+                                f"(the model and the 3D kernels take any axis)")
         if self.wall_scheme != DEFAULT_SCHEME and not self.walls:
             raise SpecError(f"wall scheme {self.wall_scheme!r} applies to the bc kernel only: add walls "
                             f"(--walls) or leave the scheme at {DEFAULT_SCHEME!r}")
@@ -343,9 +358,6 @@ class KernelSpec:
                                 f"kernel (D3Q39, D3Q103); {name} takes its walls at run time (bounce-back walls per "
                                 f"axis, moving lids, a voxel mask: the boundaries argument of propagate, collide "
                                 f"and fused)")
-            if self.backend != "c":
-                raise SpecError(f"{name}: the 3D thermal walls (walls=True, --walls) are generated for the C backend "
-                                f"only so far, not {self.backend!r}; use --backend c / backend='c'")
             if self.wall_scheme != DEFAULT_SCHEME:
                 raise SpecError(f"wall scheme {self.wall_scheme!r} is the production code's 2D bc; the 3D thermal "
                                 f"walls of {name} take the {DEFAULT_SCHEME!r} scheme")

@@ -48,6 +48,8 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
         words.append("--walls")
     if spec.wall_scheme != DEFAULT_SCHEME:
         words.append(f"--wall-scheme {spec.wall_scheme}")
+    if spec.wall_axis is not None:
+        words.append(f"--wall-axis {spec.wall_axis}")
     if spec.halo_y is not None:
         words.append(f"--halo-y {spec.halo_y}")
     if spec.storage is not None:
@@ -59,7 +61,7 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
 
 def model_of(spec: KernelSpec) -> Model:
     """The one model value a spec's kernels are printed from (derived once, cached)."""
-    return build_model(spec.velocity_set, spec.collision, spec.walls, spec.wall_scheme)
+    return build_model(spec.velocity_set, spec.collision, spec.walls, spec.wall_scheme, spec.wall_axis)
 
 
 def wall_tau_arguments(col) -> str:

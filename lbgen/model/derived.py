@@ -63,10 +63,13 @@ def collide(operator: str, vs_name: str = "d2q37") -> AssignmentList:
 
 
 @lru_cache(maxsize=None)
-def wall_assignments(side: str, row: int, vs_name: str = "d2q37", scheme: str = "lbgen") -> AssignmentList:
-    """bc body of one wall row under a wall scheme (cached on disk); see lbgen.model.walls."""
+def wall_assignments(side: str, row: int, vs_name: str = "d2q37", scheme: str = "lbgen",
+                     axis: Optional[str] = None) -> AssignmentList:
+    """bc body of one wall row under a wall scheme (cached on disk); see lbgen.model.walls.
+    ``axis``: the axis the walls stand across (None: the last, y in 2D, z in 3D; the cache key
+    of the default is that of the walls before the axis existed)."""
     from lbgen.model.walls import check_scheme
-    return _cached("wall", vs_name, side, row, check_scheme(scheme))
+    return _cached("wall", vs_name, side, row, check_scheme(scheme), *(() if axis is None else (axis,)))
 
 
 @lru_cache(maxsize=None)
@@ -113,13 +116,14 @@ class Model:
 
 @lru_cache(maxsize=None)
 def build_model(velocity_set_name: str = "d2q37", collision: str = "bgk", walls: bool = False,
-                wall_scheme: str = "lbgen") -> Model:
-    """The Model of a velocity set, an operator and (optionally) thermal walls."""
+                wall_scheme: str = "lbgen", wall_axis: Optional[str] = None) -> Model:
+    """The Model of a velocity set, an operator and (optionally) thermal walls (across
+    ``wall_axis``; None: the last axis)."""
     from lbgen.model.walls import wall_row_count
     vs = velocity_set(velocity_set_name)
     rows = None
-    if walls:      # 2D: across y (bottom, top); 3D: across z (low, high, named bottom and top too)
-        rows = tuple((side, row, wall_assignments(side, row, velocity_set_name, wall_scheme))
+    if walls:      # 2D: across y (bottom, top); 3D: across z or wall_axis (low, high, named bottom and top too)
+        rows = tuple((side, row, wall_assignments(side, row, velocity_set_name, wall_scheme, wall_axis))
                      for side in CHANNEL_WALLS for row in range(wall_row_count(vs) - 1, -1, -1))
     return Model(vs=vs, operator=operator(collision), collide=collide(collision, velocity_set_name),
                  equilibrium=equilibrium_assignments(velocity_set_name),

@@ -58,9 +58,11 @@ from lbgen.simulation.parameters import SimulationError, Walls
 THERMAL_FACES = (("y", "low"), ("y", "high"))
 
 
-def thermal_faces(D: int) -> tuple:
-    """The faces of the thermal walls (``Walls``): low and high of the last axis (y in 2D, z in 3D)."""
-    return tuple((AXES[D - 1], side) for side in SIDES)
+def thermal_faces(D: int, walls=None) -> tuple:
+    """The faces of the thermal walls (``Walls``): low and high of their axis (``Walls.axis_of``;
+    the last axis, y in 2D, z in 3D, by default)."""
+    axis = walls.axis_of(D) if walls is not None else AXES[D - 1]
+    return tuple((axis, side) for side in SIDES)
 
 
 class DistributedSimulation(DistributedState, Lattice):
@@ -102,7 +104,7 @@ class DistributedSimulation(DistributedState, Lattice):
             if bounds is not None:
                 bounds.check_runs(kw.get("device_backend"), depth)
             #: the lattice's wall faces (axis, side); each rank's block holds those it touches
-            self.wall_faces = thermal_faces(D) if thermal else () if bounds is None else bounds.walls
+            self.wall_faces = thermal_faces(D, kw["walls"]) if thermal else () if bounds is None else bounds.walls
             #: the faces that are not periodic (walls and open faces): no ghost planes across them
             self.closed_faces = self.wall_faces + (tuple(bounds.open.kinds()) if bounds is not None else ())
             paired_walls(self.closed_faces)
@@ -168,7 +170,7 @@ class DistributedSimulation(DistributedState, Lattice):
             if self.open_faces is not None:
                 self._open_block(local_mask)
             if thermal:
-                self.sim.wall_sides = tuple(f in held for f in thermal_faces(D))
+                self.sim.wall_sides = tuple(f in held for f in thermal_faces(D, kw["walls"]))
             #: how the halo slabs travel: 'host' (host buffers, in place), 'staged' or 'device'
             self.halo_path, self.halo_path_reason = self._halo_path(halo_path)
         except Exception as e:  # noqa: BLE001 - made collective below

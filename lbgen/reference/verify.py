@@ -15,7 +15,10 @@ the dimension decides is only the lattice and the oracle (``_Case``: ``_case2d``
   D3Q39 and D3Q103 with BGK, the oracle's regularized operator being second order):
   ``walls=True`` adds half-way bounce-back walls on y and z, the z-high face moving as a lid
   and a random voxel mask of 15 % solid sites (bounce-back rebuilds nothing: W = 0); the
-  thermal walls' ``wall_scheme`` does not apply and is refused.
+  thermal walls' ``wall_scheme`` does not apply and is refused.  ``thermal_walls=True``
+  (D3Q39, D3Q103, BGK) adds instead the thermal walls across z (the bc kernel: propagate, bc,
+  collide, the one path; ``WALLS3D``) against ``lbgen.reference.walls3d``; the bound takes no
+  wall term there (W = 0).
 
 The default layouts are those the lattice takes; a layout given that it cannot take is
 refused, naming the rule.
@@ -29,7 +32,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from lbgen.reference import VERIFY_LAYOUTS, VERIFY_SHAPES, bulk as ref, bulk3d as oracle3d
-from lbgen.reference import walls as refw
+from lbgen.reference import walls as refw, walls3d as refw3d
 from lbgen.reference.judge import (BOUND_FACTOR, EPSILON, MAX_TOLERANCE, NothingVerified, ReferenceRun,  # noqa: F401
                                    Report, Row, judge_runs, max_tolerance, rounding_bound)
 from lbgen.codegen.spec import PRECISIONS, KernelSpec, SpecError
@@ -58,6 +61,8 @@ ISOTHERMAL_WALLS = dict(T_bottom=1.0, T_top=1.0, adiabatic=(False, False))
 WALL_AXES3D = ("y", "z")
 LID3D = {("z", "high"): (0.05, -0.02, 0.0)}
 SOLID_FRACTION = 0.15
+#: 3D thermal sets: the thermal walls across z (the 2D walls' temperatures and sides; tau_wall 1)
+WALLS3D = WALLS
 
 
 def available_backends(names: Sequence[str]) -> Tuple[List[str], Dict[str, str]]:
@@ -194,6 +199,8 @@ class _Case:
     boundaries: str = ""
     #: the start populations (Q, *shape): the deviation D of a shifted storage's bound
     start: Optional[np.ndarray] = None
+    #: the step paths verified ("fused": fused, or with 2D walls fused_walls)
+    paths: Tuple[str, ...] = ("unfused", "fused")
 
 
 def _case2d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict) -> _Case:
@@ -215,13 +222,51 @@ def _case2d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict
         boundaries=f"walls ({wall_scheme} scheme)" if walls else "", start=f0)
 
 
-def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict) -> _Case:
+def thermal_walls_reference3d(f0: np.ndarray, steps: int, name: str, axis: str = "z") -> np.ndarray:
+    """The oracle's run between the 3D thermal walls across `axis` (``WALLS3D``, BGK)."""
+    f = f0.copy()
+    for _ in range(steps):
+        f = refw3d.step_walls(f, PARAMS["bgk"]["tau"], "xyz".index(axis), WALLS3D["T_bottom"], WALLS3D["T_top"],
+                              WALLS3D["adiabatic"], FORCE3D, name)
+    return f
+
+
+def _case3d_thermal_walls(shape, vs, name, collisions, steps, seed, strict, axis=None) -> _Case:
+    """The 3D thermal walls across z, or `axis` (D3Q39, D3Q103): propagate, bc, collide against walls3d."""
+    from lbgen.codegen.kernel_api import check_sizes3d
+    if vs.isothermal or name not in oracle3d.LATTICES:
+        raise SpecError(f"verify: --thermal-walls are the thermal walls of d3q39 and d3q103; {name} is isothermal "
+                        f"(its walls: --walls, half-way bounce-back)")
+    others = [c for c in collisions if c != "bgk"]
+    if others:
+        raise SpecError(f"verify: the 3D thermal walls' oracle (lbgen.reference.walls3d) relaxes with BGK; "
+                        f"{others[0]} is not verified with them: --collision bgk")
+    f0 = initial_state3d(shape, name, seed)
+    walls = Walls(WALLS3D["T_bottom"], WALLS3D["T_top"], *WALLS3D["adiabatic"])
+    params = dict(PARAMS["bgk"], **dict(zip(("ax", "ay", "az"), float(vs.r) * np.asarray(FORCE3D))))
+    a = axis or "z"
+    return _Case(
+        spec_options=dict(walls=True, wall_axis=axis), size_problem=lambda spec: check_sizes3d(spec, vs, *shape),
+        references=lambda cols: {c: ReferenceRun(thermal_walls_reference3d(f0, steps, name, a)) for c in cols},
+        run=lambda b, s, p: stepped(compile_program(b, generate(s), shape, strict=strict), f0, steps, p, params, walls),
+        boundaries=(f"thermal walls across {a}: T = {WALLS3D['T_bottom']:g} at {a}-low, "
+                    f"{'adiabatic' if WALLS3D['adiabatic'][1] else WALLS3D['T_top']} at {a}-high"),
+        paths=("unfused",), start=f0)
+
+
+def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict, thermal_walls=False,
+            wall_axis=None) -> _Case:
     from lbgen.codegen.kernel_api import check_sizes3d
     if name not in oracle3d.LATTICES:
         raise SpecError(f"verify: {name} has no 3D oracle: lbgen.reference.bulk3d has {', '.join(oracle3d.LATTICES)}")
     if wall_scheme is not None:
         raise SpecError(f"verify: the wall scheme (--wall-scheme {wall_scheme}) chooses the bc of the 2D thermal "
                         f"walls; {name}'s walls are half-way bounce-back, which has no scheme to choose")
+    if thermal_walls:
+        if walls:
+            raise SpecError("verify: --walls (bounce-back walls, a lid, solid voxels) and --thermal-walls together: "
+                            "the thermal walls' kernels take no bounce-back beside them; choose one")
+        return _case3d_thermal_walls(shape, vs, name, collisions, steps, seed, strict, wall_axis)
     lat = oracle3d.lattice(name)
     subgrid = [c for c in collisions if c.endswith("-les")]
     if lat.thermal and subgrid:
@@ -249,9 +294,6 @@ def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict
         references=lambda cols: {c: ReferenceRun(oracle3d.run(f0.copy(), steps, c, lat, where, force=FORCE3D,
                                                               **oracle_parameters3d(c))) for c in cols},
         run=run, boundaries=boundaries_description() if walls else "", start=f0)
-
-
-_CASES = {2: _case2d, 3: _case3d}
 
 
 def check_arguments(backends, layouts, collisions, precisions, steps, shape, seed, storages=(None,)) -> None:
@@ -305,10 +347,12 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
            steps: int = 20, shape: Optional[Tuple[int, ...]] = None, strict: bool = False, walls: bool = False,
            seed: int = 0, progress: Optional[Callable[[Row], None]] = None, wall_scheme: Optional[str] = None,
            velocity_set: str = DEFAULT_VELOCITY_SET, on_plan: Optional[Callable[[int], None]] = None,
-           storages: Sequence[Optional[str]] = (None,)) -> Report:
+           storages: Sequence[Optional[str]] = (None,), thermal_walls: bool = False,
+           wall_axis: Optional[str] = None) -> Report:
     """Run every planned configuration of a 2D or 3D set and compare it (module doc).
     ``shape``: the lattice, one size per axis of the set (default ``VERIFY_SHAPES``);
-    ``wall_scheme`` (2D walls only; default lbgen's).  Raises before any kernel is compiled for
+    ``wall_scheme`` (2D walls only; default lbgen's); ``thermal_walls``: 3D thermal sets, the thermal
+    walls across z, or ``wall_axis`` ('x', 'y'; 2D: ``walls``).  Raises before any kernel is compiled for
     bad arguments (SpecError) and for a case that would verify nothing or that rounding alone
     could fail (NothingVerified).  ``on_plan(total)`` is called once with the number of runs
     planned, before the first; ``progress(row)`` after each run.  ``storages``: the populations'
@@ -332,7 +376,15 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
             OPERATOR_RECORDS[collision].check_walls(walls and D == 2)
         except ValueError as e:
             raise SpecError(f"verify: {e}") from None
-    case = _CASES[D](shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict)
+    if thermal_walls and D == 2:
+        raise SpecError(f"verify: --thermal-walls are the 3D thermal sets' walls across z; {name} is 2D: its thermal "
+                        f"walls are --walls")
+    if wall_axis is not None and not (thermal_walls and D == 3 and wall_axis in ("x", "y", "z")):
+        raise SpecError(f"verify: wall_axis={wall_axis!r} (--wall-axis) places the 3D thermal walls: x, y or z with "
+                        f"--thermal-walls on a 3D thermal set")
+    case = (_case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict, thermal_walls,
+                    None if wall_axis == "z" else wall_axis) if D == 3
+            else _case2d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict))
     chosen = []
     for layout, vl in (list(layouts) or VERIFY_LAYOUTS):   # refuse bad combinations before compiling anything
         spec = KernelSpec(layout=layout, vl=vl, velocity_set=name, **case.spec_options).validate()
@@ -352,7 +404,7 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     order = sorted(names, key=lambda n: n != "c")     # C first: the others are compared with it
     plan = []
     for backend, (layout, vl), collision, precision, storage, path in itertools.product(
-            order, chosen, collisions, precisions, storages, ("unfused", "fused")):   # 2D walls: "fused" is fused_walls
+            order, chosen, collisions, precisions, storages, case.paths):   # 2D walls: "fused" is fused_walls
         spec = KernelSpec(backend=spec_backend(backend), layout=layout, vl=vl if layout in CLUSTERED else None,
                           precision=precision, collision=collision, velocity_set=name, storage=storage,
                           **case.spec_options)
@@ -374,7 +426,7 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     for r in references.values():
         r.deviation = max(float(np.abs(f - weights).max() / np.abs(f).max()) for f in (case.start, r.f))
     _check_bound(references, planned, steps, vs.Q)
-    report = Report(skipped=skipped, strict=strict, steps=steps, lattice=shape, walls=walls,
+    report = Report(skipped=skipped, strict=strict, steps=steps, lattice=shape, walls=walls or thermal_walls,
                     wall_scheme=case.spec_options.get("wall_scheme"), velocity_set=name, boundaries=case.boundaries,
                     wall_amplification={c: r.wall_amplification for c, r in references.items()})
     report.planned = len(plan)

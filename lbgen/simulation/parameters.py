@@ -9,7 +9,7 @@ from typing import Dict, Mapping, Optional, Tuple
 import numpy as np
 
 from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, force_arguments, operator
-from lbgen.model.catalog import DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
+from lbgen.model.catalog import AXES, DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, SCHEMES as WALL_SCHEMES
 
 
 class SimulationError(RuntimeError):
@@ -145,6 +145,8 @@ class Walls:
     ``tau_wall``: the relaxation time of the rows next to each wall (BGK's tau there; all
     three regularized relaxation times there), finite and > 1/2; 1 (the default) relaxes
     them to the equilibrium of the moments the bc imposed.
+    ``axis``: the axis the walls stand across, None (the default) the last one (y in 2D, z in
+    3D); a 3D lattice takes 'x' or 'y' too (bottom: the low face, top: the high face).
 
     Checked on construction: temperatures positive and finite, adiabatic flags real booleans
     (or the words true/false, yes/no, on/off, 1/0), a known scheme; anything else is refused
@@ -157,6 +159,7 @@ class Walls:
     adiabatic_top: bool = False
     scheme: str = DEFAULT_WALL_SCHEME
     tau_wall: float = 1.0
+    axis: Optional[str] = None
 
     def __post_init__(self):
         """Every field checked (and normalised: real floats and bools) before any kernel sees it;
@@ -170,10 +173,21 @@ class Walls:
         for name in ("adiabatic_bottom", "adiabatic_top"):
             object.__setattr__(self, name, _flag(name, getattr(self, name)))
         object.__setattr__(self, "tau_wall", _wall_tau(self.tau_wall))
+        if self.axis is not None and (not isinstance(self.axis, str) or self.axis not in AXES):
+            raise SimulationError(f"Walls: axis={self.axis!r} is not one of {', '.join(AXES)} (the axis the walls "
+                                  f"stand across; None: the last axis, y in 2D, z in 3D)")
+
+    def axis_of(self, D: int) -> str:
+        """The axis the walls stand across on a D-dimensional lattice (refused where D has no such walls)."""
+        axis = self.axis or AXES[D - 1]
+        if AXES.index(axis) >= D or (D == 2 and axis != "y"):
+            raise SimulationError(f"Walls(axis={self.axis!r}): the {D}D thermal walls stand across "
+                                  f"{'y only' if D == 2 else 'x, y or z'}")
+        return axis
 
     def check(self, vs) -> None:
         """Isothermal sets (D2Q9) have no wall temperature: only the defaults are allowed."""
-        if vs.isothermal and self != Walls(scheme=self.scheme, tau_wall=self.tau_wall):
+        if vs.isothermal and self != Walls(scheme=self.scheme, tau_wall=self.tau_wall, axis=self.axis):
             raise SimulationError(f"{vs.name} is isothermal: its walls impose no temperature, so T_bottom, "
                                   f"T_top (got {self.T_bottom}, {self.T_top}) must stay 1 and no wall can be "
                                   f"adiabatic; use d2q37 for thermal walls")

@@ -114,6 +114,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             bounce, walls = walls, None        # bounce-back wall faces; Walls: the thermal walls
         if walls is not None and D == 3:
             check_thermal_walls_3d(walls, vs_name, time_block)
+        wall_axis = walls.axis_of(D) if walls is not None else None     # refused in words where D has none
         for b in (backend, device_backend):
             if b is not None and b not in programs.runtimes(D):
                 raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(programs.runtimes(D))}")
@@ -169,7 +170,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                                    cpu_device=cpu)
             spec = KernelSpec(backend=spec_backend(b), layout=lay, vl=v, precision=precision, collision=collision,
                               walls=walls is not None, velocity_set=vs_name, storage=storage, streaming=streaming,
-                              wall_scheme=walls.scheme if walls is not None else KernelSpec.wall_scheme)
+                              wall_scheme=walls.scheme if walls is not None else KernelSpec.wall_scheme,
+                              wall_axis=wall_axis if walls is not None else None)
             return programs.checked_spec(spec, (width, *shape[1:]))
 
         plan = self._region_plan(shape[0], backend, device_backend, host_columns, backend_options, device_options)

@@ -6,45 +6,14 @@ import numpy as np
 import pytest
 
 from lbgen.codegen.spec import KernelSpec, SpecError
-from lbgen.reference import bulk3d, walls3d
+from lbgen.reference import bulk3d
 from lbgen.simulation.parameters import Walls
-
-#: LZ = 12: VL = 4 with the 3-row halo, and the 2 x (3 + 1) planes the walls need
-SHAPE = (3, 4, 12)
-FORCE = np.array([1e-4, -2e-4, -3e-4])     # lattice units (the oracle's); the kernels take r x this
-TAU = 0.8
+from walls3d_support import FORCE, SHAPE, TAU, oracle as _oracle, run as _run, state as _state
 
 
 def _program(layout="soa", vl=None, precision="double", name="d3q39"):
     from programs import PROGRAMS
     return PROGRAMS.of("c", SHAPE, True, layout=layout, vl=vl, velocity_set=name, precision=precision, walls=True)
-
-
-def _state(name="d3q39", seed=1):
-    lat = bulk3d.lattice(name)
-    rng = np.random.default_rng(seed)
-    rho = 1 + 0.01 * rng.standard_normal(SHAPE)
-    u = 0.02 * rng.standard_normal((3,) + SHAPE)
-    T = 1 + 0.02 * rng.standard_normal(SHAPE)
-    return bulk3d.equilibrium(rho, u, lat, T) * (1 + 1e-3 * rng.standard_normal((lat.Q,) + SHAPE))
-
-
-def _run(program, f0, steps, walls, sides=(True, True), name="d3q39"):
-    r = np.sqrt(1.0 / bulk3d.lattice(name).cs2)
-    params = {"tau": TAU, **dict(zip(("ax", "ay", "az"), r * FORCE))}
-    f, g = program.pack(f0), program.allocate()
-    for _ in range(steps):
-        program.step_halo(f)
-        f, g = program.step(f, g, params, walls=walls, fused=False, sides=sides)
-    return program.unpack(f)
-
-
-def _oracle(f0, steps, walls, sides=(True, True), name="d3q39"):
-    f = f0.copy()
-    for _ in range(steps):
-        f = walls3d.step_walls(f, TAU, 2, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
-                               FORCE, name, walls.tau_wall, sides)
-    return f
 
 
 @pytest.mark.parametrize("walls,sides", [(Walls(T_bottom=1.1, T_top=0.9), (True, True)),
@@ -77,8 +46,6 @@ def test_walls_every_layout_and_precision(layout, vl, precision):
 def test_refusals_in_words():
     with pytest.raises(SpecError, match=r"d3q19 is an isothermal 3D set: walls=True"):
         KernelSpec(velocity_set="d3q19", walls=True).validate()
-    with pytest.raises(SpecError, match=r"3D thermal walls .* C backend only so far, not 'opencl'"):
-        KernelSpec(velocity_set="d3q39", backend="opencl", walls=True).validate()
     with pytest.raises(SpecError, match=r"'reference' is the production code's 2D bc; the 3D thermal walls"):
         KernelSpec(velocity_set="d3q39", walls=True, wall_scheme="reference").validate()
     program = _program()

@@ -1,6 +1,7 @@
-"""The 3D thermal walls across z under MPI (issue 39): a D3Q39 lattice between a hot and a
-cold plate split along z (each rank holds the wall its block touches: ``wall_sides``) and along
-x gives the bits of one process in strict mode."""
+"""The 3D thermal walls under MPI (issue 39): a D3Q39 lattice between a hot and a cold plate
+across z split along z (each rank holds the wall its block touches: ``wall_sides``) and along
+x, and plates across x (``Walls(axis='x')``) split along x (across y: split along y), give the
+bits of one process in strict mode."""
 import json
 
 import numpy as np
@@ -30,12 +31,14 @@ if comm.rank == 0:
 """
 
 
-@pytest.mark.parametrize("grid", ["1x1x2", pytest.param("2x1x1", marks=pytest.mark.slow)])
-def test_thermal_walls_on_a_split_axis_are_bit_identical_to_one_process(tmp_path, grid):
+@pytest.mark.parametrize("grid,axis,shape", [("1x1x2", None, (6, 3, 24)),
+                                              pytest.param("2x1x1", None, (6, 3, 24), marks=pytest.mark.slow),
+                                              ("2x1x1", "x", (16, 3, 12)),
+                                              pytest.param("1x2x1", "y", (3, 16, 12), marks=pytest.mark.slow)])
+def test_thermal_walls_on_a_split_axis_are_bit_identical_to_one_process(tmp_path, grid, axis, shape):
     from lbgen.simulation.parameters import Walls
     from lbgen.simulation.runner import Simulation
-    shape = (6, 3, 24)
-    walls = dict(T_bottom=1.02, T_top=0.98)
+    walls = dict(T_bottom=1.02, T_top=0.98, axis=axis)
     kw = dict(velocity_set="d3q39", strict=True, tau=0.8, gravity=[0.0, 0.0, -1e-5], layout="soa")
     rng = np.random.default_rng(5)
     f = dict(rho=1 + 0.01 * rng.random(shape), ux=0.01 * rng.random(shape), uy=0.01 * rng.random(shape),
@@ -55,4 +58,7 @@ def test_thermal_walls_on_a_split_axis_are_bit_identical_to_one_process(tmp_path
     want, got = ref.fields(), np.load(tmp_path / "fields.npz")
     for key in want:
         assert np.array_equal(got[key], want[key]), key
-    assert np.abs(want["T"][:, :, 2] - 1.02).max() < 0.02      # the walls acted (T imposed at the last wall plane)
+    a = "xyz".index(axis or "z")
+    assert np.abs(np.take(want["T"], 2, axis=a) - 1.02).max() < 0.02   # the walls acted (T imposed at the last wall plane)
+    assert np.abs(np.take(want["T"], 2, axis=a) - 1.02).max() < np.abs(np.take(want["T"], 2, axis=(a + 1) % 3)
+                                                                       - 1.02).max()   # across `axis`, not another

@@ -304,3 +304,47 @@ def test_verify_refuses_trt_on_a_thermal_set_and_with_thermal_walls_in_words():
                              walls=True)
     with pytest.raises(verify_module.SpecError, match="3D oracle's subgrid operators are for the isothermal"):
         verify_module.verify(backends=["c"], layouts=[("soa", None)], collisions=["bgk-les"], velocity_set="d3q39")
+
+
+def test_3d_verify_of_the_thermal_walls_across_z_on_every_gpu_dialect():
+    """--thermal-walls (D3Q39, BGK): propagate, bc, collide between the thermal walls across z on C,
+    OpenCL and the CUDA shim against lbgen.reference.walls3d, bit-identical in strict builds (the
+    lattice and spec of tests/backends/test_c3d_walls.py: its C build is reused)."""
+    r = _verify("--velocity-set", "d3q39", "--collision", "bgk", "--backends", "c,opencl,cuda-shim", "--thermal-walls",
+                "--layouts", "soa", "--lx", "3", "--ly", "4", "--lz", "12", "--steps", "4", "--strict")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["ok"] and data["walls"] and "thermal walls across z" in data["boundaries"]
+    assert {row["path"] for row in data["rows"]} == {"unfused"}
+    assert "c" in {row["backend"] for row in data["rows"]}
+    assert all(0 < row["error"] <= 1e-13 for row in data["rows"])
+    assert all(row["vs_c"] == 0.0 for row in data["rows"] if row["backend"] != "c")
+    # across y (--wall-axis: the spec's wall_axis, the oracle's axis 1; the C build of test_walls3d_mpi.py)
+    r = _verify("--velocity-set", "d3q39", "--collision", "bgk", "--backends", "c,opencl", "--thermal-walls",
+                "--wall-axis", "y", "--layouts", "soa", "--lx", "3", "--ly", "16", "--lz", "12", "--steps", "3",
+                "--strict")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["ok"] and "thermal walls across y" in data["boundaries"] and len(data["rows"]) == 2
+    assert all(0 < row["error"] <= 1e-13 for row in data["rows"])
+
+
+def test_3d_thermal_walls_verify_can_fail_and_refuses_what_it_cannot_check(monkeypatch):
+    """The comparison can fail (the oracle's walls 0.01 hotter), and --thermal-walls is refused in
+    words on an isothermal set, beside --walls, with another operator and in 2D."""
+    real = verify_module.thermal_walls_reference3d
+    monkeypatch.setattr(verify_module, "WALLS3D", dict(verify_module.WALLS3D, T_bottom=1.03))
+    bad = real(verify_module.initial_state3d((3, 4, 12), "d3q39"), 2, "d3q39")
+    monkeypatch.undo()
+    monkeypatch.setattr(verify_module, "thermal_walls_reference3d", lambda f0, steps, name, axis: bad)
+    report = verify_module.verify(backends=["c"], layouts=[("soa", None)], collisions=["bgk"], steps=2,
+                                  shape=(3, 4, 12), velocity_set="d3q39", thermal_walls=True, strict=True)
+    assert not report.ok and all(row.error > 1e-6 for row in report.rows)
+    monkeypatch.undo()
+    for kw, message in ((dict(velocity_set="d3q19"), "d3q19 is isothermal"),
+                        (dict(velocity_set="d3q39", walls=True), "choose one"),
+                        (dict(velocity_set="d3q39", collisions=["regularized"]), "regularized is not verified with them"),
+                        (dict(velocity_set="d2q37"), "its thermal walls are --walls"),
+                        (dict(velocity_set="d3q39", thermal_walls=False, wall_axis="x"), "x, y or z with")):
+        with pytest.raises(verify_module.SpecError, match=message):
+            verify_module.verify(**dict(dict(backends=["c"], collisions=["bgk"], thermal_walls=True), **kw))
