@@ -38,7 +38,6 @@ KERNELS = {
     "d3q27-bgk": ["--velocity-set", "d3q27", "--collision", "bgk"],
     "d3q27-cumulant": ["--velocity-set", "d3q27", "--collision", "cumulant"],
     "d3q19-mrt": ["--velocity-set", "d3q19", "--collision", "mrt"],
-    "d3q19-central": ["--velocity-set", "d3q19", "--collision", "central"],
     "d3q27-mrt": ["--velocity-set", "d3q27", "--collision", "mrt"],
     "d3q27-central": ["--velocity-set", "d3q27", "--collision", "central"],
 }
@@ -47,7 +46,7 @@ COLLIDE = {"d2q37-regularized-walls": ("d2q37", "regularized"), "d3q19-bgk": ("d
            "d3q19-trt": ("d3q19", "trt"), "d3q19-bgk-les": ("d3q19", "bgk-les"),
            "d3q19-trt-les": ("d3q19", "trt-les"), "d3q27-bgk": ("d3q27", "bgk"),
            "d3q27-cumulant": ("d3q27", "cumulant"), "d3q19-mrt": ("d3q19", "mrt"),
-           "d3q19-central": ("d3q19", "central"), "d3q27-mrt": ("d3q27", "mrt"),
+           "d3q27-mrt": ("d3q27", "mrt"),
            "d3q27-central": ("d3q27", "central")}
 #: what a plain run shows (the operator comparison: --kernels with the d3q19-trt* sets)
 DEFAULT_KERNELS = ("d2q37-regularized-walls", "d3q19-bgk")

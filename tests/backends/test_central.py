@@ -51,7 +51,7 @@ def test_the_basis_has_one_central_moment_per_population(name, count):
         assert (1, 1, 1) not in basis and (2, 2, 0) in basis
 
 
-@pytest.mark.parametrize("name", ["d2q9", "d3q19", "d3q27"])
+@pytest.mark.parametrize("name", ["d2q9", "d3q27"])
 def test_the_derivation_equals_the_papers_formulas_site_by_site(name):
     params = {"tau": 0.6, "omega_bulk": 1.3, "omega3": 0.8, "omega4": 1.4}
     f, c, w, force, got = _site(name, "central", params)
@@ -118,9 +118,11 @@ def test_time_blocks_equal_single_steps_bit_for_bit(programs):
 
 def test_a_run_description_takes_the_rates_on_every_isothermal_set():
     from lbgen.run.config import RunConfig
-    for name in ("d3q19", "d3q27"):
-        cfg = RunConfig.build("taylor-green", ("test", {"velocity_set": name, "collision": "central", "omega4": 1.5}))
-        assert cfg.parameters == {"tau": 0.8, "omega_bulk": 1.0, "omega3": 1.0, "omega4": 1.5}
+    cfg = RunConfig.build("taylor-green", ("test", {"velocity_set": "d3q27", "collision": "central", "omega4": 1.5}))
+    assert cfg.parameters == {"tau": 0.8, "omega_bulk": 1.0, "omega3": 1.0, "omega4": 1.5}
+    from lbgen.run.options import ConfigError
+    with pytest.raises(ConfigError, match="on D3Q19 .* a decaying Taylor-Green vortex gained energy"):
+        RunConfig.build("taylor-green", ("test", {"velocity_set": "d3q19", "collision": "central"}))
 
 
 @pytest.mark.slow

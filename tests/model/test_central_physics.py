@@ -2,7 +2,7 @@
 shear-wave viscosity and Galilean invariance, measured as for the cumulant operator
 (tests/model/test_cumulant_physics.py: one Fourier mode of u_y = A sin(kx), nu from its decay rate, the
 amplitude the modulus of the complex coefficient so that an advected wave reads the same).
-Lattice units (sites, steps); D2Q9 in 2D, D3Q19 and D3Q27 in 3D.
+Lattice units (sites, steps); D2Q9 in 2D, D3Q27 in 3D (D3Q19 is refused: the Taylor-Green note below).
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 from test_trt_les_physics import shear_wave_viscosity
 
 SETS = [pytest.param((64, 4), "d2q9", id="d2q9"),
-        pytest.param((64, 4, 4), "d3q19", id="d3q19", marks=pytest.mark.slow),
         pytest.param((64, 4, 4), "d3q27", id="d3q27", marks=pytest.mark.slow)]
 
 

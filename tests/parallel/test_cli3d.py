@@ -93,8 +93,8 @@ CASES = {
     # MRT with the Smagorinsky model on D3Q19, Z split
     "1x1x2-mrt-les": (2, "1x1x2", ["taylor-green", "--collision", "mrt-les", "--tau", 0.52, "--omega3", 1.2,
                                    "--smagorinsky", 0.15, "--lx", 8, "--ly", 8, "--lz", 12, "--steps", 12]),
-    # the central-moment MRT on D3Q19 (its inverse-moment-matrix path; nothing special on ranks), X split
-    "2x1x1-central": (2, "2x1x1", ["taylor-green", "--collision", "central", "--tau", 0.52, "--omega4", 1.3,
+    # the central-moment MRT on D3Q27 (nothing special on ranks), X split
+    "2x1x1-central": (2, "2x1x1", ["taylor-green", "--velocity-set", "d3q27", "--collision", "central", "--tau", 0.52, "--omega4", 1.3,
                                    "--lx", 12, "--ly", 8, "--lz", 8, "--steps", 12]),
     # the closed cavity, its walled X (uneven: 7, 6) and Y split, a time block of 2
     "2x2x1-cavity-k2": (4, "2x2x1", ["lid-driven-cavity", "--lx", 13, "--ly", 12, "--lz", 8, "--steps", 12,

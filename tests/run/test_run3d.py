@@ -219,8 +219,8 @@ def test_channel_profile_is_the_poiseuille_parabola(tmp_path):
     (["lid-driven-cavity", "--wall-axes", "y"], "z-high"),
     (["channel", "--lx", 4000, "--ly", 4000, "--lz", 4000], "--lz"),     # the memory estimate: D = 3, Q = 19
     (["uniform-noise", "--velocity-set", "d3q19"], "uniform-noise"),
-    (["rayleigh-taylor", "--velocity-set", "d3q39", "--t-bottom", 1.1], "--t-bottom"),   # no thermal walls in 3D
-    (["rayleigh-taylor", "--velocity-set", "d3q39", "--walls"], "--walls"),
+    (["rayleigh-taylor", "--velocity-set", "d3q39", "--t-bottom", 1.1], "--t-bottom"),   # without --walls
+    (["taylor-green", "--walls"], "--walls"),          # 3D thermal walls: the thermal sets only (d3q19 here)
     (["lid-driven-cavity", "--amplitude", "0.1"], "--amplitude"),
     (["channel", "--window", "full"], "--window"),
     (["channel", "--pictures-every", 5], "--pictures-every"),
