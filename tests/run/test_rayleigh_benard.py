@@ -109,6 +109,36 @@ def test_the_nusselt_number_of_exact_profiles():
     assert nusselt(fields, layer)["Nu_bulk"] == pytest.approx(bulk, rel=1e-12)
 
 
+def test_the_flux_is_the_energy_flux_over_one_reference_density():
+    """The conductivity rho kappa of the regularized operator does not depend on rho
+    (kappa = C2 / (rho r^2)): the roll's enthalpy flux <rho w T> at density 1.05 is 1.05 times
+    that at density 1 against the same conduction, and Nu says so (dividing by the plane's <rho>
+    read it 5 % low)."""
+    lx, ly = 48, 40
+    layer = Layer(isothermal=(2.5, 36.5), T_bottom=1.05, T_top=0.95, kappa=0.01, r=1.2, wall_rows=3)
+    s = (np.arange(ly) - 2.5) / 34.0
+    mode = np.cos(2 * np.pi * np.arange(lx) / lx)[:, None] * np.sin(np.pi * s)[None, :]
+    T = 1.05 - 0.1 * s[None, :] + 0.01 * mode
+    fields = {"T": T, "ux": np.zeros((lx, ly)), "uy": 0.012 * 1.2 * mode}
+    light = nusselt({**fields, "rho": np.ones((lx, ly))}, layer)["Nu_bulk"]
+    heavy = nusselt({**fields, "rho": np.full((lx, ly), 1.05)}, layer)["Nu_bulk"]
+    assert heavy - 1 == pytest.approx(1.05 * (light - 1), rel=1e-12) and light > 1.5
+
+
+@pytest.mark.parametrize("shape", [(16, 40), (8, 6, 40)])
+def test_the_start_has_density_1_at_mid_depth_where_nu_and_kappa_are_quoted(shape):
+    """The run's nu, kappa and Ra are taken at density 1 (regularized: C / (rho r^2)); the start
+    (conduction in hydrostatic balance, 2D and 3D) has its mean density 1 across the mid-plane
+    between the isothermal planes, and p = rho T falls with height by rho g per plane."""
+    from lbgen.run.setups import rayleigh_benard_state
+    planes, g = (3.2, 36.1), -2e-4
+    state = rayleigh_benard_state(shape, (0.0,) * (len(shape) - 1) + (g,), 1.05, 0.95, 0.0, planes)
+    rho = state["rho"].reshape(-1, shape[-1]).mean(axis=0)
+    assert np.interp(0.5 * sum(planes), np.arange(shape[-1]), rho) == pytest.approx(1.0, abs=1e-12)
+    p = rho * state["T"].reshape(-1, shape[-1]).mean(axis=0)
+    assert np.diff(p) == pytest.approx(g * 0.5 * (rho[1:] + rho[:-1]), rel=1e-9)
+
+
 def _run(tmp_path, *args):
     out = tmp_path / "rb"
     result = CliRunner().invoke(main, ["run", "rayleigh-benard", "--out", str(out), "--pictures", "none",
