@@ -25,10 +25,16 @@ units of the conductive flux kappa Delta T / H,
   layer (KNUDSEN_ROWS, then FIT_ROWS planes), where the flow slows to the wall and the flux is
   mostly the conductive -kappa d<T>/dz (the boundary layer H / (2 Nu) is ~6 planes at
   Ra = 1e4, H = 33: the convective part is kept);
-* in the bulk: (<rho w T> / <rho> - kappa d<T>/dz) averaged over the central half of the layer
+* in the bulk: (<rho w T> / rho_ref - kappa d<T>/dz) averaged over the central half of the layer
   (:func:`profiles`; velocities in lattice units: the fields' model u divided by r).
-Steady convection has both equal to the discretisation's accuracy (the energy balance; measured
-at Ra = 1e4, H = 33: the flux varies by 3 % across the layer); pure conduction gives 1 for both.
+Both terms are the energy flux over c_p rho_ref: the conductivity rho kappa of lbgen's thermal
+operators does not depend on the density (kappa = C2 / (rho r^2), ``lbgen.model.physics``), so
+the conductive term is rho_ref kappa(rho_ref) d<T>/dz at any density, and the convective one is
+divided by the same rho_ref (the run's reference density, 1, where its kappa is taken), not by
+the plane's <rho> (5 % above rho_ref at the cold wall at Delta T = 0.1: that flux was not
+conserved across the layer and read 4.6 % low in the bulk at Ra = 1e4).  Steady convection has
+both equal to the discretisation's accuracy (the energy balance; measured at Ra = 1e4, H = 33:
+the bulk and the wall values within 1 %); pure conduction gives 1 for both.
 """
 from __future__ import annotations
 
@@ -82,8 +88,8 @@ def adiabatic_ratio(g: float, T_bottom: float, T_top: float, H: float, r: float,
 @dataclass(frozen=True)
 class Layer:
     """What the Nusselt number needs of a run: the isothermal planes (rows, bottom and top),
-    the wall temperatures, kappa (sites^2/step), r (model velocity per site/step) and the
-    rows the bc rebuilds at each wall."""
+    the wall temperatures, kappa (sites^2/step, at the density rho_ref), r (model velocity per
+    site/step) and the rows the bc rebuilds at each wall."""
 
     isothermal: Tuple[float, float]
     T_bottom: float
@@ -91,29 +97,30 @@ class Layer:
     kappa: float
     r: float
     wall_rows: int
+    rho_ref: float = 1.0
 
     @property
     def depth(self) -> float:
         return self.isothermal[1] - self.isothermal[0]
 
 
-def profiles(fields: Mapping[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
-    """(<T>(z), the convective flux (<rho w T> - <rho w><T>) / <rho>) over the horizontal axes
+def profiles(fields: Mapping[str, np.ndarray], rho_ref: float = 1.0) -> Tuple[np.ndarray, np.ndarray]:
+    """(<T>(z), the convective flux (<rho w T> - <rho w><T>) / rho_ref) over the horizontal axes
     (z the last axis of the fields: 2D w = uy, 3D uz; model units): the enthalpy flux of the
-    compressible gas over c_p (its mass flux <rho w> vanishes in a steady state; a transient
-    net flow, the gas's acoustic sloshing, carries none)."""
+    compressible gas over c_p rho_ref (the module docstring; its mass flux <rho w> vanishes in a
+    steady state; a transient net flow, the gas's acoustic sloshing, carries none)."""
     T = np.asarray(fields["T"], dtype=np.float64)
     w = np.asarray(fields["uz" if T.ndim == 3 else "uy"], dtype=np.float64)
     rho = np.asarray(fields["rho"], dtype=np.float64)
     axes = tuple(range(T.ndim - 1))
-    T_mean, rho_mean = T.mean(axis=axes), rho.mean(axis=axes)
-    return T_mean, ((rho * w * T).mean(axis=axes) - (rho * w).mean(axis=axes) * T_mean) / rho_mean
+    T_mean = T.mean(axis=axes)
+    return T_mean, ((rho * w * T).mean(axis=axes) - (rho * w).mean(axis=axes) * T_mean) / rho_ref
 
 
 def heat_flux(fields: Mapping[str, np.ndarray], layer: Layer) -> np.ndarray:
     """The heat flux through each plane over kappa Delta T / H (lattice units: w / r):
     convective (:func:`profiles`) minus kappa d<T>/dz (centred differences)."""
-    T, wT = profiles(fields)
+    T, wT = profiles(fields, layer.rho_ref)
     scale = layer.kappa * (layer.T_bottom - layer.T_top) / layer.depth
     return (wT / layer.r - layer.kappa * np.gradient(T)) / scale
 

@@ -120,7 +120,7 @@ def run_planes(cfg) -> Tuple[float, float]:
 
 
 def layer(cfg, numbers: Mapping[str, Any]):
-    """The ``lbgen.model.convection.Layer`` of a rayleigh-benard run (its numbers: kappa, r and the
+    """The ``lbgen.model.convection.Layer`` of a rayleigh-benard run (its numbers: kappa at rho_ref, r and the
     isothermal planes, ``y_isothermal`` in 2D, ``z_isothermal`` in 3D; without measured planes
     the rows where the bc imposes the wall temperatures), or None without thermal walls."""
     from lbgen.model import physics
@@ -132,4 +132,5 @@ def layer(cfg, numbers: Mapping[str, Any]):
     depth = cfg.shape[-1]
     planes = numbers.get("z_isothermal" if cfg.dimension == 3 else "y_isothermal") or (rows - 1, depth - rows)
     return Layer(isothermal=(float(planes[0]), float(planes[1])), T_bottom=walls["T_bottom"], T_top=walls["T_top"],
-                 kappa=float(numbers["kappa"]), r=float(numbers["r"]), wall_rows=rows)
+                 kappa=float(numbers["kappa"]), r=float(numbers["r"]), wall_rows=rows,
+                 rho_ref=float(numbers.get("rho_ref", 1.0)))
