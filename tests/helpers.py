@@ -76,6 +76,47 @@ def step_fused(prog, a, b, **params):
     return b, a
 
 
+def time_blocks_and_single_steps(prog, f0, params, steps: int = 4, depth: int = 2):
+    """The populations after ``steps`` single fused steps and after steps/depth time blocks of
+    ``depth`` (``fused_tb``) from f0: equal bit for bit in a strict build."""
+    out = []
+    for k in (1, depth):
+        a, b = prog.pack(f0), prog.allocate()
+        for _ in range(steps // k):
+            prog.halo(a)
+            if k == 1:
+                prog.fused(a, b, **params)
+            else:
+                prog.fused_tb(a, b, k, **params)
+            a, b = b, a
+        out.append(prog.unpack(a))
+    return out
+
+
+def emitted_d2q9_example(tmp_path, spec, r: float, lx: int = 16, ly: int = 64, steps: int = 20):
+    """Emit ``spec`` (a D2Q9 kernel set) into tmp_path, build its example with make and run it
+    ``steps`` steps on lx x ly (skips without make and gcc).  Returns the header's text, the
+    example's fields (lx*ly rows: x, y, rho, ux, uy) and its start in lattice units (rho,
+    u (2, lx, ly), the force a): a shear wave u_y = 0.05 sin(2 pi x / lx) with rho = 1 +
+    0.01 cos(2 pi y / ly), under the force (0, -1e-5) (model units; ``r`` the set's scale)."""
+    import shutil
+    import subprocess
+    from lbgen.codegen.emit import emit
+    if shutil.which("make") is None or shutil.which("gcc") is None:
+        pytest.skip("make and gcc are needed to build the emitted example")
+    emit(spec, tmp_path)
+    header = (tmp_path / "lbgen_kernels.h").read_text()
+    subprocess.run(["make", "-s"], cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(["./example", str(steps), str(lx), str(ly)], cwd=tmp_path, check=True, capture_output=True)
+    data = np.loadtxt(tmp_path / "example_fields.txt")
+    x = np.arange(lx)[:, None] * np.ones((1, ly))
+    y = np.ones((lx, 1)) * np.arange(ly)[None, :]
+    rho = 1 + 0.01 * np.cos(2 * np.pi * y / ly)
+    a = np.array([0.0, -1e-5]) / r                                    # lattice units
+    u = np.array([0 * x, 0.05 * np.sin(2 * np.pi * x / lx) / r])      # physical, lattice units
+    return header, data, (rho, u, a)
+
+
 def example_reference(lx, ly, steps, collision):
     """The physical fields (rho, ux, uy, T) the emitted examples (example.c, example.py, example.cu)
     must print: a shear wave given as physical fields, `steps` propagate + collide steps with

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from support3d import SAMPLED_LAYOUTS
 
-from helpers import step_fused, step_unfused
+from helpers import emitted_d2q9_example, step_fused, step_unfused, time_blocks_and_single_steps
 from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.reference import central as oracle
 from lbgen.reference.trt_les import D2Q9_C, stream
@@ -102,17 +102,7 @@ def test_time_blocks_equal_single_steps_bit_for_bit(programs):
     prog = program(programs, "c", "csoa", 4, "central", strict=True)
     f0 = initial_state(3)
     params = {**PARAMS, "ax": R * FORCE[0], "ay": R * FORCE[1]}
-    out = []
-    for depth in (1, 2):
-        a, b = prog.pack(f0), prog.allocate()
-        for _ in range(4 // depth):
-            prog.halo(a)
-            if depth == 1:
-                prog.fused(a, b, **params)
-            else:
-                prog.fused_tb(a, b, depth, **params)
-            a, b = b, a
-        out.append(prog.unpack(a))
+    out = time_blocks_and_single_steps(prog, f0, params)
     assert np.array_equal(out[0], out[1]) and not np.array_equal(out[0], f0)
 
 
@@ -129,24 +119,11 @@ def test_a_run_description_takes_the_rates_on_every_isothermal_set():
 def test_emitted_central_example_builds_and_reproduces_the_oracle(tmp_path):
     """lbgen emit carries the rates (the params struct's omega_bulk, omega3, omega4, from the record) and the
     emitted example (a D2Q9 shear wave under the force (0, -1e-5), model units) equals the oracle."""
-    import shutil
-    import subprocess
-    from lbgen.codegen.emit import emit
     from lbgen.reference.trt_les import D2Q9_W, equilibrium, moments
-    if shutil.which("make") is None or shutil.which("gcc") is None:
-        pytest.skip("make and gcc are needed to build the emitted example")
-    emit(KernelSpec(layout="soa", velocity_set="d2q9", collision="central"), tmp_path)
-    header = (tmp_path / "lbgen_kernels.h").read_text()
-    assert all(f"double {n};" in header for n in ("omega_bulk", "omega3", "omega4"))
-    subprocess.run(["make", "-s"], cwd=tmp_path, check=True, capture_output=True)
+    spec = KernelSpec(layout="soa", velocity_set="d2q9", collision="central")
+    header, data, (rho, u, a) = emitted_d2q9_example(tmp_path, spec, R)
     lx, ly, steps = 16, 64, 20
-    subprocess.run(["./example", str(steps), str(lx), str(ly)], cwd=tmp_path, check=True, capture_output=True)
-    data = np.loadtxt(tmp_path / "example_fields.txt")
-    x = np.arange(lx)[:, None] * np.ones((1, ly))
-    y = np.ones((lx, 1)) * np.arange(ly)[None, :]
-    rho = 1 + 0.01 * np.cos(2 * np.pi * y / ly)
-    a = np.array([0.0, -1e-5]) / R                                    # lattice units
-    u = np.array([0 * x, 0.05 * np.sin(2 * np.pi * x / lx) / R])      # physical, lattice units
+    assert all(f"double {n};" in header for n in ("omega_bulk", "omega3", "omega4"))
     f = equilibrium(rho, u + 0.5 * a[:, None, None], D2Q9_C, D2Q9_W)
     f = oracle_run(f, steps, force=a, tau=0.8, omega_bulk=1.0, omega3=1.0, omega4=1.0)
     rho_f, u_f = moments(f, D2Q9_C)

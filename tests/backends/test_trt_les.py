@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import require, step_fused, step_unfused
+from helpers import emitted_d2q9_example, require, step_fused, step_unfused, time_blocks_and_single_steps
 from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.reference import trt_les as oracle
 
@@ -141,17 +141,7 @@ def test_time_blocks_of_trt_les_equal_single_steps_bit_for_bit(programs):
     prog = program(programs, "c", "caosoa", 4, "trt-les", strict=True)
     f0 = initial_state(3)
     params = kernel_params("trt-les")
-    out = []
-    for depth in (1, 2):
-        a, b = prog.pack(f0), prog.allocate()
-        for _ in range(4 // depth):
-            prog.halo(a)
-            if depth == 1:
-                prog.fused(a, b, **params)
-            else:
-                prog.fused_tb(a, b, depth, **params)
-            a, b = b, a
-        out.append(prog.unpack(a))
+    out = time_blocks_and_single_steps(prog, f0, params)
     assert np.array_equal(out[0], out[1]) and not np.array_equal(out[0], f0)
 
 
@@ -183,23 +173,10 @@ def test_bad_parameters_are_refused_by_name(bad, message):
 def test_emitted_trt_les_example_builds_and_reproduces_the_oracle(tmp_path):
     """lbgen emit carries the new parameters (the params struct's magic and smagorinsky, from the records)
     and the emitted example (a D2Q9 shear wave under the force (0, -1e-5), model units) equals the oracle."""
-    import shutil
-    import subprocess
-    from lbgen.codegen.emit import emit
-    if shutil.which("make") is None or shutil.which("gcc") is None:
-        pytest.skip("make and gcc are needed to build the emitted example")
-    emit(KernelSpec(layout="caosoa", vl=8, velocity_set="d2q9", collision="trt-les"), tmp_path)
-    header = (tmp_path / "lbgen_kernels.h").read_text()
-    assert "double magic;" in header and "double smagorinsky;" in header
-    subprocess.run(["make", "-s"], cwd=tmp_path, check=True, capture_output=True)
+    spec = KernelSpec(layout="caosoa", vl=8, velocity_set="d2q9", collision="trt-les")
+    header, data, (rho, u, a) = emitted_d2q9_example(tmp_path, spec, R)
     lx, ly, steps = 16, 64, 20
-    subprocess.run(["./example", str(steps), str(lx), str(ly)], cwd=tmp_path, check=True, capture_output=True)
-    data = np.loadtxt(tmp_path / "example_fields.txt")
-    x = np.arange(lx)[:, None] * np.ones((1, ly))
-    y = np.ones((lx, 1)) * np.arange(ly)[None, :]
-    rho = 1 + 0.01 * np.cos(2 * np.pi * y / ly)
-    a = np.array([0.0, -1e-5]) / R                                    # lattice units
-    u = np.array([0 * x, 0.05 * np.sin(2 * np.pi * x / lx) / R])      # physical, lattice units
+    assert "double magic;" in header and "double smagorinsky;" in header
     f = oracle.equilibrium(rho, u + 0.5 * a[:, None, None], oracle.D2Q9_C, oracle.D2Q9_W)
     f = oracle_run(f, steps, "trt-les", force=a, tau=0.8, magic=3 / 16, smagorinsky=0.1)
     rho_f, u_f = oracle.moments(f, oracle.D2Q9_C)
