@@ -226,6 +226,10 @@ class Lattice:
     it provides ``dimension``, ``shape``, ``has_state``, ``check_every``, ``time_block``,
     ``step``, ``synchronize``, ``check_finite`` and ``_set_fields(rho, *u, T)``."""
 
+    #: the streaming pattern ('pull': two population buffers; a lattice that streams in place,
+    #: ``lbgen.simulation.inplace``, sets 'inplace'); a run's manifest records it
+    streaming: str = "pull"
+
     @property
     def sites(self) -> int:
         """The number of lattice sites."""
