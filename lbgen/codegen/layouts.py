@@ -307,14 +307,32 @@ class Layout:
         out = [np.arange(self.Q).reshape((-1,) + (1,) * (n - 1))]
         return out + [np.asarray(a).reshape((1,) * (i + 1) + (-1,) + (1,) * (n - i - 2)) for i, a in enumerate(ranges)]
 
-    @cached_property
-    def _interior_index(self) -> np.ndarray:
-        p, *site = self._grid([np.arange(n) for n in self.shape])
-        return self.site_index(p, *site)
+    def _interior_sites(self) -> np.ndarray:
+        """The flat index of population 0 at every interior site, (LX, LY[, LZ]); population p's
+        is this plus p * SP.  Not cached: a lattice-sized index array kept for the object's life
+        was 8 B a cell per population (152 B a cell for D3Q19, more than the populations of a
+        16-bit in-place run); built per call it is 8 B a cell for the call's length."""
+        zero = [0] * self.D
+        origin = int(self.site_index(0, *zero))
+        sites = np.full(self.shape, origin, dtype=np.int64)
+        for a, n in enumerate(self.shape):          # the index is a sum of one term per axis
+            coords = list(zero)
+            coords[a] = np.arange(n)
+            sites += (self.site_index(0, *coords) - origin).reshape([-1 if i == a else 1 for i in range(self.D)])
+        return sites
 
-    @cached_property
+    def _each_population(self):
+        """(p, the flat indices of population p at every interior site), one at a time, in one
+        reused index array."""
+        base = self._interior_sites()
+        index = np.empty_like(base)
+        for p in range(self.Q):
+            np.add(base, p * self.strides["SP"], out=index)
+            yield p, index
+
     def _halo_maps(self):
-        """(destination, source) index arrays that refresh the halo periodically, one pass per
+        """(destination, source) index arrays that refresh the halo periodically (built per call:
+        pack is rare, and cached they were 16 B per halo element for the layout's life), one pass per
         axis: first the halo cluster rows of the interior lines (lane-shifted sites: for
         clustered layouts the rows r < 0 of lane k hold sites of lane k - 1), then each whole
         axis from the fastest to the slowest, its halo copying whole padded lines of the
@@ -339,7 +357,7 @@ class Layout:
 
     def fill_halo(self, buf: np.ndarray) -> np.ndarray:
         """Refresh the halo of a flat buffer in place (periodic on every axis)."""
-        for dst, src in self._halo_maps:
+        for dst, src in self._halo_maps():
             buf[dst] = buf[src]
         return buf
 
@@ -349,7 +367,8 @@ class Layout:
         if f.shape != (self.Q, *self.shape):
             raise ValueError(f"pack expects shape {(self.Q, *self.shape)}, got {f.shape}")
         buf = np.zeros(self.size, dtype=dtype or f.dtype)
-        buf[self._interior_index] = f
+        for p, index in self._each_population():
+            buf[index] = f[p]
         return self.fill_halo(buf)
 
     def unpack(self, buf: np.ndarray) -> np.ndarray:
@@ -358,7 +377,10 @@ class Layout:
         if buf.size != self.size:
             raise ValueError(f"unpack expects {self.size} elements for {self.tag} "
                              f"{'x'.join(map(str, self.shape))}, got {buf.size}")
-        return buf[self._interior_index]
+        out = np.empty((self.Q, *self.shape), dtype=buf.dtype)
+        for p, index in self._each_population():
+            np.take(buf, index, out=out[p], mode="clip")     # ("raise" would buffer a copy)
+        return out
 
 
 def make_layout(name: str, Q: int, shape: Sequence[int], VL: Optional[int] = None, *, halo: int,
