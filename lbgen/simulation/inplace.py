@@ -36,8 +36,6 @@ def check_streaming(streaming, *, device_backend: Optional[str], time_block: int
         why = "fused=False: propagate then collide stream between two buffers"
     elif bodies is not None:
         why = "bodies: their link kernels hand back pulled populations"
-    elif bounds is not None and bounds.open:
-        why = "open faces (inlet, outlet, outflow, slip): their rules read the neighbours of a second buffer"
     else:
         return streaming
     raise SimulationError(f"streaming='inplace' does not run with {why}; use streaming='pull' (the default) there")
