@@ -4,7 +4,8 @@ in clustered and plain layouts, with open faces (inlet, outlet, outflow, slip): 
 of one process pulling (strict builds).  Each rank's block carries 2 H ghost planes traded before
 the AA pattern's even steps only (Bailey et al., ICPP 2009: the odd step reads only slots the even
 step wrote), so t steps send ceil(t/2) halo trades.  ``mpiexec lbgen run --streaming inplace``
-checkpoints at an odd step, resumes on 2 ranks and on one process, and ends with the pull bits."""
+checkpoints at an odd step, resumes on 2 ranks and on one process, and ends with the pull bits.
+Bodies cut by the blocks' edges (half-way, Bouzidi): each step's force on each body is pull's."""
 import json
 import math
 
@@ -138,3 +139,73 @@ def test_an_in_place_run_on_two_ranks_resumes_at_an_odd_step_on_two_ranks_and_on
         for k in ("rho", "ux", "uy"):
             assert np.array_equal(got[k], whole[k]), (name, k)
     assert not np.array_equal(whole["ux"], 0 * whole["ux"])
+
+
+BODY_SCRIPT = """
+import json, sys
+import numpy as np
+from mpi4py import MPI
+from lbgen.geometry import Bodies, Sphere
+from lbgen.parallel.simulation import DistributedSimulation
+comm = MPI.COMM_WORLD
+out = {}
+for i, c in enumerate(json.loads(sys.argv[1])):
+    bodies = Bodies(c["shape"], [Sphere(x, r) for x, r in c["spheres"]], names=["b%d" % k for k in range(len(c["spheres"]))])
+    sim = DistributedSimulation(comm, *c["shape"], ranks_grid=c["grid"], streaming="inplace", bodies=bodies,
+                                body_bc=c["scheme"], **c["kw"])
+    init = dict(np.load("initial%d.npz" % i)) if comm.rank == 0 else None
+    sim.set_fields(init["rho"], *init["u"]) if comm.rank == 0 else sim.set_fields()
+    for t in range(1, 7):
+        sim.step(1)
+        forces = sim.forces()
+        if comm.rank == 0:
+            out.update({"%d-%d-%s" % (i, t, k): v for k, v in forces.items()})
+    state = sim.state()
+    if comm.rank == 0:
+        out["%d-state" % i] = state
+if comm.rank == 0:
+    np.savez("bodies.npz", **out)
+"""
+
+#: (shape, grid, spheres, scheme, keywords): a body cut by the ranks' block edges, Bouzidi and half-way
+BODY_CASES = [
+    ((24, 16), "2x1", [((11.6, 6.3), 3.4), ((15.2, 11.1), 1.6)], "bouzidi", dict(velocity_set="d2q9", layout="soa",
+                                                                                 walls="y")),
+    ((14, 10, 12), "1x1x2", [((5.5, 4.6, 5.2), 2.6)], "bouzidi", dict(velocity_set="d3q19", layout="caosoa", vl=2)),
+    ((14, 10, 12), "2x1x1", [((6.5, 4.6, 5.2), 2.6)], "halfway", dict(velocity_set="d3q19", layout="caosoa", vl=2)),
+]
+
+
+def test_bodies_in_place_on_two_ranks_give_the_forces_and_state_of_one_pulling_process(tmp_path):
+    """The momentum-exchange force on each body after every one of 6 single steps (both parities) and
+    the state: the bits of one process pulling (lbgen.simulation.bodies; the chunks of each rank's
+    owned sites summed in the order of their global sites)."""
+    from lbgen.geometry import Bodies, Sphere
+    from lbgen.simulation.runner import Simulation
+    cases, want = [], {}
+    for i, (shape, grid, spheres, scheme, kw) in enumerate(BODY_CASES):
+        kw = dict(kw, strict=True, tau=0.7)
+        rng = np.random.default_rng(2 + i)
+        init = {"rho": 1 + 0.01 * rng.random(shape), "u": np.stack([0.02 * rng.standard_normal(shape) for _ in shape])}
+        np.savez(tmp_path / f"initial{i}.npz", **init)
+        cases.append({"shape": shape, "grid": grid, "spheres": spheres, "scheme": scheme, "kw": kw})
+        bodies = Bodies(shape, [Sphere(c, r) for c, r in spheres], names=[f"b{k}" for k in range(len(spheres))])
+        for streaming in ("inplace", "pull"):     # compiles what the ranks load from the cache
+            one = Simulation(*shape, streaming=streaming, bodies=bodies, body_bc=scheme, **kw)
+            one.set_fields(init["rho"], *init["u"])
+            for t in range(1, 7):
+                one.step(1)
+                want.update({(streaming, i, t, k): v for k, v in one.forces().items()})
+            want[streaming, i] = one.state()
+    (tmp_path / "bodies_mpi.py").write_text(BODY_SCRIPT)
+    proc = mpirun(2, [json.dumps(cases)], tmp_path, script=tmp_path / "bodies_mpi.py")
+    assert proc.returncode == 0, proc.stderr
+    got = np.load(tmp_path / "bodies.npz")
+    for i, (shape, grid, spheres, scheme, kw) in enumerate(BODY_CASES):
+        for t in range(1, 7):
+            for k in range(len(spheres)):
+                force = got[f"{i}-{t}-b{k}"]
+                assert np.array_equal(force, want["pull", i, t, f"b{k}"]), (grid, scheme, t, k)
+                assert np.array_equal(force, want["inplace", i, t, f"b{k}"]), (grid, scheme, t, k)
+                assert np.abs(force).max() > 0
+        assert np.array_equal(got[f"{i}-state"], want["pull", i]), grid
