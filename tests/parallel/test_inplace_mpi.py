@@ -209,3 +209,27 @@ def test_bodies_in_place_on_two_ranks_give_the_forces_and_state_of_one_pulling_p
                 assert np.array_equal(force, want["inplace", i, t, f"b{k}"]), (grid, scheme, t, k)
                 assert np.abs(force).max() > 0
         assert np.array_equal(got[f"{i}-state"], want["pull", i]), grid
+
+
+def test_the_dfg_cylinder_in_place_on_two_ranks_is_the_pull_run_of_one_process(tmp_path):
+    """`lbgen run cylinder` (the DFG benchmark of Schaefer & Turek 1996, validated in pull by
+    tests/run/test_flows.py: parabolic velocity inlet, pressure outlet, no-slip walls, a Bouzidi
+    cylinder) with --streaming inplace under mpiexec: its fields and its drag and lift series are the
+    bits of one pulling process."""
+    run = ["cylinder", "--cells-per-diameter", 10, "--steps", 41, "--series-every", 10, "--output-every", 41,
+           "--pictures", "none", "--no-progress", "--strict"]
+    result = cli("run", *run, "--out", tmp_path / "pull", "--save", tmp_path / "pull.npz")
+    assert result.exit_code == 0, result.output
+    proc = mpirun(2, ["run"] + run + ["--streaming", "inplace", "--out", "aa", "--save", "aa.npz"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "2 MPI ranks" in proc.stderr and "in place (one population buffer)" in proc.stderr
+    want, got = np.load(tmp_path / "pull.npz"), np.load(tmp_path / "aa.npz")
+    for k in ("rho", "ux", "uy"):
+        assert np.array_equal(got[k], want[k]), k
+    series = [(tmp_path / d / "series.csv").read_text().splitlines() for d in ("pull", "aa")]
+    header = series[0][0].split(",")
+    assert "c_d" in header and "c_l" in header and len(series[0]) == 7       # header, steps 0, 10, .., 40, 41
+    cols = [header.index(c) for c in ("step", "force_x", "force_y", "c_d", "c_l")]
+    rows = [[[line.split(",")[c] for c in cols] for line in s[1:]] for s in series]
+    assert rows[0] == rows[1]
+    assert float(rows[0][-1][3]) > 0                                           # a drag
