@@ -1,7 +1,7 @@
 """In-place streaming under MPI (issue 38): ``DistributedSimulation(streaming='inplace')`` on 2
 ranks, 2D and 3D, periodic and with bounce-back walls (a lid, a voxel mask), split along each axis,
-in clustered and plain layouts, with open faces (inlet, outlet, outflow, slip): after 1..5 steps its state is the bits of one process in place and
-of one process pulling (strict builds).  Each rank's block carries 2 H ghost planes traded before
+in clustered and plain layouts, with open faces (inlet, outlet, outflow, slip): after 1..5 steps its
+state is the bits of one process in place and of one process pulling (strict builds).  Each rank's block carries 2 H ghost planes traded before
 the AA pattern's even steps only (Bailey et al., ICPP 2009: the odd step reads only slots the even
 step wrote), so t steps send ceil(t/2) halo trades.  ``mpiexec lbgen run --streaming inplace``
 checkpoints at an odd step, resumes on 2 ranks and on one process, and ends with the pull bits.

@@ -137,7 +137,7 @@ def test_one_buffer_and_the_pull_state_through_the_simulation():
 ])
 def test_open_faces_in_place_give_the_pull_bits(shape, kw):
     """Velocity inlets, pressure outlets, outflows and free slip (lbgen.simulation.open_faces; validated
-    in pull by tests/simulation/test_open_faces*.py) in place: the sweep reads the open faces' planes
+    in pull by tests/simulation/test_open_poiseuille.py, test_open_outflow.py) in place: the sweep reads the open faces' planes
     from a snapshot taken before it (its neighbours overwrite their slots meanwhile), so the state after
     1..5 steps is the pull state bit for bit, from random fields (every rule acts from step 1)."""
     rng = np.random.default_rng(1)
