@@ -42,6 +42,11 @@ for i, c in enumerate(json.loads(sys.argv[1])):
                 out["rows%d" % i] = rows
     report["cases"].append({"dims": list(sim.dims), "ghosts": [sim.ghost_low, sim.ghost_high],
                             "streaming": sim.streaming, "sent": sent})
+try:                       # blocks of 2 sites along X: too thin for the 2 H = 6 ghosts of D2Q37
+    DistributedSimulation(comm, 4, 12, ranks_grid="2x1", streaming="inplace", velocity_set="d2q37")
+    report["thin"] = None
+except Exception as e:
+    report["thin"] = str(e)
 if comm.rank == 0:
     np.savez("states.npz", **out)
     print(json.dumps(report))
@@ -94,6 +99,8 @@ def test_in_place_ranks_give_the_bits_of_one_process_in_place_and_pulling(tmp_pa
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     got = np.load(tmp_path / "states.npz")
+    # a block needs 2 H sites along a split axis in place (D2Q37: H = 3), refused naming that need
+    assert "fewer than the 6 in-place streaming's ghosts need (2 x 3" in report["thin"], report["thin"]
     for i, (shape, grid, kw, box) in enumerate(CASES):
         case = report["cases"][i]
         assert "x".join(map(str, case["dims"])) == grid and case["streaming"] == "inplace"
