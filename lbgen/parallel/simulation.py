@@ -10,7 +10,9 @@ rank trades D = k H thick slabs of owned planes with its two neighbours along X,
 Z) -- each slab spans the other axes' ghosts, which the earlier axes have just filled, so edges
 and corners travel through the consecutive trades and no diagonal message is sent (seed 002,
 Fig. 1) -- through ``lbgen.parallel.exchange``, then advances k steps (one ``fused_tb`` sweep
-where its Simulation blocks: C, fused).  Host buffers (the C runtime) are read and written in
+where its Simulation blocks: C, fused).  In place (``streaming='inplace'``, the AA pattern) the
+ghosts are 2 H deep and traded before each even step only: its odd step reads only the slots the
+even step wrote, whose sites lie within H of the owned block.  Host buffers (the C runtime) are read and written in
 place through the layout's site indices; device buffers are packed and unpacked on the device
 and travel by the ``halo_path`` (``lbgen.parallel.halo``: ``staged`` through page-locked host
 buffers, ``device`` straight to MPI; ``auto``: the data-movement model chooses), so no whole
@@ -51,6 +53,7 @@ from lbgen.parallel.halo import HALO_PATH_CHOICES, PATHS, HaloSlabs, device_path
 from lbgen.parallel.mpi import agree, collective, root_call
 from lbgen.simulation.bodies import BlockBodies, body_input
 from lbgen.simulation.boundaries import BounceBack
+from lbgen.simulation.inplace import check_streaming
 from lbgen.simulation.interface import Lattice, lattice_shape
 from lbgen.simulation.parameters import SimulationError, Walls
 
@@ -86,9 +89,6 @@ class DistributedSimulation(DistributedState, Lattice):
         H = set_entry(vs_name).max_hop
         try:
             depth = 1 if time_block == "auto" else time_block_value(time_block, allow_auto=False)
-            if kw.get("streaming", "pull") != "pull":
-                raise SimulationError(f"streaming={kw['streaming']!r}: several ranks trade the halo slabs of a pulled "
-                                      f"buffer; in-place streaming runs in one process so far (streaming='pull' here)")
             thermal = isinstance(kw.get("walls"), Walls)
             opening = {k: kw.pop(k) for k in ("inlet", "outlet", "outflow", "slip") if kw.get(k) is not None}
             if opening and thermal:
@@ -103,6 +103,9 @@ class DistributedSimulation(DistributedState, Lattice):
                                                         **opening)
             if bounds is not None:
                 bounds.check_runs(kw.get("device_backend"), depth)
+            inplace = check_streaming(kw.get("streaming", "pull"), device_backend=kw.get("device_backend"),
+                                      time_block=depth, fused=kw.get("fused", True), bodies=body,
+                                      bounds=bounds) == "inplace"
             #: the lattice's wall faces (axis, side); each rank's block holds those it touches
             self.wall_faces = thermal_faces(D, kw["walls"]) if thermal else () if bounds is None else bounds.walls
             #: the faces that are not periodic (walls and open faces): no ghost planes across them
@@ -131,6 +134,9 @@ class DistributedSimulation(DistributedState, Lattice):
             unsplit.setdefault("y", f"splits Y; host + device ranks (--hetero) split their columns, so only X may be "
                                     f"split: use --ranks-grid {self.nranks}x1")
         held = () if thermal else tuple(dict.fromkeys(a for a, _ in self.closed_faces))
+        reach = 2 if inplace else depth     # in place: 2H wide ghosts last the AA pattern's two steps
+        need = {a: (2 * H, f"in-place streaming's ghosts need (2 x {H}: two AA steps x largest hop)")
+                for a in AXES[:D]} if inplace else need
         self.dims = rank_grid(self.nranks, self.shape, H, parse_ranks_grid(ranks_grid, D), depth, held=held,
                               unsplit=unsplit, part_need=need)
         self.cart = comm.Create_cart(list(self.dims), periods=[True] * D, reorder=False)
@@ -138,13 +144,13 @@ class DistributedSimulation(DistributedState, Lattice):
         self.neighbours = [self.cart.Shift(d, 1) for d in range(D)]          # (low, high) per axis
         self.origin = tuple(slab_starts(n, p)[c] for n, p, c in zip(self.shape, self.dims, self.coords))
         self.size = tuple(slab_widths(n, p)[c] for n, p, c in zip(self.shape, self.dims, self.coords))
-        #: width of every halo message: k H
-        self.halo_width = depth * H
+        #: width of every halo message: k H (in place: 2 H)
+        self.halo_width = reach * H
         #: per axis (receive low, receive high, send low, send high): ``ghost_sides`` (none across a wall)
         self.sides = [ghost_sides(a, c, p, self.closed_faces) for a, c, p in zip(AXES, self.coords, self.dims)]
         #: ghost planes per axis on the low and the high side (none across a wall face)
-        self.ghost_low = tuple(depth * H * s[0] for s in self.sides)
-        self.ghost_high = tuple(depth * H * s[1] for s in self.sides)
+        self.ghost_low = tuple(self.halo_width * s[0] for s in self.sides)
+        self.ghost_high = tuple(self.halo_width * s[1] for s in self.sides)
         held = tuple(f for f in self.wall_faces if not self.sides[AXES.index(f[0])][SIDES.index(f[1])]
                      or self.dims[AXES.index(f[0])] == 1)
         if bounds is not None:
@@ -361,7 +367,7 @@ class DistributedSimulation(DistributedState, Lattice):
         split = [d for d in range(len(self.shape)) if self.dims[d] > 1]
         sim = self.sim
         if (not self.overlap or self.time_block != 1 or len(sim.regions) != 1 or sim.regions[0].program.buffers_on_host
-                or sim.walls is not None or not sim.fused or not split or max(split) > 1):
+                or sim.walls is not None or not sim.fused or not split or max(split) > 1 or sim.streaming != "pull"):
             return None
         H = sim.vs.max_hop
         owned = [(self.ghost_low[d], self.ghost_low[d] + self.size[d]) for d in (0, 1)]
@@ -404,7 +410,8 @@ class DistributedSimulation(DistributedState, Lattice):
             n -= 1
         while n > 0:
             m = min(self.time_block, n)
-            self.exchange()
+            if self.sim._parity is None or not self.sim._parity.odd:   # in place: before the even steps only
+                self.exchange()
             self.sim.step(m)
             self.time_step += m
             n -= m
@@ -470,6 +477,7 @@ class DistributedSimulation(DistributedState, Lattice):
         owned = tuple(slice(g, g + n) for g, n in zip(self.ghost_low[1:], self.size[1:]))
         if len(self.shape) == 3:
             quantities = dg.ROW_QUANTITIES3D
+            self.sim._natural()
             lines = self.sim.program.diagnostics(self.sim.f, force=self.sim.force, skip=self._skip)  # ghosts skipped
             rows = lines.reshape(self.extended[1:] + (-1,))[owned]
         else:
@@ -533,6 +541,7 @@ class DistributedSimulation(DistributedState, Lattice):
     regions = property(lambda self: self.sim.regions, doc="This rank's regions (2D), columns of its extended block.")
     dimension = property(lambda self: len(self.shape))
     bounds = property(lambda self: self.sim.bounds)
+    streaming = property(lambda self: self.sim.streaming)
     walls = property(lambda self: self.sim.walls if len(self.shape) == 2 and isinstance(self.sim.walls, Walls) else
                      tuple(dict.fromkeys(a for a, _ in self.wall_faces)),
                      doc="The lattice's wall axes (or the 2D thermal Walls); each rank's block holds some faces.")

@@ -189,14 +189,27 @@ class BodyLinks:
         self.chunk_body, self.chunk_site = links["label"][starts[:-1]], links["site"][starts[:-1]]
         self.program = program
         self.arrays = program.body_upload(slot.ravel(), links["w"].ravel(), links["c"].ravel(), starts)
+        #: in place (lbgen.simulation.inplace), the links of an odd step: f*_p(x) lies in slot opp(p)
+        #: of x + c_p, as the buffer's addresses go (a halo site, a clustered lane's halo row: where
+        #: the even step stored it and the odd step reads it)
+        self.arrays_odd = None
+        if program.spec.streaming == "inplace":
+            hop = np.asarray(lay.propagate_offsets(vs.e), dtype=np.int64)       # the address of x - c_p, less x's
+            odd = np.empty_like(slot)
+            for k, (p, at) in enumerate(((links["p"], links["site"]), (links["src_p"], links["src"]))):
+                odd[:, k] = lay.site_index(np.asarray(vs.opposite)[p], *((at - shift) % labels.shape).T) - hop[p]
+            self.arrays_odd = program.body_upload(odd.ravel(), links["w"].ravel(), links["c"].ravel(), starts)
+        self._last = self.arrays
         #: only interpolated links write populations
         self.writes = bool(np.any(links["w"][:, 1] != 0))
         self.stepped = False
 
-    def before_step(self, f) -> None:
-        """The link kernels on the post-collision state ``f`` before the step streams it."""
+    def before_step(self, f, odd: bool = False) -> None:
+        """The link kernels on the post-collision state ``f`` before the step streams it (``odd``: an
+        in-place buffer before the AA pattern's odd step)."""
+        self._last = self.arrays_odd if odd else self.arrays
         if self.n:
-            self.program.body_links(f, self.arrays, put=self.writes)
+            self.program.body_links(f, self._last, put=self.writes)
         self.stepped = True
 
     def forces(self) -> Dict[str, np.ndarray]:
@@ -208,7 +221,7 @@ class BodyLinks:
 
     def partial(self) -> np.ndarray:
         """The chunks' momentum sums of the last step ((chunks, D), lattice units)."""
-        return self.program.body_partial(self.arrays)[:len(self.chunk_body)]
+        return self.program.body_partial(self._last)[:len(self.chunk_body)]
 
     def totals(self, body: np.ndarray, partial: np.ndarray) -> Dict[str, np.ndarray]:
         """{name: r^2 x the sum of the rows of ``partial`` of its body, in their order} (model units)."""

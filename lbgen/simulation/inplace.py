@@ -22,7 +22,8 @@ from lbgen.simulation.parameters import SimulationError
 def check_streaming(streaming, *, device_backend: Optional[str], time_block: int, fused: bool, bodies,
                     bounds) -> str:
     """The streaming pattern of a lattice, refused in words where it cannot run (the backend and
-    the thermal walls are ``KernelSpec``'s to refuse)."""
+    the thermal walls are ``KernelSpec``'s to refuse; ``bodies`` run in place: their link kernels
+    address the parity's slots, ``BodyLinks.before_step(odd=...)``)."""
     if streaming not in STREAMING:
         raise SimulationError(f"streaming={streaming!r}; choose one of {', '.join(map(repr, STREAMING))}")
     if streaming == "pull":
@@ -34,10 +35,6 @@ def check_streaming(streaming, *, device_backend: Optional[str], time_block: int
         why = f"time_block={time_block}: the temporal blocking (fused_tb) is a pull sweep"
     elif not fused:
         why = "fused=False: propagate then collide stream between two buffers"
-    elif bodies is not None:
-        why = "bodies: their link kernels hand back pulled populations"
-    elif bounds is not None and bounds.open:
-        why = "open faces (inlet, outlet, outflow, slip): their rules read the neighbours of a second buffer"
     else:
         return streaming
     raise SimulationError(f"streaming='inplace' does not run with {why}; use streaming='pull' (the default) there")
@@ -53,6 +50,8 @@ class InPlaceParity:
     def step(self, sim, n: int) -> None:
         """n steps of ``sim`` (one region): an even step on a fresh halo, an odd one on its own slots."""
         for _ in range(n):
+            if sim.bodies is not None:
+                sim.bodies.before_step(sim.regions[0].f, odd=self.odd)
             if not self.odd:
                 sim.exchange_halos()
             for r in sim.regions:
