@@ -48,9 +48,6 @@ def test_refusals_in_words():
         KernelSpec(velocity_set="d3q19", walls=True).validate()
     with pytest.raises(SpecError, match=r"'reference' is the production code's 2D bc; the 3D thermal walls"):
         KernelSpec(velocity_set="d3q39", walls=True, wall_scheme="reference").validate()
-    program = _program()
-    with pytest.raises(ValueError, match=r"3D thermal walls are not time-blocked"):
-        program.fused_tb(program.allocate(), program.allocate(), 2, walls=Walls(), tau=TAU, ax=0.0, ay=0.0, az=0.0)
     from lbgen.codegen.kernel_api import check_sizes3d
     from lbgen.model.velocity_set import velocity_set
     spec = KernelSpec(velocity_set="d3q39", layout="soa", walls=True).validate()
