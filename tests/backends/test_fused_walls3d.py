@@ -112,10 +112,13 @@ def test_time_blocked_walls_across_x_and_y_are_refused_in_words():
             Simulation(8, 8, 12, velocity_set="d3q39", walls=Walls(axis=axis), time_block=2)
 
 
+@pytest.mark.slow
 def test_lbgen_run_steps_3d_rayleigh_benard_through_the_fused_walls(tmp_path):
     """lbgen run rayleigh-benard (D3Q39, walls across z; the C program above: soa, bgk, strict):
     4 steps are 4 fused_walls calls at time block 1 and 2 fused_tb calls at 2 (the manifest's
-    kernel calls: no propagate, bc or collide), and the two runs end with the same bits."""
+    kernel calls: no propagate, bc or collide), and the two runs end with the same bits.  Slow (two
+    runs, ~12 s loaded); tests/run/test_rayleigh_taylor3d.py observes fused_walls through a run in
+    the fast suite."""
     from click.testing import CliRunner
 
     from lbgen.cli.main import main
