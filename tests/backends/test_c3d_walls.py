@@ -41,6 +41,7 @@ def test_walls_every_layout_and_precision(layout, vl, precision):
     out = _run(_program(layout, vl, precision), f0, 2, walls)
     ref = _oracle(f0, 2, walls)
     assert np.abs(out - ref).max() < (1e-12 if precision == "double" else 2e-6)
+    assert np.array_equal(_run(_program(layout, vl, precision), f0, 2, walls, fused=True), out)   # fused_walls
 
 
 def test_refusals_in_words():

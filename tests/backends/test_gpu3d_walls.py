@@ -93,8 +93,11 @@ def test_walls_equal_the_oracle_and_the_c_bits(runtime, layout, vl):
 def test_walls_every_layout_and_precision(runtime, layout, vl, precision):
     walls, sides = CASES[0]
     f0 = state()
-    out = run(_program(runtime, layout, vl, precision, strict=False), f0, 2, walls, sides)
-    assert np.abs(out - oracle(f0, 2, walls, sides)).max() < (1e-12 if precision == "double" else 2e-6)
+    program = _program(runtime, layout, vl, precision, strict=False)
+    for fused in (False, True):             # propagate, bc, collide; the one fused_walls launch
+        out = run(program, f0, 2, walls, sides, fused=fused)
+        assert np.abs(out - oracle(f0, 2, walls, sides)).max() < (1e-12 if precision == "double" else 2e-6)
+    assert program.calls["fused_walls"] == 2
 
 
 @pytest.mark.slow
