@@ -294,7 +294,7 @@ class Program(ColumnExchange, abc.ABC):
 
     def fused_walls(self, prv: Any, nxt: Any, T_bottom: float = 1.0, T_top: float = 1.0,
                     adiabatic=(False, False), sides=(True, True), **params) -> None:
-        """propagate + bc + collide in one sweep (prv -> nxt); only for 2D specs generated with walls."""
+        """propagate + bc + collide in one sweep (prv -> nxt); only for specs generated with walls."""
         raise NotImplementedError(f"the {self.spec.backend} backend has no fused walls kernel yet")
 
     def describe(self) -> str:
@@ -355,7 +355,7 @@ class Program(ColumnExchange, abc.ABC):
         state, ``g`` is spare.  Returns (state, spare) after the step (asynchronous on devices).
 
         Without thermal walls: the fused kernel (or propagate then collide), the bounce-back
-        boundaries (``set_boundaries``) included.  With ``walls`` (2D thermal walls: anything
+        boundaries (``set_boundaries``) included.  With ``walls`` (the thermal walls of any D: anything
         with T_bottom, T_top, adiabatic_bottom, adiabatic_top): the fused_walls kernel (or
         propagate, bc, collide: the same bits in strict builds), on the walls of ``sides``
         (bottom, top) only: a lattice split in Y holds each wall on one part; the wall rows
@@ -363,7 +363,7 @@ class Program(ColumnExchange, abc.ABC):
         if walls is None and fused:
             self.fused(f, g, **params)
             return g, f
-        if fused and self.D == 2:       # 3D thermal walls: propagate, bc, collide (no fused_walls kernel)
+        if fused:                       # thermal walls, any D: propagate + bc + collide in one sweep
             self.fused_walls(f, g, walls.T_bottom, walls.T_top, (walls.adiabatic_bottom, walls.adiabatic_top),
                              sides=sides, tau_wall=wall_tau(walls), **params)
             return g, f

@@ -217,6 +217,18 @@ class GPUProgram(Program):
                                             np.int32(bool(adiabatic[1])), self.real(ax), self.real(ay),
                                             self.real(az), *walls], (1,))
 
+    def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
+                    region=None, tau_wall=1.0, **params) -> None:
+        """propagate + bc + collide in one launch (the 3D thermal walls; one work-item per site of the
+        region), on the walls of `sides` (low, high) this lattice holds: the bits of the three."""
+        self._require_walls()
+        items, reg = self._region_args(region)
+        self._call("fused_walls", items, [self._buf(prv), self._buf(nxt), *self._sizes, *reg,
+                                          *self._param_values(params, self.real), *self._tau_wall(tau_wall, self.real),
+                                          self.real(T_bottom), self.real(T_top), np.int32(bool(adiabatic[0])),
+                                          np.int32(bool(adiabatic[1])),
+                                          *[np.int32(v) for v in self._check_sides(sides)]], (1,))
+
     # --- bodies: the link kernels (lbgen.simulation.bodies), arrays where the buffers live ---------
     def body_upload(self, slot, weight, dirs, chunk) -> dict:
         links = body_arrays(self, slot, weight, dirs, chunk)

@@ -30,13 +30,14 @@ def kernel_params(name: str = "d3q39") -> dict:
     return {"tau": TAU, **dict(zip(("ax", "ay", "az"), r * FORCE))}
 
 
-def run(program, f0, steps, walls, sides=(True, True), name="d3q39"):
-    """`steps` kernel steps (halo, propagate, bc, collide) from the populations f0; unpacked."""
+def run(program, f0, steps, walls, sides=(True, True), name="d3q39", fused=False):
+    """`steps` kernel steps (halo, propagate, bc, collide; ``fused``: halo, fused_walls) from the
+    populations f0; unpacked."""
     params = kernel_params(name)
     f, g = program.pack(f0), program.allocate()
     for _ in range(steps):
         program.step_halo(f)
-        f, g = program.step(f, g, params, walls=walls, fused=False, sides=sides)
+        f, g = program.step(f, g, params, walls=walls, fused=fused, sides=sides)
     return program.unpack(f)
 
 

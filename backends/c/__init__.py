@@ -15,6 +15,7 @@ import numpy as np
 
 from lbgen.system.limits import resolve_threads
 
+from lbgen.codegen.spec import time_block_walls_refusal
 from lbgen.backends.base import HostBuffers, Program, body_arrays, check_tau_wall, fields_dict, wall_tau
 from lbgen.backends.build import (UNCONTRACTED_LEVELS, build_library, compiler_version, find_compiler,
                                   last_level_cache_bytes, load_library, optimisation)
@@ -263,9 +264,9 @@ class CProgram(HostBuffers, Program):
         """`depth` steps in one sweep (temporal blocking): prv (fresh halo) -> nxt (interior), the
         bits of `depth` x (halo, fused).  With walls, a side off in `sides` is periodic (see the header)."""
         depth = self._check_time_block(depth)
-        if self.spec.walls and self.D == 3:
-            raise ValueError("fused_tb: the 3D thermal walls are not time-blocked (their bc needs the whole "
-                             "propagated Z line); step with time block 1 (propagate, bc, collide)")
+        refusal = time_block_walls_refusal(self.D, self.spec.wall_axis) if self.spec.walls else None
+        if refusal:
+            raise ValueError(f"fused_tb: {refusal}")
         if self.spec.walls:
             if walls is None:
                 raise ValueError("these kernels were generated with walls: fused_tb needs walls=Walls(...)")
@@ -279,6 +280,8 @@ class CProgram(HostBuffers, Program):
         if status == 3:
             raise ValueError("fused_tb: these bounce-back boundaries or open faces (set_boundaries) are not time-blocked; "
                              "step with fused")
+        if status == 4:
+            raise ValueError("fused_tb: the walls' axis is not time-blocked (status 4)")
         if status == 1:
             raise MemoryError(f"fused_tb: no memory for the per-thread ring of {depth - 1} time levels")
         if status:

@@ -139,6 +139,8 @@ class LaunchProgram(GPUProgram):
     def fused_walls(self, prv, nxt, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), sides=(True, True),
                     region=None, tau_wall=1.0, **params):
         self._require_walls()
+        if self.D == 3:
+            return super().fused_walls(prv, nxt, T_bottom, T_top, adiabatic, sides, region, tau_wall, **params)
         self._sweep("fused_walls", region, prv, nxt, *self._param_values(params), *self._tau_wall(tau_wall),
                     float(T_bottom), float(T_top),
                     int(bool(adiabatic[0])), int(bool(adiabatic[1])), *self._sides(sides))

@@ -65,7 +65,7 @@ class OpenCLProgram(GPUProgram):
         self.options = build_options(strict, single, self.device, elements=self.layout.size)
         self.program = build(source, self.device, self.options)
         if self.D == 3:
-            names = GPU_ENTRY_POINTS_3D + (("bc",) if self.spec.walls else ())
+            names = GPU_ENTRY_POINTS_3D + (("bc", "fused_walls") if self.spec.walls else ())
         else:
             names = (("halo", "propagate", "collide", "fused", "diagnostics", "init_equilibrium", "fields")
                      + (("bc", "fused_walls") if self.spec.walls else ()))
@@ -355,6 +355,8 @@ class OpenCLProgram(GPUProgram):
                     region=None, tau_wall=1.0, **params):
         """propagate + bc + collide in one launch (one work-item per site of the region)."""
         self._require_walls()
+        if self.D == 3:
+            return super().fused_walls(prv, nxt, T_bottom, T_top, adiabatic, sides, region, tau_wall, **params)
         walls, values = self._sides(sides), self._param_values(params, self.real) + self._tau_wall(tau_wall, self.real)
         sweep = self._sweep(region)
         if sweep:

@@ -141,7 +141,7 @@ def _cuda_without_gpu() -> dict:
                    "single underscores (no trailing underscore, no C or C++ keyword).")
 @click.option("--streaming-stores/--no-streaming-stores", default=True, show_default=True,
               help="Non-temporal stores for whole clusters (C, clustered layouts).")
-@click.option("--walls", is_flag=True, help="Thermal walls: add the bc kernel (tau = 1 wall rows for regularized).")
+@click.option("--walls", is_flag=True, help="Thermal walls: add the bc and fused_walls kernels (tau_wall wall rows).")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
               help="With --walls: lbgen, or reference (the production code's bc; docs/physics.md, Walls).")
 @click.option("--wall-axis", type=click.Choice(("x", "y", "z")), default=None,
@@ -471,7 +471,7 @@ def _parse_layouts(text):
 @click.option("--walls", is_flag=True, help="2D: the thermal channel walls on y (the bc kernel unfused, fused_walls "
               "fused); 3D: bounce-back walls on y and z, a lid on z-high and 15% solid voxels.")
 @click.option("--thermal-walls", is_flag=True, help="3D thermal sets (d3q39, d3q103; --collision bgk): the thermal "
-              "walls across z (the bc kernel: propagate, bc, collide) against lbgen.reference.walls3d.")
+              "walls across z (propagate, bc, collide; fused_walls fused) against lbgen.reference.walls3d.")
 @click.option("--wall-axis", type=click.Choice(("x", "y", "z")), default=None,
               help="With --thermal-walls: the axis the walls stand across [default: z].")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,

@@ -194,7 +194,7 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
             "compile_time_sizes": False,
             "size_rules": size_rules3d(spec, vs),
             "entry_points": list((GPU_ENTRY_POINTS_3D if spec.backend in GPU_TEMPLATES_3D else ENTRY_POINTS_3D)
-                                 + (("bc",) if spec.walls else ())),
+                                 + (("bc", "fused_walls") if spec.walls else ())),
             "diag": {"quantities": ROW_QUANTITIES3D, "index": ROW_INDEX3D, "ND": ND3},
         })
         return ctx

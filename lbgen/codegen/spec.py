@@ -42,6 +42,22 @@ def time_block_value(value, allow_auto: bool = True):
         raise ValueError(f"time block {value!r} is not {'auto or ' if allow_auto else ''}an integer from 1 to "
                          f"{MAX_TIME_BLOCK} (time steps per sweep; 1 is no temporal blocking)")
     return int(value)
+
+
+#: the axis across which the 3D thermal walls are time-blocked (fused_tb): z, the axis each unit of
+#: the blocked sweep (the Z line of one (x, y)) holds whole, so its bc is the line's own
+TIME_BLOCKED_WALL_AXIS_3D = "z"
+
+
+def time_block_walls_refusal(dimension: int, axis: Optional[str]) -> Optional[str]:
+    """Why the temporal blocking (fused_tb) cannot take thermal walls across ``axis`` (None: the
+    dimension's default, y in 2D and z in 3D), in words; None where it can."""
+    if dimension == 2 or axis in (None, TIME_BLOCKED_WALL_AXIS_3D):
+        return None
+    how = "the wavefront walks along x" if axis == "x" else "y is cut into bands"
+    return (f"the 3D thermal walls across {axis} are not time-blocked: the blocked sweep's unit is the Z line of one "
+            f"(x, y) and {how}, while their bc needs the {axis} planes next to each wall at once; put the walls "
+            f"across z (wall_axis None, --wall-axis z) or step with time block 1 (fused_walls)")
 #: "mixed": populations stored as float, arithmetic in double (C backend)
 PRECISIONS = ("double", "single", "mixed")
 

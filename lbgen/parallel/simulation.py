@@ -126,10 +126,11 @@ class DistributedSimulation(DistributedState, Lattice):
             from lbgen.model.velocity_set import velocity_set
             need = {AXES[D - 1]: (min_ly_walls(velocity_set(vs_name)),
                                   "a walled part needs (its kernels hold wall rows at both ends)")}
-            if depth > 1:
-                unsplit["y"] = (f"splits Y, the walled axis: a time block runs on ghost rows, which would lie beyond "
-                                f"the wall (use a time block of 1). Split X only (--ranks-grid {self.nranks}x1) or run "
-                                f"a periodic box (--periodic)")
+            if depth > 1:               # the walled axis (3D: z, the one time-blocked walls stand across)
+                a, ghosts, keep = (("y", "rows", f"X only (--ranks-grid {self.nranks}x1)") if D == 2 else
+                                   ("z", "planes", "X and Y only (--ranks-grid PXxPYx1)"))
+                unsplit[a] = (f"splits {a.upper()}, the walled axis: a time block runs on ghost {ghosts}, which would lie "
+                              f"beyond the wall (use a time block of 1). Split {keep} or run a periodic box (--periodic)")
         if kw.get("device_backend") is not None:
             unsplit.setdefault("y", f"splits Y; host + device ranks (--hetero) split their columns, so only X may be "
                                     f"split: use --ranks-grid {self.nranks}x1")

@@ -17,8 +17,8 @@ the dimension decides is only the lattice and the oracle (``_Case``: ``_case2d``
   and a random voxel mask of 15 % solid sites (bounce-back rebuilds nothing: W = 0); the
   thermal walls' ``wall_scheme`` does not apply and is refused.  ``thermal_walls=True``
   (D3Q39, D3Q103, BGK) adds instead the thermal walls across z (the bc kernel: propagate, bc,
-  collide, the one path; ``WALLS3D``) against ``lbgen.reference.walls3d``; the bound takes no
-  wall term there (W = 0).
+  collide, and the one fused_walls sweep; ``WALLS3D``) against ``lbgen.reference.walls3d``; the
+  bound takes no wall term there (W = 0).
 
 The default layouts are those the lattice takes; a layout given that it cannot take is
 refused, naming the rule.
@@ -232,7 +232,7 @@ def thermal_walls_reference3d(f0: np.ndarray, steps: int, name: str, axis: str =
 
 
 def _case3d_thermal_walls(shape, vs, name, collisions, steps, seed, strict, axis=None) -> _Case:
-    """The 3D thermal walls across z, or `axis` (D3Q39, D3Q103): propagate, bc, collide against walls3d."""
+    """The 3D thermal walls across z, or `axis` (D3Q39, D3Q103): propagate, bc, collide and fused_walls against walls3d."""
     from lbgen.codegen.kernel_api import check_sizes3d
     if vs.isothermal or name not in oracle3d.LATTICES:
         raise SpecError(f"verify: --thermal-walls are the thermal walls of d3q39 and d3q103; {name} is isothermal "
@@ -251,7 +251,7 @@ def _case3d_thermal_walls(shape, vs, name, collisions, steps, seed, strict, axis
         run=lambda b, s, p: stepped(compile_program(b, generate(s), shape, strict=strict), f0, steps, p, params, walls),
         boundaries=(f"thermal walls across {a}: T = {WALLS3D['T_bottom']:g} at {a}-low, "
                     f"{'adiabatic' if WALLS3D['adiabatic'][1] else WALLS3D['T_top']} at {a}-high"),
-        paths=("unfused",), start=f0)
+        paths=("unfused", "fused"), start=f0)
 
 
 def _case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict, thermal_walls=False,

@@ -350,6 +350,18 @@ def device_description(sim, grid=None) -> dict:
     return info
 
 
+def kernel_calls(sim) -> dict:
+    """The manifest's kernel calls of this rank so far: {entry point: calls}, summed over its
+    programs' logs (``Program.calls``; a step with thermal walls is one fused_walls, or one
+    fused_tb a time block)."""
+    local = getattr(sim, "sim", sim)                 # an MPI rank's own Simulation
+    total: dict = {}
+    for program in [r.program for r in getattr(local, "regions", ())] or [local.program]:
+        for name, n in program.calls.items():
+            total[name] = total.get(name, 0) + int(n)
+    return dict(sorted(total.items()))
+
+
 def gpu_runtime_note(sim) -> str:
     """The run's start line's note of the Python GPU runtime of its CUDA programs on this rank
     (' through pycuda 2026.1'; '' for none), from their provenance (the manifest's ``cuda_runtime``)."""

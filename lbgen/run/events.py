@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 from lbgen import __version__
 from lbgen.run.checkpoint import checkpoint_path, pieces_path, prune_checkpoints, write_checkpoint, write_pieces
-from lbgen.run.construct import device_description
+from lbgen.run.construct import device_description, kernel_calls
 from lbgen.run.folder import RunFolderError, resume_command, write_failure
 from lbgen.run.stopping import RunInterrupted, StopSignals
 
@@ -193,6 +193,7 @@ class RunEvents:
             "mlups": self.mlups(),
             "seconds": self.seconds,
             "sweeps": dict(self.sim.sweeps),
+            "kernel_calls": kernel_calls(self.sim),
             "samples": self.samples,
             "bodies": self._bodies_record(),
             "dissipation": self.dissipation,

@@ -18,7 +18,7 @@ periodic; ``lid`` -- moving wall faces, {'z-high': (ux, uy, uz)} (velocity in th
 model units; Ladd's momentum correction); ``mask`` -- a voxel mask of the lattice's shape (bool
 or 0/1 uint8, 1 = solid: links into it bounce back, it holds no populations, its fields read 0).
 ``walls=Walls(...)`` are the thermal walls instead: across y in 2D, across z in 3D (D3Q39, D3Q103;
-bottom = z-low, top = z-high), stepped as propagate, bc, collide.
+bottom = z-low, top = z-high; or across x, y), one fused_walls sweep a step (3D across z: fused_tb too).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
+from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout, time_block_walls_refusal
 from lbgen.model.catalog import AXES, set_entry, wall_scheme_refusal
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters, force_arguments
 from lbgen.simulation import programs
@@ -550,13 +550,13 @@ Simulation3D = Simulation
 
 
 def check_thermal_walls_3d(walls, set_name, time_block) -> None:
-    """What the 3D thermal walls (across z) cannot run with, refused in words before any work."""
+    """What the 3D thermal walls cannot run with, refused in words before any work."""
     from lbgen.model.catalog import set_entry
     entry = set_entry(set_name)
     if entry.isothermal:
         raise SimulationError(f"walls={walls!r}: lbgen.Walls are thermal walls; {entry.label} is an isothermal 3D set: "
                               f"give its bounce-back walls as a string or a sequence of 'x', 'y', 'z' (e.g. "
                               f"walls='z') or faces ('z-low'), or take d3q39 / d3q103 for thermal walls")
-    if time_block not in (None, 1):
-        raise SimulationError(f"time_block={time_block!r}: the 3D thermal walls are not time-blocked (their bc needs "
-                              f"the whole propagated Z line); leave time_block at 1")
+    refusal = time_block_walls_refusal(3, walls.axis_of(3)) if time_block not in (None, 1) else None
+    if refusal:                         # across z they are (fused_tb: the bc of each blocked Z line)
+        raise SimulationError(f"time_block={time_block!r}: {refusal}")

@@ -41,6 +41,7 @@ def test_walls_every_layout_and_precision(layout, vl, precision):
     out = _run(_program(layout, vl, precision), f0, 2, walls)
     ref = _oracle(f0, 2, walls)
     assert np.abs(out - ref).max() < (1e-12 if precision == "double" else 2e-6)
+    assert np.array_equal(_run(_program(layout, vl, precision), f0, 2, walls, fused=True), out)   # fused_walls
 
 
 def test_refusals_in_words():
@@ -48,9 +49,6 @@ def test_refusals_in_words():
         KernelSpec(velocity_set="d3q19", walls=True).validate()
     with pytest.raises(SpecError, match=r"'reference' is the production code's 2D bc; the 3D thermal walls"):
         KernelSpec(velocity_set="d3q39", walls=True, wall_scheme="reference").validate()
-    program = _program()
-    with pytest.raises(ValueError, match=r"3D thermal walls are not time-blocked"):
-        program.fused_tb(program.allocate(), program.allocate(), 2, walls=Walls(), tau=TAU, ax=0.0, ay=0.0, az=0.0)
     from lbgen.codegen.kernel_api import check_sizes3d
     from lbgen.model.velocity_set import velocity_set
     spec = KernelSpec(velocity_set="d3q39", layout="soa", walls=True).validate()

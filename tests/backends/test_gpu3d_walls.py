@@ -93,28 +93,37 @@ def test_walls_equal_the_oracle_and_the_c_bits(runtime, layout, vl):
 def test_walls_every_layout_and_precision(runtime, layout, vl, precision):
     walls, sides = CASES[0]
     f0 = state()
-    out = run(_program(runtime, layout, vl, precision, strict=False), f0, 2, walls, sides)
-    assert np.abs(out - oracle(f0, 2, walls, sides)).max() < (1e-12 if precision == "double" else 2e-6)
+    program = _program(runtime, layout, vl, precision, strict=False)
+    for fused in (False, True):             # propagate, bc, collide; the one fused_walls launch
+        out = run(program, f0, 2, walls, sides, fused=fused)
+        assert np.abs(out - oracle(f0, 2, walls, sides)).max() < (1e-12 if precision == "double" else 2e-6)
+    assert program.calls["fused_walls"] == 2
 
 
 @pytest.mark.slow
 def test_d3q103_walls_equal_the_oracle():
-    """D3Q103 (hops up to 3 along z as D3Q39): OpenCL SoA, the two kinds of wall."""
+    """D3Q103 (hops up to 3 along z as D3Q39): OpenCL SoA, the two kinds of wall, stepped by the one
+    fused_walls launch and by propagate, bc, collide."""
     shape = (2, 2, 12)
     _available("opencl")
     program = PROGRAMS.of("opencl", shape, False, layout="soa", velocity_set="d3q103", walls=True)
     f0 = state("d3q103", shape=shape)
     for walls, sides in CASES[:2]:
         params = kernel_params("d3q103")
-        f, g = program.pack(f0), program.allocate()
-        for _ in range(2):
-            program.step_halo(f)
-            f, g = program.step(f, g, params, walls=walls, sides=sides)
-        assert np.abs(program.unpack(f) - oracle(f0, 2, walls, sides, "d3q103")).max() < 1e-12
+        outs = []
+        for fused in (True, False):         # fused_walls, then propagate, bc, collide
+            f, g = program.pack(f0), program.allocate()
+            for _ in range(2):
+                program.step_halo(f)
+                f, g = program.step(f, g, params, walls=walls, sides=sides, fused=fused)
+            outs.append(program.unpack(f))
+        assert np.abs(outs[0] - oracle(f0, 2, walls, sides, "d3q103")).max() < 1e-12
+        assert np.abs(outs[0] - outs[1]).max() < 1e-14      # not a strict build: round-off apart at most
+    assert program.calls["fused_walls"] == 4
 
 
 def test_nvcc_compiles_the_3d_walls_cu():
-    """The .cu of the 3D walls builds for a GPU (strict, sm_90) with the bc kernel beside the sweeps."""
+    """The .cu of the 3D walls builds for a GPU (strict, sm_90) with the bc and fused_walls kernels beside the sweeps."""
     from lbgen.backends.cuda import nvcc
     from lbgen.codegen.kernel_api import BODY_ENTRY_POINTS, GPU_ENTRY_POINTS_3D
     from lbgen.codegen.render import generate
@@ -123,7 +132,8 @@ def test_nvcc_compiles_the_3d_walls_cu():
     src = generate(KernelSpec(backend="cuda", velocity_set="d3q39", walls=True, layout="caosoa", vl=32))
     res = nvcc.compile_cu(src, "sm_90", strict=True)
     assert res.binary
-    assert set(res.kernels) == {f"lbgen_{k}" for k in GPU_ENTRY_POINTS_3D + BODY_ENTRY_POINTS + ("bc",)}, res.log
+    assert set(res.kernels) == {f"lbgen_{k}" for k in GPU_ENTRY_POINTS_3D + BODY_ENTRY_POINTS + ("bc", "fused_walls")}, \
+        res.log
 
 
 @pytest.mark.parametrize("runtime", ["opencl", "cuda"])
@@ -177,7 +187,10 @@ def test_walls_across_x_and_y_equal_the_oracle(runtime, axis):
 def test_c_walls_across_x_and_y_equal_the_oracle_and_the_gpu_bits(axis, layout, vl):
     """Slow: gcc builds each D3Q39 walls program (~50 s).  The C kernels (a clustered layout for y:
     its wall planes cut the cluster rows' lines, not the rows) and the GPU dialects' bits."""
-    c = _axis_check(_axis_program("c", axis, layout, vl), axis)
+    program = _axis_program("c", axis, layout, vl)
+    c = _axis_check(program, axis)
+    with pytest.raises(ValueError, match=rf"fused_tb: the 3D thermal walls across {axis} are not time-blocked"):
+        program.fused_tb(program.allocate(), program.allocate(), 2, walls=CASES[0][0], **kernel_params())
     for runtime in ("opencl", "cuda-shim"):
         assert all(np.array_equal(a, b) for a, b in zip(c, _axis_check(_axis_program(runtime, axis), axis)))
 

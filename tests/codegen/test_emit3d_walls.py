@@ -1,5 +1,5 @@
 """`lbgen emit --velocity-set d3q39 --walls` for C, OpenCL and CUDA (issue 39): the example
-drivers step halo, propagate, bc, collide between the thermal walls on the Z faces (T =
+drivers step halo, fused_walls (propagate, bc, collide in one sweep) between the thermal walls on the Z faces (T =
 EXAMPLE_WALLS below and above) and write the fields the independent NumPy oracle
 (``lbgen.reference.walls3d``) gives for the same run: the example's initial fields through
 the kernels' init_equilibrium, the oracle's steps, the fields through the kernels' fields

@@ -56,6 +56,25 @@ def test_2d_and_3d_headers_differ_in_sizes_and_axes_only(prefix, layout, vl):
     assert two["fused_tb"] == ["const P_real *prv", "P_real *nxt", "sizes", "int depth", "const P_params *par"]
 
 
+def test_2d_and_3d_thermal_walls_headers_differ_in_sizes_and_axes_only():
+    """With the thermal walls (2D D2Q37 across y, 3D D3Q39 across z): the same entry points, bc and
+    fused_walls (propagate + bc + collide in one sweep) among them, with the same arguments."""
+    two, three = (_entry_points(emit_files(KernelSpec(velocity_set=vs, layout="soa", walls=True))["lbgen_kernels.h"],
+                                "lbgen") for vs in ("d2q37", "d3q39"))
+    assert list(two) == list(three) and {"bc", "fused_walls"} <= set(three)
+    for name in two:
+        assert three[name] == two[name], name
+    assert three["fused_walls"] == ["const P_real *prv", "P_real *nxt", "sizes", "const P_region *region",
+                                    "const P_params *par"]
+    from lbgen.backends.cuda.shim import kernels_of      # the CUDA kernel: one argument list but the extra axis
+    two, three = ({name: [n for _, n in params if n not in CUDA_EXTRA_AXIS] for name, params in
+                   kernels_of(emit_files(KernelSpec(backend="cuda", velocity_set=vs, walls=True))["lbgen_kernels.cu"])}
+                  for vs in ("d2q37", "d3q39"))
+    assert three["lbgen_fused_walls"] == two["lbgen_fused_walls"]
+    assert two["lbgen_fused_walls"][-7:] == ["tau_wall", "T_bottom", "T_top", "adiabatic_bottom", "adiabatic_top",
+                                             "wall_bottom", "wall_top"]
+
+
 #: the CUDA kernels' arguments of the extra axis
 CUDA_EXTRA_AXIS = {"lz", "z0", "z1", "uz_in", "uz_o", "az"}
 

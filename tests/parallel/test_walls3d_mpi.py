@@ -1,7 +1,7 @@
 """The 3D thermal walls under MPI (issue 39): a D3Q39 lattice between a hot and a cold plate
 across z split along z (each rank holds the wall its block touches: ``wall_sides``) and along
-x, and plates across x (``Walls(axis='x')``) split along x (across y: split along y), give the
-bits of one process in strict mode."""
+x (one step a sweep, or time-blocked: fused_tb), and plates across x (``Walls(axis='x')``) split
+along x (across y: split along y), give the bits of one process in strict mode."""
 import json
 
 import numpy as np
@@ -27,15 +27,18 @@ sim.step(a["steps"])
 out = sim.fields()
 if comm.rank == 0:
     np.savez("fields.npz", **out)
-    print(json.dumps({"dims": list(sim.dims)}))
+    print(json.dumps({"dims": list(sim.dims), "calls": dict(sim.sim.program.calls)}))
 """
 
 
-@pytest.mark.parametrize("grid,axis,shape", [("1x1x2", None, (6, 3, 24)),
-                                              pytest.param("2x1x1", None, (6, 3, 24), marks=pytest.mark.slow),
-                                              ("2x1x1", "x", (16, 3, 12)),
-                                              pytest.param("1x2x1", "y", (3, 16, 12), marks=pytest.mark.slow)])
-def test_thermal_walls_on_a_split_axis_are_bit_identical_to_one_process(tmp_path, grid, axis, shape):
+@pytest.mark.parametrize("grid,axis,shape,depth", [("1x1x2", None, (6, 3, 24), 1),
+                                                    pytest.param("2x1x1", None, (6, 3, 24), 1, marks=pytest.mark.slow),
+                                                    ("2x1x1", "x", (16, 3, 12), 1),
+                                                    pytest.param("1x2x1", "y", (3, 16, 12), 1, marks=pytest.mark.slow),
+                                                    pytest.param("2x1x1", None, (12, 3, 24), 2, marks=pytest.mark.slow)])
+def test_thermal_walls_on_a_split_axis_are_bit_identical_to_one_process(tmp_path, grid, axis, shape, depth):
+    """depth 2: the ranks' time-blocked sweeps (fused_tb, walls across z) against one process's
+    fused_walls steps; 5 steps: two blocks of 2, then one single step."""
     from lbgen.simulation.parameters import Walls
     from lbgen.simulation.runner import Simulation
     walls = dict(T_bottom=1.02, T_top=0.98, axis=axis)
@@ -51,10 +54,14 @@ def test_thermal_walls_on_a_split_axis_are_bit_identical_to_one_process(tmp_path
     ref = Simulation(*shape, walls=Walls(**walls), **kw)
     ref.set_fields(f["rho"], f["ux"], f["uy"], f["uz"], f["T"])
     ref.step(steps)
-    proc = mpirun(2, [json.dumps({"shape": shape, "grid": grid, "kw": kw, "walls": walls, "steps": steps})],
+    proc = mpirun(2, [json.dumps({"shape": shape, "grid": grid, "kw": {**kw, "time_block": depth}, "walls": walls,
+                                  "steps": steps})],
                   tmp_path, script=tmp_path / "walls3d.py")
     assert proc.returncode == 0, proc.stderr
-    assert "x".join(map(str, json.loads(proc.stdout.strip().splitlines()[-1])["dims"])) == grid
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "x".join(map(str, report["dims"])) == grid
+    assert report["calls"].get("fused_tb", 0) == (2 if depth == 2 else 0)      # rank 0's sweeps
+    assert report["calls"]["fused_walls"] == (1 if depth == 2 else steps)
     want, got = ref.fields(), np.load(tmp_path / "fields.npz")
     for key in want:
         assert np.array_equal(got[key], want[key]), key

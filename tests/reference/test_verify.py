@@ -307,7 +307,7 @@ def test_verify_refuses_trt_on_a_thermal_set_and_with_thermal_walls_in_words():
 
 
 def test_3d_verify_of_the_thermal_walls_across_z_on_every_gpu_dialect():
-    """--thermal-walls (D3Q39, BGK): propagate, bc, collide between the thermal walls across z on C,
+    """--thermal-walls (D3Q39, BGK): propagate, bc, collide and fused_walls between the thermal walls across z on C,
     OpenCL and the CUDA shim against lbgen.reference.walls3d, bit-identical in strict builds (the
     lattice and spec of tests/backends/test_c3d_walls.py: its C build is reused)."""
     r = _verify("--velocity-set", "d3q39", "--collision", "bgk", "--backends", "c,opencl,cuda-shim", "--thermal-walls",
@@ -315,7 +315,7 @@ def test_3d_verify_of_the_thermal_walls_across_z_on_every_gpu_dialect():
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     assert data["ok"] and data["walls"] and "thermal walls across z" in data["boundaries"]
-    assert {row["path"] for row in data["rows"]} == {"unfused"}
+    assert {row["path"] for row in data["rows"]} == {"unfused", "fused"}      # fused: the one fused_walls sweep
     assert "c" in {row["backend"] for row in data["rows"]}
     assert all(0 < row["error"] <= 1e-13 for row in data["rows"])
     assert all(row["vs_c"] == 0.0 for row in data["rows"] if row["backend"] != "c")
@@ -325,7 +325,7 @@ def test_3d_verify_of_the_thermal_walls_across_z_on_every_gpu_dialect():
                 "--strict")
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
-    assert data["ok"] and "thermal walls across y" in data["boundaries"] and len(data["rows"]) == 2
+    assert data["ok"] and "thermal walls across y" in data["boundaries"] and len(data["rows"]) == 4
     assert all(0 < row["error"] <= 1e-13 for row in data["rows"])
 
 

@@ -186,9 +186,11 @@ def test_rayleigh_taylor_between_isothermal_walls_across_z(tmp_path):
                                       "--series-every", "10", "--no-progress", *extra])
         assert r.exit_code == 0, r.output
         from lbgen.output import read_vti
-        return r.output, read_vti(out / "vtk" / "step-000000040.vti"), (out / "series.csv").read_text()
-    text, walled, series = run("walls", "--walls", "--t-bottom", "1.08")
+        calls = json.loads((out / "manifest.json").read_text())["kernel_calls"]
+        return r.output, read_vti(out / "vtk" / "step-000000040.vti"), (out / "series.csv").read_text(), calls
+    text, walled, series, calls = run("walls", "--walls", "--t-bottom", "1.08")
     assert "thermal walls across z (lbgen scheme; bottom T = 1.08, top T = 0.95)" in text and "periodic" not in text
+    assert calls["fused_walls"] == 40 and "bc" not in calls      # one sweep a step: propagate, bc, collide fused
     T = np.asarray(walled["T"])
     assert np.abs(T[:, :, 0] - 1.08).max() < 2e-3 and np.abs(T[:, :, -1] - 0.95).max() < 2e-3
     import csv
@@ -196,7 +198,7 @@ def test_rayleigh_taylor_between_isothermal_walls_across_z(tmp_path):
     rows = list(csv.DictReader(io.StringIO(series)))
     mass = [float(r["mass"]) for r in rows]
     assert len(mass) >= 4 and max(mass) - min(mass) <= 1e-11 * mass[0]
-    _, bounced, _ = run("bounce")
+    _, bounced, _, _ = run("bounce")
     assert not np.array_equal(np.asarray(bounced["uz"]), np.asarray(walled["uz"]))
 
 
