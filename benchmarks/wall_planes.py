@@ -17,6 +17,7 @@ effective depth of the layer is LY - (1 + 2 offset).
     python benchmarks/wall_planes.py --print-only           # the table from benchmarks/wall_planes.jsonl
     python benchmarks/wall_planes.py --jobs 2 --results /tmp/planes.jsonl    # measure it all: ~4 h of one core
     python benchmarks/wall_planes.py --sets d2q37 --collisions bgk --results /tmp/planes.jsonl   # a minute
+    python benchmarks/wall_planes.py --sets d3q39 --schemes lbgen --collisions regularized --values 0.01,0.03
 
 Results are appended to ``--results`` (JSON lines) as they come, and points already there
 are not measured again, so an interrupted run resumes.  At the end the table is printed as
@@ -42,12 +43,15 @@ SCHEMES = ("lbgen", "reference")
 LYS = (64, 128)
 
 
-def operator_points(collisions):
+def operator_points(collisions, values=None):
+    """(collision, x, parameters) of each point: x = tau (bgk, TAUS) or C = C1 = C2 (regularized,
+    CS); ``values``: only these x (of either list)."""
+    keep = (lambda x: True) if values is None else (lambda x: any(abs(x - v) <= 1e-12 * v for v in values))
     for c in collisions:
         if c == "bgk":
-            yield from (("bgk", tau, {"tau": tau}) for tau in TAUS)
+            yield from (("bgk", tau, {"tau": tau}) for tau in TAUS if keep(tau))
         else:
-            yield from (("regularized", C, {"C1": C, "C2": C, "C3": 0.5}) for C in CS)
+            yield from (("regularized", C, {"C1": C, "C2": C, "C3": 0.5}) for C in CS if keep(C))
 
 
 def key(velocity_set, scheme, collision, x, ly):
@@ -183,6 +187,8 @@ def main(argv=None):
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--schemes", default=",".join(SCHEMES))
     ap.add_argument("--collisions", default="bgk,regularized")
+    ap.add_argument("--values", default=None,
+                    help="only these operator points (tau or C, comma-separated; default: all of TAUS and CS)")
     ap.add_argument("--ly", default=",".join(map(str, LYS)), help="lattice heights, smallest first (default 64,128)")
     ap.add_argument("--jobs", type=int, default=1, help="processes (one core each)")
     ap.add_argument("--results", default=str(Path(__file__).with_suffix(".jsonl")),
@@ -191,6 +197,7 @@ def main(argv=None):
     ap.add_argument("--print-only", action="store_true", help="print the table of --results, measure nothing")
     args = ap.parse_args(argv)
     lys = tuple(int(v) for v in args.ly.split(","))
+    values = None if args.values is None else tuple(float(v) for v in args.values.split(","))
     path = Path(args.results)
     results = load(path)
     if not args.print_only:
@@ -202,7 +209,7 @@ def main(argv=None):
                 len(records) == len(lys) and not any(missing_parts(r) for r in records.values()))
         tasks = [(vs, scheme, c, x, params, lys, stored(vs, scheme, c, x))
                  for vs in args.sets.split(",") for scheme in args.schemes.split(",")
-                 for c, x, params in operator_points(args.collisions.split(","))
+                 for c, x, params in operator_points(args.collisions.split(","), values)
                  if not done(stored(vs, scheme, c, x)) and (scheme == "lbgen" or not vs.startswith("d3"))]
         tasks.sort(key=cost, reverse=True)
         print(f"{len(tasks)} operator points to measure ({len(results)} results already in {path})", flush=True)
