@@ -118,17 +118,21 @@ def load(path: Path) -> dict:
 
 
 def table_rows(results: dict, lys):
-    """(set, scheme, collision) -> [(x, LY-large record, LY-small record or None)] sorted by x."""
-    rows = {}
-    big, small = lys[-1], (lys[-2] if len(lys) > 1 else None)
+    """(set, scheme, collision) -> (LY, [(x, record at LY, record at the next smaller LY or None)] sorted
+    by x): each entry at the largest LY any of its points was measured at (LY = 128 everywhere but
+    where only LY = 64 was affordable: D3Q39 regularized), its points measured there."""
+    by_entry = {}
     for m in results.values():
-        if m["ly"] != big or "error" in m:
-            continue
-        k = (m["velocity_set"], m["scheme"], m["collision"])
-        other = results.get(key(*k, m["x"], small)) if small else None
-        rows.setdefault(k, []).append((m["x"], m, other))
-    for k in rows:
-        rows[k].sort(key=lambda r: r[0])
+        if m["ly"] in lys and "error" not in m:
+            by_entry.setdefault((m["velocity_set"], m["scheme"], m["collision"]), []).append(m)
+    rows = {}
+    for k, records in by_entry.items():
+        big = max(m["ly"] for m in records)
+        smaller = [ly for ly in lys if ly < big]
+        small = smaller[-1] if smaller else None
+        points = sorted(((m["x"], m, results.get(key(*k, m["x"], small)) if small else None)
+                         for m in records if m["ly"] == big), key=lambda r: r[0])
+        rows[k] = (big, points)
     return dict(sorted(rows.items(), key=lambda kv: (SETS.index(kv[0][0]), kv[0][1], kv[0][2])))
 
 
@@ -137,8 +141,9 @@ def fmt_change(a, b):
 
 
 def print_table(results: dict, lys, out=sys.stdout):
-    big, small = lys[-1], (lys[-2] if len(lys) > 1 else None)
-    for (vs, scheme, collision), rows in table_rows(results, lys).items():
+    for (vs, scheme, collision), (big, rows) in table_rows(results, lys).items():
+        smaller = [ly for ly in lys if ly < big]
+        small = smaller[-1] if smaller else None
         name = "tau" if collision == "bgk" else "C1 = C2"
         print(f"\n{vs}, {scheme} walls, {collision}: offsets in rows from the edge row at LY = {big} (in brackets: "
               f"the change from LY = {small}); delta: the depth is LY - delta; shift: rows per unit T", file=out)
@@ -172,13 +177,19 @@ def print_failures(results: dict, out=sys.stdout):
 def print_literal(results: dict, lys, out=sys.stdout):
     def num(v):
         return "None" if v is None else f"{v:.3f}"
+    entries = table_rows(results, lys)
     print("\nTABLE = {", file=out)
-    for (vs, scheme, collision), rows in table_rows(results, lys).items():
+    for (vs, scheme, collision), (_, rows) in entries.items():
         print(f"    ({vs!r}, {scheme!r}, {collision!r}): (", file=out)
         for x, m, _ in rows:
             values = [m.get(k) for k in ("no_slip", "isothermal", "shift", "isothermal_large", "shift_large")]
             print(f"        ({x:g}, " + ", ".join(num(v) for v in values) + "),", file=out)
         print("    ),", file=out)
+    print("}", file=out)
+    print("\nMEASURED_AT = {", file=out)
+    for k, (big, _) in entries.items():
+        if big != lys[-1]:
+            print(f"    {k!r}: {big},", file=out)
     print("}", file=out)
 
 

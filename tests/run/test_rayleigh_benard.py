@@ -41,10 +41,14 @@ def test_ra_pr_and_aspect_set_gravity_the_diffusivity_and_the_periodic_lengths(t
     H = numbers["H"]
     planes = numbers["z_isothermal" if three else "y_isothermal"]
     assert H == pytest.approx(planes[1] - planes[0])
-    if three:      # D3Q39 regularized: no measured planes yet, the imposing planes 2 and LZ - 3 (said)
-        assert H == cfg.shape[-1] - 5 and "no measured wall planes" in numbers["wall_planes_note"]
-    else:
-        assert H < cfg.shape[-1] - 5                                     # the measured planes
+    # the measured isothermal planes (lbgen.model.wall_planes: D2Q37 and D3Q39 regularized), further in
+    # than the planes where the bc imposes the wall temperatures (rows 2 and depth - 3)
+    from lbgen.model.wall_planes import effective_planes
+    walls = cfg.walls
+    measured = effective_planes(cfg.velocity_set, "lbgen", "regularized", cfg.parameters, cfg.shape[-1],
+                                walls["T_bottom"], walls["T_top"])
+    assert H == pytest.approx(measured.depth_isothermal, abs=1e-12) and H < cfg.shape[-1] - 5
+    assert planes[0] > 2 and planes[1] < cfg.shape[-1] - 3 and "wall_planes_note" not in numbers
     assert cfg.lx == round(CRITICAL_ASPECT * H)
     assert cfg.gravity[-1] < 0 and not any(cfg.gravity[:-1])
     assert 0 < numbers["adiabatic_ratio"] < 0.2
@@ -172,6 +176,9 @@ def test_conduction_below_onset_gives_nu_1_and_the_line_between_the_isothermal_p
     layer = Layer(tuple(numbers["y_isothermal"]), 1.05, 0.95, numbers["kappa"], numbers["r"], 3)
     assert linear_misfit(fields, layer) < 1e-2
     assert nusselt(fields, layer)["Nu_bulk"] == pytest.approx(series["Nu_bulk"][-1], rel=1e-12)
+    closing = next(line for line in output.splitlines() if line.startswith("Nusselt number: "))   # the last state's
+    assert float(closing.split()[2]) == pytest.approx(series["Nu_bulk"][-1], abs=1e-4)
+    assert "published" not in closing and "adiabatic ratio q = " in output      # none near Ra = 1000
 
 
 @pytest.mark.slow
@@ -221,3 +228,37 @@ def test_onset_from_growth_rates_above_and_below_ra_c(tmp_path):
     assert rates[1500] < 0 < rates[2400]
     zero = 1500 + 900 * -rates[1500] / (rates[2400] - rates[1500])
     assert zero == pytest.approx(RA_CRITICAL, rel=0.22)
+
+
+def test_a_third_order_set_conducts_as_1_over_t_squared_and_nu_says_1():
+    """D3Q39 (and D2V17) conduct as rho kappa ~ 1/T^2 (lbgen.model.physics.conductivity_exponent):
+    steady conduction has 1/T linear in the height.  On that exact profile (Delta T = 0.1) the
+    Nusselt numbers with the layer's exponent -2 are 1 everywhere to 1e-4 (centred differences);
+    with kappa at the mean temperature throughout (exponent 0) the hot wall's reads 10 % above
+    the cold wall's, as the first 3D conduction runs did (1.218 / 1.126)."""
+    from lbgen.model.physics import conductivity_exponent, hermite_order
+    lx, ly, lz = 8, 1, 60
+    z0, z1 = 3.3, 55.7
+    s = (np.arange(lz) - z0) / (z1 - z0)
+    T = 1 / (1 / 1.05 + (1 / 0.95 - 1 / 1.05) * s)
+    fields = {"T": np.broadcast_to(T, (lx, ly, lz)).copy(), "rho": np.ones((lx, ly, lz)),
+              "ux": np.zeros((lx, ly, lz)), "uy": np.zeros((lx, ly, lz)), "uz": np.zeros((lx, ly, lz))}
+    n = conductivity_exponent(hermite_order("d3q39"))
+    assert n == -2 and conductivity_exponent(hermite_order("d2q37")) == 0
+    layer = Layer(isothermal=(z0, z1), T_bottom=1.05, T_top=0.95, kappa=0.01, r=1.22, wall_rows=3,
+                  conductivity_exponent=n)
+    assert all(v == pytest.approx(1.0, abs=1e-4) for v in nusselt(fields, layer).values())
+    plain = nusselt(fields, Layer(isothermal=(z0, z1), T_bottom=1.05, T_top=0.95, kappa=0.01, r=1.22, wall_rows=3))
+    assert plain["Nu_bottom"] - plain["Nu_top"] > 0.08
+
+
+def test_the_roll_amplitude_is_the_first_mode_of_w_at_mid_depth():
+    """A roll w = W cos(2 pi x / LX + phase) at every height (2D and 3D): amplitude W; the wall rows'
+    u = -a/2 (horizontally uniform) does not enter it."""
+    from lbgen.model.convection import roll_amplitude
+    for shape, w in (((48, 40), "uy"), ((48, 2, 40), "uz")):
+        x = np.arange(shape[0]) / shape[0]
+        mode = 3e-4 * np.cos(2 * np.pi * x + 0.7).reshape((-1,) + (1,) * (len(shape) - 1))
+        field = np.broadcast_to(mode, shape).copy()
+        field[..., :3] = field[..., -3:] = -1e-4
+        assert roll_amplitude({"T": np.ones(shape), w: field}) == pytest.approx(3e-4, rel=1e-12)
