@@ -145,8 +145,9 @@ def print_table(results: dict, lys, out=sys.stdout):
         smaller = [ly for ly in lys if ly < big]
         small = smaller[-1] if smaller else None
         name = "tau" if collision == "bgk" else "C1 = C2"
+        change = f"the change from LY = {small}" if small else "no smaller LY measured"
         print(f"\n{vs}, {scheme} walls, {collision}: offsets in rows from the edge row at LY = {big} (in brackets: "
-              f"the change from LY = {small}); delta: the depth is LY - delta; shift: rows per unit T", file=out)
+              f"{change}); delta: the depth is LY - delta; shift: rows per unit T", file=out)
         if rows[0][1].get("isothermal") is None:
             print(f"| {name} | no-slip offset | delta |", file=out)
             print("|---|---|---|", file=out)

@@ -27,6 +27,9 @@ units of the conductive flux kappa Delta T / H,
   Ra = 1e4, H = 33: the convective part is kept);
 * in the bulk: (<rho w T> / rho_ref - kappa d<T>/dz) averaged over the central half of the layer
   (:func:`profiles`; velocities in lattice units: the fields' model u divided by r).
+The third-order sets (D2V17, D3Q39) conduct as rho kappa ~ 1/T^2: their conductive term takes
+kappa (T_mean / <T>)^2 and the unit flux the conduction flux between the plates
+(``Layer.conductivity_exponent``, :func:`heat_flux`).
 Both terms are the energy flux over c_p rho_ref: the conductivity rho kappa of lbgen's thermal
 operators does not depend on the density (kappa = C2 / (rho r^2), ``lbgen.model.physics``), so
 the conductive term is rho_ref kappa(rho_ref) d<T>/dz at any density, and the convective one is

@@ -262,3 +262,51 @@ def test_the_roll_amplitude_is_the_first_mode_of_w_at_mid_depth():
         field = np.broadcast_to(mode, shape).copy()
         field[..., :3] = field[..., -3:] = -1e-4
         assert roll_amplitude({"T": np.ones(shape), w: field}) == pytest.approx(3e-4, rel=1e-12)
+
+
+#: the 3D onset check's bound (relative, around Ra_c; measured: +4.5 %)
+ONSET_BOUND = 0.07
+
+
+def _roll_rate(out, since):
+    """sigma of the roll amplitude (lbgen.model.convection.roll_amplitude) fitted to the field files of a run
+    from step ``since`` on (per step)."""
+    import h5py
+    from lbgen.model.convection import roll_amplitude
+    steps, amplitudes = [], []
+    for path in sorted((out / "fields").glob("*.h5")):
+        with h5py.File(path) as f:
+            step = int(path.stem.split("-")[-1])
+            if step >= since:
+                steps.append(step)
+                amplitudes.append(roll_amplitude({k: f[k][...] for k in ("T", "uz")}))
+    return np.polyfit(steps, np.log(amplitudes), 1)[0]
+
+
+@pytest.mark.slow
+def test_onset_in_3d_from_growth_rates_above_and_below_ra_c(tmp_path):
+    """D3Q39, the 3D kernels and their thermal walls across z (regularized C1 = 0.01, Pr = 0.71,
+    walls 1.05 / 0.95), in a quasi-2D box: LX one critical wavelength, LY = 1 (the roll's axis
+    along y: the y hops wrap onto the same column, so the flow is y-independent, which the onset's
+    rolls are -- the linear onset depends on |k| alone), LZ = 24 (H = 16.41 between the measured
+    isothermal planes, 33 x 1 x 24).  The growth rate sigma of the seeded roll's amplitude (the first Fourier
+    mode of u_z at mid-depth: the kinetic energy has a floor from the wall rows' u = -a/2 that
+    hides the roll's decay in 3D) fitted over steps 3000..6000 at Ra = 1500 and 2000: decays
+    below, grows above, and the zero of the line through them lies within ONSET_BOUND of Ra_c =
+    1707.76 (Chandrasekhar 1961).  Measured (2026-11-27): sigma = -6.41e-5 and +4.87e-5 per step,
+    zero at Ra = 1784.0, 4.5 % above (the target is 1 %); the adiabatic ratio q is 0.025 there, and
+    the superadiabatic (1 - q) Ra = 1740 is 1.9 % above (2D D2Q37 at H = 16.9: 20 % and 16 %).  A wall
+    that misplaced the layer's depth by one plane would move the zero by 3/16 = 19 %; walls
+    placed at the bc's imposing planes (H = 19, the depth before the planes were measured) read
+    the zero 58 % higher.  Cost: two runs of ~20 s and one D3Q39 compile (minutes on a busy machine)."""
+    rates = {}
+    for ra in (1500, 2000):
+        out, output = _run(tmp_path / str(ra), "--velocity-set", "d3q39", "--ly", "1", "--lz", "24", "--t-bottom",
+                           "1.05", "--t-top", "0.95", "--ra", str(ra), "--steps", "6000", "--output-every", "500",
+                           "--series-every", "1000")
+        assert "no measured wall planes" not in output
+        rates[ra] = _roll_rate(out, 3000)
+    assert rates[1500] < 0 < rates[2000]
+    zero = 1500 + 500 * -rates[1500] / (rates[2000] - rates[1500])
+    print(f"3D onset: sigma {rates[1500]:.4g} (Ra 1500), {rates[2000]:.4g} (Ra 2000); zero at Ra = {zero:.1f}")
+    assert zero == pytest.approx(RA_CRITICAL, rel=ONSET_BOUND)
