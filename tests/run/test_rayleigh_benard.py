@@ -234,8 +234,8 @@ def test_a_third_order_set_conducts_as_1_over_t_squared_and_nu_says_1():
     """D3Q39 (and D2V17) conduct as rho kappa ~ 1/T^2 (lbgen.model.physics.conductivity_exponent):
     steady conduction has 1/T linear in the height.  On that exact profile (Delta T = 0.1) the
     Nusselt numbers with the layer's exponent -2 are 1 everywhere to 1e-4 (centred differences);
-    with kappa at the mean temperature throughout (exponent 0) the hot wall's reads 10 % above
-    the cold wall's, as the first 3D conduction runs did (1.218 / 1.126)."""
+    with kappa at the mean temperature throughout (exponent 0) the hot wall's reads 8 % above
+    the cold wall's, as the first 3D conduction runs did."""
     from lbgen.model.physics import conductivity_exponent, hermite_order
     lx, ly, lz = 8, 1, 60
     z0, z1 = 3.3, 55.7
@@ -310,3 +310,25 @@ def test_onset_in_3d_from_growth_rates_above_and_below_ra_c(tmp_path):
     zero = 1500 + 500 * -rates[1500] / (rates[2000] - rates[1500])
     print(f"3D onset: sigma {rates[1500]:.4g} (Ra 1500), {rates[2000]:.4g} (Ra 2000); zero at Ra = {zero:.1f}")
     assert zero == pytest.approx(RA_CRITICAL, rel=ONSET_BOUND)
+
+
+@pytest.mark.slow
+def test_steady_3d_rolls_at_ra_1e4_against_clever_and_busse(tmp_path):
+    """D3Q39 (the 3D kernels, walls across z), Ra = 1e4, Pr = 0.71, walls 1.05 / 0.95, LZ = 40
+    (H = 32.44 between the measured isothermal planes), LX one critical wavelength (65), LY = 1
+    (the rolls' axis along y: Clever & Busse's 2D rolls): steady by step 40 000.  Clever & Busse
+    1974 (table 1): Nu = 2.661.  Measured (2026-11-27, the same lattice at Ra = 1.013e4, relabelled
+    to 1e4 by Nu ~ Ra^0.257): 2.690 in the bulk, +1.1 %; the walls within 1.1 % of it; bound 3 %,
+    walls within 1.5 % of the bulk (the energy balance).  The superadiabatic Nu is 4.5 % above the
+    published value at its Ra (docs/physics.md, "Rayleigh-Benard in 3D"); D2Q37 in 2D reads 5.5 %
+    low.  Cost: ~2 minutes of one core and a D3Q39 compile."""
+    out, output = _run(tmp_path, "--velocity-set", "d3q39", "--ly", "1", "--lz", "40", "--t-bottom", "1.05",
+                       "--t-top", "0.95", "--steps", "44000", "--series-every", "4000")
+    assert "published Nu = 2.661" in output and "no measured wall planes" not in output
+    series = read_series(out / "series.csv")
+    nu = series["Nu_bulk"]
+    assert abs(nu[-1] - nu[-3]) < 5e-3                                     # steady
+    print(f"3D rolls: Nu_bulk {nu[-1]:.4f}, walls {series['Nu_bottom'][-1]:.4f} / {series['Nu_top'][-1]:.4f}")
+    assert nu[-1] == pytest.approx(2.661, rel=0.03)
+    for column in ("Nu_bottom", "Nu_top"):
+        assert series[column][-1] == pytest.approx(nu[-1], rel=0.015)    # the energy balance
