@@ -10,7 +10,9 @@ walls across z, the lbgen scheme only):
   fitted over the central half reaches each wall's temperature are the isothermal planes;
 
 (``lbgen.simulation.wall_measure``), first at LY = 64, then at LY = 128 started from the
-64 result; the table takes LY = 128 and prints the change from 64 as the resolution check.
+64 result; the table takes LY = 128 and prints the change from 64 as the resolution check
+(an entry measured only at a smaller LY -- D3Q39 regularized, ``--ly 64``: LY = 128 would take
+hours of one core -- enters at that LY, listed in ``MEASURED_AT``).
 Offsets are in rows from the wall's edge row (bottom: row 0; top: row LY - 1); the
 effective depth of the layer is LY - (1 + 2 offset).
 
