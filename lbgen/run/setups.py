@@ -215,7 +215,7 @@ def rayleigh_taylor3d(lx: int, ly: int, lz: int, gravity: Tuple[float, float, fl
 #: the rayleigh-benard walls when none are given (Delta T = 0.1, 2D and 3D; a smaller contrast needs a
 #: deeper layer for the same Ra: the adiabatic ratio goes as 1 / (Delta T H)^2).  D3Q39 conducts as
 #: kappa / T^2 (+-10 % across this layer), which the Nusselt number takes into account
-#: (lbgen.model.convection); measured at Ra = 1e4, LZ = 40: Nu 1.1 % above Clever & Busse, where
+#: (lbgen.model.convection); measured at Ra = 1e4, LZ = 40: Nu 1.2 % above Clever & Busse, where
 #: Delta T = 0.05 (the 3D default until the D3Q39 planes were measured) has four times the
 #: adiabatic ratio, 0.14 (docs/physics.md, "Rayleigh-Benard in 3D")
 RB_T_2D = RB_T_3D = (1.05, 0.95)

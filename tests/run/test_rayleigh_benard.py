@@ -317,11 +317,11 @@ def test_steady_3d_rolls_at_ra_1e4_against_clever_and_busse(tmp_path):
     """D3Q39 (the 3D kernels, walls across z), Ra = 1e4, Pr = 0.71, walls 1.05 / 0.95, LZ = 40
     (H = 32.44 between the measured isothermal planes), LX one critical wavelength (65), LY = 1
     (the rolls' axis along y: Clever & Busse's 2D rolls): steady by step 40 000.  Clever & Busse
-    1974 (table 1): Nu = 2.661.  Measured (2026-11-27, the same lattice at Ra = 1.013e4, relabelled
-    to 1e4 by Nu ~ Ra^0.257): 2.690 in the bulk, +1.1 %; the walls within 1.1 % of it; bound 3 %,
+    1974 (table 1): Nu = 2.661.  Measured (2026-11-27): 2.692 in the bulk, +1.2 %, the walls 2.672
+    and 2.702 (within 0.8 % of it); bound 3 %,
     walls within 1.5 % of the bulk (the energy balance).  The superadiabatic Nu is 4.5 % above the
     published value at its Ra (docs/physics.md, "Rayleigh-Benard in 3D"); D2Q37 in 2D reads 5.5 %
-    low.  Cost: ~2 minutes of one core and a D3Q39 compile."""
+    low.  Cost: 2.5 minutes on a busy machine, and a D3Q39 compile."""
     out, output = _run(tmp_path, "--velocity-set", "d3q39", "--ly", "1", "--lz", "40", "--t-bottom", "1.05",
                        "--t-top", "0.95", "--steps", "44000", "--series-every", "4000")
     assert "published Nu = 2.661" in output and "no measured wall planes" not in output
