@@ -10,13 +10,16 @@ walls across z, the lbgen scheme only):
   fitted over the central half reaches each wall's temperature are the isothermal planes;
 
 (``lbgen.simulation.wall_measure``), first at LY = 64, then at LY = 128 started from the
-64 result; the table takes LY = 128 and prints the change from 64 as the resolution check.
+64 result; the table takes LY = 128 and prints the change from 64 as the resolution check
+(an entry measured only at a smaller LY -- D3Q39 regularized, ``--ly 64``: LY = 128 would take
+hours of one core -- enters at that LY, listed in ``MEASURED_AT``).
 Offsets are in rows from the wall's edge row (bottom: row 0; top: row LY - 1); the
 effective depth of the layer is LY - (1 + 2 offset).
 
     python benchmarks/wall_planes.py --print-only           # the table from benchmarks/wall_planes.jsonl
     python benchmarks/wall_planes.py --jobs 2 --results /tmp/planes.jsonl    # measure it all: ~4 h of one core
     python benchmarks/wall_planes.py --sets d2q37 --collisions bgk --results /tmp/planes.jsonl   # a minute
+    python benchmarks/wall_planes.py --sets d3q39 --schemes lbgen --collisions regularized --values 0.01,0.03
 
 Results are appended to ``--results`` (JSON lines) as they come, and points already there
 are not measured again, so an interrupted run resumes.  At the end the table is printed as
@@ -42,12 +45,15 @@ SCHEMES = ("lbgen", "reference")
 LYS = (64, 128)
 
 
-def operator_points(collisions):
+def operator_points(collisions, values=None):
+    """(collision, x, parameters) of each point: x = tau (bgk, TAUS) or C = C1 = C2 (regularized,
+    CS); ``values``: only these x (of either list)."""
+    keep = (lambda x: True) if values is None else (lambda x: any(abs(x - v) <= 1e-12 * v for v in values))
     for c in collisions:
         if c == "bgk":
-            yield from (("bgk", tau, {"tau": tau}) for tau in TAUS)
+            yield from (("bgk", tau, {"tau": tau}) for tau in TAUS if keep(tau))
         else:
-            yield from (("regularized", C, {"C1": C, "C2": C, "C3": 0.5}) for C in CS)
+            yield from (("regularized", C, {"C1": C, "C2": C, "C3": 0.5}) for C in CS if keep(C))
 
 
 def key(velocity_set, scheme, collision, x, ly):
@@ -114,17 +120,21 @@ def load(path: Path) -> dict:
 
 
 def table_rows(results: dict, lys):
-    """(set, scheme, collision) -> [(x, LY-large record, LY-small record or None)] sorted by x."""
-    rows = {}
-    big, small = lys[-1], (lys[-2] if len(lys) > 1 else None)
+    """(set, scheme, collision) -> (LY, [(x, record at LY, record at the next smaller LY or None)] sorted
+    by x): each entry at the largest LY any of its points was measured at (LY = 128 everywhere but
+    where only LY = 64 was affordable: D3Q39 regularized), its points measured there."""
+    by_entry = {}
     for m in results.values():
-        if m["ly"] != big or "error" in m:
-            continue
-        k = (m["velocity_set"], m["scheme"], m["collision"])
-        other = results.get(key(*k, m["x"], small)) if small else None
-        rows.setdefault(k, []).append((m["x"], m, other))
-    for k in rows:
-        rows[k].sort(key=lambda r: r[0])
+        if m["ly"] in lys and "error" not in m:
+            by_entry.setdefault((m["velocity_set"], m["scheme"], m["collision"]), []).append(m)
+    rows = {}
+    for k, records in by_entry.items():
+        big = max(m["ly"] for m in records)
+        smaller = [ly for ly in lys if ly < big]
+        small = smaller[-1] if smaller else None
+        points = sorted(((m["x"], m, results.get(key(*k, m["x"], small)) if small else None)
+                         for m in records if m["ly"] == big), key=lambda r: r[0])
+        rows[k] = (big, points)
     return dict(sorted(rows.items(), key=lambda kv: (SETS.index(kv[0][0]), kv[0][1], kv[0][2])))
 
 
@@ -133,11 +143,13 @@ def fmt_change(a, b):
 
 
 def print_table(results: dict, lys, out=sys.stdout):
-    big, small = lys[-1], (lys[-2] if len(lys) > 1 else None)
-    for (vs, scheme, collision), rows in table_rows(results, lys).items():
+    for (vs, scheme, collision), (big, rows) in table_rows(results, lys).items():
+        smaller = [ly for ly in lys if ly < big]
+        small = smaller[-1] if smaller else None
         name = "tau" if collision == "bgk" else "C1 = C2"
+        change = f"the change from LY = {small}" if small else "no smaller LY measured"
         print(f"\n{vs}, {scheme} walls, {collision}: offsets in rows from the edge row at LY = {big} (in brackets: "
-              f"the change from LY = {small}); delta: the depth is LY - delta; shift: rows per unit T", file=out)
+              f"{change}); delta: the depth is LY - delta; shift: rows per unit T", file=out)
         if rows[0][1].get("isothermal") is None:
             print(f"| {name} | no-slip offset | delta |", file=out)
             print("|---|---|---|", file=out)
@@ -168,13 +180,19 @@ def print_failures(results: dict, out=sys.stdout):
 def print_literal(results: dict, lys, out=sys.stdout):
     def num(v):
         return "None" if v is None else f"{v:.3f}"
+    entries = table_rows(results, lys)
     print("\nTABLE = {", file=out)
-    for (vs, scheme, collision), rows in table_rows(results, lys).items():
+    for (vs, scheme, collision), (_, rows) in entries.items():
         print(f"    ({vs!r}, {scheme!r}, {collision!r}): (", file=out)
         for x, m, _ in rows:
             values = [m.get(k) for k in ("no_slip", "isothermal", "shift", "isothermal_large", "shift_large")]
             print(f"        ({x:g}, " + ", ".join(num(v) for v in values) + "),", file=out)
         print("    ),", file=out)
+    print("}", file=out)
+    print("\nMEASURED_AT = {", file=out)
+    for k, (big, _) in entries.items():
+        if big != lys[-1]:
+            print(f"    {k!r}: {big},", file=out)
     print("}", file=out)
 
 
@@ -183,6 +201,8 @@ def main(argv=None):
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--schemes", default=",".join(SCHEMES))
     ap.add_argument("--collisions", default="bgk,regularized")
+    ap.add_argument("--values", default=None,
+                    help="only these operator points (tau or C, comma-separated; default: all of TAUS and CS)")
     ap.add_argument("--ly", default=",".join(map(str, LYS)), help="lattice heights, smallest first (default 64,128)")
     ap.add_argument("--jobs", type=int, default=1, help="processes (one core each)")
     ap.add_argument("--results", default=str(Path(__file__).with_suffix(".jsonl")),
@@ -191,6 +211,7 @@ def main(argv=None):
     ap.add_argument("--print-only", action="store_true", help="print the table of --results, measure nothing")
     args = ap.parse_args(argv)
     lys = tuple(int(v) for v in args.ly.split(","))
+    values = None if args.values is None else tuple(float(v) for v in args.values.split(","))
     path = Path(args.results)
     results = load(path)
     if not args.print_only:
@@ -202,7 +223,7 @@ def main(argv=None):
                 len(records) == len(lys) and not any(missing_parts(r) for r in records.values()))
         tasks = [(vs, scheme, c, x, params, lys, stored(vs, scheme, c, x))
                  for vs in args.sets.split(",") for scheme in args.schemes.split(",")
-                 for c, x, params in operator_points(args.collisions.split(","))
+                 for c, x, params in operator_points(args.collisions.split(","), values)
                  if not done(stored(vs, scheme, c, x)) and (scheme == "lbgen" or not vs.startswith("d3"))]
         tasks.sort(key=cost, reverse=True)
         print(f"{len(tasks)} operator points to measure ({len(results)} results already in {path})", flush=True)

@@ -434,6 +434,9 @@ def _report(runner, result, save):
         numbers = measure(flow, runner.cfg, history, out["rho"], out["ux"])
         for line in summary(flow, runner.cfg, numbers):
             click.echo(line)
+    from lbgen.run.convection import summary as convection_summary      # Nu beside the published value
+    for line in convection_summary(runner.cfg, runner.physics, out):
+        click.echo(line)
     if runner.dissipation:
         from lbgen.output.dissipation import summary_line
         click.echo(summary_line(runner.dissipation) + " (dissipation.csv, dissipation.png)")

@@ -27,6 +27,9 @@ units of the conductive flux kappa Delta T / H,
   Ra = 1e4, H = 33: the convective part is kept);
 * in the bulk: (<rho w T> / rho_ref - kappa d<T>/dz) averaged over the central half of the layer
   (:func:`profiles`; velocities in lattice units: the fields' model u divided by r).
+The third-order sets (D2V17, D3Q39) conduct as rho kappa ~ 1/T^2: their conductive term takes
+kappa (T_mean / <T>)^2 and the unit flux the conduction flux between the plates
+(``Layer.conductivity_exponent``, :func:`heat_flux`).
 Both terms are the energy flux over c_p rho_ref: the conductivity rho kappa of lbgen's thermal
 operators does not depend on the density (kappa = C2 / (rho r^2), ``lbgen.model.physics``), so
 the conductive term is rho_ref kappa(rho_ref) d<T>/dz at any density, and the convective one is
@@ -98,6 +101,9 @@ class Layer:
     r: float
     wall_rows: int
     rho_ref: float = 1.0
+    #: the conductivity's temperature law rho kappa ~ T^n (``lbgen.model.physics.conductivity_exponent``:
+    #: 0, or -2 for the third-order sets D2V17 and D3Q39); kappa is the value at the mean wall temperature
+    conductivity_exponent: int = 0
 
     @property
     def depth(self) -> float:
@@ -118,11 +124,24 @@ def profiles(fields: Mapping[str, np.ndarray], rho_ref: float = 1.0) -> Tuple[np
 
 
 def heat_flux(fields: Mapping[str, np.ndarray], layer: Layer) -> np.ndarray:
-    """The heat flux through each plane over kappa Delta T / H (lattice units: w / r):
-    convective (:func:`profiles`) minus kappa d<T>/dz (centred differences)."""
+    """The heat flux through each plane over the conduction flux between the plates (lattice
+    units: w / r): convective (:func:`profiles`) minus kappa(<T>) d<T>/dz (centred differences),
+    with kappa(T) = kappa (T / T_mean)^n, n the layer's ``conductivity_exponent``; the conduction
+    flux, the integral of kappa(T) dT over H, is kappa Delta T / H for n = 0 and
+    kappa T_mean^2 Delta T / (T_bottom T_top H) for n = -2 (a third-order set conducts as 1/T^2:
+    with kappa at T_mean alone its pure conduction read Nu 5 % high next to the hot wall and low
+    next to the cold one at Delta T = 0.1)."""
     T, wT = profiles(fields, layer.rho_ref)
-    scale = layer.kappa * (layer.T_bottom - layer.T_top) / layer.depth
-    return (wT / layer.r - layer.kappa * np.gradient(T)) / scale
+    T_b, T_t, n = layer.T_bottom, layer.T_top, layer.conductivity_exponent
+    T_mean = 0.5 * (T_b + T_t)
+    if n == 0:
+        integral = T_b - T_t
+    elif n == -1:
+        integral = T_mean * math.log(T_b / T_t)
+    else:
+        integral = T_mean ** -n * (T_b ** (n + 1) - T_t ** (n + 1)) / (n + 1)
+    scale = layer.kappa * integral / layer.depth
+    return (wT / layer.r - layer.kappa * (T / T_mean) ** n * np.gradient(T)) / scale
 
 
 def nusselt(fields: Mapping[str, np.ndarray], layer: Layer) -> Dict[str, float]:
@@ -135,6 +154,19 @@ def nusselt(fields: Mapping[str, np.ndarray], layer: Layer) -> Dict[str, float]:
     a, b = n // 4, n - n // 4
     return {"Nu_bottom": float(flux[lo:lo + FIT_ROWS].mean()), "Nu_top": float(flux[n - lo - FIT_ROWS:n - lo].mean()),
             "Nu_bulk": float(flux[a:b].mean())}
+
+
+def roll_amplitude(fields: Mapping[str, np.ndarray]) -> float:
+    """The amplitude of the first Fourier mode along x of the vertical velocity at the middle
+    plane, averaged over y in 3D (model units): the seeded roll's, which grows or decays as
+    exp(sigma t) near onset.  Unlike the kinetic energy it does not see the wall rows' u = -a/2
+    (the bc imposes the half-step-corrected velocity zero there: a floor of (g/2)^2 per wall
+    site, in 3D at Ra ~ 2000, H = 16, as large as the decaying roll's energy)."""
+    T = np.asarray(fields["T"])
+    w = np.asarray(fields["uz" if T.ndim == 3 else "uy"], dtype=np.float64)[..., T.shape[-1] // 2]
+    if w.ndim == 2:
+        w = w.mean(axis=1)
+    return float(2 * abs(np.fft.rfft(w)[1]) / w.size)
 
 
 def linear_misfit(fields: Mapping[str, np.ndarray], layer: Layer) -> float:

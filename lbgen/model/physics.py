@@ -244,7 +244,14 @@ def thermal_diffusivity(collision: str, parameters: Mapping[str, float], *, r: f
     C2 / (rho r^2); divided by T^2 for a set of Hermite ``order`` 3 (D2V17, D3Q39: the
     module's docstring).  Thermal sets only (the caller checks :func:`is_thermal`)."""
     kappa = _relaxation_excess(collision, parameters, "C2", rho, T) * temperature_to_lattice(T, r)
-    return kappa if order >= FULL_HEAT_FLUX_ORDER else kappa / (T * T)
+    return kappa * T ** conductivity_exponent(order)
+
+
+def conductivity_exponent(order: int) -> int:
+    """n of the conductivity's law rho kappa ~ T^n at a given pressure (or density, regularized):
+    0 for the sets of Hermite order 4 and more, -2 for the third-order ones (D2V17, D3Q39: the
+    module's docstring), whose steady conduction has 1/T, not T, linear in the height."""
+    return 0 if order >= FULL_HEAT_FLUX_ORDER else -2
 
 
 def hermite_order(velocity_set: str = "d2q37") -> int:

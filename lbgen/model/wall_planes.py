@@ -36,6 +36,11 @@ not covered).  The relaxation times are those at rho T = 1: the table holds for 
 density 1 and mean temperature 1 (at C = 0.01 a mean temperature of 0.9 or 1.1 at the same
 pressure moves the isothermal planes by -0.5 and +0.3 rows; BGK tau = 0.8 by < 0.004).
 
+**Third-order sets** (D2V17, D3Q39) conduct as rho kappa ~ 1/T^2: their steady conduction
+profile is curved in the bulk, and the d-dependent parts of their isothermal offsets (the shift,
+and the mean's change with d) grow with the depth; :func:`bulk_scale` scales them from the
+measured LY to the run's.  D3Q39 regularized was measured at LY = 64 (``MEASURED_AT``).
+
 :func:`effective_planes` interpolates piecewise linearly in tau (BGK) or in log C
 (regularized) between the measured points, and refuses a point outside the measured range
 (``extrapolate=True``: the nearest measured end instead, said in ``WallPlanes.note``).
@@ -147,6 +152,18 @@ TABLE = {
         (1, 0.908, 1.979, -55.932, 1.855, -56.057),
         (1.2, 0.285, 1.634, -56.269, 1.509, -56.396),
     ),
+    ('d3q39', 'lbgen', 'regularized'): (
+        (0.01, 3.097, 3.411, -25.224, 3.355, -25.281),
+        (0.03, 2.729, 3.099, -25.537, 3.042, -25.595),
+        (0.1, 2.279, 2.784, -25.833, 2.727, -25.892),
+    ),
+}
+
+#: the entries of TABLE measured at another LY than MEASURED_LY (D3Q39 regularized: LY = 64, where
+#: 128 would have cost hours of one core; its BGK entry moves by <= 0.003 rows from 64 to 128);
+#: printed by benchmarks/wall_planes.py with TABLE
+MEASURED_AT = {
+    ('d3q39', 'lbgen', 'regularized'): 64,
 }
 
 #: the operators' table variables: which parameter places which plane
@@ -231,13 +248,33 @@ def table_point(velocity_set: str, scheme: str, collision: str, parameters: Mapp
     return (flow[0],) + tuple(heat[1:]), "; ".join(notes)
 
 
-def isothermal_offsets(columns, T_bottom: float, T_top: float, *, extrapolate: bool = False):
+def measured_ly(velocity_set: str, scheme: str, collision: str) -> int:
+    """The LY an entry of the table was measured at: MEASURED_LY, or its MEASURED_AT."""
+    return MEASURED_AT.get((str(velocity_set).lower(), scheme, collision), MEASURED_LY)
+
+
+def bulk_scale(velocity_set: str, scheme: str, collision: str, columns, ly: int) -> float:
+    """How the d-dependent parts of the isothermal offsets (the shift, and the mean's change
+    from d = 0.02 to 0.1) scale from the measured LY (:func:`measured_ly`, 128 mostly) to a
+    layer of ``ly`` rows: 1 for the fourth-order sets; the ratio of the depths,
+    (ly - 1 - 2 offset) / (LY - 1 - 2 offset), for the third-order ones (D2V17, D3Q39).  Their conductivity goes as 1 / T^2
+    (``lbgen.model.physics.thermal_diffusivity``): steady conduction has 1/T, not T, linear in
+    the height, and the line fitted over the central half reaches the wall temperatures off the
+    curve by an amount that grows with the depth -- a bulk effect, not the walls' (measured:
+    the shifts at LY = 64 are 0.47 of those at 128, D2V17 and D3Q39 alike)."""
+    if set_entry(velocity_set).order >= 4 or columns[1] is None:
+        return 1.0
+    return (ly - 1 - 2 * columns[1]) / (measured_ly(velocity_set, scheme, collision) - 1 - 2 * columns[1])
+
+
+def isothermal_offsets(columns, T_bottom: float, T_top: float, *, extrapolate: bool = False, scale: float = 1.0):
     """(bottom, top) isothermal offsets for walls at T_bottom and T_top from the table's
     columns at the two measured differences d = 0.02 and 0.1: the mean offset as
     m0 + m2 d^2 and the bottom-minus-top difference as (s1 + s3 d^2)(T_bottom - T_top), the
     even and odd functions of the difference (swapping the walls mirrors the planes) through
-    both measurements; (offsets, note).  Beyond d = 0.1: ``OutsideTable`` unless
-    ``extrapolate`` (then the planes of d = 0.1)."""
+    both measurements; (offsets, note).  ``scale`` multiplies the d-dependent parts (the shift
+    and m2: :func:`bulk_scale`).  Beyond d = 0.1: ``OutsideTable`` unless ``extrapolate``
+    (then the planes of d = 0.1)."""
     _, iso_a, shift_a, iso_b, shift_b = columns
     d = T_bottom - T_top
     note = ""
@@ -249,8 +286,8 @@ def isothermal_offsets(columns, T_bottom: float, T_top: float, *, extrapolate: b
         note = f"wall temperature difference {abs(d):g} beyond the measured {db:g}: planes of {db:g}"
         d = math.copysign(db, d)
     w = (d * d - da * da) / (db * db - da * da)
-    mean = iso_a + w * (iso_b - iso_a)
-    shift = shift_a + w * (shift_b - shift_a)
+    mean = iso_a + w * (iso_b - iso_a) * scale
+    shift = (shift_a + w * (shift_b - shift_a)) * scale
     return (mean + 0.5 * shift * d, mean - 0.5 * shift * d), note
 
 
@@ -271,7 +308,8 @@ def effective_planes(velocity_set: str, scheme: str, collision: str, parameters:
     ns = columns[0]
     isothermal = None
     if columns[1] is not None:
-        (b, t), n = isothermal_offsets(columns, T_bottom, T_top, extrapolate=extrapolate)
+        (b, t), n = isothermal_offsets(columns, T_bottom, T_top, extrapolate=extrapolate,
+                                       scale=bulk_scale(velocity_set, scheme, collision, columns, ly))
         isothermal = (b, top_row - t)
         note = "; ".join(x for x in (note, n) if x)
     return WallPlanes(int(ly), (ns, top_row - ns), isothermal, note)

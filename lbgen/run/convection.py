@@ -13,7 +13,7 @@ them, an isothermal or third-order-unsafe set, and a layer too thin for its Rayl
 compressible gas would barely convect)."""
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Tuple
 
 from lbgen.model.catalog import set_entry
 from lbgen.model.convection import ADIABATIC_MAX, adiabatic_ratio, gravity_for
@@ -133,4 +133,26 @@ def layer(cfg, numbers: Mapping[str, Any]):
     planes = numbers.get("z_isothermal" if cfg.dimension == 3 else "y_isothermal") or (rows - 1, depth - rows)
     return Layer(isothermal=(float(planes[0]), float(planes[1])), T_bottom=walls["T_bottom"], T_top=walls["T_top"],
                  kappa=float(numbers["kappa"]), r=float(numbers["r"]), wall_rows=rows,
-                 rho_ref=float(numbers.get("rho_ref", 1.0)))
+                 rho_ref=float(numbers.get("rho_ref", 1.0)),
+                 conductivity_exponent=physics.conductivity_exponent(physics.hermite_order(cfg.velocity_set)))
+
+
+def summary(cfg, numbers: Mapping[str, Any], fields) -> List[str]:
+    """The closing lines of a rayleigh-benard run (none for other set-ups): the Nusselt numbers of
+    the final ``fields`` (``lbgen.model.convection.nusselt``) beside the published value near its
+    (Ra, Pr), and what the compressible gas's adiabatic gradient makes of them: with q the
+    adiabatic ratio, the superadiabatic Nu_sa = (Nu - q) / (1 - q) at Ra_sa = (1 - q) Ra
+    (docs/physics.md, "Rayleigh-Benard")."""
+    from lbgen.model.convection import nusselt
+    where = layer(cfg, numbers) if cfg.setup == NAME else None
+    if where is None:
+        return []
+    nu = nusselt(fields, where)
+    bulk = nu["Nu_bulk"]
+    line = (f"Nusselt number: {bulk:.4f} in the bulk, {nu['Nu_bottom']:.4f} / {nu['Nu_top']:.4f} next to the "
+            f"bottom / top wall (Ra = {numbers['Ra']:.4g}, Pr = {numbers['Pr']:.3g}, H = {where.depth:.4g})")
+    if "Nu_published" in numbers:
+        line += f"; published {numbers['Nu_published']:g}, {numbers['Nu_source']}: {bulk / numbers['Nu_published'] - 1:+.1%}"
+    q = float(numbers.get("adiabatic_ratio", 0.0))
+    return [line, f"  adiabatic ratio q = {q:.3g}: superadiabatic Nu_sa = (Nu - q)/(1 - q) = {(bulk - q) / (1 - q):.4f} "
+                  f"at Ra_sa = (1 - q) Ra = {(1 - q) * numbers['Ra']:.4g}"]
