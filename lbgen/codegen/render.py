@@ -37,7 +37,7 @@ from lbgen.codegen.storage import is_shifted, storage_format
 from lbgen.codegen.spec import MAX_TIME_BLOCK, OPERATOR_PARAMETERS, KernelSource, KernelSpec
 from lbgen.model.operators import OPERATOR_RECORDS
 from lbgen.codegen.kernel_api import (API_VERSION, ENTRY_POINTS, ENTRY_POINTS_3D,
-                                      GPU_ENTRY_POINTS_3D, INPLACE_ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules, size_rules3d,
+                                      GPU_ENTRY_POINTS_3D, GPU_INPLACE_ENTRY_POINTS, INPLACE_ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules, size_rules3d,
                                       storage_bytes, streams_clusters, streams_soa_lines)
 from lbgen.codegen.templating import emit_command, model_of  # noqa: F401 - part of this module's API
 from lbgen.codegen.templating import environment as _environment, templates_dir as _templates_dir
@@ -317,7 +317,8 @@ def _render(spec: KernelSpec) -> KernelSource:
         name = out_name.format(P=spec.prefix)
         files[name] = env.get_template(template).render(**ctx)
     main = next(iter(files))
-    names = list(ctx["entry_points"]) + (list(INPLACE_ENTRY_POINTS) if spec.streaming == "inplace" else [])
+    inplace = GPU_INPLACE_ENTRY_POINTS if spec.backend != "c" else INPLACE_ENTRY_POINTS
+    names = list(ctx["entry_points"]) + (list(inplace) if spec.streaming == "inplace" else [])
     entry = tuple(f"{spec.prefix}_{n}" for n in names)
     return KernelSource(spec=spec, files=files, main_file=main, entry_points=entry,
                         flops={"collide": model.collide.flops, "fused": model.collide.flops, "propagate": 0})
