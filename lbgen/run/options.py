@@ -296,14 +296,15 @@ def _time_block(v) -> Optional[str]:
 
 
 def _streaming(v) -> Optional[str]:
-    """--streaming inplace: the C kernels of one backend, one step per sweep, no thermal walls or open faces."""
+    """--streaming inplace: the fused kernels of one backend (c, opencl, cuda), one step per sweep, no
+    thermal walls or open faces."""
     if v["streaming"] != "inplace":
         return None
-    what = (f"--backend {v['backend']}" if v["backend"] != "c" else f"--hetero {v['hetero']}" if v["hetero"] else
+    what = (f"--hetero {v['hetero']}" if v["hetero"] else
             "--no-fused" if not v["fused"] else "the thermal --walls" if v.get("walls") else
             "open faces" if any(v.get(k) for k in ("inlet", "outlet", "outflow", "slip")) else
             "a --geometry body (its link kernels)" if v.get("geometry") or v["setup"] in FLOWS else None)
-    return f"in-place streaming runs the C kernels of one backend, one step per sweep, not with {what}" if what else None
+    return f"in-place streaming runs the fused kernels of one backend, one step per sweep, not with {what}" if what else None
 
 
 def _device(v) -> Optional[str]:
