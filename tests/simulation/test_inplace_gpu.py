@@ -41,8 +41,6 @@ SLOW = [("d2q9", "soa", None, "single", (10, 16), None), ("d2q9", "aos", None, "
 
 
 def _program(programs, runtime, device, vs, layout, vl, precision, shape, storage):
-    if storage is not None and runtime != "opencl":
-        pytest.skip("the CUDA kernels store the precision's own populations (STORAGE_BACKENDS)")
     spec = KernelSpec(backend="cuda" if runtime == "cuda-shim" else runtime, layout=layout, vl=vl,
                       velocity_set=vs, precision=precision, storage=storage, streaming="inplace")
     return programs(spec, shape, runtime, strict=True, **({"device": device} if device else {}))
@@ -99,9 +97,10 @@ def test_gpu_inplace_kernels_give_the_pull_state_bit_for_bit(programs, runtime, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", SLOW, ids=lambda c: "-".join(str(v) for v in c if v is not None and
-                                                                  not isinstance(v, tuple)))
-@pytest.mark.parametrize("runtime", ["opencl", "cuda-shim"])
+@pytest.mark.parametrize("runtime, case", [(r, c) for r in ("opencl", "cuda-shim") for c in SLOW
+                                           if r == "opencl" or c[5] is None],
+                         ids=lambda v: v if isinstance(v, str) else "-".join(str(x) for x in v if x is not None and
+                                                                             not isinstance(x, tuple)))
 def test_every_layout_precision_and_storage_in_place(programs, runtime, case):
     if runtime == "opencl" and not _opencl_devices():
         pytest.skip("no OpenCL platform")
@@ -163,22 +162,31 @@ def test_the_emitted_gpu_kernels_state_the_step_parity_contract(tmp_path, backen
 
 @pytest.mark.slow
 @pytest.mark.parametrize("vs, args", [("d2q9", ("5",)), ("d3q19", ("5", "8", "8", "8", "lid"))])
-def test_the_emitted_opencl_example_in_place_writes_the_pull_fields(tmp_path, vs, args):
-    """The emitted example.py steps one buffer in place (an odd count, read back through
-    aa_normalise; the 3D one under a lid) and writes the pull example's fields."""
+@pytest.mark.parametrize("backend", ["opencl", "cuda"])
+def test_the_emitted_gpu_example_in_place_writes_the_pull_fields(tmp_path, backend, vs, args):
+    """The emitted example (OpenCL: example.py on the first platform; CUDA: example.cu built through
+    the host shim) steps one buffer in place (an odd count, read back through aa_normalise; the 3D
+    one under a lid) and writes the pull example's fields."""
     import os
     import subprocess
     import sys
+    from lbgen.backends.cuda import shim
     from lbgen.codegen.emit import emit
-    if not _opencl_devices():
+    if backend == "opencl" and not _opencl_devices():
         pytest.skip("no OpenCL platform")
     fields = {}
     for streaming in ("pull", "inplace"):
         folder = tmp_path / streaming
-        emit(KernelSpec(backend="opencl", layout="soa", velocity_set=vs, streaming=streaming), folder)
-        example = (folder / "example.py").read_text()
-        assert ("aa_even" in example) == ("b = cl.Buffer" not in example) == (streaming == "inplace")
-        subprocess.run([sys.executable, "example.py", *args], cwd=folder, check=True, capture_output=True,
-                       env={**os.environ, "PYOPENCL_CTX": _opencl_devices()[0][0]})
+        emit(KernelSpec(backend=backend, layout="soa", velocity_set=vs, streaming=streaming), folder)
+        example = (folder / ("example.py" if backend == "opencl" else "example.cu")).read_text()
+        assert ("aa_even" in example) == (streaming == "inplace")
+        if backend == "opencl":
+            assert ("b = cl.Buffer" in example) == (streaming == "pull")         # in place: one buffer
+            command = [sys.executable, "example.py"]
+        else:
+            command = [str(shim.build_host_program(folder, ["example.cu"] + (["lbgen_kernels.cu"] if vs == "d2q9"
+                                                                                else [])))]
+        subprocess.run([*command, *args], cwd=folder, check=True, capture_output=True,
+                       env={**os.environ, "PYOPENCL_CTX": (_opencl_devices() or [("0", "")])[0][0]})
         fields[streaming] = (folder / "example_fields.txt").read_text()
     assert fields["pull"] == fields["inplace"] and len(fields["pull"].splitlines()) >= 512
