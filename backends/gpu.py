@@ -166,9 +166,8 @@ class GPUProgram(Program):
         self._call("halo_planes", self.plane_items, [self._buf(f), *self._sizes], (0,))
 
     def step_halo(self, f) -> None:
-        """The step's halo refresh: in 3D the X and Y planes, but the whole halo in place (the AA
-        even step reads and bounces through the Z halo rows, templates/gpu/inplace.j2)."""
-        (self.halo_planes if self.D == 3 and self.spec.streaming == "pull" else self.halo)(f)
+        """The step's halo refresh (before fused, and before the AA even step): in 3D the X and Y planes."""
+        (self.halo_planes if self.D == 3 else self.halo)(f)
 
     # --- in-place streaming (spec streaming 'inplace', the AA pattern: templates/gpu/inplace.j2) ---
     def _aa_step(self, kernel: str, f, odd: bool, params: dict) -> None:
