@@ -204,8 +204,20 @@ class GPUProgram(Program):
         self._aa_step("aa_odd", f, True, params)
 
     def aa_fold(self, f) -> None:
-        """After aa_even: what it stored into the halo, into the lattice sites it stands for."""
-        self._call("aa_fold", self.site_count, [self._buf(f), *self._size_args], (0,))
+        """After aa_even: what it stored into the halo, into the lattice sites it stands for (one
+        work-item per edge site: the kernel's <P>_AA_FOLD_ITEMS)."""
+        self._call("aa_fold", self.fold_items, [self._buf(f), *self._size_args], (0,))
+
+    @property
+    def fold_items(self) -> int:
+        """The sites within the halo's reach of a face or, along the last axis, of a lane's end
+        (templates/gpu/inplace.j2's <P>_AA_FOLD_ITEMS): the work-items of aa_fold."""
+        H, L = self.layout.halo, self.layout
+        edges = [min(n, 2 * H) for n in self.shape[:-1]] + [min(L.NR, 2 * H)]
+        if self.D == 2:
+            return edges[0] * self.ly + (self.lx - edges[0]) * edges[1] * L.VL
+        return ((edges[0] * self.ly + (self.lx - edges[0]) * edges[1]) * self.lz
+                + (self.lx - edges[0]) * (self.ly - edges[1]) * edges[2] * L.VL)
 
     def aa_normalise(self, f) -> None:
         """An odd-parity buffer (after aa_even, aa_fold) as the natural state; solid cells 0."""
