@@ -179,8 +179,8 @@ class GPUProgram(Program):
             rho = getattr(self, "_rho_lid", None)
             if rho is None:
                 rho = self._rho_lid = self._to_device(np.zeros(self.site_count, dtype=self.real))
-            self._call("aa_lid_rho", self.site_count, [self._buf(f), *self._size_args, bc[0], bc[1], rho,
-                                                       np.int32(odd)], (4,))
+            args = [self._buf(f), *self._size_args, bc[0], bc[1], rho, np.int32(odd)]
+            self._call("aa_lid_rho", self.site_count, args, (len(args) - 2,))     # it writes rho
         self._call(kernel, self.site_count, [self._buf(f), *self._size_args, *self._param_values(params, self.real),
                                              *self._bc_args(), rho], (0,))
 
