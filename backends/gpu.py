@@ -39,6 +39,7 @@ class GPUProgram(Program):
     def __init__(self, source, shape):
         super().__init__(source, shape)
         self._bounds_args = None
+        self._rho_lid = None        # in place with lids: the densities next to them (aa_lid_rho), made once
         if self.D == 2:
             return
         self._sizes = tuple(np.int32(n) for n in self.shape)
@@ -176,7 +177,7 @@ class GPUProgram(Program):
         bc = self._bc_args()
         rho = None
         if int(bc[0]) & int(bc[1]):
-            rho = getattr(self, "_rho_lid", None)
+            rho = self._rho_lid
             if rho is None:
                 rho = self._rho_lid = self._to_device(np.zeros(self.site_count, dtype=self.real))
             args = [self._buf(f), *self._size_args, bc[0], bc[1], rho, np.int32(odd)]
@@ -186,6 +187,7 @@ class GPUProgram(Program):
 
     @property
     def site_count(self) -> int:
+        """The lattice's sites: the work-items of the in-place sweeps."""
         return int(np.prod(self.shape))
 
     @property
@@ -196,7 +198,7 @@ class GPUProgram(Program):
         return tuple(np.int32(n) for n in self.shape)
 
     def aa_even(self, f, **params) -> None:
-        """In-place step from the natural state (fresh whole halo): the AA pattern's even step."""
+        """In-place step from the natural state (a fresh halo: step_halo): the AA pattern's even step."""
         self._aa_step("aa_even", f, False, params)
 
     def aa_odd(self, f, **params) -> None:
