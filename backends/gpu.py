@@ -212,14 +212,14 @@ class GPUProgram(Program):
 
     @property
     def fold_items(self) -> int:
-        """The sites within the halo's reach of a face or, along the last axis, of a lane's end
-        (templates/gpu/inplace.j2's <P>_AA_FOLD_ITEMS): the work-items of aa_fold."""
+        """The sites within the halo's reach of a face or (2D) of a lane's end (templates/gpu/inplace.j2's
+        <P>_AA_FOLD_ITEMS): the work-items of aa_fold."""
         H, L = self.layout.halo, self.layout
-        edges = [min(n, 2 * H) for n in self.shape[:-1]] + [min(L.NR, 2 * H)]
         if self.D == 2:
-            return edges[0] * self.ly + (self.lx - edges[0]) * edges[1] * L.VL
-        return ((edges[0] * self.ly + (self.lx - edges[0]) * edges[1]) * self.lz
-                + (self.lx - edges[0]) * (self.ly - edges[1]) * edges[2] * L.VL)
+            ex = min(self.lx, 2 * H)
+            return ex * self.ly + (self.lx - ex) * min(L.NR, 2 * H) * L.VL
+        ex, ey, ez = (min(n, 2 * H) for n in self.shape)     # 3D: a lane's end is crossed inside the lattice
+        return (ex * self.ly + (self.lx - ex) * ey) * self.lz + (self.lx - ex) * (self.ly - ey) * ez
 
     def aa_normalise(self, f) -> None:
         """An odd-parity buffer (after aa_even, aa_fold) as the natural state; solid cells 0."""
