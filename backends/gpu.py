@@ -39,6 +39,7 @@ class GPUProgram(Program):
     def __init__(self, source, shape):
         super().__init__(source, shape)
         self._bounds_args = None
+        self._rho_lid = None        # in place with lids: the densities next to them (aa_lid_rho), made once
         if self.D == 2:
             return
         self._sizes = tuple(np.int32(n) for n in self.shape)
@@ -166,7 +167,64 @@ class GPUProgram(Program):
         self._call("halo_planes", self.plane_items, [self._buf(f), *self._sizes], (0,))
 
     def step_halo(self, f) -> None:
+        """The step's halo refresh (before fused, and before the AA even step): in 3D the X and Y planes."""
         (self.halo_planes if self.D == 3 else self.halo)(f)
+
+    # --- in-place streaming (spec streaming 'inplace', the AA pattern: templates/gpu/inplace.j2) ---
+    def _aa_step(self, kernel: str, f, odd: bool, params: dict) -> None:
+        """aa_even / aa_odd over the whole lattice; with lids the densities next to them first
+        (aa_lid_rho into a buffer of one real per site, kept for the next steps)."""
+        bc = self._bc_args()
+        rho = None
+        if int(bc[0]) & int(bc[1]):
+            rho = self._rho_lid
+            if rho is None:
+                rho = self._rho_lid = self._to_device(np.zeros(self.site_count, dtype=self.real))
+            args = [self._buf(f), *self._size_args, bc[0], bc[1], rho, np.int32(odd)]
+            self._call("aa_lid_rho", self.site_count, args, (len(args) - 2,))     # it writes rho
+        self._call(kernel, self.site_count, [self._buf(f), *self._size_args, *self._param_values(params, self.real),
+                                             *self._bc_args(), rho], (0,))
+
+    @property
+    def site_count(self) -> int:
+        """The lattice's sites: the work-items of the in-place sweeps."""
+        return int(np.prod(self.shape))
+
+    @property
+    def _size_args(self) -> tuple:
+        """The kernels' size arguments (none for 2D compile-time sizes)."""
+        if self.D == 2 and self.spec.compile_time_sizes:
+            return ()
+        return tuple(np.int32(n) for n in self.shape)
+
+    def aa_even(self, f, **params) -> None:
+        """In-place step from the natural state (a fresh halo: step_halo): the AA pattern's even step."""
+        self._aa_step("aa_even", f, False, params)
+
+    def aa_odd(self, f, **params) -> None:
+        """In-place step back to the natural state: the AA pattern's odd step."""
+        self._aa_step("aa_odd", f, True, params)
+
+    def aa_fold(self, f) -> None:
+        """After aa_even: what it stored into the halo, into the lattice sites it stands for (one
+        work-item per edge site: the kernel's <P>_AA_FOLD_ITEMS)."""
+        self._call("aa_fold", self.fold_items, [self._buf(f), *self._size_args], (0,))
+
+    @property
+    def fold_items(self) -> int:
+        """The sites within the halo's reach of a face or (2D) of a lane's end (templates/gpu/inplace.j2's
+        <P>_AA_FOLD_ITEMS): the work-items of aa_fold."""
+        H, L = self.layout.halo, self.layout
+        if self.D == 2:
+            ex = min(self.lx, 2 * H)
+            return ex * self.ly + (self.lx - ex) * min(L.NR, 2 * H) * L.VL
+        ex, ey, ez = (min(n, 2 * H) for n in self.shape)     # 3D: a lane's end is crossed inside the lattice
+        return (ex * self.ly + (self.lx - ex) * ey) * self.lz + (self.lx - ex) * (self.ly - ey) * ez
+
+    def aa_normalise(self, f) -> None:
+        """An odd-parity buffer (after aa_even, aa_fold) as the natural state; solid cells 0."""
+        solid = None if self._bounds_args is None else self._bounds_args[3]
+        self._call("aa_normalise", self.site_count, [self._buf(f), *self._size_args, solid], (0,))
 
     def _region_args(self, region) -> tuple:
         """The work-items of a 3D sweep over a region (None: the whole lattice; (x0, x1, y0, y1):

@@ -31,7 +31,7 @@ from lbgen.backends.build import BackendUnavailable
 from lbgen.backends.gpu import GPUProgram
 from lbgen.backends.opencl.platform import (available, build, build_options, context_of, describe,  # noqa: F401
                                             devices, pyopencl, quiet_build, select_device)
-from lbgen.codegen.kernel_api import BODY_ENTRY_POINTS, GPU_ENTRY_POINTS_3D
+from lbgen.codegen.kernel_api import BODY_ENTRY_POINTS, GPU_ENTRY_POINTS_3D, GPU_INPLACE_ENTRY_POINTS
 
 DEFAULT_BLOCK_SIZE = 64
 
@@ -69,6 +69,8 @@ class OpenCLProgram(GPUProgram):
         else:
             names = (("halo", "propagate", "collide", "fused", "diagnostics", "init_equilibrium", "fields")
                      + (("bc", "fused_walls") if self.spec.walls else ()))
+        if self.spec.streaming == "inplace":
+            names += GPU_INPLACE_ENTRY_POINTS
         self.kernels = {n: cl.Kernel(self.program, f"{self.prefix}_{n}") for n in names + BODY_ENTRY_POINTS}
         bs = block_size or self.spec.block_size or DEFAULT_BLOCK_SIZE
         limit = min(self.device.max_work_group_size,

@@ -133,7 +133,7 @@ def _cuda_without_gpu() -> dict:
               f"{', '.join(STORAGES)} (default: the precision's own; C backend; docs/physics.md).")
 @click.option("--streaming", type=click.Choice(STREAMING), default="pull", show_default=True,
               help="pull (two population buffers) or inplace (one buffer, the AA pattern: aa_even, aa_fold, aa_odd; "
-                   "C backend; the header states the step-parity contract).")
+                   "every backend; the header states the step-parity contract).")
 @click.option("--lx", type=int, default=None, help="Compile-time LX (with --ly); run-time sizes by default.")
 @click.option("--ly", type=int, default=None, help="Compile-time LY (with --lx).")
 @click.option("--prefix", default="lbgen", show_default=True,

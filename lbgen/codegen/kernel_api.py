@@ -30,6 +30,9 @@ GPU_ENTRY_POINTS_3D = ("halo", "halo_planes", "propagate", "collide", "fused", "
 #: from the natural state (reads and writes the neighbours' slots), the halo's mirror after it, the
 #: step back to the natural state (the site's own slots), and the natural state of an odd step
 INPLACE_ENTRY_POINTS = ("aa_even", "aa_fold", "aa_odd", "aa_normalise")
+#: the GPU kernels' in-place entry points, any D: those, and the lids' densities before a step
+#: (templates/gpu/inplace.j2: a kernel cannot allocate them)
+GPU_INPLACE_ENTRY_POINTS = INPLACE_ENTRY_POINTS + ("aa_lid_rho",)
 #: the body-link kernels every backend emits for any D (lbgen.simulation.bodies): interpolated or
 #: half-way bounce-back on listed links and the momentum exchange on the bodies
 BODY_ENTRY_POINTS = ("body_links", "body_put")

@@ -37,7 +37,7 @@ from lbgen.codegen.storage import is_shifted, storage_format
 from lbgen.codegen.spec import MAX_TIME_BLOCK, OPERATOR_PARAMETERS, KernelSource, KernelSpec
 from lbgen.model.operators import OPERATOR_RECORDS
 from lbgen.codegen.kernel_api import (API_VERSION, ENTRY_POINTS, ENTRY_POINTS_3D,
-                                      GPU_ENTRY_POINTS_3D, INPLACE_ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules, size_rules3d,
+                                      GPU_ENTRY_POINTS_3D, GPU_INPLACE_ENTRY_POINTS, INPLACE_ENTRY_POINTS, SIZE_ERRORS, WALL_ENTRY_POINTS, size_rules, size_rules3d,
                                       storage_bytes, streams_clusters, streams_soa_lines)
 from lbgen.codegen.templating import emit_command, model_of  # noqa: F401 - part of this module's API
 from lbgen.codegen.templating import environment as _environment, templates_dir as _templates_dir
@@ -73,13 +73,14 @@ def _pull_terms(velocities, halo: int) -> Dict[str, list]:
     in it: ``tb_pull`` reads ``c<j>[site + ...]`` with row j = (H - c_x)(2H + 1) + (H - c_y),
     population stride SPI; ``tb_site`` reads the site's own row c<center>; ``tb_rows``: the
     rows j some population reads."""
-    site, pull, pull_zw, tb_pull, tb_site = [], [], [], [], []
+    site, pull, pull_zw, pull_xy, tb_pull, tb_site = [], [], [], [], [], []
     span, center = 2 * halo + 1, halo * (2 * halo + 1) + halo
     for p, c in enumerate(velocities):
         site.append(f"{p}*SP" if p else "0")
         terms = [f"{p}*SP"] if p else []
         terms += [f"{-ck}*{stride}" for ck, stride in zip(c[:2], ("SX", "SY")) if ck]
         zw = terms + ([z_row_name(-c[2])] if c[2] else [])
+        pull_xy.append(" + ".join(terms).replace("+ -", "- ") if terms else "0")
         terms += [f"{-c[2]}*SR"] if c[2] else []
         pull.append(" + ".join(terms).replace("+ -", "- ") if terms else "0")
         pull_zw.append(" + ".join(zw).replace("+ -", "- ") if zw else "0")
@@ -87,7 +88,7 @@ def _pull_terms(velocities, halo: int) -> Dict[str, list]:
         tb_pull.append(f"c{(halo - c[0]) * span + halo - c[1]}[site{' + ' + within if within else ''}]")
         tb_site.append(f"c{center}[site{f' + {p}*SPI' if p else ''}]")
     rows = sorted({center} | {(halo - c[0]) * span + halo - c[1] for c in velocities})
-    return {"site": site, "pull": pull, "pull_zw": pull_zw, "tb_pull": tb_pull, "tb_site": tb_site, "tb_rows": rows,
+    return {"site": site, "pull": pull, "pull_zw": pull_zw, "pull_xy": pull_xy, "tb_pull": tb_pull, "tb_site": tb_site, "tb_rows": rows,
             "z_rows": [(dz, z_row_name(dz)) for dz in sorted({-c[2] for c in velocities if c[2]})]}
 
 
@@ -95,8 +96,11 @@ def _aa_terms(offsets: dict, opposite) -> dict:
     """The in-place (AA) addresses besides a layout's site and pull offsets: ``swap`` (population
     p in the site's own slot of opp(p)) and ``pull_swap`` (the slot of opp(p) at the neighbour
     site + c_p: where the even step stores the post-collision p, the odd step finds it)."""
-    return {**offsets, "swap": [offsets["site"][q] for q in opposite],
-            "pull_swap": [offsets["pull"][q] for q in opposite]}
+    out = {**offsets, "swap": [offsets["site"][q] for q in opposite],
+           "pull_swap": [offsets["pull"][q] for q in opposite]}
+    if "pull_xy" in offsets:       # 3D: pull_swap without its Z part (the GPU kernels add theirs)
+        out["pull_swap_xy"] = [offsets["pull_xy"][q] for q in opposite]
+    return out
 
 
 def z_row_name(dz: int) -> str:
@@ -317,7 +321,8 @@ def _render(spec: KernelSpec) -> KernelSource:
         name = out_name.format(P=spec.prefix)
         files[name] = env.get_template(template).render(**ctx)
     main = next(iter(files))
-    names = list(ctx["entry_points"]) + (list(INPLACE_ENTRY_POINTS) if spec.streaming == "inplace" else [])
+    inplace = GPU_INPLACE_ENTRY_POINTS if spec.backend != "c" else INPLACE_ENTRY_POINTS
+    names = list(ctx["entry_points"]) + (list(inplace) if spec.streaming == "inplace" else [])
     entry = tuple(f"{spec.prefix}_{n}" for n in names)
     return KernelSource(spec=spec, files=files, main_file=main, entry_points=entry,
                         flops={"collide": model.collide.flops, "fused": model.collide.flops, "propagate": 0})

@@ -67,7 +67,7 @@ PRECISIONS = ("double", "single", "mixed")
 #: docs/architecture.md, "In-place streaming")
 STREAMING = ("pull", "inplace")
 #: the backends whose kernels stream in place
-INPLACE_BACKENDS = ("c",)
+INPLACE_BACKENDS = ("c", "opencl", "cuda")
 
 
 def population_buffers(streaming: str) -> int:
@@ -335,7 +335,7 @@ class KernelSpec:
             return
         if self.backend not in INPLACE_BACKENDS:
             raise SpecError(f"streaming 'inplace' (one population buffer, the AA pattern) is generated for the "
-                            f"{' and '.join(INPLACE_BACKENDS)} backend only so far, not {self.backend!r}; use "
+                            f"{', '.join(INPLACE_BACKENDS)} backends, not {self.backend!r}; use "
                             f"streaming 'pull' there")
         if self.walls:
             raise SpecError("streaming 'inplace' does not take the thermal walls (walls=True, --walls: their bc "

@@ -105,7 +105,7 @@ class DistributedSimulation(DistributedState, Lattice):
                 bounds.check_runs(kw.get("device_backend"), depth)
             inplace = check_streaming(kw.get("streaming", "pull"), device_backend=kw.get("device_backend"),
                                       time_block=depth, fused=kw.get("fused", True), bodies=body,
-                                      bounds=bounds) == "inplace"
+                                      bounds=bounds, backend=kw.get("backend", "c"), ranks=True) == "inplace"
             #: the lattice's wall faces (axis, side); each rank's block holds those it touches
             self.wall_faces = thermal_faces(D, kw["walls"]) if thermal else () if bounds is None else bounds.walls
             #: the faces that are not periodic (walls and open faces): no ghost planes across them

@@ -20,7 +20,7 @@ from lbgen.simulation.parameters import SimulationError
 
 
 def check_streaming(streaming, *, device_backend: Optional[str], time_block: int, fused: bool, bodies,
-                    bounds) -> str:
+                    bounds, backend: str = "c", ranks: bool = False) -> str:
     """The streaming pattern of a lattice, refused in words where it cannot run (the backend and
     the thermal walls are ``KernelSpec``'s to refuse; ``bodies`` run in place: their link kernels
     address the parity's slots, ``BodyLinks.before_step(odd=...)``)."""
@@ -35,6 +35,9 @@ def check_streaming(streaming, *, device_backend: Optional[str], time_block: int
         why = f"time_block={time_block}: the temporal blocking (fused_tb) is a pull sweep"
     elif not fused:
         why = "fused=False: propagate then collide stream between two buffers"
+    elif str(backend).lower() != "c" and (bodies is not None or ranks):
+        why = (f"backend={backend!r} and " + ("bodies" if bodies is not None else "MPI ranks")
+               + ": in place, the bodies' link kernels and the ranks' 2H ghost trade run on the C backend")
     else:
         return streaming
     raise SimulationError(f"streaming='inplace' does not run with {why}; use streaming='pull' (the default) there")

@@ -188,6 +188,16 @@ def test_a_program_through_the_runtime_interface_equals_the_c_backend(cpu_runtim
     assert all(np.array_equal(got[k], want[k]) for k in want)
 
 
+def test_in_place_through_the_runtime_interface_ends_with_the_c_pull_bits(shim_runtime):
+    """CudaProgram in place (one buffer, templates/gpu/inplace.j2) with its launches through the
+    runtime: after an odd count, walls, a lid and a mask, the C backend's strict pull state."""
+    kw, shape = CASES["3d-d3q19-walls-lid-mask"]
+    sim, in_place = _populations({**kw, "streaming": "inplace"}, shape, "cuda", 5)
+    assert {"lbgen_aa_even", "lbgen_aa_odd", "lbgen_aa_fold", "lbgen_aa_lid_rho"} <= set(shim_runtime.launches)
+    assert [r.g for r in sim.regions] == [None]
+    assert np.array_equal(in_place, _populations(kw, shape, "c", 5)[1])
+
+
 def test_halo_slabs_through_the_runtime(cpu_runtime):
     """CudaProgram's halo-slab methods (lbgen.parallel.halo) on the runtime: gather and scatter
     with its take / put, slab copies both ways on the compute stream and aside, each counted."""

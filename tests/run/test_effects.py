@@ -212,7 +212,7 @@ REFUSED = {
     "body_bc": ({}, "bouzidi"),
     "stl_scale": ({"geometry": "GEOMETRY"}, 2.0), "stl_rotate": ({}, "0,0,30"), "stl_offset": ({}, "1,2,3"),
     "re": ({}, 20.0), "cells_per_diameter": ({"setup": "uniform-noise"}, 8),
-    "streaming": ({"backend": "opencl"}, "inplace"),
+    "streaming": ({"fused": False}, "inplace"),
 }
 
 

@@ -47,3 +47,20 @@ def test_in_place_streaming_is_refused_where_it_cannot_run(tmp_path):
             "--time-block", "--streaming inplace")
     refused(cli("run", "rayleigh-taylor", "--walls", "--streaming", "inplace", "--steps", 2), "--streaming",
             "thermal --walls")
+
+
+@pytest.mark.slow
+def test_an_opencl_run_in_place_ends_with_the_c_pull_bits(tmp_path):
+    """`lbgen run --backend opencl --streaming inplace`: one buffer on the device (the run line says
+    so, the manifest records it) and, at an odd step, the strict C pull run's checkpointed bits."""
+    pytest.importorskip("pyopencl")
+    from lbgen.run.checkpoint import checkpoint_path, read_checkpoint
+    run = ("run", "shear-wave", "--velocity-set", "d2q9", "--lx", 8, "--ly", 32, "--pictures", "none", "--no-progress",
+           "--checkpoint-every", 5, "--steps", 5, "--strict")
+    c, cl = tmp_path / "c", tmp_path / "opencl"
+    assert cli(*run, "--out", c).exit_code == 0
+    result = cli(*run, "--backend", "opencl", "--streaming", "inplace", "--out", cl)
+    assert result.exit_code == 0, result.output
+    assert "in place (one population buffer)" in result.output
+    assert json.loads((cl / "manifest.json").read_text())["device"]["streaming"] == "inplace"
+    np.testing.assert_array_equal(read_checkpoint(checkpoint_path(cl, 5))[0], read_checkpoint(checkpoint_path(c, 5))[0])
