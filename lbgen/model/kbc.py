@@ -1,0 +1,122 @@
+"""The entropic KBC operator (Karlin, Boesch & Chikatamarla, PRE 90 (2014) 031302(R)), its N4 variant on
+D3Q27 and D2Q9 (Boesch, Chikatamarla & Karlin, PRE 92 (2015) 043309), derived for ``lbgen.model.collision``.
+
+* **Moments**: the natural raw moments M_alpha = sum_i f_i prod_k c_ik^alpha_k, alpha in {0, 1, 2}^D (the
+  tensor-product sets, every velocity of {-1, 0, 1}^D: the record's ``sets``).  f = k + s + h with
+  k spanned by the conserved moments (order 0, 1), the shear part s by the N4 group (order 2: the
+  deviatoric stress and its trace T; order 3: the heat-flux-like moments x^2 y, ..., x y z) and the higher
+  part h by the rest (order 4 and up: x^2 y^2, ..., x^2 y^2 z^2); each part is the populations of its
+  moments alone (the dual basis of the moment matrix).
+* **Equilibrium**: the product form f_eq,i = rho prod_k phi(c_ik, u_k), phi(0, u) = 2/3 - u^2,
+  phi(+-1, u) = (1/3 + u^2 +- u)/2 (its raw moments are the Maxwellian's for every exponent <= 2,
+  c_s^2 = 1/3: the equilibrium of the D3Q27 KBC papers and of ``lbgen.model.central``).
+* **Forcing** (Guo, Zheng & Shi, PRE 65 (2002) 046308, second order): u = (sum c f + F/2)/rho, F = rho a
+  (lattice units); the source S_i = F . d f_eq,i / d u / rho (Guo's term for this equilibrium); the
+  non-equilibrium at the half step Delta = f + S/2 - f_eq has no k part, and
+  f' = f + S - beta (2 Delta_s + gamma Delta_h), beta = 1/(2 tau): the shear part relaxes with 1/tau
+  (nu = (tau - 1/2)/3, as BGK), each part's share of S with Guo's factor (1 - rate/2).
+* **Stabiliser** (the paper's Eq. 12, per site): gamma = 1/beta - (2 - 1/beta) <Delta_s|Delta_h> /
+  <Delta_h|Delta_h>, the entropic scalar product <X|Y> = sum_i X_i Y_i / f_eq,i (the second-order expansion
+  of the H function about f_eq, Boesch et al. 2015); where Delta_h = 0 the ratio is 0 (the h part is then
+  at equilibrium, gamma multiplies nothing).  With gamma = 2 the operator is BGK (with Guo's forcing).
+* **Transforms**: the raw moments by the chimera transform at u = 0 (``lbgen.model.cumulant``), on the
+  well-conditioned f - w; the moments of w, f_eq and S are exact polynomials added symbolically, so the
+  constants cancel; Delta_s, Delta_h and S back to populations by the backward chimera transform at u = 0.
+"""
+from __future__ import annotations
+
+from itertools import product
+from typing import Dict, Tuple
+
+import sympy as sp
+
+from lbgen.model.catalog import AXES
+from lbgen.model.cumulant import chimera_backward, chimera_forward
+from lbgen.model.derivation import Builder, const
+
+Exponents = Tuple[int, ...]
+CS2 = sp.Rational(1, 3)
+#: the orders of the N4 shear group s (the deviatoric stress, its trace, the third-order moments)
+SHEAR_ORDERS = (2, 3)
+
+
+def moment_1d(n: int, u):
+    """The product-form equilibrium's 1D raw moment of order n (per unit density): 1, u, c_s^2 + u^2."""
+    return (sp.Integer(1), u, CS2 + u ** 2)[n]
+
+
+def moment_1d_du(n: int, u):
+    """d moment_1d / du: 0, 1, 2 u."""
+    return (sp.Integer(0), sp.Integer(1), 2 * u)[n]
+
+
+def phi(c: int, u):
+    """The product-form equilibrium's 1D population at hop c (per unit density)."""
+    return 2 * CS2 - u ** 2 if c == 0 else (CS2 + u ** 2 + c * u) / 2
+
+
+def equilibrium_moment(e: Exponents, rho, u) -> sp.Expr:
+    """rho prod_k moment_1d(e_k, u_k)."""
+    return rho * sp.prod([moment_1d(n, uk) for n, uk in zip(e, u)])
+
+
+def source_moment(e: Exponents, rho, u, al) -> sp.Expr:
+    """The raw moment of Guo's source S = rho a . d f_eq / d u / rho: sum_k rho a_k d/du_k of the equilibrium's."""
+    D = len(u)
+    return rho * sp.Add(*(al[k] * moment_1d_du(e[k], u[k])
+                          * sp.prod([moment_1d(e[j], u[j]) for j in range(D) if j != k]) for k in range(D)))
+
+
+def kbc_collision(b: Builder, vs, f, a, tau, wall, tau_wall):
+    """Post-collision populations fout_i of the KBC-N4 operator (the module doc), as Builder symbols."""
+    D = vs.D
+    r = vs.r_float()
+    w = vs.weights_float()
+    vel = [tuple(c) for c in vs.velocities]
+    zero = (sp.Integer(0),) * D
+    exps = list(product(range(3), repeat=D))
+    b.block("well-conditioned populations f - w, delta rho, the velocity with half the force "
+            "(lbgen.model.kbc.kbc_collision)")
+    fb = {c: b.let(f"fb{i}", f[i] - const(w[i])) for i, c in enumerate(vel)}
+    drho = b.let("drho", sp.Add(*fb.values()))
+    rho = b.let("rho", 1 + drho)
+    inv_rho = b.let("inv_rho", 1 / rho)
+    al = tuple(b.let(f"al{AXES[k]}", a[k] / const(r)) for k in range(D))       # lattice units
+    u = tuple(b.let(f"u{AXES[k]}", (sp.Add(*(c[k] * fb[c] for c in vel if c[k])) + rho * al[k] / 2) * inv_rho)
+              for k in range(D))
+    b.block("raw moments of f - w (the chimera transform at u = 0), the non-equilibrium at the half step "
+            "f + S/2 - f_eq in moments (lbgen.model.kbc.equilibrium_moment, source_moment)")
+    mb = chimera_forward(fb, zero, b)
+    wm = {e: equilibrium_moment(e, 1, zero) for e in exps}
+    n = {e: b.let(f"n{''.join(map(str, e))}",
+                  sp.expand(mb[e] + wm[e] + source_moment(e, 1 + drho, u, al) / 2 - equilibrium_moment(e, 1 + drho, u)))
+         for e in exps if sum(e) >= 2}
+    src = {e: (_let(b, "sm", sp.expand(source_moment(e, rho, u, al)))) for e in exps}
+    b.block("the shear part Delta_s (orders 2, 3), the higher part Delta_h (orders 4+) and the source S in "
+            "populations (the backward chimera transform at u = 0)")
+    ds = chimera_backward({e: (n[e] if sum(e) in SHEAR_ORDERS else sp.Integer(0)) for e in exps}, zero, b)
+    dh = chimera_backward({e: (n[e] if sum(e) > max(SHEAR_ORDERS) else sp.Integer(0)) for e in exps}, zero, b)
+    sp_ = chimera_backward(src, zero, b)
+    ds = {c: _let(b, "ds", v) for c, v in ds.items()}
+    dh = {c: _let(b, "dh", v) for c, v in dh.items()}
+    b.block("the stabiliser: entropic scalar products <Delta_s|Delta_h>, <Delta_h|Delta_h> weighted by 1/f_eq, "
+            "gamma (Karlin, Boesch & Chikatamarla 2014, Eq. 12)")
+    iphi = [{c: b.let(f"iphi{AXES[k]}{'mzp'[c + 1]}", 1 / phi(c, u[k])) for c in (-1, 0, 1)} for k in range(D)]
+    weight = {c: b.let(b.fresh("ifeq"), sp.prod([iphi[k][c[k]] for k in range(D)])) for c in vel}
+    num = b.let("sh_prod", inv_rho * sp.Add(*(ds[c] * dh[c] * weight[c] for c in vel)))
+    den = b.let("hh_prod", inv_rho * sp.Add(*(dh[c] ** 2 * weight[c] for c in vel)))
+    # <Delta_h|Delta_h> where positive, else 1 (then Delta_h = 0 and <Delta_s|Delta_h> = 0): a select, not
+    # den + (1 - on), whose 1 - 1 would cancel the digits of a small den
+    den_safe = b.let("hh_safe", sp.Piecewise((den, den > 0), (sp.Integer(1), True)))
+    ratio = b.let("sh_ratio", num / den_safe)
+    inv_tau = b.let("om1", 1 / (wall * tau_wall + (1 - wall) * tau))
+    # beta gamma = 1 - (2 beta - 1) <s|h>/<h|h>, 2 beta = 1/tau
+    beta_gamma = b.let("beta_gamma", 1 + (1 - inv_tau) * ratio)
+    b.block("f' = f + S - beta (2 Delta_s + gamma Delta_h) (lbgen.model.kbc.kbc_collision)")
+    return tuple(b.let(f"fout{i}", f[i] + sp_[c] - inv_tau * ds[c] - beta_gamma * dh[c]) for i, c in enumerate(vel))
+
+
+def _let(b: Builder, name: str, expr):
+    if expr == 0 or isinstance(expr, (sp.Symbol, sp.Number)):
+        return expr
+    return b.let(b.fresh(name), expr)
