@@ -26,7 +26,7 @@ D3Q27 and D2Q9 (Boesch, Chikatamarla & Karlin, PRE 92 (2015) 043309), derived fo
 from __future__ import annotations
 
 from itertools import product
-from typing import Dict, Tuple
+from typing import Tuple
 
 import sympy as sp
 
