@@ -121,3 +121,21 @@ def test_kbc_is_refused_on_thermal_sets_before_any_code(velocity_set):
 def test_kbc_is_refused_on_d3q19_before_any_code():
     with pytest.raises(SpecError, match=r"kbc operator is defined on D2Q9, D3Q27 only, not on D3Q19: .*lacks the corner"):
         KernelSpec(backend="c", layout="aos", velocity_set="d3q19", collision="kbc").validate()
+
+
+@pytest.mark.slow
+def test_emitted_kbc_example_builds_and_reproduces_the_oracle(tmp_path):
+    """lbgen emit carries the operator (the params struct's tau, from the record) and the emitted example (a D2Q9
+    shear wave under the force (0, -1e-5), model units) equals the oracle to 1e-12."""
+    from helpers import emitted_d2q9_example
+    from lbgen.reference.trt_les import D2Q9_W, equilibrium, moments
+    spec = KernelSpec(layout="soa", velocity_set="d2q9", collision="kbc")
+    header, data, (rho, u, a) = emitted_d2q9_example(tmp_path, spec, R)
+    lx, ly, steps = 16, 64, 20
+    assert "double tau;" in header and "omega3" not in header and "KBC" in header
+    f = equilibrium(rho, u + 0.5 * a[:, None, None], D2Q9_C, D2Q9_W)
+    f = oracle_run(f, steps, force=a, tau=0.8)
+    rho_f, u_f = moments(f, D2Q9_C)
+    want = [rho_f, R * (u_f[0] - a[0] / 2), R * (u_f[1] - a[1] / 2)]
+    for column, field in zip((2, 3, 4), want):
+        assert np.abs(data[:, column].reshape(lx, ly) - field).max() <= 1e-12
