@@ -82,11 +82,17 @@ def test_the_shear_layer_stays_bounded_where_bgk_diverges(re):
 
 
 @pytest.mark.slow
-def test_taylor_green_at_high_re_stays_finite_where_bgk_blows_up():
-    """The 3D Taylor-Green vortex of test_trt_les_physics.py on D3Q27 16^3, U = 0.1, tau = 0.5001 (Re = 7.6e3),
-    where BGK blows up before step 400 (test_cumulant_physics.py): KBC decays the kinetic energy monotonically
-    (measured below), with no subgrid model."""
+def test_taylor_green_at_high_re_decays_where_bgk_blows_up():
+    """The 3D Taylor-Green vortex of test_trt_les_physics.py (Brachet et al. 1983) on D3Q27 16^3, U = 0.1,
+    tau = 0.501 (Re = U (n / 2 pi) / nu = 764): BGK's kinetic energy grows (1.08e-3 at step 100, 1.97e-3 at 300)
+    and explodes before step 400; KBC decays it monotonically, 1.03e-3 at step 100 to 1.2e-5 at 2000 (measured;
+    the cumulant operator: 1.01e-3 to 8.7e-6), with no subgrid model.  At tau = 0.5001 (Re = 7.6e3) KBC stays
+    finite to step 4000 but its energy is not monotone: 7.5e-4 at step 400, 2.8e-3 at 1200 (2.2x the start's
+    1.25e-3), 9.0e-4 at 4000 (measured; not asserted: docs/physics.md)."""
     from test_trt_les_physics import taylor_green_kinetic_energy
-    energies = [e for _, e in taylor_green_kinetic_energy("kbc", {"tau": 0.5001}, velocity_set="d3q27")]
-    assert len(energies) == 10 and all(math.isfinite(e) for e in energies) and energies[0] < 0.1 ** 2 / 8
-    assert all(b < a for a, b in zip(energies, energies[1:]))
+    e0 = 0.1 ** 2 / 8
+    bgk = taylor_green_kinetic_energy("bgk", {"tau": 0.501}, steps=400, velocity_set="d3q27")
+    assert not math.isfinite(bgk[-1][1]) or bgk[-1][1] > 100 * e0
+    energies = [e for _, e in taylor_green_kinetic_energy("kbc", {"tau": 0.501}, velocity_set="d3q27")]
+    assert len(energies) == 10 and all(math.isfinite(e) for e in energies) and energies[0] < e0
+    assert all(b < a for a, b in zip(energies, energies[1:])) and energies[-1] < 0.1 * energies[0]
