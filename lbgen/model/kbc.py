@@ -19,9 +19,10 @@ D3Q27 and D2Q9 (Boesch, Chikatamarla & Karlin, PRE 92 (2015) 043309), derived fo
   <Delta_h|Delta_h>, the entropic scalar product <X|Y> = sum_i X_i Y_i / f_eq,i (the second-order expansion
   of the H function about f_eq, Boesch et al. 2015); where Delta_h = 0 the ratio is 0 (the h part is then
   at equilibrium, gamma multiplies nothing).  With gamma = 2 the operator is BGK (with Guo's forcing).
-* **Transforms**: the raw moments by the chimera transform at u = 0 (``lbgen.model.cumulant``), on the
-  well-conditioned f - w; the moments of w, f_eq and S are exact polynomials added symbolically, so the
-  constants cancel; Delta_s, Delta_h and S back to populations by the backward chimera transform at u = 0.
+* **Evaluation**: the equilibrium, 1/f_eq (from the 3 D reciprocals of phi) and S (f_eq sum_k a_k phi'/phi)
+  population by population; Delta on the well-conditioned f - w (w - f_eq is O(u, delta rho)); Delta_h from
+  the raw moments of Delta of order 4 and up (the chimera transform at u = 0 of ``lbgen.model.cumulant``, and
+  back), Delta_s = Delta - Delta_h (Delta has no k part).
 """
 from __future__ import annotations
 
@@ -40,31 +41,14 @@ CS2 = sp.Rational(1, 3)
 SHEAR_ORDERS = (2, 3)
 
 
-def moment_1d(n: int, u):
-    """The product-form equilibrium's 1D raw moment of order n (per unit density): 1, u, c_s^2 + u^2."""
-    return (sp.Integer(1), u, CS2 + u ** 2)[n]
-
-
-def moment_1d_du(n: int, u):
-    """d moment_1d / du: 0, 1, 2 u."""
-    return (sp.Integer(0), sp.Integer(1), 2 * u)[n]
-
-
 def phi(c: int, u):
     """The product-form equilibrium's 1D population at hop c (per unit density)."""
     return 2 * CS2 - u ** 2 if c == 0 else (CS2 + u ** 2 + c * u) / 2
 
 
-def equilibrium_moment(e: Exponents, rho, u) -> sp.Expr:
-    """rho prod_k moment_1d(e_k, u_k)."""
-    return rho * sp.prod([moment_1d(n, uk) for n, uk in zip(e, u)])
-
-
-def source_moment(e: Exponents, rho, u, al) -> sp.Expr:
-    """The raw moment of Guo's source S = rho a . d f_eq / d u / rho: sum_k rho a_k d/du_k of the equilibrium's."""
-    D = len(u)
-    return rho * sp.Add(*(al[k] * moment_1d_du(e[k], u[k])
-                          * sp.prod([moment_1d(e[j], u[j]) for j in range(D) if j != k]) for k in range(D)))
+def phi_du(c: int, u):
+    """d phi / du: -2 u, u +- 1/2."""
+    return -2 * u if c == 0 else u + sp.Rational(c, 2)
 
 
 def kbc_collision(b: Builder, vs, f, a, tau, wall, tau_wall):
@@ -84,27 +68,26 @@ def kbc_collision(b: Builder, vs, f, a, tau, wall, tau_wall):
     al = tuple(b.let(f"al{AXES[k]}", a[k] / const(r)) for k in range(D))       # lattice units
     u = tuple(b.let(f"u{AXES[k]}", (sp.Add(*(c[k] * fb[c] for c in vel if c[k])) + rho * al[k] / 2) * inv_rho)
               for k in range(D))
-    b.block("raw moments of f - w (the chimera transform at u = 0), the non-equilibrium at the half step "
-            "f + S/2 - f_eq in moments (lbgen.model.kbc.equilibrium_moment, source_moment)")
-    mb = chimera_forward(fb, zero, b)
-    wm = {e: equilibrium_moment(e, 1, zero) for e in exps}
-    n = {e: b.let(f"n{''.join(map(str, e))}",
-                  sp.expand(mb[e] + wm[e] + source_moment(e, 1 + drho, u, al) / 2 - equilibrium_moment(e, 1 + drho, u)))
-         for e in exps if sum(e) >= 2}
-    src = {e: (_let(b, "sm", sp.expand(source_moment(e, rho, u, al)))) for e in exps}
-    b.block("the shear part Delta_s (orders 2, 3), the higher part Delta_h (orders 4+) and the source S in "
-            "populations (the backward chimera transform at u = 0)")
-    ds = chimera_backward({e: (n[e] if sum(e) in SHEAR_ORDERS else sp.Integer(0)) for e in exps}, zero, b)
-    dh = chimera_backward({e: (n[e] if sum(e) > max(SHEAR_ORDERS) else sp.Integer(0)) for e in exps}, zero, b)
-    sp_ = chimera_backward(src, zero, b)
-    ds = {c: _let(b, "ds", v) for c, v in ds.items()}
+    b.block("the product-form equilibrium f_eq, 1/f_eq and Guo's source S = f_eq sum_k a_k phi'/phi in "
+            "populations (lbgen.model.kbc.phi)")
+    ph = [{c: b.let(f"phi{AXES[k]}{'mzp'[c + 1]}", phi(c, u[k])) for c in (-1, 0, 1)} for k in range(D)]
+    iph = [{c: b.let(f"iphi{AXES[k]}{'mzp'[c + 1]}", 1 / ph[k][c]) for c in (-1, 0, 1)} for k in range(D)]
+    g = [{c: b.let(f"gs{AXES[k]}{'mzp'[c + 1]}", al[k] * phi_du(c, u[k]) * iph[k][c]) for c in (-1, 0, 1)}
+         for k in range(D)]
+    feq = {c: b.let(b.fresh("feq"), rho * sp.prod([ph[k][c[k]] for k in range(D)])) for c in vel}
+    weight = {c: b.let(b.fresh("ifeq"), inv_rho * sp.prod([iph[k][c[k]] for k in range(D)])) for c in vel}
+    src = {c: b.let(b.fresh("src"), feq[c] * sp.Add(*(g[k][c[k]] for k in range(D)))) for c in vel}
+    b.block("the half-step non-equilibrium Delta = f + S/2 - f_eq (no k part), its higher part Delta_h (raw "
+            "moments of order 4+ by the chimera transform at u = 0, and back), the shear part Delta_s = Delta - Delta_h")
+    delta = {c: b.let(b.fresh("dl"), fb[c] + (const(w[i]) - feq[c]) + src[c] / 2) for i, c in enumerate(vel)}
+    m = chimera_forward(delta, zero, b)
+    dh = chimera_backward({e: (m[e] if sum(e) > max(SHEAR_ORDERS) else sp.Integer(0)) for e in exps}, zero, b)
     dh = {c: _let(b, "dh", v) for c, v in dh.items()}
+    ds = {c: b.let(b.fresh("ds"), delta[c] - dh[c]) for c in vel}
     b.block("the stabiliser: entropic scalar products <Delta_s|Delta_h>, <Delta_h|Delta_h> weighted by 1/f_eq, "
             "gamma (Karlin, Boesch & Chikatamarla 2014, Eq. 12)")
-    iphi = [{c: b.let(f"iphi{AXES[k]}{'mzp'[c + 1]}", 1 / phi(c, u[k])) for c in (-1, 0, 1)} for k in range(D)]
-    weight = {c: b.let(b.fresh("ifeq"), sp.prod([iphi[k][c[k]] for k in range(D)])) for c in vel}
-    num = b.let("sh_prod", inv_rho * sp.Add(*(ds[c] * dh[c] * weight[c] for c in vel)))
-    den = b.let("hh_prod", inv_rho * sp.Add(*(dh[c] ** 2 * weight[c] for c in vel)))
+    num = b.let("sh_prod", sp.Add(*(ds[c] * dh[c] * weight[c] for c in vel)))
+    den = b.let("hh_prod", sp.Add(*(dh[c] ** 2 * weight[c] for c in vel)))
     # <Delta_h|Delta_h> where positive, else 1 (then Delta_h = 0 and <Delta_s|Delta_h> = 0): a select, not
     # den + (1 - on), whose 1 - 1 would cancel the digits of a small den
     den_safe = b.let("hh_safe", sp.Piecewise((den, den > 0), (sp.Integer(1), True)))
@@ -113,7 +96,7 @@ def kbc_collision(b: Builder, vs, f, a, tau, wall, tau_wall):
     # beta gamma = 1 - (2 beta - 1) <s|h>/<h|h>, 2 beta = 1/tau
     beta_gamma = b.let("beta_gamma", 1 + (1 - inv_tau) * ratio)
     b.block("f' = f + S - beta (2 Delta_s + gamma Delta_h) (lbgen.model.kbc.kbc_collision)")
-    return tuple(b.let(f"fout{i}", f[i] + sp_[c] - inv_tau * ds[c] - beta_gamma * dh[c]) for i, c in enumerate(vel))
+    return tuple(b.let(f"fout{i}", f[i] + src[c] - inv_tau * ds[c] - beta_gamma * dh[c]) for i, c in enumerate(vel))
 
 
 def _let(b: Builder, name: str, expr):
