@@ -139,3 +139,17 @@ def test_emitted_kbc_example_builds_and_reproduces_the_oracle(tmp_path):
     want = [rho_f, R * (u_f[0] - a[0] / 2), R * (u_f[1] - a[1] / 2)]
     for column, field in zip((2, 3, 4), want):
         assert np.abs(data[:, column].reshape(lx, ly) - field).max() <= 1e-12
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("velocity_set, layout, vl", [("d2q9", "caosoa", 32), ("d3q27", "soa", None)])
+def test_nvcc_compiles_the_kbc_kernels(velocity_set, layout, vl):
+    """The .cu text the shim runs above also compiles with nvcc for sm_90: every kernel, registers within 255."""
+    from helpers import require
+    from lbgen.backends.cuda import nvcc
+    from lbgen.codegen.render import generate
+    require(*nvcc.available(), "nvcc")
+    src = generate(KernelSpec(backend="cuda", layout=layout, vl=vl, velocity_set=velocity_set, collision="kbc"))
+    res, = nvcc.compile_many([(src, "sm_90")])
+    assert res.binary and "lbgen_fused" in res.kernels and "lbgen_collide" in res.kernels, res.log
+    assert all(0 < r.registers <= 255 for r in res.kernels.values())
