@@ -153,3 +153,15 @@ def test_nvcc_compiles_the_kbc_kernels(velocity_set, layout, vl):
     res, = nvcc.compile_many([(src, "sm_90")])
     assert res.binary and "lbgen_fused" in res.kernels and "lbgen_collide" in res.kernels, res.log
     assert all(0 < r.registers <= 255 for r in res.kernels.values())
+
+
+@pytest.mark.parametrize("velocity_set", ["d2q9", "d3q27"])
+def test_lbgen_verify_checks_kbc_against_its_oracle(velocity_set):
+    """`lbgen verify --collision kbc` runs the kernels against lbgen.reference.kbc (through bulk.py / bulk3d.py)."""
+    from click.testing import CliRunner
+    from lbgen.cli.main import main
+    r = CliRunner().invoke(main, ["verify", "--velocity-set", velocity_set, "--collision", "kbc", "--backends", "c",
+                                  "--layouts", "soa", "--steps", "2"])
+    assert r.exit_code == 0, r.output
+    rows = [line.split() for line in r.output.splitlines() if " kbc " in line]
+    assert len(rows) == 2 and all(row[-1] == "ok" and float(row[5]) < 1e-13 for row in rows), r.output
