@@ -4,7 +4,7 @@ times and the table of its dissipation peak (time, value) against the 512^3 spec
 case C3.5, lbgen/output/tgv_re1600_spectral.csv), or where it diverged, goes into
 docs/validation3d.md between the markers below, with the date and the machine of the sitting.
 
-    python benchmarks/tgv_operators.py [--sizes 32,64] [--operators bgk,bgk-les,mrt,central,cumulant]
+    python benchmarks/tgv_operators.py [--sizes 32,64] [--operators bgk,bgk-les,mrt,central,cumulant,kbc]
                                        [--re 1600] [--out runs/tgv] [--docs docs/validation3d.md]
 
 Each run folder keeps its dissipation.csv / .png; ``tgv_operators.png`` in --out draws every
@@ -87,7 +87,7 @@ def figure(rows: list, out: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="32")
-    ap.add_argument("--operators", default="bgk,bgk-les,mrt,central,cumulant")
+    ap.add_argument("--operators", default="bgk,bgk-les,mrt,central,cumulant,kbc")
     ap.add_argument("--re", type=float, default=1600.0)
     ap.add_argument("--out", type=Path, default=Path("runs/tgv"))
     ap.add_argument("--docs", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "validation3d.md")

@@ -57,6 +57,7 @@ from lbgen.model.hermite import components, maxwellian_coefficient, multiplicity
 from lbgen.model.catalog import AXES
 from lbgen.model.central import central_collision
 from lbgen.model.cumulant import cumulant_collision
+from lbgen.model.kbc import kbc_collision
 from lbgen.model.mrt import mrt_collision
 from lbgen.model.operators import LES_DESCRIPTION, force_arguments, operator as operator_record
 from lbgen.model.velocity_set import VelocitySet
@@ -72,7 +73,7 @@ def _description(record, vs: VelocitySet) -> str:
     order = vs.hermite_order
     les = LES_DESCRIPTION if record.base is not None else ""
     name = record.base or record.name
-    if order == 4 or name in ("trt", "cumulant", "mrt", "central"):
+    if order == 4 or name in ("trt", "cumulant", "mrt", "central", "kbc"):
         return record.description
     if name == "bgk":
         return (f"BGK with shifted-equilibrium forcing (Hermite order {order}"
@@ -169,7 +170,7 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     order = vs.hermite_order
     H = hermite_values(vs, order)
     b = Builder()
-    if base not in ("cumulant", "central"):     # these have their own moments (lbgen.model.cumulant, central)
+    if base not in ("cumulant", "central", "kbc"):   # these have their own moments (lbgen.model.cumulant, ...)
         A = hermite_moments(b, vs, f, H)
         rho, u, T = fields_of_moments(b, A, vs)
     a2 = sp.Add(*(ak ** 2 for ak in a))
@@ -210,6 +211,8 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     elif base == "central":
         outputs = central_collision(b, vs, f, a, symbols["tau"], symbols["omega_bulk"], symbols["omega3"],
                                     symbols["omega4"], wall, tau_wall)
+    elif base == "kbc":
+        outputs = kbc_collision(b, vs, f, a, symbols["tau"], wall, tau_wall)
     elif base == "mrt":
         outputs = mrt_collision(b, vs, f, H, A, rho, u, a, subgrid(symbols["tau"]), symbols["omega_bulk"],
                                 symbols["omega3"], symbols["omega4"], wall, tau_wall)

@@ -250,6 +250,26 @@ _BASE_RECORDS: Dict[str, Operator] = {
                     "vortex gained energy (2.4x from step 300 to 1000 at 16^3, tau = 0.5001: docs/physics.md), so "
                     "it is refused there; use mrt on D3Q19",
         subgrid=False),
+    "kbc": Operator(
+        "kbc",
+        "entropic KBC-N4 (Karlin, Boesch & Chikatamarla, PRE 90 (2014) 031302(R); Boesch, Chikatamarla & Karlin, "
+        "PRE 92 (2015) 043309): f = k + s + h in the natural raw moments, s the deviatoric stress, its trace and "
+        "the third-order moments, h the orders 4+; f' = f + S - beta (2 Delta_s + gamma Delta_h), beta = 1/(2 tau), "
+        "the stabiliser gamma = 1/beta - (2 - 1/beta) <Delta_s|Delta_h>/<Delta_h|Delta_h> per site (entropic "
+        "scalar product weighted by 1/f_eq), product-form equilibrium; Guo's forcing (S = F . d f_eq/du / rho, "
+        "u with F/2, Delta = f + S/2 - f_eq)",
+        (TAU,),
+        wall_rows="the shear rate is 1/tau_wall (default 1)",
+        no_thermal_walls="the wall planes of the bc kernel (lbgen.model.wall_planes) are measured for bgk and "
+                         "regularized only",
+        isothermal_only="its equilibrium is the product form at c_s^2 = 1/3 (isothermal), and its split into "
+                        "shear and higher-order moments is that of the natural moments of {-1, 0, 1}^D",
+        sets=("d2q9", "d3q27"),
+        sets_reason="the N4 split of the papers is defined on the natural moments of D2Q9 and D3Q27 (every "
+                    "velocity of {-1, 0, 1}^D); D3Q19 lacks the corner velocities, so x y z and most of the "
+                    "higher-order moments h that gamma stabilises do not exist there (the split, and gamma's "
+                    "balance of s and h, are not those of the papers); use mrt or trt on D3Q19",
+        subgrid=False),
 }
 
 

@@ -213,7 +213,7 @@ def viscosity_parameters(collision: str, nu: float, *, r: float, T: float = 1.0,
     from lbgen.model.operators import operator
     base = operator(collision).base or collision
     excess = nu / temperature_to_lattice(T, r)
-    if base in ("bgk", "trt", "cumulant", "mrt", "central"):
+    if base in ("bgk", "trt", "cumulant", "mrt", "central", "kbc"):
         return {"tau": 0.5 + excess}
     if base == "regularized":
         return {"C1": excess * rho * T}
@@ -225,7 +225,7 @@ def _relaxation_excess(collision: str, parameters: Mapping[str, float], name: st
     """tau_n - 1/2 of the moments whose relaxation sets a transport coefficient, in steps."""
     from lbgen.model.operators import operator
     collision = operator(collision).base or collision       # the subgrid model adds nu_t on top (flow-dependent)
-    if collision in ("bgk", "trt", "cumulant", "mrt", "central"):              # trt: tau relaxes the symmetric (even) part
+    if collision in ("bgk", "trt", "cumulant", "mrt", "central", "kbc"):              # trt: tau relaxes the symmetric (even) part
         return parameters["tau"] - 0.5
     if collision == "regularized":
         return parameters[name] / (rho * T)          # tau_n = 1/2 + C_n / (rho T)

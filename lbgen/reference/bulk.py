@@ -336,7 +336,7 @@ def collide_cumulant(f, force=(0.0, 0.0), vs=None, wall=False, tau_wall=1.0, **p
 
 def _mrt(name: str, oracle: str = "mrt"):
     """The MRT operator of ``lbgen.reference.mrt`` (``oracle``: or the central-moment MRT of
-    ``lbgen.reference.central``) on D2Q9 (lattice units: f as is, the force a / r),
+    ``lbgen.reference.central``, or the KBC operator of ``lbgen.reference.kbc``) on D2Q9 (lattice units: f as is, the force a / r),
     periodic; ``-les``: with the Smagorinsky relaxation time."""
     def collide_op(f, force=(0.0, 0.0), vs=None, wall=False, tau_wall=1.0, **params):
         from importlib import import_module
@@ -355,7 +355,7 @@ def _mrt(name: str, oracle: str = "mrt"):
 
 _COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized, "cumulant": collide_cumulant,
             "cumulant-les": collide_cumulant,
-            "mrt": _mrt("mrt"), "mrt-les": _mrt("mrt-les"), "central": _mrt("central", "central"),
+            "mrt": _mrt("mrt"), "mrt-les": _mrt("mrt-les"), "central": _mrt("central", "central"), "kbc": _mrt("kbc", "kbc"),
             **{n: _isothermal_operator(n) for n in ("trt", "bgk-les", "regularized-les", "trt-les")}}
 
 

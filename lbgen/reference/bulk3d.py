@@ -341,7 +341,7 @@ def collide_cumulant(f, force=(0.0, 0.0, 0.0), lat="d3q27", **params):
 
 def _mrt(name: str, oracle: str = "mrt"):
     """The MRT operator of ``lbgen.reference.mrt`` (moment space, Guo forcing; ``oracle``: or the central-moment
-    MRT of ``lbgen.reference.central``) on D3Q19 and D3Q27; ``-les``:
+    MRT of ``lbgen.reference.central``, or the KBC operator of ``lbgen.reference.kbc``) on D3Q19 and D3Q27; ``-les``:
     with the Smagorinsky relaxation time."""
     def collide_op(f, force=(0.0, 0.0, 0.0), lat="d3q19", **params):
         from importlib import import_module
@@ -358,7 +358,7 @@ def _mrt(name: str, oracle: str = "mrt"):
 
 _COLLIDE = {"bgk": collide_bgk, "regularized": collide_regularized, "cumulant": collide_cumulant,
             "cumulant-les": collide_cumulant,
-            "mrt": _mrt("mrt"), "mrt-les": _mrt("mrt-les"), "central": _mrt("central", "central"),
+            "mrt": _mrt("mrt"), "mrt-les": _mrt("mrt-les"), "central": _mrt("central", "central"), "kbc": _mrt("kbc", "kbc"),
             **{n: _isothermal_operator(n) for n in ("trt", "bgk-les", "regularized-les", "trt-les")}}
 
 

@@ -19,14 +19,15 @@ ORACLE_PARAMS = {"bgk": {"tau": 0.8}, "regularized": {"C1": 0.07}, "trt": {"tau"
                  "mrt": {"tau": 0.56, "omega_bulk": 1.3, "omega3": 0.9, "omega4": 1.2},
                  "mrt-les": {"tau": 0.52, "omega_bulk": 1.1, "omega3": 1.2, "omega4": 0.9, "smagorinsky": 0.15},
                  "central": {"tau": 0.56, "omega_bulk": 1.3, "omega3": 0.8, "omega4": 1.4},
+                 "kbc": {"tau": 0.53},
                  "cumulant-les": {"tau": 0.52, "omega_bulk": 1.1, "omega3": 1.2, "omega4": 0.9, "cumulant_limiter": 1e-3,
                                   "smagorinsky": 0.15}}
 KERNEL_PARAMS = {**ORACLE_PARAMS, "regularized": {"C1": 0.07, "C2": 1e-3, "C3": 0.5},
                  "regularized-les": {"C1": 0.01, "C2": 1e-3, "C3": 0.5, "smagorinsky": 0.12}}
 #: the operators of lbgen.reference.trt_les (TRT and the Smagorinsky subgrid model) and
-#: lbgen.reference.cumulant (D3Q27 only: ``defined``) and lbgen.reference.mrt and lbgen.reference.central
+#: lbgen.reference.cumulant (D3Q27 only: ``defined``) and lbgen.reference.mrt and lbgen.reference.central and lbgen.reference.kbc
 NEW_OPERATORS = ("trt", "bgk-les", "regularized-les", "trt-les", "cumulant", "mrt", "mrt-les", "central",
-                 "cumulant-les")
+                 "cumulant-les", "kbc")
 
 
 #: the layouts every operator beyond bgk and regularized is swept on (one plain, one clustered): the

@@ -19,7 +19,7 @@ FAST = {("caosoa", 8, "d3q19", "bgk"), ("soa", None, "d3q27", "regularized"), ("
         ("aos", None, "d3q27", "bgk"), ("csoa", 8, "d3q19", "trt"), ("aos", None, "d3q27", "trt-les"),
         ("soa", None, "d3q19", "bgk-les"), ("caosoa", 4, "d3q27", "regularized-les"),
         ("caosoa", 8, "d3q27", "cumulant"), ("csoa", 8, "d3q19", "mrt"), ("aos", None, "d3q27", "mrt-les"),
-        ("soa", None, "d3q27", "central")}
+        ("soa", None, "d3q27", "central"), ("csoa", 8, "d3q27", "kbc")}
 
 
 def _sweep():

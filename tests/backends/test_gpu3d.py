@@ -34,7 +34,8 @@ FAST = {("opencl", "caosoa", 8, "d3q19", "bgk"), ("opencl", "soa", None, "d3q27"
         ("cuda-shim", "csoa", 4, "d3q19", "regularized"), ("cuda-shim", "aos", None, "d3q19", "bgk"),
         ("opencl", "csoa", 4, "d3q27", "trt"), ("cuda-shim", "caosoa", 8, "d3q19", "trt-les"),
         ("opencl", "soa", None, "d3q19", "regularized-les"), ("cuda-shim", "soa", None, "d3q27", "cumulant"),
-        ("opencl", "caosoa", 4, "d3q19", "mrt-les"), ("cuda-shim", "caosoa", 8, "d3q27", "central")}
+        ("opencl", "caosoa", 4, "d3q19", "mrt-les"), ("cuda-shim", "caosoa", 8, "d3q27", "central"),
+        ("cuda-shim", "caosoa", 8, "d3q27", "kbc")}
 
 
 def _need(what, fn):

@@ -192,16 +192,17 @@ def test_lbgen_info_counts_the_new_operators_and_names_those_a_set_refuses():
     d3 = json.loads(CliRunner().invoke(main, ["info", "--json", "--velocity-set", "d3q19"]).output)
     ops = d3["operators"]
     assert ops["trt"]["flops_per_site"] > ops["bgk"]["flops_per_site"] > 0
-    assert set(d3["refused_operators"]) == {"cumulant", "cumulant-les", "central"}
+    assert set(d3["refused_operators"]) == {"cumulant", "cumulant-les", "central", "kbc"}
     assert "D3Q27 only" in d3["refused_operators"]["cumulant"] and "gained energy" in d3["refused_operators"]["central"]
     assert ops["mrt-les"]["flops_per_site"] > ops["mrt"]["flops_per_site"] > ops["bgk"]["flops_per_site"]
     assert ops["trt-les"]["parameters"][:3] == ["tau", "magic", "smagorinsky"]
     result = CliRunner().invoke(main, ["info", "--json", "--velocity-set", "d2q37"])
     assert result.exit_code == 0
     thermal = json.loads(result.output)
-    assert set(thermal["refused_operators"]) == {"trt", "trt-les", "mrt", "mrt-les", "cumulant", "central", "cumulant-les"}
+    assert set(thermal["refused_operators"]) == {"trt", "trt-les", "mrt", "mrt-les", "cumulant", "central", "cumulant-les",
+                                               "kbc"}
     assert "trt" not in thermal["operators"]
-    assert "heat flux" in thermal["refused_operators"]["trt"]
+    assert "heat flux" in thermal["refused_operators"]["trt"] and "product form" in thermal["refused_operators"]["kbc"]
 
 
 @pytest.mark.parametrize("operator, params", [

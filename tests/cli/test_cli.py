@@ -57,7 +57,7 @@ def test_emit_headline_command_works_as_typed(tmp_path, monkeypatch):
     (["--layout", "hilbert"], "unknown layout 'hilbert'"),
     (["--backend", "fortran"], "unknown backend 'fortran'"),
     (["--precision", "half"], "unknown precision 'half'"),
-    (["--collision", "kbc"], "unknown collision operator 'kbc'"),
+    (["--collision", "elbm"], "unknown collision operator 'elbm'"),
     (["--layout", "soa", "--vl", "8"], "takes no VL"),
     (["--layout", "caosoa", "--vl", "eight"], "not an integer"),
 ])

@@ -96,6 +96,9 @@ CASES = {
     # the central-moment MRT on D3Q27 (nothing special on ranks), X split
     "2x1x1-central": (2, "2x1x1", ["taylor-green", "--velocity-set", "d3q27", "--collision", "central", "--tau", 0.52, "--omega4", 1.3,
                                    "--lx", 12, "--ly", 8, "--lz", 8, "--steps", 12]),
+    # the entropic KBC operator on D3Q27 (local: nothing special on ranks), Y split, a time block of 2 (fused_tb)
+    "1x2x1-kbc-k2": (2, "1x2x1", ["taylor-green", "--velocity-set", "d3q27", "--collision", "kbc", "--tau", 0.505,
+                                  "--lx", 8, "--ly", 12, "--lz", 8, "--steps", 12, "--time-block", 2]),
     # the closed cavity, its walled X (uneven: 7, 6) and Y split, a time block of 2
     "2x2x1-cavity-k2": (4, "2x2x1", ["lid-driven-cavity", "--lx", 13, "--ly", 12, "--lz", 8, "--steps", 12,
                                      "--time-block", 2]),

@@ -34,7 +34,7 @@ def test_toml_booleans_are_converted_not_truthy(value, walls):
     ("walls", "maybe", "walls='maybe' must be true or false"),
     ("vl", 6, "power of two"),
     ("pictures", "T,heat", "unknown quantities ['heat']"),
-    ("collision", "kbc", "unknown collision operator 'kbc'"),
+    ("collision", "elbm", "unknown collision operator 'elbm'"),
     ("gravity", "1,2,3", "expected two numbers"),
 ])
 def test_bad_values_are_refused_naming_the_source_and_key(key, value, message):
@@ -54,7 +54,7 @@ def test_unknown_keys_are_refused_with_the_closest_valid_name():
 
 
 def test_parameters_of_another_operator_are_refused_not_ignored():
-    with pytest.raises(ConfigError, match="tau has no effect in this run: it is a parameter of bgk, trt, mrt, cumulant, central, bgk-les, trt-les, mrt-les, cumulant-les, "
+    with pytest.raises(ConfigError, match="tau has no effect in this run: it is a parameter of bgk, trt, mrt, cumulant, central, kbc, bgk-les, trt-les, mrt-les, cumulant-les, "
                        "not of the regularized operator"):
         _build(collision="regularized", tau=0.9)
 
