@@ -211,17 +211,13 @@ def _smagorinsky_tau(b: Builder, kappa, rho, u, al, tau0, cs, D: int):
     return b.let("tau_les", (tau0 + root) / 2)
 
 
-def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wall, tau_wall, limiter=None,
-                       smagorinsky=None):
-    """Post-collision populations fout_i of the cumulant operator (the module doc), as Builder symbols;
-    ``limiter``: the symbol of Geier, Pasquali & Schoenherr's lambda (0: off), None: no limiter code;
-    ``smagorinsky``: the symbol of C_s of ``cumulant-les`` (the shear rate 1/tau_eff), None: no subgrid model."""
-    D = vs.D
-    r = vs.r_float()
-    w = vs.weights_float()
+def well_conditioned_start(b: Builder, vs, f, a, where: str):
+    """The opening of a moment-space operator that works in lattice units on f - w: (velocities,
+    {velocity: f_i - w_i}, delta rho, rho, 1/rho, the force per unit mass a/r, the velocity with half
+    the force), as Builder symbols; ``where`` names the operator in the block's comment."""
+    D, r, w = vs.D, vs.r_float(), vs.weights_float()
     vel = [tuple(c) for c in vs.velocities]
-    b.block("well-conditioned populations f - w, delta rho, and the velocity with half the force "
-            "(lbgen.model.cumulant.cumulant_collision)")
+    b.block(f"well-conditioned populations f - w, delta rho, and the velocity with half the force ({where})")
     fb = {c: b.let(f"fb{i}", f[i] - const(w[i])) for i, c in enumerate(vel)}
     drho = b.let("drho", sp.Add(*fb.values()))
     rho = b.let("rho", 1 + drho)
@@ -229,6 +225,17 @@ def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wa
     al = tuple(b.let(f"al{AXES[k]}", a[k] / const(r)) for k in range(D))       # lattice units
     u = tuple(b.let(f"u{AXES[k]}", (sp.Add(*(c[k] * fb[c] for c in vel if c[k])) + rho * al[k] / 2) * inv_rho)
               for k in range(D))
+    return vel, fb, drho, rho, inv_rho, al, u
+
+
+def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wall, tau_wall, limiter=None,
+                       smagorinsky=None):
+    """Post-collision populations fout_i of the cumulant operator (the module doc), as Builder symbols;
+    ``limiter``: the symbol of Geier, Pasquali & Schoenherr's lambda (0: off), None: no limiter code;
+    ``smagorinsky``: the symbol of C_s of ``cumulant-les`` (the shear rate 1/tau_eff), None: no subgrid model."""
+    D = vs.D
+    w = vs.weights_float()
+    vel, fb, drho, rho, inv_rho, al, u = well_conditioned_start(b, vs, f, a, "lbgen.model.cumulant.cumulant_collision")
     b.block("central moments: the chimera transform of f - w, plus the weights' central moments "
             "(lbgen.model.cumulant.chimera_forward)")
     kbar = chimera_forward(fb, u, b)

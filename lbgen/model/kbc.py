@@ -32,7 +32,7 @@ from typing import Tuple
 import sympy as sp
 
 from lbgen.model.catalog import AXES
-from lbgen.model.cumulant import chimera_backward, chimera_forward
+from lbgen.model.cumulant import chimera_backward, chimera_forward, well_conditioned_start
 from lbgen.model.derivation import Builder, const
 
 Exponents = Tuple[int, ...]
@@ -53,21 +53,10 @@ def phi_du(c: int, u):
 
 def kbc_collision(b: Builder, vs, f, a, tau, wall, tau_wall):
     """Post-collision populations fout_i of the KBC-N4 operator (the module doc), as Builder symbols."""
-    D = vs.D
-    r = vs.r_float()
-    w = vs.weights_float()
-    vel = [tuple(c) for c in vs.velocities]
+    D, w = vs.D, vs.weights_float()
     zero = (sp.Integer(0),) * D
     exps = list(product(range(3), repeat=D))
-    b.block("well-conditioned populations f - w, delta rho, the velocity with half the force "
-            "(lbgen.model.kbc.kbc_collision)")
-    fb = {c: b.let(f"fb{i}", f[i] - const(w[i])) for i, c in enumerate(vel)}
-    drho = b.let("drho", sp.Add(*fb.values()))
-    rho = b.let("rho", 1 + drho)
-    inv_rho = b.let("inv_rho", 1 / rho)
-    al = tuple(b.let(f"al{AXES[k]}", a[k] / const(r)) for k in range(D))       # lattice units
-    u = tuple(b.let(f"u{AXES[k]}", (sp.Add(*(c[k] * fb[c] for c in vel if c[k])) + rho * al[k] / 2) * inv_rho)
-              for k in range(D))
+    vel, fb, drho, rho, inv_rho, al, u = well_conditioned_start(b, vs, f, a, "lbgen.model.kbc.kbc_collision")
     b.block("the product-form equilibrium f_eq, 1/f_eq and Guo's source S = f_eq sum_k a_k phi'/phi in "
             "populations (lbgen.model.kbc.phi)")
     ph = [{c: b.let(f"phi{AXES[k]}{'mzp'[c + 1]}", phi(c, u[k])) for c in (-1, 0, 1)} for k in range(D)]
