@@ -74,6 +74,23 @@ def combine_rows(parts: Iterable[np.ndarray], quantities=None) -> np.ndarray:
     return out
 
 
+
+def combine_blocks(parts, shape, quantities) -> np.ndarray:
+    """Rows of the whole lattice (``shape``: its sizes across the lines, (LY,) or (LY, LZ)) from
+    blocks of lines: ``parts`` are (origin (x, y[, z]), rows of the block's lines); the parts of
+    a line are combined in order of X (sums, max, min), so a line held whole keeps its bits."""
+    out = np.full(tuple(shape) + (len(quantities),), np.nan)
+    seen = np.zeros(tuple(shape), bool)
+    for origin, block in sorted(parts, key=lambda p: p[0][0]):
+        where = tuple(slice(o, o + n) for o, n in zip(origin[1:], block.shape[:-1]))
+        first, target = ~seen[where], out[where]
+        for j, (_, how) in enumerate(quantities):
+            combined = {"sum": np.add, "max": np.fmax, "min": np.fmin}[how](target[..., j], block[..., j])
+            target[..., j] = np.where(first, block[..., j], combined)
+        out[where] = target
+        seen[where] = True
+    return out.reshape(-1, len(quantities))
+
 def healthy(d) -> bool:
     """The guard's rule on diagnostics (the scalars of :func:`scalars`, or (LY, ND) rows): no
     site with a NaN or Inf in any field, and rho > 0 and T > 0 everywhere (min rho and min T

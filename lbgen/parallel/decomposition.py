@@ -19,7 +19,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from lbgen.model.catalog import AXES
+from lbgen.model.catalog import AXES, SIDES
 from lbgen.parallel.mpi import collective
 from lbgen.simulation.parameters import SimulationError
 
@@ -195,3 +195,10 @@ def set_launch_grid(text, comm) -> None:
 def launch_grid():
     """The rank grid the CLI was given ((PX, PY)), or None for auto."""
     return _GRID
+
+
+def thermal_faces(D: int, walls=None) -> tuple:
+    """The faces of the thermal walls (``Walls``): low and high of their axis (``Walls.axis_of``;
+    the last axis, y in 2D, z in 3D, by default)."""
+    axis = walls.axis_of(D) if walls is not None else AXES[D - 1]
+    return tuple((axis, side) for side in SIDES)

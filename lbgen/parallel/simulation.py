@@ -47,7 +47,7 @@ from lbgen.model.catalog import AXES, DEFAULT_VELOCITY_SET, SIDES, field_names, 
 from lbgen.model.walls import min_ly_walls
 from lbgen.parallel.checkpoint_state import DistributedState
 from lbgen.parallel.decomposition import (block_indices, ghost_sides, paired_walls, parse_ranks_grid, rank_grid,
-                                          slab_starts, slab_widths)
+                                          slab_starts, slab_widths, thermal_faces)
 from lbgen.parallel.exchange import trade
 from lbgen.parallel.halo import HALO_PATH_CHOICES, PATHS, HaloSlabs, device_path_problem
 from lbgen.parallel.mpi import agree, collective, root_call
@@ -59,13 +59,6 @@ from lbgen.simulation.parameters import SimulationError, Walls
 
 #: the thermal walls of a 2D channel stand on these faces (3D: on z-low and z-high, ``thermal_faces``)
 THERMAL_FACES = (("y", "low"), ("y", "high"))
-
-
-def thermal_faces(D: int, walls=None) -> tuple:
-    """The faces of the thermal walls (``Walls``): low and high of their axis (``Walls.axis_of``;
-    the last axis, y in 2D, z in 3D, by default)."""
-    axis = walls.axis_of(D) if walls is not None else AXES[D - 1]
-    return tuple((axis, side) for side in SIDES)
 
 
 class DistributedSimulation(DistributedState, Lattice):
@@ -491,17 +484,7 @@ class DistributedSimulation(DistributedState, Lattice):
         parts = self.comm.gather((self.origin, np.ascontiguousarray(rows)), root=0)
         if self.rank != 0:
             return None
-        out = np.full(self.shape[1:] + (len(quantities),), np.nan)
-        seen = np.zeros(self.shape[1:], bool)
-        for origin, block in sorted(parts, key=lambda p: p[0][0]):
-            where = tuple(slice(o, o + n) for o, n in zip(origin[1:], block.shape[:-1]))
-            first, target = ~seen[where], out[where]
-            for j, (_, how) in enumerate(quantities):
-                combined = {"sum": np.add, "max": np.fmax, "min": np.fmin}[how](target[..., j], block[..., j])
-                target[..., j] = np.where(first, block[..., j], combined)
-            out[where] = target
-            seen[where] = True
-        return out.reshape(-1, len(quantities))
+        return dg.combine_blocks(parts, self.shape[1:], quantities)
 
     def check_finite(self) -> None:
         """Every rank checks its owned sites (collective); a failure is raised on every rank,

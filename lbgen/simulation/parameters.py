@@ -191,3 +191,17 @@ class Walls:
             raise SimulationError(f"{vs.name} is isothermal: its walls impose no temperature, so T_bottom, "
                                   f"T_top (got {self.T_bottom}, {self.T_top}) must stay 1 and no wall can be "
                                   f"adiabatic; use d2q37 for thermal walls")
+
+
+def check_thermal_walls_3d(walls, set_name, time_block) -> None:
+    """What the 3D thermal walls cannot run with, refused in words before any work."""
+    from lbgen.codegen.spec import time_block_walls_refusal
+    from lbgen.model.catalog import set_entry
+    entry = set_entry(set_name)
+    if entry.isothermal:
+        raise SimulationError(f"walls={walls!r}: lbgen.Walls are thermal walls; {entry.label} is an isothermal 3D set: "
+                              f"give its bounce-back walls as a string or a sequence of 'x', 'y', 'z' (e.g. "
+                              f"walls='z') or faces ('z-low'), or take d3q39 / d3q103 for thermal walls")
+    refusal = time_block_walls_refusal(3, walls.axis_of(3)) if time_block not in (None, 1) else None
+    if refusal:                         # across z they are (fused_tb: the bc of each blocked Z line)
+        raise SimulationError(f"time_block={time_block!r}: {refusal}")

@@ -27,7 +27,7 @@ from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout, time_block_walls_refusal
+from lbgen.codegen.spec import KernelSpec, SpecError, choose_layout
 from lbgen.model.catalog import AXES, set_entry, wall_scheme_refusal
 from lbgen.model.operators import DEFAULT_OPERATOR, all_parameters, force_arguments
 from lbgen.simulation import programs
@@ -38,7 +38,7 @@ from lbgen.simulation.health import HealthChecks
 from lbgen.simulation.inplace import InPlaceParity, check_streaming
 from lbgen.simulation.interface import (Lattice, checked_fields, checked_populations, count, field_names,
                                         lattice_shape, time_block_depth)
-from lbgen.simulation.parameters import Parameters, RunStats, SimulationError, Walls
+from lbgen.simulation.parameters import Parameters, RunStats, SimulationError, Walls, check_thermal_walls_3d
 
 __all__ = ["Parameters", "RunStats", "Simulation", "Simulation3D", "SimulationError", "Walls"]
 
@@ -547,16 +547,3 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
 #: the 3D lattice's name before one Simulation took any D: ``Simulation3D(lx, ly, lz, ...)`` is
 #: ``Simulation(lx, ly, lz, ...)``; kept for one release.
 Simulation3D = Simulation
-
-
-def check_thermal_walls_3d(walls, set_name, time_block) -> None:
-    """What the 3D thermal walls cannot run with, refused in words before any work."""
-    from lbgen.model.catalog import set_entry
-    entry = set_entry(set_name)
-    if entry.isothermal:
-        raise SimulationError(f"walls={walls!r}: lbgen.Walls are thermal walls; {entry.label} is an isothermal 3D set: "
-                              f"give its bounce-back walls as a string or a sequence of 'x', 'y', 'z' (e.g. "
-                              f"walls='z') or faces ('z-low'), or take d3q39 / d3q103 for thermal walls")
-    refusal = time_block_walls_refusal(3, walls.axis_of(3)) if time_block not in (None, 1) else None
-    if refusal:                         # across z they are (fused_tb: the bc of each blocked Z line)
-        raise SimulationError(f"time_block={time_block!r}: {refusal}")

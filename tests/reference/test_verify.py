@@ -75,7 +75,7 @@ def test_verify_with_walls_checks_the_bc_kernel():
     (["--layouts", "caosoa"], "needs a VL"),
     (["--layouts", "caosoa-vl6"], "VL=6 is not a power of two"),
     (["--backends", "metal"], "unknown backend 'metal'"),
-    (["--collision", "kbc"], "unknown collision operator 'kbc'"),
+    (["--collision", "elbm"], "unknown collision operator 'elbm'"),
     (["--ly", "12", "--lz", "12", "--layouts", "caosoa-vl8"], "caosoa-vl8 on 6 x 12"),
     (["--precision", "single", "--steps", "1000"], "rounding alone"),
 ])
