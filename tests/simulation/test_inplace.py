@@ -13,6 +13,7 @@ import pytest
 
 import lbgen
 from lbgen.codegen.spec import KernelSpec, SpecError
+from lbgen.geometry import Bodies, Sphere
 from lbgen.model.velocity_set import velocity_set
 from lbgen.reference import aa, bulk, bulk3d
 from lbgen.simulation.parameters import SimulationError
@@ -225,6 +226,8 @@ def test_a_shear_wave_decays_at_nu_k2_in_place():
     (dict(fused=False), "fused=False"),
     (dict(device_backend="cuda-shim", host_columns=2), "device_backend='cuda-shim'"),
     (dict(streaming="aa"), "streaming='aa'"),
+    (dict(backend="cuda-shim", bodies=Bodies((8, 6, 8), [Sphere((4, 3, 4), 1.5)])), "backend='cuda-shim' and bodies"),
+    (dict(backend="cuda-shim", inlet={"x-low": 0.01}, outflow="x-high"), "backend='cuda-shim' and open faces"),
 ])
 def test_what_cannot_run_in_place_is_refused_before_any_work(kw, words, monkeypatch):
     from lbgen.codegen import render
@@ -252,6 +255,8 @@ def test_ranks_refuse_in_place_what_one_process_refuses():
         DistributedSimulation(MPI.COMM_SELF, 8, 6, 8, streaming="inplace", time_block=2)
     with pytest.raises(SimulationError, match="streaming='inplace' does not run with fused=False"):
         DistributedSimulation(MPI.COMM_SELF, 8, 6, streaming="inplace", velocity_set="d2q9", fused=False)
+    with pytest.raises(SimulationError, match="backend='cuda-shim' and MPI ranks"):
+        DistributedSimulation(MPI.COMM_SELF, 8, 6, streaming="inplace", velocity_set="d2q9", backend="cuda-shim")
 
 
 @pytest.mark.slow
