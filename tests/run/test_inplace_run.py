@@ -50,7 +50,7 @@ def test_in_place_streaming_is_refused_where_it_cannot_run(tmp_path):
     refused(cli("run", "cylinder", "--backend", "cuda", "--streaming", "inplace", "--steps", 2), "--streaming",
             "open faces on --backend cuda")
     refused(cli("run", "--velocity-set", "d2q9", "--backend", "opencl", "--streaming", "inplace", "--inlet", "x-low",
-                "--outflow", "x-high", "--walls", "y", "--steps", 2), "--streaming", "open faces on --backend opencl")
+                "--outflow", "x-high", "--wall-axes", "y", "--steps", 2), "--streaming", "open faces on --backend opencl")
 
 
 @pytest.mark.slow
