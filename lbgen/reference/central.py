@@ -23,7 +23,7 @@ from itertools import product
 
 import numpy as np
 
-from lbgen.reference.trt_les import D2Q9_C, D2Q9_W  # noqa: F401  (the lattice's plain data)
+from lbgen.reference.trt_les import D2Q9_C, D2Q9_W, half_force_moments  # noqa: F401  (the lattice's plain data)
 
 CS2 = 1.0 / 3.0
 
@@ -42,15 +42,11 @@ def basis(c):
 def collide(f, force=None, c=D2Q9_C, w=D2Q9_W, tau=0.8, omega_bulk=1.0, omega3=1.0, omega4=1.0):
     """One central-moment MRT collision of every site (the module doc); ``w`` is not used (no weights
     enter: the equilibrium is the Maxwellian's central moments)."""
-    f = np.asarray(f, dtype=float)
+    f, a, rho, u = half_force_moments(f, c, force)
     c = np.asarray(c, dtype=float)
     Q, D = c.shape
     nd = f.ndim - 1
-    a = np.zeros(D) if force is None else np.asarray(force, dtype=float)
-    a = a.reshape((D,) + (1,) * nd)
-    rho = f.sum(axis=0)
     F = rho * a
-    u = (np.einsum("ia,i...->a...", c, f) + F / 2) / rho
     exps = basis(c)
     # T[alpha, i] per site: prod_k (c_ik - u_k)^alpha_k, shape (Q, Q, *field)
     rel = [c[:, k].reshape((Q,) + (1,) * nd) - u[k][None] for k in range(D)]

@@ -31,7 +31,7 @@ from itertools import product
 
 import numpy as np
 
-from lbgen.reference.trt_les import D2Q9_C, D2Q9_W, smagorinsky_tau, stream  # noqa: F401  (the lattices' plain data)
+from lbgen.reference.trt_les import D2Q9_C, D2Q9_W, half_force_moments, smagorinsky_tau, stream  # noqa: F401  (the lattices' plain data)
 
 
 def d3q27():
@@ -122,14 +122,10 @@ def collide(f, force=None, c=D2Q9_C, w=D2Q9_W, tau=0.8, omega_bulk=1.0, omega3=1
         D_ = np.asarray(c).shape[1]
         a_ = np.zeros(D_) if force is None else np.asarray(force, dtype=float)
         tau = smagorinsky_tau(f, tau, smagorinsky, a_, c, w)
-    f = np.asarray(f, dtype=float)
+    f, a, rho, u = half_force_moments(f, c, force)
     c = np.asarray(c)
     D = c.shape[1]
     nd = f.ndim - 1
-    a = np.zeros(D) if force is None else np.asarray(force, dtype=float)
-    a = a.reshape((D,) + (1,) * nd)
-    rho = f.sum(axis=0)
-    u = (np.einsum("ia,i...->a...", c.astype(float), f) + rho * a / 2) / rho
     names = _names(D)
     rel = [(c[:, k].reshape((-1,) + (1,) * nd) - u[k][None]) for k in range(D)]
     k = {n: (f * np.prod([rel[j] ** int(n[j]) for j in range(D)], axis=0)).sum(axis=0) for n in names}

@@ -24,7 +24,7 @@ from itertools import product
 
 import numpy as np
 
-from lbgen.reference.trt_les import D2Q9_C, D2Q9_W  # noqa: F401  (the lattice's plain data)
+from lbgen.reference.trt_les import D2Q9_C, D2Q9_W, half_force_moments  # noqa: F401  (the lattice's plain data)
 
 
 def _psi(c, u):
@@ -61,14 +61,10 @@ def equilibrium(rho, u, c):
 def collide(f, force=None, c=D2Q9_C, w=D2Q9_W, tau=0.8, gamma=False):
     """One KBC-N4 collision of every site (the module doc); ``w`` is not used (the equilibrium is the
     product form); ``gamma``: also return the stabiliser of every site."""
-    f = np.asarray(f, dtype=float)
+    f, a, rho, u = half_force_moments(f, c, force)
     c = np.asarray(c, dtype=float)
     Q, D = c.shape
     nd = f.ndim - 1
-    a = np.zeros(D) if force is None else np.asarray(force, dtype=float)
-    a = a.reshape((D,) + (1,) * nd)
-    rho = f.sum(axis=0)
-    u = (np.einsum("ia,i...->a...", c, f) + rho * a / 2) / rho
     feq = equilibrium(rho, u, c)
     cs = [c[:, k].reshape((Q,) + (1,) * nd) for k in range(D)]
     S = np.zeros_like(f)

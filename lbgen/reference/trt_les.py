@@ -54,6 +54,16 @@ def moments(f, c) -> Tuple[np.ndarray, np.ndarray]:
     return rho, np.einsum("ia,i...->a...", np.asarray(c, dtype=float), f) / rho
 
 
+
+def half_force_moments(f, c, force):
+    """The moment-space oracles' start: (f as floats, the force per unit mass a shaped (D, 1, ...),
+    rho, the velocity with half the force (sum c f + rho a / 2) / rho)."""
+    f = np.asarray(f, dtype=float)
+    D, nd = np.asarray(c).shape[1], f.ndim - 1
+    a = (np.zeros(D) if force is None else np.asarray(force, dtype=float)).reshape((D,) + (1,) * nd)
+    rho = f.sum(axis=0)
+    return f, a, rho, (np.einsum("ia,i...->a...", np.asarray(c, dtype=float), f) + rho * a / 2) / rho
+
 def equilibrium(rho, u, c, w):
     """w_i rho [1 + c.u/cs^2 + (c.u)^2/(2 cs^4) - u^2/(2 cs^2)]."""
     rho = np.asarray(rho, dtype=float)
