@@ -151,3 +151,14 @@ def refused(result, *words) -> str:
     for w in words:
         assert w in errors[0], (w, errors[0])
     return errors[0]
+
+
+def bounce_boundaries(shape):
+    """A program's bounce-back boundaries (``set_boundaries``) for a box of any D: walls on both faces
+    of the last axis, the high one a lid moving along x, and a solid block (face bits 2a + s)."""
+    D = len(shape)
+    lid = np.zeros((2 * D, D))
+    lid[2 * D - 1, 0] = 0.04
+    solid = np.zeros(shape, np.uint8)
+    solid[(slice(2, 4),) * D] = 1
+    return {"walls": 3 << 2 * (D - 1), "lids": 1 << 2 * D - 1, "lid": lid, "solid": solid}

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import lbgen
+from helpers import bounce_boundaries
 from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.geometry import Bodies, Sphere
 from lbgen.model.velocity_set import velocity_set
@@ -34,16 +35,6 @@ def _program(programs, vs, layout, vl, precision, shape, storage=None):
     return programs(spec, shape, strict=True, threads=2)
 
 
-def _boundaries(shape):
-    """Walls on both faces of the last axis, the high one a lid, and a solid block (face bits 2a + s)."""
-    D = len(shape)
-    lid = np.zeros((2 * D, D))
-    lid[2 * D - 1, 0] = 0.04
-    solid = np.zeros(shape, np.uint8)
-    solid[(slice(2, 4),) * D] = 1
-    return {"walls": 3 << 2 * (D - 1), "lids": 1 << 2 * D - 1, "lid": lid, "solid": solid}
-
-
 @pytest.mark.parametrize("vs, layout, vl, precision, shape, storage", CASES)
 def test_inplace_kernels_give_the_pull_state_bit_for_bit(programs, vs, layout, vl, precision, shape, storage):
     prog = _program(programs, vs, layout, vl, precision, shape, storage)
@@ -51,7 +42,7 @@ def test_inplace_kernels_give_the_pull_state_bit_for_bit(programs, vs, layout, v
     rho = 1 + 0.02 * rng.random(shape)
     u = [0.03 * rng.standard_normal(shape) for _ in shape]
     params = {n: 0.0 for n in prog.parameter_names} | {"tau": 0.7, "ax": 2e-5}
-    for bounds in ({}, _boundaries(shape)):
+    for bounds in ({}, bounce_boundaries(shape)):
         prog.set_boundaries(**bounds)
         f, g, a = prog.allocate(), prog.allocate(), prog.allocate()
         prog.init_equilibrium(f, rho, *u, 1.0)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import lbgen
+from helpers import bounce_boundaries
 from lbgen.codegen.spec import KernelSpec
 
 
@@ -46,16 +47,6 @@ def _program(programs, runtime, device, vs, layout, vl, precision, shape, storag
     return programs(spec, shape, runtime, strict=True, **({"device": device} if device else {}))
 
 
-def _boundaries(shape):
-    """Walls on both faces of the last axis, the high one a lid, and a solid block (face bits 2a + s)."""
-    D = len(shape)
-    lid = np.zeros((2 * D, D))
-    lid[2 * D - 1, 0] = 0.04
-    solid = np.zeros(shape, np.uint8)
-    solid[(slice(2, 4),) * D] = 1
-    return {"walls": 3 << 2 * (D - 1), "lids": 1 << 2 * D - 1, "lid": lid, "solid": solid}
-
-
 def _check_bits(prog, shape):
     """Five pull steps (fused, two buffers) beside five in-place steps (one buffer, the step-parity
     contract: a whole halo before an even step); after each, the in-place state read back natural
@@ -64,7 +55,7 @@ def _check_bits(prog, shape):
     rho = 1 + 0.02 * rng.random(shape)
     u = [0.03 * rng.standard_normal(shape) for _ in shape]
     params = {n: 0.0 for n in prog.parameter_names} | {"tau": 0.7, "ax": 2e-5}
-    for bounds in ({}, _boundaries(shape)):
+    for bounds in ({}, bounce_boundaries(shape)):
         prog.set_boundaries(**bounds)
         f, g, a = prog.allocate(), prog.allocate(), prog.allocate()
         prog.init_equilibrium(f, rho, *u, 1.0)
