@@ -35,10 +35,16 @@ def initial_state(seed=5):
     return feq * (1.0 + 0.02 * rng.standard_normal(feq.shape))
 
 
-def oracle_run(f, steps, force=FORCE, **params):
-    for _ in range(steps):
-        f = oracle.collide(oracle.stream(f, oracle.D2Q9_C), force=force, **{**PARAMS, **params})
-    return f
+def oracle_runner(module, params):
+    """steps of an oracle module's collide (its ``params`` under the caller's) after D2Q9 streaming."""
+    def run(f, steps, force=FORCE, **extra):
+        for _ in range(steps):
+            f = module.collide(oracle.stream(f, oracle.D2Q9_C), force=force, **{**params, **extra})
+        return f
+    return run
+
+
+oracle_run = oracle_runner(oracle, PARAMS)
 
 
 def kernel_params(force=FORCE, **params):
@@ -57,14 +63,16 @@ def program(programs, runtime, layout, vl, precision="double", strict=False):
     return trt_program(programs, runtime, layout, vl, "cumulant", precision, strict)
 
 
-def _sweep():
+def sweep(fast):
+    """The (runtime, layout, vl, precision) cases of an operator's D2Q9 sweep: those in ``fast`` in the
+    fast suite, the other sampled layouts' slow."""
     for runtime in ("c", "opencl", "cuda-shim"):
         for layout, vl in LAYOUTS:
             for precision in ("double", "single") + (("mixed",) if runtime == "c" else ()):
                 case = (runtime, layout, vl, precision)
-                if case not in FAST and (layout, vl) not in SAMPLED_LAYOUTS:   # the layouts: bgk's sweeps
+                if case not in fast and (layout, vl) not in SAMPLED_LAYOUTS:   # the layouts: bgk's sweeps
                     continue
-                yield pytest.param(*case, marks=() if case in FAST else (pytest.mark.slow,),
+                yield pytest.param(*case, marks=() if case in fast else (pytest.mark.slow,),
                                    id=f"{runtime}-{layout}{vl or ''}-{precision}")
 
 
@@ -142,7 +150,7 @@ def test_a_negative_limiter_is_refused_by_name():
         operator("cumulant").check({"cumulant_limiter": -0.01})
 
 
-@pytest.mark.parametrize("runtime, layout, vl, precision", list(_sweep()))
+@pytest.mark.parametrize("runtime, layout, vl, precision", list(sweep(FAST)))
 def test_kernels_equal_the_oracle(programs, runtime, layout, vl, precision):
     f0 = initial_state()
     want = oracle_run(f0, STEPS)

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support3d import SAMPLED_LAYOUTS
 
 from helpers import step_fused, step_unfused, time_blocks_and_single_steps
 from lbgen.codegen.spec import KernelSpec, SpecError
 from lbgen.reference import kbc as oracle
-from lbgen.reference.trt_les import D2Q9_C, stream
-from test_cumulant import LAYOUTS, R, STEPS, FORCE, initial_state, rel_err
+from lbgen.reference.trt_les import D2Q9_C
+from test_cumulant import FORCE, R, STEPS, initial_state, oracle_runner, rel_err, sweep
 from test_mrt import _site
 from test_trt_les import program
 
@@ -22,22 +21,7 @@ PARAMS = {"tau": 0.56}
 #: (runtime, layout, vl, precision) of the fast suite; the whole sweep is slow
 FAST = {("c", "csoa", 4, "double"), ("opencl", "caosoa", 8, "double"), ("cuda-shim", "soa", None, "double")}
 
-
-def oracle_run(f, steps, force=FORCE, **params):
-    for _ in range(steps):
-        f = oracle.collide(stream(f, D2Q9_C), force=force, **{**PARAMS, **params})
-    return f
-
-
-def _sweep():
-    for runtime in ("c", "opencl", "cuda-shim"):
-        for layout, vl in LAYOUTS:
-            for precision in ("double", "single") + (("mixed",) if runtime == "c" else ()):
-                case = (runtime, layout, vl, precision)
-                if case not in FAST and (layout, vl) not in SAMPLED_LAYOUTS:   # the layouts: bgk's sweeps
-                    continue
-                yield pytest.param(*case, marks=() if case in FAST else (pytest.mark.slow,),
-                                   id=f"{runtime}-{layout}{vl or ''}-{precision}")
+oracle_run = oracle_runner(oracle, PARAMS)
 
 
 @pytest.mark.parametrize("name", ["d2q9", "d3q27"])
@@ -70,7 +54,7 @@ def test_the_oracle_is_bgk_with_guo_forcing_where_gamma_is_2():
     assert np.abs(gamma - 2).min() > 1e-3
 
 
-@pytest.mark.parametrize("runtime, layout, vl, precision", list(_sweep()))
+@pytest.mark.parametrize("runtime, layout, vl, precision", list(sweep(FAST)))
 def test_kernels_equal_the_oracle(programs, runtime, layout, vl, precision):
     f0 = initial_state()
     want = oracle_run(f0, STEPS)
