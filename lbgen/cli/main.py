@@ -373,11 +373,11 @@ def _run3d(cfg, echo, comm, overwrite, show_progress, chosen):
     cfg, sim = runner.cfg, runner.sim      # the lattice run: an --init file's, not the default
     from lbgen.simulation.boundaries import BounceBack
     box = [BounceBack(sim.wall_faces, sim.lid, None, 3).describe()] if sim.wall_faces else []
-    if cfg.walls:                                  # the thermal walls across z (d3q39, d3q103)
+    if cfg.walls:                                  # the thermal walls across z or --wall-axis (d3q39, d3q103)
         w = cfg.walls
         sides = [f"{side} {'adiabatic' if w['adiabatic_' + side] else 'T = ' + format(w['T_' + side], 'g')}"
                  for side in ("bottom", "top")]
-        box.insert(0, f"thermal walls across z ({w['scheme']} scheme; {', '.join(sides)})")
+        box.insert(0, f"thermal walls across {cfg.thermal_axis} ({w['scheme']} scheme; {', '.join(sides)})")
     opened = getattr(getattr(sim, "bounds", None), "open", None)
     if opened:
         box.append(opened.describe())

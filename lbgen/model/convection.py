@@ -1,5 +1,6 @@
 """Rayleigh-Benard convection: the published numbers, the run's parameters from Ra and Pr, and
-the Nusselt number of a state (2D and 3D; the vertical axis is the last one: y in 2D, z in 3D).
+the Nusselt number of a state (2D and 3D; the vertical axis is the last one: y in 2D, z in 3D,
+or in 3D the layer's ``axis``: the state seen upright, ``lbgen.model.wall_frame``).
 
 Published values (the validation tests cite them):
 
@@ -46,6 +47,8 @@ from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
+
+from lbgen.model.wall_frame import upright
 
 #: Chandrasekhar (1961), rigid-rigid: the critical Rayleigh number and wavenumber (k_c H)
 RA_CRITICAL = 1707.76
@@ -104,17 +107,22 @@ class Layer:
     #: the conductivity's temperature law rho kappa ~ T^n (``lbgen.model.physics.conductivity_exponent``:
     #: 0, or -2 for the third-order sets D2V17 and D3Q39); kappa is the value at the mean wall temperature
     conductivity_exponent: int = 0
+    #: the axis the walls stand across (None: the last one, y in 2D, z in 3D; 'x' or 'y' in 3D)
+    axis: Optional[str] = None
 
     @property
     def depth(self) -> float:
         return self.isothermal[1] - self.isothermal[0]
 
 
-def profiles(fields: Mapping[str, np.ndarray], rho_ref: float = 1.0) -> Tuple[np.ndarray, np.ndarray]:
+def profiles(fields: Mapping[str, np.ndarray], rho_ref: float = 1.0,
+             axis: Optional[str] = None) -> Tuple[np.ndarray, np.ndarray]:
     """(<T>(z), the convective flux (<rho w T> - <rho w><T>) / rho_ref) over the horizontal axes
-    (z the last axis of the fields: 2D w = uy, 3D uz; model units): the enthalpy flux of the
+    (z the last axis of the fields, 2D w = uy, 3D uz, or the wall ``axis`` and the velocity
+    along it; model units): the enthalpy flux of the
     compressible gas over c_p rho_ref (the module docstring; its mass flux <rho w> vanishes in a
     steady state; a transient net flow, the gas's acoustic sloshing, carries none)."""
+    fields = upright(fields, axis)
     T = np.asarray(fields["T"], dtype=np.float64)
     w = np.asarray(fields["uz" if T.ndim == 3 else "uy"], dtype=np.float64)
     rho = np.asarray(fields["rho"], dtype=np.float64)
@@ -131,7 +139,7 @@ def heat_flux(fields: Mapping[str, np.ndarray], layer: Layer) -> np.ndarray:
     kappa T_mean^2 Delta T / (T_bottom T_top H) for n = -2 (a third-order set conducts as 1/T^2:
     with kappa at T_mean alone its pure conduction read Nu 5 % high next to the hot wall and low
     next to the cold one at Delta T = 0.1)."""
-    T, wT = profiles(fields, layer.rho_ref)
+    T, wT = profiles(fields, layer.rho_ref, layer.axis)
     T_b, T_t, n = layer.T_bottom, layer.T_top, layer.conductivity_exponent
     T_mean = 0.5 * (T_b + T_t)
     if n == 0:
@@ -156,12 +164,14 @@ def nusselt(fields: Mapping[str, np.ndarray], layer: Layer) -> Dict[str, float]:
             "Nu_bulk": float(flux[a:b].mean())}
 
 
-def roll_amplitude(fields: Mapping[str, np.ndarray]) -> float:
+def roll_amplitude(fields: Mapping[str, np.ndarray], axis: Optional[str] = None) -> float:
     """The amplitude of the first Fourier mode along x of the vertical velocity at the middle
     plane, averaged over y in 3D (model units): the seeded roll's, which grows or decays as
     exp(sigma t) near onset.  Unlike the kinetic energy it does not see the wall rows' u = -a/2
     (the bc imposes the half-step-corrected velocity zero there: a floor of (g/2)^2 per wall
-    site, in 3D at Ra ~ 2000, H = 16, as large as the decaying roll's energy)."""
+    site, in 3D at Ra ~ 2000, H = 16, as large as the decaying roll's energy).  ``axis``: the
+    wall axis (:func:`profiles`)."""
+    fields = upright(fields, axis)
     T = np.asarray(fields["T"])
     w = np.asarray(fields["uz" if T.ndim == 3 else "uy"], dtype=np.float64)[..., T.shape[-1] // 2]
     if w.ndim == 2:
@@ -172,7 +182,7 @@ def roll_amplitude(fields: Mapping[str, np.ndarray]) -> float:
 def linear_misfit(fields: Mapping[str, np.ndarray], layer: Layer) -> float:
     """max |<T> - the line through the wall temperatures at the isothermal planes| over the
     central half of the layer, over Delta T (0 for exact conduction)."""
-    T, _ = profiles(fields)
+    T, _ = profiles(fields, axis=layer.axis)
     n = T.size
     z = np.arange(n, dtype=np.float64)
     z0, z1 = layer.isothermal

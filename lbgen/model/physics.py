@@ -72,8 +72,8 @@ UNIT_OF: Dict[str, str] = {
     "H": "sites", "Ra": "1", "r": "model velocity / (sites/step)", "rho_ref": "model density",
     "U": "sites/step", "t_unit_name": "text",
     "T_ref": "model temperature", "y_no_slip": "row", "y_isothermal": "row", "wall_planes_note": "text",
-    "z_no_slip": "plane", "z_isothermal": "plane", "adiabatic_ratio": "1", "Ra_c": "1", "Nu_published": "1",
-    "Nu_source": "text",
+    "z_no_slip": "plane", "z_isothermal": "plane", "x_no_slip": "plane", "x_isothermal": "plane",
+    "adiabatic_ratio": "1", "Ra_c": "1", "Nu_published": "1", "Nu_source": "text",
 }
 #: spatial dimension of the 2D velocity sets (the default of :func:`sound_speed`)
 D = 2
@@ -370,7 +370,8 @@ def wall_planes(cfg, T_bottom: float = 1.0, T_top: float = 1.0):
     parameter range: the nearest measured point, said in the planes' ``note``."""
     from lbgen.model.wall_planes import OutsideTable, effective_planes
     try:
-        return effective_planes(cfg.velocity_set, cfg.walls["scheme"], cfg.collision, cfg.parameters, cfg.shape[-1],
+        depth = cfg.shape["xyz".index(cfg.thermal_axis)]       # across the walls: the last axis, or --wall-axis
+        return effective_planes(cfg.velocity_set, cfg.walls["scheme"], cfg.collision, cfg.parameters, depth,
                                 T_bottom, T_top, extrapolate=True)
     except OutsideTable:
         return None
@@ -488,9 +489,9 @@ def summary(numbers: Mapping[str, object]) -> str:
         parts.append(fmt("Re") + (f" (= U {('L' if 'L' in numbers else 'H')}/nu)" if "U" in numbers else ""))
     if "Ma" in numbers:
         parts.append(fmt("Ma"))
-    axis = "z" if "z_isothermal" in numbers else "y"
+    axis = next((a for a in "xzy" if f"{a}_isothermal" in numbers or f"{a}_no_slip" in numbers), "y")
     if f"{axis}_no_slip" in numbers:
-        walls = "walls: no-slip planes at {} {:.2f}, {:.2f}".format("planes" if axis == "z" else "rows",
+        walls = "walls: no-slip planes at {} {:.2f}, {:.2f}".format({"y": "rows", "z": "planes"}.get(axis, "x planes"),
                                                                      *numbers[f"{axis}_no_slip"])
         if f"{axis}_isothermal" in numbers:
             walls += ", isothermal at {:.2f}, {:.2f}".format(*numbers[f"{axis}_isothermal"])
@@ -498,7 +499,7 @@ def summary(numbers: Mapping[str, object]) -> str:
     if "wall_planes_note" in numbers:
         parts.append(f"({numbers['wall_planes_note']})")
     if "Ra" in numbers:
-        iso = "y_isothermal" in numbers or "z_isothermal" in numbers
+        iso = any(f"{a}_isothermal" in numbers for a in "xyz")
         depth = "between the isothermal planes" if iso else "between the imposing rows"
         parts.append(f"Ra = {numbers['Ra']:.3g} (H = {numbers['H']:.4g} sites, {depth})")
     if "adiabatic_ratio" in numbers:

@@ -23,6 +23,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from lbgen.codegen.layouts import LayoutChoice
 from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, all_parameters, operator
 from lbgen.model.catalog import SETS_3D, set_entry, set_names, wall_scheme_refusal
+from lbgen.model.wall_frame import upright_shape
 from lbgen.run.options import (ADIABATIC, DEFAULT_SIZE_3D, OPTIONS, SCHEMA, ConfigError, as_bool, as_float,
                                check_applicable, closest, convert, dimension, normalise_key)
 from lbgen.run.flows import FLOWS
@@ -67,6 +68,7 @@ class RunConfig:
     aspect: float = OPTIONS["aspect"].default
     init: Optional[str] = None
     walls: Optional[Dict] = None           # {"T_bottom", "T_top", "adiabatic_bottom", "adiabatic_top", "scheme"}
+    wall_axis: Optional[str] = None        # the axis the thermal walls stand across (None: the last, z in 3D)
     save: Optional[str] = None
     out: Optional[str] = None              # run folder (outputs, checkpoints, manifest)
     output_every: int = OPTIONS["output_every"].default
@@ -158,6 +160,16 @@ class RunConfig:
         """(LX, LY) or, in 3D, (LX, LY, LZ)."""
         return (self.lx, self.ly) + ((self.lz,) if self.dimension == 3 else ())
 
+    @property
+    def thermal_axis(self) -> Optional[str]:
+        """The axis the thermal walls stand across (2D: y; 3D: z, or --wall-axis), None without them."""
+        return None if self.walls is None else self.wall_axis or "xyz"[self.dimension - 1]
+
+    @property
+    def vertical_axis(self) -> str:
+        """The axis of a thermal set-up's height (its walls' axis; without thermal walls the last one)."""
+        return self.thermal_axis or "xyz"[self.dimension - 1]
+
     def _check_3d(self) -> None:
         """The rules of a 3D run: a 3D set-up, three gravity components, lids on wall axes."""
         setup = SETUPS.get(self.setup)
@@ -168,12 +180,13 @@ class RunConfig:
         if len(self.gravity) != 3:
             raise ConfigError(f"gravity {','.join(f'{g:g}' for g in self.gravity)}: expected three numbers "
                               f"'GX,GY,GZ' in a 3D run")
-        others = [w for w, given in ((f"--wall-axes {self.wall_axes}", (self.wall_axes or "z") != "z"),
+        axis = self.vertical_axis
+        others = [w for w, given in ((f"--wall-axes {self.wall_axes}", (self.wall_axes or axis) != axis),
                                      ("--lid", self.lid), (f"--geometry {self.geometry}", self.geometry)) if given]
         if self.walls is not None and others:
-            raise ConfigError(f"--walls (the 3D thermal walls, across z) and {', '.join(others)} do not run together "
-                              f"yet: the thermal walls' sweep takes periodic x and y and no other boundary; choose "
-                              f"one (--periodic drops the thermal walls)")
+            raise ConfigError(f"--walls (the 3D thermal walls, across {axis}) and {', '.join(others)} do not run "
+                              f"together yet: the thermal walls' sweep takes the other axes periodic and no other "
+                              f"boundary; choose one (--periodic drops the thermal walls)")
         self._check_lids(3)
 
     def _check_lids(self, D: int) -> None:
@@ -236,10 +249,13 @@ class RunConfig:
             operator(self.collision).check_walls(self.dimension == 2 and self.walls is not None)
         except ParameterError as e:
             raise ConfigError(str(e)) from None
+        if self.walls is not None:
+            self._check_wall_axis(vs)
+        up = "xyz".index(self.vertical_axis)
         if self.setup == "rayleigh-taylor":
-            axis = "yz"[self.dimension - 2]
+            axis = self.vertical_axis
             held = self.walls is not None or axis in (self.wall_axes or "")
-            if not held and self.gravity[self.dimension - 1] != 0:
+            if not held and self.gravity[up] != 0:
                 how = "--periodic removes them" if self.dimension == 2 else f"--wall-axes {self.wall_axes} leaves {axis} periodic"
                 raise ConfigError(f"rayleigh-taylor: gravity along {axis} needs the walls that hold the fluid "
                                   f"({how}); keep them, or give a gravity with no {axis} component")
@@ -249,8 +265,9 @@ class RunConfig:
         if self.setup == "rayleigh-taylor":      # its hydrostatic start (lbgen.run.setups: one rule, 2D and 3D)
             hot_cold = (self.walls["T_bottom"], self.walls["T_top"]) if self.dimension == 2 and self.walls else \
                 (RT_T_HOT, RT_T_COLD)
-            refusal = rt_gravity_refusal(float(self.gravity[self.dimension - 1]), velocity_set=self.velocity_set,
-                                         lx=self.lx, depth=self.shape[-1], T_hot=hot_cold[0], T_cold=hot_cold[1])
+            upright = upright_shape(self.shape, self.wall_axis)      # the lattice of the z run it turns
+            refusal = rt_gravity_refusal(float(self.gravity[up]), velocity_set=self.velocity_set,
+                                         lx=upright[0], depth=upright[-1], T_hot=hot_cold[0], T_cold=hot_cold[1])
             if refusal:
                 raise ConfigError(refusal)
         refusal = wall_scheme_refusal(vs, self.walls["scheme"]) if self.walls is not None else None
@@ -260,6 +277,18 @@ class RunConfig:
             raise ConfigError(f"{vs.label} is isothermal: its walls impose no temperature, so t_bottom, t_top "
                               f"(got {self.walls['T_bottom']}, {self.walls['T_top']}) must stay 1 and no wall can "
                               f"be adiabatic; use d2q37 for thermal walls")
+
+    def _check_wall_axis(self, vs) -> None:
+        """The thermal walls' axis: y in 2D; in 3D any, with the planes its walls need along it and, across x
+        or y, no time block on C (``lbgen.codegen.spec.time_block_walls_refusal``), refused in words."""
+        from lbgen.codegen.spec import time_block_walls_refusal
+        axis = self.thermal_axis
+        index = "xyz".index(axis)
+        _check_wall_length(self.velocity_set, axis, self.shape[index] if index < self.dimension else 0)
+        blocked = self.time_block not in (1, "auto") and self.backend == "c" and self.fused and not self.hetero
+        refusal = time_block_walls_refusal(self.dimension, axis) if blocked else None
+        if refusal:
+            raise ConfigError(f"--time-block {self.time_block}: {refusal}")
 
     @staticmethod
     def _check_setup(name) -> str:
@@ -342,6 +371,11 @@ class RunConfig:
             parameters = op.check({k: values[k] for k in op.parameter_names})
         except ParameterError as e:
             raise ConfigError(str(e)) from None
+        if values["walls"] and values.get("wall_axis"):     # the set-up's z walls turned to --wall-axis
+            values.update(_turned_defaults(values, merged))
+        if values["walls"] and dimension(values) == 3 and name == "rayleigh-benard":     # before its planes
+            axis = values.get("wall_axis") or "z"
+            _check_wall_length(values["velocity_set"], axis, values[f"l{axis}"])
         if name == "rayleigh-benard":            # gravity, the periodic lengths and C2 from Ra, Pr, the aspect
             from lbgen.run.convection import resolve
             values, parameters = resolve(values, parameters, given)
@@ -354,6 +388,7 @@ class RunConfig:
         kwargs = {k: v for k, v in values.items() if k in fields and k not in ("walls", "setup")}
         kwargs["parameters"] = parameters
         kwargs["gravity"], kwargs["pictures"] = tuple(kwargs["gravity"]), tuple(kwargs["pictures"])
+        kwargs["wall_axis"] = kwargs.get("wall_axis") if walls is not None else None
         return cls(setup=name, walls=walls, _converted=True, **kwargs)
 
     # --- manifest / resume ------------------------------------------------------------------
@@ -425,6 +460,7 @@ class RunConfig:
         three.update(opened)       # open faces (a run without them keeps the identity it had)
         return {"lx": self.lx, "ly": self.ly, **three, "collision": self.collision, "parameters": dict(self.parameters),
                 "gravity": list(self.gravity), "walls": self.walls, "precision": self.precision,
+                **({"wall_axis": self.wall_axis} if self.wall_axis else {}),
                 **({"storage": self.storage} if self.storage else {}), "velocity_set": self.velocity_set}
 
 
@@ -464,6 +500,42 @@ def _reynolds_values(values: Mapping[str, Any], given: Mapping[str, str]) -> Dic
                               f"give one of them")
     if "steps" not in given:
         out["steps"] = math.ceil(TAYLOR_GREEN_END * L / U)
+    return out
+
+
+def _check_wall_length(vs_name: str, axis: str, length: int) -> None:
+    """The thermal walls' axis (y in 2D) and the planes its walls need along it, refused in words."""
+    from lbgen.model.velocity_set import velocity_set
+    from lbgen.model.walls import min_ly_walls
+    vs = velocity_set(vs_name)
+    if vs.D == 2 and axis != "y":
+        raise ConfigError(f"--wall-axis {axis}: the 2D thermal walls stand across y only (their kernels take the "
+                          f"wall rows at y = 0 and LY - 1); walls across x or z: a 3D thermal set "
+                          f"(--velocity-set d3q39 or d3q103)")
+    need = min_ly_walls(vs)
+    if length < need:
+        raise ConfigError(f"--l{axis} {length}: the thermal walls across {axis} need L{axis.upper()} >= {need} on "
+                          f"{set_entry(vs_name).label} (its {need // 2 - 1} wall planes at each side and the bulk "
+                          f"plane next to them); give --l{axis} {need} or more")
+
+
+def _turned_defaults(values: Mapping[str, Any], given: Mapping[str, Any]) -> Dict[str, Any]:
+    """The set-up's defaults written for walls across the last axis (gravity along it, the bounce-back
+    walls of rayleigh-taylor in 3D) turned to the thermal walls' --wall-axis (``lbgen.model.wall_frame``:
+    that axis and the last swapped); the run's --wall-axis itself None where it is the last axis (one
+    spelling of the default).  What the user gave stays as given."""
+    from lbgen.model.wall_frame import upright_vector
+    D, axis = dimension(values), values["wall_axis"]
+    if axis == "xyz"[D - 1]:
+        return {"wall_axis": None}
+    if D == 2:
+        return {}                              # refused in words (RunConfig._check_wall_axis)
+    out: Dict[str, Any] = {}
+    if "gravity" not in given and len(values["gravity"]) == D:
+        out["gravity"] = upright_vector(values["gravity"], axis if D == 3 else None)
+    if "wall_axes" not in given and values.get("wall_axes"):
+        swap = {"xyz"[D - 1]: axis, axis: "xyz"[D - 1]}
+        out["wall_axes"] = "".join(sorted(swap.get(a, a) for a in values["wall_axes"]))
     return out
 
 

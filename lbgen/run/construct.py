@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from lbgen.codegen.layouts import CLUSTERED
-from lbgen.codegen.spec import DEFAULT_VELOCITY_SET, choose_layout
+from lbgen.codegen.spec import DEFAULT_VELOCITY_SET, choose_layout, time_block_walls_refusal
 from lbgen.model.catalog import set_entry
 from lbgen.run.boundary_options import open_arguments
 from lbgen.run.config import RunConfig
@@ -184,6 +184,8 @@ def resolve_time_block(cfg: RunConfig, distributed: bool = False, tuned: Optiona
         return 1
     if depth == "auto" and (cfg.wall_axes or cfg.geometry) and cfg.dimension == 2:
         return 1          # 2D bounce-back walls and masks are not time-blocked (fused_tb refuses them)
+    if depth == "auto" and time_block_walls_refusal(cfg.dimension, cfg.wall_axis):
+        return 1          # 3D thermal walls across x or y are not time-blocked (fused_tb refuses them)
     if depth == "auto" and (open_arguments(cfg) or (cfg.geometry and not distributed)):
         return 1          # open faces are not time-blocked (fused_tb refuses them); a body's link kernels run every step
     if depth == "auto":
@@ -202,6 +204,8 @@ def initial_fields(cfg: RunConfig) -> dict:
     if cfg.setup == "rayleigh-benard" and cfg.walls:
         from lbgen.run.convection import run_planes
         three["planes"] = run_planes(cfg)
+    if cfg.dimension == 3:
+        three["wall_axis"] = cfg.wall_axis          # the thermal set-ups turn with the walls' axis
     return SETUPS[cfg.setup].fields(cfg.lx, cfg.ly, seed=cfg.seed, amplitude=cfg.amplitude, gravity=cfg.gravity,
                                     thermal=not set_entry(cfg.velocity_set).isothermal, walls=cfg.walls, **three)
 
@@ -266,7 +270,8 @@ def _make_simulation3d(cfg: RunConfig, mask=None, comm=None, grid=None, host_col
     import warnings
 
     from lbgen.model.physics import LidMachWarning
-    walls = Walls(**cfg.walls) if cfg.walls else cfg.wall_axes     # thermal walls across z, or bounce-back axes
+    # thermal walls across z (or --wall-axis), or bounce-back axes
+    walls = Walls(**cfg.walls, axis=cfg.wall_axis) if cfg.walls else cfg.wall_axes
     common = dict(velocity_set=cfg.velocity_set, collision=cfg.collision, gravity=cfg.gravity, walls=walls,
                   lid=cfg.lid, **_body_args(cfg, mask, comm), backend=cfg.backend, layout=cfg.layout, vl=cfg.vl,
                   precision=cfg.precision, storage=cfg.storage, fused=cfg.fused, threads=cfg.threads,

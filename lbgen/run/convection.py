@@ -1,7 +1,9 @@
 """The rayleigh-benard set-up's run description: gravity, the periodic lengths and the heat
-diffusivity from --ra, --pr and --aspect (2D and 3D; the vertical axis is the last one).
+diffusivity from --ra, --pr and --aspect (2D and 3D; the vertical axis is the last one, or in 3D
+the thermal walls' --wall-axis).
 
-The depth is the lattice's (--ly in 2D, --lz in 3D); the effective depth H is the distance
+The depth is the lattice's length across the walls (--ly in 2D, --lz in 3D, or --lx / --ly with
+--wall-axis x / y); the effective depth H is the distance
 between the measured isothermal planes (``lbgen.model.wall_planes``), so Ra, Pr and the
 aspect ratio are those of the layer the bulk sees.  The viscosity is the operator's (--tau,
 --c1); Pr sets the diffusivity: C2 = C1 / Pr (regularized; a single-relaxation operator has
@@ -23,8 +25,9 @@ from lbgen.run.options import ConfigError
 NAME = "rayleigh-benard"
 
 
-def _depth_key(dimension: int) -> str:
-    return "lz" if dimension == 3 else "ly"
+def _wall_axis(values: Mapping[str, Any], D: int) -> str:
+    """The letter of the walls' axis of a run description (2D: y; 3D: z, or --wall-axis)."""
+    return (values.get("wall_axis") if D == 3 else None) or "xyz"[D - 1]
 
 
 def resolve(values: Dict[str, Any], parameters: Dict[str, float], given: Mapping[str, str]
@@ -43,7 +46,8 @@ def resolve(values: Dict[str, Any], parameters: Dict[str, float], given: Mapping
         if key in given:
             raise ConfigError(f"{NAME}: {key.lower()} is set from {what} (and the layer's nu, kappa and depth); "
                               f"give {what} instead")
-    horizontal = ("lx",) if D == 2 else ("lx", "ly")
+    up = _wall_axis(values, D)
+    horizontal = tuple(f"l{a}" for a in "xyz"[:D] if a != up)
     for key in horizontal:
         if key in given and "aspect" in given:
             raise ConfigError(f"{NAME}: give either --aspect or --{key}, not both (--aspect sets the periodic "
@@ -63,7 +67,7 @@ def resolve(values: Dict[str, Any], parameters: Dict[str, float], given: Mapping
             raise ConfigError(f"{NAME}: --pr {Pr:g} needs a diffusivity apart from the viscosity: the "
                               f"{values['collision']} operator has Pr = 1; allowed: --pr 1, or --collision regularized")
         values["pr"] = Pr = 1.0
-    depth = int(values[_depth_key(D)])
+    depth = int(values[f"l{up}"])
     r = physics.scale_factor(vs)
     T_mean = 0.5 * (T_b + T_t)
     nu = physics.kinematic_viscosity(values["collision"], params, r=r, T=T_mean)
@@ -80,7 +84,7 @@ def resolve(values: Dict[str, Any], parameters: Dict[str, float], given: Mapping
                           f"imposed one (allowed: below {ADIABATIC_MAX:g}; the compressible gas would barely "
                           f"convect): deepen the layer, widen Delta T or lower the viscosity (--c1, --tau)")
     down = -physics.gravity_to_model(g, r)
-    values["gravity"] = tuple([0.0] * (D - 1) + [down])
+    values["gravity"] = tuple(down if a == up else 0.0 for a in "xyz"[:D])
     for key in horizontal:
         if key not in given:
             values[key] = max(1, int(round(aspect * H)))
@@ -115,26 +119,33 @@ def run_planes(cfg) -> Tuple[float, float]:
     """The :func:`isothermal_planes` of a rayleigh-benard run (its set-up's start is the conduction
     profile through them)."""
     walls = cfg.walls
-    return isothermal_planes(cfg.velocity_set, walls["scheme"], cfg.collision, cfg.parameters, cfg.shape[-1],
+    return isothermal_planes(cfg.velocity_set, walls["scheme"], cfg.collision, cfg.parameters, wall_depth(cfg),
                              walls["T_bottom"], walls["T_top"])
+
+
+def wall_depth(cfg) -> int:
+    """The lattice's length across the thermal walls of a run (its last axis without them)."""
+    return cfg.shape["xyz".index(cfg.vertical_axis)]
 
 
 def layer(cfg, numbers: Mapping[str, Any]):
     """The ``lbgen.model.convection.Layer`` of a rayleigh-benard run (its numbers: kappa at rho_ref, r and the
-    isothermal planes, ``y_isothermal`` in 2D, ``z_isothermal`` in 3D; without measured planes
-    the rows where the bc imposes the wall temperatures), or None without thermal walls."""
+    isothermal planes, ``y_isothermal`` in 2D, ``z_isothermal`` in 3D, ``x_isothermal`` across x;
+    without measured planes the rows where the bc imposes the wall temperatures; its ``axis`` the
+    walls'), or None without thermal walls."""
     from lbgen.model import physics
     from lbgen.model.convection import Layer
     walls = cfg.walls
     if not walls or "kappa" not in numbers:
         return None
     rows = physics.wall_rows(cfg.velocity_set)
-    depth = cfg.shape[-1]
-    planes = numbers.get("z_isothermal" if cfg.dimension == 3 else "y_isothermal") or (rows - 1, depth - rows)
+    depth = wall_depth(cfg)
+    planes = numbers.get(f"{cfg.thermal_axis}_isothermal") or (rows - 1, depth - rows)
     return Layer(isothermal=(float(planes[0]), float(planes[1])), T_bottom=walls["T_bottom"], T_top=walls["T_top"],
                  kappa=float(numbers["kappa"]), r=float(numbers["r"]), wall_rows=rows,
                  rho_ref=float(numbers.get("rho_ref", 1.0)),
-                 conductivity_exponent=physics.conductivity_exponent(physics.hermite_order(cfg.velocity_set)))
+                 conductivity_exponent=physics.conductivity_exponent(physics.hermite_order(cfg.velocity_set)),
+                 axis=cfg.wall_axis)
 
 
 def summary(cfg, numbers: Mapping[str, Any], fields) -> List[str]:
@@ -150,7 +161,8 @@ def summary(cfg, numbers: Mapping[str, Any], fields) -> List[str]:
     nu = nusselt(fields, where)
     bulk = nu["Nu_bulk"]
     line = (f"Nusselt number: {bulk:.4f} in the bulk, {nu['Nu_bottom']:.4f} / {nu['Nu_top']:.4f} next to the "
-            f"bottom / top wall (Ra = {numbers['Ra']:.4g}, Pr = {numbers['Pr']:.3g}, H = {where.depth:.4g})")
+            f"bottom / top wall (Ra = {numbers['Ra']:.4g}, Pr = {numbers['Pr']:.3g}, H = {where.depth:.4g}"
+            f"{f', across {cfg.wall_axis}' if cfg.wall_axis else ''})")
     if "Nu_published" in numbers:
         line += f"; published {numbers['Nu_published']:g}, {numbers['Nu_source']}: {bulk / numbers['Nu_published'] - 1:+.1%}"
     q = float(numbers.get("adiabatic_ratio", 0.0))

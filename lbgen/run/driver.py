@@ -168,7 +168,7 @@ class Run(RunEvents):
 
             def open_output():
                 from lbgen.output import RunOutput
-                walls = cfg.wall_axes or ""
+                walls = (cfg.wall_axes or "") + (cfg.thermal_axis or "")     # one-sided differences across them
                 window = cfg.window if cfg.dimension == 2 else None     # 3D: the whole slices (--window refused)
                 return RunOutput(cfg.out, pictures=cfg.pictures, fields_format=cfg.fields_format,
                                  colour_limits=self.colour_limits, dpi=cfg.dpi, window=window,

@@ -1,7 +1,7 @@
 """The physical numbers of a run (lattice sites and steps): its header line, manifest and h5
 attributes.  2D: ``lbgen.model.physics.run_numbers`` (the reference state of an --init file's
-fields, thermal walls, Ra); 3D: ``physics3d`` (no thermal walls; lids, channel walls on any
-axis, Rayleigh-Taylor with Z up)."""
+fields, thermal walls, Ra); 3D: ``physics3d`` (thermal walls on any axis; lids, channel walls on
+any axis, Rayleigh-Taylor with Z up, or up the thermal walls' --wall-axis)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -60,9 +60,11 @@ def physics3d(cfg: RunConfig) -> dict:
     g = float(np.linalg.norm(cfg.gravity))
     if g:
         out["g"] = gravity_to_lattice(g, r)
+    up = "xyz".index(cfg.vertical_axis)           # z, or the thermal walls' --wall-axis
     if thermal and cfg.setup == "rayleigh-taylor":      # Z up: gravity across the interface is -g_z
-        out.update(rayleigh_taylor_numbers(RT_T_HOT, RT_T_COLD, gravity_to_lattice(-cfg.gravity[2], r), cfg.lx,
-                                           nu, c_s))
+        from lbgen.model.wall_frame import upright_shape
+        out.update(rayleigh_taylor_numbers(RT_T_HOT, RT_T_COLD, gravity_to_lattice(-cfg.gravity[up], r),
+                                           upright_shape(cfg.shape, cfg.wall_axis)[0], nu, c_s))
     if thermal and cfg.setup == "rayleigh-benard" and cfg.walls:
         out.update(convection3d(cfg, nu, out["kappa"], r))
     speeds = lid_speeds(cfg)
@@ -82,19 +84,21 @@ def physics3d(cfg: RunConfig) -> dict:
 
 
 def convection3d(cfg: RunConfig, nu: float, kappa: float, r: float) -> dict:
-    """The numbers of a 3D rayleigh-benard run (walls across z): the measured no-slip and
-    isothermal planes (``z_no_slip``, ``z_isothermal``; ``lbgen.model.wall_planes``), the effective
-    depth H between the isothermal ones, Ra with it, the adiabatic ratio and the published Nu
+    """The numbers of a 3D rayleigh-benard run (walls across z, or --wall-axis x, y): the measured
+    no-slip and isothermal planes (``z_no_slip``, ``z_isothermal``, or ``x_...``, ``y_...``;
+    ``lbgen.model.wall_planes``), the effective depth H between the isothermal ones, Ra with it and
+    the gravity along the walls' axis, the adiabatic ratio and the published Nu
     (``lbgen.model.convection.convection_numbers``)."""
     from lbgen.model.convection import convection_numbers
     from lbgen.model.physics import gravity_to_lattice, rayleigh, wall_plane_entries, wall_planes
     from lbgen.run.convection import run_planes
     walls = cfg.walls
     out = {}
-    out.update(wall_plane_entries(cfg, wall_planes(cfg, walls["T_bottom"], walls["T_top"]), "z"))
+    axis = cfg.thermal_axis
+    out.update(wall_plane_entries(cfg, wall_planes(cfg, walls["T_bottom"], walls["T_top"]), axis))
     z0, z1 = run_planes(cfg)
-    out["z_isothermal"] = [z0, z1]
-    g = gravity_to_lattice(-cfg.gravity[2], r)
+    out[f"{axis}_isothermal"] = [z0, z1]
+    g = gravity_to_lattice(-cfg.gravity["xyz".index(axis)], r)
     H = z1 - z0
     out["H"] = H
     out["Ra"] = rayleigh(g, walls["T_bottom"], walls["T_top"], H, nu, kappa)

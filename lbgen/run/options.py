@@ -76,6 +76,9 @@ SCHEMA: Tuple[Option, ...] = (
            "g/r).", identity=True),
     Option("walls", "bool", False, "Thermal walls at bottom and top (else periodic in Y).",
            flag="--walls/--periodic", identity=True),
+    Option("wall_axis", "choice", None, "The axis the thermal walls (--walls) stand across: x, y or z in 3D (default "
+           "z), y in 2D; gravity, the depth (--lx/--ly/--lz), Nu and the profiles follow it.", choices=("x", "y", "z"),
+           optional=True, identity=True),
     Option("t_bottom", "float", 1.0, "Bottom wall temperature.", minimum=0.0, identity=True),
     Option("t_top", "float", 1.0, "Top wall temperature.", minimum=0.0, identity=True),
     Option("ra", "float", 1e4, "Rayleigh number of the rayleigh-benard set-up, with the effective depth (between "
@@ -309,9 +312,8 @@ def _streaming(v) -> Optional[str]:
 
 
 def _device(v) -> Optional[str]:
-    if v["backend"] == "opencl" or v["hetero"] == "opencl":
-        return None
-    return "it selects an OpenCL device: it needs --backend opencl or --hetero opencl"
+    return None if "opencl" in (v["backend"], v["hetero"]) else (
+        "it selects an OpenCL device: it needs --backend opencl or --hetero opencl")
 
 
 def dimension(v) -> int:
@@ -326,14 +328,14 @@ def _only_3d(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
     return rule
 
 
-_NO_WALL_TEMPERATURE = ("the 3D thermal walls (across z) need a thermal 3D set (--velocity-set d3q39 or d3q103); an "
+_NO_WALL_TEMPERATURE = ("the 3D thermal walls (across z, or --wall-axis) need a thermal 3D set (--velocity-set d3q39 or d3q103); an "
                         "isothermal 3D run's walls (half-way bounce-back, --wall-axes) impose no temperature and "
                         "conduct no heat")
 #: why an option of 2D runs has no effect in a 3D run (``_in_2d``)
 NOT_IN_3D = {
-    "walls": "--walls/--periodic are the thermal walls (2D: on y; 3D: across z, on the thermal sets d3q39 and "
-             "d3q103); an isothermal 3D run has no-slip walls on the axes --wall-axes names (e.g. --wall-axes y)",
-    "t_bottom": _NO_WALL_TEMPERATURE,
+    "walls": "--walls/--periodic are the thermal walls (2D: on y; 3D: across z or --wall-axis, on the thermal sets "
+             "d3q39 and d3q103); an isothermal 3D run has no-slip walls on the axes --wall-axes names (e.g. --wall-axes y)",
+    "t_bottom": _NO_WALL_TEMPERATURE, "wall_axis": _NO_WALL_TEMPERATURE,
     "t_top": _NO_WALL_TEMPERATURE,
     "adiabatic": _NO_WALL_TEMPERATURE,
     "wall_scheme": "the wall schemes are those of the thermal walls (2D, and 3D on d3q39 and d3q103); an isothermal "
@@ -362,8 +364,8 @@ def _bounce(what: str) -> Callable[[Mapping[str, Any]], Optional[str]]:
     return rule
 
 
-#: the thermal walls' options that a 3D run of a thermal set takes (its walls across z)
-THERMAL_WALLS_3D = ("walls", "t_bottom", "t_top", "adiabatic", "wall_scheme")
+#: the thermal walls' options that a 3D run of a thermal set takes (its walls across z, or --wall-axis)
+THERMAL_WALLS_3D = ("walls", "wall_axis", "t_bottom", "t_top", "adiabatic", "wall_scheme")
 
 
 def _in_2d(key: str, rule: Optional[Callable[[Mapping[str, Any]], Optional[str]]]):
@@ -385,7 +387,7 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "lx": _from_init, "ly": _from_init, "amplitude": _amplitude, "seed": _seed, "re": _reynolds,
     **{k: _operator_parameter(k) for k in all_parameters()}, "cumulant_limiter": _cumulant_limiter,
     "t_bottom": _wall_temperature("bottom"), "t_top": _wall_temperature("top"),
-    "adiabatic": _needs_walls, "wall_scheme": _needs_walls,
+    "adiabatic": _needs_walls, "wall_scheme": _needs_walls, "wall_axis": _needs_walls,
     **{k: _convection for k in ("ra", "pr", "aspect")},
     "threads": _threads, "time_block": _time_block, "device": _device, "streaming": _streaming,
     "split": lambda v: None if v["hetero"] else "it sets the host share of a host + device run: it needs --hetero",

@@ -332,10 +332,19 @@ class Setup:
 
     def fields(self, lx: int, ly: int, *, seed: int = 0, amplitude: Optional[float] = None,
                gravity=(0.0, 0.0), walls: Optional[Mapping] = None, thermal: bool = True,
-               lz: Optional[int] = None, planes: Optional[Tuple[float, float]] = None) -> Dict[str, np.ndarray]:
+               lz: Optional[int] = None, planes: Optional[Tuple[float, float]] = None,
+               wall_axis: Optional[str] = None) -> Dict[str, np.ndarray]:
         """``thermal=False`` (isothermal velocity sets): the set-up keeps T = 1; ``lz``: the 3D state;
         ``walls``: the thermal walls (their temperatures shape the thermal set-ups' states);
-        ``planes``: the isothermal planes of a rayleigh-benard run."""
+        ``planes``: the isothermal planes of a rayleigh-benard run; ``wall_axis``: the 3D thermal
+        walls' axis, x or y (None: z): the thermal set-ups (UPRIGHT) are the state of the lattice
+        with that axis and z swapped, turned back (``lbgen.model.wall_frame``)."""
+        if wall_axis is not None and lz is not None and self.name in UPRIGHT:
+            from lbgen.model.wall_frame import upright, upright_shape, upright_vector
+            lx_, ly_, lz_ = upright_shape((lx, ly, lz), wall_axis)
+            state = self.fields(lx_, ly_, seed=seed, amplitude=amplitude, gravity=upright_vector(gravity, wall_axis),
+                                walls=walls, thermal=thermal, lz=lz_, planes=planes)
+            return {k: np.ascontiguousarray(v) for k, v in upright(state, wall_axis).items()}
         extra = {"seed": seed, "gravity": gravity, "thermal": thermal,
                  "amplitude": self.default_amplitude(lx) if amplitude is None else amplitude}
         if walls and self.name in ("rayleigh-taylor", "rayleigh-benard"):
@@ -346,6 +355,9 @@ class Setup:
             return self.make3d(lx, ly, lz, **extra)
         return self.make(lx, ly, **extra)
 
+
+#: the set-ups written with the vertical axis last, whose 3D state turns with the thermal walls' --wall-axis
+UPRIGHT = ("rayleigh-taylor", "rayleigh-benard")
 
 SETUPS: Dict[str, Setup] = {s.name: s for s in (
     Setup("shear-wave", shear_wave, "transverse wave u_y = A sin(2 pi x / LX), A = 0.05, rho = T = 1 (periodic)",
