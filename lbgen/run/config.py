@@ -28,6 +28,7 @@ from lbgen.run.options import (ADIABATIC, DEFAULT_SIZE_3D, OPTIONS, SCHEMA, Conf
                                check_applicable, closest, convert, dimension, normalise_key)
 from lbgen.run.flows import FLOWS
 from lbgen.run.setups import RT_T_COLD, RT_T_HOT, SETUPS, rt_gravity_refusal
+from lbgen.run.wall_axis import check_wall_axis, turned_defaults
 
 __all__ = ["ConfigError", "OPTIONS", "RunConfig"]
 
@@ -250,7 +251,7 @@ class RunConfig:
         except ParameterError as e:
             raise ConfigError(str(e)) from None
         if self.walls is not None:
-            self._check_wall_axis(vs)
+            check_wall_axis(self)
         up = "xyz".index(self.vertical_axis)
         if self.setup == "rayleigh-taylor":
             axis = self.vertical_axis
@@ -277,18 +278,6 @@ class RunConfig:
             raise ConfigError(f"{vs.label} is isothermal: its walls impose no temperature, so t_bottom, t_top "
                               f"(got {self.walls['T_bottom']}, {self.walls['T_top']}) must stay 1 and no wall can "
                               f"be adiabatic; use d2q37 for thermal walls")
-
-    def _check_wall_axis(self, vs) -> None:
-        """The thermal walls' axis: y in 2D; in 3D any, with the planes its walls need along it and, across x
-        or y, no time block on C (``lbgen.codegen.spec.time_block_walls_refusal``), refused in words."""
-        from lbgen.codegen.spec import time_block_walls_refusal
-        axis = self.thermal_axis
-        index = "xyz".index(axis)
-        _check_wall_length(self.velocity_set, axis, self.shape[index] if index < self.dimension else 0)
-        blocked = self.time_block not in (1, "auto") and self.backend == "c" and self.fused and not self.hetero
-        refusal = time_block_walls_refusal(self.dimension, axis) if blocked else None
-        if refusal:
-            raise ConfigError(f"--time-block {self.time_block}: {refusal}")
 
     @staticmethod
     def _check_setup(name) -> str:
@@ -371,11 +360,8 @@ class RunConfig:
             parameters = op.check({k: values[k] for k in op.parameter_names})
         except ParameterError as e:
             raise ConfigError(str(e)) from None
-        if values["walls"] and values.get("wall_axis"):     # the set-up's z walls turned to --wall-axis
-            values.update(_turned_defaults(values, merged))
-        if values["walls"] and dimension(values) == 3 and name == "rayleigh-benard":     # before its planes
-            axis = values.get("wall_axis") or "z"
-            _check_wall_length(values["velocity_set"], axis, values[f"l{axis}"])
+        if values["walls"]:                      # the set-up's z walls turned to --wall-axis
+            values.update(turned_defaults(values, merged, name))
         if name == "rayleigh-benard":            # gravity, the periodic lengths and C2 from Ra, Pr, the aspect
             from lbgen.run.convection import resolve
             values, parameters = resolve(values, parameters, given)
@@ -500,42 +486,6 @@ def _reynolds_values(values: Mapping[str, Any], given: Mapping[str, str]) -> Dic
                               f"give one of them")
     if "steps" not in given:
         out["steps"] = math.ceil(TAYLOR_GREEN_END * L / U)
-    return out
-
-
-def _check_wall_length(vs_name: str, axis: str, length: int) -> None:
-    """The thermal walls' axis (y in 2D) and the planes its walls need along it, refused in words."""
-    from lbgen.model.velocity_set import velocity_set
-    from lbgen.model.walls import min_ly_walls
-    vs = velocity_set(vs_name)
-    if vs.D == 2 and axis != "y":
-        raise ConfigError(f"--wall-axis {axis}: the 2D thermal walls stand across y only (their kernels take the "
-                          f"wall rows at y = 0 and LY - 1); walls across x or z: a 3D thermal set "
-                          f"(--velocity-set d3q39 or d3q103)")
-    need = min_ly_walls(vs)
-    if length < need:
-        raise ConfigError(f"--l{axis} {length}: the thermal walls across {axis} need L{axis.upper()} >= {need} on "
-                          f"{set_entry(vs_name).label} (its {need // 2 - 1} wall planes at each side and the bulk "
-                          f"plane next to them); give --l{axis} {need} or more")
-
-
-def _turned_defaults(values: Mapping[str, Any], given: Mapping[str, Any]) -> Dict[str, Any]:
-    """The set-up's defaults written for walls across the last axis (gravity along it, the bounce-back
-    walls of rayleigh-taylor in 3D) turned to the thermal walls' --wall-axis (``lbgen.model.wall_frame``:
-    that axis and the last swapped); the run's --wall-axis itself None where it is the last axis (one
-    spelling of the default).  What the user gave stays as given."""
-    from lbgen.model.wall_frame import upright_vector
-    D, axis = dimension(values), values["wall_axis"]
-    if axis == "xyz"[D - 1]:
-        return {"wall_axis": None}
-    if D == 2:
-        return {}                              # refused in words (RunConfig._check_wall_axis)
-    out: Dict[str, Any] = {}
-    if "gravity" not in given and len(values["gravity"]) == D:
-        out["gravity"] = upright_vector(values["gravity"], axis if D == 3 else None)
-    if "wall_axes" not in given and values.get("wall_axes"):
-        swap = {"xyz"[D - 1]: axis, axis: "xyz"[D - 1]}
-        out["wall_axes"] = "".join(sorted(swap.get(a, a) for a in values["wall_axes"]))
     return out
 
 

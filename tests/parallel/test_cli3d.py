@@ -64,7 +64,8 @@ def assert_same_folder(a, b, x_split):
     if not x_split:
         assert (a / "series.csv").read_bytes() == (b / "series.csv").read_bytes()
     sa, sb = read_series(a / "series.csv"), read_series(b / "series.csv")
-    for k in ("step", "time", "max_speed", "min_rho", "min_T", "nonfinite"):     # no sums: exact
+    nusselt = tuple(k for k in ("Nu_bottom", "Nu_top", "Nu_bulk") if k in sa)     # of the gathered fields: exact
+    for k in ("step", "time", "max_speed", "min_rho", "min_T", "nonfinite") + nusselt:     # no sums: exact
         assert np.array_equal(sa[k], sb[k]), k
     for k in ("mass", "momentum_x", "momentum_y", "momentum_z", "kinetic_energy"):
         # sums over the sites in another order: round-off of a sum of |terms| <= mass (rho |u| < 1)
@@ -102,6 +103,11 @@ CASES = {
     # the closed cavity, its walled X (uneven: 7, 6) and Y split, a time block of 2
     "2x2x1-cavity-k2": (4, "2x2x1", ["lid-driven-cavity", "--lx", 13, "--ly", 12, "--lz", 8, "--steps", 12,
                                      "--time-block", 2]),
+    # a D3Q39 Rayleigh-Benard layer between thermal walls across x (--wall-axis x; issue 39), split along the
+    # wall axis (each rank holds one wall) and across it (both walls on each rank): Nu in the series too
+    **{f"{grid}-rb-wall-x": (2, grid, ["rayleigh-benard", "--velocity-set", "d3q39", "--wall-axis", "x", "--collision",
+                                       "bgk", "--tau", 0.55, "--ra", 10, "--amplitude", 0.2, "--lx", 12, "--ly", 4,
+                                       "--lz", 16, "--layout", "soa", "--steps", 12]) for grid in ("2x1x1", "1x1x2")},
 }
 
 
@@ -122,6 +128,9 @@ def test_p_ranks_write_the_run_folder_of_one_process(tmp_path, case):
         assert manifest["sweeps"]["blocked"] > 0 and manifest["config"]["time_block"] == 2
     assert_same_folder(tmp_path / "one", many, x_split=grid[0] != "1")
     assert np.abs(read_field_file(many / "fields" / "step-000000012.h5")["ux"]).max() > 0
+    if "--wall-axis" in args:                  # the walls across x on every rank: the layer's numbers along x
+        assert manifest["config"]["wall_axis"] == "x" and "x_isothermal" in manifest["physics"]
+        assert "Nu_bulk" in read_series(many / "series.csv")
 
 
 def test_a_voxel_mask_on_two_ranks(tmp_path):

@@ -28,6 +28,9 @@ RT = {"setup": "rayleigh-taylor", "gravity": "0,-1e-4"}
 #: a small Rayleigh-Benard layer (Ra = 1000: its gravity from --ra)
 RB = {"setup": "rayleigh-benard", "ly": 24}
 HETERO = {"hetero": "opencl", "lx": 16}
+#: a shallow 3D Rayleigh-Benard layer (D3Q39; tests/run/test_wall_axis.py's): --wall-axis is audited in it
+WALL_AXIS = {"setup": "rayleigh-benard", "velocity_set": "d3q39", "collision": "bgk", "tau": 0.55, "ra": 10.0,
+             "ly": 4, "layout": "soa", "time_block": 1}
 #: a small 3D run: the options of 3D runs are audited in it
 D3 = {"setup": "taylor-green", "velocity_set": "d3q19", "lx": 8, "ly": 8, "lz": 8, "time_block": 1}
 #: a 2D isothermal run: bounce-back walls, lids and masks are audited in it
@@ -117,6 +120,9 @@ EFFECTS = {
     "adiabatic": (RT, "none", "top"),
     "ra": (RB, 1000, 1500), "pr": (RB, 0.71, 1.0), "aspect": ({**RB, "lx": None}, 2.0, 3.0),
     "wall_scheme": (RT, "lbgen", "reference"),
+    # the 3D thermal walls across x: the z layer turned (its state transposed; tests/run/test_wall_axis.py checks
+    # it is exactly that), on the lattices and programs of that test (no compile of its own)
+    "wall_axis": (WALL_AXIS, {"lx": 16, "lz": 12}, {"lx": 12, "lz": 16, "wall_axis": "x"}),
     "velocity_set": ({}, "d2q37", "d2q9"),
     "backend": ({}, "c", "opencl"),
     "layout": ({}, "soa", "aos"), "vl": ({"layout": "caosoa"}, 4, 8),
@@ -185,7 +191,7 @@ REFUSED = {
     "cumulant_limiter": ({"collision": "cumulant", **D2Q9}, 1e-2),      # omega3 = 1: the limiter's rate is 1
     "t_bottom": ({"walls": True, "adiabatic": "bottom"}, 1.2),
     "t_top": ({}, 0.9),
-    "adiabatic": ({}, "top"), "wall_scheme": ({}, "reference"),
+    "adiabatic": ({}, "top"), "wall_scheme": ({}, "reference"), "wall_axis": ({}, "y"),
     "ra": ({}, 2000.0), "pr": ({}, 1.0), "aspect": ({}, 3.0),
     "threads": ({"backend": "opencl"}, 2),
     "time_block": ({"backend": "opencl"}, 2),

@@ -98,6 +98,8 @@ KERNEL_OPTIONS3D = {
     "split": ({"hetero": "opencl"}, "0.25", "0.5"),
     "host_columns": ({"hetero": "opencl"}, 1, 2),
     "ra": (RB3D, 3000.0, 4000.0), "pr": (RB3D, 0.71, 1.0), "aspect": (RB3D, 2.0, 3.0),
+    # the thermal walls across x (Walls(axis='x')): their run, turned, in tests/run/test_wall_axis.py
+    "wall_axis": (RB3D, None, "x"),
     # the populations' storage apart from the arithmetic (lbgen.codegen.storage)
     "storage": ({}, "fp64", "fp32"),
     # one population buffer instead of two (tests/simulation/test_inplace.py)
@@ -107,7 +109,7 @@ KERNEL_OPTIONS3D = {
 #: option -> (context, value): refused in a 3D run (D3 and the context), naming the option
 REFUSED3D = {
     **{k: ({}, v) for k, v in (("walls", True), ("t_bottom", 1.1), ("t_top", 0.9), ("adiabatic", "top"),
-                               ("wall_scheme", "reference"))},
+                               ("wall_scheme", "reference"), ("wall_axis", "x"))},
     "window": ({"out": True}, "0:4,0:4"),
     "pictures_every": ({"out": True}, 2),
     "seed": ({}, 3),                       # taylor-green is not random; the 3D Rayleigh-Taylor takes it below

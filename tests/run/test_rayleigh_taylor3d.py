@@ -205,7 +205,7 @@ def test_rayleigh_taylor_between_isothermal_walls_across_z(tmp_path):
 @pytest.mark.parametrize("args, words", [
     (["--velocity-set", "d3q39", "--walls", "--wall-axes", "x"], "--walls (the 3D thermal walls, across z) and "
                                                                   "--wall-axes x do not run together"),
-    (["--velocity-set", "d3q19", "--walls"], "3D: across z, on the thermal sets d3q39 and d3q103"),
+    (["--velocity-set", "d3q19", "--walls"], "3D: across z or --wall-axis, on the thermal sets d3q39 and d3q103"),
 ])
 def test_3d_thermal_walls_with_what_they_cannot_take_are_refused(args, words, tmp_path):
     out = tmp_path / "rt"
