@@ -4,7 +4,7 @@ A run's thermal walls stand across y in 2D and across z in 3D, or, on the 3D the
 ``--wall-axis`` x or y.  The set-ups written for walls across the last axis (their gravity, the
 3D rayleigh-taylor's bounce-back walls) turn with it (``lbgen.model.wall_frame``: that axis and
 the last swapped); refused in words before any work: an axis other than y in 2D, an axis shorter
-than the planes the walls need, and a time block on C across x or y (``fused_tb`` blocks Z lines:
+than the planes the walls need, x beside --hetero (its regions split X), and a time block on C across x or y (``fused_tb`` blocks Z lines:
 ``lbgen.codegen.spec.time_block_walls_refusal``)."""
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ def check_wall_axis(cfg) -> None:
     axis = cfg.thermal_axis
     index = "xyz".index(axis)
     check_wall_length(cfg.velocity_set, axis, cfg.shape[index] if index < cfg.dimension else 0)
+    if axis == "x" and cfg.dimension == 3 and cfg.hetero:
+        raise ConfigError(f"--hetero {cfg.hetero} splits the lattice in X between two backends; the thermal walls "
+                          f"across x need X whole on one: put them across y or z (--wall-axis), or leave --hetero out")
     blocked = cfg.time_block not in (1, "auto") and cfg.backend == "c" and cfg.fused and not cfg.hetero
     refusal = time_block_walls_refusal(cfg.dimension, axis) if blocked else None
     if refusal:

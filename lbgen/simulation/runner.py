@@ -115,6 +115,10 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         if walls is not None and D == 3:
             check_thermal_walls_3d(walls, vs_name, time_block)
         wall_axis = walls.axis_of(D) if walls is not None else None     # refused in words where D has none
+        if wall_axis == "x" and D == 3 and device_backend is not None:
+            raise SimulationError(f"walls=Walls(axis='x') and device_backend={device_backend!r}: the host and device "
+                                  f"regions split X, and each would hold both walls; put the walls across y or z, or "
+                                  f"run one backend")
         for b in (backend, device_backend):
             if b is not None and b not in programs.runtimes(D):
                 raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(programs.runtimes(D))}")

@@ -105,6 +105,8 @@ def test_rayleigh_taylor_turns_its_gravity_and_its_walls():
      "--time-block 2: the 3D thermal walls across x are not time-blocked"),
     ({"setup": "rayleigh-taylor", "velocity_set": "d3q39", "walls": True, "lx": 16, "ly": 8, "lz": 16,
       "wall_axis": "y", "time_block": 3}, "--time-block 3: the 3D thermal walls across y are not time-blocked"),
+    ({"setup": "rayleigh-benard", **LAYER, "lx": 12, "ly": 4, "lz": 16, "wall_axis": "x", "hetero": "opencl"},
+     "--hetero opencl splits the lattice in X between two backends; the thermal walls across x need X whole"),
 ])
 def test_what_the_walls_cannot_take_is_refused_in_words_before_any_work(values, words, tmp_path):
     values = dict(values)
@@ -115,6 +117,15 @@ def test_what_the_walls_cannot_take_is_refused_in_words_before_any_work(values, 
             "--wall-axis", "x", "--out", str(out), "--no-progress"]
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 2 and "need LX >= 8" in r.output and not out.exists(), r.output
+
+
+def test_the_lattice_refuses_walls_across_x_on_host_and_device_regions():
+    """Simulation's own rule (no compile: refused before any kernel is generated)."""
+    from lbgen.simulation.parameters import SimulationError, Walls
+    from lbgen.simulation.runner import Simulation
+    with pytest.raises(SimulationError, match=r"Walls\(axis='x'\) and device_backend='opencl': the host and device "
+                                              r"regions split X"):
+        Simulation(12, 4, 16, velocity_set="d3q39", walls=Walls(axis="x"), device_backend="opencl", host_columns=3)
 
 
 def _run(tmp_path, axis, *extra):
@@ -171,3 +182,13 @@ def test_walls_across_x_and_y_are_the_z_run_turned(tmp_path):
         assert T.shape == (SHAPES["z"][2],) and np.abs(T - T_z).max() < 1e-12 and np.abs(wT - wT_z).max() < 1e-15
         assert np.abs(heat_flux(fields, where) - heat_flux(fields_z, where_z)).max() < 1e-9
         assert sorted(p.name.split("-")[1] for p in (out / "pictures").glob("T-*-000000030.png")) == ["xy", "xz", "yz"]
+
+
+def test_the_default_axis_spelled_out_is_the_default_run_in_2d_and_3d():
+    """--wall-axis y in 2D, z in 3D: the same run description (one identity, old checkpoints resume)."""
+    from lbgen.run.identity import run_identity
+    for values, axis in (({}, "y"), ({"velocity_set": "d3q39", "lx": 16, "ly": 4, "lz": 24}, "z")):
+        plain = RunConfig.build("rayleigh-taylor", ("t", {"walls": True, **values}))
+        spelled = RunConfig.build("rayleigh-taylor", ("t", {"walls": True, "wall_axis": axis, **values}))
+        assert spelled == plain and plain.wall_axis is None and plain.thermal_axis == axis
+        assert run_identity(spelled) == run_identity(plain)
