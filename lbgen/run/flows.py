@@ -339,6 +339,31 @@ def measure(flow: BodyFlow, cfg, history: List[Tuple[int, np.ndarray]], rho: Opt
     return out
 
 
+def steady_window(flow: BodyFlow, cfg) -> float:
+    """The window of --steady (steps): the period of the channel's quarter-wave sound, 4 LX / c_s
+    (c_s = 1/sqrt(3) sites/step), that the start leaves ringing between the velocity inlet and the
+    pressure outlet (``fields``; 7.7 convective times D / U in 3D-1Z, 10 in 2D-1 at Mach 0.17): the
+    mean over one period holds the drag without its fundamental."""
+    return 4.0 * float(cfg.lx) * math.sqrt(3.0)
+
+
+def drag_change(flow: BodyFlow, cfg, history: List[Tuple[int, np.ndarray]]) -> Optional[float]:
+    """--steady's measure: the relative change of the drag (the force along x) between its means over
+    the last two ``steady_window``s of the history (linear between the samples), or None while the
+    history spans less than two windows."""
+    if len(history) < 3:
+        return None
+    steps, keep = np.unique(np.array([s for s, _ in history], dtype=np.float64), return_index=True)
+    drag = np.array([float(np.asarray(f)[0]) for _, f in history])[keep]
+    window = steady_window(flow, cfg)
+    if steps[-1] - steps[0] < 2.0 * window:
+        return None
+    grid = np.linspace(steps[-1] - 2.0 * window, steps[-1], 401)
+    values = np.interp(grid, steps, drag)
+    before, last = values[:201].mean(), values[200:].mean()
+    return float(abs(last - before) / max(abs(last), 1e-300))
+
+
 def summary(flow: BodyFlow, cfg, numbers: Mapping[str, float]) -> List[str]:
     """Lines of the run's summary: each number beside its published interval (or correlation)."""
     case = flow.case(cfg.re)

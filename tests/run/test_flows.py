@@ -136,6 +136,8 @@ def test_the_free_stream_takes_out_the_mach_number():
     (["cylinder", "--lx", 100], ["--lx 100", "--cells-per-diameter sets the lattice"]),
     (["shear-wave", "--re", 20], ["--re has no effect", "flows around bodies"]),
     (["cylinder", "--inlet-speed", 1.2], ["Mach"]),
+    (["shear-wave", "--steady", 0.001], ["--steady", "flows around bodies"]),
+    (["cylinder", "--steady", 0], ["steady=0", "must be > 0"]),
 ])
 def test_bad_flow_options_are_refused_before_any_work(tmp_path, args, words):
     out = tmp_path / "run"
@@ -197,6 +199,30 @@ def test_measure_reports_a_strouhal_number_only_for_an_oscillating_lift():
         else:
             assert numbers["St"] == pytest.approx(expect, rel=2e-3)
             assert numbers["C_L_max"] == pytest.approx(0.51, rel=5e-3) and numbers["C_D"] == pytest.approx(3.0)
+
+
+def test_the_steady_measure_sees_drift_not_the_channels_sound():
+    """--steady's measure (lbgen.run.flows.drag_change) on 3D-1Z's lattice at 4 cells per diameter
+    (window 4 LX / c_s = 692.8 steps): a drag ringing by 1 % at the channel's quarter-wave period
+    changes by nothing between two windows' means; a drift of 1 % per window by 1 %; a history
+    shorter than two windows gives None."""
+    from types import SimpleNamespace
+
+    from lbgen.run.flows import drag_change, steady_window
+    flow, cfg = FLOWS["cylinder3d"], SimpleNamespace(lx=100)
+    window = steady_window(flow, cfg)
+    assert window == pytest.approx(400 * 3 ** 0.5)
+    t = np.arange(0, 3000, 10)
+    ringing = 1.0 + 0.01 * np.sin(2 * np.pi * t / window + 0.3)
+    drift = 1.0 + 0.01 * t / window
+
+    def history(drag, upto=None):
+        return [(int(s), np.array([d, 0.0, 0.0])) for s, d in zip(t, drag) if upto is None or s <= upto]
+
+    assert drag_change(flow, cfg, history(ringing)) < 1e-5
+    assert drag_change(flow, cfg, history(drift)) == pytest.approx(0.01 / (1 + 0.01 * (t[-1] - window / 2) / window),
+                                                                   rel=1e-3)
+    assert drag_change(flow, cfg, history(ringing, upto=1380)) is None
 
 
 @pytest.mark.slow
