@@ -131,9 +131,9 @@ SCHEMA: Tuple[Option, ...] = (
            minimum=1e-6, optional=True, identity=True),
     Option("cells_per_diameter", "int", None, "Lattice sites across the body of a flow around it (cylinder default "
            "20, cylinder3d and sphere 10): sets the lattice.", minimum=4, optional=True, identity=True),
-    Option("steady", "float", None, "Stop a flow around a body at steady state: when the drag's mean over the "
-           "last period of the channel's sound (4 LX / c_s steps) differs from the period's before by less than this "
-           "fraction (e.g. 0.001); --steps caps the run.", minimum=0.0, optional=True, resumable=True),
+    Option("steady", "float", None, "Stop a flow around a body at steady state: when its drag's means over the last "
+           "periods of the channel's sound (4 LX / c_s steps) agree to this fraction (e.g. 2e-4); --steps caps it.",
+           minimum=0.0, optional=True, resumable=True),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
     Option("layout", "choice", None, "Data layout (default: the fastest valid for the backend, or the tuned one).",
            choices=tuple(LAYOUTS), optional=True),
