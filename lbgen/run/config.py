@@ -105,6 +105,7 @@ class RunConfig:
     stl_offset: Optional[str] = None
     re: Optional[float] = None                 # flows around bodies (lbgen.run.flows), taylor-green: Reynolds number
     cells_per_diameter: Optional[int] = None
+    steady: Optional[float] = None             # flows around bodies: stop when the drag's change falls below it
     init_digest: Optional[str] = None          # sha256 of the --init file the run started from (resolved)
     _converted: InitVar[bool] = False          # build(): every value is typed already
 

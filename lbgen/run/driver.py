@@ -331,6 +331,21 @@ class Run(RunEvents):
         return run
 
 
+    def _steady_now(self) -> bool:
+        """--steady (flows around bodies): the drag's change between its means over the last two
+        windows (lbgen.run.flows.drag_change) below the tolerance, judged on rank 0 and told to every
+        rank (MPI), said once."""
+        from lbgen.run.flows import FLOWS, drag_change, steady_window
+        flow = FLOWS[self.cfg.setup]
+        change = drag_change(flow, self.cfg, getattr(self, "force_history", [])) if self.root else None
+        done = change is not None and change < self.cfg.steady
+        if self.comm is not None:
+            done = self.comm.bcast(done, root=0)
+        if done and self.root:
+            self.echo(f"steady at step {self.sim.time_step}: the drag's mean over the last {steady_window(flow, self.cfg):.0f} "
+                      f"steps changed by {change:.3g} of it (--steady {self.cfg.steady:g})")
+        return done
+
     def execute(self, progress: bool = False) -> dict:
         cfg, sim = self.cfg, self.sim
         if self.nothing_to_run:             # the folder's outputs and manifest stay as they are
@@ -400,6 +415,8 @@ class Run(RunEvents):
                     d = self._sample()       # one sample: the guard's and the series row's
                     if series_due:
                         self._persist(lambda: self._series(d), step)
+                    if cfg.steady and not last and self._steady_now():
+                        break
                 if frame_due:
                     self._persist(self._frame, step)
                 if output_due:

@@ -133,6 +133,9 @@ SCHEMA: Tuple[Option, ...] = (
            minimum=1e-6, optional=True, identity=True),
     Option("cells_per_diameter", "int", None, "Lattice sites across the body of a flow around it (cylinder default "
            "20, cylinder3d and sphere 10): sets the lattice.", minimum=4, optional=True, identity=True),
+    Option("steady", "float", None, "Stop a flow around a body at steady state: when its drag's means over the last "
+           "periods of the channel's sound (4 LX / c_s steps) agree to this fraction (e.g. 2e-4); --steps caps it.",
+           minimum=0.0, optional=True, resumable=True),
     Option("backend", "choice", "c", "Backend.", choices=BACKENDS),
     Option("layout", "choice", None, "Data layout (default: the fastest valid for the backend, or the tuned one).",
            choices=tuple(LAYOUTS), optional=True),
@@ -407,7 +410,7 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "body_bc": lambda v: None if v.get("geometry") or v.get("setup") in FLOWS else (
         "it is the bounce-back on a body: give --geometry FILE"),
     **{k: (lambda v: None if v.get("setup") in FLOWS else f"it belongs to the flows around bodies "
-           f"({', '.join(FLOWS)})") for k in ("cells_per_diameter",)},
+           f"({', '.join(FLOWS)})") for k in ("cells_per_diameter", "steady")},
     **{k: _mesh_option for k in ("stl_scale", "stl_rotate", "stl_offset")},
 }
 APPLIES.update({k: _in_2d(k, APPLIES.get(k)) for k in NOT_IN_3D})

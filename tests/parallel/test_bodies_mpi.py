@@ -103,3 +103,26 @@ def test_lbgen_run_with_a_body_under_mpiexec_reports_the_one_process_force(tmp_p
               for d in ("mpi", "one")]
     assert forces[0] == forces[1] and abs(forces[1][0]) > 0
     assert "force on the body 'block'" in proc.stdout
+
+
+@pytest.mark.slow
+def test_steady_stops_every_rank_at_the_one_process_step(tmp_path):
+    """`mpiexec -n 2 lbgen run cylinder --steady 2e-4` (the DFG 2D-1 channel of Schaefer & Turek 1996
+    at 4 cells per diameter): rank 0 judges the drag's change (lbgen.run.flows.drag_change) and every
+    rank leaves the loop at its step: the one-process run's (strict: the same forces bit for bit),
+    after three periods of the channel's sound (4 LX / c_s = 610 steps) and before --steps."""
+    from tests.helpers import cli
+    args = ["run", "cylinder", "--cells-per-diameter", 4, "--steps", 20000, "--steady", 2e-4, "--strict",
+            "--pictures", "none", "--no-progress", "--output-every", 20000]
+    proc = mpirun(2, [*args, "--out", tmp_path / "mpi"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    r = cli(*args, "--out", tmp_path / "one")
+    assert r.exit_code == 0, r.output
+    series = [(tmp_path / d / "series.csv").read_text().splitlines() for d in ("mpi", "one")]
+    header = series[0][0].split(",")
+    cols = [header.index(c) for c in ("step", "force_x", "force_y", "c_d", "c_l")]   # the sums' order differs
+    rows = [[[line.split(",")[c] for c in cols] for line in s[1:]] for s in series]
+    assert rows[0] == rows[1] and float(rows[0][-1][3]) > 0
+    last = int(rows[1][-1][0])
+    assert 3 * 4 * 88 * 3 ** 0.5 < last < 20000
+    assert "steady at step %d" % last in r.output and "steady at step %d" % last in proc.stdout + proc.stderr

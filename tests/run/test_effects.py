@@ -171,6 +171,9 @@ EFFECTS = {
     "stl_offset": (MESH, "4.3,4.2,4.1", "3.3,4.2,4.1"),
     "re": (CYLINDER, 10.0, 20.0),
     "cells_per_diameter": ({"setup": "cylinder"}, 4, 5),
+    # stopping at steady state: the first check (every 100 steps from 100) spanning three periods of the
+    # channel's sound (1829 steps)
+    "steady": ({**CYLINDER, "steps": 2200}, None, 0.5),
     # the populations' storage apart from the arithmetic (lbgen.codegen.storage)
     "storage": ({**D2Q9, "setup": "uniform-noise"}, "fp64", "fp32"),
     # one population buffer instead of two (the same state: bit-identical in strict builds)
@@ -217,7 +220,7 @@ REFUSED = {
     # bodies: the bounce-back on one without a body; a mesh's placement without a mesh; a flow's numbers elsewhere
     "body_bc": ({}, "bouzidi"),
     "stl_scale": ({"geometry": "GEOMETRY"}, 2.0), "stl_rotate": ({}, "0,0,30"), "stl_offset": ({}, "1,2,3"),
-    "re": ({}, 20.0), "cells_per_diameter": ({"setup": "uniform-noise"}, 8),
+    "re": ({}, 20.0), "cells_per_diameter": ({"setup": "uniform-noise"}, 8), "steady": ({}, 0.01),
     "streaming": ({"fused": False}, "inplace"),
 }
 

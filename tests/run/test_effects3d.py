@@ -113,6 +113,7 @@ REFUSED3D = {
     "window": ({"out": True}, "0:4,0:4"),
     "pictures_every": ({"out": True}, 2),
     "seed": ({}, 3),                       # taylor-green is not random; the 3D Rayleigh-Taylor takes it below
+    "steady": ({}, 0.01),                  # a flow around a body's (tests/run/test_flows.py: 3D-1Z to steady state)
 }
 
 
