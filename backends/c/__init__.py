@@ -80,12 +80,25 @@ def api_declarations(header: str) -> str:
     return re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S).replace("_Float16", "uint16_t")
 
 
+def site_once(flags: Sequence[str]) -> bool:
+    """Whether a build with these flags compiles the site functions once (``<PREFIX>_SITE_ONCE``,
+    the kernels' template) instead of inlining them into every sweep: below -O2 (gcc's level is
+    its last -O flag, -O0 without one), where gcc vectorises nothing that inlining would give
+    it, and inlining the large collisions costs most of the compile time (D3Q39 regularized with
+    thermal walls, -O1: 31 s called, 18 min inlined, loaded machine).  The test suite's builds
+    (-O1) are these; runs and benchmarks (-O3) inline."""
+    levels = [f for f in flags if re.fullmatch(r"-O\w*", f)]
+    return (levels[-1] if levels else "-O0") in UNCONTRACTED_LEVELS
+
+
 def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -> Path:
     """Compile (or find in the cache) the shared library for a C KernelSource."""
     if source.spec.backend != "c":
         raise ValueError(f"the C backend compiles C sources, not {source.spec.backend!r}")
     cc = compiler()
     all_flags = flags_for(flags, strict) + _BASE_FLAGS
+    if site_once(all_flags):
+        all_flags += (f"-D{source.spec.prefix.upper()}_SITE_ONCE",)
     return build_library(
         "c", (source.digest, all_flags, compiler_version(cc)), source.files,
         lambda folder, out: [cc, *all_flags, "-o", out, folder / source.main_file, "-lm"],
