@@ -36,11 +36,16 @@ CASES_2D = [pytest.param(layout, vl, operator, marks=_slow_unless(i == 0), id=f"
 
 @pytest.mark.parametrize("layout, vl, operator", CASES_2D)
 def test_strict_2d_builds_give_the_same_bits_at_O1_and_O3(layout, vl, operator, program, initial_state):
+    from lbgen.backends import c as cbackend
+    assert cbackend.site_once((SUITE_LEVEL,)) and not cbackend.site_once(_flags("-O3"))
     params = dict(OPERATOR_PARAMS[operator], ax=FORCE[0], ay=FORCE[1])
     results = []
     for level in (SUITE_LEVEL, "-O3"):    # the suite's own strict build (-O1), shared with the other tests
         prog = program(layout, vl, "double", operator, strict=True, flags=None if level == SUITE_LEVEL else _flags(level))
         assert f" {level} " in (prog.library_path.parent / "build.log").read_text().splitlines()[0]
+        # below -O2 the site's collision is one function called per site (backends/c.site_once:
+        # its name stays in the library's symbols); -O3 inlines it into every sweep (no symbol)
+        assert (b"lbgen_collide_site" in prog.library_path.read_bytes()) == cbackend.site_once((level,))
         for stepper in (step_fused, step_unfused):
             a, b = prog.pack(initial_state), prog.allocate()
             for _ in range(STEPS):
@@ -104,7 +109,7 @@ def test_at_O1_a_default_build_is_already_strict(tmp_path, velocity_set, layout,
     assembly = []
     for extra in ((), cbackend.STRICT_FLAGS):
         out = tmp_path / f"k{len(assembly)}.s"
-        subprocess.run([cbackend.compiler(), "-O1", *NATIVE, *extra, "-std=gnu11", "-fPIC", "-S", "-o", out,
+        subprocess.run([cbackend.compiler(), "-O1", *NATIVE, *extra, "-std=gnu11", "-fPIC", "-DLBGEN_SITE_ONCE", "-S", "-o", out,
                         tmp_path / src.main_file], check=True, capture_output=True)
         assembly.append(out.read_text())
     assert assembly[0] == assembly[1]
