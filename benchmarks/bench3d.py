@@ -129,6 +129,9 @@ def main(argv=None) -> int:
                          "CUMULANT for cumulant)")
     ap.add_argument("--lbmpy-cse", choices=["both", "on", "off"], default="both",
                     help="lbmpy's common-subexpression options: both (the faster by a pre-timing), on, off")
+    ap.add_argument("--lbmpy-rates", choices=["constant", "runtime"], default="constant",
+                    help="lbmpy's relaxation rates: constants folded into its code (default: its fastest) or "
+                         "kernel arguments as lbgen's are (runtime: the same work)")
     ap.add_argument("--pre-rounds", type=int, default=None,
                     help="interleaved rounds of the layout pre-timing (default 2, 3 with --cpu-time); each "
                          "layout's per-round rate ratio to the first layout's is printed (median [min-max])")
@@ -193,8 +196,8 @@ def main(argv=None) -> int:
     if args.lbmpy:
         from lbmpy_kernels import lbmpy_kernel
         cses = {"both": (False, True), "on": (True,), "off": (False,)}[args.lbmpy_cse]
-        options = [lbmpy_kernel(args.velocity_set.upper(), shape, args.threads, args.tau, cse, collisions[0])
-                   for cse in cses]
+        options = [lbmpy_kernel(args.velocity_set.upper(), shape, args.threads, args.tau, cse, collisions[0],
+                                runtime_rates=args.lbmpy_rates == "runtime") for cse in cses]
         best = 0
         if len(options) > 1:
             pre = [[v / 1e6 for v in s] for s in interleaved_rates([o[0] for o in options], [sites] * len(options),

@@ -37,13 +37,20 @@ def _srt_any_moments(stencil, omega: float):
 LBMPY_METHODS = {"bgk": ("SRT", {}), "cumulant": ("CUMULANT", {"galilean_correction": True})}
 
 
+#: lbmpy's rate groups of its D3Q27 cumulant method (shear, bulk, the three third-order groups, the five
+#: of orders 4 to 6), as lbgen's cumulant parameters name them
+CUMULANT_RATE_GROUPS = ("omega_shear", "omega_bulk") + ("omega3",) * 3 + ("omega4",) * 5
+
+
 def lbmpy_kernel(stencil_name: str, shape, threads: int, tau: float, cse: bool = False, operator: str = "bgk",
-                 galilean: bool = True):
+                 galilean: bool = True, runtime_rates: bool = False):
     """(kernel call, description) for lbmpy's stream-collide kernel of one stencil on a
     lattice of ``shape`` (2 or 3 sizes); ``cse``: lbmpy's global and population common
     subexpression elimination (LBMOptimisation cse_global, cse_pdfs); ``operator``: the lbgen
     operator whose lbmpy counterpart (``LBMPY_METHODS``) is built, shear rate 1/tau, lbmpy's
-    defaults (1, folded in as constants) for the other rates."""
+    defaults (1, folded in as constants) for the other rates; ``runtime_rates``: every rate a
+    kernel argument instead (as lbgen's kernels take them: nothing folded; shear 1/tau, the
+    others 1)."""
     import pystencils as ps
     from lbmpy import LBMConfig, LBMOptimisation, LBStencil, Method, Stencil, create_lb_method, create_lb_function
     from pystencils.codegen.config import CpuOptions, OpenMpOptions, VectorizationOptions
@@ -57,8 +64,16 @@ def lbmpy_kernel(stencil_name: str, shape, threads: int, tau: float, cse: bool =
         raise ValueError(f"no lbmpy counterpart of lbgen's {operator!r} here; one of {sorted(LBMPY_METHODS)}")
     method_name, extra = LBMPY_METHODS[operator]
     extra = {k: v for k, v in extra.items() if galilean or k != "galilean_correction"}
-    lbm_config = LBMConfig(stencil=stencil, method=getattr(Method, method_name), relaxation_rate=1.0 / tau,
-                           compressible=True, **extra)
+    rates = {"relaxation_rate": 1.0 / tau}
+    arguments = {}
+    if runtime_rates:
+        import sympy as sp
+        names = CUMULANT_RATE_GROUPS if operator == "cumulant" else ("omega_shear",)
+        arguments = {n: (1.0 / tau if n == "omega_shear" else 1.0) for n in names}
+        symbols = [sp.Symbol(n) for n in names]
+        rates = {"relaxation_rates": symbols} if len(symbols) > 1 else {"relaxation_rate": symbols[0]}
+    lbm_config = LBMConfig(stencil=stencil, method=getattr(Method, method_name), compressible=True, **rates,
+                           **extra)
     try:
         method = create_lb_method(lbm_config=lbm_config)
     except NotImplementedError:
@@ -102,8 +117,9 @@ def lbmpy_kernel(stencil_name: str, shape, threads: int, tau: float, cse: bool =
 
     def call():
         a, b = arrays[state["i"]], arrays[1 - state["i"]]
-        kernel(src=a, dst=b)
+        kernel(src=a, dst=b, **arguments)
         state["i"] ^= 1
 
-    label = method_name + (" galilean" if extra.get("galilean_correction") else "")
+    label = method_name + (" galilean" if extra.get("galilean_correction") else "") + \
+        (" runtime rates" if runtime_rates else "")
     return call, f"lbmpy {label} {stencil_name}{' cse' if cse else ''} ({'; '.join(tried)})"
