@@ -20,6 +20,9 @@ the same for both and small: 2/LX of the lattice), as lbmpy's kernel is timed wi
 periodic boundary.  The bits: after timing, a random state is advanced by N single steps
 (halo, fused) and by one fused_tb sweep of depth N with the same build; the script says
 whether they are identical (they must be in strict builds: tests/backends/test_c3d_time_block.py).
+The compute roof: every round also measures the FMA peak (``measure_peak``, double, the same
+threads); each lbgen kernel's rate times its collide list's operations per site (``lbgen info``'s
+count, an FMA as two) is given as GFLOP/s and as a fraction of that peak.
 
 lbmpy (``--lbmpy``; pip install lbmpy): the stream-collide kernel of the first operator's
 counterpart (``benchmarks/lbmpy_kernels.LBMPY_METHODS``: BGK -> SRT, cumulant -> CUMULANT with
