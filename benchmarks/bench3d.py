@@ -156,12 +156,18 @@ def main(argv=None) -> int:
     from lbgen.model.operators import ParameterError, operator
     try:
         q = vset(args.velocity_set).Q
+        if vset(args.velocity_set).D != 3:
+            raise ValueError(f"--velocity-set {args.velocity_set}: a 3D set is timed here (2D: lbmpy_compare.py)")
         for c in collisions:
             operator(c).check_set(args.velocity_set, False)
     except (ParameterError, KeyError, ValueError) as e:
         ap.error(str(e))
     if not collisions:
         ap.error("--collisions names no operator")
+    from lbmpy_kernels import LBMPY_METHODS
+    if args.lbmpy and collisions[0] not in LBMPY_METHODS:
+        ap.error(f"--lbmpy: lbmpy's counterpart of the first operator {collisions[0]!r} is not built here; "
+                 f"the first of --collisions must be one of {', '.join(LBMPY_METHODS)}")
     per_site = bytes_per_site(q)
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_model(),
               "lattice": list(shape), "threads": args.threads, "load_average_start": os.getloadavg(),
