@@ -21,6 +21,9 @@ Pairs (lbgen kernel vs lbmpy kernel):
 The 3D pair -- lbgen D3Q19 BGK (``fused``, ``fused_tb``) vs lbmpy's D3Q19 SRT, with the copy
 bandwidth in the same rounds -- is ``--only d3q19 [--lz 128]``, which runs
 ``benchmarks/bench3d.py --lbmpy`` (both build lbmpy's kernels with ``benchmarks/lbmpy_kernels.py``).
+The cumulant pair -- lbgen D3Q27 cumulant ``fused`` (and D3Q27 BGK beside it) vs lbmpy's D3Q27
+CUMULANT with the Galilean correction -- is ``--only d3q27-cumulant [--lz 128] [--lbmpy-rates runtime]``,
+the same rounds of ``bench3d.py`` (docs/performance-history.md, 2026-11-27: lbmpy derives it in minutes).
 
 lbmpy kernels: pull stream + collide fused in one sweep (lbmpy's default), compressible
 SRT, SoA field layout (fzyx: the populations' outermost, x innermost), OpenMP and
@@ -97,9 +100,13 @@ def main(argv=None) -> int:
     ap.add_argument("--min-seconds", type=float, default=0.3, help="least time of one sample")
     ap.add_argument("--tau", type=float, default=0.8)
     ap.add_argument("--time-block", type=int, default=0, help="also time lbgen's fused_tb at this depth (C)")
-    ap.add_argument("--only", choices=["d2q37", "d2q9", "d3q19"], default=None,
-                    help="one pair; d3q19: the 3D pair, run by benchmarks/bench3d.py --lbmpy on an LZ^3 box")
-    ap.add_argument("--lz", type=int, default=128, help="--only d3q19: the edge of the cubic lattice")
+    ap.add_argument("--only", choices=["d2q37", "d2q9", "d3q19", "d3q27-cumulant"], default=None,
+                    help="one pair; d3q19, d3q27-cumulant: the 3D pairs, run by benchmarks/bench3d.py --lbmpy on an "
+                         "LZ^3 box")
+    ap.add_argument("--lbmpy-rates", choices=["constant", "runtime"], default="constant",
+                    help="3D pairs: lbmpy's rates folded in as constants (its default) or kernel arguments as lbgen's")
+    ap.add_argument("--lz", type=int, default=128, help="the 3D pairs (--only d3q19, d3q27-cumulant): the edge of "
+                    "the cubic lattice")
     ap.add_argument("--vls", default="4,8", help="lbgen's CAoSoA cluster lengths to choose from by a short "
                     "pre-timing, per velocity set, as lbgen tune would (default 4,8; one value: no choice)")
     ap.add_argument("--json", default=None, help="write the figures here")
@@ -111,10 +118,12 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-    if args.only == "d3q19":                # the 3D pair with its copy limit: bench3d's rounds
+    if args.only in ("d3q19", "d3q27-cumulant"):    # the 3D pairs with their copy limit: bench3d's rounds
         import bench3d
+        pair = (["--depths", str(args.time_block or 3)] if args.only == "d3q19" else
+                ["--velocity-set", "d3q27", "--collisions", "cumulant,bgk", "--depths", "", "--layouts", "caosoa-vl8"])
         return bench3d.main(["--size", str(args.lz), "--threads", str(args.threads), "--repeat", str(args.repeat),
-                             "--tau", str(args.tau), "--lbmpy", "--depths", str(args.time_block or 3)]
+                             "--tau", str(args.tau), "--lbmpy", "--lbmpy-rates", args.lbmpy_rates] + pair
                             + (["--json", args.json] if args.json else []))
     pairs = [("d2q37", "D2V37"), ("d2q9", "D2Q9")]
     if args.only:

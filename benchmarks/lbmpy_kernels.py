@@ -29,10 +29,28 @@ def _srt_any_moments(stencil, omega: float):
     return create_with_continuous_maxwellian_equilibrium(stencil, rates, compressible=True, equilibrium_order=2)
 
 
-def lbmpy_kernel(stencil_name: str, shape, threads: int, tau: float, cse: bool = False):
+#: lbmpy's counterpart of an lbgen operator (lbgen name -> lbmpy Method name, extra LBMConfig keywords):
+#: BGK -> SRT; cumulant -> CUMULANT, lbmpy's polynomial cumulants (Geier et al. 2015's combinations:
+#: the trace and the deviators of the second order relaxed apart, as lbgen's cumulant does; MONOMIAL_CUMULANT
+#: relaxes the monomial cumulants one by one), with Geier's Galilean correction of the second order as lbgen's
+#: (``galilean=False`` in ``lbmpy_kernel`` drops it: lbmpy's default, less work)
+LBMPY_METHODS = {"bgk": ("SRT", {}), "cumulant": ("CUMULANT", {"galilean_correction": True})}
+
+
+#: lbmpy's rate groups of its D3Q27 cumulant method (shear, bulk, the three third-order groups, the five
+#: of orders 4 to 6), as lbgen's cumulant parameters name them
+CUMULANT_RATE_GROUPS = ("omega_shear", "omega_bulk") + ("omega3",) * 3 + ("omega4",) * 5
+
+
+def lbmpy_kernel(stencil_name: str, shape, threads: int, tau: float, cse: bool = False, operator: str = "bgk",
+                 galilean: bool = True, runtime_rates: bool = False):
     """(kernel call, description) for lbmpy's stream-collide kernel of one stencil on a
     lattice of ``shape`` (2 or 3 sizes); ``cse``: lbmpy's global and population common
-    subexpression elimination (LBMOptimisation cse_global, cse_pdfs)."""
+    subexpression elimination (LBMOptimisation cse_global, cse_pdfs); ``operator``: the lbgen
+    operator whose lbmpy counterpart (``LBMPY_METHODS``) is built, shear rate 1/tau, lbmpy's
+    defaults (1, folded in as constants) for the other rates; ``runtime_rates``: every rate a
+    kernel argument instead (as lbgen's kernels take them: nothing folded; shear 1/tau, the
+    others 1)."""
     import pystencils as ps
     from lbmpy import LBMConfig, LBMOptimisation, LBStencil, Method, Stencil, create_lb_method, create_lb_function
     from pystencils.codegen.config import CpuOptions, OpenMpOptions, VectorizationOptions
@@ -42,7 +60,20 @@ def lbmpy_kernel(stencil_name: str, shape, threads: int, tau: float, cse: bool =
     reach = max(max(abs(c) for c in v) for v in stencil)
     dim = len(shape)
     src_f, dst_f = ps.fields(f"src({q}), dst({q}): double[{dim}D]", layout="fzyx")
-    lbm_config = LBMConfig(stencil=stencil, method=Method.SRT, relaxation_rate=1.0 / tau, compressible=True)
+    if operator not in LBMPY_METHODS:
+        raise ValueError(f"no lbmpy counterpart of lbgen's {operator!r} here; one of {sorted(LBMPY_METHODS)}")
+    method_name, extra = LBMPY_METHODS[operator]
+    extra = {k: v for k, v in extra.items() if galilean or k != "galilean_correction"}
+    rates = {"relaxation_rate": 1.0 / tau}
+    arguments = {}
+    if runtime_rates:
+        import sympy as sp
+        names = CUMULANT_RATE_GROUPS if operator == "cumulant" else ("omega_shear",)
+        arguments = {n: (1.0 / tau if n == "omega_shear" else 1.0) for n in names}
+        symbols = [sp.Symbol(n) for n in names]
+        rates = {"relaxation_rates": symbols} if len(symbols) > 1 else {"relaxation_rate": symbols[0]}
+    lbm_config = LBMConfig(stencil=stencil, method=getattr(Method, method_name), compressible=True, **rates,
+                           **extra)
     try:
         method = create_lb_method(lbm_config=lbm_config)
     except NotImplementedError:
@@ -75,16 +106,20 @@ def lbmpy_kernel(stencil_name: str, shape, threads: int, tau: float, cse: bool =
         raise RuntimeError("lbmpy could not build a kernel: " + "; ".join(tried))
     padded = [n + 2 * reach for n in shape]
     weights = np.array([float(w) for w in method.weights])
+    zero_centred = bool(getattr(method, "zero_centered_pdfs", False))
     arrays = []
     for _ in range(2):
         a = np.empty((q,) + tuple(reversed(padded)))
-        a[...] = weights.reshape((q,) + (1,) * dim)
+        # a fluid at rest: f = w, stored as f - w = 0 by lbmpy's zero-centred (well-conditioned) methods
+        a[...] = 0.0 if zero_centred else weights.reshape((q,) + (1,) * dim)
         arrays.append(a.transpose(tuple(range(dim, -1, -1))))   # index (x, y[, z], f), x fastest: fzyx
     state = {"i": 0}
 
     def call():
         a, b = arrays[state["i"]], arrays[1 - state["i"]]
-        kernel(src=a, dst=b)
+        kernel(src=a, dst=b, **arguments)
         state["i"] ^= 1
 
-    return call, f"lbmpy SRT {stencil_name}{' cse' if cse else ''} ({'; '.join(tried)})"
+    label = method_name + (" galilean" if extra.get("galilean_correction") else "") + \
+        (" runtime rates" if runtime_rates else "")
+    return call, f"lbmpy {label} {stencil_name}{' cse' if cse else ''} ({'; '.join(tried)})"

@@ -162,9 +162,11 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "example_params": [(p.name, repr(p.default)) for p in OPERATOR_RECORDS[spec.collision].parameters],
         # the example drivers' thermal walls (with walls): T_bottom, T_top
         "example_walls": EXAMPLE_WALLS,
-        # a square root in the collision (the subgrid model's closed form): the C source includes math.h
+        # a square root (the subgrid model's closed form) or an absolute value (the cumulant limiter's fabs) in
+        # the collision: the C source includes math.h (gcc 12 only warned of fabs' implicit declaration)
         "uses_sqrt": any(isinstance(p.exp, sympy.Rational) and not p.exp.is_Integer
-                         for _, e in col.assignments for p in e.atoms(sympy.Pow)),
+                         for _, e in col.assignments for p in e.atoms(sympy.Pow))
+        or any(e.has(sympy.Abs) for _, e in col.assignments),
         "collide_description": col.description,
         "uses_wall": "wall" in [str(p) for p in col.parameters],
         # the wall rows' relaxation time after wall_ in the site function's arguments (", tau_wall_")

@@ -272,3 +272,17 @@ def test_cuda_host_helpers_refuse_what_they_cannot_hold(tmp_path):
     lx = 2 ** 31 - 1
     assert ask(lx, 128)[:2] == ["0", str(9 * (lx + 2) * (128 // 32 + 2) * 32)]      # exactly 2^31 - 1 blocks
     assert ask(lx, 160) == [str(SIZE_ERRORS.index("GRID") + 1), "0", "1", "1"]
+
+
+@pytest.mark.parametrize("velocity_set", ["d2q9", "d3q27"])
+def test_the_cumulant_limiters_fabs_is_declared(tmp_path, velocity_set):
+    """The cumulant limiter's absolute values print as fabs: the emitted C includes <math.h> for
+    them (it did for sqrt only; gcc 12 warned of an implicit declaration, C99 and gcc 14 refuse it)."""
+    _need("gcc")
+    emit(KernelSpec(backend="c", collision="cumulant", velocity_set=velocity_set), tmp_path)
+    source = (tmp_path / "lbgen_kernels.c").read_text()
+    assert "fabs(" in source
+    out = subprocess.run(["gcc", "-fsyntax-only", "-std=gnu11", "-fopenmp", "-Wall",
+                          "-Werror=implicit-function-declaration", str(tmp_path / "lbgen_kernels.c")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]

@@ -116,6 +116,37 @@ def test_machine_limits_are_positive():
         assert _positive(pk["gflops"]) and pk["finite_result"]
 
 
+def test_peak_chains_stay_in_vector_registers(tmp_path):
+    """The FMA peak's chains live in registers: no FMA of bench_peak_* has a stack operand and
+    none of its whole-vector moves goes to or from the stack.  An array of chains behind a "memory"
+    clobber went through the stack (a store and a reload per FMA) and measured store
+    forwarding: 4.7 GFLOP/s on one AVX-512 core that gave 10-13 with the chains in registers
+    (2026-11-27, loaded), so every "fraction of the peak" was inflated."""
+    import re
+    import subprocess
+    from importlib import resources
+
+    from lbgen.backends.c import compiler
+    src = tmp_path / "machine.c"
+    src.write_text(resources.files("lbgen.backends.c").joinpath("machine.c").read_text())
+    asm = tmp_path / "machine.s"
+    subprocess.run([compiler(), "-O3", "-march=native", "-fopenmp", "-std=gnu11", "-fPIC", "-S", "-o", str(asm),
+                    str(src)], check=True)
+    body, name = {}, None
+    for line in asm.read_text().splitlines():
+        label = re.match(r"^([A-Za-z_.][\w.$]*):", line)
+        if label and not label.group(1).startswith(".L"):
+            name = label.group(1)
+        elif name and "bench_peak" in name:
+            body.setdefault(name, []).append(line.strip())
+    fmas = [ins for lines in body.values() for ins in lines if re.match(r"vfn?madd", ins)]
+    stack = [ins for lines in body.values() for ins in lines
+             if re.match(r"v(fn?madd|mov)", ins) and re.search(r"%[yz]mm", ins)
+             and re.search(r"\((%rsp|%rbp)\)", ins)]      # whole vectors (the scalar results pass the stack)
+    assert len(fmas) >= 2 * 12, body.keys()          # both precisions' chains, unrolled
+    assert stack == [], stack[:5]
+
+
 def test_copy_streams_are_not_a_power_of_two_apart():
     """The copy benchmark's streams start a whole number of pages plus one line apart, so a
     power-of-two lattice's streams do not share cache sets (5.3 against 32 GB/s on Zen 3);
