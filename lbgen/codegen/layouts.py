@@ -384,12 +384,16 @@ class Layout:
             buf[dst] = buf[src]
         return buf
 
-    def pack(self, f: np.ndarray, dtype=None) -> np.ndarray:
-        """(Q, LX, LY[, LZ]) array -> flat buffer of this layout, halos filled periodically."""
+    def pack(self, f: np.ndarray, dtype=None, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """(Q, LX, LY[, LZ]) array -> flat buffer of this layout, halos filled periodically; ``out``:
+        a flat buffer of the layout's size to write (zeroed first: the same values as a new one)."""
         f = np.asarray(f)
         if f.shape != (self.Q, *self.shape):
             raise ValueError(f"pack expects shape {(self.Q, *self.shape)}, got {f.shape}")
-        buf = np.zeros(self.size, dtype=dtype or f.dtype)
+        if out is not None and (out.ndim != 1 or out.size != self.size):
+            raise ValueError(f"pack writes a flat buffer of {self.size} elements, got shape {out.shape}")
+        buf = np.zeros(self.size, dtype=dtype or f.dtype) if out is None else out
+        buf[...] = 0
         for p, index in self._each_population():
             buf[index] = f[p]
         return self.fill_halo(buf)

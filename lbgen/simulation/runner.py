@@ -34,7 +34,7 @@ from lbgen.simulation import programs
 from lbgen.simulation.programs import Region, split_columns
 from lbgen.simulation.bodies import BodyLinks, body_input
 from lbgen.simulation.boundaries import BounceBack, checked_saved_state
-from lbgen.simulation.state import state as state_of, state_chunks
+from lbgen.simulation.state import state as state_of, state_chunks, whole_region
 from lbgen.simulation.health import HealthChecks
 from lbgen.simulation.inplace import InPlaceParity, check_streaming
 from lbgen.simulation.interface import (Lattice, checked_fields, checked_populations, count, field_names,
@@ -332,11 +332,10 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         if self.mask is not None:          # any positive state in solid cells: they are zeroed below
             first, last = 0, len(arrays) - 1
             arrays = [np.where(self.mask == 1, 1.0 if k in (first, last) else 0.0, a) for k, a in enumerate(arrays)]
+        whole = whole_region(self) is not None          # one region holds the lattice: no copy of its fields
         for r in self.regions:
-            cols = r.columns % self.lx
-            whole = np.array_equal(cols, np.arange(self.lx))       # the region is the lattice: no copy of its fields
-            r.program.init_equilibrium(r.f, *(a if whole else np.ascontiguousarray(a[cols]) for a in arrays),
-                                       force=self.force)
+            r.program.init_equilibrium(r.f, *(a if whole else np.ascontiguousarray(a[r.columns % self.lx])
+                                              for a in arrays), force=self.force)
         self._fields_set = True
         self._natural(reset=True)
         if self.mask is not None:      # solid cells hold no populations (their stored zeros)
@@ -364,9 +363,13 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             populations = self.program.codec.encode(populations)
         populations = np.asarray(populations, dtype=self.dtype)
         self._natural(reset=True)
+        whole = whole_region(self) is not None          # one region holds the lattice: no copy of its part
         for r in self.regions:
-            block = np.ascontiguousarray(populations[:, r.columns % self.lx])
-            r.f = r.program.upload(r.program.layout.pack(block), r.f)
+            block = populations if whole else np.ascontiguousarray(populations[:, r.columns % self.lx])
+            if isinstance(r.f, np.ndarray) and r.f.dtype == block.dtype:      # a host buffer: packed in place
+                r.program.layout.pack(block, out=r.f.reshape(-1))
+            else:
+                r.f = r.program.upload(r.program.layout.pack(block), r.f)
 
     def set_populations(self, f: np.ndarray) -> None:
         """Start from the given (Q, *shape) populations, checked first (``_checked_populations``);

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def _host_whole(sim):
+def whole_region(sim):
     """The one region when it holds the whole lattice, its columns in order (else None)."""
     first = sim.regions[0]
     if len(sim.regions) == 1 and np.array_equal(first.columns % sim.lx, np.arange(sim.lx)):
@@ -23,7 +23,7 @@ def _unpacked(sim, r) -> np.ndarray:
 
 def state(sim) -> np.ndarray:
     """``Simulation.state``: the (Q, *shape) stored values, the caller's array."""
-    r = _host_whole(sim)
+    r = whole_region(sim)
     if r is not None:                # the one copy a checkpoint needs (unpack's gather), no second
         out = _unpacked(sim, r)
         # a layout whose unpack is a view of the host buffer (the next step, or the buffer's
@@ -40,7 +40,7 @@ def state_chunks(sim, cells: int = 1 << 18):
     population's slab of about ``cells`` sites at a time (``Layout.unpack_slabs``), so that a
     checkpoint of a host lattice streams them to its file without a copy of the lattice; a
     lattice of several regions or on a device yields ``state``'s populations one by one."""
-    r = _host_whole(sim)
+    r = whole_region(sim)
     if r is None or not isinstance(r.f, np.ndarray):
         whole = state(sim)
         for p in range(sim.vs.Q):

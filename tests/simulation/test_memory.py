@@ -100,6 +100,25 @@ def test_a_checkpoint_streams_the_state_one_slab_at_a_time(tmp_path):
     assert np.array_equal(read_verified(tmp_path / "b.lbchk")[0], whole)
 
 
+def test_restore_packs_into_the_buffer_without_copies():
+    """restore (a resumed run) of one region: the saved array is checked one population at a time and
+    packed straight into the state buffer (before: a copy of the array, a new packed buffer and Q
+    bytes of flags a cell: 350 B a cell in double D3Q19); the state is the saved one, bit for bit."""
+    shape = (32, 24, 32)
+    sim = _d3q19(shape)
+    sim.step(3)
+    saved = sim.state()
+    other = _d3q19(shape)
+    _, peak, kept = _traced(lambda: other.restore(saved, 3))
+    cells = int(np.prod(shape))
+    halo = (other.f.size - saved.size) * (16 + 8)     # the periodic halo refresh: its index pairs, copies
+    assert peak <= 20 * cells + halo and kept <= cells, (peak - halo) / cells    # pack's index: 16 B a cell
+    assert np.array_equal(other.state(), saved)
+    other.step(2)
+    sim.step(2)
+    assert np.array_equal(other.state(), sim.state())
+
+
 def test_in_place_16_bit_state_chunks_are_the_state_at_either_parity():
     """In place (one buffer, the AA pattern) with 16-bit storage and solid cells: the chunks of any
     slab width are state()'s bits after an odd and an even step (natural first, solids 0)."""
