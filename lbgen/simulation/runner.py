@@ -366,7 +366,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         whole = whole_region(self) is not None          # one region holds the lattice: no copy of its part
         for r in self.regions:
             block = populations if whole else np.ascontiguousarray(populations[:, r.columns % self.lx])
-            if isinstance(r.f, np.ndarray) and r.f.dtype == block.dtype:      # a host buffer: packed in place
+            if isinstance(r.f, np.ndarray) and r.f.dtype == block.dtype and not np.may_share_memory(block, r.f):
+                # a host buffer: packed in place (zeroed, then the interior and the halo: a new one's values)
                 r.program.layout.pack(block, out=r.f.reshape(-1))
             else:
                 r.f = r.program.upload(r.program.layout.pack(block), r.f)
