@@ -339,8 +339,9 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         self._fields_set = True
         self._natural(reset=True)
         if self.mask is not None:      # solid cells hold no populations (their stored zeros)
-            zero = self.program.codec.encode(np.zeros((self.vs.Q,) + (1,) * self.dimension))
-            self._upload(np.where(self.mask[None] == 1, zero, self.state()), stored=True)
+            state = self.state()           # zeroed in place: one copy of the lattice's populations, not two
+            state[:, self.mask == 1] = self.program.codec.encode(np.zeros((self.vs.Q, 1)))
+            self._upload(state, stored=True)
 
     def _checked_fields(self, rho, *rest) -> list:
         """The physical fields as (shape) float64 arrays (``interface.checked_fields``)."""
@@ -367,8 +368,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         for r in self.regions:
             block = populations if whole else np.ascontiguousarray(populations[:, r.columns % self.lx])
             if isinstance(r.f, np.ndarray) and r.f.dtype == block.dtype and not np.may_share_memory(block, r.f):
-                # a host buffer: packed in place (zeroed, then the interior and the halo: a new one's values)
-                r.program.layout.pack(block, out=r.f.reshape(-1))
+                r.program.layout.pack(block, out=r.f.reshape(-1))       # a host buffer: packed in place
             else:
                 r.f = r.program.upload(r.program.layout.pack(block), r.f)
 
