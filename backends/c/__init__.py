@@ -156,8 +156,9 @@ class CProgram(HostBuffers, Program):
         return self.ffi.cast(f"{self.real_c} *", a.ctypes.data)
 
     def _doubles(self, arrays):
-        """Contiguous float64 arrays of the lattice's shape (numbers broadcast) and their pointers."""
-        arrays = [np.array(np.broadcast_to(np.asarray(a, dtype=np.float64), self.shape), order="C") for a in arrays]
+        """Contiguous float64 arrays of the lattice's shape (numbers broadcast) and their pointers; the
+        kernels only read them, so an array that is one already is passed as it is (no copy)."""
+        arrays = [np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), self.shape)) for a in arrays]
         return arrays, [self.ffi.cast("double *", a.ctypes.data) for a in arrays]
 
     # --- bodies: the link kernels (lbgen.simulation.bodies) --------------------------------------

@@ -307,17 +307,20 @@ class Layout:
         out = [np.arange(self.Q).reshape((-1,) + (1,) * (n - 1))]
         return out + [np.asarray(a).reshape((1,) * (i + 1) + (-1,) + (1,) * (n - i - 2)) for i, a in enumerate(ranges)]
 
-    def _interior_sites(self) -> np.ndarray:
-        """The flat index of population 0 at every interior site, (LX, LY[, LZ]); population p's
-        is this plus p * SP.  Not cached: a lattice-sized index array kept for the object's life
-        was 8 B a cell per population (152 B a cell for D3Q19, more than the populations of a
-        16-bit in-place run); built per call it is 8 B a cell for the call's length."""
+    def _interior_sites(self, x0: int = 0, x1: Optional[int] = None) -> np.ndarray:
+        """The flat index of population 0 at every interior site of the slab x0 <= x < x1 (the
+        whole lattice by default), (x1 - x0, LY[, LZ]); population p's is this plus p * SP.  Not
+        cached: a lattice-sized index array kept for the object's life was 8 B a cell per
+        population (152 B a cell for D3Q19, more than the populations of a 16-bit in-place run);
+        built per call it is 8 B a cell of the slab for the call's length."""
+        x1 = self.LX if x1 is None else x1
         zero = [0] * self.D
         origin = int(self.site_index(0, *zero))
-        sites = np.full(self.shape, origin, dtype=np.int64)
+        shape = (x1 - x0, *self.shape[1:])
+        sites = np.full(shape, origin, dtype=np.int64)
         for a, n in enumerate(self.shape):          # the index is a sum of one term per axis
             coords = list(zero)
-            coords[a] = np.arange(n)
+            coords[a] = np.arange(x0, x1) if a == 0 else np.arange(n)
             sites += (self.site_index(0, *coords) - origin).reshape([-1 if i == a else 1 for i in range(self.D)])
         return sites
 
@@ -329,6 +332,26 @@ class Layout:
         for p in range(self.Q):
             np.add(base, p * self.strides["SP"], out=index)
             yield p, index
+
+    def unpack_slabs(self, buf: np.ndarray, cells: int = 1 << 20):
+        """``unpack`` in pieces: (p, x0, x1, the (x1 - x0, LY[, LZ]) values of population p on the
+        slab x0 <= x < x1), in the C order of unpack's (Q, LX, LY[, LZ]) array (p, then x), each
+        slab of about ``cells`` sites (at least one x plane).  A checkpoint streams them to its file:
+        no copy of the lattice's populations, no lattice-sized index (two slabs' worth of memory).
+        Each array is a fresh one, the caller's."""
+        buf = np.asarray(buf).reshape(-1)
+        if buf.size != self.size:
+            raise ValueError(f"unpack expects {self.size} elements for {self.tag} "
+                             f"{'x'.join(map(str, self.shape))}, got {buf.size}")
+        width = max(1, cells // max(math.prod(self.shape[1:]), 1))
+        slabs = [(x0, min(x0 + width, self.LX)) for x0 in range(0, self.LX, width)]
+        for p in range(self.Q):
+            for x0, x1 in slabs:             # a slab's index is rebuilt per population: no lattice-sized one
+                index = self._interior_sites(x0, x1)
+                index += p * self.strides["SP"]
+                values = np.take(buf, index, mode="clip")
+                del index                    # not held beside the next slab's
+                yield p, x0, x1, values
 
     def _halo_maps(self):
         """(destination, source) index arrays that refresh the halo periodically (built per call:
@@ -361,12 +384,16 @@ class Layout:
             buf[dst] = buf[src]
         return buf
 
-    def pack(self, f: np.ndarray, dtype=None) -> np.ndarray:
-        """(Q, LX, LY[, LZ]) array -> flat buffer of this layout, halos filled periodically."""
+    def pack(self, f: np.ndarray, dtype=None, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """(Q, LX, LY[, LZ]) array -> flat buffer of this layout, halos filled periodically; ``out``:
+        a flat buffer of the layout's size to write (zeroed first: the same values as a new one)."""
         f = np.asarray(f)
         if f.shape != (self.Q, *self.shape):
             raise ValueError(f"pack expects shape {(self.Q, *self.shape)}, got {f.shape}")
-        buf = np.zeros(self.size, dtype=dtype or f.dtype)
+        if out is not None and (out.ndim != 1 or out.size != self.size):
+            raise ValueError(f"pack writes a flat buffer of {self.size} elements, got shape {out.shape}")
+        buf = np.zeros(self.size, dtype=dtype or f.dtype) if out is None else out
+        buf[...] = 0
         for p, index in self._each_population():
             buf[index] = f[p]
         return self.fill_halo(buf)

@@ -246,15 +246,15 @@ def write_vti(path: PathLike, fields: dict, field_data: Optional[Dict[str, float
 
     names = field_names(fields)
 
-    def as3d(a):
-        a = np.asarray(a, dtype=np.float64)
-        return np.ascontiguousarray(a.reshape(a.shape[0], a.shape[1], a.shape[2] if a.ndim == 3 else 1))
+    def as3d(a):        # a view: float32 fields are widened per chunk as they are written (_vtk_blocks)
+        a = np.asarray(a)
+        return a.reshape(a.shape[0], a.shape[1], a.shape[2] if a.ndim == 3 else 1)
 
-    point = {name: as3d(field_array(fields, name)) for name in names}
+    point = {name: as3d(fields[name] if name in fields else field_array(fields, name)) for name in names}
     point.update({name: as3d(value) for name, value in (point_data or {}).items()})
     names = list(names) + [name for name in (point_data or {}) if name not in names]
-    point["velocity"] = (point["ux"], point["uy"], point["uz"] if "uz" in point else np.zeros_like(point["ux"]))
     end = tuple(n - 1 for n in point["rho"].shape)
+    size = point["rho"].size
     with atomic_output(path) as tmp:        # pyevtk appends ".vti" to the name it is given
         w = VtkFile(str(tmp.with_suffix("")), VtkImageData)
         w.openGrid(start=(0, 0, 0), end=end, origin=(0.0, 0.0, 0.0), spacing=(1.0, 1.0, 1.0))
@@ -272,26 +272,46 @@ def write_vti(path: PathLike, fields: dict, field_data: Optional[Dict[str, float
             w.closeData("Field")
         w.openPiece(start=(0, 0, 0), end=end)
         w.openData("Point", scalars=names[0], vectors="velocity")
-        for name, data in point.items():
-            w.addData(name, data)
+        for name in names:                  # every array Float64, whatever the fields' own dtype
+            w.addHeader(name, "float64", size, 1)
+        w.addHeader("velocity", "float64", size, 3)
         w.closeData("Point")
         w.closePiece()
         w.closeGrid()
         w.openAppendedData()
         stream = w.xml.stream
-        # VTK order: x fastest (Fortran order of the (LX, LY, 1) arrays), each field
-        # transposed once; the vector's components interleaved per point
-        flat = {name: np.ravel(point[name], order="F").astype("<f8", copy=False) for name in names}
-        velocity = np.zeros((flat["ux"].size, 3), dtype="<f8")
-        velocity[:, 0], velocity[:, 1] = flat["ux"], flat["uy"]
-        if "uz" in flat:
-            velocity[:, 2] = flat["uz"]
-        for block in list(extra.values()) + [flat[name] for name in names] + [velocity]:
+        for block in extra.values():
             stream.write(np.uint64(block.nbytes).astype("<u8").tobytes())
-            stream.write(np.ascontiguousarray(block).tobytes())
+            stream.write(block.tobytes())
+        velocity = [point["ux"], point["uy"], point["uz"] if "uz" in point else None]
+        for arrays in [[point[name]] for name in names] + [velocity]:
+            stream.write(np.uint64(size * 8 * len(arrays)).astype("<u8").tobytes())
+            for chunk in _vtk_blocks(arrays):
+                stream.write(memoryview(chunk).cast("B"))
         w.save()
         os.replace(w.getFileName(), tmp)
     return path
+
+
+#: the values of one appended chunk of write_vti (a plane of x-y, or part of one): 1 MiB of doubles
+VTK_CHUNK = 1 << 17
+
+
+def _vtk_blocks(arrays: list):
+    """The appended bytes of one data array of write_vti in chunks, x fastest (the Fortran order
+    of the (LX, LY, LZ) arrays): a scalar's values, or (three arrays, the last None in 2D) the
+    vector's components interleaved per point, as little-endian float64 chunks of about
+    ``VTK_CHUNK`` values -- no copy of a whole field (a 3D run's five fields and their velocity
+    vector were 64 B a cell at once)."""
+    lx, ly, lz = arrays[0].shape
+    rows = max(1, VTK_CHUNK // max(lx * len(arrays), 1))
+    for z in range(lz):
+        for y in range(0, ly, rows):
+            out = np.zeros((min(rows, ly - y), lx, len(arrays)), dtype="<f8")
+            for c, a in enumerate(arrays):
+                if a is not None:
+                    out[:, :, c] = a[:, y:y + rows, z].T
+            yield out
 
 
 def read_vti(path: PathLike) -> dict:

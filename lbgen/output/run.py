@@ -286,7 +286,7 @@ class RunOutput:
         elif self.fields_format == "npz":
             written.append(write_npz(self.fields_path(step), step, arrays, time))
         if self.vtk:
-            solid = None if self.solid is None else {"solid": self.solid.astype(np.float64)}
+            solid = None if self.solid is None else {"solid": self.solid}      # widened per chunk
             vti = write_vti(self.vti_path(step), arrays, field_data=vtk_field_data(step, self.time_unit),
                             point_data=solid)
             written.append(vti)

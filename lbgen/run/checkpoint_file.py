@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import struct
 import zipfile
 from pathlib import Path
-from typing import Any, BinaryIO, Optional, Union
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
@@ -57,26 +58,68 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
-def _checksum(array: np.ndarray, step: int, metadata: dict) -> str:
-    """SHA-256 over tag + canonical JSON of (step, dtype, shape, metadata) + array bytes."""
-    a = np.ascontiguousarray(array)
-    described = {"step": int(step), "dtype": a.dtype.str, "shape": list(a.shape), "metadata": metadata}
+class ChunkedArray:
+    """An array a checkpoint writes without holding it: its ``shape``, ``dtype`` and ``chunks``, a
+    callable that gives a fresh iterator of arrays whose values, one after the other, are the
+    array's in C order (``Simulation.state_chunks``: one population's slab at a time).  It is
+    read twice -- the checksum first (the header holds it), then the data -- and the file is
+    the one the whole array would give, byte for byte."""
+
+    def __init__(self, shape, dtype, chunks: Callable[[], Iterable[np.ndarray]]):
+        self.shape, self.dtype, self.chunks = tuple(int(n) for n in shape), np.dtype(dtype), chunks
+
+    def pieces(self) -> Iterator[np.ndarray]:
+        """The chunks, each checked against the dtype and the size they add up to."""
+        total = 0
+        for a in self.chunks():
+            a = np.ascontiguousarray(a)
+            if a.dtype != self.dtype:
+                raise TypeError(f"a chunk of dtype {a.dtype}; the array's is {self.dtype}")
+            total += a.size
+            yield a
+        if total != math.prod(self.shape):
+            raise ValueError(f"the chunks hold {total} values; the array's shape {self.shape} has "
+                             f"{math.prod(self.shape)}")
+
+
+def _pieces(array) -> Iterable[np.ndarray]:
+    return array.pieces() if isinstance(array, ChunkedArray) else [np.ascontiguousarray(array)]
+
+
+def _checksum(array, step: int, metadata: dict) -> str:
+    """SHA-256 over tag + canonical JSON of (step, dtype, shape, metadata) + array bytes (an
+    array or a ChunkedArray)."""
+    described = {"step": int(step), "dtype": array.dtype.str, "shape": list(array.shape), "metadata": metadata}
     h = hashlib.sha256(_TAG)
     h.update(canonical_json(described).encode("utf-8") + b"\n")
-    if a.size:
-        h.update(memoryview(a.reshape(-1)).cast("B"))
+    for a in _pieces(array):
+        if a.size:
+            h.update(memoryview(a.reshape(-1)).cast("B"))
     return h.hexdigest()
 
 
-def _write_payload(fh: BinaryIO, array: np.ndarray, header: bytes) -> None:
-    """Write the ZIP archive (header member + .npy member) to an open binary file."""
+def _write_payload(fh: BinaryIO, array, header: bytes) -> None:
+    """Write the ZIP archive (header member + .npy member) to an open binary file; a ChunkedArray
+    is written chunk by chunk (the .npy header numpy's ``write_array`` gives, then the values)."""
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         zf.writestr(_HEADER_MEMBER, header)
         with zf.open(_DATA_MEMBER, "w", force_zip64=True) as member:
-            np.lib.format.write_array(member, array, allow_pickle=False)
+            if not isinstance(array, ChunkedArray):
+                np.lib.format.write_array(member, array, allow_pickle=False)
+                return
+            np.lib.format.write_array_header_1_0(member, {"descr": np.lib.format.dtype_to_descr(array.dtype),
+                                                          "fortran_order": False, "shape": array.shape})
+            for a in array.pieces():
+                if a.size:
+                    member.write(memoryview(a.reshape(-1)).cast("B"))
 
 
-def checked_array(populations) -> np.ndarray:
+def checked_array(populations):
+    if isinstance(populations, ChunkedArray):
+        array = populations
+        if array.dtype.hasobject or array.dtype.fields is not None:
+            raise TypeError(f"checkpoint arrays must be plain numeric arrays, not dtype {array.dtype}")
+        return array
     array = np.asarray(populations)
     if array.dtype.hasobject or array.dtype.fields is not None:
         raise TypeError(f"checkpoint arrays must be plain numeric arrays, not dtype {array.dtype}")
@@ -100,8 +143,9 @@ def checked_step_metadata(step, metadata) -> tuple:
 
 
 # --------------------------------------------------------------------------- write / read
-def write_checkpoint(path: PathLike, populations: np.ndarray, step: int, metadata: Optional[dict] = None) -> Path:
-    """Atomically write *populations* (exact dtype and shape), *step* and JSON-able *metadata* to *path*.
+def write_checkpoint(path: PathLike, populations, step: int, metadata: Optional[dict] = None) -> Path:
+    """Atomically write *populations* (exact dtype and shape; an array, or a :class:`ChunkedArray`
+    written chunk by chunk), *step* and JSON-able *metadata* to *path*.
 
     Returns the path written. The previous file at *path*, if any, survives any failure.
     """

@@ -386,6 +386,7 @@ class Run(RunEvents):
                 # sweeps while they fit, then single steps; a signal ends the current sweep
                 nxt = min([cfg.steps] + [(sim.time_step // k + 1) * k for k in events])
                 n = nxt - sim.time_step
+                self._forget_fields()        # stale once the state moves on: not held through the sweeps
                 t0 = time.perf_counter()
                 done = 0
                 while done < n and not self._stop_requested(stop):

@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional
 
 from lbgen import __version__
 from lbgen.run.checkpoint import checkpoint_path, pieces_path, prune_checkpoints, write_checkpoint, write_pieces
+from lbgen.run.checkpoint_file import ChunkedArray
 from lbgen.run.construct import device_description, kernel_calls
 from lbgen.run.folder import RunFolderError, resume_command, write_failure
 from lbgen.run.stopping import RunInterrupted, StopSignals
@@ -93,10 +94,16 @@ class RunEvents:
     def _fields(self):
         """The fields of the current state, computed once per event (gathered to rank 0 with MPI)."""
         if self._fields_at != self.sim.time_step:
+            self._forget_fields()            # the stale set goes before the new one is made: one set at a time
             self._fields_cache = self.sim.fields()
             self._fields_at = self.sim.time_step
             self.field_evaluations += 1
         return self._fields_cache
+
+    def _forget_fields(self) -> None:
+        """Release the last event's fields (D + 2 arrays of the lattice, 40 B a cell in 3D): a run's
+        sweeps and its checkpoints do not hold them (``_fields`` makes them again at the next event)."""
+        self._fields_at, self._fields_cache = None, None
 
     def _outputs(self, final: bool = False) -> None:
         if not self.cfg.out:
@@ -167,7 +174,9 @@ class RunEvents:
                                 lattice=self.sim.lattice, velocity_set=self.cfg.velocity_set, metadata=meta,
                                 comm=self.comm)
         else:
-            path = write_checkpoint(checkpoint_path(self.cfg.out, step), self.sim.state(), step, meta)
+            sim = self.sim                   # streamed one population's slab at a time: no copy of the lattice
+            state = ChunkedArray((sim.vs.Q, *sim.shape), sim.dtype, sim.state_chunks)
+            path = write_checkpoint(checkpoint_path(self.cfg.out, step), state, step, meta)
         if self.root:
             prune_checkpoints(self.cfg.out, keep=max(1, self.cfg.keep_checkpoints))
         return path

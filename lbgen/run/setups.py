@@ -130,12 +130,16 @@ def taylor_green3d(lx: int, ly: int, lz: int, amplitude: float = TAYLOR_GREEN_AM
     """3D Taylor-Green vortex (docs/validation3d.md): u = U (sin x cos y cos z, -cos x sin y cos z, 0)
     with x = 2 pi s / L per axis, and its pressure p = U_l^2/16 (cos 2x + cos 2y)(cos 2z + 2) in the
     density rho = 1 + 3 p (U_l = U / r, lattice units)."""
-    x, y, z = np.meshgrid(*(2 * np.pi * (np.arange(n) + 0.5) / n for n in (lx, ly, lz)), indexing="ij")
+    # open grids: the products broadcast to the lattice (the same operations per site, the same bits),
+    # and rho is made in p's array: five arrays of the lattice in the end, few more on the way
+    x, y, z = np.meshgrid(*(2 * np.pi * (np.arange(n) + 0.5) / n for n in (lx, ly, lz)), indexing="ij", sparse=True)
     out = _at_rest3d(lx, ly, lz)
     out["ux"] = amplitude * np.sin(x) * np.cos(y) * np.cos(z)
     out["uy"] = -amplitude * np.cos(x) * np.sin(y) * np.cos(z)
     p = (amplitude / r) ** 2 / 16 * (np.cos(2 * x) + np.cos(2 * y)) * (np.cos(2 * z) + 2)
-    out["rho"] = 1 + 3 * p
+    p *= 3
+    p += 1               # rho = 1 + 3 p
+    out["rho"] = p
     return out
 
 

@@ -250,12 +250,16 @@ def check_finite_state(a: np.ndarray, what: str, mask: Optional[np.ndarray] = No
     """SimulationError naming the first population that is NaN or Inf (``what``: the caller,
     e.g. 'restore'); solid voxels of ``mask`` (their populations are zeroed) are skipped.  2D
     and 3D states alike: (Q, LX, LY) or (Q, LX, LY, LZ)."""
-    finite = np.isfinite(a)
-    if mask is not None:
-        finite |= (mask == 1)[None]
-    if finite.all():
+    solid = None if mask is None else mask == 1
+    for p in range(a.shape[0]):            # one population's flags at a time: 1 B a cell, not Q
+        finite = np.isfinite(a[p])
+        if solid is not None:
+            finite |= solid
+        if not finite.all():
+            break
+    else:
         return
-    index = tuple(int(i[0]) for i in np.nonzero(~finite))
+    index = (p, *(int(i[0]) for i in np.nonzero(~finite)))
     site = ", ".join(f"{n}={i}" for n, i in zip("xyz", index[1:]))
     raise SimulationError(f"{what}: population {index[0]} at ({site}) is {a[index]}; saved populations must be "
                           f"finite (a state saved after the run diverged cannot be continued)")

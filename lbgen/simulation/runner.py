@@ -34,6 +34,7 @@ from lbgen.simulation import programs
 from lbgen.simulation.programs import Region, split_columns
 from lbgen.simulation.bodies import BodyLinks, body_input
 from lbgen.simulation.boundaries import BounceBack, checked_saved_state
+from lbgen.simulation.state import state as state_of, state_chunks, whole_region
 from lbgen.simulation.health import HealthChecks
 from lbgen.simulation.inplace import InPlaceParity, check_streaming
 from lbgen.simulation.interface import (Lattice, checked_fields, checked_populations, count, field_names,
@@ -335,14 +336,16 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         if self.mask is not None:          # any positive state in solid cells: they are zeroed below
             first, last = 0, len(arrays) - 1
             arrays = [np.where(self.mask == 1, 1.0 if k in (first, last) else 0.0, a) for k, a in enumerate(arrays)]
+        whole = whole_region(self) is not None          # one region holds the lattice: no copy of its fields
         for r in self.regions:
-            cols = r.columns % self.lx
-            r.program.init_equilibrium(r.f, *(np.ascontiguousarray(a[cols]) for a in arrays), force=self.force)
+            r.program.init_equilibrium(r.f, *(a if whole else np.ascontiguousarray(a[r.columns % self.lx])
+                                              for a in arrays), force=self.force)
         self._fields_set = True
         self._natural(reset=True)
         if self.mask is not None:      # solid cells hold no populations (their stored zeros)
-            zero = self.program.codec.encode(np.zeros((self.vs.Q,) + (1,) * self.dimension))
-            self._upload(np.where(self.mask[None] == 1, zero, self.state()), stored=True)
+            state = self.state()           # zeroed in place: one copy of the lattice's populations, not two
+            state[:, self.mask == 1] = self.program.codec.encode(np.zeros((self.vs.Q, 1)))
+            self._upload(state, stored=True)
 
     def _checked_fields(self, rho, *rest) -> list:
         """The physical fields as (shape) float64 arrays (``interface.checked_fields``)."""
@@ -365,9 +368,13 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             populations = self.program.codec.encode(populations)
         populations = np.asarray(populations, dtype=self.dtype)
         self._natural(reset=True)
+        whole = whole_region(self) is not None          # one region holds the lattice: no copy of its part
         for r in self.regions:
-            block = np.ascontiguousarray(populations[:, r.columns % self.lx])
-            r.f = r.program.upload(r.program.layout.pack(block), r.f)
+            block = populations if whole else np.ascontiguousarray(populations[:, r.columns % self.lx])
+            if isinstance(r.f, np.ndarray) and r.f.dtype == block.dtype and not np.may_share_memory(block, r.f):
+                r.program.layout.pack(block, out=r.f.reshape(-1))       # a host buffer: packed in place
+            else:
+                r.f = r.program.upload(r.program.layout.pack(block), r.f)
 
     def set_populations(self, f: np.ndarray) -> None:
         """Start from the given (Q, *shape) populations, checked first (``_checked_populations``);
@@ -507,21 +514,15 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         self._require_state("state()")
         self.synchronize()
         self._natural()
+        return state_of(self)
 
-        def unpacked(r):      # host buffers are read in place: no flat copy of the lattice first
-            out = r.program.layout.unpack(r.f if isinstance(r.f, np.ndarray) else r.program.download(r.f))
-            return out if self._parity is None else self._parity.solids_zeroed(self, r, out)
-        first = self.regions[0]
-        if len(self.regions) == 1 and np.array_equal(first.columns % self.lx, np.arange(self.lx)):
-            r = first                # the one copy a checkpoint needs (unpack's gather), no second
-            out = unpacked(r)
-            # a layout whose unpack is a view of the host buffer (the next step, or the buffer's
-            # release, would change it): copied, so the state is the caller's
-            return out.copy() if isinstance(r.f, np.ndarray) and np.may_share_memory(out, r.f) else out
-        out = np.empty((self.vs.Q, *self.shape), dtype=self.dtype)
-        for r in self.regions:
-            out[:, r.columns % self.lx] = unpacked(r)
-        return out
+    def state_chunks(self, cells: int = 1 << 18):
+        """``state()``'s values in pieces, in the C order of its (Q, *shape) array: one population's
+        slab of about ``cells`` sites at a time (lbgen.simulation.state; checkpoints stream them)."""
+        self._require_state("state()")
+        self.synchronize()
+        self._natural()
+        return state_chunks(self, cells)
 
     def restore(self, populations: np.ndarray, time_step: int) -> None:
         """Continue from a saved state (bit-identical to never having stopped)."""

@@ -57,3 +57,113 @@ def test_fields_of_one_region_are_one_set_of_arrays():
     assert size == 5 * 8 * cells and set(fields) == {"rho", "ux", "uy", "uz", "T"}
     assert np.allclose(fields["ux"], 0.01) and np.allclose(fields["rho"], 1.0)
     assert peak - size <= 2 * cells and kept - size <= 2 * cells, (peak / cells, kept / cells)
+
+
+def _d3q19(shape, **kw):
+    """A D3Q19 lattice at rest plus a small random flow (the test's default program: C, double, pull)."""
+    rng = np.random.default_rng(4)
+    sim = lbgen.Simulation(*shape, velocity_set="d3q19", tau=0.8, **kw)
+    sim.set_fields(1 + 0.01 * rng.random(shape), *(0.02 * rng.standard_normal(shape) for _ in shape))
+    return sim
+
+
+def test_set_fields_reads_the_given_arrays_without_copies():
+    """set_fields of float64 arrays of one region: the checks and the init kernel read the caller's
+    arrays (before: a float64 copy for the checks, one per region, one more for the kernel: 24 B a
+    cell per field, 120 B a cell of D3Q19's five)."""
+    shape = (32, 24, 32)
+    sim = _d3q19(shape)
+    fields = [np.full(shape, 1.0), *(np.full(shape, 0.01) for _ in range(3)), np.ones(shape)]
+    _, peak, kept = _traced(lambda: sim.set_fields(*fields))
+    assert peak <= 4 * np.prod(shape) and kept <= np.prod(shape), peak / np.prod(shape)
+    assert np.allclose(sim.fields()["ux"], 0.01)
+
+
+def test_a_checkpoint_streams_the_state_one_slab_at_a_time(tmp_path):
+    """A checkpoint of the state in pieces (Simulation.state_chunks -> ChunkedArray) holds one
+    population's slab, not the lattice's populations (152 B a cell in double, before: the state,
+    and numpy's 16 MiB write buffer beside it); the file is the whole array's, byte for byte."""
+    import zipfile
+
+    from lbgen.run.checkpoint_file import ChunkedArray, read_verified, write_checkpoint
+    shape = (32, 24, 32)
+    sim = _d3q19(shape)
+    sim.step(2)
+    whole = sim.state()
+    cells = int(np.prod(shape))
+    state = ChunkedArray(whole.shape, sim.dtype, lambda: sim.state_chunks(cells // 8))  # 128^3's slabs (1 << 18)
+    _, peak, _ = _traced(lambda: write_checkpoint(tmp_path / "b.lbchk", state, 2, {"n": 1}))
+    assert peak <= 8 * cells, peak / cells      # a slab's index and values: 16 B a cell of an eighth
+    write_checkpoint(tmp_path / "a.lbchk", whole, 2, {"n": 1})
+    a, b = (zipfile.ZipFile(tmp_path / n) for n in ("a.lbchk", "b.lbchk"))
+    assert all(a.read(m) == b.read(m) for m in ("header.json", "populations.npy"))
+    assert np.array_equal(read_verified(tmp_path / "b.lbchk")[0], whole)
+
+
+def test_restore_packs_into_the_buffer_without_copies():
+    """restore (a resumed run) of one region: the saved array is checked one population at a time and
+    packed straight into the state buffer (before: a copy of the array, a new packed buffer and Q
+    bytes of flags a cell: 350 B a cell in double D3Q19); the state is the saved one, bit for bit."""
+    shape = (32, 24, 32)
+    sim = _d3q19(shape)
+    sim.step(3)
+    saved = sim.state()
+    other = _d3q19(shape)
+    _, peak, kept = _traced(lambda: other.restore(saved, 3))
+    cells = int(np.prod(shape))
+    halo = (other.f.size - saved.size) * (16 + 8)     # the periodic halo refresh: its index pairs, copies
+    assert peak <= 20 * cells + halo and kept <= cells, (peak - halo) / cells    # pack's index: 16 B a cell
+    assert np.array_equal(other.state(), saved)
+    other.step(2)
+    sim.step(2)
+    assert np.array_equal(other.state(), sim.state())
+
+
+def test_in_place_16_bit_state_chunks_are_the_state_at_either_parity():
+    """In place (one buffer, the AA pattern) with 16-bit storage and solid cells: the chunks of any
+    slab width are state()'s bits after an odd and an even step (natural first, solids 0)."""
+    shape = (6, 5, 16)
+    mask = np.zeros(shape, dtype=np.uint8)
+    mask[2:4, 1:3, 5:9] = 1
+    sim = lbgen.Simulation(*shape, velocity_set="d3q19", layout="soa", precision="single", storage="fp16s",
+                           streaming="inplace", strict=True, tau=0.7, mask=mask)
+    rng = np.random.default_rng(5)
+    sim.set_fields(1 + 0.01 * rng.random(shape), *(0.02 * rng.standard_normal(shape) for _ in shape))
+    for steps in (3, 1):
+        sim.step(steps)
+        whole = sim.state()
+        zero = sim.program.codec.encode(np.zeros((sim.vs.Q, 1)))       # the stored 0 of each population
+        assert whole.dtype == np.float16 and np.array_equal(whole[:, mask == 1], np.broadcast_to(zero, (19, 16)))
+        for cells in (1, 37, 1 << 18):
+            flat = np.concatenate([c.reshape(-1) for c in sim.state_chunks(cells)])
+            assert np.array_equal(flat.view(np.uint16), whole.reshape(-1).view(np.uint16)), (steps, cells)
+
+
+def test_a_run_holds_the_populations_and_one_set_of_fields(tmp_path):
+    """The whole `lbgen run` (Taylor-Green, D3Q19, C, double, pull; a field output and a checkpoint at
+    the end): tracemalloc's peak per cell above the population buffers, as the slope between two
+    lattices (the interpreter, libraries and kernels cancel), is the five float64 fields (40 B a cell)
+    and little else.  Before issue 38's cuts it was 250 (the checkpoint's copy of the state 152, the
+    .vti writer's copies 64, set_fields' copies of the initial fields 120 at the start ...)."""
+    from lbgen.run.config import RunConfig
+    from lbgen.run.driver import Run
+
+    def run(n, traced=True):
+        cfg = RunConfig.build("taylor-green", ("test", dict(lx=n, ly=n, lz=n, velocity_set="d3q19", steps=4,
+                                                            out=str(tmp_path / f"r{n}"), checkpoint_every=4,
+                                                            pictures="none", time_block=1, threads=2)))
+        if not traced:
+            Run(cfg, echo=lambda m: None).execute()
+            return 0.0
+        runner = {}
+
+        def execute():
+            runner["run"] = Run(cfg, echo=lambda m: None)
+            runner["run"].execute()
+        _, peak, _ = _traced(execute)
+        buffers = sum(b.nbytes for r in runner["run"].sim.regions for b in (r.f, r.g) if b is not None)
+        return peak - buffers
+    run(16, traced=False)                  # imports, the compiled kernels
+    small, big = run(24), run(40)
+    extra = (big - small) / (40 ** 3 - 24 ** 3)
+    assert extra <= 56, extra
