@@ -17,6 +17,7 @@ from lbgen.model.catalog import (DEFAULT_SCHEME as DEFAULT_WALL_SCHEME, MODEL_SE
 from lbgen.reference import VERIFY_LATTICE_2D, VERIFY_LATTICE_3D, VERIFY_LAYOUTS, VERIFY_SHAPES
 
 from lbgen.cli.common import UserError, any_set_option, friendly, vl_option
+from lbgen.cli.run_options import schema_options
 
 try:  # Python >= 3.11
     import tomllib
@@ -182,29 +183,6 @@ def _streaming_note(sim) -> str:
     return ", in place (one population buffer)" if getattr(sim, "streaming", "pull") == "inplace" else ""
 
 
-def _schema_options(fn):
-    """The `lbgen run` options, one per option of the run description (lbgen.run.config):
-    names, help, choices and defaults all come from there.  Every default is None here, so
-    that what the user gave is known (TOML files and set-ups fill the rest)."""
-    from lbgen.run.options import cli_options, describe_defaults
-    for opt in reversed(list(cli_options())):
-        decl = opt.flag or opt.flag_name
-        kind = {"int": int, "float": float}.get(opt.kind)
-        if opt.kind == "bool" and "/" not in decl:
-            decl = f"{decl}/--no-{decl[2:]}"
-        default = describe_defaults(opt.key)
-        help_text = opt.help + (f" [{default}]" if default else "")
-        if opt.kind == "choice":
-            help_text = f"{help_text} One of: {', '.join(opt.choices)}."
-        attrs = dict(default=None, help=help_text)
-        if opt.kind == "clim":
-            attrs["multiple"] = True       # --clim T=0.95,1.05 --clim vorticity=-0.01,0.01
-        if kind is not None:
-            attrs["type"] = kind
-        fn = click.option(decl, opt.key, **attrs)(fn)
-    return fn
-
-
 def _config_file(path) -> dict:
     """The run options of a TOML file (a [run] table or top-level keys)."""
     try:
@@ -224,7 +202,7 @@ def _config_file(path) -> dict:
 @click.argument("setup", required=False, default=None)
 @click.option("--config", type=click.Path(dir_okay=False), default=None,
               help="TOML file with any of these options (flags given on the command line win).")
-@_schema_options
+@schema_options
 @click.option("--resume", type=click.Path(), default=None,
               help="Continue the run in this folder from its newest checkpoint (up to --steps if given).")
 @click.option("--overwrite", is_flag=True, default=False,

@@ -526,29 +526,3 @@ def convert(key: str, value: Any, where: str = "") -> Any:
 
 def cli_options() -> Iterable[Option]:
     return (o for o in SCHEMA if o.cli)
-
-
-def describe_defaults(key: str) -> str:
-    """The default of ``key`` and the set-ups that change it, for --help."""
-    opt = OPTIONS[key]
-    parts = [] if opt.default is None else [f"default {_show(opt.default)}"]
-    for s in SETUPS.values():
-        if key in s.run_defaults:
-            parts.append(f"{s.name}: {_show(s.run_defaults[key])}")
-        if key in (s.run_defaults3d or {}):
-            parts.append(f"{s.name} in 3D: {_show(s.run_defaults3d[key])}")
-        given = {vs_name: values[key] for vs_name, values in s.set_defaults.items() if key in values}
-        if set(given) == set(VELOCITY_SETS) and len({_show(v) for v in given.values()}) == 1:
-            given = {"in 2D": next(iter(given.values()))}       # one value for every 2D set
-        parts += [f"{s.name} {n if n == 'in 2D' else 'with ' + n}: {_show(v)}" for n, v in given.items()]
-    return "; ".join(parts)
-
-
-def _show(v) -> str:
-    if isinstance(v, Mapping):                # a lid: FACE=UX,UY,UZ; ...
-        return "; ".join(f"{k}={_show(tuple(u))}" for k, u in v.items())
-    if isinstance(v, tuple):
-        return ",".join(f"{x:g}" if isinstance(x, float) else str(x) for x in v) or "none"
-    if isinstance(v, bool):
-        return "on" if v else "off"
-    return str(v)
