@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from helpers import make_example
 from lbgen.cli.main import main
 from lbgen.codegen.emit import default_output_dir, emit
 from lbgen.codegen.spec import KernelSpec
@@ -70,7 +71,7 @@ def test_emitted_3d_example_builds_with_plain_gcc_and_reproduces_the_oracle(tmp_
     if shutil.which("make") is None or shutil.which("gcc") is None:
         pytest.skip("make and gcc are needed to build the emitted example")
     emit(spec, tmp_path)
-    subprocess.run(["make", "-s"], cwd=tmp_path, check=True, capture_output=True)
+    make_example(tmp_path)
     steps = 12
     for lid in (False, True):
         args = ["./example", str(steps), *map(str, size)] + (["lid"] if lid else [])

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import require
+from helpers import make_example, require
 from lbgen.codegen.emit import emit
 from lbgen.codegen.render import EXAMPLE_WALLS
 from lbgen.codegen.spec import KernelSpec
@@ -77,7 +77,7 @@ def test_emitted_c_example_steps_the_walls(tmp_path):
     if shutil.which("make") is None or shutil.which("gcc") is None:
         pytest.skip("make and gcc are needed to build the emitted example")
     emit(KernelSpec(velocity_set="d3q39", walls=True, layout="soa"), tmp_path)
-    subprocess.run(["make", "-s"], cwd=tmp_path, check=True, capture_output=True)
+    make_example(tmp_path)
     _refuses_lid(["./example"], tmp_path)
     out = subprocess.run(["./example", str(STEPS), *map(str, SHAPE)], cwd=tmp_path, check=True, capture_output=True,
                          text=True).stdout

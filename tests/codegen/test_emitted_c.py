@@ -286,3 +286,20 @@ def test_the_cumulant_limiters_fabs_is_declared(tmp_path, velocity_set):
                           "-Werror=implicit-function-declaration", str(tmp_path / "lbgen_kernels.c")],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("spec", [KernelSpec(backend="c", layout="caosoa", vl=8),
+                                  KernelSpec(backend="c", layout="soa", velocity_set="d3q39", walls=True),
+                                  KernelSpec(backend="c", layout="soa", velocity_set="d3q19", prefix="r")],
+                         ids=["d2q37", "d3q39-walls", "d3q19-prefix-r"])
+def test_the_kernels_compile_without_a_warning_with_the_site_inlined_or_compiled_once(tmp_path, spec):
+    """The site functions' linkage macro (<PREFIX>_SITE_LINKAGE: inlined, or called once with
+    -D<PREFIX>_SITE_ONCE as the suite's -O1 builds take it) names nothing the header defines: a
+    first version was <PREFIX>_SITE, the header's site-index macro, redefined with a warning only.
+    gcc's default warnings (macro redefinitions among them) are errors here, both ways."""
+    _need("gcc")
+    emit(spec, tmp_path)
+    for once in ([], [f"-D{spec.prefix.upper()}_SITE_ONCE"]):
+        out = subprocess.run(["gcc", "-fsyntax-only", "-std=gnu11", "-fopenmp", "-Werror", *once,
+                              str(tmp_path / f"{spec.prefix}_kernels.c")], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]

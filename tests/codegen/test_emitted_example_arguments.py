@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from helpers import make_example
 from lbgen.codegen.emit import emit
 from lbgen.codegen.spec import KernelSpec
 
@@ -28,7 +29,7 @@ def examples(tmp_path_factory):
                        ("3d", KernelSpec(velocity_set="d3q19", layout="caosoa", vl=4))):
         folder = tmp_path_factory.mktemp(f"example{name}")
         emit(spec, folder)
-        subprocess.run(["make", "-s", "CFLAGS=-O1 -fopenmp"], cwd=folder, check=True, capture_output=True)
+        make_example(folder)
         out[name] = folder
     return out
 

@@ -10,6 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from helpers import make_example
 from lbgen.codegen.emit import emit
 from lbgen.codegen.spec import KernelSpec
 
@@ -22,7 +23,7 @@ def walled_example(tmp_path_factory):
         pytest.skip("make and gcc are needed to build the emitted example")
     folder = tmp_path_factory.mktemp("walls_example")
     emit(KernelSpec(layout="caosoa", vl=8, walls=True), folder)
-    subprocess.run(["make", "-s", "CFLAGS=-O2 -fopenmp"], cwd=folder, check=True, capture_output=True)
+    make_example(folder)
     return folder
 
 

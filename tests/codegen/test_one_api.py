@@ -11,6 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from helpers import make_example
 from lbgen.backends import compile as compile_program
 from lbgen.codegen.emit import emit
 from lbgen.codegen.render import emit_files, generate
@@ -171,7 +172,7 @@ def test_emitted_3d_example_agrees_with_simulation(tmp_path):
     import lbgen
     spec = KernelSpec(velocity_set="d3q19", layout="caosoa", vl=8)
     emit(spec, tmp_path)
-    subprocess.run(["make", "-s"], cwd=tmp_path, check=True, capture_output=True)
+    make_example(tmp_path)
     lx, ly, lz, steps = 8, 6, 16, 12
     x, y, z = np.meshgrid(np.arange(lx), np.arange(ly), np.arange(lz), indexing="ij")
     for lid in (False, True):

@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import FORCE, LX, LY, OPERATOR_PARAMS, example_reference, require
+from helpers import FORCE, LX, LY, OPERATOR_PARAMS, example_make_args, example_reference, require
 from lbgen.backends import BackendUnavailable
 from lbgen.codegen.spec import KernelSpec
 from lbgen.codegen.render import ENTRY_POINTS, generate
@@ -60,7 +60,7 @@ def _examples(tmp_path, spec_kw, opencl_env, shim):
         folder = tmp_path / backend
         emit(KernelSpec(backend=backend, **spec_kw), folder)
         if backend == "c":
-            proc = _run(["make", "-s"], folder)
+            proc = _run(example_make_args(spec_kw.get("prefix", "lbgen")), folder)
             assert proc.returncode == 0, proc.stdout + proc.stderr
             built[backend] = (folder, ["./example"], None)
         elif backend == "opencl":

@@ -257,6 +257,7 @@ def test_the_emitted_in_place_example_ends_with_the_pull_example_fields(tmp_path
     one buffer (an odd count, read back through aa_normalise) and writes the pull example's fields."""
     import shutil
     import subprocess
+    from helpers import make_example
     from lbgen.codegen.emit import emit
     if shutil.which("make") is None or shutil.which("gcc") is None:
         pytest.skip("make and gcc are needed to build the emitted example")
@@ -268,7 +269,7 @@ def test_the_emitted_in_place_example_ends_with_the_pull_example_fields(tmp_path
         assert ("step-parity contract" in header) == (streaming == "inplace")
         assert ("lbgen_alloc(lx, ly" in (folder / "example.c").read_text().split("*g = ")[1][:40]) == (
             streaming == "pull")                          # in place: g is NULL, one buffer
-        subprocess.run(["make", "-s"], cwd=folder, check=True, capture_output=True)
+        make_example(folder)
         subprocess.run(["./example", *args], cwd=folder, check=True, capture_output=True)
         fields[streaming] = (folder / "example_fields.txt").read_text()
     assert fields["pull"] == fields["inplace"] and len(fields["pull"].splitlines()) > 100

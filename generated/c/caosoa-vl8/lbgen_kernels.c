@@ -40,9 +40,9 @@
    vectorise anyway.  lbgen's own builds below -O2 define it (backends/c: site_once); the
    arithmetic, and so a strict build's bits, is the same either way. */
 #ifdef LBGEN_SITE_ONCE
-#define LBGEN_SITE static __attribute__((noinline))
+#define LBGEN_SITE_LINKAGE static __attribute__((noinline))
 #else
-#define LBGEN_SITE static inline __attribute__((always_inline))
+#define LBGEN_SITE_LINKAGE static inline __attribute__((always_inline))
 #endif
 #if defined(__AVX512F__) || defined(__AVX__)
 #include <immintrin.h>
@@ -658,7 +658,7 @@ static __attribute__((noinline)) void lbgen_propagate_sweep_(const lbgen_real *r
    (Scalars in, pointers to scalars out: after inlining the compiler vectorises the calling
    loop exactly as if the body were written there; arrays would not be.)
    The blocks are marked with the lbgen.model function that derived them. */
-LBGEN_SITE void lbgen_collide_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36, real *restrict o0, real *restrict o1, real *restrict o2, real *restrict o3, real *restrict o4, real *restrict o5, real *restrict o6, real *restrict o7, real *restrict o8, real *restrict o9, real *restrict o10, real *restrict o11, real *restrict o12, real *restrict o13, real *restrict o14, real *restrict o15, real *restrict o16, real *restrict o17, real *restrict o18, real *restrict o19, real *restrict o20, real *restrict o21, real *restrict o22, real *restrict o23, real *restrict o24, real *restrict o25, real *restrict o26, real *restrict o27, real *restrict o28, real *restrict o29, real *restrict o30, real *restrict o31, real *restrict o32, real *restrict o33, real *restrict o34, real *restrict o35, real *restrict o36, const real tau_, const real ax_, const real ay_, const real wall_, const real tau_wall_)
+LBGEN_SITE_LINKAGE void lbgen_collide_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36, real *restrict o0, real *restrict o1, real *restrict o2, real *restrict o3, real *restrict o4, real *restrict o5, real *restrict o6, real *restrict o7, real *restrict o8, real *restrict o9, real *restrict o10, real *restrict o11, real *restrict o12, real *restrict o13, real *restrict o14, real *restrict o15, real *restrict o16, real *restrict o17, real *restrict o18, real *restrict o19, real *restrict o20, real *restrict o21, real *restrict o22, real *restrict o23, real *restrict o24, real *restrict o25, real *restrict o26, real *restrict o27, real *restrict o28, real *restrict o29, real *restrict o30, real *restrict o31, real *restrict o32, real *restrict o33, real *restrict o34, real *restrict o35, real *restrict o36, const real tau_, const real ax_, const real ay_, const real wall_, const real tau_wall_)
 {
     /* --- moments: pair sums s_i and differences d_i, Hermite projections A_n, n <= 4 (lbgen.model.derivation.hermite_moments) --- */
     const real s3 = f3 + f33;
@@ -996,7 +996,7 @@ LBGEN_SITE void lbgen_collide_site(const real f0, const real f1, const real f2, 
 
 /* The stored (post-collision) moments of one site, written once: the fields and diagnostics kernels (which
    add the half-step correction, lbgen.model.collision.physical) call it (lbgen.model.collision.macroscopic). */
-LBGEN_SITE void lbgen_fields_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36,     real *restrict o_rho, real *restrict o_ux, real *restrict o_uy, real *restrict o_T)
+LBGEN_SITE_LINKAGE void lbgen_fields_site(const real f0, const real f1, const real f2, const real f3, const real f4, const real f5, const real f6, const real f7, const real f8, const real f9, const real f10, const real f11, const real f12, const real f13, const real f14, const real f15, const real f16, const real f17, const real f18, const real f19, const real f20, const real f21, const real f22, const real f23, const real f24, const real f25, const real f26, const real f27, const real f28, const real f29, const real f30, const real f31, const real f32, const real f33, const real f34, const real f35, const real f36,     real *restrict o_rho, real *restrict o_ux, real *restrict o_uy, real *restrict o_T)
 {
     const real t0 = f1 + f35;
     const real t20 = f1 - f35;
