@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 import lbgen
+from lbgen.model.operators import set_for_operator
+from lbgen.model.physics import scale_factor, viscosity_parameters
 from lbgen.reference import bulk3d as oracle
 
 R = np.sqrt(3.0)
@@ -158,18 +160,21 @@ def cavity_profiles(L, U=0.1, Re=100, tol=1e-6, threads=2, collision="bgk", chec
     change of u/U over `check` steps is < tol.  Returns (s, ux(z) at x = y = L/2, uz(x) at
     y = z = L/2, steps), positions s in [0, 1] (nodes at (i + 1/2) / L), velocities over U;
     the centrelines lie between nodes (L even): the mean of the 4 nearest lines.
+    Any operator: its velocity set is :func:`cavity_set` (D3Q19, or the operator's 3D set) and
+    its viscosity parameter ``viscosity_parameters``' (tau, or C1 of the regularized operator).
     ``progress(steps, s, ux_z, uz_x, change)`` is called after every check; ``options`` go to
     Simulation3D (time_block, layout, vl)."""
-    nu = U * L / Re
-    viscosity = {"tau": 0.5 + 3 * nu} if collision == "bgk" else {"C1": 3 * nu}
-    sim = lbgen.Simulation(L, L, L, collision=collision, walls="xyz", lid={"z-high": (R * U, 0.0, 0.0)},
-                             threads=threads, **viscosity, **options)
+    velocity_set = cavity_set(collision)
+    r = scale_factor(velocity_set)
+    viscosity = viscosity_parameters(collision, U * L / Re, r=r)
+    sim = lbgen.Simulation(L, L, L, velocity_set=velocity_set, collision=collision, walls="xyz",
+                           lid={"z-high": (r * U, 0.0, 0.0)}, threads=threads, **viscosity, **options)
     sim.set_fields(1.0, 0.0, 0.0, 0.0)
     s, previous = (np.arange(L) + 0.5) / L, None
     while True:
         sim.run(check)
         f = sim.fields()
-        u = np.stack([f["ux"], f["uy"], f["uz"]]) / (R * U)
+        u = np.stack([f["ux"], f["uy"], f["uz"]]) / (r * U)
         change = np.inf if previous is None else float(np.max(np.abs(u - previous)))
         if progress is not None:
             progress(sim.time_step, s, *_centrelines(u), change)
@@ -178,6 +183,22 @@ def cavity_profiles(L, U=0.1, Re=100, tol=1e-6, threads=2, collision="bgk", chec
         previous = u
         assert sim.time_step < 400_000
     return (s, *_centrelines(u), sim.time_step)
+
+
+def cavity_set(collision):
+    """The cavity's velocity set: D3Q19, or where the operator is not defined on it (the
+    cumulant) its 3D set (D3Q27), by the rule ``lbgen run`` follows (``set_for_operator``)."""
+    return set_for_operator("d3q19", collision)
+
+
+def test_the_cavity_takes_the_operators_set_and_viscosity():
+    """One rule for every operator: D3Q19 where the operator is defined on it, else its 3D set
+    (the cumulant and KBC: D3Q27, as `lbgen run` picks); tau (or C1) from nu = U L / Re."""
+    assert [cavity_set(c) for c in ("bgk", "regularized", "trt", "cumulant", "kbc")] == \
+        ["d3q19", "d3q19", "d3q19", "d3q27", "d3q27"]
+    assert set_for_operator("d2q9", "cumulant") == "d2q9" and set_for_operator("d3q19", None) == "d3q19"
+    assert viscosity_parameters("cumulant", 0.1 * 64 / 1000, r=scale_factor("d3q27")) == \
+        pytest.approx({"tau": 0.5 + 3 * 0.0064})
 
 
 def _interpolate(s_fine, v_fine, s):
