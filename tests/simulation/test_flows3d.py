@@ -278,8 +278,8 @@ def test_the_re_1000_cavity_at_128_cubed_is_within_0_02_of_the_published_centrel
     u/U below 1e-5 per 1002 steps, 47 minutes on 2 cores, too long for CI; stored by
     `benchmarks/validate_flows3d.py cavity1000 128 --write`) against Albensoeder & Kuhlmann
     (2005), Tables 5 and 6, recomputed here from the stored centrelines: max deviation 0.0150
-    (u_x along z) and 0.0188 (u_z along x), both below 0.02; the 64^3 run had a counter-flow
-    under the lid (docs/validation3d.md).  Settled: the run stopped by the script's rule, and
+    (u_x along z) and 0.0188 (u_z along x), both below 0.02; the regularized 64^3 run had a
+    counter-flow under the lid (docs/validation3d.md).  Settled: the run stopped by the script's rule, and
     the deviations moved by < 0.0015 over its last 20 000 steps (0.0148 -> 0.0150, 0.0188)."""
     run = json.loads(RE1000_RUN.read_text())
     assert run["change"] < 1e-5 and run["history"][-1][0] == run["steps"]
