@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 
-from lbgen.model.catalog import AXES
+from lbgen.model.catalog import AXES, set_entry
 
 
 def force_arguments(D: int = 2) -> Tuple[str, ...]:
@@ -307,3 +307,16 @@ def all_parameters() -> Dict[str, Parameter]:
         for p in op.parameters:
             out.setdefault(p.name, p)
     return out
+
+
+def set_for_operator(chosen: str, collision: Optional[str]) -> str:
+    """The velocity set a run of ``collision`` takes where ``chosen`` is its default: ``chosen``,
+    or, where the operator is not defined on it (the cumulant on D3Q19), the operator's first set
+    of the same dimension (D3Q27).  The one rule of ``lbgen run`` and the validation scripts."""
+    if collision is None:
+        return chosen
+    sets = operator(collision).sets
+    if sets is None or chosen in sets:
+        return chosen
+    D = set_entry(chosen).D
+    return next((name for name in sets if set_entry(name).D == D), chosen)

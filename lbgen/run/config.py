@@ -21,7 +21,7 @@ from dataclasses import InitVar, dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from lbgen.codegen.layouts import LayoutChoice
-from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, all_parameters, operator
+from lbgen.model.operators import DEFAULT_OPERATOR, ParameterError, all_parameters, operator, set_for_operator
 from lbgen.model.catalog import SETS_3D, set_entry, set_names, wall_scheme_refusal
 from lbgen.model.wall_frame import upright_shape
 from lbgen.run.options import (ADIABATIC, DEFAULT_SIZE_3D, OPTIONS, SCHEMA, ConfigError, as_bool, as_float,
@@ -333,7 +333,7 @@ class RunConfig:
             chosen = SETUPS[name].run_defaults.get("velocity_set", values["velocity_set"])   # the set-up's own set
             if "velocity_set" not in merged and "velocity_set" in SETUPS[name].run_defaults:
                 # the set-up's set (D3Q19) where the operator is not defined on it: the operator's (D3Q27)
-                chosen = _set_for_operator(chosen, merged.get("collision"))
+                chosen = set_for_operator(chosen, merged.get("collision"))
                 if chosen != SETUPS[name].run_defaults.get("velocity_set", chosen):
                     merged["velocity_set"] = chosen
             values.update(SETUPS[name].defaults_for(merged.get("velocity_set", chosen)))
@@ -449,18 +449,6 @@ class RunConfig:
                 "gravity": list(self.gravity), "walls": self.walls, "precision": self.precision,
                 **({"wall_axis": self.wall_axis} if self.wall_axis else {}),
                 **({"storage": self.storage} if self.storage else {}), "velocity_set": self.velocity_set}
-
-
-def _set_for_operator(chosen: str, collision: Optional[str]) -> str:
-    """A set-up's default velocity set, or, where the operator asked for is not defined on it (the
-    cumulant on D3Q19), the operator's first set of the same dimension (D3Q27)."""
-    if collision is None:
-        return chosen
-    sets = operator(collision).sets
-    if sets is None or chosen in sets:
-        return chosen
-    D = set_entry(chosen).D
-    return next((name for name in sets if set_entry(name).D == D), chosen)
 
 
 def _reynolds_values(values: Mapping[str, Any], given: Mapping[str, str]) -> Dict[str, Any]:
