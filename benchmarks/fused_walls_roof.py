@@ -1,10 +1,12 @@
 """The thermal walls sweep against the machine's limits (issue 39; a benchmark, not a test): a box of N^3 of a
 thermal set (default D3Q39, 96^3) between the thermal walls across z, with a force (gravity), per operator
 (default BGK and regularized): MLUPS of one ``fused_walls`` step (halo + fused sweep with the wall rows), the
-bytes it moves per site, the fraction of the copy bandwidth and of the FMA peak, and its CPU time.
+bytes it moves per site, the fraction of the copy bandwidth and of the FMA peak, and its CPU time; with
+``--cpu-time --threads 1`` the step and the peak in process CPU time (one core, unstretched by the load).
 
     python benchmarks/fused_walls_roof.py [--size 96] [--threads 2] [--collisions bgk,regularized]
                                           [--velocity-set d3q39] [--repeat 5] [--json out.json]
+    python benchmarks/fused_walls_roof.py --threads 1 --cpu-time
 
 Every round (``lbgen.system.timing.interleaved_rates``) first measures the copy bandwidth of a Q + Q stream
 copy with streaming stores (``lbgen.perf.machine.measure_bandwidth``, buffers of the lattice's size, the limit
@@ -30,7 +32,7 @@ import time
 from bench3d import bytes_per_site
 
 
-def walls_step(n: int, velocity_set: str, collision: str, threads: int, tau: float):
+def walls_step(n: int, velocity_set: str, collision: str, threads: int, tau: float, layout=None):
     """(one fused_walls step as a call, the Simulation) on the thermal box between walls across z."""
     from lbgen.model.physics import kinematic_viscosity, scale_factor, viscosity_parameters
     from lbgen.simulation.parameters import Walls
@@ -38,7 +40,7 @@ def walls_step(n: int, velocity_set: str, collision: str, threads: int, tau: flo
     r = scale_factor(velocity_set)            # the viscosity of BGK's tau, in each operator's parameter (C1, ...)
     viscosity = viscosity_parameters(collision, kinematic_viscosity("bgk", {"tau": tau}, r=r), r=r)
     sim = Simulation(n, n, n, velocity_set=velocity_set, collision=collision, walls=Walls(T_bottom=1.02, T_top=0.98),
-                     threads=threads, gravity=(0.0, 0.0, -1e-5), check_every=0, **viscosity)
+                     threads=threads, gravity=(0.0, 0.0, -1e-5), check_every=0, layout=layout, **viscosity)
     sim.set_fields(1.0, 0.01, 0.0, 0.0, T=1.0)
     p, r = sim.program, sim.regions[0]
     params, walls, f, g = sim.kernel_parameters, sim.walls, r.f, r.g
@@ -63,10 +65,19 @@ def main(argv=None) -> int:
     ap.add_argument("--tau", type=float, default=0.8,
                     help="BGK's relaxation time; the other operators get its viscosity (regularized: C1), their other "
                          "parameters at their defaults")
+    ap.add_argument("--layout", default=None, help="the C layout (default: the runtime's choice, lbgen.codegen.spec."
+                    "choose_layout); e.g. soa")
     ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds")
     ap.add_argument("--min-seconds", type=float, default=1.0, help="least time of one kernel's sample")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time in process CPU time (time.process_time) instead of wall-clock: with --threads 1, the "
+                         "step's own time and one core's peak, which a loaded machine does not stretch; no copy")
     ap.add_argument("--json", default=None, help="write the figures here")
     args = ap.parse_args(argv)
+    if args.cpu_time and args.threads != 1:
+        ap.error(f"--cpu-time needs --threads 1 (got {args.threads}): the CPU time of several threads adds up, a "
+                 "rate from it would not be a rate")
+    clock = time.process_time if args.cpu_time else time.perf_counter
     collisions = [c for c in args.collisions.split(",") if c.strip()]
     try:
         vs = vset(args.velocity_set)
@@ -84,13 +95,14 @@ def main(argv=None) -> int:
     q, sites = vs.Q, args.size ** 3
     per_site = bytes_per_site(q)
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_model(),
+              "clock": "process CPU time" if args.cpu_time else "wall-clock",
               "lattice": [args.size] * 3, "threads": args.threads, "velocity_set": args.velocity_set,
               "bytes_per_site": per_site, "load_average_start": os.getloadavg(), "kernels": []}
     print(f"{report['date']}  {report['cpu']}  {args.size}^3 {args.velocity_set.upper()} between thermal walls, "
           f"{args.threads} threads, load average {report['load_average_start'][0]:.1f}", flush=True)
     steps, cpu, wall = [], [[0.0] for _ in collisions], [[0.0] for _ in collisions]
     for j, c in enumerate(collisions):
-        call, sim = walls_step(args.size, args.velocity_set, c, args.threads, args.tau)
+        call, sim = walls_step(args.size, args.velocity_set, c, args.threads, args.tau, args.layout)
         p = sim.program
         print(f"{c}: C {p.spec.layout}{'' if p.spec.vl is None else f' VL {p.spec.vl}'}, "
               f"{collide(c, args.velocity_set).flops} operations per site", flush=True)
@@ -104,11 +116,13 @@ def main(argv=None) -> int:
     copy, peak = [], []
 
     def limits():
-        copy.append(measure_bandwidth(nbytes=sites * q * 8, threads=args.threads, repeat=1, streams=q)
+        copy.append(float("nan") if args.cpu_time else     # a copy's rate in CPU time would not be the memory's
+                    measure_bandwidth(nbytes=sites * q * 8, threads=args.threads, repeat=1, streams=q)
                     ["streaming"]["gbs"])
-        peak.append(measure_peak("double", threads=args.threads, repeat=3)["gflops"])
+        peak.append(measure_peak("double", threads=args.threads, repeat=3, clock=clock)["gflops"])
 
-    samples = interleaved_rates(steps, [sites] * len(steps), args.repeat, args.min_seconds, between=limits)
+    samples = interleaved_rates(steps, [sites] * len(steps), args.repeat, args.min_seconds, between=limits,
+                                clock=clock)
     report.update(load_average_end=os.getloadavg(), copy_gbs=copy, peak_gflops=peak)
     for j, c in enumerate(collisions):
         ops = collide(c, args.velocity_set).flops
@@ -122,7 +136,7 @@ def main(argv=None) -> int:
                  "gflops_median": statistics.median(mlups) * ops / 1e3, "fraction_of_peak": roof,
                  "fraction_of_peak_median": statistics.median(roof), "cpu_seconds": cpu[j][0],
                  "wall_seconds": wall[j][0], "cpu_share_of_threads": busy,
-                 "cpu_time_mlups": statistics.median(mlups) / busy}
+                 "cpu_time_mlups": statistics.median(mlups) / (1.0 if args.cpu_time else busy)}
         report["kernels"].append(entry)
         print(f"{c} fused_walls: {entry['mlups_median']:.2f} MLUPS [{min(mlups):.2f}-{max(mlups):.2f}], "
               f"{per_site} B/site, {entry['gbs_median']:.1f} GB/s, {entry['fraction_of_copy_median']:.2f} of the copy "

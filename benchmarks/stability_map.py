@@ -199,7 +199,7 @@ def figure(rows, path: Path) -> None:
     ax.set_yticks(range(len(rows)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("largest stable Re (Taylor–Green vortex, 20 t_c)")
-    ax.set_title("lbgen stability map, 3D (benchmarks/stability_map.py --dim 3)")
+    ax.set_title(f"3D stability map: Taylor–Green vortex, U = {U}, {TGV_TIMES:g} t_c")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
