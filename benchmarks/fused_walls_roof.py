@@ -81,9 +81,10 @@ def main(argv=None) -> int:
     collisions = [c for c in args.collisions.split(",") if c.strip()]
     try:
         vs = vset(args.velocity_set)
-        if vs.D != 3:
-            raise ValueError(f"--velocity-set {args.velocity_set}: a 3D thermal set is timed here "
-                             "(2D: fused_walls_ab.py with d2q37)")
+        from lbgen.model.physics import is_thermal
+        if vs.D != 3 or not is_thermal(args.velocity_set):
+            raise ValueError(f"--velocity-set {args.velocity_set}: a 3D thermal set is timed here (d3q39, d3q103: "
+                             "the thermal walls); 2D: fused_walls_ab.py with d2q37")
         for c in collisions:
             operator(c).check_set(args.velocity_set, True)
             operator(c).check_walls(True)

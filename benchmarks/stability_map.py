@@ -233,8 +233,14 @@ def main(argv=None):
     level = os.environ.get("LBGEN_OPT_LEVEL", "").strip()
     machine = f"{cpu_model()}, {os.cpu_count()} cores (C backend, one thread{', ' + level if level else ''})"
     rows = []
+    try:
+        sizes = [int(n) for n in (a.sizes or ("32" if a.dim == 2 else "16")).split(",")]
+    except ValueError:
+        ap.error(f"--sizes {a.sizes!r}: need comma-separated whole numbers (e.g. 16,24)")
+    if min(sizes) < 8:
+        ap.error(f"--sizes {a.sizes}: each lattice needs at least 8 sites per axis")
     if a.dim == 2:
-        for L in (int(s) for s in (a.sizes or "32").split(",")):
+        for L in sizes:
             for op in (a.operators or "bgk,trt,mrt,central,cumulant,kbc,bgk-les").split(","):
                 t0 = time.perf_counter()
                 best, bad = largest_stable(op, L)
@@ -247,15 +253,20 @@ def main(argv=None):
         return
     sets = [s.strip().lower() for s in a.sets.split(",") if s.strip()]
     wanted = None if a.operators in (None, "all") else [o.strip() for o in a.operators.split(",") if o.strip()]
+    from lbgen.model.physics import is_thermal
+    from lbgen.model.velocity_set import velocity_set as vset
     try:
         for o in wanted or ():
             operator(o)
-    except ParameterError as e:
-        ap.error(str(e))
-    for N in (int(s) for s in (a.sizes or "16").split(",")):
+        for vs in sets:
+            if vset(vs).D != 3:
+                raise ValueError(f"--sets {vs}: a 3D velocity set is mapped with --dim 3 (2D: --dim 2, D2Q9)")
+    except (ParameterError, KeyError, ValueError) as e:
+        ap.error(str(e).strip("'\""))
+    for N in sizes:
         for vs in sets:
             for op in wanted or OPERATORS:
-                if not operator(op).takes(vs, False):
+                if not operator(op).takes(vs, is_thermal(vs)):
                     if wanted:
                         print(f"{op}: not defined on {vs.upper()}, skipped", flush=True)
                     continue
