@@ -43,6 +43,8 @@ KERNELS = {
     "d2q9-kbc": ["--velocity-set", "d2q9", "--collision", "kbc"],
     "d2q9-bgk": ["--velocity-set", "d2q9", "--collision", "bgk"],
     "d3q27-kbc": ["--velocity-set", "d3q27", "--collision", "kbc"],
+    "d3q39-bgk-walls": ["--velocity-set", "d3q39", "--collision", "bgk", "--walls"],
+    "d3q39-regularized-walls": ["--velocity-set", "d3q39", "--collision", "regularized", "--walls"],
 }
 #: (velocity set, operator) of each kernel set's collide list
 COLLIDE = {"d2q37-regularized-walls": ("d2q37", "regularized"), "d3q19-bgk": ("d3q19", "bgk"),
@@ -51,7 +53,8 @@ COLLIDE = {"d2q37-regularized-walls": ("d2q37", "regularized"), "d3q19-bgk": ("d
            "d3q27-cumulant": ("d3q27", "cumulant"), "d3q19-mrt": ("d3q19", "mrt"),
            "d3q27-mrt": ("d3q27", "mrt"),
            "d3q27-central": ("d3q27", "central"), "d2q9-kbc": ("d2q9", "kbc"), "d2q9-bgk": ("d2q9", "bgk"),
-           "d3q27-kbc": ("d3q27", "kbc")}
+           "d3q27-kbc": ("d3q27", "kbc"), "d3q39-bgk-walls": ("d3q39", "bgk"),
+           "d3q39-regularized-walls": ("d3q39", "regularized")}
 #: what a plain run shows (the operator comparison: --kernels with the d3q19-trt* sets)
 DEFAULT_KERNELS = ("d2q37-regularized-walls", "d3q19-bgk")
 FUNCTIONS = ("fused",)
