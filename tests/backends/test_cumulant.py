@@ -145,7 +145,7 @@ def test_only_an_operator_with_an_off_switch_has_a_list_without_it():
 
 
 def test_fused_at_lambda_0_takes_the_site_function_without_the_limiter_with_the_same_bits(programs):
-    """The C fused kernel branches once per call on cumulant_limiter == 0 to a sweep calling
+    """The C fused (and fused_tb) kernel branches once per call on cumulant_limiter == 0 to a sweep calling
     <P>_collide_site_off_ (no fabs, no limiter division); its bits in a strict build equal those of collide
     (the site function with the limiter's code, lambda = 0) after propagate; lambda > 0 keeps the limiter
     (test_the_limiter_changes_the_bits_and_the_kernels_follow_the_oracle)."""
@@ -157,11 +157,16 @@ def test_fused_at_lambda_0_takes_the_site_function_without_the_limiter_with_the_
     full = re.search(r"void lbgen_collide_site\(.*?\n}", text, re.S).group(0)
     assert "fabs" in full and "fabs" not in off and "cumulant_limiter_" not in off.split("(void)cumulant_limiter_;")[1]
     assert re.search(r"if \(par != NULL && par->cumulant_limiter == 0\)\s*lbgen_fused_off_\(", text)
+    assert re.search(r"if \(par != NULL && par->cumulant_limiter == 0\)\s*return lbgen_fused_tb_off_\(", text)
     symbols = subprocess.run(["nm", str(prog.library_path)], capture_output=True, text=True).stdout
-    assert "lbgen_fused_off_" in symbols
+    assert "lbgen_fused_off_" in symbols and "lbgen_fused_tb_off_" in symbols
     f0 = initial_state(7)
     fused, unfused = run(prog, f0, STEPS), run(prog, f0, STEPS, fused=False)
     assert np.array_equal(fused, unfused) and not np.array_equal(fused, f0)
+    # lambda > 0: fused_tb and fused both keep the limiter's site function (the same bits)
+    blocked, single = time_blocks_and_single_steps(prog, f0, kernel_params(cumulant_limiter=1e-2))
+    assert np.array_equal(blocked, single) and not np.array_equal(blocked, time_blocks_and_single_steps(
+        prog, f0, kernel_params())[0])
 
 
 def _velocities(name):
