@@ -66,14 +66,15 @@ def kernel_params(prog, tau: float, force=(0.0, 0.0, 0.0)) -> dict:
     return {**params, **dict(zip(("ax", "ay", "az"), force))}
 
 
-def lbgen_kernel3d(prog, tau: float, depth: int):
-    """(call, site updates per call, name): fused (depth 1) or fused_tb on a fluid at rest."""
+def lbgen_kernel3d(prog, tau: float, depth: int, **extra):
+    """(call, site updates per call, name): fused (depth 1) or fused_tb on a fluid at rest; ``extra``: operator
+    parameters other than their defaults."""
     shape = (prog.lx, prog.ly, prog.lz)
     one, zero = np.ones(shape), np.zeros(shape)
     bufs = [prog.allocate(), prog.allocate()]
     for b in bufs:
         prog.init_equilibrium(b, one, zero, zero, zero, one)
-    params = kernel_params(prog, tau)
+    params = {**kernel_params(prog, tau), **extra}
     state = {"i": 0}
 
     def call():
@@ -84,9 +85,19 @@ def lbgen_kernel3d(prog, tau: float, depth: int):
             prog.fused(a, b, **params)
         state["i"] ^= 1
 
-    name = "fused" if depth == 1 else f"fused_tb depth {depth}"
+    name = ("fused" if depth == 1 else f"fused_tb depth {depth}") + "".join(f" {k}={v}" for k, v in extra.items())
     return call, int(np.prod(shape)) * depth, (f"lbgen {prog.spec.velocity_set} {prog.spec.collision} {name} "
                                                f"({prog.layout.tag}, {prog.threads} threads)")
+
+
+def operations(collision: str, velocity_set: str, fused: bool) -> int:
+    """The collide list's operations per site of the kernel timed: with its parameters' defaults, fused takes the
+    site function without the part the operator's off switch (at its default 0) turns off."""
+    from lbgen.model.derived import collide
+    from lbgen.model.operators import operator
+    record = operator(collision)
+    off = fused and record.off_switch and record.defaults()[record.off_switch] == 0
+    return collide(collision, velocity_set, switched_off=bool(off)).flops
 
 
 def same_bits(prog, tau: float, depth: int, steps_seed: int = 3) -> dict:
@@ -141,6 +152,10 @@ def main(argv=None) -> int:
     ap.add_argument("--cpu-time", action="store_true",
                     help="time in process CPU time (time.process_time) instead of wall-clock: with --threads 1, "
                          "the kernels' own time, which a loaded machine does not stretch; no copy bandwidth")
+    ap.add_argument("--limiter-too", type=float, default=None, metavar="LAMBDA",
+                    help="cumulant: time fused again with cumulant_limiter=LAMBDA (> 0: the site function with the "
+                         "limiter's code, which fused takes for any lambda > 0; with omega3 = 1 the same results as "
+                         "lambda = 0, which takes the site function without it)")
     ap.add_argument("--json", default=None, help="write the figures here")
     args = ap.parse_args(argv)
     if args.cpu_time and args.threads != 1:
@@ -195,9 +210,15 @@ def main(argv=None) -> int:
         chosen = layouts[0]
         prog = lbgen_program3d(shape, args.threads, *chosen, **build)
     kernels = [lbgen_kernel3d(prog, args.tau, 1)] + [lbgen_kernel3d(prog, args.tau, d) for d in depths]
-    from lbgen.model.derived import collide
-    ops = [collide(collisions[0], args.velocity_set).flops] * len(kernels) + \
-        [collide(c, args.velocity_set).flops for c in collisions[1:]] + [None] * args.lbmpy
+    ops = [operations(collisions[0], args.velocity_set, fused=True)] + \
+        [operations(collisions[0], args.velocity_set, fused=False)] * len(depths)
+    if args.limiter_too is not None:
+        if args.limiter_too <= 0 or "cumulant_limiter" not in operator(collisions[0]).parameter_names:
+            ap.error(f"--limiter-too {args.limiter_too}: a lambda > 0 of an operator with the cumulant limiter "
+                     f"(the first of --collisions is {collisions[0]!r})")
+        kernels.append(lbgen_kernel3d(prog, args.tau, 1, cumulant_limiter=args.limiter_too))
+        ops.append(operations(collisions[0], args.velocity_set, fused=False))
+    ops += [operations(c, args.velocity_set, fused=True) for c in collisions[1:]] + [None] * args.lbmpy
     for other in collisions[1:]:                    # the other operators, in the chosen layout
         kernels.append(lbgen_kernel3d(lbgen_program3d(shape, args.threads, *chosen, collision=other,
                                                       velocity_set=args.velocity_set),

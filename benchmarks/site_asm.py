@@ -15,7 +15,8 @@ assembly of every function whose name holds one of `--functions` (OpenMP bodies 
 * flops: vector floating-point arithmetic (add, sub, mul, div, fma, min, max, sqrt);
 
 and, per kernel set, the collide list's most values live at once in the scheduler's model
-(`lbgen.model.assignments.peak_live`).
+(`lbgen.model.assignments.peak_live`) -- and, for an operator with an off switch (the cumulant's
+limiter), that of the list the C `fused` and `fused_tb` take when it is 0 (their `*_off_` functions).
 
 Nothing is timed: the figures depend only on the generated source and the compiler.
 """
@@ -124,10 +125,17 @@ def main(argv=None) -> int:
     print(f"{'kernel':28} {'function':34} {'insns':>6} {'spills':>6} {'reloads':>7} {'stack_ops':>9} {'flops':>6}")
     from lbgen.model.assignments import peak_live
     from lbgen.model.derived import collide
+    from lbgen.model.operators import operator
     for kernel in wanted:
         col = collide(COLLIDE[kernel][1], COLLIDE[kernel][0])
         print(f"{kernel:28} collide list: {len(col.assignments)} assignments, {col.flops} operations per site, at most "
               f"{peak_live(col.assignments, col.outputs, col.inputs)} values live")
+        switch = operator(COLLIDE[kernel][1]).off_switch
+        if switch:      # the list the C fused and fused_tb sweeps take (the *_off_ functions) at switch = 0
+            off = collide(COLLIDE[kernel][1], COLLIDE[kernel][0], switched_off=True)
+            print(f"{kernel:28} collide list at {switch} = 0 (*_off_): {len(off.assignments)} assignments, "
+                  f"{off.flops} operations per site, at most {peak_live(off.assignments, off.outputs, off.inputs)} "
+                  "values live")
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(args.keep) / kernel if args.keep else Path(tmp)
             work.mkdir(parents=True, exist_ok=True)

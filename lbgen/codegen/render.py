@@ -156,6 +156,13 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
                                  "towards z = 0)"},
         "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
         "collide_outputs": [str(s) for s in col.outputs],
+        # the operator's off switch (a parameter whose 0 switches a part off) and the collision without that
+        # part: the C fused sweep takes a second site function, <P>_collide_site_off_, when it is 0
+        "off_switch": model.operator.off_switch if model.collide_off is not None else "",
+        "collide_off_body": (print_assignments(model.collide_off, spec.precision, suffix_parameters="_")
+                             if model.collide_off is not None else []),
+        "collide_off_outputs": [str(s) for s in model.collide_off.outputs] if model.collide_off is not None else [],
+        "collide_off_flops": model.collide_off.flops if model.collide_off is not None else 0,
         "site_outputs": [f"fout{p}" for p in range(vs.Q)],   # what collide_call leaves
         "collide_flops": col.flops,
         # the example drivers' values of an operator other than bgk and regularized: its records' defaults

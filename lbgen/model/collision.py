@@ -159,10 +159,14 @@ def _trt(b: Builder, vs: VelocitySet, f, H, A, rho, u, a, tau_bulk, magic, wall,
     return reconstruct(b, vs, H, B, f=f, shifts=(even, odd))
 
 
-def collision(vs: VelocitySet, operator: str) -> AssignmentList:
-    """The collide kernel body for one site: inputs f0..f{Q-1}, outputs fout0..."""
+def collision(vs: VelocitySet, operator: str, switched_off: bool = False) -> AssignmentList:
+    """The collide kernel body for one site: inputs f0..f{Q-1}, outputs fout0...; ``switched_off``: the
+    body for the operator's ``off_switch`` parameter at 0, without the part it switches off (the same
+    parameters and, at that value, the same results: the cumulant without its limiter's code)."""
     record = operator_record(operator)          # ParameterError (a ValueError) for unknown names
     record.check_set(vs.name, not vs.isothermal)
+    if switched_off and not record.off_switch:
+        raise ValueError(f"operator {operator!r} has no parameter that switches a part of it off")
     base = record.base or record.name
     f = population_symbols(vs.Q)
     D = vs.D
@@ -206,7 +210,8 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
         outputs = reconstruct(b, vs, H, B, f_scale=1 - inv_tau, f=f)
     elif base == "cumulant":
         outputs = cumulant_collision(b, vs, f, a, symbols["tau"], symbols["omega_bulk"], symbols["omega3"],
-                                     symbols["omega4"], wall, tau_wall, limiter=symbols["cumulant_limiter"],
+                                     symbols["omega4"], wall, tau_wall,
+                                     limiter=None if switched_off else symbols["cumulant_limiter"],
                                      smagorinsky=symbols.get("smagorinsky"))
     elif base == "central":
         outputs = central_collision(b, vs, f, a, symbols["tau"], symbols["omega_bulk"], symbols["omega3"],
@@ -247,7 +252,8 @@ def collision(vs: VelocitySet, operator: str) -> AssignmentList:
     description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
     assert tuple(map(str, params[:-2])) == record.kernel_arguments_of(D), "collision symbols != operator record"
     assignments, blocks = in_blocks(cse_assignments(b.assignments, outputs), b)
-    return AssignmentList(name=f"collide_{operator.replace('-', '_')}", inputs=f, parameters=params,
+    return AssignmentList(name=f"collide_{operator.replace('-', '_')}{'_off' if switched_off else ''}", inputs=f,
+                          parameters=params,
                           defaults=((WALL_TAU, WALL_TAU_DEFAULT),),
                           assignments=assignments, outputs=outputs, description=description, blocks=blocks)
 

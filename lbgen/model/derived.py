@@ -41,7 +41,7 @@ def _cached(what: str, vs_name: str, *args):
     def build():
         vs = velocity_set(vs_name)
         if what == "collide":
-            return c.collision(vs, *args)
+            return c.collision(vs, args[0], switched_off=args[1:] == ("off",))
         if what == "wall":
             return w.wall_assignments(vs, *args)
         if what == "equilibrium":
@@ -55,11 +55,12 @@ def _cached(what: str, vs_name: str, *args):
 
 
 @lru_cache(maxsize=None)
-def collide(operator: str, vs_name: str = "d2q37") -> AssignmentList:
-    """Collide kernel body (cached on disk)."""
+def collide(operator: str, vs_name: str = "d2q37", switched_off: bool = False) -> AssignmentList:
+    """Collide kernel body (cached on disk); ``switched_off``: the body for the operator's ``off_switch``
+    parameter at 0 (lbgen.model.collision.collision)."""
     from lbgen.model.operators import operator as record
     record(operator)                      # ParameterError naming the choices
-    return _cached("collide", vs_name, operator)
+    return _cached("collide", vs_name, operator, *(("off",) if switched_off else ()))
 
 
 @lru_cache(maxsize=None)
@@ -102,7 +103,8 @@ class Model:
     """One model, derived once and handed down: the velocity set, the collision operator
     (its record and its assignments), the equilibrium (of physical fields), macroscopic
     (stored moments) and physical (half-step correction) assignments, and the wall rows
-    ((side, row, assignments), nearest the bulk first) when there are walls."""
+    ((side, row, assignments), nearest the bulk first) when there are walls; ``collide_off``: the
+    collision with the operator's ``off_switch`` parameter at 0 (None: the operator has none)."""
 
     vs: VelocitySet
     operator: Operator
@@ -112,6 +114,7 @@ class Model:
     physical: AssignmentList
     wall_scheme: str = "lbgen"
     walls: Optional[Tuple[Tuple[str, int, AssignmentList], ...]] = None
+    collide_off: Optional[AssignmentList] = None
 
 
 @lru_cache(maxsize=None)
@@ -125,7 +128,9 @@ def build_model(velocity_set_name: str = "d2q37", collision: str = "bgk", walls:
     if walls:      # 2D: across y (bottom, top); 3D: across z or wall_axis (low, high, named bottom and top too)
         rows = tuple((side, row, wall_assignments(side, row, velocity_set_name, wall_scheme, wall_axis))
                      for side in CHANNEL_WALLS for row in range(wall_row_count(vs) - 1, -1, -1))
-    return Model(vs=vs, operator=operator(collision), collide=collide(collision, velocity_set_name),
+    record = operator(collision)
+    return Model(vs=vs, operator=record, collide=collide(collision, velocity_set_name),
+                 collide_off=collide(collision, velocity_set_name, True) if record.off_switch else None,
                  equilibrium=equilibrium_assignments(velocity_set_name),
                  macroscopic=macroscopic_assignments(velocity_set_name),
                  physical=physical_assignments(velocity_set_name), wall_scheme=wall_scheme, walls=rows)

@@ -91,6 +91,10 @@ class Operator:
     sets_reason: str = ""
     #: whether a ``-les`` variant (the Smagorinsky subgrid model on top) exists
     subgrid: bool = True
+    #: the parameter whose value 0 switches a part of the operator off ("": none); the C kernels carry a
+    #: second site function derived without that part, which ``fused`` takes when it is 0
+    #: (lbgen.model.collision.collision's ``switched_off``)
+    off_switch: str = ""
 
     @property
     def parameter_names(self) -> Tuple[str, ...]:
@@ -229,7 +233,8 @@ _BASE_RECORDS: Dict[str, Operator] = {
                         "per axis), and its equilibrium is isothermal",
         sets=("d2q9", "d3q27"),
         sets_reason="the chimera transform needs every velocity of {-1, 0, 1}^D (D3Q19 lacks the 8 corners, "
-                    "whose moments the cumulants of order 4 and up relax); use trt or bgk on D3Q19"),
+                    "whose moments the cumulants of order 4 and up relax); use trt or bgk on D3Q19",
+        off_switch=CUMULANT_LIMITER.name),
     "central": Operator(
         "central",
         "central-moment MRT (the cascaded central moments: Geier, Greiner & Korvink, PRE 73 (2006) 066705; "
@@ -282,7 +287,7 @@ def _with_subgrid_model(base: Operator) -> Operator:
     return Operator(base.name + LES_SUFFIX, base.description + LES_DESCRIPTION, base.parameters + (SMAGORINSKY,),
                     wall_rows=base.wall_rows + " (no subgrid model on wall rows)", base=base.name,
                     isothermal_only=base.isothermal_only, no_thermal_walls=base.no_thermal_walls or _LES_WALLS,
-                    sets=base.sets, sets_reason=base.sets_reason)
+                    sets=base.sets, sets_reason=base.sets_reason, off_switch=base.off_switch)
 
 
 OPERATOR_RECORDS: Dict[str, Operator] = {**_BASE_RECORDS,

@@ -80,13 +80,14 @@ def rel_err(got, want) -> float:
     return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
 
 
-def _site_values(name, seed, params, force):
-    """The derived collision (lbgen.model.collision) evaluated at one random site, and the oracle's."""
+def _site_values(name, seed, params, force, switched_off=False):
+    """The derived collision (lbgen.model.collision) evaluated at one random site, and the oracle's;
+    ``switched_off``: the list without the limiter's code (the one fused takes at lambda = 0)."""
     import sympy as sp
-    from lbgen.model.collision import collision
+    from lbgen.model.derived import collide
     from lbgen.model.velocity_set import velocity_set
     vs = velocity_set(name)
-    asg = collision(vs, "cumulant")
+    asg = collide("cumulant", name, switched_off)
     rng = np.random.default_rng(seed)
     w, c = np.array(vs.weights, dtype=float), np.array(vs.velocities)
     cu = c @ (0.06 * rng.standard_normal(vs.D))
@@ -113,6 +114,59 @@ def test_the_derivation_equals_the_papers_formulas_site_by_site(name, rates):
     assert np.abs(got - want).max() < 1e-15 * 30
     assert abs(got.sum() - f.sum()) < 1e-15 * 10                      # mass kept, momentum gains rho a
     assert np.abs(np.array(_velocities(name)).T @ (got - f) - f.sum() * np.asarray(force)).max() < 1e-15 * 10
+
+
+@pytest.mark.parametrize("name", ["d2q9", "d3q27"])
+def test_the_list_without_the_limiter_equals_the_papers_formulas_and_drops_its_divisions(name):
+    """The collision fused takes at lambda = 0 (lbgen.model.collision.collision(switched_off=True)): equal to the
+    oracle's operator without the limiter, with no |x| and one division per limited combination fewer (3D: the
+    7 combinations of Geier, Pasquali & Schoenherr 2017, Eqs. 116-123; 2D: C_21, C_12)."""
+    import sympy as sp
+    from lbgen.model.derived import collide
+    params = {"tau": 0.62, "omega_bulk": 1.3, "omega3": 0.8, "omega4": 1.4}
+    force = (2e-3, -1e-3, 3e-3)[:{"d2q9": 2, "d3q27": 3}[name]]
+    f, got, want = _site_values(name, 4, params, force, switched_off=True)
+    assert np.abs(got - want).max() < 1e-15 * 30
+
+    def divisions(asg):
+        return sum(1 for _, e in asg.assignments for p in e.atoms(sp.Pow) if p.exp == -1)
+
+    full, off = collide("cumulant", name), collide("cumulant", name, switched_off=True)
+    assert any(e.has(sp.Abs) for _, e in full.assignments) and not any(e.has(sp.Abs) for _, e in off.assignments)
+    assert divisions(full) - divisions(off) == {"d2q9": 2, "d3q27": 7}[name]
+    assert off.flops < full.flops and off.parameters == full.parameters
+
+
+def test_only_an_operator_with_an_off_switch_has_a_list_without_it():
+    from lbgen.model.collision import collision
+    from lbgen.model.velocity_set import velocity_set
+    with pytest.raises(ValueError, match="operator 'bgk' has no parameter that switches a part of it off"):
+        collision(velocity_set("d2q9"), "bgk", switched_off=True)
+
+
+def test_fused_at_lambda_0_takes_the_site_function_without_the_limiter_with_the_same_bits(programs):
+    """The C fused (and fused_tb) kernel branches once per call on cumulant_limiter == 0 to a sweep calling
+    <P>_collide_site_off_ (no fabs, no limiter division); its bits in a strict build equal those of collide
+    (the site function with the limiter's code, lambda = 0) after propagate; lambda > 0 keeps the limiter
+    (test_the_limiter_changes_the_bits_and_the_kernels_follow_the_oracle)."""
+    import re
+    import subprocess
+    prog = program(programs, "c", "caosoa", 4, strict=True)
+    text = prog.source.files[prog.source.main_file]
+    off = re.search(r"void lbgen_collide_site_off_\(.*?\n}", text, re.S).group(0)
+    full = re.search(r"void lbgen_collide_site\(.*?\n}", text, re.S).group(0)
+    assert "fabs" in full and "fabs" not in off and "cumulant_limiter_" not in off.split("(void)cumulant_limiter_;")[1]
+    assert re.search(r"if \(par != NULL && par->cumulant_limiter == 0\)\s*lbgen_fused_off_\(", text)
+    assert re.search(r"if \(par != NULL && par->cumulant_limiter == 0\)\s*return lbgen_fused_tb_off_\(", text)
+    symbols = subprocess.run(["nm", str(prog.library_path)], capture_output=True, text=True).stdout
+    assert "lbgen_fused_off_" in symbols and "lbgen_fused_tb_off_" in symbols
+    f0 = initial_state(7)
+    fused, unfused = run(prog, f0, STEPS), run(prog, f0, STEPS, fused=False)
+    assert np.array_equal(fused, unfused) and not np.array_equal(fused, f0)
+    # lambda > 0: fused_tb and fused both keep the limiter's site function (the same bits)
+    blocked, single = time_blocks_and_single_steps(prog, f0, kernel_params(cumulant_limiter=1e-2))
+    assert np.array_equal(blocked, single) and not np.array_equal(blocked, time_blocks_and_single_steps(
+        prog, f0, kernel_params())[0])
 
 
 def _velocities(name):
