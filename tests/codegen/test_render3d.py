@@ -79,7 +79,7 @@ def test_3d_source_files_entry_points_and_shared_site_function():
     assert src.entry_points == tuple(f"lb3_{n}" for n in ENTRY_POINTS_3D)
     text, header = src.files["lb3_kernels.c"], src.files["lb3_kernels.h"]
     # the collision body is common.j2's site function, printed from the model's assignment list
-    assert "static inline __attribute__((always_inline)) void lb3_collide_site(" in text
+    assert "LB3_SITE_LINKAGE void lb3_collide_site(" in text and "#define LB3_SITE_LINKAGE static inline" in text
     assert "The collision of one site, written once" in text
     assert "/* BEGIN API" in header and "} lb3_params;" in header and "#define LB3_IDX(p, x, y, r, k" in header
     assert "int lb3_check(int lx, int ly, int lz, char *message, size_t size);" in header
