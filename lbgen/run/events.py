@@ -11,8 +11,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import numpy as np
-
 from lbgen import __version__
 from lbgen.run.checkpoint import checkpoint_path, pieces_path, prune_checkpoints, write_checkpoint, write_pieces
 from lbgen.run.checkpoint_file import ChunkedArray
@@ -165,9 +163,10 @@ class RunEvents:
             self.output.write_frame(step, widened(fields), time=step / self.sim.vs.r)
 
     def final_fields(self):
-        """The fields after the last step (the ones the final outputs were written from), float64."""
-        fields = self._fields()
-        return None if fields is None else {k: np.asarray(v, dtype=np.float64) for k, v in fields.items()}
+        """The fields after the last step (the ones the final outputs were written from), read as
+        float64 one array at a time (``lbgen.output.widened``: a mapping, None off rank 0)."""
+        from lbgen.output.widened import widened
+        return widened(self._fields())
 
     def _checkpoint(self) -> Path:
         """Write a checkpoint of the current state -- the caller has checked its health, so

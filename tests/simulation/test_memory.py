@@ -220,3 +220,20 @@ def test_outputs_of_native_fields_are_the_float64_outputs_byte_for_byte(tmp_path
     view = widened(native)
     assert sorted(view) == sorted(wide) and all(np.array_equal(view[k], wide[k]) and view[k].dtype == np.float64
                                                  for k in wide)
+
+
+def test_the_memory_estimate_follows_what_a_run_holds():
+    """run_memory_estimate (checked before any work): the buffers with their halos (the clustered
+    last axis padded by a cluster row a side) and one event's fields -- no gathered states since the
+    checkpoints stream their slabs.  benchmarks/storage_memory.py at 128^3 D3Q19 (whole process,
+    docs/performance-history.md, 2026-11-27): in place + fp16s 83.4 B a cell, pull double 394-396;
+    the estimate is above each and within 15 % of it (before: 212 and 571, two gathered states
+    and a dozen float64 fields)."""
+    from lbgen.system.limits import field_bytes, run_memory_estimate
+    cells = 128 ** 3
+    for measured, itemsize, buffers in ((83.4, 2, 1), (396.0, 8, 2)):
+        estimate = run_memory_estimate((128,) * 3, 19, itemsize, halo=1, buffers=buffers) / cells
+        assert measured <= estimate <= 1.15 * measured, (measured, estimate)
+    assert field_bytes(3) == 40 and field_bytes(2) == 32
+    plain = run_memory_estimate((100, 60), 9, 8, halo=1, buffers=2, lanes=1)
+    assert plain == 9 * 102 * 62 * 2 * 8 + 32 * 6000 + 8 * 6000
