@@ -320,10 +320,10 @@ class CProgram(HostBuffers, Program):
         self._fn("init_equilibrium")(self._ptr(f), *self._sizes, *ptrs, *self._force(force))
 
     def fields(self, f, force=None, native=False):
-        dtype = self.codec.arith_dtype if native else np.dtype(np.float64)
-        out = [np.empty(self.shape, dtype=dtype) for _ in range(self.D + 2)]
-        ptrs = [self.ffi.cast(f"{'float' if dtype == np.float32 else 'double'} *", a.ctypes.data) for a in out]
-        self._fn("fields_real" if native else "fields")(self._ptr(f), *self._sizes, *ptrs, *self._force(force))
+        single = native and self.codec.arith_dtype == np.float32     # fields_real: float arrays (in double: fields')
+        out = [np.empty(self.shape, dtype=np.float32 if single else np.float64) for _ in range(self.D + 2)]
+        ptrs = [self.ffi.cast("float *" if single else "double *", a.ctypes.data) for a in out]
+        self._fn("fields_real" if single else "fields")(self._ptr(f), *self._sizes, *ptrs, *self._force(force))
         return fields_dict(out, self.D, native)
 
     def diagnostics(self, f, force=None, skip=None):
