@@ -263,9 +263,11 @@ class Program(ColumnExchange, abc.ABC):
         components per unit mass per step): the exact inverse of ``fields``; halo filled."""
 
     @abc.abstractmethod
-    def fields(self, f: Any, force=None) -> dict:
+    def fields(self, f: Any, force=None, native: bool = False) -> dict:
         """{rho, ux, uy[, uz], T}, float64 arrays of the lattice's shape: the physical (half-step)
-        fields of the populations in f under ``force`` (lbgen.model.collision.half_step_shift)."""
+        fields of the populations in f under ``force`` (lbgen.model.collision.half_step_shift).
+        ``native``: the same values in the arithmetic precision (``codec.arith_dtype``: float32
+        arrays in single, half the bytes; widened, the float64 ones bit for bit)."""
 
     def diagnostics(self, f: Any, force=None, skip=None) -> np.ndarray:
         """Per-line reductions over x of the physical fields of f (force per unit mass per step,
@@ -449,10 +451,11 @@ def checked_region(region, lx: int, ly: int, note: str = "") -> tuple:
     return int(x0), int(x1), int(y0), int(y1)
 
 
-def fields_dict(arrays, D: int = 2) -> dict:
-    """The fields kernel's arrays as the dict every program's ``fields`` returns (float64)."""
+def fields_dict(arrays, D: int = 2, native: bool = False) -> dict:
+    """The fields kernel's arrays as the dict every program's ``fields`` returns (float64; with
+    ``native``, as the kernel wrote them: the arithmetic precision's)."""
     from lbgen.model.catalog import field_names
-    return {n: np.asarray(a, dtype=np.float64) for n, a in zip(field_names(D), arrays)}
+    return {n: np.asarray(a) if native else np.asarray(a, dtype=np.float64) for n, a in zip(field_names(D), arrays)}
 
 
 def wall_tau(walls) -> float:

@@ -313,11 +313,11 @@ class GPUProgram(Program):
                    [self._buf(f), *self._sizes, *arrays, *(self.real(a) for a in self._force(force))], (0,))
         self.halo(f)
 
-    def fields(self, f, force=None) -> dict:
+    def fields(self, f, force=None, native=False) -> dict:
         out = [np.empty(self.shape, dtype=self.field_dtype) for _ in range(self.D + 2)]
         self._call("fields", self.site_items, [self._buf(f), *self._sizes, *out,
                                                *(self.real(a) for a in self._force(force))], (4, 5, 6, 7, 8))
-        return fields_dict(out, self.D)
+        return fields_dict(out, self.D, native)
 
     def diagnostics(self, f, force=None, skip=None) -> np.ndarray:
         from lbgen.codegen.diagnostics import ND3

@@ -319,11 +319,12 @@ class CProgram(HostBuffers, Program):
         _, ptrs = self._doubles((rho, *velocity_and_T))
         self._fn("init_equilibrium")(self._ptr(f), *self._sizes, *ptrs, *self._force(force))
 
-    def fields(self, f, force=None):
-        out = [np.empty(self.shape) for _ in range(self.D + 2)]
-        ptrs = [self.ffi.cast("double *", a.ctypes.data) for a in out]
-        self._fn("fields")(self._ptr(f), *self._sizes, *ptrs, *self._force(force))
-        return fields_dict(out, self.D)
+    def fields(self, f, force=None, native=False):
+        single = native and self.codec.arith_dtype == np.float32     # fields_real: float arrays (in double: fields')
+        out = [np.empty(self.shape, dtype=np.float32 if single else np.float64) for _ in range(self.D + 2)]
+        ptrs = [self.ffi.cast("float *" if single else "double *", a.ctypes.data) for a in out]
+        self._fn("fields_real" if single else "fields")(self._ptr(f), *self._sizes, *ptrs, *self._force(force))
+        return fields_dict(out, self.D, native)
 
     def diagnostics(self, f, force=None, skip=None):
         """The kernel's lines; the sites of ``skip`` (default: the boundaries' solid cells) left out."""

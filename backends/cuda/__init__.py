@@ -154,12 +154,12 @@ class LaunchProgram(GPUProgram):
         self.halo(f)
         self.synchronize()
 
-    def fields(self, f, force=None):
+    def fields(self, f, force=None, native=False):
         if self.D == 3:
-            return super().fields(f, force)
+            return super().fields(f, force, native)
         out = [self._empty(self.shape) for _ in range(4)]
         self._whole("fields", f, *self._sizes, *out, *self._force(force))
-        return fields_dict(self._host(a) for a in out)
+        return fields_dict((self._host(a) for a in out), 2, native)
 
     def diagnostics(self, f, force=None, skip=None):
         if self.D == 3:

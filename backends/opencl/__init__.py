@@ -328,16 +328,17 @@ class OpenCLProgram(GPUProgram):
         self.halo(f)
         self.queue.finish()
 
-    def fields(self, f, force=None):
-        """The generated fields kernel: the physical fields, float64 arrays of the lattice's shape."""
+    def fields(self, f, force=None, native=False):
+        """The generated fields kernel: the physical fields, float64 arrays of the lattice's shape
+        (``native``: the kernel's own, in the arithmetic precision)."""
         if self.D == 3:
-            return super().fields(f, force)
+            return super().fields(f, force, native)
         hosts = [np.empty(self.shape, dtype=self.real) for _ in range(4)]
         bufs = [self.cl.Buffer(self.context, self.cl.mem_flags.WRITE_ONLY, h.nbytes) for h in hosts]
         self._launch("fields", self._site_range, f, *self._sizes, *bufs, *(self.real(a) for a in self._force(force)))
         for h, b in zip(hosts, bufs):
             self.cl.enqueue_copy(self.queue, h, b, is_blocking=True)
-        return fields_dict(hosts)
+        return fields_dict(hosts, 2, native)
 
     def diagnostics(self, f, force=None, skip=None):
         """Per-line reductions of the physical fields; in 2D one work-item per row, accumulated in

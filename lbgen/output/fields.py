@@ -137,7 +137,7 @@ def write_h5(path: Path, step: int, arrays: dict, time: Optional[float], attrs: 
     with atomic_output(path) as tmp:
         with h5py.File(tmp, "w") as f:
             for name, arr in arrays.items():
-                f.create_dataset(name, data=arr)
+                f.create_dataset(name, data=np.asarray(arr, dtype=np.float64))   # float32 fields widened
             f.attrs["step"] = int(step)
             if time is not None:
                 f.attrs["time"] = float(time)
@@ -159,7 +159,8 @@ def write_npz(path: Path, step: int, arrays: dict, time: Optional[float]) -> Pat
     extra = {"step": np.int64(step)}
     if time is not None:
         extra["time"] = np.float64(time)
-    return atomic_write(path, lambda fh: np.savez(fh, **arrays, **extra))
+    from lbgen.output.widened import float64_members          # float32 fields written as float64, one at a time
+    return atomic_write(path, lambda fh: np.savez(fh, **float64_members(arrays), **extra))
 
 
 def read_field_file(path: PathLike) -> dict:

@@ -79,8 +79,25 @@ class DistributedState:
 
     def state_pieces(self) -> list:
         """This rank's pieces of a checkpoint: ``[(origin, (Q, *size) owned populations)]`` in
-        the working precision, layout-independent (``lbgen.run.checkpoint.write_pieces``)."""
-        return [(self.origin, np.ascontiguousarray(self._owned(self.sim.state())))]
+        the working precision, layout-independent (``lbgen.run.checkpoint.write_pieces``).  The
+        populations are a ``ChunkedArray``: streamed from the rank's buffer one population's
+        slab at a time (``Simulation.state_chunks``, its ghosts cut off), as the one-process
+        checkpoint, so no rank holds a copy of its block; the file is the same, byte for byte."""
+        from lbgen.run.checkpoint_file import ChunkedArray
+        return [(self.origin, ChunkedArray((self.sim.vs.Q, *self.size), self.sim.dtype, self._owned_chunks))]
+
+    def _owned_chunks(self):
+        """The owned populations in the C order of their (Q, *size) array: each slab of x planes
+        ``state_chunks`` gives (one population's, of the extended block) cut to the owned planes
+        and, across them, to the owned cells."""
+        lx, gx, nx = self.sim.shape[0], self.ghost_low[0], self.size[0]
+        across = (slice(None),) + tuple(slice(g, g + n) for g, n in zip(self.ghost_low[1:], self.size[1:]))
+        x = 0                                  # the first x plane of the next slab (of this population)
+        for slab in self.sim.state_chunks():
+            a, b = max(x, gx), min(x + slab.shape[0], gx + nx)
+            if a < b:
+                yield np.ascontiguousarray(slab[(slice(a - x, b - x),) + across[1:]])
+            x = (x + slab.shape[0]) % lx
 
     def restore_pieces(self, saved) -> None:
         """Continue from a pieces checkpoint (collective): ``saved`` has ``shape``, ``dtype``,

@@ -454,11 +454,11 @@ class DistributedSimulation(DistributedState, Lattice):
             error = e
         agree(self.comm, error)
 
-    def fields(self) -> Optional[Dict[str, np.ndarray]]:
+    def fields(self, native: bool = False) -> Optional[Dict[str, np.ndarray]]:
         """The physical fields of the lattice on rank 0 (every rank's owned arrays of its fields
-        kernel), None elsewhere (collective)."""
+        kernel; ``native``: in the arithmetic precision, as ``Simulation.fields``), None elsewhere (collective)."""
         names = field_names(len(self.shape))
-        local = self.sim.fields()
+        local = self.sim.fields(native)
         out = self._gather_blocks(np.stack([self._owned(local[k]) for k in names]))
         return None if out is None else dict(zip(names, out))
 

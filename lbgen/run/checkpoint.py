@@ -34,7 +34,7 @@ from typing import Optional
 
 import numpy as np
 
-from lbgen.run.checkpoint_file import (CHECKPOINT_SUFFIX, FORMAT_VERSION, CheckpointError, PathLike, canonical_json,
+from lbgen.run.checkpoint_file import (CHECKPOINT_SUFFIX, FORMAT_VERSION, CheckpointError, ChunkedArray, PathLike, canonical_json,
                                        checked_array, checked_step_metadata, is_checkpoint_file, read_verified,
                                        write_checkpoint, write_file)
 from lbgen.system.cache import atomic_write_bytes, fsync_dir
@@ -221,6 +221,12 @@ def _manifest_digest(manifest: dict) -> str:
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 
 
+def _finite(array) -> bool:
+    """Every value of an array or a ``ChunkedArray`` (its chunks one at a time) finite."""
+    chunks = array.pieces() if isinstance(array, ChunkedArray) else [array]
+    return all(np.isfinite(a).all() for a in chunks)
+
+
 def write_pieces(path: PathLike, pieces, step: int, *, grid, lattice, velocity_set: str,
                  metadata: Optional[dict] = None, comm=None) -> Path:
     """Write a pieces checkpoint folder at *path* (collective over *comm*; None: one process).
@@ -240,7 +246,7 @@ def write_pieces(path: PathLike, pieces, step: int, *, grid, lattice, velocity_s
     except (TypeError, ValueError) as exc:
         error = exc
     _agree(comm, error)
-    sick = [r for r, ok in enumerate(_allgather(comm, all(np.isfinite(a).all() for _, a in arrays))) if not ok]
+    sick = [r for r, ok in enumerate(_allgather(comm, all(_finite(a) for _, a in arrays))) if not ok]
     if sick:
         from lbgen.parallel.mpi import collective
         raise collective(CheckpointError(

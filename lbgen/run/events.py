@@ -78,7 +78,8 @@ class RunEvents:
         if fields is None or not self.root:
             return None
         from lbgen.model.convection import nusselt
-        self.last_nusselt = nusselt(fields, where)
+        from lbgen.output.widened import widened
+        self.last_nusselt = nusselt(widened(fields), where)
         return self.last_nusselt
 
     def body_forces(self) -> dict:
@@ -92,10 +93,12 @@ class RunEvents:
         return sum(forces.values()) if forces else None
 
     def _fields(self):
-        """The fields of the current state, computed once per event (gathered to rank 0 with MPI)."""
+        """The fields of the current state, computed once per event (gathered to rank 0 with MPI),
+        in the arithmetic precision (float32 in single: 20 B a cell in 3D, not 40); the outputs
+        read them as float64 (``lbgen.output.widened``), the bits of ``Simulation.fields()``."""
         if self._fields_at != self.sim.time_step:
             self._forget_fields()            # the stale set goes before the new one is made: one set at a time
-            self._fields_cache = self.sim.fields()
+            self._fields_cache = self.sim.fields(native=True)
             self._fields_at = self.sim.time_step
             self.field_evaluations += 1
         return self._fields_cache
@@ -115,7 +118,8 @@ class RunEvents:
         time = step / self.sim.vs.r
         self.output.write_fields(step, fields, time=time)
         if self.cfg.pictures:
-            self.output.write_pictures(step, fields, time=time)
+            from lbgen.output.widened import widened
+            self.output.write_pictures(step, widened(fields), time=time)
         if final:
             self.output.finish()             # an 'auto' window: every picture redrawn in the final one
             self.output.plot_series(T_walls=self.cfg.wall_temperatures)
@@ -155,11 +159,14 @@ class RunEvents:
         step = self.sim.time_step
         fields = self._fields()              # collective with MPI
         if self.output is not None:
-            self.output.write_frame(step, fields, time=step / self.sim.vs.r)
+            from lbgen.output.widened import widened
+            self.output.write_frame(step, widened(fields), time=step / self.sim.vs.r)
 
     def final_fields(self):
-        """The fields after the last step (the ones the final outputs were written from)."""
-        return self._fields()
+        """The fields after the last step (the ones the final outputs were written from), read as
+        float64 one array at a time (``lbgen.output.widened``: a mapping, None off rank 0)."""
+        from lbgen.output.widened import widened
+        return widened(self._fields())
 
     def _checkpoint(self) -> Path:
         """Write a checkpoint of the current state -- the caller has checked its health, so

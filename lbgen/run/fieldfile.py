@@ -154,7 +154,8 @@ def save_fields(path, fields: Dict[str, np.ndarray], **metadata) -> Path:
                              f"{file.suffix or 'no suffix'!r})")
     arrays = {k: fields[k] for k in field_keys(3 if "uz" in fields else 2)}
     extra = {k: np.asarray(v) for k, v in metadata.items()}
-    return atomic_write(file, lambda fh: np.savez(fh, **arrays, **extra))
+    from lbgen.output.widened import float64_members          # float32 fields written as float64, one at a time
+    return atomic_write(file, lambda fh: np.savez(fh, **float64_members(arrays), **extra))
 
 
 def saved_record(run_dir) -> Optional[dict]:

@@ -393,23 +393,23 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         self._require_state("populations()")
         return self.program.codec.decode(self.state())
 
-    def fields(self) -> Dict[str, np.ndarray]:
-        """The physical (half-step) fields rho, ux, uy[, uz], T as arrays of the lattice's shape:
-        rho, u - a/2 and T + |a|^2/8 of the stored moments (u = sum xi f / rho, T = sum |xi-u|^2 f
-        / (2 rho)), a = ``force``; computed by each region's fields kernel on its backend; solid
-        cells read 0."""
+    def fields(self, native: bool = False) -> Dict[str, np.ndarray]:
+        """The physical (half-step) fields rho, ux, uy[, uz], T as float64 arrays of the lattice's
+        shape: rho, u - a/2 and T + |a|^2/8 of the stored moments (u = sum xi f / rho, T = sum
+        |xi-u|^2 f / (2 rho)), a = ``force``; by each region's fields kernel; solid cells read 0.
+        ``native``: the kernels' values in the arithmetic precision (float32 in single: half the bytes)."""
         self._require_state("fields()")
         self.synchronize()
         self._natural()
         whole = len(self.regions) == 1 and self.regions[0].x_start == 0 and self.regions[0].width == self.lx
         if whole:            # one region holds the lattice: its fresh arrays, not a second copy
             r = self.regions[0]
-            out = r.program.fields(r.f, force=self.force)
+            out = r.program.fields(r.f, force=self.force, native=native)
         else:
-            out = {k: np.empty(self.shape) for k in field_names(self.dimension)}
+            out = {}
             for r in self.regions:
-                for k, v in r.program.fields(r.f, force=self.force).items():
-                    out[k][r.columns % self.lx] = v
+                for k, v in r.program.fields(r.f, force=self.force, native=native).items():
+                    out.setdefault(k, np.empty(self.shape, dtype=v.dtype))[r.columns % self.lx] = v
         if self.mask is not None:
             for v in out.values():
                 v[self.mask == 1] = 0.0

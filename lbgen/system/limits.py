@@ -87,16 +87,30 @@ def available_memory() -> Optional[int]:
         return None
 
 
-def run_memory_estimate(shape: Sequence[int], Q: int, itemsize: int, halo: int = 3, buffers: int = 2) -> int:
+def run_memory_estimate(shape: Sequence[int], Q: int, itemsize: int, halo: int = 3, buffers: int = 2,
+                        lanes: int = 8) -> int:
     """Host bytes a run of a lattice ``shape`` ((LX, LY) or (LX, LY, LZ): D from its length)
-    of Q populations needs at its peak, roughly: ``buffers`` population buffers (2 pull, 1 in
-    place: lbgen.codegen.spec.population_buffers) with halos in every
-    direction (``itemsize``: bytes of one stored population, lbgen.codegen.storage), two
-    gathered states of the storage (a checkpoint's, a mask's zeroing), and a dozen float64
-    fields (set-up, diagnostics, pictures; the fields are gathered per event only)."""
+    of Q populations needs at its peak, roughly: what ``lbgen run`` holds (issue 38 item 4,
+    measured in docs/performance-history.md): ``buffers`` population buffers (2 pull, 1 in
+    place: lbgen.codegen.spec.population_buffers) with halos in every direction
+    (``itemsize``: bytes of one stored population, lbgen.codegen.storage; the last axis's halo
+    rows are clusters of ``lanes`` cells: 8, the run's default CAoSoA VL 8, bounds the
+    layouts' padding from above), and the fields of
+    one event, D + 2 float64 arrays (``field_bytes``; the set-up's initial fields are
+    as many, and gone before the first event).  Checkpoints, masks and the .vti writer stream
+    their slabs (one population's at a time), so no gathered state is counted; a quarter of
+    the fields' bytes more covers those slabs and the interpreter at small lattices."""
     sites = math.prod(int(n) for n in shape)
-    padded = math.prod(int(n) + 2 * halo for n in shape)
-    return Q * padded * buffers * itemsize + Q * sites * 2 * itemsize + 12 * sites * 8
+    *rest, last = (int(n) for n in shape)
+    padded = math.prod(n + 2 * halo for n in rest) * (last + 2 * halo * max(1, int(lanes)))
+    fields = field_bytes(len(shape)) * sites
+    return Q * padded * buffers * itemsize + fields + fields // 4
+
+
+def field_bytes(dimension: int) -> int:
+    """Bytes a cell of the fields a run holds at an event: rho, the D velocity components and T
+    in float64 (the fields kernels' API, ``Simulation.fields``)."""
+    return (int(dimension) + 2) * 8
 
 
 def _gib(n: float) -> str:
@@ -110,6 +124,6 @@ def check_memory(shape: Sequence[int], Q: int, itemsize: int, precision: str, ha
     if have is not None and need > have:
         names = ("--lx", "--ly", "--lz")[:len(shape)]
         raise LimitError(f"the lattice {' x '.join(str(int(n)) for n in shape)} ({precision}) needs about "
-                         f"{_gib(need)} of memory ({Q} populations per site, {buffers} buffer{'s' if buffers > 1 else ''}, plus gathered copies and "
-                         f"fields), but only {_gib(have)} are available here; choose a smaller {'/'.join(names)}")
+                         f"{_gib(need)} of memory ({Q} populations per site, {buffers} buffer{'s' if buffers > 1 else ''}, plus the "
+                         f"fields of an event), but only {_gib(have)} are available here; choose a smaller {'/'.join(names)}")
     return need

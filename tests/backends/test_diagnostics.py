@@ -110,6 +110,21 @@ def test_diagnostics_kernel_single_precision(backend, state):
 
 
 @pytest.mark.parametrize("backend", ("c", "opencl", "cuda-shim"))
+def test_native_fields_are_the_float64_fields_bits(backend, state):
+    """fields(native=True) (issue 38 item 4: what `lbgen run` holds): the kernels' own arrays, float32
+    where they compute in single (C's <prefix>_fields_real, OpenCL's fields kernel), widened the bits
+    of fields()."""
+    prog = _program(backend, "caosoa", 8, precision="single")
+    f = prog.pack(state)
+    wide, native = prog.fields(f, force=FORCE), prog.fields(f, force=FORCE, native=True)
+    assert {v.dtype for v in wide.values()} == {np.dtype(np.float64)}
+    if backend != "cuda-shim":                 # the CUDA runtimes' fields arrays are double
+        assert {v.dtype for v in native.values()} == {np.dtype(np.float32)}
+    for k in wide:
+        assert np.array_equal(native[k].astype(np.float64), wide[k]), k
+
+
+@pytest.mark.parametrize("backend", ("c", "opencl", "cuda-shim"))
 def test_non_finite_sites_are_counted_and_skipped_by_min_max(backend, state):
     prog = _program(backend, "soa", None)
     bad = state.copy()

@@ -63,6 +63,43 @@ def test_pieces_in_3d_assemble_to_the_same_bits(tmp_path):
     assert len(saved.files_read) == 6
 
 
+def test_a_ranks_piece_streams_its_owned_cells_from_the_slabs_of_its_extended_block(tmp_path):
+    """``state_pieces`` (issue 38 item 4): the owned cells of each population cut from the slabs of
+    x planes ``state_chunks`` gives over the rank's block with its ghosts (slabs that start and end
+    inside the ghosts, and a population's last slab), in C order: the array ``_owned(state())``
+    was, without a copy of the block; the piece file is that array's, byte for byte."""
+    from types import SimpleNamespace
+
+    from lbgen.parallel.checkpoint_state import DistributedState
+    from lbgen.run.checkpoint_file import ChunkedArray
+    full = populations((5, 9, 7, 4)).astype(np.float32)      # Q = 5 over an extended block 9 x 7 x 4
+    ghost_low, size = (2, 1, 0), (5, 5, 4)
+    owned = full[:, 2:7, 1:6, 0:4]
+    for widths in ((9,), (1, 3, 5), (2, 2, 2, 3), (4, 4, 1)):
+        def chunks():
+            for p in range(full.shape[0]):
+                x = 0
+                for w in widths:
+                    yield full[p, x:x + w].copy()
+                    x += w
+        rank = DistributedState()            # a rank's block: its Simulation's slabs, ghosts and owned size
+        rank.sim = SimpleNamespace(shape=full.shape[1:], state_chunks=chunks, dtype=full.dtype, vs=SimpleNamespace(Q=5))
+        rank.ghost_low, rank.size, rank.origin = ghost_low, size, (3, 0, 0)
+        got = list(rank._owned_chunks())
+        assert all(c.flags.c_contiguous for c in got)
+        assert np.array_equal(np.concatenate([c.ravel() for c in got]), owned.ravel()), widths
+        (origin, piece), = rank.state_pieces()
+        assert isinstance(piece, ChunkedArray) and origin == (3, 0, 0) and piece.shape == owned.shape
+    path = write_pieces(pieces_path(tmp_path, 2), [((0, 0, 0), piece)], 2, grid=(1, 1, 1), lattice=size,
+                        velocity_set="d3q19")
+    whole, step, _ = read_checkpoint(path)
+    assert np.array_equal(whole, owned) and whole.dtype == np.float32 and step == 2
+    ref = write_pieces(pieces_path(tmp_path / "ref", 2), [((0, 0, 0), owned)], 2, grid=(1, 1, 1), lattice=size,
+                       velocity_set="d3q19")
+    assert (path / "piece-000000-000000-000000.lbchk").read_bytes() == \
+        (ref / "piece-000000-000000-000000.lbchk").read_bytes()
+
+
 def test_a_damaged_piece_is_refused_naming_the_file(tmp_path):
     a = populations((9, 13, 10))
     path = write(tmp_path, a, (2, 2))
@@ -308,7 +345,8 @@ from lbgen.run.checkpoint import write_pieces
 comm = MPI.COMM_WORLD
 sim = DistributedSimulation(comm, 16, 12, ranks_grid="2x1")
 sim.set_fields(rho=1.0, ux=0.01, uy=0.0, T=1.0)
-pieces = sim.state_pieces()
+(origin, block), = sim.state_pieces()     # streamed slabs (a ChunkedArray): made whole to inject
+pieces = [(origin, np.concatenate([c.ravel() for c in block.pieces()]).reshape(block.shape))]
 if comm.rank == 1:
     pieces[0][1][5, 2, 3] = np.inf      # injected here: rank 1's block went bad, rank 0's is fine
 try:

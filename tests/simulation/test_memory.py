@@ -10,6 +10,7 @@ import gc
 import tracemalloc
 
 import numpy as np
+import pytest
 
 import lbgen
 from lbgen.codegen.layouts import make_layout
@@ -139,19 +140,23 @@ def test_in_place_16_bit_state_chunks_are_the_state_at_either_parity():
             assert np.array_equal(flat.view(np.uint16), whole.reshape(-1).view(np.uint16)), (steps, cells)
 
 
-def test_a_run_holds_the_populations_and_one_set_of_fields(tmp_path):
+@pytest.mark.parametrize("kind, bound", [("pull-double", 56), ("inplace-fp16s-single", 24)])
+def test_a_run_holds_the_populations_and_one_set_of_fields(tmp_path, kind, bound):
     """The whole `lbgen run` (Taylor-Green, D3Q19, C, double, pull; a field output and a checkpoint at
     the end): tracemalloc's peak per cell above the population buffers, as the slope between two
-    lattices (the interpreter, libraries and kernels cancel), is the five float64 fields (40 B a cell)
-    and little else.  Before issue 38's cuts it was 250 (the checkpoint's copy of the state 152, the
-    .vti writer's copies 64, set_fields' copies of the initial fields 120 at the start ...)."""
+    lattices (the interpreter, libraries and kernels cancel), is the five fields (40 B a cell in double,
+    20 in single: float32, issue 38's fields_real) and little else.  Before issue 38's cuts it was 250 (the
+    checkpoint's copy of the state 152, the .vti writer's copies 64, set_fields' copies of the initial
+    fields 120 at the start ...); single in place + fp16s measured 30.4 with float64 fields, 14.9 with float32 ones."""
+    extra_options = {} if kind == "pull-double" else dict(streaming="inplace", storage="fp16s", precision="single")
     from lbgen.run.config import RunConfig
     from lbgen.run.driver import Run
 
     def run(n, traced=True):
         cfg = RunConfig.build("taylor-green", ("test", dict(lx=n, ly=n, lz=n, velocity_set="d3q19", steps=4,
                                                             out=str(tmp_path / f"r{n}"), checkpoint_every=4,
-                                                            pictures="none", time_block=1, threads=2)))
+                                                            pictures="none", time_block=1, threads=2,
+                                                            **extra_options)))
         if not traced:
             Run(cfg, echo=lambda m: None).execute()
             return 0.0
@@ -166,4 +171,69 @@ def test_a_run_holds_the_populations_and_one_set_of_fields(tmp_path):
     run(16, traced=False)                  # imports, the compiled kernels
     small, big = run(24), run(40)
     extra = (big - small) / (40 ** 3 - 24 ** 3)
-    assert extra <= 56, extra
+    assert extra <= bound, extra
+
+
+def _single_fields(shape=(12, 10, 16)):
+    """A single-precision D3Q19 lattice's fields: the native (float32) set and the float64 API's."""
+    rng = np.random.default_rng(8)
+    sim = lbgen.Simulation(*shape, velocity_set="d3q19", precision="single", storage="fp16s", streaming="inplace",
+                           layout="soa", tau=0.8)
+    sim.set_fields(1 + 0.01 * rng.random(shape), *(0.02 * rng.standard_normal(shape) for _ in shape))
+    sim.step(3)
+    return sim.fields(native=True), sim.fields()
+
+
+def test_native_fields_are_the_float64_fields_at_half_the_bytes():
+    """fields(native=True) of a single-precision run (C's <prefix>_fields_real): float32 arrays whose
+    values, widened, are fields()' bits -- a run holds 20 B a cell of fields in 3D, not 40."""
+    native, wide = _single_fields()
+    assert {v.dtype for v in native.values()} == {np.dtype(np.float32)}
+    for k in wide:
+        assert wide[k].dtype == np.float64 and np.array_equal(native[k].astype(np.float64), wide[k]), k
+        assert native[k].nbytes * 2 == wide[k].nbytes
+    assert not np.array_equal(wide["ux"], wide["ux"].astype(np.float32).astype(np.float64) + 1e-12)  # can fail
+
+
+def test_outputs_of_native_fields_are_the_float64_outputs_byte_for_byte(tmp_path):
+    """The run's writers given the float32 fields write the files float64 fields give (npz members,
+    the .vti, --save's file, HDF5 datasets), each widening one field at a time."""
+    import zipfile
+
+    from lbgen.output.fields import write_npz, write_vti
+    from lbgen.output.widened import widened
+    from lbgen.run.fieldfile import save_fields
+    big = {k: np.random.default_rng(2).random((64, 64, 32)).astype(np.float32) for k in ("rho", "ux", "uy", "uz", "T")}
+    cells = big["rho"].size
+    _, peak, _ = _traced(lambda: write_npz(tmp_path / "big.npz", 7, big, 0.5))
+    assert peak <= 17 * cells, peak / cells   # one field widened and numpy's write buffer of it (all five: 40+)
+    native, wide = _single_fields()
+    for name, fields in (("a", wide), ("b", native)):
+        write_npz(tmp_path / f"{name}.npz", 7, fields, 0.5)
+        write_vti(tmp_path / f"{name}.vti", fields, field_data={"step": 7})
+        save_fields(tmp_path / f"{name}-save.npz", fields, steps=7, lx=12, ly=10, lz=16)
+    for stem in ("", "-save"):
+        a, b = (zipfile.ZipFile(tmp_path / f"{n}{stem}.npz") for n in "ab")
+        assert sorted(a.namelist()) == sorted(b.namelist())
+        assert all(a.read(m) == b.read(m) for m in a.namelist()), stem
+    assert (tmp_path / "a.vti").read_bytes() == (tmp_path / "b.vti").read_bytes()
+    view = widened(native)
+    assert sorted(view) == sorted(wide) and all(np.array_equal(view[k], wide[k]) and view[k].dtype == np.float64
+                                                 for k in wide)
+
+
+def test_the_memory_estimate_follows_what_a_run_holds():
+    """run_memory_estimate (checked before any work): the buffers with their halos (the clustered
+    last axis padded by a cluster row a side) and one event's fields -- no gathered states since the
+    checkpoints stream their slabs.  benchmarks/storage_memory.py at 128^3 D3Q19 (whole process,
+    docs/performance-history.md, 2026-11-27): in place + fp16s 83.4 B a cell, pull double 394-396;
+    the estimate is above each and within 15 % of it (before: 212 and 571, two gathered states
+    and a dozen float64 fields)."""
+    from lbgen.system.limits import field_bytes, run_memory_estimate
+    cells = 128 ** 3
+    for measured, itemsize, buffers in ((83.4, 2, 1), (396.0, 8, 2)):
+        estimate = run_memory_estimate((128,) * 3, 19, itemsize, halo=1, buffers=buffers) / cells
+        assert measured <= estimate <= 1.15 * measured, (measured, estimate)
+    assert field_bytes(3) == 40 and field_bytes(2) == 32
+    plain = run_memory_estimate((100, 60), 9, 8, halo=1, buffers=2, lanes=1)
+    assert plain == 9 * 102 * 62 * 2 * 8 + 32 * 6000 + 8 * 6000

@@ -3735,9 +3735,7 @@ void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in,
 
             }
     lbgen_halo(f, lx, ly);
-}
-
-void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o,
+}void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o,
                    double ax, double ay)
 {
     LBGEN_SIZES;
@@ -3768,6 +3766,105 @@ void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux
         char msg_[256];
         if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
             fprintf(stderr, "lbgen_fields: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
+            abort();
+        }
+    }
+#endif
+    const ptrdiff_t NR = (ptrdiff_t)LY / VL;            /* cluster rows per lane: site y = r + k*NR */
+    const ptrdiff_t NX = (ptrdiff_t)LX + 2*HALO;
+    const ptrdiff_t NRP = NR + 2*HALO_Y;
+    const ptrdiff_t SP = VL, SR = Q*VL, SX = NRP*Q*VL, SK = 1;
+    (void)NX; (void)NRP; (void)SP; (void)SR; (void)SX; (void)SK;
+    const real ax_ = (real)ax, ay_ = (real)ay;
+    (void)ax_; (void)ay_;
+    /* storage order (x, cluster row r, lane k): each cluster is read or written whole */
+    #pragma omp parallel for schedule(static)
+    for (ptrdiff_t x = 0; x < LX; ++x)
+        for (ptrdiff_t r = 0; r < NR; ++r)
+            #pragma omp simd
+            for (ptrdiff_t k = 0; k < VL; ++k) {
+                const ptrdiff_t y = r + k*NR, i = x*LY + y;
+                const ptrdiff_t site = (x + HALO)*SX + (r + HALO_Y)*SR + k*SK;
+                const real f0 = f[site + 0];
+                const real f1 = f[site + 1*SP];
+                const real f2 = f[site + 2*SP];
+                const real f3 = f[site + 3*SP];
+                const real f4 = f[site + 4*SP];
+                const real f5 = f[site + 5*SP];
+                const real f6 = f[site + 6*SP];
+                const real f7 = f[site + 7*SP];
+                const real f8 = f[site + 8*SP];
+                const real f9 = f[site + 9*SP];
+                const real f10 = f[site + 10*SP];
+                const real f11 = f[site + 11*SP];
+                const real f12 = f[site + 12*SP];
+                const real f13 = f[site + 13*SP];
+                const real f14 = f[site + 14*SP];
+                const real f15 = f[site + 15*SP];
+                const real f16 = f[site + 16*SP];
+                const real f17 = f[site + 17*SP];
+                const real f18 = f[site + 18*SP];
+                const real f19 = f[site + 19*SP];
+                const real f20 = f[site + 20*SP];
+                const real f21 = f[site + 21*SP];
+                const real f22 = f[site + 22*SP];
+                const real f23 = f[site + 23*SP];
+                const real f24 = f[site + 24*SP];
+                const real f25 = f[site + 25*SP];
+                const real f26 = f[site + 26*SP];
+                const real f27 = f[site + 27*SP];
+                const real f28 = f[site + 28*SP];
+                const real f29 = f[site + 29*SP];
+                const real f30 = f[site + 30*SP];
+                const real f31 = f[site + 31*SP];
+                const real f32 = f[site + 32*SP];
+                const real f33 = f[site + 33*SP];
+                const real f34 = f[site + 34*SP];
+                const real f35 = f[site + 35*SP];
+                const real f36 = f[site + 36*SP];
+
+                real rho_out, ux_out, uy_out, T_out;
+                lbgen_fields_site(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23, f24, f25, f26, f27, f28, f29, f30, f31, f32, f33, f34, f35, f36, &rho_out, &ux_out, &uy_out, &T_out);
+                const real rho_phys = rho_out;
+                const real ux_phys = -0.5*ax_ + ux_out;
+                const real uy_phys = -0.5*ay_ + uy_out;
+                const real T_phys = T_out + (0.125)*(ax_*ax_) + (0.125)*(ay_*ay_);
+                rho_o[i] = rho_phys; ux_o[i] = ux_phys; uy_o[i] = uy_phys; T_o[i] = T_phys;
+
+            }
+}
+
+void lbgen_fields_real(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o,
+                   double ax, double ay)
+{
+    LBGEN_SIZES;
+#ifdef LBGEN_DEBUG
+    if (f == NULL) {
+        fprintf(stderr, "lbgen_fields_real: f is NULL: need a lattice buffer (lbgen_alloc)\n");
+        abort();
+    }
+    if (rho_o == NULL) {
+        fprintf(stderr, "lbgen_fields_real: rho_o is NULL: need an array of LX*LY doubles\n");
+        abort();
+    }
+    if (ux_o == NULL) {
+        fprintf(stderr, "lbgen_fields_real: ux_o is NULL: need an array of LX*LY doubles\n");
+        abort();
+    }
+    if (uy_o == NULL) {
+        fprintf(stderr, "lbgen_fields_real: uy_o is NULL: need an array of LX*LY doubles\n");
+        abort();
+    }
+    if (T_o == NULL) {
+        fprintf(stderr, "lbgen_fields_real: T_o is NULL: need an array of LX*LY doubles\n");
+        abort();
+    }
+#endif
+#ifdef LBGEN_DEBUG
+    {
+        char msg_[256];
+        if (lbgen_check(LX, LY, msg_, sizeof msg_) != 0) {
+            fprintf(stderr, "lbgen_fields_real: sizes refused: need sizes lbgen_check accepts (%s)\n", msg_);
             abort();
         }
     }

@@ -239,6 +239,9 @@ void lbgen_init_equilibrium(lbgen_real *f, int lx, int ly, const double *rho_in,
 /* The physical fields of f (above): rho = sum f, u = sum xi f / rho - a/2,
    T = sum |xi - u'|^2 f / (2 rho) + |a|^2/8 (u' = sum xi f / rho). */
 void lbgen_fields(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o, double ax, double ay);
+/* The same fields in the arithmetic precision (double: the values lbgen_fields widens to double,
+   the same arrays). */
+void lbgen_fields_real(const lbgen_real *f, int lx, int ly, double *rho_o, double *ux_o, double *uy_o, double *T_o, double ax, double ay);
 /* Per-row reductions over x of the physical fields (as lbgen_fields, same (ax, ay)) for time series
    and run guards: out[y*11 + j] (LY*11 doubles) with j = 0: sum mass, 1: sum momentum_x, 2: sum
    momentum_y, 3: sum energy, 4: sum kinetic_energy, 5: sum T_sum, 6: max max_u2, 7: min min_rho, 8:

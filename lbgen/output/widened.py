@@ -1,0 +1,51 @@
+"""Fields held in the arithmetic precision, read as float64 one array at a time (issue 38
+item 4).  A single-precision run's fields kernel computes in float, so its float32 arrays hold
+the values the float64 API widens, bit for bit: ``lbgen run`` keeps those (20 B a cell in 3D,
+not 40) and every output reads them through these, so each file, picture and number is the
+one float64 fields give, while at most one field's float64 copy exists at a time."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Dict, Iterator
+
+import numpy as np
+
+
+class Widened:
+    """An array that NumPy reads as float64 (``np.asarray`` / ``np.savez`` call ``__array__``):
+    the copy is made when a writer reads it, and dropped after."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+        self.shape, self.ndim = array.shape, array.ndim
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.array, dtype=np.float64 if dtype is None else dtype)
+
+
+def float64_members(arrays: Dict[str, np.ndarray]) -> Dict[str, object]:
+    """{name: the array, or a ``Widened`` one where it is not float64}: what ``np.savez`` writes
+    as the float64 arrays, one member's copy at a time."""
+    return {k: v if np.asarray(v).dtype == np.float64 else Widened(np.asarray(v)) for k, v in arrays.items()}
+
+
+class WidenedFields(Mapping):
+    """A fields dict whose arrays read as float64: ``fields[name]`` is a fresh float64 array of
+    the stored one (the same object when it is float64 already)."""
+
+    def __init__(self, fields: Dict[str, np.ndarray]):
+        self.fields = fields
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return np.asarray(self.fields[name], dtype=np.float64)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+
+def widened(fields):
+    """``fields`` (a dict of arrays, or None) read as float64 (``WidenedFields``)."""
+    return None if fields is None else WidenedFields(fields)
