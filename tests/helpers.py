@@ -93,6 +93,17 @@ def time_blocks_and_single_steps(prog, f0, params, steps: int = 4, depth: int = 
     return out
 
 
+def benchmark_module(name: str):
+    """benchmarks/<name>.py loaded as a module (the benchmarks are scripts, not a package)."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def example_make_args(prefix: str = "lbgen") -> list:
     """`make -s` for an emitted C example at the suite's level ($LBGEN_OPT_LEVEL, -O1 by
     default: CFLAGS with it, and below -O2 ``-D<PREFIX>_SITE_ONCE`` as lbgen's own builds take

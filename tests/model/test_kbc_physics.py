@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import math
 
-import importlib.util
-from pathlib import Path
 
 import pytest
 
+from helpers import benchmark_module
 from test_trt_les_physics import shear_wave_viscosity
 
 
 def _stability_map():
-    """benchmarks/stability_map.py, the home of the shear layer (the benchmark's flow)."""
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "stability_map.py"
-    spec = importlib.util.spec_from_file_location("stability_map", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """benchmarks/stability_map.py, the home of the shear layer and the map's rule."""
+    return benchmark_module("stability_map")
 
 SETS = [pytest.param((64, 4), "d2q9", id="d2q9"),
         pytest.param((64, 4, 4), "d3q27", id="d3q27", marks=pytest.mark.slow)]

@@ -1,16 +1,13 @@
 """benchmarks/stability_map.py's rule and search (issue 37's stability map), on made-up energy series: nothing is
 compiled.  The map's figures themselves are a benchmark's (docs/validation3d.md)."""
-import importlib.util
 import math
-from pathlib import Path
+
+from helpers import benchmark_module
 
 
 def _stability_map():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "stability_map.py"
-    spec = importlib.util.spec_from_file_location("stability_map", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """benchmarks/stability_map.py, the home of the shear layer and the map's rule."""
+    return benchmark_module("stability_map")
 
 
 def test_a_run_is_stable_only_when_whole_finite_and_never_above_its_start():
