@@ -44,6 +44,15 @@ import time
 
 import numpy as np
 
+def chosen_clock(ap, args):
+    """The timer of ``--cpu-time`` (process CPU time: with --threads 1 the step's own time, which a
+    loaded machine does not stretch) or wall-clock; --cpu-time with more threads refused through ``ap``."""
+    if args.cpu_time and args.threads != 1:
+        ap.error(f"--cpu-time needs --threads 1 (got {args.threads}): the CPU time of several threads "
+                 "adds up, a rate from it would not be a rate")
+    return time.process_time if args.cpu_time else time.perf_counter
+
+
 def bytes_per_site(q: int) -> int:
     """Bytes one double-precision pull step moves per site: every population read and written once."""
     return q * 2 * 8
@@ -158,10 +167,7 @@ def main(argv=None) -> int:
                          "lambda = 0, which takes the site function without it)")
     ap.add_argument("--json", default=None, help="write the figures here")
     args = ap.parse_args(argv)
-    if args.cpu_time and args.threads != 1:
-        ap.error(f"--cpu-time needs --threads 1 (got {args.threads}): the CPU time of several threads "
-                 "adds up, a rate from it would not be a rate")
-    clock = time.process_time if args.cpu_time else time.perf_counter
+    clock = chosen_clock(ap, args)
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     shape = (args.size,) * 3
     sites = int(np.prod(shape))

@@ -29,7 +29,7 @@ import statistics
 import sys
 import time
 
-from bench3d import bytes_per_site
+from bench3d import bytes_per_site, chosen_clock
 
 
 def walls_step(n: int, velocity_set: str, collision: str, threads: int, tau: float, layout=None):
@@ -74,10 +74,7 @@ def main(argv=None) -> int:
                          "step's own time and one core's peak, which a loaded machine does not stretch; no copy")
     ap.add_argument("--json", default=None, help="write the figures here")
     args = ap.parse_args(argv)
-    if args.cpu_time and args.threads != 1:
-        ap.error(f"--cpu-time needs --threads 1 (got {args.threads}): the CPU time of several threads adds up, a "
-                 "rate from it would not be a rate")
-    clock = time.process_time if args.cpu_time else time.perf_counter
+    clock = chosen_clock(ap, args)
     collisions = [c for c in args.collisions.split(",") if c.strip()]
     try:
         vs = vset(args.velocity_set)
