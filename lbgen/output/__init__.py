@@ -30,7 +30,8 @@ from lbgen.output.manifest import environment_versions, read_manifest
 from lbgen.output.pictures import (PICTURE_QUANTITIES, TimeUnit, check_dpi, check_time_unit, check_window,
                                    colour_limits, default_pictures, default_pictures_every, dpi_range, drawn_data,
                                    field_figure, parse_clim, parse_window, picture_name, window_option)
-from lbgen.output.run import RunOutput, recorded_files
+from lbgen.output.records import recorded_files
+from lbgen.output.run import RunOutput
 from lbgen.output.series import SERIES_COLUMNS, default_series_every, read_series, series_figure
 
 __all__ = [

@@ -174,7 +174,7 @@ class RunFolder:
     def run_files(self) -> List[Path]:
         """The files of the previous run that --overwrite removes: what its manifest lists as
         written by it whose content still has the digest the manifest recorded
-        (lbgen.output.run.recorded_digests; for an older manifest without digests, what it
+        (lbgen.output.records.recorded_digests; for an older manifest without digests, what it
         lists, or without the list the files with lbgen's output names), its checkpoints and
         its manifest."""
         return self.ownership()[0]
@@ -183,7 +183,7 @@ class RunFolder:
         """``(owned, changed)``: the previous run's files (``run_files``), and the files its
         manifest lists whose content is no longer what lbgen wrote (relative paths) -- those
         are the user's now and are kept."""
-        from lbgen.output.run import recorded_digests, recorded_files, recorded_writing
+        from lbgen.output.records import recorded_digests, recorded_files, recorded_writing
         from lbgen.system.cache import file_digest
         ours = self.holds_lbgen_manifest()
         digests = recorded_digests(self.path) if ours else None
@@ -223,7 +223,7 @@ class RunFolder:
     def recorded(self) -> List[Path]:
         """Every file the run in the folder may have written: what its manifest lists (listed
         before it is written, so a killed run leaves none unlisted), its checkpoints, its manifest."""
-        from lbgen.output.run import recorded_files
+        from lbgen.output.records import recorded_files
         names = [self.path / rel for rel in recorded_files(self.path)]
         names += [f for _step, path in list_checkpoints(self.path) if is_checkpoint(path)
                   for f in checkpoint_files(path)]
@@ -236,7 +236,7 @@ class RunFolder:
         for a resume one its manifest does not list -- bears a name the run writes
         (manifest.json, series.csv, fields/step-*.h5, ...): a run never appends to or replaces
         a file it did not create."""
-        from lbgen.output.run import OUTPUT_NAME
+        from lbgen.output.records import OUTPUT_NAME
         owned, changed = (self.recorded(), []) if resume else self.ownership() if overwrite else ([], [])
         kept = self.foreign_files(owned)
         clash = [rel for rel in kept if OUTPUT_NAME.fullmatch(rel) or rel.startswith(CHECKPOINT_DIRNAME + "/step-")]

@@ -17,7 +17,7 @@ from lbgen.output import RunOutput
 from lbgen.output.folder import RunResults
 from lbgen.output.pictures import (MAX_LONG_SIDE_PX, MIN_DPI, check_dpi, dpi_range, field_figure, figure_rgb,
                                    long_side_in, parse_clim, picture_name)
-from lbgen.output.run import FILES_KEY, recorded_files
+from lbgen.output.records import FILES_KEY, recorded_files
 from lbgen.run.fieldfile import FieldFileError, check_save_path, save_fields
 from lbgen.run.folder import RunFolder as LockedRunFolder
 

@@ -17,7 +17,7 @@ from lbgen.output.folder import MIN_MOVIE_FRAMES, RunResults, movie_fps
 from lbgen.output.pictures import (AUTO_TOLERANCE, FRAMES_DIR, FieldPicture, TimeUnit, active_rows, auto_window,
                                    check_time_unit, check_window, colour_limits, drawn_data, field_figure, figure_rgb,
                                    read_frame_file, write_frame_file)
-from lbgen.output.run import recorded_files
+from lbgen.output.records import recorded_files
 from lbgen.output.series import PANELS, series_figure, series_panels
 
 LX, LY = 32, 128

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from lbgen.cli.main import main
-from lbgen.output.run import DIGESTS_KEY, FILES_KEY
+from lbgen.output.records import DIGESTS_KEY, FILES_KEY
 
 RUN_2D = ("--lx", 8, "--ly", 32, "--no-progress")
 RUN_3D = ("taylor-green", "--velocity-set", "d3q19", "--lx", 8, "--ly", 8, "--lz", 8, "--no-progress")
@@ -182,7 +182,7 @@ def test_a_manifest_json_lbgen_did_not_write_is_never_replaced(tmp_path, overwri
 
 def test_a_file_a_killed_run_was_writing_is_still_its_own_for_overwrite(tmp_path):
     """Killed between a write and its digest: the manifest lists the file as being written."""
-    from lbgen.output.run import WRITING_KEY
+    from lbgen.output.records import WRITING_KEY
     out = tmp_path / "run"
     assert cli("run", *RUN_2D, "--steps", 2, "--pictures", "none", "--out", out).exit_code == 0
     assert manifest(out)[WRITING_KEY] == []                 # every write ended with its digest
