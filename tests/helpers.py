@@ -104,22 +104,23 @@ def benchmark_module(name: str):
     return module
 
 
-def example_make_args(prefix: str = "lbgen") -> list:
-    """`make -s` for an emitted C example at the suite's level ($LBGEN_OPT_LEVEL, -O1 by
-    default: CFLAGS with it, and below -O2 ``-D<PREFIX>_SITE_ONCE`` as lbgen's own builds take
-    it, backends/c.site_once), so its kernels compile in a fraction of the Makefile's -O3
-    time; the Makefile's own -O3 build is tested once (tests/codegen/test_emit.py)."""
+def example_make_args(spec) -> list:
+    """`make -s` for the emitted C example of ``spec`` at the suite's level ($LBGEN_OPT_LEVEL,
+    -O1 by default: CFLAGS with it, and ``-D<PREFIX>_SITE_ONCE`` where lbgen's own build of
+    those kernels takes it, backends/c.site_once), so its kernels compile in a fraction of the
+    Makefile's -O3 time; the Makefile's own -O3 build is tested once (tests/codegen/test_emit.py)."""
     import os
     from lbgen.backends import c as cbackend
+    from lbgen.codegen.render import generate
     level = os.environ.get("LBGEN_OPT_LEVEL", "-O1")
-    once = [f"-D{prefix.upper()}_SITE_ONCE"] if cbackend.site_once((level,)) else []
+    once = [f"-D{spec.prefix.upper()}_SITE_ONCE"] if cbackend.site_once((level,), generate(spec)) else []
     return ["make", "-s", "CFLAGS=" + " ".join([level, "-march=native", "-fopenmp", *once])]
 
 
-def make_example(folder, prefix: str = "lbgen", **run):
-    """Build the emitted C example in ``folder`` (example_make_args); raises on failure."""
+def make_example(folder, spec, **run):
+    """Build the emitted C example of ``spec`` in ``folder`` (example_make_args); raises on failure."""
     import subprocess
-    return subprocess.run(example_make_args(prefix), cwd=folder, check=True, capture_output=True, **run)
+    return subprocess.run(example_make_args(spec), cwd=folder, check=True, capture_output=True, **run)
 
 
 def emitted_d2q9_example(tmp_path, spec, r: float, lx: int = 16, ly: int = 64, steps: int = 20):
@@ -135,7 +136,7 @@ def emitted_d2q9_example(tmp_path, spec, r: float, lx: int = 16, ly: int = 64, s
         pytest.skip("make and gcc are needed to build the emitted example")
     emit(spec, tmp_path)
     header = (tmp_path / "lbgen_kernels.h").read_text()
-    make_example(tmp_path, spec.prefix)
+    make_example(tmp_path, spec)
     subprocess.run(["./example", str(steps), str(lx), str(ly)], cwd=tmp_path, check=True, capture_output=True)
     data = np.loadtxt(tmp_path / "example_fields.txt")
     x = np.arange(lx)[:, None] * np.ones((1, ly))

@@ -80,15 +80,32 @@ def api_declarations(header: str) -> str:
     return re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S).replace("_Float16", "uint16_t")
 
 
-def site_once(flags: Sequence[str]) -> bool:
-    """Whether a build with these flags compiles the site functions once (``<PREFIX>_SITE_ONCE``,
-    the kernels' template) instead of inlining them into every sweep: below -O2 (gcc's level is
-    its last -O flag, -O0 without one), where gcc vectorises nothing that inlining would give
-    it, and inlining the large collisions costs most of the compile time (D3Q39 regularized with
-    thermal walls, -O1: 31 s called, 18 min inlined, loaded machine).  The test suite's builds
-    (-O1) are these; runs and benchmarks (-O3) inline."""
+#: below -O2 the site's collision is compiled once when its inlined copies would hold at least
+#: this many floating-point operations in all (the collision's count times its call sites): -O1,
+#: gcc 12, 2026-11-27, inlined / once: D2Q9 BGK (87 x 7) 1.35 / 1.10 s, D2Q37 BGK (534 x 7)
+#: 3.4 / 2.2 s, D3Q27 MRT (593 x 7) 8.3 / 4.1 s, D3Q27 cumulant (1394 x 7) 21 / 6.3 s, D3Q39
+#: regularized with thermal walls (596 x 14) 1086 / 31 s (a loaded machine); a call per site
+#: costs the small collisions most (the emitted example at -O1: D2Q9 2.9x, D2Q37 1.75x the time)
+SITE_ONCE_FLOPS = 5000
+
+
+def inlined_flops(source) -> int:
+    """The floating-point operations the site's collision would put into a C source inlined: its
+    count times its call sites in the source."""
+    calls = source.files[source.main_file].count(f"{source.spec.prefix}_collide_site(") - 1
+    return source.flops.get("collide", 0) * max(calls, 0)
+
+
+def site_once(flags: Sequence[str], source) -> bool:
+    """Whether a build of ``source`` with these flags compiles the site functions once
+    (``<PREFIX>_SITE_ONCE``, the kernels' template) instead of inlining them into every sweep:
+    below -O2 (gcc's level is its last -O flag, -O0 without one), where gcc vectorises nothing
+    that inlining would give it, for a collision whose inlined copies would be large
+    (``SITE_ONCE_FLOPS``): inlining those costs most of the compile time, while a small
+    collision runs several times faster inlined.  The test suite's builds (-O1) are the ones
+    below -O2; runs and benchmarks (-O3) inline."""
     levels = [f for f in flags if re.fullmatch(r"-O\w*", f)]
-    return (levels[-1] if levels else "-O0") in UNCONTRACTED_LEVELS
+    return (levels[-1] if levels else "-O0") in UNCONTRACTED_LEVELS and inlined_flops(source) >= SITE_ONCE_FLOPS
 
 
 def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -> Path:
@@ -97,7 +114,7 @@ def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -
         raise ValueError(f"the C backend compiles C sources, not {source.spec.backend!r}")
     cc = compiler()
     all_flags = flags_for(flags, strict) + _BASE_FLAGS
-    if site_once(all_flags):
+    if site_once(all_flags, source):
         all_flags += (f"-D{source.spec.prefix.upper()}_SITE_ONCE",)
     return build_library(
         "c", (source.digest, all_flags, compiler_version(cc)), source.files,

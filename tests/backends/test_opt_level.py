@@ -37,15 +37,14 @@ CASES_2D = [pytest.param(layout, vl, operator, marks=_slow_unless(i == 0), id=f"
 @pytest.mark.parametrize("layout, vl, operator", CASES_2D)
 def test_strict_2d_builds_give_the_same_bits_at_O1_and_O3(layout, vl, operator, program, initial_state):
     from lbgen.backends import c as cbackend
-    assert cbackend.site_once((SUITE_LEVEL,)) and not cbackend.site_once(_flags("-O3"))
     params = dict(OPERATOR_PARAMS[operator], ax=FORCE[0], ay=FORCE[1])
     results = []
     for level in (SUITE_LEVEL, "-O3"):    # the suite's own strict build (-O1), shared with the other tests
         prog = program(layout, vl, "double", operator, strict=True, flags=None if level == SUITE_LEVEL else _flags(level))
         assert f" {level} " in (prog.library_path.parent / "build.log").read_text().splitlines()[0]
-        # below -O2 the site's collision is one function called per site (backends/c.site_once:
+        # below -O2 a large site collision is one function called per site (backends/c.site_once:
         # its name stays in the library's symbols); -O3 inlines it into every sweep (no symbol)
-        assert (b"lbgen_collide_site" in prog.library_path.read_bytes()) == cbackend.site_once((level,))
+        assert (b"lbgen_collide_site" in prog.library_path.read_bytes()) == cbackend.site_once((level,), prog.source)
         for stepper in (step_fused, step_unfused):
             a, b = prog.pack(initial_state), prog.allocate()
             for _ in range(STEPS):
@@ -114,3 +113,37 @@ def test_at_O1_a_default_build_is_already_strict(tmp_path, velocity_set, layout,
         assembly.append(out.read_text())
     assert assembly[0] == assembly[1]
     assert "vfmadd" not in assembly[0]
+
+
+def test_the_site_collision_compiled_once_gives_the_inlined_bits(program, initial_state):
+    """-D<PREFIX>_SITE_ONCE (the site's collision compiled once and called per site, as the
+    suite's -O1 builds of large collisions take it: backends/c.site_once) changes no bit:
+    D2Q37 BGK, strict, the suite's inlined -O1 build against the same with the define, fused
+    and unfused; the library holds the site function as a symbol only when compiled once."""
+    params = dict(OPERATOR_PARAMS["bgk"], ax=FORCE[0], ay=FORCE[1])
+    results = []
+    for once in (False, True):
+        prog = program("caosoa", 8, "double", "bgk", strict=True,
+                       flags=(SUITE_LEVEL, *NATIVE, "-DLBGEN_SITE_ONCE") if once else None)
+        assert (b"lbgen_collide_site" in prog.library_path.read_bytes()) == once
+        for stepper in (step_fused, step_unfused):
+            a, b = prog.pack(initial_state), prog.allocate()
+            for _ in range(STEPS):
+                a, b = stepper(prog, a, b, **params)
+            results.append(prog.unpack(a))
+    assert np.array_equal(results[0], results[2]) and np.array_equal(results[1], results[3])
+
+
+@pytest.mark.parametrize("kw, once", [(dict(velocity_set="d3q39", walls=True, collision="regularized"), True),
+                                      (dict(velocity_set="d3q27", collision="cumulant"), True),
+                                      (dict(velocity_set="d2q37"), False), (dict(velocity_set="d2q9"), False)],
+                         ids=["d3q39-walls-regularized", "d3q27-cumulant", "d2q37-bgk", "d2q9-bgk"])
+def test_below_o2_only_large_site_collisions_are_compiled_once(kw, once):
+    """The rule (backends/c.site_once): below -O2, a collision whose inlined copies would hold
+    SITE_ONCE_FLOPS or more operations is compiled once; -O3 always inlines."""
+    from lbgen.backends import c as cbackend
+    from lbgen.codegen.render import generate
+    from lbgen.codegen.spec import KernelSpec
+    source = generate(KernelSpec(backend="c", layout="soa", **kw))
+    assert (cbackend.inlined_flops(source) >= cbackend.SITE_ONCE_FLOPS) == once
+    assert cbackend.site_once(("-O1",), source) == once and not cbackend.site_once(("-O3",), source)

@@ -36,7 +36,7 @@ def test_emitted_example_builds_with_plain_gcc_and_reproduces_the_reference(tmp_
     emit(spec, tmp_path)
     # the first case builds with the Makefile's own flags (-O3), the others at the suite's level
     own = spec.layout == "caosoa" and spec.vl == 32
-    subprocess.run(["make", "-s"] if own else example_make_args(spec.prefix), cwd=tmp_path, check=True,
+    subprocess.run(["make", "-s"] if own else example_make_args(spec), cwd=tmp_path, check=True,
                    capture_output=True)
     lx, ly = size
     steps = 20
@@ -66,11 +66,12 @@ def test_emit_writes_documented_files_with_parameters_in_headers(tmp_path):
 
 @pytest.mark.slow
 def test_prefix_renames_every_symbol_and_file(tmp_path):
-    written = emit(KernelSpec(layout="soa", vl=None, prefix="d2q37"), tmp_path)
+    spec = KernelSpec(layout="soa", vl=None, prefix="d2q37")
+    written = emit(spec, tmp_path)
     assert "d2q37_kernels.c" in written and "d2q37_kernels.h" in written
     text = (tmp_path / "d2q37_kernels.c").read_text()
     assert "lbgen_" not in text.replace("lbgen emit", "")
-    make_example(tmp_path, "d2q37")
+    make_example(tmp_path, spec)
 
 
 def test_default_output_folder_names_the_configuration():

@@ -71,7 +71,7 @@ def test_emitted_3d_example_builds_with_plain_gcc_and_reproduces_the_oracle(tmp_
     if shutil.which("make") is None or shutil.which("gcc") is None:
         pytest.skip("make and gcc are needed to build the emitted example")
     emit(spec, tmp_path)
-    make_example(tmp_path)
+    make_example(tmp_path, spec)
     steps = 12
     for lid in (False, True):
         args = ["./example", str(steps), *map(str, size)] + (["lid"] if lid else [])

@@ -29,7 +29,7 @@ def examples(tmp_path_factory):
                        ("3d", KernelSpec(velocity_set="d3q19", layout="caosoa", vl=4))):
         folder = tmp_path_factory.mktemp(f"example{name}")
         emit(spec, folder)
-        make_example(folder)
+        make_example(folder, spec)
         out[name] = folder
     return out
 

@@ -22,8 +22,9 @@ def walled_example(tmp_path_factory):
     if shutil.which("make") is None or shutil.which("gcc") is None:
         pytest.skip("make and gcc are needed to build the emitted example")
     folder = tmp_path_factory.mktemp("walls_example")
-    emit(KernelSpec(layout="caosoa", vl=8, walls=True), folder)
-    make_example(folder)
+    spec = KernelSpec(layout="caosoa", vl=8, walls=True)
+    emit(spec, folder)
+    make_example(folder, spec)
     return folder
 
 

@@ -172,7 +172,7 @@ def test_emitted_3d_example_agrees_with_simulation(tmp_path):
     import lbgen
     spec = KernelSpec(velocity_set="d3q19", layout="caosoa", vl=8)
     emit(spec, tmp_path)
-    make_example(tmp_path)
+    make_example(tmp_path, spec)
     lx, ly, lz, steps = 8, 6, 16, 12
     x, y, z = np.meshgrid(np.arange(lx), np.arange(ly), np.arange(lz), indexing="ij")
     for lid in (False, True):

@@ -60,7 +60,7 @@ def _examples(tmp_path, spec_kw, opencl_env, shim):
         folder = tmp_path / backend
         emit(KernelSpec(backend=backend, **spec_kw), folder)
         if backend == "c":
-            proc = _run(example_make_args(spec_kw.get("prefix", "lbgen")), folder)
+            proc = _run(example_make_args(KernelSpec(backend=backend, **spec_kw)), folder)
             assert proc.returncode == 0, proc.stdout + proc.stderr
             built[backend] = (folder, ["./example"], None)
         elif backend == "opencl":

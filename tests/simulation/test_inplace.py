@@ -264,12 +264,13 @@ def test_the_emitted_in_place_example_ends_with_the_pull_example_fields(tmp_path
     fields = {}
     for streaming in ("pull", "inplace"):
         folder = tmp_path / streaming
-        emit(KernelSpec(layout="soa", velocity_set=vs, streaming=streaming), folder)
+        spec = KernelSpec(layout="soa", velocity_set=vs, streaming=streaming)
+        emit(spec, folder)
         header = (folder / "lbgen_kernels.h").read_text()
         assert ("step-parity contract" in header) == (streaming == "inplace")
         assert ("lbgen_alloc(lx, ly" in (folder / "example.c").read_text().split("*g = ")[1][:40]) == (
             streaming == "pull")                          # in place: g is NULL, one buffer
-        make_example(folder)
+        make_example(folder, spec)
         subprocess.run(["./example", *args], cwd=folder, check=True, capture_output=True)
         fields[streaming] = (folder / "example_fields.txt").read_text()
     assert fields["pull"] == fields["inplace"] and len(fields["pull"].splitlines()) > 100

@@ -37,7 +37,7 @@
    each, so every sweep vectorises it with its own loads (the default), or, with
    -DLBGEN_SITE_ONCE, compiled once and called per site -- gcc then takes a fraction of the time
    (D3Q39 regularized with thermal walls at -O1, a loaded machine: 31 s instead of 18 min), for builds that do not
-   vectorise anyway.  lbgen's own builds below -O2 define it (backends/c: site_once); the
+   vectorise anyway.  lbgen's own builds below -O2 define it for large collisions (backends/c: site_once); the
    arithmetic, and so a strict build's bits, is the same either way. */
 #ifdef LBGEN_SITE_ONCE
 #define LBGEN_SITE_LINKAGE static __attribute__((noinline))
