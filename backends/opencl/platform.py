@@ -205,9 +205,9 @@ INDEX32_LIMIT = 2 ** 31
 
 
 #: the option of a build below -O2 ($LBGEN_OPT_LEVEL, as the test suite sets it): the runtime's
-#: optimiser off (Intel's CPU runtime compiles the D2Q37 kernels in 1 s instead of 11 s).  The
-#: results are the same arithmetic: no contraction either way (strict builds: the same bits,
-#: tests/backends/test_opencl.py holds them against the C backend's)
+#: optimiser off.  Intel's CPU runtime compiles the D2Q37 kernels in 1 s instead of 11 s, and
+#: runs them 1.3-2x slower.  A strict build has the same bits either way
+#: (tests/backends/test_opencl.py); a default one may differ in the last bits (contraction)
 UNOPTIMISED = "-cl-opt-disable"
 
 
