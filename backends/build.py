@@ -68,8 +68,9 @@ OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Og")
 
 
 def optimisation(default: str) -> str:
-    """The optimisation level of a default kernel build (C, and the CUDA host shim): ``default``,
-    or ``$LBGEN_OPT_LEVEL`` where it is set.  The test suite sets -O1 for its correctness
+    """The optimisation level of a default kernel build (C, and the CUDA host shim; OpenCL builds
+    below -O2 with its optimiser off, opencl/platform.py): ``default``, or ``$LBGEN_OPT_LEVEL``
+    where it is set.  The test suite sets -O1 for its correctness
     builds (gcc takes a fifth of the -O3 time on the generated kernels); strict builds give the
     same bits at every level (tests/backends/test_opt_level.py), runs and benchmarks keep -O3."""
     import os

@@ -11,8 +11,9 @@ import time
 import warnings
 from typing import Dict, Optional, Tuple
 
-from lbgen.backends.build import BackendUnavailable, CompileError, record_build
-from lbgen.system.cache import atomic_write_bytes, cache_dir, digest
+from lbgen.backends.build import UNCONTRACTED_LEVELS, BackendUnavailable, CompileError, optimisation, record_build
+from lbgen.system.cache import (DamagedEntry, atomic_write_bytes, cache_dir, digest, read_checked, warn_rebuilt,
+                                write_checked)
 
 STRICT_OPTIONS = ("-DLBGEN_STRICT",)
 #: options this backend refuses: they change results (contraction, relaxed math)
@@ -203,14 +204,24 @@ def context_of(dev):
 INDEX32_LIMIT = 2 ** 31
 
 
+#: the option of a build below -O2 ($LBGEN_OPT_LEVEL, as the test suite sets it): the runtime's
+#: optimiser off.  Intel's CPU runtime compiles the D2Q37 kernels in 1 s instead of 11 s, and
+#: runs them 1.3-2x slower.  A strict build has the same bits either way
+#: (tests/backends/test_opencl.py); a default one may differ in the last bits (contraction)
+UNOPTIMISED = "-cl-opt-disable"
+
+
 def build_options(strict: bool = False, single: bool = False, dev=None, elements: Optional[int] = None) -> tuple:
-    """The build options of a program: ``-DLBGEN_STRICT`` (and correctly rounded single
+    """The build options of a program: ``-cl-opt-disable`` where ``$LBGEN_OPT_LEVEL`` is below
+    -O2 (the test suite's correctness builds; runs keep the runtime's optimiser); ``-DLBGEN_STRICT`` (and correctly rounded single
     division and sqrt where the device offers them) when ``strict``; ``-DLBGEN_INDEX32`` when
     the lattice buffer holds ``elements`` with room for a launch rounded up to the device's
     largest work-group below INDEX32_LIMIT (the same results: indices only; on Intel's CPU
     runtime, which runs the work-items of a group in SIMD lanes, 16 gathers per instruction
     instead of 8; docs/performance.md, "OpenCL on CPU runtimes")."""
     opts = list(STRICT_OPTIONS) if strict else []
+    if optimisation("-O3") in UNCONTRACTED_LEVELS:
+        opts.append(UNOPTIMISED)
     if elements is not None and dev is not None and int(elements) + int(dev.max_work_group_size) < INDEX32_LIMIT:
         opts.append("-DLBGEN_INDEX32")
     if strict and single and dev is not None:
@@ -220,8 +231,44 @@ def build_options(strict: bool = False, single: bool = False, dev=None, elements
     return tuple(opts)
 
 
+def device_identity(dev) -> tuple:
+    """What a program binary depends on besides its source and options: the runtime (platform
+    name and version) and the device (name, OpenCL version, driver version).  One CPU is a
+    device of several runtimes under the same name (pocl, Intel's), each with binaries of its own."""
+    platform = dev.platform
+    return (platform.name.strip(), platform.version.strip(), dev.name.strip(), dev.version.strip(),
+            dev.driver_version.strip())
+
+
+#: the built program's binary in its cache entry (``write_checked``: with its SHA-256)
+BINARY = "program.bin"
+
+
+def _from_binary(cl, ctx, dev, path, options: tuple):
+    """The program built from the cached binary at ``path``, or None where there is none or the
+    runtime refuses it (a damaged entry is also warned about): the caller builds from source."""
+    try:
+        binary = read_checked(path)
+    except DamagedEntry as e:
+        warn_rebuilt("opencl", path, e.reason)
+        return None
+    if binary is None:
+        return None
+    try:
+        with quiet_build():
+            return cl.Program(ctx, [dev], [binary]).build(options=list(options), devices=[dev])
+    except (cl.Error, RuntimeError) as e:     # a binary this runtime no longer takes: a source build
+        warn_rebuilt("opencl", path, f"was refused by the runtime ({' '.join(str(e).split())[:120]})")
+        return None
+
+
 def build(source, dev, options: tuple):
-    """The built cl.Program for a source on a device (cached in this process)."""
+    """The built cl.Program for a source on a device: cached in this process, and on disk as
+    the runtime's binary under ``<cache>/opencl/<key>/`` (key: the source digest, the options
+    and ``device_identity``), so that another process loads it instead of compiling; a file
+    lock makes concurrent processes (xdist workers, MPI ranks) compile it once.  A binary the
+    runtime refuses is replaced by a source build.  Only source builds go into the build log."""
+    from filelock import FileLock
     cl = pyopencl()
     if source.spec.backend != "opencl":
         raise ValueError(f"the OpenCL backend compiles OpenCL sources, not {source.spec.backend!r}")
@@ -233,7 +280,20 @@ def build(source, dev, options: tuple):
     with _lock:
         if key in _programs:
             return _programs[key]
-    directory = cache_dir("opencl") / digest(source.digest, options, dev.name, dev.driver_version)
+    directory = cache_dir("opencl") / digest(source.digest, options, device_identity(dev))
+    directory.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(directory) + ".lock"):
+        program = _from_binary(cl, ctx, dev, directory / BINARY, options)
+        if program is None:
+            program = _from_source(cl, ctx, dev, source, options, directory)
+    with _lock:
+        _programs[key] = program
+    return program
+
+
+def _from_source(cl, ctx, dev, source, options: tuple, directory):
+    """Compile ``source`` (pyopencl's own binary cache left out: this backend keeps its own)
+    and store the binary; CompileError with the runtime's log on failure."""
     cl_file = directory / source.main_file
     if not cl_file.exists():
         for name, text in source.files.items():
@@ -242,7 +302,7 @@ def build(source, dev, options: tuple):
     started = time.perf_counter()
     try:
         with quiet_build():
-            program.build(options=list(options), devices=[dev])
+            program.build(options=list(options), devices=[dev], cache_dir=False)
         record_build("opencl", directory.name, source.main_file, f"OpenCL ({dev.name.strip()})",
                      time.perf_counter() - started)
     except cl.Error as e:
@@ -256,8 +316,9 @@ def build(source, dev, options: tuple):
         raise CompileError(f"OpenCL failed to build the generated file {cl_file} for {dev.name.strip()}\n"
                            f"(options: {' '.join(options) or '(none)'}; log also in {directory / 'build.log'})\n"
                            f"{log}") from None
-    with _lock:
-        _programs[key] = program
+    binaries = program.binaries
+    if binaries and binaries[0]:
+        write_checked(directory / BINARY, bytes(binaries[0]))
     return program
 
 

@@ -194,3 +194,90 @@ def test_programs_are_cached_in_process_and_work_group_size_is_configurable():
     assert second.program is first.program
     assert first.block_size == ob.DEFAULT_BLOCK_SIZE and second.block_size == 32
     assert second._site_range[0][0] % 32 == 0
+
+
+# --- the binary cache, and the suite's unoptimised builds ---------------------------------------
+
+#: one process's build: a strict D2Q37 program, 3 fused steps from a fixed state; prints the digest
+#: of the result's bits
+_BUILD_AND_STEP = """
+import hashlib, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from helpers import FORCE, LX, LY, step_fused
+from lbgen.backends import opencl as ob
+from lbgen.codegen.render import generate
+from lbgen.codegen.spec import KernelSpec
+prog = ob.compile(generate(KernelSpec(backend="opencl", layout="soa", vl=None)), LX, LY, strict=True)
+f0 = 1.0 + 0.01 * np.random.default_rng(7).standard_normal((prog.layout.Q, LX, LY))
+a, b = prog.pack(f0), prog.allocate()
+for _ in range(3):
+    a, b = step_fused(prog, a, b, tau=0.8, ax=FORCE[0], ay=FORCE[1])
+print(hashlib.sha256(prog.unpack(a).tobytes()).hexdigest())
+"""
+
+
+def _build_log(path):
+    return [line.split("\t") for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_program_is_compiled_once_per_machine_and_other_processes_load_its_binary(tmp_path):
+    """Two processes at once (xdist workers, MPI ranks) and a third after them: one compile (the
+    file lock), the others load the stored binary, and all three step to the same bits."""
+    import subprocess
+    import sys
+    log = tmp_path / "build.log"
+    env = dict(os.environ, LBGEN_CACHE_DIR=str(tmp_path / "cache"), LBGEN_BUILD_LOG=str(log),
+               XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = [sys.executable, "-c", _BUILD_AND_STEP, tests]
+    together = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(2)]
+    outputs = [p.communicate(timeout=600) for p in together]
+    assert all(p.returncode == 0 for p in together), [err[-2000:] for _, err in outputs]
+    after = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert after.returncode == 0, after.stderr[-2000:]
+    digests = {out.strip() for out, _ in outputs} | {after.stdout.strip()}
+    assert len(digests) == 1
+    builds = _build_log(log)
+    assert [parts[0] for parts in builds] == ["opencl"]
+    assert (tmp_path / "cache" / "opencl" / builds[0][2] / ob.platform.BINARY).is_file()
+
+
+@pytest.mark.parametrize("damage", ["checksum", "refused"])
+def test_a_damaged_or_refused_binary_is_replaced_by_a_source_build(damage, tmp_path, monkeypatch):
+    from lbgen.system.cache import write_checked
+    monkeypatch.setenv("LBGEN_CACHE_DIR", str(tmp_path / "cache"))
+    log = tmp_path / "build.log"
+    monkeypatch.setenv("LBGEN_BUILD_LOG", str(log))
+    monkeypatch.setattr(ob.platform, "_programs", {})           # nothing built in this process
+    src = generate(KernelSpec(backend="opencl", layout="aos", vl=None, prefix=f"damaged_{damage}"))
+    options = ob.build_options(strict=True)
+    ob.build(src, DEVICE, options)
+    binary = tmp_path / "cache" / "opencl" / _build_log(log)[0][2] / ob.platform.BINARY
+    if damage == "checksum":
+        binary.write_bytes(binary.read_bytes()[:-100])                      # truncated
+    else:
+        write_checked(binary, b"not a program binary of any OpenCL runtime")   # intact, but no binary
+    monkeypatch.setattr(ob.platform, "_programs", {})
+    program = ob.build(src, DEVICE, options)
+    assert len(_build_log(log)) == 2                                        # built again from source
+    assert program.all_kernels()                                            # a usable program
+    ob.platform.read_checked(binary)                                        # and an intact binary again
+    monkeypatch.setattr(ob.platform, "_programs", {})
+    ob.build(src, DEVICE, options)
+    assert len(_build_log(log)) == 2                                        # which a later build loads
+
+
+def test_the_suites_unoptimised_strict_build_has_the_bits_of_the_optimised_one(monkeypatch, initial_state,
+                                                                               run_program):
+    """The suite builds OpenCL with -cl-opt-disable ($LBGEN_OPT_LEVEL below -O2, tests/conftest.py);
+    runs build with the runtime's optimiser: a strict build's bits are the same."""
+    src = generate(KernelSpec(backend="opencl", layout="csoa", vl=8, collision="regularized"))
+    results = {}
+    for level in ("-O1", "-O3"):
+        monkeypatch.setenv("LBGEN_OPT_LEVEL", level)
+        prog = ob.compile(src, LX, LY, strict=True)
+        assert (ob.platform.UNOPTIMISED in prog.options) == (level == "-O1")
+        results[level] = run_program(prog, initial_state, STRICT_STEPS, "fused", "regularized")
+    assert np.array_equal(results["-O1"], results["-O3"])
