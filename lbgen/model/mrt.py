@@ -27,6 +27,7 @@ import sympy as sp
 
 from lbgen.model.catalog import AXES
 from lbgen.model.derivation import Builder, component_tag, grouped_sum, opposite_pairs, reconstruct
+from lbgen.model.derivation import unit_component as unit
 from lbgen.model.hermite import components, maxwellian_coefficient
 
 
@@ -84,18 +85,25 @@ def mrt_collision(b: Builder, vs, f, H, A, rho, u, a, tau, omega_bulk, omega3, o
     us = tuple(b.let(f"us{AXES[k]}", u[k] + tau1 * a[k]) for k in range(D))
     rate_rho = b.let("rw", rho * om1)
     correction = b.let("kaa", rate_rho * (tau1 - half) ** 2)
+    # omega_1 rho us_k us_j - kaa a_k a_j as (omega_1 rho us_k) us_j - (kaa a_k) a_j
+    rus = tuple(b.let(f"rus{AXES[k]}", rate_rho * us[k]) for k in range(D))
+    ka = tuple(b.let(f"ka{AXES[k]}", correction * a[k]) for k in range(D))
     second = components(2, D)
     diag = [c for c in second if max(c) == 2]
-    u2 = sp.Add(*(u[k] ** 2 - a[k] ** 2 / 4 for k in range(D)))
-    bulk = b.let("dbulk", (omega_bulk - om1) * (rho * u2 - sp.Add(*(A[c] for c in diag))) / D)
+    a2 = b.let("a2", sp.Add(*(a[k] ** 2 for k in range(D))))
+    # rho |u|^2 = A_1 . u
+    u2 = sp.Add(*(A[unit(D, k)] * u[k] for k in range(D))) - rho * a2 / 4
+    bulk = b.let("dbulk", (omega_bulk - om1) * (u2 - sp.Add(*(A[c] for c in diag))) / D)
     dom = b.let("dom2", om1 - omega4)
     B = {(0,) * D: b.let(f"B{component_tag((0,) * D)}", omega4 * rho)}
     for k in range(D):
-        c = tuple(1 if j == k else 0 for j in range(D))
+        c = unit(D, k)
         B[c] = b.let(f"B{component_tag(c)}", omega3 * A[c] + rho * a[k])
     for c in second:
-        value = (sp.expand(maxwellian_coefficient(c, rate_rho, us, sp.Integer(1)))
-                 - correction * sp.Mul(*(a[k] ** c[k] for k in range(D))) - dom * A[c])
+        k, j = [m for m in range(D) for _ in range(c[m])]
+        # the Maxwellian's second-order coefficient at theta = 1 is rho us_k us_j
+        assert sp.expand(maxwellian_coefficient(c, 1, us, 1) - us[k] * us[j]) == 0
+        value = rus[k] * us[j] - ka[k] * a[j] - dom * A[c]
         B[c] = b.let(f"B{component_tag(c)}", value + bulk if c in diag else value)
     pairs, rest = opposite_pairs(vs)
     named = {str(s): s for s, _ in b.assignments}
