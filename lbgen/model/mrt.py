@@ -27,6 +27,7 @@ import sympy as sp
 
 from lbgen.model.catalog import AXES
 from lbgen.model.derivation import Builder, component_tag, grouped_sum, opposite_pairs, reconstruct
+from lbgen.model.derivation import unit_component as unit
 from lbgen.model.hermite import components, maxwellian_coefficient
 
 
@@ -56,56 +57,69 @@ def ghost_basis(vs) -> List[Tuple[int, Tuple[sp.Rational, ...], sp.Rational]]:
 
 def mrt_collision(b: Builder, vs, f, H, A, rho, u, a, tau, omega_bulk, omega3, omega4, wall, tau_wall):
     """Post-collision populations of the MRT operator (the module doc), as Builder symbols; ``tau``
-    may be the Smagorinsky tau_eff of the ``-les`` variant."""
+    may be the Smagorinsky tau_eff of the ``-les`` variant.
+
+    Each parity of f is relaxed as a whole with one rate and only what differs is corrected (the
+    projection of a parity onto its ghosts is the parity less its Hermite part, so no ghost moment
+    but D3Q27's five-degree ones is computed): with the pair sums s_i and differences d_i,
+
+    * odd part (d_i; TRT's antisymmetric part with omega_minus = omega3): (1 - omega3) d_i / 2 +
+      w_i xi_i.B_1, B_1 = omega3 A_1 + rho a; the odd ghosts of degree >= 5 (D3Q27) add
+      (omega3 - omega4) g_k w_i p_k(xi_i);
+    * even part (s_i; every even ghost relaxes with omega4): (1 - omega4) s_i / 2 + w_i sum_n B_n:H_n/n!,
+      B_0 = omega4 rho, B_2 = omega4 A_2 + omega_1 (A_2,eq - A_2) + (1 - omega_1/2) S_2 written as
+      omega_1 A_2,eq(u + tau a) - omega_1 (tau - 1/2)^2 rho a a - (omega_1 - omega4) A_2 (Guo's source S as
+      a shifted equilibrium, as in lbgen.model.collision._trt), plus on the diagonal the trace's own
+      rate: (omega_bulk - omega_1)(tr(A_2,eq - A_2) - tr S_2 / 2) / D = (omega_bulk - omega_1)
+      (rho (|u|^2 - |a|^2/4) - tr A_2) / D.
+    """
     D = vs.D
     half = sp.Rational(1, 2)
     b.block("MRT rates: 1/tau (1/tau_wall on wall rows) on the deviatoric second-order moments, omega_bulk on "
             "their trace (lbgen.model.mrt.mrt_collision)")
-    om1 = b.let("om1", 1 / (wall * tau_wall + (1 - wall) * tau))
-    b.block("equilibrium and Guo's source at the half-step velocity u + a/2, second-order Hermite moments "
-            "(lbgen.model.mrt.mrt_collision)")
-    uh = tuple(b.let(f"uh{AXES[k]}", u[k] + a[k] / 2) for k in range(D))
+    tau1 = b.let("tau1", wall * tau_wall + (1 - wall) * tau)
+    om1 = b.let("om1", 1 / tau1)
+    b.block("relaxation: even part with omega4, its second order corrected to omega_1 (Guo's source as the "
+            "shifted equilibrium at u + tau a less (tau - 1/2)^2 rho a a) and the trace to omega_bulk; odd part "
+            "with omega3, B_1 = omega3 A_1 + rho a (lbgen.model.mrt.mrt_collision)")
+    us = tuple(b.let(f"us{AXES[k]}", u[k] + tau1 * a[k]) for k in range(D))
+    rate_rho = b.let("rw", rho * om1)
+    correction = b.let("kaa", rate_rho * (tau1 - half) ** 2)
+    # omega_1 rho us_k us_j - kaa a_k a_j as (omega_1 rho us_k) us_j - (kaa a_k) a_j
+    rus = tuple(b.let(f"rus{AXES[k]}", rate_rho * us[k]) for k in range(D))
+    ka = tuple(b.let(f"ka{AXES[k]}", correction * a[k]) for k in range(D))
     second = components(2, D)
     diag = [c for c in second if max(c) == 2]
-    neq = {c: b.let(f"Dq{component_tag(c)}", sp.expand(maxwellian_coefficient(c, rho, uh, sp.Integer(1))) - A[c])
-           for c in second}
-    src = {c: b.let(f"Sq{component_tag(c)}", rho * (uh[_axes(c)[0]] * a[_axes(c)[1]] + a[_axes(c)[0]] * uh[_axes(c)[1]]))
-           for c in second}
-    tr = b.let("Dq_tr", sp.Add(*(neq[c] for c in diag)) / D)
-    trs = b.let("Sq_tr", sp.Add(*(src[c] for c in diag)) / D)
-    B = {(0,) * D: rho}
+    a2 = b.let("a2", sp.Add(*(a[k] ** 2 for k in range(D))))
+    # rho |u|^2 = A_1 . u
+    u2 = sp.Add(*(A[unit(D, k)] * u[k] for k in range(D))) - rho * a2 / 4
+    bulk = b.let("dbulk", (omega_bulk - om1) * (u2 - sp.Add(*(A[c] for c in diag))) / D)
+    dom = b.let("dom2", om1 - omega4)
+    B = {(0,) * D: b.let(f"B{component_tag((0,) * D)}", omega4 * rho)}
     for k in range(D):
-        e = tuple(1 if j == k else 0 for j in range(D))
-        B[e] = A[e] + rho * a[k]
+        c = unit(D, k)
+        B[c] = b.let(f"B{component_tag(c)}", omega3 * A[c] + rho * a[k])
     for c in second:
-        if c in diag:
-            value = (A[c] + om1 * (neq[c] - tr) + omega_bulk * tr + (1 - om1 / 2) * (src[c] - trs)
-                     + (1 - omega_bulk * half) * trs)
-        else:
-            value = A[c] + om1 * neq[c] + (1 - om1 / 2) * src[c]
-        B[c] = b.let(f"B{component_tag(c)}", value)
-    b.block("the higher orthogonal moments g_k = sum f p_k / <p_k, p_k>, relaxed to 0 with omega3 (degree 3) and "
-            "omega4 (degree 4 and up) (lbgen.model.mrt.ghost_basis)")
-    keep = {3: b.let("keep3", 1 - omega3), 4: b.let("keep4", 1 - omega4)}
-    w = vs.weights_float()
+        k, j = [m for m in range(D) for _ in range(c[m])]
+        # the Maxwellian's second-order coefficient at theta = 1 is rho us_k us_j
+        assert sp.expand(maxwellian_coefficient(c, 1, us, 1) - us[k] * us[j]) == 0
+        value = rus[k] * us[j] - ka[k] * a[j] - dom * A[c]
+        B[c] = b.let(f"B{component_tag(c)}", value + bulk if c in diag else value)
     pairs, rest = opposite_pairs(vs)
     named = {str(s): s for s, _ in b.assignments}
-    # p_k has the parity of its degree: even ones see the pair sums s_i, odd ones the differences d_i
-    # (``hermite_moments``' symbols), and add to the pair's even or odd part of the reconstruction
-    extra = ({}, {})
-    for n, p, norm in ghost_basis(vs):
-        odd = n % 2
-        terms = [(p[i] / norm, named[f"{'sd'[odd]}{i}"]) for i, _ in pairs]
-        terms += [] if odd else [(p[i] / norm, f[i]) for i in rest]
-        g = b.let(b.fresh("gm"), keep[min(n, 4)] * grouped_sum(terms, b))
-        for i in [i for i, _ in pairs] + ([] if odd else rest):
-            if p[i] != 0:
-                extra[odd][i] = extra[odd].get(i, 0) + sp.Float(w[i] * p[i], 30) * g
-    return reconstruct(b, vs, H, B, extra=extra)
-
-
-
-def _axes(c) -> Tuple[int, int]:
-    """The two axes (k <= j) of a second-order component: (0, 0) for xx, (0, 2) for xz."""
-    k, j = [m for m in range(len(c)) for _ in range(c[m])]
-    return k, j
+    extra = {}
+    ghosts = [(p, norm) for n, p, norm in ghost_basis(vs) if n % 2 and n >= 5]
+    if ghosts:
+        b.block("the odd ghost moments of degree >= 5, g_k = sum f p_k / <p_k, p_k>, to omega4: (omega3 - omega4) "
+                "g_k w_i p_k(xi_i) on the odd parts (lbgen.model.mrt.ghost_basis)")
+        w = vs.weights_float()
+        dom_odd = b.let("dom_odd", omega3 - omega4)
+        for p, norm in ghosts:
+            g = b.let(b.fresh("gm"), dom_odd * grouped_sum([(p[i] / norm, named[f"d{i}"]) for i, _ in pairs], b))
+            for i, _ in pairs:
+                if p[i] != 0:
+                    extra[i] = extra.get(i, 0) + sp.Float(w[i] * p[i], 30) * g
+    even = {i: -omega4 / 2 * named[f"s{i}"] for i, _ in pairs}
+    even.update({i: -omega4 * f[i] for i in rest})
+    odd = {i: -omega3 / 2 * named[f"d{i}"] for i, _ in pairs}
+    return reconstruct(b, vs, H, B, f=f, shifts=(even, odd), extra=({}, extra))
