@@ -76,8 +76,8 @@ SCHEMA: Tuple[Option, ...] = (
            "g/r).", identity=True),
     Option("walls", "bool", False, "Thermal walls at bottom and top (else periodic in Y).",
            flag="--walls/--periodic", identity=True),
-    Option("wall_axis", "choice", None, "Axis of the thermal walls: x, y or z in 3D (default z), y in 2D; gravity, the "
-           "depth, Nu and the profiles follow it.", choices=("x", "y", "z"), optional=True, identity=True),
+    Option("wall_axis", "choice", None, "Axis of the thermal walls: x, y or z in 3D (default z), x or y in 2D (default "
+           "y); gravity, the depth, Nu and the profiles follow it.", choices=("x", "y", "z"), optional=True, identity=True),
     Option("t_bottom", "float", 1.0, "Bottom wall temperature.", minimum=0.0, identity=True),
     Option("t_top", "float", 1.0, "Top wall temperature.", minimum=0.0, identity=True),
     Option("ra", "float", 1e4, "Rayleigh number of the rayleigh-benard set-up, with the effective depth (between "
