@@ -52,9 +52,9 @@ def time_block_walls_refusal(dimension: int, axis: Optional[str]) -> Optional[st
     if axis is None or axis == "xyz"[dimension - 1]:
         return None
     if dimension == 2:
-        return (f"the 2D thermal walls across x are not time-blocked: the blocked sweep's unit is the Y column of "
-                f"one x and the wavefront walks along x, while their bc needs the x columns next to each wall at "
-                f"once; put the walls across y (wall_axis None, --wall-axis y) or step with time block 1 (fused_walls)")
+        return ("the 2D thermal walls across x are not time-blocked: the blocked sweep's unit is the Y column of "
+                "one x and the wavefront walks along x, while their bc needs the x columns next to each wall at "
+                "once; put the walls across y (wall_axis None, --wall-axis y) or step with time block 1 (fused_walls)")
     how = "the wavefront walks along x" if axis == "x" else "y is cut into bands"
     return (f"the 3D thermal walls across {axis} are not time-blocked: the blocked sweep's unit is the Z line of one "
             f"(x, y) and {how}, while their bc needs the {axis} planes next to each wall at once; put the walls "

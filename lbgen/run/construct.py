@@ -220,7 +220,7 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     if cfg.dimension == 3:
         return _make_simulation3d(cfg, mask, comm, grid, host_columns, lx, device)
     cfg = resolve(cfg, echo=lambda m: None, distributed=comm is not None)   # a no-op once resolved
-    walls = Walls(**cfg.walls) if cfg.walls else cfg.wall_axes     # thermal walls, or bounce-back wall axes
+    walls = Walls(**cfg.walls, axis=cfg.wall_axis) if cfg.walls else cfg.wall_axes   # thermal walls, or bounce-back wall axes
     bounce = {k: v for k, v in (("lid", cfg.lid), *_body_args(cfg, mask, comm).items()) if v is not None}
     bounce.update(open_arguments(cfg))                                                 # inlets, outlets, ...
     common = dict(**bounce, layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, storage=cfg.storage,
