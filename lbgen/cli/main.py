@@ -455,7 +455,8 @@ def _parse_layouts(text):
 @click.option("--thermal-walls", is_flag=True, help="3D thermal sets (d3q39, d3q103; --collision bgk): the thermal "
               "walls across z (propagate, bc, collide; fused_walls fused) against lbgen.reference.walls3d.")
 @click.option("--wall-axis", type=click.Choice(("x", "y", "z")), default=None,
-              help="With --thermal-walls: the axis the walls stand across [default: z].")
+              help="With --thermal-walls: the axis the walls stand across [default: z]; 2D sets with --walls: x or "
+                   "y [default: y].")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
               help="2D sets with --walls: the scheme of the bc kernel checked (lbgen or reference); "
               "refused in 3D, whose bounce-back walls have no scheme.")
