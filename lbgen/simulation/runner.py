@@ -17,8 +17,9 @@ bounce-back no-slip walls on axes (both faces: 'y', 'xz') or single faces ('z-lo
 periodic; ``lid`` -- moving wall faces, {'z-high': (ux, uy, uz)} (velocity in the face's plane,
 model units; Ladd's momentum correction); ``mask`` -- a voxel mask of the lattice's shape (bool
 or 0/1 uint8, 1 = solid: links into it bounce back, it holds no populations, its fields read 0).
-``walls=Walls(...)`` are the thermal walls instead: across y in 2D, across z in 3D (D3Q39, D3Q103;
-bottom = z-low, top = z-high; or across x, y), one fused_walls sweep a step (3D across z: fused_tb too).
+``walls=Walls(...)`` are the thermal walls instead: across y in 2D (or x), across z in 3D (D3Q39, D3Q103;
+bottom = z-low, top = z-high; or across x, y), one fused_walls sweep a step (across the last axis:
+fused_tb too).
 """
 from __future__ import annotations
 

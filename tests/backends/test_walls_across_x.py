@@ -14,7 +14,7 @@ across the walls as rows y.
     (LX, LY) equals the one across y on (LY, LX) with x and y swapped (fields and mass to 1e-12),
     for D2Q37 and D2V17 (lbgen's scheme: its derivation takes any axis) and the isothermal D2Q9;
 (5) the refusals: a time block across x, the production code's scheme across x, host + device
-    regions (they split X).
+    regions (they split X); (6) nvcc compiles the CUDA source.
 """
 from __future__ import annotations
 
@@ -209,3 +209,15 @@ def test_what_walls_across_x_cannot_take_is_refused_in_words():
     prog = program("c", "soa", None, strict=True)
     with pytest.raises(ValueError, match=r"fused_tb: the 2D thermal walls across x are not time-blocked"):
         prog.fused_tb(prog.allocate(), prog.allocate(), 2, walls=Walls(axis="x"), tau=0.8, ax=0.0, ay=0.0)
+
+
+def test_nvcc_compiles_the_walls_across_x():
+    """nvcc builds the CUDA source of the walls across x (the host shim runs it above)."""
+    from helpers import require
+    from lbgen.backends.cuda import nvcc
+    from lbgen.codegen.render import generate
+    from lbgen.codegen.spec import KernelSpec
+    require(*nvcc.available(), "nvcc")
+    res = nvcc.compile_cu(generate(KernelSpec(backend="cuda", layout="caosoa", vl=32, collision="regularized",
+                                              walls=True, wall_axis="x")), "sm_90")
+    assert res.kernels["lbgen_bc"].registers > 0 and res.kernels["lbgen_fused_walls"].registers > 0
