@@ -220,7 +220,7 @@ def _run2d(tmp_path, axis):
 
 def test_2d_walls_across_x_are_the_y_run_turned(tmp_path):
     """200 steps of a seeded 2D layer (D2Q37), walls across y on 16 x 24 and across x on 24 x 16: the
-    fields, the Nusselt numbers and the mass of the series, the closing line and the manifest's
+    fields, the Nusselt numbers, the mass and the mixing width of the series, the closing line and the manifest's
     planes are the y run's turned (1e-12); the y run is time-blocked (auto), the x run steps with
     fused_walls (time blocks do not take walls across x)."""
     from lbgen.output.series import read_series
@@ -231,7 +231,8 @@ def test_2d_walls_across_x_are_the_y_run_turned(tmp_path):
         assert np.abs(fields_x[k] - want[k]).max() < 1e-12, k
     assert np.abs(fields_y["uy"]).max() > 1e-5                                # the layer moves
     series_y, series_x = read_series(out_y / "series.csv"), read_series(out_x / "series.csv")
-    for column in ("Nu_bottom", "Nu_top", "Nu_bulk", "mass", "kinetic_energy"):
+    assert np.all(series_x["mixing_width"] > 0)              # across the walls: the profile of <T> over y
+    for column in ("Nu_bottom", "Nu_top", "Nu_bulk", "mass", "kinetic_energy", "mixing_width"):
         assert np.allclose(series_x[column], series_y[column], rtol=1e-12, atol=1e-14), column
     closing = [line.split(" (")[0] for t in (text_x, text_y) for line in t.splitlines() if line.startswith("Nusselt")]
     assert closing[0] == closing[1] and "across x)" in text_x
