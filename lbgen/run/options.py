@@ -335,7 +335,7 @@ _NO_WALL_TEMPERATURE = ("the 3D thermal walls (across z, or --wall-axis) need a 
                         "conduct no heat")
 #: why an option of 2D runs has no effect in a 3D run (``_in_2d``)
 NOT_IN_3D = {
-    "walls": "--walls/--periodic are the thermal walls (2D: on y; 3D: across z or --wall-axis, on the thermal sets "
+    "walls": "--walls/--periodic are the thermal walls (2D: across y or --wall-axis x; 3D: across z or --wall-axis, on the thermal sets "
              "d3q39 and d3q103); an isothermal 3D run has no-slip walls on the axes --wall-axes names (e.g. --wall-axes y)",
     "t_bottom": _NO_WALL_TEMPERATURE, "wall_axis": _NO_WALL_TEMPERATURE,
     "t_top": _NO_WALL_TEMPERATURE,
