@@ -6,7 +6,7 @@ across the walls as rows y.
 (1) halo -> propagate -> bc -> collide on C, OpenCL and the CUDA host shim, every layout family,
     with a force along both axes, a fixed bottom (x = 0) and an adiabatic top (x = LX-1) wall,
     matches the NumPy oracle's walls across x (``reference.walls.step_walls(axis=0)``, typed from
-    the scheme's description, not from the sympy) to 1e-12 after 20 steps;
+    the scheme's description, not from the sympy) to 1e-12 after 20 steps; D2V17 and D2Q9 too (C);
 (2) fused_walls gives the three sweeps' bits in strict builds, and C, OpenCL and the CUDA host
     shim give the same bits;
 (3) a region split (the bc's rows, fused_walls' columns) gives the whole lattice's bits;
@@ -221,3 +221,28 @@ def test_nvcc_compiles_the_walls_across_x():
     res = nvcc.compile_cu(generate(KernelSpec(backend="cuda", layout="caosoa", vl=32, collision="regularized",
                                               walls=True, wall_axis="x")), "sm_90")
     assert res.kernels["lbgen_bc"].registers > 0 and res.kernels["lbgen_fused_walls"].registers > 0
+
+
+@pytest.mark.parametrize("vs_name", ["d2v17", "d2q9"])
+def test_the_other_2d_sets_walls_across_x_match_the_oracle(vs_name):
+    """D2V17 (lbgen's scheme, derived for its hops across x as across y) and the isothermal D2Q9 (one
+    wall row: T = 1 walls) against the oracle's walls across x, 1e-12 after 10 steps (C, SoA)."""
+    from lbgen.model.velocity_set import velocity_set
+    vs = velocity_set(vs_name)
+    rng = np.random.default_rng(17)
+    shape = (LX, LY)
+    f0 = ref.equilibrium(1 + 0.05 * rng.uniform(-1, 1, shape), 0.05 * rng.uniform(-1, 1, shape),
+                         0.05 * rng.uniform(-1, 1, shape), 1 + (0.05 if not vs.isothermal else 0.0)
+                         * rng.uniform(-1, 1, shape), vs)
+    temperatures = (T_BOTTOM, T_TOP, ADIABATIC) if not vs.isothermal else (1.0, 1.0, (False, False))
+    want = f0.copy()
+    for _ in range(10):
+        want = refw.step_walls(want, "bgk", *temperatures, axis=0, force=FORCE, vs=vs, tau=0.8)
+    prog = PROGRAMS.of("c", (LX, LY), False, dict(threads=2), layout="soa", velocity_set=vs_name, collision="bgk",
+                       walls=True, wall_axis="x")
+    a, b = prog.pack(f0), prog.allocate()
+    for _ in range(10):
+        prog.halo(a)
+        prog.fused_walls(a, b, *temperatures, tau=0.8, ax=FORCE[0], ay=FORCE[1])
+        a, b = b, a
+    assert rel_err(prog.unpack(a), want) <= TOLERANCE["double"], vs_name
