@@ -116,6 +116,12 @@ class GPUProgram(Program):
             return None if self._bounds_args is None else self._bounds_args[3]
         return self._to_device(self._skip_mask(skip).reshape(-1))
 
+    def _lines(self, region: tuple) -> int:
+        """Work-items of the 2D bc over a checked region: one per line across the thermal walls (its
+        columns; its rows with the walls across x)."""
+        x0, x1, y0, y1 = region
+        return y1 - y0 if self.spec.wall_axis == "x" else x1 - x0
+
     def _region_items(self, region: tuple) -> int:
         """Work-items (threads) of a 2D sweep over a checked region: its columns times the
         storage slots s = r*VL + k (k fastest: the lanes of a cluster are consecutive items)

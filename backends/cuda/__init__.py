@@ -38,13 +38,15 @@ def block_bound(spec) -> int:
     return spec.block_size or DEFAULT_BLOCK
 
 
-def thread_counts(layout) -> Dict[str, int]:
-    """Threads each kernel is launched with, for a layout (LX, LY, VL)."""
+def thread_counts(layout, wall_axis: Optional[str] = None) -> Dict[str, int]:
+    """Threads each kernel is launched with, for a layout (LX, LY, VL) and the thermal walls' axis
+    (the bc: one thread per line across the walls, a column, or a row with the walls across x)."""
     sites = layout.LX * layout.LY
     return {
         "halo": layout.LX * 2 * layout.halo * layout.VL + 2 * layout.halo * layout.NRP * layout.VL,
         "propagate": sites, "collide": sites, "fused": sites,
-        "init_equilibrium": sites, "fields": sites, "pack": sites, "unpack": sites, "bc": layout.LX,
+        "init_equilibrium": sites, "fields": sites, "pack": sites, "unpack": sites,
+        "bc": layout.LY if wall_axis == "x" else layout.LX,
         "diagnostics": layout.LY,
         "fused_walls": sites,
     }
@@ -71,7 +73,7 @@ class LaunchProgram(GPUProgram):
             raise ValueError(f"block_size={block_size} exceeds the kernels' __launch_bounds__({bound}); "
                              f"regenerate with KernelSpec(block_size=...) for larger blocks")
         if self.D == 2:
-            self.launch_threads = thread_counts(self.layout)
+            self.launch_threads = thread_counts(self.layout, self.spec.wall_axis)
             self._sizes = () if self.spec.compile_time_sizes else self.shape
 
     def _blocks(self, items: int) -> int:
@@ -99,7 +101,7 @@ class LaunchProgram(GPUProgram):
         its region arguments follow the sizes, the rest of `args` after them; an empty region
         launches nothing."""
         reg = self._check_region(region)
-        n = reg[1] - reg[0] if columns_only else self._region_items(reg)
+        n = self._lines(reg) if columns_only else self._region_items(reg)
         self.calls[kernel] += 1
         if n > 0:
             self._launch(kernel, grid_size(n, self.block), self.block, *args[:2], *self._sizes, *reg, *args[2:])

@@ -269,10 +269,10 @@ class OpenCLProgram(GPUProgram):
         """(launch ranges, region arguments) of a sweep over `region` (None: the whole lattice);
         None when the region is empty."""
         reg = self._check_region(region)
-        n = reg[1] - reg[0] if columns_only else self._region_items(reg)
+        n = self._lines(reg) if columns_only else self._region_items(reg)
         if n <= 0:
             return None
-        ranges = (self._column_range if columns_only else self._site_range) if region is None else self._ranges(n)
+        ranges = self._ranges(n) if columns_only or region is not None else self._site_range
         return ranges, [np.int32(v) for v in reg]
 
     def propagate(self, prv, nxt, region=None):

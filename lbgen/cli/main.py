@@ -146,7 +146,8 @@ def _cuda_without_gpu() -> dict:
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
               help="With --walls: lbgen, or reference (the production code's bc; docs/physics.md, Walls).")
 @click.option("--wall-axis", type=click.Choice(("x", "y", "z")), default=None,
-              help="With --walls, 3D thermal sets: the axis the thermal walls stand across [default: z; 2D: y only].")
+              help="With --walls: the axis the thermal walls stand across [default: the last, z in 3D, y in 2D; "
+                   "2D: x or y].")
 @click.option("--block-size", type=int, default=0, help="GPU work-group / block size (0: backend default).")
 @click.option("--halo-y", type=int, default=None,
               help="C: Y halo rows (cluster rows), at least the set's largest hop (default): padding to match a "
@@ -454,7 +455,8 @@ def _parse_layouts(text):
 @click.option("--thermal-walls", is_flag=True, help="3D thermal sets (d3q39, d3q103; --collision bgk): the thermal "
               "walls across z (propagate, bc, collide; fused_walls fused) against lbgen.reference.walls3d.")
 @click.option("--wall-axis", type=click.Choice(("x", "y", "z")), default=None,
-              help="With --thermal-walls: the axis the walls stand across [default: z].")
+              help="With --thermal-walls: the axis the walls stand across [default: z]; 2D sets with --walls: x or "
+                   "y [default: y].")
 @click.option("--wall-scheme", type=click.Choice(WALL_SCHEMES), default=DEFAULT_WALL_SCHEME, show_default=True,
               help="2D sets with --walls: the scheme of the bc kernel checked (lbgen or reference); "
               "refused in 3D, whose bounce-back walls have no scheme.")

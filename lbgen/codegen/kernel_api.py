@@ -96,7 +96,7 @@ def buffer_fits_condition(Q: int, vl: int, halo: int, nbytes: int, lx: str = "lx
 
 def size_rules(spec, min_ly_walls: int) -> List[dict]:
     """The lattice sizes the kernels of a validated KernelSpec accept, as the emitted checks
-    state them (walls need LY >= min_ly_walls).
+    state them (walls need LY, or LX across x, >= min_ly_walls).
 
     Each rule: ``code`` (a name of SIZE_ERRORS), ``c`` (a C condition on ``lx``, ``ly`` that
     holds for valid sizes; ``/`` is integer division), ``message`` (printf format naming the
@@ -121,10 +121,11 @@ def size_rules(spec, min_ly_walls: int) -> List[dict]:
                           args=f"ly, ly / {vl}", text=f"LY/VL >= {HALO}, i.e. LY >= {HALO * vl} (the halo is "
                                                       f"{HALO} cluster rows)"))
     if spec.walls:
-        rules.append(dict(code="WALLS", c=f"ly >= {min_ly_walls}",
-                          message=f"ly=%d is too small for walls: they need ly >= {min_ly_walls}", args="ly",
-                          text=f"walls: LY >= {min_ly_walls} ({rows} wall row{'s' if rows > 1 else ''} at each "
-                               f"side and the bulk row next to them)"))
+        n = "l" + (spec.wall_axis or "y")      # the extent across the walls
+        rules.append(dict(code="WALLS", c=f"{n} >= {min_ly_walls}",
+                          message=f"{n}=%d is too small for walls: they need {n} >= {min_ly_walls}", args=n,
+                          text=f"walls: {n.upper()} >= {min_ly_walls} ({rows} wall row{'s' if rows > 1 else ''} at "
+                               f"each side and the bulk row next to them)"))
     nbytes = storage_bytes(spec)
     fits = buffer_fits_condition(vs.Q, vl, HALO, nbytes, halo_y=HY)
     rules.append(dict(code="OVERFLOW", c=fits, macro=buffer_fits_condition(vs.Q, vl, HALO, nbytes, "LX", "LY", HY),

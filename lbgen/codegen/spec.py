@@ -44,16 +44,17 @@ def time_block_value(value, allow_auto: bool = True):
     return int(value)
 
 
-#: the axis across which the 3D thermal walls are time-blocked (fused_tb): z, the axis each unit of
-#: the blocked sweep (the Z line of one (x, y)) holds whole, so its bc is the line's own
-TIME_BLOCKED_WALL_AXIS_3D = "z"
-
-
 def time_block_walls_refusal(dimension: int, axis: Optional[str]) -> Optional[str]:
     """Why the temporal blocking (fused_tb) cannot take thermal walls across ``axis`` (None: the
-    dimension's default, y in 2D and z in 3D), in words; None where it can."""
-    if dimension == 2 or axis in (None, TIME_BLOCKED_WALL_AXIS_3D):
+    dimension's default, y in 2D and z in 3D), in words; None where it can: across the last axis,
+    which each unit of the blocked sweep (2D: the Y column of one x, 3D: the Z line of one (x, y))
+    holds whole, so its bc is the unit's own."""
+    if axis is None or axis == "xyz"[dimension - 1]:
         return None
+    if dimension == 2:
+        return ("the 2D thermal walls across x are not time-blocked: the blocked sweep's unit is the Y column of "
+                "one x and the wavefront walks along x, while their bc needs the x columns next to each wall at "
+                "once; put the walls across y (wall_axis None, --wall-axis y) or step with time block 1 (fused_walls)")
     how = "the wavefront walks along x" if axis == "x" else "y is cut into bands"
     return (f"the 3D thermal walls across {axis} are not time-blocked: the blocked sweep's unit is the Z line of one "
             f"(x, y) and {how}, while their bc needs the {axis} planes next to each wall at once; put the walls "
@@ -203,7 +204,7 @@ class KernelSpec:
     halo_y: Optional[int] = None  # C, 2D: Y halo rows (cluster rows), >= the set's hop; None: the hop
     storage: Optional[str] = None  # populations' storage (lbgen.codegen.storage); None: the precision's own
     streaming: str = "pull"       # STREAMING: "pull" (two buffers) or "inplace" (one, the AA pattern)
-    wall_axis: Optional[str] = None  # 3D thermal walls: the axis they stand across ('x', 'y'); None: the last (z; y in 2D)
+    wall_axis: Optional[str] = None  # thermal walls: the axis they stand across ('x'; 3D also 'y'); None: the last (y in 2D, z in 3D)
 
     @property
     def compile_time_sizes(self) -> bool:
@@ -258,13 +259,9 @@ class KernelSpec:
                                 f"add them or leave the axis unset")
             if not isinstance(self.wall_axis, str) or self.wall_axis not in axes:
                 raise SpecError(f"wall_axis={self.wall_axis!r}: the thermal walls of a {self.dimension}D set stand "
-                                f"across one of {', '.join(axes)}" + ("; 2D kernels have them across y only"
-                                                                       if self.dimension == 2 else ""))
+                                f"across one of {', '.join(axes)}")
             if self.wall_axis == axes[-1]:      # the default, spelled out: one spec, one cache entry
                 return _replace(self, wall_axis=None).validate(lx, ly)
-            if self.dimension == 2:
-                raise SpecError(f"wall_axis={self.wall_axis!r}: the 2D kernels have the thermal walls across y only "
-                                f"(the model and the 3D kernels take any axis)")
         if self.wall_scheme != DEFAULT_SCHEME and not self.walls:
             raise SpecError(f"wall scheme {self.wall_scheme!r} applies to the bc kernel only: add walls "
                             f"(--walls) or leave the scheme at {DEFAULT_SCHEME!r}")
@@ -317,9 +314,11 @@ class KernelSpec:
             if type(self.halo_y) is not int:
                 return _replace(spec, halo_y=hy).validate(lx, ly)
         check_lx, check_ly = (lx, ly) if lx is not None else (self.lx, self.ly)
-        if self.walls and check_ly is not None and check_ly < min_ly_walls(vs):
-            raise SpecError(f"LY={check_ly} is too small for walls: the {wall_row_count(vs)} wall rows of "
-                            f"{vs.name} at each side and the bulk row next to them need LY >= {min_ly_walls(vs)}")
+        across = check_lx if self.wall_axis == "x" else check_ly       # the extent across the walls
+        if self.walls and across is not None and across < min_ly_walls(vs):
+            A = "X" if self.wall_axis == "x" else "Y"
+            raise SpecError(f"L{A}={across} is too small for walls: the {wall_row_count(vs)} wall rows of "
+                            f"{vs.name} at each side and the bulk row next to them need L{A} >= {min_ly_walls(vs)}")
         if check_lx is not None:
             try:
                 make_layout(self.layout, vs.Q, (check_lx, check_ly), spec.vl, halo=vs.max_hop, halo_y=self.halo_y)

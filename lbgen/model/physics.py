@@ -421,11 +421,14 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
     gx, gy = (float(v) for v in cfg.gravity)
     if gx or gy:
         out["g"] = gravity_to_lattice(math.hypot(gx, gy), r)
-    g_down = gravity_to_lattice(-gy, r)               # across the walls / the interface, > 0 downwards
+    up = (getattr(cfg, "thermal_axis", None) if walls else None) or "y"     # across the walls: y, or --wall-axis x
+    k = "xy".index(up)
+    g_down = gravity_to_lattice(-(gx, gy)[k], r)      # across the walls / the interface, > 0 downwards
     if thermal and cfg.setup == "rayleigh-taylor":
         contrast = (walls["T_bottom"], walls["T_top"]) if walls else temperatures
         if contrast is not None and contrast[0] != contrast[1]:
-            out.update(rayleigh_taylor_numbers(max(contrast), min(contrast), g_down, cfg.lx, nu, c_s))
+            out.update(rayleigh_taylor_numbers(max(contrast), min(contrast), g_down, (cfg.lx, cfg.ly)[1 - k], nu,
+                                               c_s))
     if cfg.setup == "shear-wave" and not getattr(cfg, "init", None) and not walls and not (gx or gy):
         A = cfg.amplitude               # resolved by the run (the set-up's default where not given)
         if A:
@@ -443,13 +446,13 @@ def run_numbers(cfg, *, rho: float = 1.0, T: Optional[float] = None,
     planes = None
     if walls:
         planes = wall_planes(cfg, walls["T_bottom"], walls["T_top"])
-        out.update(wall_plane_entries(cfg, planes, "y"))
+        out.update(wall_plane_entries(cfg, planes, up))
         if planes is not None and planes.isothermal is not None \
                 and not (walls.get("adiabatic_bottom") or walls.get("adiabatic_top")):
-            out["y_isothermal"] = list(planes.isothermal)
+            out[f"{up}_isothermal"] = list(planes.isothermal)
     if (thermal and walls and g_down and not walls.get("adiabatic_bottom") and not walls.get("adiabatic_top")
             and walls["T_bottom"] != walls["T_top"]):
-        H = planes.depth_isothermal if planes is not None else conduction_depth(cfg.ly, wall_rows(vs))
+        H = planes.depth_isothermal if planes is not None else conduction_depth((cfg.lx, cfg.ly)[k], wall_rows(vs))
         out["H"] = H
         out["Ra"] = rayleigh(g_down, walls["T_bottom"], walls["T_top"], H, nu, kappa)
         if cfg.setup == "rayleigh-benard":

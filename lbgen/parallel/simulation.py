@@ -27,7 +27,7 @@ Walls, lids and masks on any axis, split or not: a rank holds a wall (lid) face 
 block touches that global face, has no ghost planes on that side and trades no slab across it
 (``decomposition.ghost_sides``), with or without time blocks; a mask is cut per block, ghosts
 included.  The 2D thermal walls (``Walls``) are the faces y-low and y-high alike (each rank's
-block gets the per-side switches of the faces it holds); host + device ranks (2D
+block gets the per-side switches of the faces it holds; ``Walls(axis='x')``: x-low and x-high); host + device ranks (2D
 ``device_backend``) split their block's columns.
 
 Distributed state: ``fields()`` gathers each rank's owned fields (its fields kernel) to rank 0;
@@ -117,8 +117,8 @@ class DistributedSimulation(DistributedState, Lattice):
         unsplit, need = {}, None
         if thermal:
             from lbgen.model.velocity_set import velocity_set
-            need = {AXES[D - 1]: (min_ly_walls(velocity_set(vs_name)),
-                                  "a walled part needs (its kernels hold wall rows at both ends)")}
+            need = {self.wall_faces[0][0]: (min_ly_walls(velocity_set(vs_name)),      # the walls' axis
+                                            "a walled part needs (its kernels hold wall rows at both ends)")}
             if depth > 1:               # the walled axis (3D: z, the one time-blocked walls stand across)
                 a, ghosts, keep = (("y", "rows", f"X only (--ranks-grid {self.nranks}x1)") if D == 2 else
                                    ("z", "planes", "X and Y only (--ranks-grid PXxPYx1)"))

@@ -91,45 +91,46 @@ def wall_settings(vs) -> dict:
     return ISOTHERMAL_WALLS if vs is not None and vs.isothermal else WALLS
 
 
-def wall_amplification(g: np.ndarray, vs) -> Tuple[float, int, int]:
+def wall_amplification(g: np.ndarray, vs, axis: int = 1) -> Tuple[float, int, int]:
     """(w, x, y): the worst wall site of the state `g` just after the bc, w = max over the wall
     rows' sites of (sum_U |g_i|)^2 / (|sum_U g_i| max |g|), U the row's rebuilt populations
-    (``judge``'s module doc); inf where they sum to exactly zero."""
-    H, ly = vs.max_hop, g.shape[2]
+    (``judge``'s module doc); inf where they sum to exactly zero.  ``axis``: the walls' (1: y, 0: x)."""
+    rows = g if axis == 1 else g.transpose(0, 2, 1)       # (Q, along the walls, across them)
+    H, ly = vs.max_hop, rows.shape[2]
     scale = float(np.abs(g).max())
     worst = (0.0, 0, 0)
     for side in CHANNEL_WALLS:
         for j in range(H):
             y = j if side == "bottom" else ly - 1 - j
-            unknown, _ = refw._wall_sets(vs, side, j)
+            unknown, _ = refw._wall_sets(vs, side, j, axis)
             if not unknown:
                 continue
-            rebuilt = g[unknown, :, y]
+            rebuilt = rows[unknown, :, y]
             total = np.abs(rebuilt).sum(0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 w = np.where(total > 0, total * total / (np.abs(rebuilt.sum(0)) * scale), 0.0)
             x = int(np.argmax(w))
             if w[x] > worst[0] or np.isnan(w[x]):
-                worst = (float(w[x]) if not np.isnan(w[x]) else float("inf"), x, y)
+                worst = (float(w[x]) if not np.isnan(w[x]) else float("inf"), *((x, y) if axis == 1 else (y, x)))
     return worst
 
 
 def reference_trajectory(f0: np.ndarray, collision: str, steps: int, walls: bool,
-                         wall_scheme: str = DEFAULT_WALL_SCHEME, vs=None) -> ReferenceRun:
-    """The 2D reference run, and with walls its wall amplification W (the bc state of every
-    step, from the oracle's own ``apply_walls``)."""
+                         wall_scheme: str = DEFAULT_WALL_SCHEME, vs=None, axis: int = 1) -> ReferenceRun:
+    """The 2D reference run, and with walls (across ``axis``: 1, y; 0, x) its wall amplification W
+    (the bc state of every step, from the oracle's own ``apply_walls``)."""
     f = f0.copy()
     settings = wall_settings(vs)
     total, worst = 0.0, None
     for step in range(steps):
         if walls:
             g = refw.apply_walls(ref.propagate(f, vs), f, settings["T_bottom"], settings["T_top"],
-                                 settings["adiabatic"], FORCE, vs, wall_scheme)
-            w, x, y = wall_amplification(g, vs)
+                                 settings["adiabatic"], FORCE, vs, wall_scheme, axis)
+            w, x, y = wall_amplification(g, vs, axis)
             total += w
             if worst is None or w > worst[3]:
                 worst = (step + 1, x, y, w)
-            f = refw.step_walls(f, collision, scheme=wall_scheme, force=FORCE, vs=vs, **settings,
+            f = refw.step_walls(f, collision, scheme=wall_scheme, axis=axis, force=FORCE, vs=vs, **settings,
                                 **PARAMS[collision])
         else:
             f = ref.step(f, collision, force=FORCE, vs=vs, **PARAMS[collision])
@@ -203,8 +204,10 @@ class _Case:
     paths: Tuple[str, ...] = ("unfused", "fused")
 
 
-def _case2d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict) -> _Case:
+def _case2d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict, wall_axis=None) -> _Case:
+    """The 2D case: periodic, or with the thermal walls across y (or ``wall_axis`` 'x')."""
     lx, ly = shape
+    axis = 0 if wall_axis == "x" else 1
     wall_scheme = DEFAULT_WALL_SCHEME if wall_scheme is None else wall_scheme
 
     def size_problem(spec):
@@ -215,11 +218,11 @@ def _case2d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict
         return None
     f0 = initial_state(lx, ly, seed, vs)
     return _Case(
-        spec_options=dict(walls=walls, wall_scheme=wall_scheme), size_problem=size_problem,
-        references=lambda cols: {c: reference_trajectory(f0, c, steps, walls, wall_scheme, vs) for c in cols},
+        spec_options=dict(walls=walls, wall_scheme=wall_scheme, wall_axis=wall_axis), size_problem=size_problem,
+        references=lambda cols: {c: reference_trajectory(f0, c, steps, walls, wall_scheme, vs, axis) for c in cols},
         run=lambda b, s, p: run_program(runtime(b).compile(generate(s), lx, ly, strict=strict), f0, steps, p,
                                         s.collision, walls),
-        boundaries=f"walls ({wall_scheme} scheme)" if walls else "", start=f0)
+        boundaries=(f"walls ({wall_scheme} scheme{', across x' if axis == 0 else ''})" if walls else ""), start=f0)
 
 
 def thermal_walls_reference3d(f0: np.ndarray, steps: int, name: str, axis: str = "z") -> np.ndarray:
@@ -379,12 +382,17 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
     if thermal_walls and D == 2:
         raise SpecError(f"verify: --thermal-walls are the 3D thermal sets' walls across z; {name} is 2D: its thermal "
                         f"walls are --walls")
-    if wall_axis is not None and not (thermal_walls and D == 3 and wall_axis in ("x", "y", "z")):
-        raise SpecError(f"verify: wall_axis={wall_axis!r} (--wall-axis) places the 3D thermal walls: x, y or z with "
-                        f"--thermal-walls on a 3D thermal set")
+    if wall_axis is not None and not (thermal_walls and D == 3 and wall_axis in ("x", "y", "z")) and not (
+            walls and D == 2 and wall_axis in ("x", "y")):
+        raise SpecError(f"verify: wall_axis={wall_axis!r} (--wall-axis) places the thermal walls: x, y or z with "
+                        f"--thermal-walls on a 3D thermal set, x or y with --walls on a 2D set")
+    if wall_axis == "x" and D == 2 and (wall_scheme or DEFAULT_WALL_SCHEME) != DEFAULT_WALL_SCHEME:
+        raise SpecError(f"verify: --wall-scheme {wall_scheme} is the production code's bc, on the walls across y "
+                        f"only; the walls across x take lbgen's scheme")
     case = (_case3d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict, thermal_walls,
                     None if wall_axis == "z" else wall_axis) if D == 3
-            else _case2d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict))
+            else _case2d(shape, vs, name, collisions, steps, walls, wall_scheme, seed, strict,
+                         None if wall_axis == "y" else wall_axis))
     chosen = []
     for layout, vl in (list(layouts) or VERIFY_LAYOUTS):   # refuse bad combinations before compiling anything
         spec = KernelSpec(layout=layout, vl=vl, velocity_set=name, **case.spec_options).validate()

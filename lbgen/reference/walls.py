@@ -1,6 +1,7 @@
-"""The NumPy oracle's thermal walls (bottom y = 0 side, top y = LY-1 side; X periodic):
-both wall schemes typed from their descriptions (lbgen's and the production code's),
-independent of the sympy derivation in :mod:`lbgen.model.walls` they check."""
+"""The NumPy oracle's thermal walls (bottom y = 0 side, top y = LY-1 side; X periodic; or, with
+``axis=0``, across x: bottom x = 0, top x = LX-1, Y periodic): both wall schemes typed from their
+descriptions (lbgen's and the production code's; the production code's on y only), independent of
+the sympy derivation in :mod:`lbgen.model.walls` they check."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,10 +11,10 @@ from lbgen.reference.bulk import collide, fields, isothermal, physical_fields, p
 __all__ = ["apply_walls", "step_walls", "wall_mask", "wall_row_temperatures"]
 
 
-def _wall_sets(vs, side, row):
-    """Unknown populations at `row` from the wall (arriving from outside) and their opposites."""
+def _wall_sets(vs, side, row, axis=1):
+    """Unknown populations at `row` from the wall across `axis` (arriving from outside) and their opposites."""
     sign = 1 if side == "bottom" else -1
-    unknown = [i for i, (_, ey) in enumerate(vs.velocities) if sign * ey >= row + 1]
+    unknown = [i for i, e in enumerate(vs.velocities) if sign * e[axis] >= row + 1]
     return unknown, [vs.opposite[i] for i in unknown]
 
 
@@ -113,8 +114,13 @@ def _reference_row(g, known, unknown, L, Tw, a, vs):
     return B.T @ c, (L - N if one_shell else 0.0 * L)
 
 
+def _line(axis, index):
+    """Index tuple of the row (axis 1: all x at y = index) or column (axis 0) of a (Q, LX, LY) array."""
+    return (slice(None), index, slice(None)) if axis == 0 else (slice(None), slice(None), index)
+
+
 def apply_walls(g, f_before, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), force=(0.0, 0.0), vs=None,
-                scheme="lbgen"):
+                scheme="lbgen", axis=1):
     """The bc step after propagate: rebuild the unknown populations of the H = max hop rows
     at each wall.
 
@@ -124,18 +130,24 @@ def apply_walls(g, f_before, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), 
     exactly as many unknowns as conditions), row 0 takes the remaining mass.  scheme
     "reference" (the production code's): each row takes the mass L that left it (the row
     whose unknowns share one e_y through its rest population, see _reference_row), bare
-    bracket, and the first bulk row's temperature plus |a|^2/8.
+    bracket, and the first bulk row's temperature plus |a|^2/8.  ``axis``: 1, the walls across y
+    (rows y = j and LY-1-j); 0, across x (the wall rows are the columns x = j and LX-1-j; lbgen's
+    scheme only).
     """
     vs = set_of(vs)
     if scheme not in ("lbgen", "reference"):
         raise ValueError(f"unknown wall scheme {scheme!r}; choose lbgen or reference")
-    ly = g.shape[2]
+    if axis not in (0, 1) or (scheme == "reference" and axis != 1):
+        raise ValueError(f"walls across axis {axis!r}: the oracle's 2D walls stand across y (1) or, lbgen's "
+                         f"scheme, x (0)")
+    ly = g.shape[1 + axis]              # the extent across the walls
+    width = g.shape[2 - axis]           # the sites of a wall row
     rest = vs.velocities.index((0, 0)) if scheme == "reference" else None
     H = vs.max_hop
     n_conditions = _conditions(vs).shape[0]
     for side, T_wall, adiabatic_side in (("bottom", T_bottom, adiabatic[0]), ("top", T_top, adiabatic[1])):
         y_of = (lambda j: j) if side == "bottom" else (lambda j: ly - 1 - j)
-        T_bulk = fields(g[:, :, y_of(H)], vs)[3]
+        T_bulk = fields(g[_line(axis, y_of(H))], vs)[3]
         if scheme == "reference":
             # the production code's localTempfic: the first bulk row's physical temperature T + |a|^2/8
             T_bulk = physical_fields(g[:, :, y_of(H)], force, vs)[3]
@@ -143,45 +155,48 @@ def apply_walls(g, f_before, T_bottom=1.0, T_top=1.0, adiabatic=(False, False), 
             for j in range(H):
                 unknown, leaving = _wall_sets(vs, side, j)
                 known = [i for i in range(vs.Q) if i not in unknown]
-                Tw = np.broadcast_to(np.asarray(temps[j], dtype=float), (g.shape[1],))
+                Tw = np.broadcast_to(np.asarray(temps[j], dtype=float), (width,))
                 new, to_rest = _reference_row(g[:, :, y_of(j)], known, unknown, f_before[leaving, :, y_of(j)].sum(0),
                                               Tw, force, vs)
                 g[unknown, :, y_of(j)] = new
                 g[rest, :, y_of(j)] += to_rest
             continue
         temps = wall_row_temperatures(T_wall, T_bulk, adiabatic_side, H)
-        left = [f_before[_wall_sets(vs, side, j)[1], :, y_of(j)].sum(0) for j in range(H)]
+        left = [f_before[_line(axis, y_of(j))][_wall_sets(vs, side, j, axis)[1]].sum(0) for j in range(H)]
         entered = 0.0
         for j in range(H - 1, -1, -1):
-            unknown, _ = _wall_sets(vs, side, j)
+            unknown, _ = _wall_sets(vs, side, j, axis)
             known = [i for i in range(vs.Q) if i not in unknown]
-            col = g[:, :, y_of(j)]
-            Tw = np.broadcast_to(np.asarray(temps[j], dtype=float), (g.shape[1],))
+            row = g[_line(axis, y_of(j))]
+            Tw = np.broadcast_to(np.asarray(temps[j], dtype=float), (width,))
             if j > 0 and len(unknown) == n_conditions:
                 N = None
             elif j == 0:
                 N = sum(left) - entered
             else:
                 N = left[j]
-            new = _rebuild_row(col, known, unknown, N, Tw, force, vs)
-            g[unknown, :, y_of(j)] = new
+            new = _rebuild_row(row, known, unknown, N, Tw, force, vs)
+            row[unknown] = new             # a view of g
             entered = entered + new.sum(0)
     return g
 
 
-def wall_mask(lx, ly, vs=None):
-    """True on the H = max hop rows next to each wall (where the operators use tau = tau_wall)."""
+def wall_mask(lx, ly, vs=None, axis=1):
+    """True on the H = max hop rows next to each wall across `axis` (where the operators use tau = tau_wall)."""
     H = set_of(vs).max_hop
     mask = np.zeros((lx, ly), dtype=bool)
-    mask[:, :H] = True
-    mask[:, ly - H:] = True
+    n = (lx, ly)[axis]
+    for j in (*range(H), *range(n - H, n)):
+        mask[_line(axis, j)[1:]] = True
     return mask
 
 
-def step_walls(f, operator="bgk", T_bottom=1.0, T_top=1.0, adiabatic=(False, False), scheme="lbgen", **params):
-    """propagate -> bc (wall `scheme`) -> collide with thermal walls at the bottom and top; the
-    wall rows relax with ``tau_wall`` (a keyword of ``params``, default 1)."""
+def step_walls(f, operator="bgk", T_bottom=1.0, T_top=1.0, adiabatic=(False, False), scheme="lbgen", axis=1,
+               **params):
+    """propagate -> bc (wall `scheme`) -> collide with thermal walls at the bottom and top across
+    `axis` (1: y, 0: x); the wall rows relax with ``tau_wall`` (a keyword of ``params``, default 1)."""
     vs = params.get("vs")
-    g = apply_walls(propagate(f, vs), f, T_bottom, T_top, adiabatic, params.get("force", (0.0, 0.0)), vs, scheme)
-    params = dict(params, wall=wall_mask(f.shape[1], f.shape[2], vs))
+    g = apply_walls(propagate(f, vs), f, T_bottom, T_top, adiabatic, params.get("force", (0.0, 0.0)), vs, scheme,
+                    axis)
+    params = dict(params, wall=wall_mask(f.shape[1], f.shape[2], vs, axis))
     return collide(g, operator, **params)

@@ -164,7 +164,7 @@ class RunConfig:
 
     @property
     def thermal_axis(self) -> Optional[str]:
-        """The axis the thermal walls stand across (2D: y; 3D: z, or --wall-axis), None without them."""
+        """The axis the thermal walls stand across (the last, y in 2D and z in 3D, or --wall-axis), None without them."""
         return None if self.walls is None else self.wall_axis or "xyz"[self.dimension - 1]
 
     @property
@@ -361,7 +361,7 @@ class RunConfig:
             parameters = op.check({k: values[k] for k in op.parameter_names})
         except ParameterError as e:
             raise ConfigError(str(e)) from None
-        if values["walls"]:                      # the set-up's z walls turned to --wall-axis
+        if values["walls"]:                      # the set-up's walls across the last axis turned to --wall-axis
             values.update(turned_defaults(values, merged, name))
         if name == "rayleigh-benard":            # gravity, the periodic lengths and C2 from Ra, Pr, the aspect
             from lbgen.run.convection import resolve

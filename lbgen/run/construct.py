@@ -185,7 +185,7 @@ def resolve_time_block(cfg: RunConfig, distributed: bool = False, tuned: Optiona
     if depth == "auto" and (cfg.wall_axes or cfg.geometry) and cfg.dimension == 2:
         return 1          # 2D bounce-back walls and masks are not time-blocked (fused_tb refuses them)
     if depth == "auto" and time_block_walls_refusal(cfg.dimension, cfg.wall_axis):
-        return 1          # 3D thermal walls across x or y are not time-blocked (fused_tb refuses them)
+        return 1          # thermal walls across another axis than the last are not time-blocked (fused_tb refuses them)
     if depth == "auto" and (open_arguments(cfg) or (cfg.geometry and not distributed)):
         return 1          # open faces are not time-blocked (fused_tb refuses them); a body's link kernels run every step
     if depth == "auto":
@@ -204,8 +204,7 @@ def initial_fields(cfg: RunConfig) -> dict:
     if cfg.setup == "rayleigh-benard" and cfg.walls:
         from lbgen.run.convection import run_planes
         three["planes"] = run_planes(cfg)
-    if cfg.dimension == 3:
-        three["wall_axis"] = cfg.wall_axis          # the thermal set-ups turn with the walls' axis
+    three["wall_axis"] = cfg.wall_axis              # the thermal set-ups turn with the walls' axis
     return SETUPS[cfg.setup].fields(cfg.lx, cfg.ly, seed=cfg.seed, amplitude=cfg.amplitude, gravity=cfg.gravity,
                                     thermal=not set_entry(cfg.velocity_set).isothermal, walls=cfg.walls, **three)
 
@@ -221,7 +220,7 @@ def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Opti
     if cfg.dimension == 3:
         return _make_simulation3d(cfg, mask, comm, grid, host_columns, lx, device)
     cfg = resolve(cfg, echo=lambda m: None, distributed=comm is not None)   # a no-op once resolved
-    walls = Walls(**cfg.walls) if cfg.walls else cfg.wall_axes     # thermal walls, or bounce-back wall axes
+    walls = Walls(**cfg.walls, axis=cfg.wall_axis) if cfg.walls else cfg.wall_axes   # thermal walls, or bounce-back wall axes
     bounce = {k: v for k, v in (("lid", cfg.lid), *_body_args(cfg, mask, comm).items()) if v is not None}
     bounce.update(open_arguments(cfg))                                                 # inlets, outlets, ...
     common = dict(**bounce, layout=cfg.layout, vl=cfg.vl, precision=cfg.precision, storage=cfg.storage,

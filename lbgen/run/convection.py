@@ -26,8 +26,8 @@ NAME = "rayleigh-benard"
 
 
 def _wall_axis(values: Mapping[str, Any], D: int) -> str:
-    """The letter of the walls' axis of a run description (2D: y; 3D: z, or --wall-axis)."""
-    return (values.get("wall_axis") if D == 3 else None) or "xyz"[D - 1]
+    """The letter of the walls' axis of a run description (the last, y in 2D and z in 3D, or --wall-axis)."""
+    return values.get("wall_axis") or "xyz"[D - 1]
 
 
 def resolve(values: Dict[str, Any], parameters: Dict[str, float], given: Mapping[str, str]

@@ -37,11 +37,18 @@ class RunEvents:
             self.force_history.append((self.sim.time_step, sum(self._forces.values())))
         rows = self.sim.diagnostic_rows()
         self.samples += 1
+        across_x = self.cfg.dimension == 2 and self.cfg.thermal_axis == "x"
+        fields = self._fields() if across_x else None        # collective with MPI: on every rank
         if rows is None:
             return self._guarded(None)
         if self.cfg.dimension == 3:
             return self._guarded(scalars3d(rows))
-        return self._guarded(scalars(rows, self.cfg.lx, self.T_hot, self.T_cold))
+        d = scalars(rows, self.cfg.lx, self.T_hot, self.T_cold)
+        if across_x and not math.isnan(d["mixing_width"]) and fields is not None:
+            # the rows run along the walls here: the mixing width of the profile across them (<T> over y)
+            from lbgen.codegen.diagnostics import mixing_width
+            d["mixing_width"] = mixing_width(fields["T"].astype(float).mean(axis=1), self.T_hot, self.T_cold)
+        return self._guarded(d)
 
     def _guarded(self, d):
         """The sample d (rank 0's scalars, None elsewhere), after the guard: where rank 0 finds it

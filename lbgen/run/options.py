@@ -76,8 +76,8 @@ SCHEMA: Tuple[Option, ...] = (
            "g/r).", identity=True),
     Option("walls", "bool", False, "Thermal walls at bottom and top (else periodic in Y).",
            flag="--walls/--periodic", identity=True),
-    Option("wall_axis", "choice", None, "Axis of the thermal walls: x, y or z in 3D (default z), y in 2D; gravity, the "
-           "depth, Nu and the profiles follow it.", choices=("x", "y", "z"), optional=True, identity=True),
+    Option("wall_axis", "choice", None, "Axis of the thermal walls: x, y or z in 3D (default z), x or y in 2D (default "
+           "y); gravity, the depth, Nu and the profiles follow it.", choices=("x", "y", "z"), optional=True, identity=True),
     Option("t_bottom", "float", 1.0, "Bottom wall temperature.", minimum=0.0, identity=True),
     Option("t_top", "float", 1.0, "Top wall temperature.", minimum=0.0, identity=True),
     Option("ra", "float", 1e4, "Rayleigh number of the rayleigh-benard set-up, with the effective depth (between "
@@ -335,7 +335,7 @@ _NO_WALL_TEMPERATURE = ("the 3D thermal walls (across z, or --wall-axis) need a 
                         "conduct no heat")
 #: why an option of 2D runs has no effect in a 3D run (``_in_2d``)
 NOT_IN_3D = {
-    "walls": "--walls/--periodic are the thermal walls (2D: on y; 3D: across z or --wall-axis, on the thermal sets "
+    "walls": "--walls/--periodic are the thermal walls (2D: across y or --wall-axis x; 3D: across z or --wall-axis, on the thermal sets "
              "d3q39 and d3q103); an isothermal 3D run has no-slip walls on the axes --wall-axes names (e.g. --wall-axes y)",
     "t_bottom": _NO_WALL_TEMPERATURE, "wall_axis": _NO_WALL_TEMPERATURE,
     "t_top": _NO_WALL_TEMPERATURE,

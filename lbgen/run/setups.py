@@ -340,14 +340,16 @@ class Setup:
                wall_axis: Optional[str] = None) -> Dict[str, np.ndarray]:
         """``thermal=False`` (isothermal velocity sets): the set-up keeps T = 1; ``lz``: the 3D state;
         ``walls``: the thermal walls (their temperatures shape the thermal set-ups' states);
-        ``planes``: the isothermal planes of a rayleigh-benard run; ``wall_axis``: the 3D thermal
-        walls' axis, x or y (None: z): the thermal set-ups (UPRIGHT) are the state of the lattice
-        with that axis and z swapped, turned back (``lbgen.model.wall_frame``)."""
-        if wall_axis is not None and lz is not None and self.name in UPRIGHT:
+        ``planes``: the isothermal planes of a rayleigh-benard run; ``wall_axis``: the thermal
+        walls' axis, x (2D, 3D) or y (3D) (None: the last): the thermal set-ups (UPRIGHT) are the
+        state of the lattice with that axis and the last swapped, turned back
+        (``lbgen.model.wall_frame``)."""
+        if wall_axis is not None and self.name in UPRIGHT:
             from lbgen.model.wall_frame import upright, upright_shape, upright_vector
-            lx_, ly_, lz_ = upright_shape((lx, ly, lz), wall_axis)
-            state = self.fields(lx_, ly_, seed=seed, amplitude=amplitude, gravity=upright_vector(gravity, wall_axis),
-                                walls=walls, thermal=thermal, lz=lz_, planes=planes)
+            turned = upright_shape((lx, ly) if lz is None else (lx, ly, lz), wall_axis)
+            state = self.fields(turned[0], turned[1], seed=seed, amplitude=amplitude,
+                                gravity=upright_vector(gravity, wall_axis), walls=walls, thermal=thermal,
+                                lz=None if lz is None else turned[2], planes=planes)
             return {k: np.ascontiguousarray(v) for k, v in upright(state, wall_axis).items()}
         extra = {"seed": seed, "gravity": gravity, "thermal": thermal,
                  "amplitude": self.default_amplitude(lx) if amplitude is None else amplitude}

@@ -146,7 +146,8 @@ class Walls:
     three regularized relaxation times there), finite and > 1/2; 1 (the default) relaxes
     them to the equilibrium of the moments the bc imposed.
     ``axis``: the axis the walls stand across, None (the default) the last one (y in 2D, z in
-    3D); a 3D lattice takes 'x' or 'y' too (bottom: the low face, top: the high face).
+    3D); any other axis of the lattice too, 'x' in 2D (lbgen's scheme), 'x' or 'y' in 3D
+    (bottom: the low face, top: the high face).
 
     Checked on construction: temperatures positive and finite, adiabatic flags real booleans
     (or the words true/false, yes/no, on/off, 1/0), a known scheme; anything else is refused
@@ -180,9 +181,13 @@ class Walls:
     def axis_of(self, D: int) -> str:
         """The axis the walls stand across on a D-dimensional lattice (refused where D has no such walls)."""
         axis = self.axis or AXES[D - 1]
-        if AXES.index(axis) >= D or (D == 2 and axis != "y"):
+        if AXES.index(axis) >= D:
             raise SimulationError(f"Walls(axis={self.axis!r}): the {D}D thermal walls stand across "
-                                  f"{'y only' if D == 2 else 'x, y or z'}")
+                                  f"{' or '.join(AXES[:D])}")
+        if D == 2 and self.scheme == "reference" and axis != "y":
+            raise SimulationError(f"Walls(axis={axis!r}, scheme='reference'): the production code's scheme is the "
+                                  f"2D walls across y only (its rows whose unknowns share one e_y); walls across "
+                                  f"{axis} take lbgen's scheme (scheme='lbgen')")
         return axis
 
     def check(self, vs) -> None:
@@ -193,15 +198,18 @@ class Walls:
                                   f"adiabatic; use d2q37 for thermal walls")
 
 
-def check_thermal_walls_3d(walls, set_name, time_block) -> None:
-    """What the 3D thermal walls cannot run with, refused in words before any work."""
+def check_thermal_walls(walls, set_name, D, time_block) -> str:
+    """What the thermal walls of a D-dimensional lattice cannot run with, refused in words before any
+    work; returns the axis they stand across (``Walls.axis_of``)."""
     from lbgen.codegen.spec import time_block_walls_refusal
     from lbgen.model.catalog import set_entry
     entry = set_entry(set_name)
-    if entry.isothermal:
+    if entry.isothermal and D == 3:
         raise SimulationError(f"walls={walls!r}: lbgen.Walls are thermal walls; {entry.label} is an isothermal 3D set: "
                               f"give its bounce-back walls as a string or a sequence of 'x', 'y', 'z' (e.g. "
                               f"walls='z') or faces ('z-low'), or take d3q39 / d3q103 for thermal walls")
-    refusal = time_block_walls_refusal(3, walls.axis_of(3)) if time_block not in (None, 1) else None
-    if refusal:                         # across z they are (fused_tb: the bc of each blocked Z line)
+    axis = walls.axis_of(D)
+    refusal = time_block_walls_refusal(D, axis) if time_block not in (None, 1) else None
+    if refusal:                         # across the last axis they are (fused_tb: the bc of each blocked line)
         raise SimulationError(f"time_block={time_block!r}: {refusal}")
+    return axis

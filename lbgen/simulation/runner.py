@@ -17,8 +17,9 @@ bounce-back no-slip walls on axes (both faces: 'y', 'xz') or single faces ('z-lo
 periodic; ``lid`` -- moving wall faces, {'z-high': (ux, uy, uz)} (velocity in the face's plane,
 model units; Ladd's momentum correction); ``mask`` -- a voxel mask of the lattice's shape (bool
 or 0/1 uint8, 1 = solid: links into it bounce back, it holds no populations, its fields read 0).
-``walls=Walls(...)`` are the thermal walls instead: across y in 2D, across z in 3D (D3Q39, D3Q103;
-bottom = z-low, top = z-high; or across x, y), one fused_walls sweep a step (3D across z: fused_tb too).
+``walls=Walls(...)`` are the thermal walls instead: across y in 2D (or x), across z in 3D (D3Q39, D3Q103;
+bottom = z-low, top = z-high; or across x, y), one fused_walls sweep a step (across the last axis:
+fused_tb too).
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from lbgen.simulation.health import HealthChecks
 from lbgen.simulation.inplace import InPlaceParity, check_streaming
 from lbgen.simulation.interface import (Lattice, checked_fields, checked_populations, count, field_names,
                                         lattice_shape, time_block_depth)
-from lbgen.simulation.parameters import Parameters, RunStats, SimulationError, Walls, check_thermal_walls_3d
+from lbgen.simulation.parameters import Parameters, RunStats, SimulationError, Walls, check_thermal_walls
 
 __all__ = ["Parameters", "RunStats", "Simulation", "Simulation3D", "SimulationError", "Walls"]
 
@@ -113,13 +114,11 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         bounce = None
         if walls is not None and not isinstance(walls, Walls):
             bounce, walls = walls, None        # bounce-back wall faces; Walls: the thermal walls
-        if walls is not None and D == 3:
-            check_thermal_walls_3d(walls, vs_name, time_block)
-        wall_axis = walls.axis_of(D) if walls is not None else None     # refused in words where D has none
-        if wall_axis == "x" and D == 3 and device_backend is not None:
+        wall_axis = check_thermal_walls(walls, vs_name, D, time_block) if walls is not None else None
+        if wall_axis == "x" and device_backend is not None:
             raise SimulationError(f"walls=Walls(axis='x') and device_backend={device_backend!r}: the host and device "
-                                  f"regions split X, and each would hold both walls; put the walls across y or z, or "
-                                  f"run one backend")
+                                  f"regions split X, and each would hold both walls; put the walls across "
+                                  f"{' or '.join(AXES[1:D])}, or run one backend")
         for b in (backend, device_backend):
             if b is not None and b not in programs.runtimes(D):
                 raise SpecError(f"unknown backend {b!r}; choose one of {', '.join(programs.runtimes(D))}")

@@ -203,15 +203,15 @@ def test_wall_axis_refusals_in_words():
     for kw, message in ((dict(velocity_set="d3q39", wall_axis="x"), r"wall_axis='x' places the thermal walls"),
                         (dict(velocity_set="d3q39", walls=True, wall_axis="w"), r"stand across one of x, y, z"),
                         (dict(velocity_set="d3q39", walls=True, wall_axis=0), r"stand across one of x, y, z"),
-                        (dict(walls=True, wall_axis="x"), r"2D kernels have the thermal walls across y only")):
+                        (dict(walls=True, wall_axis="z"), r"the thermal walls of a 2D set stand across one of x, y$")):
         with pytest.raises(SpecError, match=message):
             KernelSpec(**kw).validate()
     from lbgen.simulation.parameters import SimulationError
     from lbgen.simulation.runner import Simulation
     with pytest.raises(SimulationError, match=r"Walls: axis='w' is not one of x, y, z"):
         Walls(axis="w")
-    with pytest.raises(SimulationError, match=r"the 2D thermal walls stand across y only"):
-        Simulation(6, 16, walls=Walls(axis="x"))
+    with pytest.raises(SimulationError, match=r"the 2D thermal walls stand across x or y"):
+        Simulation(6, 16, walls=Walls(axis="z"))
     assert Walls(axis="x").axis_of(3) == "x" and Walls().axis_of(3) == "z" and Walls().axis_of(2) == "y"
     spec = KernelSpec(velocity_set="d3q39", layout="soa", walls=True, wall_axis="x").validate()
     assert check_sizes3d(spec, velocity_set("d3q39"), 6, 4, 12) == "lx=6 is too small for walls: they need lx >= 8"

@@ -59,3 +59,29 @@ def test_the_run_target_sets_the_passive_wait_policy(walled_example):
     dry = subprocess.run(["make", "-n", "run", "OMP_WAIT_POLICY=active"], cwd=walled_example, check=True,
                          capture_output=True, text=True, env=env).stdout
     assert "OMP_WAIT_POLICY=active ./example" in dry
+
+
+@pytest.mark.slow
+def test_the_walls_example_across_x_reproduces_the_walled_simulation(tmp_path):
+    """`lbgen emit --walls --wall-axis x` (2D): the example's fused_walls steps hold the walls at x = 0
+    and LX-1 and give lbgen's runner with Walls(axis='x') on the same case to 1e-12."""
+    from lbgen.model.velocity_set import d2q37
+    from lbgen.simulation.runner import Simulation, Walls
+    if shutil.which("make") is None or shutil.which("gcc") is None:
+        pytest.skip("make and gcc are needed to build the emitted example")
+    spec = KernelSpec(layout="soa", walls=True, wall_axis="x")
+    emit(spec, tmp_path)
+    make_example(tmp_path, spec)
+    lx, ly = 24, 16
+    subprocess.run(["./example", str(STEPS), str(lx), str(ly)], cwd=tmp_path, check=True, capture_output=True)
+    data = np.loadtxt(tmp_path / "example_fields.txt")
+    x, y = np.meshgrid(np.arange(lx), np.arange(ly), indexing="ij")
+    sim = Simulation(lx, ly, collision="bgk", tau=0.8, gravity=(0.0, -1e-5 * d2q37().r),
+                     walls=Walls(T_bottom=1.02, T_top=0.98, axis="x"), layout="soa", threads=1, check_every=0)
+    sim.set_fields(1 + 0.01 * np.cos(2 * np.pi * y / ly), 0.0, 0.05 * np.sin(2 * np.pi * x / lx),
+                   1 + 0.02 * np.sin(2 * np.pi * (x + y) / lx))
+    sim.step(STEPS)
+    want = sim.fields()
+    for column, name in zip(range(2, 6), ("rho", "ux", "uy", "T")):
+        assert np.abs(data[:, column].reshape(lx, ly) - want[name]).max() <= 1e-12, name
+    assert np.abs(want["T"][2] - 1.02).max() < 1e-3 < np.abs(want["T"][:, 2] - 1.02).max()   # T imposed across x

@@ -348,3 +348,21 @@ def test_3d_thermal_walls_verify_can_fail_and_refuses_what_it_cannot_check(monke
                         (dict(velocity_set="d3q39", thermal_walls=False, wall_axis="x"), "x, y or z with")):
         with pytest.raises(verify_module.SpecError, match=message):
             verify_module.verify(**dict(dict(backends=["c"], collisions=["bgk"], thermal_walls=True), **kw))
+
+
+def test_2d_walls_across_x_are_verified_against_the_oracle_across_x():
+    """`lbgen verify --walls --wall-axis x` (2D, issue 39): the kernels of the walls across x against the
+    oracle's walls across x (lbgen.reference.walls, axis 0), bit-identical across backends in strict
+    builds (the lattice and spec of tests/backends/test_walls_across_x.py); refused in words with the
+    production code's scheme (across y only) and on a set without --walls."""
+    r = _verify("--walls", "--wall-axis", "x", "--backends", "c,opencl", "--layouts", "soa", "--lx", "16", "--ly",
+                "24", "--steps", "4", "--strict", "--collision", "bgk")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["ok"] and "across x" in data["boundaries"] and len(data["rows"]) == 4
+    assert all(0 < row["error"] <= 1e-12 for row in data["rows"])
+    assert all(row["vs_c"] == 0.0 for row in data["rows"] if row["backend"] != "c")
+    for kw, message in ((dict(walls=True, wall_scheme="reference"), "on the walls across y only"),
+                        (dict(walls=False), "x or y with --walls on a 2D set")):
+        with pytest.raises(verify_module.SpecError, match=message):
+            verify_module.verify(**dict(backends=["c"], collisions=["bgk"], shape=(16, 24), wall_axis="x", **kw))

@@ -1,5 +1,5 @@
-"""``lbgen run --wall-axis`` (issue 39): the 3D thermal walls of rayleigh-benard and rayleigh-taylor
-across x or y.  The layer across another axis is the z layer turned: the exact claim checked
+"""``lbgen run --wall-axis`` (issue 39): the thermal walls of rayleigh-benard and rayleigh-taylor
+across x or y in 3D, across x in 2D.  The layer across another axis is the z layer turned: the exact claim checked
 here is that a run with walls across x on the (LZ, LY, LX) lattice is the z run on (LX, LY, LZ)
 with x and z swapped (and across y on (LX, LZ, LY) with y and z swapped) -- gravity, the depth,
 Ra and the measured wall planes, the start, the fields after some steps, the Nusselt numbers and
@@ -7,7 +7,8 @@ the temperature profile -- to round-off (1e-12: not the bits, the populations ar
 another order).  The z run is itself validated against Chandrasekhar's onset and Clever &
 Busse's Nusselt number (tests/run/test_rayleigh_benard.py); a turned run inherits that.  The
 refusals: --wall-axis without --walls, on an isothermal set, across an axis shorter than the
-walls need, other than y in 2D, and with a time block on C across x or y."""
+walls need, z in 2D, and with a time block on C across x or y (2D: x).  In 2D the same claim:
+walls across x on (LY, LX) are the y run on (LX, LY) with x and y swapped."""
 from __future__ import annotations
 
 import json
@@ -99,8 +100,13 @@ def test_rayleigh_taylor_turns_its_gravity_and_its_walls():
      "--lx 6: the thermal walls across x need LX >= 8"),
     ({"setup": "rayleigh-taylor", "velocity_set": "d3q39", "walls": True, "lx": 8, "ly": 6, "lz": 16,
       "wall_axis": "y"}, "--ly 6: the thermal walls across y need LY >= 8"),
-    ({"setup": "rayleigh-benard", "wall_axis": "x"}, "--wall-axis x: the 2D thermal walls stand across y only"),
-    ({"setup": "rayleigh-taylor", "wall_axis": "z"}, "--wall-axis z: the 2D thermal walls stand across y only"),
+    ({"setup": "rayleigh-taylor", "wall_axis": "z"}, "--wall-axis z: a 2D lattice has no z axis; its thermal walls "
+                                                     "stand across x or y"),
+    ({"setup": "rayleigh-benard", "lx": 6, "ly": 24, "wall_axis": "x"}, "--lx 6: the thermal walls across x need LX >= 8"),
+    ({"setup": "rayleigh-benard", "lx": 24, "ly": 16, "wall_axis": "x", "time_block": 2},
+     "--time-block 2: the 2D thermal walls across x are not time-blocked"),
+    ({"setup": "rayleigh-taylor", "lx": 24, "ly": 16, "wall_axis": "x", "hetero": "opencl"},
+     "--hetero opencl splits the lattice in X between two backends; the thermal walls across x need X whole"),
     ({"setup": "rayleigh-benard", **LAYER, "lx": 12, "ly": 4, "lz": 16, "wall_axis": "x", "time_block": 2},
      "--time-block 2: the 3D thermal walls across x are not time-blocked"),
     ({"setup": "rayleigh-taylor", "velocity_set": "d3q39", "walls": True, "lx": 16, "ly": 8, "lz": 16,
@@ -192,3 +198,57 @@ def test_the_default_axis_spelled_out_is_the_default_run_in_2d_and_3d():
         spelled = RunConfig.build("rayleigh-taylor", ("t", {"walls": True, "wall_axis": axis, **values}))
         assert spelled == plain and plain.wall_axis is None and plain.thermal_axis == axis
         assert run_identity(spelled) == run_identity(plain)
+
+
+#: the 2D layer across y and its turn across x (D2Q37, BGK tau 0.55, Ra 100: a shallow layer)
+SHAPES_2D = {"y": (16, 24), "x": (24, 16)}
+
+
+def _run2d(tmp_path, axis):
+    out = tmp_path / f"2d-{axis}"
+    lx, ly = SHAPES_2D[axis]
+    args = ["run", "rayleigh-benard", "--collision", "bgk", "--tau", "0.55", "--ra", "100", "--lx", str(lx),
+            "--ly", str(ly), "--steps", "200", "--series-every", "50", "--output-every", "200", "--pictures", "T",
+            "--threads", "1", "--layout", "soa", "--no-progress", "--amplitude", "0.2", "--out", str(out),
+            "--save", str(out / "end.npz")] + (["--wall-axis", axis] if axis != "y" else [])
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    with np.load(out / "end.npz") as f:
+        fields = {k: f[k] for k in ("rho", "ux", "uy", "T")}
+    return out, r.output, fields
+
+
+def test_2d_walls_across_x_are_the_y_run_turned(tmp_path):
+    """200 steps of a seeded 2D layer (D2Q37), walls across y on 16 x 24 and across x on 24 x 16: the
+    fields, the Nusselt numbers, the mass and the mixing width of the series, the closing line and the manifest's
+    planes are the y run's turned (1e-12); the y run is time-blocked (auto), the x run steps with
+    fused_walls (time blocks do not take walls across x)."""
+    from lbgen.output.series import read_series
+    out_y, text_y, fields_y = _run2d(tmp_path, "y")
+    out_x, text_x, fields_x = _run2d(tmp_path, "x")
+    want = _turned(fields_y, "x")
+    for k in want:
+        assert np.abs(fields_x[k] - want[k]).max() < 1e-12, k
+    assert np.abs(fields_y["uy"]).max() > 1e-5                                # the layer moves
+    series_y, series_x = read_series(out_y / "series.csv"), read_series(out_x / "series.csv")
+    assert np.all(series_x["mixing_width"] > 0)              # across the walls: the profile of <T> over y
+    for column in ("Nu_bottom", "Nu_top", "Nu_bulk", "mass", "kinetic_energy", "mixing_width"):
+        assert np.allclose(series_x[column], series_y[column], rtol=1e-12, atol=1e-14), column
+    closing = [line.split(" (")[0] for t in (text_x, text_y) for line in t.splitlines() if line.startswith("Nusselt")]
+    assert closing[0] == closing[1] and "across x)" in text_x
+    m_y, m_x = (json.loads((o / "manifest.json").read_text()) for o in (out_y, out_x))
+    assert m_x["config"]["wall_axis"] == "x" and m_x["kernel_calls"]["fused_walls"] == 200
+    assert m_x["physics"]["x_isothermal"] == m_y["physics"]["y_isothermal"] and "y_isothermal" not in m_x["physics"]
+    assert m_x["physics"]["Ra"] == pytest.approx(m_y["physics"]["Ra"], rel=1e-14)
+
+
+def test_2d_rayleigh_taylor_turns_its_gravity_its_start_and_its_numbers():
+    from lbgen.run.construct import initial_fields
+    from lbgen.run.numbers import run_physics
+    y = RunConfig.build("rayleigh-taylor", ("t", {"lx": 16, "ly": 48}))
+    x = RunConfig.build("rayleigh-taylor", ("t", {"lx": 48, "ly": 16, "wall_axis": "x"}))
+    assert x.gravity == upright_vector(y.gravity, "x") and x.thermal_axis == "x" and y.wall_axis is None
+    want, got = _turned(initial_fields(y), "x"), initial_fields(x)
+    assert all(np.array_equal(got[k], want[k]) for k in want)
+    ny, nx = run_physics(y), run_physics(x)
+    assert {k.replace("x_", "y_", 1) if k.startswith("x_") else k: v for k, v in nx.items()} == ny

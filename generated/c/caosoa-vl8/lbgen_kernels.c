@@ -1059,7 +1059,6 @@ LBGEN_SITE_LINKAGE void lbgen_fields_site(const real f0, const real f1, const re
 }
 
 
-
 /* the bounce-back fix-ups (below, after the sweeps: defined first, they changed the register
    allocation of the sweeps' loops) */
 static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t LX, const ptrdiff_t LY,
