@@ -237,3 +237,90 @@ def test_the_memory_estimate_follows_what_a_run_holds():
     assert field_bytes(3) == 40 and field_bytes(2) == 32
     plain = run_memory_estimate((100, 60), 9, 8, halo=1, buffers=2, lanes=1)
     assert plain == 9 * 102 * 62 * 2 * 8 + 32 * 6000 + 8 * 6000
+
+
+def _setup_extra(tmp_path, n, **options):
+    """tracemalloc's peak of a run's set-up (``Run(cfg)``: the initial fields, the populations set
+    from them, the colour limits) above its population buffers, for an n^3 Taylor-Green D3Q19 run."""
+    from lbgen.run.config import RunConfig
+    from lbgen.run.driver import Run
+    cfg = RunConfig.build("taylor-green", ("test", dict(lx=n, ly=n, lz=n, velocity_set="d3q19", steps=2,
+                                                        out=str(tmp_path / f"s{n}"), pictures="none", threads=2,
+                                                        **options)))
+    held = {}
+    _, peak, _ = _traced(lambda: held.setdefault("run", Run(cfg, echo=lambda m: None, overwrite=True)))
+    run = held["run"]
+    run.close()
+    return peak - sum(b.nbytes for r in run.sim.regions for b in (r.f, r.g) if b is not None)
+
+
+def test_a_run_sets_up_by_slabs_without_the_lattice_fields(tmp_path):
+    """The set-up of a Taylor-Green run (in place + fp16s, single): its fields are evaluated, checked
+    and set one slab of X planes at a time (``Simulation.set_fields_by_slabs``, a staging lattice of the
+    slab), and the colour limits read the slabs' extremes: the peak above the buffer, as the slope between
+    32^3 and 48^3, is a slab's share (a sixteenth of the lattice: its staging buffer with two halo planes,
+    its fields and the set-up's temporaries): 14.0 B a cell.  The commit before: 56.8 (the five float64
+    initial fields, 40, and the colour limits' speed temporaries), 2026-11-28."""
+    options = dict(streaming="inplace", storage="fp16s", precision="single")
+    _setup_extra(tmp_path, 16, **options)              # imports, the compiled kernels
+    small, big = _setup_extra(tmp_path, 32, **options), _setup_extra(tmp_path, 48, **options)
+    extra = (big - small) / (48 ** 3 - 32 ** 3)
+    assert extra <= 24, extra
+
+
+@pytest.mark.parametrize("layout, vl, options", [
+    ("caosoa", 8, dict(precision="single", storage="fp16s", streaming="inplace")),
+    ("soa", None, {}), ("aos", None, dict(precision="single")), ("csoa", 4, {})])
+def test_set_fields_by_slabs_is_set_fields_bit_for_bit(layout, vl, options):
+    """set_fields_by_slabs (slabs of 1 to 5 planes, a short last one joined to the one before) gives
+    the buffer set_fields of the whole arrays gives: every element, halos included, and so every step after."""
+    from lbgen.run.setups import SETUPS
+    shape = (13, 6, 16)
+
+    def slab(x0, x1):
+        return SETUPS["taylor-green"].fields(13, 6, lz=16, x_range=(x0, x1))
+    whole = SETUPS["taylor-green"].fields(13, 6, lz=16)
+    assert all(np.array_equal(np.concatenate([slab(0, 5)[k], slab(5, 13)[k]]), whole[k]) for k in whole)
+    a, b = (lbgen.Simulation(*shape, velocity_set="d3q19", layout=layout, vl=vl, tau=0.8, **options) for _ in "ab")
+    a.set_fields(**whole)
+    for cells in (6 * 16 * 5, 6 * 16):
+        b.set_fields_by_slabs(slab, cells=cells)
+        assert np.array_equal(a.f.view(np.uint8), b.f.view(np.uint8)), cells
+    a.step(3)
+    b.step(3)
+    assert np.array_equal(a.f.view(np.uint8), b.f.view(np.uint8))
+
+
+def test_set_fields_by_slabs_refuses_bad_fields_before_any_work():
+    """A slab's bad value is refused before the buffer changes, naming the lattice's site."""
+    sim = _d3q19((8, 4, 8))
+    before = sim.f.copy()
+
+    def slab(x0, x1):
+        rho = np.ones((x1 - x0, 4, 8))
+        if x0 <= 6 < x1:
+            rho[6 - x0, 1, 2] = -1.0
+        return {"rho": rho, "ux": np.zeros_like(rho), "uy": np.zeros_like(rho), "uz": np.zeros_like(rho),
+                "T": np.ones_like(rho)}
+    from lbgen.simulation.parameters import SimulationError
+    with pytest.raises(SimulationError, match=r"site \(x=6, y=1, z=2\)"):
+        sim.set_fields_by_slabs(slab, cells=4 * 8 * 3)
+    assert np.array_equal(sim.f, before)
+
+
+def test_slab_extremes_and_the_widened_sum_are_the_whole_arrays():
+    """The colour limits' extremes of slabs are the whole fields' (exact reductions), and
+    widened_sum (the report's total mass) is NumPy's sum of the float64 copy, bit for bit."""
+    from lbgen.output.limits import Extremes, colour_limits
+    from lbgen.output.widened import widened_sum
+    from lbgen.run.setups import SETUPS
+    whole = SETUPS["taylor-green"].fields(20, 12, lz=8)
+    slabs = (SETUPS["taylor-green"].fields(20, 12, lz=8, x_range=(x0, min(x0 + 3, 20))) for x0 in range(0, 20, 3))
+    e = Extremes.of_slabs(slabs, 20)
+    assert e == Extremes.of(whole)
+    assert colour_limits(["T", "rho", "speed", "ux", "vorticity"], e) == \
+        colour_limits(["T", "rho", "speed", "ux", "vorticity"], whole)
+    rng = np.random.default_rng(3)
+    for shape in ((128, 64, 32), (100, 37, 41), (7,), ((1 << 15) + 3,), (33333, 7)):
+        a = (1 + 0.01 * rng.standard_normal(shape)).astype(np.float32)
+        assert widened_sum(a) == float(a.astype(np.float64).sum()), shape
