@@ -324,3 +324,19 @@ def test_slab_extremes_and_the_widened_sum_are_the_whole_arrays():
     for shape in ((128, 64, 32), (100, 37, 41), (7,), ((1 << 15) + 3,), (33333, 7)):
         a = (1 + 0.01 * rng.standard_normal(shape)).astype(np.float32)
         assert widened_sum(a) == float(a.astype(np.float64).sum()), shape
+
+
+def test_an_h5_file_of_float32_fields_widens_a_slab_at_a_time(tmp_path):
+    """write_h5 of float32 fields (a single-precision run's) writes each float64 dataset a slab of X
+    planes at a time (H5_SLAB values): the file is the one the float64 fields give, byte for byte, and
+    the write holds a slab, not a field's float64 copy (8 B a cell before, 2026-11-28)."""
+    from lbgen.output.fields import H5_SLAB, write_h5
+    rng = np.random.default_rng(6)
+    shape = (192, 64, 40)                                 # 2560 sites a plane: slabs of 51 planes
+    narrow = {k: rng.random(shape).astype(np.float32) for k in ("rho", "ux", "uy", "uz", "T")}
+    wide = {k: v.astype(np.float64) for k, v in narrow.items()}
+    write_h5(tmp_path / "c.h5", 3, {k: v[:2] for k, v in narrow.items()}, 1.5)      # h5py's imports
+    _, peak, _ = _traced(lambda: write_h5(tmp_path / "b.h5", 3, narrow, 1.5, attrs={"nu": 0.1}))
+    write_h5(tmp_path / "a.h5", 3, wide, 1.5, attrs={"nu": 0.1})
+    assert (tmp_path / "a.h5").read_bytes() == (tmp_path / "b.h5").read_bytes()
+    assert peak <= 8 * H5_SLAB + (1 << 18) < 4 * narrow["rho"].size, peak     # measured 2.2 B a cell; before 8.0
