@@ -42,13 +42,14 @@ def run_shape(cfg: RunConfig, resume: bool = False):
 def check_run_memory(cfg: RunConfig, resume: bool = False) -> int:
     """check_memory for the run's lattice (``run_shape``; 3D: LX x LY x LZ) and its velocity
     set's Q, in its precision."""
-    from lbgen.codegen.spec import population_buffers, storage_bytes
+    from lbgen.codegen.spec import arithmetic_bytes, population_buffers, storage_bytes
     from lbgen.codegen.storage import describe
     from lbgen.model.catalog import set_entry
     shape = run_shape(cfg, resume)
     entry = set_entry(cfg.velocity_set)
     return check_memory(shape, entry.Q, storage_bytes(cfg.precision, cfg.storage), describe(cfg.precision, cfg.storage),
-                        halo=entry.max_hop, buffers=population_buffers(cfg.streaming))
+                        halo=entry.max_hop, buffers=population_buffers(cfg.streaming),
+                        real=arithmetic_bytes(cfg.precision))
 
 
 class Run(RunEvents):

@@ -224,17 +224,24 @@ def test_outputs_of_native_fields_are_the_float64_outputs_byte_for_byte(tmp_path
 
 def test_the_memory_estimate_follows_what_a_run_holds():
     """run_memory_estimate (checked before any work): the buffers with their halos (the clustered
-    last axis padded by a cluster row a side) and one event's fields -- no gathered states since the
-    checkpoints stream their slabs.  benchmarks/storage_memory.py at 128^3 D3Q19 (whole process,
-    docs/performance-history.md, 2026-11-27): in place + fp16s 83.4 B a cell, pull double 394-396;
-    the estimate is above each and within 15 % of it (before: 212 and 571, two gathered states
-    and a dozen float64 fields)."""
+    last axis padded by a cluster row a side) and one event's fields in the arithmetic precision --
+    no gathered states since the checkpoints and the set-up stream their slabs.
+    benchmarks/storage_memory.py at 128^3 D3Q19 (whole process, docs/performance-history.md,
+    2026-11-28): in place + fp16s, single 63.7 B a cell, pull double 392.6; the estimate is above each
+    and within 15 % of it (before: 94 and 403 with float64 fields counted, 212 and 571 with two
+    gathered states and a dozen float64 fields)."""
     from lbgen.system.limits import field_bytes, run_memory_estimate
     cells = 128 ** 3
-    for measured, itemsize, buffers in ((83.4, 2, 1), (396.0, 8, 2)):
-        estimate = run_memory_estimate((128,) * 3, 19, itemsize, halo=1, buffers=buffers) / cells
+    for measured, itemsize, buffers, real in ((63.7, 2, 1, 4), (392.6, 8, 2, 8)):
+        estimate = run_memory_estimate((128,) * 3, 19, itemsize, halo=1, buffers=buffers, real=real) / cells
         assert measured <= estimate <= 1.15 * measured, (measured, estimate)
-    assert field_bytes(3) == 40 and field_bytes(2) == 32
+    assert field_bytes(3) == 40 and field_bytes(2) == 32 and field_bytes(3, 4) == 20
+    from lbgen.run.config import RunConfig
+    from lbgen.run.driver import check_run_memory        # the run's own: its precision's fields
+    est = {p: check_run_memory(RunConfig.build("shear-wave", ("test", dict(lx=40, ly=40, lz=40, velocity_set="d3q19",
+                                                                           precision=p, storage="fp16s"))))
+           for p in ("single", "double")}
+    assert est["double"] - est["single"] == (40 - 20) * 40 ** 3 * 5 // 4
     plain = run_memory_estimate((100, 60), 9, 8, halo=1, buffers=2, lanes=1)
     assert plain == 9 * 102 * 62 * 2 * 8 + 32 * 6000 + 8 * 6000
 
