@@ -7,6 +7,7 @@ raises ``CompileError`` naming the generated file and carrying gcc's log.
 """
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 from typing import Optional, Sequence
@@ -200,6 +201,18 @@ class CProgram(HostBuffers, Program):
 
     def halo(self, f):
         self._fn("halo")(self._ptr(f), *self._sizes)
+
+    def slab_program(self, width: int) -> "CProgram":
+        """These kernels on ``width`` planes of X (the lattice's other sizes the same): the same
+        loaded library, whose settings (threads, streaming stores) are left as they are -- a staging
+        lattice whose init kernel sets a lattice's populations one slab at a time
+        (``lbgen.simulation.slabs``)."""
+        if self.spec.compile_time_sizes:
+            raise ValueError("kernels with compile-time sizes run on their own lattice only")
+        other = copy.copy(self)
+        Program.__init__(other, self.source, (int(width), *self.shape[1:]))
+        other._sizes, other._whole, other._last_par, other._propagate_par = other.shape, None, None, None
+        return other
 
     def _region(self, region=None):
         """The kernels' `<prefix>_region` struct: None is the whole lattice, else (x0, x1, y0, y1),

@@ -390,8 +390,9 @@ def _report(runner, result, save):
     if not runner.root:
         return
     speed = f"{result['mlups']:.2f} MLUPS" if result["mlups"] is not None else "no steps timed"
+    from lbgen.output.widened import field_total          # no float64 copy of rho
     click.echo(f"done: {result['steps_run']} steps in {result['seconds']:.3f} s, {speed}; "
-               f"step {result['steps']}, total mass {float(out['rho'].sum()):.12g}")
+               f"step {result['steps']}, total mass {field_total(out, 'rho'):.12g}")
     opened = getattr(getattr(runner.sim, "bounds", None), "open", None)
     if opened and any(k != "slip" for k in opened.kinds().values()):      # inlets, outlets, outflows
         from lbgen.simulation.open_faces import face_fluxes

@@ -276,6 +276,16 @@ class Layout:
         view = np.asarray(buf).reshape([dims[k] for k in order])
         return view, order.index("SP")
 
+    def x_planes(self, buf: np.ndarray, x0: int, x1: int) -> np.ndarray:
+        """The stored elements of the interior planes x0 <= x < x1 (every other index whole, halo
+        copies included) as a view of the flat buffer, in storage order: two lattices of the same
+        layout and the same other sizes hold a plane's elements alike (``population_view``'s axes)."""
+        s, dims = self.strides, self.padded
+        order = sorted((k for k in dims if s[k] > 0), key=lambda k: -s[k])
+        index = [slice(None)] * len(order)
+        index[order.index("SX")] = slice(x0 + self.halo, x1 + self.halo)
+        return np.asarray(buf).reshape([dims[k] for k in order])[tuple(index)]
+
     def c_macros(self, prefix: str = "LBGEN") -> str:
         """The C size and index macros of this layout (sizes at run time), from the strides'
         formulas: <P>_IDX(p, x, [y,] r, k, LX, LY[, LZ]) and <P>_SITE(p, x, y[, z], LX, LY[, LZ])."""

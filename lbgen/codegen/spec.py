@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from numbers import Integral
 from typing import Dict, Optional, Tuple
 
-from lbgen.codegen.storage import NATURAL, check_storage, storage_format
+from lbgen.codegen.storage import ARITHMETIC, NATURAL, STORAGES, check_storage, storage_format
 from lbgen.codegen.layouts import CLUSTERED, LAYOUTS, LayoutError, check_halo_y, check_vl, tag as layout_tag
 from lbgen.model.catalog import AXES, DEFAULT_SCHEME, DEFAULT_VELOCITY_SET, MODEL_SETS, SCHEMES, run_set
 from lbgen.model.operators import OPERATOR_RECORDS, OPERATORS
@@ -84,6 +84,12 @@ def storage_bytes(precision: str, storage: Optional[str] = None) -> int:
     """Bytes of one stored population (``lbgen.codegen.storage``: the named storage, else the
     precision's own: 8 in double, 4 in single and mixed)."""
     return storage_format(precision, storage).nbytes
+
+
+def arithmetic_bytes(precision: str) -> int:
+    """Bytes of one value of the arithmetic (``lbgen.codegen.storage.ARITHMETIC``): 8 in double and
+    mixed, 4 in single (a run's fields are held so: ``Simulation.fields(native=True)``)."""
+    return STORAGES[ARITHMETIC[precision]].nbytes
 
 #: parameters of each collision operator as they appear in the kernel API, in order (from the
 #: operator records of lbgen.model.operators)

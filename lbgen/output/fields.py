@@ -126,6 +126,9 @@ def check_fields(fields: dict) -> Dict[str, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- HDF5 / npz
+#: the values write_h5 widens at once (a slab of X planes of a float32 field): 1 MiB of doubles
+H5_SLAB = 1 << 17
+
 def write_h5(path: Path, step: int, arrays: dict, time: Optional[float], attrs: Optional[dict] = None,
              flow_time: Optional[dict] = None) -> Path:
     """HDF5 datasets rho, ux, uy, T (LX, LY) with attributes step (and time: model time, steps
@@ -137,7 +140,16 @@ def write_h5(path: Path, step: int, arrays: dict, time: Optional[float], attrs: 
     with atomic_output(path) as tmp:
         with h5py.File(tmp, "w") as f:
             for name, arr in arrays.items():
-                f.create_dataset(name, data=np.asarray(arr, dtype=np.float64))   # float32 fields widened
+                arr = np.asarray(arr)
+                if arr.dtype == np.float64 or not arr.ndim:
+                    f.create_dataset(name, data=np.asarray(arr, dtype=np.float64))
+                    continue
+                # float32 fields widened a slab of X planes at a time (the same file: one dataset,
+                # written in parts; a whole field's float64 copy was 8 B a cell)
+                data = f.create_dataset(name, shape=arr.shape, dtype=np.float64)
+                width = max(1, H5_SLAB // max(arr[0].size, 1))
+                for x0 in range(0, arr.shape[0], width):
+                    data[x0:x0 + width] = arr[x0:x0 + width].astype(np.float64)
             f.attrs["step"] = int(step)
             if time is not None:
                 f.attrs["time"] = float(time)

@@ -4,6 +4,7 @@ and ``--clim``."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -57,25 +58,57 @@ def clean(quantity: str, data: np.ndarray, limits: Sequence[float]) -> np.ndarra
 
 
 # --------------------------------------------------------------------------- colour limits
-def velocity_scale(fields: dict, gravity: Sequence[float] = (0.0, 0.0), T_range: Optional[Tuple[float, float]] = None,
+@dataclass(frozen=True)
+class Extremes:
+    """What the colour limits read of a set-up's initial fields: T's and rho's (min, max) (NaN
+    left out), the largest speed |u| and LX.  Exact reductions, so the extremes of slabs of X
+    planes (``of_slabs``) are the whole fields' (a run that starts by slabs never holds them)."""
+
+    T: Tuple[float, float]
+    rho: Tuple[float, float]
+    speed: float
+    lx: int
+
+    @classmethod
+    def of(cls, fields: dict) -> "Extremes":
+        ux, uy = field_array(fields, "ux"), field_array(fields, "uy")
+        u = speed(ux, uy) if "uz" not in fields else np.sqrt(ux * ux + uy * uy + field_array(fields, "uz") ** 2)
+        T, rho = field_array(fields, "T"), field_array(fields, "rho")
+        return cls((float(np.nanmin(T)), float(np.nanmax(T))), (float(np.nanmin(rho)), float(np.nanmax(rho))),
+                   float(np.nanmax(u)) if ux.size else 0.0, T.shape[0])
+
+    @classmethod
+    def of_slabs(cls, slabs, lx: int) -> "Extremes":
+        """The extremes of fields given as slabs of X planes (an iterable of fields dicts)."""
+        parts = [cls.of(fields) for fields in slabs]
+
+        def pair(name):
+            return (float(np.nanmin([getattr(p, name)[0] for p in parts])),
+                    float(np.nanmax([getattr(p, name)[1] for p in parts])))
+        return cls(pair("T"), pair("rho"), float(np.nanmax([p.speed for p in parts])), int(lx))
+
+
+def extremes(fields) -> Extremes:
+    """``fields`` (a dict of arrays, or their ``Extremes``) as Extremes."""
+    return fields if isinstance(fields, Extremes) else Extremes.of(fields)
+
+
+def velocity_scale(fields, gravity: Sequence[float] = (0.0, 0.0), T_range: Optional[Tuple[float, float]] = None,
                    speeds: Sequence[float] = ()) -> float:
     """A velocity scale of a set-up (model units): the larger of the initial max |u| (3D fields:
     with uz), FREE_FALL_COLOURS times the free-fall speed of a thermal contrast
     (``lbgen.model.physics.free_fall_speed``: sqrt(A |g| L), the run header's U_ff, here in
     model units; Atwood number A = (T_hot − T_cold)/(T_hot + T_cold), densities ∝ 1/T at equal
     pressure; L = LX, the box width) and the ``speeds`` that drive the flow (moving walls).
-    REST_VELOCITY when all are 0."""
+    REST_VELOCITY when all are 0.  ``fields``: the initial fields or their ``Extremes``."""
     from lbgen.model.physics import atwood, free_fall_speed
-    ux, uy = field_array(fields, "ux"), field_array(fields, "uy")
-    u = speed(ux, uy) if "uz" not in fields else np.sqrt(ux * ux + uy * uy + field_array(fields, "uz") ** 2)
-    u0 = float(np.nanmax(u)) if ux.size else 0.0
-    T = field_array(fields, "T")
-    lo, hi = float(np.nanmin(T)), float(np.nanmax(T))
+    e = extremes(fields)
+    lo, hi = e.T
     if T_range is not None:
         lo, hi = min(lo, *T_range), max(hi, *T_range)
     A = atwood(hi, lo) if hi + lo > 0 else 0.0
-    u_ff = FREE_FALL_COLOURS * free_fall_speed(A, math.hypot(*gravity), T.shape[0])
-    return max(u0, u_ff, *(abs(float(v)) for v in speeds)) or REST_VELOCITY
+    u_ff = FREE_FALL_COLOURS * free_fall_speed(A, math.hypot(*gravity), e.lx)
+    return max(e.speed, u_ff, *(abs(float(v)) for v in speeds)) or REST_VELOCITY
 
 
 def _span(lo: float, hi: float) -> Tuple[float, float]:
@@ -87,7 +120,7 @@ def _span(lo: float, hi: float) -> Tuple[float, float]:
     return lo, hi
 
 
-def colour_limits(quantities: Sequence[str], fields: dict, *, gravity: Sequence[float] = (0.0, 0.0),
+def colour_limits(quantities: Sequence[str], fields, *, gravity: Sequence[float] = (0.0, 0.0),
                   T_range: Optional[Tuple[float, float]] = None,
                   overrides: Optional[Mapping[str, Sequence[float]]] = None,
                   speeds: Sequence[float] = (), r: Optional[float] = None) -> Dict[str, list]:
@@ -98,25 +131,25 @@ def colour_limits(quantities: Sequence[str], fields: dict, *, gravity: Sequence[
     and ℓ = LX/16 (the half-width of the shortest of the 8 modes that perturb a
     Rayleigh–Taylor interface).  *overrides* ``{quantity: (lo, hi)}`` win; they are in the
     pictures' units (velocities in sites per step with the velocity set's *r*:
-    :func:`model_limits`), the limits returned in the fields' model units.
+    :func:`model_limits`), the limits returned in the fields' model units.  ``fields``: the
+    initial fields or their ``Extremes``.
     """
     overrides = dict(overrides or {})
     for q in overrides:
         check_quantity(q)
     out = {}
-    T = field_array(fields, "T")
-    U = velocity_scale(fields, gravity, T_range, speeds=speeds)
-    ell = max(T.shape[0] / 16.0, 1.0)
+    e = extremes(fields)
+    U = velocity_scale(e, gravity, T_range, speeds=speeds)
+    ell = max(e.lx / 16.0, 1.0)
     for q in dict.fromkeys(list(quantities) + list(overrides)):
         check_quantity(q)
         if q == "T":
-            lo, hi = float(np.nanmin(T)), float(np.nanmax(T))
+            lo, hi = e.T
             if T_range is not None:
                 lo, hi = min(lo, *T_range), max(hi, *T_range)
             lim = _span(lo, hi)
         elif q == "rho":
-            rho = field_array(fields, "rho")
-            lim = _span(float(np.nanmin(rho)), float(np.nanmax(rho)))
+            lim = _span(*e.rho)
         elif q == "speed":
             lim = (0.0, U)
         elif q == "vorticity":

@@ -209,6 +209,22 @@ def initial_fields(cfg: RunConfig) -> dict:
                                     thermal=not set_entry(cfg.velocity_set).isothermal, walls=cfg.walls, **three)
 
 
+def initial_slabs(cfg: RunConfig):
+    """The set-up's initial fields one slab of X planes at a time, where its state is evaluated so
+    (a 3D set-up ``by_slabs``; not an --init file, not a flow around a body): ``slab(x0, x1)`` ->
+    the fields of the planes x0 <= x < x1, the values ``initial_fields`` holds there, bit for bit;
+    else None.  A run then never holds the lattice's initial fields (40 B a cell in 3D)."""
+    if cfg.init or cfg.setup in FLOWS or cfg.dimension != 3 or not SETUPS[cfg.setup].by_slabs:
+        return None
+    setup = SETUPS[cfg.setup]
+
+    def slab(x0: int, x1: int) -> dict:
+        return setup.fields(cfg.lx, cfg.ly, seed=cfg.seed, amplitude=cfg.amplitude, gravity=cfg.gravity,
+                            thermal=not set_entry(cfg.velocity_set).isothermal, walls=cfg.walls, lz=cfg.lz,
+                            wall_axis=cfg.wall_axis, x_range=(x0, x1))
+    return slab
+
+
 def make_simulation(cfg: RunConfig, host_columns: Optional[int] = None, lx: Optional[int] = None,
                     device: bool = True, comm=None, mask=None, grid=None):
     """The Simulation of a config; for host + device runs with `host_columns` M (or cfg's).

@@ -23,7 +23,8 @@ from lbgen.run.checkpoint import CheckpointError, CheckpointPieces, latest_check
 from lbgen.run.config import RunConfig
 from lbgen.run.events import RunEvents
 from lbgen.run.fieldfile import check_save_path, inspect_fields, saved_record
-from lbgen.run.construct import block_depths, initial_fields, make_simulation, rank_grid, resolve, resolve_split
+from lbgen.run.construct import (block_depths, initial_fields, initial_slabs, make_simulation, rank_grid, resolve,
+                                 resolve_split)
 from lbgen.run.geometry import load_geometry
 from lbgen.model.velocity_set import velocity_set as get_velocity_set
 from lbgen.system.limits import check_memory, check_threads
@@ -41,13 +42,14 @@ def run_shape(cfg: RunConfig, resume: bool = False):
 def check_run_memory(cfg: RunConfig, resume: bool = False) -> int:
     """check_memory for the run's lattice (``run_shape``; 3D: LX x LY x LZ) and its velocity
     set's Q, in its precision."""
-    from lbgen.codegen.spec import population_buffers, storage_bytes
+    from lbgen.codegen.spec import arithmetic_bytes, population_buffers, storage_bytes
     from lbgen.codegen.storage import describe
     from lbgen.model.catalog import set_entry
     shape = run_shape(cfg, resume)
     entry = set_entry(cfg.velocity_set)
     return check_memory(shape, entry.Q, storage_bytes(cfg.precision, cfg.storage), describe(cfg.precision, cfg.storage),
-                        halo=entry.max_hop, buffers=population_buffers(cfg.streaming))
+                        halo=entry.max_hop, buffers=population_buffers(cfg.streaming),
+                        real=arithmetic_bytes(cfg.precision))
 
 
 class Run(RunEvents):
@@ -137,12 +139,16 @@ class Run(RunEvents):
                 cfg = cfg.replace(host_columns=root_call(comm, lambda: resolve_split(cfg, self.echo, slab_widths(
                     cfg.lx, comm.size)[0]), share=True))
         self.cfg = cfg
-        fields = root_call(comm, lambda: initial_fields(cfg))
+        # one process, a set-up evaluated by slabs of X planes: its fields are never held whole
+        slab = initial_slabs(cfg) if comm is None else None
+        fields = root_call(comm, lambda: initial_fields(cfg)) if slab is None else None
         from lbgen.run.numbers import lid_speeds, reference_speeds, run_physics
         #: the run's physical numbers (lattice sites and steps): header, manifest, h5 attributes
         self.physics = run_physics(cfg, fields)
         self.sim = make_simulation(cfg, comm=comm, mask=mask, grid=self.grid)
-        if fields is not None:
+        if slab is not None:
+            self.sim.set_fields_by_slabs(slab)
+        elif fields is not None:
             self.sim.set_fields(**fields)
         else:
             self.sim.set_fields()          # MPI ranks > 0: rank 0's fields are scattered
@@ -156,10 +162,14 @@ class Run(RunEvents):
             if self.T_hot == self.T_cold:       # no temperature contrast: no mixing width (NaN), as in the API
                 self.T_hot = self.T_cold = None
         self.colour_limits = None
-        if fields is not None and cfg.out:
+        if (fields is not None or slab is not None) and cfg.out:
             from lbgen.output import PICTURE_QUANTITIES, colour_limits
+            from lbgen.output.limits import Extremes
             # 3D: the lids' and the flow's reference speeds set the velocity range (2D: the fields')
             speeds = lid_speeds(cfg) + reference_speeds(self.physics) if cfg.dimension == 3 else ()
+            if slab is not None:             # the initial fields' extremes, slab by slab
+                from lbgen.simulation.slabs import slab_bounds
+                fields = Extremes.of_slabs((slab(*b) for b in slab_bounds(cfg.lx, cfg.ly * cfg.lz, 1)), cfg.lx)
             self.colour_limits = colour_limits(PICTURE_QUANTITIES, fields, gravity=cfg.gravity,
                                                T_range=cfg.wall_temperatures, overrides=cfg.clim,
                                                r=self.physics["r"], speeds=speeds)

@@ -112,28 +112,41 @@ TAYLOR_GREEN_AMPLITUDE = 0.05
 TAYLOR_GREEN_END = 20.0
 
 
-def _at_rest3d(lx: int, ly: int, lz: int) -> Dict[str, np.ndarray]:
-    shape = (lx, ly, lz)
+def _planes(lx: int, x_range) -> Tuple[int, int]:
+    """The planes of X (x0, x1) a 3D set-up evaluates: ``x_range``, or all of them.  A set-up
+    evaluated on a slab gives the whole state's values there, bit for bit (its operations are
+    per site), so a run starts slab by slab (``Simulation.set_fields_by_slabs``)."""
+    return (0, lx) if x_range is None else (int(x_range[0]), int(x_range[1]))
+
+
+def _at_rest3d(lx: int, ly: int, lz: int, x_range=None) -> Dict[str, np.ndarray]:
+    x0, x1 = _planes(lx, x_range)
+    shape = (x1 - x0, ly, lz)
     return {"rho": np.ones(shape), "ux": np.zeros(shape), "uy": np.zeros(shape), "uz": np.zeros(shape),
             "T": np.ones(shape)}
 
 
-def shear_wave3d(lx: int, ly: int, lz: int, amplitude: float = SHEAR_AMPLITUDE, **_) -> Dict[str, np.ndarray]:
-    """Transverse wave u_y = A sin(2 pi x / LX), uniform in y and z, at rho = 1."""
-    out = _at_rest3d(lx, ly, lz)
-    out["uy"] = amplitude * np.sin(2 * np.pi * np.arange(lx) / lx)[:, None, None] * np.ones((1, ly, lz))
+def shear_wave3d(lx: int, ly: int, lz: int, amplitude: float = SHEAR_AMPLITUDE, x_range=None,
+                 **_) -> Dict[str, np.ndarray]:
+    """Transverse wave u_y = A sin(2 pi x / LX), uniform in y and z, at rho = 1 (``x_range``: the
+    planes x0 <= x < x1 only)."""
+    x0, x1 = _planes(lx, x_range)
+    out = _at_rest3d(lx, ly, lz, x_range)
+    out["uy"] = amplitude * np.sin(2 * np.pi * np.arange(lx)[x0:x1] / lx)[:, None, None] * np.ones((1, ly, lz))
     return out
 
 
 def taylor_green3d(lx: int, ly: int, lz: int, amplitude: float = TAYLOR_GREEN_AMPLITUDE, r: float = 3 ** 0.5,
-                   **_) -> Dict[str, np.ndarray]:
+                   x_range=None, **_) -> Dict[str, np.ndarray]:
     """3D Taylor-Green vortex (docs/validation3d.md): u = U (sin x cos y cos z, -cos x sin y cos z, 0)
     with x = 2 pi s / L per axis, and its pressure p = U_l^2/16 (cos 2x + cos 2y)(cos 2z + 2) in the
-    density rho = 1 + 3 p (U_l = U / r, lattice units)."""
+    density rho = 1 + 3 p (U_l = U / r, lattice units).  ``x_range``: the planes x0 <= x < x1 only."""
+    x0, x1 = _planes(lx, x_range)
     # open grids: the products broadcast to the lattice (the same operations per site, the same bits),
     # and rho is made in p's array: five arrays of the lattice in the end, few more on the way
     x, y, z = np.meshgrid(*(2 * np.pi * (np.arange(n) + 0.5) / n for n in (lx, ly, lz)), indexing="ij", sparse=True)
-    out = _at_rest3d(lx, ly, lz)
+    x = x[x0:x1]
+    out = _at_rest3d(lx, ly, lz, x_range)
     out["ux"] = amplitude * np.sin(x) * np.cos(y) * np.cos(z)
     out["uy"] = -amplitude * np.cos(x) * np.sin(y) * np.cos(z)
     p = (amplitude / r) ** 2 / 16 * (np.cos(2 * x) + np.cos(2 * y)) * (np.cos(2 * z) + 2)
@@ -291,9 +304,9 @@ def at_rest(lx: int, ly: int, **_) -> Dict[str, np.ndarray]:
     return {"rho": np.ones(shape), "ux": np.zeros(shape), "uy": np.zeros(shape), "T": np.ones(shape)}
 
 
-def at_rest3d(lx: int, ly: int, lz: int, **_) -> Dict[str, np.ndarray]:
+def at_rest3d(lx: int, ly: int, lz: int, x_range=None, **_) -> Dict[str, np.ndarray]:
     """A fluid at rest, rho = 1 (the walls, a lid or the body force set it moving)."""
-    return _at_rest3d(lx, ly, lz)
+    return _at_rest3d(lx, ly, lz, x_range)
 
 
 @dataclass(frozen=True)
@@ -322,6 +335,11 @@ class Setup:
     missing_why: str = ""
 
     @property
+    def by_slabs(self) -> bool:
+        """Whether its 3D state is evaluated on a slab of X planes (``make3d``'s ``x_range``)."""
+        return self.make3d in SLAB_SETUPS
+
+    @property
     def dimensions(self) -> Tuple[int, ...]:
         """The dimensions this set-up has a state for."""
         return tuple(d for d, make in ((2, self.make), (3, self.make3d)) if make is not None)
@@ -337,13 +355,16 @@ class Setup:
     def fields(self, lx: int, ly: int, *, seed: int = 0, amplitude: Optional[float] = None,
                gravity=(0.0, 0.0), walls: Optional[Mapping] = None, thermal: bool = True,
                lz: Optional[int] = None, planes: Optional[Tuple[float, float]] = None,
-               wall_axis: Optional[str] = None) -> Dict[str, np.ndarray]:
+               wall_axis: Optional[str] = None, x_range=None) -> Dict[str, np.ndarray]:
         """``thermal=False`` (isothermal velocity sets): the set-up keeps T = 1; ``lz``: the 3D state;
         ``walls``: the thermal walls (their temperatures shape the thermal set-ups' states);
         ``planes``: the isothermal planes of a rayleigh-benard run; ``wall_axis``: the thermal
         walls' axis, x (2D, 3D) or y (3D) (None: the last): the thermal set-ups (UPRIGHT) are the
         state of the lattice with that axis and the last swapped, turned back
-        (``lbgen.model.wall_frame``)."""
+        (``lbgen.model.wall_frame``); ``x_range`` (x0, x1): the 3D state's planes x0 <= x < x1 only
+        (a set-up ``by_slabs``)."""
+        if x_range is not None and not (lz is not None and self.by_slabs):
+            raise ValueError(f"the {self.name} set-up is not evaluated by slabs of X")
         if wall_axis is not None and self.name in UPRIGHT:
             from lbgen.model.wall_frame import upright, upright_shape, upright_vector
             turned = upright_shape((lx, ly) if lz is None else (lx, ly, lz), wall_axis)
@@ -358,9 +379,12 @@ class Setup:
         if planes is not None:
             extra["planes"] = planes
         if lz is not None:
-            return self.make3d(lx, ly, lz, **extra)
+            return self.make3d(lx, ly, lz, **extra, **({} if x_range is None else {"x_range": x_range}))
         return self.make(lx, ly, **extra)
 
+
+#: the 3D states that take an ``x_range`` (a slab of X planes: the same values as the whole state's there)
+SLAB_SETUPS = (shear_wave3d, taylor_green3d, at_rest3d)
 
 #: the set-ups written with the vertical axis last, whose 3D state turns with the thermal walls' --wall-axis
 UPRIGHT = ("rayleigh-taylor", "rayleigh-benard")

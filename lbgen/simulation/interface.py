@@ -175,12 +175,14 @@ def checked_populations(f, expected: tuple, dtype, fluid: Optional[np.ndarray] =
     return a
 
 
-def checked_fields(values: Sequence, shape: tuple, vs, force: Sequence[float], fluid=None) -> list:
+def checked_fields(values: Sequence, shape: tuple, vs, force: Sequence[float], fluid=None, x0: int = 0) -> list:
     """The physical fields (rho, u..., T) of ``set_fields`` as float64 arrays of ``shape``, refused
     before any work when one is not a real number or an array of exactly that shape (no
     broadcasting of a row, which would silently mean some other layout), not finite, or (at
     the ``fluid`` sites; all without a mask) rho or T not positive; T must be 1 on isothermal
-    sets, and above the half-step shift |a|^2/8 of ``force`` on thermal ones."""
+    sets, and above the half-step shift |a|^2/8 of ``force`` on thermal ones.  ``x0``: the arrays
+    are the planes from x0 of a lattice (a slab: ``lbgen.simulation.slabs``), which the sites named
+    count from."""
     names = field_names(len(shape))
     axes = "(" + ", ".join(f"L{a.upper()}" for a in AXES[:len(shape)]) + ")"
     arrays = []
@@ -197,7 +199,7 @@ def checked_fields(values: Sequence, shape: tuple, vs, force: Sequence[float], f
         v = np.broadcast_to(v.astype(np.float64, copy=False), shape)     # read only: the caller's array, no copy
         if not np.all(np.isfinite(v)):
             site = [int(i[0]) for i in np.nonzero(~np.isfinite(v))]
-            raise SimulationError(f"set_fields: {name} is {v[tuple(site)]} at site ({_site(site)}); every initial "
+            raise SimulationError(f"set_fields: {name} is {v[tuple(site)]} at site ({_site(site, x0)}); every initial "
                                   f"field must be finite (no NaN or Inf)")
         arrays.append(v)
     from lbgen.model.collision import half_step_shift    # the stored T is T - dT: positive too
@@ -209,7 +211,7 @@ def checked_fields(values: Sequence, shape: tuple, vs, force: Sequence[float], f
             rule = (f"the initial {what} must be positive at every {'fluid ' if fluid is not None else ''}site"
                     if not least else f"under this run's force the physical temperature must exceed |a|^2/8 = "
                                       f"{dT:.6g} (the stored temperature T - |a|^2/8 must be positive)")
-            raise SimulationError(f"set_fields: {name} is {a[tuple(site)]:.6g} at site ({_site(site)}); {rule}")
+            raise SimulationError(f"set_fields: {name} is {a[tuple(site)]:.6g} at site ({_site(site, x0)}); {rule}")
     # |T - 1| <= 1e-12 from the extremes (no lattice-sized temporaries; T - 1 is exact near 1)
     if vs.isothermal and not max(float(arrays[-1].max()) - 1.0, 1.0 - float(arrays[-1].min())) <= 1e-12:
         raise SimulationError(f"{vs.name} is isothermal (T = 1): the initial temperature must be 1 everywhere, got "
@@ -218,8 +220,8 @@ def checked_fields(values: Sequence, shape: tuple, vs, force: Sequence[float], f
     return arrays
 
 
-def _site(site) -> str:
-    return ", ".join(f"{a}={i}" for a, i in zip(AXES, site))
+def _site(site, x0: int = 0) -> str:
+    return ", ".join(f"{a}={i + (x0 if a == AXES[0] else 0)}" for a, i in zip(AXES, site))
 
 
 class Lattice:

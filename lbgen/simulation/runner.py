@@ -346,6 +346,13 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             state[:, self.mask == 1] = self.program.codec.encode(np.zeros((self.vs.Q, 1)))
             self._upload(state, stored=True)
 
+    def set_fields_by_slabs(self, slab, cells: Optional[int] = None) -> None:
+        """``set_fields`` of fields given one slab of X planes at a time: ``slab(x0, x1)`` -> {rho,
+        ux, uy[, uz], T} of the planes x0 <= x < x1 (``lbgen.simulation.slabs``: the same populations,
+        bit for bit, without the lattice's fields held whole)."""
+        from lbgen.simulation.slabs import SLAB_CELLS, set_fields_by_slabs
+        set_fields_by_slabs(self, slab, SLAB_CELLS if cells is None else cells)
+
     def _checked_fields(self, rho, *rest) -> list:
         """The physical fields as (shape) float64 arrays (``interface.checked_fields``)."""
         fluid = None if self.mask is None else self.mask == 0

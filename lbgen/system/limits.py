@@ -88,7 +88,7 @@ def available_memory() -> Optional[int]:
 
 
 def run_memory_estimate(shape: Sequence[int], Q: int, itemsize: int, halo: int = 3, buffers: int = 2,
-                        lanes: int = 8) -> int:
+                        lanes: int = 8, real: int = 8) -> int:
     """Host bytes a run of a lattice ``shape`` ((LX, LY) or (LX, LY, LZ): D from its length)
     of Q populations needs at its peak, roughly: what ``lbgen run`` holds (issue 38 item 4,
     measured in docs/performance-history.md): ``buffers`` population buffers (2 pull, 1 in
@@ -96,30 +96,32 @@ def run_memory_estimate(shape: Sequence[int], Q: int, itemsize: int, halo: int =
     (``itemsize``: bytes of one stored population, lbgen.codegen.storage; the last axis's halo
     rows are clusters of ``lanes`` cells: 8, the run's default CAoSoA VL 8, bounds the
     layouts' padding from above), and the fields of
-    one event, D + 2 float64 arrays (``field_bytes``; the set-up's initial fields are
-    as many, and gone before the first event).  Checkpoints, masks and the .vti writer stream
-    their slabs (one population's at a time), so no gathered state is counted; a quarter of
-    the fields' bytes more covers those slabs and the interpreter at small lattices."""
+    one event, D + 2 arrays in the arithmetic precision (``real`` bytes: 4 in single, whose
+    fields a run holds in float32; ``field_bytes``).  A 3D set-up sets its fields by slabs of X
+    planes (``lbgen.simulation.slabs``), checkpoints, masks and the .vti and HDF5 writers stream
+    their slabs, so no gathered state is counted; a quarter of the fields' bytes more covers those
+    slabs and the interpreter at small lattices."""
     sites = math.prod(int(n) for n in shape)
     *rest, last = (int(n) for n in shape)
     padded = math.prod(n + 2 * halo for n in rest) * (last + 2 * halo * max(1, int(lanes)))
-    fields = field_bytes(len(shape)) * sites
+    fields = field_bytes(len(shape), real) * sites
     return Q * padded * buffers * itemsize + fields + fields // 4
 
 
-def field_bytes(dimension: int) -> int:
+def field_bytes(dimension: int, real: int = 8) -> int:
     """Bytes a cell of the fields a run holds at an event: rho, the D velocity components and T
-    in float64 (the fields kernels' API, ``Simulation.fields``)."""
-    return (int(dimension) + 2) * 8
+    of ``real`` bytes each (the arithmetic's: ``Simulation.fields(native=True)``)."""
+    return (int(dimension) + 2) * int(real)
 
 
 def _gib(n: float) -> str:
     return f"{n / 2**30:.3g} GiB"
 
 
-def check_memory(shape: Sequence[int], Q: int, itemsize: int, precision: str, halo: int = 3, buffers: int = 2) -> int:
+def check_memory(shape: Sequence[int], Q: int, itemsize: int, precision: str, halo: int = 3, buffers: int = 2,
+                 real: int = 8) -> int:
     """Refuse a lattice whose estimate exceeds the available memory; returns the estimate."""
-    need = run_memory_estimate(shape, Q, itemsize, halo, buffers)
+    need = run_memory_estimate(shape, Q, itemsize, halo, buffers, real=real)
     have = available_memory()
     if have is not None and need > have:
         names = ("--lx", "--ly", "--lz")[:len(shape)]

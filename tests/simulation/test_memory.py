@@ -224,16 +224,126 @@ def test_outputs_of_native_fields_are_the_float64_outputs_byte_for_byte(tmp_path
 
 def test_the_memory_estimate_follows_what_a_run_holds():
     """run_memory_estimate (checked before any work): the buffers with their halos (the clustered
-    last axis padded by a cluster row a side) and one event's fields -- no gathered states since the
-    checkpoints stream their slabs.  benchmarks/storage_memory.py at 128^3 D3Q19 (whole process,
-    docs/performance-history.md, 2026-11-27): in place + fp16s 83.4 B a cell, pull double 394-396;
-    the estimate is above each and within 15 % of it (before: 212 and 571, two gathered states
-    and a dozen float64 fields)."""
+    last axis padded by a cluster row a side) and one event's fields in the arithmetic precision --
+    no gathered states since the checkpoints and the set-up stream their slabs.
+    benchmarks/storage_memory.py at 128^3 D3Q19 (whole process, docs/performance-history.md,
+    2026-11-28): in place + fp16s, single 63.7 B a cell, pull double 392.6; the estimate is above each
+    and within 15 % of it (before: 94 and 403 with float64 fields counted, 212 and 571 with two
+    gathered states and a dozen float64 fields)."""
     from lbgen.system.limits import field_bytes, run_memory_estimate
     cells = 128 ** 3
-    for measured, itemsize, buffers in ((83.4, 2, 1), (396.0, 8, 2)):
-        estimate = run_memory_estimate((128,) * 3, 19, itemsize, halo=1, buffers=buffers) / cells
+    for measured, itemsize, buffers, real in ((63.7, 2, 1, 4), (392.6, 8, 2, 8)):
+        estimate = run_memory_estimate((128,) * 3, 19, itemsize, halo=1, buffers=buffers, real=real) / cells
         assert measured <= estimate <= 1.15 * measured, (measured, estimate)
-    assert field_bytes(3) == 40 and field_bytes(2) == 32
+    assert field_bytes(3) == 40 and field_bytes(2) == 32 and field_bytes(3, 4) == 20
+    from lbgen.run.config import RunConfig
+    from lbgen.run.driver import check_run_memory        # the run's own: its precision's fields
+    est = {p: check_run_memory(RunConfig.build("shear-wave", ("test", dict(lx=40, ly=40, lz=40, velocity_set="d3q19",
+                                                                           precision=p, storage="fp16s"))))
+           for p in ("single", "double")}
+    assert est["double"] - est["single"] == (40 - 20) * 40 ** 3 * 5 // 4
     plain = run_memory_estimate((100, 60), 9, 8, halo=1, buffers=2, lanes=1)
     assert plain == 9 * 102 * 62 * 2 * 8 + 32 * 6000 + 8 * 6000
+
+
+def _setup_extra(tmp_path, n, **options):
+    """tracemalloc's peak of a run's set-up (``Run(cfg)``: the initial fields, the populations set
+    from them, the colour limits) above its population buffers, for an n^3 Taylor-Green D3Q19 run."""
+    from lbgen.run.config import RunConfig
+    from lbgen.run.driver import Run
+    cfg = RunConfig.build("taylor-green", ("test", dict(lx=n, ly=n, lz=n, velocity_set="d3q19", steps=2,
+                                                        out=str(tmp_path / f"s{n}"), pictures="none", threads=2,
+                                                        **options)))
+    held = {}
+    _, peak, _ = _traced(lambda: held.setdefault("run", Run(cfg, echo=lambda m: None, overwrite=True)))
+    run = held["run"]
+    run.close()
+    return peak - sum(b.nbytes for r in run.sim.regions for b in (r.f, r.g) if b is not None)
+
+
+def test_a_run_sets_up_by_slabs_without_the_lattice_fields(tmp_path):
+    """The set-up of a Taylor-Green run (in place + fp16s, single): its fields are evaluated, checked
+    and set one slab of X planes at a time (``Simulation.set_fields_by_slabs``, a staging lattice of the
+    slab), and the colour limits read the slabs' extremes: the peak above the buffer, as the slope between
+    32^3 and 48^3, is a slab's share (a sixteenth of the lattice: its staging buffer with two halo planes,
+    its fields and the set-up's temporaries): 14.0 B a cell.  The commit before: 56.8 (the five float64
+    initial fields, 40, and the colour limits' speed temporaries), 2026-11-28."""
+    options = dict(streaming="inplace", storage="fp16s", precision="single")
+    _setup_extra(tmp_path, 16, **options)              # imports, the compiled kernels
+    small, big = _setup_extra(tmp_path, 32, **options), _setup_extra(tmp_path, 48, **options)
+    extra = (big - small) / (48 ** 3 - 32 ** 3)
+    assert extra <= 24, extra
+
+
+@pytest.mark.parametrize("layout, vl, options", [
+    ("caosoa", 8, dict(precision="single", storage="fp16s", streaming="inplace")),
+    ("soa", None, {}), ("aos", None, dict(precision="single")), ("csoa", 4, {})])
+def test_set_fields_by_slabs_is_set_fields_bit_for_bit(layout, vl, options):
+    """set_fields_by_slabs (slabs of 1 to 5 planes, a short last one joined to the one before) gives
+    the buffer set_fields of the whole arrays gives: every element, halos included, and so every step after."""
+    from lbgen.run.setups import SETUPS
+    shape = (13, 6, 16)
+
+    def slab(x0, x1):
+        return SETUPS["taylor-green"].fields(13, 6, lz=16, x_range=(x0, x1))
+    whole = SETUPS["taylor-green"].fields(13, 6, lz=16)
+    assert all(np.array_equal(np.concatenate([slab(0, 5)[k], slab(5, 13)[k]]), whole[k]) for k in whole)
+    a, b = (lbgen.Simulation(*shape, velocity_set="d3q19", layout=layout, vl=vl, tau=0.8, **options) for _ in "ab")
+    a.set_fields(**whole)
+    for cells in (6 * 16 * 5, 6 * 16):
+        b.set_fields_by_slabs(slab, cells=cells)
+        assert np.array_equal(a.f.view(np.uint8), b.f.view(np.uint8)), cells
+    a.step(3)
+    b.step(3)
+    assert np.array_equal(a.f.view(np.uint8), b.f.view(np.uint8))
+
+
+def test_set_fields_by_slabs_refuses_bad_fields_before_any_work():
+    """A slab's bad value is refused before the buffer changes, naming the lattice's site."""
+    sim = _d3q19((8, 4, 8))
+    before = sim.f.copy()
+
+    def slab(x0, x1):
+        rho = np.ones((x1 - x0, 4, 8))
+        if x0 <= 6 < x1:
+            rho[6 - x0, 1, 2] = -1.0
+        return {"rho": rho, "ux": np.zeros_like(rho), "uy": np.zeros_like(rho), "uz": np.zeros_like(rho),
+                "T": np.ones_like(rho)}
+    from lbgen.simulation.parameters import SimulationError
+    with pytest.raises(SimulationError, match=r"site \(x=6, y=1, z=2\)"):
+        sim.set_fields_by_slabs(slab, cells=4 * 8 * 3)
+    assert np.array_equal(sim.f, before)
+
+
+def test_slab_extremes_and_the_widened_sum_are_the_whole_arrays():
+    """The colour limits' extremes of slabs are the whole fields' (exact reductions), and
+    widened_sum (the report's total mass) is NumPy's sum of the float64 copy, bit for bit."""
+    from lbgen.output.limits import Extremes, colour_limits
+    from lbgen.output.widened import widened_sum
+    from lbgen.run.setups import SETUPS
+    whole = SETUPS["taylor-green"].fields(20, 12, lz=8)
+    slabs = (SETUPS["taylor-green"].fields(20, 12, lz=8, x_range=(x0, min(x0 + 3, 20))) for x0 in range(0, 20, 3))
+    e = Extremes.of_slabs(slabs, 20)
+    assert e == Extremes.of(whole)
+    assert colour_limits(["T", "rho", "speed", "ux", "vorticity"], e) == \
+        colour_limits(["T", "rho", "speed", "ux", "vorticity"], whole)
+    rng = np.random.default_rng(3)
+    for shape in ((128, 64, 32), (100, 37, 41), (7,), ((1 << 15) + 3,), (33333, 7)):
+        a = (1 + 0.01 * rng.standard_normal(shape)).astype(np.float32)
+        assert widened_sum(a) == float(a.astype(np.float64).sum()), shape
+
+
+def test_an_h5_file_of_float32_fields_widens_a_slab_at_a_time(tmp_path):
+    """write_h5 of float32 fields (a single-precision run's) writes each float64 dataset a slab of X
+    planes at a time (H5_SLAB values): the file is the one the float64 fields give, byte for byte, and
+    the write holds a slab, not a field's float64 copy (8 B a cell before, 2026-11-28)."""
+    from lbgen.output.fields import H5_SLAB, write_h5
+    rng = np.random.default_rng(6)
+    shape = (192, 64, 40)                                 # 2560 sites a plane: slabs of 51 planes
+    narrow = {k: rng.random(shape).astype(np.float32) for k in ("rho", "ux", "uy", "uz", "T")}
+    wide = {k: v.astype(np.float64) for k, v in narrow.items()}
+    write_h5(tmp_path / "c.h5", 3, {k: v[:2] for k, v in narrow.items()}, 1.5)      # h5py's imports
+    _, peak, _ = _traced(lambda: write_h5(tmp_path / "b.h5", 3, narrow, 1.5, attrs={"nu": 0.1}))
+    write_h5(tmp_path / "a.h5", 3, wide, 1.5, attrs={"nu": 0.1})
+    assert (tmp_path / "a.h5").read_bytes() == (tmp_path / "b.h5").read_bytes()
+    assert peak <= 8 * H5_SLAB + (1 << 18) < 4 * narrow["rho"].size, peak     # measured 2.2 B a cell; before 8.0

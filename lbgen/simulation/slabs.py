@@ -1,0 +1,75 @@
+"""``Simulation.set_fields_by_slabs``: a lattice's populations set from fields given one slab of X
+planes at a time (issue 38 item 4), so that a run never holds its initial fields whole (five
+float64 arrays: 40 B a cell in 3D, beside a 16-bit in-place run's 44 B of populations).
+
+A host lattice of one region runs the same init kernel on a staging lattice of the slab's planes
+(``CProgram.slab_program``: the same library) and copies its planes into the buffer, then refreshes
+the halo: the buffer holds the bits ``set_fields`` of the whole arrays gives (the kernel is per
+site; tests/simulation/test_memory.py compares the buffers).  Other lattices (several regions, a
+device, a mask) get the whole arrays assembled from the slabs and ``set_fields``."""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Tuple
+
+import numpy as np
+
+from lbgen.model.catalog import field_names
+from lbgen.simulation.interface import checked_fields
+from lbgen.simulation.state import whole_region
+
+#: the sites of one slab (whole planes of X, at least one, at least the halo width)
+SLAB_CELLS = 1 << 17
+#: the least number of slabs of a lattice (of LX // SLAB_PARTS planes or more)
+SLAB_PARTS = 16
+
+
+def slab_bounds(lx: int, plane: int, least: int, cells: int = SLAB_CELLS) -> List[Tuple[int, int]]:
+    """The slabs (x0, x1) of ``lx`` planes of ``plane`` sites: about ``cells`` sites each and at
+    most a SLAB_PARTS-th of the lattice (a slab's staging lattice and fields are that share of the
+    whole's), none narrower than ``least`` planes (a short last slab joins the one before)."""
+    width = max(least, min(cells // max(plane, 1), lx // SLAB_PARTS), 1)
+    bounds = [(x0, min(x0 + width, lx)) for x0 in range(0, lx, width)]
+    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] < least:
+        bounds[-2:] = [(bounds[-2][0], lx)]
+    return bounds
+
+
+def set_fields_by_slabs(sim, slab: Callable[[int, int], Dict[str, np.ndarray]], cells: int = SLAB_CELLS) -> None:
+    """``sim.set_fields`` of the fields ``slab(x0, x1)`` gives on each slab of X planes (a dict
+    rho, ux, uy[, uz], T of arrays of shape (x1 - x0, ...)); every slab is checked before any
+    work (``checked_fields``, sites counted on the lattice), then the populations are set."""
+    names = field_names(sim.dimension)
+    rest = tuple(sim.shape[1:])
+    bounds = slab_bounds(sim.lx, int(np.prod(rest)), sim.vs.max_hop, cells)
+    fluid = None if sim.mask is None else sim.mask == 0
+    for x0, x1 in bounds:                 # refused before any work, naming the lattice's site
+        values = slab(x0, x1)
+        checked_fields([values[n] for n in names], (x1 - x0, *rest), sim.vs, sim.force,
+                       None if fluid is None else fluid[x0:x1], x0=x0)
+    r = whole_region(sim)
+    if r is None or sim.mask is not None or not isinstance(r.f, np.ndarray) or not hasattr(r.program, "slab_program") \
+            or r.program.spec.compile_time_sizes:
+        whole = {n: np.empty(sim.shape) for n in names}
+        for x0, x1 in bounds:
+            values = slab(x0, x1)
+            for n in names:
+                whole[n][x0:x1] = values[n]
+        sim.set_fields(**whole)
+        return
+    staging = {}
+    for x0, x1 in bounds:
+        width = x1 - x0
+        if width not in staging:
+            program = r.program.slab_program(width)
+            staging = {width: (program, program.allocate())}      # one staging lattice at a time
+        program, f = staging[width]
+        values = slab(x0, x1)
+        arrays = checked_fields([values[n] for n in names], (width, *rest), sim.vs, sim.force, x0=x0)
+        del values
+        program.init_equilibrium(f, *arrays, force=sim.force)
+        del arrays
+        r.program.layout.x_planes(r.f, x0, x1)[...] = program.layout.x_planes(f, 0, width)
+    del staging
+    r.program.halo(r.f)
+    sim._fields_set = True
+    sim._natural(reset=True)
