@@ -264,8 +264,9 @@ def test_the_roll_amplitude_is_the_first_mode_of_w_at_mid_depth():
         assert roll_amplitude({"T": np.ones(shape), w: field}) == pytest.approx(3e-4, rel=1e-12)
 
 
-#: the 3D onset check's bound (relative, around Ra_c; measured: +4.5 %)
-ONSET_BOUND = 0.07
+#: the 3D onset check's bounds (relative, around Ra_c), for the quoted Ra and for the superadiabatic
+#: (1 - q) Ra; measured at LZ = 32, Delta T = 0.1: -1.8 % and -2.8 % (docs/physics.md, "Rayleigh-Benard in 3D")
+ONSET_BOUND, ONSET_BOUND_SUPERADIABATIC = 0.025, 0.04
 
 
 def _roll_rate(out, since):
@@ -288,28 +289,37 @@ def test_onset_in_3d_from_growth_rates_above_and_below_ra_c(tmp_path):
     """D3Q39, the 3D kernels and their thermal walls across z (regularized C1 = 0.01, Pr = 0.71,
     walls 1.05 / 0.95), in a quasi-2D box: LX one critical wavelength, LY = 1 (the roll's axis
     along y: the y hops wrap onto the same column, so the flow is y-independent, which the onset's
-    rolls are -- the linear onset depends on |k| alone), LZ = 24 (H = 16.41 between the measured
-    isothermal planes, 33 x 1 x 24).  The growth rate sigma of the seeded roll's amplitude (the first Fourier
-    mode of u_z at mid-depth: the kinetic energy has a floor from the wall rows' u = -a/2 that
-    hides the roll's decay in 3D) fitted over steps 3000..6000 at Ra = 1500 and 2000: decays
-    below, grows above, and the zero of the line through them lies within ONSET_BOUND of Ra_c =
-    1707.76 (Chandrasekhar 1961).  Measured (2026-11-27): sigma = -6.41e-5 and +4.87e-5 per step,
-    zero at Ra = 1784.0, 4.5 % above (the target is 1 %); the adiabatic ratio q is 0.025 there, and
-    the superadiabatic (1 - q) Ra = 1740 is 1.9 % above (2D D2Q37 at H = 16.9: 20 % and 16 %).  A wall
-    that misplaced the layer's depth by one plane would move the zero by 3/16 = 19 %; walls
-    placed at the bc's imposing planes (H = 19, the depth before the planes were measured) read
-    the zero 58 % higher.  Cost: two runs of ~20 s and one D3Q39 compile (minutes on a busy machine)."""
-    rates = {}
-    for ra in (1500, 2000):
-        out, output = _run(tmp_path / str(ra), "--velocity-set", "d3q39", "--ly", "1", "--lz", "24", "--t-bottom",
-                           "1.05", "--t-top", "0.95", "--ra", str(ra), "--steps", "6000", "--output-every", "500",
-                           "--series-every", "1000")
+    rolls are -- the linear onset depends on |k| alone), LZ = 32 (H = 24.42 between the measured
+    isothermal planes, 49 x 1 x 32).  The growth rate sigma of the seeded roll's amplitude (the first
+    Fourier mode of u_z at mid-depth: the kinetic energy has a floor from the wall rows' u = -a/2 that
+    hides the roll's decay in 3D) fitted over steps 6600..13200 (0.1 to 0.2 of the diffusion time
+    H^2 / kappa) at Ra = 1620 and 1800 (Ra_c -5 % and +5 %): decays below, grows above, and the zero
+    of the line through them lies within ONSET_BOUND of Ra_c = 1707.76 (Chandrasekhar 1961,
+    *Hydrodynamic and Hydromagnetic Stability*, table III), and the superadiabatic (1 - q) Ra there
+    (q the adiabatic ratio: the compressible gas convects on the gradient above the adiabatic one,
+    Spiegel 1965, ApJ 141, 1068) within ONSET_BOUND_SUPERADIABATIC.  Measured (2026-11-28):
+    sigma = -5.91e-6 and +12.75e-6 per step, zero at Ra = 1677 (-1.8 %), q = 0.0106 there, (1 - q) Ra
+    = 1659 (-2.8 %).  The issue's target is 1 %: no finite depth measured has both within it; the
+    superadiabatic deficit shrinks as 1/H (C1 = 0.03: -4.2, -3.5, -2.5 % at H = 33, 41, 57) towards
+    -0.15 .. -0.4 % at infinite depth (docs/physics.md, "Rayleigh-Benard in 3D"); at LZ = 24 the zero is
+    +4.5 % (+1.9 % superadiabatic).  A wall that misplaced the
+    layer's depth by one plane would move the zero by 3/24 = 12 %.  Cost: two runs of 21 million
+    site updates and one D3Q39 compile."""
+    rates, ratios = {}, {}
+    for ra in (1620, 1800):
+        out, output = _run(tmp_path / str(ra), "--velocity-set", "d3q39", "--ly", "1", "--lz", "32", "--t-bottom",
+                           "1.05", "--t-top", "0.95", "--ra", str(ra), "--steps", "13200", "--output-every", "1100",
+                           "--series-every", "6600")
         assert "no measured wall planes" not in output
-        rates[ra] = _roll_rate(out, 3000)
-    assert rates[1500] < 0 < rates[2000]
-    zero = 1500 + 500 * -rates[1500] / (rates[2000] - rates[1500])
-    print(f"3D onset: sigma {rates[1500]:.4g} (Ra 1500), {rates[2000]:.4g} (Ra 2000); zero at Ra = {zero:.1f}")
+        rates[ra] = _roll_rate(out, 6600)
+        ratios[ra] = float(output.split("adiabatic ratio q = ")[1].split(":")[0])
+    assert rates[1620] < 0 < rates[1800]
+    zero = 1620 + 180 * -rates[1620] / (rates[1800] - rates[1620])
+    q = ratios[1620] * zero / 1620                                        # q grows as Ra (g)
+    print(f"3D onset: sigma {rates[1620]:.4g} (Ra 1620), {rates[1800]:.4g} (Ra 1800); zero at Ra = {zero:.1f}, "
+          f"(1 - q) Ra = {(1 - q) * zero:.1f}")
     assert zero == pytest.approx(RA_CRITICAL, rel=ONSET_BOUND)
+    assert (1 - q) * zero == pytest.approx(RA_CRITICAL, rel=ONSET_BOUND_SUPERADIABATIC)
 
 
 @pytest.mark.slow
@@ -320,8 +330,11 @@ def test_steady_3d_rolls_at_ra_1e4_against_clever_and_busse(tmp_path):
     1974 (table 1): Nu = 2.661.  Measured (2026-11-27): 2.692 in the bulk, +1.2 %, the walls 2.672
     and 2.702 (within 0.8 % of it); bound 3 %,
     walls within 1.5 % of the bulk (the energy balance).  The superadiabatic Nu is 4.5 % above the
-    published value at its Ra (docs/physics.md, "Rayleigh-Benard in 3D"); D2Q37 in 2D reads 5.5 %
-    low.  Cost: 2.5 minutes on a busy machine, and a D3Q39 compile."""
+    published value at its Ra (docs/physics.md, "Rayleigh-Benard in 3D"): the +1.2 % is that excess
+    less the adiabatic gradient's 3.3 %, not a 1 % agreement -- walls 1.1 / 0.9 (q a quarter) read
+    2.787, +4.7 %; LZ = 56 (H = 48.47, 100 000 steps) reads 2.6955, +1.3 %, its superadiabatic excess
+    +2.8 % (2026-11-28: the excess falls about as 1/H); D2Q37 in 2D reads 5.5 % low.  Cost: 2.5 minutes on a busy machine,
+    and a D3Q39 compile."""
     out, output = _run(tmp_path, "--velocity-set", "d3q39", "--ly", "1", "--lz", "40", "--t-bottom", "1.05",
                        "--t-top", "0.95", "--steps", "44000", "--series-every", "4000")
     assert "published Nu = 2.661" in output and "no measured wall planes" not in output
