@@ -106,15 +106,15 @@ def benchmark_module(name: str):
 
 def example_make_args(spec) -> list:
     """`make -s` for the emitted C example of ``spec`` at the suite's level ($LBGEN_OPT_LEVEL,
-    -O1 by default: CFLAGS with it, and ``-D<PREFIX>_SITE_ONCE`` where lbgen's own build of
-    those kernels takes it, backends/c.site_once), so its kernels compile in a fraction of the
-    Makefile's -O3 time; the Makefile's own -O3 build is tested once (tests/codegen/test_emit.py)."""
+    -O1 by default: CFLAGS with it, and what lbgen's own build of those kernels adds at that
+    level, backends/c.level_flags), so its kernels compile in a fraction of the Makefile's -O3
+    time; the Makefile's own -O3 build is tested once (tests/codegen/test_emit.py)."""
     import os
     from lbgen.backends import c as cbackend
     from lbgen.codegen.render import generate
     level = os.environ.get("LBGEN_OPT_LEVEL", "-O1")
-    once = [f"-D{spec.prefix.upper()}_SITE_ONCE"] if cbackend.site_once((level,), generate(spec)) else []
-    return ["make", "-s", "CFLAGS=" + " ".join([level, "-march=native", "-fopenmp", *once])]
+    extra = cbackend.level_flags((level,), generate(spec))
+    return ["make", "-s", "CFLAGS=" + " ".join([level, "-march=native", "-fopenmp", *extra])]
 
 
 def make_example(folder, spec, **run):

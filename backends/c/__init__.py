@@ -97,6 +97,28 @@ def inlined_flops(source) -> int:
     return source.flops.get("collide", 0) * max(calls, 0)
 
 
+#: below -O2 (no vectorisation, nothing for AVX-512 to give) builds leave AVX-512 out: gcc 12 with
+#: -march=native on an AVX-512 AMD EPYC (tuned as znver3; 2026-11-28) used the mask registers as
+#: room for scalar values at -O1 (113 kmov in the D3Q39 walls library, 2-4 at -O2/-O3) and
+#: miscompiled the D3Q39 bc across y (CAoSoA VL 4: 4e-4 off the oracle, NaN in a 3D
+#: rayleigh-taylor run); right at -O0, -O2, -O3, and at -O1 with -mno-avx512f, -mno-avx512bw or
+#: -fno-guess-branch-probability.  The suite builds at -O1 (tests/conftest.py); runs at -O3
+LOW_LEVEL_FLAGS = ("-mno-avx512f",)
+
+
+def below_o2(flags: Sequence[str]) -> bool:
+    """Whether gcc's level in these flags (its last -O flag, -O0 without one) is below -O2."""
+    levels = [f for f in flags if re.fullmatch(r"-O\w*", f)]
+    return (levels[-1] if levels else "-O0") in UNCONTRACTED_LEVELS
+
+
+def level_flags(flags: Sequence[str], source) -> tuple:
+    """What a build with these flags adds for its level: below -O2 LOW_LEVEL_FLAGS, and
+    ``-D<PREFIX>_SITE_ONCE`` where ``site_once``."""
+    extra = LOW_LEVEL_FLAGS if below_o2(flags) else ()
+    return extra + ((f"-D{source.spec.prefix.upper()}_SITE_ONCE",) if site_once(flags, source) else ())
+
+
 def site_once(flags: Sequence[str], source) -> bool:
     """Whether a build of ``source`` with these flags compiles the site functions once
     (``<PREFIX>_SITE_ONCE``, the kernels' template) instead of inlining them into every sweep:
@@ -105,8 +127,7 @@ def site_once(flags: Sequence[str], source) -> bool:
     (``SITE_ONCE_FLOPS``): inlining those costs most of the compile time, while a small
     collision runs several times faster inlined.  The test suite's builds (-O1) are the ones
     below -O2; runs and benchmarks (-O3) inline."""
-    levels = [f for f in flags if re.fullmatch(r"-O\w*", f)]
-    return (levels[-1] if levels else "-O0") in UNCONTRACTED_LEVELS and inlined_flops(source) >= SITE_ONCE_FLOPS
+    return below_o2(flags) and inlined_flops(source) >= SITE_ONCE_FLOPS
 
 
 def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -> Path:
@@ -115,8 +136,7 @@ def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -
         raise ValueError(f"the C backend compiles C sources, not {source.spec.backend!r}")
     cc = compiler()
     all_flags = flags_for(flags, strict) + _BASE_FLAGS
-    if site_once(all_flags, source):
-        all_flags += (f"-D{source.spec.prefix.upper()}_SITE_ONCE",)
+    all_flags += level_flags(all_flags, source)
     return build_library(
         "c", (source.digest, all_flags, compiler_version(cc)), source.files,
         lambda folder, out: [cc, *all_flags, "-o", out, folder / source.main_file, "-lm"],

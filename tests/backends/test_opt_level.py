@@ -147,3 +147,25 @@ def test_below_o2_only_large_site_collisions_are_compiled_once(kw, once):
     source = generate(KernelSpec(backend="c", layout="soa", **kw))
     assert (cbackend.inlined_flops(source) >= cbackend.SITE_ONCE_FLOPS) == once
     assert cbackend.site_once(("-O1",), source) == once and not cbackend.site_once(("-O3",), source)
+
+
+def test_builds_below_o2_leave_avx512_out_and_runs_keep_it(program):
+    """backends/c.LOW_LEVEL_FLAGS: gcc 12 miscompiled the D3Q39 bc at -O1 on an AVX-512 AMD EPYC,
+    keeping scalars in the mask registers (tests/backends/test_gpu3d_walls.py's walls across y
+    read 4e-4 off the oracle); below -O2 the library holds no AVX-512 register (no zmm, no mask
+    k-register), while the -O3 build of the same kernels may use them where the CPU has them."""
+    import shutil
+    import subprocess
+    if not shutil.which("objdump"):
+        pytest.skip("objdump (binutils) is not installed")
+
+    def avx512(prog):
+        text = subprocess.run(["objdump", "-d", str(prog.library_path)], capture_output=True, text=True,
+                              check=True).stdout
+        return sum(text.count(s) for s in ("%zmm", "%k1", "%k0", "kmov"))
+    low = program("caosoa", 8, "double", "bgk", flags=("-O1", *NATIVE))
+    assert "-mno-avx512f" in (low.library_path.parent / "build.log").read_text().splitlines()[0]
+    assert avx512(low) == 0
+    cpu = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    if " avx512f " in cpu:
+        assert avx512(program("caosoa", 8, "double", "bgk", flags=("-O3", *NATIVE))) > 0
