@@ -8,28 +8,7 @@ import numpy as np
 import pytest
 
 from test_mpi import mpirun
-
-SCRIPT = """
-import json, sys
-import numpy as np
-from mpi4py import MPI
-from lbgen.parallel.simulation import DistributedSimulation
-from lbgen.simulation.parameters import Walls
-a = json.loads(sys.argv[1])
-comm = MPI.COMM_WORLD
-sim = DistributedSimulation(comm, *a["shape"], ranks_grid=a["grid"], walls=Walls(**a["walls"]), **a["kw"])
-if comm.rank == 0:
-    f = dict(np.load("initial.npz"))
-    sim.set_fields(f["rho"], f["ux"], f["uy"], f["T"])
-else:
-    sim.set_fields()
-sim.step(a["steps"])
-out = sim.fields()
-sides = comm.gather(list(sim.sim.wall_sides))
-if comm.rank == 0:
-    np.savez("fields.npz", **out)
-    print(json.dumps({"dims": list(sim.dims), "sides": sides, "calls": dict(sim.sim.program.calls)}))
-"""
+from test_walls3d_mpi import SCRIPT
 
 
 @pytest.mark.parametrize("n,grid,shape,adiabatic", [

@@ -9,6 +9,9 @@ import pytest
 
 from test_mpi import mpirun
 
+#: the ranks' script, 2D or 3D (tests/parallel/test_walls2d_mpi.py takes it too): argv[1] is a JSON of shape,
+#: grid, kw, walls and steps; rank 0 reads initial.npz and writes fields.npz, and prints the grid, each
+#: rank's wall switches and its kernel calls
 SCRIPT = """
 import json, sys
 import numpy as np
@@ -20,14 +23,15 @@ comm = MPI.COMM_WORLD
 sim = DistributedSimulation(comm, *a["shape"], ranks_grid=a["grid"], walls=Walls(**a["walls"]), **a["kw"])
 if comm.rank == 0:
     f = dict(np.load("initial.npz"))
-    sim.set_fields(f["rho"], f["ux"], f["uy"], f["uz"], f["T"])
+    sim.set_fields(*[f[k] for k in ("rho", "ux", "uy", "uz", "T") if k in f])
 else:
     sim.set_fields()
 sim.step(a["steps"])
 out = sim.fields()
+sides = comm.gather(list(sim.sim.wall_sides))
 if comm.rank == 0:
     np.savez("fields.npz", **out)
-    print(json.dumps({"dims": list(sim.dims), "calls": dict(sim.sim.program.calls)}))
+    print(json.dumps({"dims": list(sim.dims), "sides": sides, "calls": dict(sim.sim.program.calls)}))
 """
 
 
