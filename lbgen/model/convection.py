@@ -15,8 +15,9 @@ Published values (the validation tests cite them):
 in lattice units): a layer at rest convects only where the imposed gradient Delta T / H is
 well above the adiabatic one g / c_p.  :func:`adiabatic_ratio` is (g / c_p) / (Delta T / H); the
 run prints it and refuses a set-up where it reaches :data:`ADIABATIC_MAX` (the onset is then
-shifted by about that fraction: Spiegel 1965's compressible onset criterion,
-Ra_c ~ 1708 / (1 - ratio)^2 for small ratios).
+shifted by about that fraction: Spiegel 1965's compressible onset criterion, the
+superadiabatic Rayleigh number (1 - ratio) Ra reaching 1708, Ra_c ~ 1708 / (1 - ratio), the
+form docs/physics.md compares with).
 
 **The Nusselt number** (:func:`nusselt`), from the horizontal means of a state (no other
 population pull than the fields a run already gathers): the heat flux across the layer in
