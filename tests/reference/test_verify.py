@@ -134,7 +134,7 @@ def test_the_d2v17_reference_wall_case_of_the_issue_passes():
 
 def test_an_ill_conditioned_case_is_refused_before_compiling(monkeypatch):
     _no_compiling(monkeypatch)
-    monkeypatch.setattr(verify_module, "wall_amplification", lambda g, vs: (float("inf"), 2, 21))
+    monkeypatch.setattr(verify_module, "wall_amplification", lambda g, vs, axis=1: (float("inf"), 2, 21))
     with pytest.raises(verify_module.NothingVerified,
                        match=r"nothing was verified: rounding alone .* \(x=2, y=21\) at step 1"):
         verify_module.verify(backends=["c"], layouts=[("soa", None)], steps=2, shape=(4, 24), walls=True,
