@@ -106,7 +106,7 @@ CASES = {
     # a D3Q39 Rayleigh-Benard layer between thermal walls across x (--wall-axis x; issue 39), split along the
     # wall axis (each rank holds one wall) and across it (both walls on each rank): Nu in the series too
     **{f"{grid}-rb-wall-x": (2, grid, ["rayleigh-benard", "--velocity-set", "d3q39", "--wall-axis", "x", "--collision",
-                                       "bgk", "--tau", 0.55, "--ra", 10, "--amplitude", 0.2, "--lx", 12, "--ly", 4,
+                                       "bgk", "--tau", 0.55, "--ra", 10, "--amplitude", 0.2, "--lx", 16, "--ly", 4,
                                        "--lz", 16, "--layout", "soa", "--steps", 12]) for grid in ("2x1x1", "1x1x2")},
 }
 
