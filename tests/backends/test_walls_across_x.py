@@ -27,8 +27,8 @@ from lbgen.reference import walls as refw
 from lbgen.simulation.parameters import SimulationError, Walls
 from lbgen.simulation.runner import Simulation
 from programs import PROGRAMS
-from wall_support import (ADIABATIC, FORCE, OPERATOR_PARAMS, T_BOTTOM, T_TOP, TOLERANCE, case_id, rel_err,
-                          runtime_of)
+from wall_support import (ADIABATIC, FORCE, OPERATOR_PARAMS, T_BOTTOM, T_TOP, TOLERANCE, case_id,
+                          near_equilibrium_state, rel_err, runtime_of)
 
 LX, LY = 16, 24                 # walls across x need LX >= 8; LY/VL >= 3 for VL = 8
 STEPS = 20
@@ -44,12 +44,8 @@ def _params(cases):
 
 @pytest.fixture(scope="module")
 def state():
-    """Near-equilibrium (Q, LX, LY) state: rho, T ~ 1 +- 0.05, |u| ~ 0.05, 1e-3 noise."""
-    rng = np.random.default_rng(39)
-    shape = (LX, LY)
-    feq = ref.equilibrium(1 + 0.05 * rng.uniform(-1, 1, shape), 0.05 * rng.uniform(-1, 1, shape),
-                          0.05 * rng.uniform(-1, 1, shape), 1 + 0.05 * rng.uniform(-1, 1, shape))
-    return feq * (1.0 + 1e-3 * rng.standard_normal(feq.shape))
+    """Near-equilibrium (Q, LX, LY) state (wall_support.near_equilibrium_state)."""
+    return near_equilibrium_state((LX, LY), 39)
 
 
 @pytest.fixture(scope="module")

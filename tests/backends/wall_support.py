@@ -26,14 +26,18 @@ def rel_err(got, want):
     return float(np.abs(got - want).max() / np.abs(want).max())
 
 
-@pytest.fixture(scope="module")
-def wall_state():
-    """Near-equilibrium (Q, LX, LY) state: rho, T ~ 1 +- 0.05, |u| ~ 0.05, 1e-3 noise."""
-    rng = np.random.default_rng(2024)
-    shape = (LX, LY)
+def near_equilibrium_state(shape, seed: int) -> np.ndarray:
+    """Near-equilibrium (Q, *shape) D2Q37 state: rho, T ~ 1 +- 0.05, |u| ~ 0.05, 1e-3 noise."""
+    rng = np.random.default_rng(seed)
     feq = ref.equilibrium(1 + 0.05 * rng.uniform(-1, 1, shape), 0.05 * rng.uniform(-1, 1, shape),
                           0.05 * rng.uniform(-1, 1, shape), 1 + 0.05 * rng.uniform(-1, 1, shape))
     return feq * (1.0 + 1e-3 * rng.standard_normal(feq.shape))
+
+
+@pytest.fixture(scope="module")
+def wall_state():
+    """Near-equilibrium (Q, LX, LY) state (near_equilibrium_state)."""
+    return near_equilibrium_state((LX, LY), 2024)
 
 
 @pytest.fixture(scope="module")

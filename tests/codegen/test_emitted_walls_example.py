@@ -28,27 +28,30 @@ def walled_example(tmp_path_factory):
     return folder
 
 
-def test_the_walls_example_reproduces_the_walled_simulation(walled_example):
+def _example_case(lx, ly, **kw):
+    """lbgen's runner on the emitted example's case (its start and STEPS steps of BGK tau 0.8 with
+    gravity along -y; ``kw``: the walls and the layout): the fields."""
     from lbgen.model.velocity_set import d2q37
-    from lbgen.simulation.runner import Simulation, Walls
+    from lbgen.simulation.runner import Simulation
+    x, y = np.meshgrid(np.arange(lx), np.arange(ly), indexing="ij")
+    sim = Simulation(lx, ly, collision="bgk", tau=0.8, gravity=(0.0, -1e-5 * d2q37().r), threads=1, check_every=0,
+                     **kw)
+    sim.set_fields(1 + 0.01 * np.cos(2 * np.pi * y / ly), 0.0, 0.05 * np.sin(2 * np.pi * x / lx),
+                   1 + 0.02 * np.sin(2 * np.pi * (x + y) / lx))
+    sim.step(STEPS)
+    return sim.fields()
+
+
+def test_the_walls_example_reproduces_the_walled_simulation(walled_example):
+    from lbgen.simulation.runner import Walls
     subprocess.run(["./example", str(STEPS), str(LX), str(LY)], cwd=walled_example, check=True, capture_output=True)
     data = np.loadtxt(walled_example / "example_fields.txt")
-    x, y = np.meshgrid(np.arange(LX), np.arange(LY), indexing="ij")
-    sim = Simulation(LX, LY, collision="bgk", tau=0.8, gravity=(0.0, -1e-5 * d2q37().r),
-                     walls=Walls(T_bottom=1.02, T_top=0.98), layout="caosoa", vl=8, threads=1, check_every=0)
-    sim.set_fields(1 + 0.01 * np.cos(2 * np.pi * y / LY), 0.0, 0.05 * np.sin(2 * np.pi * x / LX),
-                   1 + 0.02 * np.sin(2 * np.pi * (x + y) / LX))
-    sim.step(STEPS)
-    want = sim.fields()
+    want = _example_case(LX, LY, walls=Walls(T_bottom=1.02, T_top=0.98), layout="caosoa", vl=8)
     for column, name in zip(range(2, 6), ("rho", "ux", "uy", "T")):
         assert np.abs(data[:, column].reshape(LX, LY) - want[name]).max() <= 1e-12, name
     # and not the periodic step: the same example without walls ends elsewhere
-    periodic = Simulation(LX, LY, collision="bgk", tau=0.8, gravity=(0.0, -1e-5 * d2q37().r), layout="caosoa",
-                          vl=8, threads=1, check_every=0)
-    periodic.set_fields(1 + 0.01 * np.cos(2 * np.pi * y / LY), 0.0, 0.05 * np.sin(2 * np.pi * x / LX),
-                        1 + 0.02 * np.sin(2 * np.pi * (x + y) / LX))
-    periodic.step(STEPS)
-    assert np.abs(data[:, 5].reshape(LX, LY) - periodic.fields()["T"]).max() > 1e-6
+    periodic = _example_case(LX, LY, layout="caosoa", vl=8)
+    assert np.abs(data[:, 5].reshape(LX, LY) - periodic["T"]).max() > 1e-6
 
 
 def test_the_run_target_sets_the_passive_wait_policy(walled_example):
@@ -65,8 +68,7 @@ def test_the_run_target_sets_the_passive_wait_policy(walled_example):
 def test_the_walls_example_across_x_reproduces_the_walled_simulation(tmp_path):
     """`lbgen emit --walls --wall-axis x` (2D): the example's fused_walls steps hold the walls at x = 0
     and LX-1 and give lbgen's runner with Walls(axis='x') on the same case to 1e-12."""
-    from lbgen.model.velocity_set import d2q37
-    from lbgen.simulation.runner import Simulation, Walls
+    from lbgen.simulation.runner import Walls
     if shutil.which("make") is None or shutil.which("gcc") is None:
         pytest.skip("make and gcc are needed to build the emitted example")
     spec = KernelSpec(layout="soa", walls=True, wall_axis="x")
@@ -75,13 +77,7 @@ def test_the_walls_example_across_x_reproduces_the_walled_simulation(tmp_path):
     lx, ly = 24, 16
     subprocess.run(["./example", str(STEPS), str(lx), str(ly)], cwd=tmp_path, check=True, capture_output=True)
     data = np.loadtxt(tmp_path / "example_fields.txt")
-    x, y = np.meshgrid(np.arange(lx), np.arange(ly), indexing="ij")
-    sim = Simulation(lx, ly, collision="bgk", tau=0.8, gravity=(0.0, -1e-5 * d2q37().r),
-                     walls=Walls(T_bottom=1.02, T_top=0.98, axis="x"), layout="soa", threads=1, check_every=0)
-    sim.set_fields(1 + 0.01 * np.cos(2 * np.pi * y / ly), 0.0, 0.05 * np.sin(2 * np.pi * x / lx),
-                   1 + 0.02 * np.sin(2 * np.pi * (x + y) / lx))
-    sim.step(STEPS)
-    want = sim.fields()
+    want = _example_case(lx, ly, walls=Walls(T_bottom=1.02, T_top=0.98, axis="x"), layout="soa")
     for column, name in zip(range(2, 6), ("rho", "ux", "uy", "T")):
         assert np.abs(data[:, column].reshape(lx, ly) - want[name]).max() <= 1e-12, name
     assert np.abs(want["T"][2] - 1.02).max() < 1e-3 < np.abs(want["T"][:, 2] - 1.02).max()   # T imposed across x
