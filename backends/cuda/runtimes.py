@@ -43,24 +43,25 @@ RUNTIME_ENV = "LBGEN_CUDA_RUNTIME"
 #: (cupy/cuda/compiler.py); pycuda is given the same, so the two compile the same code
 NVCC_OPTIONS = ("-ftz=true",)
 
-#: ``take`` and ``put`` for the lattice dtypes, compiled on first use (threads: INDEX_BLOCK per block)
+#: ``take`` and ``put`` for the lattice dtypes (16-bit storage: its bits), compiled on first use (threads: INDEX_BLOCK per block)
 INDEX_BLOCK = 256
 INDEX_KERNELS = "".join(f"""
-extern "C" __global__ void lbgen_take_{t}(const {t} *__restrict__ f, const long long *__restrict__ index,
+extern "C" __global__ void lbgen_take_{n}(const {t} *__restrict__ f, const long long *__restrict__ index,
                                           {t} *__restrict__ out, long long n)
 {{
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = f[index[i]];
 }}
 
-extern "C" __global__ void lbgen_put_{t}({t} *__restrict__ f, const long long *__restrict__ index,
+extern "C" __global__ void lbgen_put_{n}({t} *__restrict__ f, const long long *__restrict__ index,
                                          const {t} *__restrict__ values, long long n)
 {{
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) f[index[i]] = values[i];
 }}
-""" for t in ("double", "float"))
-_INDEX_TYPES = {np.dtype(np.float64): "double", np.dtype(np.float32): "float"}
+""" for n, t in (("double", "double"), ("float", "float"), ("u16", "unsigned short")))
+_INDEX_TYPES = {np.dtype(np.float64): "double", np.dtype(np.float32): "float",       # 16-bit storage: its bits
+                np.dtype(np.float16): "u16", np.dtype(np.uint16): "u16"}
 
 
 class CudaRuntime:
@@ -192,7 +193,7 @@ class CudaRuntime:
     def _index_kernel(self, which: str, f, index, other) -> None:
         ctype = _INDEX_TYPES.get(np.dtype(f.dtype))
         if ctype is None:
-            raise TypeError(f"{which}: lattice arrays are float64 or float32, not {np.dtype(f.dtype)}")
+            raise TypeError(f"{which}: lattice arrays are float64, float32 or 16-bit, not {np.dtype(f.dtype)}")
         if np.dtype(index.dtype) != np.int64 or np.dtype(other.dtype) != np.dtype(f.dtype):
             raise TypeError(f"{which}: index is int64 ({np.dtype(index.dtype)} given) and the "
                             f"{'out' if which == 'take' else 'values'} array has f's dtype {np.dtype(f.dtype)} "
@@ -211,7 +212,7 @@ class CudaRuntime:
             from lbgen.backends.cuda.nvcc import find_nvcc
             module = self.compile(INDEX_KERNELS, [], None, find_nvcc())
             fns = self._index_functions = {(k, t): self.function(module, f"lbgen_{k}_{t}")
-                                           for k in ("take", "put") for t in ("double", "float")}
+                                           for k in ("take", "put") for t in ("double", "float", "u16")}
         self.launch(fns[which, ctype], (n + INDEX_BLOCK - 1) // INDEX_BLOCK, INDEX_BLOCK,
                     (f, index, other, np.int64(n)))
 

@@ -24,6 +24,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from lbgen.codegen.spec import arithmetic_bytes
 from lbgen.backends.build import (UNCONTRACTED_LEVELS, BackendUnavailable, CompileError, build_library,
                                   compiler_version, find_compiler, load_library, optimisation)
 from lbgen.backends.cuda import LaunchProgram
@@ -161,7 +162,7 @@ class ShimProgram(LaunchProgram):
     def __init__(self, source, shape, strict: bool = False, flags=None, block_size: Optional[int] = None):
         super().__init__(source, shape, block_size)
         self.library_path = build(source, flags, strict)
-        self.real_c = "double" if self.spec.precision == "double" else "float"
+        self.real_c = {8: "double", 4: "float"}[arithmetic_bytes(self.spec.precision)]   # mixed: double
         store_c = {8: "double", 4: "float", 2: "unsigned short"}[np.dtype(self.dtype).itemsize]
         self.ffi, self.lib = load_library(self.library_path, cdef_source(source.text, self.real_c, store_c))
 
@@ -169,7 +170,8 @@ class ShimProgram(LaunchProgram):
         return describe()
 
     def _launch(self, kernel, blocks, threads, *args):
-        ctypes = {np.float64: "double", np.float32: "float", np.uint8: "void",   # the mask: uint8_t or unsigned char
+        ctypes = {np.float64: "double", np.float32: "float", np.float16: "unsigned short",   # 16-bit storage: its bits
+                  np.uint16: "unsigned short", np.uint8: "void",   # the mask: uint8_t or unsigned char
                   np.int64: "void", np.int32: "void"}                         # the body links' indices
         conv = []
         for a in args:

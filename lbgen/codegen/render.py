@@ -134,6 +134,8 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "real": "float" if spec.precision == "single" else "double",     # arithmetic
         "storage": storage_format(spec.precision, spec.storage).c_type,  # storage of the populations
         "storage_name": storage_format(spec.precision, spec.storage).name,
+        # 16-bit formats: the GPU dialects hold their bits (unsigned short: no half arithmetic needed)
+        "bits16": storage_format(spec.precision, spec.storage).nbytes == 2,
         # stored values are deviations f - w_p (scaled by 2^storage_exp): the load/store conversions
         "shifted": is_shifted(spec.precision, spec.storage),
         "storage_exp": storage_format(spec.precision, spec.storage).scale_exp,

@@ -76,10 +76,6 @@ def population_buffers(streaming: str) -> int:
     return 1 if streaming == "inplace" else 2
 
 
-#: the backends whose kernels store populations apart from the arithmetic (lbgen.codegen.storage)
-STORAGE_BACKENDS = ("c", "opencl")
-
-
 def storage_bytes(precision: str, storage: Optional[str] = None) -> int:
     """Bytes of one stored population (``lbgen.codegen.storage``: the named storage, else the
     precision's own: 8 in double, 4 in single and mixed)."""
@@ -249,9 +245,6 @@ class KernelSpec:
             spec = self._normalised_storage()
             if spec is not self:
                 return spec.validate(lx, ly)
-        if self.precision == "mixed" and self.backend not in STORAGE_BACKENDS:
-            raise SpecError(f"precision 'mixed' (float storage, double arithmetic) is available on the "
-                            f"{' and '.join(STORAGE_BACKENDS)} backends only, not {self.backend!r}; use double or single there")
         if isinstance(self.block_size, bool) or not isinstance(self.block_size, int) or \
                 not 0 <= self.block_size <= MAX_BLOCK_SIZE:
             raise SpecError(f"block size {self.block_size!r}: allowed 0 (the backend's default) or 1 to "
@@ -349,7 +342,7 @@ class KernelSpec:
     def _normalised_storage(self) -> "KernelSpec":
         """The one spec of a storage choice: the precision's own storage is None, double
         arithmetic with float storage is precision 'mixed'; refused in words: an unknown storage,
-        one wider than the arithmetic, a narrower one off the C backend."""
+        one wider than the arithmetic."""
         try:
             check_storage(self.storage, self.precision)
         except ValueError as e:
@@ -358,10 +351,6 @@ class KernelSpec:
             return _replace(self, storage=None)
         if self.precision == "double" and self.storage == "fp32":
             return _replace(self, precision="mixed", storage=None)
-        if self.backend not in STORAGE_BACKENDS:
-            raise SpecError(f"storage {self.storage!r} (populations stored apart from the {self.precision} arithmetic) "
-                            f"is generated for the {' and '.join(STORAGE_BACKENDS)} backends only so far, not "
-                            f"{self.backend!r}; there the storage is the precision's own ({NATURAL[self.precision]})")
         return self
 
     def _check_3d(self) -> None:

@@ -18,7 +18,7 @@ from helpers import (FAST_LAYOUT_CONFIGS, FORCE, LAYOUT_CONFIGS, LX, LY, OPERATO
 from lbgen.reference import bulk as ref
 from lbgen.backends import c as cbackend
 from lbgen.backends.build import CompileError
-from lbgen.codegen.spec import KernelSpec, SpecError
+from lbgen.codegen.spec import KernelSpec
 from lbgen.codegen.render import generate
 
 STEPS = 20
@@ -318,13 +318,6 @@ def test_mixed_precision_matches_the_reference_within_its_documented_tolerance(
     single = run_program(program(name, vl, precision="single", collision=operator), initial_state, STEPS, path,
                          operator)
     assert err < relative_error(single, want) / 4          # ... but computed in double: far closer than single
-
-
-def test_mixed_precision_is_refused_where_the_storage_cannot_differ():
-    """mixed (float storage, double arithmetic) runs on C and OpenCL (lbgen.codegen.storage); CUDA
-    stores the precision's own type, and refuses it before generating anything."""
-    with pytest.raises(SpecError, match="precision 'mixed'.*c and opencl backends only, not 'cuda'"):
-        generate(KernelSpec(backend="cuda", precision="mixed"))
 
 
 @pytest.mark.parametrize("walls", [False, True], ids=["periodic", "walls"])

@@ -231,7 +231,11 @@ def test_cuda_source_structure():
     for k in ("halo", "propagate", "collide", "fused", "init_equilibrium", "fields", "pack", "unpack"):
         assert f"__global__ void __launch_bounds__(BLOCK) lbgen_{k}(" in text
     assert 'extern "C"' in text and "__restrict__" in text
-    assert "typedef float lbgen_real;" in src.files["lbgen_kernels.cuh"] and "typedef lbgen_real real;" in text
+    header = src.files["lbgen_kernels.cuh"]     # the buffers' type (the storage) and the arithmetic's
+    assert "typedef float lbgen_real;" in header and "typedef float lbgen_arith;" in header
+    assert "typedef lbgen_arith real;" in text and "typedef float store;" in text
+    fp16 = cuda_source("soa", None, precision="single", storage="fp16s").files["lbgen_kernels.cuh"]
+    assert "typedef unsigned short lbgen_real;" in fp16 and "typedef float lbgen_arith;" in fp16
     assert "real C1, real C2, real C3, real ax, real ay" in text
     assert "const ptrdiff_t k = g % VL;" in text
 

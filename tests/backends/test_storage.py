@@ -157,8 +157,6 @@ def test_storage_choices_are_refused_in_words():
         KernelSpec(storage="fp8").validate()
     with pytest.raises(SpecError, match="storage 'fp64' is wider than the single arithmetic"):
         KernelSpec(precision="single", storage="fp64").validate()
-    with pytest.raises(SpecError, match="c and opencl backends only so far, not 'cuda'"):
-        KernelSpec(backend="cuda", storage="fp16s").validate()
     # one spec per meaning: the precision's own storage is None; double + fp32 is 'mixed'
     assert KernelSpec(storage="fp64").validate().storage is None
     assert KernelSpec(storage="fp32").validate().precision == "mixed"

@@ -22,6 +22,8 @@ from lbgen.reference import bulk3d as oracle
 
 R = np.sqrt(3.0)
 STEPS = 6
+#: a 16-bit storage's bound on the fields (eps 2^-10 of deviations f - w ~ 0.05, over 6 steps: 8e-6 seen)
+STORAGE_TOL = {"fp16s": 3e-5}
 
 
 def _reference(lx, ly, lz, steps, collision, lid):
@@ -40,14 +42,18 @@ def _reference(lx, ly, lz, steps, collision, lid):
     return rho, *(R * u)
 
 
-def _check_output(folder, out, size, lid, collision):
+def _check_output(folder, out, size, lid, collision, tol=1e-12):
     assert f"{STEPS} steps on {size[0]} x {size[1]} x {size[2]}{' under a lid' if lid else ''}: mass" in out
     data = np.loadtxt(folder / "example_fields.txt")
     assert data.shape == (np.prod(size), 8)
     want = _reference(*size, STEPS, collision, lid)
+    worst = 0.0
     for column, field in zip(range(3, 7), want):
         got = data[:, column].reshape(size)
-        assert np.abs(got - field).max() <= 1e-12 * max(1.0, np.abs(field).max()), (lid, column)
+        worst = max(worst, np.abs(got - field).max() / max(1.0, np.abs(field).max()))
+        assert worst <= tol, (lid, column)
+    if tol > 1e-12:         # a narrow storage is what ran: far from the oracle's double rounding
+        assert worst > tol / 100
     assert np.all(data[:, 7] == 1.0)
 
 
@@ -94,6 +100,8 @@ def test_emitted_opencl_3d_example_reproduces_the_oracle(tmp_path, spec, size):
     pytest.param(KernelSpec(backend="cuda", velocity_set="d3q19", layout="csoa", vl=4), (3, 4, 8), id="csoa-vl4"),
     pytest.param(KernelSpec(backend="cuda", velocity_set="d3q19", layout="aos", collision="regularized"), (3, 3, 5),
                  id="aos-regularized", marks=pytest.mark.slow),
+    pytest.param(KernelSpec(backend="cuda", velocity_set="d3q19", layout="soa", storage="fp16s"), (3, 4, 8),
+                 id="soa-fp16s"),
 ])
 def test_emitted_cuda_3d_example_runs_through_the_shim_and_reproduces_the_oracle(tmp_path, spec, size):
     from lbgen.backends.cuda import shim
@@ -104,7 +112,7 @@ def test_emitted_cuda_3d_example_runs_through_the_shim_and_reproduces_the_oracle
         args = [str(exe), str(STEPS), *map(str, size)] + (["lid"] if lid else [])
         proc = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
-        _check_output(tmp_path, proc.stdout, size, lid, spec.collision)
+        _check_output(tmp_path, proc.stdout, size, lid, spec.collision, STORAGE_TOL.get(spec.storage, 1e-12))
     if spec.layout == "csoa":
         bad = subprocess.run([str(exe), "1", "3", "4", "6"], cwd=tmp_path, capture_output=True, text=True)
         assert bad.returncode == 2 and "refused" in bad.stderr

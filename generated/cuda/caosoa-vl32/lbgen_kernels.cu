@@ -53,7 +53,7 @@
 #ifndef __CUDACC_RTC__
 #include <stdio.h>
 #endif
-typedef lbgen_real real;
+typedef lbgen_arith real;
 typedef double store;   /* a stored population (lbgen.codegen.storage: fp64) */
 
 enum { Q = 37, HALO = 3, HALO_Y = 3, VL = 32, BLOCK = 128 };
@@ -2204,7 +2204,7 @@ cudaError_t lbgen_alloc(lbgen_real **f, int lx, int ly)
     LBGEN_SIZES;
     *f = NULL;
     if (lbgen_check(LX, LY, NULL, 0) != LBGEN_STATUS_OK) return cudaErrorInvalidValue;
-    const size_t bytes = LBGEN_BUFFER_SIZE(LX, LY) * sizeof(real);
+    const size_t bytes = LBGEN_BUFFER_SIZE(LX, LY) * sizeof(lbgen_real);
     cudaError_t err = cudaMalloc((void **)f, bytes);
     if (err == cudaSuccess) err = cudaMemset(*f, 0, bytes);
     return err;

@@ -93,7 +93,8 @@
 #define LBGEN_ERR_GRID 7
 
 
-typedef double lbgen_real;   /* storage and arithmetic */
+typedef double lbgen_real;   /* a stored population */
+typedef double lbgen_arith;   /* the kernels' arithmetic */
 
 #ifdef __cplusplus
 extern "C" {
@@ -163,11 +164,11 @@ cudaError_t lbgen_launch_unpack(const lbgen_real *f, double *plain, int lx, int 
 extern "C" {
 __global__ void __launch_bounds__(128) lbgen_halo(lbgen_real *__restrict__ f, int lx, int ly);
 __global__ void __launch_bounds__(128) lbgen_propagate(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv);
-__global__ void __launch_bounds__(128) lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, lbgen_real tau, lbgen_real ax, lbgen_real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv);
-__global__ void __launch_bounds__(128) lbgen_fused(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, lbgen_real tau, lbgen_real ax, lbgen_real ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv);
-__global__ void __launch_bounds__(128) lbgen_init_equilibrium(lbgen_real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in, lbgen_real ax, lbgen_real ay);
-__global__ void __launch_bounds__(128) lbgen_fields(const lbgen_real *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o, lbgen_real ax, lbgen_real ay);
-__global__ void __launch_bounds__(128) lbgen_diagnostics(const lbgen_real *__restrict__ f, int lx, int ly, const uint8_t *__restrict__ solid, double *__restrict__ out, lbgen_real ax, lbgen_real ay);
+__global__ void __launch_bounds__(128) lbgen_collide(const lbgen_real *in, lbgen_real *out_f, int lx, int ly, int x0, int x1, int y0, int y1, lbgen_arith tau, lbgen_arith ax, lbgen_arith ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv);
+__global__ void __launch_bounds__(128) lbgen_fused(const lbgen_real *__restrict__ prv, lbgen_real *__restrict__ nxt, int lx, int ly, int x0, int x1, int y0, int y1, lbgen_arith tau, lbgen_arith ax, lbgen_arith ay, int walls, int lids, const double *__restrict__ lid, const unsigned char *__restrict__ solid, int opens, const double *__restrict__ openv);
+__global__ void __launch_bounds__(128) lbgen_init_equilibrium(lbgen_real *__restrict__ f, int lx, int ly, const double *__restrict__ rho_in, const double *__restrict__ ux_in, const double *__restrict__ uy_in, const double *__restrict__ T_in, lbgen_arith ax, lbgen_arith ay);
+__global__ void __launch_bounds__(128) lbgen_fields(const lbgen_real *__restrict__ f, int lx, int ly, double *__restrict__ rho_o, double *__restrict__ ux_o, double *__restrict__ uy_o, double *__restrict__ T_o, lbgen_arith ax, lbgen_arith ay);
+__global__ void __launch_bounds__(128) lbgen_diagnostics(const lbgen_real *__restrict__ f, int lx, int ly, const uint8_t *__restrict__ solid, double *__restrict__ out, lbgen_arith ax, lbgen_arith ay);
 __global__ void __launch_bounds__(128) lbgen_pack(lbgen_real *__restrict__ f, const double *__restrict__ plain, int lx, int ly);
 __global__ void __launch_bounds__(128) lbgen_unpack(const lbgen_real *__restrict__ f, double *__restrict__ plain, int lx, int ly);
 }

@@ -1,36 +1,45 @@
-"""Storage apart from the arithmetic (lbgen.codegen.storage) on the OpenCL backend: the kernels of
-templates/gpu/kernels.j2 hold fp32 (double arithmetic), FluidX3D's FP16S (as the half's 16 bits,
-converted by P_dec16s / P_enc16s with IEEE's rounding to nearest even; Lehmann et al., Phys. Rev.
-E 106, 015308 (2022)) and fp16c (the C kernels' P_dec16c / P_enc16c), and convert on every load
-and store as the C kernels do: strict builds of both give the same stored bits after a channel
-with a velocity inlet, an outflow, walls and a Bouzidi body (the C runs are the fp64-checked ones
-of test_storage_boundaries.py), and the same force on the body (single arithmetic: within float's
-rounding, the OpenCL kernels sum the links' momentum in float)."""
+"""Storage apart from the arithmetic (lbgen.codegen.storage) on the GPU dialects, OpenCL and CUDA
+(the host shim here; CuPy on a GPU, where one is present): the kernels of templates/gpu/kernels.j2
+hold fp32 (double arithmetic), FluidX3D's FP16S (as the half's 16 bits, converted by P_dec16s /
+P_enc16s with IEEE's rounding to nearest even; Lehmann et al., Phys. Rev. E 106, 015308 (2022))
+and fp16c (the C kernels' P_dec16c / P_enc16c), and convert on every load and store as the C
+kernels do: strict builds of both give the same stored bits after a channel with a velocity
+inlet, an outflow, walls and a Bouzidi body (the C runs are the fp64-checked ones of
+test_storage_boundaries.py), and the same force on the body (single arithmetic: within float's
+rounding, the GPU kernels sum the links' momentum in float)."""
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
 
+from helpers import require
+from lbgen.backends import available
 from lbgen.backends.build import BackendUnavailable
 from lbgen.geometry import Bodies, Sphere
 from lbgen.simulation.runner import Simulation
 
 
-def _opencl_or_skip():
+def _runtime_or_skip(runtime):
+    """OpenCL and the CUDA host shim run here (required under CI); a GPU never is (CI has none)."""
+    if runtime == "cuda":
+        ok, why = available("cuda")
+        if not ok:
+            pytest.skip(f"no CUDA GPU here: {why}")
+        return
     try:
-        from lbgen.backends import opencl as ob
-        ob.available()
-        return ob.select_device()
+        if runtime == "opencl":
+            from lbgen.backends import opencl as ob
+            ob.available()
+            ob.select_device()
+        else:
+            from lbgen.backends.cuda import shim
+            ok, why = shim.available()
+            if not ok:
+                raise BackendUnavailable(why)
     except (BackendUnavailable, ImportError) as e:
-        reason = f"OpenCL backend unavailable: {e}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason} (CI=true: the OpenCL tests must run, not skip)", pytrace=False)
-        pytest.skip(reason, allow_module_level=True)
+        require(False, str(e), runtime)
 
 
-_opencl_or_skip()
 U_IN = 0.03
 
 
@@ -50,13 +59,15 @@ def channel(backend, shape, precision, storage, layout):
 PAIRS = (("double", "fp16s"), ("double", "fp16c"), ("double", "fp32"), ("single", "fp16s"))
 
 
+@pytest.mark.parametrize("runtime", ["opencl", "cuda-shim", "cuda"])
 @pytest.mark.parametrize("shape, layout, pairs", [((16, 8), "soa", PAIRS),
                                                   pytest.param((16, 8), "caosoa", PAIRS, marks=pytest.mark.slow),
                                                   pytest.param((12, 8, 8), "aos", PAIRS[0::2], marks=pytest.mark.slow),
                                                   pytest.param((12, 8, 8), "csoa", PAIRS[1::2], marks=pytest.mark.slow)])
-def test_opencl_storage_is_the_c_storage_bit_for_bit(shape, layout, pairs):
+def test_gpu_storage_is_the_c_storage_bit_for_bit(runtime, shape, layout, pairs):
+    _runtime_or_skip(runtime)
     for precision, storage in pairs:
-        c, cl = channel("c", shape, precision, storage, layout), channel("opencl", shape, precision, storage, layout)
+        c, cl = channel("c", shape, precision, storage, layout), channel(runtime, shape, precision, storage, layout)
         a, b = c.state(), cl.state()
         assert a.dtype == b.dtype == {"fp16s": np.float16, "fp16c": np.uint16, "fp32": np.float32}[storage]
         assert np.isfinite(c.program.codec.decode(a)).all()
