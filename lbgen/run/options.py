@@ -142,7 +142,7 @@ SCHEMA: Tuple[Option, ...] = (
     Option("vl", "vl", None, "Cluster length for csoa/caosoa (a power of two dividing LY), or 'auto' "
            "(time the candidates once and remember the best; see lbgen tune).", optional=True),
     Option("precision", "choice", "double", "Floating-point precision.", choices=PRECISIONS, identity=True),
-    Option("storage", "choice", None, "Populations' storage apart from --precision's arithmetic (C): fp64, fp32, "
+    Option("storage", "choice", None, "Populations' storage apart from --precision's arithmetic (every backend): fp64, fp32, "
            "fp16s (half of (f - w) 2^15) or fp16c (1-4-11 of f - w); default the precision's own (docs/physics.md).",
            choices=tuple(STORAGES), optional=True, identity=True),
     Option("streaming", "choice", "pull", "Streaming: pull (two population buffers) or inplace (one buffer, the AA "
