@@ -276,8 +276,8 @@ def kernel_arguments(spec) -> Dict[str, str]:
     """The argument kinds of the kernels of a CUDA spec, one letter per parameter in the order
     of their parameter lists (templates/cuda/api.j2): P pointer, i int, d / f real (the sweeps'
     boundaries last: walls, lids, lid, solid, opens, openv)."""
-    from lbgen.codegen.spec import OPERATOR_PARAMETERS
-    real = "d" if spec.precision == "double" else "f"
+    from lbgen.codegen.spec import OPERATOR_PARAMETERS, arithmetic_bytes
+    real = "d" if arithmetic_bytes(spec.precision) == 8 else "f"        # mixed: double arithmetic
     sizes = "" if spec.compile_time_sizes else "ii"
     nparams = len(OPERATOR_PARAMETERS[spec.collision])
     formats = {
@@ -303,8 +303,7 @@ class CudaProgram(LaunchProgram):
         super().__init__(source, shape, block_size)      # sizes checked before any work
         self.rt = gpu_runtime()
         self.module, self.arch = compile_module(source, strict, options)
-        real = np.float64 if self.spec.precision == "double" else np.float32
-        kinds = {"P": None, "i": np.int32, "d": real, "f": real}
+        kinds = {"P": None, "i": np.int32, "d": np.float64, "f": np.float32}
         self.functions, self.kinds = {}, {}
         if self.D == 2:
             for k, fmt in kernel_arguments(self.spec).items():

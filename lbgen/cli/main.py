@@ -91,7 +91,7 @@ def info(as_json, velocity_set):
         found[b] = {"available": ok, "detail": why}
     found["cuda-shim"] = _cuda_without_gpu()
     data = {"lbgen": __version__, "velocity_set": summary, "operators": operators, "refused_operators": refused,
-            "backends": found,
+            "backends": found, "largest_lattice": _largest_lattices(vs_name, found["cuda"]["available"]),
             "cache_dir": str(cache_dir())}
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -109,7 +109,32 @@ def info(as_json, velocity_set):
         click.echo(f"  not on {vs.name}: {', '.join(refused)} (isothermal sets only)")
     for b, d in found.items():
         click.echo(f"  backend {b:<9} {'yes' if d['available'] else 'no '}  {d['detail']}")
+    side = "^" + str(vs.D)
+    for where, d in data["largest_lattice"].items():
+        click.echo(f"  largest N{side} on {d['memory_label']} ({d['memory'] / 2**30:.1f} GiB; a run's estimate"
+                   f"{', populations alone in brackets' if where != 'host' else ''}):")
+        click.echo("    " + ", ".join(f"{k} {v['run']}" + (f" ({v['populations']})" if where != "host" else "")
+                                      for k, v in d["lattices"].items()))
     click.echo(f"  cache   {data['cache_dir']}")
+
+
+def _largest_lattices(name: str, gpu: bool) -> dict:
+    """The largest lattice per precision, storage and streaming on this host's available memory
+    and, with a GPU, on device 0's free memory (lbgen.perf.capacity)."""
+    from lbgen.perf.capacity import largest_lattices
+    from lbgen.system.limits import available_memory
+    out = {}
+    host = available_memory()
+    if host:
+        out["host"] = {"memory": host, "memory_label": "this host's available memory",
+                       "lattices": largest_lattices(name, host, device=False)}
+    if gpu:
+        from lbgen.backends.cuda import gpu_runtime
+        rt = gpu_runtime()
+        free = rt.free_memory()
+        out["cuda"] = {"memory": free, "memory_label": f"{rt.device_name()}'s free memory",
+                       "lattices": largest_lattices(name, free, device=True)}
+    return out
 
 
 def _cuda_without_gpu() -> dict:
@@ -131,7 +156,7 @@ def _cuda_without_gpu() -> dict:
 @click.option("--precision", default="double", show_default=True, help=f"One of {', '.join(PRECISIONS)}.")
 @click.option("--collision", default="bgk", show_default=True, help=f"One of {', '.join(OPERATORS)}.")
 @click.option("--storage", default=None, help=f"Populations' storage, apart from the arithmetic: one of "
-              f"{', '.join(STORAGES)} (default: the precision's own; C backend; docs/physics.md).")
+              f"{', '.join(STORAGES)} (default: the precision's own; every backend; docs/physics.md).")
 @click.option("--streaming", type=click.Choice(STREAMING), default="pull", show_default=True,
               help="pull (two population buffers) or inplace (one buffer, the AA pattern: aa_even, aa_fold, aa_odd; "
                    "every backend; the header states the step-parity contract).")

@@ -101,11 +101,39 @@ def run_memory_estimate(shape: Sequence[int], Q: int, itemsize: int, halo: int =
     planes (``lbgen.simulation.slabs``), checkpoints, masks and the .vti and HDF5 writers stream
     their slabs, so no gathered state is counted; a quarter of the fields' bytes more covers those
     slabs and the interpreter at small lattices."""
-    sites = math.prod(int(n) for n in shape)
+    fields = field_bytes(len(shape), real) * math.prod(int(n) for n in shape)
+    return population_bytes(shape, Q, itemsize, halo, buffers, lanes) + fields + fields // 4
+
+
+def population_bytes(shape: Sequence[int], Q: int, itemsize: int, halo: int = 3, buffers: int = 2,
+                     lanes: int = 8) -> int:
+    """Bytes of ``buffers`` population buffers of a lattice ``shape`` with halos in every direction
+    (the last axis's halo rows clusters of ``lanes`` cells)."""
     *rest, last = (int(n) for n in shape)
     padded = math.prod(n + 2 * halo for n in rest) * (last + 2 * halo * max(1, int(lanes)))
-    fields = field_bytes(len(shape), real) * sites
-    return Q * padded * buffers * itemsize + fields + fields // 4
+    return Q * padded * buffers * itemsize
+
+
+def largest_lattice(memory: int, dimension: int, Q: int, itemsize: int, halo: int = 3, buffers: int = 2,
+                    lanes: int = 8, real: int = 8, device: bool = False) -> int:
+    """The largest N whose N^D lattice fits ``memory`` bytes by the estimate of what it holds (0
+    when none does): on the host, ``run_memory_estimate``; on a GPU (``device``), the population
+    buffers and one event's fields there (the GPU runtimes' field arrays are float64: ``real`` 8),
+    without the host's slack.  Bisection on the monotonic estimate."""
+    def need(n: int) -> int:
+        shape = (n,) * int(dimension)
+        if not device:
+            return run_memory_estimate(shape, Q, itemsize, halo, buffers, lanes, real)
+        return population_bytes(shape, Q, itemsize, halo, buffers, lanes) + field_bytes(dimension, real) * n ** dimension
+    if memory <= 0 or need(1) > memory:
+        return 0
+    lo, hi = 1, 2
+    while need(hi) <= memory:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if need(mid) <= memory else (lo, mid)
+    return lo
 
 
 def field_bytes(dimension: int, real: int = 8) -> int:

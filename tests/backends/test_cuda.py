@@ -10,6 +10,7 @@ With CI=true the nvcc and shim tests must run: a missing nvcc or g++ fails inste
 """
 from __future__ import annotations
 
+import re
 import subprocess
 
 import numpy as np
@@ -373,16 +374,20 @@ def test_emitted_cuda_example_builds_with_its_makefile(nvcc, spec, tmp_path):
 
 
 @pytest.mark.parametrize("walls", [False, True], ids=["periodic", "walls"])
-@pytest.mark.parametrize("precision", ["double", "single"])
+@pytest.mark.parametrize("precision", ["double", "single", "mixed"])
 def test_launch_arguments_follow_the_kernel_parameters(walls, precision):
     """The argument kinds of the GPU runtime's launches (no GPU needed to build them) name one
-    letter per kernel parameter of the emitted source: pointers P, ints i, reals d / f."""
+    letter per kernel parameter of the emitted source: pointers P, ints i, reals d / f, as the
+    header's arithmetic type says (mixed: float storage, double scalars; a float passed where the
+    kernel reads a double made NaN on an H200)."""
     from lbgen.backends.cuda import kernel_arguments
     from lbgen.backends.cuda.shim import kernels_of
     spec = KernelSpec(backend="cuda", layout="caosoa", vl=8, collision="regularized", precision=precision,
                       walls=walls)
-    real = "d" if precision == "double" else "f"
+    src = generate(spec)
+    arith = re.search(r"typedef (\w+) lbgen_arith;", src.files["lbgen_kernels.cuh"]).group(1)
+    real = {"double": "d", "float": "f"}[arith]
     want = {name[len("lbgen_"):]: "".join("P" if "*" in t else "i" if t == "int" else real if t == "real"
                                           else "?" + t for t, _ in params)
-            for name, params in kernels_of(generate(spec).text)}
+            for name, params in kernels_of(src.text)}
     assert kernel_arguments(spec) == want
