@@ -106,8 +106,8 @@ CLUSTER_ROWS_3D = 6
 SOA_ON_CPU_DEVICES_3D = ("opencl",)
 
 
-def default_layout(backend: str, ly: int, halo: int, dimension: int = 2,
-                   walls_along_depth: bool = False, cpu_device: bool = False) -> Tuple[str, Optional[int]]:
+def default_layout(backend: str, ly: int, halo: int, dimension: int = 2, walls_along_depth: bool = False,
+                   cpu_device: bool = False, thermal_walls: bool = False) -> Tuple[str, Optional[int]]:
     """The fastest valid choice: CAoSoA with the backend's preferred VL, else SoA.  In 3D
     (``dimension`` 3; ``ly`` is then LZ, the clustered axis) the backends of ``SOA_IN_3D`` take
     SoA unless Z holds CLUSTER_ROWS_3D or more whole clusters of their first preferred VL, or the
@@ -116,6 +116,10 @@ def default_layout(backend: str, ly: int, halo: int, dimension: int = 2,
     128^3, time block 3: SoA 44 against CAoSoA VL 8 75 MLUPS; docs/performance-history.md).
 
     A 3D lattice of a backend of ``SOA_ON_CPU_DEVICES_3D`` on a CPU device (``cpu_device``) takes SoA.
+    A 3D lattice between thermal walls (``thermal_walls``: the thermal sets' ``fused_walls``) takes
+    SoA on the backends of ``SOA_IN_3D``, whatever its depth: D3Q39 96^3 between walls across z,
+    1 thread CPU time, SoA 1.78x [1.72-1.80] CAoSoA VL 8's rate (BGK), 2 threads 0.31 / 0.28 of the
+    copy against 0.16 / 0.18 (BGK / regularized; Xeon AVX-512, 2026-11-27, docs/performance.md).
 
     (A choice stored by `lbgen tune` for this machine and lattice takes precedence.)
 
@@ -129,6 +133,8 @@ def default_layout(backend: str, ly: int, halo: int, dimension: int = 2,
         raise ValueError(f"default_layout: dimension {dimension!r}; allowed: 2 or 3")
     if dimension == 3 and cpu_device and backend in SOA_ON_CPU_DEVICES_3D:
         return "soa", None
+    if dimension == 3 and thermal_walls and backend in SOA_IN_3D:
+        return "soa", None
     if dimension == 3 and backend in SOA_IN_3D and not walls_along_depth:
         vl = PREFERRED_VL[backend][0]
         if ly % vl or ly // vl < CLUSTER_ROWS_3D:
@@ -140,15 +146,17 @@ def default_layout(backend: str, ly: int, halo: int, dimension: int = 2,
 
 
 def choose_layout(backend: str, depth: int, halo: int, layout: Optional[str] = None,
-                  vl: Optional[int] = None, dimension: int = 2,
-                  walls_along_depth: bool = False, cpu_device: bool = False) -> Tuple[str, Optional[int]]:
+                  vl: Optional[int] = None, dimension: int = 2, walls_along_depth: bool = False,
+                  cpu_device: bool = False, thermal_walls: bool = False) -> Tuple[str, Optional[int]]:
     """The layout and VL a lattice gets when the caller leaves either open: ``default_layout``
     for a missing layout (its VL unless one is given), the backend's preferred VL that fits
     (else 1) for a clustered layout given without one; VL is None for the unclustered layouts.
     ``depth``: the extent of the clustered axis (LY in 2D, LZ in 3D); ``walls_along_depth``:
-    walls across it; ``cpu_device``: the kernels run on a CPU device (``default_layout``)."""
+    walls across it; ``cpu_device``: the kernels run on a CPU device; ``thermal_walls``: the thermal
+    walls' kernels (``default_layout``)."""
     if layout is None:
-        layout, default_vl = default_layout(backend, depth, halo, dimension, walls_along_depth, cpu_device)
+        layout, default_vl = default_layout(backend, depth, halo, dimension, walls_along_depth, cpu_device,
+                                            thermal_walls)
         vl = vl if vl is not None else default_vl
     if layout in CLUSTERED and vl is None:
         vl = default_layout(backend, depth, halo)[1] or 1

@@ -122,7 +122,8 @@ def _tuned_layout(cfg: RunConfig, distributed: bool, block_depths: Sequence[int]
         from lbgen.backends import cpu_device
         cpu = layout is None and not cfg.hetero and cpu_device(cfg.backend, cfg.device)
         layout, vl = choose_layout(cfg.backend, depth_z, halo, layout, vl, dimension=3,
-                                   walls_along_depth="z" in (cfg.wall_axes or ""), cpu_device=cpu)
+                                   walls_along_depth="z" in (cfg.wall_axes or ""), cpu_device=cpu,
+                                   thermal_walls=bool(cfg.walls))
         return layout, vl, (lambda: tune.auto_time_block(cfg.backend, layout, vl, **case)) if tunable else None
     walls = cfg.walls is not None
     tuned = _tunable(cfg, distributed)

@@ -171,7 +171,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             cpu = layout is None and D == 3 and device_backend is None and cpu_device(b, options.get("device"))
             lay, v = choose_layout(spec_backend(b), shape[-1], vs.max_hop, None if layout is None else
                                    str(layout).lower(), vl, dimension=D, walls_along_depth=depth_walls,
-                                   cpu_device=cpu)
+                                   cpu_device=cpu, thermal_walls=walls is not None)
             spec = KernelSpec(backend=spec_backend(b), layout=lay, vl=v, precision=precision, collision=collision,
                               walls=walls is not None, velocity_set=vs_name, storage=storage, streaming=streaming,
                               wall_scheme=walls.scheme if walls is not None else KernelSpec.wall_scheme,

@@ -260,3 +260,21 @@ def test_a_device_needs_the_opencl_backend():
     """device= selects an OpenCL device; with another backend it is refused before any build."""
     with pytest.raises(SimulationError, match="device='0:0' selects an OpenCL device: it needs backend='opencl'"):
         lbgen.Simulation(4, 4, 16, device="0:0")
+
+
+def test_thermal_walls_in_3d_take_soa_on_the_cpu():
+    """Between thermal walls (the thermal sets' fused_walls) SoA ran 1.78x CAoSoA VL 8's rate
+    (D3Q39 96^3 between walls across z, docs/performance.md), so the one rule gives such a lattice
+    SoA on the C backend whatever its depth; bounce-back walls across z keep CAoSoA; GPUs keep the
+    warp-wide cluster; a `lbgen run rayleigh-benard` resolves to it."""
+    from lbgen.codegen.spec import default_layout
+    from lbgen.run.config import RunConfig
+    from lbgen.run.construct import resolve
+    assert default_layout("c", 128, 3, dimension=3, walls_along_depth=True, thermal_walls=True) == ("soa", None)
+    assert default_layout("c", 128, 3, dimension=3, walls_along_depth=True) == ("caosoa", 8)
+    assert default_layout("cuda", 128, 3, dimension=3, thermal_walls=True) == ("caosoa", 32)
+    walled = lbgen.Simulation(8, 8, 64, velocity_set="d3q39", walls=lbgen.Walls(axis="z"), collision="bgk")
+    assert walled.program.layout.tag == "soa"
+    cfg = RunConfig.build("rayleigh-benard", ("test", {"velocity_set": "d3q39", "lx": 8, "ly": 8, "lz": 64,
+                                                       "steps": 1}))
+    assert resolve(cfg, echo=lambda m: None).layout == "soa"
