@@ -391,3 +391,15 @@ def test_launch_arguments_follow_the_kernel_parameters(walls, precision):
                                           else "?" + t for t, _ in params)
             for name, params in kernels_of(src.text)}
     assert kernel_arguments(spec) == want
+
+
+def test_fp16s_converts_with_the_gpus_half_instructions(nvcc):
+    """On a GPU (nvcc, __CUDACC__) the fp16s loads and stores convert with the hardware's half
+    instructions (PTX cvt ... f16: the integer code made the 16-bit sweeps compute-bound on an
+    H200); the host shim keeps the integer code that gives the C kernels' bits."""
+    ptx = nvcc.compile_cu(cuda_source("caosoa", 32, precision="single", storage="fp16s"), "sm_90",
+                          output="ptx").binary.decode()
+    assert "cvt.rn.f16.f32" in ptx and "cvt.f32.f16" in ptx
+    assert str(0x477FF000) not in ptx                  # the integer encoder's overflow bound is gone
+    plain = nvcc.compile_cu(cuda_source("caosoa", 32, precision="single"), "sm_90", output="ptx").binary.decode()
+    assert "cvt.rn.f16.f32" not in plain
