@@ -3,8 +3,8 @@
 ``PROGRAMS(spec, shape, runtime=None, *, strict=False, **options)`` compiles ``spec`` for a lattice
 ``shape`` ((LX, LY) or (LX, LY, LZ)) on a runtime (``c``, ``opencl``, ``cuda``, ``cuda-shim``;
 default the spec's backend) once per session and hands the same program out again for the same
-key (the spec, the shape, the runtime, strictness and every compile option: ``flags``,
-``threads``, ``block_size``, ``device``).  On every hand-out the program's state is made clean
+key (the spec, the shape, the runtime, strictness, every compile option: ``flags``,
+``threads``, ``block_size``, ``device``, and the build level ``$LBGEN_OPT_LEVEL``).  On every hand-out the program's state is made clean
 again: its kernel-call log ``calls`` is emptied, and a C program's OpenMP thread count and its
 library's streaming-store switch (process-wide settings that another program or test may have
 changed) are set back to the ones it was compiled with, and its boundaries cleared (periodic).  Buffers are the caller's (``allocate``, ``upload``): a program holds no lattice
@@ -13,6 +13,7 @@ not fixtures (support3d, wall_support) use it directly.  ``compiles`` counts the
 """
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 from lbgen.codegen.spec import KernelSpec
@@ -33,7 +34,8 @@ class ProgramCache:
         if spec_backend(runtime) != spec.backend:
             raise ValueError(f"the {runtime} runtime runs {spec_backend(runtime)} sources, not {spec.backend!r}")
         shape = tuple(int(n) for n in shape)
-        key = (spec, shape, runtime, bool(strict), tuple(sorted((k, _frozen(v)) for k, v in options.items())))
+        key = (spec, shape, runtime, bool(strict), tuple(sorted((k, _frozen(v)) for k, v in options.items())),
+               os.environ.get("LBGEN_OPT_LEVEL"))     # the build level (tests/conftest.py QUICK_BUILDS)
         prog = self._memo.get(key)
         if prog is None:
             prog = self._memo[key] = _compile(spec, shape, runtime, strict, options)

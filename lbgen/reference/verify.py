@@ -419,7 +419,7 @@ def verify(backends: Sequence[str] = VERIFY_BACKENDS, layouts: Sequence[Tuple[st
         try:
             spec = spec.validate()      # the one spec of a storage choice (fp32 of double: 'mixed')
         except SpecError:
-            continue     # a combination this backend does not offer (e.g. a 16-bit storage on CUDA)
+            continue     # a combination this backend does not offer (its spec's rules)
         plan.append((backend, layout, spec, path))
     if not plan:
         raise NothingVerified(f"nothing was verified: no backend here ({', '.join(names)}) offers "

@@ -157,7 +157,18 @@ def test_every_backend_unavailable_is_an_error_never_ok_nor_mismatch(monkeypatch
 
 
 def test_no_configuration_offered_is_an_error(monkeypatch):
+    """Where every backend asked for refuses a combination (its spec's rules; today every backend
+    offers every precision and storage, so a rule is stood in for), verify says so, naming it,
+    before compiling anything."""
+    from lbgen.codegen.spec import KernelSpec, SpecError
     _no_compiling(monkeypatch)
+    real = KernelSpec.validate
+
+    def refuse_mixed_on_cuda(self, *args, **kwargs):
+        if self.backend == "cuda" and self.precision == "mixed":
+            raise SpecError("precision 'mixed' is not offered on cuda (a stand-in rule)")
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(KernelSpec, "validate", refuse_mixed_on_cuda)
     with pytest.raises(verify_module.NothingVerified, match="nothing was verified: no backend here .* mixed"):
         verify_module.verify(backends=["cuda-shim"], layouts=[("soa", None)], precisions=["mixed"])
 
