@@ -146,8 +146,9 @@ SCHEMA: Tuple[Option, ...] = (
            "fp16s (half of (f - w) 2^15) or fp16c (1-4-11 of f - w); default the precision's own (docs/physics.md).",
            choices=tuple(STORAGES), optional=True, identity=True),
     Option("streaming", "choice", "pull", "Streaming: pull (two population buffers) or inplace (one buffer, the AA "
-           "pattern: half the populations' memory; C backend, one process, one step per sweep; bit-identical to pull "
-           "in strict builds; docs/architecture.md).", choices=STREAMING, resumable=True),
+           "pattern: half the populations' memory; the fused kernels of c, opencl or cuda, one step per sweep, not "
+           "with the thermal walls; open faces, bodies and mpiexec ranks on c; bit-identical to pull in strict "
+           "builds; docs/architecture.md).", choices=STREAMING, resumable=True),
     Option("fused", "bool", True, "One sweep per step: propagate+collide (periodic) or propagate+bc+collide (walls); --no-fused: "
            "separate sweeps.", flag="--fused/--no-fused"),
     Option("time_block", "time_block", "auto", "Steps per sweep through cache (temporal blocking, C backend on one "
