@@ -59,7 +59,7 @@ def time_block_walls_refusal(dimension: int, axis: Optional[str]) -> Optional[st
     return (f"the 3D thermal walls across {axis} are not time-blocked: the blocked sweep's unit is the Z line of one "
             f"(x, y) and {how}, while their bc needs the {axis} planes next to each wall at once; put the walls "
             f"across z (wall_axis None, --wall-axis z) or step with time block 1 (fused_walls)")
-#: "mixed": populations stored as float, arithmetic in double (C backend)
+#: "mixed": populations stored as float, arithmetic in double
 PRECISIONS = ("double", "single", "mixed")
 
 #: the streaming patterns: "pull" (two population buffers, the state pulled from one into the
