@@ -1,10 +1,11 @@
-"""The test suite compiles its kernels at -O1 ($LBGEN_OPT_LEVEL, set in tests/conftest.py):
-gcc takes about a fifth of the -O3 time on the generated kernels.  That is sound only because
-a strict build's bits do not depend on the optimisation level: no FMA contraction, no
-reassociation (neither level has -ffast-math), so every level evaluates the same IEEE
-operations in the same order.  These tests hold the -O1 build against the -O3 build that
-runs and benchmarks use, bit for bit, for every layout family in 2D and 3D, fused and
-unfused; the fast subset keeps one case of each dimension."""
+"""The test suite compiles its kernels at -O1 ($LBGEN_OPT_LEVEL, set in tests/conftest.py),
+and at -O0 in the folders whose kernels take few steps (conftest's QUICK_BUILDS, this one):
+gcc takes about a fifth of the -O3 time on the generated kernels at -O1, a twentieth at -O0.
+That is sound only because a strict build's bits do not depend on the optimisation level: no
+FMA contraction, no reassociation (no level has -ffast-math), so every level evaluates the same
+IEEE operations in the same order.  These tests hold the -O0 and -O1 builds against the -O3
+build that runs and benchmarks use, bit for bit, for every layout family in 2D and 3D, fused
+and unfused; the fast subset keeps one case of each dimension."""
 from __future__ import annotations
 
 import os
@@ -16,8 +17,12 @@ import support3d
 from helpers import FORCE, OPERATOR_PARAMS, step_fused, step_unfused
 
 NATIVE = ("-march=native", "-fopenmp")
-#: the level the suite builds at (tests/conftest.py: -O1 unless the caller chose one)
-SUITE_LEVEL = os.environ.get("LBGEN_OPT_LEVEL", "-O1")
+
+
+def suite_levels() -> tuple:
+    """The levels the suite builds at: this folder's ($LBGEN_OPT_LEVEL while a test runs: -O0,
+    tests/conftest.py QUICK_BUILDS, unless the caller chose one) and the physics folders' -O1."""
+    return tuple(dict.fromkeys((os.environ["LBGEN_OPT_LEVEL"], "-O1")))
 STEPS = 4
 
 
@@ -39,8 +44,9 @@ def test_strict_2d_builds_give_the_same_bits_at_O1_and_O3(layout, vl, operator, 
     from lbgen.backends import c as cbackend
     params = dict(OPERATOR_PARAMS[operator], ax=FORCE[0], ay=FORCE[1])
     results = []
-    for level in (SUITE_LEVEL, "-O3"):    # the suite's own strict build (-O1), shared with the other tests
-        prog = program(layout, vl, "double", operator, strict=True, flags=None if level == SUITE_LEVEL else _flags(level))
+    here = os.environ["LBGEN_OPT_LEVEL"]
+    for level in (*suite_levels(), "-O3"):    # the suite's own strict builds, shared with the other tests
+        prog = program(layout, vl, "double", operator, strict=True, flags=None if level == here else _flags(level))
         assert f" {level} " in (prog.library_path.parent / "build.log").read_text().splitlines()[0]
         # below -O2 a large site collision is one function called per site (backends/c.site_once:
         # its name stays in the library's symbols); -O3 inlines it into every sweep (no symbol)
@@ -50,8 +56,9 @@ def test_strict_2d_builds_give_the_same_bits_at_O1_and_O3(layout, vl, operator, 
             for _ in range(STEPS):
                 a, b = stepper(prog, a, b, **params)
             results.append(prog.unpack(a))
-    fused1, unfused1, fused3, unfused3 = results
-    assert np.array_equal(fused1, fused3) and np.array_equal(unfused1, unfused3)
+    *low, fused3, unfused3 = results
+    for fused1, unfused1 in zip(low[0::2], low[1::2]):
+        assert np.array_equal(fused1, fused3) and np.array_equal(unfused1, unfused3)
 
 
 CASES_3D = [pytest.param(layout, vl, operator, marks=_slow_unless(i == 0), id=f"{layout}{vl or ''}-{operator}")
@@ -64,14 +71,16 @@ def test_strict_3d_builds_give_the_same_bits_at_O1_and_O3(layout, vl, operator):
     from programs import PROGRAMS
     f0 = support3d.random_state("d3q19")
     results = []
-    for level in (SUITE_LEVEL, "-O3"):
-        options = {} if level == SUITE_LEVEL else {"flags": _flags(level)}
+    here = os.environ["LBGEN_OPT_LEVEL"]
+    for level in (*suite_levels(), "-O3"):
+        options = {} if level == here else {"flags": _flags(level)}
         prog = PROGRAMS.of("c", support3d.SHAPE, True, options, layout=layout, vl=vl, velocity_set="d3q19",
                            collision=operator)
         for fused in (True, False):
             results.append(prog.unpack(support3d.kernel_run(prog, f0, STEPS, operator, fused=fused)))
-    fused1, unfused1, fused3, unfused3 = results
-    assert np.array_equal(fused1, fused3) and np.array_equal(unfused1, unfused3)
+    *low, fused3, unfused3 = results
+    for fused1, unfused1 in zip(low[0::2], low[1::2]):
+        assert np.array_equal(fused1, fused3) and np.array_equal(unfused1, unfused3)
 
 
 def test_the_suite_builds_at_the_level_it_sets():
@@ -124,7 +133,7 @@ def test_the_site_collision_compiled_once_gives_the_inlined_bits(program, initia
     results = []
     for once in (False, True):
         prog = program("caosoa", 8, "double", "bgk", strict=True,
-                       flags=(SUITE_LEVEL, *NATIVE, "-DLBGEN_SITE_ONCE") if once else None)
+                       flags=(os.environ["LBGEN_OPT_LEVEL"], *NATIVE, "-DLBGEN_SITE_ONCE") if once else None)
         assert (b"lbgen_collide_site" in prog.library_path.read_bytes()) == once
         for stepper in (step_fused, step_unfused):
             a, b = prog.pack(initial_state), prog.allocate()
