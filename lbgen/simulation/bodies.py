@@ -227,9 +227,10 @@ class BodyLinks:
         """{name: r^2 x the sum of the rows of ``partial`` of its body, in their order} (model units)."""
         out = {}
         for k, name in enumerate(self.names, start=1):
-            total = np.zeros(self.D)
-            for row in partial[body == k]:        # in order: the same bits on every backend
-                total += row
+            rows = np.asarray(partial[body == k], dtype=np.float64)
+            # a running sum in order (accumulate adds row by row): the same bits on every backend
+            # and rank count; a loop over the rows took 5 ms a sample for 5000 chunks (3D-1Z, 20 cells/D)
+            total = np.add.accumulate(rows, axis=0)[-1] if len(rows) else np.zeros(self.D)
             out[name] = total * self.r ** 2
         return out
 
