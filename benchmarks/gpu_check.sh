@@ -20,16 +20,7 @@ out=${1:-${OUT:-gpu-check}}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 status=0
-stage() {   # stage NAME SECONDS COMMAND...: run with a limit, log to $out/NAME.log, remember failures
-    local name=$1 limit=$2
-    shift 2
-    echo "=== $name: $* ($(date -u +%H:%M:%S))"
-    timeout "$limit" "$@" >"$out/$name.log" 2>&1
-    local rc=$?
-    tail -n 25 "$out/$name.log"
-    echo "=== $name: exit $rc"
-    [ $rc -eq 0 ] || status=1
-}
+. "$(dirname "$0")/gpu_stage.sh"      # stage NAME SECONDS COMMAND...
 {
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
     python3 -c "import lbgen.backends as b; print(b.available('cuda')); print(b.available('opencl'))"

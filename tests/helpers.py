@@ -24,6 +24,30 @@ def require(ok, why: str, what: str = "") -> None:
         pytest.skip(f"{what}: {why}" if what else why)
 
 
+def require_runtime(runtime: str) -> None:
+    """The one rule for a GPU-dialect runtime: OpenCL and the CUDA host shim ("cuda-shim") run here
+    (required under CI, ``require``); a GPU ("cuda") never is (CI has none): without one the
+    test skips."""
+    from lbgen.backends import BackendUnavailable, available
+    if runtime == "cuda":
+        ok, why = available("cuda")
+        if not ok:
+            pytest.skip(f"no CUDA GPU here: {why}")
+        return
+    try:
+        if runtime == "opencl":
+            from lbgen.backends import opencl as ob
+            ob.available()
+            ob.select_device()
+        else:
+            from lbgen.backends.cuda import shim
+            ok, why = shim.available()
+            if not ok:
+                raise BackendUnavailable(why)
+    except (BackendUnavailable, ImportError) as e:
+        require(False, str(e), runtime)
+
+
 #: a lattice small enough for the reference, big enough for VL = 32 (LY/VL = 3)
 LX, LY = 6, 96
 #: the clustered VLs under test; every one divides LY with LY/VL >= 3

@@ -13,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import require
-from lbgen.backends.build import BackendUnavailable
+from helpers import require, require_runtime
 from lbgen.simulation.parameters import Walls
 from programs import PROGRAMS
 from walls3d_support import AXIS_SHAPES, SHAPE, kernel_params, oracle, run, state
@@ -26,29 +25,8 @@ CASES = [(Walls(T_bottom=1.1, T_top=0.9), (True, True)),
          (Walls(T_bottom=1.1, T_top=0.9), (True, False))]
 
 
-def _available(runtime):
-    if runtime == "cuda":
-        from lbgen.backends import available
-        ok, why = available("cuda")
-        if not ok:
-            pytest.skip(f"no CUDA GPU here: {why}")
-        return
-    try:
-        if runtime == "opencl":
-            from lbgen.backends import opencl as ob
-            ob.available()
-            ob.select_device()
-        else:
-            from lbgen.backends.cuda import shim
-            ok, why = shim.available()
-            if not ok:
-                raise BackendUnavailable(why)
-    except (BackendUnavailable, ImportError) as e:
-        require(False, str(e), runtime)
-
-
 def _program(runtime, layout, vl, precision="double", name="d3q39", strict=True):
-    _available(runtime)
+    require_runtime(runtime)
     return PROGRAMS.of(runtime, SHAPE, strict, layout=layout, vl=vl, velocity_set=name, precision=precision,
                        walls=True)
 
@@ -105,7 +83,7 @@ def test_d3q103_walls_equal_the_oracle():
     """D3Q103 (hops up to 3 along z as D3Q39): OpenCL SoA, the two kinds of wall, stepped by the one
     fused_walls launch and by propagate, bc, collide."""
     shape = (2, 2, 12)
-    _available("opencl")
+    require_runtime("opencl")
     program = PROGRAMS.of("opencl", shape, False, layout="soa", velocity_set="d3q103", walls=True)
     f0 = state("d3q103", shape=shape)
     for walls, sides in CASES[:2]:
@@ -141,7 +119,7 @@ def test_simulation_on_a_gpu_runtime_is_bit_identical_to_the_c_backend(runtime):
     """lbgen.Simulation with Walls on a GPU runtime: the C backend's populations and fields, and
     the bottom wall's temperature where the oracle puts it (the walls imposed something)."""
     import lbgen
-    _available(runtime)
+    require_runtime(runtime)
     kw = dict(velocity_set="d3q39", tau=0.8, gravity=(1e-5, 0.0, -2e-5), walls=Walls(T_bottom=1.02, T_top=0.98),
               layout="soa", strict=True)
     sims = [lbgen.Simulation(*SHAPE, backend=b, **kw) for b in ("c", runtime)]
@@ -158,7 +136,7 @@ def test_simulation_on_a_gpu_runtime_is_bit_identical_to_the_c_backend(runtime):
 # --- walls across x and y (KernelSpec(wall_axis=...)): the model's rows for that axis ------------------
 def _axis_program(runtime, axis, layout="soa", vl=None):
     if runtime != "c":
-        _available(runtime)
+        require_runtime(runtime)
     return PROGRAMS.of(runtime, AXIS_SHAPES[axis], True, layout=layout, vl=vl, velocity_set="d3q39", walls=True,
                        wall_axis=axis)
 

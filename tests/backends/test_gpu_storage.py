@@ -12,32 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import require
-from lbgen.backends import available
-from lbgen.backends.build import BackendUnavailable
+from helpers import require_runtime
 from lbgen.geometry import Bodies, Sphere
 from lbgen.simulation.runner import Simulation
-
-
-def _runtime_or_skip(runtime):
-    """OpenCL and the CUDA host shim run here (required under CI); a GPU never is (CI has none)."""
-    if runtime == "cuda":
-        ok, why = available("cuda")
-        if not ok:
-            pytest.skip(f"no CUDA GPU here: {why}")
-        return
-    try:
-        if runtime == "opencl":
-            from lbgen.backends import opencl as ob
-            ob.available()
-            ob.select_device()
-        else:
-            from lbgen.backends.cuda import shim
-            ok, why = shim.available()
-            if not ok:
-                raise BackendUnavailable(why)
-    except (BackendUnavailable, ImportError) as e:
-        require(False, str(e), runtime)
 
 
 U_IN = 0.03
@@ -65,7 +42,7 @@ PAIRS = (("double", "fp16s"), ("double", "fp16c"), ("double", "fp32"), ("single"
                                                   pytest.param((12, 8, 8), "aos", PAIRS[0::2], marks=pytest.mark.slow),
                                                   pytest.param((12, 8, 8), "csoa", PAIRS[1::2], marks=pytest.mark.slow)])
 def test_gpu_storage_is_the_c_storage_bit_for_bit(runtime, shape, layout, pairs):
-    _runtime_or_skip(runtime)
+    require_runtime(runtime)
     for precision, storage in pairs:
         c, cl = channel("c", shape, precision, storage, layout), channel(runtime, shape, precision, storage, layout)
         a, b = c.state(), cl.state()
