@@ -39,4 +39,3 @@ def largest_lattices(name: str, memory: int, device: bool) -> Dict[str, Dict[str
             "run": largest_lattice(real=real, device=device, **kw),
             "populations": largest_lattice(real=0, device=True, **kw)}
     return out
-
