@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pytest
 
+from helpers import require_runtime
 from lbgen.simulation.parameters import SimulationError, Walls
 from programs import PROGRAMS
 from walls3d_support import AXIS_SHAPES, SHAPE, kernel_params, oracle, state
@@ -50,8 +51,7 @@ def _check(program, axis="z"):
 
 
 def _gpu(runtime, shape, **kw):
-    from test_gpu3d_walls import _available
-    _available(runtime)
+    require_runtime(runtime)
     return PROGRAMS.of(runtime, shape, True, velocity_set="d3q39", walls=True, **kw)
 
 
