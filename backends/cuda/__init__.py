@@ -272,12 +272,20 @@ def compile_module(source, strict: bool = False, options=None):
         raise CompileError(f"{source.main_file} for {rt.arch}: {e}") from None
 
 
+def arithmetic_dtype(spec) -> np.dtype:
+    """The kernels' arithmetic type (their real parameters, the emitted ``<prefix>_arith``): float64
+    for double and mixed precision (fp32 storage of double arithmetic), float32 otherwise; the one
+    home of that rule for the launches and the host shim."""
+    from lbgen.codegen.spec import arithmetic_bytes
+    return np.dtype({8: np.float64, 4: np.float32}[arithmetic_bytes(spec.precision)])
+
+
 def kernel_arguments(spec) -> Dict[str, str]:
     """The argument kinds of the kernels of a CUDA spec, one letter per parameter in the order
     of their parameter lists (templates/cuda/api.j2): P pointer, i int, d / f real (the sweeps'
     boundaries last: walls, lids, lid, solid, opens, openv)."""
-    from lbgen.codegen.spec import OPERATOR_PARAMETERS, arithmetic_bytes
-    real = "d" if arithmetic_bytes(spec.precision) == 8 else "f"        # mixed: double arithmetic
+    from lbgen.codegen.spec import OPERATOR_PARAMETERS
+    real = arithmetic_dtype(spec).char                                   # "d" or "f"
     sizes = "" if spec.compile_time_sizes else "ii"
     nparams = len(OPERATOR_PARAMETERS[spec.collision])
     formats = {

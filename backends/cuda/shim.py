@@ -24,10 +24,9 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from lbgen.codegen.spec import arithmetic_bytes
 from lbgen.backends.build import (UNCONTRACTED_LEVELS, BackendUnavailable, CompileError, build_library,
                                   compiler_version, find_compiler, load_library, optimisation)
-from lbgen.backends.cuda import LaunchProgram
+from lbgen.backends.cuda import LaunchProgram, arithmetic_dtype
 
 SHIM_HEADER = "cuda_host_shim.h"
 RUNTIME_HEADER = "cuda_runtime.h"
@@ -162,7 +161,7 @@ class ShimProgram(LaunchProgram):
     def __init__(self, source, shape, strict: bool = False, flags=None, block_size: Optional[int] = None):
         super().__init__(source, shape, block_size)
         self.library_path = build(source, flags, strict)
-        self.real_c = {8: "double", 4: "float"}[arithmetic_bytes(self.spec.precision)]   # mixed: double
+        self.real_c = {"d": "double", "f": "float"}[arithmetic_dtype(self.spec).char]   # mixed: double
         store_c = {8: "double", 4: "float", 2: "unsigned short"}[np.dtype(self.dtype).itemsize]
         self.ffi, self.lib = load_library(self.library_path, cdef_source(source.text, self.real_c, store_c))
 

@@ -37,5 +37,5 @@ def largest_lattices(name: str, memory: int, device: bool) -> Dict[str, Dict[str
         real = 8 if device else arithmetic_bytes(precision)        # the GPU runtimes' field arrays: float64
         out[choice_name(precision, storage, streaming)] = {
             "run": largest_lattice(real=real, device=device, **kw),
-            "populations": largest_lattice(real=0, device=True, **kw)}
+            "populations": largest_lattice(device=True, fields=False, **kw)}
     return out

@@ -115,16 +115,17 @@ def population_bytes(shape: Sequence[int], Q: int, itemsize: int, halo: int = 3,
 
 
 def largest_lattice(memory: int, dimension: int, Q: int, itemsize: int, halo: int = 3, buffers: int = 2,
-                    lanes: int = 8, real: int = 8, device: bool = False) -> int:
+                    lanes: int = 8, real: int = 8, device: bool = False, fields: bool = True) -> int:
     """The largest N whose N^D lattice fits ``memory`` bytes by the estimate of what it holds (0
     when none does): on the host, ``run_memory_estimate``; on a GPU (``device``), the population
-    buffers and one event's fields there (the GPU runtimes' field arrays are float64: ``real`` 8),
-    without the host's slack.  Bisection on the monotonic estimate."""
+    buffers and (``fields``) one event's fields there (the GPU runtimes' field arrays are float64:
+    ``real`` 8), without the host's slack.  Bisection on the monotonic estimate."""
     def need(n: int) -> int:
         shape = (n,) * int(dimension)
         if not device:
             return run_memory_estimate(shape, Q, itemsize, halo, buffers, lanes, real)
-        return population_bytes(shape, Q, itemsize, halo, buffers, lanes) + field_bytes(dimension, real) * n ** dimension
+        held = field_bytes(dimension, real) * n ** dimension if fields else 0
+        return population_bytes(shape, Q, itemsize, halo, buffers, lanes) + held
     if memory <= 0 or need(1) > memory:
         return 0
     lo, hi = 1, 2

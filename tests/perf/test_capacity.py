@@ -54,7 +54,7 @@ def test_on_a_device_the_buffers_and_float64_fields_bound_it():
     memory = 80 * GIB
     kw = dict(dimension=3, Q=19, itemsize=2, halo=1, buffers=1, lanes=32)
     run = largest_lattice(memory, real=8, device=True, **kw)
-    alone = largest_lattice(memory, real=0, device=True, **kw)
+    alone = largest_lattice(memory, device=True, fields=False, **kw)
 
     def need(n, fields):
         return population_bytes((n, n, n), 19, 2, 1, 1, 32) + fields * n ** 3
