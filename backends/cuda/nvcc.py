@@ -164,13 +164,13 @@ def compile_cu(source: Union[str, object], arch: str = "sm_90", strict: bool = F
                          lambda: _build(files, name, arch, strict, output, all_flags, nvcc, key))
 
 
-def compile_many(jobs: Iterable[Tuple[object, str]], strict: bool = False, workers: Optional[int] = None):
-    """compile_cu over (source, arch) pairs in parallel processes (nvcc is a subprocess,
-    so threads suffice); returns the results in order."""
-    jobs = list(jobs)
+def compile_many(jobs: Iterable[Tuple], strict: bool = False, workers: Optional[int] = None):
+    """compile_cu over (source, arch) pairs, or (source, arch, strict) triples, in parallel processes
+    (nvcc is a subprocess, so threads suffice); returns the results in order."""
+    jobs = [tuple(j) + (strict,) * (3 - len(j)) for j in jobs]
     workers = workers or max(1, min(len(jobs), os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(lambda j: compile_cu(j[0], j[1], strict=strict), jobs))
+        return list(pool.map(lambda j: compile_cu(j[0], j[1], strict=j[2]), jobs))
 
 
 def ptxas_report(source, archs: Sequence[str] = ("sm_80", "sm_90"), strict: bool = False) -> Dict[str, Dict[str, dict]]:
