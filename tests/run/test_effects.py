@@ -129,7 +129,7 @@ EFFECTS = {
     "precision": ({}, "double", "single"),
     "fused": ({"time_block": 1}, True, False),
     "time_block": ({}, 1, 2),
-    "strict": ({"setup": "uniform-noise", "collision": "regularized"}, False, True),
+    "strict": ({**D2Q9, "setup": "uniform-noise", "collision": "regularized"}, False, True),
     "threads": ({}, 1, 2),
     "seed": ({"setup": "uniform-noise"}, 1, 2),
     "amplitude": ({}, 0.05, 0.02),
