@@ -277,10 +277,11 @@ def test_cuda_launch_wrappers_run_an_unfused_step_through_the_shim(shim, initial
     ffi.cdef("""
         int lbgen_launch_halo(double *f, int lx, int ly, void *stream);
         int lbgen_launch_propagate(const double *prv, double *nxt, int lx, int ly, int x0, int x1, int y0, int y1,
-                                   int walls, int lids, const double *lid, const unsigned char *solid, void *stream);
+                                   int walls, int lids, const double *lid, const unsigned char *solid,
+                                   int opens, const double *openv, void *stream);
         int lbgen_launch_collide(const double *in, double *out_f, int lx, int ly, int x0, int x1, int y0, int y1,
                                  double tau, double ax, double ay, int walls, int lids, const double *lid,
-                                 const unsigned char *solid, void *stream);
+                                 const unsigned char *solid, int opens, const double *openv, void *stream);
         int lbgen_launch_pack(double *f, const double *plain, int lx, int ly, void *stream);
         int lbgen_launch_unpack(const double *f, double *plain, int lx, int ly, void *stream);
     """)
@@ -291,7 +292,7 @@ def test_cuda_launch_wrappers_run_an_unfused_step_through_the_shim(shim, initial
     assert lib.lbgen_launch_pack(ptr(a), ptr(plain), LX, LY, ffi.NULL) == 0
     assert np.array_equal(prog.download(a), prog.layout.pack(plain))          # halo refreshed too
     whole = (0, LX, 0, LY)
-    periodic = (0, 0, ffi.NULL, ffi.NULL)       # walls, lids, lid, solid: none
+    periodic = (0, 0, ffi.NULL, ffi.NULL, 0, ffi.NULL)     # walls, lids, lid, solid, opens, openv: none
     for _ in range(5):
         assert lib.lbgen_launch_halo(ptr(a), LX, LY, ffi.NULL) == 0
         assert lib.lbgen_launch_propagate(ptr(a), ptr(b), LX, LY, *whole, *periodic, ffi.NULL) == 0
