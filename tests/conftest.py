@@ -16,7 +16,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 # correctness builds at -O1: gcc takes a fifth of the -O3 time on the generated kernels, and a
 # strict build's bits are the same at every level (tests/backends/test_opt_level.py holds them
 # against -O3); LBGEN_OPT_LEVEL=-O3 pytest ... tests what runs use.  The folders of QUICK_BUILDS
-# build at -O0 (below)
+# and every test not marked slow build at -O0 (below)
 if not os.environ.get("LBGEN_OPT_LEVEL", "").strip():
     os.environ["LBGEN_OPT_LEVEL"] = "-O1"
     os.environ["LBGEN_SUITE_LEVEL"] = "-O1"       # the suite's own choice (xdist workers inherit both)
@@ -36,14 +36,21 @@ from programs import PROGRAMS
 #: the test folders whose kernels run a few steps on small lattices: their builds at -O0, which
 #: gcc compiles about 4x faster than -O1 on the generated kernels (D2Q37 regularized: 0.7 against
 #: 3.0 s), while the steps they take cost little (tests/backends' C, 3D, time-block, TRT and wall
-#: modules from an empty cache: 121 s at -O0, 343 s at -O1, 2026-11-28).  The physics runs of the
-#: other folders (flows, cavities, convection) keep -O1.  An LBGEN_OPT_LEVEL you set holds everywhere.
+#: modules from an empty cache: 121 s at -O0, 343 s at -O1, 2026-11-28).  Elsewhere the tests not
+#: marked slow build at -O0 too (tests/simulation and tests/model's fast subset from an empty cache,
+#: one process: 238 s at -O0, 512 s at -O1, 2026-11-28); the slow physics runs there (flows,
+#: cavities, convection) keep -O1.  An LBGEN_OPT_LEVEL you set holds everywhere.
 QUICK_BUILDS = ("backends", "codegen", "reference", "parallel")
+
+
+def quick_build(item) -> bool:
+    """Whether a test builds at -O0 (its folder is one of QUICK_BUILDS, or it is not marked slow)."""
+    return item.path.parent.name in QUICK_BUILDS or item.get_closest_marker("slow") is None
 
 
 @pytest.fixture(autouse=True)
 def _build_level(request, monkeypatch):
-    if not USER_OPT_LEVEL and request.path.parent.name in QUICK_BUILDS:
+    if not USER_OPT_LEVEL and quick_build(request.node):
         monkeypatch.setenv("LBGEN_OPT_LEVEL", "-O0")
 
 

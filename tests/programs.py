@@ -35,7 +35,7 @@ class ProgramCache:
             raise ValueError(f"the {runtime} runtime runs {spec_backend(runtime)} sources, not {spec.backend!r}")
         shape = tuple(int(n) for n in shape)
         key = (spec, shape, runtime, bool(strict), tuple(sorted((k, _frozen(v)) for k, v in options.items())),
-               os.environ.get("LBGEN_OPT_LEVEL"))     # the build level (tests/conftest.py QUICK_BUILDS)
+               os.environ.get("LBGEN_OPT_LEVEL"))     # the build level (tests/conftest.py quick_build)
         prog = self._memo.get(key)
         if prog is None:
             prog = self._memo[key] = _compile(spec, shape, runtime, strict, options)

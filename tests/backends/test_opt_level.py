@@ -1,5 +1,5 @@
 """The test suite compiles its kernels at -O1 ($LBGEN_OPT_LEVEL, set in tests/conftest.py),
-and at -O0 in the folders whose kernels take few steps (conftest's QUICK_BUILDS, this one):
+and at -O0 in the folders whose kernels take few steps (conftest's QUICK_BUILDS, this one) and in every test not marked slow:
 gcc takes about a fifth of the -O3 time on the generated kernels at -O1, a twentieth at -O0.
 That is sound only because a strict build's bits do not depend on the optimisation level: no
 FMA contraction, no reassociation (no level has -ffast-math), so every level evaluates the same
@@ -21,7 +21,7 @@ NATIVE = ("-march=native", "-fopenmp")
 
 def suite_levels() -> tuple:
     """The levels the suite builds at: this folder's ($LBGEN_OPT_LEVEL while a test runs: -O0,
-    tests/conftest.py QUICK_BUILDS, unless the caller chose one) and the physics folders' -O1."""
+    tests/conftest.py quick_build, unless the caller chose one) and the slow physics runs' -O1."""
     return tuple(dict.fromkeys((os.environ["LBGEN_OPT_LEVEL"], "-O1")))
 STEPS = 4
 
