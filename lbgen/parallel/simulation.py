@@ -83,7 +83,8 @@ class DistributedSimulation(DistributedState, Lattice):
         try:
             depth = 1 if time_block == "auto" else time_block_value(time_block, allow_auto=False)
             thermal = isinstance(kw.get("walls"), Walls)
-            opening = {k: kw.pop(k) for k in ("inlet", "outlet", "outflow", "slip") if kw.get(k) is not None}
+            opening = {k: kw.pop(k) for k in ("inlet", "outlet", "outflow", "slip", "inlet_temperature")
+                       if kw.get(k) is not None}
             if opening and thermal:
                 raise SimulationError(f"{', '.join(opening)}: the open faces do not run beside the 2D thermal walls")
             body = body_input(kw.pop("bodies", None), mask, self.shape, kw.pop("body_bc", None))
@@ -96,6 +97,10 @@ class DistributedSimulation(DistributedState, Lattice):
                                                         **opening)
             if bounds is not None:
                 bounds.check_runs(kw.get("device_backend"), depth)
+                if bounds.open and bounds.open.max_hop != 1:
+                    raise SimulationError(f"the open faces ({bounds.open.describe()}) of {vs_name} (hops of "
+                                          f"{bounds.open.max_hop} sites) do not run on MPI ranks yet: run them in "
+                                          f"one process")
             inplace = check_streaming(kw.get("streaming", "pull"), device_backend=kw.get("device_backend"),
                                       time_block=depth, fused=kw.get("fused", True), bodies=body,
                                       bounds=bounds, backend=kw.get("backend", "c"), ranks=True) == "inplace"

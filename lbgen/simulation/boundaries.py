@@ -165,7 +165,7 @@ class BounceBack:
 
     @classmethod
     def of(cls, walls, lid, mask, shape, velocity_set: str, inlet=None, outlet=None, outflow=None,
-           slip=None) -> Optional["BounceBack"]:
+           slip=None, inlet_temperature=None) -> Optional["BounceBack"]:
         """The checked boundaries, or None for a periodic box (each argument refused in words)."""
         def warn(note: str) -> None:       # a lid or an inlet in the unstable Mach band: taken, with a warning
             from lbgen.model.physics import LidMachWarning
@@ -177,18 +177,24 @@ class BounceBack:
         from lbgen.model.catalog import set_entry
         hop = set_entry(velocity_set).max_hop if velocity_set is not None else 1
         opened = open_faces(inlet, outlet, outflow, slip, walls=faces, shape=tuple(shape),
-                            velocity_set=velocity_set, max_hop=hop, mask=m, warn=warn)
+                            velocity_set=velocity_set, max_hop=hop, mask=m, warn=warn,
+                            inlet_temperature=inlet_temperature)
         return cls(faces, lids, m, D, opened, tuple(shape)) if faces or m is not None or opened else None
 
-    def check_runs(self, device_backend, time_block, backend: str = "c") -> None:
+    def check_runs(self, device_backend, time_block, backend: str = "c", streaming: str = "pull") -> None:
         """SimulationError where they cannot run: a host + device split; a 2D time block; open
-        faces in a time block."""
+        faces in a time block; open faces of a set whose hops are longer than 1 on another backend
+        than C or streaming in place."""
         if device_backend is not None:
             raise SimulationError(f"bounce-back walls, lids and masks ({self.describe()}) run on one backend: "
                                   f"a host + device run (device_backend={device_backend!r}) splits the lattice in X")
         if time_block != 1 and self.D == 2:
             raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) does not take "
                                   f"bounce-back walls, lids or masks in 2D ({self.describe()}); use time_block=1")
+        if self.open and self.open.max_hop != 1 and (str(backend).lower() != "c" or streaming != "pull"):
+            raise SimulationError(f"the open faces ({self.open.describe()}) of {self.open.velocity_set} (hops of "
+                                  f"{self.open.max_hop} sites) run on the C backend with streaming 'pull' only yet; "
+                                  f"not backend={backend!r}, streaming={streaming!r}")
         if self.open and time_block != 1:
             raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) reads its sources "
                                   f"through row pointers that do not reach the open faces' neighbours "
