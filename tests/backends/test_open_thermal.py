@@ -134,3 +134,23 @@ def test_thermal_open_faces_refused_where_they_cannot_run():
     with pytest.raises(ValueError, match="equilibria at unit density, 1480 values"):
         prog.set_boundaries(inlets=1, outflows=2, inflow=np.zeros(2 * (2 * 8 + 2 * 12)))
     assert prog.bounds is None and prog.open_bounds is None
+
+
+GPU = [pytest.param("opencl", 2, "soa", None), pytest.param("opencl", 3, "caosoa", 4),
+       pytest.param("cuda-shim", 2, "caosoa", 4), pytest.param("cuda-shim", 3, "soa", None),
+       pytest.param("opencl", 2, "caosoa", 4, marks=pytest.mark.slow),
+       pytest.param("cuda-shim", 3, "csoa", 4, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("runtime,D,layout,vl", GPU)
+def test_thermal_open_faces_on_the_gpu_runtimes_match_the_oracle(runtime, D, layout, vl):
+    from lbgen.backends import available
+    ok, why = available(runtime)
+    if not ok:
+        pytest.skip(why)
+    prog = PROGRAMS.of(runtime, SHAPES[D], layout=layout, vl=vl, velocity_set=NAMES[D], collision="bgk")
+    for case in CASES[D]:
+        f0, bc, want = case_inputs(D, case)
+        for fused in (True, False):
+            err = np.abs(kernel_run(prog, f0, bc, fused) - want).max()
+            assert err < 1e-12, f"{runtime} {NAMES[D]} {layout}{vl or ''} {case} fused={fused}: max error {err:.3g}"

@@ -2125,12 +2125,12 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                     switch (st_) {
                     case 1: f0 = (real)src[site - (x)*SX - (-1)*SR]; break;
                     case 2: f0 = (real)src[site + 34*SP - ((2*x + -2))*SX - (-1)*SR]; break;
-                    case 3: f0 = (real)src[site - (3)*SX - (0)*SR]; break;
-                    case 4: f0 = (real)src[site - (x)*SX - (0)*SR]; break;
-                    case 5: f0 = (real)src[site + 34*SP - ((2*x + -2))*SX - (0)*SR]; break;
-                    case 6: f0 = (real)src[site + 2*SP - (3)*SX - (0)*SR]; break;
-                    case 7: f0 = (real)src[site + 2*SP - (x)*SX - (0)*SR]; break;
-                    case 8: f0 = (real)src[site + 36*SP - ((2*x + -2))*SX - (0)*SR]; break;
+                    case 3: f0 = (real)src[site - (3)*SX]; break;
+                    case 4: f0 = (real)src[site - (x)*SX]; break;
+                    case 5: f0 = (real)src[site + 34*SP - ((2*x + -2))*SX]; break;
+                    case 6: f0 = (real)src[site + 2*SP - (3)*SX]; break;
+                    case 7: f0 = (real)src[site + 2*SP - (x)*SX]; break;
+                    case 8: f0 = (real)src[site + 36*SP - ((2*x + -2))*SX]; break;
                     default: f0 = (real)src[site + -3*SX + 1*SR]; break;
                     }
                 } else
@@ -2172,12 +2172,12 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                     switch (st_) {
                     case 1: f2 = (real)src[site + 2*SP - (x)*SX - (1)*SR]; break;
                     case 2: f2 = (real)src[site + 36*SP - ((2*x + -2))*SX - (1)*SR]; break;
-                    case 3: f2 = (real)src[site + 2*SP - (3)*SX - (0)*SR]; break;
-                    case 4: f2 = (real)src[site + 2*SP - (x)*SX - (0)*SR]; break;
-                    case 5: f2 = (real)src[site + 36*SP - ((2*x + -2))*SX - (0)*SR]; break;
-                    case 6: f2 = (real)src[site - (3)*SX - (0)*SR]; break;
-                    case 7: f2 = (real)src[site - (x)*SX - (0)*SR]; break;
-                    case 8: f2 = (real)src[site + 34*SP - ((2*x + -2))*SX - (0)*SR]; break;
+                    case 3: f2 = (real)src[site + 2*SP - (3)*SX]; break;
+                    case 4: f2 = (real)src[site + 2*SP - (x)*SX]; break;
+                    case 5: f2 = (real)src[site + 36*SP - ((2*x + -2))*SX]; break;
+                    case 6: f2 = (real)src[site - (3)*SX]; break;
+                    case 7: f2 = (real)src[site - (x)*SX]; break;
+                    case 8: f2 = (real)src[site + 34*SP - ((2*x + -2))*SX]; break;
                     default: f2 = (real)src[site + 2*SP - 3*SX - 1*SR]; break;
                     }
                 } else
@@ -2226,12 +2226,12 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                     switch (st_) {
                     case 1: f4 = (real)src[site + 4*SP - (x)*SX - (-1)*SR]; break;
                     case 2: f4 = (real)src[site + 30*SP - ((2*x + -1))*SX - (-1)*SR]; break;
-                    case 3: f4 = (real)src[site + 4*SP - (2)*SX - (0)*SR]; break;
-                    case 4: f4 = (real)src[site + 4*SP - (x)*SX - (0)*SR]; break;
-                    case 5: f4 = (real)src[site + 30*SP - ((2*x + -1))*SX - (0)*SR]; break;
-                    case 6: f4 = (real)src[site + 6*SP - (2)*SX - (0)*SR]; break;
-                    case 7: f4 = (real)src[site + 6*SP - (x)*SX - (0)*SR]; break;
-                    case 8: f4 = (real)src[site + 32*SP - ((2*x + -1))*SX - (0)*SR]; break;
+                    case 3: f4 = (real)src[site + 4*SP - (2)*SX]; break;
+                    case 4: f4 = (real)src[site + 4*SP - (x)*SX]; break;
+                    case 5: f4 = (real)src[site + 30*SP - ((2*x + -1))*SX]; break;
+                    case 6: f4 = (real)src[site + 6*SP - (2)*SX]; break;
+                    case 7: f4 = (real)src[site + 6*SP - (x)*SX]; break;
+                    case 8: f4 = (real)src[site + 32*SP - ((2*x + -1))*SX]; break;
                     default: f4 = (real)src[site + 4*SP - 2*SX + 1*SR]; break;
                     }
                 } else
@@ -2273,12 +2273,12 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                     switch (st_) {
                     case 1: f6 = (real)src[site + 6*SP - (x)*SX - (1)*SR]; break;
                     case 2: f6 = (real)src[site + 32*SP - ((2*x + -1))*SX - (1)*SR]; break;
-                    case 3: f6 = (real)src[site + 6*SP - (2)*SX - (0)*SR]; break;
-                    case 4: f6 = (real)src[site + 6*SP - (x)*SX - (0)*SR]; break;
-                    case 5: f6 = (real)src[site + 32*SP - ((2*x + -1))*SX - (0)*SR]; break;
-                    case 6: f6 = (real)src[site + 4*SP - (2)*SX - (0)*SR]; break;
-                    case 7: f6 = (real)src[site + 4*SP - (x)*SX - (0)*SR]; break;
-                    case 8: f6 = (real)src[site + 30*SP - ((2*x + -1))*SX - (0)*SR]; break;
+                    case 3: f6 = (real)src[site + 6*SP - (2)*SX]; break;
+                    case 4: f6 = (real)src[site + 6*SP - (x)*SX]; break;
+                    case 5: f6 = (real)src[site + 32*SP - ((2*x + -1))*SX]; break;
+                    case 6: f6 = (real)src[site + 4*SP - (2)*SX]; break;
+                    case 7: f6 = (real)src[site + 4*SP - (x)*SX]; break;
+                    case 8: f6 = (real)src[site + 30*SP - ((2*x + -1))*SX]; break;
                     default: f6 = (real)src[site + 6*SP - 2*SX - 1*SR]; break;
                     }
                 } else
@@ -2325,14 +2325,14 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f8 = (real)src[site + 8*SP - (0)*SX - (-3)*SR]; break;
-                    case 2: f8 = (real)src[site + 22*SP - (0)*SX - (-3)*SR]; break;
+                    case 1: f8 = (real)src[site + 8*SP - (-3)*SR]; break;
+                    case 2: f8 = (real)src[site + 22*SP - (-3)*SR]; break;
                     case 3: f8 = (real)src[site + 8*SP - (1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f8 = (real)src[site + 8*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 5: f8 = (real)src[site + 22*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
+                    case 4: f8 = (real)src[site + 8*SP - ((y - (LY - 1)))*SR]; break;
+                    case 5: f8 = (real)src[site + 22*SP - ((y - (LY - 1)))*SR]; break;
                     case 6: f8 = (real)src[site + 14*SP - (1)*SX - ((2*y - 2*LY + 4))*SR]; break;
-                    case 7: f8 = (real)src[site + 14*SP - (0)*SX - ((2*y - 2*LY + 4))*SR]; break;
-                    case 8: f8 = (real)src[site + 28*SP - (0)*SX - ((2*y - 2*LY + 4))*SR]; break;
+                    case 7: f8 = (real)src[site + 14*SP - ((2*y - 2*LY + 4))*SR]; break;
+                    case 8: f8 = (real)src[site + 28*SP - ((2*y - 2*LY + 4))*SR]; break;
                     default: f8 = (real)src[site + 8*SP - 1*SX + 3*SR]; break;
                     }
                 } else
@@ -2352,14 +2352,14 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f9 = (real)src[site + 9*SP - (0)*SX - (-2)*SR]; break;
-                    case 2: f9 = (real)src[site + 23*SP - (0)*SX - (-2)*SR]; break;
+                    case 1: f9 = (real)src[site + 9*SP - (-2)*SR]; break;
+                    case 2: f9 = (real)src[site + 23*SP - (-2)*SR]; break;
                     case 3: f9 = (real)src[site + 9*SP - (1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f9 = (real)src[site + 9*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 5: f9 = (real)src[site + 23*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
+                    case 4: f9 = (real)src[site + 9*SP - ((y - (LY - 1)))*SR]; break;
+                    case 5: f9 = (real)src[site + 23*SP - ((y - (LY - 1)))*SR]; break;
                     case 6: f9 = (real)src[site + 13*SP - (1)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 7: f9 = (real)src[site + 13*SP - (0)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 8: f9 = (real)src[site + 27*SP - (0)*SX - ((2*y - 2*LY + 3))*SR]; break;
+                    case 7: f9 = (real)src[site + 13*SP - ((2*y - 2*LY + 3))*SR]; break;
+                    case 8: f9 = (real)src[site + 27*SP - ((2*y - 2*LY + 3))*SR]; break;
                     default: f9 = (real)src[site + 9*SP - 1*SX + 2*SR]; break;
                     }
                 } else
@@ -2379,14 +2379,14 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f10 = (real)src[site + 10*SP - (0)*SX - (-1)*SR]; break;
-                    case 2: f10 = (real)src[site + 24*SP - (0)*SX - (-1)*SR]; break;
-                    case 3: f10 = (real)src[site + 10*SP - (1)*SX - (0)*SR]; break;
-                    case 4: f10 = (real)src[site + 10*SP - (0)*SX - (0)*SR]; break;
-                    case 5: f10 = (real)src[site + 24*SP - (0)*SX - (0)*SR]; break;
-                    case 6: f10 = (real)src[site + 12*SP - (1)*SX - (0)*SR]; break;
-                    case 7: f10 = (real)src[site + 12*SP - (0)*SX - (0)*SR]; break;
-                    case 8: f10 = (real)src[site + 26*SP - (0)*SX - (0)*SR]; break;
+                    case 1: f10 = (real)src[site + 10*SP - (-1)*SR]; break;
+                    case 2: f10 = (real)src[site + 24*SP - (-1)*SR]; break;
+                    case 3: f10 = (real)src[site + 10*SP - (1)*SX]; break;
+                    case 4: f10 = (real)src[site + 10*SP]; break;
+                    case 5: f10 = (real)src[site + 24*SP]; break;
+                    case 6: f10 = (real)src[site + 12*SP - (1)*SX]; break;
+                    case 7: f10 = (real)src[site + 12*SP]; break;
+                    case 8: f10 = (real)src[site + 26*SP]; break;
                     default: f10 = (real)src[site + 10*SP - 1*SX + 1*SR]; break;
                     }
                 } else
@@ -2405,8 +2405,8 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0);
                     switch (st_) {
-                    case 1: f11 = (real)src[site + 11*SP - (0)*SX]; break;
-                    case 2: f11 = (real)src[site + 25*SP - (0)*SX]; break;
+                    case 1: f11 = (real)src[site + 11*SP]; break;
+                    case 2: f11 = (real)src[site + 25*SP]; break;
                     default: f11 = (real)src[site + 11*SP - 1*SX]; break;
                     }
                 } else
@@ -2426,14 +2426,14 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f12 = (real)src[site + 12*SP - (0)*SX - (1)*SR]; break;
-                    case 2: f12 = (real)src[site + 26*SP - (0)*SX - (1)*SR]; break;
-                    case 3: f12 = (real)src[site + 12*SP - (1)*SX - (0)*SR]; break;
-                    case 4: f12 = (real)src[site + 12*SP - (0)*SX - (0)*SR]; break;
-                    case 5: f12 = (real)src[site + 26*SP - (0)*SX - (0)*SR]; break;
-                    case 6: f12 = (real)src[site + 10*SP - (1)*SX - (0)*SR]; break;
-                    case 7: f12 = (real)src[site + 10*SP - (0)*SX - (0)*SR]; break;
-                    case 8: f12 = (real)src[site + 24*SP - (0)*SX - (0)*SR]; break;
+                    case 1: f12 = (real)src[site + 12*SP - (1)*SR]; break;
+                    case 2: f12 = (real)src[site + 26*SP - (1)*SR]; break;
+                    case 3: f12 = (real)src[site + 12*SP - (1)*SX]; break;
+                    case 4: f12 = (real)src[site + 12*SP]; break;
+                    case 5: f12 = (real)src[site + 26*SP]; break;
+                    case 6: f12 = (real)src[site + 10*SP - (1)*SX]; break;
+                    case 7: f12 = (real)src[site + 10*SP]; break;
+                    case 8: f12 = (real)src[site + 24*SP]; break;
                     default: f12 = (real)src[site + 12*SP - 1*SX - 1*SR]; break;
                     }
                 } else
@@ -2453,14 +2453,14 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f13 = (real)src[site + 13*SP - (0)*SX - (2)*SR]; break;
-                    case 2: f13 = (real)src[site + 27*SP - (0)*SX - (2)*SR]; break;
+                    case 1: f13 = (real)src[site + 13*SP - (2)*SR]; break;
+                    case 2: f13 = (real)src[site + 27*SP - (2)*SR]; break;
                     case 3: f13 = (real)src[site + 13*SP - (1)*SX - (y)*SR]; break;
-                    case 4: f13 = (real)src[site + 13*SP - (0)*SX - (y)*SR]; break;
-                    case 5: f13 = (real)src[site + 27*SP - (0)*SX - (y)*SR]; break;
+                    case 4: f13 = (real)src[site + 13*SP - (y)*SR]; break;
+                    case 5: f13 = (real)src[site + 27*SP - (y)*SR]; break;
                     case 6: f13 = (real)src[site + 9*SP - (1)*SX - ((2*y + -1))*SR]; break;
-                    case 7: f13 = (real)src[site + 9*SP - (0)*SX - ((2*y + -1))*SR]; break;
-                    case 8: f13 = (real)src[site + 23*SP - (0)*SX - ((2*y + -1))*SR]; break;
+                    case 7: f13 = (real)src[site + 9*SP - ((2*y + -1))*SR]; break;
+                    case 8: f13 = (real)src[site + 23*SP - ((2*y + -1))*SR]; break;
                     default: f13 = (real)src[site + 13*SP - 1*SX - 2*SR]; break;
                     }
                 } else
@@ -2480,14 +2480,14 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f14 = (real)src[site + 14*SP - (0)*SX - (3)*SR]; break;
-                    case 2: f14 = (real)src[site + 28*SP - (0)*SX - (3)*SR]; break;
+                    case 1: f14 = (real)src[site + 14*SP - (3)*SR]; break;
+                    case 2: f14 = (real)src[site + 28*SP - (3)*SR]; break;
                     case 3: f14 = (real)src[site + 14*SP - (1)*SX - (y)*SR]; break;
-                    case 4: f14 = (real)src[site + 14*SP - (0)*SX - (y)*SR]; break;
-                    case 5: f14 = (real)src[site + 28*SP - (0)*SX - (y)*SR]; break;
+                    case 4: f14 = (real)src[site + 14*SP - (y)*SR]; break;
+                    case 5: f14 = (real)src[site + 28*SP - (y)*SR]; break;
                     case 6: f14 = (real)src[site + 8*SP - (1)*SX - ((2*y + -2))*SR]; break;
-                    case 7: f14 = (real)src[site + 8*SP - (0)*SX - ((2*y + -2))*SR]; break;
-                    case 8: f14 = (real)src[site + 22*SP - (0)*SX - ((2*y + -2))*SR]; break;
+                    case 7: f14 = (real)src[site + 8*SP - ((2*y + -2))*SR]; break;
+                    case 8: f14 = (real)src[site + 22*SP - ((2*y + -2))*SR]; break;
                     default: f14 = (real)src[site + 14*SP - 1*SX - 3*SR]; break;
                     }
                 } else
@@ -2546,8 +2546,8 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (oy ? 1 + (slips_ >> 3 & 1) : 0);
                     switch (st_) {
-                    case 1: f17 = (real)src[site + 17*SP - (0)*SR]; break;
-                    case 2: f17 = (real)src[site + 19*SP - (0)*SR]; break;
+                    case 1: f17 = (real)src[site + 17*SP]; break;
+                    case 2: f17 = (real)src[site + 19*SP]; break;
                     default: f17 = (real)src[site + 17*SP + 1*SR]; break;
                     }
                 } else
@@ -2568,8 +2568,8 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (oy ? 1 + (slips_ >> 2 & 1) : 0);
                     switch (st_) {
-                    case 1: f19 = (real)src[site + 19*SP - (0)*SR]; break;
-                    case 2: f19 = (real)src[site + 17*SP - (0)*SR]; break;
+                    case 1: f19 = (real)src[site + 19*SP]; break;
+                    case 2: f19 = (real)src[site + 17*SP]; break;
                     default: f19 = (real)src[site + 19*SP - 1*SR]; break;
                     }
                 } else
@@ -2629,14 +2629,14 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f22 = (real)src[site + 22*SP - (0)*SX - (-3)*SR]; break;
-                    case 2: f22 = (real)src[site + 8*SP - (0)*SX - (-3)*SR]; break;
+                    case 1: f22 = (real)src[site + 22*SP - (-3)*SR]; break;
+                    case 2: f22 = (real)src[site + 8*SP - (-3)*SR]; break;
                     case 3: f22 = (real)src[site + 22*SP - (-1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f22 = (real)src[site + 22*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 5: f22 = (real)src[site + 8*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
+                    case 4: f22 = (real)src[site + 22*SP - ((y - (LY - 1)))*SR]; break;
+                    case 5: f22 = (real)src[site + 8*SP - ((y - (LY - 1)))*SR]; break;
                     case 6: f22 = (real)src[site + 28*SP - (-1)*SX - ((2*y - 2*LY + 4))*SR]; break;
-                    case 7: f22 = (real)src[site + 28*SP - (0)*SX - ((2*y - 2*LY + 4))*SR]; break;
-                    case 8: f22 = (real)src[site + 14*SP - (0)*SX - ((2*y - 2*LY + 4))*SR]; break;
+                    case 7: f22 = (real)src[site + 28*SP - ((2*y - 2*LY + 4))*SR]; break;
+                    case 8: f22 = (real)src[site + 14*SP - ((2*y - 2*LY + 4))*SR]; break;
                     default: f22 = (real)src[site + 22*SP + 1*SX + 3*SR]; break;
                     }
                 } else
@@ -2656,14 +2656,14 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f23 = (real)src[site + 23*SP - (0)*SX - (-2)*SR]; break;
-                    case 2: f23 = (real)src[site + 9*SP - (0)*SX - (-2)*SR]; break;
+                    case 1: f23 = (real)src[site + 23*SP - (-2)*SR]; break;
+                    case 2: f23 = (real)src[site + 9*SP - (-2)*SR]; break;
                     case 3: f23 = (real)src[site + 23*SP - (-1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f23 = (real)src[site + 23*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 5: f23 = (real)src[site + 9*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
+                    case 4: f23 = (real)src[site + 23*SP - ((y - (LY - 1)))*SR]; break;
+                    case 5: f23 = (real)src[site + 9*SP - ((y - (LY - 1)))*SR]; break;
                     case 6: f23 = (real)src[site + 27*SP - (-1)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 7: f23 = (real)src[site + 27*SP - (0)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 8: f23 = (real)src[site + 13*SP - (0)*SX - ((2*y - 2*LY + 3))*SR]; break;
+                    case 7: f23 = (real)src[site + 27*SP - ((2*y - 2*LY + 3))*SR]; break;
+                    case 8: f23 = (real)src[site + 13*SP - ((2*y - 2*LY + 3))*SR]; break;
                     default: f23 = (real)src[site + 23*SP + 1*SX + 2*SR]; break;
                     }
                 } else
@@ -2683,14 +2683,14 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f24 = (real)src[site + 24*SP - (0)*SX - (-1)*SR]; break;
-                    case 2: f24 = (real)src[site + 10*SP - (0)*SX - (-1)*SR]; break;
-                    case 3: f24 = (real)src[site + 24*SP - (-1)*SX - (0)*SR]; break;
-                    case 4: f24 = (real)src[site + 24*SP - (0)*SX - (0)*SR]; break;
-                    case 5: f24 = (real)src[site + 10*SP - (0)*SX - (0)*SR]; break;
-                    case 6: f24 = (real)src[site + 26*SP - (-1)*SX - (0)*SR]; break;
-                    case 7: f24 = (real)src[site + 26*SP - (0)*SX - (0)*SR]; break;
-                    case 8: f24 = (real)src[site + 12*SP - (0)*SX - (0)*SR]; break;
+                    case 1: f24 = (real)src[site + 24*SP - (-1)*SR]; break;
+                    case 2: f24 = (real)src[site + 10*SP - (-1)*SR]; break;
+                    case 3: f24 = (real)src[site + 24*SP - (-1)*SX]; break;
+                    case 4: f24 = (real)src[site + 24*SP]; break;
+                    case 5: f24 = (real)src[site + 10*SP]; break;
+                    case 6: f24 = (real)src[site + 26*SP - (-1)*SX]; break;
+                    case 7: f24 = (real)src[site + 26*SP]; break;
+                    case 8: f24 = (real)src[site + 12*SP]; break;
                     default: f24 = (real)src[site + 24*SP + 1*SX + 1*SR]; break;
                     }
                 } else
@@ -2709,8 +2709,8 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0);
                     switch (st_) {
-                    case 1: f25 = (real)src[site + 25*SP - (0)*SX]; break;
-                    case 2: f25 = (real)src[site + 11*SP - (0)*SX]; break;
+                    case 1: f25 = (real)src[site + 25*SP]; break;
+                    case 2: f25 = (real)src[site + 11*SP]; break;
                     default: f25 = (real)src[site + 25*SP + 1*SX]; break;
                     }
                 } else
@@ -2730,14 +2730,14 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f26 = (real)src[site + 26*SP - (0)*SX - (1)*SR]; break;
-                    case 2: f26 = (real)src[site + 12*SP - (0)*SX - (1)*SR]; break;
-                    case 3: f26 = (real)src[site + 26*SP - (-1)*SX - (0)*SR]; break;
-                    case 4: f26 = (real)src[site + 26*SP - (0)*SX - (0)*SR]; break;
-                    case 5: f26 = (real)src[site + 12*SP - (0)*SX - (0)*SR]; break;
-                    case 6: f26 = (real)src[site + 24*SP - (-1)*SX - (0)*SR]; break;
-                    case 7: f26 = (real)src[site + 24*SP - (0)*SX - (0)*SR]; break;
-                    case 8: f26 = (real)src[site + 10*SP - (0)*SX - (0)*SR]; break;
+                    case 1: f26 = (real)src[site + 26*SP - (1)*SR]; break;
+                    case 2: f26 = (real)src[site + 12*SP - (1)*SR]; break;
+                    case 3: f26 = (real)src[site + 26*SP - (-1)*SX]; break;
+                    case 4: f26 = (real)src[site + 26*SP]; break;
+                    case 5: f26 = (real)src[site + 12*SP]; break;
+                    case 6: f26 = (real)src[site + 24*SP - (-1)*SX]; break;
+                    case 7: f26 = (real)src[site + 24*SP]; break;
+                    case 8: f26 = (real)src[site + 10*SP]; break;
                     default: f26 = (real)src[site + 26*SP + 1*SX - 1*SR]; break;
                     }
                 } else
@@ -2757,14 +2757,14 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f27 = (real)src[site + 27*SP - (0)*SX - (2)*SR]; break;
-                    case 2: f27 = (real)src[site + 13*SP - (0)*SX - (2)*SR]; break;
+                    case 1: f27 = (real)src[site + 27*SP - (2)*SR]; break;
+                    case 2: f27 = (real)src[site + 13*SP - (2)*SR]; break;
                     case 3: f27 = (real)src[site + 27*SP - (-1)*SX - (y)*SR]; break;
-                    case 4: f27 = (real)src[site + 27*SP - (0)*SX - (y)*SR]; break;
-                    case 5: f27 = (real)src[site + 13*SP - (0)*SX - (y)*SR]; break;
+                    case 4: f27 = (real)src[site + 27*SP - (y)*SR]; break;
+                    case 5: f27 = (real)src[site + 13*SP - (y)*SR]; break;
                     case 6: f27 = (real)src[site + 23*SP - (-1)*SX - ((2*y + -1))*SR]; break;
-                    case 7: f27 = (real)src[site + 23*SP - (0)*SX - ((2*y + -1))*SR]; break;
-                    case 8: f27 = (real)src[site + 9*SP - (0)*SX - ((2*y + -1))*SR]; break;
+                    case 7: f27 = (real)src[site + 23*SP - ((2*y + -1))*SR]; break;
+                    case 8: f27 = (real)src[site + 9*SP - ((2*y + -1))*SR]; break;
                     default: f27 = (real)src[site + 27*SP + 1*SX - 2*SR]; break;
                     }
                 } else
@@ -2784,14 +2784,14 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f28 = (real)src[site + 28*SP - (0)*SX - (3)*SR]; break;
-                    case 2: f28 = (real)src[site + 14*SP - (0)*SX - (3)*SR]; break;
+                    case 1: f28 = (real)src[site + 28*SP - (3)*SR]; break;
+                    case 2: f28 = (real)src[site + 14*SP - (3)*SR]; break;
                     case 3: f28 = (real)src[site + 28*SP - (-1)*SX - (y)*SR]; break;
-                    case 4: f28 = (real)src[site + 28*SP - (0)*SX - (y)*SR]; break;
-                    case 5: f28 = (real)src[site + 14*SP - (0)*SX - (y)*SR]; break;
+                    case 4: f28 = (real)src[site + 28*SP - (y)*SR]; break;
+                    case 5: f28 = (real)src[site + 14*SP - (y)*SR]; break;
                     case 6: f28 = (real)src[site + 22*SP - (-1)*SX - ((2*y + -2))*SR]; break;
-                    case 7: f28 = (real)src[site + 22*SP - (0)*SX - ((2*y + -2))*SR]; break;
-                    case 8: f28 = (real)src[site + 8*SP - (0)*SX - ((2*y + -2))*SR]; break;
+                    case 7: f28 = (real)src[site + 22*SP - ((2*y + -2))*SR]; break;
+                    case 8: f28 = (real)src[site + 8*SP - ((2*y + -2))*SR]; break;
                     default: f28 = (real)src[site + 28*SP + 1*SX - 3*SR]; break;
                     }
                 } else
@@ -2840,12 +2840,12 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                     switch (st_) {
                     case 1: f30 = (real)src[site + 30*SP - ((x - (LX - 1)))*SX - (-1)*SR]; break;
                     case 2: f30 = (real)src[site + 4*SP - ((2*x - 2*LX + 3))*SX - (-1)*SR]; break;
-                    case 3: f30 = (real)src[site + 30*SP - (-2)*SX - (0)*SR]; break;
-                    case 4: f30 = (real)src[site + 30*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 5: f30 = (real)src[site + 4*SP - ((2*x - 2*LX + 3))*SX - (0)*SR]; break;
-                    case 6: f30 = (real)src[site + 32*SP - (-2)*SX - (0)*SR]; break;
-                    case 7: f30 = (real)src[site + 32*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 8: f30 = (real)src[site + 6*SP - ((2*x - 2*LX + 3))*SX - (0)*SR]; break;
+                    case 3: f30 = (real)src[site + 30*SP - (-2)*SX]; break;
+                    case 4: f30 = (real)src[site + 30*SP - ((x - (LX - 1)))*SX]; break;
+                    case 5: f30 = (real)src[site + 4*SP - ((2*x - 2*LX + 3))*SX]; break;
+                    case 6: f30 = (real)src[site + 32*SP - (-2)*SX]; break;
+                    case 7: f30 = (real)src[site + 32*SP - ((x - (LX - 1)))*SX]; break;
+                    case 8: f30 = (real)src[site + 6*SP - ((2*x - 2*LX + 3))*SX]; break;
                     default: f30 = (real)src[site + 30*SP + 2*SX + 1*SR]; break;
                     }
                 } else
@@ -2887,12 +2887,12 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                     switch (st_) {
                     case 1: f32 = (real)src[site + 32*SP - ((x - (LX - 1)))*SX - (1)*SR]; break;
                     case 2: f32 = (real)src[site + 6*SP - ((2*x - 2*LX + 3))*SX - (1)*SR]; break;
-                    case 3: f32 = (real)src[site + 32*SP - (-2)*SX - (0)*SR]; break;
-                    case 4: f32 = (real)src[site + 32*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 5: f32 = (real)src[site + 6*SP - ((2*x - 2*LX + 3))*SX - (0)*SR]; break;
-                    case 6: f32 = (real)src[site + 30*SP - (-2)*SX - (0)*SR]; break;
-                    case 7: f32 = (real)src[site + 30*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 8: f32 = (real)src[site + 4*SP - ((2*x - 2*LX + 3))*SX - (0)*SR]; break;
+                    case 3: f32 = (real)src[site + 32*SP - (-2)*SX]; break;
+                    case 4: f32 = (real)src[site + 32*SP - ((x - (LX - 1)))*SX]; break;
+                    case 5: f32 = (real)src[site + 6*SP - ((2*x - 2*LX + 3))*SX]; break;
+                    case 6: f32 = (real)src[site + 30*SP - (-2)*SX]; break;
+                    case 7: f32 = (real)src[site + 30*SP - ((x - (LX - 1)))*SX]; break;
+                    case 8: f32 = (real)src[site + 4*SP - ((2*x - 2*LX + 3))*SX]; break;
                     default: f32 = (real)src[site + 32*SP + 2*SX - 1*SR]; break;
                     }
                 } else
@@ -2941,12 +2941,12 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                     switch (st_) {
                     case 1: f34 = (real)src[site + 34*SP - ((x - (LX - 1)))*SX - (-1)*SR]; break;
                     case 2: f34 = (real)src[site - ((2*x - 2*LX + 4))*SX - (-1)*SR]; break;
-                    case 3: f34 = (real)src[site + 34*SP - (-3)*SX - (0)*SR]; break;
-                    case 4: f34 = (real)src[site + 34*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 5: f34 = (real)src[site - ((2*x - 2*LX + 4))*SX - (0)*SR]; break;
-                    case 6: f34 = (real)src[site + 36*SP - (-3)*SX - (0)*SR]; break;
-                    case 7: f34 = (real)src[site + 36*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 8: f34 = (real)src[site + 2*SP - ((2*x - 2*LX + 4))*SX - (0)*SR]; break;
+                    case 3: f34 = (real)src[site + 34*SP - (-3)*SX]; break;
+                    case 4: f34 = (real)src[site + 34*SP - ((x - (LX - 1)))*SX]; break;
+                    case 5: f34 = (real)src[site - ((2*x - 2*LX + 4))*SX]; break;
+                    case 6: f34 = (real)src[site + 36*SP - (-3)*SX]; break;
+                    case 7: f34 = (real)src[site + 36*SP - ((x - (LX - 1)))*SX]; break;
+                    case 8: f34 = (real)src[site + 2*SP - ((2*x - 2*LX + 4))*SX]; break;
                     default: f34 = (real)src[site + 34*SP + 3*SX + 1*SR]; break;
                     }
                 } else
@@ -2988,12 +2988,12 @@ static void lbgen_bounded_propagate_(const store *src, store *dst, const ptrdiff
                     switch (st_) {
                     case 1: f36 = (real)src[site + 36*SP - ((x - (LX - 1)))*SX - (1)*SR]; break;
                     case 2: f36 = (real)src[site + 2*SP - ((2*x - 2*LX + 4))*SX - (1)*SR]; break;
-                    case 3: f36 = (real)src[site + 36*SP - (-3)*SX - (0)*SR]; break;
-                    case 4: f36 = (real)src[site + 36*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 5: f36 = (real)src[site + 2*SP - ((2*x - 2*LX + 4))*SX - (0)*SR]; break;
-                    case 6: f36 = (real)src[site + 34*SP - (-3)*SX - (0)*SR]; break;
-                    case 7: f36 = (real)src[site + 34*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 8: f36 = (real)src[site - ((2*x - 2*LX + 4))*SX - (0)*SR]; break;
+                    case 3: f36 = (real)src[site + 36*SP - (-3)*SX]; break;
+                    case 4: f36 = (real)src[site + 36*SP - ((x - (LX - 1)))*SX]; break;
+                    case 5: f36 = (real)src[site + 2*SP - ((2*x - 2*LX + 4))*SX]; break;
+                    case 6: f36 = (real)src[site + 34*SP - (-3)*SX]; break;
+                    case 7: f36 = (real)src[site + 34*SP - ((x - (LX - 1)))*SX]; break;
+                    case 8: f36 = (real)src[site - ((2*x - 2*LX + 4))*SX]; break;
                     default: f36 = (real)src[site + 36*SP + 3*SX - 1*SR]; break;
                     }
                 } else
@@ -3147,12 +3147,12 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                     switch (st_) {
                     case 1: f0 = (real)src[site - (x)*SX - (-1)*SR]; break;
                     case 2: f0 = (real)src[site + 34*SP - ((2*x + -2))*SX - (-1)*SR]; break;
-                    case 3: f0 = (real)src[site - (3)*SX - (0)*SR]; break;
-                    case 4: f0 = (real)src[site - (x)*SX - (0)*SR]; break;
-                    case 5: f0 = (real)src[site + 34*SP - ((2*x + -2))*SX - (0)*SR]; break;
-                    case 6: f0 = (real)src[site + 2*SP - (3)*SX - (0)*SR]; break;
-                    case 7: f0 = (real)src[site + 2*SP - (x)*SX - (0)*SR]; break;
-                    case 8: f0 = (real)src[site + 36*SP - ((2*x + -2))*SX - (0)*SR]; break;
+                    case 3: f0 = (real)src[site - (3)*SX]; break;
+                    case 4: f0 = (real)src[site - (x)*SX]; break;
+                    case 5: f0 = (real)src[site + 34*SP - ((2*x + -2))*SX]; break;
+                    case 6: f0 = (real)src[site + 2*SP - (3)*SX]; break;
+                    case 7: f0 = (real)src[site + 2*SP - (x)*SX]; break;
+                    case 8: f0 = (real)src[site + 36*SP - ((2*x + -2))*SX]; break;
                     default: f0 = (real)src[site + -3*SX + 1*SR]; break;
                     }
                 } else
@@ -3194,12 +3194,12 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                     switch (st_) {
                     case 1: f2 = (real)src[site + 2*SP - (x)*SX - (1)*SR]; break;
                     case 2: f2 = (real)src[site + 36*SP - ((2*x + -2))*SX - (1)*SR]; break;
-                    case 3: f2 = (real)src[site + 2*SP - (3)*SX - (0)*SR]; break;
-                    case 4: f2 = (real)src[site + 2*SP - (x)*SX - (0)*SR]; break;
-                    case 5: f2 = (real)src[site + 36*SP - ((2*x + -2))*SX - (0)*SR]; break;
-                    case 6: f2 = (real)src[site - (3)*SX - (0)*SR]; break;
-                    case 7: f2 = (real)src[site - (x)*SX - (0)*SR]; break;
-                    case 8: f2 = (real)src[site + 34*SP - ((2*x + -2))*SX - (0)*SR]; break;
+                    case 3: f2 = (real)src[site + 2*SP - (3)*SX]; break;
+                    case 4: f2 = (real)src[site + 2*SP - (x)*SX]; break;
+                    case 5: f2 = (real)src[site + 36*SP - ((2*x + -2))*SX]; break;
+                    case 6: f2 = (real)src[site - (3)*SX]; break;
+                    case 7: f2 = (real)src[site - (x)*SX]; break;
+                    case 8: f2 = (real)src[site + 34*SP - ((2*x + -2))*SX]; break;
                     default: f2 = (real)src[site + 2*SP - 3*SX - 1*SR]; break;
                     }
                 } else
@@ -3248,12 +3248,12 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                     switch (st_) {
                     case 1: f4 = (real)src[site + 4*SP - (x)*SX - (-1)*SR]; break;
                     case 2: f4 = (real)src[site + 30*SP - ((2*x + -1))*SX - (-1)*SR]; break;
-                    case 3: f4 = (real)src[site + 4*SP - (2)*SX - (0)*SR]; break;
-                    case 4: f4 = (real)src[site + 4*SP - (x)*SX - (0)*SR]; break;
-                    case 5: f4 = (real)src[site + 30*SP - ((2*x + -1))*SX - (0)*SR]; break;
-                    case 6: f4 = (real)src[site + 6*SP - (2)*SX - (0)*SR]; break;
-                    case 7: f4 = (real)src[site + 6*SP - (x)*SX - (0)*SR]; break;
-                    case 8: f4 = (real)src[site + 32*SP - ((2*x + -1))*SX - (0)*SR]; break;
+                    case 3: f4 = (real)src[site + 4*SP - (2)*SX]; break;
+                    case 4: f4 = (real)src[site + 4*SP - (x)*SX]; break;
+                    case 5: f4 = (real)src[site + 30*SP - ((2*x + -1))*SX]; break;
+                    case 6: f4 = (real)src[site + 6*SP - (2)*SX]; break;
+                    case 7: f4 = (real)src[site + 6*SP - (x)*SX]; break;
+                    case 8: f4 = (real)src[site + 32*SP - ((2*x + -1))*SX]; break;
                     default: f4 = (real)src[site + 4*SP - 2*SX + 1*SR]; break;
                     }
                 } else
@@ -3295,12 +3295,12 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                     switch (st_) {
                     case 1: f6 = (real)src[site + 6*SP - (x)*SX - (1)*SR]; break;
                     case 2: f6 = (real)src[site + 32*SP - ((2*x + -1))*SX - (1)*SR]; break;
-                    case 3: f6 = (real)src[site + 6*SP - (2)*SX - (0)*SR]; break;
-                    case 4: f6 = (real)src[site + 6*SP - (x)*SX - (0)*SR]; break;
-                    case 5: f6 = (real)src[site + 32*SP - ((2*x + -1))*SX - (0)*SR]; break;
-                    case 6: f6 = (real)src[site + 4*SP - (2)*SX - (0)*SR]; break;
-                    case 7: f6 = (real)src[site + 4*SP - (x)*SX - (0)*SR]; break;
-                    case 8: f6 = (real)src[site + 30*SP - ((2*x + -1))*SX - (0)*SR]; break;
+                    case 3: f6 = (real)src[site + 6*SP - (2)*SX]; break;
+                    case 4: f6 = (real)src[site + 6*SP - (x)*SX]; break;
+                    case 5: f6 = (real)src[site + 32*SP - ((2*x + -1))*SX]; break;
+                    case 6: f6 = (real)src[site + 4*SP - (2)*SX]; break;
+                    case 7: f6 = (real)src[site + 4*SP - (x)*SX]; break;
+                    case 8: f6 = (real)src[site + 30*SP - ((2*x + -1))*SX]; break;
                     default: f6 = (real)src[site + 6*SP - 2*SX - 1*SR]; break;
                     }
                 } else
@@ -3347,14 +3347,14 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f8 = (real)src[site + 8*SP - (0)*SX - (-3)*SR]; break;
-                    case 2: f8 = (real)src[site + 22*SP - (0)*SX - (-3)*SR]; break;
+                    case 1: f8 = (real)src[site + 8*SP - (-3)*SR]; break;
+                    case 2: f8 = (real)src[site + 22*SP - (-3)*SR]; break;
                     case 3: f8 = (real)src[site + 8*SP - (1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f8 = (real)src[site + 8*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 5: f8 = (real)src[site + 22*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
+                    case 4: f8 = (real)src[site + 8*SP - ((y - (LY - 1)))*SR]; break;
+                    case 5: f8 = (real)src[site + 22*SP - ((y - (LY - 1)))*SR]; break;
                     case 6: f8 = (real)src[site + 14*SP - (1)*SX - ((2*y - 2*LY + 4))*SR]; break;
-                    case 7: f8 = (real)src[site + 14*SP - (0)*SX - ((2*y - 2*LY + 4))*SR]; break;
-                    case 8: f8 = (real)src[site + 28*SP - (0)*SX - ((2*y - 2*LY + 4))*SR]; break;
+                    case 7: f8 = (real)src[site + 14*SP - ((2*y - 2*LY + 4))*SR]; break;
+                    case 8: f8 = (real)src[site + 28*SP - ((2*y - 2*LY + 4))*SR]; break;
                     default: f8 = (real)src[site + 8*SP - 1*SX + 3*SR]; break;
                     }
                 } else
@@ -3374,14 +3374,14 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f9 = (real)src[site + 9*SP - (0)*SX - (-2)*SR]; break;
-                    case 2: f9 = (real)src[site + 23*SP - (0)*SX - (-2)*SR]; break;
+                    case 1: f9 = (real)src[site + 9*SP - (-2)*SR]; break;
+                    case 2: f9 = (real)src[site + 23*SP - (-2)*SR]; break;
                     case 3: f9 = (real)src[site + 9*SP - (1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f9 = (real)src[site + 9*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 5: f9 = (real)src[site + 23*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
+                    case 4: f9 = (real)src[site + 9*SP - ((y - (LY - 1)))*SR]; break;
+                    case 5: f9 = (real)src[site + 23*SP - ((y - (LY - 1)))*SR]; break;
                     case 6: f9 = (real)src[site + 13*SP - (1)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 7: f9 = (real)src[site + 13*SP - (0)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 8: f9 = (real)src[site + 27*SP - (0)*SX - ((2*y - 2*LY + 3))*SR]; break;
+                    case 7: f9 = (real)src[site + 13*SP - ((2*y - 2*LY + 3))*SR]; break;
+                    case 8: f9 = (real)src[site + 27*SP - ((2*y - 2*LY + 3))*SR]; break;
                     default: f9 = (real)src[site + 9*SP - 1*SX + 2*SR]; break;
                     }
                 } else
@@ -3401,14 +3401,14 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f10 = (real)src[site + 10*SP - (0)*SX - (-1)*SR]; break;
-                    case 2: f10 = (real)src[site + 24*SP - (0)*SX - (-1)*SR]; break;
-                    case 3: f10 = (real)src[site + 10*SP - (1)*SX - (0)*SR]; break;
-                    case 4: f10 = (real)src[site + 10*SP - (0)*SX - (0)*SR]; break;
-                    case 5: f10 = (real)src[site + 24*SP - (0)*SX - (0)*SR]; break;
-                    case 6: f10 = (real)src[site + 12*SP - (1)*SX - (0)*SR]; break;
-                    case 7: f10 = (real)src[site + 12*SP - (0)*SX - (0)*SR]; break;
-                    case 8: f10 = (real)src[site + 26*SP - (0)*SX - (0)*SR]; break;
+                    case 1: f10 = (real)src[site + 10*SP - (-1)*SR]; break;
+                    case 2: f10 = (real)src[site + 24*SP - (-1)*SR]; break;
+                    case 3: f10 = (real)src[site + 10*SP - (1)*SX]; break;
+                    case 4: f10 = (real)src[site + 10*SP]; break;
+                    case 5: f10 = (real)src[site + 24*SP]; break;
+                    case 6: f10 = (real)src[site + 12*SP - (1)*SX]; break;
+                    case 7: f10 = (real)src[site + 12*SP]; break;
+                    case 8: f10 = (real)src[site + 26*SP]; break;
                     default: f10 = (real)src[site + 10*SP - 1*SX + 1*SR]; break;
                     }
                 } else
@@ -3427,8 +3427,8 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0);
                     switch (st_) {
-                    case 1: f11 = (real)src[site + 11*SP - (0)*SX]; break;
-                    case 2: f11 = (real)src[site + 25*SP - (0)*SX]; break;
+                    case 1: f11 = (real)src[site + 11*SP]; break;
+                    case 2: f11 = (real)src[site + 25*SP]; break;
                     default: f11 = (real)src[site + 11*SP - 1*SX]; break;
                     }
                 } else
@@ -3448,14 +3448,14 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f12 = (real)src[site + 12*SP - (0)*SX - (1)*SR]; break;
-                    case 2: f12 = (real)src[site + 26*SP - (0)*SX - (1)*SR]; break;
-                    case 3: f12 = (real)src[site + 12*SP - (1)*SX - (0)*SR]; break;
-                    case 4: f12 = (real)src[site + 12*SP - (0)*SX - (0)*SR]; break;
-                    case 5: f12 = (real)src[site + 26*SP - (0)*SX - (0)*SR]; break;
-                    case 6: f12 = (real)src[site + 10*SP - (1)*SX - (0)*SR]; break;
-                    case 7: f12 = (real)src[site + 10*SP - (0)*SX - (0)*SR]; break;
-                    case 8: f12 = (real)src[site + 24*SP - (0)*SX - (0)*SR]; break;
+                    case 1: f12 = (real)src[site + 12*SP - (1)*SR]; break;
+                    case 2: f12 = (real)src[site + 26*SP - (1)*SR]; break;
+                    case 3: f12 = (real)src[site + 12*SP - (1)*SX]; break;
+                    case 4: f12 = (real)src[site + 12*SP]; break;
+                    case 5: f12 = (real)src[site + 26*SP]; break;
+                    case 6: f12 = (real)src[site + 10*SP - (1)*SX]; break;
+                    case 7: f12 = (real)src[site + 10*SP]; break;
+                    case 8: f12 = (real)src[site + 24*SP]; break;
                     default: f12 = (real)src[site + 12*SP - 1*SX - 1*SR]; break;
                     }
                 } else
@@ -3475,14 +3475,14 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f13 = (real)src[site + 13*SP - (0)*SX - (2)*SR]; break;
-                    case 2: f13 = (real)src[site + 27*SP - (0)*SX - (2)*SR]; break;
+                    case 1: f13 = (real)src[site + 13*SP - (2)*SR]; break;
+                    case 2: f13 = (real)src[site + 27*SP - (2)*SR]; break;
                     case 3: f13 = (real)src[site + 13*SP - (1)*SX - (y)*SR]; break;
-                    case 4: f13 = (real)src[site + 13*SP - (0)*SX - (y)*SR]; break;
-                    case 5: f13 = (real)src[site + 27*SP - (0)*SX - (y)*SR]; break;
+                    case 4: f13 = (real)src[site + 13*SP - (y)*SR]; break;
+                    case 5: f13 = (real)src[site + 27*SP - (y)*SR]; break;
                     case 6: f13 = (real)src[site + 9*SP - (1)*SX - ((2*y + -1))*SR]; break;
-                    case 7: f13 = (real)src[site + 9*SP - (0)*SX - ((2*y + -1))*SR]; break;
-                    case 8: f13 = (real)src[site + 23*SP - (0)*SX - ((2*y + -1))*SR]; break;
+                    case 7: f13 = (real)src[site + 9*SP - ((2*y + -1))*SR]; break;
+                    case 8: f13 = (real)src[site + 23*SP - ((2*y + -1))*SR]; break;
                     default: f13 = (real)src[site + 13*SP - 1*SX - 2*SR]; break;
                     }
                 } else
@@ -3502,14 +3502,14 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f14 = (real)src[site + 14*SP - (0)*SX - (3)*SR]; break;
-                    case 2: f14 = (real)src[site + 28*SP - (0)*SX - (3)*SR]; break;
+                    case 1: f14 = (real)src[site + 14*SP - (3)*SR]; break;
+                    case 2: f14 = (real)src[site + 28*SP - (3)*SR]; break;
                     case 3: f14 = (real)src[site + 14*SP - (1)*SX - (y)*SR]; break;
-                    case 4: f14 = (real)src[site + 14*SP - (0)*SX - (y)*SR]; break;
-                    case 5: f14 = (real)src[site + 28*SP - (0)*SX - (y)*SR]; break;
+                    case 4: f14 = (real)src[site + 14*SP - (y)*SR]; break;
+                    case 5: f14 = (real)src[site + 28*SP - (y)*SR]; break;
                     case 6: f14 = (real)src[site + 8*SP - (1)*SX - ((2*y + -2))*SR]; break;
-                    case 7: f14 = (real)src[site + 8*SP - (0)*SX - ((2*y + -2))*SR]; break;
-                    case 8: f14 = (real)src[site + 22*SP - (0)*SX - ((2*y + -2))*SR]; break;
+                    case 7: f14 = (real)src[site + 8*SP - ((2*y + -2))*SR]; break;
+                    case 8: f14 = (real)src[site + 22*SP - ((2*y + -2))*SR]; break;
                     default: f14 = (real)src[site + 14*SP - 1*SX - 3*SR]; break;
                     }
                 } else
@@ -3568,8 +3568,8 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (oy ? 1 + (slips_ >> 3 & 1) : 0);
                     switch (st_) {
-                    case 1: f17 = (real)src[site + 17*SP - (0)*SR]; break;
-                    case 2: f17 = (real)src[site + 19*SP - (0)*SR]; break;
+                    case 1: f17 = (real)src[site + 17*SP]; break;
+                    case 2: f17 = (real)src[site + 19*SP]; break;
                     default: f17 = (real)src[site + 17*SP + 1*SR]; break;
                     }
                 } else
@@ -3590,8 +3590,8 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (oy ? 1 + (slips_ >> 2 & 1) : 0);
                     switch (st_) {
-                    case 1: f19 = (real)src[site + 19*SP - (0)*SR]; break;
-                    case 2: f19 = (real)src[site + 17*SP - (0)*SR]; break;
+                    case 1: f19 = (real)src[site + 19*SP]; break;
+                    case 2: f19 = (real)src[site + 17*SP]; break;
                     default: f19 = (real)src[site + 19*SP - 1*SR]; break;
                     }
                 } else
@@ -3651,14 +3651,14 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f22 = (real)src[site + 22*SP - (0)*SX - (-3)*SR]; break;
-                    case 2: f22 = (real)src[site + 8*SP - (0)*SX - (-3)*SR]; break;
+                    case 1: f22 = (real)src[site + 22*SP - (-3)*SR]; break;
+                    case 2: f22 = (real)src[site + 8*SP - (-3)*SR]; break;
                     case 3: f22 = (real)src[site + 22*SP - (-1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f22 = (real)src[site + 22*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 5: f22 = (real)src[site + 8*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
+                    case 4: f22 = (real)src[site + 22*SP - ((y - (LY - 1)))*SR]; break;
+                    case 5: f22 = (real)src[site + 8*SP - ((y - (LY - 1)))*SR]; break;
                     case 6: f22 = (real)src[site + 28*SP - (-1)*SX - ((2*y - 2*LY + 4))*SR]; break;
-                    case 7: f22 = (real)src[site + 28*SP - (0)*SX - ((2*y - 2*LY + 4))*SR]; break;
-                    case 8: f22 = (real)src[site + 14*SP - (0)*SX - ((2*y - 2*LY + 4))*SR]; break;
+                    case 7: f22 = (real)src[site + 28*SP - ((2*y - 2*LY + 4))*SR]; break;
+                    case 8: f22 = (real)src[site + 14*SP - ((2*y - 2*LY + 4))*SR]; break;
                     default: f22 = (real)src[site + 22*SP + 1*SX + 3*SR]; break;
                     }
                 } else
@@ -3678,14 +3678,14 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f23 = (real)src[site + 23*SP - (0)*SX - (-2)*SR]; break;
-                    case 2: f23 = (real)src[site + 9*SP - (0)*SX - (-2)*SR]; break;
+                    case 1: f23 = (real)src[site + 23*SP - (-2)*SR]; break;
+                    case 2: f23 = (real)src[site + 9*SP - (-2)*SR]; break;
                     case 3: f23 = (real)src[site + 23*SP - (-1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f23 = (real)src[site + 23*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 5: f23 = (real)src[site + 9*SP - (0)*SX - ((y - (LY - 1)))*SR]; break;
+                    case 4: f23 = (real)src[site + 23*SP - ((y - (LY - 1)))*SR]; break;
+                    case 5: f23 = (real)src[site + 9*SP - ((y - (LY - 1)))*SR]; break;
                     case 6: f23 = (real)src[site + 27*SP - (-1)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 7: f23 = (real)src[site + 27*SP - (0)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 8: f23 = (real)src[site + 13*SP - (0)*SX - ((2*y - 2*LY + 3))*SR]; break;
+                    case 7: f23 = (real)src[site + 27*SP - ((2*y - 2*LY + 3))*SR]; break;
+                    case 8: f23 = (real)src[site + 13*SP - ((2*y - 2*LY + 3))*SR]; break;
                     default: f23 = (real)src[site + 23*SP + 1*SX + 2*SR]; break;
                     }
                 } else
@@ -3705,14 +3705,14 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f24 = (real)src[site + 24*SP - (0)*SX - (-1)*SR]; break;
-                    case 2: f24 = (real)src[site + 10*SP - (0)*SX - (-1)*SR]; break;
-                    case 3: f24 = (real)src[site + 24*SP - (-1)*SX - (0)*SR]; break;
-                    case 4: f24 = (real)src[site + 24*SP - (0)*SX - (0)*SR]; break;
-                    case 5: f24 = (real)src[site + 10*SP - (0)*SX - (0)*SR]; break;
-                    case 6: f24 = (real)src[site + 26*SP - (-1)*SX - (0)*SR]; break;
-                    case 7: f24 = (real)src[site + 26*SP - (0)*SX - (0)*SR]; break;
-                    case 8: f24 = (real)src[site + 12*SP - (0)*SX - (0)*SR]; break;
+                    case 1: f24 = (real)src[site + 24*SP - (-1)*SR]; break;
+                    case 2: f24 = (real)src[site + 10*SP - (-1)*SR]; break;
+                    case 3: f24 = (real)src[site + 24*SP - (-1)*SX]; break;
+                    case 4: f24 = (real)src[site + 24*SP]; break;
+                    case 5: f24 = (real)src[site + 10*SP]; break;
+                    case 6: f24 = (real)src[site + 26*SP - (-1)*SX]; break;
+                    case 7: f24 = (real)src[site + 26*SP]; break;
+                    case 8: f24 = (real)src[site + 12*SP]; break;
                     default: f24 = (real)src[site + 24*SP + 1*SX + 1*SR]; break;
                     }
                 } else
@@ -3731,8 +3731,8 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0);
                     switch (st_) {
-                    case 1: f25 = (real)src[site + 25*SP - (0)*SX]; break;
-                    case 2: f25 = (real)src[site + 11*SP - (0)*SX]; break;
+                    case 1: f25 = (real)src[site + 25*SP]; break;
+                    case 2: f25 = (real)src[site + 11*SP]; break;
                     default: f25 = (real)src[site + 25*SP + 1*SX]; break;
                     }
                 } else
@@ -3752,14 +3752,14 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f26 = (real)src[site + 26*SP - (0)*SX - (1)*SR]; break;
-                    case 2: f26 = (real)src[site + 12*SP - (0)*SX - (1)*SR]; break;
-                    case 3: f26 = (real)src[site + 26*SP - (-1)*SX - (0)*SR]; break;
-                    case 4: f26 = (real)src[site + 26*SP - (0)*SX - (0)*SR]; break;
-                    case 5: f26 = (real)src[site + 12*SP - (0)*SX - (0)*SR]; break;
-                    case 6: f26 = (real)src[site + 24*SP - (-1)*SX - (0)*SR]; break;
-                    case 7: f26 = (real)src[site + 24*SP - (0)*SX - (0)*SR]; break;
-                    case 8: f26 = (real)src[site + 10*SP - (0)*SX - (0)*SR]; break;
+                    case 1: f26 = (real)src[site + 26*SP - (1)*SR]; break;
+                    case 2: f26 = (real)src[site + 12*SP - (1)*SR]; break;
+                    case 3: f26 = (real)src[site + 26*SP - (-1)*SX]; break;
+                    case 4: f26 = (real)src[site + 26*SP]; break;
+                    case 5: f26 = (real)src[site + 12*SP]; break;
+                    case 6: f26 = (real)src[site + 24*SP - (-1)*SX]; break;
+                    case 7: f26 = (real)src[site + 24*SP]; break;
+                    case 8: f26 = (real)src[site + 10*SP]; break;
                     default: f26 = (real)src[site + 26*SP + 1*SX - 1*SR]; break;
                     }
                 } else
@@ -3779,14 +3779,14 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f27 = (real)src[site + 27*SP - (0)*SX - (2)*SR]; break;
-                    case 2: f27 = (real)src[site + 13*SP - (0)*SX - (2)*SR]; break;
+                    case 1: f27 = (real)src[site + 27*SP - (2)*SR]; break;
+                    case 2: f27 = (real)src[site + 13*SP - (2)*SR]; break;
                     case 3: f27 = (real)src[site + 27*SP - (-1)*SX - (y)*SR]; break;
-                    case 4: f27 = (real)src[site + 27*SP - (0)*SX - (y)*SR]; break;
-                    case 5: f27 = (real)src[site + 13*SP - (0)*SX - (y)*SR]; break;
+                    case 4: f27 = (real)src[site + 27*SP - (y)*SR]; break;
+                    case 5: f27 = (real)src[site + 13*SP - (y)*SR]; break;
                     case 6: f27 = (real)src[site + 23*SP - (-1)*SX - ((2*y + -1))*SR]; break;
-                    case 7: f27 = (real)src[site + 23*SP - (0)*SX - ((2*y + -1))*SR]; break;
-                    case 8: f27 = (real)src[site + 9*SP - (0)*SX - ((2*y + -1))*SR]; break;
+                    case 7: f27 = (real)src[site + 23*SP - ((2*y + -1))*SR]; break;
+                    case 8: f27 = (real)src[site + 9*SP - ((2*y + -1))*SR]; break;
                     default: f27 = (real)src[site + 27*SP + 1*SX - 2*SR]; break;
                     }
                 } else
@@ -3806,14 +3806,14 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                 } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
                     const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
                     switch (st_) {
-                    case 1: f28 = (real)src[site + 28*SP - (0)*SX - (3)*SR]; break;
-                    case 2: f28 = (real)src[site + 14*SP - (0)*SX - (3)*SR]; break;
+                    case 1: f28 = (real)src[site + 28*SP - (3)*SR]; break;
+                    case 2: f28 = (real)src[site + 14*SP - (3)*SR]; break;
                     case 3: f28 = (real)src[site + 28*SP - (-1)*SX - (y)*SR]; break;
-                    case 4: f28 = (real)src[site + 28*SP - (0)*SX - (y)*SR]; break;
-                    case 5: f28 = (real)src[site + 14*SP - (0)*SX - (y)*SR]; break;
+                    case 4: f28 = (real)src[site + 28*SP - (y)*SR]; break;
+                    case 5: f28 = (real)src[site + 14*SP - (y)*SR]; break;
                     case 6: f28 = (real)src[site + 22*SP - (-1)*SX - ((2*y + -2))*SR]; break;
-                    case 7: f28 = (real)src[site + 22*SP - (0)*SX - ((2*y + -2))*SR]; break;
-                    case 8: f28 = (real)src[site + 8*SP - (0)*SX - ((2*y + -2))*SR]; break;
+                    case 7: f28 = (real)src[site + 22*SP - ((2*y + -2))*SR]; break;
+                    case 8: f28 = (real)src[site + 8*SP - ((2*y + -2))*SR]; break;
                     default: f28 = (real)src[site + 28*SP + 1*SX - 3*SR]; break;
                     }
                 } else
@@ -3862,12 +3862,12 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                     switch (st_) {
                     case 1: f30 = (real)src[site + 30*SP - ((x - (LX - 1)))*SX - (-1)*SR]; break;
                     case 2: f30 = (real)src[site + 4*SP - ((2*x - 2*LX + 3))*SX - (-1)*SR]; break;
-                    case 3: f30 = (real)src[site + 30*SP - (-2)*SX - (0)*SR]; break;
-                    case 4: f30 = (real)src[site + 30*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 5: f30 = (real)src[site + 4*SP - ((2*x - 2*LX + 3))*SX - (0)*SR]; break;
-                    case 6: f30 = (real)src[site + 32*SP - (-2)*SX - (0)*SR]; break;
-                    case 7: f30 = (real)src[site + 32*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 8: f30 = (real)src[site + 6*SP - ((2*x - 2*LX + 3))*SX - (0)*SR]; break;
+                    case 3: f30 = (real)src[site + 30*SP - (-2)*SX]; break;
+                    case 4: f30 = (real)src[site + 30*SP - ((x - (LX - 1)))*SX]; break;
+                    case 5: f30 = (real)src[site + 4*SP - ((2*x - 2*LX + 3))*SX]; break;
+                    case 6: f30 = (real)src[site + 32*SP - (-2)*SX]; break;
+                    case 7: f30 = (real)src[site + 32*SP - ((x - (LX - 1)))*SX]; break;
+                    case 8: f30 = (real)src[site + 6*SP - ((2*x - 2*LX + 3))*SX]; break;
                     default: f30 = (real)src[site + 30*SP + 2*SX + 1*SR]; break;
                     }
                 } else
@@ -3909,12 +3909,12 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                     switch (st_) {
                     case 1: f32 = (real)src[site + 32*SP - ((x - (LX - 1)))*SX - (1)*SR]; break;
                     case 2: f32 = (real)src[site + 6*SP - ((2*x - 2*LX + 3))*SX - (1)*SR]; break;
-                    case 3: f32 = (real)src[site + 32*SP - (-2)*SX - (0)*SR]; break;
-                    case 4: f32 = (real)src[site + 32*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 5: f32 = (real)src[site + 6*SP - ((2*x - 2*LX + 3))*SX - (0)*SR]; break;
-                    case 6: f32 = (real)src[site + 30*SP - (-2)*SX - (0)*SR]; break;
-                    case 7: f32 = (real)src[site + 30*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 8: f32 = (real)src[site + 4*SP - ((2*x - 2*LX + 3))*SX - (0)*SR]; break;
+                    case 3: f32 = (real)src[site + 32*SP - (-2)*SX]; break;
+                    case 4: f32 = (real)src[site + 32*SP - ((x - (LX - 1)))*SX]; break;
+                    case 5: f32 = (real)src[site + 6*SP - ((2*x - 2*LX + 3))*SX]; break;
+                    case 6: f32 = (real)src[site + 30*SP - (-2)*SX]; break;
+                    case 7: f32 = (real)src[site + 30*SP - ((x - (LX - 1)))*SX]; break;
+                    case 8: f32 = (real)src[site + 4*SP - ((2*x - 2*LX + 3))*SX]; break;
                     default: f32 = (real)src[site + 32*SP + 2*SX - 1*SR]; break;
                     }
                 } else
@@ -3963,12 +3963,12 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                     switch (st_) {
                     case 1: f34 = (real)src[site + 34*SP - ((x - (LX - 1)))*SX - (-1)*SR]; break;
                     case 2: f34 = (real)src[site - ((2*x - 2*LX + 4))*SX - (-1)*SR]; break;
-                    case 3: f34 = (real)src[site + 34*SP - (-3)*SX - (0)*SR]; break;
-                    case 4: f34 = (real)src[site + 34*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 5: f34 = (real)src[site - ((2*x - 2*LX + 4))*SX - (0)*SR]; break;
-                    case 6: f34 = (real)src[site + 36*SP - (-3)*SX - (0)*SR]; break;
-                    case 7: f34 = (real)src[site + 36*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 8: f34 = (real)src[site + 2*SP - ((2*x - 2*LX + 4))*SX - (0)*SR]; break;
+                    case 3: f34 = (real)src[site + 34*SP - (-3)*SX]; break;
+                    case 4: f34 = (real)src[site + 34*SP - ((x - (LX - 1)))*SX]; break;
+                    case 5: f34 = (real)src[site - ((2*x - 2*LX + 4))*SX]; break;
+                    case 6: f34 = (real)src[site + 36*SP - (-3)*SX]; break;
+                    case 7: f34 = (real)src[site + 36*SP - ((x - (LX - 1)))*SX]; break;
+                    case 8: f34 = (real)src[site + 2*SP - ((2*x - 2*LX + 4))*SX]; break;
                     default: f34 = (real)src[site + 34*SP + 3*SX + 1*SR]; break;
                     }
                 } else
@@ -4010,12 +4010,12 @@ static void lbgen_bounded_fused_(const store *src, store *dst, const ptrdiff_t L
                     switch (st_) {
                     case 1: f36 = (real)src[site + 36*SP - ((x - (LX - 1)))*SX - (1)*SR]; break;
                     case 2: f36 = (real)src[site + 2*SP - ((2*x - 2*LX + 4))*SX - (1)*SR]; break;
-                    case 3: f36 = (real)src[site + 36*SP - (-3)*SX - (0)*SR]; break;
-                    case 4: f36 = (real)src[site + 36*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 5: f36 = (real)src[site + 2*SP - ((2*x - 2*LX + 4))*SX - (0)*SR]; break;
-                    case 6: f36 = (real)src[site + 34*SP - (-3)*SX - (0)*SR]; break;
-                    case 7: f36 = (real)src[site + 34*SP - ((x - (LX - 1)))*SX - (0)*SR]; break;
-                    case 8: f36 = (real)src[site - ((2*x - 2*LX + 4))*SX - (0)*SR]; break;
+                    case 3: f36 = (real)src[site + 36*SP - (-3)*SX]; break;
+                    case 4: f36 = (real)src[site + 36*SP - ((x - (LX - 1)))*SX]; break;
+                    case 5: f36 = (real)src[site + 2*SP - ((2*x - 2*LX + 4))*SX]; break;
+                    case 6: f36 = (real)src[site + 34*SP - (-3)*SX]; break;
+                    case 7: f36 = (real)src[site + 34*SP - ((x - (LX - 1)))*SX]; break;
+                    case 8: f36 = (real)src[site - ((2*x - 2*LX + 4))*SX]; break;
                     default: f36 = (real)src[site + 36*SP + 3*SX - 1*SR]; break;
                     }
                 } else
