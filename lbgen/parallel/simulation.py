@@ -97,10 +97,6 @@ class DistributedSimulation(DistributedState, Lattice):
                                                         **opening)
             if bounds is not None:
                 bounds.check_runs(kw.get("device_backend"), depth)
-                if bounds.open and bounds.open.max_hop != 1:
-                    raise SimulationError(f"the open faces ({bounds.open.describe()}) of {vs_name} (hops of "
-                                          f"{bounds.open.max_hop} sites) do not run on MPI ranks yet: run them in "
-                                          f"one process")
             inplace = check_streaming(kw.get("streaming", "pull"), device_backend=kw.get("device_backend"),
                                       time_block=depth, fused=kw.get("fused", True), bodies=body,
                                       bounds=bounds, backend=kw.get("backend", "c"), ranks=True) == "inplace"
@@ -262,7 +258,9 @@ class DistributedSimulation(DistributedState, Lattice):
         cut = OpenFaces(inlets, {f: r for f, r in self.open_faces.outlets.items() if f in held},
                         tuple(f for f in self.open_faces.outflows if f in held),
                         tuple(f for f in self.open_faces.slips if f in held),
-                        {f: p for f, p in self.open_faces.profiles.items() if f in held})
+                        {f: p for f, p in self.open_faces.profiles.items() if f in held},
+                        {f: t for f, t in self.open_faces.temperatures.items() if f in held},
+                        self.open_faces.velocity_set, self.open_faces.max_hop)
         base = self.sim.bounds or BounceBack((), {}, local_mask, D)
         self.sim.bounds = dataclasses.replace(base, open=cut, shape=tuple(self.extended))
         for region in self.sim.regions:
