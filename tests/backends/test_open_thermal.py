@@ -43,10 +43,10 @@ def _params():
             yield pytest.param(D, layout, vl, marks=marks, id=f"{NAMES[D]}-{layout}{vl or ''}")
 
 
-def _state(D, shape, rng):
+def _state(D, shape, rng, name=None):
     """A random near-equilibrium state (temperature too), the lattice, r (xi = r c), the oracle's
     collision and equilibrium (lattice units)."""
-    name = NAMES[D]
+    name = name or NAMES[D]
     if D == 2:
         vs = velocity_set(name)
         r = float(vs.r)
@@ -65,11 +65,12 @@ def _state(D, shape, rng):
     return f0, (lat.c, lat.w, lat.cs2), r, (lambda g: bulk3d.collide(g, "bgk", tau=TAU, lat=lat)), eq
 
 
-def case_inputs(D, case, seed=5):
+def case_inputs(D, case, seed=5, name=None):
     """(initial state, the kernels' set_boundaries keywords, the oracle's state after STEPS)."""
     shape = SHAPES[D]
+    name = name or NAMES[D]
     rng = np.random.default_rng(seed)
-    f0, (c, w, cs2), r, collide, eq = _state(D, shape, rng)
+    f0, (c, w, cs2), r, collide, eq = _state(D, shape, rng, name)
     bits = dict(walls=0, lids=0, inlets=0, outlets=0, outflows=0, slips=0)
     lid, inlets, velocity, temps = np.zeros((2 * D, D)), {}, {}, {}
     for face, (kind, value) in CASES[D][case].items():
@@ -89,7 +90,7 @@ def case_inputs(D, case, seed=5):
     want = run_open(f0, STEPS, oracle, collide)
     periodic = run_open(f0, STEPS, OpenBoundaries(shape, c, w, cs2), collide)
     assert np.abs(want - periodic).max() > 1e-3          # the faces did something
-    inflow = inflow_equilibria(inlets, {f: t for f, t in temps.items() if isinstance(f, tuple)}, shape, NAMES[D])
+    inflow = inflow_equilibria(inlets, {f: t for f, t in temps.items() if isinstance(f, tuple)}, shape, name)
     return f0, dict(bits, lid=lid, inflow=inflow), want
 
 
@@ -112,6 +113,17 @@ def test_thermal_open_faces_match_the_oracle(D, layout, vl):
             got = kernel_run(prog, f0, bc, fused)
             err = np.abs(got - want).max()
             assert err < 1e-12, f"{NAMES[D]} {layout}{vl or ''} {case} fused={fused}: max error {err:.3g}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("D,name", [(2, "d2v17"), (3, "d3q103")])
+def test_the_other_thermal_sets_match_the_oracle(D, name):
+    """D2V17 (third order) and D3Q103 (fourth order): the same rules from their own equilibria."""
+    prog = PROGRAMS.of("c", SHAPES[D], layout="soa", vl=None, velocity_set=name, collision="bgk")
+    for case in CASES[D]:
+        f0, bc, want = case_inputs(D, case, name=name)
+        err = np.abs(kernel_run(prog, f0, bc, True) - want).max()
+        assert err < 1e-12, f"{name} {case}: max error {err:.3g}"
 
 
 def test_thermal_inlet_temperature_reaches_the_kernels():
