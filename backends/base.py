@@ -102,9 +102,6 @@ class Program(ColumnExchange, abc.ABC):
                              f"the {self.spec.backend} backend yet (their rules read the neighbours' populations of a "
                              f"second buffer); use streaming 'pull' or the C backend")
         if opened and self.vs.max_hop != 1:
-            if self.spec.streaming != "pull":
-                raise ValueError(f"open faces (inlets, outflows, slips) on {self.spec.velocity_set} (hops of "
-                                 f"{self.vs.max_hop}) run with streaming 'pull' only yet; not {self.spec.streaming!r}")
             if outlets:
                 raise ValueError(f"outlets={outlets}: a pressure outlet needs a velocity set whose hops are 1; "
                                  f"{self.spec.velocity_set} hops {self.vs.max_hop} (use an outflow)")

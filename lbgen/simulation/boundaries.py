@@ -181,19 +181,15 @@ class BounceBack:
                             inlet_temperature=inlet_temperature)
         return cls(faces, lids, m, D, opened, tuple(shape)) if faces or m is not None or opened else None
 
-    def check_runs(self, device_backend, time_block, backend: str = "c", streaming: str = "pull") -> None:
+    def check_runs(self, device_backend, time_block, backend: str = "c") -> None:
         """SimulationError where they cannot run: a host + device split; a 2D time block; open
-        faces in a time block; open faces of a set whose hops are longer than 1 streaming in place."""
+        faces in a time block."""
         if device_backend is not None:
             raise SimulationError(f"bounce-back walls, lids and masks ({self.describe()}) run on one backend: "
                                   f"a host + device run (device_backend={device_backend!r}) splits the lattice in X")
         if time_block != 1 and self.D == 2:
             raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) does not take "
                                   f"bounce-back walls, lids or masks in 2D ({self.describe()}); use time_block=1")
-        if self.open and self.open.max_hop != 1 and streaming != "pull":
-            raise SimulationError(f"the open faces ({self.open.describe()}) of {self.open.velocity_set} (hops of "
-                                  f"{self.open.max_hop} sites) run with streaming 'pull' only yet; not "
-                                  f"streaming={streaming!r}")
         if self.open and time_block != 1:
             raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) reads its sources "
                                   f"through row pointers that do not reach the open faces' neighbours "

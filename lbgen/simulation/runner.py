@@ -149,7 +149,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
         self.bounds = BounceBack.of(bounce, lid, mask, shape, vs_name, inlet, outlet, outflow, slip,
                                     inlet_temperature)
         if self.bounds is not None:
-            self.bounds.check_runs(device_backend, self.time_block, backend, streaming)
+            self.bounds.check_runs(device_backend, self.time_block, backend)
         self.streaming = check_streaming(streaming, device_backend=device_backend, time_block=self.time_block,
                                          fused=fused, bodies=body, bounds=self.bounds, backend=backend)
         self._parity = InPlaceParity() if self.streaming == "inplace" else None
