@@ -118,7 +118,7 @@ class Program(ColumnExchange, abc.ABC):
         rho_out = np.ones(faces) if rho_out is None else np.asarray(rho_out, dtype=np.float64).reshape(-1)
         if rho_out.size != faces:
             raise ValueError(f"rho_out: {rho_out.size} values; a {D}D lattice takes one density per face ({faces})")
-        V = D if self.vs.max_hop == 1 else self.vs.Q     # values per face site (open_faces.inflow_values)
+        V = D if self.vs.max_hop == 1 else self.vs.Q     # values per face site (open_faces.inflow_size)
         size = sum(V * int(np.prod(self.shape)) // self.shape[f // 2] for f in range(faces))
         if inlets:
             if inflow is None or np.asarray(inflow).size != size:

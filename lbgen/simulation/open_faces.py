@@ -44,7 +44,7 @@ virtual sites beyond the face that such a link comes from:
   (source coordinate s -> -1 - s at a low face, 2 L - 1 - s at a high one) with the population's
   normal component reversed; for hops of 1 it is the rule above.
 * **pressure outlet** -- not on these sets (refused in words): anti-bounce-back's even part is
-  the second-order equilibrium, not the thermal sets' fourth-order one; use an outflow.
+  the second-order equilibrium, not the thermal sets' third- or fourth-order one; use an outflow.
 
 An inlet temperature needs a thermal set (the hop-1 sets are isothermal).
 Inlet speeds follow the lids' Mach rule (``lbgen.model.physics.lid_mach_check``).
@@ -196,14 +196,10 @@ class OpenFaces:
         return ", ".join(parts)
 
 
-def inflow_values(D: int, Q: int, max_hop: int) -> int:
-    """Values per face site of the kernels' inflow array: the D velocity components (hops of 1),
-    or the Q populations of the inlet's equilibrium at unit density (longer hops)."""
-    return D if max_hop == 1 else Q
-
-
 def inflow_size(shape, values=None) -> int:
-    """Values of the kernels' inflow array: ``values`` (default D) per site of every face (2D faces)."""
+    """Values of the kernels' inflow array: ``values`` per site of every face (2D faces): the D
+    velocity components (the default; hops of 1), or the Q populations of the inlet's
+    equilibrium at unit density (sets whose hops are longer)."""
     D = len(shape)
     V = D if values is None else int(values)
     return sum(V * int(np.prod(shape)) // shape[f // 2] for f in range(2 * D))
