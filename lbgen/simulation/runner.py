@@ -150,6 +150,10 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                                     inlet_temperature)
         if self.bounds is not None:
             self.bounds.check_runs(device_backend, self.time_block, backend)
+            if walls is not None and self.bounds.open:     # the thermal walls' kernels take no open faces
+                raise SimulationError(f"the open faces ({self.bounds.open.describe()}) do not run beside the thermal "
+                                      f"walls (walls=Walls(...)): their kernels take none; give no-slip walls "
+                                      f"(walls='{wall_axis}') or leave the open faces out")
         self.streaming = check_streaming(streaming, device_backend=device_backend, time_block=self.time_block,
                                          fused=fused, bodies=body, bounds=self.bounds, backend=backend)
         self._parity = InPlaceParity() if self.streaming == "inplace" else None

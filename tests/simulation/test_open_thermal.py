@@ -94,6 +94,9 @@ def test_thermal_open_faces_refused_where_they_do_not_run():
             Simulation(32, 8, **{**kw, **extra})
     with pytest.raises(SimulationError, match="pressure outlet .x-high. needs a velocity set whose hops are 1"):
         Simulation(32, 8, velocity_set="d2q37", inlet={"x-low": 0.05}, outlet="x-high")
+    from lbgen.simulation.parameters import Walls
+    with pytest.raises(SimulationError, match="do not run beside the thermal walls.*walls='y'"):
+        Simulation(16, 32, walls=Walls(), **kw)
 
 
 @pytest.mark.slow
