@@ -166,3 +166,12 @@ def test_thermal_open_faces_on_the_gpu_runtimes_match_the_oracle(runtime, D, lay
         for fused in (True, False):
             err = np.abs(kernel_run(prog, f0, bc, fused) - want).max()
             assert err < 1e-12, f"{runtime} {NAMES[D]} {layout}{vl or ''} {case} fused={fused}: max error {err:.3g}"
+
+
+@pytest.mark.parametrize("D", [2, 3])
+def test_thermal_open_faces_single_precision(D):
+    prog = PROGRAMS.of("c", SHAPES[D], layout="soa", vl=None, velocity_set=NAMES[D], collision="bgk",
+                       precision="single")
+    f0, bc, want = case_inputs(D, "inlet-outflow")
+    err = np.abs(kernel_run(prog, f0, bc, True) - want).max()
+    assert err < 2e-6, f"{NAMES[D]} single: max error {err:.3g}"
