@@ -76,8 +76,9 @@ class Program(ColumnExchange, abc.ABC):
         low high, of axis a, x y z), ``lid`` the (2D, D) face velocities (model units), ``solid``
         a bool or uint8 array of the lattice's shape (nonzero: solid) or None; the open faces
         (``lbgen.simulation.open_faces``): ``inlets``, ``outlets``, ``outflows``, ``slips`` face bits,
-        ``rho_out`` the (2D,) outlet densities, ``inflow`` the inlets' face-site velocities (the
-        kernels' flat layout, ``open_faces.inflow_size``).  All 0 and None: periodic."""
+        ``rho_out`` the (2D,) outlet densities, ``inflow`` the inlets' face-site velocities, or on
+        a set whose hops are longer than 1 their equilibria at unit density (the kernels' flat
+        layout, ``open_faces.inflow_size``).  All 0 and None: periodic."""
         D, faces = self.D, 2 * self.D
         opened = inlets or outlets or outflows or slips
         if self.spec.walls and (walls or lids or solid is not None or opened):
@@ -101,8 +102,9 @@ class Program(ColumnExchange, abc.ABC):
                              f"the {self.spec.backend} backend yet (their rules read the neighbours' populations of a "
                              f"second buffer); use streaming 'pull' or the C backend")
         if opened and self.vs.max_hop != 1:
-            raise ValueError(f"open faces (inlets, outlets, outflows, slips) need a velocity set whose hops are 1; "
-                             f"{self.spec.velocity_set} hops {self.vs.max_hop}")
+            if outlets:
+                raise ValueError(f"outlets={outlets}: a pressure outlet needs a velocity set whose hops are 1; "
+                                 f"{self.spec.velocity_set} hops {self.vs.max_hop} (use an outflow)")
         lid = np.zeros((faces, D)) if lid is None else np.asarray(lid, dtype=np.float64)
         if lid.size != faces * D:
             raise ValueError(f"lid: {lid.size} values; a {D}D lattice takes {faces} faces x {D} velocity components")
@@ -116,10 +118,12 @@ class Program(ColumnExchange, abc.ABC):
         rho_out = np.ones(faces) if rho_out is None else np.asarray(rho_out, dtype=np.float64).reshape(-1)
         if rho_out.size != faces:
             raise ValueError(f"rho_out: {rho_out.size} values; a {D}D lattice takes one density per face ({faces})")
-        size = sum(D * int(np.prod(self.shape)) // self.shape[f // 2] for f in range(faces))
+        V = D if self.vs.max_hop == 1 else self.vs.Q     # values per face site (open_faces.inflow_size)
+        size = sum(V * int(np.prod(self.shape)) // self.shape[f // 2] for f in range(faces))
         if inlets:
             if inflow is None or np.asarray(inflow).size != size:
-                raise ValueError(f"inflow: the inlets' face-site velocities, {size} values on this lattice "
+                what = "velocities" if self.vs.max_hop == 1 else "equilibria at unit density"
+                raise ValueError(f"inflow: the inlets' face-site {what}, {size} values on this lattice "
                                  f"(open_faces.inflow_size); got {None if inflow is None else np.asarray(inflow).size}")
             inflow = np.ascontiguousarray(inflow, dtype=np.float64).reshape(-1)
         else:

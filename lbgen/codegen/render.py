@@ -192,8 +192,6 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "tb_max_depth": MAX_TIME_BLOCK,
         "size_errors": SIZE_ERRORS,
         "opposite": list(vs.opposite),
-        # the open faces (inlets, outlets, outflows, slips) need hops of 1 (lbgen.simulation.open_faces)
-        "open_hops": vs.max_hop == 1,
         "population_of": lambda hop: [tuple(int(e) for e in v) for v in vs.velocities].index(tuple(hop)),
         **{f"c{axis}": [int(e[a]) for e in vs.velocities] for a, axis in enumerate("xyz"[:D])},
     }

@@ -83,7 +83,8 @@ class DistributedSimulation(DistributedState, Lattice):
         try:
             depth = 1 if time_block == "auto" else time_block_value(time_block, allow_auto=False)
             thermal = isinstance(kw.get("walls"), Walls)
-            opening = {k: kw.pop(k) for k in ("inlet", "outlet", "outflow", "slip") if kw.get(k) is not None}
+            opening = {k: kw.pop(k) for k in ("inlet", "outlet", "outflow", "slip", "inlet_temperature")
+                       if kw.get(k) is not None}
             if opening and thermal:
                 raise SimulationError(f"{', '.join(opening)}: the open faces do not run beside the 2D thermal walls")
             body = body_input(kw.pop("bodies", None), mask, self.shape, kw.pop("body_bc", None))
@@ -257,7 +258,9 @@ class DistributedSimulation(DistributedState, Lattice):
         cut = OpenFaces(inlets, {f: r for f, r in self.open_faces.outlets.items() if f in held},
                         tuple(f for f in self.open_faces.outflows if f in held),
                         tuple(f for f in self.open_faces.slips if f in held),
-                        {f: p for f, p in self.open_faces.profiles.items() if f in held})
+                        {f: p for f, p in self.open_faces.profiles.items() if f in held},
+                        {f: t for f, t in self.open_faces.temperatures.items() if f in held},
+                        self.open_faces.velocity_set, self.open_faces.max_hop)
         base = self.sim.bounds or BounceBack((), {}, local_mask, D)
         self.sim.bounds = dataclasses.replace(base, open=cut, shape=tuple(self.extended))
         for region in self.sim.regions:

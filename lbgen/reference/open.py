@@ -14,8 +14,23 @@ typed from the papers' rules (not from lbgen's templates or ``lbgen.simulation.o
   (c_p with its normal component reversed) that left the site one tangential hop back
   (x - c_p with the normal component removed).
 
+Sets whose hops are longer than 1 (the thermal sets: a link crosses an open face from up to
+|c| layers deep; the rules of the virtual site x - c_p beyond the face that the link comes from):
+
+* velocity inlet -- the equilibrium boundary (Krueger et al. 2017, ch. 5, the equilibrium
+  scheme; Mohamad, Lattice Boltzmann Method, 2011): f_p(x, t+1) = f^eq_p(rho(x, t), u_in, T_in),
+  rho the arriving site's post-collision density, f^eq the set's equilibrium (``equilibrium``);
+* outflow -- zero gradient: the virtual site holds the face layer's post-collision
+  populations (the source coordinate along the face's axis clamped into the lattice);
+* free slip -- the virtual site is the mirror image in the half-way face (coordinate
+  s -> -1 - s, 2 L - 1 - s) with the population's normal component reversed;
+* a wall or lid bounces back as above; pressure outlets are not defined there.
+
+For hops of 1 the outflow and slip rules above are these (the face layer is the site's own).
+
 A link crossing several faces (edges, corners) takes, in this order: a wall, lid or inlet face
-(bounce-back with the first moving face in axis order x, y, z), else an outlet (the first in
+(bounce-back with the first moving face in axis order x, y, z; with longer hops a wall or
+lid only, then the first inlet in axis order), else an outlet (the first in
 axis order), else the outflow / slip rule on every face it crosses at once.  A link that
 crosses no face but starts in a solid cell bounces back.  Populations are (Q, *shape) arrays
 of post-collision values; solid cells hold 0.
@@ -39,7 +54,9 @@ class OpenBoundaries:
     """Boundaries of a lattice of ``shape`` for the hops ``c`` (Q, D), weights ``w`` and c_s^2
     ``cs2`` (lattice units): ``kinds`` {'x-low': 'wall' | 'inlet' | 'outlet' | 'outflow' |
     'slip'} (a face not named is periodic), ``velocity`` {face: (D,) lid or inlet velocity, or an
-    array of the face's sites x D}, ``rho_out`` {face: density}, ``solid`` a mask or None."""
+    array of the face's sites x D}, ``rho_out`` {face: density}, ``solid`` a mask or None;
+    with hops longer than 1, ``temperature`` {inlet face: T_in} (default 1) and ``equilibrium``
+    (rho, u (D,), T) -> (Q,) the set's equilibrium (lattice units)."""
 
     shape: Tuple[int, ...]
     c: np.ndarray
@@ -49,6 +66,8 @@ class OpenBoundaries:
     velocity: Dict[str, np.ndarray] = field(default_factory=dict)
     rho_out: Dict[str, float] = field(default_factory=dict)
     solid: Optional[np.ndarray] = None
+    temperature: Dict[str, float] = field(default_factory=dict)
+    equilibrium: Optional[Callable] = None
 
     def __post_init__(self):
         self.c = np.asarray(self.c, dtype=int)
@@ -56,6 +75,7 @@ class OpenBoundaries:
         index = {tuple(v): i for i, v in enumerate(self.c.tolist())}
         self.index = index
         self.opp = np.array([index[tuple(-v for v in c)] for c in self.c.tolist()])
+        self.long = int(np.abs(self.c).max()) > 1
 
     def _u_face(self, face: str, site) -> np.ndarray:
         D = len(self.shape)
@@ -84,8 +104,13 @@ class OpenBoundaries:
                     if name is not None and name in self.kinds:
                         crossed.append((a, name))
                 kinds = [self.kinds[n] for _, n in crossed]
-                if any(k in ("wall", "inlet") for k in kinds):
-                    moving = [n for _, n in crossed if self.kinds[n] in ("wall", "inlet") and n in self.velocity]
+                if self.long and "inlet" in kinds and "wall" not in kinds:
+                    face = next(n for _, n in crossed if self.kinds[n] == "inlet")
+                    out[(p,) + site] = self.equilibrium(rho[site], self._u_face(face, site),
+                                                        self.temperature.get(face, 1.0))[p]
+                elif any(k in (("wall",) if self.long else ("wall", "inlet")) for k in kinds):
+                    moving = [n for _, n in crossed if self.kinds[n] in ("wall",) + ("inlet",) * (not self.long)
+                              and n in self.velocity]
                     uw = self._u_face(moving[0], site) if moving else np.zeros(D)
                     out[(p,) + site] = f[(self.opp[p],) + site] + 2 * self.w[p] * rho[site] * (
                         np.dot(cp, uw)) / self.cs2
@@ -106,8 +131,12 @@ class OpenBoundaries:
                         if a not in [b for b, _ in crossed]:
                             src[a] = (site[a] - cp[a]) % shape[a]
                     for a, n in crossed:
+                        s = site[a] - cp[a]                # the virtual site beyond the face
                         if self.kinds[n] == "slip":
                             q[a] = -cp[a]
+                            src[a] = -1 - s if s < 0 else 2 * shape[a] - 1 - s
+                        else:
+                            src[a] = 0 if s < 0 else shape[a] - 1
                     out[(p,) + site] = f[(self.index[tuple(q)],) + tuple(src)]
         if solid is not None:
             out[:, solid] = 0.0

@@ -111,6 +111,8 @@ def open_arguments(cfg: Any) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     if getattr(cfg, "inlet", None):
         out["inlet"] = {cfg.inlet: (cfg.inlet_profile, cfg.inlet_speed)}
+        if getattr(cfg, "inlet_temperature", None) is not None:
+            out["inlet_temperature"] = cfg.inlet_temperature
     if getattr(cfg, "outlet", None):
         out["outlet"] = {f: cfg.outlet_density if rho is None else rho for f, rho in cfg.outlet.items()}
     if getattr(cfg, "outflow", None):

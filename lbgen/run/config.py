@@ -93,6 +93,7 @@ class RunConfig:
     inlet: Optional[str] = None                # open faces (lbgen.simulation.open_faces): a velocity inlet face,
     inlet_speed: float = OPTIONS["inlet_speed"].default          # its speed (model units)
     inlet_profile: str = OPTIONS["inlet_profile"].default        # and profile,
+    inlet_temperature: Optional[float] = None  # and temperature (thermal sets; None: T0 = 1)
     outlet: Optional[Dict[str, Optional[float]]] = None          # pressure outlets {face: rho or None}
     outlet_density: float = OPTIONS["outlet_density"].default    # the density of those without one,
     outflow: Optional[str] = None              # a zero-gradient outflow face
@@ -444,6 +445,8 @@ class RunConfig:
         opened = {k: getattr(self, k) for k in ("inlet", "inlet_speed", "inlet_profile", "outlet", "outlet_density",
                                                 "outflow", "slip")} if (self.inlet or self.outlet or self.outflow
                                                                         or self.slip) else {}
+        if self.inlet_temperature is not None:     # a run without one keeps the identity it had
+            opened["inlet_temperature"] = self.inlet_temperature
         three.update(opened)       # open faces (a run without them keeps the identity it had)
         return {"lx": self.lx, "ly": self.ly, **three, "collision": self.collision, "parameters": dict(self.parameters),
                 "gravity": list(self.gravity), "walls": self.walls, "precision": self.precision,

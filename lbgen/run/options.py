@@ -107,6 +107,9 @@ SCHEMA: Tuple[Option, ...] = (
     Option("inlet_profile", "choice", "uniform", "Inlet profile: uniform, parabolic (the channel's parabola "
            "across a walled tangential axis, the rectangular duct's series across two) or biparabolic (the "
            "product of the two parabolas: the DFG 3D inflow).", choices=PROFILES, identity=True),
+    Option("inlet_temperature", "float", None, "Inlet temperature T_in (units of the reference T0 = 1, > 0) of a "
+           "thermal set (d2q37, d2v17, d3q39, d3q103), whose inlets are the set's equilibrium at the inlet's "
+           "velocity and T_in; default 1.", optional=True, minimum=0.0, identity=True),
     Option("outlet", "outlets", None, "Pressure outlets FACE or FACE=RHO (anti-bounce-back at that density, "
            "else --outlet-density), several separated by ';': x-low=1.01;x-high=0.99 drives by a pressure "
            "difference.", optional=True, identity=True),
@@ -314,6 +317,16 @@ def _streaming(v) -> Optional[str]:
     return f"in-place streaming runs the fused kernels of one backend, one step per sweep, not with {what}" if what else None
 
 
+def _inlet_temperature(v) -> Optional[str]:
+    """--inlet-temperature: the temperature of a velocity inlet on a thermal set."""
+    if not v.get("inlet"):
+        return "it is the temperature of the velocity inlet: it needs --inlet"
+    if set_entry(v["velocity_set"]).isothermal:
+        return (f"{v['velocity_set']} is isothermal (T = 1): an inlet temperature needs a thermal set "
+                f"(d2q37, d2v17, d3q39, d3q103)")
+    return None
+
+
 def _device(v) -> Optional[str]:
     return None if "opencl" in (v["backend"], v["hetero"]) else (
         "it selects an OpenCL device: it needs --backend opencl or --hetero opencl")
@@ -406,6 +419,7 @@ APPLIES: Dict[str, Callable[[Mapping[str, Any]], Optional[str]]] = {
     "outflow": _bounce("it is an open face"), "slip": _bounce("they are free-slip walls"),
     "inlet_speed": lambda v: None if v.get("inlet") else "it is the speed of the velocity inlet: it needs --inlet",
     "inlet_profile": lambda v: None if v.get("inlet") else "it is the profile of the velocity inlet: it needs --inlet",
+    "inlet_temperature": _inlet_temperature,
     "outlet_density": lambda v: None if v.get("outlet") and None in as_outlets(v["outlet"]).values() else (
         "it is the density of the pressure outlets given without one: it needs --outlet FACE (not FACE=RHO)"),
     "body_bc": lambda v: None if v.get("geometry") or v.get("setup") in FLOWS else (

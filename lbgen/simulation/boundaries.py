@@ -165,7 +165,7 @@ class BounceBack:
 
     @classmethod
     def of(cls, walls, lid, mask, shape, velocity_set: str, inlet=None, outlet=None, outflow=None,
-           slip=None) -> Optional["BounceBack"]:
+           slip=None, inlet_temperature=None) -> Optional["BounceBack"]:
         """The checked boundaries, or None for a periodic box (each argument refused in words)."""
         def warn(note: str) -> None:       # a lid or an inlet in the unstable Mach band: taken, with a warning
             from lbgen.model.physics import LidMachWarning
@@ -177,7 +177,8 @@ class BounceBack:
         from lbgen.model.catalog import set_entry
         hop = set_entry(velocity_set).max_hop if velocity_set is not None else 1
         opened = open_faces(inlet, outlet, outflow, slip, walls=faces, shape=tuple(shape),
-                            velocity_set=velocity_set, max_hop=hop, mask=m, warn=warn)
+                            velocity_set=velocity_set, max_hop=hop, mask=m, warn=warn,
+                            inlet_temperature=inlet_temperature)
         return cls(faces, lids, m, D, opened, tuple(shape)) if faces or m is not None or opened else None
 
     def check_runs(self, device_backend, time_block, backend: str = "c") -> None:

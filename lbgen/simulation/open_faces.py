@@ -23,15 +23,37 @@ kernels' rule, ``templates/common.j2``'s ``pull_bounced``; the oracle ``lbgen.re
 * **free slip** -- specular reflection at the half-way face: the mirrored population of the
   neighbour along the face; the normal velocity vanishes there and the shear stress is zero.
 
-The open faces need a velocity set whose hops are 1 (D2Q9, D3Q15, D3Q19, D3Q27): the thermal
-sets' longer hops cross several layers of an open face, where these rules are not derived.
+**Sets whose hops are longer than 1** (the thermal D2Q37, D2V17, D3Q39, D3Q103: hops of 2 and 3
+sites cross an open face from up to 3 layers deep).  The same per-link rule, stated for the
+virtual sites beyond the face that such a link comes from:
+
+* **thermal velocity inlet** -- an equilibrium boundary (Krueger et al. 2017, ch. 5, the
+  "equilibrium scheme"; Mohamad, Lattice Boltzmann Method, Springer 2011; FluidX3D's
+  equilibrium boundary cells): every link that arrives across an inlet face, at any depth,
+  gets the set's own equilibrium f_p^eq(rho, u_in, T_in), rho the arriving site's density (as
+  the hop-1 inlet takes it), u_in the face site's velocity and T_in the inlet's temperature
+  (``inlet_temperature``; default 1, the lattice's reference T0).  The equilibrium is the
+  model's sympy-derived one (``lbgen.model.collision.equilibrium``, no force shift): it is
+  linear in rho, so the kernels get its values at rho = 1 per face site and multiply by the
+  site's density.  Velocity bounce-back is not derived for links that start several layers
+  inside the face, and it imposes no temperature; the equilibrium imposes u_in and T_in at once.
+* **outflow** -- zero gradient: the virtual sites beyond the face hold the face layer's
+  post-collision populations (the source site's coordinate along the face's axis clamped into
+  the lattice); for hops of 1 it is the rule above.
+* **free slip** -- the virtual sites are the mirror image of the lattice in the half-way face
+  (source coordinate s -> -1 - s at a low face, 2 L - 1 - s at a high one) with the population's
+  normal component reversed; for hops of 1 it is the rule above.
+* **pressure outlet** -- not on these sets (refused in words): anti-bounce-back's even part is
+  the second-order equilibrium, not the thermal sets' third- or fourth-order one; use an outflow.
+
+An inlet temperature needs a thermal set (the hop-1 sets are isothermal).
 Inlet speeds follow the lids' Mach rule (``lbgen.model.physics.lid_mach_check``).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, Mapping, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -122,13 +144,17 @@ def _mapping(value, D: int, what: str, default) -> Dict[Face, object]:
 class OpenFaces:
     """The checked open faces of a lattice: ``inlets`` {face: (face sites..., D) velocities},
     ``outlets`` {face: rho_out}, ``outflows`` and ``slips`` (faces); ``profiles`` {face: how the
-    inlet's velocity was given} for the description."""
+    inlet's velocity was given} for the description; ``temperatures`` {inlet face: T_in} and the
+    ``velocity_set`` with its ``max_hop`` (hops longer than 1: the inlets are equilibria)."""
 
     inlets: Dict[Face, np.ndarray] = field(default_factory=dict)
     outlets: Dict[Face, float] = field(default_factory=dict)
     outflows: Tuple[Face, ...] = ()
     slips: Tuple[Face, ...] = ()
     profiles: Dict[Face, str] = field(default_factory=dict)
+    temperatures: Dict[Face, float] = field(default_factory=dict)
+    velocity_set: Optional[str] = None
+    max_hop: int = 1
 
     def __bool__(self) -> bool:
         return bool(self.inlets or self.outlets or self.outflows or self.slips)
@@ -152,35 +178,70 @@ class OpenFaces:
         for f, rho in self.outlets.items():
             rho_out[face_index(f)] = rho
         inlets = {f: u for f, u in self.inlets.items() if keep(f)}
-        return {**bits, "rho_out": rho_out, "inflow": inflow_array(inlets, shape) if inlets else None}
+        if not inlets:
+            inflow = None
+        elif self.max_hop == 1:
+            inflow = inflow_array(inlets, shape)
+        else:
+            inflow = inflow_equilibria(inlets, self.temperatures, shape, self.velocity_set)
+        return {**bits, "rho_out": rho_out, "inflow": inflow}
 
     def describe(self) -> str:
         """'inlet x-low (parabolic U = 0.05), outlet x-high (rho 1), slip y-low'."""
-        parts = [f"inlet {'-'.join(f)} ({self.profiles.get(f, 'profile')})" for f in self.inlets]
+        parts = [f"inlet {'-'.join(f)} ({self.profiles.get(f, 'profile')}"
+                 + (f", T_in {self.temperatures[f]:g}" if f in self.temperatures else "") + ")" for f in self.inlets]
         parts += [f"outlet {'-'.join(f)} (rho {rho:g})" for f, rho in self.outlets.items()]
         parts += [f"outflow {'-'.join(f)}" for f in self.outflows]
         parts += [f"slip {'-'.join(f)}" for f in self.slips]
         return ", ".join(parts)
 
 
-def inflow_size(shape) -> int:
-    """Values of the kernels' inflow array: D per site of every face (2D faces)."""
+def inflow_size(shape, values=None) -> int:
+    """Values of the kernels' inflow array: ``values`` per site of every face (2D faces): the D
+    velocity components (the default; hops of 1), or the Q populations of the inlet's
+    equilibrium at unit density (sets whose hops are longer)."""
     D = len(shape)
-    return sum(D * int(np.prod(shape)) // shape[f // 2] for f in range(2 * D))
+    V = D if values is None else int(values)
+    return sum(V * int(np.prod(shape)) // shape[f // 2] for f in range(2 * D))
 
 
 def inflow_array(inlets: Mapping[Face, np.ndarray], shape) -> np.ndarray:
-    """The kernels' flat inflow array: face f's block (D values per face site, row-major over
-    the other axes) after the blocks of faces 0 .. f-1; faces without an inlet hold 0."""
+    """The kernels' flat inflow array: face f's block (V values per face site, row-major over
+    the other axes) after the blocks of faces 0 .. f-1; faces without an inlet hold 0.
+    ``inlets`` {face: (face sites..., V)}: the velocities (V = D), or the equilibria (V = Q)."""
     D = len(shape)
+    V = next(iter(inlets.values())).shape[-1] if inlets else D
     blocks = []
     for f in range(2 * D):
         face = (AXES[f // 2], SIDES[f % 2])
-        block = np.zeros(face_shape(face, shape) + (D,))
+        block = np.zeros(face_shape(face, shape) + (V,))
         if face in inlets:
             block[...] = inlets[face]
         blocks.append(block.reshape(-1))
     return np.concatenate(blocks)
+
+
+def inlet_equilibrium(u: np.ndarray, T_in: float, velocity_set: str) -> np.ndarray:
+    """The set's equilibrium at unit density, velocity u (..., D) and temperature T_in, no force
+    (model units; ``lbgen.model.collision.equilibrium``, the sympy-derived one the kernels
+    collide with): an array (..., Q).  rho f^eq(1, u, T) = f^eq(rho, u, T): the kernels multiply
+    by the arriving site's density."""
+    from lbgen.model.derived import equilibrium_assignments
+    eq = equilibrium_assignments(velocity_set)
+    u = np.asarray(u, dtype=float)
+    D = u.shape[-1]
+    ones = np.ones(u.shape[:-1])
+    out = eq.evaluate([ones, *(u[..., k] for k in range(D)), T_in * ones],
+                      **{str(p): 0.0 for p in eq.parameters})
+    return np.moveaxis(out, 0, -1)
+
+
+def inflow_equilibria(inlets: Mapping[Face, np.ndarray], temperatures: Mapping[Face, float], shape,
+                      velocity_set: str) -> np.ndarray:
+    """The kernels' flat inflow array of a set whose hops are longer than 1: per face site the
+    Q populations of ``inlet_equilibrium`` (T_in from ``temperatures``, default 1)."""
+    return inflow_array({f: inlet_equilibrium(u, temperatures.get(f, 1.0), velocity_set)
+                         for f, u in inlets.items()}, shape)
 
 
 def channel_profile(n: int) -> np.ndarray:
@@ -321,21 +382,27 @@ def _finite(v, what: str) -> float:
 
 
 def open_faces(inlet=None, outlet=None, outflow=None, slip=None, *, walls=(), shape, velocity_set=None,
-               max_hop: int = 1, mask=None, warn=None) -> OpenFaces:
+               max_hop: int = 1, mask=None, warn=None, inlet_temperature=None) -> OpenFaces:
     """The checked open faces of a lattice of ``shape`` with the no-slip wall faces ``walls``:
     ``inlet`` {face: speed | ('parabolic'|'uniform', U) | velocity | array}, ``outlet`` faces
-    (rho_out 1) or {face: rho_out}, ``outflow`` faces, ``slip`` faces or axes.  Refused in words:
-    a face of two kinds, an open face whose opposite face is periodic, a set whose hops are
-    longer than 1, a non-positive outlet density, an inlet above the Mach limit, a solid voxel on
-    an open face."""
+    (rho_out 1) or {face: rho_out}, ``outflow`` faces, ``slip`` faces or axes,
+    ``inlet_temperature`` T_in of every inlet or {inlet face: T_in} (thermal sets; default 1).
+    Refused in words: a face of two kinds, an open face whose opposite face is periodic, a
+    pressure outlet on a set whose hops are longer than 1, an inlet temperature on an isothermal
+    set, on a face that is no inlet, not finite or <= 0, a non-positive outlet density, an inlet
+    above the Mach limit, a solid voxel on an open face."""
     D = len(shape)
     inlets_in = _mapping(inlet, D, "inlet", None)
+    temperatures = _temperatures(inlet_temperature, inlets_in, D, velocity_set, max_hop)
     outlets_in = _mapping(outlet, D, "outlet", 1.0)
     outflows = faces_of(outflow, D, "outflow", axes_allowed=False)
     slips = faces_of(slip, D, "slip", axes_allowed=True)
     given = [("wall", f) for f in walls] + [("inlet", f) for f in inlets_in] + [("outlet", f) for f in outlets_in] \
         + [("outflow", f) for f in outflows] + [("slip", f) for f in slips]
     if len(given) == len(walls):
+        if temperatures:
+            raise SimulationError(f"inlet_temperature={inlet_temperature!r}: an inlet temperature needs a velocity "
+                                  f"inlet (inlet=...)")
         return OpenFaces()
     seen: Dict[Face, str] = {}
     for kind, f in given:
@@ -343,10 +410,12 @@ def open_faces(inlet=None, outlet=None, outflow=None, slip=None, *, walls=(), sh
             raise SimulationError(f"the {'-'.join(f)} face is given as {seen[f]} and as {kind}: a face has one "
                                   f"kind (wall, lid, inlet, outlet, outflow, slip or periodic)")
         seen[f] = kind
-    if max_hop != 1:
-        raise SimulationError(f"inlets, outlets, outflows and slip walls need a velocity set whose hops are 1 "
-                              f"(d2q9, d3q15, d3q19, d3q27); {velocity_set} hops {max_hop} sites, which cross "
-                              f"several layers of an open face")
+    if max_hop != 1 and outlets_in:
+        raise SimulationError(f"a pressure outlet ({', '.join('-'.join(f) for f in outlets_in)}) needs a velocity set "
+                              f"whose hops are 1 (d2q9, d3q15, d3q19, d3q27): its anti-bounce-back's even part is the "
+                              f"second-order equilibrium, not {velocity_set}'s, whose hops of {max_hop} sites cross "
+                              f"several layers of the face; on {velocity_set} use an outflow (zero gradient), "
+                              f"beside velocity inlets (with a temperature) and slip walls")
     for kind, f in given:
         other = (f[0], "high" if f[1] == "low" else "low")
         if kind != "wall" and other not in seen:
@@ -378,7 +447,35 @@ def open_faces(inlet=None, outlet=None, outflow=None, slip=None, *, walls=(), sh
         sources = list(inlets) or exits[:1]
         for target in [f for f in exits if f not in sources]:
             _check_path(np.asarray(mask) != 0, sources, target, periodic, seen)
-    return OpenFaces(inlets, outlets, outflows, slips, profiles)
+    return OpenFaces(inlets, outlets, outflows, slips, profiles, temperatures, velocity_set, max_hop)
+
+
+def _temperatures(value, inlets: Mapping[Face, object], D: int, velocity_set, max_hop: int) -> Dict[Face, float]:
+    """{inlet face: T_in} of ``inlet_temperature`` (a number: every inlet; a mapping: per face),
+    checked: finite and > 0, on inlet faces, on a thermal set."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        given = _mapping(value, D, "inlet_temperature", None)
+    else:
+        if not inlets:
+            raise SimulationError(f"inlet_temperature={value!r}: an inlet temperature needs a velocity inlet "
+                                  f"(inlet=...)")
+        given = {f: value for f in inlets}
+    if max_hop == 1:
+        raise SimulationError(f"inlet_temperature={value!r}: {velocity_set or 'this set'} is isothermal (T = 1); an "
+                              f"inlet temperature needs a thermal set (d2q37, d2v17, d3q39, d3q103)")
+    out = {}
+    for f, T in given.items():
+        if f not in inlets:
+            raise SimulationError(f"inlet_temperature: the {'-'.join(f)} face is not a velocity inlet; give "
+                                  f"temperatures of the inlet faces ({', '.join('-'.join(g) for g in inlets) or 'none'})")
+        T = _finite(T, f"inlet {'-'.join(f)}: temperature")
+        if T <= 0:
+            raise SimulationError(f"inlet {'-'.join(f)}: temperature {T:g}; an inlet temperature must be > 0 "
+                                  f"(units of the reference temperature T0 = 1)")
+        out[f] = T
+    return out
 
 
 def _layer(a: int, side: str, shape) -> tuple:

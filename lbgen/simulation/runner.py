@@ -96,7 +96,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                  device_backend: Optional[str] = None, host_columns: int = 0, device: Optional[str] = None,
                  backend_options: Optional[dict] = None, device_options: Optional[dict] = None,
                  time_block: int = 1, storage: Optional[str] = None, inlet: Optional[Mapping] = None, outlet=None,
-                 outflow=None, slip=None, bodies=None, body_bc: Optional[str] = None, body_closed=(),
+                 outflow=None, slip=None, inlet_temperature=None, bodies=None, body_bc: Optional[str] = None, body_closed=(),
                  streaming: str = "pull", **operator_parameters):
         """``operator_parameters``: the collision operator's own (tau for bgk; C1, C2, C3 for
         regularized; see ``lbgen.model.operators``), defaults from its record.  ``storage``: how
@@ -146,9 +146,14 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                 raise SimulationError(f"bodies run on one backend, one step per sweep: time_block={self.time_block}, "
                                       f"device_backend={device_backend!r} (use time_block=1 and one backend)")
         #: the bounce-back boundaries (walls, lid, mask; None: none), refused where they cannot run
-        self.bounds = BounceBack.of(bounce, lid, mask, shape, vs_name, inlet, outlet, outflow, slip)
+        self.bounds = BounceBack.of(bounce, lid, mask, shape, vs_name, inlet, outlet, outflow, slip,
+                                    inlet_temperature)
         if self.bounds is not None:
             self.bounds.check_runs(device_backend, self.time_block, backend)
+            if walls is not None and self.bounds.open:     # the thermal walls' kernels take no open faces
+                raise SimulationError(f"the open faces ({self.bounds.open.describe()}) do not run beside the thermal "
+                                      f"walls (walls=Walls(...)): their kernels take none; give no-slip walls "
+                                      f"(walls='{wall_axis}') or leave the open faces out")
         self.streaming = check_streaming(streaming, device_backend=device_backend, time_block=self.time_block,
                                          fused=fused, bodies=body, bounds=self.bounds, backend=backend)
         self._parity = InPlaceParity() if self.streaming == "inplace" else None

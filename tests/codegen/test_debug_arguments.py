@@ -3,7 +3,7 @@ any work: NULL buffers, region or parameter record, source == destination, a reg
 outside the lattice, a relaxation time or C outside its range, a non-finite force, a wall
 switch that is not 0/1, a non-positive wall temperature, a wall-row relaxation time tau_wall
 other than 0 (the default 1) or > 1/2 where a wall is held, a lid bit on a periodic axis, a lid
-velocity normal to its face.  Each refusal prints one line naming the kernel and the argument
+velocity normal to its face, a pressure outlet on a thermal set (hops of 3: outflows and slips run).  Each refusal prints one line naming the kernel and the argument
 and aborts; the driver's SIGABRT handler then compares both lattice buffers with their
 snapshot and exits 42 when they are unchanged (43 when the kernel wrote before refusing).
 Calls with good arguments, and calls a kernel allows (collide in place, bc with no collision
@@ -159,6 +159,25 @@ int main(int argc, char **argv)
 }
 """
 
+#: a thermal set without the thermal walls (D2Q37, hops of 3): open faces but no pressure outlets
+DRIVER2D_OPEN = HARNESS + r"""
+int main(int argc, char **argv)
+{
+    const int lx = 8, ly = 12;
+    const char *c = argv[1];
+    F = lbgen_alloc(lx, ly); G = lbgen_alloc(lx, ly);
+    if (!F || !G) return 4;
+    arm(lbgen_buffer_size(lx, ly));
+    lbgen_region all = lbgen_whole(lx, ly);
+    lbgen_params par;
+    memset(&par, 0, sizeof par);
+    par.tau = 0.8;
+    if (!strcmp(c, "outflows")) { par.outflows = 3; par.slips = 12; lbgen_fused(F, G, lx, ly, &all, &par); }
+    if (!strcmp(c, "outlet-thermal")) { par.outlets = 2; par.outflows = 1; lbgen_fused(F, G, lx, ly, &all, &par); }
+    return 0;
+}
+"""
+
 
 def _build(folder, spec, driver, defines=()):
     emit(spec, folder)
@@ -180,6 +199,7 @@ def builds(tmp_path_factory):
                          KernelSpec(layout="soa", collision="regularized", walls=True), DRIVER2D),
         "3d": _build(tmp_path_factory.mktemp("dbg3"), KernelSpec(velocity_set="d3q19", layout="caosoa", vl=4),
                      DRIVER3D),
+        "2d-open": _build(tmp_path_factory.mktemp("dbg2o"), KernelSpec(layout="soa"), DRIVER2D_OPEN),
     }
 
 
@@ -240,6 +260,7 @@ REFUSED = [
     ("3d", "walls-bits", "lbgen_fused:", "par->walls"),
     ("3d", "open-two-kinds", "lbgen_fused:", "par->walls and par->outflows"),
     ("3d", "inlet-no-inflow", "lbgen_propagate:", "par->inflow"),
+    ("2d-open", "outlet-thermal", "lbgen_fused:", "par->outlets"),
 ]
 
 
@@ -255,7 +276,7 @@ def test_a_debug_build_refuses_a_bad_argument_before_writing(builds, build, case
 @pytest.mark.parametrize("build, case", [
     ("2d", "ok"), ("2d", "collide-in-place"), ("2d", "bc-no-tau"), ("2d", "T-zero-fused"),
     ("2d", "T-zero-adiabatic"), ("2d-reg", "ok"), ("3d", "ok"), ("3d", "one-face"), ("3d", "collide-in-place"),
-    ("2d", "tau-wall-ok"), ("2d-reg", "tau-wall-no-wall"), ("2d", "bc-no-tau-wall")])
+    ("2d", "tau-wall-ok"), ("2d-reg", "tau-wall-no-wall"), ("2d", "bc-no-tau-wall"), ("2d-open", "outflows")])
 def test_a_debug_build_runs_the_calls_a_kernel_allows(builds, build, case):
     out = _run(builds[build], case)
     assert out.returncode == 0 and out.stderr == "", (out.returncode, out.stderr)

@@ -36,6 +36,11 @@ if comm.rank == 0:
 CHANNEL = {"velocity_set": "d2q9", "walls": "y-low", "slip": "y-high",
            "inlet": {"x-low": ["uniform", 0.04]}, "outflow": "x-high"}
 DUCT = {"velocity_set": "d3q19", "walls": "yz", "inlet": {"x-low": ["parabolic", 0.05]}, "outlet": {"x-high": 0.99}}
+#: the thermal sets (hops of 3): the equilibrium inlet at an inflow temperature, an outflow, slip walls
+THERMAL = {"velocity_set": "d2q37", "slip": "y", "inlet": {"x-low": ["uniform", 0.05]}, "outflow": "x-high",
+           "inlet_temperature": 1.02}
+THERMAL3D = {"velocity_set": "d3q39", "collision": "bgk", "walls": "z-low", "slip": "z-high",
+             "inlet": {"x-low": ["uniform", 0.04]}, "outflow": "x-high", "inlet_temperature": 0.98}
 
 
 @pytest.mark.parametrize("n, grid, shape, bounds", [
@@ -43,7 +48,12 @@ DUCT = {"velocity_set": "d3q19", "walls": "yz", "inlet": {"x-low": ["parabolic",
     pytest.param(2, "1x1x2", (10, 6, 16), DUCT),
     pytest.param(2, "2x1x1", (12, 6, 8), DUCT, marks=pytest.mark.slow),
     pytest.param(2, "1x2", (12, 12), CHANNEL, marks=pytest.mark.slow),
-], ids=["channel-2x1", "duct-1x1x2", "duct-2x1x1", "channel-1x2"])
+    pytest.param(2, "2x1", (16, 8), THERMAL),
+    pytest.param(2, "1x2", (12, 16), THERMAL, marks=pytest.mark.slow),
+    pytest.param(2, "2x1x1", (14, 4, 12), THERMAL3D, marks=pytest.mark.slow),
+    pytest.param(2, "1x1x2", (10, 4, 24), THERMAL3D, marks=pytest.mark.slow),
+], ids=["channel-2x1", "duct-1x1x2", "duct-2x1x1", "channel-1x2", "thermal-2x1", "thermal-1x2", "thermal3d-2x1x1",
+        "thermal3d-1x1x2"])
 def test_open_faces_on_split_axes_are_bit_identical_to_one_process(tmp_path, n, grid, shape, bounds):
     from lbgen.simulation.runner import Simulation
     D = len(shape)

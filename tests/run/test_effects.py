@@ -160,6 +160,7 @@ EFFECTS = {
     "inlet": (OPEN, {"outlet": "x-low;x-high"}, {"inlet": "x-low", "outlet": "x-high"}),
     "inlet_speed": ({**OPEN, "inlet": "x-low", "outlet": "x-high"}, 0.02, 0.05),
     "inlet_profile": ({**OPEN, "inlet": "x-low", "outlet": "x-high"}, "uniform", "parabolic"),
+    "inlet_temperature": ({"inlet": "x-low", "outflow": "x-high"}, 1.0, 1.05),      # d2q37: the equilibrium inlet
     "outlet": ({**OPEN, "inlet": "x-low"}, "x-high", "x-high=1.01"),
     "outlet_density": ({**OPEN, "inlet": "x-low", "outlet": "x-high"}, 1.0, 1.02),
     "outflow": ({**OPEN, "inlet": "x-low"}, {"outlet": "x-high"}, {"outflow": "x-high"}),
@@ -213,6 +214,8 @@ REFUSED = {
     "outflow": ({"walls": True}, "x-high"), "slip": ({"walls": True}, "x"),
     # the inlet's speed and profile without an inlet; the outlets' density where each has its own
     "inlet_speed": (D2Q9, 0.02), "inlet_profile": (D2Q9, "parabolic"),
+    # an inlet temperature without an inlet (on an isothermal set: tests/run/test_open_thermal_run.py)
+    "inlet_temperature": ({}, 1.05),
     "outlet_density": ({**OPEN, "inlet": "x-low", "outlet": "x-high=1.01"}, 1.02),
     # options of 2D runs only, given to a 3D run
     "walls": (D3, True),

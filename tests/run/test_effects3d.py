@@ -59,6 +59,8 @@ EFFECTS3D = {
     "inlet": (DUCT, {"outlet": "x-low;x-high"}, {"inlet": "x-low", "outlet": "x-high"}),
     "inlet_speed": ({**DUCT, "inlet": "x-low", "outlet": "x-high"}, 0.02, 0.05),
     "inlet_profile": ({**DUCT, "inlet": "x-low", "outlet": "x-high"}, "uniform", "parabolic"),
+    "inlet_temperature": ({"velocity_set": "d3q39", "collision": "bgk", "lz": 12, "inlet": "x-low",
+                           "outflow": "x-high"}, 1.0, 1.05),
     "outlet": ({**DUCT, "inlet": "x-low"}, "x-high", "x-high=1.01"),
     "outlet_density": ({**DUCT, "inlet": "x-low", "outlet": "x-high"}, 1.0, 1.02),
     "outflow": ({**DUCT, "inlet": "x-low"}, {"outlet": "x-high"}, {"outflow": "x-high"}),

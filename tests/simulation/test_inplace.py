@@ -126,6 +126,12 @@ def test_one_buffer_and_the_pull_state_through_the_simulation():
                        outlet={"x-high": 0.99})),
     ((10, 6, 16), dict(layout="caosoa", vl=4, walls="z", slip="y", inlet={"x-low": ("uniform", 0.05)},
                        outflow="x-high")),
+    # the thermal sets (hops of 3): the equilibrium inlet at T_in, the outflow and the slip walls read the
+    # three planes nearest each face from the snapshot
+    ((14, 8), dict(velocity_set="d2q37", collision="bgk", layout="soa", walls="y-low", slip="y-high",
+                   inlet={"x-low": ("uniform", 0.05)}, outflow="x-high", inlet_temperature=1.02)),
+    ((10, 6, 12), dict(velocity_set="d3q39", collision="bgk", layout="caosoa", vl=4, slip="yz",
+                       inlet={"x-high": ("uniform", 0.04)}, outflow="x-low", inlet_temperature=0.98)),
 ])
 def test_open_faces_in_place_give_the_pull_bits(shape, kw):
     """Velocity inlets, pressure outlets, outflows and free slip (lbgen.simulation.open_faces; validated

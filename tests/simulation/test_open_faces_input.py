@@ -88,7 +88,8 @@ def test_inlet_above_the_mach_limit_refused_with_the_lids_rule():
 
 
 def test_thermal_sets_and_bodies_on_open_faces_refused():
-    with pytest.raises(SimulationError, match="hops are 1.*d2q37 hops 3"):
+    with pytest.raises(SimulationError, match="pressure outlet .x-high. needs a velocity set whose hops are 1.*"
+                                              "use an outflow"):
         of((8, 12), "d2q37", inlet={"x-low": 0.05}, outlet="x-high")
     mask = np.zeros((8, 6), bool)
     mask[7, 2] = True
@@ -96,3 +97,35 @@ def test_thermal_sets_and_bodies_on_open_faces_refused():
         of(mask=mask, inlet={"x-low": 0.05}, outlet="x-high")
     mask[7, 2], mask[4, 2] = False, True
     assert of(mask=mask, inlet={"x-low": 0.05}, outlet="x-high").mask.sum() == 1
+
+
+def test_inlet_temperature_reaches_the_inflow_and_bad_ones_are_refused():
+    """Thermal sets: T_in per inlet (default 1) sets the inlet's equilibrium (the kernels' inflow:
+    Q values per face site, unit density: they sum to 1 and carry the energy of T_in)."""
+    from lbgen.model.derived import macroscopic_assignments
+    kw = dict(inlet={"x-low": 0.05}, outflow="x-high")
+    hot = of((8, 12), "d2q37", inlet_temperature=1.02, **kw)
+    assert hot.open.temperatures == {("x", "low"): 1.02}
+    inflow = hot.open.kernel_fields((8, 12))["inflow"]
+    assert inflow.size == inflow_size((8, 12), 37)
+    site = inflow[:37]                                  # x-low, y = 0
+    rho, ux, uy, T = macroscopic_assignments("d2q37").evaluate(site[:, None])[:, 0]
+    assert abs(rho - 1) < 1e-13 and abs(ux - 0.05) < 1e-13 and abs(uy) < 1e-13 and abs(T - 1.02) < 1e-13
+    default = of((8, 12), "d2q37", **kw).open.kernel_fields((8, 12))["inflow"]
+    T1 = macroscopic_assignments("d2q37").evaluate(default[:37, None])[3, 0]
+    assert abs(T1 - 1) < 1e-13
+    assert of((8, 12), "d2q37", inlet_temperature={"x-low": 0.9}, **kw).open.temperatures == {("x", "low"): 0.9}
+    for bad, words in ((0, "temperature 0; an inlet temperature must be > 0"),
+                       (-1.0, "temperature -1; an inlet temperature must be > 0"),
+                       (float("nan"), "temperature nan: need a finite number"),
+                       (float("inf"), "temperature inf: need a finite number"),
+                       ("hot", "temperature 'hot': need a finite number"),
+                       ({"x-high": 1.1}, "the x-high face is not a velocity inlet")):
+        with pytest.raises(SimulationError, match=words):
+            of((8, 12), "d2q37", inlet_temperature=bad, **kw)
+    with pytest.raises(SimulationError, match="d2q9 is isothermal.*needs a thermal set"):
+        of(inlet={"x-low": 0.05}, outflow="x-high", inlet_temperature=1.1)
+    with pytest.raises(SimulationError, match="needs a velocity inlet"):
+        of((8, 12), "d2q37", outflow="x-high x-low", inlet_temperature=1.1)
+    with pytest.raises(SimulationError, match="needs a velocity inlet"):
+        of((8, 12), "d2q37", inlet_temperature=1.1)
