@@ -195,3 +195,29 @@ def test_emit_renders_through_the_cached_generate(tmp_path, monkeypatch):
     monkeypatch.setattr(render, "_render", lambda s: pytest.fail("emit rendered the kernels again"))
     written = emit(spec, tmp_path / "out")
     assert written["lbgen_kernels.c"].read_text() == source.files["lbgen_kernels.c"]
+
+
+@pytest.mark.parametrize("walls", [False, True], ids=["periodic", "walls"])
+def test_the_cuda_readmes_time_step_compiles_as_written(tmp_path, walls):
+    """The emitted 2D CUDA README's "One time step" lines and its one-sweep line, copied into a
+    function, compile with nvcc against the emitted header: the launch wrappers' arguments as the
+    README writes them (they once lacked the boundaries a wrapper takes)."""
+    from lbgen.backends.cuda import nvcc
+    from helpers import require
+    require(*nvcc.available(), "nvcc")
+    emit(KernelSpec(backend="cuda", layout="caosoa", vl=32, walls=walls), tmp_path)
+    readme = (tmp_path / "README.md").read_text()
+    step = readme.split("## One time step\n", 1)[1].split("\n\n", 1)[0]
+    lines = [line.strip() for line in step.splitlines() if line.startswith("    ")]
+    one_sweep = re.search(r"or, in one sweep, `([^`]*)`", step).group(1)
+    assert len(lines) == 3 and "launch_fused" in one_sweep
+    body = "\n    ".join(lines + [one_sweep])
+    (tmp_path / "step.cu").write_text(
+        '#include "lbgen_kernels.cuh"\n'
+        "void step(lbgen_real *f, lbgen_real *g, int lx, int ly, double tau, double ax, double ay, double tau_wall,\n"
+        "          int wall_bottom, int wall_top, cudaStream_t s)\n"
+        "{\n    const int LX = lx, LY = ly;\n    " + body + "\n"
+        "    (void)tau_wall; (void)wall_bottom; (void)wall_top;\n}\n")
+    proc = subprocess.run([nvcc.find_nvcc(), "-c", "-arch=sm_90", "-o", "step.o", "step.cu"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, body + "\n" + proc.stdout + proc.stderr
