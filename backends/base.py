@@ -416,18 +416,18 @@ class Program(ColumnExchange, abc.ABC):
 
 def body_arrays(program, slot, weight, dirs, chunk) -> dict:
     """The host arrays of a body's links for ``program``'s link kernels (lbgen.simulation.bodies):
-    slot (2n int64 flat buffer indices), weight (2n, the program's arithmetic dtype), dir (D n int32), chunk
+    slot (3n int64 flat buffer indices), weight (3n, the program's arithmetic dtype), dir (D n int32), chunk
     (the chunks' first links and n, int64), and the value (n) and partial (chunks x D float64)
     arrays the kernels write; checked here (the kernels trust them)."""
     slot = np.ascontiguousarray(slot, dtype=np.int64)
-    n = slot.size // 2
+    n = slot.size // 3
     weight = np.ascontiguousarray(weight, dtype=program.codec.arith_dtype)
     dirs = np.ascontiguousarray(dirs, dtype=np.int32)
     chunk = np.ascontiguousarray(chunk, dtype=np.int64)
-    if slot.size != 2 * n or weight.size != 2 * n or dirs.size != program.D * n or chunk.size < 1 \
+    if slot.size != 3 * n or weight.size != 3 * n or dirs.size != program.D * n or chunk.size < 1 \
             or chunk[0] != 0 or chunk[-1] != n or np.any(np.diff(chunk) < 0):
         raise ValueError(f"body links: slot {slot.size}, weight {weight.size}, dir {dirs.size} and chunk {chunk.size} "
-                         f"values do not describe n links (2n, 2n, {program.D}n, chunks from 0 to n)")
+                         f"values do not describe n links (3n, 3n, {program.D}n, chunks from 0 to n)")
     if n and (slot.min() < 0 or slot.max() >= program.layout.size):
         raise ValueError(f"body links: a slot outside the lattice buffer (0 .. {program.layout.size - 1})")
     return {"slot": slot, "weight": weight, "dir": dirs, "chunk": chunk, "n": np.int32(n),

@@ -134,6 +134,12 @@ class DistributedSimulation(DistributedState, Lattice):
                 for a in AXES[:D]} if inplace else need
         self.dims = rank_grid(self.nranks, self.shape, H, parse_ranks_grid(ranks_grid, D), depth, held=held,
                               unsplit=unsplit, part_need=need)
+        if body is not None and body[4] == "quadratic" and any(p > 1 for p in self.dims):
+            # its q < 1/2 links read f*(x - 2c_i), two sites upstream: beyond a block's ghosts (H wide)
+            raise collective(SimulationError(
+                f"body_bc='quadratic' with {self.nranks} ranks split as {'x'.join(map(str, self.dims))}: the quadratic "
+                f"bounce-back reads two sites upstream of a link, beyond the one-site ghosts of a block; run it "
+                f"on one rank, or use body_bc='bouzidi' (linear) with ranks"))
         self.cart = comm.Create_cart(list(self.dims), periods=[True] * D, reorder=False)
         self.coords = tuple(self.cart.Get_coords(self.rank))
         self.neighbours = [self.cart.Shift(d, 1) for d in range(D)]          # (low, high) per axis

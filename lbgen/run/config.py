@@ -100,7 +100,7 @@ class RunConfig:
     slip: Optional[str] = None                 # free-slip wall faces ('y-low y-high')
     geometry: Optional[str] = None             # voxel mask .npy (the lattice's mask=; 2D and 3D)
     geometry_digest: Optional[str] = None      # sha256 of the mask the run started with (resolved)
-    body_bc: str = OPTIONS["body_bc"].default  # the bounce-back on the --geometry body (halfway, bouzidi)
+    body_bc: str = OPTIONS["body_bc"].default  # the bounce-back on the --geometry body (halfway, bouzidi, quadratic)
     stl_scale: float = OPTIONS["stl_scale"].default    # a --geometry mesh's placement: scale, rotation, offset
     stl_rotate: Optional[str] = None
     stl_offset: Optional[str] = None

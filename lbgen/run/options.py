@@ -122,8 +122,9 @@ SCHEMA: Tuple[Option, ...] = (
     Option("geometry", "path", None, "Voxel mask .npy of the lattice's shape, (LX, LY) in 2D or (LX, LY, LZ) in "
            "3D, bool or uint8 0/1 (1: solid), or a closed mesh .stl/.obj/.ply (3D); links into solid voxels bounce "
            "back; the force on the body is reported.", optional=True),
-    Option("body_bc", "choice", BODY_SCHEMES[0], "Bounce-back on the --geometry body: halfway, or bouzidi "
-           "(interpolated: Bouzidi et al. 2001, each link's wall distance from the mesh).", choices=BODY_SCHEMES,
+    Option("body_bc", "choice", BODY_SCHEMES[0], "Bounce-back on the --geometry body: halfway, bouzidi "
+           "(linear interpolated: Bouzidi et al. 2001, each link's wall distance from the mesh) or quadratic "
+           "(their quadratic interpolation; one rank).", choices=BODY_SCHEMES,
            identity=True),
     Option("stl_scale", "float", 1.0, "Lattice sites per unit of a --geometry mesh.", minimum=0.0, identity=True),
     Option("stl_rotate", "str", None, "Turn a --geometry mesh: AX,AY,AZ degrees about x, y, z.", optional=True,

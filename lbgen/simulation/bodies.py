@@ -14,7 +14,13 @@ post-collision state f*:
   f~ = f*_i(x) (nothing is written).  ``bouzidi``: the linear interpolated bounce-back of Bouzidi,
   Firdaouss & Lallemand, Phys. Fluids 13, 3452 (2001):
   q < 1/2: f~ = 2q f*_i(x) + (1 - 2q) f*_i(x - c_i);  q >= 1/2: f~ = f*_i(x)/(2q) + (2q - 1)/(2q) f*_ibar(x)
-  (where x - c_i is solid or beyond a wall the first falls back to half-way);
+  (where x - c_i is solid or beyond a wall the first falls back to half-way).  ``quadratic``: their
+  quadratic interpolation (the same paper; Krueger et al., The Lattice Boltzmann Method, 2017, 11.3),
+  three terms:
+  q < 1/2:  f~ = q(1 + 2q) f*_i(x) + (1 - 4q^2) f*_i(x - c_i) - q(1 - 2q) f*_i(x - 2c_i)
+  q >= 1/2: f~ = f*_i(x)/(q(2q + 1)) + (2q - 1)/q f*_ibar(x) - (2q - 1)/(2q + 1) f*_ibar(x - c_i)
+  (where a site it reads upstream is solid or beyond a wall, the linear scheme's value; the kernels
+  always take three terms, the third weight 0 for the others);
 * the momentum the links hand to the body, Ladd's momentum exchange (J. Fluid Mech. 271, 285,
   1994), for interpolated walls as Mei, Yu, Shyy & Luo, Phys. Rev. E 65, 041203 (2002) take it:
   F = sum over the body's links of c_i (f*_i(x) + f~), in lattice units per step; ``forces``
@@ -34,14 +40,15 @@ from lbgen.model.catalog import AXES
 from lbgen.simulation.parameters import SimulationError
 
 #: the bounce-back schemes a body takes (``body_bc``); the first is the default
-SCHEMES = ("halfway", "bouzidi")
+SCHEMES = ("halfway", "bouzidi", "quadratic")
 
 
 def body_scheme(name) -> str:
     """``name`` as one of SCHEMES, else SimulationError naming it."""
     if not isinstance(name, str) or name.lower() not in SCHEMES:
         raise SimulationError(f"body_bc={name!r}: the bounce-back on bodies is one of {', '.join(SCHEMES)} "
-                              f"(halfway: plain half-way bounce-back; bouzidi: interpolated, Bouzidi et al. 2001)")
+                              f"(halfway: plain half-way bounce-back; bouzidi: linear interpolated, quadratic: quadratic "
+                              f"interpolated bounce-back, Bouzidi et al. 2001)")
     return name.lower()
 
 
@@ -80,8 +87,8 @@ def find_links(labels: np.ndarray, e: np.ndarray, opposite: Sequence[int], walls
                closed: Sequence[str] = ()) -> dict:
     """The links x -> x + e_i of every fluid site x to a solid site inside the box, sorted by body
     then site then direction: site (n, D), p (n,) the direction i, label (n,), q (n,), and the
-    kernels' weights and source sites (``w`` (n, 2); ``src`` (n, D) and ``src_p`` (n,): the second
-    population read, f*_src_p(src)).  Links leave the box through the faces of wall axes and of
+    kernels' weights and source sites (``w`` (n, 3); ``src`` (n, 2, D) and ``src_p`` (n, 2): the
+    second and third populations read, f*_src_p[:, k](src[:, k])).  Links leave the box through the faces of wall axes and of
     the ``closed`` axes (a distributed block's split axes), and wrap through the others."""
     shape = labels.shape
     D = len(shape)
@@ -128,28 +135,44 @@ def find_links(labels: np.ndarray, e: np.ndarray, opposite: Sequence[int], walls
         raise SimulationError(f"bodies: the link from ({at}) along {tuple(int(v) for v in c[n])} ends in body "
                               f"{int(label[n])} but meets its surface at q = {q.ravel()[n] if q.size > n else q!r}; "
                               f"the surface must cut every link from a fluid to a solid site, 0 < q <= 1")
-    # the second population of each link and the weights
-    up = site - c
-    up_ok = np.ones(len(p), bool)
-    for k in range(D):
-        if AXES[k] in wall_axes:
-            up_ok &= (up[:, k] >= 0) & (up[:, k] < shape[k])
-        else:
-            up[:, k] %= shape[k]
-    up_ok[up_ok] = ~solid[tuple(up[up_ok].T)]
-    w = np.zeros((len(p), 2))
-    src, src_p = site.copy(), p.copy()
+    # the second and third populations of each link and the weights
+    def upstream(at):
+        """(the sites at - c, whether each is a fluid site inside the box)"""
+        up = at - c
+        ok = np.ones(len(p), bool)
+        for k in range(D):
+            if AXES[k] in wall_axes:
+                ok &= (up[:, k] >= 0) & (up[:, k] < shape[k])
+            else:
+                up[:, k] %= shape[k]
+        ok[ok] = ~solid[tuple(up[ok].T)]
+        return up, ok
+    up, up_ok = upstream(site)
+    up2, up2_ok = upstream(up)
+    up2_ok &= up_ok
+    w = np.zeros((len(p), 3))
+    src, src_p = np.stack([site, site], axis=1), np.stack([p, p], axis=1)
+    opp = np.asarray(opposite)[p]
     if scheme == "halfway":
         w[:, 0] = 1.0
     else:
         near = q < 0.5
+        far = ~near
         lin = near & up_ok
         w[lin, 0], w[lin, 1] = 2 * q[lin], 1 - 2 * q[lin]
-        src[lin] = up[lin]
+        src[lin, 0] = up[lin]
         w[near & ~up_ok, 0] = 1.0                         # no upstream fluid site: half-way
-        far = ~near
         w[far, 0], w[far, 1] = 1 / (2 * q[far]), (2 * q[far] - 1) / (2 * q[far])
-        src_p[far] = np.asarray(opposite)[p[far]]
+        src_p[far, 0] = opp[far]
+        if scheme == "quadratic":                         # else (a site upstream solid / outside): linear
+            quad = near & up2_ok
+            qq = q[quad]
+            w[quad] = np.stack([qq * (1 + 2 * qq), 1 - 4 * qq ** 2, -qq * (1 - 2 * qq)], axis=1)
+            src[quad, 1] = up2[quad]
+            quad = far & up_ok
+            qq = q[quad]
+            w[quad] = np.stack([1 / (qq * (2 * qq + 1)), (2 * qq - 1) / qq, -(2 * qq - 1) / (2 * qq + 1)], axis=1)
+            src[quad, 1], src_p[quad, 1] = up[quad], opp[quad]
     return {"site": site, "p": p, "c": c, "label": label, "q": q, "w": w, "src": src, "src_p": src_p, "flat": flat}
 
 
@@ -179,11 +202,12 @@ class BodyLinks:
         links = self.links = find_links(labels, vs.e, vs.opposite, walls, distance, scheme, closed)
         self.n = len(links["p"])
         lay = program.layout
-        slot = np.empty((self.n, 2), dtype=np.int64)
+        slot = np.empty((self.n, 3), dtype=np.int64)
         shift = np.zeros(self.D, np.int64)
         shift[0] = x_start
         slot[:, 0] = lay.site_index(links["p"], *(links["site"] - shift).T)
-        slot[:, 1] = lay.site_index(links["src_p"], *(links["src"] - shift).T)
+        for k in (1, 2):
+            slot[:, k] = lay.site_index(links["src_p"][:, k - 1], *(links["src"][:, k - 1] - shift).T)
         starts = chunks(links["label"], links["flat"])
         #: per chunk: its body and its fluid site (lattice coordinates)
         self.chunk_body, self.chunk_site = links["label"][starts[:-1]], links["site"][starts[:-1]]
@@ -196,12 +220,13 @@ class BodyLinks:
         if program.spec.streaming == "inplace":
             hop = np.asarray(lay.propagate_offsets(vs.e), dtype=np.int64)       # the address of x - c_p, less x's
             odd = np.empty_like(slot)
-            for k, (p, at) in enumerate(((links["p"], links["site"]), (links["src_p"], links["src"]))):
+            for k, (p, at) in enumerate(((links["p"], links["site"]), (links["src_p"][:, 0], links["src"][:, 0]),
+                                         (links["src_p"][:, 1], links["src"][:, 1]))):
                 odd[:, k] = lay.site_index(np.asarray(vs.opposite)[p], *((at - shift) % labels.shape).T) - hop[p]
             self.arrays_odd = program.body_upload(odd.ravel(), links["w"].ravel(), links["c"].ravel(), starts)
         self._last = self.arrays
         #: only interpolated links write populations
-        self.writes = bool(np.any(links["w"][:, 1] != 0))
+        self.writes = bool(np.any(links["w"][:, 1:] != 0))
         self.stepped = False
 
     def before_step(self, f, odd: bool = False) -> None:

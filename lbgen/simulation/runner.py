@@ -79,8 +79,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
     (bit-identical in strict mode).
 
     ``bodies`` (``lbgen.geometry.Bodies``, or an integer label array: 0 fluid, k body k) are solid
-    sites whose links bounce back half-way or, ``body_bc='bouzidi'``, interpolated with each link's
-    wall distance; ``forces()`` gives the force on each by momentum exchange
+    sites whose links bounce back half-way or, ``body_bc='bouzidi'`` (linear) / ``'quadratic'``,
+    interpolated with each link's wall distance; ``forces()`` gives the force on each by momentum exchange
     (``lbgen.simulation.bodies``; ``body_closed``: the axes a distributed block's links do not wrap).
 
     ``time_block=N`` (C backend, one region) advances N steps per sweep through cache

@@ -70,7 +70,7 @@ def _sim(D, bodies, scheme, backend="c", layout=None, vl=None, precision="double
 
 
 @pytest.mark.parametrize("D", [2, 3])
-@pytest.mark.parametrize("scheme", ["halfway", "bouzidi"])
+@pytest.mark.parametrize("scheme", ["halfway", "bouzidi", "quadratic"])
 @pytest.mark.parametrize("layout, vl", [pytest.param(*c, id=config_id(c)) for c in FAST_LAYOUT_CONFIGS])
 def test_body_links_match_the_oracle_on_every_layout(D, scheme, layout, vl):
     """Two bodies next to a wall, 5 steps: populations to 1e-12 and each body's force (the
@@ -90,12 +90,13 @@ def test_body_links_match_the_oracle_on_every_layout(D, scheme, layout, vl):
         assert np.abs(got[name] - 3.0 * forces[k]).max() < 1e-12 * max(1.0, np.abs(got[name]).max())
         assert np.abs(got[name]).max() > 1e-3           # a force to compare: the start is not at rest
     writes = sim.program.calls["body_put"]
-    assert writes == (5 if scheme == "bouzidi" else 0) and sim.program.calls["body_links"] == 5
+    assert writes == (0 if scheme == "halfway" else 5) and sim.program.calls["body_links"] == 5
 
 
 @pytest.mark.parametrize("D", [2, 3])
 @pytest.mark.parametrize("precision", ["double", "single"])
-def test_backends_agree_bit_for_bit(D, precision):
+@pytest.mark.parametrize("scheme", ["bouzidi", "quadratic"])
+def test_backends_agree_bit_for_bit(D, precision, scheme):
     """Strict builds: the C, OpenCL and CUDA-shim states equal bit for bit, Bouzidi links included;
     the forces too (double; single-precision OpenCL sums them in float: to 1e-6)."""
     from lbgen.backends import available
@@ -104,7 +105,7 @@ def test_backends_agree_bit_for_bit(D, precision):
     for backend in ("c", "opencl", "cuda-shim"):
         if not available(backend)[0]:
             continue
-        sim = _sim(D, bodies, "bouzidi", backend=backend, precision=precision)
+        sim = _sim(D, bodies, scheme, backend=backend, precision=precision)
         sim.set_populations(_start(D, bodies))
         sim.step(4)
         out[backend] = sim.state(), sim.forces()
@@ -197,7 +198,7 @@ def test_bad_bodies_are_refused_in_words(make, words):
     (dict(bodies=np.zeros((3, 3), int)), ["labels of shape (3, 3)", "(24, 32)"]),
     (dict(bodies="x"), ["labels of shape ()"]),
     (dict(body_bc="bouzidi"), ["body_bc='bouzidi' applies to bodies"]),
-    (dict(bodies=(_bodies(2).labels > 0).astype(int), body_bc="quadratic"), ["body_bc='quadratic'", "halfway, bouzidi"]),
+    (dict(bodies=(_bodies(2).labels > 0).astype(int), body_bc="cubic"), ["body_bc='cubic'", "halfway, bouzidi, quadratic"]),
     (dict(bodies=(_bodies(2).labels > 0).astype(int), mask=_bodies(2).labels > 0), ["mask and bodies both given"]),
     (dict(bodies=(_bodies(2).labels > 0).astype(int), time_block=2), ["time_block=2"]),
 ])

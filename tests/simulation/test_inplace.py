@@ -155,7 +155,7 @@ def test_open_faces_in_place_give_the_pull_bits(shape, kw):
     ((24, 16), [((7.6, 6.3), 3.4), ((15.2, 10.1), 1.6)], dict(velocity_set="d2q9", layout="soa", walls="y")),
     ((14, 10, 12), [((5.5, 4.6, 5.2), 2.6)], dict(velocity_set="d3q19", layout="caosoa", vl=2)),
 ])
-@pytest.mark.parametrize("scheme", ["halfway", "bouzidi"])
+@pytest.mark.parametrize("scheme", ["halfway", "bouzidi", "quadratic"])
 def test_bodies_in_place_give_the_pull_bits_and_forces_every_step(shape, spheres, kw, scheme):
     """Bodies (lbgen.simulation.bodies: half-way and Bouzidi et al. 2001 bounce-back, Ladd's momentum
     exchange; validated in pull by tests/simulation/test_bodies.py and test_body_drag.py) in place: before an odd step the

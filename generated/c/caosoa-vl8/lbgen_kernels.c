@@ -5236,8 +5236,9 @@ void lbgen_body_links(const lbgen_real *f, const int64_t *slot, const double *we
         double sx = 0;
         double sy = 0;
         for (int64_t n = chunk[c]; n < chunk[c + 1]; ++n) {
-            const real a = (real)f[slot[2*n]];
-            const store v = (store)((real)weight[2*n]*a + (real)weight[2*n + 1]*(real)f[slot[2*n + 1]]);
+            const real a = (real)f[slot[3*n]];
+            const store v = (store)((real)weight[3*n]*a + (real)weight[3*n + 1]*(real)f[slot[3*n + 1]]
+                                    + (real)weight[3*n + 2]*(real)f[slot[3*n + 2]]);
             value[n] = v;
             const double m = (double)a + (double)v;
             sx += m*(double)dir[2*n + 0];
@@ -5252,7 +5253,7 @@ void lbgen_body_put(lbgen_real *f, const int64_t *slot, const lbgen_real *value,
 {
     #pragma omp parallel for schedule(static)
     for (int g = 0; g < n; ++g)
-        f[slot[2*g]] = value[g];
+        f[slot[3*g]] = value[g];
 }
 
 void lbgen_pack(lbgen_real *f, const double *plain, int lx, int ly)

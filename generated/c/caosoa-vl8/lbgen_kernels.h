@@ -274,12 +274,12 @@ void lbgen_put_region(lbgen_real *f, const double *buf, int lx, int ly, const lb
 /* Bodies (lbgen.simulation.bodies): n links from fluid sites x to solid sites x + c_i, listed with
    the flat indices of their populations in f (any layout), called before each step on the
    post-collision state.  body_links: per chunk c of links chunk[c] <= n < chunk[c + 1] (in order),
-   value[n] = weight[2n] f[slot[2n]] + weight[2n + 1] f[slot[2n + 1]] (weights in the arithmetic double;
-   where the storage holds deviations, f and value are converted as every kernel does), the population the bounce-back
-   hands back (half-way: weights (1, 0), slot[2n] = f_i(x); interpolated bounce-back of Bouzidi,
-   Firdaouss & Lallemand 2001: the weights of the wall distance q), and partial[c*2 + d] = the sum
-   over the chunk of (f[slot[2n]] + value[n]) dir[n*2 + d] (doubles): the momentum the links
-   hand to the body (momentum exchange, Ladd 1994).  body_put: f[slot[2n]] = value[n]. */
+   value[n] = weight[3n] f[slot[3n]] + weight[3n + 1] f[slot[3n + 1]] + weight[3n + 2] f[slot[3n + 2]] (weights
+   in the arithmetic double; where the storage holds deviations, f and value are converted as every kernel does),
+   the population the bounce-back hands back (half-way: weights (1, 0, 0), slot[3n] = f_i(x); interpolated
+   bounce-back of Bouzidi, Firdaouss & Lallemand 2001, linear or quadratic: the weights of the wall distance q),
+   and partial[c*2 + d] = the sum over the chunk of (f[slot[3n]] + value[n]) dir[n*2 + d] (doubles): the
+   momentum the links hand to the body (momentum exchange, Ladd 1994).  body_put: f[slot[3n]] = value[n]. */
 void lbgen_body_links(const lbgen_real *f, const int64_t *slot, const double *weight, const int *dir,
                         const int64_t *chunk, int nchunk, lbgen_real *value, double *partial);
 void lbgen_body_put(lbgen_real *f, const int64_t *slot, const lbgen_real *value, int n);

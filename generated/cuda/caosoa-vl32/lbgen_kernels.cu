@@ -3298,11 +3298,11 @@ __global__ void __launch_bounds__(BLOCK) lbgen_diagnostics(const store *__restri
 /* Bodies (lbgen.simulation.bodies): the links from fluid sites x to solid sites x + c_i, listed
    on the host with the flat buffer indices of their populations (any layout), run before each
    step on the post-collision state.  lbgen_body_links: one thread per chunk c of links
-   chunk[c] <= n < chunk[c + 1], in order: value[n] = weight[2n] f[slot[2n]] + weight[2n + 1] f[slot[2n + 1]],
-   the population the bounce-back hands back to x (half-way: weights (1, 0); interpolated:
-   Bouzidi, Firdaouss & Lallemand 2001), and partial[c*2 + d] = the sum over the chunk of
-   (f[slot[2n]] + value[n]) dir[n*2 + d], the momentum the links hand to the body (Ladd 1994),
-   accumulated in double.  lbgen_body_put: f[slot[2n]] = value[n] (after body_links: the reads first). */
+   chunk[c] <= n < chunk[c + 1], in order: value[n] = the sum over k < 3 of weight[3n + k] f[slot[3n + k]],
+   the population the bounce-back hands back to x (half-way: weights (1, 0, 0); interpolated:
+   Bouzidi, Firdaouss & Lallemand 2001, linear or quadratic), and partial[c*2 + d] = the sum over the chunk of
+   (f[slot[3n]] + value[n]) dir[n*2 + d], the momentum the links hand to the body (Ladd 1994),
+   accumulated in double.  lbgen_body_put: f[slot[3n]] = value[n] (after body_links: the reads first). */
 __global__ void __launch_bounds__(BLOCK) lbgen_body_links(const store *__restrict__ f, const long long *__restrict__ slot, const real *__restrict__ weight,
         const int *__restrict__ dir, const long long *__restrict__ chunk, int nchunk, store *__restrict__ value, double *__restrict__ partial)
 {
@@ -3311,8 +3311,8 @@ __global__ void __launch_bounds__(BLOCK) lbgen_body_links(const store *__restric
     double sx = 0;
     double sy = 0;
     for (long long n = chunk[c]; n < chunk[c + 1]; ++n) {
-        const real a = f[slot[2*n]];
-        const real v = weight[2*n]*a + weight[2*n + 1]*f[slot[2*n + 1]];
+        const real a = f[slot[3*n]];
+        const real v = weight[3*n]*a + weight[3*n + 1]*f[slot[3*n + 1]] + weight[3*n + 2]*f[slot[3*n + 2]];
         value[n] = v;
         const double m = (double)a + (double)v;
         sx += m*(double)dir[2*n + 0];
@@ -3326,7 +3326,7 @@ __global__ void __launch_bounds__(BLOCK) lbgen_body_put(store *__restrict__ f, c
 {
     const ptrdiff_t g = ((ptrdiff_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (g >= n) return;
-    f[slot[2*g]] = value[g];
+    f[slot[3*g]] = value[g];
 }
 
 #ifndef __CUDACC_RTC__

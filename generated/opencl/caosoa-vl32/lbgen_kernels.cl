@@ -3323,11 +3323,11 @@ __kernel void lbgen_diagnostics(__global const store *restrict f, int lx, int ly
 /* Bodies (lbgen.simulation.bodies): the links from fluid sites x to solid sites x + c_i, listed
    on the host with the flat buffer indices of their populations (any layout), run before each
    step on the post-collision state.  lbgen_body_links: one work-item per chunk c of links
-   chunk[c] <= n < chunk[c + 1], in order: value[n] = weight[2n] f[slot[2n]] + weight[2n + 1] f[slot[2n + 1]],
-   the population the bounce-back hands back to x (half-way: weights (1, 0); interpolated:
-   Bouzidi, Firdaouss & Lallemand 2001), and partial[c*2 + d] = the sum over the chunk of
-   (f[slot[2n]] + value[n]) dir[n*2 + d], the momentum the links hand to the body (Ladd 1994),
-   accumulated in double.  lbgen_body_put: f[slot[2n]] = value[n] (after body_links: the reads first). */
+   chunk[c] <= n < chunk[c + 1], in order: value[n] = the sum over k < 3 of weight[3n + k] f[slot[3n + k]],
+   the population the bounce-back hands back to x (half-way: weights (1, 0, 0); interpolated:
+   Bouzidi, Firdaouss & Lallemand 2001, linear or quadratic), and partial[c*2 + d] = the sum over the chunk of
+   (f[slot[3n]] + value[n]) dir[n*2 + d], the momentum the links hand to the body (Ladd 1994),
+   accumulated in double.  lbgen_body_put: f[slot[3n]] = value[n] (after body_links: the reads first). */
 __kernel void lbgen_body_links(__global const store *restrict f, __global const long *restrict slot, __global const real *restrict weight,
         __global const int *restrict dir, __global const long *restrict chunk, int nchunk, __global store *restrict value, __global double *restrict partial)
 {
@@ -3336,8 +3336,8 @@ __kernel void lbgen_body_links(__global const store *restrict f, __global const 
     double sx = 0;
     double sy = 0;
     for (long n = chunk[c]; n < chunk[c + 1]; ++n) {
-        const real a = f[slot[2*n]];
-        const real v = weight[2*n]*a + weight[2*n + 1]*f[slot[2*n + 1]];
+        const real a = f[slot[3*n]];
+        const real v = weight[3*n]*a + weight[3*n + 1]*f[slot[3*n + 1]] + weight[3*n + 2]*f[slot[3*n + 2]];
         value[n] = v;
         const double m = (double)a + (double)v;
         sx += m*(double)dir[2*n + 0];
@@ -3351,5 +3351,5 @@ __kernel void lbgen_body_put(__global store *restrict f, __global const long *re
 {
     const lbgen_index g = (lbgen_index)get_global_id(0);
     if (g >= n) return;
-    f[slot[2*g]] = value[g];
+    f[slot[3*g]] = value[g];
 }
