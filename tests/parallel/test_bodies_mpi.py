@@ -126,3 +126,31 @@ def test_steady_stops_every_rank_at_the_one_process_step(tmp_path):
     last = int(rows[1][-1][0])
     assert 3 * 4 * 88 * 3 ** 0.5 < last < 20000
     assert "steady at step %d" % last in r.output and "steady at step %d" % last in proc.stdout + proc.stderr
+
+
+REFUSAL = """
+import sys
+from mpi4py import MPI
+from lbgen.geometry import Bodies, Sphere
+from lbgen.parallel.simulation import DistributedSimulation
+from lbgen.simulation.parameters import SimulationError
+bodies = Bodies((16, 15), [Sphere((7.6, 6.3), 3.4)], names=["a"])
+try:
+    DistributedSimulation(MPI.COMM_WORLD, 16, 15, ranks_grid=sys.argv[1], bodies=bodies, body_bc="quadratic", tau=0.8)
+    print("built", MPI.COMM_WORLD.rank)
+except SimulationError as e:
+    print("refused", MPI.COMM_WORLD.rank, e)
+"""
+
+
+def test_quadratic_walls_on_split_axes_are_refused_in_words(tmp_path):
+    """The quadratic bounce-back reads two sites upstream, beyond a block's one-site ghosts: every rank
+    refuses it, naming the split; one rank builds it."""
+    (tmp_path / "run.py").write_text(REFUSAL)
+    proc = mpirun(2, ["2x1"], tmp_path, script=tmp_path / "run.py")
+    assert proc.returncode == 0, proc.stderr
+    lines = sorted(proc.stdout.strip().splitlines())
+    assert [line.split()[:2] for line in lines] == [["refused", "0"], ["refused", "1"]], proc.stdout
+    assert "body_bc='quadratic' with 2 ranks split as 2x1" in lines[0] and "body_bc='bouzidi'" in lines[0]
+    proc = mpirun(1, ["1x1"], tmp_path, script=tmp_path / "run.py")
+    assert proc.returncode == 0 and proc.stdout.split() == ["built", "0"], (proc.stdout, proc.stderr)
