@@ -53,7 +53,7 @@ def test_a_mask_run_reports_the_force_on_the_body(tmp_path):
     assert list(sim.forces()["body1"]) == force
 
 
-@pytest.mark.parametrize("scheme", ["halfway", "bouzidi"])
+@pytest.mark.parametrize("scheme", ["halfway", "bouzidi", "quadratic"])
 def test_an_stl_body_runs_in_3d(tmp_path, scheme):
     trimesh = pytest.importorskip("trimesh")
     pytest.importorskip("rtree")
@@ -77,7 +77,7 @@ def test_an_stl_body_runs_in_3d(tmp_path, scheme):
     (["--geometry", "{mask}", "--stl-scale", "2"], ["--stl-scale has no effect", "--geometry MESH"]),
     (["--geometry", "{empty}"], ["holds no solid site"]),
     (["--geometry", "{stl}"], ["a triangle mesh is a 3D body", "this run is 2D"]),
-    (["--geometry", "{mask}", "--body-bc", "cubic"], ["unknown body bc 'cubic'", "halfway, bouzidi"]),
+    (["--geometry", "{mask}", "--body-bc", "cubic"], ["unknown body bc 'cubic'", "halfway, bouzidi, quadratic"]),
 ])
 def test_bad_bodies_are_refused_before_any_work(tmp_path, args, words):
     mask, _ = _mask(tmp_path)
