@@ -130,16 +130,22 @@ class DistributedSimulation(DistributedState, Lattice):
                                     f"split: use --ranks-grid {self.nranks}x1")
         held = () if thermal else tuple(dict.fromkeys(a for a, _ in self.closed_faces))
         reach = 2 if inplace else depth     # in place: 2H wide ghosts last the AA pattern's two steps
+        # quadratic walls on bodies read f*(x - 2c_i): two ghost layers (2H planes), traded every step
+        quadratic = body is not None and body[4] == "quadratic"
+        if quadratic:
+            reach = max(reach, 2)
+            need = {a: (2 * H, "the quadratic bounce-back's ghosts (two sites upstream of a link) need")
+                    for a in AXES[:D]} if need is None else need
         need = {a: (2 * H, f"in-place streaming's ghosts need (2 x {H}: two AA steps x largest hop)")
                 for a in AXES[:D]} if inplace else need
         self.dims = rank_grid(self.nranks, self.shape, H, parse_ranks_grid(ranks_grid, D), depth, held=held,
                               unsplit=unsplit, part_need=need)
-        if body is not None and body[4] == "quadratic" and any(p > 1 for p in self.dims):
-            # its q < 1/2 links read f*(x - 2c_i), two sites upstream: beyond a block's ghosts (H wide)
+        if quadratic and inplace and any(p > 1 for p in self.dims):
+            # its q < 1/2 links read f*(x - 2c_i): the AA pattern's odd step finds only H valid ghost planes
             raise collective(SimulationError(
-                f"body_bc='quadratic' with {self.nranks} ranks split as {'x'.join(map(str, self.dims))}: the quadratic "
-                f"bounce-back reads two sites upstream of a link, beyond the one-site ghosts of a block; run it "
-                f"on one rank, or use body_bc='bouzidi' (linear) with ranks"))
+                f"body_bc='quadratic' with streaming='inplace' on {self.nranks} ranks split as "
+                f"{'x'.join(map(str, self.dims))}: the quadratic bounce-back reads two sites upstream of a link, "
+                f"beyond the ghosts an in-place odd step holds; use streaming='pull', one rank, or body_bc='bouzidi'"))
         self.cart = comm.Create_cart(list(self.dims), periods=[True] * D, reorder=False)
         self.coords = tuple(self.cart.Get_coords(self.rank))
         self.neighbours = [self.cart.Shift(d, 1) for d in range(D)]          # (low, high) per axis
@@ -193,11 +199,15 @@ class DistributedSimulation(DistributedState, Lattice):
         self.rank_regions = [d for part in comm.allgather(mine) for d in part]
 
     def _block_bodies(self, body):
-        """The bodies of this rank's extended block: labels cut, wall distances in global coordinates."""
+        """The bodies of this rank's extended block: labels cut, wall distances in global coordinates
+        (wrapped into the box)."""
         labels, names, distance = body[1][np.ix_(*self._indices())], body[2], body[3]
         corner = np.array([o - g for o, g in zip(self.origin, self.ghost_low)])
+        shape = np.array(self.shape)
+        # ghost sites beyond a periodic seam wrap into the box (their labels were cut so), where the
+        # body's surface is: a link of a ghost two planes deep may end in a body across the seam
         return BlockBodies(labels, names, None if distance is None else
-                           (lambda sites, dirs: distance(np.asarray(sites) + corner, dirs)))
+                           (lambda sites, dirs: distance((np.asarray(sites) + corner) % shape, dirs)))
 
     @property
     def bodies(self):

@@ -124,7 +124,7 @@ SCHEMA: Tuple[Option, ...] = (
            "back; the force on the body is reported.", optional=True),
     Option("body_bc", "choice", BODY_SCHEMES[0], "Bounce-back on the --geometry body: halfway, bouzidi "
            "(linear interpolated: Bouzidi et al. 2001, each link's wall distance from the mesh) or quadratic "
-           "(their quadratic interpolation; one rank).", choices=BODY_SCHEMES,
+           "(their quadratic interpolation).", choices=BODY_SCHEMES,
            identity=True),
     Option("stl_scale", "float", 1.0, "Lattice sites per unit of a --geometry mesh.", minimum=0.0, identity=True),
     Option("stl_rotate", "str", None, "Turn a --geometry mesh: AX,AY,AZ degrees about x, y, z.", optional=True,
