@@ -120,7 +120,7 @@ def test_backends_agree_bit_for_bit(D, precision, scheme):
 
 
 @pytest.mark.parametrize("D", [2, 3])
-@pytest.mark.parametrize("scheme", ["halfway", "bouzidi"])
+@pytest.mark.parametrize("scheme", ["halfway", "bouzidi", "quadratic"])
 def test_momentum_budget_of_every_step(D, scheme):
     """Momentum conservation, exact for the scheme (Ladd 1994; Mei et al. 2002): over one step the
     fluid's momentum changes by what the body force adds minus what the bodies take,
