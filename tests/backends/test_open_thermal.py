@@ -17,9 +17,8 @@ from lbgen.reference import bulk, bulk3d
 from lbgen.reference.open import OpenBoundaries, run_open
 from lbgen.simulation.open_faces import face_index, inflow_equilibria
 from programs import PROGRAMS
+from test_open_faces import STEPS, TAU, kernel_run      # the hop-1 test's steps, tau and kernel stepping
 
-STEPS = 3
-TAU = 0.8
 T_IN = 1.03
 #: the kinds of the faces of each case; ('lid', u) carries a value
 CASES = {
@@ -93,16 +92,6 @@ def case_inputs(D, case, seed=5, name=None):
     assert np.abs(want - periodic).max() > 1e-3          # the faces did something
     inflow = inflow_equilibria(inlets, {f: t for f, t in temps.items() if isinstance(f, tuple)}, shape, name)
     return f0, dict(bits, lid=lid, inflow=inflow), want
-
-
-def kernel_run(prog, f0, bc, fused):
-    prog.set_boundaries(**bc)
-    f, g = prog.pack(f0), prog.allocate()
-    params = {"tau": TAU, **{k: 0.0 for k in ("ax", "ay", "az")[:prog.D]}}
-    for _ in range(STEPS):
-        prog.step_halo(f)
-        f, g = prog.step(f, g, params, fused=fused)
-    return prog.unpack(f)
 
 
 @pytest.mark.parametrize("D,layout,vl", list(_params()))
