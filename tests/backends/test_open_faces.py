@@ -58,14 +58,14 @@ def _state(D, name, shape, rng):
     return f0, (lat.c, lat.w, lat.cs2), np.sqrt(3.0), (lambda g: bulk3d.collide(g, "bgk", tau=TAU, lat=lat))
 
 
-def case_inputs(D, name, case, seed=3):
-    """(initial state, the kernels' set_boundaries keywords, the oracle's state after STEPS)."""
-    shape = SHAPES[D]
-    rng = np.random.default_rng(seed)
-    f0, (c, w, cs2), r, collide = _state(D, name, shape, rng)
+def face_inputs(faces, shape, rng, r):
+    """The kernels' face bits, lid velocities (lattice units), inlets {face: velocities} (lattice
+    units), the oracle's velocities {face: model units}, rho_out and the oracle's outlet densities
+    of the faces {'x-low': (kind, value)}; the inlets' velocities drawn from ``rng``."""
+    D = len(shape)
     bits = dict(walls=0, lids=0, inlets=0, outlets=0, outflows=0, slips=0)
     lid, rho_out, inlets, velocity, rhos = np.zeros((2 * D, D)), np.ones(2 * D), {}, {}, {}
-    for face, (kind, value) in CASES[D][case].items():
+    for face, (kind, value) in faces.items():
         index = face_index(tuple(face.split("-")))
         bits[{"lid": "walls", "wall": "walls"}.get(kind, kind + "s")] |= 1 << index
         if kind == "lid":
@@ -77,6 +77,15 @@ def case_inputs(D, name, case, seed=3):
             inlets[tuple(face.split("-"))], velocity[face] = r * u, u      # model units: xi = r c
         elif kind == "outlet":
             rho_out[index] = rhos[face] = value
+    return bits, lid, rho_out, inlets, velocity, rhos
+
+
+def case_inputs(D, name, case, seed=3):
+    """(initial state, the kernels' set_boundaries keywords, the oracle's state after STEPS)."""
+    shape = SHAPES[D]
+    rng = np.random.default_rng(seed)
+    f0, (c, w, cs2), r, collide = _state(D, name, shape, rng)
+    bits, lid, rho_out, inlets, velocity, rhos = face_inputs(CASES[D][case], shape, rng, r)
     kinds = {f: "wall" if k == "lid" else k for f, (k, _) in CASES[D][case].items()}
     want = run_open(f0, STEPS, OpenBoundaries(shape, c, w, cs2, kinds, velocity, rhos), collide)
     periodic = run_open(f0, STEPS, OpenBoundaries(shape, c, w, cs2), collide)

@@ -15,9 +15,9 @@ import pytest
 from lbgen.model.velocity_set import velocity_set
 from lbgen.reference import bulk, bulk3d
 from lbgen.reference.open import OpenBoundaries, run_open
-from lbgen.simulation.open_faces import face_index, inflow_equilibria
+from lbgen.simulation.open_faces import inflow_equilibria
 from programs import PROGRAMS
-from test_open_faces import STEPS, TAU, kernel_run      # the hop-1 test's steps, tau and kernel stepping
+from test_open_faces import STEPS, TAU, face_inputs, kernel_run      # the hop-1 test's faces, steps, tau, stepping
 
 T_IN = 1.03
 #: the kinds of the faces of each case; ('lid', u) carries a value
@@ -71,19 +71,9 @@ def case_inputs(D, case, seed=5, name=None):
     name = name or NAMES[D]
     rng = np.random.default_rng(seed)
     f0, (c, w, cs2), r, collide, eq = _state(D, shape, rng, name)
-    bits = dict(walls=0, lids=0, inlets=0, outlets=0, outflows=0, slips=0)
-    lid, inlets, velocity, temps = np.zeros((2 * D, D)), {}, {}, {}
-    for face, (kind, value) in CASES[D][case].items():
-        index = face_index(tuple(face.split("-")))
-        bits[{"lid": "walls", "wall": "walls"}.get(kind, kind + "s")] |= 1 << index
-        if kind == "lid":
-            bits["lids"] |= 1 << index
-            lid[index], velocity[face] = r * np.asarray(value), np.asarray(value)
-        elif kind == "inlet":
-            a = "xyz".index(face[0])
-            u = 0.03 * rng.standard_normal(tuple(n for b, n in enumerate(shape) if b != a) + (D,))
-            inlets[tuple(face.split("-"))], velocity[face] = r * u, u      # model units: xi = r c
-            temps[face] = temps[tuple(face.split("-"))] = T_IN
+    bits, lid, _, inlets, velocity, _ = face_inputs(CASES[D][case], shape, rng, r)
+    temps = {face: T_IN for face, (kind, _) in CASES[D][case].items() if kind == "inlet"}
+    temps.update({tuple(face.split("-")): T_IN for face in list(temps)})
     kinds = {f: "wall" if k == "lid" else k for f, (k, _) in CASES[D][case].items()}
     oracle = OpenBoundaries(shape, c, w, cs2, kinds, velocity, solid=None,
                             temperature={f: t for f, t in temps.items() if isinstance(f, str)}, equilibrium=eq)
