@@ -101,6 +101,10 @@ class Program(ColumnExchange, abc.ABC):
             raise ValueError(f"open faces (inlets, outlets, outflows, slips) do not run with streaming 'inplace' on "
                              f"the {self.spec.backend} backend yet (their rules read the neighbours' populations of a "
                              f"second buffer); use streaming 'pull' or the C backend")
+        if opened and not self.spec.open_face_rules:
+            raise ValueError(f"open faces (inlets, outlets, outflows, slips): these {self.spec.velocity_set} kernels carry "
+                             f"no open faces' rules (its hops are longer than 1: they are emitted on request); build "
+                             f"them with KernelSpec(open_faces=True) (lbgen emit --open-faces)")
         if opened and self.vs.max_hop != 1:
             if outlets:
                 raise ValueError(f"outlets={outlets}: a pressure outlet needs a velocity set whose hops are 1; "

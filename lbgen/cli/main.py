@@ -177,20 +177,24 @@ def _cuda_without_gpu() -> dict:
 @click.option("--halo-y", type=int, default=None,
               help="C: Y halo rows (cluster rows), at least the set's largest hop (default): padding to match a "
                    "host code's layout, e.g. 16.")
+@click.option("--open-faces", is_flag=True,
+              help="The thermal sets (hops longer than 1: d2q37, d2v17, d3q39, d3q103): also emit the open faces' "
+                   "rules (inlets at a temperature, outflows, free slip; the params' inlets ... inflow). The sets "
+                   "whose hops are 1 always carry theirs.")
 @click.option("--report", is_flag=True, help="CUDA: compile with nvcc for sm_80 and sm_90 and show registers/spills.")
 @any_set_option
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: generated/<backend>/<layout>[-vl<VL>][-<precision>][-<collision>]).")
 @friendly
 def emit(backend, layout, vl, precision, collision, storage, streaming, lx, ly, prefix, streaming_stores, walls, wall_scheme,
-         wall_axis, block_size, halo_y, report, velocity_set, output):
+         wall_axis, block_size, halo_y, open_faces, report, velocity_set, output):
     """Write self-contained kernels (+ header, example driver, Makefile, README) to embed."""
     from lbgen.codegen.emit import emit as do_emit
     vl = vl_option(vl)      # None: the backend's DEFAULT_VL for clustered layouts
     spec = KernelSpec(backend=backend, layout=layout, vl=vl, precision=precision, collision=collision,
                       lx=lx, ly=ly, prefix=prefix, streaming_stores=streaming_stores, walls=walls,
                       wall_scheme=wall_scheme, block_size=block_size, velocity_set=velocity_set.lower(), halo_y=halo_y,
-                      storage=storage, streaming=streaming, wall_axis=wall_axis)
+                      storage=storage, streaming=streaming, wall_axis=wall_axis, open_faces=open_faces)
     spec = spec.validate()
     if report and spec.backend != "cuda":
         raise UserError("--report shows nvcc's register and spill figures: it needs --backend cuda")

@@ -129,6 +129,8 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         "D": D,
         "Q": vs.Q,
         "HALO": vs.max_hop,
+        # the kernels carry the open faces' rules (KernelSpec.open_face_rules)
+        "open_faces": spec.open_face_rules,
         "VL": vl,
         "clustered": clustered,
         "real": "float" if spec.precision == "single" else "double",     # arithmetic

@@ -215,6 +215,9 @@ class KernelSpec:
     storage: Optional[str] = None  # populations' storage (lbgen.codegen.storage); None: the precision's own
     streaming: str = "pull"       # STREAMING: "pull" (two buffers) or "inplace" (one, the AA pattern)
     wall_axis: Optional[str] = None  # thermal walls: the axis they stand across ('x'; 3D also 'y'); None: the last (y in 2D, z in 3D)
+    # the sets whose hops are longer than 1 (the thermal sets): also emit the open faces' rules
+    # (lbgen.simulation.open_faces; open_face_rules); the hop-1 sets always carry theirs
+    open_faces: bool = False
 
     @property
     def compile_time_sizes(self) -> bool:
@@ -223,6 +226,14 @@ class KernelSpec:
     @property
     def tag(self) -> str:
         return layout_tag(self.layout, self.vl)
+
+    @property
+    def open_face_rules(self) -> bool:
+        """Whether the kernels carry the open faces' rules (inlets, outlets, outflows, slips:
+        lbgen.simulation.open_faces): always on a set whose hops are 1, with ``open_faces`` on the
+        others (their long-hop rules make every kernel larger and slower to compile)."""
+        entry = MODEL_SETS.get(str(self.velocity_set).lower())
+        return bool(self.open_faces) or (entry is not None and entry.max_hop == 1)
 
     @property
     def dimension(self) -> int:
@@ -249,6 +260,15 @@ class KernelSpec:
             except ValueError as e:
                 raise SpecError(str(e)) from None
         self._check_streaming()
+        if not isinstance(self.open_faces, bool):
+            raise SpecError(f"open_faces={self.open_faces!r}: True (emit the open faces' rules for a set whose hops "
+                            f"are longer than 1) or False")
+        if self.open_faces and entry is not None:
+            if entry.max_hop == 1:      # its kernels always carry them: one spec, one cache entry
+                return _replace(self, open_faces=False).validate(lx, ly)
+            if self.walls:
+                raise SpecError("open_faces=True (--open-faces) with walls=True (--walls): the thermal walls' kernels "
+                                "take no open faces; leave one of them out")
         if self.storage is not None:
             spec = self._normalised_storage()
             if spec is not self:

@@ -56,6 +56,8 @@ def emit_command(spec: KernelSpec) -> str:  # noqa: C901
         words.append(f"--storage {spec.storage}")
     if spec.streaming != "pull":
         words.append(f"--streaming {spec.streaming}")
+    if spec.open_faces:
+        words.append("--open-faces")
     return " ".join(words)
 
 

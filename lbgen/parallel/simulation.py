@@ -179,7 +179,7 @@ class DistributedSimulation(DistributedState, Lattice):
                 kw.update(bodies=self._block_bodies(body), body_bc=body[4],
                           body_closed=tuple(a for a, p in zip(AXES, self.dims) if p > 1))
             self.sim = Simulation(*self.extended, mask=None if body is not None else local_mask,
-                                  time_block=depth if sweep else 1, **kw)
+                                  time_block=depth if sweep else 1, open_rules=self.open_faces is not None, **kw)
             if self.open_faces is not None:
                 self._open_block(local_mask)
             if thermal:

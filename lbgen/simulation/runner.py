@@ -82,6 +82,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
     sites whose links bounce back half-way or, ``body_bc='bouzidi'`` (linear) / ``'quadratic'``,
     interpolated with each link's wall distance; ``forces()`` gives the force on each by momentum exchange
     (``lbgen.simulation.bodies``; ``body_closed``: the axes a distributed block's links do not wrap).
+    The kernels carry the open faces' rules when the lattice has open faces (``KernelSpec.open_faces``
+    on the thermal sets), or with ``open_rules=True`` (a distributed block, whose faces come later).
 
     ``time_block=N`` (C backend, one region) advances N steps per sweep through cache
     (temporal blocking, ``fused_tb``), bit-identical to single steps in strict mode;
@@ -97,7 +99,7 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                  backend_options: Optional[dict] = None, device_options: Optional[dict] = None,
                  time_block: int = 1, storage: Optional[str] = None, inlet: Optional[Mapping] = None, outlet=None,
                  outflow=None, slip=None, inlet_temperature=None, bodies=None, body_bc: Optional[str] = None, body_closed=(),
-                 streaming: str = "pull", **operator_parameters):
+                 streaming: str = "pull", open_rules: bool = False, **operator_parameters):
         """``operator_parameters``: the collision operator's own (tau for bgk; C1, C2, C3 for
         regularized; see ``lbgen.model.operators``), defaults from its record.  ``storage``: how
         the populations are stored (``lbgen.codegen.storage``: fp64, fp32, fp16s; None: the
@@ -180,7 +182,8 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
             spec = KernelSpec(backend=spec_backend(b), layout=lay, vl=v, precision=precision, collision=collision,
                               walls=walls is not None, velocity_set=vs_name, storage=storage, streaming=streaming,
                               wall_scheme=walls.scheme if walls is not None else KernelSpec.wall_scheme,
-                              wall_axis=wall_axis if walls is not None else None)
+                              wall_axis=wall_axis if walls is not None else None,
+                              open_faces=bool(open_rules) or (self.bounds is not None and bool(self.bounds.open)))
             return programs.checked_spec(spec, (width, *shape[1:]))
 
         plan = self._region_plan(shape[0], backend, device_backend, host_columns, backend_options, device_options)

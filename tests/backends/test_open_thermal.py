@@ -86,7 +86,7 @@ def case_inputs(D, case, seed=5, name=None):
 
 @pytest.mark.parametrize("D,layout,vl", list(_params()))
 def test_thermal_open_faces_match_the_oracle(D, layout, vl):
-    prog = PROGRAMS.of("c", SHAPES[D], layout=layout, vl=vl, velocity_set=NAMES[D], collision="bgk")
+    prog = PROGRAMS.of("c", SHAPES[D], layout=layout, vl=vl, velocity_set=NAMES[D], collision="bgk", open_faces=True)
     for case in CASES[D]:
         f0, bc, want = case_inputs(D, case)
         for fused in (True, False):
@@ -99,7 +99,7 @@ def test_thermal_open_faces_match_the_oracle(D, layout, vl):
 @pytest.mark.parametrize("D,name", [(2, "d2v17"), (3, "d3q103")])
 def test_the_other_thermal_sets_match_the_oracle(D, name):
     """D2V17 (third order) and D3Q103 (fourth order): the same rules from their own equilibria."""
-    prog = PROGRAMS.of("c", SHAPES[D], layout="soa", vl=None, velocity_set=name, collision="bgk")
+    prog = PROGRAMS.of("c", SHAPES[D], layout="soa", vl=None, velocity_set=name, collision="bgk", open_faces=True)
     for case in CASES[D]:
         f0, bc, want = case_inputs(D, case, name=name)
         err = np.abs(kernel_run(prog, f0, bc, True) - want).max()
@@ -109,7 +109,7 @@ def test_the_other_thermal_sets_match_the_oracle(D, name):
 def test_thermal_inlet_temperature_reaches_the_kernels():
     """The inlet's temperature changes what the kernels give (a broken T_in would not)."""
     D = 2
-    prog = PROGRAMS.of("c", SHAPES[D], layout="soa", vl=None, velocity_set=NAMES[D], collision="bgk")
+    prog = PROGRAMS.of("c", SHAPES[D], layout="soa", vl=None, velocity_set=NAMES[D], collision="bgk", open_faces=True)
     f0, bc, _ = case_inputs(D, "inlet-periodic")
     hot = kernel_run(prog, f0, bc, True)
     inlets = {("x", "high"): np.zeros((SHAPES[2][1], 2))}
@@ -120,7 +120,7 @@ def test_thermal_inlet_temperature_reaches_the_kernels():
 
 
 def test_thermal_open_faces_refused_where_they_cannot_run():
-    prog = PROGRAMS.of("c", SHAPES[2], layout="soa", vl=None, velocity_set="d2q37", collision="bgk")
+    prog = PROGRAMS.of("c", SHAPES[2], layout="soa", vl=None, velocity_set="d2q37", collision="bgk", open_faces=True)
     with pytest.raises(ValueError, match="pressure outlet needs a velocity set whose hops are 1"):
         prog.set_boundaries(outlets=2, inlets=1, inflow=np.zeros(1))
     with pytest.raises(ValueError, match="equilibria at unit density, 1480 values"):
@@ -140,7 +140,7 @@ def test_thermal_open_faces_on_the_gpu_runtimes_match_the_oracle(runtime, D, lay
     ok, why = available(runtime)
     if not ok:
         pytest.skip(why)
-    prog = PROGRAMS.of(runtime, SHAPES[D], layout=layout, vl=vl, velocity_set=NAMES[D], collision="bgk")
+    prog = PROGRAMS.of(runtime, SHAPES[D], layout=layout, vl=vl, velocity_set=NAMES[D], collision="bgk", open_faces=True)
     for case in CASES[D]:
         f0, bc, want = case_inputs(D, case)
         for fused in (True, False):
@@ -150,8 +150,40 @@ def test_thermal_open_faces_on_the_gpu_runtimes_match_the_oracle(runtime, D, lay
 
 @pytest.mark.parametrize("D", [2, 3])
 def test_thermal_open_faces_single_precision(D):
-    prog = PROGRAMS.of("c", SHAPES[D], layout="soa", vl=None, velocity_set=NAMES[D], collision="bgk",
+    prog = PROGRAMS.of("c", SHAPES[D], layout="soa", vl=None, velocity_set=NAMES[D], collision="bgk", open_faces=True,
                        precision="single")
     f0, bc, want = case_inputs(D, "inlet-outflow")
     err = np.abs(kernel_run(prog, f0, bc, True) - want).max()
     assert err < 2e-6, f"{NAMES[D]} single: max error {err:.3g}"
+
+
+def test_the_thermal_kernels_carry_the_open_faces_only_on_request(tmp_path):
+    """KernelSpec.open_faces (`lbgen emit --open-faces`, set by Simulation for a lattice with open
+    faces): without it a thermal set's kernels carry no long-hop open-face rules (a third smaller,
+    faster to compile) and a program of them refuses open faces before any sweep; the sets whose
+    hops are 1 carry theirs either way (one spec, one cache entry)."""
+    from click.testing import CliRunner
+
+    from lbgen.cli.main import main
+    from lbgen.codegen.render import generate
+    from lbgen.codegen.spec import KernelSpec
+    plain = generate(KernelSpec(velocity_set="d3q39").validate()).text
+    opened = generate(KernelSpec(velocity_set="d3q39", open_faces=True).validate()).text
+    assert "in_link" not in plain and "in_link" in opened          # the inlet's equilibrium link
+    assert len(plain) < 0.8 * len(opened)
+    assert KernelSpec(velocity_set="d2q9", open_faces=True).validate() == KernelSpec(velocity_set="d2q9").validate()
+    prog = PROGRAMS.of("c", SHAPES[2], layout="soa", vl=None, velocity_set="d2q37", collision="bgk")
+    with pytest.raises(ValueError, match="open_faces=True"):
+        prog.set_boundaries(outflows=2)
+    assert prog.bounds is None and prog.open_bounds is None
+    for flags, has in (([], False), (["--open-faces"], True)):
+        out = CliRunner().invoke(main, ["emit", "--velocity-set", "d2q37", "--layout", "soa", *flags,
+                                        "-o", str(tmp_path / str(has))])
+        assert out.exit_code == 0, out.output
+        kernels = (tmp_path / str(has) / "lbgen_kernels.c").read_text()
+        assert ("in_link" in kernels) is has
+        command = next(line for line in (tmp_path / str(has) / "lbgen_kernels.h").read_text().splitlines()
+                       if "lbgen emit --backend" in line)        # the command that regenerates them
+        assert ("--open-faces" in command) is has
+    refused = CliRunner().invoke(main, ["emit", "--open-faces", "--walls", "-o", str(tmp_path / "w")])
+    assert refused.exit_code != 0 and not (tmp_path / "w").exists()

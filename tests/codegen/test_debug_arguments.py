@@ -159,7 +159,8 @@ int main(int argc, char **argv)
 }
 """
 
-#: a thermal set without the thermal walls (D2Q37, hops of 3): open faces but no pressure outlets
+#: a thermal set without the thermal walls (D2Q37, hops of 3): with --open-faces open faces but no pressure
+#: outlets; without it no open faces at all
 DRIVER2D_OPEN = HARNESS + r"""
 int main(int argc, char **argv)
 {
@@ -199,7 +200,9 @@ def builds(tmp_path_factory):
                          KernelSpec(layout="soa", collision="regularized", walls=True), DRIVER2D),
         "3d": _build(tmp_path_factory.mktemp("dbg3"), KernelSpec(velocity_set="d3q19", layout="caosoa", vl=4),
                      DRIVER3D),
-        "2d-open": _build(tmp_path_factory.mktemp("dbg2o"), KernelSpec(layout="soa"), DRIVER2D_OPEN),
+        "2d-open": _build(tmp_path_factory.mktemp("dbg2o"), KernelSpec(layout="soa", open_faces=True), DRIVER2D_OPEN),
+        # the same set without --open-faces: its kernels carry no open faces' rules and refuse the bits
+        "2d-closed": _build(tmp_path_factory.mktemp("dbg2c"), KernelSpec(layout="soa"), DRIVER2D_OPEN),
     }
 
 
@@ -261,6 +264,7 @@ REFUSED = [
     ("3d", "open-two-kinds", "lbgen_fused:", "par->walls and par->outflows"),
     ("3d", "inlet-no-inflow", "lbgen_propagate:", "par->inflow"),
     ("2d-open", "outlet-thermal", "lbgen_fused:", "par->outlets"),
+    ("2d-closed", "outflows", "lbgen_fused:", "par->outflows"),
 ]
 
 

@@ -155,8 +155,9 @@ typedef struct {
     int lids;
     double lid[4][2];
     const uint8_t *solid;
-    /* Open faces (lbgen.simulation.open_faces; face bits as above, each face one kind; this set's
-       hops are longer than 1: the rules that follow the hop-1 ones below).  A link that crosses
+    /* Open faces (lbgen.simulation.open_faces; face bits as above, each face one kind; this library
+       carries none: this set's hops are longer than 1, and lbgen emit --open-faces (KernelSpec(open_faces=True))
+       adds their rules; keep them 0 and NULL here).  A link that crosses
        inlets    a velocity inlet: bounced back with the face site's velocity (Ladd's moving
                  wall, u normal to the face allowed): f_p = f*_opp(p) + 2 w_p rho (xi_p . u_in),
                  u_in from inflow;
@@ -170,15 +171,7 @@ typedef struct {
        else it takes the outflow / slip rule of each open face it crosses).
        inflow    NULL, or the inlets' velocities: face f's block of D values per site of the
                  face after the blocks of faces 0 .. f-1 (each D * the face's sites), the sites
-                 row-major over the other axes (model units).
-
-       With hops longer than 1 (a link crosses a face from up to 3 layers deep): a link
-       across a wall or lid face bounces back as above; else across an inlet it takes the
-       inlet's equilibrium at the site's density, f_p = rho f_p^eq(1, u_in, T_in), and inflow
-       holds f_p^eq(1, u_in, T_in) instead: Q values per face site, same order; else across an
-       outflow the population of the face layer (the source's coordinate clamped into the
-       lattice), across a slip the mirrored population of the mirror image of the source in
-       the half-way face.  outlets must be 0. */
+                 row-major over the other axes (model units). */
     int inlets, outlets, outflows, slips;
     double rho_out[4];
     const double *inflow;

@@ -35,7 +35,7 @@
  * propagate, collide and fused take, after the parameters, the C params record's boundary fields
  * as six arguments: walls (bit 2a + s: face s of axis a is a wall), lids (bit 2a + s: that face
  * moves), lid (4 x 2 reals, face 2a + s at 2*(2a + s): its velocity (ux, uy); may be NULL when
- * lids = 0), solid (NULL, or LX*LY bytes indexed x*LY + y: nonzero = a solid cell), opens (the open faces' bits: inlets at 0, outlets at 6, outflows at 12, slips at 18; lbgen.simulation.open_faces) and openv (NULL, or the outlets' densities, one per face, then the inlets' face-site velocities, D per site of each face, the faces in order).
+ * lids = 0), solid (NULL, or LX*LY bytes indexed x*LY + y: nonzero = a solid cell), opens (the open faces' bits: inlets at 0, outlets at 6, outflows at 12, slips at 18; lbgen.simulation.open_faces) and openv (NULL, or the outlets' densities, one per face, then the inlets' face-site velocities, D per site of each face, the faces in order; this library carries no open faces' rules (this set's hops are longer than 1; lbgen emit --open-faces adds them): opens 0 and openv NULL).
  * lbgen_halo: LBGEN_HALO_THREADS(LX, LY) = LX*2*HALO*VL + 2*HALO*NRP*VL work-items (one per
  * halo element: halo cluster rows, then whole halo columns with the corners).
  * lbgen_diagnostics: LY work-items (per-row sums over x, one per lane of a cluster row).
@@ -170,7 +170,7 @@ __kernel void lbgen_propagate(__global const store *restrict prv, __global store
         if (solid != 0 || (wxl && x < HALO) || (wxh && x >= LX - HALO) || (wyl && y < HALO) || (wyh && y >= LY - HALO)) {
             const int here_solid = solid != 0 ? solid[i] != 0 : 0;
             real rho_b = 0.0;   /* the site's density (post-collision), for the lids' correction */
-            if (lids_ || inlets_ || outlets_) {
+            if (lids_) {
                 rho_b += (real)prv[site + 0];
                 rho_b += (real)prv[site + 1*SP];
                 rho_b += (real)prv[site + 2*SP];
@@ -209,902 +209,319 @@ __kernel void lbgen_propagate(__global const store *restrict prv, __global store
                 rho_b += (real)prv[site + 35*SP];
                 rho_b += (real)prv[site + 36*SP];
             }
-            real ub0 = 0.0, ub1 = 0.0;   /* the site's velocity (post-collision), for the outlets */
-            if (outlets_) {
-                ub0 = ((real)(3) * (real)prv[site + 0] + (real)(3) * (real)prv[site + 1*SP] + (real)(3) * (real)prv[site + 2*SP] + (real)(2) * (real)prv[site + 3*SP] + (real)(2) * (real)prv[site + 4*SP] + (real)(2) * (real)prv[site + 5*SP] + (real)(2) * (real)prv[site + 6*SP] + (real)(2) * (real)prv[site + 7*SP] + (real)(1) * (real)prv[site + 8*SP] + (real)(1) * (real)prv[site + 9*SP] + (real)(1) * (real)prv[site + 10*SP] + (real)(1) * (real)prv[site + 11*SP] + (real)(1) * (real)prv[site + 12*SP] + (real)(1) * (real)prv[site + 13*SP] + (real)(1) * (real)prv[site + 14*SP] + (real)(-1) * (real)prv[site + 22*SP] + (real)(-1) * (real)prv[site + 23*SP] + (real)(-1) * (real)prv[site + 24*SP] + (real)(-1) * (real)prv[site + 25*SP] + (real)(-1) * (real)prv[site + 26*SP] + (real)(-1) * (real)prv[site + 27*SP] + (real)(-1) * (real)prv[site + 28*SP] + (real)(-2) * (real)prv[site + 29*SP] + (real)(-2) * (real)prv[site + 30*SP] + (real)(-2) * (real)prv[site + 31*SP] + (real)(-2) * (real)prv[site + 32*SP] + (real)(-2) * (real)prv[site + 33*SP] + (real)(-3) * (real)prv[site + 34*SP] + (real)(-3) * (real)prv[site + 35*SP] + (real)(-3) * (real)prv[site + 36*SP]) * (real)1.1969797703930745 / rho_b;
-                ub1 = ((real)(-1) * (real)prv[site + 0] + (real)(1) * (real)prv[site + 2*SP] + (real)(-2) * (real)prv[site + 3*SP] + (real)(-1) * (real)prv[site + 4*SP] + (real)(1) * (real)prv[site + 6*SP] + (real)(2) * (real)prv[site + 7*SP] + (real)(-3) * (real)prv[site + 8*SP] + (real)(-2) * (real)prv[site + 9*SP] + (real)(-1) * (real)prv[site + 10*SP] + (real)(1) * (real)prv[site + 12*SP] + (real)(2) * (real)prv[site + 13*SP] + (real)(3) * (real)prv[site + 14*SP] + (real)(-3) * (real)prv[site + 15*SP] + (real)(-2) * (real)prv[site + 16*SP] + (real)(-1) * (real)prv[site + 17*SP] + (real)(1) * (real)prv[site + 19*SP] + (real)(2) * (real)prv[site + 20*SP] + (real)(3) * (real)prv[site + 21*SP] + (real)(-3) * (real)prv[site + 22*SP] + (real)(-2) * (real)prv[site + 23*SP] + (real)(-1) * (real)prv[site + 24*SP] + (real)(1) * (real)prv[site + 26*SP] + (real)(2) * (real)prv[site + 27*SP] + (real)(3) * (real)prv[site + 28*SP] + (real)(-2) * (real)prv[site + 29*SP] + (real)(-1) * (real)prv[site + 30*SP] + (real)(1) * (real)prv[site + 32*SP] + (real)(2) * (real)prv[site + 33*SP] + (real)(-1) * (real)prv[site + 34*SP] + (real)(1) * (real)prv[site + 36*SP]) * (real)1.1969797703930745 / rho_b;
-            }
-            const real usq_b = ub0*ub0 + ub1*ub1;
-            (void)usq_b;
             real f0;
             {   /* p = 0: hop (3, -1) */
                 const int ox = wxl && x < 3;   /* crosses the x-low face */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f0 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 0] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 0] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f0 = (real)prv[site - (x)*SX - (-1)*SR]; break;
-                    case 2: f0 = (real)prv[site + 34*SP - ((2*x + -2))*SX - (-1)*SR]; break;
-                    case 3: f0 = (real)prv[site - (3)*SX]; break;
-                    case 4: f0 = (real)prv[site - (x)*SX]; break;
-                    case 5: f0 = (real)prv[site + 34*SP - ((2*x + -2))*SX]; break;
-                    case 6: f0 = (real)prv[site + 2*SP - (3)*SX]; break;
-                    case 7: f0 = (real)prv[site + 2*SP - (x)*SX]; break;
-                    case 8: f0 = (real)prv[site + 36*SP - ((2*x + -2))*SX]; break;
-                    default: f0 = (real)prv[site + -3*SX + 1*SR]; break;
-                    }
-                } else
-                    f0 = b ? (real)prv[site + 36*SP] + push_ * rho_b : (real)prv[site + -3*SX + 1*SR];
+                f0 = b ? (real)prv[site + 36*SP] + push_ * rho_b : (real)prv[site + -3*SX + 1*SR];
             }
             real f1;
             {   /* p = 1: hop (3, 0) */
                 const int ox = wxl && x < 3;   /* crosses the x-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)));
-                const int open_link = !wall_link && !in_link && (ox);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y, LY)] != 0);
+                const int wall_link = ox;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f1 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 1] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0);
-                    switch (st_) {
-                    case 1: f1 = (real)prv[site + 1*SP - (x)*SX]; break;
-                    case 2: f1 = (real)prv[site + 35*SP - ((2*x + -2))*SX]; break;
-                    default: f1 = (real)prv[site + 1*SP - 3*SX]; break;
-                    }
-                } else
-                    f1 = b ? (real)prv[site + 35*SP] + push_ * rho_b : (real)prv[site + 1*SP - 3*SX];
+                f1 = b ? (real)prv[site + 35*SP] + push_ * rho_b : (real)prv[site + 1*SP - 3*SX];
             }
             real f2;
             {   /* p = 2: hop (3, 1) */
                 const int ox = wxl && x < 3;   /* crosses the x-low face */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f2 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 2] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 2] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f2 = (real)prv[site + 2*SP - (x)*SX - (1)*SR]; break;
-                    case 2: f2 = (real)prv[site + 36*SP - ((2*x + -2))*SX - (1)*SR]; break;
-                    case 3: f2 = (real)prv[site + 2*SP - (3)*SX]; break;
-                    case 4: f2 = (real)prv[site + 2*SP - (x)*SX]; break;
-                    case 5: f2 = (real)prv[site + 36*SP - ((2*x + -2))*SX]; break;
-                    case 6: f2 = (real)prv[site - (3)*SX]; break;
-                    case 7: f2 = (real)prv[site - (x)*SX]; break;
-                    case 8: f2 = (real)prv[site + 34*SP - ((2*x + -2))*SX]; break;
-                    default: f2 = (real)prv[site + 2*SP - 3*SX - 1*SR]; break;
-                    }
-                } else
-                    f2 = b ? (real)prv[site + 34*SP] + push_ * rho_b : (real)prv[site + 2*SP - 3*SX - 1*SR];
+                f2 = b ? (real)prv[site + 34*SP] + push_ * rho_b : (real)prv[site + 2*SP - 3*SX - 1*SR];
             }
             real f3;
             {   /* p = 3: hop (2, -2) */
                 const int ox = wxl && x < 2;   /* crosses the x-low face */
                 const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f3 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 3] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 3] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f3 = (real)prv[site + 3*SP - (x)*SX - (-2)*SR]; break;
-                    case 2: f3 = (real)prv[site + 29*SP - ((2*x + -1))*SX - (-2)*SR]; break;
-                    case 3: f3 = (real)prv[site + 3*SP - (2)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f3 = (real)prv[site + 3*SP - (x)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 5: f3 = (real)prv[site + 29*SP - ((2*x + -1))*SX - ((y - (LY - 1)))*SR]; break;
-                    case 6: f3 = (real)prv[site + 7*SP - (2)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 7: f3 = (real)prv[site + 7*SP - (x)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 8: f3 = (real)prv[site + 33*SP - ((2*x + -1))*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    default: f3 = (real)prv[site + 3*SP - 2*SX + 2*SR]; break;
-                    }
-                } else
-                    f3 = b ? (real)prv[site + 33*SP] + push_ * rho_b : (real)prv[site + 3*SP - 2*SX + 2*SR];
+                f3 = b ? (real)prv[site + 33*SP] + push_ * rho_b : (real)prv[site + 3*SP - 2*SX + 2*SR];
             }
             real f4;
             {   /* p = 4: hop (2, -1) */
                 const int ox = wxl && x < 2;   /* crosses the x-low face */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f4 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 4] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 4] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f4 = (real)prv[site + 4*SP - (x)*SX - (-1)*SR]; break;
-                    case 2: f4 = (real)prv[site + 30*SP - ((2*x + -1))*SX - (-1)*SR]; break;
-                    case 3: f4 = (real)prv[site + 4*SP - (2)*SX]; break;
-                    case 4: f4 = (real)prv[site + 4*SP - (x)*SX]; break;
-                    case 5: f4 = (real)prv[site + 30*SP - ((2*x + -1))*SX]; break;
-                    case 6: f4 = (real)prv[site + 6*SP - (2)*SX]; break;
-                    case 7: f4 = (real)prv[site + 6*SP - (x)*SX]; break;
-                    case 8: f4 = (real)prv[site + 32*SP - ((2*x + -1))*SX]; break;
-                    default: f4 = (real)prv[site + 4*SP - 2*SX + 1*SR]; break;
-                    }
-                } else
-                    f4 = b ? (real)prv[site + 32*SP] + push_ * rho_b : (real)prv[site + 4*SP - 2*SX + 1*SR];
+                f4 = b ? (real)prv[site + 32*SP] + push_ * rho_b : (real)prv[site + 4*SP - 2*SX + 1*SR];
             }
             real f5;
             {   /* p = 5: hop (2, 0) */
                 const int ox = wxl && x < 2;   /* crosses the x-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)));
-                const int open_link = !wall_link && !in_link && (ox);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y, LY)] != 0);
+                const int wall_link = ox;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f5 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 5] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0);
-                    switch (st_) {
-                    case 1: f5 = (real)prv[site + 5*SP - (x)*SX]; break;
-                    case 2: f5 = (real)prv[site + 31*SP - ((2*x + -1))*SX]; break;
-                    default: f5 = (real)prv[site + 5*SP - 2*SX]; break;
-                    }
-                } else
-                    f5 = b ? (real)prv[site + 31*SP] + push_ * rho_b : (real)prv[site + 5*SP - 2*SX];
+                f5 = b ? (real)prv[site + 31*SP] + push_ * rho_b : (real)prv[site + 5*SP - 2*SX];
             }
             real f6;
             {   /* p = 6: hop (2, 1) */
                 const int ox = wxl && x < 2;   /* crosses the x-low face */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f6 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 6] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 6] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f6 = (real)prv[site + 6*SP - (x)*SX - (1)*SR]; break;
-                    case 2: f6 = (real)prv[site + 32*SP - ((2*x + -1))*SX - (1)*SR]; break;
-                    case 3: f6 = (real)prv[site + 6*SP - (2)*SX]; break;
-                    case 4: f6 = (real)prv[site + 6*SP - (x)*SX]; break;
-                    case 5: f6 = (real)prv[site + 32*SP - ((2*x + -1))*SX]; break;
-                    case 6: f6 = (real)prv[site + 4*SP - (2)*SX]; break;
-                    case 7: f6 = (real)prv[site + 4*SP - (x)*SX]; break;
-                    case 8: f6 = (real)prv[site + 30*SP - ((2*x + -1))*SX]; break;
-                    default: f6 = (real)prv[site + 6*SP - 2*SX - 1*SR]; break;
-                    }
-                } else
-                    f6 = b ? (real)prv[site + 30*SP] + push_ * rho_b : (real)prv[site + 6*SP - 2*SX - 1*SR];
+                f6 = b ? (real)prv[site + 30*SP] + push_ * rho_b : (real)prv[site + 6*SP - 2*SX - 1*SR];
             }
             real f7;
             {   /* p = 7: hop (2, 2) */
                 const int ox = wxl && x < 2;   /* crosses the x-low face */
                 const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f7 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 7] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 7] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f7 = (real)prv[site + 7*SP - (x)*SX - (2)*SR]; break;
-                    case 2: f7 = (real)prv[site + 33*SP - ((2*x + -1))*SX - (2)*SR]; break;
-                    case 3: f7 = (real)prv[site + 7*SP - (2)*SX - (y)*SR]; break;
-                    case 4: f7 = (real)prv[site + 7*SP - (x)*SX - (y)*SR]; break;
-                    case 5: f7 = (real)prv[site + 33*SP - ((2*x + -1))*SX - (y)*SR]; break;
-                    case 6: f7 = (real)prv[site + 3*SP - (2)*SX - ((2*y + -1))*SR]; break;
-                    case 7: f7 = (real)prv[site + 3*SP - (x)*SX - ((2*y + -1))*SR]; break;
-                    case 8: f7 = (real)prv[site + 29*SP - ((2*x + -1))*SX - ((2*y + -1))*SR]; break;
-                    default: f7 = (real)prv[site + 7*SP - 2*SX - 2*SR]; break;
-                    }
-                } else
-                    f7 = b ? (real)prv[site + 29*SP] + push_ * rho_b : (real)prv[site + 7*SP - 2*SX - 2*SR];
+                f7 = b ? (real)prv[site + 29*SP] + push_ * rho_b : (real)prv[site + 7*SP - 2*SX - 2*SR];
             }
             real f8;
             {   /* p = 8: hop (1, -3) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
                 const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -3, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -3, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-3) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f8 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 8] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 8] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f8 = (real)prv[site + 8*SP - (-3)*SR]; break;
-                    case 2: f8 = (real)prv[site + 22*SP - (-3)*SR]; break;
-                    case 3: f8 = (real)prv[site + 8*SP - (1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f8 = (real)prv[site + 8*SP - ((y - (LY - 1)))*SR]; break;
-                    case 5: f8 = (real)prv[site + 22*SP - ((y - (LY - 1)))*SR]; break;
-                    case 6: f8 = (real)prv[site + 14*SP - (1)*SX - ((2*y - 2*LY + 4))*SR]; break;
-                    case 7: f8 = (real)prv[site + 14*SP - ((2*y - 2*LY + 4))*SR]; break;
-                    case 8: f8 = (real)prv[site + 28*SP - ((2*y - 2*LY + 4))*SR]; break;
-                    default: f8 = (real)prv[site + 8*SP - 1*SX + 3*SR]; break;
-                    }
-                } else
-                    f8 = b ? (real)prv[site + 28*SP] + push_ * rho_b : (real)prv[site + 8*SP - 1*SX + 3*SR];
+                f8 = b ? (real)prv[site + 28*SP] + push_ * rho_b : (real)prv[site + 8*SP - 1*SX + 3*SR];
             }
             real f9;
             {   /* p = 9: hop (1, -2) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
                 const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f9 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 9] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 9] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f9 = (real)prv[site + 9*SP - (-2)*SR]; break;
-                    case 2: f9 = (real)prv[site + 23*SP - (-2)*SR]; break;
-                    case 3: f9 = (real)prv[site + 9*SP - (1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f9 = (real)prv[site + 9*SP - ((y - (LY - 1)))*SR]; break;
-                    case 5: f9 = (real)prv[site + 23*SP - ((y - (LY - 1)))*SR]; break;
-                    case 6: f9 = (real)prv[site + 13*SP - (1)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 7: f9 = (real)prv[site + 13*SP - ((2*y - 2*LY + 3))*SR]; break;
-                    case 8: f9 = (real)prv[site + 27*SP - ((2*y - 2*LY + 3))*SR]; break;
-                    default: f9 = (real)prv[site + 9*SP - 1*SX + 2*SR]; break;
-                    }
-                } else
-                    f9 = b ? (real)prv[site + 27*SP] + push_ * rho_b : (real)prv[site + 9*SP - 1*SX + 2*SR];
+                f9 = b ? (real)prv[site + 27*SP] + push_ * rho_b : (real)prv[site + 9*SP - 1*SX + 2*SR];
             }
             real f10;
             {   /* p = 10: hop (1, -1) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f10 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 10] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 10] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f10 = (real)prv[site + 10*SP - (-1)*SR]; break;
-                    case 2: f10 = (real)prv[site + 24*SP - (-1)*SR]; break;
-                    case 3: f10 = (real)prv[site + 10*SP - (1)*SX]; break;
-                    case 4: f10 = (real)prv[site + 10*SP]; break;
-                    case 5: f10 = (real)prv[site + 24*SP]; break;
-                    case 6: f10 = (real)prv[site + 12*SP - (1)*SX]; break;
-                    case 7: f10 = (real)prv[site + 12*SP]; break;
-                    case 8: f10 = (real)prv[site + 26*SP]; break;
-                    default: f10 = (real)prv[site + 10*SP - 1*SX + 1*SR]; break;
-                    }
-                } else
-                    f10 = b ? (real)prv[site + 26*SP] + push_ * rho_b : (real)prv[site + 10*SP - 1*SX + 1*SR];
+                f10 = b ? (real)prv[site + 26*SP] + push_ * rho_b : (real)prv[site + 10*SP - 1*SX + 1*SR];
             }
             real f11;
             {   /* p = 11: hop (1, 0) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)));
-                const int open_link = !wall_link && !in_link && (ox);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y, LY)] != 0);
+                const int wall_link = ox;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f11 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 11] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0);
-                    switch (st_) {
-                    case 1: f11 = (real)prv[site + 11*SP]; break;
-                    case 2: f11 = (real)prv[site + 25*SP]; break;
-                    default: f11 = (real)prv[site + 11*SP - 1*SX]; break;
-                    }
-                } else
-                    f11 = b ? (real)prv[site + 25*SP] + push_ * rho_b : (real)prv[site + 11*SP - 1*SX];
+                f11 = b ? (real)prv[site + 25*SP] + push_ * rho_b : (real)prv[site + 11*SP - 1*SX];
             }
             real f12;
             {   /* p = 12: hop (1, 1) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f12 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 12] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 12] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f12 = (real)prv[site + 12*SP - (1)*SR]; break;
-                    case 2: f12 = (real)prv[site + 26*SP - (1)*SR]; break;
-                    case 3: f12 = (real)prv[site + 12*SP - (1)*SX]; break;
-                    case 4: f12 = (real)prv[site + 12*SP]; break;
-                    case 5: f12 = (real)prv[site + 26*SP]; break;
-                    case 6: f12 = (real)prv[site + 10*SP - (1)*SX]; break;
-                    case 7: f12 = (real)prv[site + 10*SP]; break;
-                    case 8: f12 = (real)prv[site + 24*SP]; break;
-                    default: f12 = (real)prv[site + 12*SP - 1*SX - 1*SR]; break;
-                    }
-                } else
-                    f12 = b ? (real)prv[site + 24*SP] + push_ * rho_b : (real)prv[site + 12*SP - 1*SX - 1*SR];
+                f12 = b ? (real)prv[site + 24*SP] + push_ * rho_b : (real)prv[site + 12*SP - 1*SX - 1*SR];
             }
             real f13;
             {   /* p = 13: hop (1, 2) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
                 const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f13 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 13] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 13] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f13 = (real)prv[site + 13*SP - (2)*SR]; break;
-                    case 2: f13 = (real)prv[site + 27*SP - (2)*SR]; break;
-                    case 3: f13 = (real)prv[site + 13*SP - (1)*SX - (y)*SR]; break;
-                    case 4: f13 = (real)prv[site + 13*SP - (y)*SR]; break;
-                    case 5: f13 = (real)prv[site + 27*SP - (y)*SR]; break;
-                    case 6: f13 = (real)prv[site + 9*SP - (1)*SX - ((2*y + -1))*SR]; break;
-                    case 7: f13 = (real)prv[site + 9*SP - ((2*y + -1))*SR]; break;
-                    case 8: f13 = (real)prv[site + 23*SP - ((2*y + -1))*SR]; break;
-                    default: f13 = (real)prv[site + 13*SP - 1*SX - 2*SR]; break;
-                    }
-                } else
-                    f13 = b ? (real)prv[site + 23*SP] + push_ * rho_b : (real)prv[site + 13*SP - 1*SX - 2*SR];
+                f13 = b ? (real)prv[site + 23*SP] + push_ * rho_b : (real)prv[site + 13*SP - 1*SX - 2*SR];
             }
             real f14;
             {   /* p = 14: hop (1, 3) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
                 const int oy = wyl && y < 3;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 3, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 3, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(3) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f14 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 14] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 14] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f14 = (real)prv[site + 14*SP - (3)*SR]; break;
-                    case 2: f14 = (real)prv[site + 28*SP - (3)*SR]; break;
-                    case 3: f14 = (real)prv[site + 14*SP - (1)*SX - (y)*SR]; break;
-                    case 4: f14 = (real)prv[site + 14*SP - (y)*SR]; break;
-                    case 5: f14 = (real)prv[site + 28*SP - (y)*SR]; break;
-                    case 6: f14 = (real)prv[site + 8*SP - (1)*SX - ((2*y + -2))*SR]; break;
-                    case 7: f14 = (real)prv[site + 8*SP - ((2*y + -2))*SR]; break;
-                    case 8: f14 = (real)prv[site + 22*SP - ((2*y + -2))*SR]; break;
-                    default: f14 = (real)prv[site + 14*SP - 1*SX - 3*SR]; break;
-                    }
-                } else
-                    f14 = b ? (real)prv[site + 22*SP] + push_ * rho_b : (real)prv[site + 14*SP - 1*SX - 3*SR];
+                f14 = b ? (real)prv[site + 22*SP] + push_ * rho_b : (real)prv[site + 14*SP - 1*SX - 3*SR];
             }
             real f15;
             {   /* p = 15: hop (0, -3) */
                 const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
-                const int wall_link = (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -3, LY)] != 0);
+                const int wall_link = oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -3, LY)] != 0);
                 const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f15 = rho_b * ((oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 15] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (oy ? 1 + (slips_ >> 3 & 1) : 0);
-                    switch (st_) {
-                    case 1: f15 = (real)prv[site + 15*SP - ((y - (LY - 1)))*SR]; break;
-                    case 2: f15 = (real)prv[site + 21*SP - ((2*y - 2*LY + 4))*SR]; break;
-                    default: f15 = (real)prv[site + 15*SP + 3*SR]; break;
-                    }
-                } else
-                    f15 = b ? (real)prv[site + 21*SP] + push_ * rho_b : (real)prv[site + 15*SP + 3*SR];
+                f15 = b ? (real)prv[site + 21*SP] + push_ * rho_b : (real)prv[site + 15*SP + 3*SR];
             }
             real f16;
             {   /* p = 16: hop (0, -2) */
                 const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const int wall_link = oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -2, LY)] != 0);
                 const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f16 = rho_b * ((oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 16] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (oy ? 1 + (slips_ >> 3 & 1) : 0);
-                    switch (st_) {
-                    case 1: f16 = (real)prv[site + 16*SP - ((y - (LY - 1)))*SR]; break;
-                    case 2: f16 = (real)prv[site + 20*SP - ((2*y - 2*LY + 3))*SR]; break;
-                    default: f16 = (real)prv[site + 16*SP + 2*SR]; break;
-                    }
-                } else
-                    f16 = b ? (real)prv[site + 20*SP] + push_ * rho_b : (real)prv[site + 16*SP + 2*SR];
+                f16 = b ? (real)prv[site + 20*SP] + push_ * rho_b : (real)prv[site + 16*SP + 2*SR];
             }
             real f17;
             {   /* p = 17: hop (0, -1) */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f17 = rho_b * ((oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 17] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (oy ? 1 + (slips_ >> 3 & 1) : 0);
-                    switch (st_) {
-                    case 1: f17 = (real)prv[site + 17*SP]; break;
-                    case 2: f17 = (real)prv[site + 19*SP]; break;
-                    default: f17 = (real)prv[site + 17*SP + 1*SR]; break;
-                    }
-                } else
-                    f17 = b ? (real)prv[site + 19*SP] + push_ * rho_b : (real)prv[site + 17*SP + 1*SR];
+                f17 = b ? (real)prv[site + 19*SP] + push_ * rho_b : (real)prv[site + 17*SP + 1*SR];
             }
             real f18;
             f18 = (real)prv[site + 18*SP];
             real f19;
             {   /* p = 19: hop (0, 1) */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f19 = rho_b * ((oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 19] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (oy ? 1 + (slips_ >> 2 & 1) : 0);
-                    switch (st_) {
-                    case 1: f19 = (real)prv[site + 19*SP]; break;
-                    case 2: f19 = (real)prv[site + 17*SP]; break;
-                    default: f19 = (real)prv[site + 19*SP - 1*SR]; break;
-                    }
-                } else
-                    f19 = b ? (real)prv[site + 17*SP] + push_ * rho_b : (real)prv[site + 19*SP - 1*SR];
+                f19 = b ? (real)prv[site + 17*SP] + push_ * rho_b : (real)prv[site + 19*SP - 1*SR];
             }
             real f20;
             {   /* p = 20: hop (0, 2) */
                 const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const int wall_link = oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 2, LY)] != 0);
                 const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f20 = rho_b * ((oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 20] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (oy ? 1 + (slips_ >> 2 & 1) : 0);
-                    switch (st_) {
-                    case 1: f20 = (real)prv[site + 20*SP - (y)*SR]; break;
-                    case 2: f20 = (real)prv[site + 16*SP - ((2*y + -1))*SR]; break;
-                    default: f20 = (real)prv[site + 20*SP - 2*SR]; break;
-                    }
-                } else
-                    f20 = b ? (real)prv[site + 16*SP] + push_ * rho_b : (real)prv[site + 20*SP - 2*SR];
+                f20 = b ? (real)prv[site + 16*SP] + push_ * rho_b : (real)prv[site + 20*SP - 2*SR];
             }
             real f21;
             {   /* p = 21: hop (0, 3) */
                 const int oy = wyl && y < 3;   /* crosses the y-low face */
-                const int wall_link = (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 3, LY)] != 0);
+                const int wall_link = oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 3, LY)] != 0);
                 const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f21 = rho_b * ((oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 21] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (oy ? 1 + (slips_ >> 2 & 1) : 0);
-                    switch (st_) {
-                    case 1: f21 = (real)prv[site + 21*SP - (y)*SR]; break;
-                    case 2: f21 = (real)prv[site + 15*SP - ((2*y + -2))*SR]; break;
-                    default: f21 = (real)prv[site + 21*SP - 3*SR]; break;
-                    }
-                } else
-                    f21 = b ? (real)prv[site + 15*SP] + push_ * rho_b : (real)prv[site + 21*SP - 3*SR];
+                f21 = b ? (real)prv[site + 15*SP] + push_ * rho_b : (real)prv[site + 21*SP - 3*SR];
             }
             real f22;
             {   /* p = 22: hop (-1, -3) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
                 const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -3, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -3, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-3) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f22 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 22] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 22] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f22 = (real)prv[site + 22*SP - (-3)*SR]; break;
-                    case 2: f22 = (real)prv[site + 8*SP - (-3)*SR]; break;
-                    case 3: f22 = (real)prv[site + 22*SP - (-1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f22 = (real)prv[site + 22*SP - ((y - (LY - 1)))*SR]; break;
-                    case 5: f22 = (real)prv[site + 8*SP - ((y - (LY - 1)))*SR]; break;
-                    case 6: f22 = (real)prv[site + 28*SP - (-1)*SX - ((2*y - 2*LY + 4))*SR]; break;
-                    case 7: f22 = (real)prv[site + 28*SP - ((2*y - 2*LY + 4))*SR]; break;
-                    case 8: f22 = (real)prv[site + 14*SP - ((2*y - 2*LY + 4))*SR]; break;
-                    default: f22 = (real)prv[site + 22*SP + 1*SX + 3*SR]; break;
-                    }
-                } else
-                    f22 = b ? (real)prv[site + 14*SP] + push_ * rho_b : (real)prv[site + 22*SP + 1*SX + 3*SR];
+                f22 = b ? (real)prv[site + 14*SP] + push_ * rho_b : (real)prv[site + 22*SP + 1*SX + 3*SR];
             }
             real f23;
             {   /* p = 23: hop (-1, -2) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
                 const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f23 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 23] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 23] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f23 = (real)prv[site + 23*SP - (-2)*SR]; break;
-                    case 2: f23 = (real)prv[site + 9*SP - (-2)*SR]; break;
-                    case 3: f23 = (real)prv[site + 23*SP - (-1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f23 = (real)prv[site + 23*SP - ((y - (LY - 1)))*SR]; break;
-                    case 5: f23 = (real)prv[site + 9*SP - ((y - (LY - 1)))*SR]; break;
-                    case 6: f23 = (real)prv[site + 27*SP - (-1)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 7: f23 = (real)prv[site + 27*SP - ((2*y - 2*LY + 3))*SR]; break;
-                    case 8: f23 = (real)prv[site + 13*SP - ((2*y - 2*LY + 3))*SR]; break;
-                    default: f23 = (real)prv[site + 23*SP + 1*SX + 2*SR]; break;
-                    }
-                } else
-                    f23 = b ? (real)prv[site + 13*SP] + push_ * rho_b : (real)prv[site + 23*SP + 1*SX + 2*SR];
+                f23 = b ? (real)prv[site + 13*SP] + push_ * rho_b : (real)prv[site + 23*SP + 1*SX + 2*SR];
             }
             real f24;
             {   /* p = 24: hop (-1, -1) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f24 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 24] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 24] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f24 = (real)prv[site + 24*SP - (-1)*SR]; break;
-                    case 2: f24 = (real)prv[site + 10*SP - (-1)*SR]; break;
-                    case 3: f24 = (real)prv[site + 24*SP - (-1)*SX]; break;
-                    case 4: f24 = (real)prv[site + 24*SP]; break;
-                    case 5: f24 = (real)prv[site + 10*SP]; break;
-                    case 6: f24 = (real)prv[site + 26*SP - (-1)*SX]; break;
-                    case 7: f24 = (real)prv[site + 26*SP]; break;
-                    case 8: f24 = (real)prv[site + 12*SP]; break;
-                    default: f24 = (real)prv[site + 24*SP + 1*SX + 1*SR]; break;
-                    }
-                } else
-                    f24 = b ? (real)prv[site + 12*SP] + push_ * rho_b : (real)prv[site + 24*SP + 1*SX + 1*SR];
+                f24 = b ? (real)prv[site + 12*SP] + push_ * rho_b : (real)prv[site + 24*SP + 1*SX + 1*SR];
             }
             real f25;
             {   /* p = 25: hop (-1, 0) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)));
-                const int open_link = !wall_link && !in_link && (ox);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y, LY)] != 0);
+                const int wall_link = ox;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f25 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 25] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0);
-                    switch (st_) {
-                    case 1: f25 = (real)prv[site + 25*SP]; break;
-                    case 2: f25 = (real)prv[site + 11*SP]; break;
-                    default: f25 = (real)prv[site + 25*SP + 1*SX]; break;
-                    }
-                } else
-                    f25 = b ? (real)prv[site + 11*SP] + push_ * rho_b : (real)prv[site + 25*SP + 1*SX];
+                f25 = b ? (real)prv[site + 11*SP] + push_ * rho_b : (real)prv[site + 25*SP + 1*SX];
             }
             real f26;
             {   /* p = 26: hop (-1, 1) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f26 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 26] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 26] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f26 = (real)prv[site + 26*SP - (1)*SR]; break;
-                    case 2: f26 = (real)prv[site + 12*SP - (1)*SR]; break;
-                    case 3: f26 = (real)prv[site + 26*SP - (-1)*SX]; break;
-                    case 4: f26 = (real)prv[site + 26*SP]; break;
-                    case 5: f26 = (real)prv[site + 12*SP]; break;
-                    case 6: f26 = (real)prv[site + 24*SP - (-1)*SX]; break;
-                    case 7: f26 = (real)prv[site + 24*SP]; break;
-                    case 8: f26 = (real)prv[site + 10*SP]; break;
-                    default: f26 = (real)prv[site + 26*SP + 1*SX - 1*SR]; break;
-                    }
-                } else
-                    f26 = b ? (real)prv[site + 10*SP] + push_ * rho_b : (real)prv[site + 26*SP + 1*SX - 1*SR];
+                f26 = b ? (real)prv[site + 10*SP] + push_ * rho_b : (real)prv[site + 26*SP + 1*SX - 1*SR];
             }
             real f27;
             {   /* p = 27: hop (-1, 2) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
                 const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f27 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 27] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 27] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f27 = (real)prv[site + 27*SP - (2)*SR]; break;
-                    case 2: f27 = (real)prv[site + 13*SP - (2)*SR]; break;
-                    case 3: f27 = (real)prv[site + 27*SP - (-1)*SX - (y)*SR]; break;
-                    case 4: f27 = (real)prv[site + 27*SP - (y)*SR]; break;
-                    case 5: f27 = (real)prv[site + 13*SP - (y)*SR]; break;
-                    case 6: f27 = (real)prv[site + 23*SP - (-1)*SX - ((2*y + -1))*SR]; break;
-                    case 7: f27 = (real)prv[site + 23*SP - ((2*y + -1))*SR]; break;
-                    case 8: f27 = (real)prv[site + 9*SP - ((2*y + -1))*SR]; break;
-                    default: f27 = (real)prv[site + 27*SP + 1*SX - 2*SR]; break;
-                    }
-                } else
-                    f27 = b ? (real)prv[site + 9*SP] + push_ * rho_b : (real)prv[site + 27*SP + 1*SX - 2*SR];
+                f27 = b ? (real)prv[site + 9*SP] + push_ * rho_b : (real)prv[site + 27*SP + 1*SX - 2*SR];
             }
             real f28;
             {   /* p = 28: hop (-1, 3) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
                 const int oy = wyl && y < 3;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 3, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 3, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(3) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f28 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 28] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 28] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f28 = (real)prv[site + 28*SP - (3)*SR]; break;
-                    case 2: f28 = (real)prv[site + 14*SP - (3)*SR]; break;
-                    case 3: f28 = (real)prv[site + 28*SP - (-1)*SX - (y)*SR]; break;
-                    case 4: f28 = (real)prv[site + 28*SP - (y)*SR]; break;
-                    case 5: f28 = (real)prv[site + 14*SP - (y)*SR]; break;
-                    case 6: f28 = (real)prv[site + 22*SP - (-1)*SX - ((2*y + -2))*SR]; break;
-                    case 7: f28 = (real)prv[site + 22*SP - ((2*y + -2))*SR]; break;
-                    case 8: f28 = (real)prv[site + 8*SP - ((2*y + -2))*SR]; break;
-                    default: f28 = (real)prv[site + 28*SP + 1*SX - 3*SR]; break;
-                    }
-                } else
-                    f28 = b ? (real)prv[site + 8*SP] + push_ * rho_b : (real)prv[site + 28*SP + 1*SX - 3*SR];
+                f28 = b ? (real)prv[site + 8*SP] + push_ * rho_b : (real)prv[site + 28*SP + 1*SX - 3*SR];
             }
             real f29;
             {   /* p = 29: hop (-2, -2) */
                 const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
                 const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f29 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 29] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 29] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f29 = (real)prv[site + 29*SP - ((x - (LX - 1)))*SX - (-2)*SR]; break;
-                    case 2: f29 = (real)prv[site + 3*SP - ((2*x - 2*LX + 3))*SX - (-2)*SR]; break;
-                    case 3: f29 = (real)prv[site + 29*SP - (-2)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f29 = (real)prv[site + 29*SP - ((x - (LX - 1)))*SX - ((y - (LY - 1)))*SR]; break;
-                    case 5: f29 = (real)prv[site + 3*SP - ((2*x - 2*LX + 3))*SX - ((y - (LY - 1)))*SR]; break;
-                    case 6: f29 = (real)prv[site + 33*SP - (-2)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 7: f29 = (real)prv[site + 33*SP - ((x - (LX - 1)))*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 8: f29 = (real)prv[site + 7*SP - ((2*x - 2*LX + 3))*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    default: f29 = (real)prv[site + 29*SP + 2*SX + 2*SR]; break;
-                    }
-                } else
-                    f29 = b ? (real)prv[site + 7*SP] + push_ * rho_b : (real)prv[site + 29*SP + 2*SX + 2*SR];
+                f29 = b ? (real)prv[site + 7*SP] + push_ * rho_b : (real)prv[site + 29*SP + 2*SX + 2*SR];
             }
             real f30;
             {   /* p = 30: hop (-2, -1) */
                 const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f30 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 30] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 30] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f30 = (real)prv[site + 30*SP - ((x - (LX - 1)))*SX - (-1)*SR]; break;
-                    case 2: f30 = (real)prv[site + 4*SP - ((2*x - 2*LX + 3))*SX - (-1)*SR]; break;
-                    case 3: f30 = (real)prv[site + 30*SP - (-2)*SX]; break;
-                    case 4: f30 = (real)prv[site + 30*SP - ((x - (LX - 1)))*SX]; break;
-                    case 5: f30 = (real)prv[site + 4*SP - ((2*x - 2*LX + 3))*SX]; break;
-                    case 6: f30 = (real)prv[site + 32*SP - (-2)*SX]; break;
-                    case 7: f30 = (real)prv[site + 32*SP - ((x - (LX - 1)))*SX]; break;
-                    case 8: f30 = (real)prv[site + 6*SP - ((2*x - 2*LX + 3))*SX]; break;
-                    default: f30 = (real)prv[site + 30*SP + 2*SX + 1*SR]; break;
-                    }
-                } else
-                    f30 = b ? (real)prv[site + 6*SP] + push_ * rho_b : (real)prv[site + 30*SP + 2*SX + 1*SR];
+                f30 = b ? (real)prv[site + 6*SP] + push_ * rho_b : (real)prv[site + 30*SP + 2*SX + 1*SR];
             }
             real f31;
             {   /* p = 31: hop (-2, 0) */
                 const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)));
-                const int open_link = !wall_link && !in_link && (ox);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y, LY)] != 0);
+                const int wall_link = ox;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f31 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 31] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0);
-                    switch (st_) {
-                    case 1: f31 = (real)prv[site + 31*SP - ((x - (LX - 1)))*SX]; break;
-                    case 2: f31 = (real)prv[site + 5*SP - ((2*x - 2*LX + 3))*SX]; break;
-                    default: f31 = (real)prv[site + 31*SP + 2*SX]; break;
-                    }
-                } else
-                    f31 = b ? (real)prv[site + 5*SP] + push_ * rho_b : (real)prv[site + 31*SP + 2*SX];
+                f31 = b ? (real)prv[site + 5*SP] + push_ * rho_b : (real)prv[site + 31*SP + 2*SX];
             }
             real f32;
             {   /* p = 32: hop (-2, 1) */
                 const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f32 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 32] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 32] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f32 = (real)prv[site + 32*SP - ((x - (LX - 1)))*SX - (1)*SR]; break;
-                    case 2: f32 = (real)prv[site + 6*SP - ((2*x - 2*LX + 3))*SX - (1)*SR]; break;
-                    case 3: f32 = (real)prv[site + 32*SP - (-2)*SX]; break;
-                    case 4: f32 = (real)prv[site + 32*SP - ((x - (LX - 1)))*SX]; break;
-                    case 5: f32 = (real)prv[site + 6*SP - ((2*x - 2*LX + 3))*SX]; break;
-                    case 6: f32 = (real)prv[site + 30*SP - (-2)*SX]; break;
-                    case 7: f32 = (real)prv[site + 30*SP - ((x - (LX - 1)))*SX]; break;
-                    case 8: f32 = (real)prv[site + 4*SP - ((2*x - 2*LX + 3))*SX]; break;
-                    default: f32 = (real)prv[site + 32*SP + 2*SX - 1*SR]; break;
-                    }
-                } else
-                    f32 = b ? (real)prv[site + 4*SP] + push_ * rho_b : (real)prv[site + 32*SP + 2*SX - 1*SR];
+                f32 = b ? (real)prv[site + 4*SP] + push_ * rho_b : (real)prv[site + 32*SP + 2*SX - 1*SR];
             }
             real f33;
             {   /* p = 33: hop (-2, 2) */
                 const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
                 const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f33 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 33] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 33] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f33 = (real)prv[site + 33*SP - ((x - (LX - 1)))*SX - (2)*SR]; break;
-                    case 2: f33 = (real)prv[site + 7*SP - ((2*x - 2*LX + 3))*SX - (2)*SR]; break;
-                    case 3: f33 = (real)prv[site + 33*SP - (-2)*SX - (y)*SR]; break;
-                    case 4: f33 = (real)prv[site + 33*SP - ((x - (LX - 1)))*SX - (y)*SR]; break;
-                    case 5: f33 = (real)prv[site + 7*SP - ((2*x - 2*LX + 3))*SX - (y)*SR]; break;
-                    case 6: f33 = (real)prv[site + 29*SP - (-2)*SX - ((2*y + -1))*SR]; break;
-                    case 7: f33 = (real)prv[site + 29*SP - ((x - (LX - 1)))*SX - ((2*y + -1))*SR]; break;
-                    case 8: f33 = (real)prv[site + 3*SP - ((2*x - 2*LX + 3))*SX - ((2*y + -1))*SR]; break;
-                    default: f33 = (real)prv[site + 33*SP + 2*SX - 2*SR]; break;
-                    }
-                } else
-                    f33 = b ? (real)prv[site + 3*SP] + push_ * rho_b : (real)prv[site + 33*SP + 2*SX - 2*SR];
+                f33 = b ? (real)prv[site + 3*SP] + push_ * rho_b : (real)prv[site + 33*SP + 2*SX - 2*SR];
             }
             real f34;
             {   /* p = 34: hop (-3, -1) */
                 const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f34 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 34] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 34] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f34 = (real)prv[site + 34*SP - ((x - (LX - 1)))*SX - (-1)*SR]; break;
-                    case 2: f34 = (real)prv[site - ((2*x - 2*LX + 4))*SX - (-1)*SR]; break;
-                    case 3: f34 = (real)prv[site + 34*SP - (-3)*SX]; break;
-                    case 4: f34 = (real)prv[site + 34*SP - ((x - (LX - 1)))*SX]; break;
-                    case 5: f34 = (real)prv[site - ((2*x - 2*LX + 4))*SX]; break;
-                    case 6: f34 = (real)prv[site + 36*SP - (-3)*SX]; break;
-                    case 7: f34 = (real)prv[site + 36*SP - ((x - (LX - 1)))*SX]; break;
-                    case 8: f34 = (real)prv[site + 2*SP - ((2*x - 2*LX + 4))*SX]; break;
-                    default: f34 = (real)prv[site + 34*SP + 3*SX + 1*SR]; break;
-                    }
-                } else
-                    f34 = b ? (real)prv[site + 2*SP] + push_ * rho_b : (real)prv[site + 34*SP + 3*SX + 1*SR];
+                f34 = b ? (real)prv[site + 2*SP] + push_ * rho_b : (real)prv[site + 34*SP + 3*SX + 1*SR];
             }
             real f35;
             {   /* p = 35: hop (-3, 0) */
                 const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)));
-                const int open_link = !wall_link && !in_link && (ox);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y, LY)] != 0);
+                const int wall_link = ox;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f35 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 35] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0);
-                    switch (st_) {
-                    case 1: f35 = (real)prv[site + 35*SP - ((x - (LX - 1)))*SX]; break;
-                    case 2: f35 = (real)prv[site + 1*SP - ((2*x - 2*LX + 4))*SX]; break;
-                    default: f35 = (real)prv[site + 35*SP + 3*SX]; break;
-                    }
-                } else
-                    f35 = b ? (real)prv[site + 1*SP] + push_ * rho_b : (real)prv[site + 35*SP + 3*SX];
+                f35 = b ? (real)prv[site + 1*SP] + push_ * rho_b : (real)prv[site + 35*SP + 3*SX];
             }
             real f36;
             {   /* p = 36: hop (-3, 1) */
                 const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f36 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 36] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 36] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f36 = (real)prv[site + 36*SP - ((x - (LX - 1)))*SX - (1)*SR]; break;
-                    case 2: f36 = (real)prv[site + 2*SP - ((2*x - 2*LX + 4))*SX - (1)*SR]; break;
-                    case 3: f36 = (real)prv[site + 36*SP - (-3)*SX]; break;
-                    case 4: f36 = (real)prv[site + 36*SP - ((x - (LX - 1)))*SX]; break;
-                    case 5: f36 = (real)prv[site + 2*SP - ((2*x - 2*LX + 4))*SX]; break;
-                    case 6: f36 = (real)prv[site + 34*SP - (-3)*SX]; break;
-                    case 7: f36 = (real)prv[site + 34*SP - ((x - (LX - 1)))*SX]; break;
-                    case 8: f36 = (real)prv[site - ((2*x - 2*LX + 4))*SX]; break;
-                    default: f36 = (real)prv[site + 36*SP + 3*SX - 1*SR]; break;
-                    }
-                } else
-                    f36 = b ? (real)prv[site + 0] + push_ * rho_b : (real)prv[site + 36*SP + 3*SX - 1*SR];
+                f36 = b ? (real)prv[site + 0] + push_ * rho_b : (real)prv[site + 36*SP + 3*SX - 1*SR];
             }
 
             nxt[site + 0] = here_solid ? (real)0.0 : f0;
@@ -1793,7 +1210,7 @@ __kernel void lbgen_fused(__global const store *restrict prv, __global store *re
         if (solid != 0 || (wxl && x < HALO) || (wxh && x >= LX - HALO) || (wyl && y < HALO) || (wyh && y >= LY - HALO)) {
             const int here_solid = solid != 0 ? solid[i] != 0 : 0;
             real rho_b = 0.0;   /* the site's density (post-collision), for the lids' correction */
-            if (lids_ || inlets_ || outlets_) {
+            if (lids_) {
                 rho_b += (real)prv[site + 0];
                 rho_b += (real)prv[site + 1*SP];
                 rho_b += (real)prv[site + 2*SP];
@@ -1832,902 +1249,319 @@ __kernel void lbgen_fused(__global const store *restrict prv, __global store *re
                 rho_b += (real)prv[site + 35*SP];
                 rho_b += (real)prv[site + 36*SP];
             }
-            real ub0 = 0.0, ub1 = 0.0;   /* the site's velocity (post-collision), for the outlets */
-            if (outlets_) {
-                ub0 = ((real)(3) * (real)prv[site + 0] + (real)(3) * (real)prv[site + 1*SP] + (real)(3) * (real)prv[site + 2*SP] + (real)(2) * (real)prv[site + 3*SP] + (real)(2) * (real)prv[site + 4*SP] + (real)(2) * (real)prv[site + 5*SP] + (real)(2) * (real)prv[site + 6*SP] + (real)(2) * (real)prv[site + 7*SP] + (real)(1) * (real)prv[site + 8*SP] + (real)(1) * (real)prv[site + 9*SP] + (real)(1) * (real)prv[site + 10*SP] + (real)(1) * (real)prv[site + 11*SP] + (real)(1) * (real)prv[site + 12*SP] + (real)(1) * (real)prv[site + 13*SP] + (real)(1) * (real)prv[site + 14*SP] + (real)(-1) * (real)prv[site + 22*SP] + (real)(-1) * (real)prv[site + 23*SP] + (real)(-1) * (real)prv[site + 24*SP] + (real)(-1) * (real)prv[site + 25*SP] + (real)(-1) * (real)prv[site + 26*SP] + (real)(-1) * (real)prv[site + 27*SP] + (real)(-1) * (real)prv[site + 28*SP] + (real)(-2) * (real)prv[site + 29*SP] + (real)(-2) * (real)prv[site + 30*SP] + (real)(-2) * (real)prv[site + 31*SP] + (real)(-2) * (real)prv[site + 32*SP] + (real)(-2) * (real)prv[site + 33*SP] + (real)(-3) * (real)prv[site + 34*SP] + (real)(-3) * (real)prv[site + 35*SP] + (real)(-3) * (real)prv[site + 36*SP]) * (real)1.1969797703930745 / rho_b;
-                ub1 = ((real)(-1) * (real)prv[site + 0] + (real)(1) * (real)prv[site + 2*SP] + (real)(-2) * (real)prv[site + 3*SP] + (real)(-1) * (real)prv[site + 4*SP] + (real)(1) * (real)prv[site + 6*SP] + (real)(2) * (real)prv[site + 7*SP] + (real)(-3) * (real)prv[site + 8*SP] + (real)(-2) * (real)prv[site + 9*SP] + (real)(-1) * (real)prv[site + 10*SP] + (real)(1) * (real)prv[site + 12*SP] + (real)(2) * (real)prv[site + 13*SP] + (real)(3) * (real)prv[site + 14*SP] + (real)(-3) * (real)prv[site + 15*SP] + (real)(-2) * (real)prv[site + 16*SP] + (real)(-1) * (real)prv[site + 17*SP] + (real)(1) * (real)prv[site + 19*SP] + (real)(2) * (real)prv[site + 20*SP] + (real)(3) * (real)prv[site + 21*SP] + (real)(-3) * (real)prv[site + 22*SP] + (real)(-2) * (real)prv[site + 23*SP] + (real)(-1) * (real)prv[site + 24*SP] + (real)(1) * (real)prv[site + 26*SP] + (real)(2) * (real)prv[site + 27*SP] + (real)(3) * (real)prv[site + 28*SP] + (real)(-2) * (real)prv[site + 29*SP] + (real)(-1) * (real)prv[site + 30*SP] + (real)(1) * (real)prv[site + 32*SP] + (real)(2) * (real)prv[site + 33*SP] + (real)(-1) * (real)prv[site + 34*SP] + (real)(1) * (real)prv[site + 36*SP]) * (real)1.1969797703930745 / rho_b;
-            }
-            const real usq_b = ub0*ub0 + ub1*ub1;
-            (void)usq_b;
             real f0;
             {   /* p = 0: hop (3, -1) */
                 const int ox = wxl && x < 3;   /* crosses the x-low face */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f0 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 0] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 0] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f0 = (real)prv[site - (x)*SX - (-1)*SR]; break;
-                    case 2: f0 = (real)prv[site + 34*SP - ((2*x + -2))*SX - (-1)*SR]; break;
-                    case 3: f0 = (real)prv[site - (3)*SX]; break;
-                    case 4: f0 = (real)prv[site - (x)*SX]; break;
-                    case 5: f0 = (real)prv[site + 34*SP - ((2*x + -2))*SX]; break;
-                    case 6: f0 = (real)prv[site + 2*SP - (3)*SX]; break;
-                    case 7: f0 = (real)prv[site + 2*SP - (x)*SX]; break;
-                    case 8: f0 = (real)prv[site + 36*SP - ((2*x + -2))*SX]; break;
-                    default: f0 = (real)prv[site + -3*SX + 1*SR]; break;
-                    }
-                } else
-                    f0 = b ? (real)prv[site + 36*SP] + push_ * rho_b : (real)prv[site + -3*SX + 1*SR];
+                f0 = b ? (real)prv[site + 36*SP] + push_ * rho_b : (real)prv[site + -3*SX + 1*SR];
             }
             real f1;
             {   /* p = 1: hop (3, 0) */
                 const int ox = wxl && x < 3;   /* crosses the x-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)));
-                const int open_link = !wall_link && !in_link && (ox);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y, LY)] != 0);
+                const int wall_link = ox;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f1 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 1] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0);
-                    switch (st_) {
-                    case 1: f1 = (real)prv[site + 1*SP - (x)*SX]; break;
-                    case 2: f1 = (real)prv[site + 35*SP - ((2*x + -2))*SX]; break;
-                    default: f1 = (real)prv[site + 1*SP - 3*SX]; break;
-                    }
-                } else
-                    f1 = b ? (real)prv[site + 35*SP] + push_ * rho_b : (real)prv[site + 1*SP - 3*SX];
+                f1 = b ? (real)prv[site + 35*SP] + push_ * rho_b : (real)prv[site + 1*SP - 3*SX];
             }
             real f2;
             {   /* p = 2: hop (3, 1) */
                 const int ox = wxl && x < 3;   /* crosses the x-low face */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 3, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f2 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 2] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 2] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f2 = (real)prv[site + 2*SP - (x)*SX - (1)*SR]; break;
-                    case 2: f2 = (real)prv[site + 36*SP - ((2*x + -2))*SX - (1)*SR]; break;
-                    case 3: f2 = (real)prv[site + 2*SP - (3)*SX]; break;
-                    case 4: f2 = (real)prv[site + 2*SP - (x)*SX]; break;
-                    case 5: f2 = (real)prv[site + 36*SP - ((2*x + -2))*SX]; break;
-                    case 6: f2 = (real)prv[site - (3)*SX]; break;
-                    case 7: f2 = (real)prv[site - (x)*SX]; break;
-                    case 8: f2 = (real)prv[site + 34*SP - ((2*x + -2))*SX]; break;
-                    default: f2 = (real)prv[site + 2*SP - 3*SX - 1*SR]; break;
-                    }
-                } else
-                    f2 = b ? (real)prv[site + 34*SP] + push_ * rho_b : (real)prv[site + 2*SP - 3*SX - 1*SR];
+                f2 = b ? (real)prv[site + 34*SP] + push_ * rho_b : (real)prv[site + 2*SP - 3*SX - 1*SR];
             }
             real f3;
             {   /* p = 3: hop (2, -2) */
                 const int ox = wxl && x < 2;   /* crosses the x-low face */
                 const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f3 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 3] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 3] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f3 = (real)prv[site + 3*SP - (x)*SX - (-2)*SR]; break;
-                    case 2: f3 = (real)prv[site + 29*SP - ((2*x + -1))*SX - (-2)*SR]; break;
-                    case 3: f3 = (real)prv[site + 3*SP - (2)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f3 = (real)prv[site + 3*SP - (x)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 5: f3 = (real)prv[site + 29*SP - ((2*x + -1))*SX - ((y - (LY - 1)))*SR]; break;
-                    case 6: f3 = (real)prv[site + 7*SP - (2)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 7: f3 = (real)prv[site + 7*SP - (x)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 8: f3 = (real)prv[site + 33*SP - ((2*x + -1))*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    default: f3 = (real)prv[site + 3*SP - 2*SX + 2*SR]; break;
-                    }
-                } else
-                    f3 = b ? (real)prv[site + 33*SP] + push_ * rho_b : (real)prv[site + 3*SP - 2*SX + 2*SR];
+                f3 = b ? (real)prv[site + 33*SP] + push_ * rho_b : (real)prv[site + 3*SP - 2*SX + 2*SR];
             }
             real f4;
             {   /* p = 4: hop (2, -1) */
                 const int ox = wxl && x < 2;   /* crosses the x-low face */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f4 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 4] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 4] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f4 = (real)prv[site + 4*SP - (x)*SX - (-1)*SR]; break;
-                    case 2: f4 = (real)prv[site + 30*SP - ((2*x + -1))*SX - (-1)*SR]; break;
-                    case 3: f4 = (real)prv[site + 4*SP - (2)*SX]; break;
-                    case 4: f4 = (real)prv[site + 4*SP - (x)*SX]; break;
-                    case 5: f4 = (real)prv[site + 30*SP - ((2*x + -1))*SX]; break;
-                    case 6: f4 = (real)prv[site + 6*SP - (2)*SX]; break;
-                    case 7: f4 = (real)prv[site + 6*SP - (x)*SX]; break;
-                    case 8: f4 = (real)prv[site + 32*SP - ((2*x + -1))*SX]; break;
-                    default: f4 = (real)prv[site + 4*SP - 2*SX + 1*SR]; break;
-                    }
-                } else
-                    f4 = b ? (real)prv[site + 32*SP] + push_ * rho_b : (real)prv[site + 4*SP - 2*SX + 1*SR];
+                f4 = b ? (real)prv[site + 32*SP] + push_ * rho_b : (real)prv[site + 4*SP - 2*SX + 1*SR];
             }
             real f5;
             {   /* p = 5: hop (2, 0) */
                 const int ox = wxl && x < 2;   /* crosses the x-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)));
-                const int open_link = !wall_link && !in_link && (ox);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y, LY)] != 0);
+                const int wall_link = ox;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f5 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 5] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0);
-                    switch (st_) {
-                    case 1: f5 = (real)prv[site + 5*SP - (x)*SX]; break;
-                    case 2: f5 = (real)prv[site + 31*SP - ((2*x + -1))*SX]; break;
-                    default: f5 = (real)prv[site + 5*SP - 2*SX]; break;
-                    }
-                } else
-                    f5 = b ? (real)prv[site + 31*SP] + push_ * rho_b : (real)prv[site + 5*SP - 2*SX];
+                f5 = b ? (real)prv[site + 31*SP] + push_ * rho_b : (real)prv[site + 5*SP - 2*SX];
             }
             real f6;
             {   /* p = 6: hop (2, 1) */
                 const int ox = wxl && x < 2;   /* crosses the x-low face */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f6 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 6] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 6] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f6 = (real)prv[site + 6*SP - (x)*SX - (1)*SR]; break;
-                    case 2: f6 = (real)prv[site + 32*SP - ((2*x + -1))*SX - (1)*SR]; break;
-                    case 3: f6 = (real)prv[site + 6*SP - (2)*SX]; break;
-                    case 4: f6 = (real)prv[site + 6*SP - (x)*SX]; break;
-                    case 5: f6 = (real)prv[site + 32*SP - ((2*x + -1))*SX]; break;
-                    case 6: f6 = (real)prv[site + 4*SP - (2)*SX]; break;
-                    case 7: f6 = (real)prv[site + 4*SP - (x)*SX]; break;
-                    case 8: f6 = (real)prv[site + 30*SP - ((2*x + -1))*SX]; break;
-                    default: f6 = (real)prv[site + 6*SP - 2*SX - 1*SR]; break;
-                    }
-                } else
-                    f6 = b ? (real)prv[site + 30*SP] + push_ * rho_b : (real)prv[site + 6*SP - 2*SX - 1*SR];
+                f6 = b ? (real)prv[site + 30*SP] + push_ * rho_b : (real)prv[site + 6*SP - 2*SX - 1*SR];
             }
             real f7;
             {   /* p = 7: hop (2, 2) */
                 const int ox = wxl && x < 2;   /* crosses the x-low face */
                 const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 2, LX)*LY + wrap_(y - 2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f7 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 7] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 7] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f7 = (real)prv[site + 7*SP - (x)*SX - (2)*SR]; break;
-                    case 2: f7 = (real)prv[site + 33*SP - ((2*x + -1))*SX - (2)*SR]; break;
-                    case 3: f7 = (real)prv[site + 7*SP - (2)*SX - (y)*SR]; break;
-                    case 4: f7 = (real)prv[site + 7*SP - (x)*SX - (y)*SR]; break;
-                    case 5: f7 = (real)prv[site + 33*SP - ((2*x + -1))*SX - (y)*SR]; break;
-                    case 6: f7 = (real)prv[site + 3*SP - (2)*SX - ((2*y + -1))*SR]; break;
-                    case 7: f7 = (real)prv[site + 3*SP - (x)*SX - ((2*y + -1))*SR]; break;
-                    case 8: f7 = (real)prv[site + 29*SP - ((2*x + -1))*SX - ((2*y + -1))*SR]; break;
-                    default: f7 = (real)prv[site + 7*SP - 2*SX - 2*SR]; break;
-                    }
-                } else
-                    f7 = b ? (real)prv[site + 29*SP] + push_ * rho_b : (real)prv[site + 7*SP - 2*SX - 2*SR];
+                f7 = b ? (real)prv[site + 29*SP] + push_ * rho_b : (real)prv[site + 7*SP - 2*SX - 2*SR];
             }
             real f8;
             {   /* p = 8: hop (1, -3) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
                 const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -3, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -3, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-3) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f8 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 8] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 8] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f8 = (real)prv[site + 8*SP - (-3)*SR]; break;
-                    case 2: f8 = (real)prv[site + 22*SP - (-3)*SR]; break;
-                    case 3: f8 = (real)prv[site + 8*SP - (1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f8 = (real)prv[site + 8*SP - ((y - (LY - 1)))*SR]; break;
-                    case 5: f8 = (real)prv[site + 22*SP - ((y - (LY - 1)))*SR]; break;
-                    case 6: f8 = (real)prv[site + 14*SP - (1)*SX - ((2*y - 2*LY + 4))*SR]; break;
-                    case 7: f8 = (real)prv[site + 14*SP - ((2*y - 2*LY + 4))*SR]; break;
-                    case 8: f8 = (real)prv[site + 28*SP - ((2*y - 2*LY + 4))*SR]; break;
-                    default: f8 = (real)prv[site + 8*SP - 1*SX + 3*SR]; break;
-                    }
-                } else
-                    f8 = b ? (real)prv[site + 28*SP] + push_ * rho_b : (real)prv[site + 8*SP - 1*SX + 3*SR];
+                f8 = b ? (real)prv[site + 28*SP] + push_ * rho_b : (real)prv[site + 8*SP - 1*SX + 3*SR];
             }
             real f9;
             {   /* p = 9: hop (1, -2) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
                 const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-2) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f9 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 9] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 9] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f9 = (real)prv[site + 9*SP - (-2)*SR]; break;
-                    case 2: f9 = (real)prv[site + 23*SP - (-2)*SR]; break;
-                    case 3: f9 = (real)prv[site + 9*SP - (1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f9 = (real)prv[site + 9*SP - ((y - (LY - 1)))*SR]; break;
-                    case 5: f9 = (real)prv[site + 23*SP - ((y - (LY - 1)))*SR]; break;
-                    case 6: f9 = (real)prv[site + 13*SP - (1)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 7: f9 = (real)prv[site + 13*SP - ((2*y - 2*LY + 3))*SR]; break;
-                    case 8: f9 = (real)prv[site + 27*SP - ((2*y - 2*LY + 3))*SR]; break;
-                    default: f9 = (real)prv[site + 9*SP - 1*SX + 2*SR]; break;
-                    }
-                } else
-                    f9 = b ? (real)prv[site + 27*SP] + push_ * rho_b : (real)prv[site + 9*SP - 1*SX + 2*SR];
+                f9 = b ? (real)prv[site + 27*SP] + push_ * rho_b : (real)prv[site + 9*SP - 1*SX + 2*SR];
             }
             real f10;
             {   /* p = 10: hop (1, -1) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(-1) * (real)lid[1])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f10 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 10] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 10] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f10 = (real)prv[site + 10*SP - (-1)*SR]; break;
-                    case 2: f10 = (real)prv[site + 24*SP - (-1)*SR]; break;
-                    case 3: f10 = (real)prv[site + 10*SP - (1)*SX]; break;
-                    case 4: f10 = (real)prv[site + 10*SP]; break;
-                    case 5: f10 = (real)prv[site + 24*SP]; break;
-                    case 6: f10 = (real)prv[site + 12*SP - (1)*SX]; break;
-                    case 7: f10 = (real)prv[site + 12*SP]; break;
-                    case 8: f10 = (real)prv[site + 26*SP]; break;
-                    default: f10 = (real)prv[site + 10*SP - 1*SX + 1*SR]; break;
-                    }
-                } else
-                    f10 = b ? (real)prv[site + 26*SP] + push_ * rho_b : (real)prv[site + 10*SP - 1*SX + 1*SR];
+                f10 = b ? (real)prv[site + 26*SP] + push_ * rho_b : (real)prv[site + 10*SP - 1*SX + 1*SR];
             }
             real f11;
             {   /* p = 11: hop (1, 0) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)));
-                const int open_link = !wall_link && !in_link && (ox);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y, LY)] != 0);
+                const int wall_link = ox;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(0) * (real)lid[1])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f11 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 11] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0);
-                    switch (st_) {
-                    case 1: f11 = (real)prv[site + 11*SP]; break;
-                    case 2: f11 = (real)prv[site + 25*SP]; break;
-                    default: f11 = (real)prv[site + 11*SP - 1*SX]; break;
-                    }
-                } else
-                    f11 = b ? (real)prv[site + 25*SP] + push_ * rho_b : (real)prv[site + 11*SP - 1*SX];
+                f11 = b ? (real)prv[site + 25*SP] + push_ * rho_b : (real)prv[site + 11*SP - 1*SX];
             }
             real f12;
             {   /* p = 12: hop (1, 1) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(1) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f12 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 12] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 12] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f12 = (real)prv[site + 12*SP - (1)*SR]; break;
-                    case 2: f12 = (real)prv[site + 26*SP - (1)*SR]; break;
-                    case 3: f12 = (real)prv[site + 12*SP - (1)*SX]; break;
-                    case 4: f12 = (real)prv[site + 12*SP]; break;
-                    case 5: f12 = (real)prv[site + 26*SP]; break;
-                    case 6: f12 = (real)prv[site + 10*SP - (1)*SX]; break;
-                    case 7: f12 = (real)prv[site + 10*SP]; break;
-                    case 8: f12 = (real)prv[site + 24*SP]; break;
-                    default: f12 = (real)prv[site + 12*SP - 1*SX - 1*SR]; break;
-                    }
-                } else
-                    f12 = b ? (real)prv[site + 24*SP] + push_ * rho_b : (real)prv[site + 12*SP - 1*SX - 1*SR];
+                f12 = b ? (real)prv[site + 24*SP] + push_ * rho_b : (real)prv[site + 12*SP - 1*SX - 1*SR];
             }
             real f13;
             {   /* p = 13: hop (1, 2) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
                 const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(2) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f13 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 13] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 13] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f13 = (real)prv[site + 13*SP - (2)*SR]; break;
-                    case 2: f13 = (real)prv[site + 27*SP - (2)*SR]; break;
-                    case 3: f13 = (real)prv[site + 13*SP - (1)*SX - (y)*SR]; break;
-                    case 4: f13 = (real)prv[site + 13*SP - (y)*SR]; break;
-                    case 5: f13 = (real)prv[site + 27*SP - (y)*SR]; break;
-                    case 6: f13 = (real)prv[site + 9*SP - (1)*SX - ((2*y + -1))*SR]; break;
-                    case 7: f13 = (real)prv[site + 9*SP - ((2*y + -1))*SR]; break;
-                    case 8: f13 = (real)prv[site + 23*SP - ((2*y + -1))*SR]; break;
-                    default: f13 = (real)prv[site + 13*SP - 1*SX - 2*SR]; break;
-                    }
-                } else
-                    f13 = b ? (real)prv[site + 23*SP] + push_ * rho_b : (real)prv[site + 13*SP - 1*SX - 2*SR];
+                f13 = b ? (real)prv[site + 23*SP] + push_ * rho_b : (real)prv[site + 13*SP - 1*SX - 2*SR];
             }
             real f14;
             {   /* p = 14: hop (1, 3) */
                 const int ox = wxl && x < 1;   /* crosses the x-low face */
                 const int oy = wyl && y < 3;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 0 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 0 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 3, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - 1, LX)*LY + wrap_(y - 3, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 0 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[0] + (real)(3) * (real)lid[1])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f14 = rho_b * ((ox && (inlets_ >> 0 & 1)) ? (real)inflow_[37*(y) + 14] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 14] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 0 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f14 = (real)prv[site + 14*SP - (3)*SR]; break;
-                    case 2: f14 = (real)prv[site + 28*SP - (3)*SR]; break;
-                    case 3: f14 = (real)prv[site + 14*SP - (1)*SX - (y)*SR]; break;
-                    case 4: f14 = (real)prv[site + 14*SP - (y)*SR]; break;
-                    case 5: f14 = (real)prv[site + 28*SP - (y)*SR]; break;
-                    case 6: f14 = (real)prv[site + 8*SP - (1)*SX - ((2*y + -2))*SR]; break;
-                    case 7: f14 = (real)prv[site + 8*SP - ((2*y + -2))*SR]; break;
-                    case 8: f14 = (real)prv[site + 22*SP - ((2*y + -2))*SR]; break;
-                    default: f14 = (real)prv[site + 14*SP - 1*SX - 3*SR]; break;
-                    }
-                } else
-                    f14 = b ? (real)prv[site + 22*SP] + push_ * rho_b : (real)prv[site + 14*SP - 1*SX - 3*SR];
+                f14 = b ? (real)prv[site + 22*SP] + push_ * rho_b : (real)prv[site + 14*SP - 1*SX - 3*SR];
             }
             real f15;
             {   /* p = 15: hop (0, -3) */
                 const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
-                const int wall_link = (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -3, LY)] != 0);
+                const int wall_link = oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -3, LY)] != 0);
                 const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f15 = rho_b * ((oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 15] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (oy ? 1 + (slips_ >> 3 & 1) : 0);
-                    switch (st_) {
-                    case 1: f15 = (real)prv[site + 15*SP - ((y - (LY - 1)))*SR]; break;
-                    case 2: f15 = (real)prv[site + 21*SP - ((2*y - 2*LY + 4))*SR]; break;
-                    default: f15 = (real)prv[site + 15*SP + 3*SR]; break;
-                    }
-                } else
-                    f15 = b ? (real)prv[site + 21*SP] + push_ * rho_b : (real)prv[site + 15*SP + 3*SR];
+                f15 = b ? (real)prv[site + 21*SP] + push_ * rho_b : (real)prv[site + 15*SP + 3*SR];
             }
             real f16;
             {   /* p = 16: hop (0, -2) */
                 const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const int wall_link = oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -2, LY)] != 0);
                 const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f16 = rho_b * ((oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 16] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (oy ? 1 + (slips_ >> 3 & 1) : 0);
-                    switch (st_) {
-                    case 1: f16 = (real)prv[site + 16*SP - ((y - (LY - 1)))*SR]; break;
-                    case 2: f16 = (real)prv[site + 20*SP - ((2*y - 2*LY + 3))*SR]; break;
-                    default: f16 = (real)prv[site + 16*SP + 2*SR]; break;
-                    }
-                } else
-                    f16 = b ? (real)prv[site + 20*SP] + push_ * rho_b : (real)prv[site + 16*SP + 2*SR];
+                f16 = b ? (real)prv[site + 20*SP] + push_ * rho_b : (real)prv[site + 16*SP + 2*SR];
             }
             real f17;
             {   /* p = 17: hop (0, -1) */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f17 = rho_b * ((oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 17] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (oy ? 1 + (slips_ >> 3 & 1) : 0);
-                    switch (st_) {
-                    case 1: f17 = (real)prv[site + 17*SP]; break;
-                    case 2: f17 = (real)prv[site + 19*SP]; break;
-                    default: f17 = (real)prv[site + 17*SP + 1*SR]; break;
-                    }
-                } else
-                    f17 = b ? (real)prv[site + 19*SP] + push_ * rho_b : (real)prv[site + 17*SP + 1*SR];
+                f17 = b ? (real)prv[site + 19*SP] + push_ * rho_b : (real)prv[site + 17*SP + 1*SR];
             }
             real f18;
             f18 = (real)prv[site + 18*SP];
             real f19;
             {   /* p = 19: hop (0, 1) */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f19 = rho_b * ((oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 19] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (oy ? 1 + (slips_ >> 2 & 1) : 0);
-                    switch (st_) {
-                    case 1: f19 = (real)prv[site + 19*SP]; break;
-                    case 2: f19 = (real)prv[site + 17*SP]; break;
-                    default: f19 = (real)prv[site + 19*SP - 1*SR]; break;
-                    }
-                } else
-                    f19 = b ? (real)prv[site + 17*SP] + push_ * rho_b : (real)prv[site + 19*SP - 1*SR];
+                f19 = b ? (real)prv[site + 17*SP] + push_ * rho_b : (real)prv[site + 19*SP - 1*SR];
             }
             real f20;
             {   /* p = 20: hop (0, 2) */
                 const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const int wall_link = oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 2, LY)] != 0);
                 const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f20 = rho_b * ((oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 20] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (oy ? 1 + (slips_ >> 2 & 1) : 0);
-                    switch (st_) {
-                    case 1: f20 = (real)prv[site + 20*SP - (y)*SR]; break;
-                    case 2: f20 = (real)prv[site + 16*SP - ((2*y + -1))*SR]; break;
-                    default: f20 = (real)prv[site + 20*SP - 2*SR]; break;
-                    }
-                } else
-                    f20 = b ? (real)prv[site + 16*SP] + push_ * rho_b : (real)prv[site + 20*SP - 2*SR];
+                f20 = b ? (real)prv[site + 16*SP] + push_ * rho_b : (real)prv[site + 20*SP - 2*SR];
             }
             real f21;
             {   /* p = 21: hop (0, 3) */
                 const int oy = wyl && y < 3;   /* crosses the y-low face */
-                const int wall_link = (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 3, LY)] != 0);
+                const int wall_link = oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x, LX)*LY + wrap_(y - 3, LY)] != 0);
                 const real push_ = (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(0) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f21 = rho_b * ((oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 21] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (oy ? 1 + (slips_ >> 2 & 1) : 0);
-                    switch (st_) {
-                    case 1: f21 = (real)prv[site + 21*SP - (y)*SR]; break;
-                    case 2: f21 = (real)prv[site + 15*SP - ((2*y + -2))*SR]; break;
-                    default: f21 = (real)prv[site + 21*SP - 3*SR]; break;
-                    }
-                } else
-                    f21 = b ? (real)prv[site + 15*SP] + push_ * rho_b : (real)prv[site + 21*SP - 3*SR];
+                f21 = b ? (real)prv[site + 15*SP] + push_ * rho_b : (real)prv[site + 21*SP - 3*SR];
             }
             real f22;
             {   /* p = 22: hop (-1, -3) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
                 const int oy = wyh && y >= LY - 3;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -3, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -3, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-3) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-3) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f22 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 22] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 22] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f22 = (real)prv[site + 22*SP - (-3)*SR]; break;
-                    case 2: f22 = (real)prv[site + 8*SP - (-3)*SR]; break;
-                    case 3: f22 = (real)prv[site + 22*SP - (-1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f22 = (real)prv[site + 22*SP - ((y - (LY - 1)))*SR]; break;
-                    case 5: f22 = (real)prv[site + 8*SP - ((y - (LY - 1)))*SR]; break;
-                    case 6: f22 = (real)prv[site + 28*SP - (-1)*SX - ((2*y - 2*LY + 4))*SR]; break;
-                    case 7: f22 = (real)prv[site + 28*SP - ((2*y - 2*LY + 4))*SR]; break;
-                    case 8: f22 = (real)prv[site + 14*SP - ((2*y - 2*LY + 4))*SR]; break;
-                    default: f22 = (real)prv[site + 22*SP + 1*SX + 3*SR]; break;
-                    }
-                } else
-                    f22 = b ? (real)prv[site + 14*SP] + push_ * rho_b : (real)prv[site + 22*SP + 1*SX + 3*SR];
+                f22 = b ? (real)prv[site + 14*SP] + push_ * rho_b : (real)prv[site + 22*SP + 1*SX + 3*SR];
             }
             real f23;
             {   /* p = 23: hop (-1, -2) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
                 const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f23 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 23] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 23] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f23 = (real)prv[site + 23*SP - (-2)*SR]; break;
-                    case 2: f23 = (real)prv[site + 9*SP - (-2)*SR]; break;
-                    case 3: f23 = (real)prv[site + 23*SP - (-1)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f23 = (real)prv[site + 23*SP - ((y - (LY - 1)))*SR]; break;
-                    case 5: f23 = (real)prv[site + 9*SP - ((y - (LY - 1)))*SR]; break;
-                    case 6: f23 = (real)prv[site + 27*SP - (-1)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 7: f23 = (real)prv[site + 27*SP - ((2*y - 2*LY + 3))*SR]; break;
-                    case 8: f23 = (real)prv[site + 13*SP - ((2*y - 2*LY + 3))*SR]; break;
-                    default: f23 = (real)prv[site + 23*SP + 1*SX + 2*SR]; break;
-                    }
-                } else
-                    f23 = b ? (real)prv[site + 13*SP] + push_ * rho_b : (real)prv[site + 23*SP + 1*SX + 2*SR];
+                f23 = b ? (real)prv[site + 13*SP] + push_ * rho_b : (real)prv[site + 23*SP + 1*SX + 2*SR];
             }
             real f24;
             {   /* p = 24: hop (-1, -1) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f24 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 24] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 24] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f24 = (real)prv[site + 24*SP - (-1)*SR]; break;
-                    case 2: f24 = (real)prv[site + 10*SP - (-1)*SR]; break;
-                    case 3: f24 = (real)prv[site + 24*SP - (-1)*SX]; break;
-                    case 4: f24 = (real)prv[site + 24*SP]; break;
-                    case 5: f24 = (real)prv[site + 10*SP]; break;
-                    case 6: f24 = (real)prv[site + 26*SP - (-1)*SX]; break;
-                    case 7: f24 = (real)prv[site + 26*SP]; break;
-                    case 8: f24 = (real)prv[site + 12*SP]; break;
-                    default: f24 = (real)prv[site + 24*SP + 1*SX + 1*SR]; break;
-                    }
-                } else
-                    f24 = b ? (real)prv[site + 12*SP] + push_ * rho_b : (real)prv[site + 24*SP + 1*SX + 1*SR];
+                f24 = b ? (real)prv[site + 12*SP] + push_ * rho_b : (real)prv[site + 24*SP + 1*SX + 1*SR];
             }
             real f25;
             {   /* p = 25: hop (-1, 0) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)));
-                const int open_link = !wall_link && !in_link && (ox);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y, LY)] != 0);
+                const int wall_link = ox;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.107306091542219 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f25 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 25] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0);
-                    switch (st_) {
-                    case 1: f25 = (real)prv[site + 25*SP]; break;
-                    case 2: f25 = (real)prv[site + 11*SP]; break;
-                    default: f25 = (real)prv[site + 25*SP + 1*SX]; break;
-                    }
-                } else
-                    f25 = b ? (real)prv[site + 11*SP] + push_ * rho_b : (real)prv[site + 25*SP + 1*SX];
+                f25 = b ? (real)prv[site + 11*SP] + push_ * rho_b : (real)prv[site + 25*SP + 1*SX];
             }
             real f26;
             {   /* p = 26: hop (-1, 1) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.05766785988879488 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f26 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 26] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 26] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f26 = (real)prv[site + 26*SP - (1)*SR]; break;
-                    case 2: f26 = (real)prv[site + 12*SP - (1)*SR]; break;
-                    case 3: f26 = (real)prv[site + 26*SP - (-1)*SX]; break;
-                    case 4: f26 = (real)prv[site + 26*SP]; break;
-                    case 5: f26 = (real)prv[site + 12*SP]; break;
-                    case 6: f26 = (real)prv[site + 24*SP - (-1)*SX]; break;
-                    case 7: f26 = (real)prv[site + 24*SP]; break;
-                    case 8: f26 = (real)prv[site + 10*SP]; break;
-                    default: f26 = (real)prv[site + 26*SP + 1*SX - 1*SR]; break;
-                    }
-                } else
-                    f26 = b ? (real)prv[site + 10*SP] + push_ * rho_b : (real)prv[site + 26*SP + 1*SX - 1*SR];
+                f26 = b ? (real)prv[site + 10*SP] + push_ * rho_b : (real)prv[site + 26*SP + 1*SX - 1*SR];
             }
             real f27;
             {   /* p = 27: hop (-1, 2) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
                 const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f27 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 27] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 27] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f27 = (real)prv[site + 27*SP - (2)*SR]; break;
-                    case 2: f27 = (real)prv[site + 13*SP - (2)*SR]; break;
-                    case 3: f27 = (real)prv[site + 27*SP - (-1)*SX - (y)*SR]; break;
-                    case 4: f27 = (real)prv[site + 27*SP - (y)*SR]; break;
-                    case 5: f27 = (real)prv[site + 13*SP - (y)*SR]; break;
-                    case 6: f27 = (real)prv[site + 23*SP - (-1)*SX - ((2*y + -1))*SR]; break;
-                    case 7: f27 = (real)prv[site + 23*SP - ((2*y + -1))*SR]; break;
-                    case 8: f27 = (real)prv[site + 9*SP - ((2*y + -1))*SR]; break;
-                    default: f27 = (real)prv[site + 27*SP + 1*SX - 2*SR]; break;
-                    }
-                } else
-                    f27 = b ? (real)prv[site + 9*SP] + push_ * rho_b : (real)prv[site + 27*SP + 1*SX - 2*SR];
+                f27 = b ? (real)prv[site + 9*SP] + push_ * rho_b : (real)prv[site + 27*SP + 1*SX - 2*SR];
             }
             real f28;
             {   /* p = 28: hop (-1, 3) */
                 const int ox = wxh && x >= LX - 1;   /* crosses the x-high face */
                 const int oy = wyl && y < 3;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 3, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -1, LX)*LY + wrap_(y - 3, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[2] + (real)(3) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-1) * (real)lid[4] + (real)(3) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f28 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 28] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 28] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f28 = (real)prv[site + 28*SP - (3)*SR]; break;
-                    case 2: f28 = (real)prv[site + 14*SP - (3)*SR]; break;
-                    case 3: f28 = (real)prv[site + 28*SP - (-1)*SX - (y)*SR]; break;
-                    case 4: f28 = (real)prv[site + 28*SP - (y)*SR]; break;
-                    case 5: f28 = (real)prv[site + 14*SP - (y)*SR]; break;
-                    case 6: f28 = (real)prv[site + 22*SP - (-1)*SX - ((2*y + -2))*SR]; break;
-                    case 7: f28 = (real)prv[site + 22*SP - ((2*y + -2))*SR]; break;
-                    case 8: f28 = (real)prv[site + 8*SP - ((2*y + -2))*SR]; break;
-                    default: f28 = (real)prv[site + 28*SP + 1*SX - 3*SR]; break;
-                    }
-                } else
-                    f28 = b ? (real)prv[site + 8*SP] + push_ * rho_b : (real)prv[site + 28*SP + 1*SX - 3*SR];
+                f28 = b ? (real)prv[site + 8*SP] + push_ * rho_b : (real)prv[site + 28*SP + 1*SX - 3*SR];
             }
             real f29;
             {   /* p = 29: hop (-2, -2) */
                 const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
                 const int oy = wyh && y >= LY - 2;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-2) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-2) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f29 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 29] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 29] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f29 = (real)prv[site + 29*SP - ((x - (LX - 1)))*SX - (-2)*SR]; break;
-                    case 2: f29 = (real)prv[site + 3*SP - ((2*x - 2*LX + 3))*SX - (-2)*SR]; break;
-                    case 3: f29 = (real)prv[site + 29*SP - (-2)*SX - ((y - (LY - 1)))*SR]; break;
-                    case 4: f29 = (real)prv[site + 29*SP - ((x - (LX - 1)))*SX - ((y - (LY - 1)))*SR]; break;
-                    case 5: f29 = (real)prv[site + 3*SP - ((2*x - 2*LX + 3))*SX - ((y - (LY - 1)))*SR]; break;
-                    case 6: f29 = (real)prv[site + 33*SP - (-2)*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 7: f29 = (real)prv[site + 33*SP - ((x - (LX - 1)))*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    case 8: f29 = (real)prv[site + 7*SP - ((2*x - 2*LX + 3))*SX - ((2*y - 2*LY + 3))*SR]; break;
-                    default: f29 = (real)prv[site + 29*SP + 2*SX + 2*SR]; break;
-                    }
-                } else
-                    f29 = b ? (real)prv[site + 7*SP] + push_ * rho_b : (real)prv[site + 29*SP + 2*SX + 2*SR];
+                f29 = b ? (real)prv[site + 7*SP] + push_ * rho_b : (real)prv[site + 29*SP + 2*SX + 2*SR];
             }
             real f30;
             {   /* p = 30: hop (-2, -1) */
                 const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f30 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 30] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 30] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f30 = (real)prv[site + 30*SP - ((x - (LX - 1)))*SX - (-1)*SR]; break;
-                    case 2: f30 = (real)prv[site + 4*SP - ((2*x - 2*LX + 3))*SX - (-1)*SR]; break;
-                    case 3: f30 = (real)prv[site + 30*SP - (-2)*SX]; break;
-                    case 4: f30 = (real)prv[site + 30*SP - ((x - (LX - 1)))*SX]; break;
-                    case 5: f30 = (real)prv[site + 4*SP - ((2*x - 2*LX + 3))*SX]; break;
-                    case 6: f30 = (real)prv[site + 32*SP - (-2)*SX]; break;
-                    case 7: f30 = (real)prv[site + 32*SP - ((x - (LX - 1)))*SX]; break;
-                    case 8: f30 = (real)prv[site + 6*SP - ((2*x - 2*LX + 3))*SX]; break;
-                    default: f30 = (real)prv[site + 30*SP + 2*SX + 1*SR]; break;
-                    }
-                } else
-                    f30 = b ? (real)prv[site + 6*SP] + push_ * rho_b : (real)prv[site + 30*SP + 2*SX + 1*SR];
+                f30 = b ? (real)prv[site + 6*SP] + push_ * rho_b : (real)prv[site + 30*SP + 2*SX + 1*SR];
             }
             real f31;
             {   /* p = 31: hop (-2, 0) */
                 const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)));
-                const int open_link = !wall_link && !in_link && (ox);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y, LY)] != 0);
+                const int wall_link = ox;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.01420821615845075 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f31 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 31] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0);
-                    switch (st_) {
-                    case 1: f31 = (real)prv[site + 31*SP - ((x - (LX - 1)))*SX]; break;
-                    case 2: f31 = (real)prv[site + 5*SP - ((2*x - 2*LX + 3))*SX]; break;
-                    default: f31 = (real)prv[site + 31*SP + 2*SX]; break;
-                    }
-                } else
-                    f31 = b ? (real)prv[site + 5*SP] + push_ * rho_b : (real)prv[site + 31*SP + 2*SX];
+                f31 = b ? (real)prv[site + 5*SP] + push_ * rho_b : (real)prv[site + 31*SP + 2*SX];
             }
             real f32;
             {   /* p = 32: hop (-2, 1) */
                 const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0053530490005137751 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f32 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 32] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 32] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f32 = (real)prv[site + 32*SP - ((x - (LX - 1)))*SX - (1)*SR]; break;
-                    case 2: f32 = (real)prv[site + 6*SP - ((2*x - 2*LX + 3))*SX - (1)*SR]; break;
-                    case 3: f32 = (real)prv[site + 32*SP - (-2)*SX]; break;
-                    case 4: f32 = (real)prv[site + 32*SP - ((x - (LX - 1)))*SX]; break;
-                    case 5: f32 = (real)prv[site + 6*SP - ((2*x - 2*LX + 3))*SX]; break;
-                    case 6: f32 = (real)prv[site + 30*SP - (-2)*SX]; break;
-                    case 7: f32 = (real)prv[site + 30*SP - ((x - (LX - 1)))*SX]; break;
-                    case 8: f32 = (real)prv[site + 4*SP - ((2*x - 2*LX + 3))*SX]; break;
-                    default: f32 = (real)prv[site + 32*SP + 2*SX - 1*SR]; break;
-                    }
-                } else
-                    f32 = b ? (real)prv[site + 4*SP] + push_ * rho_b : (real)prv[site + 32*SP + 2*SX - 1*SR];
+                f32 = b ? (real)prv[site + 4*SP] + push_ * rho_b : (real)prv[site + 32*SP + 2*SX - 1*SR];
             }
             real f33;
             {   /* p = 33: hop (-2, 2) */
                 const int ox = wxh && x >= LX - 2;   /* crosses the x-high face */
                 const int oy = wyl && y < 2;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 2, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -2, LX)*LY + wrap_(y - 2, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[2] + (real)(2) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.0010119375926735754 * (real)1.1969797703930745 * ((real)(-2) * (real)lid[4] + (real)(2) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f33 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 33] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 33] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f33 = (real)prv[site + 33*SP - ((x - (LX - 1)))*SX - (2)*SR]; break;
-                    case 2: f33 = (real)prv[site + 7*SP - ((2*x - 2*LX + 3))*SX - (2)*SR]; break;
-                    case 3: f33 = (real)prv[site + 33*SP - (-2)*SX - (y)*SR]; break;
-                    case 4: f33 = (real)prv[site + 33*SP - ((x - (LX - 1)))*SX - (y)*SR]; break;
-                    case 5: f33 = (real)prv[site + 7*SP - ((2*x - 2*LX + 3))*SX - (y)*SR]; break;
-                    case 6: f33 = (real)prv[site + 29*SP - (-2)*SX - ((2*y + -1))*SR]; break;
-                    case 7: f33 = (real)prv[site + 29*SP - ((x - (LX - 1)))*SX - ((2*y + -1))*SR]; break;
-                    case 8: f33 = (real)prv[site + 3*SP - ((2*x - 2*LX + 3))*SX - ((2*y + -1))*SR]; break;
-                    default: f33 = (real)prv[site + 33*SP + 2*SX - 2*SR]; break;
-                    }
-                } else
-                    f33 = b ? (real)prv[site + 3*SP] + push_ * rho_b : (real)prv[site + 33*SP + 2*SX - 2*SR];
+                f33 = b ? (real)prv[site + 3*SP] + push_ * rho_b : (real)prv[site + 33*SP + 2*SX - 2*SR];
             }
             real f34;
             {   /* p = 34: hop (-3, -1) */
                 const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
                 const int oy = wyh && y >= LY - 1;   /* crosses the y-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 3 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 3 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - -1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - -1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(-1) * (real)lid[3])) : (oy && (lids_ >> 3 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[6] + (real)(-1) * (real)lid[7])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f34 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 34] : (oy && (inlets_ >> 3 & 1)) ? (real)inflow_[(37*LY + 37*LY + 37*LX) + 37*(x) + 34] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 3 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f34 = (real)prv[site + 34*SP - ((x - (LX - 1)))*SX - (-1)*SR]; break;
-                    case 2: f34 = (real)prv[site - ((2*x - 2*LX + 4))*SX - (-1)*SR]; break;
-                    case 3: f34 = (real)prv[site + 34*SP - (-3)*SX]; break;
-                    case 4: f34 = (real)prv[site + 34*SP - ((x - (LX - 1)))*SX]; break;
-                    case 5: f34 = (real)prv[site - ((2*x - 2*LX + 4))*SX]; break;
-                    case 6: f34 = (real)prv[site + 36*SP - (-3)*SX]; break;
-                    case 7: f34 = (real)prv[site + 36*SP - ((x - (LX - 1)))*SX]; break;
-                    case 8: f34 = (real)prv[site + 2*SP - ((2*x - 2*LX + 4))*SX]; break;
-                    default: f34 = (real)prv[site + 34*SP + 3*SX + 1*SR]; break;
-                    }
-                } else
-                    f34 = b ? (real)prv[site + 2*SP] + push_ * rho_b : (real)prv[site + 34*SP + 3*SX + 1*SR];
+                f34 = b ? (real)prv[site + 2*SP] + push_ * rho_b : (real)prv[site + 34*SP + 3*SX + 1*SR];
             }
             real f35;
             {   /* p = 35: hop (-3, 0) */
                 const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)));
-                const int open_link = !wall_link && !in_link && (ox);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y, LY)] != 0);
+                const int wall_link = ox;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00024530102775771736 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(0) * (real)lid[3])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f35 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 35] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0);
-                    switch (st_) {
-                    case 1: f35 = (real)prv[site + 35*SP - ((x - (LX - 1)))*SX]; break;
-                    case 2: f35 = (real)prv[site + 1*SP - ((2*x - 2*LX + 4))*SX]; break;
-                    default: f35 = (real)prv[site + 35*SP + 3*SX]; break;
-                    }
-                } else
-                    f35 = b ? (real)prv[site + 1*SP] + push_ * rho_b : (real)prv[site + 35*SP + 3*SX];
+                f35 = b ? (real)prv[site + 1*SP] + push_ * rho_b : (real)prv[site + 35*SP + 3*SX];
             }
             real f36;
             {   /* p = 36: hop (-3, 1) */
                 const int ox = wxh && x >= LX - 3;   /* crosses the x-high face */
                 const int oy = wyl && y < 1;   /* crosses the y-low face */
-                const int wall_link = (ox && (bounce_ >> 1 & 1)) || (oy && (bounce_ >> 2 & 1));
-                const int in_link = !wall_link && ((ox && (inlets_ >> 1 & 1)) || (oy && (inlets_ >> 2 & 1)));
-                const int open_link = !wall_link && !in_link && (ox || oy);
-                const int b = wall_link || (!open_link && !in_link && solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - 1, LY)] != 0);
+                const int wall_link = ox || oy;
+                const int b = wall_link || (solid != 0 && solid[wrap_(x - -3, LX)*LY + wrap_(y - 1, LY)] != 0);
                 const real push_ = (ox && (lids_ >> 1 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[2] + (real)(1) * (real)lid[3])) : (oy && (lids_ >> 2 & 1)) ? ((real)2 * (real)0.00028341425299419824 * (real)1.1969797703930745 * ((real)(-3) * (real)lid[4] + (real)(1) * (real)lid[5])) : 0.0;
-                if (in_link) {   /* the inlet's equilibrium f_p^eq(rho_b, u_in, T_in) = rho_b f_p^eq(1, u_in, T_in) */
-                    f36 = rho_b * ((ox && (inlets_ >> 1 & 1)) ? (real)inflow_[(37*LY) + 37*(y) + 36] : (oy && (inlets_ >> 2 & 1)) ? (real)inflow_[(37*LY + 37*LY) + 37*(x) + 36] : 0.0);
-                } else if (open_link) {   /* slip (mirror image) and outflow (face layer) along each open face crossed */
-                    const int st_ = (ox ? 1 + (slips_ >> 1 & 1) : 0) + (oy ? 1 + (slips_ >> 2 & 1) : 0) * 3;
-                    switch (st_) {
-                    case 1: f36 = (real)prv[site + 36*SP - ((x - (LX - 1)))*SX - (1)*SR]; break;
-                    case 2: f36 = (real)prv[site + 2*SP - ((2*x - 2*LX + 4))*SX - (1)*SR]; break;
-                    case 3: f36 = (real)prv[site + 36*SP - (-3)*SX]; break;
-                    case 4: f36 = (real)prv[site + 36*SP - ((x - (LX - 1)))*SX]; break;
-                    case 5: f36 = (real)prv[site + 2*SP - ((2*x - 2*LX + 4))*SX]; break;
-                    case 6: f36 = (real)prv[site + 34*SP - (-3)*SX]; break;
-                    case 7: f36 = (real)prv[site + 34*SP - ((x - (LX - 1)))*SX]; break;
-                    case 8: f36 = (real)prv[site - ((2*x - 2*LX + 4))*SX]; break;
-                    default: f36 = (real)prv[site + 36*SP + 3*SX - 1*SR]; break;
-                    }
-                } else
-                    f36 = b ? (real)prv[site + 0] + push_ * rho_b : (real)prv[site + 36*SP + 3*SX - 1*SR];
+                f36 = b ? (real)prv[site + 0] + push_ * rho_b : (real)prv[site + 36*SP + 3*SX - 1*SR];
             }
 
             real fout0, fout1, fout2, fout3, fout4, fout5, fout6, fout7, fout8, fout9, fout10, fout11, fout12, fout13, fout14, fout15, fout16, fout17, fout18, fout19, fout20, fout21, fout22, fout23, fout24, fout25, fout26, fout27, fout28, fout29, fout30, fout31, fout32, fout33, fout34, fout35, fout36;
