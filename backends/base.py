@@ -97,10 +97,6 @@ class Program(ColumnExchange, abc.ABC):
                 if n1 != "walls" or n2 != "lids":
                     if b1 & b2:
                         raise ValueError(f"{n1}={b1} and {n2}={b2} share face bit(s) {b1 & b2}: a face has one kind")
-        if opened and self.spec.streaming == "inplace" and self.spec.backend != "c":   # C: a snapshot of the faces
-            raise ValueError(f"open faces (inlets, outlets, outflows, slips) do not run with streaming 'inplace' on "
-                             f"the {self.spec.backend} backend yet (their rules read the neighbours' populations of a "
-                             f"second buffer); use streaming 'pull' or the C backend")
         if opened and not self.spec.open_face_rules:
             raise ValueError(f"open faces (inlets, outlets, outflows, slips): these {self.spec.velocity_set} kernels carry "
                              f"no open faces' rules (its hops are longer than 1: they are emitted on request); build "

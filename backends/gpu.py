@@ -39,7 +39,7 @@ class GPUProgram(Program):
     def __init__(self, source, shape):
         super().__init__(source, shape)
         self._bounds_args = None
-        self._rho_lid = None        # in place with lids: the densities next to them (aa_lid_rho), made once
+        self._rho_lid = None        # in place with lids or open faces: (reals, aa_lid_rho's buffer), made once a size
         if self.D == 2:
             return
         self._sizes = tuple(np.int32(n) for n in self.shape)
@@ -178,18 +178,29 @@ class GPUProgram(Program):
 
     # --- in-place streaming (spec streaming 'inplace', the AA pattern: templates/gpu/inplace.j2) ---
     def _aa_step(self, kernel: str, f, odd: bool, params: dict) -> None:
-        """aa_even / aa_odd over the whole lattice; with lids the densities next to them first
-        (aa_lid_rho into a buffer of one real per site, kept for the next steps)."""
+        """aa_even / aa_odd over the whole lattice; with lids or open faces first aa_lid_rho: the
+        densities next to the lids, inlets and outlets, then the snapshot of the planes next to the
+        outlets, outflows and slips (``rho_lid_size``), into a buffer kept for the next steps."""
         bc = self._bc_args()
         rho = None
-        if int(bc[0]) & int(bc[1]):
-            rho = self._rho_lid
-            if rho is None:
-                rho = self._rho_lid = self._to_device(np.zeros(self.site_count, dtype=self.real))
-            args = [self._buf(f), *self._size_args, bc[0], bc[1], rho, np.int32(odd)]
+        walls, lids, opens = int(bc[0]), int(bc[1]), int(bc[4])
+        if walls & lids or opens:
+            size = self.rho_lid_size(opens)
+            if self._rho_lid is None or self._rho_lid[0] != size:
+                self._rho_lid = (size, self._to_device(np.zeros(size, dtype=self.real)))
+            rho = self._rho_lid[1]
+            args = [self._buf(f), *self._size_args, bc[0], bc[1], bc[4], rho, np.int32(odd)]
             self._call("aa_lid_rho", self.site_count, args, (len(args) - 2,))     # it writes rho
         self._call(kernel, self.site_count, [self._buf(f), *self._size_args, *self._param_values(params, self.real),
-                                             *self._bc_args(), rho], (0,))
+                                             *bc, rho], (0,))
+
+    def rho_lid_size(self, opens: int) -> int:
+        """The reals of aa_lid_rho's buffer (the kernels' ``<PREFIX>_AA_RHO_LID_SIZE``): one a site,
+        then HALO planes of Q a site next to each outlet, outflow and slip face (``opens``: their bits
+        at 6, 12, 18)."""
+        snap = (opens >> 6 | opens >> 12 | opens >> 18) & ((1 << 2 * self.D) - 1)
+        planes = sum(self.site_count // self.shape[face // 2] for face in range(2 * self.D) if snap >> face & 1)
+        return self.site_count + self.vs.Q * self.vs.max_hop * planes
 
     @property
     def site_count(self) -> int:

@@ -80,15 +80,15 @@ def face_inputs(faces, shape, rng, r):
     return bits, lid, rho_out, inlets, velocity, rhos
 
 
-def case_inputs(D, name, case, seed=3):
-    """(initial state, the kernels' set_boundaries keywords, the oracle's state after STEPS)."""
+def case_inputs(D, name, case, seed=3, steps=STEPS):
+    """(initial state, the kernels' set_boundaries keywords, the oracle's state after ``steps``)."""
     shape = SHAPES[D]
     rng = np.random.default_rng(seed)
     f0, (c, w, cs2), r, collide = _state(D, name, shape, rng)
     bits, lid, rho_out, inlets, velocity, rhos = face_inputs(CASES[D][case], shape, rng, r)
     kinds = {f: "wall" if k == "lid" else k for f, (k, _) in CASES[D][case].items()}
-    want = run_open(f0, STEPS, OpenBoundaries(shape, c, w, cs2, kinds, velocity, rhos), collide)
-    periodic = run_open(f0, STEPS, OpenBoundaries(shape, c, w, cs2), collide)
+    want = run_open(f0, steps, OpenBoundaries(shape, c, w, cs2, kinds, velocity, rhos), collide)
+    periodic = run_open(f0, steps, OpenBoundaries(shape, c, w, cs2), collide)
     assert np.abs(want - periodic).max() > 1e-3          # the faces did something
     bc = dict(bits, lid=lid, rho_out=rho_out, inflow=inflow_array(inlets, shape))
     return f0, bc, want

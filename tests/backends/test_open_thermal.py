@@ -65,8 +65,8 @@ def _state(D, shape, rng, name=None):
     return f0, (lat.c, lat.w, lat.cs2), r, (lambda g: bulk3d.collide(g, "bgk", tau=TAU, lat=lat)), eq
 
 
-def case_inputs(D, case, seed=5, name=None):
-    """(initial state, the kernels' set_boundaries keywords, the oracle's state after STEPS)."""
+def case_inputs(D, case, seed=5, name=None, steps=STEPS):
+    """(initial state, the kernels' set_boundaries keywords, the oracle's state after ``steps``)."""
     shape = SHAPES[D]
     name = name or NAMES[D]
     rng = np.random.default_rng(seed)
@@ -77,8 +77,8 @@ def case_inputs(D, case, seed=5, name=None):
     kinds = {f: "wall" if k == "lid" else k for f, (k, _) in CASES[D][case].items()}
     oracle = OpenBoundaries(shape, c, w, cs2, kinds, velocity, solid=None,
                             temperature={f: t for f, t in temps.items() if isinstance(f, str)}, equilibrium=eq)
-    want = run_open(f0, STEPS, oracle, collide)
-    periodic = run_open(f0, STEPS, OpenBoundaries(shape, c, w, cs2), collide)
+    want = run_open(f0, steps, oracle, collide)
+    periodic = run_open(f0, steps, OpenBoundaries(shape, c, w, cs2), collide)
     assert np.abs(want - periodic).max() > 1e-3          # the faces did something
     inflow = inflow_equilibria(inlets, {f: t for f, t in temps.items() if isinstance(f, tuple)}, shape, name)
     return f0, dict(bits, lid=lid, inflow=inflow), want

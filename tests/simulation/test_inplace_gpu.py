@@ -181,3 +181,4 @@ def test_the_emitted_gpu_example_in_place_writes_the_pull_fields(tmp_path, backe
                        env={**os.environ, "PYOPENCL_CTX": (_opencl_devices() or [("0", "")])[0][0]})
         fields[streaming] = (folder / "example_fields.txt").read_text()
     assert fields["pull"] == fields["inplace"] and len(fields["pull"].splitlines()) >= 512
+
