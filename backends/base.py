@@ -382,6 +382,16 @@ class Program(ColumnExchange, abc.ABC):
             self.collide(g, f, **params)
         return f, g
 
+    def inplace_odd_slots(self, p, sites) -> np.ndarray:
+        """In place (the AA pattern), the flat indices where the even step stores the post-collision
+        population p of the lattice sites ``sites`` ((n, D), inside the lattice) and the odd step reads
+        it: slot opp(p) of site + c_p as the buffer's addresses go (a halo site, a clustered lane's
+        halo row beyond a Z face or a lane's end: the C kernels' pull_swap offsets)."""
+        lay, vs = self.layout, self.vs
+        p = np.asarray(p)
+        hop = np.asarray(lay.propagate_offsets(vs.e), dtype=np.int64)   # the address of x - c_p, less x's
+        return lay.site_index(np.asarray(vs.opposite)[p], *np.asarray(sites).T) - hop[p]
+
     def step_inplace(self, f: Any, odd: bool, params: dict) -> None:
         """One in-place step of the one buffer ``f`` (spec streaming 'inplace', the AA pattern; the
         parity contract of ``<prefix>_aa_even``): ``odd`` False, f natural with a fresh halo

@@ -194,6 +194,21 @@ class GPUProgram(Program):
         self._call(kernel, self.site_count, [self._buf(f), *self._size_args, *self._param_values(params, self.real),
                                              *bc, rho], (0,))
 
+    def inplace_odd_slots(self, p, sites) -> np.ndarray:
+        """As the C kernels' (``Program.inplace_odd_slots``), but in 3D the GPU kernels cross a
+        clustered lane's end inside the lattice (templates/gpu/inplace.j2's zstore_: slot opp(p) of
+        the site z + c_z's row and lane; only a Z face leads into the halo row)."""
+        if self.D != 3:
+            return super().inplace_odd_slots(p, sites)
+        lay, vs = self.layout, self.vs
+        s, NR, LZ = lay.strides, lay.NR, self.shape[2]
+        p, (x, y, z) = np.asarray(p), np.asarray(sites, dtype=np.int64).T
+        cx, cy, cz = np.asarray(vs.e, dtype=np.int64)[p].T
+        r, k, zz = z % NR, z // NR, z + cz
+        lane = (zz >= 0) & (zz < LZ) & ~((r + cz >= 0) & (r + cz < NR))   # inside, past the row's lane
+        zs = np.where(lane, (zz % NR - r) * s["SR"] + (zz // NR - k) * s["SK"], cz * s["SR"])
+        return lay.site_index(np.asarray(vs.opposite)[p], x, y, z) + cx * s["SX"] + cy * s["SY"] + zs
+
     def rho_lid_size(self, opens: int) -> int:
         """The reals of aa_lid_rho's buffer (the kernels' ``<PREFIX>_AA_RHO_LID_SIZE``): one a site,
         then HALO planes of Q a site next to each outlet, outflow and slip face (``opens``: their bits

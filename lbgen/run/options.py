@@ -307,14 +307,11 @@ def _time_block(v) -> Optional[str]:
 
 def _streaming(v) -> Optional[str]:
     """--streaming inplace: the fused kernels of one backend (c, opencl, cuda), one step per sweep, no
-    thermal walls; open faces and bodies on the C backend (one process or mpiexec ranks)."""
+    thermal walls; open faces and bodies on every backend (mpiexec ranks: the C backend's)."""
     if v["streaming"] != "inplace":
         return None
-    gpu = f"--backend {v['backend']}" if v["backend"] != "c" else None
     what = (f"--hetero {v['hetero']}" if v["hetero"] else
-            "--no-fused" if not v["fused"] else "the thermal --walls" if v.get("walls") else
-            f"open faces on {gpu}" if gpu and any(v.get(k) for k in ("inlet", "outlet", "outflow", "slip")) else
-            f"a --geometry body on {gpu}" if gpu and (v.get("geometry") or v["setup"] in FLOWS) else None)
+            "--no-fused" if not v["fused"] else "the thermal --walls" if v.get("walls") else None)
     return f"in-place streaming runs the fused kernels of one backend, one step per sweep, not with {what}" if what else None
 
 

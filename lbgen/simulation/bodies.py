@@ -218,11 +218,10 @@ class BodyLinks:
         #: the even step stored it and the odd step reads it)
         self.arrays_odd = None
         if program.spec.streaming == "inplace":
-            hop = np.asarray(lay.propagate_offsets(vs.e), dtype=np.int64)       # the address of x - c_p, less x's
             odd = np.empty_like(slot)
             for k, (p, at) in enumerate(((links["p"], links["site"]), (links["src_p"][:, 0], links["src"][:, 0]),
                                          (links["src_p"][:, 1], links["src"][:, 1]))):
-                odd[:, k] = lay.site_index(np.asarray(vs.opposite)[p], *((at - shift) % labels.shape).T) - hop[p]
+                odd[:, k] = program.inplace_odd_slots(p, (at - shift) % labels.shape)
             self.arrays_odd = program.body_upload(odd.ravel(), links["w"].ravel(), links["c"].ravel(), starts)
         self._last = self.arrays
         #: only interpolated links write populations
