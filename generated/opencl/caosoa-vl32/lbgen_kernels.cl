@@ -145,9 +145,7 @@ __kernel void lbgen_propagate(__global const store *restrict prv, __global store
     const int inlets_ = opens & 63, outlets_ = opens >> 6 & 63, outflows_ = opens >> 12 & 63, slips_ = opens >> 18 & 63;
     const int bounce_ = walls, faces_ = walls | inlets_ | outlets_ | outflows_ | slips_;   /* bounce_: the faces whose links bounce back */
     __global const real *inflow_ = openv != 0 ? openv + 4 : 0;
-    real rho_out_[4];
-    for (int face = 0; face < 4; ++face) rho_out_[face] = openv != 0 ? (real)openv[face] : (real)1;
-    (void)bounce_; (void)inflow_; (void)outflows_; (void)slips_; (void)rho_out_;
+    (void)bounce_; (void)inflow_; (void)outflows_; (void)slips_;
     const int wxl = faces_ & 1, wxh = faces_ >> 1 & 1, wyl = faces_ >> 2 & 1, wyh = faces_ >> 3 & 1;
     const int lids_ = lids & walls;   /* lids on wall faces only */
     (void)wxl; (void)wxh; (void)wyl; (void)wyh; (void)lids_;
@@ -1185,9 +1183,7 @@ __kernel void lbgen_fused(__global const store *restrict prv, __global store *re
     const int inlets_ = opens & 63, outlets_ = opens >> 6 & 63, outflows_ = opens >> 12 & 63, slips_ = opens >> 18 & 63;
     const int bounce_ = walls, faces_ = walls | inlets_ | outlets_ | outflows_ | slips_;   /* bounce_: the faces whose links bounce back */
     __global const real *inflow_ = openv != 0 ? openv + 4 : 0;
-    real rho_out_[4];
-    for (int face = 0; face < 4; ++face) rho_out_[face] = openv != 0 ? (real)openv[face] : (real)1;
-    (void)bounce_; (void)inflow_; (void)outflows_; (void)slips_; (void)rho_out_;
+    (void)bounce_; (void)inflow_; (void)outflows_; (void)slips_;
     const int wxl = faces_ & 1, wxh = faces_ >> 1 & 1, wyl = faces_ >> 2 & 1, wyh = faces_ >> 3 & 1;
     const int lids_ = lids & walls;   /* lids on wall faces only */
     (void)wxl; (void)wxh; (void)wyl; (void)wyh; (void)lids_;
