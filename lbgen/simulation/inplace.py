@@ -35,8 +35,6 @@ def check_streaming(streaming, *, device_backend: Optional[str], time_block: int
         why = f"time_block={time_block}: the temporal blocking (fused_tb) is a pull sweep"
     elif not fused:
         why = "fused=False: propagate then collide stream between two buffers"
-    elif str(backend).lower() != "c" and ranks:
-        why = f"backend={backend!r} and MPI ranks: in place, the ranks' 2H ghost trade runs on the C backend"
     else:
         return streaming
     raise SimulationError(f"streaming='inplace' does not run with {why}; use streaming='pull' (the default) there")

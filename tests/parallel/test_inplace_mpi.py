@@ -126,6 +126,50 @@ def test_in_place_ranks_give_the_bits_of_one_process_in_place_and_pulling(tmp_pa
             np.testing.assert_allclose(got[f"rows{i}"], refs["pull", i, "rows"], rtol=1e-12, atol=1e-15)
 
 
+#: the GPU kernels' ranks in place (OpenCL, the CUDA kernels through the host shim): open faces split
+#: along the flow, a 3D block split along the clustered Z lines, a lid across a split X
+GPU_CASES = [((14, 8), "2x1", dict(velocity_set="d2q9", layout="soa", walls="y-low", slip="y-high",
+                                   inlet={"x-low": ["uniform", 0.04]}, outflow="x-high")),
+             ((8, 6, 12), "1x1x2", dict(velocity_set="d3q19", layout="caosoa", vl=2)),
+             ((8, 6, 10), "2x1x1", dict(velocity_set="d3q19", layout="soa", walls="z", lid=LID3))]
+
+
+@pytest.mark.parametrize("backend", ["opencl", "cuda-shim"])
+def test_gpu_ranks_in_place_give_the_bits_of_the_c_pull_run(tmp_path, backend):
+    """The GPU kernels' ranks step in place too: the 2 H ghost planes of the natural state travel
+    by the ranks' halo path (device slabs) before each even step, and after 1..5 steps the state
+    is the one C process's pulling (strict builds)."""
+    from lbgen.backends import available
+    from lbgen.simulation.runner import Simulation
+    ok, why = available(backend)
+    if not ok:
+        pytest.skip(why)
+    cases, refs = [], {}
+    for i, (shape, grid, kw) in enumerate(GPU_CASES):
+        rng = np.random.default_rng(11 + i)
+        init = {"rho": 1 + 0.02 * rng.random(shape), "u": np.stack([0.03 * rng.standard_normal(shape) for _ in shape])}
+        np.savez(tmp_path / f"initial{i}.npz", **init)
+        cases.append({"shape": shape, "grid": grid, "kw": dict(kw, strict=True, tau=0.7, backend=backend),
+                      "mask": False})
+        one = Simulation(*shape, strict=True, tau=0.7, **kw)
+        for t in range(1, 6):
+            one.set_fields(init["rho"], *init["u"])
+            one.step(t)
+            refs[i, t] = one.state()
+        Simulation(*shape, strict=True, tau=0.7, backend=backend, streaming="inplace", **kw)   # compiled once, here
+    (tmp_path / "inplace_mpi.py").write_text(SCRIPT)
+    proc = mpirun(2, [json.dumps(cases)], tmp_path, script=tmp_path / "inplace_mpi.py")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    got = np.load(tmp_path / "states.npz")
+    for i, (shape, grid, kw) in enumerate(GPU_CASES):
+        case = report["cases"][i]
+        assert "x".join(map(str, case["dims"])) == grid and case["streaming"] == "inplace"
+        assert case["sent"] == [case["sent"][0] * math.ceil(t / 2) for t in range(1, 6)] and case["sent"][0] > 0
+        for t in range(1, 6):
+            assert np.array_equal(got[f"{i}-{t}"], refs[i, t]), (backend, grid, t)
+
+
 def test_an_in_place_run_on_two_ranks_resumes_at_an_odd_step_on_two_ranks_and_on_one(tmp_path):
     run = ["shear-wave", "--velocity-set", "d2q9", "--lx", 8, "--ly", 32, "--pictures", "none", "--no-progress",
            "--checkpoint-every", 3, "--strict"]

@@ -281,8 +281,6 @@ def test_ranks_refuse_in_place_what_one_process_refuses():
         DistributedSimulation(MPI.COMM_SELF, 8, 6, 8, streaming="inplace", time_block=2)
     with pytest.raises(SimulationError, match="streaming='inplace' does not run with fused=False"):
         DistributedSimulation(MPI.COMM_SELF, 8, 6, streaming="inplace", velocity_set="d2q9", fused=False)
-    with pytest.raises(SimulationError, match="backend='cuda-shim' and MPI ranks"):
-        DistributedSimulation(MPI.COMM_SELF, 8, 6, streaming="inplace", velocity_set="d2q9", backend="cuda-shim")
 
 
 @pytest.mark.slow
