@@ -101,12 +101,10 @@ def lbgen_kernel3d(prog, tau: float, depth: int, **extra):
 
 def operations(collision: str, velocity_set: str, fused: bool) -> int:
     """The collide list's operations per site of the kernel timed: with its parameters' defaults, fused takes the
-    site function without the part the operator's off switch (at its default 0) turns off."""
+    site function derived at the operator's ``specialised`` parameters' defaults (where it has some)."""
     from lbgen.model.derived import collide
     from lbgen.model.operators import operator
-    record = operator(collision)
-    off = fused and record.off_switch and record.defaults()[record.off_switch] == 0
-    return collide(collision, velocity_set, switched_off=bool(off)).flops
+    return collide(collision, velocity_set, specialised=fused and bool(operator(collision).specialised)).flops
 
 
 def same_bits(prog, tau: float, depth: int, steps_seed: int = 3) -> dict:
@@ -161,10 +159,10 @@ def main(argv=None) -> int:
     ap.add_argument("--cpu-time", action="store_true",
                     help="time in process CPU time (time.process_time) instead of wall-clock: with --threads 1, "
                          "the kernels' own time, which a loaded machine does not stretch; no copy bandwidth")
-    ap.add_argument("--limiter-too", type=float, default=None, metavar="LAMBDA",
-                    help="cumulant: time fused again with cumulant_limiter=LAMBDA (> 0: the site function with the "
-                         "limiter's code, which fused takes for any lambda > 0; with omega3 = 1 the same results as "
-                         "lambda = 0, which takes the site function without it)")
+    ap.add_argument("--general-too", type=float, default=None, metavar="OMEGA4",
+                    help="cumulant: time fused again with omega4=OMEGA4 (!= 1: the general site function, with the "
+                         "limiter's code and every cumulant, which fused takes unless omega3 = omega4 = 1; the same "
+                         "work as at the defaults before the specialised one)")
     ap.add_argument("--json", default=None, help="write the figures here")
     args = ap.parse_args(argv)
     clock = chosen_clock(ap, args)
@@ -216,13 +214,13 @@ def main(argv=None) -> int:
         chosen = layouts[0]
         prog = lbgen_program3d(shape, args.threads, *chosen, **build)
     kernels = [lbgen_kernel3d(prog, args.tau, 1)] + [lbgen_kernel3d(prog, args.tau, d) for d in depths]
-    ops = [operations(collisions[0], args.velocity_set, fused=True)] + \
-        [operations(collisions[0], args.velocity_set, fused=False)] * len(depths)
-    if args.limiter_too is not None:
-        if args.limiter_too <= 0 or "cumulant_limiter" not in operator(collisions[0]).parameter_names:
-            ap.error(f"--limiter-too {args.limiter_too}: a lambda > 0 of an operator with the cumulant limiter "
-                     f"(the first of --collisions is {collisions[0]!r})")
-        kernels.append(lbgen_kernel3d(prog, args.tau, 1, cumulant_limiter=args.limiter_too))
+    # fused_tb takes the specialised site function where fused does
+    ops = [operations(collisions[0], args.velocity_set, fused=True)] * (1 + len(depths))
+    if args.general_too is not None:
+        if args.general_too == 1 or not operator(collisions[0]).specialised:
+            ap.error(f"--general-too {args.general_too}: an omega4 other than 1 of an operator with a specialised "
+                     f"site function (the first of --collisions is {collisions[0]!r})")
+        kernels.append(lbgen_kernel3d(prog, args.tau, 1, omega4=args.general_too))
         ops.append(operations(collisions[0], args.velocity_set, fused=False))
     ops += [operations(c, args.velocity_set, fused=True) for c in collisions[1:]] + [None] * args.lbmpy
     for other in collisions[1:]:                    # the other operators, in the chosen layout

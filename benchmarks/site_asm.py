@@ -130,11 +130,12 @@ def main(argv=None) -> int:
         col = collide(COLLIDE[kernel][1], COLLIDE[kernel][0])
         print(f"{kernel:28} collide list: {len(col.assignments)} assignments, {col.flops} operations per site, at most "
               f"{peak_live(col.assignments, col.outputs, col.inputs)} values live")
-        switch = operator(COLLIDE[kernel][1]).off_switch
-        if switch:      # the list the C fused and fused_tb sweeps take (the *_off_ functions) at switch = 0
-            off = collide(COLLIDE[kernel][1], COLLIDE[kernel][0], switched_off=True)
-            print(f"{kernel:28} collide list at {switch} = 0 (*_off_): {len(off.assignments)} assignments, "
-                  f"{off.flops} operations per site, at most {peak_live(off.assignments, off.outputs, off.inputs)} "
+        special = operator(COLLIDE[kernel][1]).special_values()
+        if special:     # the list the C fused and fused_tb sweeps take (the *_special_ functions) at those values
+            sp = collide(COLLIDE[kernel][1], COLLIDE[kernel][0], specialised=True)
+            at = ", ".join(f"{n} = {v}" for n, v in special.items())
+            print(f"{kernel:28} collide list at {at} (*_special_): {len(sp.assignments)} assignments, "
+                  f"{sp.flops} operations per site, at most {peak_live(sp.assignments, sp.outputs, sp.inputs)} "
                   "values live")
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(args.keep) / kernel if args.keep else Path(tmp)

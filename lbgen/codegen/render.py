@@ -120,6 +120,7 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
     vl = spec.vl if clustered else 1
     real_bytes = storage_bytes(spec)     # bytes of one stored population
     printer = RealPrinter(spec.precision)
+    special = model.operator.special_values() if model.collide_special is not None else {}
     ctx = {
         "spec": spec,
         "emit_command": emit_command(spec),
@@ -160,13 +161,15 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
                                  "towards z = 0)"},
         "collide_body": print_assignments(col, spec.precision, suffix_parameters="_"),
         "collide_outputs": [str(s) for s in col.outputs],
-        # the operator's off switch (a parameter whose 0 switches a part off) and the collision without that
-        # part: the C fused sweep takes a second site function, <P>_collide_site_off_, when it is 0
-        "off_switch": model.operator.off_switch if model.collide_off is not None else "",
-        "collide_off_body": (print_assignments(model.collide_off, spec.precision, suffix_parameters="_")
-                             if model.collide_off is not None else []),
-        "collide_off_outputs": [str(s) for s in model.collide_off.outputs] if model.collide_off is not None else [],
-        "collide_off_flops": model.collide_off.flops if model.collide_off is not None else 0,
+        # the operator's specialised parameters at their defaults ("omega3 = 1, omega4 = 1"; "": none), the C test
+        # of them on the params struct, and the collision derived at them: the C fused sweeps take a second site
+        # function, <P>_collide_site_special_, when the test holds
+        "special": ", ".join(f"{n} = {v!r}" for n, v in special.items()),
+        "special_test": " && ".join(f"par->{n} == {float(v)!r}" for n, v in special.items()),
+        "collide_special_body": (print_assignments(model.collide_special, spec.precision, suffix_parameters="_")
+                                 if special else []),
+        "collide_special_outputs": [str(s) for s in model.collide_special.outputs] if special else [],
+        "collide_special_flops": model.collide_special.flops if special else 0,
         "site_outputs": [f"fout{p}" for p in range(vs.Q)],   # what collide_call leaves
         "collide_flops": col.flops,
         # the example drivers' values of an operator other than bgk and regularized: its records' defaults

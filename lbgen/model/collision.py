@@ -159,14 +159,15 @@ def _trt(b: Builder, vs: VelocitySet, f, H, A, rho, u, a, tau_bulk, magic, wall,
     return reconstruct(b, vs, H, B, f=f, shifts=(even, odd))
 
 
-def collision(vs: VelocitySet, operator: str, switched_off: bool = False) -> AssignmentList:
-    """The collide kernel body for one site: inputs f0..f{Q-1}, outputs fout0...; ``switched_off``: the
-    body for the operator's ``off_switch`` parameter at 0, without the part it switches off (the same
-    parameters and, at that value, the same results: the cumulant without its limiter's code)."""
+def collision(vs: VelocitySet, operator: str, specialised: bool = False) -> AssignmentList:
+    """The collide kernel body for one site: inputs f0..f{Q-1}, outputs fout0...; ``specialised``: the
+    body derived with the operator's ``specialised`` parameters fixed at their defaults (the same
+    parameters and, at those values, the same results: the cumulant at omega3 = omega4 = 1 without its
+    cumulants of order >= 3, which then relax to 0, nor the limiter, whose rate is then 1 whatever lambda)."""
     record = operator_record(operator)          # ParameterError (a ValueError) for unknown names
     record.check_set(vs.name, not vs.isothermal)
-    if switched_off and not record.off_switch:
-        raise ValueError(f"operator {operator!r} has no parameter that switches a part of it off")
+    if specialised and not record.specialised:
+        raise ValueError(f"operator {operator!r} has no parameters a specialised collision is derived at")
     base = record.base or record.name
     f = population_symbols(vs.Q)
     D = vs.D
@@ -184,6 +185,8 @@ def collision(vs: VelocitySet, operator: str, switched_off: bool = False) -> Ass
     symbols = {n: sp.Symbol(n, positive=True) if n in ("tau", "magic") else sp.Symbol(n, real=True)
                for n in record.parameter_names}
     params = (*symbols.values(), *a, wall, tau_wall)
+    # the specialised body: those parameters' defaults as numbers (the arguments stay; the body ignores them)
+    symbols = {**symbols, **({n: sp.Rational(v) for n, v in record.special_values().items()} if specialised else {})}
 
     def subgrid(tau0):
         """tau0, or the Smagorinsky tau_eff of it for an operator with the subgrid model."""
@@ -211,7 +214,7 @@ def collision(vs: VelocitySet, operator: str, switched_off: bool = False) -> Ass
     elif base == "cumulant":
         outputs = cumulant_collision(b, vs, f, a, symbols["tau"], symbols["omega_bulk"], symbols["omega3"],
                                      symbols["omega4"], wall, tau_wall,
-                                     limiter=None if switched_off else symbols["cumulant_limiter"],
+                                     limiter=symbols["cumulant_limiter"],
                                      smagorinsky=symbols.get("smagorinsky"))
     elif base == "central":
         outputs = central_collision(b, vs, f, a, symbols["tau"], symbols["omega_bulk"], symbols["omega3"],
@@ -252,7 +255,7 @@ def collision(vs: VelocitySet, operator: str, switched_off: bool = False) -> Ass
     description = f"{_description(record, vs)}; wall rows: {record.wall_rows}"
     assert tuple(map(str, params[:-2])) == record.kernel_arguments_of(D), "collision symbols != operator record"
     assignments, blocks = in_blocks(cse_assignments(b.assignments, outputs), b)
-    return AssignmentList(name=f"collide_{operator.replace('-', '_')}{'_off' if switched_off else ''}", inputs=f,
+    return AssignmentList(name=f"collide_{operator.replace('-', '_')}{'_special' if specialised else ''}", inputs=f,
                           parameters=params,
                           defaults=((WALL_TAU, WALL_TAU_DEFAULT),),
                           assignments=assignments, outputs=outputs, description=description, blocks=blocks)

@@ -232,6 +232,7 @@ def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wa
                        smagorinsky=None):
     """Post-collision populations fout_i of the cumulant operator (the module doc), as Builder symbols;
     ``limiter``: the symbol of Geier, Pasquali & Schoenherr's lambda (0: off), None: no limiter code;
+    ``omega3``, ``omega4``: symbols, or the number 1 (no code for the cumulants that rate sends to 0);
     ``smagorinsky``: the symbol of C_s of ``cumulant-les`` (the shear rate 1/tau_eff), None: no subgrid model."""
     D = vs.D
     w = vs.weights_float()
@@ -267,18 +268,19 @@ def cumulant_collision(b: Builder, vs, f, a, tau, omega_bulk, omega3, omega4, wa
     post[unit2[0]] = d0
     for k in range(1, D):
         post[unit2[k]] = b.let(f"C{AXES[k] * 2}_s", d0 - diffs_s[k - 1])
-    om4 = b.let("om4c", 1 - omega4)
-    om3 = b.let("om3c", 1 - omega3)
-    if limiter is not None:
+    # a rate given as the number 1 (the specialised collision: lbgen.model.collision.collision) leaves the
+    # number 0: those cumulants are 0 after the collision, and the ones before it are never computed
+    om4 = b.let("om4c", 1 - omega4) if omega4 != 1 else sp.Integer(0)
+    om3 = b.let("om3c", 1 - omega3) if omega3 != 1 else sp.Integer(0)
+    if limiter is not None and om3 != 0:       # omega3 = 1: the limited rate is 1 whatever lambda
         post.update(_third_order(b, C, D, om3, rho, limiter))
     for e, v in C.items():
         n = _order(e)
         if n == 2 and e not in unit2:
             post[e] = b.let(f"C{''.join(map(str, e))}_s", (1 - om1) * v)
-        elif n == 3 and limiter is None:
-            post[e] = b.let(f"C{''.join(map(str, e))}_s", om3 * v)
-        elif n >= 4:
-            post[e] = b.let(f"C{''.join(map(str, e))}_s", om4 * v)
+        elif n >= 3 and e not in post:
+            rate = om3 if n == 3 else om4
+            post[e] = b.let(f"C{''.join(map(str, e))}_s", rate * v) if rate != 0 else sp.Integer(0)
     b.block("back to central moments, first ones +F/2, less the weights' (lbgen.model.cumulant.moments_of)")
     kappa_s = moments_of(post, rho, inv_rho, D)
     kappa_s[(0,) * D] = rho

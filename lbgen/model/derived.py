@@ -41,7 +41,7 @@ def _cached(what: str, vs_name: str, *args):
     def build():
         vs = velocity_set(vs_name)
         if what == "collide":
-            return c.collision(vs, args[0], switched_off=args[1:] == ("off",))
+            return c.collision(vs, args[0], specialised=args[1:] == ("special",))
         if what == "wall":
             return w.wall_assignments(vs, *args)
         if what == "equilibrium":
@@ -55,12 +55,12 @@ def _cached(what: str, vs_name: str, *args):
 
 
 @lru_cache(maxsize=None)
-def collide(operator: str, vs_name: str = "d2q37", switched_off: bool = False) -> AssignmentList:
-    """Collide kernel body (cached on disk); ``switched_off``: the body for the operator's ``off_switch``
-    parameter at 0 (lbgen.model.collision.collision)."""
+def collide(operator: str, vs_name: str = "d2q37", specialised: bool = False) -> AssignmentList:
+    """Collide kernel body (cached on disk); ``specialised``: the body derived with the operator's
+    ``specialised`` parameters at their defaults (lbgen.model.collision.collision)."""
     from lbgen.model.operators import operator as record
     record(operator)                      # ParameterError naming the choices
-    return _cached("collide", vs_name, operator, *(("off",) if switched_off else ()))
+    return _cached("collide", vs_name, operator, *(("special",) if specialised else ()))
 
 
 @lru_cache(maxsize=None)
@@ -103,8 +103,8 @@ class Model:
     """One model, derived once and handed down: the velocity set, the collision operator
     (its record and its assignments), the equilibrium (of physical fields), macroscopic
     (stored moments) and physical (half-step correction) assignments, and the wall rows
-    ((side, row, assignments), nearest the bulk first) when there are walls; ``collide_off``: the
-    collision with the operator's ``off_switch`` parameter at 0 (None: the operator has none)."""
+    ((side, row, assignments), nearest the bulk first) when there are walls; ``collide_special``: the
+    collision with the operator's ``specialised`` parameters at their defaults (None: it has none)."""
 
     vs: VelocitySet
     operator: Operator
@@ -114,7 +114,7 @@ class Model:
     physical: AssignmentList
     wall_scheme: str = "lbgen"
     walls: Optional[Tuple[Tuple[str, int, AssignmentList], ...]] = None
-    collide_off: Optional[AssignmentList] = None
+    collide_special: Optional[AssignmentList] = None
 
 
 @lru_cache(maxsize=None)
@@ -130,7 +130,7 @@ def build_model(velocity_set_name: str = "d2q37", collision: str = "bgk", walls:
                      for side in CHANNEL_WALLS for row in range(wall_row_count(vs) - 1, -1, -1))
     record = operator(collision)
     return Model(vs=vs, operator=record, collide=collide(collision, velocity_set_name),
-                 collide_off=collide(collision, velocity_set_name, True) if record.off_switch else None,
+                 collide_special=collide(collision, velocity_set_name, True) if record.specialised else None,
                  equilibrium=equilibrium_assignments(velocity_set_name),
                  macroscopic=macroscopic_assignments(velocity_set_name),
                  physical=physical_assignments(velocity_set_name), wall_scheme=wall_scheme, walls=rows)

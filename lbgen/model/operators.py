@@ -91,10 +91,11 @@ class Operator:
     sets_reason: str = ""
     #: whether a ``-les`` variant (the Smagorinsky subgrid model on top) exists
     subgrid: bool = True
-    #: the parameter whose value 0 switches a part of the operator off ("": none); the C kernels carry a
-    #: second site function derived without that part, which ``fused`` takes when it is 0
-    #: (lbgen.model.collision.collision's ``switched_off``)
-    off_switch: str = ""
+    #: the parameters at whose defaults the C kernels carry a second site function, derived with those values
+    #: fixed (the cumulant's omega3 = omega4 = 1: the cumulants of order >= 3 go to 0, so none is computed);
+    #: ``fused`` and ``fused_tb`` take it when every one of them is at its default (a uniform branch once per
+    #: call; lbgen.model.collision.collision's ``specialised``); (): none
+    specialised: Tuple[str, ...] = ()
 
     @property
     def parameter_names(self) -> Tuple[str, ...]:
@@ -111,6 +112,10 @@ class Operator:
 
     def defaults(self) -> Dict[str, float]:
         return {p.name: p.default for p in self.parameters}
+
+    def special_values(self) -> Dict[str, float]:
+        """The values the specialised site function is derived at (``specialised``: their defaults)."""
+        return {n: self.defaults()[n] for n in self.specialised}
 
     def check(self, values: Mapping[str, object], where: str = "") -> Dict[str, float]:
         """Checked values of every parameter (missing ones take their defaults)."""
@@ -234,7 +239,7 @@ _BASE_RECORDS: Dict[str, Operator] = {
         sets=("d2q9", "d3q27"),
         sets_reason="the chimera transform needs every velocity of {-1, 0, 1}^D (D3Q19 lacks the 8 corners, "
                     "whose moments the cumulants of order 4 and up relax); use trt or bgk on D3Q19",
-        off_switch=CUMULANT_LIMITER.name),
+        specialised=(OMEGA3.name, OMEGA4.name)),
     "central": Operator(
         "central",
         "central-moment MRT (the cascaded central moments: Geier, Greiner & Korvink, PRE 73 (2006) 066705; "
@@ -287,7 +292,7 @@ def _with_subgrid_model(base: Operator) -> Operator:
     return Operator(base.name + LES_SUFFIX, base.description + LES_DESCRIPTION, base.parameters + (SMAGORINSKY,),
                     wall_rows=base.wall_rows + " (no subgrid model on wall rows)", base=base.name,
                     isothermal_only=base.isothermal_only, no_thermal_walls=base.no_thermal_walls or _LES_WALLS,
-                    sets=base.sets, sets_reason=base.sets_reason, off_switch=base.off_switch)
+                    sets=base.sets, sets_reason=base.sets_reason, specialised=base.specialised)
 
 
 OPERATOR_RECORDS: Dict[str, Operator] = {**_BASE_RECORDS,

@@ -80,14 +80,14 @@ def rel_err(got, want) -> float:
     return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
 
 
-def _site_values(name, seed, params, force, switched_off=False):
+def _site_values(name, seed, params, force, specialised=False):
     """The derived collision (lbgen.model.collision) evaluated at one random site, and the oracle's;
-    ``switched_off``: the list without the limiter's code (the one fused takes at lambda = 0)."""
+    ``specialised``: the list derived at omega3 = omega4 = 1 (the one fused takes there)."""
     import sympy as sp
     from lbgen.model.derived import collide
     from lbgen.model.velocity_set import velocity_set
     vs = velocity_set(name)
-    asg = collide("cumulant", name, switched_off)
+    asg = collide("cumulant", name, specialised)
     rng = np.random.default_rng(seed)
     w, c = np.array(vs.weights, dtype=float), np.array(vs.velocities)
     cu = c @ (0.06 * rng.standard_normal(vs.D))
@@ -116,57 +116,92 @@ def test_the_derivation_equals_the_papers_formulas_site_by_site(name, rates):
     assert np.abs(np.array(_velocities(name)).T @ (got - f) - f.sum() * np.asarray(force)).max() < 1e-15 * 10
 
 
+#: the rates at which the C fused sweeps take the specialised site function: the record's defaults
+DEFAULT_RATES = {"omega3": 1.0, "omega4": 1.0}
+
+
 @pytest.mark.parametrize("name", ["d2q9", "d3q27"])
-def test_the_list_without_the_limiter_equals_the_papers_formulas_and_drops_its_divisions(name):
-    """The collision fused takes at lambda = 0 (lbgen.model.collision.collision(switched_off=True)): equal to the
-    oracle's operator without the limiter, with no |x| and one division per limited combination fewer (3D: the
-    7 combinations of Geier, Pasquali & Schoenherr 2017, Eqs. 116-123; 2D: C_21, C_12)."""
+@pytest.mark.parametrize("limiter", [0.0, 1e-2])
+def test_the_specialised_list_equals_the_papers_formulas_with_fewer_operations(name, limiter):
+    """The collision fused takes at omega3 = omega4 = 1 (lbgen.model.collision.collision(specialised=True)):
+    equal to the oracle's operator at those rates, with the limiter too (its rate is then 1 whatever lambda:
+    Geier, Pasquali & Schoenherr 2017, Eqs. 116-123), with no |x| and without the cumulants of order >= 3
+    (they relax to 0 there): the same parameters, fewer operations than the general list."""
     import sympy as sp
     from lbgen.model.derived import collide
-    params = {"tau": 0.62, "omega_bulk": 1.3, "omega3": 0.8, "omega4": 1.4}
+    params = {"tau": 0.62, "omega_bulk": 1.3, **DEFAULT_RATES, "cumulant_limiter": limiter}
     force = (2e-3, -1e-3, 3e-3)[:{"d2q9": 2, "d3q27": 3}[name]]
-    f, got, want = _site_values(name, 4, params, force, switched_off=True)
+    f, got, want = _site_values(name, 4, params, force, specialised=True)
     assert np.abs(got - want).max() < 1e-15 * 30
-
-    def divisions(asg):
-        return sum(1 for _, e in asg.assignments for p in e.atoms(sp.Pow) if p.exp == -1)
-
-    full, off = collide("cumulant", name), collide("cumulant", name, switched_off=True)
-    assert any(e.has(sp.Abs) for _, e in full.assignments) and not any(e.has(sp.Abs) for _, e in off.assignments)
-    assert divisions(full) - divisions(off) == {"d2q9": 2, "d3q27": 7}[name]
-    assert off.flops < full.flops and off.parameters == full.parameters
+    full, special = collide("cumulant", name), collide("cumulant", name, specialised=True)
+    assert any(e.has(sp.Abs) for _, e in full.assignments) and not any(e.has(sp.Abs) for _, e in special.assignments)
+    assert special.flops < {"d2q9": 0.9, "d3q27": 0.75}[name] * full.flops and special.parameters == full.parameters
 
 
-def test_only_an_operator_with_an_off_switch_has_a_list_without_it():
+def test_only_an_operator_with_specialised_parameters_has_a_specialised_list():
     from lbgen.model.collision import collision
     from lbgen.model.velocity_set import velocity_set
-    with pytest.raises(ValueError, match="operator 'bgk' has no parameter that switches a part of it off"):
-        collision(velocity_set("d2q9"), "bgk", switched_off=True)
+    with pytest.raises(ValueError, match="operator 'bgk' has no parameters a specialised collision is derived at"):
+        collision(velocity_set("d2q9"), "bgk", specialised=True)
 
 
-def test_fused_at_lambda_0_takes_the_site_function_without_the_limiter_with_the_same_bits(programs):
-    """The C fused (and fused_tb) kernel branches once per call on cumulant_limiter == 0 to a sweep calling
-    <P>_collide_site_off_ (no fabs, no limiter division); its bits in a strict build equal those of collide
-    (the site function with the limiter's code, lambda = 0) after propagate; lambda > 0 keeps the limiter
-    (test_the_limiter_changes_the_bits_and_the_kernels_follow_the_oracle)."""
+def test_fused_at_the_default_rates_takes_the_specialised_site_function_with_the_same_bits(programs):
+    """The C fused (and fused_tb) kernel branches once per call on omega3 == 1 && omega4 == 1 to a sweep calling
+    <P>_collide_site_special_ (no fabs, no cumulant of order >= 3); in a strict build one step of it equals one of
+    collide (the general site function) after propagate to 1e-15 per population (measured: 1.7e-16, one ulp, on
+    2.5 % of them: its sums have fewer terms), and the oracle to 1e-12 after 6; with omega4 = 0.9 fused takes the
+    general one (collide's bits, the oracle's results at 0.9), and fused_tb follows fused in both."""
     import re
     import subprocess
     prog = program(programs, "c", "caosoa", 4, strict=True)
     text = prog.source.files[prog.source.main_file]
-    off = re.search(r"void lbgen_collide_site_off_\(.*?\n}", text, re.S).group(0)
+    special = re.search(r"void lbgen_collide_site_special_\(.*?\n}", text, re.S).group(0)
     full = re.search(r"void lbgen_collide_site\(.*?\n}", text, re.S).group(0)
-    assert "fabs" in full and "fabs" not in off and "cumulant_limiter_" not in off.split("(void)cumulant_limiter_;")[1]
-    assert re.search(r"if \(par != NULL && par->cumulant_limiter == 0\)\s*lbgen_fused_off_\(", text)
-    assert re.search(r"if \(par != NULL && par->cumulant_limiter == 0\)\s*return lbgen_fused_tb_off_\(", text)
+    assert "fabs" in full and "fabs" not in special
+    test = r"if \(par != NULL && par->omega3 == 1\.0 && par->omega4 == 1\.0\)\s*"
+    assert re.search(test + r"lbgen_fused_special_\(", text) and re.search(test + r"return lbgen_fused_tb_special_\(", text)
     symbols = subprocess.run(["nm", str(prog.library_path)], capture_output=True, text=True).stdout
-    assert "lbgen_fused_off_" in symbols and "lbgen_fused_tb_off_" in symbols
+    assert "lbgen_fused_special_" in symbols and "lbgen_fused_tb_special_" in symbols
     f0 = initial_state(7)
-    fused, unfused = run(prog, f0, STEPS), run(prog, f0, STEPS, fused=False)
-    assert np.array_equal(fused, unfused) and not np.array_equal(fused, f0)
-    # lambda > 0: fused_tb and fused both keep the limiter's site function (the same bits)
-    blocked, single = time_blocks_and_single_steps(prog, f0, kernel_params(cumulant_limiter=1e-2))
-    assert np.array_equal(blocked, single) and not np.array_equal(blocked, time_blocks_and_single_steps(
-        prog, f0, kernel_params())[0])
+    runs = {}
+    for omega4 in (1.0, 0.9):
+        rates = {"omega3": 1.0, "omega4": omega4}
+        one, separate = run(prog, f0, 1, **rates), run(prog, f0, 1, fused=False, **rates)
+        assert (np.array_equal(one, separate) if omega4 != 1 else np.max(np.abs(one - separate) / separate) <= 1e-15)
+        fused = run(prog, f0, STEPS, **rates)
+        assert rel_err(fused, oracle_run(f0, STEPS, **rates)) < 1e-12
+        blocked, single = time_blocks_and_single_steps(prog, f0, kernel_params(**rates, cumulant_limiter=1e-2))
+        assert np.array_equal(blocked, single) and np.array_equal(single, time_blocks_and_single_steps(
+            prog, f0, kernel_params(**rates))[0])      # omega3 = 1: the limiter changes nothing
+        runs[omega4] = fused
+    assert rel_err(runs[0.9], runs[1.0]) > 1e-9
+
+
+def test_fused_3d_at_the_default_rates_takes_the_specialised_site_function_with_the_same_bits():
+    """D3Q27: one step of fused at omega3 = omega4 = 1 (the specialised site function) equals one of propagate +
+    collide (the general one) to 1e-15 per population in a strict build (the bits at omega4 = 0.9, where fused
+    takes the general one too), and three follow the oracle (lbgen.reference.bulk3d) to 1e-12 at both rates."""
+    from support3d import R as R3, program3d, random_state
+    from lbgen.reference import bulk3d
+    prog = program3d("caosoa", 8, "d3q27", "cumulant", strict=True)
+    f0, force = random_state("d3q27", seed=9), np.array([1e-4, -2e-4, 3e-4])
+    runs = {}
+    for omega4 in (1.0, 0.9):
+        rates = {"tau": 0.56, "omega_bulk": 1.3, "omega3": 1.0, "omega4": omega4, "cumulant_limiter": 0.0}
+        params = {**rates, **dict(zip(("ax", "ay", "az"), R3 * force))}
+        out = {}
+        for fused, steps in ((True, 1), (False, 1), (True, 3)):
+            f, g = prog.pack(f0), prog.allocate()
+            for _ in range(steps):
+                prog.step_halo(f)
+                f, g = prog.step(f, g, params, fused=fused)
+            out[fused, steps] = prog.unpack(f)
+        one, separate = out[True, 1], out[False, 1]
+        assert (np.array_equal(one, separate) if omega4 != 1 else np.max(np.abs(one - separate) / separate) <= 1e-15)
+        want = bulk3d.run(f0.copy(), 3, "cumulant", bulk3d.lattice("d3q27"), None, force=force, **rates)
+        assert rel_err(out[True, 3], want) < 1e-12
+        runs[omega4] = out[True, 3]
+    assert rel_err(runs[0.9], runs[1.0]) > 1e-9
 
 
 def _velocities(name):
