@@ -136,6 +136,8 @@ def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -
         raise ValueError(f"the C backend compiles C sources, not {source.spec.backend!r}")
     cc = compiler()
     all_flags = flags_for(flags, strict) + _BASE_FLAGS
+    if strict:      # the general site function at every rate (templates/common.j2, site_function): every backend's bits
+        all_flags += (f"-D{source.spec.prefix.upper()}_STRICT",)
     all_flags += level_flags(all_flags, source)
     return build_library(
         "c", (source.digest, all_flags, compiler_version(cc)), source.files,

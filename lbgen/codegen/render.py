@@ -165,7 +165,8 @@ def template_context(spec: KernelSpec, model: Optional[Model] = None) -> dict:
         # of them on the params struct, and the collision derived at them: the C fused sweeps take a second site
         # function, <P>_collide_site_special_, when the test holds
         "special": ", ".join(f"{n} = {v!r}" for n, v in special.items()),
-        "special_test": " && ".join(f"par->{n} == {float(v)!r}" for n, v in special.items()),
+        "special_test": " && ".join([f"{spec.prefix.upper()}_SPECIALISE"] +
+                                    [f"par->{n} == {float(v)!r}" for n, v in special.items()]),
         "collide_special_body": (print_assignments(model.collide_special, spec.precision, suffix_parameters="_")
                                  if special else []),
         "collide_special_outputs": [str(s) for s in model.collide_special.outputs] if special else [],
