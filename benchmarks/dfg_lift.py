@@ -7,8 +7,7 @@ offer, put into the bouzidi links' weights here: ``cli``, the central linear int
 d'Humieres, Phys. Rev. E 68, 066614 (2003), f~ = f*_i(x) + (1 - 2q)/(1 + 2q) (f*_i(x - c_i) - f*_ibar(x)), and
 ``yu``, the unified linear scheme of Yu, Mei, Luo & Shyy, Prog. Aerosp. Sci. 39, 329 (2003),
 f~ = (q f*_i(x) + (1 - q) f*_i(x - c_i) + q f*_ibar(x))/(1 + q); both bouzidi's where x - c_i is not fluid), and
-the wall distances q of the
-interpolated walls clipped to one of Bouzidi's two branches (``--q-branch low``: q > 1/2 taken as 1/2, only
+the wall distances q of the interpolated walls clipped to one of Bouzidi's two branches (``--q-branch low``: q > 1/2 taken as 1/2, only
 the q < 1/2 branch interpolates; ``high``: only the q >= 1/2 branch).  Prints one JSON line: C_D, C_L (the free stream as reference,
 ``lbgen.run.flows.measure``), dp, the lift's relative change between the last two quarters of the samples
 and the process's CPU time.  Not a test.
