@@ -188,7 +188,7 @@ def resolve_time_block(cfg: RunConfig, distributed: bool = False, tuned: Optiona
     if depth == "auto" and time_block_walls_refusal(cfg.dimension, cfg.wall_axis):
         return 1          # thermal walls across another axis than the last are not time-blocked (fused_tb refuses them)
     if depth == "auto" and (open_arguments(cfg) or (cfg.geometry and not distributed)):
-        return 1          # open faces are not time-blocked (fused_tb refuses them); a body's link kernels run every step
+        return 1          # open faces: blocked only when asked (3D, hops of 1; not timed); a body's link kernels run every step
     if depth == "auto":
         return tuned() if tuned is not None else tune.default_time_block3d(set_entry(cfg.velocity_set).max_hop)
     return depth

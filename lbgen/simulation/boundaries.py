@@ -182,18 +182,18 @@ class BounceBack:
         return cls(faces, lids, m, D, opened, tuple(shape)) if faces or m is not None or opened else None
 
     def check_runs(self, device_backend, time_block, backend: str = "c") -> None:
-        """SimulationError where they cannot run: a host + device split; a 2D time block; open
-        faces in a time block."""
+        """SimulationError where they cannot run: a host + device split; a 2D time block; the
+        open faces of a set whose hops are longer than 1 in a time block."""
         if device_backend is not None:
             raise SimulationError(f"bounce-back walls, lids and masks ({self.describe()}) run on one backend: "
                                   f"a host + device run (device_backend={device_backend!r}) splits the lattice in X")
         if time_block != 1 and self.D == 2:
             raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) does not take "
                                   f"bounce-back walls, lids or masks in 2D ({self.describe()}); use time_block=1")
-        if self.open and time_block != 1:
-            raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) reads its sources "
-                                  f"through row pointers that do not reach the open faces' neighbours "
-                                  f"({self.open.describe()}); use time_block=1")
+        if self.open and time_block != 1 and self.open.max_hop != 1:
+            raise SimulationError(f"time_block={time_block}: the time-blocked sweep (fused_tb) reads the open faces' "
+                                  f"sources through the row pointers of a hop, and this set's open faces "
+                                  f"({self.open.describe()}) read up to {self.open.max_hop} planes deep; use time_block=1")
 
     def kernel_fields(self, faces=None, solid=None) -> dict:
         """The keyword arguments of ``Program.set_boundaries``: the whole lattice's, or

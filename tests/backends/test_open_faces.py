@@ -4,7 +4,7 @@ anti-bounce-back, zero-gradient outflow, specular free slip), 2D and 3D, every l
 and propagate + collide, after a few steps from a random near-equilibrium state, to 1e-12;
 single precision to its rounding; the faces' kinds mixed on one lattice (edges and corners
 where kinds meet included); OpenCL and the CUDA kernels (through the host shim) alike;
-a time block refuses them in words."""
+3D time blocks (fused_tb) take them on the sets whose hops are 1; the thermal sets' refuse in words."""
 from __future__ import annotations
 
 import numpy as np
@@ -144,12 +144,48 @@ def test_open_faces_single_precision(D, name):
     assert err < 2e-6, f"{name} single: max error {err:.3g}"
 
 
+@pytest.mark.parametrize("name, layout, vl", [("d3q19", "soa", None), ("d3q19", "caosoa", 4),
+                                               pytest.param("d3q27", "caosoa", 8, marks=pytest.mark.slow)])
+def test_open_faces_in_time_blocks_give_the_single_steps_bits(programs, name, layout, vl):
+    """3D, hops of 1: fused_tb (depth 2 and 3) takes the open faces as fused does -- an outflow's or slip's
+    source, a neighbour along the face, through the row pointers of the step before -- so 6 steps in
+    blocks are 6 single steps bit for bit (strict builds), for both cases' faces (inlet, outlet, outflow, slip,
+    wall, lid on one lattice), and equal the oracle (lbgen.reference.open) after 3."""
+    from helpers import time_blocks_and_single_steps
+    prog = programs.of("c", SHAPES[3], True, layout=layout, vl=vl, velocity_set=name, collision="bgk")
+    params = {"tau": TAU, "ax": 0.0, "ay": 0.0, "az": 0.0}
+    for case in CASES[3]:
+        f0, bc, want = case_inputs(3, name, case)
+        prog.set_boundaries(**bc)
+        for depth in (2, 3):
+            blocked, single = time_blocks_and_single_steps(prog, f0, params, steps=6, depth=depth)
+            assert np.array_equal(blocked, single), (case, depth)
+        blocked, _ = time_blocks_and_single_steps(prog, f0, params, steps=3, depth=3)
+        assert np.abs(blocked - want).max() < 1e-12, case
+    prog.set_boundaries()
+
+
+def test_a_duct_simulation_in_time_blocks_gives_the_single_steps_bits():
+    """Simulation(time_block=3) with a parabolic inlet, a pressure outlet and walls (3D, D3Q19): two
+    blocked sweeps (the sweep counter) end with the bits of six single steps."""
+    from lbgen.simulation.runner import Simulation
+    kw = dict(velocity_set="d3q19", layout="caosoa", vl=4, strict=True, tau=0.7, walls="yz",
+              inlet={"x-low": ("parabolic", 0.05)}, outlet={"x-high": 0.99})
+    sims = [Simulation(10, 6, 8, time_block=k, **kw) for k in (1, 3)]
+    for sim in sims:
+        sim.set_fields(1.0, u=(0.02, 0.0, 0.0))
+        sim.step(6)
+    assert sims[1].sweeps == {"blocked": 2, "single": 0} and sims[0].sweeps["blocked"] == 0
+    assert np.array_equal(sims[0].state(), sims[1].state())
+
+
 def test_open_faces_refused_where_they_cannot_run():
     from lbgen.simulation.parameters import SimulationError
     from lbgen.simulation.runner import Simulation
+    kw = dict(velocity_set="d3q39", collision="bgk", slip="yz", inlet={"x-low": 0.05}, outflow="x-high")
+    with pytest.raises(SimulationError, match="time_block=2.*fused_tb.*3 planes deep"):
+        Simulation(8, 4, 8, time_block=2, **kw)      # the thermal sets' sources lie 3 planes deep
     kw = dict(velocity_set="d3q19", walls="yz", inlet={"x-low": 0.05}, outlet="x-high")
-    with pytest.raises(SimulationError, match="time_block=2.*fused_tb"):
-        Simulation(8, 4, 8, time_block=2, **kw)
     prog = PROGRAMS.of("c", SHAPES[3], layout="soa", vl=None, velocity_set="d3q19", collision="bgk")
     with pytest.raises(ValueError, match="share face bit"):
         prog.set_boundaries(walls=1, inlets=1, inflow=np.zeros(inflow_array({}, SHAPES[3]).size))
