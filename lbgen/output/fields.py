@@ -316,41 +316,49 @@ def write_vti(path: PathLike, fields: dict, field_data: Optional[Dict[str, float
         for block in extra.values():
             stream.write(np.uint64(block.nbytes).astype("<u8").tobytes())
             stream.write(block.tobytes())
-        for name in names:
-            arrays = [as3d(fields[name]) if name not in point else point[name]]    # by slabs: this one alone
-            stream.write(np.uint64(size * 8).astype("<u8").tobytes())
+        if slabbed:
+            _write_by_parts(stream, fields, names, point, size)
+        velocity = [] if slabbed else [point["ux"], point["uy"], point["uz"] if "uz" in point else None]
+        for arrays in ([] if slabbed else [[point[name]] for name in names] + [velocity]):
+            stream.write(np.uint64(size * 8 * len(arrays)).astype("<u8").tobytes())
             for chunk in _vtk_blocks(arrays):
                 stream.write(memoryview(chunk).cast("B"))
-            del arrays
-        stream.write(np.uint64(size * 8 * 3).astype("<u8").tobytes())
-        for velocity in _velocity_parts(fields, point, slabbed):
-            for chunk in _vtk_blocks(velocity):
-                stream.write(memoryview(chunk).cast("B"))
-            del velocity
         w.save()
         os.replace(w.getFileName(), tmp)
     return path
 
 
-#: fields made by slabs: write_vti reads the velocity's three components this many parts of Z at a time
-#: (each part a third of the planes: one field's bytes, not three)
-VTK_VELOCITY_PARTS = 3
+#: fields made by slabs: write_vti makes them this many parts of whole Z planes at a time (an
+#: eighth of the five fields held, not one whole field)
+VTK_PARTS = 8
 
 
-def _velocity_parts(fields, point: dict, slabbed: bool):
-    """The velocity vector's components [ux, uy, uz or None] as (LX, LY, LZ) arrays, in parts of
-    whole Z planes in order (fields made by slabs: ``VTK_VELOCITY_PARTS`` parts; else one)."""
-    if not slabbed:
-        yield [point["ux"], point["uy"], point["uz"] if "uz" in point else None]
-        return
-    names = ("ux", "uy", "uz") if fields.ndim == 3 else ("ux", "uy")
+def _write_by_parts(stream, fields, names: list, point: dict, size: int) -> None:
+    """write_vti's appended blocks (each scalar, then the velocity vector) of fields made by slabs
+    (``lbgen.output.slabbed``): the fields of a part of whole Z planes are made at once
+    (``VTK_PARTS`` parts) and each block's bytes of those planes written at their offset in the
+    file (x fastest, then y, then z: a part's planes are one run of each block) -- the same file,
+    one part's fields held instead of one field or three."""
+    lx, ly = fields.shape[:2]
     lz = fields.shape[2] if fields.ndim == 3 else 1
-    step = -(-lz // VTK_VELOCITY_PARTS)
+    at, offsets = stream.tell(), {}
+    for name, k in [(name, 1) for name in names] + [("velocity", 3)]:
+        stream.seek(at)
+        stream.write(np.uint64(size * 8 * k).astype("<u8").tobytes())
+        offsets[name], at = at + 8, at + 8 + size * 8 * k
+    own = [name for name in names if name not in point]          # the fields themselves
+    components = ("ux", "uy", "uz")[:fields.ndim]
+    step = -(-lz // VTK_PARTS)
     for z0 in range(0, lz, step):
         index = (slice(None), slice(None), slice(z0, z0 + step)) if fields.ndim == 3 else ()
-        part = fields.part(names, index)
-        velocity = [a.reshape(a.shape[0], a.shape[1], -1) for a in (part.pop(n) for n in names)]
-        yield velocity + [None] * (3 - len(velocity))
+        part = {n: a.reshape(lx, ly, -1) for n, a in fields.part(own, index).items()}
+        for name, arrays in [(n, [part[n] if n in part else point[n][:, :, z0:z0 + step]]) for n in names] + \
+                [("velocity", [part[c] for c in components] + [None] * (3 - len(components)))]:
+            stream.seek(offsets[name] + z0 * lx * ly * 8 * (3 if name == "velocity" else 1))
+            for chunk in _vtk_blocks(arrays):
+                stream.write(memoryview(chunk).cast("B"))
+        del part
+    stream.seek(at)
 
 
 #: the values of one appended chunk of write_vti (a plane of x-y, or part of one): 1 MiB of doubles

@@ -70,6 +70,29 @@ class SlabbedFields(Mapping):
         return out
 
 
+    def flat_reader(self, name: str) -> Callable[[int, int], np.ndarray]:
+        """``read(lo, n)``: the values lo <= i < lo + n of field ``name`` flattened (C order) as
+        float64, made by slabs and the last slab kept (sequential reads make each slab once)."""
+        plane = int(np.prod(self.shape[1:]))
+        kept: dict = {}
+
+        def read(lo: int, n: int) -> np.ndarray:
+            out = np.empty(n, dtype=np.float64)
+            at = lo
+            while at < lo + n:
+                x = at // plane
+                b0, b1 = next(b for b in self.bounds if b[0] <= x < b[1])
+                if kept.get("bounds") != (b0, b1):
+                    kept.clear()
+                    kept["values"] = self._compute(b0, b1)[name].reshape(-1)
+                    kept["bounds"] = (b0, b1)
+                stop = min(lo + n, b1 * plane)
+                out[at - lo:stop - lo] = kept["values"][at - b0 * plane:stop - b0 * plane]
+                at = stop
+            return out
+        return read
+
+
 def is_slabbed(fields) -> bool:
     """Whether ``fields`` is a ``SlabbedFields`` (or a widened view of one)."""
     return isinstance(getattr(fields, "fields", fields), SlabbedFields)
