@@ -99,15 +99,16 @@ def run_memory_estimate(shape: Sequence[int], Q: int, itemsize: int, halo: int =
     (``real`` bytes: 4 in single, whose fields a run holds in float32).  In 2D those are D + 2
     arrays (``field_bytes``) and a quarter more for the writers' slabs and the interpreter at
     small lattices.  In 3D a run makes its fields by slabs of X planes as the writers read them
-    (``lbgen.output.slabbed``): one field, or a third of the velocity vector's planes, at a
-    time -- two arrays' bytes a cell -- and a slab's staging lattice, counted as a sixteenth of
-    one buffer (a slab is at most LX / 16 planes).  A 3D set-up sets its fields by slabs too
+    (``lbgen.output.slabbed``), the .vti an eighth of the Z planes at a time: an eighth of the
+    fields' bytes, and a slab's staging lattice, counted as a sixteenth of one buffer (a slab
+    is at most LX / 16 planes).  A 3D set-up sets its fields by slabs too
     (``lbgen.simulation.slabs``), checkpoints and masks stream their slabs: no gathered state
     is counted."""
     cells = math.prod(int(n) for n in shape)
     buffers_bytes = population_bytes(shape, Q, itemsize, halo, buffers, lanes)
     if len(shape) == 3:
-        return buffers_bytes + 2 * int(real) * cells + population_bytes(shape, Q, itemsize, halo, 1, lanes) // 16
+        staging = population_bytes(shape, Q, itemsize, halo, 1, lanes) // 16
+        return buffers_bytes + field_bytes(3, real) * cells // 8 + staging
     fields = field_bytes(len(shape), real) * cells
     return buffers_bytes + fields + fields // 4
 
