@@ -368,7 +368,8 @@ def test_fields_by_slabs_are_the_fields_bit_for_bit(layout, vl, options, steps):
     """The fields made by slabs of X planes (each slab's populations copied into a staging lattice,
     its fields kernel run there) are fields(native=True)'s bits, whole or by any part, solid cells
     0, at either in-place parity; read at a later step they are refused, not stale."""
-    from lbgen.output.widened import field_total
+    from lbgen.output.widened import field_total, widened
+    from lbgen.simulation.open_faces import face_fluxes
     from lbgen.simulation.parameters import SimulationError
     shape = (35, 6, 16)
     rng = np.random.default_rng(5)
@@ -387,6 +388,8 @@ def test_fields_by_slabs_are_the_fields_bit_for_bit(layout, vl, options, steps):
             part = by_slabs.part(("ux", "T"), index)
             assert all(np.array_equal(part[k], whole[k][index]) for k in ("ux", "T")), index
         assert field_total(by_slabs, "rho") == field_total(whole, "rho") == float(whole["rho"].astype(float).sum())
+        faces = [(c, side) for c in "xyz" for side in ("low", "high")]
+        assert face_fluxes(widened(by_slabs), faces, 1.7) == face_fluxes(widened(whole), faces, 1.7)
     assert np.all(by_slabs["rho"][mask == 1] == 0) and np.all(whole["rho"][mask == 0] > 0)
     sim.step(1)
     with pytest.raises(SimulationError):
