@@ -113,6 +113,11 @@ def check_fields(fields: dict) -> Dict[str, np.ndarray]:
     """The four fields as arrays of one 2-D shape, or -- with a uz -- the five of a 3D state
     of one 3-D shape (KeyError / ValueError naming what is wrong)."""
     names = field_names(fields)
+    from lbgen.output.slabbed import is_slabbed
+    if is_slabbed(fields):                 # made slab by slab from the populations: its shape is the lattice's
+        if tuple(fields.names) != tuple(names) or fields.ndim != (3 if names is FIELD_NAMES3D else 2):
+            raise ValueError(f"fields by slabs must be {list(names)} of one {len(names) - 2}-D shape")
+        return fields
     arrays = {name: np.asarray(fields[name]) if name in fields else None for name in names}
     missing = [n for n, a in arrays.items() if a is None]
     if missing:
@@ -137,10 +142,18 @@ def write_h5(path: Path, step: int, arrays: dict, time: Optional[float], attrs: 
     ``physics_<name>`` (units: ``physics_units``); atomic."""
     import h5py
 
+    from lbgen.output.slabbed import is_slabbed
     with atomic_output(path) as tmp:
         with h5py.File(tmp, "w") as f:
-            for name, arr in arrays.items():
-                arr = np.asarray(arr)
+            slabbed = is_slabbed(arrays)
+            for name in arrays:
+                if slabbed:              # fields made slab by slab: each dataset written as its slabs come
+                    data = f.create_dataset(name, shape=arrays.shape, dtype=np.float64)
+                    for x0, x1, values in arrays.slabs():
+                        data[x0:x1] = values[name].astype(np.float64)
+                        del values
+                    continue
+                arr = np.asarray(arrays[name])
                 if arr.dtype == np.float64 or not arr.ndim:
                     f.create_dataset(name, data=np.asarray(arr, dtype=np.float64))
                     continue
@@ -157,7 +170,7 @@ def write_h5(path: Path, step: int, arrays: dict, time: Optional[float], attrs: 
             for key, value in (flow_time or {}).items():
                 if key.startswith("time/"):
                     f.attrs[key] = float(value)
-            shape = next(iter(arrays.values())).shape
+            shape = arrays.shape if slabbed else next(iter(arrays.values())).shape
             f.attrs["shape"] = np.asarray(shape, dtype=np.int64)
             f.attrs["index_order"] = ("[x, y]; x periodic, y from bottom wall (0) to top wall (LY-1)" if len(shape) == 2
                                       else "[x, y, z]; site (x, y, z), periodic except on the run's wall axes")
@@ -171,6 +184,9 @@ def write_npz(path: Path, step: int, arrays: dict, time: Optional[float]) -> Pat
     extra = {"step": np.int64(step)}
     if time is not None:
         extra["time"] = np.float64(time)
+    from lbgen.output.slabbed import is_slabbed, savez
+    if is_slabbed(arrays):                 # each member streamed slab by slab: no field held whole
+        return atomic_write(path, lambda fh: savez(fh, {**{n: (arrays, n) for n in arrays}, **extra}))
     from lbgen.output.widened import float64_members          # float32 fields written as float64, one at a time
     return atomic_write(path, lambda fh: np.savez(fh, **float64_members(arrays), **extra))
 
@@ -263,11 +279,15 @@ def write_vti(path: PathLike, fields: dict, field_data: Optional[Dict[str, float
         a = np.asarray(a)
         return a.reshape(a.shape[0], a.shape[1], a.shape[2] if a.ndim == 3 else 1)
 
-    point = {name: as3d(fields[name] if name in fields else field_array(fields, name)) for name in names}
+    from lbgen.output.slabbed import is_slabbed
+    slabbed = is_slabbed(fields)             # made slab by slab: one field read at a time, below
+    point = {} if slabbed else {name: as3d(fields[name] if name in fields else field_array(fields, name))
+                                for name in names}
     point.update({name: as3d(value) for name, value in (point_data or {}).items()})
     names = list(names) + [name for name in (point_data or {}) if name not in names]
-    end = tuple(n - 1 for n in point["rho"].shape)
-    size = point["rho"].size
+    shape = tuple(fields.shape) + (1,) * (3 - fields.ndim) if slabbed else point["rho"].shape
+    end = tuple(n - 1 for n in shape)
+    size = int(np.prod(shape))
     with atomic_output(path) as tmp:        # pyevtk appends ".vti" to the name it is given
         w = VtkFile(str(tmp.with_suffix("")), VtkImageData)
         w.openGrid(start=(0, 0, 0), end=end, origin=(0.0, 0.0, 0.0), spacing=(1.0, 1.0, 1.0))
@@ -296,14 +316,49 @@ def write_vti(path: PathLike, fields: dict, field_data: Optional[Dict[str, float
         for block in extra.values():
             stream.write(np.uint64(block.nbytes).astype("<u8").tobytes())
             stream.write(block.tobytes())
-        velocity = [point["ux"], point["uy"], point["uz"] if "uz" in point else None]
-        for arrays in [[point[name]] for name in names] + [velocity]:
+        if slabbed:
+            _write_by_parts(stream, fields, names, point, size)
+        velocity = [] if slabbed else [point["ux"], point["uy"], point["uz"] if "uz" in point else None]
+        for arrays in ([] if slabbed else [[point[name]] for name in names] + [velocity]):
             stream.write(np.uint64(size * 8 * len(arrays)).astype("<u8").tobytes())
             for chunk in _vtk_blocks(arrays):
                 stream.write(memoryview(chunk).cast("B"))
         w.save()
         os.replace(w.getFileName(), tmp)
     return path
+
+
+#: fields made by slabs: write_vti makes them this many parts of whole Z planes at a time (an
+#: eighth of the five fields held, not one whole field)
+VTK_PARTS = 8
+
+
+def _write_by_parts(stream, fields, names: list, point: dict, size: int) -> None:
+    """write_vti's appended blocks (each scalar, then the velocity vector) of fields made by slabs
+    (``lbgen.output.slabbed``): the fields of a part of whole Z planes are made at once
+    (``VTK_PARTS`` parts) and each block's bytes of those planes written at their offset in the
+    file (x fastest, then y, then z: a part's planes are one run of each block) -- the same file,
+    one part's fields held instead of one field or three."""
+    lx, ly = fields.shape[:2]
+    lz = fields.shape[2] if fields.ndim == 3 else 1
+    at, offsets = stream.tell(), {}
+    for name, k in [(name, 1) for name in names] + [("velocity", 3)]:
+        stream.seek(at)
+        stream.write(np.uint64(size * 8 * k).astype("<u8").tobytes())
+        offsets[name], at = at + 8, at + 8 + size * 8 * k
+    own = [name for name in names if name not in point]          # the fields themselves
+    components = ("ux", "uy", "uz")[:fields.ndim]
+    step = -(-lz // VTK_PARTS)
+    for z0 in range(0, lz, step):
+        index = (slice(None), slice(None), slice(z0, z0 + step)) if fields.ndim == 3 else ()
+        part = {n: a.reshape(lx, ly, -1) for n, a in fields.part(own, index).items()}
+        for name, arrays in [(n, [part[n] if n in part else point[n][:, :, z0:z0 + step]]) for n in names] + \
+                [("velocity", [part[c] for c in components] + [None] * (3 - len(components)))]:
+            stream.seek(offsets[name] + z0 * lx * ly * 8 * (3 if name == "velocity" else 1))
+            for chunk in _vtk_blocks(arrays):
+                stream.write(memoryview(chunk).cast("B"))
+        del part
+    stream.seek(at)
 
 
 #: the values of one appended chunk of write_vti (a plane of x-y, or part of one): 1 MiB of doubles

@@ -205,19 +205,32 @@ def mid_planes(fields: dict, periodic: Sequence[bool] = (True, True, True)) -> D
     omega_n = d_p u_q - d_q u_p with (n, p, q) a cyclic order of (x, y, z) (central
     differences; one-sided across walls: ``periodic`` per axis).
     A picture of a slice is drawn by :class:`FieldPicture` like a 2D state's."""
-    u = [field_array(fields, c) for c in ("ux", "uy", "uz")]
+    from lbgen.output.slabbed import is_slabbed
+    if is_slabbed(fields):                # made by slabs: each plane's values alone (no whole field)
+        source = getattr(fields, "fields", fields)
+        shape = source.shape
+    else:
+        u = [field_array(fields, c) for c in ("ux", "uy", "uz")]
+        shape = u[0].shape
     out = {}
     for name, normal, (a, b) in MID_PLANES:
-        index = u[0].shape[normal] // 2
-
-        def cut(v, normal=normal, index=index):
-            return np.take(np.asarray(v, dtype=np.float64), index, axis=normal)
-        sl = {k: cut(field_array(fields, k)) for k in ("rho", "T", "ux", "uy")}
-        sl["speed"] = np.sqrt(sum(cut(c) ** 2 for c in u))
-        sl["ua"], sl["ub"] = cut(u[a]), cut(u[b])              # the in-plane components (arrows)
+        index = shape[normal] // 2
+        if is_slabbed(fields):
+            at = tuple(index if k == normal else slice(None) for k in range(3))
+            plane = {k: np.asarray(v, dtype=np.float64) for k, v in source.part(("rho", "T", "ux", "uy", "uz"),
+                                                                                at).items()}
+            uc = [plane[c] for c in ("ux", "uy", "uz")]
+        else:
+            def cut(v, normal=normal, index=index):
+                return np.take(np.asarray(v, dtype=np.float64), index, axis=normal)
+            plane = {k: cut(field_array(fields, k)) for k in ("rho", "T", "ux", "uy")}
+            uc = [cut(c) for c in u]
+        sl = {k: plane[k] for k in ("rho", "T", "ux", "uy")}
+        sl["speed"] = np.sqrt(sum(c ** 2 for c in uc))
+        sl["ua"], sl["ub"] = uc[a], uc[b]              # the in-plane components (arrows)
         p, q = (normal + 1) % 3, (normal + 2) % 3           # right-handed: omega_n = d_p u_q - d_q u_p
         side = {a: 0, b: 1}
-        w = _derivative(cut(u[q]), side[p], periodic[p]) - _derivative(cut(u[p]), side[q], periodic[q])
+        w = _derivative(uc[q], side[p], periodic[p]) - _derivative(uc[p], side[q], periodic[q])
         sl["vorticity"] = w
         out[name] = ((_AXIS[a], _AXIS[b]), index, sl)
     return out

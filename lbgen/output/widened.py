@@ -64,15 +64,25 @@ def widened_sum(array) -> float:
     flat = np.ascontiguousarray(array).reshape(-1)
     if flat.dtype == np.float64:
         return float(flat.sum())
+    return pairwise_sum(lambda lo, n: flat[lo:lo + n].astype(np.float64), flat.size)
 
+
+def pairwise_sum(read, size: int) -> float:
+    """NumPy's pairwise sum of ``size`` float64 values read ``read(lo, n)`` at most SUM_PIECE at a
+    time (``widened_sum``'s tree)."""
     def pairwise(lo: int, n: int):
         if n <= SUM_PIECE:
-            return np.add.reduce(flat[lo:lo + n].astype(np.float64))
+            return np.add.reduce(read(lo, n))
         half = n // 2 - (n // 2) % 8
         return pairwise(lo, half) + pairwise(lo + half, n - half)
-    return float(np.float64(0.0) + pairwise(0, flat.size))
+    return float(np.float64(0.0) + pairwise(0, size))
 
 
 def field_total(fields, name: str) -> float:
-    """The float64 sum of field ``name`` of a fields dict or ``WidenedFields`` (``widened_sum``)."""
-    return widened_sum(fields.fields[name] if isinstance(fields, WidenedFields) else fields[name])
+    """The float64 sum of field ``name`` of a fields dict or ``WidenedFields`` (``widened_sum``); of
+    fields made by slabs (``lbgen.output.slabbed``), read slab by slab: no whole field held."""
+    source = fields.fields if isinstance(fields, WidenedFields) else fields
+    from lbgen.output.slabbed import is_slabbed
+    if is_slabbed(source):
+        return pairwise_sum(source.flat_reader(name), int(np.prod(source.shape)))
+    return widened_sum(source[name])

@@ -100,15 +100,28 @@ class RunEvents:
         return sum(forces.values()) if forces else None
 
     def _fields(self):
-        """The fields of the current state, computed once per event (gathered to rank 0 with MPI),
-        in the arithmetic precision (float32 in single: 20 B a cell in 3D, not 40); the outputs
-        read them as float64 (``lbgen.output.widened``), the bits of ``Simulation.fields()``."""
+        """The fields of the current state, made once per event (gathered to rank 0 with MPI), in
+        the arithmetic precision (float32 in single); the outputs read them as float64
+        (``lbgen.output.widened``), the bits of ``Simulation.fields()``.  A one-process 3D lattice's
+        are made by slabs as each writer reads them (``_made_fields``), never the five whole arrays."""
         if self._fields_at != self.sim.time_step:
             self._forget_fields()            # the stale set goes before the new one is made: one set at a time
-            self._fields_cache = self.sim.fields(native=True)
+            self._fields_cache = self._made_fields()
             self._fields_at = self.sim.time_step
             self.field_evaluations += 1
         return self._fields_cache
+
+    def _made_fields(self):
+        """A 3D lattice's fields made by slabs of X planes when a writer reads them (``SlabbedFields``:
+        never the five whole arrays beside the populations), else ``Simulation.fields(native=True)``."""
+        by_slabs = getattr(self.sim, "fields_by_slabs", None)
+        made = by_slabs(native=True) if by_slabs is not None and self.cfg.dimension == 3 else None
+        if made is None:
+            return self.sim.fields(native=True)
+        from lbgen.model.catalog import field_names
+        from lbgen.output.slabbed import SlabbedFields
+        dtype, bounds, compute = made
+        return SlabbedFields(field_names(3), self.sim.shape, dtype, bounds, compute)
 
     def _forget_fields(self) -> None:
         """Release the last event's fields (D + 2 arrays of the lattice, 40 B a cell in 3D): a run's

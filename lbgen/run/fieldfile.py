@@ -152,8 +152,13 @@ def save_fields(path, fields: Dict[str, np.ndarray], **metadata) -> Path:
     if file.suffix.lower() != SAVE_SUFFIX:
         raise FieldFileError(f"--save {file}: give a file name ending in {SAVE_SUFFIX} (not "
                              f"{file.suffix or 'no suffix'!r})")
-    arrays = {k: fields[k] for k in field_keys(3 if "uz" in fields else 2)}
+    keys = field_keys(3 if "uz" in fields else 2)
     extra = {k: np.asarray(v) for k, v in metadata.items()}
+    from lbgen.output.slabbed import is_slabbed, savez
+    if is_slabbed(fields):               # fields made by slabs: each member streamed, none held whole
+        fields = getattr(fields, "fields", fields)
+        return atomic_write(file, lambda fh: savez(fh, {**{k: (fields, k) for k in keys}, **extra}))
+    arrays = {k: fields[k] for k in keys}
     from lbgen.output.widened import float64_members          # float32 fields written as float64, one at a time
     return atomic_write(file, lambda fh: np.savez(fh, **float64_members(arrays), **extra))
 

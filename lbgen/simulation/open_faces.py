@@ -516,10 +516,20 @@ def _check_path(solid: np.ndarray, sources, target: Face, periodic, kinds) -> No
 def face_fluxes(fields: Mapping[str, np.ndarray], faces, r: float) -> Dict[str, float]:
     """The mass flux out of the lattice through each open face of ``faces`` ({face: kind}),
     sites per step (lattice units: the model velocity over ``r``): the sum of rho u_n over the
-    face's layer of sites, u_n the physical velocity along the outward normal (negative: in)."""
+    face's layer of sites, u_n the physical velocity along the outward normal (negative: in).
+    Fields made by slabs (a mapping with ``part``, or a float64 view of one: lbgen.output.slabbed)
+    give the layer alone, read as float64: the same sums, no whole field."""
     out = {}
+    source = getattr(fields, "fields", fields)
     for face in faces:
         a = AXES.index(face[0])
+        if hasattr(source, "part"):
+            layer = 0 if face[1] == "low" else source.shape[a] - 1
+            plane = source.part(("rho", "u" + face[0]), tuple(layer if k == a else slice(None) for k in range(a + 1)))
+            flux = (np.asarray(plane["rho"], dtype=np.float64) *
+                    np.asarray(plane["u" + face[0]], dtype=np.float64)).sum() / r
+            out["-".join(face)] = float(-flux if face[1] == "low" else flux)
+            continue
         u = np.asarray(fields["u" + face[0]])
         layer = 0 if face[1] == "low" else u.shape[a] - 1
         flux = np.take(np.asarray(fields["rho"]) * u, layer, axis=a).sum() / r

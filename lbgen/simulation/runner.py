@@ -429,6 +429,14 @@ class Simulation(Lattice, HealthChecks, metaclass=ABCMeta):
                 v[self.mask == 1] = 0.0
         return out
 
+    def fields_by_slabs(self, native: bool = False):
+        """``fields(native)``' arrays made one slab of X planes at a time, when asked: (dtype, bounds,
+        compute(x0, x1)) (``lbgen.simulation.slabs.field_slabs``; None for a lattice of several
+        regions or on a device).  A run's outputs read them so (``lbgen.output.slabbed``)."""
+        from lbgen.simulation.slabs import field_slabs
+        self._require_state("fields()")
+        return field_slabs(self, native)
+
     def _fields_of(self, f: np.ndarray) -> Dict[str, np.ndarray]:
         """Physical fields of (Q, *shape) populations on the host, as ``fields``: the model's
         assignments through NumPy, in double the bits of a strict build of the fields kernel."""

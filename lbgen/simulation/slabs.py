@@ -73,3 +73,42 @@ def set_fields_by_slabs(sim, slab: Callable[[int, int], Dict[str, np.ndarray]], 
     r.program.halo(r.f)
     sim._fields_set = True
     sim._natural(reset=True)
+
+
+#: the sites of one slab of the fields by slabs (whole planes of X, at least one): the staging
+#: lattice holds that share of the buffer, its fields that share of the lattice's
+FIELD_SLAB_CELLS = 1 << 16
+
+
+def field_slabs(sim, native: bool = False, cells: int = FIELD_SLAB_CELLS):
+    """``sim.fields(native)``' arrays one slab of X planes at a time: (dtype, bounds, compute) with
+    ``compute(x0, x1)`` -> {rho, ux, uy[, uz], T} of the planes x0 <= x < x1 -- the populations of
+    those planes copied into a staging lattice (``CProgram.slab_program``) and its fields kernel
+    run there (per site: the whole lattice's bits; solid cells 0).  Only for the step it was made
+    at (a later read is refused).  None for the lattices set_fields_by_slabs gives whole arrays
+    (several regions, a device, compile-time sizes)."""
+    from lbgen.simulation.parameters import SimulationError
+    r = whole_region(sim)
+    if r is None or not isinstance(r.f, np.ndarray) or not hasattr(r.program, "slab_program") \
+            or r.program.spec.compile_time_sizes:
+        return None
+    bounds = slab_bounds(sim.lx, int(np.prod(sim.shape[1:])), 1, cells)
+    step = sim.time_step
+    single = native and r.program.codec.arith_dtype == np.float32
+
+    def compute(x0: int, x1: int) -> Dict[str, np.ndarray]:
+        if sim.time_step != step:
+            raise SimulationError(f"the fields of step {step} read by slabs at step {sim.time_step}: make them again")
+        sim.synchronize()
+        sim._natural()
+        program = r.program.slab_program(x1 - x0)
+        f = program.allocate()
+        program.layout.x_planes(f, 0, x1 - x0)[...] = r.program.layout.x_planes(r.f, x0, x1)
+        out = program.fields(f, force=sim.force, native=native)
+        del f
+        if sim.mask is not None:
+            solid = sim.mask[x0:x1] == 1
+            for v in out.values():
+                v[solid] = 0.0
+        return out
+    return np.dtype(np.float32 if single else np.float64), bounds, compute

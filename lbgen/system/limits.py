@@ -95,14 +95,22 @@ def run_memory_estimate(shape: Sequence[int], Q: int, itemsize: int, halo: int =
     place: lbgen.codegen.spec.population_buffers) with halos in every direction
     (``itemsize``: bytes of one stored population, lbgen.codegen.storage; the last axis's halo
     rows are clusters of ``lanes`` cells: 8, the run's default CAoSoA VL 8, bounds the
-    layouts' padding from above), and the fields of
-    one event, D + 2 arrays in the arithmetic precision (``real`` bytes: 4 in single, whose
-    fields a run holds in float32; ``field_bytes``).  A 3D set-up sets its fields by slabs of X
-    planes (``lbgen.simulation.slabs``), checkpoints, masks and the .vti and HDF5 writers stream
-    their slabs, so no gathered state is counted; a quarter of the fields' bytes more covers those
-    slabs and the interpreter at small lattices."""
-    fields = field_bytes(len(shape), real) * math.prod(int(n) for n in shape)
-    return population_bytes(shape, Q, itemsize, halo, buffers, lanes) + fields + fields // 4
+    layouts' padding from above), and the fields of one event in the arithmetic precision
+    (``real`` bytes: 4 in single, whose fields a run holds in float32).  In 2D those are D + 2
+    arrays (``field_bytes``) and a quarter more for the writers' slabs and the interpreter at
+    small lattices.  In 3D a run makes its fields by slabs of X planes as the writers read them
+    (``lbgen.output.slabbed``), the .vti an eighth of the Z planes at a time: an eighth of the
+    fields' bytes, and a slab's staging lattice, counted as a sixteenth of one buffer (a slab
+    is at most LX / 16 planes).  A 3D set-up sets its fields by slabs too
+    (``lbgen.simulation.slabs``), checkpoints and masks stream their slabs: no gathered state
+    is counted."""
+    cells = math.prod(int(n) for n in shape)
+    buffers_bytes = population_bytes(shape, Q, itemsize, halo, buffers, lanes)
+    if len(shape) == 3:
+        staging = population_bytes(shape, Q, itemsize, halo, 1, lanes) // 16
+        return buffers_bytes + field_bytes(3, real) * cells // 8 + staging
+    fields = field_bytes(len(shape), real) * cells
+    return buffers_bytes + fields + fields // 4
 
 
 def population_bytes(shape: Sequence[int], Q: int, itemsize: int, halo: int = 3, buffers: int = 2,

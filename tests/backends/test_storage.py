@@ -164,8 +164,9 @@ def test_storage_choices_are_refused_in_words():
 
 def test_the_memory_estimate_follows_the_storage():
     """`lbgen run`'s estimate before any work: two buffers of the storage (2 bytes a population in
-    fp16s, 8 in double; halos of 1 cell, the last axis's as clusters of 8 cells) plus one event's
-    fields (rho, u, T in float64) and a quarter of them (lbgen.system.limits.run_memory_estimate);
+    fp16s, 8 in double; halos of 1 cell, the last axis's as clusters of 8 cells) plus, in 3D, an
+    eighth of the float64 fields (made by slabs as they are written, the .vti's by eighths of the Z
+    planes) and a sixteenth of one buffer (a slab's staging lattice; lbgen.system.limits.run_memory_estimate);
     no gathered states: checkpoints and masks stream their slabs."""
     from lbgen.run.config import RunConfig
     from lbgen.run.driver import check_run_memory
@@ -173,9 +174,8 @@ def test_the_memory_estimate_follows_the_storage():
                                                                            storage=s))))
            for s in ("fp64", "fp16s")}
     sites, padded = 40 ** 3, 42 * 42 * (40 + 2 * 8)
-    assert est["fp64"] - est["fp16s"] == 19 * 2 * padded * (8 - 2)
-    fields = 5 * 8 * sites
-    assert est["fp16s"] == 19 * 2 * padded * 2 + fields + fields // 4
+    assert est["fp64"] - est["fp16s"] == 19 * 2 * padded * (8 - 2) + 19 * padded * (8 - 2) // 16
+    assert est["fp16s"] == 19 * 2 * padded * 2 + 5 * 8 * sites // 8 + 19 * padded * 2 // 16
 
 
 @pytest.mark.slow

@@ -43,7 +43,8 @@ def test_the_choices_follow_the_bytes_and_the_set(monkeypatch):
     host = _info(monkeypatch, 8 * GIB, "d3q19")["host"]["lattices"]
     n = {k: v["run"] for k, v in host.items()}
     assert n["double/pull"] < n["double/inplace"] < n["single/fp16s/inplace"]
-    assert n["single/inplace"] == n["single/fp16s/pull"]        # 4 B x 1 buffer = 2 B x 2 buffers
+    # 4 B x 1 buffer = 2 B x 2 buffers; a slab's staging lattice (one buffer of its planes) is twice fp16s's
+    assert n["single/inplace"] <= n["single/fp16s/pull"] <= 1.02 * n["single/inplace"]
     two = _info(monkeypatch, 8 * GIB, "d2q9")["host"]["lattices"]
     assert two["double/pull"]["run"] > 10 * n["double/pull"]     # squares: N^2
 

@@ -140,14 +140,16 @@ def test_in_place_16_bit_state_chunks_are_the_state_at_either_parity():
             assert np.array_equal(flat.view(np.uint16), whole.reshape(-1).view(np.uint16)), (steps, cells)
 
 
-@pytest.mark.parametrize("kind, bound", [("pull-double", 56), ("inplace-fp16s-single", 24)])
-def test_a_run_holds_the_populations_and_one_set_of_fields(tmp_path, kind, bound):
+@pytest.mark.parametrize("kind, bound, sizes", [("pull-double", 56, (24, 40)), ("inplace-fp16s-single", 10, (64, 96))])
+def test_a_run_holds_the_populations_and_one_set_of_fields(tmp_path, kind, bound, sizes):
     """The whole `lbgen run` (Taylor-Green, D3Q19, C, double, pull; a field output and a checkpoint at
     the end): tracemalloc's peak per cell above the population buffers, as the slope between two
-    lattices (the interpreter, libraries and kernels cancel), is the five fields (40 B a cell in double,
-    20 in single: float32, issue 38's fields_real) and little else.  Before issue 38's cuts it was 250 (the
-    checkpoint's copy of the state 152, the .vti writer's copies 64, set_fields' copies of the initial
-    fields 120 at the start ...); single in place + fp16s measured 30.4 with float64 fields, 14.9 with float32 ones."""
+    lattices (the interpreter, libraries and kernels cancel), is little more than one field: the run's
+    fields are made by slabs of X planes as the writers read them (lbgen.output.slabbed).  Single in
+    place + fp16s at 64^3 / 96^3 (lattices whose fields outweigh the writers' fixed 1 MiB chunks):
+    5.0 B a cell; 19.8 with the five float32 fields held (the commit before, 2026-11-28).  Before
+    issue 38's cuts it was 250 (the checkpoint's copy of the state 152, the .vti writer's copies 64,
+    set_fields' copies of the initial fields 120 at the start ...)."""
     extra_options = {} if kind == "pull-double" else dict(streaming="inplace", storage="fp16s", precision="single")
     from lbgen.run.config import RunConfig
     from lbgen.run.driver import Run
@@ -169,8 +171,8 @@ def test_a_run_holds_the_populations_and_one_set_of_fields(tmp_path, kind, bound
         buffers = sum(b.nbytes for r in runner["run"].sim.regions for b in (r.f, r.g) if b is not None)
         return peak - buffers
     run(16, traced=False)                  # imports, the compiled kernels
-    small, big = run(24), run(40)
-    extra = (big - small) / (40 ** 3 - 24 ** 3)
+    small, big = sizes
+    extra = (run(big) - run(small)) / (big ** 3 - small ** 3)
     assert extra <= bound, extra
 
 
@@ -224,15 +226,16 @@ def test_outputs_of_native_fields_are_the_float64_outputs_byte_for_byte(tmp_path
 
 def test_the_memory_estimate_follows_what_a_run_holds():
     """run_memory_estimate (checked before any work): the buffers with their halos (the clustered
-    last axis padded by a cluster row a side) and one event's fields in the arithmetic precision --
-    no gathered states since the checkpoints and the set-up stream their slabs.
-    benchmarks/storage_memory.py at 128^3 D3Q19 (whole process, docs/performance-history.md,
-    2026-11-28): in place + fp16s, single 63.7 B a cell, pull double 392.6; the estimate is above each
-    and within 15 % of it (before: 94 and 403 with float64 fields counted, 212 and 571 with two
-    gathered states and a dozen float64 fields)."""
+    last axis padded by a cluster row a side) and, in 3D, an eighth of the fields in the arithmetic
+    precision (made by slabs as the writers read them, the .vti's by eighths of the Z planes) and a
+    slab's staging lattice -- no gathered states since the checkpoints and the set-up stream their
+    slabs.  benchmarks/storage_memory.py at 128^3 D3Q19 (whole process, docs/performance-history.md,
+    2026-11-28 ~11:45): in place + fp16s, single 46.5 B a cell, pull double 363.0; the estimate is above
+    each and within 15 % of it (the five fields held: 63.7 and 392.6; before: 94 and 403 with float64
+    fields counted, 212 and 571 with two gathered states and a dozen float64 fields)."""
     from lbgen.system.limits import field_bytes, run_memory_estimate
     cells = 128 ** 3
-    for measured, itemsize, buffers, real in ((63.7, 2, 1, 4), (392.6, 8, 2, 8)):
+    for measured, itemsize, buffers, real in ((46.5, 2, 1, 4), (363.0, 8, 2, 8)):
         estimate = run_memory_estimate((128,) * 3, 19, itemsize, halo=1, buffers=buffers, real=real) / cells
         assert measured <= estimate <= 1.15 * measured, (measured, estimate)
     assert field_bytes(3) == 40 and field_bytes(2) == 32 and field_bytes(3, 4) == 20
@@ -241,7 +244,7 @@ def test_the_memory_estimate_follows_what_a_run_holds():
     est = {p: check_run_memory(RunConfig.build("shear-wave", ("test", dict(lx=40, ly=40, lz=40, velocity_set="d3q19",
                                                                            precision=p, storage="fp16s"))))
            for p in ("single", "double")}
-    assert est["double"] - est["single"] == (40 - 20) * 40 ** 3 * 5 // 4
+    assert est["double"] - est["single"] == (40 - 20) * 40 ** 3 // 8
     plain = run_memory_estimate((100, 60), 9, 8, halo=1, buffers=2, lanes=1)
     assert plain == 9 * 102 * 62 * 2 * 8 + 32 * 6000 + 8 * 6000
 
@@ -347,3 +350,108 @@ def test_an_h5_file_of_float32_fields_widens_a_slab_at_a_time(tmp_path):
     write_h5(tmp_path / "a.h5", 3, wide, 1.5, attrs={"nu": 0.1})
     assert (tmp_path / "a.h5").read_bytes() == (tmp_path / "b.h5").read_bytes()
     assert peak <= 8 * H5_SLAB + (1 << 18) < 4 * narrow["rho"].size, peak     # measured 2.2 B a cell; before 8.0
+
+
+def _slabbed(sim, cells, native=True):
+    """The lattice's fields made by slabs of ``cells`` sites (a run's outputs read them so)."""
+    from lbgen.output.slabbed import SlabbedFields
+    from lbgen.simulation.slabs import field_slabs
+    dtype, bounds, compute = field_slabs(sim, native, cells)
+    return SlabbedFields(("rho", "ux", "uy", "uz", "T"), sim.shape, dtype, bounds, compute)
+
+
+@pytest.mark.parametrize("layout, vl, options, steps", [
+    ("caosoa", 8, dict(precision="single", storage="fp16s", streaming="inplace"), 3),
+    ("caosoa", 8, dict(precision="single", storage="fp16s", streaming="inplace"), 4),
+    ("soa", None, {}, 3), ("aos", None, dict(precision="single"), 2), ("csoa", 4, dict(streaming="inplace"), 1)])
+def test_fields_by_slabs_are_the_fields_bit_for_bit(layout, vl, options, steps):
+    """The fields made by slabs of X planes (each slab's populations copied into a staging lattice,
+    its fields kernel run there) are fields(native=True)'s bits, whole or by any part, solid cells
+    0, at either in-place parity; read at a later step they are refused, not stale."""
+    from lbgen.output.widened import field_total, widened
+    from lbgen.simulation.open_faces import face_fluxes
+    from lbgen.simulation.parameters import SimulationError
+    shape = (35, 6, 16)
+    rng = np.random.default_rng(5)
+    mask = np.zeros(shape, dtype=np.uint8)
+    mask[4:7, 2:4, 5:9] = 1
+    sim = lbgen.Simulation(*shape, velocity_set="d3q19", layout=layout, vl=vl, tau=0.8, mask=mask, **options)
+    sim.set_fields(1 + 0.01 * rng.random(shape), *(0.02 * rng.standard_normal(shape) for _ in shape))
+    sim.step(steps)
+    whole = sim.fields(native=True)
+    for cells in (6 * 16, 6 * 16 * 5):          # slabs of 1 plane; of 2 (LX // 16), the last of 1
+        by_slabs = _slabbed(sim, cells)
+        assert len(by_slabs.bounds) == (35 if cells == 96 else 18)
+        for k, v in whole.items():
+            assert by_slabs[k].dtype == v.dtype and np.array_equal(by_slabs[k].view(np.uint8), v.view(np.uint8)), k
+        for index in ((6,), (slice(None), 3), (slice(3, 34), slice(None), slice(4, 9)), (slice(None),) * 2 + (15,)):
+            part = by_slabs.part(("ux", "T"), index)
+            assert all(np.array_equal(part[k], whole[k][index]) for k in ("ux", "T")), index
+        assert field_total(by_slabs, "rho") == field_total(whole, "rho") == float(whole["rho"].astype(float).sum())
+        faces = [(c, side) for c in "xyz" for side in ("low", "high")]
+        assert face_fluxes(widened(by_slabs), faces, 1.7) == face_fluxes(widened(whole), faces, 1.7)
+    assert np.all(by_slabs["rho"][mask == 1] == 0) and np.all(whole["rho"][mask == 0] > 0)
+    sim.step(1)
+    with pytest.raises(SimulationError):
+        by_slabs["rho"]
+
+
+@pytest.mark.parametrize("fmt", ["h5", "npz"])
+def test_an_output_of_fields_by_slabs_holds_no_whole_field(tmp_path, fmt):
+    """RunOutput.write_fields (field file and .vti) of the fields made by slabs: tracemalloc's peak per
+    cell, as the slope between two lattices (the writers' fixed chunks cancel), is a slab's and an eighth
+    of the Z planes' fields (the .vti's parts): measured 0.8 B a cell (one float32 field and a third of
+    the velocity at a time: 8.7; the five fields held whole: 20 and more)."""
+    from lbgen.output.run import RunOutput
+    from lbgen.output.widened import field_total
+
+    def peak(lx):
+        shape = (lx, 32, 64)
+        sim = lbgen.Simulation(*shape, velocity_set="d3q19", tau=0.8, precision="single", storage="fp16s",
+                               streaming="inplace")
+        sim.set_fields(1.0, 0.01, 0.0, 0.0)
+        sim.step(1)
+        out = RunOutput(tmp_path / f"r{lx}", pictures=(), fields_format=fmt, dimension=3)
+        out.write_fields(0, _slabbed(sim, 32 * 64 * 2))         # h5py's and pyevtk's imports
+        if fmt == "h5":                  # the report's total mass read by slabs: NumPy's sum of the whole, bit for bit
+            sim.set_fields(1 + 0.01 * np.random.default_rng(lx).random(shape), 0.01, 0.0, 0.0)
+            assert field_total(_slabbed(sim, 32 * 64 * 2), "rho") == float(sim.fields()["rho"].sum())
+        return _traced(lambda: out.write_fields(1, _slabbed(sim, 32 * 64 * 2)))[1]
+    extra = (peak(192) - peak(96)) / (96 * 32 * 64)
+    assert extra <= 3, extra
+
+
+def test_files_of_fields_by_slabs_are_the_whole_fields_files(tmp_path):
+    """Every writer given the fields made by slabs writes the bytes it writes of the whole arrays
+    (HDF5, npz members, the .vti with a solid array, --save's file, the mid-plane slices)."""
+    import zipfile
+
+    from lbgen.output.fields import write_h5, write_npz, write_vti
+    from lbgen.output.pictures import mid_planes
+    from lbgen.output.widened import widened
+    from lbgen.run.fieldfile import save_fields
+    shape = (24, 20, 32)
+    rng = np.random.default_rng(7)
+    sim = lbgen.Simulation(*shape, velocity_set="d3q19", tau=0.8, precision="single", storage="fp16s",
+                           streaming="inplace")
+    sim.set_fields(1 + 0.01 * rng.random(shape), *(0.02 * rng.standard_normal(shape) for _ in shape))
+    sim.step(3)
+    whole, by_slabs = sim.fields(native=True), _slabbed(sim, 20 * 32 * 2)
+    solid = {"solid": (rng.random(shape) < 0.1).astype(np.uint8)}
+    for name, fields in (("a", whole), ("b", by_slabs)):
+        write_h5(tmp_path / f"{name}.h5", 7, fields, 0.5, attrs={"nu": 0.1})
+        write_npz(tmp_path / f"{name}.npz", 7, fields, 0.5)
+        save_fields(tmp_path / f"{name}-save.npz", fields, steps=7, lx=24, ly=20, lz=32)
+    write_vti(tmp_path / "b.vti", by_slabs, field_data={"step": 7}, point_data=solid)
+    write_vti(tmp_path / "a.vti", whole, field_data={"step": 7}, point_data=solid)
+    for stem in ("", "-save"):
+        a, b = (zipfile.ZipFile(tmp_path / f"{n}{stem}.npz") for n in "ab")
+        assert a.namelist() == b.namelist() and all(a.read(m) == b.read(m) for m in a.namelist()), stem
+    for suffix in (".h5", ".vti"):
+        assert (tmp_path / f"a{suffix}").read_bytes() == (tmp_path / f"b{suffix}").read_bytes(), suffix
+    for periodic in ((True,) * 3, (True, False, False)):
+        a, b = mid_planes(widened(whole), periodic), mid_planes(widened(by_slabs), periodic)
+        assert a.keys() == b.keys()
+        for plane in a:
+            assert a[plane][:2] == b[plane][:2] and a[plane][2].keys() == b[plane][2].keys()
+            assert all(np.array_equal(a[plane][2][k], b[plane][2][k]) for k in a[plane][2]), plane
