@@ -49,7 +49,9 @@ def check_run_memory(cfg: RunConfig, resume: bool = False) -> int:
     entry = set_entry(cfg.velocity_set)
     return check_memory(shape, entry.Q, storage_bytes(cfg.precision, cfg.storage), describe(cfg.precision, cfg.storage),
                         halo=entry.max_hop, buffers=population_buffers(cfg.streaming),
-                        real=arithmetic_bytes(cfg.precision))
+                        real=arithmetic_bytes(cfg.precision),
+                        # the fields made by slabs: one C region, not beside thermal walls across x
+                        slabs=cfg.backend == "c" and not cfg.hetero and cfg.thermal_axis != "x")
 
 
 class Run(RunEvents):

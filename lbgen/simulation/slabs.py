@@ -6,7 +6,7 @@ A host lattice of one region runs the same init kernel on a staging lattice of t
 (``CProgram.slab_program``: the same library) and copies its planes into the buffer, then refreshes
 the halo: the buffer holds the bits ``set_fields`` of the whole arrays gives (the kernel is per
 site; tests/simulation/test_memory.py compares the buffers).  Other lattices (several regions, a
-device, a mask) get the whole arrays assembled from the slabs and ``set_fields``."""
+device, a mask, thermal walls across x) get the whole arrays assembled from the slabs and ``set_fields``."""
 from __future__ import annotations
 
 from typing import Callable, Dict, List, Tuple
@@ -34,6 +34,14 @@ def slab_bounds(lx: int, plane: int, least: int, cells: int = SLAB_CELLS) -> Lis
     return bounds
 
 
+def _slabs_run(region) -> bool:
+    """Whether a staging lattice of a few X planes runs ``region``'s kernels: a host buffer, run-time
+    sizes, and no thermal walls across x (their kernels need 8 planes or more across the walls)."""
+    spec = region.program.spec
+    return isinstance(region.f, np.ndarray) and hasattr(region.program, "slab_program") and \
+        not spec.compile_time_sizes and not (spec.walls and spec.wall_axis == "x")
+
+
 def set_fields_by_slabs(sim, slab: Callable[[int, int], Dict[str, np.ndarray]], cells: int = SLAB_CELLS) -> None:
     """``sim.set_fields`` of the fields ``slab(x0, x1)`` gives on each slab of X planes (a dict
     rho, ux, uy[, uz], T of arrays of shape (x1 - x0, ...)); every slab is checked before any
@@ -47,8 +55,7 @@ def set_fields_by_slabs(sim, slab: Callable[[int, int], Dict[str, np.ndarray]], 
         checked_fields([values[n] for n in names], (x1 - x0, *rest), sim.vs, sim.force,
                        None if fluid is None else fluid[x0:x1], x0=x0)
     r = whole_region(sim)
-    if r is None or sim.mask is not None or not isinstance(r.f, np.ndarray) or not hasattr(r.program, "slab_program") \
-            or r.program.spec.compile_time_sizes:
+    if r is None or sim.mask is not None or not _slabs_run(r):
         whole = {n: np.empty(sim.shape) for n in names}
         for x0, x1 in bounds:
             values = slab(x0, x1)
@@ -86,11 +93,10 @@ def field_slabs(sim, native: bool = False, cells: int = FIELD_SLAB_CELLS):
     those planes copied into a staging lattice (``CProgram.slab_program``) and its fields kernel
     run there (per site: the whole lattice's bits; solid cells 0).  Only for the step it was made
     at (a later read is refused).  None for the lattices set_fields_by_slabs gives whole arrays
-    (several regions, a device, compile-time sizes)."""
+    (several regions, a device, compile-time sizes, thermal walls across x)."""
     from lbgen.simulation.parameters import SimulationError
     r = whole_region(sim)
-    if r is None or not isinstance(r.f, np.ndarray) or not hasattr(r.program, "slab_program") \
-            or r.program.spec.compile_time_sizes:
+    if r is None or not _slabs_run(r):
         return None
     bounds = slab_bounds(sim.lx, int(np.prod(sim.shape[1:])), 1, cells)
     step = sim.time_step

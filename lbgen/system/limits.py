@@ -88,7 +88,7 @@ def available_memory() -> Optional[int]:
 
 
 def run_memory_estimate(shape: Sequence[int], Q: int, itemsize: int, halo: int = 3, buffers: int = 2,
-                        lanes: int = 8, real: int = 8) -> int:
+                        lanes: int = 8, real: int = 8, slabs: bool = True) -> int:
     """Host bytes a run of a lattice ``shape`` ((LX, LY) or (LX, LY, LZ): D from its length)
     of Q populations needs at its peak, roughly: what ``lbgen run`` holds (issue 38 item 4,
     measured in docs/performance-history.md): ``buffers`` population buffers (2 pull, 1 in
@@ -103,10 +103,11 @@ def run_memory_estimate(shape: Sequence[int], Q: int, itemsize: int, halo: int =
     fields' bytes, and a slab's staging lattice, counted as a sixteenth of one buffer (a slab
     is at most LX / 16 planes).  A 3D set-up sets its fields by slabs too
     (``lbgen.simulation.slabs``), checkpoints and masks stream their slabs: no gathered state
-    is counted."""
+    is counted.  ``slabs`` False: a 3D run whose fields are held whole (a device, host + device
+    regions, thermal walls across x: ``lbgen.simulation.slabs``), counted as in 2D."""
     cells = math.prod(int(n) for n in shape)
     buffers_bytes = population_bytes(shape, Q, itemsize, halo, buffers, lanes)
-    if len(shape) == 3:
+    if len(shape) == 3 and slabs:
         staging = population_bytes(shape, Q, itemsize, halo, 1, lanes) // 16
         return buffers_bytes + field_bytes(3, real) * cells // 8 + staging
     fields = field_bytes(len(shape), real) * cells
@@ -156,9 +157,9 @@ def _gib(n: float) -> str:
 
 
 def check_memory(shape: Sequence[int], Q: int, itemsize: int, precision: str, halo: int = 3, buffers: int = 2,
-                 real: int = 8) -> int:
+                 real: int = 8, slabs: bool = True) -> int:
     """Refuse a lattice whose estimate exceeds the available memory; returns the estimate."""
-    need = run_memory_estimate(shape, Q, itemsize, halo, buffers, real=real)
+    need = run_memory_estimate(shape, Q, itemsize, halo, buffers, real=real, slabs=slabs)
     have = available_memory()
     if have is not None and need > have:
         names = ("--lx", "--ly", "--lz")[:len(shape)]

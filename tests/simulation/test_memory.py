@@ -245,6 +245,16 @@ def test_the_memory_estimate_follows_what_a_run_holds():
                                                                            precision=p, storage="fp16s"))))
            for p in ("single", "double")}
     assert est["double"] - est["single"] == (40 - 20) * 40 ** 3 // 8
+    # a run whose fields are held whole (here the thermal walls across x: no staging lattice of a few X
+    # planes takes them, lbgen.simulation.slabs) counts them whole, as in 2D
+    walls = {a: check_run_memory(RunConfig.build("rayleigh-benard", ("test", dict(
+        lx=40, ly=16, lz=40, velocity_set="d3q39", walls=True, **({"wall_axis": a} if a else {})))))
+        for a in (None, "x")}
+    from lbgen.system.limits import population_bytes
+    shape, fields = (40, 16, 40), field_bytes(3) * 40 * 16 * 40
+    buffers = population_bytes(shape, 39, 8, halo=3, buffers=2)
+    assert walls["x"] == buffers + fields + fields // 4          # the five fields whole, and the writers' quarter
+    assert walls[None] == run_memory_estimate(shape, 39, 8, halo=3, buffers=2) != walls["x"]
     plain = run_memory_estimate((100, 60), 9, 8, halo=1, buffers=2, lanes=1)
     assert plain == 9 * 102 * 62 * 2 * 8 + 32 * 6000 + 8 * 6000
 
