@@ -136,8 +136,11 @@ def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -
         raise ValueError(f"the C backend compiles C sources, not {source.spec.backend!r}")
     cc = compiler()
     all_flags = flags_for(flags, strict) + _BASE_FLAGS
-    if strict:      # the general site function at every rate (templates/common.j2, site_function): every backend's bits
-        all_flags += (f"-D{source.spec.prefix.upper()}_STRICT",)
+    strict_macro = f"{source.spec.prefix.upper()}_STRICT"
+    if strict and f"#ifdef {strict_macro}" in source.text:
+        # the general site function at every rate (templates/common.j2, site_function): every backend's bits;
+        # only for a source that reads it, so that the other strict builds below -O2 share the plain ones
+        all_flags += (f"-D{strict_macro}",)
     all_flags += level_flags(all_flags, source)
     return build_library(
         "c", (source.digest, all_flags, compiler_version(cc)), source.files,
