@@ -185,7 +185,7 @@ class GPUProgram(Program):
         rho = None
         walls, lids, opens = int(bc[0]), int(bc[1]), int(bc[4])
         if walls & lids or opens:
-            size = self.rho_lid_size(opens)
+            size = self.rho_lid_size
             if self._rho_lid is None or self._rho_lid[0] != size:
                 self._rho_lid = (size, self._to_device(np.zeros(size, dtype=self.real)))
             rho = self._rho_lid[1]
@@ -209,11 +209,11 @@ class GPUProgram(Program):
         zs = np.where(lane, (zz % NR - r) * s["SR"] + (zz // NR - k) * s["SK"], cz * s["SR"])
         return lay.site_index(np.asarray(vs.opposite)[p], x, y, z) + cx * s["SX"] + cy * s["SY"] + zs
 
-    def rho_lid_size(self, opens: int) -> int:
+    @property
+    def rho_lid_size(self) -> int:
         """The reals of aa_lid_rho's buffer (the kernels' ``<PREFIX>_AA_RHO_LID_SIZE``): one a site,
-        then HALO planes of Q a site next to each outlet, outflow and slip face (``opens``: their bits
-        at 6, 12, 18)."""
-        snap = (opens >> 6 | opens >> 12 | opens >> 18) & ((1 << 2 * self.D) - 1)
+        then HALO planes of Q a site next to each outlet, outflow and slip face of ``open_bounds``."""
+        snap = 0 if self.open_bounds is None else self.open_bounds[1] | self.open_bounds[2] | self.open_bounds[3]
         planes = sum(self.site_count // self.shape[face // 2] for face in range(2 * self.D) if snap >> face & 1)
         return self.site_count + self.vs.Q * self.vs.max_hop * planes
 

@@ -17,6 +17,7 @@ import numpy as np
 from lbgen.system.limits import resolve_threads
 
 from lbgen.codegen.spec import time_block_walls_refusal
+from lbgen.model.operators import OPERATOR_RECORDS
 from lbgen.backends.base import HostBuffers, Program, body_arrays, check_tau_wall, fields_dict, wall_tau
 from lbgen.backends.build import (UNCONTRACTED_LEVELS, build_library, compiler_version, find_compiler,
                                   last_level_cache_bytes, load_library, optimisation)
@@ -136,11 +137,10 @@ def build(source, flags: Optional[Sequence[str]] = None, strict: bool = False) -
         raise ValueError(f"the C backend compiles C sources, not {source.spec.backend!r}")
     cc = compiler()
     all_flags = flags_for(flags, strict) + _BASE_FLAGS
-    strict_macro = f"{source.spec.prefix.upper()}_STRICT"
-    if strict and f"#ifdef {strict_macro}" in source.text:
+    if strict and OPERATOR_RECORDS[source.spec.collision].specialised:
         # the general site function at every rate (templates/common.j2, site_function): every backend's bits;
-        # only for a source that reads it, so that the other strict builds below -O2 share the plain ones
-        all_flags += (f"-D{strict_macro}",)
+        # only for an operator with a specialised one, so that the other strict builds below -O2 share the plain ones
+        all_flags += (f"-D{source.spec.prefix.upper()}_STRICT",)
     all_flags += level_flags(all_flags, source)
     return build_library(
         "c", (source.digest, all_flags, compiler_version(cc)), source.files,
